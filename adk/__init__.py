@@ -1,0 +1,91 @@
+"""pyadk: an asyncio multi-agent orchestration SDK in ADK style.
+
+``import adk`` loads the core only; the OpenAI adapter, MCP and the optional checkpoint backends load
+when first used.
+"""
+
+from typing import Any
+
+from .agent import Agent, AgentInput, BaseAgent, ResumableAgent
+from .agent_tool import AgentTool
+from .checkpoint.codec import CheckpointError, register_type
+from .context import RunContext, Session
+from .events import AgentAction, AgentEvent, AgentOutput, ErrorInfo
+from .flow import FlowAgent, with_sub_agents
+from .history import HistoryEntry, HistoryRewriter
+from .interrupts import Interrupt, InterruptInfo, InterruptPoint, ResumeContext
+from .messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, Usage
+from .models.base import ChatModel, ModelError, ModelOptions, RetryPolicy
+from .runner import RunError, Runner, RunResult
+from .streams import MessageStream
+from .tools import (
+    FunctionTool,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    Toolset,
+    ToolSpec,
+    tool,
+)
+from .workflows import LoopAgent, ParallelAgent, SequentialAgent
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Agent",
+    "AgentAction",
+    "AgentEvent",
+    "AgentInput",
+    "AgentOutput",
+    "AgentTool",
+    "BaseAgent",
+    "ChatModel",
+    "CheckpointError",
+    "ErrorInfo",
+    "FlowAgent",
+    "FunctionTool",
+    "HistoryEntry",
+    "HistoryRewriter",
+    "Interrupt",
+    "InterruptInfo",
+    "InterruptPoint",
+    "LoopAgent",
+    "Message",
+    "MessageChunk",
+    "MessageStream",
+    "ModelError",
+    "ModelOptions",
+    "ParallelAgent",
+    "ResumableAgent",
+    "ResumeContext",
+    "RetryPolicy",
+    "Role",
+    "RunContext",
+    "RunError",
+    "RunResult",
+    "Runner",
+    "SequentialAgent",
+    "Session",
+    "Tool",
+    "ToolCall",
+    "ToolCallChunk",
+    "ToolContext",
+    "ToolError",
+    "ToolResult",
+    "ToolSpec",
+    "Toolset",
+    "Usage",
+    "register_type",
+    "tool",
+    "with_sub_agents",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The OpenAI adapter imports the openai SDK; load it only when asked for.
+    if name == "OpenAIChatModel":
+        from .models.openai import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module 'adk' has no attribute {name!r}")

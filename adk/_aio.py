@@ -1,0 +1,37 @@
+"""Small asyncio helpers shared by the runtime."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+__all__ = ["closing"]
+
+
+class closing(Generic[T]):
+    """``async with closing(it)``: close ``it`` on exit if it can be closed.
+
+    ``contextlib.aclosing`` requires ``aclose``; agents may return any async iterator, and those
+    without ``aclose`` have nothing to close.
+    """
+
+    __slots__ = ("_it",)
+
+    def __init__(self, it: AsyncIterator[T]) -> None:
+        self._it = it
+
+    async def __aenter__(self) -> AsyncIterator[T]:
+        return self._it
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        aclose = getattr(self._it, "aclose", None)
+        if aclose is not None:
+            await aclose()

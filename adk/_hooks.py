@@ -1,0 +1,68 @@
+"""The seams where tracing and user callbacks attach to a run.
+
+The runtime calls these at fixed points (agent start/end, every event, every model call, every tool
+call). A run without tracing or callbacks has ``hooks = None`` and pays one ``is None`` test per
+point. ``Hooks`` here passes everything through; tracing and callbacks subclass it and are combined
+into one object by the runner, so the runtime never knows which are present.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .context import RunContext
+    from .events import AgentEvent, ErrorInfo
+    from .messages import Message, ToolCall
+    from .tools.base import ToolContext, ToolResult
+
+__all__ = ["Hooks", "ModelRequest"]
+
+
+class ModelRequest:
+    """One model call as hooks see it; hooks may change ``messages``/``tools``/``options``."""
+
+    __slots__ = ("messages", "model", "options", "stream", "tools")
+
+    def __init__(
+        self, model: Any, messages: list[Message], tools: list[Any], options: Any, stream: bool
+    ) -> None:
+        self.model = model
+        self.messages = messages
+        self.tools = tools
+        self.options = options
+        self.stream = stream
+
+
+class Hooks:
+    """Pass-through hooks; subclasses override what they need."""
+
+    async def agent_start(self, agent: Agent, ctx: RunContext) -> Any:
+        """Called before an agent runs; the return value comes back to ``agent_end``."""
+        return None
+
+    def agent_event(self, handle: Any, event: AgentEvent) -> None:
+        """Called for every event the agent emits (after stamping, before the consumer sees it)."""
+
+    async def agent_end(self, handle: Any, error: ErrorInfo | None) -> None:
+        """Called when the agent finished, failed or was closed."""
+
+    async def call_model(
+        self,
+        ctx: RunContext,
+        request: ModelRequest,
+        call: Callable[[ModelRequest], Awaitable[Message]],
+    ) -> Message:
+        """Wraps one non-streamed model call (and, for streams, the whole joined reply)."""
+        return await call(request)
+
+    async def call_tool(
+        self,
+        ctx: ToolContext,
+        call: ToolCall,
+        invoke: Callable[[], Awaitable[str | ToolResult]],
+    ) -> str | ToolResult:
+        """Wraps one tool call; may short-circuit or replace the result."""
+        return await invoke()

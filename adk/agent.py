@@ -1,0 +1,88 @@
+"""What an agent is: the ``Agent`` / ``ResumableAgent`` protocols, ``AgentInput`` and ``BaseAgent``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Protocol, runtime_checkable
+
+from .context import RunContext
+from .events import AgentEvent
+from .messages import Message
+
+__all__ = ["Agent", "AgentInput", "BaseAgent", "ResumableAgent"]
+
+
+class AgentInput:
+    """The messages an agent starts from, and whether the run streams.
+
+    Inputs built from the run's history are computed lazily: many agents (routers, custom steps)
+    never read them, and a workflow of N agents would otherwise rebuild N histories per run.
+    """
+
+    __slots__ = ("_build", "_messages", "enable_streaming")
+
+    def __init__(self, messages: list[Message] | None = None, enable_streaming: bool = False):
+        self._messages = messages
+        self._build: Callable[[], list[Message]] | None = None
+        self.enable_streaming = enable_streaming
+
+    @classmethod
+    def _lazy(cls, build: Callable[[], list[Message]], enable_streaming: bool) -> AgentInput:
+        value = cls(None, enable_streaming)
+        value._build = build
+        return value
+
+    @property
+    def messages(self) -> list[Message]:
+        if self._messages is None:
+            self._messages = self._build() if self._build is not None else []
+            self._build = None
+        return self._messages
+
+    @messages.setter
+    def messages(self, value: list[Message]) -> None:
+        self._messages = value
+        self._build = None
+
+    def __repr__(self) -> str:
+        return f"AgentInput({self.messages!r}, enable_streaming={self.enable_streaming})"
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """Anything with a name, a description and ``run(input, ctx)`` returning events."""
+
+    name: str
+    description: str
+
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]: ...
+
+
+@runtime_checkable
+class ResumableAgent(Agent, Protocol):
+    """An agent that continues from the state it saved when it interrupted (``ctx.resume``)."""
+
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]: ...
+
+
+class BaseAgent:
+    """Convenience base: holds ``name`` and ``description``; override ``async def run``.
+
+    An agent without ``resume`` that was interrupted is run again with ``ctx.resume`` set, which is
+    often all a custom agent needs: check ``ctx.resume`` and continue from its ``state``/``data``.
+    """
+
+    _adk_parent: Any = None
+
+    def __init__(self, name: str, description: str = "") -> None:
+        if not name:
+            raise ValueError("an agent needs a non-empty name")
+        self.name = name
+        self.description = description
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        raise NotImplementedError(f"{type(self).__name__} must implement run()")
+        yield  # pragma: no cover - makes this an async generator for type checkers
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"

@@ -1,0 +1,142 @@
+"""``AgentTool``: an agent called as a tool, in a nested run.
+
+The nested run shares the caller's session values but keeps its own history. Its result is the text
+of the inner agent's last message; an inner error becomes a tool error; inner ``exit`` ends only the
+inner agent and inner transfers are ignored outside. The nested run's addresses live under the tool
+call's address, so an interrupt inside becomes an interrupt of the tool call whose saved state is
+the nested run's root input and history; on resume the same global plan routes back inside.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ._aio import closing
+from ._driver import drive
+from .agent import Agent, AgentInput
+from .checkpoint._snapshot import dump_history, load_history
+from .context import RunContext, _RunState
+from .events import AgentEvent
+from .history import build_messages
+from .interrupts import Interrupt, agent_segment, join_address
+from .messages import Message
+from .tools.base import ToolContext, ToolError, ToolSpec
+from .tools.function import format_validation_error
+
+__all__ = ["AgentTool"]
+
+_REQUEST_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"request": {"type": "string", "description": "What to ask the agent."}},
+    "required": ["request"],
+}
+
+
+class AgentTool:
+    """A ``Tool`` named and described after ``agent`` that runs it on the model's request."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        input_schema: type[BaseModel] | dict[str, Any] | None = None,
+        full_history: bool = False,
+        emit_inner_events: bool = False,
+    ) -> None:
+        if not agent.name or not agent.description:
+            raise ValueError("AgentTool needs an agent with a non-empty name and description")
+        self.agent = agent
+        self.input_schema = input_schema
+        self.full_history = full_history
+        self.emit_inner_events = emit_inner_events
+        self._emits_events = emit_inner_events
+        if input_schema is None:
+            parameters = _REQUEST_SCHEMA
+        elif isinstance(input_schema, dict):
+            parameters = input_schema
+        else:
+            parameters = input_schema.model_json_schema()
+        self._spec = ToolSpec(name=agent.name, description=agent.description, parameters=parameters)
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    def _request(self, arguments: str) -> str:
+        """The user message the inner agent receives, from the model's raw arguments."""
+        schema = self.input_schema
+        if isinstance(schema, type):
+            try:
+                schema.model_validate_json(arguments or "{}")
+            except ValidationError as exc:
+                raise ToolError(format_validation_error(self.agent.name, exc)) from exc
+            return arguments
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError as exc:
+            raise ToolError(f"invalid JSON arguments for tool '{self.agent.name}': {exc}") from exc
+        if schema is not None:
+            return arguments
+        request = parsed.get("request") if isinstance(parsed, dict) else None
+        if not isinstance(request, str):
+            raise ToolError(f"tool '{self.agent.name}' needs a string argument 'request'")
+        return request
+
+    async def run(self, arguments: str, ctx: ToolContext) -> str:
+        outer = ctx.run_context
+        resume = ctx.resume
+        state = resume.state if resume is not None and isinstance(resume.state, dict) else None
+        if state is not None:
+            root_input: list[Message] = state["root_input"]
+        else:
+            root_input = [Message.user(self._request(arguments))]
+            if self.full_history:
+                root_input = [*build_messages(outer, self.agent.name), *root_input]
+        run = _RunState(
+            root_input,
+            outer.session,
+            run_id=outer._run.run_id,
+            plan=outer._run.plan,
+            nested=True,
+            hooks=outer._run.hooks,
+            resources=outer._run.resources,
+        )
+        if state is not None:
+            load_history(run, state["history"])
+        inner_ctx = RunContext(
+            run,
+            (self.agent.name,),
+            join_address(ctx.address, agent_segment(self.agent.name)),
+            run.history,
+            enable_streaming=outer.enable_streaming,
+            options=outer.options,
+            trace=outer._trace,
+        )
+        last: Message | None = None
+        events = drive(self.agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
+        async with closing(events):
+            async for event in events:
+                if event._signal is not None:
+                    saved = {"root_input": root_input, "history": dump_history(run.history)}
+                    raise Interrupt._from_signal(event._signal, saved)
+                if event.error is not None:
+                    raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
+                self._forward(ctx, event)  # before collecting, so a stream reads live outside
+                output = event.output
+                if output is not None:
+                    if output.stream is not None:
+                        last = await output.stream.collect()
+                    elif output.message is not None:
+                        last = output.message
+        return last.content if last is not None else ""
+
+    def _forward(self, ctx: ToolContext, event: AgentEvent) -> None:
+        """Show an inner event outside, without its actions: inner exits, transfers and loop
+        breaks belong to the nested run and must not act on the caller."""
+        if not self.emit_inner_events or ctx._emit is None or event.output is None:
+            return
+        outer_path = (*ctx.run_path, *event.run_path)
+        ctx._emit(dataclasses.replace(event, run_path=outer_path, action=None, _flags=0))

@@ -1,0 +1,104 @@
+"""What a checkpoint holds and how a run is rebuilt from it.
+
+A checkpoint is the run's root input, session values, recorded history, the pending points and the
+saved state of every component on their paths (address -> slot -> state). The same history encoding
+serves an ``AgentTool``'s nested run, whose history travels inside the tool call's state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..context import _Entry, _Lane, _RunState
+from ..interrupts import InterruptPoint, _InterruptSignal
+from ..messages import Message
+from .codec import CheckpointError, from_json_value, register_type, to_json_value
+
+__all__ = ["Snapshot", "dump_history", "load_history", "parse_body", "snapshot_body"]
+
+
+def dump_history(lane: _Lane) -> list[dict[str, Any]]:
+    """The lane's entries as plain data (messages stay ``Message`` objects)."""
+    return [
+        {"agent": e.agent_name, "run_path": list(e.run_path), "message": e.message}
+        for e in lane.snapshot()
+    ]
+
+
+def load_history(run: _RunState, entries: list[dict[str, Any]]) -> None:
+    """Append saved entries to the run's root lane, renumbering them in order."""
+    lane = run.history.entries
+    for item in entries:
+        message = item["message"]
+        if not isinstance(message, Message):
+            raise CheckpointError("checkpoint history entry holds no message")
+        lane.append(_Entry(str(item["agent"]), tuple(item["run_path"]), message, next(run.counter)))
+
+
+def snapshot_body(
+    run: _RunState, signal: _InterruptSignal, agent_name: str, enable_streaming: bool
+) -> dict[str, Any]:
+    """The JSON body of a checkpoint for ``run`` paused at ``signal``."""
+    return {
+        "agent": agent_name,
+        "run_id": run.run_id,
+        "enable_streaming": enable_streaming,
+        "root_input": to_json_value(run.root_input, "root input"),
+        "session": to_json_value(run.session.values, "session"),
+        "history": to_json_value(dump_history(run.history), "history"),
+        "points": [
+            {"id": p.id, "address": p.address, "info": to_json_value(p.info, f"info of {p.id}")}
+            for p in signal.points
+        ],
+        "states": to_json_value(signal.states, "saved state"),
+    }
+
+
+@dataclass(slots=True)
+class Snapshot:
+    agent: str
+    run_id: str
+    enable_streaming: bool
+    root_input: list[Message]
+    session: dict[str, Any]
+    history: list[dict[str, Any]]
+    signal: _InterruptSignal
+
+
+def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
+    """Rebuild a snapshot from a verified body; malformed content is a ``CheckpointError``."""
+    try:
+        points = [
+            InterruptPoint(id=p["id"], address=p["address"], info=from_json_value(p.get("info")))
+            for p in body["points"]
+        ]
+        states = from_json_value(body.get("states", {}))
+        root_input = from_json_value(body["root_input"])
+        history = from_json_value(body.get("history", []))
+        session = from_json_value(body.get("session", {}))
+        if not all(isinstance(m, Message) for m in root_input):
+            raise CheckpointError("root input holds something other than messages")
+        return Snapshot(
+            agent=str(body["agent"]),
+            run_id=str(body.get("run_id", "")),
+            enable_streaming=bool(body.get("enable_streaming", False)),
+            root_input=root_input,
+            session=session,
+            history=history,
+            signal=_InterruptSignal(points, states),
+        )
+    except CheckpointError as exc:
+        raise CheckpointError(f"checkpoint {checkpoint_id!r}: {exc}") from exc
+    except (KeyError, TypeError, ValueError, ValidationError) as exc:
+        raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: {exc!r}") from exc
+
+
+# The framework's own types that states and infos commonly hold, under stable names.
+for _model, _name in (
+    (Message, "adk.Message"),
+    (InterruptPoint, "adk.InterruptPoint"),
+):
+    register_type(_model, _name)

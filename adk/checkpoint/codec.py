@@ -1,0 +1,145 @@
+"""Checkpoint encoding: versioned, checksummed JSON; never pickle.
+
+Loading a checkpoint runs no code: values are plain JSON, or pydantic models of types registered with
+``register_type`` (stored as ``{"__adk_type__": name, "data": ...}`` and rebuilt by validation only).
+The bytes are one header line (format, version, SHA-256 of the body) and the JSON body, so a
+truncated or edited checkpoint is reported as such instead of resuming from wrong state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "CheckpointError",
+    "decode_checkpoint",
+    "encode_checkpoint",
+    "from_json_value",
+    "register_type",
+    "to_json_value",
+]
+
+FORMAT = "pyadk.checkpoint"
+VERSION = 1
+_TAG = "__adk_type__"
+
+_TYPES: dict[str, type[BaseModel]] = {}
+_NAMES: dict[type[BaseModel], str] = {}
+
+M = TypeVar("M", bound=type[BaseModel])
+
+
+class CheckpointError(Exception):
+    """A checkpoint is missing, unreadable, from another version, or cannot be written."""
+
+
+def register_type(model: M, name: str | None = None) -> M:
+    """Allow instances of ``model`` in interrupt info/state and session values of checkpoints.
+
+    Usable as a decorator. The name defaults to ``module.QualName`` and is what the checkpoint stores,
+    so keep it stable across releases (pass ``name=`` when moving a class).
+    """
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError("register_type takes a pydantic model class")
+    tag = name or f"{model.__module__}.{model.__qualname__}"
+    known = _TYPES.get(tag)
+    if known is not None and known is not model:
+        raise ValueError(f"checkpoint type name {tag!r} is already registered for {known!r}")
+    _TYPES[tag] = model
+    _NAMES[model] = tag
+    return model
+
+
+def to_json_value(value: Any, where: str = "value") -> Any:
+    """``value`` as JSON data; registered models are tagged. Anything else is a clear error."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, list | tuple):
+        return [to_json_value(v, where) for v in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise CheckpointError(f"{where}: dict keys must be strings, got {key!r}")
+            out[key] = to_json_value(item, f"{where}.{key}")
+        if _TAG in out:
+            return {_TAG: "dict", "data": out}
+        return out
+    if isinstance(value, BaseModel):
+        tag = _NAMES.get(type(value))
+        if tag is None:
+            raise CheckpointError(
+                f"{where}: {type(value).__qualname__} is not registered for checkpoints; "
+                "call adk.register_type(" + type(value).__qualname__ + ")"
+            )
+        return {_TAG: tag, "data": value.model_dump(mode="json", exclude_defaults=True)}
+    raise CheckpointError(
+        f"{where}: {type(value).__qualname__} cannot be stored in a checkpoint; "
+        "use JSON values or pydantic models registered with adk.register_type"
+    )
+
+
+def from_json_value(value: Any) -> Any:
+    """Inverse of ``to_json_value``; only registered types are rebuilt, by validation."""
+    if isinstance(value, list):
+        return [from_json_value(v) for v in value]
+    if isinstance(value, dict):
+        tag = value.get(_TAG)
+        if tag is None:
+            return {k: from_json_value(v) for k, v in value.items()}
+        data = value.get("data")
+        if tag == "dict" and isinstance(data, dict):
+            return {k: from_json_value(v) for k, v in data.items()}
+        model = _TYPES.get(tag) if isinstance(tag, str) else None
+        if model is None:
+            raise CheckpointError(
+                f"checkpoint refers to unregistered type {tag!r}; register it with "
+                "adk.register_type before resuming"
+            )
+        try:
+            return model.model_validate(data)
+        except ValidationError as exc:
+            raise CheckpointError(f"checkpoint value of type {tag!r} is invalid: {exc}") from exc
+    return value
+
+
+def encode_checkpoint(body: dict[str, Any]) -> bytes:
+    """Header line + JSON body. ``body`` must already be JSON data (see ``to_json_value``)."""
+    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
+    """Parse and verify checkpoint bytes; every failure is a ``CheckpointError`` saying which."""
+    label = f"checkpoint {checkpoint_id!r}" if checkpoint_id else "checkpoint"
+    fail: Callable[[str], CheckpointError] = lambda why: CheckpointError(f"{label} {why}")  # noqa: E731
+    head, newline, payload = bytes(data).partition(b"\n")
+    try:
+        header = json.loads(head) if newline else None
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise fail("is not a pyadk checkpoint or is corrupt (unreadable header)")
+    version = header.get("version")
+    if version != VERSION:
+        raise fail(
+            f"was written in checkpoint format version {version!r}; "
+            f"this pyadk reads version {VERSION}"
+        )
+    if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
+        raise fail("is corrupt or was modified: its checksum does not match (truncated or edited)")
+    try:
+        body = json.loads(payload)
+    except ValueError as exc:
+        raise fail(f"is corrupt: {exc}") from exc
+    if not isinstance(body, dict):
+        raise fail("is corrupt: body is not an object")
+    return body

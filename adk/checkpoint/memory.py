@@ -1,0 +1,35 @@
+"""``InMemoryCheckpointStore``: the runner's default, for pauses resumed within the same process."""
+
+from __future__ import annotations
+
+from .store import _check_data, _check_id
+
+__all__ = ["InMemoryCheckpointStore"]
+
+
+class InMemoryCheckpointStore:
+    """Checkpoints in a dict, lost when the process ends.
+
+    Each method runs to completion without awaiting, so concurrent tasks always see whole values,
+    and the store can be shared between event loops. It holds nothing to release, so it has no
+    ``aclose``.
+    """
+
+    def __init__(self) -> None:
+        self._data: dict[str, bytes] = {}
+
+    async def get(self, id: str) -> bytes | None:
+        return self._data.get(_check_id(id))
+
+    async def put(self, id: str, data: bytes) -> None:
+        key = _check_id(id)
+        self._data[key] = _check_data(data)
+
+    async def delete(self, id: str) -> None:
+        self._data.pop(_check_id(id), None)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __repr__(self) -> str:
+        return f"InMemoryCheckpointStore({len(self._data)} checkpoints)"

@@ -1,0 +1,191 @@
+"""The ``CheckpointStore`` protocol every checkpoint backend implements, and its error type.
+
+A store is deliberately dumb: it maps a checkpoint id to opaque bytes. Encoding, versioning and
+integrity checks live in the codec, so a backend only has to be good at one thing — keeping bytes
+safe — and a new backend is three small methods. Every backend gives the same guarantees:
+
+* ``put`` is atomic: a reader sees the previous bytes or the new bytes, never a mix, and a write
+  that fails (crash, lost connection, server error) leaves the previous bytes intact.
+* every backend failure surfaces as :class:`CheckpointStoreError` naming the backend, the operation
+  and the checkpoint id — never as a silent loss and never as a backend-specific exception type, so
+  the runner can turn any of them into an error event.
+* bad input (an id that is not a non-empty string, data that is not bytes) is a ``TypeError`` or
+  ``ValueError`` raised before anything is touched.
+
+Stores that hold connections, files or threads (SQLite, Redis, PostgreSQL) also have
+``async aclose()``: it releases them, is idempotent, and makes later calls fail with
+``CheckpointStoreError``. Those stores are async context managers too. The in-memory store holds
+nothing and has no ``aclose``; code that closes any store should use ``getattr(store, "aclose",
+None)``. ``aclose`` is not part of the protocol so that a user's three-method store still qualifies.
+"""
+
+from __future__ import annotations
+
+import re
+from types import TracebackType
+from typing import Protocol, Self, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["CheckpointStore", "CheckpointStoreError"]
+
+_MAX_ID_BYTES = 1024
+"""Longest id (UTF-8 bytes) any backend accepts; PostgreSQL's index rows cap keys near 2.7 KB."""
+
+
+@runtime_checkable
+class CheckpointStore(Protocol):
+    """Maps a checkpoint id to the encoded checkpoint bytes.
+
+    Ids are non-empty strings of at most 1024 UTF-8 bytes without NUL characters; any other
+    character (unicode, slashes, quotes, spaces) is fine. Data is ``bytes`` (``bytearray`` and
+    ``memoryview`` are accepted and copied) of any length, including empty.
+    """
+
+    async def get(self, id: str) -> bytes | None:
+        """The bytes last put under ``id``, or ``None`` when there are none."""
+        ...
+
+    async def put(self, id: str, data: bytes) -> None:
+        """Store ``data`` under ``id``, atomically replacing what was there."""
+        ...
+
+    async def delete(self, id: str) -> None:
+        """Remove ``id``; deleting an id that does not exist is not an error."""
+        ...
+
+
+class CheckpointStoreError(Exception):
+    """A checkpoint backend failed: unreachable, closed, refused the operation or lost the
+    connection mid-way.
+
+    ``backend`` is ``"sqlite"``, ``"redis"``, ``"postgres"`` (or a custom store's name),
+    ``operation`` is ``"get"``, ``"put"``, ``"delete"`` or ``"open"``, and ``checkpoint_id`` the id
+    the operation was for (``None`` when it was for none). The backend's own exception is the
+    ``__cause__``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        backend: str | None = None,
+        operation: str | None = None,
+        checkpoint_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.backend = backend
+        self.operation = operation
+        self.checkpoint_id = checkpoint_id
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keep the keyword attributes when the error crosses a process boundary.
+        return (
+            _rebuild_error,
+            (type(self), str(self), self.backend, self.operation, self.checkpoint_id),
+        )
+
+
+def _rebuild_error(
+    cls: type[CheckpointStoreError],
+    message: str,
+    backend: str | None,
+    operation: str | None,
+    checkpoint_id: str | None,
+) -> CheckpointStoreError:
+    return cls(message, backend=backend, operation=operation, checkpoint_id=checkpoint_id)
+
+
+def _store_error(
+    backend: str,
+    operation: str,
+    checkpoint_id: str | None,
+    where: str,
+    cause: BaseException | str,
+) -> CheckpointStoreError:
+    """Build the one message format all backends use, e.g.
+    ``redis checkpoint store at redis://127.0.0.1:6390/0: put of checkpoint 'run-1' failed:
+    ConnectionError: Error 111 connecting to 127.0.0.1:6390. Connection refused.``"""
+    target = f" of checkpoint {checkpoint_id!r}" if checkpoint_id is not None else ""
+    if isinstance(cause, BaseException):
+        reason = f"{type(cause).__name__}: {cause}" if str(cause) else type(cause).__name__
+    else:
+        reason = cause
+    return CheckpointStoreError(
+        f"{backend} checkpoint store at {where}: {operation}{target} failed: {reason}",
+        backend=backend,
+        operation=operation,
+        checkpoint_id=checkpoint_id,
+    )
+
+
+def _check_id(id: object) -> str:
+    """Reject ids no backend can store the same way, before any backend is touched."""
+    if not isinstance(id, str):
+        raise TypeError(f"checkpoint id must be a str, got {type(id).__name__}")
+    if not id:
+        raise ValueError("checkpoint id must not be empty")
+    if "\x00" in id:
+        raise ValueError(f"checkpoint id must not contain NUL characters: {id!r}")
+    try:
+        size = len(id.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"checkpoint id must be valid unicode text (no lone surrogates): {id!r}"
+        ) from None
+    if size > _MAX_ID_BYTES:
+        raise ValueError(f"checkpoint id is {size} UTF-8 bytes long; the limit is {_MAX_ID_BYTES}")
+    return id
+
+
+def _check_data(data: object) -> bytes:
+    """Accept bytes-like data (copied, so a later change to a buffer cannot alter the checkpoint)."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    hint = " (encode text first)" if isinstance(data, str) else ""
+    raise TypeError(f"checkpoint data must be bytes, got {type(data).__name__}{hint}")
+
+
+_SECRET_QUERY = re.compile(r"(?i)((?:^|&)(?:password|passwd|pass|secret)=)[^&]*")
+_SECRET_KV = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+
+
+def _redact(url: str) -> str:
+    """``url`` with any password replaced by ``***``, for error messages and logs.
+
+    Handles URLs (``redis://user:pw@host``, ``postgresql://...?password=pw``) and libpq
+    key/value DSNs (``host=db password=pw``).
+    """
+    if "://" not in url:
+        return _SECRET_KV.sub(r"\1***", url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable url>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        if ":" in userinfo:
+            userinfo = userinfo.split(":", 1)[0] + ":***"
+        netloc = f"{userinfo}@{hostport}"
+    query = _SECRET_QUERY.sub(r"\1***", parts.query)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+class _ClosableStore:
+    """``async with store:`` for stores that have ``aclose``."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

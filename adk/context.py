@@ -1,0 +1,236 @@
+"""Run context: run path, address, session values, history lanes and the resume plan.
+
+One ``_RunState`` exists per run (and per nested ``AgentTool`` run); each agent gets its own cheap
+``RunContext`` pointing at it. Nothing per-run lives on the ``Runner``, so a runner can drive any
+number of runs at once.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from .events import AgentAction, AgentEvent
+from .interrupts import (
+    Address,
+    ResumeContext,
+    _InterruptSignal,
+    _ResumePlan,
+    agent_segment,
+    join_address,
+)
+from .messages import Message
+
+__all__ = ["RunContext", "Session"]
+
+
+class Session:
+    """Key-value store shared by every agent of a run (and by ``AgentTool`` inner runs)."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self.values: dict[str, Any] = dict(values) if values else {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.values[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.values[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.values)
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        self.values.update(values)
+
+    def __repr__(self) -> str:
+        return f"Session({self.values!r})"
+
+
+class _Entry:
+    """One recorded event in the history: who said what, and when (a run-wide sequence number)."""
+
+    __slots__ = ("_as_context", "agent_name", "message", "run_path", "seq")
+
+    def __init__(self, agent_name: str, run_path: tuple[str, ...], message: Message, seq: int):
+        self.agent_name = agent_name
+        self.run_path = run_path
+        self.message = message
+        self.seq = seq
+        self._as_context: Message | None = None  # cached "For context: ..." rewrite
+
+
+class _Lane:
+    """A branch of the event log. The root lane has no parent; a parallel branch's lane sees its
+    parent's first ``base`` entries plus its own."""
+
+    __slots__ = ("base", "entries", "parent")
+
+    def __init__(self, parent: _Lane | None = None) -> None:
+        self.parent = parent
+        self.entries: list[_Entry] = []
+        self.base = len(parent.snapshot()) if parent is not None else 0
+
+    def snapshot(self) -> list[_Entry]:
+        if self.parent is None:
+            return self.entries
+        return self.parent.snapshot()[: self.base] + self.entries
+
+    def merge(self, lanes: list[_Lane]) -> None:
+        """Fold finished branch lanes back in, in the order their events happened."""
+        merged = [entry for lane in lanes for entry in lane.entries]
+        merged.sort(key=lambda e: e.seq)
+        self.entries.extend(merged)
+
+
+class _RunState:
+    """Everything one run shares between its agents."""
+
+    __slots__ = (
+        "counter",
+        "history",
+        "hooks",
+        "nested",
+        "plan",
+        "resources",
+        "root_input",
+        "run_id",
+        "session",
+    )
+
+    def __init__(
+        self,
+        root_input: list[Message],
+        session: Session,
+        *,
+        run_id: str = "",
+        plan: _ResumePlan | None = None,
+        nested: bool = False,
+        hooks: Any = None,
+        resources: Any = None,
+    ) -> None:
+        self.root_input = root_input
+        self.session = session
+        self.history = _Lane()
+        self.plan = plan
+        self.nested = nested
+        self.hooks = hooks
+        self.resources = resources
+        self.run_id = run_id
+        self.counter = itertools.count()
+
+
+class RunContext:
+    """What an agent knows about the run it is part of. Passed explicitly to ``run``."""
+
+    __slots__ = (
+        "_lane",
+        "_loop_depth",
+        "_run",
+        "_trace",
+        "address",
+        "enable_streaming",
+        "options",
+        "run_path",
+    )
+
+    def __init__(
+        self,
+        run: _RunState,
+        run_path: tuple[str, ...],
+        address: Address,
+        lane: _Lane,
+        *,
+        enable_streaming: bool = False,
+        options: dict[str, Any] | None = None,
+        loop_depth: int = 0,
+        trace: Any = None,
+    ) -> None:
+        self._run = run
+        self._trace = trace  # the tracing layer's parent span for whatever runs under this context
+        self.run_path = run_path
+        self.address = address
+        self._lane = lane
+        self.enable_streaming = enable_streaming
+        self.options: dict[str, Any] = options if options is not None else {}
+        self._loop_depth = loop_depth
+
+    # -- public view ---------------------------------------------------------------------------
+    @property
+    def session(self) -> Session:
+        return self._run.session
+
+    @property
+    def agent_name(self) -> str:
+        return self.run_path[-1] if self.run_path else ""
+
+    @property
+    def resume(self) -> ResumeContext | None:
+        """Set when this run resumes and this component (or something below it) was interrupted."""
+        plan = self._run.plan
+        return plan.resume_for(self.address) if plan is not None else None
+
+    def interrupt(self, info: Any = None, state: Any = None) -> AgentEvent:
+        """An event that pauses the run at this agent; yield it. ``state`` returns on resume."""
+        signal = _InterruptSignal.single(self.address, info, state)
+        return _interrupt_event(signal)
+
+    @property
+    def history(self) -> list[Message]:
+        """The messages recorded so far in this agent's view of the run (raw, not rewritten)."""
+        return [entry.message for entry in self._lane.snapshot()]
+
+    # -- framework internals -------------------------------------------------------------------
+    def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:
+        """Context for a child agent: its address nests under ours; its run path is given or ours
+        plus its name."""
+        return RunContext(
+            self._run,
+            run_path if run_path is not None else (*self.run_path, name),
+            join_address(self.address, agent_segment(name)),
+            self._lane,
+            enable_streaming=self.enable_streaming,
+            options=self.options,
+            loop_depth=self._loop_depth,
+            trace=self._trace,
+        )
+
+    def _fork(self, *, lane: _Lane | None = None, loop_depth: int | None = None) -> RunContext:
+        """The same place in the run with another history lane or loop depth."""
+        return RunContext(
+            self._run,
+            self.run_path,
+            self.address,
+            lane if lane is not None else self._lane,
+            enable_streaming=self.enable_streaming,
+            options=self.options,
+            loop_depth=self._loop_depth if loop_depth is None else loop_depth,
+            trace=self._trace,
+        )
+
+    def _resume_slot(self, slot: str) -> ResumeContext | None:
+        plan = self._run.plan
+        return plan.resume_for(self.address, slot) if plan is not None else None
+
+    def _record(self, agent_name: str, message: Message) -> None:
+        self._lane.entries.append(
+            _Entry(agent_name, self.run_path, message, next(self._run.counter))
+        )
+
+
+def _interrupt_event(signal: _InterruptSignal) -> AgentEvent:
+    return AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)

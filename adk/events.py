@@ -1,0 +1,148 @@
+"""Agent events: output (message, stream or custom data) plus actions.
+
+Events are slotted dataclasses, not pydantic models: they are created for every step of every run
+and carry live objects (streams, exceptions) that are never serialised as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .interrupts import InterruptInfo, _InterruptSignal
+from .messages import Message, Role
+from .streams import MessageStream
+
+__all__ = ["AgentAction", "AgentEvent", "AgentOutput", "ErrorInfo"]
+
+
+@dataclass(slots=True)
+class ErrorInfo:
+    """A serialisable description of an error: the exception type name and its message."""
+
+    type: str
+    message: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> ErrorInfo:
+        return cls(type=type(exc).__name__, message=str(exc) or type(exc).__name__)
+
+    def __str__(self) -> str:
+        return f"{self.type}: {self.message}"
+
+
+@dataclass(slots=True, init=False)
+class AgentOutput:
+    """Exactly one of ``message``, ``stream`` or ``custom``; ``role`` and ``tool_name`` are readable
+    without consuming a stream."""
+
+    message: Message | None
+    stream: MessageStream | None
+    custom: Any
+    role: Role | None
+    tool_name: str | None
+
+    def __init__(
+        self,
+        message: Message | None = None,
+        stream: MessageStream | None = None,
+        custom: Any = None,
+        role: Role | str | None = None,
+        tool_name: str | None = None,
+    ) -> None:
+        given = (message is not None) + (stream is not None) + (custom is not None)
+        if given > 1:
+            raise ValueError("AgentOutput holds exactly one of message, stream or custom")
+        self.message = message
+        self.stream = stream
+        self.custom = custom
+        if message is not None:
+            self.role = message.role
+            self.tool_name = tool_name or (message.name if message.role == Role.TOOL else None)
+        else:
+            self.role = Role(role) if role is not None else (Role.ASSISTANT if stream else None)
+            self.tool_name = tool_name
+
+
+@dataclass(slots=True)
+class AgentAction:
+    """What the emitting agent asks of the framework."""
+
+    exit: bool = False
+    transfer_to: str | None = None
+    break_loop: bool = False
+    interrupted: InterruptInfo | None = None
+    custom: Any = None
+
+
+# Private flags set by the framework while an event travels up through composites.
+_TRANSFER_HANDLED = 1  # a flow has acted on this transfer; enclosing agents let it pass
+_BREAK_HANDLED = 2  # the innermost loop has taken this break; outer loops ignore it
+
+
+@dataclass(slots=True)
+class AgentEvent:
+    """One thing that happened in a run. The framework stamps ``agent_name`` and ``run_path``."""
+
+    agent_name: str = ""
+    run_path: tuple[str, ...] = ()
+    output: AgentOutput | None = None
+    action: AgentAction | None = None
+    error: ErrorInfo | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+    _flags: int = field(default=0, repr=False, compare=False)
+    _signal: _InterruptSignal | None = field(default=None, repr=False, compare=False)
+
+    # -- constructors -------------------------------------------------------------------------
+    @classmethod
+    def of(cls, message: Message | str, *, agent_name: str = "") -> AgentEvent:
+        """An event carrying one message (a string becomes an assistant message)."""
+        if isinstance(message, str):
+            message = Message.assistant(message)
+        return cls(agent_name, (), AgentOutput(message))
+
+    @classmethod
+    def streaming(cls, stream: MessageStream, *, role: Role = Role.ASSISTANT) -> AgentEvent:
+        return cls(output=AgentOutput(stream=stream, role=role))
+
+    @classmethod
+    def custom(cls, value: Any) -> AgentEvent:
+        return cls(output=AgentOutput(custom=value))
+
+    @classmethod
+    def exit(cls) -> AgentEvent:
+        return cls(action=AgentAction(exit=True))
+
+    @classmethod
+    def transfer(cls, agent_name: str) -> AgentEvent:
+        return cls(action=AgentAction(transfer_to=agent_name))
+
+    @classmethod
+    def break_loop(cls) -> AgentEvent:
+        return cls(action=AgentAction(break_loop=True))
+
+    @classmethod
+    def from_error(cls, exc: BaseException) -> AgentEvent:
+        return cls(error=ErrorInfo.of(exc), exception=exc)
+
+    # -- readers ------------------------------------------------------------------------------
+    @property
+    def message(self) -> Message | None:
+        """The output message, if this event carries a (non-streamed) message."""
+        return self.output.message if self.output is not None else None
+
+    @property
+    def interrupted(self) -> InterruptInfo | None:
+        return self.action.interrupted if self.action is not None else None
+
+    @property
+    def ends_agent(self) -> bool:
+        """True if the framework stops pulling from the emitting agent after this event."""
+        action = self.action
+        if action is None:
+            return False
+        return bool(
+            action.exit
+            or action.interrupted is not None
+            or (action.transfer_to is not None and not self._flags & _TRANSFER_HANDLED)
+        )

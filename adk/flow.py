@@ -1,0 +1,173 @@
+"""Transfer between agents: ``with_sub_agents`` and the flow that acts on ``transfer_to``.
+
+A flow drives its whole graph of reachable agents iteratively: when the running agent ends with a
+transfer, the flow looks the target up among that agent's sub-agents, then its parent, and runs it
+next with input rebuilt from history. Run paths nest along the chain (``[A, B, A, C]``); addresses do
+not: the flow's root agent sits at the flow's address and every other agent one level below it, so a
+point id stays short and stable however long the chain. The flow saves which agent was running and
+its run path; on resume the chain is not re-run, the interrupted agent resumes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from ._aio import closing
+from ._driver import drive
+from .agent import Agent, AgentInput
+from .context import RunContext
+from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
+from .history import HistoryRewriter, build_input
+
+__all__ = ["FlowAgent", "with_sub_agents"]
+
+_FLOW_SLOT = "flow"
+
+
+class FlowAgent:
+    """An agent with sub-agents (and maybe a parent) it can transfer to. Build with
+    ``with_sub_agents``."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        sub_agents: Iterable[Agent] = (),
+        *,
+        history_rewriter: HistoryRewriter | None = None,
+    ) -> None:
+        self.agent = agent
+        self.name = agent.name
+        self.description = agent.description
+        self.parent: FlowAgent | None = None
+        self.may_transfer_to_parent = True
+        self.history_rewriter = history_rewriter
+        self.sub_agents: list[FlowAgent] = []
+        seen: set[str] = set()
+        for sub in sub_agents:
+            if sub.name in seen or sub.name == self.name:
+                raise ValueError(f"duplicate agent name {sub.name!r} under {self.name!r}")
+            seen.add(sub.name)
+            self.sub_agents.append(_adopt(self, sub))
+
+    def find(self, name: str) -> FlowAgent | None:
+        """The transfer target ``name`` as seen from this agent: a sub-agent, then the parent."""
+        for sub in self.sub_agents:
+            if sub.name == name:
+                return sub
+        parent = self.parent
+        if parent is not None and parent.name == name and self.may_transfer_to_parent:
+            return parent
+        return None
+
+    def _graph_node(self, name: str) -> FlowAgent | None:
+        """Any agent of the graph reachable from here by name (used to resume a saved chain)."""
+        seen: set[int] = set()
+        stack: list[FlowAgent] = [self]
+        while stack:
+            node = stack.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            if node.name == name:
+                return node
+            stack.extend(node.sub_agents)
+            if node.parent is not None:
+                stack.append(node.parent)
+        return None
+
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return self._drive_chain(self, input, ctx, ctx)
+
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        resume = ctx._resume_slot(_FLOW_SLOT)
+        state: dict[str, Any] = resume.state if resume is not None and resume.state else {}
+        node = self._graph_node(state.get("agent", self.name)) or self
+        path = tuple(state.get("run_path", ctx.run_path))
+        node_ctx = self._node_context(ctx, node, path)
+        return self._drive_chain(node, build_input(node_ctx, node.name), node_ctx, ctx)
+
+    def _node_context(self, ctx: RunContext, node: FlowAgent, path: tuple[str, ...]) -> RunContext:
+        if node is self:
+            node_ctx = ctx._fork()
+            node_ctx.run_path = path
+            return node_ctx
+        return ctx._child(node.name, run_path=path)
+
+    async def _drive_chain(
+        self, node: FlowAgent, input: AgentInput, node_ctx: RunContext, ctx: RunContext
+    ) -> AsyncIterator[AgentEvent]:
+        while True:
+            target: FlowAgent | None = None
+            async with closing(drive(node.agent, input, node_ctx)) as events:
+                async for event in events:
+                    action = event.action
+                    if action is not None:
+                        if action.interrupted is not None and event._signal is not None:
+                            state = {"agent": node.name, "run_path": list(node_ctx.run_path)}
+                            event._signal.save(ctx.address, state, _FLOW_SLOT)
+                        elif (
+                            action.transfer_to is not None
+                            and not event._flags & _TRANSFER_HANDLED
+                            and event.error is None
+                        ):
+                            event._flags |= _TRANSFER_HANDLED
+                            yield event
+                            target = node.find(action.transfer_to)
+                            if target is None:
+                                yield _transfer_failed(action.transfer_to, node.name, event)
+                                return
+                            break
+                    yield event
+            if target is None:
+                return
+            node_ctx = self._node_context(ctx, target, (*node_ctx.run_path, target.name))
+            input = build_input(node_ctx, target.name, self.history_rewriter)
+            node = target
+
+    def __repr__(self) -> str:
+        subs = ", ".join(s.name for s in self.sub_agents)
+        return f"FlowAgent({self.name!r}, sub_agents=[{subs}])"
+
+
+def _transfer_failed(target: str, source: str, cause: AgentEvent) -> AgentEvent:
+    message = f"transfer failed: agent '{target}' not found when transferring from '{source}'"
+    return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
+
+
+def _adopt(parent: FlowAgent, agent: Agent) -> FlowAgent:
+    """Make ``agent`` a sub-agent of ``parent``; an agent may have only one parent."""
+    node = agent if isinstance(agent, FlowAgent) else None
+    holder: Any = node.agent if node is not None else agent
+    current = getattr(holder, "_adk_parent", None)
+    if current is not None and current is not parent:
+        raise ValueError(
+            f"agent {agent.name!r} already has parent {current.name!r}; an agent has one parent"
+        )
+    with contextlib.suppress(AttributeError):  # an object that takes no attributes: no check
+        holder._adk_parent = parent
+    if node is None:
+        node = FlowAgent(agent)
+    node.parent = parent
+    node.history_rewriter = node.history_rewriter or parent.history_rewriter
+    return node
+
+
+def with_sub_agents(
+    agent: Agent,
+    sub_agents: Iterable[Agent],
+    *,
+    allow_transfer_to_parent: bool = True,
+    history_rewriter: HistoryRewriter | None = None,
+) -> FlowAgent:
+    """An agent that can transfer to ``sub_agents``; they may transfer back unless
+    ``allow_transfer_to_parent`` is false."""
+    if isinstance(agent, FlowAgent):
+        if agent.sub_agents:
+            raise ValueError(f"agent {agent.name!r} already has sub-agents")
+        agent = agent.agent
+    flow = FlowAgent(agent, sub_agents, history_rewriter=history_rewriter)
+    for sub in flow.sub_agents:
+        sub.may_transfer_to_parent = allow_transfer_to_parent
+    return flow

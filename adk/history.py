@@ -1,0 +1,97 @@
+"""Building an agent's input from the run's history.
+
+An agent started by a flow or workflow sees the run's root input, then every recorded message in
+order. Its own messages stay as they are; other agents' messages become user messages starting with
+``For context:`` so one model does not mistake another's words for its own. The rewrite of an entry
+is the same for every other reader, so it is made once and cached on the entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from .agent import AgentInput
+from .context import RunContext, _Entry
+from .messages import Message, Role
+
+__all__ = [
+    "HistoryEntry",
+    "HistoryRewriter",
+    "build_input",
+    "build_messages",
+    "default_rewriter",
+    "rewrite_message",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One message of the history as a rewriter sees it."""
+
+    agent_name: str
+    message: Message
+    is_user_input: bool = False
+
+
+HistoryRewriter = Callable[[Sequence[HistoryEntry], str], list[Message]]
+"""``(entries, agent_name) -> messages``: replaces the default rewriting for one reading agent."""
+
+
+def rewrite_message(author: str, message: Message) -> Message:
+    """Another agent's message as a user message that says who said or did what."""
+    if message.role == Role.TOOL:
+        text = f"For context: [{author}] `{message.name or 'tool'}` tool returned result: "
+        text += f"{message.content}."
+        return Message.user(text)
+    parts = ["For context:"]
+    if message.content:
+        parts.append(f"[{author}] said: {message.content}.")
+    for call in message.tool_calls:
+        parts.append(f"[{author}] called tool: `{call.name}` with arguments: {call.arguments}.")
+    return Message.user(" ".join(parts))
+
+
+def _view(entry: _Entry, reader: str) -> Message:
+    if entry.agent_name == reader:
+        return entry.message
+    cached = entry._as_context
+    if cached is None:
+        cached = entry._as_context = rewrite_message(entry.agent_name, entry.message)
+    return cached
+
+
+def default_rewriter(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+    """The default rewriting, for custom rewriters that want to adjust rather than replace it."""
+    return [
+        e.message
+        if e.is_user_input or e.agent_name == agent_name
+        else rewrite_message(e.agent_name, e.message)
+        for e in entries
+    ]
+
+
+def build_messages(
+    ctx: RunContext, agent_name: str, rewriter: HistoryRewriter | None = None
+) -> list[Message]:
+    """Root input plus this lane's recorded messages, as ``agent_name`` should see them."""
+    return build_input(ctx, agent_name, rewriter).messages
+
+
+def build_input(
+    ctx: RunContext, agent_name: str, rewriter: HistoryRewriter | None = None
+) -> AgentInput:
+    """A lazily built input: the history as it stands now, rewritten only if the agent reads it."""
+    entries = ctx._lane.snapshot()
+    count = len(entries)
+    root = ctx._run.root_input
+
+    def build() -> list[Message]:
+        taken = entries[:count]
+        if rewriter is not None:
+            view = [HistoryEntry("", m, True) for m in root]
+            view.extend(HistoryEntry(e.agent_name, e.message) for e in taken)
+            return rewriter(view, agent_name)
+        return [*root, *(_view(e, agent_name) for e in taken)]
+
+    return AgentInput._lazy(build, ctx.enable_streaming)

@@ -1,0 +1,170 @@
+"""Interrupt signals, pending points and what a resumed component is told.
+
+Addresses are structural: an agent's address is its parent's address plus ``agent:<name>``, a tool
+call's is its agent's plus ``tool:<name>#<call id>``. They do not grow with sequence steps or loop
+iterations (the composite keeps those in its own state), so a point id is stable and readable:
+``agent:root/agent:pay/tool:transfer#call_1``.
+
+While an interrupt travels up to the runner it is an ``_InterruptSignal``: the pending points plus the
+saved state of every component on their paths, keyed by address. Each composite adds its own state as
+the signal passes; the runner stores the whole signal in the checkpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "Interrupt",
+    "InterruptInfo",
+    "InterruptPoint",
+    "ResumeContext",
+    "agent_segment",
+    "tool_segment",
+]
+
+Address = str
+"""An address string such as ``agent:root/agent:pay/tool:transfer#call_1``."""
+
+AGENT_STATE = ""
+"""Slot of a component's own state at its address (flows keep theirs in another slot)."""
+
+
+def agent_segment(name: str) -> str:
+    return f"agent:{name}"
+
+
+def tool_segment(name: str, call_id: str) -> str:
+    return f"tool:{name}#{call_id}"
+
+
+def join_address(parent: Address, segment: str) -> Address:
+    return f"{parent}/{segment}" if parent else segment
+
+
+def is_within(address: Address, ancestor: Address) -> bool:
+    """True if ``address`` is ``ancestor`` or lies below it."""
+    return address == ancestor or address.startswith(ancestor + "/") or not ancestor
+
+
+class InterruptPoint(BaseModel):
+    """One place where a run waits: its id (the address string), the address parts and the info."""
+
+    id: str
+    address: list[str]
+    info: Any = None
+
+
+class InterruptInfo(BaseModel):
+    """Every point a paused run waits on, and the checkpoint that holds it."""
+
+    checkpoint_id: str = ""
+    points: list[InterruptPoint] = Field(default_factory=list)
+
+    @property
+    def point_ids(self) -> list[str]:
+        return [p.id for p in self.points]
+
+
+@dataclass(slots=True)
+class ResumeContext:
+    """What a component is told when its run resumes.
+
+    ``was_interrupted``: it (or something below it) was paused; ``state``: what it saved then;
+    ``is_target``: the resume addresses it or something below it; ``data``: the resume data addressed
+    to exactly this point.
+    """
+
+    was_interrupted: bool = False
+    state: Any = None
+    is_target: bool = False
+    data: Any = None
+
+
+class Interrupt(Exception):
+    """Raise from a tool or agent to pause the run until someone resumes it.
+
+    ``info`` is shown to whoever resumes (a question, an approval request); ``state`` is saved in the
+    checkpoint and handed back as ``ctx.resume.state``. Both must be JSON values or registered
+    pydantic models.
+    """
+
+    def __init__(self, info: Any = None, state: Any = None) -> None:
+        super().__init__(info)
+        self.info = info
+        self.state = state
+        self._signal: _InterruptSignal | None = None
+
+    @classmethod
+    def _from_signal(cls, signal: _InterruptSignal, state: Any = None) -> Interrupt:
+        """An interrupt that re-raises points gathered below (a nested run) with ``state`` on top."""
+        exc = cls(None, state)
+        exc._signal = signal
+        return exc
+
+
+@dataclass(slots=True)
+class _InterruptSignal:
+    """Pending points and saved states (address -> slot -> state) travelling up to the runner."""
+
+    points: list[InterruptPoint] = field(default_factory=list)
+    states: dict[Address, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def single(cls, address: Address, info: Any, state: Any) -> _InterruptSignal:
+        signal = cls([InterruptPoint(id=address, address=address.split("/"), info=info)])
+        if state is not None:
+            signal.states[address] = {AGENT_STATE: state}
+        return signal
+
+    def save(self, address: Address, state: Any, slot: str = AGENT_STATE) -> None:
+        self.states.setdefault(address, {})[slot] = state
+
+    def merge(self, other: _InterruptSignal) -> None:
+        self.points.extend(other.points)
+        for address, slots in other.states.items():
+            self.states.setdefault(address, {}).update(slots)
+
+    def info(self) -> InterruptInfo:
+        return InterruptInfo(points=list(self.points))
+
+
+class _ResumePlan:
+    """What a resumed run knows: the saved signal and the targeted points with their data.
+
+    ``resume_for(address)`` answers a component's ``ctx.resume`` in O(number of points).
+    """
+
+    __slots__ = ("points", "states", "targets")
+
+    def __init__(self, signal: _InterruptSignal, targets: dict[Address, Any]) -> None:
+        self.points = signal.points
+        self.states = signal.states
+        self.targets = targets
+
+    def resume_for(self, address: Address, slot: str = AGENT_STATE) -> ResumeContext | None:
+        """The resume view of one address, or None if nothing at or below it was interrupted."""
+        if not any(is_within(p.id, address) for p in self.points):
+            return None
+        slots = self.states.get(address)
+        return ResumeContext(
+            was_interrupted=True,
+            state=slots.get(slot) if slots else None,
+            is_target=any(is_within(t, address) for t in self.targets),
+            data=self.targets.get(address),
+        )
+
+    def consume(self, address: Address) -> None:
+        """Forget the points at or below ``address`` once it has resumed: if the same component
+        runs again later in this run (a loop's next iteration) it starts fresh."""
+        self.points = [p for p in self.points if not is_within(p.id, address)]
+
+    def subtree(self, address: Address) -> _InterruptSignal:
+        """The saved points and states at or below ``address``, to re-raise them unchanged."""
+        return _InterruptSignal(
+            points=[p for p in self.points if is_within(p.id, address)],
+            states={a: dict(s) for a, s in self.states.items() if is_within(a, address)},
+        )

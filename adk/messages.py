@@ -1,0 +1,171 @@
+"""Provider-neutral chat messages in OpenAI shape.
+
+Messages are pydantic models so they validate user input and serialise into checkpoints, but the
+framework builds its own messages with ``model_construct`` on hot paths: they are already valid.
+``ToolCall.arguments`` stays the raw JSON text the model produced; parsing happens at the tool, so a
+malformed call becomes an error result for the model instead of a crash here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Message",
+    "MessageChunk",
+    "Role",
+    "ToolCall",
+    "ToolCallChunk",
+    "Usage",
+    "join_chunks",
+]
+
+
+class Role(StrEnum):
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+    TOOL = "tool"
+
+
+class Usage(BaseModel):
+    """Token counts of one model call (or a sum of several)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage.model_construct(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class ToolCall(BaseModel):
+    """A tool invocation requested by the model; ``arguments`` is raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+
+class Message(BaseModel):
+    """One chat message. ``name`` carries the tool name on tool messages."""
+
+    role: Role
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+    reasoning: str | None = None
+    usage: Usage | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        return cls.model_construct(role=Role.SYSTEM, content=text, tool_calls=[], metadata={})
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls.model_construct(role=Role.USER, content=text, tool_calls=[], metadata={})
+
+    @classmethod
+    def assistant(
+        cls,
+        text: str = "",
+        tool_calls: Iterable[ToolCall] = (),
+        *,
+        usage: Usage | None = None,
+        reasoning: str | None = None,
+    ) -> Message:
+        return cls.model_construct(
+            role=Role.ASSISTANT,
+            content=text,
+            tool_calls=list(tool_calls),
+            usage=usage,
+            reasoning=reasoning,
+            metadata={},
+        )
+
+    @classmethod
+    def tool(cls, content: str, *, tool_call_id: str, name: str | None = None) -> Message:
+        return cls.model_construct(
+            role=Role.TOOL,
+            content=content,
+            tool_calls=[],
+            tool_call_id=tool_call_id,
+            name=name,
+            metadata={},
+        )
+
+
+class ToolCallChunk(BaseModel):
+    """A streamed fragment of a tool call; fragments with the same ``index`` form one call."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class MessageChunk(BaseModel):
+    """One streamed delta of an assistant message."""
+
+    content: str = ""
+    reasoning: str = ""
+    tool_calls: list[ToolCallChunk] = Field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None
+
+
+def join_chunks(chunks: Iterable[MessageChunk]) -> Message:
+    """Join streamed deltas into one assistant message.
+
+    Tool-call fragments are grouped by ``index``: id and name are taken once per index (the first
+    non-empty value wins, because some servers repeat the name in every fragment) and argument text is
+    concatenated. The last usage seen wins (servers report cumulative usage in the final chunk).
+    """
+    content: list[str] = []
+    reasoning: list[str] = []
+    calls: dict[int, list[Any]] = {}  # index -> [id, name, [argument parts]]
+    usage: Usage | None = None
+    finish_reason: str | None = None
+    for chunk in chunks:
+        if chunk.content:
+            content.append(chunk.content)
+        if chunk.reasoning:
+            reasoning.append(chunk.reasoning)
+        for frag in chunk.tool_calls:
+            slot = calls.get(frag.index)
+            if slot is None:
+                slot = calls[frag.index] = [None, None, []]
+            if frag.id and slot[0] is None:
+                slot[0] = frag.id
+            if frag.name and slot[1] is None:
+                slot[1] = frag.name
+            if frag.arguments:
+                slot[2].append(frag.arguments)
+        if chunk.usage is not None:
+            usage = chunk.usage
+        if chunk.finish_reason:
+            finish_reason = chunk.finish_reason
+    tool_calls = [
+        ToolCall.model_construct(
+            id=slot[0] or f"call_{index}", name=slot[1] or "", arguments="".join(slot[2]) or "{}"
+        )
+        for index, slot in sorted(calls.items())
+    ]
+    message = Message.assistant(
+        "".join(content), tool_calls, usage=usage, reasoning="".join(reasoning) or None
+    )
+    if finish_reason:
+        message.metadata["finish_reason"] = finish_reason
+    return message

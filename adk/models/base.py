@@ -1,0 +1,85 @@
+"""The chat model contract and the options and retry policy every adapter shares."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from ..messages import Message, MessageChunk
+from ..tools.base import ToolSpec
+
+__all__ = ["ChatModel", "ModelError", "ModelOptions", "RetryPolicy"]
+
+
+class ModelOptions(BaseModel):
+    """Per-call generation options. ``response_format`` is a JSON schema for structured output
+    (``{"name": ..., "schema": {...}, "strict": bool}``); ``extra`` is passed through to the request
+    body as is."""
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    response_format: dict[str, Any] | None = None
+    stop: list[str] | None = None
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+    def merged(self, other: ModelOptions | None) -> ModelOptions:
+        """These options overridden by the fields ``other`` sets explicitly."""
+        if other is None:
+            return self
+        data = self.model_dump(exclude_unset=True)
+        for key, value in other.model_dump(exclude_unset=True).items():
+            if key == "extra":
+                data["extra"] = {**data.get("extra", {}), **value}
+            else:
+                data[key] = value
+        return ModelOptions(**data)
+
+
+class RetryPolicy(BaseModel):
+    """How an adapter retries transient failures: exponential backoff with optional jitter, capped
+    at ``max_delay``; ``max_attempts`` counts the first try."""
+
+    max_attempts: int = 3
+    initial_delay: float = 0.5
+    max_delay: float = 8.0
+    jitter: bool = True
+
+
+class ModelError(Exception):
+    """A model call failed for good (after any retries); ``status`` is the HTTP status if known."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """Anything that can answer a list of messages, at once or as a stream of chunks.
+
+    ``model_name`` is shown in traces (``chat {model_name}``); ``"unknown"`` when absent.
+    """
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message: ...
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]: ...
+
+
+def model_name_of(model: object) -> str:
+    name = getattr(model, "model_name", None)
+    return name if isinstance(name, str) and name else "unknown"

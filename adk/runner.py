@@ -1,0 +1,310 @@
+"""``Runner``: drives runs, saves a checkpoint when one pauses, and resumes it.
+
+A runner holds configuration only (agent, store, hooks, resources); each run gets its own
+``_RunState``, so one runner serves any number of concurrent runs, in scripts and in servers alike.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any
+
+from ._aio import closing
+from ._driver import drive
+from ._hooks import Hooks
+from .agent import Agent, AgentInput
+from .checkpoint._snapshot import load_history, parse_body, snapshot_body
+from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
+from .checkpoint.memory import InMemoryCheckpointStore
+from .checkpoint.store import CheckpointStore
+from .context import RunContext, Session, _RunState
+from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
+from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
+from .messages import Message
+
+__all__ = ["RunError", "RunResult", "Runner"]
+
+RunInput = str | Message | Sequence[Message]
+
+
+@dataclass(slots=True)
+class RunResult:
+    """Everything a finished (or paused) run produced."""
+
+    events: list[AgentEvent]
+    output: Any
+    interrupt: InterruptInfo | None
+    session: Session
+    checkpoint_id: str | None = None
+    _messages: list[Message] = field(default_factory=list, repr=False)
+
+    @property
+    def text(self) -> str:
+        """The content of the last message the run produced ("" if none)."""
+        return self._messages[-1].content if self._messages else ""
+
+
+class RunError(Exception):
+    """A run ended with an error event (``event.error``; the live exception is the cause)."""
+
+    def __init__(self, event: AgentEvent, events: list[AgentEvent]) -> None:
+        assert event.error is not None
+        super().__init__(f"agent {event.agent_name!r} failed: {event.error}")
+        self.event = event
+        self.events = events
+        self.error = event.error
+
+
+def _to_messages(value: RunInput) -> list[Message]:
+    if isinstance(value, str):
+        return [Message.user(value)]
+    if isinstance(value, Message):
+        return [value]
+    messages = list(value)
+    if not all(isinstance(m, Message) for m in messages):
+        raise TypeError("run input must be a str, a Message or a list of Messages")
+    return messages
+
+
+class Runner:
+    """Drives ``agent``: ``run``/``invoke`` start a run, ``resume``/``invoke_resume`` continue a
+    paused one from its checkpoint."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        checkpoint_store: CheckpointStore | None = None,
+        enable_streaming: bool = False,
+        callbacks: Iterable[Any] = (),
+        resources: Any = None,
+        *,
+        keep_checkpoints: bool = False,
+        hooks: Hooks | None = None,
+    ) -> None:
+        self.agent = agent
+        self.checkpoint_store: CheckpointStore = checkpoint_store or InMemoryCheckpointStore()
+        self.enable_streaming = enable_streaming
+        self.callbacks = tuple(callbacks)
+        self.resources = resources
+        self.keep_checkpoints = keep_checkpoints
+        self._hooks = hooks
+
+    # -- running ---------------------------------------------------------------------------------
+    def run(
+        self,
+        input: RunInput,
+        *,
+        checkpoint_id: str | None = None,
+        session: Session | Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> AsyncIterator[AgentEvent]:
+        """Start a run; iterate the returned events. Closing the iterator cancels the run."""
+        messages = _to_messages(input)
+        values = session if isinstance(session, Session) else Session(session)
+        run = self._new_run(messages, values, run_id)
+        return self._drive_root(run, AgentInput(messages, self.enable_streaming), checkpoint_id)
+
+    def resume(self, checkpoint_id: str, resume: Any = None) -> AsyncIterator[AgentEvent]:
+        """Continue a paused run. ``resume`` is ``{point_id: data}``, or plain data when exactly one
+        point is pending; ``None`` resumes every pending point without data."""
+        return self._resume(checkpoint_id, resume)
+
+    async def invoke(
+        self,
+        input: RunInput,
+        *,
+        checkpoint_id: str | None = None,
+        session: Session | Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+    ) -> RunResult:
+        """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error."""
+        values = session if isinstance(session, Session) else Session(session)
+        events = self.run(input, checkpoint_id=checkpoint_id, session=values, run_id=run_id)
+        return await _collect(events, values)
+
+    async def invoke_resume(self, checkpoint_id: str, resume: Any = None) -> RunResult:
+        """``resume`` collected like ``invoke``."""
+        box: list[Session] = []
+        return await _collect(self._resume(checkpoint_id, resume, box), box)
+
+    # -- internals ---------------------------------------------------------------------------
+    def _new_run(
+        self,
+        messages: list[Message],
+        session: Session,
+        run_id: str | None,
+        plan: _ResumePlan | None = None,
+    ) -> _RunState:
+        return _RunState(
+            messages,
+            session,
+            run_id=run_id or uuid.uuid4().hex,
+            plan=plan,
+            hooks=self._hooks,
+            resources=self.resources,
+        )
+
+    async def _drive_root(
+        self,
+        run: _RunState,
+        input: AgentInput,
+        checkpoint_id: str | None,
+        resumed: bool = False,
+    ) -> AsyncIterator[AgentEvent]:
+        agent = self.agent
+        ctx = RunContext(
+            run,
+            (agent.name,),
+            agent_segment(agent.name),
+            run.history,
+            enable_streaming=self.enable_streaming,
+        )
+        async with closing(drive(agent, input, ctx)) as events:
+            async for event in events:
+                if event._signal is not None:
+                    yield await self._pause(run, event, event._signal, checkpoint_id)
+                    return
+                action = event.action
+                if (
+                    action is not None
+                    and action.transfer_to is not None
+                    and not event._flags & _TRANSFER_HANDLED
+                    and event.error is None
+                ):
+                    yield event
+                    message = (
+                        f"transfer failed: agent '{action.transfer_to}' not found when "
+                        f"transferring from '{event.agent_name}'"
+                    )
+                    error = ErrorInfo("TransferError", message)
+                    yield AgentEvent(event.agent_name, event.run_path, error=error)
+                    return
+                yield event
+                if event.error is not None:
+                    return
+        if resumed and checkpoint_id and not self.keep_checkpoints:
+            await self.checkpoint_store.delete(checkpoint_id)
+
+    async def _pause(
+        self,
+        run: _RunState,
+        event: AgentEvent,
+        signal: _InterruptSignal,
+        checkpoint_id: str | None,
+    ) -> AgentEvent:
+        """Save the checkpoint; the interrupt event then reports its id, or an error event says why
+        it could not be saved (a failed write leaves any previous checkpoint as it was)."""
+        checkpoint_id = checkpoint_id or uuid.uuid4().hex
+        try:
+            body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
+            await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
+        except Exception as exc:
+            error = ErrorInfo(
+                "CheckpointError", f"could not save checkpoint {checkpoint_id!r}: {exc}"
+            )
+            return AgentEvent(event.agent_name, event.run_path, error=error, exception=exc)
+        assert event.action is not None and event.action.interrupted is not None
+        event.action.interrupted.checkpoint_id = checkpoint_id
+        return event
+
+    async def _resume(
+        self, checkpoint_id: str, resume: Any, session_box: list[Session] | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        data = await self.checkpoint_store.get(checkpoint_id)
+        if data is None:
+            raise CheckpointError(f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}")
+        snapshot = parse_body(decode_checkpoint(data, checkpoint_id), checkpoint_id)
+        if snapshot.agent != self.agent.name:
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
+                f"not to {self.agent.name!r}"
+            )
+        targets = _targets(snapshot.signal, resume)
+        session = Session(snapshot.session)
+        if session_box is not None:
+            session_box.append(session)
+        plan = _ResumePlan(snapshot.signal, targets)
+        run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+        load_history(run, snapshot.history)
+        input = AgentInput(snapshot.root_input, self.enable_streaming)
+        async with closing(self._drive_root(run, input, checkpoint_id, resumed=True)) as events:
+            async for event in events:
+                yield event
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close what the runner holds: resources (MCP sessions, model clients)."""
+        closer = getattr(self.resources, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    async def __aenter__(self) -> Runner:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
+    """Which points a resume addresses, with their data."""
+    pending = [p.id for p in signal.points]
+    if resume is None:
+        return dict.fromkeys(pending)
+    if (
+        isinstance(resume, Mapping)
+        and resume
+        and all(isinstance(k, str) and k.startswith("agent:") for k in resume)
+    ):
+        unknown = [k for k in resume if k not in pending]
+        if unknown:
+            raise ValueError(f"unknown interrupt point id(s) {unknown}; pending points: {pending}")
+        return dict(resume)
+    if len(pending) != 1:
+        raise ValueError(
+            f"{len(pending)} points are pending ({pending}); pass resume data as {{point_id: data}}"
+        )
+    return {pending[0]: resume}
+
+
+async def _collect(
+    events: AsyncIterator[AgentEvent], session: Session | list[Session]
+) -> RunResult:
+    collected: list[AgentEvent] = []
+    messages: list[Message] = []
+    output: Any = None
+    interrupt: InterruptInfo | None = None
+    async with closing(events):
+        async for event in events:
+            collected.append(event)
+            out = event.output
+            if out is not None:
+                if out.stream is not None:
+                    output = await out.stream.collect()
+                    messages.append(output)
+                elif out.message is not None:
+                    output = out.message
+                    messages.append(output)
+                else:
+                    output = out.custom
+            if event.interrupted is not None:
+                interrupt = event.interrupted
+            if event.error is not None:
+                raise RunError(event, collected) from event.exception
+    if isinstance(session, list):
+        session = session[0] if session else Session()
+    return RunResult(
+        events=collected,
+        output=output,
+        interrupt=interrupt,
+        session=session,
+        checkpoint_id=interrupt.checkpoint_id if interrupt is not None else None,
+        _messages=messages,
+    )

@@ -1,0 +1,120 @@
+"""Replayable, multi-reader message streams.
+
+A ``MessageStream`` wraps one source of ``MessageChunk``s. Any number of readers may iterate it, each
+seeing every chunk from the start: chunks land in a shared buffer and whichever reader is ahead pulls
+the next one from the source. That lets the framework record a streamed message in history while the
+user is still printing it, without the two readers racing for chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
+
+from .messages import Message, MessageChunk, join_chunks
+
+__all__ = ["MessageStream"]
+
+
+class MessageStream:
+    """An async iterable of chunks that every reader sees in full; ``collect()`` joins them."""
+
+    __slots__ = ("_buffer", "_closed", "_error", "_joined", "_lock", "_source")
+
+    def __init__(self, source: AsyncIterable[MessageChunk] | Iterable[MessageChunk]) -> None:
+        self._buffer: list[MessageChunk] = []
+        self._error: BaseException | None = None
+        self._joined: Message | None = None
+        self._lock: asyncio.Lock | None = None
+        if isinstance(source, AsyncIterable):
+            self._source: AsyncIterator[MessageChunk] | None = aiter(source)
+            self._closed = False
+        else:
+            self._buffer.extend(source)
+            self._source = None
+            self._closed = True
+
+    @classmethod
+    def from_message(cls, message: Message) -> MessageStream:
+        """A finished one-chunk stream carrying ``message`` (useful in tests and adapters)."""
+        stream = cls(())
+        stream._joined = message
+        stream._buffer.append(
+            MessageChunk.model_construct(
+                content=message.content,
+                reasoning=message.reasoning or "",
+                tool_calls=[],
+                usage=message.usage,
+                finish_reason=None,
+            )
+        )
+        return stream
+
+    @property
+    def done(self) -> bool:
+        """True once the source is exhausted (or failed)."""
+        return self._closed
+
+    def __aiter__(self) -> AsyncIterator[MessageChunk]:
+        return self._read()
+
+    async def _read(self) -> AsyncIterator[MessageChunk]:
+        position = 0
+        buffer = self._buffer
+        while True:
+            if position < len(buffer):
+                yield buffer[position]
+                position += 1
+                continue
+            if self._closed:
+                if self._error is not None:
+                    raise self._error
+                return
+            await self._pull()
+
+    async def _pull(self) -> None:
+        """Fetch one more chunk from the source into the buffer (one puller at a time)."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        known = len(self._buffer)
+        async with self._lock:
+            if len(self._buffer) != known or self._closed:
+                return  # another reader pulled while we waited
+            assert self._source is not None
+            try:
+                chunk = await anext(self._source)
+            except StopAsyncIteration:
+                self._closed = True
+            except BaseException as exc:
+                self._closed = True
+                self._error = exc
+                await self._close_source()
+                raise
+            else:
+                self._buffer.append(chunk)
+
+    async def _close_source(self) -> None:
+        aclose = getattr(self._source, "aclose", None)
+        self._source = None
+        if aclose is not None:
+            with contextlib.suppress(Exception):  # the source failed already; this adds nothing
+                await aclose()
+
+    async def collect(self) -> Message:
+        """Read the stream to its end (if no one has) and return the joined message."""
+        if self._joined is None:
+            async for _ in self:
+                pass
+            self._joined = join_chunks(self._buffer)
+        return self._joined
+
+    async def aclose(self) -> None:
+        """Stop the source early; readers then see the stream end where it stopped."""
+        if not self._closed:
+            self._closed = True
+            await self._close_source()
+
+    def __repr__(self) -> str:
+        state = "done" if self._closed else "open"
+        return f"MessageStream({len(self._buffer)} chunks, {state})"

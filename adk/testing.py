@@ -1,0 +1,242 @@
+"""Test helpers for users' tests and ours: ``ScriptedModel`` and ``simplify_events``.
+
+``ScriptedModel`` replays scripted replies — text, tool calls, errors, delays, streamed or not — and
+records every request it received, so agent logic can be tested without a model server. (Adapters
+are tested against a real HTTP server instead; this is not a stand-in for them.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import AgentEvent
+from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, Usage, join_chunks
+from .models.base import ModelOptions
+from .tools.base import ToolSpec
+
+__all__ = ["Reply", "ScriptedModel", "ScriptedRequest", "simplify_events", "tool_call"]
+
+
+def tool_call(name: str, arguments: dict[str, Any] | str | None = None, id: str = "") -> ToolCall:
+    """A tool call for a script; dict arguments are JSON-encoded, a string is kept raw."""
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    return ToolCall(id=id, name=name, arguments=raw)
+
+
+@dataclass(slots=True)
+class Reply:
+    """One scripted model turn: text and/or tool calls, or an error; optionally delayed."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    error: BaseException | None = None
+    delay: float = 0.0
+    usage: Usage | None = None
+    reasoning: str | None = None
+
+
+ScriptItem = str | Message | Reply | BaseException | Callable[[list[Message]], Any]
+
+
+@dataclass(slots=True)
+class ScriptedRequest:
+    """What the model was asked: messages, tool specs, options, and whether it streamed."""
+
+    messages: list[Message]
+    tools: list[ToolSpec]
+    options: ModelOptions | None
+    stream: bool
+
+
+class ScriptedModel:
+    """A ``ChatModel`` that answers from a script.
+
+    ``script`` is a list of items used one per call (``cycle=True`` starts over at the end), or a
+    single callable ``(messages) -> item`` used for every call. An item is a ``str`` (assistant
+    text), a ``Message``, a ``Reply``, an exception instance (raised), or a callable returning one
+    of those. Streams split text into ``chunk_size`` pieces and tool-call arguments into two
+    fragments, the way servers do.
+    """
+
+    def __init__(
+        self,
+        script: Iterable[ScriptItem] | Callable[[list[Message]], Any] = (),
+        *,
+        model_name: str = "scripted",
+        cycle: bool = False,
+        chunk_size: int = 8,
+        record: bool = True,
+        supports_response_format: bool = True,
+    ) -> None:
+        self.model_name = model_name
+        self._responder = script if callable(script) else None
+        self._script: list[Any] = [] if callable(script) else list(script)
+        self._position = 0
+        self._cycle = cycle
+        self._chunk_size = max(1, chunk_size)
+        self._record = record
+        self._ids = itertools.count(1)
+        self.supports_response_format = supports_response_format
+        self.requests: list[ScriptedRequest] = []
+
+    @property
+    def calls(self) -> int:
+        """How many replies have been taken from the script."""
+        return self._position
+
+    @property
+    def remaining(self) -> int:
+        return len(self._script) - self._position
+
+    def _next(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: Any, stream: bool
+    ) -> Any:
+        if self._record:
+            self.requests.append(ScriptedRequest(list(messages), list(tools), options, stream))
+        if self._responder is not None:
+            item: Any = self._responder(list(messages))
+        else:
+            if self._position >= len(self._script):
+                if not (self._cycle and self._script):
+                    raise RuntimeError(
+                        f"ScriptedModel script exhausted after {len(self._script)} replies"
+                    )
+                self._position = 0
+            item = self._script[self._position]
+            self._position += 1
+        while callable(item) and not isinstance(item, BaseException | Message | Reply):
+            item = item(list(messages))
+        return item
+
+    def _reply(self, item: Any) -> tuple[Message | None, BaseException | None, float]:
+        if isinstance(item, BaseException):
+            return None, item, 0.0
+        if isinstance(item, str):
+            return Message.assistant(item), None, 0.0
+        if isinstance(item, Message):
+            return self._with_ids(item), None, 0.0
+        if isinstance(item, Reply):
+            if item.error is not None:
+                return None, item.error, item.delay
+            message = Message.assistant(
+                item.text, item.tool_calls, usage=item.usage, reasoning=item.reasoning
+            )
+            return self._with_ids(message), None, item.delay
+        raise TypeError(f"ScriptedModel cannot reply with {item!r}")
+
+    def _with_ids(self, message: Message) -> Message:
+        if any(not call.id for call in message.tool_calls):
+            calls = [
+                call if call.id else call.model_copy(update={"id": f"call_{next(self._ids)}"})
+                for call in message.tool_calls
+            ]
+            message = message.model_copy(update={"tool_calls": calls})
+        return message
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        message, error, delay = self._reply(self._next(messages, tools, options, False))
+        if delay:
+            await asyncio.sleep(delay)
+        if error is not None:
+            raise error
+        assert message is not None
+        return message
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        message, error, delay = self._reply(self._next(messages, tools, options, True))
+        if delay:
+            await asyncio.sleep(delay)
+        if error is not None:
+            raise error
+        assert message is not None
+        for chunk in self._chunks(message):
+            yield chunk
+            await asyncio.sleep(0)
+
+    def _chunks(self, message: Message) -> list[MessageChunk]:
+        size = self._chunk_size
+        text = message.content
+        chunks = [MessageChunk(content=text[i : i + size]) for i in range(0, len(text), size)]
+        if message.reasoning:
+            chunks.insert(0, MessageChunk(reasoning=message.reasoning))
+        for index, call in enumerate(message.tool_calls):
+            half = len(call.arguments) // 2
+            chunks.append(
+                MessageChunk(
+                    tool_calls=[
+                        ToolCallChunk(
+                            index=index, id=call.id, name=call.name, arguments=call.arguments[:half]
+                        )
+                    ]
+                )
+            )
+            chunks.append(
+                MessageChunk(
+                    tool_calls=[ToolCallChunk(index=index, arguments=call.arguments[half:])]
+                )
+            )
+        chunks.append(MessageChunk(usage=message.usage, finish_reason=_finish_reason(message)))
+        return chunks
+
+
+def _finish_reason(message: Message) -> str:
+    return "tool_calls" if message.tool_calls else "stop"
+
+
+def simplify_events(events: Iterable[AgentEvent]) -> list[str]:
+    """Events as short strings for assertions, e.g. ``"A: hello"``, ``"A: [call add {...}]"``,
+    ``"A: [tool add] 3"``, ``"A: [transfer -> B]"``, ``"A: [exit]"``, ``"A: [error ...]"``.
+
+    Streams must have been read (they show as their joined message).
+    """
+    lines: list[str] = []
+    for event in events:
+        who = event.agent_name
+        output = event.output
+        if output is not None:
+            message = output.message
+            if output.stream is not None:
+                stream = output.stream
+                message = join_chunks(stream._buffer) if stream.done else None
+                if message is None:
+                    lines.append(f"{who}: [unread stream]")
+            if message is not None:
+                if message.role == "tool":
+                    lines.append(f"{who}: [tool {message.name}] {message.content}")
+                else:
+                    if message.content:
+                        lines.append(f"{who}: {message.content}")
+                    for call in message.tool_calls:
+                        lines.append(f"{who}: [call {call.name} {call.arguments}]")
+            elif output.stream is None:
+                lines.append(f"{who}: [custom {output.custom!r}]")
+        action = event.action
+        if action is not None:
+            if action.transfer_to is not None:
+                lines.append(f"{who}: [transfer -> {action.transfer_to}]")
+            if action.exit:
+                lines.append(f"{who}: [exit]")
+            if action.break_loop:
+                lines.append(f"{who}: [break_loop]")
+            if action.interrupted is not None:
+                lines.append(f"{who}: [interrupt {', '.join(action.interrupted.point_ids)}]")
+        if event.error is not None:
+            lines.append(f"{who}: [error {event.error.message}]")
+    return lines

@@ -1,0 +1,126 @@
+"""Running a model's tool calls: concurrently, each failure an error result, interrupts collected.
+
+Used by ``ReActAgent`` and the event-driven layer. Outcomes arrive in completion order; events that
+tools emit while running (an ``AgentTool`` forwarding its inner events) arrive as they happen. A
+single call runs inline, without a task, because that is the common case and a task costs more than
+the rest of the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from .._driver import signal_of
+from ..context import RunContext
+from ..events import AgentAction, AgentEvent
+from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
+from ..messages import Message, ToolCall
+from .base import Tool, ToolContext, ToolError, ToolResult
+
+__all__ = ["ToolOutcome", "execute_tool_calls", "run_tool_call"]
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    """What one call produced: a tool message, or an interrupt signal; plus requested actions."""
+
+    call: ToolCall
+    message: Message | None = None
+    result: ToolResult | None = None
+    action: AgentAction | None = None
+    signal: _InterruptSignal | None = None
+
+
+def _describe(exc: Exception) -> str:
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def run_tool_call(
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    ctx: RunContext,
+    emit: asyncio.Queue[AgentEvent | ToolOutcome] | None = None,
+) -> ToolOutcome:
+    """Run one call; never raises except for cancellation."""
+    address = join_address(ctx.address, tool_segment(call.name, call.id))
+    plan = ctx._run.plan
+    resumed = False
+    if plan is not None:
+        resume = plan.resume_for(address)
+        if resume is not None:
+            if not resume.is_target:
+                return ToolOutcome(call, signal=plan.subtree(address))
+            resumed = True
+    tool = tools.get(call.name)
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        text = f"Error: unknown tool '{call.name}'; available tools: {known}"
+        return ToolOutcome(call, Message.tool(text, tool_call_id=call.id, name=call.name))
+    tool_ctx = ToolContext(
+        ctx,
+        tool_name=call.name,
+        tool_call_id=call.id,
+        address=address,
+        emit=emit.put_nowait if emit is not None else None,
+    )
+    hooks = ctx._run.hooks
+    try:
+        if hooks is None:
+            output = await tool.run(call.arguments, tool_ctx)
+        else:
+            output = await hooks.call_tool(
+                tool_ctx, call, lambda: tool.run(call.arguments, tool_ctx)
+            )
+    except Interrupt as exc:
+        return ToolOutcome(call, signal=signal_of(exc, address), action=tool_ctx.action)
+    except ToolError as exc:
+        output = ToolResult.error(str(exc) or "tool failed")
+    except Exception as exc:
+        output = ToolResult.error(f"tool '{call.name}' failed: {_describe(exc)}")
+    finally:
+        if resumed and plan is not None:
+            plan.consume(address)
+    if isinstance(output, ToolResult):
+        result: ToolResult | None = output
+        content = output.content
+    else:
+        result, content = None, output
+    message = Message.tool(content, tool_call_id=call.id, name=call.name)
+    if result is not None and result.is_error:
+        message.metadata["is_error"] = True
+    return ToolOutcome(call, message, result, tool_ctx.action)
+
+
+async def execute_tool_calls(
+    calls: Sequence[ToolCall], tools: Mapping[str, Tool], ctx: RunContext
+) -> AsyncIterator[ToolOutcome | AgentEvent]:
+    """Run ``calls`` concurrently; yield forwarded events and outcomes as they happen."""
+    if len(calls) == 1 and not getattr(tools.get(calls[0].name), "_emits_events", False):
+        yield await run_tool_call(calls[0], tools, ctx)
+        return
+    queue: asyncio.Queue[AgentEvent | ToolOutcome] = asyncio.Queue()
+
+    async def one(call: ToolCall) -> None:
+        try:
+            outcome = await run_tool_call(call, tools, ctx, queue)
+        except Exception as exc:  # a failing hook; the call still needs an answer
+            text = f"Error: tool '{call.name}' failed: {_describe(exc)}"
+            outcome = ToolOutcome(call, Message.tool(text, tool_call_id=call.id, name=call.name))
+        queue.put_nowait(outcome)
+
+    tasks = [asyncio.create_task(one(call)) for call in calls]
+    remaining = len(tasks)
+    try:
+        while remaining:
+            item = await queue.get()
+            if isinstance(item, ToolOutcome):
+                remaining -= 1
+            yield item
+    finally:
+        pending = [t for t in tasks if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,117 @@
+"""The tool contract: specs shown to models, the ``Tool`` and ``Toolset`` protocols, tool context.
+
+A tool receives the model's raw argument text and returns text (or a ``ToolResult``). Everything that
+can go wrong with a call — bad JSON, failed validation, an exception — becomes an error result the
+model can read and correct; only ``Interrupt`` travels up, because it pauses the run on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+from ..events import AgentAction, AgentEvent
+from ..interrupts import ResumeContext
+
+if TYPE_CHECKING:
+    from ..context import RunContext, Session
+
+__all__ = ["Tool", "ToolContext", "ToolError", "ToolResult", "ToolSpec", "Toolset"]
+
+
+class ToolSpec(BaseModel):
+    """What a model is told about a tool: name, description and JSON-schema ``parameters``."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class ToolResult(BaseModel):
+    """A tool's answer. ``content`` is what the model reads; ``structured`` keeps machine-readable
+    output (MCP structured content, a pydantic model's data) for code that wants it."""
+
+    content: str
+    is_error: bool = False
+    structured: Any = None
+
+    @classmethod
+    def error(cls, message: str) -> ToolResult:
+        text = message if message.startswith("Error:") else f"Error: {message}"
+        return cls(content=text, is_error=True)
+
+
+class ToolError(Exception):
+    """Raise from a tool to return a clean error result (no traceback type name in the text)."""
+
+
+@runtime_checkable
+class Tool(Protocol):
+    """Anything with a ``spec`` and an async ``run(arguments, ctx)``."""
+
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult: ...
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """A source of tools resolved at run time (an MCP server is one)."""
+
+    async def tools(self, ctx: RunContext) -> list[Tool]: ...
+
+
+class ToolContext:
+    """What a running tool knows: the session, where it runs, its call id, resume data, and the
+    actions it may ask for (``exit``, ``transfer``, ``break_loop``)."""
+
+    __slots__ = ("_emit", "action", "address", "run_context", "tool_call_id", "tool_name")
+
+    def __init__(
+        self,
+        run_context: RunContext,
+        *,
+        tool_name: str,
+        tool_call_id: str,
+        address: str,
+        emit: Callable[[AgentEvent], Any] | None = None,
+    ) -> None:
+        self.run_context = run_context
+        self.tool_name = tool_name
+        self.tool_call_id = tool_call_id
+        self.address = address
+        self.action: AgentAction | None = None
+        self._emit = emit
+
+    @property
+    def session(self) -> Session:
+        return self.run_context.session
+
+    @property
+    def run_path(self) -> tuple[str, ...]:
+        return self.run_context.run_path
+
+    @property
+    def resume(self) -> ResumeContext | None:
+        plan = self.run_context._run.plan
+        return plan.resume_for(self.address) if plan is not None else None
+
+    def _act(self) -> AgentAction:
+        if self.action is None:
+            self.action = AgentAction()
+        return self.action
+
+    def exit(self) -> None:
+        """End the whole run after this tool's result is emitted."""
+        self._act().exit = True
+
+    def transfer(self, agent_name: str) -> None:
+        """Hand the conversation to another agent after this tool's result is emitted."""
+        self._act().transfer_to = agent_name
+
+    def break_loop(self) -> None:
+        """Stop the innermost enclosing loop after the calling agent finishes."""
+        self._act().break_loop = True
