@@ -8,14 +8,14 @@ into one object by the runner, so the runtime never knows which are present.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
     from .events import AgentEvent, ErrorInfo
-    from .messages import Message, ToolCall
+    from .messages import Message, MessageChunk, ToolCall
     from .tools.base import ToolContext, ToolResult
 
 __all__ = ["Hooks", "ModelRequest"]
@@ -57,6 +57,15 @@ class Hooks:
     ) -> Message:
         """Wraps one non-streamed model call (and, for streams, the whole joined reply)."""
         return await call(request)
+
+    def stream_model(
+        self,
+        ctx: RunContext,
+        request: ModelRequest,
+        open_stream: Callable[[ModelRequest], AsyncIterator[MessageChunk]],
+    ) -> AsyncIterator[MessageChunk]:
+        """Wraps one streamed model call; the chunks pass through the returned iterator."""
+        return open_stream(request)
 
     async def call_tool(
         self,

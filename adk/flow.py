@@ -44,12 +44,21 @@ class FlowAgent:
         self.may_transfer_to_parent = True
         self.history_rewriter = history_rewriter
         self.sub_agents: list[FlowAgent] = []
+        self._set_sub_agents(sub_agents, allow_transfer_to_parent=True)
+
+    def _set_sub_agents(self, sub_agents: Iterable[Agent], allow_transfer_to_parent: bool) -> None:
+        if self.sub_agents:
+            raise ValueError(f"agent {self.name!r} already has sub-agents")
+        nodes: list[FlowAgent] = []
         seen: set[str] = set()
         for sub in sub_agents:
             if sub.name in seen or sub.name == self.name:
                 raise ValueError(f"duplicate agent name {sub.name!r} under {self.name!r}")
             seen.add(sub.name)
-            self.sub_agents.append(_adopt(self, sub))
+            node = _adopt(self, sub)
+            node.may_transfer_to_parent = allow_transfer_to_parent
+            nodes.append(node)
+        self.sub_agents = nodes
 
     def find(self, name: str) -> FlowAgent | None:
         """The transfer target ``name`` as seen from this agent: a sub-agent, then the parent."""
@@ -138,7 +147,8 @@ def _transfer_failed(target: str, source: str, cause: AgentEvent) -> AgentEvent:
 
 def _adopt(parent: FlowAgent, agent: Agent) -> FlowAgent:
     """Make ``agent`` a sub-agent of ``parent``; an agent may have only one parent."""
-    node = agent if isinstance(agent, FlowAgent) else None
+    # An agent that brings its own flow (a ReActAgent with sub-agents) joins the graph through it.
+    node = agent if isinstance(agent, FlowAgent) else getattr(agent, "_adk_flow", None)
     holder: Any = node.agent if node is not None else agent
     current = getattr(holder, "_adk_parent", None)
     if current is not None and current is not parent:
@@ -162,12 +172,12 @@ def with_sub_agents(
     history_rewriter: HistoryRewriter | None = None,
 ) -> FlowAgent:
     """An agent that can transfer to ``sub_agents``; they may transfer back unless
-    ``allow_transfer_to_parent`` is false."""
-    if isinstance(agent, FlowAgent):
-        if agent.sub_agents:
-            raise ValueError(f"agent {agent.name!r} already has sub-agents")
-        agent = agent.agent
-    flow = FlowAgent(agent, sub_agents, history_rewriter=history_rewriter)
-    for sub in flow.sub_agents:
-        sub.may_transfer_to_parent = allow_transfer_to_parent
+    ``allow_transfer_to_parent`` is false. An agent that brings its own flow (``ReActAgent``) gets
+    the sub-agents in that flow, so its transfer tool knows them."""
+    flow = agent if isinstance(agent, FlowAgent) else getattr(agent, "_adk_flow", None)
+    if not isinstance(flow, FlowAgent):
+        flow = FlowAgent(agent)
+    flow._set_sub_agents(sub_agents, allow_transfer_to_parent)
+    if history_rewriter is not None:
+        flow.history_rewriter = history_rewriter
     return flow

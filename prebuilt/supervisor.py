@@ -1,0 +1,51 @@
+"""``Supervisor``: a supervisor agent that hands tasks to workers, each of which reports back.
+
+The supervisor transfers to a worker; when the worker finishes (without exiting, interrupting, failing
+or transferring elsewhere) the framework transfers back to the supervisor, deterministically, so a
+worker's model never has to remember to do it. The run ends when the supervisor answers without a
+transfer. Workers may themselves be supervisors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable
+
+from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_agents
+from adk._aio import closing
+from adk._driver import drive
+
+__all__ = ["Supervisor"]
+
+
+class _ReportsBack:
+    """Runs a worker at its own address and, when it finishes normally, transfers back."""
+
+    def __init__(self, worker: Agent, supervisor: str) -> None:
+        self.worker = worker
+        self.supervisor = supervisor
+        self.name = worker.name
+        self.description = worker.description
+
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return self._run(input, ctx)
+
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        # The worker's own driver (same address) finds the resume and resumes it.
+        return self._run(AgentInput([], ctx.enable_streaming), ctx)
+
+    async def _run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        async with closing(drive(self.worker, input, ctx)) as events:
+            async for event in events:
+                yield event
+                if event.error is not None or event.ends_agent:
+                    return
+        yield AgentEvent.transfer(self.supervisor)
+
+
+def Supervisor(supervisor: Agent, workers: Iterable[Agent]) -> FlowAgent:
+    """A flow where ``supervisor`` delegates to ``workers`` and every worker reports back."""
+    return with_sub_agents(
+        supervisor,
+        [_ReportsBack(worker, supervisor.name) for worker in workers],
+        allow_transfer_to_parent=True,
+    )
