@@ -6,6 +6,8 @@ A runner holds configuration only (agent, store, hooks, resources); each run get
 
 from __future__ import annotations
 
+import itertools
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +30,15 @@ from .messages import Message
 __all__ = ["RunError", "RunResult", "Runner"]
 
 RunInput = str | Message | Sequence[Message]
+
+# Run ids: a random per-process prefix and a counter; unique across processes and far cheaper
+# than a uuid4 per run.
+_RUN_PREFIX = os.urandom(6).hex()
+_run_numbers = itertools.count(1)
+
+
+def _new_run_id() -> str:
+    return f"{_RUN_PREFIX}-{next(_run_numbers)}"
 
 
 @dataclass(slots=True)
@@ -141,7 +152,7 @@ class Runner:
         return _RunState(
             messages,
             session,
-            run_id=run_id or uuid.uuid4().hex,
+            run_id=run_id or _new_run_id(),
             plan=plan,
             hooks=self._hooks,
             resources=self.resources,

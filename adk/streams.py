@@ -41,7 +41,7 @@ class MessageStream:
         stream = cls(())
         stream._joined = message
         stream._buffer.append(
-            MessageChunk.model_construct(
+            MessageChunk(
                 content=message.content,
                 reasoning=message.reasoning or "",
                 tool_calls=[],

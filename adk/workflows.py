@@ -90,15 +90,13 @@ async def _run_steps(
 class SequentialAgent(_Workflow):
     """Runs its sub-agents one after another."""
 
-    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        async for event in _run_steps(self.sub_agents, ctx, 0, _Cursor(ctx.run_path), {}, False):
-            yield event
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return _run_steps(self.sub_agents, ctx, 0, _Cursor(ctx.run_path), {}, False)
 
-    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = _saved_state(ctx)
         cursor = _Cursor(tuple(state["run_path"]))
-        async for event in _run_steps(self.sub_agents, ctx, state["index"], cursor, {}, True):
-            yield event
+        return _run_steps(self.sub_agents, ctx, state["index"], cursor, {}, True)
 
 
 class LoopAgent(_Workflow):
@@ -117,15 +115,13 @@ class LoopAgent(_Workflow):
             raise ValueError("max_iterations must be at least 1 (or None)")
         self.max_iterations = max_iterations
 
-    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        async for event in self._iterate(ctx, 0, 0, ctx.run_path, False):
-            yield event
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return self._iterate(ctx, 0, 0, ctx.run_path, False)
 
-    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = _saved_state(ctx)
         path = tuple(state["run_path"])
-        async for event in self._iterate(ctx, state["iteration"], state["index"], path, True):
-            yield event
+        return self._iterate(ctx, state["iteration"], state["index"], path, True)
 
     async def _iterate(
         self, ctx: RunContext, iteration: int, start: int, path: tuple[str, ...], resuming: bool
