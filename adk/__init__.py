@@ -4,7 +4,7 @@
 when first used.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .agent import Agent, AgentInput, BaseAgent, ResumableAgent
 from .agent_tool import AgentTool
@@ -29,6 +29,9 @@ from .tools import (
     tool,
 )
 from .workflows import LoopAgent, ParallelAgent, SequentialAgent
+
+if TYPE_CHECKING:  # for type checkers only; at run time it loads on first use (see below)
+    from .models.openai import OpenAIChatModel
 
 __version__ = "0.1.0"
 
@@ -56,6 +59,7 @@ __all__ = [
     "MessageStream",
     "ModelError",
     "ModelOptions",
+    "OpenAIChatModel",
     "ParallelAgent",
     "ResumableAgent",
     "ResumeContext",

@@ -1,6 +1,11 @@
 """Chat models: the protocol, options, retry policy and the OpenAI-compatible adapter."""
 
+from typing import TYPE_CHECKING
+
 from .base import ChatModel, ModelError, ModelOptions, RetryPolicy
+
+if TYPE_CHECKING:  # for type checkers only; at run time it loads on first use (see below)
+    from .openai import OpenAIChatModel
 
 __all__ = ["ChatModel", "ModelError", "ModelOptions", "OpenAIChatModel", "RetryPolicy"]
 

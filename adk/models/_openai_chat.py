@@ -1,0 +1,201 @@
+"""pyadk messages and options to and from the Chat Completions wire format (``/chat/completions``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
+from ..tools.base import ToolSpec
+from ._openai_common import (
+    function_choice_name,
+    json_schema_of,
+    reasoning_of,
+    require_tool_call_id,
+    text_of,
+    unknown_role,
+    usage_of,
+)
+from .base import ModelError, ModelOptions
+
+_PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
+
+
+def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Wire messages. Assistant messages always carry ``content`` (``""`` beside tool calls: some
+    servers reject its absence) and carry ``tool_calls`` only when there are some (OpenAI rejects an
+    empty list). Reasoning is not sent back: servers differ on accepting it."""
+    out: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        role = message.role
+        if role == Role.ASSISTANT:
+            entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            if message.tool_calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": call.arguments or "{}"},
+                    }
+                    for call in message.tool_calls
+                ]
+            out.append(entry)
+        elif role == Role.TOOL:
+            out.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": require_tool_call_id(message, position),
+                    "content": message.content,
+                }
+            )
+        elif role in _PLAIN_ROLES:
+            out.append({"role": _PLAIN_ROLES[role], "content": message.content})
+        else:
+            raise unknown_role(message, position)
+    return out
+
+
+def chat_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for spec in tools:
+        function: dict[str, Any] = {"name": spec.name, "parameters": spec.parameters}
+        if spec.description:
+            function["description"] = spec.description
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def chat_request(
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    options: ModelOptions | None,
+    *,
+    stream: bool,
+    max_tokens_field: str,
+) -> dict[str, Any]:
+    """Keyword arguments for ``client.chat.completions.create``.
+
+    Streams ask for ``stream_options.include_usage`` so the final chunk carries token counts.
+    ``options.extra`` travels as ``extra_body`` and so overrides anything set here.
+    """
+    request: dict[str, Any] = {"model": model, "messages": chat_messages(messages)}
+    if tools:
+        request["tools"] = chat_tools(tools)
+    if stream:
+        request["stream"] = True
+        request["stream_options"] = {"include_usage": True}
+    if options is None:
+        return request
+    if options.temperature is not None:
+        request["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        request[max_tokens_field] = options.max_tokens
+    if options.stop is not None:
+        request["stop"] = list(options.stop)
+    if options.tool_choice is not None:
+        name = function_choice_name(options.tool_choice)
+        if name is not None:
+            request["tool_choice"] = {"type": "function", "function": {"name": name}}
+        else:
+            request["tool_choice"] = options.tool_choice
+    if options.response_format is not None:
+        schema = json_schema_of(options.response_format)
+        request["response_format"] = (
+            {"type": "json_schema", "json_schema": schema}
+            if schema is not None
+            else options.response_format
+        )
+    if options.extra:
+        request["extra_body"] = dict(options.extra)
+    return request
+
+
+def _tool_calls(raw: object) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for position, call in enumerate(raw if isinstance(raw, list) else ()):
+        function = getattr(call, "function", None)
+        if function is None:  # a non-function ("custom") tool call: not ours to run
+            continue
+        calls.append(
+            ToolCall(
+                id=text_of(getattr(call, "id", None)) or f"call_{position}",
+                name=text_of(getattr(function, "name", None)),
+                arguments=text_of(getattr(function, "arguments", None)) or "{}",
+            )
+        )
+    return calls
+
+
+def chat_message(completion: Any) -> Message:
+    """The assistant message of a ``ChatCompletion`` (first choice)."""
+    choices = getattr(completion, "choices", None)
+    if not choices:
+        raise ModelError("the server returned a chat completion without choices")
+    choice = choices[0]
+    raw = choice.message
+    message = Message.assistant(
+        text_of(getattr(raw, "content", None)),
+        _tool_calls(getattr(raw, "tool_calls", None)),
+        usage=usage_of(getattr(completion, "usage", None), "prompt_tokens", "completion_tokens"),
+        reasoning=reasoning_of(raw) or None,
+    )
+    finish = getattr(choice, "finish_reason", None)
+    if isinstance(finish, str):
+        message.metadata["finish_reason"] = finish
+    refusal = getattr(raw, "refusal", None)
+    if isinstance(refusal, str) and refusal:
+        message.metadata["refusal"] = refusal
+    return message
+
+
+class ChatStreamDecoder:
+    """Turns ``ChatCompletionChunk``s into ``MessageChunk``s; ``finished`` once a finish reason came.
+
+    Tool-call fragments pass through as ``ToolCallChunk``s with whatever id/name each fragment
+    carries; ``adk.messages.join_chunks`` takes them once per index (llama.cpp repeats the name in
+    every fragment). Only choice 0 is read. Chunks that carry nothing (the role-only opener) yield
+    None, so "nothing reached the caller yet" stays true for as long as it really is.
+    """
+
+    __slots__ = ("finished",)
+
+    def __init__(self) -> None:
+        self.finished = False
+
+    def feed(self, chunk: Any) -> MessageChunk | None:
+        usage = usage_of(getattr(chunk, "usage", None), "prompt_tokens", "completion_tokens")
+        content = reasoning = ""
+        fragments: list[ToolCallChunk] = []
+        finish: str | None = None
+        for choice in getattr(chunk, "choices", None) or ():
+            if getattr(choice, "index", 0) not in (0, None):
+                continue
+            delta = getattr(choice, "delta", None)
+            if delta is not None:
+                content = text_of(getattr(delta, "content", None))
+                reasoning = reasoning_of(delta)
+                for position, raw in enumerate(getattr(delta, "tool_calls", None) or ()):
+                    function = getattr(raw, "function", None)
+                    index = getattr(raw, "index", None)
+                    fragments.append(
+                        ToolCallChunk(
+                            index=index if isinstance(index, int) else position,
+                            id=text_of(getattr(raw, "id", None)) or None,
+                            name=text_of(getattr(function, "name", None)) or None,
+                            arguments=text_of(getattr(function, "arguments", None)),
+                        )
+                    )
+            reason = getattr(choice, "finish_reason", None)
+            if isinstance(reason, str) and reason:
+                finish = reason
+                self.finished = True
+        if not (content or reasoning or fragments or usage is not None or finish):
+            return None
+        return MessageChunk(
+            content=content,
+            reasoning=reasoning,
+            tool_calls=fragments,
+            usage=usage,
+            finish_reason=finish,
+        )

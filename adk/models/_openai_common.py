@@ -1,0 +1,115 @@
+"""Pieces both OpenAI wire formats (Chat Completions and Responses) share.
+
+These helpers read the ``openai`` SDK's response objects by attribute, never importing the SDK: only
+``adk.models.openai`` may import it (``import adk`` stays light), and servers that are merely
+OpenAI-compatible return shapes the SDK's types do not promise (``reasoning_content``, missing ids, a
+``null`` where a list belongs), so defensive reads are needed anyway.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import Message, Role, Usage
+
+_STANDARD_CHOICES = frozenset({"auto", "none", "required"})
+_WIRE_FORMATS = frozenset({"json_schema", "json_object", "text"})
+_SCHEMA_KEYS = frozenset({"type", "properties", "$ref", "$defs", "anyOf", "oneOf", "allOf"})
+
+
+def text_of(value: object) -> str:
+    """``value`` if it is a non-empty string, else ``""`` (servers send ``null`` for absent text)."""
+    return value if isinstance(value, str) else ""
+
+
+def reasoning_of(obj: object) -> str:
+    """Reasoning text a server attached to a message or delta.
+
+    vLLM and llama.cpp call it ``reasoning_content``; Ollama, OpenRouter and newer vLLM call it
+    ``reasoning``. Neither is part of the SDK's types, so both arrive as pydantic extras.
+    """
+    # Read the field dicts instead of getattr: a missing attribute on an SDK model goes through
+    # pydantic's __getattr__ and a raised AttributeError, ~4 µs a time, twice per streamed chunk.
+    fields = getattr(obj, "__dict__", None) or {}
+    extra = getattr(obj, "__pydantic_extra__", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        value = fields.get(key) or extra.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def usage_of(usage: object, input_key: str, output_key: str) -> Usage | None:
+    """Token counts from an SDK usage object whose input/output fields have the given names."""
+    if usage is None:
+        return None
+    prompt = getattr(usage, input_key, None)
+    completion = getattr(usage, output_key, None)
+    total = getattr(usage, "total_tokens", None)
+    prompt = prompt if isinstance(prompt, int) else 0
+    completion = completion if isinstance(completion, int) else 0
+    return Usage(
+        input_tokens=prompt,
+        output_tokens=completion,
+        total_tokens=total if isinstance(total, int) else prompt + completion,
+    )
+
+
+def function_choice_name(choice: str | dict[str, Any]) -> str | None:
+    """The tool name a ``tool_choice`` forces, or None for auto/none/required/other shapes.
+
+    A bare string other than auto/none/required is read as a tool name, which is what a user writing
+    ``tool_choice="get_weather"`` means. Dicts in either wire shape are recognised.
+    """
+    if isinstance(choice, str):
+        return None if choice in _STANDARD_CHOICES else choice
+    if choice.get("type") == "function":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else choice.get("name")
+        return name if isinstance(name, str) else None
+    return None
+
+
+def json_schema_of(response_format: dict[str, Any]) -> dict[str, Any] | None:
+    """``response_format`` as ``{"name", "schema", "strict"?}``, or None if it is already wire-shaped.
+
+    Accepts the documented ``{"name": ..., "schema": {...}, "strict": bool}``, a bare JSON schema
+    (``{"type": "object", ...}``) and, for convenience, the Chat wire shape
+    ``{"type": "json_schema", "json_schema": {...}}``. Other ``type`` values (``json_object``,
+    ``text``) return None so callers pass them through as the user wrote them.
+    """
+    kind = response_format.get("type")
+    if kind == "json_schema" and isinstance(response_format.get("json_schema"), dict):
+        spec: dict[str, Any] = response_format["json_schema"]
+    elif kind in _WIRE_FORMATS:
+        return None
+    elif "schema" in response_format:
+        spec = response_format
+    elif _SCHEMA_KEYS.intersection(response_format):
+        spec = {"schema": response_format}
+    else:
+        spec = {}
+    schema = spec.get("schema")
+    if not isinstance(schema, dict):
+        raise ValueError(
+            "ModelOptions.response_format must be {'name': ..., 'schema': {...JSON schema...}} "
+            f"or a JSON schema; got {response_format!r}"
+        )
+    out: dict[str, Any] = {"name": spec.get("name") or "response", "schema": schema}
+    if spec.get("strict") is not None:
+        out["strict"] = bool(spec["strict"])
+    return out
+
+
+def require_tool_call_id(message: Message, position: int) -> str:
+    if not message.tool_call_id:
+        raise ValueError(
+            f"messages[{position}] is a tool result without tool_call_id; build it with "
+            "Message.tool(content, tool_call_id=<the id of the call it answers>)"
+        )
+    return message.tool_call_id
+
+
+def unknown_role(message: Message, position: int) -> ValueError:
+    roles = ", ".join(r.value for r in Role)
+    return ValueError(f"messages[{position}] has role {message.role!r}; expected one of {roles}")

@@ -1,0 +1,280 @@
+"""pyadk messages and options to and from the Responses wire format (``/responses``).
+
+The Responses API models a conversation as typed items: plain messages, ``function_call`` items
+(the assistant's tool calls, keyed by ``call_id``) and ``function_call_output`` items (tool results).
+Results come back the same way and are folded into one assistant ``Message``; the finish reason is
+expressed in Chat Completions vocabulary (``stop``, ``tool_calls``, ``length``, ``content_filter``) so
+code reading ``metadata["finish_reason"]`` need not care which API answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
+from ..tools.base import ToolSpec
+from ._openai_common import (
+    function_choice_name,
+    json_schema_of,
+    require_tool_call_id,
+    text_of,
+    unknown_role,
+    usage_of,
+)
+from .base import ModelError, ModelOptions
+
+_PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
+_INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+
+
+def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    """Input items. System messages stay in place as ``system`` items (rather than ``instructions``)
+    so their order relative to the conversation is kept."""
+    out: list[dict[str, Any]] = []
+    for position, message in enumerate(messages):
+        role = message.role
+        if role == Role.ASSISTANT:
+            if message.content or not message.tool_calls:
+                out.append({"role": "assistant", "content": message.content})
+            out.extend(
+                {
+                    "type": "function_call",
+                    "call_id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments or "{}",
+                }
+                for call in message.tool_calls
+            )
+        elif role == Role.TOOL:
+            out.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": require_tool_call_id(message, position),
+                    "output": message.content,
+                }
+            )
+        elif role in _PLAIN_ROLES:
+            out.append({"role": _PLAIN_ROLES[role], "content": message.content})
+        else:
+            raise unknown_role(message, position)
+    return out
+
+
+def responses_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    """Function tools. ``strict`` is sent as False: the Responses API defaults it to True, which
+    rejects ordinary schemas (optional properties, no ``additionalProperties: false``) that the Chat
+    API accepts, and pyadk validates arguments at the tool anyway."""
+    out: list[dict[str, Any]] = []
+    for spec in tools:
+        tool: dict[str, Any] = {
+            "type": "function",
+            "name": spec.name,
+            "parameters": spec.parameters,
+            "strict": False,
+        }
+        if spec.description:
+            tool["description"] = spec.description
+        out.append(tool)
+    return out
+
+
+def responses_request(
+    model: str,
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    options: ModelOptions | None,
+    *,
+    stream: bool,
+    max_tokens_field: str,
+) -> dict[str, Any]:
+    """Keyword arguments for ``client.responses.create``. ``max_tokens`` becomes
+    ``max_output_tokens`` (``max_tokens_field`` is a Chat concern) and ``response_format`` becomes
+    ``text.format``. ``stop`` is rejected: the Responses API has no stop sequences."""
+    del max_tokens_field
+    request: dict[str, Any] = {"model": model, "input": responses_input(messages)}
+    if tools:
+        request["tools"] = responses_tools(tools)
+    if stream:
+        request["stream"] = True
+    if options is None:
+        return request
+    if options.stop:
+        raise ValueError(
+            "ModelOptions.stop is not supported by the Responses API; use "
+            "OpenAIChatModel(..., api='chat') for stop sequences"
+        )
+    if options.temperature is not None:
+        request["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        request["max_output_tokens"] = options.max_tokens
+    if options.tool_choice is not None:
+        name = function_choice_name(options.tool_choice)
+        if name is not None:
+            request["tool_choice"] = {"type": "function", "name": name}
+        else:
+            request["tool_choice"] = options.tool_choice
+    if options.response_format is not None:
+        schema = json_schema_of(options.response_format)
+        request["text"] = {
+            "format": {"type": "json_schema", **schema}
+            if schema is not None
+            else options.response_format
+        }
+    if options.extra:
+        request["extra_body"] = dict(options.extra)
+    return request
+
+
+def _finish_reason(response: Any, has_tool_calls: bool) -> str:
+    if getattr(response, "status", None) == "incomplete":
+        details = getattr(response, "incomplete_details", None)
+        reason = text_of(getattr(details, "reason", None))
+        return _INCOMPLETE.get(reason, reason or "incomplete")
+    return "tool_calls" if has_tool_calls else "stop"
+
+
+def _failure_text(response: Any) -> str:
+    error = getattr(response, "error", None)
+    message = text_of(getattr(error, "message", None))
+    code = text_of(getattr(error, "code", None))
+    return f"{code}: {message}" if code and message else message or code or "no details given"
+
+
+def _reasoning_text(item: Any) -> str:
+    parts = [text_of(getattr(p, "text", None)) for p in getattr(item, "content", None) or ()]
+    if not any(parts):
+        parts = [text_of(getattr(p, "text", None)) for p in getattr(item, "summary", None) or ()]
+    return "".join(parts)
+
+
+def responses_message(response: Any) -> Message:
+    """The assistant message of a ``Response``: text parts joined, function calls as tool calls."""
+    if getattr(response, "status", None) == "failed":
+        raise ModelError(f"the response failed: {_failure_text(response)}")
+    text: list[str] = []
+    reasoning: list[str] = []
+    refusal: list[str] = []
+    calls: list[ToolCall] = []
+    for item in getattr(response, "output", None) or ():
+        kind = getattr(item, "type", None)
+        if kind == "message":
+            for part in getattr(item, "content", None) or ():
+                if getattr(part, "type", None) == "refusal":
+                    refusal.append(text_of(getattr(part, "refusal", None)))
+                else:
+                    text.append(text_of(getattr(part, "text", None)))
+        elif kind == "function_call":
+            calls.append(
+                ToolCall(
+                    id=text_of(getattr(item, "call_id", None))
+                    or text_of(getattr(item, "id", None))
+                    or f"call_{len(calls)}",
+                    name=text_of(getattr(item, "name", None)),
+                    arguments=text_of(getattr(item, "arguments", None)) or "{}",
+                )
+            )
+        elif kind == "reasoning":
+            reasoning.append(_reasoning_text(item))
+    message = Message.assistant(
+        "".join(text),
+        calls,
+        usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
+        reasoning="".join(reasoning) or None,
+    )
+    message.metadata["finish_reason"] = _finish_reason(response, bool(calls))
+    if any(refusal):
+        message.metadata["refusal"] = "".join(refusal)
+    return message
+
+
+class ResponsesStreamDecoder:
+    """Turns Responses stream events into ``MessageChunk``s; ``finished`` once the response completed.
+
+    Function calls are numbered 0, 1, ... in the order their items appear (``output_index`` counts
+    every item, messages and reasoning too). Arguments come from the delta events; a server that only
+    sends the finished item (no deltas) still gets its arguments through from ``output_item.done``.
+    ``response.failed`` and ``error`` events raise ``ModelError``.
+    """
+
+    __slots__ = ("_argued", "_calls", "finished")
+
+    def __init__(self) -> None:
+        self.finished = False
+        self._calls: dict[int, int] = {}  # output_index -> tool-call index
+        self._argued: set[int] = set()  # tool-call indexes whose arguments were streamed
+
+    def _index(self, output_index: object) -> int:
+        key = output_index if isinstance(output_index, int) else -1
+        index = self._calls.get(key)
+        if index is None:
+            index = self._calls[key] = len(self._calls)
+        return index
+
+    def feed(self, event: Any) -> MessageChunk | None:
+        kind = getattr(event, "type", None)
+        if kind == "response.output_text.delta":
+            text = text_of(getattr(event, "delta", None))
+            return _chunk(content=text) if text else None
+        if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
+            text = text_of(getattr(event, "delta", None))
+            return _chunk(reasoning=text) if text else None
+        if kind == "response.function_call_arguments.delta":
+            index = self._index(getattr(event, "output_index", None))
+            self._argued.add(index)
+            fragment = ToolCallChunk(
+                index=index, id=None, name=None, arguments=text_of(getattr(event, "delta", None))
+            )
+            return _chunk(tool_calls=[fragment])
+        if kind in ("response.output_item.added", "response.output_item.done"):
+            item = getattr(event, "item", None)
+            if getattr(item, "type", None) != "function_call":
+                return None
+            index = self._index(getattr(event, "output_index", None))
+            if index in self._argued:
+                return None  # the finished item repeats what the deltas already carried
+            arguments = text_of(getattr(item, "arguments", None))
+            if arguments:
+                self._argued.add(index)
+            fragment = ToolCallChunk(
+                index=index,
+                id=text_of(getattr(item, "call_id", None)) or None,
+                name=text_of(getattr(item, "name", None)) or None,
+                arguments=arguments,
+            )
+            return _chunk(tool_calls=[fragment])
+        if kind in ("response.completed", "response.incomplete"):
+            self.finished = True
+            response = getattr(event, "response", None)
+            return _chunk(
+                usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
+                finish_reason=_finish_reason(response, bool(self._calls)),
+            )
+        if kind == "response.failed":
+            raise ModelError(
+                f"the response failed: {_failure_text(getattr(event, 'response', None))}"
+            )
+        if kind == "error":
+            code = text_of(getattr(event, "code", None))
+            message = text_of(getattr(event, "message", None)) or "no details given"
+            raise ModelError(
+                f"the server reported an error mid-stream: {code or 'error'}: {message}"
+            )
+        return None
+
+
+def _chunk(
+    *,
+    content: str = "",
+    reasoning: str = "",
+    tool_calls: list[ToolCallChunk] | None = None,
+    usage: Any = None,
+    finish_reason: str | None = None,
+) -> MessageChunk:
+    return MessageChunk(
+        content=content,
+        reasoning=reasoning,
+        tool_calls=tool_calls if tool_calls is not None else [],
+        usage=usage,
+        finish_reason=finish_reason,
+    )

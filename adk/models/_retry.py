@@ -1,0 +1,148 @@
+"""Retrying transient model-call failures with tenacity, honouring the server's Retry-After.
+
+Provider-neutral: the adapter says which exceptions are transient and what delay the server asked
+for; this module owns the policy (attempt count, exponential backoff with optional full jitter, the
+``max_delay`` cap) so every adapter retries the same way.
+
+The first attempt runs outside tenacity. Building a tenacity controller costs tens of microseconds —
+measurable against a local model server — and almost every call succeeds first time. Only when that
+attempt fails transiently does tenacity take over, replaying the failure as its own first attempt so
+attempt counting, backoff and Retry-After handling all live in one place.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from email.utils import parsedate_to_datetime
+from typing import NoReturn, TypeVar
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random_exponential,
+)
+from tenacity.wait import wait_base
+
+from .base import RetryPolicy
+
+T = TypeVar("T")
+
+
+def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """The delay a server asked for, in seconds, or None.
+
+    Reads ``retry-after-ms`` (OpenAI's millisecond variant) first, then ``retry-after`` as seconds
+    (fractions allowed) or as an HTTP date. Dates in the past give 0; unparseable values are ignored
+    rather than failing the call.
+    """
+    value = headers.get("retry-after-ms")
+    if value is not None:
+        try:
+            millis = float(value)
+        except ValueError:
+            millis = math.nan
+        if math.isfinite(millis):
+            return max(millis / 1000.0, 0.0)
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None
+        seconds = when - (time.time() if now is None else now)
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
+class _Backoff(wait_base):
+    """Retry-After when the server gave one, else exponential backoff; both capped at max_delay."""
+
+    def __init__(
+        self, policy: RetryPolicy, retry_after: Callable[[BaseException], float | None]
+    ) -> None:
+        self._cap = max(policy.max_delay, 0.0)
+        self._retry_after = retry_after
+        exponential = wait_random_exponential if policy.jitter else wait_exponential
+        self._exponential = exponential(multiplier=policy.initial_delay, max=self._cap)
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None and outcome.failed else None
+        hinted = self._retry_after(error) if error is not None else None
+        if hinted is not None:
+            return min(hinted, self._cap)
+        return float(self._exponential(retry_state))
+
+
+class RetryRunner:
+    """Runs one model call under a :class:`RetryPolicy`.
+
+    ``is_transient`` decides what is retried; ``retry_after`` extracts a server-requested delay.
+    ``run`` hands the final failure and the number of attempts made to ``on_failure``, which returns
+    the exception to raise (so adapters can name the status and the attempt count in one message).
+    """
+
+    __slots__ = ("_attempts", "_is_transient", "_policy", "_retry_after")
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        *,
+        is_transient: Callable[[BaseException], bool],
+        retry_after: Callable[[BaseException], float | None],
+    ) -> None:
+        self._policy = policy
+        self._attempts = max(policy.max_attempts, 1)
+        self._is_transient = is_transient
+        self._retry_after = retry_after
+
+    async def run(
+        self,
+        attempt: Callable[[], Awaitable[T]],
+        *,
+        on_failure: Callable[[Exception, int], Exception],
+    ) -> T:
+        try:
+            return await attempt()
+        except Exception as exc:
+            if self._attempts == 1 or not self._is_transient(exc):
+                _raise_final(on_failure, exc, 1)
+            first: Exception | None = exc
+
+        made = 1
+
+        async def again() -> T:
+            nonlocal first, made
+            if first is not None:
+                replay, first = first, None
+                raise replay
+            made += 1
+            return await attempt()
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self._attempts),
+            wait=_Backoff(self._policy, self._retry_after),
+            retry=retry_if_exception(self._is_transient),
+            reraise=True,
+        )
+        try:
+            return await retrying(again)
+        except Exception as exc:
+            _raise_final(on_failure, exc, made)
+
+
+def _raise_final(
+    on_failure: Callable[[Exception, int], Exception], exc: Exception, attempts: int
+) -> NoReturn:
+    error = on_failure(exc, attempts)
+    if error is exc:
+        raise exc
+    raise error from exc

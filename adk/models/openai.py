@@ -1,0 +1,324 @@
+"""``OpenAIChatModel``: any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp) as a ChatModel.
+
+This is the only module that imports the ``openai`` SDK (about a second to import), so ``import adk``
+stays light; ``adk.models`` loads it on first use of ``OpenAIChatModel``. The wire mapping lives in
+``_openai_chat`` / ``_openai_responses`` and the retry policy in ``_retry``; this module owns the
+client, error classification and the streaming contract.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import AsyncIterator, Callable, Sequence
+from types import TracebackType
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+import openai
+
+from ..messages import Message, MessageChunk
+from ..tools.base import ToolSpec
+from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
+from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
+from ._retry import RetryRunner, retry_after_seconds
+from .base import ModelError, ModelOptions, RetryPolicy
+
+__all__ = ["OpenAIChatModel"]
+
+_OPENAI_HOST = "api.openai.com"
+_KEYLESS = "not-needed"  # servers without auth still get a syntactically valid bearer token
+_TRANSIENT_STATUS = frozenset({408, 409, 429})
+_ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/responses")
+
+
+class _StreamTruncated(Exception):
+    """The server ended a stream cleanly but before the model finished."""
+
+
+class OpenAIChatModel:
+    """A ChatModel over the ``openai`` package's ``AsyncOpenAI``, Chat Completions or Responses API.
+
+    ``base_url`` (else ``OPENAI_BASE_URL``, else OpenAI itself) is the API root. The rule: a URL
+    with no path gets ``/v1`` appended, because OpenAI, vLLM, Ollama and llama.cpp all serve the API
+    there — ``http://localhost:8000`` and ``http://localhost:8000/v1`` mean the same. A URL with any
+    other path is used as given (``https://openrouter.ai/api/v1``, ``.../v1beta/openai``). A URL that
+    names an endpoint (``.../v1/chat/completions``) is rejected with the URL to write instead.
+
+    ``api_key`` (else ``OPENAI_API_KEY``) is required for OpenAI itself; for other servers it may be
+    omitted and a placeholder is sent, since local servers usually ignore it.
+
+    ``client``: bring your own ``AsyncOpenAI`` (for timeouts, proxies, headers); it is used through
+    ``client.with_options(max_retries=0)`` and is not closed by :meth:`aclose` — you own it. Do not
+    combine it with ``base_url`` / ``api_key``.
+
+    Retries follow ``retry`` (tenacity): connection errors, timeouts, HTTP 408/409/429/5xx, waiting
+    what Retry-After says (capped at ``max_delay``) or exponential backoff with jitter. The SDK's own
+    retries are off so nothing retries twice. Other failures raise :class:`ModelError` at once, naming
+    the status and the server's message. A stream is retried only before its first chunk reached the
+    caller; a stream that breaks or ends early after that raises ``ModelError``, never truncates.
+
+    ``max_tokens`` is sent as ``max_completion_tokens`` to OpenAI itself (its reasoning models refuse
+    ``max_tokens``) and as ``max_tokens`` to other servers (the field they all understand). Reasoning
+    text is read from ``reasoning_content`` / ``reasoning`` (vLLM, llama.cpp, Ollama) or Responses
+    reasoning items. ``metadata["finish_reason"]`` uses Chat vocabulary for both APIs.
+    """
+
+    supports_response_format = True
+    """Structured output is asked for natively (``response_format`` / ``text.format``)."""
+    provider_name = "openai"
+    """``gen_ai.provider.name`` in traces (the wire protocol; the server may be vLLM or Ollama)."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        client: openai.AsyncOpenAI | None = None,
+        api: Literal["chat", "responses"] = "chat",
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(
+                "OpenAIChatModel needs a model name, e.g. OpenAIChatModel('gpt-4o-mini')"
+            )
+        if api not in ("chat", "responses"):
+            raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+        self.model_name = model
+        self.api: Literal["chat", "responses"] = api
+        self.retry = retry if retry is not None else RetryPolicy()
+        if client is not None:
+            if base_url is not None or api_key is not None:
+                raise ValueError(
+                    "pass either client= or base_url=/api_key=, not both: configure the client "
+                    "you pass in with the URL and key it should use"
+                )
+            self._client = client.with_options(max_retries=0)
+            self._owns_client = False
+        else:
+            url = _resolve_base_url(base_url)
+            key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+            if not key:
+                if url is None:
+                    raise ValueError(
+                        "no API key for OpenAI: pass api_key= or set OPENAI_API_KEY (or point "
+                        "base_url / OPENAI_BASE_URL at an OpenAI-compatible server)"
+                    )
+                key = _KEYLESS
+            self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)
+            self._owns_client = True
+        self.base_url = str(self._client.base_url).rstrip("/")
+        official = urlsplit(self.base_url).hostname == _OPENAI_HOST
+        self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+        self._closed = False
+        self._runner = RetryRunner(self.retry, is_transient=_is_transient, retry_after=_retry_after)
+        self._create: Callable[..., Any]
+        if api == "chat":
+            self._create = self._client.chat.completions.create
+            self._build = chat_request
+            self._to_message: Callable[[Any], Message] = chat_message
+            self._decoder: Callable[[], ChatStreamDecoder | ResponsesStreamDecoder] = (
+                ChatStreamDecoder
+            )
+            self._endpoint = "chat.completions"
+        else:
+            self._create = self._client.responses.create
+            self._build = responses_request
+            self._to_message = responses_message
+            self._decoder = ResponsesStreamDecoder
+            self._endpoint = "responses"
+
+    def __repr__(self) -> str:
+        return f"OpenAIChatModel({self.model_name!r}, base_url={self.base_url!r}, api={self.api!r})"
+
+    # -- calls -----------------------------------------------------------------------------------
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        """One model call; the assistant message with usage and ``metadata["finish_reason"]``."""
+        self._check_open()
+        request = self._build(
+            self.model_name,
+            messages,
+            tools,
+            options,
+            stream=False,
+            max_tokens_field=self._max_tokens_field,
+        )
+        result = await self._runner.run(
+            functools.partial(self._create, **request), on_failure=self._failure
+        )
+        return self._to_message(result)
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        """The model's answer as it is produced; ``adk.messages.join_chunks`` rebuilds the message.
+
+        The last chunk carries usage (Chat streams ask for ``include_usage``) and the finish reason.
+        """
+        self._check_open()
+        request = self._build(
+            self.model_name,
+            messages,
+            tools,
+            options,
+            stream=True,
+            max_tokens_field=self._max_tokens_field,
+        )
+        sdk_stream, decoder, first = await self._runner.run(
+            functools.partial(self._open_stream, request), on_failure=self._failure
+        )
+        sent = 1
+        try:
+            yield first
+            try:
+                async for event in sdk_stream:
+                    chunk = decoder.feed(event)
+                    if chunk is not None:
+                        yield chunk
+                        sent += 1
+                if not decoder.finished:
+                    raise _StreamTruncated()
+            except (openai.APIError, _StreamTruncated, ModelError) as exc:
+                raise self._failure(exc, 1, after_chunks=sent) from exc
+        finally:
+            await sdk_stream.close()
+
+    async def _open_stream(
+        self, request: dict[str, Any]
+    ) -> tuple[Any, ChatStreamDecoder | ResponsesStreamDecoder, MessageChunk]:
+        """Open a stream and read up to its first chunk — the part of a stream that may be retried,
+        because nothing has reached the caller yet."""
+        sdk_stream = await self._create(**request)
+        decoder = self._decoder()
+        try:
+            while True:
+                try:
+                    event = await sdk_stream.__anext__()
+                except StopAsyncIteration:
+                    raise _StreamTruncated() from None
+                chunk = decoder.feed(event)
+                if chunk is not None:
+                    return sdk_stream, decoder, chunk
+        except BaseException:
+            await sdk_stream.close()
+            raise
+
+    # -- errors ----------------------------------------------------------------------------------
+
+    def _failure(self, exc: Exception, attempts: int, *, after_chunks: int = 0) -> Exception:
+        """The error to raise for a call that failed for good. Errors that are not about the call
+        (a bug, a bad argument caught by the SDK) pass through unchanged."""
+        where = f"{self._endpoint} call to {self.base_url} (model {self.model_name!r})"
+        if after_chunks:
+            where += f" failed mid-stream after {after_chunks} chunk(s):"
+        else:
+            where += " failed:"
+        tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            return ModelError(
+                f"{where} HTTP {status}: {_server_message(exc)}{tries}", status=status
+            )
+        if isinstance(exc, openai.APITimeoutError):
+            return ModelError(f"{where} the request timed out{tries}")
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
+            return ModelError(f"{where} connection error ({detail}){tries}")
+        if isinstance(exc, openai.APIError):
+            return ModelError(f"{where} {exc.message}{tries}")
+        if isinstance(exc, _StreamTruncated):
+            return ModelError(f"{where} the stream ended before the model finished{tries}")
+        if isinstance(exc, ModelError):  # a failure the server reported inside a stream
+            return ModelError(f"{where} {exc}", status=exc.status)
+        return exc
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections (only of a client this model created)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._owns_client:
+            await self._client.close()
+
+    async def __aenter__(self) -> OpenAIChatModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+def _resolve_base_url(base_url: str | None) -> str | None:
+    """The API root to use (see the class docstring for the rule); None means OpenAI's default."""
+    source = "base_url"
+    if base_url is None:
+        base_url = os.environ.get("OPENAI_BASE_URL") or None
+        source = "OPENAI_BASE_URL"
+        if base_url is None:
+            return None
+    url = base_url.strip().rstrip("/")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"{source} must be an http(s) URL such as 'http://localhost:8000/v1'; got {base_url!r}"
+        )
+    path = parts.path
+    for suffix in _ENDPOINT_SUFFIXES:
+        if path.endswith(suffix):
+            root = url[: len(url) - len(suffix)] if not parts.query else None
+            hint = f"write {root!r}" if root else "remove the endpoint path"
+            raise ValueError(
+                f"{source} should be the API root, not the {suffix} endpoint: {hint} "
+                "(the client appends the endpoint itself)"
+            )
+    if not path:
+        url += "/v1"
+    return url
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, openai.APIStatusError):
+        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+    return isinstance(exc, (openai.APIConnectionError, _StreamTruncated))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    if isinstance(exc, openai.APIStatusError):
+        return retry_after_seconds(exc.response.headers)
+    return None
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message")
+        if isinstance(message, str) and message:
+            return message
+        detail = body.get("detail")  # FastAPI-style servers (vLLM validation errors)
+        if detail:
+            return str(detail)[:500]
+    if isinstance(body, str) and body:
+        return body[:500]
+    return exc.message

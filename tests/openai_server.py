@@ -1,0 +1,520 @@
+"""A real HTTP server that speaks the OpenAI wire protocol, for adapter tests and benchmarks.
+
+Why hand-written on asyncio streams instead of starlette: the tests need exact control over the bytes on
+the wire — a chunked SSE body that stops mid-way without its terminating chunk, a body that ends cleanly
+but before the model finished, a reply that stalls past the client's timeout — and a server that starts
+in well under a millisecond so every test can have its own. HTTP/1.1 with keep-alive, ``Content-Length``
+request bodies (what the ``openai`` SDK sends) and chunked responses for streams is all it needs.
+
+Every request is recorded (method, path, headers, JSON body, monotonic arrival time). Each request
+consumes the next scripted :class:`Reply`; one reply renders as either protocol (Chat Completions or
+Responses, streamed or not) depending on what the request asked for, so one script serves both APIs.
+
+Run as a script (``python tests/openai_server.py``) it serves a default text reply forever and prints
+``PORT <n>`` once listening; the benchmark uses that to keep the server out of the measured process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Call", "OpenAIServer", "RecordedRequest", "Reply"]
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call the scripted model makes; ``id`` defaults to ``call_<n>``."""
+
+    name: str
+    arguments: str = "{}"
+    id: str | None = None
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted turn.
+
+    ``status`` >= 400 makes it an HTTP error (``error`` is the server's message, ``retry_after`` the
+    Retry-After header). ``delay`` stalls before the response headers. For streams, ``break_after``
+    drops the connection after that many SSE events (an incomplete chunked body), ``end_after``
+    ends the body cleanly after that many events, without the model having finished, and
+    ``error_after`` sends the protocol's error event (message ``error``) after that many events.
+    ``repeat_name`` makes tool-call fragments repeat id and name, as llama.cpp does.
+    """
+
+    text: str = ""
+    tool_calls: Sequence[Call] = ()
+    reasoning: str = ""
+    status: int = 200
+    error: str = "scripted failure"
+    retry_after: str | None = None
+    delay: float = 0.0
+    finish_reason: str | None = None
+    usage: tuple[int, int] = (11, 7)
+    repeat_name: bool = False
+    fragment: int = 4
+    break_after: int | None = None
+    end_after: int | None = None
+    error_after: int | None = None
+
+    @property
+    def finish(self) -> str:
+        if self.finish_reason is not None:
+            return self.finish_reason
+        return "tool_calls" if self.tool_calls else "stop"
+
+
+@dataclass
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    received_at: float = field(default_factory=time.monotonic)
+
+
+_REASONS = {200: "OK", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error"}
+
+
+class OpenAIServer:
+    """Scripted OpenAI-compatible server on 127.0.0.1 with an ephemeral port.
+
+    Use as ``async with OpenAIServer([Reply(text="hi")]) as server: ... server.base_url``. When the
+    script runs out, ``default`` answers; without a default the server answers 500 so a test that
+    makes more calls than it scripted fails loudly.
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[Reply] = (),
+        *,
+        model: str = "test-model",
+        default: Reply | None = None,
+        record: bool = True,
+    ) -> None:
+        self._script: deque[Reply] = deque(replies)
+        self.default = default
+        self.model = model
+        self.record = record
+        self.requests: list[RecordedRequest] = []
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._counter = 0
+        self.port = 0
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self) -> OpenAIServer:
+        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for task in list(self._connections):
+                task.cancel()
+            await asyncio.gather(*self._connections, return_exceptions=True)
+            await self._server.wait_closed()
+            self._server = None
+
+    async def __aenter__(self) -> OpenAIServer:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def root_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.root_url}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        self._script.extend(replies)
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests]
+
+    # -- HTTP ------------------------------------------------------------------------------------
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        try:
+            while await self._serve_one(reader, writer):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass  # close() cancels connections still open; asyncio 3.11 would log a re-raise here
+        finally:
+            self._connections.discard(task)
+            writer.close()
+
+    async def _serve_one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        line = await reader.readline()
+        if not line:
+            return False
+        method, target, _ = line.decode("latin-1").split(" ", 2)
+        headers: dict[str, str] = {}
+        while True:
+            raw = await reader.readline()
+            if raw in (b"\r\n", b"\n", b""):
+                break
+            key, _, value = raw.decode("latin-1").partition(":")
+            headers[key.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        payload = await reader.readexactly(length) if length else b""
+        body = json.loads(payload) if payload else None
+        if self.record:
+            self.requests.append(RecordedRequest(method, target, headers, body))
+
+        if method != "POST" or target not in ("/v1/chat/completions", "/v1/responses"):
+            await self._send_json(writer, 404, {"error": {"message": f"Unknown path {target}"}})
+            return True
+        reply = self._next_reply()
+        if reply.delay:
+            await asyncio.sleep(reply.delay)
+        if reply.status >= 400:
+            extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
+            error = {"message": reply.error, "type": "scripted_error", "code": str(reply.status)}
+            await self._send_json(writer, reply.status, {"error": error}, extra)
+            return True
+        self._counter += 1
+        responses = target == "/v1/responses"
+        if isinstance(body, dict) and body.get("stream") is True:
+            if responses:
+                events = _responses_events(reply, self.model, self._counter)
+            else:
+                options = body.get("stream_options") or {}
+                events = _chat_events(
+                    reply, self.model, self._counter, options.get("include_usage")
+                )
+            if reply.error_after is not None:
+                events = events[: reply.error_after] + _error_events(reply, responses, self.model)
+            return await self._send_stream(writer, reply, events)
+        if responses:
+            document = _response_object(reply, self.model, self._counter, "completed")
+        else:
+            document = _chat_completion(reply, self.model, self._counter)
+        await self._send_json(writer, 200, document)
+        return True
+
+    def _next_reply(self) -> Reply:
+        if self._script:
+            return self._script.popleft()
+        if self.default is not None:
+            return self.default
+        return Reply(status=500, error="the test server has no scripted reply left")
+
+    @staticmethod
+    async def _send_json(
+        writer: asyncio.StreamWriter,
+        status: int,
+        document: Any,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
+        data = json.dumps(document).encode()
+        head = [
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
+            "Content-Type: application/json",
+            f"Content-Length: {len(data)}",
+        ]
+        head.extend(f"{k}: {v}" for k, v in (extra_headers or {}).items())
+        writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
+        await writer.drain()
+
+    @staticmethod
+    async def _send_stream(writer: asyncio.StreamWriter, reply: Reply, events: list[str]) -> bool:
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        cut = reply.break_after if reply.break_after is not None else reply.end_after
+        parts = [head.encode()]
+        for event in events if cut is None else events[:cut]:
+            data = event.encode()
+            parts.append(b"%x\r\n%s\r\n" % (len(data), data))
+        if reply.break_after is not None:
+            writer.write(b"".join(parts))
+            await writer.drain()
+            writer.transport.abort()  # no terminating chunk: the client sees a broken body
+            return False
+        parts.append(b"0\r\n\r\n")
+        writer.write(b"".join(parts))
+        await writer.drain()
+        return True
+
+
+# -- Chat Completions rendering ----------------------------------------------------------------------
+
+
+def _pieces(text: str, size: int) -> list[str]:
+    size = max(size, 1)
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _call_id(call: Call, index: int) -> str:
+    return call.id or f"call_{index}"
+
+
+def _chat_usage(reply: Reply) -> dict[str, int]:
+    prompt, completion = reply.usage
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+
+
+def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": reply.text if reply.text or not reply.tool_calls else None,
+    }
+    if reply.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": _call_id(call, i),
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for i, call in enumerate(reply.tool_calls)
+        ]
+    if reply.reasoning:
+        message["reasoning_content"] = reply.reasoning
+    return {
+        "id": f"chatcmpl-{n}",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}
+        ],
+        "usage": _chat_usage(reply),
+    }
+
+
+def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> list[str]:
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": ""})]
+    chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning, 8)]
+    chunks += [chunk({"content": p}) for p in _pieces(reply.text, 8)]
+    for i, call in enumerate(reply.tool_calls):
+        head = {"index": i, "id": _call_id(call, i), "type": "function"}
+        chunks.append(
+            chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
+        )
+        for part in _pieces(call.arguments, reply.fragment):
+            if reply.repeat_name:
+                fragment = {**head, "function": {"name": call.name, "arguments": part}}
+            else:
+                fragment = {"index": i, "function": {"arguments": part}}
+            chunks.append(chunk({"tool_calls": [fragment]}))
+    chunks.append(chunk({}, reply.finish))
+    if include_usage:
+        final = chunk({})
+        final["choices"] = []
+        final["usage"] = _chat_usage(reply)
+        chunks.append(final)
+    events = [f"data: {json.dumps(c)}\n\n" for c in chunks]
+    events.append("data: [DONE]\n\n")
+    return events
+
+
+# -- Responses rendering -----------------------------------------------------------------------------
+
+
+def _output_items(reply: Reply) -> list[dict[str, Any]]:
+    items: list[dict[str, Any]] = []
+    if reply.reasoning:
+        items.append(
+            {
+                "type": "reasoning",
+                "id": "rs_0",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": reply.reasoning}],
+            }
+        )
+    if reply.text:
+        items.append(
+            {
+                "type": "message",
+                "id": "msg_0",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
+    for i, call in enumerate(reply.tool_calls):
+        items.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{i}",
+                "call_id": _call_id(call, i),
+                "name": call.name,
+                "arguments": call.arguments,
+                "status": "completed",
+            }
+        )
+    return items
+
+
+def _response_object(reply: Reply, model: str, n: int, status: str) -> dict[str, Any]:
+    prompt, completion = reply.usage
+    incomplete = reply.finish == "length"
+    if status == "completed" and incomplete:
+        status = "incomplete"
+    done = status != "in_progress"
+    return {
+        "id": f"resp_{n}",
+        "object": "response",
+        "created_at": int(time.time()),
+        "model": model,
+        "status": status,
+        "output": _output_items(reply) if done else [],
+        "usage": {
+            "input_tokens": prompt,
+            "output_tokens": completion,
+            "total_tokens": prompt + completion,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": 0},
+        }
+        if done
+        else None,
+        "incomplete_details": {"reason": "max_output_tokens"} if done and incomplete else None,
+        "error": None,
+        "instructions": None,
+        "metadata": {},
+        "parallel_tool_calls": True,
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "tool_choice": "auto",
+        "tools": [],
+    }
+
+
+def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
+    events: list[dict[str, Any]] = []
+    events.append(
+        {"type": "response.created", "response": _response_object(reply, model, n, "in_progress")}
+    )
+    for index, item in enumerate(_output_items(reply)):
+        kind = item["type"]
+        if kind == "reasoning":
+            started = {**item, "content": []}
+            events.append(
+                {"type": "response.output_item.added", "output_index": index, "item": started}
+            )
+            events += [
+                {
+                    "type": "response.reasoning_text.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": piece,
+                }
+                for piece in _pieces(reply.reasoning, 8)
+            ]
+        elif kind == "message":
+            started = {**item, "status": "in_progress", "content": []}
+            events.append(
+                {"type": "response.output_item.added", "output_index": index, "item": started}
+            )
+            events += [
+                {
+                    "type": "response.output_text.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "content_index": 0,
+                    "delta": piece,
+                    "logprobs": [],
+                }
+                for piece in _pieces(reply.text, 8)
+            ]
+        else:
+            started = {**item, "arguments": "", "status": "in_progress"}
+            events.append(
+                {"type": "response.output_item.added", "output_index": index, "item": started}
+            )
+            events += [
+                {
+                    "type": "response.function_call_arguments.delta",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "delta": piece,
+                }
+                for piece in _pieces(item["arguments"], reply.fragment)
+            ]
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": index,
+                    "arguments": item["arguments"],
+                }
+            )
+        events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    final = _response_object(reply, model, n, "completed")
+    kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
+    events.append({"type": kind, "response": final})
+    out = []
+    for seq, event in enumerate(events):
+        event["sequence_number"] = seq
+        out.append(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
+    return out
+
+
+def _error_events(reply: Reply, responses: bool, model: str) -> list[str]:
+    """How servers report a failure after a stream started: vLLM-style ``data: {"error": ...}`` for
+    Chat Completions, a ``response.failed`` event for Responses."""
+    if not responses:
+        error = {"error": {"message": reply.error, "type": "server_error", "code": 500}}
+        return [f"data: {json.dumps(error)}\n\n", "data: [DONE]\n\n"]
+    failed = _response_object(reply, model, 0, "failed")
+    failed["error"] = {"code": "server_error", "message": reply.error}
+    event = {"type": "response.failed", "response": failed, "sequence_number": 999}
+    return [f"event: response.failed\ndata: {json.dumps(event)}\n\n"]
+
+
+# -- standalone ------------------------------------------------------------------------------------
+
+
+async def _serve_forever() -> None:
+    server = await OpenAIServer(default=Reply(text="ok"), record=False).start()
+    print(f"PORT {server.port}", flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await server.close()
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(_serve_forever())
+    except KeyboardInterrupt:
+        sys.exit(0)

@@ -1,0 +1,587 @@
+"""OpenAIChatModel against a real HTTP server speaking the OpenAI wire protocol (tests/openai_server.py).
+
+Nothing here is mocked: the adapter drives the real ``openai`` SDK over loopback HTTP, and assertions
+read what the server recorded (bodies, headers, arrival times) and what the adapter returned.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from email.utils import formatdate
+from typing import Any
+
+import openai
+import pytest
+from openai_server import Call, OpenAIServer, Reply
+
+from adk import Runner, tool
+from adk.messages import Message, MessageChunk, Role, Usage, join_chunks
+from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
+from adk.models._retry import retry_after_seconds
+from adk.models.openai import OpenAIChatModel
+from adk.tools.base import ToolSpec
+from prebuilt import ReActAgent
+
+FAST = RetryPolicy(max_attempts=3, initial_delay=0.001, max_delay=0.01, jitter=False)
+ADD = ToolSpec(
+    name="add",
+    description="Add two integers.",
+    parameters={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    },
+)
+APIS = ["chat", "responses"]
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[OpenAIServer]:
+    async with OpenAIServer() as srv:
+        yield srv
+
+
+def make_model(
+    server: OpenAIServer, api: str = "chat", retry: RetryPolicy = FAST
+) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        "test-model",
+        base_url=server.base_url,
+        api_key="sk-test",
+        api=api,  # type: ignore[arg-type]
+        retry=retry,
+    )
+
+
+async def collect(stream: AsyncIterator[MessageChunk]) -> list[MessageChunk]:
+    return [chunk async for chunk in stream]
+
+
+async def call(
+    model: OpenAIChatModel, streaming: bool, messages: list[Message], **kw: Any
+) -> Message:
+    if streaming:
+        return join_chunks(await collect(model.stream(messages, **kw)))
+    return await model.generate(messages, **kw)
+
+
+def run_add(message: Message) -> list[Message]:
+    """Execute the model's ``add`` calls like a tool loop would."""
+    results = []
+    for tc in message.tool_calls:
+        args = json.loads(tc.arguments)
+        results.append(Message.tool(str(args["a"] + args["b"]), tool_call_id=tc.id, name=tc.name))
+    return results
+
+
+# -- text, reasoning, usage ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_text_reply_with_reasoning_usage_and_finish_reason(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    server.script(Reply(text="Paris is the capital.", reasoning="Recall geography.", usage=(21, 5)))
+    async with make_model(server, api) as model:
+        message = await call(
+            model, streaming, [Message.system("Be brief."), Message.user("Capital of France?")]
+        )
+    assert message.role == Role.ASSISTANT
+    assert message.content == "Paris is the capital."
+    assert message.reasoning == "Recall geography."
+    assert message.tool_calls == []
+    assert message.usage == Usage(input_tokens=21, output_tokens=5, total_tokens=26)
+    assert message.metadata["finish_reason"] == "stop"
+
+    (request,) = server.requests
+    assert request.path == f"/v1/{'chat/completions' if api == 'chat' else 'responses'}"
+    assert request.headers["authorization"] == "Bearer sk-test"
+    body = request.body
+    assert body["model"] == "test-model"
+    conversation = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Capital of France?"},
+    ]
+    assert body["messages" if api == "chat" else "input"] == conversation
+    assert body.get("stream", False) is streaming
+    if api == "chat" and streaming:
+        # usage only arrives in a stream when asked for; the server omits it otherwise
+        assert body["stream_options"] == {"include_usage": True}
+
+
+async def test_streamed_chunks_arrive_incrementally(server: OpenAIServer) -> None:
+    server.script(Reply(text="one two three four five six"))
+    async with make_model(server) as model:
+        chunks = await collect(model.stream([Message.user("count")]))
+    texts = [c.content for c in chunks if c.content]
+    assert len(texts) > 1 and "".join(texts) == "one two three four five six"
+    assert chunks[-1].usage == Usage(input_tokens=11, output_tokens=7, total_tokens=18)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_length_finish_reason(server: OpenAIServer, api: str, streaming: bool) -> None:
+    server.script(Reply(text="cut sho", finish_reason="length"))
+    async with make_model(server, api) as model:
+        message = await call(model, streaming, [Message.user("long story")])
+    assert message.content == "cut sho"
+    assert message.metadata["finish_reason"] == "length"
+
+
+# -- tool calls ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_tool_call_round_trip(server: OpenAIServer, api: str, streaming: bool) -> None:
+    server.script(
+        Reply(tool_calls=[Call("add", '{"a": 2, "b": 3}', id="call_abc")]),
+        Reply(text="2 + 3 = 5"),
+    )
+    history = [Message.user("What is 2 + 3?")]
+    async with make_model(server, api) as model:
+        first = await call(model, streaming, history, tools=[ADD])
+        assert first.content == ""
+        assert [(t.id, t.name, json.loads(t.arguments)) for t in first.tool_calls] == [
+            ("call_abc", "add", {"a": 2, "b": 3})
+        ]
+        assert first.metadata["finish_reason"] == "tool_calls"
+        history += [first, *run_add(first)]
+        final = await call(model, streaming, history, tools=[ADD])
+    assert final.content == "2 + 3 = 5"
+    assert final.tool_calls == []
+
+    sent = server.requests[1].body
+    if api == "chat":
+        assert sent["tools"] == [
+            {
+                "type": "function",
+                "function": {
+                    "name": "add",
+                    "description": "Add two integers.",
+                    "parameters": ADD.parameters,
+                },
+            }
+        ]
+        assert sent["messages"][1:] == [
+            {
+                "role": "assistant",
+                "content": "",  # present, not absent: some servers reject a missing content
+                "tool_calls": [
+                    {
+                        "id": "call_abc",
+                        "type": "function",
+                        "function": {"name": "add", "arguments": '{"a": 2, "b": 3}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_abc", "content": "5"},
+        ]
+    else:
+        assert sent["tools"] == [
+            {
+                "type": "function",
+                "name": "add",
+                "description": "Add two integers.",
+                "parameters": ADD.parameters,
+                "strict": False,
+            }
+        ]
+        assert sent["input"][1:] == [
+            {
+                "type": "function_call",
+                "call_id": "call_abc",
+                "name": "add",
+                "arguments": '{"a": 2, "b": 3}',
+            },
+            {"type": "function_call_output", "call_id": "call_abc", "output": "5"},
+        ]
+
+
+@pytest.mark.parametrize("repeat_name", [False, True])
+async def test_streamed_fragments_joined_by_index(server: OpenAIServer, repeat_name: bool) -> None:
+    """llama.cpp repeats id and name in every fragment; the joined call must name the tool once."""
+    calls = [Call("add", '{"a": 10, "b": 20}', id="c1"), Call("mul", '{"x": [1, 2, 3]}', id="c2")]
+    server.script(Reply(text="Let me compute.", tool_calls=calls, repeat_name=repeat_name))
+    async with make_model(server) as model:
+        chunks = await collect(model.stream([Message.user("go")], tools=[ADD]))
+    fragments = [f for c in chunks for f in c.tool_calls]
+    assert len(fragments) > 4  # arguments really arrived in pieces
+    if repeat_name:
+        assert sum(f.name == "add" for f in fragments) > 1
+    message = join_chunks(chunks)
+    assert message.content == "Let me compute."
+    assert [(t.id, t.name, t.arguments) for t in message.tool_calls] == [
+        ("c1", "add", '{"a": 10, "b": 20}'),
+        ("c2", "mul", '{"x": [1, 2, 3]}'),
+    ]
+    assert message.usage is not None and message.usage.total_tokens == 18
+
+
+# -- request body: options as the protocol expects ----------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+
+
+async def test_chat_request_carries_options(server: OpenAIServer) -> None:
+    server.script(Reply(text='{"city": "Paris"}'))
+    options = ModelOptions(
+        temperature=0.2,
+        max_tokens=64,
+        tool_choice="add",
+        stop=["END"],
+        response_format={"name": "city", "schema": SCHEMA, "strict": True},
+        extra={"seed": 7, "top_k": 5},
+    )
+    async with make_model(server) as model:
+        await model.generate([Message.user("where?")], tools=[ADD], options=options)
+    body = server.requests[0].body
+    assert body["tools"][0]["function"]["name"] == "add"
+    assert body["tool_choice"] == {"type": "function", "function": {"name": "add"}}
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "city", "schema": SCHEMA, "strict": True},
+    }
+    assert body["temperature"] == 0.2
+    assert body["max_tokens"] == 64  # not OpenAI itself: the field every compatible server knows
+    assert "max_completion_tokens" not in body
+    assert body["stop"] == ["END"]
+    assert body["seed"] == 7 and body["top_k"] == 5  # extra fields pass through
+
+
+async def test_responses_request_carries_options(server: OpenAIServer) -> None:
+    server.script(Reply(text='{"city": "Paris"}'))
+    options = ModelOptions(
+        temperature=0.5,
+        max_tokens=32,
+        tool_choice="required",
+        response_format=SCHEMA,  # a bare JSON schema is accepted too
+        extra={"store": False},
+    )
+    async with make_model(server, "responses") as model:
+        await model.generate([Message.user("where?")], tools=[ADD], options=options)
+    body = server.requests[0].body
+    assert body["tools"][0]["name"] == "add"
+    assert body["tool_choice"] == "required"
+    assert body["text"] == {"format": {"type": "json_schema", "name": "response", "schema": SCHEMA}}
+    assert body["max_output_tokens"] == 32
+    assert body["temperature"] == 0.5
+    assert body["store"] is False
+
+
+async def test_tool_choice_by_name_in_responses_shape(server: OpenAIServer) -> None:
+    server.script(Reply(text="ok"))
+    async with make_model(server, "responses") as model:
+        await model.generate(
+            [Message.user("x")], tools=[ADD], options=ModelOptions(tool_choice="add")
+        )
+    assert server.requests[0].body["tool_choice"] == {"type": "function", "name": "add"}
+
+
+async def test_bad_input_fails_before_any_request(server: OpenAIServer) -> None:
+    async with make_model(server, "responses") as model:
+        with pytest.raises(ValueError, match="stop"):
+            await model.generate([Message.user("x")], options=ModelOptions(stop=["END"]))
+        orphan = Message(role=Role.TOOL, content="5")
+        with pytest.raises(ValueError, match="tool_call_id"):
+            await model.generate([Message.user("x"), orphan])
+        with pytest.raises(ValueError, match="response_format"):
+            await model.generate(
+                [Message.user("x")], options=ModelOptions(response_format={"name": "x"})
+            )
+    assert server.requests == []
+
+
+# -- retries ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_500_then_200_succeeds_with_one_retry(server: OpenAIServer, streaming: bool) -> None:
+    server.script(Reply(status=500, error="upstream hiccup"), Reply(text="recovered"))
+    async with make_model(server) as model:
+        message = await call(model, streaming, [Message.user("hi")])
+    assert message.content == "recovered"
+    assert len(server.requests) == 2
+
+
+async def test_429_retry_after_is_honoured(server: OpenAIServer) -> None:
+    server.script(Reply(status=429, error="slow down", retry_after="0.2"), Reply(text="ok"))
+    policy = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=5.0, jitter=False)
+    async with make_model(server, retry=policy) as model:
+        assert (await model.generate([Message.user("hi")])).content == "ok"
+    first, second = server.requests
+    assert second.received_at - first.received_at >= 0.2
+
+
+async def test_retry_after_is_capped_by_max_delay(server: OpenAIServer) -> None:
+    server.script(Reply(status=503, error="busy", retry_after="3600"), Reply(text="ok"))
+    policy = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.05, jitter=True)
+    async with make_model(server, retry=policy) as model:
+        assert (await model.generate([Message.user("hi")])).content == "ok"
+    first, second = server.requests
+    assert second.received_at - first.received_at < 60  # an hour was asked for; the cap won
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422])
+async def test_client_errors_fail_at_once(server: OpenAIServer, status: int) -> None:
+    server.script(Reply(status=status, error="Invalid value for 'tools'"), Reply(text="unused"))
+    async with make_model(server) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.generate([Message.user("hi")])
+    assert caught.value.status == status
+    assert f"HTTP {status}" in str(caught.value)
+    assert "Invalid value for 'tools'" in str(caught.value)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 502, 503])
+async def test_transient_statuses_are_retried_until_attempts_run_out(
+    server: OpenAIServer, status: int
+) -> None:
+    server.script(*[Reply(status=status, error="try later")] * 3, Reply(text="unused"))
+    async with make_model(server) as model:
+        with pytest.raises(ModelError, match="3 attempts") as caught:
+            await model.generate([Message.user("hi")])
+    assert caught.value.status == status
+    assert "try later" in str(caught.value)
+    assert len(server.requests) == 3
+
+
+async def test_timeout_retried_then_surfaced(server: OpenAIServer) -> None:
+    server.script(Reply(text="late", delay=5.0), Reply(text="late", delay=5.0))
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test", timeout=0.1)
+    policy = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01)
+    model = OpenAIChatModel("test-model", client=client, retry=policy)
+    try:
+        with pytest.raises(ModelError, match=r"timed out.*2 attempts"):
+            await model.generate([Message.user("hi")])
+    finally:
+        await client.close()
+    assert len(server.requests) == 2
+
+
+async def test_own_client_retries_are_switched_off(server: OpenAIServer) -> None:
+    """A user's client configured to retry must not retry under the adapter: only the policy does."""
+    server.script(*[Reply(status=500)] * 5)
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test", max_retries=4)
+    model = OpenAIChatModel("test-model", client=client, retry=RetryPolicy(max_attempts=1))
+    try:
+        with pytest.raises(ModelError, match="HTTP 500"):
+            await model.generate([Message.user("hi")])
+    finally:
+        await model.aclose()
+        await client.close()
+    assert len(server.requests) == 1
+
+
+async def test_connection_refused_is_retried_then_surfaced() -> None:
+    async with OpenAIServer() as srv:
+        url = srv.base_url
+    model = OpenAIChatModel("m", base_url=url, api_key="k", retry=FAST)
+    async with model:
+        with pytest.raises(ModelError, match=r"connection error.*3 attempts"):
+            await model.generate([Message.user("hi")])
+
+
+def test_retry_after_header_forms() -> None:
+    assert retry_after_seconds({"retry-after": "2"}) == 2.0
+    assert retry_after_seconds({"retry-after": "0.25"}) == 0.25
+    assert retry_after_seconds({"retry-after-ms": "150", "retry-after": "9"}) == 0.15
+    now = 1_700_000_000.0
+    assert retry_after_seconds({"retry-after": formatdate(now + 30, usegmt=True)}, now=now) == 30
+    assert retry_after_seconds({"retry-after": formatdate(now - 30, usegmt=True)}, now=now) == 0
+    assert retry_after_seconds({"retry-after": "soon"}) is None
+    assert retry_after_seconds({}) is None
+
+
+# -- streams that fail ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stream_broken_mid_way_raises(server: OpenAIServer, api: str) -> None:
+    server.script(Reply(text="a long answer that will not arrive whole", break_after=4))
+    received: list[MessageChunk] = []
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match="mid-stream"):
+            async for chunk in model.stream([Message.user("hi")]):
+                received.append(chunk)
+    assert received and "".join(c.content for c in received) != ""
+    assert len(server.requests) == 1  # chunks reached the caller: never retried
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stream_ending_early_raises_instead_of_truncating(
+    server: OpenAIServer, api: str
+) -> None:
+    server.script(Reply(text="a long answer that ends too soon", end_after=4))
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match="ended before the model finished"):
+            await collect(model.stream([Message.user("hi")]))
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stream_error_event_mid_way_raises(server: OpenAIServer, api: str) -> None:
+    server.script(
+        Reply(text="partial answer before the failure", error="engine crashed", error_after=4)
+    )
+    received: list[MessageChunk] = []
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=r"mid-stream.*engine crashed"):
+            async for chunk in model.stream([Message.user("hi")]):
+                received.append(chunk)
+    assert received
+    assert len(server.requests) == 1
+
+
+async def test_stream_broken_before_first_chunk_is_retried(server: OpenAIServer) -> None:
+    # the first event is the role-only opener, which carries nothing for the caller
+    server.script(Reply(text="never seen", break_after=1), Reply(text="second try"))
+    async with make_model(server) as model:
+        message = join_chunks(await collect(model.stream([Message.user("hi")])))
+    assert message.content == "second try"
+    assert len(server.requests) == 2
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", ["", "/", "/v1", "/v1/"])
+async def test_base_url_with_or_without_v1(server: OpenAIServer, suffix: str) -> None:
+    server.script(Reply(text="ok"))
+    async with OpenAIChatModel("m", base_url=server.root_url + suffix, api_key="k") as model:
+        assert (await model.generate([Message.user("hi")])).content == "ok"
+        assert model.base_url == server.base_url
+    assert server.requests[0].path == "/v1/chat/completions"
+
+
+def test_endpoint_url_is_rejected_with_the_fix() -> None:
+    with pytest.raises(ValueError, match="'http://localhost:8000/v1'"):
+        OpenAIChatModel("m", base_url="http://localhost:8000/v1/chat/completions")
+    with pytest.raises(ValueError, match="http"):
+        OpenAIChatModel("m", base_url="localhost:8000")
+
+
+async def test_configuration_from_environment(
+    server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", server.root_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
+    server.script(Reply(text="ok"))
+    async with OpenAIChatModel("m") as model:
+        assert model.model_name == "m"
+        assert isinstance(model, ChatModel)
+        await model.generate([Message.user("hi")])
+    assert server.requests[0].path == "/v1/chat/completions"
+    assert server.requests[0].headers["authorization"] == "Bearer sk-from-env"
+
+
+def test_openai_itself_needs_a_key_and_gets_max_completion_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="OPENAI_API_KEY"):
+        OpenAIChatModel("gpt-4o-mini")
+    model = OpenAIChatModel("gpt-4o-mini", api_key="sk-x")
+    assert model.base_url == "https://api.openai.com/v1"
+    request = model._build(  # request building only: nothing is sent
+        "gpt-4o-mini",
+        [Message.user("x")],
+        (),
+        ModelOptions(max_tokens=5),
+        stream=False,
+        max_tokens_field=model._max_tokens_field,
+    )
+    assert request["max_completion_tokens"] == 5 and "max_tokens" not in request
+
+
+def test_invalid_arguments() -> None:
+    with pytest.raises(ValueError, match="api must be"):
+        OpenAIChatModel("m", base_url="http://x", api="completions")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not both"):
+        OpenAIChatModel("m", base_url="http://x", client=openai.AsyncOpenAI(api_key="k"))
+    with pytest.raises(ValueError, match="model name"):
+        OpenAIChatModel("", base_url="http://x")
+
+
+async def test_aclose_closes_own_client_but_not_a_borrowed_one(server: OpenAIServer) -> None:
+    server.script(Reply(text="a"), Reply(text="b"))
+    model = make_model(server)
+    await model.aclose()
+    await model.aclose()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        await model.generate([Message.user("hi")])
+
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k")
+    async with OpenAIChatModel("m", client=client) as borrowed:
+        assert (await borrowed.generate([Message.user("hi")])).content == "a"
+    reply = await client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "x"}]
+    )
+    assert reply.choices[0].message.content == "b"  # the user's client still works
+    await client.close()
+
+
+def test_import_adk_does_not_import_openai() -> None:
+    """The wire-mapping and retry helpers must stay importable without the (slow) openai SDK."""
+    code = (
+        "import sys, adk, adk.models, adk.models._openai_chat, adk.models._openai_responses, "
+        "adk.models._retry; assert 'openai' not in sys.modules, 'openai imported eagerly'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- a full ReAct tool loop through the adapter ---------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_react_agent_tool_loop(server: OpenAIServer, api: str, streaming: bool) -> None:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    server.script(
+        Reply(
+            tool_calls=[
+                Call("add", '{"a": 2, "b": 3}', id="c1"),
+                Call("add", '{"a": 10, "b": 1}', id="c2"),
+            ],
+            repeat_name=True,
+        ),
+        Reply(text="The sums are 5 and 11."),
+    )
+    async with make_model(server, api) as model:
+        agent = ReActAgent("calc", model, instruction="You add numbers.", tools=[add])
+        result = await Runner(agent, enable_streaming=streaming).invoke("What are 2+3 and 10+1?")
+    assert result.text == "The sums are 5 and 11."
+    tool_results = sorted(
+        (e.output.message.tool_call_id, e.output.message.content)
+        for e in result.events
+        if e.output is not None and e.output.message is not None and e.output.role == Role.TOOL
+    )
+    assert tool_results == [("c1", "5"), ("c2", "11")]
+
+    first, second = (r.body for r in server.requests)
+    assert first.get("stream", False) is streaming
+    if api == "chat":
+        assert first["tools"][0]["function"]["name"] == "add"
+        assert first["messages"][0] == {"role": "system", "content": "You add numbers."}
+        sent = second["messages"]
+        assert sent[2]["role"] == "assistant" and sent[2]["content"] == ""
+        assert [c["id"] for c in sent[2]["tool_calls"]] == ["c1", "c2"]
+        returned = sorted((m["tool_call_id"], m["content"]) for m in sent[3:])
+    else:
+        assert first["tools"][0]["name"] == "add"
+        sent = second["input"]
+        assert [i["call_id"] for i in sent if i.get("type") == "function_call"] == ["c1", "c2"]
+        returned = sorted(
+            (i["call_id"], i["output"]) for i in sent if i.get("type") == "function_call_output"
+        )
+    assert returned == [("c1", "5"), ("c2", "11")]
