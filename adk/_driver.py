@@ -54,8 +54,9 @@ async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterat
     handle: Any = await hooks.agent_start(agent, ctx) if hooks is not None else None
     error: ErrorInfo | None = None
     resume_fn = getattr(agent, "resume", None) if resumed else None
-    events = resume_fn(ctx) if resume_fn is not None else agent.run(input, ctx)
+    record_stream = None
     try:
+        events = resume_fn(ctx) if resume_fn is not None else agent.run(input, ctx)
         async with closing(events):
             async for event in events:
                 if not event.agent_name:
@@ -81,6 +82,7 @@ async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterat
                 yield event
                 if record_stream is not None:
                     ctx._record(event.agent_name, await record_stream.collect())
+                    record_stream = None
                 if event.error is not None or event.ends_agent:
                     break
     except Interrupt as exc:
@@ -89,6 +91,8 @@ async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterat
         error = ErrorInfo.of(exc)
         yield _stamped(AgentEvent(error=error, exception=exc), name, path)
     finally:
+        if record_stream is not None and not record_stream.done:
+            await record_stream.aclose()  # the run ended before the stream: stop its source
         if resumed and plan is not None:
             plan.consume(ctx.address)
         if hooks is not None:

@@ -72,7 +72,8 @@ class BaseAgent:
     often all a custom agent needs: check ``ctx.resume`` and continue from its ``state``/``data``.
     """
 
-    _adk_parent: Any = None
+    _adk_parent: Any = None  # the flow this agent was made a sub-agent of (one parent only)
+    _adk_flow: Any = None  # the flow node that represents this agent in a transfer graph
 
     def __init__(self, name: str, description: str = "") -> None:
         if not name:

@@ -38,6 +38,10 @@ class FlowAgent:
         history_rewriter: HistoryRewriter | None = None,
     ) -> None:
         self.agent = agent
+        # Remember the node on the agent, so wiring it later (top-down or bottom-up) reuses it.
+        if getattr(agent, "_adk_flow", None) is None:
+            with contextlib.suppress(AttributeError):
+                agent._adk_flow = self  # type: ignore[attr-defined]
         self.name = agent.name
         self.description = agent.description
         self.parent: FlowAgent | None = None
@@ -87,6 +91,8 @@ class FlowAgent:
         return None
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if self.history_rewriter is not None:
+            input = build_input(ctx, self.name, self.history_rewriter)
         return self._drive_chain(self, input, ctx, ctx)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:

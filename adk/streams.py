@@ -20,13 +20,13 @@ __all__ = ["MessageStream"]
 class MessageStream:
     """An async iterable of chunks that every reader sees in full; ``collect()`` joins them."""
 
-    __slots__ = ("_buffer", "_closed", "_error", "_joined", "_lock", "_source")
+    __slots__ = ("_buffer", "_closed", "_error", "_fetch", "_joined", "_source")
 
     def __init__(self, source: AsyncIterable[MessageChunk] | Iterable[MessageChunk]) -> None:
         self._buffer: list[MessageChunk] = []
         self._error: BaseException | None = None
         self._joined: Message | None = None
-        self._lock: asyncio.Lock | None = None
+        self._fetch: asyncio.Future[None] | None = None
         if isinstance(source, AsyncIterable):
             self._source: AsyncIterator[MessageChunk] | None = aiter(source)
             self._closed = False
@@ -74,25 +74,37 @@ class MessageStream:
             await self._pull()
 
     async def _pull(self) -> None:
-        """Fetch one more chunk from the source into the buffer (one puller at a time)."""
-        if self._lock is None:
-            self._lock = asyncio.Lock()
-        known = len(self._buffer)
-        async with self._lock:
-            if len(self._buffer) != known or self._closed:
-                return  # another reader pulled while we waited
-            assert self._source is not None
-            try:
-                chunk = await anext(self._source)
-            except StopAsyncIteration:
-                self._closed = True
-            except BaseException as exc:
-                self._closed = True
-                self._error = exc
-                await self._close_source()
-                raise
-            else:
-                self._buffer.append(chunk)
+        """Wait for the next chunk to land in the buffer.
+
+        The source is read by one fetch task at a time that readers await through ``shield``, so a
+        reader that is cancelled (a client that went away, a timeout around one consumer) does not
+        cancel the source under the others. Whoever owns the stream stops it with ``aclose()``; the
+        framework does so when the run that produced it ends before the stream did.
+        """
+        fetch = self._fetch
+        if fetch is None:
+            fetch = self._fetch = asyncio.ensure_future(self._fetch_one())
+        await asyncio.shield(fetch)
+
+    async def _fetch_one(self) -> None:
+        assert self._source is not None
+        try:
+            chunk = await anext(self._source)
+        except StopAsyncIteration:
+            self._closed = True
+        except asyncio.CancelledError:
+            self._closed = True
+            self._error = RuntimeError("the stream was cancelled before it ended")
+            await self._close_source()
+            raise
+        except Exception as exc:
+            self._closed = True
+            self._error = exc
+            await self._close_source()
+        else:
+            self._buffer.append(chunk)
+        finally:
+            self._fetch = None
 
     async def _close_source(self) -> None:
         aclose = getattr(self._source, "aclose", None)
@@ -113,6 +125,11 @@ class MessageStream:
         """Stop the source early; readers then see the stream end where it stopped."""
         if not self._closed:
             self._closed = True
+            fetch = self._fetch
+            if fetch is not None and not fetch.done():
+                fetch.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await fetch
             await self._close_source()
 
     def __repr__(self) -> str:

@@ -77,6 +77,7 @@ class ScriptedModel:
         self._responder = script if callable(script) else None
         self._script: list[Any] = [] if callable(script) else list(script)
         self._position = 0
+        self._calls = 0
         self._cycle = cycle
         self._chunk_size = max(1, chunk_size)
         self._record = record
@@ -86,8 +87,8 @@ class ScriptedModel:
 
     @property
     def calls(self) -> int:
-        """How many replies have been taken from the script."""
-        return self._position
+        """How many replies the model has given (or raised), in all."""
+        return self._calls
 
     @property
     def remaining(self) -> int:
@@ -96,6 +97,7 @@ class ScriptedModel:
     def _next(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: Any, stream: bool
     ) -> Any:
+        self._calls += 1
         if self._record:
             self.requests.append(ScriptedRequest(list(messages), list(tools), options, stream))
         if self._responder is not None:

@@ -12,11 +12,11 @@ import asyncio
 import inspect
 import re
 from collections.abc import Callable
-from typing import Any, get_type_hints, overload
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, overload
 
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..interrupts import Interrupt
 from .base import ToolContext, ToolResult, ToolSpec
@@ -71,6 +71,19 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
+def _is_tool_context(annotation: Any) -> bool:
+    """``ToolContext``, ``ToolContext | None`` or ``Annotated[ToolContext, ...]``: injected."""
+    if annotation is ToolContext:
+        return True
+    origin = get_origin(annotation)
+    if origin is Annotated:
+        return _is_tool_context(get_args(annotation)[0])
+    if origin in (Union, UnionType):
+        members = [a for a in get_args(annotation) if a is not type(None)]
+        return len(members) == 1 and _is_tool_context(members[0])
+    return False
+
+
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's auto titles: they cost tokens and tell a model nothing."""
     schema.pop("title", None)
@@ -122,8 +135,9 @@ class FunctionTool:
         if not tool_name or tool_name == "<lambda>":
             raise ValueError("a function tool needs a name")
         summary, arg_help = _parse_docstring(fn.__doc__)
-        hints = get_type_hints(fn)
+        hints = get_type_hints(fn, include_extras=True)
         fields: dict[str, Any] = {}
+        names: list[tuple[str, str]] = []  # (model field, parameter)
         self._context_param: str | None = None
         for param in inspect.signature(fn).parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -131,20 +145,26 @@ class FunctionTool:
                     f"tool {tool_name!r}: *args/**kwargs cannot be described to a model"
                 )
             annotation = hints.get(param.name, Any)
-            if annotation is ToolContext:
+            if _is_tool_context(annotation):
                 self._context_param = param.name
                 continue
             default = ... if param.default is inspect.Parameter.empty else param.default
-            fields[param.name] = (
-                annotation,
-                FieldInfo(default=default, description=arg_help.get(param.name)),
-            )
+            # A parameter named like a BaseModel attribute (json, schema, copy...) gets another
+            # field name and keeps its own name as the alias the model sees.
+            field = f"{param.name}_" if hasattr(BaseModel, param.name) else param.name
+            extra: dict[str, Any] = {}
+            if param.name in arg_help:
+                extra["description"] = arg_help[param.name]
+            if field != param.name:
+                extra["alias"] = param.name
+            fields[field] = (annotation, Field(default, **extra))
+            names.append((field, param.name))
         self._args_model: type[BaseModel] = create_model(
             f"{tool_name}_arguments",
             __config__=ConfigDict(extra="forbid"),
             **fields,
         )
-        self._field_names = tuple(fields)
+        self._field_names = tuple(names)
         self._spec = ToolSpec(
             name=tool_name,
             description=description if description is not None else summary,
@@ -164,7 +184,7 @@ class FunctionTool:
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except ValidationError as exc:
             return ToolResult.error(format_validation_error(self.name, exc))
-        kwargs = {name: getattr(parsed, name) for name in self._field_names}
+        kwargs = {param: getattr(parsed, field) for field, param in self._field_names}
         if self.require_approval:
             denial = self._check_approval(kwargs, ctx)
             if denial is not None:

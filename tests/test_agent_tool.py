@@ -1,0 +1,236 @@
+"""AgentTool: an agent called as a tool by a ReActAgent. Result, errors, inner exit / transfer /
+break ignored outside, inner events forwarded only when asked, input_schema, full_history and the
+shared session."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ScriptAgent, act_break, act_exit, act_transfer, run_events
+from pydantic import BaseModel
+
+from adk import (
+    AgentEvent,
+    AgentTool,
+    LoopAgent,
+    Message,
+    RunContext,
+    Runner,
+    SequentialAgent,
+    with_sub_agents,
+)
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent
+
+
+def _caller(tool: AgentTool, args: dict[str, object] | str | None = None) -> ReActAgent:
+    """An outer agent whose model calls ``tool`` once, then answers "final"."""
+    arguments = {"request": "do it"} if args is None else args
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call(tool.spec.name, arguments, id="c1")]), "final"]
+    )
+    return ReActAgent("outer", model, tools=[tool])
+
+
+def _model(agent: ReActAgent) -> ScriptedModel:
+    assert isinstance(agent.model, ScriptedModel)
+    return agent.model
+
+
+def _tool_reply(agent: ReActAgent) -> Message:
+    """The tool message the outer model received after the call."""
+    requests = _model(agent).requests
+    assert len(requests) == 2, "the outer agent should call its model again after the tool"
+    message = requests[1].messages[-1]
+    assert message.role == "tool" and message.tool_call_id == "c1"
+    return message
+
+
+def _helper(*steps: object) -> ScriptAgent:
+    return ScriptAgent("inner", *steps, description="Does the inner work")  # type: ignore[arg-type]
+
+
+def test_agent_tool_is_named_and_described_after_the_agent() -> None:
+    spec = AgentTool(_helper()).spec
+    assert (spec.name, spec.description) == ("inner", "Does the inner work")
+    assert spec.parameters["properties"]["request"]["type"] == "string"
+    assert spec.parameters["required"] == ["request"]
+    with pytest.raises(ValueError):
+        AgentTool(ScriptAgent("nodesc"))
+    with pytest.raises(ValueError):
+        AgentTool(ScriptAgent("x", description=""))
+
+
+async def test_returns_the_inner_agents_last_message() -> None:
+    inner = _helper("first", "last")
+    outer = _caller(AgentTool(inner))
+    result = await Runner(outer).invoke("hello")
+    reply = _tool_reply(outer)
+    assert (reply.content, reply.name) == ("last", "inner")
+    assert result.text == "final"
+    # The inner agent got the request alone: its own run, not the caller's history.
+    assert inner.inputs == [[Message.user("do it")]]
+    assert inner.paths == [("inner",)]
+
+
+async def test_an_inner_error_becomes_a_tool_error_and_the_caller_goes_on() -> None:
+    inner = _helper("partial", ValueError("kaput"))
+    outer = _caller(AgentTool(inner))
+    events = await run_events(outer)
+    reply = _tool_reply(outer)
+    assert reply.content.startswith("Error:") and "kaput" in reply.content
+    assert all(e.error is None for e in events)
+    assert simplify_events(events)[-1] == "outer: final"
+
+
+async def test_inner_exit_ends_only_the_inner_agent() -> None:
+    inner = _helper("partial", act_exit(), "never")
+    outer = _caller(AgentTool(inner, emit_inner_events=True))
+    after = ScriptAgent("after", "after ran")
+    events = await run_events(SequentialAgent("seq", [outer, after]))
+    assert _tool_reply(outer).content == "partial"
+    assert inner.reached == 1 and inner.closed == 1
+    assert all(e.action is None or not e.action.exit for e in events)
+    assert simplify_events(events)[-2:] == ["outer: final", "after: after ran"]
+
+
+async def test_inner_transfer_is_ignored_by_the_outer_agent() -> None:
+    inner = _helper("said this", act_transfer("nowhere"), "never")
+    outer = _caller(AgentTool(inner, emit_inner_events=True))
+    events = await run_events(outer)
+    assert _tool_reply(outer).content == "said this"
+    assert all(e.error is None for e in events)
+    assert all(e.action is None or e.action.transfer_to is None for e in events)
+    assert simplify_events(events)[-1] == "outer: final"
+
+
+async def test_a_transfer_handled_inside_the_tool_gives_the_targets_answer() -> None:
+    router = ScriptAgent("router", act_transfer("expert"), description="Routes questions")
+    expert = ScriptAgent("expert", "expert answer")
+    outer = _caller(AgentTool(with_sub_agents(router, [expert])))
+    await run_events(outer)
+    assert _tool_reply(outer).content == "expert answer"
+    assert expert.paths == [("router", "expert")]
+
+
+async def test_inner_break_loop_does_not_break_the_callers_loop() -> None:
+    inner = _helper("x", act_break())
+    tool = AgentTool(inner)
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("inner", {"request": "r"})]), "final"], cycle=True
+    )
+    outer = ReActAgent("outer", model, tools=[tool])
+    await run_events(LoopAgent("loop", [outer], max_iterations=2))
+    assert inner.runs == 2 and len(model.requests) == 4
+
+
+async def test_inner_events_are_forwarded_with_nested_run_paths_only_when_asked() -> None:
+    s1, s2 = ScriptAgent("s1", "step one"), ScriptAgent("s2", "step two")
+    pipeline = SequentialAgent("pipeline", [s1, s2], description="A two-step pipeline")
+    outer = _caller(AgentTool(pipeline, emit_inner_events=True))
+    after = ScriptAgent("after")
+    events = await run_events(SequentialAgent("seq", [outer, after]))
+    inner_events = [e for e in events if e.agent_name in ("s1", "s2")]
+    assert [(e.agent_name, e.run_path) for e in inner_events] == [
+        ("s1", ("seq", "outer", "pipeline", "s1")),
+        ("s2", ("seq", "outer", "pipeline", "s1", "s2")),
+    ]
+    assert [e.message.content for e in inner_events if e.message] == ["step one", "step two"]
+    # Forwarded, but not recorded in the outer history: the next step sees only the outer agent.
+    assert after.inputs[0] == [
+        Message.user("hi"),
+        Message.user(
+            'For context: [outer] called tool: `pipeline` with arguments: {"request": "do it"}.'
+        ),
+        Message.user("For context: [outer] `pipeline` tool returned result: step two."),
+        Message.user("For context: [outer] said: final."),
+    ]
+    # The forwarded events come before the tool's result.
+    lines = simplify_events(events)
+    assert lines.index("s2: step two") < lines.index("outer: [tool pipeline] step two")
+
+
+async def test_inner_events_are_not_forwarded_by_default() -> None:
+    pipeline = SequentialAgent("pipeline", [ScriptAgent("s1", "one")], description="Pipeline")
+    events = await run_events(_caller(AgentTool(pipeline)))
+    assert {e.agent_name for e in events} == {"outer"}
+
+
+class Trip(BaseModel):
+    city: str
+    days: int = 1
+
+
+async def test_input_schema_model_gives_the_parameters_and_passes_the_raw_arguments() -> None:
+    inner = _helper("planned")
+    tool = AgentTool(inner, input_schema=Trip)
+    assert tool.spec.parameters == Trip.model_json_schema()
+    outer = _caller(tool, '{"city": "Oslo", "days": 3}')
+    await run_events(outer)
+    assert inner.inputs == [[Message.user('{"city": "Oslo", "days": 3}')]]
+    assert _tool_reply(outer).content == "planned"
+
+
+async def test_input_schema_validation_failure_is_a_tool_error() -> None:
+    inner = _helper("planned")
+    outer = _caller(AgentTool(inner, input_schema=Trip), {"days": "many"})
+    await run_events(outer)
+    reply = _tool_reply(outer)
+    assert reply.content.startswith("Error:") and "city" in reply.content
+    assert inner.runs == 0
+
+
+async def test_input_schema_as_a_json_schema_dict() -> None:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    inner = _helper("ok")
+    tool = AgentTool(inner, input_schema=schema)
+    assert tool.spec.parameters == schema
+    await run_events(_caller(tool, {"q": "x"}))
+    assert inner.inputs == [[Message.user('{"q": "x"}')]]
+
+
+async def test_a_request_that_is_not_a_string_is_a_tool_error() -> None:
+    inner = _helper("ok")
+    outer = _caller(AgentTool(inner), {"wrong": 1})
+    await run_events(outer)
+    assert _tool_reply(outer).content.startswith("Error:")
+    assert inner.runs == 0
+
+
+async def test_full_history_gives_the_inner_agent_the_callers_history() -> None:
+    inner = _helper("done")
+    outer = _caller(AgentTool(inner, full_history=True))
+    await run_events(outer, "plan a trip")
+    assert inner.inputs == [
+        [
+            Message.user("plan a trip"),
+            Message.user(
+                'For context: [outer] called tool: `inner` with arguments: {"request": "do it"}.'
+            ),
+            Message.user("do it"),
+        ]
+    ]
+
+
+async def test_the_inner_run_shares_the_callers_session_values() -> None:
+    def use_session(ctx: RunContext) -> AgentEvent:
+        ctx.session["inner_saw"] = ctx.session["city"]
+        return AgentEvent.of(f"city is {ctx.session['city']}")
+
+    inner = _helper(use_session)
+    outer = _caller(AgentTool(inner))
+    result = await Runner(outer).invoke("go", session={"city": "Oslo"})
+    assert result.session["inner_saw"] == "Oslo"
+    assert _tool_reply(outer).content == "city is Oslo"
+
+
+async def test_streamed_inner_answers_are_collected_for_the_result() -> None:
+    inner = ReActAgent(
+        "inner", ScriptedModel(["a streamed inner answer"]), description="Streams its answer"
+    )
+    outer = _caller(AgentTool(inner, emit_inner_events=True))
+    events = await run_events(Runner(outer, enable_streaming=True))
+    assert _tool_reply(outer).content == "a streamed inner answer"
+    forwarded = [e for e in events if e.agent_name == "inner"]
+    assert len(forwarded) == 1 and forwarded[0].output is not None
+    assert forwarded[0].output.stream is not None
+    assert forwarded[0].run_path == ("outer", "inner")

@@ -1,0 +1,224 @@
+"""The event rules every agent runs under: stamping, ending actions, errors, break outside loops,
+and generators always closed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from conftest import ScriptAgent, act_break, act_exit, act_transfer, do, other_tasks, run_events
+
+from adk import (
+    AgentEvent,
+    AgentInput,
+    LoopAgent,
+    Message,
+    MessageChunk,
+    MessageStream,
+    RunContext,
+    RunError,
+    Runner,
+    SequentialAgent,
+)
+from adk.testing import simplify_events
+
+
+async def test_framework_stamps_agent_name_and_run_path_on_blank_events() -> None:
+    agent = ScriptAgent("solo", "hello", lambda ctx: AgentEvent.custom({"k": 1}))
+    events = await run_events(agent)
+    assert [(e.agent_name, e.run_path) for e in events] == [("solo", ("solo",))] * 2
+    assert agent.paths == [("solo",)]
+    assert agent.contexts[0].agent_name == "solo"
+
+
+async def test_framework_keeps_names_and_paths_the_agent_set_itself() -> None:
+    def preset(ctx: RunContext) -> AgentEvent:
+        return AgentEvent("ghost", ("x", "y"), AgentEvent.of("boo").output)
+
+    events = await run_events(SequentialAgent("seq", [ScriptAgent("a", preset)]))
+    assert [(e.agent_name, e.run_path) for e in events] == [("ghost", ("x", "y"))]
+
+
+async def test_after_exit_nothing_more_is_pulled_and_the_generator_is_closed() -> None:
+    after: list[str] = []
+    agent = ScriptAgent("a", "before", act_exit(), do(lambda: after.append("pulled")), "after")
+    events = await run_events(agent)
+    assert simplify_events(events) == ["a: before", "a: [exit]"]
+    assert after == []
+    assert agent.reached == 1  # the step after the exit was never begun
+    assert agent.closed == 1 and agent.completed == 0
+
+
+async def test_after_interrupt_nothing_more_is_pulled_and_the_generator_is_closed() -> None:
+    agent = ScriptAgent("a", "before", lambda ctx: ctx.interrupt({"ask": "ok?"}), "after")
+    events = await run_events(agent)
+    assert simplify_events(events)[0] == "a: before"
+    assert events[-1].interrupted is not None
+    assert len(events) == 2
+    assert agent.reached == 1 and agent.closed == 1 and agent.completed == 0
+
+
+async def test_unhandled_transfer_at_the_root_stops_the_agent_and_fails_clearly() -> None:
+    agent = ScriptAgent("a", "hi", act_transfer("B"), "after")
+    events = await run_events(agent)
+    assert simplify_events(events) == [
+        "a: hi",
+        "a: [transfer -> B]",
+        "a: [error transfer failed: agent 'B' not found when transferring from 'a']",
+    ]
+    assert agent.reached == 1 and agent.closed == 1
+
+
+async def test_a_raising_agent_gives_exactly_one_error_event_with_the_live_exception() -> None:
+    boom = ValueError("boom")
+    agent = ScriptAgent("a", "partial", boom, "never")
+    events = await run_events(agent)
+    assert simplify_events(events) == ["a: partial", "a: [error boom]"]
+    errors = [e for e in events if e.error is not None]
+    assert len(errors) == 1
+    error = errors[0]
+    assert error.exception is boom
+    assert (error.error.type, error.error.message) == ("ValueError", "boom")  # type: ignore[union-attr]
+    assert (error.agent_name, error.run_path) == ("a", ("a",))
+    assert agent.closed == 1
+
+
+async def test_an_exception_before_the_first_yield_is_one_error_event() -> None:
+    class Broken:
+        name = "broken"
+        description = ""
+
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            raise KeyError("missing")
+            yield AgentEvent.of("unreachable")
+
+    events = await run_events(Broken())
+    assert len(events) == 1
+    assert events[0].error is not None and events[0].error.type == "KeyError"
+    assert isinstance(events[0].exception, KeyError)
+
+
+async def test_an_agent_whose_run_raises_before_returning_events_gives_one_error_event() -> None:
+    # ``run`` need not be an async generator (ParallelAgent's and ReActAgent's are plain methods
+    # returning one); an exception raised by the call itself is still an exception "raised inside
+    # an agent" and must become one error event, not escape the runner.
+    class Eager:
+        name = "eager"
+        description = ""
+
+        def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            raise ValueError("refused before starting")
+
+    events = await run_events(Eager())  # at the root
+    assert simplify_events(events) == ["eager: [error refused before starting]"]
+    assert isinstance(events[0].exception, ValueError)
+
+    after = ScriptAgent("after")
+    events = await run_events(SequentialAgent("seq", [Eager(), after]))  # as a step
+    assert simplify_events(events) == ["eager: [error refused before starting]"]
+    assert after.runs == 0
+
+
+async def test_an_error_deep_in_nested_workflows_surfaces_exactly_once() -> None:
+    boom = LookupError("deep")
+    inner = SequentialAgent("inner", [ScriptAgent("x", "x"), ScriptAgent("deep", boom)])
+    middle = LoopAgent("middle", [SequentialAgent("wrap", [inner])])
+    outer = SequentialAgent("outer", [middle, ScriptAgent("never")])
+    events = await run_events(outer)
+    errors = [e for e in events if e.error is not None]
+    assert len(errors) == 1 and errors[0].exception is boom
+    assert errors[0].agent_name == "deep"
+    assert events[-1] is errors[0]
+
+
+async def test_a_stream_that_fails_midway_gives_one_error_event() -> None:
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="par")
+        raise ConnectionError("stream cut")
+
+    agent = ScriptAgent("a", lambda ctx: AgentEvent.streaming(MessageStream(chunks())), "never")
+    events = [e async for e in Runner(agent).run("q")]  # nobody reads the stream
+    errors = [e for e in events if e.error is not None]
+    assert len(errors) == 1 and isinstance(errors[0].exception, ConnectionError)
+    assert events[-1] is errors[0] and agent.reached == 0 and agent.closed == 1
+
+
+async def test_an_error_inside_a_workflow_surfaces_once_and_stops_it() -> None:
+    boom = RuntimeError("step two broke")
+    first, second, third = ScriptAgent("s1", "one"), ScriptAgent("s2", boom), ScriptAgent("s3")
+    events = await run_events(SequentialAgent("seq", [first, second, third]))
+    assert simplify_events(events) == ["s1: one", "s2: [error step two broke]"]
+    assert [e.exception for e in events if e.error] == [boom]
+    assert third.runs == 0
+    with pytest.raises(RunError) as info:
+        await Runner(SequentialAgent("seq", [ScriptAgent("s1"), ScriptAgent("s2", boom)])).invoke(
+            "x"
+        )
+    assert info.value.event.exception is boom
+    assert info.value.__cause__ is boom
+
+
+async def test_break_loop_outside_any_loop_is_ignored() -> None:
+    a = ScriptAgent("a", "one", act_break(), "two")
+    b = ScriptAgent("b", "three")
+    events = await run_events(SequentialAgent("seq", [a, b]))
+    assert simplify_events(events) == ["a: one", "a: [break_loop]", "a: two", "b: three"]
+    assert a.completed == 1 and b.completed == 1
+
+
+async def test_break_loop_at_the_root_lets_the_agent_finish() -> None:
+    agent = ScriptAgent("a", act_break(), "still here")
+    events = await run_events(agent)
+    assert simplify_events(events) == ["a: [break_loop]", "a: still here"]
+    assert agent.completed == 1
+
+
+async def test_a_consumer_that_stops_early_closes_every_generator() -> None:
+    gate = asyncio.Event()
+    a = ScriptAgent("a", "first", gate, "never")
+    seq = SequentialAgent("seq", [a, ScriptAgent("b", "never")])
+    before = other_tasks()
+    events = Runner(seq).run("go")
+    first = await anext(events)
+    assert first.message is not None and first.message.content == "first"
+    await events.aclose()  # type: ignore[attr-defined]
+    assert a.closed == 1 and a.completed == 0
+    assert other_tasks() == before
+
+
+async def test_any_object_satisfying_the_protocol_is_an_agent() -> None:
+    class Iter:
+        """An async iterator without aclose: nothing to close, still runs."""
+
+        def __init__(self) -> None:
+            self.items = [AgentEvent.of("p1"), AgentEvent.of("p2")]
+
+        def __aiter__(self) -> Iter:
+            return self
+
+        async def __anext__(self) -> AgentEvent:
+            if not self.items:
+                raise StopAsyncIteration
+            return self.items.pop(0)
+
+    class Plain:
+        name = "plain"
+        description = "not a BaseAgent"
+
+        def run(self, input: AgentInput, ctx: RunContext) -> Any:
+            return Iter()
+
+    after = ScriptAgent("after")
+    events = await run_events(SequentialAgent("seq", [Plain(), after]))
+    assert simplify_events(events) == ["plain: p1", "plain: p2"]
+    assert after.inputs[0][-2:] == [
+        Message.user("For context: [plain] said: p1."),
+        Message.user("For context: [plain] said: p2."),
+    ]
+
+
+def test_base_agent_needs_a_name() -> None:
+    with pytest.raises(ValueError):
+        ScriptAgent("")

@@ -1,0 +1,200 @@
+"""What each agent sees: root input plus recorded events, other agents' messages rewritten as
+"For context: ..." user messages, recording rules, parallel lanes and history_rewriter."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+
+from conftest import ScriptAgent, act_transfer, do, run_events
+
+from adk import (
+    AgentEvent,
+    HistoryEntry,
+    LoopAgent,
+    Message,
+    MessageChunk,
+    MessageStream,
+    ParallelAgent,
+    RunContext,
+    Runner,
+    SequentialAgent,
+    ToolCall,
+    with_sub_agents,
+)
+
+
+async def test_a_later_step_sees_the_earlier_steps_output_as_context() -> None:
+    a, b = ScriptAgent("A", "the answer is 42"), ScriptAgent("B", "ok")
+    await run_events(SequentialAgent("seq", [a, b]), "what is it?")
+    assert a.inputs == [[Message.user("what is it?")]]
+    assert b.inputs == [
+        [Message.user("what is it?"), Message.user("For context: [A] said: the answer is 42.")]
+    ]
+
+
+async def test_root_input_is_kept_as_given() -> None:
+    b = ScriptAgent("B")
+    root = [
+        Message.system("rules"),
+        Message.user("q1"),
+        Message.assistant("a1"),
+        Message.user("q2"),
+    ]
+    await run_events(SequentialAgent("seq", [ScriptAgent("A", "x"), b]), root)
+    assert b.inputs[0][:4] == root
+
+
+async def test_tool_calls_and_results_of_others_are_rewritten() -> None:
+    call = ToolCall(id="c1", name="add", arguments='{"a": 1, "b": 2}')
+    other = ToolCall(id="c2", name="mul", arguments="{}")
+    a = ScriptAgent(
+        "A",
+        Message.assistant("", [call]),
+        Message.tool("3", tool_call_id="c1", name="add"),
+        Message.assistant("let me multiply", [other]),
+    )
+    b = ScriptAgent("B")
+    await run_events(SequentialAgent("seq", [a, b]), "sum")
+    assert b.inputs[0][1:] == [
+        Message.user('For context: [A] called tool: `add` with arguments: {"a": 1, "b": 2}.'),
+        Message.user("For context: [A] `add` tool returned result: 3."),
+        Message.user(
+            "For context: [A] said: let me multiply. [A] called tool: `mul` with arguments: {}."
+        ),
+    ]
+
+
+async def test_an_agent_sees_its_own_messages_as_they_are() -> None:
+    call = ToolCall(id="c1", name="look", arguments="{}")
+    mine = [
+        Message.assistant("thinking", [call]),
+        Message.tool("found", tool_call_id="c1", name="look"),
+    ]
+    a = ScriptAgent("A", *mine)
+    b = ScriptAgent("B", "B's turn")
+    await run_events(LoopAgent("loop", [a, b], max_iterations=2), "go")
+    second = a.inputs[1]
+    assert second == [
+        Message.user("go"),
+        *mine,
+        Message.user("For context: [B] said: B's turn."),
+    ]
+
+
+async def test_custom_outputs_and_actions_are_not_recorded() -> None:
+    a = ScriptAgent("A", lambda ctx: AgentEvent.custom({"n": 1}), "words")
+    b = ScriptAgent("B")
+    await run_events(SequentialAgent("seq", [a, b]), "q")
+    assert b.inputs[0] == [Message.user("q"), Message.user("For context: [A] said: words.")]
+
+
+async def test_a_stream_is_recorded_as_its_collected_message() -> None:
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        for part in ("str", "eam", "ed"):
+            yield MessageChunk(content=part)
+
+    a = ScriptAgent("A", lambda ctx: AgentEvent.streaming(MessageStream(chunks())))
+    b = ScriptAgent("B")
+    seen: list[str] = []
+    async for event in Runner(SequentialAgent("seq", [a, b])).run("q"):
+        if event.output is not None and event.output.stream is not None:
+            seen.extend([c.content async for c in event.output.stream])  # the user reads it live
+    assert seen == ["str", "eam", "ed"]
+    assert b.inputs[0][-1] == Message.user("For context: [A] said: streamed.")
+
+
+async def test_a_stream_nobody_reads_is_still_recorded() -> None:
+    a = ScriptAgent(
+        "A", lambda ctx: AgentEvent.streaming(MessageStream([MessageChunk(content="x")]))
+    )
+    b = ScriptAgent("B")
+    async for _ in Runner(SequentialAgent("seq", [a, b])).run("q"):
+        pass
+    assert b.inputs[0][-1] == Message.user("For context: [A] said: x.")
+
+
+async def test_parallel_branches_see_their_own_lane_and_the_next_step_sees_all_in_time_order() -> (
+    None
+):
+    x_said, y_said = asyncio.Event(), asyncio.Event()
+    # Branch 1 is a sequence: x1, then (after y1 happened in the sibling) x1b; then x2 reads.
+    x1 = ScriptAgent("X1", "x1", do(x_said.set), y_said, "x1b")
+    x2 = ScriptAgent("X2", "x2")
+    y = ScriptAgent("Y", x_said, "y1", do(y_said.set))
+    before = ScriptAgent("P0", "before the fork")
+    z = ScriptAgent("Z")
+    par = ParallelAgent("par", [SequentialAgent("lane", [x1, x2]), y])
+    async with asyncio.timeout(5):
+        await run_events(SequentialAgent("seq", [before, par, z]), "q")
+
+    def ctx_(who: str, text: str) -> Message:
+        return Message.user(f"For context: [{who}] said: {text}.")
+
+    # X2 started after Y said y1, but Y's lane is not its lane.
+    assert x2.inputs[0] == [
+        Message.user("q"),
+        ctx_("P0", "before the fork"),
+        ctx_("X1", "x1"),
+        ctx_("X1", "x1b"),
+    ]
+    assert y.inputs[0] == [Message.user("q"), ctx_("P0", "before the fork")]
+    # After the fork, the lanes merge in the order things happened (not lane by lane).
+    assert z.inputs[0] == [
+        Message.user("q"),
+        ctx_("P0", "before the fork"),
+        ctx_("X1", "x1"),
+        ctx_("Y", "y1"),
+        ctx_("X1", "x1b"),
+        ctx_("X2", "x2"),
+    ]
+
+
+async def test_run_context_history_of_a_branch_excludes_its_siblings() -> None:
+    x_said, y_read = asyncio.Event(), asyncio.Event()
+    views: dict[str, list[str]] = {}
+
+    def read(who: str) -> Callable[[RunContext], None]:
+        def step(ctx: RunContext) -> None:
+            views[who] = [m.content for m in ctx.history]
+            y_read.set()
+
+        return step
+
+    x = ScriptAgent("X", "from x", do(x_said.set), y_read)
+    y = ScriptAgent("Y", x_said, "from y", read("Y"))
+    async with asyncio.timeout(5):
+        await run_events(ParallelAgent("par", [x, y]))
+    assert views["Y"] == ["from y"]
+
+
+async def test_history_rewriter_on_a_flow_replaces_the_default_rewriting() -> None:
+    calls: list[tuple[list[HistoryEntry], str]] = []
+
+    def rewriter(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        calls.append((list(entries), agent_name))
+        return [Message.user(f"{e.agent_name or 'user'}> {e.message.content}") for e in entries]
+
+    a = ScriptAgent("A", "passing you on", act_transfer("B"))
+    b = ScriptAgent("B", "fine")
+    flow = with_sub_agents(a, [b], history_rewriter=rewriter)
+    await run_events(flow, "hello")
+    assert b.inputs == [[Message.user("user> hello"), Message.user("A> passing you on")]]
+    entries, reader = calls[-1]
+    assert reader == "B"
+    assert [(e.agent_name, e.is_user_input) for e in entries] == [("", True), ("A", False)]
+    assert entries[1].message == Message.assistant("passing you on")
+
+
+async def test_a_flows_history_rewriter_also_shapes_its_root_agents_input_in_a_workflow() -> None:
+    # DESIGN.md: ``history_rewriter=`` on a flow replaces the default rewriting. When the flow is
+    # a workflow step its root agent's input is built from history too, so the rewriter applies
+    # to it as well (otherwise the same agent sees two different views of the run: the default
+    # one when first started, the rewritten one when a sub-agent transfers back to it).
+    def rewriter(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        return [Message.user(f"{agent_name} sees {e.message.content}") for e in entries]
+
+    a = ScriptAgent("A", "a")
+    flow = with_sub_agents(a, [ScriptAgent("B")], history_rewriter=rewriter)
+    await run_events(SequentialAgent("seq", [ScriptAgent("P", "p"), flow]), "q")
+    assert a.inputs == [[Message.user("A sees q"), Message.user("A sees p")]]

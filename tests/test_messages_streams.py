@@ -1,0 +1,283 @@
+"""Messages, chunks, ``MessageStream`` (many readers, replay, collect, joining, failures) and the
+output/event value types."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+from pydantic import ValidationError
+
+from adk import (
+    AgentEvent,
+    AgentOutput,
+    Message,
+    MessageChunk,
+    MessageStream,
+    Role,
+    ToolCall,
+    ToolCallChunk,
+    Usage,
+)
+
+# -- messages ---------------------------------------------------------------------------------
+
+
+def test_message_constructors_fill_the_openai_shape() -> None:
+    system = Message.system("be brief")
+    user = Message.user("hi")
+    call = ToolCall(id="c1", name="add", arguments='{"a": 1}')
+    assistant = Message.assistant("let me add", [call])
+    tool = Message.tool("3", tool_call_id="c1", name="add")
+
+    assert (system.role, system.content) == (Role.SYSTEM, "be brief")
+    assert (user.role, user.content, user.tool_calls) == (Role.USER, "hi", [])
+    assert assistant.role == Role.ASSISTANT and assistant.tool_calls == [call]
+    assert (tool.role, tool.content, tool.tool_call_id, tool.name) == ("tool", "3", "c1", "add")
+    assert Message.assistant().content == "" and Message.assistant().tool_calls == []
+    for message in (system, user, assistant, tool):
+        assert message.metadata == {} and message.usage is None and message.reasoning is None
+
+
+def test_usage_defaults_to_zero_and_adds() -> None:
+    assert Usage() == Usage(input_tokens=0, output_tokens=0, total_tokens=0)
+    total = Usage(input_tokens=1, output_tokens=2, total_tokens=3) + Usage(
+        input_tokens=10, output_tokens=20, total_tokens=30
+    )
+    assert total == Usage(input_tokens=11, output_tokens=22, total_tokens=33)
+
+
+def test_tool_call_keeps_raw_argument_text_even_when_malformed() -> None:
+    call = ToolCall(id="c", name="f", arguments='{"a": 1,,')
+    assert call.arguments == '{"a": 1,,'
+
+
+def test_message_validates_user_input_and_round_trips_as_json() -> None:
+    with pytest.raises(ValidationError):
+        Message.model_validate({"role": "wizard", "content": "x"})
+    original = Message.assistant(
+        "x", [ToolCall(id="1", name="f", arguments="{}")], usage=Usage(total_tokens=4)
+    )
+    assert Message.model_validate_json(original.model_dump_json()) == original
+
+
+# -- streams ----------------------------------------------------------------------------------
+
+
+class _Source:
+    """A chunk source that hands out one chunk each time the test releases it, counting pulls."""
+
+    def __init__(self, texts: list[str], fail_at: int | None = None) -> None:
+        self.texts = texts
+        self.fail_at = fail_at
+        self.release = asyncio.Semaphore(0)
+        self.pulled = 0
+        self.closed = False
+
+    async def chunks(self) -> AsyncIterator[MessageChunk]:
+        try:
+            for index, text in enumerate(self.texts):
+                await self.release.acquire()
+                if index == self.fail_at:
+                    raise ConnectionError("server went away")
+                self.pulled += 1
+                yield MessageChunk(content=text)
+        finally:
+            self.closed = True
+
+
+async def _read_all(stream: MessageStream) -> list[str]:
+    return [chunk.content async for chunk in stream]
+
+
+async def test_concurrent_readers_each_see_every_chunk_from_one_source() -> None:
+    source = _Source(["a", "b", "c", "d"])
+    stream = MessageStream(source.chunks())
+    readers = [asyncio.create_task(_read_all(stream)) for _ in range(3)]
+    for _ in range(4):
+        await asyncio.sleep(0)  # let every reader wait for the next chunk
+        source.release.release()
+    results = await asyncio.wait_for(asyncio.gather(*readers), 5)
+    assert results == [["a", "b", "c", "d"]] * 3
+    assert source.pulled == 4  # one pull per chunk, however many readers
+    assert stream.done
+
+
+async def test_a_late_reader_replays_the_whole_stream() -> None:
+    source = _Source(["x", "y"])
+    source.release.release()
+    source.release.release()
+    stream = MessageStream(source.chunks())
+    assert await _read_all(stream) == ["x", "y"]
+    assert await _read_all(stream) == ["x", "y"]
+    assert source.pulled == 2
+
+
+async def test_a_reader_joining_midway_starts_from_the_first_chunk() -> None:
+    source = _Source(["1", "2", "3"])
+    stream = MessageStream(source.chunks())
+    early = aiter(stream)
+    source.release.release()
+    assert (await anext(early)).content == "1"
+    late = asyncio.create_task(_read_all(stream))
+    source.release.release()
+    source.release.release()
+    assert [c.content async for c in early] == ["2", "3"]
+    assert await asyncio.wait_for(late, 5) == ["1", "2", "3"]
+
+
+async def test_collect_joins_the_chunks_once_and_keeps_the_stream_readable() -> None:
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(reasoning="think ")
+        yield MessageChunk(content="Hel", reasoning="hard")
+        yield MessageChunk(content="lo")
+        yield MessageChunk(usage=Usage(input_tokens=1, output_tokens=2, total_tokens=3))
+        yield MessageChunk(finish_reason="stop")
+
+    stream = MessageStream(chunks())
+    message = await stream.collect()
+    assert message.role == Role.ASSISTANT
+    assert message.content == "Hello"
+    assert message.reasoning == "think hard"
+    assert message.usage == Usage(input_tokens=1, output_tokens=2, total_tokens=3)
+    assert message.metadata.get("finish_reason") == "stop"
+    assert await stream.collect() is message
+    assert len([c async for c in stream]) == 5
+
+
+async def test_a_stream_over_a_plain_list_is_complete_at_once() -> None:
+    stream = MessageStream([MessageChunk(content="a"), MessageChunk(content="b")])
+    assert stream.done
+    assert (await stream.collect()).content == "ab"
+
+
+async def test_tool_call_fragments_take_id_and_name_once_per_index() -> None:
+    # Some servers repeat the name (and id) in every fragment; only the arguments concatenate.
+    fragments = [
+        [ToolCallChunk(index=0, id="call_a", name="get_weather", arguments='{"ci')],
+        [
+            ToolCallChunk(index=0, id="call_a", name="get_weather", arguments='ty": "Oslo"}'),
+            ToolCallChunk(index=1, id="call_b", name="add", arguments='{"a": '),
+        ],
+        [ToolCallChunk(index=1, name="add", arguments="1}")],
+        [ToolCallChunk(index=1, arguments="")],
+    ]
+    stream = MessageStream([MessageChunk(tool_calls=f) for f in fragments])
+    message = await stream.collect()
+    assert message.tool_calls == [
+        ToolCall(id="call_a", name="get_weather", arguments='{"city": "Oslo"}'),
+        ToolCall(id="call_b", name="add", arguments='{"a": 1}'),
+    ]
+
+
+async def test_tool_call_fragments_are_ordered_by_index() -> None:
+    stream = MessageStream(
+        [
+            MessageChunk(tool_calls=[ToolCallChunk(index=1, id="b", name="second")]),
+            MessageChunk(tool_calls=[ToolCallChunk(index=0, id="a", name="first")]),
+        ]
+    )
+    calls = (await stream.collect()).tool_calls
+    assert [c.name for c in calls] == ["first", "second"]
+
+
+async def test_a_failing_source_raises_for_every_reader() -> None:
+    source = _Source(["ok", "never"], fail_at=1)
+    stream = MessageStream(source.chunks())
+    seen: list[list[str]] = [[], []]
+
+    async def reader(slot: int) -> None:
+        async for chunk in stream:
+            seen[slot].append(chunk.content)
+
+    readers = [asyncio.create_task(reader(i)) for i in range(2)]
+    source.release.release()
+    await asyncio.sleep(0)
+    source.release.release()
+    results = await asyncio.wait_for(asyncio.gather(*readers, return_exceptions=True), 5)
+    assert all(isinstance(r, ConnectionError) for r in results), results
+    assert seen == [["ok"], ["ok"]]
+    assert source.closed
+    # A reader that comes later gets the chunks before the failure, then the same error.
+    late: list[str] = []
+    with pytest.raises(ConnectionError, match="server went away"):
+        async for chunk in stream:
+            late.append(chunk.content)
+    assert late == ["ok"]
+    with pytest.raises(ConnectionError):
+        await stream.collect()
+
+
+async def test_cancelling_one_reader_does_not_fail_the_stream_for_the_others() -> None:
+    # A reader cancelled while it is the one waiting on the source (a client that went away, a
+    # timeout around one consumer) must not poison the shared stream with its CancelledError.
+    source = _Source(["a", "b"])
+    stream = MessageStream(source.chunks())
+    source.release.release()
+    first = asyncio.create_task(_read_all(stream))
+    for _ in range(5):
+        await asyncio.sleep(0)  # ``first`` took "a" and now waits on the source for "b"
+    assert source.pulled == 1
+    first.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    source.release.release()
+    assert await asyncio.wait_for(_read_all(stream), 5) == ["a", "b"]
+    assert (await stream.collect()).content == "ab"
+
+
+async def test_aclose_stops_the_source() -> None:
+    source = _Source(["a", "b", "c"])
+    stream = MessageStream(source.chunks())
+    source.release.release()
+    reader = aiter(stream)
+    assert (await anext(reader)).content == "a"
+    await stream.aclose()
+    assert source.closed
+    assert [c.content async for c in reader] == []
+    assert (await stream.collect()).content == "a"
+
+
+async def test_from_message_is_a_finished_stream_of_that_message() -> None:
+    message = Message.assistant("done", usage=Usage(total_tokens=2))
+    stream = MessageStream.from_message(message)
+    assert stream.done
+    assert await stream.collect() == message
+    assert [c.content async for c in stream] == ["done"]
+
+
+# -- outputs and events -----------------------------------------------------------------------
+
+
+def test_agent_output_holds_exactly_one_payload() -> None:
+    with pytest.raises(ValueError):
+        AgentOutput(message=Message.user("a"), custom=1)
+    with pytest.raises(ValueError):
+        AgentOutput(message=Message.user("a"), stream=MessageStream([]))
+
+
+async def test_output_role_and_tool_name_are_readable_without_consuming_a_stream() -> None:
+    source = _Source(["never read"])
+    stream = MessageStream(source.chunks())
+    out = AgentOutput(stream=stream, role=Role.TOOL, tool_name="search")
+    assert (out.role, out.tool_name) == (Role.TOOL, "search")
+    assert AgentEvent.streaming(stream).output.role == Role.ASSISTANT  # type: ignore[union-attr]
+    assert source.pulled == 0 and not stream.done
+
+    tool_out = AgentOutput(Message.tool("r", tool_call_id="1", name="lookup"))
+    assert (tool_out.role, tool_out.tool_name) == (Role.TOOL, "lookup")
+    await stream.aclose()
+
+
+def test_event_helpers() -> None:
+    of = AgentEvent.of("hi")
+    assert of.message == Message.assistant("hi") and of.action is None
+    assert AgentEvent.of(Message.user("u")).message == Message.user("u")
+    assert AgentEvent.exit().action.exit  # type: ignore[union-attr]
+    assert AgentEvent.transfer("B").action.transfer_to == "B"  # type: ignore[union-attr]
+    assert AgentEvent.break_loop().action.break_loop  # type: ignore[union-attr]
+    assert AgentEvent.exit().ends_agent and AgentEvent.transfer("B").ends_agent
+    assert not AgentEvent.break_loop().ends_agent  # break lets the agent finish
+    blank = AgentEvent.of("x")
+    assert blank.agent_name == "" and blank.run_path == ()  # stamped by the framework later

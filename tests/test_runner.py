@@ -1,0 +1,320 @@
+"""Runner: inputs, invoke and RunResult, RunError, many concurrent runs on one runner, cancelling
+a run, ``async with``; plus the test helpers users get (ScriptedModel, simplify_events)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from conftest import ScriptAgent, act_exit, act_transfer, do, other_tasks, run_events
+
+from adk import (
+    AgentEvent,
+    AgentInput,
+    Message,
+    MessageChunk,
+    MessageStream,
+    ModelOptions,
+    ParallelAgent,
+    RunContext,
+    RunError,
+    Runner,
+    SequentialAgent,
+    Session,
+    ToolCall,
+    tool,
+    with_sub_agents,
+)
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent
+
+# -- inputs and results -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ("hello", [Message.user("hello")]),
+        (Message.user("as message"), [Message.user("as message")]),
+        (
+            [Message.system("sys"), Message.user("q")],
+            [Message.system("sys"), Message.user("q")],
+        ),
+    ],
+)
+async def test_run_accepts_str_message_or_list(given: Any, expected: list[Message]) -> None:
+    agent = ScriptAgent("a", "ok")
+    events = await run_events(agent, given)
+    assert agent.inputs == [expected]
+    assert simplify_events(events) == ["a: ok"]
+
+
+async def test_run_rejects_other_input() -> None:
+    with pytest.raises(TypeError):
+        Runner(ScriptAgent("a")).run([Message.user("ok"), "not a message"])  # type: ignore[list-item]
+
+
+async def test_invoke_collects_a_run_result() -> None:
+    def write(ctx: RunContext) -> None:
+        ctx.session["written"] = True
+
+    agent = SequentialAgent("seq", [ScriptAgent("a", "first", write), ScriptAgent("b", "second")])
+    result = await Runner(agent).invoke("go", session={"given": 1})
+    assert simplify_events(result.events) == ["a: first", "b: second"]
+    assert result.output == Message.assistant("second")
+    assert result.text == "second"
+    assert result.interrupt is None and result.checkpoint_id is None
+    assert isinstance(result.session, Session)
+    assert result.session.values == {"given": 1, "written": True}
+
+
+async def test_invoke_output_is_the_last_custom_value_when_the_run_ends_with_one() -> None:
+    agent = ScriptAgent("a", "words", lambda ctx: AgentEvent.custom({"score": 9}))
+    result = await Runner(agent).invoke("go")
+    assert result.output == {"score": 9}
+    assert result.text == "words"
+
+
+async def test_a_session_object_is_used_as_is_and_a_mapping_is_copied() -> None:
+    def bump(ctx: RunContext) -> None:
+        ctx.session["n"] = ctx.session.get("n", 0) + 1
+
+    runner = Runner(ScriptAgent("a", bump))
+    session = Session({"n": 1})
+    result = await runner.invoke("x", session=session)
+    assert result.session is session and session["n"] == 2
+    values = {"n": 5}
+    result = await runner.invoke("x", session=values)
+    assert result.session["n"] == 6 and values == {"n": 5}
+
+
+async def test_invoke_raises_run_error_with_the_event_and_the_events_so_far() -> None:
+    boom = ConnectionError("db down")
+    runner = Runner(SequentialAgent("seq", [ScriptAgent("a", "ok"), ScriptAgent("b", boom)]))
+    with pytest.raises(RunError) as info:
+        await runner.invoke("go")
+    err = info.value
+    assert err.event.agent_name == "b" and err.event.exception is boom
+    assert err.error.type == "ConnectionError" and err.error.message == "db down"
+    assert simplify_events(err.events) == ["a: ok", "b: [error db down]"]
+    assert err.__cause__ is boom
+    assert "db down" in str(err)
+
+
+async def test_streaming_runs_give_agents_the_preference_and_invoke_collects_streams() -> None:
+    agent = ReActAgent("chat", ScriptedModel(["streamed reply"], chunk_size=3))
+    seen: list[AgentInput] = []
+
+    class Watch(ScriptAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            seen.append(input)
+            assert ctx.enable_streaming
+            async for event in super().run(input, ctx):
+                yield event
+
+    runner = Runner(SequentialAgent("seq", [Watch("w"), agent]), enable_streaming=True)
+    result = await runner.invoke("hi")
+    assert seen[0].enable_streaming
+    assert result.text == "streamed reply"
+    stream_events = [e for e in result.events if e.output is not None and e.output.stream]
+    assert len(stream_events) == 1
+
+
+# -- many runs on one runner --------------------------------------------------------------------
+
+
+async def test_a_thousand_concurrent_runs_on_one_runner_keep_their_sessions_apart() -> None:
+    async def write(ctx: RunContext) -> AgentEvent:
+        me = ctx.session["me"]
+        ctx.session["seen"] = me
+        for _ in range(3):
+            await asyncio.sleep(0)  # let the other runs interleave
+        return AgentEvent.of(f"wrote {me}")
+
+    async def read(ctx: RunContext) -> AgentEvent:
+        await asyncio.sleep(0)
+        return AgentEvent.of(f"{ctx.session['me']}|{ctx.session['seen']}")
+
+    reader = ScriptAgent("reader", read)
+    runner = Runner(SequentialAgent("seq", [ScriptAgent("writer", write), reader]))
+    before = other_tasks()
+    results = await asyncio.gather(
+        *(runner.invoke(f"q{i}", session={"me": i}) for i in range(1000))
+    )
+    assert [r.text for r in results] == [f"{i}|{i}" for i in range(1000)]
+    assert all(r.session["seen"] == i for i, r in enumerate(results))
+    # Each run's history is its own: the reader saw its run's input and writer only.
+    for inputs in reader.inputs:
+        question, context = inputs
+        assert context.content == f"For context: [writer] said: wrote {question.content[1:]}."
+    assert other_tasks() == before
+
+
+# -- cancelling and closing ---------------------------------------------------------------------
+
+
+async def test_cancelling_a_run_while_branches_are_blocked_leaves_no_task() -> None:
+    a_in, b_in, never = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    a = ScriptAgent("a", do(a_in.set), never)
+    b = ScriptAgent("b", do(b_in.set), "b is waiting", never)
+    runner = Runner(SequentialAgent("seq", [ParallelAgent("par", [a, b])]))
+    before = other_tasks()
+    task = asyncio.create_task(runner.invoke("go"))
+    async with asyncio.timeout(5):
+        await a_in.wait()
+        await b_in.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert a.cancelled == 1  # was awaiting inside its body
+    assert (a.closed, b.closed) == (1, 1)  # b was parked at a yield: its generator was closed
+    assert (a.completed, b.completed) == (0, 0)
+    assert other_tasks() == before
+
+
+async def test_a_timeout_around_a_run_leaves_no_task_and_closes_generators() -> None:
+    other_in, never = asyncio.Event(), asyncio.Event()
+    blocker = ScriptAgent("blocker", "started", never)
+    other = ScriptAgent("other", do(other_in.set), never)
+    runner = Runner(ParallelAgent("par", [blocker, other]))
+    before = other_tasks()
+    seen: list[str] = []
+    loop = asyncio.get_running_loop()
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(5) as deadline:
+            async for event in runner.run("go"):
+                seen.extend(simplify_events([event]))
+                await other_in.wait()
+                deadline.reschedule(loop.time())  # waiting for the next event times out
+    assert seen == ["blocker: started"]
+    assert (blocker.closed, other.closed) == (1, 1)
+    assert (blocker.completed, other.completed) == (0, 0)
+    assert other_tasks() == before
+
+
+async def test_cancelling_during_concurrent_tool_calls_leaves_no_task() -> None:
+    entered: list[str] = []
+    both_in = asyncio.Event()
+
+    @tool
+    async def slow(tag: str) -> str:
+        """Never finishes."""
+        entered.append(tag)
+        if len(entered) == 2:
+            both_in.set()
+        await asyncio.Event().wait()
+        return tag
+
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("slow", {"tag": "x"}), tool_call("slow", {"tag": "y"})])]
+    )
+    runner = Runner(ReActAgent("agent", model, tools=[slow]))
+    before = other_tasks()
+    task = asyncio.create_task(runner.invoke("go"))
+    async with asyncio.timeout(5):
+        await both_in.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert other_tasks() == before
+
+
+async def test_async_with_runner_closes_its_resources() -> None:
+    class Resources:
+        def __init__(self) -> None:
+            self.closed = 0
+
+        async def aclose(self) -> None:
+            self.closed += 1
+
+    resources = Resources()
+    async with Runner(ScriptAgent("a", "ok"), resources=resources) as runner:
+        assert (await runner.invoke("x")).text == "ok"
+        assert resources.closed == 0
+    assert resources.closed == 1
+    async with Runner(ScriptAgent("a")):  # no resources: nothing to close
+        pass
+
+
+# -- helpers for users' tests -------------------------------------------------------------------
+
+
+async def test_simplify_events_gives_short_readable_lines() -> None:
+    call = ToolCall(id="c1", name="add", arguments='{"a": 1}')
+
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="stre")
+        yield MessageChunk(content="amed")
+
+    a = ScriptAgent(
+        "A",
+        "hello",
+        Message.assistant("", [call]),
+        Message.tool("3", tool_call_id="c1", name="add"),
+        lambda ctx: AgentEvent.streaming(MessageStream(chunks())),
+        lambda ctx: AgentEvent.custom([1, 2]),
+        act_transfer("B"),
+    )
+    b = ScriptAgent("B", "bye", act_exit())
+    events = await run_events(with_sub_agents(a, [b]))
+    assert simplify_events(events) == [
+        "A: hello",
+        'A: [call add {"a": 1}]',
+        "A: [tool add] 3",
+        "A: streamed",
+        "A: [custom [1, 2]]",
+        "A: [transfer -> B]",
+        "B: bye",
+        "B: [exit]",
+    ]
+    failing = await run_events(ScriptAgent("C", ValueError("bad thing")))
+    assert simplify_events(failing) == ["C: [error bad thing]"]
+
+
+async def test_scripted_model_replays_its_script_and_records_requests() -> None:
+    model = ScriptedModel(
+        [
+            "plain text",
+            Reply(text="calling", tool_calls=[tool_call("f", {"x": 1})]),
+            Message.assistant("a message"),
+            lambda messages: f"saw {len(messages)} messages",
+            ValueError("scripted failure"),
+        ]
+    )
+    options = ModelOptions(temperature=0.5)
+    first = await model.generate([Message.user("1")], options=options)
+    assert first == Message.assistant("plain text")
+    second = await model.generate([Message.user("2")])
+    assert second.content == "calling" and second.tool_calls[0].name == "f"
+    assert second.tool_calls[0].id  # ids are filled in
+    assert (await model.generate([])).content == "a message"
+    assert (await model.generate([Message.user("a"), Message.user("b")])).content == (
+        "saw 2 messages"
+    )
+    with pytest.raises(ValueError, match="scripted failure"):
+        await model.generate([])
+    with pytest.raises(RuntimeError, match="exhausted"):
+        await model.generate([])
+    assert model.requests[0].messages == [Message.user("1")]
+    assert model.requests[0].options == options and not model.requests[0].stream
+
+
+async def test_scripted_model_streams_the_same_message_it_would_return() -> None:
+    reply = Reply(text="a longer answer", tool_calls=[tool_call("f", {"x": 1}, id="c1")])
+    model = ScriptedModel([reply, reply], chunk_size=4)
+    whole = await model.generate([])
+    stream = MessageStream(model.stream([]))
+    chunks = [c async for c in stream]
+    assert len(chunks) > 3
+    streamed = await stream.collect()
+    assert (streamed.content, streamed.tool_calls) == (whole.content, whole.tool_calls)
+    assert model.requests[1].stream
+
+
+async def test_a_scripted_model_error_becomes_the_agents_error_event() -> None:
+    agent = ReActAgent("agent", ScriptedModel([ConnectionError("model down")]))
+    events = await run_events(agent)
+    assert simplify_events(events) == ["agent: [error model down]"]
+    assert isinstance(events[0].exception, ConnectionError)

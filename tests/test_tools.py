@@ -1,0 +1,397 @@
+"""Tools: @tool / FunctionTool schemas and docstrings, ToolContext injection, sync and async
+functions, result serialisation, Tool and Toolset protocols, and every failure turned into an
+``Error: ...`` result the model reads next (driven through a ReActAgent and a ScriptedModel)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+import pytest
+from conftest import ScriptAgent, run_events
+from pydantic import BaseModel
+
+from adk import (
+    FunctionTool,
+    LoopAgent,
+    Message,
+    RunContext,
+    Runner,
+    SequentialAgent,
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    Toolset,
+    ToolSpec,
+    tool,
+)
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent
+
+
+class Point(BaseModel):
+    x: int
+    y: int = 0
+
+
+# -- schemas ------------------------------------------------------------------------------------
+
+
+def test_schema_and_descriptions_from_type_hints_and_a_google_docstring() -> None:
+    @tool
+    def locate(
+        name: str,
+        where: Point,
+        unit: Literal["km", "mi"] = "km",
+        note: str | None = None,
+        tags: list[str] | None = None,
+    ) -> str:
+        """Find a place on the map.
+
+        Args:
+            name: What the place is called.
+            where (Point): A point near it; the search
+                starts there.
+            unit: Distance unit.
+
+        Returns:
+            A description of the place.
+        """
+        return name
+
+    spec = locate.spec
+    assert spec.name == "locate"
+    assert spec.description == "Find a place on the map."
+    params = spec.parameters
+    assert params["type"] == "object"
+    assert params["required"] == ["name", "where"]
+    props = params["properties"]
+    assert props["name"] == {"type": "string", "description": "What the place is called."}
+    assert props["where"]["description"] == "A point near it; the search starts there."
+    point_schema = params["$defs"]["Point"] if "$ref" in props["where"] else props["where"]
+    assert point_schema["properties"].keys() == {"x", "y"}
+    assert point_schema["required"] == ["x"]
+    assert props["unit"]["enum"] == ["km", "mi"] and props["unit"]["default"] == "km"
+    assert props["unit"]["description"] == "Distance unit."
+    assert {"type": "null"} in props["note"]["anyOf"] and props["note"]["default"] is None
+    assert "description" not in props["note"]  # not documented: no made-up help
+
+
+def test_descriptions_from_a_rest_docstring() -> None:
+    @tool
+    async def forecast(city: str, days: int = 2) -> str:
+        """Weather forecast for a city.
+
+        :param city: The city name.
+        :param int days: How many days ahead.
+        :returns: The forecast.
+        """
+        return city
+
+    spec = forecast.spec
+    assert spec.description == "Weather forecast for a city."
+    assert spec.parameters["properties"]["city"]["description"] == "The city name."
+    assert spec.parameters["properties"]["days"] == {
+        "type": "integer",
+        "default": 2,
+        "description": "How many days ahead.",
+    }
+    assert spec.parameters["required"] == ["city"]
+
+
+def test_tool_context_is_hidden_from_the_schema() -> None:
+    @tool
+    def remember(key: str, ctx: ToolContext) -> str:
+        """Remember a key."""
+        return key
+
+    assert set(remember.spec.parameters["properties"]) == {"key"}
+    assert remember.spec.parameters["required"] == ["key"]
+
+
+def test_an_optional_tool_context_is_hidden_too() -> None:
+    @tool
+    def remember(key: str, ctx: ToolContext | None = None) -> str:
+        """Remember a key."""
+        return key
+
+    assert set(remember.spec.parameters["properties"]) == {"key"}
+
+
+def test_function_tool_overrides_and_refusals() -> None:
+    def plain(a: int) -> int:
+        return a
+
+    t = FunctionTool(plain, name="renamed", description="Custom text")
+    assert (t.spec.name, t.spec.description) == ("renamed", "Custom text")
+    assert isinstance(t, Tool)
+    assert tool(plain).spec.description == ""
+
+    def star(*args: int) -> int:
+        return 0
+
+    with pytest.raises(TypeError):
+        tool(star)
+    with pytest.raises(ValueError):
+        tool(lambda a: a)
+
+
+# -- running tools through a ReActAgent ---------------------------------------------------------
+
+
+def _agent(tools: list[Any], *calls: Any, final: str = "final") -> ReActAgent:
+    """A ReActAgent whose model asks for ``calls`` in one turn, then answers ``final``."""
+    model = ScriptedModel([Reply(tool_calls=list(calls)), final])
+    return ReActAgent("agent", model, tools=tools)
+
+
+def _results(agent: ReActAgent) -> dict[str, str]:
+    """The tool messages the model received on its second call, by tool call id."""
+    assert isinstance(agent.model, ScriptedModel)
+    requests = agent.model.requests
+    assert len(requests) == 2
+    return {m.tool_call_id or "": m.content for m in requests[1].messages if m.role == "tool"}
+
+
+@tool
+def add(a: int, b: int = 2) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first.
+        b: The second.
+    """
+    return a + b
+
+
+async def test_sync_and_async_tools_and_result_serialisation() -> None:
+    @tool
+    async def fetch(key: str) -> dict[str, Any]:
+        """Fetch a record."""
+        await asyncio.sleep(0)
+        return {"key": key, "n": [1, 2]}
+
+    @tool
+    def make_point(x: int) -> Point:
+        """Make a point."""
+        return Point(x=x)
+
+    @tool
+    def nothing() -> None:
+        """Do nothing."""
+
+    @tool
+    def shout(p: Point) -> str:
+        """Shout a point."""
+        assert isinstance(p, Point)
+        return f"POINT {p.x},{p.y}"
+
+    agent = _agent(
+        [add, fetch, make_point, nothing, shout],
+        tool_call("add", {"a": 1}, id="c1"),
+        tool_call("fetch", {"key": "k"}, id="c2"),
+        tool_call("make_point", {"x": 5}, id="c3"),
+        tool_call("nothing", {}, id="c4"),
+        tool_call("shout", {"p": {"x": 1, "y": 2}}, id="c5"),
+    )
+    await run_events(agent)
+    results = _results(agent)
+    assert results["c1"] == "3"
+    assert results["c2"].replace(" ", "") == '{"key":"k","n":[1,2]}'
+    assert Point.model_validate_json(results["c3"]) == Point(x=5)
+    assert results["c4"] == ""
+    assert results["c5"] == "POINT 1,2"
+
+
+async def test_tool_context_is_injected() -> None:
+    seen: dict[str, Any] = {}
+
+    @tool
+    def remember(key: str, ctx: ToolContext) -> str:
+        """Remember a key in the session."""
+        seen.update(call_id=ctx.tool_call_id, path=ctx.run_path, name=ctx.tool_name)
+        ctx.session["remembered"] = key
+        return f"had {ctx.session.get('before')}"
+
+    agent = _agent([remember], tool_call("remember", {"key": "k1"}, id="c9"))
+    result = await Runner(SequentialAgent("seq", [agent])).invoke("go", session={"before": 7})
+    assert seen == {"call_id": "c9", "path": ("seq", "agent"), "name": "remember"}
+    assert result.session["remembered"] == "k1"
+    assert _results(agent) == {"c9": "had 7"}
+
+
+async def test_invalid_json_arguments_become_an_error_result() -> None:
+    agent = _agent([add], tool_call("add", '{"a": 1,', id="c1"))
+    events = await run_events(agent)
+    text = _results(agent)["c1"]
+    assert text.startswith("Error:") and "JSON" in text and "add" in text
+    assert all(e.error is None for e in events)
+    assert simplify_events(events)[-1] == "agent: final"
+
+
+async def test_arguments_failing_validation_become_an_error_result() -> None:
+    agent = _agent(
+        [add],
+        tool_call("add", {"a": "seven"}, id="c1"),
+        tool_call("add", {"b": 1}, id="c2"),
+    )
+    await run_events(agent)
+    results = _results(agent)
+    assert results["c1"].startswith("Error:") and "a" in results["c1"]
+    assert "integer" in results["c1"]
+    assert results["c2"].startswith("Error:") and "a" in results["c2"]
+    assert "required" in results["c2"].lower() or "missing" in results["c2"].lower()
+
+
+async def test_an_unknown_tool_becomes_an_error_result() -> None:
+    agent = _agent([add], tool_call("subtract", {"a": 1}, id="c1"))
+    await run_events(agent)
+    text = _results(agent)["c1"]
+    assert text.startswith("Error:") and "subtract" in text
+    assert "add" in text  # tells the model what it may call
+
+
+async def test_a_raising_tool_becomes_an_error_result() -> None:
+    @tool
+    async def explode(n: int) -> str:
+        """Explode."""
+        raise ValueError(f"cannot explode {n}")
+
+    @tool
+    def refuse() -> str:
+        """Refuse cleanly."""
+        raise ToolError("not today")
+
+    agent = _agent(
+        [explode, refuse],
+        tool_call("explode", {"n": 3}, id="c1"),
+        tool_call("refuse", {}, id="c2"),
+    )
+    events = await run_events(agent)
+    results = _results(agent)
+    assert results["c1"].startswith("Error:") and "cannot explode 3" in results["c1"]
+    assert "explode" in results["c1"]
+    assert results["c2"] == "Error: not today"
+    assert all(e.error is None for e in events)
+    tool_messages = [
+        e.message for e in events if e.message is not None and e.message.role == "tool"
+    ]
+    assert {m.name for m in tool_messages} == {"explode", "refuse"}
+
+
+async def test_calls_of_one_turn_run_concurrently() -> None:
+    first_in, second_in = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def ping() -> str:
+        """Waits for pong."""
+        first_in.set()
+        await second_in.wait()
+        return "ping done"
+
+    @tool
+    async def pong() -> str:
+        """Waits for ping."""
+        second_in.set()
+        await first_in.wait()
+        return "pong done"
+
+    agent = _agent([ping, pong], tool_call("ping", id="c1"), tool_call("pong", id="c2"))
+    async with asyncio.timeout(5):  # run one after the other, they would wait forever
+        await run_events(agent)
+    assert _results(agent) == {"c1": "ping done", "c2": "pong done"}
+
+
+async def test_a_blocking_sync_tool_can_run_in_a_thread() -> None:
+    @tool(thread=True)
+    def blocking(n: int) -> int:
+        """Blocks a little."""
+        return n * 2
+
+    agent = _agent([blocking], tool_call("blocking", {"n": 21}, id="c1"))
+    await run_events(agent)
+    assert _results(agent) == {"c1": "42"}
+
+
+async def test_a_custom_tool_and_a_toolset() -> None:
+    class Echo:
+        spec = ToolSpec(
+            name="echo",
+            description="Echo the text",
+            parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+        )
+
+        async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+            return ToolResult(content=f"echo {arguments}", structured={"raw": arguments})
+
+    class Failing:
+        spec = ToolSpec(name="failing", description="Always fails")
+
+        async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+            return ToolResult.error("it failed")
+
+    class Kit:
+        def __init__(self) -> None:
+            self.asked: list[RunContext] = []
+
+        async def tools(self, ctx: RunContext) -> list[Tool]:
+            self.asked.append(ctx)
+            return [Echo(), Failing()]
+
+    kit = Kit()
+    assert isinstance(kit, Toolset) and isinstance(Echo(), Tool)
+    agent = _agent(
+        [kit],
+        tool_call("echo", '{"text": "hi"}', id="c1"),
+        tool_call("failing", {}, id="c2"),
+    )
+    await run_events(agent)
+    assert len(kit.asked) == 1
+    assert _results(agent) == {"c1": 'echo {"text": "hi"}', "c2": "Error: it failed"}
+    assert isinstance(agent.model, ScriptedModel)
+    assert {s.name for s in agent.model.requests[0].tools} == {"echo", "failing"}
+
+
+async def test_the_model_is_told_the_tool_specs() -> None:
+    agent = _agent([add], tool_call("add", {"a": 1}, id="c1"))
+    await run_events(agent)
+    assert isinstance(agent.model, ScriptedModel)
+    assert agent.model.requests[0].tools == [add.spec]
+
+
+async def test_a_tool_may_end_the_run() -> None:
+    @tool
+    def finish(answer: str, ctx: ToolContext) -> str:
+        """Finish the run."""
+        ctx.exit()
+        return answer
+
+    agent = _agent([finish], tool_call("finish", {"answer": "42"}, id="c1"), final="never")
+    after = ScriptAgent("after")
+    events = await run_events(SequentialAgent("seq", [agent, after]))
+    assert simplify_events(events)[-2:] == ["agent: [tool finish] 42", "agent: [exit]"]
+    assert isinstance(agent.model, ScriptedModel)
+    assert len(agent.model.requests) == 1 and after.runs == 0
+
+
+async def test_a_tool_may_break_the_enclosing_loop() -> None:
+    @tool
+    def stop(ctx: ToolContext) -> str:
+        """Stop looping."""
+        ctx.break_loop()
+        return "stopping"
+
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("stop", id="c1")]), "wrapped up"], cycle=True
+    )
+    agent = ReActAgent("agent", model, tools=[stop])
+    events = await run_events(LoopAgent("loop", [agent], max_iterations=3))
+    assert len(model.requests) == 2  # one iteration: the tool round, then the final answer
+    assert "agent: [break_loop]" in simplify_events(events)
+
+
+def test_tool_result_error_prefix() -> None:
+    assert ToolResult.error("x") == ToolResult(content="Error: x", is_error=True)
+    assert ToolResult.error("Error: y").content == "Error: y"
+    assert Message.tool("r", tool_call_id="1").role == "tool"

@@ -1,0 +1,164 @@
+"""Transfer between agents: with_sub_agents, lookup order (sub-agents, then parent), run paths,
+one parent per agent, allow_transfer_to_parent, and the unknown-agent error."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import ScriptAgent, act_transfer, run_events
+
+from adk import AgentEvent, Message, RunContext, RunError, Runner, SequentialAgent, with_sub_agents
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent
+
+
+def _once(target: str) -> ScriptAgent:
+    """An agent that transfers to ``target`` on its first run and just answers afterwards."""
+    agent: ScriptAgent
+
+    def step(ctx: RunContext) -> AgentEvent:
+        if agent.runs == 1:
+            return AgentEvent.transfer(target)
+        return AgentEvent.of("back again")
+
+    agent = ScriptAgent("A", "routing", step)
+    return agent
+
+
+async def test_transfer_to_a_sub_agent_runs_it_with_a_nested_run_path() -> None:
+    a = ScriptAgent("A", "routing", act_transfer("B"), "never")
+    b, c = ScriptAgent("B", "B here"), ScriptAgent("C", "C here")
+    events = await run_events(with_sub_agents(a, [b, c]), "question")
+    assert simplify_events(events) == ["A: routing", "A: [transfer -> B]", "B: B here"]
+    assert [e.run_path for e in events] == [("A",), ("A",), ("A", "B")]
+    assert a.reached == 1 and a.closed == 1  # nothing pulled after the transfer
+    assert c.runs == 0
+    # The target starts from history: the root input, then A's words as context.
+    assert b.inputs == [[Message.user("question"), Message.user("For context: [A] said: routing.")]]
+
+
+async def test_control_does_not_return_to_the_source_automatically() -> None:
+    a = ScriptAgent("A", act_transfer("B"))
+    b = ScriptAgent("B", "done")
+    await run_events(with_sub_agents(a, [b]))
+    assert (a.runs, b.runs) == (1, 1)
+
+
+async def test_transfer_back_to_the_parent() -> None:
+    a = _once("B")
+    b = ScriptAgent("B", "working", act_transfer("A"))
+    events = await run_events(with_sub_agents(a, [b]))
+    assert simplify_events(events) == [
+        "A: routing",
+        "A: [transfer -> B]",
+        "B: working",
+        "B: [transfer -> A]",
+        "A: routing",
+        "A: back again",
+    ]
+    assert a.paths == [("A",), ("A", "B", "A")]
+    assert b.paths == [("A", "B")]
+
+
+async def test_transfer_down_two_levels() -> None:
+    a = ScriptAgent("A", act_transfer("B"))
+    b = ScriptAgent("B", act_transfer("C"))
+    c = ScriptAgent("C", "deep")
+    flow = with_sub_agents(a, [with_sub_agents(b, [c])])
+    events = await run_events(flow)
+    assert simplify_events(events)[-1] == "C: deep"
+    assert c.paths == [("A", "B", "C")]
+
+
+async def test_transfer_to_an_unknown_agent_is_an_exact_error() -> None:
+    a = ScriptAgent("A", act_transfer("X"))
+    events = await run_events(with_sub_agents(a, [ScriptAgent("B")]))
+    errors = [e for e in events if e.error is not None]
+    assert len(errors) == 1
+    assert errors[0].error.message == (  # type: ignore[union-attr]
+        "transfer failed: agent 'X' not found when transferring from 'A'"
+    )
+    assert events[-1] is errors[0]
+    with pytest.raises(RunError, match="transfer failed: agent 'X' not found"):
+        await Runner(with_sub_agents(ScriptAgent("A", act_transfer("X")), [])).invoke("hi")
+
+
+async def test_unknown_target_from_a_sub_agent_names_the_sub_agent() -> None:
+    b = ScriptAgent("B", act_transfer("Nope"))
+    events = await run_events(with_sub_agents(ScriptAgent("A", act_transfer("B")), [b]))
+    assert events[-1].error is not None
+    assert events[-1].error.message == (
+        "transfer failed: agent 'Nope' not found when transferring from 'B'"
+    )
+
+
+async def test_lookup_is_sub_agents_then_parent_only() -> None:
+    # DESIGN.md: the name is looked up among the agent's sub-agents, then its parent; a sibling
+    # is neither.
+    b = ScriptAgent("B", act_transfer("C"))
+    c = ScriptAgent("C", "sibling")
+    events = await run_events(with_sub_agents(ScriptAgent("A", act_transfer("B")), [b, c]))
+    assert events[-1].error is not None
+    assert events[-1].error.message == (
+        "transfer failed: agent 'C' not found when transferring from 'B'"
+    )
+    assert c.runs == 0
+
+
+async def test_allow_transfer_to_parent_false_blocks_the_way_back() -> None:
+    b = ScriptAgent("B", act_transfer("A"))
+    flow = with_sub_agents(ScriptAgent("A", act_transfer("B")), [b], allow_transfer_to_parent=False)
+    events = await run_events(flow)
+    assert events[-1].error is not None
+    assert events[-1].error.message == (
+        "transfer failed: agent 'A' not found when transferring from 'B'"
+    )
+
+
+def test_an_agent_has_one_parent() -> None:
+    shared = ScriptAgent("shared")
+    with_sub_agents(ScriptAgent("P1"), [shared])
+    with pytest.raises(ValueError, match="parent"):
+        with_sub_agents(ScriptAgent("P2"), [shared])
+
+
+async def test_wiring_sub_agents_top_down_is_not_silently_lost() -> None:
+    # ``with_sub_agents(B, [C])`` after B became A's sub-agent must either give B's node in A's
+    # graph the sub-agent, or refuse clearly; silently building a second, unreachable flow for B
+    # makes A -> B -> C fail at run time with "not found".
+    a, b = ScriptAgent("A", act_transfer("B")), ScriptAgent("B", act_transfer("C"))
+    c = ScriptAgent("C", "reached C")
+    root = with_sub_agents(a, [b])
+    try:
+        with_sub_agents(b, [c])
+    except ValueError:
+        return  # refused clearly: fine
+    events = await run_events(root)
+    assert simplify_events(events)[-1] == "C: reached C"
+
+
+def test_sub_agent_names_must_be_unique() -> None:
+    with pytest.raises(ValueError):
+        with_sub_agents(ScriptAgent("A"), [ScriptAgent("B"), ScriptAgent("B")])
+
+
+async def test_a_handled_transfer_does_not_end_the_enclosing_workflow() -> None:
+    a = ScriptAgent("A", act_transfer("B"))
+    b = ScriptAgent("B", "b")
+    after = ScriptAgent("after", "next step")
+    events = await run_events(SequentialAgent("seq", [with_sub_agents(a, [b]), after]))
+    assert simplify_events(events) == ["A: [transfer -> B]", "B: b", "after: next step"]
+    assert b.paths == [("seq", "A", "B")]
+    assert after.inputs[0][-1] == Message.user("For context: [B] said: b.")
+
+
+async def test_transfer_from_a_tool_of_a_react_agent() -> None:
+    helper = ScriptAgent("helper", "helped", description="Helps with things")
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "helper"})])]
+    )
+    router = ReActAgent("router", model, sub_agents=[helper])
+    events = await run_events(router)
+    assert simplify_events(events)[-2:] == ["router: [transfer -> helper]", "helper: helped"]
+    spec = next(t for t in model.requests[0].tools if t.name == "transfer_to_agent")
+    assert spec.parameters["properties"]["agent_name"]["enum"] == ["helper"]
+    assert "Helps with things" in spec.description

@@ -1,0 +1,248 @@
+"""SequentialAgent, LoopAgent and ParallelAgent: order, run paths, exit, break, max_iterations,
+interleaving, backpressure, max_concurrency, and cancellation of sibling branches."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+import pytest
+from conftest import ScriptAgent, act_break, act_exit, act_transfer, do, other_tasks, run_events
+
+from adk import AgentEvent, LoopAgent, ParallelAgent, RunContext, Runner, SequentialAgent
+from adk.testing import simplify_events
+
+# -- SequentialAgent ----------------------------------------------------------------------------
+
+
+async def test_sequential_runs_steps_in_order_with_growing_run_paths() -> None:
+    a1, a2, a3 = ScriptAgent("a1", "one"), ScriptAgent("a2", "two"), ScriptAgent("a3", "three")
+    events = await run_events(SequentialAgent("seq", [a1, a2, a3]))
+    assert simplify_events(events) == ["a1: one", "a2: two", "a3: three"]
+    assert [e.run_path for e in events] == [
+        ("seq", "a1"),
+        ("seq", "a1", "a2"),
+        ("seq", "a1", "a2", "a3"),
+    ]
+    assert [a.paths for a in (a1, a2, a3)] == [
+        [("seq", "a1")],
+        [("seq", "a1", "a2")],
+        [("seq", "a1", "a2", "a3")],
+    ]
+
+
+async def test_exit_in_the_first_step_stops_the_rest() -> None:
+    pulled: list[int] = []
+    first = ScriptAgent("first", "go", act_exit(), do(lambda: pulled.append(1)), "never")
+    rest = [ScriptAgent("second", "no"), ScriptAgent("third", "no")]
+    events = await run_events(SequentialAgent("seq", [first, *rest]))
+    assert simplify_events(events) == ["first: go", "first: [exit]"]
+    assert pulled == [] and first.reached == 1
+    assert first.closed == 1 and first.completed == 0  # its generator was closed, finally ran
+    assert [a.runs for a in rest] == [0, 0]
+
+
+async def test_nested_sequences_extend_the_run_path() -> None:
+    inner = SequentialAgent("inner", [ScriptAgent("x", "x"), ScriptAgent("y", "y")])
+    outer = SequentialAgent("outer", [ScriptAgent("a", "a"), inner, ScriptAgent("b", "b")])
+    events = await run_events(outer)
+    assert [e.run_path for e in events] == [
+        ("outer", "a"),
+        ("outer", "a", "inner", "x"),
+        ("outer", "a", "inner", "x", "y"),
+        ("outer", "a", "inner", "b"),
+    ]
+
+
+def test_workflows_reject_duplicate_names_and_bad_limits() -> None:
+    with pytest.raises(ValueError, match="unique"):
+        SequentialAgent("seq", [ScriptAgent("a"), ScriptAgent("a")])
+    with pytest.raises(ValueError):
+        LoopAgent("loop", [ScriptAgent("a")], max_iterations=0)
+    with pytest.raises(ValueError):
+        ParallelAgent("par", [ScriptAgent("a")], max_concurrency=0)
+
+
+# -- LoopAgent ----------------------------------------------------------------------------------
+
+
+async def test_loop_repeats_until_max_iterations_with_growing_run_paths() -> None:
+    a, b = ScriptAgent("a", "A"), ScriptAgent("b", "B")
+    events = await run_events(LoopAgent("loop", [a, b], max_iterations=3))
+    assert simplify_events(events) == ["a: A", "b: B"] * 3
+    assert (a.runs, b.runs) == (3, 3)
+    assert [e.run_path for e in events[:4]] == [
+        ("loop", "a"),
+        ("loop", "a", "b"),
+        ("loop", "a", "b", "a"),
+        ("loop", "a", "b", "a", "b"),
+    ]
+
+
+async def test_loop_without_limit_stops_at_break_after_the_agent_finishes() -> None:
+    runs = {"n": 0}
+
+    def maybe_break(ctx: RunContext) -> AgentEvent | None:
+        runs["n"] += 1
+        return AgentEvent.break_loop() if runs["n"] == 3 else None
+
+    worker = ScriptAgent("worker", "tick", maybe_break, "finishing")
+    after = ScriptAgent("after", "never in this iteration")
+    events = await run_events(LoopAgent("loop", [worker, after]))
+    assert worker.runs == 3 and worker.completed == 3  # the breaking agent finished
+    assert after.runs == 2  # the step after the breaking one did not run in iteration 3
+    assert simplify_events(events)[-3:] == [
+        "worker: tick",
+        "worker: [break_loop]",
+        "worker: finishing",
+    ]
+
+
+async def test_exit_in_a_loop_nested_in_a_sequence_ends_everything() -> None:
+    a, c, d = ScriptAgent("a", "A"), ScriptAgent("c", "C"), ScriptAgent("d", "D")
+    exiter = ScriptAgent("exiter", "bye", act_exit(), "never")
+    seq = SequentialAgent("seq", [LoopAgent("loop", [a, exiter, c]), d])
+    events = await run_events(seq)
+    assert simplify_events(events) == ["a: A", "exiter: bye", "exiter: [exit]"]
+    assert (a.runs, c.runs, d.runs) == (1, 0, 0)
+    assert exiter.closed == 1 and exiter.completed == 0
+
+
+async def test_break_in_an_inner_loop_leaves_the_outer_loop_running() -> None:
+    x = ScriptAgent("x", "x")
+    breaker = ScriptAgent("breaker", act_break(), "b-done")
+    after = ScriptAgent("after", "after")
+    inner = LoopAgent("inner", [x, breaker], max_iterations=5)
+    outer = LoopAgent("outer", [inner, after], max_iterations=3)
+    events = await run_events(outer)
+    assert (x.runs, breaker.runs, after.runs) == (3, 3, 3)
+    assert (
+        simplify_events(events)
+        == [
+            "x: x",
+            "breaker: [break_loop]",
+            "breaker: b-done",
+            "after: after",
+        ]
+        * 3
+    )
+
+
+async def test_break_in_a_sequence_inside_a_loop_stops_the_sequence_and_the_loop() -> None:
+    # docs/architecture.md: the sequence stops after the step that asked; the loop sees the same
+    # event and stops after the step it is running.
+    breaker = ScriptAgent("breaker", act_break(), "finishing")
+    skipped, later = ScriptAgent("skipped"), ScriptAgent("later")
+    loop = LoopAgent("loop", [SequentialAgent("seq", [breaker, skipped]), later], max_iterations=4)
+    events = await run_events(loop)
+    assert simplify_events(events) == ["breaker: [break_loop]", "breaker: finishing"]
+    assert (breaker.runs, skipped.runs, later.runs) == (1, 0, 0)
+
+
+async def test_a_loop_stops_at_the_first_error() -> None:
+    a = ScriptAgent("a", "A")
+    boom = ScriptAgent("boom", ValueError("nope"))
+    events = await run_events(LoopAgent("loop", [a, boom]))
+    assert simplify_events(events) == ["a: A", "boom: [error nope]"]
+    assert a.runs == 1
+
+
+# -- ParallelAgent ------------------------------------------------------------------------------
+
+
+async def test_parallel_events_interleave_as_they_happen() -> None:
+    # Each branch can only go on once the other has said something: run one after the other,
+    # this deadlocks; run concurrently, the events must come a1 < b1 < a2.
+    a_said, b_said = asyncio.Event(), asyncio.Event()
+    a = ScriptAgent("a", "a1", do(a_said.set), b_said, "a2")
+    b = ScriptAgent("b", a_said, "b1", do(b_said.set), "b2")
+    async with asyncio.timeout(5):
+        events = await run_events(ParallelAgent("par", [a, b]))
+    lines = simplify_events(events)
+    assert sorted(lines) == ["a: a1", "a: a2", "b: b1", "b: b2"]
+    assert lines.index("a: a1") < lines.index("b: b1") < lines.index("a: a2")
+    assert {e.run_path for e in events} == {("par", "a"), ("par", "b")}
+
+
+async def test_each_branch_waits_until_its_previous_event_was_taken() -> None:
+    produced: list[int] = []
+    steps: list[Any] = []
+    for i in range(4):
+        steps += [do(partial(produced.append, i)), f"a{i}"]
+    fast = ScriptAgent("fast", *steps)
+    other = ScriptAgent("other", "o1", "o2")
+    seen = 0
+    async with asyncio.timeout(5):
+        async for event in Runner(ParallelAgent("par", [fast, other])).run("go"):
+            if event.agent_name != "fast":
+                continue
+            seen += 1
+            for _ in range(20):  # give the branch every chance to run ahead
+                await asyncio.sleep(0)
+            assert len(produced) == seen, "the branch ran ahead of its consumer"
+    assert seen == 4
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+async def test_max_concurrency_bounds_the_running_branches(limit: int) -> None:
+    state = {"active": 0, "peak": 0}
+
+    def enter() -> None:
+        state["active"] += 1
+        state["peak"] = max(state["peak"], state["active"])
+
+    def leave() -> None:
+        state["active"] -= 1
+
+    branches = [ScriptAgent(f"b{i}", do(enter), f"hi{i}", f"bye{i}", do(leave)) for i in range(6)]
+    async with asyncio.timeout(5):
+        events = await run_events(ParallelAgent("par", branches, max_concurrency=limit))
+    assert state["peak"] == limit
+    assert [b.completed for b in branches] == [1] * 6
+    assert len(events) == 12
+
+
+async def test_a_failing_branch_cancels_its_siblings_and_leaves_no_task() -> None:
+    started, never = asyncio.Event(), asyncio.Event()
+    blocker = ScriptAgent("blocker", "started", do(started.set), never, "never")
+    failer = ScriptAgent("failer", started, RuntimeError("branch broke"))
+    after = ScriptAgent("after", "never")
+    before = other_tasks()
+    async with asyncio.timeout(5):
+        events = await run_events(
+            SequentialAgent("seq", [ParallelAgent("par", [blocker, failer]), after])
+        )
+    assert simplify_events(events) == ["blocker: started", "failer: [error branch broke]"]
+    assert blocker.cancelled == 1 and blocker.closed == 1 and blocker.completed == 0
+    assert after.runs == 0
+    assert other_tasks() == before
+
+
+async def test_exit_in_a_branch_cancels_the_siblings_and_ends_the_run() -> None:
+    started, never = asyncio.Event(), asyncio.Event()
+    blocker = ScriptAgent("blocker", do(started.set), never)
+    exiter = ScriptAgent("exiter", started, "done", act_exit(), "never")
+    after = ScriptAgent("after", "never")
+    before = other_tasks()
+    async with asyncio.timeout(5):
+        events = await run_events(
+            SequentialAgent("seq", [ParallelAgent("par", [blocker, exiter]), after])
+        )
+    assert simplify_events(events) == ["exiter: done", "exiter: [exit]"]
+    assert blocker.cancelled == 1 and exiter.closed == 1 and after.runs == 0
+    assert other_tasks() == before
+
+
+async def test_an_unhandled_transfer_from_a_branch_is_an_error() -> None:
+    # docs/architecture.md: there is no single "next agent" for a set of concurrent branches.
+    mover = ScriptAgent("mover", act_transfer("elsewhere"))
+    events = await run_events(ParallelAgent("par", [mover, ScriptAgent("other")]))
+    errors = [e for e in events if e.error is not None]
+    assert len(errors) == 1 and "transfer failed" in errors[0].error.message  # type: ignore[union-attr]
+
+
+async def test_steps_after_a_parallel_agent_continue_the_run_path() -> None:
+    par = ParallelAgent("par", [ScriptAgent("a", "A")])
+    events = await run_events(SequentialAgent("seq", [par, ScriptAgent("z", "Z")]))
+    assert [e.run_path for e in events] == [("seq", "par", "a"), ("seq", "par", "z")]
