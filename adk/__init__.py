@@ -16,6 +16,7 @@ from .history import HistoryEntry, HistoryRewriter
 from .interrupts import Interrupt, InterruptInfo, InterruptPoint, ResumeContext
 from .messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, Usage
 from .models.base import ChatModel, ModelError, ModelOptions, RetryPolicy
+from .resources import Prompt, Resources
 from .runner import RunError, Runner, RunResult
 from .streams import MessageStream
 from .tools import (
@@ -61,6 +62,8 @@ __all__ = [
     "ModelOptions",
     "OpenAIChatModel",
     "ParallelAgent",
+    "Prompt",
+    "Resources",
     "ResumableAgent",
     "ResumeContext",
     "RetryPolicy",

@@ -1,0 +1,12 @@
+"""MCP servers as pyadk resources: their tools become tools, their prompts become prompts.
+
+``StdioServer``, ``HTTPServer`` (streamable HTTP) and ``SSEServer`` say where a server is;
+``MCPToolset(server)`` offers its tools to agents, connecting on first use. ``Resources.add_mcp``
+registers a server's tools and prompts by name. Importing this package imports the ``mcp`` SDK,
+so ``import adk`` does not import it.
+"""
+
+from ._servers import HTTPServer, SSEServer, StdioServer
+from ._toolset import MCPToolset
+
+__all__ = ["HTTPServer", "MCPToolset", "SSEServer", "StdioServer"]

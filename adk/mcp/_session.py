@@ -1,0 +1,363 @@
+"""The life of an MCP client session: one owner task per connection, lazy connect, reconnect.
+
+The ``mcp`` client is built from anyio task groups and cancel scopes, which must be entered and
+exited in the same task. A session used by an agent is opened by whichever task first needs it and
+used by many others (parallel tool calls, several runs), and closed by yet another (the runner's
+``aclose``). So no caller ever enters the client's contexts: each connection gets a dedicated owner
+task that enters them, publishes the connected ``mcp.Client``, waits for a stop signal and exits
+them itself. Callers only make requests on the published client, which is safe from any task.
+
+The owner task also isolates callers from transport failures: when a transport's task group
+crashes (an HTTP server dying mid-request), the cancellation lands in the owner task, and callers
+see a clean "connection closed" error instead of being cancelled themselves.
+
+A dropped connection is noticed three ways: the transport's read stream ends (stdio server exited),
+the owner task ends (transport crashed), or a request fails with ``CONNECTION_CLOSED``. The next
+user of the session then reconnects — one attempt per use, so a server that stays down gives a
+clear error each time instead of a retry loop, and one that comes back is picked up again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.abc
+from mcp.client import Client
+from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    METHOD_NOT_FOUND,
+    Implementation,
+    PromptListChangedNotification,
+    ToolListChangedNotification,
+)
+
+from ._servers import ServerConfig
+
+if TYPE_CHECKING:
+    from mcp.client._transport import TransportStreams
+    from mcp.client.session import IncomingMessage
+
+__all__ = ["Connection", "Session", "describe_error"]
+
+logger = logging.getLogger("adk.mcp")
+
+_CLIENT_INFO = Implementation(name="pyadk", version="0.1.0")
+# Backoff for re-opening a dropped change stream on a connection that is otherwise alive.
+_RELISTEN_DELAY = 0.5
+_RELISTEN_MAX_DELAY = 30.0
+
+
+def describe_error(exc: BaseException) -> str:
+    """A one-line reason for a failure, digging the first real error out of exception groups
+    (anyio task groups wrap transport failures in them)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, MCPError):
+        return exc.error.message
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class _WatchedReadStream:
+    """Passes the transport's incoming messages through and reports when they end.
+
+    The end of this stream is the earliest sign that a stdio server has exited; noticing it lets
+    the next call reconnect *before* sending, instead of losing a request to a dead pipe.
+    """
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    @property
+    def last_context(self) -> Any:
+        # The mcp dispatcher reads the sender's contextvars from here (HTTP transports set it).
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._on_end()
+            raise
+
+    def __aiter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedReadStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
+    """A server's transport with its read side watched (see ``_WatchedReadStream``)."""
+
+    def __init__(
+        self, inner: AbstractAsyncContextManager[TransportStreams], on_end: Callable[[], None]
+    ) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def __aenter__(self) -> TransportStreams:
+        read, write = await self._inner.__aenter__()
+        return _WatchedReadStream(read, self._on_end), write
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc, tb)
+
+
+class Connection:
+    """One connected client session and the task that owns it."""
+
+    def __init__(self, server: ServerConfig, on_message: Callable[[Any], None]) -> None:
+        self._server = server
+        self._on_message = on_message
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Future[Client] | None = None
+        self.client: Client | None = None
+        self.lost = False
+        # True while the cached tool/prompt lists can be trusted to be announced when they change:
+        # always on handshake-era connections (changes arrive as plain notifications), and on
+        # 2026-07-28 connections while the subscriptions/listen stream is open.
+        self.watching = True
+
+    @property
+    def usable(self) -> bool:
+        return self.client is not None and not self.lost
+
+    def mark_lost(self) -> None:
+        self.lost = True
+
+    async def open(self, wait_limit: float) -> Client:
+        """Start the owner task and wait until the session is connected (or failed)."""
+        loop = asyncio.get_running_loop()
+        ready: asyncio.Future[Client] = loop.create_future()
+        # Whoever gives up on `ready` first, its outcome is retrieved here: no "never retrieved".
+        ready.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self._ready = ready
+        self._task = asyncio.create_task(self._own(ready), name=f"mcp session {self._server}")
+        try:
+            async with asyncio.timeout(wait_limit):
+                client = await asyncio.shield(ready)
+        except TimeoutError:
+            await self.close()
+            raise ConnectionError(
+                f"could not connect to MCP server '{self._server}': "
+                f"no answer within {wait_limit:g}s (connect_timeout)"
+            ) from None
+        except Exception as exc:
+            await self.close()
+            raise ConnectionError(
+                f"could not connect to MCP server '{self._server}': {describe_error(exc)}"
+            ) from exc
+        except BaseException:
+            await self.close()  # cancelled while connecting: leave nothing running behind
+            raise
+        self.client = client
+        return client
+
+    async def close(self) -> None:
+        """Ask the owner task to exit the session's contexts, and wait until it has."""
+        task = self._task
+        if task is None:
+            return
+        self.lost = True
+        self._stop.set()
+        if self._ready is None or not self._ready.done():
+            task.cancel()  # still handshaking: abort it (it is the owner task that gets cancelled)
+        try:
+            # Shielded: even if our caller is cancelled meanwhile, the owner finishes closing, so
+            # no subprocess is left behind.
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # we are being cancelled ourselves
+            # else: the owner ended by the cancellation we sent it; nothing to report
+        except (Exception, BaseExceptionGroup) as exc:  # closing never fails the caller
+            logger.debug("MCP session with '%s' closed with: %s", self._server, describe_error(exc))
+
+    async def _own(self, ready: asyncio.Future[Client]) -> None:
+        """The owner task: every async context of the session is entered and exited here."""
+        try:
+            transport = _WatchedTransport(self._server._transport(), self.mark_lost)
+            client = Client(
+                transport,
+                mode="auto",
+                cache=None,  # the toolset caches lists itself and re-lists on change notices
+                message_handler=self._handle,
+                client_info=_CLIENT_INFO,
+            )
+            async with client, anyio.create_task_group() as group:
+                caps = client.server_capabilities
+                tools = bool(caps.tools and caps.tools.list_changed)
+                prompts = bool(caps.prompts and caps.prompts.list_changed)
+                if tools or prompts:
+                    # Subscribed before the session is published, so no change goes unnoticed
+                    # between a first listing and the subscription.
+                    await group.start(self._watch_changes, client, tools, prompts)
+                if not ready.done():
+                    ready.set_result(client)
+                await self._stop.wait()
+                group.cancel_scope.cancel()
+        except Exception as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            elif not self._stop.is_set():
+                logger.debug("MCP session with '%s' ended: %s", self._server, describe_error(exc))
+        finally:
+            self.lost = True
+            if not ready.done():  # cancelled (or worse) while connecting
+                ready.set_exception(ConnectionError("the connection was closed while connecting"))
+
+    async def _watch_changes(
+        self,
+        client: Client,
+        tools: bool,
+        prompts: bool,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Keep a subscriptions/listen stream open for list changes (2026-07-28 connections).
+
+        On those connections changes are announced only to such a stream; the events also reach
+        the message handler, which is what advances the epochs. When the stream drops while the
+        connection lives (a restarted stateless HTTP server), it is opened again, and everything
+        counts as changed, since announcements in between were missed. Handshake-era connections
+        get plain notifications and need none of this.
+        """
+        started = False
+
+        def report_started() -> None:
+            nonlocal started
+            if not started:
+                started = True
+                task_status.started()
+
+        delay = _RELISTEN_DELAY
+        while not self.lost:
+            try:
+                async with client.listen(
+                    tools_list_changed=tools, prompts_list_changed=prompts
+                ) as subscription:
+                    if started:
+                        self._on_message(None)  # re-subscribed: changes may have been missed
+                    self.watching = True
+                    report_started()
+                    delay = _RELISTEN_DELAY
+                    async for _event in subscription:
+                        pass
+            except ListenNotSupportedError:
+                report_started()
+                return  # handshake era: plain notifications, `watching` stays true
+            except MCPError as exc:
+                logger.debug("MCP change stream from '%s' ended: %s", self._server, exc)
+                if exc.code == METHOD_NOT_FOUND:  # not served: lists are re-fetched on every use
+                    self.watching = False
+                    report_started()
+                    return
+            except (SubscriptionLost, TimeoutError) as exc:
+                logger.debug("MCP change stream from '%s' ended: %s", self._server, exc)
+            self.watching = False
+            self._on_message(None)
+            report_started()
+            await anyio.sleep(delay)
+            delay = min(delay * 2, _RELISTEN_MAX_DELAY)
+        report_started()
+
+    async def _handle(self, message: IncomingMessage) -> None:
+        self._on_message(message)
+
+
+class Session:
+    """Lazily connected, reconnecting access to one MCP server, shared by a toolset's tools.
+
+    ``tools_epoch``/``prompts_epoch`` advance whenever the server announces a list change or the
+    session reconnects; a cached list tagged with an older epoch must be fetched again.
+    """
+
+    def __init__(self, server: ServerConfig, *, connect_timeout: float) -> None:
+        self.server = server
+        self._connect_timeout = connect_timeout
+        self._live: Connection | None = None
+        self._lock = asyncio.Lock()
+        self.tools_epoch = 0
+        self.prompts_epoch = 0
+        self.connections_opened = 0
+
+    @property
+    def current(self) -> Connection | None:
+        return self._live
+
+    async def connection(self) -> Connection:
+        """The live connection, connecting first if there is none or the last one dropped.
+
+        One attempt per call: failure raises ``ConnectionError`` naming the server and the reason.
+        """
+        live = self._live
+        if live is not None and live.usable:
+            return live
+        async with self._lock:
+            live = self._live
+            if live is not None and live.usable:
+                return live
+            if live is not None:
+                self._live = None
+                await live.close()
+            fresh = Connection(self.server, self._on_message)
+            await fresh.open(self._connect_timeout)
+            self._live = fresh
+            self.connections_opened += 1
+            # Whatever was listed on an earlier connection may have changed while it was down.
+            self.tools_epoch += 1
+            self.prompts_epoch += 1
+            return fresh
+
+    def _on_message(self, message: Any) -> None:
+        if message is None:  # the change stream ended: assume anything may have changed
+            self.tools_epoch += 1
+            self.prompts_epoch += 1
+        elif isinstance(message, ToolListChangedNotification):
+            self.tools_epoch += 1
+        elif isinstance(message, PromptListChangedNotification):
+            self.prompts_epoch += 1
+        elif isinstance(message, Exception):
+            logger.debug(
+                "MCP transport for '%s' reported: %s", self.server, describe_error(message)
+            )
+
+    async def aclose(self) -> None:
+        """Close the current connection, if any. The session may connect again on next use."""
+        async with self._lock:
+            live, self._live = self._live, None
+            if live is not None:
+                await live.close()

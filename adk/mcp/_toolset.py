@@ -1,0 +1,432 @@
+"""``MCPToolset``: an MCP server's tools (and prompts) as pyadk tools, resolved at run time.
+
+Everything a model can trigger through a tool call ends as a ``ToolResult`` — bad JSON, a server
+error, a timeout, a dropped connection — because the model can read an error and try something
+else, while an exception would end the run. Listing tools and rendering prompts happen in code the
+developer controls, so there failures raise (``ConnectionError``, ``TimeoutError``,
+``RuntimeError``) with the server and the reason in the message.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import anyio
+import httpx2
+from mcp.client import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST, CallToolResult
+from mcp.types import Prompt as _WirePrompt
+from mcp.types import Tool as _WireTool
+
+from ..messages import Message
+from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
+from ._content import block_text, blocks_text
+from ._servers import HTTPServer, ServerConfig, SSEServer, StdioServer
+from ._session import Connection, Session, describe_error
+
+if TYPE_CHECKING:
+    from ..context import RunContext
+
+__all__ = ["MCPToolset"]
+
+_T = TypeVar("_T")
+
+_ToolFilter = Callable[[ToolSpec], bool] | Collection[str]
+"""Which server tools to offer: a collection of tool names, or a predicate over each tool's spec
+(with the server's own, unprefixed name)."""
+
+_PAGE_LIMIT = 100  # a server whose cursors never end cannot hang listing
+# Failures that mean the connection itself is gone, not that the request was refused.
+_TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.TransportError)
+
+
+def _is_connection_lost(exc: BaseException) -> bool:
+    if isinstance(exc, MCPError):
+        return exc.code == CONNECTION_CLOSED
+    return isinstance(exc, _TRANSPORT_ERRORS)
+
+
+def _is_session_expired(exc: BaseException) -> bool:
+    """A stateful HTTP server answers 404 for a session it does not know (it restarted, or dropped
+    the session): the request was refused before anything ran."""
+    return (
+        isinstance(exc, MCPError)
+        and exc.code == INVALID_REQUEST
+        and exc.error.message in ("Session terminated", "Session not found")
+    )
+
+
+def _parse_arguments(text: str) -> dict[str, Any]:
+    if not text or not text.strip():
+        return {}  # some models send "" for tools without parameters
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
+        ) from None
+    if not isinstance(value, dict):
+        raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _parameters(schema: Any) -> dict[str, Any]:
+    parameters = dict(schema) if isinstance(schema, dict) else {}
+    parameters.setdefault("type", "object")
+    if parameters["type"] == "object":
+        parameters.setdefault("properties", {})  # OpenAI rejects object schemas without it
+    return parameters
+
+
+def _to_result(result: CallToolResult) -> ToolResult:
+    text = blocks_text(result.content)
+    structured = result.structured_content
+    if not text and structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    if result.is_error:
+        text = text or "the tool reported an error without a message"
+        if not text.startswith("Error:"):
+            text = f"Error: {text}"
+        return ToolResult(content=text, is_error=True, structured=structured)
+    return ToolResult(content=text, structured=structured)
+
+
+class _MCPTool:
+    """One server tool. It holds no connection: every call goes through the toolset's session, so
+    a tool obtained before a reconnect keeps working after it."""
+
+    __slots__ = ("_mcp_name", "_spec", "_toolset")
+
+    def __init__(self, toolset: MCPToolset, mcp_name: str, spec: ToolSpec) -> None:
+        self._toolset = toolset
+        self._mcp_name = mcp_name
+        self._spec = spec
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
+        return await self._toolset._call(self._spec.name, self._mcp_name, arguments)
+
+    def __repr__(self) -> str:
+        return f"<MCP tool {self._spec.name!r} of {self._toolset.server}>"
+
+
+@dataclass(frozen=True)
+class _PromptArgument:
+    """An argument an MCP prompt accepts."""
+
+    name: str
+    description: str = ""
+    required: bool = False
+
+
+class _MCPPrompt:
+    """A prompt template kept on an MCP server; ``render`` asks the server to fill it in."""
+
+    __slots__ = ("_mcp_name", "_toolset", "arguments", "description", "name")
+
+    def __init__(
+        self,
+        toolset: MCPToolset,
+        mcp_name: str,
+        name: str,
+        description: str,
+        arguments: tuple[_PromptArgument, ...],
+    ) -> None:
+        self._toolset = toolset
+        self._mcp_name = mcp_name
+        self.name = name
+        self.description = description
+        self.arguments = arguments
+
+    async def render(self, **arguments: Any) -> list[Message]:
+        """The prompt's messages with ``arguments`` filled in (non-string values are sent as
+        JSON text: MCP prompt arguments are strings)."""
+        missing = [a.name for a in self.arguments if a.required and a.name not in arguments]
+        if missing:
+            raise ValueError(f"prompt {self.name!r} needs argument(s): {', '.join(missing)}")
+        return await self._toolset._render(self.name, self._mcp_name, arguments)
+
+    def __repr__(self) -> str:
+        return f"<MCP prompt {self.name!r} of {self._toolset.server}>"
+
+
+@dataclass
+class _Listing:
+    connection: Connection
+    epoch: int
+    items: list[Any]
+
+
+class MCPToolset:
+    """The tools of one MCP server, as a pyadk ``Toolset``.
+
+    Nothing happens at construction: the first ``tools()`` (or tool call, or prompt) connects. The
+    tool list is fetched once and again only when the server announces a change (or after a
+    reconnect). Calls run concurrently over the one session. ``aclose()`` (or ``async with``) ends
+    the session and stops a stdio server; a later use connects afresh.
+
+    ``prefix`` renames every tool (and prompt) to ``{prefix}_{name}`` so two servers with the same
+    tool names can serve one agent. ``call_timeout`` bounds each tool call (and each list/prompt
+    request); ``None`` waits forever. ``connect_timeout`` bounds starting a session.
+    """
+
+    def __init__(
+        self,
+        server: ServerConfig,
+        tool_filter: _ToolFilter | None = None,
+        prefix: str | None = None,
+        *,
+        call_timeout: float | None = 60.0,
+        connect_timeout: float = 30.0,
+    ) -> None:
+        if not isinstance(server, StdioServer | HTTPServer | SSEServer):
+            raise TypeError(
+                "MCPToolset needs a StdioServer, HTTPServer or SSEServer, "
+                f"got {type(server).__name__}"
+            )
+        if prefix is not None and (not isinstance(prefix, str) or not prefix):
+            raise ValueError(f"prefix must be a non-empty string or None, got {prefix!r}")
+        if call_timeout is not None and not call_timeout > 0:
+            raise ValueError(f"call_timeout must be positive or None, got {call_timeout!r}")
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout must be positive, got {connect_timeout!r}")
+        self._session = Session(server, connect_timeout=connect_timeout)
+        self._accepts = _compile_filter(tool_filter)
+        self._prefix = prefix
+        self._call_timeout = call_timeout
+        self._tools: _Listing | None = None
+        self._prompts: _Listing | None = None
+
+    @property
+    def server(self) -> ServerConfig:
+        return self._session.server
+
+    @property
+    def prefix(self) -> str | None:
+        return self._prefix
+
+    def __repr__(self) -> str:
+        return f"MCPToolset({self.server!r}, prefix={self._prefix!r})"
+
+    # -- Toolset -------------------------------------------------------------------------------
+    async def tools(self, ctx: RunContext | None = None) -> list[Tool]:
+        """The server's tools (filtered and prefixed). Raises ``ConnectionError`` if the server
+        cannot be reached."""
+        listing = await self._listing("tools")
+        return list(listing.items)
+
+    async def prompts(self) -> list[_MCPPrompt]:
+        """The server's prompts (prefixed like tools), each renderable by name."""
+        listing = await self._listing("prompts")
+        return list(listing.items)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """End the session (and a stdio server process). Safe to call more than once."""
+        await self._session.aclose()
+        self._tools = None
+        self._prompts = None
+
+    async def __aenter__(self) -> MCPToolset:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    # -- internals -----------------------------------------------------------------------------
+    def _exposed(self, name: str) -> str:
+        return f"{self._prefix}_{name}" if self._prefix else name
+
+    def _fresh(self, listing: _Listing | None, epoch: int) -> bool:
+        if listing is None:
+            return False
+        live = listing.connection
+        return (
+            live is self._session.current
+            and live.usable
+            and live.watching
+            and listing.epoch == epoch
+        )
+
+    async def _listing(self, kind: str) -> _Listing:
+        session = self._session
+        cached = self._tools if kind == "tools" else self._prompts
+        if self._fresh(cached, session.tools_epoch if kind == "tools" else session.prompts_epoch):
+            assert cached is not None
+            return cached
+
+        async def fetch(client: Client) -> list[Any]:
+            return await (
+                self._fetch_tools(client) if kind == "tools" else self._fetch_prompts(client)
+            )
+
+        # The epoch is read before fetching: a change announced meanwhile makes this listing stale.
+        live, items, epoch = await self._request(fetch, f"listing its {kind}", kind=kind)
+        listing = _Listing(live, epoch, items)
+        if kind == "tools":
+            self._tools = listing
+        else:
+            self._prompts = listing
+        return listing
+
+    async def _fetch_tools(self, client: Client) -> list[Any]:
+        wire: list[_WireTool] = []
+        cursor: str | None = None
+        for _ in range(_PAGE_LIMIT):
+            page = await client.list_tools(cursor=cursor)
+            wire.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        tools: list[Any] = []
+        for tool in wire:
+            spec = ToolSpec(
+                name=tool.name,
+                description=tool.description or tool.title or "",
+                parameters=_parameters(tool.input_schema),
+            )
+            if not self._accepts(spec):
+                continue
+            if self._prefix:
+                spec = spec.model_copy(update={"name": self._exposed(tool.name)})
+            tools.append(_MCPTool(self, tool.name, spec))
+        return tools
+
+    async def _fetch_prompts(self, client: Client) -> list[Any]:
+        wire: list[_WirePrompt] = []
+        cursor: str | None = None
+        for _ in range(_PAGE_LIMIT):
+            page = await client.list_prompts(cursor=cursor)
+            wire.extend(page.prompts)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return [
+            _MCPPrompt(
+                self,
+                prompt.name,
+                self._exposed(prompt.name),
+                prompt.description or prompt.title or "",
+                tuple(
+                    _PromptArgument(a.name, a.description or "", bool(a.required))
+                    for a in prompt.arguments or ()
+                ),
+            )
+            for prompt in wire
+        ]
+
+    async def _request(
+        self, op: Callable[[Client], Awaitable[_T]], what: str, *, kind: str = ""
+    ) -> tuple[Connection, _T, int]:
+        """Run an idempotent request, reconnecting and retrying once if the connection drops.
+
+        Returns the connection used, the result, and the list epoch read before the request.
+        """
+        server = self.server
+        for attempt in (1, 2):
+            live = await self._session.connection()
+            epoch = self._session.prompts_epoch if kind == "prompts" else self._session.tools_epoch
+            assert live.client is not None
+            try:
+                with anyio.fail_after(self._call_timeout):
+                    return live, await op(live.client), epoch
+            except TimeoutError:
+                raise TimeoutError(
+                    f"MCP server '{server}' did not answer within {self._call_timeout:g}s "
+                    f"while {what}"
+                ) from None
+            except Exception as exc:
+                if _is_connection_lost(exc) or _is_session_expired(exc):
+                    live.mark_lost()
+                    if attempt == 1:
+                        continue
+                    raise ConnectionError(
+                        f"lost the connection to MCP server '{server}' while {what}"
+                    ) from exc
+                raise RuntimeError(
+                    f"MCP server '{server}' failed while {what}: {describe_error(exc)}"
+                ) from exc
+        raise AssertionError("unreachable")
+
+    async def _call(self, name: str, mcp_name: str, arguments: str) -> ToolResult:
+        try:
+            parsed = _parse_arguments(arguments)
+        except ValueError as exc:
+            return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
+        for attempt in (1, 2):
+            try:
+                live = await self._session.connection()
+            except ConnectionError as exc:
+                return ToolResult.error(f"tool '{name}' is unavailable: {exc}")
+            client = live.client
+            assert client is not None
+            result: CallToolResult | None = None
+            try:
+                with anyio.move_on_after(self._call_timeout) as deadline:
+                    result = await client.call_tool(mcp_name, parsed)
+            except Exception as exc:
+                if _is_session_expired(exc) and attempt == 1:
+                    # The server no longer knows the session (it restarted): the call was refused
+                    # before reaching the tool, so it is safe to send again on a new session.
+                    live.mark_lost()
+                    continue
+                if _is_connection_lost(exc):
+                    # The request may have reached the server, so it is not repeated (tools are
+                    # not assumed idempotent); the next call reconnects.
+                    live.mark_lost()
+                    return ToolResult.error(
+                        f"the connection to MCP server '{self.server}' was lost while tool "
+                        f"'{name}' was running; it will reconnect on the next call"
+                    )
+                return ToolResult.error(f"tool '{name}' failed: {describe_error(exc)}")
+            if result is None or deadline.cancelled_caught:
+                return ToolResult.error(
+                    f"tool '{name}' timed out after {self._call_timeout:g}s and was cancelled"
+                )
+            return _to_result(result)
+        return ToolResult.error(
+            f"tool '{name}' is unavailable: MCP server '{self.server}' keeps refusing the session"
+        )
+
+    async def _render(self, name: str, mcp_name: str, arguments: dict[str, Any]) -> list[Message]:
+        values = {
+            key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            for key, value in arguments.items()
+        }
+
+        async def fetch(client: Client) -> list[Message]:
+            result = await client.get_prompt(mcp_name, values)
+            return [
+                Message.user(block_text(m.content))
+                if m.role == "user"
+                else Message.assistant(block_text(m.content))
+                for m in result.messages
+            ]
+
+        _, messages, _ = await self._request(fetch, f"rendering prompt '{name}'", kind="prompts")
+        return messages
+
+
+def _compile_filter(tool_filter: _ToolFilter | None) -> Callable[[ToolSpec], bool]:
+    if tool_filter is None:
+        return lambda spec: True
+    if isinstance(tool_filter, str):
+        raise TypeError("tool_filter must be a collection of tool names or a predicate, not a str")
+    if callable(tool_filter):
+        predicate = tool_filter
+        return lambda spec: bool(predicate(spec))
+    names = frozenset(tool_filter)
+    return lambda spec: spec.name in names

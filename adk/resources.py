@@ -1,0 +1,349 @@
+"""Named resources a run can reach: models, tools, prompts, and the MCP servers that supply some.
+
+Agents may name their tools (``tools=["get_time"]``) instead of holding them, so one configuration
+can declare what exists and agents pick by name at run time. ``Resources`` is that registry: the
+``Runner`` receives it (``Runner(agent, resources=...)``) and closes it with the runner.
+
+MCP servers are registered with ``add_mcp``; their tools and prompts join the registry under their
+own names (or ``{prefix}_{name}``), listed lazily the first time a name is looked up, and again when
+a server announces a change. Two sources offering one name is an error, reported when the clash is
+seen, because silently picking one would run the wrong tool.
+
+This module imports no MCP code: ``add_mcp`` loads ``adk.mcp`` on first use, so ``import adk``
+stays light for programs that never talk to an MCP server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from .messages import Message
+from .tools.base import Tool, ToolContext, ToolResult, ToolSpec
+
+if TYPE_CHECKING:
+    from .mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
+
+__all__ = ["Prompt", "Resources"]
+
+logger = logging.getLogger("adk.resources")
+
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@runtime_checkable
+class Prompt(Protocol):
+    """A named prompt template: ``await prompt.render(**arguments)`` gives its messages."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
+
+    async def render(self, **arguments: Any) -> list[Message]: ...
+
+
+class _TemplatePrompt:
+    """A prompt kept in code: text or messages with ``{argument}`` placeholders.
+
+    Placeholders are plain names; ``{{`` and ``}}`` are literal braces. Nothing else in the template
+    is interpreted (no attribute access, no format specs), so argument values and templates cannot
+    reach into objects.
+    """
+
+    __slots__ = ("_messages", "description", "name")
+
+    def __init__(self, name: str, messages: list[Message], description: str = "") -> None:
+        self.name = name
+        self.description = description
+        self._messages = messages
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        found: dict[str, None] = {}
+        for message in self._messages:
+            for match in _PLACEHOLDER.finditer(message.content):
+                if match.group(1):
+                    found[match.group(1)] = None
+        return tuple(found)
+
+    async def render(self, **arguments: Any) -> list[Message]:
+        missing = [name for name in self.arguments if name not in arguments]
+        if missing:
+            raise ValueError(f"prompt {self.name!r} needs argument(s): {', '.join(missing)}")
+        return [
+            message.model_copy(update={"content": _fill(message.content, arguments)})
+            for message in self._messages
+        ]
+
+    def __repr__(self) -> str:
+        return f"<prompt {self.name!r}>"
+
+
+def _fill(template: str, arguments: Mapping[str, Any]) -> str:
+    def substitute(match: re.Match[str]) -> str:
+        token = match.group(0)
+        if token == "{{":
+            return "{"
+        if token == "}}":
+            return "}"
+        return str(arguments[match.group(1)])
+
+    return _PLACEHOLDER.sub(substitute, template)
+
+
+class _RenamedTool:
+    """A tool registered under another name than its spec's: the model sees the new name."""
+
+    __slots__ = ("_spec", "_tool")
+
+    def __init__(self, tool: Tool, name: str) -> None:
+        self._tool = tool
+        self._spec = tool.spec.model_copy(update={"name": name})
+
+    @property
+    def spec(self) -> ToolSpec:
+        return self._spec
+
+    async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
+        return await self._tool.run(arguments, ctx)
+
+
+class Resources:
+    """A registry of named models, tools, prompts and MCP servers.
+
+    Registration is synchronous and checks names at once; lookups of MCP-provided names are async
+    because the first one connects to the servers. ``aclose()`` (or ``async with``) closes MCP
+    sessions and any model with an ``aclose`` method.
+    """
+
+    def __init__(self) -> None:
+        self._models: dict[str, Any] = {}
+        self._tools: dict[str, Tool] = {}
+        self._prompts: dict[str, Prompt] = {}
+        self._mcp: dict[str, MCPToolset] = {}
+
+    # -- registration --------------------------------------------------------------------------
+    def add_model(self, name: str, model: Any) -> None:
+        """Register a chat model under ``name``."""
+        _check_name(name, "model")
+        if name in self._models:
+            raise ValueError(f"a model named {name!r} is already registered")
+        self._models[name] = model
+
+    def add_tool(self, tool: Tool, name: str | None = None) -> None:
+        """Register a tool under ``name`` (default: its spec's name, which the model then sees)."""
+        if not isinstance(tool, Tool):
+            raise TypeError(
+                f"add_tool needs a Tool (an object with .spec and async .run), "
+                f"got {type(tool).__name__}"
+            )
+        key = tool.spec.name if name is None else name
+        _check_name(key, "tool")
+        if key in self._tools:
+            raise ValueError(f"a tool named {key!r} is already registered")
+        self._tools[key] = tool if key == tool.spec.name else _RenamedTool(tool, key)
+
+    def add_prompt(
+        self, name: str, prompt: str | Sequence[Message] | Prompt, description: str = ""
+    ) -> None:
+        """Register a prompt: a text template (rendered as one user message), a list of messages
+        with ``{argument}`` placeholders, or any object with ``async render(**arguments)``."""
+        _check_name(name, "prompt")
+        if name in self._prompts:
+            raise ValueError(f"a prompt named {name!r} is already registered")
+        if isinstance(prompt, str):
+            self._prompts[name] = _TemplatePrompt(name, [Message.user(prompt)], description)
+        elif isinstance(prompt, Prompt):
+            self._prompts[name] = prompt
+        elif isinstance(prompt, Sequence) and all(isinstance(m, Message) for m in prompt):
+            messages: list[Message] = [m for m in prompt if isinstance(m, Message)]
+            self._prompts[name] = _TemplatePrompt(name, messages, description)
+        else:
+            raise TypeError(
+                "add_prompt needs a str, a list of Messages, or an object with async render(), "
+                f"got {type(prompt).__name__}"
+            )
+
+    def add_mcp(
+        self,
+        name: str,
+        server: StdioServer | HTTPServer | SSEServer | MCPToolset,
+        prefix: str | None = None,
+    ) -> MCPToolset:
+        """Register an MCP server: its tools and prompts become resources by name (prefixed with
+        ``{prefix}_`` when given). Nothing connects until a name is looked up. Pass an
+        ``MCPToolset`` instead of a server to choose its filter and timeouts; its prefix applies.
+        Returns the toolset, which an agent can also take directly as a toolset."""
+        # Imported here, not at the top: the MCP SDK is heavy and only programs that register an
+        # MCP server should pay for it (``import adk`` must stay light).
+        from .mcp import MCPToolset
+
+        _check_name(name, "MCP server")
+        if name in self._mcp:
+            raise ValueError(f"an MCP server named {name!r} is already registered")
+        if isinstance(server, MCPToolset):
+            if prefix is not None:
+                raise ValueError(
+                    "pass prefix to the MCPToolset itself when registering a toolset, "
+                    f"not to add_mcp (toolset prefix: {server.prefix!r})"
+                )
+            toolset = server
+        else:
+            toolset = MCPToolset(server, prefix=prefix)
+        if any(existing is toolset for existing in self._mcp.values()):
+            raise ValueError("this MCPToolset is already registered under another name")
+        self._mcp[name] = toolset
+        return toolset
+
+    # -- lookup --------------------------------------------------------------------------------
+    def get_model(self, name: str) -> Any:
+        try:
+            return self._models[name]
+        except KeyError:
+            raise KeyError(_unknown("model", name, self._models)) from None
+
+    def get_mcp(self, name: str) -> MCPToolset:
+        """The toolset of the MCP server registered as ``name``."""
+        try:
+            return self._mcp[name]
+        except KeyError:
+            raise KeyError(_unknown("MCP server", name, self._mcp)) from None
+
+    async def get_tool(self, name: str) -> Tool:
+        """The tool registered (or offered by a registered MCP server) as ``name``.
+
+        Raises ``KeyError`` for an unknown name (saying which MCP servers could not be asked) and
+        ``ValueError`` when two sources offer the name.
+        """
+        tool = self._tools.get(name)
+        if tool is not None:
+            return tool
+        index, failures = await self._mcp_index("tools")
+        if name in index:
+            found: Tool = index[name][1]
+            return found
+        raise KeyError(_unknown("tool", name, {**self._tools, **index}, failures))
+
+    async def tools(self, names: Iterable[str]) -> list[Tool]:
+        """The tools registered as ``names``, in that order (errors as in ``get_tool``)."""
+        return [await self.get_tool(name) for name in names]
+
+    async def get_prompt(self, name: str) -> Prompt:
+        """The prompt registered (or offered by a registered MCP server) as ``name``."""
+        prompt = self._prompts.get(name)
+        if prompt is not None:
+            return prompt
+        index, failures = await self._mcp_index("prompts")
+        if name in index:
+            found: Prompt = index[name][1]
+            return found
+        raise KeyError(_unknown("prompt", name, {**self._prompts, **index}, failures))
+
+    async def _mcp_index(self, kind: str) -> tuple[dict[str, tuple[str, Any]], dict[str, str]]:
+        """Every MCP-provided name of ``kind`` → (server name, item), and the servers that could
+        not be asked. Servers are asked concurrently; each lists only when its list changed."""
+        own: Mapping[str, object] = self._tools if kind == "tools" else self._prompts
+        registered = list(self._mcp.items())
+        results: list[list[Any] | BaseException] = [ConnectionError()] * len(registered)
+
+        async def ask(position: int, toolset: MCPToolset) -> None:
+            try:
+                if kind == "tools":
+                    results[position] = list(await toolset.tools())
+                else:
+                    results[position] = list(await toolset.prompts())
+            except (ConnectionError, TimeoutError, RuntimeError) as exc:
+                results[position] = exc
+
+        async with asyncio.TaskGroup() as group:
+            for position, (_, toolset) in enumerate(registered):
+                group.create_task(ask(position, toolset))
+
+        index: dict[str, tuple[str, Any]] = {}
+        failures: dict[str, str] = {}
+        singular = kind[:-1]
+        for (server_name, _), result in zip(registered, results, strict=True):
+            if isinstance(result, BaseException):
+                failures[server_name] = str(result) or type(result).__name__
+                continue
+            for item in result:
+                item_name = item.spec.name if kind == "tools" else item.name
+                if item_name in own:
+                    raise ValueError(
+                        f"{singular} name {item_name!r} is offered by MCP server {server_name!r} "
+                        f"and also registered directly; give the server a prefix "
+                        f"(add_mcp(..., prefix=...))"
+                    )
+                clash = index.get(item_name)
+                if clash is not None:
+                    raise ValueError(
+                        f"{singular} name {item_name!r} is offered by MCP servers {clash[0]!r} "
+                        f"and {server_name!r}; give one of them a prefix (add_mcp(..., prefix=...))"
+                    )
+                index[item_name] = (server_name, item)
+        return index, failures
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def aclose(self) -> None:
+        """Close every MCP session and every model that has ``aclose``. Safe to call twice.
+
+        Everything is closed even if one close fails; the first failure is then raised.
+        """
+        closers: list[Any] = [toolset.aclose for toolset in self._mcp.values()]
+        closers += [
+            model.aclose
+            for model in self._models.values()
+            if callable(getattr(model, "aclose", None))
+        ]
+        if not closers:
+            return
+        # Concurrently, and shielded: if our caller is cancelled meanwhile (a cancelled run
+        # unwinding), the closing still finishes, so no session or server process is left behind.
+        outcomes = await asyncio.shield(
+            asyncio.gather(*(close() for close in closers), return_exceptions=True)
+        )
+        failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        for failure in failures:
+            logger.warning("closing a resource failed: %s", failure, exc_info=failure)
+        if failures:
+            raise failures[0]
+
+    async def __aenter__(self) -> Resources:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return (
+            f"Resources(models={list(self._models)}, tools={list(self._tools)}, "
+            f"prompts={list(self._prompts)}, mcp={list(self._mcp)})"
+        )
+
+
+def _check_name(name: str, kind: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a {kind} needs a non-empty string name, got {name!r}")
+
+
+def _unknown(
+    kind: str, name: str, known: Mapping[str, object], failures: Mapping[str, str] | None = None
+) -> str:
+    text = f"no {kind} named {name!r}"
+    if known:
+        text += f" (known: {', '.join(sorted(known))})"
+    if failures:
+        reasons = "; ".join(f"{server}: {reason}" for server, reason in failures.items())
+        text += f"; MCP servers that could not be asked: {reasons}"
+    return text

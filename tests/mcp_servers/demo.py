@@ -1,0 +1,149 @@
+"""The MCP server the MCP tests talk to, written with the ``mcp`` package (2.x ``MCPServer``).
+
+One definition, served over stdio (``stdio_server.py``) and over streamable HTTP or SSE
+(``http_server.py``), so every transport is exercised against the same behaviour:
+
+- typed arguments (``add``), structured output (``forecast``), a tool error (``fail``);
+- a tool that never returns (``hang``) and a counter that shows the client cancelled it;
+- a rendezvous (``rendezvous``) that only completes when ``n`` calls are inside it at once, which
+  proves calls run concurrently over one session without measuring time;
+- tools that change the tool list with and without announcing it (``add_tool``,
+  ``add_tool_silently``), to prove the client re-lists on the announcement and only then;
+- ``pid`` and ``die`` (the process exits mid-call: a dropped connection);
+- prompts with arguments (``greet``, ``review``).
+
+With ``legacy=True`` the server refuses ``server/discover``, so clients fall back to the
+``initialize`` handshake (protocol 2025-11-25): list changes then travel as plain notifications and
+HTTP sessions are stateful, as with servers built on older SDKs.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Literal
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.shared.exceptions import MCPError
+from mcp.types import METHOD_NOT_FOUND
+from pydantic import BaseModel
+
+
+class Forecast(BaseModel):
+    city: str
+    temperature: float
+    units: Literal["celsius", "fahrenheit"]
+    conditions: list[str]
+
+
+class _State:
+    """Server-side bookkeeping the tests read back through tools."""
+
+    def __init__(self) -> None:
+        self.hangs_started = 0
+        self.hangs_cancelled = 0
+        self.rendezvous: dict[str, tuple[list[int], anyio.Event]] = {}
+
+
+async def _refuse_discover(ctx: Any, call_next: Any) -> Any:
+    if ctx.method == "server/discover":
+        raise MCPError(METHOD_NOT_FOUND, "Method not found")
+    return await call_next(ctx)
+
+
+def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
+    server = MCPServer(name, log_level="WARNING", middleware=[_refuse_discover] if legacy else None)
+    state = _State()
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @server.tool()
+    def forecast(city: str, units: Literal["celsius", "fahrenheit"] = "celsius") -> Forecast:
+        """Tomorrow's weather for a city."""
+        temperature = 21.5 if units == "celsius" else 70.7
+        return Forecast(
+            city=city, temperature=temperature, units=units, conditions=["sunny", "dry"]
+        )
+
+    @server.tool()
+    def fail(message: str) -> str:
+        """Always fails with the given message."""
+        raise ToolError(message)
+
+    @server.tool()
+    async def hang() -> str:
+        """Never returns (until the client cancels the request)."""
+        state.hangs_started += 1
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            state.hangs_cancelled += 1
+            raise
+        return "unreachable"
+
+    @server.tool()
+    def hang_stats() -> dict[str, int]:
+        """How many ``hang`` calls started and how many the client cancelled."""
+        return {"started": state.hangs_started, "cancelled": state.hangs_cancelled}
+
+    @server.tool()
+    async def rendezvous(group: str, n: int, tag: str) -> str:
+        """Returns only once ``n`` calls of ``group`` are inside this tool at the same time."""
+        inside, everyone_arrived = state.rendezvous.setdefault(group, ([0], anyio.Event()))
+        inside[0] += 1
+        if inside[0] >= n:
+            everyone_arrived.set()
+        await everyone_arrived.wait()
+        return tag
+
+    @server.tool()
+    async def add_tool(name: str, ctx: Context) -> str:
+        """Adds a tool named ``name`` and announces that the tool list changed."""
+        _add_echo_tool(server, name)
+        await ctx.notify_tools_changed()  # 2026-07-28 clients: subscriptions/listen
+        await ctx.session.send_tool_list_changed()  # earlier clients: a plain notification
+        return f"added {name}"
+
+    @server.tool()
+    def add_tool_silently(name: str) -> str:
+        """Adds a tool named ``name`` without telling anyone."""
+        _add_echo_tool(server, name)
+        return f"added {name} silently"
+
+    @server.tool()
+    def pid() -> int:
+        """The server's process id."""
+        return os.getpid()
+
+    @server.tool()
+    def die() -> str:
+        """Ends the server process in the middle of the call."""
+        os._exit(3)
+
+    @server.prompt()
+    def greet(name: str, mood: str = "cheerful") -> str:
+        """A greeting for someone."""
+        return f"Write a {mood} greeting for {name}."
+
+    @server.prompt()
+    def review(code: str) -> list[Message]:
+        """A short code-review conversation."""
+        return [
+            UserMessage(f"Review this code:\n{code}"),
+            AssistantMessage("Sure. What should I focus on?"),
+            UserMessage("Correctness first."),
+        ]
+
+    return server
+
+
+def _add_echo_tool(server: MCPServer, name: str) -> None:
+    def echo(text: str) -> str:
+        return text
+
+    server.add_tool(echo, name=name, description=f"Echo tool {name}.")

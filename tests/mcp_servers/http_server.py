@@ -1,0 +1,39 @@
+"""The demo MCP server over HTTP: ``python http_server.py [--sse] [--legacy] [--port N]``.
+
+Serves streamable HTTP at ``/mcp`` (or the legacy SSE transport at ``/sse`` with ``--sse``) on
+127.0.0.1. With ``--port 0`` the OS picks a free port; the first line on stdout is
+``PORT <number>`` once the server accepts connections, so a test can start it and wait for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+import uvicorn
+from demo import build_server
+
+
+async def _serve(port: int, sse: bool, legacy: bool) -> None:
+    server = build_server(legacy=legacy)
+    app = server.sse_app() if sse else server.streamable_http_app()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    web = uvicorn.Server(config)
+    serving = asyncio.create_task(web.serve())
+    while not web.started:
+        if serving.done():
+            await serving  # startup failed: raise its error
+            return
+        await asyncio.sleep(0.01)
+    bound = web.servers[0].sockets[0].getsockname()[1]
+    print(f"PORT {bound}", flush=True)
+    await serving
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--sse", action="store_true")
+    parser.add_argument("--legacy", action="store_true")
+    options = parser.parse_args()
+    asyncio.run(_serve(options.port, options.sse, options.legacy))

@@ -1,0 +1,68 @@
+"""The demo MCP server over stdio: ``python stdio_server.py [--legacy]``.
+
+``--legacy`` serves only the ``initialize`` handshake era (protocol 2025-11-25), as servers built on
+older SDKs do. Environment switches for the lifecycle tests, handled before the (slow) MCP imports:
+
+- ``DEMO_PID_FILE``: write the process id there first thing;
+- ``DEMO_STALL_UNTIL_FILE``: answer nothing until that file exists (a server stuck while starting);
+  exit when the client closes stdin;
+- ``DEMO_REFUSE_START_FILE``: if that file exists, exit at once, before speaking MCP (a server that
+  cannot be restarted).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+
+
+def _stall_until(path: str) -> None:
+    while not os.path.exists(path):
+        readable, _, _ = select.select([sys.stdin], [], [], 0.05)
+        if readable and not os.read(sys.stdin.fileno(), 65536):
+            sys.exit(0)  # stdin closed: the client gave up on us
+
+
+def main() -> None:
+    pid_file = os.environ.get("DEMO_PID_FILE")
+    if pid_file:
+        with open(pid_file, "w") as out:
+            out.write(str(os.getpid()))
+    stall = os.environ.get("DEMO_STALL_UNTIL_FILE")
+    if stall:
+        _stall_until(stall)
+    refuse = os.environ.get("DEMO_REFUSE_START_FILE")
+    if refuse and os.path.exists(refuse):
+        sys.exit(1)
+
+    # Imported only now: the switches above must act within milliseconds of the process starting,
+    # and importing the MCP SDK takes about a second.
+    import anyio
+    from demo import build_server
+    from mcp.server.runner import serve_loop
+    from mcp.server.stdio import stdio_server
+
+    if "--legacy" not in sys.argv[1:]:
+        build_server().run("stdio")
+        return
+
+    # The SDK serves both protocol eras on stdio and offers no switch; its handshake-only loop needs
+    # the low-level server, which MCPServer keeps in a private attribute (test code only).
+    low = build_server(legacy=True)._lowlevel_server
+
+    async def serve_handshake_era_only() -> None:
+        async with stdio_server() as (read, write), low.lifespan(low) as state:
+            await serve_loop(
+                low,
+                read,
+                write,
+                lifespan_state=state,
+                init_options=low.create_initialization_options(),
+            )
+
+    anyio.run(serve_handshake_era_only)
+
+
+if __name__ == "__main__":
+    main()

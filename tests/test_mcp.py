@@ -1,0 +1,685 @@
+"""MCP servers as resources, against real MCP servers (tests/mcp_servers) over stdio, streamable
+HTTP and SSE.
+
+Server processes are slow to start (the ``mcp`` package takes about a second to import), so the
+tests that only read share one stdio server and one HTTP server for the module; tests that kill,
+mutate or time out a server start their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import pytest_asyncio
+from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
+
+from adk import AgentTool, Runner
+from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
+from adk.messages import Message, Role
+from adk.resources import Resources
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from adk.tools.base import Tool, ToolResult, ToolSpec
+from prebuilt import ReActAgent
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+_T = TypeVar("_T")
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def stdio(*flags: str, env: dict[str, str] | None = None) -> StdioServer:
+    return StdioServer(sys.executable, [str(STDIO_SCRIPT), *flags], env=env)
+
+
+async def run(tool: Tool, arguments: Any = None) -> ToolResult:
+    """Run a tool outside an agent (these tools do not use their context)."""
+    text = arguments if isinstance(arguments, str) else json.dumps(arguments or {})
+    result = await tool.run(text, None)  # type: ignore[arg-type]
+    return result if isinstance(result, ToolResult) else ToolResult(content=result)
+
+
+async def call(toolset: MCPToolset, name: str, arguments: Any = None) -> ToolResult:
+    tools = {tool.spec.name: tool for tool in await toolset.tools()}
+    return await run(tools[name], arguments)
+
+
+async def server_pid(toolset: MCPToolset) -> int:
+    result = await call(toolset, "pid")
+    assert not result.is_error, result.content
+    pid: int = result.structured["result"]
+    return pid
+
+
+async def names(toolset: MCPToolset) -> set[str]:
+    return {tool.spec.name for tool in await toolset.tools()}
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[_T]], check: Callable[[_T], bool], attempts: int = 400
+) -> _T:
+    """Probe until ``check`` holds (notifications arrive asynchronously); bounded, not timed."""
+    for _ in range(attempts):
+        value = await probe()
+        if check(value):
+            return value
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"condition never held; last value: {value!r}")
+
+
+def pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def owner_task(toolset: MCPToolset) -> asyncio.Task[None]:
+    """The task that owns the toolset's live session (white box: shows it ends on close)."""
+    live = toolset._session.current
+    assert live is not None and live._task is not None
+    return live._task
+
+
+def session_tasks(server: object) -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks() if t.get_name() == f"mcp session {server}"]
+
+
+def errors_logged(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# -- servers -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def http_process() -> Iterator[HTTPServerProcess]:
+    process = HTTPServerProcess()
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def sse_process() -> Iterator[HTTPServerProcess]:
+    process = HTTPServerProcess(sse=True)
+    process.start()
+    yield process
+    process.stop()
+
+
+def server_for(transport: str, http_process: HTTPServerProcess) -> StdioServer | HTTPServer:
+    if transport == "stdio":
+        return stdio()
+    if transport == "stdio-legacy":
+        return stdio("--legacy")
+    assert transport == "http"
+    return HTTPServer(http_process.url)
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module", params=["stdio", "http"])
+async def shared(
+    request: pytest.FixtureRequest, http_process: HTTPServerProcess
+) -> AsyncIterator[MCPToolset]:
+    toolset = MCPToolset(server_for(request.param, http_process), call_timeout=15)
+    yield toolset
+    await toolset.aclose()
+
+
+# -- listing and calling -------------------------------------------------------------------------
+async def test_tools_are_listed_with_their_input_schemas(shared: MCPToolset) -> None:
+    specs = {tool.spec.name: tool.spec for tool in await shared.tools()}
+    assert {"add", "forecast", "fail", "hang", "rendezvous", "pid", "die"} <= specs.keys()
+    add = specs["add"]
+    assert add.description == "Add two integers."
+    assert add.parameters["type"] == "object"
+    assert add.parameters["properties"]["a"]["type"] == "integer"
+    assert sorted(add.parameters["required"]) == ["a", "b"]
+    units = specs["forecast"].parameters["properties"]["units"]
+    assert units["enum"] == ["celsius", "fahrenheit"]
+    assert specs["pid"].parameters["properties"] == {}
+
+
+async def test_typed_arguments_and_structured_output(shared: MCPToolset) -> None:
+    result = await call(shared, "add", {"a": 2, "b": 40})
+    assert (result.is_error, result.content, result.structured) == (False, "42", {"result": 42})
+
+    result = await call(shared, "forecast", {"city": "Oslo", "units": "fahrenheit"})
+    assert not result.is_error
+    assert result.structured == {
+        "city": "Oslo",
+        "temperature": 70.7,
+        "units": "fahrenheit",
+        "conditions": ["sunny", "dry"],
+    }
+    assert json.loads(result.content) == result.structured
+
+
+async def test_tool_errors_become_error_results(shared: MCPToolset) -> None:
+    failed = await call(shared, "fail", {"message": "the disk is full"})
+    assert failed.is_error
+    assert failed.content.startswith("Error:")
+    assert "the disk is full" in failed.content
+
+    invalid = await call(shared, "add", {"a": "many", "b": 1})  # refused by the server's schema
+    assert invalid.is_error
+    assert "valid integer" in invalid.content
+
+    # the session survives errors
+    assert (await call(shared, "add", {"a": 1, "b": 1})).content == "2"
+
+
+async def test_malformed_arguments_are_error_results(shared: MCPToolset) -> None:
+    truncated = await call(shared, "add", '{"a": 1,')
+    assert truncated.is_error
+    assert "invalid arguments for tool 'add'" in truncated.content
+    assert "not valid JSON" in truncated.content
+
+    not_an_object = await call(shared, "add", "[1, 2]")
+    assert not_an_object.is_error
+    assert "JSON object" in not_an_object.content
+
+    no_arguments = await call(shared, "pid", "")  # models send "" for parameterless tools
+    assert not no_arguments.is_error
+
+
+async def test_concurrent_calls_run_over_one_session(shared: MCPToolset) -> None:
+    pid = await server_pid(shared)
+    sessions = shared._session.connections_opened
+    group = uuid.uuid4().hex
+    # Each call returns only once all five are inside the server at the same time: this cannot
+    # pass if calls were serialised over the session (they would time out instead).
+    results = await asyncio.gather(
+        *(call(shared, "rendezvous", {"group": group, "n": 5, "tag": f"t{i}"}) for i in range(5))
+    )
+    assert [r.content for r in results] == [f"t{i}" for i in range(5)]
+    assert not any(r.is_error for r in results)
+    assert await server_pid(shared) == pid
+    assert shared._session.connections_opened == sessions
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_hanging_call_times_out_and_the_server_is_told(
+    transport: str, http_process: HTTPServerProcess
+) -> None:
+    async with MCPToolset(server_for(transport, http_process), call_timeout=0.5) as toolset:
+        before = (await call(toolset, "hang_stats")).structured
+        result = await call(toolset, "hang")
+        assert result.is_error
+        assert result.content == "Error: tool 'hang' timed out after 0.5s and was cancelled"
+        # The request was cancelled on the server too, and the session is still good.
+        after = await eventually(
+            lambda: call(toolset, "hang_stats"),
+            lambda r: r.structured["cancelled"] == before["cancelled"] + 1,
+        )
+        assert after.structured["started"] == before["started"] + 1
+
+
+async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
+    url = http_process.url
+    async with MCPToolset(HTTPServer(url), tool_filter=["add", "pid"], prefix="demo") as toolset:
+        assert await names(toolset) == {"demo_add", "demo_pid"}
+        assert (await call(toolset, "demo_add", {"a": 1, "b": 2})).content == "3"
+
+    def hangs(spec: ToolSpec) -> bool:
+        return spec.name.startswith("hang")
+
+    async with MCPToolset(HTTPServer(url), tool_filter=hangs) as toolset:
+        assert await names(toolset) == {"hang", "hang_stats"}
+
+    with pytest.raises(ValueError, match="prefix"):
+        MCPToolset(HTTPServer(url), prefix="")
+    with pytest.raises(TypeError, match="tool_filter"):
+        MCPToolset(HTTPServer(url), tool_filter="add")
+    with pytest.raises(TypeError, match="StdioServer, HTTPServer or SSEServer"):
+        MCPToolset(url)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="http"):
+        HTTPServer("127.0.0.1:8000/mcp")
+
+
+async def test_sse_transport(sse_process: HTTPServerProcess) -> None:
+    async with MCPToolset(SSEServer(sse_process.url)) as toolset:
+        assert (await call(toolset, "add", {"a": 3, "b": 4})).structured == {"result": 7}
+        forecast = await call(toolset, "forecast", {"city": "Bergen"})
+        assert forecast.structured["units"] == "celsius"
+        (greet,) = [p for p in await toolset.prompts() if p.name == "greet"]
+        assert await greet.render(name="Ola") == [
+            Message.user("Write a cheerful greeting for Ola.")
+        ]
+
+
+# -- list changes --------------------------------------------------------------------------------
+@pytest.mark.parametrize("transport", ["stdio-legacy", "http"])
+async def test_tool_list_changes_are_picked_up_when_announced(
+    transport: str, http_process: HTTPServerProcess
+) -> None:
+    """Handshake-era servers announce with a plain notification (stdio-legacy); 2026-07-28 servers
+    only to a subscriptions/listen stream the client keeps open (http; the same code on stdio)."""
+    quiet, loud = f"quiet_{uuid.uuid4().hex[:8]}", f"loud_{uuid.uuid4().hex[:8]}"
+    async with MCPToolset(server_for(transport, http_process)) as toolset:
+        assert loud not in await names(toolset)
+
+        # A change nobody announces is not seen: the list is cached, not fetched per use.
+        assert not (await call(toolset, "add_tool_silently", {"name": quiet})).is_error
+        assert quiet not in await names(toolset)
+
+        # An announced change makes the next use fetch the whole list again.
+        assert not (await call(toolset, "add_tool", {"name": loud})).is_error
+        listed = await eventually(lambda: names(toolset), lambda found: loud in found)
+        assert quiet in listed
+        assert (await call(toolset, loud, {"text": "echo"})).content == "echo"
+
+
+# -- prompts and resources -----------------------------------------------------------------------
+async def test_prompts_are_listed_and_rendered_through_resources(shared: MCPToolset) -> None:
+    resources = Resources()
+    assert resources.add_mcp("demo", shared) is shared
+
+    greet = await resources.get_prompt("greet")
+    assert greet.description == "A greeting for someone."
+    assert [(a.name, a.required) for a in greet.arguments] == [("name", True), ("mood", False)]  # type: ignore[attr-defined]
+    assert await greet.render(name="Ada") == [Message.user("Write a cheerful greeting for Ada.")]
+    rendered = await greet.render(name="Ada", mood="grumpy")
+    assert rendered == [Message.user("Write a grumpy greeting for Ada.")]
+    with pytest.raises(ValueError, match="prompt 'greet' needs argument"):
+        await greet.render(mood="grumpy")
+
+    review = await (await resources.get_prompt("review")).render(code="x = 1")
+    assert [(m.role, m.content) for m in review] == [
+        (Role.USER, "Review this code:\nx = 1"),
+        (Role.ASSISTANT, "Sure. What should I focus on?"),
+        (Role.USER, "Correctness first."),
+    ]
+
+    add = await resources.get_tool("add")
+    assert (await run(add, {"a": 20, "b": 22})).content == "42"
+    assert [t.spec.name for t in await resources.tools(["pid", "add"])] == ["pid", "add"]
+    with pytest.raises(KeyError, match="no prompt named 'nope'"):
+        await resources.get_prompt("nope")
+
+
+async def test_resources_name_tools_and_prompts_with_prefixes(
+    http_process: HTTPServerProcess,
+) -> None:
+    async with Resources() as resources:
+        resources.add_mcp("plain", HTTPServer(http_process.url))
+        resources.add_mcp("other", HTTPServer(http_process.url), prefix="b")
+        prefixed = await resources.get_tool("b_add")
+        assert prefixed.spec.name == "b_add"
+        assert (await run(prefixed, {"a": 2, "b": 3})).content == "5"
+        assert (await resources.get_tool("add")).spec.name == "add"
+        assert (await resources.get_prompt("b_greet")).name == "b_greet"
+        assert resources.get_mcp("other").prefix == "b"
+        with pytest.raises(KeyError, match="no tool named 'nope'"):
+            await resources.get_tool("nope")
+        with pytest.raises(ValueError, match="already registered"):
+            resources.add_mcp("plain", HTTPServer(http_process.url))
+
+
+async def test_resources_refuse_name_clashes(http_process: HTTPServerProcess) -> None:
+    async with Resources() as resources:
+        resources.add_mcp("one", HTTPServer(http_process.url))
+        resources.add_mcp("two", HTTPServer(http_process.url))
+        with pytest.raises(ValueError, match="offered by MCP servers 'one' and 'two'"):
+            await resources.get_tool("add")
+        with pytest.raises(ValueError, match="offered by MCP servers 'one' and 'two'"):
+            await resources.get_prompt("greet")
+
+    async with Resources() as resources:
+        resources.add_tool(_Shout(), name="add")
+        resources.add_mcp("one", HTTPServer(http_process.url))
+        with pytest.raises(ValueError, match="'add' is offered by MCP server 'one' and also"):
+            await resources.get_tool("pid")
+
+
+async def test_an_unreachable_server_does_not_hide_the_others(
+    http_process: HTTPServerProcess,
+) -> None:
+    async with Resources() as resources:
+        resources.add_mcp("down", HTTPServer(f"http://127.0.0.1:{closed_port()}/mcp"))
+        resources.add_mcp("up", HTTPServer(http_process.url))
+        assert (await resources.get_tool("add")).spec.name == "add"
+        with pytest.raises(KeyError, match=r"could not be asked: down: could not connect"):
+            await resources.get_tool("nope")
+
+
+class _Shout:
+    """A plain in-code tool."""
+
+    spec = ToolSpec(name="shout", description="Upper-cases text.")
+
+    async def run(self, arguments: str, ctx: Any) -> str:
+        text: str = json.loads(arguments)["text"]
+        return text.upper()
+
+
+class _Model:
+    model_name = "fake"
+
+    def __init__(self) -> None:
+        self.closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+async def test_resources_hold_models_tools_and_template_prompts() -> None:
+    resources = Resources()
+    model = _Model()
+    resources.add_model("main", model)
+    assert resources.get_model("main") is model
+    with pytest.raises(KeyError, match="no model named 'other' \\(known: main\\)"):
+        resources.get_model("other")
+
+    resources.add_tool(_Shout())
+    resources.add_tool(_Shout(), name="yell")
+    yell = await resources.get_tool("yell")
+    assert yell.spec.name == "yell"
+    assert yell.spec.description == "Upper-cases text."
+    assert (await run(yell, {"text": "hi"})).content == "HI"
+    with pytest.raises(ValueError, match="already registered"):
+        resources.add_tool(_Shout())
+    with pytest.raises(TypeError, match="add_tool needs a Tool"):
+        resources.add_tool(lambda: None)  # type: ignore[arg-type]
+
+    resources.add_prompt("hello", "Greet {name} warmly; keep {{braces}} as they are.")
+    hello = await resources.get_prompt("hello")
+    assert await hello.render(name="Kari") == [
+        Message.user("Greet Kari warmly; keep {braces} as they are.")
+    ]
+    with pytest.raises(ValueError, match="prompt 'hello' needs argument\\(s\\): name"):
+        await hello.render()
+    resources.add_prompt(
+        "persona", [Message.system("You are {role}."), Message.user("{question}")], "Role play."
+    )
+    persona = await (await resources.get_prompt("persona")).render(
+        role="a {pirate}", question="Where?"
+    )
+    assert [(m.role, m.content) for m in persona] == [
+        (Role.SYSTEM, "You are a {pirate}."),  # values are not expanded again
+        (Role.USER, "Where?"),
+    ]
+    with pytest.raises(TypeError, match="add_prompt needs"):
+        resources.add_prompt("bad", 42)  # type: ignore[arg-type]
+
+    await resources.aclose()
+    assert model.closed == 1
+
+
+# -- dropped connections -------------------------------------------------------------------------
+async def test_stdio_server_dying_mid_call_is_an_error_then_the_next_call_reconnects(
+    tmp_path: Path,
+) -> None:
+    refuse = tmp_path / "refuse-to-start"
+    async with MCPToolset(stdio(env={"DEMO_REFUSE_START_FILE": str(refuse)})) as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        first = await server_pid(toolset)
+        died = await run(tools["die"])
+        assert died.is_error
+        assert "lost while tool 'die' was running" in died.content
+        assert "reconnect on the next call" in died.content
+
+        second = await server_pid(toolset)  # reconnected: a new server process
+        assert second != first
+        assert not pid_exists(first)
+
+        # If the server cannot come back, the one reconnect attempt fails with a clear error...
+        refuse.touch()
+        await run(tools["die"])
+        down = await run(tools["pid"])
+        assert down.is_error
+        assert down.content.startswith("Error: tool 'pid' is unavailable: could not connect")
+        assert "stdio_server.py" in down.content
+
+        # ...and a later call, once it can, reconnects again.
+        refuse.unlink()
+        assert await server_pid(toolset) not in (first, second)
+
+
+async def test_http_server_dying_mid_call_then_reconnect_fails_clearly_then_recovers() -> None:
+    process = HTTPServerProcess()
+    await asyncio.to_thread(process.start)
+    try:
+        async with MCPToolset(HTTPServer(process.url)) as toolset:
+            pid_tool = {tool.spec.name: tool for tool in await toolset.tools()}["pid"]
+            first = await server_pid(toolset)
+            died = await call(toolset, "die")
+            assert died.is_error
+            assert "lost while tool 'die' was running" in died.content
+            await asyncio.to_thread(process.wait)
+
+            down = await run(pid_tool)
+            assert down.is_error  # the one reconnect attempt failed: a clear error
+            assert f"could not connect to MCP server '{process.url}'" in down.content
+
+            await asyncio.to_thread(process.start)  # same port
+            assert await server_pid(toolset) not in (first, 0)
+    finally:
+        process.stop()
+
+
+async def test_stateful_http_session_lost_to_a_restart_is_renewed() -> None:
+    process = HTTPServerProcess(legacy=True)  # handshake era: the server keeps session state
+    await asyncio.to_thread(process.start)
+    try:
+        async with MCPToolset(HTTPServer(process.url)) as toolset:
+            first = await server_pid(toolset)
+            await asyncio.to_thread(process.kill)
+            await asyncio.to_thread(process.start)
+            assert await server_pid(toolset) != first
+    finally:
+        process.stop()
+
+
+# -- lifecycle -----------------------------------------------------------------------------------
+async def test_nothing_starts_before_first_use_and_failures_name_the_server(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "started"
+    # Not an MCP server: it leaves a mark and exits.
+    script = f"open({str(marker)!r}, 'w').close()"
+    toolset = MCPToolset(StdioServer(sys.executable, ["-c", script]), connect_timeout=10)
+    await asyncio.sleep(0.05)
+    assert not marker.exists()
+    with pytest.raises(ConnectionError, match="could not connect to MCP server"):
+        await toolset.tools()
+    assert marker.exists()
+
+    missing = tmp_path / "no-such-server"
+    with pytest.raises(ConnectionError, match="no-such-server"):
+        await MCPToolset(StdioServer(str(missing))).tools()
+
+    url = f"http://127.0.0.1:{closed_port()}/mcp"
+    toolset = MCPToolset(HTTPServer(url))
+    with pytest.raises(ConnectionError, match=f"could not connect to MCP server '{url}'"):
+        await toolset.prompts()
+    assert session_tasks(url) == []  # a failed connect leaves nothing running
+
+
+def stalled(tmp_path: Path) -> tuple[StdioServer, Path]:
+    """A stdio server that starts but never answers, and the file it writes its pid to."""
+    pid_file = tmp_path / "pid"
+    env = {"DEMO_PID_FILE": str(pid_file), "DEMO_STALL_UNTIL_FILE": str(tmp_path / "never")}
+    return stdio(env=env), pid_file
+
+
+async def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Path) -> None:
+    server, pid_file = stalled(tmp_path)
+    toolset = MCPToolset(server, connect_timeout=0.5)
+    with pytest.raises(ConnectionError, match=r"no answer within 0.5s \(connect_timeout\)"):
+        await toolset.tools()
+    assert not pid_exists(int(pid_file.read_text()))
+
+
+async def test_cancelling_a_connect_leaves_nothing_running(tmp_path: Path) -> None:
+    server, pid_file = stalled(tmp_path)
+    toolset = MCPToolset(server, connect_timeout=60)
+    before = set(session_tasks(server))
+    connecting = asyncio.create_task(toolset.tools())
+    await eventually(lambda: asyncio.sleep(0, pid_file.exists()), bool)
+    assert not connecting.done()
+    connecting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await connecting
+    assert not pid_exists(int(pid_file.read_text()))
+    assert set(session_tasks(server)) <= before
+
+
+async def test_cancelling_the_task_using_the_toolset_closes_it_and_the_server_exits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    toolset = MCPToolset(stdio(), call_timeout=None)
+    pids: list[int] = []
+
+    async def use() -> None:
+        async with toolset:
+            pids.append(await server_pid(toolset))
+            await call(toolset, "hang")
+
+    task = asyncio.create_task(use())
+    await eventually(lambda: asyncio.sleep(0, pids), bool)
+    await eventually(lambda: call(toolset, "hang_stats"), lambda r: r.structured["started"] == 1)
+    owner = owner_task(toolset)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not pid_exists(pids[0])
+    assert owner.done()
+    assert errors_logged(caplog) == []
+
+
+async def test_a_cancelled_call_leaves_the_session_usable_until_closed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    toolset = MCPToolset(stdio(), call_timeout=None)
+    pid = await server_pid(toolset)
+    hanging = asyncio.create_task(call(toolset, "hang"))
+    await eventually(lambda: call(toolset, "hang_stats"), lambda r: r.structured["started"] == 1)
+    hanging.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await hanging
+    await eventually(lambda: call(toolset, "hang_stats"), lambda r: r.structured["cancelled"] == 1)
+    assert await server_pid(toolset) == pid
+
+    # Closing the resources a runner was given closes the sessions of their MCP servers.
+    owner = owner_task(toolset)
+    resources = Resources()
+    resources.add_mcp("demo", toolset)
+    await resources.aclose()
+    assert not pid_exists(pid)
+    assert owner.done()
+    await toolset.aclose()  # closing twice is fine
+    assert errors_logged(caplog) == []
+
+
+# -- with agents --------------------------------------------------------------------------------
+async def test_react_agent_calls_mcp_tools_from_a_toolset(shared: MCPToolset) -> None:
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("add", {"a": 2, "b": 3}),
+                    tool_call("fail", {"message": "no luck"}),
+                    tool_call("add", "{oops"),
+                ]
+            ),
+            "The sum is 5.",
+        ]
+    )
+    agent = ReActAgent("calc", model, tools=[shared])
+    result = await Runner(agent).invoke("Add 2 and 3.")
+
+    assert result.text == "The sum is 5."
+    lines = simplify_events(result.events)
+    assert "calc: [tool add] 5" in lines
+    assert any(line.startswith("calc: [tool fail] Error:") and "no luck" in line for line in lines)
+    assert any("[tool add] Error: invalid arguments for tool 'add'" in line for line in lines)
+    assert {"add", "forecast", "hang"} <= {spec.name for spec in model.requests[0].tools}
+    results = {m.tool_call_id: m.content for m in model.requests[1].messages if m.role == "tool"}
+    assert results["call_1"] == "5"
+
+
+async def test_named_mcp_tools_and_prompts_in_agents_and_agent_tools(
+    http_process: HTTPServerProcess,
+) -> None:
+    resources = Resources()
+    resources.add_mcp("demo", HTTPServer(http_process.url), prefix="demo")
+    inner_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("demo_forecast", {"city": "Oslo"})]), "Sunny in Oslo."]
+    )
+    inner = ReActAgent(
+        "weather", inner_model, description="Knows the weather.", tools=["demo_forecast"]
+    )
+    outer_model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("weather", {"request": "Weather in Oslo?"})]),
+            "Pack sunglasses.",
+        ]
+    )
+    outer = ReActAgent("planner", outer_model, tools=[AgentTool(inner), "demo_add"])
+
+    async with Runner(outer, resources=resources, enable_streaming=True) as runner:
+        greeting = await (await resources.get_prompt("demo_greet")).render(name="Ada")
+        result = await runner.invoke(greeting)
+
+    assert result.text == "Pack sunglasses."
+    assert outer_model.requests[0].messages[-1].content == "Write a cheerful greeting for Ada."
+    assert {spec.name for spec in outer_model.requests[0].tools} == {"weather", "demo_add"}
+    assert [spec.name for spec in inner_model.requests[0].tools] == ["demo_forecast"]
+    (forecast,) = [m for m in inner_model.requests[1].messages if m.role == "tool"]
+    assert json.loads(forecast.content)["city"] == "Oslo"
+    assert "planner: [tool weather] Sunny in Oslo." in simplify_events(result.events)
+
+
+async def test_cancelling_a_run_closes_the_session_and_the_server_exits(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    resources = Resources()
+    toolset = resources.add_mcp("demo", stdio())
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("pid")]), Reply(tool_calls=[tool_call("hang")]), "never"]
+    )
+    agent = ReActAgent("worker", model, tools=["pid", "hang"])
+    pids: list[int] = []
+
+    async def serve() -> None:
+        async with Runner(agent, resources=resources) as runner:
+            async for event in runner.run("Go."):
+                message = event.output.message if event.output is not None else None
+                if message is not None and message.role == "tool" and message.name == "pid":
+                    pids.append(int(message.content))
+
+    task = asyncio.create_task(serve())
+    await eventually(lambda: asyncio.sleep(0, model.calls), lambda calls: calls == 2)
+    owner = owner_task(toolset)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert len(pids) == 1
+    assert not pid_exists(pids[0])
+    assert owner.done()
+    assert errors_logged(caplog) == []
+
+
+async def test_importing_adk_does_not_import_mcp() -> None:
+    code = (
+        "import sys, adk, adk.resources, adk.tools.base; "
+        "heavy = [m for m in ('mcp', 'adk.mcp', 'httpx2') if m in sys.modules]; "
+        "assert not heavy, heavy"
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, cwd=Path(__file__).parent.parent, stderr=subprocess.PIPE
+    )
+    _, stderr = await process.communicate()
+    assert process.returncode == 0, stderr.decode()
