@@ -12,7 +12,8 @@ class InMemoryCheckpointStore:
 
     Each method runs to completion without awaiting, so concurrent tasks always see whole values,
     and the store can be shared between event loops. It holds nothing to release, so it has no
-    ``aclose``.
+    ``aclose``. It deliberately has no ``__len__``: an empty store must not be falsy, or
+    ``store or default`` would silently swap it for another one.
     """
 
     def __init__(self) -> None:
@@ -27,9 +28,6 @@ class InMemoryCheckpointStore:
 
     async def delete(self, id: str) -> None:
         self._data.pop(_check_id(id), None)
-
-    def __len__(self) -> int:
-        return len(self._data)
 
     def __repr__(self) -> str:
         return f"InMemoryCheckpointStore({len(self._data)} checkpoints)"

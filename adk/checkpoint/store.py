@@ -13,8 +13,9 @@ safe — and a new backend is three small methods. Every backend gives the same 
   ``ValueError`` raised before anything is touched.
 
 Stores that hold connections, files or threads (SQLite, Redis, PostgreSQL) also have
-``async aclose()``: it releases them, is idempotent, and makes later calls fail with
-``CheckpointStoreError``. Those stores are async context managers too. The in-memory store holds
+``async aclose()``: it releases them and is idempotent; a later operation opens them again, so a
+long-lived store can be closed at the end of every ``asyncio.run`` (network connections belong to
+the event loop that opened them). Those stores are async context managers too. The in-memory store holds
 nothing and has no ``aclose``; code that closes any store should use ``getattr(store, "aclose",
 None)``. ``aclose`` is not part of the protocol so that a user's three-method store still qualifies.
 """
@@ -55,8 +56,8 @@ class CheckpointStore(Protocol):
 
 
 class CheckpointStoreError(Exception):
-    """A checkpoint backend failed: unreachable, closed, refused the operation or lost the
-    connection mid-way.
+    """A checkpoint backend failed: unreachable, refused the operation or lost the connection
+    mid-way.
 
     ``backend`` is ``"sqlite"``, ``"redis"``, ``"postgres"`` (or a custom store's name),
     ``operation`` is ``"get"``, ``"put"``, ``"delete"`` or ``"open"``, and ``checkpoint_id`` the id

@@ -1,0 +1,57 @@
+"""Checkpoint stores: where a paused run's checkpoint bytes are kept.
+
+The protocol and the in-memory and SQLite stores load with the package — they need only the
+standard library. ``RedisCheckpointStore`` and ``PostgresCheckpointStore`` load on first access,
+so ``import adk`` never imports ``redis`` or ``asyncpg`` (and works without them installed).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .memory import InMemoryCheckpointStore
+from .sqlite import SQLiteCheckpointStore
+from .store import CheckpointStore, CheckpointStoreError
+
+if TYPE_CHECKING:
+    from .postgres import PostgresCheckpointStore
+    from .redis import RedisCheckpointStore
+
+__all__ = [
+    "CheckpointStore",
+    "CheckpointStoreError",
+    "InMemoryCheckpointStore",
+    "PostgresCheckpointStore",
+    "RedisCheckpointStore",
+    "SQLiteCheckpointStore",
+]
+
+# name -> (module, the third-party package it needs, the pyadk extra that installs it)
+_LAZY = {
+    "RedisCheckpointStore": (".redis", "redis", "redis"),
+    "PostgresCheckpointStore": (".postgres", "asyncpg", "postgres"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module_name, dependency, extra = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    try:
+        module = importlib.import_module(module_name, __name__)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").partition(".")[0] != dependency:
+            raise
+        raise ModuleNotFoundError(
+            f"{name} needs {dependency!r}, which is not installed: pip install 'pyadk[{extra}]'",
+            name=dependency,
+        ) from exc
+    value = getattr(module, name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

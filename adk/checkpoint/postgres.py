@@ -1,0 +1,212 @@
+"""``PostgresCheckpointStore``: checkpoints as rows of a PostgreSQL table (``pip install
+pyadk[postgres]``), through asyncpg.
+
+The pool is created on first use, and with it the table (``CREATE TABLE IF NOT EXISTS`` under an
+advisory lock, because concurrent ``CREATE TABLE IF NOT EXISTS`` from several processes can still
+collide in the catalog). A write is one upsert inside a transaction: PostgreSQL commits it whole or
+not at all, so a failure mid-write — an error, a lost connection, a killed backend — leaves the
+previous row. All operations are idempotent, so a connection lost on the way (typically a pool
+connection that went stale when the server restarted) is retried once on a fresh connection.
+
+Only this module imports ``asyncpg``; ``adk.checkpoint`` loads it on first use of the class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import asyncpg  # type: ignore[import-untyped]
+from asyncpg.exceptions import (  # type: ignore[import-untyped]
+    AdminShutdownError,
+    CannotConnectNowError,
+    PostgresConnectionError,
+)
+
+from .store import _check_data, _check_id, _ClosableStore, _redact, _store_error
+
+__all__ = ["PostgresCheckpointStore"]
+
+T = TypeVar("T")
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+# Errors that mean "this connection is gone", worth one retry on a fresh one.
+_CONNECTION_LOST = (
+    PostgresConnectionError,
+    AdminShutdownError,
+    CannotConnectNowError,
+    ConnectionError,
+)
+# ValueError: asyncpg's verdict on a malformed DSN, raised when the pool is first created.
+_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError, ValueError)
+
+
+def _quote_table(table: str) -> str:
+    """``table`` or ``schema.table`` as a quoted SQL identifier; anything else is refused, since
+    the name is spliced into SQL (it cannot be a query parameter)."""
+    if not isinstance(table, str):
+        raise TypeError("table must be a str")
+    parts = table.split(".")
+    if len(parts) > 2 or not all(_IDENTIFIER.fullmatch(part) for part in parts):
+        raise ValueError(
+            f"invalid table name {table!r}: use letters, digits and underscores (not first), at "
+            "most 63 characters, optionally prefixed by a schema name and a dot"
+        )
+    return ".".join(f'"{part}"' for part in parts)
+
+
+class PostgresCheckpointStore(_ClosableStore):
+    """Checkpoints in ``table`` of the PostgreSQL database at ``dsn``
+    (``postgresql://user:password@host:port/database``, or anything asyncpg accepts).
+
+    The table name is used as written (quoted, so case-sensitive) and may be ``schema.table``.
+    Columns: ``id text primary key, data bytea, updated_at timestamptz``.
+
+    Nothing connects until the first operation. ``aclose()`` closes the pool; the next operation
+    creates a new one. The pool belongs to the event loop that created it: close the store before
+    that loop ends (``asyncio.run`` returns). Used from another loop, the store creates a new pool
+    there, leaving the old one's sockets to the garbage collector.
+    """
+
+    def __init__(self, dsn: str, table: str = "pyadk_checkpoints", *, max_size: int = 10) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be at least 1")
+        self._dsn = dsn
+        self._where = _redact(dsn)
+        self._table = table
+        qualified = _quote_table(table)
+        self._max_size = max_size
+        self._lock_key = int.from_bytes(
+            hashlib.sha256(f"pyadk.checkpoint:{table}".encode()).digest()[:8], "big", signed=True
+        )
+        self._create_sql = (
+            f"CREATE TABLE IF NOT EXISTS {qualified} (id text PRIMARY KEY, data bytea NOT NULL, "
+            "updated_at timestamptz NOT NULL DEFAULT now())"
+        )
+        self._get_sql = f"SELECT data FROM {qualified} WHERE id = $1"
+        self._put_sql = (
+            f"INSERT INTO {qualified} (id, data, updated_at) VALUES ($1, $2, now()) "
+            "ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at"
+        )
+        self._delete_sql = f"DELETE FROM {qualified} WHERE id = $1"
+        self._pool_task: asyncio.Task[Any] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def table(self) -> str:
+        return self._table
+
+    async def get(self, id: str) -> bytes | None:
+        key = _check_id(id)
+
+        async def run(conn: Any) -> bytes | None:
+            value = await conn.fetchval(self._get_sql, key)
+            return None if value is None else bytes(value)
+
+        return await self._call("get", key, run)
+
+    async def put(self, id: str, data: bytes) -> None:
+        key = _check_id(id)
+        value = _check_data(data)
+
+        async def run(conn: Any) -> None:
+            async with conn.transaction():
+                await conn.execute(self._put_sql, key, value)
+
+        await self._call("put", key, run)
+
+    async def delete(self, id: str) -> None:
+        key = _check_id(id)
+
+        async def run(conn: Any) -> None:
+            await conn.execute(self._delete_sql, key)
+
+        await self._call("delete", key, run)
+
+    async def aclose(self) -> None:
+        task, self._pool_task = self._pool_task, None
+        if task is None:
+            return
+        if self._loop is not asyncio.get_running_loop():
+            _terminate(task)
+            return
+        try:
+            pool = await task
+        except _FAILURES:
+            return
+        try:
+            # Graceful: waits for operations in flight to release their connections.
+            await asyncio.wait_for(pool.close(), timeout=10)
+        except _FAILURES:
+            pool.terminate()  # timed out or the server is gone: drop the sockets
+        except asyncio.CancelledError:
+            pool.terminate()
+            raise
+
+    def __repr__(self) -> str:
+        return f"PostgresCheckpointStore({self._where!r}, table={self._table!r})"
+
+    async def _call(self, operation: str, key: str, run: Callable[[Any], Awaitable[T]]) -> T:
+        for attempt in (1, 2):
+            try:
+                pool = await self._pool()
+                async with pool.acquire() as conn:
+                    return await run(conn)
+            except _CONNECTION_LOST as exc:
+                if attempt == 1:
+                    await self._expire()
+                    continue
+                raise _store_error("postgres", operation, key, self._where, exc) from exc
+            except _FAILURES as exc:
+                raise _store_error("postgres", operation, key, self._where, exc) from exc
+        raise AssertionError("unreachable")
+
+    async def _pool(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._pool_task is not None and self._loop is not loop:
+            # The pool's connections belong to another (likely finished) event loop.
+            _terminate(self._pool_task)
+            self._pool_task = None
+        if self._pool_task is None:
+            self._loop = loop
+            self._pool_task = loop.create_task(self._create_pool())
+        task = self._pool_task
+        try:
+            # Shielded: one caller being cancelled must not abort the pool the others wait for.
+            return await asyncio.shield(task)
+        except BaseException:
+            if task.done() and self._pool_task is task and _failed(task):
+                self._pool_task = None  # the next call tries again
+            raise
+
+    async def _create_pool(self) -> Any:
+        pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._max_size, timeout=10)
+        try:
+            async with pool.acquire() as conn, conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", self._lock_key)
+                await conn.execute(self._create_sql)
+        except BaseException:
+            pool.terminate()
+            raise
+        return pool
+
+    async def _expire(self) -> None:
+        """Replace every pooled connection on next use: if one went stale, its siblings did too."""
+        task = self._pool_task
+        if task is not None and task.done() and not _failed(task):
+            await task.result().expire_connections()
+
+
+def _failed(task: asyncio.Task[Any]) -> bool:
+    return task.cancelled() or task.exception() is not None
+
+
+def _terminate(task: asyncio.Task[Any]) -> None:
+    """Drop a pool from another event loop without awaiting anything on it."""
+    if task.done() and not _failed(task):
+        with contextlib.suppress(Exception):  # its loop is closed; the sockets go with it
+            task.result().terminate()

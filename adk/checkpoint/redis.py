@@ -1,0 +1,110 @@
+"""``RedisCheckpointStore``: checkpoints as Redis string values (``pip install pyadk[redis]``).
+
+Atomicity comes from Redis itself: a checkpoint is one ``SET``, and the server applies a command only
+once it has received all of it, so a connection lost mid-write leaves the previous value. Operations
+are idempotent, so the client retries lost connections (three times, 20 ms–0.5 s backoff) before
+reporting a ``CheckpointStoreError``; a Redis that is down fails within about a second.
+
+Only this module imports ``redis``; ``adk.checkpoint`` loads it on first use of the class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import RedisError
+
+from .store import _check_data, _check_id, _ClosableStore, _redact, _store_error
+
+__all__ = ["RedisCheckpointStore"]
+
+
+class RedisCheckpointStore(_ClosableStore):
+    """Checkpoints under ``prefix + id`` in the Redis at ``url``
+    (``redis://[[user]:password@]host:port/db``, ``rediss://`` for TLS, ``unix://`` for a socket).
+
+    ``ttl`` (seconds) makes every checkpoint expire that long after its last ``put`` — a cap on
+    how long a paused run can wait; ``None`` keeps checkpoints until they are deleted.
+
+    Nothing connects until the first operation. ``aclose()`` closes the connections; the next
+    operation opens new ones. Connections belong to the event loop that opened them: close the
+    store before that loop ends (``asyncio.run`` returns). Used from another loop, the store opens
+    a fresh client there, leaving the old sockets to the garbage collector.
+    """
+
+    def __init__(
+        self, url: str, prefix: str = "pyadk:checkpoint:", ttl: float | None = None
+    ) -> None:
+        if not isinstance(prefix, str):
+            raise TypeError("prefix must be a str")
+        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
+            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+        self._url = url
+        self._where = _redact(url)
+        self._prefix = prefix
+        self._ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
+        self._client: Redis | None = self._new_client()  # parses the URL now: bad URLs fail here
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def prefix(self) -> str:
+        return self._prefix
+
+    async def get(self, id: str) -> bytes | None:
+        key = _check_id(id)
+        try:
+            value = await self._redis().get(self._prefix + key)
+        except (RedisError, OSError) as exc:
+            raise _store_error("redis", "get", key, self._where, exc) from exc
+        if value is not None and not isinstance(value, bytes):
+            # Only possible when the URL turns decode_responses on: the bytes are already lost.
+            raise _store_error(
+                "redis", "get", key, self._where, "got text instead of bytes (decode_responses?)"
+            )
+        return value
+
+    async def put(self, id: str, data: bytes) -> None:
+        key = _check_id(id)
+        value = _check_data(data)
+        try:
+            await self._redis().set(self._prefix + key, value, px=self._ttl_ms)
+        except (RedisError, OSError) as exc:
+            raise _store_error("redis", "put", key, self._where, exc) from exc
+
+    async def delete(self, id: str) -> None:
+        key = _check_id(id)
+        try:
+            await self._redis().delete(self._prefix + key)
+        except (RedisError, OSError) as exc:
+            raise _store_error("redis", "delete", key, self._where, exc) from exc
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        if client is not None and self._loop is asyncio.get_running_loop():
+            with contextlib.suppress(RedisError, OSError):  # the connections are gone either way
+                await client.aclose()
+
+    def __repr__(self) -> str:
+        return f"RedisCheckpointStore({self._where!r}, prefix={self._prefix!r})"
+
+    def _redis(self) -> Redis:
+        loop = asyncio.get_running_loop()
+        if self._client is None or (self._loop is not None and self._loop is not loop):
+            # Connections belong to the loop that opened them; that loop is gone or elsewhere.
+            self._client = self._new_client()
+        self._loop = loop
+        return self._client
+
+    def _new_client(self) -> Redis:
+        options: dict[str, Any] = {
+            "decode_responses": False,
+            "socket_connect_timeout": 5.0,
+            "retry": Retry(ExponentialWithJitterBackoff(base=0.02, cap=0.5), retries=3),
+        }
+        return Redis.from_url(self._url, **options)

@@ -1,0 +1,273 @@
+"""``SQLiteCheckpointStore``: the embedded persistent default, one file, stdlib ``sqlite3`` only.
+
+Why one dedicated worker thread per store instead of ``asyncio.to_thread``: sqlite3 calls block, so
+they must leave the event loop, and the cost that dominates small checkpoints is the hop between
+threads, not SQLite. A thread that owns the connection drains every queued job in one wake-up and
+hands all results back to the loop in one callback, so concurrent tasks share the hops. Measured on
+the 2-core development VM, µs per put + get of 1 KiB, median of 7 runs, this worker vs
+``asyncio.to_thread`` around one locked connection:
+
+    ==========================  ======  =========
+    setting                     worker  to_thread
+    ==========================  ======  =========
+    synchronous=NORMAL, 1 task      66        136
+    synchronous=NORMAL, 50 tasks    62        161
+    synchronous=FULL, 1 task       735        824
+    synchronous=FULL, 50 tasks     404        708
+    ==========================  ======  =========
+
+With ``synchronous=FULL`` the fsync per commit dominates; SQLite's own work is about 12 µs.
+``benchmarks/checkpoint_stores.py`` re-measures the stores.
+
+Owning the connection in one thread also makes the store safe for any number of tasks, and even
+for several event loops (each result goes back to the loop that asked); jobs run in submission
+order, so a ``get`` issued after a ``put`` returned sees it.
+
+Durability and atomicity: the database runs in WAL mode with ``synchronous=FULL``, so a ``put``
+that returned survives a crash or power loss (``NORMAL`` would be ~0.3–0.6 ms faster per put here
+but may lose the last checkpoints on power loss — a paused run that can never resume; checkpoints
+are written once per pause, so durability wins), every write is one ``BEGIN IMMEDIATE`` … ``COMMIT``
+(taking the write lock up front, so waiting for another process goes through the busy timeout
+instead of failing on a lock upgrade), and a write that fails mid-way is rolled back: the previous
+value stays. Several processes may share the file; writers wait up to ``busy_timeout`` seconds for
+each other. A task cancelled while its write runs does not stop the write — it either commits whole
+or not at all, like a network store that already sent the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import queue
+import sqlite3
+import threading
+import time
+import weakref
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .store import _check_data, _check_id, _ClosableStore, _store_error
+
+__all__ = ["SQLiteCheckpointStore"]
+
+T = TypeVar("T")
+
+_TABLE = "pyadk_checkpoints"
+_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {_TABLE} ("
+    "id TEXT PRIMARY KEY NOT NULL, data BLOB NOT NULL, updated_at REAL NOT NULL)"
+)
+_GET = f"SELECT data FROM {_TABLE} WHERE id = ?"
+_UPSERT = (
+    f"INSERT INTO {_TABLE} (id, data, updated_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at"
+)
+_DELETE = f"DELETE FROM {_TABLE} WHERE id = ?"
+_MEMORY = ":memory:"
+
+
+def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
+    if path != _MEMORY:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    # isolation_level=None: no implicit transactions; every write opens its own explicitly.
+    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+    try:
+        # Switching to WAL takes a lock; skip it when another process already did.
+        (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+        if path != _MEMORY and str(mode).lower() != "wal":
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute(_SCHEMA)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _get(conn: sqlite3.Connection, *, key: str) -> bytes | None:
+    row = conn.execute(_GET, (key,)).fetchone()
+    return None if row is None else bytes(row[0])
+
+
+def _put(conn: sqlite3.Connection, *, key: str, data: bytes) -> None:
+    conn.execute("BEGIN IMMEDIATE")
+    conn.execute(_UPSERT, (key, data, time.time()))
+    conn.execute("COMMIT")
+
+
+def _delete(conn: sqlite3.Connection, *, key: str) -> None:
+    conn.execute(_DELETE, (key,))
+
+
+class SQLiteCheckpointStore(_ClosableStore):
+    """Checkpoints in the SQLite file at ``path`` (parent directories are created on first use;
+    ``":memory:"`` keeps them in memory for the store's lifetime).
+
+    Nothing is opened until the first operation. ``aclose()`` finishes queued operations, closes the
+    connection and stops the worker thread; the next operation starts them again.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+        if busy_timeout < 0:
+            raise ValueError("busy_timeout must be >= 0 seconds")
+        raw = os.fspath(path)
+        if not isinstance(raw, str) or not raw:
+            raise ValueError("SQLiteCheckpointStore needs a file path (or ':memory:')")
+        self._path = raw if raw == _MEMORY else str(Path(raw).expanduser().absolute())
+        self._busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._worker: _Worker | None = None
+        self._finalizer: weakref.finalize[[], SQLiteCheckpointStore] | None = None
+
+    @property
+    def path(self) -> str:
+        """The database file (absolute), or ``":memory:"``."""
+        return self._path
+
+    async def get(self, id: str) -> bytes | None:
+        key = _check_id(id)
+        return await self._run("get", key, partial(_get, key=key))
+
+    async def put(self, id: str, data: bytes) -> None:
+        key = _check_id(id)
+        await self._run("put", key, partial(_put, key=key, data=_check_data(data)))
+
+    async def delete(self, id: str) -> None:
+        key = _check_id(id)
+        await self._run("delete", key, partial(_delete, key=key))
+
+    async def aclose(self) -> None:
+        with self._lock:
+            worker, self._worker = self._worker, None
+            if self._finalizer is not None:
+                self._finalizer.detach()
+        if worker is not None:
+            await worker.stop()
+
+    def __repr__(self) -> str:
+        return f"SQLiteCheckpointStore({self._path!r})"
+
+    # Opens the worker's connection; a seam for tests that inject faults into a real connection.
+    _connect: Callable[[str, float], sqlite3.Connection] = staticmethod(_open_connection)
+
+    async def _run(self, operation: str, key: str, job: Callable[[sqlite3.Connection], T]) -> T:
+        with self._lock:
+            if self._worker is None:
+                # A factory without a reference to self: the thread must not keep the store alive.
+                self._worker = _Worker(partial(type(self)._connect, self._path, self._busy_timeout))
+                # Stop the thread if the store is dropped without aclose().
+                self._finalizer = weakref.finalize(self, self._worker.stop_nowait)
+            future = self._worker.submit(job)
+        try:
+            return await future
+        except (sqlite3.Error, OSError) as exc:
+            raise _store_error("sqlite", operation, key, self._path, exc) from exc
+
+
+@dataclass(slots=True)
+class _Job:
+    run: Callable[[sqlite3.Connection], Any] | None  # None: close the connection and stop
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+
+
+_Outcome = tuple[asyncio.Future[Any], BaseException | None, Any]
+
+
+class _Worker:
+    """One daemon thread that owns one sqlite3 connection and runs jobs in submission order.
+
+    Invariant: after every job the connection has no open transaction — a failed job's transaction
+    is rolled back, and if even that fails the connection is closed (which rolls back) and reopened
+    for the next job.
+    """
+
+    def __init__(self, open_connection: Callable[[], sqlite3.Connection]) -> None:
+        self._open = open_connection
+        self._conn: sqlite3.Connection | None = None
+        self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._main, name="pyadk-sqlite", daemon=True)
+        self._thread.start()
+
+    def submit(self, run: Callable[[sqlite3.Connection], T]) -> asyncio.Future[T]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._jobs.put(_Job(run, future, loop))
+        return future
+
+    async def stop(self) -> None:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        self._jobs.put(_Job(None, future, loop))
+        await future
+
+    def stop_nowait(self) -> None:
+        self._jobs.put(None)
+
+    def _main(self) -> None:
+        running = True
+        while running:
+            batch = [self._jobs.get()]
+            while True:
+                try:
+                    batch.append(self._jobs.get_nowait())
+                except queue.Empty:
+                    break
+            done: defaultdict[asyncio.AbstractEventLoop, list[_Outcome]] = defaultdict(list)
+            for job in batch:
+                if job is None or job.run is None:
+                    self._close()
+                    running = False
+                    if job is not None:
+                        done[job.loop].append((job.future, None, None))
+                    continue
+                if not running:
+                    error = sqlite3.ProgrammingError("the store was closed")
+                    done[job.loop].append((job.future, error, None))
+                    continue
+                done[job.loop].append(self._execute(job))
+            for loop, outcomes in done.items():
+                # RuntimeError: that event loop is closed; nobody is waiting any more.
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(_settle, outcomes)
+
+    def _execute(self, job: _Job) -> _Outcome:
+        assert job.run is not None
+        try:
+            if self._conn is None:
+                self._conn = self._open()
+            return (job.future, None, job.run(self._conn))
+        except BaseException as exc:
+            self._recover()
+            return (job.future, exc, None)
+
+    def _recover(self) -> None:
+        conn = self._conn
+        if conn is None:
+            return
+        try:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            self._close()
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+
+
+def _settle(outcomes: list[_Outcome]) -> None:
+    for future, error, value in outcomes:
+        if future.done():  # the awaiting task was cancelled
+            continue
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)

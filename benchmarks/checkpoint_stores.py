@@ -1,0 +1,159 @@
+"""Put and get latency of every checkpoint store, for 1 KiB and 100 KiB checkpoints.
+
+Memory and SQLite always run; Redis and PostgreSQL run when their server binaries are installed,
+started on loopback by the same helpers the tests use (tests/services.py), PostgreSQL with its
+durable defaults (fsync on) so the numbers mean what they would in production. SQLite writes with
+``synchronous=FULL`` (an fsync per commit), so its put figure depends on the disk.
+
+Per store and size: ``put_us`` and ``get_us`` are the medians (over rounds) of the mean latency of
+one task doing ``ops`` sequential puts, then gets; ``concurrent_us`` is the wall time per put+get
+pair when 50 tasks share the store — what a server running many paused runs sees.
+
+Run from the repository root: ``python -m benchmarks.checkpoint_stores [--rounds N] [--ops N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import functools
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from adk.checkpoint import (
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SQLiteCheckpointStore,
+)
+from tests.services import ServiceUnavailable, run_postgres, run_redis
+
+SIZES = (1024, 100 * 1024)
+TASKS = 50
+KEYS = 10  # ids cycled through, so puts are mostly overwrites, as checkpoints of live runs are
+
+
+async def _timed(fn: Callable[[int], Any], ops: int) -> float:
+    start = time.perf_counter()
+    for i in range(ops):
+        await fn(i)
+    return (time.perf_counter() - start) / ops * 1e6
+
+
+async def _measure(store: CheckpointStore, size: int, rounds: int, ops: int) -> dict[str, float]:
+    payload = os.urandom(size)
+
+    async def put(i: int, task: int = 0) -> None:
+        await store.put(f"bench-{task}-{i % KEYS}", payload)
+
+    async def get(i: int, task: int = 0) -> None:
+        if await store.get(f"bench-{task}-{i % KEYS}") is None:
+            raise RuntimeError("benchmark value vanished")
+
+    async def pair(i: int, task: int = 0) -> None:
+        await put(i, task)
+        await get(i, task)
+
+    async def concurrent() -> float:
+        per_task = max(1, ops // TASKS)
+        start = time.perf_counter()
+        await asyncio.gather(
+            *(_timed(functools.partial(pair, task=task), per_task) for task in range(TASKS))
+        )
+        return (time.perf_counter() - start) / (per_task * TASKS) * 1e6
+
+    await _timed(pair, ops)  # warm up: connections, table creation, caches
+    puts, gets, together = [], [], []
+    for _ in range(rounds):
+        puts.append(await _timed(put, ops))
+        gets.append(await _timed(get, ops))
+        together.append(await concurrent())
+    return {
+        "put_us": statistics.median(puts),
+        "get_us": statistics.median(gets),
+        "concurrent_us": statistics.median(together),
+    }
+
+
+async def _bench_store(make: Callable[[], CheckpointStore], rounds: int, ops: int) -> list[Any]:
+    store = make()
+    try:
+        return [(size, await _measure(store, size, rounds, ops)) for size in SIZES]
+    finally:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+@contextlib.contextmanager
+def _stores() -> Iterator[list[tuple[str, Callable[[], CheckpointStore] | str]]]:
+    """(name, factory) per store, or (name, reason) when its server is not installed."""
+    with contextlib.ExitStack() as stack:
+        directory = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pyadk-bench-")))
+        stores: list[tuple[str, Callable[[], CheckpointStore] | str]] = [
+            ("memory", InMemoryCheckpointStore),
+            ("sqlite", lambda: SQLiteCheckpointStore(directory / "bench.db")),
+        ]
+        try:
+            url = stack.enter_context(run_redis()).url
+            stores.append(("redis", lambda: RedisCheckpointStore(url)))
+        except ServiceUnavailable as exc:
+            stores.append(("redis", str(exc)))
+        try:
+            dsn = stack.enter_context(run_postgres(durable=True)).dsn
+            stores.append(("postgres", lambda: PostgresCheckpointStore(dsn)))
+        except ServiceUnavailable as exc:
+            stores.append(("postgres", str(exc)))
+        yield stores
+
+
+def run(rounds: int = 5, ops: int = 200) -> list[dict[str, Any]]:
+    """One row per store and payload size; a store whose server is missing gets a ``skipped`` row."""
+    rows: list[dict[str, Any]] = []
+    with _stores() as stores:
+        for name, factory in stores:
+            if isinstance(factory, str):
+                rows.append({"benchmark": f"checkpoint_stores.{name}", "skipped": factory})
+                continue
+            for size, result in asyncio.run(_bench_store(factory, rounds, ops)):
+                rows.append(
+                    {
+                        "benchmark": f"checkpoint_stores.{name}.{size // 1024}KiB",
+                        "store": name,
+                        "payload_bytes": size,
+                        "put_us": round(result["put_us"], 1),
+                        "get_us": round(result["get_us"], 1),
+                        "put_get_us": round(result["put_us"] + result["get_us"], 1),
+                        "concurrent_put_get_us": round(result["concurrent_us"], 1),
+                    }
+                )
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="checkpoint store put/get latency")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--ops", type=int, default=200, help="operations per timed batch")
+    args = parser.parse_args()
+    rows = run(args.rounds, args.ops)
+    print(f"{'store':<10} {'payload':>8} {'put µs':>9} {'get µs':>9} {'put+get µs':>11} "
+          f"{'50 tasks: µs per put+get':>25}")  # fmt: skip
+    for row in rows:
+        if "skipped" in row:
+            print(f"{row['benchmark'].rsplit('.', 1)[1]:<10} skipped: {row['skipped']}")
+            continue
+        print(
+            f"{row['store']:<10} {row['payload_bytes'] // 1024:>5} KiB {row['put_us']:>9.1f} "
+            f"{row['get_us']:>9.1f} {row['put_get_us']:>11.1f} {row['concurrent_put_get_us']:>25.1f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,929 @@
+"""One suite for every checkpoint store — memory, SQLite, and real Redis and PostgreSQL servers
+(started by ``services.py``) — plus each backend's failure modes: down, cut off mid-write, failing
+inside a transaction, crashing, shared by several processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import gc
+import hashlib
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+import pytest
+import redis.asyncio as aioredis
+from services import PostgresServer, RedisServer, closed_port
+
+from adk.checkpoint import (
+    CheckpointStore,
+    CheckpointStoreError,
+    InMemoryCheckpointStore,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SQLiteCheckpointStore,
+)
+
+pytest_plugins = ["services"]
+
+ROOT = Path(__file__).resolve().parent.parent
+MIB = 1 << 20
+
+ODD_IDS = [
+    "plain",
+    "with space",
+    "slash/inside/it",
+    "/leading",
+    "trailing/",
+    "a/b",
+    "a%2Fb",
+    "back\\slash",
+    "quote'single",
+    'quote"double',
+    "`backtick`",
+    "'; DROP TABLE pyadk_checkpoints; --",
+    "glob*?[x]{y}",
+    "ünïcødé-日本語-🙂",
+    "tab\tnew\nline\r",
+    "prefix:colon:separated",
+    "x" * 1024,
+    "🙂" * 256,  # exactly 1024 UTF-8 bytes
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# Backends
+
+
+@dataclass
+class Backend:
+    name: str
+    factory: Callable[[], CheckpointStore]
+    resources: Callable[[], Awaitable[int]] | None = None
+    """How many connections (or threads) the backend has open now; None: it has none."""
+    created: list[CheckpointStore] = field(default_factory=list)
+
+    def make(self) -> CheckpointStore:
+        """A new store over the same data (for memory: the same store)."""
+        store = self.factory()
+        self.created.append(store)
+        return store
+
+    @property
+    def persistent(self) -> bool:
+        return self.name != "memory"
+
+
+async def close(store: object) -> None:
+    aclose = getattr(store, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
+async def backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Backend]:
+    name: str = request.param
+    unique = uuid.uuid4().hex[:12]
+    factory: Callable[[], CheckpointStore]
+    resources: Callable[[], Awaitable[int]] | None = None
+    if name == "memory":
+        shared = InMemoryCheckpointStore()
+        factory = lambda: shared  # noqa: E731  # "a new store over the same data" is itself
+    elif name == "sqlite":
+        factory = functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
+        resources = sqlite_threads
+    elif name == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        factory = functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"t{unique}:")
+        resources = functools.partial(redis_clients, redis_server.url)
+    else:
+        pg: PostgresServer = request.getfixturevalue("postgres_server")
+        factory = functools.partial(PostgresCheckpointStore, pg.dsn, table=f"cp_{unique}")
+        resources = functools.partial(postgres_clients, pg.dsn)
+    backend = Backend(name, factory, resources)
+    yield backend
+    for store in backend.created:
+        await close(store)
+
+
+@pytest.fixture
+def store(backend: Backend) -> CheckpointStore:
+    return backend.make()
+
+
+async def sqlite_threads() -> int:
+    return sum(thread.name == "pyadk-sqlite" for thread in threading.enumerate())
+
+
+async def redis_clients(url: str) -> int:
+    raw = aioredis.Redis.from_url(url)
+    try:
+        return len(await raw.client_list()) - 1  # not counting this one
+    finally:
+        await raw.aclose()
+
+
+async def postgres_clients(dsn: str) -> int:
+    conn = await asyncpg.connect(dsn)
+    try:
+        count: int = await conn.fetchval(
+            "SELECT count(*) FROM pg_stat_activity "
+            "WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()"
+        )
+        return count
+    finally:
+        await conn.close()
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], what: str) -> None:
+    """Wait (up to 10 s) for something the server does on its own time, like noticing a close."""
+    for _ in range(1000):
+        if await check():
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"still not true after 10 s: {what}")
+
+
+# --------------------------------------------------------------------------------------------------
+# The common contract
+
+
+async def test_satisfies_the_protocol(store: CheckpointStore) -> None:
+    assert isinstance(store, CheckpointStore)
+
+
+async def test_round_trip(store: CheckpointStore) -> None:
+    await store.put("run-1", b'{"hello": "world"}')
+    assert await store.get("run-1") == b'{"hello": "world"}'
+
+
+async def test_overwrite_replaces_the_value(store: CheckpointStore) -> None:
+    await store.put("run-1", b"first")
+    await store.put("run-1", b"second, longer than the first")
+    assert await store.get("run-1") == b"second, longer than the first"
+    await store.put("run-1", b"3")
+    assert await store.get("run-1") == b"3"
+
+
+async def test_missing_id_gives_none(store: CheckpointStore) -> None:
+    assert await store.get("never-written") is None
+
+
+async def test_delete(store: CheckpointStore) -> None:
+    await store.put("keep", b"k")
+    await store.put("drop", b"d")
+    await store.delete("drop")
+    assert await store.get("drop") is None
+    assert await store.get("keep") == b"k"
+    await store.delete("drop")  # already gone: fine
+    await store.delete("never-written")  # never there: fine
+    await store.put("drop", b"again")  # the id is usable again
+    assert await store.get("drop") == b"again"
+
+
+async def test_empty_payload_is_not_missing(store: CheckpointStore) -> None:
+    await store.put("empty", b"")
+    assert await store.get("empty") == b""
+
+
+async def test_binary_safe(store: CheckpointStore) -> None:
+    every_byte = bytes(range(256)) * 4
+    nuls = b"\x00" * 100 + b"middle\x00\x00end" + b"\x00"
+    not_utf8 = b"\xff\xfe\xc3\x28\xa0\xa1\xe2\x82"
+    for key, payload in (("all", every_byte), ("nul", nuls), ("bad-utf8", not_utf8)):
+        await store.put(key, payload)
+    assert await store.get("all") == every_byte
+    assert await store.get("nul") == nuls
+    assert await store.get("bad-utf8") == not_utf8
+
+
+async def test_one_mib_payloads(store: CheckpointStore) -> None:
+    big = os.urandom(MIB)
+    await store.put("big", big)
+    assert await store.get("big") == big
+    bigger = b"\x00" * MIB + os.urandom(MIB)  # overwrite with a larger, NUL-heavy value
+    await store.put("big", bigger)
+    assert await store.get("big") == bigger
+
+
+async def test_bytes_like_data_is_copied(store: CheckpointStore) -> None:
+    buffer = bytearray(b"original")
+    await store.put("buf", buffer)  # type: ignore[arg-type]  # accepted, though not in the protocol
+    buffer[:] = b"mutated!"
+    await store.put("view", memoryview(b"from a view"))  # type: ignore[arg-type]
+    value = await store.get("buf")
+    assert value == b"original"
+    assert type(value) is bytes
+    assert await store.get("view") == b"from a view"
+
+
+async def test_fifty_concurrent_tasks(store: CheckpointStore) -> None:
+    async def worker(n: int) -> None:
+        key = f"task-{n}"
+        first = f"{n}:first:".encode() * (n + 1)
+        await store.put(key, first)
+        assert await store.get(key) == first
+        await store.put("shared", f"shared by {n}".encode() * 50)
+        second = hashlib.sha256(first).digest() * 10
+        await store.put(key, second)
+        assert await store.get(key) == second
+        assert await store.get("shared") is not None
+
+    await asyncio.gather(*(worker(n) for n in range(50)))
+    for n in range(50):
+        first = f"{n}:first:".encode() * (n + 1)
+        assert await store.get(f"task-{n}") == hashlib.sha256(first).digest() * 10
+    # Whoever wrote last, the value is one whole write, never a mix of two.
+    assert await store.get("shared") in {f"shared by {n}".encode() * 50 for n in range(50)}
+
+
+async def test_concurrent_gets_while_writing(store: CheckpointStore) -> None:
+    versions = [bytes([n]) * 4096 for n in range(20)]
+    await store.put("hot", versions[0])
+
+    async def writer() -> None:
+        for version in versions[1:]:
+            await store.put("hot", version)
+
+    async def reader() -> list[bytes | None]:
+        return [await store.get("hot") for _ in range(10)]
+
+    readers = [asyncio.create_task(reader()) for _ in range(10)]
+    await writer()
+    seen = {value for values in await asyncio.gather(*readers) for value in values}
+    assert seen <= set(versions)
+    assert await store.get("hot") == versions[-1]
+
+
+async def test_odd_ids(store: CheckpointStore) -> None:
+    for n, key in enumerate(ODD_IDS):
+        await store.put(key, f"value {n}".encode())
+    for n, key in enumerate(ODD_IDS):
+        assert await store.get(key) == f"value {n}".encode(), key
+    await store.delete("a/b")
+    assert await store.get("a/b") is None
+    assert await store.get("a%2Fb") == f"value {ODD_IDS.index('a%2Fb')}".encode()
+    assert await store.get("a") is None and await store.get("b") is None
+
+
+@pytest.mark.parametrize(
+    ("key", "error", "match"),
+    [
+        (123, TypeError, "must be a str"),
+        (b"bytes", TypeError, "must be a str"),
+        (None, TypeError, "must be a str"),
+        ("", ValueError, "must not be empty"),
+        ("a\x00b", ValueError, "NUL"),
+        ("\ud800", ValueError, "surrogate"),
+        ("x" * 1025, ValueError, "limit is 1024"),
+        ("🙂" * 257, ValueError, "limit is 1024"),
+    ],
+)
+async def test_bad_ids_are_refused_before_touching_anything(
+    store: CheckpointStore, key: Any, error: type[Exception], match: str
+) -> None:
+    await store.put("existing", b"safe")
+    with pytest.raises(error, match=match):
+        await store.put(key, b"data")
+    with pytest.raises(error, match=match):
+        await store.get(key)
+    with pytest.raises(error, match=match):
+        await store.delete(key)
+    assert await store.get("existing") == b"safe"
+
+
+@pytest.mark.parametrize("data", ["text", None, 42, ["list"]])
+async def test_non_bytes_data_is_refused_and_loses_nothing(
+    store: CheckpointStore, data: Any
+) -> None:
+    await store.put("existing", b"safe")
+    with pytest.raises(TypeError, match="must be bytes"):
+        await store.put("existing", data)
+    assert await store.get("existing") == b"safe"
+
+
+async def test_persists_across_store_instances(backend: Backend) -> None:
+    if not backend.persistent:
+        pytest.skip("the in-memory store keeps nothing beyond its own instance")
+    first = backend.make()
+    await first.put("durable", b"written by the first store")
+    await close(first)
+    second = backend.make()
+    assert await second.get("durable") == b"written by the first store"
+    await second.put("durable", b"rewritten by the second")
+    third = backend.make()
+    assert await third.get("durable") == b"rewritten by the second"
+
+
+@pytest.mark.filterwarnings("error::ResourceWarning")  # released by aclose, not by the GC
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+async def test_aclose_releases_and_the_next_call_reopens(backend: Backend) -> None:
+    if backend.resources is None:
+        pytest.skip("the in-memory store holds nothing to close")
+    count = backend.resources
+    baseline = await count()
+    store = backend.make()
+    await store.put("before", b"x")
+    assert await count() > baseline
+    await close(store)
+    await close(store)  # idempotent
+    await eventually(lambda: _equals(count(), baseline), f"{backend.name} released")
+    assert await store.get("before") == b"x"  # opened again
+    await close(store)
+    await eventually(lambda: _equals(count(), baseline), f"{backend.name} released again")
+
+
+async def _equals(value: Awaitable[int], expected: int) -> bool:
+    return await value == expected
+
+
+def test_closed_at_the_end_of_each_event_loop(backend: Backend) -> None:
+    """A long-lived store used by several ``asyncio.run`` calls, closed at the end of each."""
+    store = backend.make()
+
+    async def use(value: bytes) -> bytes | None:
+        try:
+            await store.put("loops", value)
+            return await store.get("loops")
+        finally:
+            await close(store)
+
+    assert asyncio.run(use(b"first loop")) == b"first loop"
+    assert asyncio.run(use(b"second loop")) == b"second loop"
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_new_event_loop_works_even_without_close(backend: Backend) -> None:
+    """Not closed before its loop ended, a store still works in the next loop (the first loop's
+    sockets are left to the garbage collector, with a ResourceWarning)."""
+    store = backend.factory()
+
+    async def use(store: CheckpointStore, value: bytes, *, close_after: bool) -> bytes | None:
+        await store.put("loops", value)
+        try:
+            return await store.get("loops")
+        finally:
+            if close_after:
+                await close(store)
+
+    assert asyncio.run(use(store, b"first loop", close_after=False)) == b"first loop"
+    assert asyncio.run(use(store, b"second loop", close_after=True)) == b"second loop"
+    del store
+    gc.collect()  # the first loop's sockets: warn here, where the warning is expected
+
+
+# --------------------------------------------------------------------------------------------------
+# Backends that are down or unusable
+
+
+def assert_names(error: CheckpointStoreError, backend: str, operation: str, key: str) -> None:
+    message = str(error)
+    assert error.backend == backend and backend in message
+    assert error.operation == operation and operation in message
+    assert error.checkpoint_id == key and repr(key) in message
+    assert error.__cause__ is not None
+
+
+async def check_down(store: CheckpointStore, backend: str, secret: str | None = None) -> None:
+    for operation in ("get", "put", "delete"):
+        key = f"id-for-{operation}"
+        call = store.put(key, b"x") if operation == "put" else getattr(store, operation)(key)
+        with pytest.raises(CheckpointStoreError) as caught:
+            await call
+        assert_names(caught.value, backend, operation, key)
+        if secret is not None:
+            assert secret not in str(caught.value)
+
+
+async def test_redis_down() -> None:
+    store = RedisCheckpointStore(f"redis://:s3cret-pw@127.0.0.1:{closed_port()}/0")
+    try:
+        await check_down(store, "redis", secret="s3cret-pw")
+    finally:
+        await store.aclose()
+
+
+async def test_postgres_down() -> None:
+    store = PostgresCheckpointStore(f"postgresql://u:s3cret-pw@127.0.0.1:{closed_port()}/db")
+    try:
+        await check_down(store, "postgres", secret="s3cret-pw")
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.parametrize("dsn", ["postgresql://127.0.0.1:notaport/db", "mysql://127.0.0.1/db"])
+async def test_postgres_malformed_dsn(dsn: str) -> None:
+    store = PostgresCheckpointStore(dsn)
+    with pytest.raises(CheckpointStoreError) as caught:
+        await store.get("id")
+    assert_names(caught.value, "postgres", "get", "id")
+    await store.aclose()
+
+
+async def test_sqlite_path_that_cannot_be_opened(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a directory")
+    for path in (tmp_path / "a-file" / "sub" / "cp.db", tmp_path):  # parent is a file; a directory
+        store = SQLiteCheckpointStore(path)
+        try:
+            await check_down(store, "sqlite")
+        finally:
+            await store.aclose()
+
+
+async def test_sqlite_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_bytes(b"my precious notes, not a database\n" * 100)
+    before = path.read_bytes()
+    store = SQLiteCheckpointStore(path)
+    with pytest.raises(CheckpointStoreError, match="not a database") as caught:
+        await store.put("id", b"data")
+    assert_names(caught.value, "sqlite", "put", "id")
+    await store.aclose()
+    assert path.read_bytes() == before
+
+
+def test_redis_rejects_a_bad_url() -> None:
+    with pytest.raises(ValueError):
+        RedisCheckpointStore("http://127.0.0.1:6379")
+
+
+@pytest.mark.parametrize("ttl", [0, -1, float("nan"), float("inf")])
+def test_redis_rejects_a_bad_ttl(ttl: float) -> None:
+    with pytest.raises(ValueError, match="ttl"):
+        RedisCheckpointStore("redis://127.0.0.1:6379", ttl=ttl)
+
+
+@pytest.mark.parametrize(
+    "table", ["", "1abc", "bad-name", 'x"; DROP TABLE y; --', "a.b.c", "with space", "a" * 64]
+)
+def test_postgres_rejects_a_bad_table_name(table: str) -> None:
+    with pytest.raises(ValueError, match="invalid table name"):
+        PostgresCheckpointStore("postgresql://127.0.0.1/db", table=table)
+
+
+# --------------------------------------------------------------------------------------------------
+# SQLite specifics
+
+
+async def test_sqlite_creates_parent_directories_and_uses_wal(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "cp.db"
+    store = SQLiteCheckpointStore(path)
+    await store.put("id", b"data")
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert conn.execute("SELECT data FROM pyadk_checkpoints WHERE id = 'id'").fetchone() == (
+            b"data",
+        )
+    await store.aclose()
+
+
+async def test_sqlite_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    store = SQLiteCheckpointStore(":memory:")
+    await store.put("id", b"data")
+    assert await store.get("id") == b"data"
+    await store.aclose()
+    assert await asyncio.to_thread(os.listdir, tmp_path) == []  # no file named ":memory:"
+
+
+@dataclass
+class Fault:
+    """Interrupt the real SQLite connection while it runs the statement starting with
+    ``statement`` (SQLite aborts the statement with "interrupted"), once, when armed."""
+
+    statement: str
+    armed: bool = False
+    fired: int = 0
+
+    def install(self, conn: sqlite3.Connection) -> None:
+        current = [""]
+        conn.set_trace_callback(lambda sql: current.__setitem__(0, sql))
+
+        def progress() -> int:
+            if self.armed and current[0].startswith(self.statement):
+                self.armed = False
+                self.fired += 1
+                return 1
+            return 0
+
+        conn.set_progress_handler(progress, 1)
+
+
+def faulty_sqlite_store(path: Path, fault: Fault) -> SQLiteCheckpointStore:
+    class FaultyStore(SQLiteCheckpointStore):
+        @staticmethod
+        def _connect(path: str, busy_timeout: float) -> sqlite3.Connection:
+            conn = SQLiteCheckpointStore._connect(path, busy_timeout)
+            fault.install(conn)
+            return conn
+
+    return FaultyStore(path)
+
+
+@pytest.mark.parametrize("statement", ["INSERT", "COMMIT"])
+async def test_sqlite_failed_write_keeps_the_previous_value(tmp_path: Path, statement: str) -> None:
+    path = tmp_path / "cp.db"
+    fault = Fault(statement)
+    store = faulty_sqlite_store(path, fault)
+    previous = os.urandom(MIB)
+    await store.put("run", previous)
+
+    fault.armed = True
+    with pytest.raises(CheckpointStoreError, match="interrupted") as caught:
+        await store.put("run", os.urandom(MIB))
+    assert fault.fired == 1
+    assert_names(caught.value, "sqlite", "put", "run")
+
+    # Intact on disk (seen by another connection) and through the same store, which still works:
+    # an interrupted COMMIT leaves SQLite's transaction open, and the store must roll it back.
+    other = SQLiteCheckpointStore(path)
+    assert await other.get("run") == previous
+    assert await store.get("run") == previous
+    await store.put("next", b"later write")
+    assert await other.get("next") == b"later write"
+    assert await other.get("run") == previous
+    await store.aclose()
+    await other.aclose()
+
+
+def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_sqlite_shared_with_a_subprocess(tmp_path: Path) -> None:
+    path = tmp_path / "shared.db"
+    store = SQLiteCheckpointStore(path)
+    await store.put("from-parent", b"\x00parent\xff")
+    child = run_python(
+        "import asyncio, sys\n"
+        "from adk.checkpoint import SQLiteCheckpointStore\n"
+        "async def main():\n"
+        "    store = SQLiteCheckpointStore(sys.argv[1])\n"
+        "    got = await store.get('from-parent')\n"
+        "    await store.put('from-child', b'child saw ' + got)\n"
+        "    await store.aclose()\n"
+        "asyncio.run(main())\n",
+        str(path),
+    )
+    assert child.returncode == 0, child.stderr
+    assert await store.get("from-child") == b"child saw \x00parent\xff"
+    await store.aclose()
+
+
+WRITER = """
+import asyncio, sys
+from adk.checkpoint import SQLiteCheckpointStore
+async def main():
+    store = SQLiteCheckpointStore(sys.argv[1], busy_timeout=60)
+    name = sys.argv[2]
+    for i in range(40):
+        await store.put(f"{name}-{i}", f"{name}:{i}".encode() * 100)
+        assert await store.get(f"{name}-{i}") == f"{name}:{i}".encode() * 100
+    await store.aclose()
+asyncio.run(main())
+"""
+
+
+async def test_sqlite_several_processes_write_at_once(tmp_path: Path) -> None:
+    path = tmp_path / "busy.db"
+    children = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", WRITER, str(path), f"proc{n}",
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stderr=asyncio.subprocess.PIPE,
+        )
+        for n in range(3)
+    ]  # fmt: skip
+    store = SQLiteCheckpointStore(path)
+    for i in range(40):
+        await store.put(f"parent-{i}", b"p" * 1000)
+    results = [await child.communicate() for child in children]
+    for child, (_, stderr) in zip(children, results, strict=True):
+        assert child.returncode == 0, stderr.decode()
+    for n in range(3):
+        for i in range(40):
+            assert await store.get(f"proc{n}-{i}") == f"proc{n}:{i}".encode() * 100
+    await store.aclose()
+
+
+CRASHER = """
+import asyncio, hashlib, os, sys
+from adk.checkpoint import SQLiteCheckpointStore
+async def main():
+    store = SQLiteCheckpointStore(sys.argv[1])
+    seq = 0
+    while True:
+        body = os.urandom(1 << 20)
+        await store.put("crash", seq.to_bytes(8, "big") + hashlib.sha256(body).digest() + body)
+        seq += 1
+        if seq == 3:
+            print("ready", flush=True)
+asyncio.run(main())
+"""
+
+
+async def test_sqlite_survives_a_kill_mid_write(tmp_path: Path) -> None:
+    """A process killed (SIGKILL) while writing 1 MiB checkpoints in a loop leaves one whole
+    checkpoint behind, never a torn one."""
+    path = tmp_path / "crash.db"
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", CRASHER, str(path),
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert child.stdout is not None
+    line = await child.stdout.readline()
+    if line != b"ready\n":
+        _, stderr = await child.communicate()
+        pytest.fail(f"writer did not start: {stderr.decode()}")
+    child.kill()  # it is writing the next checkpoint now
+    await child.wait()
+
+    store = SQLiteCheckpointStore(path)
+    value = await store.get("crash")
+    assert value is not None
+    seq, digest, body = int.from_bytes(value[:8], "big"), value[8:40], value[40:]
+    assert seq >= 2
+    assert len(body) == MIB and hashlib.sha256(body).digest() == digest
+    await store.aclose()
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA integrity_check").fetchone() == ("ok",)
+
+
+# --------------------------------------------------------------------------------------------------
+# Redis and PostgreSQL: a real network in between
+
+
+class Proxy:
+    """A TCP proxy in front of a real server, to break the connection the way networks do.
+
+    ``cut_after(n)``: forward ``n`` more bytes towards the server, then drop every connection and
+    refuse new ones — the server is gone in the middle of a request.
+    ``drop_idle()``: the connections open now die (unforwarded) the next time the client sends on
+    them; new connections work — stale pooled connections after a restart or a NAT timeout.
+    """
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._budget: int | None = None
+        self._refusing = False
+        self._links: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
+        self._doomed: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> Proxy:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        self._abort_all()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def cut_after(self, nbytes: int) -> None:
+        self._budget = nbytes
+
+    def drop_idle(self) -> None:
+        self._doomed = {client for client, _ in self._links}
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._refusing:
+            writer.transport.abort()
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._links.append((writer, up_writer))
+        for coro in (self._pump(reader, up_writer, writer), self._pump(up_reader, writer, None)):
+            task = asyncio.create_task(coro)
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _pump(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        client: asyncio.StreamWriter | None,
+    ) -> None:
+        """Copy bytes; ``client`` is set on the client-to-server direction, the one we cut."""
+        try:
+            while chunk := await reader.read(65536):
+                if client is not None and client in self._doomed:
+                    self._abort_link(client)
+                    return
+                if client is not None and self._budget is not None:
+                    if len(chunk) >= self._budget:
+                        writer.write(chunk[: self._budget])
+                        await writer.drain()
+                        self._refusing = True
+                        self._abort_all()
+                        return
+                    self._budget -= len(chunk)
+                writer.write(chunk)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            if not writer.transport.is_closing():
+                writer.close()
+
+    def _abort_link(self, client: asyncio.StreamWriter) -> None:
+        for link in self._links:
+            if link[0] is client:
+                for side in link:
+                    side.transport.abort()
+
+    def _abort_all(self) -> None:
+        for link in self._links:
+            for side in link:
+                side.transport.abort()
+
+
+@pytest.fixture
+def network_store(
+    request: pytest.FixtureRequest,
+) -> Callable[[int | None], tuple[CheckpointStore, int]]:
+    """``make(port)`` builds a store of the requested kind talking to ``port`` (None: the real
+    server's); returns it and the real server's port."""
+    kind: str = request.param
+    unique = uuid.uuid4().hex[:12]
+    if kind == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+
+        def make(port: int | None) -> tuple[CheckpointStore, int]:
+            url = f"redis://127.0.0.1:{port or redis_server.port}/0"
+            return RedisCheckpointStore(url, prefix=f"n{unique}:"), redis_server.port
+
+        return make
+    pg: PostgresServer = request.getfixturevalue("postgres_server")
+
+    def make_pg(port: int | None) -> tuple[CheckpointStore, int]:
+        dsn = f"postgresql://postgres@127.0.0.1:{port or pg.port}/postgres"
+        return PostgresCheckpointStore(dsn, table=f"net_{unique}"), pg.port
+
+    return make_pg
+
+
+@pytest.mark.parametrize("network_store", ["redis", "postgres"], indirect=True)
+async def test_connection_cut_mid_write_keeps_the_previous_value(
+    network_store: Callable[[int | None], tuple[CheckpointStore, int]],
+) -> None:
+    direct, server_port = network_store(None)
+    async with Proxy(server_port) as proxy:
+        proxied, _ = network_store(proxy.port)
+        previous = os.urandom(MIB)
+        await proxied.put("run", previous)
+        proxy.cut_after(64 * 1024)  # the server gets the first 64 KiB of the next 1 MiB write
+        with pytest.raises(CheckpointStoreError) as caught:
+            await proxied.put("run", os.urandom(MIB))
+        backend = "redis" if isinstance(proxied, RedisCheckpointStore) else "postgres"
+        assert_names(caught.value, backend, "put", "run")
+        await close(proxied)
+    assert await direct.get("run") == previous
+    await close(direct)
+
+
+@pytest.mark.parametrize("network_store", ["redis", "postgres"], indirect=True)
+async def test_stale_connections_are_replaced(
+    network_store: Callable[[int | None], tuple[CheckpointStore, int]],
+) -> None:
+    direct, server_port = network_store(None)
+    async with Proxy(server_port) as proxy:
+        proxied, _ = network_store(proxy.port)
+        await proxied.put("run", b"before")
+        proxy.drop_idle()  # every open connection dies when next used
+        await proxied.put("run", b"after")  # retried on a fresh connection
+        assert await proxied.get("run") == b"after"
+        await close(proxied)
+    assert await direct.get("run") == b"after"
+    await close(direct)
+
+
+async def test_redis_prefix_and_ttl(redis_server: RedisServer) -> None:
+    raw = aioredis.Redis.from_url(redis_server.url)
+    plain = RedisCheckpointStore(redis_server.url, prefix="plain:")
+    expiring = RedisCheckpointStore(redis_server.url, prefix="exp:", ttl=120)
+    try:
+        await plain.put("a/b", b"x")
+        await expiring.put("a/b", b"y")
+        assert await raw.get("plain:a/b") == b"x"
+        assert await raw.get("exp:a/b") == b"y"
+        assert await raw.pttl("plain:a/b") == -1  # no expiry
+        assert 0 < await raw.pttl("exp:a/b") <= 120_000
+        await raw.pexpire("exp:a/b", 50_000)
+        await expiring.put("a/b", b"z")  # every put starts the TTL again
+        assert 50_000 < await raw.pttl("exp:a/b") <= 120_000
+    finally:
+        await plain.aclose()
+        await expiring.aclose()
+        await raw.aclose()
+
+
+async def test_redis_refuses_to_return_decoded_text(redis_server: RedisServer) -> None:
+    store = RedisCheckpointStore(redis_server.url + "?decode_responses=True", prefix="dec:")
+    await store.put("id", b"bytes")
+    with pytest.raises(CheckpointStoreError, match="text instead of bytes"):
+        await store.get("id")
+    await store.aclose()
+
+
+@pytest.fixture
+async def pg_admin(postgres_server: PostgresServer) -> AsyncIterator[Any]:
+    conn = await asyncpg.connect(postgres_server.dsn)
+    yield conn
+    await conn.close()
+
+
+async def test_postgres_failure_inside_the_transaction_keeps_the_previous_value(
+    postgres_server: PostgresServer, pg_admin: Any
+) -> None:
+    """The new row version is written, then the transaction fails before commit (an AFTER
+    trigger raising, as a full disk or a constraint would): the old row stays."""
+    table = f"trig_{uuid.uuid4().hex[:12]}"
+    store = PostgresCheckpointStore(postgres_server.dsn, table=table)
+    await store.put("run", b"previous")
+    await pg_admin.execute(
+        f"CREATE FUNCTION {table}_fail() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'simulated failure after the write'; END $$; "
+        f'CREATE TRIGGER fail AFTER UPDATE ON "{table}" FOR EACH ROW '
+        f"EXECUTE FUNCTION {table}_fail()"
+    )
+    with pytest.raises(CheckpointStoreError, match="simulated failure") as caught:
+        await store.put("run", b"new value")
+    assert_names(caught.value, "postgres", "put", "run")
+    assert await pg_admin.fetchval(f'SELECT data FROM "{table}" WHERE id = $1', "run") == (
+        b"previous"
+    )
+    assert await store.get("run") == b"previous"
+    await store.aclose()
+
+
+async def test_postgres_schema_qualified_table(
+    postgres_server: PostgresServer, pg_admin: Any
+) -> None:
+    schema = f"s_{uuid.uuid4().hex[:12]}"
+    await pg_admin.execute(f"CREATE SCHEMA {schema}")
+    store = PostgresCheckpointStore(postgres_server.dsn, table=f"{schema}.Checkpoints")
+    await store.put("id", b"data")
+    row = await pg_admin.fetchrow(f'SELECT id, data FROM {schema}."Checkpoints"')
+    assert tuple(row) == ("id", b"data")
+    await store.aclose()
+
+
+async def test_postgres_many_stores_create_one_table_at_once(
+    postgres_server: PostgresServer,
+) -> None:
+    table = f"race_{uuid.uuid4().hex[:12]}"
+    stores = [PostgresCheckpointStore(postgres_server.dsn, table=table) for _ in range(8)]
+    await asyncio.gather(*(s.put(f"id-{n}", b"x") for n, s in enumerate(stores)))
+    assert [await stores[0].get(f"id-{n}") for n in range(8)] == [b"x"] * 8
+    await asyncio.gather(*(s.aclose() for s in stores))
+
+
+def test_optional_backends_load_lazily() -> None:
+    child = run_python(
+        "import sys, adk, adk.checkpoint\n"
+        "assert 'redis' not in sys.modules and 'asyncpg' not in sys.modules, 'eager import'\n"
+        "from adk.checkpoint import RedisCheckpointStore, PostgresCheckpointStore\n"
+        "assert 'redis' in sys.modules and 'asyncpg' in sys.modules\n"
+    )
+    assert child.returncode == 0, child.stderr
+
+
+def test_error_survives_pickling() -> None:
+    error = CheckpointStoreError("boom", backend="redis", operation="put", checkpoint_id="x")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (str(copy), copy.backend, copy.operation, copy.checkpoint_id) == (
+        "boom",
+        "redis",
+        "put",
+        "x",
+    )
+
+
+async def test_an_empty_store_is_truthy(store: CheckpointStore) -> None:
+    """``checkpoint_store or InMemoryCheckpointStore()`` must keep the caller's empty store."""
+    assert store
