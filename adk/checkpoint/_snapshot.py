@@ -68,19 +68,50 @@ class Snapshot:
     signal: _InterruptSignal
 
 
+def _expect(condition: bool, what: str) -> None:
+    if not condition:
+        raise CheckpointError(f"is malformed: {what}")
+
+
 def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
-    """Rebuild a snapshot from a verified body; malformed content is a ``CheckpointError``."""
+    """Rebuild a snapshot from a verified body; anything malformed is a ``CheckpointError``.
+
+    The checksum proves the bytes are what was written, not that a writer wrote a sensible body, so
+    the shape is checked here before anything acts on it.
+    """
     try:
+        raw_points = body["points"]
+        _expect(isinstance(raw_points, list), "points is not a list")
+        _expect(bool(raw_points), "it has no pending points")
         points = [
             InterruptPoint(id=p["id"], address=p["address"], info=from_json_value(p.get("info")))
-            for p in body["points"]
+            for p in raw_points
         ]
         states = from_json_value(body.get("states", {}))
+        _expect(
+            isinstance(states, dict)
+            and all(isinstance(a, str) and isinstance(v, dict) for a, v in states.items()),
+            "states is not a map of address to slots",
+        )
         root_input = from_json_value(body["root_input"])
-        history = from_json_value(body.get("history", []))
+        _expect(
+            isinstance(root_input, list) and all(isinstance(m, Message) for m in root_input),
+            "root input is not a list of messages",
+        )
         session = from_json_value(body.get("session", {}))
-        if not all(isinstance(m, Message) for m in root_input):
-            raise CheckpointError("root input holds something other than messages")
+        _expect(isinstance(session, dict), "session is not an object")
+        history = from_json_value(body.get("history", []))
+        _expect(
+            isinstance(history, list)
+            and all(
+                isinstance(e, dict)
+                and isinstance(e.get("agent"), str)
+                and isinstance(e.get("run_path"), list)
+                and isinstance(e.get("message"), Message)
+                for e in history
+            ),
+            "history is not a list of recorded messages",
+        )
         return Snapshot(
             agent=str(body["agent"]),
             run_id=str(body.get("run_id", "")),
@@ -91,7 +122,9 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
             signal=_InterruptSignal(points, states),
         )
     except CheckpointError as exc:
-        raise CheckpointError(f"checkpoint {checkpoint_id!r}: {exc}") from exc
+        raise CheckpointError(f"checkpoint {checkpoint_id!r} {exc}") from exc
+    except RecursionError as exc:
+        raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: nested too deeply") from exc
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: {exc!r}") from exc
 

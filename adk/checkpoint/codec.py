@@ -100,13 +100,13 @@ def from_json_value(value: Any) -> Any:
         model = _TYPES.get(tag) if isinstance(tag, str) else None
         if model is None:
             raise CheckpointError(
-                f"checkpoint refers to unregistered type {tag!r}; register it with "
+                f"refers to unregistered type {tag!r}; register it with "
                 "adk.register_type before resuming"
             )
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            raise CheckpointError(f"checkpoint value of type {tag!r} is invalid: {exc}") from exc
+            raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
     return value
 
 
@@ -138,7 +138,7 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
         raise fail("is corrupt or was modified: its checksum does not match (truncated or edited)")
     try:
         body = json.loads(payload)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise fail(f"is corrupt: {exc}") from exc
     if not isinstance(body, dict):
         raise fail("is corrupt: body is not an object")

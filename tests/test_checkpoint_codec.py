@@ -1,0 +1,482 @@
+"""The checkpoint codec: versioned, checksummed JSON that never runs code on load.
+
+Covers value encoding (JSON values, registered pydantic models, clear errors for anything else),
+the header (format, version, checksum), damaged checkpoints (edited, truncated, from another
+version, not a checkpoint at all), and hostile ones: checkpoints naming dangerous or unregistered
+types, or carrying pickle payloads, must fail with ``CheckpointError`` without executing anything —
+proved with sentinel files the payloads would create.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, model_validator
+from test_interrupts import Asker, DictStore, collect, pause_of
+
+import adk
+from adk import CheckpointError, Message, Runner, SequentialAgent
+from adk.checkpoint.codec import (
+    FORMAT,
+    VERSION,
+    decode_checkpoint,
+    encode_checkpoint,
+    from_json_value,
+    register_type,
+    to_json_value,
+)
+
+
+@register_type
+class Point(BaseModel):
+    x: int
+    y: int = 0
+    label: str = ""
+
+
+@register_type
+class Shape(BaseModel):
+    points: list[Point]
+    tags: dict[str, str] = {}
+
+
+def _touch(path: str) -> None:
+    Path(path).touch()
+
+
+class Touch(BaseModel):
+    """Never registered: a model whose validation has a side effect, standing in for any class an
+    attacker could name in a checkpoint."""
+
+    path: str
+
+    @model_validator(mode="after")
+    def _side_effect(self) -> Touch:
+        _touch(self.path)
+        return self
+
+
+class Boom:
+    """Pickling this is harmless; unpickling it would create ``path``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_touch, (self.path,))
+
+
+def with_header(payload: bytes, **header: Any) -> bytes:
+    """Checkpoint bytes around ``payload`` with a correct checksum (what a deliberate tamperer or a
+    buggy writer produces); ``header`` overrides fields."""
+    fields = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
+    fields.update(header)
+    return json.dumps(fields).encode() + b"\n" + payload
+
+
+# -- values -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        -12,
+        2**70,
+        1.5,
+        "",
+        'ünïcødé 🙂 \n\t"quotes"',
+        [],
+        {},
+        [1, "a", None, [2, [3]]],
+        {"a": {"b": [1, {"c": None}]}},
+        {"__adk_type__": "adk.Message", "data": {"role": "user"}},  # user data, not a type tag
+        {"__adk_type__": "dict", "data": 5},
+        {"nested": {"__adk_type__": "x"}},
+    ],
+)
+def test_json_values_round_trip_exactly(value: Any) -> None:
+    encoded = to_json_value(value)
+    assert json.loads(json.dumps(encoded)) == encoded
+    assert from_json_value(json.loads(json.dumps(encoded))) == value
+
+
+def test_registered_models_round_trip_with_a_type_tag() -> None:
+    shape = Shape(points=[Point(x=1), Point(x=2, y=3, label="b")], tags={"k": "v"})
+    value = {"shape": shape, "list": [Point(x=9)], "message": Message.user("hi")}
+
+    encoded = to_json_value(value)
+
+    assert encoded["shape"]["__adk_type__"] == f"{__name__}.Shape"
+    assert encoded["message"]["__adk_type__"] == "adk.Message"
+    decoded = from_json_value(json.loads(json.dumps(encoded)))
+    assert decoded == value
+    assert isinstance(decoded["shape"], Shape) and isinstance(decoded["list"][0], Point)
+
+
+def test_tuples_come_back_as_lists() -> None:
+    assert from_json_value(to_json_value({"t": (1, (2, 3))})) == {"t": [1, [2, 3]]}
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        ({1: "a"}, "dict keys must be strings, got 1"),
+        ({"ok": {None: 1}}, "dict keys must be strings"),
+        ({1, 2}, "set cannot be stored in a checkpoint"),
+        (b"raw", "bytes cannot be stored in a checkpoint"),
+        (object(), "object cannot be stored in a checkpoint"),
+        ({"deep": [Touch.model_construct(path="x")]}, "Touch is not registered for checkpoints"),
+    ],
+)
+def test_values_that_cannot_be_stored_are_clear_errors(value: Any, problem: str) -> None:
+    with pytest.raises(CheckpointError, match="saved state") as caught:
+        to_json_value(value, "saved state")
+    assert problem in str(caught.value)
+
+
+def test_unregistered_model_error_names_the_fix() -> None:
+    with pytest.raises(CheckpointError, match=r"call adk\.register_type\(Touch\)"):
+        to_json_value(Touch.model_construct(path="x"))
+
+
+def test_register_type_rules() -> None:
+    class Local(BaseModel):
+        a: int = 1
+
+    assert register_type(Local, name="tests.codec.Local") is Local
+    assert register_type(Local, name="tests.codec.Local") is Local  # idempotent
+    assert to_json_value(Local(a=2)) == {"__adk_type__": "tests.codec.Local", "data": {"a": 2}}
+
+    class Other(BaseModel):
+        a: int = 1
+
+    with pytest.raises(ValueError, match="already registered"):
+        register_type(Other, name="tests.codec.Local")
+    with pytest.raises(TypeError, match="pydantic model class"):
+        register_type(dict)  # type: ignore[type-var]
+    assert adk.register_type is register_type
+
+
+# -- the header ---------------------------------------------------------------------------------
+
+
+def test_encoded_checkpoint_is_a_header_line_and_a_json_body() -> None:
+    body = {"agent": "root", "values": to_json_value({"p": Point(x=1)})}
+
+    data = encode_checkpoint(body)
+
+    head, _, payload = data.partition(b"\n")
+    header = json.loads(head)
+    assert header == {
+        "format": "pyadk.checkpoint",
+        "version": VERSION,
+        "sha256": hashlib.sha256(payload).hexdigest(),
+    }
+    assert json.loads(payload) == body
+    assert decode_checkpoint(data) == body
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda d: d.replace(b'"root"', b'"r00t"'), "checksum does not match"),
+        (lambda d: d[:-1], "checksum does not match"),
+        (lambda d: d[: len(d) // 2 + d.index(b"\n") // 2], "checksum does not match"),
+        (lambda d: d[: d.index(b"\n") + 1], "checksum does not match"),
+        (lambda d: d[: d.index(b"\n")], "unreadable header"),
+        (lambda d: d[:10], "unreadable header"),
+        (lambda d: b"", "unreadable header"),
+        (lambda d: b"\x00" * 64, "unreadable header"),
+        (lambda d: d + b" ", "checksum does not match"),
+        (lambda d: d.replace(b'"sha256":"', b'"sha256":"0'), "checksum does not match"),
+    ],
+    ids=[
+        "edited",
+        "truncated-by-one",
+        "truncated-half",
+        "header-only",
+        "header-cut",
+        "ten-bytes",
+        "empty",
+        "zeros",
+        "appended",
+        "bad-digest",
+    ],
+)
+def test_damaged_checkpoints_say_what_is_wrong(damage: Any, message: str) -> None:
+    data = encode_checkpoint({"agent": "root", "history": [{"n": i} for i in range(20)]})
+
+    with pytest.raises(CheckpointError, match=message) as caught:
+        decode_checkpoint(damage(data), "cp-1")
+
+    assert "checkpoint 'cp-1'" in str(caught.value)
+
+
+@pytest.mark.parametrize("version", [0, 2, 99, "1", None])
+def test_incompatible_version_is_a_clear_error(version: Any) -> None:
+    data = with_header(b'{"agent":"root"}', version=version)
+
+    with pytest.raises(CheckpointError) as caught:
+        decode_checkpoint(data, "cp-1")
+
+    assert f"format version {version!r}" in str(caught.value)
+    assert f"reads version {VERSION}" in str(caught.value)
+
+
+def test_other_formats_are_not_mistaken_for_checkpoints() -> None:
+    data = with_header(b'{"agent":"root"}', format="someone.else")
+    with pytest.raises(CheckpointError, match="is not a pyadk checkpoint"):
+        decode_checkpoint(data)
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"{not json", "is corrupt"),
+        (b"[1, 2]", "body is not an object"),
+        (b'"text"', "body is not an object"),
+        (b"\xff\xfe", "is corrupt"),
+    ],
+)
+def test_a_body_with_a_valid_checksum_must_still_be_a_json_object(
+    payload: bytes, message: str
+) -> None:
+    with pytest.raises(CheckpointError, match=message):
+        decode_checkpoint(with_header(payload))
+
+
+def test_deeply_nested_body_is_a_checkpoint_error_not_a_crash() -> None:
+    payload = b'{"agent":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with pytest.raises(CheckpointError):
+        decode_checkpoint(with_header(payload))
+
+
+# -- through the runner -------------------------------------------------------------------------
+
+
+async def _paused() -> tuple[Runner, Any, str, dict[str, Any]]:
+    """A runner with one run paused; its store, the checkpoint id and the decoded body."""
+    runner = Runner(SequentialAgent("root", [Asker("ask")]), checkpoint_store=DictStore())
+    store = runner.checkpoint_store
+    info = pause_of(await collect(runner.run("hi", session={"k": "v"})))
+    data = await store.get(info.checkpoint_id)
+    assert data is not None
+    return runner, store, info.checkpoint_id, decode_checkpoint(data)
+
+
+async def test_resuming_a_tampered_checkpoint_is_a_checksum_error() -> None:
+    runner, store, cid, _ = await _paused()
+    data = await store.get(cid)
+    assert data is not None
+    await store.put(cid, data.replace(b'"hi"', b'"HI"'))
+
+    with pytest.raises(CheckpointError, match="checksum does not match"):
+        await collect(runner.resume(cid, "x"))
+
+
+async def test_resuming_a_truncated_checkpoint_is_a_clear_error() -> None:
+    runner, store, cid, _ = await _paused()
+    data = await store.get(cid)
+    assert data is not None
+    await store.put(cid, data[: len(data) - 7])
+
+    with pytest.raises(CheckpointError, match=rf"checkpoint '{cid}' is corrupt or was modified"):
+        await collect(runner.resume(cid, "x"))
+
+
+async def test_resuming_a_checkpoint_of_another_version_is_a_clear_error() -> None:
+    runner, store, cid, body = await _paused()
+    await store.put(cid, with_header(json.dumps(body).encode(), version=VERSION + 1))
+
+    with pytest.raises(CheckpointError, match=f"format version {VERSION + 1}"):
+        await collect(runner.resume(cid, "x"))
+
+
+@pytest.mark.parametrize(
+    "tag",
+    [
+        "os.system",
+        "subprocess.Popen",
+        "builtins.eval",
+        "builtins.exec",
+        "pickle.loads",
+        f"{__name__}.Touch",  # a real model class with a side effect, just not registered
+    ],
+)
+async def test_type_tags_of_unregistered_classes_run_no_code(tag: str, tmp_path: Path) -> None:
+    sentinel = tmp_path / "pwned"
+    payload = {
+        "__adk_type__": tag,
+        "data": {
+            "path": str(sentinel),
+            "command": f"touch {sentinel}",
+            "args": ["touch", str(sentinel)],
+            "source": f"open({str(sentinel)!r}, 'w')",
+        },
+    }
+    runner, store, cid, body = await _paused()
+    body["session"]["k"] = payload
+    await store.put(cid, encode_checkpoint(body))  # a valid checksum: the tamperer recomputed it
+
+    with pytest.raises(CheckpointError, match=f"unregistered type '{tag}'"):
+        await collect(runner.resume(cid, "x"))
+
+    assert not sentinel.exists()
+
+
+def test_the_unregistered_model_payload_is_live(tmp_path: Path) -> None:
+    # Proves the test above could fail: validating the payload as that class has the side effect.
+    sentinel = tmp_path / "pwned"
+    Touch.model_validate({"path": str(sentinel)})
+    assert sentinel.exists()
+
+
+@pytest.fixture
+def no_unpickling(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Fails the test if anything unpickles while it runs; returns the attempts for asserting."""
+    attempts: list[str] = []
+
+    def refuse(name: str) -> Any:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            attempts.append(name)
+            raise AssertionError(f"{name} was called while loading a checkpoint")
+
+        return call
+
+    monkeypatch.setattr(pickle, "loads", refuse("pickle.loads"))
+    monkeypatch.setattr(pickle, "load", refuse("pickle.load"))
+    monkeypatch.setattr(pickle, "Unpickler", refuse("pickle.Unpickler"))
+    return attempts
+
+
+async def test_pickle_payloads_are_never_unpickled(
+    tmp_path: Path, no_unpickling: list[str]
+) -> None:
+    sentinel = tmp_path / "pwned"
+    bomb = pickle.dumps(Boom(sentinel))
+    runner, store, cid, body = await _paused()
+    cases = {
+        "the whole checkpoint is a pickle": bomb,
+        "a pickle after a valid header": with_header(bomb),
+        "a pickle after the JSON body": encode_checkpoint(body) + b"\n" + bomb,
+    }
+    for name, data in cases.items():
+        await store.put(cid, data)
+        with pytest.raises(CheckpointError):
+            await collect(runner.resume(cid, "x"))
+        assert not sentinel.exists(), name
+
+    # A pickle stored as a value comes back as the text it is.
+    body["session"]["blob"] = bomb.decode("latin-1")
+    await store.put(cid, encode_checkpoint(body))
+    result = await runner.invoke_resume(cid, "x")
+    assert result.session["blob"] == bomb.decode("latin-1")
+    assert not sentinel.exists()
+    assert no_unpickling == []
+
+
+async def test_deeply_nested_info_is_an_error_event_when_saving() -> None:
+    value: Any = 1
+    for _ in range(5_000):
+        value = [value]
+    runner = Runner(Asker("root", info=value))
+
+    events = await collect(runner.run("hi"))
+
+    assert events[-1].error is not None
+    assert events[-1].error.message.startswith("could not save checkpoint")
+
+
+async def test_deeply_nested_value_in_a_checkpoint_is_a_checkpoint_error() -> None:
+    """600 levels parse as JSON, but rebuilding them recursively must not escape as
+    ``RecursionError``."""
+    runner, store, cid, body = await _paused()
+    body["session"]["k"] = json.loads("[" * 600 + "]" * 600)
+    await store.put(cid, encode_checkpoint(body))
+
+    with pytest.raises(CheckpointError):
+        await collect(runner.resume(cid, "x"))
+
+
+async def test_registered_type_with_invalid_data_is_a_checkpoint_error() -> None:
+    runner, store, cid, body = await _paused()
+    body["session"]["k"] = {"__adk_type__": f"{__name__}.Point", "data": {"x": "not a number"}}
+    await store.put(cid, encode_checkpoint(body))
+
+    with pytest.raises(CheckpointError, match=f"invalid value of type '{__name__}.Point'"):
+        await collect(runner.resume(cid, "x"))
+
+
+MALFORMED: dict[str, Any] = {
+    "agent missing": lambda b: b.pop("agent"),
+    "points not a list": lambda b: b.update(points="ab"),
+    "point id not text": lambda b: b["points"][0].update(id=5),
+    "root input not messages": lambda b: b.update(root_input=[1, 2]),
+    "root input an object": lambda b: b.update(root_input={}),
+    "root input a number": lambda b: b.update(root_input=5),
+    "states a list": lambda b: b.update(states=[]),
+    "state slots not an object": lambda b: b.update(states={"agent:root": 5}),
+    "workflow state missing": lambda b: b.update(states={}),
+    "workflow state wrong shape": lambda b: b.update(states={"agent:root": {"": {"i": 0}}}),
+    "session a string": lambda b: b.update(session="abc"),
+    "session a list": lambda b: b.update(session=[1, 2]),
+    "history a string": lambda b: b.update(history="xy"),
+    "history entry not an object": lambda b: b.update(history=[5]),
+    "history entry without message": lambda b: b.update(history=[{"agent": "a"}]),
+    "history message not a message": lambda b: b.update(
+        history=[{"agent": "a", "run_path": ["a"], "message": "text"}]
+    ),
+    "history run path a number": lambda b: b.update(
+        history=[
+            {
+                "agent": "a",
+                "run_path": 5,
+                "message": {"__adk_type__": "adk.Message", "data": {"role": "user"}},
+            }
+        ]
+    ),
+}
+
+
+@pytest.mark.parametrize("change", list(MALFORMED.values()), ids=list(MALFORMED))
+async def test_malformed_checkpoint_bodies_are_clear_errors(change: Any) -> None:
+    """A body with a valid checksum but the wrong shape (a buggy writer, a hand edit) must fail
+    with ``CheckpointError`` — or, where only the component can tell, end in an error event — and
+    never crash with an internal exception, run the agent from scratch, or lose the checkpoint."""
+    runner, store, cid, body = await _paused()
+    change(body)
+    data = encode_checkpoint(body)
+    await store.put(cid, data)
+
+    try:
+        events = await collect(runner.resume(cid, "x"))
+    except CheckpointError:
+        events = []
+    else:
+        assert events and events[-1].error is not None, [
+            (e.agent_name, e.output, e.error) for e in events
+        ]
+        assert not any(e.message is not None and e.message.content == "ask asks" for e in events)
+    assert await store.get(cid) == data
+
+
+@pytest.mark.parametrize("resume", [None, "x"], ids=["no-data", "data"])
+async def test_checkpoint_without_pending_points_is_a_clear_error(resume: Any) -> None:
+    """Resuming it must not quietly start the run over from the beginning."""
+    runner, store, cid, body = await _paused()
+    body["points"] = []
+    await store.put(cid, encode_checkpoint(body))
+    asker = runner.agent.sub_agents[0]  # type: ignore[attr-defined]
+
+    with pytest.raises(CheckpointError, match="no pending points"):
+        await collect(runner.resume(cid, resume))
+
+    assert asker.runs == 1

@@ -1,0 +1,458 @@
+"""Tool interrupts: inside ``ReActAgent`` (only the interrupted calls run again; completed calls are
+not re-run and their events not re-emitted), inside an ``AgentTool`` (the nested run's points live
+under the tool call and the resume routes back inside), and ``@tool(require_approval=True)``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+from conftest import ScriptAgent
+from test_interrupts import Asker, collect, pause_of, texts
+
+import adk
+from adk import (
+    AgentTool,
+    Interrupt,
+    ParallelAgent,
+    ResumeContext,
+    Runner,
+    SequentialAgent,
+    ToolContext,
+)
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent, Supervisor
+
+
+class Tools:
+    """Tools that count their calls: ``lookup`` completes, ``transfer`` and ``approve`` pause until
+    resumed (``approve`` once per call id)."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self.resumes: dict[str, ResumeContext | None] = {}
+
+        @adk.tool
+        def lookup(query: str) -> str:
+            """Look something up."""
+            self.calls["lookup"] += 1
+            return f"found {query}"
+
+        @adk.tool
+        def transfer(amount: int, ctx: ToolContext) -> str:
+            """Send money."""
+            self.calls["transfer"] += 1
+            self.resumes[ctx.tool_call_id] = ctx.resume
+            if ctx.resume is None:
+                raise Interrupt({"confirm": amount}, state={"amount": amount})
+            return f"sent {amount}: {ctx.resume.data}"
+
+        @adk.tool
+        def approve(item: str, ctx: ToolContext) -> str:
+            """Ask a person to approve an item."""
+            self.calls[f"approve {item}"] += 1
+            self.resumes[ctx.tool_call_id] = ctx.resume
+            if ctx.resume is None:
+                raise Interrupt(f"approve {item}?")
+            return f"{item}: {ctx.resume.data}"
+
+        @adk.tool
+        def finish(ctx: ToolContext) -> str:
+            """End the run."""
+            self.calls["finish"] += 1
+            ctx.exit()
+            return "finished"
+
+        self.lookup, self.transfer, self.approve, self.finish = lookup, transfer, approve, finish
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_react_resume_reruns_only_the_interrupted_call(streaming: bool) -> None:
+    tools = Tools()
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("lookup", {"query": "iban"}, id="call_1"),
+                    tool_call("transfer", {"amount": 5}, id="call_2"),
+                ]
+            ),
+            "paid",
+        ]
+    )
+    pay = ReActAgent("pay", model, tools=[tools.lookup, tools.transfer])
+    runner = Runner(SequentialAgent("root", [pay]), enable_streaming=streaming)
+
+    events = await collect(runner.run("pay 5"))
+
+    assert simplify_events(events) == [
+        'pay: [call lookup {"query": "iban"}]',
+        'pay: [call transfer {"amount": 5}]',
+        "pay: [tool lookup] found iban",
+        "pay: [interrupt agent:root/agent:pay/tool:transfer#call_2]",
+    ]
+    info = pause_of(events)
+    assert info.points[0].info == {"confirm": 5}
+    assert tools.calls == {"lookup": 1, "transfer": 1}
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "ok"))
+
+    # The completed call is not re-run and its event is not re-emitted; no new model call came
+    # before the interrupted call finished.
+    assert simplify_events(resumed) == ["pay: [tool transfer] sent 5: ok", "pay: paid"]
+    assert tools.calls == {"lookup": 1, "transfer": 2}
+    assert tools.resumes["call_2"] == ResumeContext(True, {"amount": 5}, True, "ok")
+    assert model.calls == 2
+    request = model.requests[1].messages
+    assert [(m.role, m.tool_call_id) for m in request] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "call_1"),
+        ("tool", "call_2"),
+    ]
+    assert texts(request)[2:] == ["found iban", "sent 5: ok"]
+    assert model.requests[1].stream is streaming
+
+
+async def test_react_partial_resume_of_two_interrupted_calls() -> None:
+    tools = Tools()
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("approve", {"item": "car"}, id="call_1"),
+                    tool_call("approve", {"item": "boat"}, id="call_2"),
+                    tool_call("lookup", {"query": "price"}, id="call_3"),
+                ]
+            ),
+            "both decided",
+        ]
+    )
+    agent = ReActAgent("buyer", model, tools=[tools.approve, tools.lookup])
+    runner = Runner(agent)
+    car, boat = "agent:buyer/tool:approve#call_1", "agent:buyer/tool:approve#call_2"
+
+    info = pause_of(await collect(runner.run("buy")))
+
+    assert sorted(info.point_ids) == [car, boat]
+    assert {p.id: p.info for p in info.points} == {car: "approve car?", boat: "approve boat?"}
+
+    first = await collect(runner.resume(info.checkpoint_id, {car: "yes"}))
+
+    assert simplify_events(first)[:-1] == ["buyer: [tool approve] car: yes"]
+    again = pause_of(first)
+    assert again.point_ids == [boat]  # same id as before
+    assert tools.calls == {"approve car": 2, "approve boat": 1, "lookup": 1}
+    assert model.calls == 1
+
+    second = await collect(runner.resume(info.checkpoint_id, "no"))
+
+    assert simplify_events(second) == ["buyer: [tool approve] boat: no", "buyer: both decided"]
+    assert tools.calls == {"approve car": 2, "approve boat": 2, "lookup": 1}
+    request = model.requests[1].messages
+    assert sorted(m.tool_call_id or "" for m in request if m.role == "tool") == [
+        "call_1",
+        "call_2",
+        "call_3",
+    ]
+
+
+async def test_react_return_directly_result_held_across_the_pause() -> None:
+    tools = Tools()
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("lookup", {"query": "x"}, id="call_1"),
+                    tool_call("transfer", {"amount": 1}, id="call_2"),
+                ]
+            )
+        ]
+    )
+    agent = ReActAgent(
+        "pay", model, tools=[tools.lookup, tools.transfer], return_directly=["lookup"]
+    )
+    runner = Runner(agent)
+    events = await collect(runner.run("hi"))
+    assert "pay: [tool lookup] found x" not in simplify_events(events)  # held until the round ends
+
+    resumed = await collect(runner.resume(pause_of(events).checkpoint_id, "ok"))
+
+    # The held result comes after the others and ends the agent: no further model call.
+    assert simplify_events(resumed) == [
+        "pay: [tool transfer] sent 1: ok",
+        "pay: [tool lookup] found x",
+    ]
+    assert model.calls == 1
+    assert tools.calls == {"lookup": 1, "transfer": 2}
+
+
+async def test_react_exit_requested_before_the_pause_ends_the_run_after_resume() -> None:
+    tools = Tools()
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("finish", {}, id="call_1"),
+                    tool_call("transfer", {"amount": 1}, id="call_2"),
+                ]
+            )
+        ]
+    )
+    after = ScriptAgent("after", "must not run")
+    agent = ReActAgent("pay", model, tools=[tools.finish, tools.transfer])
+    runner = Runner(SequentialAgent("root", [agent, after]))
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "ok"))
+
+    assert simplify_events(resumed) == ["pay: [tool transfer] sent 1: ok", "pay: [exit]"]
+    assert after.runs == 0 and model.calls == 1
+    assert tools.calls == {"finish": 1, "transfer": 2}
+
+
+async def test_react_iterations_are_counted_across_the_pause() -> None:
+    tools = Tools()
+    ask = Reply(tool_calls=[tool_call("approve", {"item": "x"})])
+    model = ScriptedModel([ask, ask, "never reached"])
+    runner = Runner(ReActAgent("agent", model, tools=[tools.approve], max_iterations=2))
+    info = pause_of(await collect(runner.run("hi")))
+    assert info.point_ids == ["agent:agent/tool:approve#call_1"]
+
+    # Second model call asks again (call_2); that pause, resumed, would need a third model call.
+    second = pause_of(await collect(runner.resume(info.checkpoint_id, "yes")))
+    assert second.point_ids == ["agent:agent/tool:approve#call_2"]
+    events = await collect(runner.resume(second.checkpoint_id, "yes"))
+
+    assert events[-1].error is not None
+    assert "exceeds max iterations (2" in events[-1].error.message
+    assert model.calls == 2
+
+
+# -- AgentTool ----------------------------------------------------------------------------------
+
+
+def _outer_with_agent_tool(
+    inner: Any, *, emit: bool = False, extra: list[Any] | None = None
+) -> tuple[ReActAgent, ScriptedModel]:
+    calls = [tool_call(inner.name, {"request": "do it"}, id="call_1"), *(extra or [])]
+    model = ScriptedModel([Reply(tool_calls=calls), "outer done"])
+    tools: list[Any] = [AgentTool(inner, emit_inner_events=emit)]
+    if extra:
+        tools.append(Tools().lookup)
+    return ReActAgent("outer", model, tools=tools), model
+
+
+@pytest.mark.parametrize("emit", [False, True])
+async def test_agent_tool_interrupt_is_addressed_under_the_tool_call(emit: bool) -> None:
+    first = ScriptAgent("first", "first done")
+    step = Asker("step", state={"k": 1})
+    inner = SequentialAgent("inner", [first, step], description="does inner work")
+    outer, model = _outer_with_agent_tool(inner, emit=emit)
+    runner = Runner(outer)
+
+    events = await collect(runner.run("hi"))
+
+    info = pause_of(events)
+    point = "agent:outer/tool:inner#call_1/agent:inner/agent:step"
+    assert info.point_ids == [point]
+    assert info.points[0].address == [
+        "agent:outer",
+        "tool:inner#call_1",
+        "agent:inner",
+        "agent:step",
+    ]
+    forwarded = ["first: first done", "step: step asks"] if emit else []
+    assert simplify_events(events) == [
+        'outer: [call inner {"request": "do it"}]',
+        *forwarded,
+        f"outer: [interrupt {point}]",
+    ]
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "go"))
+
+    again = ["step: step got 'go'"] if emit else []
+    assert simplify_events(resumed) == [
+        *again,
+        "outer: [tool inner] step got 'go'",
+        "outer: outer done",
+    ]
+    if emit:
+        assert resumed[0].run_path == ("outer", "inner", "first", "step")
+    assert first.runs == 1
+    assert step.resumes[-1] == ResumeContext(True, {"k": 1}, True, "go")
+    # The nested run's history came back with it.
+    assert texts(step.inputs[-1]) == [
+        "do it",
+        "For context: [first] said: first done.",
+        "step asks",
+    ]
+    assert texts(model.requests[1].messages)[-1] == "step got 'go'"
+
+
+async def test_agent_tool_partial_resume_keeps_the_other_inner_point_pending() -> None:
+    a, b = Asker("a"), Asker("b")
+    inner = ParallelAgent("inner", [a, b], description="asks twice")
+    outer, model = _outer_with_agent_tool(
+        inner, extra=[tool_call("lookup", {"query": "q"}, id="call_2")]
+    )
+    runner = Runner(outer)
+    prefix = "agent:outer/tool:inner#call_1/agent:inner"
+    info = pause_of(await collect(runner.run("hi")))
+    assert sorted(info.point_ids) == [f"{prefix}/agent:a", f"{prefix}/agent:b"]
+
+    first = await collect(runner.resume(info.checkpoint_id, {f"{prefix}/agent:a": "A"}))
+
+    again = pause_of(first)
+    assert again.point_ids == [f"{prefix}/agent:b"]
+    assert simplify_events(first) == [f"outer: [interrupt {prefix}/agent:b]"]
+    assert (a.runs, b.runs) == (2, 1)
+
+    second = await collect(runner.resume(info.checkpoint_id, "B"))
+
+    assert simplify_events(second) == ["outer: [tool inner] b got 'B'", "outer: outer done"]
+    assert (a.runs, b.runs) == (2, 2)
+    tool_results = [m for m in model.requests[1].messages if m.role == "tool"]
+    assert sorted((m.tool_call_id, m.content) for m in tool_results) == [
+        ("call_1", "b got 'B'"),
+        ("call_2", "found q"),
+    ]
+
+
+async def test_agent_tool_inner_react_tool_interrupt() -> None:
+    tools = Tools()
+    inner_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer", {"amount": 9}, id="t1")]), "inner paid"]
+    )
+    inner = ReActAgent("payer", inner_model, tools=[tools.transfer], description="pays")
+    outer, outer_model = _outer_with_agent_tool(inner)
+    runner = Runner(SequentialAgent("root", [outer]))
+
+    info = pause_of(await collect(runner.run("hi")))
+
+    point = "agent:root/agent:outer/tool:payer#call_1/agent:payer/tool:transfer#t1"
+    assert info.point_ids == [point]
+    resumed = await collect(runner.resume(info.checkpoint_id, "confirmed"))
+    assert simplify_events(resumed) == ["outer: [tool payer] inner paid", "outer: outer done"]
+    assert tools.resumes["t1"] == ResumeContext(True, {"amount": 9}, True, "confirmed")
+    assert inner_model.calls == 2 and outer_model.calls == 2
+    assert texts(inner_model.requests[1].messages)[-1] == "sent 9: confirmed"
+
+
+async def test_supervisor_worker_and_supervisor_tool_pauses() -> None:
+    """A worker's tool pauses inside a supervisor flow; after the resume the worker reports back
+    and the supervisor's own tool pauses; each resume continues exactly there."""
+    tools = Tools()
+    boss_model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "payer"}, id="b1")]),
+            Reply(tool_calls=[tool_call("approve", {"item": "report"}, id="b2")]),
+            "all settled",
+        ]
+    )
+    payer_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer", {"amount": 7}, id="p1")]), "payment made"]
+    )
+    boss = ReActAgent("boss", boss_model, tools=[tools.approve])
+    payer = ReActAgent("payer", payer_model, tools=[tools.transfer], description="pays")
+    runner = Runner(Supervisor(boss, [payer]))
+
+    first = pause_of(await collect(runner.run("settle")))
+    assert first.point_ids == ["agent:boss/agent:payer/tool:transfer#p1"]
+
+    events = await collect(runner.resume(first.checkpoint_id, "ok"))
+    second = pause_of(events)
+    assert simplify_events(events) == [
+        "payer: [tool transfer] sent 7: ok",
+        "payer: payment made",
+        "payer: [transfer -> boss]",
+        'boss: [call approve {"item": "report"}]',
+        "boss: [interrupt agent:boss/tool:approve#b2]",
+    ]
+    assert second.point_ids == ["agent:boss/tool:approve#b2"]
+
+    events = await collect(runner.resume(second.checkpoint_id, "fine"))
+    assert simplify_events(events) == ["boss: [tool approve] report: fine", "boss: all settled"]
+    assert events[-1].run_path == ("boss", "payer", "boss")
+    assert (boss_model.calls, payer_model.calls) == (3, 2)
+    assert tools.calls == {"transfer": 2, "approve report": 2}
+
+
+# -- approvals ----------------------------------------------------------------------------------
+
+
+def _payment_runner(sent: list[dict[str, Any]]) -> tuple[Runner, ScriptedModel]:
+    @adk.tool(require_approval=True)
+    def send_payment(payee: str, amount_cents: int) -> str:
+        """Send a payment.
+
+        Args:
+            payee: Who gets the money.
+            amount_cents: How much, in cents.
+        """
+        sent.append({"payee": payee, "amount_cents": amount_cents})
+        return f"sent {amount_cents} to {payee}"
+
+    call = tool_call("send_payment", {"payee": "ACME", "amount_cents": 12000}, id="call_1")
+    model = ScriptedModel([Reply(tool_calls=[call]), lambda messages: messages[-1].content])
+    agent = ReActAgent("pay", model, tools=[send_payment])
+    return Runner(SequentialAgent("root", [agent])), model
+
+
+async def test_require_approval_pauses_with_an_approval_request() -> None:
+    sent: list[dict[str, Any]] = []
+    runner, _ = _payment_runner(sent)
+
+    info = pause_of(await collect(runner.run("pay ACME")))
+
+    assert info.point_ids == ["agent:root/agent:pay/tool:send_payment#call_1"]
+    assert info.points[0].info == {
+        "type": "approval",
+        "tool": "send_payment",
+        "arguments": {"payee": "ACME", "amount_cents": 12000},
+        "tool_call_id": "call_1",
+    }
+    assert sent == []  # nothing happens before the decision
+
+
+@pytest.mark.parametrize("decision", [True, "yes", "approve", {"approved": True}])
+async def test_require_approval_approved_runs_the_tool(decision: Any) -> None:
+    sent: list[dict[str, Any]] = []
+    runner, _ = _payment_runner(sent)
+    info = pause_of(await collect(runner.run("pay ACME")))
+
+    events = await collect(runner.resume(info.checkpoint_id, decision))
+
+    assert sent == [{"payee": "ACME", "amount_cents": 12000}]
+    assert simplify_events(events) == [
+        "pay: [tool send_payment] sent 12000 to ACME",
+        "pay: sent 12000 to ACME",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("decision", "result"),
+    [
+        (False, "Error: the call to 'send_payment' was not approved"),
+        ("no", "Error: the call to 'send_payment' was not approved"),
+        (None, "Error: the call to 'send_payment' was not approved"),
+        (
+            {"approved": False, "reason": "over the limit"},
+            "Error: the call to 'send_payment' was not approved: over the limit",
+        ),
+    ],
+)
+async def test_require_approval_denied_returns_an_error_result(decision: Any, result: str) -> None:
+    sent: list[dict[str, Any]] = []
+    runner, model = _payment_runner(sent)
+    info = pause_of(await collect(runner.run("pay ACME")))
+
+    events = await collect(runner.resume(info.checkpoint_id, decision))
+
+    assert sent == []
+    assert simplify_events(events) == [f"pay: [tool send_payment] {result}", f"pay: {result}"]
+    tool_message = model.requests[1].messages[-1]
+    assert (tool_message.role, tool_message.content) == ("tool", result)
+    assert (tool_message.tool_call_id, tool_message.name) == ("call_1", "send_payment")
+    assert events[0].message is not None and events[0].message.metadata == {"is_error": True}

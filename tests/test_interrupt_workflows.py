@@ -1,0 +1,332 @@
+"""Interrupt and resume through workflows and transfer flows: each composite saves where it was
+and continues there; finished work is not re-run and its events are not re-emitted; points that
+the resume does not address pause again under the same id."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from conftest import ScriptAgent, act_break
+from test_interrupts import Asker, collect, pause_of, texts
+
+from adk import (
+    AgentEvent,
+    BaseAgent,
+    LoopAgent,
+    ParallelAgent,
+    ResumeContext,
+    RunContext,
+    Runner,
+    SequentialAgent,
+    with_sub_agents,
+)
+from adk.testing import ScriptedModel, simplify_events
+from prebuilt import ReActAgent
+
+
+class Spy(SequentialAgent):
+    """A sequence that records what ``ctx.resume`` told it each time it resumed."""
+
+    def __init__(self, name: str, sub_agents: list[Any]) -> None:
+        super().__init__(name, sub_agents)
+        self.resumes: list[ResumeContext | None] = []
+
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        self.resumes.append(ctx.resume)
+        return super().resume(ctx)
+
+
+async def test_sequential_resume_continues_at_the_next_step() -> None:
+    first, second = ScriptAgent("first", "one"), ScriptAgent("second", "two")
+    asker = Asker("ask")
+    third = ScriptAgent("third", "three")
+    runner = Runner(SequentialAgent("seq", [first, second, asker, third]))
+
+    events = await collect(runner.run("hi"))
+
+    assert simplify_events(events) == [
+        "first: one",
+        "second: two",
+        "ask: ask asks",
+        "ask: [interrupt agent:seq/agent:ask]",
+    ]
+    resumed = await collect(runner.resume(pause_of(events).checkpoint_id, "go"))
+
+    # Earlier steps are not re-run and their events are not re-emitted.
+    assert simplify_events(resumed) == ["ask: ask got 'go'", "third: three"]
+    assert (first.runs, second.runs, asker.runs, third.runs) == (1, 1, 2, 1)
+    # Run paths continue where they were.
+    assert [e.run_path for e in resumed] == [
+        ("seq", "first", "second", "ask"),
+        ("seq", "first", "second", "ask", "third"),
+    ]
+    assert texts(third.inputs[0]) == [
+        "hi",
+        "For context: [first] said: one.",
+        "For context: [second] said: two.",
+        "For context: [ask] said: ask asks.",
+        "For context: [ask] said: ask got 'go'.",
+    ]
+
+
+async def test_nested_sequences_resume_at_every_level() -> None:
+    a, b = ScriptAgent("a", "A"), ScriptAgent("b", "B")
+    asker = Asker("ask")
+    c, d = ScriptAgent("c", "C"), ScriptAgent("d", "D")
+    inner = SequentialAgent("inner", [b, asker, c])
+    runner = Runner(SequentialAgent("outer", [a, inner, d]))
+    info = pause_of(await collect(runner.run("hi")))
+    assert info.point_ids == ["agent:outer/agent:inner/agent:ask"]
+
+    resumed = await collect(runner.resume(info.checkpoint_id, 1))
+
+    assert simplify_events(resumed) == ["ask: ask got 1", "c: C", "d: D"]
+    assert (a.runs, b.runs, c.runs, d.runs) == (1, 1, 1, 1)
+
+
+async def test_loop_resume_continues_at_the_saved_iteration_and_step() -> None:
+    counter = ScriptAgent("count", lambda ctx: AgentEvent.of(f"iteration {ctx.run_path}"))
+    asker = Asker("ask", pause_on=(2,))  # pauses in the second iteration
+    tail = ScriptAgent("tail", "tail")
+    loop = LoopAgent("loop", [counter, asker, tail], max_iterations=3)
+    runner = Runner(loop)
+
+    events = await collect(runner.run("hi"))
+
+    assert [e.agent_name for e in events] == ["count", "ask", "tail", "count", "ask", "ask"]
+    info = pause_of(events)
+    assert info.point_ids == ["agent:loop/agent:ask"]
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "yes"))
+
+    # Iteration 2 continues at its "ask" step, then iteration 3 runs whole; max_iterations=3.
+    assert simplify_events(resumed)[:2] == ["ask: ask got 'yes'", "tail: tail"]
+    assert [e.agent_name for e in resumed] == ["ask", "tail", "count", "ask", "tail"]
+    assert (counter.runs, asker.runs, tail.runs) == (3, 4, 3)
+    # In iteration 3 the agent starts fresh: its point was consumed by the resume.
+    assert asker.resumes[-1] is None and resumed[3].message is not None
+    assert resumed[3].message.content == "ask ran"
+    # Run paths continue from the saved one.
+    assert resumed[0].run_path == events[-1].run_path
+    assert resumed[1].run_path == (*events[-1].run_path, "tail")
+
+
+async def test_loop_resume_keeps_counting_iterations_towards_the_limit() -> None:
+    asker = Asker("ask", pause_on=(3,))
+    loop = LoopAgent("loop", [asker], max_iterations=3)
+    runner = Runner(loop)
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "x"))
+
+    # The pause was in the last allowed iteration: the loop ends after it.
+    assert simplify_events(resumed) == ["ask: ask got 'x'"]
+    assert asker.runs == 4
+
+
+async def test_break_loop_after_a_resume_stops_the_loop() -> None:
+    class AskThenBreak(BaseAgent):
+        async def run(self, input: Any, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield ctx.interrupt("continue?")
+                return
+            yield AgentEvent.of(f"answer {ctx.resume.data}")
+            if ctx.resume.data == "stop":
+                yield AgentEvent.break_loop()
+
+    after = ScriptAgent("after", "after")
+    runner = Runner(SequentialAgent("root", [LoopAgent("loop", [AskThenBreak("ask")]), after]))
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "stop"))
+
+    assert simplify_events(resumed) == ["ask: answer stop", "ask: [break_loop]", "after: after"]
+
+
+async def test_nested_parallel_with_partial_resume() -> None:
+    done_x = ScriptAgent("x", "x done")
+    ask_a = Asker("ask_a")
+    done_y = ScriptAgent("y", "y done")
+    ask_b = Asker("ask_b")
+    z = ScriptAgent("z", "z done")
+    after = ScriptAgent("after", "after done")
+    inner = ParallelAgent("inner", [ask_a, done_x])
+    branch = SequentialAgent("branch", [done_y, ask_b, z])
+    outer = ParallelAgent("outer", [inner, branch])
+    runner = Runner(SequentialAgent("root", [outer, after]))
+    point_a = "agent:root/agent:outer/agent:inner/agent:ask_a"
+    point_b = "agent:root/agent:outer/agent:branch/agent:ask_b"
+
+    events = await collect(runner.run("hi"))
+
+    info = pause_of(events)
+    assert sorted(info.point_ids) == sorted([point_a, point_b])
+    assert sorted(simplify_events(events[:-1])) == [
+        "ask_a: ask_a asks",
+        "ask_b: ask_b asks",
+        "x: x done",
+        "y: y done",
+    ]
+
+    # Resume only a: b stays pending under the same id; nothing finished runs again.
+    first = await collect(runner.resume(info.checkpoint_id, {point_a: "A"}))
+
+    assert simplify_events(first)[:-1] == ["ask_a: ask_a got 'A'"]
+    again = pause_of(first)
+    assert again.checkpoint_id == info.checkpoint_id
+    assert again.points == [p for p in info.points if p.id == point_b]
+    assert (ask_a.runs, ask_b.runs, done_x.runs, done_y.runs, z.runs) == (2, 1, 1, 1, 0)
+
+    # Plain data now reaches the one point left.
+    second = await collect(runner.resume(info.checkpoint_id, "B"))
+
+    assert simplify_events(second) == ["ask_b: ask_b got 'B'", "z: z done", "after: after done"]
+    assert (ask_a.runs, ask_b.runs, done_x.runs, done_y.runs, z.runs) == (2, 2, 1, 1, 1)
+    assert after.runs == 1
+    # The agent after the fork sees every branch's messages exactly once.
+    seen = texts(after.inputs[0])
+    for line in ["x done", "y done", "ask_a asks", "ask_a got 'A'", "ask_b asks", "z done"]:
+        assert sum(line in m for m in seen) == 1, (line, seen)
+    assert seen[0] == "hi"
+    assert await runner.checkpoint_store.get(info.checkpoint_id) is None
+
+
+async def test_untargeted_interrupted_agents_pause_again_without_running() -> None:
+    a, b, c = Asker("a"), Asker("b"), Asker("c")
+    runner = Runner(ParallelAgent("par", [a, b, c]))
+    info = pause_of(await collect(runner.run("hi")))
+
+    again = pause_of(await collect(runner.resume(info.checkpoint_id, {"agent:par/agent:b": 2})))
+
+    assert sorted(again.point_ids) == ["agent:par/agent:a", "agent:par/agent:c"]
+    assert (a.runs, b.runs, c.runs) == (1, 2, 1)
+    assert {p.id: p.info for p in again.points} == {
+        "agent:par/agent:a": "a waits",
+        "agent:par/agent:c": "c waits",
+    }
+
+
+async def test_is_target_is_true_for_the_point_and_its_ancestors_only() -> None:
+    a, b = Asker("a", state="sa"), Asker("b", state="sb")
+    left, right = Spy("left", [a]), Spy("right", [b])
+    runner = Runner(Spy("root", [ParallelAgent("par", [left, right])]))
+    root = runner.agent
+    assert isinstance(root, Spy)
+    info = pause_of(await collect(runner.run("hi")))
+
+    await collect(runner.resume(info.checkpoint_id, {"agent:root/agent:par/agent:left/agent:a": 1}))
+
+    assert root.resumes[-1] == ResumeContext(
+        was_interrupted=True,
+        state={"index": 0, "run_path": ["root", "par"]},
+        is_target=True,
+        data=None,
+    )
+    assert left.resumes[-1] is not None and left.resumes[-1].is_target
+    assert right.resumes == []  # not addressed: not resumed, its point re-raised as saved
+    assert a.resumes[-1] == ResumeContext(True, "sa", True, 1)
+    assert b.runs == 1
+
+
+async def test_parallel_branch_that_finished_is_not_rerun() -> None:
+    quick = ScriptAgent("quick", "quick done")
+    asker = Asker("ask")
+    runner = Runner(ParallelAgent("par", [quick, asker]))
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "x"))
+
+    assert simplify_events(resumed) == ["ask: ask got 'x'"]
+    assert quick.runs == 1
+
+
+def _chooser(name: str, targets: list[str]) -> ScriptAgent:
+    """An agent that announces and transfers to the next of ``targets`` each time it runs."""
+    queue = list(targets)
+
+    def step(ctx: RunContext) -> AgentEvent:
+        return AgentEvent.transfer(queue.pop(0))
+
+    return ScriptAgent(name, lambda ctx: AgentEvent.of(f"{name} -> {queue[0]}"), step)
+
+
+async def test_transfer_chain_resumes_at_the_interrupted_agent() -> None:
+    a = _chooser("A", ["B", "C"])
+    b = _chooser("B", ["A"])
+    c = Asker("C")
+    runner = Runner(with_sub_agents(a, [b, c]))
+
+    events = await collect(runner.run("hi"))
+
+    assert simplify_events(events) == [
+        "A: A -> B",
+        "A: [transfer -> B]",
+        "B: B -> A",
+        "B: [transfer -> A]",
+        "A: A -> C",
+        "A: [transfer -> C]",
+        "C: C asks",
+        "C: [interrupt agent:A/agent:C]",
+    ]
+    assert events[-1].run_path == ("A", "B", "A", "C")
+    info = pause_of(events)
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "done"))
+
+    assert simplify_events(resumed) == ["C: C got 'done'"]
+    assert resumed[0].run_path == ("A", "B", "A", "C")
+    assert (a.runs, b.runs, c.runs) == (2, 1, 2)
+    assert texts(c.inputs[-1]) == [
+        "hi",
+        "For context: [A] said: A -> B.",
+        "For context: [B] said: B -> A.",
+        "For context: [A] said: A -> C.",
+        "C asks",
+    ]
+
+
+async def test_transfer_after_a_resume_continues_the_chain() -> None:
+    class AskThenTransfer(BaseAgent):
+        async def run(self, input: Any, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield ctx.interrupt("where to?")
+                return
+            yield AgentEvent.transfer(ctx.resume.data)
+
+    a = _chooser("A", ["C", "D"])
+    finisher = ScriptAgent("D", "D finished")
+    runner = Runner(with_sub_agents(a, [AskThenTransfer("C"), finisher]))
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "A"))
+
+    assert simplify_events(resumed) == [
+        "C: [transfer -> A]",
+        "A: A -> D",
+        "A: [transfer -> D]",
+        "D: D finished",
+    ]
+    assert resumed[-1].run_path == ("A", "C", "A", "D")
+    assert a.runs == 2
+
+
+async def test_react_agent_in_a_sequence_resumed_after_a_pause_sees_the_whole_history() -> None:
+    model = ScriptedModel(["summary"])
+    summary = ReActAgent("summary", model)
+    loop = LoopAgent("loop", [Asker("ask"), ScriptAgent("stop", act_break())])
+    runner = Runner(SequentialAgent("root", [loop, summary]))
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "fine"))
+
+    assert simplify_events(resumed) == [
+        "ask: ask got 'fine'",
+        "stop: [break_loop]",
+        "summary: summary",
+    ]
+    assert texts(model.requests[0].messages) == [
+        "hi",
+        "For context: [ask] said: ask asks.",
+        "For context: [ask] said: ask got 'fine'.",
+    ]
