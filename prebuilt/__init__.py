@@ -1,6 +1,26 @@
 """Prebuilt agents on top of the ``adk`` core: ReActAgent, Supervisor, PlanExecute."""
 
-from .react import ReActAgent
+from ._output import OutputSchemaError
+from .plan_execute import (
+    ExecutedStep,
+    Plan,
+    PlanExecute,
+    new_executor,
+    new_planner,
+    new_replanner,
+)
+from .react import MaxIterationsError, ReActAgent
 from .supervisor import Supervisor
 
-__all__ = ["ReActAgent", "Supervisor"]
+__all__ = [
+    "ExecutedStep",
+    "MaxIterationsError",
+    "OutputSchemaError",
+    "Plan",
+    "PlanExecute",
+    "ReActAgent",
+    "Supervisor",
+    "new_executor",
+    "new_planner",
+    "new_replanner",
+]

@@ -1,8 +1,10 @@
 """Instruction templates filled from session values.
 
-``{key}`` is replaced by the session value ``key``; ``{{`` and ``}}`` are literal braces. Substitution
-is one pass over the template, so braces inside a value (``"{secret}"`` typed by a user) stay as
-they are and are never expanded: a user cannot make the instruction read other session values.
+``{key}`` is replaced by the session value ``key``; ``{key?}`` by the value or nothing when the
+session has none (Google ADK's optional placeholder); ``{{`` and ``}}`` are literal braces. Braces that
+do not form a placeholder (``{"a": 1}`` in an example) stay as they are, so JSON samples need no
+escaping. Substitution is one pass over the template, so braces inside a value (``"{secret}"`` typed
+by a user) are never expanded: a user cannot make the instruction read other session values.
 """
 
 from __future__ import annotations
@@ -11,12 +13,17 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["render_instruction"]
+__all__ = ["InstructionError", "render_instruction"]
 
-_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.\-]*)\}")
+_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.\-]*)(\??)\}")
 
 
 def render_instruction(template: str, values: Mapping[str, Any], agent_name: str = "") -> str:
+    """``template`` with its placeholders filled from ``values`` (see the module docstring).
+
+    A required placeholder without a value is a ``KeyError`` naming the key and the agent, because
+    a model told "You help {user}" literally would answer wrongly without any visible failure.
+    """
     if "{" not in template and "}" not in template:
         return template
 
@@ -27,12 +34,21 @@ def render_instruction(template: str, values: Mapping[str, Any], agent_name: str
         if token == "}}":
             return "}"
         key = match.group(1)
-        if key not in values:
-            who = f"agent '{agent_name}'" if agent_name else "the instruction"
-            raise ValueError(
-                f"{who} uses {{{key}}} but the session has no value {key!r} "
-                "(write {{ and }} for literal braces)"
-            )
-        return str(values[key])
+        if key in values:
+            return str(values[key])
+        if match.group(2):
+            return ""
+        who = f"agent '{agent_name}'" if agent_name else "the instruction"
+        raise InstructionError(
+            f"{who} uses {{{key}}} but the session has no value {key!r} "
+            f"(write {{{key}?}} for an optional value, {{{{ and }}}} for literal braces)"
+        )
 
     return _FIELD.sub(substitute, template)
+
+
+class InstructionError(KeyError):
+    """An instruction placeholder names a session value that does not exist."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

@@ -1,19 +1,21 @@
 """``ReActAgent``: call the model; run the tools it asks for, concurrently; repeat until it answers.
 
 Events: one assistant event per model call (a stream when the run streams), one tool event per
-result in completion order, return-directly results after the others, and any action tools asked
-for (exit, transfer, loop break) as one action event after the round. On a tool interrupt the agent
-saves its conversation and which calls are still open; on resume only those run again.
+result in completion order, return-directly results after the others (in call order, so the last one
+called is the agent's final output), and the actions tools asked for (exit, transfer, loop break) as
+one action event after the round. With ``output_schema`` the final answer is validated (one retry
+with the validation error shown to the model) and the instance is emitted as a ``custom`` output.
+
+On a tool interrupt the agent saves its conversation, which calls are still open and the
+return-directly results it holds; on resume only the open calls run again.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from adk import (
     AgentAction,
@@ -28,9 +30,7 @@ from adk import (
     ModelOptions,
     RunContext,
     Tool,
-    ToolContext,
-    ToolResult,
-    ToolSpec,
+    ToolCall,
 )
 from adk.history import build_messages
 from adk.interrupts import _InterruptSignal
@@ -38,73 +38,278 @@ from adk.models import _call
 from adk.tools._executor import ToolOutcome, execute_tool_calls
 
 from ._instruction import render_instruction
+from ._output import (
+    OutputSchemaError,
+    parse_output,
+    response_format,
+    retry_prompt,
+    schema_instruction,
+)
+from ._react_tools import TRANSFER_TOOL, TransferTool
+from ._react_tools import exit_tool as _make_exit_tool
 
-__all__ = ["ReActAgent"]
+__all__ = ["MaxIterationsError", "OutputSchemaError", "ReActAgent"]
 
-ToolSource = Tool | Callable[..., Any] | str | Any  # a Tool, a function, a resource name, a Toolset
-_FENCE = re.compile(r"^\s*```[a-zA-Z0-9_-]*\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+ToolSource = Tool | Callable[..., Any] | str | Any
+"""A ``Tool``, a plain function, a ``Toolset`` (``async tools(ctx)``) or a tool resource name."""
 
 
 class MaxIterationsError(RuntimeError):
     """The model kept calling tools past ``max_iterations`` model calls."""
 
 
-class OutputSchemaError(ValueError):
-    """The final answer did not match ``output_schema``, even after one retry."""
+class _Round:
+    """What one tool round decided: whether the agent is done, and its final text if so."""
+
+    __slots__ = ("done", "final_text")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.final_text: str | None = None
 
 
-def _strip_fences(text: str) -> str:
-    match = _FENCE.match(text)
-    return match.group(1) if match else text.strip()
+class _Turn:
+    """Everything one run of the loop works with (kept together so resume rebuilds it in one go)."""
+
+    __slots__ = ("ctx", "iterations", "messages", "model", "native", "options", "specs", "tools")
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        model: ChatModel,
+        options: ModelOptions | None,
+        native: bool,
+        tools: dict[str, Any],
+        messages: list[Message],
+        iterations: int,
+    ) -> None:
+        self.ctx = ctx
+        self.model = model
+        self.options = options
+        self.native = native
+        self.tools = tools
+        self.specs = [t.spec for t in tools.values()] if tools else []
+        self.messages = messages
+        self.iterations = iterations
 
 
-class _TransferTool:
-    """``transfer_to_agent(agent_name)``: hand the conversation to another agent.
+class _ReActCore:
+    """The agent loop itself; ``ReActAgent`` puts it in a flow when it has agents to transfer to."""
 
-    The schema enumerates the valid targets and the description lists them; a wrong name is an
-    error result the model can correct, not a crash.
-    """
+    def __init__(self, owner: ReActAgent) -> None:
+        self.owner = owner
+        self.name = owner.name
+        self.description = owner.description
 
-    def __init__(self, targets: Sequence[tuple[str, str]]) -> None:
-        self._targets = {name for name, _ in targets}
-        lines = "\n".join(f"- {name}: {desc or '(no description)'}" for name, desc in targets)
-        self._spec = ToolSpec(
-            name="transfer_to_agent",
-            description="Transfer the conversation to another agent that is better suited to "
-            f"answer. Available agents:\n{lines}",
-            parameters={
-                "type": "object",
-                "properties": {
-                    "agent_name": {"type": "string", "enum": sorted(self._targets)},
-                },
-                "required": ["agent_name"],
-            },
-        )
+    # -- setup --------------------------------------------------------------------------------
+    def _model(self, ctx: RunContext) -> ChatModel:
+        model = self.owner.model
+        if not isinstance(model, str):
+            return model
+        resources = ctx._run.resources
+        if resources is None:
+            raise LookupError(
+                f"agent '{self.name}' names model {model!r} but the runner has no resources"
+            )
+        found: ChatModel = resources.get_model(model)
+        return found
 
-    @property
-    def spec(self) -> ToolSpec:
-        return self._spec
+    async def _tools(self, ctx: RunContext) -> dict[str, Any]:
+        owner = self.owner
+        flow = owner._adk_flow
+        if not owner._dynamic_tools and not flow.sub_agents and flow.parent is None:
+            return owner._static_tools  # the common case: nothing to resolve (read-only use)
+        tools: dict[str, Any] = dict(owner._static_tools)
+        for source in owner._dynamic_tools:
+            if isinstance(source, str):
+                resources = ctx._run.resources
+                if resources is None:
+                    raise LookupError(
+                        f"agent '{self.name}' names tool {source!r} but the runner has no resources"
+                    )
+                found = [await resources.get_tool(source)]
+            else:
+                found = list(await source.tools(ctx))
+            for item in found:
+                _add_unique(tools, item, self.name)
+        targets = owner._transfer_targets()
+        if targets:
+            if TRANSFER_TOOL in tools:
+                raise ValueError(
+                    f"agent '{self.name}': a tool named {TRANSFER_TOOL!r} clashes with the "
+                    "transfer tool the agent adds for its sub-agents"
+                )
+            tools[TRANSFER_TOOL] = TransferTool(targets)
+        return tools
 
-    async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
-        try:
-            name = json.loads(arguments or "{}").get("agent_name")
-        except (ValueError, AttributeError):
-            name = None
-        if name not in self._targets:
-            valid = ", ".join(sorted(self._targets))
-            return ToolResult.error(f"unknown agent {name!r}; valid agents: {valid}")
-        ctx.transfer(name)
-        return f"Transferred to agent '{name}'"
+    def _system(self, ctx: RunContext, native: bool) -> list[Message]:
+        owner = self.owner
+        text = render_instruction(owner.instruction, ctx.session.values, self.name)
+        if owner.output_schema is not None and not native:
+            text = f"{text}\n\n{schema_instruction(owner.output_schema)}".strip()
+        return [Message.system(text)] if text else []
+
+    def _input_messages(self, input: AgentInput, ctx: RunContext) -> list[Message]:
+        rewriter = self.owner.history_rewriter
+        if rewriter is not None:
+            return build_messages(ctx, self.name, rewriter)
+        return input.messages
+
+    async def _turn(
+        self, ctx: RunContext, messages: list[Message] | None, input: AgentInput | None, n: int
+    ) -> _Turn:
+        model = self._model(ctx)
+        options, native = self.owner._options_for(model)
+        tools = await self._tools(ctx)
+        if messages is None:
+            assert input is not None
+            messages = [*self._system(ctx, native), *self._input_messages(input, ctx)]
+        return _Turn(ctx, model, options, native, tools, messages, n)
+
+    # -- running ------------------------------------------------------------------------------
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        turn = await self._turn(ctx, None, input, 0)
+        async for event in self._loop(turn):
+            yield event
+
+    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        resume = ctx.resume
+        state = resume.state if resume is not None else None
+        if not isinstance(state, dict):
+            raise RuntimeError(f"agent '{self.name}': checkpoint has no saved ReAct state")
+        turn = await self._turn(ctx, list(state["messages"]), None, state["iterations"])
+        assistant = next(m for m in reversed(turn.messages) if m.tool_calls)
+        open_ids = set(state["open"])
+        calls = [c for c in assistant.tool_calls if c.id in open_ids]
+        held: list[Message] = list(state.get("held", []))
+        action = AgentAction(**state["action"]) if state.get("action") else None
+        outcome = _Round()
+        async for event in self._round(turn, calls, held, action, outcome):
+            yield event
+            if event.ends_agent:
+                return
+        if outcome.done:
+            return
+        async for event in self._loop(turn):
+            yield event
+
+    async def _loop(self, turn: _Turn) -> AsyncIterator[AgentEvent]:
+        owner = self.owner
+        ctx, messages = turn.ctx, turn.messages
+        schema_retried = False
+        while True:
+            if turn.iterations >= owner.max_iterations:
+                raise MaxIterationsError(
+                    f"agent '{self.name}' exceeds max iterations ({owner.max_iterations} model "
+                    "calls) without a final answer"
+                )
+            turn.iterations += 1
+            if ctx.enable_streaming:
+                stream = _call.stream(ctx, turn.model, messages, turn.specs, turn.options)
+                yield AgentEvent.streaming(stream)
+                reply = await stream.collect()
+            else:
+                reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
+                yield AgentEvent.of(reply)
+            messages.append(reply)
+            if not reply.tool_calls:
+                schema = owner.output_schema
+                if schema is None:
+                    self._store_output(ctx, reply.content)
+                    return
+                parsed, problem = parse_output(schema, reply.content)
+                if parsed is None:
+                    assert problem is not None
+                    if schema_retried:
+                        raise OutputSchemaError(
+                            f"agent '{self.name}': the answer does not match "
+                            f"{schema.__name__} after a retry: {problem}"
+                        )
+                    schema_retried = True
+                    messages.append(Message.user(retry_prompt(schema, problem)))
+                    continue
+                self._store_output(ctx, reply.content)
+                yield AgentEvent(output=AgentOutput(custom=parsed))
+                return
+            outcome = _Round()
+            async for event in self._round(turn, reply.tool_calls, [], None, outcome):
+                yield event
+                if event.ends_agent:
+                    return
+            if outcome.done:
+                return
+
+    async def _round(
+        self,
+        turn: _Turn,
+        calls: Sequence[ToolCall],
+        held: list[Message],
+        action: AgentAction | None,
+        end: _Round,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one round of tool calls; afterwards ``end.done`` says whether the agent is done."""
+        ctx, messages = turn.ctx, turn.messages
+        direct = self.owner.return_directly
+        signal: _InterruptSignal | None = None
+        open_ids: list[str] = []
+        exit_text: str | None = None
+        async for item in execute_tool_calls(calls, turn.tools, ctx):
+            if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
+                yield item
+                continue
+            outcome: ToolOutcome = item
+            action = _merge_action(action, outcome.action)
+            if outcome.signal is not None:
+                signal = signal or _InterruptSignal()
+                signal.merge(outcome.signal)
+                open_ids.append(outcome.call.id)
+                continue
+            message = outcome.message
+            assert message is not None
+            messages.append(message)
+            failed = bool(message.metadata.get("is_error"))
+            if outcome.action is not None and outcome.action.exit and not failed:
+                exit_text = message.content
+            if outcome.call.name in direct and not failed:
+                held.append(message)  # emitted after the other tools, in call order
+            else:
+                yield AgentEvent.of(message)
+        if signal is not None:
+            state = {
+                "messages": messages,
+                "iterations": turn.iterations,
+                "open": open_ids,
+                "held": held,
+                "action": _action_state(action),
+            }
+            signal.save(ctx.address, state)
+            yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
+            return
+        if held:
+            order = {c.id: i for i, c in enumerate(calls)}
+            held.sort(key=lambda m: order.get(m.tool_call_id or "", -1))
+            for message in held:
+                yield AgentEvent.of(message)
+            end.final_text = held[-1].content
+        if action is not None and action.exit and exit_text is not None:
+            end.final_text = exit_text
+        if end.final_text is not None:
+            self._store_output(ctx, end.final_text)
+        if action is not None and (action.exit or action.transfer_to or action.break_loop):
+            yield AgentEvent(action=action)
+        end.done = bool(held) or (action is not None and bool(action.exit or action.transfer_to))
+
+    def _store_output(self, ctx: RunContext, text: str) -> None:
+        key = self.owner.output_key
+        if key:
+            ctx.session[key] = text
 
 
-def _exit(final_result: str, ctx: ToolContext) -> str:
-    """End the whole run with a final result.
-
-    Args:
-        final_result: The final answer to return to the user.
-    """
-    ctx.exit()
-    return final_result
+def _add_unique(tools: dict[str, Any], tool: Any, agent: str) -> None:
+    name = tool.spec.name
+    if name in tools:
+        raise ValueError(f"agent '{agent}': two tools are named {name!r}")
+    tools[name] = tool
 
 
 def _merge_action(into: AgentAction | None, new: AgentAction | None) -> AgentAction | None:
@@ -118,233 +323,29 @@ def _merge_action(into: AgentAction | None, new: AgentAction | None) -> AgentAct
     return into
 
 
-class _RoundEnd:
-    """Whether a tool round ended the agent (a return-directly result, exit or transfer)."""
-
-    __slots__ = ("agent_done",)
-
-    def __init__(self) -> None:
-        self.agent_done = False
-
-
-class _ReActCore:
-    """The agent loop itself; ``ReActAgent`` puts it in a flow when it has agents to transfer to."""
-
-    def __init__(self, owner: ReActAgent) -> None:
-        self.owner = owner
-        self.name = owner.name
-        self.description = owner.description
-
-    # -- setup --------------------------------------------------------------------------------
-    async def _tools(self, ctx: RunContext) -> dict[str, Any]:
-        owner = self.owner
-        tools: dict[str, Any] = dict(owner._static_tools)
-        for source in owner._dynamic_tools:
-            if isinstance(source, str):
-                resources = ctx._run.resources
-                if resources is None:
-                    raise LookupError(f"tool {source!r} named but the runner has no resources")
-                found = [await resources.get_tool(source)]
-            else:
-                found = list(await source.tools(ctx))
-            for item in found:
-                name = item.spec.name
-                if name in tools:
-                    raise ValueError(f"agent '{self.name}': two tools are named {name!r}")
-                tools[name] = item
-        targets = owner._transfer_targets()
-        if targets:
-            tools["transfer_to_agent"] = _TransferTool(targets)
-        return tools
-
-    def _system(self, ctx: RunContext) -> list[Message]:
-        owner = self.owner
-        text = render_instruction(owner.instruction, ctx.session.values, self.name)
-        if owner.output_schema is not None and not owner._native_schema:
-            schema = json.dumps(owner.output_schema.model_json_schema())
-            text = (
-                f"{text}\n\nWhen you give your final answer, reply with only a JSON object "
-                f"matching this JSON schema, without prose or code fences:\n{schema}"
-            ).strip()
-        return [Message.system(text)] if text else []
-
-    def _input_messages(self, input: AgentInput, ctx: RunContext) -> list[Message]:
-        rewriter = self.owner.history_rewriter
-        if rewriter is not None:
-            return build_messages(ctx, self.name, rewriter)
-        return input.messages
-
-    # -- running ------------------------------------------------------------------------------
-    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        messages = [*self._system(ctx), *self._input_messages(input, ctx)]
-        async for event in self._loop(ctx, messages, 0, None):
-            yield event
-
-    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        resume = ctx.resume
-        state = resume.state if resume is not None else None
-        if not isinstance(state, dict):
-            raise RuntimeError(f"agent '{self.name}': checkpoint has no saved ReAct state")
-        async for event in self._loop(ctx, list(state["messages"]), state["iterations"], state):
-            yield event
-
-    async def _loop(
-        self,
-        ctx: RunContext,
-        messages: list[Message],
-        iterations: int,
-        saved: dict[str, Any] | None,
-    ) -> AsyncIterator[AgentEvent]:
-        owner = self.owner
-        tools = await self._tools(ctx)
-        specs = [t.spec for t in tools.values()]
-        schema_retry_used = False
-        if saved is not None:
-            assistant = next(m for m in reversed(messages) if m.tool_calls)
-            open_ids = set(saved["open"])
-            calls = [c for c in assistant.tool_calls if c.id in open_ids]
-            held = list(saved.get("held", []))
-            action = AgentAction(**saved["action"]) if saved.get("action") else None
-            outcome = _RoundEnd()
-            async for event in self._round(
-                ctx, tools, messages, calls, iterations, held, action, outcome
-            ):
-                yield event
-                if event.ends_agent:
-                    return
-            if outcome.agent_done:
-                return
-        while True:
-            if iterations >= owner.max_iterations:
-                raise MaxIterationsError(
-                    f"agent '{self.name}' exceeds max iterations ({owner.max_iterations})"
-                )
-            iterations += 1
-            if ctx.enable_streaming:
-                stream = _call.stream(ctx, owner.model, messages, specs, owner._options)
-                yield AgentEvent.streaming(stream)
-                reply = await stream.collect()
-            else:
-                reply = await _call.generate(ctx, owner.model, messages, specs, owner._options)
-                yield AgentEvent.of(reply)
-            messages.append(reply)
-            if not reply.tool_calls:
-                if owner.output_schema is not None:
-                    parsed, problem = self._parse_output(reply.content)
-                    if problem is not None:
-                        if schema_retry_used:
-                            raise OutputSchemaError(
-                                f"agent '{self.name}': answer does not match "
-                                f"{owner.output_schema.__name__}: {problem}"
-                            )
-                        schema_retry_used = True
-                        messages.append(Message.user(_schema_retry_prompt(problem)))
-                        continue
-                    self._store_output(ctx, reply.content)
-                    yield AgentEvent(output=AgentOutput(custom=parsed))
-                    return
-                self._store_output(ctx, reply.content)
-                return
-            outcome = _RoundEnd()
-            async for event in self._round(
-                ctx, tools, messages, reply.tool_calls, iterations, [], None, outcome
-            ):
-                yield event
-                if event.ends_agent:
-                    return
-            if outcome.agent_done:
-                return
-
-    async def _round(
-        self,
-        ctx: RunContext,
-        tools: dict[str, Any],
-        messages: list[Message],
-        calls: Sequence[Any],
-        iterations: int,
-        held: list[Message],
-        action: AgentAction | None,
-        end: _RoundEnd,
-    ) -> AsyncIterator[AgentEvent]:
-        """Run one round of tool calls; afterwards ``end.agent_done`` says the agent is done."""
-        direct = self.owner.return_directly
-        signal: _InterruptSignal | None = None
-        open_ids: list[str] = []
-        async for item in execute_tool_calls(calls, tools, ctx):
-            if isinstance(item, AgentEvent):
-                yield item
-                continue
-            outcome: ToolOutcome = item
-            if outcome.signal is not None:
-                signal = signal or _InterruptSignal()
-                signal.merge(outcome.signal)
-                open_ids.append(outcome.call.id)
-                action = _merge_action(action, outcome.action)
-                continue
-            assert outcome.message is not None
-            messages.append(outcome.message)
-            action = _merge_action(action, outcome.action)
-            if outcome.call.name in direct and not outcome.message.metadata.get("is_error"):
-                held.append(outcome.message)
-            else:
-                yield AgentEvent.of(outcome.message)
-        if signal is not None:
-            state = {
-                "messages": messages,
-                "iterations": iterations,
-                "open": open_ids,
-                "held": held,
-                "action": _action_state(action),
-            }
-            signal.save(ctx.address, state)
-            yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
-            return
-        if held:
-            order = {c.id: i for i, c in enumerate(calls)}
-            held.sort(key=lambda m: order.get(m.tool_call_id or "", -1))
-            for message in held:
-                yield AgentEvent.of(message)
-            self._store_output(ctx, held[-1].content)
-        if action is not None and (action.exit or action.transfer_to or action.break_loop):
-            yield AgentEvent(action=action)
-        end.agent_done = bool(held) or (
-            action is not None and bool(action.exit or action.transfer_to)
-        )
-
-    def _parse_output(self, text: str) -> tuple[Any, str | None]:
-        schema = self.owner.output_schema
-        assert schema is not None
-        try:
-            return schema.model_validate_json(_strip_fences(text)), None
-        except ValidationError as exc:
-            return None, str(exc)
-
-    def _store_output(self, ctx: RunContext, text: str) -> None:
-        key = self.owner.output_key
-        if key:
-            ctx.session[key] = text
-
-
-def _schema_retry_prompt(problem: str) -> str:
-    return (
-        "Your previous answer did not match the required JSON schema:\n"
-        f"{problem}\nReply again with only the corrected JSON object."
-    )
-
-
 def _action_state(action: AgentAction | None) -> dict[str, Any] | None:
     if action is None:
         return None
     return {"exit": action.exit, "transfer_to": action.transfer_to, "break_loop": action.break_loop}
 
 
+def _is_toolset(source: object) -> bool:
+    return callable(getattr(source, "tools", None)) and not hasattr(source, "spec")
+
+
 class ReActAgent:
-    """A model-and-tools agent (see the module docstring); parameters as in DESIGN.md."""
+    """A model-and-tools agent (see the module docstring).
+
+    ``model`` is a ``ChatModel`` or the name of a model resource; ``tools`` are ``Tool`` objects,
+    plain functions (wrapped in ``FunctionTool``), ``Toolset``s resolved at run time, or names of
+    tool resources (``Runner(resources=...)``). ``instruction`` may use ``{key}`` placeholders filled
+    from session values. Other parameters as in DESIGN.md.
+    """
 
     def __init__(
         self,
         name: str,
-        model: ChatModel,
+        model: ChatModel | str,
         instruction: str = "",
         description: str = "",
         tools: Iterable[ToolSource] = (),
@@ -361,6 +362,10 @@ class ReActAgent:
             raise ValueError("a ReActAgent needs a non-empty name")
         if max_iterations < 1:
             raise ValueError("max_iterations must be at least 1")
+        if output_schema is not None and not (
+            isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
+        ):
+            raise TypeError("output_schema must be a pydantic model class")
         self.name = name
         self.description = description
         self.model = model
@@ -369,36 +374,46 @@ class ReActAgent:
         self.return_directly = frozenset(return_directly)
         self.output_key = output_key
         self.output_schema = output_schema
+        self.model_options = model_options
         self.history_rewriter = history_rewriter
         self._static_tools: dict[str, Any] = {}
         self._dynamic_tools: list[Any] = []
         for source in tools:
             self._add_tool(source)
         if exit_tool:
-            self._add_tool(FunctionTool(_exit, name="exit"))
-        self._native_schema = output_schema is not None and bool(
-            getattr(model, "supports_response_format", False)
-        )
-        self._options = model_options
-        if self._native_schema and output_schema is not None:
-            response_format = {
-                "name": output_schema.__name__,
-                "schema": output_schema.model_json_schema(),
-            }
-            native = ModelOptions(response_format=response_format)
-            self._options = (model_options or ModelOptions()).merged(native)
+            self._add_tool(_make_exit_tool())
+        self._options_cache: tuple[object, ModelOptions | None, bool] | None = None
         self._core = _ReActCore(self)
         self._adk_flow = FlowAgent(self._core, sub_agents, history_rewriter=history_rewriter)
 
     def _add_tool(self, source: ToolSource) -> None:
-        if isinstance(source, str) or (hasattr(source, "tools") and not hasattr(source, "spec")):
+        if isinstance(source, str) or _is_toolset(source):
             self._dynamic_tools.append(source)
             return
-        tool = source if hasattr(source, "spec") else FunctionTool(source)
-        name = tool.spec.name
-        if name in self._static_tools:
-            raise ValueError(f"agent '{self.name}': two tools are named {name!r}")
-        self._static_tools[name] = tool
+        if isinstance(source, Tool):
+            tool: Any = source
+        elif callable(source):
+            tool = FunctionTool(source)
+        else:
+            raise TypeError(
+                f"agent '{self.name}': a tool must be a Tool, a function, a Toolset or a tool "
+                f"resource name, got {type(source).__name__}"
+            )
+        _add_unique(self._static_tools, tool, self.name)
+
+    def _options_for(self, model: object) -> tuple[ModelOptions | None, bool]:
+        """The model options for ``model`` and whether it takes ``output_schema`` natively."""
+        cached = self._options_cache
+        if cached is not None and cached[0] is model:
+            return cached[1], cached[2]
+        schema = self.output_schema
+        native = schema is not None and bool(getattr(model, "supports_response_format", False))
+        options = self.model_options
+        if native and schema is not None:
+            wanted = ModelOptions(response_format=response_format(schema))
+            options = (options or ModelOptions()).merged(wanted)
+        self._options_cache = (model, options, native)
+        return options, native
 
     def _transfer_targets(self) -> list[tuple[str, str]]:
         flow = self._adk_flow
@@ -409,8 +424,14 @@ class ReActAgent:
         return targets
 
     @property
+    def tools(self) -> list[Any]:
+        """The tools and tool sources given (plus ``exit`` when ``exit_tool``)."""
+        return [*self._static_tools.values(), *self._dynamic_tools]
+
+    @property
     def sub_agents(self) -> list[Any]:
-        return [node.agent for node in self._adk_flow.sub_agents]
+        agents = [node.agent for node in self._adk_flow.sub_agents]
+        return [a.owner if isinstance(a, _ReActCore) else a for a in agents]
 
     def _uses_flow(self) -> bool:
         flow = self._adk_flow

@@ -1,0 +1,446 @@
+"""``PlanExecute``: plan, then execute one step at a time and replan until the task is answered.
+
+It is ``SequentialAgent([planner, LoopAgent([executor, replanner])])`` with a thin bookkeeping layer
+around each role, so interrupts, checkpoints and resume work through it like any workflow. The
+state lives in session values (all checkpointable):
+
+- ``objective`` (str): what the user asked, taken from the planner's input;
+- ``plan`` (``Plan``): the steps still to do; ``plan.steps[0]`` is the next one;
+- ``executed_steps`` (list of ``ExecutedStep``): each finished step with its result.
+
+Roles, any agent each (``new_planner``/``new_executor``/``new_replanner`` build model-backed ones):
+
+- the planner reads the conversation and produces a ``Plan``: as its ``custom`` output (what
+  ``ReActAgent(output_schema=Plan)`` emits), as JSON text, or by storing it in ``session["plan"]``;
+- the executor gets one user message with the objective, the plan, the finished steps and the step
+  to do; its last output is the step's result. The step then leaves the plan;
+- the replanner gets the objective, finished steps and remaining plan. It either stores a new plan
+  (the ``update_plan`` tool, a ``Plan`` custom output, or ``session["plan"]``) and the loop goes on,
+  or it answers: its answer is the response and the loop ends (so does a ``break_loop`` it emits).
+  A replanner that says nothing keeps the remaining plan; with none left, the loop ends.
+
+When ``max_iterations`` execute/replan rounds pass without a response, the run ends with an error
+event saying ``exceeds max iterations``, like ``ReActAgent``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from adk import (
+    Agent,
+    AgentEvent,
+    AgentInput,
+    ChatModel,
+    FunctionTool,
+    LoopAgent,
+    Message,
+    ModelOptions,
+    RunContext,
+    SequentialAgent,
+    ToolContext,
+    ToolError,
+    register_type,
+)
+from adk._aio import closing
+from adk._driver import drive
+
+from ._output import parse_output
+from .react import MaxIterationsError, ReActAgent, ToolSource
+
+__all__ = [
+    "EXECUTED_STEPS_KEY",
+    "OBJECTIVE_KEY",
+    "PLAN_KEY",
+    "ExecutedStep",
+    "Plan",
+    "PlanExecute",
+    "new_executor",
+    "new_planner",
+    "new_replanner",
+]
+
+PLAN_KEY = "plan"
+EXECUTED_STEPS_KEY = "executed_steps"
+OBJECTIVE_KEY = "objective"
+
+
+class Plan(BaseModel):
+    """The steps still to do, in order."""
+
+    steps: list[str] = Field(
+        description="The steps to follow, in order. Each step is a self-contained task."
+    )
+
+    def __str__(self) -> str:
+        return "\n".join(f"{i}. {step}" for i, step in enumerate(self.steps, 1)) or "(no steps)"
+
+
+class ExecutedStep(BaseModel):
+    """A finished step and what its execution returned."""
+
+    step: str
+    result: str
+
+
+register_type(Plan, "prebuilt.Plan")
+register_type(ExecutedStep, "prebuilt.ExecutedStep")
+
+PLANNER_INSTRUCTION = (
+    "You are a planner. For the user's objective, write a simple step-by-step plan: individual "
+    "tasks that, done in order, lead to the answer. Do not add superfluous steps, and give each "
+    "step all the information it needs (later steps cannot ask the user). The result of the last "
+    "step should be the final answer."
+)
+EXECUTOR_INSTRUCTION = (
+    "You carry out one step of a plan, using your tools when they help. Do only the step you are "
+    "given, then reply with its result: the facts or output later steps need, concisely."
+)
+REPLANNER_INSTRUCTION = (
+    "You review the progress of a plan. If the objective is achieved, answer the user directly "
+    "with the final response (plain text, no tool call). Otherwise call update_plan with only the "
+    "steps that still need to be done; never repeat finished steps."
+)
+
+
+# -- session state ------------------------------------------------------------------------------
+def _plan(ctx: RunContext) -> Plan:
+    value = ctx.session.get(PLAN_KEY)
+    if isinstance(value, Plan):
+        return value
+    if value is None:
+        raise LookupError(f"plan-execute: the session has no {PLAN_KEY!r}; the planner runs first")
+    try:
+        return Plan.model_validate(value)
+    except ValidationError as exc:
+        raise TypeError(f"plan-execute: session[{PLAN_KEY!r}] is not a Plan: {exc}") from exc
+
+
+def _executed(ctx: RunContext) -> list[ExecutedStep]:
+    return list(ctx.session.get(EXECUTED_STEPS_KEY) or [])
+
+
+def _objective_of(messages: list[Message]) -> str:
+    return "\n".join(m.content for m in messages if m.role == "user" and m.content)
+
+
+def _done_text(executed: list[ExecutedStep]) -> str:
+    if not executed:
+        return "(none yet)"
+    return "\n".join(f"{i}. {e.step}\n   Result: {e.result}" for i, e in enumerate(executed, 1))
+
+
+def _executor_prompt(ctx: RunContext, plan: Plan) -> str:
+    return (
+        f"Objective:\n{ctx.session.get(OBJECTIVE_KEY, '')}\n\n"
+        f"Plan (remaining steps):\n{plan}\n\n"
+        f"Completed steps and results:\n{_done_text(_executed(ctx))}\n\n"
+        f"Your task: carry out step 1 of the remaining plan, which is:\n{plan.steps[0]}"
+    )
+
+
+def _replanner_prompt(ctx: RunContext, plan: Plan) -> str:
+    return (
+        f"Objective:\n{ctx.session.get(OBJECTIVE_KEY, '')}\n\n"
+        f"Completed steps and results:\n{_done_text(_executed(ctx))}\n\n"
+        f"Remaining plan:\n{plan}\n\n"
+        "If the objective is achieved, answer the user with the final response. Otherwise update "
+        "the plan with the steps that still need to be done."
+    )
+
+
+# -- reading what a role produced ---------------------------------------------------------------
+async def _text_of(event: AgentEvent) -> str | None:
+    """The text an output event contributes as a result (None: not a result, e.g. a tool call)."""
+    output = event.output
+    if output is None:
+        return None
+    if output.custom is not None:
+        custom = output.custom
+        if isinstance(custom, BaseModel):
+            return custom.model_dump_json()
+        return custom if isinstance(custom, str) else json.dumps(custom, default=str)
+    message = output.message
+    if message is None and output.stream is not None:
+        message = await output.stream.collect()
+    if message is None or message.tool_calls or message.role == "user":
+        return None
+    return message.content
+
+
+def _as_plan(value: Any) -> Plan | None:
+    if isinstance(value, Plan):
+        return value
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if isinstance(value, dict):
+        try:
+            return Plan.model_validate(value)
+        except ValidationError:
+            return None
+    return None
+
+
+async def _plan_in(event: AgentEvent) -> tuple[Plan | None, str | None]:
+    """The plan an output event carries, or why it is not one (None, None: not an output)."""
+    output = event.output
+    if output is None:
+        return None, None
+    if output.custom is not None:
+        plan = _as_plan(output.custom)
+        return plan, None if plan is not None else f"its output {output.custom!r} is not a Plan"
+    text = await _text_of(event)
+    if text is None:
+        return None, None
+    parsed, why = parse_output(Plan, text)
+    return (parsed, None) if isinstance(parsed, Plan) else (None, why)
+
+
+class _Role:
+    """Runs a role agent at its own address (so its interrupts and resume are its own) and lets a
+    subclass do the bookkeeping around it."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.name = agent.name
+        self.description = agent.description
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.agent!r})"
+
+
+class _PlanStep(_Role):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        session = ctx.session
+        if ctx.resume is None:
+            session[OBJECTIVE_KEY] = _objective_of(input.messages)
+            session[EXECUTED_STEPS_KEY] = []
+        before = session.get(PLAN_KEY)
+        plan: Plan | None = None
+        problem = "it gave no output"
+        async with closing(drive(self.agent, input, ctx)) as events:
+            async for event in events:
+                yield event
+                if event.error is not None or event.ends_agent:
+                    return
+                found, why = await _plan_in(event)
+                if found is not None:
+                    plan = found
+                elif why is not None:
+                    problem = why
+        if plan is None:
+            stored = session.get(PLAN_KEY)
+            if stored is not before and _as_plan(stored) is not None:
+                plan = _as_plan(stored)
+        if plan is None:
+            raise ValueError(f"planner '{self.name}' produced no plan: {problem}")
+        session[PLAN_KEY] = plan
+
+
+class _ExecuteStep(_Role):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        plan = _plan(ctx)
+        if not plan.steps:
+            return  # nothing left to do; the replanner answers
+        step = plan.steps[0]
+        request = AgentInput([Message.user(_executor_prompt(ctx, plan))], ctx.enable_streaming)
+        result = ""
+        async with closing(drive(self.agent, request, ctx)) as events:
+            async for event in events:
+                yield event
+                if event.error is not None or event.ends_agent:
+                    return
+                text = await _text_of(event)
+                if text is not None:
+                    result = text
+        session = ctx.session
+        session[EXECUTED_STEPS_KEY] = [*_executed(ctx), ExecutedStep(step=step, result=result)]
+        session[PLAN_KEY] = Plan(steps=plan.steps[1:])
+
+
+class _ReplanStep(_Role):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        plan = _plan(ctx)
+        request = AgentInput([Message.user(_replanner_prompt(ctx, plan))], ctx.enable_streaming)
+        before = ctx.session.get(PLAN_KEY)
+        new_plan: Plan | None = None
+        answered = False
+        async with closing(drive(self.agent, request, ctx)) as events:
+            async for event in events:
+                yield event
+                if event.error is not None or event.ends_agent:
+                    return
+                action = event.action
+                if action is not None and action.break_loop:
+                    return  # the replanner ended the loop itself
+                output = event.output
+                if output is not None and output.custom is not None:
+                    new_plan = _as_plan(output.custom)
+                elif await _text_of(event) is not None:
+                    answered = True
+        if new_plan is not None:
+            ctx.session[PLAN_KEY] = new_plan
+        elif ctx.session.get(PLAN_KEY) is not before:
+            pass  # it stored a new plan (the update_plan tool does)
+        elif answered or not plan.steps:
+            yield AgentEvent.break_loop()  # its answer is the response (or nothing is left to do)
+
+
+def _update_plan(steps: list[str], ctx: ToolContext) -> str:
+    """Replace the plan with the steps that still need to be done.
+
+    Args:
+        steps: The remaining steps, in order. Leave out steps that are already done.
+    """
+    cleaned = [step.strip() for step in steps if step.strip()]
+    if not cleaned:
+        raise ToolError(
+            "update_plan needs at least one step; if the objective is achieved, answer the user "
+            "instead of calling update_plan"
+        )
+    plan = Plan(steps=cleaned)
+    ctx.session[PLAN_KEY] = plan
+    return f"Plan updated:\n{plan}"
+
+
+def _breaks(event: AgentEvent) -> bool:
+    return event.action is not None and event.action.break_loop
+
+
+class PlanExecute(SequentialAgent):
+    """Plan, then loop execute/replan until the replanner responds (see the module docstring)."""
+
+    def __init__(
+        self,
+        planner: Agent,
+        executor: Agent,
+        replanner: Agent,
+        max_iterations: int = 10,
+        *,
+        name: str = "plan_execute",
+        description: str = "",
+    ) -> None:
+        names = [planner.name, executor.name, replanner.name]
+        if len(set(names)) != 3:
+            raise ValueError(f"PlanExecute needs three differently named agents, got {names}")
+        self.planner = planner
+        self.executor = executor
+        self.replanner = replanner
+        self.max_iterations = max_iterations
+        loop = LoopAgent(
+            "execute_replan",
+            [_ExecuteStep(executor), _ReplanStep(replanner)],
+            max_iterations=max_iterations,
+        )
+        super().__init__(name, [_PlanStep(planner), loop], description)
+
+    @classmethod
+    def from_model(
+        cls,
+        model: ChatModel | str,
+        tools: Iterable[ToolSource] = (),
+        max_iterations: int = 10,
+        *,
+        name: str = "plan_execute",
+        description: str = "",
+    ) -> PlanExecute:
+        """All three roles from one model: the common case in one line."""
+        return cls(
+            new_planner(model),
+            new_executor(model, tools),
+            new_replanner(model),
+            max_iterations,
+            name=name,
+            description=description,
+        )
+
+    # The loop ends by a break (the response) or by running out of iterations; the latter is an
+    # error, as for ReActAgent. Ending events (exit, interrupt, error) close this generator first.
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        responded = False
+        async with closing(super().run(input, ctx)) as events:
+            async for event in events:
+                responded = responded or _breaks(event)
+                yield event
+        self._check(responded)
+
+    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        responded = False
+        async with closing(super().resume(ctx)) as events:
+            async for event in events:
+                responded = responded or _breaks(event)
+                yield event
+        self._check(responded)
+
+    def _check(self, responded: bool) -> None:
+        if not responded:
+            raise MaxIterationsError(
+                f"plan-execute '{self.name}' exceeds max iterations ({self.max_iterations} "
+                "execute/replan rounds) without a response"
+            )
+
+
+def new_planner(
+    model: ChatModel | str,
+    *,
+    name: str = "planner",
+    description: str = "Writes a step-by-step plan for the user's objective.",
+    instruction: str = PLANNER_INSTRUCTION,
+    model_options: ModelOptions | None = None,
+) -> ReActAgent:
+    """A planner: one model call answering a ``Plan`` (native structured output when the model
+    supports it, JSON by instruction otherwise; validated with one retry)."""
+    return ReActAgent(
+        name,
+        model,
+        instruction=instruction,
+        description=description,
+        output_schema=Plan,
+        model_options=model_options,
+    )
+
+
+def new_executor(
+    model: ChatModel | str,
+    tools: Iterable[ToolSource] = (),
+    *,
+    name: str = "executor",
+    description: str = "Carries out one step of a plan with its tools.",
+    instruction: str = EXECUTOR_INSTRUCTION,
+    max_iterations: int = 20,
+    model_options: ModelOptions | None = None,
+) -> ReActAgent:
+    """An executor: a ReAct loop over ``tools`` that carries out the step it is given."""
+    return ReActAgent(
+        name,
+        model,
+        instruction=instruction,
+        description=description,
+        tools=tools,
+        max_iterations=max_iterations,
+        model_options=model_options,
+    )
+
+
+def new_replanner(
+    model: ChatModel | str,
+    *,
+    name: str = "replanner",
+    description: str = "Updates the plan after each step, or gives the final response.",
+    instruction: str = REPLANNER_INSTRUCTION,
+    model_options: ModelOptions | None = None,
+) -> ReActAgent:
+    """A replanner: calls ``update_plan(steps)`` to go on, or answers in text to finish."""
+    return ReActAgent(
+        name,
+        model,
+        instruction=instruction,
+        description=description,
+        tools=[FunctionTool(_update_plan, name="update_plan")],
+        return_directly=["update_plan"],
+        model_options=model_options,
+    )

@@ -1,0 +1,303 @@
+"""PlanExecute: plan, execute one step at a time, replan until the replanner responds."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+
+import adk
+from adk import AgentEvent, AgentInput, BaseAgent, LoopAgent, RunContext, Runner, SequentialAgent
+from adk.checkpoint.sqlite import SQLiteCheckpointStore
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import (
+    ExecutedStep,
+    MaxIterationsError,
+    Plan,
+    PlanExecute,
+    new_executor,
+    new_planner,
+    new_replanner,
+)
+
+
+@adk.tool
+def lookup(topic: str) -> str:
+    """Look a fact up."""
+    return {"capital": "Paris", "population": "2.1 million"}.get(topic, "unknown")
+
+
+def plan_json(*steps: str) -> str:
+    return json.dumps({"steps": list(steps)})
+
+
+def update(*steps: str) -> Reply:
+    return Reply(tool_calls=[tool_call("update_plan", {"steps": list(steps)})])
+
+
+def lookup_call(topic: str) -> Reply:
+    return Reply(tool_calls=[tool_call("lookup", {"topic": topic})])
+
+
+async def test_plan_execute_with_a_replan() -> None:
+    planner_model = ScriptedModel([plan_json("find the capital", "find its population")])
+    executor_model = ScriptedModel(
+        [
+            lookup_call("capital"),
+            "The capital is Paris.",
+            lookup_call("population"),
+            "Paris has 2.1 million people.",
+        ]
+    )
+    replanner_model = ScriptedModel(
+        [update("find the population of Paris"), "Paris, with 2.1 million people."]
+    )
+    agent = PlanExecute(
+        new_planner(planner_model),
+        new_executor(executor_model, [lookup]),
+        new_replanner(replanner_model),
+    )
+    result = await Runner(agent).invoke("What is the capital of France and its population?")
+
+    assert simplify_events(result.events) == [
+        'planner: {"steps": ["find the capital", "find its population"]}',
+        "planner: [custom Plan(steps=['find the capital', 'find its population'])]",
+        'executor: [call lookup {"topic": "capital"}]',
+        "executor: [tool lookup] Paris",
+        "executor: The capital is Paris.",
+        'replanner: [call update_plan {"steps": ["find the population of Paris"]}]',
+        "replanner: [tool update_plan] Plan updated:\n1. find the population of Paris",
+        'executor: [call lookup {"topic": "population"}]',
+        "executor: [tool lookup] 2.1 million",
+        "executor: Paris has 2.1 million people.",
+        "replanner: Paris, with 2.1 million people.",
+        "replanner: [break_loop]",
+    ]
+    assert result.text == "Paris, with 2.1 million people."
+    session = result.session
+    assert session["objective"] == "What is the capital of France and its population?"
+    assert session["plan"] == Plan(steps=[])
+    assert session["executed_steps"] == [
+        ExecutedStep(step="find the capital", result="The capital is Paris."),
+        ExecutedStep(step="find the population of Paris", result="Paris has 2.1 million people."),
+    ]
+
+    # The planner asked natively for a Plan.
+    options = planner_model.requests[0].options
+    assert options is not None and options.response_format is not None
+    assert options.response_format["name"] == "Plan"
+    # The executor got one step with its context, not the whole conversation.
+    first_step = executor_model.requests[0].messages
+    assert [m.role for m in first_step] == ["system", "user"]
+    assert "Objective:\nWhat is the capital of France" in first_step[1].content
+    assert "1. find the capital\n2. find its population" in first_step[1].content
+    assert first_step[1].content.endswith("which is:\nfind the capital")
+    second_step = executor_model.requests[2].messages[1].content
+    assert "1. find the capital\n   Result: The capital is Paris." in second_step
+    assert second_step.endswith("which is:\nfind the population of Paris")
+    # The replanner saw what was done and what is left.
+    replan = replanner_model.requests[0].messages[1].content
+    assert "Result: The capital is Paris." in replan
+    assert "Remaining plan:\n1. find its population" in replan
+    assert [s.name for s in replanner_model.requests[0].tools] == ["update_plan"]
+    final_review = replanner_model.requests[1].messages[1].content
+    assert "Remaining plan:\n(no steps)" in final_review
+
+
+async def test_replanner_can_respond_before_the_plan_is_finished() -> None:
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "b", "c")])),
+        new_executor(ScriptedModel(["a done"])),
+        new_replanner(ScriptedModel(["Answered early."])),
+    )
+    result = await Runner(agent).invoke("go")
+    assert result.text == "Answered early."
+    assert result.session["plan"] == Plan(steps=["b", "c"])
+
+
+async def test_update_plan_needs_steps() -> None:
+    replanner_model = ScriptedModel([update(" "), "Fine, done."])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a")])),
+        new_executor(ScriptedModel(["a done"])),
+        new_replanner(replanner_model),
+    )
+    result = await Runner(agent).invoke("go")
+    assert "replanner: [tool update_plan] Error: update_plan needs at least one step" in "\n".join(
+        simplify_events(result.events)
+    )
+    assert result.text == "Fine, done."
+
+
+async def test_max_iterations_without_a_response_is_an_error() -> None:
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("step")])),
+        new_executor(ScriptedModel(["did it"], cycle=True)),
+        new_replanner(ScriptedModel([update("step again")], cycle=True)),
+        max_iterations=3,
+    )
+    events = [e async for e in Runner(agent).run("go")]
+    assert sum(1 for line in simplify_events(events) if line == "executor: did it") == 3
+    last = events[-1]
+    assert last.error is not None and last.agent_name == "plan_execute"
+    assert "exceeds max iterations (3 execute/replan rounds)" in last.error.message
+    assert isinstance(last.exception, MaxIterationsError)
+
+
+async def test_planner_without_a_plan_is_an_error() -> None:
+    planner = new_planner(ScriptedModel(["no idea", "still no idea"]))
+    agent = PlanExecute(planner, new_executor(ScriptedModel([])), new_replanner(ScriptedModel([])))
+    events = [e async for e in Runner(agent).run("go")]
+    assert events[-1].error is not None
+    assert "does not match Plan after a retry" in events[-1].error.message
+
+
+# -- any agents as roles --------------------------------------------------------------------------
+class TextPlanner(BaseAgent):
+    """Writes its plan as fenced JSON text, the way a plain chat model would."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.of('```json\n{"steps": ["wash", "dry"]}\n```')
+
+
+class Worker(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        step = input.messages[-1].content.rsplit("\n", 1)[-1]
+        yield AgentEvent.of(f"{step}: ok")
+
+
+class Reviewer(BaseAgent):
+    """Adds a step with a Plan custom output once, then answers."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        done = [e.step for e in ctx.session["executed_steps"]]
+        if done == ["wash"]:
+            yield AgentEvent.custom(Plan(steps=["dry", "fold"]))
+        elif len(done) == 3:
+            yield AgentEvent.of(f"Laundry done: {', '.join(done)}.")
+
+
+async def test_any_agents_can_fill_the_roles() -> None:
+    agent = PlanExecute(TextPlanner("p"), Worker("w"), Reviewer("r"), name="laundry")
+    result = await Runner(agent).invoke("do the laundry")
+    assert simplify_events(result.events) == [
+        'p: ```json\n{"steps": ["wash", "dry"]}\n```',
+        "w: wash: ok",
+        "r: [custom Plan(steps=['dry', 'fold'])]",
+        "w: dry: ok",
+        "w: fold: ok",
+        "r: Laundry done: wash, dry, fold.",
+        "r: [break_loop]",
+    ]
+    paths = [e.run_path for e in result.events]
+    assert paths[0] == ("laundry", "p")
+    assert paths[1] == ("laundry", "p", "execute_replan", "w")
+    assert isinstance(agent, SequentialAgent)
+    assert isinstance(agent.sub_agents[1], LoopAgent)
+
+
+def test_roles_need_distinct_names() -> None:
+    with pytest.raises(ValueError, match="three differently named agents"):
+        PlanExecute(Worker("x"), Worker("x"), Reviewer("r"))
+
+
+# -- interrupts, checkpoints, streaming -------------------------------------------------------------
+async def test_interrupt_inside_a_step_resumes_from_a_persistent_checkpoint(
+    tmp_path: object,
+) -> None:
+    ran: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def book(flight: str) -> str:
+        """Book a flight."""
+        ran.append(flight)
+        return f"booked {flight}"
+
+    def app(executor_script: list[str | Reply]) -> PlanExecute:
+        return PlanExecute(
+            new_planner(ScriptedModel([plan_json("book AF1", "tell the user")])),
+            new_executor(ScriptedModel(executor_script), [book]),
+            new_replanner(ScriptedModel([update("tell the user"), "You are booked on AF1."])),
+        )
+
+    store = SQLiteCheckpointStore(f"{tmp_path}/checkpoints.db")
+    book_call = Reply(tool_calls=[tool_call("book", {"flight": "AF1"})])
+    first = await Runner(app([book_call]), checkpoint_store=store).invoke("book me AF1")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    assert first.interrupt.point_ids == [
+        "agent:plan_execute/agent:execute_replan/agent:executor/tool:book#call_1"
+    ]
+    assert first.session["plan"] == Plan(steps=["book AF1", "tell the user"])
+    # As a new process would: fresh agents, state only from the stored checkpoint bytes.
+    fresh = app(["AF1 booked.", "Told."])
+    second = await Runner(fresh, checkpoint_store=store).invoke_resume(
+        first.checkpoint_id, {"approved": True}
+    )
+    assert simplify_events(second.events)[:2] == [
+        "executor: [tool book] booked AF1",
+        "executor: AF1 booked.",
+    ]
+    assert second.text == "You are booked on AF1."
+    assert ran == ["AF1"]
+    assert fresh.planner.model.calls == 0  # type: ignore[attr-defined]  # no re-planning
+    steps = second.session["executed_steps"]
+    assert steps == [
+        ExecutedStep(step="book AF1", result="AF1 booked."),
+        ExecutedStep(step="tell the user", result="Told."),
+    ]
+    # The resumed executor continued the saved conversation: call, approved result, answer.
+    resumed = fresh.executor.model.requests[0].messages  # type: ignore[attr-defined]
+    assert [m.role for m in resumed] == ["system", "user", "assistant", "tool"]
+    await store.aclose()
+
+
+async def test_streaming_run_records_step_results_from_streams() -> None:
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("one")], chunk_size=3)),
+        new_executor(ScriptedModel(["first result"], chunk_size=3)),
+        new_replanner(ScriptedModel(["All done."], chunk_size=3)),
+    )
+    runner = Runner(agent, enable_streaming=True)
+    events = []
+    async for event in runner.run("go", session={}):
+        if event.output is not None and event.output.stream is not None:
+            await event.output.stream.collect()
+        events.append(event)
+    assert simplify_events(events)[-3:] == [
+        "executor: first result",
+        "replanner: All done.",
+        "replanner: [break_loop]",
+    ]
+    assert events[2].output is not None and events[2].output.stream is not None
+
+
+async def test_from_model_builds_all_three_roles() -> None:
+    model = ScriptedModel(
+        [plan_json("look up the capital"), lookup_call("capital"), "Paris.", "It is Paris."]
+    )
+    agent = PlanExecute.from_model(model, [lookup], max_iterations=2)
+    result = await Runner(agent).invoke("capital of France?")
+    assert result.text == "It is Paris."
+    assert [a.name for a in (agent.planner, agent.executor, agent.replanner)] == [
+        "planner",
+        "executor",
+        "replanner",
+    ]
+
+
+async def test_a_silent_replanner_keeps_the_plan_and_the_loop_ends_when_nothing_is_left() -> None:
+    class Silent(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            return
+            yield AgentEvent.of("unreachable")
+
+    agent = PlanExecute(TextPlanner("p"), Worker("w"), Silent("r"))
+    result = await Runner(agent).invoke("laundry")
+    assert simplify_events(result.events) == [
+        'p: ```json\n{"steps": ["wash", "dry"]}\n```',
+        "w: wash: ok",
+        "w: dry: ok",
+        "r: [break_loop]",
+    ]
+    assert result.text == "dry: ok"

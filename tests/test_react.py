@@ -1,0 +1,646 @@
+"""ReActAgent: the tool loop, its events, structured output, transfer, exit and tool sources."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import adk
+from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, Runner, SequentialAgent
+from adk.resources import Resources
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import MaxIterationsError, OutputSchemaError, ReActAgent
+
+
+async def run_events(
+    agent: Any,
+    text: str = "hi",
+    *,
+    streaming: bool = False,
+    session: dict[str, Any] | None = None,
+    resources: Any = None,
+) -> list[AgentEvent]:
+    """Every event of a run, with streams read to the end (as a user printing them would)."""
+    runner = Runner(agent, enable_streaming=streaming, resources=resources)
+    events = []
+    async for event in runner.run(text, session=session):
+        if event.output is not None and event.output.stream is not None:
+            with contextlib.suppress(Exception):  # the agent reports it as an error event
+                await event.output.stream.collect()
+        events.append(event)
+    return events
+
+
+def calls(*names_args: tuple[str, dict[str, Any]]) -> Reply:
+    return Reply(tool_calls=[tool_call(name, args) for name, args in names_args])
+
+
+@adk.tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+# -- a tool round -------------------------------------------------------------------------------
+async def test_tool_round_events_come_in_completion_order() -> None:
+    """One assistant event, then one tool event per result as each completes, then the answer."""
+    fast_done = asyncio.Event()
+    finished: list[str] = []
+
+    async def slow() -> str:
+        """Slow tool."""
+        await fast_done.wait()
+        finished.append("slow")
+        return "slow result"
+
+    async def fast() -> str:
+        """Fast tool."""
+        finished.append("fast")
+        fast_done.set()
+        return "fast result"
+
+    model = ScriptedModel([calls(("slow", {}), ("fast", {})), "both done"])
+    agent = ReActAgent("a", model, tools=[slow, fast])
+    events = await run_events(agent)
+
+    assert simplify_events(events) == [
+        "a: [call slow {}]",
+        "a: [call fast {}]",
+        "a: [tool fast] fast result",
+        "a: [tool slow] slow result",
+        "a: both done",
+    ]
+    assert len(events) == 4  # the assistant message with two calls is one event
+    assert finished == ["fast", "slow"]
+    assert [e.output.role for e in events if e.output] == ["assistant", "tool", "tool", "assistant"]
+    # The second model call sees the calls and both answers, linked by call id.
+    second = model.requests[1].messages
+    assert [m.role for m in second] == ["user", "assistant", "tool", "tool"]
+    ids = {c.id for c in second[1].tool_calls}
+    assert {m.tool_call_id for m in second[2:]} == ids
+
+
+async def test_tool_round_streams_one_event_per_model_call() -> None:
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 2})), "sum=3"], chunk_size=2)
+    events = await run_events(ReActAgent("a", model, tools=[add]), streaming=True)
+    assert simplify_events(events) == [
+        'a: [call add {"a": 1, "b": 2}]',
+        "a: [tool add] 3",
+        "a: sum=3",
+    ]
+    assert events[0].output is not None and events[0].output.stream is not None
+    assert events[1].message is not None and events[1].message.role == "tool"
+    assert events[2].output is not None and events[2].output.stream is not None
+    assert all(r.stream for r in model.requests)
+
+
+async def test_concurrent_tool_calls_run_concurrently() -> None:
+    """Tool A waits until tool B has started: run one after the other, A would never see it."""
+    b_started = asyncio.Event()
+
+    async def tool_a() -> str:
+        """A."""
+        async with asyncio.timeout(5):  # fails the test instead of hanging if calls are serial
+            await b_started.wait()
+        return "a saw b running"
+
+    async def tool_b() -> str:
+        """B."""
+        b_started.set()
+        return "b"
+
+    model = ScriptedModel([calls(("tool_a", {}), ("tool_b", {})), "ok"])
+    events = await run_events(ReActAgent("a", model, tools=[tool_a, tool_b]))
+    assert "a: [tool tool_a] a saw b running" in simplify_events(events)
+
+
+# -- return directly ----------------------------------------------------------------------------
+async def test_return_directly_results_come_after_other_tools_last_in_call_order_wins() -> None:
+    """Completion order is direct_b, plain, direct_a; emitted: plain, then the direct results in
+    call order (direct_a, direct_b); direct_b, last called, is the final output."""
+    b_done, plain_done = asyncio.Event(), asyncio.Event()
+    finished: list[str] = []
+
+    async def direct_a() -> str:
+        """A."""
+        await plain_done.wait()
+        finished.append("direct_a")
+        return "from a"
+
+    async def plain() -> str:
+        """Plain."""
+        await b_done.wait()
+        finished.append("plain")
+        plain_done.set()
+        return "from plain"
+
+    async def direct_b() -> str:
+        """B."""
+        finished.append("direct_b")
+        b_done.set()
+        return "from b"
+
+    model = ScriptedModel([calls(("direct_a", {}), ("plain", {}), ("direct_b", {}))])
+    agent = ReActAgent(
+        "a",
+        model,
+        tools=[direct_a, plain, direct_b],
+        return_directly=["direct_a", "direct_b"],
+        output_key="answer",
+    )
+    result = await Runner(agent).invoke("go")
+
+    assert finished == ["direct_b", "plain", "direct_a"]
+    assert simplify_events(result.events)[3:] == [
+        "a: [tool plain] from plain",
+        "a: [tool direct_a] from a",
+        "a: [tool direct_b] from b",
+    ]
+    assert model.calls == 1  # the agent ended without asking the model again
+    assert result.session["answer"] == "from b"
+    assert result.text == "from b"
+
+
+async def test_failed_return_directly_tool_goes_back_to_the_model() -> None:
+    def lookup(key: str) -> str:
+        """Look up."""
+        raise KeyError(key)
+
+    model = ScriptedModel([calls(("lookup", {"key": "x"})), "could not find x"])
+    agent = ReActAgent("a", model, tools=[lookup], return_directly=["lookup"])
+    events = await run_events(agent)
+    assert simplify_events(events)[-2:] == [
+        "a: [tool lookup] Error: tool 'lookup' failed: KeyError: 'x'",
+        "a: could not find x",
+    ]
+
+
+# -- max iterations -----------------------------------------------------------------------------
+def five_rounds_then_answer() -> ScriptedModel:
+    return ScriptedModel([calls(("add", {"a": i, "b": 1})) for i in range(5)] + ["done"])
+
+
+async def test_max_iterations_counts_model_calls_boundary_success() -> None:
+    model = five_rounds_then_answer()
+    result = await Runner(ReActAgent("a", model, tools=[add], max_iterations=6)).invoke("go")
+    assert result.text == "done"
+    assert model.calls == 6
+
+
+async def test_max_iterations_exceeded_is_an_error_event() -> None:
+    model = five_rounds_then_answer()
+    events = await run_events(ReActAgent("a", model, tools=[add], max_iterations=5))
+    assert model.calls == 5
+    errors = [e for e in events if e.error is not None]
+    assert len(errors) == 1 and errors is not None
+    assert errors[0] is events[-1]
+    assert "exceeds max iterations" in errors[0].error.message  # type: ignore[union-attr]
+    assert isinstance(errors[0].exception, MaxIterationsError)
+    with pytest.raises(adk.RunError, match="exceeds max iterations"):
+        await Runner(
+            ReActAgent("a", five_rounds_then_answer(), tools=[add], max_iterations=5)
+        ).invoke("go")
+
+
+# -- instruction templating ---------------------------------------------------------------------
+async def test_instruction_is_filled_from_session_values() -> None:
+    model = ScriptedModel(["ok"])
+    agent = ReActAgent(
+        "a",
+        model,
+        instruction='Help {user}. {{literal}} stays. JSON {"k": 1} stays. Mood: {mood?}.',
+    )
+    await Runner(agent).invoke("hi", session={"user": "Ada"})
+    system = model.requests[0].messages[0]
+    assert system.role == "system"
+    assert system.content == 'Help Ada. {literal} stays. JSON {"k": 1} stays. Mood: .'
+
+
+async def test_instruction_injection_is_not_expanded() -> None:
+    """A session value holding ``{secret}`` (say, typed by a user) is inserted as is."""
+    model = ScriptedModel(["ok"])
+    agent = ReActAgent("a", model, instruction="The user's name is {name}.")
+    await Runner(agent).invoke("hi", session={"name": "{secret} {{x}}", "secret": "hunter2"})
+    system = model.requests[0].messages[0].content
+    assert system == "The user's name is {secret} {{x}}."
+    assert "hunter2" not in system
+
+
+async def test_instruction_missing_key_is_a_clear_error() -> None:
+    model = ScriptedModel(["never"])
+    events = await run_events(ReActAgent("a", model, instruction="Help {user}."))
+    assert simplify_events(events) == [
+        "a: [error agent 'a' uses {user} but the session has no value 'user' (write {user?} "
+        "for an optional value, {{ and }} for literal braces)]"
+    ]
+    assert model.calls == 0
+
+
+# -- output_key ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_output_key_stores_the_final_text(streaming: bool) -> None:
+    model = ScriptedModel(
+        [calls(("add", {"a": 2, "b": 2})), "the sum is four, as computed"], chunk_size=3
+    )
+    runner = Runner(
+        ReActAgent("a", model, tools=[add], output_key="out"), enable_streaming=streaming
+    )
+    result = await runner.invoke("2+2?")
+    assert result.session["out"] == "the sum is four, as computed"
+
+
+# -- output_schema ------------------------------------------------------------------------------
+class Weather(BaseModel):
+    city: str
+    celsius: int
+
+
+async def test_output_schema_native_uses_response_format() -> None:
+    model = ScriptedModel(['{"city": "Oslo", "celsius": 4}'], supports_response_format=True)
+    agent = ReActAgent("w", model, instruction="Report.", output_schema=Weather, output_key="k")
+    result = await Runner(agent).invoke("weather?")
+    options = model.requests[0].options
+    assert options is not None and options.response_format is not None
+    assert options.response_format["name"] == "Weather"
+    assert options.response_format["schema"] == Weather.model_json_schema()
+    assert model.requests[0].messages[0].content == "Report."  # no schema in the prompt
+    assert simplify_events(result.events) == [
+        'w: {"city": "Oslo", "celsius": 4}',
+        "w: [custom Weather(city='Oslo', celsius=4)]",
+    ]
+    assert result.output == Weather(city="Oslo", celsius=4)
+    assert result.events[-1].output is not None
+    assert result.events[-1].output.custom == Weather(city="Oslo", celsius=4)
+    assert result.session["k"] == '{"city": "Oslo", "celsius": 4}'
+
+
+async def test_output_schema_native_keeps_other_model_options() -> None:
+    model = ScriptedModel(['{"city": "Oslo", "celsius": 4}'])
+    options = adk.ModelOptions(temperature=0.1)
+    agent = ReActAgent("w", model, output_schema=Weather, model_options=options)
+    await Runner(agent).invoke("weather?")
+    sent = model.requests[0].options
+    assert sent is not None and sent.temperature == 0.1 and sent.response_format is not None
+
+
+async def test_output_schema_by_instruction_when_not_native() -> None:
+    model = ScriptedModel(['{"city": "Rome", "celsius": 20}'], supports_response_format=False)
+    agent = ReActAgent("w", model, instruction="Report.", output_schema=Weather)
+    result = await Runner(agent).invoke("weather?")
+    request = model.requests[0]
+    assert request.options is None
+    system = request.messages[0].content
+    assert system.startswith("Report.\n\n")
+    assert "JSON" in system and json.dumps(Weather.model_json_schema()) in system
+    assert result.output == Weather(city="Rome", celsius=20)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '```json\n{"city": "Oslo", "celsius": 4}\n```',
+        '```\n{"city": "Oslo", "celsius": 4}\n```\n',
+        'Here you go:\n```json\n{"city": "Oslo", "celsius": 4}\n```',
+    ],
+)
+async def test_output_schema_strips_code_fences(answer: str) -> None:
+    model = ScriptedModel([answer], supports_response_format=False)
+    result = await Runner(ReActAgent("w", model, output_schema=Weather)).invoke("weather?")
+    assert result.output == Weather(city="Oslo", celsius=4)
+    assert model.calls == 1
+
+
+async def test_output_schema_retries_once_with_the_validation_error() -> None:
+    model = ScriptedModel(['{"city": "Oslo", "celsius": "cold"}', '{"city": "Oslo", "celsius": 4}'])
+    result = await Runner(ReActAgent("w", model, output_schema=Weather)).invoke("weather?")
+    assert result.output == Weather(city="Oslo", celsius=4)
+    retry = model.requests[1].messages[-1]
+    assert retry.role == "user"
+    assert "does not match the required Weather JSON schema" in retry.content
+    assert "celsius: Input should be a valid integer" in retry.content
+    assert "errors.pydantic.dev" not in retry.content  # no noise for the model
+    assert model.requests[1].messages[-2].content == '{"city": "Oslo", "celsius": "cold"}'
+
+
+async def test_output_schema_fails_after_the_retry() -> None:
+    model = ScriptedModel(["sunny", "still sunny"])
+    events = await run_events(ReActAgent("w", model, output_schema=Weather))
+    assert model.calls == 2
+    assert simplify_events(events)[:2] == ["w: sunny", "w: still sunny"]
+    last = events[-1]
+    assert last.error is not None and last.error.type == "OutputSchemaError"
+    assert "does not match Weather after a retry" in last.error.message
+    assert isinstance(last.exception, OutputSchemaError)
+
+
+async def test_output_schema_with_streaming() -> None:
+    model = ScriptedModel(['{"city": "Oslo", "celsius": 4}'], chunk_size=4)
+    events = await run_events(ReActAgent("w", model, output_schema=Weather), streaming=True)
+    assert events[0].output is not None and events[0].output.stream is not None
+    assert events[-1].output is not None
+    assert events[-1].output.custom == Weather(city="Oslo", celsius=4)
+
+
+# -- exit tool ----------------------------------------------------------------------------------
+async def test_exit_tool_ends_the_whole_run_with_its_result() -> None:
+    model = ScriptedModel([calls(("exit", {"final_result": "all done"}))])
+    first = ReActAgent("first", model, exit_tool=True, output_key="out")
+    second = ReActAgent("second", ScriptedModel(["must not run"]))
+    result = await Runner(SequentialAgent("seq", [first, second])).invoke("go")
+
+    spec = next(s for s in model.requests[0].tools if s.name == "exit")
+    assert spec.parameters["required"] == ["final_result"]
+    assert simplify_events(result.events) == [
+        'first: [call exit {"final_result": "all done"}]',
+        "first: [tool exit] all done",
+        "first: [exit]",
+    ]
+    assert result.text == "all done"
+    assert result.session["out"] == "all done"
+    assert second.model.calls == 0  # type: ignore[union-attr]
+
+
+# -- transfer -----------------------------------------------------------------------------------
+def transfer(name: str) -> Reply:
+    return calls(("transfer_to_agent", {"agent_name": name}))
+
+
+async def test_transfer_tool_schema_enumerates_targets() -> None:
+    billing = ReActAgent("billing", ScriptedModel(["paid"]), description="Handles invoices.")
+    support = ReActAgent("support", ScriptedModel(["fixed"]))
+    model = ScriptedModel([transfer("billing")])
+    root = ReActAgent("root", model, description="Front desk.", sub_agents=[billing, support])
+    await Runner(root).invoke("invoice?")
+
+    spec = next(s for s in model.requests[0].tools if s.name == "transfer_to_agent")
+    assert spec.parameters["properties"]["agent_name"]["enum"] == ["billing", "support"]
+    assert spec.parameters["required"] == ["agent_name"]
+    assert "- billing: Handles invoices." in spec.description
+    assert "- support: (no description)" in spec.description
+    # A sub-agent may transfer back to its parent: its tool lists the parent.
+    child_spec = next(s for s in billing.model.requests[0].tools)  # type: ignore[union-attr]
+    assert child_spec.parameters["properties"]["agent_name"]["enum"] == ["root"]
+    assert "- root: Front desk." in child_spec.description
+    assert root.sub_agents == [billing, support]
+
+
+async def test_transfer_to_a_wrong_name_is_an_error_the_model_corrects() -> None:
+    billing = ReActAgent("billing", ScriptedModel(["invoice sent"]), description="Invoices.")
+    model = ScriptedModel([transfer("biling"), transfer("billing")])
+    root = ReActAgent("root", model, sub_agents=[billing])
+    events = await run_events(root)
+    assert simplify_events(events) == [
+        'root: [call transfer_to_agent {"agent_name": "biling"}]',
+        "root: [tool transfer_to_agent] Error: cannot transfer to 'biling': no such agent; "
+        "valid agent names: billing",
+        'root: [call transfer_to_agent {"agent_name": "billing"}]',
+        "root: [tool transfer_to_agent] Transferred to agent 'billing'",
+        "root: [transfer -> billing]",
+        "billing: invoice sent",
+    ]
+    assert events[-1].run_path == ("root", "billing")
+
+
+async def test_a_tool_named_like_the_transfer_tool_is_rejected() -> None:
+    def transfer_to_agent(agent_name: str) -> str:
+        """Mine."""
+        return agent_name
+
+    sub = ReActAgent("sub", ScriptedModel(["x"]))
+    root = ReActAgent("root", ScriptedModel([]), tools=[transfer_to_agent], sub_agents=[sub])
+    events = await run_events(root)
+    assert events[-1].error is not None
+    assert "clashes with the transfer tool" in events[-1].error.message
+
+
+# -- tool problems and model failures ------------------------------------------------------------
+async def test_tool_problems_reach_the_model_as_error_results() -> None:
+    def explode() -> str:
+        """Always fails."""
+        raise RuntimeError("kaboom")
+
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("add", "{not json"),
+                    tool_call("add", {"a": "one", "b": 2}),
+                    tool_call("nope", {}),
+                    tool_call("explode", {}),
+                ]
+            ),
+            "sorry",
+        ]
+    )
+    result = await Runner(ReActAgent("a", model, tools=[add, explode])).invoke("go")
+    tool_messages = [m for m in model.requests[1].messages if m.role == "tool"]
+    texts = sorted(m.content for m in tool_messages)
+    assert len(texts) == 4 and all(t.startswith("Error:") for t in texts)
+    joined = "\n".join(texts)
+    assert "invalid JSON arguments for tool 'add'" in joined
+    assert "invalid arguments for tool 'add': a: Input should be a valid integer" in joined
+    assert "unknown tool 'nope'; available tools: add, explode" in joined
+    assert "tool 'explode' failed: RuntimeError: kaboom" in joined
+    assert result.text == "sorry"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_model_exception_is_one_error_event(streaming: bool) -> None:
+    model = ScriptedModel([calls(("add", {"a": 1, "b": 1})), adk.ModelError("server down")])
+    events = await run_events(ReActAgent("a", model, tools=[add]), streaming=streaming)
+    errors = [e for e in events if e.error is not None]
+    assert len(errors) == 1 and events[-1] is errors[0]
+    assert errors[0].error is not None
+    assert errors[0].error.type == "ModelError" and errors[0].error.message == "server down"
+    assert isinstance(errors[0].exception, adk.ModelError)
+
+
+# -- where tools come from -----------------------------------------------------------------------
+class Shout:
+    """A hand-written Tool object."""
+
+    spec = adk.ToolSpec(
+        name="shout",
+        description="Upper-case text.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+
+    async def run(self, arguments: str, ctx: adk.ToolContext) -> str:
+        return str(json.loads(arguments)["text"]).upper()
+
+
+class Clock:
+    """A Toolset: its tools are resolved when the agent runs."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    async def tools(self, ctx: RunContext) -> list[adk.Tool]:
+        self.asked += 1
+
+        def now() -> str:
+            """The time."""
+            return "noon"
+
+        return [adk.FunctionTool(now)]
+
+
+async def test_tools_from_objects_functions_toolsets_and_resource_names() -> None:
+    def double(x: int) -> int:
+        """Double a number."""
+        return 2 * x
+
+    def greet(name: str) -> str:
+        """Greet."""
+        return f"hello {name}"
+
+    resources = Resources()
+    resources.add_tool(adk.FunctionTool(greet))
+    clock = Clock()
+    model = ScriptedModel(
+        [
+            calls(
+                ("shout", {"text": "hi"}),
+                ("double", {"x": 4}),
+                ("now", {}),
+                ("greet", {"name": "Ada"}),
+                ("add", {"a": 1, "b": 1}),
+            ),
+            "done",
+        ]
+    )
+    agent = ReActAgent("a", model, tools=[Shout(), double, clock, "greet", add])
+    events = await run_events(agent, resources=resources)
+    results = sorted(line for line in simplify_events(events) if "[tool " in line)
+    assert results == [
+        "a: [tool add] 2",
+        "a: [tool double] 8",
+        "a: [tool greet] hello Ada",
+        "a: [tool now] noon",
+        "a: [tool shout] HI",
+    ]
+    assert sorted(s.name for s in model.requests[0].tools) == [
+        "add",
+        "double",
+        "greet",
+        "now",
+        "shout",
+    ]
+    assert clock.asked == 1
+
+
+async def test_unknown_tool_resource_is_an_error_event() -> None:
+    agent = ReActAgent("a", ScriptedModel(["x"]), tools=["missing"])
+    events = await run_events(agent, resources=Resources())
+    assert events[-1].error is not None and "missing" in events[-1].error.message
+    events = await run_events(agent)
+    assert events[-1].error is not None
+    assert "names tool 'missing' but the runner has no resources" in events[-1].error.message
+
+
+def test_bad_tool_source_and_duplicate_names_fail_at_construction() -> None:
+    with pytest.raises(TypeError, match="a tool must be a Tool, a function"):
+        ReActAgent("a", ScriptedModel(), tools=[42])
+    with pytest.raises(ValueError, match="two tools are named 'add'"):
+        ReActAgent("a", ScriptedModel(), tools=[add, add])
+    with pytest.raises(ValueError, match="max_iterations"):
+        ReActAgent("a", ScriptedModel(), max_iterations=0)
+
+
+async def test_model_from_resources_by_name() -> None:
+    model = ScriptedModel(["from a resource"])
+    resources = Resources()
+    resources.add_model("main", model)
+    events = await run_events(ReActAgent("a", "main"), resources=resources)
+    assert simplify_events(events) == ["a: from a resource"]
+
+
+# -- interrupts ---------------------------------------------------------------------------------
+async def test_tool_interrupt_resumes_only_the_open_calls() -> None:
+    counted: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    def note(text: str) -> str:
+        """Note."""
+        counted.append(text)
+        return "noted"
+
+    model = ScriptedModel(
+        [calls(("pay", {"amount": 5}), ("note", {"text": "x"})), "paid and noted"]
+    )
+    runner = Runner(ReActAgent("a", model, tools=[pay, note]))
+    first = await runner.invoke("pay")
+    assert first.interrupt is not None
+    assert first.interrupt.point_ids == ["agent:a/tool:pay#call_1"]
+    assert simplify_events(first.events)[-2:] == [
+        "a: [tool note] noted",
+        "a: [interrupt agent:a/tool:pay#call_1]",
+    ]
+    assert first.checkpoint_id is not None
+    second = await runner.invoke_resume(first.checkpoint_id, {"approved": True})
+    assert simplify_events(second.events) == ["a: [tool pay] paid 5", "a: paid and noted"]
+    assert counted == ["x"]  # the finished call did not run again
+    assert [m.role for m in model.requests[1].messages] == ["user", "assistant", "tool", "tool"]
+
+
+# -- history -------------------------------------------------------------------------------------
+async def test_history_rewriter_replaces_the_input() -> None:
+    def only_user(entries: Any, agent_name: str) -> list[Message]:
+        return [e.message for e in entries if e.is_user_input] + [Message.user("(rewritten)")]
+
+    class Speaker(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            yield AgentEvent.of("something to hide")
+
+    model = ScriptedModel(["ok"])
+    agent = ReActAgent("a", model, history_rewriter=only_user)
+    await Runner(SequentialAgent("s", [Speaker("speaker"), agent])).invoke("hi")
+    assert [m.content for m in model.requests[0].messages] == ["hi", "(rewritten)"]
+
+
+# -- actions tools ask for ------------------------------------------------------------------------
+async def test_tool_actions_come_as_one_event_after_the_round() -> None:
+    """``break_loop`` lets the agent finish (the model answers) and then stops the enclosing loop."""
+
+    def stop(ctx: adk.ToolContext) -> str:
+        """Stop the loop."""
+        ctx.break_loop()
+        return "stopping"
+
+    model = ScriptedModel([calls(("stop", {}), ("add", {"a": 1, "b": 1})), "finished"])
+    loop = adk.LoopAgent("loop", [ReActAgent("a", model, tools=[stop, add])], max_iterations=3)
+    events = await run_events(loop)
+    lines = simplify_events(events)
+    assert lines[4:] == ["a: [break_loop]", "a: finished"]
+    assert sorted(lines[2:4]) == ["a: [tool add] 2", "a: [tool stop] stopping"]
+    assert model.calls == 2  # one loop iteration only
+
+
+async def test_a_tool_that_transfers_ends_the_agent_after_the_round() -> None:
+    def escalate(ctx: adk.ToolContext) -> str:
+        """Hand over to a person."""
+        ctx.transfer("human")
+        return "escalated"
+
+    human = ReActAgent("human", ScriptedModel(["A person here."]), description="A person.")
+    model = ScriptedModel([calls(("escalate", {}), ("add", {"a": 2, "b": 3})), "never"])
+    root = ReActAgent("root", model, tools=[escalate, add], sub_agents=[human])
+    lines = simplify_events(await run_events(root))
+    assert sorted(lines[2:4]) == ["root: [tool add] 5", "root: [tool escalate] escalated"]
+    assert lines[4:] == ["root: [transfer -> human]", "human: A person here."]
+    assert model.calls == 1

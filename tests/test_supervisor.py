@@ -1,0 +1,176 @@
+"""Supervisor: the supervisor delegates, each worker reports back, the supervisor answers."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import adk
+from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent, Supervisor
+
+
+def transfer(name: str) -> Reply:
+    return Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": name})])
+
+
+@adk.tool
+def get_weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@adk.tool
+def convert(amount: float, to: str) -> str:
+    """Convert euros."""
+    return f"{amount * 2:.0f} {to}"
+
+
+def two_workers() -> tuple[ReActAgent, ReActAgent, ReActAgent]:
+    weather = ReActAgent(
+        "weather",
+        ScriptedModel([Reply(tool_calls=[tool_call("get_weather", {"city": "Oslo"})]), "Sunny."]),
+        description="Knows the weather.",
+        tools=[get_weather],
+    )
+    money = ReActAgent(
+        "money",
+        ScriptedModel([Reply(tool_calls=[tool_call("convert", {"amount": 5, "to": "USD"})]), "10"]),
+        description="Converts currencies.",
+        tools=[convert],
+    )
+    boss = ReActAgent(
+        "boss",
+        ScriptedModel([transfer("weather"), transfer("money"), "Sunny, and 10 USD."]),
+        description="Delegates.",
+    )
+    return boss, weather, money
+
+
+async def test_two_workers_event_sequence() -> None:
+    boss, weather, money = two_workers()
+    result = await Runner(Supervisor(boss, [weather, money])).invoke("Weather in Oslo, 5 EUR?")
+    lines = simplify_events(result.events)
+    assert lines == [
+        'boss: [call transfer_to_agent {"agent_name": "weather"}]',
+        "boss: [tool transfer_to_agent] Transferred to agent 'weather'",
+        "boss: [transfer -> weather]",
+        'weather: [call get_weather {"city": "Oslo"}]',
+        "weather: [tool get_weather] sunny in Oslo",
+        "weather: Sunny.",
+        "weather: [transfer -> boss]",
+        'boss: [call transfer_to_agent {"agent_name": "money"}]',
+        "boss: [tool transfer_to_agent] Transferred to agent 'money'",
+        "boss: [transfer -> money]",
+        'money: [call convert {"amount": 5, "to": "USD"}]',
+        "money: [tool convert] 10 USD",
+        "money: 10",
+        "money: [transfer -> boss]",
+        "boss: Sunny, and 10 USD.",
+    ]
+    assert result.text == "Sunny, and 10 USD."
+    paths = [e.run_path for e in result.events]
+    assert paths[0] == ("boss",)
+    assert paths[3] == ("boss", "weather")
+    assert paths[7] == ("boss", "weather", "boss")
+    assert paths[-1] == ("boss", "weather", "boss", "money", "boss")
+
+
+async def test_supervisor_tool_lists_workers_and_workers_get_no_transfer_tool() -> None:
+    boss, weather, money = two_workers()
+    await Runner(Supervisor(boss, [weather, money])).invoke("go")
+    boss_tools = boss.model.requests[0].tools  # type: ignore[union-attr]
+    spec = next(s for s in boss_tools if s.name == "transfer_to_agent")
+    assert spec.parameters["properties"]["agent_name"]["enum"] == ["weather", "money"]
+    assert "- weather: Knows the weather." in spec.description
+    # Workers report back deterministically: their models are not offered a transfer.
+    worker_tools = weather.model.requests[0].tools  # type: ignore[union-attr]
+    assert [s.name for s in worker_tools] == ["get_weather"]
+    # The supervisor's second turn sees what the worker did, as context.
+    seen = [m.content for m in boss.model.requests[1].messages]  # type: ignore[union-attr]
+    assert "For context: [weather] said: Sunny.." in seen
+
+
+async def test_a_worker_that_exits_ends_the_run() -> None:
+    finisher = ReActAgent(
+        "finisher",
+        ScriptedModel([Reply(tool_calls=[tool_call("exit", {"final_result": "bye"})])]),
+        description="Ends things.",
+        exit_tool=True,
+    )
+    boss_model = ScriptedModel([transfer("finisher"), "never said"])
+    result = await Runner(Supervisor(ReActAgent("boss", boss_model), [finisher])).invoke("go")
+    assert simplify_events(result.events)[-3:] == [
+        'finisher: [call exit {"final_result": "bye"}]',
+        "finisher: [tool exit] bye",
+        "finisher: [exit]",
+    ]
+    assert boss_model.calls == 1  # no transfer back, the supervisor never speaks again
+    assert result.text == "bye"
+
+
+async def test_a_failing_worker_ends_the_run_with_its_error() -> None:
+    class Broken(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            raise RuntimeError("worker broke")
+            yield AgentEvent.of("unreachable")
+
+    boss_model = ScriptedModel([transfer("broken"), "never"])
+    app = Supervisor(ReActAgent("boss", boss_model), [Broken("broken", "Breaks.")])
+    events = [e async for e in Runner(app).run("go")]
+    assert simplify_events(events)[-1] == "broken: [error worker broke]"
+    assert boss_model.calls == 1
+
+
+async def test_nested_supervisors() -> None:
+    clerk = ReActAgent("clerk", ScriptedModel(["filed"]), description="Files papers.")
+    manager = ReActAgent(
+        "manager",
+        ScriptedModel([transfer("clerk"), "papers are filed"]),
+        description="Manages the clerk.",
+    )
+    ceo_model = ScriptedModel([transfer("manager"), "done: papers filed"])
+    ceo = ReActAgent("ceo", ceo_model)
+    app = Supervisor(ceo, [Supervisor(manager, [clerk])])
+    result = await Runner(app).invoke("file the papers")
+    assert [line for line in simplify_events(result.events) if "[tool" not in line] == [
+        'ceo: [call transfer_to_agent {"agent_name": "manager"}]',
+        "ceo: [transfer -> manager]",
+        'manager: [call transfer_to_agent {"agent_name": "clerk"}]',
+        "manager: [transfer -> clerk]",
+        "clerk: filed",
+        "clerk: [transfer -> manager]",
+        "manager: papers are filed",
+        "manager: [transfer -> ceo]",
+        "ceo: done: papers filed",
+    ]
+    # The middle supervisor may only hand work down; it reports up by answering.
+    manager_spec = manager.model.requests[0].tools[0]  # type: ignore[union-attr]
+    assert manager_spec.parameters["properties"]["agent_name"]["enum"] == ["clerk"]
+
+
+async def test_interrupted_worker_resumes_and_reports_back() -> None:
+    @adk.tool(require_approval=True)
+    def refund(amount: int) -> str:
+        """Refund money."""
+        return f"refunded {amount}"
+
+    cashier = ReActAgent(
+        "cashier",
+        ScriptedModel([Reply(tool_calls=[tool_call("refund", {"amount": 7})]), "Refund made."]),
+        description="Handles refunds.",
+        tools=[refund],
+    )
+    boss = ReActAgent("boss", ScriptedModel([transfer("cashier"), "Your refund is done."]))
+    runner = Runner(Supervisor(boss, [cashier]))
+    first = await runner.invoke("refund me")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    assert first.interrupt.point_ids == ["agent:boss/agent:cashier/tool:refund#call_1"]
+    second = await runner.invoke_resume(first.checkpoint_id, True)
+    assert simplify_events(second.events) == [
+        "cashier: [tool refund] refunded 7",
+        "cashier: Refund made.",
+        "cashier: [transfer -> boss]",
+        "boss: Your refund is done.",
+    ]
+    assert second.events[-1].run_path == ("boss", "cashier", "boss")
