@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from .agent import Agent, AgentInput, BaseAgent, ResumableAgent
 from .agent_tool import AgentTool
+from .callbacks import Callbacks
 from .checkpoint.codec import CheckpointError, register_type
 from .context import RunContext, Session
 from .events import AgentAction, AgentEvent, AgentOutput, ErrorInfo
@@ -44,6 +45,7 @@ __all__ = [
     "AgentOutput",
     "AgentTool",
     "BaseAgent",
+    "Callbacks",
     "ChatModel",
     "CheckpointError",
     "ErrorInfo",

@@ -51,7 +51,11 @@ async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterat
     name = agent.name
     path = ctx.run_path
     hooks = run.hooks
-    handle: Any = await hooks.agent_start(agent, ctx) if hooks is not None else None
+    try:
+        handle: Any = await hooks.agent_start(agent, ctx) if hooks is not None else None
+    except Exception as exc:  # a failing before_agent callback: the agent fails before it starts
+        yield _stamped(AgentEvent(error=ErrorInfo.of(exc), exception=exc), name, path)
+        return
     error: ErrorInfo | None = None
     resume_fn = getattr(agent, "resume", None) if resumed else None
     record_stream = None
@@ -86,10 +90,16 @@ async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterat
                 if event.error is not None or event.ends_agent:
                     break
     except Interrupt as exc:
-        yield _stamped(_interrupt_event(signal_of(exc, ctx.address)), name, path)
+        event = _stamped(_interrupt_event(signal_of(exc, ctx.address)), name, path)
+        if hooks is not None:
+            hooks.agent_event(handle, event)
+        yield event
     except Exception as exc:
         error = ErrorInfo.of(exc)
-        yield _stamped(AgentEvent(error=error, exception=exc), name, path)
+        event = _stamped(AgentEvent(error=error, exception=exc), name, path)
+        if hooks is not None:
+            hooks.agent_event(handle, event)
+        yield event
     finally:
         if record_stream is not None and not record_stream.done:
             await record_stream.aclose()  # the run ended before the stream: stop its source

@@ -12,11 +12,12 @@ import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._aio import closing
 from ._driver import drive
 from ._hooks import Hooks
+from ._instrument import build_hooks
 from .agent import Agent, AgentInput
 from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
@@ -26,6 +27,10 @@ from .context import RunContext, Session, _RunState
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import Message
+
+if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
 
 __all__ = ["RunError", "RunResult", "Runner"]
 
@@ -93,15 +98,22 @@ class Runner:
         resources: Any = None,
         *,
         keep_checkpoints: bool = False,
-        hooks: Hooks | None = None,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
+        """``callbacks``: ``adk.callbacks.Callbacks`` objects, run in the order given.
+        ``tracer_provider``/``meter_provider``: where spans and metrics go (default: the global
+        OpenTelemetry providers, as configured when the runner is built; none configured costs
+        nothing)."""
         self.agent = agent
-        self.checkpoint_store: CheckpointStore = checkpoint_store or InMemoryCheckpointStore()
+        self.checkpoint_store: CheckpointStore = (
+            checkpoint_store if checkpoint_store is not None else InMemoryCheckpointStore()
+        )
         self.enable_streaming = enable_streaming
         self.callbacks = tuple(callbacks)
         self.resources = resources
         self.keep_checkpoints = keep_checkpoints
-        self._hooks = hooks
+        self._hooks: Hooks | None = build_hooks(self.callbacks, tracer_provider, meter_provider)
 
     # -- running ---------------------------------------------------------------------------------
     def run(
@@ -163,7 +175,6 @@ class Runner:
         run: _RunState,
         input: AgentInput,
         checkpoint_id: str | None,
-        resumed: bool = False,
     ) -> AsyncIterator[AgentEvent]:
         agent = self.agent
         ctx = RunContext(
@@ -196,8 +207,6 @@ class Runner:
                 yield event
                 if event.error is not None:
                     return
-        if resumed and checkpoint_id and not self.keep_checkpoints:
-            await self.checkpoint_store.delete(checkpoint_id)
 
     async def _pause(
         self,
@@ -227,7 +236,13 @@ class Runner:
         data = await self.checkpoint_store.get(checkpoint_id)
         if data is None:
             raise CheckpointError(f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}")
-        snapshot = parse_body(decode_checkpoint(data, checkpoint_id), checkpoint_id)
+        body = decode_checkpoint(data, checkpoint_id)
+        if body.get("finished"):
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} belongs to a run that has finished; it is kept "
+                "for audit (keep_checkpoints=True) and cannot be resumed again"
+            )
+        snapshot = parse_body(body, checkpoint_id)
         if snapshot.agent != self.agent.name:
             raise CheckpointError(
                 f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
@@ -241,9 +256,22 @@ class Runner:
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
         load_history(run, snapshot.history)
         input = AgentInput(snapshot.root_input, self.enable_streaming)
-        async with closing(self._drive_root(run, input, checkpoint_id, resumed=True)) as events:
+        finished = False
+        async with closing(self._drive_root(run, input, checkpoint_id)) as events:
             async for event in events:
                 yield event
+                finished = event.error is None and event.interrupted is None
+        if finished:
+            await self._finish(checkpoint_id, body)
+
+    async def _finish(self, checkpoint_id: str, body: dict[str, Any]) -> None:
+        """A resumed run finished: delete its checkpoint, or mark a kept one as finished so it is
+        never resumed twice (an approved payment must not be paid again)."""
+        if self.keep_checkpoints:
+            body["finished"] = True
+            await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
+        else:
+            await self.checkpoint_store.delete(checkpoint_id)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def aclose(self) -> None:

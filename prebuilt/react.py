@@ -32,6 +32,7 @@ from adk import (
     Tool,
     ToolCall,
 )
+from adk._aio import closing
 from adk.history import build_messages
 from adk.interrupts import _InterruptSignal
 from adk.models import _call
@@ -169,8 +170,9 @@ class _ReActCore:
     # -- running ------------------------------------------------------------------------------
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         turn = await self._turn(ctx, None, input, 0)
-        async for event in self._loop(turn):
-            yield event
+        async with closing(self._loop(turn)) as events:
+            async for event in events:
+                yield event
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx.resume
@@ -190,8 +192,9 @@ class _ReActCore:
                 return
         if outcome.done:
             return
-        async for event in self._loop(turn):
-            yield event
+        async with closing(self._loop(turn)) as events:
+            async for event in events:
+                yield event
 
     async def _loop(self, turn: _Turn) -> AsyncIterator[AgentEvent]:
         owner = self.owner

@@ -124,7 +124,9 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
     except CheckpointError as exc:
         raise CheckpointError(f"checkpoint {checkpoint_id!r} {exc}") from exc
     except RecursionError as exc:
-        raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: nested too deeply") from exc
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} is malformed: nested too deeply"
+        ) from exc
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: {exc!r}") from exc
 

@@ -12,6 +12,7 @@ from ._openai_common import (
     json_schema_of,
     reasoning_of,
     require_tool_call_id,
+    response_identity,
     text_of,
     unknown_role,
     usage_of,
@@ -146,6 +147,7 @@ def chat_message(completion: Any) -> Message:
     refusal = getattr(raw, "refusal", None)
     if isinstance(refusal, str) and refusal:
         message.metadata["refusal"] = refusal
+    response_identity(message, completion)
     return message
 
 

@@ -113,3 +113,11 @@ def require_tool_call_id(message: Message, position: int) -> str:
 def unknown_role(message: Message, position: int) -> ValueError:
     roles = ", ".join(r.value for r in Role)
     return ValueError(f"messages[{position}] has role {message.role!r}; expected one of {roles}")
+
+
+def response_identity(message: Message, response: Any) -> None:
+    """The model that actually answered and the response id (tracing reports both)."""
+    for key, attribute in (("response_model", "model"), ("response_id", "id")):
+        value = getattr(response, attribute, None)
+        if isinstance(value, str) and value:
+            message.metadata[key] = value

@@ -18,6 +18,7 @@ from ._openai_common import (
     function_choice_name,
     json_schema_of,
     require_tool_call_id,
+    response_identity,
     text_of,
     unknown_role,
     usage_of,
@@ -185,6 +186,7 @@ def responses_message(response: Any) -> Message:
     message.metadata["finish_reason"] = _finish_reason(response, bool(calls))
     if any(refusal):
         message.metadata["refusal"] = "".join(refusal)
+    response_identity(message, response)
     return message
 
 

@@ -17,7 +17,7 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
-from .base import Tool, ToolContext, ToolError, ToolResult
+from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec
 
 __all__ = ["ToolOutcome", "execute_tool_calls", "run_tool_call"]
 
@@ -31,6 +31,22 @@ class ToolOutcome:
     result: ToolResult | None = None
     action: AgentAction | None = None
     signal: _InterruptSignal | None = None
+
+
+class _UnknownTool:
+    """Answers a call to a tool the agent does not have, so the model can correct itself. It goes
+    through the hooks like any tool: the call is traced and callbacks see it."""
+
+    def __init__(self, name: str, tools: Mapping[str, Tool]) -> None:
+        self._name = name
+        self._known = ", ".join(sorted(tools)) or "none"
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self._name)
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        return ToolResult.error(f"unknown tool '{self._name}'; available tools: {self._known}")
 
 
 def _describe(exc: Exception) -> str:
@@ -53,11 +69,7 @@ async def run_tool_call(
             if not resume.is_target:
                 return ToolOutcome(call, signal=plan.subtree(address))
             resumed = True
-    tool = tools.get(call.name)
-    if tool is None:
-        known = ", ".join(sorted(tools)) or "none"
-        text = f"Error: unknown tool '{call.name}'; available tools: {known}"
-        return ToolOutcome(call, Message.tool(text, tool_call_id=call.id, name=call.name))
+    tool = tools.get(call.name) or _UnknownTool(call.name, tools)
     tool_ctx = ToolContext(
         ctx,
         tool_name=call.name,

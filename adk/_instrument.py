@@ -1,0 +1,240 @@
+"""Tracing and callbacks combined into the one ``Hooks`` object a run carries — or ``None``.
+
+``build_hooks`` returns None when there is nothing to do (no callbacks, and OpenTelemetry absent or
+not configured), so a plain run pays one ``is None`` test per hook point. It imports ``adk.tracing``
+(and with it the OpenTelemetry API) only when OpenTelemetry could be configured: a provider was
+passed, the API is already imported by someone (whoever configures a global provider imports it),
+or the environment names a provider.
+
+Each agent run gets a ``_Frame`` kept on its ``RunContext._trace``; child contexts copy it, so the
+frame is how a child finds its parent span — explicitly, never through OpenTelemetry's implicit
+context, which does not survive async generators. A frame also recognises wrappers: an agent
+started at the same address and run path as the frame on its context (a ``ReActAgent`` running its
+flow and loop, a flow's root agent, ``Supervisor``'s report-back wrapper) is the same agent, so it
+gets no second span and no second ``before_agent``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ._hooks import Hooks, ModelRequest
+from .callbacks import _CallbackChain
+from .events import ErrorInfo
+
+if TYPE_CHECKING:
+    from opentelemetry.context import Context
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import Span, TracerProvider
+
+    from .agent import Agent
+    from .context import RunContext
+    from .events import AgentEvent
+    from .messages import Message, MessageChunk, ToolCall
+    from .tools.base import ToolContext, ToolResult
+    from .tracing import _GenAITracing
+
+__all__ = ["build_hooks"]
+
+_PROVIDER_ENV = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+
+
+def _otel_may_be_configured() -> bool:
+    return (
+        "opentelemetry.trace" in sys.modules
+        or "opentelemetry.metrics" in sys.modules
+        or any(name in os.environ for name in _PROVIDER_ENV)
+    )
+
+
+def build_hooks(
+    callbacks: Iterable[Any],
+    tracer_provider: TracerProvider | None = None,
+    meter_provider: MeterProvider | None = None,
+) -> Hooks | None:
+    """The hooks for a runner with these callbacks and providers (None: nothing to hook)."""
+    chain = _CallbackChain.of(callbacks)
+    tracing: _GenAITracing | None = None
+    if tracer_provider is not None or meter_provider is not None or _otel_may_be_configured():
+        # Imported here, not at the top, so that `import adk` never loads OpenTelemetry: most
+        # runs are not traced. (No cycle is involved: adk.tracing does not import this module.)
+        from .tracing import _GenAITracing
+
+        tracing = _GenAITracing.create(tracer_provider, meter_provider)
+    if tracing is None and chain is None:
+        return None
+    return _Instrumented(tracing, chain)
+
+
+class _Frame:
+    """One traced agent run (or tool call): where it runs, its span, and its context for
+    children."""
+
+    __slots__ = ("address", "agent", "ctx", "exception", "otel", "root", "run_path", "span")
+
+    def __init__(
+        self,
+        agent: Agent | None,
+        ctx: RunContext,
+        address: str,
+        *,
+        root: bool = False,
+        span: Span | None = None,
+        otel: Context | None = None,
+    ) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.address = address
+        self.run_path = ctx.run_path
+        self.root = root
+        self.span = span
+        self.otel = otel
+        self.exception: BaseException | None = None
+
+
+def _otel_of(ctx: RunContext) -> Context | None:
+    frame: _Frame | None = ctx._trace
+    return frame.otel if frame is not None else None
+
+
+class _Instrumented(Hooks):
+    """Tracing (optional) plus callbacks (optional) behind the runtime's hook points.
+
+    Callbacks sit outside tracing: ``before_*`` callbacks run first and may answer a call
+    themselves, so a ``chat``/``execute_tool`` span measures exactly the calls that happen.
+    """
+
+    def __init__(self, tracing: _GenAITracing | None, chain: _CallbackChain | None) -> None:
+        self._tracing = tracing
+        self._frames = tracing is not None or (chain is not None and chain.watches_agents)
+        self._agents = (
+            chain if chain is not None and (chain.before_agent or chain.after_agent) else None
+        )
+        self._events = chain if chain is not None and chain.on_event else None
+        self._models = chain if chain is not None and chain.wraps_models else None
+        self._tools = chain if chain is not None and chain.wraps_tools else None
+
+    # -- agents ---------------------------------------------------------------------------------
+    async def agent_start(self, agent: Agent, ctx: RunContext) -> _Frame | None:
+        if not self._frames:
+            return None
+        parent: _Frame | None = ctx._trace
+        address = ctx.address
+        if parent is not None and parent.address == address and parent.run_path == ctx.run_path:
+            return None  # a wrapper running its inner agent in place: one agent, one frame
+        frame = _Frame(agent, ctx, address, root=parent is None and not ctx._run.nested)
+        tracing = self._tracing
+        if tracing is not None:
+            frame.span, frame.otel = tracing.start_agent(
+                agent, ctx, parent.otel if parent is not None else None
+            )
+        ctx._trace = frame
+        agents = self._agents
+        if agents is not None:
+            try:
+                await agents.run_before_agent(agent, ctx)
+            except BaseException as exc:
+                # The driver will not call agent_end for a start that failed: close the span here.
+                if tracing is not None and frame.span is not None:
+                    tracing.end_agent(frame.span, ErrorInfo.of(exc), exc)
+                raise
+        return frame
+
+    def agent_event(self, handle: _Frame | None, event: AgentEvent) -> None:
+        if handle is None:
+            return
+        own = event.run_path is handle.run_path or event.run_path == handle.run_path
+        if own:
+            if event.error is not None and handle.exception is None:
+                handle.exception = event.exception
+            tracing = self._tracing
+            if tracing is not None and event.action is not None and handle.span is not None:
+                tracing.agent_event(handle.span, event)
+        events = self._events
+        if events is not None and handle.root:
+            events.run_on_event(event)
+
+    async def agent_end(self, handle: _Frame | None, error: ErrorInfo | None) -> None:
+        if handle is None:
+            return
+        try:
+            agents = self._agents
+            if agents is not None and handle.agent is not None:
+                await agents.run_after_agent(handle.agent, handle.ctx, error)
+        finally:
+            tracing = self._tracing
+            if tracing is not None and handle.span is not None:
+                exception = handle.exception if error is not None else None
+                tracing.end_agent(handle.span, error, exception)
+
+    # -- models ---------------------------------------------------------------------------------
+    async def call_model(
+        self,
+        ctx: RunContext,
+        request: ModelRequest,
+        call: Callable[[ModelRequest], Awaitable[Message]],
+    ) -> Message:
+        tracing, models = self._tracing, self._models
+        if models is None:
+            if tracing is None:
+                return await call(request)
+            return await tracing.call_model(_otel_of(ctx), ctx, request, call)
+        if tracing is not None:
+            call = functools.partial(tracing.call_model, _otel_of(ctx), ctx, call=call)
+        return await models.call_model(ctx, request, call)
+
+    def stream_model(
+        self,
+        ctx: RunContext,
+        request: ModelRequest,
+        open_stream: Callable[[ModelRequest], AsyncIterator[MessageChunk]],
+    ) -> AsyncIterator[MessageChunk]:
+        tracing, models = self._tracing, self._models
+        if tracing is not None:
+            open_stream = functools.partial(
+                tracing.stream_model, _otel_of(ctx), ctx, open_stream=open_stream
+            )
+        if models is None:
+            return open_stream(request)
+        return models.stream_model(ctx, request, open_stream)
+
+    # -- tools ----------------------------------------------------------------------------------
+    async def call_tool(
+        self,
+        ctx: ToolContext,
+        call: ToolCall,
+        invoke: Callable[[], Awaitable[str | ToolResult]],
+    ) -> str | ToolResult:
+        tracing, tools = self._tracing, self._tools
+        if tools is None:
+            if tracing is None:
+                return await invoke()
+            return await _traced_tool(tracing, ctx, call, invoke)
+        if tracing is not None:
+            invoke = functools.partial(_traced_tool, tracing, ctx, call, invoke)
+        return await tools.call_tool(ctx, call, invoke)
+
+
+async def _traced_tool(
+    tracing: _GenAITracing,
+    ctx: ToolContext,
+    call: ToolCall,
+    invoke: Callable[[], Awaitable[str | ToolResult]],
+) -> str | ToolResult:
+    """Run the call in its span, with the tool's context pointing at the span, so a nested run the
+    tool starts (``AgentTool``) puts its root agent span under this tool's span."""
+    outer = ctx.run_context
+
+    def nest(otel: Context) -> None:
+        inner = outer._fork()
+        inner._trace = _Frame(None, inner, ctx.address, otel=otel)
+        ctx.run_context = inner
+
+    try:
+        return await tracing.call_tool(_otel_of(outer), ctx, call, invoke, nest)
+    finally:
+        ctx.run_context = outer

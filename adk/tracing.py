@@ -1,0 +1,578 @@
+"""OpenTelemetry instrumentation following the GenAI semantic conventions.
+
+A run produces ``invoke_agent {agent}`` spans nested along its run path, ``chat {model}`` per model
+call and ``execute_tool {tool}`` per tool call, plus the ``gen_ai.client.token.usage`` and
+``gen_ai.client.operation.duration`` histograms. Users do not touch this module: ``Runner`` loads it
+when OpenTelemetry could be configured (see ``adk._instrument``) and uses the global providers
+unless ``Runner(tracer_provider=..., meter_provider=...)`` names others. It imports only the
+OpenTelemetry API, never the SDK.
+
+Why parents are explicit: agents are async generators, and a generator's body runs in the context
+of whichever task pulls it next, so attaching a span as "current" across a ``yield`` leaks it into
+the consumer and breaks under concurrency and cancellation. Each span's parent is therefore passed
+explicitly (the context the span lives in travels on ``RunContext._trace``); a span is made current
+only around a single await that does not yield to a consumer — the model call and the tool call — so
+HTTP client spans and spans your tools create nest under them.
+
+Message content (inputs, outputs, system instructions, tool arguments and results) is recorded
+only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (read when the ``Runner`` is
+built), as the JSON attributes the conventions define (``gen_ai.input.messages``, ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from ._hooks import ModelRequest
+from .interrupts import Interrupt
+from .messages import Message, MessageChunk, Role, Usage, join_chunks
+from .models.base import model_name_of
+from .tools.base import ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .context import RunContext
+    from .events import AgentEvent, ErrorInfo
+    from .messages import ToolCall
+
+__all__ = ["CAPTURE_CONTENT_ENV"]
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""Set to ``true`` to record message content, tool arguments and tool results on spans."""
+
+_SCOPE = "adk"
+_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+
+# Attribute names (GenAI semantic conventions, development status).
+_OPERATION = "gen_ai.operation.name"
+_PROVIDER = "gen_ai.provider.name"
+_AGENT_NAME = "gen_ai.agent.name"
+_AGENT_DESCRIPTION = "gen_ai.agent.description"
+_CONVERSATION = "gen_ai.conversation.id"
+_REQUEST_MODEL = "gen_ai.request.model"
+_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+_REQUEST_STOP = "gen_ai.request.stop_sequences"
+_RESPONSE_MODEL = "gen_ai.response.model"
+_RESPONSE_ID = "gen_ai.response.id"
+_FINISH_REASONS = "gen_ai.response.finish_reasons"
+_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+_TOKEN_TYPE = "gen_ai.token.type"
+_TOOL_NAME = "gen_ai.tool.name"
+_TOOL_CALL_ID = "gen_ai.tool.call.id"
+_TOOL_TYPE = "gen_ai.tool.type"
+_TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
+_TOOL_RESULT = "gen_ai.tool.call.result"
+_INPUT_MESSAGES = "gen_ai.input.messages"
+_OUTPUT_MESSAGES = "gen_ai.output.messages"
+_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+_ERROR_TYPE = "error.type"
+_RUN_PATH = "adk.run_path"
+
+# Bucket boundaries the conventions advise for the two histograms.
+_TOKEN_BUCKETS = [4.0**i for i in range(14)]  # 1, 4, 16, ... 67108864
+_DURATION_BUCKETS = [0.01 * 2.0**i for i in range(14)]  # 0.01, 0.02, ... 81.92
+
+
+def _capture_from_env() -> bool:
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
+
+
+def _is_noop_tracer_provider(provider: object) -> bool:
+    # The proxy is what the API hands out while no SDK provider is set: nothing records.
+    return isinstance(provider, trace.NoOpTracerProvider | trace.ProxyTracerProvider)
+
+
+def _is_noop_meter_provider(provider: object) -> bool:
+    # The API's proxy meter provider is private; its class name is the stable way to spot it.
+    return isinstance(provider, metrics.NoOpMeterProvider) or (
+        type(provider).__name__ == "_ProxyMeterProvider"
+    )
+
+
+def _provider_of(model: Any) -> str | None:
+    """``gen_ai.provider.name``: the model's ``provider_name`` (e.g. ``"openai"``), if it has one."""
+    name = getattr(model, "provider_name", None)
+    return name if isinstance(name, str) and name else None
+
+
+class _GenAITracing:
+    """Creates the spans and records the metrics; ``adk._instrument`` decides when."""
+
+    __slots__ = ("_capture", "_duration", "_tokens", "_tracer")
+
+    def __init__(self, tracer: Tracer, meter: metrics.Meter | None, capture_content: bool) -> None:
+        self._tracer = tracer
+        self._capture = capture_content
+        self._tokens: metrics.Histogram | None = None
+        self._duration: metrics.Histogram | None = None
+        if meter is not None:
+            self._tokens = meter.create_histogram(
+                "gen_ai.client.token.usage",
+                unit="{token}",
+                description="Number of input and output tokens used.",
+                explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+            )
+            self._duration = meter.create_histogram(
+                "gen_ai.client.operation.duration",
+                unit="s",
+                description="GenAI operation duration.",
+                explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+            )
+
+    @classmethod
+    def create(
+        cls,
+        tracer_provider: trace.TracerProvider | None,
+        meter_provider: metrics.MeterProvider | None,
+    ) -> _GenAITracing | None:
+        """Tracing for these providers (the global ones where None), or None when neither records
+        anything: then the run carries no tracing hooks at all."""
+        tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
+        mp = meter_provider if meter_provider is not None else metrics.get_meter_provider()
+        traced = not _is_noop_tracer_provider(tp)
+        measured = not _is_noop_meter_provider(mp)
+        if not (traced or measured):
+            return None
+        tracer = tp.get_tracer(_SCOPE, schema_url=_SCHEMA_URL) if traced else trace.NoOpTracer()
+        meter = mp.get_meter(_SCOPE, schema_url=_SCHEMA_URL) if measured else None
+        return cls(tracer, meter, _capture_from_env())
+
+    # -- agents ---------------------------------------------------------------------------------
+    def start_agent(
+        self, agent: Agent, ctx: RunContext, parent: Context | None
+    ) -> tuple[Span, Context]:
+        """Start ``invoke_agent {agent}`` under ``parent`` (None: the caller's current context);
+        return it with the context its children start in."""
+        name = agent.name
+        attributes: dict[str, Any] = {
+            _OPERATION: "invoke_agent",
+            _AGENT_NAME: name,
+            _CONVERSATION: ctx._run.run_id,
+            _RUN_PATH: ctx.run_path,
+        }
+        description = getattr(agent, "description", "")
+        if description:
+            attributes[_AGENT_DESCRIPTION] = description
+        model = getattr(agent, "model", None)
+        if model is not None:
+            attributes[_REQUEST_MODEL] = model_name_of(model)
+            provider = _provider_of(model)
+            if provider is not None:
+                attributes[_PROVIDER] = provider
+        span = self._tracer.start_span(
+            f"invoke_agent {name}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        return span, trace.set_span_in_context(span, parent)
+
+    def agent_event(self, span: Span, event: AgentEvent) -> None:
+        """Record the agent's own actions (interrupt, transfer, exit, loop break) as span events."""
+        action = event.action
+        if action is None or not span.is_recording():
+            return
+        if action.interrupted is not None:
+            span.add_event("adk.interrupt", {"adk.interrupt.ids": action.interrupted.point_ids})
+        if action.transfer_to is not None:
+            span.add_event("adk.transfer", {"adk.transfer.to": action.transfer_to})
+        if action.exit:
+            span.add_event("adk.exit")
+        if action.break_loop:
+            span.add_event("adk.break_loop")
+
+    def end_agent(
+        self, span: Span, error: ErrorInfo | None, exception: BaseException | None
+    ) -> None:
+        if error is not None:
+            span.set_status(Status(StatusCode.ERROR, str(error)))
+            span.set_attribute(_ERROR_TYPE, error.type)
+            if exception is not None:
+                span.record_exception(exception)
+        span.end()
+
+    # -- models ---------------------------------------------------------------------------------
+    def _chat_attributes(self, ctx: RunContext, request: ModelRequest) -> dict[str, Any]:
+        model = request.model
+        attributes: dict[str, Any] = {
+            _OPERATION: "chat",
+            _REQUEST_MODEL: model_name_of(model),
+            _CONVERSATION: ctx._run.run_id,
+        }
+        provider = _provider_of(model)
+        if provider is not None:
+            attributes[_PROVIDER] = provider
+        options = request.options
+        if options is not None:
+            if options.temperature is not None:
+                attributes[_REQUEST_TEMPERATURE] = options.temperature
+            if options.max_tokens is not None:
+                attributes[_REQUEST_MAX_TOKENS] = options.max_tokens
+            if options.stop:
+                attributes[_REQUEST_STOP] = options.stop
+        return attributes
+
+    def _start_chat(
+        self, parent: Context | None, ctx: RunContext, request: ModelRequest
+    ) -> tuple[Span, dict[str, Any]]:
+        attributes = self._chat_attributes(ctx, request)
+        span = self._tracer.start_span(
+            f"chat {attributes[_REQUEST_MODEL]}",
+            context=parent,
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+        )
+        if self._capture and span.is_recording():
+            system, messages = _input_messages(request.messages)
+            if system is not None:
+                span.set_attribute(_SYSTEM_INSTRUCTIONS, system)
+            span.set_attribute(_INPUT_MESSAGES, messages)
+        return span, attributes
+
+    async def call_model(
+        self,
+        parent: Context | None,
+        ctx: RunContext,
+        request: ModelRequest,
+        call: Callable[[ModelRequest], Awaitable[Message]],
+    ) -> Message:
+        """One ``chat`` span around a non-streamed call, current while the model works."""
+        span, attributes = self._start_chat(parent, ctx, request)
+        start = time.perf_counter()
+        token = otel_context.attach(trace.set_span_in_context(span, parent))
+        try:
+            reply = await call(request)
+        except BaseException as exc:
+            self._chat_failed(span, attributes, exc, start)
+            raise
+        finally:
+            otel_context.detach(token)
+        self._chat_done(span, attributes, reply, reply.usage, start)
+        return reply
+
+    def stream_model(
+        self,
+        parent: Context | None,
+        ctx: RunContext,
+        request: ModelRequest,
+        open_stream: Callable[[ModelRequest], AsyncIterator[MessageChunk]],
+    ) -> AsyncIterator[MessageChunk]:
+        """The chunks of a streamed call, inside a ``chat`` span that ends with the stream."""
+        return _TracedStream(self, parent, ctx, request, open_stream)
+
+    def _chat_done(
+        self,
+        span: Span,
+        attributes: dict[str, Any],
+        reply: Message,
+        usage: Usage | None,
+        start: float,
+    ) -> None:
+        metadata = reply.metadata
+        finish = metadata.get("finish_reason")
+        response_model = metadata.get("response_model")
+        if span.is_recording():
+            if usage is not None:
+                span.set_attribute(_INPUT_TOKENS, usage.input_tokens)
+                span.set_attribute(_OUTPUT_TOKENS, usage.output_tokens)
+            if finish:
+                span.set_attribute(_FINISH_REASONS, [finish])
+            if response_model:
+                span.set_attribute(_RESPONSE_MODEL, response_model)
+            response_id = metadata.get("response_id")
+            if response_id:
+                span.set_attribute(_RESPONSE_ID, response_id)
+            if self._capture:
+                span.set_attribute(_OUTPUT_MESSAGES, _output_messages(reply, finish))
+        span.end()
+        if self._duration is not None:
+            measured = _metric_attributes(attributes, response_model)
+            self._duration.record(time.perf_counter() - start, measured)
+            if usage is not None and self._tokens is not None:
+                self._tokens.record(usage.input_tokens, {**measured, _TOKEN_TYPE: "input"})
+                self._tokens.record(usage.output_tokens, {**measured, _TOKEN_TYPE: "output"})
+
+    def _chat_failed(
+        self, span: Span, attributes: dict[str, Any], exc: BaseException, start: float
+    ) -> None:
+        error_type = _fail(span, exc)
+        span.end()
+        if self._duration is not None and error_type is not None:
+            measured = _metric_attributes(attributes, None)
+            measured[_ERROR_TYPE] = error_type
+            self._duration.record(time.perf_counter() - start, measured)
+
+    # -- tools ----------------------------------------------------------------------------------
+    async def call_tool(
+        self,
+        parent: Context | None,
+        ctx: ToolContext,
+        call: ToolCall,
+        invoke: Callable[[], Awaitable[str | ToolResult]],
+        nest: Callable[[Context], None],
+    ) -> str | ToolResult:
+        """One ``execute_tool`` span around a tool call, current while the tool runs;
+        ``nest(context)`` hands the span's context to what the tool starts (a nested run)."""
+        attributes: dict[str, Any] = {
+            _OPERATION: "execute_tool",
+            _TOOL_NAME: call.name,
+            _TOOL_CALL_ID: call.id,
+            _TOOL_TYPE: "function",
+            _CONVERSATION: ctx.run_context._run.run_id,
+        }
+        span = self._tracer.start_span(
+            f"execute_tool {call.name}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+        )
+        if self._capture and span.is_recording():
+            span.set_attribute(_TOOL_ARGUMENTS, call.arguments)
+        inner = trace.set_span_in_context(span, parent)
+        nest(inner)
+        token = otel_context.attach(inner)
+        try:
+            result = await invoke()
+        except Interrupt as exc:
+            ids = _interrupt_ids(exc, ctx.address)
+            span.add_event("adk.interrupt", {"adk.interrupt.ids": ids})
+            span.end()
+            raise
+        except BaseException as exc:
+            _fail(span, exc)
+            span.end()
+            raise
+        finally:
+            otel_context.detach(token)
+        if isinstance(result, ToolResult):
+            content = result.content
+            if result.is_error:
+                span.set_status(Status(StatusCode.ERROR, content))
+                span.set_attribute(_ERROR_TYPE, "tool_error")
+        else:
+            content = result
+        if self._capture and span.is_recording():
+            span.set_attribute(_TOOL_RESULT, content)
+        span.end()
+        return result
+
+
+class _TracedStream:
+    """A streamed model call's chunks inside its ``chat`` span.
+
+    The span starts when the first chunk is asked for (that is when the model call starts) and ends
+    when the stream ends, fails, is closed, or — abandoned unread — is garbage-collected. Usage and
+    finish reason come from the chunks as they pass, the way joining them would.
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_chunks",
+        "_ctx",
+        "_finish",
+        "_open_stream",
+        "_otel",
+        "_owner",
+        "_parent",
+        "_request",
+        "_source",
+        "_span",
+        "_start",
+        "_state",
+        "_usage",
+    )
+
+    _NEW, _OPEN, _DONE = 0, 1, 2
+
+    def __init__(
+        self,
+        owner: _GenAITracing,
+        parent: Context | None,
+        ctx: RunContext,
+        request: ModelRequest,
+        open_stream: Callable[[ModelRequest], AsyncIterator[MessageChunk]],
+    ) -> None:
+        self._owner = owner
+        self._parent = parent
+        self._ctx = ctx
+        self._request = request
+        self._open_stream = open_stream
+        self._state = self._NEW
+        self._span: Span | None = None
+        self._otel: Context | None = None
+        self._source: AsyncIterator[MessageChunk] | None = None
+        self._attributes: dict[str, Any] = {}
+        self._chunks: list[MessageChunk] | None = None
+        self._usage: Usage | None = None
+        self._finish: str | None = None
+        self._start = 0.0
+
+    def __aiter__(self) -> _TracedStream:
+        return self
+
+    async def __anext__(self) -> MessageChunk:
+        if self._state != self._OPEN:
+            if self._state == self._DONE:
+                raise StopAsyncIteration
+            self._begin()
+        assert self._source is not None and self._otel is not None
+        token = otel_context.attach(self._otel)
+        try:
+            chunk = await anext(self._source)
+        except StopAsyncIteration:
+            self._finish_span(None)
+            raise
+        except BaseException as exc:
+            self._finish_span(exc)
+            raise
+        finally:
+            otel_context.detach(token)
+        if chunk.usage is not None:
+            self._usage = chunk.usage
+        if chunk.finish_reason:
+            self._finish = chunk.finish_reason
+        if self._chunks is not None:
+            self._chunks.append(chunk)
+        return chunk
+
+    def _begin(self) -> None:
+        owner = self._owner
+        span, self._attributes = owner._start_chat(self._parent, self._ctx, self._request)
+        self._span = span
+        self._otel = trace.set_span_in_context(span, self._parent)
+        self._chunks = [] if owner._capture and span.is_recording() else None
+        self._start = time.perf_counter()
+        self._state = self._OPEN
+        try:
+            self._source = self._open_stream(self._request)
+        except BaseException as exc:
+            self._finish_span(exc)
+            raise
+
+    def _finish_span(self, exc: BaseException | None) -> None:
+        self._state = self._DONE
+        self._source = None
+        span = self._span
+        assert span is not None
+        if exc is not None:
+            self._owner._chat_failed(span, self._attributes, exc, self._start)
+            return
+        if self._chunks is not None:
+            reply = join_chunks(self._chunks)
+        else:
+            reply = Message.assistant()
+            if self._finish:
+                reply.metadata["finish_reason"] = self._finish
+        self._owner._chat_done(span, self._attributes, reply, self._usage, self._start)
+
+    def _abandon(self) -> None:
+        """End the span of a stream nobody will finish reading."""
+        self._state = self._DONE
+        span = self._span
+        if span is not None:
+            span.add_event("adk.stream.closed_early")
+            span.end()
+
+    async def aclose(self) -> None:
+        if self._state == self._OPEN:
+            source = self._source
+            self._abandon()
+            self._source = None
+            aclose = getattr(source, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        self._state = self._DONE
+
+    def __del__(self) -> None:
+        if self._state == self._OPEN:
+            self._abandon()
+
+
+def _fail(span: Span, exc: BaseException) -> str | None:
+    """Mark ``span`` failed by ``exc``; return its ``error.type`` (None for a cancellation, which
+    is recorded as an event, not an error: the caller stopped the work, nothing went wrong)."""
+    if not isinstance(exc, Exception):
+        span.add_event("adk.cancelled", {"adk.cancelled.by": type(exc).__name__})
+        return None
+    error_type = type(exc).__name__
+    span.set_status(Status(StatusCode.ERROR, str(exc) or error_type))
+    span.set_attribute(_ERROR_TYPE, error_type)
+    span.record_exception(exc)
+    return error_type
+
+
+def _interrupt_ids(exc: Interrupt, address: str) -> list[str]:
+    """The points an ``Interrupt`` raised by a tool at ``address`` pauses on."""
+    signal = exc._signal
+    return [p.id for p in signal.points] if signal is not None else [address]
+
+
+def _metric_attributes(attributes: dict[str, Any], response_model: str | None) -> dict[str, Any]:
+    """The low-cardinality subset of a chat span's attributes that metrics carry."""
+    measured = {
+        _OPERATION: attributes[_OPERATION],
+        _REQUEST_MODEL: attributes[_REQUEST_MODEL],
+    }
+    provider = attributes.get(_PROVIDER)
+    if provider is not None:
+        measured[_PROVIDER] = provider
+    if response_model:
+        measured[_RESPONSE_MODEL] = response_model
+    return measured
+
+
+# -- message content (only with CAPTURE_CONTENT_ENV=true) ---------------------------------------
+def _arguments(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+def _parts(message: Message) -> list[dict[str, Any]]:
+    if message.role == Role.TOOL:
+        return [
+            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
+        ]
+    parts: list[dict[str, Any]] = []
+    if message.reasoning:
+        parts.append({"type": "reasoning", "content": message.reasoning})
+    if message.content:
+        parts.append({"type": "text", "content": message.content})
+    for call in message.tool_calls:
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call.id,
+                "name": call.name,
+                "arguments": _arguments(call.arguments),
+            }
+        )
+    return parts
+
+
+def _input_messages(messages: Sequence[Message]) -> tuple[str | None, str]:
+    """``(gen_ai.system_instructions, gen_ai.input.messages)`` as the conventions' JSON."""
+    system: list[dict[str, Any]] = []
+    chat: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == Role.SYSTEM:
+            system.append({"type": "text", "content": message.content})
+        else:
+            chat.append({"role": str(message.role), "parts": _parts(message)})
+    instructions = json.dumps(system, ensure_ascii=False) if system else None
+    return instructions, json.dumps(chat, ensure_ascii=False)
+
+
+def _output_messages(reply: Message, finish: str | None) -> str:
+    reason = finish or ("tool_calls" if reply.tool_calls else "stop")
+    message = {"role": "assistant", "parts": _parts(reply), "finish_reason": reason}
+    return json.dumps([message], ensure_ascii=False)

@@ -1,0 +1,441 @@
+"""Callbacks around agents, model calls and tool calls: order across several callback objects,
+short-circuits and replacements, streams, every event, and clear errors for misuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import ScriptAgent
+
+from adk import (
+    AgentEvent,
+    AgentTool,
+    ErrorInfo,
+    Message,
+    RunContext,
+    RunError,
+    Runner,
+    SequentialAgent,
+    ToolCall,
+    ToolContext,
+    ToolResult,
+    tool,
+)
+from adk.agent import Agent
+from adk.callbacks import Callbacks, ModelRequest
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent
+
+ADDED: list[tuple[int, int]] = []
+
+# The driver reports the error events it makes from an agent's exception (and from a failing
+# before_agent) to the hooks only once adk/_driver.py does so (requested in issue 7's report).
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    ADDED.append((a, b))
+    return a + b
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    ADDED.clear()
+
+
+def add_model() -> ScriptedModel:
+    return ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "sum=3"])
+
+
+class Recorder(Callbacks):
+    """Async methods that log what they see into a shared list."""
+
+    def __init__(self, tag: str, log: list[str]) -> None:
+        super().__init__()
+        self.tag = tag
+        self.log = log
+
+    async def before_agent(self, agent: Agent, ctx: RunContext) -> None:
+        self.log.append(f"{self.tag} before_agent {agent.name}")
+
+    async def after_agent(self, agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
+        self.log.append(f"{self.tag} after_agent {agent.name} error={error}")
+
+    async def before_model(self, ctx: RunContext, request: ModelRequest) -> Message | None:
+        self.log.append(f"{self.tag} before_model {ctx.agent_name} {len(request.messages)}")
+        return None
+
+    async def after_model(
+        self, ctx: RunContext, request: ModelRequest, reply: Message
+    ) -> Message | None:
+        self.log.append(f"{self.tag} after_model {reply.content or reply.tool_calls[0].name}")
+        return None
+
+    async def before_tool(self, ctx: ToolContext, call: ToolCall) -> str | ToolResult | None:
+        self.log.append(f"{self.tag} before_tool {call.name} {call.arguments}")
+        return None
+
+    async def after_tool(
+        self, ctx: ToolContext, call: ToolCall, result: str | ToolResult
+    ) -> str | ToolResult | None:
+        self.log.append(f"{self.tag} after_tool {call.name} {result}")
+        return None
+
+
+def plain_recorder(tag: str, log: list[str]) -> Callbacks:
+    """The same as ``Recorder``, as plain (sync) functions."""
+    return Callbacks(
+        before_agent=lambda agent, ctx: log.append(f"{tag} before_agent {agent.name}") and None,
+        after_agent=lambda agent, ctx, error: (
+            log.append(f"{tag} after_agent {agent.name}") and None
+        ),
+        before_model=lambda ctx, request: log.append(f"{tag} before_model") and None,
+        after_model=lambda ctx, request, reply: log.append(f"{tag} after_model") and None,
+        before_tool=lambda ctx, call: log.append(f"{tag} before_tool") and None,
+        after_tool=lambda ctx, call, result: log.append(f"{tag} after_tool") and None,
+    )
+
+
+# -- order --------------------------------------------------------------------------------------
+async def test_callbacks_run_in_the_order_given_around_every_call() -> None:
+    log: list[str] = []
+    runner = Runner(
+        ReActAgent("calc", add_model(), tools=[add]),
+        callbacks=[Recorder("A", log), plain_recorder("B", log)],
+    )
+    result = await runner.invoke("1+2?")
+    assert result.text == "sum=3"
+    assert log == [
+        "A before_agent calc",
+        "B before_agent calc",
+        "A before_model calc 1",
+        "B before_model",
+        "A after_model add",
+        "B after_model",
+        'A before_tool add {"a": 1, "b": 2}',
+        "B before_tool",
+        "A after_tool add 3",
+        "B after_tool",
+        "A before_model calc 3",
+        "B before_model",
+        "A after_model sum=3",
+        "B after_model",
+        "A after_agent calc error=None",
+        "B after_agent calc",
+    ]
+
+
+async def test_agent_callbacks_nest_along_workflows_and_see_wrappers_once() -> None:
+    log: list[str] = []
+    billing = ReActAgent("billing", ScriptedModel(["refunded"]), description="Billing.")
+    router = ReActAgent(
+        "router",
+        ScriptedModel(
+            [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "billing"})])]
+        ),
+        sub_agents=[billing],
+    )
+    seq = SequentialAgent("seq", [ScriptAgent("intro", "hello"), router])
+    await Runner(
+        seq,
+        callbacks=[
+            Callbacks(
+                before_agent=lambda a, c: log.append(f"+{a.name}"),
+                after_agent=lambda a, c, e: log.append(f"-{a.name}"),
+            )
+        ],
+    ).invoke("go")
+    # The router is a ReActAgent running a flow running its loop: one agent, one pair of calls.
+    assert log == ["+seq", "+intro", "-intro", "+router", "+billing", "-billing", "-router", "-seq"]
+
+
+async def test_after_agent_receives_the_error() -> None:
+    errors: list[ErrorInfo | None] = []
+    failing = ReActAgent("a", ScriptedModel([ConnectionError("down")]))
+    runner = Runner(failing, callbacks=[Callbacks(after_agent=lambda a, c, e: errors.append(e))])
+    with pytest.raises(RunError):
+        await runner.invoke("x")
+    assert errors == [ErrorInfo("ConnectionError", "down")]
+
+
+# -- models ---------------------------------------------------------------------------------------
+async def test_a_before_model_reply_skips_the_model_and_later_before_callbacks() -> None:
+    log: list[str] = []
+    model = ScriptedModel(["never used"])
+
+    def cached(ctx: RunContext, request: ModelRequest) -> Message:
+        log.append("cache hit")
+        return Message.assistant("from cache")
+
+    second = Callbacks(
+        before_model=lambda ctx, request: log.append("second before") and None,
+        after_model=lambda ctx, request, reply: (
+            log.append(f"second after {reply.content}") and None
+        ),
+    )
+    first = Callbacks(
+        before_model=cached,
+        after_model=lambda ctx, request, reply: log.append(f"first after {reply.content}") and None,
+    )
+    result = await Runner(ReActAgent("a", model), callbacks=[first, second]).invoke("hi")
+    assert result.text == "from cache"
+    assert model.requests == []  # the model was never asked
+    assert log == ["cache hit", "first after from cache", "second after from cache"]
+
+
+async def test_after_model_replacements_chain() -> None:
+    upper = Callbacks(after_model=lambda c, r, reply: Message.assistant(reply.content.upper()))
+
+    async def exclaim(ctx: RunContext, request: ModelRequest, reply: Message) -> Message:
+        return Message.assistant(reply.content + "!")
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["hello"])),
+        callbacks=[upper, Callbacks(after_model=exclaim)],
+    )
+    result = await runner.invoke("hi")
+    assert result.text == "HELLO!"
+    assert simplify_events(result.events) == ["a: HELLO!"]
+
+
+async def test_before_model_may_change_the_request() -> None:
+    model = ScriptedModel(["ok"])
+
+    def add_rule(ctx: RunContext, request: ModelRequest) -> None:
+        request.messages = [Message.system("Be brief."), *request.messages]
+
+    await Runner(ReActAgent("a", model), callbacks=[Callbacks(before_model=add_rule)]).invoke("hi")
+    assert [m.content for m in model.requests[0].messages] == ["Be brief.", "hi"]
+
+
+# -- tools ----------------------------------------------------------------------------------------
+async def test_a_before_tool_result_skips_the_tool() -> None:
+    model = add_model()
+    seen: list[Any] = []
+
+    def deny(ctx: ToolContext, call: ToolCall) -> ToolResult:
+        return ToolResult.error(f"{call.name} is not allowed here")
+
+    def after(ctx: ToolContext, call: ToolCall, result: str | ToolResult) -> None:
+        seen.append(result)
+
+    runner = Runner(
+        ReActAgent("a", model, tools=[add]),
+        callbacks=[
+            Callbacks(before_tool=deny),
+            Callbacks(before_tool=lambda c, k: seen.append("no")),
+            Callbacks(after_tool=after),
+        ],
+    )
+    await runner.invoke("x")
+    assert ADDED == []  # the tool never ran
+    assert seen == [ToolResult.error("add is not allowed here")]  # later before_tool skipped too
+    tool_message = model.requests[1].messages[-1]
+    assert tool_message.content == "Error: add is not allowed here"
+    assert tool_message.metadata.get("is_error") is True
+
+
+async def test_after_tool_replaces_the_result() -> None:
+    model = add_model()
+
+    async def redact(ctx: ToolContext, call: ToolCall, result: str | ToolResult) -> str:
+        return (
+            f"<{result}> for {ctx.agent_name if hasattr(ctx, 'agent_name') else ctx.run_path[-1]}"
+        )
+
+    runner = Runner(ReActAgent("a", model, tools=[add]), callbacks=[Callbacks(after_tool=redact)])
+    result = await runner.invoke("x")
+    assert ADDED == [(1, 2)]
+    assert model.requests[1].messages[-1].content == "<3> for a"
+    assert "a: [tool add] <3> for a" in simplify_events(result.events)
+
+
+async def test_a_failing_tool_callback_is_a_tool_error_the_model_sees() -> None:
+    model = add_model()
+
+    def explode(ctx: ToolContext, call: ToolCall) -> None:
+        raise RuntimeError("policy service down")
+
+    runner = Runner(ReActAgent("a", model, tools=[add]), callbacks=[Callbacks(before_tool=explode)])
+    result = await runner.invoke("x")
+    assert result.text == "sum=3"
+    assert "policy service down" in model.requests[1].messages[-1].content
+
+
+async def test_tool_callbacks_see_agent_tool_inner_runs_too() -> None:
+    log: list[str] = []
+    inner = ReActAgent("helper", add_model(), tools=[add], description="Adds.")
+    outer = ReActAgent(
+        "boss",
+        ScriptedModel([Reply(tool_calls=[tool_call("helper", {"request": "1+2"})]), "done"]),
+        tools=[AgentTool(inner)],
+    )
+    callbacks = Callbacks(
+        before_tool=lambda ctx, call: log.append(f"{'/'.join(ctx.run_path)} {call.name}") and None,
+        before_agent=lambda agent, ctx: log.append(f"agent {agent.name}") and None,
+    )
+    await Runner(outer, callbacks=[callbacks]).invoke("go")
+    assert log == ["agent boss", "boss helper", "agent helper", "helper add"]
+
+
+# -- events ---------------------------------------------------------------------------------------
+async def test_on_event_sees_every_event_the_run_yields_before_the_consumer() -> None:
+    seen: list[AgentEvent] = []
+    consumed: list[AgentEvent] = []
+
+    def on_event(event: AgentEvent) -> None:
+        assert event not in consumed  # before the consumer has it
+        seen.append(event)
+
+    inner = ReActAgent("helper", ScriptedModel(["inner"]), description="Helps.")
+    outer = ReActAgent(
+        "boss",
+        ScriptedModel(
+            [
+                Reply(
+                    tool_calls=[
+                        tool_call("helper", {"request": "x"}),
+                        tool_call("add", {"a": 2, "b": 2}),
+                    ]
+                ),
+                "done",
+            ]
+        ),
+        tools=[AgentTool(inner), add],
+    )
+    seq = SequentialAgent("seq", [ScriptAgent("intro", "hello"), outer])
+    runner = Runner(seq, callbacks=[Callbacks(on_event=on_event)])
+    async for event in runner.run("go"):
+        consumed.append(event)
+    assert len(consumed) == 5  # intro, the tool calls, two results, the answer
+    assert [id(e) for e in seen] == [id(e) for e in consumed]  # each once, same objects, same order
+
+
+async def test_on_event_sees_the_error_of_a_failing_root_agent() -> None:
+    seen: list[AgentEvent] = []
+    runner = Runner(
+        ReActAgent("a", ScriptedModel([ConnectionError("down")])),
+        callbacks=[Callbacks(on_event=seen.append)],
+    )
+    with pytest.raises(RunError) as failure:
+        await runner.invoke("x")
+    assert seen == failure.value.events
+    assert seen[-1].error == ErrorInfo("ConnectionError", "down")
+
+
+async def test_a_failing_before_agent_fails_the_root_agent_with_an_error_event() -> None:
+    def refuse(agent: Agent, ctx: RunContext) -> None:
+        raise PermissionError("not today")
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["x"])), callbacks=[Callbacks(before_agent=refuse)]
+    )
+    with pytest.raises(RunError, match="not today"):
+        await runner.invoke("x")
+
+
+# -- streams --------------------------------------------------------------------------------------
+async def _stream_texts(runner: Runner, prompt: str = "hi") -> tuple[list[str], list[int]]:
+    texts: list[str] = []
+    chunk_counts: list[int] = []
+    async for event in runner.run(prompt):
+        if event.output is not None and event.output.stream is not None:
+            chunks = [chunk async for chunk in event.output.stream]
+            chunk_counts.append(len(chunks))
+            texts.append((await event.output.stream.collect()).content)
+    return texts, chunk_counts
+
+
+async def test_streams_pass_through_live_without_after_model() -> None:
+    model = ScriptedModel(["a reply in several chunks"], chunk_size=4)
+    log: list[str] = []
+    runner = Runner(
+        ReActAgent("a", model),
+        enable_streaming=True,
+        callbacks=[Callbacks(before_model=lambda c, r: log.append(f"stream={r.stream}") and None)],
+    )
+    texts, counts = await _stream_texts(runner)
+    assert texts == ["a reply in several chunks"]
+    assert counts[0] > 2 and log == ["stream=True"]
+
+
+async def test_before_model_reply_and_after_model_replacement_in_a_streaming_run() -> None:
+    model = ScriptedModel(["the model's words"], chunk_size=4)
+    first = Callbacks(before_model=lambda c, r: Message.assistant("cached words"))
+    runner = Runner(ReActAgent("a", model), enable_streaming=True, callbacks=[first])
+    assert await _stream_texts(runner) == (["cached words"], [1])
+    assert model.requests == []
+
+    upper = Callbacks(after_model=lambda c, r, reply: Message.assistant(reply.content.upper()))
+    runner = Runner(ReActAgent("a", model), enable_streaming=True, callbacks=[upper])
+    assert await _stream_texts(runner) == (["THE MODEL'S WORDS"], [1])
+    assert len(model.requests) == 1 and model.requests[0].stream
+
+
+async def test_after_model_that_keeps_the_reply_passes_the_original_chunks_on() -> None:
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "sum=3"], chunk_size=2
+    )
+    replies: list[Message] = []
+    watch = Callbacks(after_model=lambda c, r, reply: replies.append(reply) and None)
+    runner = Runner(ReActAgent("a", model, tools=[add]), enable_streaming=True, callbacks=[watch])
+    texts, counts = await _stream_texts(runner)
+    assert texts == ["", "sum=3"]
+    assert counts == [3, 4]  # tool call in two fragments + final chunk; "sum=3" in 3 + final
+    assert [r.tool_calls[0].name if r.tool_calls else r.content for r in replies] == [
+        "add",
+        "sum=3",
+    ]
+    assert ADDED == [(1, 2)]
+
+
+# -- misuse ---------------------------------------------------------------------------------------
+def test_bad_callbacks_are_rejected_when_the_runner_is_built() -> None:
+    agent = ReActAgent("a", ScriptedModel(["x"]))
+
+    def loose(ctx: Any, request: Any) -> None:
+        return None
+
+    with pytest.raises(TypeError, match=r"Callbacks\(before_model=fn\)"):
+        Runner(agent, callbacks=[loose])
+    with pytest.raises(TypeError, match="not classes"):
+        Runner(agent, callbacks=[Callbacks])
+    with pytest.raises(TypeError, match="not a callbacks object"):
+        Runner(agent, callbacks=[object()])
+
+    async def slow_event(event: AgentEvent) -> None:
+        return None
+
+    with pytest.raises(TypeError, match=r"on_event .* must be a plain function"):
+        Runner(agent, callbacks=[Callbacks(on_event=slow_event)])
+    with pytest.raises(TypeError, match="needs a function"):
+        Callbacks(before_tool="nope")  # type: ignore[arg-type]
+
+
+async def test_wrong_return_values_fail_clearly() -> None:
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["x"])),
+        callbacks=[Callbacks(before_model=lambda c, r: "just text")],
+    )
+    with pytest.raises(RunError, match=r"before_model callback .* returned str; return a Message"):
+        await runner.invoke("hi")
+    # An agent callback that returns something (as a Google ADK before_agent would, to skip the
+    # agent) is refused rather than ignored; inside a workflow it fails the agent's caller.
+    steps = SequentialAgent("seq", [ReActAgent("a", ScriptedModel(["x"]))])
+    skip = Callbacks(before_agent=lambda agent, ctx: "skip" if agent.name == "a" else None)
+    with pytest.raises(RunError, match="agent callbacks only observe"):
+        await Runner(steps, callbacks=[skip]).invoke("hi")
+
+
+def test_a_runner_without_callbacks_or_tracing_has_no_hooks() -> None:
+    agent = ReActAgent("a", ScriptedModel(["x"]))
+    assert Runner(agent)._hooks is None
+    assert Runner(agent, callbacks=[Callbacks()])._hooks is None  # nothing overridden
+    assert Runner(agent, callbacks=[Callbacks(on_event=print)])._hooks is not None

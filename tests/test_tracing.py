@@ -1,0 +1,956 @@
+"""OpenTelemetry tracing: span trees (ReAct, workflows, parallel branches, AgentTool, wrappers),
+GenAI attributes, usage metrics, content capture, errors, streams, and the cost-free path when no
+SDK is configured. Spans go to the SDK's in-memory exporter; nothing is mocked."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from collections import defaultdict
+from collections.abc import AsyncIterator, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ScriptAgent, act_transfer
+from opentelemetry import trace
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
+
+from adk import (
+    AgentTool,
+    Interrupt,
+    Message,
+    ModelOptions,
+    ParallelAgent,
+    RunError,
+    Runner,
+    SequentialAgent,
+    ToolContext,
+    ToolSpec,
+    Usage,
+    tool,
+)
+from adk.callbacks import Callbacks
+from adk.messages import MessageChunk
+from adk.testing import Reply, ScriptedModel, tool_call
+from adk.tracing import CAPTURE_CONTENT_ENV
+from prebuilt import ReActAgent, Supervisor
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The driver reports the error and interrupt events it makes from an agent's exception to the hooks
+# only once adk/_driver.py calls hooks.agent_event for them (requested in issue 7's report).
+
+
+# -- fixtures and helpers -------------------------------------------------------------------------
+@pytest.fixture
+def exporter() -> InMemorySpanExporter:
+    return InMemorySpanExporter()
+
+
+@pytest.fixture
+def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(exporter))
+    yield tp
+    tp.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def _no_content_capture(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+
+
+def tree(spans: Sequence[ReadableSpan]) -> list[str]:
+    """The spans as an indented outline, children in start order."""
+    children: dict[int | None, list[ReadableSpan]] = defaultdict(list)
+    ids = {s.context.span_id for s in spans}
+    for span in sorted(spans, key=lambda s: s.start_time or 0):
+        parent = span.parent.span_id if span.parent is not None else None
+        children[parent if parent in ids else None].append(span)
+    lines: list[str] = []
+
+    def walk(parent: int | None, depth: int) -> None:
+        for span in children[parent]:
+            lines.append("  " * depth + span.name)
+            walk(span.context.span_id, depth + 1)
+
+    walk(None, 0)
+    return lines
+
+
+def parent_of(span: ReadableSpan, spans: Sequence[ReadableSpan]) -> ReadableSpan | None:
+    if span.parent is None:
+        return None
+    return next((s for s in spans if s.context.span_id == span.parent.span_id), None)
+
+
+def named(spans: Sequence[ReadableSpan], name: str) -> list[ReadableSpan]:
+    return [s for s in spans if s.name == name]
+
+
+def attrs(span: ReadableSpan) -> dict[str, Any]:
+    return dict(span.attributes or {})
+
+
+def events_of(span: ReadableSpan) -> list[str]:
+    return [e.name for e in span.events]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    return a + b
+
+
+def add_model(usage: bool = True) -> ScriptedModel:
+    """Calls add(1, 2) once, then answers with the sum; with token usage on both turns."""
+    first = Usage(input_tokens=10, output_tokens=4, total_tokens=14) if usage else None
+    second = Usage(input_tokens=20, output_tokens=6, total_tokens=26) if usage else None
+    return ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2}, id="call_add")], usage=first),
+            Reply(text="sum=3", usage=second),
+        ]
+    )
+
+
+# -- the span tree ------------------------------------------------------------------------------
+async def test_react_run_with_one_tool_call_gives_the_exact_span_tree(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent = ReActAgent("calc", add_model(), tools=[add], description="Adds numbers.")
+    result = await Runner(agent, tracer_provider=provider).invoke("1+2?", run_id="conv-42")
+    assert result.text == "sum=3"
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent calc",
+        "  chat scripted",
+        "  execute_tool add",
+        "  chat scripted",
+    ]
+    assert len({s.context.trace_id for s in spans}) == 1
+    root = named(spans, "invoke_agent calc")[0]
+    assert root.kind == SpanKind.INTERNAL and root.status.status_code == StatusCode.UNSET
+    assert attrs(root) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "calc",
+        "gen_ai.agent.description": "Adds numbers.",
+        "gen_ai.conversation.id": "conv-42",
+        "gen_ai.request.model": "scripted",
+        "adk.run_path": ("calc",),
+    }
+    first_chat, second_chat = named(spans, "chat scripted")
+    assert first_chat.kind == SpanKind.CLIENT
+    assert attrs(first_chat) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "scripted",
+        "gen_ai.conversation.id": "conv-42",
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 4,
+    }
+    assert attrs(second_chat)["gen_ai.usage.input_tokens"] == 20
+    (tool_span,) = named(spans, "execute_tool add")
+    assert tool_span.kind == SpanKind.INTERNAL
+    assert attrs(tool_span) == {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.call.id": "call_add",
+        "gen_ai.tool.type": "function",
+        "gen_ai.conversation.id": "conv-42",
+    }
+    # Children end inside their parent.
+    for span in (first_chat, tool_span, second_chat):
+        assert root.start_time <= span.start_time <= span.end_time <= root.end_time  # type: ignore[operator]
+
+
+async def test_request_options_and_provider_name_are_recorded(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Message.assistant("ok")])
+    model.provider_name = "acme"  # type: ignore[attr-defined]
+    options = ModelOptions(temperature=0.25, max_tokens=64, stop=["END"])
+    agent = ReActAgent("a", model, model_options=options)
+    await Runner(agent, tracer_provider=provider).invoke("hi")
+    spans = exporter.get_finished_spans()
+    (chat,) = named(spans, "chat scripted")
+    assert attrs(chat)["gen_ai.provider.name"] == "acme"
+    assert attrs(chat)["gen_ai.request.temperature"] == 0.25
+    assert attrs(chat)["gen_ai.request.max_tokens"] == 64
+    assert attrs(chat)["gen_ai.request.stop_sequences"] == ("END",)
+    assert attrs(named(spans, "invoke_agent a")[0])["gen_ai.provider.name"] == "acme"
+
+
+async def test_workflow_agents_get_spans_and_steps_nest_under_them(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    inner = SequentialAgent("inner", [ScriptAgent("x", "x"), ScriptAgent("y", "y")])
+    outer = SequentialAgent("outer", [ScriptAgent("a", "a"), inner], description="Two steps.")
+    await Runner(outer, tracer_provider=provider).invoke("go")
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent outer",
+        "  invoke_agent a",
+        "  invoke_agent inner",
+        "    invoke_agent x",
+        "    invoke_agent y",
+    ]
+    y = named(spans, "invoke_agent y")[0]
+    assert attrs(y)["adk.run_path"] == ("outer", "a", "inner", "x", "y")
+    assert attrs(named(spans, "invoke_agent outer")[0])["gen_ai.agent.description"] == "Two steps."
+
+
+class BarrierModel:
+    """A model whose first call in each branch waits until every branch has called it, so the
+    branches' chat spans are open at the same time (concurrency is forced, not hoped for)."""
+
+    model_name = "barrier"
+
+    def __init__(self, script: ScriptedModel, arrived: list[str], everyone: asyncio.Event, n: int):
+        self.script = script
+        self.arrived = arrived
+        self.everyone = everyone
+        self.n = n
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        if self.script.calls == 0:
+            self.arrived.append("x")
+            if len(self.arrived) == self.n:
+                self.everyone.set()
+            await self.everyone.wait()
+        return await self.script.generate(messages, tools=tools, options=options)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        raise NotImplementedError
+
+
+async def test_parallel_branches_put_their_spans_under_their_own_agent_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    arrived: list[str] = []
+    everyone = asyncio.Event()
+    branches = [
+        ReActAgent(name, BarrierModel(add_model(), arrived, everyone, 2), tools=[add])
+        for name in ("left", "right")
+    ]
+    await Runner(ParallelAgent("both", branches), tracer_provider=provider).invoke("go")
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 1 + 2 * 4
+    (both,) = named(spans, "invoke_agent both")
+    for name in ("left", "right"):
+        (agent_span,) = named(spans, f"invoke_agent {name}")
+        assert parent_of(agent_span, spans) is both
+        own = [s for s in spans if parent_of(s, spans) is agent_span]
+        assert sorted(s.name for s in own) == [
+            "chat barrier",
+            "chat barrier",
+            "execute_tool add",
+        ]
+    left_chat = min(named(spans, "chat barrier"), key=lambda s: s.start_time or 0)
+    others = [s for s in named(spans, "chat barrier") if s is not left_chat]
+    # The barrier guarantees two chat spans of different branches were open at the same time.
+    assert any(
+        o.start_time <= left_chat.end_time
+        and parent_of(o, spans) is not parent_of(left_chat, spans)  # type: ignore[operator]
+        for o in others
+    )
+
+
+async def test_concurrent_runs_of_one_runner_keep_separate_traces(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    runner = Runner(
+        ReActAgent("calc", ScriptedModel(lambda m: _add_turn(m)), tools=[add]),
+        tracer_provider=provider,
+    )
+    await asyncio.gather(*(runner.invoke("go", run_id=f"run-{i}") for i in range(5)))
+    spans = exporter.get_finished_spans()
+    by_trace: dict[int, list[ReadableSpan]] = defaultdict(list)
+    for span in spans:
+        by_trace[span.context.trace_id].append(span)
+    assert len(by_trace) == 5
+    for group in by_trace.values():
+        assert tree(group) == [
+            "invoke_agent calc",
+            "  chat scripted",
+            "  execute_tool add",
+            "  chat scripted",
+        ]
+        assert len({attrs(s)["gen_ai.conversation.id"] for s in group}) == 1
+
+
+def _add_turn(messages: list[Message]) -> Any:
+    if messages[-1].role == "tool":
+        return f"sum={messages[-1].content}"
+    return Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])
+
+
+async def test_agent_tool_inner_run_nests_under_the_tool_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    inner = ReActAgent("helper", ScriptedModel(["inner answer"]), description="Helps.")
+    outer_model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("helper", {"request": "help"}, id="call_h")]),
+            "outer answer",
+        ]
+    )
+    outer = ReActAgent("boss", outer_model, tools=[AgentTool(inner)])
+    result = await Runner(outer, tracer_provider=provider).invoke("go", run_id="conv-7")
+    assert result.text == "outer answer"
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent boss",
+        "  chat scripted",
+        "  execute_tool helper",
+        "    invoke_agent helper",
+        "      chat scripted",
+        "  chat scripted",
+    ]
+    inner_span = named(spans, "invoke_agent helper")[0]
+    assert attrs(inner_span)["gen_ai.conversation.id"] == "conv-7"
+
+
+async def test_concurrent_agent_tool_calls_each_nest_under_their_own_tool_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    arrived: list[str] = []
+    everyone = asyncio.Event()
+    one = ReActAgent(
+        "one", BarrierModel(ScriptedModel(["1"]), arrived, everyone, 2), description="One."
+    )
+    two = ReActAgent(
+        "two", BarrierModel(ScriptedModel(["2"]), arrived, everyone, 2), description="Two."
+    )
+    calls = [tool_call("one", {"request": "a"}), tool_call("two", {"request": "b"})]
+    boss = ReActAgent(
+        "boss",
+        ScriptedModel([Reply(tool_calls=calls), "done"]),
+        tools=[AgentTool(one), AgentTool(two)],
+    )
+    await Runner(boss, tracer_provider=provider).invoke("go")
+    spans = exporter.get_finished_spans()
+    for name in ("one", "two"):
+        (tool_span,) = named(spans, f"execute_tool {name}")
+        (agent_span,) = named(spans, f"invoke_agent {name}")
+        assert parent_of(agent_span, spans) is tool_span
+        assert [s.name for s in spans if parent_of(s, spans) is agent_span] == ["chat barrier"]
+
+
+async def test_a_react_agent_with_sub_agents_is_one_span_and_transfers_are_span_events(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    billing = ReActAgent("billing", ScriptedModel(["refund issued"]), description="Billing.")
+    router_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "billing"})])]
+    )
+    router = ReActAgent("router", router_model, sub_agents=[billing])
+    await Runner(router, tracer_provider=provider).invoke("refund please")
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent router",
+        "  chat scripted",
+        "  execute_tool transfer_to_agent",
+        "  invoke_agent billing",
+        "    chat scripted",
+    ]
+    router_span = named(spans, "invoke_agent router")[0]
+    (transfer,) = [e for e in router_span.events if e.name == "adk.transfer"]
+    assert dict(transfer.attributes or {}) == {"adk.transfer.to": "billing"}
+    billing_span = named(spans, "invoke_agent billing")[0]
+    assert attrs(billing_span)["adk.run_path"] == ("router", "billing")
+
+
+async def test_supervisor_workers_are_one_span_each_turn(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    worker = ReActAgent("worker", ScriptedModel(["worked"]), description="Works.")
+    boss_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "worker"})]), "all done"]
+    )
+    boss = ReActAgent("boss", boss_model, description="Delegates.")
+    result = await Runner(Supervisor(boss, [worker]), tracer_provider=provider).invoke("go")
+    assert result.text == "all done"
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent boss",
+        "  chat scripted",
+        "  execute_tool transfer_to_agent",
+        "  invoke_agent worker",
+        "    chat scripted",
+        "  invoke_agent boss",
+        "    chat scripted",
+    ]
+    worker_span = named(spans, "invoke_agent worker")[0]
+    assert "adk.transfer" in events_of(worker_span)  # the report-back transfer
+
+
+async def test_flow_transfers_between_custom_agents(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    from adk import with_sub_agents
+
+    a = ScriptAgent("A", "routing", act_transfer("B"))
+    b = ScriptAgent("B", "B here")
+    await Runner(with_sub_agents(a, [b]), tracer_provider=provider).invoke("go")
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == ["invoke_agent A", "  invoke_agent B"]
+
+
+# -- exits and interrupts ---------------------------------------------------------------------
+async def test_exit_and_interrupt_are_span_events(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Reply(tool_calls=[tool_call("exit", {"final_result": "bye"})])])
+    await Runner(ReActAgent("quitter", model, exit_tool=True), tracer_provider=provider).invoke("x")
+    spans = exporter.get_finished_spans()
+    assert "adk.exit" in events_of(named(spans, "invoke_agent quitter")[0])
+    exporter.clear()
+
+    @tool
+    def ask(question: str) -> str:
+        """Ask a person.
+
+        Args:
+            question: What to ask.
+        """
+        raise Interrupt({"question": question})
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("ask", {"question": "ok?"}, id="c1")])])
+    runner = Runner(ReActAgent("asker", model, tools=[ask]), tracer_provider=provider)
+    result = await runner.invoke("x")
+    assert result.interrupt is not None
+    spans = exporter.get_finished_spans()
+    (tool_span,) = named(spans, "execute_tool ask")
+    (agent_span,) = named(spans, "invoke_agent asker")
+    point = "agent:asker/tool:ask#c1"
+    for span in (tool_span, agent_span):
+        (event,) = [e for e in span.events if e.name == "adk.interrupt"]
+        assert list(dict(event.attributes or {})["adk.interrupt.ids"]) == [point]
+        assert span.status.status_code == StatusCode.UNSET
+
+
+async def test_an_agent_raising_interrupt_records_it_on_its_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    asker = ScriptAgent("asker", "one moment", Interrupt({"question": "ok?"}))
+    result = await Runner(SequentialAgent("seq", [asker]), tracer_provider=provider).invoke("x")
+    assert result.interrupt is not None
+    spans = exporter.get_finished_spans()
+    assert "adk.interrupt" in events_of(named(spans, "invoke_agent asker")[0])
+
+
+async def test_a_resumed_run_keeps_its_conversation_id(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    @tool
+    def approve(amount: int, ctx: ToolContext) -> str:
+        """Ask a person to approve a payment.
+
+        Args:
+            amount: How much.
+        """
+        resume = ctx.resume
+        if resume is None:
+            raise Interrupt({"approve": amount})
+        return f"approved: {resume.data}"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {"amount": 5})]), "paid"])
+    runner = Runner(ReActAgent("payer", model, tools=[approve]), tracer_provider=provider)
+    paused = await runner.invoke("pay 5", run_id="conv-9")
+    assert paused.checkpoint_id is not None
+    exporter.clear()
+    result = await runner.invoke_resume(paused.checkpoint_id, "yes")
+    assert result.text == "paid"
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent payer",
+        "  execute_tool approve",
+        "  chat scripted",
+    ]
+    assert {attrs(s)["gen_ai.conversation.id"] for s in spans} == {"conv-9"}
+
+
+# -- errors ---------------------------------------------------------------------------------------
+async def test_a_failing_tool_marks_its_span_and_the_run_goes_on(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    @tool
+    def broken() -> str:
+        """Always fails."""
+        raise ValueError("disk on fire")
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("broken")]), "sorry"])
+    result = await Runner(ReActAgent("a", model, tools=[broken]), tracer_provider=provider).invoke(
+        "x"
+    )
+    assert result.text == "sorry"
+    spans = exporter.get_finished_spans()
+    (tool_span,) = named(spans, "execute_tool broken")
+    assert tool_span.status.status_code == StatusCode.ERROR
+    assert "disk on fire" in (tool_span.status.description or "")
+    assert attrs(tool_span)["error.type"] == "ValueError"
+    assert events_of(tool_span) == ["exception"]
+    assert named(spans, "invoke_agent a")[0].status.status_code == StatusCode.UNSET
+
+
+async def test_an_error_result_marks_the_tool_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", '{"a": "x"}')]), "fixed"])
+    await Runner(ReActAgent("a", model, tools=[add]), tracer_provider=provider).invoke("x")
+    (tool_span,) = named(exporter.get_finished_spans(), "execute_tool add")
+    assert tool_span.status.status_code == StatusCode.ERROR
+    assert attrs(tool_span)["error.type"] == "tool_error"
+
+
+async def test_a_failing_model_marks_the_chat_and_agent_spans(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([ConnectionError("model down")])
+    seq = SequentialAgent("seq", [ReActAgent("a", model)])
+    with pytest.raises(RunError):
+        await Runner(seq, tracer_provider=provider).invoke("x")
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == ["invoke_agent seq", "  invoke_agent a", "    chat scripted"]
+    (chat,) = named(spans, "chat scripted")
+    assert chat.status.status_code == StatusCode.ERROR
+    assert attrs(chat)["error.type"] == "ConnectionError"
+    assert events_of(chat) == ["exception"]
+    agent_span = named(spans, "invoke_agent a")[0]
+    assert agent_span.status.status_code == StatusCode.ERROR
+    assert attrs(agent_span)["error.type"] == "ConnectionError"
+    seq_span = named(spans, "invoke_agent seq")[0]
+    assert seq_span.status.status_code == StatusCode.ERROR
+    assert attrs(seq_span)["error.type"] == "ConnectionError"
+    assert events_of(seq_span) == []  # the exception is recorded where it happened, not above
+
+
+async def test_an_agents_own_exception_is_recorded_on_its_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    seq = SequentialAgent("seq", [ReActAgent("a", ScriptedModel([ConnectionError("down")]))])
+    with pytest.raises(RunError):
+        await Runner(seq, tracer_provider=provider).invoke("x")
+    spans = exporter.get_finished_spans()
+    assert events_of(named(spans, "invoke_agent a")[0]) == ["exception"]
+    assert events_of(named(spans, "invoke_agent seq")[0]) == []
+
+
+class HangingModel:
+    """Signals that a call started, then never answers (until cancelled)."""
+
+    model_name = "hanging"
+
+    def __init__(self, started: asyncio.Event) -> None:
+        self.started = started
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        self.started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        raise NotImplementedError
+
+
+async def test_a_cancelled_branch_ends_its_spans_without_an_error(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    started = asyncio.Event()
+    slow = ReActAgent("slow", HangingModel(started))
+    failing = ScriptAgent("failing", started, RuntimeError("boom"))
+    with pytest.raises(RunError):
+        await Runner(ParallelAgent("par", [slow, failing]), tracer_provider=provider).invoke("x")
+    spans = exporter.get_finished_spans()
+    (chat,) = named(spans, "chat hanging")
+    assert chat.status.status_code == StatusCode.UNSET
+    assert events_of(chat) == ["adk.cancelled"]
+    assert named(spans, "invoke_agent slow")[0].status.status_code == StatusCode.UNSET
+    assert named(spans, "invoke_agent par")[0].status.status_code == StatusCode.ERROR
+
+
+# -- usage and metrics ----------------------------------------------------------------------------
+def _points(reader: InMemoryMetricReader, name: str) -> list[HistogramDataPoint]:
+    data = reader.get_metrics_data()
+    assert data is not None
+    found: list[HistogramDataPoint] = []
+    for resource in data.resource_metrics:
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name == name:
+                    found.extend(
+                        p for p in metric.data.data_points if isinstance(p, HistogramDataPoint)
+                    )
+    return found
+
+
+async def test_token_usage_and_duration_histograms(provider: TracerProvider) -> None:
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    model = add_model()
+    model.provider_name = "acme"  # type: ignore[attr-defined]
+    runner = Runner(
+        ReActAgent("calc", model, tools=[add]), tracer_provider=provider, meter_provider=meters
+    )
+    await runner.invoke("1+2?")
+    tokens = _points(reader, "gen_ai.client.token.usage")
+    by_type = {dict(p.attributes or {})["gen_ai.token.type"]: p for p in tokens}
+    assert set(by_type) == {"input", "output"}
+    assert (by_type["input"].sum, by_type["input"].count) == (30, 2)
+    assert (by_type["output"].sum, by_type["output"].count) == (10, 2)
+    assert dict(by_type["input"].attributes or {}) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "scripted",
+        "gen_ai.provider.name": "acme",
+        "gen_ai.token.type": "input",
+    }
+    assert by_type["input"].explicit_bounds[:3] == (1.0, 4.0, 16.0)
+    (duration,) = _points(reader, "gen_ai.client.operation.duration")
+    assert duration.count == 2
+    assert duration.explicit_bounds[:2] == (0.01, 0.02)
+    meters.shutdown()
+
+
+async def test_metrics_work_without_a_tracer_and_failures_carry_error_type() -> None:
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    model = ScriptedModel([TimeoutError("slow"), "ok"])
+    runner = Runner(ReActAgent("a", model), meter_provider=meters)
+    with pytest.raises(RunError):
+        await runner.invoke("x")
+    await runner.invoke("x")
+    durations = _points(reader, "gen_ai.client.operation.duration")
+    errors = sorted(dict(p.attributes or {}).get("error.type", "-") for p in durations)
+    assert errors == ["-", "TimeoutError"]
+    assert _points(reader, "gen_ai.client.token.usage") == []  # no usage reported, none recorded
+    meters.shutdown()
+
+
+# -- message content ------------------------------------------------------------------------------
+CONTENT_KEYS = {
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+}
+
+
+async def test_content_is_not_recorded_by_default(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent = ReActAgent("calc", add_model(), tools=[add], instruction="Be exact.")
+    await Runner(agent, tracer_provider=provider).invoke("secret question")
+    for span in exporter.get_finished_spans():
+        assert not CONTENT_KEYS & set(attrs(span)), span.name
+        assert "secret" not in json.dumps(attrs(span), default=str)
+
+
+async def test_content_is_recorded_with_the_variable(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    agent = ReActAgent("calc", add_model(), tools=[add], instruction="Be exact.")
+    await Runner(agent, tracer_provider=provider).invoke("what is 1+2?")
+    spans = exporter.get_finished_spans()
+    first, second = named(spans, "chat scripted")
+    assert json.loads(attrs(first)["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "Be exact."}
+    ]
+    assert json.loads(attrs(first)["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "what is 1+2?"}]}
+    ]
+    assert json.loads(attrs(first)["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [
+                {
+                    "type": "tool_call",
+                    "id": "call_add",
+                    "name": "add",
+                    "arguments": {"a": 1, "b": 2},
+                }
+            ],
+            "finish_reason": "tool_calls",
+        }
+    ]
+    second_input = json.loads(attrs(second)["gen_ai.input.messages"])
+    assert second_input[-1] == {
+        "role": "tool",
+        "parts": [{"type": "tool_call_response", "id": "call_add", "response": "3"}],
+    }
+    assert json.loads(attrs(second)["gen_ai.output.messages"])[0]["parts"] == [
+        {"type": "text", "content": "sum=3"}
+    ]
+    (tool_span,) = named(spans, "execute_tool add")
+    assert json.loads(attrs(tool_span)["gen_ai.tool.call.arguments"]) == {"a": 1, "b": 2}
+    assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
+
+
+# -- streams --------------------------------------------------------------------------------------
+async def test_a_streaming_run_traces_each_streamed_call(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    agent = ReActAgent("calc", add_model(), tools=[add])
+    runner = Runner(agent, enable_streaming=True, tracer_provider=provider)
+    async for event in runner.run("1+2?"):
+        if event.output is not None and event.output.stream is not None:
+            async for _ in event.output.stream:
+                pass
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent calc",
+        "  chat scripted",
+        "  execute_tool add",
+        "  chat scripted",
+    ]
+    first, second = named(spans, "chat scripted")
+    assert attrs(first)["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    assert (
+        attrs(first)["gen_ai.usage.input_tokens"],
+        attrs(first)["gen_ai.usage.output_tokens"],
+    ) == (10, 4)
+    assert attrs(second)["gen_ai.response.finish_reasons"] == ("stop",)
+    output = json.loads(attrs(second)["gen_ai.output.messages"])
+    assert output[0]["parts"] == [{"type": "text", "content": "sum=3"}]
+
+
+async def test_an_abandoned_stream_still_ends_its_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel(["a long answer that streams in many chunks"], chunk_size=4)
+    runner = Runner(ReActAgent("talker", model), enable_streaming=True, tracer_provider=provider)
+    events = runner.run("talk")
+    event = await anext(events)
+    assert event.output is not None and event.output.stream is not None
+    reader = aiter(event.output.stream)
+    assert (await anext(reader)).content == "a lo"
+    await events.aclose()  # the consumer walks away mid-stream
+    await reader.aclose()  # type: ignore[attr-defined]
+    del event, reader, events
+    gc.collect()
+    for _ in range(3):  # let asyncio finalise generators the agent left suspended
+        await asyncio.sleep(0)
+    gc.collect()
+    spans = exporter.get_finished_spans()
+    assert sorted(s.name for s in spans) == ["chat scripted", "invoke_agent talker"]
+    (chat,) = named(spans, "chat scripted")
+    assert events_of(chat) == ["adk.stream.closed_early"]
+
+
+async def test_closing_a_stream_ends_its_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel(["a long answer that streams in many chunks"], chunk_size=4)
+    runner = Runner(ReActAgent("talker", model), enable_streaming=True, tracer_provider=provider)
+    events = runner.run("talk")
+    event = await anext(events)
+    assert event.output is not None and event.output.stream is not None
+    async for _ in event.output.stream:
+        break
+    await event.output.stream.aclose()
+    assert [s.name for s in exporter.get_finished_spans()] == ["chat scripted"]
+    await events.aclose()
+
+
+# -- OpenTelemetry's current context ------------------------------------------------------------
+async def test_the_root_span_joins_the_callers_trace_and_tools_see_their_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    tracer = provider.get_tracer("user-code")
+    seen: list[str] = []
+
+    @tool
+    def look() -> str:
+        """Looks around."""
+        with tracer.start_as_current_span("user work"):
+            pass
+        current = trace.get_current_span()
+        seen.append(getattr(current, "name", "?"))
+        return "nothing"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("look")]), "done"])
+    runner = Runner(ReActAgent("a", model, tools=[look]), tracer_provider=provider)
+    with tracer.start_as_current_span("http request"):
+        await runner.invoke("go")
+        outside = trace.get_current_span()
+    assert getattr(outside, "name", "") == "http request"  # nothing leaked into the caller
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "http request",
+        "  invoke_agent a",
+        "    chat scripted",
+        "    execute_tool look",
+        "      user work",
+        "    chat scripted",
+    ]
+    assert seen == ["execute_tool look"]
+
+
+# -- tracing and callbacks ----------------------------------------------------------------------
+async def test_tracing_records_real_calls_whatever_callbacks_do(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    calls = {"model": 0}
+
+    def cache(ctx: Any, request: Any) -> Message | None:
+        calls["model"] += 1
+        return Message.assistant("cached") if calls["model"] == 2 else None
+
+    def shout(ctx: Any, request: Any, reply: Message) -> Message:
+        return Message.assistant(reply.content.upper(), reply.tool_calls)
+
+    def skip_tool(ctx: ToolContext, call: Any) -> str:
+        return "4"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])])
+    callbacks = Callbacks(before_model=cache, after_model=shout, before_tool=skip_tool)
+    runner = Runner(
+        ReActAgent("a", model, tools=[add]), callbacks=[callbacks], tracer_provider=provider
+    )
+    result = await runner.invoke("go")
+    assert result.text == "CACHED"
+    spans = exporter.get_finished_spans()
+    # One real model call; the cached one and the skipped tool have no span.
+    assert tree(spans) == ["invoke_agent a", "  chat scripted"]
+    (chat,) = named(spans, "chat scripted")
+    parts = json.loads(attrs(chat)["gen_ai.output.messages"])[0]["parts"]
+    assert parts[0]["type"] == "tool_call"  # what the model said, not the callback's version
+
+
+# -- no SDK: no cost ----------------------------------------------------------------------------
+def test_no_configured_sdk_means_no_hooks() -> None:
+    agent = ReActAgent("a", ScriptedModel(["x"]))
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        pytest.skip("something in this process set a global tracer provider")
+    assert Runner(agent)._hooks is None
+    noop = Runner(agent, tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
+    assert noop._hooks is None
+    assert Runner(agent, tracer_provider=TracerProvider())._hooks is not None
+
+
+_GLOBAL_SCRIPT = """
+import asyncio, sys
+import adk
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
+
+agent = ReActAgent("a", ScriptedModel(["x"], cycle=True))
+plain = adk.Runner(agent)
+assert plain._hooks is None
+loaded = sorted(m for m in sys.modules if m.startswith("opentelemetry") or m == "adk.tracing")
+assert not loaded, loaded
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+traced = adk.Runner(agent)  # built after the global provider was set: uses it
+asyncio.run(traced.invoke("hi"))
+print(sorted(s.name for s in exporter.get_finished_spans()))
+"""
+
+
+def test_global_provider_is_used_and_plain_runs_never_load_opentelemetry() -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop(CAPTURE_CONTENT_ENV, None)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(_GLOBAL_SCRIPT)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['chat scripted', 'invoke_agent a']"
+
+
+# -- the example and the docs ---------------------------------------------------------------------
+def _run_python(args: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop(CAPTURE_CONTENT_ENV, None)
+    return subprocess.run(
+        [sys.executable, *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_the_example_service_answers_over_http_and_prints_its_spans() -> None:
+    proc = _run_python(["examples/traced_service.py"])
+    assert proc.returncode == 0, proc.stderr
+    assert "answer: The sum is 5.0." in proc.stdout
+    names = re.findall(r'^    "name": "([^"]+)"', proc.stdout, re.MULTILINE)
+    assert sorted(names) == [
+        "chat scripted-calculator",
+        "chat scripted-calculator",
+        "execute_tool add",
+        "invoke_agent calculator",
+    ]
+
+
+def _doc_snippets() -> list[str]:
+    text = (REPO / "docs" / "tracing.md").read_text()
+    blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)
+    return [b for b in blocks if not b.startswith("# not run")]
+
+
+@pytest.mark.parametrize("index", range(len(_doc_snippets())))
+def test_the_python_snippets_in_the_tracing_docs_run(index: int) -> None:
+    proc = _run_python(["-c", _doc_snippets()[index]])
+    assert proc.returncode == 0, proc.stderr
