@@ -11,10 +11,9 @@ Every composite and the runner start children through ``drive``. It
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import Any
 
-from ._aio import closing
 from .agent import Agent, AgentInput
 from .context import RunContext, _interrupt_event
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
@@ -34,7 +33,9 @@ def signal_of(exc: Interrupt, address: str) -> _InterruptSignal:
     return exc._signal
 
 
-async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+async def drive(
+    agent: Agent, input: AgentInput, ctx: RunContext
+) -> AsyncGenerator[AgentEvent, None]:
     """Run (or resume) ``agent`` at ``ctx`` and yield its events under the framework's rules."""
     run = ctx._run
     plan = run.plan
@@ -61,7 +62,7 @@ async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterat
     record_stream = None
     try:
         events = resume_fn(ctx) if resume_fn is not None else agent.run(input, ctx)
-        async with closing(events):
+        try:  # not `async with closing(...)`: this runs once per agent and try/finally is cheaper
             async for event in events:
                 if not event.agent_name:
                     event.agent_name = name
@@ -89,6 +90,10 @@ async def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncIterat
                     record_stream = None
                 if event.error is not None or event.ends_agent:
                     break
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
     except Interrupt as exc:
         event = _stamped(_interrupt_event(signal_of(exc, ctx.address)), name, path)
         if hooks is not None:

@@ -75,14 +75,17 @@ async def _run_steps(
         path = cursor.path
         child_ctx = ctx._child(child.name, run_path=path)
         stop_after = False
-        async with closing(drive(child, build_input(child_ctx, child.name), child_ctx)) as events:
+        events = drive(child, build_input(child_ctx, child.name), child_ctx)
+        try:
             async for event in events:
                 if event._signal is not None:
                     state = {"index": index, "run_path": list(path), **state_extra}
                     event._signal.save(ctx.address, state)
-                elif take_break(event, ctx._loop_depth):
+                elif event.action is not None and take_break(event, ctx._loop_depth):
                     stop_after = True
                 yield event
+        finally:
+            await events.aclose()
         if stop_after:
             return
 
