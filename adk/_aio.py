@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from types import TracebackType
-from typing import Generic, TypeVar
+from typing import Generic, Self, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["closing"]
+__all__ = ["AsyncCloseable", "closing"]
 
 
 class closing(Generic[T]):
@@ -35,3 +35,21 @@ class closing(Generic[T]):
         aclose = getattr(self._it, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+class AsyncCloseable:
+    """Mixin: ``async with obj:`` ends with ``await obj.aclose()``. Subclasses define ``aclose``."""
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

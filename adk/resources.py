@@ -19,9 +19,9 @@ import asyncio
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from ._aio import AsyncCloseable
 from .messages import Message
 from .tools.base import Tool, ToolContext, ToolResult, ToolSpec
 
@@ -114,7 +114,7 @@ class _RenamedTool:
         return await self._tool.run(arguments, ctx)
 
 
-class Resources:
+class Resources(AsyncCloseable):
     """A registry of named models, tools, prompts and MCP servers.
 
     Registration is synchronous and checks names at once; lookups of MCP-provided names are async
@@ -313,17 +313,6 @@ class Resources:
             logger.warning("closing a resource failed: %s", failure, exc_info=failure)
         if failures:
             raise failures[0]
-
-    async def __aenter__(self) -> Resources:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def __repr__(self) -> str:
         return (

@@ -11,10 +11,9 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from ._aio import closing
+from ._aio import AsyncCloseable, closing
 from ._driver import drive
 from ._hooks import Hooks
 from ._instrument import build_hooks
@@ -85,7 +84,7 @@ def _to_messages(value: RunInput) -> list[Message]:
     return messages
 
 
-class Runner:
+class Runner(AsyncCloseable):
     """Drives ``agent``: ``run``/``invoke`` start a run, ``resume``/``invoke_resume`` continue a
     paused one from its checkpoint."""
 
@@ -279,17 +278,6 @@ class Runner:
         closer = getattr(self.resources, "aclose", None)
         if closer is not None:
             await closer()
-
-    async def __aenter__(self) -> Runner:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:

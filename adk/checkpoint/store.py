@@ -23,9 +23,10 @@ None)``. ``aclose`` is not part of the protocol so that a user's three-method st
 from __future__ import annotations
 
 import re
-from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
+
+from .._aio import AsyncCloseable
 
 __all__ = ["CheckpointStore", "CheckpointStoreError"]
 
@@ -174,19 +175,8 @@ def _redact(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-class _ClosableStore:
+class _ClosableStore(AsyncCloseable):
     """``async with store:`` for stores that have ``aclose``."""
 
     async def aclose(self) -> None:
         raise NotImplementedError
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()

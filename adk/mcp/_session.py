@@ -38,6 +38,7 @@ from mcp.types import (
     ToolListChangedNotification,
 )
 
+from .._aio import AsyncCloseable
 from ._servers import ServerConfig
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class _WatchedReadStream:
+class _WatchedReadStream(AsyncCloseable):
     """Passes the transport's incoming messages through and reports when they end.
 
     The end of this stream is the earliest sign that a stdio server has exited; noticing it lets
@@ -99,17 +100,6 @@ class _WatchedReadStream:
 
     async def aclose(self) -> None:
         await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedReadStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):

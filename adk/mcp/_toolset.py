@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
@@ -23,6 +22,7 @@ from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST, CallToolResult
 from mcp.types import Prompt as _WirePrompt
 from mcp.types import Tool as _WireTool
 
+from .._aio import AsyncCloseable
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ._content import block_text, blocks_text
@@ -165,7 +165,7 @@ class _Listing:
     items: list[Any]
 
 
-class MCPToolset:
+class MCPToolset(AsyncCloseable):
     """The tools of one MCP server, as a pyadk ``Toolset``.
 
     Nothing happens at construction: the first ``tools()`` (or tool call, or prompt) connects. The
@@ -234,17 +234,6 @@ class MCPToolset:
         await self._session.aclose()
         self._tools = None
         self._prompts = None
-
-    async def __aenter__(self) -> MCPToolset:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     # -- internals -----------------------------------------------------------------------------
     def _exposed(self, name: str) -> str:

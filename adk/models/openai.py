@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
-from types import TracebackType
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
 import openai
 
+from .._aio import AsyncCloseable
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
@@ -36,7 +36,7 @@ class _StreamTruncated(Exception):
     """The server ended a stream cleanly but before the model finished."""
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(AsyncCloseable):
     """A ChatModel over the ``openai`` package's ``AsyncOpenAI``, Chat Completions or Responses API.
 
     ``base_url`` (else ``OPENAI_BASE_URL``, else OpenAI itself) is the API root. The rule: a URL
@@ -257,17 +257,6 @@ class OpenAIChatModel:
         self._closed = True
         if self._owns_client:
             await self._client.close()
-
-    async def __aenter__(self) -> OpenAIChatModel:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
 
 def _resolve_base_url(base_url: str | None) -> str | None:
