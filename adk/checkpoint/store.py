@@ -177,6 +177,3 @@ def _redact(url: str) -> str:
 
 class _ClosableStore(AsyncCloseable):
     """``async with store:`` for stores that have ``aclose``."""
-
-    async def aclose(self) -> None:
-        raise NotImplementedError
