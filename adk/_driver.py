@@ -91,9 +91,11 @@ async def drive(
                 if event.error is not None or event.ends_agent:
                     break
         finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            # An exhausted async generator has no frame left: closing it would only cost an await.
+            if getattr(events, "ag_frame", True) is not None:
+                aclose = getattr(events, "aclose", None)
+                if aclose is not None:
+                    await aclose()
     except Interrupt as exc:
         event = _stamped(_interrupt_event(signal_of(exc, ctx.address)), name, path)
         if hooks is not None:

@@ -85,7 +85,8 @@ async def _run_steps(
                     stop_after = True
                 yield event
         finally:
-            await events.aclose()
+            if getattr(events, "ag_frame", True) is not None:  # suspended: close it and below
+                await events.aclose()
         if stop_after:
             return
 
