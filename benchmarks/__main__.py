@@ -1,0 +1,392 @@
+"""``python -m benchmarks``: run the pyadk suite, print a table, write JSON results.
+
+Options (``--help`` lists them all):
+  --quick           few rounds (smoke test); other modules' benchmarks are skipped unless named
+  --only NAME,...   run only these: import, a, b, c (or c_a, c_b), d, events, scripted, or the name
+                    of another benchmark module in benchmarks/ (openai_adapter, tracing_overhead, ...)
+  --repeat N        run every scenario in N fresh processes and pool their rounds
+  --peers           the side-by-side peers mode (downloads pinned SDKs into venvs; not CI)
+  --profile NAME    cProfile a pyadk scenario (or ``-X importtime`` for ``import``) and print the
+                    top functions, instead of measuring
+
+Results go to ``benchmarks/results/latest.json`` (peers: ``peers-latest.json``) unless ``--output``.
+What the figures mean, the targets and the latest numbers: docs/performance.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import inspect
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ._harness import (
+    REPO,
+    BenchmarkError,
+    Figure,
+    WorkerResult,
+    format_table,
+    import_breakdown,
+    machine_info,
+    measure_import,
+    run_worker,
+)
+
+PYADK = "benchmarks.pyadk_workloads"
+RESULTS = REPO / "benchmarks" / "results"
+SUITE = ("import", "a", "b", "c", "d", "events", "scripted")
+ALIASES = {"c": ("c_a", "c_b"), "scripted": ("a.scripted", "b.scripted")}
+# Modules of benchmarks/ that are not benchmarks of their own.
+NOT_EXTRAS = {"__init__", "__main__", "pyadk_workloads"}
+
+TITLES = {
+    "a": "(a) ReActAgent turn, model answers 'done'",
+    "b": "(b) ReActAgent + add(a=1, b=2) tool, answers 'sum=3'",
+    "c_a": "(c) 1,000 concurrent runs of (a), per run",
+    "c_b": "(c) 1,000 concurrent runs of (b), per run",
+    "d": "(d) SequentialAgent of 10 custom agents",
+    "events": "per-event overhead through a Runner",
+    "a.scripted": "(a) with ScriptedModel(record=False)",
+    "b.scripted": "(b) with ScriptedModel(record=False)",
+}
+TARGETS: dict[str, float] = {
+    "a": 60.0,  # CPU µs per run
+    "b": 150.0,
+    "c_a": 1.2,  # concurrent / sequential CPU per run
+    "c_b": 1.2,
+    "d": 100.0,
+    "events": 5.0,  # CPU µs per event
+    "import": 150.0,  # ms
+    "import_rss": 35.0,  # MiB
+}
+
+
+# -- rows -----------------------------------------------------------------------------------------
+def _row(
+    scenario: str,
+    title: str,
+    value: Figure,
+    unit: str,
+    target: float | None,
+    base: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """One JSON row: the figure compared with the target (``value`` ≤ ``target``) plus details."""
+    row: dict[str, Any] = {"benchmark": f"pyadk.{scenario}", "sdk": "pyadk", "scenario": scenario}
+    row["title"] = title
+    row.update(base or {})
+    row.update(extra)
+    row.update(
+        value=round(value.median, 3),
+        value_min=round(value.low, 3),
+        value_max=round(value.high, 3),
+        unit=unit,
+        target=target,
+        ok=None if target is None else value.median <= target,
+    )
+    return row
+
+
+def _worker_rows(scenario: str, result: WorkerResult) -> list[dict[str, Any]]:
+    title = TITLES[scenario]
+    target = TARGETS.get(scenario)
+    if scenario.startswith("c_"):
+        ratio = result.paired("concurrent", "sequential", lambda c, s: c / s)
+        seq = result.cpu("sequential")
+        floor = result.cpu("asyncio")
+        net = [
+            (c - f) / s
+            for c, s, f in zip(
+                result.variants["concurrent"]["cpu"],
+                result.variants["sequential"]["cpu"],
+                result.variants["asyncio"]["cpu"],
+                strict=True,
+            )
+        ]
+        return [
+            _row(
+                scenario,
+                title,
+                ratio,
+                "× sequential",
+                target,
+                result.base_row("concurrent"),
+                sequential_cpu_us=round(seq.median, 2),
+                asyncio_gather_us=round(floor.median, 2),
+                ratio_net_of_asyncio=round(Figure.of(net).median, 3),
+                concurrency=result.runs_per_round,
+            )
+        ]
+    if scenario == "events":
+        n = result.events_per_run or 1
+        per_event = result.paired("run", "bare", lambda r, b: (r - b) / n)
+        bare = result.cpu("bare")
+        return [
+            _row(
+                scenario,
+                title,
+                per_event,
+                "µs/event",
+                target,
+                result.base_row("run"),
+                events_per_run=n,
+                bare_cpu_us=round(bare.median, 2),
+            )
+        ]
+    return [_row(scenario, title, result.cpu("run"), "µs/run", target, result.base_row("run"))]
+
+
+def _import_rows(quick: bool) -> list[dict[str, Any]]:
+    repeat = 3 if quick else 11
+    rows = []
+    for statement, name, target, cached in (
+        ("import adk", "import", TARGETS["import"], True),
+        ("import adk, prebuilt", "import_prebuilt", None, True),
+        ("import adk", "import_nocache", None, False),
+    ):
+        m = measure_import(statement, repeat=repeat, bytecode_cache=cached)
+        base = {
+            "cpu_ms": round(m["cpu_ms"].median, 2),
+            "rss_mib": round(m["rss_mib"].median, 1),
+            "interpreter_rss_mib": round(m["rss_before_mib"].median, 1),
+            "modules": m["modules"],
+            "samples": repeat,
+        }
+        how = "fresh interpreter" if cached else "fresh interpreter, no bytecode cache"
+        rows.append(_row(name, f"`{statement}` ({how})", m["wall_ms"], "ms", target, base))
+        if name == "import":
+            rss_target = TARGETS["import_rss"]
+            rows.append(
+                _row("import_rss", "RSS after `import adk`", m["rss_mib"], "MiB", rss_target, base)
+            )
+    return rows
+
+
+def _text(row: dict[str, Any], key: str, digits: int = 1) -> str:
+    if row.get(key) is None:
+        return "–"
+    return f"{row[key]:.{digits}f} ({row[key + '_min']:.{digits}f}–{row[key + '_max']:.{digits}f})"
+
+
+def _verdict(row: dict[str, Any]) -> str:
+    ok = row.get("ok")
+    return "–" if ok is None else ("pass" if ok else "FAIL")
+
+
+def _net(row: dict[str, Any]) -> str:
+    net = row.get("ratio_net_of_asyncio")
+    return "" if net is None else f"; {net:.3f}× net of asyncio's gather"
+
+
+def suite_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The pyadk table: CPU and wall µs per run (median, min–max), peak RSS, figure vs target."""
+    headers = ["scenario", "CPU µs/run", "wall µs/run", "peak RSS MiB", "figure", "target", "ok"]
+    lines = []
+    for row in rows:
+        digits = 3 if row["unit"].startswith("×") else 1
+        figure = f"{row['value']:.{digits}f} ({row['value_min']:.{digits}f}–{row['value_max']:.{digits}f})"
+        rss = row.get("peak_rss_mib")
+        target = "–" if row["target"] is None else f"≤ {row['target']:g} {row['unit']}"
+        lines.append(
+            [
+                row["title"],
+                _text(row, "cpu_us"),
+                _text(row, "wall_us"),
+                "–" if rss is None else f"{rss:.1f}",
+                f"{figure} {row['unit']}" + _net(row),
+                target,
+                _verdict(row),
+            ]
+        )
+    return format_table(headers, lines)
+
+
+# -- other modules' benchmarks ------------------------------------------------------------------------
+def extra_modules() -> list[str]:
+    """Benchmark modules other sessions keep in benchmarks/ (each exposes ``run() -> list[dict]``)."""
+    names = []
+    for path in sorted((REPO / "benchmarks").glob("*.py")):
+        if path.stem not in NOT_EXTRAS and not path.stem.startswith("_"):
+            names.append(path.stem)
+    return names
+
+
+def _extra_worker(module_name: str, out: str, quick: bool) -> None:
+    """Child process: import ``benchmarks.<module_name>``, call ``run()``, write its rows."""
+    try:
+        module = importlib.import_module(f"benchmarks.{module_name}")
+    except ImportError as exc:
+        Path(out).write_text(json.dumps({"skipped": f"{type(exc).__name__}: {exc}"}))
+        return
+    run: Callable[..., Any] | None = getattr(module, "run", None)
+    if run is None:
+        Path(out).write_text(json.dumps({"skipped": "no run() function"}))
+        return
+    kwargs = {"quick": True} if quick and "quick" in inspect.signature(run).parameters else {}
+    rows = run(**kwargs)
+    Path(out).write_text(json.dumps({"rows": rows}, default=str))
+
+
+def run_extra(name: str, quick: bool) -> dict[str, Any]:
+    """Run one module's ``run()`` in a fresh process; failures become a note, not a crash."""
+    out = RESULTS / f".extra-{name}.json"
+    out.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "benchmarks", "--extra-worker", name, str(out)]
+    if quick:
+        cmd.append("--quick")
+    print(f"[extra] {name} ...", flush=True)
+    try:
+        proc = subprocess.run(
+            cmd, cwd=REPO, capture_output=True, text=True, timeout=1800, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return {"skipped": "timed out after 30 minutes"}
+    if not out.exists():
+        tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
+        return {"skipped": f"failed (exit {proc.returncode}): {tail}"}
+    result: dict[str, Any] = json.loads(out.read_text())
+    out.unlink()
+    return result
+
+
+def extras_table(extras: dict[str, dict[str, Any]]) -> str:
+    lines = []
+    for name, result in extras.items():
+        if "skipped" in result:
+            lines.append([name, f"skipped: {result['skipped']}"[:160]])
+            continue
+        for row in result["rows"]:
+            label = str(row.get("benchmark", name))
+            figures = ", ".join(f"{k}={v}" for k, v in row.items() if k != "benchmark")
+            lines.append([label, figures])
+    return format_table(["benchmark", "figures"], lines)
+
+
+# -- command line -------------------------------------------------------------------------------------
+def _selected(only: str | None) -> tuple[list[str], list[str]]:
+    """(pyadk scenarios, extra modules) chosen by ``--only``."""
+    extras = extra_modules()
+    if not only:
+        scenarios: list[str] = []
+        for name in SUITE:
+            scenarios.extend(ALIASES.get(name, (name,)))
+        return scenarios, extras
+    chosen: list[str] = []
+    chosen_extras: list[str] = []
+    valid = [*SUITE, *TITLES, *extras]
+    for name in (n.strip() for n in only.split(",") if n.strip()):
+        if name in extras:
+            chosen_extras.append(name)
+        elif name in ALIASES:
+            chosen.extend(ALIASES[name])
+        elif name in SUITE or name in TITLES:
+            chosen.append(name)
+        else:
+            sys.exit(f"unknown benchmark {name!r}; choose from {', '.join(valid)}")
+    return chosen, chosen_extras
+
+
+def _profile(name: str, args: argparse.Namespace) -> None:
+    if name == "import":
+        print("# python -X importtime -c 'import adk': top modules by cumulative time")
+        rows = import_breakdown("import adk", top=args.top)
+        print(
+            format_table(
+                ["self µs", "cumulative µs", "module"], [[str(a), str(b), c] for a, b, c in rows]
+            )
+        )
+        return
+    scenario = {"c": "c_b"}.get(name, name)
+    cmd = [sys.executable, "-m", "benchmarks._harness", "worker", PYADK, scenario]
+    cmd += ["--profile", str(args.seconds), "--top", str(args.top)]
+    subprocess.run(cmd, cwd=REPO, check=True)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="few rounds, for smoke tests")
+    parser.add_argument("--only", help="comma-separated benchmark names")
+    parser.add_argument("--rounds", type=int, help="rounds per process (default 7, quick 2)")
+    parser.add_argument("--repeat", type=int, default=1, help="fresh processes per scenario")
+    parser.add_argument("--peers", action="store_true", help="side by side with peer SDKs")
+    parser.add_argument("--peer", action="append", help="with --peers: only this peer (repeatable)")
+    parser.add_argument("--profile", metavar="NAME", help="profile a pyadk scenario instead")
+    parser.add_argument("--seconds", type=float, default=3.0, help="with --profile: how long")
+    parser.add_argument("--top", type=int, default=30, help="with --profile: how many functions")
+    parser.add_argument("--output", type=Path, help="where to write the JSON results")
+    parser.add_argument("--extra-worker", nargs=2, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+
+    if args.extra_worker:
+        _extra_worker(args.extra_worker[0], args.extra_worker[1], args.quick)
+        return 0
+    if args.profile:
+        _profile(args.profile, args)
+        return 0
+    rounds = args.rounds or (2 if args.quick else 7)
+    round_s = 0.02 if args.quick else 0.1
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.peers:
+        from .peers import run_peers
+
+        output = args.output or RESULTS / "peers-latest.json"
+        return run_peers(args.peer, rounds, args.repeat, args.quick, output)
+
+    scenarios, extras = _selected(args.only)
+    if args.quick and not args.only:
+        extras = []  # a smoke run does not start other modules' servers
+    started = time.time()
+    machine = machine_info()
+    rows: list[dict[str, Any]] = []
+    failures: list[str] = []
+    if "import" in scenarios:
+        print("[pyadk] import ...", flush=True)
+        rows.extend(_import_rows(args.quick))
+    for scenario in (s for s in scenarios if s != "import"):
+        print(f"[pyadk] {scenario} ...", flush=True)
+        try:
+            result = run_worker(PYADK, scenario, rounds=rounds, round_s=round_s, repeat=args.repeat)
+        except BenchmarkError as exc:
+            failures.append(str(exc))
+            print(exc, file=sys.stderr)
+            continue
+        rows.extend(_worker_rows(scenario, result))
+    extra_results = {name: run_extra(name, args.quick) for name in extras}
+
+    print()
+    print(
+        f"pyadk {machine['git_commit']} · {machine['cpu_model']} · {machine['nproc']} CPUs · "
+        f"Python {machine['python']} · load {machine['load_avg']}"
+    )
+    if rows:
+        print(suite_table(rows))
+    if extra_results:
+        print()
+        print(extras_table(extra_results))
+    output = args.output or RESULTS / "latest.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    machine["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    document = {
+        "machine": machine,
+        "command": ["python", "-m", "benchmarks", *(argv if argv is not None else sys.argv[1:])],
+        "seconds": round(time.time() - started, 1),
+        "rows": rows,
+        "extras": extra_results,
+        "failures": failures,
+    }
+    output.write_text(json.dumps(document, indent=2, default=str) + "\n")
+    print(f"\nresults: {output}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

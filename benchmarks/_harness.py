@@ -1,0 +1,488 @@
+"""The measuring machinery, shared by the pyadk suite and the peer SDK scripts.
+
+Standard library only: the peers mode runs this module with each peer's own interpreter, in a venv
+where pyadk is not installed.
+
+How a figure is made
+--------------------
+- Every scenario runs in a fresh subprocess (``python -m benchmarks._harness worker MODULE SCENARIO``)
+  so one scenario's imports, caches and heap do not colour another's, and its peak RSS is its own.
+- A workload module exposes ``async def build(scenario) -> dict[str, Variant]``: the agents are built
+  once there; each variant is an ``async () -> None`` doing one complete run (and asserting its
+  result). It may expose ``VERSIONS`` (dict) and ``EVENTS_PER_RUN`` (int).
+- Warm-up first (at least 20 runs and 0.2 s), then the runs per round are calibrated so a round lasts
+  about ``round_s`` seconds. Each round times K runs of each variant back to back, with the variants'
+  order flipped every round so drift in machine load hits all of them alike.
+- CPU time is ``time.process_time`` (all threads of the process, so SDKs that hop to worker threads pay
+  for it); wall time is ``time.perf_counter``. Both are divided by K: µs per run.
+- ``gather`` scenarios alternate K sequential runs with one ``asyncio.gather`` of K runs (K = the
+  concurrency, 1,000 by default) and report both, plus their ratio.
+- The garbage collector stays on (it is part of the real cost), but a ``gc.collect()`` between rounds
+  keeps one round's garbage from being billed to the next.
+- Figures are the median of the rounds, with min–max beside them so noise is visible.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import gc
+import importlib
+import json
+import os
+import pstats
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "REPO",
+    "Figure",
+    "WorkerResult",
+    "bench_env",
+    "cache_dir",
+    "format_table",
+    "import_breakdown",
+    "machine_info",
+    "measure_import",
+    "run_worker",
+]
+
+Variant = Callable[[], Awaitable[object]]
+REPO = Path(__file__).resolve().parents[1]
+RESULT_TAG = "BENCH-RESULT "
+
+
+# -- statistics ---------------------------------------------------------------------------------
+@dataclass
+class Figure:
+    """A median with the min and max of the samples it came from."""
+
+    median: float
+    low: float
+    high: float
+    samples: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Figure:
+        if not values:
+            raise ValueError("no samples")
+        return cls(statistics.median(values), min(values), max(values), len(values))
+
+    def scaled(self, factor: float) -> Figure:
+        return Figure(self.median * factor, self.low * factor, self.high * factor, self.samples)
+
+    def as_dict(self, unit: str) -> dict[str, float]:
+        return {
+            unit: round(self.median, 2),
+            f"{unit}_min": round(self.low, 2),
+            f"{unit}_max": round(self.high, 2),
+        }
+
+    def text(self, digits: int = 1) -> str:
+        return f"{self.median:.{digits}f} ({self.low:.{digits}f}–{self.high:.{digits}f})"
+
+
+# -- worker side (runs inside the measured process) ---------------------------------------------
+def _peak_rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+async def _timed(fn: Variant, runs: int) -> tuple[float, float]:
+    """CPU and wall µs per run over ``runs`` sequential runs."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(runs):
+        await fn()
+    cpu1, wall1 = time.process_time(), time.perf_counter()
+    return (cpu1 - cpu0) / runs * 1e6, (wall1 - wall0) / runs * 1e6
+
+
+async def _timed_gather(fn: Variant, runs: int) -> tuple[float, float]:
+    """CPU and wall µs per run for one ``asyncio.gather`` of ``runs`` concurrent runs."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(fn() for _ in range(runs)))
+    cpu1, wall1 = time.process_time(), time.perf_counter()
+    return (cpu1 - cpu0) / runs * 1e6, (wall1 - wall0) / runs * 1e6
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def _warm_up(variants: dict[str, Variant]) -> float:
+    """Run each variant until it is warm; return the slowest variant's warm wall seconds per run
+    (timed after the warm-up, so first-run costs such as lazy imports do not skew calibration)."""
+    slowest = 0.0
+    for fn in variants.values():
+        start = time.perf_counter()
+        runs = 0
+        while runs < 20 or time.perf_counter() - start < 0.2:
+            await fn()
+            runs += 1
+            if time.perf_counter() - start > 3.0 and runs >= 3:
+                break  # a slow peer: enough warm-up
+        start = time.perf_counter()
+        runs = 0
+        while runs < 3 or time.perf_counter() - start < 0.02:
+            await fn()
+            runs += 1
+        slowest = max(slowest, (time.perf_counter() - start) / runs)
+    return slowest
+
+
+async def _measure(
+    module: Any, scenario: str, rounds: int, round_s: float, concurrency: int
+) -> dict[str, Any]:
+    gather_mode = scenario.startswith("c_")
+    variants: dict[str, Variant] = await module.build(scenario[2:] if gather_mode else scenario)
+    per_run = await _warm_up(variants)
+    samples: dict[str, dict[str, list[float]]] = {}
+    if gather_mode:
+        fn = variants["run"]
+        runs = concurrency
+        await _timed_gather(fn, runs)  # warm the concurrent path (task and frame free lists)
+        # "asyncio" is asyncio's own share: a gather of as many do-nothing coroutines (Task
+        # creation, scheduling, gather's callbacks), paid by every SDK alike.
+        labels = ["sequential", "concurrent", "asyncio"]
+        calls: dict[str, Callable[[], Awaitable[tuple[float, float]]]] = {
+            "sequential": lambda: _timed(fn, runs),
+            "concurrent": lambda: _timed_gather(fn, runs),
+            "asyncio": lambda: _timed_gather(_nothing, runs),
+        }
+        for label in labels:
+            samples[label] = {"cpu": [], "wall": []}
+        for round_ in range(rounds):
+            for label in labels if round_ % 2 == 0 else reversed(labels):
+                gc.collect()
+                cpu, wall = await calls[label]()
+                samples[label]["cpu"].append(cpu)
+                samples[label]["wall"].append(wall)
+    else:
+        runs = max(3, min(20_000, int(round_s / max(per_run, 1e-7))))
+        names = list(variants)
+        for name in names:
+            samples[name] = {"cpu": [], "wall": []}
+        for round_ in range(rounds):
+            for name in names if round_ % 2 == 0 else reversed(names):
+                gc.collect()
+                cpu, wall = await _timed(variants[name], runs)
+                samples[name]["cpu"].append(cpu)
+                samples[name]["wall"].append(wall)
+    return {
+        "variants": samples,
+        "runs_per_round": runs,
+        "rounds": rounds,
+        "events_per_run": getattr(module, "EVENTS_PER_RUN", None) if scenario == "events" else None,
+    }
+
+
+async def _profile(module: Any, scenario: str, seconds: float, top: int) -> None:
+    """Print cProfile's top functions (cumulative and self time) for a warm scenario."""
+    gather_mode = scenario.startswith("c_")
+    variants = await module.build(scenario[2:] if gather_mode else scenario)
+    name = "run" if "run" in variants else next(iter(variants))
+    fn = variants[name]
+    per_run = await _warm_up({name: fn})
+    profiler = cProfile.Profile()
+    if gather_mode:
+        profiler.enable()
+        for _ in range(max(1, int(seconds / (per_run * 1000)))):
+            await asyncio.gather(*(fn() for _ in range(1000)))
+        profiler.disable()
+        print(f"# gathers of 1,000 concurrent runs of {scenario[2:]}/{name}")
+    else:
+        runs = max(10, int(seconds / max(per_run, 1e-7)))
+        profiler.enable()
+        for _ in range(runs):
+            await fn()
+        profiler.disable()
+        print(f"# {runs} runs of {scenario}/{name}")
+    stats = pstats.Stats(profiler, stream=sys.stdout)
+    stats.strip_dirs()
+    print("\n## by cumulative time")
+    stats.sort_stats("cumulative").print_stats(top)
+    print("\n## by self time")
+    stats.sort_stats("tottime").print_stats(top)
+
+
+def _worker_main(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="benchmarks._harness worker")
+    parser.add_argument("module")
+    parser.add_argument("scenario")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--round-s", type=float, default=0.1)
+    parser.add_argument("--concurrency", type=int, default=1000)
+    parser.add_argument("--profile", type=float, default=0.0, help="profile for this many seconds")
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args.module)
+    if args.profile:
+        asyncio.run(_profile(module, args.scenario, args.profile, args.top))
+        return
+    try:
+        result = asyncio.run(
+            _measure(module, args.scenario, args.rounds, args.round_s, args.concurrency)
+        )
+    except NotImplementedError as exc:
+        result = {"unsupported": str(exc) or "not supported"}
+    result["peak_rss_mib"] = round(_peak_rss_mib(), 1)
+    result["versions"] = dict(getattr(module, "VERSIONS", {}))
+    result["python"] = sys.version.split()[0]
+    print(RESULT_TAG + json.dumps(result), flush=True)
+
+
+# -- parent side --------------------------------------------------------------------------------
+def cache_dir() -> Path:
+    """Where the peer venvs and bytecode caches live: ``$PYADK_BENCH_CACHE`` or
+    ``~/.cache/pyadk-bench``."""
+    override = os.environ.get("PYADK_BENCH_CACHE")
+    return Path(override).expanduser() if override else Path.home() / ".cache" / "pyadk-bench"
+
+
+def bench_env(bytecode_cache: bool = True) -> dict[str, str]:
+    """The environment of measured processes: the repository importable, a fixed hash seed, and
+    bytecode caches on, kept under the cache directory (``PYTHONPYCACHEPREFIX``) so the work tree
+    stays clean. Without caches (``PYTHONDONTWRITEBYTECODE=1``, set in some shells and CI
+    images) every fresh process would recompile pyadk and import figures would measure the
+    compiler."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.setdefault("PYTHONHASHSEED", "0")
+    env.pop("PYTHONPYCACHEPREFIX", None)
+    if bytecode_cache:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(cache_dir() / "pycache")
+    else:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@dataclass
+class WorkerResult:
+    """Rounds of one scenario pooled over one or more worker processes."""
+
+    variants: dict[str, dict[str, list[float]]] = field(default_factory=dict)
+    peak_rss_mib: list[float] = field(default_factory=list)
+    runs_per_round: int = 0
+    events_per_run: int | None = None
+    versions: dict[str, str] = field(default_factory=dict)
+    unsupported: str | None = None
+
+    def cpu(self, variant: str) -> Figure:
+        return Figure.of(self.variants[variant]["cpu"])
+
+    def wall(self, variant: str) -> Figure:
+        return Figure.of(self.variants[variant]["wall"])
+
+    def paired(self, variant: str, base: str, op: Callable[[float, float], float]) -> Figure:
+        """``op(variant, base)`` per round (the two ran back to back), e.g. a ratio or difference."""
+        a, b = self.variants[variant]["cpu"], self.variants[base]["cpu"]
+        return Figure.of([op(x, y) for x, y in zip(a, b, strict=True)])
+
+    def merge(self, other: WorkerResult) -> None:
+        """Pool ``other``'s rounds into this result (several processes of one scenario)."""
+        self.versions = other.versions or self.versions
+        self.unsupported = other.unsupported or self.unsupported
+        self.peak_rss_mib.extend(other.peak_rss_mib)
+        self.runs_per_round = other.runs_per_round or self.runs_per_round
+        self.events_per_run = other.events_per_run or self.events_per_run
+        for name, series in other.variants.items():
+            slot = self.variants.setdefault(name, {"cpu": [], "wall": []})
+            slot["cpu"].extend(series["cpu"])
+            slot["wall"].extend(series["wall"])
+
+    def base_row(self, variant: str) -> dict[str, Any]:
+        """The figures every JSON row carries: CPU and wall µs per run, peak RSS, sampling."""
+        row: dict[str, Any] = {}
+        row.update(self.cpu(variant).as_dict("cpu_us"))
+        row.update(self.wall(variant).as_dict("wall_us"))
+        row["peak_rss_mib"] = max(self.peak_rss_mib) if self.peak_rss_mib else None
+        row["rounds"] = len(self.variants[variant]["cpu"])
+        row["cpu_us_samples"] = [round(x, 2) for x in self.variants[variant]["cpu"]]
+        row["runs_per_round"] = self.runs_per_round
+        row["versions"] = self.versions
+        return row
+
+
+class BenchmarkError(RuntimeError):
+    """A worker process failed; the message carries the end of its output."""
+
+
+def run_worker(
+    module: str,
+    scenario: str,
+    *,
+    python: str = sys.executable,
+    rounds: int = 7,
+    round_s: float = 0.1,
+    concurrency: int = 1000,
+    repeat: int = 1,
+    timeout: float = 900.0,
+) -> WorkerResult:
+    """Run ``scenario`` of ``module`` in ``repeat`` fresh processes and pool their rounds."""
+    pooled = WorkerResult()
+    env = bench_env()
+    for _ in range(repeat):
+        cmd = [python, "-m", "benchmarks._harness", "worker", module, scenario]
+        cmd += ["--rounds", str(rounds), "--round-s", str(round_s)]
+        cmd += ["--concurrency", str(concurrency)]
+        proc = subprocess.run(
+            cmd, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith(RESULT_TAG)]
+        if proc.returncode != 0 or not lines:
+            tail = (proc.stderr or proc.stdout).strip().splitlines()[-15:]
+            raise BenchmarkError(
+                f"{module} {scenario} failed (exit {proc.returncode}):\n" + "\n".join(tail)
+            )
+        data = json.loads(lines[-1][len(RESULT_TAG) :])
+        if "unsupported" in data:
+            return WorkerResult(versions=data.get("versions", {}), unsupported=data["unsupported"])
+        pooled.merge(
+            WorkerResult(
+                variants=data["variants"],
+                peak_rss_mib=[data["peak_rss_mib"]],
+                runs_per_round=data["runs_per_round"],
+                events_per_run=data.get("events_per_run"),
+                versions=data.get("versions", {}),
+            )
+        )
+    return pooled
+
+
+_IMPORT_PROBE = """
+import json, resource, sys, time
+def rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+before = rss()
+cpu0, wall0 = time.process_time(), time.perf_counter()
+exec(sys.argv[1])
+cpu1, wall1 = time.process_time(), time.perf_counter()
+print(json.dumps({"wall_ms": (wall1 - wall0) * 1e3, "cpu_ms": (cpu1 - cpu0) * 1e3,
+                  "rss_mib": rss(), "rss_before_mib": before,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "modules": len(sys.modules)}))
+"""
+
+
+def measure_import(
+    statement: str, *, python: str = sys.executable, repeat: int = 7, bytecode_cache: bool = True
+) -> dict[str, Any]:
+    """Time ``statement`` (e.g. ``import adk``) in ``repeat`` fresh interpreters (after one untimed
+    run that writes the bytecode caches); RSS is the process's resident size right after it.
+
+    ``bytecode_cache=False`` measures what an environment with ``PYTHONDONTWRITEBYTECODE=1`` pays:
+    the repository's own modules are compiled on every import (installed packages keep the caches
+    pip wrote for them)."""
+    env = bench_env(bytecode_cache)
+    samples: list[dict[str, float]] = []
+    for i in range(repeat + 1):
+        proc = subprocess.run(
+            [python, "-c", _IMPORT_PROBE, statement],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=300,
+        )
+        if proc.returncode != 0:
+            tail = proc.stderr.strip().splitlines()[-10:]
+            raise BenchmarkError(f"{statement!r} failed:\n" + "\n".join(tail))
+        if i:
+            samples.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return {
+        "wall_ms": Figure.of([s["wall_ms"] for s in samples]),
+        "cpu_ms": Figure.of([s["cpu_ms"] for s in samples]),
+        "rss_mib": Figure.of([s["rss_mib"] for s in samples]),
+        "rss_before_mib": Figure.of([s["rss_before_mib"] for s in samples]),
+        "modules": int(statistics.median(s["modules"] for s in samples)),
+    }
+
+
+def import_breakdown(
+    statement: str, *, python: str = sys.executable, top: int = 15
+) -> list[tuple[int, int, str]]:
+    """``python -X importtime``: the ``top`` modules by cumulative µs as (self, cumulative, name)."""
+    proc = subprocess.run(
+        [python, "-X", "importtime", "-c", statement],
+        cwd=REPO,
+        env=bench_env(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows: list[tuple[int, int, str]] = []
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "[us]" in line:
+            continue
+        self_us, cumulative, name = line[len("import time:") :].split("|")
+        rows.append((int(self_us), int(cumulative), name.rstrip()))
+    rows.sort(key=lambda r: -r[1])
+    return rows[:top]
+
+
+def machine_info() -> dict[str, Any]:
+    """What the figures were measured on: CPU model and count, Python, load, kernel, commit."""
+    model = "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+    except OSError:
+        commit = ""
+    return {
+        "cpu_model": model,
+        "nproc": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "platform": sys.platform,
+        "kernel": os.uname().release,
+        "load_avg": [round(x, 2) for x in os.getloadavg()],
+        "git_commit": commit,
+        "time": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+    }
+
+
+# -- tables -------------------------------------------------------------------------------------
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A pipe table: aligned for the terminal and valid Markdown for docs/performance.md."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)) + " |"
+
+    out = [line(headers), "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+    out.extend(line(row) for row in rows)
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "worker":
+        _worker_main(sys.argv[2:])
+    else:
+        sys.exit("usage: python -m benchmarks._harness worker MODULE SCENARIO [options]")

@@ -1,0 +1,100 @@
+"""The workloads in pydantic-ai: an ``Agent`` over ``FunctionModel`` as the fake model.
+
+pydantic-ai agents have no sequential multi-agent workflow of their own; its sibling package
+``pydantic_graph`` (a dependency of pydantic-ai-slim, the engine of the agent loop) does, so scenario
+``d`` is a ``GraphBuilder`` chain of 10 steps, each appending one message to the graph state.
+Instrumentation is off (the default for agents; ``auto_instrument=False`` for the graph).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Awaitable, Callable
+from importlib.metadata import version
+from typing import Any
+
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_graph import GraphBuilder, StepContext
+
+VERSIONS = {"pydantic-ai-slim": version("pydantic-ai-slim"), "pydantic": version("pydantic")}
+Variant = Callable[[], Awaitable[object]]
+
+
+def done(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("done")])
+
+
+def call_add(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    """Calls ``add(a=1, b=2)``; once the tool answered, replies ``sum=<result>``."""
+    last = messages[-1]
+    if isinstance(last, ModelRequest):
+        for part in last.parts:
+            if isinstance(part, ToolReturnPart):
+                return ModelResponse(parts=[TextPart(f"sum={part.content}")])
+    call = ToolCallPart(tool_name="add", args='{"a": 1, "b": 2}', tool_call_id="call_1")
+    return ModelResponse(parts=[call])
+
+
+def _variant(agent: Agent[None, str], expected: str) -> Variant:
+    async def one_run() -> None:
+        result = await agent.run("hi")
+        if result.output != expected:
+            raise AssertionError(f"expected {expected!r}, got {result.output!r}")
+
+    return one_run
+
+
+def _sequence() -> Variant:
+    g = GraphBuilder(state_type=list[str], output_type=list[str], auto_instrument=False)
+
+    async def step(ctx: StepContext[list[str], None, Any]) -> None:
+        ctx.state.append("ok")
+
+    async def finish(ctx: StepContext[list[str], None, Any]) -> list[str]:
+        return ctx.state
+
+    steps = [g.step(step, node_id=f"step{i}") for i in range(10)]
+    last = g.step(finish, node_id="finish")
+    chain: list[Any] = [g.start_node, *steps, last, g.end_node]
+    for source, destination in itertools.pairwise(chain):
+        g.add_edge(source, destination)
+    graph = g.build()
+
+    async def one_run() -> None:
+        state: list[str] = []
+        output = await graph.run(state=state)
+        if len(output) != 10:
+            raise AssertionError(f"expected 10 messages, got {output!r}")
+
+    return one_run
+
+
+async def build(scenario: str) -> dict[str, Variant]:
+    if scenario == "a":
+        return {"run": _variant(Agent(FunctionModel(done)), "done")}
+    if scenario == "b":
+        agent = Agent(FunctionModel(call_add))
+
+        @agent.tool_plain
+        async def add(a: int, b: int) -> int:
+            """Add two integers.
+
+            Args:
+                a: The first addend.
+                b: The second addend.
+            """
+            return a + b
+
+        return {"run": _variant(agent, "sum=3")}
+    if scenario == "d":
+        return {"run": _sequence()}
+    raise NotImplementedError(f"pydantic-ai: no scenario {scenario!r}")

@@ -1,0 +1,49 @@
+"""Smoke test of the benchmark harness: it runs, prints its table and writes its JSON.
+
+Not a timing test: the figures are not compared with anything here (they depend on the machine and
+its load); the benchmark itself, with its targets, is ``python -m benchmarks``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "benchmarks", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_quick_run_prints_the_table_and_writes_json(tmp_path: Path) -> None:
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", "d,events", "--output", str(output))
+    assert proc.returncode == 0, proc.stderr
+    assert "| scenario" in proc.stdout
+    assert "(d) SequentialAgent of 10 custom agents" in proc.stdout
+    assert "per-event overhead through a Runner" in proc.stdout
+    document = json.loads(output.read_text())
+    rows = {row["scenario"]: row for row in document["rows"]}
+    assert set(rows) == {"d", "events"}
+    # The workload asserted its own result (10 events per run); the figures are real measurements.
+    assert rows["d"]["cpu_us"] > 0 and rows["d"]["rounds"] == 2
+    assert rows["d"]["target"] == 100.0 and isinstance(rows["d"]["ok"], bool)
+    assert rows["events"]["events_per_run"] == 1000
+    assert document["machine"]["nproc"] >= 1
+
+
+def test_unknown_benchmark_name_is_a_clear_error(tmp_path: Path) -> None:
+    proc = _bench("--quick", "--only", "nope", "--output", str(tmp_path / "r.json"))
+    assert proc.returncode != 0
+    assert "unknown benchmark 'nope'" in proc.stderr
+    assert not (tmp_path / "r.json").exists()
