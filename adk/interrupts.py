@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "Interrupt",
@@ -53,6 +53,8 @@ def is_within(address: Address, ancestor: Address) -> bool:
 class InterruptPoint(BaseModel):
     """One place where a run waits: its id (the address string), the address parts and the info."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     address: list[str]
     info: Any = None
@@ -60,6 +62,8 @@ class InterruptPoint(BaseModel):
 
 class InterruptInfo(BaseModel):
     """Every point a paused run waits on, and the checkpoint that holds it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     checkpoint_id: str = ""
     points: list[InterruptPoint] = Field(default_factory=list)

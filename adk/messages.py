@@ -36,7 +36,7 @@ class Role(StrEnum):
 class Usage(BaseModel):
     """Token counts of one model call (or a sum of several)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -53,6 +53,8 @@ class Usage(BaseModel):
 class ToolCall(BaseModel):
     """A tool invocation requested by the model; ``arguments`` is raw JSON text."""
 
+    model_config = ConfigDict(defer_build=True)
+
     id: str
     name: str
     arguments: str = "{}"
@@ -60,6 +62,8 @@ class ToolCall(BaseModel):
 
 class Message(BaseModel):
     """One chat message. ``name`` carries the tool name on tool messages."""
+
+    model_config = ConfigDict(defer_build=True)
 
     role: Role
     content: str = ""
@@ -87,6 +91,10 @@ class Message(BaseModel):
         usage: Usage | None = None,
         reasoning: str | None = None,
     ) -> Message:
+        if not tool_calls and usage is None and reasoning is None:
+            return cls(
+                role=Role.ASSISTANT, content=text
+            )  # fewer fields to validate: the common case
         return cls(
             role=Role.ASSISTANT,
             content=text,
@@ -103,6 +111,8 @@ class Message(BaseModel):
 class ToolCallChunk(BaseModel):
     """A streamed fragment of a tool call; fragments with the same ``index`` form one call."""
 
+    model_config = ConfigDict(defer_build=True)
+
     index: int
     id: str | None = None
     name: str | None = None
@@ -111,6 +121,8 @@ class ToolCallChunk(BaseModel):
 
 class MessageChunk(BaseModel):
     """One streamed delta of an assistant message."""
+
+    model_config = ConfigDict(defer_build=True)
 
     content: str = ""
     reasoning: str = ""

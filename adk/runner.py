@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import uuid
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -216,7 +215,7 @@ class Runner(AsyncCloseable):
     ) -> AgentEvent:
         """Save the checkpoint; the interrupt event then reports its id, or an error event says why
         it could not be saved (a failed write leaves any previous checkpoint as it was)."""
-        checkpoint_id = checkpoint_id or uuid.uuid4().hex
+        checkpoint_id = checkpoint_id or os.urandom(16).hex()
         try:
             body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))

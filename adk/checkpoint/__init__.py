@@ -1,8 +1,8 @@
 """Checkpoint stores: where a paused run's checkpoint bytes are kept.
 
-The protocol and the in-memory and SQLite stores load with the package — they need only the
-standard library. ``RedisCheckpointStore`` and ``PostgresCheckpointStore`` load on first access,
-so ``import adk`` never imports ``redis`` or ``asyncpg`` (and works without them installed).
+The protocol and the in-memory store load with the package. ``SQLiteCheckpointStore``,
+``RedisCheckpointStore`` and ``PostgresCheckpointStore`` load on first access, so ``import adk``
+stays light and never imports ``redis`` or ``asyncpg`` (it works without them installed).
 """
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .memory import InMemoryCheckpointStore
-from .sqlite import SQLiteCheckpointStore
 from .store import CheckpointStore, CheckpointStoreError
 
 if TYPE_CHECKING:
     from .postgres import PostgresCheckpointStore
     from .redis import RedisCheckpointStore
+    from .sqlite import SQLiteCheckpointStore
 
 __all__ = [
     "CheckpointStore",
@@ -29,6 +29,8 @@ __all__ = [
 
 # name -> (module, the third-party package it needs, the pyadk extra that installs it)
 _LAZY = {
+    # SQLite needs only the standard library, but its worker thread machinery is not free to import.
+    "SQLiteCheckpointStore": (".sqlite", "sqlite3", ""),
     "RedisCheckpointStore": (".redis", "redis", "redis"),
     "PostgresCheckpointStore": (".postgres", "asyncpg", "postgres"),
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
@@ -17,6 +17,8 @@ class ModelOptions(BaseModel):
     """Per-call generation options. ``response_format`` is a JSON schema for structured output
     (``{"name": ..., "schema": {...}, "strict": bool}``); ``extra`` is passed through to the request
     body as is."""
+
+    model_config = ConfigDict(defer_build=True)
 
     temperature: float | None = None
     max_tokens: int | None = None
@@ -41,6 +43,8 @@ class ModelOptions(BaseModel):
 class RetryPolicy(BaseModel):
     """How an adapter retries transient failures: exponential backoff with optional jitter, capped
     at ``max_delay``; ``max_attempts`` counts the first try."""
+
+    model_config = ConfigDict(defer_build=True)
 
     max_attempts: int = 3
     initial_delay: float = 0.5

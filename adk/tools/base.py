@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..events import AgentAction, AgentEvent
 from ..interrupts import ResumeContext
@@ -24,6 +24,8 @@ __all__ = ["Tool", "ToolContext", "ToolError", "ToolResult", "ToolSpec", "Toolse
 class ToolSpec(BaseModel):
     """What a model is told about a tool: name, description and JSON-schema ``parameters``."""
 
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     description: str = ""
     parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
@@ -32,6 +34,8 @@ class ToolSpec(BaseModel):
 class ToolResult(BaseModel):
     """A tool's answer. ``content`` is what the model reads; ``structured`` keeps machine-readable
     output (MCP structured content, a pydantic model's data) for code that wants it."""
+
+    model_config = ConfigDict(defer_build=True)
 
     content: str
     is_error: bool = False
