@@ -18,7 +18,6 @@ from .interrupts import (
     _InterruptSignal,
     _ResumePlan,
     agent_segment,
-    join_address,
 )
 from .messages import Message
 
@@ -198,29 +197,36 @@ class RunContext:
     def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:
         """Context for a child agent: its address nests under ours; its run path is given or ours
         plus its name."""
-        return RunContext(
-            self._run,
+        return self._copy(
             run_path if run_path is not None else (*self.run_path, name),
-            join_address(self.address, agent_segment(name)),
+            f"{self.address}/agent:{name}" if self.address else agent_segment(name),
             self._lane,
-            enable_streaming=self.enable_streaming,
-            options=self.options,
-            loop_depth=self._loop_depth,
-            trace=self._trace,
+            self._loop_depth,
         )
 
     def _fork(self, *, lane: _Lane | None = None, loop_depth: int | None = None) -> RunContext:
         """The same place in the run with another history lane or loop depth."""
-        return RunContext(
-            self._run,
+        return self._copy(
             self.run_path,
             self.address,
             lane if lane is not None else self._lane,
-            enable_streaming=self.enable_streaming,
-            options=self.options,
-            loop_depth=self._loop_depth if loop_depth is None else loop_depth,
-            trace=self._trace,
+            self._loop_depth if loop_depth is None else loop_depth,
         )
+
+    def _copy(
+        self, run_path: tuple[str, ...], address: Address, lane: _Lane, loop_depth: int
+    ) -> RunContext:
+        # Made for every agent start, so it skips __init__'s keyword handling.
+        ctx = object.__new__(RunContext)
+        ctx._run = self._run
+        ctx.run_path = run_path
+        ctx.address = address
+        ctx._lane = lane
+        ctx.enable_streaming = self.enable_streaming
+        ctx.options = self.options
+        ctx._loop_depth = loop_depth
+        ctx._trace = self._trace
+        return ctx
 
     def _resume_slot(self, slot: str) -> ResumeContext | None:
         plan = self._run.plan
