@@ -217,7 +217,22 @@ async def test_workflow_agents_get_spans_and_steps_nest_under_them(
     assert attrs(named(spans, "invoke_agent outer")[0])["gen_ai.agent.description"] == "Two steps."
 
 
-class BarrierModel:
+class _GenerateOnly:
+    """A test model that is only ever called without streaming."""
+
+    model_name = "test"
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        raise NotImplementedError
+
+
+class BarrierModel(_GenerateOnly):
     """A model whose first call in each branch waits until every branch has called it, so the
     branches' chat spans are open at the same time (concurrency is forced, not hoped for)."""
 
@@ -242,15 +257,6 @@ class BarrierModel:
                 self.everyone.set()
             await self.everyone.wait()
         return await self.script.generate(messages, tools=tools, options=options)
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        options: ModelOptions | None = None,
-    ) -> AsyncIterator[MessageChunk]:
-        raise NotImplementedError
 
 
 async def test_parallel_branches_put_their_spans_under_their_own_agent_span(
@@ -566,7 +572,7 @@ async def test_an_agents_own_exception_is_recorded_on_its_span(
     assert events_of(named(spans, "invoke_agent seq")[0]) == []
 
 
-class HangingModel:
+class HangingModel(_GenerateOnly):
     """Signals that a call started, then never answers (until cancelled)."""
 
     model_name = "hanging"
@@ -584,15 +590,6 @@ class HangingModel:
         self.started.set()
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        options: ModelOptions | None = None,
-    ) -> AsyncIterator[MessageChunk]:
-        raise NotImplementedError
 
 
 async def test_a_cancelled_branch_ends_its_spans_without_an_error(

@@ -165,6 +165,19 @@ class _Listing:
     items: list[Any]
 
 
+async def _all_pages(list_page: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
+    """Every item of a paginated MCP listing (up to ``_PAGE_LIMIT`` pages, against endless cursors)."""
+    items: list[Any] = []
+    cursor: str | None = None
+    for _ in range(_PAGE_LIMIT):
+        page = await list_page(cursor=cursor)
+        items.extend(getattr(page, field))
+        cursor = page.next_cursor
+        if not cursor:
+            break
+    return items
+
+
 class MCPToolset(AsyncCloseable):
     """The tools of one MCP server, as a pyadk ``Toolset``.
 
@@ -272,14 +285,7 @@ class MCPToolset(AsyncCloseable):
         return listing
 
     async def _fetch_tools(self, client: Client) -> list[Any]:
-        wire: list[_WireTool] = []
-        cursor: str | None = None
-        for _ in range(_PAGE_LIMIT):
-            page = await client.list_tools(cursor=cursor)
-            wire.extend(page.tools)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        wire: list[_WireTool] = await _all_pages(client.list_tools, "tools")
         tools: list[Any] = []
         for tool in wire:
             spec = ToolSpec(
@@ -295,14 +301,7 @@ class MCPToolset(AsyncCloseable):
         return tools
 
     async def _fetch_prompts(self, client: Client) -> list[Any]:
-        wire: list[_WirePrompt] = []
-        cursor: str | None = None
-        for _ in range(_PAGE_LIMIT):
-            page = await client.list_prompts(cursor=cursor)
-            wire.extend(page.prompts)
-            cursor = page.next_cursor
-            if not cursor:
-                break
+        wire: list[_WirePrompt] = await _all_pages(client.list_prompts, "prompts")
         return [
             _MCPPrompt(
                 self,
