@@ -1,6 +1,7 @@
 """The one place that runs an agent and enforces the event rules.
 
-Every composite and the runner start children through ``drive``. It
+Every composite and the runner start children through ``drive`` (or, in the step runner of the
+sequential and loop workflows, through ``_AgentRun`` directly, which saves a generator per step). It
 - resumes the agent when the run resumes and the agent was interrupted (or re-raises its saved
   points unchanged when the resume does not address it),
 - stamps ``agent_name`` and ``run_path`` on events the agent left blank,
@@ -11,13 +12,14 @@ Every composite and the runner start children through ``drive``. It
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from .agent import Agent, AgentInput
 from .context import RunContext, _interrupt_event
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
+from .streams import MessageStream
 
 __all__ = ["drive", "signal_of"]
 
@@ -33,87 +35,205 @@ def signal_of(exc: Interrupt, address: str) -> _InterruptSignal:
     return exc._signal
 
 
-async def drive(
+class _AgentRun:
+    """One agent's run under the rules, as steps a caller takes around its own ``async for``:
+
+    ``skipped()`` / ``start()`` (may each answer with the one event the agent produces instead of
+    running), ``events(input)``, ``observe(event)`` for every event before passing it on,
+    ``record_stream()`` after passing on an event that carried a stream, ``failed(exc)`` for an
+    exception out of the agent, ``close(events)`` and ``finish()`` at the end.
+
+    It is an object rather than a generator so the step runner can drive children inline: a
+    generator per agent start costs more than all of this bookkeeping together.
+    """
+
+    __slots__ = (
+        "agent",
+        "ctx",
+        "error",
+        "handle",
+        "hooks",
+        "name",
+        "path",
+        "resumed",
+        "stream",
+        "stream_author",
+    )
+
+    def __init__(self, agent: Agent, ctx: RunContext) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.name = agent.name
+        self.path = ctx.run_path
+        self.hooks = ctx._run.hooks
+        self.handle: Any = None
+        self.error: ErrorInfo | None = None
+        self.resumed = False
+        self.stream: MessageStream | None = None  # a stream to record once the consumer took it
+        self.stream_author = ""
+
+    def skipped(self) -> AgentEvent | None:
+        """On resume: the event re-raising this agent's saved points when the resume does not
+        address it (the agent does not run); ``None`` when it runs."""
+        plan = self.ctx._run.plan
+        if plan is None:
+            return None
+        resume = plan.resume_for(self.ctx.address)
+        if resume is None:
+            return None
+        if resume.is_target:
+            self.resumed = True
+            return None
+        return _stamped(_interrupt_event(plan.subtree(self.ctx.address)), self.name, self.path)
+
+    async def start(self) -> AgentEvent | None:
+        """Tell the hooks (only call when there are hooks); a failing ``before_agent`` callback
+        answers with the error event, and the agent does not run."""
+        assert self.hooks is not None
+        try:
+            self.handle = await self.hooks.agent_start(self.agent, self.ctx)
+        except Exception as exc:
+            return _stamped(
+                AgentEvent(error=ErrorInfo.of(exc), exception=exc), self.name, self.path
+            )
+        return None
+
+    def events(self, input: AgentInput) -> AsyncIterator[AgentEvent]:
+        """The agent's event iterator: ``resume(ctx)`` when it resumes and has one, else ``run``."""
+        if self.resumed:
+            resume = getattr(self.agent, "resume", None)
+            if resume is not None:
+                return resume(self.ctx)  # type: ignore[no-any-return]
+        return self.agent.run(input, self.ctx)
+
+    def observe(self, event: AgentEvent) -> bool:
+        """Stamp, report and record one event of the agent; True if the agent must stop after it."""
+        if not event.agent_name:
+            event.agent_name = self.name
+        if not event.run_path:
+            event.run_path = self.path
+        if self.hooks is not None:
+            self.hooks.agent_event(self.handle, event)
+        output = event.output
+        if output is not None and not event._flags & _RECORDED:
+            path = self.path
+            if event.run_path is path or event.run_path == path:  # its own, not a child's
+                event._flags |= _RECORDED
+                if output.message is not None:
+                    self.ctx._record(event.agent_name, output.message)
+                elif output.stream is not None:
+                    self.stream = output.stream
+                    self.stream_author = event.agent_name
+        if event.error is not None:
+            self.error = event.error
+            return True
+        return event.ends_agent
+
+    async def record_stream(self) -> None:
+        """Record the streamed message the last event carried, once it is complete."""
+        stream = self.stream
+        assert stream is not None
+        self.ctx._record(self.stream_author, await stream.collect())
+        self.stream = None
+
+    def failed(self, exc: Exception) -> AgentEvent:
+        """The one event an exception out of the agent becomes."""
+        if isinstance(exc, Interrupt):
+            event = _interrupt_event(signal_of(exc, self.ctx.address))
+        else:
+            self.error = ErrorInfo.of(exc)
+            event = AgentEvent(error=self.error, exception=exc)
+        _stamped(event, self.name, self.path)
+        if self.hooks is not None:
+            self.hooks.agent_event(self.handle, event)
+        return event
+
+    async def finish(self) -> None:
+        """After the agent ended however it ended (its generator is closed by then)."""
+        stream = self.stream
+        if stream is not None and not stream.done:
+            await stream.aclose()  # the run ended before the stream: stop its source
+        if self.resumed:
+            plan = self.ctx._run.plan
+            if plan is not None:
+                plan.consume(self.ctx.address)
+        if self.hooks is not None:
+            await self.hooks.agent_end(self.handle, self.error)
+
+    def observe_passing(self, event: AgentEvent) -> None:
+        """A composite's own rules for an event of one of its children, which the child's run has
+        already stamped and recorded: report it, note an error. A failing hook fails the composite
+        (``_OwnFailure``), not the child."""
+        if self.hooks is not None:
+            try:
+                self.hooks.agent_event(self.handle, event)
+            except Exception as exc:
+                raise _OwnFailure(exc) from exc
+        if event.error is not None:
+            self.error = event.error
+
+    @property
+    def needs_finish(self) -> bool:
+        """Whether ``finish`` has anything to do: most agent runs skip its await."""
+        return self.stream is not None or self.resumed or self.hooks is not None
+
+
+class _OwnFailure(Exception):
+    """Carries an exception of a composite's own rules out through its child's ``try`` blocks."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+async def close_events(events: AsyncIterator[AgentEvent]) -> None:
+    """Close an agent's event iterator (an exhausted generator has no frame: nothing to close)."""
+    if getattr(events, "ag_frame", True) is not None:
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
+    """Run (or resume) ``agent`` at ``ctx`` and yield its events under the framework's rules.
+
+    The framework's own sequences and loops apply these rules in their step runner
+    (``_adk_drive``), which saves a generator level on every event of every step.
+    """
+    fused = getattr(agent, "_adk_drive", None)
+    if fused is not None:
+        return fused(input, ctx)  # type: ignore[no-any-return]
+    return _drive(agent, input, ctx)
+
+
+async def _drive(
     agent: Agent, input: AgentInput, ctx: RunContext
 ) -> AsyncGenerator[AgentEvent, None]:
-    """Run (or resume) ``agent`` at ``ctx`` and yield its events under the framework's rules."""
-    run = ctx._run
-    plan = run.plan
-    resumed = False
-    if plan is not None:
-        resume = plan.resume_for(ctx.address)
-        if resume is not None:
-            if not resume.is_target:
-                event = _interrupt_event(plan.subtree(ctx.address))
-                event.agent_name, event.run_path = agent.name, ctx.run_path
-                yield event
-                return
-            resumed = True
-    name = agent.name
-    path = ctx.run_path
-    hooks = run.hooks
-    try:
-        handle: Any = await hooks.agent_start(agent, ctx) if hooks is not None else None
-    except Exception as exc:  # a failing before_agent callback: the agent fails before it starts
-        yield _stamped(AgentEvent(error=ErrorInfo.of(exc), exception=exc), name, path)
+    run = _AgentRun(agent, ctx)
+    early = run.skipped()
+    if early is None and run.hooks is not None:
+        early = await run.start()
+    if early is not None:
+        yield early
         return
-    error: ErrorInfo | None = None
-    resume_fn = getattr(agent, "resume", None) if resumed else None
-    record_stream = None
     try:
-        events = resume_fn(ctx) if resume_fn is not None else agent.run(input, ctx)
+        events = run.events(input)
         try:  # not `async with closing(...)`: this runs once per agent and try/finally is cheaper
             async for event in events:
-                if not event.agent_name:
-                    event.agent_name = name
-                if not event.run_path:
-                    event.run_path = path
-                if hooks is not None:
-                    hooks.agent_event(handle, event)
-                output = event.output
-                record_stream = None
-                if (
-                    output is not None
-                    and not event._flags & _RECORDED
-                    and (event.run_path is path or event.run_path == path)
-                ):
-                    event._flags |= _RECORDED
-                    if output.message is not None:
-                        ctx._record(event.agent_name, output.message)
-                    elif output.stream is not None:
-                        record_stream = output.stream
-                if event.error is not None:
-                    error = event.error
+                stop = run.observe(event)
                 yield event
-                if record_stream is not None:
-                    ctx._record(event.agent_name, await record_stream.collect())
-                    record_stream = None
-                if event.error is not None or event.ends_agent:
+                if run.stream is not None:
+                    await run.record_stream()
+                if stop:
                     break
         finally:
-            # An exhausted async generator has no frame left: closing it would only cost an await.
             if getattr(events, "ag_frame", True) is not None:
-                aclose = getattr(events, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-    except Interrupt as exc:
-        event = _stamped(_interrupt_event(signal_of(exc, ctx.address)), name, path)
-        if hooks is not None:
-            hooks.agent_event(handle, event)
-        yield event
+                await close_events(events)
     except Exception as exc:
-        error = ErrorInfo.of(exc)
-        event = _stamped(AgentEvent(error=error, exception=exc), name, path)
-        if hooks is not None:
-            hooks.agent_event(handle, event)
-        yield event
+        yield run.failed(exc)
     finally:
-        if record_stream is not None and not record_stream.done:
-            await record_stream.aclose()  # the run ended before the stream: stop its source
-        if resumed and plan is not None:
-            plan.consume(ctx.address)
-        if hooks is not None:
-            await hooks.agent_end(handle, error)
+        if run.needs_finish:
+            await run.finish()
 
 
 def _stamped(event: AgentEvent, name: str, path: tuple[str, ...]) -> AgentEvent:

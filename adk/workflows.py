@@ -9,11 +9,11 @@ it was (step index, loop iteration, finished branches, the run path) in the trav
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
 from ._aio import closing
-from ._driver import drive, take_break
+from ._driver import _AgentRun, _OwnFailure, close_events, drive, take_break
 from .agent import Agent, AgentInput
 from .context import RunContext, _interrupt_event, _Lane
 from .events import _BREAK_HANDLED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
@@ -32,7 +32,149 @@ def _unique_children(owner: str, sub_agents: Iterable[Agent]) -> list[Agent]:
     return children
 
 
+class _Steps:
+    """One run of a sequence's or loop's steps: where it stands, and what an event passing up
+    from a step gets (the workflow's place saved in an interrupt, a loop break taken).
+
+    ``own`` is set when ``drive`` handed the workflow's own run to the step runner (see
+    ``_Workflow._adk_drive``): the workflow's rules are then applied here, and each event crosses
+    one generator fewer.
+    """
+
+    __slots__ = ("ctx", "is_loop", "iteration", "own", "path", "steps_ctx")
+
+    def __init__(self, ctx: RunContext, own: _AgentRun | None, is_loop: bool) -> None:
+        self.ctx = ctx
+        self.own = own
+        self.is_loop = is_loop
+        # Steps of a loop see one more enclosing loop, so a break inside them stops at this loop.
+        self.steps_ctx = ctx._fork(loop_depth=ctx._loop_depth + 1) if is_loop else ctx
+        self.path = ctx.run_path  # run path of the step last started
+        self.iteration = 0
+
+    def pass_up(self, event: AgentEvent, index: int, path: tuple[str, ...]) -> bool:
+        """The workflow's part in an event of step ``index``; True if the steps stop after it
+        because it breaks the (innermost) loop."""
+        if event._signal is not None:
+            state: dict[str, Any] = {"index": index, "run_path": list(path)}
+            if self.is_loop:
+                state["iteration"] = self.iteration
+            event._signal.save(self.ctx.address, state)
+            return False
+        if event.action is None or not take_break(event, self.steps_ctx._loop_depth):
+            return False
+        if self.is_loop:
+            event._flags |= _BREAK_HANDLED  # this loop takes it; enclosing loops let it pass
+        return True
+
+
+async def _run_steps(
+    workflow: SequentialAgent | LoopAgent,
+    ctx: RunContext,
+    own: _AgentRun | None,
+    resuming: bool,
+) -> AsyncGenerator[AgentEvent, None]:
+    """Run a sequence's steps once, or a loop's steps until ``max_iterations``, in order.
+
+    Ends after a step's error, exit, interrupt or unhandled transfer, and after the step that
+    breaks the loop. On interrupt the workflow saves ``{index, run_path[, iteration]}`` at its
+    address; ``resuming`` starts from there. Run paths grow with every step started.
+
+    Steps are driven inline with ``_AgentRun`` (the rules ``drive`` applies) rather than through a
+    ``drive`` generator each, so a step costs one generator: its own.
+    """
+    if own is not None:
+        early = own.skipped()
+        if early is None and own.hooks is not None:
+            early = await own.start()
+        if early is not None:
+            yield early
+            return
+        resuming = own.resumed
+    steps = _Steps(ctx, own, isinstance(workflow, LoopAgent))
+    limit = workflow.max_iterations if isinstance(workflow, LoopAgent) else 1
+    children = workflow.sub_agents
+    try:
+        start = 0
+        if resuming:
+            state = _saved_state(ctx)
+            start = state["index"]
+            steps.iteration = state.get("iteration", 0)
+            steps.path = tuple(state["run_path"])
+        while limit is None or steps.iteration < limit:
+            for index in range(start, len(children)):
+                child = children[index]
+                if not (resuming and index == start):
+                    steps.path = (*steps.path, child.name)
+                path = steps.path
+                child_ctx = steps.steps_ctx._child(child.name, run_path=path)
+                run = _AgentRun(child, child_ctx)
+                stop = broke = False
+                early = run.skipped()
+                if early is None and run.hooks is not None:
+                    early = await run.start()
+                if early is not None:  # the child answers without running
+                    broke = steps.pass_up(early, index, path)
+                    if own is not None:
+                        own.observe_passing(early)
+                    yield early
+                    if early.error is not None or early.ends_agent or broke:
+                        return
+                    continue
+                try:
+                    events = run.events(build_input(child_ctx, child.name))
+                    try:
+                        async for event in events:
+                            stop = run.observe(event)
+                            if steps.pass_up(event, index, path):
+                                broke = True
+                            if own is not None:
+                                own.observe_passing(event)
+                            yield event
+                            if run.stream is not None:
+                                await run.record_stream()
+                            if stop:
+                                break
+                    finally:
+                        if getattr(events, "ag_frame", True) is not None:  # suspended: close it
+                            await close_events(events)
+                except _OwnFailure:
+                    raise
+                except Exception as exc:
+                    event = run.failed(exc)
+                    steps.pass_up(event, index, path)
+                    if own is not None:
+                        own.observe_passing(event)
+                    yield event
+                    stop = True
+                finally:
+                    if run.needs_finish:
+                        await run.finish()
+                if stop or broke:
+                    return
+            steps.iteration += 1
+            start, resuming = 0, False
+    except _OwnFailure as failure:
+        assert own is not None
+        yield own.failed(failure.cause)
+    except Exception as exc:
+        if own is None:
+            raise
+        yield own.failed(exc)
+    finally:
+        if own is not None and own.needs_finish:
+            await own.finish()
+
+
 class _Workflow:
+    _adk_drive: Any = None  # set by the workflows whose step runner applies drive's rules
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__
+        if ("run" in own or "resume" in own) and "_adk_drive" not in own:
+            cls._adk_drive = None  # a subclass that runs differently is driven the general way
+
     def __init__(self, name: str, sub_agents: Iterable[Agent], description: str = "") -> None:
         if not name:
             raise ValueError("a workflow agent needs a non-empty name")
@@ -45,62 +187,18 @@ class _Workflow:
         return f"{type(self).__name__}({self.name!r}, [{subs}])"
 
 
-class _Cursor:
-    """Where a run of steps stands: the run path of the last step started."""
-
-    __slots__ = ("path",)
-
-    def __init__(self, path: tuple[str, ...]) -> None:
-        self.path = path
-
-
-async def _run_steps(
-    children: list[Agent],
-    ctx: RunContext,
-    start: int,
-    cursor: _Cursor,
-    state_extra: dict[str, Any],
-    resuming: bool,
-) -> AsyncIterator[AgentEvent]:
-    """Run ``children[start:]`` in order, growing ``cursor.path``; shared by sequences and loops.
-
-    Ends early on interrupt (saving ``{index, run_path, **state_extra}`` at the workflow's address)
-    and, inside a loop, after the step that asked to break the loop. ``cursor.path`` is the run
-    path of the step before ``start`` (or of step ``start`` itself when ``resuming``).
-    """
-    for index in range(start, len(children)):
-        child = children[index]
-        if not (resuming and index == start):
-            cursor.path = (*cursor.path, child.name)
-        path = cursor.path
-        child_ctx = ctx._child(child.name, run_path=path)
-        stop_after = False
-        events = drive(child, build_input(child_ctx, child.name), child_ctx)
-        try:
-            async for event in events:
-                if event._signal is not None:
-                    state = {"index": index, "run_path": list(path), **state_extra}
-                    event._signal.save(ctx.address, state)
-                elif event.action is not None and take_break(event, ctx._loop_depth):
-                    stop_after = True
-                yield event
-        finally:
-            if getattr(events, "ag_frame", True) is not None:  # suspended: close it and below
-                await events.aclose()
-        if stop_after:
-            return
-
-
 class SequentialAgent(_Workflow):
     """Runs its sub-agents one after another."""
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return _run_steps(self.sub_agents, ctx, 0, _Cursor(ctx.run_path), {}, False)
+        return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        state = _saved_state(ctx)
-        cursor = _Cursor(tuple(state["run_path"]))
-        return _run_steps(self.sub_agents, ctx, state["index"], cursor, {}, True)
+        return _run_steps(self, ctx, None, True)
+
+    def _adk_drive(self, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
+        """``drive(self, ...)``: the workflow's own rules applied by its step runner."""
+        return _run_steps(self, ctx, _AgentRun(self, ctx), False)
 
 
 class LoopAgent(_Workflow):
@@ -120,31 +218,14 @@ class LoopAgent(_Workflow):
         self.max_iterations = max_iterations
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return self._iterate(ctx, 0, 0, ctx.run_path, False)
+        return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        state = _saved_state(ctx)
-        path = tuple(state["run_path"])
-        return self._iterate(ctx, state["iteration"], state["index"], path, True)
+        return _run_steps(self, ctx, None, True)
 
-    async def _iterate(
-        self, ctx: RunContext, iteration: int, start: int, path: tuple[str, ...], resuming: bool
-    ) -> AsyncIterator[AgentEvent]:
-        inner = ctx._fork(loop_depth=ctx._loop_depth + 1)
-        cursor = _Cursor(path)
-        while self.max_iterations is None or iteration < self.max_iterations:
-            broke = False
-            state = {"iteration": iteration}
-            steps = _run_steps(self.sub_agents, inner, start, cursor, state, resuming)
-            async with closing(steps) as events:
-                async for event in events:
-                    if take_break(event, inner._loop_depth):
-                        event._flags |= _BREAK_HANDLED
-                        broke = True
-                    yield event
-            if broke:
-                return
-            iteration, start, resuming = iteration + 1, 0, False
+    def _adk_drive(self, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
+        """``drive(self, ...)``: the workflow's own rules applied by its step runner."""
+        return _run_steps(self, ctx, _AgentRun(self, ctx), False)
 
 
 def _saved_state(ctx: RunContext) -> dict[str, Any]:
