@@ -42,11 +42,14 @@ class Reply:
     """One scripted turn.
 
     ``status`` >= 400 makes it an HTTP error (``error`` is the server's message, ``retry_after`` the
-    Retry-After header). ``delay`` stalls before the response headers. For streams, ``break_after``
-    drops the connection after that many SSE events (an incomplete chunked body), ``end_after``
-    ends the body cleanly after that many events, without the model having finished, and
-    ``error_after`` sends the protocol's error event (message ``error``) after that many events.
-    ``repeat_name`` makes tool-call fragments repeat id and name, as llama.cpp does.
+    Retry-After header). ``delay`` stalls before the response headers or, for a stream with
+    ``stall_after``, after the headers and that many SSE events (a server that stops mid-answer).
+    For streams, ``break_after`` drops the connection after that many SSE events (an incomplete
+    chunked body), ``end_after`` ends the body cleanly after that many events, without the model
+    having finished, and ``error_after`` sends the protocol's error event (message ``error``) after
+    that many events. ``repeat_name`` makes tool-call fragments repeat id and name, as llama.cpp
+    does. ``response_id`` replaces the id the server reports (``chatcmpl-<n>`` / ``resp_<n>``, n
+    counting the server's answers), so two calls can be compared field for field.
     """
 
     text: str = ""
@@ -63,6 +66,8 @@ class Reply:
     break_after: int | None = None
     end_after: int | None = None
     error_after: int | None = None
+    stall_after: int | None = None
+    response_id: str | None = None
 
     @property
     def finish(self) -> str:
@@ -187,7 +192,7 @@ class OpenAIServer:
             await self._send_json(writer, 404, {"error": {"message": f"Unknown path {target}"}})
             return True
         reply = self._next_reply()
-        if reply.delay:
+        if reply.delay and reply.stall_after is None:
             await asyncio.sleep(reply.delay)
         if reply.status >= 400:
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
@@ -246,7 +251,12 @@ class OpenAIServer:
         )
         cut = reply.break_after if reply.break_after is not None else reply.end_after
         parts = [head.encode()]
-        for event in events if cut is None else events[:cut]:
+        for position, event in enumerate(events if cut is None else events[:cut]):
+            if position == reply.stall_after:
+                writer.write(b"".join(parts))
+                await writer.drain()
+                parts.clear()
+                await asyncio.sleep(reply.delay)
             data = event.encode()
             parts.append(b"%x\r\n%s\r\n" % (len(data), data))
         if reply.break_after is not None:
@@ -298,7 +308,7 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
     if reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     return {
-        "id": f"chatcmpl-{n}",
+        "id": reply.response_id or f"chatcmpl-{n}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
@@ -314,7 +324,7 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {
-            "id": f"chatcmpl-{n}",
+            "id": reply.response_id or f"chatcmpl-{n}",
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
@@ -391,7 +401,7 @@ def _response_object(reply: Reply, model: str, n: int, status: str) -> dict[str,
         status = "incomplete"
     done = status != "in_progress"
     return {
-        "id": f"resp_{n}",
+        "id": reply.response_id or f"resp_{n}",
         "object": "response",
         "created_at": int(time.time()),
         "model": model,

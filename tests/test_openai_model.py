@@ -364,6 +364,87 @@ async def test_timeout_retried_then_surfaced(server: OpenAIServer) -> None:
     assert len(server.requests) == 2
 
 
+def test_timeout_must_be_positive_seconds() -> None:
+    for bad in (0, -1.5, float("nan"), float("inf"), True, "5"):
+        with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+            OpenAIChatModel("m", base_url="http://x", timeout=bad)  # type: ignore[arg-type]
+    assert OpenAIChatModel("m", base_url="http://x", timeout=2).timeout == 2.0
+    assert OpenAIChatModel("m", base_url="http://x").timeout is None
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_timeout_argument_fires_is_retried_then_surfaced(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    server.script(Reply(text="late", delay=5.0), Reply(text="late", delay=5.0))
+    policy = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01)
+    model = OpenAIChatModel(
+        "test-model",
+        base_url=server.base_url,
+        api_key="k",
+        api=api,  # type: ignore[arg-type]
+        retry=policy,
+        timeout=0.1,
+    )
+    async with model:
+        with pytest.raises(ModelError, match=r"the request timed out.*2 attempts") as caught:
+            await call(model, streaming, [Message.user("hi")])
+    assert isinstance(caught.value.__cause__, openai.APITimeoutError)
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_timeout_applies_to_a_borrowed_client_for_this_model_only(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    # A stream stalls after its headers and opening event (nothing for the caller yet): the timeout
+    # bounds each read of the body, not only the wait for headers, and the attempt is retried.
+    stalled = Reply(text="late", delay=5.0, stall_after=1 if streaming else None)
+    server.script(stalled, Reply(text="on time"))
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k")  # SDK default: 10 minutes
+    model = OpenAIChatModel(
+        "test-model",
+        client=client,
+        api=api,  # type: ignore[arg-type]
+        retry=FAST,
+        timeout=0.25,
+    )
+    try:
+        message = await call(model, streaming, [Message.user("hi")])
+    finally:
+        await client.close()
+    assert message.content == "on time"
+    assert len(server.requests) == 2
+    assert client.timeout == openai.DEFAULT_TIMEOUT  # the user's client keeps its own setting
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stream_stalling_after_chunks_times_out_without_retry(
+    server: OpenAIServer, api: str
+) -> None:
+    server.script(
+        Reply(text="an answer that stops half way", delay=5.0, stall_after=4),
+        Reply(text="unused"),
+    )
+    received: list[MessageChunk] = []
+    model = OpenAIChatModel(
+        "test-model",
+        base_url=server.base_url,
+        api_key="k",
+        api=api,  # type: ignore[arg-type]
+        retry=FAST,
+        timeout=0.1,
+    )
+    async with model:
+        with pytest.raises(ModelError, match=r"mid-stream.*the request timed out"):
+            async for chunk in model.stream([Message.user("hi")]):
+                received.append(chunk)
+    assert "".join(c.content for c in received).startswith("an answer")
+    assert len(server.requests) == 1  # chunks had reached the caller: never retried
+
+
 async def test_own_client_retries_are_switched_off(server: OpenAIServer) -> None:
     """A user's client configured to retry must not retry under the adapter: only the policy does."""
     server.script(*[Reply(status=500)] * 5)
@@ -396,6 +477,75 @@ def test_retry_after_header_forms() -> None:
     assert retry_after_seconds({"retry-after": formatdate(now - 30, usegmt=True)}, now=now) == 0
     assert retry_after_seconds({"retry-after": "soon"}) is None
     assert retry_after_seconds({}) is None
+
+
+# -- response identity in metadata ---------------------------------------------------------------
+
+_CHUNK_METADATA = "metadata" in MessageChunk.model_fields
+needs_chunk_metadata = pytest.mark.xfail(
+    not _CHUNK_METADATA,
+    reason="MessageChunk has no metadata field yet (adk/messages.py), so join_chunks drops it",
+    strict=True,
+)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_reply_metadata_names_the_served_model_and_response_id(api: str) -> None:
+    # the server answers as a model other than the one asked for: the metadata says who answered
+    async with (
+        OpenAIServer([Reply(text="hi")] * 2, model="served-model-v2") as server,
+        make_model(server, api) as model,
+    ):
+        first = await model.generate([Message.user("hi")])
+        second = await model.generate([Message.user("hi")])
+    ids = ("chatcmpl-1", "chatcmpl-2") if api == "chat" else ("resp_1", "resp_2")
+    assert [first.metadata, second.metadata] == [
+        {"finish_reason": "stop", "response_model": "served-model-v2", "response_id": ident}
+        for ident in ids
+    ]
+
+
+@needs_chunk_metadata
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(text="hello there", response_id="reply-42"),
+        Reply(tool_calls=[Call("add", '{"a": 1, "b": 2}')], response_id="reply-42"),
+        Reply(text="cut sho", finish_reason="length", response_id="reply-42"),
+    ],
+    ids=["text", "tool_calls", "length"],
+)
+async def test_streamed_reply_has_the_metadata_of_a_plain_one(api: str, reply: Reply) -> None:
+    async with (
+        OpenAIServer([reply, reply], model="served-model-v2") as server,
+        make_model(server, api) as model,
+    ):
+        plain = await call(model, False, [Message.user("hi")], tools=[ADD])
+        streamed = await call(model, True, [Message.user("hi")], tools=[ADD])
+    assert plain.metadata == {
+        "finish_reason": reply.finish,
+        "response_model": "served-model-v2",
+        "response_id": "reply-42",
+    }
+    assert streamed.metadata == plain.metadata
+
+
+@needs_chunk_metadata
+@pytest.mark.parametrize("api", APIS)
+async def test_streamed_reply_metadata_through_a_runner(api: str) -> None:
+    """The framework's own stream (``MessageStream``, recorded in history) keeps it too."""
+    async with (
+        OpenAIServer([Reply(text="streamed")], model="served-model-v2") as server,
+        make_model(server, api) as model,
+    ):
+        agent = ReActAgent("bot", model)
+        result = await Runner(agent, enable_streaming=True).invoke("hi")
+    (stream,) = [e.output.stream for e in result.events if e.output and e.output.stream]
+    message = await stream.collect()
+    assert message.content == "streamed"
+    assert message.metadata["response_model"] == "served-model-v2"
+    assert message.metadata["response_id"] == ("chatcmpl-1" if api == "chat" else "resp_1")
 
 
 # -- streams that fail ----------------------------------------------------------------------------

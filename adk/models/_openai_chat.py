@@ -9,6 +9,8 @@ from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
     function_choice_name,
+    identity_metadata,
+    identity_of,
     json_schema_of,
     reasoning_of,
     require_tool_call_id,
@@ -157,15 +159,20 @@ class ChatStreamDecoder:
     Tool-call fragments pass through as ``ToolCallChunk``s with whatever id/name each fragment
     carries; ``adk.messages.join_chunks`` takes them once per index (llama.cpp repeats the name in
     every fragment). Only choice 0 is read. Chunks that carry nothing (the role-only opener) yield
-    None, so "nothing reached the caller yet" stays true for as long as it really is.
+    None, so "nothing reached the caller yet" stays true for as long as it really is. The chunk
+    with the finish reason also carries the stream's ``response_model`` / ``response_id`` (read from
+    the first chunk that names them) as metadata, as a non-streamed completion would.
     """
 
-    __slots__ = ("finished",)
+    __slots__ = ("_identity", "finished")
 
     def __init__(self) -> None:
         self.finished = False
+        self._identity: dict[str, str] = {}
 
     def feed(self, chunk: Any) -> MessageChunk | None:
+        if not self._identity:
+            self._identity = identity_of(chunk)
         usage = usage_of(getattr(chunk, "usage", None), "prompt_tokens", "completion_tokens")
         content = reasoning = ""
         fragments: list[ToolCallChunk] = []
@@ -192,12 +199,15 @@ class ChatStreamDecoder:
             if isinstance(reason, str) and reason:
                 finish = reason
                 self.finished = True
-        if not (content or reasoning or fragments or usage is not None or finish):
+        if finish is not None:
+            return MessageChunk(
+                content=content,
+                reasoning=reasoning,
+                tool_calls=fragments,
+                usage=usage,
+                finish_reason=finish,
+                **identity_metadata(self._identity),
+            )
+        if not (content or reasoning or fragments or usage is not None):
             return None
-        return MessageChunk(
-            content=content,
-            reasoning=reasoning,
-            tool_calls=fragments,
-            usage=usage,
-            finish_reason=finish,
-        )
+        return MessageChunk(content=content, reasoning=reasoning, tool_calls=fragments, usage=usage)

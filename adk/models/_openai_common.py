@@ -115,9 +115,28 @@ def unknown_role(message: Message, position: int) -> ValueError:
     return ValueError(f"messages[{position}] has role {message.role!r}; expected one of {roles}")
 
 
-def response_identity(message: Message, response: Any) -> None:
-    """The model that actually answered and the response id (tracing reports both)."""
+def identity_of(response: Any) -> dict[str, str]:
+    """``response_model`` (the model that actually answered) and ``response_id`` of a response,
+    completion or stream chunk, as far as the server said them; tracing reports both."""
+    identity: dict[str, str] = {}
     for key, attribute in (("response_model", "model"), ("response_id", "id")):
         value = getattr(response, attribute, None)
         if isinstance(value, str) and value:
-            message.metadata[key] = value
+            identity[key] = value
+    return identity
+
+
+def response_identity(message: Message, response: Any) -> None:
+    """Record :func:`identity_of` ``response`` in ``message.metadata``."""
+    message.metadata.update(identity_of(response))
+
+
+def identity_metadata(identity: dict[str, str]) -> dict[str, Any]:
+    """Keyword arguments that put a stream's identity on its finishing ``MessageChunk`` as
+    ``metadata``, which ``join_chunks`` carries into the joined message: a streamed reply then
+    records what a non-streamed one does.
+
+    Spelled as a dict rather than ``metadata=`` until ``MessageChunk`` declares the field (a change
+    to ``adk/messages.py``); until then pydantic drops the unknown keyword.
+    """
+    return {"metadata": dict(identity)} if identity else {}

@@ -16,6 +16,8 @@ from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
     function_choice_name,
+    identity_metadata,
+    identity_of,
     json_schema_of,
     require_tool_call_id,
     response_identity,
@@ -196,15 +198,18 @@ class ResponsesStreamDecoder:
     Function calls are numbered 0, 1, ... in the order their items appear (``output_index`` counts
     every item, messages and reasoning too). Arguments come from the delta events; a server that only
     sends the finished item (no deltas) still gets its arguments through from ``output_item.done``.
-    ``response.failed`` and ``error`` events raise ``ModelError``.
+    ``response.failed`` and ``error`` events raise ``ModelError``. The finishing chunk carries the
+    response's ``response_model`` / ``response_id`` as metadata, as a non-streamed response would:
+    what the final response object says, over what ``response.created`` / ``in_progress`` said.
     """
 
-    __slots__ = ("_argued", "_calls", "finished")
+    __slots__ = ("_argued", "_calls", "_identity", "finished")
 
     def __init__(self) -> None:
         self.finished = False
         self._calls: dict[int, int] = {}  # output_index -> tool-call index
         self._argued: set[int] = set()  # tool-call indexes whose arguments were streamed
+        self._identity: dict[str, str] = {}
 
     def _index(self, output_index: object) -> int:
         key = output_index if isinstance(output_index, int) else -1
@@ -248,10 +253,14 @@ class ResponsesStreamDecoder:
         if kind in ("response.completed", "response.incomplete"):
             self.finished = True
             response = getattr(event, "response", None)
-            return _chunk(
+            return MessageChunk(
                 usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
                 finish_reason=_finish_reason(response, bool(self._calls)),
+                **identity_metadata({**self._identity, **identity_of(response)}),
             )
+        if kind in ("response.created", "response.in_progress"):
+            self._identity.update(identity_of(getattr(event, "response", None)))
+            return None
         if kind == "response.failed":
             raise ModelError(
                 f"the response failed: {_failure_text(getattr(event, 'response', None))}"

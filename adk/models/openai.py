@@ -9,6 +9,7 @@ client, error classification and the streaming contract.
 from __future__ import annotations
 
 import functools
+import math
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
@@ -48,9 +49,18 @@ class OpenAIChatModel(AsyncCloseable):
     ``api_key`` (else ``OPENAI_API_KEY``) is required for OpenAI itself; for other servers it may be
     omitted and a placeholder is sent, since local servers usually ignore it.
 
-    ``client``: bring your own ``AsyncOpenAI`` (for timeouts, proxies, headers); it is used through
-    ``client.with_options(max_retries=0)`` and is not closed by :meth:`aclose` — you own it. Do not
-    combine it with ``base_url`` / ``api_key``.
+    ``client``: bring your own ``AsyncOpenAI`` (for proxies, headers, separate connect and read
+    timeouts); it is used through ``client.with_options(max_retries=0)`` (and ``timeout`` if given)
+    and is not closed by :meth:`aclose` — you own it. Do not combine it with ``base_url`` /
+    ``api_key``.
+
+    ``timeout`` (seconds) is handed to the SDK, which bounds connecting and each wait for the server
+    (for the response headers, for the next piece of a body or stream) with it — not the whole call,
+    so a long answer streaming steadily is not cut off while one that stalls is. It applies to the
+    client this model builds or, with your own ``client``, to this model's requests only (that
+    client keeps its setting for its other users). ``None`` keeps the client's default (the SDK's
+    10 minutes, or what your client says). A timed-out attempt is retried like any transient
+    failure; when attempts run out, :class:`ModelError` says the request timed out.
 
     Retries follow ``retry`` (tenacity): connection errors, timeouts, HTTP 408/409/429/5xx, waiting
     what Retry-After says (capped at ``max_delay``) or exponential backoff with jitter. The SDK's own
@@ -77,6 +87,7 @@ class OpenAIChatModel(AsyncCloseable):
         client: openai.AsyncOpenAI | None = None,
         api: Literal["chat", "responses"] = "chat",
         retry: RetryPolicy | None = None,
+        timeout: float | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(
@@ -87,13 +98,17 @@ class OpenAIChatModel(AsyncCloseable):
         self.model_name = model
         self.api: Literal["chat", "responses"] = api
         self.retry = retry if retry is not None else RetryPolicy()
+        self.timeout = _check_timeout(timeout)
+        sdk_timeout = openai.not_given if self.timeout is None else self.timeout
         if client is not None:
             if base_url is not None or api_key is not None:
                 raise ValueError(
                     "pass either client= or base_url=/api_key=, not both: configure the client "
                     "you pass in with the URL and key it should use"
                 )
-            self._client = client.with_options(max_retries=0)
+            # with_options makes a copy sharing the connection pool: the timeout applies to this
+            # model's requests only, the client keeps its own setting for its other users.
+            self._client = client.with_options(max_retries=0, timeout=sdk_timeout)
             self._owns_client = False
         else:
             url = _resolve_base_url(base_url)
@@ -105,7 +120,12 @@ class OpenAIChatModel(AsyncCloseable):
                         "base_url / OPENAI_BASE_URL at an OpenAI-compatible server)"
                     )
                 key = _KEYLESS
-            self._client = openai.AsyncOpenAI(api_key=key, base_url=url, max_retries=0)
+            self._client = openai.AsyncOpenAI(
+                api_key=key,
+                base_url=url,
+                max_retries=0,
+                timeout=sdk_timeout,
+            )
             self._owns_client = True
         self.base_url = str(self._client.base_url).rstrip("/")
         official = urlsplit(self.base_url).hostname == _OPENAI_HOST
@@ -259,6 +279,24 @@ class OpenAIChatModel(AsyncCloseable):
             await self._client.close()
 
 
+def _check_timeout(timeout: float | None) -> float | None:
+    """``timeout`` if it is None or a positive number of seconds; a clear error otherwise (the SDK
+    would take 0 or a negative number and fail every call with a confusing timeout)."""
+    if timeout is None:
+        return None
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, (int, float))
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        raise ValueError(
+            f"timeout must be a positive number of seconds, or None for the client's default; "
+            f"got {timeout!r}"
+        )
+    return float(timeout)
+
+
 def _resolve_base_url(base_url: str | None) -> str | None:
     """The API root to use (see the class docstring for the rule); None means OpenAI's default."""
     source = "base_url"
@@ -290,6 +328,7 @@ def _resolve_base_url(base_url: str | None) -> str | None:
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+    # APITimeoutError is an APIConnectionError: a timed-out attempt is retried like a dropped one.
     return isinstance(exc, (openai.APIConnectionError, _StreamTruncated))
 
 
