@@ -11,6 +11,8 @@ from .messages import Message
 
 __all__ = ["Agent", "AgentInput", "BaseAgent", "ResumableAgent"]
 
+_new = object.__new__
+
 
 class AgentInput:
     """The messages an agent starts from, and whether the run streams.
@@ -28,8 +30,10 @@ class AgentInput:
 
     @classmethod
     def _lazy(cls, build: Callable[[], list[Message]], enable_streaming: bool) -> AgentInput:
-        value = cls(None, enable_streaming)
+        value = _new(cls)  # made for every agent start: skip __init__
+        value._messages = None
         value._build = build
+        value.enable_streaming = enable_streaming
         return value
 
     @property

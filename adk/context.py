@@ -23,6 +23,8 @@ from .messages import Message
 
 __all__ = ["RunContext", "Session"]
 
+_new = object.__new__
+
 
 class Session:
     """Key-value store shared by every agent of a run (and by ``AgentTool`` inner runs)."""
@@ -197,12 +199,16 @@ class RunContext:
     def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:
         """Context for a child agent: its address nests under ours; its run path is given or ours
         plus its name."""
-        return self._copy(
-            run_path if run_path is not None else (*self.run_path, name),
-            f"{self.address}/agent:{name}" if self.address else agent_segment(name),
-            self._lane,
-            self._loop_depth,
-        )
+        ctx = _new(RunContext)  # made for every agent start: one call, no keyword handling
+        ctx._run = self._run
+        ctx.run_path = run_path if run_path is not None else (*self.run_path, name)
+        ctx.address = f"{self.address}/agent:{name}" if self.address else agent_segment(name)
+        ctx._lane = self._lane
+        ctx.enable_streaming = self.enable_streaming
+        ctx.options = self.options
+        ctx._loop_depth = self._loop_depth
+        ctx._trace = self._trace
+        return ctx
 
     def _fork(self, *, lane: _Lane | None = None, loop_depth: int | None = None) -> RunContext:
         """The same place in the run with another history lane or loop depth."""
@@ -216,8 +222,7 @@ class RunContext:
     def _copy(
         self, run_path: tuple[str, ...], address: Address, lane: _Lane, loop_depth: int
     ) -> RunContext:
-        # Made for every agent start, so it skips __init__'s keyword handling.
-        ctx = object.__new__(RunContext)
+        ctx = _new(RunContext)
         ctx._run = self._run
         ctx.run_path = run_path
         ctx.address = address

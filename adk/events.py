@@ -15,6 +15,8 @@ from .streams import MessageStream
 
 __all__ = ["AgentAction", "AgentEvent", "AgentOutput", "ErrorInfo"]
 
+_new = object.__new__
+
 
 @dataclass(slots=True)
 class ErrorInfo:
@@ -63,6 +65,16 @@ class AgentOutput:
             self.role = Role(role) if role is not None else (Role.ASSISTANT if stream else None)
             self.tool_name = tool_name
 
+    @classmethod
+    def _of_message(cls, message: Message) -> AgentOutput:
+        """``AgentOutput(message)`` without the argument checks: made for nearly every event."""
+        output = _new(cls)
+        output.message = message
+        output.stream = output.custom = None
+        role = output.role = message.role
+        output.tool_name = message.name if role is Role.TOOL else None
+        return output
+
 
 @dataclass(slots=True)
 class AgentAction:
@@ -99,7 +111,7 @@ class AgentEvent:
         """An event carrying one message (a string becomes an assistant message)."""
         if isinstance(message, str):
             message = Message.assistant(message)
-        return cls(agent_name, (), AgentOutput(message))
+        return cls(agent_name, (), AgentOutput._of_message(message))
 
     @classmethod
     def streaming(cls, stream: MessageStream, *, role: Role = Role.ASSISTANT) -> AgentEvent:

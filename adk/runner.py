@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing
-from ._driver import drive
+from ._driver import close_events, drive
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
@@ -143,8 +143,25 @@ class Runner(AsyncCloseable):
     ) -> RunResult:
         """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error."""
         values = session if isinstance(session, Session) else Session(session)
-        events = self.run(input, checkpoint_id=checkpoint_id, session=values, run_id=run_id)
-        return await _collect(events, values)
+        run = self._new_run(_to_messages(input), values, run_id)
+        root = _Root(self, run, checkpoint_id)
+        # The root's events are collected straight from the driver (run() adds a generator).
+        collected = _Collected()
+        events = drive(self.agent, AgentInput(run.root_input, self.enable_streaming), root.ctx)
+        try:
+            async for event in events:
+                if event._signal is None and event.action is None and event.error is None:
+                    await collected.add(event)
+                    continue
+                event, after = await root.check(event)
+                await collected.add(event)
+                if after is not None:
+                    await collected.add(after)
+                if event.error is not None or after is not None or event.interrupted is not None:
+                    break
+        finally:
+            await close_events(events)
+        return collected.result(values)
 
     async def invoke_resume(self, checkpoint_id: str, resume: Any = None) -> RunResult:
         """``resume`` collected like ``invoke``."""
@@ -174,37 +191,21 @@ class Runner(AsyncCloseable):
         input: AgentInput,
         checkpoint_id: str | None,
     ) -> AsyncIterator[AgentEvent]:
-        agent = self.agent
-        ctx = RunContext(
-            run,
-            (agent.name,),
-            agent_segment(agent.name),
-            run.history,
-            enable_streaming=self.enable_streaming,
-        )
-        async with closing(drive(agent, input, ctx)) as events:
+        root = _Root(self, run, checkpoint_id)
+        events = drive(self.agent, input, root.ctx)
+        try:
             async for event in events:
-                if event._signal is not None:
-                    yield await self._pause(run, event, event._signal, checkpoint_id)
-                    return
-                action = event.action
-                if (
-                    action is not None
-                    and action.transfer_to is not None
-                    and not event._flags & _TRANSFER_HANDLED
-                    and event.error is None
-                ):
+                if event._signal is None and event.action is None and event.error is None:
                     yield event
-                    message = (
-                        f"transfer failed: agent '{action.transfer_to}' not found when "
-                        f"transferring from '{event.agent_name}'"
-                    )
-                    error = ErrorInfo("TransferError", message)
-                    yield AgentEvent(event.agent_name, event.run_path, error=error)
-                    return
+                    continue
+                event, after = await root.check(event)
                 yield event
-                if event.error is not None:
+                if after is not None:
+                    yield after
+                if event.error is not None or after is not None or event.interrupted is not None:
                     return
+        finally:
+            await close_events(events)
 
     async def _pause(
         self,
@@ -300,37 +301,93 @@ def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     return {pending[0]: resume}
 
 
-async def _collect(
-    events: AsyncIterator[AgentEvent], session: Session | list[Session]
-) -> RunResult:
-    collected: list[AgentEvent] = []
-    messages: list[Message] = []
-    output: Any = None
-    interrupt: InterruptInfo | None = None
-    async with closing(events):
+class _Root:
+    """The runner's rules for the events that reach the top of a run: a pause saves the checkpoint,
+    and a transfer nobody handled ends the run with an error."""
+
+    __slots__ = ("checkpoint_id", "ctx", "run", "runner")
+
+    def __init__(self, runner: Runner, run: _RunState, checkpoint_id: str | None) -> None:
+        self.runner = runner
+        self.run = run
+        self.checkpoint_id = checkpoint_id
+        agent = runner.agent
+        self.ctx = RunContext(
+            run,
+            (agent.name,),
+            agent_segment(agent.name),
+            run.history,
+            enable_streaming=runner.enable_streaming,
+        )
+
+    async def check(self, event: AgentEvent) -> tuple[AgentEvent, AgentEvent | None]:
+        """The event to pass on (an interrupt once its checkpoint is saved, or the error saying why
+        it could not be) and an event to follow it, if any; the run ends after either."""
+        if event._signal is not None:
+            return await self.runner._pause(self.run, event, event._signal, self.checkpoint_id), None
+        action = event.action
+        if (
+            action is not None
+            and action.transfer_to is not None
+            and not event._flags & _TRANSFER_HANDLED
+            and event.error is None
+        ):
+            message = (
+                f"transfer failed: agent '{action.transfer_to}' not found when "
+                f"transferring from '{event.agent_name}'"
+            )
+            error = ErrorInfo("TransferError", message)
+            return event, AgentEvent(event.agent_name, event.run_path, error=error)
+        return event, None
+
+
+class _Collected:
+    """What ``invoke`` gathers from a run's events."""
+
+    __slots__ = ("events", "interrupt", "messages", "output")
+
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+        self.messages: list[Message] = []
+        self.output: Any = None
+        self.interrupt: InterruptInfo | None = None
+
+    async def add(self, event: AgentEvent) -> None:
+        """Take one event; an error event raises ``RunError``."""
+        self.events.append(event)
+        out = event.output
+        if out is not None:
+            if out.message is not None:
+                self.output = out.message
+                self.messages.append(out.message)
+            elif out.stream is not None:
+                self.output = await out.stream.collect()
+                self.messages.append(self.output)
+            else:
+                self.output = out.custom
+        if event.error is not None:
+            raise RunError(event, self.events) from event.exception
+        if event.action is not None and event.action.interrupted is not None:
+            self.interrupt = event.action.interrupted
+
+    def result(self, session: Session) -> RunResult:
+        interrupt = self.interrupt
+        return RunResult(
+            events=self.events,
+            output=self.output,
+            interrupt=interrupt,
+            session=session,
+            checkpoint_id=interrupt.checkpoint_id if interrupt is not None else None,
+            _messages=self.messages,
+        )
+
+
+async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:
+    """``invoke_resume``: a resumed run's events collected like ``invoke``'s."""
+    collected = _Collected()
+    try:
         async for event in events:
-            collected.append(event)
-            out = event.output
-            if out is not None:
-                if out.stream is not None:
-                    output = await out.stream.collect()
-                    messages.append(output)
-                elif out.message is not None:
-                    output = out.message
-                    messages.append(output)
-                else:
-                    output = out.custom
-            if event.interrupted is not None:
-                interrupt = event.interrupted
-            if event.error is not None:
-                raise RunError(event, collected) from event.exception
-    if isinstance(session, list):
-        session = session[0] if session else Session()
-    return RunResult(
-        events=collected,
-        output=output,
-        interrupt=interrupt,
-        session=session,
-        checkpoint_id=interrupt.checkpoint_id if interrupt is not None else None,
-        _messages=messages,
-    )
+            await collected.add(event)
+    finally:
+        await close_events(events)
+    return collected.result(session[0] if session else Session())

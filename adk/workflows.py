@@ -126,9 +126,14 @@ async def _run_steps(
                     try:
                         async for event in events:
                             stop = run.observe(event)
-                            if steps.pass_up(event, index, path):
+                            # Most events carry a message and nothing else: skip the calls.
+                            if (
+                                event._signal is not None or event.action is not None
+                            ) and steps.pass_up(event, index, path):
                                 broke = True
-                            if own is not None:
+                            if own is not None and (
+                                own.hooks is not None or event.error is not None
+                            ):
                                 own.observe_passing(event)
                             yield event
                             if run.stream is not None:
@@ -148,7 +153,7 @@ async def _run_steps(
                     yield event
                     stop = True
                 finally:
-                    if run.needs_finish:
+                    if run.stream is not None or run.resumed or run.hooks is not None:
                         await run.finish()
                 if stop or broke:
                     return
