@@ -16,6 +16,7 @@ from .streams import MessageStream
 __all__ = ["AgentAction", "AgentEvent", "AgentOutput", "ErrorInfo"]
 
 _new = object.__new__
+_TOOL = Role.TOOL  # an enum member looked up once: `Role.TOOL` costs a metaclass lookup each time
 
 
 @dataclass(slots=True)
@@ -60,7 +61,7 @@ class AgentOutput:
         self.custom = custom
         if message is not None:
             self.role = message.role
-            self.tool_name = tool_name or (message.name if message.role == Role.TOOL else None)
+            self.tool_name = tool_name or (message.name if message.role is _TOOL else None)
         else:
             self.role = Role(role) if role is not None else (Role.ASSISTANT if stream else None)
             self.tool_name = tool_name
@@ -72,7 +73,7 @@ class AgentOutput:
         output.message = message
         output.stream = output.custom = None
         role = output.role = message.role
-        output.tool_name = message.name if role is Role.TOOL else None
+        output.tool_name = message.name if role is _TOOL else None
         return output
 
 

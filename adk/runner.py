@@ -25,6 +25,7 @@ from .context import RunContext, Session, _RunState
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import Message
+from .streams import MessageStream
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -150,13 +151,16 @@ class Runner(AsyncCloseable):
         events = drive(self.agent, AgentInput(run.root_input, self.enable_streaming), root.ctx)
         try:
             async for event in events:
+                output = event.output
+                if output is not None and output.stream is not None:
+                    await collected.add_stream(output.stream)
                 if event._signal is None and event.action is None and event.error is None:
-                    await collected.add(event)
+                    collected.add(event)
                     continue
                 event, after = await root.check(event)
-                await collected.add(event)
+                collected.add(event)
                 if after is not None:
-                    await collected.add(after)
+                    collected.add(after)
                 if event.error is not None or after is not None or event.interrupted is not None:
                     break
         finally:
@@ -324,7 +328,9 @@ class _Root:
         """The event to pass on (an interrupt once its checkpoint is saved, or the error saying why
         it could not be) and an event to follow it, if any; the run ends after either."""
         if event._signal is not None:
-            return await self.runner._pause(self.run, event, event._signal, self.checkpoint_id), None
+            return await self.runner._pause(
+                self.run, event, event._signal, self.checkpoint_id
+            ), None
         action = event.action
         if (
             action is not None
@@ -352,18 +358,21 @@ class _Collected:
         self.output: Any = None
         self.interrupt: InterruptInfo | None = None
 
-    async def add(self, event: AgentEvent) -> None:
-        """Take one event; an error event raises ``RunError``."""
+    async def add_stream(self, stream: MessageStream) -> None:
+        """Read a streamed message to its end (before ``add`` takes its event)."""
+        self.output = await stream.collect()
+        self.messages.append(self.output)
+
+    def add(self, event: AgentEvent) -> None:
+        """Take one event (its stream already read by ``add_stream``); an error raises
+        ``RunError``."""
         self.events.append(event)
         out = event.output
         if out is not None:
             if out.message is not None:
                 self.output = out.message
                 self.messages.append(out.message)
-            elif out.stream is not None:
-                self.output = await out.stream.collect()
-                self.messages.append(self.output)
-            else:
+            elif out.stream is None:
                 self.output = out.custom
         if event.error is not None:
             raise RunError(event, self.events) from event.exception
@@ -387,7 +396,9 @@ async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) ->
     collected = _Collected()
     try:
         async for event in events:
-            await collected.add(event)
+            if event.output is not None and event.output.stream is not None:
+                await collected.add_stream(event.output.stream)
+            collected.add(event)
     finally:
         await close_events(events)
     return collected.result(session[0] if session else Session())
