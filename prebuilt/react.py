@@ -6,8 +6,9 @@ called is the agent's final output), and the actions tools asked for (exit, tran
 one action event after the round. With ``output_schema`` the final answer is validated (one retry
 with the validation error shown to the model) and the instance is emitted as a ``custom`` output.
 
-On a tool interrupt the agent saves its conversation, which calls are still open and the
-return-directly results it holds; on resume only the open calls run again.
+On a tool interrupt the agent saves which calls are still open, the return-directly results it
+holds and its conversation, and on resume only the open calls run again. The conversation is saved
+without what the checkpoint's history already holds (see ``_save_conversation``).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from adk import (
     AgentInput,
     AgentOutput,
     ChatModel,
+    CheckpointError,
     FlowAgent,
     FunctionTool,
     HistoryRewriter,
@@ -33,7 +35,7 @@ from adk import (
     ToolCall,
 )
 from adk._aio import closing
-from adk.history import build_messages
+from adk.history import build_messages, rewrite_message
 from adk.interrupts import _InterruptSignal
 from adk.models import _call
 from adk.tools._executor import ToolOutcome, execute_tool_calls
@@ -70,9 +72,26 @@ class _Round:
 
 
 class _Turn:
-    """Everything one run of the loop works with (kept together so resume rebuilds it in one go)."""
+    """Everything one run of the loop works with (kept together so resume rebuilds it in one go).
 
-    __slots__ = ("ctx", "iterations", "messages", "model", "native", "options", "specs", "tools")
+    ``messages[:head_size]`` is the conversation's start (system prompt, then the input; the first
+    ``system_size`` are the system prompt), the rest what the loop added. ``saved_head`` is how the
+    start is saved at a pause once known (a resumed agent keeps the one it was saved with).
+    """
+
+    __slots__ = (
+        "ctx",
+        "head_size",
+        "iterations",
+        "messages",
+        "model",
+        "native",
+        "options",
+        "saved_head",
+        "specs",
+        "system_size",
+        "tools",
+    )
 
     def __init__(
         self,
@@ -81,7 +100,6 @@ class _Turn:
         options: ModelOptions | None,
         native: bool,
         tools: dict[str, Any],
-        messages: list[Message],
         iterations: int,
     ) -> None:
         self.ctx = ctx
@@ -90,8 +108,11 @@ class _Turn:
         self.native = native
         self.tools = tools
         self.specs = [t.spec for t in tools.values()] if tools else []
-        self.messages = messages
+        self.messages: list[Message] = []
         self.iterations = iterations
+        self.head_size = 0
+        self.system_size = 0
+        self.saved_head: tuple[list[Message], dict[str, Any] | None] | None = None
 
 
 class _ReActCore:
@@ -156,20 +177,19 @@ class _ReActCore:
             return build_messages(ctx, self.name, rewriter)
         return input.messages
 
-    async def _turn(
-        self, ctx: RunContext, messages: list[Message] | None, input: AgentInput | None, n: int
-    ) -> _Turn:
+    async def _turn(self, ctx: RunContext, iterations: int) -> _Turn:
         model = self._model(ctx)
         options, native = self.owner._options_for(model)
         tools = await self._tools(ctx)
-        if messages is None:
-            assert input is not None
-            messages = [*self._system(ctx, native), *self._input_messages(input, ctx)]
-        return _Turn(ctx, model, options, native, tools, messages, n)
+        return _Turn(ctx, model, options, native, tools, iterations)
 
     # -- running ------------------------------------------------------------------------------
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        turn = await self._turn(ctx, None, input, 0)
+        turn = await self._turn(ctx, 0)
+        system = self._system(ctx, turn.native)
+        turn.messages = [*system, *self._input_messages(input, ctx)]
+        turn.head_size = len(turn.messages)
+        turn.system_size = len(system)
         async with closing(self._loop(turn)) as events:
             async for event in events:
                 yield event
@@ -179,11 +199,11 @@ class _ReActCore:
         state = resume.state if resume is not None else None
         if not isinstance(state, dict):
             raise RuntimeError(f"agent '{self.name}': checkpoint has no saved ReAct state")
-        turn = await self._turn(ctx, list(state["messages"]), None, state["iterations"])
+        turn = await self._turn(ctx, state["iterations"])
+        held = self._restore(turn, state)
         assistant = next(m for m in reversed(turn.messages) if m.tool_calls)
         open_ids = set(state["open"])
         calls = [c for c in assistant.tool_calls if c.id in open_ids]
-        held: list[Message] = list(state.get("held", []))
         action = AgentAction(**state["action"]) if state.get("action") else None
         outcome = _Round()
         async for event in self._round(turn, calls, held, action, outcome):
@@ -278,14 +298,7 @@ class _ReActCore:
             else:
                 yield AgentEvent.of(message)
         if signal is not None:
-            state = {
-                "messages": messages,
-                "iterations": turn.iterations,
-                "open": open_ids,
-                "held": held,
-                "action": _action_state(action),
-            }
-            signal.save(ctx.address, state)
+            signal.save(ctx.address, self._pause_state(turn, open_ids, held, action))
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
             return
         if held:
@@ -302,10 +315,257 @@ class _ReActCore:
             yield AgentEvent(action=action)
         end.done = bool(held) or (action is not None and bool(action.exit or action.transfer_to))
 
+    # -- pausing and resuming -----------------------------------------------------------------
+    def _pause_state(
+        self, turn: _Turn, open_ids: list[str], held: list[Message], action: AgentAction | None
+    ) -> dict[str, Any]:
+        """What the agent saves when a tool interrupts it (see ``_save_conversation``)."""
+        state: dict[str, Any] = {
+            "iterations": turn.iterations,
+            "open": open_ids,
+            "action": _action_state(action),
+        }
+        messages = turn.messages
+        if _SAVE_WHOLE_CONVERSATION:
+            state.update(messages=messages, held=held)
+            return state
+        state.update(self._save_conversation(turn))
+        positions = {id(m): i for i, m in enumerate(messages)}
+        held_at = [positions.get(id(m)) for m in held]
+        if None in held_at:  # not objects of the conversation: keep them as they are
+            state["held"] = held
+        else:
+            state["held_at"] = held_at
+        return state
+
+    def _save_conversation(self, turn: _Turn) -> dict[str, Any]:
+        """The conversation without the messages the checkpoint's history holds anyway.
+
+        The driver records every message the agent emits in the history, and the runner (or an
+        ``AgentTool``) saves that history next to this state; the input came from the run's root
+        input and the history too. So the state keeps only what the history cannot give back:
+
+        - ``head``: the system prompt (rendered once when the agent started, so it is kept as it
+          was), plus the input when it cannot be derived (a ``history_rewriter`` is user code and is
+          not run again; an input that is not the root input plus the history as this agent reads
+          it, e.g. one a custom parent made);
+        - ``input``: ``{"root": n, "seen": [[agent, run_path, count], ...]}``: the run's ``n``
+          root input messages, then the first ``count`` history entries of each recorder, in history
+          order, viewed as this agent reads them (``rewrite_message`` for other agents);
+        - ``own`` and ``tail``: what the loop added: ``own = [agent, run_path, first]`` names the
+          recorder of the agent's emitted messages and the index of the first one among its
+          entries; ``tail`` lists the loop's messages in order, an int ``n`` standing for the next
+          ``n`` of those entries and a message for one that was never emitted (a structured-output
+          retry prompt, a held return-directly result).
+
+        Entries are named by recorder ``(agent, run_path)`` and index among that recorder's
+        entries, not by position: a position in a parallel branch's view shifts once the branches'
+        lanes merge, while one recorder writes to one lane, so its entries keep their order
+        through merges and through the checkpoint, and the history only grows. Every reference is
+        checked against the history now, message by message, so the rebuilt conversation equals
+        the one the agent had; whatever does not match is saved as a message. The state no longer
+        grows with the conversation: a long one adds a few integers, not its messages.
+        """
+        ctx = turn.ctx
+        entries = ctx._lane.snapshot()
+        if turn.saved_head is None:
+            head = turn.messages[: turn.head_size]
+            system, given = head[: turn.system_size], head[turn.system_size :]
+            spec = None
+            if self.owner.history_rewriter is None:
+                spec = _input_spec(entries, ctx._run.root_input, given, self.name)
+            turn.saved_head = (system, spec) if spec is not None else (head, None)
+        head, spec = turn.saved_head
+        own, tail = _tail_spec(entries, turn.messages[turn.head_size :])
+        return {"head": head, "input": spec, "own": own, "tail": tail}
+
+    def _restore(self, turn: _Turn, state: dict[str, Any]) -> list[Message]:
+        """Rebuild the conversation saved at the pause; returns the held return-directly results.
+
+        Reads both the current state and the one that held the whole conversation as
+        ``messages`` (checkpoints written before the history stopped being repeated).
+        """
+        try:
+            if "messages" in state:
+                messages = _messages(state["messages"])
+                turn.messages = messages
+                turn.head_size = len(messages)
+                turn.saved_head = (messages[:], None)  # a copy: the loop appends to messages
+            else:
+                ctx = turn.ctx
+                entries = ctx._lane.snapshot()
+                head = _messages(state["head"])
+                spec = state.get("input")
+                given = []
+                if spec is not None:
+                    given = _load_input(entries, ctx._run.root_input, spec, self.name)
+                tail = _load_tail(entries, state.get("own"), state["tail"])
+                messages = [*head, *given, *tail]
+                turn.messages = messages
+                turn.head_size = len(head) + len(given)
+                turn.saved_head = (head, spec)
+            if "held_at" in state:
+                return [messages[_index(i, len(messages))] for i in state["held_at"]]
+            return [_in_conversation(messages, m) for m in _messages(state.get("held", []))]
+        except _BadState as exc:
+            raise CheckpointError(
+                f"agent '{self.name}': cannot rebuild its conversation from the checkpoint: {exc}"
+            ) from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CheckpointError(
+                f"agent '{self.name}': the checkpoint's ReAct state is malformed: {exc!r}"
+            ) from None
+
     def _store_output(self, ctx: RunContext, text: str) -> None:
         key = self.owner.output_key
         if key:
             ctx.session[key] = text
+
+
+_SAVE_WHOLE_CONVERSATION = False
+"""Save the whole conversation at a pause, as versions before ``_save_conversation`` did (tests
+write such checkpoints with it to check that they still resume, and as the reference)."""
+
+_Recorder = tuple[str, tuple[str, ...]]
+"""Who recorded a history entry: ``(agent_name, run_path)``."""
+
+
+class _BadState(Exception):
+    """The saved state does not fit the checkpoint's history."""
+
+
+def _recorder(entry: Any) -> _Recorder:
+    return entry.agent_name, tuple(entry.run_path)
+
+
+def _view(entry: Any, reader: str) -> Message:
+    """An entry as agent ``reader`` reads it in its input (as ``adk.history`` builds inputs)."""
+    if entry.agent_name == reader:
+        message: Message = entry.message
+        return message
+    return rewrite_message(entry.agent_name, entry.message)
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a is b or a == b
+
+
+def _input_spec(
+    entries: Sequence[Any], root: Sequence[Message], given: Sequence[Message], reader: str
+) -> dict[str, Any] | None:
+    """How to derive ``given`` from the root input and the history, or None if it is not the root
+    input followed by the first history entries as ``reader`` reads them."""
+    n_root = len(root)
+    seen = len(given) - n_root
+    if seen < 0 or seen > len(entries):
+        return None
+    if not all(_same(a, b) for a, b in zip(given, root, strict=False)):
+        return None
+    counts: dict[_Recorder, int] = {}
+    for entry, message in zip(entries, given[n_root:], strict=False):
+        if not _same(message, _view(entry, reader)):
+            return None
+        key = _recorder(entry)
+        counts[key] = counts.get(key, 0) + 1
+    return {"root": n_root, "seen": [[name, list(path), n] for (name, path), n in counts.items()]}
+
+
+def _load_input(
+    entries: Sequence[Any], root: Sequence[Message], spec: Any, reader: str
+) -> list[Message]:
+    if spec["root"] != len(root):
+        raise _BadState(f"the input began with {spec['root']} root input messages, not {len(root)}")
+    left: dict[_Recorder, int] = {}
+    for name, path, count in spec["seen"]:
+        left[(str(name), tuple(path))] = _index(count, None)
+    wanted = sum(left.values())
+    given = list(root)
+    for entry in entries:
+        if len(given) - len(root) == wanted:
+            break
+        key = _recorder(entry)
+        count = left.get(key)
+        if count:
+            left[key] = count - 1
+            given.append(_view(entry, reader))
+    if len(given) - len(root) != wanted:
+        raise _BadState(f"the history lacks entries of the input: {left}")
+    return given
+
+
+def _tail_spec(
+    entries: Sequence[Any], tail: Sequence[Message]
+) -> tuple[list[Any] | None, list[Any]]:
+    """``own`` and ``tail`` of the saved state for the messages the loop added."""
+    where = {id(m): i for i, m in enumerate(tail)}
+    earliest, key = len(tail), None
+    for entry in entries:  # the recorder of the earliest added message the history holds
+        i = where.get(id(entry.message))
+        if i is not None and i < earliest:
+            earliest, key = i, _recorder(entry)
+    if key is None:
+        return None, list(tail)
+    own = [e.message for e in entries if _recorder(e) == key]
+    first = next(i for i, m in enumerate(own) if m is tail[earliest])
+    items: list[Any] = []
+    cursor = first
+    for message in tail:
+        if cursor < len(own) and _same(own[cursor], message):
+            cursor += 1
+            if items and type(items[-1]) is int:
+                items[-1] += 1
+            else:
+                items.append(1)
+        else:
+            items.append(message)
+    return [key[0], list(key[1]), first], items
+
+
+def _load_tail(entries: Sequence[Any], own_spec: Any, tail: Any) -> list[Message]:
+    own: list[Message] = []
+    cursor = 0
+    name = "the agent"
+    if own_spec is not None:
+        name, path, first = own_spec
+        key = (str(name), tuple(path))
+        own = [e.message for e in entries if _recorder(e) == key]
+        cursor = _index(first, None)
+    messages: list[Message] = []
+    for item in tail:
+        if isinstance(item, Message):
+            messages.append(item)
+            continue
+        count = _index(item, None)
+        if cursor + count > len(own):
+            raise _BadState(
+                f"the history holds {len(own)} messages of {name!r}, the conversation "
+                f"needs {cursor + count}"
+            )
+        messages.extend(own[cursor : cursor + count])
+        cursor += count
+    return messages
+
+
+def _index(value: Any, size: int | None) -> int:
+    """``value`` as a count or (with ``size``) an index below ``size``; anything else is refused."""
+    if type(value) is not int or value < 0 or (size is not None and value >= size):
+        raise _BadState(f"{value!r} is not a valid count or position")
+    return value
+
+
+def _messages(value: Any) -> list[Message]:
+    if not isinstance(value, list) or not all(isinstance(m, Message) for m in value):
+        raise _BadState("expected a list of messages")
+    return list(value)
+
+
+def _in_conversation(messages: list[Message], message: Message) -> Message:
+    """The conversation's own object equal to ``message`` (held results of an old-format state
+    are separate copies), so a later pause can save it by position."""
+    for candidate in reversed(messages):
+        if candidate == message:
+            return candidate
+    return message
 
 
 def _add_unique(tools: dict[str, Any], tool: Any, agent: str) -> None:
