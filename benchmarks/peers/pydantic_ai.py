@@ -54,12 +54,17 @@ def _variant(agent: Agent[None, str], expected: str) -> Variant:
 
 
 def _sequence() -> Variant:
-    g = GraphBuilder(state_type=list[str], output_type=list[str], auto_instrument=False)
+    """pydantic-graph steps; each produces one message, as every other SDK's step does here (a
+    pyadk ``Message``, a langchain ``AIMessage``, a google-adk ``Event``): pydantic-ai's own
+    ``ModelResponse``, appended to the graph's state."""
+    g = GraphBuilder(
+        state_type=list[ModelResponse], output_type=list[ModelResponse], auto_instrument=False
+    )
 
-    async def step(ctx: StepContext[list[str], None, Any]) -> None:
-        ctx.state.append("ok")
+    async def step(ctx: StepContext[list[ModelResponse], None, Any]) -> None:
+        ctx.state.append(ModelResponse(parts=[TextPart("ok")]))
 
-    async def finish(ctx: StepContext[list[str], None, Any]) -> list[str]:
+    async def finish(ctx: StepContext[list[ModelResponse], None, Any]) -> list[ModelResponse]:
         return ctx.state
 
     steps = [g.step(step, node_id=f"step{i}") for i in range(10)]
@@ -70,7 +75,7 @@ def _sequence() -> Variant:
     graph = g.build()
 
     async def one_run() -> None:
-        state: list[str] = []
+        state: list[ModelResponse] = []
         output = await graph.run(state=state)
         if len(output) != 10:
             raise AssertionError(f"expected 10 messages, got {output!r}")
