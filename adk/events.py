@@ -112,7 +112,14 @@ class AgentEvent:
         """An event carrying one message (a string becomes an assistant message)."""
         if isinstance(message, str):
             message = Message.assistant(message)
-        return cls(agent_name, (), AgentOutput._of_message(message))
+        # Made for nearly every message an agent emits: fields set directly, no keyword handling.
+        event = _new(cls)
+        event.agent_name = agent_name
+        event.run_path = ()
+        event.output = AgentOutput._of_message(message)
+        event.action = event.error = event.exception = event._signal = None
+        event._flags = 0
+        return event
 
     @classmethod
     def streaming(cls, stream: MessageStream, *, role: Role = Role.ASSISTANT) -> AgentEvent:

@@ -4,6 +4,7 @@ and generators always closed."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +23,7 @@ from adk import (
     Runner,
     SequentialAgent,
 )
+from adk.events import AgentOutput
 from adk.testing import simplify_events
 
 
@@ -222,3 +224,15 @@ async def test_any_object_satisfying_the_protocol_is_an_agent() -> None:
 def test_base_agent_needs_a_name() -> None:
     with pytest.raises(ValueError):
         ScriptAgent("")
+
+
+def test_event_of_sets_every_field_like_the_constructor() -> None:
+    """``AgentEvent.of`` skips the dataclass ``__init__`` for speed: it must still set every field
+    (a field added later and forgotten there would be unset) to what the constructor would."""
+    message = Message.tool("42", tool_call_id="call_1", name="lookup")
+    fast = AgentEvent.of(message, agent_name="a")
+    slow = AgentEvent("a", (), AgentOutput(message))
+    for f in dataclasses.fields(AgentEvent):
+        assert getattr(fast, f.name) == getattr(slow, f.name), f.name
+    assert fast.output is not None and fast.output.tool_name == "lookup"
+    assert fast.output.role == slow.output.role == "tool"  # type: ignore[union-attr]
