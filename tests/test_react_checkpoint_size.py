@@ -32,8 +32,7 @@ from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.history import HistoryEntry, default_rewriter
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
-from prebuilt import ReActAgent, Supervisor
-from prebuilt import react as react_module
+from prebuilt import ReActAgent, Supervisor, _react_state
 
 INPUT = "INPUT-MARK-q7"
 THOUGHT = "THOUGHT-MARK-q7"
@@ -237,9 +236,9 @@ async def pause_and_resume(case: Case, monkeypatch: pytest.MonkeyPatch, *, legac
     store = InMemoryCheckpointStore()
     runner = Runner(agent, checkpoint_store=store, enable_streaming=case.streaming)
     trace = Trace()
-    monkeypatch.setattr(react_module, "_SAVE_WHOLE_CONVERSATION", legacy)
+    monkeypatch.setattr(_react_state, "_SAVE_WHOLE_CONVERSATION", legacy)
     result = await runner.invoke(f"{INPUT} research tides and publish")
-    monkeypatch.setattr(react_module, "_SAVE_WHOLE_CONVERSATION", False)
+    monkeypatch.setattr(_react_state, "_SAVE_WHOLE_CONVERSATION", False)
     trace.events.append(simplify_events(result.events))
     trace.calls_at_pause = sum(model.calls for model in models)
     for data in case.resumes:

@@ -1,0 +1,295 @@
+"""What a paused ``ReActAgent`` saves, and how resume rebuilds its conversation from it.
+
+The state holds the open tool calls, the held return-directly results, the requested actions and
+the conversation without the messages the checkpoint's history holds anyway. The driver records
+every message the agent emits in the history, and the runner (or an ``AgentTool``) saves that
+history next to this state; the input came from the run's root input and the history too. So the
+state keeps only what the history cannot give back:
+
+- ``head``: the system prompt (rendered once when the agent started, so it is kept as it was), plus
+  the input when it cannot be derived (a ``history_rewriter`` is user code and is not run again; an
+  input that is not the root input plus the history as this agent reads it, e.g. one a custom
+  parent made);
+- ``input``: ``{"root": n, "seen": [[agent, run_path, count], ...]}``: the run's ``n`` root input
+  messages, then the first ``count`` history entries of each recorder, in history order, viewed as
+  this agent reads them (``rewrite_message`` for other agents);
+- ``own`` and ``tail``: what the loop added: ``own = [agent, run_path, first]`` names the recorder
+  of the agent's emitted messages and the index of the first one among its entries; ``tail`` lists
+  the loop's messages in order, an int ``n`` standing for the next ``n`` of those entries and a
+  message for one that was never emitted (a structured-output retry prompt, a held return-directly
+  result).
+
+Entries are named by recorder ``(agent, run_path)`` and index among that recorder's entries, not by
+position: a position in a parallel branch's view shifts once the branches' lanes merge, while one
+recorder writes to one lane, so its entries keep their order through merges and through the
+checkpoint, and the history only grows. Every reference is checked against the history now,
+message by message, so the rebuilt conversation equals the one the agent had; whatever does not
+match is saved as a message. The state no longer grows with the conversation: a long one adds a few
+integers, not its messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from adk import AgentAction, CheckpointError, Message, RunContext
+from adk.history import rewrite_message
+
+_SAVE_WHOLE_CONVERSATION = False
+"""Save the whole conversation at a pause, as versions before the state referred to the history
+did (tests write such checkpoints with it to check that they still resume, and as the reference)."""
+
+SavedHead = tuple[list[Message], dict[str, Any] | None]
+"""How a pause saves the conversation's start: ``head`` and ``input`` of the state (see above).
+
+Worked out at the first pause and then kept (a resumed agent keeps the one it was saved with): the
+history only grows, so what derived the input once still does."""
+
+
+class Restored(NamedTuple):
+    """The conversation rebuilt on resume and what the agent keeps with it.
+
+    ``messages[:head_size]`` is the conversation's start (system prompt, then the input);
+    ``saved_head`` is how a later pause saves it; ``held`` the held return-directly results, objects
+    of ``messages``.
+    """
+
+    messages: list[Message]
+    head_size: int
+    saved_head: SavedHead
+    held: list[Message]
+
+
+def pause_state(
+    ctx: RunContext,
+    agent: str,
+    *,
+    iterations: int,
+    open_ids: list[str],
+    held: list[Message],
+    action: AgentAction | None,
+    messages: list[Message],
+    head_size: int,
+    system_size: int,
+    saved_head: SavedHead | None,
+    input_rewritten: bool,
+) -> tuple[dict[str, Any], SavedHead | None]:
+    """What agent ``agent`` saves when a tool interrupts it, and the saved head to keep.
+
+    ``messages[:head_size]`` is the conversation's start, its first ``system_size`` the system
+    prompt; ``input_rewritten`` says a ``history_rewriter`` made the input (so it is saved as it
+    is). ``saved_head`` is the one kept from an earlier pause, if any.
+    """
+    state: dict[str, Any] = {
+        "iterations": iterations,
+        "open": open_ids,
+        "action": _action_state(action),
+    }
+    if _SAVE_WHOLE_CONVERSATION:
+        state.update(messages=messages, held=held)
+        return state, saved_head
+    entries = ctx._lane.snapshot()
+    if saved_head is None:
+        head = messages[:head_size]
+        system, given = head[:system_size], head[system_size:]
+        spec = None
+        if not input_rewritten:
+            spec = _input_spec(entries, ctx._run.root_input, given, agent)
+        saved_head = (system, spec) if spec is not None else (head, None)
+    head, spec = saved_head
+    own, tail = _tail_spec(entries, messages[head_size:])
+    state.update(head=head, input=spec, own=own, tail=tail)
+    positions = {id(m): i for i, m in enumerate(messages)}
+    held_at = [positions.get(id(m)) for m in held]
+    if None in held_at:  # not objects of the conversation: keep them as they are
+        state["held"] = held
+    else:
+        state["held_at"] = held_at
+    return state, saved_head
+
+
+def restore(ctx: RunContext, agent: str, state: dict[str, Any]) -> Restored:
+    """Rebuild the conversation agent ``agent`` saved at the pause, with its held results.
+
+    Reads both the current state and the one that held the whole conversation as ``messages``
+    (checkpoints written before the history stopped being repeated). A state that is malformed or
+    does not fit the checkpoint's history is a ``CheckpointError``.
+    """
+    try:
+        if "messages" in state:
+            messages = _messages(state["messages"])
+            head_size = len(messages)
+            saved_head: SavedHead = (messages[:], None)  # a copy: the loop appends to messages
+        else:
+            entries = ctx._lane.snapshot()
+            head = _messages(state["head"])
+            spec = state.get("input")
+            given = []
+            if spec is not None:
+                given = _load_input(entries, ctx._run.root_input, spec, agent)
+            tail = _load_tail(entries, state.get("own"), state["tail"])
+            messages = [*head, *given, *tail]
+            head_size = len(head) + len(given)
+            saved_head = (head, spec)
+        if "held_at" in state:
+            held = [messages[_index(i, len(messages))] for i in state["held_at"]]
+        else:
+            held = [_in_conversation(messages, m) for m in _messages(state.get("held", []))]
+        return Restored(messages, head_size, saved_head, held)
+    except _BadState as exc:
+        raise CheckpointError(
+            f"agent '{agent}': cannot rebuild its conversation from the checkpoint: {exc}"
+        ) from None
+    except (KeyError, TypeError, ValueError) as exc:
+        raise CheckpointError(
+            f"agent '{agent}': the checkpoint's ReAct state is malformed: {exc!r}"
+        ) from None
+
+
+_Recorder = tuple[str, tuple[str, ...]]
+"""Who recorded a history entry: ``(agent_name, run_path)``."""
+
+
+class _BadState(Exception):
+    """The saved state does not fit the checkpoint's history."""
+
+
+def _action_state(action: AgentAction | None) -> dict[str, Any] | None:
+    if action is None:
+        return None
+    return {"exit": action.exit, "transfer_to": action.transfer_to, "break_loop": action.break_loop}
+
+
+def _recorder(entry: Any) -> _Recorder:
+    return entry.agent_name, tuple(entry.run_path)
+
+
+def _view(entry: Any, reader: str) -> Message:
+    """An entry as agent ``reader`` reads it in its input (as ``adk.history`` builds inputs)."""
+    if entry.agent_name == reader:
+        message: Message = entry.message
+        return message
+    return rewrite_message(entry.agent_name, entry.message)
+
+
+def _same(a: Message, b: Message) -> bool:
+    return a is b or a == b
+
+
+def _input_spec(
+    entries: Sequence[Any], root: Sequence[Message], given: Sequence[Message], reader: str
+) -> dict[str, Any] | None:
+    """How to derive ``given`` from the root input and the history, or None if it is not the root
+    input followed by the first history entries as ``reader`` reads them."""
+    n_root = len(root)
+    seen = len(given) - n_root
+    if seen < 0 or seen > len(entries):
+        return None
+    if not all(_same(a, b) for a, b in zip(given, root, strict=False)):
+        return None
+    counts: dict[_Recorder, int] = {}
+    for entry, message in zip(entries, given[n_root:], strict=False):
+        if not _same(message, _view(entry, reader)):
+            return None
+        key = _recorder(entry)
+        counts[key] = counts.get(key, 0) + 1
+    return {"root": n_root, "seen": [[name, list(path), n] for (name, path), n in counts.items()]}
+
+
+def _load_input(
+    entries: Sequence[Any], root: Sequence[Message], spec: Any, reader: str
+) -> list[Message]:
+    if spec["root"] != len(root):
+        raise _BadState(f"the input began with {spec['root']} root input messages, not {len(root)}")
+    left: dict[_Recorder, int] = {}
+    for name, path, count in spec["seen"]:
+        left[(str(name), tuple(path))] = _index(count, None)
+    wanted = sum(left.values())
+    given = list(root)
+    for entry in entries:
+        if len(given) - len(root) == wanted:
+            break
+        key = _recorder(entry)
+        count = left.get(key)
+        if count:
+            left[key] = count - 1
+            given.append(_view(entry, reader))
+    if len(given) - len(root) != wanted:
+        raise _BadState(f"the history lacks entries of the input: {left}")
+    return given
+
+
+def _tail_spec(
+    entries: Sequence[Any], tail: Sequence[Message]
+) -> tuple[list[Any] | None, list[Any]]:
+    """``own`` and ``tail`` of the saved state for the messages the loop added."""
+    where = {id(m): i for i, m in enumerate(tail)}
+    earliest, key = len(tail), None
+    for entry in entries:  # the recorder of the earliest added message the history holds
+        i = where.get(id(entry.message))
+        if i is not None and i < earliest:
+            earliest, key = i, _recorder(entry)
+    if key is None:
+        return None, list(tail)
+    own = [e.message for e in entries if _recorder(e) == key]
+    first = next(i for i, m in enumerate(own) if m is tail[earliest])
+    items: list[Any] = []
+    cursor = first
+    for message in tail:
+        if cursor < len(own) and _same(own[cursor], message):
+            cursor += 1
+            if items and type(items[-1]) is int:
+                items[-1] += 1
+            else:
+                items.append(1)
+        else:
+            items.append(message)
+    return [key[0], list(key[1]), first], items
+
+
+def _load_tail(entries: Sequence[Any], own_spec: Any, tail: Any) -> list[Message]:
+    own: list[Message] = []
+    cursor = 0
+    name = "the agent"
+    if own_spec is not None:
+        name, path, first = own_spec
+        key = (str(name), tuple(path))
+        own = [e.message for e in entries if _recorder(e) == key]
+        cursor = _index(first, None)
+    messages: list[Message] = []
+    for item in tail:
+        if isinstance(item, Message):
+            messages.append(item)
+            continue
+        count = _index(item, None)
+        if cursor + count > len(own):
+            raise _BadState(
+                f"the history holds {len(own)} messages of {name!r}, the conversation "
+                f"needs {cursor + count}"
+            )
+        messages.extend(own[cursor : cursor + count])
+        cursor += count
+    return messages
+
+
+def _index(value: Any, size: int | None) -> int:
+    """``value`` as a count or (with ``size``) an index below ``size``; anything else is refused."""
+    if type(value) is not int or value < 0 or (size is not None and value >= size):
+        raise _BadState(f"{value!r} is not a valid count or position")
+    return value
+
+
+def _messages(value: Any) -> list[Message]:
+    if not isinstance(value, list) or not all(isinstance(m, Message) for m in value):
+        raise _BadState("expected a list of messages")
+    return list(value)
+
+
+def _in_conversation(messages: list[Message], message: Message) -> Message:
+    """The conversation's own object equal to ``message`` (held results of an old-format state
+    are separate copies), so a later pause can save it by position."""
+    for candidate in reversed(messages):
+        if candidate == message:
+            return candidate
+    return message
