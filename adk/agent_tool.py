@@ -10,9 +10,9 @@ the nested run's root input and history; on resume the same global plan routes b
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
+import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from ._aio import closing
@@ -75,7 +75,8 @@ class AgentTool:
                 raise ToolError(format_validation_error(self.agent.name, exc)) from exc
             return arguments
         try:
-            parsed = json.loads(arguments or "{}")
+            # pydantic_core's parser is loaded anyway; the json module would cost `import adk`.
+            parsed = pydantic_core.from_json(arguments or "{}")
         except ValueError as exc:
             raise ToolError(f"invalid JSON arguments for tool '{self.agent.name}': {exc}") from exc
         if schema is not None:

@@ -32,7 +32,8 @@ __all__ = ["Prompt", "Resources"]
 
 logger = logging.getLogger("adk.resources")
 
-_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# Compiled by ``re`` on first use (and cached there), not at import: only prompt templates need it.
+_PLACEHOLDER = r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}"
 
 
 @runtime_checkable
@@ -67,7 +68,7 @@ class _TemplatePrompt:
     def arguments(self) -> tuple[str, ...]:
         found: dict[str, None] = {}
         for message in self._messages:
-            for match in _PLACEHOLDER.finditer(message.content):
+            for match in re.finditer(_PLACEHOLDER, message.content):
                 if match.group(1):
                     found[match.group(1)] = None
         return tuple(found)
@@ -94,7 +95,7 @@ def _fill(template: str, arguments: Mapping[str, Any]) -> str:
             return "}"
         return str(arguments[match.group(1)])
 
-    return _PLACEHOLDER.sub(substitute, template)
+    return re.sub(_PLACEHOLDER, substitute, template)
 
 
 class _RenamedTool:

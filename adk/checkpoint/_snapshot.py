@@ -7,7 +7,6 @@ serves an ``AgentTool``'s nested run, whose history travels inside the tool call
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
@@ -57,15 +56,42 @@ def snapshot_body(
     }
 
 
-@dataclass(slots=True)
 class Snapshot:
-    agent: str
-    run_id: str
-    enable_streaming: bool
-    root_input: list[Message]
-    session: dict[str, Any]
-    history: list[dict[str, Any]]
-    signal: _InterruptSignal
+    """A parsed checkpoint body.
+
+    A plain slotted class rather than a dataclass: this module loads with ``import adk`` (through
+    the runner and ``AgentTool``) and a dataclass costs ~0.5 ms to create, for a record only a
+    resume ever builds.
+    """
+
+    __slots__ = (
+        "agent",
+        "enable_streaming",
+        "history",
+        "root_input",
+        "run_id",
+        "session",
+        "signal",
+    )
+
+    def __init__(
+        self,
+        *,
+        agent: str,
+        run_id: str,
+        enable_streaming: bool,
+        root_input: list[Message],
+        session: dict[str, Any],
+        history: list[dict[str, Any]],
+        signal: _InterruptSignal,
+    ) -> None:
+        self.agent = agent
+        self.run_id = run_id
+        self.enable_streaming = enable_streaming
+        self.root_input = root_input
+        self.session = session
+        self.history = history
+        self.signal = signal
 
 
 def _expect(condition: bool, what: str) -> None:

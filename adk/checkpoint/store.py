@@ -149,8 +149,10 @@ def _check_data(data: object) -> bytes:
     raise TypeError(f"checkpoint data must be bytes, got {type(data).__name__}{hint}")
 
 
-_SECRET_QUERY = re.compile(r"(?i)((?:^|&)(?:password|passwd|pass|secret)=)[^&]*")
-_SECRET_KV = re.compile(r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)")
+# Compiled by ``re`` on first use (and cached there), not at import: this module loads with
+# ``import adk`` and only a store's errors and repr need them.
+_SECRET_QUERY = r"(?i)((?:^|&)(?:password|passwd|pass|secret)=)[^&]*"
+_SECRET_KV = r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
 
 
 def _redact(url: str) -> str:
@@ -160,7 +162,7 @@ def _redact(url: str) -> str:
     key/value DSNs (``host=db password=pw``).
     """
     if "://" not in url:
-        return _SECRET_KV.sub(r"\1***", url)
+        return re.sub(_SECRET_KV, r"\1***", url)
     try:
         parts = urlsplit(url)
     except ValueError:
@@ -171,7 +173,7 @@ def _redact(url: str) -> str:
         if ":" in userinfo:
             userinfo = userinfo.split(":", 1)[0] + ":***"
         netloc = f"{userinfo}@{hostport}"
-    query = _SECRET_QUERY.sub(r"\1***", parts.query)
+    query = re.sub(_SECRET_QUERY, r"\1***", parts.query)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 

@@ -1,6 +1,8 @@
-"""The chat model contract and the options and retry policy every adapter shares."""
+"""The chat model contract and the options and retry policy every adapter shares.
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: with it pydantic would compile every field's
+annotation string when the models are created at ``import adk``. Forward references are quoted.
+"""
 
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -27,7 +29,7 @@ class ModelOptions(BaseModel):
     stop: list[str] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
-    def merged(self, other: ModelOptions | None) -> ModelOptions:
+    def merged(self, other: "ModelOptions | None") -> "ModelOptions":
         """These options overridden by the fields ``other`` sets explicitly."""
         if other is None:
             return self

@@ -3,9 +3,10 @@
 A tool receives the model's raw argument text and returns text (or a ``ToolResult``). Everything that
 can go wrong with a call — bad JSON, failed validation, an exception — becomes an error result the
 model can read and correct; only ``Interrupt`` travels up, because it pauses the run on purpose.
-"""
 
-from __future__ import annotations
+No ``from __future__ import annotations`` here: with it pydantic would compile every field's
+annotation string when the models are created at ``import adk``. Forward references are quoted.
+"""
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -42,7 +43,7 @@ class ToolResult(BaseModel):
     structured: Any = None
 
     @classmethod
-    def error(cls, message: str) -> ToolResult:
+    def error(cls, message: str) -> "ToolResult":
         text = message if message.startswith("Error:") else f"Error: {message}"
         return cls(content=text, is_error=True)
 
@@ -58,14 +59,14 @@ class Tool(Protocol):
     @property
     def spec(self) -> ToolSpec: ...
 
-    async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult: ...
+    async def run(self, arguments: str, ctx: "ToolContext") -> str | ToolResult: ...
 
 
 @runtime_checkable
 class Toolset(Protocol):
     """A source of tools resolved at run time (an MCP server is one)."""
 
-    async def tools(self, ctx: RunContext) -> list[Tool]: ...
+    async def tools(self, ctx: "RunContext") -> list[Tool]: ...
 
 
 class ToolContext:
@@ -76,7 +77,7 @@ class ToolContext:
 
     def __init__(
         self,
-        run_context: RunContext,
+        run_context: "RunContext",
         *,
         tool_name: str,
         tool_call_id: str,
@@ -91,7 +92,7 @@ class ToolContext:
         self._emit = emit
 
     @property
-    def session(self) -> Session:
+    def session(self) -> "Session":
         return self.run_context.session
 
     @property

@@ -1,0 +1,91 @@
+"""``import adk`` stays light: no heavy SDK, no optional backend, nothing loaded only for pausing.
+
+Each check runs in a fresh interpreter, because the test process itself has long since imported
+most of these modules. Timing is the benchmarks' job (``python -m benchmarks --only import``); these
+tests pin what is imported, which is what keeps the time down and can be checked exactly.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import adk
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Modules (and packages, with their submodules) that ``import adk`` must not load.
+_NOT_AT_IMPORT = (
+    # heavy SDKs, loaded by the adapters and backends that need them
+    "openai",
+    "mcp",
+    "httpx",
+    "redis",
+    "asyncpg",
+    "opentelemetry",
+    "tenacity",
+    "starlette",
+    "uvicorn",
+    # optional parts of adk itself
+    "adk.models.openai",
+    "adk.mcp",
+    "adk.tracing",
+    "adk.testing",
+    "adk.cli",
+    "adk.checkpoint.sqlite",
+    "adk.checkpoint.redis",
+    "adk.checkpoint.postgres",
+    # standard-library modules only pausing, resuming or a backend needs
+    "sqlite3",
+    "json",
+    "hashlib",
+    "_hashlib",
+    # pydantic imports this when it first builds a model's validator (to look for plugins): its
+    # absence shows that no model is built at import (they use defer_build)
+    "importlib.metadata",
+)
+
+_PROBE = """
+import sys
+import adk
+
+watched = sys.argv[1:]
+loaded = sorted(
+    m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in watched)
+)
+print("loaded:" + ",".join(loaded))
+
+# The deferred pieces load on first use: a checkpoint round trip needs hashlib.
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+
+assert decode_checkpoint(encode_checkpoint({"a": [1, "x"]})) == {"a": [1, "x"]}
+print("hashlib after a checkpoint:", "hashlib" in sys.modules)
+"""
+
+
+def _python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_import_adk_loads_nothing_heavy_or_deferred() -> None:
+    child = _python(_PROBE, *_NOT_AT_IMPORT)
+    assert child.returncode == 0, child.stderr
+    lines = child.stdout.splitlines()
+    assert lines[0] == "loaded:", f"import adk loaded {lines[0].removeprefix('loaded:')}"
+    assert lines[1] == "hashlib after a checkpoint: True"
+
+
+def test_every_public_name_imports_from_adk() -> None:
+    namespace: dict[str, object] = {}
+    exec("from adk import *", namespace)  # the lazily loaded names too (OpenAIChatModel)
+    assert [name for name in adk.__all__ if name not in namespace] == []
+    assert len(adk.__all__) >= 50
