@@ -481,13 +481,6 @@ def test_retry_after_header_forms() -> None:
 
 # -- response identity in metadata ---------------------------------------------------------------
 
-_CHUNK_METADATA = "metadata" in MessageChunk.model_fields
-needs_chunk_metadata = pytest.mark.xfail(
-    not _CHUNK_METADATA,
-    reason="MessageChunk has no metadata field yet (adk/messages.py), so join_chunks drops it",
-    strict=True,
-)
-
 
 @pytest.mark.parametrize("api", APIS)
 async def test_reply_metadata_names_the_served_model_and_response_id(api: str) -> None:
@@ -505,7 +498,6 @@ async def test_reply_metadata_names_the_served_model_and_response_id(api: str) -
     ]
 
 
-@needs_chunk_metadata
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize(
     "reply",
@@ -531,7 +523,6 @@ async def test_streamed_reply_has_the_metadata_of_a_plain_one(api: str, reply: R
     assert streamed.metadata == plain.metadata
 
 
-@needs_chunk_metadata
 @pytest.mark.parametrize("api", APIS)
 async def test_streamed_reply_metadata_through_a_runner(api: str) -> None:
     """The framework's own stream (``MessageStream``, recorded in history) keeps it too."""

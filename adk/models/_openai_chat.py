@@ -9,7 +9,6 @@ from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
     function_choice_name,
-    identity_metadata,
     identity_of,
     json_schema_of,
     reasoning_of,
@@ -206,7 +205,7 @@ class ChatStreamDecoder:
                 tool_calls=fragments,
                 usage=usage,
                 finish_reason=finish,
-                **identity_metadata(self._identity),
+                metadata=dict(self._identity),
             )
         if not (content or reasoning or fragments or usage is not None):
             return None

@@ -129,14 +129,3 @@ def identity_of(response: Any) -> dict[str, str]:
 def response_identity(message: Message, response: Any) -> None:
     """Record :func:`identity_of` ``response`` in ``message.metadata``."""
     message.metadata.update(identity_of(response))
-
-
-def identity_metadata(identity: dict[str, str]) -> dict[str, Any]:
-    """Keyword arguments that put a stream's identity on its finishing ``MessageChunk`` as
-    ``metadata``, which ``join_chunks`` carries into the joined message: a streamed reply then
-    records what a non-streamed one does.
-
-    Spelled as a dict rather than ``metadata=`` until ``MessageChunk`` declares the field (a change
-    to ``adk/messages.py``); until then pydantic drops the unknown keyword.
-    """
-    return {"metadata": dict(identity)} if identity else {}

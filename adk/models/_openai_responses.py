@@ -16,7 +16,6 @@ from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
     function_choice_name,
-    identity_metadata,
     identity_of,
     json_schema_of,
     require_tool_call_id,
@@ -256,7 +255,7 @@ class ResponsesStreamDecoder:
             return MessageChunk(
                 usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
                 finish_reason=_finish_reason(response, bool(self._calls)),
-                **identity_metadata({**self._identity, **identity_of(response)}),
+                metadata={**self._identity, **identity_of(response)},
             )
         if kind in ("response.created", "response.in_progress"):
             self._identity.update(identity_of(getattr(event, "response", None)))
