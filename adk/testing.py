@@ -151,7 +151,14 @@ class ScriptedModel:
         if delay:
             await asyncio.sleep(delay)
         if error is not None:
-            raise error
+            # Raised afresh and not left in a local: this frame is in the traceback, so the local
+            # would close a cycle (exception -> traceback -> frame -> exception) that only the
+            # cyclic GC frees, with every frame of the failed run behind it. A script may hand out
+            # one instance many times, and re-raising an instance prepends to its old traceback.
+            try:
+                raise error.with_traceback(None)
+            finally:
+                del error
         assert message is not None
         return message
 
@@ -166,7 +173,10 @@ class ScriptedModel:
         if delay:
             await asyncio.sleep(delay)
         if error is not None:
-            raise error
+            try:  # as in generate
+                raise error.with_traceback(None)
+            finally:
+                del error
         assert message is not None
         for chunk in self._chunks(message):
             yield chunk

@@ -15,10 +15,24 @@ How a figure is made
   order flipped every round so drift in machine load hits all of them alike.
 - CPU time is ``time.process_time`` (all threads of the process, so SDKs that hop to worker threads pay
   for it); wall time is ``time.perf_counter``. Both are divided by K: µs per run.
-- ``gather`` scenarios alternate K sequential runs with one ``asyncio.gather`` of K runs (K = the
-  concurrency, 1,000 by default) and report both, plus their ratio.
-- The garbage collector stays on (it is part of the real cost), but a ``gc.collect()`` between rounds
-  keeps one round's garbage from being billed to the next.
+- ``gather`` scenarios alternate G × K sequential runs with G ``asyncio.gather`` calls of K runs
+  each (K = the concurrency, 1,000 by default; G gathers make a block of about three round
+  lengths, at most 10) and report both, plus their ratio. A third arm measures asyncio's own share
+  of the difference: the same gathers and sequential loop over a ``floor`` coroutine that does no
+  work but awaits the event loop as the run does (the workload's ``floor`` variant, else a coroutine
+  that returns at once), gathered minus sequential, per run. Each arm also records how many
+  collections each generation of the cyclic GC made (``gc0``/``gc1``/``gc2``, from
+  ``gc.get_stats()``: no callback, so no cost added to the arm).
+- The garbage collector stays on (it is part of the real cost). Outside ``gather`` scenarios a
+  ``gc.collect()`` between rounds keeps one round's garbage from being billed to the next. In
+  ``gather`` scenarios it would be wrong: it resets the collector's generation counters, so no round
+  would ever reach the full (oldest-generation) collections that a process serving batches of
+  concurrent runs pays every few batches, and the concurrent figure would leave them out (for
+  pyadk's (a) with a model that awaits once, about 6 µs per run). So those run without it, after
+  a warm-up that lasts until the collector has made a full cycle (eleven middle-generation
+  collections, or a full one) or three seconds have passed; what one arm leaves to collect can land
+  in the next one, at most about one collection per generation at each switch, which the blocks of
+  G gathers dilute. (A run that leaves no garbage, like pyadk's sequential arm, triggers none.)
 - Figures are the median of the rounds, with min–max beside them so noise is visible.
 """
 
@@ -30,6 +44,7 @@ import cProfile
 import gc
 import importlib
 import json
+import math
 import os
 import pstats
 import resource
@@ -112,6 +127,46 @@ async def _timed_gather(fn: Variant, runs: int) -> tuple[float, float]:
     return (cpu1 - cpu0) / runs * 1e6, (wall1 - wall0) / runs * 1e6
 
 
+async def _timed_gathers(fn: Variant, runs: int, gathers: int) -> tuple[float, float]:
+    """CPU and wall µs per run over ``gathers`` back-to-back gathers of ``runs`` concurrent runs."""
+    cpu0, wall0 = time.process_time(), time.perf_counter()
+    for _ in range(gathers):
+        await asyncio.gather(*(fn() for _ in range(runs)))
+    cpu1, wall1 = time.process_time(), time.perf_counter()
+    total = runs * gathers
+    return (cpu1 - cpu0) / total * 1e6, (wall1 - wall0) / total * 1e6
+
+
+async def _gather_share(floor: Variant, runs: int, gathers: int) -> tuple[float, float]:
+    """asyncio's own per-run share of a gather: ``floor`` gathered minus ``floor`` awaited in turn.
+
+    The run's sequential figure already pays for the floor's awaits (a fake model that yields once
+    pays a loop iteration either way), so only the difference is asyncio's extra under gather: Task
+    creation and scheduling, gather's callbacks and the collections its pending Tasks trigger."""
+    seq_cpu, seq_wall = await _timed(floor, runs * gathers)
+    gather_cpu, gather_wall = await _timed_gathers(floor, runs, gathers)
+    return gather_cpu - seq_cpu, gather_wall - seq_wall
+
+
+async def _gc_steady_state(fn: Variant, floor: Variant, runs: int, limit_s: float = 3.0) -> None:
+    """Gather until the collector has gone through a full cycle under this load: eleven
+    middle-generation collections (the point where CPython considers a full one) or a full one,
+    or ``limit_s`` seconds (a slow peer)."""
+    start = time.perf_counter()
+    first = _gc_collections()
+    while True:
+        await asyncio.gather(*(fn() for _ in range(runs)))
+        await asyncio.gather(*(floor() for _ in range(runs)))
+        now = _gc_collections()
+        if now[1] - first[1] > 10 or now[2] > first[2] or time.perf_counter() - start > limit_s:
+            return
+
+
+def _gc_collections() -> list[int]:
+    """Collections so far, per generation of the cyclic GC (free to read: no callback)."""
+    return [generation["collections"] for generation in gc.get_stats()]
+
+
 async def _nothing() -> None:
     return None
 
@@ -144,26 +199,35 @@ async def _measure(
     variants: dict[str, Variant] = await module.build(scenario[2:] if gather_mode else scenario)
     per_run = await _warm_up(variants)
     samples: dict[str, dict[str, list[float]]] = {}
+    gathers = 0
     if gather_mode:
         fn = variants["run"]
+        floor = variants.get("floor", _nothing)
         runs = concurrency
+        start = time.perf_counter()
         await _timed_gather(fn, runs)  # warm the concurrent path (task and frame free lists)
-        # "asyncio" is asyncio's own share: a gather of as many do-nothing coroutines (Task
-        # creation, scheduling, gather's callbacks), paid by every SDK alike.
+        gathers = max(1, min(10, math.ceil(3 * round_s / (time.perf_counter() - start))))
+        await _gc_steady_state(fn, floor, runs)
+        # "asyncio" is asyncio's own share, paid by every SDK alike (see the module docstring).
         labels = ["sequential", "concurrent", "asyncio"]
         calls: dict[str, Callable[[], Awaitable[tuple[float, float]]]] = {
-            "sequential": lambda: _timed(fn, runs),
-            "concurrent": lambda: _timed_gather(fn, runs),
-            "asyncio": lambda: _timed_gather(_nothing, runs),
+            "sequential": lambda: _timed(fn, runs * gathers),
+            "concurrent": lambda: _timed_gathers(fn, runs, gathers),
+            "asyncio": lambda: _gather_share(floor, runs, gathers),
         }
         for label in labels:
-            samples[label] = {"cpu": [], "wall": []}
+            samples[label] = {"cpu": [], "wall": [], "gc0": [], "gc1": [], "gc2": []}
         for round_ in range(rounds):
             for label in labels if round_ % 2 == 0 else reversed(labels):
-                gc.collect()
+                # No gc.collect() here: see "How a figure is made".
+                before = _gc_collections()
                 cpu, wall = await calls[label]()
-                samples[label]["cpu"].append(cpu)
-                samples[label]["wall"].append(wall)
+                after = _gc_collections()
+                series = samples[label]
+                series["cpu"].append(cpu)
+                series["wall"].append(wall)
+                for generation in range(3):
+                    series[f"gc{generation}"].append(after[generation] - before[generation])
     else:
         runs = max(3, min(20_000, int(round_s / max(per_run, 1e-7))))
         names = list(variants)
@@ -178,6 +242,7 @@ async def _measure(
     return {
         "variants": samples,
         "runs_per_round": runs,
+        "gathers_per_round": gathers,
         "rounds": rounds,
         "events_per_run": getattr(module, "EVENTS_PER_RUN", None) if scenario == "events" else None,
     }
@@ -295,8 +360,8 @@ class WorkerResult:
         self.events_per_run = other.events_per_run or self.events_per_run
         for name, series in other.variants.items():
             slot = self.variants.setdefault(name, {"cpu": [], "wall": []})
-            slot["cpu"].extend(series["cpu"])
-            slot["wall"].extend(series["wall"])
+            for key, values in series.items():  # cpu, wall and any counters (gc0, gc1, gc2)
+                slot.setdefault(key, []).extend(values)
 
     def base_row(self, variant: str) -> dict[str, Any]:
         """The figures every JSON row carries: CPU and wall µs per run, peak RSS, sampling."""

@@ -5,6 +5,13 @@
   then answers ``sum=<result>``; the run asserts the answer is ``sum=3`` so the tool result really
   flows back to the model.
 - ``c_a`` / ``c_b``: ``a`` / ``b`` as 1,000 concurrent runs (the harness gathers ``build("a")``).
+  Their fake models answer without suspending, so each gathered run completes in its Task's first
+  step: the runs never overlap, and what (c) compares is asyncio's per-Task cost against the run.
+- ``a.inflight`` / ``b.inflight`` (gathered as ``c_a.inflight`` / ``c_b.inflight``): the same with
+  a model that yields to the event loop once per call, as a real model awaiting its server does, so
+  1,000 runs are in flight together and the cyclic GC walks all of them (it is what makes the
+  concurrent cost grow with the number of runs). ``floor`` is a coroutine doing the same awaits and
+  nothing else: the harness takes asyncio's share from it.
 - ``d``: a ``SequentialAgent`` of 10 trivial custom agents, each yielding one message.
 - ``events``: an agent yielding ``EVENTS_PER_RUN`` events through a ``Runner`` (variant ``run``) and
   the same agent's bare generator iterated directly (variant ``bare``); their difference divided by
@@ -19,6 +26,7 @@ what remains is the framework.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.metadata import version
 from typing import cast
@@ -98,6 +106,44 @@ class _AddModel:
         yield MessageChunk(content=_add_reply(messages).content)
 
 
+class _YieldingDoneModel(_DoneModel):
+    """``_DoneModel`` that first yields to the event loop, as a model awaiting its server does."""
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        await asyncio.sleep(0)
+        return Message.assistant("done")
+
+
+class _YieldingAddModel(_AddModel):
+    """``_AddModel`` that first yields to the event loop on every call."""
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        await asyncio.sleep(0)
+        return _add_reply(messages)
+
+
+def _floor(yields: int) -> Variant:
+    """A coroutine doing a run's awaits of the event loop (one per model call) and nothing else."""
+
+    async def floor() -> None:
+        for _ in range(yields):
+            await asyncio.sleep(0)
+
+    return floor
+
+
 def _add_reply(messages: Sequence[Message]) -> Message:
     last = messages[-1]
     if last.role == Role.TOOL:
@@ -158,6 +204,12 @@ async def build(scenario: str) -> dict[str, Variant]:
     if scenario == "b":
         agent = ReActAgent("bench", _AddModel(), tools=[add])
         return {"run": _invoke(Runner(agent), "sum=3")}
+    if scenario == "a.inflight":
+        runner = Runner(ReActAgent("bench", _YieldingDoneModel()))
+        return {"run": _invoke(runner, "done"), "floor": _floor(1)}
+    if scenario == "b.inflight":
+        runner = Runner(ReActAgent("bench", _YieldingAddModel(), tools=[add]))
+        return {"run": _invoke(runner, "sum=3"), "floor": _floor(2)}
     if scenario == "a.scripted":
         model = ScriptedModel(_scripted_done, record=False)
         return {"run": _invoke(Runner(ReActAgent("bench", model)), "done")}
