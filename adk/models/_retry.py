@@ -123,7 +123,10 @@ class RetryRunner:
             nonlocal first, made
             if first is not None:
                 replay, first = first, None
-                raise replay
+                try:
+                    raise replay
+                finally:
+                    del replay  # the frame is in the traceback: a local would close a cycle
             made += 1
             return await attempt()
 
@@ -143,6 +146,11 @@ def _raise_final(
     on_failure: Callable[[Exception, int], Exception], exc: Exception, attempts: int
 ) -> NoReturn:
     error = on_failure(exc, attempts)
-    if error is exc:
-        raise exc
-    raise error from exc
+    # The frame raising is in the traceback; dropping its locals keeps the failed run (reachable
+    # from the exception) out of a reference cycle, so it is freed at once rather than by the GC.
+    try:
+        if error is exc:
+            raise exc
+        raise error from exc
+    finally:
+        del error, exc
