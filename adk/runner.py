@@ -359,8 +359,13 @@ class _Collected:
         self.interrupt: InterruptInfo | None = None
 
     async def add_stream(self, stream: MessageStream) -> None:
-        """Read a streamed message to its end (before ``add`` takes its event)."""
-        self.output = await stream.collect()
+        """Read a streamed message to its end (before ``add`` takes its event). A stream that
+        fails is left to the agent: it reads the same stream, so its error event follows and
+        ``invoke`` raises ``RunError`` like for any other failure, not the stream's raw error."""
+        try:
+            self.output = await stream.collect()
+        except Exception:
+            return
         self.messages.append(self.output)
 
     def add(self, event: AgentEvent) -> None:

@@ -318,3 +318,15 @@ async def test_a_scripted_model_error_becomes_the_agents_error_event() -> None:
     events = await run_events(agent)
     assert simplify_events(events) == ["agent: [error model down]"]
     assert isinstance(events[0].exception, ConnectionError)
+
+
+async def test_invoke_streaming_model_failure_is_a_run_error() -> None:
+    """With streaming on, a model that fails mid-stream ends ``invoke`` with ``RunError`` (the
+    agent's error event, the model's exception as its cause), as it does without streaming."""
+    runner = Runner(
+        ReActAgent("r", ScriptedModel([ConnectionError("boom")])), enable_streaming=True
+    )
+    with pytest.raises(RunError) as caught:
+        await runner.invoke("hi")
+    assert isinstance(caught.value.__cause__, ConnectionError)
+    assert caught.value.event.agent_name == "r"
