@@ -49,13 +49,29 @@ _NOT_AT_IMPORT = (
 
 _PROBE = """
 import sys
-import adk
 
 watched = sys.argv[1:]
-loaded = sorted(
-    m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in watched)
-)
-print("loaded:" + ",".join(loaded))
+
+
+def hits():
+    return {m for m in sys.modules if any(m == w or m.startswith(w + ".") for w in watched)}
+
+
+# What adk's own dependencies load is not adk's doing: some pydantic releases import `secrets`
+# (and with it hashlib) from pydantic.types. Take that baseline first.
+import asyncio
+from pydantic import BaseModel, ConfigDict
+
+
+class _Probe(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+    x: int = 0
+
+
+baseline = hits()
+import adk
+
+print("loaded:" + ",".join(sorted(hits() - baseline)))
 
 # The deferred pieces load on first use: a checkpoint round trip needs hashlib.
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
