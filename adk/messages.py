@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ._fastmodel import fast_builder
+
 __all__ = [
     "Message",
     "MessageChunk",
@@ -82,10 +84,14 @@ class Message(BaseModel):
 
     @classmethod
     def system(cls, text: str) -> "Message":
+        if cls is Message and type(text) is str:
+            return _built(_SYSTEM, text)
         return cls(role=_SYSTEM, content=text)
 
     @classmethod
     def user(cls, text: str) -> "Message":
+        if cls is Message and type(text) is str:
+            return _built(_USER, text)
         return cls(role=_USER, content=text)
 
     @classmethod
@@ -98,6 +104,8 @@ class Message(BaseModel):
         reasoning: str | None = None,
     ) -> "Message":
         if not tool_calls and usage is None and reasoning is None:
+            if cls is Message and type(text) is str:
+                return _built(_ASSISTANT, text)
             return cls(role=_ASSISTANT, content=text)  # fewer fields to validate: the common case
         return cls(
             role=_ASSISTANT,
@@ -109,7 +117,54 @@ class Message(BaseModel):
 
     @classmethod
     def tool(cls, content: str, *, tool_call_id: str, name: str | None = None) -> "Message":
+        if (
+            cls is Message
+            and type(content) is str
+            and type(tool_call_id) is str
+            and (name is None or type(name) is str)
+        ):
+            return _built_tool(content, tool_call_id, name)
         return cls(role=_TOOL, content=content, tool_call_id=tool_call_id, name=name)
+
+
+# Messages of plain text are built for every model turn, tool result and event; pydantic's
+# validating constructor costs about twice what building the instance directly does. The builders
+# are only called with arguments that validation would pass through unchanged (a ``Role`` member,
+# exact ``str`` values) and make an instance equal in every respect to the validated one; a test
+# holds them to that. ``fast_builder`` falls back to validation if pydantic's layout changes.
+_new_message = fast_builder(Message)
+
+
+def _built(role: Role, text: str) -> Message:
+    return _new_message(
+        {
+            "role": role,
+            "content": text,
+            "tool_calls": [],
+            "tool_call_id": None,
+            "name": None,
+            "reasoning": None,
+            "usage": None,
+            "metadata": {},
+        },
+        {"role", "content"},
+    )
+
+
+def _built_tool(content: str, tool_call_id: str, name: str | None) -> Message:
+    return _new_message(
+        {
+            "role": _TOOL,
+            "content": content,
+            "tool_calls": [],
+            "tool_call_id": tool_call_id,
+            "name": name,
+            "reasoning": None,
+            "usage": None,
+            "metadata": {},
+        },
+        {"role", "content", "tool_call_id", "name"},
+    )
 
 
 class ToolCallChunk(BaseModel):
