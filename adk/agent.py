@@ -21,32 +21,39 @@ class AgentInput:
     never read them, and a workflow of N agents would otherwise rebuild N histories per run.
     """
 
-    __slots__ = ("_build", "_messages", "enable_streaming")
+    __slots__ = ("_build", "_build_args", "_messages", "enable_streaming")
 
     def __init__(self, messages: list[Message] | None = None, enable_streaming: bool = False):
         self._messages = messages
-        self._build: Callable[[], list[Message]] | None = None
+        self._build: Callable[..., list[Message]] | None = None
+        self._build_args: tuple[Any, ...] = ()
         self.enable_streaming = enable_streaming
 
     @classmethod
-    def _lazy(cls, build: Callable[[], list[Message]], enable_streaming: bool) -> AgentInput:
+    def _lazy(
+        cls, build: Callable[..., list[Message]], args: tuple[Any, ...], enable_streaming: bool
+    ) -> AgentInput:
+        """An input whose messages are ``build(*args)``, called when first read. (A function and
+        its arguments rather than a closure: a closure costs a cell per captured name.)"""
         value = _new(cls)  # made for every agent start: skip __init__
         value._messages = None
         value._build = build
+        value._build_args = args
         value.enable_streaming = enable_streaming
         return value
 
     @property
     def messages(self) -> list[Message]:
         if self._messages is None:
-            self._messages = self._build() if self._build is not None else []
-            self._build = None
+            build = self._build
+            self._messages = build(*self._build_args) if build is not None else []
+            self._build, self._build_args = None, ()
         return self._messages
 
     @messages.setter
     def messages(self, value: list[Message]) -> None:
         self._messages = value
-        self._build = None
+        self._build, self._build_args = None, ()
 
     def __repr__(self) -> str:
         return f"AgentInput({self.messages!r}, enable_streaming={self.enable_streaming})"

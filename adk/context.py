@@ -238,9 +238,13 @@ class RunContext:
         return plan.resume_for(self.address, slot) if plan is not None else None
 
     def _record(self, agent_name: str, message: Message) -> None:
-        self._lane.entries.append(
-            _Entry(agent_name, self.run_path, message, next(self._run.counter))
-        )
+        entry = _new(_Entry)  # made for every message recorded: no call into __init__
+        entry.agent_name = agent_name
+        entry.run_path = self.run_path
+        entry.message = message
+        entry.seq = next(self._run.counter)
+        entry._as_context = None
+        self._lane.entries.append(entry)
 
 
 def _interrupt_event(signal: _InterruptSignal) -> AgentEvent:

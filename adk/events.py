@@ -66,16 +66,6 @@ class AgentOutput:
             self.role = Role(role) if role is not None else (Role.ASSISTANT if stream else None)
             self.tool_name = tool_name
 
-    @classmethod
-    def _of_message(cls, message: Message) -> AgentOutput:
-        """``AgentOutput(message)`` without the argument checks: made for nearly every event."""
-        output = _new(cls)
-        output.message = message
-        output.stream = output.custom = None
-        role = output.role = message.role
-        output.tool_name = message.name if role is _TOOL else None
-        return output
-
 
 @dataclass(slots=True)
 class AgentAction:
@@ -112,11 +102,17 @@ class AgentEvent:
         """An event carrying one message (a string becomes an assistant message)."""
         if isinstance(message, str):
             message = Message.assistant(message)
-        # Made for nearly every message an agent emits: fields set directly, no keyword handling.
+        # Made for nearly every message an agent emits: the event and its output are built with
+        # their fields set directly, no keyword handling or argument checks.
+        output = _new(AgentOutput)
+        output.message = message
+        output.stream = output.custom = None
+        role = output.role = message.role
+        output.tool_name = message.name if role is _TOOL else None
         event = _new(cls)
         event.agent_name = agent_name
         event.run_path = ()
-        event.output = AgentOutput._of_message(message)
+        event.output = output
         event.action = event.error = event.exception = event._signal = None
         event._flags = 0
         return event

@@ -83,15 +83,25 @@ def build_input(
 ) -> AgentInput:
     """A lazily built input: the history as it stands now, rewritten only if the agent reads it."""
     entries = ctx._lane.snapshot()
-    count = len(entries)
-    root = ctx._run.root_input
+    return AgentInput._lazy(
+        _messages_for,
+        (entries, len(entries), ctx._run.root_input, agent_name, rewriter),
+        ctx.enable_streaming,
+    )
 
-    def build() -> list[Message]:
-        taken = entries[:count]
-        if rewriter is not None:
-            view = [HistoryEntry("", m, True) for m in root]
-            view.extend(HistoryEntry(e.agent_name, e.message) for e in taken)
-            return rewriter(view, agent_name)
-        return [*root, *(_view(e, agent_name) for e in taken)]
 
-    return AgentInput._lazy(build, ctx.enable_streaming)
+def _messages_for(
+    entries: list[_Entry],
+    count: int,
+    root: list[Message],
+    agent_name: str,
+    rewriter: HistoryRewriter | None,
+) -> list[Message]:
+    """The input messages of ``agent_name``: the root input, then the first ``count`` entries (the
+    lane may have grown since the input was made)."""
+    taken = entries[:count]
+    if rewriter is not None:
+        view = [HistoryEntry("", m, True) for m in root]
+        view.extend(HistoryEntry(e.agent_name, e.message) for e in taken)
+        return rewriter(view, agent_name)
+    return [*root, *(_view(e, agent_name) for e in taken)]

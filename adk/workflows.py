@@ -94,6 +94,7 @@ async def _run_steps(
     steps = _Steps(ctx, own, isinstance(workflow, LoopAgent))
     limit = workflow.max_iterations if isinstance(workflow, LoopAgent) else 1
     children = workflow.sub_agents
+    resumable = ctx._run.plan is not None  # else no step can be skipped or resumed: skip asking
     try:
         start = 0
         if resuming:
@@ -110,7 +111,7 @@ async def _run_steps(
                 child_ctx = steps.steps_ctx._child(child.name, run_path=path)
                 run = _AgentRun(child, child_ctx)
                 stop = broke = False
-                early = run.skipped()
+                early = run.skipped() if resumable else None
                 if early is None and run.hooks is not None:
                     early = await run.start()
                 if early is not None:  # the child answers without running
@@ -122,7 +123,8 @@ async def _run_steps(
                         return
                     continue
                 try:
-                    events = run.events(build_input(child_ctx, child.name))
+                    input = build_input(child_ctx, child.name)
+                    events = run.events(input) if run.resumed else child.run(input, child_ctx)
                     try:
                         async for event in events:
                             stop = run.observe(event)
