@@ -184,15 +184,16 @@ class _ReActCore:
         return _Turn(ctx, model, options, native, tools, iterations)
 
     # -- running ------------------------------------------------------------------------------
-    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return self._loop(ctx, input=input)
+
+    async def _first_turn(self, input: AgentInput, ctx: RunContext) -> _Turn:
         turn = await self._turn(ctx, 0)
         system = self._system(ctx, turn.native)
         turn.messages = [*system, *self._input_messages(input, ctx)]
         turn.head_size = len(turn.messages)
         turn.system_size = len(system)
-        async with closing(self._loop(turn)) as events:
-            async for event in events:
-                yield event
+        return turn
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx.resume
@@ -212,13 +213,21 @@ class _ReActCore:
                 return
         if outcome.done:
             return
-        async with closing(self._loop(turn)) as events:
+        async with closing(self._loop(ctx, turn=turn)) as events:
             async for event in events:
                 yield event
 
-    async def _loop(self, turn: _Turn) -> AsyncIterator[AgentEvent]:
+    async def _loop(
+        self, ctx: RunContext, *, input: AgentInput | None = None, turn: _Turn | None = None
+    ) -> AsyncIterator[AgentEvent]:
+        """Model calls and tool rounds until an answer. A fresh run (``input``) sets up its turn
+        here rather than in a generator of its own around this one: one generator per run
+        fewer, on every event."""
+        if turn is None:
+            assert input is not None
+            turn = await self._first_turn(input, ctx)
         owner = self.owner
-        ctx, messages = turn.ctx, turn.messages
+        messages = turn.messages
         schema_retried = False
         while True:
             if turn.iterations >= owner.max_iterations:
