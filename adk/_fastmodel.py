@@ -30,14 +30,14 @@ def fast_builder(model: type[M]) -> Callable[[dict[str, Any], set[str]], M]:
     ):
         return _validating(model)
     new = object.__new__
-    set_dict = object.__setattr__
+    set_dict = BaseModel.__dict__["__dict__"].__set__  # not object.__setattr__: no name lookup
     set_fields = BaseModel.__dict__["__pydantic_fields_set__"].__set__
     set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
     set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
     def build(values: dict[str, Any], fields_set: set[str]) -> M:
         instance = new(model)
-        set_dict(instance, "__dict__", values)
+        set_dict(instance, values)
         set_fields(instance, fields_set)
         set_extra(instance, None)
         set_private(instance, None)

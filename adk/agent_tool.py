@@ -99,11 +99,11 @@ class AgentTool:
         run = _RunState(
             root_input,
             outer.session,
-            run_id=outer._run.run_id,
-            plan=outer._run.plan,
+            outer._run.run_id,
+            outer._run.plan,
+            outer._run.hooks,
+            outer._run.resources,
             nested=True,
-            hooks=outer._run.hooks,
-            resources=outer._run.resources,
         )
         if state is not None:
             load_history(run, state["history"])

@@ -8,6 +8,7 @@ number of runs at once.
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -102,6 +103,7 @@ class _RunState:
     """Everything one run shares between its agents."""
 
     __slots__ = (
+        "_run_id",
         "counter",
         "history",
         "hooks",
@@ -109,7 +111,6 @@ class _RunState:
         "plan",
         "resources",
         "root_input",
-        "run_id",
         "session",
     )
 
@@ -117,12 +118,11 @@ class _RunState:
         self,
         root_input: list[Message],
         session: Session,
-        *,
-        run_id: str = "",
+        run_id: str | None = None,
         plan: _ResumePlan | None = None,
-        nested: bool = False,
         hooks: Any = None,
         resources: Any = None,
+        nested: bool = False,
     ) -> None:
         self.root_input = root_input
         self.session = session
@@ -131,8 +131,27 @@ class _RunState:
         self.nested = nested
         self.hooks = hooks
         self.resources = resources
-        self.run_id = run_id
+        self._run_id = run_id
         self.counter = itertools.count()
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, made when first asked for (by tracing or a checkpoint): most runs never
+        need one."""
+        run_id = self._run_id
+        if run_id is None:
+            run_id = self._run_id = _new_run_id()
+        return run_id
+
+
+# Run ids: a random per-process prefix and a counter; unique across processes and far cheaper
+# than a uuid4 per run.
+_RUN_PREFIX = os.urandom(6).hex()
+_run_numbers = itertools.count(1)
+
+
+def _new_run_id() -> str:
+    return f"{_RUN_PREFIX}-{next(_run_numbers)}"
 
 
 class RunContext:

@@ -6,7 +6,6 @@ A runner holds configuration only (agent, store, hooks, resources); each run get
 
 from __future__ import annotations
 
-import itertools
 import os
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,15 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["RunError", "RunResult", "Runner"]
 
 RunInput = str | Message | Sequence[Message]
-
-# Run ids: a random per-process prefix and a counter; unique across processes and far cheaper
-# than a uuid4 per run.
-_RUN_PREFIX = os.urandom(6).hex()
-_run_numbers = itertools.count(1)
-
-
-def _new_run_id() -> str:
-    return f"{_RUN_PREFIX}-{next(_run_numbers)}"
 
 
 @dataclass(slots=True)
@@ -180,14 +170,7 @@ class Runner(AsyncCloseable):
         run_id: str | None,
         plan: _ResumePlan | None = None,
     ) -> _RunState:
-        return _RunState(
-            messages,
-            session,
-            run_id=run_id or _new_run_id(),
-            plan=plan,
-            hooks=self._hooks,
-            resources=self.resources,
-        )
+        return _RunState(messages, session, run_id or None, plan, self._hooks, self.resources)
 
     async def _drive_root(
         self,
@@ -386,14 +369,8 @@ class _Collected:
 
     def result(self, session: Session) -> RunResult:
         interrupt = self.interrupt
-        return RunResult(
-            events=self.events,
-            output=self.output,
-            interrupt=interrupt,
-            session=session,
-            checkpoint_id=interrupt.checkpoint_id if interrupt is not None else None,
-            _messages=self.messages,
-        )
+        checkpoint_id = interrupt.checkpoint_id if interrupt is not None else None
+        return RunResult(self.events, self.output, interrupt, session, checkpoint_id, self.messages)
 
 
 async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:
