@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing
-from ._driver import close_events, drive
+from ._driver import _AgentRun, close_events, drive
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
@@ -136,25 +136,50 @@ class Runner(AsyncCloseable):
         values = session if isinstance(session, Session) else Session(session)
         run = self._new_run(_to_messages(input), values, run_id)
         root = _Root(self, run, checkpoint_id)
-        # The root's events are collected straight from the driver (run() adds a generator).
-        collected = _Collected()
-        events = drive(self.agent, AgentInput(run.root_input, self.enable_streaming), root.ctx)
+        collected = _Collected(root)
+        agent, ctx = self.agent, root.ctx
+        agent_input = AgentInput(run.root_input, self.enable_streaming)
+        if getattr(agent, "_adk_drive", None) is not None:  # drives itself under the rules
+            events = drive(agent, agent_input, ctx)
+            try:
+                async for event in events:
+                    if not collected.add(event) and await collected.take(event):
+                        break
+            finally:
+                await close_events(events)
+            return collected.result(values)
+        # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
+        # a generator fewer per run and per event than iterating ``drive``.
+        own = _AgentRun(agent, ctx)
+        early = own.skipped()
+        if early is None and own.hooks is not None:
+            early = await own.start()
+        if early is not None:
+            await collected.take(early)
+            return collected.result(values)
         try:
-            async for event in events:
-                output = event.output
-                if output is not None and output.stream is not None:
-                    await collected.add_stream(output.stream)
-                if event._signal is None and event.action is None and event.error is None:
-                    collected.add(event)
-                    continue
-                event, after = await root.check(event)
-                collected.add(event)
-                if after is not None:
-                    collected.add(after)
-                if event.error is not None or after is not None or event.interrupted is not None:
-                    break
+            events = own.events(agent_input)
+            try:
+                async for event in events:
+                    stop = own.observe(event)
+                    if not collected.add(event) and await collected.take(event):
+                        break
+                    if own.stream is not None:
+                        await own.record_stream()
+                    if stop:
+                        break
+            finally:
+                if getattr(events, "ag_frame", True) is not None:
+                    await close_events(events)
+        except Exception as exc:
+            # The traceback's first frame is this one, whose locals will hold the error event and
+            # so the exception: the run would end in a reference cycle. The agent's frames stay.
+            if exc.__traceback__ is not None:
+                exc.__traceback__ = exc.__traceback__.tb_next
+            await collected.take(own.failed(exc))
         finally:
-            await close_events(events)
+            if own.needs_finish:
+                await own.finish()
         return collected.result(values)
 
     async def invoke_resume(self, checkpoint_id: str, resume: Any = None) -> RunResult:
@@ -331,18 +356,63 @@ class _Root:
 
 
 class _Collected:
-    """What ``invoke`` gathers from a run's events."""
+    """What ``invoke`` gathers from a run's events. It never raises while the run goes on (an
+    error event ends the collection, and ``result`` raises ``RunError``), so ``invoke`` can drive
+    the root agent inline without mistaking its own failure for the agent's."""
 
-    __slots__ = ("events", "interrupt", "messages", "output")
+    __slots__ = ("error", "events", "interrupt", "messages", "output", "root")
 
-    def __init__(self) -> None:
+    def __init__(self, root: _Root | None = None) -> None:
+        self.root = root
         self.events: list[AgentEvent] = []
         self.messages: list[Message] = []
         self.output: Any = None
         self.interrupt: InterruptInfo | None = None
+        self.error: AgentEvent | None = None
+
+    def add(self, event: AgentEvent, checked: bool = False) -> bool:
+        """Collect an event that needs nothing of the runner (no stream to read, no action, error
+        or pause: most events) or one that ``take`` has ``checked``; False, and nothing collected,
+        for an event that needs ``take``. (One call for the common case: it is made per event.)"""
+        out = event.output
+        if not checked and (
+            event._signal is not None
+            or event.action is not None
+            or event.error is not None
+            or (out is not None and out.stream is not None)
+        ):
+            return False
+        self.events.append(event)
+        if out is not None:
+            if out.message is not None:
+                self.output = out.message
+                self.messages.append(out.message)
+            elif out.stream is None:
+                self.output = out.custom
+        if event.error is not None and self.error is None:
+            self.error = event
+        if event.action is not None and event.action.interrupted is not None:
+            self.interrupt = event.action.interrupted
+        return True
+
+    async def take(self, event: AgentEvent) -> bool:
+        """Collect an event under the runner's rules (``_Root.check``: a pause saves its
+        checkpoint); True when the run ends with it."""
+        output = event.output
+        if output is not None and output.stream is not None:
+            await self.add_stream(output.stream)
+        if event._signal is None and event.action is None and event.error is None:
+            self.add(event, checked=True)
+            return False
+        assert self.root is not None
+        event, after = await self.root.check(event)
+        self.add(event, checked=True)
+        if after is not None:
+            self.add(after, checked=True)
+        return event.error is not None or after is not None or event.interrupted is not None
 
     async def add_stream(self, stream: MessageStream) -> None:
-        """Read a streamed message to its end (before ``add`` takes its event). A stream that
+        """Read a streamed message to its end (before its event is collected). A stream that
         fails is left to the agent: it reads the same stream, so its error event follows and
         ``invoke`` raises ``RunError`` like for any other failure, not the stream's raw error."""
         try:
@@ -351,23 +421,11 @@ class _Collected:
             return
         self.messages.append(self.output)
 
-    def add(self, event: AgentEvent) -> None:
-        """Take one event (its stream already read by ``add_stream``); an error raises
-        ``RunError``."""
-        self.events.append(event)
-        out = event.output
-        if out is not None:
-            if out.message is not None:
-                self.output = out.message
-                self.messages.append(out.message)
-            elif out.stream is None:
-                self.output = out.custom
-        if event.error is not None:
-            raise RunError(event, self.events) from event.exception
-        if event.action is not None and event.action.interrupted is not None:
-            self.interrupt = event.action.interrupted
-
     def result(self, session: Session) -> RunResult:
+        """The run's result; ``RunError`` if it ended with an error event."""
+        error = self.error
+        if error is not None:
+            raise RunError(error, self.events) from error.exception
         interrupt = self.interrupt
         checkpoint_id = interrupt.checkpoint_id if interrupt is not None else None
         return RunResult(self.events, self.output, interrupt, session, checkpoint_id, self.messages)
@@ -380,7 +438,7 @@ async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) ->
         async for event in events:
             if event.output is not None and event.output.stream is not None:
                 await collected.add_stream(event.output.stream)
-            collected.add(event)
+            collected.add(event, checked=True)  # the root's rules were applied by _drive_root
     finally:
         await close_events(events)
     return collected.result(session[0] if session else Session())

@@ -34,6 +34,9 @@ How a figure is made
   in the next one, at most about one collection per generation at each switch, which the blocks of
   G gathers dilute. (A run that leaves no garbage, like pyadk's sequential arm, triggers none.)
 - Figures are the median of the rounds, with min–max beside them so noise is visible.
+- ``python -m benchmarks._harness count MODULE SCENARIO VARIANT --runs N`` is the worker that
+  ``benchmarks._callgrind`` runs under valgrind: no clock at all, a fixed warm-up and exactly N runs,
+  so two processes with different N differ by those runs only.
 """
 
 from __future__ import annotations
@@ -277,6 +280,28 @@ async def _profile(module: Any, scenario: str, seconds: float, top: int) -> None
     stats.sort_stats("tottime").print_stats(top)
 
 
+async def _count(module: Any, scenario: str, variant: str, runs: int, warmup: int) -> None:
+    """Build ``scenario``, warm ``variant`` up for ``warmup`` runs, then do ``runs`` more runs.
+
+    Deterministic on purpose (no clock, no calibration): callgrind counts the whole process, and
+    only the number of runs may differ between the two processes whose counts are subtracted."""
+    fn = (await module.build(scenario))[variant]
+    for _ in range(warmup + runs):
+        await fn()
+
+
+def _count_main(argv: Sequence[str]) -> None:
+    parser = argparse.ArgumentParser(prog="benchmarks._harness count")
+    parser.add_argument("module")
+    parser.add_argument("scenario")
+    parser.add_argument("variant")
+    parser.add_argument("--runs", type=int, required=True)
+    parser.add_argument("--warmup", type=int, default=20)
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args.module)
+    asyncio.run(_count(module, args.scenario, args.variant, args.runs, args.warmup))
+
+
 def _worker_main(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser(prog="benchmarks._harness worker")
     parser.add_argument("module")
@@ -363,6 +388,16 @@ class WorkerResult:
             for key, values in series.items():  # cpu, wall and any counters (gc0, gc1, gc2)
                 slot.setdefault(key, []).extend(values)
 
+    def gc_per_1000(self, variant: str) -> list[float] | None:
+        """Collections per 1,000 runs for each GC generation (gen0, gen1, gen2), over all rounds.
+
+        A mean, not a median: a full collection lands in one round of several, and its rate is what
+        a long-running process pays."""
+        series = self.variants.get(variant, {})
+        if "gc0_per_1k" not in series:
+            return None
+        return [statistics.fmean(series[f"gc{g}_per_1k"]) for g in range(3)]
+
     def base_row(self, variant: str) -> dict[str, Any]:
         """The figures every JSON row carries: CPU and wall µs per run, peak RSS, sampling."""
         row: dict[str, Any] = {}
@@ -410,6 +445,7 @@ def run_worker(
         data = json.loads(lines[-1][len(RESULT_TAG) :])
         if "unsupported" in data:
             return WorkerResult(versions=data.get("versions", {}), unsupported=data["unsupported"])
+        _add_gc_rates(data)
         pooled.merge(
             WorkerResult(
                 variants=data["variants"],
@@ -420,6 +456,19 @@ def run_worker(
             )
         )
     return pooled
+
+
+def _add_gc_rates(data: dict[str, Any]) -> None:
+    """Turn a gather worker's collections per round into collections per 1,000 runs
+    (``gcN_per_1k``): processes calibrate their own gathers per round, so only rates pool."""
+    runs = data.get("runs_per_round", 0) * data.get("gathers_per_round", 0)
+    if not runs:
+        return
+    for series in data["variants"].values():
+        for generation in range(3):
+            counts = series.get(f"gc{generation}")
+            if counts is not None:
+                series[f"gc{generation}_per_1k"] = [c * 1000 / runs for c in counts]
 
 
 _IMPORT_PROBE = """
@@ -549,5 +598,10 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "worker":
         _worker_main(sys.argv[2:])
+    elif len(sys.argv) > 1 and sys.argv[1] == "count":
+        _count_main(sys.argv[2:])
     else:
-        sys.exit("usage: python -m benchmarks._harness worker MODULE SCENARIO [options]")
+        sys.exit(
+            "usage: python -m benchmarks._harness worker MODULE SCENARIO [options]\n"
+            "       python -m benchmarks._harness count MODULE SCENARIO VARIANT --runs N"
+        )
