@@ -140,13 +140,13 @@ class Runner(AsyncCloseable):
         agent, ctx = self.agent, root.ctx
         agent_input = AgentInput(run.root_input, self.enable_streaming)
         if getattr(agent, "_adk_drive", None) is not None:  # drives itself under the rules
-            events = drive(agent, agent_input, ctx)
+            driven = drive(agent, agent_input, ctx)
             try:
-                async for event in events:
+                async for event in driven:
                     if not collected.add(event) and await collected.take(event):
                         break
             finally:
-                await close_events(events)
+                await close_events(driven)
             return collected.result(values)
         # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
         # a generator fewer per run and per event than iterating ``drive``.

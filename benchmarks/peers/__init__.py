@@ -17,36 +17,32 @@ import subprocess
 import sys
 import time
 import venv
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._callgrind import count_instructions, runs_for, valgrind
 from .._harness import (
     BenchmarkError,
-    Figure,
     WorkerResult,
     cache_dir,
-    format_table,
     machine_info,
     measure_import,
     run_worker,
 )
+from .._pairing import Process, bracketed, paired_ratios
+from ._report import Key, peers_tables, process_figures, row_label, scenario_rows, summarise
 
-__all__ = ["PEERS", "Peer", "cache_dir", "ensure_env", "run_peers"]
+__all__ = ["PEERS", "Peer", "cache_dir", "ensure_env", "peers_tables", "run_peers", "select"]
 
 PYADK_MODULE = "benchmarks.pyadk_workloads"
 PYADK_IMPORTS = (
     "from adk import Runner, SequentialAgent, BaseAgent, tool; from prebuilt import ReActAgent"
 )
 SCENARIOS = ("a", "b", "c_a", "c_b", "d")
-TITLES = {
-    "a": "(a) one turn, model answers 'done'",
-    "b": "(b) add(a=1, b=2) tool, then 'sum=3'",
-    "c_a": "(c) 1,000 concurrent (a), per run",
-    "c_b": "(c) 1,000 concurrent (b), per run",
-    "d": "(d) sequential workflow of 10 steps",
-}
-TARGET_FACTOR = 20.0  # pyadk needs at least this much less CPU per run than the fastest peer
+ALIASES = {"c": ("c_a", "c_b")}
+# Instruction counts: not the gather scenarios (1,000 runs per gather is too long under callgrind).
+COUNTED = ("a", "b", "d")
 
 
 @dataclass(frozen=True)
@@ -118,117 +114,95 @@ def ensure_env(peer: Peer, log: bool = True) -> Path:
 
 
 # -- the peers run ----------------------------------------------------------------------------------
-def _cell(result: WorkerResult | None, scenario: str, variant: str) -> Figure | None:
-    if result is None or result.unsupported is not None:
-        return None
-    name = "concurrent" if scenario.startswith("c_") else variant
-    return result.cpu(name) if name in result.variants else None
+def select(only: str | None) -> tuple[list[str], bool]:
+    """The scenarios ``--only`` names in peers mode (``a``, ``b``, ``c`` = ``c_a`` + ``c_b``,
+    ``c_a``, ``c_b``, ``d``) and whether to time the imports (``import``; always without --only)."""
+    if not only:
+        return list(SCENARIOS), True
+    chosen: set[str] = set()
+    imports = False
+    for name in (n.strip() for n in only.split(",") if n.strip()):
+        if name == "import":
+            imports = True
+        elif name in ALIASES or name in SCENARIOS:
+            chosen.update(ALIASES.get(name, (name,)))
+        else:
+            valid = ", ".join(["import", *ALIASES, *SCENARIOS])
+            raise ValueError(f"unknown peers benchmark {name!r}; choose from {valid}")
+    return [s for s in SCENARIOS if s in chosen], imports
 
 
-def _net_ratio(result: WorkerResult) -> Figure:
-    """Concurrent over sequential CPU per run, after taking off asyncio's own gather cost; per
-    round, as the three were timed back to back."""
-    v = result.variants
-    return Figure.of(
-        [
-            (c - f) / s
-            for c, s, f in zip(
-                v["concurrent"]["cpu"], v["sequential"]["cpu"], v["asyncio"]["cpu"], strict=True
-            )
-        ]
-    )
+@dataclass
+class _Run:
+    """What a peers run has gathered: results pooled per SDK and scenario, errors, and for each
+    scenario its rounds of processes in run order (the input of the pairing)."""
+
+    results: dict[Key, WorkerResult] = field(default_factory=dict)
+    errors: dict[Key, str] = field(default_factory=dict)
+    timelines: dict[str, list[list[Process]]] = field(default_factory=dict)
+
+    def unsupported(self, sdk: str, scenario: str) -> bool:
+        """A peer without this scenario (openai-agents has no workflow) is not started again."""
+        result = self.results.get((sdk, scenario))
+        return result is not None and result.unsupported is not None
+
+    def measure(
+        self, sdk: str, scenario: str, python: str, module: str, rounds: int, round_s: float
+    ) -> WorkerResult | None:
+        """One fresh process of ``sdk`` on ``scenario``, pooled; None (and an error) if it failed."""
+        print(f"[peers] {sdk} {scenario} ...", flush=True)
+        try:
+            result = run_worker(module, scenario, python=python, rounds=rounds, round_s=round_s)
+        except BenchmarkError as exc:
+            self.errors[(sdk, scenario)] = str(exc).splitlines()[-1]
+            print(exc, file=sys.stderr)
+            return None
+        self.results.setdefault((sdk, scenario), WorkerResult()).merge(result)
+        return result
+
+    def ratios(self, scenario: str) -> dict[str, list[float]]:
+        """Every row's paired ratios to pyadk, over all rounds of ``scenario``."""
+        pooled: dict[str, list[float]] = {}
+        for timeline in self.timelines.get(scenario, []):
+            for label, values in paired_ratios(timeline).items():
+                pooled.setdefault(label, []).extend(values)
+        return pooled
 
 
-def run_peers(names: list[str] | None, rounds: int, repeat: int, quick: bool, output: Path) -> int:
-    """Build the venvs, run pyadk and every peer on the same workloads, print and save the tables.
-
-    The loop runs scenario by scenario and, inside, SDK by SDK, ``repeat`` times over, so a burst
-    of load from elsewhere on the machine lands on every SDK's figures rather than on one.
-    """
-    peers = [PEERS[n] for n in (names or list(PEERS))]
-    pythons = {peer.name: str(ensure_env(peer)) for peer in peers}
-    sdks: list[tuple[str, str, str]] = [("pyadk", sys.executable, PYADK_MODULE)]
-    sdks += [(p.name, pythons[p.name], p.module) for p in peers]
-    started = time.time()
-    machine = machine_info()
-    results: dict[tuple[str, str], WorkerResult] = {}
-    errors: dict[tuple[str, str], str] = {}
-    round_s = 0.02 if quick else 0.1
-    for _ in range(repeat):
-        for scenario in SCENARIOS:
-            for sdk, python, module in sdks:
-                print(f"[peers] {sdk} {scenario} ...", flush=True)
+def _count_all(
+    run: _Run, sdks: list[str], scenarios: list[str], where: dict[str, tuple[str, str]], quick: bool
+) -> dict[Key, dict[str, Any]]:
+    """Instructions per run of every row of the counted scenarios (see ``benchmarks._callgrind``),
+    each sized from the row's pooled CPU figure; a failed count becomes a note in its row."""
+    counts: dict[Key, dict[str, Any]] = {}
+    for scenario in (s for s in scenarios if s in COUNTED):
+        for sdk in sdks:
+            result = run.results.get((sdk, scenario))
+            if result is None or result.unsupported is not None:
+                continue
+            python, module = where[sdk]
+            for variant in result.variants:
+                label = row_label(sdk, variant)
+                runs = runs_for(result.cpu(variant).median, quick)
+                print(f"[peers] {label} {scenario}: instructions, {runs[0]} vs {runs[1]} runs ...")
                 try:
-                    result = run_worker(
-                        module, scenario, python=python, rounds=rounds, round_s=round_s
-                    )
-                except BenchmarkError as exc:
-                    errors[(sdk, scenario)] = str(exc).splitlines()[-1]
+                    count = count_instructions(module, scenario, variant, python=python, runs=runs)
+                except (BenchmarkError, ValueError) as exc:
                     print(exc, file=sys.stderr)
+                    counts[(label, scenario)] = {"instructions_error": str(exc).splitlines()[0]}
                     continue
-                slot = results.setdefault((sdk, scenario), WorkerResult())
-                slot.merge(result)
-    imports: dict[str, dict[str, Any]] = {}
-    statements = {"pyadk": PYADK_IMPORTS, **{p.name: p.imports for p in peers}}
-    for sdk, python, _ in sdks:
-        print(f"[peers] {sdk} import ...", flush=True)
-        imports[sdk] = measure_import(statements[sdk], python=python, repeat=3 if quick else 7)
+                counts[(label, scenario)] = count.as_dict()
+    return counts
 
-    rows: list[dict[str, Any]] = []
-    for scenario in SCENARIOS:
-        pyadk = _cell(results.get(("pyadk", scenario)), scenario, "run")
-        for sdk, _, _ in sdks:
-            found = results.get((sdk, scenario))
-            if found is None:
-                rows.append(
-                    {"sdk": sdk, "scenario": scenario, "error": errors.get((sdk, scenario))}
-                )
-                continue
-            result = found
-            if result.unsupported is not None:
-                rows.append({"sdk": sdk, "scenario": scenario, "unsupported": result.unsupported})
-                continue
-            variants = ["run"] if scenario.startswith("c_") else list(result.variants)
-            for variant in variants:
-                label = sdk if variant == "run" else f"{sdk} [{variant}]"
-                measured = "concurrent" if scenario.startswith("c_") else variant
-                row: dict[str, Any] = {
-                    "benchmark": f"{sdk}.{scenario}",
-                    "sdk": label,
-                    "scenario": scenario,
-                }
-                row.update(result.base_row(measured))
-                cpu = result.cpu(measured)
-                if scenario.startswith("c_"):
-                    ratio = result.paired("concurrent", "sequential", lambda c, s: c / s)
-                    row["sequential_cpu_us"] = round(result.cpu("sequential").median, 2)
-                    row["concurrent_over_sequential"] = round(ratio.median, 3)
-                    if "asyncio" in result.variants:
-                        row["asyncio_gather_us"] = round(result.cpu("asyncio").median, 2)
-                        row["net_of_asyncio"] = round(_net_ratio(result).median, 3)
-                if pyadk is not None:
-                    row["x_pyadk"] = round(cpu.median / pyadk.median, 1)
-                rows.append(row)
-    summary: list[dict[str, Any]] = []
-    for scenario in SCENARIOS:
-        candidates = [
-            r for r in rows if r["scenario"] == scenario and r["sdk"] != "pyadk" and "x_pyadk" in r
-        ]
-        if not candidates:
-            continue
-        fastest = min(candidates, key=lambda r: r["x_pyadk"])
-        summary.append(
-            {
-                "scenario": scenario,
-                "fastest_peer": fastest["sdk"],
-                "x_pyadk": fastest["x_pyadk"],
-                "target": TARGET_FACTOR,
-                "ok": fastest["x_pyadk"] >= TARGET_FACTOR,
-            }
-        )
-    import_rows = []
-    for sdk, m in imports.items():
-        import_rows.append(
+
+def _import_rows(
+    sdks: list[str], where: dict[str, tuple[str, str]], statements: dict[str, str], quick: bool
+) -> list[dict[str, Any]]:
+    rows = []
+    for sdk in sdks:
+        print(f"[peers] {sdk} import ...", flush=True)
+        m = measure_import(statements[sdk], python=where[sdk][0], repeat=3 if quick else 7)
+        rows.append(
             {
                 "sdk": sdk,
                 "statement": statements[sdk],
@@ -239,90 +213,80 @@ def run_peers(names: list[str] | None, rounds: int, repeat: int, quick: bool, ou
                 "modules": m["modules"],
             }
         )
+    return rows
+
+
+def run_peers(
+    names: list[str] | None,
+    *,
+    rounds: int,
+    repeat: int,
+    quick: bool,
+    output: Path,
+    only: str | None = None,
+    instructions: bool = False,
+) -> int:
+    """Build the venvs, run pyadk and every peer on the same workloads, print and save the tables.
+
+    Each of the ``repeat`` rounds runs scenario by scenario, and within a scenario alternates
+    pyadk with the peers (pyadk, peer 1, pyadk, peer 2, ..., pyadk) so every peer process sits
+    between two pyadk ones: its ratio to pyadk is taken from those neighbours
+    (``benchmarks._pairing``), not from figures pooled over a run long enough to span both of the
+    machine's speeds. With ``instructions`` the rows of (a), (b) and (d) also get callgrind counts
+    after the timings (never during them).
+    """
+    scenarios, time_imports = select(only)
+    peers = [PEERS[n] for n in (names or list(PEERS))]
+    where = {"pyadk": (sys.executable, PYADK_MODULE)}
+    where.update({p.name: (str(ensure_env(p)), p.module) for p in peers})
+    sdks = list(where)
+    started = time.time()
+    machine = machine_info()
+    run = _Run()
+    round_s = 0.02 if quick else 0.1
+    for _ in range(repeat):
+        for scenario in scenarios:
+            others = [sdk for sdk in sdks[1:] if not run.unsupported(sdk, scenario)]
+            timeline: list[Process] = []
+            for sdk in bracketed("pyadk", others):
+                result = run.measure(sdk, scenario, *where[sdk], rounds, round_s)
+                if result is not None:
+                    timeline.append((sdk, process_figures(sdk, scenario, result)))
+            run.timelines.setdefault(scenario, []).append(timeline)
+    statements = {"pyadk": PYADK_IMPORTS, **{p.name: p.imports for p in peers}}
+    imports = _import_rows(sdks, where, statements, quick) if time_imports else []
+    counts: dict[Key, dict[str, Any]] | None = None
+    note = None
+    if instructions:
+        note = None if valgrind() else "valgrind not installed"
+        counts = _count_all(run, sdks, scenarios, where, quick) if note is None else {}
+    rows: list[dict[str, Any]] = []
+    for scenario in scenarios:
+        rows += scenario_rows(scenario, sdks, run.results, run.errors, run.ratios(scenario), counts)
     machine["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
-    document = {
+    document: dict[str, Any] = {
         "machine": machine,
         "command": ["python", "-m", "benchmarks", *sys.argv[1:]],
         "seconds": round(time.time() - started, 1),
         "pins": {p.name: list(p.pins) for p in peers},
+        "rounds_per_process": rounds,
+        "repeat": repeat,
         "rows": rows,
-        "summary": summary,
-        "imports": import_rows,
-        "errors": {f"{k[0]}.{k[1]}": v for k, v in errors.items()},
+        "summary": summarise(rows, scenarios),
+        "imports": imports,
+        "errors": {f"{k[0]}.{k[1]}": v for k, v in run.errors.items()},
     }
+    if instructions:
+        document["instructions"] = {
+            "note": note,
+            "scenarios": [s for s in scenarios if s in COUNTED],
+        }
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(document, indent=2) + "\n")
     print()
     print(peers_tables(document))
     print(f"\nresults: {output}")
-    return 1 if errors else 0
-
-
-def peers_tables(document: dict[str, Any]) -> str:
-    """The side-by-side tables (also used to write docs/performance.md)."""
-
-    def fig(row: dict[str, Any], key: str) -> str:
-        return f"{row[key]:.0f} ({row[key + '_min']:.0f}–{row[key + '_max']:.0f})"
-
-    lines = []
-    for row in document["rows"]:
-        title = TITLES[row["scenario"]]
-        if "unsupported" in row or "error" in row:
-            note = row.get("unsupported") or f"error: {row.get('error')}"
-            lines.append([title, row["sdk"], f"n/a: {note}", "", "", "", ""])
-            continue
-        ratio = row.get("x_pyadk")
-        concurrency = "–"
-        if "concurrent_over_sequential" in row:
-            concurrency = f"{row['concurrent_over_sequential']:.2f}×"
-            if "net_of_asyncio" in row:
-                concurrency += f" ({row['net_of_asyncio']:.2f}×)"
-        lines.append(
-            [
-                title,
-                row["sdk"],
-                fig(row, "cpu_us"),
-                fig(row, "wall_us"),
-                f"{row['peak_rss_mib']:.0f}",
-                "–" if ratio is None else f"{ratio:.1f}×",
-                concurrency,
-            ]
-        )
-    headers = [
-        "scenario",
-        "SDK",
-        "CPU µs/run",
-        "wall µs/run",
-        "peak RSS MiB",
-        "CPU vs pyadk",
-        "concurrent / sequential (net of asyncio)",
-    ]
-    out = [format_table(headers, lines), ""]
-    summary = [
-        [
-            TITLES[s["scenario"]],
-            s["fastest_peer"],
-            f"{s['x_pyadk']:.1f}×",
-            f"≥ {s['target']:g}×",
-            "pass" if s["ok"] else "FAIL",
-        ]
-        for s in document["summary"]
-    ]
-    out.append(
-        format_table(["scenario", "fastest peer", "its CPU / pyadk's", "target", "ok"], summary)
-    )
-    out.append("")
-    imports = [
-        [
-            r["sdk"],
-            f"{r['import_ms']:.0f} ({r['import_ms_min']:.0f}–{r['import_ms_max']:.0f})",
-            f"{r['rss_mib']:.1f}",
-            str(r["modules"]),
-        ]
-        for r in document["imports"]
-    ]
-    out.append(format_table(["SDK", "import ms", "RSS after import MiB", "modules"], imports))
-    return "\n".join(out)
+    return 1 if run.errors else 0
 
 
 def main() -> None:

@@ -180,9 +180,7 @@ def summarise(rows: Sequence[dict[str, Any]], scenarios: Sequence[str]) -> list[
 
 # -- tables -------------------------------------------------------------------------------------------
 def _fig(row: dict[str, Any], key: str, digits: int = 0) -> str:
-    return (
-        f"{row[key]:.{digits}f} ({row[key + '_min']:.{digits}f}–{row[key + '_max']:.{digits}f})"
-    )
+    return f"{row[key]:.{digits}f} ({row[key + '_min']:.{digits}f}–{row[key + '_max']:.{digits}f})"
 
 
 def _ratio_cell(row: dict[str, Any]) -> str:
