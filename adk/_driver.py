@@ -127,7 +127,7 @@ class _AgentRun:
         if event.error is not None:
             self.error = event.error
             return True
-        return event.ends_agent
+        return event.action is not None and event.ends_agent  # most events carry no action
 
     async def record_stream(self) -> None:
         """Record the streamed message the last event carried, once it is complete."""

@@ -108,7 +108,7 @@ class FlowAgent:
             node_ctx = ctx._fork()
             node_ctx.run_path = path
             return node_ctx
-        return ctx._child(node.name, run_path=path)
+        return ctx._child(node.name, path)
 
     async def _drive_chain(
         self, node: FlowAgent, input: AgentInput, node_ctx: RunContext, ctx: RunContext

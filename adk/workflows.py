@@ -108,7 +108,7 @@ async def _run_steps(
                 if not (resuming and index == start):
                     steps.path = (*steps.path, child.name)
                 path = steps.path
-                child_ctx = steps.steps_ctx._child(child.name, run_path=path)
+                child_ctx = steps.steps_ctx._child(child.name, path)
                 run = _AgentRun(child, child_ctx)
                 stop = broke = False
                 early = run.skipped() if resumable else None

@@ -2,10 +2,17 @@
 
 Options (``--help`` lists them all):
   --quick           few rounds (smoke test); other modules' benchmarks are skipped unless named
-  --only NAME,...   run only these: import, a, b, c (or c_a, c_b), d, events, scripted, or the name
-                    of another benchmark module in benchmarks/ (openai_adapter, tracing_overhead, ...)
-  --repeat N        run every scenario in N fresh processes and pool their rounds
+  --only NAME,...   run only these: import, a, b, c (c_a, c_b and their in-flight variants
+                    c_a.inflight, c_b.inflight), d, events, scripted, or the name of another
+                    benchmark module in benchmarks/ (openai_adapter, tracing_overhead, ...);
+                    with --peers: import, a, b, c (or c_a, c_b), d
+  --rounds N        rounds per process (default 7, quick 2); with --peers: rounds per peer and
+                    repeat (default 5), alternated with pyadk's rounds in live workers
+  --repeat N        run every scenario in N fresh processes and pool their rounds (peers: N fresh
+                    sets of workers per scenario, default 2)
   --peers           the side-by-side peers mode (downloads pinned SDKs into venvs; not CI)
+  --instructions    also count instructions per run with valgrind's callgrind (deterministic,
+                    unlike this machine's timings); skipped, with a note, if valgrind is missing
   --profile NAME    cProfile a pyadk scenario (or ``-X importtime`` for ``import``) and print the
                     top functions, instead of measuring
 
@@ -27,6 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ._callgrind import count_instructions, runs_for, valgrind
 from ._harness import (
     REPO,
     BenchmarkError,
@@ -42,7 +50,10 @@ from ._harness import (
 PYADK = "benchmarks.pyadk_workloads"
 RESULTS = REPO / "benchmarks" / "results"
 SUITE = ("import", "a", "b", "c", "d", "events", "scripted")
-ALIASES = {"c": ("c_a", "c_b"), "scripted": ("a.scripted", "b.scripted")}
+ALIASES = {
+    "c": ("c_a", "c_b", "c_a.inflight", "c_b.inflight"),
+    "scripted": ("a.scripted", "b.scripted"),
+}
 # Modules of benchmarks/ that are not benchmarks of their own.
 NOT_EXTRAS = {"__init__", "__main__", "pyadk_workloads"}
 
@@ -51,6 +62,8 @@ TITLES = {
     "b": "(b) ReActAgent + add(a=1, b=2) tool, answers 'sum=3'",
     "c_a": "(c) 1,000 concurrent runs of (a), per run",
     "c_b": "(c) 1,000 concurrent runs of (b), per run",
+    "c_a.inflight": "(c) 1,000 runs of (a) in flight (model awaits), per run",
+    "c_b.inflight": "(c) 1,000 runs of (b) in flight (model awaits), per run",
     "d": "(d) SequentialAgent of 10 custom agents",
     "events": "per-event overhead through a Runner",
     "a.scripted": "(a) with ScriptedModel(record=False)",
@@ -61,6 +74,8 @@ TARGETS: dict[str, float] = {
     "b": 150.0,
     "c_a": 1.2,  # concurrent / sequential CPU per run
     "c_b": 1.2,
+    "c_a.inflight": 1.2,
+    "c_b.inflight": 1.2,
     "d": 100.0,
     "events": 5.0,  # CPU µs per event
     "import": 150.0,  # ms
@@ -122,6 +137,7 @@ def _worker_rows(scenario: str, result: WorkerResult) -> list[dict[str, Any]]:
                 asyncio_gather_us=round(floor.median, 2),
                 ratio_net_of_asyncio=round(Figure.of(net).median, 3),
                 concurrency=result.runs_per_round,
+                **_gc_rates(result),
             )
         ]
     if scenario == "events":
@@ -141,6 +157,52 @@ def _worker_rows(scenario: str, result: WorkerResult) -> list[dict[str, Any]]:
             )
         ]
     return [_row(scenario, title, result.cpu("run"), "µs/run", target, result.base_row("run"))]
+
+
+def _gc_rates(result: WorkerResult) -> dict[str, list[float]]:
+    """Collections per 1,000 runs (gen0, gen1, gen2) of the concurrent and sequential arms: what
+    1,000 runs in flight cost the cyclic GC shows here before it shows in the ratio."""
+    rates = {}
+    for arm in ("concurrent", "sequential"):
+        per_generation = result.gc_per_1000(arm)
+        if per_generation is not None:
+            rates[f"gc_per_1000_runs_{arm}"] = [round(x, 3) for x in per_generation]
+    return rates
+
+
+# -- instruction counts ---------------------------------------------------------------------------
+def _countable(scenario: str) -> bool:
+    """Counted with callgrind: every timed scenario but the gathers of 1,000 runs (too long under
+    callgrind's ~50× slowdown; their sequential arm is the scenario they gather)."""
+    return scenario != "import" and not scenario.startswith("c_")
+
+
+def _count(scenario: str, variant: str, cpu_us: float, quick: bool) -> dict[str, Any]:
+    """One row's instruction figures, or a note saying why there are none."""
+    runs = runs_for(cpu_us, quick)
+    print(
+        f"[pyadk] {scenario}/{variant}: instructions, {runs[0]} vs {runs[1]} runs ...", flush=True
+    )
+    try:
+        count = count_instructions(PYADK, scenario, variant, python=sys.executable, runs=runs)
+    except (BenchmarkError, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return {"instructions_error": str(exc).splitlines()[0]}
+    return count.as_dict()
+
+
+def _add_instructions(row: dict[str, Any], result: WorkerResult, quick: bool) -> None:
+    """Instructions per run into ``row``; for the per-event row also per event (run minus the bare
+    generator, over the events), the deterministic twin of its µs/event figure."""
+    scenario = row["scenario"]
+    row.update(_count(scenario, "run", result.cpu("run").median, quick))
+    if scenario == "events" and "instructions_per_run" in row:
+        bare = _count(scenario, "bare", result.cpu("bare").median, quick)
+        if "instructions_per_run" in bare:
+            n = result.events_per_run or 1
+            per_event = (row["instructions_per_run"] - bare["instructions_per_run"]) / n
+            row["instructions_per_event"] = round(per_event)
+            row["bare_instructions_per_run"] = bare["instructions_per_run"]
 
 
 def _import_rows(quick: bool) -> list[dict[str, Any]]:
@@ -185,26 +247,52 @@ def _net(row: dict[str, Any]) -> str:
     return "" if net is None else f"; {net:.3f}× net of asyncio's gather"
 
 
-def suite_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The pyadk table: CPU and wall µs per run (median, min–max), peak RSS, figure vs target."""
-    headers = ["scenario", "CPU µs/run", "wall µs/run", "peak RSS MiB", "figure", "target", "ok"]
+def _gc_cell(row: dict[str, Any]) -> str:
+    concurrent = row.get("gc_per_1000_runs_concurrent")
+    if concurrent is None:
+        return "–"
+    sequential = row.get("gc_per_1000_runs_sequential") or [0.0, 0.0, 0.0]
+    return (
+        "/".join(f"{x:.2f}" for x in concurrent)
+        + " ("
+        + "/".join(f"{x:.2f}" for x in sequential)
+        + ")"
+    )
+
+
+def _instructions_cell(row: dict[str, Any], note: str | None) -> str:
+    if "instructions_per_run" in row:
+        text = f"{row['instructions_per_run'] / 1000:,.1f}"
+        if "instructions_per_event" in row:
+            text += f" ({row['instructions_per_event'] / 1000:.2f}k/event)"
+        return text
+    if "instructions_error" in row:
+        return f"error: {row['instructions_error']}"[:60]
+    return note if note and _countable(row["scenario"]) else "–"
+
+
+def suite_table(
+    rows: Sequence[dict[str, Any]], instructions: bool = False, note: str | None = None
+) -> str:
+    """The pyadk table: CPU and wall µs per run (median, min–max), peak RSS, figure vs target; for
+    the gathers the GC's collections per 1,000 runs, and with ``instructions`` the callgrind
+    counts (``note`` fills their cells when there are none, e.g. no valgrind)."""
+    headers = ["scenario", "CPU µs/run", "wall µs/run", "peak RSS MiB"]
+    if instructions:
+        headers.append("k instr/run")
+    headers += ["figure", "target", "ok", "GC/1k runs gen0/1/2: concurrent (sequential)"]
     lines = []
     for row in rows:
         digits = 3 if row["unit"].startswith("×") else 1
         figure = f"{row['value']:.{digits}f} ({row['value_min']:.{digits}f}–{row['value_max']:.{digits}f})"
         rss = row.get("peak_rss_mib")
         target = "–" if row["target"] is None else f"≤ {row['target']:g} {row['unit']}"
-        lines.append(
-            [
-                row["title"],
-                _text(row, "cpu_us"),
-                _text(row, "wall_us"),
-                "–" if rss is None else f"{rss:.1f}",
-                f"{figure} {row['unit']}" + _net(row),
-                target,
-                _verdict(row),
-            ]
-        )
+        line = [row["title"], _text(row, "cpu_us"), _text(row, "wall_us")]
+        line.append("–" if rss is None else f"{rss:.1f}")
+        if instructions:
+            line.append(_instructions_cell(row, note))
+        line += [f"{figure} {row['unit']}" + _net(row), target, _verdict(row), _gc_cell(row)]
+        lines.append(line)
     return format_table(headers, lines)
 
 
@@ -309,58 +397,94 @@ def _profile(name: str, args: argparse.Namespace) -> None:
     subprocess.run(cmd, cwd=REPO, check=True)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n")[0]
     )
     parser.add_argument("--quick", action="store_true", help="few rounds, for smoke tests")
     parser.add_argument("--only", help="comma-separated benchmark names")
-    parser.add_argument("--rounds", type=int, help="rounds per process (default 7, quick 2)")
-    parser.add_argument("--repeat", type=int, default=1, help="fresh processes per scenario")
+    parser.add_argument(
+        "--rounds", type=int, help="rounds per process (default 7, quick 2; peers: per peer, 5)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, help="fresh processes per scenario (default 1; peers 2, quick 1)"
+    )
     parser.add_argument("--peers", action="store_true", help="side by side with peer SDKs")
     parser.add_argument("--peer", action="append", help="with --peers: only this peer (repeatable)")
+    parser.add_argument(
+        "--instructions", action="store_true", help="also count instructions per run (callgrind)"
+    )
     parser.add_argument("--profile", metavar="NAME", help="profile a pyadk scenario instead")
     parser.add_argument("--seconds", type=float, default=3.0, help="with --profile: how long")
     parser.add_argument("--top", type=int, default=30, help="with --profile: how many functions")
     parser.add_argument("--output", type=Path, help="where to write the JSON results")
     parser.add_argument("--extra-worker", nargs=2, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    return parser
 
-    if args.extra_worker:
-        _extra_worker(args.extra_worker[0], args.extra_worker[1], args.quick)
-        return 0
-    if args.profile:
-        _profile(args.profile, args)
-        return 0
+
+def _peers(args: argparse.Namespace) -> int:
+    """The peers mode: every peer round is paired with the pyadk rounds around it, so 5 rounds
+    per peer in each of 2 sets of fresh workers give 10 paired ratios (quick: 2 in 1)."""
+    from .peers import run_peers, select
+
+    try:
+        select(args.only)
+    except ValueError as exc:
+        sys.exit(str(exc))
+    return run_peers(
+        args.peer,
+        rounds=args.rounds or (2 if args.quick else 5),
+        repeat=args.repeat or (1 if args.quick else 2),
+        quick=args.quick,
+        output=args.output or RESULTS / "peers-latest.json",
+        only=args.only,
+        instructions=args.instructions,
+    )
+
+
+def _measure_scenarios(
+    scenarios: Sequence[str], args: argparse.Namespace, failures: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, WorkerResult]]:
+    """Time every selected scenario (each in fresh processes); failures become messages."""
     rounds = args.rounds or (2 if args.quick else 7)
     round_s = 0.02 if args.quick else 0.1
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    if args.peers:
-        from .peers import run_peers
-
-        output = args.output or RESULTS / "peers-latest.json"
-        return run_peers(args.peer, rounds, args.repeat, args.quick, output)
-
-    scenarios, extras = _selected(args.only)
-    if args.quick and not args.only:
-        extras = []  # a smoke run does not start other modules' servers
-    started = time.time()
-    machine = machine_info()
     rows: list[dict[str, Any]] = []
-    failures: list[str] = []
+    results: dict[str, WorkerResult] = {}
     if "import" in scenarios:
         print("[pyadk] import ...", flush=True)
         rows.extend(_import_rows(args.quick))
     for scenario in (s for s in scenarios if s != "import"):
         print(f"[pyadk] {scenario} ...", flush=True)
         try:
-            result = run_worker(PYADK, scenario, rounds=rounds, round_s=round_s, repeat=args.repeat)
+            result = run_worker(
+                PYADK, scenario, rounds=rounds, round_s=round_s, repeat=args.repeat or 1
+            )
         except BenchmarkError as exc:
             failures.append(str(exc))
             print(exc, file=sys.stderr)
             continue
+        results[scenario] = result
         rows.extend(_worker_rows(scenario, result))
+    return rows, results
+
+
+def _suite(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
+    """The pyadk suite: timings, then the other modules' benchmarks, then (with
+    ``--instructions``) the callgrind counts, which never overlap a timing."""
+    scenarios, extras = _selected(args.only)
+    if args.quick and not args.only:
+        extras = []  # a smoke run does not start other modules' servers
+    started = time.time()
+    machine = machine_info()
+    failures: list[str] = []
+    rows, results = _measure_scenarios(scenarios, args, failures)
     extra_results = {name: run_extra(name, args.quick) for name in extras}
+    note = None
+    if args.instructions:
+        note = None if valgrind() else "n/a: valgrind not installed"
+        for row in rows:
+            if note is None and _countable(row["scenario"]):
+                _add_instructions(row, results[row["scenario"]], args.quick)
 
     print()
     print(
@@ -368,7 +492,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Python {machine['python']} · load {machine['load_avg']}"
     )
     if rows:
-        print(suite_table(rows))
+        print(suite_table(rows, args.instructions, note))
     if extra_results:
         print()
         print(extras_table(extra_results))
@@ -383,9 +507,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         "extras": extra_results,
         "failures": failures,
     }
+    if args.instructions:
+        document["instructions"] = {"note": note}
     output.write_text(json.dumps(document, indent=2, default=str) + "\n")
     print(f"\nresults: {output}")
     return 1 if failures else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.extra_worker:
+        _extra_worker(args.extra_worker[0], args.extra_worker[1], args.quick)
+        return 0
+    if args.profile:
+        _profile(args.profile, args)
+        return 0
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.peers:
+        return _peers(args)
+    return _suite(args, argv)
 
 
 if __name__ == "__main__":

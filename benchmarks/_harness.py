@@ -51,9 +51,11 @@ import math
 import os
 import pstats
 import resource
+import select
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -63,6 +65,7 @@ from typing import Any
 __all__ = [
     "REPO",
     "Figure",
+    "LiveWorker",
     "WorkerResult",
     "bench_env",
     "cache_dir",
@@ -76,6 +79,8 @@ __all__ = [
 Variant = Callable[[], Awaitable[object]]
 REPO = Path(__file__).resolve().parents[1]
 RESULT_TAG = "BENCH-RESULT "
+READY_TAG = "BENCH-READY "
+ROUND_TAG = "BENCH-ROUND "
 
 
 # -- statistics ---------------------------------------------------------------------------------
@@ -195,60 +200,102 @@ async def _warm_up(variants: dict[str, Variant]) -> float:
     return slowest
 
 
-async def _measure(
-    module: Any, scenario: str, rounds: int, round_s: float, concurrency: int
-) -> dict[str, Any]:
+Arm = Callable[[], Awaitable[tuple[float, float]]]
+
+
+@dataclass
+class _Plan:
+    """A scenario built, warm and calibrated: one timed call (arm) per variant, ready for rounds.
+
+    Rounds are separate calls so that a served worker (``--serve``) can run them one at a time,
+    when the parent asks, alternating with another SDK's worker."""
+
+    arms: dict[str, Arm]
+    runs: int
+    gathers: int = 0
+    events_per_run: int | None = None
+
+    async def round(self, index: int) -> dict[str, dict[str, float]]:
+        """One round: every arm once, in an order flipped every other round; the figures per arm
+        (CPU and wall µs per run, and in gathers the GC's collections per generation)."""
+        samples: dict[str, dict[str, float]] = {label: {} for label in self.arms}
+        labels = list(self.arms)
+        for label in labels if index % 2 == 0 else reversed(labels):
+            if not self.gathers:
+                gc.collect()  # in gathers it would be wrong: see "How a figure is made"
+            before = _gc_collections()
+            cpu, wall = await self.arms[label]()
+            after = _gc_collections()
+            samples[label].update(cpu=cpu, wall=wall)
+            if self.gathers:
+                for generation in range(3):
+                    samples[label][f"gc{generation}"] = after[generation] - before[generation]
+        return samples
+
+    def header(self) -> dict[str, Any]:
+        return {
+            "runs_per_round": self.runs,
+            "gathers_per_round": self.gathers,
+            "events_per_run": self.events_per_run,
+        }
+
+
+async def _prepare(module: Any, scenario: str, round_s: float, concurrency: int) -> _Plan:
+    """Build ``scenario``, warm it up and calibrate its rounds (see "How a figure is made")."""
     gather_mode = scenario.startswith("c_")
     variants: dict[str, Variant] = await module.build(scenario[2:] if gather_mode else scenario)
     per_run = await _warm_up(variants)
-    samples: dict[str, dict[str, list[float]]] = {}
-    gathers = 0
-    if gather_mode:
-        fn = variants["run"]
-        floor = variants.get("floor", _nothing)
-        runs = concurrency
-        start = time.perf_counter()
-        await _timed_gather(fn, runs)  # warm the concurrent path (task and frame free lists)
-        gathers = max(1, min(10, math.ceil(3 * round_s / (time.perf_counter() - start))))
-        await _gc_steady_state(fn, floor, runs)
-        # "asyncio" is asyncio's own share, paid by every SDK alike (see the module docstring).
-        labels = ["sequential", "concurrent", "asyncio"]
-        calls: dict[str, Callable[[], Awaitable[tuple[float, float]]]] = {
-            "sequential": lambda: _timed(fn, runs * gathers),
-            "concurrent": lambda: _timed_gathers(fn, runs, gathers),
-            "asyncio": lambda: _gather_share(floor, runs, gathers),
-        }
-        for label in labels:
-            samples[label] = {"cpu": [], "wall": [], "gc0": [], "gc1": [], "gc2": []}
-        for round_ in range(rounds):
-            for label in labels if round_ % 2 == 0 else reversed(labels):
-                # No gc.collect() here: see "How a figure is made".
-                before = _gc_collections()
-                cpu, wall = await calls[label]()
-                after = _gc_collections()
-                series = samples[label]
-                series["cpu"].append(cpu)
-                series["wall"].append(wall)
-                for generation in range(3):
-                    series[f"gc{generation}"].append(after[generation] - before[generation])
-    else:
+    if not gather_mode:
         runs = max(3, min(20_000, int(round_s / max(per_run, 1e-7))))
-        names = list(variants)
-        for name in names:
-            samples[name] = {"cpu": [], "wall": []}
-        for round_ in range(rounds):
-            for name in names if round_ % 2 == 0 else reversed(names):
-                gc.collect()
-                cpu, wall = await _timed(variants[name], runs)
-                samples[name]["cpu"].append(cpu)
-                samples[name]["wall"].append(wall)
-    return {
-        "variants": samples,
-        "runs_per_round": runs,
-        "gathers_per_round": gathers,
-        "rounds": rounds,
-        "events_per_run": getattr(module, "EVENTS_PER_RUN", None) if scenario == "events" else None,
+        events = getattr(module, "EVENTS_PER_RUN", None) if scenario == "events" else None
+        arms = {name: _sequential_arm(fn, runs) for name, fn in variants.items()}
+        return _Plan(arms, runs, events_per_run=events)
+    fn = variants["run"]
+    floor = variants.get("floor", _nothing)
+    runs = concurrency
+    start = time.perf_counter()
+    await _timed_gather(fn, runs)  # warm the concurrent path (task and frame free lists)
+    gathers = max(1, min(10, math.ceil(3 * round_s / (time.perf_counter() - start))))
+    await _gc_steady_state(fn, floor, runs)
+    # "asyncio" is asyncio's own share, paid by every SDK alike (see the module docstring).
+    arms: dict[str, Arm] = {
+        "sequential": _sequential_arm(fn, runs * gathers),
+        "concurrent": lambda: _timed_gathers(fn, runs, gathers),
+        "asyncio": lambda: _gather_share(floor, runs, gathers),
     }
+    return _Plan(arms, runs, gathers)
+
+
+def _sequential_arm(fn: Variant, runs: int) -> Arm:
+    return lambda: _timed(fn, runs)
+
+
+async def _measure(
+    module: Any, scenario: str, rounds: int, round_s: float, concurrency: int
+) -> dict[str, Any]:
+    """All rounds of a one-shot worker, as series per arm (``{"cpu": [...], "wall": [...]}``)."""
+    plan = await _prepare(module, scenario, round_s, concurrency)
+    samples: dict[str, dict[str, list[float]]] = {label: {} for label in plan.arms}
+    for index in range(rounds):
+        for label, figures in (await plan.round(index)).items():
+            for key, value in figures.items():
+                samples[label].setdefault(key, []).append(value)
+    return {"variants": samples, "rounds": rounds, **plan.header()}
+
+
+async def _serve(module: Any, scenario: str, round_s: float, concurrency: int) -> dict[str, Any]:
+    """A served worker: prepare, say so (``READY_TAG``), then run one round per ``round`` line
+    read from stdin and answer each with ``ROUND_TAG`` + its figures, until ``done``.
+
+    The process sleeps in a blocking read between rounds, so it costs the machine nothing while
+    another SDK's worker measures; the parent alternates the workers' rounds (peers mode)."""
+    plan = await _prepare(module, scenario, round_s, concurrency)
+    print(READY_TAG + json.dumps(plan.header()), flush=True)
+    index = 0
+    while sys.stdin.readline().strip() == "round":
+        print(ROUND_TAG + json.dumps(await plan.round(index)), flush=True)
+        index += 1
+    return {"variants": {}, "rounds": index, **plan.header()}
 
 
 async def _profile(module: Any, scenario: str, seconds: float, top: int) -> None:
@@ -311,15 +358,19 @@ def _worker_main(argv: Sequence[str]) -> None:
     parser.add_argument("--concurrency", type=int, default=1000)
     parser.add_argument("--profile", type=float, default=0.0, help="profile for this many seconds")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--serve", action="store_true", help="rounds on request, from stdin")
     args = parser.parse_args(argv)
     module = importlib.import_module(args.module)
     if args.profile:
         asyncio.run(_profile(module, args.scenario, args.profile, args.top))
         return
     try:
-        result = asyncio.run(
-            _measure(module, args.scenario, args.rounds, args.round_s, args.concurrency)
-        )
+        if args.serve:
+            result = asyncio.run(_serve(module, args.scenario, args.round_s, args.concurrency))
+        else:
+            result = asyncio.run(
+                _measure(module, args.scenario, args.rounds, args.round_s, args.concurrency)
+            )
     except NotImplementedError as exc:
         result = {"unsupported": str(exc) or "not supported"}
     result["peak_rss_mib"] = round(_peak_rss_mib(), 1)
@@ -445,7 +496,7 @@ def run_worker(
         data = json.loads(lines[-1][len(RESULT_TAG) :])
         if "unsupported" in data:
             return WorkerResult(versions=data.get("versions", {}), unsupported=data["unsupported"])
-        _add_gc_rates(data)
+        _add_gc_rates(data["variants"], data["runs_per_round"] * data["gathers_per_round"])
         pooled.merge(
             WorkerResult(
                 variants=data["variants"],
@@ -458,17 +509,156 @@ def run_worker(
     return pooled
 
 
-def _add_gc_rates(data: dict[str, Any]) -> None:
-    """Turn a gather worker's collections per round into collections per 1,000 runs
-    (``gcN_per_1k``): processes calibrate their own gathers per round, so only rates pool."""
-    runs = data.get("runs_per_round", 0) * data.get("gathers_per_round", 0)
+def _add_gc_rates(variants: dict[str, dict[str, list[float]]], runs: int) -> None:
+    """Add collections per 1,000 runs (``gcN_per_1k``) to gather arms' collections per round:
+    processes calibrate their own gathers per round, so only rates pool. ``runs`` is the runs of
+    one arm in one round (concurrency × gathers)."""
     if not runs:
         return
-    for series in data["variants"].values():
+    for series in variants.values():
         for generation in range(3):
             counts = series.get(f"gc{generation}")
             if counts is not None:
                 series[f"gc{generation}_per_1k"] = [c * 1000 / runs for c in counts]
+
+
+class _Lines:
+    """Lines from a worker's stdout, with a deadline: a hung worker fails the run, not freezes it.
+
+    Reads the pipe's file descriptor directly (``select`` then ``os.read``): a buffered reader
+    could hold a line that ``select`` no longer sees."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._buffer = b""
+
+    def next(self, deadline: float) -> str | None:
+        """The next line, or None once the worker has closed its stdout."""
+        while b"\n" not in self._buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError
+            if not select.select([self._fd], [], [], left)[0]:
+                continue
+            chunk = os.read(self._fd, 1 << 16)
+            if not chunk:
+                line, self._buffer = self._buffer, b""
+                return line.decode(errors="replace") if line else None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode(errors="replace")
+
+
+class LiveWorker:
+    """A served worker (``worker --serve``), started once and then asked for one round at a time.
+
+    Why: this machine alternates between two speeds every few seconds, so figures from processes
+    run one after the other can come from different speeds. Keeping every SDK's worker alive and
+    alternating their rounds (0.1 s each) puts a peer's round within a fraction of a second of
+    pyadk's rounds on either side; the idle workers wait in a blocking read, costing nothing."""
+
+    def __init__(
+        self,
+        module: str,
+        scenario: str,
+        *,
+        python: str = sys.executable,
+        round_s: float = 0.1,
+        concurrency: int = 1000,
+        timeout: float = 900.0,
+    ) -> None:
+        self.label = f"{module} {scenario}"
+        self.result = WorkerResult()
+        self._timeout = timeout
+        self._runs = 0  # runs of one arm in one round, for the GC rates
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
+        cmd = [python, "-m", "benchmarks._harness", "worker", module, scenario, "--serve"]
+        cmd += ["--round-s", str(round_s), "--concurrency", str(concurrency)]
+        self._proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env=bench_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
+        assert self._proc.stdout is not None
+        self._lines = _Lines(self._proc.stdout.fileno())
+
+    def start(self) -> WorkerResult:
+        """Wait until the worker is built, warm and calibrated. The result has ``unsupported`` set
+        (and the process is gone) when the SDK does not have the scenario."""
+        tag, data = self._expect(READY_TAG, RESULT_TAG)
+        if tag == RESULT_TAG:
+            self.result.unsupported = data.get("unsupported", "not supported")
+            self.result.versions = data.get("versions", {})
+            self.close()
+            return self.result
+        self.result.runs_per_round = data["runs_per_round"]
+        self.result.events_per_run = data.get("events_per_run")
+        self._runs = data["runs_per_round"] * data.get("gathers_per_round", 0)
+        return self.result
+
+    def round(self) -> dict[str, dict[str, float]]:
+        """One round (every arm once); also pooled into ``result``."""
+        self._send("round")
+        _, samples = self._expect(ROUND_TAG)
+        series = {label: {k: [v] for k, v in arm.items()} for label, arm in samples.items()}
+        _add_gc_rates(series, self._runs)
+        self.result.merge(WorkerResult(variants=series))
+        return samples
+
+    def finish(self) -> WorkerResult:
+        """End the worker; ``result`` with its peak RSS and versions."""
+        self._send("done")
+        _, data = self._expect(RESULT_TAG)
+        self.result.peak_rss_mib.append(data["peak_rss_mib"])
+        self.result.versions = data.get("versions", {})
+        self.close()
+        return self.result
+
+    def close(self) -> None:
+        """Kill the worker if it still runs (after a failure) and release its pipes."""
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        for stream in (self._proc.stdin, self._proc.stdout):
+            if stream is not None:
+                stream.close()
+        self._stderr.close()
+
+    def _send(self, command: str) -> None:
+        assert self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(command.encode() + b"\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            raise self._failure() from None
+
+    def _expect(self, *tags: str) -> tuple[str, dict[str, Any]]:
+        """The next line carrying one of ``tags`` (other output is the SDK's own, ignored)."""
+        deadline = time.monotonic() + self._timeout
+        while True:
+            try:
+                line = self._lines.next(deadline)
+            except TimeoutError:
+                self.close()
+                raise BenchmarkError(
+                    f"{self.label} timed out after {self._timeout:.0f} s"
+                ) from None
+            if line is None:
+                raise self._failure()
+            for tag in tags:
+                if line.startswith(tag):
+                    data: dict[str, Any] = json.loads(line[len(tag) :])
+                    return tag, data
+
+    def _failure(self) -> BenchmarkError:
+        code = self._proc.wait()
+        self._stderr.seek(0)
+        tail = self._stderr.read().decode(errors="replace").strip().splitlines()[-15:]
+        self.close()
+        return BenchmarkError(f"{self.label} failed (exit {code}):\n" + "\n".join(tail))
 
 
 _IMPORT_PROBE = """

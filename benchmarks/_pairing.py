@@ -1,12 +1,12 @@
-"""Paired ratios: each peer's CPU per run over pyadk's, measured in adjacent processes.
+"""Paired ratios: each peer's CPU per run over pyadk's, measured next to each other in time.
 
 Why: this machine alternates between two speeds (±1.5×) on a timescale of seconds. Dividing a
 peer's median, pooled over a whole peers run, by pyadk's pooled median compares figures that may
-come from different speed phases: the same code gave 15.8× and 29.6× an hour apart. Instead every
-peer process runs between two pyadk processes of the same scenario (:func:`bracketed`), and the
-peer's figure is divided by the mean of those two (:func:`paired_ratios`): a phase change during the
-triple moves both sides alike, and one that falls between repeats lands on every SDK's pairs
-alike. The reported figure is the median of the pairs, with their min–max.
+come from different speed phases: the same code gave 15.8× and 29.6× an hour apart. So the peers
+mode keeps one worker per SDK alive and alternates their rounds (:func:`interleaved`: pyadk, peer,
+pyadk, other peer, pyadk, ...), and each peer round is divided by the mean of the pyadk rounds just
+before and after it (:func:`paired_ratios`), a fraction of a second away: a phase change moves
+both sides of a pair alike. The reported figure is the median of the pairs, with their min–max.
 
 Pure functions (no I/O), unit-tested in ``tests/test_benchmarks_smoke.py``.
 """
@@ -16,27 +16,29 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-__all__ = ["Process", "bracketed", "paired_ratios"]
+__all__ = ["Sample", "interleaved", "paired_ratios"]
 
-# One measured process in run order: its SDK and the median CPU µs per run of each of its rows
-# (a peer may measure several variants, e.g. "langgraph" and "langgraph [prebuilt]").
-Process = tuple[str, Mapping[str, float]]
+# One measured round, in run order: its SDK and the CPU µs per run of each of its rows (a peer may
+# measure several variants, e.g. "langgraph" and "langgraph [prebuilt]"; pyadk's row is "pyadk").
+Sample = tuple[str, Mapping[str, float]]
 
 
-def bracketed(base: str, others: Sequence[str]) -> list[str]:
-    """The order of one round of processes: ``base`` before, between and after the others.
+def interleaved(base: str, others: Sequence[str], rounds: int = 1) -> list[str]:
+    """The order of rounds: ``base`` first, then every other SDK followed by ``base``, ``rounds``
+    times over, so each round of another SDK sits between two rounds of ``base``.
 
-    >>> bracketed("pyadk", ["p1", "p2"])
-    ['pyadk', 'p1', 'pyadk', 'p2', 'pyadk']
+    >>> interleaved("pyadk", ["p1", "p2"], rounds=2)
+    ['pyadk', 'p1', 'pyadk', 'p2', 'pyadk', 'p1', 'pyadk', 'p2', 'pyadk']
     """
     order = [base]
-    for other in others:
-        order += [other, base]
+    for _ in range(rounds):
+        for other in others:
+            order += [other, base]
     return order
 
 
-def _nearest(timeline: Sequence[Process], start: int, step: int, base: str) -> float | None:
-    """The figure of the closest ``base`` process from ``start`` towards ``step`` (±1)."""
+def _nearest(timeline: Sequence[Sample], start: int, step: int, base: str) -> float | None:
+    """The figure of the closest ``base`` round from ``start`` towards ``step`` (±1)."""
     i = start + step
     while 0 <= i < len(timeline):
         sdk, figures = timeline[i]
@@ -46,10 +48,10 @@ def _nearest(timeline: Sequence[Process], start: int, step: int, base: str) -> f
     return None
 
 
-def paired_ratios(timeline: Sequence[Process], base: str = "pyadk") -> dict[str, list[float]]:
-    """For every row of every non-``base`` process, its figure over the mean of the nearest
-    ``base`` figures before and after it (one side alone when the other is missing, e.g. a failed
-    process; no ratio when both are). ``timeline`` is one round of one scenario, in run order."""
+def paired_ratios(timeline: Sequence[Sample], base: str = "pyadk") -> dict[str, list[float]]:
+    """For every row of every non-``base`` round, its figure over the mean of the nearest ``base``
+    figures before and after it (one side alone when the other is missing, e.g. after a failure;
+    no ratio when both are). ``timeline`` is one scenario's rounds, in run order."""
     ratios: dict[str, list[float]] = {}
     for i, (sdk, figures) in enumerate(timeline):
         if sdk == base:

@@ -24,14 +24,14 @@ from typing import Any
 from .._callgrind import count_instructions, runs_for, valgrind
 from .._harness import (
     BenchmarkError,
+    LiveWorker,
     WorkerResult,
     cache_dir,
     machine_info,
     measure_import,
-    run_worker,
 )
-from .._pairing import Process, bracketed, paired_ratios
-from ._report import Key, peers_tables, process_figures, row_label, scenario_rows, summarise
+from .._pairing import Sample, interleaved, paired_ratios
+from ._report import Key, peers_tables, round_figures, row_label, scenario_rows, summarise
 
 __all__ = ["PEERS", "Peer", "cache_dir", "ensure_env", "peers_tables", "run_peers", "select"]
 
@@ -135,38 +135,79 @@ def select(only: str | None) -> tuple[list[str], bool]:
 @dataclass
 class _Run:
     """What a peers run has gathered: results pooled per SDK and scenario, errors, and for each
-    scenario its rounds of processes in run order (the input of the pairing)."""
+    scenario and repeat its rounds in run order (the input of the pairing)."""
 
     results: dict[Key, WorkerResult] = field(default_factory=dict)
     errors: dict[Key, str] = field(default_factory=dict)
-    timelines: dict[str, list[list[Process]]] = field(default_factory=dict)
+    timelines: dict[str, list[list[Sample]]] = field(default_factory=dict)
 
     def unsupported(self, sdk: str, scenario: str) -> bool:
         """A peer without this scenario (openai-agents has no workflow) is not started again."""
         result = self.results.get((sdk, scenario))
         return result is not None and result.unsupported is not None
 
-    def measure(
-        self, sdk: str, scenario: str, python: str, module: str, rounds: int, round_s: float
-    ) -> WorkerResult | None:
-        """One fresh process of ``sdk`` on ``scenario``, pooled; None (and an error) if it failed."""
-        print(f"[peers] {sdk} {scenario} ...", flush=True)
-        try:
-            result = run_worker(module, scenario, python=python, rounds=rounds, round_s=round_s)
-        except BenchmarkError as exc:
-            self.errors[(sdk, scenario)] = str(exc).splitlines()[-1]
-            print(exc, file=sys.stderr)
-            return None
+    def fail(self, sdk: str, scenario: str, exc: BenchmarkError) -> None:
+        self.errors[(sdk, scenario)] = str(exc).splitlines()[-1]
+        print(exc, file=sys.stderr)
+
+    def pool(self, sdk: str, scenario: str, result: WorkerResult) -> None:
         self.results.setdefault((sdk, scenario), WorkerResult()).merge(result)
-        return result
 
     def ratios(self, scenario: str) -> dict[str, list[float]]:
-        """Every row's paired ratios to pyadk, over all rounds of ``scenario``."""
+        """Every row's paired ratios to pyadk, over all repeats of ``scenario``."""
         pooled: dict[str, list[float]] = {}
         for timeline in self.timelines.get(scenario, []):
             for label, values in paired_ratios(timeline).items():
                 pooled.setdefault(label, []).extend(values)
         return pooled
+
+
+def _start(
+    run: _Run, sdks: list[str], scenario: str, where: dict[str, tuple[str, str]], round_s: float
+) -> dict[str, LiveWorker]:
+    """Fresh workers of ``scenario`` for ``sdks``, started one after the other (each imports,
+    builds and warms up alone); those that fail or lack the scenario are left out."""
+    live: dict[str, LiveWorker] = {}
+    for sdk in sdks:
+        print(f"[peers] {sdk} {scenario}: starting ...", flush=True)
+        python, module = where[sdk]
+        worker = LiveWorker(module, scenario, python=python, round_s=round_s)
+        try:
+            result = worker.start()
+        except BenchmarkError as exc:
+            run.fail(sdk, scenario, exc)
+            continue
+        if result.unsupported is not None:
+            run.pool(sdk, scenario, result)
+        else:
+            live[sdk] = worker
+    return live
+
+
+def _alternate(run: _Run, live: dict[str, LiveWorker], scenario: str, rounds: int) -> None:
+    """Rounds of the live workers in :func:`interleaved` order, then each worker's end; a worker
+    that fails drops out, its rounds so far kept."""
+    timeline: list[Sample] = []
+    order = interleaved("pyadk", [sdk for sdk in live if sdk != "pyadk"], rounds)
+    print(f"[peers] {scenario}: {len(order)} alternating rounds ...", flush=True)
+    for sdk in order:
+        worker = live.get(sdk)
+        if worker is None:
+            continue
+        try:
+            samples = worker.round()
+        except BenchmarkError as exc:
+            run.fail(sdk, scenario, exc)
+            run.pool(sdk, scenario, live.pop(sdk).result)
+            continue
+        timeline.append((sdk, round_figures(sdk, scenario, samples)))
+    for sdk, worker in live.items():
+        try:
+            run.pool(sdk, scenario, worker.finish())
+        except BenchmarkError as exc:
+            run.fail(sdk, scenario, exc)
+            run.pool(sdk, scenario, worker.result)
+    run.timelines.setdefault(scenario, []).append(timeline)
 
 
 def _count_all(
@@ -228,9 +269,10 @@ def run_peers(
 ) -> int:
     """Build the venvs, run pyadk and every peer on the same workloads, print and save the tables.
 
-    Each of the ``repeat`` rounds runs scenario by scenario, and within a scenario alternates
-    pyadk with the peers (pyadk, peer 1, pyadk, peer 2, ..., pyadk) so every peer process sits
-    between two pyadk ones: its ratio to pyadk is taken from those neighbours
+    Each of the ``repeat`` repeats runs scenario by scenario: it starts a fresh worker per SDK
+    (imports, build, warm-up, calibration), then alternates their rounds (pyadk, peer 1, pyadk,
+    peer 2, ..., pyadk, ``rounds`` rounds per peer) so every peer round sits between two pyadk
+    rounds a fraction of a second away: its ratio to pyadk is taken from those neighbours
     (``benchmarks._pairing``), not from figures pooled over a run long enough to span both of the
     machine's speeds. With ``instructions`` the rows of (a), (b) and (d) also get callgrind counts
     after the timings (never during them).
@@ -246,13 +288,13 @@ def run_peers(
     round_s = 0.02 if quick else 0.1
     for _ in range(repeat):
         for scenario in scenarios:
-            others = [sdk for sdk in sdks[1:] if not run.unsupported(sdk, scenario)]
-            timeline: list[Process] = []
-            for sdk in bracketed("pyadk", others):
-                result = run.measure(sdk, scenario, *where[sdk], rounds, round_s)
-                if result is not None:
-                    timeline.append((sdk, process_figures(sdk, scenario, result)))
-            run.timelines.setdefault(scenario, []).append(timeline)
+            chosen = [sdk for sdk in sdks if not run.unsupported(sdk, scenario)]
+            live = _start(run, chosen, scenario, where, round_s)
+            if "pyadk" in live:
+                _alternate(run, live, scenario, rounds)
+            else:
+                for worker in live.values():
+                    worker.close()
     statements = {"pyadk": PYADK_IMPORTS, **{p.name: p.imports for p in peers}}
     imports = _import_rows(sdks, where, statements, quick) if time_imports else []
     counts: dict[Key, dict[str, Any]] | None = None
@@ -269,7 +311,7 @@ def run_peers(
         "command": ["python", "-m", "benchmarks", *sys.argv[1:]],
         "seconds": round(time.time() - started, 1),
         "pins": {p.name: list(p.pins) for p in peers},
-        "rounds_per_process": rounds,
+        "rounds_per_peer": rounds,
         "repeat": repeat,
         "rows": rows,
         "summary": summarise(rows, scenarios),

@@ -2,8 +2,8 @@
 the side-by-side tables (also pasted into docs/performance.md).
 
 Kept apart from the run itself (``benchmarks.peers.run_peers``) so the figures' definitions live in
-one place: "CPU vs pyadk" is the median of paired ratios (``benchmarks._pairing``), the pooled
-figures stay beside it, and "instr vs pyadk" divides callgrind counts (``benchmarks._callgrind``).
+one place: "CPU vs pyadk" is the median of per-round paired ratios (``benchmarks._pairing``), the
+pooled figures stay beside it, and "instr vs pyadk" divides callgrind counts (``benchmarks._callgrind``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ __all__ = [
     "TARGET_FACTOR",
     "TITLES",
     "peers_tables",
-    "process_figures",
+    "round_figures",
     "row_label",
     "scenario_rows",
     "summarise",
@@ -50,16 +50,13 @@ def _row_variants(scenario: str, result: WorkerResult) -> list[str]:
     return ["run"] if scenario.startswith("c_") else list(result.variants)
 
 
-def process_figures(sdk: str, scenario: str, result: WorkerResult) -> dict[str, float]:
-    """One process's median CPU µs per run for each of its rows, the input of the pairing."""
-    if result.unsupported is not None:
-        return {}
-    figures = {}
-    for variant in _row_variants(scenario, result):
-        measured = _measured(scenario, variant)
-        if measured in result.variants:
-            figures[row_label(sdk, variant)] = result.cpu(measured).median
-    return figures
+def round_figures(
+    sdk: str, scenario: str, samples: Mapping[str, Mapping[str, float]]
+) -> dict[str, float]:
+    """One round's CPU µs per run for each of the SDK's rows, the input of the pairing."""
+    if scenario.startswith("c_"):
+        return {sdk: samples["concurrent"]["cpu"]} if "concurrent" in samples else {}
+    return {row_label(sdk, variant): arm["cpu"] for variant, arm in samples.items()}
 
 
 def _concurrency(row: dict[str, Any], result: WorkerResult) -> None:
