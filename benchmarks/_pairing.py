@@ -5,8 +5,9 @@ peer's median, pooled over a whole peers run, by pyadk's pooled median compares 
 come from different speed phases: the same code gave 15.8× and 29.6× an hour apart. So the peers
 mode keeps one worker per SDK alive and alternates their rounds (:func:`interleaved`: pyadk, peer,
 pyadk, other peer, pyadk, ...), and each peer round is divided by the mean of the pyadk rounds just
-before and after it (:func:`paired_ratios`), a fraction of a second away: a phase change moves
-both sides of a pair alike. The reported figure is the median of the pairs, with their min–max.
+before and after it (:func:`paired_ratios`), a fraction of a second away: the two sides of a pair
+run at the same speed, except around a switch, which the two pyadk rounds disagreeing shows (such
+pairs are left out). The reported figure is the median of the pairs, with their min–max.
 
 Pure functions (no I/O), unit-tested in ``tests/test_benchmarks_smoke.py``.
 """
@@ -16,7 +17,11 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-__all__ = ["Sample", "interleaved", "paired_ratios"]
+__all__ = ["STRADDLE", "Sample", "interleaved", "paired_ratios"]
+
+# Two pyadk rounds this far apart (the machine's two speeds differ by ~1.4×; a round's own noise
+# is a few %) mean the speed switched between them.
+STRADDLE = 1.25
 
 # One measured round, in run order: its SDK and the CPU µs per run of each of its rows (a peer may
 # measure several variants, e.g. "langgraph" and "langgraph [prebuilt]"; pyadk's row is "pyadk").
@@ -48,19 +53,30 @@ def _nearest(timeline: Sequence[Sample], start: int, step: int, base: str) -> fl
     return None
 
 
-def paired_ratios(timeline: Sequence[Sample], base: str = "pyadk") -> dict[str, list[float]]:
+def paired_ratios(
+    timeline: Sequence[Sample], base: str = "pyadk", max_spread: float = STRADDLE
+) -> dict[str, list[float]]:
     """For every row of every non-``base`` round, its figure over the mean of the nearest ``base``
     figures before and after it (one side alone when the other is missing, e.g. after a failure;
-    no ratio when both are). ``timeline`` is one scenario's rounds, in run order."""
-    ratios: dict[str, list[float]] = {}
+    no ratio when both are). ``timeline`` is one scenario's rounds, in run order.
+
+    A round whose two ``base`` neighbours differ by more than ``max_spread`` straddles a switch of
+    the machine's speed: the round itself ran at one speed or the other, unknowably, so its ratio
+    is left out, unless no round of that row is left, then they all count."""
+    kept: dict[str, list[float]] = {}
+    straddling: dict[str, list[float]] = {}
     for i, (sdk, figures) in enumerate(timeline):
         if sdk == base:
             continue
-        sides = [_nearest(timeline, i, step, base) for step in (-1, 1)]
-        known = [x for x in sides if x is not None]
-        if not known:
+        sides = [
+            x for x in (_nearest(timeline, i, step, base) for step in (-1, 1)) if x is not None
+        ]
+        if not sides:
             continue
-        reference = statistics.fmean(known)
+        reference = statistics.fmean(sides)
+        into = straddling if max(sides) > max_spread * min(sides) else kept
         for label, value in figures.items():
-            ratios.setdefault(label, []).append(value / reference)
-    return ratios
+            into.setdefault(label, []).append(value / reference)
+    for label, values in straddling.items():
+        kept.setdefault(label, values)
+    return kept

@@ -17,7 +17,9 @@ state keeps only what the history cannot give back:
   of the agent's emitted messages and the index of the first one among its entries; ``tail`` lists
   the loop's messages in order, an int ``n`` standing for the next ``n`` of those entries and a
   message for one that was never emitted (a structured-output retry prompt, a held return-directly
-  result).
+  result);
+- ``schema_retried`` (only when true; ``ReActAgent`` adds it): the run already used its one retry
+  for an answer off the output schema.
 
 Entries are named by recorder ``(agent, run_path)`` and index among that recorder's entries, not by
 position: a position in a parallel branch's view shifts once the branches' lanes merge, while one

@@ -88,6 +88,7 @@ class _Turn:
         "native",
         "options",
         "saved_head",
+        "schema_retried",
         "specs",
         "system_size",
         "tools",
@@ -113,6 +114,7 @@ class _Turn:
         self.head_size = 0
         self.system_size = 0
         self.saved_head: SavedHead | None = None
+        self.schema_retried = False  # the one retry for an answer off the output schema is used
 
 
 class _ReActCore:
@@ -201,6 +203,7 @@ class _ReActCore:
         if not isinstance(state, dict):
             raise RuntimeError(f"agent '{self.name}': checkpoint has no saved ReAct state")
         turn = await self._turn(ctx, state["iterations"])
+        turn.schema_retried = state.get("schema_retried") is True
         held = self._restore(turn, state)
         assistant = next(m for m in reversed(turn.messages) if m.tool_calls)
         open_ids = set(state["open"])
@@ -228,7 +231,6 @@ class _ReActCore:
             turn = await self._first_turn(input, ctx)
         owner = self.owner
         messages = turn.messages
-        schema_retried = False
         while True:
             if turn.iterations >= owner.max_iterations:
                 raise MaxIterationsError(
@@ -252,12 +254,12 @@ class _ReActCore:
                 parsed, problem = parse_output(schema, reply.content)
                 if parsed is None:
                     assert problem is not None
-                    if schema_retried:
+                    if turn.schema_retried:
                         raise OutputSchemaError(
                             f"agent '{self.name}': the answer does not match "
                             f"{schema.__name__} after a retry: {problem}"
                         )
-                    schema_retried = True
+                    turn.schema_retried = True
                     messages.append(Message.user(retry_prompt(schema, problem)))
                     continue
                 self._store_output(ctx, reply.content)
@@ -342,6 +344,8 @@ class _ReActCore:
             saved_head=turn.saved_head,
             input_rewritten=self.owner.history_rewriter is not None,
         )
+        if turn.schema_retried:  # saved only when set: older checkpoints lack it, meaning unused
+            state["schema_retried"] = True
         return state
 
     def _restore(self, turn: _Turn, state: dict[str, Any]) -> list[Message]:

@@ -333,6 +333,41 @@ async def test_output_schema_retries_once_with_the_validation_error() -> None:
     assert model.requests[1].messages[-2].content == '{"city": "Oslo", "celsius": "cold"}'
 
 
+@pytest.mark.parametrize("retried_before_pause", [True, False])
+async def test_output_schema_retry_is_remembered_across_a_pause(retried_before_pause: bool) -> None:
+    """The one retry is per run, not per process: a run that used it before pausing for a tool
+    fails on the next answer off the schema after resuming; one that did not still gets it."""
+
+    @adk.tool
+    def check(ctx: adk.ToolContext) -> str:
+        """Ask a person."""
+        if ctx.resume is None:
+            raise adk.Interrupt("ok?")
+        return "checked"
+
+    before = ["sunny"] if retried_before_pause else []
+    model = ScriptedModel(
+        [
+            *before,
+            Reply(tool_calls=[tool_call("check", {})]),
+            "still sunny",
+            '{"city": "Oslo", "celsius": 4}',
+        ]
+    )
+    runner = Runner(ReActAgent("w", model, tools=[check], output_schema=Weather))
+    paused = await runner.invoke("weather?")
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    if retried_before_pause:
+        with pytest.raises(adk.RunError) as failed:
+            await runner.invoke_resume(paused.checkpoint_id, "yes")
+        assert isinstance(failed.value.__cause__, OutputSchemaError)
+        assert model.calls == 3
+    else:
+        resumed = await runner.invoke_resume(paused.checkpoint_id, "yes")
+        assert resumed.output == Weather(city="Oslo", celsius=4)
+        assert model.calls == 3
+
+
 async def test_output_schema_fails_after_the_retry() -> None:
     model = ScriptedModel(["sunny", "still sunny"])
     events = await run_events(ReActAgent("w", model, output_schema=Weather))
