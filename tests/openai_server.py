@@ -49,10 +49,15 @@ class Reply:
     having finished, and ``error_after`` sends the protocol's error event (message ``error``) after
     that many events. ``repeat_name`` makes tool-call fragments repeat id and name, as llama.cpp
     does. ``response_id`` replaces the id the server reports (``chatcmpl-<n>`` / ``resp_<n>``, n
-    counting the server's answers), so two calls can be compared field for field.
+    counting the server's answers), so two calls can be compared field for field. ``refusal`` is
+    the model declining: Chat's ``message.refusal`` (streamed as ``delta.refusal`` fragments), a
+    Responses ``refusal`` content part (streamed as ``response.refusal.delta`` events and a
+    ``response.refusal.done``, or only the latter when ``refusal_deltas`` is False).
     """
 
     text: str = ""
+    refusal: str = ""
+    refusal_deltas: bool = True
     tool_calls: Sequence[Call] = ()
     reasoning: str = ""
     status: int = 200
@@ -294,7 +299,8 @@ def _chat_usage(reply: Reply) -> dict[str, int]:
 def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
     message: dict[str, Any] = {
         "role": "assistant",
-        "content": reply.text if reply.text or not reply.tool_calls else None,
+        "content": reply.text if reply.text or not (reply.tool_calls or reply.refusal) else None,
+        "refusal": reply.refusal or None,
     }
     if reply.tool_calls:
         message["tool_calls"] = [
@@ -334,6 +340,7 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
     chunks = [chunk({"role": "assistant", "content": ""})]
     chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning, 8)]
     chunks += [chunk({"content": p}) for p in _pieces(reply.text, 8)]
+    chunks += [chunk({"refusal": p}) for p in _pieces(reply.refusal, 8)]
     for i, call in enumerate(reply.tool_calls):
         head = {"index": i, "id": _call_id(call, i), "type": "function"}
         chunks.append(
@@ -370,14 +377,19 @@ def _output_items(reply: Reply) -> list[dict[str, Any]]:
                 "content": [{"type": "reasoning_text", "text": reply.reasoning}],
             }
         )
+    content: list[dict[str, Any]] = []
     if reply.text:
+        content.append({"type": "output_text", "text": reply.text, "annotations": []})
+    if reply.refusal:
+        content.append({"type": "refusal", "refusal": reply.refusal})
+    if content:
         items.append(
             {
                 "type": "message",
                 "id": "msg_0",
                 "role": "assistant",
                 "status": "completed",
-                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+                "content": content,
             }
         )
     for i, call in enumerate(reply.tool_calls):
@@ -466,6 +478,7 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
                 }
                 for piece in _pieces(reply.text, 8)
             ]
+            events += _refusal_events(reply, item["id"], index, content_index=int(bool(reply.text)))
         else:
             started = {**item, "arguments": "", "status": "in_progress"}
             events.append(
@@ -497,6 +510,18 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
         event["sequence_number"] = seq
         out.append(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
     return out
+
+
+def _refusal_events(
+    reply: Reply, item_id: str, output_index: int, content_index: int
+) -> list[dict[str, Any]]:
+    if not reply.refusal:
+        return []
+    where = {"item_id": item_id, "output_index": output_index, "content_index": content_index}
+    pieces = _pieces(reply.refusal, 8) if reply.refusal_deltas else []
+    events = [{"type": "response.refusal.delta", **where, "delta": piece} for piece in pieces]
+    events.append({"type": "response.refusal.done", **where, "refusal": reply.refusal})
+    return events
 
 
 def _error_events(reply: Reply, responses: bool, model: str) -> list[str]:

@@ -539,6 +539,56 @@ async def test_streamed_reply_metadata_through_a_runner(api: str) -> None:
     assert message.metadata["response_id"] == ("chatcmpl-1" if api == "chat" else "resp_1")
 
 
+# -- refusals ------------------------------------------------------------------------------------
+
+REFUSAL = "I'm sorry, but I can't help with that request."
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    "reply",
+    [
+        Reply(refusal=REFUSAL, response_id="reply-42"),
+        Reply(text="Here is part of it.", refusal=REFUSAL, response_id="reply-42"),
+    ],
+    ids=["refusal_only", "text_and_refusal"],
+)
+async def test_streamed_refusal_matches_the_plain_reply(api: str, reply: Reply) -> None:
+    async with OpenAIServer([reply, reply]) as server, make_model(server, api) as model:
+        plain = await call(model, False, [Message.user("something forbidden")])
+        streamed = await call(model, True, [Message.user("something forbidden")])
+    assert plain.metadata["refusal"] == REFUSAL
+    assert plain.metadata["finish_reason"] == "stop"
+    assert plain.content == reply.text
+    assert streamed.metadata == plain.metadata
+    assert streamed.content == plain.content
+
+
+async def test_streamed_refusal_read_from_the_done_event_alone(server: OpenAIServer) -> None:
+    server.script(Reply(text="Partly:", refusal=REFUSAL, refusal_deltas=False))
+    async with make_model(server, "responses") as model:
+        message = await call(model, True, [Message.user("something forbidden")])
+    assert message.content == "Partly:"
+    assert message.metadata["refusal"] == REFUSAL
+    assert message.metadata["finish_reason"] == "stop"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_refusal_stream_broken_before_it_finished_is_retried(
+    server: OpenAIServer, api: str
+) -> None:
+    # refusal fragments reach the caller only with the finishing chunk, so a stream broken among
+    # them delivered nothing yet: it is retried, and the first try's fragments are not kept
+    server.script(Reply(refusal=REFUSAL, break_after=3), Reply(refusal=REFUSAL))
+    async with make_model(server, api) as model:
+        chunks = await collect(model.stream([Message.user("something forbidden")]))
+    message = join_chunks(chunks)
+    assert len(server.requests) == 2
+    assert message.content == ""
+    assert message.metadata["refusal"] == REFUSAL
+    assert message.metadata["finish_reason"] == "stop"
+
+
 # -- streams that fail ----------------------------------------------------------------------------
 
 

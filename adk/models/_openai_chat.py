@@ -161,13 +161,20 @@ class ChatStreamDecoder:
     None, so "nothing reached the caller yet" stays true for as long as it really is. The chunk
     with the finish reason also carries the stream's ``response_model`` / ``response_id`` (read from
     the first chunk that names them) as metadata, as a non-streamed completion would.
+
+    Refusal fragments (``delta.refusal``) are collected rather than passed on — a chunk has no field
+    for them and per-chunk metadata would overwrite itself — and the joined text goes into the
+    finishing chunk's ``metadata["refusal"]``, as ``message.refusal`` does for a non-streamed reply.
+    A refusal-only stream therefore first reaches the caller with its finishing chunk; a stream that
+    breaks before then is retried with a fresh decoder, so no fragment is counted twice.
     """
 
-    __slots__ = ("_identity", "finished")
+    __slots__ = ("_identity", "_refusal", "finished")
 
     def __init__(self) -> None:
         self.finished = False
         self._identity: dict[str, str] = {}
+        self._refusal: list[str] = []
 
     def feed(self, chunk: Any) -> MessageChunk | None:
         if not self._identity:
@@ -183,6 +190,9 @@ class ChatStreamDecoder:
             if delta is not None:
                 content = text_of(getattr(delta, "content", None))
                 reasoning = reasoning_of(delta)
+                refusal = text_of(getattr(delta, "refusal", None))
+                if refusal:
+                    self._refusal.append(refusal)
                 for position, raw in enumerate(getattr(delta, "tool_calls", None) or ()):
                     function = getattr(raw, "function", None)
                     index = getattr(raw, "index", None)
@@ -205,8 +215,15 @@ class ChatStreamDecoder:
                 tool_calls=fragments,
                 usage=usage,
                 finish_reason=finish,
-                metadata=dict(self._identity),
+                metadata=self._final_metadata(),
             )
         if not (content or reasoning or fragments or usage is not None):
             return None
         return MessageChunk(content=content, reasoning=reasoning, tool_calls=fragments, usage=usage)
+
+    def _final_metadata(self) -> dict[str, str]:
+        """What the finishing chunk records: the stream's identity, and its refusal if it had one."""
+        metadata = dict(self._identity)
+        if self._refusal:
+            metadata["refusal"] = "".join(self._refusal)
+        return metadata

@@ -200,15 +200,22 @@ class ResponsesStreamDecoder:
     ``response.failed`` and ``error`` events raise ``ModelError``. The finishing chunk carries the
     response's ``response_model`` / ``response_id`` as metadata, as a non-streamed response would:
     what the final response object says, over what ``response.created`` / ``in_progress`` said.
+
+    Refusal text (``response.refusal.delta``) is collected per content part rather than passed on,
+    and the finishing chunk carries it joined in ``metadata["refusal"]``, as a non-streamed
+    response's refusal parts would. ``response.refusal.done`` replaces what the deltas of its part
+    said with the finished text, so a server sending only that event is read too and one sending
+    both is not read twice.
     """
 
-    __slots__ = ("_argued", "_calls", "_identity", "finished")
+    __slots__ = ("_argued", "_calls", "_identity", "_refusals", "finished")
 
     def __init__(self) -> None:
         self.finished = False
         self._calls: dict[int, int] = {}  # output_index -> tool-call index
         self._argued: set[int] = set()  # tool-call indexes whose arguments were streamed
         self._identity: dict[str, str] = {}
+        self._refusals: dict[tuple[object, object], list[str]] = {}  # (output, content) -> text
 
     def _index(self, output_index: object) -> int:
         key = output_index if isinstance(output_index, int) else -1
@@ -249,13 +256,16 @@ class ResponsesStreamDecoder:
                 arguments=arguments,
             )
             return _chunk(tool_calls=[fragment])
+        if kind in ("response.refusal.delta", "response.refusal.done"):
+            self._refuse(event, kind == "response.refusal.done")
+            return None
         if kind in ("response.completed", "response.incomplete"):
             self.finished = True
             response = getattr(event, "response", None)
             return MessageChunk(
                 usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
                 finish_reason=_finish_reason(response, bool(self._calls)),
-                metadata={**self._identity, **identity_of(response)},
+                metadata=self._final_metadata(response),
             )
         if kind in ("response.created", "response.in_progress"):
             self._identity.update(identity_of(getattr(event, "response", None)))
@@ -271,6 +281,22 @@ class ResponsesStreamDecoder:
                 f"the server reported an error mid-stream: {code or 'error'}: {message}"
             )
         return None
+
+    def _refuse(self, event: Any, done: bool) -> None:
+        """Add a refusal delta to its content part's text, or set the part's finished text."""
+        part = (getattr(event, "output_index", None), getattr(event, "content_index", None))
+        if done:
+            self._refusals[part] = [text_of(getattr(event, "refusal", None))]
+        else:
+            self._refusals.setdefault(part, []).append(text_of(getattr(event, "delta", None)))
+
+    def _final_metadata(self, response: Any) -> dict[str, str]:
+        """What the finishing chunk records: the response's identity, and its refusal if any."""
+        metadata = {**self._identity, **identity_of(response)}
+        refusal = "".join("".join(parts) for parts in self._refusals.values())
+        if refusal:
+            metadata["refusal"] = refusal
+        return metadata
 
 
 def _chunk(
