@@ -82,7 +82,8 @@ def build_input(
     ctx: RunContext, agent_name: str, rewriter: HistoryRewriter | None = None
 ) -> AgentInput:
     """A lazily built input: the history as it stands now, rewritten only if the agent reads it."""
-    entries = ctx._lane.snapshot()
+    lane = ctx._lane
+    entries = lane.entries if lane.parent is None else lane.snapshot()  # the root lane: no call
     return AgentInput._lazy(
         _messages_for,
         (entries, len(entries), ctx._run.root_input, agent_name, rewriter),
