@@ -306,11 +306,16 @@ def extra_modules() -> list[str]:
     return names
 
 
+OUR_PACKAGES = frozenset({"adk", "prebuilt", "benchmarks"})
+
+
 def _extra_worker(module_name: str, out: str, quick: bool) -> None:
     """Child process: import ``benchmarks.<module_name>``, call ``run()``, write its rows."""
     try:
         module = importlib.import_module(f"benchmarks.{module_name}")
-    except ImportError as exc:
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] in OUR_PACKAGES:
+            raise  # our own code moved: a failure, not an optional dependency missing
         Path(out).write_text(json.dumps({"skipped": f"{type(exc).__name__}: {exc}"}))
         return
     run: Callable[..., Any] | None = getattr(module, "run", None)
@@ -323,7 +328,9 @@ def _extra_worker(module_name: str, out: str, quick: bool) -> None:
 
 
 def run_extra(name: str, quick: bool) -> dict[str, Any]:
-    """Run one module's ``run()`` in a fresh process; failures become a note, not a crash."""
+    """Run one module's ``run()`` in a fresh process. A module that cannot be imported (an optional
+    dependency missing) is ``skipped``; one that crashes or hangs is ``failed``, which fails the
+    suite: a benchmark broken by a refactor must not pass as a skip."""
     out = RESULTS / f".extra-{name}.json"
     out.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "benchmarks", "--extra-worker", name, str(out)]
@@ -335,10 +342,10 @@ def run_extra(name: str, quick: bool) -> dict[str, Any]:
             cmd, cwd=REPO, capture_output=True, text=True, timeout=1800, check=False
         )
     except subprocess.TimeoutExpired:
-        return {"skipped": "timed out after 30 minutes"}
+        return {"failed": "timed out after 30 minutes"}
     if not out.exists():
         tail = " | ".join((proc.stderr or proc.stdout).strip().splitlines()[-3:])
-        return {"skipped": f"failed (exit {proc.returncode}): {tail}"}
+        return {"failed": f"exit {proc.returncode}: {tail}"}
     result: dict[str, Any] = json.loads(out.read_text())
     out.unlink()
     return result
@@ -347,8 +354,9 @@ def run_extra(name: str, quick: bool) -> dict[str, Any]:
 def extras_table(extras: dict[str, dict[str, Any]]) -> str:
     lines = []
     for name, result in extras.items():
-        if "skipped" in result:
-            lines.append([name, f"skipped: {result['skipped']}"[:160]])
+        if "skipped" in result or "failed" in result:
+            reason = "skipped" if "skipped" in result else "FAILED"
+            lines.append([name, f"{reason}: {result.get('skipped') or result['failed']}"[:160]])
             continue
         for row in result["rows"]:
             label = str(row.get("benchmark", name))
@@ -479,6 +487,7 @@ def _suite(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     failures: list[str] = []
     rows, results = _measure_scenarios(scenarios, args, failures)
     extra_results = {name: run_extra(name, args.quick) for name in extras}
+    failures += [f"{name}: {r['failed']}" for name, r in extra_results.items() if "failed" in r]
     note = None
     if args.instructions:
         note = None if valgrind() else "n/a: valgrind not installed"

@@ -9,7 +9,7 @@ before and after it (:func:`paired_ratios`), a fraction of a second away: the tw
 run at the same speed, except around a switch, which the two pyadk rounds disagreeing shows (such
 pairs are left out). The reported figure is the median of the pairs, with their min–max.
 
-Pure functions (no I/O), unit-tested in ``tests/test_benchmarks_smoke.py``.
+Pure functions (no I/O), unit-tested in ``tests/test_benchmark_figures.py``.
 """
 
 from __future__ import annotations

@@ -64,8 +64,9 @@ def _history(events: int) -> list[tuple[str, Message]]:
 
 def _paused_run(events: int) -> tuple[_RunState, _InterruptSignal]:
     """A run paused after ``events`` recorded events, as the runner sees it when saving."""
-    run = _RunState([Message.user("Summarise the quarter.")], Session({"user": "Ann", "n": 3}))
-    run.run_id = "bench"
+    run = _RunState(
+        [Message.user("Summarise the quarter.")], Session({"user": "Ann", "n": 3}), "bench"
+    )
     for agent, message in _history(events):
         run.history.entries.append(_entry(run, agent, message))
     address = "agent:root/agent:writer/tool:approve#call_x"

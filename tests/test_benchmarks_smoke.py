@@ -47,3 +47,29 @@ def test_unknown_benchmark_name_is_a_clear_error(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "unknown benchmark 'nope'" in proc.stderr
     assert not (tmp_path / "r.json").exists()
+
+
+def test_other_modules_benchmarks_run_and_a_broken_one_fails_the_suite(tmp_path: Path) -> None:
+    """``checkpoints`` uses private runtime names; a refactor that breaks it must fail the suite
+    (exit 1, FAILED in the table), not turn into a quiet skip."""
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", "checkpoints", "--output", str(output))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    extras = json.loads(output.read_text())["extras"]
+    rows = extras["checkpoints"]["rows"]
+    assert {row["benchmark"] for row in rows} >= {
+        "checkpoints.memory.10ev",
+        "checkpoints.sqlite.1000ev",
+    }
+    assert all(row["bytes"] > 0 and row["save_ms"] > 0 for row in rows)
+
+
+def test_a_crashing_extra_benchmark_is_a_failure() -> None:
+    """A module of our own that cannot be imported is a failure (only a missing third-party
+    dependency is a skip)."""
+    from benchmarks.__main__ import extras_table, run_extra
+
+    result = run_extra("no_such_module_for_test", quick=True)
+    assert "skipped" not in result
+    assert "benchmarks.no_such_module_for_test" in result["failed"]
+    assert "FAILED" in extras_table({"no_such_module_for_test": result})
