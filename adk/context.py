@@ -104,13 +104,13 @@ class _RunState:
 
     __slots__ = (
         "_run_id",
-        "counter",
         "history",
         "hooks",
         "nested",
         "plan",
         "resources",
         "root_input",
+        "seq",
         "session",
     )
 
@@ -132,7 +132,7 @@ class _RunState:
         self.hooks = hooks
         self.resources = resources
         self._run_id = run_id
-        self.counter = itertools.count()
+        self.seq = 0  # the order of recorded messages across lanes (an int: no object per run)
 
     @property
     def run_id(self) -> str:
@@ -142,6 +142,12 @@ class _RunState:
         if run_id is None:
             run_id = self._run_id = _new_run_id()
         return run_id
+
+    def next_seq(self) -> int:
+        """The next message's place in the run's order (branches record in parallel)."""
+        seq = self.seq
+        self.seq = seq + 1
+        return seq
 
 
 # Run ids: a random per-process prefix and a counter; unique across processes and far cheaper
@@ -261,7 +267,9 @@ class RunContext:
         entry.agent_name = agent_name
         entry.run_path = self.run_path
         entry.message = message
-        entry.seq = next(self._run.counter)
+        run = self._run
+        entry.seq = seq = run.seq
+        run.seq = seq + 1
         entry._as_context = None
         self._lane.entries.append(entry)
 

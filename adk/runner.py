@@ -44,12 +44,13 @@ class RunResult:
     interrupt: InterruptInfo | None
     session: Session
     checkpoint_id: str | None = None
-    _messages: list[Message] = field(default_factory=list, repr=False)
+    _last_message: Message | None = field(default=None, repr=False)
 
     @property
     def text(self) -> str:
         """The content of the last message the run produced ("" if none)."""
-        return self._messages[-1].content if self._messages else ""
+        last = self._last_message
+        return last.content if last is not None else ""
 
 
 class RunError(Exception):
@@ -103,6 +104,8 @@ class Runner(AsyncCloseable):
         self.resources = resources
         self.keep_checkpoints = keep_checkpoints
         self._hooks: Hooks | None = build_hooks(self.callbacks, tracer_provider, meter_provider)
+        # (agent, run path, address) of the root, made on the first run (see ``_root_context``).
+        self._root_names: tuple[Agent, tuple[str, ...], str] | None = None
 
     # -- running ---------------------------------------------------------------------------------
     def run(
@@ -135,9 +138,8 @@ class Runner(AsyncCloseable):
         """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error."""
         values = session if isinstance(session, Session) else Session(session)
         run = self._new_run(_to_messages(input), values, run_id)
-        root = _Root(self, run, checkpoint_id)
-        collected = _Collected(root)
-        agent, ctx = self.agent, root.ctx
+        collected = _Collected(self, run, checkpoint_id)
+        agent, ctx = self.agent, _root_context(self, run)
         agent_input = AgentInput(run.root_input, self.enable_streaming)
         if getattr(agent, "_adk_drive", None) is not None:  # drives itself under the rules
             driven = drive(agent, agent_input, ctx)
@@ -203,14 +205,13 @@ class Runner(AsyncCloseable):
         input: AgentInput,
         checkpoint_id: str | None,
     ) -> AsyncIterator[AgentEvent]:
-        root = _Root(self, run, checkpoint_id)
-        events = drive(self.agent, input, root.ctx)
+        events = drive(self.agent, input, _root_context(self, run))
         try:
             async for event in events:
                 if event._signal is None and event.action is None and event.error is None:
                     yield event
                     continue
-                event, after = await root.check(event)
+                event, after = await _check(self, run, checkpoint_id, event)
                 yield event
                 if after is not None:
                     yield after
@@ -313,46 +314,40 @@ def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     return {pending[0]: resume}
 
 
-class _Root:
-    """The runner's rules for the events that reach the top of a run: a pause saves the checkpoint,
-    and a transfer nobody handled ends the run with an error."""
+def _root_context(runner: Runner, run: _RunState) -> RunContext:
+    """The root agent's context: its run path and address are made once per agent, not per run."""
+    agent = runner.agent
+    cached = runner._root_names
+    if cached is None or cached[0] is not agent:
+        cached = runner._root_names = (agent, (agent.name,), agent_segment(agent.name))
+    return RunContext(
+        run, cached[1], cached[2], run.history, enable_streaming=runner.enable_streaming
+    )
 
-    __slots__ = ("checkpoint_id", "ctx", "run", "runner")
 
-    def __init__(self, runner: Runner, run: _RunState, checkpoint_id: str | None) -> None:
-        self.runner = runner
-        self.run = run
-        self.checkpoint_id = checkpoint_id
-        agent = runner.agent
-        self.ctx = RunContext(
-            run,
-            (agent.name,),
-            agent_segment(agent.name),
-            run.history,
-            enable_streaming=runner.enable_streaming,
+async def _check(
+    runner: Runner, run: _RunState, checkpoint_id: str | None, event: AgentEvent
+) -> tuple[AgentEvent, AgentEvent | None]:
+    """The runner's rules for an event with an action, error or pause that reaches the top of a
+    run: the event to pass on (an interrupt once its checkpoint is saved, or the error saying why
+    it could not be) and an event to follow it, if any; the run ends after either. A transfer
+    nobody handled ends the run with an error."""
+    if event._signal is not None:
+        return await runner._pause(run, event, event._signal, checkpoint_id), None
+    action = event.action
+    if (
+        action is not None
+        and action.transfer_to is not None
+        and not event._flags & _TRANSFER_HANDLED
+        and event.error is None
+    ):
+        message = (
+            f"transfer failed: agent '{action.transfer_to}' not found when "
+            f"transferring from '{event.agent_name}'"
         )
-
-    async def check(self, event: AgentEvent) -> tuple[AgentEvent, AgentEvent | None]:
-        """The event to pass on (an interrupt once its checkpoint is saved, or the error saying why
-        it could not be) and an event to follow it, if any; the run ends after either."""
-        if event._signal is not None:
-            return await self.runner._pause(
-                self.run, event, event._signal, self.checkpoint_id
-            ), None
-        action = event.action
-        if (
-            action is not None
-            and action.transfer_to is not None
-            and not event._flags & _TRANSFER_HANDLED
-            and event.error is None
-        ):
-            message = (
-                f"transfer failed: agent '{action.transfer_to}' not found when "
-                f"transferring from '{event.agent_name}'"
-            )
-            error = ErrorInfo("TransferError", message)
-            return event, AgentEvent(event.agent_name, event.run_path, error=error)
-        return event, None
+        error = ErrorInfo("TransferError", message)
+        return event, AgentEvent(event.agent_name, event.run_path, error=error)
+    return event, None
 
 
 class _Collected:
@@ -360,12 +355,31 @@ class _Collected:
     error event ends the collection, and ``result`` raises ``RunError``), so ``invoke`` can drive
     the root agent inline without mistaking its own failure for the agent's."""
 
-    __slots__ = ("error", "events", "interrupt", "messages", "output", "root")
+    __slots__ = (
+        "checkpoint_id",
+        "error",
+        "events",
+        "interrupt",
+        "last_message",
+        "output",
+        "run",
+        "runner",
+    )
 
-    def __init__(self, root: _Root | None = None) -> None:
-        self.root = root
+    def __init__(
+        self,
+        runner: Runner | None = None,
+        run: _RunState | None = None,
+        checkpoint_id: str | None = None,
+    ) -> None:
+        # The runner and run are there for ``take``'s rules (in ``invoke``; a resumed run's events
+        # arrive checked). Kept here rather than in an object of their own: one object fewer per
+        # run for the cyclic GC to walk while the run waits on its model.
+        self.runner = runner
+        self.run = run
+        self.checkpoint_id = checkpoint_id
         self.events: list[AgentEvent] = []
-        self.messages: list[Message] = []
+        self.last_message: Message | None = None  # for ``RunResult.text``
         self.output: Any = None
         self.interrupt: InterruptInfo | None = None
         self.error: AgentEvent | None = None
@@ -386,7 +400,7 @@ class _Collected:
         if out is not None:
             if out.message is not None:
                 self.output = out.message
-                self.messages.append(out.message)
+                self.last_message = out.message
             elif out.stream is None:
                 self.output = out.custom
         if event.error is not None and self.error is None:
@@ -396,16 +410,16 @@ class _Collected:
         return True
 
     async def take(self, event: AgentEvent) -> bool:
-        """Collect an event under the runner's rules (``_Root.check``: a pause saves its
-        checkpoint); True when the run ends with it."""
+        """Collect an event under the runner's rules (``_check``: a pause saves its checkpoint);
+        True when the run ends with it."""
         output = event.output
         if output is not None and output.stream is not None:
             await self.add_stream(output.stream)
         if event._signal is None and event.action is None and event.error is None:
             self.add(event, checked=True)
             return False
-        assert self.root is not None
-        event, after = await self.root.check(event)
+        assert self.runner is not None and self.run is not None
+        event, after = await _check(self.runner, self.run, self.checkpoint_id, event)
         self.add(event, checked=True)
         if after is not None:
             self.add(after, checked=True)
@@ -419,7 +433,7 @@ class _Collected:
             self.output = await stream.collect()
         except Exception:
             return
-        self.messages.append(self.output)
+        self.last_message = self.output
 
     def result(self, session: Session) -> RunResult:
         """The run's result; ``RunError`` if it ended with an error event."""
@@ -428,7 +442,9 @@ class _Collected:
             raise RunError(error, self.events) from error.exception
         interrupt = self.interrupt
         checkpoint_id = interrupt.checkpoint_id if interrupt is not None else None
-        return RunResult(self.events, self.output, interrupt, session, checkpoint_id, self.messages)
+        return RunResult(
+            self.events, self.output, interrupt, session, checkpoint_id, self.last_message
+        )
 
 
 async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:

@@ -78,7 +78,7 @@ def _paused_run(events: int) -> tuple[_RunState, _InterruptSignal]:
 
 
 def _entry(run: _RunState, agent: str, message: Message) -> _Entry:
-    return _Entry(agent, ("root", agent), message, next(run.counter))
+    return _Entry(agent, ("root", agent), message, run.next_seq())
 
 
 async def _save(store: CheckpointStore, run: _RunState, signal: _InterruptSignal) -> int:

@@ -32,6 +32,7 @@ from adk import (
     RunContext,
     Tool,
     ToolCall,
+    ToolSpec,
 )
 from adk._aio import closing
 from adk.history import build_messages
@@ -102,13 +103,14 @@ class _Turn:
         native: bool,
         tools: dict[str, Any],
         iterations: int,
+        specs: Sequence[ToolSpec],
     ) -> None:
         self.ctx = ctx
         self.model = model
         self.options = options
         self.native = native
         self.tools = tools
-        self.specs = [t.spec for t in tools.values()] if tools else []
+        self.specs = specs
         self.messages: list[Message] = []
         self.iterations = iterations
         self.head_size = 0
@@ -183,7 +185,12 @@ class _ReActCore:
         model = self._model(ctx)
         options, native = self.owner._options_for(model)
         tools = await self._tools(ctx)
-        return _Turn(ctx, model, options, native, tools, iterations)
+        owner = self.owner
+        if tools is owner._static_tools:
+            specs = owner._static_specs  # made once: no list per run
+        else:
+            specs = tuple(t.spec for t in tools.values())
+        return _Turn(ctx, model, options, native, tools, iterations, specs)
 
     # -- running ------------------------------------------------------------------------------
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
@@ -433,6 +440,7 @@ class ReActAgent:
             self._add_tool(source)
         if exit_tool:
             self._add_tool(_make_exit_tool())
+        self._static_specs = tuple(t.spec for t in self._static_tools.values())
         self._options_cache: tuple[object, ModelOptions | None, bool] | None = None
         self._core = _ReActCore(self)
         self._adk_flow = FlowAgent(self._core, sub_agents, history_rewriter=history_rewriter)

@@ -34,7 +34,7 @@ def load_history(run: _RunState, entries: list[dict[str, Any]]) -> None:
         message = item["message"]
         if not isinstance(message, Message):
             raise CheckpointError("checkpoint history entry holds no message")
-        lane.append(_Entry(str(item["agent"]), tuple(item["run_path"]), message, next(run.counter)))
+        lane.append(_Entry(str(item["agent"]), tuple(item["run_path"]), message, run.next_seq()))
 
 
 def snapshot_body(

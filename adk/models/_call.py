@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 
 from .._hooks import ModelRequest
 from ..context import RunContext
@@ -14,19 +14,22 @@ from .base import ChatModel, ModelOptions
 __all__ = ["generate", "stream"]
 
 
-async def generate(
+def generate(
     ctx: RunContext,
     model: ChatModel,
     messages: list[Message],
     tools: Sequence[ToolSpec],
     options: ModelOptions | None,
-) -> Message:
+) -> Awaitable[Message]:
+    """The awaitable of one model call. Not a coroutine of its own: without hooks the caller
+    awaits the model's, one frame fewer on every resumption and one object fewer per run in
+    flight."""
     hooks = ctx._run.hooks
     if hooks is None:
-        return await model.generate(messages, tools=tools, options=options)
+        return model.generate(messages, tools=tools, options=options)
     request = ModelRequest(model, messages, list(tools), options, stream=False)
-    reply: Message = await hooks.call_model(ctx, request, _generate)
-    return reply
+    call: Awaitable[Message] = hooks.call_model(ctx, request, _generate)
+    return call
 
 
 async def _generate(request: ModelRequest) -> Message:
