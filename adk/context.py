@@ -78,18 +78,23 @@ class _Entry:
 
 class _Lane:
     """A branch of the event log. The root lane has no parent; a parallel branch's lane sees its
-    parent's first ``base`` entries plus its own."""
+    parent's first ``base`` entries plus its own. A branch resumed from a checkpoint sees
+    ``inherited`` instead: the entries it saw before the pause (the history is saved flat, so its
+    parent's view then also holds the sibling branches' entries, which it must not see)."""
 
-    __slots__ = ("base", "entries", "parent")
+    __slots__ = ("base", "entries", "inherited", "parent")
 
-    def __init__(self, parent: _Lane | None = None) -> None:
+    def __init__(self, parent: _Lane | None = None, inherited: list[_Entry] | None = None) -> None:
         self.parent = parent
         self.entries: list[_Entry] = []
-        self.base = len(parent.snapshot()) if parent is not None else 0
+        self.inherited = inherited
+        self.base = len(parent.snapshot()) if parent is not None and inherited is None else 0
 
     def snapshot(self) -> list[_Entry]:
         if self.parent is None:
             return self.entries
+        if self.inherited is not None:
+            return self.inherited + self.entries
         return self.parent.snapshot()[: self.base] + self.entries
 
     def merge(self, lanes: list[_Lane]) -> None:

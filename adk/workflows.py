@@ -259,15 +259,27 @@ class ParallelAgent(_Workflow):
         self.max_concurrency = max_concurrency
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return self._run_branches(ctx, finished=())
+        return self._run_branches(ctx, finished=(), fork=None)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return self._run_branches(ctx, finished=_saved_state(ctx).get("finished", ()))
+        state = _saved_state(ctx)
+        fork = state.get("fork_seq")
+        return self._run_branches(
+            ctx, finished=state.get("finished", ()), fork=fork if type(fork) is int else None
+        )
 
     async def _run_branches(
-        self, ctx: RunContext, finished: Iterable[int]
+        self, ctx: RunContext, finished: Iterable[int], fork: int | None
     ) -> AsyncIterator[AgentEvent]:
+        """Run the unfinished branches. ``fork`` is where the branches forked in the history (the
+        order number of the first entry after it), given when resuming: a resumed branch sees
+        what came before the fork and its own entries, as it did before the pause; without it (a
+        checkpoint from before it was saved) it sees everything the checkpoint's history holds."""
         done = set(finished)
+        resumed_view = fork is not None
+        parent_view = ctx._lane.snapshot() if resumed_view else []
+        if fork is None:
+            fork = ctx._run.seq
         indices = [i for i in range(len(self.sub_agents)) if i not in done]
         queue: asyncio.Queue[tuple[int, AgentEvent | None, asyncio.Future[None] | None]]
         queue = asyncio.Queue()
@@ -277,8 +289,13 @@ class ParallelAgent(_Workflow):
 
         async def branch(index: int) -> None:
             child = self.sub_agents[index]
-            lane = lanes[index] = _Lane(ctx._lane)
-            child_ctx = ctx._child(child.name)._fork(lane=lane)
+            child_ctx = ctx._child(child.name)
+            inherited = None
+            if resumed_view:
+                path, depth = child_ctx.run_path, len(child_ctx.run_path)
+                inherited = [e for e in parent_view if e.seq < fork or e.run_path[:depth] == path]
+            lane = lanes[index] = _Lane(ctx._lane, inherited)
+            child_ctx = child_ctx._fork(lane=lane)
             try:
                 if limit is not None:
                     await limit.acquire()
@@ -332,7 +349,7 @@ class ParallelAgent(_Workflow):
             await _cancel(tasks)
             ctx._lane.merge([lanes[i] for i in sorted(lanes)])
         if signal is not None:
-            signal.save(ctx.address, {"finished": sorted(done)})
+            signal.save(ctx.address, {"finished": sorted(done), "fork_seq": fork})
             yield _interrupt_event(signal)
 
 

@@ -4,7 +4,7 @@ the resume does not address pause again under the same id."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from conftest import ScriptAgent, act_break
@@ -13,6 +13,7 @@ from test_interrupts import Asker, collect, pause_of, texts
 from adk import (
     AgentEvent,
     BaseAgent,
+    CheckpointError,
     LoopAgent,
     ParallelAgent,
     ResumeContext,
@@ -21,6 +22,7 @@ from adk import (
     SequentialAgent,
     with_sub_agents,
 )
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import ScriptedModel, simplify_events
 from prebuilt import ReActAgent
 
@@ -183,6 +185,14 @@ async def test_nested_parallel_with_partial_resume() -> None:
 
     assert simplify_events(second) == ["ask_b: ask_b got 'B'", "z: z done", "after: after done"]
     assert (ask_a.runs, ask_b.runs, done_x.runs, done_y.runs, z.runs) == (2, 2, 1, 1, 1)
+    # z, resumed twice, saw its own branch only, as it would have without the pauses: not the
+    # sibling branch's messages that the checkpoint's flat history holds.
+    assert texts(z.inputs[0]) == [
+        "hi",
+        "For context: [y] said: y done.",
+        "For context: [ask_b] said: ask_b asks.",
+        "For context: [ask_b] said: ask_b got 'B'.",
+    ]
     assert after.runs == 1
     # The agent after the fork sees every branch's messages exactly once.
     seen = texts(after.inputs[0])
@@ -190,6 +200,88 @@ async def test_nested_parallel_with_partial_resume() -> None:
         assert sum(line in m for m in seen) == 1, (line, seen)
     assert seen[0] == "hi"
     assert await runner.checkpoint_store.get(info.checkpoint_id) is None
+
+
+def _fork_pause() -> tuple[Runner, ScriptAgent, ScriptAgent]:
+    """A parallel of two sequences: the left one pauses, then reads; the right one finishes."""
+    reader = ScriptAgent("reader", "read")
+    right_reader = ScriptAgent("right_reader", "read too")
+    left = SequentialAgent("left", [ScriptAgent("l1", "left one"), Asker("ask"), reader])
+    right = SequentialAgent("right", [ScriptAgent("r1", "right one"), right_reader])
+    before = ScriptAgent("before", "before the fork")
+    runner = Runner(SequentialAgent("root", [before, ParallelAgent("par", [left, right])]))
+    return runner, reader, right_reader
+
+
+async def test_a_resumed_branch_sees_what_it_saw_before_the_pause_not_its_siblings() -> None:
+    runner, reader, right_reader = _fork_pause()
+    info = pause_of(await collect(runner.run("hi")))
+    assert texts(right_reader.inputs[0]) == [
+        "hi",
+        "For context: [before] said: before the fork.",
+        "For context: [r1] said: right one.",
+    ]
+
+    await collect(runner.resume(info.checkpoint_id, "go"))
+
+    # The right branch finished before the pause; the checkpoint's history holds its messages,
+    # but the left branch never saw them and does not after the resume either.
+    assert texts(reader.inputs[0]) == [
+        "hi",
+        "For context: [before] said: before the fork.",
+        "For context: [l1] said: left one.",
+        "For context: [ask] said: ask asks.",
+        "For context: [ask] said: ask got 'go'.",
+    ]
+
+
+async def _rewrite_checkpoint(
+    runner: Runner, checkpoint_id: str, change: Callable[[dict[str, Any]], None]
+) -> None:
+    data = await runner.checkpoint_store.get(checkpoint_id)
+    assert data is not None
+    body = decode_checkpoint(data, checkpoint_id)
+    change(body)
+    await runner.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
+
+
+async def test_a_checkpoint_without_history_order_numbers_still_resumes() -> None:
+    # Checkpoints written before the history kept its order numbers (and the parallel agent its
+    # fork) resume as they did then: the branch sees everything the history holds.
+    runner, reader, _ = _fork_pause()
+    info = pause_of(await collect(runner.run("hi")))
+
+    def strip(body: dict[str, Any]) -> None:
+        for entry in body["history"]:
+            del entry["seq"]
+        for slots in body["states"].values():
+            for state in slots.values():
+                state.pop("fork_seq", None)
+
+    await _rewrite_checkpoint(runner, info.checkpoint_id, strip)
+    resumed = await collect(runner.resume(info.checkpoint_id, "go"))
+
+    assert simplify_events(resumed) == ["ask: ask got 'go'", "reader: read"]
+    seen = texts(reader.inputs[0])
+    assert "For context: [ask] said: ask got 'go'." in seen
+    assert "For context: [r1] said: right one." in seen  # the old behaviour, kept for old data
+
+
+async def test_a_history_out_of_order_is_a_corrupt_checkpoint() -> None:
+    runner, _, _ = _fork_pause()
+    info = pause_of(await collect(runner.run("hi")))
+
+    def shuffle(body: dict[str, Any]) -> None:
+        body["history"][0]["seq"], body["history"][1]["seq"] = 1, 0
+
+    await _rewrite_checkpoint(runner, info.checkpoint_id, shuffle)
+    try:
+        await collect(runner.resume(info.checkpoint_id, "go"))
+    except CheckpointError as exc:
+        assert "out of order" in str(exc)
+    else:
+        raise AssertionError("a shuffled history resumed")
+    assert await runner.checkpoint_store.get(info.checkpoint_id) is not None  # nothing lost
 
 
 async def test_untargeted_interrupted_agents_pause_again_without_running() -> None:

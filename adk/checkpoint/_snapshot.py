@@ -20,21 +20,31 @@ __all__ = ["Snapshot", "dump_history", "load_history", "parse_body", "snapshot_b
 
 
 def dump_history(lane: _Lane) -> list[dict[str, Any]]:
-    """The lane's entries as plain data (messages stay ``Message`` objects)."""
+    """The lane's entries as plain data (messages stay ``Message`` objects). ``seq`` is kept: a
+    resumed parallel branch tells what it saw before its fork by it."""
     return [
-        {"agent": e.agent_name, "run_path": list(e.run_path), "message": e.message}
+        {"agent": e.agent_name, "run_path": list(e.run_path), "message": e.message, "seq": e.seq}
         for e in lane.snapshot()
     ]
 
 
 def load_history(run: _RunState, entries: list[dict[str, Any]]) -> None:
-    """Append saved entries to the run's root lane, renumbering them in order."""
+    """Append saved entries to the run's root lane with their saved order numbers (renumbered in
+    order when a checkpoint from before they were saved has none), and continue numbering after
+    them."""
     lane = run.history.entries
+    numbered = all(type(item.get("seq")) is int for item in entries)
+    last = -1
     for item in entries:
         message = item["message"]
         if not isinstance(message, Message):
             raise CheckpointError("checkpoint history entry holds no message")
-        lane.append(_Entry(str(item["agent"]), tuple(item["run_path"]), message, run.next_seq()))
+        seq = item["seq"] if numbered else run.next_seq()
+        if seq <= last:
+            raise CheckpointError("checkpoint history is out of order")
+        last = seq
+        lane.append(_Entry(str(item["agent"]), tuple(item["run_path"]), message, seq))
+    run.seq = max(run.seq, last + 1)
 
 
 def snapshot_body(
