@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from types import TracebackType
 
 from .messages import Message, MessageChunk, join_chunks
 
@@ -69,7 +71,7 @@ class MessageStream:
                 continue
             if self._closed:
                 if self._error is not None:
-                    raise self._error
+                    raise _fresh(self._error)
                 return
             await self._pull()
 
@@ -99,7 +101,9 @@ class MessageStream:
             raise
         except Exception as exc:
             self._closed = True
-            self._error = exc
+            # Kept without this frame (whose ``self`` is the stream: a cycle through the error;
+            # no local holds the traceback either, for the same reason).
+            self._error = exc.with_traceback(_past_first(exc.__traceback__))
             await self._close_source()
         else:
             self._buffer.append(chunk)
@@ -135,3 +139,30 @@ class MessageStream:
     def __repr__(self) -> str:
         state = "done" if self._closed else "open"
         return f"MessageStream({len(self._buffer)} chunks, {state})"
+
+
+def _past_first(tb: TracebackType | None) -> TracebackType | None:
+    return tb.tb_next if tb is not None else None
+
+
+def _fresh(error: BaseException) -> BaseException:
+    """A copy of the stream's stored error for one reader to raise, same type, arguments,
+    attributes, cause and traceback so far.
+
+    Why: raising an exception prepends the frames it passes through to its traceback, and those
+    frames hold the stream (the reader's ``self``, a caller's local): raising the stored error
+    itself would close a cycle, stream -> error -> traceback -> frame -> stream, that keeps the
+    whole failed run alive until the cyclic collector finds it, and every reader would add its
+    frames to one shared traceback. An exception that cannot be copied (its constructor does not
+    take its ``args`` back) is raised as it is.
+    """
+    try:
+        twin = copy.copy(error)
+    except Exception:
+        return error
+    if type(twin) is not type(error):
+        return error
+    twin.__cause__ = error.__cause__
+    twin.__context__ = error.__context__
+    twin.__suppress_context__ = error.__suppress_context__
+    return twin.with_traceback(error.__traceback__)

@@ -15,6 +15,7 @@ from adk import (
     Message,
     MessageChunk,
     MessageStream,
+    ModelError,
     Role,
     ToolCall,
     ToolCallChunk,
@@ -206,6 +207,60 @@ async def test_a_failing_source_raises_for_every_reader() -> None:
             late.append(chunk.content)
     assert late == ["ok"]
     with pytest.raises(ConnectionError):
+        await stream.collect()
+
+
+async def test_each_reader_gets_its_own_copy_of_the_error_with_the_sources_traceback() -> None:
+    # Raising one stored exception from every reader would chain each reader's frames onto one
+    # traceback, and those frames hold the stream: a cycle through the error (tests/
+    # test_run_cycles.py). Each reader gets an equal copy instead, with the source's frames.
+    class _Down(ModelError):
+        pass
+
+    async def failing() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="ok")
+        try:
+            raise OSError("socket closed")
+        except OSError as exc:
+            raise _Down("model down", status=503) from exc
+
+    stream = MessageStream(failing())
+    errors: list[BaseException] = []
+    for _ in range(2):
+        try:
+            await stream.collect()
+        except _Down as exc:
+            errors.append(exc)
+    first, second = errors
+    assert first is not second
+    assert (first.args, first.status, second.status) == (("model down",), 503, 503)
+    assert isinstance(first.__cause__, OSError) and first.__cause__ is second.__cause__
+
+    def frames(exc: BaseException) -> list[str]:
+        names, tb = [], exc.__traceback__
+        while tb is not None:
+            names.append(tb.tb_frame.f_code.co_name)
+            tb = tb.tb_next
+        return names
+
+    # The source's frame is there; the second reader's traceback holds no frames of the first.
+    assert frames(first)[-1] == frames(second)[-1] == "failing"
+    assert frames(second).count("collect") == 1
+
+
+async def test_an_error_that_cannot_be_copied_is_raised_as_it_is() -> None:
+    class _Picky(Exception):
+        def __init__(self, code: int, *, detail: str) -> None:  # args do not rebuild it
+            super().__init__(f"{code}: {detail}")
+
+    async def failing() -> AsyncIterator[MessageChunk]:
+        raise _Picky(500, detail="boom")
+        yield MessageChunk()  # pragma: no cover - makes this an async generator
+
+    stream = MessageStream(failing())
+    with pytest.raises(_Picky, match="500: boom"):
+        await stream.collect()
+    with pytest.raises(_Picky, match="500: boom"):
         await stream.collect()
 
 

@@ -177,9 +177,7 @@ def _shapes() -> dict[str, Callable[[], Awaitable[None]]]:
 # A failed stream keeps its exception and re-raises it to every reader from its own methods, whose
 # frames hold the stream: exception -> traceback -> frame -> stream -> exception, with the failed
 # run's frames (contexts, history) behind it. Strict: once streams.py breaks it, this must go.
-_KNOWN = {
-    "model raises, streamed": "MessageStream keeps a cycle through its stored error (issue #8)",
-}
+_KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize(
