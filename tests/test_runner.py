@@ -70,6 +70,19 @@ async def test_invoke_collects_a_run_result() -> None:
     assert result.session.values == {"given": 1, "written": True}
 
 
+async def test_a_runner_whose_agent_is_replaced_runs_the_new_one_under_its_name() -> None:
+    # The root's run path and address are made once per agent, not once per runner.
+    runner = Runner(ScriptAgent("first", "one"))
+    assert (await runner.invoke("go")).events[0].run_path == ("first",)
+    runner.agent = ScriptAgent("second", "two")
+    invoked = (await runner.invoke("go")).events
+    streamed = [event async for event in runner.run("go")]
+    for events in (invoked, streamed):
+        assert [(e.agent_name, e.run_path, e.message) for e in events] == [
+            ("second", ("second",), Message.assistant("two"))
+        ]
+
+
 async def test_invoke_output_is_the_last_custom_value_when_the_run_ends_with_one() -> None:
     agent = ScriptAgent("a", "words", lambda ctx: AgentEvent.custom({"score": 9}))
     result = await Runner(agent).invoke("go")
