@@ -492,8 +492,10 @@ def _suite(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
     if args.instructions:
         note = None if valgrind() else "n/a: valgrind not installed"
         for row in rows:
-            if note is None and _countable(row["scenario"]):
-                _add_instructions(row, results[row["scenario"]], args.quick)
+            # Import rows (import, import_rss, ...) have no worker result: nothing to count.
+            result = results.get(row["scenario"])
+            if note is None and result is not None and _countable(row["scenario"]):
+                _add_instructions(row, result, args.quick)
 
     print()
     print(

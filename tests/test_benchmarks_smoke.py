@@ -7,6 +7,7 @@ its load); the benchmark itself, with its targets, is ``python -m benchmarks``.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,18 @@ def test_a_crashing_extra_benchmark_is_a_failure() -> None:
     assert "skipped" not in result
     assert "benchmarks.no_such_module_for_test" in result["failed"]
     assert "FAILED" in extras_table({"no_such_module_for_test": result})
+
+
+def test_instruction_counts_skip_the_import_rows(tmp_path: Path) -> None:
+    """``--instructions`` with the import rows selected: those rows have no worker to count (this
+    crashed with a KeyError once); a timed row gets its count, or a note where valgrind is missing."""
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", "import,d", "--instructions", "--output", str(output))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {row["scenario"]: row for row in json.loads(output.read_text())["rows"]}
+    assert {"import", "import_rss", "d"} <= set(rows)
+    assert "instructions_per_run" not in rows["import"]
+    if shutil.which("valgrind"):
+        assert rows["d"]["instructions_per_run"] > 0
+    else:
+        assert "k instr/run" in proc.stdout and "valgrind not installed" in proc.stdout
