@@ -2,8 +2,9 @@
 
 Options (``--help`` lists them all):
   --quick           few rounds (smoke test); other modules' benchmarks are skipped unless named
-  --only NAME,...   run only these: import, a, b, c (c_a, c_b and their in-flight variants
-                    c_a.inflight, c_b.inflight), d, events, scripted, or the name of another
+  --only NAME,...   run only these: import, a, b, c (c_a, c_b, their in-flight variants
+                    c_a.inflight, c_b.inflight, and those after gc.freeze(), c_a.inflight.frozen,
+                    c_b.inflight.frozen), d, events, scripted, or the name of another
                     benchmark module in benchmarks/ (openai_adapter, tracing_overhead, ...);
                     with --peers: import, a, b, c (or c_a, c_b), d
   --rounds N        rounds per process (default 7, quick 2); with --peers: rounds per peer and
@@ -51,7 +52,14 @@ PYADK = "benchmarks.pyadk_workloads"
 RESULTS = REPO / "benchmarks" / "results"
 SUITE = ("import", "a", "b", "c", "d", "events", "scripted")
 ALIASES = {
-    "c": ("c_a", "c_b", "c_a.inflight", "c_b.inflight"),
+    "c": (
+        "c_a",
+        "c_b",
+        "c_a.inflight",
+        "c_b.inflight",
+        "c_a.inflight.frozen",
+        "c_b.inflight.frozen",
+    ),
     "scripted": ("a.scripted", "b.scripted"),
 }
 # Modules of benchmarks/ that are not benchmarks of their own.
@@ -64,6 +72,8 @@ TITLES = {
     "c_b": "(c) 1,000 concurrent runs of (b), per run",
     "c_a.inflight": "(c) 1,000 runs of (a) in flight (model awaits), per run",
     "c_b.inflight": "(c) 1,000 runs of (b) in flight (model awaits), per run",
+    "c_a.inflight.frozen": "(c) 1,000 runs of (a) in flight, after gc.freeze(), per run",
+    "c_b.inflight.frozen": "(c) 1,000 runs of (b) in flight, after gc.freeze(), per run",
     "d": "(d) SequentialAgent of 10 custom agents",
     "events": "per-event overhead through a Runner",
     "a.scripted": "(a) with ScriptedModel(record=False)",
@@ -76,6 +86,8 @@ TARGETS: dict[str, float] = {
     "c_b": 1.2,
     "c_a.inflight": 1.2,
     "c_b.inflight": 1.2,
+    "c_a.inflight.frozen": 1.2,
+    "c_b.inflight.frozen": 1.2,
     "d": 100.0,
     "events": 5.0,  # CPU µs per event
     "import": 150.0,  # ms

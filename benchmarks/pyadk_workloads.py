@@ -12,6 +12,10 @@
   1,000 runs are in flight together and the cyclic GC walks all of them (it is what makes the
   concurrent cost grow with the number of runs). ``floor`` is a coroutine doing the same awaits and
   nothing else: the harness takes asyncio's share from it.
+- ``a.inflight.frozen`` / ``b.inflight.frozen``: the in-flight workloads in a process that called
+  ``gc.freeze()`` after building them, as docs/performance.md advises services to do: what is alive
+  after start-up (imports, agents, the runner) leaves the collector's view, so its collections walk
+  only the live runs.
 - ``d``: a ``SequentialAgent`` of 10 trivial custom agents, each yielding one message.
 - ``events``: an agent yielding ``EVENTS_PER_RUN`` events through a ``Runner`` (variant ``run``) and
   the same agent's bare generator iterated directly (variant ``bare``); their difference divided by
@@ -27,6 +31,7 @@ what remains is the framework.
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib.metadata import version
 from typing import cast
@@ -199,6 +204,11 @@ def _scripted_add(messages: list[Message]) -> Message:
 
 async def build(scenario: str) -> dict[str, Variant]:
     """The variants of ``scenario`` (see the module docstring), built once."""
+    if scenario.endswith(".frozen"):
+        variants = await build(scenario.removesuffix(".frozen"))
+        gc.collect()
+        gc.freeze()
+        return variants
     if scenario == "a":
         return {"run": _invoke(Runner(ReActAgent("bench", _DoneModel())), "done")}
     if scenario == "b":

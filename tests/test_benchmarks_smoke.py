@@ -89,3 +89,15 @@ def test_instruction_counts_skip_the_import_rows(tmp_path: Path) -> None:
         assert rows["d"]["instructions_per_run"] > 0
     else:
         assert "k instr/run" in proc.stdout and "valgrind not installed" in proc.stdout
+
+
+def test_the_frozen_in_flight_scenario_runs_in_its_own_process(tmp_path: Path) -> None:
+    """``c_b.inflight.frozen`` calls ``gc.freeze()`` in its worker (never here): it reports the
+    concurrent/sequential ratio and the collections per generation like the unfrozen row."""
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", "c_b.inflight.frozen", "--output", str(output))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "after gc.freeze()" in proc.stdout
+    (row,) = json.loads(output.read_text())["rows"]
+    assert row["scenario"] == "c_b.inflight.frozen" and row["unit"].startswith("×")
+    assert row["value"] > 0 and len(row["gc_per_1000_runs_concurrent"]) == 3
