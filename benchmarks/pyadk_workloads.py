@@ -12,10 +12,10 @@
   1,000 runs are in flight together and the cyclic GC walks all of them (it is what makes the
   concurrent cost grow with the number of runs). ``floor`` is a coroutine doing the same awaits and
   nothing else: the harness takes asyncio's share from it.
-- ``a.inflight.frozen`` / ``b.inflight.frozen``: the in-flight workloads in a process that called
-  ``gc.freeze()`` after building them, as docs/performance.md advises services to do: what is alive
-  after start-up (imports, agents, the runner) leaves the collector's view, so its collections walk
-  only the live runs.
+- any scenario + ``.frozen`` / ``.tuned`` / ``.nogc``: the same in a process whose cyclic GC was set
+  up after building it (see ``GC_SETTINGS``): ``gc.freeze()``, as docs/performance.md advises
+  services (what start-up built leaves the collector's view); that plus a young-generation threshold
+  of 20,000; or the collector off, the reference point (``benchmarks/gc_settings.py`` compares them).
 - ``d``: a ``SequentialAgent`` of 10 trivial custom agents, each yielding one message.
 - ``events``: an agent yielding ``EVENTS_PER_RUN`` events through a ``Runner`` (variant ``run``) and
   the same agent's bare generator iterated directly (variant ``bare``); their difference divided by
@@ -55,7 +55,7 @@ from adk.messages import MessageChunk
 from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
 
-__all__ = ["EVENTS_PER_RUN", "VERSIONS", "build"]
+__all__ = ["EVENTS_PER_RUN", "GC_SETTINGS", "VERSIONS", "build"]
 
 EVENTS_PER_RUN = 1000
 VERSIONS = {"pyadk": adk.__version__, "pydantic": version("pydantic")}
@@ -183,6 +183,24 @@ class _Emitter(BaseAgent):
             yield AgentEvent.of(Message.assistant("x"))
 
 
+def _frozen() -> None:
+    gc.collect()
+    gc.freeze()
+
+
+def _tuned() -> None:
+    _frozen()
+    gc.set_threshold(20_000, 10, 10)
+
+
+# How a scenario's process sets up the cyclic GC after building it (scenario name suffixes).
+GC_SETTINGS: dict[str, Callable[[], None]] = {
+    "frozen": _frozen,
+    "tuned": _tuned,
+    "nogc": gc.disable,
+}
+
+
 def _invoke(runner: Runner, expected: str | None, events: int | None = None) -> Variant:
     async def one_run() -> None:
         result = await runner.invoke("hi")
@@ -204,10 +222,10 @@ def _scripted_add(messages: list[Message]) -> Message:
 
 async def build(scenario: str) -> dict[str, Variant]:
     """The variants of ``scenario`` (see the module docstring), built once."""
-    if scenario.endswith(".frozen"):
-        variants = await build(scenario.removesuffix(".frozen"))
-        gc.collect()
-        gc.freeze()
+    base, dot, setting = scenario.rpartition(".")
+    if dot and setting in GC_SETTINGS:
+        variants = await build(base)
+        GC_SETTINGS[setting]()
         return variants
     if scenario == "a":
         return {"run": _invoke(Runner(ReActAgent("bench", _DoneModel())), "done")}
