@@ -27,9 +27,10 @@ import statistics
 from typing import Any
 
 from benchmarks._harness import format_table, run_worker
+from benchmarks.pyadk_workloads import GC_SETTINGS
 
 WORKLOADS = ("a.inflight", "b.inflight")
-SETTINGS = ("default", "frozen", "tuned", "nogc")
+SETTINGS = ("default", *GC_SETTINGS)  # default, frozen, tuned, nogc
 
 
 def _scenario(workload: str, setting: str) -> str:

@@ -101,3 +101,19 @@ def test_the_frozen_in_flight_scenario_runs_in_its_own_process(tmp_path: Path) -
     (row,) = json.loads(output.read_text())["rows"]
     assert row["scenario"] == "c_b.inflight.frozen" and row["unit"].startswith("×")
     assert row["value"] > 0 and len(row["gc_per_1000_runs_concurrent"]) == 3
+
+
+def test_gc_settings_are_applied_in_their_workers(tmp_path: Path) -> None:
+    """Each setting reaches its worker: the collector off collects nothing, the raised threshold
+    collects far less often than the default (collection counts, not timings)."""
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", "gc_settings", "--output", str(output))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(output.read_text())["extras"]["gc_settings"]["rows"]
+    young = {(r["workload"], r["setting"]): r["gc_per_1000_runs"][0] for r in rows}
+    assert set(young) == {
+        (w, s) for w in ("a.inflight", "b.inflight") for s in ("default", "frozen", "tuned", "nogc")
+    }
+    for workload in ("a.inflight", "b.inflight"):
+        assert young[workload, "nogc"] == 0
+        assert young[workload, "default"] > 10 * young[workload, "tuned"] > 0
