@@ -52,12 +52,14 @@ class Reply:
     counting the server's answers), so two calls can be compared field for field. ``refusal`` is
     the model declining: Chat's ``message.refusal`` (streamed as ``delta.refusal`` fragments), a
     Responses ``refusal`` content part (streamed as ``response.refusal.delta`` events and a
-    ``response.refusal.done``, or only the latter when ``refusal_deltas`` is False).
+    ``response.refusal.done``, or only the latter when ``refusal_deltas`` is False, or none at all,
+    the refusal only in the final response object, when ``refusal_events`` is False).
     """
 
     text: str = ""
     refusal: str = ""
     refusal_deltas: bool = True
+    refusal_events: bool = True
     tool_calls: Sequence[Call] = ()
     reasoning: str = ""
     status: int = 200
@@ -515,7 +517,7 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
 def _refusal_events(
     reply: Reply, item_id: str, output_index: int, content_index: int
 ) -> list[dict[str, Any]]:
-    if not reply.refusal:
+    if not reply.refusal or not reply.refusal_events:
         return []
     where = {"item_id": item_id, "output_index": output_index, "content_index": content_index}
     pieces = _pieces(reply.refusal, 8) if reply.refusal_deltas else []

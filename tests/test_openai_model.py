@@ -573,6 +573,18 @@ async def test_streamed_refusal_read_from_the_done_event_alone(server: OpenAISer
     assert message.metadata["finish_reason"] == "stop"
 
 
+async def test_streamed_refusal_read_from_the_final_response_alone(server: OpenAIServer) -> None:
+    # no refusal events: the refusal part is only in response.completed's response object
+    server.script(Reply(text="Partly:", refusal=REFUSAL, refusal_events=False))
+    async with make_model(server, "responses") as model:
+        chunks = await collect(model.stream([Message.user("something forbidden")]))
+    message = join_chunks(chunks)
+    assert message.content == "Partly:"
+    assert message.metadata["refusal"] == REFUSAL
+    assert message.metadata["finish_reason"] == "stop"
+    assert server.requests and all("refusal" not in c.metadata for c in chunks[:-1])
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_refusal_stream_broken_before_it_finished_is_retried(
     server: OpenAIServer, api: str

@@ -150,21 +150,29 @@ def _reasoning_text(item: Any) -> str:
     return "".join(parts)
 
 
+def _output_refusal(response: Any) -> str:
+    """The refusal parts of a ``Response``'s output messages, joined ("" when it has none)."""
+    return "".join(
+        text_of(getattr(part, "refusal", None))
+        for item in getattr(response, "output", None) or ()
+        if getattr(item, "type", None) == "message"
+        for part in getattr(item, "content", None) or ()
+        if getattr(part, "type", None) == "refusal"
+    )
+
+
 def responses_message(response: Any) -> Message:
     """The assistant message of a ``Response``: text parts joined, function calls as tool calls."""
     if getattr(response, "status", None) == "failed":
         raise ModelError(f"the response failed: {_failure_text(response)}")
     text: list[str] = []
     reasoning: list[str] = []
-    refusal: list[str] = []
     calls: list[ToolCall] = []
     for item in getattr(response, "output", None) or ():
         kind = getattr(item, "type", None)
         if kind == "message":
             for part in getattr(item, "content", None) or ():
-                if getattr(part, "type", None) == "refusal":
-                    refusal.append(text_of(getattr(part, "refusal", None)))
-                else:
+                if getattr(part, "type", None) != "refusal":
                     text.append(text_of(getattr(part, "text", None)))
         elif kind == "function_call":
             calls.append(
@@ -185,8 +193,9 @@ def responses_message(response: Any) -> Message:
         reasoning="".join(reasoning) or None,
     )
     message.metadata["finish_reason"] = _finish_reason(response, bool(calls))
-    if any(refusal):
-        message.metadata["refusal"] = "".join(refusal)
+    refusal = _output_refusal(response)
+    if refusal:
+        message.metadata["refusal"] = refusal
     response_identity(message, response)
     return message
 
@@ -205,7 +214,8 @@ class ResponsesStreamDecoder:
     and the finishing chunk carries it joined in ``metadata["refusal"]``, as a non-streamed
     response's refusal parts would. ``response.refusal.done`` replaces what the deltas of its part
     said with the finished text, so a server sending only that event is read too and one sending
-    both is not read twice.
+    both is not read twice. A server that sends no refusal events at all still lists the refusal
+    parts in the final response object, which is read when the events said nothing.
     """
 
     __slots__ = ("_argued", "_calls", "_identity", "_refusals", "finished")
@@ -294,6 +304,7 @@ class ResponsesStreamDecoder:
         """What the finishing chunk records: the response's identity, and its refusal if any."""
         metadata = {**self._identity, **identity_of(response)}
         refusal = "".join("".join(parts) for parts in self._refusals.values())
+        refusal = refusal or _output_refusal(response)
         if refusal:
             metadata["refusal"] = refusal
         return metadata
