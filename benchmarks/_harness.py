@@ -67,6 +67,7 @@ __all__ = [
     "Figure",
     "LiveWorker",
     "WorkerResult",
+    "awaits_floor",
     "bench_env",
     "cache_dir",
     "format_table",
@@ -177,6 +178,18 @@ def _gc_collections() -> list[int]:
 
 async def _nothing() -> None:
     return None
+
+
+def awaits_floor(yields: int) -> Callable[[], Awaitable[None]]:
+    """The ``floor`` variant of an in-flight workload: a coroutine doing the run's awaits of the
+    event loop (one per model call) and nothing else, so that asyncio's share of a gather of such
+    runs can be taken off (see ``_gather_share``). Shared by pyadk's and the peers' workloads."""
+
+    async def floor() -> None:
+        for _ in range(yields):
+            await asyncio.sleep(0)
+
+    return floor
 
 
 async def _warm_up(variants: dict[str, Variant]) -> float:

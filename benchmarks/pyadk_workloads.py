@@ -55,6 +55,8 @@ from adk.messages import MessageChunk
 from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
 
+from ._harness import awaits_floor
+
 __all__ = ["EVENTS_PER_RUN", "GC_SETTINGS", "VERSIONS", "build"]
 
 EVENTS_PER_RUN = 1000
@@ -137,16 +139,6 @@ class _YieldingAddModel(_AddModel):
     ) -> Message:
         await asyncio.sleep(0)
         return _add_reply(messages)
-
-
-def _floor(yields: int) -> Variant:
-    """A coroutine doing a run's awaits of the event loop (one per model call) and nothing else."""
-
-    async def floor() -> None:
-        for _ in range(yields):
-            await asyncio.sleep(0)
-
-    return floor
 
 
 def _add_reply(messages: Sequence[Message]) -> Message:
@@ -234,10 +226,10 @@ async def build(scenario: str) -> dict[str, Variant]:
         return {"run": _invoke(Runner(agent), "sum=3")}
     if scenario == "a.inflight":
         runner = Runner(ReActAgent("bench", _YieldingDoneModel()))
-        return {"run": _invoke(runner, "done"), "floor": _floor(1)}
+        return {"run": _invoke(runner, "done"), "floor": awaits_floor(1)}
     if scenario == "b.inflight":
         runner = Runner(ReActAgent("bench", _YieldingAddModel(), tools=[add]))
-        return {"run": _invoke(runner, "sum=3"), "floor": _floor(2)}
+        return {"run": _invoke(runner, "sum=3"), "floor": awaits_floor(2)}
     if scenario == "a.scripted":
         model = ScriptedModel(_scripted_done, record=False)
         return {"run": _invoke(Runner(ReActAgent("bench", model)), "done")}

@@ -84,8 +84,9 @@ def test_run_counts_are_sized_from_the_native_cost() -> None:
 
 
 def test_peers_mode_selects_scenarios_and_rejects_unknown_names() -> None:
-    assert select(None) == (["a", "b", "c_a", "c_b", "d"], True)
-    assert select("d,c") == (["c_a", "c_b", "d"], False)
+    everything = ["a", "b", "c_a", "c_b", "c_a.inflight", "c_b.inflight", "d"]
+    assert select(None) == (everything, True)
+    assert select("d,c") == (everything[2:], False)
     assert select("import, a") == (["a"], True)
     with pytest.raises(ValueError, match="unknown peers benchmark 'e'"):
         select("a,e")

@@ -39,8 +39,8 @@ PYADK_MODULE = "benchmarks.pyadk_workloads"
 PYADK_IMPORTS = (
     "from adk import Runner, SequentialAgent, BaseAgent, tool; from prebuilt import ReActAgent"
 )
-SCENARIOS = ("a", "b", "c_a", "c_b", "d")
-ALIASES = {"c": ("c_a", "c_b")}
+SCENARIOS = ("a", "b", "c_a", "c_b", "c_a.inflight", "c_b.inflight", "d")
+ALIASES = {"c": ("c_a", "c_b", "c_a.inflight", "c_b.inflight")}
 # Instruction counts: not the gather scenarios (1,000 runs per gather is too long under callgrind).
 COUNTED = ("a", "b", "d")
 
@@ -115,8 +115,8 @@ def ensure_env(peer: Peer, log: bool = True) -> Path:
 
 # -- the peers run ----------------------------------------------------------------------------------
 def select(only: str | None) -> tuple[list[str], bool]:
-    """The scenarios ``--only`` names in peers mode (``a``, ``b``, ``c`` = ``c_a`` + ``c_b``,
-    ``c_a``, ``c_b``, ``d``) and whether to time the imports (``import``; always without --only)."""
+    """The scenarios ``--only`` names in peers mode (``a``, ``b``, ``c`` = ``c_a`` + ``c_b`` and
+    their in-flight variants, ``c_a``, ``c_b``, ``c_a.inflight``, ``c_b.inflight``, ``d``) and whether to time the imports (``import``; always without --only)."""
     if not only:
         return list(SCENARIOS), True
     chosen: set[str] = set()

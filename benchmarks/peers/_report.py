@@ -29,6 +29,8 @@ TITLES = {
     "b": "(b) add(a=1, b=2) tool, then 'sum=3'",
     "c_a": "(c) 1,000 concurrent (a), per run",
     "c_b": "(c) 1,000 concurrent (b), per run",
+    "c_a.inflight": "(c) 1,000 (a) in flight (model awaits)",
+    "c_b.inflight": "(c) 1,000 (b) in flight (model awaits)",
     "d": "(d) sequential workflow of 10 steps",
 }
 TARGET_FACTOR = 20.0  # pyadk needs at least this much less CPU per run than the fastest peer

@@ -8,6 +8,7 @@ OpenTelemetry SDK is configured, so its tracer is the API's no-op one.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from importlib.metadata import version
@@ -22,6 +23,8 @@ from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
 from google.genai import types
+
+from .._harness import awaits_floor
 
 VERSIONS = {"google-adk": version("google-adk"), "pydantic": version("pydantic")}
 Variant = Callable[[], Awaitable[object]]
@@ -38,13 +41,17 @@ def _response(part: types.Part) -> LlmResponse:
 
 
 class DoneLlm(BaseLlm):
-    """Every call answers "done"."""
+    """Every call answers "done". With ``yields`` the fake models first yield to the event loop,
+    as a model awaiting its server does (in-flight runs)."""
 
     model: str = "bench-done"
+    yields: bool = False
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
+        if self.yields:
+            await asyncio.sleep(0)
         yield _response(types.Part(text="done"))
 
 
@@ -52,10 +59,13 @@ class AddLlm(BaseLlm):
     """Calls ``add(a=1, b=2)``; once the tool answered, replies ``sum=<result>``."""
 
     model: str = "bench-add"
+    yields: bool = False
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
+        if self.yields:
+            await asyncio.sleep(0)
         last = llm_request.contents[-1]
         response = last.parts[0].function_response if last.parts else None
         if response is not None:
@@ -122,6 +132,12 @@ async def build(scenario: str) -> dict[str, Variant]:
     if scenario == "b":
         agent = LlmAgent(name="bench", model=AddLlm(), tools=[add])
         return {"run": _runner_variant(agent, "sum=3")}
+    if scenario == "a.inflight":
+        agent = LlmAgent(name="bench", model=DoneLlm(yields=True))
+        return {"run": _runner_variant(agent, "done"), "floor": awaits_floor(1)}
+    if scenario == "b.inflight":
+        agent = LlmAgent(name="bench", model=AddLlm(yields=True), tools=[add])
+        return {"run": _runner_variant(agent, "sum=3"), "floor": awaits_floor(2)}
     if scenario == "d":
         seq = SequentialAgent(name="seq", sub_agents=[Step(name=f"step{i}") for i in range(10)])
         return {"run": _runner_variant(seq, "ok", events=10)}

@@ -9,6 +9,7 @@ nodes in a chain, each adding one message. No checkpointer, LangSmith tracing of
 
 from __future__ import annotations
 
+import asyncio
 import os
 import warnings
 from collections.abc import Awaitable, Callable, Sequence
@@ -30,6 +31,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from langgraph.prebuilt import create_react_agent
 
+from .._harness import awaits_floor
+
 VERSIONS = {
     "langgraph": version("langgraph"),
     "langchain": version("langchain"),
@@ -40,7 +43,11 @@ Variant = Callable[[], Awaitable[object]]
 
 
 class _FakeChat(BaseChatModel):
-    """Answers from ``reply(messages)``; ``bind_tools`` formats tools the way real chat models do."""
+    """Answers from ``reply(messages)``; ``bind_tools`` formats tools the way real chat models do.
+    With ``yields`` the async path first yields to the event loop, as a model awaiting its server
+    does (in-flight runs)."""
+
+    yields: bool = False
 
     @property
     def _llm_type(self) -> str:
@@ -57,6 +64,8 @@ class _FakeChat(BaseChatModel):
     async def _agenerate(
         self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
     ) -> ChatResult:
+        if self.yields:
+            await asyncio.sleep(0)
         return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
@@ -127,6 +136,14 @@ async def build(scenario: str) -> dict[str, Variant]:
             "run": _variant(create_agent(AddChat(), [add]), "sum=3"),
             "prebuilt": _variant(create_react_agent(AddChat(), [add]), "sum=3"),
         }
+    if scenario == "a.inflight":
+        return {
+            "run": _variant(create_agent(DoneChat(yields=True)), "done"),
+            "floor": awaits_floor(1),
+        }
+    if scenario == "b.inflight":
+        graph = create_agent(AddChat(yields=True), [add])
+        return {"run": _variant(graph, "sum=3"), "floor": awaits_floor(2)}
     if scenario == "d":
         return {"run": _variant(_sequence(), "ok", messages=11)}
     raise NotImplementedError(f"langgraph: no scenario {scenario!r}")

@@ -6,6 +6,7 @@ no sequential workflow agent, so scenario ``d`` is reported as unsupported.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
@@ -28,6 +29,8 @@ from openai.types.responses import (
     ResponseOutputText,
 )
 
+from .._harness import awaits_floor
+
 VERSIONS = {"openai-agents": version("openai-agents"), "pydantic": version("pydantic")}
 Variant = Callable[[], Awaitable[object]]
 set_tracing_disabled(True)
@@ -45,7 +48,11 @@ def _text(text: str) -> ResponseOutputMessage:
 
 
 class _FakeModel(Model):
-    """Answers from ``reply(input)``; streaming is not used by these workloads."""
+    """Answers from ``reply(input)``; streaming is not used by these workloads. With ``yields``
+    it first yields to the event loop, as a model awaiting its server does (in-flight runs)."""
+
+    def __init__(self, yields: bool = False) -> None:
+        self.yields = yields
 
     def reply(self, input: str | list[Any]) -> list[Any]:
         raise NotImplementedError
@@ -64,6 +71,8 @@ class _FakeModel(Model):
         conversation_id: str | None,
         prompt: Any,
     ) -> ModelResponse:
+        if self.yields:
+            await asyncio.sleep(0)
         return ModelResponse(output=self.reply(input), usage=Usage(), response_id=None)
 
     def stream_response(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
@@ -117,6 +126,12 @@ async def build(scenario: str) -> dict[str, Variant]:
         return {"run": _variant(Agent(name="bench", model=DoneModel()), "done")}
     if scenario == "b":
         return {"run": _variant(Agent(name="bench", model=AddModel(), tools=[add]), "sum=3")}
+    if scenario == "a.inflight":
+        agent = Agent(name="bench", model=DoneModel(yields=True))
+        return {"run": _variant(agent, "done"), "floor": awaits_floor(1)}
+    if scenario == "b.inflight":
+        agent = Agent(name="bench", model=AddModel(yields=True), tools=[add])
+        return {"run": _variant(agent, "sum=3"), "floor": awaits_floor(2)}
     if scenario == "d":
         raise NotImplementedError("openai-agents has no sequential workflow agent")
     raise NotImplementedError(f"openai-agents: no scenario {scenario!r}")

@@ -8,6 +8,7 @@ Instrumentation is off (the default for agents; ``auto_instrument=False`` for th
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
@@ -25,15 +26,19 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_graph import GraphBuilder, StepContext
 
+from .._harness import awaits_floor
+
 VERSIONS = {"pydantic-ai-slim": version("pydantic-ai-slim"), "pydantic": version("pydantic")}
 Variant = Callable[[], Awaitable[object]]
 
 
-def done(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+# The fake models are ``async def``: FunctionModel runs a plain ``def`` in a worker thread
+# (``run_in_executor``), a cost no real (async) model has.
+async def done(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     return ModelResponse(parts=[TextPart("done")])
 
 
-def call_add(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+async def call_add(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """Calls ``add(a=1, b=2)``; once the tool answered, replies ``sum=<result>``."""
     last = messages[-1]
     if isinstance(last, ModelRequest):
@@ -42,6 +47,35 @@ def call_add(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
                 return ModelResponse(parts=[TextPart(f"sum={part.content}")])
     call = ToolCallPart(tool_name="add", args='{"a": 1, "b": 2}', tool_call_id="call_1")
     return ModelResponse(parts=[call])
+
+
+Answer = Callable[[list[ModelMessage], AgentInfo], Awaitable[ModelResponse]]
+
+
+def yielding(answer: Answer) -> Answer:
+    """``answer`` after yielding to the event loop, as a model awaiting its server does."""
+
+    async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        await asyncio.sleep(0)
+        return await answer(messages, info)
+
+    return respond
+
+
+def _add_agent(respond: Any) -> Agent[None, str]:
+    agent = Agent(FunctionModel(respond))
+
+    @agent.tool_plain
+    async def add(a: int, b: int) -> int:
+        """Add two integers.
+
+        Args:
+            a: The first addend.
+            b: The second addend.
+        """
+        return a + b
+
+    return agent
 
 
 def _variant(agent: Agent[None, str], expected: str) -> Variant:
@@ -87,19 +121,12 @@ async def build(scenario: str) -> dict[str, Variant]:
     if scenario == "a":
         return {"run": _variant(Agent(FunctionModel(done)), "done")}
     if scenario == "b":
-        agent = Agent(FunctionModel(call_add))
-
-        @agent.tool_plain
-        async def add(a: int, b: int) -> int:
-            """Add two integers.
-
-            Args:
-                a: The first addend.
-                b: The second addend.
-            """
-            return a + b
-
-        return {"run": _variant(agent, "sum=3")}
+        return {"run": _variant(_add_agent(call_add), "sum=3")}
+    if scenario == "a.inflight":
+        agent = Agent(FunctionModel(yielding(done)))
+        return {"run": _variant(agent, "done"), "floor": awaits_floor(1)}
+    if scenario == "b.inflight":
+        return {"run": _variant(_add_agent(yielding(call_add)), "sum=3"), "floor": awaits_floor(2)}
     if scenario == "d":
         return {"run": _sequence()}
     raise NotImplementedError(f"pydantic-ai: no scenario {scenario!r}")
