@@ -6,7 +6,7 @@ Options (``--help`` lists them all):
                     c_a.inflight, c_b.inflight, and those after gc.freeze(), c_a.inflight.frozen,
                     c_b.inflight.frozen), d, events, scripted, or the name of another
                     benchmark module in benchmarks/ (openai_adapter, tracing_overhead, ...);
-                    with --peers: import, a, b, c (or c_a, c_b), d
+                    with --peers: import, a, b, c (or c_a, c_b, c_a.inflight, c_b.inflight), d
   --rounds N        rounds per process (default 7, quick 2); with --peers: rounds per peer and
                     repeat (default 5), alternated with pyadk's rounds in live workers
   --repeat N        run every scenario in N fresh processes and pool their rounds (peers: N fresh
@@ -125,18 +125,9 @@ def _worker_rows(scenario: str, result: WorkerResult) -> list[dict[str, Any]]:
     title = TITLES[scenario]
     target = TARGETS.get(scenario)
     if scenario.startswith("c_"):
-        ratio = result.paired("concurrent", "sequential", lambda c, s: c / s)
+        ratio, net = result.concurrency_ratios()
         seq = result.cpu("sequential")
         floor = result.cpu("asyncio")
-        net = [
-            (c - f) / s
-            for c, s, f in zip(
-                result.variants["concurrent"]["cpu"],
-                result.variants["sequential"]["cpu"],
-                result.variants["asyncio"]["cpu"],
-                strict=True,
-            )
-        ]
         return [
             _row(
                 scenario,
@@ -147,7 +138,7 @@ def _worker_rows(scenario: str, result: WorkerResult) -> list[dict[str, Any]]:
                 result.base_row("concurrent"),
                 sequential_cpu_us=round(seq.median, 2),
                 asyncio_gather_us=round(floor.median, 2),
-                ratio_net_of_asyncio=round(Figure.of(net).median, 3),
+                ratio_net_of_asyncio=round(net.median, 3),
                 concurrency=result.runs_per_round,
                 **_gc_rates(result),
             )

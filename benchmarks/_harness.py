@@ -440,6 +440,18 @@ class WorkerResult:
         a, b = self.variants[variant]["cpu"], self.variants[base]["cpu"]
         return Figure.of([op(x, y) for x, y in zip(a, b, strict=True)])
 
+    def concurrency_ratios(self) -> tuple[Figure, Figure]:
+        """A gather scenario's concurrent cost over its sequential one per round, raw and net of
+        asyncio's own share (the ``asyncio`` arm: what a gather of do-nothing coroutines costs
+        over awaiting them in turn), as Figures over the rounds."""
+        v = self.variants
+        concurrent, sequential, share = (
+            v[arm]["cpu"] for arm in ("concurrent", "sequential", "asyncio")
+        )
+        raw = [c / s for c, s in zip(concurrent, sequential, strict=True)]
+        net = [(c - a) / s for c, s, a in zip(concurrent, sequential, share, strict=True)]
+        return Figure.of(raw), Figure.of(net)
+
     def merge(self, other: WorkerResult) -> None:
         """Pool ``other``'s rounds into this result (several processes of one scenario)."""
         self.versions = other.versions or self.versions

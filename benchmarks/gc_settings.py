@@ -23,7 +23,6 @@ Run from the repository root: ``python -m benchmarks.gc_settings [--rounds N] [-
 from __future__ import annotations
 
 import argparse
-import statistics
 from typing import Any
 
 from benchmarks._harness import format_table, run_worker
@@ -54,28 +53,18 @@ def run(
                 round_s=round_s,
                 repeat=repeat,
             )
-            cpu = {
-                arm: result.variants[arm]["cpu"] for arm in ("sequential", "concurrent", "asyncio")
-            }
-            # Ratios per round (the arms of a round ran next to each other), then their median.
-            raw = [c / s for c, s in zip(cpu["concurrent"], cpu["sequential"], strict=True)]
-            net = [
-                (c - a) / s
-                for c, s, a in zip(
-                    cpu["concurrent"], cpu["sequential"], cpu["asyncio"], strict=True
-                )
-            ]
+            raw, net = result.concurrency_ratios()
             gc_rates = result.gc_per_1000("concurrent") or [0.0, 0.0, 0.0]
             rows.append(
                 {
                     "benchmark": f"gc_settings.{workload}.{setting}",
                     "workload": workload,
                     "setting": setting,
-                    "sequential_cpu_us": round(statistics.median(cpu["sequential"]), 2),
-                    "concurrent_cpu_us": round(statistics.median(cpu["concurrent"]), 2),
-                    "asyncio_gather_us": round(statistics.median(cpu["asyncio"]), 2),
-                    "ratio": round(statistics.median(raw), 3),
-                    "ratio_net_of_asyncio": round(statistics.median(net), 3),
+                    "sequential_cpu_us": round(result.cpu("sequential").median, 2),
+                    "concurrent_cpu_us": round(result.cpu("concurrent").median, 2),
+                    "asyncio_gather_us": round(result.cpu("asyncio").median, 2),
+                    "ratio": round(raw.median, 3),
+                    "ratio_net_of_asyncio": round(net.median, 3),
                     "gc_per_1000_runs": [round(x, 2) for x in gc_rates],
                 }
             )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks._callgrind import parse_collected, per_run, runs_for
+from benchmarks._harness import WorkerResult
 from benchmarks._pairing import interleaved, paired_ratios
 from benchmarks.peers import select
 
@@ -90,3 +91,18 @@ def test_peers_mode_selects_scenarios_and_rejects_unknown_names() -> None:
     assert select("import, a") == (["a"], True)
     with pytest.raises(ValueError, match="unknown peers benchmark 'e'"):
         select("a,e")
+
+
+def test_concurrency_ratios_pair_the_arms_of_each_round() -> None:
+    """Raw = concurrent / sequential and net = (concurrent - asyncio's share) / sequential, per
+    round (the arms of a round ran back to back), then the median over rounds."""
+    result = WorkerResult(
+        variants={
+            "sequential": {"cpu": [10.0, 20.0, 10.0], "wall": []},
+            "concurrent": {"cpu": [15.0, 26.0, 13.0], "wall": []},
+            "asyncio": {"cpu": [4.0, 4.0, 2.0], "wall": []},
+        }
+    )
+    raw, net = result.concurrency_ratios()
+    assert (raw.low, raw.median, raw.high) == (1.3, 1.3, 1.5)
+    assert (net.low, net.median, net.high) == (1.1, 1.1, 1.1)

@@ -115,8 +115,9 @@ def ensure_env(peer: Peer, log: bool = True) -> Path:
 
 # -- the peers run ----------------------------------------------------------------------------------
 def select(only: str | None) -> tuple[list[str], bool]:
-    """The scenarios ``--only`` names in peers mode (``a``, ``b``, ``c`` = ``c_a`` + ``c_b`` and
-    their in-flight variants, ``c_a``, ``c_b``, ``c_a.inflight``, ``c_b.inflight``, ``d``) and whether to time the imports (``import``; always without --only)."""
+    """The scenarios ``--only`` names in peers mode (``a``, ``b``, ``c_a``, ``c_b``,
+    ``c_a.inflight``, ``c_b.inflight``, ``d``; ``c`` is the four gathers) and whether to time the
+    imports (``import``; always without --only)."""
     if not only:
         return list(SCENARIOS), True
     chosen: set[str] = set()

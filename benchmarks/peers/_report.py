@@ -12,7 +12,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .._harness import Figure, WorkerResult, format_table
+from .._harness import WorkerResult, format_table
 
 __all__ = [
     "TARGET_FACTOR",
@@ -63,19 +63,11 @@ def round_figures(
 
 def _concurrency(row: dict[str, Any], result: WorkerResult) -> None:
     """(c) rows: concurrent over sequential per round, net of asyncio's gather, GC rates."""
-    ratio = result.paired("concurrent", "sequential", lambda c, s: c / s)
+    ratio, net = result.concurrency_ratios()
     row["sequential_cpu_us"] = round(result.cpu("sequential").median, 2)
     row["concurrent_over_sequential"] = round(ratio.median, 3)
-    if "asyncio" in result.variants:
-        v = result.variants
-        net = [
-            (c - f) / s
-            for c, s, f in zip(
-                v["concurrent"]["cpu"], v["sequential"]["cpu"], v["asyncio"]["cpu"], strict=True
-            )
-        ]
-        row["asyncio_gather_us"] = round(result.cpu("asyncio").median, 2)
-        row["net_of_asyncio"] = round(Figure.of(net).median, 3)
+    row["asyncio_gather_us"] = round(result.cpu("asyncio").median, 2)
+    row["net_of_asyncio"] = round(net.median, 3)
     for arm in ("concurrent", "sequential"):
         rates = result.gc_per_1000(arm)
         if rates is not None:

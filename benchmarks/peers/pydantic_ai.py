@@ -62,7 +62,7 @@ def yielding(answer: Answer) -> Answer:
     return respond
 
 
-def _add_agent(respond: Any) -> Agent[None, str]:
+def _add_agent(respond: Answer) -> Agent[None, str]:
     agent = Agent(FunctionModel(respond))
 
     @agent.tool_plain
