@@ -19,6 +19,7 @@ from ._aio import closing
 from ._driver import drive
 from .agent import Agent, AgentInput
 from .checkpoint._snapshot import dump_history, load_history
+from .checkpoint._state import SavedState
 from .context import RunContext, _RunState
 from .events import AgentEvent
 from .history import build_messages
@@ -89,9 +90,10 @@ class AgentTool:
     async def run(self, arguments: str, ctx: ToolContext) -> str:
         outer = ctx.run_context
         resume = ctx.resume
-        state = resume.state if resume is not None and isinstance(resume.state, dict) else None
-        if state is not None:
-            root_input: list[Message] = state["root_input"]
+        state = None
+        if resume is not None and resume.state is not None:
+            state = SavedState(f"agent tool '{self.agent.name}'", resume.state)
+            root_input = state.messages("root_input")
         else:
             root_input = [Message.user(self._request(arguments))]
             if self.full_history:
@@ -106,7 +108,7 @@ class AgentTool:
             nested=True,
         )
         if state is not None:
-            load_history(run, state["history"])
+            load_history(run, state.values.get("history"))
         inner_ctx = RunContext(
             run,
             (self.agent.name,),

@@ -17,6 +17,7 @@ from typing import Any
 from ._aio import closing
 from ._driver import drive
 from .agent import Agent, AgentInput
+from .checkpoint._state import SavedState
 from .context import RunContext
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import HistoryRewriter, build_input
@@ -97,9 +98,16 @@ class FlowAgent:
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx._resume_slot(_FLOW_SLOT)
-        state: dict[str, Any] = resume.state if resume is not None and resume.state else {}
-        node = self._graph_node(state.get("agent", self.name)) or self
-        path = tuple(state.get("run_path", ctx.run_path))
+        node, path = self, ctx.run_path
+        if resume is not None and resume.state:  # else the pause came before any transfer
+            state = SavedState(f"agent '{self.name}' (its transfers)", resume.state)
+            name = state.values.get("agent")
+            found = self._graph_node(name) if isinstance(name, str) else None
+            if found is None:
+                raise state.error(
+                    f"the paused agent {name!r} is not among the agents it transfers to"
+                )
+            node, path = found, tuple(state.names("run_path"))
         node_ctx = self._node_context(ctx, node, path)
         return self._drive_chain(node, build_input(node_ctx, node.name), node_ctx, ctx)
 

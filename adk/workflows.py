@@ -15,6 +15,7 @@ from typing import Any
 from ._aio import closing
 from ._driver import _AgentRun, _OwnFailure, close_events, drive, take_break
 from .agent import Agent, AgentInput
+from .checkpoint._state import SavedState
 from .context import RunContext, _interrupt_event, _Lane
 from .events import _BREAK_HANDLED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import build_input
@@ -99,9 +100,9 @@ async def _run_steps(
         start = 0
         if resuming:
             state = _saved_state(ctx)
-            start = state["index"]
-            steps.iteration = state.get("iteration", 0)
-            steps.path = tuple(state["run_path"])
+            start = state.count("index", below=len(children))
+            steps.iteration = state.count("iteration", default=0, below=limit)
+            steps.path = tuple(state.names("run_path"))
         while limit is None or steps.iteration < limit:
             for index in range(start, len(children)):
                 child = children[index]
@@ -235,11 +236,9 @@ class LoopAgent(_Workflow):
         return _run_steps(self, ctx, _AgentRun(self, ctx), False)
 
 
-def _saved_state(ctx: RunContext) -> dict[str, Any]:
+def _saved_state(ctx: RunContext) -> SavedState:
     resume = ctx.resume
-    if resume is None or not isinstance(resume.state, dict):
-        raise RuntimeError(f"{ctx.agent_name}: checkpoint has no saved workflow state")
-    return resume.state
+    return SavedState(f"workflow '{ctx.agent_name}'", resume.state if resume is not None else None)
 
 
 class ParallelAgent(_Workflow):
@@ -263,10 +262,10 @@ class ParallelAgent(_Workflow):
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = _saved_state(ctx)
-        fork = state.get("fork_seq")
-        return self._run_branches(
-            ctx, finished=state.get("finished", ()), fork=fork if type(fork) is int else None
-        )
+        finished = state.counts("finished", default=[], below=len(self.sub_agents))
+        # Checkpoints from before the fork was saved have none: see ``_run_branches``.
+        fork = state.count("fork_seq") if state.values.get("fork_seq") is not None else None
+        return self._run_branches(ctx, finished=finished, fork=fork)
 
     async def _run_branches(
         self, ctx: RunContext, finished: Iterable[int], fork: int | None

@@ -35,7 +35,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from adk import AgentAction, CheckpointError, Message, RunContext
+from adk import AgentAction, CheckpointError, Message, RunContext, ToolCall
+from adk.checkpoint._state import SavedState
 from adk.history import rewrite_message
 
 _SAVE_WHOLE_CONVERSATION = False
@@ -147,6 +148,35 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any]) -> Restored:
         raise CheckpointError(
             f"agent '{agent}': the checkpoint's ReAct state is malformed: {exc!r}"
         ) from None
+
+
+def saved_action(saved: SavedState) -> AgentAction | None:
+    """The actions the paused round's finished calls had requested (exit, transfer, break)."""
+    value = saved.values.get("action")
+    if not value:
+        return None
+    if not (
+        isinstance(value, dict)
+        and set(value) <= {"exit", "transfer_to", "break_loop"}
+        and type(value.get("exit", False)) is bool
+        and type(value.get("break_loop", False)) is bool
+        and isinstance(value.get("transfer_to"), str | None)
+    ):
+        raise saved.error(f"'action' is not a saved action: {value!r}")
+    return AgentAction(**value)
+
+
+def open_calls(saved: SavedState, messages: list[Message]) -> list[ToolCall]:
+    """The tool calls the pause left open, from the rebuilt conversation's last tool-calling
+    message: those the resume runs (again, or with the person's answer)."""
+    open_ids = set(saved.names("open"))
+    assistant = next((m for m in reversed(messages) if m.tool_calls), None)
+    calls = [c for c in assistant.tool_calls if c.id in open_ids] if assistant is not None else []
+    if not open_ids or open_ids - {c.id for c in calls}:
+        raise saved.error(
+            f"the open tool calls {sorted(open_ids)} are not the calls its conversation ends with"
+        )
+    return calls
 
 
 _Recorder = tuple[str, tuple[str, ...]]

@@ -35,6 +35,7 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing
+from adk.checkpoint._state import SavedState
 from adk.history import build_messages
 from adk.interrupts import _InterruptSignal
 from adk.models import _call
@@ -48,7 +49,7 @@ from ._output import (
     retry_prompt,
     schema_instruction,
 )
-from ._react_state import SavedHead, pause_state, restore
+from ._react_state import SavedHead, open_calls, pause_state, restore, saved_action
 from ._react_tools import TRANSFER_TOOL, TransferTool
 from ._react_tools import exit_tool as _make_exit_tool
 
@@ -206,16 +207,12 @@ class _ReActCore:
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx.resume
-        state = resume.state if resume is not None else None
-        if not isinstance(state, dict):
-            raise RuntimeError(f"agent '{self.name}': checkpoint has no saved ReAct state")
-        turn = await self._turn(ctx, state["iterations"])
-        turn.schema_retried = state.get("schema_retried") is True
-        held = self._restore(turn, state)
-        assistant = next(m for m in reversed(turn.messages) if m.tool_calls)
-        open_ids = set(state["open"])
-        calls = [c for c in assistant.tool_calls if c.id in open_ids]
-        action = AgentAction(**state["action"]) if state.get("action") else None
+        saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
+        turn = await self._turn(ctx, saved.count("iterations"))
+        turn.schema_retried = saved.values.get("schema_retried") is True
+        action = saved_action(saved)
+        held = self._restore(turn, saved.values)
+        calls = open_calls(saved, turn.messages)
         outcome = _Round()
         async for event in self._round(turn, calls, held, action, outcome):
             yield event

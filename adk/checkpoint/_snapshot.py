@@ -28,17 +28,28 @@ def dump_history(lane: _Lane) -> list[dict[str, Any]]:
     ]
 
 
-def load_history(run: _RunState, entries: list[dict[str, Any]]) -> None:
+def _is_history(entries: Any) -> bool:
+    return isinstance(entries, list) and all(
+        isinstance(e, dict)
+        and isinstance(e.get("agent"), str)
+        and isinstance(e.get("run_path"), list)
+        and all(type(name) is str for name in e["run_path"])
+        and isinstance(e.get("message"), Message)
+        for e in entries
+    )
+
+
+def load_history(run: _RunState, entries: Any) -> None:
     """Append saved entries to the run's root lane with their saved order numbers (renumbered in
     order when a checkpoint from before they were saved has none), and continue numbering after
     them."""
+    if not _is_history(entries):
+        raise CheckpointError("checkpoint history is not a list of recorded messages")
     lane = run.history.entries
     numbered = all(type(item.get("seq")) is int for item in entries)
     last = -1
     for item in entries:
         message = item["message"]
-        if not isinstance(message, Message):
-            raise CheckpointError("checkpoint history entry holds no message")
         seq = item["seq"] if numbered else run.next_seq()
         if seq <= last:
             raise CheckpointError("checkpoint history is out of order")
@@ -137,17 +148,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
         session = from_json_value(body.get("session", {}))
         _expect(isinstance(session, dict), "session is not an object")
         history = from_json_value(body.get("history", []))
-        _expect(
-            isinstance(history, list)
-            and all(
-                isinstance(e, dict)
-                and isinstance(e.get("agent"), str)
-                and isinstance(e.get("run_path"), list)
-                and isinstance(e.get("message"), Message)
-                for e in history
-            ),
-            "history is not a list of recorded messages",
-        )
+        _expect(_is_history(history), "history is not a list of recorded messages")
         return Snapshot(
             agent=str(body["agent"]),
             run_id=str(body.get("run_id", "")),

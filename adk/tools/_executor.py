@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .._driver import signal_of
+from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
@@ -31,6 +32,11 @@ class ToolOutcome:
     result: ToolResult | None = None
     action: AgentAction | None = None
     signal: _InterruptSignal | None = None
+
+
+_Item = AgentEvent | ToolOutcome | CheckpointError
+"""What concurrent calls pass to the loop awaiting them: forwarded events, outcomes, or the error
+that fails a resume."""
 
 
 class _UnknownTool:
@@ -57,9 +63,10 @@ async def run_tool_call(
     call: ToolCall,
     tools: Mapping[str, Tool],
     ctx: RunContext,
-    emit: asyncio.Queue[AgentEvent | ToolOutcome] | None = None,
+    emit: asyncio.Queue[_Item] | None = None,
 ) -> ToolOutcome:
-    """Run one call; never raises except for cancellation."""
+    """Run one call; never raises except for cancellation, and ``CheckpointError`` when a resumed
+    call's saved state does not fit."""
     address = join_address(ctx.address, tool_segment(call.name, call.id))
     plan = ctx._run.plan
     resumed = False
@@ -90,6 +97,10 @@ async def run_tool_call(
     except ToolError as exc:
         output = ToolResult.error(str(exc) or "tool failed")
     except Exception as exc:
+        if resumed and isinstance(exc, CheckpointError):
+            # The state this call saved at the pause cannot be read back: the resume fails, it
+            # is not the tool's failure for the model to work around.
+            raise
         output = ToolResult.error(f"tool '{call.name}' failed: {_describe(exc)}")
     finally:
         if resumed and plan is not None:
@@ -112,11 +123,14 @@ async def execute_tool_calls(
     if len(calls) == 1 and not getattr(tools.get(calls[0].name), "_emits_events", False):
         yield await run_tool_call(calls[0], tools, ctx)
         return
-    queue: asyncio.Queue[AgentEvent | ToolOutcome] = asyncio.Queue()
+    queue: asyncio.Queue[_Item] = asyncio.Queue()
 
     async def one(call: ToolCall) -> None:
         try:
             outcome = await run_tool_call(call, tools, ctx, queue)
+        except CheckpointError as exc:  # fails the resume: raised where the calls are awaited
+            queue.put_nowait(exc)
+            return
         except Exception as exc:  # a failing hook; the call still needs an answer
             text = f"Error: tool '{call.name}' failed: {_describe(exc)}"
             outcome = ToolOutcome(call, Message.tool(text, tool_call_id=call.id, name=call.name))
@@ -127,6 +141,8 @@ async def execute_tool_calls(
     try:
         while remaining:
             item = await queue.get()
+            if isinstance(item, CheckpointError):
+                raise item
             if isinstance(item, ToolOutcome):
                 remaining -= 1
             yield item

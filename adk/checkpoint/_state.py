@@ -1,0 +1,76 @@
+"""Reading a component's saved state back when a run resumes.
+
+A checkpoint's checksum proves its bytes are what was written, not that the state in it fits the
+agents now resuming it: another version of the code may have written it, the agent tree may have
+changed since the pause, or a writer may have had a bug. Each composite (workflows, transfer
+flows, ``AgentTool``, ``ReActAgent``) reads its own state through ``SavedState``, so a state that
+does not fit ends the resume with a ``CheckpointError`` that names the component and the field —
+instead of a ``KeyError`` from deep inside a resume or, worse, a resume that quietly starts over
+or skips the paused step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..messages import Message
+from .codec import CheckpointError
+
+__all__ = ["SavedState"]
+
+_MISSING: Any = object()
+
+
+class SavedState:
+    """The state ``owner`` (e.g. ``"workflow 'steps'"``) saved at the pause, read field by field.
+
+    Every accessor returns the field when it has the expected shape and raises ``CheckpointError``
+    otherwise; ``default`` is for fields that older checkpoints do not have.
+    """
+
+    __slots__ = ("_owner", "values")
+
+    def __init__(self, owner: str, state: Any) -> None:
+        self._owner = owner
+        if not isinstance(state, dict):
+            raise self.error("the checkpoint holds no saved state for it")
+        self.values: dict[str, Any] = state
+
+    def error(self, what: str) -> CheckpointError:
+        return CheckpointError(f"the checkpoint does not fit {self._owner}: {what}")
+
+    def _field(self, key: str, default: Any) -> Any:
+        value = self.values.get(key, default)
+        if value is _MISSING:
+            raise self.error(f"its saved state lacks {key!r}")
+        return value
+
+    def count(self, key: str, *, default: Any = _MISSING, below: int | None = None) -> int:
+        """A non-negative int (a step index, an iteration number), below ``below`` if given."""
+        value = self._field(key, default)
+        if type(value) is not int or value < 0 or (below is not None and value >= below):
+            bound = f" below {below}" if below is not None else ""
+            raise self.error(f"{key!r} must be a whole number from 0{bound}, not {value!r}")
+        return value
+
+    def names(self, key: str, *, default: Any = _MISSING) -> list[str]:
+        """A list of strings (a run path, tool call ids)."""
+        value = self._field(key, default)
+        if not isinstance(value, list) or not all(type(item) is str for item in value):
+            raise self.error(f"{key!r} must be a list of strings, not {value!r}")
+        return value
+
+    def counts(self, key: str, *, default: Any = _MISSING, below: int) -> list[int]:
+        """A list of indices below ``below`` (finished branches)."""
+        value = self._field(key, default)
+        if not isinstance(value, list) or not all(
+            type(item) is int and 0 <= item < below for item in value
+        ):
+            raise self.error(f"{key!r} must be a list of indices below {below}, not {value!r}")
+        return value
+
+    def messages(self, key: str) -> list[Message]:
+        value = self._field(key, _MISSING)
+        if not isinstance(value, list) or not all(isinstance(m, Message) for m in value):
+            raise self.error(f"{key!r} must be a list of messages")
+        return value
