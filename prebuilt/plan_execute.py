@@ -29,7 +29,7 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 
 from adk import (
     Agent,
@@ -87,6 +87,8 @@ class ExecutedStep(BaseModel):
     result: str
 
 
+_EXECUTED_STEPS = TypeAdapter(list[ExecutedStep])
+
 register_type(Plan, "prebuilt.Plan")
 register_type(ExecutedStep, "prebuilt.ExecutedStep")
 
@@ -121,7 +123,15 @@ def _plan(ctx: RunContext) -> Plan:
 
 
 def _executed(ctx: RunContext) -> list[ExecutedStep]:
-    return list(ctx.session.get(EXECUTED_STEPS_KEY) or [])
+    """The steps done so far, as the session holds them (validated like the plan: the session may
+    come from a checkpoint, or the application may have set it)."""
+    value = ctx.session.get(EXECUTED_STEPS_KEY) or []
+    try:
+        return _EXECUTED_STEPS.validate_python(value)
+    except ValidationError as exc:
+        raise TypeError(
+            f"plan-execute: session[{EXECUTED_STEPS_KEY!r}] is not a list of ExecutedStep: {exc}"
+        ) from exc
 
 
 def _objective_of(messages: list[Message]) -> str:

@@ -14,6 +14,7 @@ so the run can still be resumed once the cause is fixed.
 from __future__ import annotations
 
 import copy
+import json
 from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -36,7 +37,7 @@ from adk import (
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, tool_call
-from prebuilt import ReActAgent
+from prebuilt import PlanExecute, ReActAgent, new_executor, new_planner, new_replanner
 
 
 @tool(require_approval=True)
@@ -279,3 +280,23 @@ async def test_every_wrong_field_resumes_or_fails_with_a_checkpoint_error(
 
     assert not others, "\n".join(others)
     assert outcomes["CheckpointError"] > 100 and outcomes["resumed"] > 0, outcomes
+
+
+async def test_plan_execute_steps_in_the_session_that_are_not_steps() -> None:
+    # The session travels in the checkpoint; PlanExecute validated the plan it found there but
+    # not the executed steps ("'str' object has no attribute 'step'" from deep inside).
+    def app() -> Agent:
+        return PlanExecute(
+            new_planner(ScriptedModel([json.dumps({"steps": ["pay", "tell"]})])),
+            new_executor(_calling("pay", {"amount": 1}), [pay]),
+            new_replanner(ScriptedModel(["All done."])),
+        )
+
+    body, runner = await _paused(app)
+    body["session"]["executed_steps"] = ["paid"]
+
+    await runner.checkpoint_store.put("edited", encode_checkpoint(body))
+    with pytest.raises(
+        RunError, match=r"session\['executed_steps'\] is not a list of ExecutedStep"
+    ):
+        await runner.invoke_resume("edited", {"approved": True})
