@@ -7,7 +7,8 @@ A runner holds configuration only (agent, store, hooks, resources); each run get
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -245,36 +246,39 @@ class Runner(AsyncCloseable):
     async def _resume(
         self, checkpoint_id: str, resume: Any, session_box: list[Session] | None = None
     ) -> AsyncIterator[AgentEvent]:
-        data = await self.checkpoint_store.get(checkpoint_id)
-        if data is None:
-            raise CheckpointError(f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}")
-        body = decode_checkpoint(data, checkpoint_id)
-        if body.get("finished"):
-            raise CheckpointError(
-                f"checkpoint {checkpoint_id!r} belongs to a run that has finished; it is kept "
-                "for audit (keep_checkpoints=True) and cannot be resumed again"
-            )
-        snapshot = parse_body(body, checkpoint_id)
-        if snapshot.agent != self.agent.name:
-            raise CheckpointError(
-                f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
-                f"not to {self.agent.name!r}"
-            )
-        targets = _targets(snapshot.signal, resume)
-        session = Session(snapshot.session)
-        if session_box is not None:
-            session_box.append(session)
-        plan = _ResumePlan(snapshot.signal, targets)
-        run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
-        load_history(run, snapshot.history)
-        input = AgentInput(snapshot.root_input, self.enable_streaming)
-        finished = False
-        async with closing(self._drive_root(run, input, checkpoint_id)) as events:
-            async for event in events:
-                yield event
-                finished = event.error is None and event.interrupted is None
-        if finished:
-            await self._finish(checkpoint_id, body)
+        with _resuming(self.checkpoint_store, checkpoint_id):
+            data = await self.checkpoint_store.get(checkpoint_id)
+            if data is None:
+                raise CheckpointError(
+                    f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}"
+                )
+            body = decode_checkpoint(data, checkpoint_id)
+            if body.get("finished"):
+                raise CheckpointError(
+                    f"checkpoint {checkpoint_id!r} belongs to a run that has finished; it is kept "
+                    "for audit (keep_checkpoints=True) and cannot be resumed again"
+                )
+            snapshot = parse_body(body, checkpoint_id)
+            if snapshot.agent != self.agent.name:
+                raise CheckpointError(
+                    f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
+                    f"not to {self.agent.name!r}"
+                )
+            targets = _targets(snapshot.signal, resume)
+            session = Session(snapshot.session)
+            if session_box is not None:
+                session_box.append(session)
+            plan = _ResumePlan(snapshot.signal, targets)
+            run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+            load_history(run, snapshot.history)
+            input = AgentInput(snapshot.root_input, self.enable_streaming)
+            finished = False
+            async with closing(self._drive_root(run, input, checkpoint_id)) as events:
+                async for event in events:
+                    yield event
+                    finished = event.error is None and event.interrupted is None
+            if finished:
+                await self._finish(checkpoint_id, body)
 
     async def _finish(self, checkpoint_id: str, body: dict[str, Any]) -> None:
         """A resumed run finished: delete its checkpoint, or mark a kept one as finished so it is
@@ -291,6 +295,32 @@ class Runner(AsyncCloseable):
         closer = getattr(self.resources, "aclose", None)
         if closer is not None:
             await closer()
+
+
+_RESUMING: dict[int, set[str]] = {}
+"""Checkpoint ids being resumed in this process, by ``id()`` of their store (an entry lives only
+while a resume runs, and the resume holds the store, so the id cannot be reused meanwhile)."""
+
+
+@contextmanager
+def _resuming(store: CheckpointStore, checkpoint_id: str) -> Iterator[None]:
+    """Claim ``checkpoint_id`` for one resume at a time in this process, across runners sharing
+    the store. Two resumes of one checkpoint at once (a double-clicked approval, a retried request)
+    would both run the paused calls — an approved payment paid twice — before either could delete
+    the checkpoint; the second is refused instead."""
+    claimed = _RESUMING.setdefault(id(store), set())
+    if checkpoint_id in claimed:
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} is already being resumed; a checkpoint is resumed once "
+            "at a time (resume it again once that run has ended, if it paused again)"
+        )
+    claimed.add(checkpoint_id)
+    try:
+        yield
+    finally:
+        claimed.discard(checkpoint_id)
+        if not claimed:
+            del _RESUMING[id(store)]
 
 
 def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:

@@ -1,0 +1,154 @@
+"""A checkpoint is resumed by one run at a time.
+
+Two resumes of one checkpoint at once — an approval button clicked twice, a request retried by a
+proxy, two workers picking up the same approval — each read the checkpoint before either could
+delete it, so each ran the approved call: the payment was made twice. In one process the runner
+now refuses the second resume while the first runs, across runners that share the store; the claim
+ends with the resume, however it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from adk import CheckpointError, Message, Role, RunError, Runner, tool
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+paid: list[int] = []
+
+
+@tool(require_approval=True)
+async def pay(amount: int) -> str:
+    """Pay an amount once a person approves it."""
+    await asyncio.sleep(0.01)  # a real payment call takes a while: the window for a second resume
+    paid.append(amount)
+    return f"paid {amount}"
+
+
+def _payer(after_payment: Any = None, paid_event: asyncio.Event | None = None) -> ReActAgent:
+    """Pays the amount the user names; then answers (or does ``after_payment``: an error, a
+    delay), setting ``paid_event`` when it sees the payment's result."""
+
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            if paid_event is not None:
+                paid_event.set()
+            return after_payment or Reply(text=f"done: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay", {"amount": int(messages[-1].content)})])
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=[pay])
+
+
+@pytest.fixture(autouse=True)
+def _no_payments_yet() -> None:
+    paid.clear()
+
+
+async def test_a_second_resume_while_the_first_runs_is_refused_and_pays_nothing() -> None:
+    runner = Runner(_payer())
+    paused = await runner.invoke("5")
+    assert paused.checkpoint_id is not None
+
+    results = await asyncio.gather(
+        *(runner.invoke_resume(paused.checkpoint_id, {"approved": True}) for _ in range(3)),
+        return_exceptions=True,
+    )
+
+    texts = [r.text for r in results if not isinstance(r, BaseException)]
+    refused = [r for r in results if isinstance(r, CheckpointError)]
+    assert texts == ["done: paid 5"]
+    assert len(refused) == 2 and all("already being resumed" in str(e) for e in refused)
+    assert paid == [5]
+
+
+async def test_runners_sharing_a_store_share_the_claim(tmp_path: Any) -> None:
+    # A service often builds a runner per request over one store.
+    store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+    try:
+        paused = await Runner(_payer(), checkpoint_store=store).invoke("7")
+        assert paused.checkpoint_id is not None
+        runners = [Runner(_payer(), checkpoint_store=store) for _ in range(2)]
+
+        results = await asyncio.gather(
+            *(r.invoke_resume(paused.checkpoint_id, {"approved": True}) for r in runners),
+            return_exceptions=True,
+        )
+
+        assert sorted(type(r).__name__ for r in results) == ["CheckpointError", "RunResult"]
+        assert paid == [7]
+        assert await store.get(paused.checkpoint_id) is None  # finished: deleted once
+    finally:
+        await store.aclose()
+
+
+async def test_the_same_id_in_another_store_is_another_checkpoint() -> None:
+    stores = [InMemoryCheckpointStore(), InMemoryCheckpointStore()]
+    for store, amount in zip(stores, ("1", "2"), strict=True):
+        await Runner(_payer(), checkpoint_store=store).invoke(amount, checkpoint_id="approval-1")
+
+    results = await asyncio.gather(
+        *(
+            Runner(_payer(), checkpoint_store=s).invoke_resume("approval-1", {"approved": True})
+            for s in stores
+        )
+    )
+
+    assert sorted(r.text for r in results) == ["done: paid 1", "done: paid 2"]
+
+
+@pytest.mark.parametrize("ending", ["error", "cancelled"])
+async def test_a_resume_that_fails_or_is_cancelled_lets_the_next_one_in(ending: str) -> None:
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_payer(), checkpoint_store=store).invoke("3")
+    checkpoint_id = paused.checkpoint_id
+    assert checkpoint_id is not None
+
+    if ending == "error":
+        failing = Runner(_payer(after_payment=RuntimeError("model down")), checkpoint_store=store)
+        with pytest.raises(RunError, match="model down"):
+            await failing.invoke_resume(checkpoint_id, {"approved": True})
+    else:
+        answering = asyncio.Event()
+        slow = Runner(_payer(Reply(text="late", delay=30), answering), checkpoint_store=store)
+        task = asyncio.ensure_future(slow.invoke_resume(checkpoint_id, {"approved": True}))
+        await answering.wait()  # paid; the model now takes its time
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    result = await Runner(_payer(), checkpoint_store=store).invoke_resume(
+        checkpoint_id, {"approved": True}
+    )
+
+    assert result.text == "done: paid 3"
+    # The failed attempt had paid already: a retried resume runs the approved call again, so
+    # tools behind approvals should be idempotent (docs/interrupts.md says so).
+    assert paid == [3, 3]
+
+
+async def test_a_run_that_pauses_again_can_be_resumed_again() -> None:
+    @tool(require_approval=True)
+    async def confirm(step: int) -> str:
+        """Confirm a step."""
+        return f"confirmed {step}"
+
+    def reply(messages: list[Message]) -> Any:
+        done = sum(1 for m in messages if m.role == Role.TOOL)
+        if done == 2:
+            return "both confirmed"
+        return Reply(tool_calls=[tool_call("confirm", {"step": done + 1})])
+
+    runner = Runner(ReActAgent("steps", ScriptedModel(reply), tools=[confirm]))
+    first = await runner.invoke("go")
+    assert first.checkpoint_id is not None
+
+    second = await runner.invoke_resume(first.checkpoint_id, {"approved": True})
+    assert second.checkpoint_id == first.checkpoint_id  # paused again, same checkpoint
+    third = await runner.invoke_resume(first.checkpoint_id, {"approved": True})
+
+    assert third.text == "both confirmed"
