@@ -177,6 +177,22 @@ async def test_tool_errors_become_error_results(shared: MCPToolset) -> None:
     assert (await call(shared, "add", {"a": 1, "b": 1})).content == "2"
 
 
+async def test_non_text_content_reaches_the_model_as_placeholders(shared: MCPToolset) -> None:
+    # A chat model reads text: text passes through, binary blocks become placeholders naming
+    # their kind, so the model knows they were there without receiving bytes.
+    result = await call(shared, "media")
+
+    assert not result.is_error
+    assert result.content.splitlines() == [
+        "a chart of sales",
+        "[image: image/png]",
+        "[audio: audio/wav]",
+        "[resource link: report <file:///reports/q3.pdf>]",
+        "notes: up 4%",
+        "[resource: file:///raw.bin (application/octet-stream)]",
+    ]
+
+
 async def test_malformed_arguments_are_error_results(shared: MCPToolset) -> None:
     truncated = await call(shared, "add", '{"a": 1,')
     assert truncated.is_error

@@ -9,6 +9,8 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
   proves calls run concurrently over one session without measuring time;
 - tools that change the tool list with and without announcing it (``add_tool``,
   ``add_tool_silently``), to prove the client re-lists on the announcement and only then;
+- ``media``: a result with one content block of every kind (text, image, audio, links, embedded
+  resources);
 - ``pid`` and ``die`` (the process exits mid-call: a dropped connection);
 - prompts with arguments (``greet``, ``review``).
 
@@ -27,7 +29,17 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
 from mcp.shared.exceptions import MCPError
-from mcp.types import METHOD_NOT_FOUND
+from mcp.types import (
+    METHOD_NOT_FOUND,
+    AudioContent,
+    BlobResourceContents,
+    ContentBlock,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 from pydantic import BaseModel
 
 
@@ -114,6 +126,27 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         """Adds a tool named ``name`` without telling anyone."""
         _add_echo_tool(server, name)
         return f"added {name} silently"
+
+    @server.tool()
+    def media() -> list[ContentBlock]:
+        """One block of every kind a tool result can hold: text, image, audio, a resource link,
+        an embedded text resource and an embedded binary one."""
+        return [
+            TextContent(type="text", text="a chart of sales"),
+            ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png"),
+            AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav"),
+            ResourceLink(type="resource_link", name="report", uri="file:///reports/q3.pdf"),
+            EmbeddedResource(
+                type="resource",
+                resource=TextResourceContents(uri="file:///notes.txt", text="notes: up 4%"),
+            ),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(
+                    uri="file:///raw.bin", blob="AAEC", mime_type="application/octet-stream"
+                ),
+            ),
+        ]
 
     @server.tool()
     def pid() -> int:
