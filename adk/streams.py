@@ -86,7 +86,20 @@ class MessageStream:
         fetch = self._fetch
         if fetch is None:
             fetch = self._fetch = asyncio.ensure_future(self._fetch_one())
-        await asyncio.shield(fetch)
+        try:
+            await asyncio.shield(fetch)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not fetch.cancelled() or (task is not None and task.cancelling()):
+                raise  # this reader was cancelled; the fetch goes on for the others
+            # The fetch was cancelled, not this reader: by ``aclose()`` (the stream ends where it
+            # stopped) or from outside (an error, for every reader). Raising CancelledError in a
+            # task nobody cancelled would read as that task's own cancellation.
+            self._fetch = None
+            if not self._closed:  # cancelled before it ran: ``_fetch_one`` could not say so
+                self._closed = True
+                self._error = RuntimeError("the stream was cancelled before it ended")
+                await self._close_source()
 
     async def _fetch_one(self) -> None:
         assert self._source is not None
@@ -95,8 +108,9 @@ class MessageStream:
         except StopAsyncIteration:
             self._closed = True
         except asyncio.CancelledError:
+            if not self._closed:  # cancelled from outside, not by ``aclose()``: readers are told
+                self._error = RuntimeError("the stream was cancelled before it ended")
             self._closed = True
-            self._error = RuntimeError("the stream was cancelled before it ended")
             await self._close_source()
             raise
         except Exception as exc:

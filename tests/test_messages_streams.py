@@ -294,6 +294,64 @@ async def test_aclose_stops_the_source() -> None:
     assert (await stream.collect()).content == "a"
 
 
+@pytest.mark.parametrize("fetching", [True, False], ids=["source-awaited", "fetch-not-started"])
+async def test_aclose_ends_a_waiting_reader_cleanly(fetching: bool) -> None:
+    # The run that made a stream closes it when it ends first (the user broke out of the run, the
+    # run was cancelled) while the user's own task may be reading it. That reader must see the
+    # stream end where it stopped; a CancelledError raised in a task nobody cancelled reads as
+    # that task's own cancellation (and unbalances asyncio.timeout / TaskGroup bookkeeping).
+    source = _Source(["a", "b"])
+    stream = MessageStream(source.chunks())
+    source.release.release()
+    assert (await anext(aiter(stream))).content == "a"
+    reader = asyncio.create_task(_read_all(stream))
+    await asyncio.sleep(0)  # the reader replays "a" and starts the fetch of "b"
+    if fetching:
+        for _ in range(5):
+            await asyncio.sleep(0)  # ... which now waits inside the source
+        assert source.pulled == 1 and not source.closed
+
+    await stream.aclose()
+
+    assert await asyncio.wait_for(reader, 5) == ["a"]
+    assert not reader.cancelled() and source.closed and stream.done
+    assert await _read_all(stream) == ["a"]  # the end is where it stopped, for everyone
+    assert (await stream.collect()).content == "a"
+
+
+async def test_a_source_that_is_cancelled_is_an_error_for_readers_not_their_cancellation() -> None:
+    # A producer whose own work was cancelled (a client library's internal task, a server going
+    # away under anyio) raises CancelledError out of the source: the stream failed, and every
+    # reader is told so; none of them was cancelled.
+    async def cancelled_midway() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="a")
+        raise asyncio.CancelledError
+
+    stream = MessageStream(cancelled_midway())
+    readers = [asyncio.create_task(_read_all(stream)) for _ in range(2)]
+
+    done = await asyncio.wait_for(asyncio.gather(*readers, return_exceptions=True), 5)
+
+    assert [type(result) for result in done] == [RuntimeError, RuntimeError]
+    assert all("cancelled before it ended" in str(result) for result in done)
+    assert not any(reader.cancelled() for reader in readers)
+
+
+async def test_a_fetch_cancelled_from_outside_before_it_ran_fails_the_stream() -> None:
+    # White-box: only loop shutdown cancels the fetch task itself (and then the readers too), but
+    # a reader left alone with a fetch that never ran must fail, not pull the cancelled fetch again
+    # forever.
+    source = _Source(["a"])
+    stream = MessageStream(source.chunks())
+    reader = asyncio.create_task(_read_all(stream))
+    await asyncio.sleep(0)  # the reader starts the fetch and waits on it
+    assert stream._fetch is not None
+    stream._fetch.cancel()
+
+    with pytest.raises(RuntimeError, match="cancelled before it ended"):
+        await asyncio.wait_for(reader, 5)
+
+
 async def test_from_message_is_a_finished_stream_of_that_message() -> None:
     message = Message.assistant("done", usage=Usage(total_tokens=2))
     stream = MessageStream.from_message(message)
