@@ -10,6 +10,7 @@ ends with the resume, however it ends.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -152,3 +153,21 @@ async def test_a_run_that_pauses_again_can_be_resumed_again() -> None:
     third = await runner.invoke_resume(first.checkpoint_id, {"approved": True})
 
     assert third.text == "both confirmed"
+
+
+async def test_a_resume_left_early_and_closed_releases_the_checkpoint_at_once() -> None:
+    runner = Runner(_payer())
+    paused = await runner.invoke("9")
+    assert paused.checkpoint_id is not None
+
+    async with contextlib.aclosing(runner.resume(paused.checkpoint_id, {"approved": True})) as run:
+        async for _ in run:
+            break  # e.g. the client that asked went away
+
+    result = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+
+    assert result.text == "done: paid 9"
+    # The first event was the approved call's result, so it had run; the retry, resuming the same
+    # checkpoint, ran it again: the at-least-once behaviour docs/interrupts.md tells tools
+    # behind approvals to be idempotent for.
+    assert paid == [9, 9]
