@@ -20,6 +20,7 @@ from ._driver import drive
 from .agent import Agent, AgentInput
 from .checkpoint._snapshot import dump_history, load_history
 from .checkpoint._state import SavedState
+from .checkpoint.codec import CheckpointError
 from .context import RunContext, _RunState
 from .events import AgentEvent
 from .history import build_messages
@@ -126,6 +127,10 @@ class AgentTool:
                     saved = {"root_input": root_input, "history": dump_history(run.history)}
                     raise Interrupt._from_signal(event._signal, saved)
                 if event.error is not None:
+                    if resume is not None and isinstance(event.exception, CheckpointError):
+                        # The nested run cannot resume from what was saved: the caller's resume
+                        # fails too, rather than the model being told the tool failed.
+                        raise event.exception
                     raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
                 self._forward(ctx, event)  # before collecting, so a stream reads live outside
                 output = event.output

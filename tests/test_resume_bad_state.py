@@ -174,6 +174,17 @@ async def test_a_transfer_chain_paused_in_an_agent_the_tree_no_longer_has() -> N
     assert "agent 'root'" in str(error) and "'renamed' is not among" in str(error)
 
 
+async def test_an_agent_inside_an_agent_tool_that_cannot_resume_fails_the_run_not_the_tool() -> (
+    None
+):
+    body, runner = await _paused(_transfers)
+    _state(body, "tool:inner#call_1/agent:inner")["iterations"] = None
+
+    error = await _resume_with(body, runner)
+
+    assert "agent 'inner'" in str(error) and "'iterations'" in str(error)
+
+
 async def test_an_agent_tool_nested_run_that_cannot_be_read_fails_the_run_not_the_tool() -> None:
     # Caught as a tool failure, the model would have been told "tool 'inner' failed" and carried
     # on: the paused nested run and its approval silently dropped.
@@ -264,7 +275,10 @@ async def test_every_wrong_field_resumes_or_fails_with_a_checkpoint_error(
                 "edited", encode_checkpoint(_edited(body, path, value))
             )
             try:
-                await runner.invoke_resume("edited")  # no data: edited points need no ids
+                result = await runner.invoke_resume("edited")  # no data: edited points need no ids
+                told = [e.message.content for e in result.events if e.message is not None]
+                # ... and no part of the run was told of a checkpoint error and went on
+                assert not [t for t in told if "CheckpointError" in t], (path, value, told)
                 outcomes["resumed"] += 1
             except CheckpointError:
                 outcomes["CheckpointError"] += 1
