@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 import adk
 from adk import AgentEvent, AgentInput, BaseAgent, LoopAgent, RunContext, Runner, SequentialAgent
@@ -195,6 +197,60 @@ async def test_any_agents_can_fill_the_roles() -> None:
     assert paths[1] == ("laundry", "p", "execute_replan", "w")
     assert isinstance(agent, SequentialAgent)
     assert isinstance(agent.sub_agents[1], LoopAgent)
+
+
+class Scripted(BaseAgent):
+    """Emits the events ``make(ctx)`` returns (a role played by plain code)."""
+
+    def __init__(self, name: str, make: Any) -> None:
+        super().__init__(name)
+        self.make = make
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        for event in self.make(ctx):
+            yield event
+
+
+class Receipt(BaseModel):
+    step: str
+    ok: bool
+
+
+async def test_custom_outputs_as_plans_and_step_results() -> None:
+    # A planner may hand over its plan as data (a dict here), an executor its result as a model,
+    # a dict or text; results are recorded as JSON text, and a replanner may end the loop itself.
+    results = iter([AgentEvent.custom(Receipt(step="wash", ok=True)), AgentEvent.custom({"n": 2})])
+    agent = PlanExecute(
+        Scripted("p", lambda ctx: [AgentEvent.custom({"steps": ["wash", "count"]})]),
+        Scripted("w", lambda ctx: [next(results)]),
+        Scripted(
+            "r",
+            lambda ctx: (
+                [AgentEvent.of("All done."), AgentEvent.break_loop()]
+                if len(ctx.session["executed_steps"]) == 2
+                else []
+            ),
+        ),
+    )
+
+    result = await Runner(agent).invoke("chores")
+
+    assert result.session["executed_steps"] == [
+        ExecutedStep(step="wash", result='{"step":"wash","ok":true}'),
+        ExecutedStep(step="count", result='{"n": 2}'),
+    ]
+    assert result.text == "All done."
+
+
+async def test_a_planner_whose_custom_output_is_not_a_plan_says_so() -> None:
+    agent = PlanExecute(
+        Scripted("p", lambda ctx: [AgentEvent.custom(["wash"])]),
+        Scripted("w", lambda ctx: []),
+        Scripted("r", lambda ctx: []),
+    )
+
+    with pytest.raises(adk.RunError, match=r"planner 'p' produced no plan: its output \['wash'\]"):
+        await Runner(agent).invoke("chores")
 
 
 def test_roles_need_distinct_names() -> None:
