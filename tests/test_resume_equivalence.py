@@ -1,7 +1,7 @@
 """Pausing and resuming does not change what a run does.
 
 For random agent trees (sequences, parallel branches with and without a concurrency limit, loops,
-``AgentTool`` callers, nested three deep, ReAct leaves that call one tool and answer), a run whose
+``AgentTool`` callers, transfers to sub-agents, nested three deep, ReAct leaves that call one tool and answer), a run whose
 every tool call waits for approval and is resumed until it finishes must run each tool exactly as
 often, and say exactly what, the same tree says with no approvals at all — whichever points each
 resume approves (all, or a random part, the rest pausing again), whether each resume is made by a
@@ -65,11 +65,16 @@ def _tree(seed: int, approval: bool, ran: list[str]) -> Agent:
     def node(depth: int) -> Agent:
         if depth == 0 or rnd.random() < 0.35:
             return leaf()
-        kind = rnd.choice(["sequence", "parallel", "loop", "caller"])
+        kind = rnd.choice(["sequence", "parallel", "loop", "caller", "router"])
         name = f"{kind}{next(names)}"
         if kind == "caller":
             inner = leaf()
             return react(name, inner.name, {"request": "go"}, [AgentTool(inner)])
+        if kind == "router":  # transfers to its last sub-agent, which answers for it
+            targets = [leaf() for _ in range(rnd.randint(1, 2))]
+            transfer = tool_call("transfer_to_agent", {"agent_name": targets[-1].name})
+            model = ScriptedModel(lambda messages: Reply(tool_calls=[transfer]))
+            return ReActAgent(name, model, sub_agents=targets, description=name)
         children = [node(depth - 1) for _ in range(rnd.randint(1, 3))]
         if kind == "sequence":
             return SequentialAgent(name, children)
