@@ -35,6 +35,7 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing
+from adk._driver import close_events
 from adk.checkpoint._state import SavedState
 from adk.history import build_messages
 from adk.interrupts import _InterruptSignal
@@ -214,10 +215,14 @@ class _ReActCore:
         held = self._restore(turn, saved.values)
         calls = open_calls(saved, turn.messages)
         outcome = _Round()
-        async for event in self._round(turn, calls, held, action, outcome):
-            yield event
-            if event.ends_agent:
-                return
+        rounds = self._round(turn, calls, held, action, outcome)
+        try:
+            async for event in rounds:
+                yield event
+                if event.ends_agent:
+                    return
+        finally:
+            await close_events(rounds)  # left early: its tool calls are cancelled now, not later
         if outcome.done:
             return
         async with closing(self._loop(ctx, turn=turn)) as events:
@@ -270,10 +275,17 @@ class _ReActCore:
                 yield AgentEvent(output=AgentOutput(custom=parsed))
                 return
             outcome = _Round()
-            async for event in self._round(turn, reply.tool_calls, [], None, outcome):
-                yield event
-                if event.ends_agent:
-                    return
+            rounds = self._round(turn, reply.tool_calls, [], None, outcome)
+            try:
+                async for event in rounds:
+                    yield event
+                    if event.ends_agent:
+                        return
+            finally:
+                # Closed at a yield (the run was closed or cancelled, or the round's last event
+                # ended the agent): close the round now, so its tool calls are cancelled before
+                # the run's close returns, not whenever asyncio finalizes the dropped generator.
+                await close_events(rounds)
             if outcome.done:
                 return
 
@@ -291,27 +303,31 @@ class _ReActCore:
         signal: _InterruptSignal | None = None
         open_ids: list[str] = []
         exit_text: str | None = None
-        async for item in execute_tool_calls(calls, turn.tools, ctx):
-            if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
-                yield item
-                continue
-            outcome: ToolOutcome = item
-            action = _merge_action(action, outcome.action)
-            if outcome.signal is not None:
-                signal = signal or _InterruptSignal()
-                signal.merge(outcome.signal)
-                open_ids.append(outcome.call.id)
-                continue
-            message = outcome.message
-            assert message is not None
-            messages.append(message)
-            failed = bool(message.metadata.get("is_error"))
-            if outcome.action is not None and outcome.action.exit and not failed:
-                exit_text = message.content
-            if outcome.call.name in direct and not failed:
-                held.append(message)  # emitted after the other tools, in call order
-            else:
-                yield AgentEvent.of(message)
+        outcomes = execute_tool_calls(calls, turn.tools, ctx)
+        try:
+            async for item in outcomes:
+                if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
+                    yield item
+                    continue
+                outcome: ToolOutcome = item
+                action = _merge_action(action, outcome.action)
+                if outcome.signal is not None:
+                    signal = signal or _InterruptSignal()
+                    signal.merge(outcome.signal)
+                    open_ids.append(outcome.call.id)
+                    continue
+                message = outcome.message
+                assert message is not None
+                messages.append(message)
+                failed = bool(message.metadata.get("is_error"))
+                if outcome.action is not None and outcome.action.exit and not failed:
+                    exit_text = message.content
+                if outcome.call.name in direct and not failed:
+                    held.append(message)  # emitted after the other tools, in call order
+                else:
+                    yield AgentEvent.of(message)
+        finally:
+            await close_events(outcomes)  # closed at a yield: cancel the calls still running
         if signal is not None:
             signal.save(ctx.address, self._pause_state(turn, open_ids, held, action))
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)

@@ -679,3 +679,38 @@ async def test_a_tool_that_transfers_ends_the_agent_after_the_round() -> None:
     assert sorted(lines[2:4]) == ["root: [tool add] 5", "root: [tool escalate] escalated"]
     assert lines[4:] == ["root: [transfer -> human]", "human: A person here."]
     assert model.calls == 1
+
+
+async def test_closing_a_run_mid_tool_round_cancels_the_calls_still_running_at_once() -> None:
+    # The user stops reading after the first tool result (a client went away). The other call
+    # must be cancelled by the time the run's close returns: not a few loop steps later, when
+    # asyncio gets round to finalizing the dropped round (or, were it in a reference cycle, at
+    # the next garbage collection), while the tool kept working for a run nobody reads.
+    cancelled: list[str] = []
+
+    @adk.tool
+    async def quick() -> str:
+        """Answers at once."""
+        return "quick"
+
+    @adk.tool
+    async def slow() -> str:
+        """Takes its time."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append("slow")
+            raise
+        return "slow"
+
+    calls = [tool_call("quick", {}, id="a"), tool_call("slow", {}, id="b")]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    runner = Runner(ReActAgent("agent", model, tools=[quick, slow]))
+
+    async with contextlib.aclosing(runner.run("go")) as events:
+        async for event in events:
+            if event.message is not None and event.message.role == "tool":
+                break  # quick's result; slow is still running
+
+    assert cancelled == ["slow"]
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
