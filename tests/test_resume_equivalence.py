@@ -13,76 +13,19 @@ lost, nothing is said twice. Seeds are fixed, so a failure names a tree to repla
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections import Counter
-from typing import Any
 
 import pytest
+from agent_trees import agent_tree
 
 from adk import (
-    Agent,
     AgentEvent,
-    AgentTool,
-    LoopAgent,
-    Message,
-    ParallelAgent,
     Role,
     Runner,
-    SequentialAgent,
-    tool,
 )
-from adk.testing import Reply, ScriptedModel, tool_call
-from prebuilt import ReActAgent
 
 SEEDS = range(60)
-
-
-def _tree(seed: int, approval: bool, ran: list[str]) -> Agent:
-    """The tree of ``seed``; its ``work`` tool appends the caller's tag to ``ran``."""
-    rnd = random.Random(seed)
-    names = iter(range(1, 1000))
-
-    @tool(require_approval=approval)
-    async def work(tag: str) -> str:
-        """Do one agent's work."""
-        await asyncio.sleep(0)
-        ran.append(tag)
-        return f"worked {tag}"
-
-    def react(name: str, tool_name: str, arguments: dict[str, Any], tools: list[Any]) -> Agent:
-        def reply(messages: list[Message]) -> Reply:
-            if messages[-1].role == Role.TOOL:
-                return Reply(text=f"{name} done")
-            return Reply(tool_calls=[tool_call(tool_name, arguments)])
-
-        return ReActAgent(name, ScriptedModel(reply), tools=tools, description=name)
-
-    def leaf() -> Agent:
-        name = f"leaf{next(names)}"
-        return react(name, "work", {"tag": name}, [work])
-
-    def node(depth: int) -> Agent:
-        if depth == 0 or rnd.random() < 0.35:
-            return leaf()
-        kind = rnd.choice(["sequence", "parallel", "loop", "caller", "router"])
-        name = f"{kind}{next(names)}"
-        if kind == "caller":
-            inner = leaf()
-            return react(name, inner.name, {"request": "go"}, [AgentTool(inner)])
-        if kind == "router":  # transfers to its last sub-agent, which answers for it
-            targets = [leaf() for _ in range(rnd.randint(1, 2))]
-            transfer = tool_call("transfer_to_agent", {"agent_name": targets[-1].name})
-            model = ScriptedModel(lambda messages: Reply(tool_calls=[transfer]))
-            return ReActAgent(name, model, sub_agents=targets, description=name)
-        children = [node(depth - 1) for _ in range(rnd.randint(1, 3))]
-        if kind == "sequence":
-            return SequentialAgent(name, children)
-        if kind == "parallel":
-            return ParallelAgent(name, children, max_concurrency=rnd.choice([None, 1, 2]))
-        return LoopAgent(name, children, max_iterations=2)
-
-    return node(3)
 
 
 def _said(events: list[AgentEvent]) -> list[str]:
@@ -110,10 +53,10 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
 ) -> None:
     for seed in SEEDS:
         ran_plain: list[str] = []
-        plain = await Runner(_tree(seed, False, ran_plain)).invoke("go")
+        plain = await Runner(agent_tree(seed, False, ran_plain)).invoke("go")
 
         ran: list[str] = []
-        runner = Runner(_tree(seed, True, ran), enable_streaming=streaming)
+        runner = Runner(agent_tree(seed, True, ran), enable_streaming=streaming)
         result = await runner.invoke("go")
         said = _said(result.events)
         choose = random.Random(seed)
@@ -126,7 +69,7 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
             approvals = {p.id: {"approved": True} for p in chosen or points[:1]}
             if fresh_runners:
                 store = runner.checkpoint_store
-                runner = Runner(_tree(seed, True, ran), store, enable_streaming=streaming)
+                runner = Runner(agent_tree(seed, True, ran), store, enable_streaming=streaming)
             assert result.checkpoint_id is not None
             result = await runner.invoke_resume(result.checkpoint_id, approvals)
             said += _said(result.events)

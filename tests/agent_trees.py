@@ -1,0 +1,61 @@
+"""Random agent trees for property tests: sequences, parallel branches with and without a
+concurrency limit, loops, ``AgentTool`` callers and transfers to sub-agents, nested three deep,
+with ReAct leaves that call one tool and answer. A seed names a tree, so a failure can be replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+from adk import Agent, AgentTool, LoopAgent, Message, ParallelAgent, Role, SequentialAgent, tool
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+def agent_tree(seed: int, approval: bool, ran: list[str]) -> Agent:
+    """The tree of ``seed``; its ``work`` tool appends the caller's tag to ``ran``."""
+    rnd = random.Random(seed)
+    names = iter(range(1, 1000))
+
+    @tool(require_approval=approval)
+    async def work(tag: str) -> str:
+        """Do one agent's work."""
+        await asyncio.sleep(0)
+        ran.append(tag)
+        return f"worked {tag}"
+
+    def react(name: str, tool_name: str, arguments: dict[str, Any], tools: list[Any]) -> Agent:
+        def reply(messages: list[Message]) -> Reply:
+            if messages[-1].role == Role.TOOL:
+                return Reply(text=f"{name} done")
+            return Reply(tool_calls=[tool_call(tool_name, arguments)])
+
+        return ReActAgent(name, ScriptedModel(reply), tools=tools, description=name)
+
+    def leaf() -> Agent:
+        name = f"leaf{next(names)}"
+        return react(name, "work", {"tag": name}, [work])
+
+    def node(depth: int) -> Agent:
+        if depth == 0 or rnd.random() < 0.35:
+            return leaf()
+        kind = rnd.choice(["sequence", "parallel", "loop", "caller", "router"])
+        name = f"{kind}{next(names)}"
+        if kind == "caller":
+            inner = leaf()
+            return react(name, inner.name, {"request": "go"}, [AgentTool(inner)])
+        if kind == "router":  # transfers to its last sub-agent, which answers for it
+            targets = [leaf() for _ in range(rnd.randint(1, 2))]
+            transfer = tool_call("transfer_to_agent", {"agent_name": targets[-1].name})
+            model = ScriptedModel(lambda messages: Reply(tool_calls=[transfer]))
+            return ReActAgent(name, model, sub_agents=targets, description=name)
+        children = [node(depth - 1) for _ in range(rnd.randint(1, 3))]
+        if kind == "sequence":
+            return SequentialAgent(name, children)
+        if kind == "parallel":
+            return ParallelAgent(name, children, max_concurrency=rnd.choice([None, 1, 2]))
+        return LoopAgent(name, children, max_iterations=2)
+
+    return node(3)
