@@ -14,8 +14,9 @@ from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 
-def agent_tree(seed: int, approval: bool, ran: list[str]) -> Agent:
-    """The tree of ``seed``; its ``work`` tool appends the caller's tag to ``ran``."""
+def agent_tree(seed: int, approval: bool, ran: list[str], failing: str = "") -> Agent:
+    """The tree of ``seed``; its ``work`` tool appends the caller's tag to ``ran``. The model of
+    the agent named ``failing`` fails when asked for its answer (after its tool ran)."""
     rnd = random.Random(seed)
     names = iter(range(1, 1000))
 
@@ -29,6 +30,8 @@ def agent_tree(seed: int, approval: bool, ran: list[str]) -> Agent:
     def react(name: str, tool_name: str, arguments: dict[str, Any], tools: list[Any]) -> Agent:
         def reply(messages: list[Message]) -> Reply:
             if messages[-1].role == Role.TOOL:
+                if name == failing:
+                    return Reply(error=ConnectionError(f"{name}'s model went away"))
                 return Reply(text=f"{name} done")
             return Reply(tool_calls=[tool_call(tool_name, arguments)])
 
