@@ -89,8 +89,7 @@ class MessageStream:
         try:
             await asyncio.shield(fetch)
         except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if not fetch.cancelled() or (task is not None and task.cancelling()):
+            if not fetch.cancelled() or _being_cancelled():
                 raise  # this reader was cancelled; the fetch goes on for the others
             # The fetch was cancelled, not this reader: by ``aclose()`` (the stream ends where it
             # stopped) or from outside (an error, for every reader). Raising CancelledError in a
@@ -153,6 +152,14 @@ class MessageStream:
     def __repr__(self) -> str:
         state = "done" if self._closed else "open"
         return f"MessageStream({len(self._buffer)} chunks, {state})"
+
+
+def _being_cancelled() -> bool:
+    """Whether the current task has a cancellation pending. A function rather than a local in
+    the caller: a local holding the task, in a frame that the task's CancelledError traceback
+    holds, would make a reference cycle of every cancelled reader."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _past_first(tb: TracebackType | None) -> TracebackType | None:
