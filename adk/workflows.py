@@ -149,6 +149,11 @@ async def _run_steps(
                 except _OwnFailure:
                     raise
                 except Exception as exc:
+                    # The traceback's first frame is this one, whose ``event`` local will hold
+                    # the error event and so the exception: a reference cycle that would keep the
+                    # failed run alive until the collector ran. The agent's frames stay.
+                    if exc.__traceback__ is not None:
+                        exc.__traceback__ = exc.__traceback__.tb_next
                     event = run.failed(exc)
                     steps.pass_up(event, index, path)
                     if own is not None:

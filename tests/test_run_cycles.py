@@ -277,36 +277,63 @@ async def test_the_check_sees_a_cycle() -> None:
 
 
 @pytest.mark.parametrize("streaming", [False, True], ids=["messages", "streams"])
-async def test_random_trees_run_paused_or_closed_early_leave_no_reference_cycles(
+async def test_random_trees_leave_no_reference_cycles_however_their_runs_end(
     streaming: bool,
 ) -> None:
-    # The shapes above, composed: random trees (tests/agent_trees.py) run to their end, paused
-    # at every tool call and resumed, or closed after a few events. (A streamed run closed while
-    # a parallel branch read a stream left the reader's frame holding its own task, in the
-    # CancelledError's traceback: this found it.)
-    for seed in range(0, 40, 2):  # 26 and 30 are trees that found the cycle
-        for kind in ("plain", "paused", "closed"):
-            runner = Runner(agent_tree(seed, kind == "paused", []), enable_streaming=streaming)
-            steps = random.Random(seed).randint(0, 6)
+    # The shapes above, composed: random trees (tests/agent_trees.py) run to their end, paused at
+    # every tool call and resumed, closed after a few events, failing in one of their agents, or
+    # cancelled. (This found two: a streamed run closed while a parallel branch read a stream, the
+    # reader's frame holding its own task inside its CancelledError's traceback; and an agent
+    # failing inside a sequence or loop, whose step runner kept the error event in a frame that
+    # the error's traceback held.)
+    for seed in range(0, 40, 2):  # 26 and 30 found the first; most trees found the second
+        plain = await Runner(agent_tree(seed, False, [])).invoke("go")
+        speakers = sorted({e.agent_name for e in plain.events if e.agent_name.startswith("leaf")})
+        choose = random.Random(seed)
+        failing = choose.choice(speakers) if speakers else ""
+        steps = choose.randint(0, 6)
+        for kind in ("plain", "paused", "closed", "failing", "cancelled"):
+            tree = agent_tree(seed, kind == "paused", [], failing if kind == "failing" else "")
+            runner = Runner(tree, enable_streaming=streaming)
 
             async def one_run(
                 runner: Runner = runner, kind: str = kind, steps: int = steps
             ) -> None:
-                if kind == "closed":
-                    async with contextlib.aclosing(runner.run("go")) as events:
-                        seen = 0
-                        async for _ in events:
-                            seen += 1
-                            if seen > steps:
-                                break
-                    return
-                result = await runner.invoke("go")
-                while result.interrupt is not None:
-                    assert result.checkpoint_id is not None
-                    approvals = {p.id: {"approved": True} for p in result.interrupt.points}
-                    result = await runner.invoke_resume(result.checkpoint_id, approvals)
+                await _end_a_run(runner, kind, steps)
 
             await one_run()  # first use: lazily built schemas and caches
             with _cycles() as found:
                 await one_run()
             assert not found, f"seed {seed} {kind}: left in cycles: {_describe(found)}"
+
+
+async def _end_a_run(runner: Runner, kind: str, steps: int) -> None:
+    """Run ``runner`` once and end it the ``kind`` way (see the test above)."""
+    if kind == "closed":
+        async with contextlib.aclosing(runner.run("go")) as events:
+            seen = 0
+            async for _ in events:
+                seen += 1
+                if seen > steps:
+                    return
+    elif kind == "cancelled":
+
+        async def read() -> None:
+            async with contextlib.aclosing(runner.run("go")) as events:
+                async for event in events:
+                    if event.output is not None and event.output.stream is not None:
+                        await event.output.stream.collect()
+
+        reader = asyncio.create_task(read())
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+    else:
+        with contextlib.suppress(RunError):  # "failing": its agent's model fails
+            result = await runner.invoke("go")
+            while result.interrupt is not None:
+                assert result.checkpoint_id is not None
+                approvals = {p.id: {"approved": True} for p in result.interrupt.points}
+                result = await runner.invoke_resume(result.checkpoint_id, approvals)
