@@ -292,19 +292,20 @@ async def test_random_trees_leave_no_reference_cycles_however_their_runs_end(
         choose = random.Random(seed)
         failing = choose.choice(speakers) if speakers else ""
         steps = choose.randint(0, 6)
-        for kind in ("plain", "paused", "closed", "failing", "cancelled"):
-            tree = agent_tree(seed, kind == "paused", [], failing if kind == "failing" else "")
-            runner = Runner(tree, enable_streaming=streaming)
-
-            async def one_run(
-                runner: Runner = runner, kind: str = kind, steps: int = steps
-            ) -> None:
+        kinds = ("plain", "paused", "closed", "failing", "cancelled")
+        runners = {
+            kind: Runner(
+                agent_tree(seed, kind == "paused", [], failing if kind == "failing" else ""),
+                enable_streaming=streaming,
+            )
+            for kind in kinds
+        }
+        for kind, runner in runners.items():  # first use: lazily built schemas and caches
+            await _end_a_run(runner, kind, steps)
+        with _cycles() as found:  # one collection per tree: each walks the whole suite's heap
+            for kind, runner in runners.items():
                 await _end_a_run(runner, kind, steps)
-
-            await one_run()  # first use: lazily built schemas and caches
-            with _cycles() as found:
-                await one_run()
-            assert not found, f"seed {seed} {kind}: left in cycles: {_describe(found)}"
+        assert not found, f"seed {seed}: left in cycles: {_describe(found)}"
 
 
 async def _end_a_run(runner: Runner, kind: str, steps: int) -> None:
