@@ -13,7 +13,7 @@ without what the checkpoint's history already holds (see ``prebuilt._react_state
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -35,7 +35,6 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing
-from adk._driver import close_events
 from adk.checkpoint._state import SavedState
 from adk.history import build_messages
 from adk.interrupts import _InterruptSignal
@@ -222,7 +221,8 @@ class _ReActCore:
                 if event.ends_agent:
                     return
         finally:
-            await close_events(rounds)  # left early: its tool calls are cancelled now, not later
+            if getattr(rounds, "ag_frame", None) is not None:  # left early: cancel its calls now
+                await rounds.aclose()
         if outcome.done:
             return
         async with closing(self._loop(ctx, turn=turn)) as events:
@@ -285,7 +285,8 @@ class _ReActCore:
                 # Closed at a yield (the run was closed or cancelled, or the round's last event
                 # ended the agent): close the round now, so its tool calls are cancelled before
                 # the run's close returns, not whenever asyncio finalizes the dropped generator.
-                await close_events(rounds)
+                if getattr(rounds, "ag_frame", None) is not None:  # exhausted: nothing to close
+                    await rounds.aclose()
             if outcome.done:
                 return
 
@@ -296,7 +297,7 @@ class _ReActCore:
         held: list[Message],
         action: AgentAction | None,
         end: _Round,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run one round of tool calls; afterwards ``end.done`` says whether the agent is done."""
         ctx, messages = turn.ctx, turn.messages
         direct = self.owner.return_directly
@@ -327,7 +328,8 @@ class _ReActCore:
                 else:
                     yield AgentEvent.of(message)
         finally:
-            await close_events(outcomes)  # closed at a yield: cancel the calls still running
+            if getattr(outcomes, "ag_frame", None) is not None:  # closed at a yield: cancel calls
+                await outcomes.aclose()
         if signal is not None:
             signal.save(ctx.address, self._pause_state(turn, open_ids, held, action))
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)

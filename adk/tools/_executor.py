@@ -9,7 +9,7 @@ the rest of the call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 
 from .._driver import signal_of
@@ -118,7 +118,7 @@ async def run_tool_call(
 
 async def execute_tool_calls(
     calls: Sequence[ToolCall], tools: Mapping[str, Tool], ctx: RunContext
-) -> AsyncIterator[ToolOutcome | AgentEvent]:
+) -> AsyncGenerator[ToolOutcome | AgentEvent, None]:
     """Run ``calls`` concurrently; yield forwarded events and outcomes as they happen."""
     if len(calls) == 1 and not getattr(tools.get(calls[0].name), "_emits_events", False):
         yield await run_tool_call(calls[0], tools, ctx)
