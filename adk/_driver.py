@@ -186,9 +186,8 @@ class _OwnFailure(Exception):
         self.cause = cause
 
 
-async def close_events(events: AsyncIterator[object]) -> None:
-    """Close an event iterator (an agent's, a tool round's; an exhausted generator has no frame:
-    nothing to close)."""
+async def close_events(events: AsyncIterator[AgentEvent]) -> None:
+    """Close an agent's event iterator (an exhausted generator has no frame: nothing to close)."""
     if getattr(events, "ag_frame", True) is not None:
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
