@@ -6,10 +6,22 @@ with ReAct leaves that call one tool and answer. A seed names a tree, so a failu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from typing import Any
 
-from adk import Agent, AgentTool, LoopAgent, Message, ParallelAgent, Role, SequentialAgent, tool
+from adk import (
+    Agent,
+    AgentTool,
+    LoopAgent,
+    Message,
+    ParallelAgent,
+    Role,
+    RunError,
+    Runner,
+    SequentialAgent,
+    tool,
+)
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -62,3 +74,49 @@ def agent_tree(seed: int, approval: bool, ran: list[str], failing: str = "") -> 
         return LoopAgent(name, children, max_iterations=2)
 
     return node(3)
+
+
+async def end_a_run(
+    runner: Runner, kind: str, steps: int, choose: random.Random | None = None
+) -> None:
+    """Run ``runner`` once and end it the ``kind`` way:
+
+    - ``"closed"``: the reader closes the run after ``steps`` + 1 events (with ``choose``, it
+      also stops reading some streams midway);
+    - ``"cancelled"``: the task reading the run is cancelled after ``steps`` loop steps;
+    - otherwise to its end, approving every pause (a ``RunError`` is expected of a tree built
+      with ``failing`` and is swallowed).
+    """
+    if kind == "closed":
+        async with contextlib.aclosing(runner.run("go")) as events:
+            seen = 0
+            async for event in events:
+                stream = event.output.stream if event.output is not None else None
+                if stream is not None and choose is not None and choose.random() < 0.5:
+                    async with contextlib.aclosing(aiter(stream)) as chunks:
+                        async for _ in chunks:
+                            break  # a reader that stops mid-stream
+                seen += 1
+                if seen > steps:
+                    return
+    elif kind == "cancelled":
+
+        async def read() -> None:
+            async with contextlib.aclosing(runner.run("go")) as events:
+                async for event in events:
+                    if event.output is not None and event.output.stream is not None:
+                        await event.output.stream.collect()
+
+        reader = asyncio.create_task(read())
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+    else:
+        with contextlib.suppress(RunError):
+            result = await runner.invoke("go")
+            while result.interrupt is not None:
+                assert result.checkpoint_id is not None
+                approvals = {p.id: {"approved": True} for p in result.interrupt.points}
+                result = await runner.invoke_resume(result.checkpoint_id, approvals)

@@ -12,11 +12,10 @@ running: this test found it.)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import random
 
 import pytest
-from agent_trees import agent_tree
+from agent_trees import agent_tree, end_a_run
 
 from adk import RunError, Runner
 
@@ -35,32 +34,8 @@ async def test_closing_or_cancelling_a_run_anywhere_leaves_nothing_running(
         choose = random.Random(seed)
         runner = Runner(agent_tree(seed, choose.random() < 0.5, []), enable_streaming=streaming)
         steps = choose.randint(0, 8)
-        if choose.random() < 0.5:
-            async with contextlib.aclosing(runner.run("go")) as events:
-                seen = 0
-                async for event in events:
-                    stream = event.output.stream if event.output is not None else None
-                    if stream is not None and choose.random() < 0.5:
-                        async with contextlib.aclosing(aiter(stream)) as chunks:
-                            async for _ in chunks:
-                                break  # a reader that stops mid-stream
-                    seen += 1
-                    if seen > steps:
-                        break
-        else:
-
-            async def read(runner: Runner = runner) -> None:
-                async with contextlib.aclosing(runner.run("go")) as events:
-                    async for event in events:
-                        if event.output is not None and event.output.stream is not None:
-                            await event.output.stream.collect()
-
-            reader = asyncio.create_task(read())
-            for _ in range(steps):
-                await asyncio.sleep(0)
-            reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reader
+        kind = "closed" if choose.random() < 0.5 else "cancelled"
+        await end_a_run(runner, kind, steps, choose)
 
         assert _others() == [], f"seed {seed}: left running"
         again = await Runner(agent_tree(seed, False, []), enable_streaming=streaming).invoke("go")

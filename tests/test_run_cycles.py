@@ -10,7 +10,6 @@ run with the collector off and ``DEBUG_SAVEALL`` on, then asks the collector wha
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import random
 import types
@@ -19,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
-from agent_trees import agent_tree
+from agent_trees import agent_tree, end_a_run
 
 import adk
 from adk import (
@@ -301,40 +300,8 @@ async def test_random_trees_leave_no_reference_cycles_however_their_runs_end(
             for kind in kinds
         }
         for kind, runner in runners.items():  # first use: lazily built schemas and caches
-            await _end_a_run(runner, kind, steps)
+            await end_a_run(runner, kind, steps)
         with _cycles() as found:  # one collection per tree: each walks the whole suite's heap
             for kind, runner in runners.items():
-                await _end_a_run(runner, kind, steps)
+                await end_a_run(runner, kind, steps)
         assert not found, f"seed {seed}: left in cycles: {_describe(found)}"
-
-
-async def _end_a_run(runner: Runner, kind: str, steps: int) -> None:
-    """Run ``runner`` once and end it the ``kind`` way (see the test above)."""
-    if kind == "closed":
-        async with contextlib.aclosing(runner.run("go")) as events:
-            seen = 0
-            async for _ in events:
-                seen += 1
-                if seen > steps:
-                    return
-    elif kind == "cancelled":
-
-        async def read() -> None:
-            async with contextlib.aclosing(runner.run("go")) as events:
-                async for event in events:
-                    if event.output is not None and event.output.stream is not None:
-                        await event.output.stream.collect()
-
-        reader = asyncio.create_task(read())
-        for _ in range(steps):
-            await asyncio.sleep(0)
-        reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader
-    else:
-        with contextlib.suppress(RunError):  # "failing": its agent's model fails
-            result = await runner.invoke("go")
-            while result.interrupt is not None:
-                assert result.checkpoint_id is not None
-                approvals = {p.id: {"approved": True} for p in result.interrupt.points}
-                result = await runner.invoke_resume(result.checkpoint_id, approvals)
