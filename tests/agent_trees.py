@@ -8,15 +8,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+from collections.abc import AsyncIterator
 from typing import Any
 
 from adk import (
     Agent,
+    AgentEvent,
+    AgentInput,
     AgentTool,
+    BaseAgent,
     LoopAgent,
     Message,
     ParallelAgent,
     Role,
+    RunContext,
     RunError,
     Runner,
     SequentialAgent,
@@ -26,10 +31,16 @@ from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 
-def agent_tree(seed: int, approval: bool, ran: list[str], failing: str = "") -> Agent:
+def agent_tree(
+    seed: int, approval: bool, ran: list[str], failing: str = "", askers: bool = False
+) -> Agent:
     """The tree of ``seed``; its ``work`` tool appends the caller's tag to ``ran``. The model of
-    the agent named ``failing`` fails when asked for its answer (after its tool ran)."""
+    the agent named ``failing`` fails when asked for its answer (after its tool ran). With
+    ``askers``, some leaves are custom agents that pause themselves (``ctx.interrupt``) rather
+    than through a tool's approval; a separate generator picks them, so the tree's shape for a
+    seed is the same either way."""
     rnd = random.Random(seed)
+    pick_askers = random.Random(-seed - 1)
     names = iter(range(1, 1000))
 
     @tool(require_approval=approval)
@@ -53,9 +64,13 @@ def agent_tree(seed: int, approval: bool, ran: list[str], failing: str = "") -> 
         name = f"leaf{next(names)}"
         return react(name, "work", {"tag": name}, [work])
 
+    def asker() -> Agent:
+        """A custom agent that asks a person (pauses itself) when approvals are on."""
+        return _Asker(f"asker{next(names)}", approval, ran)
+
     def node(depth: int) -> Agent:
         if depth == 0 or rnd.random() < 0.35:
-            return leaf()
+            return asker() if askers and pick_askers.random() < 0.25 else leaf()
         kind = rnd.choice(["sequence", "parallel", "loop", "caller", "router"])
         name = f"{kind}{next(names)}"
         if kind == "caller":
@@ -74,6 +89,23 @@ def agent_tree(seed: int, approval: bool, ran: list[str], failing: str = "") -> 
         return LoopAgent(name, children, max_iterations=2)
 
     return node(3)
+
+
+class _Asker(BaseAgent):
+    """Pauses the run with ``ctx.interrupt`` (when ``asks``), then says it was answered; records
+    its name in ``ran`` when it does its work, like the ``work`` tool."""
+
+    def __init__(self, name: str, asks: bool, ran: list[str]) -> None:
+        super().__init__(name, description=name)
+        self.asks = asks
+        self.ran = ran
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if self.asks and ctx.resume is None:
+            yield ctx.interrupt(f"{self.name}: may I?")
+            return
+        self.ran.append(self.name)
+        yield AgentEvent.of(f"{self.name} done")
 
 
 async def end_a_run(

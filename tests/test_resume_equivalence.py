@@ -1,11 +1,13 @@
 """Pausing and resuming does not change what a run does.
 
 For random agent trees (sequences, parallel branches with and without a concurrency limit, loops,
-``AgentTool`` callers, transfers to sub-agents, nested three deep, ReAct leaves that call one tool and answer), a run whose
-every tool call waits for approval and is resumed until it finishes must run each tool exactly as
-often, and say exactly what, the same tree says with no approvals at all — whichever points each
-resume approves (all, or a random part, the rest pausing again), whether each resume is made by a
-fresh runner over the stored checkpoint (as another process would) and whether it streams.
+``AgentTool`` callers, transfers to sub-agents, nested three deep, with ReAct leaves that call one
+tool and answer and custom agents that pause themselves), a run where every tool call waits for
+approval and every custom agent asks a person, resumed until it finishes, must run each tool
+exactly as often, and say exactly what, the same tree says with no pauses at all — whichever
+points each resume approves (all, or a random part, the rest pausing again), whether each resume
+is made by a fresh runner over the stored checkpoint (as another process would) and whether it
+streams.
 
 This is the contract of resume as one property: finished work is not re-run, paused work is not
 lost, nothing is said twice. Seeds are fixed, so a failure names a tree to replay.
@@ -53,10 +55,10 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
 ) -> None:
     for seed in SEEDS:
         ran_plain: list[str] = []
-        plain = await Runner(agent_tree(seed, False, ran_plain)).invoke("go")
+        plain = await Runner(agent_tree(seed, False, ran_plain, askers=True)).invoke("go")
 
         ran: list[str] = []
-        runner = Runner(agent_tree(seed, True, ran), enable_streaming=streaming)
+        runner = Runner(agent_tree(seed, True, ran, askers=True), enable_streaming=streaming)
         result = await runner.invoke("go")
         said = _said(result.events)
         choose = random.Random(seed)
@@ -69,7 +71,9 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
             approvals = {p.id: {"approved": True} for p in chosen or points[:1]}
             if fresh_runners:
                 store = runner.checkpoint_store
-                runner = Runner(agent_tree(seed, True, ran), store, enable_streaming=streaming)
+                runner = Runner(
+                    agent_tree(seed, True, ran, askers=True), store, enable_streaming=streaming
+                )
             assert result.checkpoint_id is not None
             result = await runner.invoke_resume(result.checkpoint_id, approvals)
             said += _said(result.events)
