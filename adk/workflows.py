@@ -228,6 +228,12 @@ class LoopAgent(_Workflow):
         super().__init__(name, sub_agents, description)
         if max_iterations is not None and max_iterations < 1:
             raise ValueError("max_iterations must be at least 1 (or None)")
+        if max_iterations is None and not self.sub_agents:
+            # Its step runner would repeat nothing forever without awaiting once: the event loop
+            # would hang, and no cancellation or timeout could reach it.
+            raise ValueError(
+                f"LoopAgent {name!r} has no sub-agents and no max_iterations: it would never end"
+            )
         self.max_iterations = max_iterations
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
