@@ -12,6 +12,7 @@ sequential and loop workflows, through ``_AgentRun`` directly, which saves a gen
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -19,7 +20,7 @@ from .agent import Agent, AgentInput
 from .context import RunContext, _interrupt_event
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
-from .streams import MessageStream
+from .streams import MessageStream, _being_cancelled
 
 __all__ = ["drive", "signal_of"]
 
@@ -136,8 +137,9 @@ class _AgentRun:
         self.ctx._record(self.stream_author, await stream.collect())
         self.stream = None
 
-    def failed(self, exc: Exception) -> AgentEvent:
-        """The one event an exception out of the agent becomes."""
+    def failed(self, exc: BaseException) -> AgentEvent:
+        """The one event an exception out of the agent becomes (see ``is_cancellation`` for the
+        ``CancelledError`` that is one)."""
         if isinstance(exc, Interrupt):
             event = _interrupt_event(signal_of(exc, self.ctx.address))
         else:
@@ -229,11 +231,23 @@ async def _drive(
         finally:
             if getattr(events, "ag_frame", True) is not None:
                 await close_events(events)
-    except Exception as exc:
+    except (Exception, asyncio.CancelledError) as exc:
+        if is_cancellation(exc):
+            raise
         yield run.failed(exc)
     finally:
         if run.needs_finish:
             await run.finish()
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """True for a ``CancelledError`` that cancels the task running the agent: it passes through.
+
+    Any other ``CancelledError`` is one the agent raised on its own (it awaited something that
+    someone else cancelled) and is a failure like any exception: let through, it would pass for a
+    cancellation of whoever reads the run, and a parallel branch dying of it would count as
+    finished, its failure lost."""
+    return isinstance(exc, asyncio.CancelledError) and _being_cancelled()
 
 
 def _stamped(event: AgentEvent, name: str, path: tuple[str, ...]) -> AgentEvent:

@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
 from ._aio import closing
-from ._driver import _AgentRun, _OwnFailure, close_events, drive, take_break
+from ._driver import _AgentRun, _OwnFailure, close_events, drive, is_cancellation, take_break
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext, _interrupt_event, _Lane
@@ -148,7 +148,9 @@ async def _run_steps(
                             await close_events(events)
                 except _OwnFailure:
                     raise
-                except Exception as exc:
+                except (Exception, asyncio.CancelledError) as exc:
+                    if is_cancellation(exc):
+                        raise
                     # The traceback's first frame is this one, whose ``event`` local will hold
                     # the error event and so the exception: a reference cycle that would keep the
                     # failed run alive until the collector ran. The agent's frames stay.

@@ -18,6 +18,7 @@ from adk import (
     Message,
     MessageChunk,
     MessageStream,
+    ParallelAgent,
     RunContext,
     RunError,
     Runner,
@@ -121,6 +122,52 @@ async def test_an_agent_whose_run_raises_before_returning_events_gives_one_error
     events = await run_events(SequentialAgent("seq", [Eager(), after]))  # as a step
     assert simplify_events(events) == ["eager: [error refused before starting]"]
     assert after.runs == 0
+
+
+async def _cancelled_inside(ctx: RunContext) -> None:
+    """Awaits a future someone else cancelled: ``CancelledError`` without the run being cancelled."""
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    future.cancel()
+    await future
+
+
+async def test_an_agent_raising_cancelled_error_on_its_own_fails_like_any_exception() -> None:
+    # Not the run's cancellation (nobody cancelled the task running it): one error event, like any
+    # exception. A parallel branch dying of it used to count as finished (its failure was lost,
+    # its sibling ran on); at the root or in a sequence it escaped the run as if the caller's
+    # task had been cancelled.
+    for make in (
+        lambda a: a,
+        lambda a: SequentialAgent("seq", [a, ScriptAgent("next", "never")]),
+        lambda a: ParallelAgent("par", [a, ScriptAgent("sibling", asyncio.Event(), "never")]),
+    ):
+        agent = ScriptAgent("a", "partial", _cancelled_inside, "never")
+        async with asyncio.timeout(5):
+            events = await run_events(make(agent))
+        assert simplify_events(events) == ["a: partial", "a: [error CancelledError]"]
+        assert isinstance(events[-1].exception, asyncio.CancelledError)
+        assert agent.closed == 1 and other_tasks() == set()
+        with pytest.raises(RunError) as info:
+            await Runner(make(ScriptAgent("a", _cancelled_inside))).invoke("x")
+        assert info.value.error.type == "CancelledError"
+
+
+async def test_cancelling_the_task_running_an_agent_is_not_an_error_event() -> None:
+    started = asyncio.Event()
+    agent = ScriptAgent("a", do(started.set), asyncio.Event())
+    for make in (
+        lambda a: a,
+        lambda a: SequentialAgent("seq", [a]),
+        lambda a: ParallelAgent("par", [a]),
+    ):
+        started.clear()
+        task = asyncio.create_task(run_events(make(agent)))
+        async with asyncio.timeout(5):
+            await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert agent.cancelled == 3 and other_tasks() == set()
 
 
 async def test_an_error_deep_in_nested_workflows_surfaces_exactly_once() -> None:
