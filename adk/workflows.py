@@ -96,6 +96,7 @@ async def _run_steps(
     limit = workflow.max_iterations if isinstance(workflow, LoopAgent) else 1
     children = workflow.sub_agents
     resumable = ctx._run.plan is not None  # else no step can be skipped or resumed: skip asking
+    closed = False  # the reader closed this generator: what fails from then on is raised
     try:
         start = 0
         if resuming:
@@ -143,13 +144,16 @@ async def _run_steps(
                                 await run.record_stream()
                             if stop:
                                 break
+                    except GeneratorExit:
+                        closed = True
+                        raise
                     finally:
                         if getattr(events, "ag_frame", True) is not None:  # suspended: close it
                             await close_events(events)
                 except _OwnFailure:
                     raise
                 except (Exception, asyncio.CancelledError) as exc:
-                    if is_cancellation(exc):
+                    if closed or is_cancellation(exc):
                         raise
                     # The traceback's first frame is this one, whose ``event`` local will hold
                     # the error event and so the exception: a reference cycle that would keep the
@@ -173,7 +177,7 @@ async def _run_steps(
         assert own is not None
         yield own.failed(failure.cause)
     except Exception as exc:
-        if own is None:
+        if own is None or closed or is_cancellation(exc):
             raise
         yield own.failed(exc)
     finally:
@@ -358,8 +362,13 @@ class ParallelAgent(_Workflow):
                 if not taken.done():
                     taken.set_result(None)
         finally:
-            await _cancel(tasks)
+            failed = await _cancel(tasks)
             ctx._lane.merge([lanes[i] for i in sorted(lanes)])
+            if failed is not None:  # closed or cancelled, and a branch's cleanup failed
+                try:
+                    raise failed
+                finally:
+                    del failed  # a local in a frame of its traceback: a reference cycle
         if signal is not None:
             signal.save(ctx.address, {"finished": sorted(done), "fork_seq": fork})
             yield _interrupt_event(signal)
@@ -375,9 +384,17 @@ def _branch_transfer_error(event: AgentEvent) -> AgentEvent:
     return AgentEvent(event.agent_name, event.run_path, error=ErrorInfo("TransferError", message))
 
 
-async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+async def _cancel(tasks: list[asyncio.Task[None]]) -> BaseException | None:
+    """Cancel the unfinished branches and wait for them. Returns the first error one of them
+    ended with instead of its cancellation (its agent's cleanup failed), for the caller to raise
+    when the parallel agent itself is being closed or cancelled, as a sequence would."""
     pending = [t for t in tasks if not t.done()]
     for task in pending:
         task.cancel()
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
+    if not pending:
+        return None
+    ended = await asyncio.gather(*pending, return_exceptions=True)
+    for result in ended:
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            return result
+    return None

@@ -14,6 +14,7 @@ from conftest import ScriptAgent, act_break, act_exit, act_transfer, do, other_t
 from adk import (
     AgentEvent,
     AgentInput,
+    BaseAgent,
     LoopAgent,
     Message,
     MessageChunk,
@@ -168,6 +169,76 @@ async def test_cancelling_the_task_running_an_agent_is_not_an_error_event() -> N
         with pytest.raises(asyncio.CancelledError):
             await task
     assert agent.cancelled == 3 and other_tasks() == set()
+
+
+class _FailingCleanup(BaseAgent):
+    """Says one thing, then waits; its cleanup raises however it is ended."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        try:
+            yield AgentEvent.of("one")
+            await asyncio.Event().wait()
+            yield AgentEvent.of("never")
+        finally:
+            raise ValueError("cleanup failed")
+
+
+def _wrapped(agent: BaseAgent, how: str) -> Any:
+    if how == "sequence":
+        return SequentialAgent("seq", [agent])
+    if how == "loop":
+        return LoopAgent("loop", [agent])
+    if how == "parallel":
+        return ParallelAgent("par", [agent, ScriptAgent("sibling", asyncio.Event())])
+    return agent
+
+
+@pytest.mark.parametrize("how", ["root", "sequence", "loop", "parallel"])
+async def test_a_cleanup_failing_while_the_run_is_closed_is_raised_by_the_close(how: str) -> None:
+    # The reader stops early; the agent's cleanup then fails. The close raises that error (as
+    # Python does for any generator whose cleanup fails), not "async generator ignored
+    # GeneratorExit": the driver used to yield an error event into a generator being closed.
+    run = Runner(_wrapped(_FailingCleanup("a"), how)).run("go")
+    async with asyncio.timeout(5):
+        assert simplify_events([await anext(run)]) == ["a: one"]
+        with pytest.raises(ValueError, match="cleanup failed"):
+            await run.aclose()  # type: ignore[attr-defined]
+    assert other_tasks() == set()
+
+
+@pytest.mark.parametrize("how", ["root", "sequence", "loop", "parallel"])
+async def test_a_cleanup_failing_while_the_run_is_cancelled_does_not_continue_the_run(
+    how: str,
+) -> None:
+    # Cancelled (here by a timeout), the agent's cleanup fails. That error propagates like the
+    # cancellation would: the run must not go on with an error event as if nothing had cancelled
+    # it. A parallel branch used to do so and then wait, forever, for its reader to take the
+    # event, while the reader waited for the branch to finish cancelling.
+    seen: list[AgentEvent] = []
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(10):  # fails the test, rather than hanging it, if the run hangs
+        with pytest.raises(ValueError, match="cleanup failed"):
+            async with asyncio.timeout(5) as deadline:
+                async for event in Runner(_wrapped(_FailingCleanup("a"), how)).run("go"):
+                    seen.append(event)
+                    deadline.reschedule(loop.time() + 0.01)
+    assert simplify_events(seen) == ["a: one"]
+    assert other_tasks() == set()
+
+
+@pytest.mark.parametrize("ending", ["error", "exit"])
+async def test_a_branch_ending_the_run_while_a_sibling_cleanup_fails_ends_it(ending: str) -> None:
+    # The sibling is cancelled and its cleanup fails: the run ends with the first branch's event.
+    # The sibling's driver used to make its failure an event and wait to hand it over, while the
+    # parallel agent waited for the sibling to finish: the run hung.
+    last = ValueError("first failed") if ending == "error" else act_exit()
+    first = ScriptAgent("first", lambda ctx: asyncio.sleep(0.01), "first", last)
+    agent = ParallelAgent("par", [_FailingCleanup("sibling"), first])
+    async with asyncio.timeout(5):
+        events = await run_events(agent)
+    wanted = "first: [error first failed]" if ending == "error" else "first: [exit]"
+    assert sorted(simplify_events(events)) == sorted(["sibling: one", "first: first", wanted])
+    assert events[-1].agent_name == "first" and other_tasks() == set()
 
 
 async def test_an_error_deep_in_nested_workflows_surfaces_exactly_once() -> None:
