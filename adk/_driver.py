@@ -12,6 +12,7 @@ sequential and loop workflows, through ``_AgentRun`` directly, which saves a gen
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
@@ -19,7 +20,7 @@ from .agent import Agent, AgentInput
 from .context import RunContext, _interrupt_event
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
-from .streams import MessageStream
+from .streams import MessageStream, _being_cancelled
 
 __all__ = ["drive", "signal_of"]
 
@@ -136,8 +137,9 @@ class _AgentRun:
         self.ctx._record(self.stream_author, await stream.collect())
         self.stream = None
 
-    def failed(self, exc: Exception) -> AgentEvent:
-        """The one event an exception out of the agent becomes."""
+    def failed(self, exc: BaseException) -> AgentEvent:
+        """The one event an exception out of the agent becomes (see ``is_cancellation`` for the
+        ``CancelledError`` that is one)."""
         if isinstance(exc, Interrupt):
             event = _interrupt_event(signal_of(exc, self.ctx.address))
         else:
@@ -216,6 +218,7 @@ async def _drive(
     if early is not None:
         yield early
         return
+    closed = False  # the reader closed this generator: what fails from then on is raised
     try:
         events = run.events(input)
         try:  # not `async with closing(...)`: this runs once per agent and try/finally is cheaper
@@ -226,14 +229,45 @@ async def _drive(
                     await run.record_stream()
                 if stop:
                     break
+        except GeneratorExit:
+            closed = True
+            raise
         finally:
             if getattr(events, "ag_frame", True) is not None:
                 await close_events(events)
-    except Exception as exc:
+    except (Exception, asyncio.CancelledError) as exc:
+        if closed or is_cancellation(exc):
+            raise
         yield run.failed(exc)
     finally:
         if run.needs_finish:
             await run.finish()
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """True for an exception that belongs to the cancellation of the task running the agent: the
+    ``CancelledError`` itself, or an error an agent's cleanup raised while that cancellation (or
+    the close of a generator it caused) was propagating. It passes through: made an error event,
+    it would go on with a run that is being cancelled (a parallel branch would then wait, forever,
+    for its reader to take the event while the reader waits for the branch to end).
+
+    Any other ``CancelledError`` is one the agent raised on its own (it awaited something that
+    someone else cancelled) and is a failure like any exception: let through, it would pass for a
+    cancellation of whoever reads the run, and a parallel branch dying of it would count as
+    finished, its failure lost."""
+    if not _being_cancelled():
+        return False
+    cause: BaseException | None = exc
+    for _ in range(_CONTEXT_DEPTH):
+        if cause is None:
+            return False
+        if isinstance(cause, asyncio.CancelledError | GeneratorExit):
+            return True
+        cause = cause.__context__
+    return False
+
+
+_CONTEXT_DEPTH = 8  # how far ``is_cancellation`` follows ``__context__`` (a chain may be a cycle)
 
 
 def _stamped(event: AgentEvent, name: str, path: tuple[str, ...]) -> AgentEvent:

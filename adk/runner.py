@@ -6,6 +6,7 @@ A runner holds configuration only (agent, store, hooks, resources); each run get
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing
-from ._driver import _AgentRun, close_events, drive
+from ._driver import _AgentRun, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
@@ -174,7 +175,9 @@ class Runner(AsyncCloseable):
             finally:
                 if getattr(events, "ag_frame", True) is not None:
                     await close_events(events)
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            if is_cancellation(exc):
+                raise
             # The traceback's first frame is this one, whose locals will hold the error event and
             # so the exception: the run would end in a reference cycle. The agent's frames stay.
             if exc.__traceback__ is not None:

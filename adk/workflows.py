@@ -13,7 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
 from ._aio import closing
-from ._driver import _AgentRun, _OwnFailure, close_events, drive, take_break
+from ._driver import _AgentRun, _OwnFailure, close_events, drive, is_cancellation, take_break
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext, _interrupt_event, _Lane
@@ -96,6 +96,7 @@ async def _run_steps(
     limit = workflow.max_iterations if isinstance(workflow, LoopAgent) else 1
     children = workflow.sub_agents
     resumable = ctx._run.plan is not None  # else no step can be skipped or resumed: skip asking
+    closed = False  # the reader closed this generator: what fails from then on is raised
     try:
         start = 0
         if resuming:
@@ -143,12 +144,17 @@ async def _run_steps(
                                 await run.record_stream()
                             if stop:
                                 break
+                    except GeneratorExit:
+                        closed = True
+                        raise
                     finally:
                         if getattr(events, "ag_frame", True) is not None:  # suspended: close it
                             await close_events(events)
                 except _OwnFailure:
                     raise
-                except Exception as exc:
+                except (Exception, asyncio.CancelledError) as exc:
+                    if closed or is_cancellation(exc):
+                        raise
                     # The traceback's first frame is this one, whose ``event`` local will hold
                     # the error event and so the exception: a reference cycle that would keep the
                     # failed run alive until the collector ran. The agent's frames stay.
@@ -171,7 +177,7 @@ async def _run_steps(
         assert own is not None
         yield own.failed(failure.cause)
     except Exception as exc:
-        if own is None:
+        if own is None or closed or is_cancellation(exc):
             raise
         yield own.failed(exc)
     finally:
@@ -228,6 +234,12 @@ class LoopAgent(_Workflow):
         super().__init__(name, sub_agents, description)
         if max_iterations is not None and max_iterations < 1:
             raise ValueError("max_iterations must be at least 1 (or None)")
+        if max_iterations is None and not self.sub_agents:
+            # Its step runner would repeat nothing forever without awaiting once: the event loop
+            # would hang, and no cancellation or timeout could reach it.
+            raise ValueError(
+                f"LoopAgent {name!r} has no sub-agents and no max_iterations: it would never end"
+            )
         self.max_iterations = max_iterations
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
@@ -350,8 +362,13 @@ class ParallelAgent(_Workflow):
                 if not taken.done():
                     taken.set_result(None)
         finally:
-            await _cancel(tasks)
+            failed = await _cancel(tasks)
             ctx._lane.merge([lanes[i] for i in sorted(lanes)])
+            if failed is not None:  # closed or cancelled, and a branch's cleanup failed
+                try:
+                    raise failed
+                finally:
+                    del failed  # a local in a frame of its traceback: a reference cycle
         if signal is not None:
             signal.save(ctx.address, {"finished": sorted(done), "fork_seq": fork})
             yield _interrupt_event(signal)
@@ -367,9 +384,17 @@ def _branch_transfer_error(event: AgentEvent) -> AgentEvent:
     return AgentEvent(event.agent_name, event.run_path, error=ErrorInfo("TransferError", message))
 
 
-async def _cancel(tasks: list[asyncio.Task[None]]) -> None:
+async def _cancel(tasks: list[asyncio.Task[None]]) -> BaseException | None:
+    """Cancel the unfinished branches and wait for them. Returns the first error one of them
+    ended with instead of its cancellation (its agent's cleanup failed), for the caller to raise
+    when the parallel agent itself is being closed or cancelled, as a sequence would."""
     pending = [t for t in tasks if not t.done()]
     for task in pending:
         task.cancel()
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
+    if not pending:
+        return None
+    ended = await asyncio.gather(*pending, return_exceptions=True)
+    for result in ended:
+        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
+            return result
+    return None

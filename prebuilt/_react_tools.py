@@ -50,12 +50,18 @@ class TransferTool:
         return self._spec
 
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
+        valid = ", ".join(self._targets)
         try:
-            name = json.loads(arguments or "{}").get("agent_name")
-        except (ValueError, AttributeError):
-            name = None
+            parsed = json.loads(arguments or "{}")
+        except ValueError:
+            parsed = None
+        name = parsed.get("agent_name") if isinstance(parsed, dict) else None
+        if not isinstance(name, str):  # say what is wrong: not "no such agent: None"
+            return ToolResult.error(
+                f"invalid arguments for tool '{TRANSFER_TOOL}': expected a JSON object like "
+                f'{{"agent_name": "<name>"}}; valid agent names: {valid}'
+            )
         if name not in self._targets:
-            valid = ", ".join(self._targets)
             return ToolResult.error(
                 f"cannot transfer to {name!r}: no such agent; valid agent names: {valid}"
             )

@@ -14,10 +14,12 @@ from conftest import ScriptAgent, act_break, act_exit, act_transfer, do, other_t
 from adk import (
     AgentEvent,
     AgentInput,
+    BaseAgent,
     LoopAgent,
     Message,
     MessageChunk,
     MessageStream,
+    ParallelAgent,
     RunContext,
     RunError,
     Runner,
@@ -121,6 +123,122 @@ async def test_an_agent_whose_run_raises_before_returning_events_gives_one_error
     events = await run_events(SequentialAgent("seq", [Eager(), after]))  # as a step
     assert simplify_events(events) == ["eager: [error refused before starting]"]
     assert after.runs == 0
+
+
+async def _cancelled_inside(ctx: RunContext) -> None:
+    """Awaits a future someone else cancelled: ``CancelledError`` without the run being cancelled."""
+    future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    future.cancel()
+    await future
+
+
+async def test_an_agent_raising_cancelled_error_on_its_own_fails_like_any_exception() -> None:
+    # Not the run's cancellation (nobody cancelled the task running it): one error event, like any
+    # exception. A parallel branch dying of it used to count as finished (its failure was lost,
+    # its sibling ran on); at the root or in a sequence it escaped the run as if the caller's
+    # task had been cancelled.
+    for make in (
+        lambda a: a,
+        lambda a: SequentialAgent("seq", [a, ScriptAgent("next", "never")]),
+        lambda a: ParallelAgent("par", [a, ScriptAgent("sibling", asyncio.Event(), "never")]),
+    ):
+        agent = ScriptAgent("a", "partial", _cancelled_inside, "never")
+        async with asyncio.timeout(5):
+            events = await run_events(make(agent))
+        assert simplify_events(events) == ["a: partial", "a: [error CancelledError]"]
+        assert isinstance(events[-1].exception, asyncio.CancelledError)
+        assert agent.closed == 1 and other_tasks() == set()
+        with pytest.raises(RunError) as info:
+            await Runner(make(ScriptAgent("a", _cancelled_inside))).invoke("x")
+        assert info.value.error.type == "CancelledError"
+
+
+async def test_cancelling_the_task_running_an_agent_is_not_an_error_event() -> None:
+    started = asyncio.Event()
+    agent = ScriptAgent("a", do(started.set), asyncio.Event())
+    for make in (
+        lambda a: a,
+        lambda a: SequentialAgent("seq", [a]),
+        lambda a: ParallelAgent("par", [a]),
+    ):
+        started.clear()
+        task = asyncio.create_task(run_events(make(agent)))
+        async with asyncio.timeout(5):
+            await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    assert agent.cancelled == 3 and other_tasks() == set()
+
+
+class _FailingCleanup(BaseAgent):
+    """Says one thing, then waits; its cleanup raises however it is ended."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        try:
+            yield AgentEvent.of("one")
+            await asyncio.Event().wait()
+            yield AgentEvent.of("never")
+        finally:
+            raise ValueError("cleanup failed")
+
+
+def _wrapped(agent: BaseAgent, how: str) -> Any:
+    if how == "sequence":
+        return SequentialAgent("seq", [agent])
+    if how == "loop":
+        return LoopAgent("loop", [agent])
+    if how == "parallel":
+        return ParallelAgent("par", [agent, ScriptAgent("sibling", asyncio.Event())])
+    return agent
+
+
+@pytest.mark.parametrize("how", ["root", "sequence", "loop", "parallel"])
+async def test_a_cleanup_failing_while_the_run_is_closed_is_raised_by_the_close(how: str) -> None:
+    # The reader stops early; the agent's cleanup then fails. The close raises that error (as
+    # Python does for any generator whose cleanup fails), not "async generator ignored
+    # GeneratorExit": the driver used to yield an error event into a generator being closed.
+    run = Runner(_wrapped(_FailingCleanup("a"), how)).run("go")
+    async with asyncio.timeout(5):
+        assert simplify_events([await anext(run)]) == ["a: one"]
+        with pytest.raises(ValueError, match="cleanup failed"):
+            await run.aclose()  # type: ignore[attr-defined]
+    assert other_tasks() == set()
+
+
+@pytest.mark.parametrize("how", ["root", "sequence", "loop", "parallel"])
+async def test_a_cleanup_failing_while_the_run_is_cancelled_does_not_continue_the_run(
+    how: str,
+) -> None:
+    # Cancelled (here by a timeout), the agent's cleanup fails. That error propagates like the
+    # cancellation would: the run must not go on with an error event as if nothing had cancelled
+    # it. A parallel branch used to do so and then wait, forever, for its reader to take the
+    # event, while the reader waited for the branch to finish cancelling.
+    seen: list[AgentEvent] = []
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(10):  # fails the test, rather than hanging it, if the run hangs
+        with pytest.raises(ValueError, match="cleanup failed"):
+            async with asyncio.timeout(5) as deadline:
+                async for event in Runner(_wrapped(_FailingCleanup("a"), how)).run("go"):
+                    seen.append(event)
+                    deadline.reschedule(loop.time() + 0.01)
+    assert simplify_events(seen) == ["a: one"]
+    assert other_tasks() == set()
+
+
+@pytest.mark.parametrize("ending", ["error", "exit"])
+async def test_a_branch_ending_the_run_while_a_sibling_cleanup_fails_ends_it(ending: str) -> None:
+    # The sibling is cancelled and its cleanup fails: the run ends with the first branch's event.
+    # The sibling's driver used to make its failure an event and wait to hand it over, while the
+    # parallel agent waited for the sibling to finish: the run hung.
+    last = ValueError("first failed") if ending == "error" else act_exit()
+    first = ScriptAgent("first", lambda ctx: asyncio.sleep(0.01), "first", last)
+    agent = ParallelAgent("par", [_FailingCleanup("sibling"), first])
+    async with asyncio.timeout(5):
+        events = await run_events(agent)
+    wanted = "first: [error first failed]" if ending == "error" else "first: [exit]"
+    assert sorted(simplify_events(events)) == sorted(["sibling: one", "first: first", wanted])
+    assert events[-1].agent_name == "first" and other_tasks() == set()
 
 
 async def test_an_error_deep_in_nested_workflows_surfaces_exactly_once() -> None:

@@ -447,6 +447,19 @@ async def test_transfer_to_a_wrong_name_is_an_error_the_model_corrects() -> None
     assert events[-1].run_path == ("root", "billing")
 
 
+@pytest.mark.parametrize("arguments", ["{bad json", "[1, 2]", '{"agent_name": 3}', ""])
+async def test_malformed_transfer_arguments_are_an_error_saying_so(arguments: str) -> None:
+    # Not "cannot transfer to None: no such agent", which points the model at the wrong mistake.
+    billing = ReActAgent("billing", ScriptedModel(["invoice sent"]), description="Invoices.")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("transfer_to_agent", arguments)]), "ok"])
+    events = await run_events(ReActAgent("root", model, sub_agents=[billing]))
+    assert simplify_events(events)[1] == (
+        "root: [tool transfer_to_agent] Error: invalid arguments for tool 'transfer_to_agent': "
+        'expected a JSON object like {"agent_name": "<name>"}; valid agent names: billing'
+    )
+    assert simplify_events(events)[-1] == "root: ok"
+
+
 async def test_a_tool_named_like_the_transfer_tool_is_rejected() -> None:
     def transfer_to_agent(agent_name: str) -> str:
         """Mine."""

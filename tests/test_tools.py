@@ -280,6 +280,53 @@ async def test_a_raising_tool_becomes_an_error_result() -> None:
     assert {m.name for m in tool_messages} == {"explode", "refuse"}
 
 
+async def _cancelled_inside() -> str:
+    """Awaits a future someone else cancelled: ``CancelledError`` without the run being cancelled."""
+    future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+    future.cancel()
+    return await future
+
+
+@pytest.mark.parametrize("calls", [1, 2], ids=["inline", "concurrent"])
+async def test_a_tool_raising_cancelled_error_on_its_own_becomes_an_error_result(
+    calls: int,
+) -> None:
+    # Not the run's cancellation: a failure of the tool like any other. It used to hang a round
+    # of concurrent calls (the call's task ended without an outcome) and, inline, to escape the
+    # run as if the caller's task had been cancelled.
+    @tool
+    def other() -> str:
+        """Answers."""
+        return "fine"
+
+    wanted = [tool_call("cancelled", id="c1"), tool_call("other", id="c2")][:calls]
+    agent = _agent([tool(_cancelled_inside, name="cancelled"), other], *wanted)
+    async with asyncio.timeout(5):
+        events = await run_events(agent)
+    results = _results(agent)
+    assert results["c1"] == "Error: tool 'cancelled' failed: CancelledError"
+    assert results.get("c2", "fine") == "fine"
+    assert simplify_events(events)[-1] == "agent: final"
+
+
+async def test_cancelling_the_run_during_a_tool_call_still_cancels_it() -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Waits forever."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    task = asyncio.create_task(run_events(_agent([wait], tool_call("wait", id="c1"))))
+    async with asyncio.timeout(5):
+        await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 async def test_calls_of_one_turn_run_concurrently() -> None:
     first_in, second_in = asyncio.Event(), asyncio.Event()
 

@@ -64,6 +64,15 @@ def test_workflows_reject_duplicate_names_and_bad_limits() -> None:
         ParallelAgent("par", [ScriptAgent("a")], max_concurrency=0)
 
 
+async def test_a_loop_with_no_steps_and_no_limit_is_refused() -> None:
+    # It would repeat nothing forever without ever awaiting: the event loop hangs, and neither
+    # task.cancel() nor asyncio.timeout can stop it. With a limit it ends at once.
+    with pytest.raises(ValueError, match="no sub-agents"):
+        LoopAgent("loop", [])
+    async with asyncio.timeout(5):
+        assert await run_events(LoopAgent("loop", [], max_iterations=3)) == []
+
+
 # -- LoopAgent ----------------------------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 
-from .._driver import signal_of
+from .._driver import is_cancellation, signal_of
 from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent
@@ -55,7 +55,7 @@ class _UnknownTool:
         return ToolResult.error(f"unknown tool '{self._name}'; available tools: {self._known}")
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
@@ -96,7 +96,9 @@ async def run_tool_call(
         return ToolOutcome(call, signal=signal_of(exc, address), action=tool_ctx.action)
     except ToolError as exc:
         output = ToolResult.error(str(exc) or "tool failed")
-    except Exception as exc:
+    except (Exception, asyncio.CancelledError) as exc:
+        if is_cancellation(exc):
+            raise
         if resumed and isinstance(exc, CheckpointError):
             # The state this call saved at the pause cannot be read back: the resume fails, it
             # is not the tool's failure for the model to work around.
