@@ -290,6 +290,26 @@ class Resources(AsyncCloseable):
                 index[item_name] = (server_name, item)
         return index, failures
 
+    def _describe(self) -> dict[str, Any]:
+        """What is registered, as JSON (for ``AgentPlan``): names with their kinds and types.
+        Nothing connects: MCP servers are listed by name, not by the tools they offer."""
+
+        def type_of(value: object) -> str:
+            return f"{type(value).__module__}.{type(value).__qualname__}"
+
+        return {
+            "models": {
+                name: {"type": type_of(model), "model_name": getattr(model, "model_name", None)}
+                for name, model in self._models.items()
+            },
+            "tools": {name: tool.spec.model_dump() for name, tool in self._tools.items()},
+            "prompts": {
+                name: {"type": type_of(prompt), "description": prompt.description}
+                for name, prompt in self._prompts.items()
+            },
+            "mcp": {name: {"type": type_of(toolset)} for name, toolset in self._mcp.items()},
+        }
+
     # -- lifecycle -----------------------------------------------------------------------------
     async def aclose(self) -> None:
         """Close every MCP session and every model that has ``aclose``. Safe to call twice.

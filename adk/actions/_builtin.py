@@ -1,0 +1,130 @@
+"""The built-in actions: chat requests (a model and its tool rounds) and tool requests.
+
+The chat action keeps each conversation that is waiting for tool results in the run
+(``_ActionRun.chats``, keyed by the ``ToolRequestEvent`` it sent), so the tool round is an ordinary
+event any action can watch, and a pause inside a tool call saves the conversation with the run.
+Model and tool calls go through the run's hooks: they are traced and callbacks see them, as in
+``ReActAgent``.
+"""
+
+from __future__ import annotations
+
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..checkpoint._state import SavedState
+from ..events import AgentEvent
+from ..interrupts import Interrupt, _InterruptSignal
+from ..messages import Message
+from ..models._call import generate
+from ..tools._executor import execute_tool_calls
+from ..tools.base import Tool
+from .events import (
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    ToolRequestEvent,
+    ToolResponseEvent,
+)
+
+if TYPE_CHECKING:
+    from .context import ActionContext
+
+__all__ = ["ActionError", "chat_action", "tool_action"]
+
+
+class ActionError(Exception):
+    """An action failed, or the events of an input cannot be processed as sent."""
+
+
+@dataclass(slots=True)
+class _Chat:
+    """A conversation waiting for the results of the tool calls its model made."""
+
+    request: ChatRequestEvent
+    messages: list[Message]
+    rounds: int
+
+
+async def chat_action(event: Event, ctx: ActionContext) -> None:
+    """Ask the model of a ``ChatRequestEvent``, or carry on a chat whose tool results arrived."""
+    run = ctx._run
+    if isinstance(event, ChatRequestEvent):
+        await _ask(ctx, event, list(event.messages), 0)
+        return
+    if not isinstance(event, ToolResponseEvent):  # pragma: no cover - the plan routes only these
+        raise ActionError(f"the chat action does not take {type(event).__name__}")
+    chat = run.chats.pop(event.request_id, None)
+    if chat is None:
+        if not run.plan._user_listens_tool_responses:
+            raise ActionError(
+                f"a ToolResponseEvent answers request {event.request_id!r}, which no chat made, "
+                "and no action listens for ToolResponseEvent"
+            )
+        return  # a response to a tool request an action sent itself: that action's to take
+    await _ask(ctx, chat.request, [*chat.messages, *event.responses], chat.rounds)
+
+
+async def _ask(
+    ctx: ActionContext, request: ChatRequestEvent, messages: list[Message], rounds: int
+) -> None:
+    model = await ctx.get_resource(request.model, "model")
+    tools: list[Tool] = [await ctx.get_resource(name, "tool") for name in request.tools]
+    reply = await generate(
+        ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
+    )
+    if not reply.tool_calls:
+        ctx.send_event(ChatResponseEvent(request_id=request.id, response=reply))
+        return
+    if rounds >= request.max_tool_rounds:
+        raise ActionError(
+            f"model {request.model!r} still calls tools after {rounds} round(s) "
+            f"(max_tool_rounds={request.max_tool_rounds})"
+        )
+    tool_request = ToolRequestEvent(
+        tool_calls=reply.tool_calls, tools=list(request.tools), model=request.model
+    )
+    ctx._run.chats[tool_request.id] = _Chat(request, [*messages, reply], rounds + 1)
+    ctx.send_event(tool_request)
+
+
+async def tool_action(event: Event, ctx: ActionContext) -> None:
+    """Run a ``ToolRequestEvent``'s calls concurrently and answer with one ``ToolResponseEvent``.
+
+    A call to a tool the request does not allow, or that no resource provides, is answered with an
+    error message the model can read. A call that interrupts pauses the run; on resume only the
+    calls still open run again (the finished ones' answers are saved with the pause).
+    """
+    if not isinstance(event, ToolRequestEvent):  # pragma: no cover - the plan routes only these
+        raise ActionError(f"the tool action does not take {type(event).__name__}")
+    done: dict[str, Message] = {}
+    if ctx.resume is not None:
+        saved = SavedState(f"action '{ctx.action_name}'", ctx.resume.state)
+        done = {m.tool_call_id or "": m for m in saved.messages("done")}
+    allowed = set(event.tools)
+    tools: dict[str, Tool] = {}
+    for call in event.tool_calls:
+        if call.name in tools or (allowed and call.name not in allowed):
+            continue
+        with suppress(KeyError):  # not found: answered as an unknown tool, naming the known ones
+            tools[call.name] = await ctx.get_resource(call.name, "tool")
+    open_calls = [call for call in event.tool_calls if call.id not in done]
+    signal: _InterruptSignal | None = None
+    calls_ctx = ctx._run.action_context(ctx.action_name)
+    async for item in execute_tool_calls(open_calls, tools, calls_ctx):
+        if isinstance(item, AgentEvent):
+            continue  # an AgentTool's inner events: not outputs of this agent
+        if item.signal is not None:
+            signal = signal or _InterruptSignal()
+            signal.merge(item.signal)
+        elif item.message is not None:
+            done[item.call.id] = item.message
+    if signal is not None:
+        state: dict[str, Any] = {"done": list(done.values())}
+        raise Interrupt._from_signal(signal, state)
+    ctx.send_event(
+        ToolResponseEvent(
+            request_id=event.id, responses=[done[call.id] for call in event.tool_calls]
+        )
+    )

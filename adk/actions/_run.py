@@ -1,0 +1,252 @@
+"""One input's run of an ``ActionAgent``: the event queue, the action calls, pause and resume.
+
+Events are processed one at a time, in the order they were sent; the actions listening for an event
+run one after the other in plan order, and the events an action sends join the queue when it
+returns. So one input's processing is deterministic, and a pause is always at one action on one
+event: the saved state is that event, the action's place among its listeners, the queue behind it
+and the chats waiting for tool results. Concurrency comes from the execution environment (inputs of
+different keys) and from tool rounds (calls of one request run concurrently).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from .._driver import is_cancellation, signal_of
+from ..checkpoint._state import SavedState
+from ..checkpoint.codec import CheckpointError, from_json_value, to_json_value
+from ..context import RunContext
+from ..events import AgentAction, AgentEvent
+from ..interrupts import Interrupt, ResumeContext, join_address
+from ..messages import Message
+from ._builtin import ActionError, _Chat
+from .context import ActionContext, ShortTermMemory, memory_key
+from .events import ChatRequestEvent, Event, OutputEvent
+
+if TYPE_CHECKING:
+    from .agent import ActionAgent
+    from .plan import AgentPlan, _Action
+
+__all__ = ["_ActionRun"]
+
+
+def _action_segment(name: str) -> str:
+    return f"action:{name}"
+
+
+class _ActionRun:
+    """Everything one input's processing works with."""
+
+    __slots__ = ("agent", "chats", "count", "ctx", "memory", "plan", "queue")
+
+    def __init__(self, agent: ActionAgent, ctx: RunContext) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.plan: AgentPlan = agent.plan
+        values = ctx.session.values
+        key = memory_key(agent.name)
+        stored = values.get(key)
+        if not isinstance(stored, dict):
+            stored = values[key] = {}
+        self.memory = ShortTermMemory(stored)
+        self.chats: dict[str, _Chat] = {}
+        self.queue: deque[Event] = deque()
+        self.count = 0  # events processed for this input, against the agent's max_events
+
+    # -- services for actions ------------------------------------------------------------------
+    def check_sendable(self, event: Event) -> None:
+        if not isinstance(event, Event):
+            raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
+        if not isinstance(event, OutputEvent) and not self.plan.listeners(type(event)):
+            raise ActionError(
+                f"no action of agent {self.agent.name!r} listens for {type(event).__name__}; "
+                "add one with @action(...) or do not send it"
+            )
+
+    async def get_resource(self, name: str, kind: str) -> Any:
+        sources = [r for r in (self.agent.resources, self.ctx._run.resources) if r is not None]
+        if not sources:
+            raise KeyError(
+                f"agent {self.agent.name!r} needs {kind} {name!r} but has no resources: pass "
+                "resources= to the agent, the Runner or the execution environment"
+            )
+        failure: KeyError | None = None
+        for source in sources:
+            try:
+                if kind == "model":
+                    return source.get_model(name)
+                if kind == "tool":
+                    return await source.get_tool(name)
+                if kind == "prompt":
+                    return await source.get_prompt(name)
+                raise ValueError(f"resource kind must be 'model', 'tool' or 'prompt', not {kind!r}")
+            except KeyError as exc:
+                failure = failure or exc
+        assert failure is not None
+        raise failure
+
+    def action_context(self, action_name: str) -> RunContext:
+        """The agent's context placed at ``action_name``: tool calls an action makes are addressed
+        below it, so their interrupt points name the action."""
+        ctx = self.ctx
+        address = join_address(ctx.address, _action_segment(action_name))
+        return ctx._copy(ctx.run_path, address, ctx._lane, ctx._loop_depth)
+
+    # -- processing ----------------------------------------------------------------------------
+    async def process(
+        self, current: Event | None, start: int = 0, resumed: bool = False
+    ) -> AsyncIterator[AgentEvent]:
+        """Run ``current`` from its listener ``start`` (a resumed pause), then the queue."""
+        plan, queue, limit = self.plan, self.queue, self.agent.max_events
+        while True:
+            if current is None:
+                if not queue:
+                    return
+                current = queue.popleft()
+                start, resumed = 0, False
+                self.count += 1
+                if self.count > limit:
+                    raise ActionError(
+                        f"agent {self.agent.name!r} processed more than {limit} events for one "
+                        "input (max_events); do its actions send events in a cycle?"
+                    )
+            listeners = plan.listeners(type(current))
+            for index in range(start, len(listeners)):
+                found = listeners[index]
+                resume = self._resume_of(found) if resumed and index == start else None
+                actx = ActionContext(self, found.name, resume)
+                try:
+                    await self._call(found, current, actx)
+                except Interrupt as exc:
+                    address = join_address(self.ctx.address, _action_segment(found.name))
+                    signal = signal_of(exc, address)
+                    signal.save(self.ctx.address, self.pause_state(current, index))
+                    yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
+                    return
+                finally:
+                    if resume is not None:
+                        self._consume(found)
+                for sent in actx._sent:
+                    if isinstance(sent, OutputEvent):
+                        yield _output_event(sent.output)
+                        if not plan.listeners(type(sent)):
+                            continue
+                    queue.append(sent)
+            current = None
+
+    async def _call(self, found: _Action, event: Event, actx: ActionContext) -> None:
+        try:
+            result = found.call(event, actx)
+            if found.is_async or asyncio.iscoroutine(result):
+                await result
+        except (Exception, asyncio.CancelledError) as exc:
+            if is_cancellation(exc) or isinstance(exc, Interrupt | ActionError | CheckpointError):
+                raise
+            raise ActionError(
+                f"action {found.name!r} of agent {self.agent.name!r} failed on "
+                f"{type(event).__name__}: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _resume_of(self, found: _Action) -> ResumeContext | None:
+        plan = self.ctx._run.plan
+        if plan is None:
+            return None
+        return plan.resume_for(join_address(self.ctx.address, _action_segment(found.name)))
+
+    def _consume(self, found: _Action) -> None:
+        plan = self.ctx._run.plan
+        if plan is not None:
+            plan.consume(join_address(self.ctx.address, _action_segment(found.name)))
+
+    # -- pause and resume ------------------------------------------------------------------------
+    def pause_state(self, current: Event, listener: int) -> dict[str, Any]:
+        return {
+            "event": self._encode(current),
+            "listener": listener,
+            "queue": [self._encode(event) for event in self.queue],
+            "chats": {
+                request_id: {
+                    "request": self._encode(chat.request),
+                    "messages": chat.messages,
+                    "rounds": chat.rounds,
+                }
+                for request_id, chat in self.chats.items()
+            },
+            "count": self.count,
+        }
+
+    def restore(self, state: Any) -> tuple[Event, int]:
+        """Rebuild the queue and chats from a pause state; the paused event and listener index."""
+        saved = SavedState(f"agent {self.agent.name!r}", state)
+        current = self._decode(saved, saved.values.get("event"))
+        listener = saved.count("listener", below=len(self.plan.listeners(type(current))))
+        queued = saved.values.get("queue", [])
+        if not isinstance(queued, list):
+            raise saved.error("'queue' must be a list of events")
+        self.queue.extend(self._decode(saved, item) for item in queued)
+        chats = saved.values.get("chats", {})
+        if not isinstance(chats, dict):
+            raise saved.error("'chats' must map request ids to chats")
+        for request_id, chat in chats.items():
+            fields = SavedState(f"chat {request_id!r} of agent {self.agent.name!r}", chat)
+            request = self._decode(fields, fields.values.get("request"))
+            if not isinstance(request, ChatRequestEvent):
+                raise fields.error("its 'request' is not a ChatRequestEvent")
+            self.chats[request_id] = _Chat(
+                request, fields.messages("messages"), fields.count("rounds")
+            )
+        self.count = saved.count("count", default=0)
+        return current, listener
+
+    def _encode(self, event: Event) -> dict[str, Any]:
+        """An event as JSON: fields typed ``Any`` keep registered models tagged (as checkpoints
+        do everywhere); typed fields are pydantic's JSON, validated back on resume."""
+        fields: dict[str, Any] = {}
+        dumped: dict[str, Any] | None = None
+        for name, info in type(event).model_fields.items():
+            if info.annotation is Any:
+                fields[name] = to_json_value(
+                    getattr(event, name), f"{type(event).__name__}.{name} of a paused agent"
+                )
+            else:
+                if dumped is None:
+                    dumped = event.model_dump(mode="json")
+                fields[name] = dumped[name]
+        key = f"{type(event).__module__}.{type(event).__qualname__}"
+        return {"type": key, "fields": fields}
+
+    def _decode(self, saved: SavedState, data: Any) -> Event:
+        if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+            raise saved.error(f"an event must be {{'type': ..., 'fields': ...}}, not {data!r}")
+        event_type = self.plan.event_type(data["type"])
+        if event_type is None:
+            raise saved.error(
+                f"it holds an event of type {data['type']!r}, which none of its actions takes"
+            )
+        fields = data.get("fields")
+        if not isinstance(fields, dict):
+            raise saved.error(f"the {data['type']!r} event has no fields")
+        try:
+            values = {
+                name: from_json_value(value)
+                if name in event_type.model_fields
+                and event_type.model_fields[name].annotation is Any
+                else value
+                for name, value in fields.items()
+            }
+            return event_type.model_validate(values)
+        except CheckpointError as exc:
+            raise saved.error(f"the {data['type']!r} event {exc}") from None
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            raise saved.error(f"the {data['type']!r} event is invalid: {exc}") from None
+
+
+def _output_event(output: Any) -> AgentEvent:
+    if isinstance(output, Message):
+        return AgentEvent.of(output)
+    if isinstance(output, str):
+        return AgentEvent.of(Message.assistant(output))
+    return AgentEvent.custom(output)

@@ -1,0 +1,76 @@
+"""``ActionAgent``: an agent made of actions that react to events (Flink Agents style).
+
+It is an ordinary ``Agent``: a ``Runner`` drives it, workflows contain it, ``AgentTool`` wraps it,
+and an execution environment runs it over keyed records. Each input becomes one ``InputEvent``;
+each ``OutputEvent`` its actions send becomes one ``AgentEvent`` output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+
+from ..agent import AgentInput, BaseAgent
+from ..context import RunContext
+from ..events import AgentEvent
+from ..messages import Message
+from ._run import _ActionRun
+from .events import InputEvent
+from .plan import AgentPlan
+
+__all__ = ["RECORD_KEY", "ActionAgent"]
+
+RECORD_KEY = "adk.record"
+"""Metadata key of an input message that carries a record (set by the execution environments):
+the agent's ``InputEvent.input`` is then the record itself, not the message's text."""
+
+
+class ActionAgent(BaseAgent):
+    """An agent whose behaviour is its ``@action`` methods (or the functions in ``actions``).
+
+    ``resources`` are the agent's own named models, tools and prompts, looked up before the
+    runner's. ``max_events`` bounds the events one input may cause, so actions that send events
+    in a cycle fail with a clear error instead of running forever.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str = "",
+        *,
+        actions: Iterable[Callable[..., Any]] = (),
+        resources: Any = None,
+        max_events: int = 1000,
+    ) -> None:
+        super().__init__(name, description)
+        if max_events < 1:
+            raise ValueError("max_events must be at least 1")
+        self.resources = resources
+        self.max_events = max_events
+        self._extra_actions = tuple(actions)
+        self.plan = AgentPlan.compile(self)
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        messages = input.messages
+        run = _ActionRun(self, ctx)
+        first = InputEvent(input=_input_of(messages), messages=list(messages))
+        run.count = 1
+        async for event in run.process(first):
+            yield event
+
+    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        resume = ctx.resume
+        run = _ActionRun(self, ctx)
+        current, listener = run.restore(resume.state if resume is not None else None)
+        async for event in run.process(current, listener, resumed=True):
+            yield event
+
+
+def _input_of(messages: list[Message]) -> Any:
+    """What ``InputEvent.input`` holds: the record the last message carries, else its text."""
+    if not messages:
+        return None
+    last = messages[-1]
+    if RECORD_KEY in last.metadata:
+        return last.metadata[RECORD_KEY]
+    return last.content

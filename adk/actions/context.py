@@ -1,0 +1,129 @@
+"""What an action sees: ``ActionContext`` (send events, memory, resources) and ``ShortTermMemory``.
+
+Short-term memory lives in the run's ``Session`` under ``memory:<agent name>``. That one choice
+gives it every property it needs: an execution environment keeps one session per key, so memory
+persists per key across inputs; a ``Runner`` user who passes the same session to several runs
+gets it across them; and a checkpoint saves the session, so memory survives a pause.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..checkpoint.codec import CheckpointError, to_json_value
+from ..context import RunContext, Session
+from ..interrupts import ResumeContext
+from .events import Event
+
+if TYPE_CHECKING:
+    from ._run import _ActionRun
+
+__all__ = ["ActionContext", "ResourceKind", "ShortTermMemory"]
+
+ResourceKind = Literal["model", "tool", "prompt"]
+
+_MISSING: Any = object()
+
+
+class ShortTermMemory:
+    """Key-value memory of one agent, kept per input key. Values are JSON data or pydantic models
+    registered with ``adk.register_type``: memory is saved in checkpoints, and a value that could
+    not be saved is refused when it is set, not when a pause later fails."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self._values = values
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self._values.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        if not isinstance(key, str):
+            raise TypeError(f"short-term memory keys are strings, got {key!r}")
+        try:
+            to_json_value(value, f"short-term memory {key!r}")
+        except CheckpointError as exc:
+            raise TypeError(str(exc)) from None
+        self._values[key] = value
+
+    def delete(self, key: str) -> None:
+        """Forget ``key`` (no error if it is not there)."""
+        self._values.pop(key, None)
+
+    def __getitem__(self, key: str) -> Any:
+        return self._values[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.set(key, value)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._values
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        return f"ShortTermMemory({self._values!r})"
+
+
+def memory_key(agent_name: str) -> str:
+    """The session key an agent's short-term memory lives under."""
+    return f"memory:{agent_name}"
+
+
+class ActionContext:
+    """Passed to every action with its event: send events, read and write memory, reach resources.
+
+    ``resume`` is set when this action raised ``adk.Interrupt`` on this event and the run resumed:
+    the action runs again on the same event and reads ``resume.data`` (and the ``state`` it saved).
+    Events an interrupted action sent are dropped, because it runs again and sends them anew.
+    """
+
+    __slots__ = ("_run", "_sent", "action_name", "resume")
+
+    def __init__(self, run: _ActionRun, action_name: str, resume: ResumeContext | None) -> None:
+        self._run = run
+        self._sent: list[Event] = []
+        self.action_name = action_name
+        self.resume = resume
+
+    def send_event(self, event: Event) -> None:
+        """Queue ``event`` for the actions that listen for its type (after this action returns).
+
+        An event nobody listens for is refused here, where the mistake is, instead of vanishing.
+        """
+        self._run.check_sendable(event)
+        self._sent.append(event)
+
+    @property
+    def agent_name(self) -> str:
+        return self._run.agent.name
+
+    @property
+    def short_term_memory(self) -> ShortTermMemory:
+        return self._run.memory
+
+    @property
+    def session(self) -> Session:
+        return self._run.ctx.session
+
+    @property
+    def run_context(self) -> RunContext:
+        """The agent's ``RunContext`` (run path, address, history), for what actions rarely need."""
+        return self._run.ctx
+
+    async def get_resource(self, name: str, kind: ResourceKind = "model") -> Any:
+        """The resource ``name`` of ``kind``: from the agent's own ``resources`` first, then the
+        runner's. Unknown names raise ``KeyError`` saying what is known."""
+        return await self._run.get_resource(name, kind)
+
+    def __repr__(self) -> str:
+        return f"<ActionContext {self.agent_name}.{self.action_name}>"

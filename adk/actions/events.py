@@ -1,0 +1,102 @@
+"""The events actions react to: a pydantic base class and the built-in kinds.
+
+Events are pydantic models, unlike ``AgentEvent``: they are the user's own data types, they travel
+between actions, and a paused agent saves the ones still waiting in its checkpoint. Every event has
+an ``id``; responses name the request they answer by it (``request_id``), which is how the
+built-in chat action finds its conversation again when a tool response arrives.
+
+No ``from __future__ import annotations`` here: with it pydantic would compile every field's
+annotation string at class creation. Forward references are quoted.
+"""
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..messages import Message, ToolCall
+from ..models.base import ModelOptions
+
+__all__ = [
+    "ChatRequestEvent",
+    "ChatResponseEvent",
+    "Event",
+    "InputEvent",
+    "OutputEvent",
+    "ToolRequestEvent",
+    "ToolResponseEvent",
+]
+
+
+def _new_event_id() -> str:
+    # Random, not a counter: ids are saved in checkpoints and must not collide with the ids a
+    # resumed run in another process makes.
+    return uuid.uuid4().hex
+
+
+class Event(BaseModel):
+    """Base of every event. Subclass it for your own: fields are validated like any pydantic model.
+
+    ``extra="forbid"``: a misspelt field is an error where the event is made, not a value that
+    silently never arrives.
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+    id: str = Field(default_factory=_new_event_id)
+
+
+class InputEvent(Event):
+    """Starts the agent: one per input.
+
+    ``input`` is the record (under an execution environment) or, under a ``Runner`` or in a
+    workflow, the text of the last input message. ``messages`` is the conversation the agent was started with when it
+    runs as a step of one (``Runner``, workflows); empty for records.
+    """
+
+    input: Any = None
+    messages: list[Message] = Field(default_factory=list)
+
+
+class OutputEvent(Event):
+    """What the agent produces: each one surfaces as an ``AgentEvent`` output (a ``Message`` as a
+    message, a ``str`` as an assistant message, anything else as custom data)."""
+
+    output: Any = None
+
+
+class ChatRequestEvent(Event):
+    """Ask the model resource named ``model``. The built-in chat action offers it the tools named in
+    ``tools``, runs the tool calls it makes (through ``ToolRequestEvent``s) and answers with one
+    ``ChatResponseEvent`` once the model replies without tool calls, after at most
+    ``max_tool_rounds`` rounds of calls."""
+
+    model: str
+    messages: list[Message]
+    tools: list[str] = Field(default_factory=list)
+    options: ModelOptions | None = None
+    max_tool_rounds: int = Field(default=10, ge=0)
+
+
+class ChatResponseEvent(Event):
+    """The model's final reply to the ``ChatRequestEvent`` whose id is ``request_id``."""
+
+    request_id: str
+    response: Message
+
+
+class ToolRequestEvent(Event):
+    """Run ``tool_calls``. ``tools`` names the tools the caller may use (empty: any registered
+    tool); ``model`` is the model resource that asked, if any."""
+
+    tool_calls: list[ToolCall]
+    tools: list[str] = Field(default_factory=list)
+    model: str | None = None
+
+
+class ToolResponseEvent(Event):
+    """The tool messages answering the ``ToolRequestEvent`` whose id is ``request_id``, one per call
+    in the order of the calls. A failed call is an error message the model can read."""
+
+    request_id: str
+    responses: list[Message]

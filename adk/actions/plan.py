@@ -1,0 +1,217 @@
+"""``@action`` and ``AgentPlan``: which actions run for which event types, checked once.
+
+``AgentPlan.compile(agent)`` collects the agent's actions (methods and static methods marked with
+``@action``, and the functions passed as ``actions=``), adds the built-in chat and tool actions,
+checks every signature, and answers "who listens for this event type" from a per-type cache. The
+plan is also a description: ``to_dict()``/``to_json()`` give the actions by event type and the
+agent's own resources as JSON, for logs, reviews and other runtimes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from . import _builtin
+from .events import ChatRequestEvent, Event, InputEvent, ToolRequestEvent, ToolResponseEvent
+
+if TYPE_CHECKING:
+    from .agent import ActionAgent
+
+__all__ = ["AgentPlan", "action"]
+
+_MARK = "_adk_action_events"
+_F = TypeVar("_F")
+
+
+def action(*events: type[Event]) -> Callable[[_F], _F]:
+    """Mark a function or method ``(event, ctx)`` (sync or async) as reacting to ``events``.
+
+    An action listens for the event types named and their subclasses. Works above or below
+    ``@staticmethod``.
+    """
+    if not events:
+        raise TypeError("@action needs at least one event type, e.g. @action(InputEvent)")
+    for event_type in events:
+        if not (isinstance(event_type, type) and issubclass(event_type, Event)):
+            raise TypeError(
+                f"@action takes Event subclasses, got {event_type!r}; "
+                "define events as classes deriving from adk.actions.Event"
+            )
+
+    def mark(function: _F) -> _F:
+        target = function.__func__ if isinstance(function, staticmethod) else function
+        if not callable(target):
+            raise TypeError(f"@action decorates functions, not {type(function).__name__}")
+        setattr(target, _MARK, tuple(events))
+        return function
+
+    return mark
+
+
+def _type_key(event_type: type) -> str:
+    return f"{event_type.__module__}.{event_type.__qualname__}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Action:
+    """One compiled action: what it listens for and how to call it."""
+
+    name: str
+    events: tuple[type[Event], ...]
+    call: Callable[[Any, Any], Any]
+    function: str
+    is_async: bool
+    builtin: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "function": self.function,
+            "listens": [_type_key(t) for t in self.events],
+            "async": self.is_async,
+            "builtin": self.builtin,
+        }
+
+
+def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event], ...]) -> _Action:
+    raw = inspect.unwrap(getattr(call, "__func__", call))
+    try:
+        inspect.signature(call).bind(None, None)
+    except TypeError:
+        raise TypeError(
+            f"action {name!r} must take (event, ctx); its signature is {inspect.signature(call)}"
+        ) from None
+    except ValueError:  # no signature to inspect (a builtin): trust it
+        pass
+    return _Action(
+        name=name,
+        events=events,
+        call=call,
+        function=f"{raw.__module__}:{raw.__qualname__}",
+        is_async=inspect.iscoroutinefunction(raw),
+    )
+
+
+def _class_actions(agent: ActionAgent) -> list[_Action]:
+    """Actions declared on the agent's class and its bases (a subclass's definition of a name
+    replaces its base's), in definition order, bases first."""
+    seen: dict[str, _Action | None] = {}
+    for klass in reversed(type(agent).__mro__):
+        for attr, raw in vars(klass).items():
+            target = raw.__func__ if isinstance(raw, staticmethod | classmethod) else raw
+            events = getattr(target, _MARK, None)
+            if events is None:
+                if attr in seen:  # redefined without @action: no longer an action
+                    seen[attr] = None
+                continue
+            seen.pop(attr, None)  # re-insert: definition order follows the latest definition
+            seen[attr] = _compile_one(attr, getattr(agent, attr), events)
+    return [found for found in seen.values() if found is not None]
+
+
+class AgentPlan:
+    """The compiled form of an ``ActionAgent``: its actions by event type and its resources."""
+
+    def __init__(
+        self, agent_name: str, actions: Sequence[_Action], resources: dict[str, Any]
+    ) -> None:
+        self.agent_name = agent_name
+        self.actions: tuple[_Action, ...] = tuple(actions)
+        self.resources = resources
+        self._listeners: dict[type, tuple[_Action, ...]] = {}
+        self._user_listens_tool_responses = any(
+            ToolResponseEvent in a.events for a in self.actions if not a.builtin
+        )
+
+    @classmethod
+    def compile(cls, agent: ActionAgent) -> AgentPlan:
+        """Collect, check and index ``agent``'s actions. Raises ``TypeError`` for an action with
+        the wrong signature and ``ValueError`` for two actions of one name or an agent that no
+        input would ever start."""
+        found = _class_actions(agent)
+        for function in agent._extra_actions:
+            events = getattr(getattr(function, "__func__", function), _MARK, None)
+            if events is None:
+                raise TypeError(
+                    f"{function!r} was passed as an action but is not marked with @action(...)"
+                )
+            name = getattr(function, "__name__", repr(function))
+            found.append(_compile_one(name, function, events))
+        names = [a.name for a in found]
+        clashes = sorted({n for n in names if names.count(n) > 1})
+        if clashes:
+            raise ValueError(f"agent {agent.name!r} has two actions named {', '.join(clashes)}")
+        user_types = {t for a in found for t in a.events}
+        if ChatRequestEvent not in user_types:
+            found.append(_builtin_action("builtin.chat", _builtin.chat_action, ChatRequestEvent))
+        # The chat action also takes the tool responses of the chats it started.
+        found.append(
+            _builtin_action("builtin.chat_tool_responses", _builtin.chat_action, ToolResponseEvent)
+        )
+        if ToolRequestEvent not in user_types:
+            found.append(_builtin_action("builtin.tools", _builtin.tool_action, ToolRequestEvent))
+        plan = cls(agent.name, found, _describe_resources(agent.resources))
+        if not plan.listeners(InputEvent):
+            raise ValueError(
+                f"agent {agent.name!r} has no action for InputEvent, so no input would start it; "
+                "mark one with @action(InputEvent)"
+            )
+        return plan
+
+    def listeners(self, event_type: type) -> tuple[_Action, ...]:
+        """The actions that run for an event of ``event_type``, in plan order."""
+        found = self._listeners.get(event_type)
+        if found is None:
+            found = self._listeners[event_type] = tuple(
+                a for a in self.actions if issubclass(event_type, a.events)
+            )
+        return found
+
+    def event_type(self, key: str) -> type[Event] | None:
+        """The event class a checkpoint names by ``key``: one the plan listens for, or a subclass
+        of one. Only classes already imported are found; nothing is imported by name."""
+        stack: list[type[Event]] = [t for a in self.actions for t in a.events]
+        seen: set[type] = set()
+        while stack:
+            candidate = stack.pop()
+            if candidate in seen:
+                continue
+            seen.add(candidate)
+            if _type_key(candidate) == key:
+                return candidate
+            stack.extend(candidate.__subclasses__())
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        by_type: dict[str, list[str]] = {}
+        for found in self.actions:
+            for event_type in found.events:
+                by_type.setdefault(_type_key(event_type), []).append(found.name)
+        return {
+            "agent": self.agent_name,
+            "actions": {a.name: a.describe() for a in self.actions},
+            "actions_by_event": by_type,
+            "resources": self.resources,
+        }
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent)
+
+    def __repr__(self) -> str:
+        return f"<AgentPlan {self.agent_name!r}: {', '.join(a.name for a in self.actions)}>"
+
+
+def _builtin_action(name: str, call: Callable[..., Any], event_type: type[Event]) -> _Action:
+    found = _compile_one(name, call, (event_type,))
+    return _Action(found.name, found.events, found.call, found.function, found.is_async, True)
+
+
+def _describe_resources(resources: Any) -> dict[str, Any]:
+    if resources is None:
+        return {}
+    described: dict[str, Any] = resources._describe()
+    return described
