@@ -102,10 +102,10 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
     if ctx.resume is not None:
         saved = SavedState(f"action '{ctx.action_name}'", ctx.resume.state)
         done = {m.tool_call_id or "": m for m in saved.messages("done")}
-    allowed = set(event.tools)
+    allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}
     for call in event.tool_calls:
-        if call.name in tools or (allowed and call.name not in allowed):
+        if call.name in tools or (allowed is not None and call.name not in allowed):
             continue
         with suppress(KeyError):  # not found: answered as an unknown tool, naming the known ones
             tools[call.name] = await ctx.get_resource(call.name, "tool")

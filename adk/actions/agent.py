@@ -30,7 +30,10 @@ class ActionAgent(BaseAgent):
 
     ``resources`` are the agent's own named models, tools and prompts, looked up before the
     runner's. ``max_events`` bounds the events one input may cause, so actions that send events
-    in a cycle fail with a clear error instead of running forever.
+    in a cycle fail with a clear error instead of running forever. ``builtin_actions=False``
+    leaves out the built-in chat and tool actions, for an agent that handles
+    ``ChatRequestEvent``/``ToolRequestEvent`` with its own (actions that merely watch those events
+    run beside the built-ins).
     """
 
     def __init__(
@@ -41,12 +44,14 @@ class ActionAgent(BaseAgent):
         actions: Iterable[Callable[..., Any]] = (),
         resources: Any = None,
         max_events: int = 1000,
+        builtin_actions: bool = True,
     ) -> None:
         super().__init__(name, description)
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
         self.resources = resources
         self.max_events = max_events
+        self.builtin_actions = builtin_actions
         self._extra_actions = tuple(actions)
         self.plan = AgentPlan.compile(self)
 

@@ -86,11 +86,11 @@ class ChatResponseEvent(Event):
 
 
 class ToolRequestEvent(Event):
-    """Run ``tool_calls``. ``tools`` names the tools the caller may use (empty: any registered
-    tool); ``model`` is the model resource that asked, if any."""
+    """Run ``tool_calls``. ``tools`` names the tools the caller may use (``None``: any tool the
+    resources have); ``model`` is the model resource that asked, if any."""
 
     tool_calls: list[ToolCall]
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] | None = None
     model: str | None = None
 
 

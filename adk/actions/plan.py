@@ -97,20 +97,18 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
 
 
 def _class_actions(agent: ActionAgent) -> list[_Action]:
-    """Actions declared on the agent's class and its bases (a subclass's definition of a name
-    replaces its base's), in definition order, bases first."""
-    seen: dict[str, _Action | None] = {}
+    """Actions declared on the agent's class and its bases, in definition order, bases first. A
+    subclass's definition of a name replaces its base's; defining it without ``@action`` (or as
+    ``None``) removes the action."""
+    marked: dict[str, tuple[type[Event], ...]] = {}
     for klass in reversed(type(agent).__mro__):
         for attr, raw in vars(klass).items():
             target = raw.__func__ if isinstance(raw, staticmethod | classmethod) else raw
             events = getattr(target, _MARK, None)
-            if events is None:
-                if attr in seen:  # redefined without @action: no longer an action
-                    seen[attr] = None
-                continue
-            seen.pop(attr, None)  # re-insert: definition order follows the latest definition
-            seen[attr] = _compile_one(attr, getattr(agent, attr), events)
-    return [found for found in seen.values() if found is not None]
+            marked.pop(attr, None)  # re-inserted below: the order follows the latest definition
+            if events is not None:
+                marked[attr] = events
+    return [_compile_one(attr, getattr(agent, attr), events) for attr, events in marked.items()]
 
 
 class AgentPlan:
@@ -145,15 +143,15 @@ class AgentPlan:
         clashes = sorted({n for n in names if names.count(n) > 1})
         if clashes:
             raise ValueError(f"agent {agent.name!r} has two actions named {', '.join(clashes)}")
-        user_types = {t for a in found for t in a.events}
-        if ChatRequestEvent not in user_types:
-            found.append(_builtin_action("builtin.chat", _builtin.chat_action, ChatRequestEvent))
-        # The chat action also takes the tool responses of the chats it started.
-        found.append(
-            _builtin_action("builtin.chat_tool_responses", _builtin.chat_action, ToolResponseEvent)
-        )
-        if ToolRequestEvent not in user_types:
-            found.append(_builtin_action("builtin.tools", _builtin.tool_action, ToolRequestEvent))
+        if agent.builtin_actions:
+            found += [
+                _builtin_action("builtin.chat", _builtin.chat_action, ChatRequestEvent),
+                # The chat action also takes the tool responses of the chats it started.
+                _builtin_action(
+                    "builtin.chat_tool_responses", _builtin.chat_action, ToolResponseEvent
+                ),
+                _builtin_action("builtin.tools", _builtin.tool_action, ToolRequestEvent),
+            ]
         plan = cls(agent.name, found, _describe_resources(agent.resources))
         if not plan.listeners(InputEvent):
             raise ValueError(

@@ -17,6 +17,7 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import (
+    AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
     Callable,
@@ -155,6 +156,8 @@ class KeyedOutputs:
 
     ``sessions`` holds each key's session values after its records; ``runner`` resumes the
     records that paused (``await outputs.runner.invoke_resume(output.checkpoint_id, ...)``).
+    Stopping early (``break``) leaves records running until the outputs are closed: use
+    ``async with outputs:`` around the loop, or ``await outputs.aclose()``.
     """
 
     def __init__(
@@ -168,14 +171,25 @@ class KeyedOutputs:
         self.runner = runner
         self._records = records
         self._key = key
-        self._started = False
+        self._iterator: AsyncGenerator[KeyedOutput, None] | None = None
         self.sessions: dict[Hashable, dict[str, Any]] = {}
 
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
-        if self._started:
+        if self._iterator is not None:
             raise RuntimeError("these outputs were already iterated; apply the agent again")
-        self._started = True
-        return self._run()
+        self._iterator = self._run()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        """Cancel the records still running and wait for them to end."""
+        if self._iterator is not None:
+            await self._iterator.aclose()
+
+    async def __aenter__(self) -> KeyedOutputs:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
 
     async def to_list(self) -> list[KeyedOutput]:
         """Every output, in record order (and, within a record, in the order it was produced)."""
@@ -183,7 +197,7 @@ class KeyedOutputs:
         found.sort(key=lambda output: (output.index, output._seq))
         return found
 
-    async def _run(self) -> AsyncIterator[KeyedOutput]:
+    async def _run(self) -> AsyncGenerator[KeyedOutput, None]:
         scheduler = _Scheduler(self)
         feeder = asyncio.create_task(scheduler.feed())
         try:
@@ -202,10 +216,9 @@ class KeyedOutputs:
         selector = self._key
         if selector is None:
             return index
+        value: Hashable
         if isinstance(selector, str):
-            value = (
-                record.get(selector) if isinstance(record, Mapping) else getattr(record, selector)
-            )
+            value = record[selector] if isinstance(record, Mapping) else getattr(record, selector)
         else:
             value = selector(record)
         hash(value)  # an unhashable key fails here, for this record, with a TypeError

@@ -1,0 +1,674 @@
+"""Event-driven agents (``adk.actions``): plans, the event loop, built-in chat and tool actions,
+short-term memory, errors, and pause/resume at an action."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from adk import (
+    BaseAgent,
+    Callbacks,
+    CheckpointError,
+    Interrupt,
+    Message,
+    Resources,
+    Role,
+    RunError,
+    Runner,
+    SequentialAgent,
+    Session,
+    tool,
+)
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ActionError,
+    AgentPlan,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    action,
+)
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.testing import Reply, ScriptedModel, tool_call
+from tests.conftest import other_tasks
+
+
+class Verdict(Event):
+    text: str
+    score: int
+
+
+class LoudVerdict(Verdict):
+    """A subclass: actions listening for ``Verdict`` take it too."""
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool(require_approval=True)
+async def pay(amount: int) -> str:
+    """Pay an amount (a person approves it first)."""
+    PAID.append(amount)
+    return f"paid {amount}"
+
+
+PAID: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_payments() -> None:
+    PAID.clear()
+
+
+def _resources(model: Any, *tools: Any) -> Resources:
+    resources = Resources()
+    resources.add_model("m", model)
+    for found in tools:
+        resources.add_tool(found)
+    return resources
+
+
+def _answer_after_tools(final: str = "sum={result}") -> Any:
+    """A model that calls ``add(1, 2)`` until a tool result is there, then answers with it."""
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=final.format(result=messages[-1].content))
+        return Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])
+
+    return reply
+
+
+class Asker(ActionAgent):
+    """Asks the model ``m`` with the tools named in ``tools``; outputs its answer."""
+
+    def __init__(self, name: str, tools: tuple[str, ...] = ("add",), **options: Any) -> None:
+        self.tools = list(tools)
+        super().__init__(name, **options)
+
+    @action(InputEvent)
+    async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.short_term_memory.set("asked", ctx.short_term_memory.get("asked", 0) + 1)
+        request = ChatRequestEvent(
+            model="m", messages=[Message.user(event.input)], tools=self.tools
+        )
+        ctx.send_event(request)
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+# -- plans -----------------------------------------------------------------------------------------
+
+
+def test_a_plan_lists_the_agents_actions_the_built_ins_and_its_resources_as_json() -> None:
+    agent = Asker("asker", resources=_resources(ScriptedModel(["x"]), add))
+    plan = AgentPlan.compile(agent)
+    data = json.loads(plan.to_json())
+    assert data["agent"] == "asker"
+    assert list(data["actions"]) == [
+        "ask",
+        "answer",
+        "builtin.chat",
+        "builtin.chat_tool_responses",
+        "builtin.tools",
+    ]
+    assert data["actions"]["ask"]["function"] == f"{__name__}:Asker.ask"
+    assert data["actions"]["ask"]["async"] is True and data["actions"]["answer"]["async"] is False
+    assert data["actions_by_event"]["adk.actions.events.ChatRequestEvent"] == ["builtin.chat"]
+    assert data["resources"]["models"]["m"]["type"] == "adk.testing.ScriptedModel"
+    assert data["resources"]["tools"]["add"]["name"] == "add"
+    assert plan.to_dict() == data
+
+
+def test_actions_listen_for_subclasses_of_their_event_types_in_definition_order() -> None:
+    class Judge(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None: ...
+
+        @action(Verdict)
+        def any_verdict(self, event: Verdict, ctx: ActionContext) -> None: ...
+
+        @action(LoudVerdict, InputEvent)
+        def loud(self, event: Event, ctx: ActionContext) -> None: ...
+
+    plan = Judge("judge").plan
+    assert [a.name for a in plan.listeners(LoudVerdict)] == ["any_verdict", "loud"]
+    assert [a.name for a in plan.listeners(Verdict)] == ["any_verdict"]
+    assert [a.name for a in plan.listeners(InputEvent)] == ["start", "loud"]
+    assert plan.event_type(f"{__name__}.LoudVerdict") is LoudVerdict
+    assert plan.event_type(f"{__name__}.Nothing") is None
+
+
+def test_a_subclass_can_replace_or_drop_its_bases_actions() -> None:
+    class Base(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None: ...
+
+        @action(Verdict)
+        def judge(self, event: Verdict, ctx: ActionContext) -> None: ...
+
+    class Child(Base):
+        judge = None  # type: ignore[assignment]  # no longer an action
+
+        @action(LoudVerdict)
+        def loud(self, event: LoudVerdict, ctx: ActionContext) -> None: ...
+
+    names = [a.name for a in Child("c").plan.actions if not a.builtin]
+    assert names == ["start", "loud"]
+
+
+def test_functions_passed_as_actions_join_the_plan() -> None:
+    @action(InputEvent)
+    def echo(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.input))
+
+    agent = ActionAgent("echo", actions=[echo])
+    assert [a.name for a in agent.plan.listeners(InputEvent)] == ["echo"]
+
+
+def test_an_agent_can_leave_out_the_built_in_actions_to_handle_chats_itself() -> None:
+    class OwnChat(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None: ...
+
+        @action(ChatRequestEvent)
+        def chat(self, event: ChatRequestEvent, ctx: ActionContext) -> None: ...
+
+    watching = OwnChat("own").plan.listeners(ChatRequestEvent)
+    assert [a.name for a in watching] == ["chat", "builtin.chat"]
+    alone = OwnChat("own", builtin_actions=False).plan
+    assert [a.name for a in alone.listeners(ChatRequestEvent)] == ["chat"]
+    assert alone.listeners(ToolRequestEvent) == ()
+
+
+def test_plan_mistakes_are_reported_when_the_agent_is_made() -> None:
+    with pytest.raises(TypeError, match="at least one event type"):
+        action()
+    with pytest.raises(TypeError, match="Event subclasses"):
+        action(dict)  # type: ignore[arg-type]
+
+    class NoStart(ActionAgent):
+        @action(Verdict)
+        def judge(self, event: Verdict, ctx: ActionContext) -> None: ...
+
+    with pytest.raises(ValueError, match="no action for InputEvent"):
+        NoStart("x")
+
+    class BadSignature(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent) -> None: ...
+
+    with pytest.raises(TypeError, match=r"'start' must take \(event, ctx\)"):
+        BadSignature("x")
+
+    def unmarked(event: Event, ctx: ActionContext) -> None: ...
+
+    with pytest.raises(TypeError, match="not marked with @action"):
+        ActionAgent("x", actions=[unmarked])
+
+    @action(InputEvent)
+    def start(event: InputEvent, ctx: ActionContext) -> None: ...
+
+    with pytest.raises(ValueError, match="two actions named start"):
+        ActionAgent("x", actions=[start, start])
+    with pytest.raises(ValueError, match="max_events"):
+        ActionAgent("x", actions=[start], max_events=0)
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+
+async def test_a_chat_with_a_tool_round_flows_the_tool_result_back_to_the_model() -> None:
+    model = ScriptedModel(_answer_after_tools())
+    agent = Asker("asker", resources=_resources(model, add))
+    result = await Runner(agent).invoke("what is 1+2?")
+    assert result.text == "sum=3"
+    assert [event.message.content for event in result.events if event.message] == ["sum=3"]
+    first, second = model.requests
+    assert [spec.name for spec in first.tools] == ["add"]
+    assert [m.role for m in second.messages] == [Role.USER, Role.ASSISTANT, Role.TOOL]
+    assert second.messages[-1].content == "3"
+    assert result.session["memory:asker"] == {"asked": 1}
+
+
+async def test_every_tool_round_event_passes_through_actions_that_watch_it() -> None:
+    seen: list[str] = []
+
+    class Watcher(Asker):
+        @action(ToolRequestEvent, ToolResponseEvent)
+        def watch(self, event: Event, ctx: ActionContext) -> None:
+            seen.append(type(event).__name__)
+
+    agent = Watcher("w", resources=_resources(ScriptedModel(_answer_after_tools()), add))
+    result = await Runner(agent).invoke("go")
+    assert result.text == "sum=3"
+    assert seen == ["ToolRequestEvent", "ToolResponseEvent"]
+
+
+async def test_outputs_become_messages_text_or_custom_data_in_the_order_sent() -> None:
+    class Many(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output="plain text"))
+            ctx.send_event(OutputEvent(output=Message.assistant("a message")))
+            ctx.send_event(OutputEvent(output={"score": 7}))
+
+    result = await Runner(Many("many")).invoke("go")
+    outputs = [event.output for event in result.events if event.output is not None]
+    assert [o.message.content if o.message else o.custom for o in outputs] == [
+        "plain text",
+        "a message",
+        {"score": 7},
+    ]
+    assert result.output == {"score": 7} and result.text == "a message"
+
+
+async def test_events_run_breadth_first_through_sync_and_async_actions() -> None:
+    order: list[str] = []
+
+    class Chain(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            order.append("start")
+            ctx.send_event(Verdict(text="a", score=1))
+            ctx.send_event(LoudVerdict(text="b", score=2))
+
+        @action(Verdict)
+        async def judge(self, event: Verdict, ctx: ActionContext) -> None:
+            await asyncio.sleep(0)
+            order.append(f"judge {event.text}")
+            ctx.send_event(OutputEvent(output=event.score))
+
+        @action(LoudVerdict)
+        @staticmethod
+        def shout(event: LoudVerdict, ctx: ActionContext) -> None:
+            order.append(f"shout {event.text}")
+
+    result = await Runner(Chain("chain")).invoke("go")
+    assert order == ["start", "judge a", "judge b", "shout b"]
+    assert [e.output.custom for e in result.events if e.output] == [1, 2]
+
+
+async def test_an_action_agent_is_a_step_of_a_workflow_and_sees_the_conversation() -> None:
+    class Step(BaseAgent):
+        async def run(self, input: Any, ctx: Any) -> Any:
+            yield _event("first step's answer")
+
+    from adk import AgentEvent
+
+    def _event(text: str) -> AgentEvent:
+        return AgentEvent.of(text)
+
+    got: list[Any] = []
+
+    @action(InputEvent)
+    def summarise(event: InputEvent, ctx: ActionContext) -> None:
+        got.append((event.input, [m.content for m in event.messages]))
+        ctx.send_event(OutputEvent(output=f"summary of: {event.input}"))
+
+    flow = SequentialAgent("flow", [Step("first"), ActionAgent("second", actions=[summarise])])
+    result = await Runner(flow).invoke("hello")
+    [(text, messages)] = got
+    assert "first step's answer" in text and messages[0] == "hello"
+    assert result.text.startswith("summary of:") and "first step's answer" in result.text
+
+
+async def test_short_term_memory_persists_across_runs_sharing_a_session() -> None:
+    model = ScriptedModel(["one", "two"])
+    agent = Asker("asker", resources=_resources(model))
+    agent.tools = []
+    session = Session()
+    runner = Runner(agent)
+    await runner.invoke("a", session=session)
+    await runner.invoke("b", session=session)
+    assert session["memory:asker"] == {"asked": 2}
+
+
+async def test_memory_refuses_values_a_checkpoint_could_not_hold() -> None:
+    class Storer(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            memory = ctx.short_term_memory
+            memory["ok"] = {"nested": [1, "two", None]}
+            assert "ok" in memory and len(memory) == 1 and list(memory) == ["ok"]
+            memory.set("bad", object())
+
+    with pytest.raises(RunError) as raised:
+        await Runner(Storer("storer")).invoke("go")
+    assert "cannot be stored in a checkpoint" in str(raised.value)
+    assert isinstance(raised.value.__cause__, ActionError)
+
+
+async def test_resources_come_from_the_agent_first_then_the_runner() -> None:
+    own, shared = ScriptedModel(["from the agent"]), ScriptedModel(["from the runner"])
+    agent = Asker("asker", resources=_resources(own))
+    agent.tools = ["add"]
+    result = await Runner(agent, resources=_resources(shared, add)).invoke("go")
+    assert result.text == "from the agent" and shared.calls == 0
+    bare = Asker("bare")
+    with pytest.raises(RunError, match="has no resources"):
+        await Runner(bare).invoke("go")
+    with pytest.raises(RunError, match="no model named 'm'"):
+        await Runner(bare, resources=Resources()).invoke("go")
+
+
+async def test_model_and_tool_calls_go_through_the_runners_callbacks() -> None:
+    calls: list[str] = []
+
+    class Spy(Callbacks):
+        def before_model(self, ctx: Any, request: Any) -> None:
+            calls.append(f"model at {ctx.address}")
+
+        def before_tool(self, ctx: Any, call: Any) -> None:
+            calls.append(f"tool {call.name} at {ctx.address}")
+
+    agent = Asker("asker", resources=_resources(ScriptedModel(_answer_after_tools()), add))
+    result = await Runner(agent, callbacks=[Spy()]).invoke("go")
+    assert result.text == "sum=3"
+    assert calls[0] == "model at agent:asker"
+    assert calls[1].startswith("tool add at agent:asker/action:builtin.tools/tool:add#")
+    assert calls[2] == "model at agent:asker"
+
+
+# -- errors ----------------------------------------------------------------------------------------
+
+
+async def test_a_tool_the_request_does_not_offer_or_nobody_has_is_an_error_the_model_reads() -> (
+    None
+):
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=" | ".join(m.content for m in messages if m.role == Role.TOOL))
+        return Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2}), tool_call("nope", {})])
+
+    agent = Asker("asker", resources=_resources(ScriptedModel(reply), add))
+    agent.tools = []  # add is registered, but this request offers no tools
+    result = await Runner(agent).invoke("go")
+    assert result.text.count("unknown tool") == 2
+
+
+async def test_malformed_tool_arguments_are_an_error_the_model_reads() -> None:
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=messages[-1].content)
+        return Reply(tool_calls=[tool_call("add", '{"a": 1, "b": ')])
+
+    agent = Asker("asker", resources=_resources(ScriptedModel(reply), add))
+    result = await Runner(agent).invoke("go")
+    assert "add" in result.text and "Error" in result.text
+
+
+async def test_an_action_that_fails_ends_the_run_with_an_error_naming_it() -> None:
+    class Broken(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            raise ValueError("bad record")
+
+    with pytest.raises(RunError) as raised:
+        await Runner(Broken("broken")).invoke("go")
+    message = str(raised.value)
+    assert "action 'start' of agent 'broken' failed on InputEvent" in message
+    assert "ValueError: bad record" in message
+    assert isinstance(raised.value.__cause__, ActionError)
+    assert isinstance(raised.value.__cause__.__cause__, ValueError)
+
+
+async def test_an_event_nobody_listens_for_is_refused_where_it_is_sent() -> None:
+    class Lost(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Verdict(text="x", score=1))
+
+    with pytest.raises(RunError, match="no action of agent 'lost' listens for Verdict"):
+        await Runner(Lost("lost")).invoke("go")
+
+
+async def test_actions_sending_events_in_a_cycle_stop_at_max_events() -> None:
+    class Ping(ActionAgent):
+        @action(InputEvent, Verdict)
+        def again(self, event: Event, ctx: ActionContext) -> None:
+            ctx.send_event(Verdict(text="again", score=0))
+
+    with pytest.raises(RunError, match=r"more than 50 events for one input \(max_events\)"):
+        await Runner(Ping("ping", max_events=50)).invoke("go")
+
+
+async def test_a_model_that_keeps_calling_tools_stops_at_max_tool_rounds() -> None:
+    class Bounded(Asker):
+        @action(InputEvent)
+        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            messages = [Message.user("go")]
+            ctx.send_event(ChatRequestEvent(model="m", messages=messages, max_tool_rounds=2))
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 1})])], cycle=True)
+    with pytest.raises(RunError, match=r"still calls tools after 2 round\(s\)"):
+        await Runner(Bounded("b", resources=_resources(model, add))).invoke("go")
+    assert model.calls == 3
+
+
+async def test_a_model_failure_is_the_runs_error_and_a_tool_response_nobody_asked_for_too() -> None:
+    failing = ScriptedModel([ConnectionError("model down")])
+    asker = Asker("a", resources=_resources(failing))
+    asker.tools = []
+    with pytest.raises(RunError, match="model down"):
+        await Runner(asker).invoke("go")
+
+    class Stray(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ToolResponseEvent(request_id="nobody", responses=[]))
+
+    with pytest.raises(RunError, match="answers request 'nobody', which no chat made"):
+        await Runner(Stray("stray")).invoke("go")
+
+
+async def test_a_tool_request_an_action_sends_itself_is_answered_to_that_action() -> None:
+    class Direct(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ToolRequestEvent(tool_calls=[tool_call("add", {"a": 2, "b": 5}, "c1")]))
+
+        @action(ToolResponseEvent)
+        def done(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=[m.content for m in event.responses]))
+
+    result = await Runner(Direct("direct", resources=_resources(ScriptedModel(), add))).invoke("go")
+    assert result.output == ["7"]
+
+
+async def test_closing_a_run_mid_action_cancels_it_and_leaves_nothing_running() -> None:
+    started = asyncio.Event()
+
+    class Slow(ActionAgent):
+        @action(InputEvent)
+        async def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            started.set()
+            await asyncio.sleep(30)
+
+    before = other_tasks()
+    task = asyncio.create_task(Runner(Slow("slow")).invoke("go"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert other_tasks() == before
+
+
+# -- pause and resume ------------------------------------------------------------------------------
+
+
+class Payer(ActionAgent):
+    """Asks the model, which pays through tools needing approval; outputs the answer."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(Verdict(text="queued before the chat", score=0))
+        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("pay")], tools=["pay"]))
+
+    @action(Verdict)
+    def note(self, event: Verdict, ctx: ActionContext) -> None:
+        ctx.short_term_memory.set("notes", ctx.short_term_memory.get("notes", 0) + 1)
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+def _paying(*amounts: int) -> Any:
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            answers = [m.content for m in messages if m.role == Role.TOOL]
+            return Reply(text=", ".join(answers))
+        return Reply(tool_calls=[tool_call("pay", {"amount": a}) for a in amounts])
+
+    return reply
+
+
+async def test_a_tool_needing_approval_pauses_the_agent_and_a_fresh_runner_resumes_it() -> None:
+    store = InMemoryCheckpointStore()
+
+    def build() -> Runner:
+        model = ScriptedModel(_paying(5))
+        return Runner(Payer("payer", resources=_resources(model, pay)), checkpoint_store=store)
+
+    paused = await build().invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None and PAID == []
+    [point] = paused.interrupt.points
+    assert point.id.startswith("agent:payer/action:builtin.tools/tool:pay#")
+    assert paused.session["memory:payer"] == {"notes": 1}
+
+    resumed = await build().invoke_resume("cp", {point.id: {"approved": True}})
+    assert resumed.text == "paid 5" and PAID == [5]
+    assert resumed.session["memory:payer"] == {"notes": 1}  # the note ran once, before the pause
+    assert await store.get("cp") is None
+
+
+async def test_resuming_part_of_a_tool_round_pauses_again_and_runs_each_call_once() -> None:
+    store = InMemoryCheckpointStore()
+    runner = Runner(
+        Payer("payer", resources=_resources(ScriptedModel(_paying(1, 2)), pay)),
+        checkpoint_store=store,
+    )
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    first, second = paused.interrupt.points
+    again = await runner.invoke_resume("cp", {first.id: {"approved": True}})
+    assert again.interrupt is not None and [p.id for p in again.interrupt.points] == [second.id]
+    assert PAID == [1]
+    done = await runner.invoke_resume("cp", {second.id: {"approved": True}})
+    assert done.text == "paid 1, paid 2" and PAID == [1, 2]
+
+
+async def test_an_action_that_raises_interrupt_runs_again_on_resume_with_the_answer() -> None:
+    runs: list[Any] = []
+
+    class Reviewer(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Verdict(text=event.input, score=1))
+
+        @action(Verdict)
+        def review(self, event: Verdict, ctx: ActionContext) -> None:
+            runs.append(ctx.resume.data if ctx.resume else None)
+            ctx.send_event(OutputEvent(output="dropped when interrupted"))
+            if ctx.resume is None:
+                raise Interrupt({"question": f"accept {event.text}?"}, state={"seen": event.score})
+            ctx.send_event(OutputEvent(output=f"{event.text}: {ctx.resume.data}"))
+            ctx.send_event(OutputEvent(output=ctx.resume.state))
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(Reviewer("rev"), checkpoint_store=store).invoke(
+        "essay", checkpoint_id="c"
+    )
+    assert paused.interrupt is not None
+    [point] = paused.interrupt.points
+    assert point.id == "agent:rev/action:review" and point.info == {"question": "accept essay?"}
+    assert [e.output for e in paused.events if e.output is not None] == []
+    resumed = await Runner(Reviewer("rev"), checkpoint_store=store).invoke_resume("c", "yes")
+    outputs = [
+        e.message.content if e.message else e.output.custom for e in resumed.events if e.output
+    ]
+    assert outputs == ["dropped when interrupted", "essay: yes", {"seen": 1}]
+    assert runs == [None, "yes"]
+
+
+async def test_a_pause_keeps_custom_events_and_records_through_the_checkpoint() -> None:
+    class Ask(Event):
+        record: Any
+        note: Verdict
+
+    class Holder(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Ask(record={"id": 7, "tags": ["a"]}, note=Verdict(text="v", score=3)))
+
+        @action(Ask)
+        def hold(self, event: Ask, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise Interrupt("wait")
+            ctx.send_event(OutputEvent(output=[event.record, event.note.score]))
+
+    store = InMemoryCheckpointStore()
+    runner = Runner(Holder("holder"), checkpoint_store=store)
+    assert (await runner.invoke("go", checkpoint_id="c")).interrupt is not None
+    resumed = await Runner(Holder("holder"), checkpoint_store=store).invoke_resume("c")
+    assert resumed.output == [{"id": 7, "tags": ["a"]}, 3]
+
+
+async def _paused_body() -> tuple[dict[str, Any], InMemoryCheckpointStore]:
+    store = InMemoryCheckpointStore()
+    runner = Runner(
+        Payer("payer", resources=_resources(ScriptedModel(_paying(5)), pay)), checkpoint_store=store
+    )
+    await runner.invoke("go", checkpoint_id="cp")
+    data = await store.get("cp")
+    assert data is not None
+    return decode_checkpoint(data, "cp"), store
+
+
+@pytest.mark.parametrize(
+    ("edit", "complaint"),
+    [
+        (lambda s: s.update(listener=9), "'listener' must be a whole number from 0 below 1"),
+        (lambda s: s.update(event={"type": "x.Gone", "fields": {}}), "none of its actions takes"),
+        (lambda s: s.update(event=None), "an event must be"),
+        (lambda s: s.update(queue="nope"), "'queue' must be a list of events"),
+        (lambda s: s["event"]["fields"].update(tool_calls="nope"), "event is invalid"),
+        (lambda s: s.update(chats={"r": {"request": None}}), "an event must be"),
+        (lambda s: s.update(chats=[]), "'chats' must map request ids"),
+    ],
+)
+async def test_a_paused_state_that_does_not_fit_fails_the_resume_and_keeps_the_checkpoint(
+    edit: Any, complaint: str
+) -> None:
+    body, store = await _paused_body()
+    state = body["states"]["agent:payer"][""]
+    edit(state)
+    await store.put("edited", encode_checkpoint(body))
+    runner = Runner(
+        Payer("payer", resources=_resources(ScriptedModel(_paying(5)), pay)), checkpoint_store=store
+    )
+    approvals = {point["id"]: {"approved": True} for point in body["points"]}
+    with pytest.raises(RunError) as raised:
+        await runner.invoke_resume("edited", approvals)
+    cause = raised.value.__cause__
+    assert isinstance(cause, CheckpointError), cause
+    assert "agent 'payer'" in str(cause) and complaint in str(cause)
+    assert await store.get("edited") is not None
+    assert PAID == []
