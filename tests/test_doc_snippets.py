@@ -1,6 +1,6 @@
-"""Every ``python`` snippet in docs/interrupts.md runs as written.
+"""Every ``python`` program in the concept docs runs as written.
 
-The snippets run in one fresh subprocess (they call ``asyncio.run`` and register checkpoint types,
+The snippets of a page run in one fresh subprocess (they call ``asyncio.run`` and register checkpoint types,
 so they must not share the test suite's interpreter), each in its own namespace and working
 directory; their printed comments are not checked, their own ``assert`` lines are. Blocks that are
 not programs (no ``asyncio.run``) are listings and are skipped.
@@ -14,8 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
-DOC = ROOT / "docs" / "interrupts.md"
+DOCS = {"interrupts.md": 5, "event_driven.md": 5}
+"""The pages whose snippets are programs, with how many each has at least (so a page whose code
+blocks stop matching the pattern fails instead of passing with nothing run)."""
 SNIPPET = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 _RUN_ALL = """
@@ -26,7 +30,7 @@ for index, code in enumerate(snippets):
     with tempfile.TemporaryDirectory() as tmp:
         os.chdir(tmp)
         try:
-            exec(compile(code, f"<docs/interrupts.md snippet {index}>", "exec"), {"__name__": "__main__"})
+            exec(compile(code, f"<snippet {index}>", "exec"), {"__name__": "__main__"})
         except BaseException:
             failures[index] = traceback.format_exc()
         finally:
@@ -35,9 +39,11 @@ print(json.dumps(failures))
 """
 
 
-def test_every_snippet_runs() -> None:
-    programs = [code for code in SNIPPET.findall(DOC.read_text()) if "asyncio.run(" in code]
-    assert len(programs) >= 5
+@pytest.mark.parametrize(("page", "at_least"), DOCS.items())
+def test_every_snippet_runs(page: str, at_least: int) -> None:
+    text = (ROOT / "docs" / page).read_text()
+    programs = [code for code in SNIPPET.findall(text) if "asyncio.run(" in code]
+    assert len(programs) >= at_least
 
     done = subprocess.run(
         [sys.executable, "-c", _RUN_ALL],
