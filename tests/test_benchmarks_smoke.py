@@ -117,3 +117,23 @@ def test_gc_settings_are_applied_in_their_workers(tmp_path: Path) -> None:
     for workload in ("a.inflight", "b.inflight"):
         assert young[workload, "nogc"] == 0
         assert young[workload, "default"] > 10 * young[workload, "tuned"] > 0
+
+
+def test_the_event_driven_benchmark_reports_each_figure(tmp_path: Path) -> None:
+    """``action_agents`` runs its workloads (each asserts its own answer, e.g. ``sum=3``) and
+    reports every row with a positive median and its min–max."""
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", "action_agents", "--output", str(output))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(output.read_text())["extras"]["action_agents"]["rows"]
+    by_name = {row["benchmark"]: row for row in rows}
+    assert set(by_name) == {
+        "actions.per_event",
+        "actions.turn_b",
+        "react.turn_b",
+        "execution.per_record",
+    }
+    for row in rows:
+        assert row["min"] <= row["median"] <= row["max"]
+    assert by_name["actions.turn_b"]["median"] > 0 and by_name["react.turn_b"]["actions_ratio"] > 0
+    assert "environment_us" in by_name["execution.per_record"]

@@ -22,10 +22,12 @@ from ..tools._executor import execute_tool_calls
 from ..tools.base import Tool
 from .events import (
     ChatRequestEvent,
-    ChatResponseEvent,
     Event,
     ToolRequestEvent,
     ToolResponseEvent,
+    chat_response_event,
+    tool_request_event,
+    tool_response_event,
 )
 
 if TYPE_CHECKING:
@@ -75,16 +77,14 @@ async def _ask(
         ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
     )
     if not reply.tool_calls:
-        ctx.send_event(ChatResponseEvent(request_id=request.id, response=reply))
+        ctx.send_event(chat_response_event(request.id, reply))
         return
     if rounds >= request.max_tool_rounds:
         raise ActionError(
             f"model {request.model!r} still calls tools after {rounds} round(s) "
             f"(max_tool_rounds={request.max_tool_rounds})"
         )
-    tool_request = ToolRequestEvent(
-        tool_calls=reply.tool_calls, tools=list(request.tools), model=request.model
-    )
+    tool_request = tool_request_event(reply.tool_calls, list(request.tools), request.model)
     ctx._run.chats[tool_request.id] = _Chat(request, [*messages, reply], rounds + 1)
     ctx.send_event(tool_request)
 
@@ -123,8 +123,4 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
     if signal is not None:
         state: dict[str, Any] = {"done": list(done.values())}
         raise Interrupt._from_signal(signal, state)
-    ctx.send_event(
-        ToolResponseEvent(
-            request_id=event.id, responses=[done[call.id] for call in event.tool_calls]
-        )
-    )
+    ctx.send_event(tool_response_event(event.id, [done[call.id] for call in event.tool_calls]))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
+from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
 
 from .._driver import is_cancellation, signal_of
@@ -32,6 +33,8 @@ if TYPE_CHECKING:
 
 __all__ = ["_ActionRun"]
 
+_new = object.__new__
+
 
 def _action_segment(name: str) -> str:
     return f"action:{name}"
@@ -40,7 +43,7 @@ def _action_segment(name: str) -> str:
 class _ActionRun:
     """Everything one input's processing works with."""
 
-    __slots__ = ("agent", "chats", "count", "ctx", "memory", "plan", "queue")
+    __slots__ = ("_found", "agent", "chats", "count", "ctx", "memory", "plan", "queue")
 
     def __init__(self, agent: ActionAgent, ctx: RunContext) -> None:
         self.agent = agent
@@ -55,9 +58,12 @@ class _ActionRun:
         self.chats: dict[str, _Chat] = {}
         self.queue: deque[Event] = deque()
         self.count = 0  # events processed for this input, against the agent's max_events
+        self._found: dict[tuple[str, str], Any] = {}  # resources looked up in this run
 
     # -- services for actions ------------------------------------------------------------------
     def check_sendable(self, event: Event) -> None:
+        """Refuse what no action would take (``ActionContext.send_event`` calls this only for a
+        type it has not seen sent)."""
         if not isinstance(event, Event):
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         if not isinstance(event, OutputEvent) and not self.plan.listeners(type(event)):
@@ -67,6 +73,13 @@ class _ActionRun:
             )
 
     async def get_resource(self, name: str, kind: str) -> Any:
+        """Looked up once per run: a chat asks for its model and tools again every round."""
+        found = self._found.get((kind, name))
+        if found is None:
+            found = self._found[kind, name] = await self._look_up(name, kind)
+        return found
+
+    async def _look_up(self, name: str, kind: str) -> Any:
         sources = [r for r in (self.agent.resources, self.ctx._run.resources) if r is not None]
         if not sources:
             raise KeyError(
@@ -99,56 +112,62 @@ class _ActionRun:
     async def process(
         self, current: Event | None, start: int = 0, resumed: bool = False
     ) -> AsyncIterator[AgentEvent]:
-        """Run ``current`` from its listener ``start`` (a resumed pause), then the queue."""
+        """Run ``current`` from its listener ``start`` (a resumed pause), then the queue.
+
+        Written for the cost per event: the listener cache is read directly, and contexts are
+        made without a call into ``__init__``.
+        """
         plan, queue, limit = self.plan, self.queue, self.agent.max_events
+        cached = plan._listeners
         while True:
             if current is None:
                 if not queue:
                     return
                 current = queue.popleft()
                 start, resumed = 0, False
-                self.count += 1
-                if self.count > limit:
+                count = self.count = self.count + 1
+                if count > limit:
                     raise ActionError(
                         f"agent {self.agent.name!r} processed more than {limit} events for one "
                         "input (max_events); do its actions send events in a cycle?"
                     )
-            listeners = plan.listeners(type(current))
+            listeners = cached.get(type(current)) or plan.listeners(type(current))
             for index in range(start, len(listeners)):
                 found = listeners[index]
                 resume = self._resume_of(found) if resumed and index == start else None
-                actx = ActionContext(self, found.name, resume)
+                actx = _new(ActionContext)
+                actx._run = self
+                sent: list[Event] = []
+                actx._sent = sent
+                actx.action_name = found.name
+                actx.resume = resume
                 try:
-                    await self._call(found, current, actx)
+                    result = found.call(current, actx)
+                    if result is not None and (found.is_async or isawaitable(result)):
+                        await result
                 except Interrupt as exc:
                     address = join_address(self.ctx.address, _action_segment(found.name))
                     signal = signal_of(exc, address)
                     signal.save(self.ctx.address, self.pause_state(current, index))
                     yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
                     return
+                except (Exception, asyncio.CancelledError) as exc:
+                    if is_cancellation(exc) or isinstance(exc, ActionError | CheckpointError):
+                        raise
+                    raise ActionError(
+                        f"action {found.name!r} of agent {self.agent.name!r} failed on "
+                        f"{type(current).__name__}: {type(exc).__name__}: {exc}"
+                    ) from exc
                 finally:
                     if resume is not None:
                         self._consume(found)
-                for sent in actx._sent:
-                    if isinstance(sent, OutputEvent):
-                        yield _output_event(sent.output)
-                        if not plan.listeners(type(sent)):
+                for event in sent:
+                    if isinstance(event, OutputEvent):
+                        yield _output_event(event.output)
+                        if not plan.listeners(type(event)):
                             continue
-                    queue.append(sent)
+                    queue.append(event)
             current = None
-
-    async def _call(self, found: _Action, event: Event, actx: ActionContext) -> None:
-        try:
-            result = found.call(event, actx)
-            if found.is_async or asyncio.iscoroutine(result):
-                await result
-        except (Exception, asyncio.CancelledError) as exc:
-            if is_cancellation(exc) or isinstance(exc, Interrupt | ActionError | CheckpointError):
-                raise
-            raise ActionError(
-                f"action {found.name!r} of agent {self.agent.name!r} failed on "
-                f"{type(event).__name__}: {type(exc).__name__}: {exc}"
-            ) from exc
 
     def _resume_of(self, found: _Action) -> ResumeContext | None:
         plan = self.ctx._run.plan

@@ -15,7 +15,7 @@ from ..context import RunContext
 from ..events import AgentEvent
 from ..messages import Message
 from ._run import _ActionRun
-from .events import InputEvent
+from .events import input_event
 from .plan import AgentPlan
 
 __all__ = ["RECORD_KEY", "ActionAgent"]
@@ -58,7 +58,7 @@ class ActionAgent(BaseAgent):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         messages = input.messages
         run = _ActionRun(self, ctx)
-        first = InputEvent(input=_input_of(messages), messages=list(messages))
+        first = input_event(_input_of(messages), list(messages))
         run.count = 1
         async for event in run.process(first):
             yield event

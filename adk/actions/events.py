@@ -9,11 +9,13 @@ No ``from __future__ import annotations`` here: with it pydantic would compile e
 annotation string at class creation. Forward references are quoted.
 """
 
-import uuid
+import itertools
+import os
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._fastmodel import fast_builder
 from ..messages import Message, ToolCall
 from ..models.base import ModelOptions
 
@@ -28,10 +30,15 @@ __all__ = [
 ]
 
 
+# Event ids: a random per-process prefix and a counter. Ids are saved in checkpoints, so they must
+# not collide with the ids a resumed run in another process makes: the prefix sees to that, at a
+# fraction of a uuid4's cost (an event is made for every step of every input).
+_ID_PREFIX = os.urandom(6).hex()
+_event_numbers = itertools.count(1)
+
+
 def _new_event_id() -> str:
-    # Random, not a counter: ids are saved in checkpoints and must not collide with the ids a
-    # resumed run in another process makes.
-    return uuid.uuid4().hex
+    return f"{_ID_PREFIX}-{next(_event_numbers)}"
 
 
 class Event(BaseModel):
@@ -100,3 +107,37 @@ class ToolResponseEvent(Event):
 
     request_id: str
     responses: list[Message]
+
+
+# The framework's own events, built from values already valid (messages, tool calls it holds):
+# without validation, which costs more than the rest of routing an event (see ``_fastmodel``).
+_input = fast_builder(InputEvent)
+_chat_response = fast_builder(ChatResponseEvent)
+_tool_request = fast_builder(ToolRequestEvent)
+_tool_response = fast_builder(ToolResponseEvent)
+_INPUT_SET = frozenset({"input", "messages"})
+_CHAT_RESPONSE_SET = frozenset({"request_id", "response"})
+_TOOL_REQUEST_SET = frozenset({"tool_calls", "tools", "model"})
+_TOOL_RESPONSE_SET = frozenset({"request_id", "responses"})
+
+
+def input_event(input: Any, messages: list[Message]) -> InputEvent:
+    values = {"id": _new_event_id(), "input": input, "messages": messages}
+    return _input(values, set(_INPUT_SET))
+
+
+def chat_response_event(request_id: str, response: Message) -> ChatResponseEvent:
+    values = {"id": _new_event_id(), "request_id": request_id, "response": response}
+    return _chat_response(values, set(_CHAT_RESPONSE_SET))
+
+
+def tool_request_event(
+    tool_calls: list[ToolCall], tools: list[str] | None, model: str | None
+) -> ToolRequestEvent:
+    values = {"id": _new_event_id(), "tool_calls": tool_calls, "tools": tools, "model": model}
+    return _tool_request(values, set(_TOOL_REQUEST_SET))
+
+
+def tool_response_event(request_id: str, responses: list[Message]) -> ToolResponseEvent:
+    values = {"id": _new_event_id(), "request_id": request_id, "responses": responses}
+    return _tool_response(values, set(_TOOL_RESPONSE_SET))

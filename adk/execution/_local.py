@@ -14,7 +14,6 @@ resumable with ``outputs.runner``.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import deque
 from collections.abc import (
     AsyncGenerator,
@@ -28,7 +27,7 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel
+from pydantic_core import to_json
 
 from .._driver import is_cancellation
 from ..actions.agent import RECORD_KEY, ActionAgent
@@ -41,6 +40,9 @@ from ..messages import Message, Role
 from ..runner import RunError, Runner, RunResult
 
 __all__ = ["KeyedInput", "KeyedOutput", "KeyedOutputs", "LocalExecutionEnvironment", "RecordError"]
+
+BUFFER_PER_KEY = 4
+"""Records read ahead per running key, at most (see ``_Scheduler``)."""
 
 KeySelector = Callable[[Any], Hashable] | str | None
 OnError = Literal["raise", "emit"]
@@ -238,13 +240,15 @@ class KeyedOutputs:
 class _Scheduler:
     """Reads the records, queues them per key, and keeps at most ``max_concurrency`` keys running.
 
-    The reader waits while ``max_concurrency`` keys are running and that many records wait, so an
-    unbounded source is read only as fast as it is processed.
+    The reader waits while ``max_concurrency`` keys are running and ``BUFFER_PER_KEY`` times that
+    many records wait, so an unbounded source is read only as fast as it is processed. (Records
+    waiting behind their key's running one let its worker go on to the next without a new task.)
     """
 
     def __init__(self, outputs: KeyedOutputs) -> None:
         self.outputs = outputs
         self.limit = outputs._env.max_concurrency
+        self.most_buffered = self.limit * BUFFER_PER_KEY
         self.emit_errors = outputs._env.on_error == "emit"
         self.results: asyncio.Queue[KeyedOutput | BaseException | None] = asyncio.Queue()
         self.waiting: dict[Hashable, deque[tuple[int, Any]]] = {}
@@ -263,7 +267,7 @@ class _Scheduler:
                     self.fail(index, None, record, exc)
                     index += 1
                     continue
-                while len(self.workers) >= self.limit and self.buffered >= self.limit:
+                while len(self.workers) >= self.limit and self.buffered >= self.most_buffered:
                     self.room.clear()
                     await self.room.wait()
                 queued = self.waiting.get(key)
@@ -365,13 +369,10 @@ def _as_input(record: Any) -> list[Message]:
         return [record]
     if isinstance(record, list) and record and all(isinstance(m, Message) for m in record):
         return list(record)
-    if isinstance(record, BaseModel):
-        text = record.model_dump_json()
-    else:
-        try:
-            text = json.dumps(record, ensure_ascii=False, default=str)
-        except (TypeError, ValueError):
-            text = str(record)
+    try:  # pydantic's encoder: models, dataclasses, dates; what it cannot encode as text
+        text = to_json(record, fallback=str).decode()
+    except (TypeError, ValueError):
+        text = str(record)
     return [Message(role=Role.USER, content=text, metadata={RECORD_KEY: record})]
 
 

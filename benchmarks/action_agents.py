@@ -1,0 +1,235 @@
+"""What the event-driven layer costs: per event, per model turn, per keyed record.
+
+- ``actions.per_event``: an ``ActionAgent`` whose input action sends 1,000 custom events, each taken
+  by a sync action; the cost per event is the difference to a run that sends one, divided by 999.
+- ``actions.turn_b`` against ``react.turn_b``: workload (b) of the main suite (the model calls
+  ``add(a=1, b=2)``, then answers ``sum=3``, asserted) done by an ``ActionAgent`` through the built-in
+  chat and tool actions, and by a ``ReActAgent``, with the same minimal model. Their ratio is what
+  routing a model turn through events costs.
+- ``execution.per_record``: 1,000 records over 100 keys through ``LocalExecutionEnvironment`` with a
+  trivial ``ActionAgent``, against the same 1,000 runs invoked one after another: the environment's
+  own cost per record (key lookup, per-key queues, session copy, output records).
+
+Figures are CPU µs (``time.process_time``), medians over rounds, with min–max. Run from the
+repository root: ``python -m benchmarks.action_agents`` (the table below), or as part of the suite:
+``python -m benchmarks --only action_agents``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any
+
+from adk import Message, ModelOptions, Resources, Role, Runner, ToolCall, ToolSpec, tool
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+from adk.execution import LocalExecutionEnvironment
+from adk.messages import MessageChunk
+from prebuilt import ReActAgent
+
+EVENTS = 1_000
+RECORDS = 1_000
+KEYS = 100
+
+
+class _Tick(Event):
+    n: int
+
+
+class _Fanout(ActionAgent):
+    """Sends ``count`` ticks from its input action; each tick is taken by one sync action."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.seen = 0
+        super().__init__("fanout", max_events=count + 10)
+
+    @action(InputEvent)
+    def start(self, event: InputEvent, ctx: ActionContext) -> None:
+        for n in range(self.count):
+            ctx.send_event(_Tick(n=n))
+
+    @action(_Tick)
+    def tick(self, event: _Tick, ctx: ActionContext) -> None:
+        self.seen += 1
+
+
+class _AddModel:
+    """Calls ``add(a=1, b=2)`` until a tool result is there, then answers ``sum=<result>``."""
+
+    model_name = "bench"
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        last = messages[-1]
+        if last.role is Role.TOOL:
+            return Message.assistant(f"sum={last.content}")
+        return Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a":1,"b":2}')])
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:  # pragma: no cover - not streamed here
+        raise NotImplementedError
+        yield
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+class _Adder(ActionAgent):
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        messages = [Message.user(event.input)]
+        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["add"]))
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+@action(InputEvent)
+def _echo(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output=event.input))
+
+
+def _rounds_us(body: Callable[[], Awaitable[Any]], rounds: int, per: int) -> list[float]:
+    """CPU µs of each of ``rounds`` calls of ``await body()``, divided by ``per``, after one
+    warm-up."""
+
+    async def measure() -> list[float]:
+        await body()
+        found = []
+        for _ in range(rounds):
+            start = time.process_time()
+            await body()
+            found.append((time.process_time() - start) * 1e6 / per)
+        return found
+
+    return asyncio.run(measure())
+
+
+def _spread(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def _cpu_us(
+    body: Callable[[], Awaitable[Any]], rounds: int, per: int
+) -> tuple[float, float, float]:
+    """Median, min and max CPU µs of ``await body()`` divided by ``per``."""
+    return _spread(_rounds_us(body, rounds, per))
+
+
+def _row(name: str, unit: str, figures: tuple[float, float, float], **extra: Any) -> dict[str, Any]:
+    median, low, high = figures
+    return {
+        "benchmark": name,
+        "unit": unit,
+        "median": round(median, 2),
+        "min": round(low, 2),
+        "max": round(high, 2),
+        **extra,
+    }
+
+
+def run(rounds: int = 7, quick: bool = False) -> list[dict[str, Any]]:
+    rounds = 2 if quick else rounds
+    rows: list[dict[str, Any]] = []
+
+    many, one = Runner(_Fanout(EVENTS)), Runner(_Fanout(1))
+    # Per round: the run sending 1,000 events minus the median run sending one.
+    one_us = statistics.median(_rounds_us(lambda: one.invoke("go"), rounds * 5, 1))
+    many_us = _rounds_us(lambda: many.invoke("go"), rounds, 1)
+    rows.append(
+        _row(
+            "actions.per_event", "µs/event", _spread([(m - one_us) / (EVENTS - 1) for m in many_us])
+        )
+    )
+
+    resources = Resources()
+    resources.add_model("m", _AddModel())
+    resources.add_tool(add)
+    actions_runner = Runner(_Adder("adder", resources=resources))
+    react_runner = Runner(ReActAgent("adder", _AddModel(), tools=[add]))
+
+    async def actions_turn() -> None:
+        assert (await actions_runner.invoke("1+2?")).text == "sum=3"
+
+    async def react_turn() -> None:
+        assert (await react_runner.invoke("1+2?")).text == "sum=3"
+
+    actions_us = _cpu_us(actions_turn, rounds * 20, 1)
+    react_us = _cpu_us(react_turn, rounds * 20, 1)
+    rows.append(_row("actions.turn_b", "µs/run", actions_us))
+    rows.append(_row("react.turn_b", "µs/run", react_us, actions_ratio=actions_us[0] / react_us[0]))
+
+    records = [{"key": f"k{n % KEYS}", "n": n} for n in range(RECORDS)]
+    echo = ActionAgent("echo", actions=[_echo])
+    sequential = Runner(echo)
+    env = LocalExecutionEnvironment(max_concurrency=KEYS)
+
+    async def keyed() -> None:
+        outputs = await env.from_list(records, key="key").apply(echo).to_list()
+        assert len(outputs) == RECORDS
+
+    async def one_by_one() -> None:
+        for record in records:
+            await sequential.invoke(str(record["n"]))
+
+    keyed_us = _cpu_us(keyed, rounds, RECORDS)
+    plain_us = _cpu_us(one_by_one, rounds, RECORDS)
+    rows.append(
+        _row(
+            "execution.per_record",
+            "µs/record",
+            keyed_us,
+            plain_run_us=round(plain_us[0], 2),
+            environment_us=round(keyed_us[0] - plain_us[0], 2),
+        )
+    )
+    return rows
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    head = f"{'benchmark':<22} {'median':>9} {'min':>9} {'max':>9}  unit       notes"
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        notes = ", ".join(
+            f"{k}={v}"
+            for k, v in row.items()
+            if k not in {"benchmark", "unit", "median", "min", "max"}
+        )
+        lines.append(
+            f"{row['benchmark']:<22} {row['median']:>9.2f} {row['min']:>9.2f} {row['max']:>9.2f}"
+            f"  {row['unit']:<10} {notes}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=7, help="timed rounds per figure")
+    print(_table(run(parser.parse_args().rounds)))
