@@ -1,6 +1,8 @@
 """Random agent trees for property tests: sequences, parallel branches with and without a
 concurrency limit, loops, ``AgentTool`` callers and transfers to sub-agents, nested three deep,
-with ReAct leaves that call one tool and answer. A seed names a tree, so a failure can be replayed.
+with ReAct leaves that call one tool and answer (and, on request, custom agents that pause
+themselves and event-driven ``ActionAgent`` leaves that do the same through the built-in chat and
+tool actions). A seed names a tree, so a failure can be replayed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from adk import (
     LoopAgent,
     Message,
     ParallelAgent,
+    Resources,
     Role,
     RunContext,
     RunError,
@@ -27,20 +30,35 @@ from adk import (
     SequentialAgent,
     tool,
 )
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 
 def agent_tree(
-    seed: int, approval: bool, ran: list[str], failing: str = "", askers: bool = False
+    seed: int,
+    approval: bool,
+    ran: list[str],
+    failing: str = "",
+    askers: bool = False,
+    actors: bool = False,
 ) -> Agent:
     """The tree of ``seed``; its ``work`` tool appends the caller's tag to ``ran``. The model of
     the agent named ``failing`` fails when asked for its answer (after its tool ran). With
     ``askers``, some leaves are custom agents that pause themselves (``ctx.interrupt``) rather
-    than through a tool's approval; a separate generator picks them, so the tree's shape for a
-    seed is the same either way."""
+    than through a tool's approval; with ``actors``, some leaves are ``ActionAgent``s. Separate
+    generators pick them, so the tree's shape for a seed is the same either way."""
     rnd = random.Random(seed)
     pick_askers = random.Random(-seed - 1)
+    pick_actors = random.Random(-seed - 2)
     names = iter(range(1, 1000))
 
     @tool(require_approval=approval)
@@ -50,7 +68,7 @@ def agent_tree(
         ran.append(tag)
         return f"worked {tag}"
 
-    def react(name: str, tool_name: str, arguments: dict[str, Any], tools: list[Any]) -> Agent:
+    def model(name: str, tool_name: str, arguments: dict[str, Any]) -> ScriptedModel:
         def reply(messages: list[Message]) -> Reply:
             if messages[-1].role == Role.TOOL:
                 if name == failing:
@@ -58,10 +76,18 @@ def agent_tree(
                 return Reply(text=f"{name} done")
             return Reply(tool_calls=[tool_call(tool_name, arguments)])
 
-        return ReActAgent(name, ScriptedModel(reply), tools=tools, description=name)
+        return ScriptedModel(reply)
+
+    def react(name: str, tool_name: str, arguments: dict[str, Any], tools: list[Any]) -> Agent:
+        return ReActAgent(name, model(name, tool_name, arguments), tools=tools, description=name)
 
     def leaf() -> Agent:
         name = f"leaf{next(names)}"
+        if actors and pick_actors.random() < 0.4:
+            resources = Resources()
+            resources.add_model("model", model(name, "work", {"tag": name}))
+            resources.add_tool(work)
+            return _Actor(name, description=name, resources=resources)
         return react(name, "work", {"tag": name}, [work])
 
     def asker() -> Agent:
@@ -89,6 +115,20 @@ def agent_tree(
         return LoopAgent(name, children, max_iterations=2)
 
     return node(3)
+
+
+class _Actor(ActionAgent):
+    """A leaf made of actions: asks its model through the built-in chat and tool actions (the
+    model calls ``work``, then answers) and outputs the answer."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        request = ChatRequestEvent(model="model", messages=[Message.user("go")], tools=["work"])
+        ctx.send_event(request)
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
 
 
 class _Asker(BaseAgent):

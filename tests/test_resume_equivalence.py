@@ -2,7 +2,8 @@
 
 For random agent trees (sequences, parallel branches with and without a concurrency limit, loops,
 ``AgentTool`` callers, transfers to sub-agents, nested three deep, with ReAct leaves that call one
-tool and answer and custom agents that pause themselves), a run where every tool call waits for
+tool and answer, event-driven leaves that do the same through actions, and custom agents that pause
+themselves), a run where every tool call waits for
 approval and every custom agent asks a person, resumed until it finishes, must run each tool
 exactly as often, and say exactly what, the same tree says with no pauses at all — whichever
 points each resume approves (all, or a random part, the rest pausing again), whether each resume
@@ -55,10 +56,14 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
 ) -> None:
     for seed in SEEDS:
         ran_plain: list[str] = []
-        plain = await Runner(agent_tree(seed, False, ran_plain, askers=True)).invoke("go")
+        plain = await Runner(agent_tree(seed, False, ran_plain, askers=True, actors=True)).invoke(
+            "go"
+        )
 
         ran: list[str] = []
-        runner = Runner(agent_tree(seed, True, ran, askers=True), enable_streaming=streaming)
+        runner = Runner(
+            agent_tree(seed, True, ran, askers=True, actors=True), enable_streaming=streaming
+        )
         result = await runner.invoke("go")
         said = _said(result.events)
         choose = random.Random(seed)
@@ -72,7 +77,9 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
             if fresh_runners:
                 store = runner.checkpoint_store
                 runner = Runner(
-                    agent_tree(seed, True, ran, askers=True), store, enable_streaming=streaming
+                    agent_tree(seed, True, ran, askers=True, actors=True),
+                    store,
+                    enable_streaming=streaming,
                 )
             assert result.checkpoint_id is not None
             result = await runner.invoke_resume(result.checkpoint_id, approvals)

@@ -32,13 +32,17 @@ async def test_closing_or_cancelling_a_run_anywhere_leaves_nothing_running(
 ) -> None:
     for seed in SEEDS:
         choose = random.Random(seed)
-        runner = Runner(agent_tree(seed, choose.random() < 0.5, []), enable_streaming=streaming)
+        runner = Runner(
+            agent_tree(seed, choose.random() < 0.5, [], actors=True), enable_streaming=streaming
+        )
         steps = choose.randint(0, 8)
         kind = "closed" if choose.random() < 0.5 else "cancelled"
         await end_a_run(runner, kind, steps, choose)
 
         assert _others() == [], f"seed {seed}: left running"
-        again = await Runner(agent_tree(seed, False, []), enable_streaming=streaming).invoke("go")
+        again = await Runner(
+            agent_tree(seed, False, [], actors=True), enable_streaming=streaming
+        ).invoke("go")
         assert again.interrupt is None and again.text.endswith("done"), f"seed {seed}"
 
 
@@ -51,13 +55,13 @@ async def test_a_model_failing_anywhere_ends_the_run_with_one_error_and_nothing_
     # one that is not: one error event names it, nothing is left running, and a resume that
     # failed keeps its checkpoint.
     for seed in range(0, 120, 2):
-        plain = await Runner(agent_tree(seed, False, [])).invoke("go")
+        plain = await Runner(agent_tree(seed, False, [], actors=True)).invoke("go")
         speakers = sorted({e.agent_name for e in plain.events if e.agent_name.startswith("leaf")})
         if not speakers:
             continue
         choose = random.Random(seed)
         failing = choose.choice(speakers)
-        tree = agent_tree(seed, choose.random() < 0.5, [], failing=failing)
+        tree = agent_tree(seed, choose.random() < 0.5, [], failing=failing, actors=True)
         runner = Runner(tree, enable_streaming=streaming)
         checkpoint_id = None
 

@@ -286,7 +286,7 @@ async def test_random_trees_leave_no_reference_cycles_however_their_runs_end(
     # failing inside a sequence or loop, whose step runner kept the error event in a frame that
     # the error's traceback held.)
     for seed in range(0, 40, 2):  # 26 and 30 found the first; most trees found the second
-        plain = await Runner(agent_tree(seed, False, [])).invoke("go")
+        plain = await Runner(agent_tree(seed, False, [], actors=True)).invoke("go")
         speakers = sorted({e.agent_name for e in plain.events if e.agent_name.startswith("leaf")})
         choose = random.Random(seed)
         failing = choose.choice(speakers) if speakers else ""
@@ -294,7 +294,13 @@ async def test_random_trees_leave_no_reference_cycles_however_their_runs_end(
         kinds = ("plain", "paused", "closed", "failing", "cancelled")
         runners = {
             kind: Runner(
-                agent_tree(seed, kind == "paused", [], failing if kind == "failing" else ""),
+                agent_tree(
+                    seed,
+                    kind == "paused",
+                    [],
+                    failing if kind == "failing" else "",
+                    actors=True,
+                ),
                 enable_streaming=streaming,
             )
             for kind in kinds

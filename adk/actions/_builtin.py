@@ -9,7 +9,7 @@ Model and tool calls go through the run's hooks: they are traced and callbacks s
 
 from __future__ import annotations
 
-from contextlib import suppress
+from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -112,14 +112,15 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
     open_calls = [call for call in event.tool_calls if call.id not in done]
     signal: _InterruptSignal | None = None
     calls_ctx = ctx._run.action_context(ctx.action_name)
-    async for item in execute_tool_calls(open_calls, tools, calls_ctx):
-        if isinstance(item, AgentEvent):
-            continue  # an AgentTool's inner events: not outputs of this agent
-        if item.signal is not None:
-            signal = signal or _InterruptSignal()
-            signal.merge(item.signal)
-        elif item.message is not None:
-            done[item.call.id] = item.message
+    async with aclosing(execute_tool_calls(open_calls, tools, calls_ctx)) as outcomes:
+        async for item in outcomes:
+            if isinstance(item, AgentEvent):
+                continue  # an AgentTool's inner events: not outputs of this agent
+            if item.signal is not None:
+                signal = signal or _InterruptSignal()
+                signal.merge(item.signal)
+            elif item.message is not None:
+                done[item.call.id] = item.message
     if signal is not None:
         state: dict[str, Any] = {"done": list(done.values())}
         raise Interrupt._from_signal(signal, state)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
 
@@ -111,7 +111,7 @@ class _ActionRun:
     # -- processing ----------------------------------------------------------------------------
     async def process(
         self, current: Event | None, start: int = 0, resumed: bool = False
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run ``current`` from its listener ``start`` (a resumed pause), then the queue.
 
         Written for the cost per event: the listener cache is read directly, and contexts are

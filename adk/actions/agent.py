@@ -8,6 +8,7 @@ each ``OutputEvent`` its actions send becomes one ``AgentEvent`` output.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import aclosing
 from typing import Any
 
 from ..agent import AgentInput, BaseAgent
@@ -60,15 +61,19 @@ class ActionAgent(BaseAgent):
         run = _ActionRun(self, ctx)
         first = input_event(_input_of(messages), list(messages))
         run.count = 1
-        async for event in run.process(first):
-            yield event
+        # Closed here, not left to asyncio's finalizer: a run closed at one of its outputs must
+        # stop its actions at once (the same for ``resume``).
+        async with aclosing(run.process(first)) as events:
+            async for event in events:
+                yield event
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)
-        async for event in run.process(current, listener, resumed=True):
-            yield event
+        async with aclosing(run.process(current, listener, resumed=True)) as events:
+            async for event in events:
+                yield event
 
 
 def _input_of(messages: list[Message]) -> Any:
