@@ -34,6 +34,8 @@ from adk import (
     Message,
     ModelOptions,
     ParallelAgent,
+    Resources,
+    Role,
     RunError,
     Runner,
     SequentialAgent,
@@ -42,7 +44,17 @@ from adk import (
     Usage,
     tool,
 )
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
 from adk.callbacks import Callbacks
+from adk.execution import LocalExecutionEnvironment
 from adk.messages import MessageChunk
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
@@ -951,3 +963,46 @@ def _doc_snippets() -> list[str]:
 def test_the_python_snippets_in_the_tracing_docs_run(index: int) -> None:
     proc = _run_python(["-c", _doc_snippets()[index]])
     assert proc.returncode == 0, proc.stderr
+
+
+# -- event-driven agents and keyed execution ------------------------------------------------------
+async def test_an_action_agents_model_and_tool_calls_are_spans_of_its_run(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    class Calculator(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            messages = [Message.user(str(event.input))]
+            ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["add"]))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"sum={messages[-1].content}")
+        return Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])
+
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(reply, model_name="calc-model"))
+    resources.add_tool(add)
+    agent = Calculator("calculator", resources=resources)
+    result = await Runner(agent, tracer_provider=provider).invoke("1+2?")
+    assert result.text == "sum=3"
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [
+        "invoke_agent calculator",
+        "  chat calc-model",
+        "  execute_tool add",
+        "  chat calc-model",
+    ]
+    [tool_span] = named(spans, "execute_tool add")
+    assert attrs(tool_span)["gen_ai.tool.name"] == "add"
+
+    exporter.clear()
+    env = LocalExecutionEnvironment(tracer_provider=provider)
+    outputs = await env.from_list(["1+2?", "2+1?"]).apply(agent).to_list()
+    assert [o.output for o in outputs] == ["sum=3", "sum=3"]
+    roots = named(exporter.get_finished_spans(), "invoke_agent calculator")
+    assert len(roots) == 2 and roots[0].context.trace_id != roots[1].context.trace_id
