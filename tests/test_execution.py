@@ -4,10 +4,13 @@ failures, pauses, and closing early."""
 from __future__ import annotations
 
 import asyncio
+import json
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from mcp_servers.process import STDIO_SCRIPT
 from pydantic import BaseModel
 
 from adk import AgentEvent, BaseAgent, Message, Resources, Role, register_type, tool
@@ -22,6 +25,7 @@ from adk.actions import (
 )
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import LocalExecutionEnvironment, RecordError
+from adk.mcp import StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 from tests.conftest import other_tasks
@@ -254,3 +258,32 @@ async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:
         LocalExecutionEnvironment().from_list([], key=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="takes an Agent"):
         LocalExecutionEnvironment().from_list([]).apply(object())  # type: ignore[arg-type]
+
+
+async def test_records_use_a_real_mcp_servers_tools_through_the_environments_resources() -> None:
+    """The demo MCP server (stdio, a real subprocess) registered once on the environment: every
+    record's chat calls its ``add`` tool through the built-in tool action."""
+
+    class Adder(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            question = Message.user(json.dumps(event.input))
+            ctx.send_event(ChatRequestEvent(model="m", messages=[question], tools=["add"]))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"sum={messages[-1].content}")
+        numbers = json.loads(messages[0].content)
+        return Reply(tool_calls=[tool_call("add", {"a": numbers["a"], "b": numbers["b"]})])
+
+    async with Resources() as resources:
+        resources.add_model("m", ScriptedModel(reply))
+        resources.add_mcp("demo", StdioServer(sys.executable, [str(STDIO_SCRIPT)]))
+        env = LocalExecutionEnvironment(resources=resources, max_concurrency=4)
+        records = [{"a": n, "b": 10 * n} for n in range(6)]
+        outputs = await env.from_list(records).apply(Adder("adder")).to_list()
+    assert [o.output for o in outputs] == [f"sum={11 * n}" for n in range(6)]
