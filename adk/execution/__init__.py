@@ -5,13 +5,8 @@ records of one key in order, with that key's session and short-term memory; diff
 concurrently, up to a limit. Not imported by ``import adk``.
 """
 
-from ._local import (
-    KeyedInput,
-    KeyedOutput,
-    KeyedOutputs,
-    LocalExecutionEnvironment,
-    RecordError,
-)
+from ._local import KeyedInput, KeyedOutputs, LocalExecutionEnvironment
+from ._records import KeyedOutput, RecordError
 
 __all__ = [
     "KeyedInput",

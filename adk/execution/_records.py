@@ -1,0 +1,153 @@
+"""One keyed record's run, shared by the execution environments: the output records, the errors,
+key selection, the record as a run's input, and the per-key session that a record commits when
+it ends or pauses and drops when it fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic_core import to_json
+
+from ..actions.agent import RECORD_KEY, ActionAgent
+from ..agent import Agent
+from ..context import Session
+from ..events import ErrorInfo
+from ..interrupts import InterruptInfo
+from ..messages import Message, Role
+from ..runner import RunError, Runner, RunResult
+
+__all__ = ["KeySelector", "KeyedOutput", "OnError", "RecordError", "key_of", "run_record"]
+
+KeySelector = Callable[[Any], Hashable] | str | None
+OnError = Literal["raise", "emit"]
+
+
+@dataclass(slots=True)
+class KeyedOutput:
+    """One output of one record: ``output`` is custom data or a message's text (the message
+    itself is ``message``). A failed record (with ``on_error="emit"``) has ``error``; a paused one
+    has ``interrupt`` and ``checkpoint_id``."""
+
+    key: Hashable
+    index: int
+    record: Any = field(repr=False)
+    output: Any = None
+    message: Message | None = field(default=None, repr=False)
+    error: ErrorInfo | None = None
+    interrupt: InterruptInfo | None = field(default=None, repr=False)
+    checkpoint_id: str | None = None
+    _seq: int = field(default=0, repr=False, compare=False)
+    _exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+
+class RecordError(Exception):
+    """A record failed (with ``on_error="raise"``); the records still running were cancelled."""
+
+    def __init__(self, index: int, key: Hashable, record: Any, error: ErrorInfo) -> None:
+        super().__init__(f"record {index} (key {key!r}) failed: {error}")
+        self.index = index
+        self.key = key
+        self.record = record
+        self.error = error
+
+
+def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
+    """The key of ``record``: ``selector(record)``, its field ``selector``, or its position."""
+    if selector is None:
+        return index
+    value: Hashable
+    if isinstance(selector, str):
+        value = record[selector] if isinstance(record, Mapping) else getattr(record, selector)
+    else:
+        value = selector(record)
+    hash(value)  # an unhashable key fails here, for this record, with a TypeError
+    return value
+
+
+async def run_record(
+    runner: Runner,
+    sessions: dict[Hashable, dict[str, Any]],
+    index: int,
+    key: Hashable,
+    record: Any,
+) -> list[KeyedOutput]:
+    """Run ``record`` with its key's session; commit the session unless the run failed."""
+    values = sessions.get(key)
+    session = Session(_copied(values) if values else None)
+    try:
+        result = await runner.invoke(_as_input(record), session=session)
+    except RunError as exc:
+        return [KeyedOutput(key, index, record, error=exc.error, _exception=exc)]
+    sessions[key] = session.values  # kept: the record ran to its end or paused
+    return _outputs_of(runner.agent, result, key, index, record)
+
+
+def _copied(values: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a key's session values deep enough that a failed record's writes stay in it:
+    dicts and lists are copied all the way down (memory is JSON data), other objects are shared."""
+
+    def copy(value: Any) -> Any:
+        if type(value) is dict:
+            return {k: copy(v) for k, v in value.items()}
+        if type(value) is list:
+            return [copy(v) for v in value]
+        return value
+
+    copied: dict[str, Any] = copy(values)
+    return copied
+
+
+def _as_input(record: Any) -> list[Message]:
+    """A record as a run's input: text and messages as they are; anything else as a user message
+    whose text is the record's JSON and which carries the record itself (``ActionAgent`` takes it
+    as ``InputEvent.input``)."""
+    if isinstance(record, str):
+        return [Message.user(record)]
+    if isinstance(record, Message):
+        return [record]
+    if isinstance(record, list) and record and all(isinstance(m, Message) for m in record):
+        return list(record)
+    try:  # pydantic's encoder: models, dataclasses, dates; what it cannot encode as text
+        text = to_json(record, fallback=str).decode()
+    except (TypeError, ValueError):
+        text = str(record)
+    return [Message(role=Role.USER, content=text, metadata={RECORD_KEY: record})]
+
+
+def _outputs_of(
+    agent: Agent, result: RunResult, key: Hashable, index: int, record: Any
+) -> list[KeyedOutput]:
+    """An ``ActionAgent``'s every output (each ``OutputEvent``); any other agent's final one."""
+    found: list[KeyedOutput] = []
+    if isinstance(agent, ActionAgent):
+        root = (agent.name,)
+        for event in result.events:
+            out = event.output
+            if out is None or event.run_path != root:
+                continue
+            found.append(_output(key, index, record, out.message, out.custom))
+    elif result.output is not None:
+        message = result.output if isinstance(result.output, Message) else None
+        found.append(_output(key, index, record, message, None if message else result.output))
+    if result.interrupt is not None:
+        found.append(
+            KeyedOutput(
+                key,
+                index,
+                record,
+                interrupt=result.interrupt,
+                checkpoint_id=result.checkpoint_id,
+            )
+        )
+    return found
+
+
+def _output(
+    key: Hashable, index: int, record: Any, message: Message | None, custom: Any
+) -> KeyedOutput:
+    if message is not None:
+        return KeyedOutput(key, index, record, output=message.content, message=message)
+    return KeyedOutput(key, index, record, output=custom)
