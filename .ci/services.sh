@@ -1,7 +1,8 @@
 # shellcheck shell=bash
 # Sourced by .ci/test (under `set -euo pipefail`, as root on a fresh Debian machine): makes sure the
-# redis-server and PostgreSQL server binaries exist, installing the Debian packages only when they
-# are missing, and prints where they are. It starts nothing: tests/services.py starts its own
+# redis-server and PostgreSQL server binaries and a Java runtime (for PyFlink's local cluster in
+# tests/test_flink.py) exist, installing the Debian packages only when they are missing, and prints
+# where they are. It starts nothing: tests/services.py starts its own
 # servers on loopback ports and stops them. Exports PYADK_PG_BINDIR (PostgreSQL's binaries live in
 # /usr/lib/postgresql/<version>/bin, which is not on PATH).
 # Safe to source under `set -euo pipefail`; it defines no variables or functions beyond that export.
@@ -31,6 +32,7 @@ _pyadk_services() {
   local missing=() sudo=() pg_bindir
   command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
   [ -n "$(_pyadk_pg_bindir)" ] || missing+=(postgresql)
+  command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
   if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
       if command -v sudo >/dev/null 2>&1; then
@@ -46,13 +48,15 @@ _pyadk_services() {
       --no-install-recommends "${missing[@]}" >/dev/null || return 1
   fi
   pg_bindir="$(_pyadk_pg_bindir)"
-  if ! command -v redis-server >/dev/null 2>&1 || [ -z "$pg_bindir" ]; then
-    echo "services.sh: redis-server or PostgreSQL still missing after apt-get install" >&2
+  if ! command -v redis-server >/dev/null 2>&1 || [ -z "$pg_bindir" ] \
+    || ! command -v java >/dev/null 2>&1; then
+    echo "services.sh: redis-server, PostgreSQL or Java still missing after apt-get install" >&2
     return 1
   fi
   export PYADK_PG_BINDIR="$pg_bindir"
   echo "== services: $(command -v redis-server) ($(redis-server --version | awk '{print $3}'))," \
-    "PostgreSQL $("$pg_bindir/postgres" --version | awk '{print $3}') in $pg_bindir"
+    "PostgreSQL $("$pg_bindir/postgres" --version | awk '{print $3}') in $pg_bindir," \
+    "$(java -version 2>&1 | head -n 1)"
 }
 
 if _pyadk_services; then

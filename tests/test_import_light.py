@@ -28,7 +28,10 @@ _NOT_AT_IMPORT = (
     "tenacity",
     "starlette",
     "uvicorn",
+    "pyflink",
     # optional parts of adk itself
+    "adk.actions",
+    "adk.execution",
     "adk.models.openai",
     "adk.mcp",
     "adk.tracing",
@@ -105,3 +108,15 @@ def test_every_public_name_imports_from_adk() -> None:
     exec("from adk import *", namespace)  # the lazily loaded names too (OpenAIChatModel)
     assert [name for name in adk.__all__ if name not in namespace] == []
     assert len(adk.__all__) >= 50
+
+
+def test_the_event_driven_layer_loads_no_flink_until_asked() -> None:
+    code = (
+        "import sys, adk.actions, adk.execution\n"
+        "print('pyflink' in sys.modules)\n"
+        "from adk.execution import LocalExecutionEnvironment\n"
+        "print('pyflink' in sys.modules)\n"
+    )
+    child = _python(code)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == ["False", "False"]

@@ -18,7 +18,9 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .store import _check_data, _check_id, _ClosableStore, _redact, _store_error
 
@@ -106,5 +108,9 @@ class RedisCheckpointStore(_ClosableStore):
             "decode_responses": False,
             "socket_connect_timeout": 5.0,
             "retry": Retry(ExponentialWithJitterBackoff(base=0.02, cap=0.5), retries=3),
+            # redis-py 6 retries these by default; 5 (which apache-beam, in the flink extra, pins)
+            # only when told: a pooled connection the server dropped is then replaced, not fatal.
+            "retry_on_error": [RedisConnectionError, RedisTimeoutError],
         }
-        return Redis.from_url(self._url, **options)
+        client: Redis = Redis.from_url(self._url, **options)  # untyped in redis-py 5
+        return client

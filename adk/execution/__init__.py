@@ -2,16 +2,44 @@
 
 ``LocalExecutionEnvironment().from_list(records, key=...).apply(agent)`` gives the agent's outputs:
 records of one key in order, with that key's session and short-term memory; different keys
-concurrently, up to a limit. Not imported by ``import adk``.
+concurrently, up to a limit. ``FlinkExecutionEnvironment`` does the same over a PyFlink
+``DataStream`` (the ``flink`` extra); PyFlink loads only when that name is first used. Not imported
+by ``import adk``.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._local import KeyedInput, KeyedOutputs, LocalExecutionEnvironment
 from ._records import KeyedOutput, RecordError
 
+if TYPE_CHECKING:
+    from ._flink import FlinkExecutionEnvironment, FlinkKeyedInput, FlinkKeyedOutputs
+
 __all__ = [
+    "FlinkExecutionEnvironment",
+    "FlinkKeyedInput",
+    "FlinkKeyedOutputs",
     "KeyedInput",
     "KeyedOutput",
     "KeyedOutputs",
     "LocalExecutionEnvironment",
     "RecordError",
 ]
+
+
+_FLINK = {"FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"}
+
+
+def __getattr__(name: str) -> Any:
+    # PyFlink is an optional extra and heavy to import: load it when a Flink name is asked for.
+    if name in _FLINK:
+        try:
+            from . import _flink
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] != "pyflink":
+                raise
+            raise ImportError(
+                f"{name} needs PyFlink: pip install 'pyadk[flink]' (and Java 11 or newer)"
+            ) from exc
+        return getattr(_flink, name)
+    raise AttributeError(f"module 'adk.execution' has no attribute {name!r}")

@@ -1,0 +1,275 @@
+"""``FlinkExecutionEnvironment``: any agent over a PyFlink ``DataStream``, for more than one machine.
+
+The job is ``key_by`` and then PyFlink's async I/O operator (``AsyncDataStream.ordered_wait``).
+Flink sends every record of a key to the same parallel instance of the operator. Inside an
+instance, one asyncio loop runs up to ``max_concurrency`` records at once, and records of one key
+are chained, so they run one after another in arrival order. Each record is one run of a
+``Runner``, through the same code as ``LocalExecutionEnvironment`` (``_records.py``): the same
+input, the same outputs, and a session committed when the record ends or pauses and dropped when it
+fails.
+
+What differs from the local environment, because of what PyFlink offers:
+
+- **Per-key sessions (and so short-term memory) live in the operator instance's memory.** PyFlink's
+  async operator has no keyed state, so they are not in Flink's state and do not survive a failover
+  or a rescale. Keep anything that must survive one in your own store.
+- **The agent and resources are built in each worker.** ``apply`` takes an agent, or a function
+  that builds one; ``resources`` and ``callbacks`` are functions too, because MCP sessions and HTTP
+  clients cannot be shipped to a worker. PyFlink ships these functions with cloudpickle, the way it
+  ships every Python function of a job.
+- **A failed record fails the job** (``on_error="raise"``, Flink's failover then applies), or it
+  becomes an output with ``error`` (``on_error="emit"``).
+
+``pyflink`` is imported by this module only (``pip install 'pyadk[flink]'``), never by
+``import adk`` or ``import adk.execution``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import sys
+from collections.abc import Callable, Hashable, Iterable
+from contextlib import suppress
+from typing import Any
+
+from pydantic_core import to_json
+from pyflink.common import Row, Time, Types
+from pyflink.datastream import (
+    AsyncDataStream,
+    DataStream,
+    StreamExecutionEnvironment,
+)
+from pyflink.datastream.functions import AsyncFunction
+
+from ..agent import Agent
+from ..checkpoint.store import CheckpointStore
+from ..runner import Runner
+from ._records import KeyedOutput, KeySelector, OnError, RecordError, key_of, run_record
+
+__all__ = ["FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"]
+
+AgentSource = Agent | Callable[[], Agent]
+
+
+class FlinkExecutionEnvironment:
+    """Runs agents over keyed PyFlink streams (see the module docstring for what differs from the
+    local environment).
+
+    ``env`` defaults to ``StreamExecutionEnvironment.get_execution_environment()``, with its Python
+    workers set to this interpreter. ``max_concurrency`` is the async operator's capacity, and so
+    the number of records in flight per parallel instance. ``timeout`` (seconds) bounds one record.
+    ``resources``, ``callbacks`` and ``checkpoint_store`` are functions each worker calls to build
+    its own; give paused records a store that outlives the worker (SQLite, Redis, PostgreSQL) to
+    resume them elsewhere with a ``Runner`` over the same store.
+    """
+
+    def __init__(
+        self,
+        env: StreamExecutionEnvironment | None = None,
+        *,
+        max_concurrency: int = 64,
+        timeout: float = 600.0,
+        on_error: OnError = "raise",
+        resources: Callable[[], Any] | None = None,
+        callbacks: Callable[[], Iterable[Any]] | None = None,
+        checkpoint_store: Callable[[], CheckpointStore] | None = None,
+    ) -> None:
+        if max_concurrency < 1:
+            raise ValueError("max_concurrency must be at least 1")
+        if on_error not in ("raise", "emit"):
+            raise ValueError(f"on_error must be 'raise' or 'emit', not {on_error!r}")
+        factories = (
+            ("resources", resources),
+            ("callbacks", callbacks),
+            ("checkpoint_store", checkpoint_store),
+        )
+        for name, value in factories:
+            if value is not None and not callable(value):
+                raise TypeError(
+                    f"{name} must be a function that builds them in each worker, "
+                    f"not {type(value).__name__}"
+                )
+        if env is None:
+            env = StreamExecutionEnvironment.get_execution_environment()
+            env.set_python_executable(sys.executable)
+        self.env = env
+        self.max_concurrency = max_concurrency
+        self.timeout = timeout
+        self.on_error: OnError = on_error
+        self.resources = resources
+        self.callbacks = callbacks
+        self.checkpoint_store = checkpoint_store
+
+    def from_datastream(self, stream: DataStream, key: KeySelector = None) -> FlinkKeyedInput:
+        """Records from a ``DataStream``. ``key``: a function of the record or a field name, as in
+        the local environment; ``None`` makes every record its own key (no ``key_by``)."""
+        return FlinkKeyedInput(self, stream, _checked(key), json_records=False)
+
+    def from_list(self, records: Iterable[Any], key: KeySelector = None) -> FlinkKeyedInput:
+        """Records from a list (a bounded source, e.g. for tests and small jobs). They travel as
+        JSON text, not pickles: each must be JSON data or a pydantic model (which arrives as its
+        JSON data)."""
+        texts = [to_json(record).decode() for record in records]
+        stream = self.env.from_collection(texts, type_info=Types.STRING())
+        return FlinkKeyedInput(self, stream, _checked(key), json_records=True)
+
+
+class FlinkKeyedInput:
+    """A stream with its key selector, waiting for an agent (``apply``)."""
+
+    def __init__(
+        self,
+        env: FlinkExecutionEnvironment,
+        stream: DataStream,
+        key: KeySelector,
+        json_records: bool,
+    ) -> None:
+        self._env = env
+        self._stream = stream
+        self._key = key
+        self._json_records = json_records
+
+    def apply(self, agent: AgentSource) -> FlinkKeyedOutputs:
+        """Run ``agent`` (or the agent a function builds, in each worker) over the records."""
+        if not isinstance(agent, Agent) and not callable(agent):
+            raise TypeError(f"apply takes an Agent or a function that builds one, not {agent!r}")
+        env = self._env
+        parse = json.loads if self._json_records else None
+        function = _AgentFunction(agent, env, self._key, parse)
+        stream = self._stream
+        if self._key is not None:
+            selector = self._key
+            if parse is not None:
+                stream = stream.key_by(lambda text: key_of(selector, json.loads(text), 0))
+            else:
+                stream = stream.key_by(lambda record: key_of(selector, record, 0))
+        outputs = AsyncDataStream.ordered_wait(
+            stream,
+            function,
+            Time.milliseconds(int(env.timeout * 1000)),
+            capacity=env.max_concurrency,
+            output_type=Types.STRING(),
+        )
+        return FlinkKeyedOutputs(env, outputs)
+
+
+class FlinkKeyedOutputs:
+    """The agent's outputs as a ``DataStream`` of JSON texts (not pickles), each an object with
+    ``key``, ``output``, ``error`` (``{"type", "message"}`` or ``null``), ``interrupt`` (its points,
+    or ``null``) and ``checkpoint_id``."""
+
+    def __init__(self, env: FlinkExecutionEnvironment, stream: DataStream) -> None:
+        self._env = env
+        self.stream = stream
+
+    def to_datastream(self) -> DataStream:
+        return self.stream
+
+    def to_list(self) -> list[dict[str, Any]]:
+        """Run the job and collect every output, parsed (for bounded sources)."""
+        with self.stream.execute_and_collect() as results:
+            return [json.loads(text) for text in results]
+
+
+class _AgentFunction(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
+    """The async operator's function: one ``Runner`` per worker, built on the worker's loop at the
+    first record; records of one key chained; sessions per key in memory."""
+
+    def __init__(
+        self,
+        agent: AgentSource,
+        env: FlinkExecutionEnvironment,
+        key: KeySelector,
+        parse: Callable[[str], Any] | None,
+    ) -> None:
+        self._agent = agent
+        self._parse = parse
+        self._resources = env.resources
+        self._callbacks = env.callbacks
+        self._store = env.checkpoint_store
+        self._keyed = key is not None
+        self._on_error = env.on_error
+        self._runner: Runner | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._sessions: dict[Hashable, dict[str, Any]] = {}
+        self._tails: dict[Hashable, asyncio.Future[None]] = {}
+        self._numbers = itertools.count()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(_runner=None, _loop=None, _sessions={}, _tails={}, _numbers=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._numbers = itertools.count()
+
+    def _runner_for_this_worker(self) -> Runner:
+        runner = self._runner
+        if runner is None:
+            agent = self._agent if isinstance(self._agent, Agent) else self._agent()
+            resources = self._resources() if self._resources is not None else None
+            callbacks = self._callbacks() if self._callbacks is not None else ()
+            store = self._store() if self._store is not None else None
+            runner = Runner(agent, store, callbacks=callbacks, resources=resources)
+            self._runner, self._loop = runner, asyncio.get_running_loop()
+        return runner
+
+    def close(self) -> None:
+        """Close the worker's resources (MCP sessions, model clients) on the loop that made them."""
+        runner, loop = self._runner, self._loop
+        self._runner = self._loop = None
+        if runner is None or loop is None or loop.is_closed() or not loop.is_running():
+            return
+        with suppress(Exception):  # the job is ending; a failing close must not mask its result
+            asyncio.run_coroutine_threadsafe(runner.aclose(), loop).result(timeout=30)
+
+    async def async_invoke(self, value: Any) -> list[str]:
+        index = next(self._numbers)
+        if self._keyed:  # after key_by, PyFlink hands over Row(key, record)
+            key, record = (value[0], value[1]) if isinstance(value, Row) else (None, value)
+        else:
+            key, record = ("record", index), value
+        if self._parse is not None:
+            record = self._parse(record)
+        runner = self._runner_for_this_worker()
+        before = self._tails.get(key)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._tails[key] = done
+        try:
+            if before is not None:
+                await asyncio.shield(before)
+            outputs = await run_record(runner, self._sessions, index, key, record)
+        finally:
+            done.set_result(None)
+            if self._tails.get(key) is done:
+                del self._tails[key]
+        if self._on_error == "raise":
+            for output in outputs:
+                if output.error is not None:
+                    raise RecordError(index, key, record, output.error) from output._exception
+        return [_as_json(output) for output in outputs]
+
+
+def _checked(key: KeySelector) -> KeySelector:
+    if key is not None and not callable(key) and not isinstance(key, str):
+        raise TypeError("key must be a function of the record, a field name, or None")
+    return key
+
+
+def _as_json(output: KeyedOutput) -> str:
+    """An output as JSON text, what travels to the next operator."""
+    data = {
+        "key": output.key,
+        "output": output.output,
+        "error": {"type": output.error.type, "message": output.error.message}
+        if output.error is not None
+        else None,
+        "interrupt": output.interrupt.model_dump(mode="json")
+        if output.interrupt is not None
+        else None,
+        "checkpoint_id": output.checkpoint_id,
+    }
+    return to_json(data, fallback=str).decode()

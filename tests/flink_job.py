@@ -1,0 +1,98 @@
+"""A Flink job for tests/test_flink.py, run as a script (``python tests/flink_job.py``).
+
+Run as ``__main__``, its agent and factories are shipped to PyFlink's Python workers by value, as
+a user's job script's are. It runs an ``ActionAgent`` over customer records keyed by customer on a
+local Flink (MiniCluster, parallelism 2, through the async I/O operator): each record asks a
+scripted model, which adds the amount to the customer's running total with the ``add`` tool; the
+total is kept in short-term memory. One record fails (``on_error="emit"``). The outputs are printed
+as one JSON line for the test to check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from adk import Message, Resources, Role, tool
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+from adk.execution import FlinkExecutionEnvironment
+from adk.testing import Reply, ScriptedModel, tool_call
+
+CUSTOMERS = ("ann", "bob", "cat", "dan")
+RECORDS = [
+    {"customer": CUSTOMERS[n % 4], "n": n, "amount": -1 if n == 5 else n + 1} for n in range(16)
+]
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def adding(messages: list[Message]) -> Reply:
+    """Calls add(total, amount) for the numbers in the question, then answers with the sum."""
+    if messages[-1].role == Role.TOOL:
+        return Reply(text=messages[-1].content)
+    total, amount = (int(word) for word in messages[0].content.split())
+    return Reply(tool_calls=[tool_call("add", {"a": total, "b": amount})])
+
+
+def build_resources() -> Resources:
+    resources = Resources()
+    resources.add_model("adder", ScriptedModel(adding))
+    resources.add_tool(add)
+    return resources
+
+
+class Ledger(ActionAgent):
+    """Keeps each customer's running total in short-term memory; the model does the adding."""
+
+    active = 0
+    most_active = 0
+
+    @action(InputEvent)
+    async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        record: dict[str, Any] = event.input
+        if record["amount"] < 0:
+            raise ValueError(f"record {record['n']} has a negative amount")
+        memory = ctx.short_term_memory
+        memory.set("seen", [*memory.get("seen", []), record["n"]])
+        Ledger.active += 1
+        Ledger.most_active = max(Ledger.most_active, Ledger.active)
+        try:
+            await asyncio.sleep(0.05)  # records of other keys overlap here
+        finally:
+            Ledger.active -= 1
+        question = Message.user(f"{memory.get('total', 0)} {record['amount']}")
+        ctx.send_event(ChatRequestEvent(model="adder", messages=[question], tools=["add"]))
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        memory = ctx.short_term_memory
+        total = int(event.response.content)
+        memory.set("total", total)
+        seen = memory.get("seen")
+        ctx.send_event(
+            OutputEvent(output={"seen": seen, "total": total, "most": Ledger.most_active})
+        )
+
+
+def main() -> None:
+    env = FlinkExecutionEnvironment(on_error="emit", max_concurrency=8, resources=build_resources)
+    env.env.set_parallelism(2)
+    outputs = env.from_list(RECORDS, key="customer").apply(lambda: Ledger("ledger")).to_list()
+    print(json.dumps(outputs))
+
+
+if __name__ == "__main__":
+    main()
