@@ -21,10 +21,10 @@ import argparse
 import asyncio
 import statistics
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-from adk import Message, ModelOptions, Resources, Role, Runner, ToolCall, ToolSpec, tool
+from adk import Message, Resources, Runner
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -36,8 +36,9 @@ from adk.actions import (
     action,
 )
 from adk.execution import LocalExecutionEnvironment
-from adk.messages import MessageChunk
 from prebuilt import ReActAgent
+
+from .pyadk_workloads import _AddModel, add  # the main suite's (b): the same model and tool
 
 EVENTS = 1_000
 RECORDS = 1_000
@@ -64,40 +65,6 @@ class _Fanout(ActionAgent):
     @action(_Tick)
     def tick(self, event: _Tick, ctx: ActionContext) -> None:
         self.seen += 1
-
-
-class _AddModel:
-    """Calls ``add(a=1, b=2)`` until a tool result is there, then answers ``sum=<result>``."""
-
-    model_name = "bench"
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        options: ModelOptions | None = None,
-    ) -> Message:
-        last = messages[-1]
-        if last.role is Role.TOOL:
-            return Message.assistant(f"sum={last.content}")
-        return Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a":1,"b":2}')])
-
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        options: ModelOptions | None = None,
-    ) -> AsyncIterator[MessageChunk]:  # pragma: no cover - not streamed here
-        raise NotImplementedError
-        yield
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two integers."""
-    return a + b
 
 
 class _Adder(ActionAgent):

@@ -46,7 +46,16 @@ from pyflink.datastream.functions import AsyncFunction
 from ..agent import Agent
 from ..checkpoint.store import CheckpointStore
 from ..runner import Runner
-from ._records import KeyedOutput, KeySelector, OnError, RecordError, key_of, run_record
+from ._records import (
+    KeyedOutput,
+    KeySelector,
+    OnError,
+    RecordError,
+    check_options,
+    checked_key,
+    key_of,
+    run_record,
+)
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"]
 
@@ -76,10 +85,7 @@ class FlinkExecutionEnvironment:
         callbacks: Callable[[], Iterable[Any]] | None = None,
         checkpoint_store: Callable[[], CheckpointStore] | None = None,
     ) -> None:
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
-        if on_error not in ("raise", "emit"):
-            raise ValueError(f"on_error must be 'raise' or 'emit', not {on_error!r}")
+        check_options(max_concurrency, on_error)
         factories = (
             ("resources", resources),
             ("callbacks", callbacks),
@@ -105,7 +111,7 @@ class FlinkExecutionEnvironment:
     def from_datastream(self, stream: DataStream, key: KeySelector = None) -> FlinkKeyedInput:
         """Records from a ``DataStream``. ``key``: a function of the record or a field name, as in
         the local environment; ``None`` makes every record its own key (no ``key_by``)."""
-        return FlinkKeyedInput(self, stream, _checked(key), json_records=False)
+        return FlinkKeyedInput(self, stream, checked_key(key), json_records=False)
 
     def from_list(self, records: Iterable[Any], key: KeySelector = None) -> FlinkKeyedInput:
         """Records from a list (a bounded source, e.g. for tests and small jobs). They travel as
@@ -113,7 +119,7 @@ class FlinkExecutionEnvironment:
         JSON data)."""
         texts = [to_json(record).decode() for record in records]
         stream = self.env.from_collection(texts, type_info=Types.STRING())
-        return FlinkKeyedInput(self, stream, _checked(key), json_records=True)
+        return FlinkKeyedInput(self, stream, checked_key(key), json_records=True)
 
 
 class FlinkKeyedInput:
@@ -251,12 +257,6 @@ class _AgentFunction(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
                 if output.error is not None:
                     raise RecordError(index, key, record, output.error) from output._exception
         return [_as_json(output) for output in outputs]
-
-
-def _checked(key: KeySelector) -> KeySelector:
-    if key is not None and not callable(key) and not isinstance(key, str):
-        raise TypeError("key must be a function of the record, a field name, or None")
-    return key
 
 
 def _as_json(output: KeyedOutput) -> str:

@@ -29,7 +29,16 @@ from ..agent import Agent
 from ..checkpoint.store import CheckpointStore
 from ..events import ErrorInfo
 from ..runner import Runner
-from ._records import KeyedOutput, KeySelector, OnError, RecordError, key_of, run_record
+from ._records import (
+    KeyedOutput,
+    KeySelector,
+    OnError,
+    RecordError,
+    check_options,
+    checked_key,
+    key_of,
+    run_record,
+)
 
 __all__ = ["KeyedInput", "KeyedOutputs", "LocalExecutionEnvironment"]
 
@@ -57,10 +66,7 @@ class LocalExecutionEnvironment:
         tracer_provider: Any = None,
         meter_provider: Any = None,
     ) -> None:
-        if max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1")
-        if on_error not in ("raise", "emit"):
-            raise ValueError(f"on_error must be 'raise' or 'emit', not {on_error!r}")
+        check_options(max_concurrency, on_error)
         self.max_concurrency = max_concurrency
         self.on_error: OnError = on_error
         self.resources = resources
@@ -79,9 +85,7 @@ class LocalExecutionEnvironment:
         """
         if not isinstance(records, Iterable | AsyncIterable):
             raise TypeError(f"from_list takes an iterable of records, got {type(records).__name__}")
-        if key is not None and not callable(key) and not isinstance(key, str):
-            raise TypeError("key must be a function of the record, a field name, or None")
-        return KeyedInput(self, records, key)
+        return KeyedInput(self, records, checked_key(key))
 
 
 class KeyedInput:

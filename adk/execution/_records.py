@@ -54,6 +54,20 @@ class RecordError(Exception):
         self.error = error
 
 
+def check_options(max_concurrency: int, on_error: str) -> None:
+    """The options every environment takes, checked where the environment is made."""
+    if max_concurrency < 1:
+        raise ValueError("max_concurrency must be at least 1")
+    if on_error not in ("raise", "emit"):
+        raise ValueError(f"on_error must be 'raise' or 'emit', not {on_error!r}")
+
+
+def checked_key(key: KeySelector) -> KeySelector:
+    if key is not None and not callable(key) and not isinstance(key, str):
+        raise TypeError("key must be a function of the record, a field name, or None")
+    return key
+
+
 def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
     """The key of ``record``: ``selector(record)``, its field ``selector``, or its position."""
     if selector is None:
