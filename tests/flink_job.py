@@ -2,7 +2,8 @@
 
 Run as ``__main__``, its agent and factories are shipped to PyFlink's Python workers by value, as
 a user's job script's are. It runs an ``ActionAgent`` over customer records keyed by customer on a
-local Flink (MiniCluster, parallelism 2, through the async I/O operator): each record asks a
+local Flink (MiniCluster, parallelism 2), once through the async I/O operator and once with
+durable memory (keyed state): each record asks a
 scripted model, which adds the amount to the customer's running total with the ``add`` tool; the
 total is kept in short-term memory. One record fails (``on_error="emit"``). The outputs are printed
 as one JSON line for the test to check.
@@ -87,11 +88,20 @@ class Ledger(ActionAgent):
         )
 
 
-def main() -> None:
-    env = FlinkExecutionEnvironment(on_error="emit", max_concurrency=8, resources=build_resources)
+def run(durable_memory: bool) -> list[dict[str, Any]]:
+    env = FlinkExecutionEnvironment(
+        on_error="emit",
+        max_concurrency=8,
+        resources=build_resources,
+        durable_memory=durable_memory,
+    )
     env.env.set_parallelism(2)
-    outputs = env.from_list(RECORDS, key="customer").apply(lambda: Ledger("ledger")).to_list()
-    print(json.dumps(outputs))
+    return env.from_list(RECORDS, key="customer").apply(lambda: Ledger("ledger")).to_list()
+
+
+def main() -> None:
+    # Both operators, one job each, in one process (the second reuses the running JVM).
+    print(json.dumps({"async": run(durable_memory=False), "durable": run(durable_memory=True)}))
 
 
 if __name__ == "__main__":

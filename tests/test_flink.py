@@ -34,7 +34,7 @@ if _missing and not os.environ.get("CI"):
     pytest.skip(f"needs {' and '.join(_missing)}", allow_module_level=True)
 
 
-def _run_job() -> list[dict[str, Any]]:
+def _run_job() -> dict[str, list[dict[str, Any]]]:
     done = subprocess.run(
         [sys.executable, str(JOB)],
         cwd=ROOT,
@@ -44,15 +44,23 @@ def _run_job() -> list[dict[str, Any]]:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    outputs: list[dict[str, Any]] = json.loads(done.stdout.strip().splitlines()[-1])
+    outputs: dict[str, list[dict[str, Any]]] = json.loads(done.stdout.strip().splitlines()[-1])
     return outputs
 
 
 @pytest.mark.timeout(360)
 def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_record() -> None:
+    jobs = _run_job()
+    _check_per_key(jobs["async"])
+    # Records of different keys overlapped inside the async operator.
+    assert max(o["output"]["most"] for o in jobs["async"] if o["output"]) >= 2
+    # The same outcome with each key's session in Flink's keyed state.
+    _check_per_key(jobs["durable"])
+
+
+def _check_per_key(outputs: list[dict[str, Any]]) -> None:
     from flink_job import CUSTOMERS, RECORDS
 
-    outputs = _run_job()
     by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for output in outputs:
         by_key[output["key"]].append(output)
@@ -75,5 +83,3 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
             seen.append(record["n"])
             assert output["error"] is None
             assert output["output"]["seen"] == seen and output["output"]["total"] == total
-    # Records of different keys overlapped inside the async operator.
-    assert max(o["output"]["most"] for o in outputs if o["output"]) >= 2

@@ -12,7 +12,8 @@ What differs from the local environment, because of what PyFlink offers:
 
 - **Per-key sessions (and so short-term memory) live in the operator instance's memory.** PyFlink's
   async operator has no keyed state, so they are not in Flink's state and do not survive a failover
-  or a rescale. Keep anything that must survive one in your own store.
+  or a rescale. ``durable_memory=True`` runs a ``KeyedProcessFunction`` instead: sessions in Flink's
+  keyed state (checkpointed, restored on failover), records one at a time per parallel instance.
 - **The agent and resources are built in each worker.** ``apply`` takes an agent, or a function
   that builds one; ``resources`` and ``callbacks`` are functions too, because MCP sessions and HTTP
   clients cannot be shipped to a worker. PyFlink ships these functions with cloudpickle, the way it
@@ -30,9 +31,10 @@ import asyncio
 import itertools
 import json
 import sys
-from collections.abc import Callable, Hashable, Iterable
+import threading
+from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
 from contextlib import suppress
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic_core import to_json
 from pyflink.common import Row, Time, Types
@@ -41,9 +43,11 @@ from pyflink.datastream import (
     DataStream,
     StreamExecutionEnvironment,
 )
-from pyflink.datastream.functions import AsyncFunction
+from pyflink.datastream.functions import AsyncFunction, KeyedProcessFunction
+from pyflink.datastream.state import ValueStateDescriptor
 
 from ..agent import Agent
+from ..checkpoint.codec import from_json_value, to_json_value
 from ..checkpoint.store import CheckpointStore
 from ..runner import Runner
 from ._records import (
@@ -60,6 +64,7 @@ from ._records import (
 __all__ = ["FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"]
 
 AgentSource = Agent | Callable[[], Agent]
+_T = TypeVar("_T")
 
 
 class FlinkExecutionEnvironment:
@@ -72,6 +77,11 @@ class FlinkExecutionEnvironment:
     ``resources``, ``callbacks`` and ``checkpoint_store`` are functions each worker calls to build
     its own; give paused records a store that outlives the worker (SQLite, Redis, PostgreSQL) to
     resume them elsewhere with a ``Runner`` over the same store.
+
+    ``durable_memory=True`` keeps each key's session (and so short-term memory) in Flink's keyed
+    state instead, where it is part of Flink's checkpoints and survives a failover; the price is
+    one record at a time per parallel instance (a ``KeyedProcessFunction``), so throughput comes
+    from parallelism alone. ``max_concurrency`` and ``timeout`` do not apply then.
     """
 
     def __init__(
@@ -84,6 +94,7 @@ class FlinkExecutionEnvironment:
         resources: Callable[[], Any] | None = None,
         callbacks: Callable[[], Iterable[Any]] | None = None,
         checkpoint_store: Callable[[], CheckpointStore] | None = None,
+        durable_memory: bool = False,
     ) -> None:
         check_options(max_concurrency, on_error)
         factories = (
@@ -107,6 +118,7 @@ class FlinkExecutionEnvironment:
         self.resources = resources
         self.callbacks = callbacks
         self.checkpoint_store = checkpoint_store
+        self.durable_memory = durable_memory
 
     def from_datastream(self, stream: DataStream, key: KeySelector = None) -> FlinkKeyedInput:
         """Records from a ``DataStream``. ``key``: a function of the record or a field name, as in
@@ -143,7 +155,6 @@ class FlinkKeyedInput:
             raise TypeError(f"apply takes an Agent or a function that builds one, not {agent!r}")
         env = self._env
         parse = json.loads if self._json_records else None
-        function = _AgentFunction(agent, env, self._key, parse)
         stream = self._stream
         if self._key is not None:
             selector = self._key
@@ -151,13 +162,21 @@ class FlinkKeyedInput:
                 stream = stream.key_by(lambda text: key_of(selector, json.loads(text), 0))
             else:
                 stream = stream.key_by(lambda record: key_of(selector, record, 0))
-        outputs = AsyncDataStream.ordered_wait(
-            stream,
-            function,
-            Time.milliseconds(int(env.timeout * 1000)),
-            capacity=env.max_concurrency,
-            output_type=Types.STRING(),
-        )
+        if env.durable_memory:
+            if self._key is None:
+                raise ValueError(
+                    "durable_memory keeps memory per key: give from_list/from_datastream a key"
+                )
+            function = _KeyedStateFunction(agent, env, parse)
+            outputs = stream.process(function, output_type=Types.STRING())
+        else:
+            outputs = AsyncDataStream.ordered_wait(
+                stream,
+                _AgentFunction(agent, env, self._key is not None, parse),
+                Time.milliseconds(int(env.timeout * 1000)),
+                capacity=env.max_concurrency,
+                output_type=Types.STRING(),
+            )
         return FlinkKeyedOutputs(env, outputs)
 
 
@@ -179,15 +198,14 @@ class FlinkKeyedOutputs:
             return [json.loads(text) for text in results]
 
 
-class _AgentFunction(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
-    """The async operator's function: one ``Runner`` per worker, built on the worker's loop at the
-    first record; records of one key chained; sessions per key in memory."""
+class _WorkerAgent:
+    """What both operators' functions share: the configuration shipped to the workers, the
+    ``Runner`` each worker builds at its first record, and how a record's outputs leave."""
 
     def __init__(
         self,
         agent: AgentSource,
         env: FlinkExecutionEnvironment,
-        key: KeySelector,
         parse: Callable[[str], Any] | None,
     ) -> None:
         self._agent = agent
@@ -195,24 +213,28 @@ class _AgentFunction(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
         self._resources = env.resources
         self._callbacks = env.callbacks
         self._store = env.checkpoint_store
-        self._keyed = key is not None
         self._on_error = env.on_error
         self._runner: Runner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._sessions: dict[Hashable, dict[str, Any]] = {}
-        self._tails: dict[Hashable, asyncio.Future[None]] = {}
         self._numbers = itertools.count()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(_runner=None, _loop=None, _sessions={}, _tails={}, _numbers=None)
+        state.update(self._fresh())
+        state["_numbers"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._numbers = itertools.count()
 
+    def _fresh(self) -> dict[str, Any]:
+        """The attributes a worker starts without (they are made there, not shipped)."""
+        return {"_runner": None, "_loop": None}
+
     def _runner_for_this_worker(self) -> Runner:
+        """Built on the loop the records run on, at the first record: resources made here (MCP
+        sessions, HTTP clients) belong to that loop."""
         runner = self._runner
         if runner is None:
             agent = self._agent if isinstance(self._agent, Agent) else self._agent()
@@ -223,7 +245,7 @@ class _AgentFunction(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
             self._runner, self._loop = runner, asyncio.get_running_loop()
         return runner
 
-    def close(self) -> None:
+    def _close_runner(self) -> None:
         """Close the worker's resources (MCP sessions, model clients) on the loop that made them."""
         runner, loop = self._runner, self._loop
         self._runner = self._loop = None
@@ -232,14 +254,48 @@ class _AgentFunction(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
         with suppress(Exception):  # the job is ending; a failing close must not mask its result
             asyncio.run_coroutine_threadsafe(runner.aclose(), loop).result(timeout=30)
 
+    def _record(self, value: Any) -> Any:
+        return self._parse(value) if self._parse is not None else value
+
+    def _leaving(
+        self, outputs: list[KeyedOutput], index: int, key: Hashable, record: Any
+    ) -> list[str]:
+        if self._on_error == "raise":
+            for output in outputs:
+                if output.error is not None:
+                    raise RecordError(index, key, record, output.error) from output._exception
+        return [_as_json(output) for output in outputs]
+
+
+class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
+    """The async operator's function: records of one key chained, keys concurrent, sessions per
+    key in this instance's memory."""
+
+    def __init__(
+        self,
+        agent: AgentSource,
+        env: FlinkExecutionEnvironment,
+        keyed: bool,
+        parse: Callable[[str], Any] | None,
+    ) -> None:
+        super().__init__(agent, env, parse)
+        self._keyed = keyed
+        self._sessions: dict[Hashable, dict[str, Any]] = {}
+        self._tails: dict[Hashable, asyncio.Future[None]] = {}
+
+    def _fresh(self) -> dict[str, Any]:
+        return {**super()._fresh(), "_sessions": {}, "_tails": {}}
+
+    def close(self) -> None:
+        self._close_runner()
+
     async def async_invoke(self, value: Any) -> list[str]:
         index = next(self._numbers)
         if self._keyed:  # after key_by, PyFlink hands over Row(key, record)
             key, record = (value[0], value[1]) if isinstance(value, Row) else (None, value)
         else:
             key, record = ("record", index), value
-        if self._parse is not None:
-            record = self._parse(record)
+        record = self._record(record)
         runner = self._runner_for_this_worker()
         before = self._tails.get(key)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -252,11 +308,70 @@ class _AgentFunction(AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
             done.set_result(None)
             if self._tails.get(key) is done:
                 del self._tails[key]
-        if self._on_error == "raise":
-            for output in outputs:
-                if output.error is not None:
-                    raise RecordError(index, key, record, output.error) from output._exception
-        return [_as_json(output) for output in outputs]
+        return self._leaving(outputs, index, key, record)
+
+
+class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[misc]
+    """The ``durable_memory`` operator's function: each key's session in Flink's keyed state (as
+    checkpoint-encoded JSON), so it is in Flink's checkpoints and survives a failover; records
+    run one at a time per instance, on an event loop of the worker's own."""
+
+    def __init__(
+        self, agent: AgentSource, env: FlinkExecutionEnvironment, parse: Callable[[str], Any] | None
+    ) -> None:
+        super().__init__(agent, env, parse)
+        self._state: Any = None
+        self._thread: _LoopThread | None = None
+
+    def _fresh(self) -> dict[str, Any]:
+        return {**super()._fresh(), "_state": None, "_thread": None}
+
+    def open(self, runtime_context: Any) -> None:
+        descriptor = ValueStateDescriptor("adk.session", Types.STRING())
+        self._state = runtime_context.get_state(descriptor)
+        self._thread = _LoopThread()
+
+    def close(self) -> None:
+        self._close_runner()
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None
+
+    def process_element(self, value: Any, ctx: Any) -> Iterator[str]:
+        assert self._thread is not None, "the function was not opened"
+        index, key, record = next(self._numbers), ctx.get_current_key(), self._record(value)
+        stored = self._state.value()
+        sessions: dict[Hashable, dict[str, Any]] = {}
+        if stored is not None:
+            sessions[key] = from_json_value(json.loads(stored))
+        outputs = self._thread.run(self._one(index, key, record, sessions))
+        if key in sessions:
+            text = json.dumps(to_json_value(sessions[key], f"the session of key {key!r}"))
+            self._state.update(text)
+        yield from self._leaving(outputs, index, key, record)
+
+    async def _one(
+        self, index: int, key: Hashable, record: Any, sessions: dict[Hashable, dict[str, Any]]
+    ) -> list[KeyedOutput]:
+        return await run_record(self._runner_for_this_worker(), sessions, index, key, record)
+
+
+class _LoopThread:
+    """An event loop on a thread of its own, for an operator whose calls are synchronous."""
+
+    def __init__(self) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    def stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        if not self._thread.is_alive():
+            self._loop.close()
 
 
 def _as_json(output: KeyedOutput) -> str:
