@@ -173,6 +173,10 @@ async def _run_steps(
                     return
             steps.iteration += 1
             start, resuming = 0, False
+            if not steps.iteration & 31:
+                # Sub-agents that never await would keep this loop from ever giving the event
+                # loop back: no cancellation, no timeout and no other run could get through.
+                await asyncio.sleep(0)
     except _OwnFailure as failure:
         assert own is not None
         yield own.failed(failure.cause)

@@ -4,13 +4,23 @@ interleaving, backpressure, max_concurrency, and cancellation of sibling branche
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from functools import partial
 from typing import Any
 
 import pytest
 from conftest import ScriptAgent, act_break, act_exit, act_transfer, do, other_tasks, run_events
 
-from adk import AgentEvent, LoopAgent, ParallelAgent, RunContext, Runner, SequentialAgent
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    LoopAgent,
+    ParallelAgent,
+    RunContext,
+    Runner,
+    SequentialAgent,
+)
 from adk.testing import simplify_events
 
 # -- SequentialAgent ----------------------------------------------------------------------------
@@ -255,3 +265,26 @@ async def test_steps_after_a_parallel_agent_continue_the_run_path() -> None:
     par = ParallelAgent("par", [ScriptAgent("a", "A")])
     events = await run_events(SequentialAgent("seq", [par, ScriptAgent("z", "Z")]))
     assert [e.run_path for e in events] == [("seq", "par", "a"), ("seq", "par", "z")]
+
+
+async def test_a_loop_of_agents_that_never_await_can_still_be_cancelled() -> None:
+    """An unbounded loop whose step yields without ever awaiting would never give the event loop
+    back: every so many iterations the loop does, so a timeout (or any cancellation) gets
+    through and other runs keep going."""
+
+    class Busy(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            yield AgentEvent.of("again")
+
+    other_ran = asyncio.Event()
+
+    async def other() -> None:
+        other_ran.set()
+
+    runner = Runner(LoopAgent("forever", [Busy("busy")]))
+    task = asyncio.create_task(other())
+    with pytest.raises(TimeoutError):
+        async with asyncio.timeout(0.2):
+            await runner.invoke("go")
+    assert other_ran.is_set()
+    await task
