@@ -43,24 +43,33 @@ def _action_segment(name: str) -> str:
 class _ActionRun:
     """Everything one input's processing works with."""
 
-    __slots__ = ("_found", "agent", "chats", "count", "ctx", "memory", "plan", "queue")
+    __slots__ = ("_found", "_memory", "agent", "chats", "count", "ctx", "plan", "queue")
 
     def __init__(self, agent: ActionAgent, ctx: RunContext) -> None:
         self.agent = agent
         self.ctx = ctx
         self.plan: AgentPlan = agent.plan
-        values = ctx.session.values
-        key = memory_key(agent.name)
-        stored = values.get(key)
-        if not isinstance(stored, dict):
-            stored = values[key] = {}
-        self.memory = ShortTermMemory(stored)
+        self._memory: ShortTermMemory | None = None
         self.chats: dict[str, _Chat] = {}
         self.queue: deque[Event] = deque()
         self.count = 0  # events processed for this input, against the agent's max_events
         self._found: dict[tuple[str, str], Any] = {}  # resources looked up in this run
 
     # -- services for actions ------------------------------------------------------------------
+    @property
+    def memory(self) -> ShortTermMemory:
+        """The agent's memory in the session, made on first use: agents that keep none leave no
+        empty entry in every session."""
+        memory = self._memory
+        if memory is None:
+            values = self.ctx.session.values
+            key = memory_key(self.agent.name)
+            stored = values.get(key)
+            if not isinstance(stored, dict):
+                stored = values[key] = {}
+            memory = self._memory = ShortTermMemory(stored)
+        return memory
+
     def check_sendable(self, event: Event) -> None:
         """Refuse what no action would take (``ActionContext.send_event`` calls this only for a
         type it has not seen sent)."""
