@@ -29,7 +29,13 @@ _FLOW_SLOT = "flow"
 
 class FlowAgent:
     """An agent with sub-agents (and maybe a parent) it can transfer to. Build with
-    ``with_sub_agents``."""
+    ``with_sub_agents``.
+
+    ``max_transfers`` bounds the transfers one chain may make: agents whose models keep handing
+    the conversation back and forth would otherwise run (and spend) without end.
+    """
+
+    max_transfers: int = 100
 
     def __init__(
         self,
@@ -121,6 +127,7 @@ class FlowAgent:
     async def _drive_chain(
         self, node: FlowAgent, input: AgentInput, node_ctx: RunContext, ctx: RunContext
     ) -> AsyncIterator[AgentEvent]:
+        transfers = 0
         while True:
             target: FlowAgent | None = None
             async with closing(drive(node.agent, input, node_ctx)) as events:
@@ -141,6 +148,10 @@ class FlowAgent:
                             if target is None:
                                 yield _transfer_failed(action.transfer_to, node.name, event)
                                 return
+                            transfers += 1
+                            if transfers > self.max_transfers:
+                                yield _too_many_transfers(self.max_transfers, event)
+                                return
                             break
                     yield event
             if target is None:
@@ -152,6 +163,14 @@ class FlowAgent:
     def __repr__(self) -> str:
         subs = ", ".join(s.name for s in self.sub_agents)
         return f"FlowAgent({self.name!r}, sub_agents=[{subs}])"
+
+
+def _too_many_transfers(limit: int, cause: AgentEvent) -> AgentEvent:
+    message = (
+        f"more than {limit} transfers in one run: the agents may be transferring in a cycle "
+        "(raise max_transfers in with_sub_agents if the conversation needs more)"
+    )
+    return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
 
 
 def _transfer_failed(target: str, source: str, cause: AgentEvent) -> AgentEvent:
@@ -184,14 +203,20 @@ def with_sub_agents(
     *,
     allow_transfer_to_parent: bool = True,
     history_rewriter: HistoryRewriter | None = None,
+    max_transfers: int | None = None,
 ) -> FlowAgent:
     """An agent that can transfer to ``sub_agents``; they may transfer back unless
     ``allow_transfer_to_parent`` is false. An agent that brings its own flow (``ReActAgent``) gets
-    the sub-agents in that flow, so its transfer tool knows them."""
+    the sub-agents in that flow, so its transfer tool knows them. ``max_transfers`` (default 100)
+    bounds the transfers of one run through this agent."""
+    if max_transfers is not None and max_transfers < 1:
+        raise ValueError("max_transfers must be at least 1")
     flow = agent if isinstance(agent, FlowAgent) else getattr(agent, "_adk_flow", None)
     if not isinstance(flow, FlowAgent):
         flow = FlowAgent(agent)
     flow._set_sub_agents(sub_agents, allow_transfer_to_parent)
     if history_rewriter is not None:
         flow.history_rewriter = history_rewriter
+    if max_transfers is not None:
+        flow.max_transfers = max_transfers
     return flow

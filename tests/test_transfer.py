@@ -162,3 +162,22 @@ async def test_transfer_from_a_tool_of_a_react_agent() -> None:
     spec = next(t for t in model.requests[0].tools if t.name == "transfer_to_agent")
     assert spec.parameters["properties"]["agent_name"]["enum"] == ["helper"]
     assert "Helps with things" in spec.description
+
+
+async def test_agents_transferring_in_a_cycle_stop_at_max_transfers() -> None:
+    """Two agents whose models always hand over to the other: the run ends with one clear error
+    once the chain has made more transfers than the flow allows, instead of running for ever."""
+
+    def hand_over_to(name: str) -> ScriptedModel:
+        call = tool_call("transfer_to_agent", {"agent_name": name})
+        return ScriptedModel(lambda messages: Reply(tool_calls=[call]))
+
+    pong = ReActAgent("pong", hand_over_to("ping"), description="pong")
+    ping = ReActAgent("ping", hand_over_to("pong"), description="ping")
+    root = with_sub_agents(ping, [pong], max_transfers=5)
+    with pytest.raises(RunError, match="more than 5 transfers in one run") as raised:
+        await Runner(root).invoke("go")
+    transfers = [e for e in raised.value.events if e.action and e.action.transfer_to]
+    assert len(transfers) == 6  # the sixth is refused
+    with pytest.raises(ValueError, match="max_transfers"):
+        with_sub_agents(ReActAgent("x", hand_over_to("y")), [], max_transfers=0)
