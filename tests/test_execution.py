@@ -287,3 +287,17 @@ async def test_records_use_a_real_mcp_servers_tools_through_the_environments_res
         records = [{"a": n, "b": 10 * n} for n in range(6)]
         outputs = await env.from_list(records).apply(Adder("adder")).to_list()
     assert [o.output for o in outputs] == [f"sum={11 * n}" for n in range(6)]
+
+
+async def test_sessions_carry_each_keys_memory_from_one_batch_to_the_next() -> None:
+    env = LocalExecutionEnvironment()
+    first = env.from_list(_orders(6), key="customer").apply(Tally())
+    await first.to_list()
+    more = [Order(customer="a", amount=10), Order(customer="d", amount=1)]
+    second = env.from_list(more, key="customer").apply(Tally(), sessions=first.sessions)
+    outputs = await second.to_list()
+    assert [o.output for o in outputs] == [
+        {"customer": "a", "total": 0 + 3 + 10},  # on top of what a's first batch left
+        {"customer": "d", "total": 1},
+    ]
+    assert second.sessions is first.sessions and set(first.sessions) == {"a", "b", "c", "d"}

@@ -21,6 +21,7 @@ from collections.abc import (
     AsyncIterator,
     Hashable,
     Iterable,
+    MutableMapping,
 )
 from typing import Any
 
@@ -101,8 +102,15 @@ class KeyedInput:
         self._records = records
         self._key = key
 
-    def apply(self, agent: Agent) -> KeyedOutputs:
-        """Run ``agent`` over the records; iterate the result (or ``await .to_list()``)."""
+    def apply(
+        self, agent: Agent, *, sessions: MutableMapping[Hashable, dict[str, Any]] | None = None
+    ) -> KeyedOutputs:
+        """Run ``agent`` over the records; iterate the result (or ``await .to_list()``).
+
+        ``sessions``: each key's session values to start from, updated in place as records
+        commit. Pass the ``sessions`` of an earlier application (or a mapping backed by a store of
+        your own) to carry keys' memory from one batch to the next.
+        """
         if not isinstance(agent, Agent):
             raise TypeError(f"apply takes an Agent, got {type(agent).__name__}")
         env = self._env
@@ -114,7 +122,7 @@ class KeyedInput:
             tracer_provider=env.tracer_provider,
             meter_provider=env.meter_provider,
         )
-        return KeyedOutputs(env, runner, self._records, self._key)
+        return KeyedOutputs(env, runner, self._records, self._key, sessions)
 
 
 class KeyedOutputs:
@@ -132,13 +140,16 @@ class KeyedOutputs:
         runner: Runner,
         records: Iterable[Any] | AsyncIterable[Any],
         key: KeySelector,
+        sessions: MutableMapping[Hashable, dict[str, Any]] | None = None,
     ) -> None:
         self._env = env
         self.runner = runner
         self._records = records
         self._key = key
         self._iterator: AsyncGenerator[KeyedOutput, None] | None = None
-        self.sessions: dict[Hashable, dict[str, Any]] = {}
+        self.sessions: MutableMapping[Hashable, dict[str, Any]] = (
+            sessions if sessions is not None else {}
+        )
 
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
         if self._iterator is not None:

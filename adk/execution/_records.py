@@ -5,7 +5,7 @@ it ends or pauses and drops when it fails.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -83,7 +83,7 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
 
 async def run_record(
     runner: Runner,
-    sessions: dict[Hashable, dict[str, Any]],
+    sessions: MutableMapping[Hashable, dict[str, Any]],
     index: int,
     key: Hashable,
     record: Any,
