@@ -25,9 +25,9 @@ from .events import (
     Event,
     ToolRequestEvent,
     ToolResponseEvent,
-    chat_response_event,
-    tool_request_event,
-    tool_response_event,
+    _chat_response_event,
+    _tool_request_event,
+    _tool_response_event,
 )
 
 if TYPE_CHECKING:
@@ -77,14 +77,14 @@ async def _ask(
         ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
     )
     if not reply.tool_calls:
-        ctx.send_event(chat_response_event(request.id, reply))
+        ctx.send_event(_chat_response_event(request.id, reply))
         return
     if rounds >= request.max_tool_rounds:
         raise ActionError(
             f"model {request.model!r} still calls tools after {rounds} round(s) "
             f"(max_tool_rounds={request.max_tool_rounds})"
         )
-    tool_request = tool_request_event(reply.tool_calls, list(request.tools), request.model)
+    tool_request = _tool_request_event(reply.tool_calls, list(request.tools), request.model)
     ctx._run.chats[tool_request.id] = _Chat(request, [*messages, reply], rounds + 1)
     ctx.send_event(tool_request)
 
@@ -124,4 +124,4 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
     if signal is not None:
         state: dict[str, Any] = {"done": list(done.values())}
         raise Interrupt._from_signal(signal, state)
-    ctx.send_event(tool_response_event(event.id, [done[call.id] for call in event.tool_calls]))
+    ctx.send_event(_tool_response_event(event.id, [done[call.id] for call in event.tool_calls]))

@@ -24,7 +24,7 @@ from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
 from ._builtin import ActionError, _Chat
-from .context import ActionContext, ShortTermMemory, memory_key
+from .context import ActionContext, ShortTermMemory, _memory_key
 from .events import ChatRequestEvent, Event, OutputEvent
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ class _ActionRun:
         memory = self._memory
         if memory is None:
             values = self.ctx.session.values
-            key = memory_key(self.agent.name)
+            key = _memory_key(self.agent.name)
             stored = values.get(key)
             if not isinstance(stored, dict):
                 stored = values[key] = {}

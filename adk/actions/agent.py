@@ -16,7 +16,7 @@ from ..context import RunContext
 from ..events import AgentEvent
 from ..messages import Message
 from ._run import _ActionRun
-from .events import input_event
+from .events import _input_event
 from .plan import AgentPlan
 
 __all__ = ["RECORD_KEY", "ActionAgent"]
@@ -59,7 +59,7 @@ class ActionAgent(BaseAgent):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         messages = input.messages
         run = _ActionRun(self, ctx)
-        first = input_event(_input_of(messages), list(messages))
+        first = _input_event(_input_of(messages), list(messages))
         run.count = 1
         # Closed here, not left to asyncio's finalizer: a run closed at one of its outputs must
         # stop its actions at once (the same for ``resume``).

@@ -74,7 +74,7 @@ class ShortTermMemory:
         return f"ShortTermMemory({self._values!r})"
 
 
-def memory_key(agent_name: str) -> str:
+def _memory_key(agent_name: str) -> str:
     """The session key an agent's short-term memory lives under."""
     return f"memory:{agent_name}"
 

@@ -111,33 +111,33 @@ class ToolResponseEvent(Event):
 
 # The framework's own events, built from values already valid (messages, tool calls it holds):
 # without validation, which costs more than the rest of routing an event (see ``_fastmodel``).
-_input = fast_builder(InputEvent)
-_chat_response = fast_builder(ChatResponseEvent)
-_tool_request = fast_builder(ToolRequestEvent)
-_tool_response = fast_builder(ToolResponseEvent)
+_build_input = fast_builder(InputEvent)
+_build_chat_response = fast_builder(ChatResponseEvent)
+_build_tool_request = fast_builder(ToolRequestEvent)
+_build_tool_response = fast_builder(ToolResponseEvent)
 _INPUT_SET = frozenset({"input", "messages"})
 _CHAT_RESPONSE_SET = frozenset({"request_id", "response"})
 _TOOL_REQUEST_SET = frozenset({"tool_calls", "tools", "model"})
 _TOOL_RESPONSE_SET = frozenset({"request_id", "responses"})
 
 
-def input_event(input: Any, messages: list[Message]) -> InputEvent:
+def _input_event(input: Any, messages: list[Message]) -> InputEvent:
     values = {"id": _new_event_id(), "input": input, "messages": messages}
-    return _input(values, set(_INPUT_SET))
+    return _build_input(values, set(_INPUT_SET))
 
 
-def chat_response_event(request_id: str, response: Message) -> ChatResponseEvent:
+def _chat_response_event(request_id: str, response: Message) -> ChatResponseEvent:
     values = {"id": _new_event_id(), "request_id": request_id, "response": response}
-    return _chat_response(values, set(_CHAT_RESPONSE_SET))
+    return _build_chat_response(values, set(_CHAT_RESPONSE_SET))
 
 
-def tool_request_event(
+def _tool_request_event(
     tool_calls: list[ToolCall], tools: list[str] | None, model: str | None
 ) -> ToolRequestEvent:
     values = {"id": _new_event_id(), "tool_calls": tool_calls, "tools": tools, "model": model}
-    return _tool_request(values, set(_TOOL_REQUEST_SET))
+    return _build_tool_request(values, set(_TOOL_REQUEST_SET))
 
 
-def tool_response_event(request_id: str, responses: list[Message]) -> ToolResponseEvent:
+def _tool_response_event(request_id: str, responses: list[Message]) -> ToolResponseEvent:
     values = {"id": _new_event_id(), "request_id": request_id, "responses": responses}
-    return _tool_response(values, set(_TOOL_RESPONSE_SET))
+    return _build_tool_response(values, set(_TOOL_RESPONSE_SET))
