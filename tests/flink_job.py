@@ -15,6 +15,8 @@ import asyncio
 import json
 from typing import Any
 
+from pyflink.common import Types
+
 from adk import Message, Resources, Role, tool
 from adk.actions import (
     ActionAgent,
@@ -99,9 +101,26 @@ def run(durable_memory: bool) -> list[dict[str, Any]]:
     return env.from_list(RECORDS, key="customer").apply(lambda: Ledger("ledger")).to_list()
 
 
+@action(InputEvent)
+def shout(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output=str(event.input).upper()))
+
+
+def unkeyed() -> list[dict[str, Any]]:
+    """A typed stream of the user's own (strings), no key: every record on its own."""
+    env = FlinkExecutionEnvironment()
+    stream = env.env.from_collection(["ab", "cd", "ef"], type_info=Types.STRING())
+    return env.from_datastream(stream).apply(ActionAgent("shout", actions=[shout])).to_list()
+
+
 def main() -> None:
-    # Both operators, one job each, in one process (the second reuses the running JVM).
-    print(json.dumps({"async": run(durable_memory=False), "durable": run(durable_memory=True)}))
+    # Each pipeline is a job of its own, in one process (the later ones reuse the running JVM).
+    jobs = {
+        "async": run(durable_memory=False),
+        "durable": run(durable_memory=True),
+        "unkeyed": unkeyed(),
+    }
+    print(json.dumps(jobs))
 
 
 if __name__ == "__main__":

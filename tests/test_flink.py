@@ -56,6 +56,8 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
     assert max(o["output"]["most"] for o in jobs["async"] if o["output"]) >= 2
     # The same outcome with each key's session in Flink's keyed state.
     _check_per_key(jobs["durable"])
+    # A stream of the user's own type, without a key: each record on its own.
+    assert sorted(o["output"] for o in jobs["unkeyed"]) == ["AB", "CD", "EF"]
 
 
 def _check_per_key(outputs: list[dict[str, Any]]) -> None:
