@@ -42,10 +42,17 @@ class _ReportsBack:
         yield AgentEvent.transfer(self.supervisor)
 
 
-def Supervisor(supervisor: Agent, workers: Iterable[Agent]) -> FlowAgent:
-    """A flow where ``supervisor`` delegates to ``workers`` and every worker reports back."""
+def Supervisor(
+    supervisor: Agent, workers: Iterable[Agent], *, max_transfers: int | None = None
+) -> FlowAgent:
+    """A flow where ``supervisor`` delegates to ``workers`` and every worker reports back.
+
+    Each delegation is two transfers (there and back): ``max_transfers`` (default 100, see
+    ``with_sub_agents``) bounds a run's delegations to half of it.
+    """
     return with_sub_agents(
         supervisor,
         [_ReportsBack(worker, supervisor.name) for worker in workers],
         allow_transfer_to_parent=True,
+        max_transfers=max_transfers,
     )

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import pytest
+
 import adk
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
@@ -174,3 +176,16 @@ async def test_interrupted_worker_resumes_and_reports_back() -> None:
         "boss: Your refund is done.",
     ]
     assert second.events[-1].run_path == ("boss", "cashier", "boss")
+
+
+async def test_a_supervisor_that_keeps_delegating_stops_at_max_transfers() -> None:
+    """Every delegation is a transfer there and one back: a supervisor whose model never stops
+    delegating ends with a TransferError once the run has made more transfers than allowed."""
+    worker = ReActAgent("worker", ScriptedModel(["done"], cycle=True), description="Works.")
+    boss = ReActAgent("boss", ScriptedModel([transfer("worker")], cycle=True), description="Boss")
+    runner = Runner(Supervisor(boss, [worker], max_transfers=6))
+    with pytest.raises(adk.RunError, match="more than 6 transfers in one run") as raised:
+        await runner.invoke("go")
+    events = raised.value.events
+    delegations = [e for e in events if e.action and e.action.transfer_to == "worker"]
+    assert len(delegations) == 4  # 3 delegations and back (6 transfers); the 4th goes over
