@@ -26,10 +26,10 @@ from ..messages import Message
 from ._builtin import ActionError, _Chat
 from .context import ActionContext, ShortTermMemory, _memory_key
 from .events import ChatRequestEvent, Event, OutputEvent
+from .plan import AgentPlan, _Action, _type_key
 
 if TYPE_CHECKING:
     from .agent import ActionAgent
-    from .plan import AgentPlan, _Action
 
 __all__ = ["_ActionRun"]
 
@@ -110,12 +110,15 @@ class _ActionRun:
         assert failure is not None
         raise failure
 
+    def address_of(self, action_name: str) -> str:
+        """Where an action's interrupts (and the tool calls it makes) are addressed."""
+        return join_address(self.ctx.address, _action_segment(action_name))
+
     def action_context(self, action_name: str) -> RunContext:
         """The agent's context placed at ``action_name``: tool calls an action makes are addressed
         below it, so their interrupt points name the action."""
         ctx = self.ctx
-        address = join_address(ctx.address, _action_segment(action_name))
-        return ctx._copy(ctx.run_path, address, ctx._lane, ctx._loop_depth)
+        return ctx._copy(ctx.run_path, self.address_of(action_name), ctx._lane, ctx._loop_depth)
 
     # -- processing ----------------------------------------------------------------------------
     async def process(
@@ -155,8 +158,7 @@ class _ActionRun:
                     if result is not None and (found.is_async or isawaitable(result)):
                         await result
                 except Interrupt as exc:
-                    address = join_address(self.ctx.address, _action_segment(found.name))
-                    signal = signal_of(exc, address)
+                    signal = signal_of(exc, self.address_of(found.name))
                     signal.save(self.ctx.address, self.pause_state(current, index))
                     yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
                     return
@@ -182,12 +184,12 @@ class _ActionRun:
         plan = self.ctx._run.plan
         if plan is None:
             return None
-        return plan.resume_for(join_address(self.ctx.address, _action_segment(found.name)))
+        return plan.resume_for(self.address_of(found.name))
 
     def _consume(self, found: _Action) -> None:
         plan = self.ctx._run.plan
         if plan is not None:
-            plan.consume(join_address(self.ctx.address, _action_segment(found.name)))
+            plan.consume(self.address_of(found.name))
 
     # -- pause and resume ------------------------------------------------------------------------
     def pause_state(self, current: Event, listener: int) -> dict[str, Any]:
@@ -243,8 +245,7 @@ class _ActionRun:
                 if dumped is None:
                     dumped = event.model_dump(mode="json")
                 fields[name] = dumped[name]
-        key = f"{type(event).__module__}.{type(event).__qualname__}"
-        return {"type": key, "fields": fields}
+        return {"type": _type_key(type(event)), "fields": fields}
 
     def _decode(self, saved: SavedState, data: Any) -> Event:
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
