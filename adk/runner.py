@@ -18,6 +18,7 @@ from ._driver import _AgentRun, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
+from .checkpoint._claim import _Claim, _claim
 from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
@@ -208,6 +209,7 @@ class Runner(AsyncCloseable):
         run: _RunState,
         input: AgentInput,
         checkpoint_id: str | None,
+        claim: _Claim | None = None,
     ) -> AsyncIterator[AgentEvent]:
         events = drive(self.agent, input, _root_context(self, run))
         try:
@@ -215,7 +217,7 @@ class Runner(AsyncCloseable):
                 if event._signal is None and event.action is None and event.error is None:
                     yield event
                     continue
-                event, after = await _check(self, run, checkpoint_id, event)
+                event, after = await _check(self, run, checkpoint_id, event, claim)
                 yield event
                 if after is not None:
                     yield after
@@ -250,38 +252,62 @@ class Runner(AsyncCloseable):
         self, checkpoint_id: str, resume: Any, session_box: list[Session] | None = None
     ) -> AsyncIterator[AgentEvent]:
         with _resuming(self.checkpoint_store, checkpoint_id):
-            data = await self.checkpoint_store.get(checkpoint_id)
-            if data is None:
-                raise CheckpointError(
-                    f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}"
-                )
-            body = decode_checkpoint(data, checkpoint_id)
-            if body.get("finished"):
-                raise CheckpointError(
-                    f"checkpoint {checkpoint_id!r} belongs to a run that has finished; it is kept "
-                    "for audit (keep_checkpoints=True) and cannot be resumed again"
-                )
-            snapshot = parse_body(body, checkpoint_id)
-            if snapshot.agent != self.agent.name:
-                raise CheckpointError(
-                    f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
-                    f"not to {self.agent.name!r}"
-                )
-            targets = _targets(snapshot.signal, resume)
-            session = Session(snapshot.session)
-            if session_box is not None:
-                session_box.append(session)
-            plan = _ResumePlan(snapshot.signal, targets)
-            run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
-            load_history(run, snapshot.history)
-            input = AgentInput(snapshot.root_input, self.enable_streaming)
-            finished = False
-            async with closing(self._drive_root(run, input, checkpoint_id)) as events:
-                async for event in events:
+            claim = await _claim(self.checkpoint_store, checkpoint_id)
+            try:
+                async for event in self._resume_claimed(checkpoint_id, resume, session_box, claim):
                     yield event
-                    finished = event.error is None and event.interrupted is None
-            if finished:
-                await self._finish(checkpoint_id, body)
+            finally:
+                if claim is not None:
+                    await claim.release()
+
+    async def _resume_claimed(
+        self,
+        checkpoint_id: str,
+        resume: Any,
+        session_box: list[Session] | None,
+        claim: _Claim | None,
+    ) -> AsyncIterator[AgentEvent]:
+        data = await self.checkpoint_store.get(checkpoint_id)
+        if data is None:
+            raise CheckpointError(f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}")
+        body = decode_checkpoint(data, checkpoint_id)
+        if body.get("finished"):
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} belongs to a run that has finished; it is kept "
+                "for audit (keep_checkpoints=True) and cannot be resumed again"
+            )
+        snapshot = parse_body(body, checkpoint_id)
+        if snapshot.agent != self.agent.name:
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
+                f"not to {self.agent.name!r}"
+            )
+        targets = _targets(snapshot.signal, resume)
+        session = Session(snapshot.session)
+        if session_box is not None:
+            session_box.append(session)
+        plan = _ResumePlan(snapshot.signal, targets)
+        run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+        load_history(run, snapshot.history)
+        input = AgentInput(snapshot.root_input, self.enable_streaming)
+        finished = False
+        async with closing(self._drive_root(run, input, checkpoint_id, claim)) as events:
+            async for event in events:
+                if (
+                    claim is not None
+                    and claim.lost
+                    and event.interrupted is None  # its checkpoint was saved while claimed
+                    and event.error is None  # the run ends with it anyway
+                ):
+                    yield _claim_lost(event.agent_name, event.run_path, checkpoint_id)
+                    return
+                yield event
+                finished = event.error is None and event.interrupted is None
+        if finished:
+            if claim is not None and claim.lost:
+                yield _claim_lost(self.agent.name, (self.agent.name,), checkpoint_id)
+                return
+            await self._finish(checkpoint_id, body)
 
     async def _finish(self, checkpoint_id: str, body: dict[str, Any]) -> None:
         """A resumed run finished: delete its checkpoint, or mark a kept one as finished so it is
@@ -326,6 +352,16 @@ def _resuming(store: CheckpointStore, checkpoint_id: str) -> Iterator[None]:
             del _RESUMING[id(store)]
 
 
+def _claim_lost(agent_name: str, run_path: tuple[str, ...], checkpoint_id: str) -> AgentEvent:
+    """The error that ends a resume whose claim on its checkpoint may have passed to another."""
+    message = (
+        f"lost the claim on checkpoint {checkpoint_id!r}: it could not be renewed in time (the "
+        "store unreachable or the event loop blocked for longer than the store's claim_ttl), so "
+        "another resume may hold it now; stopped here, leaving the checkpoint as it is"
+    )
+    return AgentEvent(agent_name, run_path, error=ErrorInfo("CheckpointError", message))
+
+
 def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     """Which points a resume addresses, with their data."""
     pending = [p.id for p in signal.points]
@@ -359,13 +395,20 @@ def _root_context(runner: Runner, run: _RunState) -> RunContext:
 
 
 async def _check(
-    runner: Runner, run: _RunState, checkpoint_id: str | None, event: AgentEvent
+    runner: Runner,
+    run: _RunState,
+    checkpoint_id: str | None,
+    event: AgentEvent,
+    claim: _Claim | None = None,
 ) -> tuple[AgentEvent, AgentEvent | None]:
     """The runner's rules for an event with an action, error or pause that reaches the top of a
     run: the event to pass on (an interrupt once its checkpoint is saved, or the error saying why
     it could not be) and an event to follow it, if any; the run ends after either. A transfer
-    nobody handled ends the run with an error."""
+    nobody handled ends the run with an error. A resume that lost its ``claim`` saves nothing:
+    the checkpoint may be another resume's now."""
     if event._signal is not None:
+        if claim is not None and claim.lost:
+            return _claim_lost(event.agent_name, event.run_path, claim.checkpoint_id), None
         return await runner._pause(run, event, event._signal, checkpoint_id), None
     action = event.action
     if (

@@ -11,7 +11,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .memory import InMemoryCheckpointStore
-from .store import CheckpointStore, CheckpointStoreError
+from .store import CheckpointStore, CheckpointStoreError, ClaimingCheckpointStore
 
 if TYPE_CHECKING:
     from .postgres import PostgresCheckpointStore
@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CheckpointStore",
     "CheckpointStoreError",
+    "ClaimingCheckpointStore",
     "InMemoryCheckpointStore",
     "PostgresCheckpointStore",
     "RedisCheckpointStore",

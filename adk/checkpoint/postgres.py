@@ -8,6 +8,10 @@ not at all, so a failure mid-write — an error, a lost connection, a killed bac
 previous row. All operations are idempotent, so a connection lost on the way (typically a pool
 connection that went stale when the server restarted) is retried once on a fresh connection.
 
+Claims (one resume of a checkpoint at a time, across processes) are rows of a second table,
+``<table>_claims``, taken with one conditional upsert and timed by the server's clock, so the
+clients' clocks need not agree.
+
 Only this module imports ``asyncpg``; ``adk.checkpoint`` loads it on first use of the class.
 """
 
@@ -27,7 +31,15 @@ from asyncpg.exceptions import (  # type: ignore[import-untyped]
     PostgresConnectionError,
 )
 
-from .store import _check_data, _check_id, _ClosableStore, _redact, _store_error
+from .store import (
+    _check_claim_ttl,
+    _check_data,
+    _check_id,
+    _check_owner,
+    _ClosableStore,
+    _redact,
+    _store_error,
+)
 
 __all__ = ["PostgresCheckpointStore"]
 
@@ -45,9 +57,9 @@ _CONNECTION_LOST = (
 _FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError, ValueError)
 
 
-def _quote_table(table: str) -> str:
-    """``table`` or ``schema.table`` as a quoted SQL identifier; anything else is refused, since
-    the name is spliced into SQL (it cannot be a query parameter)."""
+def _table_parts(table: str) -> list[str]:
+    """``table`` or ``schema.table`` split in parts; anything else is refused, since the name is
+    spliced into SQL (it cannot be a query parameter)."""
     if not isinstance(table, str):
         raise TypeError("table must be a str")
     parts = table.split(".")
@@ -56,7 +68,22 @@ def _quote_table(table: str) -> str:
             f"invalid table name {table!r}: use letters, digits and underscores (not first), at "
             "most 63 characters, optionally prefixed by a schema name and a dot"
         )
+    return parts
+
+
+def _quote(parts: list[str]) -> str:
     return ".".join(f'"{part}"' for part in parts)
+
+
+def _claims_table(parts: list[str]) -> list[str]:
+    """The claims table beside ``parts``' table: ``<name>_claims``, shortened with a hash of the
+    full name when that would pass PostgreSQL's 63-character limit."""
+    *schema, name = parts
+    claims = f"{name}_claims"
+    if len(claims) > 63:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+        claims = f"{name[:46]}_{digest}_claims"
+    return [*schema, claims]
 
 
 class PostgresCheckpointStore(_ClosableStore):
@@ -64,7 +91,9 @@ class PostgresCheckpointStore(_ClosableStore):
     (``postgresql://user:password@host:port/database``, or anything asyncpg accepts).
 
     The table name is used as written (quoted, so case-sensitive) and may be ``schema.table``.
-    Columns: ``id text primary key, data bytea, updated_at timestamptz``.
+    Columns: ``id text primary key, data bytea, updated_at timestamptz``. Resumes' claims live in
+    ``<table>_claims`` and last ``claim_ttl`` seconds unless renewed (see
+    ``ClaimingCheckpointStore``).
 
     Nothing connects until the first operation. ``aclose()`` closes the pool; the next operation
     creates a new one. The pool belongs to the event loop that created it: close the store before
@@ -72,13 +101,23 @@ class PostgresCheckpointStore(_ClosableStore):
     there, leaving the old one's sockets to the garbage collector.
     """
 
-    def __init__(self, dsn: str, table: str = "pyadk_checkpoints", *, max_size: int = 10) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        table: str = "pyadk_checkpoints",
+        *,
+        max_size: int = 10,
+        claim_ttl: float = 30.0,
+    ) -> None:
         if max_size < 1:
             raise ValueError("max_size must be at least 1")
         self._dsn = dsn
         self._where = _redact(dsn)
+        self.claim_ttl = _check_claim_ttl(claim_ttl)
         self._table = table
-        qualified = _quote_table(table)
+        parts = _table_parts(table)
+        qualified = _quote(parts)
+        claims = _quote(_claims_table(parts))
         self._max_size = max_size
         self._lock_key = int.from_bytes(
             hashlib.sha256(f"pyadk.checkpoint:{table}".encode()).digest()[:8], "big", signed=True
@@ -93,6 +132,18 @@ class PostgresCheckpointStore(_ClosableStore):
             "ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at"
         )
         self._delete_sql = f"DELETE FROM {qualified} WHERE id = $1"
+        self._create_claims_sql = (
+            f"CREATE TABLE IF NOT EXISTS {claims} (id text PRIMARY KEY, owner text NOT NULL, "
+            "expires_at timestamptz NOT NULL)"
+        )
+        # A row back when taken (free, lapsed or renewed); none when another owner holds it.
+        self._claim_sql = (
+            f"INSERT INTO {claims} AS c (id, owner, expires_at) "
+            "VALUES ($1, $2, clock_timestamp() + make_interval(secs => $3)) "
+            "ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
+            "WHERE c.owner = EXCLUDED.owner OR c.expires_at <= clock_timestamp() RETURNING true"
+        )
+        self._release_sql = f"DELETE FROM {claims} WHERE id = $1 AND owner = $2"
         self._pool_task: asyncio.Task[Any] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -126,6 +177,24 @@ class PostgresCheckpointStore(_ClosableStore):
             await conn.execute(self._delete_sql, key)
 
         await self._call("delete", key, run)
+
+    async def claim(self, id: str, owner: str) -> bool:
+        key = _check_id(id)
+        holder = _check_owner(owner)
+
+        async def run(conn: Any) -> bool:
+            return bool(await conn.fetchval(self._claim_sql, key, holder, self.claim_ttl))
+
+        return await self._call("claim", key, run)
+
+    async def release(self, id: str, owner: str) -> None:
+        key = _check_id(id)
+        holder = _check_owner(owner)
+
+        async def run(conn: Any) -> None:
+            await conn.execute(self._release_sql, key, holder)
+
+        await self._call("release", key, run)
 
     async def aclose(self) -> None:
         task, self._pool_task = self._pool_task, None
@@ -189,6 +258,7 @@ class PostgresCheckpointStore(_ClosableStore):
             async with pool.acquire() as conn, conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", self._lock_key)
                 await conn.execute(self._create_sql)
+                await conn.execute(self._create_claims_sql)
         except BaseException:
             pool.terminate()
             raise

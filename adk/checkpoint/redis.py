@@ -5,6 +5,11 @@ once it has received all of it, so a connection lost mid-write leaves the previo
 are idempotent, so the client retries lost connections (three times, 20 ms–0.5 s backoff) before
 reporting a ``CheckpointStoreError``; a Redis that is down fails within about a second.
 
+A claim (one resume of a checkpoint at a time, across processes) is a key beside the checkpoint's,
+``prefix + id + "\\x00claim"`` (ids never contain NUL, so it cannot collide with a checkpoint key),
+holding the owner and expiring with Redis's own ``PX``; taking and releasing it are Lua scripts,
+atomic on the server.
+
 Only this module imports ``redis``; ``adk.checkpoint`` loads it on first use of the class.
 """
 
@@ -22,9 +27,30 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from .store import _check_data, _check_id, _ClosableStore, _redact, _store_error
+from .store import (
+    _check_claim_ttl,
+    _check_data,
+    _check_id,
+    _check_owner,
+    _ClosableStore,
+    _redact,
+    _store_error,
+)
 
 __all__ = ["RedisCheckpointStore"]
+
+# KEYS[1]: the claim key; ARGV: owner, milliseconds. 1 when taken (free, lapsed or renewed).
+_CLAIM = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+"""
+_CLAIM_SUFFIX = "\x00claim"
 
 
 class RedisCheckpointStore(_ClosableStore):
@@ -33,6 +59,8 @@ class RedisCheckpointStore(_ClosableStore):
 
     ``ttl`` (seconds) makes every checkpoint expire that long after its last ``put`` — a cap on
     how long a paused run can wait; ``None`` keeps checkpoints until they are deleted.
+    ``claim_ttl``: seconds a resume's claim on a checkpoint lasts unless renewed (see
+    ``ClaimingCheckpointStore``).
 
     Nothing connects until the first operation. ``aclose()`` closes the connections; the next
     operation opens new ones. Connections belong to the event loop that opened them: close the
@@ -41,8 +69,14 @@ class RedisCheckpointStore(_ClosableStore):
     """
 
     def __init__(
-        self, url: str, prefix: str = "pyadk:checkpoint:", ttl: float | None = None
+        self,
+        url: str,
+        prefix: str = "pyadk:checkpoint:",
+        ttl: float | None = None,
+        *,
+        claim_ttl: float = 30.0,
     ) -> None:
+        self.claim_ttl = _check_claim_ttl(claim_ttl)
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
         if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
@@ -85,6 +119,29 @@ class RedisCheckpointStore(_ClosableStore):
             await self._redis().delete(self._prefix + key)
         except (RedisError, OSError) as exc:
             raise _store_error("redis", "delete", key, self._where, exc) from exc
+
+    async def claim(self, id: str, owner: str) -> bool:
+        key = _check_id(id)
+        ttl_ms = str(max(1, round(self.claim_ttl * 1000)))
+        try:
+            # Typed as maybe-synchronous by redis-py (one signature for both clients): it awaits.
+            pending: Any = self._redis().eval(
+                _CLAIM, 1, self._prefix + key + _CLAIM_SUFFIX, _check_owner(owner), ttl_ms
+            )
+            taken = await pending
+        except (RedisError, OSError) as exc:
+            raise _store_error("redis", "claim", key, self._where, exc) from exc
+        return bool(taken)
+
+    async def release(self, id: str, owner: str) -> None:
+        key = _check_id(id)
+        try:
+            pending: Any = self._redis().eval(
+                _RELEASE, 1, self._prefix + key + _CLAIM_SUFFIX, _check_owner(owner)
+            )
+            await pending
+        except (RedisError, OSError) as exc:
+            raise _store_error("redis", "release", key, self._where, exc) from exc
 
     async def aclose(self) -> None:
         client, self._client = self._client, None

@@ -32,6 +32,12 @@ instead of failing on a lock upgrade), and a write that fails mid-way is rolled 
 value stays. Several processes may share the file; writers wait up to ``busy_timeout`` seconds for
 each other. A task cancelled while its write runs does not stop the write — it either commits whole
 or not at all, like a network store that already sent the request.
+
+Claims (one resume of a checkpoint at a time, across the processes sharing the file) are rows of a
+second table, taken with one conditional upsert: atomic under SQLite's write lock. Expiry uses the
+wall clock, which every process on the machine shares. A claim need not survive a power loss —
+every process that could hold one dies with the machine — so claim writes commit with
+``synchronous=NORMAL``, skipping the fsync that a checkpoint write pays.
 """
 
 from __future__ import annotations
@@ -51,7 +57,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from .store import _check_data, _check_id, _ClosableStore, _store_error
+from .store import (
+    _check_claim_ttl,
+    _check_data,
+    _check_id,
+    _check_owner,
+    _ClosableStore,
+    _store_error,
+)
 
 __all__ = ["SQLiteCheckpointStore"]
 
@@ -68,6 +81,18 @@ _UPSERT = (
     "ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at"
 )
 _DELETE = f"DELETE FROM {_TABLE} WHERE id = ?"
+_CLAIMS = "pyadk_checkpoint_claims"
+_CLAIMS_SCHEMA = (
+    f"CREATE TABLE IF NOT EXISTS {_CLAIMS} ("
+    "id TEXT PRIMARY KEY NOT NULL, owner TEXT NOT NULL, expires_at REAL NOT NULL)"
+)
+# Taken when free, lapsed or already the owner's; otherwise the WHERE leaves the row (0 changes).
+_CLAIM = (
+    f"INSERT INTO {_CLAIMS} AS c (id, owner, expires_at) VALUES (?, ?, ?) "
+    "ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at "
+    "WHERE c.owner = excluded.owner OR c.expires_at <= ?"
+)
+_RELEASE = f"DELETE FROM {_CLAIMS} WHERE id = ? AND owner = ?"
 _MEMORY = ":memory:"
 
 
@@ -83,6 +108,7 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute(_SCHEMA)
+        conn.execute(_CLAIMS_SCHEMA)
     except BaseException:
         conn.close()
         raise
@@ -104,15 +130,40 @@ def _delete(conn: sqlite3.Connection, *, key: str) -> None:
     conn.execute(_DELETE, (key,))
 
 
+def _without_fsync(conn: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> int:
+    """Run one autocommit write with ``synchronous=NORMAL``; the number of rows it changed."""
+    conn.execute("PRAGMA synchronous=NORMAL")
+    try:
+        return conn.execute(sql, parameters).rowcount
+    finally:
+        conn.execute("PRAGMA synchronous=FULL")
+
+
+def _claim(conn: sqlite3.Connection, *, key: str, owner: str, ttl: float) -> bool:
+    now = time.time()
+    return _without_fsync(conn, _CLAIM, (key, owner, now + ttl, now)) == 1
+
+
+def _release(conn: sqlite3.Connection, *, key: str, owner: str) -> None:
+    _without_fsync(conn, _RELEASE, (key, owner))
+
+
 class SQLiteCheckpointStore(_ClosableStore):
     """Checkpoints in the SQLite file at ``path`` (parent directories are created on first use;
     ``":memory:"`` keeps them in memory for the store's lifetime).
+
+    ``claim_ttl``: seconds a resume's claim on a checkpoint lasts unless renewed (see
+    ``ClaimingCheckpointStore``): how long a checkpoint stays blocked after a process died
+    resuming it.
 
     Nothing is opened until the first operation. ``aclose()`` finishes queued operations, closes the
     connection and stops the worker thread; the next operation starts them again.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, claim_ttl: float = 30.0
+    ) -> None:
+        self.claim_ttl = _check_claim_ttl(claim_ttl)
         if busy_timeout < 0:
             raise ValueError("busy_timeout must be >= 0 seconds")
         raw = os.fspath(path)
@@ -140,6 +191,15 @@ class SQLiteCheckpointStore(_ClosableStore):
     async def delete(self, id: str) -> None:
         key = _check_id(id)
         await self._run("delete", key, partial(_delete, key=key))
+
+    async def claim(self, id: str, owner: str) -> bool:
+        key = _check_id(id)
+        job = partial(_claim, key=key, owner=_check_owner(owner), ttl=self.claim_ttl)
+        return await self._run("claim", key, job)
+
+    async def release(self, id: str, owner: str) -> None:
+        key = _check_id(id)
+        await self._run("release", key, partial(_release, key=key, owner=_check_owner(owner)))
 
     async def aclose(self) -> None:
         with self._lock:

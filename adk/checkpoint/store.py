@@ -18,17 +18,22 @@ long-lived store can be closed at the end of every ``asyncio.run`` (network conn
 the event loop that opened them). Those stores are async context managers too. The in-memory store holds
 nothing and has no ``aclose``; code that closes any store should use ``getattr(store, "aclose",
 None)``. ``aclose`` is not part of the protocol so that a user's three-method store still qualifies.
+
+The SQLite, Redis and PostgreSQL stores also implement :class:`ClaimingCheckpointStore`: they can
+claim a checkpoint id for one resume at a time across processes (the in-memory store cannot be
+shared by processes, and the runner's in-process guard covers it).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import AsyncCloseable
 
-__all__ = ["CheckpointStore", "CheckpointStoreError"]
+__all__ = ["CheckpointStore", "CheckpointStoreError", "ClaimingCheckpointStore"]
 
 _MAX_ID_BYTES = 1024
 """Longest id (UTF-8 bytes) any backend accepts; PostgreSQL's index rows cap keys near 2.7 KB."""
@@ -56,14 +61,44 @@ class CheckpointStore(Protocol):
         ...
 
 
+@runtime_checkable
+class ClaimingCheckpointStore(CheckpointStore, Protocol):
+    """A store that can also claim a checkpoint id for one owner at a time, across processes.
+
+    The runner claims a checkpoint before resuming it and releases the claim when the resume ends:
+    two workers that receive the same approval (a double click, a retried webhook) cannot both run
+    the approved call. A claim lapses ``claim_ttl`` seconds after it was last taken, so a process
+    that dies mid-resume blocks the checkpoint only that long; the runner renews its claim every
+    ``claim_ttl / 3`` seconds while the resume runs.
+
+    Claims live beside the checkpoints, not in them: claiming writes no checkpoint bytes, and a
+    claim may exist for an id that has no checkpoint (the runner then releases it and reports the
+    missing checkpoint).
+    """
+
+    claim_ttl: float
+    """Seconds a claim lasts after it was last taken."""
+
+    async def claim(self, id: str, owner: str) -> bool:
+        """Claim ``id`` for ``owner`` for ``claim_ttl`` seconds: True when it was unclaimed, its
+        claim had lapsed, or ``owner`` held it already (the claim is then renewed); False when
+        another owner holds it. Atomic across every process using the store."""
+        ...
+
+    async def release(self, id: str, owner: str) -> None:
+        """End ``owner``'s claim on ``id``; nothing happens when ``owner`` does not hold it (it
+        lapsed, or another owner took it over)."""
+        ...
+
+
 class CheckpointStoreError(Exception):
     """A checkpoint backend failed: unreachable, refused the operation or lost the connection
     mid-way.
 
     ``backend`` is ``"sqlite"``, ``"redis"``, ``"postgres"`` (or a custom store's name),
-    ``operation`` is ``"get"``, ``"put"``, ``"delete"`` or ``"open"``, and ``checkpoint_id`` the id
-    the operation was for (``None`` when it was for none). The backend's own exception is the
-    ``__cause__``.
+    ``operation`` is ``"get"``, ``"put"``, ``"delete"``, ``"claim"``, ``"release"`` or ``"open"``,
+    and ``checkpoint_id`` the id the operation was for (``None`` when it was for none). The
+    backend's own exception is the ``__cause__``.
     """
 
     def __init__(
@@ -137,6 +172,23 @@ def _check_id(id: object) -> str:
     if size > _MAX_ID_BYTES:
         raise ValueError(f"checkpoint id is {size} UTF-8 bytes long; the limit is {_MAX_ID_BYTES}")
     return id
+
+
+def _check_owner(owner: object) -> str:
+    if not isinstance(owner, str) or not owner:
+        raise TypeError(f"a claim's owner must be a non-empty str, got {owner!r}")
+    return owner
+
+
+def _check_claim_ttl(ttl: object) -> float:
+    if (
+        not isinstance(ttl, int | float)
+        or isinstance(ttl, bool)
+        or not math.isfinite(ttl)
+        or ttl <= 0
+    ):
+        raise ValueError(f"claim_ttl must be a positive number of seconds, got {ttl!r}")
+    return float(ttl)
 
 
 def _check_data(data: object) -> bytes:

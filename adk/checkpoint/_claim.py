@@ -1,0 +1,118 @@
+"""A resume's claim on its checkpoint in the store: one resume of a checkpoint at a time, across
+processes.
+
+Two workers that receive the same approval (a double click, a webhook delivered twice) would
+otherwise both read the checkpoint before either deleted it, and both run the approved call. The
+runner takes a claim before reading the checkpoint, renews it while the resume runs, and releases
+it when the resume ends, however it ends.
+
+A claim is a lease: it lapses ``claim_ttl`` seconds after it was last taken, so a process that dies
+mid-resume blocks the checkpoint only that long. The holder counts from when it *sent* each
+renewal, so by its own clock its lease always ends no later than the store's; when a renewal fails
+or comes too late (the store unreachable, the event loop blocked) the holder treats the claim as
+lost — another process may hold it — and the runner stops the resume at its next event without
+writing the checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+
+from .codec import CheckpointError
+from .store import CheckpointStore, CheckpointStoreError, ClaimingCheckpointStore
+
+__all__: list[str] = []
+
+logger = logging.getLogger("adk.checkpoint")
+
+_HOST = socket.gethostname()
+
+
+class _Claim:
+    """A held claim on ``checkpoint_id`` in ``store`` (see the module docstring)."""
+
+    __slots__ = ("_lost", "_renewer", "_stop", "_valid_until", "checkpoint_id", "owner", "store")
+
+    def __init__(self, store: ClaimingCheckpointStore, checkpoint_id: str) -> None:
+        self.store = store
+        self.checkpoint_id = checkpoint_id
+        # Readable in the store (which host and process holds it) and unique per resume.
+        self.owner = f"{_HOST}:{os.getpid()}:{os.urandom(6).hex()}"
+        self._lost = False
+        self._valid_until = 0.0
+        self._stop = asyncio.Event()
+        self._renewer: asyncio.Task[None] | None = None
+
+    @property
+    def lost(self) -> bool:
+        """Whether the claim may have passed to another owner."""
+        return self._lost or time.monotonic() >= self._valid_until
+
+    async def acquire(self) -> None:
+        """Take the claim, or raise ``CheckpointError`` when another resume holds it."""
+        ttl = self.store.claim_ttl
+        sent = time.monotonic()
+        if not await self.store.claim(self.checkpoint_id, self.owner):
+            raise CheckpointError(
+                f"checkpoint {self.checkpoint_id!r} is already being resumed (another run holds "
+                f"its claim in {self.store!r}, perhaps in another process); a checkpoint is "
+                "resumed once at a time. Resume it again once that run has ended, if it paused "
+                f"again; if that run's process died, its claim lapses within {ttl:g} s"
+            )
+        self._valid_until = sent + ttl
+        self._renewer = asyncio.get_running_loop().create_task(self._renew(ttl))
+
+    async def release(self) -> None:
+        """Stop renewing and end the claim. A renewal in flight is let finish rather than
+        cancelled: cancelled, its command might still reach the server after the release and
+        leave a claim that blocks the checkpoint until it lapses."""
+        self._stop.set()
+        if self._renewer is not None:
+            await asyncio.shield(self._renewer)
+        if self._lost:
+            return  # not ours any more: releasing could end another owner's claim
+        try:
+            await self.store.release(self.checkpoint_id, self.owner)
+        except CheckpointStoreError as exc:
+            logger.warning(
+                "could not release the claim on checkpoint %r (it lapses within %g s): %s",
+                self.checkpoint_id,
+                self.store.claim_ttl,
+                exc,
+            )
+
+    async def _renew(self, ttl: float) -> None:
+        while not self._stop.is_set():
+            try:
+                await asyncio.wait_for(self._stop.wait(), ttl / 3)
+                return
+            except TimeoutError:
+                pass
+            sent = time.monotonic()
+            try:
+                held = await self.store.claim(self.checkpoint_id, self.owner)
+            except CheckpointStoreError as exc:
+                # Keep trying: the claim holds until ``_valid_until`` without a renewal.
+                logger.warning("could not renew the claim on %r: %s", self.checkpoint_id, exc)
+                continue
+            if not held:
+                self._lost = True
+                return
+            if sent < self._valid_until:
+                self._valid_until = sent + ttl
+            # else: the claim had lapsed before this renewal was sent; someone may have taken and
+            # released it meanwhile, so ``lost`` stays true even though the store took it back.
+
+
+async def _claim(store: CheckpointStore, checkpoint_id: str) -> _Claim | None:
+    """The claim on ``checkpoint_id``, taken; None for a store that cannot claim (a user's
+    three-method store, the in-memory one: the runner's in-process guard is all they get)."""
+    if not isinstance(store, ClaimingCheckpointStore):
+        return None
+    claim = _Claim(store, checkpoint_id)
+    await claim.acquire()
+    return claim

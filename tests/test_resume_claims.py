@@ -1,0 +1,471 @@
+"""One resume of a checkpoint at a time across processes: the stores' claims, and the runner's use
+of them.
+
+Workers in separate processes share a store (a SQLite file, a Redis, a PostgreSQL); an approval
+delivered to two of them must pay once. Each backend runs against its real server; "processes" are
+real subprocesses for SQLite, and separate store objects (no in-process guard between them) for
+the network stores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from services import PostgresServer, RedisServer
+
+from adk import CheckpointError, Message, Role, RunError, Runner, tool
+from adk.checkpoint import (
+    CheckpointStoreError,
+    ClaimingCheckpointStore,
+    InMemoryCheckpointStore,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SQLiteCheckpointStore,
+)
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+pytest_plugins = ["services"]
+
+ROOT = Path(__file__).resolve().parent.parent
+
+StoreFactory = Callable[..., ClaimingCheckpointStore]
+
+
+@pytest.fixture(params=["sqlite", "redis", "postgres"])
+async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    """New store objects over one backend's data (as separate processes would have), each with
+    the given ``claim_ttl``."""
+    unique = uuid.uuid4().hex[:12]
+    factory: StoreFactory
+    if request.param == "sqlite":
+        factory = functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
+    elif request.param == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        factory = functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"c{unique}:")
+    else:
+        pg: PostgresServer = request.getfixturevalue("postgres_server")
+        factory = functools.partial(PostgresCheckpointStore, pg.dsn, table=f"cl_{unique}")
+    made: list[ClaimingCheckpointStore] = []
+
+    def make(**options: Any) -> ClaimingCheckpointStore:
+        store = factory(**options)
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        await store.aclose()  # type: ignore[attr-defined]
+
+
+# --------------------------------------------------------------------------------------------------
+# The stores' claims
+
+
+async def test_stores_that_can_claim_say_so(make_store: StoreFactory) -> None:
+    assert isinstance(make_store(), ClaimingCheckpointStore)
+    assert not isinstance(InMemoryCheckpointStore(), ClaimingCheckpointStore)
+
+
+async def test_one_owner_at_a_time(make_store: StoreFactory) -> None:
+    mine, theirs = make_store(), make_store()
+
+    assert await mine.claim("cp-1", "me")
+    assert await mine.claim("cp-1", "me")  # a renewal
+    assert not await theirs.claim("cp-1", "them")
+    assert await theirs.claim("cp-2", "them")  # claims are per id
+
+    await theirs.release("cp-1", "them")  # not theirs: no effect
+    assert not await theirs.claim("cp-1", "them")
+
+    await mine.release("cp-1", "me")
+    assert await theirs.claim("cp-1", "them")
+    assert not await mine.claim("cp-1", "me")
+
+
+async def test_a_claim_lapses_after_claim_ttl_unless_renewed(make_store: StoreFactory) -> None:
+    mine, theirs = make_store(claim_ttl=0.4), make_store(claim_ttl=0.4)
+    assert await mine.claim("cp", "me")
+
+    await asyncio.sleep(0.25)
+    assert await mine.claim("cp", "me")  # renewed: 0.4 s more from now
+    await asyncio.sleep(0.25)
+    assert not await theirs.claim("cp", "them")  # 0.5 s after the first claim, still held
+
+    await asyncio.sleep(0.3)
+    assert await theirs.claim("cp", "them")  # lapsed: taken over
+    assert not await mine.claim("cp", "me")  # and the old owner cannot renew
+
+
+async def test_claims_leave_checkpoints_alone(make_store: StoreFactory) -> None:
+    store = make_store()
+    await store.put("cp", b"state")
+
+    assert await store.claim("cp", "me")
+    assert await store.claim("no-checkpoint", "me")  # a claim needs no checkpoint
+    assert await store.get("cp") == b"state"
+    assert await store.get("no-checkpoint") is None
+
+    await store.delete("cp")
+    await store.put("cp", b"new state")
+    assert not await make_store().claim("cp", "them")  # the claim outlives the row it guards
+    await store.release("cp", "me")
+    assert await store.get("cp") == b"new state"
+
+
+async def test_bad_owners_and_ttls_are_refused(make_store: StoreFactory) -> None:
+    store = make_store()
+    with pytest.raises(TypeError, match="owner"):
+        await store.claim("cp", "")
+    with pytest.raises(TypeError, match="owner"):
+        await store.release("cp", None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="checkpoint id"):
+        await store.claim("", "me")
+    for ttl in (0, -1, float("inf"), float("nan")):
+        with pytest.raises(ValueError, match="claim_ttl"):
+            make_store(claim_ttl=ttl)
+
+
+async def test_sqlite_claims_skip_the_fsync_and_checkpoints_keep_it(tmp_path: Path) -> None:
+    store = SQLiteCheckpointStore(tmp_path / "cp.db")
+    assert await store.claim("cp", "me")
+    await store.release("cp", "me")
+    # A claim write runs with synchronous=NORMAL; the connection must be back at FULL (2) after.
+    mode = await store._run("get", "cp", lambda conn: conn.execute("PRAGMA synchronous").fetchone())
+    assert mode == (2,)
+    await store.aclose()
+
+
+async def test_postgres_claims_table_beside_a_long_table_name(
+    postgres_server: PostgresServer,
+) -> None:
+    name = "t" * 63  # "<name>_claims" would pass PostgreSQL's 63-character limit
+    first, second = (PostgresCheckpointStore(postgres_server.dsn, table=name) for _ in range(2))
+    try:
+        assert await first.claim("cp", "me")
+        assert not await second.claim("cp", "them")
+        await first.put("cp", b"state")
+        assert await second.get("cp") == b"state"
+    finally:
+        await first.aclose()
+        await second.aclose()
+
+
+async def test_an_unreachable_store_fails_to_claim_clearly() -> None:
+    store = RedisCheckpointStore("redis://127.0.0.1:1/0")
+    with pytest.raises(CheckpointStoreError) as caught:
+        await store.claim("cp", "me")
+    assert (caught.value.backend, caught.value.operation) == ("redis", "claim")
+    await store.aclose()
+
+
+# --------------------------------------------------------------------------------------------------
+# The runner: one resume at a time
+
+paid: list[int] = []
+
+
+@pytest.fixture(autouse=True)
+def _no_payments_yet() -> None:
+    paid.clear()
+
+
+def _payer(pay_seconds: float = 0.05) -> ReActAgent:
+    @tool(require_approval=True)
+    async def pay(amount: int) -> str:
+        """Pay an amount once a person approves it."""
+        await asyncio.sleep(pay_seconds)
+        paid.append(amount)
+        return f"paid {amount}"
+
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"done: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay", {"amount": int(messages[-1].content)})])
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=[pay])
+
+
+async def _paused(store: ClaimingCheckpointStore, amount: int = 5) -> str:
+    result = await Runner(_payer(), checkpoint_store=store).invoke(str(amount))
+    assert result.checkpoint_id is not None
+    return result.checkpoint_id
+
+
+async def test_workers_with_their_own_stores_resume_once(make_store: StoreFactory) -> None:
+    checkpoint_id = await _paused(make_store())
+    workers = [Runner(_payer(), checkpoint_store=make_store()) for _ in range(3)]
+
+    results = await asyncio.gather(
+        *(w.invoke_resume(checkpoint_id, {"approved": True}) for w in workers),
+        return_exceptions=True,
+    )
+
+    done = [r for r in results if not isinstance(r, BaseException)]
+    refused = [r for r in results if isinstance(r, CheckpointError)]
+    assert [r.text for r in done] == ["done: paid 5"]
+    assert len(refused) == 2
+    assert all("already being resumed" in str(e) and "claim" in str(e) for e in refused)
+    assert paid == [5]
+    assert await make_store().claim(checkpoint_id, "probe")  # released when the resume ended
+
+
+async def test_a_long_resume_keeps_its_claim(make_store: StoreFactory) -> None:
+    checkpoint_id = await _paused(make_store(claim_ttl=0.3))
+    slow = Runner(_payer(pay_seconds=1.0), checkpoint_store=make_store(claim_ttl=0.3))
+    first = asyncio.ensure_future(slow.invoke_resume(checkpoint_id, {"approved": True}))
+
+    await asyncio.sleep(0.6)  # twice the ttl: only renewals keep the claim
+    other = Runner(_payer(), checkpoint_store=make_store(claim_ttl=0.3))
+    with pytest.raises(CheckpointError, match="already being resumed"):
+        await other.invoke_resume(checkpoint_id, {"approved": True})
+
+    assert (await first).text == "done: paid 5"
+    assert paid == [5]
+
+
+@pytest.mark.parametrize("ending", ["finished", "paused again", "error", "cancelled"])
+async def test_every_ending_releases_the_claim(make_store: StoreFactory, ending: str) -> None:
+    store = make_store()
+    checkpoint_id = await _paused(store)
+    agent = _payer(pay_seconds=30 if ending == "cancelled" else 0)
+    runner = Runner(agent, checkpoint_store=store)
+
+    if ending == "finished":
+        await runner.invoke_resume(checkpoint_id, {"approved": True})
+    elif ending == "paused again":
+        await runner.invoke_resume(checkpoint_id)  # no approval: the call pauses again
+    elif ending == "error":
+        with pytest.raises(ValueError, match="unknown interrupt point"):
+            await runner.invoke_resume(checkpoint_id, {"agent:nowhere": 1})
+    else:
+        task = asyncio.ensure_future(runner.invoke_resume(checkpoint_id, {"approved": True}))
+        await asyncio.sleep(0.1)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    assert await make_store().claim(checkpoint_id, "probe")
+
+
+async def test_a_missing_checkpoint_is_reported_and_its_claim_released(
+    make_store: StoreFactory,
+) -> None:
+    runner = Runner(_payer(), checkpoint_store=make_store())
+    with pytest.raises(CheckpointError, match="no checkpoint 'nope'"):
+        await runner.invoke_resume("nope")
+    assert await make_store().claim("nope", "probe")
+
+
+class _Flaky:
+    """A real store whose claims and releases can be made to fail, as if it were unreachable."""
+
+    def __init__(self, store: ClaimingCheckpointStore) -> None:
+        self.store = store
+        self.claim_ttl = store.claim_ttl
+        self.failing: set[str] = set()
+
+    def _fail(self, operation: str, id: str) -> None:
+        if operation in self.failing:
+            raise CheckpointStoreError("unreachable", operation=operation, checkpoint_id=id)
+
+    async def get(self, id: str) -> bytes | None:
+        return await self.store.get(id)
+
+    async def put(self, id: str, data: bytes) -> None:
+        await self.store.put(id, data)
+
+    async def delete(self, id: str) -> None:
+        await self.store.delete(id)
+
+    async def claim(self, id: str, owner: str) -> bool:
+        self._fail("claim", id)
+        return await self.store.claim(id, owner)
+
+    async def release(self, id: str, owner: str) -> None:
+        self._fail("release", id)
+        await self.store.release(id, owner)
+
+
+@pytest.mark.parametrize("taken_over", [True, False])
+async def test_a_resume_that_loses_its_claim_stops_without_writing(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture, taken_over: bool
+) -> None:
+    """Renewals fail for longer than the ttl. Whether or not another worker took the claim
+    meanwhile (when none did, one may have taken it and finished), the resume stops."""
+    checkpoint_id = await _paused(make_store())
+    saved = await make_store().get(checkpoint_id)
+    flaky = _Flaky(make_store(claim_ttl=0.3))
+    runner = Runner(_payer(pay_seconds=0.8), checkpoint_store=flaky)
+    resume = asyncio.ensure_future(runner.invoke_resume(checkpoint_id, {"approved": True}))
+
+    await asyncio.sleep(0.05)
+    flaky.failing.add("claim")  # the store becomes unreachable for renewals...
+    await asyncio.sleep(0.5)
+    other = make_store(claim_ttl=30)
+    if taken_over:
+        assert await other.claim(checkpoint_id, "another worker")  # ...it lapses, is taken
+    flaky.failing.clear()
+
+    with pytest.raises(RunError, match="lost the claim") as caught:
+        await resume
+
+    assert caught.value.error.type == "CheckpointError"
+    assert paid == [5]  # the call in flight had run; nothing after it did
+    assert await make_store().get(checkpoint_id) == saved  # neither deleted nor rewritten
+    # The other worker's claim stays; with none, the claim is released for the next resume.
+    assert await make_store().claim(checkpoint_id, "probe") is not taken_over
+    assert "could not renew the claim" in caplog.text
+
+
+async def test_a_failed_release_is_logged_and_the_claim_lapses(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    checkpoint_id = await _paused(make_store())
+    flaky = _Flaky(make_store(claim_ttl=0.3))
+    flaky.failing.add("release")
+    runner = Runner(_payer(), checkpoint_store=flaky)
+
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        result = await runner.invoke_resume(checkpoint_id, {"approved": True})
+
+    assert result.text == "done: paid 5"
+    assert "could not release the claim" in caplog.text
+    assert not await make_store().claim(checkpoint_id, "probe")
+    await asyncio.sleep(0.35)
+    assert await make_store().claim(checkpoint_id, "probe")
+
+
+# --------------------------------------------------------------------------------------------------
+# Real processes over one SQLite file
+
+WORKER = """
+import asyncio, sys
+from pathlib import Path
+from adk import CheckpointError, Message, Role, Runner, tool
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+db, checkpoint_id, ledger, go, pay_seconds = sys.argv[1:6]
+
+@tool(require_approval=True)
+async def pay(amount: int) -> str:
+    '''Pay an amount once a person approves it.'''
+    print("paying", flush=True)
+    await asyncio.sleep(float(pay_seconds))
+    with open(ledger, "a") as f:
+        f.write(f"{amount}\\n")
+    return f"paid {amount}"
+
+def reply(messages):
+    if messages[-1].role == Role.TOOL:
+        return Reply(text=f"done: {messages[-1].content}")
+    return Reply(tool_calls=[tool_call("pay", {"amount": int(messages[-1].content)})])
+
+async def main():
+    store = SQLiteCheckpointStore(db, claim_ttl=float(sys.argv[6]))
+    runner = Runner(ReActAgent("payer", ScriptedModel(reply), tools=[pay]), checkpoint_store=store)
+    print("ready", flush=True)
+    while not Path(go).exists():
+        await asyncio.sleep(0.005)
+    try:
+        result = await runner.invoke_resume(checkpoint_id, {"approved": True})
+        print("result", result.text, flush=True)
+    except CheckpointError as exc:
+        print("refused", exc, flush=True)
+    finally:
+        await store.aclose()
+
+asyncio.run(main())
+"""
+
+
+_spawned: list[asyncio.subprocess.Process] = []
+
+
+@pytest.fixture(autouse=True)
+async def _no_worker_left() -> AsyncIterator[None]:
+    yield
+    while _spawned:
+        process = _spawned.pop()
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+
+
+async def _worker(*args: str) -> asyncio.subprocess.Process:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        WORKER,
+        *args,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    _spawned.append(process)
+    return process
+
+
+async def _line(process: asyncio.subprocess.Process) -> str:
+    assert process.stdout is not None
+    return (await asyncio.wait_for(process.stdout.readline(), 60)).decode().strip()
+
+
+async def test_processes_sharing_a_sqlite_file_resume_once(tmp_path: Path) -> None:
+    db, ledger, go = tmp_path / "cp.db", tmp_path / "ledger", tmp_path / "go"
+    async with SQLiteCheckpointStore(db) as store:
+        checkpoint_id = await _paused(store, 7)
+    args = (str(db), checkpoint_id, str(ledger), str(go), "0.3", "30")
+    workers = [await _worker(*args) for _ in range(3)]
+    assert [await _line(w) for w in workers] == ["ready"] * 3
+    go.touch()  # all three resume at once
+
+    outputs = [(await w.communicate())[0].decode() for w in workers]
+
+    assert [w.returncode for w in workers] == [0, 0, 0]
+    assert sorted(o.splitlines()[-1].split(" ", 1)[0] for o in outputs) == [
+        "refused",
+        "refused",
+        "result",
+    ]
+    assert "result done: paid 7" in "".join(outputs)
+    assert ledger.read_text() == "7\n"
+
+
+async def test_a_dead_workers_claim_lapses_and_the_checkpoint_resumes(tmp_path: Path) -> None:
+    db, ledger, go = tmp_path / "cp.db", tmp_path / "ledger", tmp_path / "go"
+    go.touch()
+    async with SQLiteCheckpointStore(db) as store:
+        checkpoint_id = await _paused(store, 4)
+    worker = await _worker(str(db), checkpoint_id, str(ledger), str(go), "600", "0.5")
+    assert await _line(worker) == "ready"
+    assert await _line(worker) == "paying"  # it holds the claim and waits on the payment
+    worker.send_signal(signal.SIGKILL)
+    await worker.wait()
+
+    async with SQLiteCheckpointStore(db, claim_ttl=0.5) as store:
+        runner = Runner(_payer(), checkpoint_store=store)
+        with pytest.raises(CheckpointError, match=r"lapses within 0\.5 s"):
+            await runner.invoke_resume(checkpoint_id, {"approved": True})
+        await asyncio.sleep(0.6)
+        result = await runner.invoke_resume(checkpoint_id, {"approved": True})
+
+    assert result.text == "done: paid 4"
+    assert not ledger.exists()  # the dead worker never paid; this resume did
+    assert paid == [4]
