@@ -8,6 +8,9 @@ durable defaults (fsync on) so the numbers mean what they would in production. S
 Per store and size: ``put_us`` and ``get_us`` are the medians (over rounds) of the mean latency of
 one task doing ``ops`` sequential puts, then gets; ``concurrent_us`` is the wall time per put+get
 pair when 50 tasks share the store — what a server running many paused runs sees.
+``claim_release_us`` (stores that can claim) is the mean latency of one claim plus its release: what
+every ``runner.resume`` adds so that only one process resumes a checkpoint at a time (SQLite writes
+claims without the fsync).
 
 Run from the repository root: ``python -m benchmarks.checkpoint_stores [--rounds N] [--ops N]``.
 """
@@ -28,6 +31,7 @@ from typing import Any
 
 from adk.checkpoint import (
     CheckpointStore,
+    ClaimingCheckpointStore,
     InMemoryCheckpointStore,
     PostgresCheckpointStore,
     RedisCheckpointStore,
@@ -82,10 +86,25 @@ async def _measure(store: CheckpointStore, size: int, rounds: int, ops: int) -> 
     }
 
 
+async def _measure_claims(store: ClaimingCheckpointStore, rounds: int, ops: int) -> float:
+    async def claim_release(i: int) -> None:
+        if not await store.claim(f"bench-{i % KEYS}", "bench"):
+            raise RuntimeError("benchmark claim refused")
+        await store.release(f"bench-{i % KEYS}", "bench")
+
+    await _timed(claim_release, ops)
+    return statistics.median([await _timed(claim_release, ops) for _ in range(rounds)])
+
+
 async def _bench_store(make: Callable[[], CheckpointStore], rounds: int, ops: int) -> list[Any]:
     store = make()
     try:
-        return [(size, await _measure(store, size, rounds, ops)) for size in SIZES]
+        results = [(size, await _measure(store, size, rounds, ops)) for size in SIZES]
+        if isinstance(store, ClaimingCheckpointStore):
+            claims = await _measure_claims(store, rounds, ops)
+            for _, result in results:
+                result["claim_release_us"] = claims
+        return results
     finally:
         aclose = getattr(store, "aclose", None)
         if aclose is not None:
@@ -132,6 +151,7 @@ def run(rounds: int = 5, ops: int = 200) -> list[dict[str, Any]]:
                         "get_us": round(result["get_us"], 1),
                         "put_get_us": round(result["put_us"] + result["get_us"], 1),
                         "concurrent_put_get_us": round(result["concurrent_us"], 1),
+                        "claim_release_us": round(result.get("claim_release_us", 0.0), 1) or None,
                     }
                 )
     return rows
@@ -144,7 +164,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = run(args.rounds, args.ops)
     print(f"{'store':<10} {'payload':>8} {'put µs':>9} {'get µs':>9} {'put+get µs':>11} "
-          f"{'50 tasks: µs per put+get':>25}")  # fmt: skip
+          f"{'50 tasks: µs per put+get':>25} {'claim+release µs':>17}")  # fmt: skip
     for row in rows:
         if "skipped" in row:
             print(f"{row['benchmark'].rsplit('.', 1)[1]:<10} skipped: {row['skipped']}")
@@ -152,6 +172,7 @@ def main() -> None:
         print(
             f"{row['store']:<10} {row['payload_bytes'] // 1024:>5} KiB {row['put_us']:>9.1f} "
             f"{row['get_us']:>9.1f} {row['put_get_us']:>11.1f} {row['concurrent_put_get_us']:>25.1f}"
+            f" {row['claim_release_us'] or '–':>17}"
         )
 
 
