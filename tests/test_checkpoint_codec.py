@@ -142,6 +142,36 @@ def test_values_that_cannot_be_stored_are_clear_errors(value: Any, problem: str)
     assert problem in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"a": {"b": {1, 2}}}, "session.a.b: set cannot be stored"),
+        ({"a": [{"b": [b"x"]}]}, "session.a.b: bytes cannot be stored"),  # lists add no step
+        ({"a": {"b": {3: "x"}}}, "session.a.b: dict keys must be strings, got 3"),
+        ({"a": (object(),)}, "session.a: object cannot be stored"),
+        ({1: "x"}, "session: dict keys must be strings, got 1"),
+    ],
+)
+def test_errors_say_where_in_the_value(value: Any, message: str) -> None:
+    with pytest.raises(CheckpointError) as caught:
+        to_json_value(value, "session")
+    assert str(caught.value).startswith(message)
+
+
+def test_subclasses_of_json_types_are_stored_as_their_base() -> None:
+    class Name(str):
+        pass
+
+    class Ordered(dict[str, Any]):
+        pass
+
+    value = {"name": Name("ann"), "nested": Ordered(x=[1, 2.5, True, None])}
+    assert json.loads(json.dumps(to_json_value(value))) == {
+        "name": "ann",
+        "nested": {"x": [1, 2.5, True, None]},
+    }
+
+
 def test_unregistered_model_error_names_the_fix() -> None:
     with pytest.raises(CheckpointError, match=r"call adk\.register_type\(Touch\)"):
         to_json_value(Touch.model_construct(path="x"))

@@ -61,32 +61,69 @@ def register_type(model: M, name: str | None = None) -> M:
 
 
 def to_json_value(value: Any, where: str = "value") -> Any:
-    """``value`` as JSON data; registered models are tagged. Anything else is a clear error."""
-    if value is None or isinstance(value, bool | int | float | str):
+    """``value`` as JSON data; registered models are tagged. Anything else is a clear error that
+    names where in ``value`` it is (``where`` + the dict keys leading to it)."""
+    try:
+        return _plain(value)
+    except _Unstorable as exc:
+        path = "".join(f".{key}" for key in reversed(exc.keys))
+        raise CheckpointError(f"{where}{path}: {exc.reason}") from None
+
+
+class _Unstorable(Exception):
+    """A value ``_plain`` cannot store; ``keys`` collects the dict keys on the way out, so the
+    path to it is only built when there is an error (saves walk every message of a history)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        self.keys: list[str] = []
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _plain(value: Any) -> Any:
+    # Exact types first (one set lookup for most values); subclasses take the isinstance path.
+    cls = type(value)
+    if cls in _SCALARS:
+        return value
+    if cls is dict:
+        return _plain_dict(value)
+    if cls is list or cls is tuple:
+        return [_plain(v) for v in value]
+    if isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list | tuple):
-        return [to_json_value(v, where) for v in value]
+        return [_plain(v) for v in value]
     if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise CheckpointError(f"{where}: dict keys must be strings, got {key!r}")
-            out[key] = to_json_value(item, f"{where}.{key}")
-        if _TAG in out:
-            return {_TAG: "dict", "data": out}
-        return out
+        return _plain_dict(value)
     if isinstance(value, BaseModel):
-        tag = _NAMES.get(type(value))
+        tag = _NAMES.get(cls)
         if tag is None:
-            raise CheckpointError(
-                f"{where}: {type(value).__qualname__} is not registered for checkpoints; "
-                "call adk.register_type(" + type(value).__qualname__ + ")"
+            raise _Unstorable(
+                f"{cls.__qualname__} is not registered for checkpoints; "
+                "call adk.register_type(" + cls.__qualname__ + ")"
             )
         return {_TAG: tag, "data": value.model_dump(mode="json", exclude_defaults=True)}
-    raise CheckpointError(
-        f"{where}: {type(value).__qualname__} cannot be stored in a checkpoint; "
+    raise _Unstorable(
+        f"{cls.__qualname__} cannot be stored in a checkpoint; "
         "use JSON values or pydantic models registered with adk.register_type"
     )
+
+
+def _plain_dict(value: dict[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        if type(key) is not str and not isinstance(key, str):
+            raise _Unstorable(f"dict keys must be strings, got {key!r}")
+        try:
+            out[key] = _plain(item)
+        except _Unstorable as exc:
+            exc.keys.append(key)
+            raise
+    if _TAG in out:
+        return {_TAG: "dict", "data": out}
+    return out
 
 
 def from_json_value(value: Any) -> Any:
