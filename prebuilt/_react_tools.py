@@ -7,11 +7,11 @@ event after the round, so the model's tool call always gets its answer in the co
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from adk import FunctionTool, ToolContext, ToolResult, ToolSpec
+from adk import FunctionTool, ToolCall, ToolContext, ToolResult, ToolSpec
 
-__all__ = ["EXIT_TOOL", "TRANSFER_TOOL", "TransferTool", "exit_tool"]
+__all__ = ["EXIT_TOOL", "TRANSFER_TOOL", "TransferTool", "exit_tool", "extra_transfers"]
 
 TRANSFER_TOOL = "transfer_to_agent"
 EXIT_TOOL = "exit"
@@ -49,6 +49,16 @@ class TransferTool:
     def spec(self) -> ToolSpec:
         return self._spec
 
+    def target_of(self, arguments: str) -> str | None:
+        """The agent a call with ``arguments`` transfers to; None when the call is invalid (the
+        tool answers it with an error the model can correct)."""
+        try:
+            parsed = json.loads(arguments or "{}")
+        except ValueError:
+            return None
+        name = parsed.get("agent_name") if isinstance(parsed, dict) else None
+        return name if isinstance(name, str) and name in self._targets else None
+
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         valid = ", ".join(self._targets)
         try:
@@ -67,6 +77,54 @@ class TransferTool:
             )
         ctx.transfer(name)
         return f"Transferred to agent '{name}'"
+
+
+class _IgnoredTransfer:
+    """Answers a turn's second and later valid ``transfer_to_agent`` calls: the conversation can
+    go to one agent only, and it goes to the one the first call names."""
+
+    def __init__(self, chosen: str) -> None:
+        self._chosen = chosen
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=TRANSFER_TOOL)
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        return ToolResult.error(
+            "ignored: one transfer per turn; the conversation goes to "
+            f"{self._chosen!r}, named by this turn's first transfer_to_agent call"
+        )
+
+
+def extra_transfers(
+    calls: Sequence[ToolCall], tools: Mapping[str, object]
+) -> dict[str, _IgnoredTransfer] | None:
+    """For a turn with several valid ``transfer_to_agent`` calls (models do make parallel ones),
+    the tools that answer all but the first, by call id; None when there is at most one.
+
+    The first in the model's order wins, as in the OpenAI Agents SDK's handoffs, rather than
+    whichever call happens to finish last; the others are told so in their results, so the history
+    does not claim transfers that did not happen."""
+    if len(calls) < 2:
+        return None
+    transfer = tools.get(TRANSFER_TOOL)
+    if not isinstance(transfer, TransferTool):
+        return None
+    chosen: str | None = None
+    ignored: dict[str, _IgnoredTransfer] | None = None
+    for call in calls:
+        if call.name != TRANSFER_TOOL:
+            continue
+        target = transfer.target_of(call.arguments)
+        if target is None:
+            continue
+        if chosen is None:
+            chosen = target
+        else:
+            ignored = ignored if ignored is not None else {}
+            ignored[call.id] = _IgnoredTransfer(chosen)
+    return ignored
 
 
 def _exit(final_result: str, ctx: ToolContext) -> str:

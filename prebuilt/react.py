@@ -50,7 +50,7 @@ from ._output import (
     schema_instruction,
 )
 from ._react_state import SavedHead, open_calls, pause_state, restore, saved_action
-from ._react_tools import TRANSFER_TOOL, TransferTool
+from ._react_tools import TRANSFER_TOOL, TransferTool, extra_transfers
 from ._react_tools import exit_tool as _make_exit_tool
 
 __all__ = ["MaxIterationsError", "OutputSchemaError", "ReActAgent"]
@@ -304,14 +304,27 @@ class _ReActCore:
         signal: _InterruptSignal | None = None
         open_ids: list[str] = []
         exit_text: str | None = None
-        outcomes = execute_tool_calls(calls, turn.tools, ctx)
+        outcomes = execute_tool_calls(calls, turn.tools, ctx, extra_transfers(calls, turn.tools))
+        # Which call's transfer stands: the earliest in the model's order (a restored action's
+        # transfer, made before the pause, stands over any made after it).
+        transfer_by: ToolCall | None = None
         try:
             async for item in outcomes:
                 if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
                     yield item
                     continue
                 outcome: ToolOutcome = item
-                action = _merge_action(action, outcome.action)
+                asked = outcome.action
+                if asked is not None and asked.transfer_to:
+                    if (
+                        action is not None
+                        and action.transfer_to
+                        and (transfer_by is None or _earlier(calls, transfer_by, outcome.call))
+                    ):
+                        asked = AgentAction(asked.exit, None, asked.break_loop)  # loses
+                    else:
+                        transfer_by = outcome.call
+                action = _merge_action(action, asked)
                 if outcome.signal is not None:
                     signal = signal or _InterruptSignal()
                     signal.merge(outcome.signal)
@@ -389,6 +402,11 @@ def _add_unique(tools: dict[str, Any], tool: Any, agent: str) -> None:
     if name in tools:
         raise ValueError(f"agent '{agent}': two tools are named {name!r}")
     tools[name] = tool
+
+
+def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bool:
+    """Whether ``first`` comes before ``second`` in the model's order of ``calls``."""
+    return calls.index(first) < calls.index(second)
 
 
 def _merge_action(into: AgentAction | None, new: AgentAction | None) -> AgentAction | None:

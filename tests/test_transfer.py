@@ -3,10 +3,22 @@ one parent per agent, allow_transfer_to_parent, and the unknown-agent error."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from conftest import ScriptAgent, act_transfer, run_events
 
-from adk import AgentEvent, Message, RunContext, RunError, Runner, SequentialAgent, with_sub_agents
+from adk import (
+    AgentEvent,
+    Message,
+    RunContext,
+    RunError,
+    Runner,
+    SequentialAgent,
+    ToolContext,
+    tool,
+    with_sub_agents,
+)
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
 
@@ -162,6 +174,94 @@ async def test_transfer_from_a_tool_of_a_react_agent() -> None:
     spec = next(t for t in model.requests[0].tools if t.name == "transfer_to_agent")
     assert spec.parameters["properties"]["agent_name"]["enum"] == ["helper"]
     assert "Helps with things" in spec.description
+
+
+async def test_of_several_transfer_calls_in_one_turn_the_first_valid_one_is_made() -> None:
+    """Models make parallel calls, sometimes two transfers at once. The conversation goes to the
+    first valid one in the model's order; a misspelled one gets its usual error and the later
+    valid ones are told they were ignored, so the history claims no transfer that did not
+    happen."""
+    billing = ScriptAgent("billing", "billing here", description="Invoices")
+    support = ScriptAgent("support", "support here", description="Problems")
+    calls = [
+        tool_call("transfer_to_agent", {"agent_name": "biling"}, id="c1"),
+        tool_call("transfer_to_agent", {"agent_name": "support"}, id="c2"),
+        tool_call("transfer_to_agent", {"agent_name": "billing"}, id="c3"),
+    ]
+    router = ReActAgent("router", ScriptedModel([Reply(tool_calls=calls)]))
+    root = with_sub_agents(router, [billing, support])
+
+    events = await run_events(root)
+
+    results = {
+        e.output.message.tool_call_id: e.output.message
+        for e in events
+        if e.output and e.output.role == "tool"
+    }
+    assert "cannot transfer to 'biling'" in results["c1"].content
+    assert results["c2"].content == "Transferred to agent 'support'"
+    assert results["c3"].content == (
+        "Error: ignored: one transfer per turn; the conversation goes to 'support', named by "
+        "this turn's first transfer_to_agent call"
+    )
+    assert results["c3"].metadata["is_error"] is True
+    assert simplify_events(events)[-2:] == [
+        "router: [transfer -> support]",
+        "support: support here",
+    ]
+    assert billing.runs == 0
+
+
+async def test_tools_that_transfer_in_one_turn_the_first_call_wins_not_the_last_to_finish() -> None:
+    @tool
+    async def to_billing(ctx: ToolContext) -> str:
+        """Hand over to billing at once."""
+        ctx.transfer("billing")
+        return "to billing"
+
+    @tool
+    async def to_support(ctx: ToolContext) -> str:
+        """Think, then hand over to support."""
+        await asyncio.sleep(0.02)  # finishes last: it used to win
+        ctx.transfer("support")
+        return "to support"
+
+    billing, support = ScriptAgent("billing", "billing here"), ScriptAgent("support", "support")
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("to_billing", {}), tool_call("to_support", {})])]
+    )
+    router = ReActAgent("router", model, tools=[to_billing, to_support])
+
+    events = await run_events(with_sub_agents(router, [billing, support]))
+
+    assert simplify_events(events)[-2:] == [
+        "router: [transfer -> billing]",
+        "billing: billing here",
+    ]
+    assert support.runs == 0
+
+
+async def test_a_transfer_made_before_a_pause_stands_after_the_resume() -> None:
+    @tool(require_approval=True)
+    async def escalate(ctx: ToolContext) -> str:
+        """Escalate to billing, once approved."""
+        ctx.transfer("billing")
+        return "escalated"
+
+    billing, support = ScriptAgent("billing", "billing here"), ScriptAgent("support", "support")
+    calls = [tool_call("transfer_to_agent", {"agent_name": "support"}), tool_call("escalate", {})]
+    router = ReActAgent("router", ScriptedModel([Reply(tool_calls=calls)]), tools=[escalate])
+    runner = Runner(with_sub_agents(router, [billing, support]))
+
+    paused = await runner.invoke("help")
+    assert paused.checkpoint_id is not None
+    done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+
+    assert simplify_events(done.events)[-2:] == [
+        "router: [transfer -> support]",
+        "support: support",
+    ]
+    assert billing.runs == 0
 
 
 async def test_agents_transferring_in_a_cycle_stop_at_max_transfers() -> None:

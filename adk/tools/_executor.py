@@ -64,9 +64,10 @@ async def run_tool_call(
     tools: Mapping[str, Tool],
     ctx: RunContext,
     emit: asyncio.Queue[_Item] | None = None,
+    tool: Tool | None = None,
 ) -> ToolOutcome:
-    """Run one call; never raises except for cancellation, and ``CheckpointError`` when a resumed
-    call's saved state does not fit."""
+    """Run one call (with ``tool`` instead of the one named, when given); never raises except for
+    cancellation, and ``CheckpointError`` when a resumed call's saved state does not fit."""
     address = join_address(ctx.address, tool_segment(call.name, call.id))
     plan = ctx._run.plan
     resumed = False
@@ -76,7 +77,8 @@ async def run_tool_call(
             if not resume.is_target:
                 return ToolOutcome(call, signal=plan.subtree(address))
             resumed = True
-    tool = tools.get(call.name) or _UnknownTool(call.name, tools)
+    if tool is None:
+        tool = tools.get(call.name) or _UnknownTool(call.name, tools)
     tool_ctx = ToolContext(
         ctx,
         tool_name=call.name,
@@ -119,17 +121,24 @@ async def run_tool_call(
 
 
 async def execute_tool_calls(
-    calls: Sequence[ToolCall], tools: Mapping[str, Tool], ctx: RunContext
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    ctx: RunContext,
+    instead: Mapping[str, Tool] | None = None,
 ) -> AsyncGenerator[ToolOutcome | AgentEvent, None]:
-    """Run ``calls`` concurrently; yield forwarded events and outcomes as they happen."""
+    """Run ``calls`` concurrently; yield forwarded events and outcomes as they happen.
+    ``instead`` maps call ids to the tool that answers that call in place of the one it names (it
+    still goes through the hooks, so the call is traced and callbacks see it)."""
     if len(calls) == 1 and not getattr(tools.get(calls[0].name), "_emits_events", False):
-        yield await run_tool_call(calls[0], tools, ctx)
+        substitute = instead.get(calls[0].id) if instead else None
+        yield await run_tool_call(calls[0], tools, ctx, tool=substitute)
         return
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 
     async def one(call: ToolCall) -> None:
         try:
-            outcome = await run_tool_call(call, tools, ctx, queue)
+            substitute = instead.get(call.id) if instead else None
+            outcome = await run_tool_call(call, tools, ctx, queue, substitute)
         except CheckpointError as exc:  # fails the resume: raised where the calls are awaited
             queue.put_nowait(exc)
             return
