@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from ._driver import _AgentRun, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
-from .checkpoint._claim import _Claim, _claim
+from .checkpoint._claim import _Claim, one_resume
 from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
@@ -251,14 +250,9 @@ class Runner(AsyncCloseable):
     async def _resume(
         self, checkpoint_id: str, resume: Any, session_box: list[Session] | None = None
     ) -> AsyncIterator[AgentEvent]:
-        with _resuming(self.checkpoint_store, checkpoint_id):
-            claim = await _claim(self.checkpoint_store, checkpoint_id)
-            try:
-                async for event in self._resume_claimed(checkpoint_id, resume, session_box, claim):
-                    yield event
-            finally:
-                if claim is not None:
-                    await claim.release()
+        async with one_resume(self.checkpoint_store, checkpoint_id) as claim:
+            async for event in self._resume_claimed(checkpoint_id, resume, session_box, claim):
+                yield event
 
     async def _resume_claimed(
         self,
@@ -324,32 +318,6 @@ class Runner(AsyncCloseable):
         closer = getattr(self.resources, "aclose", None)
         if closer is not None:
             await closer()
-
-
-_RESUMING: dict[int, set[str]] = {}
-"""Checkpoint ids being resumed in this process, by ``id()`` of their store (an entry lives only
-while a resume runs, and the resume holds the store, so the id cannot be reused meanwhile)."""
-
-
-@contextmanager
-def _resuming(store: CheckpointStore, checkpoint_id: str) -> Iterator[None]:
-    """Claim ``checkpoint_id`` for one resume at a time in this process, across runners sharing
-    the store. Two resumes of one checkpoint at once (a double-clicked approval, a retried request)
-    would both run the paused calls — an approved payment paid twice — before either could delete
-    the checkpoint; the second is refused instead."""
-    claimed = _RESUMING.setdefault(id(store), set())
-    if checkpoint_id in claimed:
-        raise CheckpointError(
-            f"checkpoint {checkpoint_id!r} is already being resumed; a checkpoint is resumed once "
-            "at a time (resume it again once that run has ended, if it paused again)"
-        )
-    claimed.add(checkpoint_id)
-    try:
-        yield
-    finally:
-        claimed.discard(checkpoint_id)
-        if not claimed:
-            del _RESUMING[id(store)]
 
 
 def _claim_lost(agent_name: str, run_path: tuple[str, ...], checkpoint_id: str) -> AgentEvent:

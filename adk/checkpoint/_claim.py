@@ -1,10 +1,10 @@
-"""A resume's claim on its checkpoint in the store: one resume of a checkpoint at a time, across
-processes.
+"""One resume of a checkpoint at a time: in this process, and through the store across processes.
 
 Two workers that receive the same approval (a double click, a webhook delivered twice) would
 otherwise both read the checkpoint before either deleted it, and both run the approved call. The
 runner takes a claim before reading the checkpoint, renews it while the resume runs, and releases
-it when the resume ends, however it ends.
+it when the resume ends, however it ends. Within one process a cheaper guard comes first, and is
+all that stores without claims (a user's three-method store, the in-memory one) get.
 
 A claim is a lease: it lapses ``claim_ttl`` seconds after it was last taken, so a process that dies
 mid-resume blocks the checkpoint only that long. The holder counts from when it *sent* each
@@ -21,11 +21,13 @@ import logging
 import os
 import socket
 import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from .codec import CheckpointError
 from .store import CheckpointStore, CheckpointStoreError, ClaimingCheckpointStore
 
-__all__: list[str] = []
+__all__ = ["one_resume"]
 
 logger = logging.getLogger("adk.checkpoint")
 
@@ -106,6 +108,43 @@ class _Claim:
                 self._valid_until = sent + ttl
             # else: the claim had lapsed before this renewal was sent; someone may have taken and
             # released it meanwhile, so ``lost`` stays true even though the store took it back.
+
+
+@asynccontextmanager
+async def one_resume(store: CheckpointStore, checkpoint_id: str) -> AsyncIterator[_Claim | None]:
+    """Hold ``checkpoint_id`` for one resume: refused with ``CheckpointError`` while another
+    resume holds it; the store's claim (None for stores without claims) for the body to watch."""
+    with _in_process(store, checkpoint_id):
+        claim = await _claim(store, checkpoint_id)
+        try:
+            yield claim
+        finally:
+            if claim is not None:
+                await claim.release()
+
+
+_RESUMING: dict[int, set[str]] = {}
+"""Checkpoint ids being resumed in this process, by ``id()`` of their store (an entry lives only
+while a resume runs, and the resume holds the store, so the id cannot be reused meanwhile)."""
+
+
+@contextmanager
+def _in_process(store: CheckpointStore, checkpoint_id: str) -> Iterator[None]:
+    """Hold ``checkpoint_id`` for one resume at a time in this process, across runners sharing
+    the store object, without a round trip to the store."""
+    claimed = _RESUMING.setdefault(id(store), set())
+    if checkpoint_id in claimed:
+        raise CheckpointError(
+            f"checkpoint {checkpoint_id!r} is already being resumed; a checkpoint is resumed once "
+            "at a time (resume it again once that run has ended, if it paused again)"
+        )
+    claimed.add(checkpoint_id)
+    try:
+        yield
+    finally:
+        claimed.discard(checkpoint_id)
+        if not claimed:
+            del _RESUMING[id(store)]
 
 
 async def _claim(store: CheckpointStore, checkpoint_id: str) -> _Claim | None:
