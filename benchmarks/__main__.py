@@ -334,7 +334,7 @@ def run_extra(name: str, quick: bool) -> dict[str, Any]:
     """Run one module's ``run()`` in a fresh process. A module that cannot be imported (an optional
     dependency missing) is ``skipped``; one that crashes or hangs is ``failed``, which fails the
     suite: a benchmark broken by a refactor must not pass as a skip."""
-    out = RESULTS / f".extra-{name}.json"
+    out = RESULTS / f".extra-{name}-{os.getpid()}.json"  # two suites at once must not share it
     out.unlink(missing_ok=True)
     cmd = [sys.executable, "-m", "benchmarks", "--extra-worker", name, str(out)]
     if quick:
