@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,19 @@ from pydantic import BaseModel, model_validator
 from test_interrupts import Asker, DictStore, collect, pause_of
 
 import adk
-from adk import CheckpointError, Message, Runner, SequentialAgent
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    CheckpointError,
+    Message,
+    RunContext,
+    Runner,
+    SequentialAgent,
+)
 from adk.checkpoint.codec import (
     FORMAT,
+    MAX_DEPTH,
     VERSION,
     decode_checkpoint,
     encode_checkpoint,
@@ -425,15 +436,52 @@ async def test_deeply_nested_info_is_an_error_event_when_saving() -> None:
     assert events[-1].error.message.startswith("could not save checkpoint")
 
 
-async def test_deeply_nested_value_in_a_checkpoint_is_a_checkpoint_error() -> None:
-    """600 levels parse as JSON, but rebuilding them recursively must not escape as
-    ``RecursionError``."""
+@pytest.mark.parametrize("levels", [MAX_DEPTH, 600, 5000])
+async def test_deeply_nested_value_in_a_checkpoint_is_a_checkpoint_error(levels: int) -> None:
+    """Deep nesting parses as JSON, but a checkpoint refuses it with a clear error, at the same
+    depth on every Python version (not wherever the recursion limit happens to be reached)."""
     runner, store, cid, body = await _paused()
-    body["session"]["k"] = json.loads("[" * 600 + "]" * 600)
-    await store.put(cid, encode_checkpoint(body))
+    body["session"]["k"] = "DEEP"  # spliced in as text: json.dumps itself would recurse
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    payload = payload.replace(b'"DEEP"', b"[" * levels + b"]" * levels)
+    await store.put(cid, _signed(payload))  # a valid checksum: only the depth is wrong
 
-    with pytest.raises(CheckpointError):
+    with pytest.raises(CheckpointError, match=f"nested deeper than {MAX_DEPTH} levels"):
         await collect(runner.resume(cid, "x"))
+    assert await store.get(cid) is not None  # kept: nothing was lost
+
+
+def _signed(payload: bytes) -> bytes:
+    """A checkpoint with ``payload`` as its body and a matching header."""
+    header = {"format": "pyadk.checkpoint", "version": 1}
+    header["sha256"] = hashlib.sha256(payload).hexdigest()
+    return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+def test_values_nest_up_to_max_depth_and_no_deeper() -> None:
+    deepest: Any = 1
+    for _ in range(MAX_DEPTH - 1):  # the session dict itself is the first level
+        deepest = [deepest]
+    assert from_json_value(to_json_value({"k": deepest})) == {"k": deepest}
+
+    with pytest.raises(CheckpointError, match=f"session.k: nested deeper than {MAX_DEPTH}"):
+        to_json_value({"k": [deepest]}, "session")
+
+
+async def test_a_value_too_deep_to_save_ends_the_run_with_a_clear_error() -> None:
+    deep: Any = []
+    for _ in range(MAX_DEPTH + 5):
+        deep = [deep]
+
+    class Pauser(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            ctx.session["deep"] = deep
+            yield ctx.interrupt("wait")
+
+    events = await collect(Runner(Pauser("p")).run("go"))
+    assert events[-1].error is not None
+    assert "could not save checkpoint" in events[-1].error.message
+    assert f"session.deep: nested deeper than {MAX_DEPTH} levels" in events[-1].error.message
 
 
 async def test_registered_type_with_invalid_data_is_a_checkpoint_error() -> None:

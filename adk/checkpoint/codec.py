@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 __all__ = [
     "FORMAT",
+    "MAX_DEPTH",
     "VERSION",
     "CheckpointError",
     "decode_checkpoint",
@@ -32,6 +33,11 @@ __all__ = [
 FORMAT = "pyadk.checkpoint"
 VERSION = 1
 _TAG = "__adk_type__"
+MAX_DEPTH = 200
+"""Deepest nesting of lists and dicts a checkpoint value may have, checked when it is saved and
+when it is loaded. A fixed limit rather than Python's recursion limit, whose reach differs between
+versions (3.12 stopped spending a frame per comprehension): a checkpoint one worker saves loads in
+every other, whatever Python each runs."""
 
 _TYPES: dict[str, type[BaseModel]] = {}
 _NAMES: dict[type[BaseModel], str] = {}
@@ -64,7 +70,7 @@ def to_json_value(value: Any, where: str = "value") -> Any:
     """``value`` as JSON data; registered models are tagged. Anything else is a clear error that
     names where in ``value`` it is (``where`` + the dict keys leading to it)."""
     try:
-        return _plain(value)
+        return _plain(value, 0)
     except _Unstorable as exc:
         path = "".join(f".{key}" for key in reversed(exc.keys))
         raise CheckpointError(f"{where}{path}: {exc.reason}") from None
@@ -82,21 +88,23 @@ class _Unstorable(Exception):
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, depth: int) -> Any:
     # Exact types first (one set lookup for most values); subclasses take the isinstance path.
     cls = type(value)
     if cls in _SCALARS:
         return value
+    if depth >= MAX_DEPTH:
+        raise _Unstorable(f"nested deeper than {MAX_DEPTH} levels")
     if cls is dict:
-        return _plain_dict(value)
+        return _plain_dict(value, depth + 1)
     if cls is list or cls is tuple:
-        return [_plain(v) for v in value]
+        return [_plain(v, depth + 1) for v in value]
     if isinstance(value, bool | int | float | str):
         return value
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):
-        return _plain_dict(value)
+        return _plain_dict(value, depth + 1)
     if isinstance(value, BaseModel):
         tag = _NAMES.get(cls)
         if tag is None:
@@ -111,13 +119,13 @@ def _plain(value: Any) -> Any:
     )
 
 
-def _plain_dict(value: dict[Any, Any]) -> dict[str, Any]:
+def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, item in value.items():
         if type(key) is not str and not isinstance(key, str):
             raise _Unstorable(f"dict keys must be strings, got {key!r}")
         try:
-            out[key] = _plain(item)
+            out[key] = _plain(item, depth)
         except _Unstorable as exc:
             exc.keys.append(key)
             raise
@@ -128,15 +136,23 @@ def _plain_dict(value: dict[Any, Any]) -> dict[str, Any]:
 
 def from_json_value(value: Any) -> Any:
     """Inverse of ``to_json_value``; only registered types are rebuilt, by validation."""
+    return _rebuild(value, 0)
+
+
+def _rebuild(value: Any, depth: int) -> Any:
     if isinstance(value, list):
-        return [from_json_value(v) for v in value]
+        if depth >= MAX_DEPTH:
+            raise CheckpointError(f"is malformed: values nested deeper than {MAX_DEPTH} levels")
+        return [_rebuild(v, depth + 1) for v in value]
     if isinstance(value, dict):
+        if depth >= MAX_DEPTH:
+            raise CheckpointError(f"is malformed: values nested deeper than {MAX_DEPTH} levels")
         tag = value.get(_TAG)
         if tag is None:
-            return {k: from_json_value(v) for k, v in value.items()}
+            return {k: _rebuild(v, depth + 1) for k, v in value.items()}
         data = value.get("data")
         if tag == "dict" and isinstance(data, dict):
-            return {k: from_json_value(v) for k, v in data.items()}
+            return {k: _rebuild(v, depth + 1) for k, v in data.items()}
         model = _TYPES.get(tag) if isinstance(tag, str) else None
         if model is None:
             raise CheckpointError(
@@ -184,7 +200,9 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
         raise fail("is corrupt or was modified: its checksum does not match (truncated or edited)")
     try:
         body = json.loads(payload)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError as exc:  # nested far deeper than MAX_DEPTH: the parser gave up first
+        raise fail(f"is malformed: values nested deeper than {MAX_DEPTH} levels") from exc
+    except ValueError as exc:
         raise fail(f"is corrupt: {exc}") from exc
     if not isinstance(body, dict):
         raise fail("is corrupt: body is not an object")
