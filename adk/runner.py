@@ -480,15 +480,20 @@ class _Collected:
         self.last_message = self.output
 
     def result(self, session: Session) -> RunResult:
-        """The run's result; ``RunError`` if it ended with an error event."""
-        error = self.error
+        """The run's result; ``RunError`` if it ended with an error event.
+
+        The events are handed over, not shared: the collector forgets them. On Python 3.12+ a
+        frame in an exception's traceback keeps its caller's frame alive (``f_back``), so the
+        frame of ``invoke``, which holds this collector, lives as long as the error event's
+        exception; were the collector still holding that event, they would form a reference
+        cycle, left to the cyclic GC (``tests/test_run_cycles.py``)."""
+        error, events = self.error, self.events
+        self.error, self.events = None, []
         if error is not None:
-            raise RunError(error, self.events) from error.exception
+            raise RunError(error, events) from error.exception
         interrupt = self.interrupt
         checkpoint_id = interrupt.checkpoint_id if interrupt is not None else None
-        return RunResult(
-            self.events, self.output, interrupt, session, checkpoint_id, self.last_message
-        )
+        return RunResult(events, self.output, interrupt, session, checkpoint_id, self.last_message)
 
 
 async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:
