@@ -15,6 +15,7 @@ import functools
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import uuid
@@ -146,6 +147,25 @@ async def test_sqlite_claims_skip_the_fsync_and_checkpoints_keep_it(tmp_path: Pa
     mode = await store._run("get", "cp", lambda conn: conn.execute("PRAGMA synchronous").fetchone())
     assert mode == (2,)
     await store.aclose()
+
+
+async def test_sqlite_makes_its_claims_table_only_when_first_claiming(tmp_path: Path) -> None:
+    """A file that is only read or written (an older file, a copy being inspected with ``pyadk
+    checkpoint show``) keeps its schema: claims need a table of their own only once used."""
+    db = tmp_path / "cp.db"
+
+    def tables() -> set[str]:
+        with contextlib.closing(sqlite3.connect(db)) as conn:
+            rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+            return {name for (name,) in rows}
+
+    async with SQLiteCheckpointStore(db) as store:
+        await store.put("cp", b"state")
+        assert await store.get("cp") == b"state"
+        assert tables() == {"pyadk_checkpoints"}
+        await store.release("cp", "me")  # before any claim: nothing to end, no error
+        assert await store.claim("cp", "me")
+    assert tables() == {"pyadk_checkpoints", "pyadk_checkpoint_claims"}
 
 
 async def test_postgres_claims_table_beside_a_long_table_name(

@@ -34,7 +34,8 @@ each other. A task cancelled while its write runs does not stop the write — it
 or not at all, like a network store that already sent the request.
 
 Claims (one resume of a checkpoint at a time, across the processes sharing the file) are rows of a
-second table, taken with one conditional upsert: atomic under SQLite's write lock. Expiry uses the
+second table, made on the first claim, taken with one conditional upsert: atomic under SQLite's
+write lock. Expiry uses the
 wall clock, which every process on the machine shares. A claim need not survive a power loss —
 every process that could hold one dies with the machine — so claim writes commit with
 ``synchronous=NORMAL``, skipping the fsync that a checkpoint write pays.
@@ -108,7 +109,6 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute(_SCHEMA)
-        conn.execute(_CLAIMS_SCHEMA)
     except BaseException:
         conn.close()
         raise
@@ -131,7 +131,10 @@ def _delete(conn: sqlite3.Connection, *, key: str) -> None:
 
 
 def _without_fsync(conn: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> int:
-    """Run one autocommit write with ``synchronous=NORMAL``; the number of rows it changed."""
+    """Run one autocommit write of a claim with ``synchronous=NORMAL``; the number of rows it
+    changed. The claims table is made on first use, so a file only ever read (``pyadk checkpoint
+    show`` on a copy) is never written to."""
+    conn.execute(_CLAIMS_SCHEMA)  # a schema lookup once the table exists
     conn.execute("PRAGMA synchronous=NORMAL")
     try:
         return conn.execute(sql, parameters).rowcount
