@@ -251,8 +251,12 @@ class Runner(AsyncCloseable):
         self, checkpoint_id: str, resume: Any, session_box: list[Session] | None = None
     ) -> AsyncIterator[AgentEvent]:
         async with one_resume(self.checkpoint_store, checkpoint_id) as claim:
-            async for event in self._resume_claimed(checkpoint_id, resume, session_box, claim):
-                yield event
+            # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
+            # its tool calls) while it still holds the checkpoint.
+            resumed = self._resume_claimed(checkpoint_id, resume, session_box, claim)
+            async with closing(resumed) as events:
+                async for event in events:
+                    yield event
 
     async def _resume_claimed(
         self,

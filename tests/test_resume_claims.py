@@ -289,6 +289,56 @@ async def test_a_missing_checkpoint_is_reported_and_its_claim_released(
     assert await make_store().claim("nope", "probe")
 
 
+async def test_a_resume_left_early_cleans_up_before_it_lets_the_checkpoint_go(
+    tmp_path: Path,
+) -> None:
+    """The reader closes the resume while a tool call is still running: the call is cancelled, and
+    its cleanup finished, while the resume still holds the claim; the claim is gone once the
+    close returns."""
+    order: list[str] = []
+
+    class Recording(SQLiteCheckpointStore):
+        async def release(self, id: str, owner: str) -> None:
+            order.append("claim released")
+            await super().release(id, owner)
+
+    @tool
+    async def quick() -> str:
+        """Answer at once."""
+        return "quick"
+
+    @tool
+    async def slow() -> str:
+        """Take a long time."""
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            order.append("call cancelled")
+            await asyncio.sleep(0.05)  # its cleanup takes a while (closing a connection, say)
+            order.append("cleanup done")
+            raise
+        return "slow"
+
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.USER:
+            return Reply(tool_calls=[tool_call("pay", {"amount": 1})])
+        return Reply(tool_calls=[tool_call("quick", {}), tool_call("slow", {})])
+
+    agent = ReActAgent("payer", ScriptedModel(reply), tools=[*_payer().tools, quick, slow])
+    async with Recording(tmp_path / "cp.db") as store:
+        runner = Runner(agent, checkpoint_store=store)
+        paused = await runner.invoke("go")
+        assert paused.checkpoint_id is not None
+        resumed = runner.resume(paused.checkpoint_id, {"approved": True})
+        async with contextlib.aclosing(resumed) as events:
+            async for event in events:
+                if event.output is not None and event.output.message.content == "quick":
+                    break  # the reader goes away; ``slow`` is still running
+
+        assert order == ["call cancelled", "cleanup done", "claim released"]
+        assert await store.claim(paused.checkpoint_id, "probe")
+
+
 class _Flaky:
     """A real store whose claims and releases can be made to fail, as if it were unreachable."""
 
