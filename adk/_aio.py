@@ -32,6 +32,7 @@ class closing(Generic[T]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        del exc, tb  # not kept in this frame while it awaits: see _driver.NO_EVENT
         aclose = getattr(self._it, "aclose", None)
         if aclose is not None:
             await aclose()

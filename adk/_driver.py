@@ -180,6 +180,15 @@ class _AgentRun:
         return self.stream is not None or self.resumed or self.hooks is not None
 
 
+NO_EVENT = AgentEvent()
+"""What a frame that passes a run's events on sets its event variable to as it finishes.
+
+On Python 3.12+ a traceback keeps the frames of the generators the exception left, and each of
+those keeps the frame that was driving it (``f_back``), and so on up the task as they finish. A
+failed run's error event holds its exception, so a finished frame whose variable still held that
+event would form a reference cycle with it, freed only by the cyclic GC. (Unneeded on 3.11.)"""
+
+
 class _OwnFailure(Exception):
     """Carries an exception of a composite's own rules out through its child's ``try`` blocks."""
 
@@ -240,6 +249,7 @@ async def _drive(
             raise
         yield run.failed(exc)
     finally:
+        event = NO_EVENT  # see NO_EVENT
         if run.needs_finish:
             await run.finish()
 

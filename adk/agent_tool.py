@@ -16,7 +16,7 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from ._aio import closing
-from ._driver import drive
+from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
 from .checkpoint._snapshot import dump_history, load_history
 from .checkpoint._state import SavedState
@@ -121,24 +121,28 @@ class AgentTool:
         )
         last: Message | None = None
         events = drive(self.agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
-        async with closing(events):
-            async for event in events:
-                if event._signal is not None:
-                    saved = {"root_input": root_input, "history": dump_history(run.history)}
-                    raise Interrupt._from_signal(event._signal, saved)
-                if event.error is not None:
-                    if resume is not None and isinstance(event.exception, CheckpointError):
-                        # The nested run cannot resume from what was saved: the caller's resume
-                        # fails too, rather than the model being told the tool failed.
-                        raise event.exception
-                    raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
-                self._forward(ctx, event)  # before collecting, so a stream reads live outside
-                output = event.output
-                if output is not None:
-                    if output.stream is not None:
-                        last = await output.stream.collect()
-                    elif output.message is not None:
-                        last = output.message
+        try:
+            async with closing(events):
+                async for event in events:
+                    if event._signal is not None:
+                        saved = {"root_input": root_input, "history": dump_history(run.history)}
+                        raise Interrupt._from_signal(event._signal, saved)
+                    if event.error is not None:
+                        if resume is not None and isinstance(event.exception, CheckpointError):
+                            # The nested run cannot resume from what was saved: the caller's resume
+                            # fails too, rather than the model being told the tool failed.
+                            raise event.exception
+                        raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
+                    self._forward(ctx, event)  # before collecting, so a stream reads live outside
+                    output = event.output
+                    if output is not None:
+                        if output.stream is not None:
+                            last = await output.stream.collect()
+                        elif output.message is not None:
+                            last = output.message
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
+
         return last.content if last is not None else ""
 
     def _forward(self, ctx: ToolContext, event: AgentEvent) -> None:

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ._aio import closing
-from ._driver import drive
+from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext
@@ -128,37 +128,40 @@ class FlowAgent:
         self, node: FlowAgent, input: AgentInput, node_ctx: RunContext, ctx: RunContext
     ) -> AsyncIterator[AgentEvent]:
         transfers = 0
-        while True:
-            target: FlowAgent | None = None
-            async with closing(drive(node.agent, input, node_ctx)) as events:
-                async for event in events:
-                    action = event.action
-                    if action is not None:
-                        if action.interrupted is not None and event._signal is not None:
-                            state = {"agent": node.name, "run_path": list(node_ctx.run_path)}
-                            event._signal.save(ctx.address, state, _FLOW_SLOT)
-                        elif (
-                            action.transfer_to is not None
-                            and not event._flags & _TRANSFER_HANDLED
-                            and event.error is None
-                        ):
-                            event._flags |= _TRANSFER_HANDLED
-                            yield event
-                            target = node.find(action.transfer_to)
-                            if target is None:
-                                yield _transfer_failed(action.transfer_to, node.name, event)
-                                return
-                            transfers += 1
-                            if transfers > self.max_transfers:
-                                yield _too_many_transfers(self.max_transfers, event)
-                                return
-                            break
-                    yield event
-            if target is None:
-                return
-            node_ctx = self._node_context(ctx, target, (*node_ctx.run_path, target.name))
-            input = build_input(node_ctx, target.name, self.history_rewriter)
-            node = target
+        try:
+            while True:
+                target: FlowAgent | None = None
+                async with closing(drive(node.agent, input, node_ctx)) as events:
+                    async for event in events:
+                        action = event.action
+                        if action is not None:
+                            if action.interrupted is not None and event._signal is not None:
+                                state = {"agent": node.name, "run_path": list(node_ctx.run_path)}
+                                event._signal.save(ctx.address, state, _FLOW_SLOT)
+                            elif (
+                                action.transfer_to is not None
+                                and not event._flags & _TRANSFER_HANDLED
+                                and event.error is None
+                            ):
+                                event._flags |= _TRANSFER_HANDLED
+                                yield event
+                                target = node.find(action.transfer_to)
+                                if target is None:
+                                    yield _transfer_failed(action.transfer_to, node.name, event)
+                                    return
+                                transfers += 1
+                                if transfers > self.max_transfers:
+                                    yield _too_many_transfers(self.max_transfers, event)
+                                    return
+                                break
+                        yield event
+                if target is None:
+                    return
+                node_ctx = self._node_context(ctx, target, (*node_ctx.run_path, target.name))
+                input = build_input(node_ctx, target.name, self.history_rewriter)
+                node = target
+        finally:
+            event = NO_EVENT  # see _driver.NO_EVENT
 
     def __repr__(self) -> str:
         subs = ", ".join(s.name for s in self.sub_agents)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing
-from ._driver import _AgentRun, close_events, drive, is_cancellation
+from ._driver import NO_EVENT, _AgentRun, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
@@ -150,6 +150,7 @@ class Runner(AsyncCloseable):
                     if not collected.add(event) and await collected.take(event):
                         break
             finally:
+                event = NO_EVENT  # see _driver.NO_EVENT
                 await close_events(driven)
             return collected.result(values)
         # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
@@ -173,6 +174,7 @@ class Runner(AsyncCloseable):
                     if stop:
                         break
             finally:
+                event = NO_EVENT  # see _driver.NO_EVENT
                 if getattr(events, "ag_frame", True) is not None:
                     await close_events(events)
         except (Exception, asyncio.CancelledError) as exc:
@@ -223,6 +225,7 @@ class Runner(AsyncCloseable):
                 if event.error is not None or after is not None or event.interrupted is not None:
                     return
         finally:
+            event = NO_EVENT  # see _driver.NO_EVENT
             await close_events(events)
 
     async def _pause(
@@ -254,9 +257,12 @@ class Runner(AsyncCloseable):
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
             resumed = self._resume_claimed(checkpoint_id, resume, session_box, claim)
-            async with closing(resumed) as events:
-                async for event in events:
-                    yield event
+            try:
+                async with closing(resumed) as events:
+                    async for event in events:
+                        yield event
+            finally:
+                event = NO_EVENT  # see _driver.NO_EVENT
 
     async def _resume_claimed(
         self,
@@ -289,18 +295,21 @@ class Runner(AsyncCloseable):
         load_history(run, snapshot.history)
         input = AgentInput(snapshot.root_input, self.enable_streaming)
         finished = False
-        async with closing(self._drive_root(run, input, checkpoint_id, claim)) as events:
-            async for event in events:
-                if (
-                    claim is not None
-                    and claim.lost
-                    and event.interrupted is None  # its checkpoint was saved while claimed
-                    and event.error is None  # the run ends with it anyway
-                ):
-                    yield _claim_lost(event.agent_name, event.run_path, checkpoint_id)
-                    return
-                yield event
-                finished = event.error is None and event.interrupted is None
+        try:
+            async with closing(self._drive_root(run, input, checkpoint_id, claim)) as events:
+                async for event in events:
+                    if (
+                        claim is not None
+                        and claim.lost
+                        and event.interrupted is None  # its checkpoint was saved while claimed
+                        and event.error is None  # the run ends with it anyway
+                    ):
+                        yield _claim_lost(event.agent_name, event.run_path, checkpoint_id)
+                        return
+                    yield event
+                    finished = event.error is None and event.interrupted is None
+        finally:
+            event = NO_EVENT  # see _driver.NO_EVENT
         if finished:
             if claim is not None and claim.lost:
                 yield _claim_lost(self.agent.name, (self.agent.name,), checkpoint_id)
@@ -509,5 +518,6 @@ async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) ->
                 await collected.add_stream(event.output.stream)
             collected.add(event, checked=True)  # the root's rules were applied by _drive_root
     finally:
+        event = NO_EVENT  # see _driver.NO_EVENT
         await close_events(events)
     return collected.result(session[0] if session else Session())

@@ -122,6 +122,9 @@ class MessageStream:
             self._buffer.append(chunk)
         finally:
             self._fetch = None
+            # On Python 3.12+ the source's frames in the kept error's traceback link back to this
+            # frame (``f_back``): it must not keep the stream, which keeps the error.
+            del self
 
     async def _close_source(self) -> None:
         aclose = getattr(self._source, "aclose", None)

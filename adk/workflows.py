@@ -13,7 +13,15 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
 from ._aio import closing
-from ._driver import _AgentRun, _OwnFailure, close_events, drive, is_cancellation, take_break
+from ._driver import (
+    NO_EVENT,
+    _AgentRun,
+    _OwnFailure,
+    close_events,
+    drive,
+    is_cancellation,
+    take_break,
+)
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext, _interrupt_event, _Lane
@@ -185,6 +193,7 @@ async def _run_steps(
             raise
         yield own.failed(exc)
     finally:
+        event = NO_EVENT  # see _driver.NO_EVENT
         if own is not None and own.needs_finish:
             await own.finish()
 
@@ -330,6 +339,7 @@ class ParallelAgent(_Workflow):
                     if limit is not None:
                         limit.release()
             finally:
+                event = NO_EVENT  # see _driver.NO_EVENT
                 queue.put_nowait((index, None, None))
 
         tasks = [asyncio.create_task(branch(i), name=f"{self.name}/{i}") for i in indices]
@@ -366,6 +376,7 @@ class ParallelAgent(_Workflow):
                 if not taken.done():
                     taken.set_result(None)
         finally:
+            event = NO_EVENT  # see _driver.NO_EVENT
             failed = await _cancel(tasks)
             ctx._lane.merge([lanes[i] for i in sorted(lanes)])
             if failed is not None:  # closed or cancelled, and a branch's cleanup failed

@@ -47,7 +47,7 @@ from adk import (
     register_type,
 )
 from adk._aio import closing
-from adk._driver import drive
+from adk._driver import NO_EVENT, drive
 
 from ._output import parse_output
 from .react import MaxIterationsError, ReActAgent, ToolSource
@@ -232,16 +232,19 @@ class _PlanStep(_Role):
         before = session.get(PLAN_KEY)
         plan: Plan | None = None
         problem = "it gave no output"
-        async with closing(drive(self.agent, input, ctx)) as events:
-            async for event in events:
-                yield event
-                if event.error is not None or event.ends_agent:
-                    return
-                found, why = await _plan_in(event)
-                if found is not None:
-                    plan = found
-                elif why is not None:
-                    problem = why
+        try:
+            async with closing(drive(self.agent, input, ctx)) as events:
+                async for event in events:
+                    yield event
+                    if event.error is not None or event.ends_agent:
+                        return
+                    found, why = await _plan_in(event)
+                    if found is not None:
+                        plan = found
+                    elif why is not None:
+                        problem = why
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
         if plan is None:
             stored = session.get(PLAN_KEY)
             if stored is not before and _as_plan(stored) is not None:
@@ -259,14 +262,17 @@ class _ExecuteStep(_Role):
         step = plan.steps[0]
         request = AgentInput([Message.user(_executor_prompt(ctx, plan))], ctx.enable_streaming)
         result = ""
-        async with closing(drive(self.agent, request, ctx)) as events:
-            async for event in events:
-                yield event
-                if event.error is not None or event.ends_agent:
-                    return
-                text = await _text_of(event)
-                if text is not None:
-                    result = text
+        try:
+            async with closing(drive(self.agent, request, ctx)) as events:
+                async for event in events:
+                    yield event
+                    if event.error is not None or event.ends_agent:
+                        return
+                    text = await _text_of(event)
+                    if text is not None:
+                        result = text
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
         session = ctx.session
         session[EXECUTED_STEPS_KEY] = [*_executed(ctx), ExecutedStep(step=step, result=result)]
         session[PLAN_KEY] = Plan(steps=plan.steps[1:])
@@ -279,19 +285,22 @@ class _ReplanStep(_Role):
         before = ctx.session.get(PLAN_KEY)
         new_plan: Plan | None = None
         answered = False
-        async with closing(drive(self.agent, request, ctx)) as events:
-            async for event in events:
-                yield event
-                if event.error is not None or event.ends_agent:
-                    return
-                action = event.action
-                if action is not None and action.break_loop:
-                    return  # the replanner ended the loop itself
-                output = event.output
-                if output is not None and output.custom is not None:
-                    new_plan = _as_plan(output.custom)
-                elif await _text_of(event) is not None:
-                    answered = True
+        try:
+            async with closing(drive(self.agent, request, ctx)) as events:
+                async for event in events:
+                    yield event
+                    if event.error is not None or event.ends_agent:
+                        return
+                    action = event.action
+                    if action is not None and action.break_loop:
+                        return  # the replanner ended the loop itself
+                    output = event.output
+                    if output is not None and output.custom is not None:
+                        new_plan = _as_plan(output.custom)
+                    elif await _text_of(event) is not None:
+                        answered = True
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
         if new_plan is not None:
             ctx.session[PLAN_KEY] = new_plan
         elif ctx.session.get(PLAN_KEY) is not before:
@@ -372,18 +381,24 @@ class PlanExecute(SequentialAgent):
     # error, as for ReActAgent. Ending events (exit, interrupt, error) close this generator first.
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         responded = False
-        async with closing(super().run(input, ctx)) as events:
-            async for event in events:
-                responded = responded or _breaks(event)
-                yield event
+        try:
+            async with closing(super().run(input, ctx)) as events:
+                async for event in events:
+                    responded = responded or _breaks(event)
+                    yield event
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
         self._check(responded)
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         responded = False
-        async with closing(super().resume(ctx)) as events:
-            async for event in events:
-                responded = responded or _breaks(event)
-                yield event
+        try:
+            async with closing(super().resume(ctx)) as events:
+                async for event in events:
+                    responded = responded or _breaks(event)
+                    yield event
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
         self._check(responded)
 
     def _check(self, responded: bool) -> None:

@@ -35,6 +35,7 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing
+from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
 from adk.history import build_messages
 from adk.interrupts import _InterruptSignal
@@ -225,9 +226,12 @@ class _ReActCore:
                 await rounds.aclose()
         if outcome.done:
             return
-        async with closing(self._loop(ctx, turn=turn)) as events:
-            async for event in events:
-                yield event
+        try:
+            async with closing(self._loop(ctx, turn=turn)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
 
     async def _loop(
         self, ctx: RunContext, *, input: AgentInput | None = None, turn: _Turn | None = None

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Iterable
 
 from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_agents
 from adk._aio import closing
-from adk._driver import drive
+from adk._driver import NO_EVENT, drive
 
 __all__ = ["Supervisor"]
 
@@ -34,11 +34,14 @@ class _ReportsBack:
         return self._run(AgentInput([], ctx.enable_streaming), ctx)
 
     async def _run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        async with closing(drive(self.worker, input, ctx)) as events:
-            async for event in events:
-                yield event
-                if event.error is not None or event.ends_agent:
-                    return
+        try:
+            async with closing(drive(self.worker, input, ctx)) as events:
+                async for event in events:
+                    yield event
+                    if event.error is not None or event.ends_agent:
+                        return
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
         yield AgentEvent.transfer(self.supervisor)
 
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from typing import Any
 
+from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
 from ..context import RunContext
 from ..events import AgentEvent
@@ -63,17 +64,23 @@ class ActionAgent(BaseAgent):
         run.count = 1
         # Closed here, not left to asyncio's finalizer: a run closed at one of its outputs must
         # stop its actions at once (the same for ``resume``).
-        async with aclosing(run.process(first)) as events:
-            async for event in events:
-                yield event
+        try:
+            async with aclosing(run.process(first)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)
-        async with aclosing(run.process(current, listener, resumed=True)) as events:
-            async for event in events:
-                yield event
+        try:
+            async with aclosing(run.process(current, listener, resumed=True)) as events:
+                async for event in events:
+                    yield event
+        finally:
+            event = NO_EVENT  # see adk._driver.NO_EVENT
 
 
 def _input_of(messages: list[Message]) -> Any:
