@@ -286,8 +286,8 @@ def _shapes() -> dict[str, Callable[[], Awaitable[None]]]:
 # Shapes known to leave a cycle, with the reason: marked strict xfail, so a fix must remove the
 # entry. Empty since a failed MessageStream stopped holding its error's traceback, and since the
 # frames that pass events on forget them as they finish (``adk._driver.NO_EVENT``: on Python
-# 3.12+ an error's traceback keeps those frames). Run this file on 3.12 or 3.13 too when changing
-# a frame that passes events on: CI runs 3.11, where that cycle cannot form.
+# 3.12+ an error's traceback keeps those frames). CI runs this file on 3.13 as well as 3.11, where
+# that cycle cannot form.
 _KNOWN: dict[str, str] = {}
 
 
