@@ -32,11 +32,11 @@ from asyncpg.exceptions import (  # type: ignore[import-untyped]
 )
 
 from .store import (
-    _check_claim_ttl,
     _check_data,
     _check_id,
     _check_owner,
     _ClosableStore,
+    _positive_seconds,
     _redact,
     _store_error,
 )
@@ -113,7 +113,7 @@ class PostgresCheckpointStore(_ClosableStore):
             raise ValueError("max_size must be at least 1")
         self._dsn = dsn
         self._where = _redact(dsn)
-        self.claim_ttl = _check_claim_ttl(claim_ttl)
+        self.claim_ttl = _positive_seconds(claim_ttl, "claim_ttl")
         self._table = table
         parts = _table_parts(table)
         qualified = _quote(parts)

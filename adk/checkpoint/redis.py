@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 from typing import Any
 
 from redis.asyncio import Redis
@@ -28,11 +27,11 @@ from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .store import (
-    _check_claim_ttl,
     _check_data,
     _check_id,
     _check_owner,
     _ClosableStore,
+    _positive_seconds,
     _redact,
     _store_error,
 )
@@ -76,11 +75,11 @@ class RedisCheckpointStore(_ClosableStore):
         *,
         claim_ttl: float = 30.0,
     ) -> None:
-        self.claim_ttl = _check_claim_ttl(claim_ttl)
+        self.claim_ttl = _positive_seconds(claim_ttl, "claim_ttl")
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
-        if ttl is not None and not (math.isfinite(ttl) and ttl > 0):
-            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
+        if ttl is not None:
+            ttl = _positive_seconds(ttl, "ttl (or None)")
         self._url = url
         self._where = _redact(url)
         self._prefix = prefix

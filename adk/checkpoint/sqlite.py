@@ -59,11 +59,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .store import (
-    _check_claim_ttl,
     _check_data,
     _check_id,
     _check_owner,
     _ClosableStore,
+    _positive_seconds,
     _store_error,
 )
 
@@ -166,7 +166,7 @@ class SQLiteCheckpointStore(_ClosableStore):
     def __init__(
         self, path: str | os.PathLike[str], *, busy_timeout: float = 30.0, claim_ttl: float = 30.0
     ) -> None:
-        self.claim_ttl = _check_claim_ttl(claim_ttl)
+        self.claim_ttl = _positive_seconds(claim_ttl, "claim_ttl")
         if busy_timeout < 0:
             raise ValueError("busy_timeout must be >= 0 seconds")
         raw = os.fspath(path)

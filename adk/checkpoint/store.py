@@ -180,15 +180,16 @@ def _check_owner(owner: object) -> str:
     return owner
 
 
-def _check_claim_ttl(ttl: object) -> float:
+def _positive_seconds(value: object, name: str) -> float:
+    """``value`` as seconds, refused unless a finite number above zero (``name`` says which)."""
     if (
-        not isinstance(ttl, int | float)
-        or isinstance(ttl, bool)
-        or not math.isfinite(ttl)
-        or ttl <= 0
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
     ):
-        raise ValueError(f"claim_ttl must be a positive number of seconds, got {ttl!r}")
-    return float(ttl)
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 def _check_data(data: object) -> bytes:
