@@ -416,7 +416,9 @@ async def test_require_approval_pauses_with_an_approval_request() -> None:
     assert sent == []  # nothing happens before the decision
 
 
-@pytest.mark.parametrize("decision", [True, "yes", "approve", {"approved": True}])
+@pytest.mark.parametrize(
+    "decision", [True, "yes", "approve", "True", {"approved": True}, {"approved": "yes"}]
+)
 async def test_require_approval_approved_runs_the_tool(decision: Any) -> None:
     sent: list[dict[str, Any]] = []
     runner, _ = _payment_runner(sent)
@@ -437,6 +439,11 @@ async def test_require_approval_approved_runs_the_tool(decision: Any) -> None:
         (False, "Error: the call to 'send_payment' was not approved"),
         ("no", "Error: the call to 'send_payment' was not approved"),
         (None, "Error: the call to 'send_payment' was not approved"),
+        # Only a clear yes approves: truthy values that say no must never let a payment through.
+        ({"approved": "false"}, "Error: the call to 'send_payment' was not approved"),
+        ({"approved": "no"}, "Error: the call to 'send_payment' was not approved"),
+        ({"approved": 1}, "Error: the call to 'send_payment' was not approved"),
+        ({"approve": True}, "Error: the call to 'send_payment' was not approved"),
         (
             {"approved": False, "reason": "over the limit"},
             "Error: the call to 'send_payment' was not approved: over the limit",

@@ -5,6 +5,8 @@ functions, result serialisation, Tool and Toolset protocols, and every failure t
 from __future__ import annotations
 
 import asyncio
+import functools
+import threading
 from typing import Any, Literal
 
 import pytest
@@ -98,6 +100,32 @@ def test_descriptions_from_a_rest_docstring() -> None:
         "description": "How many days ahead.",
     }
     assert spec.parameters["required"] == ["city"]
+
+
+def test_descriptions_from_a_numpy_docstring() -> None:
+    @tool
+    async def forecast(city: str, days: int = 2) -> str:
+        """Weather forecast for a city.
+
+        Parameters
+        ----------
+        city : str
+            The city name,
+            in English.
+        days : int, optional
+            How many days ahead.
+
+        Returns
+        -------
+        str
+            The forecast.
+        """
+        return city
+
+    spec = forecast.spec
+    assert spec.description == "Weather forecast for a city."
+    assert spec.parameters["properties"]["city"]["description"] == "The city name, in English."
+    assert spec.parameters["properties"]["days"]["description"] == "How many days ahead."
 
 
 def test_tool_context_is_hidden_from_the_schema() -> None:
@@ -350,15 +378,105 @@ async def test_calls_of_one_turn_run_concurrently() -> None:
     assert _results(agent) == {"c1": "ping done", "c2": "pong done"}
 
 
-async def test_a_blocking_sync_tool_can_run_in_a_thread() -> None:
-    @tool(thread=True)
+async def test_sync_tools_run_in_worker_threads_concurrently() -> None:
+    """Two blocking sync tools of one turn meet at a barrier: run inline on the event loop, one
+    after the other, the first would wait at the barrier until it broke."""
+    barrier = threading.Barrier(2, timeout=5)
+    loop_thread = threading.get_ident()
+    threads: list[int] = []
+
+    @tool
     def blocking(n: int) -> int:
-        """Blocks a little."""
+        """Blocks until its sibling call arrives."""
+        threads.append(threading.get_ident())
+        barrier.wait()
         return n * 2
 
-    agent = _agent([blocking], tool_call("blocking", {"n": 21}, id="c1"))
+    agent = _agent(
+        [blocking],
+        tool_call("blocking", {"n": 1}, id="c1"),
+        tool_call("blocking", {"n": 2}, id="c2"),
+    )
     await run_events(agent)
-    assert _results(agent) == {"c1": "42"}
+    assert _results(agent) == {"c1": "2", "c2": "4"}
+    assert loop_thread not in threads
+
+
+async def test_a_sync_tool_with_thread_false_runs_on_the_event_loop() -> None:
+    seen: list[int] = []
+
+    @tool(thread=False)
+    def tiny(n: int) -> int:
+        """Cheap enough to run inline."""
+        seen.append(threading.get_ident())
+        return n + 1
+
+    agent = _agent([tiny], tool_call("tiny", {"n": 1}, id="c1"))
+    await run_events(agent)
+    assert _results(agent) == {"c1": "2"}
+    assert seen == [threading.get_ident()]
+
+
+async def test_partials_callable_objects_and_positional_only_parameters_work() -> None:
+    def scale(factor: int, /, value: int) -> int:
+        """Scale a value.
+
+        Args:
+            value: The value to scale.
+        """
+        return factor * value
+
+    class Counter:
+        """Count words."""
+
+        async def __call__(self, text: str) -> int:
+            return len(text.split())
+
+    async def _shout(text: str) -> str:
+        return text.upper()
+
+    @functools.wraps(_shout)
+    def shout(text: str) -> Any:  # a sync wrapper handing back the coroutine
+        return _shout(text)
+
+    triple = FunctionTool(functools.partial(scale, 3), name="triple")
+    assert set(triple.spec.parameters["properties"]) == {"value"}
+    assert triple.spec.description == "Scale a value."
+    counter = FunctionTool(Counter(), name="count_words")
+    assert counter.spec.description == "Count words."
+    with pytest.raises(ValueError, match="pass name="):
+        FunctionTool(Counter())
+    agent = _agent(
+        [tool(scale), triple, counter, FunctionTool(shout, name="shout")],
+        tool_call("scale", {"factor": 2, "value": 5}, id="c1"),
+        tool_call("triple", {"value": 5}, id="c2"),
+        tool_call("count_words", {"text": "one two three"}, id="c3"),
+        tool_call("shout", {"text": "hi"}, id="c4"),
+    )
+    await run_events(agent)
+    assert _results(agent) == {"c1": "10", "c2": "15", "c3": "3", "c4": "HI"}
+
+
+async def test_a_result_json_cannot_hold_is_sent_as_text_not_as_a_failure() -> None:
+    """The tool has run by then: "failed" would invite the model to repeat its side effects."""
+
+    class Receipt:
+        def __str__(self) -> str:
+            return "receipt #7"
+
+    @tool
+    async def pay() -> Any:
+        """Pay."""
+        return Receipt()
+
+    @tool
+    async def raw() -> bytes:
+        """Raw bytes."""
+        return b"\xff\xfe"
+
+    agent = _agent([pay, raw], tool_call("pay", id="c1"), tool_call("raw", id="c2"))
+    await run_events(agent)
+    assert _results(agent) == {"c1": '"receipt #7"', "c2": "b'\\xff\\xfe'"}
 
 
 async def test_a_custom_tool_and_a_toolset() -> None:
@@ -420,6 +538,30 @@ async def test_a_tool_may_end_the_run() -> None:
     assert simplify_events(events)[-2:] == ["agent: [tool finish] 42", "agent: [exit]"]
     assert isinstance(agent.model, ScriptedModel)
     assert len(agent.model.requests) == 1 and after.runs == 0
+
+
+@pytest.mark.parametrize("ask", ["exit", "transfer"])
+async def test_a_tool_that_fails_after_asking_to_end_does_not_end_the_run(ask: str) -> None:
+    """The model must read the error: the actions of a failed call are dropped."""
+
+    @tool
+    def finish(ctx: ToolContext) -> str:
+        """Finish the run."""
+        if ask == "exit":
+            ctx.exit()
+        else:
+            ctx.transfer("elsewhere")
+        raise RuntimeError("boom")
+
+    agent = _agent([finish], tool_call("finish", id="c1"), final="recovered")
+    after = ScriptAgent("after", "after ran")
+    events = await run_events(SequentialAgent("seq", [agent, after]))
+    assert simplify_events(events) == [
+        "agent: [call finish {}]",
+        "agent: [tool finish] Error: tool 'finish' failed: RuntimeError: boom",
+        "agent: recovered",
+        "after: after ran",
+    ]
 
 
 async def test_a_tool_may_break_the_enclosing_loop() -> None:

@@ -98,6 +98,7 @@ async def run_tool_call(
         return ToolOutcome(call, signal=signal_of(exc, address), action=tool_ctx.action)
     except ToolError as exc:
         output = ToolResult.error(str(exc) or "tool failed")
+        tool_ctx.action = None  # a failed call's exit/transfer would hide the error from the model
     except (Exception, asyncio.CancelledError) as exc:
         if is_cancellation(exc):
             raise
@@ -106,6 +107,7 @@ async def run_tool_call(
             # is not the tool's failure for the model to work around.
             raise
         output = ToolResult.error(f"tool '{call.name}' failed: {_describe(exc)}")
+        tool_ctx.action = None
     finally:
         if resumed and plan is not None:
             plan.consume(address)

@@ -1,14 +1,20 @@
 """``@tool`` / ``FunctionTool``: a Python function as a tool.
 
 The name comes from the function, the description and per-argument help from its docstring (Google
-style ``Args:`` or reST ``:param x:``), the JSON schema and validation from its type hints through a
-pydantic model built once. A parameter annotated ``ToolContext`` is injected and hidden from the
-model. Sync functions run inline (most tools are tiny); pass ``thread=True`` for blocking ones.
+style ``Args:``, NumPy style ``Parameters`` over a dashed line, or reST ``:param x:``), the JSON
+schema and validation from its type hints through a pydantic model built once. A parameter annotated
+``ToolContext`` is injected and hidden from the model.
+
+Sync functions run in a worker thread (``asyncio.to_thread``), so a blocking tool (file or network
+I/O, a slow computation) neither stalls the event loop nor serialises the other calls of its turn,
+as pydantic-ai and the OpenAI Agents SDK do. ``thread=False`` runs a tiny, non-blocking sync
+function inline and saves the thread hop (tens of µs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import re
 from collections.abc import Callable
@@ -26,6 +32,12 @@ __all__ = ["FunctionTool", "format_validation_error", "tool"]
 # Docstring patterns, compiled by ``re`` on first use (and cached there) rather than at import:
 # compiling them costs ~1 ms that ``import adk`` would otherwise charge every program.
 _SECTION = r"^\s*(Args|Arguments|Parameters|Returns|Raises|Yields|Examples?|Notes?):\s*$"
+# NumPy style: the header on a line of its own, underlined by dashes on the next line.
+_NUMPY_SECTION = (
+    r"^\s*(Parameters|Other Parameters|Returns|Raises|Yields|Examples?|Notes?|See Also)\s*$"
+)
+_NUMPY_RULE = r"^\s*-{3,}\s*$"
+_NUMPY_ARG = r"^\*{0,2}(\w+)\s*(?::.*)?$"
 _ARG_LINE = r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$"
 _REST_PARAM = r"^\s*:param\s+(?:[\w\[\], ]+\s+)?(\w+)\s*:\s*(.*)$"
 
@@ -39,10 +51,20 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     params: dict[str, str] = {}
     section: str | None = None
     current: str | None = None
-    for line in lines:
+    skip_rule = False
+    for index, line in enumerate(lines):
+        if skip_rule:
+            skip_rule = False
+            continue
         header = re.match(_SECTION, line)
         if header:
             section, current = header.group(1), None
+            continue
+        numpy = re.match(_NUMPY_SECTION, line)
+        if numpy and index + 1 < len(lines) and re.match(_NUMPY_RULE, lines[index + 1]):
+            name = numpy.group(1)
+            section = "numpy" if name in ("Parameters", "Other Parameters") else name
+            current, skip_rule = None, True
             continue
         rest = re.match(_REST_PARAM, line)
         if rest:
@@ -55,6 +77,14 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
             continue
         if section is None:
             summary.append(line)
+        elif section == "numpy":
+            # ``name : type`` at the section's indent, its help on the indented lines below.
+            arg = re.match(_NUMPY_ARG, line)
+            if arg and not line.startswith((" ", "\t")):
+                current = arg.group(1)
+                params[current] = ""
+            elif current is not None and line.strip():
+                params[current] = f"{params[current]} {line.strip()}".strip()
         elif section in ("Args", "Arguments", "Parameters"):
             arg = re.match(_ARG_LINE, line)
             if arg and (not line.startswith((" ", "\t")) or current is None or _indent(line) <= 4):
@@ -64,7 +94,7 @@ def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
                 params[current] = f"{params[current]} {line.strip()}".strip()
         elif section == "rest" and current is not None and line.strip():
             params[current] = f"{params[current]} {line.strip()}".strip()
-    return "\n".join(summary).strip(), params
+    return "\n".join(summary).strip(), {k: v for k, v in params.items() if v}
 
 
 def _indent(line: str) -> int:
@@ -106,13 +136,55 @@ def format_validation_error(tool_name: str, error: ValidationError) -> str:
 
 
 def _serialise(value: Any) -> str | ToolResult:
+    """The tool's return value as the text the model reads.
+
+    The tool has already run by now, so a value JSON cannot hold (an arbitrary object, bytes that
+    are not UTF-8) is sent as its ``str()``: reporting "tool failed" would make the model retry a
+    call whose side effects already happened.
+    """
     if isinstance(value, str | ToolResult):
         return value
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     if value is None:
         return ""
-    return pydantic_core.to_json(value).decode()
+    try:
+        return pydantic_core.to_json(value, fallback=str).decode()
+    except (pydantic_core.PydanticSerializationError, ValueError):
+        return str(value)
+
+
+def _approves(decision: Any) -> bool:
+    """Whether a person's decision approves: ``True`` or a plain "yes"; nothing else does, so a
+    decision that only looks like one (``"false"``, ``"no"``, ``0``) never lets a call through."""
+    if decision is True:
+        return True
+    return isinstance(decision, str) and decision.strip().lower() in _YES
+
+
+_YES = frozenset({"y", "yes", "true", "approve", "approved"})
+
+
+def _doc_of(fn: Callable[..., Any]) -> str | None:
+    """The docstring that describes ``fn``: a partial's function's, a callable object's
+    ``__call__``'s or else its class's."""
+    if isinstance(fn, functools.partial):
+        return _doc_of(fn.func)
+    if inspect.isroutine(fn):
+        return fn.__doc__
+    return type(fn).__call__.__doc__ or type(fn).__doc__
+
+
+def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """What to read the name and type hints from: a ``functools.partial``'s function, a callable
+    object's class's ``__call__``, else the function itself (the signature always comes from the
+    callable as given, so a partial's bound arguments and an object's ``self`` are not shown)."""
+    if isinstance(fn, functools.partial):
+        return _target(fn.func)
+    if not inspect.isroutine(fn) and callable(fn):
+        call: Callable[..., Any] = type(fn).__call__  # unbound: its hints, not its signature
+        return call
+    return fn
 
 
 class FunctionTool:
@@ -125,19 +197,25 @@ class FunctionTool:
         name: str | None = None,
         description: str | None = None,
         require_approval: bool = False,
-        thread: bool = False,
+        thread: bool = True,
     ) -> None:
         self.fn = fn
         self.require_approval = require_approval
         self._thread = thread
-        self._is_async = inspect.iscoroutinefunction(fn)
-        tool_name = name or getattr(fn, "__name__", "")
-        if not tool_name or tool_name == "<lambda>":
-            raise ValueError("a function tool needs a name")
-        summary, arg_help = _parse_docstring(fn.__doc__)
-        hints = get_type_hints(fn, include_extras=True)
+        target = _target(fn)
+        self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+        tool_name = name or getattr(fn, "__name__", "") or getattr(target, "__name__", "")
+        if not tool_name or tool_name in ("<lambda>", "__call__"):
+            raise ValueError(
+                f"a function tool needs a name: pass name= for {fn!r}"
+                if tool_name == "__call__" or isinstance(fn, functools.partial)
+                else "a function tool needs a name"
+            )
+        summary, arg_help = _parse_docstring(_doc_of(fn))
+        hints = get_type_hints(target, include_extras=True)
         fields: dict[str, Any] = {}
         names: list[tuple[str, str]] = []  # (model field, parameter)
+        positional: list[str] = []  # positional-only parameters, passed by position
         self._context_param: str | None = None
         for param in inspect.signature(fn).parameters.values():
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
@@ -146,8 +224,12 @@ class FunctionTool:
                 )
             annotation = hints.get(param.name, Any)
             if _is_tool_context(annotation):
+                if param.kind is param.POSITIONAL_ONLY:
+                    positional.append(param.name)
                 self._context_param = param.name
                 continue
+            if param.kind is param.POSITIONAL_ONLY:
+                positional.append(param.name)
             default = ... if param.default is inspect.Parameter.empty else param.default
             # A parameter named like a BaseModel attribute (json, schema, copy...) gets another
             # field name and keeps its own name as the alias the model sees.
@@ -159,6 +241,7 @@ class FunctionTool:
                 extra["alias"] = param.name
             fields[field] = (annotation, Field(default, **extra))
             names.append((field, param.name))
+        self._positional = tuple(positional)
         self._args_model: type[BaseModel] = create_model(
             f"{tool_name}_arguments",
             __config__=ConfigDict(extra="forbid"),
@@ -191,12 +274,15 @@ class FunctionTool:
                 return denial
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
+        args = [kwargs.pop(name) for name in self._positional] if self._positional else ()
         if self._is_async:
-            value = await self.fn(**kwargs)
+            value = await self.fn(*args, **kwargs)
         elif self._thread:
-            value = await asyncio.to_thread(self.fn, **kwargs)
+            value = await asyncio.to_thread(self.fn, *args, **kwargs)
         else:
-            value = self.fn(**kwargs)
+            value = self.fn(*args, **kwargs)
+        if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
+            value = await value
         return _serialise(value)
 
     def _check_approval(self, kwargs: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
@@ -212,13 +298,10 @@ class FunctionTool:
             raise Interrupt(info)
         decision = resume.data
         if isinstance(decision, dict):
-            approved = bool(decision.get("approved"))
+            approved = _approves(decision.get("approved"))
             reason = decision.get("reason")
         else:
-            approved = decision is True or (
-                isinstance(decision, str) and decision.strip().lower() in ("y", "yes", "approve")
-            )
-            reason = None
+            approved, reason = _approves(decision), None
         if approved:
             return None
         text = f"Error: the call to '{self.name}' was not approved"
@@ -238,7 +321,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     require_approval: bool = False,
-    thread: bool = False,
+    thread: bool = True,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -249,7 +332,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     require_approval: bool = False,
-    thread: bool = False,
+    thread: bool = True,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator: ``@tool`` or ``@tool(name=..., require_approval=True)``."""
 
