@@ -1,10 +1,13 @@
 """Instruction templates filled from session values.
 
 ``{key}`` is replaced by the session value ``key``; ``{key?}`` by the value or nothing when the
-session has none (Google ADK's optional placeholder); ``{{`` and ``}}`` are literal braces. Braces that
-do not form a placeholder (``{"a": 1}`` in an example) stay as they are, so JSON samples need no
-escaping. Substitution is one pass over the template, so braces inside a value (``"{secret}"`` typed
-by a user) are never expanded: a user cannot make the instruction read other session values.
+session has none (Google ADK's optional placeholder). Keys may hold ``.``, ``-`` and ``:``, so
+Google ADK's scoped keys (``{user:name}``, ``{app:tier}``) read the session values of those names.
+``{{key}}`` is the literal text ``{key}``. Every other brace stays as it is, so JSON samples need no
+escaping, nested objects (``{"a": {"b": 1}}``) included: treating every ``}}`` as an escape would
+eat the closing brace of each nested object. Substitution is one pass over the template, so braces
+inside a value (``"{secret}"`` typed by a user) are never expanded: a user cannot make the
+instruction read other session values.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ from typing import Any
 
 __all__ = ["InstructionError", "render_instruction"]
 
-_FIELD = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_.\-]*)(\??)\}")
+_NAME = r"[A-Za-z_][A-Za-z0-9_.:\-]*"
+_FIELD = re.compile(rf"\{{\{{({_NAME}\??)\}}\}}|\{{({_NAME})(\??)\}}")
 
 
 def render_instruction(template: str, values: Mapping[str, Any], agent_name: str = "") -> str:
@@ -28,20 +32,18 @@ def render_instruction(template: str, values: Mapping[str, Any], agent_name: str
         return template
 
     def substitute(match: re.Match[str]) -> str:
-        token = match.group(0)
-        if token == "{{":
-            return "{"
-        if token == "}}":
-            return "}"
-        key = match.group(1)
+        escaped = match.group(1)
+        if escaped is not None:
+            return f"{{{escaped}}}"
+        key = match.group(2)
         if key in values:
             return str(values[key])
-        if match.group(2):
+        if match.group(3):
             return ""
         who = f"agent '{agent_name}'" if agent_name else "the instruction"
         raise InstructionError(
             f"{who} uses {{{key}}} but the session has no value {key!r} "
-            f"(write {{{key}?}} for an optional value, {{{{ and }}}} for literal braces)"
+            f"(write {{{key}?}} for an optional value, {{{{{key}}}}} for the literal text {{{key}}})"
         )
 
     return _FIELD.sub(substitute, template)

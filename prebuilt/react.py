@@ -210,6 +210,8 @@ class _ReActCore:
         resume = ctx.resume
         saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
         turn = await self._turn(ctx, saved.count("iterations"))
+        if self.owner.reset_tool_choice:  # paused in a tool round: the model has used a tool
+            turn.options = _free_tool_choice(turn.options)
         turn.schema_retried = saved.values.get("schema_retried") is True
         action = saved_action(saved)
         held = self._restore(turn, saved.values)
@@ -293,6 +295,8 @@ class _ReActCore:
                     await rounds.aclose()
             if outcome.done:
                 return
+            if owner.reset_tool_choice:
+                turn.options = _free_tool_choice(turn.options)
 
     async def _round(
         self,
@@ -413,6 +417,18 @@ def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bo
     return calls.index(first) < calls.index(second)
 
 
+def _free_tool_choice(options: ModelOptions | None) -> ModelOptions | None:
+    """``options`` without a ``tool_choice`` that forces a tool ("required", "any" or a named tool).
+
+    After a tool round the model must be free to answer: forced on every call, it could only call
+    tools until ``max_iterations`` (the OpenAI Agents SDK's ``reset_tool_choice``). "auto" and
+    "none" stay, since neither forces anything.
+    """
+    if options is None or options.tool_choice in (None, "auto", "none"):
+        return options
+    return options.model_copy(update={"tool_choice": None})
+
+
 def _merge_action(into: AgentAction | None, new: AgentAction | None) -> AgentAction | None:
     if new is None:
         return into
@@ -452,6 +468,7 @@ class ReActAgent:
         exit_tool: bool = False,
         model_options: ModelOptions | None = None,
         history_rewriter: HistoryRewriter | None = None,
+        reset_tool_choice: bool = True,
     ) -> None:
         if not name:
             raise ValueError("a ReActAgent needs a non-empty name")
@@ -471,6 +488,7 @@ class ReActAgent:
         self.output_schema = output_schema
         self.model_options = model_options
         self.history_rewriter = history_rewriter
+        self.reset_tool_choice = reset_tool_choice
         self._static_tools: dict[str, Any] = {}
         self._dynamic_tools: list[Any] = []
         for source in tools:

@@ -242,9 +242,23 @@ async def test_instruction_missing_key_is_a_clear_error() -> None:
     events = await run_events(ReActAgent("a", model, instruction="Help {user}."))
     assert simplify_events(events) == [
         "a: [error agent 'a' uses {user} but the session has no value 'user' (write {user?} "
-        "for an optional value, {{ and }} for literal braces)]"
+        "for an optional value, {{user}} for the literal text {user})]"
     ]
     assert model.calls == 0
+
+
+async def test_instruction_keeps_nested_json_and_reads_scoped_keys() -> None:
+    """``}}`` closing a nested JSON object is not an escape; Google ADK's ``{user:name}`` keys
+    are session values like any other."""
+    model = ScriptedModel(["ok"])
+    agent = ReActAgent(
+        "a",
+        model,
+        instruction='Reply like {"a": {"b": [1, {"c": 2}]}}. Hi {user:name}. Tier {app:tier?}.',
+    )
+    await Runner(agent).invoke("hi", session={"user:name": "Ann"})
+    system = model.requests[0].messages[0].content
+    assert system == 'Reply like {"a": {"b": [1, {"c": 2}]}}. Hi Ann. Tier .'
 
 
 # -- output_key ---------------------------------------------------------------------------------
@@ -727,3 +741,57 @@ async def test_closing_a_run_mid_tool_round_cancels_the_calls_still_running_at_o
 
     assert cancelled == ["slow"]
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+# -- tool_choice --------------------------------------------------------------------------------
+@pytest.mark.parametrize("forced", ["required", {"type": "function", "function": {"name": "add"}}])
+async def test_a_forced_tool_choice_is_lifted_after_the_first_tool_round(forced: Any) -> None:
+    """Forced on every call, the model could only call tools until max_iterations."""
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "sum=3"])
+    options = adk.ModelOptions(tool_choice=forced, temperature=0.2)
+    agent = ReActAgent("calc", model, tools=[add], model_options=options)
+
+    result = await Runner(agent).invoke("add")
+
+    assert result.output is not None and result.output.content == "sum=3"
+    sent = [r.options for r in model.requests]
+    assert sent[0] is not None and sent[0].tool_choice == forced
+    assert sent[1] is not None and sent[1].tool_choice is None and sent[1].temperature == 0.2
+    assert agent.model_options is options and options.tool_choice == forced  # not mutated
+
+
+async def test_reset_tool_choice_false_keeps_forcing_a_tool() -> None:
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])], cycle=True)
+    options = adk.ModelOptions(tool_choice="required")
+    agent = ReActAgent(
+        "calc",
+        model,
+        tools=[add],
+        model_options=options,
+        max_iterations=3,
+        reset_tool_choice=False,
+    )
+    events = await run_events(agent)
+    assert [r.options.tool_choice for r in model.requests if r.options] == ["required"] * 3
+    assert "exceeds max iterations" in simplify_events(events)[-1]
+
+
+async def test_a_resumed_turn_keeps_the_tool_choice_lifted() -> None:
+    """A pause happens in a tool round, so the resumed model call is free to answer."""
+
+    @adk.tool(require_approval=True)
+    async def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("pay", {"amount": 5})]), "done"])
+    options = adk.ModelOptions(tool_choice="required")
+    runner = Runner(ReActAgent("payer", model, tools=[pay], model_options=options))
+    paused = await runner.invoke("pay 5")
+    assert paused.interrupt is not None
+    done = await runner.invoke_resume(paused.checkpoint_id, True)
+    assert done.output is not None and done.output.content == "done"
+    assert [r.options.tool_choice if r.options else None for r in model.requests] == [
+        "required",
+        None,
+    ]
