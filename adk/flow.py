@@ -81,8 +81,18 @@ class FlowAgent:
             return parent
         return None
 
+    def _follow(self, chain: tuple[str, ...], name: object) -> FlowAgent | None:
+        """The agent the saved transfer ``chain`` (the run path below the flow) ends at, found
+        the way the transfers found it. Names need only be unique among an agent's sub-agents,
+        so two agents named ``X`` under different parents are told apart by the chain."""
+        node: FlowAgent | None = self
+        for step in chain:
+            node = node.find(step) if node is not None else None
+        return node if node is not None and node.name == name else None
+
     def _graph_node(self, name: str) -> FlowAgent | None:
-        """Any agent of the graph reachable from here by name (used to resume a saved chain)."""
+        """Any agent of the graph reachable from here by name: the fallback for a saved chain that
+        no longer leads anywhere (the graph was rewired between pause and resume)."""
         seen: set[int] = set()
         stack: list[FlowAgent] = [self]
         while stack:
@@ -108,14 +118,18 @@ class FlowAgent:
         if resume is not None and resume.state:  # else the pause came before any transfer
             state = SavedState(f"agent '{self.name}' (its transfers)", resume.state)
             name = state.values.get("agent")
-            found = self._graph_node(name) if isinstance(name, str) else None
+            path = tuple(state.names("run_path"))
+            found = self._follow(path[len(ctx.run_path) :], name)
+            if found is None and isinstance(name, str):
+                found = self._graph_node(name)
             if found is None:
                 raise state.error(
                     f"the paused agent {name!r} is not among the agents it transfers to"
                 )
-            node, path = found, tuple(state.names("run_path"))
+            node = found
         node_ctx = self._node_context(ctx, node, path)
-        return self._drive_chain(node, build_input(node_ctx, node.name), node_ctx, ctx)
+        input = build_input(node_ctx, node.name, self.history_rewriter)
+        return self._drive_chain(node, input, node_ctx, ctx)
 
     def _node_context(self, ctx: RunContext, node: FlowAgent, path: tuple[str, ...]) -> RunContext:
         if node is self:

@@ -50,7 +50,7 @@ class _Steps:
     one generator fewer.
     """
 
-    __slots__ = ("ctx", "is_loop", "iteration", "own", "path", "steps_ctx")
+    __slots__ = ("broke", "ctx", "is_loop", "iteration", "own", "path", "steps_ctx")
 
     def __init__(self, ctx: RunContext, own: _AgentRun | None, is_loop: bool) -> None:
         self.ctx = ctx
@@ -60,6 +60,9 @@ class _Steps:
         self.steps_ctx = ctx._fork(loop_depth=ctx._loop_depth + 1) if is_loop else ctx
         self.path = ctx.run_path  # run path of the step last started
         self.iteration = 0
+        # The running step broke the loop: the steps stop once it finishes. Saved at a pause,
+        # so a step that broke the loop and then paused still ends it after the resume.
+        self.broke = False
 
     def pass_up(self, event: AgentEvent, index: int, path: tuple[str, ...]) -> bool:
         """The workflow's part in an event of step ``index``; True if the steps stop after it
@@ -68,12 +71,15 @@ class _Steps:
             state: dict[str, Any] = {"index": index, "run_path": list(path)}
             if self.is_loop:
                 state["iteration"] = self.iteration
+            if self.broke:
+                state["broke"] = True
             event._signal.save(self.ctx.address, state)
             return False
         if event.action is None or not take_break(event, self.steps_ctx._loop_depth):
             return False
         if self.is_loop:
             event._flags |= _BREAK_HANDLED  # this loop takes it; enclosing loops let it pass
+        self.broke = True
         return True
 
 
@@ -112,6 +118,7 @@ async def _run_steps(
             start = state.count("index", below=len(children))
             steps.iteration = state.count("iteration", default=0, below=limit)
             steps.path = tuple(state.names("run_path"))
+            steps.broke = state.values.get("broke") is True
         while limit is None or steps.iteration < limit:
             for index in range(start, len(children)):
                 child = children[index]
@@ -120,12 +127,13 @@ async def _run_steps(
                 path = steps.path
                 child_ctx = steps.steps_ctx._child(child.name, path)
                 run = _AgentRun(child, child_ctx)
-                stop = broke = False
+                stop = False
+                broke = steps.broke  # only ever set here for the step a resume continues
                 early = run.skipped() if resumable else None
                 if early is None and run.hooks is not None:
                     early = await run.start()
                 if early is not None:  # the child answers without running
-                    broke = steps.pass_up(early, index, path)
+                    broke = steps.pass_up(early, index, path) or broke
                     if own is not None:
                         own.observe_passing(early)
                     yield early

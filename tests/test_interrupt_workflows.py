@@ -4,7 +4,7 @@ the resume does not address pause again under the same id."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from conftest import ScriptAgent, act_break
@@ -15,6 +15,7 @@ from adk import (
     BaseAgent,
     CheckpointError,
     LoopAgent,
+    Message,
     ParallelAgent,
     ResumeContext,
     RunContext,
@@ -23,6 +24,7 @@ from adk import (
     with_sub_agents,
 )
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.history import HistoryEntry
 from adk.testing import ScriptedModel, simplify_events
 from prebuilt import ReActAgent
 
@@ -144,6 +146,76 @@ async def test_break_loop_after_a_resume_stops_the_loop() -> None:
     resumed = await collect(runner.resume(info.checkpoint_id, "stop"))
 
     assert simplify_events(resumed) == ["ask: answer stop", "ask: [break_loop]", "after: after"]
+
+
+async def test_a_loop_broken_before_a_pause_stays_broken_after_the_resume() -> None:
+    """The break was taken before the pause: after the resume the step finishes and the loop (and
+    the sequence inside it) stop, as they would have without the pause."""
+
+    class BreakThenAsk(BaseAgent):
+        async def run(self, input: Any, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield AgentEvent.break_loop()
+                yield ctx.interrupt("confirm?")
+                return
+            yield AgentEvent.of(f"confirmed {ctx.resume.data}")
+
+    inner_next = ScriptAgent("inner_next", "inner next")
+    next_step = ScriptAgent("next", "next")
+    after = ScriptAgent("after", "after")
+    body = SequentialAgent("body", [BreakThenAsk("ask"), inner_next])
+    loop = LoopAgent("loop", [body, next_step], max_iterations=3)
+    runner = Runner(SequentialAgent("root", [loop, after]))
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "yes"))
+
+    assert simplify_events(resumed) == ["ask: confirmed yes", "after: after"]
+    assert (inner_next.runs, next_step.runs) == (0, 0)
+
+
+async def test_a_branch_breaking_the_loop_while_another_pauses_ends_the_loop_on_resume() -> None:
+    stopper = ScriptAgent("stopper", "stop here", act_break())
+    asker = Asker("ask")
+    next_step = ScriptAgent("next", "next")
+    loop = LoopAgent("loop", [ParallelAgent("par", [stopper, asker]), next_step])
+    runner = Runner(loop)
+    info = pause_of(await collect(runner.run("hi")))
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "go"))
+
+    assert simplify_events(resumed) == ["ask: ask got 'go'"]
+    assert (stopper.runs, asker.runs, next_step.runs) == (1, 2, 0)
+
+
+async def test_a_paused_agent_is_found_by_its_transfer_chain_not_only_by_its_name() -> None:
+    """Names need only be unique among siblings: two agents called X under B and under C."""
+    x_under_b, x_under_c = Asker("X"), Asker("X")
+    b = with_sub_agents(_chooser("B", ["X"]), [x_under_b])
+    c = with_sub_agents(_chooser("C", ["X"]), [x_under_c])
+    runner = Runner(with_sub_agents(_chooser("A", ["B"]), [b, c]))
+    info = pause_of(await collect(runner.run("hi")))
+    assert x_under_b.runs == 1 and x_under_c.runs == 0
+
+    resumed = await collect(runner.resume(info.checkpoint_id, "go"))
+
+    assert simplify_events(resumed) == ["X: X got 'go'"]
+    assert (x_under_b.runs, x_under_c.runs) == (2, 0)
+
+
+async def test_a_flow_history_rewriter_applies_to_the_agent_it_resumes() -> None:
+    def hide_others(entries: Sequence[HistoryEntry], reader: str) -> list[Message]:
+        return [e.message for e in entries if e.is_user_input or e.agent_name == reader]
+
+    asker = Asker("B")
+    a = _chooser("A", ["B"])
+    runner = Runner(with_sub_agents(a, [asker], history_rewriter=hide_others))
+    info = pause_of(await collect(runner.run("hi")))
+    assert texts(asker.inputs[0]) == ["hi"]
+
+    await collect(runner.resume(info.checkpoint_id, "go"))
+
+    assert texts(asker.inputs[1]) == ["hi", "B asks"]  # not "For context: [A] said: A -> B."
 
 
 async def test_nested_parallel_with_partial_resume() -> None:
