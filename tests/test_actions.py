@@ -4,6 +4,7 @@ short-term memory, errors, and pause/resume at an action."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from typing import Any
 
@@ -182,6 +183,44 @@ def test_functions_passed_as_actions_join_the_plan() -> None:
     assert [a.name for a in agent.plan.listeners(InputEvent)] == ["echo"]
 
 
+async def test_partials_and_callable_objects_are_actions_too() -> None:
+    def tag(label: str, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=f"{label}:{event.input}"))
+
+    class Shout:
+        async def __call__(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.input.upper()))
+
+    tagged = action(InputEvent)(functools.partial(tag, "t"))
+    shout = action(InputEvent)(Shout())
+    agent = ActionAgent("both", actions=[tagged, shout])
+    described = agent.plan.to_dict()["actions"]
+    assert described["tag"]["function"] == f"{__name__}:{tag.__qualname__}"
+    assert described["Shout"]["function"] == f"{__name__}:{Shout.__qualname__}"
+    result = await Runner(agent).invoke("hi")
+    assert [e.message.content for e in result.events if e.message] == ["t:hi", "HI"]
+
+
+def test_a_generator_function_is_refused_as_an_action() -> None:
+    """Its call only makes a generator, which nothing iterates: it would never run."""
+
+    class Streams(ActionAgent):
+        @action(InputEvent)
+        async def start(self, event: InputEvent, ctx: ActionContext) -> Any:
+            ctx.send_event(OutputEvent(output="never sent"))
+            yield
+
+    with pytest.raises(TypeError, match="'start' is a generator function"):
+        Streams("s")
+
+    @action(InputEvent)
+    def lines(event: InputEvent, ctx: ActionContext) -> Any:
+        yield event.input
+
+    with pytest.raises(TypeError, match="'lines' is a generator function"):
+        ActionAgent("g", actions=[lines])
+
+
 def test_an_agent_can_leave_out_the_built_in_actions_to_handle_chats_itself() -> None:
     class OwnChat(ActionAgent):
         @action(InputEvent)
@@ -259,6 +298,42 @@ async def test_every_tool_round_event_passes_through_actions_that_watch_it() -> 
     result = await Runner(agent).invoke("go")
     assert result.text == "sum=3"
     assert seen == ["ToolRequestEvent", "ToolResponseEvent"]
+
+
+async def test_tool_calls_sharing_an_id_each_get_their_own_answer() -> None:
+    """Keyed by the call's place, not its id (a model may repeat an id), as ``ReActAgent`` does."""
+
+    @tool
+    async def slow_add(a: int, b: int) -> int:
+        """Add two numbers, the larger ones later."""
+        await asyncio.sleep(0.01 * a)
+        return a + b
+
+    twins = [
+        tool_call("slow_add", {"a": 1, "b": 1}, "c"),
+        tool_call("slow_add", {"a": 3, "b": 3}, "c"),
+    ]
+    model = ScriptedModel([Reply(tool_calls=twins), "done"])
+    result = await Runner(Asker("a", ("slow_add",), resources=_resources(model, slow_add))).invoke(
+        "go"
+    )
+    assert result.text == "done"
+    assert [m.content for m in model.requests[1].messages if m.role == Role.TOOL] == ["2", "6"]
+
+
+async def test_an_action_listening_for_every_event_takes_responses_to_its_tool_requests() -> None:
+    class Logger(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ToolRequestEvent(tool_calls=[tool_call("add", {"a": 1, "b": 2}, "c1")]))
+
+        @action(Event)
+        def log(self, event: Event, ctx: ActionContext) -> None:
+            if isinstance(event, ToolResponseEvent):
+                ctx.send_event(OutputEvent(output=event.responses[0].content))
+
+    result = await Runner(Logger("log", resources=_resources(ScriptedModel(), add))).invoke("go")
+    assert result.text == "3"
 
 
 async def test_outputs_become_messages_text_or_custom_data_in_the_order_sent() -> None:
@@ -606,6 +681,38 @@ async def test_an_action_that_raises_interrupt_runs_again_on_resume_with_the_ans
     ]
     assert outputs == ["dropped when interrupted", "essay: yes", {"seen": 1}]
     assert runs == [None, "yes"]
+
+
+async def test_memory_writes_of_an_interrupted_action_are_undone_so_they_count_once() -> None:
+    """It runs again on resume: the writes it made before raising must not stand twice (the
+    earlier action's writes, done before the pause, stand)."""
+
+    class Ledger(ActionAgent):
+        @action(InputEvent)
+        def open(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.short_term_memory["opened"] = True
+            ctx.send_event(Verdict(text=event.input, score=10))
+
+        @action(Verdict)
+        def charge(self, event: Verdict, ctx: ActionContext) -> None:
+            memory = ctx.short_term_memory
+            memory["total"] = memory.get("total", 0) + event.score
+            memory["total"] = memory["total"] + 0  # a second write keeps the first old value
+            memory["last"] = event.text
+            memory.delete("note")
+            if ctx.resume is None:
+                raise Interrupt("approve?")
+            ctx.send_event(OutputEvent(output=memory["total"]))
+
+    store = InMemoryCheckpointStore()
+    session = Session({"memory:ledger": {"total": 5, "note": "keep"}})
+    runner = Runner(Ledger("ledger"), checkpoint_store=store)
+    paused = await runner.invoke("pay", session=session, checkpoint_id="c")
+    assert paused.interrupt is not None
+    assert paused.session["memory:ledger"] == {"total": 5, "note": "keep", "opened": True}
+    resumed = await runner.invoke_resume("c", "yes")
+    assert resumed.output == 15
+    assert resumed.session["memory:ledger"] == {"total": 15, "opened": True, "last": "pay"}
 
 
 async def test_a_pause_keeps_custom_events_and_records_through_the_checkpoint() -> None:

@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -131,6 +132,44 @@ async def test_an_async_source_is_read_only_as_fast_as_it_is_processed() -> None
     assert read <= seen + 3 + 4 * 3 + 1, f"read {read} records ahead of {seen} outputs"
     await asyncio.sleep(0)
     assert other_tasks() == before
+
+
+async def test_a_slow_consumer_slows_the_records_and_so_the_reading() -> None:
+    read = 0
+
+    async def endless() -> AsyncIterator[Order]:
+        nonlocal read
+        while True:
+            read += 1
+            yield Order(customer=f"c{read % 7}", amount=1)
+
+    before = other_tasks()
+    applied = LocalExecutionEnvironment(max_concurrency=3).from_list(endless(), key="customer")
+    seen = 0
+    async with applied.apply(Tally()) as outputs:
+        async for _ in outputs:
+            seen += 1
+            await asyncio.sleep(0.001)  # a sink slower than the agent (a database, an API)
+            if seen == 40:
+                break
+    # Read ahead: outputs waiting for the consumer (4 per running key), the records running (3)
+    # and those waiting behind them (4 per running key); closing with workers waiting for room.
+    assert read <= seen + 4 * 3 + 3 + 4 * 3 + 1, f"read {read} records ahead of {seen} outputs"
+    await asyncio.sleep(0)
+    assert other_tasks() == before
+
+
+async def test_records_without_a_key_start_with_no_session_and_leave_none() -> None:
+    """Each is its own key: nothing could read its session again (and an unbounded stream would
+    pile them up); a mapping passed as ``sessions`` is neither read nor written."""
+    env = LocalExecutionEnvironment()
+    applied = env.from_list(_orders(3)).apply(Tally())
+    assert [o.output["total"] for o in await applied.to_list()] == [0, 1, 2]
+    assert applied.sessions == {}
+    earlier = {0: {"memory:tally": {"total": 7}}}
+    again = env.from_list([Order(customer="a", amount=100)]).apply(Tally(), sessions=earlier)
+    assert [o.output["total"] for o in await again.to_list()] == [100]
+    assert earlier == {0: {"memory:tally": {"total": 7}}}
 
 
 async def test_any_agent_runs_over_records_and_gives_its_final_answer() -> None:
@@ -301,3 +340,124 @@ async def test_sessions_carry_each_keys_memory_from_one_batch_to_the_next() -> N
         {"customer": "d", "total": 1},
     ]
     assert second.sessions is first.sessions and set(first.sessions) == {"a", "b", "c", "d"}
+
+
+# -- the Flink operator's function, without a job (tests/test_flink.py runs real jobs) ----------
+
+
+def _flink() -> Any:
+    """``adk.execution._flink``; the test is skipped without PyFlink."""
+    return pytest.importorskip("adk.execution._flink")
+
+
+def _worker_env(on_error: str = "emit", timeout: float = 600.0, resources: Any = None) -> Any:
+    """What a worker's function takes from its ``FlinkExecutionEnvironment`` (making a real one
+    starts a JVM)."""
+    return SimpleNamespace(
+        resources=resources,
+        callbacks=None,
+        checkpoint_store=None,
+        on_error=on_error,
+        timeout=timeout,
+    )
+
+
+class Counter(ActionAgent):
+    """Counts its key's records in memory; each waits ``wait`` seconds, then outputs the count."""
+
+    @action(InputEvent)
+    async def count(self, event: InputEvent, ctx: ActionContext) -> None:
+        count = ctx.short_term_memory.get("count", 0) + 1
+        ctx.short_term_memory.set("count", count)
+        await asyncio.sleep(event.input.get("wait", 0))
+        ctx.send_event(OutputEvent(output=count))
+
+
+def _parsed(texts: list[str]) -> list[Any]:
+    return [json.loads(text) for text in texts]
+
+
+async def test_flink_records_without_a_key_keep_no_session() -> None:
+    flink = _flink()
+    row = pytest.importorskip("pyflink.common").Row
+    unkeyed = flink._AgentFunction(Counter("c"), _worker_env(), False, None)
+    for n in range(3):
+        [output] = _parsed(await unkeyed.async_invoke({"n": n}))
+        assert output["output"] == 1 and output["key"] == ["record", n]
+    assert unkeyed._sessions == {}
+    keyed = flink._AgentFunction(Counter("c"), _worker_env(), True, None)
+    await keyed.async_invoke(row("a", {}))
+    [output] = _parsed(await keyed.async_invoke(row("a", {})))
+    assert output["output"] == 2 and list(keyed._sessions) == ["a"]
+
+
+async def test_flink_timeout_bounds_a_records_own_run_not_its_wait_behind_its_key() -> None:
+    flink = _flink()
+    row = pytest.importorskip("pyflink.common").Row
+    function = flink._AgentFunction(Counter("c"), _worker_env(timeout=0.5), True, None)
+    # The second waits 0.3 s behind the first: 0.6 s in all, but its own run is 0.3 s. The
+    # third's own run is too long.
+    waits = (0.3, 0.3, 3.0)
+    first, second, slow = await asyncio.gather(
+        *(function.async_invoke(row("a", {"wait": wait})) for wait in waits)
+    )
+    assert [o["output"] for o in _parsed(first + second)] == [1, 2]
+    [failed] = _parsed(slow)
+    assert (
+        failed["error"]["type"] == "TimeoutError" and "timeout=0.5s" in failed["error"]["message"]
+    )
+    [after] = _parsed(await function.async_invoke(row("a", {})))
+    assert after["output"] == 3  # the timed-out record was cancelled and its write dropped
+
+    raising = flink._AgentFunction(Counter("c"), _worker_env("raise", timeout=0.1), True, None)
+    with pytest.raises(RecordError, match="TimeoutError"):
+        await raising.async_invoke(row("a", {"wait": 3.0}))
+
+
+async def test_flinks_own_timer_cancels_the_record_and_fails_it_like_any_record() -> None:
+    """Flink's operator timer is a backstop (a record that outlives its cancellation): it fires on
+    a thread of its own; with ``on_error="emit"`` the record is an output, not a failed job."""
+    flink = _flink()
+    row = pytest.importorskip("pyflink.common").Row
+    function = flink._AgentFunction(Counter("c"), _worker_env(), True, None)
+    value = row("b", {"wait": 30})
+    running = asyncio.create_task(function.async_invoke(value))
+    await asyncio.sleep(0.05)
+    [output] = _parsed(await asyncio.to_thread(function.timeout, value))
+    assert output["key"] == "b" and output["error"]["type"] == "TimeoutError"
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert function._sessions == {}  # cancelled before it committed
+
+    raising = flink._AgentFunction(Counter("c"), _worker_env("raise"), True, None)
+    with pytest.raises(RecordError, match="TimeoutError"):
+        raising.timeout(row("b", {}))
+
+
+def test_a_flink_worker_closes_its_resources_after_pyflink_stopped_its_loop() -> None:
+    flink = _flink()
+    operation = pytest.importorskip(
+        "pyflink.fn_execution.datastream.process.async_function.operation"
+    )
+    closed: list[str] = []
+
+    class Model(ScriptedModel):
+        async def aclose(self) -> None:
+            closed.append("model")
+
+    def build() -> Resources:
+        resources = Resources()
+        resources.add_model("m", Model(["x"]))
+        return resources
+
+    function = flink._AgentFunction(Counter("c"), _worker_env(resources=build), False, None)
+    worker = operation.AsyncFunctionRunner()  # PyFlink's thread running the function's loop
+    worker.daemon = True
+    worker.start()
+    worker.wait_ready()
+    future = asyncio.run_coroutine_threadsafe(function.async_invoke({}), worker._loop)
+    assert _parsed(future.result(timeout=10))[0]["output"] == 1
+    # The order of PyFlink's AsyncOperation.close(): the loop stops (and closes), then close().
+    worker.stop()
+    function.close()
+    assert closed == ["model"]

@@ -9,6 +9,7 @@ Model and tool calls go through the run's hooks: they are traced and callbacks s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..checkpoint._state import SavedState
 from ..events import AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal
-from ..messages import Message
+from ..messages import Message, ToolCall
 from ..models._call import generate
 from ..tools._executor import execute_tool_calls
 from ..tools.base import Tool
@@ -98,30 +99,51 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
     """
     if not isinstance(event, ToolRequestEvent):  # pragma: no cover - the plan routes only these
         raise ActionError(f"the tool action does not take {type(event).__name__}")
-    done: dict[str, Message] = {}
+    calls = event.tool_calls
+    # Answers by the call's place in the request, not its id: a model may give two calls one id
+    # (or none), and each still gets its own answer, as in ``ReActAgent``.
+    done: dict[int, Message] = {}
     if ctx.resume is not None:
         saved = SavedState(f"action '{ctx.action_name}'", ctx.resume.state)
-        done = {m.tool_call_id or "": m for m in saved.messages("done")}
+        done = _placed(calls, saved.messages("done"))
     allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}
-    for call in event.tool_calls:
+    for call in calls:
         if call.name in tools or (allowed is not None and call.name not in allowed):
             continue
         with suppress(KeyError):  # not found: answered as an unknown tool, naming the known ones
             tools[call.name] = await ctx.get_resource(call.name, "tool")
-    open_calls = [call for call in event.tool_calls if call.id not in done]
+    open_places: dict[int, list[int]] = {}  # each open call object's places, in request order
+    open_calls: list[ToolCall] = []
+    for place, call in enumerate(calls):
+        if place not in done:
+            open_places.setdefault(id(call), []).append(place)
+            open_calls.append(call)
     signal: _InterruptSignal | None = None
     calls_ctx = ctx._run.action_context(ctx.action_name)
     async with aclosing(execute_tool_calls(open_calls, tools, calls_ctx)) as outcomes:
         async for item in outcomes:
             if isinstance(item, AgentEvent):
                 continue  # an AgentTool's inner events: not outputs of this agent
+            place = open_places[id(item.call)].pop(0)
             if item.signal is not None:
                 signal = signal or _InterruptSignal()
                 signal.merge(item.signal)
             elif item.message is not None:
-                done[item.call.id] = item.message
+                done[place] = item.message
     if signal is not None:
-        state: dict[str, Any] = {"done": list(done.values())}
+        state: dict[str, Any] = {"done": [done[place] for place in sorted(done)]}
         raise Interrupt._from_signal(signal, state)
-    ctx.send_event(_tool_response_event(event.id, [done[call.id] for call in event.tool_calls]))
+    ctx.send_event(_tool_response_event(event.id, [done[place] for place in range(len(calls))]))
+
+
+def _placed(calls: Sequence[ToolCall], saved: list[Message]) -> dict[int, Message]:
+    """The answers saved at a pause, by the place of the call each answers: the first call of its
+    id not yet answered (saved answers are in request order)."""
+    placed: dict[int, Message] = {}
+    for message in saved:
+        for place, call in enumerate(calls):
+            if call.id == (message.tool_call_id or "") and place not in placed:
+                placed[place] = message
+                break
+    return placed

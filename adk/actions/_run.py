@@ -158,6 +158,8 @@ class _ActionRun:
                     if result is not None and (found.is_async or isawaitable(result)):
                         await result
                 except Interrupt as exc:
+                    if self._memory is not None:  # it runs again on resume: its writes, too
+                        self._memory._undo_writes()
                     signal = signal_of(exc, self.address_of(found.name))
                     signal.save(self.ctx.address, self.pause_state(current, index))
                     yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
@@ -172,6 +174,9 @@ class _ActionRun:
                 finally:
                     if resume is not None:
                         self._consume(found)
+                memory = self._memory
+                if memory is not None and memory._undo:  # the action returned: its writes stand
+                    memory._undo.clear()
                 for event in sent:
                     if isinstance(event, OutputEvent):
                         yield _output_event(event.output)

@@ -29,12 +29,19 @@ _MISSING: Any = object()
 class ShortTermMemory:
     """Key-value memory of one agent, kept per input key. Values are JSON data or pydantic models
     registered with ``adk.register_type``: memory is saved in checkpoints, and a value that could
-    not be saved is refused when it is set, not when a pause later fails."""
+    not be saved is refused when it is set, not when a pause later fails.
 
-    __slots__ = ("_values",)
+    While an action runs, the memory keeps the value each key had before the action's first write
+    to it, so the writes of an action that raises ``Interrupt`` can be undone: the action runs
+    again on resume, and its writes must not count twice (like the events it sent, which are
+    dropped). Writes through ``set``/``delete`` are undone; a value changed in place is not.
+    """
+
+    __slots__ = ("_undo", "_values")
 
     def __init__(self, values: dict[str, Any]) -> None:
         self._values = values
+        self._undo: dict[str, Any] = {}  # key -> its value before the running action wrote it
 
     def get(self, key: str, default: Any = None) -> Any:
         return self._values.get(key, default)
@@ -46,11 +53,25 @@ class ShortTermMemory:
             to_json_value(value, f"short-term memory {key!r}")
         except CheckpointError as exc:
             raise TypeError(str(exc)) from None
+        if key not in self._undo:
+            self._undo[key] = self._values.get(key, _MISSING)
         self._values[key] = value
 
     def delete(self, key: str) -> None:
         """Forget ``key`` (no error if it is not there)."""
+        if key not in self._undo:
+            self._undo[key] = self._values.get(key, _MISSING)
         self._values.pop(key, None)
+
+    def _undo_writes(self) -> None:
+        """Put back what the running action's writes replaced (it was interrupted)."""
+        values = self._values
+        for key, value in self._undo.items():
+            if value is _MISSING:
+                values.pop(key, None)
+            else:
+                values[key] = value
+        self._undo.clear()
 
     def __getitem__(self, key: str) -> Any:
         return self._values[key]

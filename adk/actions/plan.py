@@ -9,6 +9,7 @@ agent's own resources as JSON, for logs, reviews and other runtimes.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 from collections.abc import Callable, Sequence
@@ -77,8 +78,23 @@ class _Action:
         }
 
 
-def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event], ...]) -> _Action:
+def _origin(call: Callable[..., Any]) -> Any:
+    """What describes ``call`` in a plan: the function under a method, decorators and
+    ``functools.partial``; the class of a callable object (which has no ``__qualname__``)."""
     raw = inspect.unwrap(getattr(call, "__func__", call))
+    while isinstance(raw, functools.partial):
+        raw = inspect.unwrap(raw.func)
+    return raw if hasattr(raw, "__qualname__") else type(raw)
+
+
+def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event], ...]) -> _Action:
+    raw = _origin(call)
+    if inspect.isasyncgenfunction(raw) or inspect.isgeneratorfunction(raw):
+        # Its call only makes a generator, which nothing iterates: the action would never run.
+        raise TypeError(
+            f"action {name!r} is a generator function; an action returns nothing and sends "
+            "events with ctx.send_event(...) instead of yielding them"
+        )
     try:
         inspect.signature(call).bind(None, None)
     except TypeError:
@@ -92,7 +108,7 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
         events=events,
         call=call,
         function=f"{raw.__module__}:{raw.__qualname__}",
-        is_async=inspect.iscoroutinefunction(raw),
+        is_async=inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(raw),
     )
 
 
@@ -122,7 +138,7 @@ class AgentPlan:
         self.resources = resources
         self._listeners: dict[type, tuple[_Action, ...]] = {}
         self._user_listens_tool_responses = any(
-            ToolResponseEvent in a.events for a in self.actions if not a.builtin
+            issubclass(ToolResponseEvent, a.events) for a in self.actions if not a.builtin
         )
 
     @classmethod
@@ -137,7 +153,7 @@ class AgentPlan:
                 raise TypeError(
                     f"{function!r} was passed as an action but is not marked with @action(...)"
                 )
-            name = getattr(function, "__name__", repr(function))
+            name = getattr(function, "__name__", None) or _origin(function).__name__
             found.append(_compile_one(name, function, events))
         names = [a.name for a in found]
         clashes = sorted({n for n in names if names.count(n) > 1})

@@ -49,6 +49,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 from ..agent import Agent
 from ..checkpoint.codec import from_json_value, to_json_value
 from ..checkpoint.store import CheckpointStore
+from ..events import ErrorInfo
 from ..runner import Runner
 from ._records import (
     KeyedOutput,
@@ -64,6 +65,8 @@ from ._records import (
 __all__ = ["FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"]
 
 AgentSource = Agent | Callable[[], Agent]
+_BACKSTOP_GRACE = 60.0
+"""Seconds Flink's timer allows past the longest the records ahead of one could take."""
 _T = TypeVar("_T")
 
 
@@ -73,7 +76,12 @@ class FlinkExecutionEnvironment:
 
     ``env`` defaults to ``StreamExecutionEnvironment.get_execution_environment()``, with its Python
     workers set to this interpreter. ``max_concurrency`` is the async operator's capacity, and so
-    the number of records in flight per parallel instance. ``timeout`` (seconds) bounds one record.
+    the number of records in flight per parallel instance. ``timeout`` (seconds) bounds one
+    record's own run, not the time it waits behind earlier records of its key: a record that runs
+    longer is cancelled, its session writes are dropped, and it fails like any record
+    (``on_error``). The async operator's own timer, which also counts that wait, is set to what
+    ``max_concurrency`` records of one key could take, as a backstop for a record that does not
+    end when cancelled.
     ``resources``, ``callbacks`` and ``checkpoint_store`` are functions each worker calls to build
     its own; give paused records a store that outlives the worker (SQLite, Redis, PostgreSQL) to
     resume them elsewhere with a ``Runner`` over the same store.
@@ -170,10 +178,13 @@ class FlinkKeyedInput:
             function = _KeyedStateFunction(agent, env, parse)
             outputs = stream.process(function, output_type=Types.STRING())
         else:
+            # A record waits behind at most max_concurrency - 1 records of its key, each cut off
+            # at ``timeout``: Flink's timer (from the record's arrival) fires only past all that.
+            backstop = env.timeout * env.max_concurrency + _BACKSTOP_GRACE
             outputs = AsyncDataStream.ordered_wait(
                 stream,
                 _AgentFunction(agent, env, self._key is not None, parse),
-                Time.milliseconds(int(env.timeout * 1000)),
+                Time.milliseconds(int(backstop * 1000)),
                 capacity=env.max_concurrency,
                 output_type=Types.STRING(),
             )
@@ -246,13 +257,22 @@ class _WorkerAgent:
         return runner
 
     def _close_runner(self) -> None:
-        """Close the worker's resources (MCP sessions, model clients) on the loop that made them."""
+        """Close the worker's resources (MCP sessions, model clients) on the loop that made them,
+        or, when that loop has stopped, on a loop of their own.
+
+        PyFlink's async operator stops and closes its loop before it calls ``close()``; its
+        resources are still to be closed then (clients bound to the old loop close as well as they
+        can: the process is often about to end, but a long-lived worker must not leak them).
+        """
         runner, loop = self._runner, self._loop
         self._runner = self._loop = None
-        if runner is None or loop is None or loop.is_closed() or not loop.is_running():
+        if runner is None:
             return
         with suppress(Exception):  # the job is ending; a failing close must not mask its result
-            asyncio.run_coroutine_threadsafe(runner.aclose(), loop).result(timeout=30)
+            if loop is not None and loop.is_running():
+                asyncio.run_coroutine_threadsafe(runner.aclose(), loop).result(timeout=30)
+            else:
+                asyncio.run(asyncio.wait_for(runner.aclose(), 30))
 
     def _record(self, value: Any) -> Any:
         return self._parse(value) if self._parse is not None else value
@@ -269,7 +289,7 @@ class _WorkerAgent:
 
 class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
     """The async operator's function: records of one key chained, keys concurrent, sessions per
-    key in this instance's memory."""
+    key in this instance's memory (none for records without a key: each is its own)."""
 
     def __init__(
         self,
@@ -280,11 +300,15 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
     ) -> None:
         super().__init__(agent, env, parse)
         self._keyed = keyed
+        self._timeout = env.timeout
         self._sessions: dict[Hashable, dict[str, Any]] = {}
         self._tails: dict[Hashable, asyncio.Future[None]] = {}
+        # The records in flight, by the identity of the value PyFlink handed over (it hands the
+        # same object to ``timeout``): their task, key and number.
+        self._running: dict[int, tuple[asyncio.Task[Any], Hashable, int]] = {}
 
     def _fresh(self) -> dict[str, Any]:
-        return {**super()._fresh(), "_sessions": {}, "_tails": {}}
+        return {**super()._fresh(), "_sessions": {}, "_tails": {}, "_running": {}}
 
     def close(self) -> None:
         self._close_runner()
@@ -295,6 +319,9 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             key, record = (value[0], value[1]) if isinstance(value, Row) else (None, value)
         else:
             key, record = ("record", index), value
+        task = asyncio.current_task()
+        assert task is not None
+        self._running[id(value)] = (task, key, index)
         record = self._record(record)
         runner = self._runner_for_this_worker()
         before = self._tails.get(key)
@@ -303,12 +330,38 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         try:
             if before is not None:
                 await asyncio.shield(before)
-            outputs = await run_record(runner, self._sessions, index, key, record)
+            outputs = await self._run_timed(runner, index, key, record)
         finally:
             done.set_result(None)
             if self._tails.get(key) is done:
                 del self._tails[key]
+            self._running.pop(id(value), None)
         return self._leaving(outputs, index, key, record)
+
+    async def _run_timed(
+        self, runner: Runner, index: int, key: Hashable, record: Any
+    ) -> list[KeyedOutput]:
+        """The record's own run, cut off at ``timeout``: cancelled, so its writes are dropped."""
+        sessions = self._sessions if self._keyed else None
+        try:
+            async with asyncio.timeout(self._timeout) as scope:
+                return await run_record(runner, sessions, index, key, record)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            return [_timed_out(index, key, record, f"ran longer than timeout={self._timeout}s")]
+
+    def timeout(self, value: Any) -> list[str]:
+        """Flink's backstop timer fired (on a thread of its own): cancel the record and fail it
+        like any record, so ``on_error="emit"`` makes it an output instead of failing the job."""
+        keyed = self._keyed and isinstance(value, Row)
+        task, key, index = self._running.get(id(value), (None, value[0] if keyed else None, -1))
+        loop = self._loop
+        if task is not None and loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(task.cancel)
+        record = self._record(value[1] if keyed else value)
+        reason = "was not done by the async operator's timeout (its wait included)"
+        return self._leaving([_timed_out(index, key, record, reason)], index, key, record)
 
 
 class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[misc]
@@ -372,6 +425,11 @@ class _LoopThread:
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+def _timed_out(index: int, key: Hashable, record: Any, reason: str) -> KeyedOutput:
+    error = ErrorInfo.of(TimeoutError(f"record {index} (key {key!r}) {reason}"))
+    return KeyedOutput(key, index, record, error=error)
 
 
 def _as_json(output: KeyedOutput) -> str:

@@ -79,10 +79,11 @@ class LocalExecutionEnvironment:
     def from_list(
         self, records: Iterable[Any] | AsyncIterable[Any], key: KeySelector = None
     ) -> KeyedInput:
-        """Records from a list or any iterable, sync or async (an async one may be unbounded).
+        """Records from a list or any iterable, sync or async (an async one may be unbounded: it is
+        read as fast as the outputs are taken).
 
         ``key``: a function of the record, or the name of a field (a mapping key or attribute);
-        ``None`` makes every record its own key (all independent).
+        ``None`` makes every record its own key (all independent: no session is kept for them).
         """
         if not isinstance(records, Iterable | AsyncIterable):
             raise TypeError(f"from_list takes an iterable of records, got {type(records).__name__}")
@@ -108,8 +109,8 @@ class KeyedInput:
         """Run ``agent`` over the records; iterate the result (or ``await .to_list()``).
 
         ``sessions``: each key's session values to start from, updated in place as records
-        commit. Pass the ``sessions`` of an earlier application (or a mapping backed by a store of
-        your own) to carry keys' memory from one batch to the next.
+        commit (not used without a key). Pass the ``sessions`` of an earlier application (or a
+        mapping backed by a store of your own) to carry keys' memory from one batch to the next.
         """
         if not isinstance(agent, Agent):
             raise TypeError(f"apply takes an Agent, got {type(agent).__name__}")
@@ -195,6 +196,9 @@ class _Scheduler:
     The reader waits while ``max_concurrency`` keys are running and ``BUFFER_PER_KEY`` times that
     many records wait, so an unbounded source is read only as fast as it is processed. (Records
     waiting behind their key's running one let its worker go on to the next without a new task.)
+    Outputs wait for the consumer in a queue of that same size; a worker with an output and no
+    room waits, holding its key, so a slow consumer slows the records and, through them, the
+    reading. Nothing else waits on the consumer, so it cannot deadlock while outputs are taken.
     """
 
     def __init__(self, outputs: KeyedOutputs) -> None:
@@ -202,7 +206,11 @@ class _Scheduler:
         self.limit = outputs._env.max_concurrency
         self.most_buffered = self.limit * BUFFER_PER_KEY
         self.emit_errors = outputs._env.on_error == "emit"
-        self.results: asyncio.Queue[KeyedOutput | BaseException | None] = asyncio.Queue()
+        # Without a key every record is its own: no session to read or keep (see run_record).
+        self.sessions = outputs.sessions if outputs._key is not None else None
+        self.results: asyncio.Queue[KeyedOutput | BaseException | None] = asyncio.Queue(
+            self.most_buffered
+        )
         self.waiting: dict[Hashable, deque[tuple[int, Any]]] = {}
         self.workers: set[asyncio.Task[None]] = set()
         self.buffered = 0
@@ -216,7 +224,7 @@ class _Scheduler:
                 try:
                     key = key_of(self.outputs._key, record, index)
                 except Exception as exc:
-                    self.fail(index, None, record, exc)
+                    await self.fail(index, None, record, exc)
                     index += 1
                     continue
                 while len(self.workers) >= self.limit and self.buffered >= self.most_buffered:
@@ -236,14 +244,14 @@ class _Scheduler:
                 index += 1
             while self.workers:
                 await asyncio.gather(*list(self.workers))
-            self.results.put_nowait(None)
+            await self.results.put(None)
         except (Exception, asyncio.CancelledError) as exc:
             if is_cancellation(exc):
                 raise
-            self.results.put_nowait(exc)
+            await self.results.put(exc)
 
     async def work(self, key: Hashable) -> None:
-        queued, outputs = self.waiting[key], self.outputs
+        queued, runner, results = self.waiting[key], self.outputs.runner, self.results
         try:
             seq = 0
             while queued:
@@ -251,33 +259,33 @@ class _Scheduler:
                 self.buffered -= 1
                 self.room.set()
                 try:
-                    found = await run_record(outputs.runner, outputs.sessions, index, key, record)
+                    found = await run_record(runner, self.sessions, index, key, record)
                 except Exception as exc:  # the runner itself failed (e.g. a checkpoint store)
-                    self.fail(index, key, record, exc)
+                    await self.fail(index, key, record, exc)
                     continue
                 for output in found:
                     if output.error is not None and not self.emit_errors:
                         failure = RecordError(index, key, record, output.error)
                         failure.__cause__ = output._exception
-                        self.results.put_nowait(failure)
+                        await results.put(failure)
                         continue
                     output._seq = seq
                     seq += 1
-                    self.results.put_nowait(output)
+                    await results.put(output)
         finally:
             del self.waiting[key]
             # Leave the set now, not in a done callback: the reader, woken below, counts it.
             self.workers.discard(asyncio.current_task())
             self.room.set()
 
-    def fail(self, index: int, key: Hashable, record: Any, exc: Exception) -> None:
+    async def fail(self, index: int, key: Hashable, record: Any, exc: Exception) -> None:
         error = ErrorInfo.of(exc)
         if self.emit_errors:
-            self.results.put_nowait(KeyedOutput(key, index, record, error=error))
+            await self.results.put(KeyedOutput(key, index, record, error=error))
         else:
             failure = RecordError(index, key, record, error)
             failure.__cause__ = exc
-            self.results.put_nowait(failure)
+            await self.results.put(failure)
 
     async def stop(self, feeder: asyncio.Task[None]) -> None:
         """Cancel the reader and every running record, and wait for them to end."""

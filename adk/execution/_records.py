@@ -83,19 +83,24 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
 
 async def run_record(
     runner: Runner,
-    sessions: MutableMapping[Hashable, dict[str, Any]],
+    sessions: MutableMapping[Hashable, dict[str, Any]] | None,
     index: int,
     key: Hashable,
     record: Any,
 ) -> list[KeyedOutput]:
-    """Run ``record`` with its key's session; commit the session unless the run failed."""
-    values = sessions.get(key)
+    """Run ``record`` with its key's session; commit the session unless the run failed.
+
+    ``sessions`` is ``None`` for records without a key: each is its own, so its session starts
+    empty and is not kept (nothing could read it again, and an unbounded stream would pile them
+    up)."""
+    values = sessions.get(key) if sessions is not None else None
     session = Session(_copied(values) if values else None)
     try:
         result = await runner.invoke(_as_input(record), session=session)
     except RunError as exc:
         return [KeyedOutput(key, index, record, error=exc.error, _exception=exc)]
-    sessions[key] = session.values  # kept: the record ran to its end or paused
+    if sessions is not None:
+        sessions[key] = session.values  # kept: the record ran to its end or paused
     return _outputs_of(runner.agent, result, key, index, record)
 
 
