@@ -14,7 +14,7 @@ import copy
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from types import TracebackType
 
-from .messages import Message, MessageChunk, join_chunks
+from .messages import Message, MessageChunk, ToolCallChunk, join_chunks
 
 __all__ = ["MessageStream"]
 
@@ -39,16 +39,24 @@ class MessageStream:
 
     @classmethod
     def from_message(cls, message: Message) -> MessageStream:
-        """A finished one-chunk stream carrying ``message`` (useful in tests and adapters)."""
+        """A finished one-chunk stream carrying ``message`` (useful in tests and adapters).
+
+        The chunk holds everything the message does (text, reasoning, tool calls, usage,
+        metadata), so a reader joining the chunks gets the message ``collect()`` returns. Chunks
+        have no role: they join to an assistant message, which is what streams carry.
+        """
         stream = cls(())
         stream._joined = message
         stream._buffer.append(
             MessageChunk(
                 content=message.content,
                 reasoning=message.reasoning or "",
-                tool_calls=[],
+                tool_calls=[
+                    ToolCallChunk(index=i, id=call.id, name=call.name, arguments=call.arguments)
+                    for i, call in enumerate(message.tool_calls)
+                ],
                 usage=message.usage,
-                finish_reason=None,
+                metadata=dict(message.metadata),
             )
         )
         return stream
@@ -118,6 +126,16 @@ class MessageStream:
             # no local holds the traceback either, for the same reason).
             self._error = exc.with_traceback(_past_first(exc.__traceback__))
             await self._close_source()
+        except BaseException as exc:
+            # Not an error to hand to the readers and carry on from (KeyboardInterrupt,
+            # SystemExit, a source's own BaseException): it goes on up, through the readers
+            # waiting on this fetch. The stream still ends failed, or a later reader would pull
+            # the finished source and take the truncated stream for a complete one. (Only the
+            # fetch task gets here: a cancelled reader does not cancel it, see ``_pull``.)
+            self._closed = True
+            self._error = _fresh(exc)  # a copy: the readers add their frames to ``exc``
+            await self._close_source()
+            raise
         else:
             self._buffer.append(chunk)
         finally:
@@ -138,7 +156,8 @@ class MessageStream:
         if self._joined is None:
             async for _ in self:
                 pass
-            self._joined = join_chunks(self._buffer)
+            if self._joined is None:  # a concurrent collect() may have joined them meanwhile
+                self._joined = join_chunks(self._buffer)
         return self._joined
 
     async def aclose(self) -> None:

@@ -16,8 +16,14 @@ Roles, any agent each (``new_planner``/``new_executor``/``new_replanner`` build 
   to do; its last output is the step's result. The step then leaves the plan;
 - the replanner gets the objective, finished steps and remaining plan. It either stores a new plan
   (the ``update_plan`` tool, a ``Plan`` custom output, or ``session["plan"]``) and the loop goes on,
-  or it answers: its answer is the response and the loop ends (so does a ``break_loop`` it emits).
-  A replanner that says nothing keeps the remaining plan; with none left, the loop ends.
+  or it answers: its last output (text, or a return-directly result), unless blank, is the response
+  and the loop ends. A replanner that says nothing (or only blank text) keeps the remaining plan;
+  with none left, the loop ends.
+
+A ``break_loop`` from the executor or the replanner ends the loop as the response too, unless a
+loop inside the role took it (that break is the inner loop's). Plan steps are stripped and blank
+ones dropped. What a role handed over before it was interrupted (a plan it stored included) still
+counts when it resumes.
 
 When ``max_iterations`` execute/replan rounds pass without a response, the run ends with an error
 event saying ``exceeds max iterations``, like ``ReActAgent``.
@@ -29,7 +35,7 @@ import json
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError, field_validator
 
 from adk import (
     Agent,
@@ -48,6 +54,8 @@ from adk import (
 )
 from adk._aio import closing
 from adk._driver import NO_EVENT, drive
+from adk.checkpoint._state import SavedState
+from adk.events import _BREAK_HANDLED
 
 from ._output import parse_output
 from .react import MaxIterationsError, ReActAgent, ToolSource
@@ -75,6 +83,13 @@ class Plan(BaseModel):
     steps: list[str] = Field(
         description="The steps to follow, in order. Each step is a self-contained task."
     )
+
+    @field_validator("steps")
+    @classmethod
+    def _without_blank_steps(cls, steps: list[str]) -> list[str]:
+        """Stripped, blank ones dropped (as ``update_plan`` does): models do emit ``"  "`` steps,
+        and an executor would run on one with nothing to do."""
+        return [step.strip() for step in steps if step.strip()]
 
     def __str__(self) -> str:
         return "\n".join(f"{i}. {step}" for i, step in enumerate(self.steps, 1)) or "(no steps)"
@@ -210,6 +225,69 @@ async def _plan_in(event: AgentEvent) -> tuple[Plan | None, str | None]:
     return (parsed, None) if isinstance(parsed, Plan) else (None, why)
 
 
+_ROLE_SLOT = "plan_execute"
+"""Where a role saves its own state at a pause: at its agent's address (the role runs the agent
+there), in a slot of its own beside the agent's."""
+
+_ENDS_LOOP = 1 << 16
+"""Event flag (well above adk's own, see ``adk.events``): a break a role passed on, which ends the
+execute/replan loop. ``PlanExecute`` counts only these as its response: by the time a break
+reaches it the loop has marked it handled, as an inner loop of a role marks its own, so adk's
+flags cannot tell the two apart there."""
+
+
+class _Seen:
+    """What a role's agent has handed over during its step: a ``Plan`` output, a plan stored in the
+    session, its last output as text.
+
+    Saved at a pause and restored on resume: the session the step resumes with already holds a
+    plan stored before the pause, which would otherwise pass for the plan the step started with.
+    """
+
+    __slots__ = ("before", "plan", "stored", "text")
+
+    def __init__(self, ctx: RunContext, role: str) -> None:
+        self.before = ctx.session.get(PLAN_KEY)
+        self.plan: Plan | None = None
+        self.stored = False
+        self.text: str | None = None
+        resume = ctx._resume_slot(_ROLE_SLOT)
+        if resume is not None and resume.state is not None:
+            saved = SavedState(f"plan-execute role '{role}'", resume.state)
+            plan, stored, text = (saved.values.get(k) for k in ("plan", "stored", "text"))
+            if not (
+                (plan is None or isinstance(plan, Plan))
+                and type(stored) is bool
+                and (text is None or isinstance(text, str))
+            ):
+                raise saved.error(f"not the state a role saves: {resume.state!r}")
+            self.plan, self.stored, self.text = plan, stored, text
+
+    def plan_stored(self, ctx: RunContext) -> bool:
+        """Whether the agent stored a plan in the session during the step."""
+        return self.stored or ctx.session.get(PLAN_KEY) is not self.before
+
+    def stops(self, event: AgentEvent, ctx: RunContext, in_loop: bool) -> bool:
+        """For an event with an action: whether the step stops after it. A pause saves what the
+        step has seen; in the loop, a break that no loop inside the role took ends the loop."""
+        if event._signal is not None:
+            self.stored = self.plan_stored(ctx)
+            if self.plan is not None or self.stored or self.text is not None:
+                state = {"plan": self.plan, "stored": self.stored, "text": self.text}
+                event._signal.save(ctx.address, state, _ROLE_SLOT)
+            return True
+        action = event.action
+        if (
+            in_loop
+            and action is not None
+            and action.break_loop
+            and not event._flags & _BREAK_HANDLED
+        ):
+            event._flags |= _ENDS_LOOP
+            return True
+        return event.ends_agent
+
+
 class _Role:
     """Runs a role agent at its own address (so its interrupts and resume are its own) and lets a
     subclass do the bookkeeping around it."""
@@ -229,26 +307,27 @@ class _PlanStep(_Role):
         if ctx.resume is None:
             session[OBJECTIVE_KEY] = _objective_of(input.messages)
             session[EXECUTED_STEPS_KEY] = []
-        before = session.get(PLAN_KEY)
-        plan: Plan | None = None
+        seen = _Seen(ctx, self.name)
         problem = "it gave no output"
         try:
             async with closing(drive(self.agent, input, ctx)) as events:
                 async for event in events:
+                    stop = event.error is not None or (
+                        event.action is not None and seen.stops(event, ctx, in_loop=False)
+                    )
                     yield event
-                    if event.error is not None or event.ends_agent:
+                    if stop:
                         return
                     found, why = await _plan_in(event)
                     if found is not None:
-                        plan = found
+                        seen.plan = found
                     elif why is not None:
                         problem = why
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
-        if plan is None:
-            stored = session.get(PLAN_KEY)
-            if stored is not before and _as_plan(stored) is not None:
-                plan = _as_plan(stored)
+        plan = seen.plan
+        if plan is None and seen.plan_stored(ctx):
+            plan = _as_plan(session.get(PLAN_KEY))
         if plan is None:
             raise ValueError(f"planner '{self.name}' produced no plan: {problem}")
         session[PLAN_KEY] = plan
@@ -261,20 +340,24 @@ class _ExecuteStep(_Role):
             return  # nothing left to do; the replanner answers
         step = plan.steps[0]
         request = AgentInput([Message.user(_executor_prompt(ctx, plan))], ctx.enable_streaming)
-        result = ""
+        seen = _Seen(ctx, self.name)
         try:
             async with closing(drive(self.agent, request, ctx)) as events:
                 async for event in events:
+                    stop = event.error is not None or (
+                        event.action is not None and seen.stops(event, ctx, in_loop=True)
+                    )
                     yield event
-                    if event.error is not None or event.ends_agent:
+                    if stop:
                         return
                     text = await _text_of(event)
                     if text is not None:
-                        result = text
+                        seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
         session = ctx.session
-        session[EXECUTED_STEPS_KEY] = [*_executed(ctx), ExecutedStep(step=step, result=result)]
+        result = ExecutedStep(step=step, result=seen.text or "")
+        session[EXECUTED_STEPS_KEY] = [*_executed(ctx), result]
         session[PLAN_KEY] = Plan(steps=plan.steps[1:])
 
 
@@ -282,31 +365,37 @@ class _ReplanStep(_Role):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         plan = _plan(ctx)
         request = AgentInput([Message.user(_replanner_prompt(ctx, plan))], ctx.enable_streaming)
-        before = ctx.session.get(PLAN_KEY)
-        new_plan: Plan | None = None
-        answered = False
+        seen = _Seen(ctx, self.name)
         try:
             async with closing(drive(self.agent, request, ctx)) as events:
                 async for event in events:
+                    stop = event.error is not None or (
+                        event.action is not None and seen.stops(event, ctx, in_loop=True)
+                    )
                     yield event
-                    if event.error is not None or event.ends_agent:
-                        return
-                    action = event.action
-                    if action is not None and action.break_loop:
-                        return  # the replanner ended the loop itself
+                    if stop:
+                        return  # a pause, an error, an exit, or the replanner ended the loop
                     output = event.output
-                    if output is not None and output.custom is not None:
-                        new_plan = _as_plan(output.custom)
-                    elif await _text_of(event) is not None:
-                        answered = True
+                    if output is None:
+                        continue
+                    found = _as_plan(output.custom) if output.custom is not None else None
+                    if found is not None:
+                        seen.plan = found
+                    else:
+                        text = await _text_of(event)
+                        if text is not None:
+                            seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
-        if new_plan is not None:
-            ctx.session[PLAN_KEY] = new_plan
-        elif ctx.session.get(PLAN_KEY) is not before:
+        if seen.plan is not None:
+            ctx.session[PLAN_KEY] = seen.plan
+        elif seen.plan_stored(ctx):
             pass  # it stored a new plan (the update_plan tool does)
-        elif answered or not plan.steps:
-            yield AgentEvent.break_loop()  # its answer is the response (or nothing is left to do)
+        elif (seen.text is not None and seen.text.strip()) or not plan.steps:
+            # Its last output, not blank, is the response (or nothing is left to do).
+            end = AgentEvent.break_loop()
+            end._flags = _ENDS_LOOP
+            yield end
 
 
 def _update_plan(steps: list[str], ctx: ToolContext) -> str:
@@ -324,10 +413,6 @@ def _update_plan(steps: list[str], ctx: ToolContext) -> str:
     plan = Plan(steps=cleaned)
     ctx.session[PLAN_KEY] = plan
     return f"Plan updated:\n{plan}"
-
-
-def _breaks(event: AgentEvent) -> bool:
-    return event.action is not None and event.action.break_loop
 
 
 class PlanExecute(SequentialAgent):
@@ -377,31 +462,27 @@ class PlanExecute(SequentialAgent):
             description=description,
         )
 
-    # The loop ends by a break (the response) or by running out of iterations; the latter is an
-    # error, as for ReActAgent. Ending events (exit, interrupt, error) close this generator first.
-    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return self._until_response(super().run(input, ctx))
+
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        return self._until_response(super().resume(ctx))
+
+    async def _until_response(self, steps: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+        """The loop ends by a role's break (the response) or by running out of iterations; the
+        latter is an error, as for ReActAgent. Ending events (exit, interrupt, error) close this
+        generator first."""
         responded = False
         try:
-            async with closing(super().run(input, ctx)) as events:
+            async with closing(steps) as events:
                 async for event in events:
-                    responded = responded or _breaks(event)
+                    if event._flags & _ENDS_LOOP:
+                        responded = True
+                        # Counted here: a PlanExecute around this one must not count it too.
+                        event._flags &= ~_ENDS_LOOP
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
-        self._check(responded)
-
-    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        responded = False
-        try:
-            async with closing(super().resume(ctx)) as events:
-                async for event in events:
-                    responded = responded or _breaks(event)
-                    yield event
-        finally:
-            event = NO_EVENT  # see adk._driver.NO_EVENT
-        self._check(responded)
-
-    def _check(self, responded: bool) -> None:
         if not responded:
             raise MaxIterationsError(
                 f"plan-execute '{self.name}' exceeds max iterations ({self.max_iterations} "

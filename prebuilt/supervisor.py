@@ -3,7 +3,8 @@
 The supervisor transfers to a worker; when the worker finishes (without exiting, interrupting, failing
 or transferring elsewhere) the framework transfers back to the supervisor, deterministically, so a
 worker's model never has to remember to do it. The run ends when the supervisor answers without a
-transfer. Workers may themselves be supervisors.
+transfer. Workers may themselves be supervisors. A worker cannot hand over to another worker: a
+transfer's target is one of the agent's sub-agents or its parent (DESIGN "Transfer").
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ __all__ = ["Supervisor"]
 
 
 class _ReportsBack:
-    """Runs a worker at its own address and, when it finishes normally, transfers back."""
+    """Runs a worker at its own address and, when it finishes normally, transfers back.
+
+    No ``resume``: on resume the driver runs it with the input built from history, and the
+    worker's own driver (same address) resumes the worker, or runs one that has no ``resume``
+    with that input, as it would run it outside a supervisor.
+    """
 
     def __init__(self, worker: Agent, supervisor: str) -> None:
         self.worker = worker
@@ -26,14 +32,7 @@ class _ReportsBack:
         self.name = worker.name
         self.description = worker.description
 
-    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return self._run(input, ctx)
-
-    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        # The worker's own driver (same address) finds the resume and resumes it.
-        return self._run(AgentInput([], ctx.enable_streaming), ctx)
-
-    async def _run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         try:
             async with closing(drive(self.worker, input, ctx)) as events:
                 async for event in events:

@@ -21,6 +21,8 @@ from adk import (
     ToolCallChunk,
     Usage,
 )
+from adk.messages import join_chunks
+from adk.testing import simplify_events
 
 # -- messages ---------------------------------------------------------------------------------
 
@@ -358,6 +360,67 @@ async def test_from_message_is_a_finished_stream_of_that_message() -> None:
     assert stream.done
     assert await stream.collect() == message
     assert [c.content async for c in stream] == ["done"]
+
+
+async def test_readers_of_a_stream_from_a_message_see_all_of_it() -> None:
+    # A reader joining the chunks (a UI, simplify_events) must get what collect() returns: the
+    # tool calls, reasoning and metadata too, not only the text.
+    message = Message.assistant(
+        "checking",
+        [ToolCall(id="c1", name="lookup", arguments='{"q": 1}'), ToolCall(id="c2", name="f")],
+        usage=Usage(total_tokens=5),
+        reasoning="first look it up",
+    )
+    message.metadata["response_id"] = "r1"
+    stream = MessageStream.from_message(message)
+
+    chunks = [c async for c in stream]
+
+    assert join_chunks(chunks) == await stream.collect() == message
+    assert simplify_events([AgentEvent.streaming(stream)]) == [
+        ": checking",
+        ': [call lookup {"q": 1}]',
+        ": [call f {}]",
+    ]
+
+
+async def test_a_source_raising_a_base_exception_fails_the_stream_for_later_readers() -> None:
+    # Not an Exception (KeyboardInterrupt, SystemExit, a library's own): the reader waiting on it
+    # gets it, and the stream ends failed rather than open, where a later reader would pull the
+    # finished source and take the truncated stream for a complete one.
+    class _Abort(BaseException):
+        pass
+
+    async def aborting() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="part ")
+        raise _Abort("source aborted")
+
+    stream = MessageStream(aborting())
+    seen: list[str] = []
+    with pytest.raises(_Abort, match="source aborted"):
+        async for chunk in stream:
+            seen.append(chunk.content)
+    assert seen == ["part "]
+    assert stream.done
+    late: list[str] = []
+    with pytest.raises(_Abort, match="source aborted"):
+        async for chunk in stream:
+            late.append(chunk.content)
+    assert late == ["part "]
+    with pytest.raises(_Abort):
+        await stream.collect()
+
+
+async def test_concurrent_collects_return_the_same_message() -> None:
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        for text in ("a", "b", "c"):
+            await asyncio.sleep(0)
+            yield MessageChunk(content=text)
+
+    stream = MessageStream(chunks())
+    first, second = await asyncio.gather(stream.collect(), stream.collect())
+    assert first.content == "abc"
+    assert first is second is await stream.collect()
 
 
 # -- outputs and events -----------------------------------------------------------------------

@@ -18,6 +18,7 @@ from prebuilt import (
     MaxIterationsError,
     Plan,
     PlanExecute,
+    ReActAgent,
     new_executor,
     new_planner,
     new_replanner,
@@ -357,3 +358,186 @@ async def test_a_silent_replanner_keeps_the_plan_and_the_loop_ends_when_nothing_
         "r: [break_loop]",
     ]
     assert result.text == "dry: ok"
+
+
+# -- breaks that inner loops take ---------------------------------------------------------------
+def refine_loop(name: str, *said: str) -> LoopAgent:
+    """A role's own loop that says its lines and breaks out of itself in its first round."""
+    lines = [AgentEvent.of(text) for text in said]
+    return LoopAgent(
+        name, [Scripted(f"{name}_critic", lambda ctx: [*lines, AgentEvent.break_loop()])]
+    )
+
+
+async def test_a_break_an_executors_own_loop_took_is_not_a_response() -> None:
+    # The executor's loop takes its break; the replanner keeps replanning, so the rounds run out.
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("draft")])),
+        refine_loop("executor", "draft ok"),
+        new_replanner(ScriptedModel([update("draft again")], cycle=True)),
+        max_iterations=2,
+    )
+    events = [e async for e in Runner(agent).run("go")]
+    assert simplify_events(events).count("executor_critic: draft ok") == 2
+    assert isinstance(events[-1].exception, MaxIterationsError)
+
+
+async def test_a_break_a_replanners_own_loop_took_does_not_end_its_turn() -> None:
+    # The replanner reviews in a loop of its own, then answers: its answer is the response.
+    answerer = Scripted("answerer", lambda ctx: [AgentEvent.of("FINAL ANSWER")])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("s1", "s2")])),
+        new_executor(ScriptedModel(["r1", "r2"])),
+        SequentialAgent("replanner", [refine_loop("review", "looks fine"), answerer]),
+    )
+    result = await Runner(agent).invoke("go")
+    assert simplify_events(result.events)[2:] == [
+        "executor: r1",
+        "review_critic: looks fine",
+        "review_critic: [break_loop]",
+        "answerer: FINAL ANSWER",
+        "replanner: [break_loop]",
+    ]
+    assert result.text == "FINAL ANSWER"
+    assert result.session["plan"] == Plan(steps=["s2"])
+
+
+async def test_an_inner_plan_executes_response_is_not_the_outer_ones() -> None:
+    # A PlanExecute as the executor of another: its replanner's answer ends its own loop only.
+    inner = PlanExecute(
+        Scripted("inner_planner", lambda ctx: [AgentEvent.custom(Plan(steps=["sub"]))]),
+        Scripted("inner_executor", lambda ctx: [AgentEvent.of("sub done")]),
+        Scripted("inner_replanner", lambda ctx: [AgentEvent.of("inner answer")]),
+        name="executor",
+    )
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("big")])),
+        inner,
+        new_replanner(ScriptedModel([update("big again")], cycle=True)),
+        max_iterations=2,
+    )
+    events = [e async for e in Runner(agent).run("go")]
+    assert simplify_events(events).count("inner_replanner: inner answer") == 2
+    assert isinstance(events[-1].exception, MaxIterationsError)
+    assert events[-1].agent_name == "plan_execute"
+
+
+async def test_an_executor_that_breaks_ends_the_loop_as_the_response() -> None:
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "b")])),
+        Scripted("w", lambda ctx: [AgentEvent.of("stop here"), AgentEvent.break_loop()]),
+        Scripted("r", lambda ctx: [AgentEvent.of("never")]),
+    )
+    result = await Runner(agent).invoke("go")
+    assert simplify_events(result.events)[-2:] == ["w: stop here", "w: [break_loop]"]
+    assert result.text == "stop here"
+
+
+# -- what a replanner's reply means -------------------------------------------------------------
+async def test_an_empty_replanner_reply_keeps_the_remaining_plan() -> None:
+    # Models do return an empty message; it is no answer, so step b still runs.
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "b")])),
+        new_executor(ScriptedModel(["A done", "B done"])),
+        new_replanner(ScriptedModel(["", "both done"])),
+    )
+    result = await Runner(agent).invoke("go")
+    assert [s.step for s in result.session["executed_steps"]] == ["a", "b"]
+    assert result.text == "both done"
+
+
+async def test_a_replanner_answer_is_its_last_output_not_a_tool_result_before_it() -> None:
+    @adk.tool
+    def note(text: str) -> str:
+        """Take a note."""
+        return "noted"
+
+    replanner = new_replanner(
+        ScriptedModel([Reply(tool_calls=[tool_call("note", {"text": "x"})]), " ", "done"])
+    )
+    replanner.tools.append(note)
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "b")])),
+        new_executor(ScriptedModel(["A done", "B done"])),
+        replanner,
+    )
+    result = await Runner(agent).invoke("go")
+    assert [s.step for s in result.session["executed_steps"]] == ["a", "b"]
+    assert result.text == "done"
+
+
+async def test_blank_plan_steps_are_dropped() -> None:
+    executor_model = ScriptedModel(["did it"])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("  ", "", " real step ")])),
+        new_executor(executor_model),
+        new_replanner(ScriptedModel(["done"])),
+    )
+    result = await Runner(agent).invoke("go")
+    assert result.session["executed_steps"] == [ExecutedStep(step="real step", result="did it")]
+    assert executor_model.calls == 1
+    assert Plan.model_validate({"steps": [" ", "x "]}) == Plan(steps=["x"])
+
+
+# -- plans stored in the session by a role that then pauses ---------------------------------------
+@adk.tool
+def set_plan(steps: list[str], ctx: adk.ToolContext) -> str:
+    """Store the plan."""
+    ctx.session["plan"] = Plan(steps=steps)
+    return "stored"
+
+
+@adk.tool(require_approval=True)
+def notify(text: str) -> str:
+    """Tell the user (needs approval)."""
+    return "notified"
+
+
+def store_and_notify(*steps: str) -> Reply:
+    return Reply(
+        tool_calls=[
+            tool_call("set_plan", {"steps": list(steps)}),
+            tool_call("notify", {"text": "planned"}),
+        ]
+    )
+
+
+async def test_a_planner_that_stores_its_plan_and_pauses_in_one_turn(tmp_path: object) -> None:
+    # Resumed from the stored checkpoint bytes by fresh agents, as a new process would.
+    def app(planner_script: list[str | Reply]) -> PlanExecute:
+        planner = ReActAgent("planner", ScriptedModel(planner_script), tools=[set_plan, notify])
+        return PlanExecute(
+            planner,
+            new_executor(ScriptedModel(["A", "B"])),
+            new_replanner(ScriptedModel(["", "done"])),
+        )
+
+    store = SQLiteCheckpointStore(f"{tmp_path}/checkpoints.db")
+    first = await Runner(app([store_and_notify("a", "b")]), checkpoint_store=store).invoke("go")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    second = await Runner(app(["planned"]), checkpoint_store=store).invoke_resume(
+        first.checkpoint_id, True
+    )
+    assert [s.step for s in second.session["executed_steps"]] == ["a", "b"]
+    assert second.text == "done"
+    await store.aclose()
+
+
+async def test_a_replanner_that_stores_a_plan_and_pauses_in_one_turn() -> None:
+    replanner = ReActAgent(
+        "replanner",
+        ScriptedModel([store_and_notify("b"), "stored it", "all done"]),
+        tools=[set_plan, notify],
+    )
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "x")])),
+        new_executor(ScriptedModel(["A", "B"])),
+        replanner,
+    )
+    runner = Runner(agent)
+    first = await runner.invoke("go")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    second = await runner.invoke_resume(first.checkpoint_id, True)
+    # Its reply after the pause is no answer: it stored a new plan, and step b runs.
+    assert [s.step for s in second.session["executed_steps"]] == ["a", "b"]
+    assert second.text == "all done"

@@ -189,3 +189,47 @@ async def test_a_supervisor_that_keeps_delegating_stops_at_max_transfers() -> No
     events = raised.value.events
     delegations = [e for e in events if e.action and e.action.transfer_to == "worker"]
     assert len(delegations) == 4  # 3 delegations and back (6 transfers); the 4th goes over
+
+
+async def test_a_worker_without_resume_runs_again_on_its_history_and_reports_back() -> None:
+    # A worker with no ``resume`` is run again when the run resumes (DESIGN "Interrupts"): with
+    # the input built from history, as it would be outside a supervisor, not an empty one.
+    class Approver(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield ctx.interrupt("approve?")
+                return
+            asked = input.messages[0].content if input.messages else "nothing"
+            yield AgentEvent.of(f"approved: {asked}")
+
+    boss = ReActAgent("boss", ScriptedModel([transfer("approver"), "Order 42 is approved."]))
+    runner = Runner(Supervisor(boss, [Approver("approver", "Approves orders.")]))
+    first = await runner.invoke("please approve order 42")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    second = await runner.invoke_resume(first.checkpoint_id, True)
+    assert simplify_events(second.events) == [
+        "approver: approved: please approve order 42",
+        "approver: [transfer -> boss]",
+        "boss: Order 42 is approved.",
+    ]
+
+
+async def test_a_worker_cannot_hand_over_to_another_worker() -> None:
+    # Documented: a transfer target is a sub-agent or the parent; there is no peer transfer.
+    @adk.tool
+    def handoff(ctx: adk.ToolContext) -> str:
+        """Hand the case to billing."""
+        ctx.transfer("billing")
+        return "handed"
+
+    support = ReActAgent(
+        "support",
+        ScriptedModel([Reply(tool_calls=[tool_call("handoff", {})])]),
+        description="Supports.",
+        tools=[handoff],
+    )
+    billing = ReActAgent("billing", ScriptedModel(["billed"]), description="Bills.")
+    boss = ReActAgent("boss", ScriptedModel([transfer("support"), "never"]))
+    with pytest.raises(adk.RunError, match="agent 'billing' not found when transferring from"):
+        await Runner(Supervisor(boss, [support, billing])).invoke("help")
+    assert billing.model.calls == 0  # type: ignore[union-attr]
