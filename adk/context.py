@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping
 from typing import Any
 
 from .events import AgentAction, AgentEvent
@@ -28,7 +28,11 @@ _new = object.__new__
 
 
 class Session:
-    """Key-value store shared by every agent of a run (and by ``AgentTool`` inner runs)."""
+    """Key-value store shared by every agent of a run (and by ``AgentTool`` inner runs).
+
+    It reads like a mapping (``get``, ``[]``, ``in``, ``len``, ``keys``, ``items``, so
+    ``dict(session)`` copies it), but ``values`` is the underlying dict, not a method.
+    """
 
     __slots__ = ("values",)
 
@@ -55,6 +59,12 @@ class Session:
 
     def __len__(self) -> int:
         return len(self.values)
+
+    def keys(self) -> KeysView[str]:
+        return self.values.keys()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self.values.items()
 
     def update(self, values: Mapping[str, Any]) -> None:
         self.values.update(values)

@@ -85,10 +85,12 @@ class FlowAgent:
         """The agent the saved transfer ``chain`` (the run path below the flow) ends at, found
         the way the transfers found it. Names need only be unique among an agent's sub-agents,
         so two agents named ``X`` under different parents are told apart by the chain."""
-        node: FlowAgent | None = self
+        node = self
         for step in chain:
-            node = node.find(step) if node is not None else None
-        return node if node is not None and node.name == name else None
+            # A name no transfer leads to is a step inside a node (a workflow's sub-agent whose
+            # transfer the flow handled): the chain goes on from the same node.
+            node = node.find(step) or node
+        return node if node.name == name else None
 
     def _graph_node(self, name: str) -> FlowAgent | None:
         """Any agent of the graph reachable from here by name: the fallback for a saved chain that
@@ -142,6 +144,7 @@ class FlowAgent:
         self, node: FlowAgent, input: AgentInput, node_ctx: RunContext, ctx: RunContext
     ) -> AsyncIterator[AgentEvent]:
         transfers = 0
+        source_path: tuple[str, ...] = ()
         try:
             while True:
                 target: FlowAgent | None = None
@@ -161,18 +164,25 @@ class FlowAgent:
                                 yield event
                                 target = node.find(action.transfer_to)
                                 if target is None:
-                                    yield _transfer_failed(action.transfer_to, node.name, event)
+                                    source = event.agent_name or node.name
+                                    yield _transfer_failed(action.transfer_to, source, event)
                                     return
                                 transfers += 1
                                 if transfers > self.max_transfers:
                                     yield _too_many_transfers(self.max_transfers, event)
                                     return
-                                break
+                                # The target nests under the agent that asked (a step inside a
+                                # workflow node, too). The driver ends after this event on its
+                                # own: pulling on, rather than closing it here, lets it record a
+                                # streamed message the event carried.
+                                source_path = event.run_path or node_ctx.run_path
+                                continue
                         yield event
                 if target is None:
                     return
-                node_ctx = self._node_context(ctx, target, (*node_ctx.run_path, target.name))
-                input = build_input(node_ctx, target.name, self.history_rewriter)
+                node_ctx = self._node_context(ctx, target, (*source_path, target.name))
+                rewriter = target.history_rewriter or self.history_rewriter
+                input = build_input(node_ctx, target.name, rewriter)
                 node = target
         finally:
             event = NO_EVENT  # see _driver.NO_EVENT
@@ -231,9 +241,9 @@ def with_sub_agents(
     flow = agent if isinstance(agent, FlowAgent) else getattr(agent, "_adk_flow", None)
     if not isinstance(flow, FlowAgent):
         flow = FlowAgent(agent)
-    flow._set_sub_agents(sub_agents, allow_transfer_to_parent)
-    if history_rewriter is not None:
+    if history_rewriter is not None:  # first, so the sub-agents adopted next inherit it
         flow.history_rewriter = history_rewriter
+    flow._set_sub_agents(sub_agents, allow_transfer_to_parent)
     if max_transfers is not None:
         flow.max_transfers = max_transfers
     return flow

@@ -346,6 +346,16 @@ class ParallelAgent(_Workflow):
                 finally:
                     if limit is not None:
                         limit.release()
+            except (Exception, asyncio.CancelledError) as exc:
+                if is_cancellation(exc):
+                    raise
+                # What the driver itself raised (a failing ``after_agent`` callback): the branch
+                # failed. Dying with it, the task would count as a finished branch, the failure
+                # lost ("Task exception was never retrieved") and the run a success.
+                failure = AgentEvent(
+                    child.name, child_ctx.run_path, error=ErrorInfo.of(exc), exception=exc
+                )
+                queue.put_nowait((index, failure, loop.create_future()))
             finally:
                 event = NO_EVENT  # see _driver.NO_EVENT
                 queue.put_nowait((index, None, None))
@@ -377,8 +387,15 @@ class ParallelAgent(_Workflow):
                 ):
                     event = _branch_transfer_error(event)
                 if event.error is not None or event.ends_agent:
-                    await _cancel(tasks)
+                    # The other branches stop now; the one that ended the run finishes after its
+                    # event was taken, so a stream the event carries is read and recorded rather
+                    # than cut off by the cancellation.
+                    emitter = tasks[indices.index(index)]
+                    await _cancel([t for t in tasks if t is not emitter])
                     yield event
+                    if not taken.done():
+                        taken.set_result(None)
+                    await asyncio.wait([emitter])
                     return
                 yield event
                 if not taken.done():

@@ -19,6 +19,7 @@ from adk import (
     RunContext,
     Runner,
     SequentialAgent,
+    Session,
     ToolCall,
     with_sub_agents,
 )
@@ -198,3 +199,53 @@ async def test_a_flows_history_rewriter_also_shapes_its_root_agents_input_in_a_w
     flow = with_sub_agents(a, [ScriptAgent("B")], history_rewriter=rewriter)
     await run_events(SequentialAgent("seq", [ScriptAgent("P", "p"), flow]), "q")
     assert a.inputs == [[Message.user("A sees q"), Message.user("A sees p")]]
+
+
+async def test_a_stream_that_carries_a_transfer_is_recorded_for_the_target() -> None:
+    """The flow lets the driver finish after the transfer, so the stream is recorded."""
+
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        for part in ("handing ", "over"):
+            await asyncio.sleep(0)
+            yield MessageChunk(content=part)
+
+    def stream_and_transfer(ctx: RunContext) -> AgentEvent:
+        event = AgentEvent.streaming(MessageStream(chunks()))
+        event.action = AgentEvent.transfer("B").action
+        return event
+
+    b = ScriptAgent("B", "fine")
+    read: list[str] = []
+    async for event in Runner(with_sub_agents(ScriptAgent("A", stream_and_transfer), [b])).run(
+        "hi"
+    ):
+        if event.output is not None and event.output.stream is not None:
+            read.append((await event.output.stream.collect()).content)
+    assert read == ["handing over"]
+    assert b.inputs == [[Message.user("hi"), Message.user("For context: [A] said: handing over.")]]
+
+
+async def test_a_sub_flows_own_rewriter_shapes_what_its_agents_see_when_reached_by_transfer() -> (
+    None
+):
+    def tagged(tag: str) -> Callable[[Sequence[HistoryEntry], str], list[Message]]:
+        def rewriter(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+            return [Message.user(f"{tag}:{agent_name}:{e.message.content}") for e in entries]
+
+        return rewriter
+
+    c = ScriptAgent("C", "c says")
+    b = with_sub_agents(
+        ScriptAgent("B", "b says", act_transfer("C")), [c], history_rewriter=tagged("sub")
+    )
+    a = ScriptAgent("A", "a says", act_transfer("B"))
+    await run_events(with_sub_agents(a, [b], history_rewriter=tagged("root")), "hi")
+    assert c.inputs == [
+        [Message.user("sub:C:hi"), Message.user("sub:C:a says"), Message.user("sub:C:b says")]
+    ]
+
+
+async def test_a_session_copies_into_a_dict() -> None:
+    session = Session({"ab": 1, "cd": 2})
+    assert dict(session) == {"ab": 1, "cd": 2}
+    assert list(session.items()) == [("ab", 1), ("cd", 2)] and list(session.keys()) == ["ab", "cd"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from conftest import ScriptAgent, act_break
+from conftest import ScriptAgent, act_break, act_transfer
 from test_interrupts import Asker, collect, pause_of, texts
 
 from adk import (
@@ -494,3 +494,17 @@ async def test_react_agent_in_a_sequence_resumed_after_a_pause_sees_the_whole_hi
         "For context: [ask] said: ask asks.",
         "For context: [ask] said: ask got 'fine'.",
     ]
+
+
+async def test_a_target_reached_from_a_workflow_step_resumes() -> None:
+    """Its saved chain holds the step's name, which no transfer leads to: the chain goes on."""
+    asker = Asker("t")
+    seq = SequentialAgent("S", [ScriptAgent("a", act_transfer("t"))])
+    runner = Runner(with_sub_agents(seq, [asker]))
+    events = await collect(runner.run("hi"))
+    assert events[-1].run_path == ("S", "a", "t")
+
+    resumed = await collect(runner.resume(pause_of(events).checkpoint_id, "go"))
+
+    assert simplify_events(resumed) == ["t: t got 'go'"]
+    assert resumed[0].run_path == ("S", "a", "t")

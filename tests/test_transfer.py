@@ -281,3 +281,19 @@ async def test_agents_transferring_in_a_cycle_stop_at_max_transfers() -> None:
     assert len(transfers) == 6  # the sixth is refused
     with pytest.raises(ValueError, match="max_transfers"):
         with_sub_agents(ReActAgent("x", hand_over_to("y")), [], max_transfers=0)
+
+
+async def test_a_transfer_from_a_workflow_step_nests_under_the_step_that_asked() -> None:
+    """The flow wraps a sequence; its step ``a`` transfers: the target runs under ``a``'s path,
+    and an unknown target names ``a`` as the source, not the sequence."""
+    target = ScriptAgent("t", "t here")
+    seq = SequentialAgent("S", [ScriptAgent("a", act_transfer("t"))])
+    events = await run_events(with_sub_agents(seq, [target]))
+    assert [e.run_path for e in events] == [("S", "a"), ("S", "a", "t")]
+
+    lost = SequentialAgent("S2", [ScriptAgent("a", act_transfer("nowhere"))])
+    events = await run_events(with_sub_agents(lost, [ScriptAgent("u")]))
+    assert events[-1].error is not None
+    assert events[-1].error.message == (
+        "transfer failed: agent 'nowhere' not found when transferring from 'a'"
+    )

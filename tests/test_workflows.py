@@ -12,12 +12,18 @@ import pytest
 from conftest import ScriptAgent, act_break, act_exit, act_transfer, do, other_tasks, run_events
 
 from adk import (
+    AgentAction,
     AgentEvent,
     AgentInput,
+    AgentOutput,
     BaseAgent,
+    Callbacks,
     LoopAgent,
+    MessageChunk,
+    MessageStream,
     ParallelAgent,
     RunContext,
+    RunError,
     Runner,
     SequentialAgent,
 )
@@ -288,3 +294,43 @@ async def test_a_loop_of_agents_that_never_await_can_still_be_cancelled() -> Non
             await runner.invoke("go")
     assert other_ran.is_set()
     await task
+
+
+# -- failures and streams at the edges of a parallel run ------------------------------------------
+async def test_a_branch_whose_after_agent_callback_fails_fails_the_parallel_run() -> None:
+    """A failure the driver itself raises must not pass for a finished branch."""
+
+    def after_agent(agent: Any, ctx: RunContext, error: Any) -> None:
+        if agent.name == "b":
+            raise RuntimeError(f"after_agent failed for {agent.name}")
+
+    slow = asyncio.Event()
+    par = ParallelAgent("P", [ScriptAgent("b", "b done"), ScriptAgent("c", slow, "c done")])
+    runner = Runner(par, callbacks=[Callbacks(after_agent=after_agent)])
+
+    with pytest.raises(RunError, match="after_agent failed for b"):
+        await runner.invoke("hi")
+    assert not other_tasks()
+
+
+async def _chunks(*parts: str) -> AsyncIterator[MessageChunk]:
+    for part in parts:
+        await asyncio.sleep(0)
+        yield MessageChunk(content=part)
+
+
+async def test_a_branch_that_exits_with_a_stream_is_read_to_its_end() -> None:
+    """Cancelling the branch that ended the run would cut its stream off unread."""
+
+    def exit_streaming(ctx: RunContext) -> AgentEvent:
+        stream = MessageStream(_chunks("final ", "answer"))
+        return AgentEvent(output=AgentOutput(stream=stream), action=AgentAction(exit=True))
+
+    blocked = ScriptAgent("b", asyncio.Event(), "never")
+    par = ParallelAgent("P", [ScriptAgent("a", exit_streaming), blocked])
+    read: list[str] = []
+    async for event in Runner(par).run("hi"):
+        if event.output is not None and event.output.stream is not None:
+            read.append((await event.output.stream.collect()).content)
+    assert read == ["final answer"]
+    assert blocked.cancelled == 1 and not other_tasks()
