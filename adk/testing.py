@@ -61,6 +61,11 @@ class ScriptedModel:
     text), a ``Message``, a ``Reply``, an exception instance (raised), or a callable returning one
     of those. Streams split text into ``chunk_size`` pieces and tool-call arguments into two
     fragments, the way servers do.
+
+    A streamed reply joins (``adk.messages.join_chunks``) to the message ``generate`` returns, as
+    with a real adapter: both carry ``metadata["finish_reason"]`` ("tool_calls" or "stop" unless a
+    scripted ``Message`` names another, e.g. "length") and a scripted message's other metadata. A
+    scripted ``Message`` is the reply itself, not a copy, so that default is added to its metadata.
     """
 
     def __init__(
@@ -118,18 +123,28 @@ class ScriptedModel:
     def _reply(self, item: Any) -> tuple[Message | None, BaseException | None, float]:
         if isinstance(item, BaseException):
             return None, item, 0.0
+        delay = 0.0
         if isinstance(item, str):
-            return Message.assistant(item), None, 0.0
-        if isinstance(item, Message):
-            return self._with_ids(item), None, 0.0
-        if isinstance(item, Reply):
+            message = Message.assistant(item)
+        elif isinstance(item, Message):
+            message = self._with_ids(item)
+        elif isinstance(item, Reply):
             if item.error is not None:
                 return None, item.error, item.delay
-            message = Message.assistant(
-                item.text, item.tool_calls, usage=item.usage, reasoning=item.reasoning
+            message = self._with_ids(
+                Message.assistant(
+                    item.text, item.tool_calls, usage=item.usage, reasoning=item.reasoning
+                )
             )
-            return self._with_ids(message), None, item.delay
-        raise TypeError(f"ScriptedModel cannot reply with {item!r}")
+            delay = item.delay
+        else:
+            raise TypeError(f"ScriptedModel cannot reply with {item!r}")
+        # In place, not on a copy: copying a Message costs microseconds per turn, which benchmarks
+        # run on this model would count, and the default is what the reply means anyway.
+        metadata = message.metadata
+        if "finish_reason" not in metadata:
+            metadata["finish_reason"] = "tool_calls" if message.tool_calls else "stop"
+        return message, None, delay
 
     def _with_ids(self, message: Message) -> Message:
         if any(not call.id for call in message.tool_calls):
@@ -204,12 +219,16 @@ class ScriptedModel:
                     tool_calls=[ToolCallChunk(index=index, arguments=call.arguments[half:])]
                 )
             )
-        chunks.append(MessageChunk(usage=message.usage, finish_reason=_finish_reason(message)))
+        metadata = message.metadata
+        rest = (
+            {k: v for k, v in metadata.items() if k != "finish_reason"} if len(metadata) > 1 else {}
+        )
+        chunks.append(
+            MessageChunk(
+                usage=message.usage, finish_reason=metadata["finish_reason"], metadata=rest
+            )
+        )
         return chunks
-
-
-def _finish_reason(message: Message) -> str:
-    return "tool_calls" if message.tool_calls else "stop"
 
 
 def simplify_events(events: Iterable[AgentEvent]) -> list[str]:

@@ -49,7 +49,13 @@ class Reply:
     having finished, and ``error_after`` sends the protocol's error event (message ``error``) after
     that many events. ``repeat_name`` makes tool-call fragments repeat id and name, as llama.cpp
     does. ``response_id`` replaces the id the server reports (``chatcmpl-<n>`` / ``resp_<n>``, n
-    counting the server's answers), so two calls can be compared field for field. ``refusal`` is
+    counting the server's answers), so two calls can be compared field for field. ``call_index``
+    is how streamed tool-call fragments are numbered: ``"each"`` (0, 1, ... as OpenAI does),
+    ``"shared"`` (every call 0, as Ollama does) or ``"none"`` (no index, as Gemini's OpenAI endpoint
+    does). ``content_parts`` sends the content as a list of parts, reasoning as a ``thinking`` part
+    (Mistral's reasoning models), in both modes. ``raw`` replaces the whole answer with these bytes
+    (status 200, ``content_type``) whatever was asked, and ``malformed_after`` sends an SSE event
+    that is not JSON after that many events of a stream. ``refusal`` is
     the model declining: Chat's ``message.refusal`` (streamed as ``delta.refusal`` fragments), a
     Responses ``refusal`` content part (streamed as ``response.refusal.delta`` events and a
     ``response.refusal.done``, or only the latter when ``refusal_deltas`` is False, or none at all,
@@ -75,6 +81,11 @@ class Reply:
     error_after: int | None = None
     stall_after: int | None = None
     response_id: str | None = None
+    call_index: str = "each"
+    content_parts: bool = False
+    raw: bytes | None = None
+    content_type: str = "application/json"
+    malformed_after: int | None = None
 
     @property
     def finish(self) -> str:
@@ -101,6 +112,10 @@ class OpenAIServer:
     Use as ``async with OpenAIServer([Reply(text="hi")]) as server: ... server.base_url``. When the
     script runs out, ``default`` answers; without a default the server answers 500 so a test that
     makes more calls than it scripted fails loudly.
+
+    ``stalls`` counts the times the server began stalling (``delay``) before or during an answer,
+    and ``hangups`` the times a client closed its connection meanwhile: a client that walks away
+    releases its connection.
     """
 
     def __init__(
@@ -120,6 +135,8 @@ class OpenAIServer:
         self._connections: set[asyncio.Task[None]] = set()
         self._counter = 0
         self.port = 0
+        self.stalls = 0
+        self.hangups = 0
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -199,8 +216,11 @@ class OpenAIServer:
             await self._send_json(writer, 404, {"error": {"message": f"Unknown path {target}"}})
             return True
         reply = self._next_reply()
-        if reply.delay and reply.stall_after is None:
-            await asyncio.sleep(reply.delay)
+        if reply.delay and reply.stall_after is None and await self._hung_up(reader, reply.delay):
+            return False
+        if reply.raw is not None:
+            await self._send_bytes(writer, 200, reply.raw, reply.content_type)
+            return True
         if reply.status >= 400:
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
             error = {"message": reply.error, "type": "scripted_error", "code": str(reply.status)}
@@ -218,7 +238,10 @@ class OpenAIServer:
                 )
             if reply.error_after is not None:
                 events = events[: reply.error_after] + _error_events(reply, responses, self.model)
-            return await self._send_stream(writer, reply, events)
+            if reply.malformed_after is not None:
+                cut = reply.malformed_after
+                events = [*events[:cut], "data: {not json\n\n", *events[cut:]]
+            return await self._send_stream(reader, writer, reply, events)
         if responses:
             document = _response_object(reply, self.model, self._counter, "completed")
         else:
@@ -233,25 +256,56 @@ class OpenAIServer:
             return self.default
         return Reply(status=500, error="the test server has no scripted reply left")
 
-    @staticmethod
+    async def _hung_up(self, reader: asyncio.StreamReader, delay: float) -> bool:
+        """Stall for ``delay`` seconds; True (and counted) if the client hangs up meanwhile."""
+        self.stalls += 1
+        try:
+            data = await asyncio.wait_for(reader.read(1), delay)
+        except TimeoutError:
+            return False
+        except ConnectionError:  # closed with a reset rather than a FIN
+            data = b""
+        if data:  # the client sent something mid-answer: not a protocol this server speaks
+            raise ConnectionError("unexpected bytes from the client while answering")
+        self.hangups += 1
+        return True
+
+    @classmethod
     async def _send_json(
+        cls,
         writer: asyncio.StreamWriter,
         status: int,
         document: Any,
         extra_headers: dict[str, str] | None = None,
     ) -> None:
-        data = json.dumps(document).encode()
+        await cls._send_bytes(
+            writer, status, json.dumps(document).encode(), "application/json", extra_headers
+        )
+
+    @staticmethod
+    async def _send_bytes(
+        writer: asyncio.StreamWriter,
+        status: int,
+        data: bytes,
+        content_type: str,
+        extra_headers: dict[str, str] | None = None,
+    ) -> None:
         head = [
             f"HTTP/1.1 {status} {_REASONS.get(status, 'Status')}",
-            "Content-Type: application/json",
+            f"Content-Type: {content_type}",
             f"Content-Length: {len(data)}",
         ]
         head.extend(f"{k}: {v}" for k, v in (extra_headers or {}).items())
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
         await writer.drain()
 
-    @staticmethod
-    async def _send_stream(writer: asyncio.StreamWriter, reply: Reply, events: list[str]) -> bool:
+    async def _send_stream(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        reply: Reply,
+        events: list[str],
+    ) -> bool:
         head = (
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -263,7 +317,8 @@ class OpenAIServer:
                 writer.write(b"".join(parts))
                 await writer.drain()
                 parts.clear()
-                await asyncio.sleep(reply.delay)
+                if await self._hung_up(reader, reply.delay):
+                    return False
             data = event.encode()
             parts.append(b"%x\r\n%s\r\n" % (len(data), data))
         if reply.break_after is not None:
@@ -283,6 +338,14 @@ class OpenAIServer:
 def _pieces(text: str, size: int) -> list[str]:
     size = max(size, 1)
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def _text_parts(text: str) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": text}] if text else []
+
+
+def _thinking_parts(text: str) -> list[dict[str, Any]]:
+    return [{"type": "thinking", "thinking": _text_parts(text)}] if text else []
 
 
 def _call_id(call: Call, index: int) -> str:
@@ -313,7 +376,9 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
             }
             for i, call in enumerate(reply.tool_calls)
         ]
-    if reply.reasoning:
+    if reply.content_parts:
+        message["content"] = [*_thinking_parts(reply.reasoning), *_text_parts(reply.text)]
+    elif reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     return {
         "id": reply.response_id or f"chatcmpl-{n}",
@@ -340,11 +405,16 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
         }
 
     chunks = [chunk({"role": "assistant", "content": ""})]
-    chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning, 8)]
-    chunks += [chunk({"content": p}) for p in _pieces(reply.text, 8)]
+    if reply.content_parts:
+        chunks += [chunk({"content": _thinking_parts(p)}) for p in _pieces(reply.reasoning, 8)]
+        chunks += [chunk({"content": _text_parts(p)}) for p in _pieces(reply.text, 8)]
+    else:
+        chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning, 8)]
+        chunks += [chunk({"content": p}) for p in _pieces(reply.text, 8)]
     chunks += [chunk({"refusal": p}) for p in _pieces(reply.refusal, 8)]
     for i, call in enumerate(reply.tool_calls):
-        head = {"index": i, "id": _call_id(call, i), "type": "function"}
+        index = {"each": {"index": i}, "shared": {"index": 0}, "none": {}}[reply.call_index]
+        head = {**index, "id": _call_id(call, i), "type": "function"}
         chunks.append(
             chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
         )
@@ -352,7 +422,7 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
             if reply.repeat_name:
                 fragment = {**head, "function": {"name": call.name, "arguments": part}}
             else:
-                fragment = {"index": i, "function": {"arguments": part}}
+                fragment = {**index, "function": {"arguments": part}}
             chunks.append(chunk({"tool_calls": [fragment]}))
     chunks.append(chunk({}, reply.finish))
     if include_usage:

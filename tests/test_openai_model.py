@@ -6,10 +6,12 @@ read what the server recorded (bodies, headers, arrival times) and what the adap
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
 from typing import Any
 
@@ -222,6 +224,42 @@ async def test_streamed_fragments_joined_by_index(server: OpenAIServer, repeat_n
     assert message.usage is not None and message.usage.total_tokens == 18
 
 
+@pytest.mark.parametrize("call_index", ["shared", "none"])
+@pytest.mark.parametrize("repeat_name", [False, True])
+async def test_streamed_calls_with_a_shared_or_missing_index_stay_apart(
+    server: OpenAIServer, call_index: str, repeat_name: bool
+) -> None:
+    """Ollama labels every call index 0 and Gemini's endpoint sends no index: a new call id starts
+    a new call, and fragments without an id continue the call before them."""
+    calls = [
+        Call("read", '{"path": "a.txt"}', id="call_a"),
+        Call("write", '{"path": "b.txt"}', id="call_b"),
+    ]
+    reply = Reply(tool_calls=calls, call_index=call_index, repeat_name=repeat_name, response_id="r")
+    server.script(reply, reply)
+    async with make_model(server) as model:
+        streamed = await call(model, True, [Message.user("go")], tools=[ADD])
+        plain = await call(model, False, [Message.user("go")], tools=[ADD])
+    assert [(t.id, t.name, t.arguments) for t in streamed.tool_calls] == [
+        ("call_a", "read", '{"path": "a.txt"}'),
+        ("call_b", "write", '{"path": "b.txt"}'),
+    ]
+    assert streamed == plain
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_content_sent_as_parts_is_read_as_text_and_reasoning(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    # Mistral's reasoning models: [{"type": "thinking", "thinking": [text parts]}, {"type": "text"}]
+    server.script(Reply(text="The answer is 42.", reasoning="Six times seven.", content_parts=True))
+    async with make_model(server) as model:
+        message = await call(model, streaming, [Message.user("6 * 7?")])
+    assert message.content == "The answer is 42."
+    assert message.reasoning == "Six times seven."
+    assert message.metadata["finish_reason"] == "stop"
+
+
 # -- request body: options as the protocol expects ----------------------------------------------
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -271,6 +309,20 @@ async def test_responses_request_carries_options(server: OpenAIServer) -> None:
     assert body["max_output_tokens"] == 32
     assert body["temperature"] == 0.5
     assert body["store"] is False
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_response_format_keeps_its_description(server: OpenAIServer, api: str) -> None:
+    server.script(Reply(text='{"city": "Paris"}'))
+    response_format = {"name": "city", "description": "Where it is.", "schema": SCHEMA}
+    async with make_model(server, api) as model:
+        await model.generate(
+            [Message.user("where?")], options=ModelOptions(response_format=response_format)
+        )
+    body = server.requests[0].body
+    sent = body["response_format"]["json_schema"] if api == "chat" else body["text"]["format"]
+    assert sent["description"] == "Where it is."
+    assert sent["name"] == "city" and sent["schema"] == SCHEMA
 
 
 async def test_tool_choice_by_name_in_responses_shape(server: OpenAIServer) -> None:
@@ -648,6 +700,152 @@ async def test_stream_broken_before_first_chunk_is_retried(server: OpenAIServer)
         message = join_chunks(await collect(model.stream([Message.user("hi")])))
     assert message.content == "second try"
     assert len(server.requests) == 2
+
+
+# -- malformed answers ----------------------------------------------------------------------------
+
+COMPLETION = json.dumps(
+    {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+        ],
+    }
+).encode()
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        (Reply(raw=b"{not json"), r"not valid JSON \(.*\): '\{not json'"),
+        (
+            Reply(raw=b"<html>proxy login</html>", content_type="text/html"),
+            r"not JSON: '<html>proxy login</html>'",
+        ),
+        (
+            Reply(raw=json.dumps({"error": {"message": "model overloaded"}}).encode()),
+            "answered with an error: model overloaded",
+        ),
+    ],
+    ids=["invalid_json", "html", "error_object"],
+)
+async def test_a_malformed_answer_is_a_model_error_naming_the_call(
+    server: OpenAIServer, api: str, reply: Reply, says: str
+) -> None:
+    server.script(reply, Reply(text="unused"))
+    endpoint = "chat.completions" if api == "chat" else "responses"
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=rf"{endpoint} call to .*'test-model'.*{says}"):
+            await model.generate([Message.user("hi")])
+    assert len(server.requests) == 1  # the wrong kind of answer: asking again would not help
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_malformed_stream_event_is_a_model_error(server: OpenAIServer, api: str) -> None:
+    server.script(Reply(text="never seen", malformed_after=0), Reply(text="unused"))
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=r"failed: the server's answer is not valid JSON"):
+            await collect(model.stream([Message.user("hi")]))
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_malformed_stream_event_mid_way_is_a_model_error(
+    server: OpenAIServer, api: str
+) -> None:
+    server.script(Reply(text="a long answer that goes wrong", malformed_after=4))
+    received: list[MessageChunk] = []
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=r"mid-stream after \d+ chunk\(s\).*not valid JSON"):
+            async for chunk in model.stream([Message.user("hi")]):
+                received.append(chunk)
+    assert received
+    assert len(server.requests) == 1
+
+
+async def test_a_stream_answered_without_an_event_stream_is_not_retried(
+    server: OpenAIServer,
+) -> None:
+    server.script(Reply(raw=COMPLETION), Reply(text="unused"))
+    async with make_model(server) as model:
+        with pytest.raises(ModelError, match="'application/json', not an event stream"):
+            await collect(model.stream([Message.user("hi")]))
+    assert len(server.requests) == 1
+
+
+# -- closing and walking away ---------------------------------------------------------------------
+
+
+async def wait_for(condition: Callable[[], bool], within: float = 5.0) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("phase", ["generate", "stream_opening", "stream_midway"])
+async def test_aclose_with_a_call_in_flight_fails_it_at_once_without_retrying(
+    server: OpenAIServer, api: str, phase: str
+) -> None:
+    stall = {"generate": None, "stream_opening": 1, "stream_midway": 4}[phase]
+    server.script(Reply(text="an answer that takes a while", delay=5.0, stall_after=stall))
+    slow_retry = RetryPolicy(max_attempts=3, initial_delay=5.0, max_delay=5.0, jitter=False)
+    model = make_model(server, api, retry=slow_retry)
+    received: list[MessageChunk] = []
+
+    async def run() -> None:
+        if phase == "generate":
+            await model.generate([Message.user("hi")])
+        else:
+            async for chunk in model.stream([Message.user("hi")]):
+                received.append(chunk)
+
+    task = asyncio.create_task(run())
+    await wait_for(lambda: server.stalls == 1 and (phase != "stream_midway" or bool(received)))
+    started = time.monotonic()
+    await model.aclose()
+    with pytest.raises(ModelError, match=r"closed \(aclose\(\)\) while the call was running"):
+        await task
+    assert time.monotonic() - started < 2.0  # no retry backoff of 5 s
+    assert len(server.requests) == 1
+    await wait_for(lambda: server.hangups == 1)
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("how", ["cancel", "aclose"])
+async def test_a_stream_left_mid_way_releases_its_connection(
+    server: OpenAIServer, api: str, how: str
+) -> None:
+    server.script(
+        Reply(text="a long answer nobody reads to the end", delay=5.0, stall_after=4),
+        Reply(text="next"),
+    )
+    async with make_model(server, api) as model:
+        received: list[MessageChunk] = []
+        stream = model.stream([Message.user("hi")])
+
+        async def read() -> None:
+            async for chunk in stream:
+                received.append(chunk)
+
+        task = asyncio.create_task(read())
+        await wait_for(lambda: server.stalls == 1 and bool(received))
+        if how == "cancel":
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        else:
+            task.cancel()  # stop the reader, then close the stream as a consumer walking away does
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await stream.aclose()  # type: ignore[attr-defined]
+        await wait_for(lambda: server.hangups == 1, within=2.0)  # well before the 5 s stall ends
+        assert (await model.generate([Message.user("again")])).content == "next"
 
 
 # -- configuration ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
+    content_parts,
     function_choice_name,
     identity_of,
     json_schema_of,
@@ -16,9 +17,10 @@ from ._openai_common import (
     response_identity,
     text_of,
     unknown_role,
+    unusable_reply,
     usage_of,
 )
-from .base import ModelError, ModelOptions
+from .base import ModelOptions
 
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 
@@ -130,17 +132,23 @@ def _tool_calls(raw: object) -> list[ToolCall]:
 
 
 def chat_message(completion: Any) -> Message:
-    """The assistant message of a ``ChatCompletion`` (first choice)."""
+    """The assistant message of a ``ChatCompletion`` (first choice); ``ModelError`` for an answer
+    that is not one (see :func:`unusable_reply`)."""
     choices = getattr(completion, "choices", None)
     if not choices:
-        raise ModelError("the server returned a chat completion without choices")
+        raise unusable_reply(completion, "a chat completion without choices")
     choice = choices[0]
     raw = choice.message
+    content = getattr(raw, "content", None)
+    reasoning = reasoning_of(raw)
+    if isinstance(content, list):
+        content, thinking = content_parts(content)
+        reasoning += thinking
     message = Message.assistant(
-        text_of(getattr(raw, "content", None)),
+        text_of(content),
         _tool_calls(getattr(raw, "tool_calls", None)),
         usage=usage_of(getattr(completion, "usage", None), "prompt_tokens", "completion_tokens"),
-        reasoning=reasoning_of(raw) or None,
+        reasoning=reasoning or None,
     )
     finish = getattr(choice, "finish_reason", None)
     if isinstance(finish, str):
@@ -157,8 +165,13 @@ class ChatStreamDecoder:
 
     Tool-call fragments pass through as ``ToolCallChunk``s with whatever id/name each fragment
     carries; ``adk.messages.join_chunks`` takes them once per index (llama.cpp repeats the name in
-    every fragment). Only choice 0 is read. Chunks that carry nothing (the role-only opener) yield
-    None, so "nothing reached the caller yet" stays true for as long as it really is. The chunk
+    every fragment). The index is the decoder's, not the server's: servers disagree on the wire
+    index (Ollama labels every call 0, Gemini's OpenAI endpoint sends none), so a fragment with a
+    call id not seen before starts a new call, one without an id continues the call its wire index
+    (or, without one, its place in the delta) last named, and calls are numbered in arrival order.
+    Content sent as a list of parts (Mistral's reasoning models) is read as text plus reasoning.
+    Only choice 0 is read. Chunks that carry nothing (the role-only opener) yield None, so "nothing
+    reached the caller yet" stays true for as long as it really is. The chunk
     with the finish reason also carries the stream's ``response_model`` / ``response_id`` (read from
     the first chunk that names them) as metadata, as a non-streamed completion would.
 
@@ -169,12 +182,16 @@ class ChatStreamDecoder:
     breaks before then is retried with a fresh decoder, so no fragment is counted twice.
     """
 
-    __slots__ = ("_identity", "_refusal", "finished")
+    __slots__ = ("_at", "_calls", "_identity", "_ids", "_refusal", "finished")
 
     def __init__(self) -> None:
         self.finished = False
         self._identity: dict[str, str] = {}
         self._refusal: list[str] = []
+        # wire key (see _index) -> (index, id) of the call that key last named
+        self._at: dict[int, tuple[int, str]] = {}
+        self._ids: dict[str, int] = {}  # call id -> index
+        self._calls = 0
 
     def feed(self, chunk: Any) -> MessageChunk | None:
         if not self._identity:
@@ -188,18 +205,26 @@ class ChatStreamDecoder:
                 continue
             delta = getattr(choice, "delta", None)
             if delta is not None:
-                content = text_of(getattr(delta, "content", None))
                 reasoning = reasoning_of(delta)
+                raw_content = getattr(delta, "content", None)
+                if isinstance(raw_content, str):
+                    content = raw_content
+                elif isinstance(raw_content, list):
+                    content, thinking = content_parts(raw_content)
+                    reasoning += thinking
                 refusal = text_of(getattr(delta, "refusal", None))
                 if refusal:
                     self._refusal.append(refusal)
                 for position, raw in enumerate(getattr(delta, "tool_calls", None) or ()):
                     function = getattr(raw, "function", None)
-                    index = getattr(raw, "index", None)
+                    wire = getattr(raw, "index", None)
+                    call_id = text_of(getattr(raw, "id", None))
                     fragments.append(
                         ToolCallChunk(
-                            index=index if isinstance(index, int) else position,
-                            id=text_of(getattr(raw, "id", None)) or None,
+                            index=self._index(
+                                wire if isinstance(wire, int) else -1 - position, call_id
+                            ),
+                            id=call_id or None,
                             name=text_of(getattr(function, "name", None)) or None,
                             arguments=text_of(getattr(function, "arguments", None)),
                         )
@@ -220,6 +245,29 @@ class ChatStreamDecoder:
         if not (content or reasoning or fragments or usage is not None):
             return None
         return MessageChunk(content=content, reasoning=reasoning, tool_calls=fragments, usage=usage)
+
+    def _index(self, key: int, call_id: str) -> int:
+        """The index of the call a fragment belongs to. ``key`` is its wire index, or for a fragment
+        without one ``-1 - its place in the delta``."""
+        current = self._at.get(key)
+        if not call_id:
+            if current is not None:
+                return current[0]  # a continuation: the common case, one lookup
+            index = self._calls
+            self._calls += 1
+            self._at[key] = (index, "")
+            return index
+        known = self._ids.get(call_id)  # llama.cpp repeats the id in every fragment
+        if known is not None:
+            index = known
+        elif current is not None and not current[1]:
+            index = self._ids[call_id] = current[0]  # the id of a call whose first had none
+        else:
+            index = self._ids[call_id] = self._calls
+            self._calls += 1
+        if current is None or current[0] != index or not current[1]:
+            self._at[key] = (index, call_id)
+        return index
 
     def _final_metadata(self) -> dict[str, str]:
         """What the finishing chunk records: the stream's identity, and its refusal if it had one."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..messages import Message, Role, Usage
+from .base import ModelError
 
 _STANDARD_CHOICES = frozenset({"auto", "none", "required"})
 _WIRE_FORMATS = frozenset({"json_schema", "json_object", "text"})
@@ -20,6 +21,51 @@ _SCHEMA_KEYS = frozenset({"type", "properties", "$ref", "$defs", "anyOf", "oneOf
 def text_of(value: object) -> str:
     """``value`` if it is a non-empty string, else ``""`` (servers send ``null`` for absent text)."""
     return value if isinstance(value, str) else ""
+
+
+def _field(obj: object, key: str) -> object:
+    """``obj[key]`` of a dict (what the SDK keeps for shapes its types do not know), else the
+    attribute."""
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
+def content_parts(parts: list[Any]) -> tuple[str, str]:
+    """``(text, thinking)`` of a message content sent as a list of parts instead of a string.
+
+    Mistral's reasoning models do this: ``[{"type": "thinking", "thinking": [{"type": "text",
+    "text": ...}]}, {"type": "text", "text": ...}]``. Text parts (``text``, ``output_text``) make the
+    content and thinking parts the reasoning; other kinds (images, say) are not text and are skipped.
+    """
+    text: list[str] = []
+    thinking: list[str] = []
+    for part in parts:
+        kind = _field(part, "type")
+        if kind in ("text", "output_text"):
+            text.append(text_of(_field(part, "text")))
+        elif kind == "thinking":
+            inner = _field(part, "thinking")
+            if isinstance(inner, list):
+                thinking.append(content_parts(inner)[0])
+            else:
+                thinking.append(text_of(inner))
+    return "".join(text), "".join(thinking)
+
+
+def unusable_reply(reply: object, what: str) -> ModelError:
+    """The error for a successful (HTTP 200) answer that is not the object asked for.
+
+    A body that is not JSON reaches the adapter as text (the SDK hands it over as it came); a JSON
+    body holding an ``error`` object (some proxies and servers answer an overload that way) is quoted,
+    since the server's own message says more than a missing field does. ``what`` names the missing
+    part, e.g. "a chat completion without choices".
+    """
+    if isinstance(reply, str):
+        return ModelError(f"the server's answer is not JSON: {reply[:200]!r}")
+    error = _field(reply, "error")
+    message = _field(error, "message") if error is not None else None
+    if isinstance(message, str) and message:
+        return ModelError(f"the server answered with an error: {message}")
+    return ModelError(f"the server returned {what}")
 
 
 def reasoning_of(obj: object) -> str:
@@ -73,7 +119,8 @@ def function_choice_name(choice: str | dict[str, Any]) -> str | None:
 def json_schema_of(response_format: dict[str, Any]) -> dict[str, Any] | None:
     """``response_format`` as ``{"name", "schema", "strict"?}``, or None if it is already wire-shaped.
 
-    Accepts the documented ``{"name": ..., "schema": {...}, "strict": bool}``, a bare JSON schema
+    Accepts the documented ``{"name": ..., "schema": {...}, "strict": bool}`` (plus an optional
+    ``description``, which both APIs show the model), a bare JSON schema
     (``{"type": "object", ...}``) and, for convenience, the Chat wire shape
     ``{"type": "json_schema", "json_schema": {...}}``. Other ``type`` values (``json_object``,
     ``text``) return None so callers pass them through as the user wrote them.
@@ -96,6 +143,8 @@ def json_schema_of(response_format: dict[str, Any]) -> dict[str, Any] | None:
             f"or a JSON schema; got {response_format!r}"
         )
     out: dict[str, Any] = {"name": spec.get("name") or "response", "schema": schema}
+    if spec.get("description"):
+        out["description"] = spec["description"]
     if spec.get("strict") is not None:
         out["strict"] = bool(spec["strict"])
     return out

@@ -22,6 +22,7 @@ from ._openai_common import (
     response_identity,
     text_of,
     unknown_role,
+    unusable_reply,
     usage_of,
 )
 from .base import ModelError, ModelOptions
@@ -162,13 +163,17 @@ def _output_refusal(response: Any) -> str:
 
 
 def responses_message(response: Any) -> Message:
-    """The assistant message of a ``Response``: text parts joined, function calls as tool calls."""
+    """The assistant message of a ``Response``: text parts joined, function calls as tool calls;
+    ``ModelError`` for a failed response or an answer that is not one (see ``unusable_reply``)."""
     if getattr(response, "status", None) == "failed":
         raise ModelError(f"the response failed: {_failure_text(response)}")
+    output = getattr(response, "output", None)
+    if not isinstance(output, list):
+        raise unusable_reply(response, "a response without output")
     text: list[str] = []
     reasoning: list[str] = []
     calls: list[ToolCall] = []
-    for item in getattr(response, "output", None) or ():
+    for item in output:
         kind = getattr(item, "type", None)
         if kind == "message":
             for part in getattr(item, "content", None) or ():

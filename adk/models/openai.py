@@ -9,6 +9,7 @@ client, error classification and the streaming contract.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import os
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -67,6 +68,8 @@ class OpenAIChatModel(AsyncCloseable):
     retries are off so nothing retries twice. Other failures raise :class:`ModelError` at once, naming
     the status and the server's message. A stream is retried only before its first chunk reached the
     caller; a stream that breaks or ends early after that raises ``ModelError``, never truncates.
+    A 200 answer that is malformed (not JSON, no choices, no event stream) raises ``ModelError`` at
+    once, quoting what came instead.
 
     ``max_tokens`` is sent as ``max_completion_tokens`` to OpenAI itself (its reasoning models refuse
     ``max_tokens``) and as ``max_tokens`` to other servers (the field they all understand). Reasoning
@@ -131,7 +134,9 @@ class OpenAIChatModel(AsyncCloseable):
         official = urlsplit(self.base_url).hostname == _OPENAI_HOST
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
         self._closed = False
-        self._runner = RetryRunner(self.retry, is_transient=_is_transient, retry_after=_retry_after)
+        self._runner = RetryRunner(
+            self.retry, is_transient=self._is_transient, retry_after=_retry_after
+        )
         self._create: Callable[..., Any]
         if api == "chat":
             self._create = self._client.chat.completions.create
@@ -173,7 +178,10 @@ class OpenAIChatModel(AsyncCloseable):
         result = await self._runner.run(
             functools.partial(self._create, **request), on_failure=self._failure
         )
-        return self._to_message(result)
+        try:
+            return self._to_message(result)
+        except ModelError as exc:  # a 200 answer that is not a completion: see _failure
+            raise self._failure(exc, 1) from exc
 
     async def stream(
         self,
@@ -209,7 +217,7 @@ class OpenAIChatModel(AsyncCloseable):
                         sent += 1
                 if not decoder.finished:
                     raise _StreamTruncated()
-            except (openai.APIError, _StreamTruncated, ModelError) as exc:
+            except (openai.APIError, _StreamTruncated, ModelError, json.JSONDecodeError) as exc:
                 raise self._failure(exc, 1, after_chunks=sent) from exc
         finally:
             await sdk_stream.close()
@@ -221,12 +229,14 @@ class OpenAIChatModel(AsyncCloseable):
         because nothing has reached the caller yet."""
         sdk_stream = await self._create(**request)
         decoder = self._decoder()
+        events = 0
         try:
             while True:
                 try:
                     event = await sdk_stream.__anext__()
                 except StopAsyncIteration:
-                    raise _StreamTruncated() from None
+                    raise _ended_early(sdk_stream, events) from None
+                events += 1
                 chunk = decoder.feed(event)
                 if chunk is not None:
                     return sdk_stream, decoder, chunk
@@ -236,15 +246,30 @@ class OpenAIChatModel(AsyncCloseable):
 
     # -- errors ----------------------------------------------------------------------------------
 
+    def _is_transient(self, exc: BaseException) -> bool:
+        """Whether to retry: a transient failure, unless the model was closed meanwhile (the failure
+        is then the close cutting the call off, and a retry would meet a closed client)."""
+        return not self._closed and _is_transient(exc)
+
     def _failure(self, exc: Exception, attempts: int, *, after_chunks: int = 0) -> Exception:
         """The error to raise for a call that failed for good. Errors that are not about the call
-        (a bug, a bad argument caught by the SDK) pass through unchanged."""
+        (a bug, a bad argument caught by the SDK) pass through unchanged.
+
+        A 200 answer that is malformed (a body or stream event that is not JSON, a completion
+        without choices) is not retried: it is a server or proxy answering the wrong thing, which
+        asking again rarely changes, and the message quotes what came instead."""
         where = f"{self._endpoint} call to {self.base_url} (model {self.model_name!r})"
         if after_chunks:
             where += f" failed mid-stream after {after_chunks} chunk(s):"
         else:
             where += " failed:"
         tries = f" (gave up after {attempts} attempts)" if attempts > 1 else ""
+        if self._closed and isinstance(
+            exc, (openai.APIConnectionError, _StreamTruncated, RuntimeError)
+        ):
+            # aclose() closed the connections under the call (or, during a retry's backoff, the
+            # client the next attempt needed)
+            return ModelError(f"{where} the model was closed (aclose()) while the call was running")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             return ModelError(
@@ -260,8 +285,12 @@ class OpenAIChatModel(AsyncCloseable):
             return ModelError(f"{where} {exc.message}{tries}")
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
-        if isinstance(exc, ModelError):  # a failure the server reported inside a stream
+        if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
             return ModelError(f"{where} {exc}", status=exc.status)
+        if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
+            return ModelError(
+                f"{where} the server's answer is not valid JSON ({exc.msg}): {exc.doc[:200]!r}"
+            )
         return exc
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -271,7 +300,8 @@ class OpenAIChatModel(AsyncCloseable):
             raise RuntimeError(f"{self!r} is closed")
 
     async def aclose(self) -> None:
-        """Close the HTTP connections (only of a client this model created)."""
+        """Close the HTTP connections (only of a client this model created, whose calls still
+        running then fail with ``ModelError``, not retried). Later calls raise ``RuntimeError``."""
         if self._closed:
             return
         self._closed = True
@@ -323,6 +353,17 @@ def _resolve_base_url(base_url: str | None) -> str | None:
     if not path:
         url += "/v1"
     return url
+
+
+def _ended_early(sdk_stream: Any, events: int) -> Exception:
+    """Why a stream ended before its first chunk: cut short (transient, retried), or, when not one
+    event arrived and the server did not even answer with an event stream, the wrong kind of answer
+    (a proxy's page, a server ignoring ``stream``), which is not retried."""
+    response = getattr(sdk_stream, "response", None)
+    kind = response.headers.get("content-type", "") if response is not None else ""
+    if events or not kind or kind.startswith("text/event-stream"):
+        return _StreamTruncated()
+    return ModelError(f"the server answered a stream request with {kind!r}, not an event stream")
 
 
 def _is_transient(exc: BaseException) -> bool:
