@@ -16,6 +16,7 @@ stays light for programs that never talk to an MCP server.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -128,6 +129,10 @@ class Resources(AsyncCloseable):
         self._tools: dict[str, Tool] = {}
         self._prompts: dict[str, Prompt] = {}
         self._mcp: dict[str, MCPToolset] = {}
+        # MCP listings under way (kept by lookups that stopped waiting for them), and the
+        # (kind, server) pairs whose last listing failed.
+        self._asking: dict[tuple[str, str], asyncio.Task[list[Any] | Exception]] = {}
+        self._failing: set[tuple[str, str]] = set()
 
     # -- registration --------------------------------------------------------------------------
     def add_model(self, name: str, model: Any) -> None:
@@ -225,55 +230,85 @@ class Resources(AsyncCloseable):
         tool = self._tools.get(name)
         if tool is not None:
             return tool
-        index, failures = await self._mcp_index("tools")
-        if name in index:
-            found: Tool = index[name][1]
-            return found
-        raise KeyError(_unknown("tool", name, {**self._tools, **index}, failures))
+        found: Tool = (await self._from_mcp("tools", [name]))[name]
+        return found
 
     async def tools(self, names: Iterable[str]) -> list[Tool]:
-        """The tools registered as ``names``, in that order (errors as in ``get_tool``)."""
-        return [await self.get_tool(name) for name in names]
+        """The tools registered as ``names``, in that order (errors as in ``get_tool``). The MCP
+        servers are asked once for all of them."""
+        wanted = list(names)
+        found = await self._from_mcp("tools", [n for n in wanted if n not in self._tools])
+        return [self._tools[name] if name in self._tools else found[name] for name in wanted]
 
     async def get_prompt(self, name: str) -> Prompt:
         """The prompt registered (or offered by a registered MCP server) as ``name``."""
         prompt = self._prompts.get(name)
         if prompt is not None:
             return prompt
-        index, failures = await self._mcp_index("prompts")
-        if name in index:
-            found: Prompt = index[name][1]
-            return found
-        raise KeyError(_unknown("prompt", name, {**self._prompts, **index}, failures))
+        found: Prompt = (await self._from_mcp("prompts", [name]))[name]
+        return found
 
-    async def _mcp_index(self, kind: str) -> tuple[dict[str, tuple[str, Any]], dict[str, str]]:
-        """Every MCP-provided name of ``kind`` → (server name, item), and the servers that could
-        not be asked. Servers are asked concurrently; each lists only when its list changed."""
+    async def _from_mcp(self, kind: str, names: Sequence[str]) -> dict[str, Any]:
+        """The MCP-provided ``kind`` items called ``names``; ``KeyError`` for the first unknown."""
+        if not names:
+            return {}
+        index, failures = await self._mcp_index(kind, names)
+        for name in names:
+            if name not in index:
+                own: Mapping[str, object] = self._tools if kind == "tools" else self._prompts
+                raise KeyError(_unknown(kind[:-1], name, {**own, **index}, failures))
+        return {name: index[name][1] for name in names}
+
+    async def _mcp_index(
+        self, kind: str, wanted: Sequence[str]
+    ) -> tuple[dict[str, tuple[str, Any]], dict[str, str]]:
+        """The MCP-provided names of ``kind`` → (server name, item), and the servers that could
+        not be asked.
+
+        Servers are asked concurrently, and each lists only when its list changed (a current list
+        is read without a task). Every server is waited for — a name clash must be seen — except
+        one whose last answer was a failure, once the ``wanted`` names are all found elsewhere:
+        then that server's retry goes on in the background and a later lookup picks it up, so a
+        dead or stalled server does not delay every lookup by its connect timeout. Clashes are
+        reported among the servers that answered.
+        """
+        answers: dict[str, list[Any] | Exception] = {}
+        pending: dict[asyncio.Task[list[Any] | Exception], str] = {}
+        for server_name, toolset in self._mcp.items():
+            cached = toolset._cached(kind)
+            if cached is not None:
+                answers[server_name] = cached
+                self._failing.discard((kind, server_name))
+            else:
+                pending[self._ask(kind, server_name, toolset)] = server_name
+        missing = set(wanted)
+        if pending:
+            for answer in answers.values():
+                missing.difference_update(_names(kind, answer))
+        while pending and (
+            missing or any((kind, server) not in self._failing for server in pending.values())
+        ):
+            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                server_name = pending.pop(task)
+                answer = (
+                    ConnectionError("the resources were closed while it was being asked")
+                    if task.cancelled()
+                    else task.result()
+                )
+                answers[server_name] = answer
+                missing.difference_update(_names(kind, answer))
+
         own: Mapping[str, object] = self._tools if kind == "tools" else self._prompts
-        registered = list(self._mcp.items())
-        results: list[list[Any] | BaseException] = [ConnectionError()] * len(registered)
-
-        async def ask(position: int, toolset: MCPToolset) -> None:
-            try:
-                if kind == "tools":
-                    results[position] = list(await toolset.tools())
-                else:
-                    results[position] = list(await toolset.prompts())
-            except (ConnectionError, TimeoutError, RuntimeError) as exc:
-                results[position] = exc
-
-        async with asyncio.TaskGroup() as group:
-            for position, (_, toolset) in enumerate(registered):
-                group.create_task(ask(position, toolset))
-
         index: dict[str, tuple[str, Any]] = {}
         failures: dict[str, str] = {}
         singular = kind[:-1]
-        for (server_name, _), result in zip(registered, results, strict=True):
-            if isinstance(result, BaseException):
-                failures[server_name] = str(result) or type(result).__name__
+        for server_name in self._mcp:  # in registration order, so clash reports are stable
+            answer = answers.get(server_name, [])
+            if isinstance(answer, Exception):
+                failures[server_name] = str(answer) or type(answer).__name__
                 continue
-            for item in result:
+            for item in answer:
                 item_name = item.spec.name if kind == "tools" else item.name
                 if item_name in own:
                     raise ValueError(
@@ -289,6 +324,30 @@ class Resources(AsyncCloseable):
                     )
                 index[item_name] = (server_name, item)
         return index, failures
+
+    def _ask(
+        self, kind: str, server_name: str, toolset: MCPToolset
+    ) -> asyncio.Task[list[Any] | Exception]:
+        """The listing of ``kind`` under way from a server, started if none is: concurrent lookups
+        share one request (and one connect attempt)."""
+        key = (kind, server_name)
+        task = self._asking.get(key)
+        if task is None or task.done() or task.get_loop() is not asyncio.get_running_loop():
+            task = asyncio.create_task(_list(kind, toolset), name=f"list {kind} of {server_name}")
+            self._asking[key] = task
+            task.add_done_callback(functools.partial(self._asked, key))
+        return task
+
+    def _asked(self, key: tuple[str, str], task: asyncio.Task[list[Any] | Exception]) -> None:
+        """Remember whether a server's last answer was a failure (see ``_mcp_index``)."""
+        if self._asking.get(key) is task:
+            del self._asking[key]
+        if task.cancelled():
+            return
+        if task.exception() is not None or isinstance(task.result(), Exception):
+            self._failing.add(key)
+        else:
+            self._failing.discard(key)
 
     def _describe(self) -> dict[str, Any]:
         """What is registered, as JSON (for ``AgentPlan``): names with their kinds and types.
@@ -316,6 +375,9 @@ class Resources(AsyncCloseable):
 
         Everything is closed even if one close fails; the first failure is then raised.
         """
+        loop = asyncio.get_running_loop()
+        asking = [task for task in self._asking.values() if task.get_loop() is loop]
+        self._asking.clear()
         closers: list[Any] = [toolset.aclose for toolset in self._mcp.values()]
         closers += [
             model.aclose
@@ -324,11 +386,17 @@ class Resources(AsyncCloseable):
         ]
         if not closers:
             return
+        for task in asking:
+            task.cancel()  # listings nobody waits for: stop them (and their connect attempts)
+
+        async def close_all() -> list[Any]:
+            if asking:
+                await asyncio.wait(asking)
+            return await asyncio.gather(*(close() for close in closers), return_exceptions=True)
+
         # Concurrently, and shielded: if our caller is cancelled meanwhile (a cancelled run
         # unwinding), the closing still finishes, so no session or server process is left behind.
-        outcomes = await asyncio.shield(
-            asyncio.gather(*(close() for close in closers), return_exceptions=True)
-        )
+        outcomes = await asyncio.shield(close_all())
         failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
         for failure in failures:
             logger.warning("closing a resource failed: %s", failure, exc_info=failure)
@@ -340,6 +408,20 @@ class Resources(AsyncCloseable):
             f"Resources(models={list(self._models)}, tools={list(self._tools)}, "
             f"prompts={list(self._prompts)}, mcp={list(self._mcp)})"
         )
+
+
+async def _list(kind: str, toolset: MCPToolset) -> list[Any] | Exception:
+    """A server's tools or prompts, or why it could not be asked."""
+    try:
+        return await (toolset.tools() if kind == "tools" else toolset.prompts())
+    except (ConnectionError, TimeoutError, RuntimeError) as exc:
+        return exc
+
+
+def _names(kind: str, answer: list[Any] | Exception) -> set[str]:
+    if isinstance(answer, Exception):
+        return set()
+    return {item.spec.name if kind == "tools" else item.name for item in answer}
 
 
 def _check_name(name: str, kind: str) -> None:

@@ -9,6 +9,8 @@ mutate or time out a server start their own.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import logging
 import os
@@ -39,6 +41,17 @@ _T = TypeVar("_T")
 # -- helpers -------------------------------------------------------------------------------------
 def stdio(*flags: str, env: dict[str, str] | None = None) -> StdioServer:
     return StdioServer(sys.executable, [str(STDIO_SCRIPT), *flags], env=env)
+
+
+def narrow(kind: str) -> StdioServer:
+    """A low-level server offering only ``kind`` ("tools" or "prompts")."""
+    return StdioServer(sys.executable, [str(STDIO_SCRIPT.parent / "narrow_server.py"), kind])
+
+
+def starts(pid_file: Path) -> list[int]:
+    """The pids of the server processes started so far (each appends a line to its pid file)."""
+    text = pid_file.read_text() if pid_file.exists() else ""
+    return [int(line) for line in text.splitlines(keepends=True) if line.endswith("\n")]
 
 
 async def run(tool: Tool, arguments: Any = None) -> ToolResult:
@@ -272,6 +285,26 @@ async def test_sse_transport(sse_process: HTTPServerProcess) -> None:
         ]
 
 
+async def test_servers_without_prompts_or_tools_offer_none() -> None:
+    # Most servers declare only the tools capability; asking them for prompts would only get
+    # "method not found", so a missing capability means an empty list, kept like any other.
+    async with Resources() as resources:
+        tools_only = resources.add_mcp("tools_only", narrow("tools"))
+        assert await tools_only.prompts() == []
+        assert tools_only._cached("prompts") == []  # white box: listed once, not per lookup
+        assert await names(tools_only) == {"ping"}
+        resources.add_prompt("hello", "Hi {name}")
+        with pytest.raises(KeyError) as unknown:
+            await resources.get_prompt("hell")
+        assert str(unknown.value) == "\"no prompt named 'hell' (known: hello)\""
+
+        prompts_only = resources.add_mcp("prompts_only", narrow("prompts"), prefix="p")
+        assert await prompts_only.tools() == []
+        (hello,) = await prompts_only.prompts()
+        assert await hello.render() == [Message.user("Hi!")]
+        assert (await run(await resources.get_tool("ping"))).content == "pong"
+
+
 # -- list changes --------------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", ["stdio-legacy", "http"])
 async def test_tool_list_changes_are_picked_up_when_announced(
@@ -365,6 +398,42 @@ async def test_an_unreachable_server_does_not_hide_the_others(
         assert (await resources.get_tool("add")).spec.name == "add"
         with pytest.raises(KeyError, match=r"could not be asked: down: could not connect"):
             await resources.get_tool("nope")
+
+
+async def test_a_failing_server_does_not_delay_lookups_found_elsewhere(
+    tmp_path: Path, http_process: HTTPServerProcess
+) -> None:
+    go, refuse, pid_file = tmp_path / "go", tmp_path / "refuse", tmp_path / "pids"
+    env = {
+        "DEMO_PID_FILE": str(pid_file),
+        "DEMO_STALL_UNTIL_FILE": str(go),  # starts stall until `go` exists...
+        "DEMO_REFUSE_START_FILE": str(refuse),  # ...then exit at once if `refuse` exists
+    }
+    async with Resources() as resources:
+        resources.add_mcp("up", HTTPServer(http_process.url))
+        resources.add_mcp("down", MCPToolset(stdio(env=env), prefix="d", connect_timeout=60))
+
+        # A server never heard from is waited for (its tools could clash): here it fails at once.
+        go.touch()
+        refuse.touch()
+        assert (await resources.get_tool("add")).spec.name == "add"
+        assert len(starts(pid_file)) == 1
+
+        # Now it stalls while starting. Having failed last time, it is not waited for when the
+        # names are found elsewhere (else each lookup would take the 60s connect_timeout)...
+        go.unlink()
+        refuse.unlink()
+        assert (await asyncio.wait_for(resources.get_tool("add"), 20)).spec.name == "add"
+        await eventually(lambda: asyncio.sleep(0, starts(pid_file)), lambda pids: len(pids) == 2)
+        tools = await asyncio.wait_for(resources.tools(["pid", "add"]), 20)
+        assert [tool.spec.name for tool in tools] == ["pid", "add"]
+        assert len(starts(pid_file)) == 2  # ...and lookups share its one retry under way
+
+        # A name found nowhere else waits for that retry, which succeeds once the server answers.
+        go.touch()
+        d_add = await asyncio.wait_for(resources.get_tool("d_add"), 30)
+        assert (await run(d_add, {"a": 1, "b": 2})).content == "3"
+        assert len(starts(pid_file)) == 2
 
 
 class _Shout:
@@ -495,6 +564,66 @@ async def test_stateful_http_session_lost_to_a_restart_is_renewed() -> None:
         process.stop()
 
 
+async def test_http_server_gone_while_idle_is_reconnected_before_the_call_fails() -> None:
+    # The call's request could not even be sent (connection refused), so it is safe to try it
+    # on a new session at once: the error says the server is unreachable, not that the call was
+    # interrupted, and credentials in the URL stay hidden.
+    process = HTTPServerProcess()
+    await asyncio.to_thread(process.start)
+    try:
+        secret = f"http://alice:s3cret-pw@127.0.0.1:{process.port}/mcp?api_key=sk-live-123"
+        async with MCPToolset(HTTPServer(secret)) as toolset:
+            pid_tool = {tool.spec.name: tool for tool in await toolset.tools()}["pid"]
+            first = int((await run(pid_tool)).content)
+            opened = toolset._session.connections_opened
+            await asyncio.to_thread(process.kill)
+
+            down = await run(pid_tool)
+            assert down.is_error
+            shown = f"http://***@127.0.0.1:{process.port}/mcp?api_key=***"
+            assert down.content.startswith(
+                f"Error: tool 'pid' is unavailable: could not connect to MCP server '{shown}'"
+            )
+            assert "s3cret" not in down.content and "sk-live" not in down.content
+
+            await asyncio.to_thread(process.start)  # same port
+            assert int((await run(pid_tool)).content) not in (first, 0)
+            assert toolset._session.connections_opened == opened + 1
+    finally:
+        process.stop()
+
+
+async def test_credentials_in_server_urls_are_never_shown() -> None:
+    port = closed_port()
+    url = f"https://bob:hunter2@127.0.0.1:{port}/mcp?token=sk-live-9&region=eu#frag"
+    shown = f"https://***@127.0.0.1:{port}/mcp?token=***&region=***#***"
+    http = HTTPServer(url, headers={"Authorization": "Bearer sk-head"})
+    assert http.url == url  # kept as given, for connecting
+    assert str(http) == shown
+    assert repr(http) == f"HTTPServer(url={shown!r}, timeout=30.0)"
+    assert str(SSEServer("http://u:pw@h/sse?k=v")) == "http://***@h/sse?k=***"
+    assert str(HTTPServer("http://127.0.0.1:8000/mcp")) == "http://127.0.0.1:8000/mcp"
+    stdio_server = stdio(env={"API_KEY": "sk-env"})
+    assert "sk-env" not in repr(stdio_server)
+
+    toolset = MCPToolset(HTTPServer(url.replace("https", "http"), timeout=5))
+    assert "hunter2" not in repr(toolset) and "sk-live" not in repr(toolset)
+    with pytest.raises(ConnectionError) as failed:
+        await toolset.tools()
+    assert "hunter2" not in str(failed.value) and "sk-live" not in str(failed.value)
+    assert "http://***@127.0.0.1" in str(failed.value)
+
+    async with Resources() as resources:
+        resources.add_mcp("remote", toolset)
+        with pytest.raises(KeyError) as unknown:
+            await resources.get_tool("add")
+        assert "could not be asked: remote" in str(unknown.value)
+        assert "hunter2" not in str(unknown.value) and "sk-live" not in str(unknown.value)
+    with pytest.raises(ValueError) as invalid:
+        HTTPServer("ftp://carol:pw2@host/mcp")
+    assert "pw2" not in str(invalid.value)
+
+
 # -- lifecycle -----------------------------------------------------------------------------------
 async def test_nothing_starts_before_first_use_and_failures_name_the_server(
     tmp_path: Path,
@@ -533,6 +662,43 @@ async def test_a_server_that_never_answers_times_out_and_is_stopped(tmp_path: Pa
     with pytest.raises(ConnectionError, match=r"no answer within 0.5s \(connect_timeout\)"):
         await toolset.tools()
     assert not pid_exists(int(pid_file.read_text()))
+
+
+async def test_concurrent_callers_share_one_connect_attempt(tmp_path: Path) -> None:
+    server, pid_file = stalled(tmp_path)
+    toolset = MCPToolset(server, connect_timeout=1)
+    # A model's parallel tool calls to a server that does not answer: one server is started and
+    # all fail together, instead of one attempt (and one connect_timeout) after another.
+    failures = await asyncio.gather(*(toolset.tools() for _ in range(5)), return_exceptions=True)
+    assert all(isinstance(f, ConnectionError) and "no answer within 1s" in str(f) for f in failures)
+    assert len(starts(pid_file)) == 1
+    # The failure is not kept: the next use tries again.
+    with pytest.raises(ConnectionError):
+        await toolset.tools()
+    assert len(starts(pid_file)) == 2
+
+
+async def test_a_cancelled_caller_does_not_abort_a_connect_others_wait_for(tmp_path: Path) -> None:
+    go, pid_file = tmp_path / "go", tmp_path / "pids"
+    env = {"DEMO_PID_FILE": str(pid_file), "DEMO_STALL_UNTIL_FILE": str(go)}
+    async with MCPToolset(stdio(env=env), connect_timeout=60) as toolset:
+        first = asyncio.create_task(toolset.tools())
+        second = asyncio.create_task(toolset.tools())
+        await eventually(lambda: asyncio.sleep(0, starts(pid_file)), bool)
+        first.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        go.touch()
+        assert "add" in {tool.spec.name for tool in await second}
+        assert await server_pid(toolset) == starts(pid_file)[0]
+
+
+async def test_stdio_servers_start_while_stderr_is_redirected_to_memory() -> None:
+    # redirect_stderr, pytest's capsys and notebook hosts put a stream without a file descriptor
+    # in sys.stderr; the server's stderr then goes to the process's original stderr.
+    with contextlib.redirect_stderr(io.StringIO()):
+        async with MCPToolset(stdio()) as toolset:
+            assert await server_pid(toolset) > 0
 
 
 async def test_cancelling_a_connect_leaves_nothing_running(tmp_path: Path) -> None:

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import os
 import shlex
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO, cast
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 from mcp.client.sse import sse_client
@@ -40,8 +43,114 @@ def _check_timeout(timeout: float) -> float:
 
 def _check_url(url: str, kind: str) -> str:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ValueError(f"{kind} url must be an http:// or https:// URL, got {url!r}")
+        shown = _redacted(url) if isinstance(url, str) else url
+        raise ValueError(f"{kind} url must be an http:// or https:// URL, got {shown!r}")
     return url
+
+
+def _redacted(url: str) -> str:
+    """``url`` with its credentials masked: user info, query values and fragment become ``***``.
+
+    A server's URL is shown in error results the model reads (and that runs keep in history and
+    checkpoints), and URLs often carry a password or an API key (``https://user:pw@host/mcp``,
+    ``...?api_key=...``), so it is never shown whole. Query keys stay, to tell URLs apart.
+    """
+    parts = urlsplit(url)
+    _, at, host = parts.netloc.rpartition("@")
+    query = "&".join(
+        f"{item.partition('=')[0]}=***" if "=" in item else "***"
+        for item in parts.query.split("&")
+        if parts.query
+    )
+    fragment = "***" if parts.fragment else ""
+    return urlunsplit((parts.scheme, f"***@{host}" if at else host, parts.path, query, fragment))
+
+
+def _child_stderr() -> TextIO:
+    """Where a stdio server's stderr goes: this process's stderr, read at connect time so that
+    redirections made by the application count.
+
+    A subprocess can only write to a real file, so when ``sys.stderr`` has been replaced by an
+    in-memory stream (``contextlib.redirect_stderr``, pytest's capture, notebook and GUI hosts) the
+    server writes to the original stderr instead; with none at all (``pythonw``), nowhere.
+    """
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation, closed files
+            continue
+    return cast("TextIO", subprocess.DEVNULL)  # the process spawner takes a descriptor too
+
+
+class _Delivery:
+    """Whether one tool call provably never reached its server.
+
+    A tool call is never sent twice (tools are not assumed idempotent), unless it provably never
+    left: the very first HTTP request made for it could not even open a connection (a server gone
+    while the session was idle). The toolset sets one in ``_current_delivery`` around a call; the
+    HTTP transport makes the call's requests in the caller's context, so it finds it there. Only
+    the first request counts: a call can take several (input rounds, a re-list), and once one went
+    out the tool may have run.
+    """
+
+    __slots__ = ("refused", "requests")
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.refused = False
+
+
+_current_delivery: ContextVar[_Delivery | None] = ContextVar("adk_mcp_delivery", default=None)
+
+
+class _RefusalWatch(httpx2.AsyncBaseTransport):
+    """An HTTP transport that notes, in the caller's ``_Delivery``, a first request whose
+    connection could not be opened (refused, timed out, TLS handshake failed): nothing was sent."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self._inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        delivery = _current_delivery.get()
+        if delivery is None:
+            return await self._inner.handle_async_request(request)
+        delivery.requests += 1
+        first = delivery.requests == 1
+        try:
+            return await self._inner.handle_async_request(request)
+        except (httpx2.ConnectError, httpx2.ConnectTimeout):
+            delivery.refused = first
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _URLServer:
+    """Showing a server reached by URL without the credentials the URL may carry."""
+
+    url: str
+    timeout: float
+
+    def _redact(self, text: str) -> str:
+        """``text`` (an error message, say) with this server's URL and its secrets masked: the
+        whole URL, or its user info or query string quoted on their own."""
+        parts = urlsplit(self.url)
+        userinfo = parts.netloc.rpartition("@")[0]
+        text = text.replace(self.url, str(self))
+        if userinfo:
+            text = text.replace(f"{userinfo}@", "***@")
+        if parts.query:
+            text = text.replace(parts.query, "***")
+        return text
+
+    def __str__(self) -> str:
+        return _redacted(self.url)
+
+    def __repr__(self) -> str:  # headers are left out: they usually hold a token
+        return f"{type(self).__name__}(url={str(self)!r}, timeout={self.timeout!r})"
 
 
 @dataclass(frozen=True)
@@ -55,7 +164,7 @@ class StdioServer:
 
     command: str
     args: Sequence[str] = ()
-    env: Mapping[str, str] | None = None
+    env: Mapping[str, str] | None = field(default=None, repr=False)  # often holds API keys
     cwd: str | os.PathLike[str] | None = None
 
     def __post_init__(self) -> None:
@@ -74,19 +183,21 @@ class StdioServer:
             env=dict(self.env) if self.env is not None else None,
             cwd=os.fspath(self.cwd) if self.cwd is not None else None,
         )
-        # sys.stderr is read now, not at import, so redirections made by the application count.
-        return stdio_client(params, errlog=sys.stderr)
+        return stdio_client(params, errlog=_child_stderr())
+
+    def _redact(self, text: str) -> str:
+        return text
 
     def __str__(self) -> str:
         return shlex.join([self.command, *self.args])
 
 
-@dataclass(frozen=True)
-class HTTPServer:
+@dataclass(frozen=True, repr=False)
+class HTTPServer(_URLServer):
     """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``).
 
     ``timeout`` bounds connecting and each HTTP exchange; ``headers`` are sent with every request
-    (authentication, for instance).
+    (authentication, for instance). The URL is shown with its user info and query values masked.
     """
 
     url: str
@@ -106,18 +217,16 @@ class HTTPServer:
     async def _open(self) -> AsyncIterator[TransportStreams]:
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, _SSE_READ_TIMEOUT))
         headers: dict[str, str] = dict(self.headers) if self.headers else {}
+        refusals = _RefusalWatch(httpx2.AsyncHTTPTransport())
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=timeout) as http,
+            httpx2.AsyncClient(headers=headers, timeout=timeout, transport=refusals) as http,
             streamable_http_client(self.url, http_client=http) as streams,
         ):
             yield streams
 
-    def __str__(self) -> str:
-        return self.url
 
-
-@dataclass(frozen=True)
-class SSEServer:
+@dataclass(frozen=True, repr=False)
+class SSEServer(_URLServer):
     """An MCP server reached over the older HTTP+SSE transport at ``url`` (e.g. ``.../sse``).
 
     Kept for servers that have not moved to streamable HTTP; prefer ``HTTPServer`` otherwise.
@@ -141,9 +250,6 @@ class SSEServer:
             timeout=self.timeout,
             sse_read_timeout=max(self.timeout, _SSE_READ_TIMEOUT),
         )
-
-    def __str__(self) -> str:
-        return self.url
 
 
 ServerConfig = StdioServer | HTTPServer | SSEServer

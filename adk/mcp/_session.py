@@ -13,13 +13,15 @@ see a clean "connection closed" error instead of being cancelled themselves.
 
 A dropped connection is noticed three ways: the transport's read stream ends (stdio server exited),
 the owner task ends (transport crashed), or a request fails with ``CONNECTION_CLOSED``. The next
-user of the session then reconnects — one attempt per use, so a server that stays down gives a
-clear error each time instead of a retry loop, and one that comes back is picked up again.
+user of the session then reconnects — one attempt per use (shared by every caller that needs the
+session while it is under way), so a server that stays down gives a clear error each time instead
+of a retry loop, and one that comes back is picked up again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
@@ -55,15 +57,18 @@ _RELISTEN_DELAY = 0.5
 _RELISTEN_MAX_DELAY = 30.0
 
 
-def describe_error(exc: BaseException) -> str:
+def describe_error(exc: BaseException, server: ServerConfig | None = None) -> str:
     """A one-line reason for a failure, digging the first real error out of exception groups
-    (anyio task groups wrap transport failures in them)."""
+    (anyio task groups wrap transport failures in them). With ``server``, credentials in its URL
+    are masked, since transport errors may quote it and the text may reach the model."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
-        return exc.error.message
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+        text = exc.error.message
+    else:
+        text = str(exc)
+        text = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return server._redact(text) if server is not None else text
 
 
 class _WatchedReadStream(AsyncCloseable):
@@ -167,7 +172,8 @@ class Connection:
         except Exception as exc:
             await self.close()
             raise ConnectionError(
-                f"could not connect to MCP server '{self._server}': {describe_error(exc)}"
+                f"could not connect to MCP server '{self._server}': "
+                f"{describe_error(exc, self._server)}"
             ) from exc
         except BaseException:
             await self.close()  # cancelled while connecting: leave nothing running behind
@@ -194,7 +200,8 @@ class Connection:
                 raise  # we are being cancelled ourselves
             # else: the owner ended by the cancellation we sent it; nothing to report
         except (Exception, BaseExceptionGroup) as exc:  # closing never fails the caller
-            logger.debug("MCP session with '%s' closed with: %s", self._server, describe_error(exc))
+            reason = describe_error(exc, self._server)
+            logger.debug("MCP session with '%s' closed with: %s", self._server, reason)
 
     async def _own(self, ready: asyncio.Future[Client]) -> None:
         """The owner task: every async context of the session is entered and exited here."""
@@ -223,7 +230,8 @@ class Connection:
             if not ready.done():
                 ready.set_exception(exc)
             elif not self._stop.is_set():
-                logger.debug("MCP session with '%s' ended: %s", self._server, describe_error(exc))
+                reason = describe_error(exc, self._server)
+                logger.debug("MCP session with '%s' ended: %s", self._server, reason)
         finally:
             self.lost = True
             if not ready.done():  # cancelled (or worse) while connecting
@@ -288,6 +296,16 @@ class Connection:
         self._on_message(message)
 
 
+class _Attempt:
+    """A connect in progress, and how many callers are waiting for it."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self, task: asyncio.Task[Connection]) -> None:
+        self.task = task
+        self.waiters = 0
+
+
 class Session:
     """Lazily connected, reconnecting access to one MCP server, shared by a toolset's tools.
 
@@ -299,6 +317,7 @@ class Session:
         self.server = server
         self._connect_timeout = connect_timeout
         self._live: Connection | None = None
+        self._attempt: _Attempt | None = None
         self._lock = asyncio.Lock()
         self.tools_epoch = 0
         self.prompts_epoch = 0
@@ -311,15 +330,34 @@ class Session:
     async def connection(self) -> Connection:
         """The live connection, connecting first if there is none or the last one dropped.
 
-        One attempt per call: failure raises ``ConnectionError`` naming the server and the reason.
+        One attempt per call, shared: callers that need the session while a connect is under way
+        wait for that attempt and share its outcome (a model's parallel tool calls to a server that
+        is down all fail after one ``connect_timeout``, not one after another, and start one
+        server, not one each). Failure raises ``ConnectionError`` naming the server and the reason;
+        the next call tries again. If every waiting caller is cancelled, the attempt is abandoned.
         """
         live = self._live
         if live is not None and live.usable:
             return live
+        attempt = self._attempt
+        if attempt is None or attempt.task.done():
+            task = asyncio.create_task(self._connect(), name=f"mcp connect {self.server}")
+            attempt = self._attempt = _Attempt(task)
+            task.add_done_callback(functools.partial(self._attempt_ended, attempt))
+        attempt.waiters += 1
+        try:
+            return await asyncio.shield(attempt.task)
+        finally:
+            attempt.waiters -= 1
+            if attempt.waiters == 0 and not attempt.task.done():
+                # Every caller gave up (was cancelled): stop connecting, and wait until the
+                # half-started session is closed, so nothing is left running behind.
+                attempt.task.cancel()
+                await asyncio.wait([attempt.task])
+
+    async def _connect(self) -> Connection:
         async with self._lock:
             live = self._live
-            if live is not None and live.usable:
-                return live
             if live is not None:
                 self._live = None
                 await live.close()
@@ -332,6 +370,12 @@ class Session:
             self.prompts_epoch += 1
             return fresh
 
+    def _attempt_ended(self, attempt: _Attempt, task: asyncio.Task[Connection]) -> None:
+        if self._attempt is attempt:
+            self._attempt = None
+        if not task.cancelled():
+            task.exception()  # retrieved: a failure nobody waited for is not "never retrieved"
+
     def _on_message(self, message: Any) -> None:
         if message is None:  # the change stream ended: assume anything may have changed
             self.tools_epoch += 1
@@ -341,9 +385,8 @@ class Session:
         elif isinstance(message, PromptListChangedNotification):
             self.prompts_epoch += 1
         elif isinstance(message, Exception):
-            logger.debug(
-                "MCP transport for '%s' reported: %s", self.server, describe_error(message)
-            )
+            reason = describe_error(message, self.server)
+            logger.debug("MCP transport for '%s' reported: %s", self.server, reason)
 
     async def aclose(self) -> None:
         """Close the current connection, if any. The session may connect again on next use."""

@@ -26,7 +26,7 @@ from .._aio import AsyncCloseable
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ._content import block_text, blocks_text
-from ._servers import HTTPServer, ServerConfig, SSEServer, StdioServer
+from ._servers import HTTPServer, ServerConfig, SSEServer, StdioServer, _current_delivery, _Delivery
 from ._session import Connection, Session, describe_error
 
 if TYPE_CHECKING:
@@ -233,13 +233,11 @@ class MCPToolset(AsyncCloseable):
     async def tools(self, ctx: RunContext | None = None) -> list[Tool]:
         """The server's tools (filtered and prefixed). Raises ``ConnectionError`` if the server
         cannot be reached."""
-        listing = await self._listing("tools")
-        return list(listing.items)
+        return list(await self._listing("tools"))
 
     async def prompts(self) -> list[_MCPPrompt]:
         """The server's prompts (prefixed like tools), each renderable by name."""
-        listing = await self._listing("prompts")
-        return list(listing.items)
+        return list(await self._listing("prompts"))
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def aclose(self) -> None:
@@ -252,28 +250,32 @@ class MCPToolset(AsyncCloseable):
     def _exposed(self, name: str) -> str:
         return f"{self._prefix}_{name}" if self._prefix else name
 
-    def _fresh(self, listing: _Listing | None, epoch: int) -> bool:
-        if listing is None:
-            return False
-        live = listing.connection
-        return (
-            live is self._session.current
-            and live.usable
-            and live.watching
-            and listing.epoch == epoch
-        )
-
-    async def _listing(self, kind: str) -> _Listing:
+    def _cached(self, kind: str) -> list[Any] | None:
+        """The ``tools`` or ``prompts`` listing if it is known to be current (no request needed),
+        else ``None``. Not to be modified: ``Resources`` reads it on every lookup."""
         session = self._session
-        cached = self._tools if kind == "tools" else self._prompts
-        if self._fresh(cached, session.tools_epoch if kind == "tools" else session.prompts_epoch):
-            assert cached is not None
+        if kind == "tools":
+            listing, epoch = self._tools, session.tools_epoch
+        else:
+            listing, epoch = self._prompts, session.prompts_epoch
+        if listing is None:
+            return None
+        live = listing.connection
+        fresh = live is session.current and live.usable and live.watching and listing.epoch == epoch
+        return listing.items if fresh else None
+
+    async def _listing(self, kind: str) -> list[Any]:
+        cached = self._cached(kind)
+        if cached is not None:
             return cached
 
         async def fetch(client: Client) -> list[Any]:
-            return await (
-                self._fetch_tools(client) if kind == "tools" else self._fetch_prompts(client)
-            )
+            # A server without the capability offers none; asking would only get "method not
+            # found" (many servers offer tools only).
+            caps = client.server_capabilities
+            if kind == "tools":
+                return await self._fetch_tools(client) if caps.tools is not None else []
+            return await self._fetch_prompts(client) if caps.prompts is not None else []
 
         # The epoch is read before fetching: a change announced meanwhile makes this listing stale.
         live, items, epoch = await self._request(fetch, f"listing its {kind}", kind=kind)
@@ -282,7 +284,7 @@ class MCPToolset(AsyncCloseable):
             self._tools = listing
         else:
             self._prompts = listing
-        return listing
+        return items
 
     async def _fetch_tools(self, client: Client) -> list[Any]:
         wire: list[_WireTool] = await _all_pages(client.list_tools, "tools")
@@ -345,7 +347,7 @@ class MCPToolset(AsyncCloseable):
                         f"lost the connection to MCP server '{server}' while {what}"
                     ) from exc
                 raise RuntimeError(
-                    f"MCP server '{server}' failed while {what}: {describe_error(exc)}"
+                    f"MCP server '{server}' failed while {what}: {describe_error(exc, server)}"
                 ) from exc
         raise AssertionError("unreachable")
 
@@ -354,6 +356,7 @@ class MCPToolset(AsyncCloseable):
             parsed = _parse_arguments(arguments)
         except ValueError as exc:
             return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
+        server = self.server
         for attempt in (1, 2):
             try:
                 live = await self._session.connection()
@@ -362,32 +365,40 @@ class MCPToolset(AsyncCloseable):
             client = live.client
             assert client is not None
             result: CallToolResult | None = None
+            delivery = _Delivery()
+            token = _current_delivery.set(delivery)
             try:
                 with anyio.move_on_after(self._call_timeout) as deadline:
                     result = await client.call_tool(mcp_name, parsed)
             except Exception as exc:
-                if _is_session_expired(exc) and attempt == 1:
-                    # The server no longer knows the session (it restarted): the call was refused
-                    # before reaching the tool, so it is safe to send again on a new session.
+                if delivery.refused or _is_session_expired(exc):
+                    # The call never reached the tool: its HTTP connection could not be opened
+                    # (the server went away while the session was idle), or the server no longer
+                    # knows the session (it restarted). Safe to send again, on a new session.
                     live.mark_lost()
-                    continue
+                    if attempt == 1:
+                        continue
+                    return ToolResult.error(
+                        f"tool '{name}' is unavailable: MCP server '{server}' accepted a new "
+                        f"session but then refused the call ({describe_error(exc, server)})"
+                    )
                 if _is_connection_lost(exc):
                     # The request may have reached the server, so it is not repeated (tools are
                     # not assumed idempotent); the next call reconnects.
                     live.mark_lost()
                     return ToolResult.error(
-                        f"the connection to MCP server '{self.server}' was lost while tool "
+                        f"the connection to MCP server '{server}' was lost while tool "
                         f"'{name}' was running; it will reconnect on the next call"
                     )
-                return ToolResult.error(f"tool '{name}' failed: {describe_error(exc)}")
+                return ToolResult.error(f"tool '{name}' failed: {describe_error(exc, server)}")
+            finally:
+                _current_delivery.reset(token)
             if result is None or deadline.cancelled_caught:
                 return ToolResult.error(
                     f"tool '{name}' timed out after {self._call_timeout:g}s and was cancelled"
                 )
             return _to_result(result)
-        return ToolResult.error(
-            f"tool '{name}' is unavailable: MCP server '{self.server}' keeps refusing the session"
-        )
+        raise AssertionError("unreachable")
 
     async def _render(self, name: str, mcp_name: str, arguments: dict[str, Any]) -> list[Message]:
         values = {

@@ -3,9 +3,9 @@
 ``--legacy`` serves only the ``initialize`` handshake era (protocol 2025-11-25), as servers built on
 older SDKs do. Environment switches for the lifecycle tests, handled before the (slow) MCP imports:
 
-- ``DEMO_PID_FILE``: write the process id there first thing;
-- ``DEMO_STALL_UNTIL_FILE``: answer nothing until that file exists (a server stuck while starting);
-  exit when the client closes stdin;
+- ``DEMO_PID_FILE``: append the process id there (one line per start) first thing;
+- ``DEMO_STALL_UNTIL_FILE``: answer nothing until that file exists (a server stuck while starting),
+  then serve, answering what was sent meanwhile; exit when the client closes stdin;
 - ``DEMO_REFUSE_START_FILE``: if that file exists, exit at once, before speaking MCP (a server that
   cannot be restarted).
 """
@@ -15,23 +15,49 @@ from __future__ import annotations
 import os
 import select
 import sys
+import threading
 
 
-def _stall_until(path: str) -> None:
+def _stall_until(path: str) -> bytes:
+    """Wait for ``path`` to exist; return what the client sent meanwhile."""
+    held = b""
     while not os.path.exists(path):
         readable, _, _ = select.select([sys.stdin], [], [], 0.05)
-        if readable and not os.read(sys.stdin.fileno(), 65536):
-            sys.exit(0)  # stdin closed: the client gave up on us
+        if readable:
+            chunk = os.read(sys.stdin.fileno(), 65536)
+            if not chunk:
+                sys.exit(0)  # stdin closed: the client gave up on us
+            held += chunk
+    return held
+
+
+def _replay(held: bytes) -> None:
+    """Make stdin yield ``held`` first, then the rest of the real stdin (through a pipe a thread
+    fills), so requests sent while stalling are answered once the server runs."""
+    read_end, write_end = os.pipe()
+    real_stdin = os.dup(0)
+    os.dup2(read_end, 0)
+    os.close(read_end)
+
+    def pump() -> None:
+        with os.fdopen(write_end, "wb", buffering=0) as out:
+            out.write(held)
+            while chunk := os.read(real_stdin, 65536):
+                out.write(chunk)
+
+    threading.Thread(target=pump, daemon=True).start()
 
 
 def main() -> None:
     pid_file = os.environ.get("DEMO_PID_FILE")
     if pid_file:
-        with open(pid_file, "w") as out:
-            out.write(str(os.getpid()))
+        with open(pid_file, "a") as out:
+            out.write(f"{os.getpid()}\n")
     stall = os.environ.get("DEMO_STALL_UNTIL_FILE")
     if stall:
-        _stall_until(stall)
+        held = _stall_until(stall)
+        if held:
+            _replay(held)
     refuse = os.environ.get("DEMO_REFUSE_START_FILE")
     if refuse and os.path.exists(refuse):
         sys.exit(1)

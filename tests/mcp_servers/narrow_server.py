@@ -1,0 +1,48 @@
+"""A low-level MCP server offering one kind of thing only: ``python narrow_server.py tools`` serves
+one tool and no prompts capability (like most real servers), ``... prompts`` one prompt and no
+tools capability. Built on the ``mcp`` package's low-level ``Server``, which declares only the
+capabilities it has handlers for."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import anyio
+from mcp import types
+from mcp.server.lowlevel.server import Server
+from mcp.server.stdio import stdio_server
+
+
+async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    tool = types.Tool(name="ping", description="Answers pong.", input_schema={"type": "object"})
+    return types.ListToolsResult(tools=[tool])
+
+
+async def _call_tool(ctx: Any, params: Any) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text="pong")])
+
+
+async def _list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[types.Prompt(name="hello", description="Says hi.")])
+
+
+async def _get_prompt(ctx: Any, params: Any) -> types.GetPromptResult:
+    text = types.TextContent(type="text", text="Hi!")
+    return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=text)])
+
+
+def build(kind: str) -> Server[Any]:
+    if kind == "tools":
+        return Server("tools-only", on_list_tools=_list_tools, on_call_tool=_call_tool)
+    assert kind == "prompts", kind
+    return Server("prompts-only", on_list_prompts=_list_prompts, on_get_prompt=_get_prompt)
+
+
+async def _serve(server: Server[Any]) -> None:
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(_serve, build(sys.argv[1]))
