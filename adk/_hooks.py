@@ -1,9 +1,11 @@
 """The seams where tracing and user callbacks attach to a run.
 
 The runtime calls these at fixed points (agent start/end, every event, every model call, every tool
-call). A run without tracing or callbacks has ``hooks = None`` and pays one ``is None`` test per
-point. ``Hooks`` here passes everything through; tracing and callbacks subclass it and are combined
-into one object by the runner, so the runtime never knows which are present.
+call); the runner calls ``on_event`` for every event it passes on, and ``run_failed`` when it ends a
+run with an error of its own. A run without tracing or callbacks has ``hooks = None`` and pays one
+``is None`` test per point. ``Hooks`` here passes everything through; tracing and callbacks
+subclass it and are combined into one object by the runner, so the runtime never knows which are
+present.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ __all__ = ["Hooks", "ModelRequest"]
 
 
 class ModelRequest:
-    """One model call as hooks see it; hooks may change ``messages``/``tools``/``options``."""
+    """One model call as hooks see it. ``tools`` is the call's own list; ``messages`` and
+    ``options`` are the agent's own: tracing only reads them, and the model callbacks, which may
+    change them in place, get copies (``callbacks._own_request``)."""
 
     __slots__ = ("messages", "model", "options", "stream", "tools")
 
@@ -39,6 +43,11 @@ class ModelRequest:
 class Hooks:
     """Pass-through hooks; subclasses override what they need."""
 
+    on_event: Callable[[AgentEvent], None] | None = None
+    """Called by the runner with every event it passes on, just before (None: nothing to call).
+    The runner, not the driver, calls it: it alone sees a run's events as they go out — a pause
+    with its checkpoint id, and the errors it adds itself."""
+
     async def agent_start(self, agent: Agent, ctx: RunContext) -> Any:
         """Called before an agent runs; the return value comes back to ``agent_end``."""
         return None
@@ -48,6 +57,11 @@ class Hooks:
 
     async def agent_end(self, handle: Any, error: ErrorInfo | None) -> None:
         """Called when the agent finished, failed or was closed."""
+
+    def run_failed(self, ctx: RunContext, event: AgentEvent) -> None:
+        """The runner ends the run of the root agent at ``ctx`` with its own error ``event`` (a
+        transfer nobody took, a checkpoint it could not save, a callback that failed): the root
+        agent counts as failed with it when it ends (``agent_end``), if it has not ended yet."""
 
     async def call_model(
         self,

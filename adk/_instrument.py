@@ -17,6 +17,7 @@ gets no second span and no second ``before_agent``.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from .tracing import _GenAITracing
 
 __all__ = ["build_hooks"]
+
+logger = logging.getLogger("adk.callbacks")
 
 _PROVIDER_ENV = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
 
@@ -74,7 +77,7 @@ class _Frame:
     """One traced agent run (or tool call): where it runs, its span, and its context for
     children."""
 
-    __slots__ = ("address", "agent", "ctx", "exception", "otel", "root", "run_path", "span")
+    __slots__ = ("address", "agent", "ctx", "exception", "failure", "otel", "run_path", "span")
 
     def __init__(
         self,
@@ -82,7 +85,6 @@ class _Frame:
         ctx: RunContext,
         address: str,
         *,
-        root: bool = False,
         span: Span | None = None,
         otel: Context | None = None,
     ) -> None:
@@ -90,10 +92,10 @@ class _Frame:
         self.ctx = ctx
         self.address = address
         self.run_path = ctx.run_path
-        self.root = root
         self.span = span
         self.otel = otel
         self.exception: BaseException | None = None
+        self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
 
 
 def _otel_of(ctx: RunContext) -> Context | None:
@@ -110,11 +112,11 @@ class _Instrumented(Hooks):
 
     def __init__(self, tracing: _GenAITracing | None, chain: _CallbackChain | None) -> None:
         self._tracing = tracing
-        self._frames = tracing is not None or (chain is not None and chain.watches_agents)
         self._agents = (
             chain if chain is not None and (chain.before_agent or chain.after_agent) else None
         )
-        self._events = chain if chain is not None and chain.on_event else None
+        self._frames = tracing is not None or self._agents is not None
+        self.on_event = chain.run_on_event if chain is not None and chain.on_event else None
         self._models = chain if chain is not None and chain.wraps_models else None
         self._tools = chain if chain is not None and chain.wraps_tools else None
 
@@ -126,7 +128,7 @@ class _Instrumented(Hooks):
         address = ctx.address
         if parent is not None and parent.address == address and parent.run_path == ctx.run_path:
             return None  # a wrapper running its inner agent in place: one agent, one frame
-        frame = _Frame(agent, ctx, address, root=parent is None and not ctx._run.nested)
+        frame = _Frame(agent, ctx, address)
         tracing = self._tracing
         if tracing is not None:
             frame.span, frame.otel = tracing.start_agent(
@@ -147,29 +149,48 @@ class _Instrumented(Hooks):
     def agent_event(self, handle: _Frame | None, event: AgentEvent) -> None:
         if handle is None:
             return
-        own = event.run_path is handle.run_path or event.run_path == handle.run_path
-        if own:
+        if event.run_path is handle.run_path or event.run_path == handle.run_path:  # its own
             if event.error is not None and handle.exception is None:
                 handle.exception = event.exception
             tracing = self._tracing
             if tracing is not None and event.action is not None and handle.span is not None:
                 tracing.agent_event(handle.span, event)
-        events = self._events
-        if events is not None and handle.root:
-            events.run_on_event(event)
 
     async def agent_end(self, handle: _Frame | None, error: ErrorInfo | None) -> None:
+        """``after_agent`` callbacks, then the end of the span. A failing ``after_agent`` fails
+        an agent that ended well (its exception goes to the driver, which makes it the error of
+        whoever can still report one); an agent that failed already keeps its own error, and the
+        callback's exception is only logged: a second error event would break the event rules."""
         if handle is None:
             return
+        exception = handle.exception
+        failure = handle.failure
+        if error is None and failure is not None:
+            error, exception = failure.error, failure.exception
         try:
             agents = self._agents
             if agents is not None and handle.agent is not None:
-                await agents.run_after_agent(handle.agent, handle.ctx, error)
+                try:
+                    await agents.run_after_agent(handle.agent, handle.ctx, error)
+                except Exception as exc:
+                    if error is None:
+                        error, exception = ErrorInfo.of(exc), exc
+                        raise
+                    logger.warning(
+                        "after_agent callback failed for agent %r, which had failed already (%s)",
+                        handle.agent.name,
+                        error,
+                        exc_info=exc,
+                    )
         finally:
             tracing = self._tracing
             if tracing is not None and handle.span is not None:
-                exception = handle.exception if error is not None else None
-                tracing.end_agent(handle.span, error, exception)
+                tracing.end_agent(handle.span, error, exception if error is not None else None)
+
+    def run_failed(self, ctx: RunContext, event: AgentEvent) -> None:
+        frame: _Frame | None = ctx._trace
+        if frame is not None and frame.ctx is ctx and frame.failure is None:
+            frame.failure = event
 
     # -- models ---------------------------------------------------------------------------------
     async def call_model(

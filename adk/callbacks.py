@@ -10,8 +10,9 @@ runs inline for every event and must be plain.
 ``before_agent(agent, ctx)``              an agent is about to run (observe only: return None)
 ``after_agent(agent, ctx, error)``        it finished (``error`` is its ``ErrorInfo`` or None)
 ``before_model(ctx, request)``            a model call is about to be made; may change
-                                          ``request.messages``/``tools``/``options`` in place,
-                                          or return a ``Message`` to answer instead of the model
+                                          ``request.messages``/``tools``/``options`` in place
+                                          (for this call only), or return a ``Message`` to
+                                          answer instead of the model
 ``after_model(ctx, request, reply)``      the reply is in; return a ``Message`` to replace it
 ``before_tool(ctx, call)``                a tool call is about to run; return a ``str`` or
                                           ``ToolResult`` to answer instead of the tool
@@ -43,7 +44,9 @@ or as one chunk carrying the replacement). Observe replies without holding strea
 
 Exceptions raised by a callback are not swallowed: in ``before_agent``/``after_agent``/``on_event``
 and the model hooks they fail the agent (an error event); in the tool hooks they become the tool's
-error result, as a failing tool would. Tracing does not depend on callbacks: spans record the calls
+error result, as a failing tool would. Only a settled outcome stands: ``after_agent`` failing for
+an agent that already failed or paused, or ``on_event`` failing on the event that ends the run, is
+logged, and that event still goes out (see docs/tracing.md). Tracing does not depend on callbacks: spans record the calls
 that really happened (a call a callback answered has no ``chat``/``execute_tool`` span).
 """
 
@@ -56,6 +59,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from ._aio import closing
 from ._hooks import ModelRequest
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, join_chunks
+from .models.base import ModelOptions
 from .tools.base import ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -212,10 +216,6 @@ class _CallbackChain:
         return chain if any(getattr(chain, name) for name in _HOOKS) else None
 
     @property
-    def watches_agents(self) -> bool:
-        return bool(self.before_agent or self.after_agent or self.on_event)
-
-    @property
     def wraps_models(self) -> bool:
         return bool(self.before_model or self.after_model)
 
@@ -281,6 +281,7 @@ class _CallbackChain:
         request: ModelRequest,
         call: Callable[[ModelRequest], Awaitable[Message]],
     ) -> Message:
+        _own_request(request)
         reply = await self.run_before_model(ctx, request) if self.before_model else None
         if reply is None:
             reply = await call(request)
@@ -295,6 +296,7 @@ class _CallbackChain:
         open_stream: Callable[[ModelRequest], AsyncIterator[MessageChunk]],
     ) -> AsyncIterator[MessageChunk]:
         """A streamed call through the model callbacks (see the module docstring)."""
+        _own_request(request)
         reply = await self.run_before_model(ctx, request)
         if reply is None:
             source = open_stream(request)
@@ -340,6 +342,28 @@ class _CallbackChain:
             if replaced is not None:
                 result = _check_tool_output(fn, "after_tool", replaced)
         return result
+
+
+def _own_request(request: ModelRequest) -> None:
+    """Give the model callbacks a request of their own to change in place, as they may: its
+    messages list and options are the agent's, so an edit meant for one call would otherwise stay
+    in the agent, repeated on every later call and saved in its checkpoints. Shallow: the messages
+    themselves are shared (a callback replaces a message rather than editing it)."""
+    request.messages = list(request.messages)
+    options = request.options
+    if isinstance(options, ModelOptions):
+        request.options = _copied_options(options)
+
+
+def _copied_options(options: ModelOptions) -> ModelOptions:
+    """A copy of ``options`` whose lists and dicts (``stop``, ``extra``, ...) are its own too.
+    Not a deep copy: that costs several times more, on every model call."""
+    copied = options.model_copy()
+    fields = copied.__dict__  # written directly: assigning would mark the fields as set
+    for name, value in list(fields.items()):
+        if isinstance(value, list | dict):
+            fields[name] = value.copy()
+    return copied
 
 
 def _check_message(fn: Callable[..., Any], hook: str, value: Any) -> Message:

@@ -7,8 +7,10 @@ A runner holds configuration only (agent, store, hooks, resources); each run get
 from __future__ import annotations
 
 import asyncio
+import inspect
+import logging
 import os
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
 __all__ = ["RunError", "RunResult", "Runner"]
+
+logger = logging.getLogger("adk.runner")
 
 RunInput = str | Message | Sequence[Message]
 
@@ -71,10 +75,13 @@ def _to_messages(value: RunInput) -> list[Message]:
         return [Message.user(value)]
     if isinstance(value, Message):
         return [value]
-    messages = list(value)
-    if not all(isinstance(m, Message) for m in messages):
-        raise TypeError("run input must be a str, a Message or a list of Messages")
-    return messages
+    if isinstance(value, Iterable):
+        messages = list(value)
+        if all(isinstance(m, Message) for m in messages):
+            return messages
+    raise TypeError(
+        f"run input must be a str, a Message or a list of Messages, got {type(value).__name__}"
+    )
 
 
 class Runner(AsyncCloseable):
@@ -106,6 +113,7 @@ class Runner(AsyncCloseable):
         self.resources = resources
         self.keep_checkpoints = keep_checkpoints
         self._hooks: Hooks | None = build_hooks(self.callbacks, tracer_provider, meter_provider)
+        self._on_event = self._hooks.on_event if self._hooks is not None else None
         # (agent, run path, address) of the root, made on the first run (see ``_root_context``).
         self._root_names: tuple[Agent, tuple[str, ...], str] | None = None
 
@@ -117,14 +125,14 @@ class Runner(AsyncCloseable):
         checkpoint_id: str | None = None,
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Start a run; iterate the returned events. Closing the iterator cancels the run."""
         messages = _to_messages(input)
         values = session if isinstance(session, Session) else Session(session)
-        run = self._new_run(messages, values, run_id)
-        return self._drive_root(run, AgentInput(messages, self.enable_streaming), checkpoint_id)
+        ctx = _root_context(self, self._new_run(messages, values, run_id))
+        return self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
 
-    def resume(self, checkpoint_id: str, resume: Any = None) -> AsyncIterator[AgentEvent]:
+    def resume(self, checkpoint_id: str, resume: Any = None) -> AsyncGenerator[AgentEvent, None]:
         """Continue a paused run. ``resume`` is ``{point_id: data}``, or plain data when exactly one
         point is pending; ``None`` resumes every pending point without data."""
         return self._resume(checkpoint_id, resume)
@@ -140,18 +148,26 @@ class Runner(AsyncCloseable):
         """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error."""
         values = session if isinstance(session, Session) else Session(session)
         run = self._new_run(_to_messages(input), values, run_id)
-        collected = _Collected(self, run, checkpoint_id)
         agent, ctx = self.agent, _root_context(self, run)
+        collected = _Collected(self, ctx, checkpoint_id)
         agent_input = AgentInput(run.root_input, self.enable_streaming)
+        on_event = self._on_event
         if getattr(agent, "_adk_drive", None) is not None:  # drives itself under the rules
             driven = drive(agent, agent_input, ctx)
             try:
                 async for event in driven:
+                    if on_event is not None and event._signal is None and event.error is None:
+                        on_event(event)  # the others once checked (``_check``)
                     if not collected.add(event) and await collected.take(event):
                         break
+            except Exception as exc:  # a hook at the root failed (see ``_root_failed``)
+                if is_cancellation(exc):
+                    raise
+                _drop_first_frame(exc)
+                await collected.take(_root_failed(ctx, exc))
             finally:
                 event = NO_EVENT  # see _driver.NO_EVENT
-                await close_events(driven)
+                await _close_root(driven, collected.ended)
             return collected.result(values)
         # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
         # a generator fewer per run and per event than iterating ``drive``.
@@ -167,6 +183,8 @@ class Runner(AsyncCloseable):
             try:
                 async for event in events:
                     stop = own.observe(event)
+                    if on_event is not None and event._signal is None and event.error is None:
+                        on_event(event)  # the others once checked (``_check``)
                     if not collected.add(event) and await collected.take(event):
                         break
                     if own.stream is not None:
@@ -180,14 +198,14 @@ class Runner(AsyncCloseable):
         except (Exception, asyncio.CancelledError) as exc:
             if is_cancellation(exc):
                 raise
-            # The traceback's first frame is this one, whose locals will hold the error event and
-            # so the exception: the run would end in a reference cycle. The agent's frames stay.
-            if exc.__traceback__ is not None:
-                exc.__traceback__ = exc.__traceback__.tb_next
-            await collected.take(own.failed(exc))
+            _drop_first_frame(exc)
+            if collected.ended:  # closing the agent after the run's last event failed
+                _log_after_end(exc)
+            else:
+                await collected.take(own.failed(exc))
         finally:
             if own.needs_finish:
-                await own.finish()
+                await _finish_root(own, collected)
         return collected.result(values)
 
     async def invoke_resume(self, checkpoint_id: str, resume: Any = None) -> RunResult:
@@ -207,26 +225,53 @@ class Runner(AsyncCloseable):
 
     async def _drive_root(
         self,
-        run: _RunState,
+        ctx: RunContext,
         input: AgentInput,
         checkpoint_id: str | None,
         claim: _Claim | None = None,
-    ) -> AsyncIterator[AgentEvent]:
-        events = drive(self.agent, input, _root_context(self, run))
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The root agent's events under the runner's rules (``_check``), each given to
+        ``on_event`` just before it goes out. A resume that lost its ``claim`` on the checkpoint
+        stops at the next event: the checkpoint may be another resume's now."""
+        events = drive(self.agent, input, ctx)
+        on_event = self._on_event
+        watched = on_event is not None or claim is not None  # one test per event when neither
+        ended = False  # the run's last event is out: what fails from then on can only be logged
         try:
             async for event in events:
+                if watched:
+                    if (
+                        claim is not None
+                        and claim.lost
+                        and event.interrupted is None  # a pause saves nothing then (``_check``)
+                        and event.error is None  # the run ends with it anyway
+                    ):
+                        ended = True
+                        lost = _claim_lost(event.agent_name, event.run_path, claim.checkpoint_id)
+                        yield _final(on_event, _made(ctx, lost))
+                        return
+                    if on_event is not None and event._signal is None and event.error is None:
+                        on_event(event)  # the others once checked (``_check``)
                 if event._signal is None and event.action is None and event.error is None:
                     yield event
                     continue
-                event, after = await _check(self, run, checkpoint_id, event, claim)
+                event, after = await _check(self, ctx, checkpoint_id, event, claim)
+                ended = (
+                    event.error is not None or after is not None or event.interrupted is not None
+                )
                 yield event
                 if after is not None:
                     yield after
-                if event.error is not None or after is not None or event.interrupted is not None:
+                if ended:
                     return
+        except Exception as exc:  # a hook at the root failed (see ``_root_failed``)
+            if is_cancellation(exc):
+                raise
+            ended = True
+            yield _final(on_event, _root_failed(ctx, exc))
         finally:
             event = NO_EVENT  # see _driver.NO_EVENT
-            await close_events(events)
+            await _close_root(events, ended)
 
     async def _pause(
         self,
@@ -252,7 +297,7 @@ class Runner(AsyncCloseable):
 
     async def _resume(
         self, checkpoint_id: str, resume: Any, session_box: list[Session] | None = None
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         async with one_resume(self.checkpoint_store, checkpoint_id) as claim:
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
@@ -270,7 +315,7 @@ class Runner(AsyncCloseable):
         resume: Any,
         session_box: list[Session] | None,
         claim: _Claim | None,
-    ) -> AsyncIterator[AgentEvent]:
+    ) -> AsyncGenerator[AgentEvent, None]:
         data = await self.checkpoint_store.get(checkpoint_id)
         if data is None:
             raise CheckpointError(f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}")
@@ -293,26 +338,20 @@ class Runner(AsyncCloseable):
         plan = _ResumePlan(snapshot.signal, targets)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
         load_history(run, snapshot.history)
+        ctx = _root_context(self, run)
         input = AgentInput(snapshot.root_input, self.enable_streaming)
         finished = False
         try:
-            async with closing(self._drive_root(run, input, checkpoint_id, claim)) as events:
+            async with closing(self._drive_root(ctx, input, checkpoint_id, claim)) as events:
                 async for event in events:
-                    if (
-                        claim is not None
-                        and claim.lost
-                        and event.interrupted is None  # its checkpoint was saved while claimed
-                        and event.error is None  # the run ends with it anyway
-                    ):
-                        yield _claim_lost(event.agent_name, event.run_path, checkpoint_id)
-                        return
                     yield event
                     finished = event.error is None and event.interrupted is None
         finally:
             event = NO_EVENT  # see _driver.NO_EVENT
         if finished:
             if claim is not None and claim.lost:
-                yield _claim_lost(self.agent.name, (self.agent.name,), checkpoint_id)
+                lost = _claim_lost(self.agent.name, (self.agent.name,), checkpoint_id)
+                yield _final(self._on_event, _made(ctx, lost))
                 return
             await self._finish(checkpoint_id, body)
 
@@ -327,10 +366,73 @@ class Runner(AsyncCloseable):
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """Close what the runner holds: resources (MCP sessions, model clients)."""
-        closer = getattr(self.resources, "aclose", None)
-        if closer is not None:
-            await closer()
+        """Close what the runner's runs use: its ``resources`` and every part of the agent tree
+        that has an ``aclose`` (models, MCP toolsets, tools, agents; see ``_closable_parts``),
+        each once. One failing does not keep the others open: all are closed, then the first
+        failure is raised (the others are logged)."""
+        parts = _closable_parts(self.agent)
+        if self.resources is not None and callable(getattr(self.resources, "aclose", None)):
+            parts.append(self.resources)
+        if not parts:
+            return
+        # Concurrently, and shielded: if our caller is cancelled meanwhile (a cancelled run
+        # unwinding), the closing still finishes, so no session or server process is left behind.
+        outcomes = await asyncio.shield(
+            asyncio.gather(*(_aclose(part) for part in parts), return_exceptions=True)
+        )
+        failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
+        for failure in failures[1:]:
+            logger.warning("closing a part of the runner failed: %s", failure, exc_info=failure)
+        if failures:
+            raise failures[0]
+
+
+_UPWARD = frozenset({"parent", "_adk_parent"})  # a flow's link to the agent above it
+
+
+def _closable_parts(root: object) -> list[Any]:
+    """The objects with an ``aclose`` in the agent tree under ``root``, each once.
+
+    The tree is what agents, tools, toolsets and models hold in their attributes (directly or in
+    a list, tuple, set or dict): sub-agents, workflow steps, flow nodes, the agent of an
+    ``AgentTool`` or of a wrapper, tools, toolsets, models. Found by duck typing (``_is_part``),
+    as ``adk`` knows nothing of the agent classes built on it; links up to an enclosing flow are
+    not followed. An object with its own ``aclose`` is not looked into: it closes what it holds.
+    """
+    seen: set[int] = set()
+    found: list[Any] = []
+    pending: list[object] = [root]
+    while pending:
+        part = pending.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        if callable(getattr(part, "aclose", None)):
+            found.append(part)
+            continue
+        for name, value in getattr(part, "__dict__", {}).items():
+            if name in _UPWARD:
+                continue
+            if isinstance(value, dict):
+                value = list(value.values())
+            items = value if isinstance(value, list | tuple | set | frozenset) else (value,)
+            pending.extend(item for item in items if _is_part(item))
+    return found
+
+
+def _is_part(value: object) -> bool:
+    """An agent (``run``), model (``generate``), toolset (``tools()``) or tool (``spec``)."""
+    if isinstance(value, type):
+        return False
+    return hasattr(value, "spec") or any(
+        callable(getattr(value, name, None)) for name in ("run", "generate", "tools")
+    )
+
+
+async def _aclose(part: Any) -> None:
+    closed = part.aclose()
+    if inspect.isawaitable(closed):
+        await closed
 
 
 def _claim_lost(agent_name: str, run_path: tuple[str, ...], checkpoint_id: str) -> AgentEvent:
@@ -377,34 +479,119 @@ def _root_context(runner: Runner, run: _RunState) -> RunContext:
 
 async def _check(
     runner: Runner,
-    run: _RunState,
+    ctx: RunContext,
     checkpoint_id: str | None,
     event: AgentEvent,
     claim: _Claim | None = None,
 ) -> tuple[AgentEvent, AgentEvent | None]:
     """The runner's rules for an event with an action, error or pause that reaches the top of a
-    run: the event to pass on (an interrupt once its checkpoint is saved, or the error saying why
-    it could not be) and an event to follow it, if any; the run ends after either. A transfer
-    nobody handled ends the run with an error. A resume that lost its ``claim`` saves nothing:
-    the checkpoint may be another resume's now."""
+    run (at the root's ``ctx``): the event to pass on (an interrupt once its checkpoint is saved,
+    or the error saying why it could not be) and an event to follow it, if any; the run ends
+    after either. A transfer nobody handled ends the run with an error. A resume that lost its
+    ``claim`` saves nothing: the checkpoint may be another resume's now.
+
+    The events that end the run go to ``on_event`` here, as they go out (a pause with its
+    checkpoint id); the caller gave it the others."""
+    on_event = runner._on_event
     if event._signal is not None:
         if claim is not None and claim.lost:
-            return _claim_lost(event.agent_name, event.run_path, claim.checkpoint_id), None
-        return await runner._pause(run, event, event._signal, checkpoint_id), None
+            lost = _claim_lost(event.agent_name, event.run_path, claim.checkpoint_id)
+            return _final(on_event, _made(ctx, lost)), None
+        paused = await runner._pause(ctx._run, event, event._signal, checkpoint_id)
+        if paused is not event:  # the checkpoint could not be saved
+            _made(ctx, paused)
+        return _final(on_event, paused), None
+    if event.error is not None:
+        return _final(on_event, event), None
     action = event.action
     if (
         action is not None
         and action.transfer_to is not None
         and not event._flags & _TRANSFER_HANDLED
-        and event.error is None
     ):
         message = (
             f"transfer failed: agent '{action.transfer_to}' not found when "
             f"transferring from '{event.agent_name}'"
         )
-        error = ErrorInfo("TransferError", message)
-        return event, AgentEvent(event.agent_name, event.run_path, error=error)
+        error = AgentEvent(
+            event.agent_name, event.run_path, error=ErrorInfo("TransferError", message)
+        )
+        return event, _final(on_event, _made(ctx, error))
     return event, None
+
+
+def _made(ctx: RunContext, event: AgentEvent) -> AgentEvent:
+    """An error event the runner makes itself, to end the run of the root agent at ``ctx``: the
+    hooks count the root agent as failed with it (its span, ``after_agent``)."""
+    hooks = ctx._run.hooks
+    if hooks is not None:
+        hooks.run_failed(ctx, event)
+    return event
+
+
+def _root_failed(ctx: RunContext, exc: Exception) -> AgentEvent:
+    """The error event for an exception that came out of the root agent's run past the driver,
+    which turns the agent's own into events: a hook at the root failed (an ``after_agent``
+    callback as the agent ended, ``on_event`` on one of its events). The run fails with it."""
+    event = AgentEvent(ctx.agent_name, ctx.run_path, error=ErrorInfo.of(exc), exception=exc)
+    return _made(ctx, event)
+
+
+def _final(on_event: Callable[[AgentEvent], None] | None, event: AgentEvent) -> AgentEvent:
+    """Give ``on_event`` an event that ends the run. The outcome is settled by then (an error,
+    or a pause whose checkpoint is saved), so if the callback raises the event still goes out
+    and the exception is logged: there is no event left to report it with."""
+    if on_event is not None:
+        try:
+            on_event(event)
+        except Exception as exc:
+            logger.warning(
+                "on_event callback failed on the event that ends the run: %s", exc, exc_info=exc
+            )
+    return event
+
+
+async def _close_root(events: AsyncIterator[AgentEvent], ended: bool) -> None:
+    """Close the root agent's events. Once the run's last event is out (``ended``), a failure
+    while closing (the ``after_agent`` callback of an agent that paused, an agent's cleanup) has
+    no event left to become: it is logged and the run's outcome stands."""
+    if not ended:
+        await close_events(events)
+        return
+    try:
+        await close_events(events)
+    except Exception as exc:
+        if is_cancellation(exc):
+            raise
+        _log_after_end(exc)
+
+
+async def _finish_root(own: _AgentRun, collected: _Collected) -> None:
+    """``invoke``'s end of the root agent's run (its hooks: ``after_agent``, its span): a failure
+    there fails the run, unless the run has ended already (then it is logged)."""
+    try:
+        await own.finish()
+    except Exception as exc:
+        if is_cancellation(exc):
+            raise
+        _drop_first_frame(exc)
+        if collected.ended:
+            _log_after_end(exc)
+        else:
+            assert collected.ctx is not None
+            await collected.take(_root_failed(collected.ctx, exc))
+
+
+def _log_after_end(exc: BaseException) -> None:
+    logger.warning("failure after the run's last event: %s", exc, exc_info=exc)
+
+
+def _drop_first_frame(exc: BaseException) -> None:
+    """Drop the traceback's first frame, the caller's, whose locals will hold the error event
+    made of ``exc`` and so ``exc``: the run would end in a reference cycle (see
+    ``_driver.NO_EVENT``). The frames where it happened stay."""
+    if exc.__traceback__ is not None:
+        exc.__traceback__ = exc.__traceback__.tb_next
 
 
 class _Collected:
@@ -414,26 +601,26 @@ class _Collected:
 
     __slots__ = (
         "checkpoint_id",
+        "ctx",
         "error",
         "events",
         "interrupt",
         "last_message",
         "output",
-        "run",
         "runner",
     )
 
     def __init__(
         self,
         runner: Runner | None = None,
-        run: _RunState | None = None,
+        ctx: RunContext | None = None,
         checkpoint_id: str | None = None,
     ) -> None:
-        # The runner and run are there for ``take``'s rules (in ``invoke``; a resumed run's events
-        # arrive checked). Kept here rather than in an object of their own: one object fewer per
-        # run for the cyclic GC to walk while the run waits on its model.
+        # The runner and the root's context are there for ``take``'s rules (in ``invoke``; a
+        # resumed run's events arrive checked). Kept here rather than in an object of their own:
+        # one object fewer per run for the cyclic GC to walk while the run waits on its model.
         self.runner = runner
-        self.run = run
+        self.ctx = ctx
         self.checkpoint_id = checkpoint_id
         self.events: list[AgentEvent] = []
         self.last_message: Message | None = None  # for ``RunResult.text``
@@ -475,12 +662,17 @@ class _Collected:
         if event._signal is None and event.action is None and event.error is None:
             self.add(event, checked=True)
             return False
-        assert self.runner is not None and self.run is not None
-        event, after = await _check(self.runner, self.run, self.checkpoint_id, event)
+        assert self.runner is not None and self.ctx is not None
+        event, after = await _check(self.runner, self.ctx, self.checkpoint_id, event)
         self.add(event, checked=True)
         if after is not None:
             self.add(after, checked=True)
         return event.error is not None or after is not None or event.interrupted is not None
+
+    @property
+    def ended(self) -> bool:
+        """Whether the run's last event is in: an error, or a pause."""
+        return self.error is not None or self.interrupt is not None
 
     async def add_stream(self, stream: MessageStream) -> None:
         """Read a streamed message to its end (before its event is collected). A stream that

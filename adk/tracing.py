@@ -79,6 +79,8 @@ _SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 _ERROR_TYPE = "error.type"
 _RUN_PATH = "adk.run_path"
 
+_TOOL_ERROR = "the tool returned an error"  # a failed tool's span status without captured content
+
 # Bucket boundaries the conventions advise for the two histograms.
 _TOKEN_BUCKETS = [4.0**i for i in range(14)]  # 1, 4, 16, ... 67108864
 _DURATION_BUCKETS = [0.01 * 2.0**i for i in range(14)]  # 0.01, 0.02, ... 81.92
@@ -98,6 +100,18 @@ def _is_noop_meter_provider(provider: object) -> bool:
     return isinstance(provider, metrics.NoOpMeterProvider) or (
         type(provider).__name__ == "_ProxyMeterProvider"
     )
+
+
+def _model_resource(ctx: RunContext, name: str) -> Any:
+    """The model an agent names, from the run's resources; None if it cannot be found there (the
+    agent will fail for that reason, and its span must not guess a model)."""
+    get_model = getattr(ctx._run.resources, "get_model", None)
+    if get_model is None:
+        return None
+    try:
+        return get_model(name)
+    except KeyError:
+        return None
 
 
 def _provider_of(model: Any) -> str | None:
@@ -165,6 +179,8 @@ class _GenAITracing:
         if description:
             attributes[_AGENT_DESCRIPTION] = description
         model = getattr(agent, "model", None)
+        if isinstance(model, str):  # the name of a model resource
+            model = _model_resource(ctx, model)
         if model is not None:
             attributes[_REQUEST_MODEL] = model_name_of(model)
             provider = _provider_of(model)
@@ -355,7 +371,9 @@ class _GenAITracing:
         if isinstance(result, ToolResult):
             content = result.content
             if result.is_error:
-                span.set_status(Status(StatusCode.ERROR, content))
+                # The error text is the tool's result, content like any other (it may quote the
+                # arguments): on the span only when content is captured.
+                span.set_status(Status(StatusCode.ERROR, content if self._capture else _TOOL_ERROR))
                 span.set_attribute(_ERROR_TYPE, "tool_error")
         else:
             content = result

@@ -3,16 +3,19 @@ short-circuits and replacements, streams, every event, and clear errors for misu
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
-from conftest import ScriptAgent
+from conftest import ScriptAgent, act_transfer
 
 from adk import (
     AgentEvent,
     AgentTool,
     ErrorInfo,
+    Interrupt,
     Message,
+    ModelOptions,
     RunContext,
     RunError,
     Runner,
@@ -24,13 +27,11 @@ from adk import (
 )
 from adk.agent import Agent
 from adk.callbacks import Callbacks, ModelRequest
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
 
 ADDED: list[tuple[int, int]] = []
-
-# The driver reports the error events it makes from an agent's exception (and from a failing
-# before_agent) to the hooks only once adk/_driver.py does so (requested in issue 7's report).
 
 
 @tool
@@ -215,6 +216,39 @@ async def test_before_model_may_change_the_request() -> None:
     assert [m.content for m in model.requests[0].messages] == ["Be brief.", "hi"]
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_changes_made_in_place_by_before_model_stay_in_their_call(streaming: bool) -> None:
+    """``request.messages`` and ``request.options`` may be changed in place; the change is for
+    that call only, never the agent's own conversation (every later call would see it again, and
+    checkpoints would save it) nor its options (every later run would use them)."""
+    rule = "Never reveal secrets."
+
+    def guard(ctx: RunContext, request: ModelRequest) -> None:
+        request.messages.insert(0, Message.system(rule))
+        assert request.options is not None
+        request.options.max_tokens = 50
+        request.options.stop.append("STOP")  # type: ignore[union-attr]
+        request.options.extra["user"] = ctx.session.get("user")
+
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "sum=3"], cycle=True
+    )
+    options = ModelOptions(max_tokens=1000, stop=["END"])
+    agent = ReActAgent("a", model, tools=[add], model_options=options)
+    runner = Runner(agent, enable_streaming=streaming, callbacks=[Callbacks(before_model=guard)])
+    await runner.invoke("1+2?", session={"user": "ann"})
+    await runner.invoke("1+2?", session={"user": "bob"})
+    assert [sum(m.content == rule for m in r.messages) for r in model.requests] == [1, 1, 1, 1]
+    assert [len(r.messages) for r in model.requests] == [2, 4, 2, 4]
+    assert [r.options for r in model.requests] == [
+        ModelOptions(max_tokens=50, stop=["END", "STOP"], extra={"user": user})
+        for user in ("ann", "ann", "bob", "bob")
+    ]
+    assert agent.model_options is options
+    assert options == ModelOptions(max_tokens=1000, stop=["END"])
+    assert options.model_fields_set == {"max_tokens", "stop"}  # the copy left them as they were
+
+
 # -- tools ----------------------------------------------------------------------------------------
 async def test_a_before_tool_result_skips_the_tool() -> None:
     model = add_model()
@@ -339,6 +373,144 @@ async def test_a_failing_before_agent_fails_the_root_agent_with_an_error_event()
     )
     with pytest.raises(RunError, match="not today"):
         await runner.invoke("x")
+
+
+async def _events_of(runner: Runner, how: str) -> list[AgentEvent]:
+    """The events of one run, from ``runner.run`` or collected by ``runner.invoke``."""
+    if how == "run":
+        return [event async for event in runner.run("go")]
+    try:
+        return (await runner.invoke("go")).events
+    except RunError as failure:
+        return failure.events
+
+
+class _FullDisk(InMemoryCheckpointStore):
+    async def put(self, id: str, data: bytes) -> None:
+        raise OSError("disk full")
+
+
+@pytest.mark.parametrize("how", ["run", "invoke"])
+@pytest.mark.parametrize("nested", [False, True], ids=["agent", "in a sequence"])
+@pytest.mark.parametrize("case", ["transfer", "pause", "unsaved pause", "refused start"])
+async def test_on_event_sees_what_the_consumer_gets_including_the_runners_own_events(
+    case: str, nested: bool, how: str
+) -> None:
+    """Also the events the runner makes or completes: the error for a transfer nobody takes, a
+    pause with its checkpoint id (set once the checkpoint is saved), the error replacing a pause
+    it could not save, and the error of a root agent whose ``before_agent`` refused it."""
+    last = act_transfer("nobody") if case == "transfer" else Interrupt("approve?")
+    agent = ScriptAgent("a", "hello", last)
+    root = SequentialAgent("seq", [agent]) if nested else agent
+
+    def refuse(agent: Agent, ctx: RunContext) -> None:
+        if agent is root:
+            raise PermissionError("not today")
+
+    def checkpoint_of(event: AgentEvent) -> str | None:
+        return event.interrupted.checkpoint_id if event.interrupted is not None else None
+
+    seen: list[tuple[AgentEvent, str | None]] = []
+    callbacks = [Callbacks(on_event=lambda event: seen.append((event, checkpoint_of(event))))]
+    if case == "refused start":
+        callbacks.append(Callbacks(before_agent=refuse))
+    store = _FullDisk() if case == "unsaved pause" else None
+    events = await _events_of(Runner(root, store, callbacks=callbacks), how)
+    assert [id(event) for event, _ in seen] == [id(event) for event in events]
+    assert [checkpoint for _, checkpoint in seen] == [checkpoint_of(e) for e in events]
+    errors = {"transfer": "TransferError", "unsaved pause": "CheckpointError"}
+    errors["refused start"] = "PermissionError"
+    if case == "pause":
+        assert checkpoint_of(events[-1])
+    else:
+        assert events[-1].error is not None and events[-1].error.type == errors[case]
+
+
+@pytest.mark.parametrize("how", ["run", "invoke"])
+@pytest.mark.parametrize("kind", ["react", "sequence"])
+async def test_a_failing_after_agent_fails_the_run_with_an_error_event(kind: str, how: str) -> None:
+    """Also at the root, where no caller is left to turn the exception into an event."""
+    agent = ReActAgent("a", ScriptedModel(["hello"], cycle=True))
+    root = SequentialAgent("seq", [agent]) if kind == "sequence" else agent
+    errors: list[ErrorInfo | None] = []
+
+    def flaky(agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
+        errors.append(error)
+        if agent is root:
+            raise ConnectionError("metrics backend down")
+
+    seen: list[AgentEvent] = []
+    runner = Runner(root, callbacks=[Callbacks(after_agent=flaky, on_event=seen.append)])
+    events = await _events_of(runner, how)
+    assert simplify_events(events) == [
+        "a: hello",
+        f"{root.name}: [error metrics backend down]",
+    ]
+    assert events[-1].error == ErrorInfo("ConnectionError", "metrics backend down")
+    assert events[-1].run_path == (root.name,) and seen == events
+    assert errors[-1] is None  # the agent itself ended well
+    if how == "invoke":
+        with pytest.raises(RunError, match="metrics backend down") as failure:
+            await runner.invoke("go")
+        assert isinstance(failure.value.__cause__, ConnectionError)
+
+
+async def test_a_failing_after_agent_cannot_undo_how_the_run_ended(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An agent that failed keeps its error and a paused run stays paused: the callback's
+    exception, with no event left to become, is logged."""
+
+    def flaky(agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
+        raise ConnectionError("metrics backend down")
+
+    callbacks = [Callbacks(after_agent=flaky)]
+    failing = Runner(
+        ReActAgent("a", ScriptedModel([RuntimeError("model down")], cycle=True)),
+        callbacks=callbacks,
+    )
+    paused = Runner(ScriptAgent("p", "hello", Interrupt("approve?")), callbacks=callbacks)
+    with caplog.at_level(logging.WARNING):
+        for how in ("run", "invoke"):
+            events = await _events_of(failing, how)
+            assert simplify_events(events)[-1] == "a: [error model down]"
+            assert [e for e in events if e.error is not None] == events[-1:]
+            events = await _events_of(paused, how)
+            assert events[-1].interrupted is not None and events[-1].interrupted.checkpoint_id
+    logged = [record.exc_info[1] for record in caplog.records if record.exc_info]
+    assert [str(exc) for exc in logged] == ["metrics backend down"] * 4
+
+
+@pytest.mark.parametrize("how", ["run", "invoke"])
+@pytest.mark.parametrize("kind", ["agent", "sequence"])
+async def test_a_failing_on_event_fails_the_run_but_never_hides_its_last_event(
+    kind: str, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``on_event`` that fails on an event fails the run with an error event instead; failing on
+    the event that ends the run (an error, a pause) it is logged, and the event still goes out."""
+    texts: list[str] = []
+    errors: list[ErrorInfo | None] = []
+
+    def naive(event: AgentEvent) -> None:
+        texts.append(event.output.message.content)  # type: ignore[union-attr]  # may have none
+
+    def wrap(agent: Agent) -> Agent:
+        return SequentialAgent("seq", [agent]) if kind == "sequence" else agent
+
+    callbacks = [Callbacks(on_event=naive, after_agent=lambda a, c, e: errors.append(e))]
+    transferring = wrap(ScriptAgent("t", "hello", act_transfer("elsewhere"), "never"))
+    events = await _events_of(Runner(transferring, callbacks=callbacks), how)
+    assert texts == ["hello"] and errors[-1] == events[-1].error
+    assert simplify_events(events) == [
+        "t: hello",
+        f"{transferring.name}: [error 'NoneType' object has no attribute 'message']",
+    ]
+    assert events[-1].error is not None and events[-1].error.type == "AttributeError"
+    with caplog.at_level(logging.WARNING):
+        failing = wrap(ScriptAgent("f", RuntimeError("model down")))
+        events = await _events_of(Runner(failing, callbacks=callbacks), how)
+    assert simplify_events(events) == ["f: [error model down]"]
+    assert "on_event callback failed on the event that ends the run" in caplog.text
 
 
 # -- streams --------------------------------------------------------------------------------------

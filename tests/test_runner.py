@@ -4,7 +4,8 @@ a run, ``async with``; plus the test helpers users get (ScriptedModel, simplify_
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import typing
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,6 +14,7 @@ from conftest import ScriptAgent, act_exit, act_transfer, do, other_tasks, run_e
 from adk import (
     AgentEvent,
     AgentInput,
+    AgentTool,
     Message,
     MessageChunk,
     MessageStream,
@@ -27,8 +29,9 @@ from adk import (
     tool,
     with_sub_agents,
 )
+from adk.messages import Usage, join_chunks
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
-from prebuilt import ReActAgent
+from prebuilt import ReActAgent, Supervisor
 
 # -- inputs and results -------------------------------------------------------------------------
 
@@ -54,6 +57,14 @@ async def test_run_accepts_str_message_or_list(given: Any, expected: list[Messag
 async def test_run_rejects_other_input() -> None:
     with pytest.raises(TypeError):
         Runner(ScriptAgent("a")).run([Message.user("ok"), "not a message"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="a str, a Message or a list of Messages, got int"):
+        Runner(ScriptAgent("a")).run(123)  # type: ignore[arg-type]
+
+
+def test_run_and_resume_are_typed_as_the_closable_generators_they_return() -> None:
+    """So ``contextlib.aclosing(runner.run(...))`` (docs/interrupts.md) type-checks."""
+    for method in (Runner.run, Runner.resume):
+        assert typing.get_type_hints(method)["return"] == AsyncGenerator[AgentEvent, None]
 
 
 async def test_invoke_collects_a_run_result() -> None:
@@ -251,6 +262,56 @@ async def test_async_with_runner_closes_its_resources() -> None:
         pass
 
 
+class _ClosingModel(ScriptedModel):
+    def __init__(self, fails: bool = False) -> None:
+        super().__init__(["ok"])
+        self.closed = 0
+        self.fails = fails
+
+    async def aclose(self) -> None:
+        self.closed += 1
+        if self.fails:
+            raise OSError("connection already gone")
+
+
+class _ClosingToolset:
+    def __init__(self) -> None:
+        self.closed = 0
+
+    async def tools(self, ctx: Any) -> list[Any]:
+        return []
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+async def test_async_with_runner_closes_what_its_agent_tree_holds() -> None:
+    """Models and toolsets (MCP) given to agents directly, wherever they sit: workflow steps, an
+    ``AgentTool``'s agent, a supervisor's workers. Each once; one that fails to close keeps no
+    other open, and its error is raised once all are closed."""
+    shared, inner, worker, lead = _ClosingModel(), _ClosingModel(), _ClosingModel(), _ClosingModel()
+    broken, toolset = _ClosingModel(fails=True), _ClosingToolset()
+    helper = ReActAgent("helper", inner, description="Helps.")
+    boss = ReActAgent("boss", shared, tools=[toolset, AgentTool(helper)])
+    team = Supervisor(ReActAgent("lead", lead), [ReActAgent("worker", worker, tools=[toolset])])
+    steps = SequentialAgent("steps", [boss, team, ReActAgent("again", shared)])
+    root = ParallelAgent("root", [steps, ReActAgent("odd", broken)])
+    with pytest.raises(OSError, match="connection already gone"):
+        async with Runner(root):
+            pass
+    assert [m.closed for m in (shared, inner, worker, lead, broken)] == [1, 1, 1, 1, 1]
+    assert toolset.closed == 1
+
+
+async def test_closing_a_runner_of_a_sub_agent_leaves_the_agents_above_it_open() -> None:
+    lead, worker = _ClosingModel(), _ClosingModel()
+    sub = ReActAgent("worker", worker, description="Works.")
+    with_sub_agents(ReActAgent("lead", lead), [sub])
+    async with Runner(sub):
+        pass
+    assert (worker.closed, lead.closed) == (1, 0)
+
+
 # -- helpers for users' tests -------------------------------------------------------------------
 
 
@@ -298,7 +359,8 @@ async def test_scripted_model_replays_its_script_and_records_requests() -> None:
     )
     options = ModelOptions(temperature=0.5)
     first = await model.generate([Message.user("1")], options=options)
-    assert first == Message.assistant("plain text")
+    assert first.content == "plain text" and first.tool_calls == []
+    assert first.metadata == {"finish_reason": "stop"}  # as a real adapter reports it
     second = await model.generate([Message.user("2")])
     assert second.content == "calling" and second.tool_calls[0].name == "f"
     assert second.tool_calls[0].id  # ids are filled in
@@ -324,6 +386,21 @@ async def test_scripted_model_streams_the_same_message_it_would_return() -> None
     streamed = await stream.collect()
     assert (streamed.content, streamed.tool_calls) == (whole.content, whole.tool_calls)
     assert model.requests[1].stream
+
+
+async def test_scripted_model_gives_the_same_metadata_streamed_or_not() -> None:
+    """Both modes report a finish reason, as real adapters do, and keep a scripted message's
+    metadata: a streamed reply joins to exactly the message ``generate`` returns."""
+    cut = Message.assistant("cut off mid", usage=Usage(input_tokens=3, output_tokens=5))
+    cut.metadata.update({"finish_reason": "length", "response_id": "r1"})
+    calling = Reply(text="calling", tool_calls=[tool_call("f", {"x": 1}, id="c1")])
+    expected = [{"finish_reason": "stop"}, {"finish_reason": "tool_calls"}, dict(cut.metadata)]
+    for item, metadata in zip(["plain text", calling, cut], expected, strict=True):
+        model = ScriptedModel([item, item], chunk_size=4)
+        whole = await model.generate([])
+        streamed = join_chunks([c async for c in model.stream([])])
+        assert whole.metadata == metadata
+        assert streamed == whole
 
 
 async def test_a_scripted_model_error_becomes_the_agents_error_event() -> None:

@@ -40,6 +40,7 @@ from adk import (
     Runner,
     SequentialAgent,
     ToolContext,
+    ToolResult,
     ToolSpec,
     Usage,
     tool,
@@ -54,6 +55,7 @@ from adk.actions import (
     action,
 )
 from adk.callbacks import Callbacks
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import LocalExecutionEnvironment
 from adk.messages import MessageChunk
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -61,9 +63,6 @@ from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent, Supervisor
 
 REPO = Path(__file__).resolve().parents[1]
-
-# The driver reports the error and interrupt events it makes from an agent's exception to the hooks
-# only once adk/_driver.py calls hooks.agent_event for them (requested in issue 7's report).
 
 
 # -- fixtures and helpers -------------------------------------------------------------------------
@@ -177,6 +176,8 @@ async def test_react_run_with_one_tool_call_gives_the_exact_span_tree(
         "gen_ai.conversation.id": "conv-42",
         "gen_ai.usage.input_tokens": 10,
         "gen_ai.usage.output_tokens": 4,
+        # ScriptedModel reports a finish reason, as adapters do
+        "gen_ai.response.finish_reasons": ("tool_calls",),
     }
     assert attrs(second_chat)["gen_ai.usage.input_tokens"] == 20
     (tool_span,) = named(spans, "execute_tool add")
@@ -208,6 +209,25 @@ async def test_request_options_and_provider_name_are_recorded(
     assert attrs(chat)["gen_ai.request.max_tokens"] == 64
     assert attrs(chat)["gen_ai.request.stop_sequences"] == ("END",)
     assert attrs(named(spans, "invoke_agent a")[0])["gen_ai.provider.name"] == "acme"
+
+
+async def test_an_agent_naming_a_model_resource_reports_that_model(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    resources = Resources()
+    model = ScriptedModel(["ok"], model_name="gpt-4o-mini")
+    model.provider_name = "openai"  # type: ignore[attr-defined]
+    resources.add_model("main", model)
+    await Runner(ReActAgent("a", "main"), resources=resources, tracer_provider=provider).invoke("x")
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent a")
+    assert attrs(span)["gen_ai.request.model"] == "gpt-4o-mini"
+    assert attrs(span)["gen_ai.provider.name"] == "openai"
+    # A name the resources lack fails the agent; its span names no model rather than guessing.
+    runner = Runner(ReActAgent("b", "missing"), resources=resources, tracer_provider=provider)
+    with pytest.raises(RunError, match="no model named 'missing'"):
+        await runner.invoke("x")
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent b")
+    assert "gen_ai.request.model" not in attrs(span)
 
 
 async def test_workflow_agents_get_spans_and_steps_nest_under_them(
@@ -487,6 +507,57 @@ async def test_an_agent_raising_interrupt_records_it_on_its_span(
     assert "adk.interrupt" in events_of(named(spans, "invoke_agent asker")[0])
 
 
+class _FullDisk(InMemoryCheckpointStore):
+    async def put(self, id: str, data: bytes) -> None:
+        raise OSError("disk full")
+
+
+@pytest.mark.parametrize("how", ["run", "invoke"])
+@pytest.mark.parametrize(
+    ("last", "store", "error_type"),
+    [
+        (act_transfer("nobody"), None, "TransferError"),
+        (Interrupt("approve?"), _FullDisk(), "CheckpointError"),
+    ],
+    ids=["unhandled transfer", "unsaved pause"],
+)
+async def test_an_error_the_runner_ends_the_run_with_fails_the_root_agent_span(
+    last: Any,
+    store: Any,
+    error_type: str,
+    how: str,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+) -> None:
+    runner = Runner(ScriptAgent("a", "hello", last), store, tracer_provider=provider)
+    if how == "run":
+        events = [event async for event in runner.run("x")]
+    else:
+        with pytest.raises(RunError) as failure:
+            await runner.invoke("x")
+        events = failure.value.events
+    assert events[-1].error is not None and events[-1].error.type == error_type
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent a")
+    assert span.status.status_code == StatusCode.ERROR
+    assert attrs(span)["error.type"] == error_type
+
+
+async def test_a_failing_after_agent_fails_the_agent_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    def flaky(agent: Any, ctx: Any, error: Any) -> None:
+        raise ConnectionError("metrics backend down")
+
+    agent = ReActAgent("a", ScriptedModel(["hello"]))
+    runner = Runner(agent, callbacks=[Callbacks(after_agent=flaky)], tracer_provider=provider)
+    with pytest.raises(RunError, match="metrics backend down"):
+        await runner.invoke("x")
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent a")
+    assert span.status.status_code == StatusCode.ERROR
+    assert attrs(span)["error.type"] == "ConnectionError"
+    assert events_of(span) == ["exception"]
+
+
 async def test_a_resumed_run_keeps_its_conversation_id(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -549,6 +620,37 @@ async def test_an_error_result_marks_the_tool_span(
     (tool_span,) = named(exporter.get_finished_spans(), "execute_tool add")
     assert tool_span.status.status_code == StatusCode.ERROR
     assert attrs(tool_span)["error.type"] == "tool_error"
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_an_error_results_text_is_content_kept_off_the_span_unless_captured(
+    capture: bool,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    @tool
+    def charge(card: str) -> ToolResult:
+        """Charge a card.
+
+        Args:
+            card: The card number.
+        """
+        return ToolResult.error(f"card {card} was declined")
+
+    if capture:
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("charge", {"card": "4111 1111"})]), "no"])
+    await Runner(ReActAgent("a", model, tools=[charge]), tracer_provider=provider).invoke("x")
+    (tool_span,) = named(exporter.get_finished_spans(), "execute_tool charge")
+    assert tool_span.status.status_code == StatusCode.ERROR
+    assert attrs(tool_span)["error.type"] == "tool_error"
+    if capture:
+        assert tool_span.status.description == "Error: card 4111 1111 was declined"
+    else:
+        assert tool_span.status.description == "the tool returned an error"
+        for span in exporter.get_finished_spans():
+            assert "4111" not in f"{span.status.description} {attrs(span)}", span.name
 
 
 async def test_a_failing_model_marks_the_chat_and_agent_spans(
