@@ -340,7 +340,10 @@ class Runner(AsyncCloseable):
         load_history(run, snapshot.history)
         ctx = _root_context(self, run)
         input = AgentInput(snapshot.root_input, self.enable_streaming)
-        finished = False
+        # Finished unless the last event failed or paused: a resumed run may well end without
+        # an event (an approval whose step only writes the session), and must not keep a
+        # checkpoint that a second resume would run again.
+        finished = True
         try:
             async with closing(self._drive_root(ctx, input, checkpoint_id, claim)) as events:
                 async for event in events:

@@ -11,11 +11,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from adk import CheckpointError, Message, Role, RunError, Runner, tool
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    CheckpointError,
+    Message,
+    Role,
+    RunContext,
+    RunError,
+    Runner,
+    tool,
+)
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -171,3 +183,39 @@ async def test_a_resume_left_early_and_closed_releases_the_checkpoint_at_once() 
     # checkpoint, ran it again: the at-least-once behaviour docs/interrupts.md tells tools
     # behind approvals to be idempotent for.
     assert paid == [9, 9]
+
+
+class _SilentGate(BaseAgent):
+    """Pauses for a decision; on resume records it in the session and says nothing."""
+
+    def __init__(self, effects: list[Any]) -> None:
+        super().__init__("gate")
+        self.effects = effects
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt("approve?")
+            return
+        self.effects.append(ctx.resume.data)
+        ctx.session["decision"] = ctx.resume.data
+
+
+@pytest.mark.parametrize("keep", [False, True])
+async def test_a_resume_that_ends_without_an_event_still_finishes_its_checkpoint(
+    keep: bool,
+) -> None:
+    """No event is no failure: the checkpoint is finished, so a second resume cannot repeat the
+    effects."""
+    effects: list[Any] = []
+    store = InMemoryCheckpointStore()
+    runner = Runner(_SilentGate(effects), checkpoint_store=store, keep_checkpoints=keep)
+    paused = await runner.invoke("go", checkpoint_id="c1")
+    assert paused.interrupt is not None
+
+    done = await runner.invoke_resume("c1", "yes")
+
+    assert done.events == [] and done.session["decision"] == "yes"
+    assert (await store.get("c1") is not None) is keep
+    with pytest.raises(CheckpointError):
+        await runner.invoke_resume("c1", "yes")
+    assert effects == ["yes"]
