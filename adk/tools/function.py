@@ -274,13 +274,17 @@ class FunctionTool:
                 return denial
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
-        args = [kwargs.pop(name) for name in self._positional] if self._positional else ()
-        if self._is_async:
-            value = await self.fn(*args, **kwargs)
-        elif self._thread:
-            value = await asyncio.to_thread(self.fn, *args, **kwargs)
+        if self._positional:
+            args = [kwargs.pop(name) for name in self._positional]
+            call: Callable[..., Any] = functools.partial(self.fn, *args)
         else:
-            value = self.fn(*args, **kwargs)
+            call = self.fn
+        if self._is_async:
+            return _serialise(await call(**kwargs))
+        if self._thread:
+            value = await asyncio.to_thread(call, **kwargs)
+        else:
+            value = call(**kwargs)
         if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
             value = await value
         return _serialise(value)
