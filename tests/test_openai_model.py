@@ -817,6 +817,24 @@ async def test_aclose_with_a_call_in_flight_fails_it_at_once_without_retrying(
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_aclose_during_a_retrys_backoff_fails_the_call_at_once(
+    server: OpenAIServer, api: str
+) -> None:
+    server.script(Reply(status=503, error="busy"), Reply(text="never asked for"))
+    slow_retry = RetryPolicy(max_attempts=3, initial_delay=5.0, max_delay=5.0, jitter=False)
+    model = make_model(server, api, retry=slow_retry)
+    task = asyncio.create_task(model.generate([Message.user("hi")]))
+    await wait_for(lambda: len(server.requests) == 1)
+    await asyncio.sleep(0.1)  # into the 5 s backoff
+    started = time.monotonic()
+    await model.aclose()
+    with pytest.raises(ModelError, match=r"closed \(aclose\(\)\) while the call was running"):
+        await task
+    assert time.monotonic() - started < 2.0
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("how", ["cancel", "aclose"])
 async def test_a_stream_left_mid_way_releases_its_connection(
     server: OpenAIServer, api: str, how: str

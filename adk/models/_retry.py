@@ -12,6 +12,7 @@ attempt counting, backoff and Retry-After handling all live in one place.
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -90,7 +91,7 @@ class RetryRunner:
     the exception to raise (so adapters can name the status and the attempt count in one message).
     """
 
-    __slots__ = ("_attempts", "_is_transient", "_policy", "_retry_after")
+    __slots__ = ("_attempts", "_is_transient", "_policy", "_retry_after", "_waiters")
 
     def __init__(
         self,
@@ -103,6 +104,27 @@ class RetryRunner:
         self._attempts = max(policy.max_attempts, 1)
         self._is_transient = is_transient
         self._retry_after = retry_after
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    def wake(self) -> None:
+        """End every backoff now (the adapter was closed): the next attempt then fails at once
+        instead of after a delay of up to ``max_delay``, and is not retried."""
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def _sleep(self, seconds: float) -> None:
+        """A backoff ``wake`` can end early (a future per sleep, not an Event: an Event would bind
+        to the first event loop it is used on, and a model may outlive one)."""
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        handle = loop.call_later(seconds, _set_done, waiter)
+        self._waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            handle.cancel()
+            self._waiters.discard(waiter)
 
     async def run(
         self,
@@ -135,11 +157,17 @@ class RetryRunner:
             wait=_Backoff(self._policy, self._retry_after),
             retry=retry_if_exception(self._is_transient),
             reraise=True,
+            sleep=self._sleep,
         )
         try:
             return await retrying(again)
         except Exception as exc:
             _raise_final(on_failure, exc, made)
+
+
+def _set_done(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _raise_final(

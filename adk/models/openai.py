@@ -305,6 +305,7 @@ class OpenAIChatModel(AsyncCloseable):
         if self._closed:
             return
         self._closed = True
+        self._runner.wake()  # a call waiting out a retry's backoff fails now
         if self._owns_client:
             await self._client.close()
 
