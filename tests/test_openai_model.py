@@ -369,13 +369,23 @@ async def test_429_retry_after_is_honoured(server: OpenAIServer) -> None:
     assert second.received_at - first.received_at >= 0.2
 
 
-async def test_retry_after_is_capped_by_max_delay(server: OpenAIServer) -> None:
-    server.script(Reply(status=503, error="busy", retry_after="3600"), Reply(text="ok"))
+async def test_retry_after_beats_max_delay(server: OpenAIServer) -> None:
+    """Retrying sooner than the server asked would only be refused again."""
+    server.script(Reply(status=429, error="slow down", retry_after="0.3"), Reply(text="ok"))
     policy = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.05, jitter=True)
     async with make_model(server, retry=policy) as model:
         assert (await model.generate([Message.user("hi")])).content == "ok"
     first, second = server.requests
-    assert second.received_at - first.received_at < 60  # an hour was asked for; the cap won
+    assert second.received_at - first.received_at >= 0.3
+
+
+async def test_a_retry_after_beyond_a_minute_fails_at_once_saying_so(server: OpenAIServer) -> None:
+    server.script(Reply(status=503, error="busy", retry_after="3600"), Reply(text="unused"))
+    policy = RetryPolicy(max_attempts=3, initial_delay=0.001, max_delay=0.05)
+    async with make_model(server, retry=policy) as model:
+        with pytest.raises(ModelError, match=r"HTTP 503: busy \(the server asked to wait 3600 s"):
+            await model.generate([Message.user("hi")])
+    assert len(server.requests) == 1
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 422])

@@ -63,8 +63,14 @@ def retry_after_seconds(headers: Mapping[str, str], *, now: float | None = None)
     return max(seconds, 0.0) if math.isfinite(seconds) else None
 
 
+RETRY_AFTER_LIMIT = 60.0
+"""The longest ``Retry-After`` honoured, as the ``openai`` package does; a server asking for more
+gets no retry: the call fails at once, saying how long the server asked to wait."""
+
+
 class _Backoff(wait_base):
-    """Retry-After when the server gave one, else exponential backoff; both capped at max_delay."""
+    """Retry-After when the server gave one (up to ``RETRY_AFTER_LIMIT``), else exponential
+    backoff capped at max_delay."""
 
     def __init__(
         self, policy: RetryPolicy, retry_after: Callable[[BaseException], float | None]
@@ -79,7 +85,9 @@ class _Backoff(wait_base):
         error = outcome.exception() if outcome is not None and outcome.failed else None
         hinted = self._retry_after(error) if error is not None else None
         if hinted is not None:
-            return min(hinted, self._cap)
+            # The server's word beats max_delay (retrying sooner would only be refused again),
+            # up to RETRY_AFTER_LIMIT; a longer wait is not retried at all (``is_transient``).
+            return min(hinted, RETRY_AFTER_LIMIT)
         return float(self._exponential(retry_state))
 
 

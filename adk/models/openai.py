@@ -23,7 +23,7 @@ from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
-from ._retry import RetryRunner, retry_after_seconds
+from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
 from .base import ModelError, ModelOptions, RetryPolicy
 
 __all__ = ["OpenAIChatModel"]
@@ -249,7 +249,10 @@ class OpenAIChatModel(AsyncCloseable):
     def _is_transient(self, exc: BaseException) -> bool:
         """Whether to retry: a transient failure, unless the model was closed meanwhile (the failure
         is then the close cutting the call off, and a retry would meet a closed client)."""
-        return not self._closed and _is_transient(exc)
+        if self._closed or not _is_transient(exc):
+            return False
+        hinted = _retry_after(exc)
+        return hinted is None or hinted <= RETRY_AFTER_LIMIT
 
     def _failure(self, exc: Exception, attempts: int, *, after_chunks: int = 0) -> Exception:
         """The error to raise for a call that failed for good. Errors that are not about the call
@@ -272,8 +275,15 @@ class OpenAIChatModel(AsyncCloseable):
             return ModelError(f"{where} the model was closed (aclose()) while the call was running")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
+            hinted = _retry_after(exc) if _is_transient(exc) else None
+            wait = (
+                f" (the server asked to wait {hinted:g} s, longer than the "
+                f"{RETRY_AFTER_LIMIT:g} s a call waits: not retried)"
+                if hinted is not None and hinted > RETRY_AFTER_LIMIT
+                else ""
+            )
             return ModelError(
-                f"{where} HTTP {status}: {_server_message(exc)}{tries}", status=status
+                f"{where} HTTP {status}: {_server_message(exc)}{tries}{wait}", status=status
             )
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where} the request timed out{tries}")
