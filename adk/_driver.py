@@ -205,6 +205,19 @@ async def close_events(events: AsyncIterator[AgentEvent]) -> None:
             await aclose()
 
 
+async def settle(event: AgentEvent) -> None:
+    """Before closing an agent after the event that ended it, read a stream the event carries to
+    its end: a child's stream that a composite passed on. The child's own driver would have read
+    it (``record_stream``), but closing the composite cancels the child, and the child's cleanup
+    would cut the stream off before the reader, who has the event, got to it. (A reader who closes
+    the run at the event instead never gets here: the stream is cut, nobody is reading.)"""
+    output = event.output
+    if output is not None:
+        stream = output.stream
+        if stream is not None and not stream.done:
+            await stream.collect()
+
+
 def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
     """Run (or resume) ``agent`` at ``ctx`` and yield its events under the framework's rules.
 
@@ -237,6 +250,7 @@ async def _drive(
                 if run.stream is not None:
                     await run.record_stream()
                 if stop:
+                    await settle(event)
                     break
         except GeneratorExit:
             closed = True

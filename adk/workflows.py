@@ -20,6 +20,7 @@ from ._driver import (
     close_events,
     drive,
     is_cancellation,
+    settle,
     take_break,
 )
 from .agent import Agent, AgentInput
@@ -159,6 +160,7 @@ async def _run_steps(
                             if run.stream is not None:
                                 await run.record_stream()
                             if stop:
+                                await settle(event)
                                 break
                     except GeneratorExit:
                         closed = True
@@ -390,12 +392,12 @@ class ParallelAgent(_Workflow):
                     # The other branches stop now; the one that ended the run finishes after its
                     # event was taken, so a stream the event carries is read and recorded rather
                     # than cut off by the cancellation.
+                    # The other branches stop now. The one that ended the run stops when the
+                    # driver closes us after the event, once it has read a stream the event
+                    # carries to its end (``settle``): cancelled now, it would cut it off.
                     emitter = tasks[indices.index(index)]
                     await _cancel([t for t in tasks if t is not emitter])
                     yield event
-                    if not taken.done():
-                        taken.set_result(None)
-                    await asyncio.wait([emitter])
                     return
                 yield event
                 if not taken.done():

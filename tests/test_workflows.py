@@ -328,9 +328,31 @@ async def test_a_branch_that_exits_with_a_stream_is_read_to_its_end() -> None:
 
     blocked = ScriptAgent("b", asyncio.Event(), "never")
     par = ParallelAgent("P", [ScriptAgent("a", exit_streaming), blocked])
-    read: list[str] = []
-    async for event in Runner(par).run("hi"):
-        if event.output is not None and event.output.stream is not None:
-            read.append((await event.output.stream.collect()).content)
-    assert read == ["final answer"]
+    # The consumer reads the stream only after the run: the driver has closed the parallel agent
+    # right after the exit event by then.
+    events = [event async for event in Runner(par).run("hi")]
+    streams = [e.output.stream for e in events if e.output is not None and e.output.stream]
+    assert [(await stream.collect()).content for stream in streams] == ["final answer"]
     assert blocked.cancelled == 1 and not other_tasks()
+
+
+async def test_leaving_at_an_exit_event_with_a_stream_that_stalls_closes_at_once() -> None:
+    """Nobody reads the stream then: the run closes without waiting for it."""
+
+    async def stalled() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="start ")
+        await asyncio.Event().wait()
+
+    def exit_streaming(ctx: RunContext) -> AgentEvent:
+        return AgentEvent(
+            output=AgentOutput(stream=MessageStream(stalled())), action=AgentAction(exit=True)
+        )
+
+    par = ParallelAgent("P", [ScriptAgent("a", exit_streaming), ScriptAgent("b", asyncio.Event())])
+    events = Runner(par).run("hi")
+    async with asyncio.timeout(5):
+        async for event in events:
+            if event.action is not None and event.action.exit:
+                break
+        await events.aclose()
+    assert not other_tasks()
