@@ -98,3 +98,8 @@ def __getattr__(name: str) -> Any:
 
         return OpenAIChatModel
     raise AttributeError(f"module 'adk' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The module's names, with the lazily loaded ``OpenAIChatModel`` among them."""
+    return sorted({*globals(), *__all__})

@@ -195,7 +195,8 @@ class FlowAgent:
 def _too_many_transfers(limit: int, cause: AgentEvent) -> AgentEvent:
     message = (
         f"more than {limit} transfers in one run: the agents may be transferring in a cycle "
-        "(raise max_transfers in with_sub_agents if the conversation needs more)"
+        "(raise max_transfers, a parameter of with_sub_agents and Supervisor, if the "
+        "conversation needs more)"
     )
     return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
 
@@ -227,8 +228,8 @@ def _adopt(parent: FlowAgent, agent: Agent) -> FlowAgent:
 def with_sub_agents(
     agent: Agent,
     sub_agents: Iterable[Agent],
-    *,
     allow_transfer_to_parent: bool = True,
+    *,
     history_rewriter: HistoryRewriter | None = None,
     max_transfers: int | None = None,
 ) -> FlowAgent:

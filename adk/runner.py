@@ -453,10 +453,10 @@ def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     pending = [p.id for p in signal.points]
     if resume is None:
         return dict.fromkeys(pending)
-    if (
-        isinstance(resume, Mapping)
-        and resume
-        and all(isinstance(k, str) and k.startswith("agent:") for k in resume)
+    # A mapping naming any point address targets points: one mistyped id among them must be
+    # reported as unknown, not turn the whole mapping into data for a single point.
+    if isinstance(resume, Mapping) and any(
+        isinstance(k, str) and k.startswith("agent:") for k in resume
     ):
         unknown = [k for k in resume if k not in pending]
         if unknown:

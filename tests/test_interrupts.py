@@ -318,6 +318,7 @@ async def test_plain_data_with_two_pending_points_is_a_clear_error() -> None:
         {"agent:root/agent:nope": "x"},
         {"agent:root/agent:ask": "x", "agent:root/agent:other": "y"},
         {"agent:root": "x"},  # an ancestor of the point is not a point
+        {"agent:root/agent:ask": "x", "agent_root/agent:ask": "y"},  # one mistyped id
     ],
 )
 async def test_resume_data_for_an_unknown_point_id_is_a_clear_error(resume: Any) -> None:
