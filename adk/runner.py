@@ -7,10 +7,19 @@ A runner holds configuration only (agent, store, hooks, resources); each run get
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -413,19 +422,38 @@ def _closable_parts(root: object) -> list[Any]:
         if callable(getattr(part, "aclose", None)):
             found.append(part)
             continue
-        for name, value in getattr(part, "__dict__", {}).items():
-            if name in _UPWARD:
-                continue
-            if isinstance(value, dict):
-                value = list(value.values())
-            items = value if isinstance(value, list | tuple | set | frozenset) else (value,)
-            pending.extend(item for item in items if _is_part(item))
+        for name, value in _attributes(part):
+            if name not in _UPWARD:
+                pending.extend(item for item in _members(value) if _is_part(item))
     return found
 
 
+def _attributes(part: object) -> Iterator[tuple[str, Any]]:
+    """``part``'s attributes: its ``__dict__`` and its slots (tool wrappers such as an MCP tool,
+    which holds its toolset, have slots only)."""
+    yield from getattr(part, "__dict__", {}).items()
+    for cls in type(part).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__"):
+                with contextlib.suppress(AttributeError):
+                    yield name, getattr(part, name)
+
+
+def _members(value: Any, depth: int = 3) -> list[Any]:
+    """``value`` itself, or what a list, tuple, set or dict of them (nested a few deep) holds."""
+    if depth and isinstance(value, dict):
+        value = list(value.values())
+    if depth and isinstance(value, list | tuple | set | frozenset):
+        return [member for item in value for member in _members(item, depth - 1)]
+    return [value]
+
+
 def _is_part(value: object) -> bool:
-    """An agent (``run``), model (``generate``), toolset (``tools()``) or tool (``spec``)."""
-    if isinstance(value, type):
+    """An agent (``run``), model (``generate``), toolset (``tools()``) or tool (``spec``). Not a
+    ``Runner``: one reachable from an agent is owned by whoever made it (and closing it from
+    here would walk back into this tree)."""
+    if isinstance(value, type | Runner):
         return False
     return hasattr(value, "spec") or any(
         callable(getattr(value, name, None)) for name in ("run", "generate", "tools")

@@ -26,6 +26,7 @@ from adk import (
     SequentialAgent,
     Session,
     ToolCall,
+    ToolSpec,
     tool,
     with_sub_agents,
 )
@@ -310,6 +311,40 @@ async def test_closing_a_runner_of_a_sub_agent_leaves_the_agents_above_it_open()
     async with Runner(sub):
         pass
     assert (worker.closed, lead.closed) == (1, 0)
+
+
+class _SlottedTool:
+    """A tool wrapper with slots only (as an MCP tool is), holding the toolset it calls."""
+
+    __slots__ = ("_toolset", "spec")
+
+    def __init__(self, toolset: _ClosingToolset) -> None:
+        self._toolset = toolset
+        self.spec = ToolSpec(name="wrapped", description="A wrapped tool.")
+
+    async def run(self, arguments: str, ctx: Any) -> str:
+        return "ok"
+
+
+async def test_closing_reaches_through_slotted_tools_and_nested_containers() -> None:
+    toolset, nested = _ClosingToolset(), _ClosingToolset()
+    agent = ReActAgent("a", ScriptedModel(["ok"]), tools=[_SlottedTool(toolset)])
+    agent.extra = {"groups": [[nested]]}  # type: ignore[attr-defined]
+    async with Runner(agent):
+        pass
+    assert (toolset.closed, nested.closed) == (1, 1)
+
+
+async def test_a_runner_held_inside_the_agent_tree_is_not_closed_from_it() -> None:
+    """It belongs to whoever made it; closing it from here would walk back into this tree."""
+    model = _ClosingModel()
+    agent = ReActAgent("a", model)
+    inner = Runner(agent)
+    agent.helper_runner = inner  # type: ignore[attr-defined]
+    async with asyncio.timeout(5):
+        async with Runner(agent):
+            pass
+    assert model.closed == 1
 
 
 # -- helpers for users' tests -------------------------------------------------------------------
