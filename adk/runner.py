@@ -28,7 +28,7 @@ from ._driver import NO_EVENT, _AgentRun, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
-from .checkpoint._claim import _Claim, one_resume
+from .checkpoint._claim import _Claim, being_resumed, one_resume
 from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
@@ -291,7 +291,17 @@ class Runner(AsyncCloseable):
     ) -> AgentEvent:
         """Save the checkpoint; the interrupt event then reports its id, or an error event says why
         it could not be saved (a failed write leaves any previous checkpoint as it was)."""
-        checkpoint_id = checkpoint_id or os.urandom(16).hex()
+        if checkpoint_id is None:
+            checkpoint_id = os.urandom(16).hex()
+        elif run.plan is None and being_resumed(self.checkpoint_store, checkpoint_id):
+            # A new run pausing under the id of a checkpoint that is being resumed would overwrite
+            # it, and the resume would then delete the new one when it finished.
+            error = ErrorInfo(
+                "CheckpointError",
+                f"could not save checkpoint {checkpoint_id!r}: it is being resumed; pause a new "
+                "run under another id (one per pause) or after that resume has ended",
+            )
+            return AgentEvent(event.agent_name, event.run_path, error=error)
         try:
             body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
@@ -365,11 +375,16 @@ class Runner(AsyncCloseable):
                 lost = _claim_lost(self.agent.name, (self.agent.name,), checkpoint_id)
                 yield _final(self._on_event, _made(ctx, lost))
                 return
-            await self._finish(checkpoint_id, body)
+            await self._finish(checkpoint_id, body, data)
 
-    async def _finish(self, checkpoint_id: str, body: dict[str, Any]) -> None:
+    async def _finish(self, checkpoint_id: str, body: dict[str, Any], loaded: bytes) -> None:
         """A resumed run finished: delete its checkpoint, or mark a kept one as finished so it is
-        never resumed twice (an approved payment must not be paid again)."""
+        never resumed twice (an approved payment must not be paid again). Only if it is still the
+        checkpoint this resume loaded: another process may have paused a new run under the same
+        id meanwhile (the claim keeps out other resumes, not new runs), and that must not be lost.
+        """
+        if await self.checkpoint_store.get(checkpoint_id) != loaded:
+            return
         if self.keep_checkpoints:
             body["finished"] = True
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))

@@ -219,3 +219,50 @@ async def test_a_resume_that_ends_without_an_event_still_finishes_its_checkpoint
     with pytest.raises(CheckpointError):
         await runner.invoke_resume("c1", "yes")
     assert effects == ["yes"]
+
+
+class _SlowGate(BaseAgent):
+    """Pauses for a decision; on resume waits for ``go`` before it finishes."""
+
+    def __init__(self, go: asyncio.Event, resumed: asyncio.Event) -> None:
+        super().__init__("gate")
+        self.go, self.resumed = go, resumed
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt("approve?")
+            return
+        self.resumed.set()
+        await self.go.wait()
+        yield AgentEvent.of(f"done: {ctx.resume.data}")
+
+
+async def test_a_finishing_resume_leaves_a_newer_checkpoint_under_its_id_alone() -> None:
+    """Another process paused a new run under the same id meanwhile: its checkpoint stays."""
+    go, resumed = asyncio.Event(), asyncio.Event()
+    store = InMemoryCheckpointStore()
+    runner = Runner(_SlowGate(go, resumed), checkpoint_store=store)
+    await runner.invoke("first", checkpoint_id="conv-1")
+    resume = asyncio.create_task(runner.invoke_resume("conv-1", "yes"))
+    await resumed.wait()
+    newer = b"a newer checkpoint another process saved"
+    await store.put("conv-1", newer)
+    go.set()
+    assert (await resume).text == "done: yes"
+    assert await store.get("conv-1") == newer
+
+
+async def test_a_new_run_cannot_pause_under_the_id_of_a_checkpoint_being_resumed() -> None:
+    go, resumed = asyncio.Event(), asyncio.Event()
+    store = InMemoryCheckpointStore()
+    runner = Runner(_SlowGate(go, resumed), checkpoint_store=store)
+    await runner.invoke("first", checkpoint_id="conv-1")
+    resume = asyncio.create_task(runner.invoke_resume("conv-1", "yes"))
+    await resumed.wait()
+
+    with pytest.raises(RunError, match="'conv-1': it is being resumed"):
+        await runner.invoke("second", checkpoint_id="conv-1")
+
+    go.set()
+    assert (await resume).text == "done: yes"
+    assert await store.get("conv-1") is None  # the resume finished it; nothing else was saved

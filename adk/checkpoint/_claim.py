@@ -147,6 +147,12 @@ def _in_process(store: CheckpointStore, checkpoint_id: str) -> Iterator[None]:
             del _RESUMING[id(store)]
 
 
+def being_resumed(store: CheckpointStore, checkpoint_id: str) -> bool:
+    """Whether a run in this process is resuming ``checkpoint_id`` of ``store`` now."""
+    claimed = _RESUMING.get(id(store))
+    return claimed is not None and checkpoint_id in claimed
+
+
 async def _claim(store: CheckpointStore, checkpoint_id: str) -> _Claim | None:
     """The claim on ``checkpoint_id``, taken; None for a store that cannot claim (a user's
     three-method store, the in-memory one: the runner's in-process guard is all they get)."""
