@@ -44,6 +44,8 @@ class AgentInput:
 
     @property
     def messages(self) -> list[Message]:
+        """The input messages, built from the run's history when first read (many agents never
+        read them) and kept from then on. Assigning replaces them."""
         if self._messages is None:
             build = self._build
             self._messages = build(*self._build_args) if build is not None else []
@@ -66,14 +68,20 @@ class Agent(Protocol):
     name: str
     description: str
 
-    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]: ...
+    def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Start the agent on ``input``; returns its events (an ``async def`` that yields fits).
+        The framework stops pulling after an exit, unhandled transfer, interrupt or error."""
+        ...
 
 
 @runtime_checkable
 class ResumableAgent(Agent, Protocol):
     """An agent that continues from the state it saved when it interrupted (``ctx.resume``)."""
 
-    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]: ...
+    def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Called instead of ``run`` when a resume addresses this agent (or something below it);
+        there is no input: continue from ``ctx.resume`` (the ``state`` saved, the ``data`` sent)."""
+        ...
 
 
 class BaseAgent:
@@ -93,6 +101,8 @@ class BaseAgent:
         self.description = description
 
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Override with an ``async def`` that yields events; ``ctx.resume`` is set when a resume
+        runs the agent again after its interrupt."""
         raise NotImplementedError(f"{type(self).__name__} must implement run()")
         yield  # pragma: no cover - makes this an async generator for type checkers
 

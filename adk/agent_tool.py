@@ -65,6 +65,8 @@ class AgentTool:
 
     @property
     def spec(self) -> ToolSpec:
+        """Named and described after the agent; the parameters are ``{"request": str}`` unless
+        ``input_schema`` gives others."""
         return self._spec
 
     def _request(self, arguments: str) -> str:
@@ -89,6 +91,8 @@ class AgentTool:
         return request
 
     async def run(self, arguments: str, ctx: ToolContext) -> str:
+        """Run the agent in a nested run (the caller's session, its own history) and return the
+        text of its last message; an inner error fails the call, an inner interrupt pauses it."""
         outer = ctx.run_context
         resume = ctx.resume
         state = None

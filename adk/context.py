@@ -40,6 +40,7 @@ class Session:
         self.values: dict[str, Any] = dict(values) if values else {}
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``, or ``default`` when it is not set."""
         return self.values.get(key, default)
 
     def __getitem__(self, key: str) -> Any:
@@ -61,12 +62,16 @@ class Session:
         return len(self.values)
 
     def keys(self) -> KeysView[str]:
+        """A live view of the keys: later changes to the session show through."""
         return self.values.keys()
 
     def items(self) -> ItemsView[str, Any]:
+        """A live view of the ``(key, value)`` pairs: later changes show through."""
         return self.values.items()
 
     def update(self, values: Mapping[str, Any]) -> None:
+        """Set every key of ``values``, replacing existing ones; every agent of the run sees the
+        change at once."""
         self.values.update(values)
 
     def __repr__(self) -> str:
@@ -213,10 +218,12 @@ class RunContext:
     # -- public view ---------------------------------------------------------------------------
     @property
     def session(self) -> Session:
+        """The run's session, shared by every agent of the run and by ``AgentTool`` nested runs."""
         return self._run.session
 
     @property
     def agent_name(self) -> str:
+        """The name of the agent this context belongs to: the last element of ``run_path``."""
         return self.run_path[-1] if self.run_path else ""
 
     @property

@@ -28,6 +28,8 @@ class ErrorInfo:
 
     @classmethod
     def of(cls, exc: BaseException) -> ErrorInfo:
+        """The type name and message of ``exc``; an empty message becomes the type name, so
+        ``message`` is never empty."""
         return cls(type=type(exc).__name__, message=str(exc) or type(exc).__name__)
 
     def __str__(self) -> str:
@@ -119,26 +121,39 @@ class AgentEvent:
 
     @classmethod
     def streaming(cls, stream: MessageStream, *, role: Role = Role.ASSISTANT) -> AgentEvent:
+        """An event carrying ``stream`` while it is still arriving. The framework records the
+        joined message in history once the stream ends, before it pulls the agent's next event."""
         return cls(output=AgentOutput(stream=stream, role=role))
 
     @classmethod
     def custom(cls, value: Any) -> AgentEvent:
+        """An event carrying application data ``value``; not recorded in history, so no model
+        sees it."""
         return cls(output=AgentOutput(custom=value))
 
     @classmethod
     def exit(cls) -> AgentEvent:
+        """An action event that ends the emitting agent and every agent around it, so the run
+        ends (inside an ``AgentTool``, only the nested run ends)."""
         return cls(action=AgentAction(exit=True))
 
     @classmethod
     def transfer(cls, agent_name: str) -> AgentEvent:
+        """An action event that ends the emitting agent and asks the enclosing flow
+        (``with_sub_agents``) to run ``agent_name`` next; if no flow can, the run fails with a
+        ``TransferError``."""
         return cls(action=AgentAction(transfer_to=agent_name))
 
     @classmethod
     def break_loop(cls) -> AgentEvent:
+        """An action event that stops the innermost enclosing loop once the emitting agent has
+        finished (this event does not end it); ignored outside any loop."""
         return cls(action=AgentAction(break_loop=True))
 
     @classmethod
     def from_error(cls, exc: BaseException) -> AgentEvent:
+        """An error event for ``exc``: ``error`` is its serialisable summary, ``exception`` the
+        live object (never saved). The framework stops the agent after it."""
         return cls(error=ErrorInfo.of(exc), exception=exc)
 
     # -- readers ------------------------------------------------------------------------------
@@ -149,6 +164,7 @@ class AgentEvent:
 
     @property
     def interrupted(self) -> InterruptInfo | None:
+        """The points the run now waits on, if this event reports a pause."""
         return self.action.interrupted if self.action is not None else None
 
     @property

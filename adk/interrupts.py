@@ -71,6 +71,7 @@ class InterruptInfo(BaseModel):
 
     @property
     def point_ids(self) -> list[str]:
+        """The pending points' ids: the keys of the ``{point_id: data}`` that a resume takes."""
         return [p.id for p in self.points]
 
 

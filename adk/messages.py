@@ -31,6 +31,9 @@ __all__ = [
 
 
 class Role(StrEnum):
+    """Who a message is from. A ``StrEnum``, so members equal the OpenAI role strings
+    (``Role.USER == "user"``)."""
+
     SYSTEM = "system"
     USER = "user"
     ASSISTANT = "assistant"
@@ -84,12 +87,15 @@ class Message(BaseModel):
 
     @classmethod
     def system(cls, text: str) -> "Message":
+        """A system message with ``text``. Called on ``Message`` with an exact ``str``, it is built
+        without validation (same result, about half the cost of ``Message(role=...)``)."""
         if cls is Message and type(text) is str:
             return _built(_SYSTEM, text)
         return cls(role=_SYSTEM, content=text)
 
     @classmethod
     def user(cls, text: str) -> "Message":
+        """A user message with ``text`` (built like ``system``)."""
         if cls is Message and type(text) is str:
             return _built(_USER, text)
         return cls(role=_USER, content=text)
@@ -103,6 +109,8 @@ class Message(BaseModel):
         usage: Usage | None = None,
         reasoning: str | None = None,
     ) -> "Message":
+        """An assistant message: ``text`` and/or ``tool_calls`` (any iterable, stored as a list),
+        with the ``usage`` and ``reasoning`` the model reported."""
         if not tool_calls and usage is None and reasoning is None:
             if cls is Message and type(text) is str:
                 return _built(_ASSISTANT, text)
@@ -117,6 +125,8 @@ class Message(BaseModel):
 
     @classmethod
     def tool(cls, content: str, *, tool_call_id: str, name: str | None = None) -> "Message":
+        """A tool result: ``tool_call_id`` is the id of the assistant's ``ToolCall`` it answers;
+        ``name`` is the tool's name (events expose it as ``tool_name``)."""
         if (
             cls is Message
             and type(content) is str

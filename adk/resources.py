@@ -47,7 +47,10 @@ class Prompt(Protocol):
     @property
     def description(self) -> str: ...
 
-    async def render(self, **arguments: Any) -> list[Message]: ...
+    async def render(self, **arguments: Any) -> list[Message]:
+        """The prompt's messages with ``arguments`` filled in; ``ValueError`` when a required one
+        is missing. Async because an MCP prompt is rendered by its server."""
+        ...
 
 
 class _TemplatePrompt:
@@ -209,6 +212,8 @@ class Resources(AsyncCloseable):
 
     # -- lookup --------------------------------------------------------------------------------
     def get_model(self, name: str) -> Any:
+        """The model registered as ``name`` (``KeyError`` listing the known names otherwise).
+        Synchronous, unlike the tool and prompt lookups: no MCP server supplies models."""
         try:
             return self._models[name]
         except KeyError:

@@ -97,6 +97,8 @@ class ScriptedModel:
 
     @property
     def remaining(self) -> int:
+        """Script items not used yet (before a cycling script starts over); 0 for a callable
+        script."""
         return len(self._script) - self._position
 
     def _next(
@@ -162,6 +164,8 @@ class ScriptedModel:
         tools: Sequence[ToolSpec] = (),
         options: ModelOptions | None = None,
     ) -> Message:
+        """Record the request and answer with the next script item, after its delay; a scripted
+        exception is raised."""
         message, error, delay = self._reply(self._next(messages, tools, options, False))
         if delay:
             await asyncio.sleep(delay)
@@ -184,6 +188,8 @@ class ScriptedModel:
         tools: Sequence[ToolSpec] = (),
         options: ModelOptions | None = None,
     ) -> AsyncIterator[MessageChunk]:
+        """The next script item as chunks (see the class docstring). An async generator: the item
+        is taken, and the request recorded, only when iteration starts."""
         message, error, delay = self._reply(self._next(messages, tools, options, True))
         if delay:
             await asyncio.sleep(delay)

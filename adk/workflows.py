@@ -233,9 +233,12 @@ class SequentialAgent(_Workflow):
     """Runs its sub-agents one after another."""
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Run the steps in order. ``input`` is not used: each step's input is rebuilt from the
+        history, so it sees the earlier steps' output."""
         return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Continue at the step that paused (its index and run path were saved)."""
         return _run_steps(self, ctx, None, True)
 
     def _adk_drive(self, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
@@ -266,9 +269,12 @@ class LoopAgent(_Workflow):
         self.max_iterations = max_iterations
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Repeat the steps in order. ``input`` is not used: each step's input is rebuilt from
+        the history, so it sees the earlier steps' and iterations' output."""
         return _run_steps(self, ctx, None, False)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Continue at the step and iteration that paused."""
         return _run_steps(self, ctx, None, True)
 
     def _adk_drive(self, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
@@ -298,9 +304,13 @@ class ParallelAgent(_Workflow):
         self.max_concurrency = max_concurrency
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Run every branch. ``input`` is not used: each branch's input is rebuilt from the
+        history as it stood when the branches forked."""
         return self._run_branches(ctx, finished=(), fork=None)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Run again only the branches that had not finished; each sees the history it saw
+        before the pause, not the entries its siblings added."""
         state = _saved_state(ctx)
         finished = state.counts("finished", default=[], below=len(self.sub_agents))
         # Checkpoints from before the fork was saved have none: see ``_run_branches``.

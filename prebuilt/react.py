@@ -544,6 +544,7 @@ class ReActAgent:
 
     @property
     def sub_agents(self) -> list[Any]:
+        """The agents it can transfer to, given here or by ``with_sub_agents`` (not its parent)."""
         agents = [node.agent for node in self._adk_flow.sub_agents]
         return [a.owner if isinstance(a, _ReActCore) else a for a in agents]
 
@@ -552,11 +553,15 @@ class ReActAgent:
         return bool(flow.sub_agents) or flow.parent is not None
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Run the model-and-tools loop; through the agent's own flow (which acts on transfers)
+        only when it has sub-agents or a parent."""
         if self._uses_flow():
             return self._adk_flow.run(input, ctx)
         return self._core.run(input, ctx)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Continue after an interrupt (through the flow when ``run`` would use it); of the
+        paused tool round, only the calls still open run again."""
         if self._uses_flow():
             return self._adk_flow.resume(ctx)
         return self._core.resume(ctx)

@@ -58,6 +58,8 @@ class ActionAgent(BaseAgent):
         self.plan = AgentPlan.compile(self)
 
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Send one ``InputEvent`` (the record the last message carries, else its text) and run
+        actions until no event is left; yields one ``AgentEvent`` per ``OutputEvent``."""
         messages = input.messages
         run = _ActionRun(self, ctx)
         first = _input_event(_input_of(messages), list(messages))
@@ -72,6 +74,8 @@ class ActionAgent(BaseAgent):
             event = NO_EVENT  # see adk._driver.NO_EVENT
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        """Restore the saved event queue and chats, run the interrupted action again on its
+        event, then go on as ``run`` does."""
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)

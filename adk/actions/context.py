@@ -44,9 +44,13 @@ class ShortTermMemory:
         self._undo: dict[str, Any] = {}  # key -> its value before the running action wrote it
 
     def get(self, key: str, default: Any = None) -> Any:
+        """The value under ``key``, or ``default``. Change a value through ``set``: a change made
+        in place is not undone when the action is interrupted."""
         return self._values.get(key, default)
 
     def set(self, key: str, value: Any) -> None:
+        """Store ``value`` under ``key``; ``TypeError`` now, not at the next pause, if a checkpoint
+        could not hold it. Undone if the running action is interrupted."""
         if not isinstance(key, str):
             raise TypeError(f"short-term memory keys are strings, got {key!r}")
         try:
@@ -89,6 +93,7 @@ class ShortTermMemory:
         return len(self._values)
 
     def to_dict(self) -> dict[str, Any]:
+        """A shallow copy of the memory (the values themselves are not copied)."""
         return dict(self._values)
 
     def __repr__(self) -> str:
@@ -127,14 +132,18 @@ class ActionContext:
 
     @property
     def agent_name(self) -> str:
+        """The name of the ``ActionAgent`` running the action."""
         return self._run.agent.name
 
     @property
     def short_term_memory(self) -> ShortTermMemory:
+        """This agent's memory, kept in the session under ``memory:<agent name>`` (see the module
+        docstring for why)."""
         return self._run.memory
 
     @property
     def session(self) -> Session:
+        """The run's session; in an execution environment, the one kept for the record's key."""
         return self._run.ctx.session
 
     @property

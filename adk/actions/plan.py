@@ -201,6 +201,8 @@ class AgentPlan:
         return None
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON data: each action (function, event types, async, built-in), the action
+        names by event type (``module.QualName``) and the agent's own resources."""
         by_type: dict[str, list[str]] = {}
         for found in self.actions:
             for event_type in found.events:
@@ -213,6 +215,7 @@ class AgentPlan:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
+        """``to_dict()`` as JSON text; ``indent=None`` gives one line."""
         return json.dumps(self.to_dict(), indent=indent)
 
     def __repr__(self) -> str:

@@ -149,6 +149,7 @@ class PostgresCheckpointStore(_ClosableStore):
 
     @property
     def table(self) -> str:
+        """The checkpoint table's name as given (maybe ``schema.table``)."""
         return self._table
 
     async def get(self, id: str) -> bytes | None:
@@ -161,6 +162,8 @@ class PostgresCheckpointStore(_ClosableStore):
         return await self._call("get", key, run)
 
     async def put(self, id: str, data: bytes) -> None:
+        """One upsert in a transaction. Like every operation, retried once on a fresh connection
+        when the connection was lost (a stale pool connection after a server restart)."""
         key = _check_id(id)
         value = _check_data(data)
 
@@ -179,6 +182,8 @@ class PostgresCheckpointStore(_ClosableStore):
         await self._call("delete", key, run)
 
     async def claim(self, id: str, owner: str) -> bool:
+        """As ``ClaimingCheckpointStore.claim``; one conditional upsert, timed by the server's
+        clock, so the clients' clocks need not agree."""
         key = _check_id(id)
         holder = _check_owner(owner)
 
@@ -197,6 +202,8 @@ class PostgresCheckpointStore(_ClosableStore):
         await self._call("release", key, run)
 
     async def aclose(self) -> None:
+        """Close the pool, waiting up to 10 s for operations in flight before terminating it;
+        from another event loop, terminate it at once. Idempotent."""
         task, self._pool_task = self._pool_task, None
         if task is None:
             return

@@ -89,9 +89,12 @@ class RedisCheckpointStore(_ClosableStore):
 
     @property
     def prefix(self) -> str:
+        """Put before every checkpoint id to make its Redis key."""
         return self._prefix
 
     async def get(self, id: str) -> bytes | None:
+        """The bytes under ``id``, or ``None``. With a URL that turns on ``decode_responses`` it
+        raises ``CheckpointStoreError``: decoding to text has lost the bytes."""
         key = _check_id(id)
         try:
             value = await self._redis().get(self._prefix + key)
@@ -105,6 +108,7 @@ class RedisCheckpointStore(_ClosableStore):
         return value
 
     async def put(self, id: str, data: bytes) -> None:
+        """One ``SET`` of ``data`` under ``id``; with ``ttl``, each put restarts the expiry."""
         key = _check_id(id)
         value = _check_data(data)
         try:
@@ -120,6 +124,8 @@ class RedisCheckpointStore(_ClosableStore):
             raise _store_error("redis", "delete", key, self._where, exc) from exc
 
     async def claim(self, id: str, owner: str) -> bool:
+        """As ``ClaimingCheckpointStore.claim``: a Lua script, atomic on the server, sets the claim
+        key, which Redis expires itself (``PX``)."""
         key = _check_id(id)
         ttl_ms = str(max(1, round(self.claim_ttl * 1000)))
         try:
@@ -143,6 +149,8 @@ class RedisCheckpointStore(_ClosableStore):
             raise _store_error("redis", "release", key, self._where, exc) from exc
 
     async def aclose(self) -> None:
+        """Close the connections; idempotent. From another event loop than the one that opened
+        them, the client is only dropped (its sockets belong to that loop)."""
         client, self._client = self._client, None
         if client is not None and self._loop is asyncio.get_running_loop():
             with contextlib.suppress(RedisError, OSError):  # the connections are gone either way

@@ -188,6 +188,8 @@ class SQLiteCheckpointStore(_ClosableStore):
         return await self._run("get", key, partial(_get, key=key))
 
     async def put(self, id: str, data: bytes) -> None:
+        """Store ``data`` under ``id``, fsynced before it returns (``synchronous=FULL``). Cancelling
+        the caller does not stop the write: it commits whole or not at all."""
         key = _check_id(id)
         await self._run("put", key, partial(_put, key=key, data=_check_data(data)))
 
@@ -196,6 +198,8 @@ class SQLiteCheckpointStore(_ClosableStore):
         await self._run("delete", key, partial(_delete, key=key))
 
     async def claim(self, id: str, owner: str) -> bool:
+        """As ``ClaimingCheckpointStore.claim``; expiry uses the wall clock the processes on this
+        machine share, and the write skips the fsync (a claim need not survive a power loss)."""
         key = _check_id(id)
         job = partial(_claim, key=key, owner=_check_owner(owner), ttl=self.claim_ttl)
         return await self._run("claim", key, job)
@@ -205,6 +209,8 @@ class SQLiteCheckpointStore(_ClosableStore):
         await self._run("release", key, partial(_release, key=key, owner=_check_owner(owner)))
 
     async def aclose(self) -> None:
+        """Finish queued operations, close the connection and stop the worker thread. Idempotent;
+        the next operation starts them again."""
         with self._lock:
             worker, self._worker = self._worker, None
             if self._finalizer is not None:

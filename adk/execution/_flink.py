@@ -201,6 +201,8 @@ class FlinkKeyedOutputs:
         self.stream = stream
 
     def to_datastream(self) -> DataStream:
+        """The outputs as a ``DataStream`` of JSON texts, to add operators or a sink to; nothing
+        runs until the Flink job is executed."""
         return self.stream
 
     def to_list(self) -> list[dict[str, Any]]:

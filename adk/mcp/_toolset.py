@@ -220,10 +220,12 @@ class MCPToolset(AsyncCloseable):
 
     @property
     def server(self) -> ServerConfig:
+        """The configuration of the server this toolset connects to."""
         return self._session.server
 
     @property
     def prefix(self) -> str | None:
+        """What tool and prompt names are prefixed with (``{prefix}_{name}``), or ``None``."""
         return self._prefix
 
     def __repr__(self) -> str:

@@ -75,7 +75,9 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[ToolSpec] = (),
         options: ModelOptions | None = None,
-    ) -> Message: ...
+    ) -> Message:
+        """Answer ``messages`` with one assistant message, which may hold calls of ``tools``."""
+        ...
 
     def stream(
         self,
@@ -83,7 +85,10 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[ToolSpec] = (),
         options: ModelOptions | None = None,
-    ) -> AsyncIterator[MessageChunk]: ...
+    ) -> AsyncIterator[MessageChunk]:
+        """The answer as chunks, which ``join_chunks`` makes into what ``generate`` returns; used
+        when the run streams. Called without ``await``: an ``async def`` that yields fits."""
+        ...
 
 
 def model_name_of(model: object) -> str:

@@ -44,6 +44,8 @@ class ToolResult(BaseModel):
 
     @classmethod
     def error(cls, message: str) -> "ToolResult":
+        """An error result (``Error: `` prefixed unless already there). Returned, it keeps the
+        actions the tool asked for (``ctx.exit()``...); a raised ``ToolError`` drops them."""
         text = message if message.startswith("Error:") else f"Error: {message}"
         return cls(content=text, is_error=True)
 
@@ -57,16 +59,25 @@ class Tool(Protocol):
     """Anything with a ``spec`` and an async ``run(arguments, ctx)``."""
 
     @property
-    def spec(self) -> ToolSpec: ...
+    def spec(self) -> ToolSpec:
+        """What the model is told about the tool. Keep it fixed: a ``ReActAgent`` may read the
+        spec of a ``Tool`` it is given only once, when it is built."""
+        ...
 
-    async def run(self, arguments: str, ctx: "ToolContext") -> str | ToolResult: ...
+    async def run(self, arguments: str, ctx: "ToolContext") -> str | ToolResult:
+        """Run one call; ``arguments`` is the model's raw JSON text. Any exception but
+        ``Interrupt`` (which pauses the run) becomes an error result the model can read."""
+        ...
 
 
 @runtime_checkable
 class Toolset(Protocol):
     """A source of tools resolved at run time (an MCP server is one)."""
 
-    async def tools(self, ctx: "RunContext") -> list[Tool]: ...
+    async def tools(self, ctx: "RunContext") -> list[Tool]:
+        """The tools to offer, asked when an agent run starts (and on resume), so they may change
+        from one run to the next."""
+        ...
 
 
 class ToolContext:
@@ -93,14 +104,18 @@ class ToolContext:
 
     @property
     def session(self) -> "Session":
+        """The run's session, shared by every agent of the run."""
         return self.run_context.session
 
     @property
     def run_path(self) -> tuple[str, ...]:
+        """The run path of the agent that made the call."""
         return self.run_context.run_path
 
     @property
     def resume(self) -> ResumeContext | None:
+        """Set when the run resumes and this call (or a nested run under it) was interrupted;
+        ``data`` is what the resume sent to this call."""
         plan = self.run_context._run.plan
         return plan.resume_for(self.address) if plan is not None else None
 

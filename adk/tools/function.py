@@ -256,13 +256,18 @@ class FunctionTool:
 
     @property
     def spec(self) -> ToolSpec:
+        """Built once: name and description from the function (unless given), argument help from
+        its docstring, the JSON schema from its type hints (``ToolContext`` parameters left out)."""
         return self._spec
 
     @property
     def name(self) -> str:
+        """The name the model calls the tool by (``spec.name``)."""
         return self._spec.name
 
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
+        """Validate the arguments (invalid ones return an error result the model can correct)
+        and call the function: sync ones in a worker thread unless ``thread=False``."""
         try:
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except ValidationError as exc:
