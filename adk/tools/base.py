@@ -125,11 +125,13 @@ class ToolContext:
         return self.action
 
     def exit(self) -> None:
-        """End the whole run after this tool's result is emitted."""
+        """End the run once this tool round's results are out (inside an ``AgentTool``, only the
+        nested run: exit does not cross that boundary). Dropped if the tool then fails."""
         self._act().exit = True
 
     def transfer(self, agent_name: str) -> None:
-        """Hand the conversation to another agent after this tool's result is emitted."""
+        """Hand the conversation to another agent once this tool round's results are out.
+        Dropped if the tool then fails."""
         self._act().transfer_to = agent_name
 
     def break_loop(self) -> None:
