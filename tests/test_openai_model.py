@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
@@ -1014,3 +1015,33 @@ async def test_react_agent_tool_loop(server: OpenAIServer, api: str, streaming: 
             (i["call_id"], i["output"]) for i in sent if i.get("type") == "function_call_output"
         )
     assert returned == [("c1", "5"), ("c2", "11")]
+
+
+def test_a_model_serves_one_asyncio_run_after_another() -> None:
+    """``asyncio.run`` per request (scripts, notebooks, sync web frameworks): the model's own
+    client is made again for each new loop, instead of failing with "Event loop is closed"."""
+    ready = threading.Event()
+    held: dict[str, Any] = {}
+
+    def serve() -> None:
+        async def main() -> None:
+            async with OpenAIServer() as srv:
+                held.update(srv=srv, loop=asyncio.get_running_loop(), stop=asyncio.Event())
+                ready.set()
+                await held["stop"].wait()
+
+        asyncio.run(main())
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        assert ready.wait(10)
+        srv: OpenAIServer = held["srv"]
+        srv.script(Reply(text="one"), Reply(text="two"), Reply(text="three"))
+        model = make_model(srv)
+        answers = [asyncio.run(model.generate([Message.user("hi")])).content for _ in range(3)]
+        assert answers == ["one", "two", "three"]
+        asyncio.run(model.aclose())
+    finally:
+        held["loop"].call_soon_threadsafe(held["stop"].set)
+        thread.join(10)

@@ -8,10 +8,12 @@ client, error classification and the streaming contract.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import math
 import os
+import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
 from urllib.parse import urlsplit
@@ -123,13 +125,16 @@ class OpenAIChatModel(AsyncCloseable):
                         "base_url / OPENAI_BASE_URL at an OpenAI-compatible server)"
                     )
                 key = _KEYLESS
-            self._client = openai.AsyncOpenAI(
-                api_key=key,
-                base_url=url,
-                max_retries=0,
-                timeout=sdk_timeout,
-            )
+            self._client_options: dict[str, Any] = {
+                "api_key": key,
+                "base_url": url,
+                "max_retries": 0,
+                "timeout": sdk_timeout,
+            }
+            self._client = openai.AsyncOpenAI(**self._client_options)
             self._owns_client = True
+        # The event loop this model's own client is bound to (its connection pool is): see _bind.
+        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self.base_url = str(self._client.base_url).rstrip("/")
         official = urlsplit(self.base_url).hostname == _OPENAI_HOST
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
@@ -138,8 +143,8 @@ class OpenAIChatModel(AsyncCloseable):
             self.retry, is_transient=self._is_transient, retry_after=_retry_after
         )
         self._create: Callable[..., Any]
+        self._set_create()
         if api == "chat":
-            self._create = self._client.chat.completions.create
             self._build = chat_request
             self._to_message: Callable[[Any], Message] = chat_message
             self._decoder: Callable[[], ChatStreamDecoder | ResponsesStreamDecoder] = (
@@ -147,11 +152,31 @@ class OpenAIChatModel(AsyncCloseable):
             )
             self._endpoint = "chat.completions"
         else:
-            self._create = self._client.responses.create
             self._build = responses_request
             self._to_message = responses_message
             self._decoder = ResponsesStreamDecoder
             self._endpoint = "responses"
+
+    def _set_create(self) -> None:
+        client = self._client
+        self._create = (
+            client.chat.completions.create if self.api == "chat" else client.responses.create
+        )
+
+    def _bind(self) -> None:
+        """Use a client of the running event loop. The SDK's connection pool belongs to the loop
+        it was first used on; after that loop closed (``asyncio.run`` per request, in scripts,
+        notebooks and sync web frameworks) every other call would fail with "Event loop is
+        closed". A client this model made is made again for the new loop (the old one's
+        connections died with their loop); a client passed in is the caller's to manage."""
+        loop = asyncio.get_running_loop()
+        bound = self._loop
+        if bound is not None and bound() is loop:
+            return
+        if bound is not None and self._owns_client:
+            self._client = openai.AsyncOpenAI(**self._client_options)
+            self._set_create()
+        self._loop = weakref.ref(loop)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, base_url={self.base_url!r}, api={self.api!r})"
@@ -175,6 +200,7 @@ class OpenAIChatModel(AsyncCloseable):
             stream=False,
             max_tokens_field=self._max_tokens_field,
         )
+        self._bind()
         result = await self._runner.run(
             functools.partial(self._create, **request), on_failure=self._failure
         )
@@ -227,6 +253,7 @@ class OpenAIChatModel(AsyncCloseable):
     ) -> tuple[Any, ChatStreamDecoder | ResponsesStreamDecoder, MessageChunk]:
         """Open a stream and read up to its first chunk — the part of a stream that may be retried,
         because nothing has reached the caller yet."""
+        self._bind()
         sdk_stream = await self._create(**request)
         decoder = self._decoder()
         events = 0
@@ -316,8 +343,9 @@ class OpenAIChatModel(AsyncCloseable):
             return
         self._closed = True
         self._runner.wake()  # a call waiting out a retry's backoff fails now
-        if self._owns_client:
-            await self._client.close()
+        bound = self._loop
+        if self._owns_client and (bound is None or bound() is asyncio.get_running_loop()):
+            await self._client.close()  # (connections of a loop that is gone died with it)
 
 
 def _check_timeout(timeout: float | None) -> float | None:
