@@ -291,6 +291,7 @@ class Runner(AsyncCloseable):
     ) -> AgentEvent:
         """Save the checkpoint; the interrupt event then reports its id, or an error event says why
         it could not be saved (a failed write leaves any previous checkpoint as it was)."""
+        generated = checkpoint_id is None
         if checkpoint_id is None:
             checkpoint_id = os.urandom(16).hex()
         elif run.plan is None and being_resumed(self.checkpoint_store, checkpoint_id):
@@ -305,6 +306,11 @@ class Runner(AsyncCloseable):
         try:
             body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
+        except asyncio.CancelledError:
+            if generated:  # the write may have landed under an id nobody will ever learn
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await asyncio.shield(self.checkpoint_store.delete(checkpoint_id))
+            raise
         except Exception as exc:
             error = ErrorInfo(
                 "CheckpointError", f"could not save checkpoint {checkpoint_id!r}: {exc}"

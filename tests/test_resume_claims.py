@@ -369,6 +369,41 @@ class _Flaky:
         await self.store.release(id, owner)
 
 
+class _SlowClaims(_Flaky):
+    """A real store whose claims are written at once but answered late (a busy server)."""
+
+    def __init__(self, store: ClaimingCheckpointStore) -> None:
+        super().__init__(store)
+        self.claiming = asyncio.Event()
+
+    async def claim(self, id: str, owner: str) -> bool:
+        taken = await self.store.claim(id, owner)  # written; the answer is slow to come back
+        self.claiming.set()
+        await asyncio.sleep(0.2)
+        return taken
+
+
+async def test_a_resume_cancelled_while_it_takes_its_claim_gives_the_claim_back(
+    make_store: StoreFactory,
+) -> None:
+    """The claim is written all the same: left there, it would refuse every resume for
+    claim_ttl ("already being resumed") though nobody resumes."""
+    checkpoint_id = await _paused(make_store())
+    slow = _SlowClaims(make_store())
+    task = asyncio.ensure_future(
+        Runner(_payer(), checkpoint_store=slow).invoke_resume(checkpoint_id, {"approved": True})
+    )
+    await slow.claiming.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    done = await Runner(_payer(), checkpoint_store=make_store()).invoke_resume(
+        checkpoint_id, {"approved": True}
+    )
+    assert done.text == "done: paid 5" and paid == [5]
+
+
 @pytest.mark.parametrize("taken_over", [True, False])
 async def test_a_resume_that_loses_its_claim_stops_without_writing(
     make_store: StoreFactory, caplog: pytest.LogCaptureFixture, taken_over: bool

@@ -266,3 +266,25 @@ async def test_a_new_run_cannot_pause_under_the_id_of_a_checkpoint_being_resumed
     go.set()
     assert (await resume).text == "done: yes"
     assert await store.get("conv-1") is None  # the resume finished it; nothing else was saved
+
+
+async def test_a_run_cancelled_while_saving_its_pause_leaves_no_checkpoint_nobody_can_find() -> (
+    None
+):
+    """The id was made up by the runner and never reported: the written checkpoint is removed."""
+    writing = asyncio.Event()
+
+    class SlowAck(InMemoryCheckpointStore):
+        async def put(self, id: str, data: bytes) -> None:
+            await super().put(id, data)  # written; the answer is slow to come back
+            writing.set()
+            await asyncio.sleep(5)
+
+    store = SlowAck()
+    go, resumed = asyncio.Event(), asyncio.Event()
+    task = asyncio.ensure_future(Runner(_SlowGate(go, resumed), checkpoint_store=store).invoke("x"))
+    await writing.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert store._data == {}

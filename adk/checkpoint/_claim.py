@@ -17,6 +17,7 @@ writing the checkpoint.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import socket
@@ -58,7 +59,17 @@ class _Claim:
         """Take the claim, or raise ``CheckpointError`` when another resume holds it."""
         ttl = self.store.claim_ttl
         sent = time.monotonic()
-        if not await self.store.claim(self.checkpoint_id, self.owner):
+        # Shielded: cancelled while the store writes, the claim may still be taken (a SQLite
+        # write in its thread, a command already sent) and would then block every resume of the
+        # checkpoint until it lapsed. So the attempt runs to its end and, if it took the claim,
+        # gives it back before the cancellation goes on.
+        attempt = asyncio.ensure_future(self.store.claim(self.checkpoint_id, self.owner))
+        try:
+            taken = await asyncio.shield(attempt)
+        except asyncio.CancelledError:
+            await self._give_back(attempt)
+            raise
+        if not taken:
             raise CheckpointError(
                 f"checkpoint {self.checkpoint_id!r} is already being resumed (another run holds "
                 f"its claim in {self.store!r}, perhaps in another process); a checkpoint is "
@@ -67,6 +78,16 @@ class _Claim:
             )
         self._valid_until = sent + ttl
         self._renewer = asyncio.get_running_loop().create_task(self._renew(ttl))
+
+    async def _give_back(self, attempt: asyncio.Future[bool]) -> None:
+        """Release the claim ``attempt`` took, once it ends (the acquire was cancelled)."""
+        try:
+            taken = await asyncio.shield(attempt)
+        except (Exception, asyncio.CancelledError):
+            return  # it failed, or we are cancelled again: the claim lapses within claim_ttl
+        if taken:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(self.store.release(self.checkpoint_id, self.owner))
 
     async def release(self) -> None:
         """Stop renewing and end the claim. A renewal in flight is let finish rather than
