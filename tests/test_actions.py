@@ -22,6 +22,7 @@ from adk import (
     Runner,
     SequentialAgent,
     Session,
+    ToolContext,
     tool,
 )
 from adk.actions import (
@@ -648,6 +649,91 @@ async def test_resuming_part_of_a_tool_round_pauses_again_and_runs_each_call_onc
     assert PAID == [1]
     done = await runner.invoke_resume("cp", {second.id: {"approved": True}})
     assert done.text == "paid 1, paid 2" and PAID == [1, 2]
+
+
+async def test_on_resume_calls_sharing_an_id_and_tool_keep_their_own_answers() -> None:
+    """The answers saved at a pause keep their calls' places: the id and tool name alone cannot
+    tell the paused call from the finished one."""
+    spent: list[int] = []
+
+    @tool
+    async def spend(amount: int, ctx: ToolContext) -> str:
+        """Spend an amount; large ones wait for a person."""
+        if amount > 10 and ctx.resume is None:
+            raise Interrupt(f"spend {amount}?")
+        spent.append(amount)
+        return f"spent {amount}"
+
+    twins = [tool_call("spend", {"amount": 100}, "c"), tool_call("spend", {"amount": 1}, "c")]
+    model = ScriptedModel([Reply(tool_calls=twins), "done"])
+    runner = Runner(
+        Asker("a", ("spend",), resources=_resources(model, spend)),
+        checkpoint_store=InMemoryCheckpointStore(),
+    )
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None and spent == [1]
+    resumed = await runner.invoke_resume("cp", "yes")
+    assert resumed.text == "done" and spent == [1, 100]
+    answers = [m.content for m in model.requests[-1].messages if m.role == Role.TOOL]
+    assert answers == ["spent 100", "spent 1"]
+
+
+async def test_a_checkpoint_without_answer_places_resumes_calls_sharing_an_id_by_tool_name() -> (
+    None
+):
+    """Checkpoints written before the places were saved: each answer goes to the first open call
+    with its id and tool name."""
+    fees: list[int] = []
+
+    @tool
+    async def charge_fee(amount: int) -> str:
+        """Charge a fee."""
+        fees.append(amount)
+        return f"fee {amount}"
+
+    def build(model: ScriptedModel, store: InMemoryCheckpointStore) -> Runner:
+        agent = Asker("a", ("pay", "charge_fee"), resources=_resources(model, pay, charge_fee))
+        return Runner(agent, checkpoint_store=store)
+
+    calls = [tool_call("pay", {"amount": 100}, "c"), tool_call("charge_fee", {"amount": 1}, "c")]
+    model, store = ScriptedModel([Reply(tool_calls=calls), "done"]), InMemoryCheckpointStore()
+    await build(model, store).invoke("go", checkpoint_id="cp")
+    data = await store.get("cp")
+    assert data is not None
+    body = decode_checkpoint(data, "cp")
+    state = body["states"]["agent:a/action:builtin.tools"][""]
+    assert state.pop("places") == [1]
+    await store.put("old", encode_checkpoint(body))
+
+    resumed = await build(model, store).invoke_resume("old", "yes")
+    assert resumed.text == "done" and fees == [1] and PAID == [100]
+    answers = [(m.name, m.content) for m in model.requests[-1].messages if m.role == Role.TOOL]
+    assert answers == [("pay", "paid 100"), ("charge_fee", "fee 1")]
+
+
+@pytest.mark.parametrize(
+    ("places", "complaint"),
+    [
+        ([1], "'places' must be a list of indices below 1"),
+        ([0, 0], "'places' must name one distinct call for each answer"),
+    ],
+)
+async def test_saved_answer_places_that_do_not_fit_fail_the_resume(
+    places: list[int], complaint: str
+) -> None:
+    body, store = await _paused_body()
+    body["states"]["agent:payer/action:builtin.tools"][""]["places"] = places
+    await store.put("edited", encode_checkpoint(body))
+    runner = Runner(
+        Payer("payer", resources=_resources(ScriptedModel(_paying(5)), pay)), checkpoint_store=store
+    )
+    approvals = {point["id"]: {"approved": True} for point in body["points"]}
+    with pytest.raises(RunError) as raised:
+        await runner.invoke_resume("edited", approvals)
+    cause = raised.value.__cause__
+    assert isinstance(cause, CheckpointError), cause
+    assert "action 'builtin.tools'" in str(cause) and complaint in str(cause)
+    assert PAID == []
 
 
 async def test_an_action_that_raises_interrupt_runs_again_on_resume_with_the_answer() -> None:

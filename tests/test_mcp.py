@@ -693,6 +693,27 @@ async def test_a_cancelled_caller_does_not_abort_a_connect_others_wait_for(tmp_p
         assert await server_pid(toolset) == starts(pid_file)[0]
 
 
+async def test_a_caller_arriving_while_an_abandoned_connect_winds_down_connects_afresh(
+    tmp_path: Path,
+) -> None:
+    go, pid_file = tmp_path / "go", tmp_path / "pids"
+    env = {"DEMO_PID_FILE": str(pid_file), "DEMO_STALL_UNTIL_FILE": str(go)}
+    async with MCPToolset(stdio(env=env), connect_timeout=60) as toolset:
+        first = asyncio.create_task(toolset.tools())  # e.g. a run that then times out
+        await eventually(lambda: asyncio.sleep(0, starts(pid_file)), bool)
+        first.cancel()
+        await asyncio.sleep(0)
+        assert not first.done()  # its abandoned attempt is still stopping the stalled server
+        go.touch()
+        # Nobody cancelled this caller: it gets a connection, not the dying attempt's cancellation.
+        assert "add" in await names(toolset)
+        with pytest.raises(asyncio.CancelledError):
+            await first
+        abandoned, fresh = starts(pid_file)
+        assert await server_pid(toolset) == fresh
+        assert not pid_exists(abandoned)
+
+
 async def test_stdio_servers_start_while_stderr_is_redirected_to_memory() -> None:
     # redirect_stderr, pytest's capsys and notebook hosts put a stream without a file descriptor
     # in sys.stderr; the server's stderr then goes to the process's original stderr.

@@ -104,8 +104,7 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
     # (or none), and each still gets its own answer, as in ``ReActAgent``.
     done: dict[int, Message] = {}
     if ctx.resume is not None:
-        saved = SavedState(f"action '{ctx.action_name}'", ctx.resume.state)
-        done = _placed(calls, saved.messages("done"))
+        done = _saved_answers(SavedState(f"action '{ctx.action_name}'", ctx.resume.state), calls)
     allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}
     for call in calls:
@@ -132,18 +131,38 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
             elif item.message is not None:
                 done[place] = item.message
     if signal is not None:
-        state: dict[str, Any] = {"done": [done[place] for place in sorted(done)]}
+        places = sorted(done)
+        state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
         raise Interrupt._from_signal(signal, state)
     ctx.send_event(_tool_response_event(event.id, [done[place] for place in range(len(calls))]))
 
 
+def _saved_answers(saved: SavedState, calls: Sequence[ToolCall]) -> dict[int, Message]:
+    """The answers saved at a pause, by the place of the call each answers.
+
+    The places are saved with the answers, since ids alone cannot tell apart calls a model gave
+    one id. Checkpoints written before places were saved hold answers in request order: each goes
+    to the first call not yet answered with its id and tool name.
+    """
+    answers = saved.messages("done")
+    if "places" not in saved.values:
+        return _placed(calls, answers)
+    places = saved.counts("places", below=len(calls))
+    if len(places) != len(answers) or len(set(places)) != len(places):
+        raise saved.error("'places' must name one distinct call for each answer in 'done'")
+    return dict(zip(places, answers, strict=True))
+
+
 def _placed(calls: Sequence[ToolCall], saved: list[Message]) -> dict[int, Message]:
-    """The answers saved at a pause, by the place of the call each answers: the first call of its
-    id not yet answered (saved answers are in request order)."""
+    """Places for answers saved without them (see ``_saved_answers``)."""
     placed: dict[int, Message] = {}
     for message in saved:
         for place, call in enumerate(calls):
-            if call.id == (message.tool_call_id or "") and place not in placed:
+            if (
+                place not in placed
+                and call.id == (message.tool_call_id or "")
+                and message.name in (None, call.name)
+            ):
                 placed[place] = message
                 break
     return placed

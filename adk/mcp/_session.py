@@ -334,7 +334,8 @@ class Session:
         wait for that attempt and share its outcome (a model's parallel tool calls to a server that
         is down all fail after one ``connect_timeout``, not one after another, and start one
         server, not one each). Failure raises ``ConnectionError`` naming the server and the reason;
-        the next call tries again. If every waiting caller is cancelled, the attempt is abandoned.
+        the next call tries again. If every waiting caller is cancelled, the attempt is abandoned;
+        a caller arriving after that starts a new one.
         """
         live = self._live
         if live is not None and live.usable:
@@ -351,7 +352,11 @@ class Session:
             attempt.waiters -= 1
             if attempt.waiters == 0 and not attempt.task.done():
                 # Every caller gave up (was cancelled): stop connecting, and wait until the
-                # half-started session is closed, so nothing is left running behind.
+                # half-started session is closed, so nothing is left running behind. The attempt
+                # is forgotten first: a caller arriving while it winds down starts a fresh one
+                # (queued behind it on the lock) instead of sharing its cancellation.
+                if self._attempt is attempt:
+                    self._attempt = None
                 attempt.task.cancel()
                 await asyncio.wait([attempt.task])
 
