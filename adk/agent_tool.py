@@ -141,7 +141,13 @@ class AgentTool:
                     output = event.output
                     if output is not None:
                         if output.stream is not None:
-                            last = await output.stream.collect()
+                            try:
+                                last = await output.stream.collect()
+                            except Exception:
+                                # The inner agent reads the same stream: its own error event
+                                # comes next and becomes the tool error (its callbacks and
+                                # span see the failure), as without streaming.
+                                continue
                         elif output.message is not None:
                             last = output.message
         finally:

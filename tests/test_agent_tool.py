@@ -4,6 +4,9 @@ shared session."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from typing import Any
+
 import pytest
 from conftest import ScriptAgent, act_break, act_exit, act_transfer, run_events
 from pydantic import BaseModel
@@ -11,8 +14,11 @@ from pydantic import BaseModel
 from adk import (
     AgentEvent,
     AgentTool,
+    Callbacks,
     LoopAgent,
     Message,
+    MessageChunk,
+    MessageStream,
     RunContext,
     Runner,
     SequentialAgent,
@@ -234,3 +240,33 @@ async def test_streamed_inner_answers_are_collected_for_the_result() -> None:
     assert len(forwarded) == 1 and forwarded[0].output is not None
     assert forwarded[0].output.stream is not None
     assert forwarded[0].run_path == ("outer", "inner")
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_inner_stream_that_fails_is_the_inner_agents_error_streamed_or_not(
+    streaming: bool,
+) -> None:
+    """The same tool error, and the inner agent's ``after_agent`` sees its failure, whether or not
+    the run streams (streamed, the tool once raised the stream's error past the inner agent)."""
+
+    async def breaking() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="partial ")
+        raise ConnectionResetError("reset mid-stream")
+
+    def failing_stream(ctx: RunContext) -> AgentEvent:
+        return AgentEvent.streaming(MessageStream(breaking()))
+
+    seen: list[tuple[str, str | None]] = []
+
+    def after_agent(agent: Any, ctx: RunContext, error: Any) -> None:
+        seen.append((agent.name, error.message if error is not None else None))
+
+    outer = _caller(AgentTool(_helper(failing_stream)))
+    runner = Runner(
+        outer, enable_streaming=streaming, callbacks=[Callbacks(after_agent=after_agent)]
+    )
+    await runner.invoke("go")
+    assert _tool_reply(outer).content == (
+        "Error: agent 'inner' failed: ConnectionResetError: reset mid-stream"
+    )
+    assert ("inner", "reset mid-stream") in seen
