@@ -114,6 +114,34 @@ def _model_resource(ctx: RunContext, name: str) -> Any:
         return None
 
 
+# The attributes through which the framework's wrapper agents hold the agent they run in its place:
+# a flow node's and a plan-and-execute role's ``agent``, Supervisor's report-back ``worker``,
+# ReActAgent's loop core's ``owner``. adk never imports prebuilt, so it finds them by duck typing.
+_WRAPPED_AGENT = ("agent", "worker", "owner")
+_MAX_WRAPPERS = 8  # a bound; a Supervisor's worker that is a Supervisor is four objects deep
+
+
+def _declared_model(agent: object) -> Any:
+    """The model ``agent`` runs with: its ``model`` attribute, or, for a wrapper without one, that
+    of the agent it wraps. The span of an agent run belongs to the outermost object started at its
+    address (a flow node, Supervisor's report-back wrapper, ...), which carries the inner agent's
+    name but not its model. Only an inner agent of the same name is followed, so a custom agent's
+    unrelated ``agent`` attribute is never taken for the agent it runs."""
+    name = getattr(agent, "name", None)
+    for _ in range(_MAX_WRAPPERS):
+        model = getattr(agent, "model", None)
+        if model is not None:
+            return model
+        for attribute in _WRAPPED_AGENT:
+            inner = getattr(agent, attribute, None)
+            if inner is not None and getattr(inner, "name", None) == name:
+                agent = inner
+                break
+        else:
+            return None
+    return None
+
+
 def _provider_of(model: Any) -> str | None:
     """``gen_ai.provider.name``: the model's ``provider_name`` (e.g. ``"openai"``), if it has one."""
     name = getattr(model, "provider_name", None)
@@ -178,7 +206,7 @@ class _GenAITracing:
         description = getattr(agent, "description", "")
         if description:
             attributes[_AGENT_DESCRIPTION] = description
-        model = getattr(agent, "model", None)
+        model = _declared_model(agent)
         if isinstance(model, str):  # the name of a model resource
             model = _model_resource(ctx, model)
         if model is not None:
@@ -387,8 +415,9 @@ class _TracedStream:
     """A streamed model call's chunks inside its ``chat`` span.
 
     The span starts when the first chunk is asked for (that is when the model call starts) and ends
-    when the stream ends, fails, is closed, or — abandoned unread — is garbage-collected. Usage and
-    finish reason come from the chunks as they pass, the way joining them would.
+    when the stream ends, fails, is closed, or — abandoned unread — is garbage-collected. Usage,
+    finish reason and metadata (the adapter's response model and id) come from the chunks as they
+    pass, the way joining them would: chunks are kept only when content is captured.
     """
 
     __slots__ = (
@@ -396,6 +425,7 @@ class _TracedStream:
         "_chunks",
         "_ctx",
         "_finish",
+        "_metadata",
         "_open_stream",
         "_otel",
         "_owner",
@@ -431,6 +461,7 @@ class _TracedStream:
         self._chunks: list[MessageChunk] | None = None
         self._usage: Usage | None = None
         self._finish: str | None = None
+        self._metadata: dict[str, Any] | None = None
         self._start = 0.0
 
     def __aiter__(self) -> _TracedStream:
@@ -457,6 +488,9 @@ class _TracedStream:
             self._usage = chunk.usage
         if chunk.finish_reason:
             self._finish = chunk.finish_reason
+        if chunk.metadata:  # usually on one chunk only: merged in order, a later key wins
+            metadata = self._metadata
+            self._metadata = chunk.metadata if metadata is None else {**metadata, **chunk.metadata}
         if self._chunks is not None:
             self._chunks.append(chunk)
         return chunk
@@ -487,6 +521,8 @@ class _TracedStream:
             reply = join_chunks(self._chunks)
         else:
             reply = Message.assistant()
+            if self._metadata is not None:
+                reply.metadata.update(self._metadata)
             if self._finish:
                 reply.metadata["finish_reason"] = self._finish
         self._owner._chat_done(span, self._attributes, reply, self._usage, self._start)

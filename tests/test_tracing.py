@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 from conftest import ScriptAgent, act_transfer
+from openai_server import OpenAIServer
+from openai_server import Reply as ServedReply
 from opentelemetry import trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
@@ -29,13 +31,17 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
 
 from adk import (
+    AgentEvent,
+    AgentInput,
     AgentTool,
+    BaseAgent,
     Interrupt,
     Message,
     ModelOptions,
     ParallelAgent,
     Resources,
     Role,
+    RunContext,
     RunError,
     Runner,
     SequentialAgent,
@@ -58,9 +64,17 @@ from adk.callbacks import Callbacks
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import LocalExecutionEnvironment
 from adk.messages import MessageChunk
+from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
-from prebuilt import ReActAgent, Supervisor
+from prebuilt import (
+    PlanExecute,
+    ReActAgent,
+    Supervisor,
+    new_executor,
+    new_planner,
+    new_replanner,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -141,6 +155,26 @@ def add_model(usage: bool = True) -> ScriptedModel:
             Reply(text="sum=3", usage=second),
         ]
     )
+
+
+def _model_of(name: str, script: list[Any]) -> ScriptedModel:
+    """A scripted model with its own model and provider name, to tell agents' spans apart."""
+    model = ScriptedModel(script, model_name=name)
+    model.provider_name = "acme"  # type: ignore[attr-defined]
+    return model
+
+
+def _agent_models(spans: Sequence[ReadableSpan]) -> list[tuple[str, str | None]]:
+    """``(agent, gen_ai.request.model)`` of each ``invoke_agent`` span in start order, checking
+    that every span naming a model also names its provider."""
+    found: list[tuple[str, str | None]] = []
+    for span in sorted(spans, key=lambda s: s.start_time or 0):
+        if span.name.startswith("invoke_agent "):
+            a = attrs(span)
+            model = a.get("gen_ai.request.model")
+            assert a.get("gen_ai.provider.name") == ("acme" if model is not None else None)
+            found.append((a["gen_ai.agent.name"], model))
+    return found
 
 
 # -- the span tree ------------------------------------------------------------------------------
@@ -407,33 +441,39 @@ async def test_concurrent_agent_tool_calls_each_nest_under_their_own_tool_span(
 async def test_a_react_agent_with_sub_agents_is_one_span_and_transfers_are_span_events(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    billing = ReActAgent("billing", ScriptedModel(["refund issued"]), description="Billing.")
-    router_model = ScriptedModel(
-        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "billing"})])]
+    billing = ReActAgent(
+        "billing", _model_of("m-billing", ["refund issued"]), description="Billing."
+    )
+    router_model = _model_of(
+        "m-router", [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "billing"})])]
     )
     router = ReActAgent("router", router_model, sub_agents=[billing])
     await Runner(router, tracer_provider=provider).invoke("refund please")
     spans = exporter.get_finished_spans()
     assert tree(spans) == [
         "invoke_agent router",
-        "  chat scripted",
+        "  chat m-router",
         "  execute_tool transfer_to_agent",
         "  invoke_agent billing",
-        "    chat scripted",
+        "    chat m-billing",
     ]
     router_span = named(spans, "invoke_agent router")[0]
     (transfer,) = [e for e in router_span.events if e.name == "adk.transfer"]
     assert dict(transfer.attributes or {}) == {"adk.transfer.to": "billing"}
     billing_span = named(spans, "invoke_agent billing")[0]
     assert attrs(billing_span)["adk.run_path"] == ("router", "billing")
+    # A sub-agent's span belongs to its place in the flow, which wraps the agent: the model is
+    # still the agent's own.
+    assert _agent_models(spans) == [("router", "m-router"), ("billing", "m-billing")]
 
 
 async def test_supervisor_workers_are_one_span_each_turn(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    worker = ReActAgent("worker", ScriptedModel(["worked"]), description="Works.")
-    boss_model = ScriptedModel(
-        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "worker"})]), "all done"]
+    worker = ReActAgent("worker", _model_of("m-worker", ["worked"]), description="Works.")
+    boss_model = _model_of(
+        "m-boss",
+        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "worker"})]), "all done"],
     )
     boss = ReActAgent("boss", boss_model, description="Delegates.")
     result = await Runner(Supervisor(boss, [worker]), tracer_provider=provider).invoke("go")
@@ -441,15 +481,56 @@ async def test_supervisor_workers_are_one_span_each_turn(
     spans = exporter.get_finished_spans()
     assert tree(spans) == [
         "invoke_agent boss",
-        "  chat scripted",
+        "  chat m-boss",
         "  execute_tool transfer_to_agent",
         "  invoke_agent worker",
-        "    chat scripted",
+        "    chat m-worker",
         "  invoke_agent boss",
-        "    chat scripted",
+        "    chat m-boss",
     ]
     worker_span = named(spans, "invoke_agent worker")[0]
     assert "adk.transfer" in events_of(worker_span)  # the report-back transfer
+    # Each span is started for a wrapper (the flow's node, the report-back wrapper) that has no
+    # model of its own; the attributes name the model of the agent it runs.
+    assert _agent_models(spans) == [("boss", "m-boss"), ("worker", "m-worker"), ("boss", "m-boss")]
+
+
+async def test_plan_execute_roles_report_their_models(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    agent = PlanExecute(
+        new_planner(_model_of("m-plan", [json.dumps({"steps": ["a"]})])),
+        new_executor(_model_of("m-exec", ["a done"])),
+        new_replanner(_model_of("m-replan", ["Answered."])),
+    )
+    await Runner(agent, tracer_provider=provider).invoke("go")
+    models = dict(_agent_models(exporter.get_finished_spans()))
+    assert {name: models[name] for name in ("planner", "executor", "replanner")} == {
+        "planner": "m-plan",
+        "executor": "m-exec",
+        "replanner": "m-replan",
+    }
+
+
+class _Holder(BaseAgent):
+    """A custom agent keeping another agent, under another name, that it never runs."""
+
+    def __init__(self, name: str, agent: ReActAgent) -> None:
+        super().__init__(name)
+        self.agent = agent
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.of("held")
+
+
+async def test_an_unrelated_agent_attribute_is_not_taken_for_the_agents_model(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    held = ReActAgent("held", _model_of("m-held", ["unused"]))
+    await Runner(_Holder("holder", held), tracer_provider=provider).invoke("go")
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent holder")
+    assert "gen_ai.request.model" not in attrs(span)
+    assert "gen_ai.provider.name" not in attrs(span)
 
 
 async def test_flow_transfers_between_custom_agents(
@@ -867,6 +948,47 @@ async def test_a_streaming_run_traces_each_streamed_call(
     assert attrs(second)["gen_ai.response.finish_reasons"] == ("stop",)
     output = json.loads(attrs(second)["gen_ai.output.messages"])
     assert output[0]["parts"] == [{"type": "text", "content": "sum=3"}]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_streamed_call_records_the_response_model_and_id_like_a_plain_one(
+    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # Content capture is off (the default), so the traced stream keeps no chunks: what the adapter
+    # puts in a chunk's metadata (Chat sends usage in a chunk after it) must still reach the span.
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    served = ServedReply(text="hello world", response_id="reply-42")
+    async with OpenAIServer([served, served], model="served-model-v2") as server:
+        model = OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        )
+        for streaming in (False, True):
+            runner = Runner(
+                ReActAgent("a", model),
+                enable_streaming=streaming,
+                tracer_provider=provider,
+                meter_provider=meters,
+            )
+            await runner.invoke("hi")
+        await model.aclose()
+    plain, streamed = named(exporter.get_finished_spans(), "chat test-model")
+    for span in (plain, streamed):
+        assert attrs(span)["gen_ai.response.model"] == "served-model-v2"
+        assert attrs(span)["gen_ai.response.id"] == "reply-42"
+        assert attrs(span)["gen_ai.response.finish_reasons"] == ("stop",)
+    assert (
+        attrs(streamed)["gen_ai.usage.output_tokens"] == attrs(plain)["gen_ai.usage.output_tokens"]
+    )
+    (duration,) = _points(reader, "gen_ai.client.operation.duration")  # both calls, one series
+    assert duration.count == 2
+    assert dict(duration.attributes or {})["gen_ai.response.model"] == "served-model-v2"
+    tokens = _points(reader, "gen_ai.client.token.usage")
+    assert sorted(p.count for p in tokens) == [2, 2]
+    meters.shutdown()
 
 
 async def test_an_abandoned_stream_still_ends_its_span(
