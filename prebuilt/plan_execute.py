@@ -244,24 +244,29 @@ class _Seen:
     plan stored before the pause, which would otherwise pass for the plan the step started with.
     """
 
-    __slots__ = ("before", "plan", "stored", "text")
+    __slots__ = ("before", "broke", "broke_before_pause", "plan", "stored", "text")
 
     def __init__(self, ctx: RunContext, role: str) -> None:
         self.before = ctx.session.get(PLAN_KEY)
         self.plan: Plan | None = None
         self.stored = False
         self.text: str | None = None
+        self.broke = False  # the role's agent ended the loop with a break of its own
+        self.broke_before_pause = False  # ... in the run that paused: this one has not seen it
         resume = ctx._resume_slot(_ROLE_SLOT)
         if resume is not None and resume.state is not None:
             saved = SavedState(f"plan-execute role '{role}'", resume.state)
             plan, stored, text = (saved.values.get(k) for k in ("plan", "stored", "text"))
+            broke = saved.values.get("broke", False)
             if not (
                 (plan is None or isinstance(plan, Plan))
                 and type(stored) is bool
                 and (text is None or isinstance(text, str))
+                and type(broke) is bool
             ):
                 raise saved.error(f"not the state a role saves: {resume.state!r}")
             self.plan, self.stored, self.text = plan, stored, text
+            self.broke = self.broke_before_pause = broke
 
     def plan_stored(self, ctx: RunContext) -> bool:
         """Whether the agent stored a plan in the session during the step."""
@@ -272,8 +277,14 @@ class _Seen:
         step has seen; in the loop, a break that no loop inside the role took ends the loop."""
         if event._signal is not None:
             self.stored = self.plan_stored(ctx)
-            if self.plan is not None or self.stored or self.text is not None:
-                state = {"plan": self.plan, "stored": self.stored, "text": self.text}
+            if self.plan is not None or self.stored or self.text is not None or self.broke:
+                state: dict[str, object] = {
+                    "plan": self.plan,
+                    "stored": self.stored,
+                    "text": self.text,
+                }
+                if self.broke:
+                    state["broke"] = True
                 event._signal.save(ctx.address, state, _ROLE_SLOT)
             return True
         action = event.action
@@ -283,9 +294,18 @@ class _Seen:
             and action.break_loop
             and not event._flags & _BREAK_HANDLED
         ):
+            # The response; the agent still finishes (a break lets the emitting agent finish:
+            # the loop stops after the role's step).
             event._flags |= _ENDS_LOOP
-            return True
+            self.broke = True
         return event.ends_agent
+
+    def ended_loop_before_pause(self) -> AgentEvent | None:
+        """A resumed role whose agent broke the loop before the pause: the response that this run
+        of ``PlanExecute`` has not seen (the loop itself remembers the break)."""
+        if not self.broke_before_pause:
+            return None
+        return _response()
 
 
 class _Role:
@@ -359,6 +379,9 @@ class _ExecuteStep(_Role):
         result = ExecutedStep(step=step, result=seen.text or "")
         session[EXECUTED_STEPS_KEY] = [*_executed(ctx), result]
         session[PLAN_KEY] = Plan(steps=plan.steps[1:])
+        ended = seen.ended_loop_before_pause()
+        if ended is not None:
+            yield ended
 
 
 class _ReplanStep(_Role):
@@ -374,7 +397,7 @@ class _ReplanStep(_Role):
                     )
                     yield event
                     if stop:
-                        return  # a pause, an error, an exit, or the replanner ended the loop
+                        return  # a pause, an error or an exit
                     output = event.output
                     if output is None:
                         continue
@@ -387,15 +410,31 @@ class _ReplanStep(_Role):
                             seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
-        if seen.plan is not None:
+        if seen.broke:  # its own break was the response
+            ended = seen.ended_loop_before_pause()
+            if ended is not None:
+                yield ended
+        elif seen.plan is not None:
             ctx.session[PLAN_KEY] = seen.plan
         elif seen.plan_stored(ctx):
             pass  # it stored a new plan (the update_plan tool does)
-        elif (seen.text is not None and seen.text.strip()) or not plan.steps:
-            # Its last output, not blank, is the response (or nothing is left to do).
-            end = AgentEvent.break_loop()
-            end._flags = _ENDS_LOOP
-            yield end
+        elif seen.text is not None and seen.text.strip():
+            yield _response()  # its last output, not blank, is the response
+        elif not plan.steps:
+            # Nothing left to do and nothing said. If it said so with a blank reply, the last
+            # step's result is repeated as the answer: the run would otherwise end on the blank
+            # message. (Silent, the run already ends on that result.)
+            done = _executed(ctx)
+            if seen.text is not None and done and done[-1].result.strip():
+                yield AgentEvent.of(done[-1].result)
+            yield _response()
+
+
+def _response() -> AgentEvent:
+    """The break that ends the execute/replan loop, flagged as the response (``_ENDS_LOOP``)."""
+    end = AgentEvent.break_loop()
+    end._flags = _ENDS_LOOP
+    return end
 
 
 def _update_plan(steps: list[str], ctx: ToolContext) -> str:

@@ -433,7 +433,53 @@ async def test_an_executor_that_breaks_ends_the_loop_as_the_response() -> None:
     assert result.text == "stop here"
 
 
+async def test_an_executor_that_breaks_still_finishes_and_its_step_counts() -> None:
+    """DESIGN: a break lets the emitting agent finish; the loop stops after it."""
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("look it up")])),
+        Scripted("w", lambda ctx: [AgentEvent.break_loop(), AgentEvent.of("the answer is 42")]),
+        Scripted("r", lambda ctx: [AgentEvent.of("never")]),
+    )
+    result = await Runner(agent).invoke("go")
+    assert result.text == "the answer is 42"
+    assert [(s.step, s.result) for s in result.session["executed_steps"]] == [
+        ("look it up", "the answer is 42")
+    ]
+
+
+async def test_an_executor_that_broke_before_a_pause_ends_the_loop_after_the_resume() -> None:
+    class BreakThenAsk(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield AgentEvent.break_loop()
+                yield ctx.interrupt("sure?")
+                return
+            yield AgentEvent.of(f"done: {ctx.resume.data}")
+
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "b")])),
+        BreakThenAsk("w"),
+        Scripted("r", lambda ctx: [AgentEvent.of("never")]),
+    )
+    runner = Runner(agent)
+    paused = await runner.invoke("go")
+    assert paused.interrupt is not None
+    result = await runner.invoke_resume(paused.checkpoint_id, "yes")
+    assert result.text == "done: yes"
+    assert [s.step for s in result.session["executed_steps"]] == ["a"]
+
+
 # -- what a replanner's reply means -------------------------------------------------------------
+async def test_a_blank_replanner_reply_after_the_last_step_answers_with_its_result() -> None:
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a", "b")])),
+        new_executor(ScriptedModel(["result a", "result b"])),
+        new_replanner(ScriptedModel(["", ""])),
+    )
+    result = await Runner(agent).invoke("go")
+    assert result.text == "result b"
+
+
 async def test_an_empty_replanner_reply_keeps_the_remaining_plan() -> None:
     # Models do return an empty message; it is no answer, so step b still runs.
     agent = PlanExecute(
