@@ -261,6 +261,8 @@ class _ReActCore:
                 reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
                 yield AgentEvent.of(reply)
             messages.append(reply)
+            if len(reply.tool_calls) > 1:
+                _unique_call_ids(reply.tool_calls)
             if not reply.tool_calls:
                 schema = owner.output_schema
                 if schema is None:
@@ -415,6 +417,17 @@ def _add_unique(tools: dict[str, Any], tool: Any, agent: str) -> None:
 def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bool:
     """Whether ``first`` comes before ``second`` in the model's order of ``calls``."""
     return calls.index(first) < calls.index(second)
+
+
+def _unique_call_ids(calls: Sequence[ToolCall]) -> None:
+    """Give calls of one reply that share an id (servers that number every call "call_0", or
+    send none) ids of their own, in place: results are matched to calls, and pauses addressed, by
+    id. In place, so the reply the history recorded and the next request carry the same ids."""
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        if call.id in seen or not call.id:
+            call.id = f"{call.id or 'call'}~{index}"
+        seen.add(call.id)
 
 
 def _free_tool_choice(options: ModelOptions | None) -> ModelOptions | None:

@@ -795,3 +795,29 @@ async def test_a_resumed_turn_keeps_the_tool_choice_lifted() -> None:
         "required",
         None,
     ]
+
+
+# -- call ids -----------------------------------------------------------------------------------
+async def test_calls_sharing_an_id_get_ids_of_their_own() -> None:
+    """Some servers number every call of a turn alike: each result must still go to its call,
+    and a pause must be addressable per call."""
+
+    @adk.tool(require_approval=True)
+    async def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    same = [tool_call("add", {"a": 1, "b": 2}, id="c"), tool_call("pay", {"amount": 5}, id="c")]
+    model = ScriptedModel([Reply(tool_calls=same), "done"])
+    runner = Runner(ReActAgent("calc", model, tools=[add, pay]))
+    paused = await runner.invoke("go")
+    assert paused.interrupt is not None
+    [point] = paused.interrupt.points
+    assert point.id.endswith("tool:pay#c~1")
+
+    done = await runner.invoke_resume(paused.checkpoint_id, True)
+
+    assert done.text == "done"
+    sent = model.requests[1].messages
+    assert [c.id for c in sent[-3].tool_calls] == ["c", "c~1"]
+    assert sorted((m.tool_call_id, m.content) for m in sent[-2:]) == [("c", "3"), ("c~1", "paid 5")]
