@@ -18,7 +18,7 @@ from typing import Any
 
 from .agent import Agent, AgentInput
 from .context import RunContext, _interrupt_event
-from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
+from .events import _BREAK_HANDLED, _DELIVERED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream, _being_cancelled
 
@@ -109,6 +109,10 @@ class _AgentRun:
 
     def observe(self, event: AgentEvent) -> bool:
         """Stamp, report and record one event of the agent; True if the agent must stop after it."""
+        if (type(event) is not AgentEvent and not isinstance(event, AgentEvent)) or (
+            event._flags & _DELIVERED
+        ):
+            raise _bad_event(self.name, event)
         if not event.agent_name:
             event.agent_name = self.name
         if not event.run_path:
@@ -203,6 +207,20 @@ async def close_events(events: AsyncIterator[AgentEvent]) -> None:
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()
+
+
+def _bad_event(agent: str, event: object) -> TypeError:
+    """The error for an agent that yielded what is not a fresh ``AgentEvent``."""
+    if isinstance(event, AgentEvent):
+        return TypeError(
+            f"agent {agent!r} yielded an AgentEvent object that an earlier event of a run already "
+            "was: the framework stamps and marks an event as it travels, so yield a new one each "
+            "time (AgentEvent.of(...), AgentEvent.break_loop(), ...), not a shared constant"
+        )
+    return TypeError(
+        f"agent {agent!r} yielded {type(event).__name__} {event!r:.80}; an agent's run() must be "
+        "an async generator of AgentEvent (AgentEvent.of(message) for a message)"
+    )
 
 
 async def settle(event: AgentEvent) -> None:

@@ -22,7 +22,7 @@ from .checkpoint._snapshot import dump_history, load_history
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
 from .context import RunContext, _RunState
-from .events import AgentEvent
+from .events import _DELIVERED, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
@@ -128,6 +128,7 @@ class AgentTool:
         try:
             async with closing(events):
                 async for event in events:
+                    event._flags |= _DELIVERED  # the top of the nested run: see adk.events
                     if event._signal is not None:
                         saved = {"root_input": root_input, "history": dump_history(run.history)}
                         raise Interrupt._from_signal(event._signal, saved)

@@ -249,7 +249,8 @@ class RunContext:
         ctx = _new(RunContext)  # made for every agent start: one call, no keyword handling
         ctx._run = self._run
         ctx.run_path = run_path if run_path is not None else (*self.run_path, name)
-        ctx.address = f"{self.address}/agent:{name}" if self.address else agent_segment(name)
+        segment = agent_segment(name)
+        ctx.address = f"{self.address}/{segment}" if self.address else segment
         ctx._lane = self._lane
         ctx.enable_streaming = self.enable_streaming
         ctx.options = self.options

@@ -82,6 +82,8 @@ class AgentAction:
 
 # Private flags set by the framework while an event travels up through composites.
 _TRANSFER_HANDLED = 1  # a flow has acted on this transfer; enclosing agents let it pass
+# (4 is adk._driver._RECORDED)
+_DELIVERED = 8  # the event reached the top of a run: yielded again, it is an agent's reused object
 _BREAK_HANDLED = 2  # the innermost loop has taken this break; outer loops ignore it
 
 

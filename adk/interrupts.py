@@ -35,11 +35,26 @@ AGENT_STATE = ""
 
 
 def agent_segment(name: str) -> str:
+    """The address segment of an agent named ``name``."""
+    if "/" in name or "#" in name or "%" in name:
+        name = _escaped(name)
     return f"agent:{name}"
 
 
 def tool_segment(name: str, call_id: str) -> str:
+    """The address segment of one call of tool ``name``."""
+    if "/" in name or "#" in name or "%" in name:
+        name = _escaped(name)
+    if "/" in call_id or "%" in call_id:
+        call_id = _escaped(call_id)
     return f"tool:{name}#{call_id}"
+
+
+def _escaped(text: str) -> str:
+    """``text`` with the characters that structure an address percent-encoded: an agent named
+    ``p/x`` must not pass for an agent ``x`` below an agent ``p`` (a resume addressed to one would
+    reach the other)."""
+    return text.replace("%", "%25").replace("/", "%2F").replace("#", "%23")
 
 
 def join_address(parent: Address, segment: str) -> Address:

@@ -34,7 +34,7 @@ from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpo
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore
 from .context import RunContext, Session, _RunState
-from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
+from .events import _DELIVERED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import Message
 from .streams import MessageStream
@@ -261,6 +261,7 @@ class Runner(AsyncCloseable):
                         return
                     if on_event is not None and event._signal is None and event.error is None:
                         on_event(event)  # the others once checked (``_check``)
+                event._flags |= _DELIVERED  # yielded again, it is a reused object
                 if event._signal is None and event.action is None and event.error is None:
                     yield event
                     continue
@@ -693,6 +694,7 @@ class _Collected:
         ):
             return False
         self.events.append(event)
+        event._flags |= _DELIVERED  # yielded again, it is a reused object
         if out is not None:
             if out.message is not None:
                 self.output = out.message

@@ -354,3 +354,56 @@ def test_event_of_sets_every_field_like_the_constructor() -> None:
         assert getattr(fast, f.name) == getattr(slow, f.name), f.name
     assert fast.output is not None and fast.output.tool_name == "lookup"
     assert fast.output.role == slow.output.role == "tool"  # type: ignore[union-attr]
+
+
+# -- what an agent may yield ----------------------------------------------------------------------
+BREAK = AgentEvent.break_loop()  # a shared constant: what the test below shows must not be used
+
+
+class _YieldsConstant(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield BREAK
+
+
+async def test_an_event_object_yielded_again_is_refused_not_silently_misread() -> None:
+    """The framework marks events as they travel (a loop marks a break it took): a constant
+    yielded in a second run would pass for a break already taken, and the loop would run on."""
+    runner = Runner(LoopAgent("loop", [_YieldsConstant("a")], max_iterations=5))
+    first = await runner.invoke("x")
+    assert [e.action.break_loop for e in first.events if e.action] == [True]
+    with pytest.raises(RunError, match="yielded an AgentEvent object that an earlier event"):
+        await runner.invoke("x")
+
+
+@pytest.mark.parametrize("thing", [None, "text", Message.assistant("hi"), {"a": 1}])
+async def test_an_agent_yielding_something_else_than_an_event_gets_a_clear_error(
+    thing: object,
+) -> None:
+    class Odd(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[Any]:
+            yield thing
+
+    with pytest.raises(RunError, match=r"agent 'odd' yielded .*async generator of AgentEvent"):
+        await Runner(SequentialAgent("s", [Odd("odd")])).invoke("x")
+
+
+async def test_names_with_slashes_do_not_nest_addresses() -> None:
+    """An agent named ``p/x`` is not below an agent ``p``: resuming one must not reach the other."""
+
+    class Ask(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield ctx.interrupt(f"{self.name}?")
+                return
+            yield AgentEvent.of(f"{self.name} got {ctx.resume.data}")
+
+    runner = Runner(ParallelAgent("par", [Ask("p"), Ask("p/x")]))
+    paused = await runner.invoke("go")
+    assert paused.interrupt is not None
+    ids = sorted(paused.interrupt.point_ids)
+    assert ids == ["agent:par/agent:p", "agent:par/agent:p%2Fx"]
+
+    again = await runner.invoke_resume(paused.checkpoint_id, {"agent:par/agent:p%2Fx": "yes"})
+
+    assert [e.message.content for e in again.events if e.message] == ["p/x got yes"]
+    assert again.interrupt is not None and again.interrupt.point_ids == ["agent:par/agent:p"]

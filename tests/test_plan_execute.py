@@ -363,9 +363,14 @@ async def test_a_silent_replanner_keeps_the_plan_and_the_loop_ends_when_nothing_
 # -- breaks that inner loops take ---------------------------------------------------------------
 def refine_loop(name: str, *said: str) -> LoopAgent:
     """A role's own loop that says its lines and breaks out of itself in its first round."""
-    lines = [AgentEvent.of(text) for text in said]
     return LoopAgent(
-        name, [Scripted(f"{name}_critic", lambda ctx: [*lines, AgentEvent.break_loop()])]
+        name,
+        [
+            Scripted(
+                f"{name}_critic",
+                lambda ctx: [*(AgentEvent.of(text) for text in said), AgentEvent.break_loop()],
+            )
+        ],
     )
 
 

@@ -37,6 +37,8 @@ _new = object.__new__
 
 
 def _action_segment(name: str) -> str:
+    if "/" in name or "#" in name or "%" in name:  # see adk.interrupts._escaped
+        name = name.replace("%", "%25").replace("/", "%2F").replace("#", "%23")
     return f"action:{name}"
 
 
