@@ -109,10 +109,11 @@ class _AgentRun:
 
     def observe(self, event: AgentEvent) -> bool:
         """Stamp, report and record one event of the agent; True if the agent must stop after it."""
-        if (type(event) is not AgentEvent and not isinstance(event, AgentEvent)) or (
-            event._flags & _DELIVERED
-        ):
-            raise _bad_event(self.name, event)
+        try:
+            if event._flags & _DELIVERED:
+                raise _bad_event(self.name, event)
+        except AttributeError:  # not an AgentEvent (a try costs nothing until it catches)
+            raise _bad_event(self.name, event) from None
         if not event.agent_name:
             event.agent_name = self.name
         if not event.run_path:

@@ -13,6 +13,7 @@ No ``from __future__ import annotations`` here: with it pydantic would compile e
 annotation string when the models are created at ``import adk``. Forward references are quoted.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,7 @@ AGENT_STATE = ""
 """Slot of a component's own state at its address (flows keep theirs in another slot)."""
 
 
+@functools.lru_cache(maxsize=4096)  # made for every agent start; names repeat
 def agent_segment(name: str) -> str:
     """The address segment of an agent named ``name``."""
     if "/" in name or "#" in name or "%" in name:
