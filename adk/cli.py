@@ -10,28 +10,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from . import __version__, checkpoint
 from .checkpoint.codec import CheckpointError, decode_checkpoint
-from .checkpoint.store import CheckpointStore
+from .checkpoint.sqlite import _ReadOnlySQLiteStore
+from .checkpoint.store import CheckpointStore, _check_id
 
 __all__ = ["main"]
 
 
 def _store(args: argparse.Namespace) -> CheckpointStore:
+    """The store the arguments name; ``ValueError`` for a malformed path or URL. SQLite is opened
+    read-only: showing a checkpoint never creates a file, nor the directories of a mistyped path,
+    so a path that is not a file is an error (``FileNotFoundError``)."""
     # The Redis and PostgreSQL stores are loaded by adk.checkpoint only when first named here.
-    if args.sqlite:
-        return checkpoint.SQLiteCheckpointStore(args.sqlite)
-    if args.redis:
+    if args.sqlite is not None:
+        store = _ReadOnlySQLiteStore(args.sqlite)
+        if store.path != ":memory:" and not os.path.isfile(store.path):
+            raise FileNotFoundError(f"no SQLite checkpoint file at {store.path}")
+        return store
+    if args.redis is not None:
         return checkpoint.RedisCheckpointStore(args.redis)
     return checkpoint.PostgresCheckpointStore(args.postgres)
 
 
-async def _show(args: argparse.Namespace) -> dict[str, Any]:
-    store = _store(args)
+async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, Any]:
     try:
         data = await store.get(args.checkpoint_id)
     finally:
@@ -71,15 +79,41 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with NaN and infinities as strings: checkpoints written before the codec refused
+    them may hold them, and the output must stay JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_finite(item) for item in value]
+    return value
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; the exit status is 0 on success, 1 when the checkpoint cannot be shown
+    (missing, unreadable, store down) and 2 for a malformed command line."""
     args = _parser().parse_args(argv)
     try:
-        summary = asyncio.run(_show(args))
+        _check_id(args.checkpoint_id)
+        store = _store(args)
+    except ValueError as exc:  # an empty or over-long id, an empty path, a malformed URL
+        print(f"pyadk: {exc}", file=sys.stderr)
+        return 2
+    except (ImportError, OSError) as exc:  # no such file; the store's extra is not installed
+        print(f"pyadk: {exc}", file=sys.stderr)
+        return 1
+    try:
+        summary = asyncio.run(_show(store, args))
     except (CheckpointError, checkpoint.CheckpointStoreError, OSError) as exc:
         print(f"pyadk: {exc}", file=sys.stderr)
         return 1
-    json.dump(summary, sys.stdout, indent=2, ensure_ascii=False)
-    print()
+    try:
+        text = json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        text = json.dumps(_finite(summary), indent=2, ensure_ascii=False)
+    print(text)
     return 0
 
 

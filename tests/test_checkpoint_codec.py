@@ -14,10 +14,11 @@ import json
 import pickle
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, model_validator
+from pydantic import VERSION as PYDANTIC_VERSION
+from pydantic import BaseModel, Field, Json, model_validator
 from test_interrupts import Asker, DictStore, collect, pause_of
 
 import adk
@@ -204,6 +205,151 @@ def test_register_type_rules() -> None:
     with pytest.raises(TypeError, match="pydantic model class"):
         register_type(dict)  # type: ignore[type-var]
     assert adk.register_type is register_type
+
+
+# -- user models: stored whole, by alias -----------------------------------------------------------
+
+
+class Card(BaseModel):
+    kind: Literal["card"] = "card"
+    last4: str
+
+
+class Bank(BaseModel):
+    kind: Literal["bank"] = "bank"
+    iban: str
+
+
+@register_type
+class Payment(BaseModel):
+    """A camelCase API model with a discriminated union whose tags are defaults, and JSON text."""
+
+    amount_eur: int = Field(alias="amountEur")
+    method: Annotated[Card | Bank, Field(discriminator="kind")]
+    approved: bool = False
+    raw: Json[dict[str, int]] = Field(default='{"n": 1}', validate_default=True)
+
+
+def test_models_with_aliases_unions_and_json_fields_load_back() -> None:
+    payment = Payment(amountEur=10, method=Bank(iban="DE00"), raw='{"n": 2}')
+
+    data = encode_checkpoint({"session": to_json_value({"p": payment}, "session")})
+
+    assert from_json_value(decode_checkpoint(data)["session"]) == {"p": payment}
+
+
+async def test_a_paused_run_with_such_a_model_resumes() -> None:
+    class Pay(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                ctx.session["payment"] = Payment(amountEur=10, method=Card(last4="4242"))
+                yield ctx.interrupt("approve?")
+                return
+            payment = ctx.session["payment"]
+            yield AgentEvent.of(f"paid {payment.amount_eur} by {payment.method.kind}")
+
+    runner = Runner(Pay("pay"))
+    paused = await runner.invoke("go")
+    assert paused.checkpoint_id is not None
+    assert (await runner.invoke_resume(paused.checkpoint_id, True)).text == "paid 10 by card"
+
+
+def test_fields_equal_to_their_default_are_stored() -> None:
+    """A later release may change a default; the saved value must not change with it."""
+
+    class Before(BaseModel):
+        amount: int
+        approved: bool = False
+
+    class After(BaseModel):
+        amount: int
+        approved: bool = True
+
+    register_type(Before, name="tests.codec.ApprovalBefore")
+    register_type(After, name="tests.codec.ApprovalAfter")
+    saved = to_json_value(Before(amount=10_000))
+    assert saved["data"] == {"amount": 10_000, "approved": False}
+
+    saved["__adk_type__"] = "tests.codec.ApprovalAfter"  # the same checkpoint, read by the new code
+    assert from_json_value(saved) == After(amount=10_000, approved=False)
+
+
+def test_adk_messages_are_still_stored_without_their_defaults() -> None:
+    """A history holds one per message: its empty fields stay out (adk keeps them stable)."""
+    encoded = to_json_value(Message.user("hi"))
+    assert encoded == {"__adk_type__": "adk.Message", "data": {"role": "user", "content": "hi"}}
+
+
+@pytest.mark.skipif(
+    tuple(int(part) for part in PYDANTIC_VERSION.split(".")[:2]) < (2, 11),
+    reason="validating by field name needs pydantic 2.11",
+)
+def test_models_saved_by_field_name_before_still_load() -> None:
+    """Checkpoints written before models were stored by alias hold field names."""
+    old = {
+        "__adk_type__": f"{__name__}.Payment",
+        "data": {"amount_eur": 7, "method": {"kind": "card", "last4": "1111"}},
+    }
+    assert from_json_value(old) == Payment(amountEur=7, method=Card(last4="1111"))
+
+
+# -- numbers JSON cannot hold ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"a": {"b": float("nan")}}, "session.a.b: float nan is not a JSON number"),
+        ({"a": [float("inf")]}, "session.a: float inf is not a JSON number"),
+        ({"a": -float("inf")}, "session.a: float -inf is not a JSON number"),
+        ({"a": 10**4300}, "session.a: int longer than 4300 digits"),
+        ({"a": -(10**5000)}, "session.a: int longer than 4300 digits"),
+    ],
+)
+def test_numbers_json_cannot_hold_are_refused_with_their_place(value: Any, message: str) -> None:
+    with pytest.raises(CheckpointError) as caught:
+        to_json_value(value, "session")
+    assert str(caught.value).startswith(message)
+
+
+def test_the_largest_numbers_json_holds_round_trip() -> None:
+    value = {"big": 10**4300 - 1, "small": -(10**4300) + 1, "float": 1.7976931348623157e308}
+    data = encode_checkpoint({"session": to_json_value(value)})
+    assert from_json_value(decode_checkpoint(data)["session"]) == value
+
+
+@register_type
+class Reading(BaseModel):
+    value: float
+    count: int = 0
+
+
+@pytest.mark.parametrize(
+    ("reading", "message"),
+    [
+        (Reading(value=float("inf")), "session.r.value: float inf is not a JSON number"),
+        (Reading(value=1.0, count=10**5000), "session.r.count: int longer than 4300 digits"),
+    ],
+)
+def test_numbers_json_cannot_hold_inside_a_model_are_refused(
+    reading: Reading, message: str
+) -> None:
+    with pytest.raises(CheckpointError) as caught:
+        encode_checkpoint({"session": to_json_value({"r": reading}, "session")})
+    assert str(caught.value).startswith(message)
+
+
+async def test_a_pause_holding_nan_ends_the_run_with_a_clear_error() -> None:
+    class Pauser(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            ctx.session["ratio"] = float("nan")
+            yield ctx.interrupt("wait")
+
+    store = DictStore()
+    events = await collect(Runner(Pauser("p"), checkpoint_store=store).run("go"))
+    assert events[-1].error is not None
+    assert "session.ratio: float nan is not a JSON number" in events[-1].error.message
+    assert store.data == {}
 
 
 # -- the header ---------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -29,11 +30,13 @@ from services import PostgresServer, RedisServer, closed_port
 from adk.checkpoint import (
     CheckpointStore,
     CheckpointStoreError,
+    ClaimingCheckpointStore,
     InMemoryCheckpointStore,
     PostgresCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
+from adk.checkpoint.store import _redact
 
 pytest_plugins = ["services"]
 
@@ -344,6 +347,28 @@ async def test_aclose_releases_and_the_next_call_reopens(backend: Backend) -> No
     await eventually(lambda: _equals(count(), baseline), f"{backend.name} released again")
 
 
+@pytest.mark.filterwarnings("error::ResourceWarning")  # released by aclose, not by the GC
+@pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+async def test_aclose_lets_operations_in_flight_finish(backend: Backend) -> None:
+    """``aclose`` while other tasks' operations run (a server shutting down mid-request): they
+    all succeed, and nothing is left open afterwards — no "pool is closing", no socket that only
+    the garbage collector would close."""
+    if backend.resources is None:
+        pytest.skip("the in-memory store holds nothing to close")
+    count = backend.resources
+    baseline = await count()
+    store = backend.make()
+    payload = os.urandom(200_000)
+    await store.put("k", payload)
+    for _ in range(3):
+        gets = [asyncio.ensure_future(store.get("k")) for _ in range(20)]
+        await asyncio.sleep(0)  # they have started
+        await close(store)
+        assert await asyncio.gather(*gets) == [payload] * 20
+        await eventually(lambda: _equals(count(), baseline), f"{backend.name} released")
+    await close(store)
+
+
 async def _equals(value: Awaitable[int], expected: int) -> bool:
     return await value == expected
 
@@ -496,6 +521,38 @@ async def test_sqlite_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert await store.get("id") == b"data"
     await store.aclose()
     assert await asyncio.to_thread(os.listdir, tmp_path) == []  # no file named ":memory:"
+
+
+async def test_sqlite_in_memory_keeps_its_checkpoints_across_aclose() -> None:
+    """The database lasts as long as the store: ``aclose`` stops the thread, not the data."""
+    baseline = await sqlite_threads()
+    store = SQLiteCheckpointStore(":memory:")
+    await store.put("paused", b"checkpoint")
+    await store.aclose()
+    await eventually(lambda: _equals(sqlite_threads(), baseline), "the worker thread stopped")
+    assert await store.get("paused") == b"checkpoint"
+    await store.put("second", b"two")
+    await store.aclose()
+    assert [await store.get("paused"), await store.get("second")] == [b"checkpoint", b"two"]
+    await store.aclose()
+    assert await SQLiteCheckpointStore(":memory:").get("paused") is None  # each store its own
+
+
+def test_sqlite_in_memory_is_kept_across_event_loops() -> None:
+    store = SQLiteCheckpointStore(":memory:")
+
+    async def put_then_close() -> None:
+        await store.put("k", b"from the first loop")
+        await store.aclose()
+
+    async def get_then_close() -> bytes | None:
+        try:
+            return await store.get("k")
+        finally:
+            await store.aclose()
+
+    asyncio.run(put_then_close())
+    assert asyncio.run(get_then_close()) == b"from the first loop"
 
 
 @dataclass
@@ -680,6 +737,9 @@ class Proxy:
     refuse new ones — the server is gone in the middle of a request.
     ``drop_idle()``: the connections open now die (unforwarded) the next time the client sends on
     them; new connections work — stale pooled connections after a restart or a NAT timeout.
+    ``freeze()``: nothing is forwarded any more, but every socket stays open and new ones are
+    accepted — a server that stopped answering (a stopped process, a partition dropping packets);
+    ``thaw()`` ends that.
     """
 
     def __init__(self, target_port: int) -> None:
@@ -688,6 +748,8 @@ class Proxy:
         self._server: asyncio.Server | None = None
         self._budget: int | None = None
         self._refusing = False
+        self._thawed = asyncio.Event()
+        self._thawed.set()
         self._links: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
         self._doomed: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -707,6 +769,12 @@ class Proxy:
 
     def cut_after(self, nbytes: int) -> None:
         self._budget = nbytes
+
+    def freeze(self) -> None:
+        self._thawed.clear()
+
+    def thaw(self) -> None:
+        self._thawed.set()
 
     def drop_idle(self) -> None:
         self._doomed = {client for client, _ in self._links}
@@ -731,6 +799,7 @@ class Proxy:
         """Copy bytes; ``client`` is set on the client-to-server direction, the one we cut."""
         try:
             while chunk := await reader.read(65536):
+                await self._thawed.wait()
                 if client is not None and client in self._doomed:
                     self._abort_link(client)
                     return
@@ -765,24 +834,24 @@ class Proxy:
 @pytest.fixture
 def network_store(
     request: pytest.FixtureRequest,
-) -> Callable[[int | None], tuple[CheckpointStore, int]]:
-    """``make(port)`` builds a store of the requested kind talking to ``port`` (None: the real
-    server's); returns it and the real server's port."""
+) -> Callable[..., tuple[CheckpointStore, int]]:
+    """``make(port, **options)`` builds a store of the requested kind talking to ``port`` (None:
+    the real server's); returns it and the real server's port."""
     kind: str = request.param
     unique = uuid.uuid4().hex[:12]
     if kind == "redis":
         redis_server: RedisServer = request.getfixturevalue("redis_server")
 
-        def make(port: int | None) -> tuple[CheckpointStore, int]:
+        def make(port: int | None, **options: Any) -> tuple[CheckpointStore, int]:
             url = f"redis://127.0.0.1:{port or redis_server.port}/0"
-            return RedisCheckpointStore(url, prefix=f"n{unique}:"), redis_server.port
+            return RedisCheckpointStore(url, prefix=f"n{unique}:", **options), redis_server.port
 
         return make
     pg: PostgresServer = request.getfixturevalue("postgres_server")
 
-    def make_pg(port: int | None) -> tuple[CheckpointStore, int]:
+    def make_pg(port: int | None, **options: Any) -> tuple[CheckpointStore, int]:
         dsn = f"postgresql://postgres@127.0.0.1:{port or pg.port}/postgres"
-        return PostgresCheckpointStore(dsn, table=f"net_{unique}"), pg.port
+        return PostgresCheckpointStore(dsn, table=f"net_{unique}", **options), pg.port
 
     return make_pg
 
@@ -820,6 +889,79 @@ async def test_stale_connections_are_replaced(
         await close(proxied)
     assert await direct.get("run") == b"after"
     await close(direct)
+
+
+@pytest.mark.parametrize("network_store", ["redis", "postgres"], indirect=True)
+async def test_a_server_that_stops_answering_is_a_timeout_not_a_hang(
+    network_store: Callable[..., tuple[CheckpointStore, int]],
+) -> None:
+    """Every operation fails within ``timeout`` with ``CheckpointStoreError``; cancelling one
+    returns at once; ``aclose`` ends too; once the server answers again, the store works."""
+    _, server_port = network_store(None)
+    async with Proxy(server_port) as proxy:
+        store, _ = network_store(proxy.port, timeout=0.5)
+        backend = "redis" if isinstance(store, RedisCheckpointStore) else "postgres"
+        assert isinstance(store, ClaimingCheckpointStore)
+        await store.put("run", b"before")
+        proxy.freeze()
+        calls: dict[str, Callable[[], Awaitable[object]]] = {
+            "get": lambda: store.get("run"),
+            "put": lambda: store.put("run", b"lost"),
+            "delete": lambda: store.delete("run"),
+            "claim": lambda: store.claim("run", "me"),
+            "release": lambda: store.release("run", "me"),
+        }
+        for operation, call in calls.items():
+            started = time.monotonic()
+            with pytest.raises(CheckpointStoreError, match=r"no answer within 0\.5 s") as caught:
+                await call()
+            assert time.monotonic() - started < 3, operation
+            assert_names(caught.value, backend, operation, "run")
+
+        pending = asyncio.ensure_future(store.get("run"))
+        await asyncio.sleep(0.1)
+        pending.cancel()
+        started = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await pending
+        assert (
+            time.monotonic() - started < 0.3
+        )  # a cancelled operation does not wait for the server
+
+        started = time.monotonic()
+        await close(store)
+        assert time.monotonic() - started < 3
+        proxy.thaw()
+        assert await store.get("run") in {b"before", b"lost"}  # reopened: answers again
+        await close(store)
+
+
+@pytest.mark.parametrize("timeout", [0, -1, float("nan"), float("inf"), "10"])
+def test_network_stores_reject_a_bad_timeout(timeout: Any) -> None:
+    with pytest.raises(ValueError, match="timeout"):
+        RedisCheckpointStore("redis://127.0.0.1:6379", timeout=timeout)
+    with pytest.raises(ValueError, match="timeout"):
+        PostgresCheckpointStore("postgresql://127.0.0.1/db", timeout=timeout)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("redis://:pa/ss@host:6379/0", "redis://***@host:6379/0"),
+        ("redis://user:pa?ss@host/0", "redis://***@host/0"),
+        ("redis://user:pa#ss@host/0", "redis://***@host/0"),
+        (
+            "postgresql://u:a/b?c#d@db:5432/x?password=pw2",
+            "postgresql://***@db:5432/x?password=***",
+        ),
+        ("postgresql://u:p@ss@db/x", "postgresql://u:***@db/x"),
+        ("postgresql://u:pass@db/x?sslmode=require", "postgresql://u:***@db/x?sslmode=require"),
+        ("redis://db:6379/0", "redis://db:6379/0"),
+        ("host=db password=pass user=u", "host=db password=*** user=u"),
+    ],
+)
+def test_passwords_never_show_in_messages(url: str, shown: str) -> None:
+    assert _redact(url) == shown
 
 
 async def test_redis_prefix_and_ttl(redis_server: RedisServer) -> None:

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
 from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint.codec import FORMAT, VERSION, decode_checkpoint
 
 
 class _Asks(BaseAgent):
@@ -41,7 +47,75 @@ async def test_show_prints_pending_points(tmp_path: Path) -> None:
     assert summary["history_entries"] == 1
 
 
-def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
-    done = _pyadk("checkpoint", "show", "nope", "--sqlite", str(tmp_path / "empty.db"))
+async def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as store:
+        await store.put("another", b"x")
+    done = _pyadk("checkpoint", "show", "nope", "--sqlite", str(path))
     assert done.returncode == 1
     assert "no checkpoint 'nope'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["", "--sqlite", "{tmp}/cp.db"], "checkpoint id must not be empty"),
+        (["x" * 1025, "--sqlite", "{tmp}/cp.db"], "the limit is 1024"),
+        (["c-1", "--sqlite", ""], "needs a file path"),
+        (["c-1", "--redis", "nota-url"], "Redis URL must specify one of the following schemes"),
+    ],
+)
+def test_a_malformed_command_line_is_a_usage_error(
+    tmp_path: Path, args: list[str], message: str
+) -> None:
+    done = _pyadk("checkpoint", "show", *(arg.format(tmp=tmp_path) for arg in args))
+    assert done.returncode == 2
+    assert done.stderr.startswith("pyadk: ") and message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_show_never_creates_or_changes_a_file(tmp_path: Path) -> None:
+    typo = tmp_path / "typo" / "dir" / "cp.db"
+    done = _pyadk("checkpoint", "show", "c-1", "--sqlite", str(typo))
+    assert done.returncode == 1
+    assert f"no SQLite checkpoint file at {typo}" in done.stderr
+    assert list(tmp_path.iterdir()) == []  # not even the directories
+
+    other = tmp_path / "other.db"  # some other program's database
+    with contextlib.closing(sqlite3.connect(other)) as conn, conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
+    before = other.read_bytes()
+    done = _pyadk("checkpoint", "show", "c-1", "--sqlite", str(other))
+    assert done.returncode == 1
+    assert "no such table: pyadk_checkpoints" in done.stderr
+    assert other.read_bytes() == before  # no table added, not switched to WAL
+
+
+async def test_show_prints_json_even_for_an_old_checkpoint_holding_nan(tmp_path: Path) -> None:
+    """Checkpoints written before the codec refused NaN may hold it; the output stays JSON."""
+    path = tmp_path / "checkpoints.db"
+    store = SQLiteCheckpointStore(path)
+    await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="c-1")
+    body = decode_checkpoint(await _get(store, "c-1"))
+    body["points"][0]["info"] = {"score": float("nan"), "limit": float("inf")}
+    payload = json.dumps(body).encode()  # how the old codec wrote them: NaN, Infinity
+    header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
+    await store.put("c-1", json.dumps(header).encode() + b"\n" + payload)
+    await store.aclose()
+
+    done = _pyadk("checkpoint", "show", "c-1", "--sqlite", str(path))
+
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout, parse_constant=_not_json)
+    assert summary["points"][0]["info"] == {"score": "nan", "limit": "inf"}
+
+
+async def _get(store: SQLiteCheckpointStore, checkpoint_id: str) -> bytes:
+    data = await store.get(checkpoint_id)
+    assert data is not None
+    return data
+
+
+def _not_json(constant: str) -> None:
+    raise ValueError(f"not JSON: {constant}")

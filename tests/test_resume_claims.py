@@ -18,6 +18,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -35,6 +36,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
+from adk.checkpoint._claim import _in_process, being_resumed
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -574,3 +576,50 @@ async def test_a_dead_workers_claim_lapses_and_the_checkpoint_resumes(tmp_path: 
     assert result.text == "done: paid 4"
     assert not ledger.exists()  # the dead worker never paid; this resume did
     assert paid == [4]
+
+
+# --------------------------------------------------------------------------------------------------
+# The in-process guard, across threads
+
+
+class _MeetingId(str):
+    """A checkpoint id whose hashing waits (up to 0.5 s) for a second thread to hash it too: two
+    threads checking the in-process guard for it at once both reach the check before either has
+    added the id, unless the guard's check-and-add is one locked step."""
+
+    meeting: threading.Barrier
+
+    def __hash__(self) -> int:
+        with contextlib.suppress(threading.BrokenBarrierError):
+            self.meeting.wait(timeout=0.5)
+        return str.__hash__(self)
+
+
+def test_threads_sharing_a_store_resume_a_checkpoint_once() -> None:
+    """The in-memory and SQLite stores may be shared by event loops in several threads: two
+    resumes of one checkpoint racing in two threads must still be one resume at a time."""
+    store = InMemoryCheckpointStore()
+    checkpoint_id = _MeetingId("pay-1")
+    checkpoint_id.meeting = threading.Barrier(2)
+    inside: list[str] = []
+    refused: list[str] = []
+    entered = threading.Barrier(2)
+
+    def resume(name: str) -> None:
+        try:
+            with _in_process(store, checkpoint_id):
+                inside.append(name)
+                with contextlib.suppress(threading.BrokenBarrierError):
+                    entered.wait(timeout=0.5)  # both inside at once: the guard let both through
+                assert being_resumed(store, checkpoint_id)
+        except CheckpointError:
+            refused.append(name)
+
+    threads = [threading.Thread(target=resume, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert len(inside) == 1 and len(refused) == 1, (inside, refused)
+    assert not being_resumed(store, "pay-1")

@@ -21,6 +21,7 @@ import contextlib
 import logging
 import os
 import socket
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -147,31 +148,38 @@ async def one_resume(store: CheckpointStore, checkpoint_id: str) -> AsyncIterato
 _RESUMING: dict[int, set[str]] = {}
 """Checkpoint ids being resumed in this process, by ``id()`` of their store (an entry lives only
 while a resume runs, and the resume holds the store, so the id cannot be reused meanwhile)."""
+_RESUMING_LOCK = threading.Lock()
+"""Guards ``_RESUMING``: the in-memory and SQLite stores may be shared by event loops in several
+threads, and check-then-add must be one step or two threads could both resume one checkpoint."""
 
 
 @contextmanager
 def _in_process(store: CheckpointStore, checkpoint_id: str) -> Iterator[None]:
     """Hold ``checkpoint_id`` for one resume at a time in this process, across runners sharing
     the store object, without a round trip to the store."""
-    claimed = _RESUMING.setdefault(id(store), set())
-    if checkpoint_id in claimed:
-        raise CheckpointError(
-            f"checkpoint {checkpoint_id!r} is already being resumed; a checkpoint is resumed once "
-            "at a time (resume it again once that run has ended, if it paused again)"
-        )
-    claimed.add(checkpoint_id)
+    key = id(store)
+    with _RESUMING_LOCK:
+        claimed = _RESUMING.setdefault(key, set())
+        if checkpoint_id in claimed:
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} is already being resumed; a checkpoint is resumed "
+                "once at a time (resume it again once that run has ended, if it paused again)"
+            )
+        claimed.add(checkpoint_id)
     try:
         yield
     finally:
-        claimed.discard(checkpoint_id)
-        if not claimed:
-            del _RESUMING[id(store)]
+        with _RESUMING_LOCK:
+            claimed.discard(checkpoint_id)
+            if not claimed:
+                del _RESUMING[key]
 
 
 def being_resumed(store: CheckpointStore, checkpoint_id: str) -> bool:
     """Whether a run in this process is resuming ``checkpoint_id`` of ``store`` now."""
-    claimed = _RESUMING.get(id(store))
-    return claimed is not None and checkpoint_id in claimed
+    with _RESUMING_LOCK:
+        claimed = _RESUMING.get(id(store))
+        return claimed is not None and checkpoint_id in claimed
 
 
 async def _claim(store: CheckpointStore, checkpoint_id: str) -> _Claim | None:

@@ -14,6 +14,7 @@ pauses or resumes, not at module level: this module loads with ``import adk`` (f
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import isfinite
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -41,6 +42,17 @@ every other, whatever Python each runs."""
 
 _TYPES: dict[str, type[BaseModel]] = {}
 _NAMES: dict[type[BaseModel], str] = {}
+_OWN: set[type[BaseModel]] = set()
+"""Registered models defined in the ``adk`` package itself (``Message``, ``InterruptPoint``): stored
+without the fields that equal their defaults, since a history holds one per message and adk keeps
+their defaults and field names stable. A user's model is stored whole: its defaults may change
+between releases, and a discriminated union needs its tag field even when it is the default."""
+
+_MAX_INT_DIGITS = 4300
+"""Longest int (decimal digits) a checkpoint holds: Python's default limit on converting ints to
+and from text, so a checkpoint one worker saves parses in every other."""
+_INT_LIMIT = 10**_MAX_INT_DIGITS
+_INT_FLOOR = -_INT_LIMIT  # negated once here: negating it per value would cost as much as a walk
 
 M = TypeVar("M", bound=type[BaseModel])
 
@@ -63,6 +75,8 @@ def register_type(model: M, name: str | None = None) -> M:
         raise ValueError(f"checkpoint type name {tag!r} is already registered for {known!r}")
     _TYPES[tag] = model
     _NAMES[model] = tag
+    if model.__module__.partition(".")[0] == "adk":
+        _OWN.add(model)
     return model
 
 
@@ -85,7 +99,7 @@ class _Unstorable(Exception):
         self.keys: list[str] = []
 
 
-_SCALARS = frozenset({str, int, float, bool, type(None)})
+_SCALARS = frozenset({str, bool, type(None)})
 
 
 def _plain(value: Any, depth: int) -> Any:
@@ -93,14 +107,24 @@ def _plain(value: Any, depth: int) -> Any:
     cls = type(value)
     if cls in _SCALARS:
         return value
+    if cls is int:  # the checks of _number, inlined: saves walk every value
+        if _INT_FLOOR < value < _INT_LIMIT:
+            return value
+        return _number(value)
+    if cls is float:
+        if isfinite(value):
+            return value
+        return _number(value)
     if depth >= MAX_DEPTH:
         raise _Unstorable(f"nested deeper than {MAX_DEPTH} levels")
     if cls is dict:
         return _plain_dict(value, depth + 1)
     if cls is list or cls is tuple:
         return [_plain(v, depth + 1) for v in value]
-    if isinstance(value, bool | int | float | str):
+    if isinstance(value, bool | str):
         return value
+    if isinstance(value, int | float):
+        return _number(value)
     if isinstance(value, list | tuple):
         return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):
@@ -112,10 +136,28 @@ def _plain(value: Any, depth: int) -> Any:
                 f"{cls.__qualname__} is not registered for checkpoints; "
                 "call adk.register_type(" + cls.__qualname__ + ")"
             )
-        return {_TAG: tag, "data": value.model_dump(mode="json", exclude_defaults=True)}
+        if cls in _OWN:
+            return {_TAG: tag, "data": value.model_dump(mode="json", exclude_defaults=True)}
+        # By alias, as model_validate reads it back; round_trip: Json[...] fields stay text.
+        return {_TAG: tag, "data": value.model_dump(mode="json", by_alias=True, round_trip=True)}
     raise _Unstorable(
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
         "use JSON values or pydantic models registered with adk.register_type"
+    )
+
+
+def _number(value: int | float) -> int | float:
+    """``value`` if JSON can hold it: no NaN or infinity (not JSON; other readers refuse them), no
+    int longer than ``_MAX_INT_DIGITS`` digits (Python refuses to parse it back)."""
+    if isinstance(value, float):
+        if isfinite(value):
+            return value
+        raise _Unstorable(f"float {value!r} is not a JSON number; store None or a string instead")
+    if _INT_FLOOR < value < _INT_LIMIT:
+        return value
+    raise _Unstorable(
+        f"int longer than {_MAX_INT_DIGITS} digits cannot be stored in a checkpoint (JSON readers "
+        "refuse it); store it as a string"
     )
 
 
@@ -162,8 +204,23 @@ def _rebuild(value: Any, depth: int) -> Any:
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
+            rebuilt = _by_field_name(model, data)
+            if rebuilt is None:
+                raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
+            return rebuilt
     return value
+
+
+def _by_field_name(model: type[BaseModel], data: Any) -> BaseModel | None:
+    """``data`` validated accepting field names as well as aliases, or None when that fails too.
+
+    Checkpoints written before models were stored by alias hold field names; so does the dump of
+    a field with only a ``validation_alias``. Needs pydantic 2.11 (``by_name``); older versions
+    get None (a TypeError for the unknown keyword)."""
+    try:
+        return model.model_validate(data, by_alias=True, by_name=True)
+    except (ValidationError, TypeError):
+        return None
 
 
 def encode_checkpoint(body: dict[str, Any]) -> bytes:
@@ -171,9 +228,37 @@ def encode_checkpoint(body: dict[str, Any]) -> bytes:
     import hashlib  # deferred to the first pause: see the module docstring
     import json
 
-    payload = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    try:
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # NaN, infinity or an over-long int inside a model's dump
+        raise CheckpointError(_unjson(body, "") or f"cannot be stored: {exc}") from None
+    payload = text.encode()
     header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
     return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+def _unjson(value: Any, path: str) -> str | None:
+    """Where in ``value`` (from ``path``) the first number that JSON cannot hold is, and why (see
+    ``_number``); only called when a save failed on one, inside a model's dump."""
+    if isinstance(value, float | int) and not isinstance(value, bool):
+        try:
+            _number(value)
+        except _Unstorable as exc:
+            return f"{path}: {exc.reason}"
+        return None
+    if isinstance(value, dict):
+        if isinstance(value.get(_TAG), str):  # a tagged model or dict: the path goes on inside
+            return _unjson(value.get("data"), path)
+        for key, item in value.items():
+            found = _unjson(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for item in value:
+            found = _unjson(item, path)
+            if found is not None:
+                return found
+    return None
 
 
 def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:

@@ -3,10 +3,17 @@ pyadk[postgres]``), through asyncpg.
 
 The pool is created on first use, and with it the table (``CREATE TABLE IF NOT EXISTS`` under an
 advisory lock, because concurrent ``CREATE TABLE IF NOT EXISTS`` from several processes can still
-collide in the catalog). A write is one upsert inside a transaction: PostgreSQL commits it whole or
-not at all, so a failure mid-write — an error, a lost connection, a killed backend — leaves the
-previous row. All operations are idempotent, so a connection lost on the way (typically a pool
-connection that went stale when the server restarted) is retried once on a fresh connection.
+collide in the catalog). A write is one upsert statement, which PostgreSQL runs as its own
+transaction, committed whole or not at all, so a failure mid-write — an error, a lost connection, a
+killed backend — leaves the previous row. All operations are idempotent, so a connection lost on
+the way (typically a pool connection that went stale when the server restarted) is retried once on
+a fresh connection.
+
+Every operation, retry included, ends within ``timeout`` seconds: a server that stops answering (a
+stopped process, a network partition that drops packets) is a ``CheckpointStoreError``, not a hang.
+The same bound is asyncpg's ``command_timeout``, which also caps its cancel request and the reset
+of a connection going back to the pool. A connection whose operation was cancelled or timed out
+is dropped rather than cancelled gracefully: that needs the server's answer, which may never come.
 
 Claims (one resume of a checkpoint at a time, across processes) are rows of a second table,
 ``<table>_claims``, taken with one conditional upsert and timed by the server's clock, so the
@@ -95,10 +102,14 @@ class PostgresCheckpointStore(_ClosableStore):
     ``<table>_claims`` and last ``claim_ttl`` seconds unless renewed (see
     ``ClaimingCheckpointStore``).
 
-    Nothing connects until the first operation. ``aclose()`` closes the pool; the next operation
-    creates a new one. The pool belongs to the event loop that created it: close the store before
-    that loop ends (``asyncio.run`` returns). Used from another loop, the store creates a new pool
-    there, leaving the old one's sockets to the garbage collector.
+    ``timeout``: seconds an operation may take, a retry on a fresh connection included, before it
+    fails with ``CheckpointStoreError``.
+
+    Nothing connects until the first operation. ``aclose()`` waits for the operations in flight,
+    then closes the pool; the next operation creates a new one. The pool belongs to the event loop
+    that created it: close the store before that loop ends (``asyncio.run`` returns). Used from
+    another loop, the store creates a new pool there, leaving the old one's sockets to the garbage
+    collector.
     """
 
     def __init__(
@@ -108,12 +119,14 @@ class PostgresCheckpointStore(_ClosableStore):
         *,
         max_size: int = 10,
         claim_ttl: float = 30.0,
+        timeout: float = 10.0,
     ) -> None:
         if max_size < 1:
             raise ValueError("max_size must be at least 1")
         self._dsn = dsn
         self._where = _redact(dsn)
         self.claim_ttl = _positive_seconds(claim_ttl, "claim_ttl")
+        self._timeout = _positive_seconds(timeout, "timeout")
         self._table = table
         parts = _table_parts(table)
         qualified = _quote(parts)
@@ -144,8 +157,7 @@ class PostgresCheckpointStore(_ClosableStore):
             "WHERE c.owner = EXCLUDED.owner OR c.expires_at <= clock_timestamp() RETURNING true"
         )
         self._release_sql = f"DELETE FROM {claims} WHERE id = $1 AND owner = $2"
-        self._pool_task: asyncio.Task[Any] | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pool: _Pool | None = None
 
     @property
     def table(self) -> str:
@@ -162,14 +174,15 @@ class PostgresCheckpointStore(_ClosableStore):
         return await self._call("get", key, run)
 
     async def put(self, id: str, data: bytes) -> None:
-        """One upsert in a transaction. Like every operation, retried once on a fresh connection
-        when the connection was lost (a stale pool connection after a server restart)."""
+        """One upsert statement, atomic on its own (an explicit transaction would only add the
+        round trips of ``BEGIN`` and ``COMMIT``, and a rollback to wait for when the server stops
+        answering). Like every operation, retried once on a fresh connection when the connection
+        was lost (a stale pool connection after a server restart)."""
         key = _check_id(id)
         value = _check_data(data)
 
         async def run(conn: Any) -> None:
-            async with conn.transaction():
-                await conn.execute(self._put_sql, key, value)
+            await conn.execute(self._put_sql, key, value)
 
         await self._call("put", key, run)
 
@@ -202,65 +215,89 @@ class PostgresCheckpointStore(_ClosableStore):
         await self._call("release", key, run)
 
     async def aclose(self) -> None:
-        """Close the pool, waiting up to 10 s for operations in flight before terminating it;
+        """Wait for the operations in flight (each ends within ``timeout``), then close the pool,
+        giving the server up to ``timeout`` more to end the sessions before terminating them;
         from another event loop, terminate it at once. Idempotent."""
-        task, self._pool_task = self._pool_task, None
-        if task is None:
+        pool, self._pool = self._pool, None
+        if pool is None:
             return
-        if self._loop is not asyncio.get_running_loop():
-            _terminate(task)
-            return
-        try:
-            pool = await task
-        except _FAILURES:
-            return
-        try:
-            # Graceful: waits for operations in flight to release their connections.
-            await asyncio.wait_for(pool.close(), timeout=10)
-        except _FAILURES:
-            pool.terminate()  # timed out or the server is gone: drop the sockets
-        except asyncio.CancelledError:
+        if pool.loop is not asyncio.get_running_loop():
             pool.terminate()
+            return
+        try:
+            await pool.drained()
+            connections = await pool.ready()
+        except asyncio.CancelledError:
+            pool.task.add_done_callback(lambda _: pool.terminate())  # now, or once it is made
+            raise
+        except _FAILURES:
+            return
+        try:
+            # Graceful: lets the server end each session cleanly.
+            await asyncio.wait_for(connections.close(), timeout=self._timeout)
+        except _FAILURES:
+            connections.terminate()  # timed out or the server is gone: drop the sockets
+        except asyncio.CancelledError:
+            connections.terminate()
             raise
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore({self._where!r}, table={self._table!r})"
 
     async def _call(self, operation: str, key: str, run: Callable[[Any], Awaitable[T]]) -> T:
-        for attempt in (1, 2):
-            try:
-                pool = await self._pool()
-                async with pool.acquire() as conn:
-                    return await run(conn)
-            except _CONNECTION_LOST as exc:
-                if attempt == 1:
-                    await self._expire()
-                    continue
-                raise _store_error("postgres", operation, key, self._where, exc) from exc
-            except _FAILURES as exc:
-                raise _store_error("postgres", operation, key, self._where, exc) from exc
-        raise AssertionError("unreachable")
-
-    async def _pool(self) -> Any:
-        loop = asyncio.get_running_loop()
-        if self._pool_task is not None and self._loop is not loop:
-            # The pool's connections belong to another (likely finished) event loop.
-            _terminate(self._pool_task)
-            self._pool_task = None
-        if self._pool_task is None:
-            self._loop = loop
-            self._pool_task = loop.create_task(self._create_pool())
-        task = self._pool_task
+        """``run`` on a pooled connection within ``timeout``, retried once on a fresh connection
+        when the connection was lost; failures become ``CheckpointStoreError``."""
+        pool = self._current_pool()
+        pool.users += 1
+        deadline = asyncio.timeout(self._timeout)
         try:
-            # Shielded: one caller being cancelled must not abort the pool the others wait for.
-            return await asyncio.shield(task)
-        except BaseException:
-            if task.done() and self._pool_task is task and _failed(task):
-                self._pool_task = None  # the next call tries again
-            raise
+            async with deadline:
+                try:
+                    return await self._once(pool, run)
+                except _CONNECTION_LOST:
+                    await pool.expire()
+                return await self._once(pool, run)
+        except TimeoutError as exc:  # before OSError, its base class
+            reason: BaseException | str = exc
+            if deadline.expired():
+                reason = f"no answer within {self._timeout:g} s (timeout)"
+            raise _store_error("postgres", operation, key, self._where, reason) from exc
+        except _FAILURES as exc:
+            raise _store_error("postgres", operation, key, self._where, exc) from exc
+        finally:
+            pool.leave()
+
+    async def _once(self, pool: _Pool, run: Callable[[Any], Awaitable[T]]) -> T:
+        connections = await pool.ready()
+        async with connections.acquire() as conn:
+            try:
+                return await run(conn)
+            except (asyncio.CancelledError, TimeoutError):
+                # asyncpg would cancel the query gracefully, waiting for a server that may not
+                # answer; closing the socket ends it at once (the server rolls the work back).
+                conn.terminate()
+                raise
+
+    def _current_pool(self) -> _Pool:
+        loop = asyncio.get_running_loop()
+        pool = self._pool
+        if pool is not None and (pool.loop is not loop or pool.failed()):
+            if pool.loop is not loop:
+                # Its connections belong to another (likely finished) event loop.
+                pool.terminate()
+            pool = None
+        if pool is None:
+            pool = self._pool = _Pool(loop, loop.create_task(self._create_pool()))
+        return pool
 
     async def _create_pool(self) -> Any:
-        pool = await asyncpg.create_pool(self._dsn, min_size=1, max_size=self._max_size, timeout=10)
+        pool = await asyncpg.create_pool(
+            self._dsn,
+            min_size=1,
+            max_size=self._max_size,
+            timeout=self._timeout,
+            command_timeout=self._timeout,
+        )
         try:
             async with pool.acquire() as conn, conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", self._lock_key)
@@ -271,19 +308,51 @@ class PostgresCheckpointStore(_ClosableStore):
             raise
         return pool
 
-    async def _expire(self) -> None:
+
+class _Pool:
+    """One asyncpg pool (being) created on one event loop, and the operations using it now:
+    ``aclose`` closes it once they have ended, so an operation already running never fails with
+    "pool is closing"."""
+
+    __slots__ = ("_idle", "loop", "task", "users")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        self.loop = loop
+        self.task = task
+        self.users = 0
+        self._idle: asyncio.Future[None] | None = None
+
+    async def ready(self) -> Any:
+        """The pool, once created. Shielded: one caller being cancelled must not abort the pool
+        the others wait for."""
+        return await asyncio.shield(self.task)
+
+    def failed(self) -> bool:
+        """Whether creating the pool failed (the next operation tries again)."""
+        return self.task.done() and _failed(self.task)
+
+    async def expire(self) -> None:
         """Replace every pooled connection on next use: if one went stale, its siblings did too."""
-        task = self._pool_task
-        if task is not None and task.done() and not _failed(task):
-            await task.result().expire_connections()
+        if self.task.done() and not _failed(self.task):
+            await self.task.result().expire_connections()
+
+    def leave(self) -> None:
+        self.users -= 1
+        if not self.users and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def drained(self) -> None:
+        """Return once no operation uses the pool."""
+        if self.users:
+            self._idle = self.loop.create_future()
+            await self._idle
+
+    def terminate(self) -> None:
+        """Drop the pool without awaiting anything on it (its loop may be closed)."""
+        if self.task.done() and not _failed(self.task):
+            with contextlib.suppress(Exception):  # its loop is closed; the sockets go with it
+                self.task.result().terminate()
 
 
 def _failed(task: asyncio.Task[Any]) -> bool:
     return task.cancelled() or task.exception() is not None
-
-
-def _terminate(task: asyncio.Task[Any]) -> None:
-    """Drop a pool from another event loop without awaiting anything on it."""
-    if task.done() and not _failed(task):
-        with contextlib.suppress(Exception):  # its loop is closed; the sockets go with it
-            task.result().terminate()

@@ -3,7 +3,10 @@
 Atomicity comes from Redis itself: a checkpoint is one ``SET``, and the server applies a command only
 once it has received all of it, so a connection lost mid-write leaves the previous value. Operations
 are idempotent, so the client retries lost connections (three times, 20 ms–0.5 s backoff) before
-reporting a ``CheckpointStoreError``; a Redis that is down fails within about a second.
+reporting a ``CheckpointStoreError``; a Redis that is down fails within about a second. A Redis
+that stops answering (a stopped process, a network partition that drops packets) fails each
+operation after ``timeout`` seconds: a cancelled command's connection is closed, never reused
+with its answer still to come.
 
 A claim (one resume of a checkpoint at a time, across processes) is a key beside the checkpoint's,
 ``prefix + id + "\\x00claim"`` (ids never contain NUL, so it cannot collide with a checkpoint key),
@@ -17,7 +20,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
@@ -37,6 +41,8 @@ from .store import (
 )
 
 __all__ = ["RedisCheckpointStore"]
+
+T = TypeVar("T")
 
 # KEYS[1]: the claim key; ARGV: owner, milliseconds. 1 when taken (free, lapsed or renewed).
 _CLAIM = """
@@ -59,12 +65,14 @@ class RedisCheckpointStore(_ClosableStore):
     ``ttl`` (seconds) makes every checkpoint expire that long after its last ``put`` — a cap on
     how long a paused run can wait; ``None`` keeps checkpoints until they are deleted.
     ``claim_ttl``: seconds a resume's claim on a checkpoint lasts unless renewed (see
-    ``ClaimingCheckpointStore``).
+    ``ClaimingCheckpointStore``). ``timeout``: seconds an operation may take, retries included,
+    before it fails with ``CheckpointStoreError``.
 
-    Nothing connects until the first operation. ``aclose()`` closes the connections; the next
-    operation opens new ones. Connections belong to the event loop that opened them: close the
-    store before that loop ends (``asyncio.run`` returns). Used from another loop, the store opens
-    a fresh client there, leaving the old sockets to the garbage collector.
+    Nothing connects until the first operation. ``aclose()`` waits for the operations in flight,
+    then closes the connections; the next operation opens new ones. Connections belong to the
+    event loop that opened them: close the store before that loop ends (``asyncio.run`` returns).
+    Used from another loop, the store opens a fresh client there, leaving the old sockets to the
+    garbage collector.
     """
 
     def __init__(
@@ -74,8 +82,10 @@ class RedisCheckpointStore(_ClosableStore):
         ttl: float | None = None,
         *,
         claim_ttl: float = 30.0,
+        timeout: float = 10.0,
     ) -> None:
         self.claim_ttl = _positive_seconds(claim_ttl, "claim_ttl")
+        self._timeout = _positive_seconds(timeout, "timeout")
         if not isinstance(prefix, str):
             raise TypeError("prefix must be a str")
         if ttl is not None:
@@ -84,8 +94,8 @@ class RedisCheckpointStore(_ClosableStore):
         self._where = _redact(url)
         self._prefix = prefix
         self._ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
-        self._client: Redis | None = self._new_client()  # parses the URL now: bad URLs fail here
-        self._loop: asyncio.AbstractEventLoop | None = None
+        # Parses the URL now: bad URLs fail here. No loop yet: nothing is connected.
+        self._client: _Client | None = _Client(self._new_client(), None)
 
     @property
     def prefix(self) -> str:
@@ -96,10 +106,7 @@ class RedisCheckpointStore(_ClosableStore):
         """The bytes under ``id``, or ``None``. With a URL that turns on ``decode_responses`` it
         raises ``CheckpointStoreError``: decoding to text has lost the bytes."""
         key = _check_id(id)
-        try:
-            value = await self._redis().get(self._prefix + key)
-        except (RedisError, OSError) as exc:
-            raise _store_error("redis", "get", key, self._where, exc) from exc
+        value = await self._run("get", key, lambda redis: redis.get(self._prefix + key))
         if value is not None and not isinstance(value, bytes):
             # Only possible when the URL turns decode_responses on: the bytes are already lost.
             raise _store_error(
@@ -111,66 +118,83 @@ class RedisCheckpointStore(_ClosableStore):
         """One ``SET`` of ``data`` under ``id``; with ``ttl``, each put restarts the expiry."""
         key = _check_id(id)
         value = _check_data(data)
-        try:
-            await self._redis().set(self._prefix + key, value, px=self._ttl_ms)
-        except (RedisError, OSError) as exc:
-            raise _store_error("redis", "put", key, self._where, exc) from exc
+        await self._run(
+            "put", key, lambda redis: redis.set(self._prefix + key, value, px=self._ttl_ms)
+        )
 
     async def delete(self, id: str) -> None:
         key = _check_id(id)
-        try:
-            await self._redis().delete(self._prefix + key)
-        except (RedisError, OSError) as exc:
-            raise _store_error("redis", "delete", key, self._where, exc) from exc
+        await self._run("delete", key, lambda redis: redis.delete(self._prefix + key))
 
     async def claim(self, id: str, owner: str) -> bool:
         """As ``ClaimingCheckpointStore.claim``: a Lua script, atomic on the server, sets the claim
         key, which Redis expires itself (``PX``)."""
         key = _check_id(id)
+        holder = _check_owner(owner)
         ttl_ms = str(max(1, round(self.claim_ttl * 1000)))
-        try:
-            # Typed as maybe-synchronous by redis-py (one signature for both clients): it awaits.
-            pending: Any = self._redis().eval(
-                _CLAIM, 1, self._prefix + key + _CLAIM_SUFFIX, _check_owner(owner), ttl_ms
-            )
-            taken = await pending
-        except (RedisError, OSError) as exc:
-            raise _store_error("redis", "claim", key, self._where, exc) from exc
+        taken = await self._run(
+            "claim", key, lambda redis: _eval(redis, _CLAIM, self._claim_key(key), holder, ttl_ms)
+        )
         return bool(taken)
 
     async def release(self, id: str, owner: str) -> None:
         key = _check_id(id)
-        try:
-            pending: Any = self._redis().eval(
-                _RELEASE, 1, self._prefix + key + _CLAIM_SUFFIX, _check_owner(owner)
-            )
-            await pending
-        except (RedisError, OSError) as exc:
-            raise _store_error("redis", "release", key, self._where, exc) from exc
+        holder = _check_owner(owner)
+        await self._run(
+            "release", key, lambda redis: _eval(redis, _RELEASE, self._claim_key(key), holder)
+        )
 
     async def aclose(self) -> None:
-        """Close the connections; idempotent. From another event loop than the one that opened
-        them, the client is only dropped (its sockets belong to that loop)."""
+        """Wait for the operations in flight (each ends within ``timeout``), then close the
+        connections; idempotent. From another event loop than the one that opened them, the
+        client is only dropped (its sockets belong to that loop)."""
         client, self._client = self._client, None
-        if client is not None and self._loop is asyncio.get_running_loop():
+        if client is None or client.loop is not asyncio.get_running_loop():
+            return
+        try:
+            await client.drained()
+        finally:
             with contextlib.suppress(RedisError, OSError):  # the connections are gone either way
-                await client.aclose()
+                await client.redis.aclose()
 
     def __repr__(self) -> str:
         return f"RedisCheckpointStore({self._where!r}, prefix={self._prefix!r})"
 
-    def _redis(self) -> Redis:
+    def _claim_key(self, key: str) -> str:
+        return self._prefix + key + _CLAIM_SUFFIX
+
+    async def _run(self, operation: str, key: str, command: Callable[[Redis], Awaitable[T]]) -> T:
+        """Run ``command`` on this loop's client within ``timeout``; failures become
+        ``CheckpointStoreError``."""
+        client = self._use()
+        client.users += 1
+        deadline = asyncio.timeout(self._timeout)
+        try:
+            async with deadline:
+                return await command(client.redis)
+        except TimeoutError as exc:  # before OSError, its base class
+            reason: BaseException | str = exc
+            if deadline.expired():
+                reason = f"no answer within {self._timeout:g} s (timeout)"
+            raise _store_error("redis", operation, key, self._where, reason) from exc
+        except (RedisError, OSError) as exc:
+            raise _store_error("redis", operation, key, self._where, exc) from exc
+        finally:
+            client.leave()
+
+    def _use(self) -> _Client:
         loop = asyncio.get_running_loop()
-        if self._client is None or (self._loop is not None and self._loop is not loop):
+        client = self._client
+        if client is None or (client.loop is not None and client.loop is not loop):
             # Connections belong to the loop that opened them; that loop is gone or elsewhere.
-            self._client = self._new_client()
-        self._loop = loop
-        return self._client
+            client = self._client = _Client(self._new_client(), loop)
+        client.loop = loop
+        return client
 
     def _new_client(self) -> Redis:
         options: dict[str, Any] = {
             "decode_responses": False,
-            "socket_connect_timeout": 5.0,
+            "socket_connect_timeout": min(5.0, self._timeout),
             "retry": Retry(ExponentialWithJitterBackoff(base=0.02, cap=0.5), retries=3),
             # redis-py 6 retries these by default; 5 (which apache-beam, in the flink extra, pins)
             # only when told: a pooled connection the server dropped is then replaced, not fatal.
@@ -178,3 +202,36 @@ class RedisCheckpointStore(_ClosableStore):
         }
         client: Redis = Redis.from_url(self._url, **options)  # untyped in redis-py 5
         return client
+
+
+def _eval(redis: Redis, script: str, key: str, *args: str) -> Awaitable[Any]:
+    """Run a Lua script on one key."""
+    # Typed as maybe-synchronous by redis-py (one signature for both clients): it awaits.
+    pending: Any = redis.eval(script, 1, key, *args)
+    awaitable: Awaitable[Any] = pending
+    return awaitable
+
+
+class _Client:
+    """A redis-py client, the event loop it belongs to (None until first used) and the operations
+    using it now: ``aclose`` closes it only once they have ended, since a client closed under a
+    running command reconnects to retry it and leaves that socket open."""
+
+    __slots__ = ("_idle", "loop", "redis", "users")
+
+    def __init__(self, redis: Redis, loop: asyncio.AbstractEventLoop | None) -> None:
+        self.redis = redis
+        self.loop = loop
+        self.users = 0
+        self._idle: asyncio.Future[None] | None = None
+
+    def leave(self) -> None:
+        self.users -= 1
+        if not self.users and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def drained(self) -> None:
+        """Return once no operation uses the client."""
+        if self.users:
+            self._idle = asyncio.get_running_loop().create_future()
+            await self._idle

@@ -101,7 +101,10 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
     if path != _MEMORY:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     # isolation_level=None: no implicit transactions; every write opens its own explicitly.
-    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None)
+    # An in-memory database passes from one worker thread to the next (see ``_KeptConnection``).
+    conn = sqlite3.connect(
+        path, timeout=busy_timeout, isolation_level=None, check_same_thread=path != _MEMORY
+    )
     try:
         # Switching to WAL takes a lock; skip it when another process already did.
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
@@ -113,6 +116,15 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
         conn.close()
         raise
     return conn
+
+
+def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
+    """A connection that can only read ``path``: no file, directory or table is created, no
+    pragma changed (SQLite itself may add the ``-wal``/``-shm`` files that reading needs)."""
+    if path == _MEMORY:
+        return _open_connection(path, busy_timeout)
+    uri = Path(path).as_uri() + "?mode=ro"
+    return sqlite3.connect(uri, timeout=busy_timeout, isolation_level=None, uri=True)
 
 
 def _get(conn: sqlite3.Connection, *, key: str) -> bytes | None:
@@ -151,9 +163,50 @@ def _release(conn: sqlite3.Connection, *, key: str, owner: str) -> None:
     _without_fsync(conn, _RELEASE, (key, owner))
 
 
+class _KeptConnection:
+    """The connection of a ``":memory:"`` store, which *is* its database: kept open across
+    ``aclose`` so the checkpoints last as long as the store, and passed from each worker thread to
+    the next — one at a time: a new worker waits until the one ``aclose`` stopped has finished its
+    last jobs. Closed when the store is dropped, or by a worker after a failure it could not roll
+    back (the data is then lost either way)."""
+
+    __slots__ = ("_conn", "_connect", "_held")
+
+    def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
+        self._connect = connect
+        self._conn: sqlite3.Connection | None = None
+        self._held = threading.Lock()
+
+    def take(self) -> sqlite3.Connection:
+        """For a worker thread: the connection, opened on first use; waits while another has it."""
+        self._held.acquire()
+        try:
+            if self._conn is None:
+                self._conn = self._connect()
+        except BaseException:
+            self._held.release()
+            raise
+        return self._conn
+
+    def give_back(self, close: bool) -> None:
+        """For the worker that took it: done with it; ``close`` ends the database too."""
+        try:
+            if close and self._conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.close()
+                self._conn = None
+        finally:
+            self._held.release()
+
+    def close(self) -> None:
+        """The store was dropped: close the connection unless a worker holds it (it will)."""
+        if self._held.acquire(blocking=False):
+            self.give_back(close=True)
+
+
 class SQLiteCheckpointStore(_ClosableStore):
     """Checkpoints in the SQLite file at ``path`` (parent directories are created on first use;
-    ``":memory:"`` keeps them in memory for the store's lifetime).
+    ``":memory:"`` keeps them in memory for the store's lifetime, across ``aclose``).
 
     ``claim_ttl``: seconds a resume's claim on a checkpoint lasts unless renewed (see
     ``ClaimingCheckpointStore``): how long a checkpoint stays blocked after a process died
@@ -177,6 +230,10 @@ class SQLiteCheckpointStore(_ClosableStore):
         self._lock = threading.Lock()
         self._worker: _Worker | None = None
         self._finalizer: weakref.finalize[[], SQLiteCheckpointStore] | None = None
+        self._kept: _KeptConnection | None = None
+        if raw == _MEMORY:
+            self._kept = _KeptConnection(partial(type(self)._connect, _MEMORY, busy_timeout))
+            weakref.finalize(self, self._kept.close)
 
     @property
     def path(self) -> str:
@@ -210,7 +267,8 @@ class SQLiteCheckpointStore(_ClosableStore):
 
     async def aclose(self) -> None:
         """Finish queued operations, close the connection and stop the worker thread. Idempotent;
-        the next operation starts them again."""
+        the next operation starts them again. A ``":memory:"`` store's connection is its data, so
+        it stays open until the store is dropped."""
         with self._lock:
             worker, self._worker = self._worker, None
             if self._finalizer is not None:
@@ -228,7 +286,8 @@ class SQLiteCheckpointStore(_ClosableStore):
         with self._lock:
             if self._worker is None:
                 # A factory without a reference to self: the thread must not keep the store alive.
-                self._worker = _Worker(partial(type(self)._connect, self._path, self._busy_timeout))
+                connect = partial(type(self)._connect, self._path, self._busy_timeout)
+                self._worker = _Worker(connect, self._kept)
                 # Stop the thread if the store is dropped without aclose().
                 self._finalizer = weakref.finalize(self, self._worker.stop_nowait)
             future = self._worker.submit(job)
@@ -253,11 +312,16 @@ class _Worker:
 
     Invariant: after every job the connection has no open transaction — a failed job's transaction
     is rolled back, and if even that fails the connection is closed (which rolls back) and reopened
-    for the next job.
+    for the next job. With ``kept`` (an in-memory database) the connection comes from there, and
+    ``stop`` hands it back open for the next worker; ``stop_nowait`` (the store was dropped) and a
+    failed rollback still close it.
     """
 
-    def __init__(self, open_connection: Callable[[], sqlite3.Connection]) -> None:
-        self._open = open_connection
+    def __init__(
+        self, open_connection: Callable[[], sqlite3.Connection], kept: _KeptConnection | None = None
+    ) -> None:
+        self._open = open_connection if kept is None else kept.take
+        self._kept = kept
         self._conn: sqlite3.Connection | None = None
         self._jobs: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._main, name="pyadk-sqlite", daemon=True)
@@ -290,7 +354,7 @@ class _Worker:
             done: defaultdict[asyncio.AbstractEventLoop, list[_Outcome]] = defaultdict(list)
             for job in batch:
                 if job is None or job.run is None:
-                    self._close()
+                    self._close(keep=job is not None)
                     running = False
                     if job is not None:
                         done[job.loop].append((job.future, None, None))
@@ -325,11 +389,16 @@ class _Worker:
         except sqlite3.Error:
             self._close()
 
-    def _close(self) -> None:
+    def _close(self, keep: bool = False) -> None:
+        """Close the connection; ``keep``: an in-memory database's stays open for the next one."""
         conn, self._conn = self._conn, None
-        if conn is not None:
-            with contextlib.suppress(sqlite3.Error):
-                conn.close()
+        if conn is None:
+            return
+        if self._kept is not None:
+            self._kept.give_back(close=not keep)
+            return
+        with contextlib.suppress(sqlite3.Error):
+            conn.close()
 
 
 def _settle(outcomes: list[_Outcome]) -> None:
@@ -340,3 +409,11 @@ def _settle(outcomes: list[_Outcome]) -> None:
             future.set_exception(error)
         else:
             future.set_result(value)
+
+
+class _ReadOnlySQLiteStore(SQLiteCheckpointStore):
+    """Reads an existing SQLite checkpoint file and never writes to it: for ``pyadk checkpoint
+    show``, where a mistyped path must be reported, not created. Writes fail with
+    ``CheckpointStoreError`` (SQLite refuses them)."""
+
+    _connect = staticmethod(_open_read_only)

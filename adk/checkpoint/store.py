@@ -212,20 +212,26 @@ def _redact(url: str) -> str:
     """``url`` with any password replaced by ``***``, for error messages and logs.
 
     Handles URLs (``redis://user:pw@host``, ``postgresql://...?password=pw``) and libpq
-    key/value DSNs (``host=db password=pw``).
+    key/value DSNs (``host=db password=pw``). A password with an unencoded ``/``, ``?`` or ``#``
+    ends the URL's host part early, leaving an ``@`` after it: then everything up to the last
+    ``@`` is hidden (an ``@`` in the query hides the host too — better than showing a password).
     """
     if "://" not in url:
         return re.sub(_SECRET_KV, r"\1***", url)
     try:
         parts = urlsplit(url)
+        netloc = parts.netloc
+        if "@" in parts.path or "@" in parts.query or "@" in parts.fragment:
+            scheme, _, rest = url.partition("://")
+            parts = urlsplit(f"{scheme}://{rest.rpartition('@')[2]}")
+            netloc = f"***@{parts.netloc}"
+        elif "@" in netloc:
+            userinfo, _, hostport = netloc.rpartition("@")
+            if ":" in userinfo:
+                userinfo = userinfo.split(":", 1)[0] + ":***"
+            netloc = f"{userinfo}@{hostport}"
     except ValueError:
         return "<unparsable url>"
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, _, hostport = netloc.rpartition("@")
-        if ":" in userinfo:
-            userinfo = userinfo.split(":", 1)[0] + ":***"
-        netloc = f"{userinfo}@{hostport}"
     query = re.sub(_SECRET_QUERY, r"\1***", parts.query)
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
