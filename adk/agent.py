@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
+from ._checks import check_name
 from .context import RunContext
 from .events import AgentEvent
 from .messages import Message
@@ -34,7 +35,9 @@ class AgentInput:
         cls, build: Callable[..., list[Message]], args: tuple[Any, ...], enable_streaming: bool
     ) -> AgentInput:
         """An input whose messages are ``build(*args)``, called when first read. (A function and
-        its arguments rather than a closure: a closure costs a cell per captured name.)"""
+        its arguments rather than a closure: a closure costs a cell per captured name.) ``_build``
+        outlives the read: it tells an agent with a ``history_rewriter`` that this input is the
+        history's view, which the rewriter replaces, not one a parent made itself."""
         value = _new(cls)  # made for every agent start: skip __init__
         value._messages = None
         value._build = build
@@ -49,7 +52,7 @@ class AgentInput:
         if self._messages is None:
             build = self._build
             self._messages = build(*self._build_args) if build is not None else []
-            self._build, self._build_args = None, ()
+            self._build_args = ()  # ``_build`` stays: it marks an input built from the history
         return self._messages
 
     @messages.setter
@@ -95,9 +98,7 @@ class BaseAgent:
     _adk_flow: Any = None  # the flow node that represents this agent in a transfer graph
 
     def __init__(self, name: str, description: str = "") -> None:
-        if not name:
-            raise ValueError("an agent needs a non-empty name")
-        self.name = name
+        self.name = check_name(name, "an agent")
         self.description = description
 
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:

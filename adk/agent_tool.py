@@ -10,12 +10,14 @@ the nested run's root input and history; on resume the same global plan routes b
 from __future__ import annotations
 
 import dataclasses
+import re
 from typing import Any
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from ._aio import closing
+from ._checks import check_agent
 from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
 from .checkpoint._snapshot import dump_history, load_history
@@ -27,7 +29,7 @@ from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
 from .tools.base import ToolContext, ToolError, ToolSpec
-from .tools.function import format_validation_error
+from .tools.function import _TOOL_NAME, _is_tool_name, format_validation_error
 
 __all__ = ["AgentTool"]
 
@@ -48,8 +50,17 @@ class AgentTool:
         full_history: bool = False,
         emit_inner_events: bool = False,
     ) -> None:
-        if not agent.name or not agent.description:
+        check_agent(agent, "AgentTool(agent)")
+        if not agent.description:
             raise ValueError("AgentTool needs an agent with a non-empty name and description")
+        if not _is_tool_name(agent.name):
+            # The tool is called by the agent's name, so the name must be a valid tool name.
+            suggestion = re.sub(r"[^a-zA-Z0-9_-]", "_", agent.name)[:64]
+            raise ValueError(
+                f"AgentTool: agent name {agent.name!r} cannot be a tool name, which model APIs "
+                f"require to match {_TOOL_NAME!r} (1 to 64 letters, digits, '_' and '-'); name "
+                f"the agent e.g. {suggestion!r}"
+            )
         self.agent = agent
         self.input_schema = input_schema
         self.full_history = full_history

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from ._aio import closing
+from ._checks import check_agent, check_agents, check_count
 from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
@@ -44,6 +45,7 @@ class FlowAgent:
         *,
         history_rewriter: HistoryRewriter | None = None,
     ) -> None:
+        check_agent(agent, "FlowAgent(agent)")
         self.agent = agent
         # Remember the node on the agent, so wiring it later (top-down or bottom-up) reuses it.
         if getattr(agent, "_adk_flow", None) is None:
@@ -60,9 +62,11 @@ class FlowAgent:
     def _set_sub_agents(self, sub_agents: Iterable[Agent], allow_transfer_to_parent: bool) -> None:
         if self.sub_agents:
             raise ValueError(f"agent {self.name!r} already has sub-agents")
+        # All checked before any is adopted: a bad one must not leave the others half wired.
+        subs: list[Agent] = check_agents(sub_agents, f"agent {self.name!r}")
         nodes: list[FlowAgent] = []
         seen: set[str] = set()
-        for sub in sub_agents:
+        for sub in subs:
             if sub.name in seen or sub.name == self.name:
                 raise ValueError(f"duplicate agent name {sub.name!r} under {self.name!r}")
             seen.add(sub.name)
@@ -237,8 +241,8 @@ def with_sub_agents(
     ``allow_transfer_to_parent`` is false. An agent that brings its own flow (``ReActAgent``) gets
     the sub-agents in that flow, so its transfer tool knows them. ``max_transfers`` (default 100)
     bounds the transfers of one run through this agent."""
-    if max_transfers is not None and max_transfers < 1:
-        raise ValueError("max_transfers must be at least 1")
+    check_agent(agent, "with_sub_agents(agent)")
+    check_count(max_transfers, "max_transfers", optional=True)
     flow = agent if isinstance(agent, FlowAgent) else getattr(agent, "_adk_flow", None)
     if not isinstance(flow, FlowAgent):
         flow = FlowAgent(agent)

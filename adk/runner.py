@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing
+from ._checks import check_agent
 from ._driver import NO_EVENT, _AgentRun, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
@@ -32,7 +33,7 @@ from .checkpoint._claim import _Claim, being_resumed, one_resume
 from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
-from .checkpoint.store import CheckpointStore
+from .checkpoint.store import CheckpointStore, _check_id
 from .context import RunContext, Session, _RunState
 from .events import _DELIVERED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
@@ -87,10 +88,22 @@ def _to_messages(value: RunInput) -> list[Message]:
     if isinstance(value, Iterable):
         messages = list(value)
         if all(isinstance(m, Message) for m in messages):
+            if not messages:  # the agent would call its model with no conversation at all
+                raise ValueError("run input is an empty list: give at least one message")
             return messages
     raise TypeError(
         f"run input must be a str, a Message or a list of Messages, got {type(value).__name__}"
     )
+
+
+def _check_run_options(session: object, checkpoint_id: object) -> None:
+    """Check ``run``/``invoke``'s options up front: a bad ``checkpoint_id`` would otherwise fail
+    only at the pause, after all the run's work, and a bad ``session`` deep in ``dict()``.
+    (Called only when either is given in a form that needs checking: none per plain run.)"""
+    if checkpoint_id is not None:
+        _check_id(checkpoint_id)  # the stores' own rule
+    if not (session is None or isinstance(session, Session | Mapping)):
+        raise TypeError(f"session must be a Session or a mapping, got {type(session).__name__}")
 
 
 class Runner(AsyncCloseable):
@@ -113,6 +126,7 @@ class Runner(AsyncCloseable):
         ``tracer_provider``/``meter_provider``: where spans and metrics go (default: the global
         OpenTelemetry providers, as configured when the runner is built; none configured costs
         nothing)."""
+        check_agent(agent, "Runner(agent)")
         self.agent = agent
         self.checkpoint_store: CheckpointStore = (
             checkpoint_store if checkpoint_store is not None else InMemoryCheckpointStore()
@@ -137,6 +151,8 @@ class Runner(AsyncCloseable):
     ) -> AsyncGenerator[AgentEvent, None]:
         """Start a run; iterate the returned events. Closing the iterator cancels the run."""
         messages = _to_messages(input)
+        if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
+            _check_run_options(session, checkpoint_id)
         values = session if isinstance(session, Session) else Session(session)
         ctx = _root_context(self, self._new_run(messages, values, run_id))
         return self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
@@ -155,6 +171,8 @@ class Runner(AsyncCloseable):
         run_id: str | None = None,
     ) -> RunResult:
         """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error."""
+        if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
+            _check_run_options(session, checkpoint_id)
         values = session if isinstance(session, Session) else Session(session)
         run = self._new_run(_to_messages(input), values, run_id)
         agent, ctx = self.agent, _root_context(self, run)

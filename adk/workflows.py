@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
 from ._aio import closing
+from ._checks import check_agents, check_count, check_name
 from ._driver import (
     NO_EVENT,
     _AgentRun,
@@ -33,8 +34,8 @@ from .interrupts import _InterruptSignal
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
 
-def _unique_children(owner: str, sub_agents: Iterable[Agent]) -> list[Agent]:
-    children = list(sub_agents)
+def _unique_children(owner: str, kind: str, sub_agents: Iterable[Agent]) -> list[Agent]:
+    children: list[Agent] = check_agents(sub_agents, f"{kind} {owner!r}")
     names = [child.name for child in children]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
@@ -218,11 +219,10 @@ class _Workflow:
             cls._adk_drive = None  # a subclass that runs differently is driven the general way
 
     def __init__(self, name: str, sub_agents: Iterable[Agent], description: str = "") -> None:
-        if not name:
-            raise ValueError("a workflow agent needs a non-empty name")
-        self.name = name
+        kind = type(self).__name__
+        self.name = check_name(name, f"a {kind}")
         self.description = description
-        self.sub_agents = _unique_children(name, sub_agents)
+        self.sub_agents = _unique_children(name, kind, sub_agents)
 
     def __repr__(self) -> str:
         subs = ", ".join(s.name for s in self.sub_agents)
@@ -258,8 +258,7 @@ class LoopAgent(_Workflow):
         description: str = "",
     ) -> None:
         super().__init__(name, sub_agents, description)
-        if max_iterations is not None and max_iterations < 1:
-            raise ValueError("max_iterations must be at least 1 (or None)")
+        check_count(max_iterations, f"LoopAgent {name!r}: max_iterations", optional=True)
         if max_iterations is None and not self.sub_agents:
             # Its step runner would repeat nothing forever without awaiting once: the event loop
             # would hang, and no cancellation or timeout could reach it.
@@ -299,8 +298,7 @@ class ParallelAgent(_Workflow):
         max_concurrency: int | None = None,
     ) -> None:
         super().__init__(name, sub_agents, description)
-        if max_concurrency is not None and max_concurrency < 1:
-            raise ValueError("max_concurrency must be at least 1 (or None)")
+        check_count(max_concurrency, f"ParallelAgent {name!r}: max_concurrency", optional=True)
         self.max_concurrency = max_concurrency
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:

@@ -269,6 +269,9 @@ def test_plan_mistakes_are_reported_when_the_agent_is_made() -> None:
         ActionAgent("x", actions=[start, start])
     with pytest.raises(ValueError, match="max_events"):
         ActionAgent("x", actions=[start], max_events=0)
+    for bad in ("5", 2.5, True):  # "5" failed only at the first comparison, inside a run
+        with pytest.raises(TypeError, match="ActionAgent 'x': max_events must be an int >= 1"):
+            ActionAgent("x", actions=[start], max_events=bad)  # type: ignore[arg-type]
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -513,6 +516,38 @@ async def test_an_event_nobody_listens_for_is_refused_where_it_is_sent() -> None
 
     with pytest.raises(RunError, match="no action of agent 'lost' listens for Verdict"):
         await Runner(Lost("lost")).invoke("go")
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_an_action_that_returns_an_event_instead_of_sending_it_fails_saying_so(
+    is_async: bool,
+) -> None:
+    """Returning the event used to drop it without a word: the run ended with no output."""
+
+    def answer(event: InputEvent, ctx: ActionContext) -> Event:
+        return OutputEvent(output="returned, not sent")
+
+    async def answer_async(event: InputEvent, ctx: ActionContext) -> Event:
+        return OutputEvent(output="returned, not sent")
+
+    fn = answer_async if is_async else answer
+    agent = ActionAgent("act", actions=[action(InputEvent)(fn)])
+    with pytest.raises(
+        RunError, match=r"returned OutputEvent: send it with ctx\.send_event"
+    ) as raised:
+        await Runner(agent).invoke("go")
+    assert isinstance(raised.value.__cause__, ActionError)
+    assert [event.error is not None for event in raised.value.events] == [True]  # no output
+
+
+async def test_an_action_that_returns_any_other_value_fails_too() -> None:
+    @action(InputEvent)
+    def answer(event: InputEvent, ctx: ActionContext) -> str:
+        ctx.send_event(OutputEvent(output="sent"))
+        return "a value"
+
+    with pytest.raises(RunError, match="returned str: an action returns nothing"):
+        await Runner(ActionAgent("act", actions=[answer])).invoke("go")
 
 
 async def test_actions_sending_events_in_a_cycle_stop_at_max_events() -> None:

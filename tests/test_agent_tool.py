@@ -66,6 +66,29 @@ def test_agent_tool_is_named_and_described_after_the_agent() -> None:
         AgentTool(ScriptAgent("x", description=""))
 
 
+def test_agent_tool_refuses_what_is_not_an_agent() -> None:
+    with pytest.raises(TypeError, match=r"AgentTool\(agent\): expected an agent .* got None"):
+        AgentTool(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got str 'helper'"):
+        AgentTool("helper")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("name", "suggested"),
+    [("My Agent", "My_Agent"), ("billing.v2", "billing_v2"), ("a" * 65, "a" * 64)],
+)
+def test_agent_tool_refuses_an_agent_name_model_apis_reject_as_a_tool_name(
+    name: str, suggested: str
+) -> None:
+    """The tool is called by the agent's name, so the name must be one a model API accepts; the
+    error suggests one (AgentTool takes the agent's name as it is)."""
+    agent = ScriptAgent(name, description="Helps")
+    with pytest.raises(ValueError, match="cannot be a tool name") as caught:
+        AgentTool(agent)
+    assert f"name the agent e.g. {suggested!r}" in str(caught.value)
+    assert AgentTool(ScriptAgent("a" * 64, description="Helps")).spec.name == "a" * 64
+
+
 async def test_returns_the_inner_agents_last_message() -> None:
     inner = _helper("first", "last")
     outer = _caller(AgentTool(inner))

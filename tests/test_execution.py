@@ -293,6 +293,12 @@ async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:
         LocalExecutionEnvironment(on_error="ignore")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="iterable of records"):
         LocalExecutionEnvironment().from_list(5)  # type: ignore[arg-type]
+    for text in ("abc", b"abc"):  # iterable, but one record per character was never meant
+        with pytest.raises(TypeError, match=r"got (str|bytes) \(wrap a single record in a list"):
+            LocalExecutionEnvironment().from_list(text)
+    for bad in ("2", 0.5, True):  # "2" failed only at the first comparison, inside the run
+        with pytest.raises(TypeError, match="max_concurrency must be an int >= 1"):
+            LocalExecutionEnvironment(max_concurrency=bad)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="key must be"):
         LocalExecutionEnvironment().from_list([], key=3)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="takes an Agent"):

@@ -17,6 +17,7 @@ from email.utils import formatdate
 from typing import Any
 
 import openai
+import pydantic
 import pytest
 from openai_server import Call, OpenAIServer, Reply
 
@@ -350,6 +351,36 @@ async def test_bad_input_fails_before_any_request(server: OpenAIServer) -> None:
 
 
 # -- retries ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "wanted"),
+    [
+        (lambda: ModelOptions(temprature=0.2), "temprature.*Extra inputs are not permitted"),
+        (lambda: ModelOptions(max_tokens=-5), "max_tokens.*greater than or equal to 1"),
+        (lambda: ModelOptions(max_tokens=0), "max_tokens.*greater than or equal to 1"),
+        (lambda: ModelOptions(temperature=-0.1), "temperature.*greater than or equal to 0"),
+        (lambda: ModelOptions(temperature=float("nan")), "temperature"),
+        (lambda: RetryPolicy(max_atempts=5), "max_atempts.*Extra inputs are not permitted"),
+        (lambda: RetryPolicy(max_attempts=0), "max_attempts.*greater than or equal to 1"),
+        (lambda: RetryPolicy(initial_delay=-1), "initial_delay.*greater than or equal to 0"),
+        (lambda: RetryPolicy(max_delay=float("inf")), "max_delay.*finite"),
+    ],
+)
+def test_options_and_retry_policies_refuse_unknown_fields_and_out_of_range_values(
+    make: Callable[[], object], wanted: str
+) -> None:
+    """A misspelt option used to be dropped without a word, leaving the default in force."""
+    with pytest.raises(pydantic.ValidationError, match=f"(?s){wanted}"):
+        make()
+
+
+def test_merged_options_and_provider_fields_in_extra_still_work() -> None:
+    base = ModelOptions(temperature=0, extra={"seed": 1})
+    merged = base.merged(ModelOptions(max_tokens=1, extra={"user": "u"}))
+    assert merged == ModelOptions(temperature=0, max_tokens=1, extra={"seed": 1, "user": "u"})
+    assert ModelOptions.model_validate(merged.model_dump()) == merged  # as checkpoints load it
+    assert RetryPolicy(max_attempts=1, initial_delay=0, max_delay=0).max_attempts == 1
 
 
 @pytest.mark.parametrize("streaming", [False, True])

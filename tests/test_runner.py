@@ -15,11 +15,13 @@ from adk import (
     AgentEvent,
     AgentInput,
     AgentTool,
+    Callbacks,
     Message,
     MessageChunk,
     MessageStream,
     ModelOptions,
     ParallelAgent,
+    Role,
     RunContext,
     RunError,
     Runner,
@@ -60,6 +62,67 @@ async def test_run_rejects_other_input() -> None:
         Runner(ScriptAgent("a")).run([Message.user("ok"), "not a message"])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="a str, a Message or a list of Messages, got int"):
         Runner(ScriptAgent("a")).run(123)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("agent", [None, "x", ScriptAgent, object()])
+def test_a_runner_refuses_what_is_not_an_agent_when_it_is_made(agent: Any) -> None:
+    with pytest.raises(TypeError, match=r"Runner\(agent\): expected an agent .* got"):
+        Runner(agent)
+
+
+def test_an_agent_needs_a_non_empty_str_name() -> None:
+    with pytest.raises(TypeError, match="an agent needs a str name, got int 42"):
+        ScriptAgent(42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="got None"):
+        ScriptAgent(None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="non-empty name"):
+        ScriptAgent("")
+
+
+async def test_an_empty_input_list_is_refused_before_the_agent_runs() -> None:
+    agent = ScriptAgent("a", "ok")
+    runner = Runner(agent)
+    with pytest.raises(ValueError, match="empty list"):
+        runner.run([])
+    with pytest.raises(ValueError, match="empty list"):
+        await runner.invoke([])
+    assert agent.runs == 0
+
+
+@pytest.mark.parametrize("session", ["abc", [("a", 1)], 42])
+async def test_a_session_that_is_not_a_mapping_is_refused_up_front(session: Any) -> None:
+    agent = ScriptAgent("a", "ok")
+    runner = Runner(agent)
+    wanted = f"session must be a Session or a mapping, got {type(session).__name__}"
+    with pytest.raises(TypeError, match=wanted):
+        runner.run("hi", session=session)
+    with pytest.raises(TypeError, match=wanted):
+        await runner.invoke("hi", session=session)
+    assert agent.runs == 0
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_id", "error", "wanted"),
+    [
+        (123, TypeError, "must be a str, got int"),
+        ("", ValueError, "must not be empty"),
+        ("a\x00b", ValueError, "NUL"),
+        ("x" * 1025, ValueError, "limit is 1024"),
+    ],
+)
+async def test_a_bad_checkpoint_id_is_refused_before_the_run_does_any_work(
+    checkpoint_id: Any, error: type[Exception], wanted: str
+) -> None:
+    """The stores' own rule, applied when the run starts rather than at its pause."""
+    agent = ScriptAgent("a", "work", lambda ctx: ctx.interrupt({"q": 1}))
+    runner = Runner(agent)
+    with pytest.raises(error, match=wanted):
+        runner.run("hi", checkpoint_id=checkpoint_id)
+    with pytest.raises(error, match=wanted):
+        await runner.invoke("hi", checkpoint_id=checkpoint_id)
+    assert agent.runs == 0
+    paused = await runner.invoke("hi", checkpoint_id="fine")  # a good id still pauses under it
+    assert paused.checkpoint_id == "fine"
 
 
 def test_run_and_resume_are_typed_as_the_closable_generators_they_return() -> None:
@@ -455,3 +518,95 @@ async def test_invoke_streaming_model_failure_is_a_run_error() -> None:
         await runner.invoke("hi")
     assert isinstance(caught.value.__cause__, ConnectionError)
     assert caught.value.event.agent_name == "r"
+
+
+# -- a model of the user's own that answers with the wrong thing -------------------------------
+
+
+class _HandModel:
+    """A user's own ``ChatModel`` that answers with whatever it was given, right or wrong; with
+    streaming on, each reply is the list of chunks to yield."""
+
+    model_name = "by-hand"
+
+    def __init__(self, *replies: Any) -> None:
+        self.replies = list(replies)
+        self.calls = 0
+
+    async def generate(self, messages: Any, *, tools: Any = (), options: Any = None) -> Any:
+        self.calls += 1
+        return self.replies.pop(0)
+
+    async def stream(
+        self, messages: Any, *, tools: Any = (), options: Any = None
+    ) -> AsyncIterator[Any]:
+        self.calls += 1
+        for chunk in self.replies.pop(0):
+            yield chunk
+
+
+@tool
+def _add(a: int) -> int:
+    """Add one."""
+    return a + 1
+
+
+_CALL_ADD = ToolCall(id="c1", name="_add", arguments='{"a": 1}')
+
+
+@pytest.mark.parametrize(
+    ("reply", "shown"),
+    [
+        ("plain text", "returned str 'plain text'"),
+        ({"role": "assistant", "content": "hi"}, "returned dict"),
+        (None, "returned None;"),
+        (
+            Message(role=Role.TOOL, content="", tool_calls=[_CALL_ADD]),
+            "returned a Message with role 'tool'",
+        ),
+    ],
+)
+async def test_a_model_reply_that_is_not_an_assistant_message_fails_the_run_naming_the_model(
+    reply: Any, shown: str
+) -> None:
+    model = _HandModel(reply, Message.assistant("never asked for"))
+    with pytest.raises(RunError) as caught:
+        await Runner(ReActAgent("r", model, tools=[_add])).invoke("hi")
+    assert isinstance(caught.value.__cause__, TypeError)
+    assert f"model _HandModel: generate() {shown}" in str(caught.value)
+    assert model.calls == 1  # no follow-up request built on the wrong reply
+
+
+@pytest.mark.parametrize("chunk", ["text chunk", None, Message.assistant("a whole message")])
+async def test_a_model_stream_yielding_other_than_message_chunks_fails_the_run(chunk: Any) -> None:
+    model = _HandModel([MessageChunk(content="fine, "), chunk])
+    runner = Runner(ReActAgent("r", model), enable_streaming=True)
+    with pytest.raises(RunError, match=r"model _HandModel: stream\(\) yielded"):
+        await runner.invoke("hi")
+
+
+async def test_each_model_object_is_checked_until_it_has_answered_properly() -> None:
+    """Without hooks a model is checked until its first proper reply (then it costs nothing
+    more): one that answered does not vouch for another object of its class."""
+    good = _HandModel(Message.assistant("fine"))
+    assert (await Runner(ReActAgent("r", good)).invoke("hi")).text == "fine"
+    bad = _HandModel("plain text")
+    with pytest.raises(RunError, match="generate\\(\\) returned str"):
+        await Runner(ReActAgent("r", bad)).invoke("hi")
+    streamed = _HandModel([MessageChunk(content="fine")], ["text chunk"])
+    runner = Runner(ReActAgent("r", streamed), enable_streaming=True)
+    assert (await runner.invoke("hi")).text == "fine"
+    with pytest.raises(RunError, match=r"stream\(\) yielded str"):
+        await Runner(ReActAgent("r", _HandModel(["text chunk"])), enable_streaming=True).invoke("x")
+
+
+async def test_with_hooks_every_model_reply_is_checked() -> None:
+    """A model that answered properly once is still checked when the run has hooks (here a
+    callback): their coroutine around the call is there anyway."""
+    model = _HandModel(Message.assistant("", [_CALL_ADD]), "plain text")
+    runner = Runner(
+        ReActAgent("r", model, tools=[_add]), callbacks=[Callbacks(on_event=lambda event: None)]
+    )
+    with pytest.raises(RunError, match="generate\\(\\) returned str 'plain text'"):
+        await runner.invoke("hi")
+    assert model.calls == 2

@@ -193,6 +193,31 @@ def add(a: int, b: int = 2) -> int:
     return a + b
 
 
+@pytest.mark.parametrize("name", ["bad name", "math.add", "a" * 65, "café", "x\n"])
+def test_a_tool_name_model_apis_reject_is_refused_where_the_tool_is_made(name: str) -> None:
+    """OpenAI (and Anthropic) accept ^[a-zA-Z0-9_-]{1,64}$ only: any other name failed every model
+    call that offered the tool, with the server's 400."""
+
+    def plain(x: int) -> int:
+        """Echo."""
+        return x
+
+    with pytest.raises(ValueError, match=r"invalid tool name .*pass name= to choose another"):
+        FunctionTool(plain, name=name)
+    assert FunctionTool(plain, name="a" * 64).name == "a" * 64
+    assert FunctionTool(plain, name="add-2_numbers").name == "add-2_numbers"
+
+
+def test_a_function_whose_own_name_is_no_tool_name_needs_name() -> None:
+    def café(x: int) -> int:
+        """Echo."""
+        return x
+
+    with pytest.raises(ValueError, match="invalid tool name 'café'"):
+        tool(café)
+    assert tool(name="cafe")(café).name == "cafe"
+
+
 async def test_sync_and_async_tools_and_result_serialisation() -> None:
     @tool
     async def fetch(key: str) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from adk import (
     RunError,
     Runner,
     SequentialAgent,
+    with_sub_agents,
 )
 from adk.testing import simplify_events
 
@@ -78,6 +79,45 @@ def test_workflows_reject_duplicate_names_and_bad_limits() -> None:
         LoopAgent("loop", [ScriptAgent("a")], max_iterations=0)
     with pytest.raises(ValueError):
         ParallelAgent("par", [ScriptAgent("a")], max_concurrency=0)
+
+
+@pytest.mark.parametrize("make", [SequentialAgent, ParallelAgent, LoopAgent])
+def test_workflows_refuse_sub_agents_that_are_not_agents_naming_the_position(make: Any) -> None:
+    kind = make.__name__
+    with pytest.raises(TypeError, match=rf"{kind} 'w': sub_agents\[1\]: expected an agent.*int 42"):
+        make("w", [ScriptAgent("a"), 42])
+    with pytest.raises(TypeError, match=r"sub_agents\[0\]: .*the class ScriptAgent"):
+        make("w", [ScriptAgent])
+    with pytest.raises(TypeError, match="sub_agents must be a list of agents, got str 'ab'"):
+        make("w", "ab")
+    with pytest.raises(TypeError, match="sub_agents must be a list of agents, got None"):
+        make("w", None)
+    with pytest.raises(TypeError, match=f"a {kind} needs a str name, got int 7"):
+        make(7, [ScriptAgent("a")])
+
+
+@pytest.mark.parametrize("bad", ["3", 2.5, True, 1.0])
+def test_workflow_limits_must_be_ints(bad: Any) -> None:
+    """A str failed at the first comparison, inside the run; 2.5 ran 3 iterations and True ran
+    one: each is refused where the workflow is made."""
+    with pytest.raises(TypeError, match="LoopAgent 'loop': max_iterations must be an int >= 1"):
+        LoopAgent("loop", [ScriptAgent("a")], max_iterations=bad)
+    with pytest.raises(TypeError, match="ParallelAgent 'par': max_concurrency must be an int"):
+        ParallelAgent("par", [ScriptAgent("a")], max_concurrency=bad)
+
+
+def test_with_sub_agents_refuses_a_non_agent_before_adopting_any() -> None:
+    """The whole list is checked first: a bad entry leaves the good ones free to be wired
+    elsewhere (an agent has one parent)."""
+    good = ScriptAgent("good")
+    with pytest.raises(TypeError, match=r"agent 'w': sub_agents\[1\]: expected an agent.*int 42"):
+        with_sub_agents(ScriptAgent("w"), [good, 42])  # type: ignore[list-item]
+    flow = with_sub_agents(ScriptAgent("v"), [good])
+    assert [sub.name for sub in flow.sub_agents] == ["good"]
+    with pytest.raises(TypeError, match=r"with_sub_agents\(agent\): expected an agent"):
+        with_sub_agents(None, [ScriptAgent("x")])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_transfers must be an int >= 1 or None, got str"):
+        with_sub_agents(ScriptAgent("u"), [], max_transfers="5")  # type: ignore[arg-type]
 
 
 async def test_a_loop_with_no_steps_and_no_limit_is_refused() -> None:

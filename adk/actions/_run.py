@@ -157,8 +157,11 @@ class _ActionRun:
                 actx.resume = resume
                 try:
                     result = found.call(current, actx)
-                    if result is not None and (found.is_async or isawaitable(result)):
-                        await result
+                    if result is not None:
+                        if found.is_async or isawaitable(result):
+                            result = await result
+                        if result is not None:
+                            raise ActionError(_returned(found.name, self.agent.name, result))
                 except Interrupt as exc:
                     if self._memory is not None:  # it runs again on resume: its writes, too
                         self._memory._undo_writes()
@@ -286,3 +289,12 @@ def _output_event(output: Any) -> AgentEvent:
     if isinstance(output, str):
         return AgentEvent.of(Message.assistant(output))
     return AgentEvent.custom(output)
+
+
+def _returned(action: str, agent: str, value: object) -> str:
+    """Why an action's return value is an error: actions act by sending events, so a returned
+    one (an ``OutputEvent`` above all) would otherwise be dropped without a word."""
+    where = f"action {action!r} of agent {agent!r} returned {type(value).__name__}"
+    if isinstance(value, Event):
+        return f"{where}: send it with ctx.send_event(...) instead of returning it"
+    return f"{where}: an action returns nothing; it sends events with ctx.send_event(...)"

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from typing import Any
 
+from .._checks import check_count
 from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
 from ..context import RunContext
@@ -49,8 +50,7 @@ class ActionAgent(BaseAgent):
         builtin_actions: bool = True,
     ) -> None:
         super().__init__(name, description)
-        if max_events < 1:
-            raise ValueError("max_events must be at least 1")
+        check_count(max_events, f"ActionAgent {name!r}: max_events")
         self.resources = resources
         self.max_events = max_events
         self.builtin_actions = builtin_actions

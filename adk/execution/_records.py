@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic_core import to_json
 
+from .._checks import check_count
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
 from ..context import Session
@@ -56,8 +57,7 @@ class RecordError(Exception):
 
 def check_options(max_concurrency: int, on_error: str) -> None:
     """The options every environment takes, checked where the environment is made."""
-    if max_concurrency < 1:
-        raise ValueError("max_concurrency must be at least 1")
+    check_count(max_concurrency, "max_concurrency")
     if on_error not in ("raise", "emit"):
         raise ValueError(f"on_error must be 'raise' or 'emit', not {on_error!r}")
 

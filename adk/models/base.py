@@ -18,12 +18,15 @@ __all__ = ["ChatModel", "ModelError", "ModelOptions", "RetryPolicy"]
 class ModelOptions(BaseModel):
     """Per-call generation options. ``response_format`` is a JSON schema for structured output
     (``{"name": ..., "schema": {...}, "strict": bool}``); ``extra`` is passed through to the request
-    body as is."""
+    body as is.
 
-    model_config = ConfigDict(defer_build=True)
+    An unknown field is an error, not ignored: a misspelt option (``temprature=``) would otherwise
+    leave the model at its default without a word. Provider fields go in ``extra``."""
 
-    temperature: float | None = None
-    max_tokens: int | None = None
+    model_config = ConfigDict(defer_build=True, extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    max_tokens: int | None = Field(default=None, ge=1)
     tool_choice: str | dict[str, Any] | None = None
     response_format: dict[str, Any] | None = None
     stop: list[str] | None = None
@@ -44,13 +47,14 @@ class ModelOptions(BaseModel):
 
 class RetryPolicy(BaseModel):
     """How an adapter retries transient failures: exponential backoff with optional jitter, capped
-    at ``max_delay``; ``max_attempts`` counts the first try."""
+    at ``max_delay``; ``max_attempts`` counts the first try. Unknown fields are an error (a
+    misspelt ``max_atempts=`` would leave the default in force)."""
 
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, extra="forbid")
 
-    max_attempts: int = 3
-    initial_delay: float = 0.5
-    max_delay: float = 8.0
+    max_attempts: int = Field(default=3, ge=1)
+    initial_delay: float = Field(default=0.5, ge=0, allow_inf_nan=False)
+    max_delay: float = Field(default=8.0, ge=0, allow_inf_nan=False)
     jitter: bool = True
 
 

@@ -40,6 +40,14 @@ _NUMPY_RULE = r"^\s*-{3,}\s*$"
 _NUMPY_ARG = r"^\*{0,2}(\w+)\s*(?::.*)?$"
 _ARG_LINE = r"^\s*\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$"
 _REST_PARAM = r"^\s*:param\s+(?:[\w\[\], ]+\s+)?(\w+)\s*:\s*(.*)$"
+# A function name as OpenAI's and Anthropic's APIs accept it: a tool named outside it fails every
+# model call that offers it (a server-side 400), so it is refused where the tool is made.
+_TOOL_NAME = r"[a-zA-Z0-9_-]{1,64}"
+
+
+def _is_tool_name(name: str) -> bool:
+    """Whether ``name`` is one a model API accepts for a tool (``_TOOL_NAME``)."""
+    return re.fullmatch(_TOOL_NAME, name) is not None
 
 
 def _parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
@@ -210,6 +218,13 @@ class FunctionTool:
                 f"a function tool needs a name: pass name= for {fn!r}"
                 if tool_name == "__call__" or isinstance(fn, functools.partial)
                 else "a function tool needs a name"
+            )
+        if not isinstance(tool_name, str) or not _is_tool_name(tool_name):
+            size = len(str(tool_name))
+            shown = repr(tool_name) if size <= 64 else f"{str(tool_name)[:20]!r}... ({size} chars)"
+            raise ValueError(
+                f"invalid tool name {shown}: model APIs accept 1 to 64 letters, digits, '_' and "
+                "'-' (no spaces or dots); pass name= to choose another"
             )
         summary, arg_help = _parse_docstring(_doc_of(fn))
         hints = get_type_hints(target, include_extras=True)
