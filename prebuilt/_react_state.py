@@ -1,10 +1,10 @@
 """What a paused ``ReActAgent`` saves, and how resume rebuilds its conversation from it.
 
-The state holds the open tool calls, the held return-directly results, the requested actions and
-the conversation without the messages the checkpoint's history holds anyway. The driver records
-every message the agent emits in the history, and the runner (or an ``AgentTool``) saves that
-history next to this state; the input came from the run's root input and the history too. So the
-state keeps only what the history cannot give back:
+The state holds the open tool calls, the held results (return-directly and exit), the requested
+actions and the conversation without the messages the checkpoint's history holds anyway. The driver
+records every message the agent emits in the history, and the runner (or an ``AgentTool``) saves
+that history next to this state; the input came from the run's root input and the history too. So
+the state keeps only what the history cannot give back:
 
 - ``head``: the system prompt (rendered once when the agent started, so it is kept as it was), plus
   the input when it cannot be derived (a ``history_rewriter`` is user code and is not run again; an
@@ -16,10 +16,12 @@ state keeps only what the history cannot give back:
 - ``own`` and ``tail``: what the loop added: ``own = [agent, run_path, first]`` names the recorder
   of the agent's emitted messages and the index of the first one among its entries; ``tail`` lists
   the loop's messages in order, an int ``n`` standing for the next ``n`` of those entries and a
-  message for one that was never emitted (a structured-output retry prompt, a held return-directly
-  result);
+  message for one that was never emitted (a structured-output retry prompt, a held result);
 - ``schema_retried`` (only when true; ``ReActAgent`` adds it): the run already used its one retry
-  for an answer off the output schema.
+  for an answer off the output schema;
+- ``exits`` (only when some): the call ids of held results whose tools asked to exit; they are
+  emitted after the other held results, the last of them the agent's final output. (Older
+  checkpoints lack it: their exit results were emitted before the pause.)
 
 Entries are named by recorder ``(agent, run_path)`` and index among that recorder's entries, not by
 position: a position in a parallel branch's view shifts once the branches' lanes merge, while one
@@ -32,7 +34,7 @@ integers, not its messages.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from adk import AgentAction, CheckpointError, Message, RunContext, ToolCall
@@ -54,8 +56,8 @@ class Restored(NamedTuple):
     """The conversation rebuilt on resume and what the agent keeps with it.
 
     ``messages[:head_size]`` is the conversation's start (system prompt, then the input);
-    ``saved_head`` is how a later pause saves it; ``held`` the held return-directly results, objects
-    of ``messages``.
+    ``saved_head`` is how a later pause saves it; ``held`` the held results (return-directly and
+    exit), objects of ``messages``.
     """
 
     messages: list[Message]
@@ -71,6 +73,7 @@ def pause_state(
     iterations: int,
     open_ids: list[str],
     held: list[Message],
+    exits: list[str] | None,
     action: AgentAction | None,
     messages: list[Message],
     head_size: int,
@@ -89,6 +92,8 @@ def pause_state(
         "open": open_ids,
         "action": _action_state(action),
     }
+    if exits:
+        state["exits"] = exits
     if _SAVE_WHOLE_CONVERSATION:
         state.update(messages=messages, held=held)
         return state, saved_head
@@ -166,9 +171,15 @@ def saved_action(saved: SavedState) -> AgentAction | None:
     return AgentAction(**value)
 
 
-def open_calls(saved: SavedState, messages: list[Message]) -> list[ToolCall]:
+def open_calls(
+    saved: SavedState, messages: list[Message], tools: Mapping[str, object]
+) -> list[ToolCall]:
     """The tool calls the pause left open, from the rebuilt conversation's last tool-calling
-    message: those the resume runs (again, or with the person's answer)."""
+    message: those the resume runs (again, or with the person's answer).
+
+    Each needs its tool among ``tools``: one gone since the pause (a changed ``Toolset``, code
+    deployed in between) would answer "unknown tool" and drop the person's answer, so that is a
+    ``CheckpointError`` (the checkpoint is kept, to resume once the tool is back)."""
     open_ids = set(saved.names("open"))
     assistant = next((m for m in reversed(messages) if m.tool_calls), None)
     calls = [c for c in assistant.tool_calls if c.id in open_ids] if assistant is not None else []
@@ -176,7 +187,15 @@ def open_calls(saved: SavedState, messages: list[Message]) -> list[ToolCall]:
         raise saved.error(
             f"the open tool calls {sorted(open_ids)} are not the calls its conversation ends with"
         )
+    missing = sorted({c.name for c in calls if c.name not in tools})
+    if missing:
+        raise saved.error(f"the paused calls need tools it no longer has: {', '.join(missing)}")
     return calls
+
+
+def saved_exits(saved: SavedState) -> list[str]:
+    """The call ids of the held results whose tools asked to exit (none in older checkpoints)."""
+    return saved.names("exits", default=[])
 
 
 _Recorder = tuple[str, tuple[str, ...]]

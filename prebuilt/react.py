@@ -1,14 +1,16 @@
 """``ReActAgent``: call the model; run the tools it asks for, concurrently; repeat until it answers.
 
 Events: one assistant event per model call (a stream when the run streams), one tool event per
-result in completion order, return-directly results after the others (in call order, so the last one
-called is the agent's final output), and the actions tools asked for (exit, transfer, loop break) as
-one action event after the round. With ``output_schema`` the final answer is validated (one retry
-with the validation error shown to the model) and the instance is emitted as a ``custom`` output.
+result in completion order, except the results that end the agent: return-directly results and the
+results of tools that asked to exit come after the others (in call order, exit results last, so the
+last of them is the agent's final output); then the actions tools asked for (exit, transfer, loop
+break) as one action event. With ``output_schema`` the final answer is validated (one retry with
+the validation error shown to the model; none for a tool's result, which ends the agent without
+asking the model) and the instance is emitted as a ``custom`` output.
 
-On a tool interrupt the agent saves which calls are still open, the return-directly results it
-holds and its conversation, and on resume only the open calls run again. The conversation is saved
-without what the checkpoint's history already holds (see ``prebuilt._react_state``).
+On a tool interrupt the agent saves which calls are still open, the results it holds and its
+conversation, and on resume only the open calls run again. The conversation is saved without what
+the checkpoint's history already holds (see ``prebuilt._react_state``).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing
+from adk._checks import check_count, check_name
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
 from adk.history import build_messages
@@ -50,7 +53,14 @@ from ._output import (
     retry_prompt,
     schema_instruction,
 )
-from ._react_state import SavedHead, open_calls, pause_state, restore, saved_action
+from ._react_state import (
+    SavedHead,
+    open_calls,
+    pause_state,
+    restore,
+    saved_action,
+    saved_exits,
+)
 from ._react_tools import TRANSFER_TOOL, TransferTool, extra_transfers
 from ._react_tools import exit_tool as _make_exit_tool
 
@@ -65,13 +75,12 @@ class MaxIterationsError(RuntimeError):
 
 
 class _Round:
-    """What one tool round decided: whether the agent is done, and its final text if so."""
+    """What one tool round decided: whether the agent is done."""
 
-    __slots__ = ("done", "final_text")
+    __slots__ = ("done",)
 
     def __init__(self) -> None:
         self.done = False
-        self.final_text: str | None = None
 
 
 class _Turn:
@@ -178,8 +187,14 @@ class _ReActCore:
         return [Message.system(text)] if text else []
 
     def _input_messages(self, input: AgentInput, ctx: RunContext) -> list[Message]:
+        """The input, rewritten by the ``history_rewriter`` if there is one and the input is the
+        run's history (built by a flow or workflow, or the run's own input at the root). An input
+        a parent made itself (PlanExecute's step prompt, a custom agent's) is used as given: the
+        rewriter shapes how the agent reads the history, not what its parent asks of it."""
         rewriter = self.owner.history_rewriter
-        if rewriter is not None:
+        if rewriter is not None and (
+            input._build is not None or input._messages is ctx._run.root_input
+        ):
             return build_messages(ctx, self.name, rewriter)
         return input.messages
 
@@ -214,10 +229,11 @@ class _ReActCore:
             turn.options = _free_tool_choice(turn.options)
         turn.schema_retried = saved.values.get("schema_retried") is True
         action = saved_action(saved)
+        exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
-        calls = open_calls(saved, turn.messages)
+        calls = open_calls(saved, turn.messages, turn.tools)
         outcome = _Round()
-        rounds = self._round(turn, calls, held, action, outcome)
+        rounds = self._round(turn, calls, held, action, outcome, exits)
         try:
             async for event in rounds:
                 yield event
@@ -307,13 +323,17 @@ class _ReActCore:
         held: list[Message],
         action: AgentAction | None,
         end: _Round,
+        exits: list[str] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """Run one round of tool calls; afterwards ``end.done`` says whether the agent is done."""
+        """Run one round of tool calls; afterwards ``end.done`` says whether the agent is done.
+
+        Results that end the agent (return-directly results, results of tools that asked to exit,
+        whose call ids ``exits`` lists) are held and emitted after the others; ``held``, ``exits``
+        and ``action`` come in filled when the round resumes after a pause."""
         ctx, messages = turn.ctx, turn.messages
         direct = self.owner.return_directly
         signal: _InterruptSignal | None = None
         open_ids: list[str] = []
-        exit_text: str | None = None
         outcomes = execute_tool_calls(calls, turn.tools, ctx, extra_transfers(calls, turn.tools))
         # Which call's transfer stands: the earliest in the model's order (a restored action's
         # transfer, made before the pause, stands over any made after it).
@@ -343,37 +363,44 @@ class _ReActCore:
                 message = outcome.message
                 assert message is not None
                 messages.append(message)
-                failed = bool(message.metadata.get("is_error"))
-                if outcome.action is not None and outcome.action.exit and not failed:
-                    exit_text = message.content
-                if outcome.call.name in direct and not failed:
-                    held.append(message)  # emitted after the other tools, in call order
-                else:
-                    yield AgentEvent.of(message)
+                exiting = asked is not None and asked.exit
+                if (exiting or outcome.call.name in direct) and not message.metadata.get(
+                    "is_error"
+                ):
+                    held.append(message)
+                    if exiting:
+                        exits = [*(exits or ()), outcome.call.id]
+                    continue
+                yield AgentEvent.of(message)
         finally:
             if getattr(outcomes, "ag_frame", None) is not None:  # closed at a yield: cancel calls
                 await outcomes.aclose()
         if signal is not None:
-            signal.save(ctx.address, self._pause_state(turn, open_ids, held, action))
+            signal.save(ctx.address, self._pause_state(turn, open_ids, held, exits, action))
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
             return
         if held:
-            order = {c.id: i for i, c in enumerate(calls)}
-            held.sort(key=lambda m: order.get(m.tool_call_id or "", -1))
+            _emission_order(messages, held, exits)
             for message in held:
                 yield AgentEvent.of(message)
-            end.final_text = held[-1].content
-        if action is not None and action.exit and exit_text is not None:
-            end.final_text = exit_text
-        if end.final_text is not None:
-            self._store_output(ctx, end.final_text)
+            final = held[-1]
+            schema = self.owner.output_schema
+            if schema is None:
+                self._store_output(ctx, final.content)
+            else:
+                yield self._held_output(ctx, schema, final)
         if action is not None and (action.exit or action.transfer_to or action.break_loop):
             yield AgentEvent(action=action)
         end.done = bool(held) or (action is not None and bool(action.exit or action.transfer_to))
 
     # -- pausing and resuming (the saved state's format is in ``_react_state``) ---------------
     def _pause_state(
-        self, turn: _Turn, open_ids: list[str], held: list[Message], action: AgentAction | None
+        self,
+        turn: _Turn,
+        open_ids: list[str],
+        held: list[Message],
+        exits: list[str] | None,
+        action: AgentAction | None,
     ) -> dict[str, Any]:
         """What the agent saves when a tool interrupts it; keeps the saved head for later pauses."""
         state, turn.saved_head = pause_state(
@@ -382,6 +409,7 @@ class _ReActCore:
             iterations=turn.iterations,
             open_ids=open_ids,
             held=held,
+            exits=exits,
             action=action,
             messages=turn.messages,
             head_size=turn.head_size,
@@ -394,12 +422,25 @@ class _ReActCore:
         return state
 
     def _restore(self, turn: _Turn, state: dict[str, Any]) -> list[Message]:
-        """Rebuild the conversation saved at the pause; returns the held return-directly results."""
+        """Rebuild the conversation saved at the pause; returns the held results."""
         restored = restore(turn.ctx, self.name, state)
         turn.messages = restored.messages
         turn.head_size = restored.head_size
         turn.saved_head = restored.saved_head
         return restored.held
+
+    def _held_output(self, ctx: RunContext, schema: type[BaseModel], result: Message) -> AgentEvent:
+        """The ``custom`` output for a tool result that ends the agent under ``output_schema``:
+        it is the agent's answer, so it must match as the model's would (without the retry, as
+        the model is not asked again); ``RunResult.output`` is then the instance either way."""
+        parsed, problem = parse_output(schema, result.content)
+        if parsed is None:
+            raise OutputSchemaError(
+                f"agent '{self.name}': the result of tool '{result.name}', its final answer, "
+                f"does not match {schema.__name__}: {problem}"
+            )
+        self._store_output(ctx, result.content)
+        return AgentEvent(output=AgentOutput(custom=parsed))
 
     def _store_output(self, ctx: RunContext, text: str) -> None:
         key = self.owner.output_key
@@ -412,6 +453,18 @@ def _add_unique(tools: dict[str, Any], tool: Any, agent: str) -> None:
     if name in tools:
         raise ValueError(f"agent '{agent}': two tools are named {name!r}")
     tools[name] = tool
+
+
+def _emission_order(messages: list[Message], held: list[Message], exits: list[str] | None) -> None:
+    """Sort the held results, in place, as they are emitted: in call order, the results of tools
+    that asked to exit after the others, so the last result is the agent's final output (exit's
+    ``final_result`` rather than whatever finished last). The calls come from the round's reply,
+    the conversation's last message with tool calls: on resume it names those finished before the
+    pause too."""
+    calls = next(m.tool_calls for m in reversed(messages) if m.tool_calls)
+    late, exiting = len(calls), frozenset(exits or ())
+    order = {c.id: i + late if c.id in exiting else i for i, c in enumerate(calls)}
+    held.sort(key=lambda m: order.get(m.tool_call_id or "", -1))
 
 
 def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bool:
@@ -453,6 +506,28 @@ def _merge_action(into: AgentAction | None, new: AgentAction | None) -> AgentAct
     return into
 
 
+def _check_model(model: object, what: str) -> None:
+    """Refuse a model that is neither a model resource name nor an object with ``generate`` (a
+    class given for an instance included), here rather than at the first model call."""
+    if isinstance(model, str) and model:
+        return
+    if callable(getattr(model, "generate", None)) and not isinstance(model, type):
+        return
+    shown = repr(model) if len(repr(model)) <= 60 else type(model).__name__
+    raise TypeError(
+        f"{what} model must be a ChatModel or the name of a model resource, got {shown}"
+    )
+
+
+def _listed(values: Iterable[Any], what: str) -> list[Any]:
+    """``values`` as a list; a str (or any non-iterable) is refused, not read as its letters."""
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{what} must be a list, got {type(values).__name__} {values!r} (for one, write [...])"
+        )
+    return list(values)
+
+
 def _is_toolset(source: object) -> bool:
     return callable(getattr(source, "tools", None)) and not hasattr(source, "spec")
 
@@ -483,14 +558,21 @@ class ReActAgent:
         history_rewriter: HistoryRewriter | None = None,
         reset_tool_choice: bool = True,
     ) -> None:
-        if not name:
-            raise ValueError("a ReActAgent needs a non-empty name")
-        if max_iterations < 1:
-            raise ValueError("max_iterations must be at least 1")
+        check_name(name, "a ReActAgent")
+        what = f"ReActAgent {name!r}:"
+        check_count(max_iterations, f"{what} max_iterations")
+        _check_model(model, what)
+        if model_options is not None and not isinstance(model_options, ModelOptions):
+            raise TypeError(
+                f"{what} model_options must be a ModelOptions (ModelOptions(**options) for a "
+                f"dict), got {type(model_options).__name__}"
+            )
+        tools = _listed(tools, f"{what} tools")
+        return_directly = _listed(return_directly, f"{what} return_directly")
         if output_schema is not None and not (
             isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
         ):
-            raise TypeError("output_schema must be a pydantic model class")
+            raise TypeError(f"{what} output_schema must be a pydantic model class")
         self.name = name
         self.description = description
         self.model = model
@@ -508,8 +590,18 @@ class ReActAgent:
             self._add_tool(source)
         if exit_tool:
             self._add_tool(_make_exit_tool())
+        if not self._dynamic_tools:  # a Toolset's tools may vary by run: only static ones checked
+            unknown = [
+                n for n in return_directly if n not in self._static_tools and n != TRANSFER_TOOL
+            ]
+            if unknown:
+                raise ValueError(
+                    f"{what} return_directly names tools it does not have: {unknown} "
+                    f"(its tools: {sorted(self._static_tools)})"
+                )
         self._static_specs = tuple(t.spec for t in self._static_tools.values())
-        self._options_cache: tuple[object, ModelOptions | None, bool] | None = None
+        # (model, model_options, output_schema) -> (options, native); see ``_options_for``
+        self._options_cache: tuple[object, object, object, ModelOptions | None, bool] | None = None
         self._core = _ReActCore(self)
         self._adk_flow = FlowAgent(self._core, sub_agents, history_rewriter=history_rewriter)
 
@@ -529,17 +621,20 @@ class ReActAgent:
         _add_unique(self._static_tools, tool, self.name)
 
     def _options_for(self, model: object) -> tuple[ModelOptions | None, bool]:
-        """The model options for ``model`` and whether it takes ``output_schema`` natively."""
+        """The model options for ``model`` and whether it takes ``output_schema`` natively.
+
+        Cached for the last model, ``model_options`` and ``output_schema`` (by identity: the
+        public attributes may be replaced between runs, and then the next run uses them)."""
         cached = self._options_cache
-        if cached is not None and cached[0] is model:
-            return cached[1], cached[2]
-        schema = self.output_schema
+        schema, given = self.output_schema, self.model_options
+        if cached is not None and cached[0] is model and cached[1] is given and cached[2] is schema:
+            return cached[3], cached[4]
         native = schema is not None and bool(getattr(model, "supports_response_format", False))
-        options = self.model_options
+        options = given
         if native and schema is not None:
             wanted = ModelOptions(response_format=response_format(schema))
             options = (options or ModelOptions()).merged(wanted)
-        self._options_cache = (model, options, native)
+        self._options_cache = (model, given, schema, options, native)
         return options, native
 
     def _transfer_targets(self) -> list[tuple[str, str]]:

@@ -14,13 +14,17 @@ from test_interrupts import Asker, collect, pause_of, texts
 import adk
 from adk import (
     AgentTool,
+    CheckpointError,
     Interrupt,
     ParallelAgent,
     ResumeContext,
+    RunError,
     Runner,
     SequentialAgent,
     ToolContext,
 )
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent, Supervisor
 
@@ -201,15 +205,108 @@ async def test_react_exit_requested_before_the_pause_ends_the_run_after_resume()
         ]
     )
     after = ScriptAgent("after", "must not run")
-    agent = ReActAgent("pay", model, tools=[tools.finish, tools.transfer])
+    agent = ReActAgent("pay", model, tools=[tools.finish, tools.transfer], output_key="out")
     runner = Runner(SequentialAgent("root", [agent, after]))
-    info = pause_of(await collect(runner.run("hi")))
+    paused = await collect(runner.run("hi"))
+    assert "pay: [tool finish] finished" not in simplify_events(paused)  # held, as unpaused
+    info = pause_of(paused)
 
-    resumed = await collect(runner.resume(info.checkpoint_id, "ok"))
+    resumed = await runner.invoke_resume(info.checkpoint_id, "ok")
 
-    assert simplify_events(resumed) == ["pay: [tool transfer] sent 1: ok", "pay: [exit]"]
+    # The exit result was held across the pause: it comes last and is the run's final output.
+    assert simplify_events(resumed.events) == [
+        "pay: [tool transfer] sent 1: ok",
+        "pay: [tool finish] finished",
+        "pay: [exit]",
+    ]
+    assert resumed.text == "finished" and resumed.session["out"] == "finished"
     assert after.runs == 0 and model.calls == 1
     assert tools.calls == {"finish": 1, "transfer": 2}
+
+
+async def test_react_exit_result_held_across_the_pause_without_exits_in_an_older_checkpoint() -> (
+    None
+):
+    """Checkpoints written before exit results were held lack ``exits``: they still resume (their
+    exit result was emitted before the pause) and end the run."""
+    tools = Tools()
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("finish", {}, id="c1"), tool_call("approve", {"item": "x"})])]
+    )
+    store = InMemoryCheckpointStore()
+    runner = Runner(ReActAgent("a", model, tools=[tools.finish, tools.approve]), store)
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    data = await store.get("cp")
+    assert data is not None
+    body = decode_checkpoint(data, "cp")
+    [state] = [s for a, s in body["states"].items() if a.endswith("agent:a")]
+    assert state[""]["exits"] == ["c1"]
+    del state[""]["exits"]
+    await store.put("cp", encode_checkpoint(body))
+
+    resumed = await runner.invoke_resume("cp", "yes")
+
+    assert paused.interrupt is not None
+    assert simplify_events(resumed.events)[-1] == "a: [exit]"
+    assert model.calls == 1
+
+
+async def test_react_exit_and_a_pause_in_one_inner_turn_give_the_agent_tool_the_exit_result() -> (
+    None
+):
+    tools = Tools()
+    inner_model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("approve", {"item": "x"}, id="c1"),
+                    tool_call("exit", {"final_result": "inner final"}, id="c2"),
+                ]
+            )
+        ]
+    )
+    inner = ReActAgent("inner", inner_model, tools=[tools.approve], exit_tool=True, description="d")
+    outer, outer_model = _outer_with_agent_tool(inner)
+    runner = Runner(outer)
+    info = pause_of(await collect(runner.run("hi")))
+
+    await collect(runner.resume(info.checkpoint_id, "ok"))
+
+    assert texts(outer_model.requests[1].messages)[-1] == "inner final"
+
+
+async def test_react_resume_refuses_a_paused_call_whose_tool_is_gone_and_keeps_the_checkpoint() -> (
+    None
+):
+    """A Toolset that no longer offers the paused call's tool (or code deployed in between): the
+    person's answer must not be dropped as an "unknown tool" result; the resume fails and the
+    checkpoint stays, to resume once the tool is back."""
+    tools = Tools()
+
+    class Offered:
+        def __init__(self, *offered: Any) -> None:
+            self.offered = list(offered)
+
+        async def tools(self, ctx: Any) -> list[Any]:
+            return self.offered
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {"item": "x"})]), "done"])
+    toolset = Offered(tools.approve)
+    store = InMemoryCheckpointStore()
+    runner = Runner(ReActAgent("a", model, tools=[toolset]), store)
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+
+    toolset.offered = [tools.lookup]
+    with pytest.raises(RunError) as raised:
+        await runner.invoke_resume("cp", "yes")
+    assert isinstance(raised.value.__cause__, CheckpointError)
+    assert "the paused calls need tools it no longer has: approve" in str(raised.value)
+    assert await store.get("cp") is not None and model.calls == 1
+
+    toolset.offered = [tools.approve]
+    resumed = await runner.invoke_resume("cp", "yes")
+    assert simplify_events(resumed.events) == ["a: [tool approve] x: yes", "a: done"]
 
 
 async def test_react_iterations_are_counted_across_the_pause() -> None:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from conftest import ScriptAgent
 from pydantic import BaseModel
 
 import adk
@@ -308,6 +309,27 @@ async def test_output_schema_native_keeps_other_model_options() -> None:
     assert sent is not None and sent.temperature == 0.1 and sent.response_format is not None
 
 
+async def test_model_options_and_output_schema_set_after_a_run_apply_to_the_next() -> None:
+    class Other(BaseModel):
+        note: str
+
+    model = ScriptedModel(
+        ['{"city": "Oslo", "celsius": 4}', '{"note": "n"}'], supports_response_format=True
+    )
+    agent = ReActAgent(
+        "w", model, output_schema=Weather, model_options=adk.ModelOptions(temperature=0.9)
+    )
+    await Runner(agent).invoke("one")
+    agent.model_options = adk.ModelOptions(temperature=0.0)
+    agent.output_schema = Other
+    result = await Runner(agent).invoke("two")
+
+    options = model.requests[1].options
+    assert options is not None and options.temperature == 0.0
+    assert options.response_format is not None and options.response_format["name"] == "Other"
+    assert result.output == Other(note="n")
+
+
 async def test_output_schema_by_instruction_when_not_native() -> None:
     model = ScriptedModel(['{"city": "Rome", "celsius": 20}'], supports_response_format=False)
     agent = ReActAgent("w", model, instruction="Report.", output_schema=Weather)
@@ -418,6 +440,90 @@ async def test_exit_tool_ends_the_whole_run_with_its_result() -> None:
     assert result.text == "all done"
     assert result.session["out"] == "all done"
     assert second.model.calls == 0  # type: ignore[union-attr]
+
+
+async def test_an_exit_result_comes_after_the_rounds_other_results() -> None:
+    """The tool that asks to exit finishes first; its result is held and emitted after the slower
+    tool's, so it is the run's last output (``RunResult.text``, and an ``AgentTool``'s result)."""
+    finished = asyncio.Event()
+
+    async def finish(ctx: adk.ToolContext) -> str:
+        """Finish."""
+        ctx.exit()
+        finished.set()
+        return "finished"
+
+    async def slow() -> str:
+        """Slow."""
+        await finished.wait()
+        return "slow result"
+
+    model = ScriptedModel([calls(("finish", {}), ("slow", {}))])
+    agent = ReActAgent("a", model, tools=[finish, slow], output_key="out")
+    result = await Runner(agent).invoke("go")
+
+    assert simplify_events(result.events)[2:] == [
+        "a: [tool slow] slow result",
+        "a: [tool finish] finished",
+        "a: [exit]",
+    ]
+    assert result.text == "finished" and result.session["out"] == "finished"
+
+
+async def test_the_exit_result_comes_after_return_directly_results() -> None:
+    """Both end the agent; ``exit``'s ``final_result`` is the final output whichever is called
+    first."""
+
+    def lookup(key: str) -> str:
+        """Look up."""
+        return f"value of {key}"
+
+    model = ScriptedModel([calls(("exit", {"final_result": "all done"}), ("lookup", {"key": "k"}))])
+    agent = ReActAgent("a", model, tools=[lookup], exit_tool=True, return_directly=["lookup"])
+    result = await Runner(agent).invoke("go")
+
+    assert simplify_events(result.events)[2:] == [
+        "a: [tool lookup] value of k",
+        "a: [tool exit] all done",
+        "a: [exit]",
+    ]
+    assert result.text == "all done"
+
+
+@pytest.mark.parametrize("ending", ["exit", "return_directly"])
+async def test_a_tool_result_that_ends_the_agent_is_checked_against_the_output_schema(
+    ending: str,
+) -> None:
+    def report(city: str) -> str:
+        """Report the weather."""
+        return json.dumps({"city": city, "celsius": 4}) if city == "Oslo" else "sunny"
+
+    def agent(args: dict[str, Any]) -> ReActAgent:
+        if ending == "exit":
+            reply = calls(("exit", {"final_result": report(**args)}))
+            return ReActAgent(
+                "w", ScriptedModel([reply]), exit_tool=True, output_schema=Weather, output_key="k"
+            )
+        model = ScriptedModel([calls(("report", args))])
+        return ReActAgent(
+            "w",
+            model,
+            tools=[report],
+            return_directly=["report"],
+            output_schema=Weather,
+            output_key="k",
+        )
+
+    result = await Runner(agent({"city": "Oslo"})).invoke("weather?")
+    assert result.output == Weather(city="Oslo", celsius=4)
+    assert result.session["k"] == '{"city": "Oslo", "celsius": 4}'
+
+    events = await run_events(agent({"city": "Rome"}))
+    error = events[-1].error
+    assert error is not None and error.type == "OutputSchemaError"
+    tool = "exit" if ending == "exit" else "report"
+    assert f"the result of tool '{tool}', its final answer, does not match Weather" in error.message
+    assert not any(e.output is not None and e.output.custom is not None for e in events)
 
 
 # -- transfer -----------------------------------------------------------------------------------
@@ -620,6 +726,42 @@ def test_bad_tool_source_and_duplicate_names_fail_at_construction() -> None:
         ReActAgent("a", ScriptedModel(), max_iterations=0)
 
 
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"model": None}, TypeError, "model must be a ChatModel or the name of a model resource"),
+        ({"model": ""}, TypeError, "model must be a ChatModel"),
+        ({"model": ScriptedModel}, TypeError, "model must be a ChatModel"),  # the class
+        ({"max_iterations": "3"}, TypeError, "max_iterations must be an int >= 1, got str"),
+        ({"max_iterations": True}, TypeError, "max_iterations must be an int >= 1"),
+        ({"model_options": {"temperature": 0}}, TypeError, "model_options must be a ModelOptions"),
+        ({"tools": "abc"}, TypeError, "tools must be a list, got str 'abc'"),
+        ({"tools": add}, TypeError, "tools must be a list"),
+        ({"return_directly": "add"}, TypeError, "return_directly must be a list"),
+        (
+            {"tools": [add], "return_directly": ["ad"]},
+            ValueError,
+            r"names tools it does not have: \['ad'\]",
+        ),
+        ({"return_directly": ["exit"]}, ValueError, "names tools it does not have"),
+    ],
+)
+def test_bad_arguments_fail_at_construction_naming_the_parameter(
+    arguments: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    arguments = {"model": ScriptedModel(), **arguments}
+    with pytest.raises(error, match=message) as raised:
+        ReActAgent("a", **arguments)
+    assert "ReActAgent 'a'" in str(raised.value)
+
+
+def test_return_directly_names_are_checked_only_when_every_tool_is_known_up_front() -> None:
+    """A Toolset's (or a resource's) tools are known only at run time, and may vary by run."""
+    ReActAgent("a", ScriptedModel(), tools=[add], exit_tool=True, return_directly=["add", "exit"])
+    ReActAgent("a", ScriptedModel(), tools=[add, "remote"], return_directly=["remote_tool"])
+    ReActAgent("a", ScriptedModel(), return_directly=["transfer_to_agent"])  # sub-agents come later
+
+
 async def test_model_from_resources_by_name() -> None:
     model = ScriptedModel(["from a resource"])
     resources = Resources()
@@ -673,6 +815,42 @@ async def test_history_rewriter_replaces_the_input() -> None:
     agent = ReActAgent("a", model, history_rewriter=only_user)
     await Runner(SequentialAgent("s", [Speaker("speaker"), agent])).invoke("hi")
     assert [m.content for m in model.requests[0].messages] == ["hi", "(rewritten)"]
+
+
+async def test_history_rewriter_applies_to_the_root_input() -> None:
+    def shout(entries: Any, agent_name: str) -> list[Message]:
+        return [Message.user(e.message.content.upper()) for e in entries]
+
+    model = ScriptedModel(["ok"])
+    await Runner(ReActAgent("a", model, history_rewriter=shout)).invoke("hi")
+    assert [m.content for m in model.requests[0].messages] == ["HI"]
+
+
+@pytest.mark.parametrize("reads_first", [False, True])
+async def test_history_rewriter_does_not_replace_an_input_a_parent_made(reads_first: bool) -> None:
+    """A parent's own input (PlanExecute's step prompt, say) is used as given; the history view a
+    parent passes on is still rewritten, even when the parent read it first."""
+
+    def shout(entries: Any, agent_name: str) -> list[Message]:
+        return [Message.user(e.message.content.upper()) for e in entries]
+
+    class Parent(BaseAgent):
+        def __init__(self, child: ReActAgent, own: bool) -> None:
+            super().__init__("parent")
+            self.child, self.own = child, own
+
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if reads_first:
+                assert input.messages
+            given = AgentInput([Message.user("step: do this")]) if self.own else input
+            async for event in self.child.run(given, ctx):
+                yield event
+
+    for own, seen in [(True, ["step: do this"]), (False, ["GO", "X"])]:
+        model = ScriptedModel(["ok"])
+        parent = Parent(ReActAgent("child", model, history_rewriter=shout), own)
+        await Runner(SequentialAgent("s", [ScriptAgent("first", "x"), parent])).invoke("go")
+        assert [m.content for m in model.requests[0].messages] == seen, own
 
 
 # -- actions tools ask for ------------------------------------------------------------------------

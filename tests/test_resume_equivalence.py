@@ -16,6 +16,7 @@ lost, nothing is said twice. Seeds are fixed, so a failure names a tree to repla
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
 
@@ -24,9 +25,15 @@ from agent_trees import agent_tree
 
 from adk import (
     AgentEvent,
+    Interrupt,
     Role,
     Runner,
+    ToolContext,
+    tool,
 )
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from prebuilt import ReActAgent
 
 SEEDS = range(60)
 
@@ -88,3 +95,65 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
         assert ran_plain and resumes >= 1, f"seed {seed}: nothing paused"
         assert Counter(ran) == Counter(ran_plain), f"seed {seed}: tools ran differently"
         assert Counter(said) == Counter(_said(plain.events)), f"seed {seed}: said differently"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_results_that_end_a_react_agent_survive_a_pause_in_their_round(
+    streaming: bool,
+) -> None:
+    """One turn calls two return-directly tools (finishing out of call order), ``exit`` and a tool
+    that pauses. Paused and resumed by a fresh runner, the run emits the held results in the same
+    order (call order, the exit result last), ends on ``final_result`` and stores it."""
+
+    def build(pause: bool) -> ReActAgent:
+        b_done = asyncio.Event()
+
+        @tool
+        async def direct_a() -> str:
+            """A."""
+            await b_done.wait()
+            return "from a"
+
+        @tool
+        async def direct_b() -> str:
+            """B."""
+            b_done.set()
+            return "from b"
+
+        @tool
+        def gate(ctx: ToolContext) -> str:
+            """Needs approval."""
+            if pause and ctx.resume is None:
+                raise Interrupt("approve?")
+            return "approved"
+
+        reply = Reply(
+            tool_calls=[
+                tool_call("direct_a", {}, id="c1"),
+                tool_call("direct_b", {}, id="c2"),
+                tool_call("exit", {"final_result": "all done"}, id="c3"),
+                tool_call("gate", {}, id="c4"),
+            ]
+        )
+        return ReActAgent(
+            "a",
+            ScriptedModel([reply]),
+            tools=[direct_a, direct_b, gate],
+            return_directly=["direct_a", "direct_b"],
+            exit_tool=True,
+            output_key="out",
+        )
+
+    plain = await Runner(build(False), enable_streaming=streaming).invoke("go")
+    store = InMemoryCheckpointStore()
+    paused = await Runner(build(True), store, enable_streaming=streaming).invoke("go")
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    resumed = await Runner(build(True), store, enable_streaming=streaming).invoke_resume(
+        paused.checkpoint_id, True
+    )
+
+    ending = ["a: [tool direct_a] from a", "a: [tool direct_b] from b", "a: [tool exit] all done"]
+    assert simplify_events(plain.events)[-4:] == [*ending, "a: [exit]"]
+    assert simplify_events(resumed.events) == ["a: [tool gate] approved", *ending, "a: [exit]"]
+    assert resumed.text == plain.text == "all done"
+    assert resumed.session["out"] == plain.session["out"] == "all done"
