@@ -21,7 +21,7 @@ from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
-from .history import HistoryRewriter, build_input
+from .history import HistoryRewriter, _is_history_view, build_input
 
 __all__ = ["FlowAgent", "with_sub_agents"]
 
@@ -114,7 +114,7 @@ class FlowAgent:
         return None
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        if self.history_rewriter is not None:
+        if self.history_rewriter is not None and _is_history_view(input, ctx):
             input = build_input(ctx, self.name, self.history_rewriter)
         return self._drive_chain(self, input, ctx, ctx)
 

@@ -91,6 +91,14 @@ def build_input(
     )
 
 
+def _is_history_view(input: AgentInput, ctx: RunContext) -> bool:
+    """Whether ``input`` is the run's history as the framework hands it to an agent (built by a
+    flow or workflow, or the run's own input at the root), rather than an input a parent agent
+    made itself. A ``history_rewriter`` reshapes only the former: it shapes how an agent reads
+    the history, not what a parent asks of it (PlanExecute's step prompt, a custom agent's)."""
+    return input._build is not None or input._messages is ctx._run.root_input
+
+
 def _messages_for(
     entries: list[_Entry],
     count: int,

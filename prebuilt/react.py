@@ -40,7 +40,7 @@ from adk._aio import closing
 from adk._checks import check_count, check_name
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
-from adk.history import build_messages
+from adk.history import _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal
 from adk.models import _call
 from adk.tools._executor import ToolOutcome, execute_tool_calls
@@ -192,9 +192,7 @@ class _ReActCore:
         a parent made itself (PlanExecute's step prompt, a custom agent's) is used as given: the
         rewriter shapes how the agent reads the history, not what its parent asks of it."""
         rewriter = self.owner.history_rewriter
-        if rewriter is not None and (
-            input._build is not None or input._messages is ctx._run.root_input
-        ):
+        if rewriter is not None and _is_history_view(input, ctx):
             return build_messages(ctx, self.name, rewriter)
         return input.messages
 

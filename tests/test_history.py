@@ -10,6 +10,8 @@ from conftest import ScriptAgent, act_transfer, do, run_events
 
 from adk import (
     AgentEvent,
+    AgentInput,
+    BaseAgent,
     HistoryEntry,
     LoopAgent,
     Message,
@@ -249,3 +251,21 @@ async def test_a_session_copies_into_a_dict() -> None:
     session = Session({"ab": 1, "cd": 2})
     assert dict(session) == {"ab": 1, "cd": 2}
     assert list(session.items()) == [("ab", 1), ("cd", 2)] and list(session.keys()) == ["ab", "cd"]
+
+
+async def test_a_flows_rewriter_leaves_an_input_its_parent_made_alone() -> None:
+    """The rewriter shapes how an agent reads the history, not what a parent asks of it."""
+
+    def rewriter(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        return [Message.user("rewritten history")]
+
+    a = ScriptAgent("A", "a")
+    flow = with_sub_agents(a, [ScriptAgent("B")], history_rewriter=rewriter)
+
+    class Parent(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            async for event in flow.run(AgentInput([Message.user("STEP: do this")]), ctx):
+                yield event
+
+    await run_events(Parent("parent"), "q")
+    assert a.inputs == [[Message.user("STEP: do this")]]
