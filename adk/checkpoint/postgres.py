@@ -43,6 +43,7 @@ from .store import (
     _check_id,
     _check_owner,
     _ClosableStore,
+    _InUse,
     _positive_seconds,
     _redact,
     _store_error,
@@ -309,18 +310,17 @@ class PostgresCheckpointStore(_ClosableStore):
         return pool
 
 
-class _Pool:
+class _Pool(_InUse):
     """One asyncpg pool (being) created on one event loop, and the operations using it now:
     ``aclose`` closes it once they have ended, so an operation already running never fails with
     "pool is closing"."""
 
-    __slots__ = ("_idle", "loop", "task", "users")
+    __slots__ = ("loop", "task")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
         self.loop = loop
         self.task = task
-        self.users = 0
-        self._idle: asyncio.Future[None] | None = None
+        super().__init__()
 
     async def ready(self) -> Any:
         """The pool, once created. Shielded: one caller being cancelled must not abort the pool
@@ -335,17 +335,6 @@ class _Pool:
         """Replace every pooled connection on next use: if one went stale, its siblings did too."""
         if self.task.done() and not _failed(self.task):
             await self.task.result().expire_connections()
-
-    def leave(self) -> None:
-        self.users -= 1
-        if not self.users and self._idle is not None and not self._idle.done():
-            self._idle.set_result(None)
-
-    async def drained(self) -> None:
-        """Return once no operation uses the pool."""
-        if self.users:
-            self._idle = self.loop.create_future()
-            await self._idle
 
     def terminate(self) -> None:
         """Drop the pool without awaiting anything on it (its loop may be closed)."""

@@ -35,6 +35,7 @@ from .store import (
     _check_id,
     _check_owner,
     _ClosableStore,
+    _InUse,
     _positive_seconds,
     _redact,
     _store_error,
@@ -212,26 +213,14 @@ def _eval(redis: Redis, script: str, key: str, *args: str) -> Awaitable[Any]:
     return awaitable
 
 
-class _Client:
+class _Client(_InUse):
     """A redis-py client, the event loop it belongs to (None until first used) and the operations
     using it now: ``aclose`` closes it only once they have ended, since a client closed under a
     running command reconnects to retry it and leaves that socket open."""
 
-    __slots__ = ("_idle", "loop", "redis", "users")
+    __slots__ = ("loop", "redis")
 
     def __init__(self, redis: Redis, loop: asyncio.AbstractEventLoop | None) -> None:
         self.redis = redis
         self.loop = loop
-        self.users = 0
-        self._idle: asyncio.Future[None] | None = None
-
-    def leave(self) -> None:
-        self.users -= 1
-        if not self.users and self._idle is not None and not self._idle.done():
-            self._idle.set_result(None)
-
-    async def drained(self) -> None:
-        """Return once no operation uses the client."""
-        if self.users:
-            self._idle = asyncio.get_running_loop().create_future()
-            await self._idle
+        super().__init__()

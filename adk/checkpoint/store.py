@@ -26,6 +26,7 @@ shared by processes, and the runner's in-process guard covers it).
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
 from typing import Protocol, runtime_checkable
@@ -238,3 +239,27 @@ def _redact(url: str) -> str:
 
 class _ClosableStore(AsyncCloseable):
     """``async with store:`` for stores that have ``aclose``."""
+
+
+class _InUse:
+    """Counts the operations using a connection pool or client, so that closing it can wait until
+    they have ended (``drained``) instead of failing them or leaving their sockets open."""
+
+    __slots__ = ("_idle", "users")
+
+    def __init__(self) -> None:
+        self.users = 0
+        self._idle: asyncio.Future[None] | None = None
+
+    def leave(self) -> None:
+        """One operation is done with it."""
+        self.users -= 1
+        if not self.users and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
+
+    async def drained(self) -> None:
+        """Return once no operation uses it (several closers may wait at once)."""
+        if self.users:
+            if self._idle is None or self._idle.done():
+                self._idle = asyncio.get_running_loop().create_future()
+            await self._idle
