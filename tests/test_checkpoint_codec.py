@@ -222,16 +222,21 @@ class Bank(BaseModel):
 
 @register_type
 class Payment(BaseModel):
-    """A camelCase API model with a discriminated union whose tags are defaults, and JSON text."""
+    """A camelCase API model with a discriminated union whose tags are defaults, JSON text, and
+    aliases of every kind (validation reads none of a serialization alias)."""
 
     amount_eur: int = Field(alias="amountEur")
     method: Annotated[Card | Bank, Field(discriminator="kind")]
     approved: bool = False
     raw: Json[dict[str, int]] = Field(default='{"n": 1}', validate_default=True)
+    user_id: int = Field(default=0, serialization_alias="userId")
+    ref: str = Field(default="", validation_alias="reference")
 
 
 def test_models_with_aliases_unions_and_json_fields_load_back() -> None:
-    payment = Payment(amountEur=10, method=Bank(iban="DE00"), raw='{"n": 2}')
+    payment = Payment(
+        amountEur=10, method=Bank(iban="DE00"), raw='{"n": 2}', user_id=7, reference="r-1"
+    )
 
     data = encode_checkpoint({"session": to_json_value({"p": payment}, "session")})
 

@@ -138,8 +138,10 @@ def _plain(value: Any, depth: int) -> Any:
             )
         if cls in _OWN:
             return {_TAG: tag, "data": value.model_dump(mode="json", exclude_defaults=True)}
-        # By alias, as model_validate reads it back; round_trip: Json[...] fields stay text.
-        return {_TAG: tag, "data": value.model_dump(mode="json", by_alias=True, round_trip=True)}
+        # By field name, every field (a changed default must not change a loaded value), read back
+        # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
+        # validation never reads. round_trip: Json[...] fields stay text.
+        return {_TAG: tag, "data": value.model_dump(mode="json", round_trip=True)}
     raise _Unstorable(
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
         "use JSON values or pydantic models registered with adk.register_type"
@@ -202,25 +204,12 @@ def _rebuild(value: Any, depth: int) -> Any:
                 "adk.register_type before resuming"
             )
         try:
-            return model.model_validate(data)
+            # Names and aliases both: values are saved by field name, and checkpoints written by
+            # alias (earlier versions, briefly) must still load.
+            return model.model_validate(data, by_alias=True, by_name=True)
         except ValidationError as exc:
-            rebuilt = _by_field_name(model, data)
-            if rebuilt is None:
-                raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
-            return rebuilt
+            raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
     return value
-
-
-def _by_field_name(model: type[BaseModel], data: Any) -> BaseModel | None:
-    """``data`` validated accepting field names as well as aliases, or None when that fails too.
-
-    Checkpoints written before models were stored by alias hold field names; so does the dump of
-    a field with only a ``validation_alias``. Needs pydantic 2.11 (``by_name``); older versions
-    get None (a TypeError for the unknown keyword)."""
-    try:
-        return model.model_validate(data, by_alias=True, by_name=True)
-    except (ValidationError, TypeError):
-        return None
 
 
 def encode_checkpoint(body: dict[str, Any]) -> bytes:
