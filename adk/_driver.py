@@ -18,7 +18,7 @@ from typing import Any
 
 from .agent import Agent, AgentInput
 from .context import RunContext, _interrupt_event
-from .events import _BREAK_HANDLED, _DELIVERED, AgentEvent, ErrorInfo
+from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream, _being_cancelled
 
@@ -110,12 +110,10 @@ class _AgentRun:
     def observe(self, event: AgentEvent) -> bool:
         """Stamp, report and record one event of the agent; True if the agent must stop after it."""
         try:
-            if event._flags & _DELIVERED:
-                raise _bad_event(self.name, event)
+            if not event.agent_name:
+                event.agent_name = self.name
         except AttributeError:  # not an AgentEvent (a try costs nothing until it catches)
             raise _bad_event(self.name, event) from None
-        if not event.agent_name:
-            event.agent_name = self.name
         if not event.run_path:
             event.run_path = self.path
         if self.hooks is not None:
@@ -211,13 +209,7 @@ async def close_events(events: AsyncIterator[AgentEvent]) -> None:
 
 
 def _bad_event(agent: str, event: object) -> TypeError:
-    """The error for an agent that yielded what is not a fresh ``AgentEvent``."""
-    if isinstance(event, AgentEvent):
-        return TypeError(
-            f"agent {agent!r} yielded an AgentEvent object that an earlier event of a run already "
-            "was: the framework stamps and marks an event as it travels, so yield a new one each "
-            "time (AgentEvent.of(...), AgentEvent.break_loop(), ...), not a shared constant"
-        )
+    """The error for an agent that yielded what is not an ``AgentEvent``."""
     return TypeError(
         f"agent {agent!r} yielded {type(event).__name__} {event!r:.80}; an agent's run() must be "
         "an async generator of AgentEvent (AgentEvent.of(message) for a message)"

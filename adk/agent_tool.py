@@ -24,7 +24,7 @@ from .checkpoint._snapshot import dump_history, load_history
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
 from .context import RunContext, _RunState
-from .events import _DELIVERED, AgentEvent
+from .events import AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
@@ -135,11 +135,14 @@ class AgentTool:
             trace=outer._trace,
         )
         last: Message | None = None
+        previous: AgentEvent | None = None
         events = drive(self.agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
         try:
             async with closing(events):
                 async for event in events:
-                    event._flags |= _DELIVERED  # the top of the nested run: see adk.events
+                    if previous is not None:  # every layer below is done with it: adk.events
+                        previous._flags = 0
+                    previous = event
                     if event._signal is not None:
                         saved = {"root_input": root_input, "history": dump_history(run.history)}
                         raise Interrupt._from_signal(event._signal, saved)
@@ -164,6 +167,9 @@ class AgentTool:
                             last = output.message
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            if previous is not None:
+                previous._flags = 0
+                previous = None
 
         return last.content if last is not None else ""
 

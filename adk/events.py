@@ -82,8 +82,10 @@ class AgentAction:
 
 # Private flags set by the framework while an event travels up through composites.
 _TRANSFER_HANDLED = 1  # a flow has acted on this transfer; enclosing agents let it pass
-# (4 is adk._driver._RECORDED)
-_DELIVERED = 8  # the event reached the top of a run: yielded again, it is an agent's reused object
+# (4 is adk._driver._RECORDED.) The top of a run (the runner, or an AgentTool for its nested run)
+# clears an event's flags once every layer below is done with it (when the next event arrives, or
+# the run ends): an event object yielded again, in a later run or passed on from another runner,
+# starts clean rather than passing for a break already taken.
 _BREAK_HANDLED = 2  # the innermost loop has taken this break; outer loops ignore it
 
 

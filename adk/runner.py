@@ -35,7 +35,7 @@ from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpo
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id
 from .context import RunContext, Session, _RunState
-from .events import _DELIVERED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
+from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import Message
 from .streams import MessageStream
@@ -264,6 +264,7 @@ class Runner(AsyncCloseable):
         on_event = self._on_event
         watched = on_event is not None or claim is not None  # one test per event when neither
         ended = False  # the run's last event is out: what fails from then on can only be logged
+        previous: AgentEvent | None = None
         try:
             async for event in events:
                 if watched:
@@ -279,7 +280,9 @@ class Runner(AsyncCloseable):
                         return
                     if on_event is not None and event._signal is None and event.error is None:
                         on_event(event)  # the others once checked (``_check``)
-                event._flags |= _DELIVERED  # yielded again, it is a reused object
+                if previous is not None:  # every layer below is done with it: see adk.events
+                    previous._flags = 0
+                previous = event
                 if event._signal is None and event.action is None and event.error is None:
                     yield event
                     continue
@@ -299,6 +302,9 @@ class Runner(AsyncCloseable):
             yield _final(on_event, _root_failed(ctx, exc))
         finally:
             event = NO_EVENT  # see _driver.NO_EVENT
+            if previous is not None:
+                previous._flags = 0
+                previous = None
             await _close_root(events, ended)
 
     async def _pause(
@@ -712,7 +718,6 @@ class _Collected:
         ):
             return False
         self.events.append(event)
-        event._flags |= _DELIVERED  # yielded again, it is a reused object
         if out is not None:
             if out.message is not None:
                 self.output = out.message
@@ -766,6 +771,8 @@ class _Collected:
         cycle, left to the cyclic GC (``tests/test_run_cycles.py``)."""
         error, events = self.error, self.events
         self.error, self.events = None, []
+        for event in events:  # the run is over: no layer reads them any more (see adk.events)
+            event._flags = 0
         if error is not None:
             raise RunError(error, events) from error.exception
         interrupt = self.interrupt

@@ -357,7 +357,7 @@ def test_event_of_sets_every_field_like_the_constructor() -> None:
 
 
 # -- what an agent may yield ----------------------------------------------------------------------
-BREAK = AgentEvent.break_loop()  # a shared constant: what the test below shows must not be used
+BREAK = AgentEvent.break_loop()  # a shared constant, yielded in run after run
 
 
 class _YieldsConstant(BaseAgent):
@@ -365,14 +365,33 @@ class _YieldsConstant(BaseAgent):
         yield BREAK
 
 
-async def test_an_event_object_yielded_again_is_refused_not_silently_misread() -> None:
-    """The framework marks events as they travel (a loop marks a break it took): a constant
-    yielded in a second run would pass for a break already taken, and the loop would run on."""
+async def test_an_event_object_yielded_again_acts_the_same_every_time() -> None:
+    """The framework flags events as they travel (a loop marks a break it took); the flags are
+    cleared at the top of the run, so the constant is not taken for a break already handled."""
     runner = Runner(LoopAgent("loop", [_YieldsConstant("a")], max_iterations=5))
-    first = await runner.invoke("x")
-    assert [e.action.break_loop for e in first.events if e.action] == [True]
-    with pytest.raises(RunError, match="yielded an AgentEvent object that an earlier event"):
-        await runner.invoke("x")
+    for _ in range(3):
+        result = await runner.invoke("x")
+        assert [e.action.break_loop for e in result.events if e.action] == [True]
+
+
+async def test_an_agent_may_pass_on_the_events_of_another_runner() -> None:
+    """Delegating to another runner (or replaying kept events) re-yields delivered events."""
+    inner = Runner(ScriptAgent("inner", "inner says hi"))
+    kept: list[AgentEvent] = []
+
+    class Delegating(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            async for event in inner.run("hi"):
+                kept.append(event)
+                yield event
+
+    class Replaying(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            for event in kept:
+                yield event
+
+    assert (await Runner(Delegating("outer")).invoke("x")).text == "inner says hi"
+    assert (await Runner(Replaying("replay")).invoke("x")).text == "inner says hi"
 
 
 @pytest.mark.parametrize("thing", [None, "text", Message.assistant("hi"), {"a": 1}])
