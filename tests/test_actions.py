@@ -758,6 +758,14 @@ async def test_saved_answer_places_that_do_not_fit_fail_the_resume(
 ) -> None:
     body, store = await _paused_body()
     body["states"]["agent:payer/action:builtin.tools"][""]["places"] = places
+    cause = await _resume_edited(body, store)
+    assert "action 'builtin.tools'" in str(cause) and complaint in str(cause)
+    assert PAID == []
+
+
+async def _resume_edited(body: dict[str, Any], store: Any) -> CheckpointError:
+    """Save ``body`` as checkpoint "edited", resume it approving every point, and return the
+    ``CheckpointError`` the resume fails with."""
     await store.put("edited", encode_checkpoint(body))
     runner = Runner(
         Payer("payer", resources=_resources(ScriptedModel(_paying(5)), pay)), checkpoint_store=store
@@ -767,8 +775,7 @@ async def test_saved_answer_places_that_do_not_fit_fail_the_resume(
         await runner.invoke_resume("edited", approvals)
     cause = raised.value.__cause__
     assert isinstance(cause, CheckpointError), cause
-    assert "action 'builtin.tools'" in str(cause) and complaint in str(cause)
-    assert PAID == []
+    return cause
 
 
 async def test_an_action_that_raises_interrupt_runs_again_on_resume_with_the_answer() -> None:
@@ -888,15 +895,7 @@ async def test_a_paused_state_that_does_not_fit_fails_the_resume_and_keeps_the_c
     body, store = await _paused_body()
     state = body["states"]["agent:payer"][""]
     edit(state)
-    await store.put("edited", encode_checkpoint(body))
-    runner = Runner(
-        Payer("payer", resources=_resources(ScriptedModel(_paying(5)), pay)), checkpoint_store=store
-    )
-    approvals = {point["id"]: {"approved": True} for point in body["points"]}
-    with pytest.raises(RunError) as raised:
-        await runner.invoke_resume("edited", approvals)
-    cause = raised.value.__cause__
-    assert isinstance(cause, CheckpointError), cause
+    cause = await _resume_edited(body, store)
     assert "agent 'payer'" in str(cause) and complaint in str(cause)
     assert await store.get("edited") is not None
     assert PAID == []

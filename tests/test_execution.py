@@ -111,17 +111,25 @@ async def test_keys_can_be_functions_mapping_fields_or_each_record_its_own() -> 
     assert [(o.key, o.output) for o in own] == [(0, "p"), (1, "q")]
 
 
-async def test_an_async_source_is_read_only_as_fast_as_it_is_processed() -> None:
-    read = 0
+class _Endless:
+    """An unbounded source of orders over 7 customers that counts how many were read."""
 
-    async def endless() -> AsyncIterator[Order]:
-        nonlocal read
+    def __init__(self) -> None:
+        self.read = 0
+
+    async def orders(self) -> AsyncIterator[Order]:
         while True:
-            read += 1
-            yield Order(customer=f"c{read % 7}", amount=1)
+            self.read += 1
+            yield Order(customer=f"c{self.read % 7}", amount=1)
+
+
+async def test_an_async_source_is_read_only_as_fast_as_it_is_processed() -> None:
+    source = _Endless()
 
     before = other_tasks()
-    applied = LocalExecutionEnvironment(max_concurrency=3).from_list(endless(), key="customer")
+    applied = LocalExecutionEnvironment(max_concurrency=3).from_list(
+        source.orders(), key="customer"
+    )
     seen = 0
     async with applied.apply(Tally(delay=0.001)) as outputs:
         async for _ in outputs:
@@ -129,22 +137,19 @@ async def test_an_async_source_is_read_only_as_fast_as_it_is_processed() -> None
             if seen == 40:
                 break
     # Read ahead: the records running (3) and those waiting behind them (4 per running key).
+    read = source.read
     assert read <= seen + 3 + 4 * 3 + 1, f"read {read} records ahead of {seen} outputs"
     await asyncio.sleep(0)
     assert other_tasks() == before
 
 
 async def test_a_slow_consumer_slows_the_records_and_so_the_reading() -> None:
-    read = 0
-
-    async def endless() -> AsyncIterator[Order]:
-        nonlocal read
-        while True:
-            read += 1
-            yield Order(customer=f"c{read % 7}", amount=1)
+    source = _Endless()
 
     before = other_tasks()
-    applied = LocalExecutionEnvironment(max_concurrency=3).from_list(endless(), key="customer")
+    applied = LocalExecutionEnvironment(max_concurrency=3).from_list(
+        source.orders(), key="customer"
+    )
     seen = 0
     async with applied.apply(Tally()) as outputs:
         async for _ in outputs:
@@ -154,6 +159,7 @@ async def test_a_slow_consumer_slows_the_records_and_so_the_reading() -> None:
                 break
     # Read ahead: outputs waiting for the consumer (4 per running key), the records running (3)
     # and those waiting behind them (4 per running key); closing with workers waiting for room.
+    read = source.read
     assert read <= seen + 4 * 3 + 3 + 4 * 3 + 1, f"read {read} records ahead of {seen} outputs"
     await asyncio.sleep(0)
     assert other_tasks() == before

@@ -237,14 +237,21 @@ class _SlowGate(BaseAgent):
         yield AgentEvent.of(f"done: {ctx.resume.data}")
 
 
-async def test_a_finishing_resume_leaves_a_newer_checkpoint_under_its_id_alone() -> None:
-    """Another process paused a new run under the same id meanwhile: its checkpoint stays."""
+async def _resuming_slowly() -> tuple[asyncio.Event, InMemoryCheckpointStore, Runner, Any]:
+    """A run paused as "conv-1" and a resume of it that waits for ``go`` before it finishes:
+    (go, store, runner, the resume's task), once the resume is under way."""
     go, resumed = asyncio.Event(), asyncio.Event()
     store = InMemoryCheckpointStore()
     runner = Runner(_SlowGate(go, resumed), checkpoint_store=store)
     await runner.invoke("first", checkpoint_id="conv-1")
     resume = asyncio.create_task(runner.invoke_resume("conv-1", "yes"))
     await resumed.wait()
+    return go, store, runner, resume
+
+
+async def test_a_finishing_resume_leaves_a_newer_checkpoint_under_its_id_alone() -> None:
+    """Another process paused a new run under the same id meanwhile: its checkpoint stays."""
+    go, store, _, resume = await _resuming_slowly()
     newer = b"a newer checkpoint another process saved"
     await store.put("conv-1", newer)
     go.set()
@@ -253,12 +260,7 @@ async def test_a_finishing_resume_leaves_a_newer_checkpoint_under_its_id_alone()
 
 
 async def test_a_new_run_cannot_pause_under_the_id_of_a_checkpoint_being_resumed() -> None:
-    go, resumed = asyncio.Event(), asyncio.Event()
-    store = InMemoryCheckpointStore()
-    runner = Runner(_SlowGate(go, resumed), checkpoint_store=store)
-    await runner.invoke("first", checkpoint_id="conv-1")
-    resume = asyncio.create_task(runner.invoke_resume("conv-1", "yes"))
-    await resumed.wait()
+    go, store, runner, resume = await _resuming_slowly()
 
     with pytest.raises(RunError, match="'conv-1': it is being resumed"):
         await runner.invoke("second", checkpoint_id="conv-1")
