@@ -24,6 +24,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from services import PostgresServer, RedisServer
 
@@ -258,11 +259,13 @@ async def test_a_long_resume_keeps_its_claim(make_store: StoreFactory) -> None:
     assert paid == [5]
 
 
-@pytest.mark.parametrize("ending", ["finished", "paused again", "error", "cancelled"])
+@pytest.mark.parametrize(
+    "ending", ["finished", "paused again", "error", "cancelled", "cancelled by a cancel scope"]
+)
 async def test_every_ending_releases_the_claim(make_store: StoreFactory, ending: str) -> None:
     store = make_store()
     checkpoint_id = await _paused(store)
-    agent = _payer(pay_seconds=30 if ending == "cancelled" else 0)
+    agent = _payer(pay_seconds=30 if ending.startswith("cancelled") else 0)
     runner = Runner(agent, checkpoint_store=store)
 
     if ending == "finished":
@@ -272,6 +275,14 @@ async def test_every_ending_releases_the_claim(make_store: StoreFactory, ending:
     elif ending == "error":
         with pytest.raises(ValueError, match="unknown interrupt point"):
             await runner.invoke_resume(checkpoint_id, {"agent:nowhere": 1})
+    elif ending == "cancelled by a cancel scope":
+        # What Starlette does to a streaming response whose client hung up: anyio cancels the
+        # task again at every await until the scope is left, the release's await included. The
+        # claim used to stay, refusing every resume for claim_ttl ("already being resumed").
+        with anyio.CancelScope() as scope:
+            asyncio.get_running_loop().call_later(0.1, scope.cancel)
+            await runner.invoke_resume(checkpoint_id, {"approved": True})
+        assert scope.cancelled_caught
     else:
         task = asyncio.ensure_future(runner.invoke_resume(checkpoint_id, {"approved": True}))
         await asyncio.sleep(0.1)

@@ -26,6 +26,7 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
+from .._aio import finish
 from .codec import CheckpointError
 from .store import CheckpointStore, CheckpointStoreError, ClaimingCheckpointStore
 
@@ -91,12 +92,18 @@ class _Claim:
                 await asyncio.shield(self.store.release(self.checkpoint_id, self.owner))
 
     async def release(self) -> None:
-        """Stop renewing and end the claim. A renewal in flight is let finish rather than
-        cancelled: cancelled, its command might still reach the server after the release and
-        leave a claim that blocks the checkpoint until it lapses."""
+        """Stop renewing and end the claim, even if the resume is being cancelled again
+        meanwhile (``finish``: an anyio cancel scope, as when a Starlette client hangs up, cancels
+        every await; the claim would stay and refuse every resume until it lapsed)."""
+        await finish(self._release())
+
+    async def _release(self) -> None:
+        # A renewal in flight is let finish rather than cancelled: cancelled, its command might
+        # still reach the server after the release and leave a claim that blocks the checkpoint
+        # until it lapses.
         self._stop.set()
         if self._renewer is not None:
-            await asyncio.shield(self._renewer)
+            await self._renewer
         if self._lost:
             return  # not ours any more: releasing could end another owner's claim
         try:
