@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import Any
 
-from ._aio import closing
+from ._aio import cancel_and_wait, closing
 from ._checks import check_agents, check_count, check_name
 from ._driver import (
     NO_EVENT,
@@ -435,16 +435,8 @@ def _branch_transfer_error(event: AgentEvent) -> AgentEvent:
 
 
 async def _cancel(tasks: list[asyncio.Task[None]]) -> BaseException | None:
-    """Cancel the unfinished branches and wait for them. Returns the first error one of them
-    ended with instead of its cancellation (its agent's cleanup failed), for the caller to raise
-    when the parallel agent itself is being closed or cancelled, as a sequence would."""
-    pending = [t for t in tasks if not t.done()]
-    for task in pending:
-        task.cancel()
-    if not pending:
-        return None
-    ended = await asyncio.gather(*pending, return_exceptions=True)
-    for result in ended:
-        if isinstance(result, BaseException) and not isinstance(result, asyncio.CancelledError):
-            return result
-    return None
+    """Cancel the unfinished branches and wait for them, through cancellations of our own (see
+    ``cancel_and_wait``). Returns the first error one of them ended with instead of its
+    cancellation (its agent's cleanup failed), for the caller to raise when the parallel agent
+    itself is being closed or cancelled, as a sequence would."""
+    return await cancel_and_wait(tasks)

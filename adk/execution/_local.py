@@ -25,6 +25,7 @@ from collections.abc import (
 )
 from typing import Any
 
+from .._aio import cancel_and_wait
 from .._driver import is_cancellation
 from ..agent import Agent
 from ..checkpoint.store import CheckpointStore
@@ -295,10 +296,8 @@ class _Scheduler:
 
     async def stop(self, feeder: asyncio.Task[None]) -> None:
         """Cancel the reader and every running record, and wait for them to end."""
-        tasks = [feeder, *self.workers]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # Through cancellations of the caller (an anyio cancel scope): see ``cancel_and_wait``.
+        await cancel_and_wait([feeder, *self.workers])
 
 
 async def _each(records: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 
+from .._aio import cancel_and_wait
 from .._driver import is_cancellation, signal_of
 from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
@@ -160,8 +161,5 @@ async def execute_tool_calls(
                 remaining -= 1
             yield item
     finally:
-        pending = [t for t in tasks if not t.done()]
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        # Through cancellations of our own (an anyio cancel scope): see ``cancel_and_wait``.
+        await cancel_and_wait(tasks)
