@@ -149,7 +149,10 @@ class Runner(AsyncCloseable):
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """Start a run; iterate the returned events. Closing the iterator cancels the run."""
+        """Start a run; iterate the returned events. Closing the iterator cancels the run.
+
+        ``session``: a ``Session`` is the run's own, so it holds the run's writes afterwards (pass
+        the same one to carry values across runs); a mapping is copied into a new one."""
         messages = _to_messages(input)
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
@@ -170,7 +173,8 @@ class Runner(AsyncCloseable):
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
     ) -> RunResult:
-        """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error."""
+        """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error.
+        ``session`` as for ``run``; the run's session is ``RunResult.session``."""
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
         values = session if isinstance(session, Session) else Session(session)
