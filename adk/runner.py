@@ -372,7 +372,18 @@ class Runner(AsyncCloseable):
     ) -> AsyncGenerator[AgentEvent, None]:
         data = await self.checkpoint_store.get(checkpoint_id)
         if data is None:
-            raise CheckpointError(f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}")
+            hint = ""
+            if isinstance(self.checkpoint_store, InMemoryCheckpointStore):
+                # The default store: a resume in another process, or after a restart, lands here.
+                hint = (
+                    "; the in-memory store (the default) holds the pauses of this process only: "
+                    "to resume in another process or after a restart, give the Runner a store "
+                    "they share (SQLiteCheckpointStore, RedisCheckpointStore, "
+                    "PostgresCheckpointStore)"
+                )
+            raise CheckpointError(
+                f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}{hint}"
+            )
         body = decode_checkpoint(data, checkpoint_id)
         if body.get("finished"):
             raise CheckpointError(

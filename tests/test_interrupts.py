@@ -10,6 +10,7 @@ them.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -34,7 +35,7 @@ from adk import (
     SequentialAgent,
     ToolContext,
 )
-from adk.checkpoint import CheckpointStoreError, InMemoryCheckpointStore
+from adk.checkpoint import CheckpointStoreError, InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
@@ -346,6 +347,25 @@ async def test_unknown_checkpoint_id_is_a_clear_error() -> None:
         await collect(runner.resume("missing-42", "x"))
     with pytest.raises(CheckpointError, match="no checkpoint 'missing-42'"):
         await runner.invoke_resume("missing-42")
+
+
+async def test_a_checkpoint_missing_from_the_default_store_says_it_holds_this_process_only(
+    tmp_path: Path,
+) -> None:
+    # A service that pauses in one worker and resumes in another (or after a restart) with the
+    # default store finds nothing, and the error says why and what to use instead.
+    with pytest.raises(CheckpointError) as missing:
+        await Runner(Asker("root")).invoke_resume("paused-elsewhere")
+    assert "the in-memory store (the default) holds the pauses of this process only" in str(
+        missing.value
+    )
+    assert "SQLiteCheckpointStore" in str(missing.value)
+
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        with pytest.raises(CheckpointError) as missing:
+            await Runner(Asker("root"), checkpoint_store=store).invoke_resume("paused-elsewhere")
+    assert "no checkpoint 'paused-elsewhere' in SQLiteCheckpointStore" in str(missing.value)
+    assert "in-memory" not in str(missing.value)
 
 
 async def test_checkpoint_of_another_agent_is_a_clear_error() -> None:
