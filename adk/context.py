@@ -222,6 +222,13 @@ class RunContext:
         return self._run.session
 
     @property
+    def run_id(self) -> str:
+        """The run's id: ``run_id=`` given to ``Runner.run``/``invoke`` (a conversation id), else
+        one made for the run. It stays the same across a pause and its resumes, is shared by
+        ``AgentTool`` nested runs, and is what tracing reports as ``gen_ai.conversation.id``."""
+        return self._run.run_id
+
+    @property
     def agent_name(self) -> str:
         """The name of the agent this context belongs to: the last element of ``run_path``."""
         return self.run_path[-1] if self.run_path else ""

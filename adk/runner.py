@@ -160,10 +160,24 @@ class Runner(AsyncCloseable):
         ctx = _root_context(self, self._new_run(messages, values, run_id))
         return self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
 
-    def resume(self, checkpoint_id: str, resume: Any = None) -> AsyncGenerator[AgentEvent, None]:
+    def resume(
+        self,
+        checkpoint_id: str,
+        resume: Any = None,
+        *,
+        session: Session | Mapping[str, Any] | None = None,
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Continue a paused run. ``resume`` is ``{point_id: data}``, or plain data when exactly one
-        point is pending; ``None`` resumes every pending point without data."""
-        return self._resume(checkpoint_id, resume)
+        point is pending; ``None`` resumes every pending point without data.
+
+        ``session``: a ``Session`` for the resumed run, to read its values during and after the
+        run. The checkpoint's saved values are written into it (they win over the same keys);
+        other values already in it stay, e.g. who approved. A mapping is copied into a new one;
+        without either, the run gets a new ``Session`` holding the saved values."""
+        if session is not None and not isinstance(session, Session):
+            _check_run_options(session, None)
+            session = Session(session)
+        return self._resume(checkpoint_id, resume, None, session)
 
     async def invoke(
         self,
@@ -239,10 +253,19 @@ class Runner(AsyncCloseable):
                 await _finish_root(own, collected)
         return collected.result(values)
 
-    async def invoke_resume(self, checkpoint_id: str, resume: Any = None) -> RunResult:
-        """``resume`` collected like ``invoke``."""
+    async def invoke_resume(
+        self,
+        checkpoint_id: str,
+        resume: Any = None,
+        *,
+        session: Session | Mapping[str, Any] | None = None,
+    ) -> RunResult:
+        """``resume`` collected like ``invoke``; the run's session is ``RunResult.session``."""
+        if session is not None and not isinstance(session, Session):
+            _check_run_options(session, None)
+            session = Session(session)
         box: list[Session] = []
-        return await _collect(self._resume(checkpoint_id, resume, box), box)
+        return await _collect(self._resume(checkpoint_id, resume, box, session), box)
 
     # -- internals ---------------------------------------------------------------------------
     def _new_run(
@@ -350,12 +373,16 @@ class Runner(AsyncCloseable):
         return event
 
     async def _resume(
-        self, checkpoint_id: str, resume: Any, session_box: list[Session] | None = None
+        self,
+        checkpoint_id: str,
+        resume: Any,
+        session_box: list[Session] | None = None,
+        session: Session | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         async with one_resume(self.checkpoint_store, checkpoint_id) as claim:
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
-            resumed = self._resume_claimed(checkpoint_id, resume, session_box, claim)
+            resumed = self._resume_claimed(checkpoint_id, resume, session_box, session, claim)
             try:
                 async with closing(resumed) as events:
                     async for event in events:
@@ -368,6 +395,7 @@ class Runner(AsyncCloseable):
         checkpoint_id: str,
         resume: Any,
         session_box: list[Session] | None,
+        given: Session | None,
         claim: _Claim | None,
     ) -> AsyncGenerator[AgentEvent, None]:
         data = await self.checkpoint_store.get(checkpoint_id)
@@ -397,7 +425,11 @@ class Runner(AsyncCloseable):
                 f"not to {self.agent.name!r}"
             )
         targets = _targets(snapshot.signal, resume)
-        session = Session(snapshot.session)
+        if given is None:
+            session = Session(snapshot.session)
+        else:
+            session = given
+            session.update(snapshot.session)
         if session_box is not None:
             session_box.append(session)
         plan = _ResumePlan(snapshot.signal, targets)

@@ -557,6 +557,96 @@ async def test_session_values_and_history_survive_the_resume() -> None:
     assert result.text == "all done"
 
 
+async def test_a_session_given_to_resume_holds_the_saved_values_and_the_runs_writes() -> None:
+    def finish(ctx: RunContext) -> AgentEvent:
+        ctx.session["paid_by"] = ctx.session["approver"]
+        return AgentEvent.of("paid")
+
+    def build() -> SequentialAgent:
+        return SequentialAgent("root", [Asker("ask"), ScriptAgent("pay", finish)])
+
+    store = DictStore()
+    info = pause_of(
+        await collect(
+            Runner(build(), checkpoint_store=store).run(
+                "hi", session={"user": "Ann", "approver": "saved"}
+            )
+        )
+    )
+    # Another process: it adds who approved, and reads the session after a streamed resume.
+    session = adk.Session({"approver": "Bob", "request": 7})
+    events = await collect(
+        Runner(build(), checkpoint_store=store).resume(info.checkpoint_id, "yes", session=session)
+    )
+
+    assert events[-1].output is not None and events[-1].output.message is not None
+    assert events[-1].output.message.content == "paid"
+    # The saved values win over the same keys (the paused run's own state); the rest stays.
+    assert session.values == {"user": "Ann", "approver": "saved", "request": 7, "paid_by": "saved"}
+
+
+async def test_resume_copies_a_mapping_session_and_refuses_other_types() -> None:
+    store = DictStore()
+    runner = Runner(SequentialAgent("root", [Asker("ask")]), checkpoint_store=store)
+    info = pause_of(await collect(runner.run("hi", session={"user": "Ann"})))
+    extra = {"approver": "Bob"}
+
+    with pytest.raises(TypeError, match="session must be a Session or a mapping, got list"):
+        runner.resume(info.checkpoint_id, "yes", session=["approver"])  # type: ignore[arg-type]
+    result = await runner.invoke_resume(info.checkpoint_id, "yes", session=extra)
+
+    assert result.session.values == {"user": "Ann", "approver": "Bob"}
+    assert extra == {"approver": "Bob"}  # copied, not written to
+
+
+async def test_a_missing_checkpoint_leaves_the_given_session_untouched() -> None:
+    session = adk.Session({"approver": "Bob"})
+    with pytest.raises(CheckpointError):
+        await Runner(Asker("ask")).invoke_resume("nope", "yes", session=session)
+    assert session.values == {"approver": "Bob"}
+
+
+async def test_run_id_is_the_same_for_every_agent_and_tool_of_a_run_and_across_its_resume() -> None:
+    seen: list[tuple[str, str]] = []
+
+    @adk.tool
+    def lookup(ctx: ToolContext) -> str:
+        """Look something up."""
+        seen.append(("tool", ctx.run_id))
+        return "found"
+
+    def note(ctx: RunContext) -> AgentEvent:
+        seen.append((ctx.agent_name, ctx.run_id))
+        return AgentEvent.of("noted")
+
+    def build() -> SequentialAgent:
+        helper = ReActAgent(
+            "helper",
+            ScriptedModel([Reply(tool_calls=[tool_call("lookup")]), "helped"]),
+            description="Helps.",
+            tools=[lookup],
+        )
+        caller = ReActAgent(
+            "caller",
+            ScriptedModel([Reply(tool_calls=[tool_call("helper", {"request": "go"})]), "called"]),
+            tools=[adk.AgentTool(helper)],
+        )
+        return SequentialAgent("root", [ScriptAgent("first", note), Asker("ask"), caller])
+
+    store = DictStore()
+    info = pause_of(
+        await collect(Runner(build(), checkpoint_store=store).run("hi", run_id="conv-1"))
+    )
+    await collect(Runner(build(), checkpoint_store=store).resume(info.checkpoint_id, "yes"))
+    assert seen == [("first", "conv-1"), ("tool", "conv-1")]
+
+    seen.clear()
+    await Runner(build()).invoke("hi")
+    await Runner(build()).invoke("hi")
+    ids = {run_id for _, run_id in seen}
+    assert len(ids) == 2 and "" not in ids  # one id per run, made for it
+
+
 async def test_the_resumed_agent_sees_history_recorded_before_the_pause() -> None:
     asker = Asker("ask", pause_on=(1,))
     runner = Runner(SequentialAgent("root", [ScriptAgent("first", "hello"), asker]))

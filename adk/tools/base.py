@@ -108,6 +108,11 @@ class ToolContext:
         return self.run_context.session
 
     @property
+    def run_id(self) -> str:
+        """The run's id (``RunContext.run_id``): the conversation a tool call belongs to."""
+        return self.run_context.run_id
+
+    @property
     def run_path(self) -> tuple[str, ...]:
         """The run path of the agent that made the call."""
         return self.run_context.run_path
