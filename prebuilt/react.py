@@ -43,7 +43,7 @@ from adk.checkpoint._state import SavedState
 from adk.history import _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal
 from adk.models import _call
-from adk.tools._executor import ToolOutcome, execute_tool_calls
+from adk.tools._executor import ToolOutcome, execute_tool_calls, unique_call_ids
 
 from ._instruction import render_instruction
 from ._output import (
@@ -276,7 +276,7 @@ class _ReActCore:
                 yield AgentEvent.of(reply)
             messages.append(reply)
             if len(reply.tool_calls) > 1:
-                _unique_call_ids(reply.tool_calls)
+                unique_call_ids(reply.tool_calls)
             if not reply.tool_calls:
                 schema = owner.output_schema
                 if schema is None:
@@ -468,17 +468,6 @@ def _emission_order(messages: list[Message], held: list[Message], exits: list[st
 def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bool:
     """Whether ``first`` comes before ``second`` in the model's order of ``calls``."""
     return calls.index(first) < calls.index(second)
-
-
-def _unique_call_ids(calls: Sequence[ToolCall]) -> None:
-    """Give calls of one reply that share an id (servers that number every call "call_0", or
-    send none) ids of their own, in place: results are matched to calls, and pauses addressed, by
-    id. In place, so the reply the history recorded and the next request carry the same ids."""
-    seen: set[str] = set()
-    for index, call in enumerate(calls):
-        if call.id in seen or not call.id:
-            call.id = f"{call.id or 'call'}~{index}"
-        seen.add(call.id)
 
 
 def _free_tool_choice(options: ModelOptions | None) -> ModelOptions | None:

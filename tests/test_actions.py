@@ -713,6 +713,74 @@ async def test_on_resume_calls_sharing_an_id_and_tool_keep_their_own_answers() -
     assert answers == ["spent 100", "spent 1"]
 
 
+async def test_paused_calls_sharing_an_id_and_tool_get_points_of_their_own() -> None:
+    """A model may number every call of a reply alike: each pausing call must still be a point a
+    person answers on its own, and the ids the model sees next match its results, as in
+    ``ReActAgent``."""
+    requested: list[list[str]] = []
+
+    class Watcher(Asker):
+        @action(ToolRequestEvent)
+        def watch(self, event: ToolRequestEvent, ctx: ActionContext) -> None:
+            requested.append([call.id for call in event.tool_calls])
+
+    twins = [tool_call("pay", {"amount": 1}, "c"), tool_call("pay", {"amount": 2}, "c")]
+    model = ScriptedModel([Reply(tool_calls=twins), "done"])
+    runner = Runner(
+        Watcher("a", ("pay",), resources=_resources(model, pay)),
+        checkpoint_store=InMemoryCheckpointStore(),
+    )
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    first, second = paused.interrupt.points
+    assert first.id.endswith("/tool:pay#c") and second.id.endswith("/tool:pay#c~1")
+    assert requested == [["c", "c~1"]]  # an action watching the round sees the ids used
+
+    again = await runner.invoke_resume("cp", {second.id: {"approved": True}})
+    assert again.interrupt is not None and [p.id for p in again.interrupt.points] == [first.id]
+    assert PAID == [2]
+    done = await runner.invoke_resume("cp", {first.id: {"approved": False}})
+    assert done.text == "done" and PAID == [2]
+    sent = model.requests[-1].messages
+    assert [c.id for c in sent[-3].tool_calls] == ["c", "c~1"]
+    assert [(m.tool_call_id, m.content) for m in sent[-2:]] == [
+        ("c", "Error: the call to 'pay' was not approved"),
+        ("c~1", "paid 2"),
+    ]
+
+
+async def test_a_tool_request_an_action_sends_with_one_id_twice_pauses_per_call() -> None:
+    """The same for a request an action sends itself: its calls are renamed in place, so the
+    response's messages still answer the request's calls."""
+    seen: list[list[str | None]] = []
+
+    class Direct(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            calls = [tool_call("pay", {"amount": a}, "p") for a in (1, 2)]
+            ctx.send_event(ToolRequestEvent(tool_calls=calls))
+
+        @action(ToolResponseEvent)
+        def done(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+            seen.append([m.tool_call_id for m in event.responses])
+            ctx.send_event(OutputEvent(output=[m.content for m in event.responses]))
+
+    runner = Runner(
+        Direct("d", resources=_resources(ScriptedModel(), pay)),
+        checkpoint_store=InMemoryCheckpointStore(),
+    )
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    assert [p.id.rsplit("/", 1)[1] for p in paused.interrupt.points] == [
+        "tool:pay#p",
+        "tool:pay#p~1",
+    ]
+    answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+    done = await runner.invoke_resume("cp", answers)
+    assert done.output == ["paid 1", "paid 2"] and PAID == [1, 2]
+    assert seen == [["p", "p~1"]]
+
+
 async def test_a_checkpoint_without_answer_places_resumes_calls_sharing_an_id_by_tool_name() -> (
     None
 ):

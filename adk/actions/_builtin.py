@@ -19,7 +19,7 @@ from ..events import AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal
 from ..messages import Message, ToolCall
 from ..models._call import generate
-from ..tools._executor import execute_tool_calls
+from ..tools._executor import execute_tool_calls, unique_call_ids
 from ..tools.base import Tool
 from .events import (
     ChatRequestEvent,
@@ -80,6 +80,8 @@ async def _ask(
     if not reply.tool_calls:
         ctx.send_event(_chat_response_event(request.id, reply))
         return
+    if len(reply.tool_calls) > 1:  # before any action sees them: the ids the history keeps
+        unique_call_ids(reply.tool_calls)
     if rounds >= request.max_tool_rounds:
         raise ActionError(
             f"model {request.model!r} still calls tools after {rounds} round(s) "
@@ -93,7 +95,7 @@ async def _ask(
 async def tool_action(event: Event, ctx: ActionContext) -> None:
     """Run a ``ToolRequestEvent``'s calls concurrently and answer with one ``ToolResponseEvent``.
 
-    A call to a tool the request does not allow, or that no resource provides, is answered with an
+    Calls that share an id are given ids of their own first (``<id>~<place>``, in place). A call to a tool the request does not allow, or that no resource provides, is answered with an
     error message the model can read. A call that interrupts pauses the run; on resume only the
     calls still open run again (the finished ones' answers are saved with the pause).
     """
@@ -101,9 +103,16 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
         raise ActionError(f"the tool action does not take {type(event).__name__}")
     calls = event.tool_calls
     # Answers by the call's place in the request, not its id: a model may give two calls one id
-    # (or none), and each still gets its own answer, as in ``ReActAgent``.
+    # (or none), and each still gets its own answer, as in ``ReActAgent``. A request an action
+    # made itself may share ids too: its calls get ids of their own (in place, so the response
+    # answers the request's calls), else two pausing calls would be one interrupt point. Not on
+    # resume: the saved request already has them, or was saved before ids were made unique and
+    # its pauses are addressed by the ids it holds.
     done: dict[int, Message] = {}
-    if ctx.resume is not None:
+    if ctx.resume is None:
+        if len(calls) > 1:
+            unique_call_ids(calls)
+    else:
         done = _saved_answers(SavedState(f"action '{ctx.action_name}'", ctx.resume.state), calls)
     allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}

@@ -21,7 +21,7 @@ from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
 from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec
 
-__all__ = ["ToolOutcome", "execute_tool_calls", "run_tool_call"]
+__all__ = ["ToolOutcome", "execute_tool_calls", "run_tool_call", "unique_call_ids"]
 
 
 @dataclass(slots=True)
@@ -58,6 +58,18 @@ class _UnknownTool:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def unique_call_ids(calls: Sequence[ToolCall]) -> None:
+    """Give calls of one reply that share an id (servers that number every call "call_0", or
+    send none) ids of their own, ``<id>~<place>``: results are matched to calls, and pauses
+    addressed, by id. In place, so the reply the history recorded, the results and the next request
+    carry the same ids. Used by ``ReActAgent`` and the event-driven tool action alike."""
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        if call.id in seen or not call.id:
+            call.id = f"{call.id or 'call'}~{index}"
+        seen.add(call.id)
 
 
 async def run_tool_call(
