@@ -1,6 +1,8 @@
 """Argument checks shared by the constructors: a wrong argument fails where it is given, naming
 the parameter and the value, not later inside a run with an ``AttributeError`` or a comparison
-error from deep in the framework. Construction-time only: nothing here is on a per-event path.
+error from deep in the framework. Construction-time only: nothing here is on a per-event path
+(the event helpers that use it, ``AgentEvent.transfer`` say, make rare events; ``AgentEvent.of``
+checks inline).
 """
 
 from __future__ import annotations
@@ -8,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["check_agent", "check_agents", "check_count", "check_name"]
+__all__ = ["check_agent", "check_agents", "check_count", "check_name", "shown"]
 
 
 def check_name(name: object, what: str) -> str:
     """``name`` if it is a non-empty str; ``what`` says whose name it is (``"an agent"``)."""
     if not isinstance(name, str):
-        raise TypeError(f"{what} needs a str name, got {_shown(name)}")
+        raise TypeError(f"{what} needs a str name, got {shown(name)}")
     if not name:
         raise ValueError(f"{what} needs a non-empty name")
     return name
@@ -33,7 +35,7 @@ def check_agent(value: object, what: str) -> None:
     elif callable(getattr(value, "run", None)):
         problem = f"{type(value).__name__} with name {name!r} (it needs a non-empty str name)"
     else:
-        problem = _shown(value)
+        problem = shown(value)
     raise TypeError(
         f"{what}: expected an agent (an object with a non-empty str name and a run method), "
         f"got {problem}"
@@ -44,7 +46,7 @@ def check_agents(values: object, owner: str) -> list[Any]:
     """The sub-agents in ``values`` as a list, each checked; ``owner`` names the agent they are
     given to (``"SequentialAgent 'seq'"``), and an error names the position too."""
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
-        raise TypeError(f"{owner}: sub_agents must be a list of agents, got {_shown(values)}")
+        raise TypeError(f"{owner}: sub_agents must be a list of agents, got {shown(values)}")
     agents = list(values)
     for index, agent in enumerate(agents):
         check_agent(agent, f"{owner}: sub_agents[{index}]")
@@ -58,12 +60,12 @@ def check_count(value: object, name: str, *, optional: bool = False) -> None:
         return
     wanted = "an int >= 1" + (" or None" if optional else "")
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be {wanted}, got {_shown(value)}")
+        raise TypeError(f"{name} must be {wanted}, got {shown(value)}")
     if value < 1:
         raise ValueError(f"{name} must be {wanted}, got {value!r}")
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
     """``value`` for an error message: its type, and its repr when short."""
     text = repr(value)
     if len(text) > 60:

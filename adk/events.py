@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._checks import check_name, shown
 from .interrupts import InterruptInfo, _InterruptSignal
 from .messages import Message, Role
 from .streams import MessageStream
@@ -58,6 +59,12 @@ class AgentOutput:
         given = (message is not None) + (stream is not None) + (custom is not None)
         if given > 1:
             raise ValueError("AgentOutput holds exactly one of message, stream or custom")
+        if message is not None and not isinstance(message, Message):
+            raise TypeError(f"AgentOutput(message=...) takes a Message, got {shown(message)}")
+        if stream is not None and not isinstance(stream, MessageStream):
+            raise TypeError(f"AgentOutput(stream=...) takes a MessageStream, got {shown(stream)}")
+        if tool_name is not None and not isinstance(tool_name, str):
+            raise TypeError(f"AgentOutput(tool_name=...) takes a str, got {shown(tool_name)}")
         self.message = message
         self.stream = stream
         self.custom = custom
@@ -106,8 +113,12 @@ class AgentEvent:
     @classmethod
     def of(cls, message: Message | str, *, agent_name: str = "") -> AgentEvent:
         """An event carrying one message (a string becomes an assistant message)."""
-        if isinstance(message, str):
-            message = Message.assistant(message)
+        if type(message) is not Message:  # the common case costs one identity test
+            if isinstance(message, str):
+                message = Message.assistant(message)
+            elif not isinstance(message, Message):
+                # Else the event would be made and fail later, far from here, on a missing .role.
+                raise TypeError(f"AgentEvent.of takes a Message or a str, got {shown(message)}")
         # Made for nearly every message an agent emits: the event and its output are built with
         # their fields set directly, no keyword handling or argument checks.
         output = _new(AgentOutput)
@@ -127,6 +138,8 @@ class AgentEvent:
     def streaming(cls, stream: MessageStream, *, role: Role = Role.ASSISTANT) -> AgentEvent:
         """An event carrying ``stream`` while it is still arriving. The framework records the
         joined message in history once the stream ends, before it pulls the agent's next event."""
+        if not isinstance(stream, MessageStream):  # None would make an event with no output
+            raise TypeError(f"AgentEvent.streaming takes a MessageStream, got {shown(stream)}")
         return cls(output=AgentOutput(stream=stream, role=role))
 
     @classmethod
@@ -146,6 +159,7 @@ class AgentEvent:
         """An action event that ends the emitting agent and asks the enclosing flow
         (``with_sub_agents``) to run ``agent_name`` next; if no flow can, the run fails with a
         ``TransferError``."""
+        check_name(agent_name, "AgentEvent.transfer")
         return cls(action=AgentAction(transfer_to=agent_name))
 
     @classmethod
@@ -158,6 +172,8 @@ class AgentEvent:
     def from_error(cls, exc: BaseException) -> AgentEvent:
         """An error event for ``exc``: ``error`` is its serialisable summary, ``exception`` the
         live object (never saved). The framework stops the agent after it."""
+        if not isinstance(exc, BaseException):
+            raise TypeError(f"AgentEvent.from_error takes an exception, got {shown(exc)}")
         return cls(error=ErrorInfo.of(exc), exception=exc)
 
     # -- readers ------------------------------------------------------------------------------

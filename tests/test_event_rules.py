@@ -356,6 +356,36 @@ def test_event_of_sets_every_field_like_the_constructor() -> None:
     assert fast.output.role == slow.output.role == "tool"  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize(
+    ("make", "complaint"),
+    [
+        (lambda: AgentEvent.of(None), "AgentEvent.of takes a Message or a str, got None"),
+        (lambda: AgentEvent.of({"role": "user"}), "AgentEvent.of takes a Message or a str"),
+        (lambda: AgentEvent.streaming(None), "AgentEvent.streaming takes a MessageStream"),
+        (lambda: AgentEvent.streaming("text"), "AgentEvent.streaming takes a MessageStream"),
+        (lambda: AgentEvent.transfer(None), "AgentEvent.transfer needs a str name"),
+        (lambda: AgentEvent.from_error("boom"), "AgentEvent.from_error takes an exception"),
+        (lambda: AgentOutput(message="hi"), r"AgentOutput\(message=...\) takes a Message"),
+        (lambda: AgentOutput(stream=[]), r"AgentOutput\(stream=...\) takes a MessageStream"),
+        (lambda: AgentOutput(custom=1, tool_name=3), r"AgentOutput\(tool_name=...\) takes a str"),
+    ],
+)
+def test_event_helpers_refuse_a_wrong_type_where_it_is_given(make: Any, complaint: str) -> None:
+    """Else the event is made and fails later, far from the mistake (``None.role`` in a runner),
+    or passes for an event with no output or no transfer at all."""
+    with pytest.raises(TypeError, match=complaint):
+        make()
+
+
+def test_event_of_still_takes_message_subclasses_and_text() -> None:
+    class Tagged(Message):
+        pass
+
+    tagged = Tagged(role="user", content="hi")
+    assert AgentEvent.of(tagged).message is tagged
+    assert AgentEvent.of("hi").message == Message.assistant("hi")
+
+
 # -- what an agent may yield ----------------------------------------------------------------------
 BREAK = AgentEvent.break_loop()  # a shared constant, yielded in run after run
 
