@@ -17,7 +17,7 @@ import pydantic_core
 from pydantic import BaseModel, ValidationError
 
 from ._aio import closing
-from ._checks import check_agent
+from ._checks import check_agent, shown
 from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
 from .checkpoint._snapshot import dump_history, load_history
@@ -51,8 +51,15 @@ class AgentTool:
         emit_inner_events: bool = False,
     ) -> None:
         check_agent(agent, "AgentTool(agent)")
-        if not agent.description:
-            raise ValueError("AgentTool needs an agent with a non-empty name and description")
+        description = agent.description
+        if not isinstance(description, str):
+            raise TypeError(f"AgentTool needs a str description, got {shown(description)}")
+        if not description.strip():
+            # The model decides when to call the tool from it: blank is as good as none.
+            raise ValueError(
+                f"AgentTool needs an agent with a non-empty description; agent {agent.name!r} has "
+                f"{description!r}"
+            )
         if not _is_tool_name(agent.name):
             # The tool is called by the agent's name, so the name must be a valid tool name.
             suggestion = re.sub(r"[^a-zA-Z0-9_-]", "_", agent.name)[:64]

@@ -66,6 +66,27 @@ def test_agent_tool_is_named_and_described_after_the_agent() -> None:
         AgentTool(ScriptAgent("x", description=""))
 
 
+@pytest.mark.parametrize("description", [" ", "\n\t "])
+def test_agent_tool_refuses_a_blank_description(description: str) -> None:
+    """The model decides when to call the tool from its description: a blank one is as empty as
+    "" (DESIGN: both name and description must be non-empty)."""
+    with pytest.raises(ValueError, match="AgentTool needs an agent with a non-empty description"):
+        AgentTool(ScriptAgent("helper", description=description))
+
+
+def test_agent_tool_refuses_a_description_that_is_no_str() -> None:
+    agent = ScriptAgent("helper", description=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="AgentTool needs a str description, got int 3"):
+        AgentTool(agent)
+
+
+@pytest.mark.parametrize("name", [" ", "\t"])
+def test_agent_tool_refuses_a_blank_name_as_no_tool_name(name: str) -> None:
+    """Already refused by the tool-name rule; kept here with the description's tests."""
+    with pytest.raises(ValueError, match="cannot be a tool name"):
+        AgentTool(ScriptAgent(name, description="Helps"))
+
+
 def test_agent_tool_refuses_what_is_not_an_agent() -> None:
     with pytest.raises(TypeError, match=r"AgentTool\(agent\): expected an agent .* got None"):
         AgentTool(None)  # type: ignore[arg-type]
