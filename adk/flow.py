@@ -10,7 +10,7 @@ its run path; on resume the chain is not re-run, the interrupted agent resumes.
 
 from __future__ import annotations
 
-import contextlib
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -48,9 +48,8 @@ class FlowAgent:
         check_agent(agent, "FlowAgent(agent)")
         self.agent = agent
         # Remember the node on the agent, so wiring it later (top-down or bottom-up) reuses it.
-        if getattr(agent, "_adk_flow", None) is None:
-            with contextlib.suppress(AttributeError):
-                agent._adk_flow = self  # type: ignore[attr-defined]
+        if _get_link(agent, _FLOW) is None:
+            _set_link(agent, _FLOW, self)
         self.name = agent.name
         self.description = agent.description
         self.parent: FlowAgent | None = None
@@ -62,17 +61,18 @@ class FlowAgent:
     def _set_sub_agents(self, sub_agents: Iterable[Agent], allow_transfer_to_parent: bool) -> None:
         if self.sub_agents:
             raise ValueError(f"agent {self.name!r} already has sub-agents")
-        # All checked before any is adopted: a bad one must not leave the others half wired.
+        # All checked (type, name, parent) before any is adopted: a bad one must not leave the
+        # others claimed by a parent that never got them.
         subs: list[Agent] = check_agents(sub_agents, f"agent {self.name!r}")
-        nodes: list[FlowAgent] = []
         seen: set[str] = set()
         for sub in subs:
             if sub.name in seen or sub.name == self.name:
                 raise ValueError(f"duplicate agent name {sub.name!r} under {self.name!r}")
             seen.add(sub.name)
-            node = _adopt(self, sub)
+            _check_parent(self, sub)
+        nodes = [_adopt(self, sub) for sub in subs]
+        for node in nodes:
             node.may_transfer_to_parent = allow_transfer_to_parent
-            nodes.append(node)
         self.sub_agents = nodes
 
     def find(self, name: str) -> FlowAgent | None:
@@ -210,18 +210,60 @@ def _transfer_failed(target: str, source: str, cause: AgentEvent) -> AgentEvent:
     return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
 
 
-def _adopt(parent: FlowAgent, agent: Agent) -> FlowAgent:
-    """Make ``agent`` a sub-agent of ``parent``; an agent may have only one parent."""
-    # An agent that brings its own flow (a ReActAgent with sub-agents) joins the graph through it.
-    node = agent if isinstance(agent, FlowAgent) else getattr(agent, "_adk_flow", None)
-    holder: Any = node.agent if node is not None else agent
-    current = getattr(holder, "_adk_parent", None)
+# The links wiring keeps on an agent: the node that represents it in a transfer graph, and the flow
+# it was made a sub-agent of (one parent only).
+_FLOW, _PARENT = "_adk_flow", "_adk_parent"
+
+# The links of agents that take no attributes (``__slots__`` without ``__dict__``, a frozen
+# dataclass), by the agent's id and the link's name. Held weakly, and the flow a link names keeps
+# the agent alive (a node holds its agent, a parent its sub-agents' nodes): while an entry's flow
+# lives, its id cannot pass to another object, and the entry goes when the flow does. Wiring reads
+# it, never a run.
+_links: dict[tuple[int, str], weakref.ref[FlowAgent]] = {}
+
+
+def _get_link(agent: object, name: str) -> Any:
+    found = getattr(agent, name, None)
+    if found is None and _links:
+        ref = _links.get((id(agent), name))
+        if ref is not None:
+            found = ref()
+    return found
+
+
+def _set_link(agent: object, name: str, flow: FlowAgent) -> None:
+    try:
+        setattr(agent, name, flow)
+    except AttributeError:  # takes no attributes: kept beside it
+        key = (id(agent), name)
+
+        def forget(ref: weakref.ref[FlowAgent]) -> None:
+            if _links.get(key) is ref:  # not a newer link for the same key
+                del _links[key]
+
+        _links[key] = weakref.ref(flow, forget)
+
+
+def _node_and_holder(agent: Agent) -> tuple[FlowAgent | None, Any]:
+    """The node ``agent`` already has (an agent that brings its own flow, a ``ReActAgent`` with
+    sub-agents, joins the graph through it), and the object its parent is recorded on."""
+    node = agent if isinstance(agent, FlowAgent) else _get_link(agent, _FLOW)
+    return node, (node.agent if node is not None else agent)
+
+
+def _check_parent(parent: FlowAgent, agent: Agent) -> None:
+    """Refuse a second parent: an agent may have only one."""
+    current = _get_link(_node_and_holder(agent)[1], _PARENT)
     if current is not None and current is not parent:
         raise ValueError(
             f"agent {agent.name!r} already has parent {current.name!r}; an agent has one parent"
         )
-    with contextlib.suppress(AttributeError):  # an object that takes no attributes: no check
-        holder._adk_parent = parent
+
+
+def _adopt(parent: FlowAgent, agent: Agent) -> FlowAgent:
+    """Make ``agent`` (checked by ``_check_parent``) a sub-agent of ``parent``."""
+    node, holder = _node_and_holder(agent)
+    _set_link(holder, _PARENT, parent)
     if node is None:
         node = FlowAgent(agent)
     node.parent = parent
@@ -243,7 +285,7 @@ def with_sub_agents(
     bounds the transfers of one run through this agent."""
     check_agent(agent, "with_sub_agents(agent)")
     check_count(max_transfers, "max_transfers", optional=True)
-    flow = agent if isinstance(agent, FlowAgent) else getattr(agent, "_adk_flow", None)
+    flow = agent if isinstance(agent, FlowAgent) else _get_link(agent, _FLOW)
     if not isinstance(flow, FlowAgent):
         flow = FlowAgent(agent)
     if history_rewriter is not None:  # first, so the sub-agents adopted next inherit it

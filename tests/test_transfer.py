@@ -4,12 +4,18 @@ one parent per agent, allow_transfer_to_parent, and the unknown-agent error."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import gc
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from conftest import ScriptAgent, act_transfer, run_events
 
 from adk import (
     AgentEvent,
+    AgentInput,
     Message,
     RunContext,
     RunError,
@@ -146,6 +152,84 @@ async def test_wiring_sub_agents_top_down_is_not_silently_lost() -> None:
         return  # refused clearly: fine
     events = await run_events(root)
     assert simplify_events(events)[-1] == "C: reached C"
+
+
+class _Slotted:
+    """An agent whose class has ``__slots__`` and no ``__dict__``: it takes no attribute the SDK
+    could mark it with. ``__weakref__`` only so a test can watch it being collected."""
+
+    __slots__ = ("__weakref__", "description", "name", "says")
+
+    def __init__(self, name: str, says: str | None = None) -> None:
+        self.name, self.description, self.says = name, "", says
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if self.says is None:
+            yield AgentEvent.transfer("C")
+        else:
+            yield AgentEvent.of(self.says)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Frozen:
+    """An agent that refuses attributes another way: a frozen dataclass."""
+
+    name: str
+    description: str = ""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.of("frozen")
+
+
+@pytest.mark.parametrize("make", [_Slotted, _Frozen])
+def test_an_agent_that_takes_no_attributes_has_one_parent_too(make: Any) -> None:
+    shared = make("shared")
+    first = with_sub_agents(ScriptAgent("P1"), [shared])
+    with pytest.raises(ValueError, match="already has parent 'P1'"):
+        with_sub_agents(ScriptAgent("P2"), [shared])
+    assert [node.name for node in first.sub_agents] == ["shared"]
+
+
+async def test_an_agent_that_takes_no_attributes_can_be_wired_top_down() -> None:
+    """Its node in the parent's graph is found again (the parent holds it), as for other agents."""
+    b = _Slotted("B")
+    root = with_sub_agents(ScriptAgent("A", act_transfer("B")), [b])
+    with_sub_agents(b, [ScriptAgent("C", "reached C")])
+    events = await run_events(root)
+    assert simplify_events(events)[-1] == "C: reached C"
+
+
+async def test_an_agent_that_takes_no_attributes_can_be_wired_bottom_up() -> None:
+    b = _Slotted("B")
+    flow = with_sub_agents(b, [ScriptAgent("C", "reached C")])
+    root = with_sub_agents(ScriptAgent("A", act_transfer("B")), [b])
+    assert root.sub_agents == [flow]
+    events = await run_events(root)
+    assert simplify_events(events)[-1] == "C: reached C"
+
+
+def test_the_parent_of_an_agent_that_takes_no_attributes_is_not_kept_alive_by_it() -> None:
+    """The links are weak: dropping the flows frees the agents (and their entries), as an
+    attribute on the agent would."""
+    child = _Slotted("child", "hi")
+    with_sub_agents(_Slotted("parent", "hi"), [child])
+    watched = weakref.ref(child)
+    del child
+    gc.collect()
+    assert watched() is None
+    again = _Slotted("child", "hi")  # may reuse the freed id: no stale parent
+    with_sub_agents(ScriptAgent("other"), [again])
+
+
+def test_a_refused_sub_agent_list_adopts_none_of_them() -> None:
+    """Every sub-agent is checked (names, parents) before any is adopted: a refused list must not
+    leave the earlier ones claimed by a parent that never got them."""
+    first, owned = ScriptAgent("first"), ScriptAgent("owned")
+    with_sub_agents(ScriptAgent("owner"), [owned])
+    for subs in ([first, ScriptAgent("x"), ScriptAgent("x")], [first, owned]):
+        with pytest.raises(ValueError):
+            with_sub_agents(ScriptAgent("P"), subs)
+    assert [n.name for n in with_sub_agents(ScriptAgent("Q"), [first]).sub_agents] == ["first"]
 
 
 def test_sub_agent_names_must_be_unique() -> None:
