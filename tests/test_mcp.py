@@ -504,13 +504,19 @@ async def test_stdio_server_dying_mid_call_is_an_error_then_the_next_call_reconn
     tmp_path: Path,
 ) -> None:
     refuse = tmp_path / "refuse-to-start"
-    async with MCPToolset(stdio(env={"DEMO_REFUSE_START_FILE": str(refuse)})) as toolset:
+    # A secret passed as an argument (the demo server ignores it) never reaches the model.
+    secret = "--api-key=sk-arg-secret"
+    server = StdioServer(
+        sys.executable, [str(STDIO_SCRIPT), secret], env={"DEMO_REFUSE_START_FILE": str(refuse)}
+    )
+    async with MCPToolset(server) as toolset:
         tools = {tool.spec.name: tool for tool in await toolset.tools()}
         first = await server_pid(toolset)
         died = await run(tools["die"])
         assert died.is_error
         assert "lost while tool 'die' was running" in died.content
         assert "reconnect on the next call" in died.content
+        assert f"MCP server '{sys.executable}'" in died.content and "sk-arg" not in died.content
 
         second = await server_pid(toolset)  # reconnected: a new server process
         assert second != first
@@ -521,8 +527,10 @@ async def test_stdio_server_dying_mid_call_is_an_error_then_the_next_call_reconn
         await run(tools["die"])
         down = await run(tools["pid"])
         assert down.is_error
-        assert down.content.startswith("Error: tool 'pid' is unavailable: could not connect")
-        assert "stdio_server.py" in down.content
+        assert down.content.startswith(
+            f"Error: tool 'pid' is unavailable: could not connect to MCP server '{sys.executable}'"
+        )
+        assert "sk-arg" not in down.content and "stdio_server.py" not in down.content
 
         # ...and a later call, once it can, reconnects again.
         refuse.unlink()
@@ -603,8 +611,10 @@ async def test_credentials_in_server_urls_are_never_shown() -> None:
     assert repr(http) == f"HTTPServer(url={shown!r}, timeout=30.0)"
     assert str(SSEServer("http://u:pw@h/sse?k=v")) == "http://***@h/sse?k=***"
     assert str(HTTPServer("http://127.0.0.1:8000/mcp")) == "http://127.0.0.1:8000/mcp"
-    stdio_server = stdio(env={"API_KEY": "sk-env"})
+    stdio_server = StdioServer("npx", ["-y", "server", "--token", "sk-arg"], env={"K": "sk-env"})
     assert "sk-env" not in repr(stdio_server)
+    assert str(stdio_server) == "npx"  # what error texts show: args may hold a secret too
+    assert "'sk-arg'" in repr(stdio_server)  # the developer's view keeps them
 
     toolset = MCPToolset(HTTPServer(url.replace("https", "http"), timeout=5))
     assert "hunter2" not in repr(toolset) and "sk-live" not in repr(toolset)
@@ -622,6 +632,32 @@ async def test_credentials_in_server_urls_are_never_shown() -> None:
     with pytest.raises(ValueError) as invalid:
         HTTPServer("ftp://carol:pw2@host/mcp")
     assert "pw2" not in str(invalid.value)
+
+
+@pytest.mark.parametrize("kind", [HTTPServer, SSEServer])
+@pytest.mark.parametrize(
+    "value",
+    ["Bearer sk-live-1\n", " Bearer sk-live-1", "Bearer sk-live-1\r\nX: y", "Bearer sk-live\x001"],
+)
+def test_a_header_value_http_refuses_is_an_error_that_does_not_show_it(
+    kind: type[HTTPServer | SSEServer], value: str
+) -> None:
+    """The HTTP client would refuse it only when connecting, quoting the value in the error that
+    becomes a tool error the model reads (a token read from a file keeps its newline)."""
+    with pytest.raises(ValueError, match=r"header 'Authorization' has a value HTTP") as refused:
+        kind("http://127.0.0.1:1/mcp", headers={"Authorization": value})
+    assert "Bearer" not in str(refused.value) and "sk-live" not in str(refused.value)
+
+
+def test_header_names_and_non_str_values_are_refused_and_good_headers_kept() -> None:
+    with pytest.raises(ValueError, match="header name 'X Key' is not a valid HTTP header name"):
+        HTTPServer("http://h/mcp", headers={"X Key": "v"})
+    with pytest.raises(TypeError, match="header 'X-Key' must have a str value, got int"):
+        HTTPServer("http://h/mcp", headers={"X-Key": 3})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="non-ASCII"):
+        SSEServer("http://h/sse", headers={"X-Key": "clé"})
+    good = {"Authorization": "Bearer a.b-c_d~e+f/g=", "X-Empty": "", "X-Inner": "a \t b"}
+    assert HTTPServer("http://h/mcp", headers=good).headers == good
 
 
 # -- lifecycle -----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ connection).
 from __future__ import annotations
 
 import os
-import shlex
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -46,6 +46,37 @@ def _check_url(url: str, kind: str) -> str:
         shown = _redacted(url) if isinstance(url, str) else url
         raise ValueError(f"{kind} url must be an http:// or https:// URL, got {shown!r}")
     return url
+
+
+# What HTTP allows in a header (RFC 9110): a name is a token; a value is visible ASCII with inner
+# spaces or tabs. The HTTP client refuses anything else only when it connects, quoting the value in
+# an error that becomes a tool error the model reads, and a header usually holds a token (one read
+# from a file keeps its newline). So they are checked here, and the value never shown.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e](?:[ \t]*[\x21-\x7e])*)?")
+
+
+def _check_headers(headers: Mapping[str, str] | None, kind: str) -> dict[str, str] | None:
+    if headers is None:
+        return None
+    if not isinstance(headers, Mapping):
+        raise TypeError(f"{kind} headers must be a mapping of str to str")
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+            raise ValueError(f"{kind} header name {name!r} is not a valid HTTP header name")
+        if not isinstance(value, str):
+            raise TypeError(
+                f"{kind} header {name!r} must have a str value, got {type(value).__name__}"
+            )
+        if not _HEADER_VALUE.fullmatch(value):
+            raise ValueError(
+                f"{kind} header {name!r} has a value HTTP does not allow (leading or trailing "
+                "whitespace, a line break or another control character, or a non-ASCII "
+                "character; a token read from a file keeps its newline); the value is not shown"
+            )
+        checked[name] = value
+    return checked
 
 
 def _redacted(url: str) -> str:
@@ -159,7 +190,8 @@ class StdioServer:
 
     ``env`` is merged over a minimal inherited environment (``PATH``, ``HOME``, ``USER``, ...), not
     the whole parent environment, so secrets in the parent do not leak to third-party servers by
-    default. The server's stderr goes to this process's stderr.
+    default. The server's stderr goes to this process's stderr. It is shown (``str``, error texts)
+    by its command alone: ``args`` and ``env`` may hold secrets.
     """
 
     command: str
@@ -189,7 +221,10 @@ class StdioServer:
         return text
 
     def __str__(self) -> str:
-        return shlex.join([self.command, *self.args])
+        # The command only: it names the server in error texts, which a model reads (and runs keep
+        # in history and checkpoints), and args may hold a secret (``--api-key=...``). ``repr``,
+        # for the developer, shows the args (``env`` never).
+        return self.command
 
 
 @dataclass(frozen=True, repr=False)
@@ -197,7 +232,8 @@ class HTTPServer(_URLServer):
     """An MCP server reached over streamable HTTP at ``url`` (e.g. ``http://127.0.0.1:8000/mcp``).
 
     ``timeout`` bounds connecting and each HTTP exchange; ``headers`` are sent with every request
-    (authentication, for instance). The URL is shown with its user info and query values masked.
+    (authentication, for instance) and must be valid HTTP (checked here, the value never shown).
+    The URL is shown with its user info and query values masked.
     """
 
     url: str
@@ -207,8 +243,7 @@ class HTTPServer(_URLServer):
     def __post_init__(self) -> None:
         _check_url(self.url, "HTTPServer")
         object.__setattr__(self, "timeout", _check_timeout(self.timeout))
-        if self.headers is not None:
-            object.__setattr__(self, "headers", dict(self.headers))
+        object.__setattr__(self, "headers", _check_headers(self.headers, type(self).__name__))
 
     def _transport(self) -> AbstractAsyncContextManager[TransportStreams]:
         return self._open()
@@ -239,8 +274,7 @@ class SSEServer(_URLServer):
     def __post_init__(self) -> None:
         _check_url(self.url, "SSEServer")
         object.__setattr__(self, "timeout", _check_timeout(self.timeout))
-        if self.headers is not None:
-            object.__setattr__(self, "headers", dict(self.headers))
+        object.__setattr__(self, "headers", _check_headers(self.headers, type(self).__name__))
 
     def _transport(self) -> AbstractAsyncContextManager[TransportStreams]:
         headers: dict[str, Any] | None = dict(self.headers) if self.headers else None
