@@ -113,12 +113,40 @@ def unkeyed() -> list[dict[str, Any]]:
     return env.from_datastream(stream).apply(ActionAgent("shout", actions=[shout])).to_list()
 
 
+@action(InputEvent)
+def score(event: InputEvent, ctx: ActionContext) -> None:
+    """A number from inside the agent (a model's, say), in the output or, with ``keep``, only in
+    the session: NaN may be either."""
+    value = float(event.input["score"])
+    if event.input.get("keep"):
+        ctx.session.values["score"] = value
+        ctx.send_event(OutputEvent(output="kept"))
+    else:
+        ctx.send_event(OutputEvent(output={"score": value}))
+
+
+SCORES = [
+    {"id": "fine", "score": "1.5"},
+    {"id": "nan", "score": "nan"},
+    {"id": "kept", "score": "inf", "keep": True},
+]
+
+
+def scores(durable_memory: bool) -> list[dict[str, Any]]:
+    """Values JSON cannot hold fail their record (emitted), in an output or a durable session."""
+    env = FlinkExecutionEnvironment(on_error="emit", durable_memory=durable_memory)
+    agent = ActionAgent("scorer", actions=[score])
+    return env.from_list(SCORES, key="id").apply(agent).to_list()
+
+
 def main() -> None:
     # Each pipeline is a job of its own, in one process (the later ones reuse the running JVM).
     jobs = {
         "async": run(durable_memory=False),
         "durable": run(durable_memory=True),
         "unkeyed": unkeyed(),
+        "scores": scores(durable_memory=False),
+        "scores_durable": scores(durable_memory=True),
     }
     print(json.dumps(jobs))
 

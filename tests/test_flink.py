@@ -58,6 +58,23 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
     _check_per_key(jobs["durable"])
     # A stream of the user's own type, without a key: each record on its own.
     assert sorted(o["output"] for o in jobs["unkeyed"]) == ["AB", "CD", "EF"]
+    _check_scores(jobs["scores"], durable=False)
+    _check_scores(jobs["scores_durable"], durable=True)
+
+
+def _check_scores(outputs: list[dict[str, Any]], durable: bool) -> None:
+    """NaN or infinity from inside an agent never leaves as ``NaN`` (not JSON): the record fails
+    saying where, in its output or, with durable memory, in the session kept as checkpoint JSON."""
+    by_key = {o["key"]: o for o in outputs}
+    assert by_key["fine"]["output"] == {"score": 1.5}
+    nan = by_key["nan"]
+    assert nan["output"] is None and "NaN at output.score" in nan["error"]["message"]
+    kept = by_key["kept"]
+    if durable:
+        assert kept["output"] is None and kept["error"]["type"] == "CheckpointError"
+        assert "the session of key 'kept'" in kept["error"]["message"]
+    else:  # the session stays in the operator's memory, where a float is a float
+        assert kept["output"] == "kept" and kept["error"] is None
 
 
 def _check_per_key(outputs: list[dict[str, Any]]) -> None:

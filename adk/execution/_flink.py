@@ -28,6 +28,7 @@ What differs from the local environment, because of what PyFlink offers:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import sys
@@ -47,7 +48,7 @@ from pyflink.datastream.functions import AsyncFunction, KeyedProcessFunction
 from pyflink.datastream.state import ValueStateDescriptor
 
 from ..agent import Agent
-from ..checkpoint.codec import from_json_value, to_json_value
+from ..checkpoint.codec import _MAX_INT_DIGITS, CheckpointError, from_json_value, to_json_value
 from ..checkpoint.store import CheckpointStore
 from ..events import ErrorInfo
 from ..runner import Runner
@@ -136,8 +137,8 @@ class FlinkExecutionEnvironment:
     def from_list(self, records: Iterable[Any], key: KeySelector = None) -> FlinkKeyedInput:
         """Records from a list (a bounded source, e.g. for tests and small jobs). They travel as
         JSON text, not pickles: each must be JSON data or a pydantic model (which arrives as its
-        JSON data)."""
-        texts = [to_json(record).decode() for record in records]
+        JSON data); NaN, infinity or an over-long int is a ``ValueError`` naming the record."""
+        texts = [_json_text(record, f"record {index}") for index, record in enumerate(records)]
         stream = self.env.from_collection(texts, type_info=Types.STRING())
         return FlinkKeyedInput(self, stream, checked_key(key), json_records=True)
 
@@ -280,13 +281,34 @@ class _WorkerAgent:
         return self._parse(value) if self._parse is not None else value
 
     def _leaving(
-        self, outputs: list[KeyedOutput], index: int, key: Hashable, record: Any
+        self,
+        outputs: list[KeyedOutput],
+        index: int,
+        key: Hashable,
+        record: Any,
+        commit: Callable[[], None] | None = None,
     ) -> list[str]:
+        """The record's outputs as JSON texts, its session kept by ``commit`` once they are; a
+        failed record raises (``on_error="raise"``) or its error is the output.
+
+        An output (or, through ``commit``, a session) holding what JSON cannot (NaN, say, from a
+        model's data) fails the record, as a checkpoint refuses it: its session writes are dropped
+        and the error says where the value is, rather than a text no JSON reader takes."""
+        if all(output.error is None for output in outputs):
+            try:
+                texts = [_as_json(output) for output in outputs]
+                if commit is not None:
+                    commit()
+                return texts
+            except (ValueError, CheckpointError) as exc:  # pydantic's encoder raises ValueErrors
+                reason = f"record {index} (key {key!r}) cannot be sent or kept as JSON: {exc}"
+                error = ErrorInfo(type(exc).__name__, reason)
+                outputs = [KeyedOutput(key, index, record, error=error, _exception=exc)]
         if self._on_error == "raise":
             for output in outputs:
                 if output.error is not None:
                     raise RecordError(index, key, record, output.error) from output._exception
-        return [_as_json(output) for output in outputs]
+        return [_as_json(output, failed=True) for output in outputs]
 
 
 class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyflink is untyped
@@ -332,19 +354,30 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         try:
             if before is not None:
                 await asyncio.shield(before)
-            outputs = await self._run_timed(runner, index, key, record)
+            # The record runs on its key's session as the record before it left it, and keeps it
+            # once its outputs are encoded (see ``_leaving``), before the next one may start.
+            sessions = self._sessions
+            mine: dict[Hashable, dict[str, Any]] | None = None
+            if self._keyed:
+                mine = {key: sessions[key]} if key in sessions else {}
+            outputs = await self._run_timed(runner, index, key, record, mine)
+            commit = (lambda: sessions.update(mine)) if mine else None
+            return self._leaving(outputs, index, key, record, commit)
         finally:
             done.set_result(None)
             if self._tails.get(key) is done:
                 del self._tails[key]
             self._running.pop(id(value), None)
-        return self._leaving(outputs, index, key, record)
 
     async def _run_timed(
-        self, runner: Runner, index: int, key: Hashable, record: Any
+        self,
+        runner: Runner,
+        index: int,
+        key: Hashable,
+        record: Any,
+        sessions: dict[Hashable, dict[str, Any]] | None,
     ) -> list[KeyedOutput]:
         """The record's own run, cut off at ``timeout``: cancelled, so its writes are dropped."""
-        sessions = self._sessions if self._keyed else None
         try:
             async with asyncio.timeout(self._timeout) as scope:
                 return await run_record(runner, sessions, index, key, record)
@@ -400,10 +433,12 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
         if stored is not None:
             sessions[key] = from_json_value(json.loads(stored))
         outputs = self._thread.run(self._one(index, key, record, sessions))
-        if key in sessions:
+
+        def commit() -> None:  # refuses what a checkpoint refuses, NaN included
             text = json.dumps(to_json_value(sessions[key], f"the session of key {key!r}"))
             self._state.update(text)
-        yield from self._leaving(outputs, index, key, record)
+
+        yield from self._leaving(outputs, index, key, record, commit if key in sessions else None)
 
     async def _one(
         self, index: int, key: Hashable, record: Any, sessions: dict[Hashable, dict[str, Any]]
@@ -434,8 +469,14 @@ def _timed_out(index: int, key: Hashable, record: Any, reason: str) -> KeyedOutp
     return KeyedOutput(key, index, record, error=error)
 
 
-def _as_json(output: KeyedOutput) -> str:
-    """An output as JSON text, what travels to the next operator."""
+def _as_json(output: KeyedOutput, failed: bool = False) -> str:
+    """An output as JSON text, what travels to the next operator. A ``failed`` record's key is
+    given as its ``repr`` if JSON cannot hold it (a NaN key), so that its error can leave."""
+    if failed:
+        try:
+            return _as_json(output)
+        except ValueError:
+            output = dataclasses.replace(output, key=repr(output.key))
     data = {
         "key": output.key,
         "output": output.output,
@@ -447,4 +488,61 @@ def _as_json(output: KeyedOutput) -> str:
         else None,
         "checkpoint_id": output.checkpoint_id,
     }
-    return to_json(data, fallback=str).decode()
+    return _json_text(data, "the output", to_json(data, fallback=str))
+
+
+class _Unreadable:
+    """What stands for a value JSON cannot hold (NaN, infinity, an over-long int) while a text is
+    read back to find where that value is."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+def _json_text(value: Any, what: str, text: bytes | None = None) -> str:
+    """``value`` (``what``, for the error) as JSON text: ``text``, its encoding by pydantic, or
+    made here (without a fallback: a value pydantic cannot encode is its ``ValueError``).
+
+    pydantic writes NaN and infinity as ``NaN`` and ``Infinity``, which are not JSON: other
+    operators' readers refuse them, and ``to_list`` would read them back as floats no checkpoint
+    takes. They are a ``ValueError`` saying where they are, as in checkpoints, and so is an int
+    too long for Python to read back. Looked for only when the text could hold one (a scan of its
+    bytes), so an ordinary output costs no second pass."""
+    if text is None:
+        text = to_json(value)
+    if b"NaN" in text or b"Infinity" in text or len(text) > _MAX_INT_DIGITS:
+        problem = _unreadable_in(text)
+        if problem is not None:
+            raise ValueError(f"{what} holds {problem}")
+    return text.decode()
+
+
+def _unreadable_in(text: bytes) -> str | None:
+    """Where in ``text`` the first value JSON cannot hold is, and what it is; ``None`` if the
+    bytes that looked like one were inside strings."""
+
+    def integer(digits: str) -> Any:
+        size = len(digits.lstrip("-"))
+        if size > _MAX_INT_DIGITS:
+            return _Unreadable(f"an int of {size} digits (longer than {_MAX_INT_DIGITS})")
+        return int(digits)
+
+    return _where(json.loads(text, parse_constant=_Unreadable, parse_int=integer), "")
+
+
+def _where(value: Any, path: str) -> str | None:
+    if isinstance(value, _Unreadable):
+        return (
+            f"{value.what} at {path or 'its top'}, which is not a JSON number "
+            "(make it None or a string)"
+        )
+    items: Iterable[tuple[str, Any]] = ()
+    if isinstance(value, dict):
+        items = ((f"{path}.{key}" if path else key, item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
+    for inner, item in items:
+        found = _where(item, inner)
+        if found is not None:
+            return found
+    return None

@@ -1,0 +1,191 @@
+"""What the Flink operators send on: JSON texts only, as checkpoints hold JSON only.
+
+The operator functions are called here as PyFlink calls them (``async_invoke`` with the ``Row`` that
+``key_by`` makes, ``process_element`` with the keyed state), without a cluster: Flink's part, the
+state and the key, is a stand-in. tests/test_flink.py runs the same on a real MiniCluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how to get it
+    pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
+
+from pyflink.common import Row
+
+from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.execution import FlinkExecutionEnvironment, RecordError
+from adk.execution._flink import _AgentFunction, _as_json, _KeyedStateFunction
+from adk.execution._records import KeyedOutput
+
+
+@action(InputEvent)
+def score(event: InputEvent, ctx: ActionContext) -> None:
+    """Keeps the record's score (a model's number, say) in the session and outputs it; counts the
+    records of its key that the session remembers."""
+    record: dict[str, Any] = event.input
+    value = float(record["score"])
+    values = ctx.session.values
+    values["seen"] = values.get("seen", 0) + 1
+    if record.get("keep"):
+        values["score"] = value
+        ctx.send_event(OutputEvent(output={"seen": values["seen"]}))
+    else:
+        ctx.send_event(OutputEvent(output={"seen": values["seen"], "score": value}))
+
+
+def _environment(**options: Any) -> FlinkExecutionEnvironment:
+    # Flink's own environment is not needed to call the functions (nor to refuse records).
+    return FlinkExecutionEnvironment(object(), **options)  # type: ignore[arg-type]
+
+
+def _texts_of(outputs: list[str]) -> list[dict[str, Any]]:
+    return [json.loads(text, parse_constant=_not_json) for text in outputs]
+
+
+def _not_json(name: str) -> Any:
+    raise AssertionError(f"{name} is not JSON")
+
+
+# -- the encoding ----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("output", "where"),
+    [
+        ({"score": math.nan}, "NaN at output.score"),
+        ({"scores": [1.0, math.inf]}, "Infinity at output.scores[1]"),
+        (-math.inf, "-Infinity at output,"),
+        ({"n": 10**5000}, "an int of 5001 digits (longer than 4300) at output.n"),
+    ],
+)
+def test_an_output_json_cannot_hold_is_refused_saying_where(output: Any, where: str) -> None:
+    with pytest.raises(ValueError, match="the output holds") as refused:
+        _as_json(KeyedOutput("k", 0, None, output=output))
+    assert where in str(refused.value)
+    assert "not a JSON number (make it None or a string)" in str(refused.value)
+
+
+def test_text_that_only_looks_like_nan_passes_unchanged() -> None:
+    output = {"fruit": "BaNaNa", "note": "Infinity and beyond", "n": 12, "big": "9" * 5000}
+    assert json.loads(_as_json(KeyedOutput("k", 0, None, output=output)))["output"] == output
+
+
+def test_from_list_refuses_a_record_json_cannot_hold() -> None:
+    env = _environment()
+    with pytest.raises(ValueError, match=r"record 1 holds NaN at score, which is not a JSON"):
+        env.from_list([{"score": 1.0}, {"score": math.nan}], key="id")
+
+
+# -- the async operator ----------------------------------------------------------------------------
+def _invoked(function: _AgentFunction, *rows: Row) -> list[list[dict[str, Any]] | BaseException]:
+    """Each row's outputs (or failure), the rows handed over one after another on one event loop,
+    which then stops before the function is closed, as PyFlink's async operator does."""
+
+    async def each() -> list[list[dict[str, Any]] | BaseException]:
+        results: list[list[dict[str, Any]] | BaseException] = []
+        for row in rows:
+            try:
+                results.append(_texts_of(await function.async_invoke(row)))
+            except Exception as exc:
+                results.append(exc)
+        return results
+
+    try:
+        return asyncio.run(each())
+    finally:
+        function.close()
+
+
+def _scorer(**options: Any) -> _AgentFunction:
+    return _AgentFunction(ActionAgent("s", actions=[score]), _environment(**options), True, None)
+
+
+def test_a_record_whose_output_json_cannot_hold_fails_and_its_session_is_dropped() -> None:
+    rows = (Row("a", {"score": "1.5"}), Row("a", {"score": "nan"}), Row("a", {"score": "2"}))
+    fine, failed, again = _invoked(_scorer(on_error="emit"), *rows)
+    assert isinstance(fine, list) and isinstance(failed, list) and isinstance(again, list)
+    assert fine[0]["output"] == {"seen": 1, "score": 1.5} and fine[0]["error"] is None
+
+    [error] = failed
+    assert error["output"] is None and error["key"] == "a"
+    assert error["error"]["type"] == "ValueError"
+    assert error["error"]["message"].startswith("record 1 (key 'a') cannot be sent or kept")
+    assert "NaN at output.score" in error["error"]["message"]
+
+    # Its session writes were dropped, as a failed record's are: the count goes on from 1.
+    assert again[0]["output"] == {"seen": 2, "score": 2.0}
+
+
+def test_with_on_error_raise_such_a_record_fails_the_job() -> None:
+    [failure] = _invoked(_scorer(), Row("a", {"score": "nan"}))
+    assert isinstance(failure, RecordError)
+    assert "record 0 (key 'a') failed: ValueError: " in str(failure) and "NaN" in str(failure)
+
+
+def test_a_nan_key_still_gets_its_error_out() -> None:
+    [outputs] = _invoked(_scorer(on_error="emit"), Row(math.nan, {"score": "1"}))
+    assert isinstance(outputs, list)
+    [failed] = outputs
+    assert failed["key"] == "nan" and "NaN at key" in failed["error"]["message"]
+
+
+# -- the durable-memory operator -------------------------------------------------------------------
+class _KeyedState:
+    """Flink's keyed state for one key, and the context naming that key."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.stored = key, None
+
+    def get_state(self, descriptor: Any) -> _KeyedState:
+        return self
+
+    def value(self) -> str | None:
+        return self.stored
+
+    def update(self, text: str) -> None:
+        self.stored = text
+
+    def get_current_key(self) -> str:
+        return self.key
+
+
+def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> None:
+    """With durable memory the session is saved as checkpoint JSON, which refuses NaN: the record
+    fails (an output, with on_error="emit") and the state keeps the session before it."""
+    env = _environment(on_error="emit", durable_memory=True)
+    function = _KeyedStateFunction(ActionAgent("s", actions=[score]), env, None)
+    state = _KeyedState("a")
+    function.open(state)
+    try:
+        fine = _texts_of(list(function.process_element({"score": "1", "keep": True}, state)))
+        assert fine[0]["output"] == {"seen": 1}
+        kept = state.stored
+
+        outputs = list(function.process_element({"score": "inf", "keep": True}, state))
+        [failed] = _texts_of(outputs)
+        assert failed["output"] is None and failed["error"]["type"] == "CheckpointError"
+        assert "record 1 (key 'a') cannot be sent or kept as JSON" in failed["error"]["message"]
+        assert "the session of key 'a'" in failed["error"]["message"]
+        assert state.stored == kept
+
+        again = _texts_of(list(function.process_element({"score": "2", "keep": True}, state)))
+        assert again[0]["output"] == {"seen": 2}
+    finally:
+        function.close()
+
+
+def test_operators_still_emit_ordinary_outputs_as_before() -> None:
+    text = _as_json(KeyedOutput("k", 0, None, output={"a": [1, 2.5, None, "x"]}))
+    assert json.loads(text) == {
+        "key": "k",
+        "output": {"a": [1, 2.5, None, "x"]},
+        "error": None,
+        "interrupt": None,
+        "checkpoint_id": None,
+    }
