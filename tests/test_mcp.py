@@ -639,7 +639,7 @@ async def test_credentials_in_server_urls_are_never_shown() -> None:
     "value",
     ["Bearer sk-live-1\n", " Bearer sk-live-1", "Bearer sk-live-1\r\nX: y", "Bearer sk-live\x001"],
 )
-def test_a_header_value_http_refuses_is_an_error_that_does_not_show_it(
+async def test_a_header_value_http_refuses_is_an_error_that_does_not_show_it(
     kind: type[HTTPServer | SSEServer], value: str
 ) -> None:
     """The HTTP client would refuse it only when connecting, quoting the value in the error that
@@ -649,7 +649,7 @@ def test_a_header_value_http_refuses_is_an_error_that_does_not_show_it(
     assert "Bearer" not in str(refused.value) and "sk-live" not in str(refused.value)
 
 
-def test_header_names_and_non_str_values_are_refused_and_good_headers_kept() -> None:
+async def test_header_names_and_non_str_values_are_refused_and_good_headers_kept() -> None:
     with pytest.raises(ValueError, match="header name 'X Key' is not a valid HTTP header name"):
         HTTPServer("http://h/mcp", headers={"X Key": "v"})
     with pytest.raises(TypeError, match="header 'X-Key' must have a str value, got int"):
