@@ -17,7 +17,15 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = {"interrupts.md": 5, "event_driven.md": 5}
+DOCS = {
+    "agents.md": 5,
+    "composing.md": 4,
+    "tools.md": 3,
+    "models.md": 3,
+    "mcp.md": 2,
+    "interrupts.md": 5,
+    "event_driven.md": 5,
+}
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
 SNIPPET = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
@@ -58,3 +66,4 @@ def test_every_snippet_runs(page: str, at_least: int) -> None:
     failures = json.loads(done.stdout.splitlines()[-1])
     report = "\n\n".join(f"{programs[int(i)]}\n{trace}" for i, trace in failures.items())
     assert not failures, report
+
