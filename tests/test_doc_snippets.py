@@ -1,4 +1,4 @@
-"""Every ``python`` program in the concept docs runs as written.
+"""Every ``python`` program in the concept docs runs as written, and links between pages land.
 
 The snippets of a page run in one fresh subprocess (they call ``asyncio.run`` and register checkpoint types,
 so they must not share the test suite's interpreter), each in its own namespace and working
@@ -67,3 +67,35 @@ def test_every_snippet_runs(page: str, at_least: int) -> None:
     report = "\n\n".join(f"{programs[int(i)]}\n{trace}" for i, trace in failures.items())
     assert not failures, report
 
+
+_LINK = re.compile(r"\]\(([^)#\s]*)(#[^)\s]*)?\)")
+_FENCE = re.compile(r"^```.*?^```", re.DOTALL | re.MULTILINE)
+
+
+def _slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    prose = _FENCE.sub("", page.read_text())
+    return {_slug(m.group(1)) for m in re.finditer(r"^#+ (.+)$", prose, re.MULTILINE)}
+
+
+@pytest.mark.parametrize(
+    "page", [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))], ids=lambda p: p.name
+)
+def test_links_between_pages_resolve(page: Path) -> None:
+    """The concept pages send readers to each other's sections; a renamed heading must not leave
+    a link going nowhere."""
+    broken = []
+    for match in _LINK.finditer(_FENCE.sub("", page.read_text())):
+        target, anchor = match.group(1), match.group(2)
+        if target.startswith(("http://", "https://")):
+            continue
+        linked = (page.parent / target) if target else page
+        if not linked.is_file():
+            broken.append(f"{target}: no such file")
+        elif anchor and anchor[1:] not in _anchors(linked):
+            broken.append(f"{target}{anchor}: no such heading")
+    assert not broken, f"{page.name}: {broken}"
