@@ -482,6 +482,47 @@ async def test_partials_callable_objects_and_positional_only_parameters_work() -
     assert _results(agent) == {"c1": "10", "c2": "15", "c3": "3", "c4": "HI"}
 
 
+async def test_a_method_decorated_in_its_class_is_refused_and_its_bound_method_works() -> None:
+    """``@tool`` on a method inside its class made a tool asking the model for ``self`` (an
+    untyped required parameter): every call then failed. It is refused, naming the fix."""
+    with pytest.raises(
+        TypeError, match=r"first parameter is 'self'.*FunctionTool\(instance\.get\)"
+    ):
+
+        class Store:
+            @tool
+            def get(self, key: str) -> str:
+                """Read a value."""
+                return key
+
+    with pytest.raises(TypeError, match="first parameter is 'cls'"):
+        FunctionTool(lambda cls, key: key, name="get")
+
+    class Notes:
+        def __init__(self) -> None:
+            self.notes = {"todo": "milk"}
+
+        def read(self, title: str) -> str:
+            """Read a note."""
+            return self.notes[title]
+
+    @tool
+    def echo(self: str) -> str:  # an annotated parameter that happens to be named self
+        """Echo."""
+        return self
+
+    read = FunctionTool(Notes().read)
+    assert read.spec.parameters["required"] == ["title"]
+    assert echo.spec.parameters["required"] == ["self"]
+    agent = _agent(
+        [read, echo],
+        tool_call("read", {"title": "todo"}, id="c1"),
+        tool_call("echo", {"self": "hi"}, id="c2"),
+    )
+    await run_events(agent)
+    assert _results(agent) == {"c1": "milk", "c2": "hi"}
+
+
 async def test_a_result_json_cannot_hold_is_sent_as_text_not_as_a_failure() -> None:
     """The tool has run by then: "failed" would invite the model to repeat its side effects."""
 

@@ -183,6 +183,21 @@ def _doc_of(fn: Callable[..., Any]) -> str | None:
     return type(fn).__call__.__doc__ or type(fn).__doc__
 
 
+def _is_unbound_self(
+    fn: Callable[..., Any], first: inspect.Parameter, hints: dict[str, Any]
+) -> bool:
+    """Whether ``first`` is the ``self`` (or ``cls``) of a method ``@tool`` was put on inside its
+    class: a plain function whose first parameter has that name and no annotation. Made a tool, it
+    would ask the model for a ``self`` argument and fail every call. (A bound method, a partial or
+    a callable object has no ``self`` in its signature.)"""
+    return (
+        inspect.isfunction(fn)
+        and first.name in ("self", "cls")
+        and first.kind in (first.POSITIONAL_ONLY, first.POSITIONAL_OR_KEYWORD)
+        and first.name not in hints
+    )
+
+
 def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
     """What to read the name and type hints from: a ``functools.partial``'s function, a callable
     object's class's ``__call__``, else the function itself (the signature always comes from the
@@ -232,7 +247,15 @@ class FunctionTool:
         names: list[tuple[str, str]] = []  # (model field, parameter)
         positional: list[str] = []  # positional-only parameters, passed by position
         self._context_param: str | None = None
-        for param in inspect.signature(fn).parameters.values():
+        parameters = list(inspect.signature(fn).parameters.values())
+        if parameters and _is_unbound_self(fn, parameters[0], hints):
+            raise TypeError(
+                f"tool {tool_name!r}: its first parameter is {parameters[0].name!r}, so it is a "
+                "method decorated in its class, and the model would be asked for "
+                f"{parameters[0].name!r}; make the tool of the bound method instead: "
+                f"FunctionTool(instance.{getattr(fn, '__name__', tool_name)})"
+            )
+        for param in parameters:
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(
                     f"tool {tool_name!r}: *args/**kwargs cannot be described to a model"
