@@ -999,3 +999,25 @@ async def test_calls_sharing_an_id_get_ids_of_their_own() -> None:
     sent = model.requests[1].messages
     assert [c.id for c in sent[-3].tool_calls] == ["c", "c~1"]
     assert sorted((m.tool_call_id, m.content) for m in sent[-2:]) == [("c", "3"), ("c~1", "paid 5")]
+
+
+class _GenerateOnly:
+    """A model that implements only ``generate`` (the protocol asks for ``stream`` too)."""
+
+    model_name = "generate-only"
+
+    async def generate(self, messages: Any, *, tools: Any = (), options: Any = None) -> Message:
+        return Message.assistant("hi")
+
+
+@pytest.mark.parametrize("hooked", [False, True])
+async def test_a_streaming_run_of_a_model_without_stream_fails_saying_so(hooked: bool) -> None:
+    seen: list[str] = []
+    callbacks = [adk.Callbacks(before_model=lambda ctx, request: seen.append("model"))]
+    agent = ReActAgent("bot", _GenerateOnly())  # type: ignore[arg-type]
+    runner = Runner(agent, enable_streaming=True, callbacks=callbacks if hooked else ())
+
+    with pytest.raises(adk.RunError, match=r"model _GenerateOnly has no stream\(\) method"):
+        await runner.invoke("hi")
+    assert seen == []  # failed before the hooks saw a call that could not be made
+    assert (await Runner(agent).invoke("hi")).text == "hi"  # without streaming it serves

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import reprlib
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 from .._aio import closing
 from .._hooks import ModelRequest
@@ -85,7 +85,9 @@ def stream(
 ) -> MessageStream:
     hooks = ctx._run.hooks
     if hooks is None:
-        return MessageStream(_checking(model, model.stream(messages, tools=tools, options=options)))
+        chunks = _stream_of(model)(messages, tools=tools, options=options)
+        return MessageStream(_checking(model, chunks))
+    _stream_of(model)  # fails here, before the hooks open a span for a call that cannot be made
     request = ModelRequest(model, messages, list(tools), options, stream=True)
     return MessageStream(hooks.stream_model(ctx, request, _open_stream))
 
@@ -93,8 +95,20 @@ def stream(
 def _open_stream(request: ModelRequest) -> AsyncIterator[MessageChunk]:
     model: ChatModel = request.model
     return _checking(
-        model, model.stream(request.messages, tools=request.tools, options=request.options)
+        model, _stream_of(model)(request.messages, tools=request.tools, options=request.options)
     )
+
+
+def _stream_of(model: ChatModel) -> Callable[..., AsyncIterator[MessageChunk]]:
+    """``model.stream``; for a model that has only ``generate`` (the protocol asks for both), a
+    ``TypeError`` saying so instead of an ``AttributeError`` from deep in the agent."""
+    try:
+        return model.stream
+    except AttributeError:
+        raise TypeError(
+            f"model {type(model).__name__} has no stream() method, which a streaming run "
+            "(enable_streaming=True) calls; a ChatModel implements both generate() and stream()"
+        ) from None
 
 
 def _checking(model: ChatModel, chunks: AsyncIterator[MessageChunk]) -> AsyncIterator[MessageChunk]:
