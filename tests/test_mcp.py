@@ -572,6 +572,33 @@ async def test_stateful_http_session_lost_to_a_restart_is_renewed() -> None:
         process.stop()
 
 
+@pytest.mark.parametrize("style", ["express", "text", "code"])
+async def test_a_session_refused_the_way_other_servers_do_is_renewed(style: str) -> None:
+    """Servers not built on the ``mcp`` package refuse a session they lost (a restart) with a 400
+    or with another error code than ``mcp``'s (tests/mcp_servers/sessions.py). The request never
+    reached a tool, so it is sent again on a new session, for calls and listings alike; before,
+    every later use failed with the server's refusal until the toolset was closed."""
+    process = HTTPServerProcess(legacy=True, sessions=style)
+    await asyncio.to_thread(process.start)
+    try:
+        async with MCPToolset(HTTPServer(process.url)) as toolset:
+            first = await server_pid(toolset)
+            opened = toolset._session.connections_opened
+            await asyncio.to_thread(process.kill)
+            await asyncio.to_thread(process.start)
+            second = await server_pid(toolset)
+            assert second != first
+            assert toolset._session.connections_opened == opened + 1
+
+            await asyncio.to_thread(process.kill)
+            await asyncio.to_thread(process.start)
+            toolset._session.tools_epoch += 1  # (white box) the next use lists the tools again
+            assert "pid" in await names(toolset)
+            assert await server_pid(toolset) not in (first, second)
+    finally:
+        process.stop()
+
+
 async def test_http_server_gone_while_idle_is_reconnected_before_the_call_fails() -> None:
     # The call's request could not even be sent (connection refused), so it is safe to try it
     # on a new session at once: the error says the server is unreachable, not that the call was

@@ -116,29 +116,64 @@ def _child_stderr() -> TextIO:
 
 
 class _Delivery:
-    """Whether one tool call provably never reached its server.
+    """Whether one tool call provably never reached its server's tools.
 
     A tool call is never sent twice (tools are not assumed idempotent), unless it provably never
-    left: the very first HTTP request made for it could not even open a connection (a server gone
-    while the session was idle). The toolset sets one in ``_current_delivery`` around a call; the
-    HTTP transport makes the call's requests in the caller's context, so it finds it there. Only
-    the first request counts: a call can take several (input rounds, a re-list), and once one went
-    out the tool may have run.
+    reached a tool: the very first HTTP request made for it could not even open a connection (a
+    server gone while the session was idle), or the server refused it for its session (see
+    ``_refuses_session``). The toolset sets one in ``_current_delivery`` around a call; the HTTP
+    transport makes the call's requests in the caller's context, so it finds it there. Only the
+    first request counts: a call can take several (input rounds, a re-list), and once one went
+    out the tool may have run. For a request that may be repeated anyway (a listing, whose pages
+    are requests of their own), ``every_request`` makes any of them count.
     """
 
-    __slots__ = ("refused", "requests")
+    __slots__ = ("every_request", "refused", "requests")
 
-    def __init__(self) -> None:
+    def __init__(self, *, every_request: bool = False) -> None:
         self.requests = 0
         self.refused = False
+        self.every_request = every_request
 
 
 _current_delivery: ContextVar[_Delivery | None] = ContextVar("adk_mcp_delivery", default=None)
 
+_SESSION_HEADER = "mcp-session-id"
+# What a 400 answer says when it refuses a session (a Node server copying the TypeScript SDK's
+# example: "Bad Request: No valid session ID provided"; the mcp package before 2.0 the same in
+# plain text; the TypeScript transport on a restarted server: "Server not initialized").
+_SESSION_REFUSAL = re.compile(r"session|not initiali[sz]ed", re.IGNORECASE)
+_REFUSAL_BODY_LIMIT = 65536  # a refusal is a line of text; a larger body is something else
+
+
+async def _refuses_session(request: httpx2.Request, response: httpx2.Response) -> bool:
+    """Whether ``response`` refuses ``request`` for its session, so nothing of it ran.
+
+    The spec's answer to a session the server does not know is HTTP 404, but servers differ in
+    the body (the ``mcp`` package: JSON-RPC ``INVALID_REQUEST``; the TypeScript transport: code
+    -32001, with no content type; others: plain text), and many answer 400 instead, which the
+    ``mcp`` client reports as an opaque "Server returned an error response". Only the HTTP
+    status shows them all, so it is read here, where the response still has it: a 404 to a
+    request carrying a session id, or a 400 whose body is about the session. The body of such an
+    answer is read here (it is short) and stays readable for the ``mcp`` client.
+    """
+    if _SESSION_HEADER not in request.headers:
+        return False
+    if response.status_code == 404:
+        return True
+    if response.status_code != 400:
+        return False
+    size = response.headers.get("content-length", "")
+    if size.isdigit() and int(size) > _REFUSAL_BODY_LIMIT:
+        return False
+    body = await response.aread()
+    return bool(_SESSION_REFUSAL.search(body[:_REFUSAL_BODY_LIMIT].decode("utf-8", "replace")))
+
 
 class _RefusalWatch(httpx2.AsyncBaseTransport):
-    """An HTTP transport that notes, in the caller's ``_Delivery``, a first request whose
-    connection could not be opened (refused, timed out, TLS handshake failed): nothing was sent."""
+    """An HTTP transport that notes, in the caller's ``_Delivery``, a first request that provably
+    reached no tool: its connection could not be opened (refused, timed out, TLS handshake
+    failed), or the server refused it for its session."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
@@ -148,12 +183,15 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         if delivery is None:
             return await self._inner.handle_async_request(request)
         delivery.requests += 1
-        first = delivery.requests == 1
+        first = delivery.requests == 1 or delivery.every_request
         try:
-            return await self._inner.handle_async_request(request)
+            response = await self._inner.handle_async_request(request)
         except (httpx2.ConnectError, httpx2.ConnectTimeout):
             delivery.refused = first
             raise
+        if first and response.status_code in (400, 404):
+            delivery.refused = await _refuses_session(request, response)
+        return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()

@@ -332,6 +332,8 @@ class MCPToolset(AsyncCloseable):
             live = await self._session.connection()
             epoch = self._session.prompts_epoch if kind == "prompts" else self._session.tools_epoch
             assert live.client is not None
+            delivery = _Delivery(every_request=True)
+            token = _current_delivery.set(delivery)
             try:
                 with anyio.fail_after(self._call_timeout):
                     return live, await op(live.client), epoch
@@ -341,7 +343,7 @@ class MCPToolset(AsyncCloseable):
                     f"while {what}"
                 ) from None
             except Exception as exc:
-                if _is_connection_lost(exc) or _is_session_expired(exc):
+                if delivery.refused or _is_connection_lost(exc) or _is_session_expired(exc):
                     live.mark_lost()
                     if attempt == 1:
                         continue
@@ -351,6 +353,8 @@ class MCPToolset(AsyncCloseable):
                 raise RuntimeError(
                     f"MCP server '{server}' failed while {what}: {describe_error(exc, server)}"
                 ) from exc
+            finally:
+                _current_delivery.reset(token)
         raise AssertionError("unreachable")
 
     async def _call(self, name: str, mcp_name: str, arguments: str) -> ToolResult:
@@ -376,7 +380,8 @@ class MCPToolset(AsyncCloseable):
                 if delivery.refused or _is_session_expired(exc):
                     # The call never reached the tool: its HTTP connection could not be opened
                     # (the server went away while the session was idle), or the server no longer
-                    # knows the session (it restarted). Safe to send again, on a new session.
+                    # knows the session (it restarted; however it says so, see _refuses_session).
+                    # Safe to send again, on a new session.
                     live.mark_lost()
                     if attempt == 1:
                         continue
