@@ -206,6 +206,44 @@ async def test_non_text_content_reaches_the_model_as_placeholders(shared: MCPToo
     ]
 
 
+@pytest.mark.parametrize("legacy", [False, True])
+async def test_large_results_arrive_over_streamable_http(
+    legacy: bool, http_process: HTTPServerProcess
+) -> None:
+    """A handshake-era server (most servers in use) streams each answer as a server-sent event,
+    which the mcp client refuses beyond 1 MiB: a large file or a screenshot failed as "connection
+    lost", and the session was torn down, while the same result over stdio (or answered as JSON,
+    as a 2026-07-28 server does) arrived."""
+    process = HTTPServerProcess(legacy=True) if legacy else http_process
+    if legacy:
+        await asyncio.to_thread(process.start)
+    try:
+        async with MCPToolset(HTTPServer(process.url)) as toolset:
+            result = await call(toolset, "large", {"size": 3_000_000})
+            assert not result.is_error, result.content[:300]
+            assert result.content == "x" * 3_000_000
+            assert toolset._session.connections_opened == 1
+    finally:
+        if legacy:
+            process.stop()
+
+
+async def test_an_answer_beyond_the_event_limit_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An answer the transport cannot take is reported as such, not only as a lost connection."""
+    monkeypatch.setattr("adk.mcp._servers._MAX_EVENT_SIZE", 1_000_000)
+    process = HTTPServerProcess(legacy=True)
+    await asyncio.to_thread(process.start)
+    try:
+        async with MCPToolset(HTTPServer(process.url)) as toolset:
+            result = await call(toolset, "large", {"size": 1_500_000})
+            assert result.is_error
+            assert "lost while tool 'large' was running (SSE stream failed: " in result.content
+            assert "exceeded the 1000000 byte limit" in result.content
+            assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
+    finally:
+        process.stop()
+
+
 async def test_malformed_arguments_are_error_results(shared: MCPToolset) -> None:
     truncated = await call(shared, "add", '{"a": 1,')
     assert truncated.is_error

@@ -33,6 +33,11 @@ __all__ = ["HTTPServer", "SSEServer", "ServerConfig", "StdioServer"]
 # it. Deliberately long: a server legitimately sends nothing while no tool list changes. Hanging
 # tool calls are bounded by the toolset's ``call_timeout``, not by this.
 _SSE_READ_TIMEOUT = 300.0
+# The largest server-sent event a streamable HTTP server may answer with. The mcp client's default
+# (1 MiB) refused larger results — a file, a screenshot — from handshake-era servers, which answer
+# every request as an event, while the same result answered as JSON (no limit there) or over stdio
+# arrived. This bounds only what a misbehaving server can make the client buffer for one answer.
+_MAX_EVENT_SIZE = 64 * 1024 * 1024
 
 
 def _check_timeout(timeout: float) -> float:
@@ -293,7 +298,9 @@ class HTTPServer(_URLServer):
         refusals = _RefusalWatch(httpx2.AsyncHTTPTransport())
         async with (
             httpx2.AsyncClient(headers=headers, timeout=timeout, transport=refusals) as http,
-            streamable_http_client(self.url, http_client=http) as streams,
+            streamable_http_client(
+                self.url, http_client=http, max_sse_event_size=_MAX_EVENT_SIZE
+            ) as streams,
         ):
             yield streams
 

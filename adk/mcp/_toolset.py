@@ -43,6 +43,7 @@ _ToolFilter = Callable[[ToolSpec], bool] | Collection[str]
 _PAGE_LIMIT = 100  # a server whose cursors never end cannot hang listing
 # Failures that mean the connection itself is gone, not that the request was refused.
 _TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.TransportError)
+_PLAIN_LOSS = frozenset({"connection closed", "brokenresourceerror", "closedresourceerror"})
 
 
 def _is_connection_lost(exc: BaseException) -> bool:
@@ -59,6 +60,14 @@ def _is_session_expired(exc: BaseException) -> bool:
         and exc.code == INVALID_REQUEST
         and exc.error.message in ("Session terminated", "Session not found")
     )
+
+
+def _loss_reason(exc: BaseException, server: ServerConfig) -> str:
+    """`` (why)`` for a lost connection, when the error says more than that it closed: the HTTP
+    transport reports a failed answer the same way ("SSE stream failed: Server-sent event exceeded
+    the ... byte limit"), and the model (or whoever reads the error) should learn which it was."""
+    reason = describe_error(exc, server)
+    return "" if reason.lower() in _PLAIN_LOSS else f" ({reason})"
 
 
 def _parse_arguments(text: str) -> dict[str, Any]:
@@ -395,7 +404,8 @@ class MCPToolset(AsyncCloseable):
                     live.mark_lost()
                     return ToolResult.error(
                         f"the connection to MCP server '{server}' was lost while tool "
-                        f"'{name}' was running; it will reconnect on the next call"
+                        f"'{name}' was running{_loss_reason(exc, server)}; it will reconnect "
+                        "on the next call"
                     )
                 return ToolResult.error(f"tool '{name}' failed: {describe_error(exc, server)}")
             finally:

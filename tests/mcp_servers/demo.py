@@ -11,6 +11,7 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
   ``add_tool_silently``), to prove the client re-lists on the announcement and only then;
 - ``media``: a result with one content block of every kind (text, image, audio, links, embedded
   resources);
+- ``large``: a text result of any size;
 - ``pid`` and ``die`` (the process exits mid-call: a dropped connection);
 - prompts with arguments (``greet``, ``review``).
 
@@ -147,6 +148,11 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
                 ),
             ),
         ]
+
+    @server.tool()
+    def large(size: int) -> str:
+        """A text of ``size`` characters."""
+        return "x" * size
 
     @server.tool()
     def pid() -> int:
