@@ -60,6 +60,8 @@ class Reply:
     Responses ``refusal`` content part (streamed as ``response.refusal.delta`` events and a
     ``response.refusal.done``, or only the latter when ``refusal_deltas`` is False, or none at all,
     the refusal only in the final response object, when ``refusal_events`` is False).
+    ``arguments_as_object`` sends tool-call arguments as a JSON object instead of a string (as
+    some llama.cpp builds and TGI do), streamed in one fragment with the call's id and name.
     """
 
     text: str = ""
@@ -86,6 +88,7 @@ class Reply:
     raw: bytes | None = None
     content_type: str = "application/json"
     malformed_after: int | None = None
+    arguments_as_object: bool = False
 
     @property
     def finish(self) -> str:
@@ -352,6 +355,10 @@ def _call_id(call: Call, index: int) -> str:
     return call.id or f"call_{index}"
 
 
+def _wire_arguments(reply: Reply, call: Call) -> Any:
+    return json.loads(call.arguments) if reply.arguments_as_object else call.arguments
+
+
 def _chat_usage(reply: Reply) -> dict[str, int]:
     prompt, completion = reply.usage
     return {
@@ -372,7 +379,7 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
             {
                 "id": _call_id(call, i),
                 "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
+                "function": {"name": call.name, "arguments": _wire_arguments(reply, call)},
             }
             for i, call in enumerate(reply.tool_calls)
         ]
@@ -415,6 +422,10 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
     for i, call in enumerate(reply.tool_calls):
         index = {"each": {"index": i}, "shared": {"index": 0}, "none": {}}[reply.call_index]
         head = {**index, "id": _call_id(call, i), "type": "function"}
+        if reply.arguments_as_object:
+            function = {"name": call.name, "arguments": _wire_arguments(reply, call)}
+            chunks.append(chunk({"tool_calls": [{**head, "function": function}]}))
+            continue
         chunks.append(
             chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
         )
@@ -471,7 +482,7 @@ def _output_items(reply: Reply) -> list[dict[str, Any]]:
                 "id": f"fc_{i}",
                 "call_id": _call_id(call, i),
                 "name": call.name,
-                "arguments": call.arguments,
+                "arguments": _wire_arguments(reply, call),
                 "status": "completed",
             }
         )
@@ -556,6 +567,11 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
             events.append(
                 {"type": "response.output_item.added", "output_index": index, "item": started}
             )
+            if not isinstance(item["arguments"], str):  # an object: only in the finished item
+                events.append(
+                    {"type": "response.output_item.done", "output_index": index, "item": item}
+                )
+                continue
             events += [
                 {
                     "type": "response.function_call_arguments.delta",

@@ -206,6 +206,23 @@ async def test_tool_call_round_trip(server: OpenAIServer, api: str, streaming: b
         ]
 
 
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_tool_call_arguments_sent_as_an_object_are_kept(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    """Some llama.cpp builds and TGI send ``arguments`` as a JSON object, not a string: the call
+    used to reach the tool with ``{}``, its arguments silently dropped."""
+    calls = [Call("add", '{"a": 2, "b": 3}', id="c1"), Call("add", '{"a": 4, "b": 5}', id="c2")]
+    server.script(Reply(tool_calls=calls, arguments_as_object=True))
+    async with make_model(server, api) as model:
+        message = await call(model, streaming, [Message.user("go")], tools=[ADD])
+    assert [(t.id, json.loads(t.arguments)) for t in message.tool_calls] == [
+        ("c1", {"a": 2, "b": 3}),
+        ("c2", {"a": 4, "b": 5}),
+    ]
+
+
 @pytest.mark.parametrize("repeat_name", [False, True])
 async def test_streamed_fragments_joined_by_index(server: OpenAIServer, repeat_name: bool) -> None:
     """llama.cpp repeats id and name in every fragment; the joined call must name the tool once."""

@@ -8,6 +8,7 @@ from typing import Any
 from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
+    arguments_text,
     content_parts,
     function_choice_name,
     identity_of,
@@ -125,7 +126,7 @@ def _tool_calls(raw: object) -> list[ToolCall]:
             ToolCall(
                 id=text_of(getattr(call, "id", None)) or f"call_{position}",
                 name=text_of(getattr(function, "name", None)),
-                arguments=text_of(getattr(function, "arguments", None)) or "{}",
+                arguments=arguments_text(getattr(function, "arguments", None)) or "{}",
             )
         )
     return calls
@@ -226,7 +227,7 @@ class ChatStreamDecoder:
                             ),
                             id=call_id or None,
                             name=text_of(getattr(function, "name", None)) or None,
-                            arguments=text_of(getattr(function, "arguments", None)),
+                            arguments=arguments_text(getattr(function, "arguments", None)),
                         )
                     )
             reason = getattr(choice, "finish_reason", None)

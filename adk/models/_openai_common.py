@@ -8,6 +8,7 @@ OpenAI-compatible return shapes the SDK's types do not promise (``reasoning_cont
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from ..messages import Message, Role, Usage
@@ -21,6 +22,19 @@ _SCHEMA_KEYS = frozenset({"type", "properties", "$ref", "$defs", "anyOf", "oneOf
 def text_of(value: object) -> str:
     """``value`` if it is a non-empty string, else ``""`` (servers send ``null`` for absent text)."""
     return value if isinstance(value, str) else ""
+
+
+def arguments_text(value: object) -> str:
+    """Tool-call arguments as the JSON text a ``ToolCall`` holds.
+
+    The wire format says a string; some servers (llama.cpp builds, TGI) send the JSON object
+    itself, which read as text would be lost and the tool called with ``{}``, so it is encoded.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _field(obj: object, key: str) -> object:

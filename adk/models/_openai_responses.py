@@ -15,6 +15,7 @@ from typing import Any
 from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
+    arguments_text,
     function_choice_name,
     identity_of,
     json_schema_of,
@@ -186,7 +187,7 @@ def responses_message(response: Any) -> Message:
                     or text_of(getattr(item, "id", None))
                     or f"call_{len(calls)}",
                     name=text_of(getattr(item, "name", None)),
-                    arguments=text_of(getattr(item, "arguments", None)) or "{}",
+                    arguments=arguments_text(getattr(item, "arguments", None)) or "{}",
                 )
             )
         elif kind == "reasoning":
@@ -261,7 +262,7 @@ class ResponsesStreamDecoder:
             index = self._index(getattr(event, "output_index", None))
             if index in self._argued:
                 return None  # the finished item repeats what the deltas already carried
-            arguments = text_of(getattr(item, "arguments", None))
+            arguments = arguments_text(getattr(item, "arguments", None))
             if arguments:
                 self._argued.add(index)
             fragment = ToolCallChunk(
