@@ -119,6 +119,11 @@ class OpenAIServer:
     ``stalls`` counts the times the server began stalling (``delay``) before or during an answer,
     and ``hangups`` the times a client closed its connection meanwhile: a client that walks away
     releases its connection.
+
+    ``refuses`` names request fields the server does not take: a request carrying one is answered
+    400 before any scripted reply is used, in OpenAI's words (``refusal="openai"``: "Unsupported
+    parameter", with ``param`` and ``code``, as its reasoning models answer ``max_tokens``) or in
+    older Azure API versions' (``"azure"``: "Unrecognized request argument supplied", neither).
     """
 
     def __init__(
@@ -128,8 +133,12 @@ class OpenAIServer:
         model: str = "test-model",
         default: Reply | None = None,
         record: bool = True,
+        refuses: Sequence[str] = (),
+        refusal: str = "openai",
     ) -> None:
         self._script: deque[Reply] = deque(replies)
+        self.refuses = tuple(refuses)
+        self.refusal = refusal
         self.default = default
         self.model = model
         self.record = record
@@ -217,6 +226,10 @@ class OpenAIServer:
 
         if method != "POST" or target not in ("/v1/chat/completions", "/v1/responses"):
             await self._send_json(writer, 404, {"error": {"message": f"Unknown path {target}"}})
+            return True
+        refused = [key for key in self.refuses if isinstance(body, dict) and key in body]
+        if refused:
+            await self._send_json(writer, 400, {"error": _refusal(refused[0], self.refusal)})
             return True
         reply = self._next_reply()
         if reply.delay and reply.stall_after is None and await self._hung_up(reader, reply.delay):
@@ -333,6 +346,21 @@ class OpenAIServer:
         writer.write(b"".join(parts))
         await writer.drain()
         return True
+
+
+def _refusal(field: str, style: str) -> dict[str, Any]:
+    if style == "azure":
+        message = f"Unrecognized request argument supplied: {field}"
+        return {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+    message = f"Unsupported parameter: '{field}' is not supported with this model."
+    if field == "max_tokens":
+        message += " Use 'max_completion_tokens' instead."
+    return {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": field,
+        "code": "unsupported_parameter",
+    }
 
 
 # -- Chat Completions rendering ----------------------------------------------------------------------

@@ -367,6 +367,71 @@ async def test_bad_input_fails_before_any_request(server: OpenAIServer) -> None:
     assert server.requests == []
 
 
+@pytest.mark.parametrize(
+    ("refused", "sent", "refusal"),
+    [
+        ("max_tokens", "max_completion_tokens", "openai"),  # o-series on Azure or a proxy
+        ("max_tokens", "max_completion_tokens", "azure"),
+        ("max_completion_tokens", "max_tokens", "azure"),  # older Azure API versions
+    ],
+)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_refused_max_tokens_field_is_sent_in_the_other_spelling(
+    refused: str, sent: str, refusal: str, streaming: bool
+) -> None:
+    """OpenAI's reasoning models refuse ``max_tokens`` wherever they are served, not only at
+    api.openai.com: the call failed with HTTP 400 whatever the user did, short of ``extra``."""
+    async with OpenAIServer(refuses=[refused], refusal=refusal) as server:
+        server.script(Reply(text="one"), Reply(text="two"))
+        async with make_model(server) as model:
+            model._max_tokens_field = refused  # (white box) as chosen for this server's URL
+            options = ModelOptions(max_tokens=50)
+            first = await call(model, streaming, [Message.user("hi")], options=options)
+            second = await call(model, streaming, [Message.user("hi")], options=options)
+        assert (first.content, second.content) == ("one", "two")
+        bodies = server.bodies
+        assert len(bodies) == 3  # one refusal, then the other spelling from then on
+        assert bodies[0][refused] == 50 and sent not in bodies[0]
+        for body in bodies[1:]:
+            assert body[sent] == 50 and refused not in body
+
+
+@pytest.mark.parametrize("refusal", ["openai", "azure"])
+async def test_a_refused_stream_options_is_left_out(refusal: str) -> None:
+    """Gateways and older Azure API versions refuse ``stream_options``: every stream failed."""
+    async with OpenAIServer(refuses=["stream_options"], refusal=refusal) as server:
+        server.script(Reply(text="one"), Reply(text="two"))
+        async with make_model(server) as model:
+            first = await call(model, True, [Message.user("hi")])
+            second = await call(model, True, [Message.user("hi")])
+        assert (first.content, second.content) == ("one", "two")
+        assert first.usage is None  # the server sends none unless asked
+        assert ["stream_options" in body for body in server.bodies] == [True, False, False]
+
+
+async def test_other_refusals_naming_max_tokens_fail_at_once() -> None:
+    """A value the server refuses is not mended by the other spelling; nor is a field the user
+    set; and a server refusing both spellings fails rather than going round."""
+    async with OpenAIServer() as server:
+        server.script(Reply(status=400, error="max_tokens is too large: 100000."))
+        async with make_model(server) as model:
+            with pytest.raises(ModelError, match="too large"):
+                await model.generate([Message.user("hi")], options=ModelOptions(max_tokens=100000))
+        assert len(server.requests) == 1
+    async with OpenAIServer(refuses=["max_tokens", "max_completion_tokens"]) as server:
+        async with make_model(server) as model:
+            with pytest.raises(ModelError, match="max_completion_tokens"):
+                await model.generate([Message.user("hi")], options=ModelOptions(max_tokens=9))
+        assert len(server.requests) == 2
+    async with OpenAIServer(refuses=["max_tokens"]) as server:
+        async with make_model(server) as model:
+            with pytest.raises(ModelError, match="Unsupported parameter"):
+                await model.generate(
+                    [Message.user("hi")], options=ModelOptions(extra={"max_tokens": 9})
+                )
+        assert len(server.requests) == 1
+
+
 # -- retries ------------------------------------------------------------------------------------
 
 

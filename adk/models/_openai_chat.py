@@ -78,18 +78,21 @@ def chat_request(
     *,
     stream: bool,
     max_tokens_field: str,
+    stream_usage: bool = True,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``.
 
-    Streams ask for ``stream_options.include_usage`` so the final chunk carries token counts.
-    ``options.extra`` travels as ``extra_body`` and so overrides anything set here.
+    Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
+    refused it) so the final chunk carries token counts. ``options.extra`` travels as
+    ``extra_body`` and so overrides anything set here.
     """
     request: dict[str, Any] = {"model": model, "messages": chat_messages(messages)}
     if tools:
         request["tools"] = chat_tools(tools)
     if stream:
         request["stream"] = True
-        request["stream_options"] = {"include_usage": True}
+        if stream_usage:
+            request["stream_options"] = {"include_usage": True}
     if options is None:
         return request
     if options.temperature is not None:

@@ -13,6 +13,7 @@ import functools
 import json
 import math
 import os
+import re
 import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
@@ -74,7 +75,9 @@ class OpenAIChatModel(AsyncCloseable):
     once, quoting what came instead.
 
     ``max_tokens`` is sent as ``max_completion_tokens`` to OpenAI itself (its reasoning models refuse
-    ``max_tokens``) and as ``max_tokens`` to other servers (the field they all understand). Reasoning
+    ``max_tokens``) and as ``max_tokens`` to other servers (the field they all understand); a server
+    that refuses the one gets the other from then on, and one that refuses ``stream_options`` gets
+    streams without it (see ``_adapt``). Reasoning
     text is read from ``reasoning_content`` / ``reasoning`` (vLLM, llama.cpp, Ollama) or Responses
     reasoning items. ``metadata["finish_reason"]`` uses Chat vocabulary for both APIs.
     """
@@ -137,7 +140,10 @@ class OpenAIChatModel(AsyncCloseable):
         self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self.base_url = str(self._client.base_url).rstrip("/")
         official = urlsplit(self.base_url).hostname == _OPENAI_HOST
+        # What the adapter adds to a request on its own: the field max_tokens travels in, and
+        # whether streams ask for usage. A server that refuses either changes them (_adapt).
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+        self._stream_usage = True
         self._closed = False
         self._runner = RetryRunner(
             self.retry, is_transient=self._is_transient, retry_after=_retry_after
@@ -192,18 +198,19 @@ class OpenAIChatModel(AsyncCloseable):
     ) -> Message:
         """One model call; the assistant message with usage and ``metadata["finish_reason"]``."""
         self._check_open()
-        request = self._build(
-            self.model_name,
-            messages,
-            tools,
-            options,
-            stream=False,
-            max_tokens_field=self._max_tokens_field,
-        )
+        request = self._request(messages, tools, options, stream=False)
         self._bind()
-        result = await self._runner.run(
-            functools.partial(self._create, **request), on_failure=self._failure
-        )
+        adapted: set[str] = set()
+        while True:
+            try:
+                result = await self._runner.run(
+                    functools.partial(self._create, **request), on_failure=self._failure
+                )
+                break
+            except ModelError as exc:
+                if not self._adapt(exc, request, adapted):
+                    raise
+            request = self._request(messages, tools, options, stream=False)
         try:
             return self._to_message(result)
         except ModelError as exc:  # a 200 answer that is not a completion: see _failure
@@ -221,17 +228,18 @@ class OpenAIChatModel(AsyncCloseable):
         The last chunk carries usage (Chat streams ask for ``include_usage``) and the finish reason.
         """
         self._check_open()
-        request = self._build(
-            self.model_name,
-            messages,
-            tools,
-            options,
-            stream=True,
-            max_tokens_field=self._max_tokens_field,
-        )
-        sdk_stream, decoder, first = await self._runner.run(
-            functools.partial(self._open_stream, request), on_failure=self._failure
-        )
+        request = self._request(messages, tools, options, stream=True)
+        adapted: set[str] = set()
+        while True:
+            try:
+                sdk_stream, decoder, first = await self._runner.run(
+                    functools.partial(self._open_stream, request), on_failure=self._failure
+                )
+                break
+            except ModelError as exc:
+                if not self._adapt(exc, request, adapted):
+                    raise
+            request = self._request(messages, tools, options, stream=True)
         sent = 1
         try:
             yield first
@@ -247,6 +255,52 @@ class OpenAIChatModel(AsyncCloseable):
                 raise self._failure(exc, 1, after_chunks=sent) from exc
         finally:
             await sdk_stream.close()
+
+    def _request(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: ModelOptions | None,
+        *,
+        stream: bool,
+    ) -> dict[str, Any]:
+        return self._build(
+            self.model_name,
+            messages,
+            tools,
+            options,
+            stream=stream,
+            max_tokens_field=self._max_tokens_field,
+            stream_usage=self._stream_usage,
+        )
+
+    def _adapt(self, error: ModelError, request: dict[str, Any], adapted: set[str]) -> bool:
+        """Whether the call failed because the server refused a field the adapter added on its
+        own, which is then changed for this and every later call (True: send the call again).
+
+        ``max_tokens`` travels as ``max_tokens`` except to api.openai.com, but OpenAI's reasoning
+        models refuse it wherever they are served (Azure, a proxy), and a few servers refuse
+        ``max_completion_tokens``; gateways and older Azure API versions refuse
+        ``stream_options``. The server says so in a 400 (or 422) naming the field; the other
+        spelling is used, or the stream goes without usage. Each field is changed once per call
+        (``adapted``), so a server refusing both spellings fails instead of going round.
+        """
+        own = [self._max_tokens_field] if self._max_tokens_field in request else []
+        if "stream_options" in request:
+            own.append("stream_options")
+        refused = _refused_parameter(error.__cause__, own)
+        if refused is None or refused in adapted or self._closed:
+            return False
+        if refused == "stream_options":
+            self._stream_usage = False
+            adapted.add(refused)
+        else:
+            swapped = (
+                "max_tokens" if refused == "max_completion_tokens" else "max_completion_tokens"
+            )
+            self._max_tokens_field = swapped
+            adapted.update(("max_tokens", "max_completion_tokens"))
+        return True
 
     async def _open_stream(
         self, request: dict[str, Any]
@@ -416,6 +470,44 @@ def _retry_after(exc: BaseException) -> float | None:
     if isinstance(exc, openai.APIStatusError):
         return retry_after_seconds(exc.response.headers)
     return None
+
+
+# How servers say a request field is not one they take (OpenAI "Unsupported parameter: 'x'",
+# gateways "Unknown parameter", Azure "Unrecognized request argument supplied: x", pydantic-based
+# servers "Extra inputs are not permitted") — not a field whose value is wrong ("max_tokens is too
+# large"), which asking with the other spelling would not mend.
+_REFUSAL = re.compile(
+    r"(?:unsupported|unknown|unrecognized|unrecognised)\s+(?:request\s+)?"
+    r"(?:parameter|argument|field)|extra inputs are not permitted|extra_forbidden",
+    re.IGNORECASE,
+)
+_REFUSAL_CODES = frozenset({"unsupported_parameter", "unknown_parameter"})
+
+
+def _refused_parameter(exc: BaseException | None, fields: Sequence[str]) -> str | None:
+    """Which of ``fields`` a 400/422 answer refuses as a field the server does not take: the
+    error's ``param`` (OpenAI, Azure), else the first of them the message names beside words of
+    refusal. None when the answer is about something else."""
+    if not fields or not isinstance(exc, openai.APIStatusError):
+        return None
+    if exc.status_code not in (400, 422):
+        return None
+    body = exc.body
+    if isinstance(body, dict):
+        param, code = body.get("param"), body.get("code")
+        text = json.dumps(body, ensure_ascii=False)
+        if param in fields and (code in _REFUSAL_CODES or _REFUSAL.search(text)):
+            return str(param)
+    else:
+        text = body if isinstance(body, str) else exc.message
+    if not _REFUSAL.search(text):
+        return None
+    named = [
+        (found.start(), name)
+        for name in fields
+        if (found := re.search(rf"\b{name}\b", text)) is not None
+    ]
+    return min(named)[1] if named else None
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
