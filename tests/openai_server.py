@@ -62,6 +62,9 @@ class Reply:
     the refusal only in the final response object, when ``refusal_events`` is False).
     ``arguments_as_object`` sends tool-call arguments as a JSON object instead of a string (as
     some llama.cpp builds and TGI do), streamed in one fragment with the call's id and name.
+    ``text_events`` is how a Responses stream carries text and reasoning: as ``"deltas"`` (as
+    OpenAI does), only as each part's ``.done`` event (``"done"``, as some gateways do), or not at
+    all, only in the final response object (``"final"``).
     """
 
     text: str = ""
@@ -89,6 +92,7 @@ class Reply:
     content_type: str = "application/json"
     malformed_after: int | None = None
     arguments_as_object: bool = False
+    text_events: str = "deltas"
 
     @property
     def finish(self) -> str:
@@ -563,32 +567,15 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
             events.append(
                 {"type": "response.output_item.added", "output_index": index, "item": started}
             )
-            events += [
-                {
-                    "type": "response.reasoning_text.delta",
-                    "item_id": item["id"],
-                    "output_index": index,
-                    "content_index": 0,
-                    "delta": piece,
-                }
-                for piece in _pieces(reply.reasoning, 8)
-            ]
+            events += _text_events(
+                reply, "response.reasoning_text", item["id"], index, reply.reasoning
+            )
         elif kind == "message":
             started = {**item, "status": "in_progress", "content": []}
             events.append(
                 {"type": "response.output_item.added", "output_index": index, "item": started}
             )
-            events += [
-                {
-                    "type": "response.output_text.delta",
-                    "item_id": item["id"],
-                    "output_index": index,
-                    "content_index": 0,
-                    "delta": piece,
-                    "logprobs": [],
-                }
-                for piece in _pieces(reply.text, 8)
-            ]
+            events += _text_events(reply, "response.output_text", item["id"], index, reply.text)
             events += _refusal_events(reply, item["id"], index, content_index=int(bool(reply.text)))
         else:
             started = {**item, "arguments": "", "status": "in_progress"}
@@ -626,6 +613,22 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
         event["sequence_number"] = seq
         out.append(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n")
     return out
+
+
+def _text_events(
+    reply: Reply, kind: str, item_id: str, output_index: int, text: str
+) -> list[dict[str, Any]]:
+    """The events carrying one text part (``kind``: output or reasoning text), as
+    ``reply.text_events`` says."""
+    if not text or reply.text_events == "final":
+        return []
+    where = {"item_id": item_id, "output_index": output_index, "content_index": 0}
+    if reply.text_events == "done":
+        return [{"type": f"{kind}.done", **where, "text": text, "logprobs": []}]
+    return [
+        {"type": f"{kind}.delta", **where, "delta": piece, "logprobs": []}
+        for piece in _pieces(text, 8)
+    ]
 
 
 def _refusal_events(

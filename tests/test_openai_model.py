@@ -740,6 +740,21 @@ async def test_streamed_refusal_matches_the_plain_reply(api: str, reply: Reply) 
     assert streamed.content == plain.content
 
 
+@pytest.mark.parametrize("text_events", ["done", "final"])
+async def test_a_responses_stream_without_text_deltas_still_has_its_text(
+    server: OpenAIServer, text_events: str
+) -> None:
+    """Some gateways send a part's text only in its ``.done`` event, or only in the final
+    response: the streamed reply came out empty while the plain one had the text."""
+    reply = Reply(text="Paris.", reasoning="Recall.", text_events=text_events, response_id="r")
+    server.script(reply, reply)
+    async with make_model(server, "responses") as model:
+        streamed = await call(model, True, [Message.user("Capital of France?")])
+        plain = await call(model, False, [Message.user("Capital of France?")])
+    assert (streamed.content, streamed.reasoning) == ("Paris.", "Recall.")
+    assert streamed == plain
+
+
 async def test_streamed_refusal_read_from_the_done_event_alone(server: OpenAIServer) -> None:
     server.script(Reply(text="Partly:", refusal=REFUSAL, refusal_deltas=False))
     async with make_model(server, "responses") as model:

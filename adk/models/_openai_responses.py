@@ -30,6 +30,13 @@ from .base import ModelError, ModelOptions
 
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_DONE_TEXT = frozenset(
+    {
+        "response.output_text.done",
+        "response.reasoning_text.done",
+        "response.reasoning_summary_text.done",
+    }
+)
 
 
 def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -154,6 +161,25 @@ def _reasoning_text(item: Any) -> str:
     return "".join(parts)
 
 
+def _output_text(response: Any) -> str:
+    """The text parts of a ``Response``'s output messages, joined ("" when it has none)."""
+    return "".join(
+        text_of(getattr(part, "text", None))
+        for item in getattr(response, "output", None) or ()
+        if getattr(item, "type", None) == "message"
+        for part in getattr(item, "content", None) or ()
+        if getattr(part, "type", None) != "refusal"
+    )
+
+
+def _output_reasoning(response: Any) -> str:
+    return "".join(
+        _reasoning_text(item)
+        for item in getattr(response, "output", None) or ()
+        if getattr(item, "type", None) == "reasoning"
+    )
+
+
 def _output_refusal(response: Any) -> str:
     """The refusal parts of a ``Response``'s output messages, joined ("" when it has none)."""
     return "".join(
@@ -173,16 +199,9 @@ def responses_message(response: Any) -> Message:
     output = getattr(response, "output", None)
     if not isinstance(output, list):
         raise unusable_reply(response, "a response without output")
-    text: list[str] = []
-    reasoning: list[str] = []
     calls: list[ToolCall] = []
     for item in output:
-        kind = getattr(item, "type", None)
-        if kind == "message":
-            for part in getattr(item, "content", None) or ():
-                if getattr(part, "type", None) != "refusal":
-                    text.append(text_of(getattr(part, "text", None)))
-        elif kind == "function_call":
+        if getattr(item, "type", None) == "function_call":
             calls.append(
                 ToolCall(
                     id=text_of(getattr(item, "call_id", None))
@@ -192,13 +211,11 @@ def responses_message(response: Any) -> Message:
                     arguments=arguments_text(getattr(item, "arguments", None)) or "{}",
                 )
             )
-        elif kind == "reasoning":
-            reasoning.append(_reasoning_text(item))
     message = Message.assistant(
-        "".join(text),
+        _output_text(response),
         calls,
         usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
-        reasoning="".join(reasoning) or None,
+        reasoning=_output_reasoning(response) or None,
     )
     message.metadata["finish_reason"] = _finish_reason(response, bool(calls))
     refusal = _output_refusal(response)
@@ -218,6 +235,11 @@ class ResponsesStreamDecoder:
     response's ``response_model`` / ``response_id`` as metadata, as a non-streamed response would:
     what the final response object says, over what ``response.created`` / ``in_progress`` said.
 
+    Text and reasoning come from the delta events. A server that sends a part's text only in its
+    ``.done`` event (``response.output_text.done``...) has it read from there, and one that sends
+    no text events at all from the final response object, each only when no delta of that kind
+    came, so nothing is read twice and a streamed reply says what a non-streamed one would.
+
     Refusal text (``response.refusal.delta``) is collected per content part rather than passed on,
     and the finishing chunk carries it joined in ``metadata["refusal"]``, as a non-streamed
     response's refusal parts would. ``response.refusal.done`` replaces what the deltas of its part
@@ -226,10 +248,12 @@ class ResponsesStreamDecoder:
     parts in the final response object, which is read when the events said nothing.
     """
 
-    __slots__ = ("_argued", "_calls", "_identity", "_refusals", "finished")
+    __slots__ = ("_argued", "_calls", "_identity", "_reasoned", "_refusals", "_texted", "finished")
 
     def __init__(self) -> None:
         self.finished = False
+        self._texted = False  # some output text arrived (deltas or a .done event)
+        self._reasoned = False  # the same for reasoning
         self._calls: dict[int, int] = {}  # output_index -> tool-call index
         self._argued: set[int] = set()  # tool-call indexes whose arguments were streamed
         self._identity: dict[str, str] = {}
@@ -246,10 +270,18 @@ class ResponsesStreamDecoder:
         kind = getattr(event, "type", None)
         if kind == "response.output_text.delta":
             text = text_of(getattr(event, "delta", None))
-            return _chunk(content=text) if text else None
+            if not text:
+                return None
+            self._texted = True
+            return _chunk(content=text)
         if kind in ("response.reasoning_text.delta", "response.reasoning_summary_text.delta"):
             text = text_of(getattr(event, "delta", None))
-            return _chunk(reasoning=text) if text else None
+            if not text:
+                return None
+            self._reasoned = True
+            return _chunk(reasoning=text)
+        if kind in _DONE_TEXT:
+            return self._done_text(event, kind)
         if kind == "response.function_call_arguments.delta":
             index = self._index(getattr(event, "output_index", None))
             self._argued.add(index)
@@ -281,6 +313,8 @@ class ResponsesStreamDecoder:
             self.finished = True
             response = getattr(event, "response", None)
             return MessageChunk(
+                content="" if self._texted else _output_text(response),
+                reasoning="" if self._reasoned else _output_reasoning(response),
                 usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
                 finish_reason=_finish_reason(response, bool(self._calls)),
                 metadata=self._final_metadata(response),
@@ -299,6 +333,19 @@ class ResponsesStreamDecoder:
                 f"the server reported an error mid-stream: {code or 'error'}: {message}"
             )
         return None
+
+    def _done_text(self, event: Any, kind: str) -> MessageChunk | None:
+        """A part's finished text, passed on only when no delta of its kind came before it."""
+        text = text_of(getattr(event, "text", None))
+        if kind == "response.output_text.done":
+            if self._texted or not text:
+                return None
+            self._texted = True
+            return _chunk(content=text)
+        if self._reasoned or not text:
+            return None
+        self._reasoned = True
+        return _chunk(reasoning=text)
 
     def _refuse(self, event: Any, done: bool) -> None:
         """Add a refusal delta to its content part's text, or set the part's finished text."""
