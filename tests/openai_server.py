@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import sys
 import time
 from collections import deque
@@ -123,6 +124,9 @@ class OpenAIServer:
     ``stalls`` counts the times the server began stalling (``delay``) before or during an answer,
     and ``hangups`` the times a client closed its connection meanwhile: a client that walks away
     releases its connection.
+
+    Tool names are checked as OpenAI checks them (``^[a-zA-Z0-9_-]+$``, at most 64 characters):
+    a request offering a tool named otherwise is answered 400 with OpenAI's error.
 
     ``refuses`` names request fields the server does not take: a request carrying one is answered
     400 before any scripted reply is used, in OpenAI's words (``refusal="openai"``: "Unsupported
@@ -234,6 +238,10 @@ class OpenAIServer:
         refused = [key for key in self.refuses if isinstance(body, dict) and key in body]
         if refused:
             await self._send_json(writer, 400, {"error": _refusal(refused[0], self.refusal)})
+            return True
+        invalid = _invalid_tool_name(body, responses=target == "/v1/responses")
+        if invalid is not None:
+            await self._send_json(writer, 400, {"error": invalid})
             return True
         reply = self._next_reply()
         if reply.delay and reply.stall_after is None and await self._hung_up(reader, reply.delay):
@@ -350,6 +358,39 @@ class OpenAIServer:
         writer.write(b"".join(parts))
         await writer.drain()
         return True
+
+
+_TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]+")
+
+
+def _invalid_tool_name(body: Any, *, responses: bool) -> dict[str, Any] | None:
+    """OpenAI's error for a function name it does not take (``^[a-zA-Z0-9_-]+$``, at most 64
+    characters), or None when every tool's name is fine."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    for position, tool in enumerate(tools if isinstance(tools, list) else ()):
+        name = tool.get("name") if responses else (tool.get("function") or {}).get("name")
+        where = f"tools[{position}].name" if responses else f"tools[{position}].function.name"
+        if not isinstance(name, str):
+            continue
+        if len(name) > 64:
+            problem = (
+                "string too long. Expected a string with maximum length 64, but got a string "
+                f"with length {len(name)} instead."
+            )
+        elif not _TOOL_NAME.fullmatch(name):
+            problem = (
+                "string does not match pattern. Expected a string that matches the pattern "
+                "'^[a-zA-Z0-9_-]+$'."
+            )
+        else:
+            continue
+        return {
+            "message": f"Invalid '{where}': {problem}",
+            "type": "invalid_request_error",
+            "param": where,
+            "code": "invalid_value",
+        }
+    return None
 
 
 def _refusal(field: str, style: str) -> dict[str, Any]:

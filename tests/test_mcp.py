@@ -14,6 +14,7 @@ import io
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -24,10 +25,13 @@ from typing import Any, TypeVar
 import pytest
 import pytest_asyncio
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
+from openai_server import OpenAIServer
+from openai_server import Reply as OpenAIReply
 
 from adk import AgentTool, Runner
 from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
 from adk.messages import Message, Role
+from adk.models.openai import OpenAIChatModel
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from adk.tools.base import Tool, ToolResult, ToolSpec
@@ -242,6 +246,37 @@ async def test_an_answer_beyond_the_event_limit_says_so(monkeypatch: pytest.Monk
             assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
     finally:
         process.stop()
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_tools_named_as_models_refuse_get_names_they_take(
+    shared: MCPToolset, api: str
+) -> None:
+    """MCP allows dots and 128 characters in a tool name, model APIs neither: one such tool made
+    every model call offering the server's tools fail with HTTP 400. Such tools are offered under a
+    name models take (a name that fits keeps it; a clash or a long name gets a hash), and calls
+    still reach the server's tool."""
+    tools = {tool.spec.name: tool for tool in await shared.tools()}
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", name) for name in tools)
+    assert "files_read" in tools and "add" in tools  # names that fit are kept
+    dotted = [n for n in tools if n.startswith("files_read_")]
+    long = [n for n in tools if n.startswith("report_quarterly_")]
+    assert len(dotted) == 1 and len(long) == 1 and len(long[0]) == 64
+    assert (await run(tools["files_read"], {"path": "a"})).content == "underscored read a"
+    assert (await run(tools[dotted[0]], {"path": "a"})).content == "dotted read a"
+    assert (await run(tools[long[0]])).content == "long name answered"
+    assert {t.spec.name for t in await shared.tools()} == set(tools)  # the same names again
+
+    async with OpenAIServer([OpenAIReply(text="ok")]) as server:
+        model = OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        )
+        async with model:
+            specs = [tool.spec for tool in tools.values()]
+            assert (await model.generate([Message.user("hi")], tools=specs)).content == "ok"
 
 
 async def test_malformed_arguments_are_error_results(shared: MCPToolset) -> None:

@@ -9,7 +9,9 @@ developer controls, so there failures raise (``ConnectionError``, ``TimeoutError
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,6 +43,8 @@ _ToolFilter = Callable[[ToolSpec], bool] | Collection[str]
 (with the server's own, unprefixed name)."""
 
 _PAGE_LIMIT = 100  # a server whose cursors never end cannot hang listing
+_NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
+_NAME_LIMIT = 64
 # Failures that mean the connection itself is gone, not that the request was refused.
 _TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.TransportError)
 _PLAIN_LOSS = frozenset({"connection closed", "brokenresourceerror", "closedresourceerror"})
@@ -196,7 +200,8 @@ class MCPToolset(AsyncCloseable):
     the session and stops a stdio server; a later use connects afresh.
 
     ``prefix`` renames every tool (and prompt) to ``{prefix}_{name}`` so two servers with the same
-    tool names can serve one agent. ``call_timeout`` bounds each tool call (and each list/prompt
+    tool names can serve one agent. A tool whose name model APIs refuse (MCP allows dots and 128
+    characters; they take ``[a-zA-Z0-9_-]{1,64}``) is offered under one they take (``_model_names``). ``call_timeout`` bounds each tool call (and each list/prompt
     request); ``None`` waits forever. ``connect_timeout`` bounds starting a session.
     """
 
@@ -299,19 +304,24 @@ class MCPToolset(AsyncCloseable):
 
     async def _fetch_tools(self, client: Client) -> list[Any]:
         wire: list[_WireTool] = await _all_pages(client.list_tools, "tools")
-        tools: list[Any] = []
+        accepted: list[tuple[str, ToolSpec]] = []
         for tool in wire:
             spec = ToolSpec(
                 name=tool.name,
                 description=tool.description or tool.title or "",
                 parameters=_parameters(tool.input_schema),
             )
-            if not self._accepts(spec):
-                continue
-            if self._prefix:
-                spec = spec.model_copy(update={"name": self._exposed(tool.name)})
-            tools.append(_MCPTool(self, tool.name, spec))
-        return tools
+            if self._accepts(spec):
+                accepted.append((tool.name, spec))
+        names = _model_names([self._exposed(name) for name, _ in accepted])
+        return [
+            _MCPTool(
+                self,
+                name,
+                spec if spec.name == exposed else spec.model_copy(update={"name": exposed}),
+            )
+            for (name, spec), exposed in zip(accepted, names, strict=True)
+        ]
 
     async def _fetch_prompts(self, client: Client) -> list[Any]:
         wire: list[_WirePrompt] = await _all_pages(client.list_prompts, "prompts")
@@ -434,6 +444,34 @@ class MCPToolset(AsyncCloseable):
 
         _, messages, _ = await self._request(fetch, f"rendering prompt '{name}'", kind="prompts")
         return messages
+
+
+def _model_names(names: list[str]) -> list[str]:
+    """``names`` (a server's tool names, prefixed) as names model APIs take for a tool.
+
+    MCP allows dots and up to 128 characters; OpenAI and Anthropic take ``[a-zA-Z0-9_-]{1,64}``
+    and refuse the whole request otherwise (HTTP 400), so one such tool would fail every model
+    call of an agent offered the server's tools. A name that fits is kept. Another has each
+    character outside that set made ``_``; if that is too long, or taken by a name of the
+    server's, it is cut and given a hash of the original name (``..._1a2b3c4d``), so the same
+    server names map to the same names on every listing. Calls go by the server's name.
+    """
+    out = list(names)
+    taken = {name for name in names if _is_model_name(name)}
+    for position, name in enumerate(names):
+        if name in taken:
+            continue
+        safe = _NOT_IN_NAMES.sub("_", name) or "_"
+        if len(safe) > _NAME_LIMIT or safe in taken:
+            digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+            safe = f"{safe[: _NAME_LIMIT - len(digest) - 1]}_{digest}"
+        taken.add(safe)
+        out[position] = safe
+    return out
+
+
+def _is_model_name(name: str) -> bool:
+    return len(name) <= _NAME_LIMIT and _NOT_IN_NAMES.search(name) is None and bool(name)
 
 
 def _compile_filter(tool_filter: _ToolFilter | None) -> Callable[[ToolSpec], bool]:

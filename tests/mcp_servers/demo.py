@@ -12,6 +12,8 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - ``media``: a result with one content block of every kind (text, image, audio, links, embedded
   resources);
 - ``large``: a text result of any size;
+- ``files.read``, ``files_read`` and a tool with a 97-character name: names MCP allows (dots,
+  up to 128 characters) but model APIs refuse (``[a-zA-Z0-9_-]{1,64}``);
 - ``pid`` and ``die`` (the process exits mid-call: a dropped connection);
 - prompts with arguments (``greet``, ``review``).
 
@@ -42,6 +44,8 @@ from mcp.types import (
     TextResourceContents,
 )
 from pydantic import BaseModel
+
+LONG_TOOL_NAME = "report_" + "quarterly_" * 8 + "figures.v2"  # 97 characters, a dot in it
 
 
 class Forecast(BaseModel):
@@ -153,6 +157,19 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
     def large(size: int) -> str:
         """A text of ``size`` characters."""
         return "x" * size
+
+    def read_dotted(path: str) -> str:
+        return f"dotted read {path}"
+
+    def read_underscored(path: str) -> str:
+        return f"underscored read {path}"
+
+    def long_named() -> str:
+        return "long name answered"
+
+    server.add_tool(read_dotted, name="files.read", description="Reads a file (dotted name).")
+    server.add_tool(read_underscored, name="files_read", description="Reads a file.")
+    server.add_tool(long_named, name=LONG_TOOL_NAME, description="A tool with a long name.")
 
     @server.tool()
     def pid() -> int:
