@@ -65,7 +65,9 @@ class Reply:
     some llama.cpp builds and TGI do), streamed in one fragment with the call's id and name.
     ``text_events`` is how a Responses stream carries text and reasoning: as ``"deltas"`` (as
     OpenAI does), only as each part's ``.done`` event (``"done"``, as some gateways do), or not at
-    all, only in the final response object (``"final"``).
+    all, only in the final response object (``"final"``). ``error_metadata`` goes with the error
+    (an HTTP error, or one reported mid-stream), as OpenRouter sends what the provider behind it
+    said (``{"provider_name": ..., "raw": ...}``).
     """
 
     text: str = ""
@@ -94,6 +96,7 @@ class Reply:
     malformed_after: int | None = None
     arguments_as_object: bool = False
     text_events: str = "deltas"
+    error_metadata: dict[str, Any] | None = None
 
     @property
     def finish(self) -> str:
@@ -252,6 +255,8 @@ class OpenAIServer:
         if reply.status >= 400:
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
             error = {"message": reply.error, "type": "scripted_error", "code": str(reply.status)}
+            if reply.error_metadata is not None:
+                error["metadata"] = reply.error_metadata
             await self._send_json(writer, reply.status, {"error": error}, extra)
             return True
         self._counter += 1
@@ -688,8 +693,10 @@ def _error_events(reply: Reply, responses: bool, model: str) -> list[str]:
     """How servers report a failure after a stream started: vLLM-style ``data: {"error": ...}`` for
     Chat Completions, a ``response.failed`` event for Responses."""
     if not responses:
-        error = {"error": {"message": reply.error, "type": "server_error", "code": 500}}
-        return [f"data: {json.dumps(error)}\n\n", "data: [DONE]\n\n"]
+        error: dict[str, Any] = {"message": reply.error, "type": "server_error", "code": 500}
+        if reply.error_metadata is not None:
+            error["metadata"] = reply.error_metadata
+        return [f"data: {json.dumps({'error': error})}\n\n", "data: [DONE]\n\n"]
     failed = _response_object(reply, model, 0, "failed")
     failed["error"] = {"code": "server_error", "message": reply.error}
     event = {"type": "response.failed", "response": failed, "sequence_number": 999}

@@ -514,6 +514,35 @@ async def test_client_errors_fail_at_once(server: OpenAIServer, status: int) -> 
     assert len(server.requests) == 1
 
 
+async def test_what_the_provider_behind_a_router_said_is_in_the_error(
+    server: OpenAIServer,
+) -> None:
+    """OpenRouter says "Provider returned error" and puts the provider's own answer in
+    ``metadata.raw``: the error used to say only the former."""
+    said = {"provider_name": "Venice", "raw": '{"error": "context length exceeded: 9000 > 8192"}'}
+    server.script(
+        Reply(status=400, error="Provider returned error", error_metadata=said),
+        Reply(text="partial", error_after=2, error="Provider returned error", error_metadata=said),
+        # "any error occurred while the LLM is producing the output will be emitted in the
+        # response body" with status 200 (OpenRouter's docs)
+        Reply(
+            raw=json.dumps(
+                {"error": {"message": "Provider returned error", "metadata": said}}
+            ).encode()
+        ),
+    )
+    async with make_model(server) as model:
+        with pytest.raises(ModelError, match="HTTP 400: Provider returned error") as plain:
+            await model.generate([Message.user("hi")])
+        with pytest.raises(ModelError, match="mid-stream") as streamed:
+            await collect(model.stream([Message.user("hi")]))
+        with pytest.raises(ModelError, match="answered with an error") as in_body:
+            await model.generate([Message.user("hi")])
+    for caught in (plain, streamed, in_body):
+        assert "Venice" in str(caught.value)
+        assert "context length exceeded: 9000 > 8192" in str(caught.value)
+
+
 @pytest.mark.parametrize("status", [408, 409, 429, 502, 503])
 async def test_transient_statuses_are_retried_until_attempts_run_out(
     server: OpenAIServer, status: int

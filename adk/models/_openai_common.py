@@ -65,6 +65,23 @@ def content_parts(parts: list[Any]) -> tuple[str, str]:
     return "".join(text), "".join(thinking)
 
 
+def error_detail(error: object) -> str:
+    """What a server's error object adds to its ``message``: a router's account of the provider
+    behind it (OpenRouter: ``metadata.provider_name`` and ``metadata.raw``, the provider's own
+    answer, when its message is only "Provider returned error"; ``metadata.reasons`` of a
+    moderation refusal), as `` (provider: raw)``, or ""."""
+    metadata = _field(error, "metadata")
+    if not isinstance(metadata, dict):
+        return ""
+    said = metadata.get("raw") or metadata.get("reasons")
+    if not said:
+        return ""
+    said = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False)
+    provider = metadata.get("provider_name")
+    who = f"{provider}: " if isinstance(provider, str) and provider else ""
+    return f" ({who}{said[:500]})"
+
+
 def unusable_reply(reply: object, what: str) -> ModelError:
     """The error for a successful (HTTP 200) answer that is not the object asked for.
 
@@ -78,7 +95,7 @@ def unusable_reply(reply: object, what: str) -> ModelError:
     error = _field(reply, "error")
     message = _field(error, "message") if error is not None else None
     if isinstance(message, str) and message:
-        return ModelError(f"the server answered with an error: {message}")
+        return ModelError(f"the server answered with an error: {message}{error_detail(error)}")
     return ModelError(f"the server returned {what}")
 
 

@@ -25,6 +25,7 @@ from .._aio import AsyncCloseable
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
+from ._openai_common import error_detail
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
 from .base import ModelError, ModelOptions, RetryPolicy
@@ -372,8 +373,8 @@ class OpenAIChatModel(AsyncCloseable):
             cause = exc.__cause__
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
-        if isinstance(exc, openai.APIError):
-            return ModelError(f"{where} {exc.message}{tries}")
+        if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
+            return ModelError(f"{where} {exc.message}{error_detail(exc.body)}{tries}")
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
         if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
@@ -515,7 +516,7 @@ def _server_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         message = body.get("message")
         if isinstance(message, str) and message:
-            return message
+            return message + error_detail(body)
         detail = body.get("detail")  # FastAPI-style servers (vLLM validation errors)
         if detail:
             return str(detail)[:500]
