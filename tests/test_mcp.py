@@ -325,6 +325,27 @@ async def test_hanging_call_times_out_and_the_server_is_told(
         assert after.structured["started"] == before["started"] + 1
 
 
+@pytest.mark.parametrize("legacy", [False, True])
+async def test_a_call_over_http_is_bounded_by_call_timeout_alone(
+    legacy: bool, http_process: HTTPServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The HTTP client's read timeout (5 minutes, for the idle event stream) also cut off any call
+    whose answer took longer, as a lost connection, whatever ``call_timeout`` said. (The read
+    timeout is shortened here so that the test does not wait 5 minutes.)"""
+    monkeypatch.setattr("adk.mcp._servers._SSE_READ_TIMEOUT", 0.5)
+    process = HTTPServerProcess(legacy=True) if legacy else http_process
+    if legacy:
+        await asyncio.to_thread(process.start)
+    try:
+        async with MCPToolset(HTTPServer(process.url, timeout=0.5), call_timeout=2) as toolset:
+            result = await call(toolset, "hang")
+            assert result.content == "Error: tool 'hang' timed out after 2s and was cancelled"
+            assert toolset._session.connections_opened == 1
+    finally:
+        if legacy:
+            process.stop()
+
+
 async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
     url = http_process.url
     async with MCPToolset(HTTPServer(url), tool_filter=["add", "pid"], prefix="demo") as toolset:

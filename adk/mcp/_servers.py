@@ -30,8 +30,10 @@ if TYPE_CHECKING:
 __all__ = ["HTTPServer", "SSEServer", "ServerConfig", "StdioServer"]
 
 # How long an idle server-to-client event stream may stay silent before the HTTP client gives up on
-# it. Deliberately long: a server legitimately sends nothing while no tool list changes. Hanging
-# tool calls are bounded by the toolset's ``call_timeout``, not by this.
+# it. Deliberately long: a server legitimately sends nothing while no tool list changes. Tool calls
+# are bounded by the toolset's ``call_timeout``, not by this: over streamable HTTP the answer to a
+# request (a POST) is awaited without a read timeout (see ``_RefusalWatch``). Over SSE answers come
+# on the event stream, so a call silent for longer than this ends the connection.
 _SSE_READ_TIMEOUT = 300.0
 # The largest server-sent event a streamable HTTP server may answer with. The mcp client's default
 # (1 MiB) refused larger results — a file, a screenshot — from handshake-era servers, which answer
@@ -178,12 +180,22 @@ async def _refuses_session(request: httpx2.Request, response: httpx2.Response) -
 class _RefusalWatch(httpx2.AsyncBaseTransport):
     """An HTTP transport that notes, in the caller's ``_Delivery``, a first request that provably
     reached no tool: its connection could not be opened (refused, timed out, TLS handshake
-    failed), or the server refused it for its session."""
+    failed), or the server refused it for its session.
+
+    It also waits for the answer to a POST (a request to the server: a tool call's answer comes
+    when the tool is done) without a read timeout: the client's read timeout, long for the sake of
+    the idle event stream, cut off every call that took longer, as a lost connection, whatever the
+    toolset's ``call_timeout`` (which bounds calls and listings) said. Connecting, sending and
+    other requests (the event stream, closing the session) keep their timeouts."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method == "POST":
+            timeouts = request.extensions.get("timeout")
+            if isinstance(timeouts, dict):
+                request.extensions["timeout"] = {**timeouts, "read": None}
         delivery = _current_delivery.get()
         if delivery is None:
             return await self._inner.handle_async_request(request)
