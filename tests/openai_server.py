@@ -67,7 +67,8 @@ class Reply:
     OpenAI does), only as each part's ``.done`` event (``"done"``, as some gateways do), or not at
     all, only in the final response object (``"final"``). ``error_metadata`` goes with the error
     (an HTTP error, or one reported mid-stream), as OpenRouter sends what the provider behind it
-    said (``{"provider_name": ..., "raw": ...}``).
+    said (``{"provider_name": ..., "raw": ...}``). ``error_code`` replaces the error's ``code``
+    (the status, as text, by default).
     """
 
     text: str = ""
@@ -97,6 +98,7 @@ class Reply:
     arguments_as_object: bool = False
     text_events: str = "deltas"
     error_metadata: dict[str, Any] | None = None
+    error_code: str | None = None
 
     @property
     def finish(self) -> str:
@@ -254,7 +256,8 @@ class OpenAIServer:
             return True
         if reply.status >= 400:
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
-            error = {"message": reply.error, "type": "scripted_error", "code": str(reply.status)}
+            code = reply.error_code or str(reply.status)
+            error = {"message": reply.error, "type": "scripted_error", "code": code}
             if reply.error_metadata is not None:
                 error["metadata"] = reply.error_metadata
             await self._send_json(writer, reply.status, {"error": error}, extra)

@@ -556,6 +556,18 @@ async def test_transient_statuses_are_retried_until_attempts_run_out(
     assert len(server.requests) == 3
 
 
+async def test_an_exhausted_quota_is_not_retried(server: OpenAIServer) -> None:
+    """OpenAI answers an exhausted quota (billing) with 429 too; waiting seconds does not mend
+    it, so it fails at once instead of after every attempt's backoff."""
+    quota = "You exceeded your current quota, please check your plan and billing details."
+    server.script(Reply(status=429, error=quota, error_code="insufficient_quota"), Reply(text="x"))
+    async with make_model(server) as model:
+        with pytest.raises(ModelError, match="HTTP 429: You exceeded your current quota") as caught:
+            await model.generate([Message.user("hi")])
+    assert caught.value.status == 429 and "attempts" not in str(caught.value)
+    assert len(server.requests) == 1
+
+
 async def test_timeout_retried_then_surfaced(server: OpenAIServer) -> None:
     server.script(Reply(text="late", delay=5.0), Reply(text="late", delay=5.0))
     client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-test", timeout=0.1)

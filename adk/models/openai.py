@@ -67,7 +67,8 @@ class OpenAIChatModel(AsyncCloseable):
     10 minutes, or what your client says). A timed-out attempt is retried like any transient
     failure; when attempts run out, :class:`ModelError` says the request timed out.
 
-    Retries follow ``retry`` (tenacity): connection errors, timeouts, HTTP 408/409/429/5xx, waiting
+    Retries follow ``retry`` (tenacity): connection errors, timeouts, HTTP 408/409/429/5xx (not a
+    429 saying the quota is exhausted, ``insufficient_quota``), waiting
     what Retry-After says (capped at ``max_delay``) or exponential backoff with jitter. The SDK's own
     retries are off so nothing retries twice. Other failures raise :class:`ModelError` at once, naming
     the status and the server's message. A stream is retried only before its first chunk reached the
@@ -462,9 +463,17 @@ def _ended_early(sdk_stream: Any, events: int) -> Exception:
 
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
+        if exc.status_code == 429 and _is_quota(exc.body):
+            return False  # a billing limit: asking again in seconds does not mend it
         return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
     # APITimeoutError is an APIConnectionError: a timed-out attempt is retried like a dropped one.
     return isinstance(exc, (openai.APIConnectionError, _StreamTruncated))
+
+
+def _is_quota(body: object) -> bool:
+    """Whether an error body is OpenAI's (and Azure's) exhausted quota, sent with status 429 like a
+    rate limit."""
+    return isinstance(body, dict) and "insufficient_quota" in (body.get("code"), body.get("type"))
 
 
 def _retry_after(exc: BaseException) -> float | None:
