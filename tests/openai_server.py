@@ -130,6 +130,10 @@ class OpenAIServer:
     and ``hangups`` the times a client closed its connection meanwhile: a client that walks away
     releases its connection.
 
+    ``reasoning_back`` makes the server refuse a Chat request whose assistant tool-call messages
+    lack ``reasoning_content``, in the words of DeepSeek's thinking mode (``"deepseek"``) or of
+    Kimi's (``"kimi"``); None (the default) takes any.
+
     Tool names are checked as OpenAI checks them (``^[a-zA-Z0-9_-]+$``, at most 64 characters):
     a request offering a tool named otherwise is answered 400 with OpenAI's error.
 
@@ -148,7 +152,9 @@ class OpenAIServer:
         record: bool = True,
         refuses: Sequence[str] = (),
         refusal: str = "openai",
+        reasoning_back: str | None = None,
     ) -> None:
+        self.reasoning_back = reasoning_back
         self._script: deque[Reply] = deque(replies)
         self.refuses = tuple(refuses)
         self.refusal = refusal
@@ -243,6 +249,10 @@ class OpenAIServer:
         refused = [key for key in self.refuses if isinstance(body, dict) and key in body]
         if refused:
             await self._send_json(writer, 400, {"error": _refusal(refused[0], self.refusal)})
+            return True
+        missing = _missing_reasoning(body, self.reasoning_back)
+        if missing is not None:
+            await self._send_json(writer, 400, {"error": missing})
             return True
         invalid = _invalid_tool_name(body, responses=target == "/v1/responses")
         if invalid is not None:
@@ -366,6 +376,26 @@ class OpenAIServer:
         writer.write(b"".join(parts))
         await writer.drain()
         return True
+
+
+def _missing_reasoning(body: Any, style: str | None) -> dict[str, Any] | None:
+    """The error of a thinking-mode server (DeepSeek, Kimi) for an assistant tool-call message sent
+    without its ``reasoning_content``, or None."""
+    messages = body.get("messages") if isinstance(body, dict) and style else None
+    for position, message in enumerate(messages if isinstance(messages, list) else ()):
+        if message.get("role") != "assistant" or not message.get("tool_calls"):
+            continue
+        if "reasoning_content" in message:
+            continue
+        if style == "kimi":
+            text = (
+                "thinking is enabled but reasoning_content is missing in assistant tool call "
+                f"message at index {position}"
+            )
+            return {"message": text, "type": "invalid_request_error"}
+        text = "The `reasoning_content` in the thinking mode must be passed back to the API."
+        return {"message": text, "type": "invalid_request_error", "param": None, "code": None}
+    return None
 
 
 _TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]+")

@@ -223,6 +223,33 @@ async def test_tool_call_arguments_sent_as_an_object_are_kept(
     ]
 
 
+@pytest.mark.parametrize("style", ["deepseek", "kimi"])
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_reasoning_goes_back_to_servers_that_require_it(style: str, streaming: bool) -> None:
+    """DeepSeek's and Kimi's thinking modes refuse a conversation whose assistant tool-call
+    messages come without their ``reasoning_content``: the second turn of every tool loop failed
+    with HTTP 400. Servers that take no reasoning back (the default) still get none."""
+    async with OpenAIServer(reasoning_back=style) as server:
+        server.script(
+            Reply(tool_calls=[Call("add", '{"a": 2, "b": 3}', id="c1")], reasoning="Add them."),
+            Reply(text="5"),
+            Reply(text="done"),
+        )
+        history = [Message.user("2 + 3?")]
+        async with make_model(server) as model:
+            first = await call(model, streaming, history, tools=[ADD])
+            history += [first, *run_add(first)]
+            assert (await call(model, streaming, history, tools=[ADD])).content == "5"
+            history += [Message.assistant("5"), Message.user("thanks")]
+            assert (await call(model, streaming, history, tools=[ADD])).content == "done"
+        sent = [body["messages"] for body in server.bodies]
+        assert len(sent) == 4  # the one refusal, then reasoning goes back from then on
+        assert "reasoning_content" not in sent[1][1]
+        for messages in sent[2:]:
+            assert messages[1]["reasoning_content"] == "Add them."
+        assert sent[3][3] == {"role": "assistant", "content": "5"}  # only beside tool calls
+
+
 @pytest.mark.parametrize("repeat_name", [False, True])
 async def test_streamed_fragments_joined_by_index(server: OpenAIServer, repeat_name: bool) -> None:
     """llama.cpp repeats id and name in every fragment; the joined call must name the tool once."""

@@ -26,10 +26,15 @@ from .base import ModelOptions
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 
 
-def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def chat_messages(
+    messages: Sequence[Message], *, send_reasoning: bool = False
+) -> list[dict[str, Any]]:
     """Wire messages. Assistant messages always carry ``content`` (``""`` beside tool calls: some
     servers reject its absence) and carry ``tool_calls`` only when there are some (OpenAI rejects an
-    empty list). Reasoning is not sent back: servers differ on accepting it."""
+    empty list). Reasoning is not sent back by default: OpenAI refuses fields it does not know in
+    a message, and DeepSeek's older reasoner refused ``reasoning_content``. With
+    ``send_reasoning`` (a server in a thinking mode that requires it: DeepSeek, Kimi) assistant
+    messages with tool calls carry it as ``reasoning_content``, ``""`` when they have none."""
     out: list[dict[str, Any]] = []
     for position, message in enumerate(messages):
         role = message.role
@@ -44,6 +49,8 @@ def chat_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
                     }
                     for call in message.tool_calls
                 ]
+                if send_reasoning:
+                    entry["reasoning_content"] = message.reasoning or ""
             out.append(entry)
         elif role == Role.TOOL:
             out.append(
@@ -79,14 +86,19 @@ def chat_request(
     stream: bool,
     max_tokens_field: str,
     stream_usage: bool = True,
+    send_reasoning: bool = False,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``.
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
-    refused it) so the final chunk carries token counts. ``options.extra`` travels as
-    ``extra_body`` and so overrides anything set here.
+    refused it) so the final chunk carries token counts. ``send_reasoning``: see
+    :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides anything
+    set here.
     """
-    request: dict[str, Any] = {"model": model, "messages": chat_messages(messages)}
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": chat_messages(messages, send_reasoning=send_reasoning),
+    }
     if tools:
         request["tools"] = chat_tools(tools)
     if stream:

@@ -99,12 +99,13 @@ def responses_request(
     stream: bool,
     max_tokens_field: str,
     stream_usage: bool = True,
+    send_reasoning: bool = False,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.responses.create``. ``max_tokens`` becomes
-    ``max_output_tokens`` (``max_tokens_field`` and ``stream_usage`` are Chat concerns) and
-    ``response_format`` becomes ``text.format``. ``stop`` is rejected: the Responses API has no
-    stop sequences."""
-    del max_tokens_field, stream_usage
+    ``max_output_tokens`` (``max_tokens_field``, ``stream_usage`` and ``send_reasoning`` are Chat
+    concerns) and ``response_format`` becomes ``text.format``. ``stop`` is rejected: the Responses
+    API has no stop sequences."""
+    del max_tokens_field, stream_usage, send_reasoning
     request: dict[str, Any] = {"model": model, "input": responses_input(messages)}
     if tools:
         request["tools"] = responses_tools(tools)

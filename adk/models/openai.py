@@ -146,6 +146,7 @@ class OpenAIChatModel(AsyncCloseable):
         # whether streams ask for usage. A server that refuses either changes them (_adapt).
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
         self._stream_usage = True
+        self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
         self._closed = False
         self._runner = RetryRunner(
             self.retry, is_transient=self._is_transient, retry_after=_retry_after
@@ -274,6 +275,7 @@ class OpenAIChatModel(AsyncCloseable):
             stream=stream,
             max_tokens_field=self._max_tokens_field,
             stream_usage=self._stream_usage,
+            send_reasoning=self._send_reasoning,
         )
 
     def _adapt(self, error: ModelError, request: dict[str, Any], adapted: set[str]) -> bool:
@@ -286,7 +288,18 @@ class OpenAIChatModel(AsyncCloseable):
         ``stream_options``. The server says so in a 400 (or 422) naming the field; the other
         spelling is used, or the stream goes without usage. Each field is changed once per call
         (``adapted``), so a server refusing both spellings fails instead of going round.
+
+        The reverse too: DeepSeek's and Kimi's thinking modes refuse assistant tool-call messages
+        sent without their ``reasoning_content``, which is then sent back (``chat_messages``).
         """
+        if (
+            self.api == "chat"
+            and not self._send_reasoning
+            and _wants_reasoning_back(error.__cause__)
+            and not self._closed
+        ):
+            self._send_reasoning = True
+            return True
         own = [self._max_tokens_field] if self._max_tokens_field in request else []
         if "stream_options" in request:
             own.append("stream_options")
@@ -492,6 +505,22 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 _REFUSAL_CODES = frozenset({"unsupported_parameter", "unknown_parameter"})
+
+
+# DeepSeek: "The `reasoning_content` in the thinking mode must be passed back to the API."; Kimi:
+# "thinking is enabled but reasoning_content is missing in assistant tool call message at index 3".
+_REASONING_WANTED = re.compile(
+    r"reasoning_content\W.{0,60}(?:must be passed back|is missing)", re.IGNORECASE
+)
+
+
+def _wants_reasoning_back(exc: BaseException | None) -> bool:
+    """Whether a 400 answer refuses a conversation for leaving out the reasoning it came with."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code != 400:
+        return False
+    body = exc.body
+    text = json.dumps(body, ensure_ascii=False) if isinstance(body, dict) else str(body)
+    return _REASONING_WANTED.search(text) is not None
 
 
 def _refused_parameter(exc: BaseException | None, fields: Sequence[str]) -> str | None:
