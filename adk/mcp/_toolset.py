@@ -201,8 +201,10 @@ class MCPToolset(AsyncCloseable):
 
     ``prefix`` renames every tool (and prompt) to ``{prefix}_{name}`` so two servers with the same
     tool names can serve one agent. A tool whose name model APIs refuse (MCP allows dots and 128
-    characters; they take ``[a-zA-Z0-9_-]{1,64}``) is offered under one they take (``_model_names``). ``call_timeout`` bounds each tool call (and each list/prompt
-    request); ``None`` waits forever. ``connect_timeout`` bounds starting a session.
+    characters; they take ``[a-zA-Z0-9_-]{1,64}``) is offered under one they take
+    (``_model_names``). ``call_timeout`` bounds each tool call (and each list/prompt request);
+    ``None`` waits forever (over SSE, a call silent for 5 minutes ends the connection).
+    ``connect_timeout`` bounds starting a session.
     """
 
     def __init__(

@@ -79,9 +79,10 @@ class OpenAIChatModel(AsyncCloseable):
     ``max_tokens`` is sent as ``max_completion_tokens`` to OpenAI itself (its reasoning models refuse
     ``max_tokens``) and as ``max_tokens`` to other servers (the field they all understand); a server
     that refuses the one gets the other from then on, and one that refuses ``stream_options`` gets
-    streams without it (see ``_adapt``). Reasoning
-    text is read from ``reasoning_content`` / ``reasoning`` (vLLM, llama.cpp, Ollama) or Responses
-    reasoning items. ``metadata["finish_reason"]`` uses Chat vocabulary for both APIs.
+    streams without it (see ``_adapt``). Reasoning text is read from ``reasoning_content`` /
+    ``reasoning`` (vLLM, llama.cpp, Ollama) or Responses reasoning items, and sent back beside tool
+    calls only to a server that refuses a conversation without it (DeepSeek's and Kimi's thinking
+    modes). ``metadata["finish_reason"]`` uses Chat vocabulary for both APIs.
     """
 
     supports_response_format = True
