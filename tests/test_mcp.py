@@ -722,6 +722,27 @@ async def test_http_server_gone_while_idle_is_reconnected_before_the_call_fails(
         process.stop()
 
 
+async def test_an_http_error_is_named_with_its_status_and_what_the_server_said() -> None:
+    """A server refusing the token (or failing otherwise) with a body that is not a JSON-RPC error
+    was reported as "Server returned an error response", the mcp client's stand-in: neither the
+    status nor the server's words, so an expired token looked like a broken server."""
+    process = HTTPServerProcess(token="s3cret-token")
+    await asyncio.to_thread(process.start)
+    try:
+        for headers in (None, {"Authorization": "Bearer expired"}):
+            toolset = MCPToolset(HTTPServer(process.url, headers=headers))
+            with pytest.raises(ConnectionError) as caught:
+                await toolset.tools()
+            assert "HTTP 401 Unauthorized" in str(caught.value)
+            assert "The access token is missing or expired" in str(caught.value)
+            assert "s3cret" not in str(caught.value)
+        good = {"Authorization": "Bearer s3cret-token"}
+        async with MCPToolset(HTTPServer(process.url, headers=good)) as toolset:
+            assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
+    finally:
+        process.stop()
+
+
 async def test_credentials_in_server_urls_are_never_shown() -> None:
     port = closed_port()
     url = f"https://bob:hunter2@127.0.0.1:{port}/mcp?token=sk-live-9&region=eu#frag"

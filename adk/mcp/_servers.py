@@ -133,14 +133,25 @@ class _Delivery:
     first request counts: a call can take several (input rounds, a re-list), and once one went
     out the tool may have run. For a request that may be repeated anyway (a listing, whose pages
     are requests of their own), ``every_request`` makes any of them count.
+
+    ``failure`` is what the first request answered with an HTTP error status said (``HTTP 401
+    Unauthorized: <the body, shortened>``): the mcp client reports such an answer, unless its body
+    is a JSON-RPC error, as "Server returned an error response", without status or words.
     """
 
-    __slots__ = ("every_request", "refused", "requests")
+    __slots__ = ("every_request", "failure", "refused", "requests")
 
     def __init__(self, *, every_request: bool = False) -> None:
         self.requests = 0
         self.refused = False
         self.every_request = every_request
+        self.failure: str | None = None
+
+    def detail(self, described: str) -> str:
+        """`` (HTTP ...)`` to add to ``described`` (an error's text), or "" when there is nothing
+        to add."""
+        failure = self.failure
+        return f" ({failure})" if failure and failure not in described else ""
 
 
 _current_delivery: ContextVar[_Delivery | None] = ContextVar("adk_mcp_delivery", default=None)
@@ -151,6 +162,24 @@ _SESSION_HEADER = "mcp-session-id"
 # plain text; the TypeScript transport on a restarted server: "Server not initialized").
 _SESSION_REFUSAL = re.compile(r"session|not initiali[sz]ed", re.IGNORECASE)
 _REFUSAL_BODY_LIMIT = 65536  # a refusal is a line of text; a larger body is something else
+
+
+async def _body_text(response: httpx2.Response) -> str:
+    """The start of a short error body, on one line ("" for a long one, which is not read)."""
+    size = response.headers.get("content-length", "")
+    if size.isdigit() and int(size) > _REFUSAL_BODY_LIMIT:
+        return ""
+    body = await response.aread()
+    return " ".join(body[:_REFUSAL_BODY_LIMIT].decode("utf-8", "replace").split())
+
+
+async def _failure_text(response: httpx2.Response) -> str:
+    """``HTTP 401 Unauthorized: <what the body says, up to 300 characters>``."""
+    said = await _body_text(response)
+    head = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+    if len(said) > 300:
+        said = said[:300] + "..."
+    return f"{head}: {said}" if said else head
 
 
 async def _refuses_session(request: httpx2.Request, response: httpx2.Response) -> bool:
@@ -170,17 +199,13 @@ async def _refuses_session(request: httpx2.Request, response: httpx2.Response) -
         return True
     if response.status_code != 400:
         return False
-    size = response.headers.get("content-length", "")
-    if size.isdigit() and int(size) > _REFUSAL_BODY_LIMIT:
-        return False
-    body = await response.aread()
-    return bool(_SESSION_REFUSAL.search(body[:_REFUSAL_BODY_LIMIT].decode("utf-8", "replace")))
+    return bool(_SESSION_REFUSAL.search(await _body_text(response)))
 
 
 class _RefusalWatch(httpx2.AsyncBaseTransport):
     """An HTTP transport that notes, in the caller's ``_Delivery``, a first request that provably
     reached no tool: its connection could not be opened (refused, timed out, TLS handshake
-    failed), or the server refused it for its session.
+    failed), or the server refused it for its session; and what an HTTP error answer said.
 
     It also waits for the answer to a POST (a request to the server: a tool call's answer comes
     when the tool is done) without a read timeout: the client's read timeout, long for the sake of
@@ -208,6 +233,8 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
             raise
         if first and response.status_code in (400, 404):
             delivery.refused = await _refuses_session(request, response)
+        if response.status_code >= 400 and request.method == "POST" and delivery.failure is None:
+            delivery.failure = await _failure_text(response)
         return response
 
     async def aclose(self) -> None:

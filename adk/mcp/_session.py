@@ -41,7 +41,7 @@ from mcp.types import (
 )
 
 from .._aio import AsyncCloseable
-from ._servers import ServerConfig
+from ._servers import ServerConfig, _current_delivery, _Delivery
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -138,6 +138,9 @@ class Connection:
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[Client] | None = None
+        # What the HTTP transport notes about the handshake's requests (made in the owner task):
+        # an HTTP error answer's status and words, for the error a failed connect raises.
+        self._handshake = _Delivery()
         self.client: Client | None = None
         self.lost = False
         # True while the cached tool/prompt lists can be trusted to be announced when they change:
@@ -171,9 +174,10 @@ class Connection:
             ) from None
         except Exception as exc:
             await self.close()
+            reason = describe_error(exc, self._server)
+            reason += self._server._redact(self._handshake.detail(reason))
             raise ConnectionError(
-                f"could not connect to MCP server '{self._server}': "
-                f"{describe_error(exc, self._server)}"
+                f"could not connect to MCP server '{self._server}': {reason}"
             ) from exc
         except BaseException:
             await self.close()  # cancelled while connecting: leave nothing running behind
@@ -205,6 +209,7 @@ class Connection:
 
     async def _own(self, ready: asyncio.Future[Client]) -> None:
         """The owner task: every async context of the session is entered and exited here."""
+        _current_delivery.set(self._handshake)  # this task's context only
         try:
             transport = _WatchedTransport(self._server._transport(), self.mark_lost)
             client = Client(

@@ -371,9 +371,9 @@ class MCPToolset(AsyncCloseable):
                     raise ConnectionError(
                         f"lost the connection to MCP server '{server}' while {what}"
                     ) from exc
-                raise RuntimeError(
-                    f"MCP server '{server}' failed while {what}: {describe_error(exc, server)}"
-                ) from exc
+                reason = describe_error(exc, server)
+                reason += server._redact(delivery.detail(reason))
+                raise RuntimeError(f"MCP server '{server}' failed while {what}: {reason}") from exc
             finally:
                 _current_delivery.reset(token)
         raise AssertionError("unreachable")
@@ -419,7 +419,9 @@ class MCPToolset(AsyncCloseable):
                         f"'{name}' was running{_loss_reason(exc, server)}; it will reconnect "
                         "on the next call"
                     )
-                return ToolResult.error(f"tool '{name}' failed: {describe_error(exc, server)}")
+                reason = describe_error(exc, server)
+                reason += server._redact(delivery.detail(reason))
+                return ToolResult.error(f"tool '{name}' failed: {reason}")
             finally:
                 _current_delivery.reset(token)
             if result is None or deadline.cancelled_caught:

@@ -1,10 +1,11 @@
 """The demo MCP server over HTTP:
-``python http_server.py [--sse] [--legacy] [--sessions STYLE] [--port N]``.
+``python http_server.py [--sse] [--legacy] [--sessions STYLE] [--token T] [--port N]``.
 
 Serves streamable HTTP at ``/mcp`` (or the legacy SSE transport at ``/sse`` with ``--sse``) on
 127.0.0.1. With ``--port 0`` the OS picks a free port; the first line on stdout is
 ``PORT <number>`` once the server accepts connections, so a test can start it and wait for it.
-``--sessions`` makes it refuse sessions it does not know the way other servers do (``sessions.py``).
+``--sessions`` makes it refuse sessions it does not know the way other servers do, ``--token``
+answer 401 to requests without that bearer token (``sessions.py``).
 """
 
 from __future__ import annotations
@@ -14,14 +15,18 @@ import asyncio
 
 import uvicorn
 from demo import build_server
-from sessions import STYLES, refusing_unknown_sessions
+from sessions import STYLES, refusing_unknown_sessions, requiring_token
 
 
-async def _serve(port: int, sse: bool, legacy: bool, sessions: str | None) -> None:
+async def _serve(
+    port: int, sse: bool, legacy: bool, sessions: str | None, token: str | None
+) -> None:
     server = build_server(legacy=legacy)
     app = server.sse_app() if sse else server.streamable_http_app()
     if sessions is not None:
         app = refusing_unknown_sessions(app, sessions)
+    if token is not None:
+        app = requiring_token(app, token)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     web = uvicorn.Server(config)
     serving = asyncio.create_task(web.serve())
@@ -41,5 +46,6 @@ if __name__ == "__main__":
     parser.add_argument("--sse", action="store_true")
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--sessions", choices=sorted(STYLES))
+    parser.add_argument("--token")
     options = parser.parse_args()
-    asyncio.run(_serve(options.port, options.sse, options.legacy, options.sessions))
+    asyncio.run(_serve(options.port, options.sse, options.legacy, options.sessions, options.token))

@@ -33,14 +33,22 @@ def closed_port() -> int:
 
 class HTTPServerProcess:
     """The demo server over streamable HTTP (``/mcp``) or, with ``sse=True``, SSE (``/sse``);
-    ``sessions`` names how it refuses sessions it does not know (``sessions.py``)."""
+    ``sessions`` names how it refuses sessions it does not know, ``token`` the bearer token it
+    wants (``sessions.py``)."""
 
     def __init__(
-        self, *, sse: bool = False, legacy: bool = False, sessions: str | None = None
+        self,
+        *,
+        sse: bool = False,
+        legacy: bool = False,
+        sessions: str | None = None,
+        token: str | None = None,
     ) -> None:
         self._flags = [*(["--sse"] if sse else []), *(["--legacy"] if legacy else [])]
         if sessions is not None:
             self._flags += ["--sessions", sessions]
+        if token is not None:
+            self._flags += ["--token", token]
         self._path = "/sse" if sse else "/mcp"
         self._process: subprocess.Popen[str] | None = None
         self.port = 0

@@ -1,4 +1,5 @@
-"""How servers that are not built on the ``mcp`` package refuse a session they do not know.
+"""How servers that are not built on the ``mcp`` package refuse a session they do not know, and
+a server that wants a bearer token (:func:`requiring_token`).
 
 The MCP spec says a server answers a request carrying an unknown ``Mcp-Session-Id`` with HTTP 404;
 the ``mcp`` package's own server does (a JSON-RPC error, ``INVALID_REQUEST``, "Session not found").
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["STYLES", "refusing_unknown_sessions"]
+__all__ = ["STYLES", "refusing_unknown_sessions", "requiring_token"]
 
 _MESSAGE = "Bad Request: No valid session ID provided"
 STYLES: dict[str, tuple[int, str, bytes]] = {
@@ -76,5 +77,34 @@ def refusing_unknown_sessions(app: Any, style: str) -> Any:
             await send(message)
 
         await app(scope, receive, noting)
+
+    return wrapped
+
+
+def requiring_token(app: Any, token: str) -> Any:
+    """``app`` answering any request without ``Authorization: Bearer <token>`` with HTTP 401, as an
+    OAuth resource server does (RFC 6750: ``WWW-Authenticate`` and a JSON body saying why)."""
+    expected = f"Bearer {token}".encode()
+    body = json.dumps(
+        {"error": "invalid_token", "error_description": "The access token is missing or expired"}
+    ).encode()
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and dict(scope.get("headers") or ()).get(b"authorization") != (
+            expected
+        ):
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b'Bearer error="invalid_token"'),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
 
     return wrapped
