@@ -159,8 +159,14 @@ _current_delivery: ContextVar[_Delivery | None] = ContextVar("adk_mcp_delivery",
 _SESSION_HEADER = "mcp-session-id"
 # What a 400 answer says when it refuses a session (a Node server copying the TypeScript SDK's
 # example: "Bad Request: No valid session ID provided"; the mcp package before 2.0 the same in
-# plain text; the TypeScript transport on a restarted server: "Server not initialized").
-_SESSION_REFUSAL = re.compile(r"session|not initiali[sz]ed", re.IGNORECASE)
+# plain text; others "Invalid or missing session ID", "Session not found"; the TypeScript
+# transport on a restarted server: "Server not initialized"), not any 400 that names a session (a
+# tool's argument error about its ``session_name``).
+_SESSION_REFUSAL = re.compile(
+    r"session[ _-]?id\b|(?:no valid|invalid|unknown|expired) session"
+    r"|session (?:not found|terminated|expired)|not initiali[sz]ed",
+    re.IGNORECASE,
+)
 _REFUSAL_BODY_LIMIT = 65536  # a refusal is a line of text; a larger body is something else
 
 
