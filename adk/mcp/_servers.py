@@ -208,6 +208,16 @@ async def _refuses_session(request: httpx2.Request, response: httpx2.Response) -
     return bool(_SESSION_REFUSAL.search(await _body_text(response)))
 
 
+def _is_listen(request: httpx2.Request) -> bool:
+    """Whether ``request`` opens a 2026-07-28 change stream (``subscriptions/listen``): a stream
+    that is silent while nothing changes, like the event stream, so it keeps the read timeout,
+    which notices one cut off without a word (and the toolset then lists again)."""
+    try:
+        return b'"subscriptions/listen"' in request.content
+    except httpx2.RequestNotRead:
+        return False
+
+
 class _RefusalWatch(httpx2.AsyncBaseTransport):
     """An HTTP transport that notes, in the caller's ``_Delivery``, a first request that provably
     reached no tool: its connection could not be opened (refused, timed out, TLS handshake
@@ -217,13 +227,13 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
     when the tool is done) without a read timeout: the client's read timeout, long for the sake of
     the idle event stream, cut off every call that took longer, as a lost connection, whatever the
     toolset's ``call_timeout`` (which bounds calls and listings) said. Connecting, sending and
-    other requests (the event stream, closing the session) keep their timeouts."""
+    other requests (the event streams, closing the session) keep their timeouts."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self._inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        if request.method == "POST":
+        if request.method == "POST" and not _is_listen(request):
             timeouts = request.extensions.get("timeout")
             if isinstance(timeouts, dict):
                 request.extensions["timeout"] = {**timeouts, "read": None}
