@@ -104,6 +104,7 @@ class _Turn:
         "specs",
         "system_size",
         "tools",
+        "tools_pending",
     )
 
     def __init__(
@@ -128,6 +129,7 @@ class _Turn:
         self.system_size = 0
         self.saved_head: SavedHead | None = None
         self.schema_retried = False  # the one retry for an answer off the output schema is used
+        self.tools_pending = False  # ``tools`` are still to resolve (see ``_ReActCore._turn``)
 
 
 class _ReActCore:
@@ -139,23 +141,19 @@ class _ReActCore:
         self.description = owner.description
 
     # -- setup --------------------------------------------------------------------------------
-    def _model(self, ctx: RunContext) -> ChatModel:
-        model = self.owner.model
-        if not isinstance(model, str):
-            return model
+    def _resource_model(self, ctx: RunContext, name: str) -> ChatModel:
         resources = ctx._run.resources
         if resources is None:
             raise LookupError(
-                f"agent '{self.name}' names model {model!r} but the runner has no resources"
+                f"agent '{self.name}' names model {name!r} but the runner has no resources"
             )
-        found: ChatModel = resources.get_model(model)
+        found: ChatModel = resources.get_model(name)
         return found
 
     async def _tools(self, ctx: RunContext) -> dict[str, Any]:
+        """The run's tools when ``_turn`` left them to resolve: the static ones, the toolsets'
+        and tool resources', and the transfer tool for the agents it may transfer to."""
         owner = self.owner
-        flow = owner._adk_flow
-        if not owner._dynamic_tools and not flow.sub_agents and flow.parent is None:
-            return owner._static_tools  # the common case: nothing to resolve (read-only use)
         tools: dict[str, Any] = dict(owner._static_tools)
         for source in owner._dynamic_tools:
             if isinstance(source, str):
@@ -196,33 +194,61 @@ class _ReActCore:
             return build_messages(ctx, self.name, rewriter)
         return input.messages
 
-    async def _turn(self, ctx: RunContext, iterations: int) -> _Turn:
-        model = self._model(ctx)
-        options, native = self.owner._options_for(model)
-        tools = await self._tools(ctx)
+    def _turn(self, ctx: RunContext, iterations: int) -> _Turn:
+        """The run's model, its options and the agent's static tools. When the agent has tools to
+        resolve per run (toolsets, tool resources, the transfer tool of a flow), ``tools_pending``
+        is set and ``_resolve_tools`` must fill them in before the turn is used. Not a coroutine:
+        most agents have nothing to await before their first model call, and a coroutine per step
+        of the set-up costs more than the rest of it."""
         owner = self.owner
-        if tools is owner._static_tools:
-            specs = owner._static_specs  # made once: no list per run
+        model = owner.model
+        if isinstance(model, str):
+            model = self._resource_model(ctx, model)
+        if owner.output_schema is None:  # what ``_options_for`` answers then, without its cache
+            options, native = owner.model_options, False
         else:
-            specs = tuple(t.spec for t in tools.values())
-        return _Turn(ctx, model, options, native, tools, iterations, specs)
+            options, native = owner._options_for(model)
+        turn = _Turn(
+            ctx, model, options, native, owner._static_tools, iterations, owner._static_specs
+        )
+        flow = owner._adk_flow
+        if owner._dynamic_tools or flow.sub_agents or flow.parent is not None:
+            turn.tools_pending = True
+        return turn
+
+    async def _resolve_tools(self, turn: _Turn) -> None:
+        tools = await self._tools(turn.ctx)
+        turn.tools = tools
+        turn.specs = tuple(t.spec for t in tools.values())
+        turn.tools_pending = False
+
+    def _open(self, turn: _Turn, input: AgentInput) -> None:
+        """Start a fresh run's conversation: the system prompt, then the input."""
+        owner, ctx = self.owner, turn.ctx
+        # Without an instruction or output schema there is no system prompt (``_system`` would
+        # render "" and return []); the input is used as given without a rewriter.
+        system = (
+            []
+            if owner.instruction == "" and owner.output_schema is None
+            else self._system(ctx, turn.native)
+        )
+        given = (
+            input.messages if owner.history_rewriter is None else self._input_messages(input, ctx)
+        )
+        turn.messages = [*system, *given]
+        turn.head_size = len(turn.messages)
+        turn.system_size = len(system)
 
     # -- running ------------------------------------------------------------------------------
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         return self._loop(ctx, input=input)
 
-    async def _first_turn(self, input: AgentInput, ctx: RunContext) -> _Turn:
-        turn = await self._turn(ctx, 0)
-        system = self._system(ctx, turn.native)
-        turn.messages = [*system, *self._input_messages(input, ctx)]
-        turn.head_size = len(turn.messages)
-        turn.system_size = len(system)
-        return turn
-
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx.resume
         saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
-        turn = await self._turn(ctx, saved.count("iterations"))
+        turn = self._turn(ctx, saved.count("iterations"))
+        if turn.tools_pending:
+            await self._resolve_tools(turn)
         if self.owner.reset_tool_choice:  # paused in a tool round: the model has used a tool
             turn.options = _free_tool_choice(turn.options)
         turn.schema_retried = saved.values.get("schema_retried") is True
@@ -257,7 +283,10 @@ class _ReActCore:
         fewer, on every event."""
         if turn is None:
             assert input is not None
-            turn = await self._first_turn(input, ctx)
+            turn = self._turn(ctx, 0)
+            if turn.tools_pending:
+                await self._resolve_tools(turn)
+            self._open(turn, input)
         owner = self.owner
         messages = turn.messages
         while True:
@@ -650,9 +679,10 @@ class ReActAgent:
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the model-and-tools loop; through the agent's own flow (which acts on transfers)
         only when it has sub-agents or a parent."""
-        if self._uses_flow():
-            return self._adk_flow.run(input, ctx)
-        return self._core.run(input, ctx)
+        flow = self._adk_flow
+        if flow.sub_agents or flow.parent is not None:  # ``_uses_flow``, inlined: once per run
+            return flow.run(input, ctx)
+        return self._core._loop(ctx, input=input)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Continue after an interrupt (through the flow when ``run`` would use it); of the
