@@ -304,5 +304,22 @@ class RunContext:
         self._lane.entries.append(entry)
 
 
+def _root(
+    run: _RunState, run_path: tuple[str, ...], address: Address, enable_streaming: bool
+) -> RunContext:
+    """``RunContext(run, run_path, address, run.history, enable_streaming=enable_streaming)``,
+    the context of a run's root agent, made for every run: one call, no keyword handling."""
+    ctx = _new(RunContext)
+    ctx._run = run
+    ctx._trace = None
+    ctx.run_path = run_path
+    ctx.address = address
+    ctx._lane = run.history
+    ctx.enable_streaming = enable_streaming
+    ctx.options = {}
+    ctx._loop_depth = 0
+    return ctx
+
+
 def _interrupt_event(signal: _InterruptSignal) -> AgentEvent:
     return AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)

@@ -34,7 +34,7 @@ from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id
-from .context import RunContext, Session, _RunState
+from .context import RunContext, Session, _root, _RunState
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import Message
@@ -192,7 +192,10 @@ class Runner(AsyncCloseable):
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
         values = session if isinstance(session, Session) else Session(session)
-        run = self._new_run(_to_messages(input), values, run_id)
+        # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
+        # (what ``_to_messages`` does with an exact ``str``).
+        messages = [Message.user(input)] if type(input) is str else _to_messages(input)
+        run = _RunState(messages, values, run_id or None, None, self._hooks, self.resources)
         agent, ctx = self.agent, _root_context(self, run)
         collected = _Collected(self, ctx, checkpoint_id)
         agent_input = AgentInput(run.root_input, self.enable_streaming)
@@ -215,16 +218,18 @@ class Runner(AsyncCloseable):
                 await _close_root(driven, collected.ended)
             return collected.result(values)
         # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
-        # a generator fewer per run and per event than iterating ``drive``.
+        # a generator fewer per run and per event than iterating ``drive``. A fresh run has no
+        # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
+        # without a plan), ``events`` (it calls ``run`` unless resumed) and ``needs_finish``'s
+        # test of ``resumed``.
         own = _AgentRun(agent, ctx)
-        early = own.skipped()
-        if early is None and own.hooks is not None:
+        if own.hooks is not None:
             early = await own.start()
-        if early is not None:
-            await collected.take(early)
-            return collected.result(values)
+            if early is not None:
+                await collected.take(early)
+                return collected.result(values)
         try:
-            events = own.events(agent_input)
+            events = agent.run(agent_input, ctx)
             try:
                 async for event in events:
                     stop = own.observe(event)
@@ -249,7 +254,7 @@ class Runner(AsyncCloseable):
             else:
                 await collected.take(own.failed(exc))
         finally:
-            if own.needs_finish:
+            if own.stream is not None or own.hooks is not None:  # ``needs_finish``, not resumed
                 await _finish_root(own, collected)
         return collected.result(values)
 
@@ -596,9 +601,7 @@ def _root_context(runner: Runner, run: _RunState) -> RunContext:
     cached = runner._root_names
     if cached is None or cached[0] is not agent:
         cached = runner._root_names = (agent, (agent.name,), agent_segment(agent.name))
-    return RunContext(
-        run, cached[1], cached[2], run.history, enable_streaming=runner.enable_streaming
-    )
+    return _root(run, cached[1], cached[2], runner.enable_streaming)
 
 
 async def _check(
