@@ -17,13 +17,14 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from .agent import Agent, AgentInput
-from .context import RunContext, _interrupt_event
+from .context import RunContext, _Entry, _interrupt_event
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream, _being_cancelled
 
 __all__ = ["drive", "signal_of"]
 
+_new = object.__new__
 _RECORDED = 4  # event flag: already recorded by the innermost driver that owns it
 
 
@@ -123,8 +124,19 @@ class _AgentRun:
             path = self.path
             if event.run_path is path or event.run_path == path:  # its own, not a child's
                 event._flags |= _RECORDED
-                if output.message is not None:
-                    self.ctx._record(event.agent_name, output.message)
+                message = output.message
+                if message is not None:
+                    # ``ctx._record(event.agent_name, message)``, inlined: once per event.
+                    ctx = self.ctx
+                    entry = _new(_Entry)
+                    entry.agent_name = event.agent_name
+                    entry.run_path = ctx.run_path
+                    entry.message = message
+                    run = ctx._run
+                    entry.seq = seq = run.seq
+                    run.seq = seq + 1
+                    entry._as_context = None
+                    ctx._lane.entries.append(entry)
                 elif output.stream is not None:
                     self.stream = output.stream
                     self.stream_author = event.agent_name

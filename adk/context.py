@@ -293,6 +293,7 @@ class RunContext:
         return plan.resume_for(self.address, slot) if plan is not None else None
 
     def _record(self, agent_name: str, message: Message) -> None:
+        # (``_AgentRun.observe`` has a copy of this inline, for the messages of events.)
         entry = _new(_Entry)  # made for every message recorded: no call into __init__
         entry.agent_name = agent_name
         entry.run_path = self.run_path
