@@ -13,7 +13,6 @@ No ``from __future__ import annotations`` here: with it pydantic would compile e
 annotation string when the models are created at ``import adk``. Forward references are quoted.
 """
 
-import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,12 +34,22 @@ AGENT_STATE = ""
 """Slot of a component's own state at its address (flows keep theirs in another slot)."""
 
 
-@functools.lru_cache(maxsize=4096)  # made for every agent start; names repeat
 def agent_segment(name: str) -> str:
     """The address segment of an agent named ``name``."""
-    if "/" in name or "#" in name or "%" in name:
-        name = _escaped(name)
-    return f"agent:{name}"
+    segment = _SEGMENTS.get(name)
+    if segment is None:
+        escaped = _escaped(name) if "/" in name or "#" in name or "%" in name else name
+        segment = f"agent:{escaped}"
+        if len(_SEGMENTS) >= 4096:  # names made on the fly must not grow it without bound
+            _SEGMENTS.clear()
+        _SEGMENTS[name] = segment
+    return segment
+
+
+_SEGMENTS: dict[str, str] = {}
+"""``agent_segment``'s answers by agent name. One is needed for every agent start and names
+repeat, so ``RunContext._child`` reads this first and calls ``agent_segment`` only for a name it
+has not seen (a dictionary lookup costs a fraction of a call)."""
 
 
 def tool_segment(name: str, call_id: str) -> str:
