@@ -200,8 +200,9 @@ class Runner(AsyncCloseable):
         collected = _Collected(self, ctx, checkpoint_id)
         agent_input = AgentInput(run.root_input, self.enable_streaming)
         on_event = self._on_event
-        if getattr(agent, "_adk_drive", None) is not None:  # drives itself under the rules
-            driven = drive(agent, agent_input, ctx)
+        fused = getattr(agent, "_adk_drive", None)
+        if fused is not None:  # drives itself under the rules: what ``drive`` would call
+            driven = fused(agent_input, ctx)
             try:
                 async for event in driven:
                     if on_event is not None and event._signal is None and event.error is None:

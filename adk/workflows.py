@@ -100,8 +100,9 @@ async def _run_steps(
     Steps are driven inline with ``_AgentRun`` (the rules ``drive`` applies) rather than through a
     ``drive`` generator each, so a step costs one generator: its own.
     """
+    resumable = ctx._run.plan is not None  # else no step can be skipped or resumed: skip asking
     if own is not None:
-        early = own.skipped()
+        early = own.skipped() if resumable else None
         if early is None and own.hooks is not None:
             early = await own.start()
         if early is not None:
@@ -111,7 +112,6 @@ async def _run_steps(
     steps = _Steps(ctx, own, isinstance(workflow, LoopAgent))
     limit = workflow.max_iterations if isinstance(workflow, LoopAgent) else 1
     children = workflow.sub_agents
-    resumable = ctx._run.plan is not None  # else no step can be skipped or resumed: skip asking
     closed = False  # the reader closed this generator: what fails from then on is raised
     try:
         start = 0
