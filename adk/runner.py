@@ -761,13 +761,22 @@ class _Collected:
         or pause: most events) or one that ``take`` has ``checked``; False, and nothing collected,
         for an event that needs ``take``. (One call for the common case: it is made per event.)"""
         out = event.output
-        if not checked and (
-            event._signal is not None
-            or event.action is not None
-            or event.error is not None
-            or (out is not None and out.stream is not None)
-        ):
-            return False
+        if not checked:
+            if (
+                event._signal is not None
+                or event.action is not None
+                or event.error is not None
+                or (out is not None and out.stream is not None)
+            ):
+                return False
+            self.events.append(event)
+            if out is not None:
+                message = out.message
+                if message is not None:
+                    self.output = self.last_message = message
+                else:
+                    self.output = out.custom
+            return True  # no error, no action: the rest has nothing to note
         self.events.append(event)
         if out is not None:
             if out.message is not None:
