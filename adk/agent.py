@@ -12,14 +12,16 @@ from .messages import Message
 
 __all__ = ["Agent", "AgentInput", "BaseAgent", "ResumableAgent"]
 
-_new = object.__new__
-
 
 class AgentInput:
     """The messages an agent starts from, and whether the run streams.
 
     Inputs built from the run's history are computed lazily: many agents (routers, custom steps)
     never read them, and a workflow of N agents would otherwise rebuild N histories per run.
+    ``history.build_input`` makes those: their messages are ``_build(*_build_args)``, called when
+    first read (a function and its arguments rather than a closure: a closure costs a cell per
+    captured name). ``_build`` outlives the read: it tells an agent with a ``history_rewriter``
+    that this input is the history's view, which the rewriter replaces, not one a parent made.
     """
 
     __slots__ = ("_build", "_build_args", "_messages", "enable_streaming")
@@ -29,21 +31,6 @@ class AgentInput:
         self._build: Callable[..., list[Message]] | None = None
         self._build_args: tuple[Any, ...] = ()
         self.enable_streaming = enable_streaming
-
-    @classmethod
-    def _lazy(
-        cls, build: Callable[..., list[Message]], args: tuple[Any, ...], enable_streaming: bool
-    ) -> AgentInput:
-        """An input whose messages are ``build(*args)``, called when first read. (A function and
-        its arguments rather than a closure: a closure costs a cell per captured name.) ``_build``
-        outlives the read: it tells an agent with a ``history_rewriter`` that this input is the
-        history's view, which the rewriter replaces, not one a parent made itself."""
-        value = _new(cls)  # made for every agent start: skip __init__
-        value._messages = None
-        value._build = build
-        value._build_args = args
-        value.enable_streaming = enable_streaming
-        return value
 
     @property
     def messages(self) -> list[Message]:

@@ -15,6 +15,8 @@ from .agent import AgentInput
 from .context import RunContext, _Entry
 from .messages import Message, Role
 
+_new = object.__new__
+
 __all__ = [
     "HistoryEntry",
     "HistoryRewriter",
@@ -84,11 +86,14 @@ def build_input(
     """A lazily built input: the history as it stands now, rewritten only if the agent reads it."""
     lane = ctx._lane
     entries = lane.entries if lane.parent is None else lane.snapshot()  # the root lane: no call
-    return AgentInput._lazy(
-        _messages_for,
-        (entries, len(entries), ctx._run.root_input, agent_name, rewriter),
-        ctx.enable_streaming,
-    )
+    # A lazy input (see ``AgentInput``), its fields set here: one is made for every agent start,
+    # and a classmethod to make it would cost more than the rest of this.
+    value = _new(AgentInput)
+    value._messages = None
+    value._build = _messages_for
+    value._build_args = (entries, len(entries), ctx._run.root_input, agent_name, rewriter)
+    value.enable_streaming = ctx.enable_streaming
+    return value
 
 
 def _is_history_view(input: AgentInput, ctx: RunContext) -> bool:
