@@ -16,16 +16,32 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
+from ._hooks import Hooks
 from .agent import Agent, AgentInput
 from .context import RunContext, _Entry, _interrupt_event
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream, _being_cancelled
 
-__all__ = ["drive", "signal_of"]
+__all__ = ["agent_run", "drive", "signal_of"]
 
-_new = object.__new__
 _RECORDED = 4  # event flag: already recorded by the innermost driver that owns it
+
+
+def agent_run(agent: Agent, ctx: RunContext) -> _AgentRun:
+    """A new ``_AgentRun`` of ``agent`` at ``ctx``: one per agent start."""
+    run = _AgentRun()
+    run.agent = agent
+    run.ctx = ctx
+    run.name = agent.name
+    run.path = ctx.run_path
+    run.hooks = ctx._run.hooks
+    run.handle = None
+    run.error = None
+    run.resumed = False
+    run.stream = None
+    run.stream_author = ""
+    return run
 
 
 def signal_of(exc: Interrupt, address: str) -> _InterruptSignal:
@@ -46,7 +62,8 @@ class _AgentRun:
     exception out of the agent, ``close(events)`` and ``finish()`` at the end.
 
     It is an object rather than a generator so the step runner can drive children inline: a
-    generator per agent start costs more than all of this bookkeeping together.
+    generator per agent start costs more than all of this bookkeeping together. ``agent_run``
+    makes one (see ``context._Entry`` for why the class has no ``__init__``).
     """
 
     __slots__ = (
@@ -62,17 +79,16 @@ class _AgentRun:
         "stream_author",
     )
 
-    def __init__(self, agent: Agent, ctx: RunContext) -> None:
-        self.agent = agent
-        self.ctx = ctx
-        self.name = agent.name
-        self.path = ctx.run_path
-        self.hooks = ctx._run.hooks
-        self.handle: Any = None
-        self.error: ErrorInfo | None = None
-        self.resumed = False
-        self.stream: MessageStream | None = None  # a stream to record once the consumer took it
-        self.stream_author = ""
+    agent: Agent
+    ctx: RunContext
+    name: str
+    path: tuple[str, ...]
+    hooks: Hooks | None
+    handle: Any
+    error: ErrorInfo | None
+    resumed: bool
+    stream: MessageStream | None  # a stream to record once the consumer took it
+    stream_author: str
 
     def skipped(self) -> AgentEvent | None:
         """On resume: the event re-raising this agent's saved points when the resume does not
@@ -128,7 +144,7 @@ class _AgentRun:
                 if message is not None:
                     # ``ctx._record(event.agent_name, message)``, inlined: once per event.
                     ctx = self.ctx
-                    entry = _new(_Entry)
+                    entry = _Entry()
                     entry.agent_name = event.agent_name
                     entry.run_path = ctx.run_path
                     entry.message = message
@@ -256,7 +272,7 @@ def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncGenerator[Ag
 async def _drive(
     agent: Agent, input: AgentInput, ctx: RunContext
 ) -> AsyncGenerator[AgentEvent, None]:
-    run = _AgentRun(agent, ctx)
+    run = agent_run(agent, ctx)
     early = run.skipped()
     if early is None and run.hooks is not None:
         early = await run.start()

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing
 from ._checks import check_agent
-from ._driver import NO_EVENT, _AgentRun, close_events, drive, is_cancellation
+from ._driver import NO_EVENT, _AgentRun, agent_run, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
@@ -223,7 +223,7 @@ class Runner(AsyncCloseable):
         # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
         # without a plan), ``events`` (it calls ``run`` unless resumed) and ``needs_finish``'s
         # test of ``resumed``.
-        own = _AgentRun(agent, ctx)
+        own = agent_run(agent, ctx)
         if own.hooks is not None:
             early = await own.start()
             if early is not None:

@@ -18,6 +18,7 @@ from ._driver import (
     NO_EVENT,
     _AgentRun,
     _OwnFailure,
+    agent_run,
     close_events,
     drive,
     is_cancellation,
@@ -128,7 +129,7 @@ async def _run_steps(
                     steps.path = (*steps.path, child.name)
                 path = steps.path
                 child_ctx = steps.steps_ctx._child(child.name, path)
-                run = _AgentRun(child, child_ctx)
+                run = agent_run(child, child_ctx)
                 stop = False
                 broke = steps.broke  # only ever set here for the step a resume continues
                 early = run.skipped() if resumable else None
@@ -243,7 +244,7 @@ class SequentialAgent(_Workflow):
 
     def _adk_drive(self, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
         """``drive(self, ...)``: the workflow's own rules applied by its step runner."""
-        return _run_steps(self, ctx, _AgentRun(self, ctx), False)
+        return _run_steps(self, ctx, agent_run(self, ctx), False)
 
 
 class LoopAgent(_Workflow):
@@ -278,7 +279,7 @@ class LoopAgent(_Workflow):
 
     def _adk_drive(self, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
         """``drive(self, ...)``: the workflow's own rules applied by its step runner."""
-        return _run_steps(self, ctx, _AgentRun(self, ctx), False)
+        return _run_steps(self, ctx, agent_run(self, ctx), False)
 
 
 def _saved_state(ctx: RunContext) -> SavedState:

@@ -35,7 +35,7 @@ from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint._snapshot import load_history, parse_body, snapshot_body
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.checkpoint.store import CheckpointStore
-from adk.context import Session, _Entry, _RunState
+from adk.context import Session, _Entry, _RunState, new_entry
 from adk.interrupts import _InterruptSignal
 from adk.messages import Message, ToolCall
 
@@ -78,7 +78,7 @@ def _paused_run(events: int) -> tuple[_RunState, _InterruptSignal]:
 
 
 def _entry(run: _RunState, agent: str, message: Message) -> _Entry:
-    return _Entry(agent, ("root", agent), message, run.next_seq())
+    return new_entry(agent, ("root", agent), message, run.next_seq())
 
 
 async def _save(store: CheckpointStore, run: _RunState, signal: _InterruptSignal) -> int:

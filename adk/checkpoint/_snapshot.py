@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..context import _Entry, _Lane, _RunState
+from ..context import _Lane, _RunState, new_entry
 from ..interrupts import InterruptPoint, _InterruptSignal
 from ..messages import Message
 from .codec import CheckpointError, from_json_value, register_type, to_json_value
@@ -54,7 +54,7 @@ def load_history(run: _RunState, entries: Any) -> None:
         if seq <= last:
             raise CheckpointError("checkpoint history is out of order")
         last = seq
-        lane.append(_Entry(str(item["agent"]), tuple(item["run_path"]), message, seq))
+        lane.append(new_entry(str(item["agent"]), tuple(item["run_path"]), message, seq))
     run.seq = max(run.seq, last + 1)
 
 
