@@ -74,15 +74,6 @@ class MaxIterationsError(RuntimeError):
     """The model kept calling tools past ``max_iterations`` model calls."""
 
 
-class _Round:
-    """What one tool round decided: whether the agent is done."""
-
-    __slots__ = ("done",)
-
-    def __init__(self) -> None:
-        self.done = False
-
-
 class _Turn:
     """Everything one run of the loop works with (kept together so resume rebuilds it in one go).
 
@@ -93,6 +84,7 @@ class _Turn:
 
     __slots__ = (
         "ctx",
+        "done",
         "head_size",
         "iterations",
         "messages",
@@ -130,6 +122,7 @@ class _Turn:
         self.saved_head: SavedHead | None = None
         self.schema_retried = False  # the one retry for an answer off the output schema is used
         self.tools_pending = False  # ``tools`` are still to resolve (see ``_ReActCore._turn``)
+        self.done = False  # the last tool round ended the agent (set by ``_round``)
 
 
 class _ReActCore:
@@ -256,8 +249,7 @@ class _ReActCore:
         exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
         calls = open_calls(saved, turn.messages, turn.tools)
-        outcome = _Round()
-        rounds = self._round(turn, calls, held, action, outcome, exits)
+        rounds = self._round(turn, calls, held, action, exits)
         try:
             async for event in rounds:
                 yield event
@@ -266,7 +258,7 @@ class _ReActCore:
         finally:
             if getattr(rounds, "ag_frame", None) is not None:  # left early: cancel its calls now
                 await rounds.aclose()
-        if outcome.done:
+        if turn.done:
             return
         try:
             async with closing(self._loop(ctx, turn=turn)) as events:
@@ -325,8 +317,7 @@ class _ReActCore:
                 self._store_output(ctx, reply.content)
                 yield AgentEvent(output=AgentOutput(custom=parsed))
                 return
-            outcome = _Round()
-            rounds = self._round(turn, reply.tool_calls, [], None, outcome)
+            rounds = self._round(turn, reply.tool_calls, [], None)
             try:
                 async for event in rounds:
                     yield event
@@ -338,7 +329,7 @@ class _ReActCore:
                 # the run's close returns, not whenever asyncio finalizes the dropped generator.
                 if getattr(rounds, "ag_frame", None) is not None:  # exhausted: nothing to close
                     await rounds.aclose()
-            if outcome.done:
+            if turn.done:
                 return
             if owner.reset_tool_choice:
                 turn.options = _free_tool_choice(turn.options)
@@ -349,10 +340,9 @@ class _ReActCore:
         calls: Sequence[ToolCall],
         held: list[Message],
         action: AgentAction | None,
-        end: _Round,
         exits: list[str] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        """Run one round of tool calls; afterwards ``end.done`` says whether the agent is done.
+        """Run one round of tool calls; afterwards ``turn.done`` says whether the agent is done.
 
         Results that end the agent (return-directly results, results of tools that asked to exit,
         whose call ids ``exits`` lists) are held and emitted after the others; ``held``, ``exits``
@@ -418,7 +408,7 @@ class _ReActCore:
                 yield self._held_output(ctx, schema, final)
         if action is not None and (action.exit or action.transfer_to or action.break_loop):
             yield AgentEvent(action=action)
-        end.done = bool(held) or (action is not None and bool(action.exit or action.transfer_to))
+        turn.done = bool(held) or (action is not None and bool(action.exit or action.transfer_to))
 
     # -- pausing and resuming (the saved state's format is in ``_react_state``) ---------------
     def _pause_state(
