@@ -19,7 +19,7 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
-from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec
+from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec, new_tool_context
 
 __all__ = ["ToolOutcome", "execute_tool_calls", "run_tool_call", "unique_call_ids"]
 
@@ -92,12 +92,8 @@ async def run_tool_call(
             resumed = True
     if tool is None:
         tool = tools.get(call.name) or _UnknownTool(call.name, tools)
-    tool_ctx = ToolContext(
-        ctx,
-        tool_name=call.name,
-        tool_call_id=call.id,
-        address=address,
-        emit=emit.put_nowait if emit is not None else None,
+    tool_ctx = new_tool_context(
+        ctx, call.name, call.id, address, emit.put_nowait if emit is not None else None
     )
     hooks = ctx._run.hooks
     try:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 __all__ = ["Tool", "ToolContext", "ToolError", "ToolResult", "ToolSpec", "Toolset"]
 
+_new = object.__new__
+
 
 class ToolSpec(BaseModel):
     """What a model is told about a tool: name, description and JSON-schema ``parameters``."""
@@ -142,3 +144,23 @@ class ToolContext:
     def break_loop(self) -> None:
         """Stop the innermost enclosing loop after the calling agent finishes."""
         self._act().break_loop = True
+
+
+def new_tool_context(
+    run_context: "RunContext",
+    tool_name: str,
+    tool_call_id: str,
+    address: str,
+    emit: Callable[[AgentEvent], Any] | None,
+) -> ToolContext:
+    """``ToolContext(run_context, tool_name=..., tool_call_id=..., address=..., emit=...)``, made
+    for every tool call: its fields set directly, without the keyword arguments' dict and
+    ``__init__``'s frame, which cost more than the rest of it."""
+    ctx = _new(ToolContext)
+    ctx.run_context = run_context
+    ctx.tool_name = tool_name
+    ctx.tool_call_id = tool_call_id
+    ctx.address = address
+    ctx.action = None
+    ctx._emit = emit
+    return ctx
