@@ -523,6 +523,32 @@ async def test_a_method_decorated_in_its_class_is_refused_and_its_bound_method_w
     assert _results(agent) == {"c1": "milk", "c2": "hi"}
 
 
+async def test_parameters_named_like_basemodel_attributes_keep_their_names_and_values() -> None:
+    """Such parameters get other field names in the arguments model (FunctionTool reads them back
+    by name); every other tool reads the validated arguments straight from the instance."""
+
+    @tool
+    def describe(json: str, copy: int, schema: str = "s", plain: int = 1) -> str:
+        """Describe the arguments."""
+        return f"{json}|{copy}|{schema}|{plain}"
+
+    @tool
+    def plain(text: str, times: int = 2) -> str:
+        """Repeat a text."""
+        return text * times
+
+    assert set(describe.spec.parameters["properties"]) == {"json", "copy", "schema", "plain"}
+    agent = _agent(
+        [describe, plain],
+        tool_call("describe", {"json": "j", "copy": 3}, id="c1"),
+        tool_call("describe", {"json": "j", "copy": 3, "schema": "x", "plain": 5}, id="c2"),
+        tool_call("plain", {"text": "ab"}, id="c3"),
+        tool_call("plain", {"times": 3, "text": "ab"}, id="c4"),
+    )
+    await run_events(agent)
+    assert _results(agent) == {"c1": "j|3|s|1", "c2": "j|3|x|5", "c3": "abab", "c4": "ababab"}
+
+
 async def test_a_result_json_cannot_hold_is_sent_as_text_not_as_a_failure() -> None:
     """The tool has run by then: "failed" would invite the model to repeat its side effects."""
 

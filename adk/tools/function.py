@@ -286,6 +286,8 @@ class FunctionTool:
             **fields,
         )
         self._field_names = tuple(names)
+        # No parameter renamed: the validated instance's ``__dict__`` is the arguments by name.
+        self._same_names = all(field == param for field, param in names)
         self._spec = ToolSpec(
             name=tool_name,
             description=description if description is not None else summary,
@@ -310,7 +312,10 @@ class FunctionTool:
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except ValidationError as exc:
             return ToolResult.error(format_validation_error(self.name, exc))
-        kwargs = {param: getattr(parsed, field) for field, param in self._field_names}
+        if self._same_names:  # its fields and nothing else (extra="forbid"), in their order
+            kwargs = dict(parsed.__dict__)
+        else:
+            kwargs = {param: getattr(parsed, field) for field, param in self._field_names}
         if self.require_approval:
             denial = self._check_approval(kwargs, ctx)
             if denial is not None:
