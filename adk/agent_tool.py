@@ -23,7 +23,7 @@ from .agent import Agent, AgentInput
 from .checkpoint._snapshot import dump_history, load_history
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
-from .context import RunContext, _RunState
+from .context import RunContext, new_run
 from .events import AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
@@ -121,7 +121,7 @@ class AgentTool:
             root_input = [Message.user(self._request(arguments))]
             if self.full_history:
                 root_input = [*build_messages(outer, self.agent.name), *root_input]
-        run = _RunState(
+        run = new_run(
             root_input,
             outer.session,
             outer._run.run_id,

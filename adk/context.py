@@ -114,11 +114,10 @@ class _Lane:
 
     __slots__ = ("base", "entries", "inherited", "parent")
 
-    def __init__(self, parent: _Lane | None = None, inherited: list[_Entry] | None = None) -> None:
-        self.parent = parent
-        self.entries: list[_Entry] = []
-        self.inherited = inherited
-        self.base = len(parent.snapshot()) if parent is not None and inherited is None else 0
+    parent: _Lane | None
+    entries: list[_Entry]
+    inherited: list[_Entry] | None
+    base: int
 
     def snapshot(self) -> list[_Entry]:
         if self.parent is None:
@@ -134,8 +133,20 @@ class _Lane:
         self.entries.extend(merged)
 
 
+def new_lane(parent: _Lane | None = None, inherited: list[_Entry] | None = None) -> _Lane:
+    """A lane: the root lane of a run (no ``parent``), or a parallel branch's lane. (Lanes and
+    run states are made for every run: see ``_Entry`` for why their classes have no
+    ``__init__``.)"""
+    lane = _Lane()
+    lane.parent = parent
+    lane.entries = []
+    lane.inherited = inherited
+    lane.base = len(parent.snapshot()) if parent is not None and inherited is None else 0
+    return lane
+
+
 class _RunState:
-    """Everything one run shares between its agents."""
+    """Everything one run shares between its agents (made by ``new_run``)."""
 
     __slots__ = (
         "_run_id",
@@ -149,25 +160,15 @@ class _RunState:
         "session",
     )
 
-    def __init__(
-        self,
-        root_input: list[Message],
-        session: Session,
-        run_id: str | None = None,
-        plan: _ResumePlan | None = None,
-        hooks: Any = None,
-        resources: Any = None,
-        nested: bool = False,
-    ) -> None:
-        self.root_input = root_input
-        self.session = session
-        self.history = _Lane()
-        self.plan = plan
-        self.nested = nested
-        self.hooks = hooks
-        self.resources = resources
-        self._run_id = run_id
-        self.seq = 0  # the order of recorded messages across lanes (an int: no object per run)
+    root_input: list[Message]
+    session: Session
+    history: _Lane
+    plan: _ResumePlan | None
+    nested: bool
+    hooks: Any
+    resources: Any
+    _run_id: str | None
+    seq: int  # the order of recorded messages across lanes (an int: no object per run)
 
     @property
     def run_id(self) -> str:
@@ -183,6 +184,33 @@ class _RunState:
         seq = self.seq
         self.seq = seq + 1
         return seq
+
+
+def new_run(
+    root_input: list[Message],
+    session: Session,
+    run_id: str | None = None,
+    plan: _ResumePlan | None = None,
+    hooks: Any = None,
+    resources: Any = None,
+    nested: bool = False,
+) -> _RunState:
+    """A run's state, with an empty root lane."""
+    lane = _Lane()
+    lane.parent = lane.inherited = None
+    lane.entries = []
+    lane.base = 0
+    run = _RunState()
+    run.root_input = root_input
+    run.session = session
+    run.history = lane
+    run.plan = plan
+    run.nested = nested
+    run.hooks = hooks
+    run.resources = resources
+    run._run_id = run_id
+    run.seq = 0
+    return run
 
 
 # Run ids: a random per-process prefix and a counter; unique across processes and far cheaper

@@ -34,7 +34,7 @@ from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id
-from .context import RunContext, Session, _root, _RunState
+from .context import RunContext, Session, _root, _RunState, new_run
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import Message
@@ -195,9 +195,9 @@ class Runner(AsyncCloseable):
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
         # (what ``_to_messages`` does with an exact ``str``).
         messages = [Message.user(input)] if type(input) is str else _to_messages(input)
-        run = _RunState(messages, values, run_id or None, None, self._hooks, self.resources)
+        run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         agent, ctx = self.agent, _root_context(self, run)
-        collected = _Collected(self, ctx, checkpoint_id)
+        collected = _collector(self, ctx, checkpoint_id)
         agent_input = AgentInput(run.root_input, self.enable_streaming)
         on_event = self._on_event
         fused = getattr(agent, "_adk_drive", None)
@@ -281,7 +281,7 @@ class Runner(AsyncCloseable):
         run_id: str | None,
         plan: _ResumePlan | None = None,
     ) -> _RunState:
-        return _RunState(messages, session, run_id or None, plan, self._hooks, self.resources)
+        return new_run(messages, session, run_id or None, plan, self._hooks, self.resources)
 
     async def _drive_root(
         self,
@@ -722,6 +722,19 @@ def _drop_first_frame(exc: BaseException) -> None:
         exc.__traceback__ = exc.__traceback__.tb_next
 
 
+def _collector(
+    runner: Runner | None = None, ctx: RunContext | None = None, checkpoint_id: str | None = None
+) -> _Collected:
+    """A new ``_Collected``, one per run (see ``context._Entry`` for why it has no ``__init__``)."""
+    collected = _Collected()
+    collected.runner = runner
+    collected.ctx = ctx
+    collected.checkpoint_id = checkpoint_id
+    collected.events = []
+    collected.last_message = collected.output = collected.interrupt = collected.error = None
+    return collected
+
+
 class _Collected:
     """What ``invoke`` gathers from a run's events. It never raises while the run goes on (an
     error event ends the collection, and ``result`` raises ``RunError``), so ``invoke`` can drive
@@ -738,23 +751,17 @@ class _Collected:
         "runner",
     )
 
-    def __init__(
-        self,
-        runner: Runner | None = None,
-        ctx: RunContext | None = None,
-        checkpoint_id: str | None = None,
-    ) -> None:
-        # The runner and the root's context are there for ``take``'s rules (in ``invoke``; a
-        # resumed run's events arrive checked). Kept here rather than in an object of their own:
-        # one object fewer per run for the cyclic GC to walk while the run waits on its model.
-        self.runner = runner
-        self.ctx = ctx
-        self.checkpoint_id = checkpoint_id
-        self.events: list[AgentEvent] = []
-        self.last_message: Message | None = None  # for ``RunResult.text``
-        self.output: Any = None
-        self.interrupt: InterruptInfo | None = None
-        self.error: AgentEvent | None = None
+    # The runner and the root's context are there for ``take``'s rules (in ``invoke``; a resumed
+    # run's events arrive checked). Kept here rather than in an object of their own: one object
+    # fewer per run for the cyclic GC to walk while the run waits on its model.
+    runner: Runner | None
+    ctx: RunContext | None
+    checkpoint_id: str | None
+    events: list[AgentEvent]
+    last_message: Message | None  # for ``RunResult.text``
+    output: Any
+    interrupt: InterruptInfo | None
+    error: AgentEvent | None
 
     def add(self, event: AgentEvent, checked: bool = False) -> bool:
         """Collect an event that needs nothing of the runner (no stream to read, no action, error
@@ -842,7 +849,7 @@ class _Collected:
 
 async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:
     """``invoke_resume``: a resumed run's events collected like ``invoke``'s."""
-    collected = _Collected()
+    collected = _collector()
     try:
         async for event in events:
             if event.output is not None and event.output.stream is not None:

@@ -27,7 +27,7 @@ from ._driver import (
 )
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
-from .context import RunContext, _interrupt_event, _Lane
+from .context import RunContext, _interrupt_event, _Lane, new_lane
 from .events import _BREAK_HANDLED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import build_input
 from .interrupts import _InterruptSignal
@@ -342,7 +342,7 @@ class ParallelAgent(_Workflow):
             if resumed_view:
                 path, depth = child_ctx.run_path, len(child_ctx.run_path)
                 inherited = [e for e in parent_view if e.seq < fork or e.run_path[:depth] == path]
-            lane = lanes[index] = _Lane(ctx._lane, inherited)
+            lane = lanes[index] = new_lane(ctx._lane, inherited)
             child_ctx = child_ctx._fork(lane=lane)
             try:
                 if limit is not None:

@@ -35,7 +35,7 @@ from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint._snapshot import load_history, parse_body, snapshot_body
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.checkpoint.store import CheckpointStore
-from adk.context import Session, _Entry, _RunState, new_entry
+from adk.context import Session, _Entry, _RunState, new_entry, new_run
 from adk.interrupts import _InterruptSignal
 from adk.messages import Message, ToolCall
 
@@ -64,7 +64,7 @@ def _history(events: int) -> list[tuple[str, Message]]:
 
 def _paused_run(events: int) -> tuple[_RunState, _InterruptSignal]:
     """A run paused after ``events`` recorded events, as the runner sees it when saving."""
-    run = _RunState(
+    run = new_run(
         [Message.user("Summarise the quarter.")], Session({"user": "Ann", "n": 3}), "bench"
     )
     for agent, message in _history(events):
@@ -91,7 +91,7 @@ async def _load(store: CheckpointStore) -> None:
     data = await store.get("bench")
     assert data is not None
     snapshot = parse_body(decode_checkpoint(data, "bench"), "bench")
-    run = _RunState(snapshot.root_input, Session(snapshot.session))
+    run = new_run(snapshot.root_input, Session(snapshot.session))
     load_history(run, snapshot.history)
 
 

@@ -99,30 +99,20 @@ class _Turn:
         "tools_pending",
     )
 
-    def __init__(
-        self,
-        ctx: RunContext,
-        model: ChatModel,
-        options: ModelOptions | None,
-        native: bool,
-        tools: dict[str, Any],
-        iterations: int,
-        specs: Sequence[ToolSpec],
-    ) -> None:
-        self.ctx = ctx
-        self.model = model
-        self.options = options
-        self.native = native
-        self.tools = tools
-        self.specs = specs
-        self.messages: list[Message] = []
-        self.iterations = iterations
-        self.head_size = 0
-        self.system_size = 0
-        self.saved_head: SavedHead | None = None
-        self.schema_retried = False  # the one retry for an answer off the output schema is used
-        self.tools_pending = False  # ``tools`` are still to resolve (see ``_ReActCore._turn``)
-        self.done = False  # the last tool round ended the agent (set by ``_round``)
+    ctx: RunContext
+    model: ChatModel
+    options: ModelOptions | None
+    native: bool
+    tools: dict[str, Any]
+    specs: Sequence[ToolSpec]
+    messages: list[Message]
+    iterations: int
+    head_size: int
+    system_size: int
+    saved_head: SavedHead | None
+    schema_retried: bool  # the one retry for an answer off the output schema is used
+    tools_pending: bool  # ``tools`` are still to resolve (see ``_ReActCore._turn``)
+    done: bool  # the last tool round ended the agent (set by ``_round``)
 
 
 class _ReActCore:
@@ -201,12 +191,22 @@ class _ReActCore:
             options, native = owner.model_options, False
         else:
             options, native = owner._options_for(model)
-        turn = _Turn(
-            ctx, model, options, native, owner._static_tools, iterations, owner._static_specs
-        )
+        turn = _Turn()  # one per run: a class without ``__init__`` is the cheapest to make
+        turn.ctx = ctx
+        turn.model = model
+        turn.options = options
+        turn.native = native
+        turn.tools = owner._static_tools
+        turn.specs = owner._static_specs
+        turn.messages = []
+        turn.iterations = iterations
+        turn.head_size = turn.system_size = 0
+        turn.saved_head = None
+        turn.schema_retried = turn.done = False
         flow = owner._adk_flow
-        if owner._dynamic_tools or flow.sub_agents or flow.parent is not None:
-            turn.tools_pending = True
+        turn.tools_pending = bool(
+            owner._dynamic_tools or flow.sub_agents or flow.parent is not None
+        )
         return turn
 
     async def _resolve_tools(self, turn: _Turn) -> None:
