@@ -198,3 +198,22 @@ class AgentEvent:
             or action.interrupted is not None
             or (action.transfer_to is not None and not self._flags & _TRANSFER_HANDLED)
         )
+
+
+def message_event(message: Message) -> AgentEvent:
+    """``AgentEvent.of(message)``, for the framework's own messages (a model's reply, a tool's
+    result): a classmethod call costs more than the rest of it in CPython 3.11 (the lookup on the
+    class is not specialised and binds a method object), and this runs on every model turn and
+    tool call. ``tests/test_event_rules.py`` holds the two equal."""
+    output = _new(AgentOutput)
+    output.message = message
+    output.stream = output.custom = None
+    role = output.role = message.role
+    output.tool_name = message.name if role is _TOOL else None
+    event = _new(AgentEvent)
+    event.agent_name = ""
+    event.run_path = ()
+    event.output = output
+    event.action = event.error = event.exception = event._signal = None
+    event._flags = 0
+    return event

@@ -40,6 +40,7 @@ from adk._aio import closing
 from adk._checks import check_count, check_name
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
+from adk.events import message_event
 from adk.history import _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal
 from adk.models import _call
@@ -294,7 +295,7 @@ class _ReActCore:
                 reply = await stream.collect()
             else:
                 reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
-                yield AgentEvent.of(reply)
+                yield message_event(reply)
             messages.append(reply)
             if len(reply.tool_calls) > 1:
                 unique_call_ids(reply.tool_calls)
@@ -388,7 +389,7 @@ class _ReActCore:
                     if exiting:
                         exits = [*(exits or ()), outcome.call.id]
                     continue
-                yield AgentEvent.of(message)
+                yield message_event(message)
         finally:
             if getattr(outcomes, "ag_frame", None) is not None:  # closed at a yield: cancel calls
                 await outcomes.aclose()
@@ -399,7 +400,7 @@ class _ReActCore:
         if held:
             _emission_order(messages, held, exits)
             for message in held:
-                yield AgentEvent.of(message)
+                yield message_event(message)
             final = held[-1]
             schema = self.owner.output_schema
             if schema is None:

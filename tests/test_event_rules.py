@@ -25,8 +25,24 @@ from adk import (
     Runner,
     SequentialAgent,
 )
-from adk.events import AgentOutput
+from adk.events import AgentOutput, message_event
 from adk.testing import simplify_events
+
+
+@pytest.mark.parametrize(
+    "message",
+    [Message.assistant("ok"), Message.tool("3", tool_call_id="c1", name="add"), Message.user("u")],
+)
+def test_the_frameworks_message_events_equal_agent_event_of(message: Message) -> None:
+    """``message_event`` builds the framework's own message events without the classmethod: it
+    must make exactly what ``AgentEvent.of`` makes, in every slot."""
+    made, reference = message_event(message), AgentEvent.of(message)
+    assert type(made) is AgentEvent and made == reference
+    for name in AgentEvent.__slots__:
+        assert getattr(made, name) == getattr(reference, name), name
+    assert made.output is not None and reference.output is not None
+    for name in AgentOutput.__slots__:
+        assert getattr(made.output, name) == getattr(reference.output, name), name
 
 
 async def test_framework_stamps_agent_name_and_run_path_on_blank_events() -> None:
