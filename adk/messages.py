@@ -127,13 +127,8 @@ class Message(BaseModel):
     def tool(cls, content: str, *, tool_call_id: str, name: str | None = None) -> "Message":
         """A tool result: ``tool_call_id`` is the id of the assistant's ``ToolCall`` it answers;
         ``name`` is the tool's name (events expose it as ``tool_name``)."""
-        if (
-            cls is Message
-            and type(content) is str
-            and type(tool_call_id) is str
-            and (name is None or type(name) is str)
-        ):
-            return _built_tool(content, tool_call_id, name)
+        if cls is Message:
+            return tool_message(content, tool_call_id, name)
         return cls(role=_TOOL, content=content, tool_call_id=tool_call_id, name=name)
 
 
@@ -175,6 +170,15 @@ def _built_tool(content: str, tool_call_id: str, name: str | None) -> Message:
         },
         {"role", "content", "tool_call_id", "name"},
     )
+
+
+def tool_message(content: str, tool_call_id: str, name: str | None) -> Message:
+    """``Message.tool(content, tool_call_id=tool_call_id, name=name)``: the framework makes one
+    for every tool call, and calls this rather than the classmethod, whose lookup and binding
+    cost more than building the message (see ``_built``)."""
+    if type(content) is str and type(tool_call_id) is str and (name is None or type(name) is str):
+        return _built_tool(content, tool_call_id, name)
+    return Message(role=_TOOL, content=content, tool_call_id=tool_call_id, name=name)
 
 
 class ToolCallChunk(BaseModel):

@@ -37,7 +37,7 @@ from .checkpoint.store import CheckpointStore, _check_id
 from .context import RunContext, Session, _root, _RunState, new_run
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
-from .messages import Message
+from .messages import _USER, Message, _built
 from .streams import MessageStream
 
 if TYPE_CHECKING:
@@ -193,8 +193,8 @@ class Runner(AsyncCloseable):
             _check_run_options(session, checkpoint_id)
         values = session if isinstance(session, Session) else Session(session)
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
-        # (what ``_to_messages`` does with an exact ``str``).
-        messages = [Message.user(input)] if type(input) is str else _to_messages(input)
+        # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
+        messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         agent, ctx = self.agent, _root_context(self, run)
         collected = _collector(self, ctx, checkpoint_id)

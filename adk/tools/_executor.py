@@ -18,7 +18,7 @@ from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
-from ..messages import Message, ToolCall
+from ..messages import Message, ToolCall, tool_message
 from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec, new_tool_context
 
 __all__ = ["ToolOutcome", "execute_tool_calls", "run_tool_call", "unique_call_ids"]
@@ -125,7 +125,7 @@ async def run_tool_call(
         content = output.content
     else:
         result, content = None, output
-    message = Message.tool(content, tool_call_id=call.id, name=call.name)
+    message = tool_message(content, call.id, call.name)
     if result is not None and result.is_error:
         message.metadata["is_error"] = True
     return ToolOutcome(call, message, result, tool_ctx.action)
