@@ -15,7 +15,7 @@ the checkpoint's history already holds (see ``prebuilt._react_state``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from pydantic import BaseModel
@@ -44,7 +44,13 @@ from adk.events import message_event
 from adk.history import _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal
 from adk.models import _call
-from adk.tools._executor import ToolOutcome, execute_tool_calls, unique_call_ids
+from adk.tools._executor import (
+    ToolOutcome,
+    execute_tool_calls,
+    lone_call,
+    run_tool_call,
+    unique_call_ids,
+)
 
 from ._instruction import render_instruction
 from ._output import (
@@ -73,6 +79,40 @@ ToolSource = Tool | Callable[..., Any] | str | Any
 
 class MaxIterationsError(RuntimeError):
     """The model kept calling tools past ``max_iterations`` model calls."""
+
+
+class _Round:
+    """What one round of tool calls has gathered so far: the results held back to come last
+    (return-directly results, and the results of tools that asked to exit, whose call ids
+    ``exits`` lists), the calls that paused (``open_ids``, their signals merged in ``signal``),
+    the actions the tools asked for, and the call whose transfer stands. A resumed round starts
+    from what was saved at the pause. Made by ``_new_round`` (see ``adk.context._Entry`` for why
+    the class has no ``__init__``)."""
+
+    __slots__ = ("action", "calls", "exits", "held", "open_ids", "signal", "transfer_by")
+
+    calls: Sequence[ToolCall]
+    held: list[Message]
+    action: AgentAction | None
+    exits: list[str] | None
+    open_ids: list[str] | None  # made when a call pauses
+    signal: _InterruptSignal | None
+    transfer_by: ToolCall | None  # the earliest call, in the model's order, that transferred
+
+
+def _new_round(
+    calls: Sequence[ToolCall],
+    held: list[Message],
+    action: AgentAction | None = None,
+    exits: list[str] | None = None,
+) -> _Round:
+    tally = _Round()
+    tally.calls = calls
+    tally.held = held
+    tally.action = action
+    tally.exits = exits
+    tally.open_ids = tally.signal = tally.transfer_by = None
+    return tally
 
 
 class _Turn:
@@ -250,7 +290,7 @@ class _ReActCore:
         exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
         calls = open_calls(saved, turn.messages, turn.tools)
-        rounds = self._round(turn, calls, held, action, exits)
+        rounds = self._round(turn, _new_round(calls, held, action, exits))
         try:
             async for event in rounds:
                 yield event
@@ -318,87 +358,111 @@ class _ReActCore:
                 self._store_output(ctx, reply.content)
                 yield AgentEvent(output=AgentOutput(custom=parsed))
                 return
-            rounds = self._round(turn, reply.tool_calls, [], None)
-            try:
-                async for event in rounds:
+            tally = _new_round(reply.tool_calls, [])
+            call = lone_call(reply.tool_calls, turn.tools)
+            if call is not None:
+                # One call whose tool forwards no events, the common case: awaited here, as the
+                # executor would, without the two generators a round of several calls takes
+                # (``_round`` and the executor's), each costing more than the rest of the round.
+                message = self._take(turn, tally, await run_tool_call(call, turn.tools, ctx))
+                if message is not None:
+                    yield message_event(message)
+                for event in self._round_end(turn, tally):
                     yield event
                     if event.ends_agent:
                         return
-            finally:
-                # Closed at a yield (the run was closed or cancelled, or the round's last event
-                # ended the agent): close the round now, so its tool calls are cancelled before
-                # the run's close returns, not whenever asyncio finalizes the dropped generator.
-                if getattr(rounds, "ag_frame", None) is not None:  # exhausted: nothing to close
-                    await rounds.aclose()
+            else:
+                rounds = self._round(turn, tally)
+                try:
+                    async for event in rounds:
+                        yield event
+                        if event.ends_agent:
+                            return
+                finally:
+                    # Closed at a yield (the run was closed or cancelled, or the round's last
+                    # event ended the agent): close the round now, so its tool calls are
+                    # cancelled before the run's close returns, not whenever asyncio finalizes
+                    # the dropped generator.
+                    if getattr(rounds, "ag_frame", None) is not None:  # exhausted: nothing to do
+                        await rounds.aclose()
+            del tally  # the round is over: none of it stays alive while the model is awaited
             if turn.done:
                 return
             if owner.reset_tool_choice:
                 turn.options = _free_tool_choice(turn.options)
 
-    async def _round(
-        self,
-        turn: _Turn,
-        calls: Sequence[ToolCall],
-        held: list[Message],
-        action: AgentAction | None,
-        exits: list[str] | None = None,
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Run one round of tool calls; afterwards ``turn.done`` says whether the agent is done.
-
-        Results that end the agent (return-directly results, results of tools that asked to exit,
-        whose call ids ``exits`` lists) are held and emitted after the others; ``held``, ``exits``
-        and ``action`` come in filled when the round resumes after a pause."""
-        ctx, messages = turn.ctx, turn.messages
-        direct = self.owner.return_directly
-        signal: _InterruptSignal | None = None
-        open_ids: list[str] = []
-        outcomes = execute_tool_calls(calls, turn.tools, ctx, extra_transfers(calls, turn.tools))
-        # Which call's transfer stands: the earliest in the model's order (a restored action's
-        # transfer, made before the pause, stands over any made after it).
-        transfer_by: ToolCall | None = None
+    async def _round(self, turn: _Turn, tally: _Round) -> AsyncGenerator[AgentEvent, None]:
+        """Run a round's calls concurrently, then close it (``_round_end``): afterwards
+        ``turn.done`` says whether the agent is done."""
+        calls = tally.calls
+        outcomes = execute_tool_calls(
+            calls, turn.tools, turn.ctx, extra_transfers(calls, turn.tools)
+        )
         try:
             async for item in outcomes:
                 if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
                     yield item
                     continue
-                outcome: ToolOutcome = item
-                asked = outcome.action
-                if asked is not None and asked.transfer_to:
-                    if (
-                        action is not None
-                        and action.transfer_to
-                        and (transfer_by is None or _earlier(calls, transfer_by, outcome.call))
-                    ):
-                        asked = AgentAction(asked.exit, None, asked.break_loop)  # loses
-                    else:
-                        transfer_by = outcome.call
-                action = _merge_action(action, asked)
-                if outcome.signal is not None:
-                    signal = signal or _InterruptSignal()
-                    signal.merge(outcome.signal)
-                    open_ids.append(outcome.call.id)
-                    continue
-                message = outcome.message
-                assert message is not None
-                messages.append(message)
-                exiting = asked is not None and asked.exit
-                if (exiting or outcome.call.name in direct) and not message.metadata.get(
-                    "is_error"
-                ):
-                    held.append(message)
-                    if exiting:
-                        exits = [*(exits or ()), outcome.call.id]
-                    continue
-                yield message_event(message)
+                message = self._take(turn, tally, item)
+                if message is not None:
+                    yield message_event(message)
         finally:
             if getattr(outcomes, "ag_frame", None) is not None:  # closed at a yield: cancel calls
                 await outcomes.aclose()
+        for event in self._round_end(turn, tally):
+            yield event
+
+    def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> Message | None:
+        """Note one call's outcome in its round; the result to emit now, or None when the call
+        paused or its result is held back to come last."""
+        asked = outcome.action
+        if asked is not None and asked.transfer_to:
+            action, first = tally.action, tally.transfer_by
+            # The earliest transfer in the model's order stands (a restored action's transfer,
+            # made before the pause, stands over any made after it).
+            if (
+                action is not None
+                and action.transfer_to
+                and (first is None or _earlier(tally.calls, first, outcome.call))
+            ):
+                asked = AgentAction(asked.exit, None, asked.break_loop)  # loses
+            else:
+                tally.transfer_by = outcome.call
+        tally.action = _merge_action(tally.action, asked)
+        if outcome.signal is not None:
+            if tally.signal is None:
+                tally.signal = _InterruptSignal()
+            tally.signal.merge(outcome.signal)
+            if tally.open_ids is None:
+                tally.open_ids = []
+            tally.open_ids.append(outcome.call.id)
+            return None
+        message = outcome.message
+        assert message is not None
+        turn.messages.append(message)
+        exiting = asked is not None and asked.exit
+        if (
+            exiting or outcome.call.name in self.owner.return_directly
+        ) and not message.metadata.get("is_error"):
+            tally.held.append(message)
+            if exiting:
+                tally.exits = [*(tally.exits or ()), outcome.call.id]
+            return None
+        return message
+
+    def _round_end(self, turn: _Turn, tally: _Round) -> Iterator[AgentEvent]:
+        """The events that close a round once all its outcomes are in: the pause, or the held
+        results (the last one the agent's output) and the action the tools asked for; sets
+        ``turn.done``. A plain generator: the round's are all made here, nothing is awaited."""
+        ctx, held, action = turn.ctx, tally.held, tally.action
+        signal = tally.signal
         if signal is not None:
-            signal.save(ctx.address, self._pause_state(turn, open_ids, held, exits, action))
+            state = self._pause_state(turn, tally.open_ids or [], held, tally.exits, action)
+            signal.save(ctx.address, state)
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
             return
         if held:
-            _emission_order(messages, held, exits)
+            _emission_order(turn.messages, held, tally.exits)
             for message in held:
                 yield message_event(message)
             final = held[-1]

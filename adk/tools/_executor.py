@@ -21,7 +21,7 @@ from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall, tool_message
 from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec, new_tool_context
 
-__all__ = ["ToolOutcome", "execute_tool_calls", "run_tool_call", "unique_call_ids"]
+__all__ = ["ToolOutcome", "execute_tool_calls", "lone_call", "run_tool_call", "unique_call_ids"]
 
 
 @dataclass(slots=True)
@@ -131,6 +131,15 @@ async def run_tool_call(
     return ToolOutcome(call, message, result, tool_ctx.action)
 
 
+def lone_call(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> ToolCall | None:
+    """The call of a round of one call whose tool forwards no events (the common case), which
+    ``execute_tool_calls`` runs inline, without a task; None for any other round. A caller may
+    then await ``run_tool_call`` itself: that is all ``execute_tool_calls`` would do."""
+    if len(calls) == 1 and not getattr(tools.get(calls[0].name), "_emits_events", False):
+        return calls[0]
+    return None
+
+
 async def execute_tool_calls(
     calls: Sequence[ToolCall],
     tools: Mapping[str, Tool],
@@ -140,9 +149,10 @@ async def execute_tool_calls(
     """Run ``calls`` concurrently; yield forwarded events and outcomes as they happen.
     ``instead`` maps call ids to the tool that answers that call in place of the one it names (it
     still goes through the hooks, so the call is traced and callbacks see it)."""
-    if len(calls) == 1 and not getattr(tools.get(calls[0].name), "_emits_events", False):
-        substitute = instead.get(calls[0].id) if instead else None
-        yield await run_tool_call(calls[0], tools, ctx, tool=substitute)
+    call = lone_call(calls, tools)
+    if call is not None:
+        substitute = instead.get(call.id) if instead else None
+        yield await run_tool_call(call, tools, ctx, tool=substitute)
         return
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 
