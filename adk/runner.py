@@ -34,7 +34,7 @@ from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id
-from .context import RunContext, Session, _root, _RunState, new_run
+from .context import RunContext, Session, _root, _RunState, _session, new_run
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import _USER, Message, _built
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = ["RunError", "RunResult", "Runner"]
 
 logger = logging.getLogger("adk.runner")
+_new = object.__new__
 
 RunInput = str | Message | Sequence[Message]
 
@@ -191,14 +192,18 @@ class Runner(AsyncCloseable):
         ``session`` as for ``run``; the run's session is ``RunResult.session``."""
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
-        values = session if isinstance(session, Session) else Session(session)
+        values = session if isinstance(session, Session) else _session(session)
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
         # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
         messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         agent, ctx = self.agent, _root_context(self, run)
         collected = _collector(self, ctx, checkpoint_id)
-        agent_input = AgentInput(run.root_input, self.enable_streaming)
+        agent_input = _new(AgentInput)  # ``AgentInput(run.root_input, self.enable_streaming)``
+        agent_input._messages = run.root_input
+        agent_input._build = None
+        agent_input._build_args = ()
+        agent_input.enable_streaming = self.enable_streaming
         on_event = self._on_event
         fused = getattr(agent, "_adk_drive", None)
         if fused is not None:  # drives itself under the rules: what ``drive`` would call
@@ -844,7 +849,15 @@ class _Collected:
             raise RunError(error, events) from error.exception
         interrupt = self.interrupt
         checkpoint_id = interrupt.checkpoint_id if interrupt is not None else None
-        return RunResult(events, self.output, interrupt, session, checkpoint_id, self.last_message)
+        # ``RunResult(events, self.output, ...)`` with its fields set directly: one per run.
+        result = _new(RunResult)
+        result.events = events
+        result.output = self.output
+        result.interrupt = interrupt
+        result.session = session
+        result.checkpoint_id = checkpoint_id
+        result._last_message = self.last_message
+        return result
 
 
 async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:
