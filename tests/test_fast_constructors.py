@@ -1,0 +1,130 @@
+"""Objects the framework makes on its hot paths without calling their class's ``__init__``: either
+``object.__new__`` with the fields set directly (public classes, whose constructors stay as they
+are), or a class without ``__init__`` filled in by a ``new_*``-style function (internal classes;
+see ``adk.context._Entry`` for why). Slots have no default, so a field added to one of these
+classes and forgotten where the object is made would stay unset, an ``AttributeError`` at its
+first read somewhere else. These tests make each object the way a run does and check that every
+field is set, and that the public classes' objects equal what their constructors make."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    Message,
+    RunContext,
+    Runner,
+    SequentialAgent,
+    Session,
+    ToolContext,
+    tool,
+)
+from adk._driver import agent_run
+from adk.context import new_entry, new_lane, new_run
+from adk.runner import RunResult, _collector
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+from prebuilt.react import _new_round
+
+
+def _slots(obj: object) -> list[str]:
+    names = []
+    for cls in type(obj).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        names += [slots] if isinstance(slots, str) else list(slots)
+    return [name for name in names if name not in ("__dict__", "__weakref__")]
+
+
+def _all_set(obj: object) -> bool:
+    missing = [name for name in _slots(obj) if not hasattr(obj, name)]
+    assert not missing, f"{type(obj).__name__} made without {missing}"
+    return True
+
+
+def _same(made: object, reference: object) -> None:
+    assert type(made) is type(reference)
+    for name in _slots(reference):
+        assert getattr(made, name) == getattr(reference, name), name
+
+
+class _Seen(BaseAgent):
+    """Records the context and input it ran with."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.seen: list[tuple[RunContext, AgentInput]] = []
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        self.seen.append((ctx, input))
+        yield AgentEvent.of(Message.assistant(f"{self.name} done"))
+
+
+async def test_what_invoke_makes_for_a_run_has_every_field_set() -> None:
+    agent = _Seen("solo")
+    result = await Runner(agent).invoke("hi")
+    ctx, input = agent.seen[0]
+    _same(ctx, RunContext(ctx._run, ("solo",), "agent:solo", ctx._run.history))
+    _same(input, AgentInput(ctx._run.root_input))
+    _same(result.session, Session())
+    assert _all_set(result) and result == RunResult(
+        result.events, result.output, None, result.session, None, result._last_message
+    )
+    assert result.text == "solo done"
+    assert _all_set(ctx._run) and _all_set(ctx._lane)
+    assert all(_all_set(entry) for entry in ctx._lane.entries)  # made inline by the driver
+
+
+async def test_what_a_workflow_makes_for_its_steps_has_every_field_set() -> None:
+    first, second = _Seen("first"), _Seen("second")
+    streaming = Runner(SequentialAgent("seq", [first, second]), enable_streaming=True)
+    await streaming.invoke("hi", session={"k": 1})
+    for agent in (first, second):
+        ctx, input = agent.seen[0]
+        assert _all_set(ctx) and _all_set(input)
+        assert ctx.enable_streaming and input.enable_streaming
+        assert ctx.session.values == {"k": 1}
+    assert [m.content for m in second.seen[0][1].messages] == [
+        "hi",
+        "For context: [first] said: first done.",
+    ]
+
+
+async def test_what_a_tool_call_makes_has_every_field_set() -> None:
+    seen: list[ToolContext] = []
+
+    @tool
+    def remember(ctx: ToolContext) -> str:
+        """Remember the context."""
+        seen.append(ctx)
+        return "ok"
+
+    agent = ReActAgent(
+        "agent",
+        ScriptedModel([Reply(tool_calls=[tool_call("remember", {}, id="c1")]), "done"]),
+        tools=[remember],
+    )
+    await Runner(agent).invoke("hi")
+    ctx = seen[0]
+    reference = ToolContext(
+        ctx.run_context, tool_name="remember", tool_call_id="c1", address=ctx.address
+    )
+    _same(ctx, reference)
+    assert ctx.address.endswith("tool:remember#c1")
+
+
+async def test_internal_objects_made_by_their_functions_have_every_field_set() -> None:
+    agent = _Seen("solo")
+    await Runner(agent).invoke("hi")
+    ctx = agent.seen[0][0]
+    run = new_run([Message.user("hi")], Session())
+    assert _all_set(run) and _all_set(run.history)
+    assert _all_set(new_lane(run.history)) and _all_set(new_lane(run.history, []))
+    assert _all_set(new_entry("a", ("a",), Message.user("x"), 0))
+    assert _all_set(agent_run(agent, ctx))
+    assert _all_set(_collector())
+    assert _all_set(_new_round([], []))
+    react = ReActAgent("r", ScriptedModel(["done"]))
+    assert _all_set(react._core._turn(ctx, 0))
