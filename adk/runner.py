@@ -208,6 +208,7 @@ class Runner(AsyncCloseable):
         fused = getattr(agent, "_adk_drive", None)
         if fused is not None:  # drives itself under the rules: what ``drive`` would call
             driven = fused(agent_input, ctx)
+            del agent_input  # the agent's now: this frame does not keep it while the run waits
             try:
                 async for event in driven:
                     if on_event is not None and event._signal is None and event.error is None:
@@ -236,6 +237,7 @@ class Runner(AsyncCloseable):
                 return collected.result(values)
         try:
             events = agent.run(agent_input, ctx)
+            del agent_input  # (see above: one GC-tracked object fewer per run in flight)
             try:
                 async for event in events:
                     stop = own.observe(event)

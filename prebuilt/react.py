@@ -320,6 +320,7 @@ class _ReActCore:
             if turn.tools_pending:
                 await self._resolve_tools(turn)
             self._open(turn, input)
+            input = None  # read: not kept while the run waits on its model (a GC-tracked object)
         owner = self.owner
         messages = turn.messages
         while True:
