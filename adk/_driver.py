@@ -13,7 +13,7 @@ sequential and loop workflows, through ``_AgentRun`` directly, which saves a gen
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from typing import Any
 
 from ._hooks import Hooks
@@ -234,6 +234,15 @@ async def close_events(events: AsyncIterator[AgentEvent]) -> None:
         aclose = getattr(events, "aclose", None)
         if aclose is not None:
             await aclose()
+        elif isinstance(events, Coroutine):
+            # ``async def run`` that returns instead of yielding: ``async for`` failed on it with
+            # Python's "requires an object with __aiter__", and it was never awaited. Close it
+            # (no "never awaited" warning) and say what to change instead.
+            events.close()
+            raise TypeError(
+                "run() returned a coroutine, not an async iterator of events: an agent's run() "
+                "yields its events (an async generator) or returns an async iterator"
+            )
 
 
 def _bad_event(agent: str, event: object) -> TypeError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -450,6 +451,35 @@ async def test_an_agent_yielding_something_else_than_an_event_gets_a_clear_error
 
     with pytest.raises(RunError, match=r"agent 'odd' yielded .*async generator of AgentEvent"):
         await Runner(SequentialAgent("s", [Odd("odd")])).invoke("x")
+
+
+class _Returning(BaseAgent):
+    """``async def run`` that returns an event instead of yielding it: a coroutine, not events."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AgentEvent:  # type: ignore[override]
+        return AgentEvent.of("lost")
+
+
+@pytest.mark.parametrize("wrap", ["root", "sequence", "parallel", "loop", "stream"])
+async def test_an_agent_whose_run_returns_instead_of_yielding_gets_a_clear_error(wrap: str) -> None:
+    agent = _Returning("odd")
+    root: Any = {
+        "root": agent,
+        "stream": agent,
+        "sequence": SequentialAgent("s", [agent]),
+        "parallel": ParallelAgent("p", [agent]),
+        "loop": LoopAgent("l", [agent], max_iterations=2),
+    }[wrap]
+    expected = r"agent 'odd' failed: TypeError: run\(\) returned a coroutine, not an async iterator"
+    # pytest turns a "coroutine was never awaited" RuntimeWarning into a failure here (pyproject).
+    if wrap == "stream":
+        events = [event async for event in Runner(root).run("x")]
+        assert events[-1].error is not None
+        assert "run() returned a coroutine" in events[-1].error.message
+    else:
+        with pytest.raises(RunError, match=expected):
+            await Runner(root).invoke("x")
+    gc.collect()  # a coroutine left unclosed would warn now
 
 
 async def test_names_with_slashes_do_not_nest_addresses() -> None:
