@@ -44,14 +44,17 @@ or as one chunk carrying the replacement). Observe replies without holding strea
 
 Exceptions raised by a callback are not swallowed: in ``before_agent``/``after_agent``/``on_event``
 and the model hooks they fail the agent (an error event); in the tool hooks they become the tool's
-error result, as a failing tool would. Only a settled outcome stands: ``after_agent`` failing for
-an agent that already failed or paused, or ``on_event`` failing on the event that ends the run, is
-logged, and that event still goes out (see docs/tracing.md). Tracing does not depend on callbacks: spans record the calls
-that really happened (a call a callback answered has no ``chat``/``execute_tool`` span).
+error result, as a failing tool would. A ``CancelledError`` while the run is not being cancelled is
+such a failure too, not the cancellation of the run's reader. Only a settled outcome stands:
+``after_agent`` failing for an agent that already failed or paused, or ``on_event`` failing on the
+event that ends the run, is logged, and that event still goes out (see docs/tracing.md). Tracing
+does not depend on callbacks: spans record the calls that really happened (a call a callback
+answered has no ``chat``/``execute_tool`` span).
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
@@ -60,6 +63,7 @@ from ._aio import closing
 from ._hooks import ModelRequest
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, join_chunks
 from .models.base import ModelOptions
+from .streams import _being_cancelled
 from .tools.base import ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -168,6 +172,19 @@ def _provided(obj: object, name: str) -> Callable[..., Any] | None:
     return fn
 
 
+def _callback_cancelled(hook: str, fn: object) -> RuntimeError:
+    """The failure a ``CancelledError`` out of an agent or event callback is when the run is not
+    being cancelled: the callback awaited something that someone else cancelled (or read a
+    cancelled future's result). Raised as it is, it would get past every ``except Exception``
+    that makes a callback's failure the run's error event, and pass for the cancellation of
+    whoever reads the run, which nobody cancelled. (Agents' own are told apart the same way,
+    ``_driver.is_cancellation``; a model or tool callback fails inside its call, which does.)"""
+    return RuntimeError(
+        f"{hook} callback {fn!r} raised CancelledError while the run was not being cancelled "
+        "(it awaited something that was cancelled)"
+    )
+
+
 # Callbacks may be plain or async functions: call, then await only what is awaitable.
 _isawaitable = inspect.isawaitable
 
@@ -226,9 +243,14 @@ class _CallbackChain:
     # -- agents and events ----------------------------------------------------------------------
     async def run_before_agent(self, agent: Agent, ctx: RunContext) -> None:
         for fn in self.before_agent:
-            result = fn(agent, ctx)
-            if _isawaitable(result):
-                result = await result
+            try:
+                result = fn(agent, ctx)
+                if _isawaitable(result):
+                    result = await result
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    raise
+                raise _callback_cancelled("before_agent", fn) from exc
             if result is not None:
                 raise TypeError(
                     f"before_agent callback {fn!r} returned a value; agent callbacks only observe "
@@ -237,9 +259,14 @@ class _CallbackChain:
 
     async def run_after_agent(self, agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
         for fn in self.after_agent:
-            result = fn(agent, ctx, error)
-            if _isawaitable(result):
-                result = await result
+            try:
+                result = fn(agent, ctx, error)
+                if _isawaitable(result):
+                    result = await result
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    raise
+                raise _callback_cancelled("after_agent", fn) from exc
             if result is not None:
                 raise TypeError(
                     f"after_agent callback {fn!r} returned a value; agent callbacks only observe "
@@ -248,7 +275,12 @@ class _CallbackChain:
 
     def run_on_event(self, event: AgentEvent) -> None:
         for fn in self.on_event:
-            result = fn(event)
+            try:
+                result = fn(event)
+            except asyncio.CancelledError as exc:
+                if _being_cancelled():
+                    raise
+                raise _callback_cancelled("on_event", fn) from exc
             if inspect.isawaitable(result):
                 if inspect.iscoroutine(result):
                     result.close()  # never awaited: close it so Python does not warn later

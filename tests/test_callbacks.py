@@ -3,6 +3,7 @@ short-circuits and replacements, streams, every event, and clear errors for misu
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -511,6 +512,57 @@ async def test_a_failing_on_event_fails_the_run_but_never_hides_its_last_event(
         events = await _events_of(Runner(failing, callbacks=callbacks), how)
     assert simplify_events(events) == ["f: [error model down]"]
     assert "on_event callback failed on the event that ends the run" in caplog.text
+
+
+@pytest.mark.parametrize("how", ["run", "invoke"])
+@pytest.mark.parametrize("kind", ["agent", "sequence"])
+@pytest.mark.parametrize("hook", ["before_agent", "after_agent", "on_event"])
+async def test_a_callback_raising_cancelled_error_fails_the_run_rather_than_cancelling_its_reader(
+    hook: str, kind: str, how: str
+) -> None:
+    """A callback that awaits something someone else cancelled (or reads a cancelled future's
+    result) raises ``CancelledError`` without the run being cancelled. It fails the run like any
+    failing callback, with an error event that says so; it used to pass for the cancellation of
+    the task reading the run, which nobody had cancelled (found by fault injection)."""
+    agent = ReActAgent("a", ScriptedModel(["hello"], cycle=True))
+    root = SequentialAgent("seq", [agent]) if kind == "sequence" else agent
+
+    def cancelled() -> asyncio.Future[None]:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future.cancel()
+        return future
+
+    async def on_agent(agent: Agent, ctx: RunContext, *error: ErrorInfo | None) -> None:
+        if agent is root:
+            await cancelled()
+
+    def on_event(event: AgentEvent) -> None:
+        if event.output is not None:
+            cancelled().result()
+
+    callbacks = Callbacks(**{hook: on_event if hook == "on_event" else on_agent})
+    reader = asyncio.create_task(_events_of(Runner(root, callbacks=[callbacks]), how))
+    events = await reader  # not cancelled
+    assert events[-1].error is not None and events[-1].error.type == "RuntimeError", events
+    assert f"{hook} callback" in events[-1].error.message
+    assert "raised CancelledError while the run was not being cancelled" in events[-1].error.message
+    assert [e for e in events if e.error is not None] == events[-1:]
+
+
+async def test_a_callback_cancelled_with_its_run_lets_the_cancellation_through() -> None:
+    """The callback's ``CancelledError`` when the run is being cancelled is that cancellation."""
+    entered = asyncio.Event()
+
+    async def slow(agent: Agent, ctx: RunContext) -> None:
+        entered.set()
+        await asyncio.Event().wait()
+
+    runner = Runner(ReActAgent("a", ScriptedModel(["x"])), callbacks=[Callbacks(before_agent=slow)])
+    reader = asyncio.create_task(runner.invoke("go"))
+    await entered.wait()
+    reader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reader
 
 
 # -- streams --------------------------------------------------------------------------------------
