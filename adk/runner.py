@@ -23,7 +23,7 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ._aio import AsyncCloseable, closing
+from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent
 from ._driver import NO_EVENT, _AgentRun, agent_run, close_events, drive, is_cancellation
 from ._hooks import Hooks
@@ -373,8 +373,9 @@ class Runner(AsyncCloseable):
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
         except asyncio.CancelledError:
             if generated:  # the write may have landed under an id nobody will ever learn
+                # Best effort, but to its end even if cancelled again meanwhile (as anyio does).
                 with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await asyncio.shield(self.checkpoint_store.delete(checkpoint_id))
+                    await finish(self.checkpoint_store.delete(checkpoint_id))
             raise
         except Exception as exc:
             error = ErrorInfo(

@@ -26,6 +26,7 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import other_tasks
 from services import PostgresServer, RedisServer
 
 from adk import CheckpointError, Message, Role, RunError, Runner, tool
@@ -410,6 +411,34 @@ async def test_a_resume_cancelled_while_it_takes_its_claim_gives_the_claim_back(
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+    done = await Runner(_payer(), checkpoint_store=make_store()).invoke_resume(
+        checkpoint_id, {"approved": True}
+    )
+    assert done.text == "done: paid 5" and paid == [5]
+
+
+async def test_a_resume_cancelled_by_an_anyio_cancel_scope_while_it_takes_its_claim_gives_it_back(
+    make_store: StoreFactory,
+) -> None:
+    """anyio's cancel scopes cancel a task again at every await until it leaves the scope, so
+    the giving back of a claim that was being taken (written, but its answer not in yet) was
+    cancelled too: the claim stayed, refusing every resume ("already being resumed") for
+    claim_ttl though nobody was resuming, and the attempt went on as a task after the cancelled
+    resume had returned (found by fault injection)."""
+    checkpoint_id = await _paused(make_store())
+    store = _SlowClaims(make_store())
+    with anyio.CancelScope() as scope:
+        resume = asyncio.ensure_future(
+            Runner(_payer(), checkpoint_store=store).invoke_resume(
+                checkpoint_id, {"approved": True}
+            )
+        )
+        await store.claiming.wait()
+        scope.cancel()
+        await resume
+    assert scope.cancelled_caught and resume.cancelled()
+    assert other_tasks() == set()  # the cleanup has finished, not left running
 
     done = await Runner(_payer(), checkpoint_store=make_store()).invoke_resume(
         checkpoint_id, {"approved": True}

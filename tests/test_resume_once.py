@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sqlite3
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from conftest import other_tasks
 
 from adk import (
     AgentEvent,
@@ -290,3 +294,32 @@ async def test_a_run_cancelled_while_saving_its_pause_leaves_no_checkpoint_nobod
     with pytest.raises(asyncio.CancelledError):
         await task
     assert store._data == {}
+
+
+async def test_an_anyio_cancel_scope_cancelling_a_pause_while_it_saves_waits_for_the_cleanup(
+    tmp_path: Path,
+) -> None:
+    """Under anyio's cancel scopes the cancellation comes again at every await, so it reached
+    the deletion of the orphaned checkpoint too: the deletion went on after the cancelled run had
+    returned, a task the run left running (found by fault injection). It now ends first."""
+    writing = asyncio.Event()
+
+    class SlowAck(SQLiteCheckpointStore):
+        async def put(self, id: str, data: bytes) -> None:
+            await super().put(id, data)  # written; the answer is slow to come back
+            writing.set()
+            await asyncio.sleep(5)
+
+    async with SlowAck(tmp_path / "cp.db") as store:
+        go, resumed = asyncio.Event(), asyncio.Event()
+        with anyio.CancelScope() as scope:
+            run = asyncio.ensure_future(
+                Runner(_SlowGate(go, resumed), checkpoint_store=store).invoke("x")
+            )
+            await writing.wait()
+            scope.cancel()
+            await run
+        assert scope.cancelled_caught and run.cancelled()
+        assert other_tasks() == set()
+        with sqlite3.connect(tmp_path / "cp.db") as db:
+            assert db.execute("SELECT count(*) FROM pyadk_checkpoints").fetchone() == (0,)

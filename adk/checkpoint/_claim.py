@@ -61,13 +61,14 @@ class _Claim:
         """Take the claim, or raise ``CheckpointError`` when another resume holds it."""
         ttl = self.store.claim_ttl
         sent = time.monotonic()
-        # Shielded: cancelled while the store writes, the claim may still be taken (a SQLite
-        # write in its thread, a command already sent) and would then block every resume of the
-        # checkpoint until it lapsed. So the attempt runs to its end and, if it took the claim,
-        # gives it back before the cancellation goes on.
+        # Run to its end (``finish``): cancelled while the store writes, the claim may still be
+        # taken (a SQLite write in its thread, a command already sent) and would then block every
+        # resume of the checkpoint until it lapsed. So the attempt ends, however often we are
+        # cancelled meanwhile (anyio cancels at every await), and, if it took the claim, gives
+        # it back before the cancellation goes on.
         attempt = asyncio.ensure_future(self.store.claim(self.checkpoint_id, self.owner))
         try:
-            taken = await asyncio.shield(attempt)
+            taken = await finish(attempt)
         except asyncio.CancelledError:
             await self._give_back(attempt)
             raise
@@ -82,14 +83,13 @@ class _Claim:
         self._renewer = asyncio.get_running_loop().create_task(self._renew(ttl))
 
     async def _give_back(self, attempt: asyncio.Future[bool]) -> None:
-        """Release the claim ``attempt`` took, once it ends (the acquire was cancelled)."""
-        try:
-            taken = await asyncio.shield(attempt)
-        except (Exception, asyncio.CancelledError):
-            return  # it failed, or we are cancelled again: the claim lapses within claim_ttl
-        if taken:
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.shield(self.store.release(self.checkpoint_id, self.owner))
+        """Release the claim ``attempt`` (ended) took, if it took it (the acquire was cancelled),
+        to its end however often we are cancelled meanwhile: the caller raises its cancellation
+        afterwards."""
+        if attempt.cancelled() or attempt.exception() is not None or not attempt.result():
+            return  # it failed: nothing to give back (a claim it wrote lapses within claim_ttl)
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await finish(self.store.release(self.checkpoint_id, self.owner))
 
     async def release(self) -> None:
         """Stop renewing and end the claim, even if the resume is being cancelled again
