@@ -29,7 +29,18 @@ import pytest
 from conftest import other_tasks
 from services import PostgresServer, RedisServer
 
-from adk import CheckpointError, Message, Role, RunError, Runner, tool
+from adk import (
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    CheckpointError,
+    Message,
+    Role,
+    RunContext,
+    RunError,
+    Runner,
+    tool,
+)
 from adk.checkpoint import (
     CheckpointStoreError,
     ClaimingCheckpointStore,
@@ -493,6 +504,69 @@ async def test_a_failed_release_is_logged_and_the_claim_lapses(
     assert not await make_store().claim(checkpoint_id, "probe")
     await asyncio.sleep(0.35)
     assert await make_store().claim(checkpoint_id, "probe")
+
+
+class _OwnErrors(_Flaky):
+    """A store of one's own that raises its own errors, not ``CheckpointStoreError``."""
+
+    def _fail(self, operation: str, id: str) -> None:
+        if operation in self.failing:
+            self.failing.discard(operation)  # once
+            raise OSError(f"{operation} went wrong")
+
+
+@pytest.mark.parametrize("ending", ["finished", "paused again"])
+async def test_a_release_failing_with_a_stores_own_error_is_logged_not_raised_over_the_outcome(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture, ending: str
+) -> None:
+    """The resume's outcome is settled when its claim is released: an error of a store of one's
+    own used to replace it (a resume that had paid, or paused again under new points, raised
+    ``OSError`` instead; found by fault injection). Logged, as a ``CheckpointStoreError`` is."""
+
+    class TwoQuestions(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            asked = ctx.resume.state if ctx.resume is not None else 0
+            if asked < (2 if ending == "paused again" else 1):
+                yield ctx.interrupt(f"question {asked + 1}?", state=asked + 1)
+                return
+            yield AgentEvent.of("answered")
+
+    store = _OwnErrors(make_store())
+    paused = await Runner(TwoQuestions("q"), checkpoint_store=store).invoke("go")
+    assert paused.checkpoint_id is not None
+    store.failing.add("release")
+    runner = Runner(TwoQuestions("q"), checkpoint_store=store)
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        result = await runner.invoke_resume(paused.checkpoint_id, "yes")
+    if ending == "finished":
+        assert result.text == "answered"
+    else:
+        assert result.interrupt is not None and result.interrupt.points[0].info == "question 2?"
+    assert "could not release the claim" in caplog.text and "release went wrong" in caplog.text
+
+
+async def test_a_renewal_failing_with_a_stores_own_error_is_retried(
+    make_store: StoreFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Such an error used to end the renewals for good, so a resume outlasting ``claim_ttl``
+    stopped with "lost the claim" though the next renewal would have worked."""
+    checkpoint_id = await _paused(make_store())
+    store = _OwnErrors(make_store(claim_ttl=0.3))
+    store.failing.add("claim")  # the first renewal (the claim itself is taken before)
+    original = store.claim
+
+    async def claim(id: str, owner: str) -> bool:
+        if not hasattr(store, "taken"):
+            store.taken = True  # type: ignore[attr-defined]
+            return await store.store.claim(id, owner)
+        return await original(id, owner)
+
+    store.claim = claim  # type: ignore[method-assign]
+    runner = Runner(_payer(pay_seconds=0.8), checkpoint_store=store)
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        result = await runner.invoke_resume(checkpoint_id, {"approved": True})
+    assert result.text == "done: paid 5" and paid == [5]
+    assert "could not renew the claim" in caplog.text and "claim went wrong" in caplog.text
 
 
 # --------------------------------------------------------------------------------------------------

@@ -94,7 +94,8 @@ class _Claim:
     async def release(self) -> None:
         """Stop renewing and end the claim, even if the resume is being cancelled again
         meanwhile (``finish``: an anyio cancel scope, as when a Starlette client hangs up, cancels
-        every await; the claim would stay and refuse every resume until it lapsed)."""
+        every await; the claim would stay and refuse every resume until it lapsed). A failed
+        release is logged, not raised: the resume's outcome is settled, and the claim lapses."""
         await finish(self._release())
 
     async def _release(self) -> None:
@@ -108,12 +109,13 @@ class _Claim:
             return  # not ours any more: releasing could end another owner's claim
         try:
             await self.store.release(self.checkpoint_id, self.owner)
-        except CheckpointStoreError as exc:
+        except Exception as exc:  # a store of one's own may raise its own errors too
             logger.warning(
                 "could not release the claim on checkpoint %r (it lapses within %g s): %s",
                 self.checkpoint_id,
                 self.store.claim_ttl,
                 exc,
+                exc_info=None if isinstance(exc, CheckpointStoreError) else exc,
             )
 
     async def _renew(self, ttl: float) -> None:
@@ -126,7 +128,7 @@ class _Claim:
             sent = time.monotonic()
             try:
                 held = await self.store.claim(self.checkpoint_id, self.owner)
-            except CheckpointStoreError as exc:
+            except Exception as exc:  # a store of one's own may raise its own errors too
                 # Keep trying: the claim holds until ``_valid_until`` without a renewal.
                 logger.warning("could not renew the claim on %r: %s", self.checkpoint_id, exc)
                 continue
