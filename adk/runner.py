@@ -33,12 +33,12 @@ from .checkpoint._claim import _Claim, being_resumed, one_resume
 from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
-from .checkpoint.store import CheckpointStore, _check_id
+from .checkpoint.store import CheckpointStore, _check_id, _from_store
 from .context import RunContext, Session, _root, _RunState, _session, new_run
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import _USER, Message, _built
-from .streams import MessageStream
+from .streams import MessageStream, _being_cancelled
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -371,15 +371,19 @@ class Runner(AsyncCloseable):
         try:
             body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
-        except asyncio.CancelledError:
-            if generated:  # the write may have landed under an id nobody will ever learn
-                # Best effort, but to its end even if cancelled again meanwhile (as anyio does).
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await finish(self.checkpoint_store.delete(checkpoint_id))
-            raise
-        except Exception as exc:
+        except (Exception, asyncio.CancelledError) as exc:
+            if isinstance(exc, asyncio.CancelledError):
+                if generated:  # the write may have landed under an id nobody will ever learn
+                    # Best effort, but to its end even if cancelled again (as anyio does).
+                    with contextlib.suppress(Exception, asyncio.CancelledError):
+                        await finish(self.checkpoint_store.delete(checkpoint_id))
+                if _being_cancelled():
+                    raise
+                # The store's own (it awaited something someone else cancelled): a failure
+                # to save, not the cancellation of the run's reader, which nobody cancelled.
+            reason = str(exc) or type(exc).__name__
             error = ErrorInfo(
-                "CheckpointError", f"could not save checkpoint {checkpoint_id!r}: {exc}"
+                "CheckpointError", f"could not save checkpoint {checkpoint_id!r}: {reason}"
             )
             return AgentEvent(event.agent_name, event.run_path, error=error, exception=exc)
         assert event.action is not None and event.action.interrupted is not None
@@ -412,7 +416,7 @@ class Runner(AsyncCloseable):
         given: Session | None,
         claim: _Claim | None,
     ) -> AsyncGenerator[AgentEvent, None]:
-        data = await self.checkpoint_store.get(checkpoint_id)
+        data = await _from_store(self.checkpoint_store.get(checkpoint_id), "get", checkpoint_id)
         if data is None:
             hint = ""
             if isinstance(self.checkpoint_store, InMemoryCheckpointStore):
@@ -475,13 +479,16 @@ class Runner(AsyncCloseable):
         checkpoint this resume loaded: another process may have paused a new run under the same
         id meanwhile (the claim keeps out other resumes, not new runs), and that must not be lost.
         """
-        if await self.checkpoint_store.get(checkpoint_id) != loaded:
+        store = self.checkpoint_store
+        if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != loaded:
             return
         if self.keep_checkpoints:
             body["finished"] = True
-            await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
+            await _from_store(
+                store.put(checkpoint_id, encode_checkpoint(body)), "put", checkpoint_id
+            )
         else:
-            await self.checkpoint_store.delete(checkpoint_id)
+            await _from_store(store.delete(checkpoint_id), "delete", checkpoint_id)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def aclose(self) -> None:

@@ -569,6 +569,68 @@ async def test_a_renewal_failing_with_a_stores_own_error_is_retried(
     assert "could not renew the claim" in caplog.text and "claim went wrong" in caplog.text
 
 
+class _CancelledInside(_Flaky):
+    """A store whose chosen operation awaits something that someone else cancelled (a future a
+    connection pool cancelled as it closed, say): it raises ``CancelledError`` though nobody
+    cancelled the run."""
+
+    def _fail(self, operation: str, id: str) -> None:
+        if operation in self.failing:
+            self.failing.discard(operation)
+            future = asyncio.get_running_loop().create_future()
+            future.cancel()
+            future.result()  # raises CancelledError
+
+    async def get(self, id: str) -> bytes | None:
+        self._fail("get", id)
+        return await self.store.get(id)
+
+    async def put(self, id: str, data: bytes) -> None:
+        self._fail("put", id)
+        await self.store.put(id, data)
+
+    async def delete(self, id: str) -> None:
+        self._fail("delete", id)
+        await self.store.delete(id)
+
+
+@pytest.mark.parametrize("operation", ["put", "claim", "get", "delete", "release"])
+async def test_a_store_raising_cancelled_error_on_its_own_fails_clearly_and_keeps_the_checkpoint(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, operation: str
+) -> None:
+    """Such a ``CancelledError`` used to pass for the cancellation of the task running the run or
+    the resume, which nobody had cancelled: a server would drop the request without a word, as if
+    its client had gone (found by fault injection). It is the store failing: saving the pause
+    fails with an error event, a resume with ``CheckpointStoreError`` naming the operation (the
+    checkpoint is kept and resumes), and a failed release is logged as any other."""
+    store = _CancelledInside(SQLiteCheckpointStore(tmp_path / "cp.db"))
+    try:
+        reader: asyncio.Task[Any]
+        if operation == "put":
+            store.failing.add("put")
+            reader = asyncio.ensure_future(Runner(_payer(), checkpoint_store=store).invoke("5"))
+            with pytest.raises(RunError, match=r"could not save checkpoint .*CancelledError"):
+                await reader
+            return
+        checkpoint_id = await _paused(store)
+        store.failing.add(operation)
+        runner = Runner(_payer(), checkpoint_store=store)
+        reader = asyncio.ensure_future(runner.invoke_resume(checkpoint_id, {"approved": True}))
+        if operation == "release":
+            with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+                assert (await reader).text == "done: paid 5"
+            assert "could not release the claim" in caplog.text and "CancelledError" in caplog.text
+            return
+        with pytest.raises(CheckpointStoreError, match=f"{operation} of checkpoint") as failed:
+            await reader
+        assert failed.value.operation == operation and "CancelledError" in str(failed.value)
+        if operation != "delete":  # (a failed delete leaves it too, its work done)
+            done = await runner.invoke_resume(checkpoint_id, {"approved": True})
+            assert done.text == "done: paid 5" and paid == [5]
+    finally:
+        await store.store.aclose()  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------------------------------
 # Real processes over one SQLite file
 

@@ -27,8 +27,14 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from .._aio import finish
+from ..streams import _being_cancelled
 from .codec import CheckpointError
-from .store import CheckpointStore, CheckpointStoreError, ClaimingCheckpointStore
+from .store import (
+    CheckpointStore,
+    CheckpointStoreError,
+    ClaimingCheckpointStore,
+    _stray_cancellation,
+)
 
 __all__ = ["one_resume"]
 
@@ -69,7 +75,9 @@ class _Claim:
         attempt = asyncio.ensure_future(self.store.claim(self.checkpoint_id, self.owner))
         try:
             taken = await finish(attempt)
-        except asyncio.CancelledError:
+        except asyncio.CancelledError as exc:
+            if not _being_cancelled():  # the store's own: nobody cancelled us
+                raise _stray_cancellation("claim", self.checkpoint_id) from exc
             await self._give_back(attempt)
             raise
         if not taken:
@@ -109,13 +117,20 @@ class _Claim:
             return  # not ours any more: releasing could end another owner's claim
         try:
             await self.store.release(self.checkpoint_id, self.owner)
-        except Exception as exc:  # a store of one's own may raise its own errors too
+        except (Exception, asyncio.CancelledError) as exc:  # a store's own errors too
+            if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
+                raise  # (nothing cancels this task but the loop shutting down)
+            failure = (  # a CancelledError of the store's own: nobody cancelled it
+                _stray_cancellation("release", self.checkpoint_id)
+                if isinstance(exc, asyncio.CancelledError)
+                else exc
+            )
             logger.warning(
                 "could not release the claim on checkpoint %r (it lapses within %g s): %s",
                 self.checkpoint_id,
                 self.store.claim_ttl,
-                exc,
-                exc_info=None if isinstance(exc, CheckpointStoreError) else exc,
+                failure,
+                exc_info=None if isinstance(failure, CheckpointStoreError) else failure,
             )
 
     async def _renew(self, ttl: float) -> None:
@@ -128,9 +143,12 @@ class _Claim:
             sent = time.monotonic()
             try:
                 held = await self.store.claim(self.checkpoint_id, self.owner)
-            except Exception as exc:  # a store of one's own may raise its own errors too
+            except (Exception, asyncio.CancelledError) as exc:  # a store's own errors too
+                if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
+                    raise  # (nothing cancels the renewals but the loop shutting down)
                 # Keep trying: the claim holds until ``_valid_until`` without a renewal.
-                logger.warning("could not renew the claim on %r: %s", self.checkpoint_id, exc)
+                reason = str(exc) or type(exc).__name__
+                logger.warning("could not renew the claim on %r: %s", self.checkpoint_id, reason)
                 continue
             if not held:
                 self._lost = True

@@ -29,10 +29,14 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable
+from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import AsyncCloseable
+from ..streams import _being_cancelled
+
+T = TypeVar("T")
 
 __all__ = ["CheckpointStore", "CheckpointStoreError", "ClaimingCheckpointStore"]
 
@@ -152,6 +156,29 @@ def _store_error(
         f"{backend} checkpoint store at {where}: {operation}{target} failed: {reason}",
         backend=backend,
         operation=operation,
+        checkpoint_id=checkpoint_id,
+    )
+
+
+async def _from_store(operation: Awaitable[T], name: str, checkpoint_id: str) -> T:
+    """Await a store's ``name`` operation on ``checkpoint_id``. A ``CancelledError`` out of it
+    while the caller is not being cancelled is the store's own failure (it awaited something that
+    someone else cancelled) and becomes a ``CheckpointStoreError``: raised as it is, it would pass
+    for the cancellation of whoever runs the resume, which nobody cancelled."""
+    try:
+        return await operation
+    except asyncio.CancelledError as exc:
+        if _being_cancelled():
+            raise
+        raise _stray_cancellation(name, checkpoint_id) from exc
+
+
+def _stray_cancellation(name: str, checkpoint_id: str) -> CheckpointStoreError:
+    """The error for a store operation that raised ``CancelledError`` on its own."""
+    return CheckpointStoreError(
+        f"{name} of checkpoint {checkpoint_id!r} failed: the store raised CancelledError though "
+        "nothing cancelled the run (it awaited something that was cancelled)",
+        operation=name,
         checkpoint_id=checkpoint_id,
     )
 
