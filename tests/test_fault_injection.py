@@ -1,0 +1,374 @@
+"""Fault injection across composite agents (the trees of ``faults.TREES``).
+
+Each test drives a tree and breaks it at a point hypothesis picks: the reader closes the run after
+N events, or is cancelled after N loop steps, once or at every step from then on (as anyio's
+cancel scopes do), or from inside the N-th model call, tool call or callback; the N-th of those
+raises, or raises ``CancelledError`` (something it awaited was cancelled by someone else); the
+checkpoint store fails its N-th operation. Whatever broke, the run leaves nothing behind (no
+task, no async generator left to the garbage collector, no error logged by the loop, no warning,
+no claim or in-process guard), a failure surfaces as one clear error and never as the reader's
+cancellation, the store holds exactly the checkpoints of the pauses the reader was told about
+(and a failed or abandoned resume keeps its checkpoint, which then resumes), and the same runner
+then runs the tree again to the outcome of an undisturbed run.
+
+The examples are derandomized, so a failure is reproducible: hypothesis prints the example
+(tree, ending, point) that broke it, and the shrinker makes it the smallest one it can find.
+Found so far: callbacks' and stores' own ``CancelledError`` passing for the reader's
+cancellation, claims left behind by a resume cancelled through an anyio cancel scope, and a
+store's own release error raised over a resume that had finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import hypothesis.strategies as st
+from faults import (
+    APPROVE,
+    TREES,
+    FaultCallbacks,
+    Faults,
+    Outcome,
+    Watch,
+    cancel_from,
+    expect_clean,
+    read_all,
+    run_to_end,
+)
+from hypothesis import HealthCheck, given, settings
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+from adk import AgentEvent, RunError, Runner
+from adk.checkpoint import CheckpointStoreError, InMemoryCheckpointStore, SQLiteCheckpointStore
+from adk.checkpoint._snapshot import parse_body
+from adk.checkpoint.codec import decode_checkpoint
+
+EXAMPLES = settings(
+    derandomize=True,  # the same examples every run: a failure is reproducible
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+tree_names = st.sampled_from(sorted(TREES))
+
+_references: dict[tuple[str, bool, bool], Outcome] = {}
+
+
+async def reference(tree: str, pause: bool, streaming: bool) -> Outcome:
+    """The outcome of an undisturbed run (approving every pause), once per kind of run."""
+    key = (tree, pause, streaming)
+    if key not in _references:
+        faults = Faults()
+        runner = Runner(TREES[tree](faults, pause), enable_streaming=streaming)
+        _references[key] = await run_to_end(runner, faults)
+    return _references[key]
+
+
+def pending_points(data: bytes) -> list[str]:
+    return [p.id for p in parse_body(decode_checkpoint(data, "x"), "x").signal.points]
+
+
+def stored_ids(store: InMemoryCheckpointStore) -> set[str]:
+    return set(store._data)
+
+
+# -- a run ended anywhere -----------------------------------------------------------------------
+
+ENDINGS = ["closed", "cancelled", "cancelled again", "cancelled at a point"]
+
+
+@settings(EXAMPLES, max_examples=200)
+@given(
+    tree=tree_names,
+    pause=st.booleans(),
+    streaming=st.booleans(),
+    ending=st.sampled_from(ENDINGS),
+    at=st.integers(0, 60),
+)
+def test_a_run_ended_anywhere_leaves_nothing_behind_and_runs_again(
+    tree: str, pause: bool, streaming: bool, ending: str, at: int
+) -> None:
+    asyncio.run(_run_ended(tree, pause, streaming, ending, at))
+
+
+async def _run_ended(tree: str, pause: bool, streaming: bool, ending: str, at: int) -> None:
+    expected = await reference(tree, pause, streaming)
+    faults = Faults()
+    store = InMemoryCheckpointStore()
+    runner = Runner(TREES[tree](faults, pause), store, enable_streaming=streaming)
+    seen: list[AgentEvent] = []
+    with Watch() as watch:
+        if ending == "closed":
+            async with contextlib.aclosing(runner.run("go")) as events:
+                async for event in events:
+                    seen.append(event)
+                    if len(seen) > at:
+                        break
+        else:
+            reader = asyncio.ensure_future(read_all(runner.run("go"), seen))
+            if ending == "cancelled at a point":
+                faults.arm(at, "cancel_reader")
+                faults.reader = reader
+                with contextlib.suppress(asyncio.CancelledError):
+                    await reader
+            else:
+                await cancel_from(reader, at, again=ending == "cancelled again")
+    expect_clean(watch, "after the run ended")
+    told = {e.interrupted.checkpoint_id for e in seen if e.interrupted is not None}
+    assert stored_ids(store) == told, "the store holds other checkpoints than those reported"
+
+    faults.arm(-1, "raise")
+    faults.log.clear()
+    assert await run_to_end(runner, faults) == expected
+
+
+# -- a failure anywhere -------------------------------------------------------------------------
+
+
+class _OpenSpans(SpanProcessor):
+    def __init__(self) -> None:
+        self.open: dict[int, str] = {}
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        self.open[span.context.span_id] = span.name
+
+    def on_end(self, span: Any) -> None:
+        self.open.pop(span.context.span_id, None)
+
+
+@settings(EXAMPLES, max_examples=200)
+@given(
+    tree=tree_names,
+    pause=st.booleans(),
+    streaming=st.booleans(),
+    failure=st.sampled_from(["raise", "cancelled_error"]),
+    at=st.integers(1, 80),
+)
+def test_a_failure_anywhere_is_one_clear_error_never_a_cancellation(
+    tree: str, pause: bool, streaming: bool, failure: str, at: int
+) -> None:
+    """Model calls, tool calls, custom agents and every callback (traced: spans end, and every
+    agent started ends) raise, or raise ``CancelledError`` of their own."""
+    asyncio.run(_failure(tree, pause, streaming, failure, at))
+
+
+async def _failure(tree: str, pause: bool, streaming: bool, failure: str, at: int) -> None:
+    expected = await reference(tree, pause, streaming)
+    faults = Faults()
+    spans = _OpenSpans()
+    tracing = TracerProvider()
+    tracing.add_span_processor(spans)
+    callbacks = FaultCallbacks(faults)
+    runner = Runner(
+        TREES[tree](faults, pause),
+        enable_streaming=streaming,
+        callbacks=[callbacks],
+        tracer_provider=tracing,
+    )
+    seen: list[AgentEvent] = []
+    with Watch() as watch:
+        faults.arm(at, failure)
+        reader = asyncio.ensure_future(read_all(runner.run("go"), seen))
+        await reader  # neither cancelled nor failing: a failure is an event
+    expect_clean(watch, "after the failure")
+    errors = [e for e in seen if e.error is not None]
+    assert errors in ([], seen[-1:]), "one error, ending the run"
+    if errors:
+        text = str(errors[0].error)  # a model stream's own CancelledError: "was cancelled"
+        assert any(w in text for w in ("injected fault", "CancelledError", "cancelled")), text
+    assert not spans.open, f"spans never ended: {spans.open}"
+    assert not +callbacks.open_agents, f"agents never ended: {+callbacks.open_agents}"
+
+    faults.arm(-1, "raise")
+    faults.log.clear()
+    assert await run_to_end(runner, faults) == expected
+
+
+# -- a resume ended anywhere --------------------------------------------------------------------
+
+
+@settings(EXAMPLES, max_examples=100)
+@given(
+    tree=tree_names,
+    streaming=st.booleans(),
+    sqlite=st.booleans(),
+    ending=st.sampled_from([*ENDINGS, "raise", "cancelled_error"]),
+    at=st.integers(0, 40),
+)
+def test_a_resume_ended_anywhere_keeps_a_checkpoint_that_resumes(
+    tmp_path_factory: Any, tree: str, streaming: bool, sqlite: bool, ending: str, at: int
+) -> None:
+    """Closed, cancelled (through its claim, its store operations and their release too, on
+    SQLite), or failing: the checkpoint is the one paused (or, when the resume paused again, the
+    new one), the claim is free, and resuming it to the end gives the undisturbed outcome."""
+    path = tmp_path_factory.mktemp("resume") / "checkpoints.db"
+    asyncio.run(_resume_ended(path if sqlite else None, tree, streaming, ending, at))
+
+
+async def _resume_ended(
+    path: Path | None, tree: str, streaming: bool, ending: str, at: int
+) -> None:
+    expected = await reference(tree, True, streaming)
+    faults = Faults()
+    store: Any = SQLiteCheckpointStore(path) if path is not None else InMemoryCheckpointStore()
+    try:
+        runner = Runner(TREES[tree](faults, True), store, enable_streaming=streaming)
+        first = await runner.invoke("go", checkpoint_id="cp")
+        assert first.interrupt is not None
+        before = await store.get("cp")
+        approvals = dict.fromkeys(first.interrupt.point_ids, APPROVE)
+        seen: list[AgentEvent] = []
+        ended_well = False
+        with Watch() as watch:
+            if ending == "closed":
+                async with contextlib.aclosing(runner.resume("cp", approvals)) as events:
+                    async for event in events:
+                        seen.append(event)
+                        if len(seen) > at:
+                            break
+                    else:
+                        ended_well = True
+            else:
+                reader = asyncio.ensure_future(read_all(runner.resume("cp", approvals), seen))
+                faults.reader = reader
+                if ending in ("raise", "cancelled_error", "cancelled at a point"):
+                    faults.arm(at, "cancel_reader" if ending == "cancelled at a point" else ending)
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await reader
+                    ended_well = not reader.cancelled()
+                else:
+                    await cancel_from(reader, at, again=ending == "cancelled again")
+                    ended_well = not reader.cancelled()
+        expect_clean(watch, "after the resume ended")
+        if path is not None:
+            assert await store.claim("cp", "probe"), "the claim was left behind"
+            await store.release("cp", "probe")
+        now = await store.get("cp")
+        paused_again = any(e.interrupted is not None for e in seen)
+        failed = any(e.error is not None for e in seen)
+        if failed and not paused_again:
+            assert now == before, "a resume that failed changed its checkpoint"
+        elif not ended_well and now is not None and now != before:
+            # Cancelled while a store in a thread wrote the checkpoint of its next pause, which
+            # may land all the same: a whole checkpoint, that resumes (below).
+            assert pending_points(now)
+        if now is None:  # finished (a cancellation may come as the finished run deletes it)
+            assert not failed
+            if ending not in ("raise", "cancelled_error"):  # (a failing tool is a tool error)
+                assert set(faults.log) >= set(expected.work), "it went before its work was done"
+            return
+        faults.arm(-1, "raise")
+        result = await runner.invoke_resume("cp", dict.fromkeys(pending_points(now), APPROVE))
+        outcome = await run_to_end(runner, faults, result)
+        # Work the abandoned resume did runs again (documented): compare what it ended with.
+        assert (outcome.text, outcome.session) == (expected.text, expected.session)
+        assert await store.get("cp") is None
+    finally:
+        if path is not None:
+            await store.aclose()
+
+
+# -- the store failing --------------------------------------------------------------------------
+
+
+class _FailingStore:
+    """A store that fails its ``at``-th operation (get, put, delete, claim; counted together)
+    with ``failure``, over a real store (claims: a SQLite one)."""
+
+    def __init__(self, inner: Any, at: int, failure: str) -> None:
+        self.inner = inner
+        self.at = at
+        self.failure = failure
+        self.count = 0
+        if hasattr(inner, "claim_ttl"):
+            self.claim_ttl = inner.claim_ttl
+
+    async def _operation(self, name: str) -> None:
+        self.count += 1
+        if self.count != self.at:
+            return
+        if self.failure == "CancelledError":  # it awaited something someone else cancelled
+            cancelled = asyncio.get_running_loop().create_future()
+            cancelled.cancel()
+            await cancelled
+        error = CheckpointStoreError if self.failure == "CheckpointStoreError" else OSError
+        raise error(f"injected {name} failure")
+
+    async def get(self, id: str) -> bytes | None:
+        await self._operation("get")
+        return await self.inner.get(id)  # type: ignore[no-any-return]
+
+    async def put(self, id: str, data: bytes) -> None:
+        await self._operation("put")
+        await self.inner.put(id, data)
+
+    async def delete(self, id: str) -> None:
+        await self._operation("delete")
+        await self.inner.delete(id)
+
+
+class _FailingClaimingStore(_FailingStore):
+    async def claim(self, id: str, owner: str) -> bool:
+        await self._operation("claim")
+        return await self.inner.claim(id, owner)  # type: ignore[no-any-return]
+
+    async def release(self, id: str, owner: str) -> None:
+        await self.inner.release(id, owner)  # its failures: test_resume_claims
+
+
+@settings(EXAMPLES, max_examples=80)
+@given(
+    tree=tree_names,
+    sqlite=st.booleans(),
+    at=st.integers(1, 14),
+    failure=st.sampled_from(["CheckpointStoreError", "OSError", "CancelledError"]),
+)
+def test_a_store_failing_at_any_operation_loses_nothing(
+    tmp_path_factory: Any, tree: str, sqlite: bool, at: int, failure: str
+) -> None:
+    """Pausing and resuming to the end, retrying what failed: every failure is an error that
+    names it (never a cancellation), the checkpoint of the last pause survives it, and the run
+    ends as an undisturbed one does."""
+    path = tmp_path_factory.mktemp("store") / "checkpoints.db"
+    asyncio.run(_store_failing(path if sqlite else None, tree, at, failure))
+
+
+async def _store_failing(path: Path | None, tree: str, at: int, failure: str) -> None:
+    expected = await reference(tree, True, False)
+    inner: Any = SQLiteCheckpointStore(path) if path is not None else InMemoryCheckpointStore()
+    store = (_FailingClaimingStore if path is not None else _FailingStore)(inner, at, failure)
+    faults = Faults()
+    runner = Runner(TREES[tree](faults, True), store)
+    try:
+        with Watch() as watch:
+            approvals: dict[str, Any] | None = None
+            saved: bytes | None = None
+            result = None
+            for _ in range(20):
+                try:
+                    if approvals is None:
+                        result = await runner.invoke("go", checkpoint_id="cp")
+                    else:
+                        result = await runner.invoke_resume("cp", approvals)
+                except (RunError, CheckpointStoreError, OSError) as exc:
+                    assert "injected" in str(exc) or "CancelledError" in str(exc), exc
+                    assert await inner.get("cp") == saved, "a failure lost or changed a checkpoint"
+                    if approvals is None:
+                        faults.log.clear()  # the first run starts over
+                    continue
+                if result.interrupt is None:
+                    break
+                saved = await inner.get("cp")
+                assert saved is not None
+                approvals = dict.fromkeys(result.interrupt.point_ids, APPROVE)
+            assert result is not None and result.interrupt is None
+        expect_clean(watch, "after the store failed")
+        assert result.text == expected.text
+        assert await inner.get("cp") is None
+    finally:
+        if path is not None:
+            await inner.aclose()
