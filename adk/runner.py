@@ -205,66 +205,75 @@ class Runner(AsyncCloseable):
         agent_input._build_args = ()
         agent_input.enable_streaming = self.enable_streaming
         on_event = self._on_event
-        fused = getattr(agent, "_adk_drive", None)
-        if fused is not None:  # drives itself under the rules: what ``drive`` would call
-            driven = fused(agent_input, ctx)
-            del agent_input  # the agent's now: this frame does not keep it while the run waits
+        try:
+            fused = getattr(agent, "_adk_drive", None)
+            if fused is not None:  # drives itself under the rules: what ``drive`` would call
+                driven = fused(agent_input, ctx)
+                del agent_input  # the agent's now: this frame does not keep it while the run waits
+                try:
+                    async for event in driven:
+                        if on_event is not None and event._signal is None and event.error is None:
+                            on_event(event)  # the others once checked (``_check``)
+                        if not collected.add(event) and await collected.take(event):
+                            break
+                except Exception as exc:  # a hook at the root failed (see ``_root_failed``)
+                    if is_cancellation(exc):
+                        raise
+                    _drop_first_frame(exc)
+                    await collected.take(_root_failed(ctx, exc))
+                finally:
+                    event = NO_EVENT  # see _driver.NO_EVENT
+                    await _close_root(driven, collected.ended)
+                return collected.result(values)
+            # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
+            # a generator fewer per run and per event than iterating ``drive``. A fresh run has no
+            # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
+            # without a plan), ``events`` (it calls ``run`` unless resumed) and ``needs_finish``'s
+            # test of ``resumed``.
+            own = agent_run(agent, ctx)
+            if own.hooks is not None:
+                early = await own.start()
+                if early is not None:
+                    await collected.take(early)
+                    return collected.result(values)
             try:
-                async for event in driven:
-                    if on_event is not None and event._signal is None and event.error is None:
-                        on_event(event)  # the others once checked (``_check``)
-                    if not collected.add(event) and await collected.take(event):
-                        break
-            except Exception as exc:  # a hook at the root failed (see ``_root_failed``)
+                events = agent.run(agent_input, ctx)
+                del agent_input  # (see above: one GC-tracked object fewer per run in flight)
+                try:
+                    async for event in events:
+                        stop = own.observe(event)
+                        if on_event is not None and event._signal is None and event.error is None:
+                            on_event(event)  # the others once checked (``_check``)
+                        if not collected.add(event) and await collected.take(event):
+                            break
+                        if own.stream is not None:
+                            await own.record_stream()
+                        if stop:
+                            break
+                finally:
+                    event = NO_EVENT  # see _driver.NO_EVENT
+                    if getattr(events, "ag_frame", True) is not None:
+                        await close_events(events)
+            except (Exception, asyncio.CancelledError) as exc:
                 if is_cancellation(exc):
                     raise
                 _drop_first_frame(exc)
-                await collected.take(_root_failed(ctx, exc))
+                if collected.ended:  # closing the agent after the run's last event failed
+                    _log_after_end(exc)
+                else:
+                    await collected.take(own.failed(exc))
             finally:
-                event = NO_EVENT  # see _driver.NO_EVENT
-                await _close_root(driven, collected.ended)
+                if own.stream is not None or own.hooks is not None:  # ``needs_finish``, not resumed
+                    await _finish_root(own, collected)
             return collected.result(values)
-        # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
-        # a generator fewer per run and per event than iterating ``drive``. A fresh run has no
-        # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
-        # without a plan), ``events`` (it calls ``run`` unless resumed) and ``needs_finish``'s
-        # test of ``resumed``.
-        own = agent_run(agent, ctx)
-        if own.hooks is not None:
-            early = await own.start()
-            if early is not None:
-                await collected.take(early)
-                return collected.result(values)
-        try:
-            events = agent.run(agent_input, ctx)
-            del agent_input  # (see above: one GC-tracked object fewer per run in flight)
-            try:
-                async for event in events:
-                    stop = own.observe(event)
-                    if on_event is not None and event._signal is None and event.error is None:
-                        on_event(event)  # the others once checked (``_check``)
-                    if not collected.add(event) and await collected.take(event):
-                        break
-                    if own.stream is not None:
-                        await own.record_stream()
-                    if stop:
-                        break
-            finally:
-                event = NO_EVENT  # see _driver.NO_EVENT
-                if getattr(events, "ag_frame", True) is not None:
-                    await close_events(events)
-        except (Exception, asyncio.CancelledError) as exc:
-            if is_cancellation(exc):
-                raise
-            _drop_first_frame(exc)
-            if collected.ended:  # closing the agent after the run's last event failed
-                _log_after_end(exc)
-            else:
-                await collected.take(own.failed(exc))
-        finally:
-            if own.stream is not None or own.hooks is not None:  # ``needs_finish``, not resumed
-                await _finish_root(own, collected)
-        return collected.result(values)
+        except asyncio.CancelledError:
+            interrupt = collected.interrupt
+            if checkpoint_id is None and interrupt is not None:
+                # The run paused and its checkpoint is saved under an id made up for it, which
+                # the caller, cancelled before this returns, can never learn: nothing could
+                # resume it, and a persistent store would keep it for good.
+                await self._forget(interrupt.checkpoint_id)
+            raise
 
     async def invoke_resume(
         self,
@@ -374,9 +383,7 @@ class Runner(AsyncCloseable):
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
                 if generated:  # the write may have landed under an id nobody will ever learn
-                    # Best effort, but to its end even if cancelled again (as anyio does).
-                    with contextlib.suppress(Exception, asyncio.CancelledError):
-                        await finish(self.checkpoint_store.delete(checkpoint_id))
+                    await self._forget(checkpoint_id)
                 if _being_cancelled():
                     raise
                 # The store's own (it awaited something someone else cancelled): a failure
@@ -389,6 +396,14 @@ class Runner(AsyncCloseable):
         assert event.action is not None and event.action.interrupted is not None
         event.action.interrupted.checkpoint_id = checkpoint_id
         return event
+
+    async def _forget(self, checkpoint_id: str | None) -> None:
+        """Delete the checkpoint of a pause saved under a generated id that its run, cancelled,
+        could not report. Best effort, but to its end even if cancelled again (as anyio does):
+        the caller raises its cancellation afterwards."""
+        if checkpoint_id is not None:
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await finish(self.checkpoint_store.delete(checkpoint_id))
 
     async def _resume(
         self,

@@ -14,8 +14,9 @@ then runs the tree again to the outcome of an undisturbed run.
 The examples are derandomized, so a failure is reproducible: hypothesis prints the example
 (tree, ending, point) that broke it, and the shrinker makes it the smallest one it can find.
 Found so far: callbacks' and stores' own ``CancelledError`` passing for the reader's
-cancellation, claims left behind by a resume cancelled through an anyio cancel scope, and a
-store's own release error raised over a resume that had finished.
+cancellation, claims left behind by a resume cancelled through an anyio cancel scope, a store's
+own release error raised over a resume that had finished, and an ``invoke`` cancelled after its
+pause was saved leaving the checkpoint under an id nobody could learn.
 """
 
 from __future__ import annotations
@@ -88,19 +89,32 @@ ENDINGS = ["closed", "cancelled", "cancelled again", "cancelled at a point"]
     streaming=st.booleans(),
     ending=st.sampled_from(ENDINGS),
     at=st.integers(0, 60),
+    invoked=st.booleans(),
+    callbacks=st.booleans(),
 )
 def test_a_run_ended_anywhere_leaves_nothing_behind_and_runs_again(
-    tree: str, pause: bool, streaming: bool, ending: str, at: int
+    tree: str, pause: bool, streaming: bool, ending: str, at: int, invoked: bool, callbacks: bool
 ) -> None:
-    asyncio.run(_run_ended(tree, pause, streaming, ending, at))
+    """Read with ``run`` or collected by ``invoke`` (which reports a pause only as it returns);
+    with callbacks, which are cancellation points too."""
+    asyncio.run(_run_ended(tree, pause, streaming, ending, at, invoked, callbacks))
 
 
-async def _run_ended(tree: str, pause: bool, streaming: bool, ending: str, at: int) -> None:
+async def _run_ended(
+    tree: str, pause: bool, streaming: bool, ending: str, at: int, invoked: bool, callbacks: bool
+) -> None:
     expected = await reference(tree, pause, streaming)
     faults = Faults()
     store = InMemoryCheckpointStore()
-    runner = Runner(TREES[tree](faults, pause), store, enable_streaming=streaming)
+    hooks = [FaultCallbacks(faults)] if callbacks else []
+    runner = Runner(TREES[tree](faults, pause), store, enable_streaming=streaming, callbacks=hooks)
     seen: list[AgentEvent] = []
+
+    async def collect() -> None:
+        with contextlib.suppress(RunError):
+            result = await runner.invoke("go")
+            seen.extend(result.events)
+
     with Watch() as watch:
         if ending == "closed":
             async with contextlib.aclosing(runner.run("go")) as events:
@@ -109,7 +123,9 @@ async def _run_ended(tree: str, pause: bool, streaming: bool, ending: str, at: i
                     if len(seen) > at:
                         break
         else:
-            reader = asyncio.ensure_future(read_all(runner.run("go"), seen))
+            reader = asyncio.ensure_future(
+                collect() if invoked else read_all(runner.run("go"), seen)
+            )
             if ending == "cancelled at a point":
                 faults.arm(at, "cancel_reader")
                 faults.reader = reader

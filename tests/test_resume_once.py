@@ -24,12 +24,14 @@ from adk import (
     AgentEvent,
     AgentInput,
     BaseAgent,
+    Callbacks,
     CheckpointError,
     Message,
     Role,
     RunContext,
     RunError,
     Runner,
+    SequentialAgent,
     tool,
 )
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
@@ -323,3 +325,34 @@ async def test_an_anyio_cancel_scope_cancelling_a_pause_while_it_saves_waits_for
         assert other_tasks() == set()
         with sqlite3.connect(tmp_path / "cp.db") as db:
             assert db.execute("SELECT count(*) FROM pyadk_checkpoints").fetchone() == (0,)
+
+
+@pytest.mark.parametrize("root", ["agent", "sequence"])
+async def test_an_invoke_cancelled_after_saving_its_pause_leaves_no_checkpoint_nobody_can_find(
+    root: str,
+) -> None:
+    """``invoke`` reports the generated checkpoint id only when it returns. Cancelled after the
+    pause was saved, while the run winds down (here an ``after_agent`` callback that takes its
+    time), it left the checkpoint under an id nobody could ever learn, kept for good by a
+    persistent store (found by fault injection). It is removed, as when the cancellation comes
+    while it is being saved; a checkpoint id the caller gave is the caller's, and stays."""
+    winding_down = asyncio.Event()
+    gate = _SlowGate(asyncio.Event(), asyncio.Event())
+    agent = SequentialAgent("steps", [gate]) if root == "sequence" else gate
+
+    async def after_agent(agent: Any, ctx: RunContext, error: Any) -> None:
+        if not winding_down.is_set():  # the first agent to end takes its time
+            winding_down.set()
+            await asyncio.Event().wait()
+
+    for given in (None, "mine"):
+        store = InMemoryCheckpointStore()
+        runner = Runner(agent, store, callbacks=[Callbacks(after_agent=after_agent)])
+        winding_down.clear()
+        task = asyncio.ensure_future(runner.invoke("x", checkpoint_id=given))
+        await winding_down.wait()
+        assert len(store._data) == 1  # the pause is saved
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert list(store._data) == ([] if given is None else ["mine"])
