@@ -39,7 +39,6 @@ from adk import (
     AgentInput,
     BaseAgent,
     Interrupt,
-    Role,
     RunContext,
     Runner,
     SequentialAgent,
@@ -51,21 +50,6 @@ from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
 
 SEEDS = range(60)
-
-
-def _said(events: list[AgentEvent]) -> list[str]:
-    """What the agents answered (streamed answers were collected by ``invoke``)."""
-    said = []
-    for event in events:
-        output = event.output
-        if output is None or output.role != Role.ASSISTANT:
-            continue
-        message = output.message
-        if message is None and output.stream is not None:
-            message = output.stream._joined  # collected by invoke, before the result was made
-        if message is not None and message.content:
-            said.append(message.content)
-    return said
 
 
 @pytest.mark.parametrize(
@@ -85,7 +69,7 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
         seen: list[Counter[str]] = []
         runner = Runner(_recorded(seed, True, ran, seen), enable_streaming=streaming)
         result = await runner.invoke("go")
-        said = _said(result.events)
+        answers = said(result.events)
         choose = random.Random(seed)
         resumes = 0
         while result.interrupt is not None:
@@ -99,11 +83,11 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
                 runner = Runner(_recorded(seed, True, ran, seen), store, enable_streaming=streaming)
             assert result.checkpoint_id is not None
             result = await runner.invoke_resume(result.checkpoint_id, approvals)
-            said += _said(result.events)
+            answers += said(result.events)
 
         assert ran_plain and resumes >= 1, f"seed {seed}: nothing paused"
         assert Counter(ran) == Counter(ran_plain), f"seed {seed}: tools ran differently"
-        assert Counter(said) == Counter(_said(plain.events)), f"seed {seed}: said differently"
+        assert Counter(answers) == Counter(said(plain.events)), f"seed {seed}: said differently"
         assert seen == seen_plain, f"seed {seed}: the last agent was given another history"
 
 
