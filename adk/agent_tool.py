@@ -130,6 +130,9 @@ class AgentTool:
             outer._run.resources,
             nested=True,
         )
+        # The caller's run options, designated ones included: the nested run is part of its call.
+        run.options = outer._run.options
+        run.designated = outer._run.designated
         if state is not None:
             load_history(run, state.values.get("history"))
         inner_ctx = RunContext(
@@ -138,7 +141,7 @@ class AgentTool:
             join_address(ctx.address, agent_segment(self.agent.name)),
             run.history,
             enable_streaming=outer.enable_streaming,
-            options=outer.options,
+            options=run.options_for(self.agent.name),
             trace=outer._trace,
         )
         last: Message | None = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import ItemsView, Iterator, KeysView, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from .events import AgentAction, AgentEvent
@@ -26,6 +27,9 @@ from .messages import Message
 __all__ = ["RunContext", "Session"]
 
 _new = object.__new__
+
+# What ``RunContext.options`` reads in a run given no options: one shared read-only empty mapping.
+_NO_OPTIONS: Mapping[str, Any] = MappingProxyType({})
 
 
 class Session:
@@ -158,9 +162,11 @@ class _RunState:
 
     __slots__ = (
         "_run_id",
+        "designated",
         "history",
         "hooks",
         "nested",
+        "options",
         "plan",
         "resources",
         "root_input",
@@ -177,6 +183,18 @@ class _RunState:
     resources: Any
     _run_id: str | None
     seq: int  # the order of recorded messages across lanes (an int: no object per run)
+    # The run's options (``Runner.run(options=...)``), read-only, and the agents designated their
+    # own (``agent_options=``): agent name -> the run-wide options with the agent's merged over
+    # them. ``None`` when no agent is designated, so an agent start tests one attribute.
+    options: Mapping[str, Any]
+    designated: dict[str, Mapping[str, Any]] | None
+
+    def options_for(self, agent_name: str) -> Mapping[str, Any]:
+        """The options that apply to the agent named ``agent_name`` in this run."""
+        designated = self.designated
+        if designated is None:
+            return self.options
+        return designated.get(agent_name, self.options)
 
     @property
     def run_id(self) -> str:
@@ -218,7 +236,49 @@ def new_run(
     run.resources = resources
     run._run_id = run_id
     run.seq = 0
+    run.options = _NO_OPTIONS
+    run.designated = None
     return run
+
+
+def run_options(options: object, agent_options: object) -> tuple[Mapping[str, Any], Any]:
+    """``(options, designated)`` for a ``_RunState`` from what ``Runner.run`` was given, checked
+    and copied (a caller changing its dict afterwards does not change the run). Called only when
+    either is given: a run without options does none of this."""
+    if options is None:
+        base: dict[str, Any] = {}
+    elif isinstance(options, Mapping):
+        base = _option_dict(options, "options")
+    else:
+        raise TypeError(
+            f"options must be a mapping of option name to value, got {type(options).__name__}"
+        )
+    designated: dict[str, Mapping[str, Any]] | None = None
+    if agent_options is not None:
+        if not isinstance(agent_options, Mapping):
+            raise TypeError(
+                "agent_options must be a mapping of agent name to that agent's options, got "
+                f"{type(agent_options).__name__}"
+            )
+        designated = {}
+        for name, own in agent_options.items():
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"agent_options: keys must be agent names (str), got {name!r}")
+            if not isinstance(own, Mapping):
+                raise TypeError(
+                    f"agent_options[{name!r}] must be a mapping of option name to value, got "
+                    f"{type(own).__name__}"
+                )
+            designated[name] = MappingProxyType({**base, **_option_dict(own, name)})
+    return (MappingProxyType(base) if base else _NO_OPTIONS), designated or None
+
+
+def _option_dict(options: Mapping[Any, Any], where: str) -> dict[str, Any]:
+    values = dict(options)
+    for key in values:
+        if not isinstance(key, str):
+            raise TypeError(f"{where}: option names must be str, got {key!r}")
+    return values
 
 
 # Run ids: a random per-process prefix and a counter; unique across processes and far cheaper
@@ -253,7 +313,7 @@ class RunContext:
         lane: _Lane,
         *,
         enable_streaming: bool = False,
-        options: dict[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
         loop_depth: int = 0,
         trace: Any = None,
     ) -> None:
@@ -263,7 +323,14 @@ class RunContext:
         self.address = address
         self._lane = lane
         self.enable_streaming = enable_streaming
-        self.options: dict[str, Any] = options if options is not None else {}
+        # What applies to this agent: read-only, so one agent cannot change another's.
+        self.options: Mapping[str, Any] = (
+            _NO_OPTIONS
+            if options is None
+            else options
+            if isinstance(options, MappingProxyType)
+            else MappingProxyType(dict(options))
+        )
         self._loop_depth = loop_depth
 
     # -- public view ---------------------------------------------------------------------------
@@ -305,7 +372,7 @@ class RunContext:
         """Context for a child agent: its address nests under ours; its run path is given or ours
         plus its name."""
         ctx = _new(RunContext)  # made for every agent start: one call, no keyword handling
-        ctx._run = self._run
+        run = ctx._run = self._run
         ctx.run_path = run_path if run_path is not None else (*self.run_path, name)
         try:  # ``agent_segment(name)``, read from its cache: a lookup costs far less than a call
             segment = _SEGMENTS[name]
@@ -314,7 +381,9 @@ class RunContext:
         ctx.address = f"{self.address}/{segment}" if self.address else segment
         ctx._lane = self._lane
         ctx.enable_streaming = self.enable_streaming
-        ctx.options = self.options
+        # Ours unless agents are designated options (then ours may be our own designated ones).
+        designated = run.designated
+        ctx.options = self.options if designated is None else designated.get(name, run.options)
         ctx._loop_depth = self._loop_depth
         ctx._trace = self._trace
         return ctx
@@ -366,7 +435,8 @@ def _root(
     ctx.address = address
     ctx._lane = run.history
     ctx.enable_streaming = enable_streaming
-    ctx.options = {}
+    designated = run.designated
+    ctx.options = run.options if designated is None else designated.get(run_path[-1], run.options)
     ctx._loop_depth = 0
     return ctx
 

@@ -34,7 +34,7 @@ from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id, _from_store
-from .context import RunContext, Session, _root, _RunState, _session, new_run
+from .context import RunContext, Session, _root, _RunState, _session, new_run, run_options
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
 from .messages import _USER, Message, _built
@@ -145,6 +145,8 @@ class Runner(AsyncCloseable):
     def run(
         self,
         input: RunInput,
+        options: Mapping[str, Any] | None = None,
+        agent_options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         checkpoint_id: str | None = None,
         session: Session | Mapping[str, Any] | None = None,
@@ -153,18 +155,31 @@ class Runner(AsyncCloseable):
         """Start a run; iterate the returned events. Closing the iterator cancels the run.
 
         ``session``: a ``Session`` is the run's own, so it holds the run's writes afterwards (pass
-        the same one to carry values across runs); a mapping is copied into a new one."""
+        the same one to carry values across runs); a mapping is copied into a new one.
+
+        ``options``: run options every agent of the run reads as ``ctx.options`` (``AgentTool``
+        nested runs included); ``agent_options``: ``{agent name: options}``, merged over
+        ``options`` for the agent of that name only (Eino's ``DesignateAgent``). Neither is saved
+        in a checkpoint: a resume is given its own. They may be passed by position after the
+        input, as Eino's ``Runner.Run(ctx, messages, opts...)`` takes them, and are not keyword-only
+        for a reason that is measured: CPython looks each missing keyword-only argument up in a
+        dict at every call (about 140 instructions apiece), a positional default costs a copy."""
         messages = _to_messages(input)
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
         values = session if isinstance(session, Session) else Session(session)
-        ctx = _root_context(self, self._new_run(messages, values, run_id))
+        run = self._new_run(messages, values, run_id)
+        if options is not None or agent_options is not None:  # checked here, before any work
+            run.options, run.designated = run_options(options, agent_options)
+        ctx = _root_context(self, run)
         return self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
 
     def resume(
         self,
         checkpoint_id: str,
         resume: Any = None,
+        options: Mapping[str, Any] | None = None,
+        agent_options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         session: Session | Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
@@ -174,22 +189,32 @@ class Runner(AsyncCloseable):
         ``session``: a ``Session`` for the resumed run, to read its values during and after the
         run. The checkpoint's saved values are written into it (they win over the same keys);
         other values already in it stay, e.g. who approved. A mapping is copied into a new one;
-        without either, the run gets a new ``Session`` holding the saved values."""
+        without either, the run gets a new ``Session`` holding the saved values.
+
+        ``options``/``agent_options``: as for ``run``. The paused run's options were not saved
+        (they belong to the call, and may hold what cannot be saved, a client say): the resumed
+        run has these, or none."""
         if session is not None and not isinstance(session, Session):
             _check_run_options(session, None)
             session = Session(session)
-        return self._resume(checkpoint_id, resume, None, session)
+        given = None
+        if options is not None or agent_options is not None:
+            given = run_options(options, agent_options)
+        return self._resume(checkpoint_id, resume, None, session, given)
 
     async def invoke(
         self,
         input: RunInput,
+        options: Mapping[str, Any] | None = None,
+        agent_options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         checkpoint_id: str | None = None,
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
     ) -> RunResult:
         """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error.
-        ``session`` as for ``run``; the run's session is ``RunResult.session``."""
+        ``session``, ``options`` and ``agent_options`` as for ``run``; the run's session is
+        ``RunResult.session``."""
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
         values = session if isinstance(session, Session) else _session(session)
@@ -197,6 +222,8 @@ class Runner(AsyncCloseable):
         # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
         messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
+        if options is not None or agent_options is not None:  # checked here, before any work
+            run.options, run.designated = run_options(options, agent_options)
         agent, ctx = self.agent, _root_context(self, run)
         collected = _collector(self, ctx, checkpoint_id)
         agent_input = _new(AgentInput)  # ``AgentInput(run.root_input, self.enable_streaming)``
@@ -279,15 +306,21 @@ class Runner(AsyncCloseable):
         self,
         checkpoint_id: str,
         resume: Any = None,
+        options: Mapping[str, Any] | None = None,
+        agent_options: Mapping[str, Mapping[str, Any]] | None = None,
         *,
         session: Session | Mapping[str, Any] | None = None,
     ) -> RunResult:
-        """``resume`` collected like ``invoke``; the run's session is ``RunResult.session``."""
+        """``resume`` collected like ``invoke``; the run's session is ``RunResult.session``.
+        ``options``/``agent_options`` as for ``resume``: not the paused run's."""
         if session is not None and not isinstance(session, Session):
             _check_run_options(session, None)
             session = Session(session)
+        given = None
+        if options is not None or agent_options is not None:
+            given = run_options(options, agent_options)
         box: list[Session] = []
-        return await _collect(self._resume(checkpoint_id, resume, box, session), box)
+        return await _collect(self._resume(checkpoint_id, resume, box, session, given), box)
 
     # -- internals ---------------------------------------------------------------------------
     def _new_run(
@@ -411,11 +444,14 @@ class Runner(AsyncCloseable):
         resume: Any,
         session_box: list[Session] | None = None,
         session: Session | None = None,
+        options: tuple[Mapping[str, Any], Any] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         async with one_resume(self.checkpoint_store, checkpoint_id) as claim:
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
-            resumed = self._resume_claimed(checkpoint_id, resume, session_box, session, claim)
+            resumed = self._resume_claimed(
+                checkpoint_id, resume, session_box, session, claim, options
+            )
             try:
                 async with closing(resumed) as events:
                     async for event in events:
@@ -430,6 +466,7 @@ class Runner(AsyncCloseable):
         session_box: list[Session] | None,
         given: Session | None,
         claim: _Claim | None,
+        options: tuple[Mapping[str, Any], Any] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         data = await _from_store(self.checkpoint_store.get(checkpoint_id), "get", checkpoint_id)
         if data is None:
@@ -467,6 +504,8 @@ class Runner(AsyncCloseable):
             session_box.append(session)
         plan = _ResumePlan(snapshot.signal, targets)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+        if options is not None:  # the call's own: a checkpoint holds none (see ``resume``)
+            run.options, run.designated = options
         load_history(run, snapshot.history)
         ctx = _root_context(self, run)
         input = AgentInput(snapshot.root_input, self.enable_streaming)

@@ -92,6 +92,18 @@ async def test_what_a_workflow_makes_for_its_steps_has_every_field_set() -> None
     ]
 
 
+async def test_what_a_run_with_options_makes_has_every_field_set() -> None:
+    first, second = _Seen("first"), _Seen("second")
+    runner = Runner(SequentialAgent("seq", [first, second]))
+    await runner.invoke("hi", options={"a": 1}, agent_options={"second": {"b": 2}})
+    for agent, options in ((first, {"a": 1}), (second, {"a": 1, "b": 2})):
+        ctx = agent.seen[0][0]
+        assert _all_set(ctx) and _all_set(ctx._run)
+        reference = RunContext(ctx._run, ctx.run_path, ctx.address, ctx._lane, options=options)
+        _same(ctx, reference)
+    assert first.seen[0][0]._run.options == {"a": 1}
+
+
 async def test_what_a_tool_call_makes_has_every_field_set() -> None:
     seen: list[ToolContext] = []
 

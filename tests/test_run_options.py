@@ -1,0 +1,157 @@
+"""Run options (``Runner.run(options=..., agent_options=...)``, read as ``ctx.options``): run-wide
+options every agent sees, options designated to agents by name (Eino's ``DesignateAgent``),
+their reach into nested ``AgentTool`` runs and parallel branches, resumes (which take their own:
+options are never saved)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import pytest
+
+from adk import (
+    AgentEvent,
+    AgentInput,
+    AgentTool,
+    BaseAgent,
+    Message,
+    ParallelAgent,
+    RunContext,
+    Runner,
+    SequentialAgent,
+)
+from adk.checkpoint.sqlite import SQLiteCheckpointStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+class _Seen(BaseAgent):
+    """Records the options it ran with; pauses on its first run when ``pause`` is set."""
+
+    def __init__(self, name: str, pause: bool = False) -> None:
+        super().__init__(name, f"the {name} agent")
+        self.pause = pause
+        self.options: list[Mapping[str, Any]] = []
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        self.options.append(ctx.options)
+        if self.pause and ctx.resume is None:
+            yield ctx.interrupt("approve?")
+            return
+        yield AgentEvent.of(Message.assistant(f"{self.name} done"))
+
+    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        async for event in self.run(AgentInput([]), ctx):
+            yield event
+
+
+async def test_run_wide_options_reach_every_agent_and_designated_ones_only_theirs() -> None:
+    first, second = _Seen("first"), _Seen("second")
+    options = {"x": 1, "y": 1}
+    runner = Runner(SequentialAgent("seq", [first, second]))
+    await runner.invoke("hi", options=options, agent_options={"second": {"y": 2, "z": 3}})
+    assert dict(first.options[0]) == {"x": 1, "y": 1}
+    assert dict(second.options[0]) == {"x": 1, "y": 2, "z": 3}
+    options["x"] = 99  # the run copied them: a caller's later change is not seen
+    assert first.options[0]["x"] == 1
+    with pytest.raises(TypeError):
+        first.options[0]["x"] = 2  # type: ignore[index]  # read-only: agents share them
+
+
+async def test_options_designated_to_a_workflow_do_not_reach_its_sub_agents() -> None:
+    inner = _Seen("inner")
+    seq = _Seen("seq_probe")
+    runner = Runner(SequentialAgent("seq", [seq, inner]))
+    await runner.invoke("hi", options={"a": 1}, agent_options={"seq": {"a": 2}})
+    assert dict(inner.options[0]) == {"a": 1} and dict(seq.options[0]) == {"a": 1}
+
+
+async def test_a_run_without_options_reads_an_empty_read_only_mapping() -> None:
+    agent = _Seen("solo")
+    await Runner(agent).invoke("hi")
+    assert dict(agent.options[0]) == {}
+    with pytest.raises(TypeError):
+        agent.options[0]["k"] = 1  # type: ignore[index]
+    await Runner(agent).invoke("hi", agent_options={"other": {"k": 1}})  # designated elsewhere
+    assert dict(agent.options[1]) == {}
+
+
+async def test_run_streams_with_options_and_the_root_can_be_designated() -> None:
+    agent = _Seen("solo")
+    events = Runner(agent).run("hi", options={"a": 1}, agent_options={"solo": {"b": 2}})
+    assert [event.message.content async for event in events if event.message] == ["solo done"]
+    assert dict(agent.options[0]) == {"a": 1, "b": 2}
+    await Runner(agent).invoke("hi", {"a": 3}, {"solo": {"b": 4}})  # by position, as in Eino
+    assert dict(agent.options[1]) == {"a": 3, "b": 4}
+
+
+async def test_parallel_branches_each_see_their_own_options() -> None:
+    left, right = _Seen("left"), _Seen("right")
+    runner = Runner(ParallelAgent("par", [left, right]))
+    await runner.invoke("hi", options={"k": "run"}, agent_options={"right": {"k": "right"}})
+    assert dict(left.options[0]) == {"k": "run"}
+    assert dict(right.options[0]) == {"k": "right"}
+
+
+async def test_an_agent_tool_nested_run_sees_the_callers_run_options() -> None:
+    helper, other = _Seen("helper"), _Seen("other")
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("helper", {"request": "a"}, id="c1"),
+                    tool_call("other", {"request": "b"}, id="c2"),
+                ]
+            ),
+            "done",
+        ]
+    )
+    agent = ReActAgent("main", model, tools=[AgentTool(helper), AgentTool(other)])
+    await Runner(agent).invoke(
+        "hi", options={"tenant": "t1"}, agent_options={"helper": {"tenant": "t2"}}
+    )
+    assert dict(helper.options[0]) == {"tenant": "t2"}
+    assert dict(other.options[0]) == {"tenant": "t1"}
+
+
+async def test_a_resume_takes_its_own_options_since_none_are_saved(tmp_path: Any) -> None:
+    store = SQLiteCheckpointStore(str(tmp_path / "cp.db"))
+    agent = _Seen("gate", pause=True)
+    runner = Runner(agent, checkpoint_store=store)
+    client = object()  # not JSON: a checkpoint holding it could not be saved
+    paused = await runner.invoke("hi", options={"client": client, "v": 1})
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    assert agent.options[0]["client"] is client
+    data = await store.get(paused.checkpoint_id)
+    assert data is not None and b'"client"' not in data
+    resumed = await runner.invoke_resume(
+        paused.checkpoint_id, options={"v": 2}, agent_options={"gate": {"w": 3}}
+    )
+    assert resumed.text == "gate done"
+    assert dict(agent.options[1]) == {"v": 2, "w": 3}
+
+    again = await runner.invoke("hi", options={"v": 1})
+    assert again.checkpoint_id is not None
+    events = [e async for e in runner.resume(again.checkpoint_id)]
+    assert events[-1].message is not None and events[-1].message.content == "gate done"
+    assert dict(agent.options[-1]) == {}  # a resume without options has none
+    await store.aclose()
+
+
+async def test_bad_options_fail_at_the_call_with_a_type_error() -> None:
+    runner = Runner(_Seen("solo"))
+    with pytest.raises(TypeError, match="options must be a mapping"):
+        runner.run("hi", options=[("a", 1)])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="option names must be str"):
+        await runner.invoke("hi", options={1: "a"})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="agent_options must be a mapping"):
+        await runner.invoke("hi", agent_options=["solo"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"agent_options\['solo'\] must be a mapping"):
+        await runner.invoke("hi", agent_options={"solo": 3})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="keys must be agent names"):
+        await runner.invoke("hi", agent_options={("solo",): {}})  # type: ignore[dict-item]
+    with pytest.raises(TypeError, match="options must be a mapping"):
+        runner.resume("cp", options="fast")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="options must be a mapping"):
+        await runner.invoke_resume("cp", options=1)  # type: ignore[arg-type]
