@@ -1,7 +1,7 @@
 """Run options (``Runner.run(options=..., agent_options=...)``, read as ``ctx.options``): run-wide
 options every agent sees, options designated to agents by name (Eino's ``DesignateAgent``),
 their reach into nested ``AgentTool`` runs and parallel branches, resumes (which take their own:
-options are never saved)."""
+options are never saved), and ``ReActAgent``'s per-run ``model_options``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from adk import (
     AgentEvent,
@@ -16,10 +17,13 @@ from adk import (
     AgentTool,
     BaseAgent,
     Message,
+    ModelOptions,
     ParallelAgent,
     RunContext,
+    RunError,
     Runner,
     SequentialAgent,
+    tool,
 )
 from adk.checkpoint.sqlite import SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -155,3 +159,70 @@ async def test_bad_options_fail_at_the_call_with_a_type_error() -> None:
         runner.resume("cp", options="fast")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="options must be a mapping"):
         await runner.invoke_resume("cp", options=1)  # type: ignore[arg-type]
+
+
+# -- ReActAgent: per-run model options ---------------------------------------------------------
+
+
+async def test_react_model_options_from_the_run_are_merged_over_the_agents_own() -> None:
+    model = ScriptedModel(["one", "two", "three"])
+    agent = ReActAgent("r", model, model_options=ModelOptions(temperature=0.1, max_tokens=50))
+    runner = Runner(agent)
+    await runner.invoke("hi", options={"model_options": {"temperature": 0.7}})
+    await runner.invoke("hi")  # the next run is back to the agent's own
+    await runner.invoke("hi", options={"model_options": ModelOptions(max_tokens=9, extra={"a": 1})})
+    first, second, third = (request.options for request in model.requests)
+    assert first is not None and (first.temperature, first.max_tokens) == (0.7, 50)
+    assert second is agent.model_options
+    assert third is not None and (third.temperature, third.max_tokens) == (0.1, 9)
+    assert third.extra == {"a": 1}
+
+
+async def test_react_model_options_designated_to_one_agent_reach_only_its_model() -> None:
+    model_a, model_b = ScriptedModel(["a"]), ScriptedModel(["b"])
+    seq = SequentialAgent("seq", [ReActAgent("a", model_a), ReActAgent("b", model_b)])
+    await Runner(seq).invoke("hi", agent_options={"b": {"model_options": {"max_tokens": 5}}})
+    assert model_a.requests[0].options is None
+    assert model_b.requests[0].options == ModelOptions(max_tokens=5)
+
+
+async def test_a_run_forced_tool_choice_is_reset_after_the_tool_round() -> None:
+    @tool
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("ping", {}, id="c1")]), "done"])
+    agent = ReActAgent("r", model, tools=[ping])
+    await Runner(agent).invoke("hi", options={"model_options": {"tool_choice": "required"}})
+    first, second = (request.options for request in model.requests)
+    assert first is not None and first.tool_choice == "required"
+    assert second is not None and second.tool_choice is None
+
+
+class _Answer(BaseModel):
+    value: int
+
+
+async def test_a_native_output_schema_keeps_its_response_format_over_the_runs() -> None:
+    model = ScriptedModel(['{"value": 1}', '{"value": 2}'])
+    agent = ReActAgent("r", model, output_schema=_Answer)
+    runner = Runner(agent)
+    own = {"name": "other", "schema": {"type": "object"}}
+    await runner.invoke(
+        "hi", options={"model_options": {"response_format": own, "temperature": 0.5}}
+    )
+    await runner.invoke("hi")
+    run_options, plain = (request.options for request in model.requests)
+    assert run_options is not None and plain is not None
+    assert run_options.temperature == 0.5
+    assert run_options.response_format == plain.response_format != own
+    assert plain.temperature is None  # the agent's cached options were not changed by the run
+
+
+async def test_bad_react_model_options_fail_the_run_with_a_clear_error() -> None:
+    runner = Runner(ReActAgent("r", ScriptedModel(["never"])))
+    with pytest.raises(RunError, match="model_options must be a ModelOptions or a mapping"):
+        await runner.invoke("hi", options={"model_options": 0.5})
+    with pytest.raises(RunError, match=r"(?s)model_options is invalid.*temprature"):
+        await runner.invoke("hi", options={"model_options": {"temprature": 0.5}})
