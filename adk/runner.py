@@ -145,9 +145,9 @@ class Runner(AsyncCloseable):
     def run(
         self,
         input: RunInput,
+        *,
         options: Mapping[str, Any] | None = None,
         agent_options: Mapping[str, Mapping[str, Any]] | None = None,
-        *,
         checkpoint_id: str | None = None,
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
@@ -160,10 +160,7 @@ class Runner(AsyncCloseable):
         ``options``: run options every agent of the run reads as ``ctx.options`` (``AgentTool``
         nested runs included); ``agent_options``: ``{agent name: options}``, merged over
         ``options`` for the agent of that name only (Eino's ``DesignateAgent``). Neither is saved
-        in a checkpoint: a resume is given its own. They may be passed by position after the
-        input, as Eino's ``Runner.Run(ctx, messages, opts...)`` takes them, and are not keyword-only
-        for a reason that is measured: CPython looks each missing keyword-only argument up in a
-        dict at every call (about 140 instructions apiece), a positional default costs a copy."""
+        in a checkpoint: a resume is given its own."""
         messages = _to_messages(input)
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
@@ -178,9 +175,9 @@ class Runner(AsyncCloseable):
         self,
         checkpoint_id: str,
         resume: Any = None,
+        *,
         options: Mapping[str, Any] | None = None,
         agent_options: Mapping[str, Mapping[str, Any]] | None = None,
-        *,
         session: Session | Mapping[str, Any] | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Continue a paused run. ``resume`` is ``{point_id: data}``, or plain data when exactly one
@@ -205,9 +202,9 @@ class Runner(AsyncCloseable):
     async def invoke(
         self,
         input: RunInput,
+        *,
         options: Mapping[str, Any] | None = None,
         agent_options: Mapping[str, Mapping[str, Any]] | None = None,
-        *,
         checkpoint_id: str | None = None,
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
@@ -306,9 +303,9 @@ class Runner(AsyncCloseable):
         self,
         checkpoint_id: str,
         resume: Any = None,
+        *,
         options: Mapping[str, Any] | None = None,
         agent_options: Mapping[str, Mapping[str, Any]] | None = None,
-        *,
         session: Session | Mapping[str, Any] | None = None,
     ) -> RunResult:
         """``resume`` collected like ``invoke``; the run's session is ``RunResult.session``.

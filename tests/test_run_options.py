@@ -86,8 +86,8 @@ async def test_run_streams_with_options_and_the_root_can_be_designated() -> None
     events = Runner(agent).run("hi", options={"a": 1}, agent_options={"solo": {"b": 2}})
     assert [event.message.content async for event in events if event.message] == ["solo done"]
     assert dict(agent.options[0]) == {"a": 1, "b": 2}
-    await Runner(agent).invoke("hi", {"a": 3}, {"solo": {"b": 4}})  # by position, as in Eino
-    assert dict(agent.options[1]) == {"a": 3, "b": 4}
+    with pytest.raises(TypeError):  # keyword-only: a positional mapping is not taken for options
+        await Runner(agent).invoke("hi", {"a": 3})  # type: ignore[misc]
 
 
 async def test_parallel_branches_each_see_their_own_options() -> None:
