@@ -175,12 +175,11 @@ async def test_cross_process_resume_through_sqlite(tmp_path: Path) -> None:
     assert first_pid != second_pid
     # The intro agent and the completed tool call ran once, in the first process only; the
     # interrupted call ran again in the second with the resume data.
-    assert entries == [
-        (first_pid, "intro"),
-        (first_pid, "lookup"),
-        (first_pid, "transfer null"),
-        (second_pid, 'transfer "confirmed by Bob"'),
-    ]
+    # (lookup and transfer are one round of sync tools, run at once in worker threads: either
+    # may log first.)
+    assert entries[0] == (first_pid, "intro")
+    assert sorted(entries[1:3]) == [(first_pid, "lookup"), (first_pid, "transfer null")]
+    assert entries[3:] == [(second_pid, 'transfer "confirmed by Bob"')]
     # The finished run's checkpoint is gone from the file: a second resume is a clear error.
     store = SQLiteCheckpointStore(db)
     try:
@@ -204,12 +203,11 @@ async def test_partial_resume_across_processes_keeps_the_rest_pending(tmp_path: 
 
     resumed = _run(db, "resume", str(log), "pay-ann", json.dumps({point: "ok"}))
     assert resumed.returncode == 0, resumed.stderr
-    assert [e for _, e in _log_entries(log)] == [
-        "intro",
-        "lookup",
-        "transfer null",
-        'transfer "ok"',
-    ]
+    entries = [e for _, e in _log_entries(log)]
+    # One round of two sync tools in worker threads: either may log first.
+    assert entries[0] == "intro"
+    assert sorted(entries[1:3]) == ["lookup", "transfer null"]
+    assert entries[3:] == ['transfer "ok"']
 
 
 def test_payment_approval_example_approves_in_a_new_process(tmp_path: Path) -> None:
