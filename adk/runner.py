@@ -107,6 +107,22 @@ def _check_run_options(session: object, checkpoint_id: object) -> None:
         raise TypeError(f"session must be a Session or a mapping, got {type(session).__name__}")
 
 
+def _resume_options(
+    session: Session | Mapping[str, Any] | None,
+    options: Mapping[str, Any] | None,
+    agent_options: Mapping[str, Mapping[str, Any]] | None,
+) -> tuple[Session | None, tuple[Mapping[str, Any], Any] | None]:
+    """``resume``/``invoke_resume``'s arguments, checked up front: the session to run in (a
+    mapping copied into a new one) and the run options, if any were given."""
+    if session is not None and not isinstance(session, Session):
+        _check_run_options(session, None)
+        session = Session(session)
+    given = None
+    if options is not None or agent_options is not None:
+        given = run_options(options, agent_options)
+    return session, given
+
+
 class Runner(AsyncCloseable):
     """Drives ``agent``: ``run``/``invoke`` start a run, ``resume``/``invoke_resume`` continue a
     paused one from its checkpoint."""
@@ -191,13 +207,8 @@ class Runner(AsyncCloseable):
         ``options``/``agent_options``: as for ``run``. The paused run's options were not saved
         (they belong to the call, and may hold what cannot be saved, a client say): the resumed
         run has these, or none."""
-        if session is not None and not isinstance(session, Session):
-            _check_run_options(session, None)
-            session = Session(session)
-        given = None
-        if options is not None or agent_options is not None:
-            given = run_options(options, agent_options)
-        return self._resume(checkpoint_id, resume, None, session, given)
+        given, options_given = _resume_options(session, options, agent_options)
+        return self._resume(checkpoint_id, resume, None, given, options_given)
 
     async def invoke(
         self,
@@ -310,14 +321,9 @@ class Runner(AsyncCloseable):
     ) -> RunResult:
         """``resume`` collected like ``invoke``; the run's session is ``RunResult.session``.
         ``options``/``agent_options`` as for ``resume``: not the paused run's."""
-        if session is not None and not isinstance(session, Session):
-            _check_run_options(session, None)
-            session = Session(session)
-        given = None
-        if options is not None or agent_options is not None:
-            given = run_options(options, agent_options)
+        given, options_given = _resume_options(session, options, agent_options)
         box: list[Session] = []
-        return await _collect(self._resume(checkpoint_id, resume, box, session, given), box)
+        return await _collect(self._resume(checkpoint_id, resume, box, given, options_given), box)
 
     # -- internals ---------------------------------------------------------------------------
     def _new_run(
