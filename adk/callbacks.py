@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from ._aio import closing
@@ -172,6 +172,26 @@ def _provided(obj: object, name: str) -> Callable[..., Any] | None:
     return fn
 
 
+async def _observe(hook: str, callbacks: Sequence[Callable[..., Any]], *args: Any) -> None:
+    """Call an agent hook's callbacks in order (plain or async); they only observe. A
+    ``CancelledError`` of their own, while the run is not being cancelled, fails the run rather
+    than cancelling its reader (``_callback_cancelled``)."""
+    for fn in callbacks:
+        try:
+            result = fn(*args)
+            if _isawaitable(result):
+                result = await result
+        except asyncio.CancelledError as exc:
+            if _being_cancelled():
+                raise
+            raise _callback_cancelled(hook, fn) from exc
+        if result is not None:
+            raise TypeError(
+                f"{hook} callback {fn!r} returned a value; agent callbacks only observe "
+                "(return None)"
+            )
+
+
 def _callback_cancelled(hook: str, fn: object) -> RuntimeError:
     """The failure a ``CancelledError`` out of an agent or event callback is when the run is not
     being cancelled: the callback awaited something that someone else cancelled (or read a
@@ -242,36 +262,10 @@ class _CallbackChain:
 
     # -- agents and events ----------------------------------------------------------------------
     async def run_before_agent(self, agent: Agent, ctx: RunContext) -> None:
-        for fn in self.before_agent:
-            try:
-                result = fn(agent, ctx)
-                if _isawaitable(result):
-                    result = await result
-            except asyncio.CancelledError as exc:
-                if _being_cancelled():
-                    raise
-                raise _callback_cancelled("before_agent", fn) from exc
-            if result is not None:
-                raise TypeError(
-                    f"before_agent callback {fn!r} returned a value; agent callbacks only observe "
-                    "(return None)"
-                )
+        await _observe("before_agent", self.before_agent, agent, ctx)
 
     async def run_after_agent(self, agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
-        for fn in self.after_agent:
-            try:
-                result = fn(agent, ctx, error)
-                if _isawaitable(result):
-                    result = await result
-            except asyncio.CancelledError as exc:
-                if _being_cancelled():
-                    raise
-                raise _callback_cancelled("after_agent", fn) from exc
-            if result is not None:
-                raise TypeError(
-                    f"after_agent callback {fn!r} returned a value; agent callbacks only observe "
-                    "(return None)"
-                )
+        await _observe("after_agent", self.after_agent, agent, ctx, error)
 
     def run_on_event(self, event: AgentEvent) -> None:
         for fn in self.on_event:
