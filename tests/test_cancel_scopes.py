@@ -114,20 +114,7 @@ async def test_the_records_of_a_keyed_execution_finish_their_cleanup() -> None:
             yield AgentEvent.of("never")
 
     outputs = LocalExecutionEnvironment().from_list(["r1", "r2"]).apply(Slow("slow"))
-    with anyio.CancelScope() as scope:
-
-        async def cancel_when_started() -> None:
-            await cleanup.all_started.wait()
-            scope.cancel()
-
-        watcher = asyncio.ensure_future(cancel_when_started())
-        try:
-            async with outputs:
-                async for _ in outputs:
-                    pass
-        finally:
-            watcher.cancel()
-    assert scope.cancelled_caught
+    await _read_until_started(outputs, cleanup)  # closing the outputs as ``async with`` does
 
     assert sorted(cleanup.cleaned) == ["r1", "r2"]
     assert _others() == []
