@@ -87,6 +87,11 @@ class AgentTool:
         ``input_schema`` gives others."""
         return self._spec
 
+    @property
+    def _adk_origin(self) -> str:
+        """The agent it runs, for an error naming two tools of one name (``tools._origin``)."""
+        return f"AgentTool of agent {self.agent.name!r}"
+
     def _request(self, arguments: str) -> str:
         """The user message the inner agent receives, from the model's raw arguments."""
         schema = self.input_schema

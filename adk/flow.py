@@ -70,6 +70,7 @@ class FlowAgent:
                 raise ValueError(f"duplicate agent name {sub.name!r} under {self.name!r}")
             seen.add(sub.name)
             _check_parent(self, sub)
+        _check_targets(self, subs, allow_transfer_to_parent)
         nodes = [_adopt(self, sub) for sub in subs]
         for node in nodes:
             node.may_transfer_to_parent = allow_transfer_to_parent
@@ -258,6 +259,46 @@ def _check_parent(parent: FlowAgent, agent: Agent) -> None:
         raise ValueError(
             f"agent {agent.name!r} already has parent {current.name!r}; an agent has one parent"
         )
+
+
+def _check_targets(parent: FlowAgent, subs: list[Agent], back: bool) -> None:
+    """Refuse wiring that gives an agent two transfer targets of one name, or a transfer tool
+    beside a tool of its own with that tool's name; before anything is adopted.
+
+    A transfer goes to a sub-agent, else the parent (``find``): a sub-agent named like the parent
+    would hide it, and an agent's transfer tool would list the name twice. ``back`` says whether
+    the sub-agents may transfer back to ``parent``. An agent that adds a transfer tool itself
+    (``ReActAgent``'s loop) has ``_adk_check_transfer``, called when it is to gain a target.
+    """
+    above = parent.parent
+    if above is not None and parent.may_transfer_to_parent:
+        for sub in subs:
+            if sub.name == above.name:
+                raise _two_targets(parent.name, above.name)
+    if back:
+        for sub in subs:
+            node = _node_and_holder(sub)[0]
+            if node is not None and any(s.name == parent.name for s in node.sub_agents):
+                raise _two_targets(sub.name, parent.name)
+    if subs:
+        _gains_target(parent.agent)
+    if back:
+        for sub in subs:
+            node = _node_and_holder(sub)[0]
+            _gains_target(sub if node is None else node.agent)
+
+
+def _gains_target(agent: object) -> None:
+    check = getattr(agent, "_adk_check_transfer", None)
+    if check is not None:
+        check()
+
+
+def _two_targets(agent: str, name: str) -> ValueError:
+    return ValueError(
+        f"agent {agent!r} would have two agents named {name!r} to transfer to, a sub-agent and "
+        "its parent, and a transfer could reach only the sub-agent; rename one"
+    )
 
 
 def _adopt(parent: FlowAgent, agent: Agent) -> FlowAgent:

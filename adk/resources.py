@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._aio import AsyncCloseable
 from .messages import Message
+from .tools._origin import tool_origin
 from .tools.base import Tool, ToolContext, ToolResult, ToolSpec
 
 if TYPE_CHECKING:
@@ -114,6 +115,10 @@ class _RenamedTool:
     @property
     def spec(self) -> ToolSpec:
         return self._spec
+
+    @property
+    def _adk_origin(self) -> str:
+        return tool_origin(self._tool)
 
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         return await self._tool.run(arguments, ctx)

@@ -60,6 +60,7 @@ from adk.tools._executor import (
     run_tool_call,
     unique_call_ids,
 )
+from adk.tools._origin import tool_origin
 
 from ._instruction import render_instruction
 from ._output import (
@@ -188,6 +189,7 @@ class _ReActCore:
         and tool resources', and the transfer tool for the agents it may transfer to."""
         owner = self.owner
         tools: dict[str, Any] = dict(owner._static_tools)
+        sources: dict[str, object] = {}  # where each resolved tool came from, for a clash's error
         for source in owner._dynamic_tools:
             if isinstance(source, str):
                 resources = ctx._run.resources
@@ -199,16 +201,38 @@ class _ReActCore:
             else:
                 found = list(await source.tools(ctx))
             for item in found:
-                _add_unique(tools, item, self.name)
+                name = item.spec.name
+                if name in tools:
+                    first = self._origin(tools[name], sources.get(name))
+                    raise _two_tools(self.name, name, first, _dynamic_origin(source, item))
+                tools[name] = item
+                sources[name] = source
         targets = owner._transfer_targets()
         if targets:
             if TRANSFER_TOOL in tools:
-                raise ValueError(
-                    f"agent '{self.name}': a tool named {TRANSFER_TOOL!r} clashes with the "
-                    "transfer tool the agent adds for its sub-agents"
-                )
+                tool = tools[TRANSFER_TOOL]
+                raise _transfer_clash(self.name, self._origin(tool, sources.get(TRANSFER_TOOL)))
             tools[TRANSFER_TOOL] = TransferTool(targets)
         return tools
+
+    def _origin(self, tool: object, source: object | None) -> str:
+        """Where one of the run's tools came from (``source``: the toolset or resource name it
+        was resolved from, None for a tool given to the agent)."""
+        if source is not None:
+            return _dynamic_origin(source, tool)
+        return self.owner._origin_of(tool)
+
+    def _adk_check_transfer(self) -> None:
+        """Refuse a tool given to the agent under the transfer tool's name. ``adk.flow`` calls
+        this before it gives the agent an agent to transfer to (a sub-agent, or a parent to go
+        back to), which is when the agent starts adding that tool: so the clash fails where the
+        agent is made or wired, not in its first run. Tools resolved per run are checked then."""
+        owner = self.owner
+        tool = owner._static_tools.get(TRANSFER_TOOL)
+        if tool is not None:
+            raise _transfer_clash(self.name, owner._origin_of(tool))
+        if TRANSFER_TOOL in owner._dynamic_tools:
+            raise _transfer_clash(self.name, f"tool resource {TRANSFER_TOOL!r}")
 
     def _system(self, ctx: RunContext, native: bool) -> list[Message]:
         owner = self.owner
@@ -544,11 +568,24 @@ class _ReActCore:
             ctx.session[key] = text
 
 
-def _add_unique(tools: dict[str, Any], tool: Any, agent: str) -> None:
-    name = tool.spec.name
-    if name in tools:
-        raise ValueError(f"agent '{agent}': two tools are named {name!r}")
-    tools[name] = tool
+def _two_tools(agent: str, name: str, first: str, second: str) -> ValueError:
+    """Two tools of one name: a model offered both could call either (some providers refuse the
+    request), so the agent refuses them, naming where each came from."""
+    return ValueError(f"agent '{agent}': two tools are named {name!r}: {first} and {second}")
+
+
+def _transfer_clash(agent: str, origin: str) -> ValueError:
+    return ValueError(
+        f"agent '{agent}': a tool named {TRANSFER_TOOL!r} ({origin}) clashes with the transfer "
+        "tool the agent adds for the agents it can transfer to; rename the tool"
+    )
+
+
+def _dynamic_origin(source: object, tool: object) -> str:
+    """A tool resolved at run time, described with the source it came from."""
+    if isinstance(source, str):
+        return f"tool resource {source!r} ({tool_origin(tool)})"
+    return f"{tool_origin(tool)} from toolset {type(source).__qualname__}"
 
 
 def _emission_order(messages: list[Message], held: list[Message], exits: list[str] | None) -> None:
@@ -696,10 +733,13 @@ class ReActAgent:
         self.reset_tool_choice = reset_tool_choice
         self._static_tools: dict[str, Any] = {}
         self._dynamic_tools: list[Any] = []
+        self._exit_tool: Tool | None = None
         for source in tools:
             self._add_tool(source)
         if exit_tool:
-            self._add_tool(_make_exit_tool())
+            self._exit_tool = _make_exit_tool()
+            self._add_tool(self._exit_tool)
+        self._check_resource_names()
         if not self._dynamic_tools:  # a Toolset's tools may vary by run: only static ones checked
             unknown = [
                 n for n in return_directly if n not in self._static_tools and n != TRANSFER_TOOL
@@ -728,7 +768,32 @@ class ReActAgent:
                 f"agent '{self.name}': a tool must be a Tool, a function, a Toolset or a tool "
                 f"resource name, got {type(source).__name__}"
             )
-        _add_unique(self._static_tools, tool, self.name)
+        name = tool.spec.name
+        known = self._static_tools.get(name)
+        if known is not None:
+            raise _two_tools(self.name, name, self._origin_of(known), self._origin_of(tool))
+        self._static_tools[name] = tool
+
+    def _check_resource_names(self) -> None:
+        """Refuse a tool resource named twice, or named like a tool given: a resource's tool has
+        the name it is registered under, so the model would be offered two tools of one name."""
+        named: set[str] = set()
+        for source in self._dynamic_tools:
+            if not isinstance(source, str):
+                continue
+            resource = f"tool resource {source!r}"
+            known = self._static_tools.get(source)
+            if known is not None:
+                raise _two_tools(self.name, source, self._origin_of(known), resource)
+            if source in named:
+                raise _two_tools(self.name, source, resource, "the same resource named again")
+            named.add(source)
+
+    def _origin_of(self, tool: object) -> str:
+        """A tool given to the agent (or added by it), described for a clash's error."""
+        if tool is self._exit_tool:
+            return "the exit tool (exit_tool=True)"
+        return tool_origin(tool)
 
     def _options_for(self, model: object) -> tuple[ModelOptions | None, bool]:
         """The model options for ``model`` and whether it takes ``output_schema`` natively.

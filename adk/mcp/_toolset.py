@@ -124,6 +124,12 @@ class _MCPTool:
     def spec(self) -> ToolSpec:
         return self._spec
 
+    @property
+    def _adk_origin(self) -> str:
+        """The server and its own name for the tool, for an error naming two tools of one name
+        (``tools._origin``); the server as error texts show it (``str``, credentials masked)."""
+        return f"tool {self._mcp_name!r} of MCP server '{self._toolset.server}'"
+
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
         return await self._toolset._call(self._spec.name, self._mcp_name, arguments)
 

@@ -25,6 +25,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from ..interrupts import Interrupt
+from ._origin import function_origin
 from .base import ToolContext, ToolResult, ToolSpec
 
 __all__ = ["FunctionTool", "format_validation_error", "tool"]
@@ -358,6 +359,11 @@ class FunctionTool:
             return None
         text = f"Error: the call to '{self.name}' was not approved"
         return ToolResult(content=f"{text}: {reason}" if reason else text, is_error=True)
+
+    @property
+    def _adk_origin(self) -> str:
+        """The function, for an error naming two tools of one name (``tools._origin``)."""
+        return function_origin(self.fn)
 
     def __repr__(self) -> str:
         return f"FunctionTool({self.name!r})"
