@@ -141,6 +141,10 @@ class Resources(AsyncCloseable):
         # (kind, server) pairs whose last listing failed.
         self._asking: dict[tuple[str, str], asyncio.Task[list[Any] | Exception]] = {}
         self._failing: set[tuple[str, str]] = set()
+        # The last index of MCP-provided names of each kind and the servers' listings it was
+        # built from: reused while each server's current listing is that same list, so a lookup
+        # does not check every name again (see ``_mcp_index``). Registering anything drops them.
+        self._indexes: dict[str, tuple[list[list[Any]], dict[str, tuple[str, Any]]]] = {}
 
     # -- registration --------------------------------------------------------------------------
     def add_model(self, name: str, model: Any) -> None:
@@ -161,7 +165,9 @@ class Resources(AsyncCloseable):
         _check_name(key, "tool")
         if key in self._tools:
             raise ValueError(f"a tool named {key!r} is already registered")
+        self._check_not_listed("tools", key, tool)
         self._tools[key] = tool if key == tool.spec.name else _RenamedTool(tool, key)
+        self._indexes.clear()
 
     def add_prompt(
         self, name: str, prompt: str | Sequence[Message] | Prompt, description: str = ""
@@ -171,6 +177,8 @@ class Resources(AsyncCloseable):
         _check_name(name, "prompt")
         if name in self._prompts:
             raise ValueError(f"a prompt named {name!r} is already registered")
+        self._check_not_listed("prompts", name, None)
+        self._indexes.clear()
         if isinstance(prompt, str):
             self._prompts[name] = _TemplatePrompt(name, [Message.user(prompt)], description)
         elif isinstance(prompt, Prompt):
@@ -213,7 +221,17 @@ class Resources(AsyncCloseable):
         if any(existing is toolset for existing in self._mcp.values()):
             raise ValueError("this MCPToolset is already registered under another name")
         self._mcp[name] = toolset
+        self._indexes.clear()
         return toolset
+
+    def _check_not_listed(self, kind: str, name: str, own: Tool | None) -> None:
+        """Refuse to register ``name`` in code when a server's current listing offers it: the
+        clash is known now, so it is reported here rather than at the next lookup. A server
+        not yet listed (or whose list changed since) is checked when it is listed."""
+        for server_name, toolset in self._mcp.items():
+            for item in toolset._cached(kind) or ():
+                if _item_name(kind, item) == name:
+                    raise _offered_twice(kind, name, server_name, item, own)
 
     # -- lookup --------------------------------------------------------------------------------
     def get_model(self, name: str) -> Any:
@@ -235,10 +253,14 @@ class Resources(AsyncCloseable):
         """The tool registered (or offered by a registered MCP server) as ``name``.
 
         Raises ``KeyError`` for an unknown name (saying which MCP servers could not be asked) and
-        ``ValueError`` when two sources offer the name.
+        ``ValueError`` when two sources offer the name. A name registered with ``add_tool`` is
+        checked against the MCP servers' names too: returning it without asking them would let
+        it hide a server's tool of that name, silently, until some other lookup saw the clash.
         """
         tool = self._tools.get(name)
         if tool is not None:
+            if self._mcp:
+                await self._mcp_index("tools", ())
             return tool
         found: Tool = (await self._from_mcp("tools", [name]))[name]
         return found
@@ -254,13 +276,16 @@ class Resources(AsyncCloseable):
         """The prompt registered (or offered by a registered MCP server) as ``name``."""
         prompt = self._prompts.get(name)
         if prompt is not None:
+            if self._mcp:
+                await self._mcp_index("prompts", ())
             return prompt
         found: Prompt = (await self._from_mcp("prompts", [name]))[name]
         return found
 
     async def _from_mcp(self, kind: str, names: Sequence[str]) -> dict[str, Any]:
-        """The MCP-provided ``kind`` items called ``names``; ``KeyError`` for the first unknown."""
-        if not names:
+        """The MCP-provided ``kind`` items called ``names``; ``KeyError`` for the first unknown.
+        The servers are asked even for no names, to see a clash with a name registered in code."""
+        if not names and not self._mcp:
             return {}
         index, failures = await self._mcp_index(kind, names)
         for name in names:
@@ -281,6 +306,10 @@ class Resources(AsyncCloseable):
         then that server's retry goes on in the background and a later lookup picks it up, so a
         dead or stalled server does not delay every lookup by its connect timeout. Clashes are
         reported among the servers that answered.
+
+        The index is built (and every name checked) once per set of listings: while each server's
+        current listing is the list the last index was built from, that index is used again, so a
+        run's lookups cost a pass over the servers, not over their tools.
         """
         answers: dict[str, list[Any] | Exception] = {}
         pending: dict[asyncio.Task[list[Any] | Exception], str] = {}
@@ -291,6 +320,17 @@ class Resources(AsyncCloseable):
                 self._failing.discard((kind, server_name))
             else:
                 pending[self._ask(kind, server_name, toolset)] = server_name
+        if not pending:
+            listings: list[list[Any]] = [
+                answer for answer in answers.values() if isinstance(answer, list)
+            ]
+            built = self._indexes.get(kind)
+            if (
+                built is not None
+                and len(built[0]) == len(listings)
+                and all(a is b for a, b in zip(built[0], listings, strict=True))
+            ):
+                return built[1], {}
         missing = set(wanted)
         if pending:
             for answer in answers.values():
@@ -309,30 +349,35 @@ class Resources(AsyncCloseable):
                 answers[server_name] = answer
                 missing.difference_update(_names(kind, answer))
 
-        own: Mapping[str, object] = self._tools if kind == "tools" else self._prompts
+        own: Mapping[str, Any] = self._tools if kind == "tools" else self._prompts
         index: dict[str, tuple[str, Any]] = {}
         failures: dict[str, str] = {}
-        singular = kind[:-1]
+        listed: list[list[Any]] = []  # the listings indexed, to keep with the index
         for server_name in self._mcp:  # in registration order, so clash reports are stable
-            answer = answers.get(server_name, [])
+            if server_name not in answers:  # a failing server not waited for: its retry goes on
+                continue
+            answer = answers[server_name]
             if isinstance(answer, Exception):
                 failures[server_name] = str(answer) or type(answer).__name__
                 continue
+            listed.append(answer)
             for item in answer:
-                item_name = item.spec.name if kind == "tools" else item.name
+                item_name = _item_name(kind, item)
                 if item_name in own:
-                    raise ValueError(
-                        f"{singular} name {item_name!r} is offered by MCP server {server_name!r} "
-                        f"and also registered directly; give the server a prefix "
-                        f"(add_mcp(..., prefix=...))"
-                    )
+                    raise _offered_twice(kind, item_name, server_name, item, own[item_name])
                 clash = index.get(item_name)
                 if clash is not None:
+                    first, second = (
+                        _as(kind, item_name, *clash),
+                        _as(kind, item_name, server_name, item),
+                    )
                     raise ValueError(
-                        f"{singular} name {item_name!r} is offered by MCP servers {clash[0]!r} "
-                        f"and {server_name!r}; give one of them a prefix (add_mcp(..., prefix=...))"
+                        f"{kind[:-1]} name {item_name!r} is offered by MCP servers {first} and "
+                        f"{second}; give one of them a prefix of its own (add_mcp(..., prefix=...))"
                     )
                 index[item_name] = (server_name, item)
+        if len(listed) == len(self._mcp):  # every server answered with its list
+            self._indexes[kind] = (listed, index)
         return index, failures
 
     def _ask(
@@ -431,7 +476,32 @@ async def _list(kind: str, toolset: MCPToolset) -> list[Any] | Exception:
 def _names(kind: str, answer: list[Any] | Exception) -> set[str]:
     if isinstance(answer, Exception):
         return set()
-    return {item.spec.name if kind == "tools" else item.name for item in answer}
+    return {_item_name(kind, item) for item in answer}
+
+
+def _item_name(kind: str, item: Any) -> str:
+    name: str = item.spec.name if kind == "tools" else item.name
+    return name
+
+
+def _as(kind: str, name: str, server_name: str, item: Any) -> str:
+    """A server offering ``name``, with its own name for the item when that differs (a prefix,
+    or a name made for model APIs: ``files.read`` is offered as ``files_read``)."""
+    own = getattr(item, "_mcp_name", name)
+    return f"{server_name!r}" if own == name else f"{server_name!r} (its {kind[:-1]} {own!r})"
+
+
+def _offered_twice(kind: str, name: str, server_name: str, item: Any, own: Any) -> ValueError:
+    """A name both registered in code and offered by an MCP server."""
+    singular = kind[:-1]
+    registered = f"registered with add_{singular}"
+    if own is not None and kind == "tools":
+        registered += f" ({tool_origin(own)})"
+    return ValueError(
+        f"{singular} name {name!r} is offered by MCP server {_as(kind, name, server_name, item)} "
+        f"and also {registered}; give the server a prefix (add_mcp(..., prefix=...)) or register "
+        f"the {singular} under another name"
+    )
 
 
 def _check_name(name: str, kind: str) -> None:

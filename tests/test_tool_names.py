@@ -9,8 +9,10 @@ The MCP cases run against real MCP servers (tests/mcp_servers).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,9 +21,19 @@ from conftest import ScriptAgent, run_events
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 
 import adk
-from adk import AgentTool, with_sub_agents
-from adk.mcp import StdioServer
-from adk.testing import ScriptedModel
+from adk import AgentTool, RunError, Runner, with_sub_agents
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.resources import Resources
+from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tools.base import ToolSpec
 from prebuilt import ReActAgent, Supervisor
 
@@ -172,6 +184,136 @@ async def test_a_toolset_tool_named_like_the_transfer_tool_fails_the_run_naming_
     assert error is not None and "clashes with the transfer tool" in error.message
     assert "from toolset _Offers" in error.message
     assert model.calls == 0
+
+
+# -- Resources: a tool registered in code and a server's tool of the same name --------------------
+async def test_a_tool_added_in_code_does_not_hide_an_mcp_tool_of_its_name(
+    http_process: HTTPServerProcess,
+) -> None:
+    # Looking up the name added in code must see the server's tool too, not return the first
+    # found: which tool a name meant would otherwise depend on what was looked up before.
+    async with Resources() as resources:
+        resources.add_tool(_Shout(), name="add")
+        resources.add_mcp("demo", HTTPServer(http_process.url))
+        with pytest.raises(ValueError, match="'add' is offered by MCP server 'demo'") as raised:
+            await resources.get_tool("add")
+        assert "registered with add_tool" in str(raised.value)
+        with pytest.raises(ValueError, match="'add' is offered by MCP server 'demo'"):
+            await resources.tools(["add"])
+
+
+async def test_a_react_agent_naming_a_clashing_resource_fails_before_its_model_is_called(
+    http_process: HTTPServerProcess,
+) -> None:
+    async with Resources() as resources:
+        resources.add_tool(_Shout(), name="add")
+        resources.add_mcp("demo", HTTPServer(http_process.url))
+        model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "3"])
+        agent = ReActAgent("a", model, tools=["add"])
+        events = await run_events(Runner(agent, resources=resources))
+        error = events[-1].error
+        assert error is not None and "'add' is offered by MCP server 'demo'" in error.message
+        assert model.calls == 0
+
+
+async def test_a_tool_added_after_a_server_listed_its_name_is_refused_at_once(
+    http_process: HTTPServerProcess,
+) -> None:
+    async with Resources() as resources:
+        resources.add_mcp("demo", HTTPServer(http_process.url))
+        assert (await resources.get_tool("pid")).spec.name == "pid"
+        with pytest.raises(ValueError, match="'add' is offered by MCP server 'demo'"):
+            resources.add_tool(_Shout(), name="add")
+        assert (await resources.get_prompt("review")).name == "review"  # lists the prompts
+        with pytest.raises(ValueError, match="'greet' is offered by MCP server 'demo'"):
+            resources.add_prompt("greet", "Hello {name}")
+        # Refused, so not registered: the server's tool is still found.
+        assert (await resources.get_tool("add")).spec.name == "add"
+        resources.add_tool(_Shout())  # a name of its own is fine
+
+
+async def test_a_clash_of_names_renamed_for_model_apis_names_the_servers_own_names(
+    http_process: HTTPServerProcess,
+) -> None:
+    # One server's "files.read" is offered as "files_read", the name another server's tool has.
+    async with Resources() as resources:
+        dotted = MCPToolset(HTTPServer(http_process.url), tool_filter=["files.read"])
+        plain = MCPToolset(HTTPServer(http_process.url), tool_filter=["files_read"])
+        resources.add_mcp("dotted", dotted)
+        resources.add_mcp("plain", plain)
+        with pytest.raises(ValueError, match="'files_read' is offered by MCP servers") as raised:
+            await resources.get_tool("files_read")
+        assert "'dotted' (its tool 'files.read')" in str(raised.value)
+
+
+async def test_a_server_listing_two_tools_of_one_name_fails_its_listing_naming_it() -> None:
+    async with MCPToolset(_narrow("duplicates")) as toolset:
+        with pytest.raises(RuntimeError, match="lists two tools named 'ping'"):
+            await toolset.tools()
+        model = ScriptedModel(["never"])
+        events = await run_events(ReActAgent("a", model, tools=[toolset]))
+        error = events[-1].error
+        assert error is not None and "lists two tools named 'ping'" in error.message
+        assert model.calls == 0
+
+
+async def test_a_tool_appearing_in_a_servers_list_later_fails_the_next_run_naming_both(
+    http_process: HTTPServerProcess,
+) -> None:
+    late = f"late_{uuid.uuid4().hex[:8]}"
+    mine = adk.FunctionTool(_other_add, name=late)
+    async with Resources() as resources:
+        toolset = resources.add_mcp("demo", HTTPServer(http_process.url))
+        resources.add_tool(mine)
+        by_name = ScriptedModel(["first", "never"])
+        named = ReActAgent("named", by_name, tools=["add"])
+        direct = ScriptedModel(["first", "never"])
+        given = ReActAgent("given", direct, tools=[mine, toolset])
+        runner = Runner(named, resources=resources)
+        assert (await runner.invoke("hi")).text == "first"
+        assert (await Runner(given).invoke("hi")).text == "first"
+
+        (adder,) = [t for t in await toolset.tools() if t.spec.name == "add_tool"]
+        added = await adder.run(json.dumps({"name": late}), None)  # type: ignore[arg-type]
+        assert not added.is_error
+        for _ in range(400):  # the server's announcement arrives asynchronously
+            if toolset._cached("tools") is None:
+                break
+            await asyncio.sleep(0.025)
+
+        with pytest.raises(RunError, match=f"'{late}' is offered by MCP server 'demo'"):
+            await runner.invoke("hi")
+        assert by_name.calls == 1
+        events = await run_events(given)
+        error = events[-1].error
+        assert error is not None and f"two tools are named '{late}'" in error.message
+        assert f"tool '{late}' of MCP server" in error.message
+        assert direct.calls == 1
+
+
+# -- the event-driven layer -----------------------------------------------------------------------
+class _Asker(ActionAgent):
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        request = ChatRequestEvent(model="m", messages=[adk.Message.user("go")], tools=["add"])
+        ctx.send_event(request)
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+async def test_an_action_agents_tools_see_a_clash_between_add_tool_and_a_server(
+    http_process: HTTPServerProcess,
+) -> None:
+    async with Resources() as resources:
+        model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "3"])
+        resources.add_model("m", model)
+        resources.add_tool(_Shout(), name="add")
+        resources.add_mcp("demo", HTTPServer(http_process.url))
+        with pytest.raises(RunError, match="'add' is offered by MCP server 'demo'"):
+            await Runner(_Asker("asker"), resources=resources).invoke("go")
+        assert model.calls == 0
 
 
 # -- agents: one name, one agent, wherever a transfer can go --------------------------------------

@@ -303,12 +303,32 @@ class MCPToolset(AsyncCloseable):
 
         # The epoch is read before fetching: a change announced meanwhile makes this listing stale.
         live, items, epoch = await self._request(fetch, f"listing its {kind}", kind=kind)
+        self._check_unique(kind, items)
         listing = _Listing(live, epoch, items)
         if kind == "tools":
             self._tools = listing
         else:
             self._prompts = listing
         return items
+
+    def _check_unique(self, kind: str, items: list[Any]) -> None:
+        """Refuse a listing that offers two items under one name (a server breaking MCP's rule
+        that its names are unique, or pages that repeat): an agent would be given two tools the
+        model cannot tell apart, and a call by that name would reach only one. Not cached, so
+        each use asks again and sees a fixed server."""
+        seen: dict[str, Any] = {}
+        for item in items:
+            name = item.spec.name if kind == "tools" else item.name
+            first = seen.setdefault(name, item)
+            if first is not item:
+                own = (first._mcp_name, item._mcp_name)
+                shown = (
+                    "" if own == (name, name) else f" (its {kind[:-1]}s {own[0]!r} and {own[1]!r})"
+                )
+                raise RuntimeError(
+                    f"MCP server '{self.server}' lists two {kind} named {name!r}{shown}; the "
+                    f"{kind} of one server must have names of their own"
+                )
 
     async def _fetch_tools(self, client: Client) -> list[Any]:
         wire: list[_WireTool] = await _all_pages(client.list_tools, "tools")

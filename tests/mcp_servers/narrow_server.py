@@ -1,7 +1,8 @@
 """A low-level MCP server offering one kind of thing only: ``python narrow_server.py tools`` serves
 one tool and no prompts capability (like most real servers), ``... prompts`` one prompt and no
-tools capability. Built on the ``mcp`` package's low-level ``Server``, which declares only the
-capabilities it has handlers for."""
+tools capability; ``... duplicates`` lists two tools of one name (a server breaking MCP's rule
+that a server's tool names are unique). Built on the ``mcp`` package's low-level ``Server``,
+which declares only the capabilities it has handlers for."""
 
 from __future__ import annotations
 
@@ -17,6 +18,17 @@ from mcp.server.stdio import stdio_server
 async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     tool = types.Tool(name="ping", description="Answers pong.", input_schema={"type": "object"})
     return types.ListToolsResult(tools=[tool])
+
+
+async def _list_duplicates(ctx: Any, params: Any) -> types.ListToolsResult:
+    schema = {"type": "object"}
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name="ping", description="Answers pong.", input_schema=schema),
+            types.Tool(name="ping", description="Answers pong too.", input_schema=schema),
+            types.Tool(name="pong", description="Answers pong.", input_schema=schema),
+        ]
+    )
 
 
 async def _call_tool(ctx: Any, params: Any) -> types.CallToolResult:
@@ -35,6 +47,8 @@ async def _get_prompt(ctx: Any, params: Any) -> types.GetPromptResult:
 def build(kind: str) -> Server[Any]:
     if kind == "tools":
         return Server("tools-only", on_list_tools=_list_tools, on_call_tool=_call_tool)
+    if kind == "duplicates":
+        return Server("duplicates", on_list_tools=_list_duplicates, on_call_tool=_call_tool)
     assert kind == "prompts", kind
     return Server("prompts-only", on_list_prompts=_list_prompts, on_get_prompt=_get_prompt)
 
