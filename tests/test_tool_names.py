@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from conftest import ScriptAgent, run_events
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
+from pydantic import ValidationError
 
 import adk
 from adk import AgentTool, RunError, Runner, with_sub_agents
@@ -292,6 +293,11 @@ async def test_a_tool_appearing_in_a_servers_list_later_fails_the_next_run_namin
 
 
 # -- the event-driven layer -----------------------------------------------------------------------
+def test_a_chat_request_offering_one_tool_twice_is_refused_where_it_is_made() -> None:
+    with pytest.raises(ValidationError, match="'add' is named twice"):
+        ChatRequestEvent(model="m", messages=[], tools=["add", "pid", "add"])
+
+
 class _Asker(ActionAgent):
     @action(InputEvent)
     def ask(self, event: InputEvent, ctx: ActionContext) -> None:

@@ -13,7 +13,7 @@ import itertools
 import os
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from .._fastmodel import fast_builder
 from ..messages import Message, ToolCall
@@ -83,6 +83,16 @@ class ChatRequestEvent(Event):
     tools: list[str] = Field(default_factory=list)
     options: ModelOptions | None = None
     max_tool_rounds: int = Field(default=10, ge=0)
+
+    @field_validator("tools")
+    @classmethod
+    def _one_tool_per_name(cls, tools: list[str]) -> list[str]:
+        """Refuse a name given twice where the request is made: the model would be offered two
+        tools of one name (some providers refuse such a request, others call either)."""
+        if len(set(tools)) != len(tools):
+            twice = next(name for i, name in enumerate(tools) if name in tools[:i])
+            raise ValueError(f"tool {twice!r} is named twice; offer each tool once")
+        return tools
 
 
 class ChatResponseEvent(Event):
