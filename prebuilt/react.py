@@ -786,7 +786,9 @@ class ReActAgent:
             if known is not None:
                 raise _two_tools(self.name, source, self._origin_of(known), resource)
             if source in named:
-                raise _two_tools(self.name, source, resource, "the same resource named again")
+                raise ValueError(
+                    f"agent '{self.name}': two tools are named {source!r}: {resource}, listed twice"
+                )
             named.add(source)
 
     def _origin_of(self, tool: object) -> str:
