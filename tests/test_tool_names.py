@@ -32,6 +32,7 @@ from adk.actions import (
     OutputEvent,
     action,
 )
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -185,6 +186,35 @@ async def test_a_toolset_tool_named_like_the_transfer_tool_fails_the_run_naming_
     assert error is not None and "clashes with the transfer tool" in error.message
     assert "from toolset _Offers" in error.message
     assert model.calls == 0
+
+
+async def test_a_clash_appearing_while_a_run_is_paused_fails_the_resume_and_loses_nothing() -> None:
+    # The toolset's tools are resolved again on resume: a clash that appeared meanwhile fails the
+    # resume before anything runs, and the checkpoint stays, to be resumed once it is fixed.
+    paid: list[int] = []
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        paid.append(amount)
+        return f"paid {amount}"
+
+    toolset = _Offers(add)
+    call = tool_call("pay", {"amount": 5}, id="call_1")
+    model = ScriptedModel([Reply(tool_calls=[call]), "done"])
+    store = InMemoryCheckpointStore()
+    runner = Runner(ReActAgent("a", model, tools=[pay, toolset]), checkpoint_store=store)
+    paused = await runner.invoke("pay 5")
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+
+    toolset._tools.append(adk.FunctionTool(_other_add, name="pay"))
+    with pytest.raises(RunError, match="two tools are named 'pay'"):
+        await runner.invoke_resume(paused.checkpoint_id, True)
+    assert paid == [] and await store.get(paused.checkpoint_id) is not None
+
+    toolset._tools.pop()
+    assert (await runner.invoke_resume(paused.checkpoint_id, True)).text == "done"
+    assert paid == [5]
 
 
 # -- Resources: a tool registered in code and a server's tool of the same name --------------------
