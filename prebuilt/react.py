@@ -571,7 +571,10 @@ class _ReActCore:
 def _two_tools(agent: str, name: str, first: str, second: str) -> ValueError:
     """Two tools of one name: a model offered both could call either (some providers refuse the
     request), so the agent refuses them, naming where each came from."""
-    return ValueError(f"agent '{agent}': two tools are named {name!r}: {first} and {second}")
+    return ValueError(
+        f"agent '{agent}': two tools are named {name!r}: {first} and {second}; give one another "
+        "name (FunctionTool(fn, name=...), MCPToolset(..., prefix=...))"
+    )
 
 
 def _transfer_clash(agent: str, origin: str) -> ValueError:
@@ -757,6 +760,11 @@ class ReActAgent:
 
     def _add_tool(self, source: ToolSource) -> None:
         if isinstance(source, str) or _is_toolset(source):
+            if not isinstance(source, str) and any(s is source for s in self._dynamic_tools):
+                # Each of its tools would clash with itself at every start: refused here.
+                raise ValueError(
+                    f"agent '{self.name}': toolset {type(source).__qualname__} is given twice"
+                )
             self._dynamic_tools.append(source)
             return
         if isinstance(source, Tool):

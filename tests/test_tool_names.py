@@ -130,6 +130,13 @@ def test_a_tool_resource_named_twice_or_like_a_tool_given_is_refused() -> None:
         ReActAgent("a", ScriptedModel(), tools=["add", "add"])
 
 
+def test_one_toolset_given_twice_is_refused() -> None:
+    toolset = _Offers(add)
+    with pytest.raises(ValueError, match="agent 'a': toolset _Offers is given twice"):
+        ReActAgent("a", ScriptedModel(), tools=[toolset, toolset])
+    ReActAgent("a", ScriptedModel(), tools=[toolset, _Offers(other_add)])  # clash known per run
+
+
 def test_a_tool_named_like_the_transfer_tool_is_refused_when_sub_agents_are_given() -> None:
     sub = ReActAgent("sub", ScriptedModel(["x"]))
     with pytest.raises(ValueError, match="'transfer_to_agent'") as raised:
