@@ -162,6 +162,7 @@ class _RunState:
 
     __slots__ = (
         "_run_id",
+        "_session",
         "designated",
         "history",
         "hooks",
@@ -171,11 +172,12 @@ class _RunState:
         "resources",
         "root_input",
         "seq",
-        "session",
     )
 
     root_input: list[Message]
-    session: Session
+    # The run's session: ``None`` for a run given none until first read (``session``), so that a
+    # run waiting on its model holds one GC-tracked object fewer (most runs never read theirs).
+    _session: Session | None
     history: _Lane
     plan: _ResumePlan | None
     nested: bool
@@ -197,6 +199,15 @@ class _RunState:
         return designated.get(agent_name, self.options)
 
     @property
+    def session(self) -> Session:
+        """The run's session, made empty on first use if the run was given none."""
+        session = self._session
+        if session is None:  # ``_session(None)``, inlined
+            session = self._session = _new(Session)
+            session.values = {}
+        return session
+
+    @property
     def run_id(self) -> str:
         """The run's id, made when first asked for (by tracing or a checkpoint): most runs never
         need one."""
@@ -214,21 +225,22 @@ class _RunState:
 
 def new_run(
     root_input: list[Message],
-    session: Session,
+    session: Session | None,
     run_id: str | None = None,
     plan: _ResumePlan | None = None,
     hooks: Any = None,
     resources: Any = None,
     nested: bool = False,
 ) -> _RunState:
-    """A run's state, with an empty root lane."""
+    """A run's state, with an empty root lane; without a ``session``, an empty one is made when
+    first read."""
     lane = _Lane()
     lane.parent = lane.inherited = None
     lane.entries = []
     lane.base = 0
     run = _RunState()
     run.root_input = root_input
-    run.session = session
+    run._session = session
     run.history = lane
     run.plan = plan
     run.nested = nested

@@ -180,7 +180,8 @@ class Runner(AsyncCloseable):
         messages = _to_messages(input)
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
-        values = session if isinstance(session, Session) else Session(session)
+        # Without a session the run makes its own when one is first read (``_RunState.session``).
+        values = session if session is None or isinstance(session, Session) else Session(session)
         run = self._new_run(messages, values, run_id)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
@@ -225,7 +226,8 @@ class Runner(AsyncCloseable):
         ``RunResult.session``."""
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
-        values = session if isinstance(session, Session) else _session(session)
+        # Without a session the run makes its own when one is first read (``_RunState.session``).
+        values = session if session is None or isinstance(session, Session) else _session(session)
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
         # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
         messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
@@ -259,7 +261,7 @@ class Runner(AsyncCloseable):
                 finally:
                     event = NO_EVENT  # see _driver.NO_EVENT
                     await _close_root(driven, collected.ended)
-                return collected.result(values)
+                return collected.result(run.session)
             # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
             # a generator fewer per run and per event than iterating ``drive``. A fresh run has no
             # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
@@ -270,7 +272,7 @@ class Runner(AsyncCloseable):
                 early = await own.start()
                 if early is not None:
                     await collected.take(early)
-                    return collected.result(values)
+                    return collected.result(run.session)
             try:
                 events = agent.run(agent_input, ctx)
                 del agent_input  # (see above: one GC-tracked object fewer per run in flight)
@@ -300,7 +302,7 @@ class Runner(AsyncCloseable):
             finally:
                 if own.stream is not None or own.hooks is not None:  # ``needs_finish``, not resumed
                     await _finish_root(own, collected)
-            return collected.result(values)
+            return collected.result(run.session)
         except asyncio.CancelledError:
             interrupt = collected.interrupt
             if checkpoint_id is None and interrupt is not None:
@@ -329,7 +331,7 @@ class Runner(AsyncCloseable):
     def _new_run(
         self,
         messages: list[Message],
-        session: Session,
+        session: Session | None,
         run_id: str | None,
         plan: _ResumePlan | None = None,
     ) -> _RunState:
@@ -802,7 +804,7 @@ def _collector(
     collected.runner = runner
     collected.ctx = ctx
     collected.checkpoint_id = checkpoint_id
-    collected.events = []
+    collected.events = None  # made with the first event: a run waiting on its model holds none
     collected.last_message = collected.output = collected.interrupt = collected.error = None
     return collected
 
@@ -829,7 +831,7 @@ class _Collected:
     runner: Runner | None
     ctx: RunContext | None
     checkpoint_id: str | None
-    events: list[AgentEvent]
+    events: list[AgentEvent] | None  # made with the first event (see ``_collector``)
     last_message: Message | None  # for ``RunResult.text``
     output: Any
     interrupt: InterruptInfo | None
@@ -848,7 +850,11 @@ class _Collected:
                 or (out is not None and out.stream is not None)
             ):
                 return False
-            self.events.append(event)
+            events = self.events
+            if events is None:
+                self.events = [event]
+            else:
+                events.append(event)
             if out is not None:
                 message = out.message
                 if message is not None:
@@ -856,7 +862,11 @@ class _Collected:
                 else:
                     self.output = out.custom
             return True  # no error, no action: the rest has nothing to note
-        self.events.append(event)
+        events = self.events
+        if events is None:
+            self.events = [event]
+        else:
+            events.append(event)
         if out is not None:
             if out.message is not None:
                 self.output = out.message
@@ -908,8 +918,8 @@ class _Collected:
         frame of ``invoke``, which holds this collector, lives as long as the error event's
         exception; were the collector still holding that event, they would form a reference
         cycle, left to the cyclic GC (``tests/test_run_cycles.py``)."""
-        error, events = self.error, self.events
-        self.error, self.events = None, []
+        error, events = self.error, self.events or []
+        self.error = self.events = None
         for event in events:  # the run is over: no layer reads them any more (see adk.events)
             event._flags = 0
         if error is not None:
