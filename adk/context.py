@@ -157,14 +157,17 @@ def new_lane(parent: _Lane | None = None, inherited: list[_Entry] | None = None)
     return lane
 
 
-class _RunState:
-    """Everything one run shares between its agents (made by ``new_run``)."""
+class _RunState(_Lane):
+    """Everything one run shares between its agents (made by ``new_run``).
+
+    It is also the run's root lane (``history``): the two are made together, one per run, and
+    live as long as each other, so one object serves as both. A run in flight then holds one
+    GC-tracked object fewer for the cyclic collector to walk (issue #8's concurrent runs)."""
 
     __slots__ = (
         "_run_id",
         "_session",
         "designated",
-        "history",
         "hooks",
         "nested",
         "options",
@@ -178,7 +181,6 @@ class _RunState:
     # The run's session: ``None`` for a run given none until first read (``session``), so that a
     # run waiting on its model holds one GC-tracked object fewer (most runs never read theirs).
     _session: Session | None
-    history: _Lane
     plan: _ResumePlan | None
     nested: bool
     hooks: Any
@@ -197,6 +199,11 @@ class _RunState:
         if designated is None:
             return self.options
         return designated.get(agent_name, self.options)
+
+    @property
+    def history(self) -> _Lane:
+        """The run's root lane: the run state itself (see the class docstring)."""
+        return self
 
     @property
     def session(self) -> Session:
@@ -234,14 +241,12 @@ def new_run(
 ) -> _RunState:
     """A run's state, with an empty root lane; without a ``session``, an empty one is made when
     first read."""
-    lane = _Lane()
-    lane.parent = lane.inherited = None
-    lane.entries = []
-    lane.base = 0
     run = _RunState()
+    run.parent = run.inherited = None  # the root lane's fields (``_RunState.history``)
+    run.entries = []
+    run.base = 0
     run.root_input = root_input
     run._session = session
-    run.history = lane
     run.plan = plan
     run.nested = nested
     run.hooks = hooks
@@ -445,7 +450,7 @@ def _root(
     ctx._trace = None
     ctx.run_path = run_path
     ctx.address = address
-    ctx._lane = run.history
+    ctx._lane = run  # its root lane (``_RunState.history``)
     ctx.enable_streaming = enable_streaming
     designated = run.designated
     ctx.options = run.options if designated is None else designated.get(run_path[-1], run.options)
