@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent
-from ._driver import NO_EVENT, _AgentRun, agent_run, close_events, drive, is_cancellation
+from ._driver import NO_EVENT, _AgentRun, close_events, drive, is_cancellation
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
@@ -235,7 +235,15 @@ class Runner(AsyncCloseable):
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
         agent, ctx = self.agent, _root_context(self, run)
-        collected = _collector(self, ctx, checkpoint_id)
+        fused = getattr(agent, "_adk_drive", None)
+        # A plain root agent's run and the run's collector are one object (``_RootRun``); a
+        # fused agent's driver makes its own ``_AgentRun``.
+        own: _RootRun | None = None
+        collected: _Collecting
+        if fused is None:
+            collected = own = _root_run(self, agent, ctx, checkpoint_id)
+        else:
+            collected = _collector(self, ctx, checkpoint_id)
         agent_input = _new(AgentInput)  # ``AgentInput(run.root_input, self.enable_streaming)``
         agent_input._messages = run.root_input
         agent_input._build = None
@@ -243,7 +251,6 @@ class Runner(AsyncCloseable):
         agent_input.enable_streaming = self.enable_streaming
         on_event = self._on_event
         try:
-            fused = getattr(agent, "_adk_drive", None)
             if fused is not None:  # drives itself under the rules: what ``drive`` would call
                 driven = fused(agent_input, ctx)
                 del agent_input  # the agent's now: this frame does not keep it while the run waits
@@ -267,7 +274,7 @@ class Runner(AsyncCloseable):
             # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
             # without a plan), ``events`` (it calls ``run`` unless resumed) and ``needs_finish``'s
             # test of ``resumed``.
-            own = agent_run(agent, ctx)
+            assert own is not None
             if own.hooks is not None:
                 early = await own.start()
                 if early is not None:
@@ -768,7 +775,7 @@ async def _close_root(events: AsyncIterator[AgentEvent], ended: bool) -> None:
         _log_after_end(exc)
 
 
-async def _finish_root(own: _AgentRun, collected: _Collected) -> None:
+async def _finish_root(own: _AgentRun, collected: _Collecting) -> None:
     """``invoke``'s end of the root agent's run (its hooks: ``after_agent``, its span): a failure
     there fails the run, unless the run has ended already (then it is logged)."""
     try:
@@ -780,8 +787,8 @@ async def _finish_root(own: _AgentRun, collected: _Collected) -> None:
         if collected.ended:
             _log_after_end(exc)
         else:
-            assert collected.ctx is not None
-            await collected.take(_root_failed(collected.ctx, exc))
+            assert collected.root is not None
+            await collected.take(_root_failed(collected.root, exc))
 
 
 def _log_after_end(exc: BaseException) -> None:
@@ -802,40 +809,60 @@ def _collector(
     """A new ``_Collected``, one per run (see ``context._Entry`` for why it has no ``__init__``)."""
     collected = _Collected()
     collected.runner = runner
-    collected.ctx = ctx
+    collected.root = ctx
     collected.checkpoint_id = checkpoint_id
-    collected.events = None  # made with the first event: a run waiting on its model holds none
-    collected.last_message = collected.output = collected.interrupt = collected.error = None
+    collected.gathered = None  # made with the first event: a run waiting on its model holds none
+    collected.last_message = collected.output = collected.interrupt = collected.failure = None
     return collected
 
 
-class _Collected:
+def _root_run(runner: Runner, agent: Agent, ctx: RunContext, checkpoint_id: str | None) -> _RootRun:
+    """``invoke``'s run of a plain root agent with its collector: ``agent_run`` and
+    ``_collector`` in one object (``agent_run``'s fields repeated here rather than a call more
+    per run; ``tests/test_fast_constructors.py`` checks that every field is set)."""
+    run = _RootRun()
+    run.agent = agent
+    run.ctx = ctx
+    run.name = agent.name
+    run.path = ctx.run_path
+    run.hooks = ctx._run.hooks
+    run.handle = None
+    run.error = None
+    run.resumed = False
+    run.stream = None
+    run.stream_author = ""
+    run.runner = runner  # and ``_collector``'s
+    run.root = ctx
+    run.checkpoint_id = checkpoint_id
+    run.gathered = None
+    run.last_message = run.output = run.interrupt = run.failure = None
+    return run
+
+
+class _Collecting:
     """What ``invoke`` gathers from a run's events. It never raises while the run goes on (an
     error event ends the collection, and ``result`` raises ``RunError``), so ``invoke`` can drive
-    the root agent inline without mistaking its own failure for the agent's."""
+    the root agent inline without mistaking its own failure for the agent's.
 
-    __slots__ = (
-        "checkpoint_id",
-        "ctx",
-        "error",
-        "events",
-        "interrupt",
-        "last_message",
-        "output",
-        "runner",
-    )
+    The methods only: the fields are slots of ``_Collected`` or, for ``invoke``'s plain root
+    agent, of ``_RootRun``, which is that agent's ``_AgentRun`` too."""
+
+    # No slots of its own (so ``_RootRun`` can also be an ``_AgentRun``), and no ``__dict__``.
+    # Hidden from mypy, which would otherwise refuse the methods' assignments to the fields.
+    if not TYPE_CHECKING:
+        __slots__ = ()
 
     # The runner and the root's context are there for ``take``'s rules (in ``invoke``; a resumed
     # run's events arrive checked). Kept here rather than in an object of their own: one object
     # fewer per run for the cyclic GC to walk while the run waits on its model.
     runner: Runner | None
-    ctx: RunContext | None
+    root: RunContext | None
     checkpoint_id: str | None
-    events: list[AgentEvent] | None  # made with the first event (see ``_collector``)
+    gathered: list[AgentEvent] | None  # the events, made with the first one
     last_message: Message | None  # for ``RunResult.text``
     output: Any
     interrupt: InterruptInfo | None
-    error: AgentEvent | None
+    failure: AgentEvent | None  # the error event that ended the run
 
     def add(self, event: AgentEvent, checked: bool = False) -> bool:
         """Collect an event that needs nothing of the runner (no stream to read, no action, error
@@ -850,9 +877,9 @@ class _Collected:
                 or (out is not None and out.stream is not None)
             ):
                 return False
-            events = self.events
+            events = self.gathered
             if events is None:
-                self.events = [event]
+                self.gathered = [event]
             else:
                 events.append(event)
             if out is not None:
@@ -862,9 +889,9 @@ class _Collected:
                 else:
                     self.output = out.custom
             return True  # no error, no action: the rest has nothing to note
-        events = self.events
+        events = self.gathered
         if events is None:
-            self.events = [event]
+            self.gathered = [event]
         else:
             events.append(event)
         if out is not None:
@@ -873,8 +900,8 @@ class _Collected:
                 self.last_message = out.message
             elif out.stream is None:
                 self.output = out.custom
-        if event.error is not None and self.error is None:
-            self.error = event
+        if event.error is not None and self.failure is None:
+            self.failure = event
         if event.action is not None and event.action.interrupted is not None:
             self.interrupt = event.action.interrupted
         return True
@@ -888,8 +915,8 @@ class _Collected:
         if event._signal is None and event.action is None and event.error is None:
             self.add(event, checked=True)
             return False
-        assert self.runner is not None and self.ctx is not None
-        event, after = await _check(self.runner, self.ctx, self.checkpoint_id, event)
+        assert self.runner is not None and self.root is not None
+        event, after = await _check(self.runner, self.root, self.checkpoint_id, event)
         self.add(event, checked=True)
         if after is not None:
             self.add(after, checked=True)
@@ -898,7 +925,7 @@ class _Collected:
     @property
     def ended(self) -> bool:
         """Whether the run's last event is in: an error, or a pause."""
-        return self.error is not None or self.interrupt is not None
+        return self.failure is not None or self.interrupt is not None
 
     async def add_stream(self, stream: MessageStream) -> None:
         """Read a streamed message to its end (before its event is collected). A stream that
@@ -918,8 +945,8 @@ class _Collected:
         frame of ``invoke``, which holds this collector, lives as long as the error event's
         exception; were the collector still holding that event, they would form a reference
         cycle, left to the cyclic GC (``tests/test_run_cycles.py``)."""
-        error, events = self.error, self.events or []
-        self.error = self.events = None
+        error, events = self.failure, self.gathered or []
+        self.failure = self.gathered = None
         for event in events:  # the run is over: no layer reads them any more (see adk.events)
             event._flags = 0
         if error is not None:
@@ -935,6 +962,32 @@ class _Collected:
         result.checkpoint_id = checkpoint_id
         result._last_message = self.last_message
         return result
+
+
+# The slots of a collector (``_Collecting``'s fields), in ``_Collected`` and in ``_RootRun``.
+_COLLECTING = (
+    "checkpoint_id",
+    "failure",
+    "gathered",
+    "interrupt",
+    "last_message",
+    "output",
+    "root",
+    "runner",
+)
+
+
+class _Collected(_Collecting):
+    """A collector of its own: for a fused root agent and a resumed run."""
+
+    __slots__ = _COLLECTING
+
+
+class _RootRun(_AgentRun, _Collecting):
+    """``invoke``'s run of a plain root agent and the run's collector in one object: one object
+    fewer per run in flight (both live exactly as long as ``invoke``'s frame)."""
+
+    __slots__ = _COLLECTING
 
 
 async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:

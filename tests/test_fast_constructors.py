@@ -24,7 +24,7 @@ from adk import (
 )
 from adk._driver import agent_run
 from adk.context import new_entry, new_lane, new_run
-from adk.runner import RunResult, _collector
+from adk.runner import RunResult, _collector, _root_run
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 from prebuilt.react import _new_round
@@ -137,6 +137,7 @@ async def test_internal_objects_made_by_their_functions_have_every_field_set() -
     assert _all_set(new_entry("a", ("a",), Message.user("x"), 0))
     assert _all_set(agent_run(agent, ctx))
     assert _all_set(_collector())
+    assert _all_set(_root_run(Runner(agent), agent, ctx, None))
     assert _all_set(_new_round([], []))
     react = ReActAgent("r", ScriptedModel(["done"]))
     assert _all_set(react._core._turn(ctx, 0))
