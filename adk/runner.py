@@ -25,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent
-from ._driver import NO_EVENT, _AgentRun, close_events, drive, is_cancellation
+from ._driver import (
+    NO_EVENT,
+    _AgentRun,
+    agent_run,
+    close_events,
+    is_cancellation,
+    settle,
+)
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
@@ -344,7 +351,7 @@ class Runner(AsyncCloseable):
     ) -> _RunState:
         return new_run(messages, session, run_id or None, plan, self._hooks, self.resources)
 
-    async def _drive_root(
+    def _drive_root(
         self,
         ctx: RunContext,
         input: AgentInput,
@@ -353,8 +360,25 @@ class Runner(AsyncCloseable):
     ) -> AsyncGenerator[AgentEvent, None]:
         """The root agent's events under the runner's rules (``_check``), each given to
         ``on_event`` just before it goes out. A resume that lost its ``claim`` on the checkpoint
-        stops at the next event: the checkpoint may be another resume's now."""
-        events = drive(self.agent, input, ctx)
+        stops at the next event: the checkpoint may be another resume's now.
+
+        An agent with a driver of its own (``_adk_drive``: the framework's sequences and loops)
+        is iterated under ``_drive_fused``; any other is driven by ``_drive_plain``, which applies
+        ``drive``'s rules itself: one generator fewer on every event."""
+        agent = self.agent
+        fused = getattr(agent, "_adk_drive", None)
+        if fused is not None:
+            return self._drive_fused(ctx, fused(input, ctx), checkpoint_id, claim)
+        return self._drive_plain(agent_run(agent, ctx), input, checkpoint_id, claim)
+
+    async def _drive_fused(
+        self,
+        ctx: RunContext,
+        events: AsyncGenerator[AgentEvent, None],
+        checkpoint_id: str | None,
+        claim: _Claim | None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """``_drive_root`` of the ``events`` of an agent that applies ``drive``'s rules itself."""
         on_event = self._on_event
         watched = on_event is not None or claim is not None  # one test per event when neither
         ended = False  # the run's last event is out: what fails from then on can only be logged
@@ -400,6 +424,135 @@ class Runner(AsyncCloseable):
                 previous._flags = 0
                 previous = None
             await _close_root(events, ended)
+
+    async def _drive_plain(
+        self,
+        own: _AgentRun,
+        input: AgentInput,
+        checkpoint_id: str | None,
+        claim: _Claim | None,
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """``_drive_root`` of an agent without a driver of its own: ``drive``'s rules (its
+        ``_drive``) and the runner's (``_drive_fused``'s) applied in one generator, in the same
+        order as the two generators did, one inside the other. What fails in the agent or in
+        ``drive``'s rules becomes the agent's error event (``own.failed``); what fails in the
+        runner's rules (a hook at the root) fails the run with ``_root_failed`` before the agent
+        is closed; a failure once the run's last event is out is logged."""
+        ctx = own.ctx
+        on_event = self._on_event
+        watched = on_event is not None or claim is not None  # one test per event when neither
+        ended = False  # the run's last event is out: what fails from then on can only be logged
+        closed = False  # the reader closed this generator: what fails from then on is raised
+        previous: AgentEvent | None = None
+        try:
+            early = own.skipped()
+            if early is None and own.hooks is not None:
+                early = await own.start()
+            if early is not None:  # a pause re-raised, or a failed start: it ends the run
+                previous = early
+                early, after = await _check(self, ctx, checkpoint_id, early, claim)
+                ended = True
+                yield early
+                if after is not None:
+                    yield after
+                return
+            try:
+                events = own.events(input)
+                try:  # ``_drive``'s: not `async with closing(...)`, try/finally is cheaper
+                    async for event in events:
+                        stop = own.observe(event)
+                        # The runner's rules (``_drive_fused``'s), their failures the run's.
+                        try:
+                            if watched:
+                                if (
+                                    claim is not None
+                                    and claim.lost
+                                    and event.interrupted is None
+                                    and event.error is None
+                                ):
+                                    ended = True
+                                    lost = _claim_lost(
+                                        event.agent_name, event.run_path, claim.checkpoint_id
+                                    )
+                                    yield _final(on_event, _made(ctx, lost))
+                                    return
+                                if (
+                                    on_event is not None
+                                    and event._signal is None
+                                    and event.error is None
+                                ):
+                                    on_event(event)
+                            if previous is not None:  # see adk.events
+                                previous._flags = 0
+                            previous = event
+                            if (
+                                event._signal is None
+                                and event.action is None
+                                and event.error is None
+                            ):
+                                after = None
+                            else:
+                                event, after = await _check(self, ctx, checkpoint_id, event, claim)
+                                ended = (
+                                    event.error is not None
+                                    or after is not None
+                                    or event.interrupted is not None
+                                )
+                        except Exception as exc:
+                            if is_cancellation(exc):
+                                raise
+                            ended = True
+                            yield _final(on_event, _root_failed(ctx, exc))
+                            return
+                        yield event
+                        if after is not None:
+                            yield after
+                        if ended:
+                            return
+                        # ``_drive``'s, once the reader took the event.
+                        if own.stream is not None:
+                            await own.record_stream()
+                        if stop:
+                            await settle(event)
+                            break
+                except GeneratorExit:
+                    closed = True
+                    raise
+                finally:
+                    if getattr(events, "ag_frame", True) is not None:
+                        await close_events(events)
+            except (Exception, asyncio.CancelledError) as exc:
+                if closed or ended or is_cancellation(exc):
+                    raise
+                failed = own.failed(exc)
+                if previous is not None:
+                    previous._flags = 0
+                previous = failed
+                failed, after = await _check(self, ctx, checkpoint_id, failed, claim)
+                ended = True
+                yield failed
+                if after is not None:
+                    yield after
+            finally:
+                event = failed = NO_EVENT  # see _driver.NO_EVENT
+                after = None
+                if own.needs_finish:
+                    await own.finish()
+        except Exception as exc:
+            if is_cancellation(exc):
+                raise
+            if ended:  # as ``_close_root``: the run's outcome stands
+                _log_after_end(exc)
+                return
+            if closed:
+                raise
+            ended = True  # a hook at the root failed (see ``_root_failed``)
+            yield _final(on_event, _root_failed(ctx, exc))
+        finally:
+            event = early = NO_EVENT  # see _driver.NO_EVENT
+            if previous is not None:
+                previous._flags = 0
+                previous = None
 
     async def _pause(
         self,
