@@ -458,6 +458,7 @@ class Runner(AsyncCloseable):
                 return
             try:
                 events = own.events(input)
+                del input  # the agent's now: not kept while the run waits (a GC-tracked object)
                 try:  # ``_drive``'s: not `async with closing(...)`, try/finally is cheaper
                     async for event in events:
                         stop = own.observe(event)
