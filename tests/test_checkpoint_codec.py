@@ -412,7 +412,7 @@ def test_damaged_checkpoints_say_what_is_wrong(damage: Any, message: str) -> Non
     assert "checkpoint 'cp-1'" in str(caught.value)
 
 
-@pytest.mark.parametrize("version", [0, 2, 99, "1", None])
+@pytest.mark.parametrize("version", [0, 2, 99, "1", None, True, 1.0])
 def test_incompatible_version_is_a_clear_error(version: Any) -> None:
     data = with_header(b'{"agent":"root"}', version=version)
 
@@ -490,6 +490,18 @@ async def test_resuming_a_checkpoint_of_another_version_is_a_clear_error() -> No
 
     with pytest.raises(CheckpointError, match=f"format version {VERSION + 1}"):
         await collect(runner.resume(cid, "x"))
+
+
+async def test_a_checkpoint_of_a_newer_version_says_so_and_is_kept_for_that_version() -> None:
+    # After a rollback, checkpoints the newer release wrote must stay for it to resume.
+    runner, store, cid, body = await _paused()
+    newer = with_header(json.dumps(body).encode(), version=VERSION + 1)
+    await store.put(cid, newer)
+
+    with pytest.raises(CheckpointError, match="a newer pyadk wrote it"):
+        await collect(runner.resume(cid, "x"))
+
+    assert await store.get(cid) == newer
 
 
 @pytest.mark.parametrize(

@@ -265,10 +265,17 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise fail("is not a pyadk checkpoint or is corrupt (unreadable header)")
     version = header.get("version")
-    if version != VERSION:
+    if type(version) is not int or version != VERSION:  # not True or 1.0: a writer's mistake
+        newer = type(version) is int and version > VERSION
         raise fail(
             f"was written in checkpoint format version {version!r}; "
             f"this pyadk reads version {VERSION}"
+            + (
+                " (a newer pyadk wrote it: resume it with that version or a later one; it is "
+                "kept as it was)"
+                if newer
+                else ""
+            )
         )
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise fail("is corrupt or was modified: its checksum does not match (truncated or edited)")
