@@ -118,9 +118,9 @@ async def _run_steps(
         start = 0
         if resuming:
             state = _saved_state(ctx)
-            start = state.count("index", below=len(children))
-            steps.iteration = state.count("iteration", default=0, below=limit)
             steps.path = tuple(state.names("run_path"))
+            start = _resumed_step(state, steps.path, ctx.run_path, children)
+            steps.iteration = _resumed_iteration(state, limit)
             steps.broke = state.values.get("broke") is True
         while limit is None or steps.iteration < limit:
             for index in range(start, len(children)):
@@ -282,6 +282,51 @@ class LoopAgent(_Workflow):
         return _run_steps(self, ctx, agent_run(self, ctx), False)
 
 
+def _resumed_step(
+    state: SavedState, path: tuple[str, ...], own_path: tuple[str, ...], children: list[Agent]
+) -> int:
+    """Where a resumed sequence or loop continues: the index of the step that paused, found by
+    its name (the saved run path ends with it), not by the saved index.
+
+    The index alone would resume whatever step now stands there once the steps changed between
+    pause and resume (a redeploy): a step added before the paused one would make an earlier step
+    run a second time and the paused one run fresh, its resume data dropped. By name, steps added
+    or removed before or after the paused one do not matter: those before it do not run (the
+    resume continues where the run paused), those after it run as usual. What cannot resume
+    safely is refused before any step runs: the paused step gone or renamed, or a step that ran
+    before the pause (in this iteration) moved after it, where it would run again. The saved
+    index says how many of the run path's last names are this iteration's steps.
+    """
+    index = state.count("index", below=max(len(path) - len(own_path), 1))
+    names = [child.name for child in children]
+    paused = path[-1] if path else ""
+    if paused not in names:
+        listed = ", ".join(repr(name) for name in names) or "none"
+        raise state.error(
+            f"the step that paused, {paused!r}, is no longer one of its steps ({listed})"
+        )
+    start = names.index(paused)
+    again = [name for name in path[len(path) - 1 - index : -1] if name in names[start + 1 :]]
+    if again:
+        raise state.error(
+            f"step(s) {', '.join(map(repr, again))} ran before step {paused!r} paused and now "
+            "come after it: resuming would run them again"
+        )
+    return start
+
+
+def _resumed_iteration(state: SavedState, limit: int | None) -> int:
+    """The loop iteration a resumed loop continues in; one its ``max_iterations`` no longer
+    allows (lowered since the pause) is refused rather than skipping the paused step."""
+    iteration = state.count("iteration", default=0)
+    if limit is not None and iteration >= limit:
+        raise state.error(
+            f"'iteration' is {iteration}: it paused in iteration {iteration + 1}, beyond its "
+            f"max_iterations of {limit}"
+        )
+    return iteration
+
+
 def _saved_state(ctx: RunContext) -> SavedState:
     resume = ctx.resume
     return SavedState(f"workflow '{ctx.agent_name}'", resume.state if resume is not None else None)
@@ -311,10 +356,35 @@ class ParallelAgent(_Workflow):
         """Run again only the branches that had not finished; each sees the history it saw
         before the pause, not the entries its siblings added."""
         state = _saved_state(ctx)
-        finished = state.counts("finished", default=[], below=len(self.sub_agents))
+        finished = self._finished_branches(state)
         # Checkpoints from before the fork was saved have none: see ``_run_branches``.
         fork = state.count("fork_seq") if state.values.get("fork_seq") is not None else None
         return self._run_branches(ctx, finished=finished, fork=fork)
+
+    def _finished_branches(self, state: SavedState) -> list[int]:
+        """The indices of the branches that finished before the pause, found by name.
+
+        The saved ``finished`` indices are positions among the branches the paused run had,
+        saved with their names (``branches``) since the branches may change between pause and
+        resume (a redeploy): by position, a branch added or removed before another would have a
+        finished branch run again and a waiting one skipped, its resume data dropped. A branch
+        that paused must still be there (by name); a branch added since runs, as every branch
+        does. Older checkpoints saved no names: their indices are read as positions, as before.
+        """
+        branches = state.values.get("branches")
+        if branches is None:
+            return state.counts("finished", below=len(self.sub_agents))
+        names = state.names("branches")
+        finished = {names[i] for i in state.counts("finished", below=len(names))}
+        now = {child.name: index for index, child in enumerate(self.sub_agents)}
+        gone = [name for name in names if name not in finished and name not in now]
+        if gone:
+            listed = ", ".join(repr(name) for name in now) or "none"
+            raise state.error(
+                f"the branch(es) that paused, {', '.join(map(repr, gone))}, are no longer among "
+                f"its branches ({listed})"
+            )
+        return sorted(now[name] for name in finished if name in now)
 
     async def _run_branches(
         self, ctx: RunContext, finished: Iterable[int], fork: int | None
@@ -421,7 +491,12 @@ class ParallelAgent(_Workflow):
                 finally:
                     del failed  # a local in a frame of its traceback: a reference cycle
         if signal is not None:
-            signal.save(ctx.address, {"finished": sorted(done), "fork_seq": fork})
+            state = {
+                "finished": sorted(done),
+                "fork_seq": fork,
+                "branches": [child.name for child in self.sub_agents],
+            }
+            signal.save(ctx.address, state)
             yield _interrupt_event(signal)
 
 

@@ -130,7 +130,9 @@ async def test_a_sequence_step_index_past_its_steps() -> None:
 
     error = await _resume_with(body, runner)
 
-    assert "workflow 'steps'" in str(error) and "'index'" in str(error) and "below 3" in str(error)
+    # The index counts the steps the saved run path says this iteration started (one: it paused
+    # in its first step), not the steps the workflow has now, which may have changed since.
+    assert "workflow 'steps'" in str(error) and "'index'" in str(error) and "below 1" in str(error)
 
 
 async def test_a_workflow_with_no_saved_state() -> None:

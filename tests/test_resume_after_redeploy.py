@@ -1,0 +1,340 @@
+"""Resuming a paused run after the service was redeployed with changed code.
+
+A person may take days to answer, and the service is redeployed meanwhile: the agent tree that
+resumes is not the one that paused. Each test pauses a run with one tree, saved in a real SQLite
+store, and resumes it with another, as a new process would. Where the saved state still means the
+same thing (steps or branches added or removed around the paused one, a compatible tool change),
+the resume continues exactly where the run paused, delivers the person's answer there, and runs no
+finished step again. Where it does not (the paused step, branch or action gone or renamed, a step
+that ran moved after the paused one, a paused call whose arguments no longer fit its tool, a loop
+or agent past its lowered limit), the resume is refused with a ``CheckpointError`` that names what
+no longer matches, before anything runs, and the checkpoint stays stored: the rolled-back tree
+resumes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import adk
+from adk import (
+    Agent,
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
+    CheckpointError,
+    LoopAgent,
+    ParallelAgent,
+    Role,
+    RunContext,
+    RunError,
+    Runner,
+    SequentialAgent,
+)
+from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+LOG: list[tuple[Any, ...]] = []
+
+
+@pytest.fixture(autouse=True)
+def _clear_log() -> None:
+    LOG.clear()
+
+
+class Step(BaseAgent):
+    """Notes that it ran, and what resume data it was given."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        LOG.append(("ran", self.name))
+        yield AgentEvent.of(f"{self.name} done")
+
+
+class Ask(BaseAgent):
+    """Pauses with a question; on resume notes the answer."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            LOG.append(("asked", self.name))
+            yield ctx.interrupt(f"{self.name}?")
+            return
+        LOG.append(("answered", self.name, ctx.resume.data))
+        yield AgentEvent.of(f"{self.name}: {ctx.resume.data}")
+
+
+class Redeploy:
+    """A run paused by one agent tree in a SQLite file, resumed by others as new processes would."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    async def pause(self, tree: Agent) -> list[str]:
+        async with SQLiteCheckpointStore(self.path) as store:
+            result = await Runner(tree, checkpoint_store=store).invoke("go", checkpoint_id="c")
+        assert result.interrupt is not None
+        LOG.clear()
+        return result.interrupt.point_ids
+
+    async def resume(self, tree: Agent, data: Any = "yes") -> adk.RunResult:
+        async with SQLiteCheckpointStore(self.path) as store:
+            return await Runner(tree, checkpoint_store=store).invoke_resume("c", data)
+
+    async def refused(self, tree: Agent, data: Any = "yes") -> str:
+        """Resume with ``tree``, which must be refused before anything ran; the error's text."""
+        with pytest.raises((RunError, CheckpointError)) as raised:
+            await self.resume(tree, data)
+        error = raised.value
+        if isinstance(error, RunError):
+            assert isinstance(error.__cause__, CheckpointError), error
+            error = error.__cause__
+        assert [entry for entry in LOG if entry[0] != "asked"] == [], "something ran"
+        assert await self.stored() is not None, "a refused resume lost the checkpoint"
+        LOG.clear()
+        return str(error)
+
+    async def stored(self) -> bytes | None:
+        async with SQLiteCheckpointStore(self.path) as store:
+            return await store.get("c")
+
+    async def edit(self, change: Callable[[dict[str, Any]], None]) -> None:
+        """Rewrite the stored checkpoint's body (as an older pyadk would have written it)."""
+        async with SQLiteCheckpointStore(self.path) as store:
+            data = await store.get("c")
+            assert data is not None
+            body = decode_checkpoint(data, "c")
+            change(body)
+            await store.put("c", encode_checkpoint(body))
+
+
+@pytest.fixture
+def deploy(tmp_path: Path) -> Redeploy:
+    return Redeploy(tmp_path / "checkpoints.db")
+
+
+def seq(*steps: Agent) -> SequentialAgent:
+    return SequentialAgent("flow", list(steps))
+
+
+# -- SequentialAgent ---------------------------------------------------------------------------
+
+
+async def test_a_step_added_before_the_paused_one_neither_runs_nor_reruns_an_earlier_step(
+    deploy: Redeploy,
+) -> None:
+    # The saved index (1) pointed at "a" in the new tree: "a" ran a second time and "b" asked
+    # its question again, the answer dropped.
+    await deploy.pause(seq(Step("a"), Ask("b"), Step("c")))
+
+    result = await deploy.resume(seq(Step("new"), Step("a"), Ask("b"), Step("c")))
+
+    assert LOG == [("answered", "b", "yes"), ("ran", "c")]
+    assert result.interrupt is None and await deploy.stored() is None
+
+
+async def test_a_step_removed_before_the_paused_one_still_resumes_the_paused_one(
+    deploy: Redeploy,
+) -> None:
+    # The saved index (1) pointed at "c": "b" never got its answer, and the run finished and
+    # deleted the checkpoint.
+    await deploy.pause(seq(Step("a"), Ask("b"), Step("c")))
+
+    await deploy.resume(seq(Ask("b"), Step("c")))
+
+    assert LOG == [("answered", "b", "yes"), ("ran", "c")]
+
+
+async def test_a_step_added_after_the_paused_one_runs(deploy: Redeploy) -> None:
+    await deploy.pause(seq(Step("a"), Ask("b"), Step("c")))
+
+    await deploy.resume(seq(Step("a"), Ask("b"), Step("new"), Step("c")))
+
+    assert LOG == [("answered", "b", "yes"), ("ran", "new"), ("ran", "c")]
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        pytest.param(lambda: seq(Step("a"), Step("c")), id="removed"),
+        pytest.param(lambda: seq(Step("a"), Ask("b2"), Step("c")), id="renamed"),
+        pytest.param(lambda: seq(Step("a"), seq(Ask("b")), Step("c")), id="wrapped"),
+    ],
+)
+async def test_the_paused_step_gone_is_refused_and_the_rolled_back_tree_resumes(
+    deploy: Redeploy, changed: Callable[[], Agent]
+) -> None:
+    # Removed, the run went on at "c" and finished: the answer dropped and the checkpoint
+    # deleted. Renamed or wrapped, the new step asked afresh and the checkpoint was overwritten.
+    await deploy.pause(seq(Step("a"), Ask("b"), Step("c")))
+
+    error = await deploy.refused(changed())
+
+    assert "workflow 'flow'" in error and "the step that paused, 'b'" in error
+    await deploy.resume(seq(Step("a"), Ask("b"), Step("c")))
+    assert LOG == [("answered", "b", "yes"), ("ran", "c")]
+
+
+async def test_a_step_that_ran_moved_after_the_paused_one_is_refused(deploy: Redeploy) -> None:
+    # Resumed at the saved index, "a" ran again and "b" never got its answer.
+    await deploy.pause(seq(Step("a"), Ask("b"), Step("c")))
+
+    error = await deploy.refused(seq(Ask("b"), Step("a"), Step("c")))
+
+    assert "'a' ran before step 'b' paused and now come after it" in error
+
+
+async def test_steps_reordered_before_the_paused_one_resume(deploy: Redeploy) -> None:
+    await deploy.pause(seq(Step("a"), Step("x"), Ask("b"), Step("c")))
+
+    await deploy.resume(seq(Step("x"), Step("a"), Ask("b"), Step("c")))
+
+    assert LOG == [("answered", "b", "yes"), ("ran", "c")]
+
+
+# -- LoopAgent ---------------------------------------------------------------------------------
+
+
+def loop(*steps: Agent, max_iterations: int | None = 3) -> LoopAgent:
+    return LoopAgent("loop", list(steps), max_iterations=max_iterations)
+
+
+class AskOnce(BaseAgent):
+    """Pauses in the loop's second iteration only."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        seen = ctx.session.get("seen", 0)
+        ctx.session["seen"] = seen + 1
+        if seen == 1 and ctx.resume is None:
+            LOG.append(("asked", self.name))
+            yield ctx.interrupt("again?")
+            return
+        LOG.append(("answered", self.name, ctx.resume.data) if ctx.resume else ("ran", self.name))
+        yield AgentEvent.of(self.name)
+
+
+async def test_a_loop_step_added_before_the_paused_one_does_not_rerun_a_step(
+    deploy: Redeploy,
+) -> None:
+    await deploy.pause(loop(Step("a"), AskOnce("b")))
+
+    await deploy.resume(loop(Step("new"), Step("a"), AskOnce("b")))
+
+    # The paused iteration (the second) goes on after "b"; the third runs the new steps.
+    assert LOG == [("answered", "b", "yes"), ("ran", "new"), ("ran", "a"), ("ran", "b")]
+
+
+async def test_max_iterations_lowered_below_the_paused_iteration_is_refused(
+    deploy: Redeploy,
+) -> None:
+    await deploy.pause(loop(Step("a"), AskOnce("b")))
+
+    error = await deploy.refused(loop(Step("a"), AskOnce("b"), max_iterations=1))
+
+    assert "workflow 'loop'" in error and "paused in iteration 2" in error
+    assert "max_iterations of 1" in error
+    await deploy.resume(loop(Step("a"), AskOnce("b"), max_iterations=2))
+    assert LOG == [("answered", "b", "yes")]
+
+
+# -- ParallelAgent -----------------------------------------------------------------------------
+
+
+def par(*branches: Agent) -> SequentialAgent:
+    return seq(Step("first"), ParallelAgent("both", list(branches)))
+
+
+async def test_a_branch_added_runs_and_the_finished_one_does_not_run_again(
+    deploy: Redeploy,
+) -> None:
+    # The finished branch was saved as index 0, which the new branch took: "a" ran again and
+    # "new" was taken for finished.
+    await deploy.pause(par(Step("a"), Ask("b")))
+
+    await deploy.resume(par(Step("new"), Step("a"), Ask("b")))
+
+    assert sorted(LOG) == [("answered", "b", "yes"), ("ran", "new")]
+
+
+async def test_a_finished_branch_removed_still_resumes_the_paused_one(deploy: Redeploy) -> None:
+    # Index 0 (finished) now named "b": the paused branch was taken for finished, its answer
+    # dropped, and the checkpoint deleted.
+    await deploy.pause(par(Step("a"), Ask("b")))
+
+    await deploy.resume(par(Ask("b")))
+
+    assert LOG == [("answered", "b", "yes")]
+
+
+async def test_branches_reordered_resume_the_paused_one_only(deploy: Redeploy) -> None:
+    await deploy.pause(par(Step("a"), Ask("b")))
+
+    await deploy.resume(par(Ask("b"), Step("a")))
+
+    assert LOG == [("answered", "b", "yes")]
+
+
+async def test_the_paused_branch_renamed_is_refused(deploy: Redeploy) -> None:
+    await deploy.pause(par(Step("a"), Ask("b")))
+
+    error = await deploy.refused(par(Step("a"), Ask("b2")))
+
+    assert "workflow 'both'" in error and "the branch(es) that paused, 'b'" in error
+    await deploy.resume(par(Step("a"), Ask("b")))
+    assert LOG == [("answered", "b", "yes")]
+
+
+async def test_a_sequence_turned_parallel_is_refused(deploy: Redeploy) -> None:
+    # The sequence's state read as a parallel one had no finished branches: "a" ran again.
+    await deploy.pause(SequentialAgent("flow", [Step("a"), Ask("b")]))
+
+    error = await deploy.refused(ParallelAgent("flow", [Step("a"), Ask("b")]))
+
+    assert "workflow 'flow'" in error and "'finished'" in error
+
+
+async def test_a_parallel_checkpoint_without_branch_names_resumes_by_position(
+    deploy: Redeploy,
+) -> None:
+    # Written before the names were saved: read as before.
+    await deploy.pause(par(Step("a"), Ask("b")))
+    await deploy.edit(lambda body: body["states"]["agent:flow/agent:both"][""].pop("branches"))
+
+    await deploy.resume(par(Step("a"), Ask("b")))
+
+    assert LOG == [("answered", "b", "yes")]
+
+
+# -- nesting -----------------------------------------------------------------------------------
+
+
+def nested(inner_steps: list[Agent], outer_before: list[Agent]) -> LoopAgent:
+    inner = SequentialAgent("inner", inner_steps)
+    branches = ParallelAgent("branches", [Step("side"), inner])
+    return LoopAgent("outer", [*outer_before, branches], max_iterations=1)
+
+
+async def test_steps_added_at_every_level_of_a_nesting_resume_the_paused_step(
+    deploy: Redeploy,
+) -> None:
+    await deploy.pause(nested([Step("x"), Ask("y")], [Step("pre")]))
+
+    changed = nested([Step("x0"), Step("x"), Ask("y"), Step("z")], [Step("pre0"), Step("pre")])
+    await deploy.resume(changed)
+
+    assert LOG == [("answered", "y", "yes"), ("ran", "z")]
+
+
+async def test_a_step_moved_inside_a_nesting_is_refused_by_the_workflow_that_holds_it(
+    deploy: Redeploy,
+) -> None:
+    await deploy.pause(nested([Step("x"), Ask("y")], [Step("pre")]))
+
+    error = await deploy.refused(nested([Ask("y"), Step("x")], [Step("pre")]))
+
+    assert "workflow 'inner'" in error and "'x' ran before step 'y' paused" in error
