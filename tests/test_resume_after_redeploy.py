@@ -338,3 +338,97 @@ async def test_a_step_moved_inside_a_nesting_is_refused_by_the_workflow_that_hol
     error = await deploy.refused(nested([Ask("y"), Step("x")], [Step("pre")]))
 
     assert "workflow 'inner'" in error and "'x' ran before step 'y' paused" in error
+
+
+# -- ActionAgent -------------------------------------------------------------------------------
+
+
+class Publisher(ActionAgent):
+    @action(InputEvent)
+    def log(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("ran", "log"))
+
+    @action(InputEvent)
+    def publish(self, event: InputEvent, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise adk.Interrupt("publish?")
+        LOG.append(("answered", "publish", ctx.resume.data))
+        ctx.send_event(OutputEvent(output=f"{event.input}: {ctx.resume.data}"))
+
+
+class AuditedPublisher(ActionAgent):
+    """``Publisher`` with an action added before the paused one (actions run in order)."""
+
+    @action(InputEvent)
+    def audit(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("ran", "audit"))
+
+    @action(InputEvent)
+    def log(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("ran", "log"))
+
+    @action(InputEvent)
+    def publish(self, event: InputEvent, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise adk.Interrupt("publish?")
+        LOG.append(("answered", "publish", ctx.resume.data))
+        ctx.send_event(OutputEvent(output=f"{event.input}: {ctx.resume.data}"))
+
+
+class RenamedPublisher(ActionAgent):
+    @action(InputEvent)
+    def log(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("ran", "log"))
+
+    @action(InputEvent)
+    def release(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("ran", "release"))
+
+
+class ReorderedPublisher(ActionAgent):
+    @action(InputEvent)
+    def publish(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("ran", "publish"))
+
+    @action(InputEvent)
+    def log(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("ran", "log"))
+
+
+async def test_an_action_added_before_the_paused_one_does_not_rerun_an_earlier_action(
+    deploy: Redeploy,
+) -> None:
+    # The saved listener index (1) pointed at "log" in the new agent: it ran again, and
+    # "publish" asked afresh, the answer dropped.
+    await deploy.pause(Publisher("p"))
+
+    result = await deploy.resume(AuditedPublisher("p"))
+
+    assert LOG == [("answered", "publish", "yes")] and result.text == "go: yes"
+
+
+@pytest.mark.parametrize(
+    ("changed", "complaint"),
+    [
+        (RenamedPublisher, "the action that paused, 'publish', no longer takes InputEvent"),
+        (ReorderedPublisher, "'log' ran on the event before action 'publish' paused"),
+    ],
+)
+async def test_the_paused_action_gone_or_moved_is_refused(
+    deploy: Redeploy, changed: type[ActionAgent], complaint: str
+) -> None:
+    await deploy.pause(Publisher("p"))
+
+    error = await deploy.refused(changed("p"))
+
+    assert "agent 'p'" in error and complaint in error
+    assert (await deploy.resume(Publisher("p"))).text == "go: yes"
+
+
+async def test_an_action_checkpoint_without_action_names_resumes_by_position(
+    deploy: Redeploy,
+) -> None:
+    await deploy.pause(Publisher("p"))
+    await deploy.edit(lambda body: body["states"]["agent:p"][""].pop("actions"))
+
+    assert (await deploy.resume(Publisher("p"))).text == "go: yes"

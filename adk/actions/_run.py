@@ -206,6 +206,8 @@ class _ActionRun:
         return {
             "event": self._encode(current),
             "listener": listener,
+            # By name too: ``restore`` finds the paused action by it (see ``_paused_listener``).
+            "actions": [found.name for found in self.plan.listeners(type(current))[: listener + 1]],
             "queue": [self._encode(event) for event in self.queue],
             "chats": {
                 request_id: {
@@ -222,7 +224,7 @@ class _ActionRun:
         """Rebuild the queue and chats from a pause state; the paused event and listener index."""
         saved = SavedState(f"agent {self.agent.name!r}", state)
         current = self._decode(saved, saved.values.get("event"))
-        listener = saved.count("listener", below=len(self.plan.listeners(type(current))))
+        listener = self._paused_listener(saved, type(current))
         queued = saved.values.get("queue", [])
         if not isinstance(queued, list):
             raise saved.error("'queue' must be a list of events")
@@ -240,6 +242,42 @@ class _ActionRun:
             )
         self.count = saved.count("count", default=0)
         return current, listener
+
+    def _paused_listener(self, saved: SavedState, event_type: type[Event]) -> int:
+        """The index of the paused action among the event's listeners, found by its name.
+
+        The saved index alone would, once the actions changed between pause and resume (a
+        redeploy), run whichever action now stands there: an action added before the paused one
+        would make an action that already ran on the event run again, and the paused one run
+        fresh, its resume data dropped. So the pause saves the names of the listeners that ran
+        up to the paused one (``actions``): actions added or removed around it do not matter, but
+        the paused action gone (or renamed), or one that ran before it moved after it (where it
+        would run again), is refused. Older checkpoints saved no names: their index is read as a
+        position, as before.
+        """
+        listeners = self.plan.listeners(event_type)
+        if saved.values.get("actions") is None:
+            return saved.count("listener", below=len(listeners))
+        ran = saved.names("actions")
+        # The listeners up to the paused one, so the saved index is the last of them.
+        if saved.count("listener", below=max(len(ran), 1)) != len(ran) - 1:
+            raise saved.error(f"'listener' is not the last of the saved actions {ran!r}")
+        names = [found.name for found in listeners]
+        if not ran or ran[-1] not in names:
+            listed = ", ".join(repr(name) for name in names) or "none"
+            paused = repr(ran[-1]) if ran else "(none saved)"
+            raise saved.error(
+                f"the action that paused, {paused}, no longer takes {event_type.__name__} "
+                f"(its actions for it: {listed})"
+            )
+        index = names.index(ran[-1])
+        again = [name for name in ran[:-1] if name in names[index + 1 :]]
+        if again:
+            raise saved.error(
+                f"action(s) {', '.join(map(repr, again))} ran on the event before action "
+                f"{ran[-1]!r} paused and now come after it: resuming would run them again"
+            )
+        return index
 
     def _encode(self, event: Event) -> dict[str, Any]:
         """An event as JSON: fields typed ``Any`` keep registered models tagged (as checkpoints
