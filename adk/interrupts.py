@@ -202,6 +202,14 @@ class _ResumePlan:
             data=self.targets.get(address),
         )
 
+    def info_at(self, address: Address) -> Any:
+        """The info of the pending point at exactly ``address`` (None if none is pending there):
+        what the paused component asked, e.g. an approval request."""
+        for point in self.points:
+            if point.id == address:
+                return point.info
+        return None
+
     def consume(self, address: Address) -> None:
         """Forget the points at or below ``address`` once it has resumed: if the same component
         runs again later in this run (a loop's next iteration) it starts fresh."""

@@ -432,3 +432,141 @@ async def test_an_action_checkpoint_without_action_names_resumes_by_position(
     await deploy.edit(lambda body: body["states"]["agent:p"][""].pop("actions"))
 
     assert (await deploy.resume(Publisher("p"))).text == "go: yes"
+
+
+# -- tools awaiting approval -------------------------------------------------------------------
+
+
+def _payer(pay: adk.FunctionTool, max_iterations: int = 20) -> ReActAgent:
+    def reply(messages: list[adk.Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"model saw: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay", {"payee": "ACME", "amount_cents": 120})])
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=[pay], max_iterations=max_iterations)
+
+
+@adk.tool(require_approval=True)
+def pay(payee: str, amount_cents: int) -> str:
+    """Send money."""
+    LOG.append(("paid", payee, amount_cents))
+    return f"sent {amount_cents} to {payee}"
+
+
+@adk.tool(require_approval=True, name="pay")
+def pay_renamed_parameter(payee: str, amount: int = 100) -> str:
+    """Send money (``amount_cents`` renamed, with a default)."""
+    LOG.append(("paid", payee, amount))
+    return f"sent {amount} to {payee}"
+
+
+@adk.tool(require_approval=True, name="pay")
+def pay_with_memo(payee: str, amount_cents: int, memo: str = "") -> str:
+    """Send money (a parameter added, with a default)."""
+    LOG.append(("paid", payee, amount_cents))
+    return f"sent {amount_cents} to {payee}"
+
+
+@adk.tool(name="pay")
+def pay_unguarded(payee: str, amount_cents: int) -> str:
+    """Send money (no longer requires approval)."""
+    LOG.append(("paid", payee, amount_cents))
+    return f"sent {amount_cents} to {payee}"
+
+
+async def test_a_paused_call_whose_arguments_no_longer_fit_its_tool_is_refused(
+    deploy: Redeploy,
+) -> None:
+    # The approved call came back to the model as "invalid arguments": the approval dropped,
+    # the checkpoint deleted.
+    await deploy.pause(_payer(pay))
+
+    error = await deploy.refused(_payer(pay_renamed_parameter), {"approved": True})
+
+    assert "'agent:payer/tool:pay#call_1'" in error and "no longer fit tool 'pay'" in error
+    assert "amount_cents" in error
+    await deploy.resume(_payer(pay), {"approved": True})
+    assert LOG == [("paid", "ACME", 120)]
+
+
+async def test_a_compatible_parameter_change_resumes_the_approved_call(deploy: Redeploy) -> None:
+    await deploy.pause(_payer(pay))
+
+    result = await deploy.resume(_payer(pay_with_memo), {"approved": True})
+
+    assert LOG == [("paid", "ACME", 120)] and result.text == "model saw: sent 120 to ACME"
+
+
+async def test_a_denial_holds_when_the_tool_no_longer_requires_approval(
+    deploy: Redeploy,
+) -> None:
+    # The tool without the flag ignored the decision: the denied payment was made.
+    await deploy.pause(_payer(pay))
+
+    result = await deploy.resume(_payer(pay_unguarded), {"approved": False, "reason": "no"})
+
+    assert LOG == []
+    assert result.text == "model saw: Error: the call to 'pay' was not approved: no"
+
+
+async def test_an_approval_holds_when_the_tool_no_longer_requires_approval(
+    deploy: Redeploy,
+) -> None:
+    await deploy.pause(_payer(pay))
+
+    await deploy.resume(_payer(pay_unguarded), {"approved": True})
+
+    assert LOG == [("paid", "ACME", 120)]
+
+
+@adk.tool(require_approval=True, name="book")
+def book(seat_for: str, ctx: adk.ToolContext) -> str:
+    """Book a seat once approved; asks which seat."""
+    if ctx.resume is None or ctx.resume.state is None:
+        raise adk.Interrupt("window or aisle?", state={"for": seat_for})
+    LOG.append(("booked", ctx.resume.state["for"], ctx.resume.data))
+    return f"booked {ctx.resume.data}"
+
+
+@adk.tool(name="book")
+def book_unguarded(seat_for: str, ctx: adk.ToolContext) -> str:
+    """Book a seat; asks which seat."""
+    if ctx.resume is None:
+        raise adk.Interrupt("window or aisle?", state={"for": seat_for})
+    LOG.append(("booked", ctx.resume.state["for"], ctx.resume.data))
+    return f"booked {ctx.resume.data}"
+
+
+def _booker(tool: adk.FunctionTool) -> ReActAgent:
+    def reply(messages: list[adk.Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"model saw: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("book", {"seat_for": "Ann"})])
+
+    return ReActAgent("booker", ScriptedModel(reply), tools=[tool])
+
+
+async def test_an_approved_call_that_pauses_on_its_own_gets_its_answer(deploy: Redeploy) -> None:
+    # The answer to the tool's own question ("window") was read as the approval decision: the
+    # call came back "not approved", though it had been approved.
+    await deploy.pause(_booker(book))
+    paused = await deploy.resume(_booker(book), {"approved": True})
+    assert paused.interrupt is not None and paused.interrupt.points[0].info == "window or aisle?"
+
+    done = await deploy.resume(_booker(book), "window")
+
+    assert LOG == [("booked", "Ann", "window")] and done.text == "model saw: booked window"
+
+
+async def test_a_call_paused_unapproved_is_refused_once_the_tool_requires_approval(
+    deploy: Redeploy,
+) -> None:
+    # The tool paused on its own question; the redeployed tool requires approval, which this
+    # call never got: running it with the answer would skip the approval.
+    await deploy.pause(_booker(book_unguarded))
+
+    error = await deploy.refused(_booker(book), "window")
+
+    assert "tool 'book' requires approval" in error and "without having been approved" in error
+    await deploy.resume(_booker(book_unguarded), "window")
+    assert LOG == [("booked", "Ann", "window")]

@@ -24,7 +24,8 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from ..interrupts import Interrupt
+from ..checkpoint.codec import CheckpointError
+from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
 from .base import ToolContext, ToolResult, ToolSpec
 
@@ -161,6 +162,40 @@ def _serialise(value: Any) -> str | ToolResult:
         return pydantic_core.to_json(value, fallback=str).decode()
     except (pydantic_core.PydanticSerializationError, ValueError):
         return str(value)
+
+
+_APPROVED_SLOT = "approved"
+"""Where an approved call that then paused on its own saves that it was approved (beside its own
+state): on resume it goes on without asking again, and the person's answer to its own question is
+not read as an approval decision."""
+
+
+def _mark_approved(exc: Interrupt, address: str) -> None:
+    if exc._signal is None:
+        exc._signal = _InterruptSignal.single(address, exc.info, exc.state)
+    exc._signal.save(address, True, _APPROVED_SLOT)
+
+
+def _decision(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResult | bool | None:
+    """A resumed call's approval decision: ``True`` if approved, the error result a denial
+    returns, or None if its pause was not an approval request (the function paused on its own,
+    and the resume data is its answer)."""
+    if not (
+        isinstance(info, dict)
+        and info.get("type") == "approval"
+        and info.get("tool_call_id") == ctx.tool_call_id
+    ):
+        return None
+    decision = resume.data
+    if isinstance(decision, dict):
+        approved = _approves(decision.get("approved"))
+        reason = decision.get("reason")
+    else:
+        approved, reason = _approves(decision), None
+    if approved:
+        return True
+    text = f"Error: the call to '{ctx.tool_name}' was not approved"
+    return ToolResult(content=f"{text}: {reason}" if reason else text, is_error=True)
 
 
 def _approves(decision: Any) -> bool:
@@ -309,18 +344,35 @@ class FunctionTool:
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         """Validate the arguments (invalid ones return an error result the model can correct)
         and call the function: sync ones in a worker thread unless ``thread=False``."""
+        plan = ctx.run_context._run.plan
+        resume = plan.resume_for(ctx.address) if plan is not None else None
+        # A resumed call that paused for approval: the person's decision, whether or not the tool
+        # still requires approval (a denial must hold after a redeploy that dropped the flag).
+        decision = _decision(resume, plan.info_at(ctx.address), ctx) if resume and plan else None
         try:
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except ValidationError as exc:
-            return ToolResult.error(format_validation_error(self.name, exc))
+            if resume is None:
+                return ToolResult.error(format_validation_error(self.name, exc))
+            if isinstance(decision, ToolResult):  # denied: nothing to run, nothing lost
+                return decision
+            # Valid when the call paused: the tool's parameters changed since (a redeploy). An
+            # error result would leave the model to work around a call a person answered.
+            problems = format_validation_error(self.name, exc)
+            problems = problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
+            raise CheckpointError(
+                f"the paused call {ctx.address!r} cannot resume: its arguments no longer fit "
+                f"tool '{self.name}', whose parameters changed since the pause ({problems})"
+            ) from None
         if self._same_names:  # its fields and nothing else (extra="forbid"), in their order
             kwargs = dict(parsed.__dict__)
         else:
             kwargs = {param: getattr(parsed, field) for field, param in self._field_names}
-        if self.require_approval:
-            denial = self._check_approval(kwargs, ctx)
-            if denial is not None:
-                return denial
+        if decision is not None:
+            if isinstance(decision, ToolResult):
+                return decision
+        elif self.require_approval:
+            self._check_approval(kwargs, ctx, resume)
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
         if self._positional:
@@ -328,20 +380,30 @@ class FunctionTool:
             call: Callable[..., Any] = functools.partial(self.fn, *args)
         else:
             call = self.fn
-        if self._is_async:
-            return _serialise(await call(**kwargs))
-        if self._thread:
-            value = await asyncio.to_thread(call, **kwargs)
-        else:
-            value = call(**kwargs)
-        if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
-            value = await value
+        try:
+            if self._is_async:
+                return _serialise(await call(**kwargs))
+            if self._thread:
+                value = await asyncio.to_thread(call, **kwargs)
+            else:
+                value = call(**kwargs)
+            if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
+                value = await value
+        except Interrupt as exc:
+            if self.require_approval:  # an approved call pausing on its own: remember the approval
+                _mark_approved(exc, ctx.address)
+            raise
         return _serialise(value)
 
-    def _check_approval(self, kwargs: dict[str, Any], ctx: ToolContext) -> ToolResult | None:
-        """Pause for a person's decision on the first call; on resume, go on only if approved."""
-        resume = ctx.resume
-        if resume is None or not resume.was_interrupted:
+    def _check_approval(
+        self, kwargs: dict[str, Any], ctx: ToolContext, resume: ResumeContext | None
+    ) -> None:
+        """Before a call of a tool that requires approval and was not just approved: pause for
+        the person's decision on the first call. A resumed call whose pause was not the approval
+        request goes on only if it was approved before that pause (the function paused on its
+        own afterwards); one never approved (``require_approval`` added since the pause) is
+        refused rather than run unapproved."""
+        if resume is None:
             info = {
                 "type": "approval",
                 "tool": self.name,
@@ -349,16 +411,14 @@ class FunctionTool:
                 "tool_call_id": ctx.tool_call_id,
             }
             raise Interrupt(info)
-        decision = resume.data
-        if isinstance(decision, dict):
-            approved = _approves(decision.get("approved"))
-            reason = decision.get("reason")
-        else:
-            approved, reason = _approves(decision), None
-        if approved:
-            return None
-        text = f"Error: the call to '{self.name}' was not approved"
-        return ToolResult(content=f"{text}: {reason}" if reason else text, is_error=True)
+        plan = ctx.run_context._run.plan
+        approved = plan.resume_for(ctx.address, _APPROVED_SLOT) if plan is not None else None
+        if approved is None or approved.state is not True:
+            raise CheckpointError(
+                f"the paused call {ctx.address!r} cannot resume: tool '{self.name}' requires "
+                "approval, and the call paused without having been approved (require_approval "
+                "was added since the pause?)"
+            )
 
     @property
     def _adk_origin(self) -> str:
