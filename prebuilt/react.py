@@ -317,7 +317,15 @@ class _ReActCore:
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         resume = ctx.resume
         saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
-        turn = self._turn(ctx, saved.count("iterations"))
+        iterations = saved.count("iterations")
+        if iterations > self.owner.max_iterations:
+            # max_iterations lowered since the pause: the paused calls would run, their results
+            # never reach a model, and the run fail with the checkpoint kept, to run them again.
+            raise saved.error(
+                f"it paused after {iterations} model calls, beyond its max_iterations of "
+                f"{self.owner.max_iterations}"
+            )
+        turn = self._turn(ctx, iterations)
         if turn.tools_pending:
             await self._resolve_tools(turn)
         if self.owner.reset_tool_choice:  # paused in a tool round: the model has used a tool

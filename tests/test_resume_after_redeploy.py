@@ -570,3 +570,42 @@ async def test_a_call_paused_unapproved_is_refused_once_the_tool_requires_approv
     assert "tool 'book' requires approval" in error and "without having been approved" in error
     await deploy.resume(_booker(book_unguarded), "window")
     assert LOG == [("booked", "Ann", "window")]
+
+
+# -- ReActAgent limits -------------------------------------------------------------------------
+
+
+@adk.tool
+def balance() -> str:
+    """The account's balance."""
+    return "500"
+
+
+def _checking_payer(max_iterations: int) -> ReActAgent:
+    """Checks the balance (one model call), then pays (a second): pauses after 2 model calls."""
+
+    def reply(messages: list[adk.Message]) -> Reply:
+        last = messages[-1]
+        if last.role != Role.TOOL:
+            return Reply(tool_calls=[tool_call("balance", {}, id="call_0")])
+        if last.name == "balance":
+            return Reply(tool_calls=[tool_call("pay", {"payee": "ACME", "amount_cents": 120})])
+        return Reply(text=f"model saw: {last.content}")
+
+    model = ScriptedModel(reply)
+    return ReActAgent("payer", model, tools=[balance, pay], max_iterations=max_iterations)
+
+
+async def test_max_iterations_lowered_below_the_paused_model_calls_is_refused(
+    deploy: Redeploy,
+) -> None:
+    # The approved payment was made, then the run failed on the limit with the checkpoint kept:
+    # resuming again after raising the limit paid a second time.
+    await deploy.pause(_checking_payer(max_iterations=5))
+
+    error = await deploy.refused(_checking_payer(max_iterations=1), {"approved": True})
+
+    assert "agent 'payer'" in error and "paused after 2 model calls" in error
+    assert "max_iterations of 1" in error
+    result = await deploy.resume(_checking_payer(max_iterations=3), {"approved": True})
+    assert LOG == [("paid", "ACME", 120)] and result.text == "model saw: sent 120 to ACME"
