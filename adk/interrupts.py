@@ -183,17 +183,20 @@ class _ResumePlan:
     ``resume_for(address)`` answers a component's ``ctx.resume`` in O(number of points).
     """
 
-    __slots__ = ("points", "states", "targets")
+    __slots__ = ("points", "reached", "states", "targets")
 
     def __init__(self, signal: _InterruptSignal, targets: dict[Address, Any]) -> None:
         self.points = signal.points
         self.states = signal.states
         self.targets = targets
+        self.reached: set[Address] = set()
 
     def resume_for(self, address: Address, slot: str = AGENT_STATE) -> ResumeContext | None:
         """The resume view of one address, or None if nothing at or below it was interrupted."""
         if not any(is_within(p.id, address) for p in self.points):
             return None
+        if address in self.targets:
+            self.reached.add(address)
         slots = self.states.get(address)
         return ResumeContext(
             was_interrupted=True,
@@ -201,6 +204,13 @@ class _ResumePlan:
             is_target=any(is_within(t, address) for t in self.targets),
             data=self.targets.get(address),
         )
+
+    def unreached(self) -> list[Address]:
+        """The points the resume addressed that no component at their address was asked about:
+        the agents resuming the checkpoint no longer lead there, and the data was not delivered.
+        Each composite checks its own saved place; this catches what none of them can see (a
+        workflow that paused inside replaced by a plain agent of its name, say)."""
+        return [address for address in self.targets if address not in self.reached]
 
     def info_at(self, address: Address) -> Any:
         """The info of the pending point at exactly ``address`` (None if none is pending there):

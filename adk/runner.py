@@ -576,6 +576,9 @@ class Runner(AsyncCloseable):
                 "run under another id (one per pause) or after that resume has ended",
             )
             return AgentEvent(event.agent_name, event.run_path, error=error)
+        elif run.plan is not None and run.plan.unreached():
+            # Saving would replace the checkpoint that still holds the undelivered answers.
+            return _unreached(self.agent.name, checkpoint_id, run.plan.unreached())
         try:
             body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
@@ -690,6 +693,11 @@ class Runner(AsyncCloseable):
             if claim is not None and claim.lost:
                 lost = _claim_lost(self.agent.name, (self.agent.name,), checkpoint_id)
                 yield _final(self._on_event, _made(ctx, lost))
+                return
+            unreached = plan.unreached()
+            if unreached:  # finished without delivering the answer: keep it for a fixed tree
+                missed = _unreached(self.agent.name, checkpoint_id, unreached)
+                yield _final(self._on_event, _made(ctx, missed))
                 return
             await self._finish(checkpoint_id, body, data)
 
@@ -808,6 +816,16 @@ def _claim_lost(agent_name: str, run_path: tuple[str, ...], checkpoint_id: str) 
         "another resume may hold it now; stopped here, leaving the checkpoint as it is"
     )
     return AgentEvent(agent_name, run_path, error=ErrorInfo("CheckpointError", message))
+
+
+def _unreached(agent_name: str, checkpoint_id: str, points: list[str]) -> AgentEvent:
+    """The error that ends a resume that never reached some of the points it addressed."""
+    error = CheckpointError(
+        f"the resume of checkpoint {checkpoint_id!r} never reached the paused point(s) "
+        f"{points}: the agents resuming it no longer lead there (changed since the pause?), so "
+        "the resume data was not delivered; the checkpoint is kept as it was"
+    )
+    return AgentEvent(agent_name, (agent_name,), error=ErrorInfo.of(error), exception=error)
 
 
 def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:

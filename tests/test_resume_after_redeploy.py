@@ -609,3 +609,45 @@ async def test_max_iterations_lowered_below_the_paused_model_calls_is_refused(
     assert "max_iterations of 1" in error
     result = await deploy.resume(_checking_payer(max_iterations=3), {"approved": True})
     assert LOG == [("paid", "ACME", 120)] and result.text == "model saw: sent 120 to ACME"
+
+
+# -- what no composite can see ------------------------------------------------------------------
+
+
+class AlwaysAsk(BaseAgent):
+    """Asks whenever it runs, resumed or not."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        LOG.append(("asked", self.name))
+        yield ctx.interrupt(f"{self.name}?")
+
+
+async def test_a_workflow_replaced_by_a_plain_agent_of_its_name_keeps_the_checkpoint(
+    deploy: Redeploy,
+) -> None:
+    # The plain agent ran, ignoring the resume, the run finished and the checkpoint was deleted:
+    # the answer addressed to "b" inside the workflow was never delivered.
+    await deploy.pause(seq(Step("a"), SequentialAgent("w", [Ask("b")]), Step("c")))
+
+    with pytest.raises(RunError) as raised:
+        await deploy.resume(seq(Step("a"), Step("w"), Step("c")))
+
+    assert isinstance(raised.value.__cause__, CheckpointError)
+    assert "never reached the paused point(s) ['agent:flow/agent:w/agent:b']" in str(raised.value)
+    assert await deploy.stored() is not None
+    LOG.clear()
+    await deploy.resume(seq(Step("a"), SequentialAgent("w", [Ask("b")]), Step("c")))
+    assert LOG == [("answered", "b", "yes"), ("ran", "c")]
+
+
+async def test_a_resume_that_pauses_elsewhere_does_not_overwrite_the_undelivered_answer(
+    deploy: Redeploy,
+) -> None:
+    # The new agent's pause replaced the checkpoint: the point "b" waited at, gone with it.
+    await deploy.pause(seq(Step("a"), SequentialAgent("w", [Ask("b")])))
+    before = await deploy.stored()
+
+    with pytest.raises(RunError, match="never reached the paused point"):
+        await deploy.resume(seq(Step("a"), AlwaysAsk("w")))
+
+    assert await deploy.stored() == before
