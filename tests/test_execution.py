@@ -12,9 +12,12 @@ from typing import Any
 
 import pytest
 from mcp_servers.process import STDIO_SCRIPT
+from openai_server import Call as OpenAICall
+from openai_server import OpenAIServer
+from openai_server import Reply as OpenAIReply
 from pydantic import BaseModel
 
-from adk import AgentEvent, BaseAgent, Message, Resources, Role, register_type, tool
+from adk import AgentEvent, BaseAgent, Message, Resources, Role, SequentialAgent, register_type, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -27,6 +30,7 @@ from adk.actions import (
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.mcp import StdioServer
+from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 from tests.conftest import other_tasks
@@ -286,6 +290,39 @@ async def test_a_paused_record_is_reported_and_resumes_with_the_outputs_runner()
         paused.checkpoint_id, {point.id: {"approved": True}}
     )
     assert resumed.text == "refunded 9"
+
+
+async def test_a_paused_record_of_any_agent_has_no_output_but_its_pause() -> None:
+    """A ReActAgent (and a workflow of them) paused at an approval has given no final answer yet:
+    its record's only output is the pause. (The model's tool-call turn, and an earlier step's
+    answer, came out as a second, empty or premature "final output" of the record.)"""
+
+    @tool(require_approval=True)
+    def refund(cents: int) -> str:
+        """Refund an amount (a person approves it first)."""
+        return f"refunded {cents}"
+
+    refund_call = OpenAIReply(tool_calls=[OpenAICall("refund", '{"cents": 5}')])
+    script = [refund_call, OpenAIReply(text="refunded"), OpenAIReply(text="checked")]
+    script += [OpenAIReply(text="noted"), refund_call, OpenAIReply(text="refunded")]
+    async with OpenAIServer(script) as server:
+        async with OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model:
+            react = ReActAgent("helper", model, tools=[refund])
+            workflow = SequentialAgent(
+                "steps", [ReActAgent("note", model), ReActAgent("pay", model, tools=[refund])]
+            )
+            for agent, answer in ((react, "refunded"), (workflow, "refunded")):
+                env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore())
+                applied = env.from_list([{"c": "a", "t": "refund 5"}], key="c").apply(agent)
+                outputs = await applied.to_list()
+                assert [(o.output, o.checkpoint_id is not None) for o in outputs] == [
+                    (None, True)
+                ], agent.name
+                resumed = await applied.runner.invoke_resume(outputs[0].checkpoint_id, True)
+                assert resumed.text == answer
+                if agent is react:  # the workflow's first step answers before the second pauses
+                    done = await env.from_list(["hi"]).apply(agent).to_list()
+                    assert [o.output for o in done] == ["checked"]
 
 
 async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:

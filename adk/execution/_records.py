@@ -139,7 +139,12 @@ def _as_input(record: Any) -> list[Message]:
 def _outputs_of(
     agent: Agent, result: RunResult, key: Hashable, index: int, record: Any
 ) -> list[KeyedOutput]:
-    """An ``ActionAgent``'s every output (each ``OutputEvent``); any other agent's final one."""
+    """An ``ActionAgent``'s every output (each ``OutputEvent``); any other agent's final one.
+
+    A paused run of another agent has no final output yet: ``result.output`` is then only its
+    last output so far (a model's tool-call turn, an earlier step's answer), and the real one
+    comes from the resume. An ``ActionAgent``'s outputs before a pause are final: its finished
+    actions do not run again on resume."""
     found: list[KeyedOutput] = []
     if isinstance(agent, ActionAgent):
         root = (agent.name,)
@@ -148,7 +153,7 @@ def _outputs_of(
             if out is None or event.run_path != root:
                 continue
             found.append(_output(key, index, record, out.message, out.custom))
-    elif result.output is not None:
+    elif result.output is not None and result.interrupt is None:
         message = result.output if isinstance(result.output, Message) else None
         found.append(_output(key, index, record, message, None if message else result.output))
     if result.interrupt is not None:
