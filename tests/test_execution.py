@@ -17,7 +17,16 @@ from openai_server import OpenAIServer
 from openai_server import Reply as OpenAIReply
 from pydantic import BaseModel
 
-from adk import AgentEvent, BaseAgent, Message, Resources, Role, SequentialAgent, register_type, tool
+from adk import (
+    AgentEvent,
+    BaseAgent,
+    Message,
+    Resources,
+    Role,
+    SequentialAgent,
+    register_type,
+    tool,
+)
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -97,6 +106,37 @@ async def test_sessions_hold_each_keys_memory_after_its_records() -> None:
         "b": {"memory:tally": {"total": 1 + 4}},
         "c": {"memory:tally": {"total": 2 + 5}},
     }
+
+
+async def test_keys_whose_records_keep_nothing_leave_no_session_behind() -> None:
+    """An unbounded stream of keys (a session id per visitor) run by an agent that keeps no
+    state, or only reads its memory, must not keep an empty session for every key it saw."""
+
+    @action(InputEvent)
+    def reads_only(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=ctx.short_term_memory.get("seen", 0)))
+
+    @action(InputEvent)
+    def forgets(event: InputEvent, ctx: ActionContext) -> None:
+        memory = ctx.short_term_memory
+        if event.input["n"] % 2:
+            memory.delete("held")
+        else:
+            memory.set("held", event.input["n"])
+        ctx.send_event(OutputEvent(output=memory.get("held")))
+
+    records = [{"visitor": f"v{n}", "n": n} for n in range(50)]
+    env = LocalExecutionEnvironment(max_concurrency=8)
+    stateless = ReActAgent("echo", ScriptedModel(lambda messages: Reply(text="ok")))
+    for agent in (ActionAgent("reader", actions=[reads_only]), stateless):
+        applied = env.from_list(records, key="visitor").apply(agent)
+        assert len(await applied.to_list()) == 50
+        assert dict(applied.sessions) == {}, agent.name
+    # A key whose memory is emptied keeps an empty session: the next record starts empty.
+    pairs = [{"visitor": "a", "n": 0}, {"visitor": "a", "n": 1}, {"visitor": "a", "n": 3}]
+    applied = env.from_list(pairs, key="visitor").apply(ActionAgent("f", actions=[forgets]))
+    assert [o.output for o in await applied.to_list()] == [0, None, None]
+    assert dict(applied.sessions) == {"a": {}}
 
 
 async def test_keys_can_be_functions_mapping_fields_or_each_record_its_own() -> None:
@@ -305,24 +345,26 @@ async def test_a_paused_record_of_any_agent_has_no_output_but_its_pause() -> Non
     refund_call = OpenAIReply(tool_calls=[OpenAICall("refund", '{"cents": 5}')])
     script = [refund_call, OpenAIReply(text="refunded"), OpenAIReply(text="checked")]
     script += [OpenAIReply(text="noted"), refund_call, OpenAIReply(text="refunded")]
-    async with OpenAIServer(script) as server:
-        async with OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model:
-            react = ReActAgent("helper", model, tools=[refund])
-            workflow = SequentialAgent(
-                "steps", [ReActAgent("note", model), ReActAgent("pay", model, tools=[refund])]
+    async with (
+        OpenAIServer(script) as server,
+        OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model,
+    ):
+        react = ReActAgent("helper", model, tools=[refund])
+        workflow = SequentialAgent(
+            "steps", [ReActAgent("note", model), ReActAgent("pay", model, tools=[refund])]
+        )
+        for agent in (react, workflow):
+            env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore())
+            applied = env.from_list([{"c": "a", "t": "refund 5"}], key="c").apply(agent)
+            outputs = await applied.to_list()
+            assert [(o.output, o.checkpoint_id is not None) for o in outputs] == [(None, True)], (
+                agent.name
             )
-            for agent, answer in ((react, "refunded"), (workflow, "refunded")):
-                env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore())
-                applied = env.from_list([{"c": "a", "t": "refund 5"}], key="c").apply(agent)
-                outputs = await applied.to_list()
-                assert [(o.output, o.checkpoint_id is not None) for o in outputs] == [
-                    (None, True)
-                ], agent.name
-                resumed = await applied.runner.invoke_resume(outputs[0].checkpoint_id, True)
-                assert resumed.text == answer
-                if agent is react:  # the workflow's first step answers before the second pauses
-                    done = await env.from_list(["hi"]).apply(agent).to_list()
-                    assert [o.output for o in done] == ["checked"]
+            resumed = await applied.runner.invoke_resume(outputs[0].checkpoint_id, True)
+            assert resumed.text == "refunded"
+            if agent is react:  # the workflow's first step answers before the second pauses
+                done = await env.from_list(["hi"]).apply(agent).to_list()
+                assert [o.output for o in done] == ["checked"]
 
 
 async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:

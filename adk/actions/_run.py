@@ -72,6 +72,17 @@ class _ActionRun:
             memory = self._memory = ShortTermMemory(stored)
         return memory
 
+    def forget_empty_memory(self) -> None:
+        """Remove the agent's memory from the session when the run leaves it empty: an agent that
+        only reads its memory (or deletes what it held) leaves no ``memory:<name>: {}`` behind,
+        which an execution environment would otherwise keep for every key it ever saw."""
+        memory = self._memory
+        if memory is not None and not memory._values:
+            values = self.ctx.session.values
+            key = _memory_key(self.agent.name)
+            if values.get(key) is memory._values:
+                del values[key]
+
     def check_sendable(self, event: Event) -> None:
         """Refuse what no action would take (``ActionContext.send_event`` calls this only for a
         type it has not seen sent)."""

@@ -72,6 +72,7 @@ class ActionAgent(BaseAgent):
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            run.forget_empty_memory()
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Restore the saved event queue and chats, run the interrupted action again on its
@@ -85,6 +86,7 @@ class ActionAgent(BaseAgent):
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            run.forget_empty_memory()
 
 
 def _input_of(messages: list[Message]) -> Any:

@@ -99,8 +99,10 @@ async def run_record(
         result = await runner.invoke(_as_input(record), session=session)
     except RunError as exc:
         return [KeyedOutput(key, index, record, error=exc.error, _exception=exc)]
-    if sessions is not None:
-        sessions[key] = session.values  # kept: the record ran to its end or paused
+    # Kept: the record ran to its end or paused. An empty session is not kept for a key that had
+    # none, so a stateless agent over an unbounded stream of keys keeps nothing per key.
+    if sessions is not None and (session.values or key in sessions):
+        sessions[key] = session.values
     return _outputs_of(runner.agent, result, key, index, record)
 
 
