@@ -367,6 +367,45 @@ async def test_a_paused_record_of_any_agent_has_no_output_but_its_pause() -> Non
                 assert [o.output for o in done] == ["checked"]
 
 
+async def test_timeout_cuts_off_a_record_whose_model_hangs_and_drops_its_writes() -> None:
+    """A model server that stops answering must not hold its key (and a place among the records
+    running) for ever: the record fails with a TimeoutError, its memory writes are dropped, and
+    the next record of its key runs."""
+
+    class Asker(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.short_term_memory.set("asked", ctx.short_term_memory.get("asked", 0) + 1)
+            question = [Message.user(event.input["text"])]
+            ctx.send_event(ChatRequestEvent(model="m", messages=question))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            asked = ctx.short_term_memory.get("asked")
+            ctx.send_event(OutputEvent(output=f"{event.response.content} #{asked}"))
+
+    stall = OpenAIReply(text="late", delay=60)
+    async with (
+        OpenAIServer([stall], default=OpenAIReply(text="ok")) as server,
+        OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model,
+    ):
+        resources = Resources()
+        resources.add_model("m", model)
+        env = LocalExecutionEnvironment(
+            resources=resources, on_error="emit", timeout=1.0, max_concurrency=1
+        )
+        records = [{"c": "a", "text": "first"}, {"c": "a", "text": "second"}]
+        applied = env.from_list(records, key="c").apply(Asker("asker"))
+        first, second = await applied.to_list()
+    assert first.error is not None and first.error.type == "TimeoutError"
+    assert "record 0 (key 'a') ran longer than timeout=1.0s" in first.error.message
+    assert second.output == "ok #1"  # the timed-out record's write was dropped
+    assert applied.sessions == {"a": {"memory:asker": {"asked": 1}}}
+    for bad in (0, -1.0, float("nan"), "5", True):
+        with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
+            LocalExecutionEnvironment(timeout=bad)  # type: ignore[arg-type]
+
+
 async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:
     applied = LocalExecutionEnvironment().from_list(_orders(2), key="customer").apply(Tally())
     assert len(await applied.to_list()) == 2
@@ -503,6 +542,9 @@ async def test_flink_timeout_bounds_a_records_own_run_not_its_wait_behind_its_ke
     raising = flink._AgentFunction(Counter("c"), _worker_env("raise", timeout=0.1), True, None)
     with pytest.raises(RecordError, match="TimeoutError"):
         await raising.async_invoke(row("a", {"wait": 3.0}))
+    for bad in (0, None, float("inf")):  # refused before a JVM starts, not at the first record
+        with pytest.raises(ValueError, match="timeout must be a positive number of seconds, got"):
+            flink.FlinkExecutionEnvironment(timeout=bad)
 
 
 async def test_flinks_own_timer_cancels_the_record_and_fails_it_like_any_record() -> None:

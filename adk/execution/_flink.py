@@ -61,6 +61,7 @@ from ._records import (
     checked_key,
     key_of,
     run_record,
+    timed_out,
 )
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"]
@@ -105,7 +106,7 @@ class FlinkExecutionEnvironment:
         checkpoint_store: Callable[[], CheckpointStore] | None = None,
         durable_memory: bool = False,
     ) -> None:
-        check_options(max_concurrency, on_error)
+        check_options(max_concurrency, on_error, timeout, optional_timeout=False)
         factories = (
             ("resources", resources),
             ("callbacks", callbacks),
@@ -360,7 +361,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             mine: dict[Hashable, dict[str, Any]] | None = None
             if self._keyed:
                 mine = {key: sessions[key]} if key in sessions else {}
-            outputs = await self._run_timed(runner, index, key, record, mine)
+            outputs = await run_record(runner, mine, index, key, record, self._timeout)
             commit = (lambda: sessions.update(mine)) if mine else None
             return self._leaving(outputs, index, key, record, commit)
         finally:
@@ -368,23 +369,6 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             if self._tails.get(key) is done:
                 del self._tails[key]
             self._running.pop(id(value), None)
-
-    async def _run_timed(
-        self,
-        runner: Runner,
-        index: int,
-        key: Hashable,
-        record: Any,
-        sessions: dict[Hashable, dict[str, Any]] | None,
-    ) -> list[KeyedOutput]:
-        """The record's own run, cut off at ``timeout``: cancelled, so its writes are dropped."""
-        try:
-            async with asyncio.timeout(self._timeout) as scope:
-                return await run_record(runner, sessions, index, key, record)
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            return [_timed_out(index, key, record, f"ran longer than timeout={self._timeout}s")]
 
     def timeout(self, value: Any) -> list[str]:
         """Flink's backstop timer fired (on a thread of its own): cancel the record and fail it
@@ -396,7 +380,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             loop.call_soon_threadsafe(task.cancel)
         record = self._record(value[1] if keyed else value)
         reason = "was not done by the async operator's timeout (its wait included)"
-        return self._leaving([_timed_out(index, key, record, reason)], index, key, record)
+        return self._leaving([timed_out(index, key, record, reason)], index, key, record)
 
 
 class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[misc]
@@ -462,11 +446,6 @@ class _LoopThread:
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
             self._loop.close()
-
-
-def _timed_out(index: int, key: Hashable, record: Any, reason: str) -> KeyedOutput:
-    error = ErrorInfo.of(TimeoutError(f"record {index} (key {key!r}) {reason}"))
-    return KeyedOutput(key, index, record, error=error)
 
 
 def _as_json(output: KeyedOutput, failed: bool = False) -> str:

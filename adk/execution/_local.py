@@ -53,8 +53,11 @@ class LocalExecutionEnvironment:
 
     ``max_concurrency`` bounds the keys processed at once (and so the runs in flight).
     ``on_error``: ``"raise"`` stops everything at the first failed record (``RecordError``);
-    ``"emit"`` reports it as a ``KeyedOutput`` with ``error`` and carries on. The other arguments
-    are the ``Runner``'s, for the runs of every record.
+    ``"emit"`` reports it as a ``KeyedOutput`` with ``error`` and carries on. ``timeout``
+    (seconds, default none) bounds one record's own run, not its wait behind earlier records of
+    its key: a record that runs longer is cancelled, its session writes are dropped, and it fails
+    like any record, with a ``TimeoutError``. The other arguments are the ``Runner``'s, for the
+    runs of every record.
     """
 
     def __init__(
@@ -62,15 +65,17 @@ class LocalExecutionEnvironment:
         *,
         max_concurrency: int = 64,
         on_error: OnError = "raise",
+        timeout: float | None = None,
         resources: Any = None,
         callbacks: Iterable[Any] = (),
         checkpoint_store: CheckpointStore | None = None,
         tracer_provider: Any = None,
         meter_provider: Any = None,
     ) -> None:
-        check_options(max_concurrency, on_error)
+        check_options(max_concurrency, on_error, timeout, optional_timeout=True)
         self.max_concurrency = max_concurrency
         self.on_error: OnError = on_error
+        self.timeout = timeout
         self.resources = resources
         self.callbacks = tuple(callbacks)
         self.checkpoint_store = checkpoint_store
@@ -259,6 +264,7 @@ class _Scheduler:
 
     async def work(self, key: Hashable) -> None:
         queued, runner, results = self.waiting[key], self.outputs.runner, self.results
+        timeout = self.outputs._env.timeout
         try:
             seq = 0
             while queued:
@@ -266,7 +272,7 @@ class _Scheduler:
                 self.buffered -= 1
                 self.room.set()
                 try:
-                    found = await run_record(runner, self.sessions, index, key, record)
+                    found = await run_record(runner, self.sessions, index, key, record, timeout)
                 except Exception as exc:  # the runner itself failed (e.g. a checkpoint store)
                     await self.fail(index, key, record, exc)
                     continue

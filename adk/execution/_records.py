@@ -5,6 +5,8 @@ it ends or pauses and drops when it fails.
 
 from __future__ import annotations
 
+import asyncio
+import math
 from collections.abc import Callable, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -20,7 +22,15 @@ from ..interrupts import InterruptInfo
 from ..messages import Message, Role
 from ..runner import RunError, Runner, RunResult
 
-__all__ = ["KeySelector", "KeyedOutput", "OnError", "RecordError", "key_of", "run_record"]
+__all__ = [
+    "KeySelector",
+    "KeyedOutput",
+    "OnError",
+    "RecordError",
+    "key_of",
+    "run_record",
+    "timed_out",
+]
 
 KeySelector = Callable[[Any], Hashable] | str | None
 OnError = Literal["raise", "emit"]
@@ -55,11 +65,23 @@ class RecordError(Exception):
         self.error = error
 
 
-def check_options(max_concurrency: int, on_error: str) -> None:
+def check_options(
+    max_concurrency: int, on_error: str, timeout: float | None, *, optional_timeout: bool
+) -> None:
     """The options every environment takes, checked where the environment is made."""
     check_count(max_concurrency, "max_concurrency")
     if on_error not in ("raise", "emit"):
         raise ValueError(f"on_error must be 'raise' or 'emit', not {on_error!r}")
+    if timeout is None and optional_timeout:
+        return
+    if (
+        not isinstance(timeout, int | float)
+        or isinstance(timeout, bool)
+        or not math.isfinite(timeout)
+        or timeout <= 0
+    ):
+        wanted = "a positive number of seconds" + (" or None" if optional_timeout else "")
+        raise ValueError(f"timeout must be {wanted}, got {timeout!r}")
 
 
 def checked_key(key: KeySelector) -> KeySelector:
@@ -87,12 +109,39 @@ async def run_record(
     index: int,
     key: Hashable,
     record: Any,
+    seconds: float | None = None,
 ) -> list[KeyedOutput]:
     """Run ``record`` with its key's session; commit the session unless the run failed.
 
     ``sessions`` is ``None`` for records without a key: each is its own, so its session starts
     empty and is not kept (nothing could read it again, and an unbounded stream would pile them
-    up)."""
+    up). A run longer than ``seconds`` (the environment's ``timeout``) is cancelled, so it commits nothing, and fails
+    with a ``TimeoutError``: a hung call must not hold its key (and a place among the records
+    running) for ever."""
+    if seconds is None:
+        return await _run_record(runner, sessions, index, key, record)
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            return await _run_record(runner, sessions, index, key, record)
+    except TimeoutError:
+        if not scope.expired():  # a TimeoutError of the run's own, raised through
+            raise
+        return [timed_out(index, key, record, f"ran longer than timeout={seconds}s")]
+
+
+def timed_out(index: int, key: Hashable, record: Any, reason: str) -> KeyedOutput:
+    """The failed output of a record cut off by a timeout."""
+    error = ErrorInfo.of(TimeoutError(f"record {index} (key {key!r}) {reason}"))
+    return KeyedOutput(key, index, record, error=error)
+
+
+async def _run_record(
+    runner: Runner,
+    sessions: MutableMapping[Hashable, dict[str, Any]] | None,
+    index: int,
+    key: Hashable,
+    record: Any,
+) -> list[KeyedOutput]:
     values = sessions.get(key) if sessions is not None else None
     session = Session(_copied(values) if values else None)
     try:
