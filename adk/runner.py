@@ -341,6 +341,16 @@ class Runner(AsyncCloseable):
         box: list[Session] = []
         return await _collect(self._resume(checkpoint_id, resume, box, given, options_given), box)
 
+    async def _invoke_resume_on(
+        self, checkpoint_id: str, resume: Any, session: Session
+    ) -> RunResult:
+        """``invoke_resume`` on ``session`` as it is, the checkpoint's saved values not written
+        into it: an execution environment resumes a paused record on its key's session as the
+        key's later records left it, not as it was at the pause (see ``adk.execution``)."""
+        box: list[Session] = []
+        resumed = self._resume(checkpoint_id, resume, box, session, None, own_session=True)
+        return await _collect(resumed, box)
+
     # -- internals ---------------------------------------------------------------------------
     def _new_run(
         self,
@@ -614,12 +624,13 @@ class Runner(AsyncCloseable):
         session_box: list[Session] | None = None,
         session: Session | None = None,
         options: tuple[Mapping[str, Any], Any] | None = None,
+        own_session: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         async with one_resume(self.checkpoint_store, checkpoint_id) as claim:
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
             resumed = self._resume_claimed(
-                checkpoint_id, resume, session_box, session, claim, options
+                checkpoint_id, resume, session_box, session, claim, options, own_session
             )
             try:
                 async with closing(resumed) as events:
@@ -636,6 +647,7 @@ class Runner(AsyncCloseable):
         given: Session | None,
         claim: _Claim | None,
         options: tuple[Mapping[str, Any], Any] | None = None,
+        own_session: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
         data = await _from_store(self.checkpoint_store.get(checkpoint_id), "get", checkpoint_id)
         if data is None:
@@ -668,7 +680,8 @@ class Runner(AsyncCloseable):
             session = Session(snapshot.session)
         else:
             session = given
-            session.update(snapshot.session)
+            if not own_session:
+                session.update(snapshot.session)
         if session_box is not None:
             session_box.append(session)
         plan = _ResumePlan(snapshot.signal, targets)

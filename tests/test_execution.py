@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,6 +21,7 @@ from pydantic import BaseModel
 from adk import (
     AgentEvent,
     BaseAgent,
+    Interrupt,
     Message,
     Resources,
     Role,
@@ -36,7 +38,7 @@ from adk.actions import (
     OutputEvent,
     action,
 )
-from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.mcp import StdioServer
 from adk.models.openai import OpenAIChatModel
@@ -456,6 +458,173 @@ async def test_records_use_a_real_mcp_servers_tools_through_the_environments_res
         records = [{"a": n, "b": 10 * n} for n in range(6)]
         outputs = await env.from_list(records).apply(Adder("adder")).to_list()
     assert [o.output for o in outputs] == [f"sum={11 * n}" for n in range(6)]
+
+
+class Refunds(ActionAgent):
+    """Asks the model, whose ``refund`` tool needs approval; keeps per key the count of requests
+    seen and the cents refunded, and outputs the refunded total after each answer."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        memory = ctx.short_term_memory
+        memory.set("seen", memory.get("seen", 0) + 1)
+        question = [Message.user(event.input["text"])]
+        ctx.send_event(ChatRequestEvent(model="m", messages=question, tools=["refund"]))
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        memory = ctx.short_term_memory
+        if event.response.content.startswith("refunded"):
+            memory.set("refunded", memory.get("refunded", 0) + int(event.response.content[9:]))
+        ctx.send_event(OutputEvent(output=memory.get("refunded", 0)))
+
+
+@tool(require_approval=True)
+async def refund(cents: int) -> str:
+    """Refund an amount (a person approves it first)."""
+    return f"refunded {cents}"
+
+
+def _refunds_server() -> OpenAIServer:
+    """The model: a refund call for "refund <cents>", the tool's result once it has one, else
+    "noted" (the server answers in the order asked: the tests run one record at a time)."""
+    return OpenAIServer(
+        [
+            OpenAIReply(tool_calls=[OpenAICall("refund", '{"cents": 500}')]),
+            OpenAIReply(text="noted"),  # the record after the paused one
+            OpenAIReply(text="refunded 500"),  # the resume
+            OpenAIReply(text="noted"),  # the record after the resume
+        ]
+    )
+
+
+async def test_a_resumed_record_runs_as_a_record_of_its_key_while_the_stream_runs() -> None:
+    """A record paused for approval, resumed with ``outputs.resume`` while its key's records keep
+    arriving: it runs on the key's memory as the later records left it, and its writes are the
+    key's, seen by the records after it. (Resumed with the runner, it ran on the memory saved at
+    the pause and its writes never reached the key: the refund was lost.)"""
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    async def broker() -> AsyncIterator[dict[str, Any]]:
+        while (message := await queue.get()) is not None:
+            yield message
+
+    async with (
+        _refunds_server() as server,
+        OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model,
+    ):
+        resources = Resources()
+        resources.add_model("m", model)
+        resources.add_tool(refund)
+        env = LocalExecutionEnvironment(
+            resources=resources, checkpoint_store=InMemoryCheckpointStore(), max_concurrency=1
+        )
+        applied = env.from_list(broker(), key="customer").apply(Refunds("refunds"))
+        async with applied:
+            outputs = aiter(applied)
+            for text in ("refund 500", "hello"):
+                await queue.put({"customer": "ann", "text": text})
+            paused, after = await anext(outputs), await anext(outputs)
+            assert paused.checkpoint_id is not None and after.output == 0
+            [resumed] = await applied.resume(paused, {"approved": True})
+            assert (resumed.index, resumed.output) == (0, 500)
+            await queue.put({"customer": "ann", "text": "hello again"})
+            assert (await anext(outputs)).output == 500  # the resume's write is the key's
+            await queue.put(None)
+            assert [o async for o in outputs] == []
+    assert applied.sessions == {"ann": {"memory:refunds": {"seen": 3, "refunded": 500}}}
+
+
+async def test_a_resume_waits_for_its_keys_running_record_and_goes_before_later_ones() -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    class Slow(ActionAgent):
+        @action(InputEvent)
+        async def step(self, event: InputEvent, ctx: ActionContext) -> None:
+            memory = ctx.short_term_memory
+            if event.input["do"] == "ask" and ctx.resume is None:
+                raise Interrupt("go on?")
+            if event.input["do"] == "wait":
+                started.set()
+                await release.wait()
+            memory.set("log", [*memory.get("log", []), event.input["do"]])
+            ctx.send_event(OutputEvent(output=memory.get("log")))
+
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    async def broker() -> AsyncIterator[dict[str, Any]]:
+        while (message := await queue.get()) is not None:
+            yield message
+
+    env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore())
+    applied = env.from_list(broker(), key="k").apply(Slow("slow"))
+    async with applied:
+        outputs = aiter(applied)
+        await queue.put({"k": 1, "do": "ask"})
+        paused = await anext(outputs)
+        await queue.put({"k": 1, "do": "wait"})
+        next_output = asyncio.ensure_future(anext(outputs))
+        await started.wait()  # the waiting record runs: it holds the key
+        resuming = asyncio.ensure_future(applied.resume(paused, "yes"))
+        cancelled = asyncio.ensure_future(applied.resume(paused, "no"))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not resuming.done()  # behind the record running for its key
+        cancelled.cancel()  # a resume whose caller gives up waiting does not hold the key
+        await queue.put({"k": 1, "do": "later"})
+        release.set()
+        assert (await next_output).output == ["wait"]
+        [resumed] = await resuming
+        assert resumed.output == ["wait", "ask"]
+        assert (await anext(outputs)).output == ["wait", "ask", "later"]
+        with pytest.raises(asyncio.CancelledError):
+            await cancelled
+        await queue.put(None)
+    with pytest.raises(ValueError, match="takes a paused record's output"):
+        await applied.resume(resumed, "yes")
+
+
+class Asks(ActionAgent):
+    """Logs each record's ``do`` in memory; ``ask`` pauses first, and logs the answer too."""
+
+    @action(InputEvent)
+    def step(self, event: InputEvent, ctx: ActionContext) -> None:
+        memory, done = ctx.short_term_memory, event.input["do"]
+        if done == "ask":
+            if ctx.resume is None:
+                raise Interrupt("go on?")
+            done = f"ask:{ctx.resume.data}"
+        memory.set("log", [*memory.get("log", []), done])
+        ctx.send_event(OutputEvent(output=memory.get("log")))
+
+
+async def test_a_paused_record_resumes_after_its_stream_in_another_environment(
+    tmp_path: Path,
+) -> None:
+    """The stream is over (or another process resumes): an application never iterated, given the
+    sessions and a store the first one shared, resumes the record on its key's session. Without
+    a key, or without the key's session, it resumes on the session saved at the pause."""
+    records = [{"k": 1, "do": "ask"}, {"k": 1, "do": "x"}, {"k": 2, "do": "y"}]
+    records.append({"k": 2, "do": "ask"})
+    async with SQLiteCheckpointStore(tmp_path / "pauses.db") as store:
+        first = LocalExecutionEnvironment(checkpoint_store=store, max_concurrency=1)
+        applied = first.from_list(records, key="k").apply(Asks("asks"))
+        paused, later, _, paused_2 = await applied.to_list()
+        unkeyed = await first.from_list(records[:1]).apply(Asks("asks")).to_list()
+    assert paused.checkpoint_id and paused_2.checkpoint_id and later.output == ["x"]
+    async with SQLiteCheckpointStore(tmp_path / "pauses.db") as store:
+        second = LocalExecutionEnvironment(checkpoint_store=store)
+        again = second.from_list([], key="k").apply(Asks("asks"), sessions=applied.sessions)
+        [resumed] = await again.resume(paused, "yes")
+        assert resumed.output == ["x", "ask:yes"]
+        assert applied.sessions[1] == {"memory:asks": {"log": ["x", "ask:yes"]}}
+        [alone] = await second.from_list([]).apply(Asks("asks")).resume(unkeyed[0], "no")
+        assert alone.output == ["ask:no"]
+        forgotten: dict[Hashable, dict[str, Any]] = {}
+        again = second.from_list([], key="k").apply(Asks("asks"), sessions=forgotten)
+        [resumed_2] = await again.resume(paused_2, "yes")
+        assert resumed_2.output == ["y", "ask:yes"]  # on its session as saved at the pause
+        assert forgotten == {2: {"memory:asks": {"log": ["y", "ask:yes"]}}}
 
 
 async def test_sessions_carry_each_keys_memory_from_one_batch_to_the_next() -> None:

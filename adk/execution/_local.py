@@ -39,6 +39,7 @@ from ._records import (
     check_options,
     checked_key,
     key_of,
+    resume_record,
     run_record,
 )
 
@@ -141,10 +142,10 @@ class KeyedInput:
 class KeyedOutputs:
     """The outputs of an agent over keyed records, as they are produced (one pass).
 
-    ``sessions`` holds each key's session values after its records; ``runner`` resumes the
-    records that paused (``await outputs.runner.invoke_resume(output.checkpoint_id, ...)``).
-    Stopping early (``break``) leaves records running until the outputs are closed: use
-    ``async with outputs:`` around the loop, or ``await outputs.aclose()``.
+    ``sessions`` holds each key's session values after its records; ``resume`` resumes a record
+    that paused as a record of its key (``runner`` resumes it as a plain run, on the session
+    saved at the pause). Stopping early (``break``) leaves records running until the outputs are
+    closed: use ``async with outputs:`` around the loop, or ``await outputs.aclose()``.
     """
 
     def __init__(
@@ -160,6 +161,7 @@ class KeyedOutputs:
         self._records = records
         self._key = key
         self._iterator: AsyncGenerator[KeyedOutput, None] | None = None
+        self._scheduler: _Scheduler | None = None  # while the records are being processed
         self.sessions: MutableMapping[Hashable, dict[str, Any]] = (
             sessions if sessions is not None else {}
         )
@@ -181,6 +183,44 @@ class KeyedOutputs:
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
+    async def resume(self, paused: KeyedOutput, data: Any = None) -> list[KeyedOutput]:
+        """Resume the record that paused with ``paused`` (its output with a ``checkpoint_id``);
+        ``data`` as for ``Runner.resume``. Its outputs are returned, not added to the stream.
+
+        It runs as a record of its key: after the record of its key running now, if any, and
+        before the ones that arrive meanwhile; on the session the key has now, and its writes
+        are kept in ``sessions`` like any record's. It fails like a record (``on_error``: a
+        ``RecordError`` raised here, or an output with ``error``), without stopping the stream.
+        Records without a key, or whose key has no session kept, resume on the session saved
+        at the pause.
+        """
+        if not isinstance(paused, KeyedOutput) or paused.checkpoint_id is None:
+            raise ValueError(
+                "resume takes a paused record's output (a KeyedOutput with a checkpoint_id), "
+                f"got {paused!r}"
+            )
+        scheduler = self._scheduler
+        if scheduler is not None and not scheduler.closed:
+            turn = scheduler.take_turn(paused.key)
+            try:
+                await turn.given
+                return self._checked(await self._resume(paused, data))
+            finally:
+                turn.end()
+        return self._checked(await self._resume(paused, data))
+
+    async def _resume(self, paused: KeyedOutput, data: Any) -> list[KeyedOutput]:
+        sessions = self.sessions if self._key is not None else None
+        return await resume_record(self.runner, sessions, paused, data, self._env.timeout)
+
+    def _checked(self, found: list[KeyedOutput]) -> list[KeyedOutput]:
+        if self._env.on_error == "raise":
+            for output in found:
+                if output.error is not None:
+                    failure = RecordError(output.index, output.key, output.record, output.error)
+                    raise failure from output._exception
+        return found
+
     async def to_list(self) -> list[KeyedOutput]:
         """Every output, in record order (and, within a record, in the order it was produced)."""
         found = [output async for output in self]
@@ -188,7 +228,7 @@ class KeyedOutputs:
         return found
 
     async def _run(self) -> AsyncGenerator[KeyedOutput, None]:
-        scheduler = _Scheduler(self)
+        scheduler = self._scheduler = _Scheduler(self)
         feeder = asyncio.create_task(scheduler.feed())
         try:
             while True:
@@ -228,6 +268,7 @@ class _Scheduler:
         self.buffered = 0
         self.room = asyncio.Event()
         self.room.set()
+        self.closed = False  # no worker will start any more: a resume runs on its own
 
     async def feed(self) -> None:
         try:
@@ -256,6 +297,7 @@ class _Scheduler:
                 index += 1
             while self.workers:
                 await asyncio.gather(*list(self.workers))
+            self.closed = True
             await self.results.put(None)
         except (Exception, asyncio.CancelledError) as exc:
             if is_cancellation(exc):
@@ -269,6 +311,9 @@ class _Scheduler:
             seq = 0
             while queued:
                 index, record = queued.popleft()
+                if type(record) is _Turn:  # a paused record's resume: its caller runs it
+                    await record.hand_over()
+                    continue
                 self.buffered -= 1
                 self.room.set()
                 try:
@@ -286,10 +331,25 @@ class _Scheduler:
                     seq += 1
                     await results.put(output)
         finally:
+            for _, waiting in queued:  # stopped: resumes waiting here go on without the stream
+                if type(waiting) is _Turn:
+                    waiting.give()
             del self.waiting[key]
             # Leave the set now, not in a done callback: the reader, woken below, counts it.
             self.workers.discard(asyncio.current_task())
             self.room.set()
+
+    def take_turn(self, key: Hashable) -> _Turn:
+        """A place for a resume in ``key``'s queue, behind the records of the key read so far
+        (a worker starts for the key if none runs: the key's next records wait behind it)."""
+        turn = _Turn()
+        queued = self.waiting.get(key)
+        if queued is not None:
+            queued.append((-1, turn))
+        else:
+            self.waiting[key] = deque([(-1, turn)])
+            self.workers.add(asyncio.create_task(self.work(key)))
+        return turn
 
     async def fail(self, index: int, key: Hashable, record: Any, exc: Exception) -> None:
         error = ErrorInfo.of(exc)
@@ -302,8 +362,34 @@ class _Scheduler:
 
     async def stop(self, feeder: asyncio.Task[None]) -> None:
         """Cancel the reader and every running record, and wait for them to end."""
+        self.closed = True
         # Through cancellations of the caller (an anyio cancel scope): see ``cancel_and_wait``.
         await cancel_and_wait([feeder, *self.workers])
+
+
+class _Turn:
+    """A resume's place in its key's queue: the worker ``give``s the key to the resume's caller,
+    which runs it in its own task (so cancelling the caller cancels the resume), and waits until
+    the caller ``end``s it, so the key's next record sees what the resume wrote."""
+
+    __slots__ = ("ended", "given")
+
+    def __init__(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.given: asyncio.Future[None] = loop.create_future()
+        self.ended: asyncio.Future[None] = loop.create_future()
+
+    def give(self) -> None:
+        if not self.given.done():
+            self.given.set_result(None)
+
+    def end(self) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+    async def hand_over(self) -> None:
+        self.give()
+        await self.ended  # already done if the caller was cancelled while waiting for its turn
 
 
 async def _each(records: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:

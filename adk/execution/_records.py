@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Hashable, Mapping, MutableMapping
+from collections.abc import Callable, Coroutine, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +28,7 @@ __all__ = [
     "OnError",
     "RecordError",
     "key_of",
+    "resume_record",
     "run_record",
     "timed_out",
 ]
@@ -115,14 +116,41 @@ async def run_record(
 
     ``sessions`` is ``None`` for records without a key: each is its own, so its session starts
     empty and is not kept (nothing could read it again, and an unbounded stream would pile them
-    up). A run longer than ``seconds`` (the environment's ``timeout``) is cancelled, so it commits nothing, and fails
-    with a ``TimeoutError``: a hung call must not hold its key (and a place among the records
-    running) for ever."""
+    up). A run longer than ``seconds`` (the environment's ``timeout``) is cancelled, so it commits
+    nothing, and fails with a ``TimeoutError``: a hung call must not hold its key (and a place
+    among the records running) for ever."""
+    run = _run_record(runner, sessions, index, key, record, None)
+    return await _within(seconds, index, key, record, run)
+
+
+async def resume_record(
+    runner: Runner,
+    sessions: MutableMapping[Hashable, dict[str, Any]] | None,
+    paused: KeyedOutput,
+    data: Any,
+    seconds: float | None = None,
+) -> list[KeyedOutput]:
+    """Resume a paused record as a record of its key: on the session its key has now (the
+    writes of the key's records since the pause included), committed like any record's. A key
+    with no session kept (none, or forgotten) resumes on the session saved at the pause."""
+    assert paused.checkpoint_id is not None
+    index, key, record = paused.index, paused.key, paused.record
+    run = _run_record(runner, sessions, index, key, record, (paused.checkpoint_id, data))
+    return await _within(seconds, index, key, record, run)
+
+
+async def _within(
+    seconds: float | None,
+    index: int,
+    key: Hashable,
+    record: Any,
+    run: Coroutine[Any, Any, list[KeyedOutput]],
+) -> list[KeyedOutput]:
     if seconds is None:
-        return await _run_record(runner, sessions, index, key, record)
+        return await run
     try:
         async with asyncio.timeout(seconds) as scope:
-            return await _run_record(runner, sessions, index, key, record)
+            return await run
     except TimeoutError:
         if not scope.expired():  # a TimeoutError of the run's own, raised through
             raise
@@ -141,11 +169,17 @@ async def _run_record(
     index: int,
     key: Hashable,
     record: Any,
+    resuming: tuple[str, Any] | None,
 ) -> list[KeyedOutput]:
     values = sessions.get(key) if sessions is not None else None
     session = Session(_copied(values) if values else None)
     try:
-        result = await runner.invoke(_as_input(record), session=session)
+        if resuming is None:
+            result = await runner.invoke(_as_input(record), session=session)
+        elif values is None:  # no session kept for the key: the one saved at the pause
+            result = await runner.invoke_resume(*resuming, session=session)
+        else:
+            result = await runner._invoke_resume_on(*resuming, session)
     except RunError as exc:
         return [KeyedOutput(key, index, record, error=exc.error, _exception=exc)]
     # Kept: the record ran to its end or paused. An empty session is not kept for a key that had
