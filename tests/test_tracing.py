@@ -62,7 +62,7 @@ from adk.actions import (
 )
 from adk.callbacks import Callbacks
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.execution import LocalExecutionEnvironment
+from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.messages import MessageChunk
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -1230,3 +1230,49 @@ async def test_an_action_agents_model_and_tool_calls_are_spans_of_its_run(
     assert [o.output for o in outputs] == ["sum=3", "sum=3"]
     roots = named(exporter.get_finished_spans(), "invoke_agent calculator")
     assert len(roots) == 2 and roots[0].context.trace_id != roots[1].context.trace_id
+
+
+async def test_a_records_output_and_error_name_its_trace(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A pipeline's failed record must lead to its trace: its output (or ``RecordError``) carries
+    its run's id, which its spans report as ``gen_ai.conversation.id``; a paused record keeps it
+    through its resume. (Each record's run id was made up inside its run, and nothing that came
+    out of the environment said which trace was whose.)"""
+
+    class Picky(ActionAgent):
+        @action(InputEvent)
+        def check(self, event: InputEvent, ctx: ActionContext) -> None:
+            if event.input["n"] == 1 and ctx.resume is None:
+                raise Interrupt("go on?")
+            if event.input["n"] == 2:
+                raise ValueError("bad record")
+            ctx.send_event(OutputEvent(output=event.input["n"]))
+
+    def conversation_of(spans: Sequence[ReadableSpan]) -> list[str]:
+        return [attrs(span)["gen_ai.conversation.id"] for span in named(spans, "invoke_agent p")]
+
+    records = [{"k": "a", "n": 0}, {"k": "a", "n": 1}, {"k": "b", "n": 2}]
+    env = LocalExecutionEnvironment(
+        tracer_provider=provider, on_error="emit", checkpoint_store=InMemoryCheckpointStore()
+    )
+    applied = env.from_list(records, key="k").apply(Picky("p"))
+    done, paused, failed = await applied.to_list()
+    assert failed.error is not None and failed.run_id is not None
+    [failed_span] = [
+        s for s in exporter.get_finished_spans() if s.status.status_code == StatusCode.ERROR
+    ]
+    assert attrs(failed_span)["gen_ai.conversation.id"] == failed.run_id
+    assert sorted(conversation_of(exporter.get_finished_spans())) == sorted(
+        [done.run_id, paused.run_id, failed.run_id]
+    )
+    exporter.clear()
+    [resumed] = await applied.resume(paused, "yes")
+    assert resumed.run_id == paused.run_id
+    assert conversation_of(exporter.get_finished_spans()) == [paused.run_id]
+
+    raising = LocalExecutionEnvironment(tracer_provider=provider)
+    exporter.clear()
+    with pytest.raises(RecordError) as caught:
+        await raising.from_list(records[2:], key="k").apply(Picky("p")).to_list()
+    assert conversation_of(exporter.get_finished_spans()) == [caught.value.run_id]

@@ -217,7 +217,9 @@ class KeyedOutputs:
         if self._env.on_error == "raise":
             for output in found:
                 if output.error is not None:
-                    failure = RecordError(output.index, output.key, output.record, output.error)
+                    failure = RecordError(
+                        output.index, output.key, output.record, output.error, output.run_id
+                    )
                     raise failure from output._exception
         return found
 
@@ -323,7 +325,7 @@ class _Scheduler:
                     continue
                 for output in found:
                     if output.error is not None and not self.emit_errors:
-                        failure = RecordError(index, key, record, output.error)
+                        failure = RecordError(index, key, record, output.error, output.run_id)
                         failure.__cause__ = output._exception
                         await results.put(failure)
                         continue

@@ -16,7 +16,7 @@ from pydantic_core import to_json
 from .._checks import check_count
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
-from ..context import Session
+from ..context import Session, _new_run_id
 from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
 from ..messages import Message, Role
@@ -41,7 +41,9 @@ OnError = Literal["raise", "emit"]
 class KeyedOutput:
     """One output of one record: ``output`` is custom data or a message's text (the message
     itself is ``message``). A failed record (with ``on_error="emit"``) has ``error``; a paused one
-    has ``interrupt`` and ``checkpoint_id``."""
+    has ``interrupt`` and ``checkpoint_id``. ``run_id`` is the id of the record's run, which
+    tracing reports as ``gen_ai.conversation.id``: how to find a record's trace, a failed one's
+    above all (``None`` for a record that never ran, as when its key could not be computed)."""
 
     key: Hashable
     index: int
@@ -51,19 +53,24 @@ class KeyedOutput:
     error: ErrorInfo | None = None
     interrupt: InterruptInfo | None = field(default=None, repr=False)
     checkpoint_id: str | None = None
+    run_id: str | None = field(default=None, repr=False)
     _seq: int = field(default=0, repr=False, compare=False)
     _exception: BaseException | None = field(default=None, repr=False, compare=False)
 
 
 class RecordError(Exception):
-    """A record failed (with ``on_error="raise"``); the records still running were cancelled."""
+    """A record failed (with ``on_error="raise"``); the records still running were cancelled.
+    ``run_id`` is its run's, as on ``KeyedOutput``: the failure's trace."""
 
-    def __init__(self, index: int, key: Hashable, record: Any, error: ErrorInfo) -> None:
+    def __init__(
+        self, index: int, key: Hashable, record: Any, error: ErrorInfo, run_id: str | None = None
+    ) -> None:
         super().__init__(f"record {index} (key {key!r}) failed: {error}")
         self.index = index
         self.key = key
         self.record = record
         self.error = error
+        self.run_id = run_id
 
 
 def check_options(
@@ -119,8 +126,9 @@ async def run_record(
     up). A run longer than ``seconds`` (the environment's ``timeout``) is cancelled, so it commits
     nothing, and fails with a ``TimeoutError``: a hung call must not hold its key (and a place
     among the records running) for ever."""
-    run = _run_record(runner, sessions, index, key, record, None)
-    return await _within(seconds, index, key, record, run)
+    run_id = _new_run_id()
+    run = _run_record(runner, sessions, index, key, record, run_id, None)
+    return await _within(seconds, index, key, record, run_id, run)
 
 
 async def resume_record(
@@ -132,11 +140,13 @@ async def resume_record(
 ) -> list[KeyedOutput]:
     """Resume a paused record as a record of its key: on the session its key has now (the
     writes of the key's records since the pause included), committed like any record's. A key
-    with no session kept (none, or forgotten) resumes on the session saved at the pause."""
+    with no session kept (none, or forgotten) resumes on the session saved at the pause. The run
+    goes on under its run id (the checkpoint's): its outputs carry the paused output's."""
     assert paused.checkpoint_id is not None
-    index, key, record = paused.index, paused.key, paused.record
-    run = _run_record(runner, sessions, index, key, record, (paused.checkpoint_id, data))
-    return await _within(seconds, index, key, record, run)
+    index, key, record, run_id = paused.index, paused.key, paused.record, paused.run_id
+    resuming = (paused.checkpoint_id, data)
+    run = _run_record(runner, sessions, index, key, record, run_id, resuming)
+    return await _within(seconds, index, key, record, run_id, run)
 
 
 async def _within(
@@ -144,6 +154,7 @@ async def _within(
     index: int,
     key: Hashable,
     record: Any,
+    run_id: str | None,
     run: Coroutine[Any, Any, list[KeyedOutput]],
 ) -> list[KeyedOutput]:
     if seconds is None:
@@ -154,13 +165,16 @@ async def _within(
     except TimeoutError:
         if not scope.expired():  # a TimeoutError of the run's own, raised through
             raise
-        return [timed_out(index, key, record, f"ran longer than timeout={seconds}s")]
+        reason = f"ran longer than timeout={seconds}s"
+        return [timed_out(index, key, record, reason, run_id)]
 
 
-def timed_out(index: int, key: Hashable, record: Any, reason: str) -> KeyedOutput:
+def timed_out(
+    index: int, key: Hashable, record: Any, reason: str, run_id: str | None = None
+) -> KeyedOutput:
     """The failed output of a record cut off by a timeout."""
     error = ErrorInfo.of(TimeoutError(f"record {index} (key {key!r}) {reason}"))
-    return KeyedOutput(key, index, record, error=error)
+    return KeyedOutput(key, index, record, error=error, run_id=run_id)
 
 
 async def _run_record(
@@ -169,24 +183,28 @@ async def _run_record(
     index: int,
     key: Hashable,
     record: Any,
+    run_id: str | None,
     resuming: tuple[str, Any] | None,
 ) -> list[KeyedOutput]:
     values = sessions.get(key) if sessions is not None else None
     session = Session(_copied(values) if values else None)
     try:
         if resuming is None:
-            result = await runner.invoke(_as_input(record), session=session)
+            result = await runner.invoke(_as_input(record), session=session, run_id=run_id)
         elif values is None:  # no session kept for the key: the one saved at the pause
             result = await runner.invoke_resume(*resuming, session=session)
         else:
             result = await runner._invoke_resume_on(*resuming, session)
     except RunError as exc:
-        return [KeyedOutput(key, index, record, error=exc.error, _exception=exc)]
+        return [KeyedOutput(key, index, record, error=exc.error, run_id=run_id, _exception=exc)]
     # Kept: the record ran to its end or paused. An empty session is not kept for a key that had
     # none, so a stateless agent over an unbounded stream of keys keeps nothing per key.
     if sessions is not None and (session.values or key in sessions):
         sessions[key] = session.values
-    return _outputs_of(runner.agent, result, key, index, record)
+    found = _outputs_of(runner.agent, result, key, index, record)
+    for output in found:
+        output.run_id = run_id
+    return found
 
 
 def _copied(values: dict[str, Any]) -> dict[str, Any]:
