@@ -211,6 +211,38 @@ async def test_a_slow_consumer_slows_the_records_and_so_the_reading() -> None:
     assert other_tasks() == before
 
 
+async def test_a_shutdown_closes_the_outputs_another_task_iterates() -> None:
+    """A broker consumer's service iterates the outputs in a task of its own and closes them on
+    shutdown from another: the records stop, the consumer's loop ends, and nothing is left
+    running. (``aclose`` raised "aclose(): asynchronous generator is already running" and left
+    everything running.)"""
+    source = _Endless()
+    before = other_tasks()
+    applied = LocalExecutionEnvironment(max_concurrency=3).from_list(
+        source.orders(), key="customer"
+    )
+    outputs = applied.apply(Tally(delay=0.001))
+    busy = asyncio.Event()
+    seen: list[Any] = []
+
+    async def consume() -> str:
+        async for output in outputs:
+            seen.append(output)
+            if len(seen) == 5:
+                busy.set()
+        return "ended"
+
+    consumer = asyncio.create_task(consume())
+    await busy.wait()  # the consumer now waits inside the iteration for its next output
+    await outputs.aclose()
+    assert await consumer == "ended"
+    read = source.read
+    await asyncio.sleep(0)
+    assert source.read == read and other_tasks() == before
+    async with outputs:  # closing again, as ``async with`` does, is harmless
+        pass
+
+
 async def test_records_without_a_key_start_with_no_session_and_leave_none() -> None:
     """Each is its own key: nothing could read its session again (and an unbounded stream would
     pile them up); a mapping passed as ``sessions`` is neither read nor written."""

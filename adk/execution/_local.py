@@ -14,6 +14,7 @@ resumable with ``outputs.runner``.
 from __future__ import annotations
 
 import asyncio
+import types
 from collections import deque
 from collections.abc import (
     AsyncGenerator,
@@ -173,9 +174,20 @@ class KeyedOutputs:
         return self._iterator
 
     async def aclose(self) -> None:
-        """Cancel the records still running and wait for them to end."""
-        if self._iterator is not None:
-            await self._iterator.aclose()
+        """Cancel the records still running and wait for them to end; outputs not taken yet are
+        dropped. From any task: a service's shutdown closes the outputs that another task
+        iterates, whose loop then ends as if the records had."""
+        iterator, scheduler = self._iterator, self._scheduler
+        if iterator is None:
+            return
+        running = isinstance(iterator, types.AsyncGeneratorType) and iterator.ag_running
+        if running and scheduler is not None:
+            # Another task waits in it for an output: an async generator cannot be closed then
+            # ("already running"). Stop the records here and end that wait.
+            await scheduler.stop()
+            scheduler.end()
+            return
+        await iterator.aclose()
 
     async def __aenter__(self) -> KeyedOutputs:
         return self
@@ -231,7 +243,7 @@ class KeyedOutputs:
 
     async def _run(self) -> AsyncGenerator[KeyedOutput, None]:
         scheduler = self._scheduler = _Scheduler(self)
-        feeder = asyncio.create_task(scheduler.feed())
+        scheduler.feeder = asyncio.create_task(scheduler.feed())
         try:
             while True:
                 item = await scheduler.results.get()
@@ -241,7 +253,7 @@ class KeyedOutputs:
                     raise item
                 yield item
         finally:
-            await scheduler.stop(feeder)
+            await scheduler.stop()
 
 
 class _Scheduler:
@@ -271,6 +283,7 @@ class _Scheduler:
         self.room = asyncio.Event()
         self.room.set()
         self.closed = False  # no worker will start any more: a resume runs on its own
+        self.feeder: asyncio.Task[None] | None = None
 
     async def feed(self) -> None:
         try:
@@ -362,11 +375,20 @@ class _Scheduler:
             failure.__cause__ = exc
             await self.results.put(failure)
 
-    async def stop(self, feeder: asyncio.Task[None]) -> None:
+    async def stop(self) -> None:
         """Cancel the reader and every running record, and wait for them to end."""
         self.closed = True
+        tasks = [*self.workers] if self.feeder is None else [self.feeder, *self.workers]
         # Through cancellations of the caller (an anyio cancel scope): see ``cancel_and_wait``.
-        await cancel_and_wait([feeder, *self.workers])
+        await cancel_and_wait(tasks)
+
+    def end(self) -> None:
+        """End the iteration, which waits for an output: the outputs not taken are dropped (as
+        when it is closed) and the end is queued. Nothing else puts any more: it is stopped."""
+        results = self.results
+        while not results.empty():
+            results.get_nowait()
+        results.put_nowait(None)
 
 
 class _Turn:
