@@ -310,6 +310,30 @@ async def test_with_emit_a_failed_record_is_reported_and_its_writes_are_dropped(
     assert applied.sessions["a"] == {"memory:tally": {"total": 6}}
 
 
+async def test_a_failed_records_change_to_a_model_in_memory_is_dropped_too() -> None:
+    """Memory may hold registered pydantic models; one changed in place and set again by a record
+    that then fails is dropped like a dict would be. (The model was shared with the key's kept
+    session, so the failed record's change stayed.)"""
+
+    @action(InputEvent)
+    def keep_last(event: InputEvent, ctx: ActionContext) -> None:
+        order: Order = event.input
+        memory = ctx.short_term_memory
+        last = memory.get("last") or Order(customer=order.customer, amount=0)
+        last.amount += order.amount  # in place, as one would with any object
+        memory.set("last", last)
+        if order.amount < 0:
+            raise ValueError(f"negative amount {order.amount}")
+        ctx.send_event(OutputEvent(output=last.amount))
+
+    orders = [Order(customer="a", amount=amount) for amount in (5, -100, 1)]
+    env = LocalExecutionEnvironment(on_error="emit")
+    applied = env.from_list(orders, key="customer").apply(ActionAgent("k", actions=[keep_last]))
+    first, failed, last = await applied.to_list()
+    assert (first.output, failed.error is not None, last.output) == (5, True, 6)
+    assert applied.sessions["a"]["memory:k"]["last"] == Order(customer="a", amount=6)
+
+
 async def test_a_key_that_cannot_be_computed_fails_that_record_only() -> None:
     @action(InputEvent)
     def echo(event: InputEvent, ctx: ActionContext) -> None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Coroutine, Hashable, Mapping, MutableMappi
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pydantic import BaseModel
 from pydantic_core import to_json
 
 from .._checks import check_count
@@ -209,13 +210,17 @@ async def _run_record(
 
 def _copied(values: dict[str, Any]) -> dict[str, Any]:
     """A copy of a key's session values deep enough that a failed record's writes stay in it:
-    dicts and lists are copied all the way down (memory is JSON data), other objects are shared."""
+    dicts and lists are copied all the way down, and pydantic models deeply (memory is JSON data
+    or registered models: a model changed in place, ``profile.visits += 1``, is a write like any
+    other), other objects are shared."""
 
     def copy(value: Any) -> Any:
         if type(value) is dict:
             return {k: copy(v) for k, v in value.items()}
         if type(value) is list:
             return [copy(v) for v in value]
+        if isinstance(value, BaseModel):
+            return value.model_copy(deep=True)
         return value
 
     copied: dict[str, Any] = copy(values)
