@@ -612,20 +612,24 @@ async def test_a_resume_waits_for_its_keys_running_record_and_goes_before_later_
         while (message := await queue.get()) is not None:
             yield message
 
-    env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore())
+    # One key at a time: a resume of another key's record waits for room like any record.
+    env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore(), max_concurrency=1)
     applied = env.from_list(broker(), key="k").apply(Slow("slow"))
     async with applied:
         outputs = aiter(applied)
+        await queue.put({"k": 2, "do": "ask"})
         await queue.put({"k": 1, "do": "ask"})
-        paused = await anext(outputs)
+        other, paused = await anext(outputs), await anext(outputs)
         await queue.put({"k": 1, "do": "wait"})
         next_output = asyncio.ensure_future(anext(outputs))
         await started.wait()  # the waiting record runs: it holds the key
         resuming = asyncio.ensure_future(applied.resume(paused, "yes"))
         cancelled = asyncio.ensure_future(applied.resume(paused, "no"))
+        resuming_other = asyncio.ensure_future(applied.resume(other, "yes"))
         for _ in range(20):
             await asyncio.sleep(0)
         assert not resuming.done()  # behind the record running for its key
+        assert not resuming_other.done()  # no room: key 1 holds the only place
         cancelled.cancel()  # a resume whose caller gives up waiting does not hold the key
         await queue.put({"k": 1, "do": "later"})
         release.set()
@@ -633,6 +637,7 @@ async def test_a_resume_waits_for_its_keys_running_record_and_goes_before_later_
         [resumed] = await resuming
         assert resumed.output == ["wait", "ask"]
         assert (await anext(outputs)).output == ["wait", "ask", "later"]
+        assert [o.output for o in await resuming_other] == [["ask"]]
         with pytest.raises(asyncio.CancelledError):
             await cancelled
         await queue.put(None)

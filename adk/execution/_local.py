@@ -200,7 +200,8 @@ class KeyedOutputs:
         ``data`` as for ``Runner.resume``. Its outputs are returned, not added to the stream.
 
         It runs as a record of its key: after the record of its key running now, if any, and
-        before the ones that arrive meanwhile; on the session the key has now, and its writes
+        before the ones that arrive meanwhile (counted among the ``max_concurrency`` keys
+        running, so it may wait for room); on the session the key has now, and its writes
         are kept in ``sessions`` like any record's. It fails like a record (``on_error``: a
         ``RecordError`` raised here, or an output with ``error``), without stopping the stream.
         Records without a key, or whose key has no session kept, resume on the session saved
@@ -213,7 +214,7 @@ class KeyedOutputs:
             )
         scheduler = self._scheduler
         if scheduler is not None and not scheduler.closed:
-            turn = scheduler.take_turn(paused.key)
+            turn = await scheduler.take_turn(paused.key)
             try:
                 await turn.given
                 return self._checked(await self._resume(paused, data))
@@ -354,16 +355,25 @@ class _Scheduler:
             self.workers.discard(asyncio.current_task())
             self.room.set()
 
-    def take_turn(self, key: Hashable) -> _Turn:
-        """A place for a resume in ``key``'s queue, behind the records of the key read so far
-        (a worker starts for the key if none runs: the key's next records wait behind it)."""
+    async def take_turn(self, key: Hashable) -> _Turn:
+        """A place for a resume in ``key``'s queue, behind the records of the key read so far.
+        If none runs, a worker starts for the key once fewer than ``max_concurrency`` keys run
+        (the key's next records wait behind it); stopped meanwhile, the resume goes on alone."""
         turn = _Turn()
-        queued = self.waiting.get(key)
-        if queued is not None:
-            queued.append((-1, turn))
-        else:
-            self.waiting[key] = deque([(-1, turn)])
-            self.workers.add(asyncio.create_task(self.work(key)))
+        while True:
+            queued = self.waiting.get(key)
+            if queued is not None:
+                queued.append((-1, turn))
+                return turn
+            if self.closed:
+                turn.give()
+                return turn
+            if len(self.workers) < self.limit:
+                break
+            self.room.clear()
+            await self.room.wait()
+        self.waiting[key] = deque([(-1, turn)])
+        self.workers.add(asyncio.create_task(self.work(key)))
         return turn
 
     async def fail(self, index: int, key: Hashable, record: Any, exc: Exception) -> None:
