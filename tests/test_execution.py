@@ -464,6 +464,26 @@ async def test_timeout_cuts_off_a_record_whose_model_hangs_and_drops_its_writes(
             LocalExecutionEnvironment(timeout=bad)  # type: ignore[arg-type]
 
 
+async def test_records_that_can_be_read_once_take_one_agent() -> None:
+    """A second agent applied to a generator's records got none of them, without a word (or,
+    read at the same time as the first, failed inside the source with "anext(): asynchronous
+    generator is already running"); a list may take any number."""
+
+    async def broker() -> AsyncIterator[Order]:
+        for order in _orders(3):
+            yield order
+
+    env = LocalExecutionEnvironment()
+    for once in (broker(), iter(_orders(3))):
+        records = env.from_list(once, key="customer")
+        first = records.apply(Tally())
+        with pytest.raises(RuntimeError, match=r"an iterator \(\w+\), which can be read only once"):
+            records.apply(Tally("other"))
+        assert len(await first.to_list()) == 3
+    again = env.from_list(_orders(3), key="customer")
+    assert [len(await again.apply(Tally(name)).to_list()) for name in "ab"] == [3, 3]
+
+
 async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:
     applied = LocalExecutionEnvironment().from_list(_orders(2), key="customer").apply(Tally())
     assert len(await applied.to_list()) == 2

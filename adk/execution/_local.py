@@ -22,6 +22,7 @@ from collections.abc import (
     AsyncIterator,
     Hashable,
     Iterable,
+    Iterator,
     MutableMapping,
 )
 from typing import Any
@@ -116,6 +117,10 @@ class KeyedInput:
         self._env = env
         self._records = records
         self._key = key
+        # A generator or iterator (a broker consumer) can be read once: a second agent applied
+        # to it would get nothing, or, read at the same time, fail inside the source.
+        self._read_once = isinstance(records, Iterator | AsyncIterator)
+        self._applied = False
 
     def apply(
         self, agent: Agent, *, sessions: MutableMapping[Hashable, dict[str, Any]] | None = None
@@ -128,6 +133,14 @@ class KeyedInput:
         """
         if not isinstance(agent, Agent):
             raise TypeError(f"apply takes an Agent, got {type(agent).__name__}")
+        if self._read_once and self._applied:
+            raise RuntimeError(
+                f"these records are an iterator ({type(self._records).__name__}), which can be "
+                "read only once, and an agent was already applied to them: apply one agent (a "
+                "SequentialAgent or ParallelAgent of several), or give records that can be read "
+                "again, such as a list"
+            )
+        self._applied = True
         env = self._env
         runner = Runner(
             agent,
