@@ -156,6 +156,14 @@ async def test_keys_can_be_functions_mapping_fields_or_each_record_its_own() -> 
     own = await env.from_list(["p", "q"]).apply(agent).to_list()
     assert [(o.key, o.output) for o in own] == [(0, "p"), (1, "q")]
 
+    @action(InputEvent)
+    def conversation(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=[(m.role, m.content) for m in event.messages]))
+
+    # What InputEvent.messages holds for a record (its docstring said: nothing).
+    shown = env.from_list([records[0]]).apply(ActionAgent("c", actions=[conversation]))
+    assert [o.output for o in await shown.to_list()] == [[(Role.USER, '{"user":"x","n":1}')]]
+
 
 class _Endless:
     """An unbounded source of orders over 7 customers that counts how many were read."""

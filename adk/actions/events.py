@@ -57,8 +57,9 @@ class InputEvent(Event):
     """Starts the agent: one per input.
 
     ``input`` is the record (under an execution environment) or, under a ``Runner`` or in a
-    workflow, the text of the last input message. ``messages`` is the conversation the agent was started with when it
-    runs as a step of one (``Runner``, workflows); empty for records.
+    workflow, the text of the last input message. ``messages`` is the conversation the agent was
+    started with (``Runner``, workflows); for a record, the user message made of it (the record
+    itself for text or messages, else its JSON), which a chat can be given as it is.
     """
 
     input: Any = None
