@@ -673,6 +673,31 @@ async def test_a_resume_waits_for_its_keys_running_record_and_goes_before_later_
         await applied.resume(resumed, "yes")
 
 
+async def test_a_loop_that_resumes_what_pauses_as_it_reads_does_not_wait_for_ever() -> None:
+    """The loop over the outputs approves each pause on the spot: while it waits in ``resume``
+    it takes no outputs, and the key's worker, which the resume waits for, had outputs and no
+    room for them. Each waited for the other for ever."""
+
+    @action(InputEvent)
+    def step(event: InputEvent, ctx: ActionContext) -> None:
+        if event.input["n"] % 5 == 0 and ctx.resume is None:
+            raise Interrupt("go on?")
+        for part in range(3):  # a few outputs per record fill the outputs' queue soon
+            ctx.send_event(OutputEvent(output=(event.input["n"], part)))
+
+    env = LocalExecutionEnvironment(max_concurrency=1, checkpoint_store=InMemoryCheckpointStore())
+    records = [{"k": n // 10, "n": n} for n in range(40)]
+    applied = env.from_list(records, key="k").apply(ActionAgent("steps", actions=[step]))
+    seen: list[Any] = []
+    async with asyncio.timeout(60), applied:  # a guard: a hang fails here, not the suite
+        async for output in applied:
+            if output.checkpoint_id is None:
+                seen.append(output.output)
+            else:
+                seen += [o.output for o in await applied.resume(output, "yes")]
+    assert sorted(seen) == [(n, part) for n in range(40) for part in range(3)]
+
+
 class Asks(ActionAgent):
     """Logs each record's ``do`` in memory; ``ask`` pauses first, and logs the answer too."""
 

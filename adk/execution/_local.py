@@ -227,9 +227,8 @@ class KeyedOutputs:
             )
         scheduler = self._scheduler
         if scheduler is not None and not scheduler.closed:
-            turn = await scheduler.take_turn(paused.key)
+            turn = await scheduler.wait_for_turn(paused.key)
             try:
-                await turn.given
                 return self._checked(await self._resume(paused, data))
             finally:
                 turn.end()
@@ -258,9 +257,11 @@ class KeyedOutputs:
     async def _run(self) -> AsyncGenerator[KeyedOutput, None]:
         scheduler = self._scheduler = _Scheduler(self)
         scheduler.feeder = asyncio.create_task(scheduler.feed())
+        results, output_room = scheduler.results, scheduler.output_room
         try:
             while True:
-                item = await scheduler.results.get()
+                item = await results.get()
+                output_room.set()
                 if item is None:
                     break
                 if isinstance(item, BaseException):
@@ -279,6 +280,9 @@ class _Scheduler:
     Outputs wait for the consumer in a queue of that same size; a worker with an output and no
     room waits, holding its key, so a slow consumer slows the records and, through them, the
     reading. Nothing else waits on the consumer, so it cannot deadlock while outputs are taken.
+    While a resume waits for its turn the bound is lifted: the consumer may be what is waiting
+    for the resume (a loop that approves what pauses), not taking outputs, and the workers the
+    resume waits for must not wait for it in turn.
     """
 
     def __init__(self, outputs: KeyedOutputs) -> None:
@@ -288,9 +292,10 @@ class _Scheduler:
         self.emit_errors = outputs._env.on_error == "emit"
         # Without a key every record is its own: no session to read or keep (see run_record).
         self.sessions = outputs.sessions if outputs._key is not None else None
-        self.results: asyncio.Queue[KeyedOutput | BaseException | None] = asyncio.Queue(
-            self.most_buffered
-        )
+        # Unbounded as a queue: ``put`` keeps it to ``most_buffered`` (see the class docstring).
+        self.results: asyncio.Queue[KeyedOutput | BaseException | None] = asyncio.Queue()
+        self.output_room = asyncio.Event()
+        self.resumes_waiting = 0
         self.waiting: dict[Hashable, deque[tuple[int, Any]]] = {}
         self.workers: set[asyncio.Task[None]] = set()
         self.buffered = 0
@@ -334,7 +339,7 @@ class _Scheduler:
             await self.results.put(exc)
 
     async def work(self, key: Hashable) -> None:
-        queued, runner, results = self.waiting[key], self.outputs.runner, self.results
+        queued, runner = self.waiting[key], self.outputs.runner
         timeout = self.outputs._env.timeout
         try:
             seq = 0
@@ -354,11 +359,11 @@ class _Scheduler:
                     if output.error is not None and not self.emit_errors:
                         failure = RecordError(index, key, record, output.error, output.run_id)
                         failure.__cause__ = output._exception
-                        await results.put(failure)
+                        await self.put(failure)
                         continue
                     output._seq = seq
                     seq += 1
-                    await results.put(output)
+                    await self.put(output)
         finally:
             for _, waiting in queued:  # stopped: resumes waiting here go on without the stream
                 if type(waiting) is _Turn:
@@ -367,6 +372,30 @@ class _Scheduler:
             # Leave the set now, not in a done callback: the reader, woken below, counts it.
             self.workers.discard(asyncio.current_task())
             self.room.set()
+
+    async def put(self, output: KeyedOutput | BaseException) -> None:
+        """Queue an output for the consumer once there is room (none is needed while a resume
+        waits for its turn)."""
+        results = self.results
+        while results.qsize() >= self.most_buffered and not self.resumes_waiting:
+            self.output_room.clear()
+            await self.output_room.wait()
+        results.put_nowait(output)
+
+    async def wait_for_turn(self, key: Hashable) -> _Turn:
+        """``take_turn`` and wait until it is given, with the outputs' bound lifted meanwhile."""
+        self.resumes_waiting += 1
+        self.output_room.set()
+        try:
+            turn = await self.take_turn(key)
+            try:
+                await turn.given
+            except BaseException:
+                turn.end()
+                raise
+            return turn
+        finally:
+            self.resumes_waiting -= 1
 
     async def take_turn(self, key: Hashable) -> _Turn:
         """A place for a resume in ``key``'s queue, behind the records of the key read so far.
@@ -392,11 +421,11 @@ class _Scheduler:
     async def fail(self, index: int, key: Hashable, record: Any, exc: Exception) -> None:
         error = ErrorInfo.of(exc)
         if self.emit_errors:
-            await self.results.put(KeyedOutput(key, index, record, error=error))
+            await self.put(KeyedOutput(key, index, record, error=error))
         else:
             failure = RecordError(index, key, record, error)
             failure.__cause__ = exc
-            await self.results.put(failure)
+            await self.put(failure)
 
     async def stop(self) -> None:
         """Cancel the reader and every running record, and wait for them to end."""
