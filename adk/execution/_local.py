@@ -8,7 +8,8 @@ leave half its writes behind for the next record of its key.
 
 Each record is one run of a ``Runner`` that the environment builds: callbacks, tracing, resources
 and checkpoints work as for any run, and a record that pauses is reported with its checkpoint id,
-resumable with ``outputs.runner``.
+resumable with ``outputs.resume`` as a record of its key (it waits for its key's running record,
+runs on the key's session and commits like any record).
 """
 
 from __future__ import annotations
