@@ -709,6 +709,8 @@ class Asks(ActionAgent):
                 raise Interrupt("go on?")
             done = f"ask:{ctx.resume.data}"
         memory.set("log", [*memory.get("log", []), done])
+        if done == "ask:fail":
+            raise ValueError("the answer was 'fail'")
         ctx.send_event(OutputEvent(output=memory.get("log")))
 
 
@@ -736,7 +738,10 @@ async def test_a_paused_record_resumes_after_its_stream_in_another_environment(
         assert alone.output == ["ask:no"]
         forgotten: dict[Hashable, dict[str, Any]] = {}
         again = second.from_list([], key="k").apply(Asks("asks"), sessions=forgotten)
-        [resumed_2] = await again.resume(paused_2, "yes")
+        with pytest.raises(RecordError, match="the answer was 'fail'") as failed:
+            await again.resume(paused_2, "fail")  # fails like a record: its writes dropped,
+        assert failed.value.run_id == paused_2.run_id and forgotten == {}  # the stream goes on
+        [resumed_2] = await again.resume(paused_2, "yes")  # and its checkpoint is kept
         assert resumed_2.output == ["y", "ask:yes"]  # on its session as saved at the pause
         assert forgotten == {2: {"memory:asks": {"log": ["y", "ask:yes"]}}}
 
