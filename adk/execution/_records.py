@@ -129,6 +129,8 @@ async def run_record(
     among the records running) for ever."""
     run_id = _new_run_id()
     run = _run_record(runner, sessions, index, key, record, run_id, None)
+    if seconds is None:  # the common case, per record: no frame more than needed
+        return await run
     return await _within(seconds, index, key, record, run_id, run)
 
 
