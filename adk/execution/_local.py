@@ -340,7 +340,8 @@ class _Scheduler:
             await self.results.put(exc)
 
     async def work(self, key: Hashable) -> None:
-        queued, runner = self.waiting[key], self.outputs.runner
+        queued, runner, results = self.waiting[key], self.outputs.runner, self.results
+        most_buffered = self.most_buffered
         timeout = self.outputs._env.timeout
         try:
             seq = 0
@@ -364,7 +365,10 @@ class _Scheduler:
                         continue
                     output._seq = seq
                     seq += 1
-                    await self.put(output)
+                    if results.qsize() < most_buffered:  # room: no wait, no frame of ``put``
+                        results.put_nowait(output)
+                    else:
+                        await self.put(output)
         finally:
             for _, waiting in queued:  # stopped: resumes waiting here go on without the stream
                 if type(waiting) is _Turn:

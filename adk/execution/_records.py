@@ -217,16 +217,22 @@ def _copied(values: dict[str, Any]) -> dict[str, Any]:
     other), other objects are shared."""
 
     def copy(value: Any) -> Any:
-        if type(value) is dict:
+        kind = type(value)
+        if kind is dict:
             return {k: copy(v) for k, v in value.items()}
-        if type(value) is list:
+        if kind is list:
             return [copy(v) for v in value]
+        if kind in _SCALARS:
+            return value
         if isinstance(value, BaseModel):
             return value.model_copy(deep=True)
         return value
 
     copied: dict[str, Any] = copy(values)
     return copied
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _as_input(record: Any) -> list[Message]:
