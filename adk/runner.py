@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._aio import AsyncCloseable, closing, finish
+from ._approval import check_decision, is_approval_request
 from ._checks import check_agent
 from ._driver import (
     NO_EVENT,
@@ -842,6 +843,16 @@ def _unreached(agent_name: str, checkpoint_id: str, points: list[str]) -> AgentE
 
 
 def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
+    """Which points a resume addresses, with their data; data for an approval request must be a
+    decision (``check_decision``), checked here, before anything runs."""
+    targets = _addressed(signal, resume)
+    for point in signal.points:
+        if point.id in targets and is_approval_request(point.info):
+            check_decision(point.id, targets[point.id])
+    return targets
+
+
+def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     """Which points a resume addresses, with their data."""
     pending = [p.id for p in signal.points]
     if resume is None:

@@ -4,11 +4,16 @@ under the tool call and the resume routes back inside), and ``@tool(require_appr
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import ScriptAgent
+from openai_server import Call as WireCall
+from openai_server import OpenAIServer
+from openai_server import Reply as WireReply
 from test_interrupts import Asker, collect, pause_of, texts
 
 import adk
@@ -23,7 +28,7 @@ from adk import (
     SequentialAgent,
     ToolContext,
 )
-from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent, Supervisor
@@ -539,8 +544,8 @@ async def test_require_approval_approved_runs_the_tool(decision: Any) -> None:
         # Only a clear yes approves: truthy values that say no must never let a payment through.
         ({"approved": "false"}, "Error: the call to 'send_payment' was not approved"),
         ({"approved": "no"}, "Error: the call to 'send_payment' was not approved"),
-        ({"approved": 1}, "Error: the call to 'send_payment' was not approved"),
-        ({"approve": True}, "Error: the call to 'send_payment' was not approved"),
+        ({"approved": " Denied "}, "Error: the call to 'send_payment' was not approved"),
+        ({"approved": None}, "Error: the call to 'send_payment' was not approved"),
         (
             {"approved": False, "reason": "over the limit"},
             "Error: the call to 'send_payment' was not approved: over the limit",
@@ -560,3 +565,83 @@ async def test_require_approval_denied_returns_an_error_result(decision: Any, re
     assert (tool_message.role, tool_message.content) == ("tool", result)
     assert (tool_message.tool_call_id, tool_message.name) == ("call_1", "send_payment")
     assert events[0].message is not None and events[0].message.metadata == {"is_error": True}
+
+
+def _approval_service(sent: list[str], base_url: str, store: SQLiteCheckpointStore) -> Runner:
+    """A service's runner: the model is the OpenAI wire server, checkpoints go to SQLite."""
+
+    @adk.tool(require_approval=True)
+    def send_payment(payee: str, amount_cents: int) -> str:
+        """Send a payment."""
+        sent.append(f"{amount_cents} to {payee}")
+        return f"sent {amount_cents} to {payee}"
+
+    model = adk.OpenAIChatModel("wire", base_url=base_url, api_key="test")
+    return Runner(ReActAgent("pay", model, tools=[send_payment]), checkpoint_store=store)
+
+
+def _payment_call(payee: str, call_id: str) -> WireCall:
+    return WireCall("send_payment", json.dumps({"payee": payee, "amount_cents": 100}), call_id)
+
+
+@pytest.mark.parametrize(
+    "decision",
+    [
+        {"approve": True},  # a mistyped key
+        {"confirmed": True},  # Google ADK's ToolConfirmation shape
+        {"approved": 1},
+        {"approved": True, "reason": 7},
+        "maybe",
+        ["yes"],
+    ],
+)
+async def test_a_resume_whose_approval_is_neither_yes_nor_no_is_refused_and_loses_nothing(
+    decision: Any, tmp_path: Path
+) -> None:
+    # Read as a denial, a decision in the wrong shape told the model "not approved", finished
+    # the run and deleted the checkpoint: the person's answer was lost. It is refused instead,
+    # before anything runs, and the same checkpoint then resumes with a proper answer.
+    sent: list[str] = []
+    script = [WireReply(tool_calls=[_payment_call("ACME", "call_1")]), WireReply(text="paid")]
+    async with (
+        OpenAIServer(script) as server,
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+        _approval_service(sent, server.base_url, store) as runner,
+    ):
+        paused = await runner.invoke("pay ACME")
+        assert paused.checkpoint_id is not None
+        saved = await store.get(paused.checkpoint_id)
+
+        with pytest.raises(ValueError, match="is not a decision") as refused:
+            await runner.invoke_resume(paused.checkpoint_id, decision)
+        assert str(refused.value).startswith(
+            "resume data for approval point 'agent:pay/tool:send_payment#call_1' is not a "
+            f"decision: {decision!r}; expected True or False"
+        )
+        assert sent == [] and len(server.requests) == 1
+        assert await store.get(paused.checkpoint_id) == saved
+
+        done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert done.text == "paid" and sent == ["100 to ACME"]
+
+
+async def test_one_malformed_approval_among_several_stops_them_all(tmp_path: Path) -> None:
+    sent: list[str] = []
+    calls = [_payment_call("ACME", "call_1"), _payment_call("Initech", "call_2")]
+    script = [WireReply(tool_calls=calls), WireReply(text="both handled")]
+    async with (
+        OpenAIServer(script) as server,
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+        _approval_service(sent, server.base_url, store) as runner,
+    ):
+        paused = await runner.invoke("pay both")
+        assert paused.interrupt is not None and paused.checkpoint_id is not None
+        first, second = sorted(paused.interrupt.point_ids)
+        with pytest.raises(ValueError, match=r"approval point '.*call_2' is not a decision"):
+            await runner.invoke_resume(
+                paused.checkpoint_id, {first: True, second: {"approve": "yes"}}
+            )
+        assert sent == []  # the well-formed approval did not run either
+
+        done = await runner.invoke_resume(paused.checkpoint_id, {first: True, second: "no"})
+    assert done.text == "both handled" and sent == ["100 to ACME"]

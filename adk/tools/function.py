@@ -24,6 +24,7 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from .._approval import approves
 from ..checkpoint.codec import CheckpointError
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
@@ -186,27 +187,11 @@ def _decision(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResult 
         and info.get("tool_call_id") == ctx.tool_call_id
     ):
         return None
-    decision = resume.data
-    if isinstance(decision, dict):
-        approved = _approves(decision.get("approved"))
-        reason = decision.get("reason")
-    else:
-        approved, reason = _approves(decision), None
+    approved, reason = approves(resume.data)
     if approved:
         return True
     text = f"Error: the call to '{ctx.tool_name}' was not approved"
     return ToolResult(content=f"{text}: {reason}" if reason else text, is_error=True)
-
-
-def _approves(decision: Any) -> bool:
-    """Whether a person's decision approves: ``True`` or a plain "yes"; nothing else does, so a
-    decision that only looks like one (``"false"``, ``"no"``, ``0``) never lets a call through."""
-    if decision is True:
-        return True
-    return isinstance(decision, str) and decision.strip().lower() in _YES
-
-
-_YES = frozenset({"y", "yes", "true", "approve", "approved"})
 
 
 def _doc_of(fn: Callable[..., Any]) -> str | None:
