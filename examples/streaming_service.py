@@ -1,0 +1,273 @@
+"""An agent behind HTTP, on the standard library alone: streamed answers, approvals, hang-ups.
+
+``POST /chat`` runs the agent and streams its events to the client as NDJSON lines (a chunked
+response): pieces of each answer as the model writes them, tool calls and results, and, when the
+agent wants to send money, the approval request with its checkpoint id. ``POST /resume`` carries a
+person's decision to that checkpoint, which lives in a SQLite file, so any worker sharing the file
+could take it. Three things a service has to get right, shown here:
+
+- **Errors before the first event become HTTP errors.** ``runner.resume`` checks the request (the
+  checkpoint exists, is not being resumed, the decision has the right shape) when its first event
+  is taken; the handler takes it *before* sending ``200``, so a bad request gets a ``400`` or
+  ``409`` with the reason instead of a stream that breaks off.
+- **A failing model fails its stream.** Reading a reply's stream raises the model's error; the
+  handler reports it and goes on reading events, so the client still gets the run's error event.
+- **A client that hangs up cancels its run.** The handler watches the connection while it streams;
+  when the client leaves, it cancels the run, and the tool that was running is cancelled with it.
+
+It runs offline (a scripted model stands in for the LLM) and plays the client itself::
+
+    python examples/streaming_service.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import adk
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+EXAMPLE_EXPECT = (
+    "waiting for approval of send_payment",
+    "400 resume data for approval point",
+    "paid: sent 4200 cents to ACME",
+    "[{'stream_failed': 'HTTP 503: overloaded (gave up after 3 attempts)'}, {'agent': 'clerk', "
+    "'error': 'ModelError: HTTP 503: overloaded (gave up after 3 attempts)'}]",
+    "client left: run cancelled, lookup_invoice cancelled too",
+)
+
+lookup_started = asyncio.Event()
+lookup_cancelled = asyncio.Event()
+
+
+@adk.tool(require_approval=True)
+def send_payment(payee: str, amount_cents: int) -> str:
+    """Send money; a person approves every call."""
+    return f"sent {amount_cents} cents to {payee}"
+
+
+@adk.tool
+async def lookup_invoice(invoice: str) -> str:
+    """Look an invoice up in a slow back-office system."""
+    lookup_started.set()
+    try:
+        await asyncio.sleep(3600)  # the client will not wait that long
+    except asyncio.CancelledError:
+        lookup_cancelled.set()
+        raise
+    return f"{invoice}: due"
+
+
+def scripted_model(messages: list[adk.Message]) -> Any:
+    """Stands in for an LLM: pay ACME, look invoices up, fail, or report the last tool result."""
+    last = messages[-1]
+    if last.role == "tool":
+        return f"paid: {last.content}"
+    if "break" in last.content:
+        return adk.ModelError("HTTP 503: overloaded (gave up after 3 attempts)", status=503)
+    if "slow" in last.content:
+        return Reply(tool_calls=[tool_call("lookup_invoice", {"invoice": "INV-9"})])
+    payment = {"payee": "ACME", "amount_cents": 4200}
+    return Reply(text="I'll pay ACME.", tool_calls=[tool_call("send_payment", payment)])
+
+
+# -- the service ----------------------------------------------------------------------------------
+
+
+class Service:
+    def __init__(self, runner: adk.Runner) -> None:
+        self.runner = runner
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            path, body = await _read_request(reader)
+            if path == "/chat":
+                events = self.runner.run(body["message"])
+            elif path == "/resume":
+                events = self.runner.resume(body["checkpoint_id"], body["decision"])
+            else:
+                await _send_json(writer, 404, {"error": f"no route {path}"})
+                return
+            async with contextlib.aclosing(events):
+                await self.stream(events, reader, writer)
+        finally:
+            writer.close()
+
+    async def stream(
+        self,
+        events: AsyncIterator[adk.AgentEvent],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        try:  # the request is checked when the first event is taken: answer its errors as such
+            first = await anext(events, None)
+        except (ValueError, TypeError) as exc:  # a malformed resume (unknown point, bad decision)
+            await _send_json(writer, 400, {"error": str(exc)})
+            return
+        except adk.CheckpointError as exc:  # no such checkpoint, or it is being resumed
+            await _send_json(writer, 409, {"error": str(exc)})
+            return
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        sending = asyncio.ensure_future(self.send_all(first, events, writer))
+        hangup = asyncio.ensure_future(reader.read(1))  # b"" once the client closes
+        await asyncio.wait({sending, hangup}, return_when=asyncio.FIRST_COMPLETED)
+        hangup.cancel()
+        if not sending.done():
+            sending.cancel()  # cancels the run: its tools, model calls and MCP calls
+            print("[server] client left: run cancelled", flush=True)
+        with contextlib.suppress(asyncio.CancelledError, ConnectionError):
+            await sending
+
+    async def send_all(
+        self,
+        event: adk.AgentEvent | None,
+        events: AsyncIterator[adk.AgentEvent],
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        while event is not None:
+            stream = event.output.stream if event.output is not None else None
+            if stream is not None:
+                try:
+                    async for chunk in stream:
+                        if chunk.content:
+                            await _send_line(writer, {"delta": chunk.content})
+                    await _send_line(writer, _describe(await stream.collect(), event))
+                except adk.ModelError as exc:  # the run's error event comes next
+                    await _send_line(writer, {"stream_failed": str(exc)})
+            else:
+                await _send_line(writer, _describe(event.message, event))
+            event = await anext(events, None)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+
+def _describe(message: adk.Message | None, event: adk.AgentEvent) -> dict[str, Any]:
+    line: dict[str, Any] = {"agent": event.agent_name}
+    if message is not None:
+        line["role"] = message.role.value
+        line["text"] = message.content
+        line["calls"] = [call.name for call in message.tool_calls]
+    if event.interrupted is not None:
+        line["checkpoint_id"] = event.interrupted.checkpoint_id
+        line["waiting"] = [{"id": p.id, "info": p.info} for p in event.interrupted.points]
+    if event.error is not None:
+        line["error"] = f"{event.error.type}: {event.error.message}"
+    return line
+
+
+async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, Any]]:
+    _method, path, _version = (await reader.readline()).decode().split(" ", 2)
+    length = 0
+    while (header := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = header.decode().partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    body = json.loads(await reader.readexactly(length)) if length else {}
+    return path, body
+
+
+async def _send_line(writer: asyncio.StreamWriter, value: Any) -> None:
+    data = json.dumps(value).encode() + b"\n"
+    writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+    await writer.drain()
+
+
+async def _send_json(writer: asyncio.StreamWriter, status: int, value: Any) -> None:
+    data = json.dumps(value).encode()
+    head = f"HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n"
+    writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    await writer.drain()
+
+
+# -- a client -------------------------------------------------------------------------------------
+
+
+async def post(port: int, path: str, body: Any, *, leave_when: asyncio.Event | None = None) -> Any:
+    """POST ``body``; return the NDJSON lines of a ``200``, or ``(status, error)`` otherwise.
+    With ``leave_when``, hang up mid-stream once it is set."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(body).encode()
+    writer.write(f"POST {path} HTTP/1.1\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    status = int((await reader.readline()).split()[1])
+    length = None
+    while (header := await reader.readline()) not in (b"\r\n", b""):
+        name, _, value = header.decode().partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value)
+    try:
+        if status != 200:
+            assert length is not None
+            return status, json.loads(await reader.readexactly(length))["error"]
+        if leave_when is not None:
+            await leave_when.wait()
+            return []
+        lines = []
+        while size := int(await reader.readline(), 16):
+            lines.append(json.loads(await reader.readexactly(size)))
+            await reader.readline()
+        return lines
+    finally:
+        writer.close()
+
+
+async def main() -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        agent = ReActAgent(
+            "clerk",
+            ScriptedModel(scripted_model),
+            instruction="You pay invoices.",
+            tools=[send_payment, lookup_invoice],
+        )
+        async with (
+            SQLiteCheckpointStore(Path(tmp) / "checkpoints.db") as store,
+            adk.Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+        ):
+            server = await asyncio.start_server(Service(runner).handle, "127.0.0.1", 0)
+            port = server.sockets[0].getsockname()[1]
+
+            lines = await post(port, "/chat", {"message": "Pay the ACME invoice."})
+            print("[client] deltas:", [line["delta"] for line in lines if "delta" in line])
+            paused = lines[-1]
+            point = paused["waiting"][0]
+            print(f"[client] waiting for approval of {point['info']['tool']}: {point['id']}")
+
+            status, error = await post(
+                port,
+                "/resume",
+                {"checkpoint_id": paused["checkpoint_id"], "decision": {"approve": True}},
+            )
+            print(f"[client] {status} {error[:60]}...")  # a typo: refused, nothing lost
+
+            decision = {"approved": True, "reason": "invoice checked"}
+            lines = await post(
+                port, "/resume", {"checkpoint_id": paused["checkpoint_id"], "decision": decision}
+            )
+            print("[client] answer:", lines[-1]["text"])
+
+            lines = await post(port, "/chat", {"message": "Just break, please."})
+            print("[client] failed:", lines)
+
+            # Hang up while the tool runs; the server notices and cancels the run.
+            await post(
+                port, "/chat", {"message": "Look INV-9 up, slowly."}, leave_when=lookup_started
+            )
+            await lookup_cancelled.wait()
+            print("[client] client left: run cancelled, lookup_invoice cancelled too")
+
+            server.close()
+            await server.wait_closed()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
