@@ -9,8 +9,10 @@ before anything runs (``check_decision``), so the checkpoint stays and the perso
 sent again in the right shape. Read as a denial it would end the paused call for good and delete
 the checkpoint, losing what the person decided.
 
-One module for both sides: the tool (``FunctionTool``) reads decisions with ``approves``, and the
-runner checks resume data aimed at an approval request with ``check_decision``.
+One module for both sides: the tools that ask build their pause with ``approval_request`` and read
+the answer with ``decision_of`` (``FunctionTool`` itself, as its own pause may follow an approval;
+``MCPToolset``'s tools through ``gate``), and the runner checks resume data aimed at an approval
+request with ``check_decision``.
 """
 
 from __future__ import annotations
@@ -19,7 +21,17 @@ import reprlib
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["approves", "check_decision", "is_approval_request"]
+from .interrupts import Interrupt, ResumeContext
+from .tools.base import ToolContext, ToolResult
+
+__all__ = [
+    "approval_request",
+    "approves",
+    "check_decision",
+    "decision_of",
+    "gate",
+    "is_approval_request",
+]
 
 _YES = frozenset({"y", "yes", "true", "approve", "approved"})
 _NO = frozenset({"n", "no", "false", "deny", "denied", "reject", "rejected"})
@@ -80,3 +92,44 @@ def approves(decision: Any) -> tuple[bool, str | None]:
     (the runner has already refused what is neither, see ``check_decision``)."""
     verdict, reason = _read(decision)
     return verdict is True, reason if isinstance(reason, str) and reason else None
+
+
+def approval_request(tool: str, arguments: Any, ctx: ToolContext) -> dict[str, Any]:
+    """The info a call pauses with to ask for approval (``is_approval_request`` recognises it).
+    ``arguments`` must be JSON values: the request is saved in the checkpoint."""
+    return {
+        "type": "approval",
+        "tool": tool,
+        "arguments": arguments,
+        "tool_call_id": ctx.tool_call_id,
+    }
+
+
+def decision_of(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResult | bool | None:
+    """A resumed call's approval decision: ``True`` if approved, the error result a denial
+    returns, or None if its pause was not this call's approval request (the tool paused on its
+    own, and the resume data is its answer)."""
+    if not (is_approval_request(info) and info.get("tool_call_id") == ctx.tool_call_id):
+        return None
+    approved, reason = approves(resume.data)
+    if approved:
+        return True
+    text = f"Error: the call to '{ctx.tool_name}' was not approved"
+    return ToolResult(content=f"{text}: {reason}" if reason else text, is_error=True)
+
+
+def gate(tool: str, arguments: Any, ctx: ToolContext) -> ToolResult | None:
+    """For a tool that cannot pause on its own (an MCP server's): pause the call for a person's
+    decision (``Interrupt`` with the approval request as its info); on resume, ``None`` to go on
+    if approved, else the error result the model reads. A resume of any other pause at this call
+    asks again, so nothing runs unapproved."""
+    plan = ctx.run_context._run.plan
+    if plan is not None:
+        resume = plan.resume_for(ctx.address)
+        if resume is not None:
+            decision = decision_of(resume, plan.info_at(ctx.address), ctx)
+            if decision is True:
+                return None
+            if isinstance(decision, ToolResult):
+                return decision
+    raise Interrupt(approval_request(tool, arguments, ctx))

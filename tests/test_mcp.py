@@ -25,10 +25,12 @@ from typing import Any, TypeVar
 import pytest
 import pytest_asyncio
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
+from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
 from openai_server import Reply as OpenAIReply
 
 from adk import AgentTool, Runner
+from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
 from adk.messages import Message, Role
 from adk.models.openai import OpenAIChatModel
@@ -366,6 +368,75 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         MCPToolset(url)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="http"):
         HTTPServer("127.0.0.1:8000/mcp")
+
+
+async def test_tools_needing_approval_pause_and_run_only_once_approved(
+    http_process: HTTPServerProcess, tmp_path: Path
+) -> None:
+    # An MCP server's tools could not ask for a person's approval as @tool(require_approval=True)
+    # does; a service had to wrap each one. require_approval names them (server names, as in
+    # tool_filter); the pause and the decision are the function tool's, so a service resumes
+    # both alike, from another runner over the same SQLite file.
+    calls = [
+        OpenAICall("demo_add", json.dumps({"a": 2, "b": 3}), "c1"),
+        OpenAICall("demo_pid", "{}", "c2"),
+    ]
+
+    def service(store: SQLiteCheckpointStore, base_url: str) -> Runner:
+        toolset = MCPToolset(
+            HTTPServer(http_process.url),
+            tool_filter=["add", "pid"],
+            prefix="demo",
+            require_approval=["add"],
+        )
+        model = OpenAIChatModel("test-model", base_url=base_url, api_key="sk-test")
+        return Runner(ReActAgent("ops", model, tools=[toolset]), checkpoint_store=store)
+
+    for decision, result in [
+        ({"approved": True}, "5"),
+        (
+            {"approved": False, "reason": "not today"},
+            "Error: the call to 'demo_add' was not approved: not today",
+        ),
+    ]:
+        script = [OpenAIReply(tool_calls=calls), OpenAIReply(text="done")]
+        db = tmp_path / f"{uuid.uuid4().hex}.db"
+        async with OpenAIServer(script) as server:
+            async with (
+                SQLiteCheckpointStore(db) as store,
+                service(store, server.base_url) as runner,
+            ):
+                paused = await runner.invoke("add 2 and 3")
+            assert paused.interrupt is not None and paused.checkpoint_id is not None
+            (point,) = paused.interrupt.points
+            assert point.id == "agent:ops/tool:demo_add#c1"
+            assert point.info == {
+                "type": "approval",
+                "tool": "demo_add",
+                "arguments": {"a": 2, "b": 3},
+                "tool_call_id": "c1",
+            }
+            assert [
+                e.message.name for e in paused.events if e.message and e.message.role == "tool"
+            ] == ["demo_pid"]
+
+            async with (
+                SQLiteCheckpointStore(db) as store,
+                service(store, server.base_url) as runner,
+            ):
+                with pytest.raises(ValueError, match="is not a decision"):
+                    await runner.invoke_resume(paused.checkpoint_id, {"approve": True})
+                done = await runner.invoke_resume(paused.checkpoint_id, decision)
+            assert done.text == "done"
+            tool_results = {
+                m["tool_call_id"]: m["content"]
+                for m in server.bodies[-1]["messages"]
+                if m["role"] == "tool"
+            }
+            assert tool_results["c1"] == result and tool_results["c2"].isdigit()
+
+    with pytest.raises(TypeError, match="require_approval"):
+        MCPToolset(HTTPServer(http_process.url), require_approval="add")
 
 
 async def test_sse_transport(sse_process: HTTPServerProcess) -> None:

@@ -25,6 +25,7 @@ from mcp.types import Prompt as _WirePrompt
 from mcp.types import Tool as _WireTool
 
 from .._aio import AsyncCloseable
+from .._approval import gate
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ._content import block_text, blocks_text
@@ -111,14 +112,18 @@ def _to_result(result: CallToolResult) -> ToolResult:
 
 class _MCPTool:
     """One server tool. It holds no connection: every call goes through the toolset's session, so
-    a tool obtained before a reconnect keeps working after it."""
+    a tool obtained before a reconnect keeps working after it. With ``approval`` a call pauses
+    for a person's decision first, as ``@tool(require_approval=True)`` does."""
 
-    __slots__ = ("_mcp_name", "_spec", "_toolset")
+    __slots__ = ("_approval", "_mcp_name", "_spec", "_toolset")
 
-    def __init__(self, toolset: MCPToolset, mcp_name: str, spec: ToolSpec) -> None:
+    def __init__(
+        self, toolset: MCPToolset, mcp_name: str, spec: ToolSpec, approval: bool = False
+    ) -> None:
         self._toolset = toolset
         self._mcp_name = mcp_name
         self._spec = spec
+        self._approval = approval
 
     @property
     def spec(self) -> ToolSpec:
@@ -131,7 +136,20 @@ class _MCPTool:
         return f"tool {self._mcp_name!r} of MCP server '{self._toolset.server}'"
 
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
-        return await self._toolset._call(self._spec.name, self._mcp_name, arguments)
+        name = self._spec.name
+        if self._approval:
+            try:
+                parsed = _parse_arguments(arguments)
+            except ValueError as exc:  # nothing to approve: the model reads why and tries again
+                return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
+            if ctx is None:
+                return ToolResult.error(
+                    f"tool '{name}' needs a person's approval, which only a run can ask for"
+                )
+            denial = gate(name, parsed, ctx)
+            if denial is not None:
+                return denial
+        return await self._toolset._call(name, self._mcp_name, arguments)
 
     def __repr__(self) -> str:
         return f"<MCP tool {self._spec.name!r} of {self._toolset.server}>"
@@ -210,7 +228,9 @@ class MCPToolset(AsyncCloseable):
     characters; they take ``[a-zA-Z0-9_-]{1,64}``) is offered under one they take
     (``_model_names``). ``call_timeout`` bounds each tool call (and each list/prompt request);
     ``None`` waits forever (over SSE, a call silent for 5 minutes ends the connection).
-    ``connect_timeout`` bounds starting a session.
+    ``connect_timeout`` bounds starting a session. ``require_approval`` makes calls of every tool
+    (``True``) or of some (names or a predicate, like ``tool_filter``) pause for a person's
+    decision, as ``@tool(require_approval=True)`` does.
     """
 
     def __init__(
@@ -221,6 +241,7 @@ class MCPToolset(AsyncCloseable):
         *,
         call_timeout: float | None = 60.0,
         connect_timeout: float = 30.0,
+        require_approval: bool | _ToolFilter = False,
     ) -> None:
         if not isinstance(server, StdioServer | HTTPServer | SSEServer):
             raise TypeError(
@@ -235,6 +256,11 @@ class MCPToolset(AsyncCloseable):
             raise ValueError(f"connect_timeout must be positive, got {connect_timeout!r}")
         self._session = Session(server, connect_timeout=connect_timeout)
         self._accepts = _compile_filter(tool_filter)
+        if isinstance(require_approval, bool):
+            approve_all = require_approval
+            self._needs_approval: Callable[[ToolSpec], bool] = lambda spec: approve_all
+        else:
+            self._needs_approval = _compile_filter(require_approval, "require_approval")
         self._prefix = prefix
         self._call_timeout = call_timeout
         self._tools: _Listing | None = None
@@ -347,6 +373,7 @@ class MCPToolset(AsyncCloseable):
                 self,
                 name,
                 spec if spec.name == exposed else spec.model_copy(update={"name": exposed}),
+                self._needs_approval(spec),
             )
             for (name, spec), exposed in zip(accepted, names, strict=True)
         ]
@@ -504,11 +531,13 @@ def _is_model_name(name: str) -> bool:
     return len(name) <= _NAME_LIMIT and _NOT_IN_NAMES.search(name) is None and bool(name)
 
 
-def _compile_filter(tool_filter: _ToolFilter | None) -> Callable[[ToolSpec], bool]:
+def _compile_filter(
+    tool_filter: _ToolFilter | None, what: str = "tool_filter"
+) -> Callable[[ToolSpec], bool]:
     if tool_filter is None:
         return lambda spec: True
     if isinstance(tool_filter, str):
-        raise TypeError("tool_filter must be a collection of tool names or a predicate, not a str")
+        raise TypeError(f"{what} must be a collection of tool names or a predicate, not a str")
     if callable(tool_filter):
         predicate = tool_filter
         return lambda spec: bool(predicate(spec))

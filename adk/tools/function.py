@@ -24,7 +24,7 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from .._approval import approves
+from .._approval import approval_request, decision_of
 from ..checkpoint.codec import CheckpointError
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
@@ -177,23 +177,6 @@ def _mark_approved(exc: Interrupt, address: str) -> None:
     exc._signal.save(address, True, _APPROVED_SLOT)
 
 
-def _decision(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResult | bool | None:
-    """A resumed call's approval decision: ``True`` if approved, the error result a denial
-    returns, or None if its pause was not an approval request (the function paused on its own,
-    and the resume data is its answer)."""
-    if not (
-        isinstance(info, dict)
-        and info.get("type") == "approval"
-        and info.get("tool_call_id") == ctx.tool_call_id
-    ):
-        return None
-    approved, reason = approves(resume.data)
-    if approved:
-        return True
-    text = f"Error: the call to '{ctx.tool_name}' was not approved"
-    return ToolResult(content=f"{text}: {reason}" if reason else text, is_error=True)
-
-
 def _doc_of(fn: Callable[..., Any]) -> str | None:
     """The docstring that describes ``fn``: a partial's function's, a callable object's
     ``__call__``'s or else its class's."""
@@ -333,7 +316,7 @@ class FunctionTool:
         resume = plan.resume_for(ctx.address) if plan is not None else None
         # A resumed call that paused for approval: the person's decision, whether or not the tool
         # still requires approval (a denial must hold after a redeploy that dropped the flag).
-        decision = _decision(resume, plan.info_at(ctx.address), ctx) if resume and plan else None
+        decision = decision_of(resume, plan.info_at(ctx.address), ctx) if resume and plan else None
         try:
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except ValidationError as exc:
@@ -389,13 +372,9 @@ class FunctionTool:
         own afterwards); one never approved (``require_approval`` added since the pause) is
         refused rather than run unapproved."""
         if resume is None:
-            info = {
-                "type": "approval",
-                "tool": self.name,
-                "arguments": pydantic_core.to_jsonable_python(kwargs),
-                "tool_call_id": ctx.tool_call_id,
-            }
-            raise Interrupt(info)
+            raise Interrupt(
+                approval_request(self.name, pydantic_core.to_jsonable_python(kwargs), ctx)
+            )
         plan = ctx.run_context._run.plan
         approved = plan.resume_for(ctx.address, _APPROVED_SLOT) if plan is not None else None
         if approved is None or approved.state is not True:
