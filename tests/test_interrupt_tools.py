@@ -645,3 +645,42 @@ async def test_one_malformed_approval_among_several_stops_them_all(tmp_path: Pat
 
         done = await runner.invoke_resume(paused.checkpoint_id, {first: True, second: "no"})
     assert done.text == "both handled" and sent == ["100 to ACME"]
+
+
+async def test_a_tool_asks_again_when_the_answer_does_not_fit(tmp_path: Path) -> None:
+    # docs/interrupts.md: re-raising Interrupt on resume pauses again at the same point, under
+    # the same checkpoint id, with the new info; the state is the one passed on.
+    seen: list[Any] = []
+
+    @adk.tool
+    def book_flight(destination: str, ctx: ToolContext) -> str:
+        """Book a flight once the traveller picked a seat."""
+        if ctx.resume is None:
+            raise Interrupt("window or aisle?", state={"destination": destination})
+        seen.append(ctx.resume.state)
+        if ctx.resume.data not in ("window", "aisle"):
+            raise Interrupt(
+                f"{ctx.resume.data!r} is not a seat; window or aisle?", ctx.resume.state
+            )
+        return f"booked {ctx.resume.state['destination']}, {ctx.resume.data} seat"
+
+    def runner(store: SQLiteCheckpointStore) -> Runner:
+        call = tool_call("book_flight", {"destination": "Lisbon"}, id="call_1")
+
+        def answer(messages: list[adk.Message]) -> Any:  # each runner stands for a new process
+            return messages[-1].content if messages[-1].role == "tool" else Reply(tool_calls=[call])
+
+        model = ScriptedModel(answer)
+        return Runner(ReActAgent("travel", model, tools=[book_flight]), checkpoint_store=store)
+
+    async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+        paused = await runner(store).invoke("Book me a flight to Lisbon")
+        assert paused.checkpoint_id is not None
+        again = await runner(store).invoke_resume(paused.checkpoint_id, "middle")
+        assert again.interrupt is not None and again.checkpoint_id == paused.checkpoint_id
+        assert [(p.id, p.info) for p in again.interrupt.points] == [
+            ("agent:travel/tool:book_flight#call_1", "'middle' is not a seat; window or aisle?")
+        ]
+        done = await runner(store).invoke_resume(paused.checkpoint_id, "aisle")
+    assert done.text == "booked Lisbon, aisle seat"
+    assert seen == [{"destination": "Lisbon"}, {"destination": "Lisbon"}]
