@@ -6,10 +6,11 @@ agent wants to send money, the approval request with its checkpoint id. ``POST /
 person's decision to that checkpoint, which lives in a SQLite file, so any worker sharing the file
 could take it. Three things a service has to get right, shown here:
 
-- **Errors before the first event become HTTP errors.** ``runner.resume`` checks the request (the
-  checkpoint exists, is not being resumed, the decision has the right shape) when its first event
-  is taken; the handler takes it *before* sending ``200``, so a bad request gets a ``400`` or
-  ``409`` with the reason instead of a stream that breaks off.
+- **Errors before the first event become HTTP errors.** ``runner.run`` checks its input when it
+  is called, ``runner.resume`` its request (the checkpoint exists, is not being resumed, the
+  decision has the right shape) when its first event is taken; the handler takes that event
+  *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
+  a stream that breaks off.
 - **A failing model fails its stream.** Reading a reply's stream raises the model's error; the
   handler reports it and goes on reading events, so the client still gets the run's error event.
 - **A client that hangs up cancels its run.** The handler watches the connection while it streams;
@@ -39,6 +40,7 @@ EXAMPLE_EXPECT = (
     "waiting for approval of send_payment",
     "400 resume data for approval point",
     "paid: sent 4200 cents to ACME",
+    "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, got int')",
     "[{'stream_failed': 'HTTP 503: overloaded (gave up after 3 attempts)'}, {'agent': 'clerk', "
     "'error': 'ModelError: HTTP 503: overloaded (gave up after 3 attempts)'}]",
     "client left: run cancelled, lookup_invoice cancelled too",
@@ -89,12 +91,16 @@ class Service:
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             path, body = await _read_request(reader)
-            if path == "/chat":
-                events = self.runner.run(body["message"])
-            elif path == "/resume":
-                events = self.runner.resume(body["checkpoint_id"], body["decision"])
-            else:
-                await _send_json(writer, 404, {"error": f"no route {path}"})
+            try:
+                if path == "/chat":  # run() checks its input at the call
+                    events = self.runner.run(body["message"])
+                elif path == "/resume":
+                    events = self.runner.resume(body["checkpoint_id"], body["decision"])
+                else:
+                    await _send_json(writer, 404, {"error": f"no route {path}"})
+                    return
+            except (KeyError, TypeError, ValueError) as exc:
+                await _send_json(writer, 400, {"error": f"bad request: {exc!r}"})
                 return
             async with contextlib.aclosing(events):
                 await self.stream(events, reader, writer)
@@ -107,7 +113,7 @@ class Service:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
     ) -> None:
-        try:  # the request is checked when the first event is taken: answer its errors as such
+        try:  # resume() checks its request when the first event is taken: answer that too
             first = await anext(events, None)
         except (ValueError, TypeError) as exc:  # a malformed resume (unknown point, bad decision)
             await _send_json(writer, 400, {"error": str(exc)})
@@ -254,6 +260,9 @@ async def main() -> None:
                 port, "/resume", {"checkpoint_id": paused["checkpoint_id"], "decision": decision}
             )
             print("[client] answer:", lines[-1]["text"])
+
+            status, error = await post(port, "/chat", {"message": 42})
+            print(f"[client] {status} {error}")
 
             lines = await post(port, "/chat", {"message": "Just break, please."})
             print("[client] failed:", lines)
