@@ -81,8 +81,9 @@ def _read(decision: object) -> tuple[bool | None, object]:
 def check_decision(point_id: str, decision: object) -> None:
     """Refuse (``ValueError``) a decision that neither approves nor denies clearly."""
     if _read(decision)[0] is None:
+        shown = reprlib.repr(decision)
         raise ValueError(
-            f"resume data for approval point {point_id!r} is not a decision: {reprlib.repr(decision)}; "
+            f"resume data for approval point {point_id!r} is not a decision: {shown}; "
             f"expected {_SHAPES}. Nothing ran and the checkpoint is kept"
         )
 

@@ -40,7 +40,8 @@ EXAMPLE_EXPECT = (
     "waiting for approval of send_payment",
     "400 resume data for approval point",
     "paid: sent 4200 cents to ACME",
-    "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, got int')",
+    "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, "
+    "got int')",
     "[{'stream_failed': 'HTTP 503: overloaded (gave up after 3 attempts)'}, {'agent': 'clerk', "
     "'error': 'ModelError: HTTP 503: overloaded (gave up after 3 attempts)'}]",
     "client left: run cancelled, lookup_invoice cancelled too",
