@@ -112,15 +112,17 @@ async def test_one_owner_at_a_time(make_store: StoreFactory) -> None:
 
 
 async def test_a_claim_lapses_after_claim_ttl_unless_renewed(make_store: StoreFactory) -> None:
-    mine, theirs = make_store(claim_ttl=0.4), make_store(claim_ttl=0.4)
+    # Margins of 0.35 s or more on each side: a loaded machine delays a store call by a good part
+    # of that (0.15 s margins failed now and then with Postgres under load).
+    mine, theirs = make_store(claim_ttl=1.0), make_store(claim_ttl=1.0)
     assert await mine.claim("cp", "me")
 
-    await asyncio.sleep(0.25)
-    assert await mine.claim("cp", "me")  # renewed: 0.4 s more from now
-    await asyncio.sleep(0.25)
-    assert not await theirs.claim("cp", "them")  # 0.5 s after the first claim, still held
+    await asyncio.sleep(0.6)
+    assert await mine.claim("cp", "me")  # renewed: 1 s more from now
+    await asyncio.sleep(0.6)
+    assert not await theirs.claim("cp", "them")  # 1.2 s after the first claim, still held
 
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.75)
     assert await theirs.claim("cp", "them")  # lapsed: taken over
     assert not await mine.claim("cp", "me")  # and the old owner cannot renew
 
@@ -258,12 +260,14 @@ async def test_workers_with_their_own_stores_resume_once(make_store: StoreFactor
 
 
 async def test_a_long_resume_keeps_its_claim(make_store: StoreFactory) -> None:
-    checkpoint_id = await _paused(make_store(claim_ttl=0.3))
-    slow = Runner(_payer(pay_seconds=1.0), checkpoint_store=make_store(claim_ttl=0.3))
+    # A ttl of 1 s: the renewals come every third of it, and each has two thirds of it to get
+    # through (with 0.3 s, a renewal delayed 0.2 s on a loaded machine lost the claim).
+    checkpoint_id = await _paused(make_store(claim_ttl=1.0))
+    slow = Runner(_payer(pay_seconds=2.5), checkpoint_store=make_store(claim_ttl=1.0))
     first = asyncio.ensure_future(slow.invoke_resume(checkpoint_id, {"approved": True}))
 
-    await asyncio.sleep(0.6)  # twice the ttl: only renewals keep the claim
-    other = Runner(_payer(), checkpoint_store=make_store(claim_ttl=0.3))
+    await asyncio.sleep(2.0)  # twice the ttl: only renewals keep the claim
+    other = Runner(_payer(), checkpoint_store=make_store(claim_ttl=1.0))
     with pytest.raises(CheckpointError, match="already being resumed"):
         await other.invoke_resume(checkpoint_id, {"approved": True})
 
