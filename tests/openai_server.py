@@ -68,7 +68,8 @@ class Reply:
     all, only in the final response object (``"final"``). ``error_metadata`` goes with the error
     (an HTTP error, or one reported mid-stream), as OpenRouter sends what the provider behind it
     said (``{"provider_name": ..., "raw": ...}``). ``error_code`` replaces the error's ``code``
-    (the status, as text, by default).
+    (the status, as text, by default) and ``error_param`` sets its ``param`` (OpenAI's name of the
+    field at fault).
     """
 
     text: str = ""
@@ -99,6 +100,7 @@ class Reply:
     text_events: str = "deltas"
     error_metadata: dict[str, Any] | None = None
     error_code: str | None = None
+    error_param: str | None = None
 
     @property
     def finish(self) -> str:
@@ -141,6 +143,16 @@ class OpenAIServer:
     400 before any scripted reply is used, in OpenAI's words (``refusal="openai"``: "Unsupported
     parameter", with ``param`` and ``code``, as its reasoning models answer ``max_tokens``) or in
     older Azure API versions' (``"azure"``: "Unrecognized request argument supplied", neither).
+
+    ``structured`` is how much of a ``json_schema`` response format (Chat's ``response_format``,
+    Responses' ``text.format``) the server takes, refusing the rest with 400 in real servers' words:
+    None takes anything; ``"openai"`` checks a ``strict`` schema against OpenAI's strict-mode rules
+    (every object ``additionalProperties: false`` and every property required) and JSON mode for the
+    word "json" in the messages, as OpenAI does; ``"json_object"`` takes only JSON mode, as DeepSeek
+    ("This response_format type is unavailable now") and older llama.cpp builds do;
+    ``"no_strict"`` refuses the ``strict`` field as a pydantic-validated server does (422,
+    ``extra_forbidden``); ``"no_refs"`` refuses schemas with ``$defs``, ``$ref`` or ``anyOf`` as
+    vLLM does when its grammar backend cannot compile them.
     """
 
     def __init__(
@@ -153,7 +165,9 @@ class OpenAIServer:
         refuses: Sequence[str] = (),
         refusal: str = "openai",
         reasoning_back: str | None = None,
+        structured: str | None = None,
     ) -> None:
+        self.structured = structured
         self.reasoning_back = reasoning_back
         self._script: deque[Reply] = deque(replies)
         self.refuses = tuple(refuses)
@@ -250,6 +264,11 @@ class OpenAIServer:
         if refused:
             await self._send_json(writer, 400, {"error": _refusal(refused[0], self.refusal)})
             return True
+        refusal = _format_refusal(body, self.structured, responses=target == "/v1/responses")
+        if refusal is not None:
+            status, document = refusal
+            await self._send_json(writer, status, document)
+            return True
         missing = _missing_reasoning(body, self.reasoning_back)
         if missing is not None:
             await self._send_json(writer, 400, {"error": missing})
@@ -270,6 +289,8 @@ class OpenAIServer:
             error = {"message": reply.error, "type": "scripted_error", "code": code}
             if reply.error_metadata is not None:
                 error["metadata"] = reply.error_metadata
+            if reply.error_param is not None:
+                error["param"] = reply.error_param
             await self._send_json(writer, reply.status, {"error": error}, extra)
             return True
         self._counter += 1
@@ -395,6 +416,122 @@ def _missing_reasoning(body: Any, style: str | None) -> dict[str, Any] | None:
             return {"message": text, "type": "invalid_request_error"}
         text = "The `reasoning_content` in the thinking mode must be passed back to the API."
         return {"message": text, "type": "invalid_request_error", "param": None, "code": None}
+    return None
+
+
+def _format_refusal(
+    body: Any, style: str | None, *, responses: bool
+) -> tuple[int, dict[str, Any]] | None:
+    """``(status, document)`` of a server refusing the request's response format (see
+    ``OpenAIServer.structured``), or None when it takes it."""
+    if style is None or not isinstance(body, dict):
+        return None
+    if responses:
+        wire = (body.get("text") or {}).get("format")
+        spec, field = wire, "text.format"
+    else:
+        wire = body.get("response_format")
+        spec, field = (wire or {}).get("json_schema"), "response_format"
+    if not isinstance(wire, dict):
+        return None
+    kind = wire.get("type")
+    if style == "openai":
+        if (
+            kind == "json_object"
+            and "json" not in json.dumps(body.get("messages" if not responses else "input")).lower()
+        ):
+            message = (
+                "'messages' must contain the word 'json' in some form, to use 'response_format' "
+                "of type 'json_object'."
+            )
+            return 400, _invalid_request(message, "messages")
+        if kind != "json_schema" or not isinstance(spec, dict) or not spec.get("strict"):
+            return None
+        problem = _strict_problem(spec.get("schema"), ())
+        if problem is None:
+            return None
+        message = f"Invalid schema for response_format '{spec.get('name')}': {problem}"
+        return 400, _invalid_request(message, f"{field}.schema" if responses else field)
+    if style == "json_object":
+        if kind == "json_schema":
+            error = _invalid_request("This response_format type is unavailable now", None)
+            error["error"]["code"] = "invalid_request_error"
+            return 400, error
+        return None
+    if style == "no_strict":
+        if isinstance(spec, dict) and "strict" in spec:
+            loc = (
+                ["body", "text", "format", "strict"]
+                if responses
+                else ["body", "response_format", "json_schema", "strict"]
+            )
+            detail = {
+                "type": "extra_forbidden",
+                "loc": loc,
+                "msg": "Extra inputs are not permitted",
+                "input": spec["strict"],
+            }
+            return 422, {"detail": [detail]}
+        return None
+    if style == "no_refs":
+        text = json.dumps((spec or {}).get("schema"))
+        if kind == "json_schema" and any(word in text for word in ('"$defs"', '"$ref"', '"anyOf"')):
+            message = "The provided JSON schema contains features not supported by xgrammar."
+            return 400, {
+                "object": "error",
+                "message": message,
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+        return None
+    raise ValueError(f"unknown structured style {style!r}")
+
+
+def _invalid_request(message: str, param: str | None) -> dict[str, Any]:
+    return {
+        "error": {"message": message, "type": "invalid_request_error", "param": param, "code": None}
+    }
+
+
+def _strict_problem(schema: Any, context: tuple[str, ...]) -> str | None:
+    """What OpenAI's strict mode says of ``schema`` (its rules for objects), or None if it holds."""
+    if not isinstance(schema, dict):
+        return None
+    where = f"In context={context!r}, "
+    if not context and schema.get("type") != "object":
+        return f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'."
+    properties = schema.get("properties")
+    if schema.get("type") == "object" or isinstance(properties, dict):
+        if schema.get("additionalProperties") is not False:
+            return where + "'additionalProperties' is required to be supplied and to be false."
+        required = schema.get("required") or []
+        missing = [key for key in properties or {} if key not in required]
+        if missing:
+            return (
+                where + "'required' is required to be supplied and to be an array including "
+                f"every key in properties. Missing '{missing[0]}'."
+            )
+    if "$ref" in schema and len(schema) > 1:
+        return (
+            where
+            + "'$ref' cannot have keywords {"
+            + ", ".join(sorted(set(schema) - {"$ref"}))
+            + "}."
+        )
+    nested: list[tuple[tuple[str, ...], Any]] = []
+    for key in ("properties", "$defs", "definitions"):
+        for name, sub in (schema.get(key) or {}).items():
+            nested.append(((*context, key, name), sub))
+    if isinstance(schema.get("items"), dict):
+        nested.append(((*context, "items"), schema["items"]))
+    for key in ("anyOf", "allOf"):
+        for position, sub in enumerate(schema.get(key) or ()):
+            nested.append(((*context, key, str(position)), sub))
+    for inner, sub in nested:
+        problem = _strict_problem(sub, inner)
+        if problem is not None:
+            return problem
     return None
 
 
