@@ -288,7 +288,10 @@ async def test_output_schema_native_uses_response_format() -> None:
     options = model.requests[0].options
     assert options is not None and options.response_format is not None
     assert options.response_format["name"] == "Weather"
-    assert options.response_format["schema"] == Weather.model_json_schema()
+    # in OpenAI's strict mode: objects closed, every property required (both already are)
+    strict_schema = {**Weather.model_json_schema(), "additionalProperties": False}
+    assert options.response_format["schema"] == strict_schema
+    assert options.response_format["strict"] is True
     assert model.requests[0].messages[0].content == "Report."  # no schema in the prompt
     assert simplify_events(result.events) == [
         'w: {"city": "Oslo", "celsius": 4}',

@@ -28,6 +28,7 @@ from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
 from ._openai_common import error_detail
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
+from ._structured import FormatFallback
 from .base import ModelError, ModelOptions, RetryPolicy
 
 __all__ = ["OpenAIChatModel"]
@@ -148,6 +149,7 @@ class OpenAIChatModel(AsyncCloseable):
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
+        self._formats = FormatFallback()  # how much of a schema response_format the server takes
         self._closed = False
         self._runner = RetryRunner(
             self.retry, is_transient=self._is_transient, retry_after=_retry_after
@@ -212,7 +214,7 @@ class OpenAIChatModel(AsyncCloseable):
                 )
                 break
             except ModelError as exc:
-                if not self._adapt(exc, request, adapted):
+                if not self._adapt(exc, request, options, adapted):
                     raise
             request = self._request(messages, tools, options, stream=False)
         try:
@@ -241,7 +243,7 @@ class OpenAIChatModel(AsyncCloseable):
                 )
                 break
             except ModelError as exc:
-                if not self._adapt(exc, request, adapted):
+                if not self._adapt(exc, request, options, adapted):
                     raise
             request = self._request(messages, tools, options, stream=True)
         sent = 1
@@ -268,6 +270,8 @@ class OpenAIChatModel(AsyncCloseable):
         *,
         stream: bool,
     ) -> dict[str, Any]:
+        if self._formats.active and options is not None and options.response_format is not None:
+            messages, options = self._formats.apply(messages, options)
         return self._build(
             self.model_name,
             messages,
@@ -279,7 +283,13 @@ class OpenAIChatModel(AsyncCloseable):
             send_reasoning=self._send_reasoning,
         )
 
-    def _adapt(self, error: ModelError, request: dict[str, Any], adapted: set[str]) -> bool:
+    def _adapt(
+        self,
+        error: ModelError,
+        request: dict[str, Any],
+        options: ModelOptions | None,
+        adapted: set[str],
+    ) -> bool:
         """Whether the call failed because the server refused a field the adapter added on its
         own, which is then changed for this and every later call (True: send the call again).
 
@@ -292,7 +302,16 @@ class OpenAIChatModel(AsyncCloseable):
 
         The reverse too: DeepSeek's and Kimi's thinking modes refuse assistant tool-call messages
         sent without their ``reasoning_content``, which is then sent back (``chat_messages``).
+
+        A schema ``response_format`` the server refuses goes one step down ``_structured``'s
+        ladder (``strict`` left out, JSON mode, instructions only).
         """
+        if self._closed:
+            return False
+        if ("response_format" in request or "text" in request) and self._format_refused(
+            error.__cause__, request, options
+        ):
+            return True
         if (
             self.api == "chat"
             and not self._send_reasoning
@@ -317,6 +336,22 @@ class OpenAIChatModel(AsyncCloseable):
             self._max_tokens_field = swapped
             adapted.update(("max_tokens", "max_completion_tokens"))
         return True
+
+    def _format_refused(
+        self, exc: BaseException | None, request: dict[str, Any], options: ModelOptions | None
+    ) -> bool:
+        """Whether a 400/422 answer refuses the schema response format (see ``_structured``)."""
+        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+            return False
+        body = exc.body
+        param = body.get("param") if isinstance(body, dict) else None
+        if isinstance(body, (dict, list)):
+            text = json.dumps(body, ensure_ascii=False)
+        else:
+            text = body if isinstance(body, str) else exc.message
+        code = body.get("code") if isinstance(body, dict) else None
+        refused = code in _REFUSAL_CODES or _REFUSAL.search(text) is not None
+        return self._formats.refused(request, options, text, param, field_refused=refused)
 
     async def _open_stream(
         self, request: dict[str, Any]

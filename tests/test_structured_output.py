@@ -1,0 +1,362 @@
+"""Structured output against real OpenAI-wire servers that take less than ``json_schema``.
+
+The servers (tests/openai_server.py, ``structured=``) refuse the response format the way real ones
+do: OpenAI's strict-mode rules, DeepSeek's JSON-mode-only answer, a pydantic server's 422 for an
+unknown ``strict``, vLLM's grammar backend refusing ``$defs``/``anyOf``, a server without the field.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from collections.abc import AsyncIterator
+from typing import Any, Generic, TypeVar
+
+import pytest
+from openai_server import OpenAIServer, Reply
+from pydantic import BaseModel, Field
+
+from adk import Runner
+from adk.messages import Message, MessageChunk, Usage, join_chunks
+from adk.models import ModelError, ModelOptions, RetryPolicy
+from adk.models.openai import OpenAIChatModel
+from prebuilt import ReActAgent
+from prebuilt._output import response_format
+
+FAST = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
+APIS = ["chat", "responses"]
+T = TypeVar("T")
+SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+STRICT = {"name": "city", "schema": SCHEMA, "strict": True}
+ANSWER = '{"city": "Oslo"}'
+
+
+def make_model(server: OpenAIServer, api: str = "chat") -> OpenAIChatModel:
+    return OpenAIChatModel(
+        "test-model", base_url=server.base_url, api_key="sk-test", api=api, retry=FAST
+    )  # type: ignore[arg-type]
+
+
+async def call(
+    model: OpenAIChatModel, streaming: bool, messages: list[Message], options: ModelOptions
+) -> Message:
+    if streaming:
+        stream: AsyncIterator[MessageChunk] = model.stream(messages, options=options)
+        return join_chunks([chunk async for chunk in stream])
+    return await model.generate(messages, options=options)
+
+
+def sent_format(body: dict[str, Any]) -> Any:
+    """The response format a request carried, in either API's place (None: none)."""
+    if "input" in body:
+        return (body.get("text") or {}).get("format")
+    return body.get("response_format")
+
+
+def sent_schema(body: dict[str, Any]) -> dict[str, Any]:
+    wire = sent_format(body)
+    return wire if "input" in body else wire["json_schema"]
+
+
+def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return body["input"] if "input" in body else body["messages"]
+
+
+# -- the ladder, one step at a time ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_server_taking_only_json_mode_gets_json_mode_and_the_schema_in_instructions(
+    api: str, streaming: bool
+) -> None:
+    """DeepSeek and older llama.cpp builds take only ``json_object``: every schema call failed."""
+    async with OpenAIServer(structured="json_object") as server:
+        server.script(Reply(text=ANSWER, usage=(20, 4)), Reply(text=ANSWER))
+        async with make_model(server, api) as model:
+            options = ModelOptions(response_format=STRICT)
+            messages = [Message.system("Be brief."), Message.user("Where?")]
+            first = await call(model, streaming, messages, options)
+            second = await call(model, streaming, messages, options)
+        assert first.content == second.content == ANSWER
+        assert first.usage == Usage(input_tokens=20, output_tokens=4, total_tokens=24)
+        bodies = server.bodies
+        assert len(bodies) == 3  # one refusal, then JSON mode from the start
+        assert sent_format(bodies[0])["type"] == "json_schema"
+        for body in bodies[1:]:
+            assert sent_format(body) == {"type": "json_object"}
+            system = conversation(body)[0]
+            assert system["role"] == "system" and system["content"].startswith("Be brief.\n\n")
+            assert json.dumps(SCHEMA) in system["content"]
+            assert len(conversation(body)) == 2  # merged into the system message, not added
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_server_refusing_strict_gets_the_schema_without_it(
+    api: str, streaming: bool
+) -> None:
+    async with OpenAIServer(structured="no_strict") as server:
+        server.script(Reply(text=ANSWER), Reply(text=ANSWER))
+        async with make_model(server, api) as model:
+            options = ModelOptions(response_format=STRICT)
+            for _ in range(2):
+                reply = await call(model, streaming, [Message.user("Where?")], options)
+                assert reply.content == ANSWER
+        bodies = server.bodies
+        assert len(bodies) == 3
+        assert sent_schema(bodies[0])["strict"] is True
+        for body in bodies[1:]:
+            assert sent_schema(body) == {"name": "city", "schema": SCHEMA} | (
+                {"type": "json_schema"} if api == "responses" else {}
+            )
+            assert len(conversation(body)) == 1  # the schema is still sent natively
+
+
+async def test_a_server_without_the_field_gets_the_schema_in_instructions_only() -> None:
+    async with OpenAIServer(refuses=["response_format"]) as server:
+        server.script(Reply(text=ANSWER), Reply(text=ANSWER))
+        async with make_model(server) as model:
+            options = ModelOptions(response_format=STRICT)
+            for _ in range(2):
+                assert (await model.generate([Message.user("Where?")], options=options)).content
+        bodies = server.bodies
+        assert len(bodies) == 3  # straight to instructions: the field itself is unknown
+        for body in bodies[1:]:
+            assert "response_format" not in body
+            first = body["messages"][0]
+            assert first["role"] == "system" and json.dumps(SCHEMA) in first["content"]
+            assert body["messages"][1] == {"role": "user", "content": "Where?"}
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_schema_a_grammar_backend_refuses_falls_back_for_that_schema_only(
+    api: str,
+) -> None:
+    """vLLM refuses schemas its grammar backend cannot compile; other schemas still go natively."""
+    with_refs = {
+        "type": "object",
+        "properties": {"where": {"$ref": "#/$defs/Place"}},
+        "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}}}},
+    }
+    async with OpenAIServer(structured="no_refs") as server:
+        server.script(*[Reply(text=ANSWER)] * 3)
+        async with make_model(server, api) as model:
+            refs = ModelOptions(response_format={"name": "place", "schema": with_refs})
+            plain = ModelOptions(response_format=STRICT)
+            await model.generate([Message.user("Where?")], options=refs)
+            await model.generate([Message.user("Where?")], options=refs)
+            await model.generate([Message.user("Where?")], options=plain)
+        formats = [sent_format(body) for body in server.bodies]
+        assert len(formats) == 4
+        assert formats[0]["type"] == "json_schema"  # refused
+        assert formats[1] == formats[2] == {"type": "json_object"}
+        assert formats[3]["type"] == "json_schema"  # another schema: not affected
+
+
+# -- OpenAI's strict mode ----------------------------------------------------------------------
+
+
+class Colour(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Address(BaseModel):
+    city: str
+    postcode: str | None = None
+
+
+class Person(BaseModel):
+    name: str
+    age: int = 30
+    colour: Colour = Field(description="favourite colour")
+    home: Address = Field(description="where they live")
+    previous: list[Address] = []
+    nickname: str | None = None
+
+
+class Tally(BaseModel):
+    counts: dict[str, int]
+
+
+PERSON = {
+    "name": "Ada",
+    "age": 36,
+    "colour": "blue",
+    "home": {"city": "London", "postcode": None},
+    "previous": [],
+    "nickname": None,
+}
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_output_schema_with_optional_nested_and_enum_fields_is_strict_and_accepted(
+    api: str, streaming: bool
+) -> None:
+    """OpenAI guarantees the shape only in strict mode, and strict mode refuses pydantic's own
+    schema (optional fields not required, objects open): the agent sent it without ``strict``."""
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text=json.dumps(PERSON)))
+        async with make_model(server, api) as model:
+            agent = ReActAgent("people", model, output_schema=Person)
+            result = await Runner(agent, enable_streaming=streaming).invoke("Who?")
+        assert result.output == Person.model_validate(PERSON)
+        assert len(server.bodies) == 1  # accepted at once
+        sent = sent_schema(server.bodies[0])
+        assert sent["strict"] is True and sent["name"] == "Person"
+        assert set(sent["schema"]["required"]) == set(Person.model_fields)
+
+
+async def test_a_schema_strict_mode_cannot_express_is_sent_without_strict() -> None:
+    assert "strict" not in response_format(Tally)
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text='{"counts": {"a": 1}}'))
+        async with make_model(server) as model:
+            result = await Runner(ReActAgent("t", model, output_schema=Tally)).invoke("Count.")
+        assert result.output == Tally(counts={"a": 1})
+        assert len(server.bodies) == 1
+
+
+def test_a_generic_models_name_is_one_openai_takes() -> None:
+    class Page(BaseModel, Generic[T]):
+        items: list[T]
+
+    assert response_format(Page[int])["name"] == "Page_int_"
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_strict_schema_openai_refuses_is_sent_without_strict_from_then_on(
+    api: str,
+) -> None:
+    """A user's own strict schema that breaks OpenAI's rules: strict off for that schema, still
+    sent natively; another schema keeps strict."""
+    loose = {"type": "object", "properties": {"city": {"type": "string"}}}
+    async with OpenAIServer(structured="openai") as server:
+        server.script(*[Reply(text=ANSWER)] * 3)
+        async with make_model(server, api) as model:
+            bad = ModelOptions(response_format={"name": "city", "schema": loose, "strict": True})
+            await model.generate([Message.user("Where?")], options=bad)
+            await model.generate([Message.user("Where?")], options=bad)
+            await model.generate(
+                [Message.user("Where?")], options=ModelOptions(response_format=STRICT)
+            )
+        schemas = [sent_schema(body) for body in server.bodies]
+        assert len(schemas) == 4
+        assert [s.get("strict") for s in schemas] == [True, None, None, True]
+
+
+# -- what is not resent ------------------------------------------------------------------------
+
+
+async def test_a_400_about_something_else_is_not_resent() -> None:
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(status=400, error="This model's maximum context length is 8192 tokens.")
+        )
+        async with make_model(server) as model:
+            options = ModelOptions(response_format=STRICT)
+            with pytest.raises(ModelError, match="context length"):
+                await model.generate([Message.user("Where?")], options=options)
+            assert len(server.bodies) == 1
+        server.requests.clear()
+    async with OpenAIServer(structured="openai") as server:
+        async with make_model(server) as model:
+            # the user's own JSON mode, which OpenAI refuses without "json" in the messages:
+            # there is no schema to fall back on, and the refusal names another field
+            own = ModelOptions(response_format={"type": "json_object"})
+            with pytest.raises(ModelError, match="must contain the word 'json'"):
+                await model.generate([Message.user("Where?")], options=own)
+        assert len(server.bodies) == 1
+
+
+async def test_a_refusal_naming_another_field_is_not_taken_for_the_format() -> None:
+    """OpenAI names the field at fault in ``param``: a tool's schema is not the response format."""
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(
+                status=400,
+                error="Invalid schema for function 'add': In context=(), 'additionalProperties' "
+                "is required to be supplied and to be false.",
+                error_param="tools[0].function.parameters",
+            )
+        )
+        async with make_model(server) as model:
+            with pytest.raises(ModelError, match="Invalid schema for function"):
+                await model.generate(
+                    [Message.user("Where?")], options=ModelOptions(response_format=STRICT)
+                )
+        assert len(server.bodies) == 1
+
+
+async def test_a_bad_name_in_the_format_is_not_taken_for_a_refused_format() -> None:
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(
+                status=400,
+                error="Invalid 'response_format.json_schema.name': string does not match pattern. "
+                "Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'.",
+                error_param="response_format.json_schema.name",
+                error_code="invalid_value",
+            )
+        )
+        async with make_model(server) as model:
+            bad = ModelOptions(response_format={"name": "a city", "schema": SCHEMA})
+            with pytest.raises(ModelError, match="does not match pattern"):
+                await model.generate([Message.user("Where?")], options=bad)
+        assert len(server.bodies) == 1
+
+
+async def test_calls_without_a_response_format_are_unchanged_after_a_fallback() -> None:
+    async with OpenAIServer(structured="json_object") as server:
+        server.script(Reply(text=ANSWER), Reply(text="hi"))
+        async with make_model(server) as model:
+            await model.generate(
+                [Message.user("Where?")], options=ModelOptions(response_format=STRICT)
+            )
+            await model.generate([Message.user("Hello")], options=ModelOptions(temperature=0))
+        last = server.bodies[-1]
+        assert last["messages"] == [{"role": "user", "content": "Hello"}]
+        assert "response_format" not in last
+
+
+# -- the agent: validated, retried once, remembered across runs ---------------------------------
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: int
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_agent_on_a_json_mode_server_validates_and_retries_once(streaming: bool) -> None:
+    async with OpenAIServer(structured="json_object") as server:
+        server.script(
+            Reply(text='{"city": "Oslo", "celsius": "cold"}'),
+            Reply(text='{"city": "Oslo", "celsius": 4}'),
+            Reply(text='{"city": "Rome", "celsius": 20}'),
+        )
+        async with make_model(server) as model:
+            agent = ReActAgent("w", model, instruction="Report.", output_schema=Weather)
+            runner = Runner(agent, enable_streaming=streaming)
+            first = await runner.invoke("Oslo?")
+            second = await runner.invoke("Rome?")
+        assert first.output == Weather(city="Oslo", celsius=4)
+        assert second.output == Weather(city="Rome", celsius=20)
+        bodies = server.bodies
+        assert len(bodies) == 4  # one refusal in all: the second run knew
+        retry = bodies[2]["messages"][-1]
+        assert (
+            retry["role"] == "user"
+            and "celsius: Input should be a valid integer" in (retry["content"])
+        )
+        for body in bodies[1:]:
+            assert body["response_format"] == {"type": "json_object"}
+            system = body["messages"][0]["content"]
+            assert system.startswith("Report.\n\n") and '"celsius"' in system
