@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 from adk import Runner
 from adk.messages import Message, MessageChunk, Usage, join_chunks
 from adk.models import ModelError, ModelOptions, RetryPolicy
+from adk.models._structured import FormatFallback
 from adk.models.openai import OpenAIChatModel
 from prebuilt import ReActAgent
 from prebuilt._output import response_format
@@ -98,19 +99,20 @@ async def test_a_server_taking_only_json_mode_gets_json_mode_and_the_schema_in_i
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("strict", [True, False])
 async def test_a_server_refusing_strict_gets_the_schema_without_it(
-    api: str, streaming: bool
+    api: str, streaming: bool, strict: bool
 ) -> None:
     async with OpenAIServer(structured="no_strict") as server:
         server.script(Reply(text=ANSWER), Reply(text=ANSWER))
         async with make_model(server, api) as model:
-            options = ModelOptions(response_format=STRICT)
+            options = ModelOptions(response_format={**STRICT, "strict": strict})
             for _ in range(2):
                 reply = await call(model, streaming, [Message.user("Where?")], options)
                 assert reply.content == ANSWER
         bodies = server.bodies
         assert len(bodies) == 3
-        assert sent_schema(bodies[0])["strict"] is True
+        assert sent_schema(bodies[0])["strict"] is strict
         for body in bodies[1:]:
             assert sent_schema(body) == {"name": "city", "schema": SCHEMA} | (
                 {"type": "json_schema"} if api == "responses" else {}
@@ -360,3 +362,15 @@ async def test_an_agent_on_a_json_mode_server_validates_and_retries_once(streami
             assert body["response_format"] == {"type": "json_object"}
             system = body["messages"][0]["content"]
             assert system.startswith("Report.\n\n") and '"celsius"' in system
+
+
+def test_the_schemas_a_model_remembers_are_bounded() -> None:
+    """(white box) Schemas made per call, each refused by a grammar backend, do not pile up."""
+    fallback = FormatFallback()
+    refusal = "The provided JSON schema contains features not supported by xgrammar."
+    for n in range(300):
+        schema = {"type": "object", "properties": {f"f{n}": {"anyOf": [{"type": "string"}]}}}
+        options = ModelOptions(response_format={"name": "x", "schema": schema})
+        request = {"response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
+        assert fallback.refused(request, options, refusal, None, field_refused=False)
+    assert 0 < len(fallback.schemas) <= 256 and fallback.floor == 0

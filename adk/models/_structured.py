@@ -45,6 +45,7 @@ _SCHEMA_PROBLEM = re.compile(
     re.IGNORECASE,
 )
 _STRICT = re.compile(r"\bstrict\b", re.IGNORECASE)
+_SCHEMAS_KEPT = 256  # schemas whose own step is remembered, the oldest forgotten first
 
 
 def schema_instruction(spec: dict[str, Any]) -> str:
@@ -67,9 +68,10 @@ def _with_instruction(messages: Sequence[Message], text: str) -> list[Message]:
     return [Message.system(text), *messages]
 
 
-def sent_level(request: dict[str, Any]) -> int:
-    """The step of the ladder a built request is at, read from the request itself (so a refusal
-    moves on from what was actually sent, even if another call moved the memory meanwhile)."""
+def sent_level(request: dict[str, Any]) -> tuple[int, bool]:
+    """The step of the ladder a built request is at, and whether it carried a ``strict`` field
+    (even ``false``), read from the request itself: a refusal moves on from what was actually
+    sent, even if another call moved the memory meanwhile."""
     if "response_format" in request:
         wire = request["response_format"]
         spec = wire.get("json_schema") if isinstance(wire, dict) else None
@@ -77,10 +79,12 @@ def sent_level(request: dict[str, Any]) -> int:
         wire = request["text"]["format"]
         spec = wire
     else:
-        return INSTRUCTED
+        return INSTRUCTED, False
     if not isinstance(wire, dict) or wire.get("type") != "json_schema":
-        return JSON_OBJECT
-    return STRICT if isinstance(spec, dict) and spec.get("strict") else LOOSE
+        return JSON_OBJECT, False
+    if not isinstance(spec, dict) or "strict" not in spec:
+        return LOOSE, False
+    return (STRICT if spec["strict"] else LOOSE), True
 
 
 class FormatFallback:
@@ -109,7 +113,7 @@ class FormatFallback:
         if spec is None:
             return messages, options
         level = self._level(spec)
-        if level == STRICT or (level == LOOSE and not spec.get("strict")):
+        if level == STRICT or (level == LOOSE and "strict" not in spec):
             return messages, options
         if level == LOOSE:
             loose = {key: value for key, value in spec.items() if key != "strict"}
@@ -143,13 +147,16 @@ class FormatFallback:
                 return False  # another one
             if param.rsplit(".", 1)[-1] in ("name", "description"):
                 return False  # a value the format's own fields hold: asking less would not mend
-        level = sent_level(request)
+        level, strict_sent = sent_level(request)
         if level == INSTRUCTED or not _ABOUT_FORMAT.search(text):
             return False
-        if level == STRICT and field_refused and _STRICT.search(text):
+        schema_problem = _SCHEMA_PROBLEM.search(text) is not None
+        if strict_sent and _STRICT.search(text) and (field_refused or not schema_problem):
             self.floor = max(self.floor, LOOSE)  # a server that does not know ``strict``
-        elif _SCHEMA_PROBLEM.search(text):
+        elif schema_problem:
             key = _key(spec)
+            if key not in self.schemas and len(self.schemas) >= _SCHEMAS_KEPT:
+                del self.schemas[next(iter(self.schemas))]  # schemas made per call: bounded
             self.schemas[key] = max(self.schemas.get(key, STRICT), level + 1)
         elif field_refused:
             self.floor = INSTRUCTED  # the response format field itself is unknown

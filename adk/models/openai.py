@@ -311,7 +311,10 @@ class OpenAIChatModel(AsyncCloseable):
         if ("response_format" in request or "text" in request) and self._format_refused(
             error.__cause__, request, options
         ):
-            return True
+            # each refusal moves down a step; counted anyway, so nothing can make a call go round
+            steps = sum(1 for done in adapted if done.startswith("response_format"))
+            adapted.add(f"response_format {steps}")
+            return steps < 3
         if (
             self.api == "chat"
             and not self._send_reasoning
