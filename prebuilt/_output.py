@@ -141,9 +141,16 @@ def parse_output(schema: type[BaseModel], text: str) -> tuple[BaseModel | None, 
     return None, _explain(first)
 
 
-def retry_prompt(schema: type[BaseModel], problem: str) -> str:
-    """The message that gives the model its one chance to correct an answer."""
-    return (
+def retry_prompt(schema: type[BaseModel], problem: str, *, with_schema: bool = False) -> str:
+    """The message that gives the model its one chance to correct an answer.
+
+    ``with_schema`` when the schema went natively: a server may have ignored the response format
+    without a word (older Ollama builds, proxies dropping fields they do not know), and then the
+    model has never seen the schema it is asked to correct its answer to."""
+    prompt = (
         f"Your answer does not match the required {schema.__name__} JSON schema: {problem}. "
         "Reply again with only the corrected JSON object."
     )
+    if with_schema:
+        prompt += f" The schema:\n{json.dumps(schema.model_json_schema())}"
+    return prompt

@@ -399,7 +399,8 @@ class _ReActCore:
                             f"{schema.__name__} after a retry: {problem}"
                         )
                     turn.schema_retried = True
-                    messages.append(Message.user(retry_prompt(schema, problem)))
+                    retry = retry_prompt(schema, problem, with_schema=turn.native)
+                    messages.append(Message.user(retry))
                     continue
                 self._store_output(ctx, reply.content)
                 yield AgentEvent(output=AgentOutput(custom=parsed))

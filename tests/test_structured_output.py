@@ -374,3 +374,19 @@ def test_the_schemas_a_model_remembers_are_bounded() -> None:
         request = {"response_format": {"type": "json_schema", "json_schema": {"schema": schema}}}
         assert fallback.refused(request, options, refusal, None, field_refused=False)
     assert 0 < len(fallback.schemas) <= 256 and fallback.floor == 0
+
+
+async def test_a_server_ignoring_the_format_gets_the_schema_in_the_retry() -> None:
+    """Older Ollama builds and proxies drop a response format they do not know without a word:
+    the model never saw the schema, and a retry naming only the problem could not mend it."""
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(text="It is 4 degrees in Oslo."), Reply(text='{"city": "Oslo", "celsius": 4}')
+        )
+        async with make_model(server) as model:
+            agent = ReActAgent("w", model, output_schema=Weather)
+            result = await Runner(agent).invoke("Oslo?")
+        assert result.output == Weather(city="Oslo", celsius=4)
+        retry = server.bodies[1]["messages"][-1]["content"]
+        assert "not valid JSON" in retry
+        assert json.dumps(Weather.model_json_schema()) in retry
