@@ -83,11 +83,14 @@ class OpenAIChatModel(AsyncCloseable):
     streams without it (see ``_adapt``). Reasoning text is read from ``reasoning_content`` /
     ``reasoning`` (vLLM, llama.cpp, Ollama) or Responses reasoning items, and sent back beside tool
     calls only to a server that refuses a conversation without it (DeepSeek's and Kimi's thinking
-    modes). ``metadata["finish_reason"]`` uses Chat vocabulary for both APIs.
+    modes). A schema ``response_format`` the server refuses is asked for again with less: without
+    ``strict``, then JSON mode, then none, the schema then in the system message (``_structured``),
+    remembered per model. ``metadata["finish_reason"]`` uses Chat vocabulary for both APIs.
     """
 
     supports_response_format = True
-    """Structured output is asked for natively (``response_format`` / ``text.format``)."""
+    """Structured output is asked for natively (``response_format`` / ``text.format``), falling
+    back to JSON mode or instructions on a server that refuses it."""
     provider_name = "openai"
     """``gen_ai.provider.name`` in traces (the wire protocol; the server may be vLLM or Ollama)."""
 
