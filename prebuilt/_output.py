@@ -51,30 +51,35 @@ def response_format(schema: type[BaseModel]) -> dict[str, Any]:
     return {"name": name, "schema": plain}
 
 
-def _strict(node: Any, root: dict[str, Any]) -> Any:
-    """``node`` (a copy, changed in place) made to follow OpenAI's strict-mode rules."""
+def _strict(node: Any, root: dict[str, Any], inlined: frozenset[str] = frozenset()) -> Any:
+    """``node`` (a copy, changed in place) made to follow OpenAI's strict-mode rules. ``inlined``:
+    the ``$ref``s being inlined around it; a model that refers to itself beside a keyword
+    (``child: Node = Field(description=...)``) keeps a bare ``$ref`` there rather than being
+    inlined for ever."""
     if not isinstance(node, dict):
         return node
     ref = node.get("$ref")
     if isinstance(ref, str) and len(node) > 1:
+        if ref in inlined:
+            return {"$ref": ref}
         target = _resolve(root, ref)
         if target is not None:  # the ref's keywords, the node's own overriding them
             merged = {**copy.deepcopy(target), **node}
             del merged["$ref"]
-            return _strict(merged, root)
+            return _strict(merged, root, inlined | {ref})
     for key in ("$defs", "definitions", "properties"):
         children = node.get(key)
         if isinstance(children, dict):
-            node[key] = {name: _strict(child, root) for name, child in children.items()}
+            node[key] = {name: _strict(child, root, inlined) for name, child in children.items()}
     if isinstance(node.get("properties"), dict):
         node["required"] = list(node["properties"])
     if node.get("type") == "object" and "additionalProperties" not in node:
         node["additionalProperties"] = False
     if isinstance(node.get("items"), dict):
-        node["items"] = _strict(node["items"], root)
+        node["items"] = _strict(node["items"], root, inlined)
     for key in ("anyOf", "oneOf", "allOf"):
         if isinstance(node.get(key), list):
-            node[key] = [_strict(child, root) for child in node[key]]
+            node[key] = [_strict(child, root, inlined) for child in node[key]]
     all_of = node.get("allOf")
     if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
         node.update({**all_of[0], **{k: v for k, v in node.items() if k != "allOf"}})

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Generic, TypeVar
 
 import pytest
-from openai_server import OpenAIServer, Reply
+from openai_server import OpenAIServer, Reply, _strict_problem
 from pydantic import BaseModel, Field
 
 from adk import Runner
@@ -390,3 +390,28 @@ async def test_a_server_ignoring_the_format_gets_the_schema_in_the_retry() -> No
         retry = server.bodies[1]["messages"][-1]["content"]
         assert "not valid JSON" in retry
         assert json.dumps(Weather.model_json_schema()) in retry
+
+
+class Node(BaseModel):
+    name: str
+    child: Node | None = None
+    # a default the type does not allow, as models often say "optional": {"$ref", "description"}
+    first: Node = Field(default=None, description="the first child")  # type: ignore[assignment]
+
+
+class Tree(BaseModel):
+    root: Node = Field(description="the top")
+
+
+def test_a_model_that_refers_to_itself_beside_a_keyword_gets_a_strict_schema() -> None:
+    """Inlining a ``$ref`` that stands beside a keyword recursed for ever on a model referring to
+    itself that way (as the ``openai`` package's own helper does)."""
+    sent = response_format(Tree)
+    assert sent["strict"] is True
+    assert _strict_problem(sent["schema"], ()) is None  # what OpenAI checks, as the server does
+    root = sent["schema"]["properties"]["root"]  # Node inlined beside its description
+    assert root["description"] == "the top"
+    assert root["properties"]["first"] == {"$ref": "#/$defs/Node"}  # not inlined again
+    first = sent["schema"]["$defs"]["Node"]["properties"]["first"]
+    assert first["description"] == "the first child"
+    assert first["properties"]["first"] == {"$ref": "#/$defs/Node"}
