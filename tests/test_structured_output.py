@@ -21,6 +21,7 @@ from adk.messages import Message, MessageChunk, Usage, join_chunks
 from adk.models import ModelError, ModelOptions, RetryPolicy
 from adk.models._structured import FormatFallback
 from adk.models.openai import OpenAIChatModel
+from adk.tools.base import ToolSpec
 from prebuilt import ReActAgent
 from prebuilt._output import response_format
 
@@ -293,6 +294,24 @@ async def test_a_refusal_naming_another_field_is_not_taken_for_the_format() -> N
             with pytest.raises(ModelError, match="Invalid schema for function"):
                 await model.generate(
                     [Message.user("Where?")], options=ModelOptions(response_format=STRICT)
+                )
+        assert len(server.bodies) == 1
+
+
+async def test_a_refused_tool_schema_is_not_taken_for_a_refused_format() -> None:
+    """Without a ``param`` to go by, an error about a tool's JSON schema is still not ours: taken
+    for the format it would cost three calls and the model its native structured output."""
+    tool = ToolSpec(name="add", description="Add.", parameters={"type": "object"})
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(status=400, error="Invalid JSON schema for tool 'add': $defs is not supported.")
+        )
+        async with make_model(server) as model:
+            with pytest.raises(ModelError, match="for tool 'add'"):
+                await model.generate(
+                    [Message.user("Where?")],
+                    tools=[tool],
+                    options=ModelOptions(response_format=STRICT),
                 )
         assert len(server.bodies) == 1
 

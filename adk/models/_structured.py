@@ -44,6 +44,11 @@ _SCHEMA_PROBLEM = re.compile(
     r"|\b(?:anyOf|oneOf|allOf|additionalProperties|definitions)\b",
     re.IGNORECASE,
 )
+# The format's field by name: what an error also speaking of tools must say to count.
+_FORMAT_FIELD = re.compile(
+    r"response_format|text\.format|[\"']text[\"'],\s*[\"']format[\"']", re.IGNORECASE
+)
+_OTHER_FIELDS = re.compile(r"\b(?:tools?|functions?)\b", re.IGNORECASE)
 _STRICT = re.compile(r"\bstrict\b", re.IGNORECASE)
 _SCHEMAS_KEPT = 256  # schemas whose own step is remembered, the oldest forgotten first
 
@@ -150,6 +155,8 @@ class FormatFallback:
         level, strict_sent = sent_level(request)
         if level == INSTRUCTED or not _ABOUT_FORMAT.search(text):
             return False
+        if _OTHER_FIELDS.search(text) and not _FORMAT_FIELD.search(text):
+            return False  # "Invalid JSON schema for tool 'x'": a tool's schema, not ours
         schema_problem = _SCHEMA_PROBLEM.search(text) is not None
         if strict_sent and _STRICT.search(text) and (field_refused or not schema_problem):
             self.floor = max(self.floor, LOOSE)  # a server that does not know ``strict``
