@@ -14,6 +14,10 @@ from typing import Any, Generic, TypeVar
 
 import pytest
 from openai_server import OpenAIServer, Reply, _strict_problem
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 from pydantic import BaseModel, Field
 
 from adk import Runner
@@ -163,6 +167,10 @@ async def test_a_schema_a_grammar_backend_refuses_falls_back_for_that_schema_onl
 
 
 # -- OpenAI's strict mode ----------------------------------------------------------------------
+
+
+class City(BaseModel):
+    city: str
 
 
 class Colour(enum.Enum):
@@ -434,3 +442,29 @@ def test_a_model_that_refers_to_itself_beside_a_keyword_gets_a_strict_schema() -
     first = sent["schema"]["$defs"]["Node"]["properties"]["first"]
     assert first["description"] == "the first child"
     assert first["properties"]["first"] == {"$ref": "#/$defs/Node"}
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_refused_response_format_is_one_model_span_with_the_usage_of_the_answer(
+    streaming: bool,
+) -> None:
+    """The adapter's fallback (a server taking only JSON mode) happens inside the model call: one
+    span, not an error, with the usage of the answer that came."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    async with (
+        OpenAIServer([Reply(text=ANSWER, usage=(30, 6))], structured="json_object") as server,
+        make_model(server) as model,
+    ):
+        agent = ReActAgent("a", model, output_schema=City)
+        runner = Runner(agent, enable_streaming=streaming, tracer_provider=provider)
+        result = await runner.invoke("where?")
+    provider.shutdown()
+    assert result.output == City(city="Oslo")
+    assert len(server.bodies) == 2  # the refusal, then JSON mode
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "chat test-model"]
+    assert span.status.status_code != StatusCode.ERROR
+    attributes = dict(span.attributes or {})
+    assert attributes["gen_ai.usage.input_tokens"] == 30
+    assert attributes["gen_ai.usage.output_tokens"] == 6
