@@ -62,6 +62,9 @@ _REQUEST_MODEL = "gen_ai.request.model"
 _REQUEST_TEMPERATURE = "gen_ai.request.temperature"
 _REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
 _REQUEST_STOP = "gen_ai.request.stop_sequences"
+_REQUEST_SEED = "gen_ai.request.seed"
+_REQUEST_CHOICES = "gen_ai.request.choice.count"
+_OUTPUT_TYPE = "gen_ai.output.type"
 _RESPONSE_MODEL = "gen_ai.response.model"
 _RESPONSE_ID = "gen_ai.response.id"
 _FINISH_REASONS = "gen_ai.response.finish_reasons"
@@ -78,6 +81,15 @@ _OUTPUT_MESSAGES = "gen_ai.output.messages"
 _SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 _ERROR_TYPE = "error.type"
 _RUN_PATH = "adk.run_path"
+
+# Request parameters the conventions name that ``ModelOptions`` has no field for: they reach the
+# request through ``extra`` (passed into the body as is), under the OpenAI-style names.
+_EXTRA_DOUBLES = (
+    ("top_p", "gen_ai.request.top_p"),
+    ("top_k", "gen_ai.request.top_k"),
+    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+    ("presence_penalty", "gen_ai.request.presence_penalty"),
+)
 
 _TOOL_ERROR = "the tool returned an error"  # a failed tool's span status without captured content
 
@@ -262,6 +274,10 @@ class _GenAITracing:
                 attributes[_REQUEST_MAX_TOKENS] = options.max_tokens
             if options.stop:
                 attributes[_REQUEST_STOP] = options.stop
+            if options.response_format is not None:
+                attributes[_OUTPUT_TYPE] = "json"  # a JSON schema: structured output
+            if options.extra:
+                _extra_parameters(options.extra, attributes)
         return attributes
 
     def _start_chat(
@@ -548,6 +564,22 @@ class _TracedStream:
     def __del__(self) -> None:
         if self._state == self._OPEN:
             self._abandon()
+
+
+def _extra_parameters(extra: dict[str, Any], attributes: dict[str, Any]) -> None:
+    """The conventions' request parameters among ``ModelOptions.extra``. Only numbers are taken (a
+    value of another type is the server's to refuse, not a figure to report), and the choice count
+    only when it is not the default of one, as the conventions ask."""
+    for key, attribute in _EXTRA_DOUBLES:
+        value = extra.get(key)
+        if type(value) is float or type(value) is int:
+            attributes[attribute] = float(value)
+    seed = extra.get("seed")
+    if type(seed) is int:
+        attributes[_REQUEST_SEED] = seed
+    choices = extra.get("n")
+    if type(choices) is int and choices != 1:
+        attributes[_REQUEST_CHOICES] = choices
 
 
 def _fail(span: Span, exc: BaseException) -> str | None:

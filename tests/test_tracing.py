@@ -245,6 +245,53 @@ async def test_request_options_and_provider_name_are_recorded(
     assert attrs(named(spans, "invoke_agent a")[0])["gen_ai.provider.name"] == "acme"
 
 
+async def test_generation_options_passed_through_extra_and_the_output_type_are_recorded(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The conventions' request parameters that ModelOptions has no field for reach the request
+    # through ``extra`` (the body as is): they are the call's parameters all the same.
+    options = ModelOptions(
+        response_format={"name": "answer", "schema": {"type": "object"}},
+        extra={
+            "top_p": 0.5,
+            "top_k": 40,
+            "seed": 7,
+            "frequency_penalty": 0.1,
+            "presence_penalty": 0.2,
+            "n": 2,
+            "user": "not a parameter the conventions name",
+        },
+    )
+    agent = ReActAgent("a", ScriptedModel(["{}"]), model_options=options)
+    await Runner(agent, tracer_provider=provider).invoke("hi")
+    (chat,) = named(exporter.get_finished_spans(), "chat scripted")
+    recorded = {k: v for k, v in attrs(chat).items() if k.startswith("gen_ai.request.")}
+    assert recorded == {
+        "gen_ai.request.model": "scripted",
+        "gen_ai.request.top_p": 0.5,
+        "gen_ai.request.top_k": 40.0,
+        "gen_ai.request.seed": 7,
+        "gen_ai.request.frequency_penalty": 0.1,
+        "gen_ai.request.presence_penalty": 0.2,
+        "gen_ai.request.choice.count": 2,
+    }
+    assert attrs(chat)["gen_ai.output.type"] == "json"
+
+
+async def test_odd_extra_values_are_not_recorded_as_generation_options(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # One choice is the default (the conventions record the count only when it is not 1); a
+    # value of the wrong type is the server's to refuse, not a number to put on the span.
+    options = ModelOptions(extra={"n": 1, "seed": "7", "top_p": True, "frequency_penalty": None})
+    await Runner(
+        ReActAgent("a", ScriptedModel(["ok"]), model_options=options), tracer_provider=provider
+    ).invoke("hi")
+    (chat,) = named(exporter.get_finished_spans(), "chat scripted")
+    assert [k for k in attrs(chat) if k.startswith("gen_ai.request.")] == ["gen_ai.request.model"]
+    assert "gen_ai.output.type" not in attrs(chat)
+
+
 async def test_an_agent_naming_a_model_resource_reports_that_model(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
