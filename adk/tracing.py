@@ -26,6 +26,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
@@ -80,6 +81,8 @@ _INPUT_MESSAGES = "gen_ai.input.messages"
 _OUTPUT_MESSAGES = "gen_ai.output.messages"
 _SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 _ERROR_TYPE = "error.type"
+_SERVER_ADDRESS = "server.address"
+_SERVER_PORT = "server.port"
 _RUN_PATH = "adk.run_path"
 
 # Request parameters the conventions name that ``ModelOptions`` has no field for: they reach the
@@ -90,6 +93,9 @@ _EXTRA_DOUBLES = (
     ("frequency_penalty", "gen_ai.request.frequency_penalty"),
     ("presence_penalty", "gen_ai.request.presence_penalty"),
 )
+
+_DEFAULT_PORTS = {"https": 443, "http": 80}
+_MAX_SERVERS = 64  # distinct base URLs remembered; a process talks to a handful
 
 _TOOL_ERROR = "the tool returned an error"  # a failed tool's span status without captured content
 
@@ -154,6 +160,20 @@ def _declared_model(agent: object) -> Any:
     return None
 
 
+def _server_of(base_url: object) -> tuple[str, int] | None:
+    """``(server.address, server.port)`` of a model's API root (a URL's host, and its port or the
+    scheme's default); None for what is not such a URL."""
+    try:
+        parts = urlsplit(str(base_url))
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:  # a port that is not a number
+        return None
+    host = parts.hostname
+    if not host or port is None:
+        return None
+    return host, port
+
+
 def _provider_of(model: Any) -> str | None:
     """``gen_ai.provider.name``: the model's ``provider_name`` (e.g. ``"openai"``), if it has one."""
     name = getattr(model, "provider_name", None)
@@ -163,11 +183,12 @@ def _provider_of(model: Any) -> str | None:
 class _GenAITracing:
     """Creates the spans and records the metrics; ``adk._instrument`` decides when."""
 
-    __slots__ = ("_capture", "_duration", "_tokens", "_tracer")
+    __slots__ = ("_capture", "_duration", "_servers", "_tokens", "_tracer")
 
     def __init__(self, tracer: Tracer, meter: metrics.Meter | None, capture_content: bool) -> None:
         self._tracer = tracer
         self._capture = capture_content
+        self._servers: dict[str, tuple[str, int] | None] = {}  # base URL -> server, parsed once
         self._tokens: metrics.Histogram | None = None
         self._duration: metrics.Histogram | None = None
         if meter is not None:
@@ -266,6 +287,11 @@ class _GenAITracing:
         provider = _provider_of(model)
         if provider is not None:
             attributes[_PROVIDER] = provider
+        base_url = getattr(model, "base_url", None)
+        if base_url is not None:
+            server = self._server(base_url)
+            if server is not None:
+                attributes[_SERVER_ADDRESS], attributes[_SERVER_PORT] = server
         options = request.options
         if options is not None:
             if options.temperature is not None:
@@ -279,6 +305,20 @@ class _GenAITracing:
             if options.extra:
                 _extra_parameters(options.extra, attributes)
         return attributes
+
+    def _server(self, base_url: object) -> tuple[str, int] | None:
+        """The server a model's ``base_url`` names (the adapters' attribute), parsed once per URL:
+        it is looked up on every model call."""
+        key = str(base_url)
+        servers = self._servers
+        try:
+            return servers[key]
+        except KeyError:
+            pass
+        if len(servers) >= _MAX_SERVERS:
+            servers.clear()
+        server = servers[key] = _server_of(key)
+        return server
 
     def _start_chat(
         self, parent: Context | None, ctx: RunContext, request: ModelRequest
@@ -610,6 +650,10 @@ def _metric_attributes(attributes: dict[str, Any], response_model: str | None) -
     provider = attributes.get(_PROVIDER)
     if provider is not None:
         measured[_PROVIDER] = provider
+    address = attributes.get(_SERVER_ADDRESS)
+    if address is not None:
+        measured[_SERVER_ADDRESS] = address
+        measured[_SERVER_PORT] = attributes[_SERVER_PORT]
     if response_model:
         measured[_RESPONSE_MODEL] = response_model
     return measured

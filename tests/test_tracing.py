@@ -1038,6 +1038,39 @@ async def test_a_streamed_call_records_the_response_model_and_id_like_a_plain_on
     meters.shutdown()
 
 
+async def test_chat_spans_and_metrics_name_the_server_the_model_talks_to(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # server.address / server.port tell calls to OpenAI itself from calls to a proxy, Azure or a
+    # local server that all answer as "openai"; they go on the duration metric too.
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    async with OpenAIServer([ServedReply(text="hello")]) as server:
+        model = OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test")
+        runner = Runner(ReActAgent("a", model), tracer_provider=provider, meter_provider=meters)
+        await runner.invoke("hi")
+        await model.aclose()
+    port = int(server.base_url.split(":")[2].split("/")[0])
+    (chat,) = named(exporter.get_finished_spans(), "chat test-model")
+    assert (attrs(chat)["server.address"], attrs(chat)["server.port"]) == ("127.0.0.1", port)
+    (duration,) = _points(reader, "gen_ai.client.operation.duration")
+    measured = dict(duration.attributes or {})
+    assert (measured["server.address"], measured["server.port"]) == ("127.0.0.1", port)
+    for point in _points(reader, "gen_ai.client.token.usage"):
+        assert dict(point.attributes or {})["server.port"] == port
+    meters.shutdown()
+    # A model of your own that has a base_url gets the same (the port is the scheme's default if
+    # the URL has none); one without a base_url names no server.
+    hosted = ScriptedModel(["ok"], model_name="hosted")
+    hosted.base_url = "https://llm.example.com/v1"  # type: ignore[attr-defined]
+    for model, expected in ((hosted, ("llm.example.com", 443)), (ScriptedModel(["ok"]), None)):
+        exporter.clear()
+        await Runner(ReActAgent("b", model), tracer_provider=provider).invoke("hi")
+        (chat,) = named(exporter.get_finished_spans(), f"chat {model.model_name}")
+        found = attrs(chat).get("server.address"), attrs(chat).get("server.port")
+        assert found == (expected or (None, None))
+
+
 async def test_an_abandoned_stream_still_ends_its_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
