@@ -80,6 +80,7 @@ _TOOL_RESULT = "gen_ai.tool.call.result"
 _INPUT_MESSAGES = "gen_ai.input.messages"
 _OUTPUT_MESSAGES = "gen_ai.output.messages"
 _SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 _ERROR_TYPE = "error.type"
 _SERVER_ADDRESS = "server.address"
 _SERVER_PORT = "server.port"
@@ -335,6 +336,8 @@ class _GenAITracing:
             if system is not None:
                 span.set_attribute(_SYSTEM_INSTRUCTIONS, system)
             span.set_attribute(_INPUT_MESSAGES, messages)
+            if request.tools:
+                span.set_attribute(_TOOL_DEFINITIONS, _tool_definitions(request.tools))
         return span, attributes
 
     async def call_model(
@@ -700,6 +703,23 @@ def _input_messages(messages: Sequence[Message]) -> tuple[str | None, str]:
             chat.append({"role": str(message.role), "parts": _parts(message)})
     instructions = json.dumps(system, ensure_ascii=False) if system else None
     return instructions, json.dumps(chat, ensure_ascii=False)
+
+
+def _tool_definitions(tools: Sequence[Any]) -> str:
+    """``gen_ai.tool.definitions``: the request's tools (``ToolSpec``) as the conventions' JSON."""
+    return json.dumps(
+        [
+            {
+                "type": "function",
+                "name": spec.name,
+                "description": spec.description,
+                "parameters": spec.parameters,
+            }
+            for spec in tools
+        ],
+        ensure_ascii=False,
+        default=str,  # a schema is JSON data; anything else in it is shown, not a failed call
+    )
 
 
 def _output_messages(reply: Message, finish: str | None) -> str:

@@ -914,6 +914,7 @@ CONTENT_KEYS = {
     "gen_ai.system_instructions",
     "gen_ai.tool.call.arguments",
     "gen_ai.tool.call.result",
+    "gen_ai.tool.definitions",
 }
 
 
@@ -966,6 +967,33 @@ async def test_content_is_recorded_with_the_variable(
     (tool_span,) = named(spans, "execute_tool add")
     assert json.loads(attrs(tool_span)["gen_ai.tool.call.arguments"]) == {"a": 1, "b": 2}
     assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
+
+
+async def test_the_tools_offered_to_the_model_are_recorded_with_the_content(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the model could choose from explains what it chose: each chat span lists the tools
+    # of its request, as the conventions' gen_ai.tool.definitions (opt-in: descriptions are
+    # prompt text, and schemas can be large).
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    agent = ReActAgent("calc", add_model(), tools=[add])
+    await Runner(agent, tracer_provider=provider).invoke("what is 1+2?")
+    first, second = named(exporter.get_finished_spans(), "chat scripted")
+    definitions = json.loads(attrs(first)["gen_ai.tool.definitions"])
+    assert definitions == [
+        {
+            "type": "function",
+            "name": "add",
+            "description": add.spec.description,
+            "parameters": add.spec.parameters,
+        }
+    ]
+    assert json.loads(attrs(second)["gen_ai.tool.definitions"]) == definitions
+    # A call offered no tools has no definitions to record.
+    exporter.clear()
+    await Runner(ReActAgent("plain", ScriptedModel(["ok"])), tracer_provider=provider).invoke("x")
+    (chat,) = named(exporter.get_finished_spans(), "chat scripted")
+    assert "gen_ai.tool.definitions" not in attrs(chat)
 
 
 # -- streams --------------------------------------------------------------------------------------
