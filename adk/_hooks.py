@@ -63,6 +63,11 @@ class Hooks:
         transfer nobody took, a checkpoint it could not save, a callback that failed): the root
         agent counts as failed with it when it ends (``agent_end``), if it has not ended yet."""
 
+    def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:
+        """The trace of the root agent at ``ctx`` as a checkpoint keeps it (JSON data), so that a
+        resume can link to it; None when the run is not traced."""
+        return None
+
     async def call_model(
         self,
         ctx: RunContext,

@@ -187,6 +187,13 @@ class _Instrumented(Hooks):
             if tracing is not None and handle.span is not None:
                 tracing.end_agent(handle.span, error, exception if error is not None else None)
 
+    def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:
+        frame: _Frame | None = ctx._trace
+        tracing = self._tracing
+        if tracing is None or frame is None or frame.span is None:
+            return None
+        return tracing.trace_of(frame.span)
+
     def run_failed(self, ctx: RunContext, event: AgentEvent) -> None:
         frame: _Frame | None = ctx._trace
         if frame is not None and frame.ctx is ctx and frame.failure is None:

@@ -568,13 +568,14 @@ class Runner(AsyncCloseable):
 
     async def _pause(
         self,
-        run: _RunState,
+        ctx: RunContext,
         event: AgentEvent,
         signal: _InterruptSignal,
         checkpoint_id: str | None,
     ) -> AgentEvent:
         """Save the checkpoint; the interrupt event then reports its id, or an error event says why
         it could not be saved (a failed write leaves any previous checkpoint as it was)."""
+        run = ctx._run
         generated = checkpoint_id is None
         if checkpoint_id is None:
             checkpoint_id = os.urandom(16).hex()
@@ -592,6 +593,11 @@ class Runner(AsyncCloseable):
             return _unreached(self.agent.name, checkpoint_id, run.plan.unreached())
         try:
             body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
+            hooks = run.hooks
+            if hooks is not None:
+                trace = hooks.trace_of(ctx)  # the paused run's trace, for the resume to link to
+                if trace is not None:
+                    body["trace"] = trace
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
@@ -687,6 +693,8 @@ class Runner(AsyncCloseable):
             session_box.append(session)
         plan = _ResumePlan(snapshot.signal, targets)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+        if snapshot.trace is not None and run.hooks is not None:
+            run.resumed_from = (snapshot.trace, checkpoint_id)
         if options is not None:  # the call's own: a checkpoint holds none (see ``resume``)
             run.options, run.designated = options
         load_history(run, snapshot.history)
@@ -902,7 +910,7 @@ async def _check(
         if claim is not None and claim.lost:
             lost = _claim_lost(event.agent_name, event.run_path, claim.checkpoint_id)
             return _final(on_event, _made(ctx, lost)), None
-        paused = await runner._pause(ctx._run, event, event._signal, checkpoint_id)
+        paused = await runner._pause(ctx, event, event._signal, checkpoint_id)
         if paused is not event:  # the checkpoint could not be saved
             _made(ctx, paused)
         return _final(on_event, paused), None

@@ -25,13 +25,22 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
 from opentelemetry.context import Context
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import (
+    Link,
+    Span,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+    Tracer,
+)
 
 from ._hooks import ModelRequest
 from .interrupts import Interrupt
@@ -85,6 +94,8 @@ _ERROR_TYPE = "error.type"
 _SERVER_ADDRESS = "server.address"
 _SERVER_PORT = "server.port"
 _RUN_PATH = "adk.run_path"
+_CHECKPOINT_ID = "adk.checkpoint.id"
+_HEX = frozenset("0123456789abcdef")
 
 # Request parameters the conventions name that ``ModelOptions`` has no field for: they reach the
 # request through ``extra`` (passed into the body as is), under the OpenAI-style names.
@@ -248,10 +259,30 @@ class _GenAITracing:
             provider = _provider_of(model)
             if provider is not None:
                 attributes[_PROVIDER] = provider
+        links = None
+        if parent is None:  # a run's root agent: a resume links to the run that paused
+            resumed = getattr(ctx._run, "resumed_from", None)
+            if resumed is not None:
+                links = _resume_link(*resumed)
         span = self._tracer.start_span(
-            f"invoke_agent {name}", context=parent, kind=SpanKind.INTERNAL, attributes=attributes
+            f"invoke_agent {name}",
+            context=parent,
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links,
         )
         return span, trace.set_span_in_context(span, parent)
+
+    def trace_of(self, span: Span) -> dict[str, Any] | None:
+        """A root agent span's context as a checkpoint keeps it (see ``_resume_link``)."""
+        context = span.get_span_context()
+        if not context.is_valid:
+            return None
+        return {
+            "trace_id": format(context.trace_id, "032x"),
+            "span_id": format(context.span_id, "016x"),
+            "sampled": context.trace_flags.sampled,
+        }
 
     def agent_event(self, span: Span, event: AgentEvent) -> None:
         """Record the agent's own actions (interrupt, transfer, exit, loop break) as span events."""
@@ -623,6 +654,32 @@ def _extra_parameters(extra: dict[str, Any], attributes: dict[str, Any]) -> None
     choices = extra.get("n")
     if type(choices) is int and choices != 1:
         attributes[_REQUEST_CHOICES] = choices
+
+
+def _is_hex(value: object, length: int) -> TypeGuard[str]:
+    """Lower-case hex digits only (``int(x, 16)`` also takes signs, spaces and underscores)."""
+    return isinstance(value, str) and len(value) == length and _HEX.issuperset(value)
+
+
+def _resume_link(saved: Any, checkpoint_id: str) -> list[Link] | None:
+    """The link from a resumed run's root span to the root span of the run that paused, from what
+    ``trace_of`` saved in the checkpoint; None for anything else (a resume never fails for it)."""
+    if not isinstance(saved, dict):
+        return None
+    trace_id, span_id = saved.get("trace_id"), saved.get("span_id")
+    if not (_is_hex(trace_id, 32) and _is_hex(span_id, 16)):
+        return None
+    context = SpanContext(
+        int(trace_id, 16),
+        int(span_id, 16),
+        is_remote=True,
+        trace_flags=TraceFlags(
+            TraceFlags.SAMPLED if saved.get("sampled") is True else TraceFlags.DEFAULT
+        ),
+    )
+    if not context.is_valid:  # all zeros
+        return None
+    return [Link(context, {_CHECKPOINT_ID: checkpoint_id})]
 
 
 def _fail(span: Span, exc: BaseException) -> str | None:

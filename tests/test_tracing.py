@@ -62,6 +62,7 @@ from adk.actions import (
 )
 from adk.callbacks import Callbacks
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.messages import MessageChunk
 from adk.models.openai import OpenAIChatModel
@@ -715,6 +716,106 @@ async def test_a_resumed_run_keeps_its_conversation_id(
         "  chat scripted",
     ]
     assert {attrs(s)["gen_ai.conversation.id"] for s in spans} == {"conv-9"}
+
+
+async def test_a_resumed_run_links_to_the_trace_of_the_run_that_paused(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The resume is a trace of its own (it runs later, often in another process, under another
+    # request): a span link on its root span leads back to the paused run's root span.
+    @tool
+    def approve(amount: int, ctx: ToolContext) -> str:
+        """Ask a person to approve a payment.
+
+        Args:
+            amount: How much.
+        """
+        if ctx.resume is None:
+            raise Interrupt({"approve": amount})
+        return f"approved: {ctx.resume.data}"
+
+    store = InMemoryCheckpointStore()
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {"amount": 5})]), "paid"])
+    agent = ReActAgent("payer", model, tools=[approve])
+    paused = await Runner(agent, store, tracer_provider=provider).invoke("pay 5")
+    assert paused.checkpoint_id is not None
+    (paused_root,) = named(exporter.get_finished_spans(), "invoke_agent payer")
+    exporter.clear()
+    # Another runner over the same store, as another process would have.
+    resumer = Runner(agent, store, tracer_provider=provider)
+    assert (await resumer.invoke_resume(paused.checkpoint_id, "yes")).text == "paid"
+    (resumed_root,) = named(exporter.get_finished_spans(), "invoke_agent payer")
+    assert resumed_root.context.trace_id != paused_root.context.trace_id
+    (link,) = resumed_root.links
+    assert (link.context.trace_id, link.context.span_id) == (
+        paused_root.context.trace_id,
+        paused_root.context.span_id,
+    )
+    assert dict(link.attributes or {}) == {"adk.checkpoint.id": paused.checkpoint_id}
+    # The spans under the resumed root carry no link of their own; a run that is not a resume
+    # has none either.
+    assert all(not s.links for s in exporter.get_finished_spans() if s is not resumed_root)
+    assert not paused_root.links
+
+
+@pytest.mark.parametrize(
+    "saved",
+    [
+        None,  # paused untraced, or by a version that kept no trace
+        "0af7651916cd43dd8448eb211c80319c",
+        {"trace_id": "+af7651916cd43dd8448eb211c80319c", "span_id": "b7ad6b7169203331"},
+        {"trace_id": "0af7651916cd43dd8448eb211c80319c", "span_id": "b7ad6b71692033"},
+        {"trace_id": "0" * 32, "span_id": "0" * 16},
+        {"trace_id": 1, "span_id": 2},
+    ],
+)
+async def test_a_checkpoint_without_a_readable_trace_resumes_without_a_link(
+    saved: Any, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The trace is decoration: what a checkpoint holds there never fails a resume.
+    @tool
+    def approve(ctx: ToolContext) -> str:
+        """Ask a person."""
+        if ctx.resume is None:
+            raise Interrupt("approve?")
+        return "approved"
+
+    store = InMemoryCheckpointStore()
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {})]), "done"])
+    runner = Runner(ReActAgent("a", model, tools=[approve]), store, tracer_provider=provider)
+    await runner.invoke("go", checkpoint_id="cp")
+    data = await store.get("cp")
+    assert data is not None
+    body = decode_checkpoint(data, "cp")
+    assert set(body["trace"]) == {"trace_id", "span_id", "sampled"}
+    if saved is None:
+        del body["trace"]
+    else:
+        body["trace"] = saved
+    await store.put("cp", encode_checkpoint(body))
+    exporter.clear()
+    assert (await runner.invoke_resume("cp", "yes")).text == "done"
+    (root,) = named(exporter.get_finished_spans(), "invoke_agent a")
+    assert not root.links
+
+
+async def test_an_untraced_run_keeps_no_trace_in_its_checkpoint() -> None:
+    @tool
+    def approve(ctx: ToolContext) -> str:
+        """Ask a person."""
+        if ctx.resume is None:
+            raise Interrupt("approve?")
+        return "approved"
+
+    store = InMemoryCheckpointStore()
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {})]), "done"])
+    runner = Runner(
+        ReActAgent("a", model, tools=[approve]), store, tracer_provider=NoOpTracerProvider()
+    )
+    await runner.invoke("go", checkpoint_id="cp")
+    data = await store.get("cp")
+    assert data is not None
+    assert "trace" not in decode_checkpoint(data, "cp")
 
 
 # -- errors ---------------------------------------------------------------------------------------

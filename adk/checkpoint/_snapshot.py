@@ -93,6 +93,7 @@ class Snapshot:
         "run_id",
         "session",
         "signal",
+        "trace",
     )
 
     def __init__(
@@ -105,6 +106,7 @@ class Snapshot:
         session: dict[str, Any],
         history: list[dict[str, Any]],
         signal: _InterruptSignal,
+        trace: Any = None,
     ) -> None:
         self.agent = agent
         self.run_id = run_id
@@ -113,6 +115,10 @@ class Snapshot:
         self.session = session
         self.history = history
         self.signal = signal
+        # The paused run's trace (``Hooks.trace_of``), when it was traced: JSON data that only
+        # tracing reads, to link the resume's spans to it. Not checked here: a resume never fails
+        # for it, tracing ignores what it cannot read.
+        self.trace = trace
 
 
 def _expect(condition: bool, what: str) -> None:
@@ -157,6 +163,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
             session=session,
             history=history,
             signal=_InterruptSignal(points, states),
+            trace=body.get("trace"),
         )
     except CheckpointError as exc:
         raise CheckpointError(f"checkpoint {checkpoint_id!r} {exc}") from exc
