@@ -173,7 +173,6 @@ class _RunState(_Lane):
         "options",
         "plan",
         "resources",
-        "resumed_from",
         "root_input",
         "seq",
     )
@@ -193,10 +192,6 @@ class _RunState(_Lane):
     # them. ``None`` when no agent is designated, so an agent start tests one attribute.
     options: Mapping[str, Any]
     designated: dict[str, Mapping[str, Any]] | None
-    # A resumed run's ``(trace the checkpoint kept, checkpoint id)``, for tracing to link its root
-    # span to the paused run's. Set only by a resume of a traced run: other runs never assign it
-    # (``new_run`` stays as cheap as it was) and readers use ``getattr(run, "resumed_from", None)``.
-    resumed_from: tuple[Any, str]
 
     def options_for(self, agent_name: str) -> Mapping[str, Any]:
         """The options that apply to the agent named ``agent_name`` in this run."""

@@ -183,13 +183,16 @@ class _ResumePlan:
     ``resume_for(address)`` answers a component's ``ctx.resume`` in O(number of points).
     """
 
-    __slots__ = ("points", "reached", "states", "targets")
+    __slots__ = ("points", "reached", "resumed_from", "states", "targets")
 
     def __init__(self, signal: _InterruptSignal, targets: dict[Address, Any]) -> None:
         self.points = signal.points
         self.states = signal.states
         self.targets = targets
         self.reached: set[Address] = set()
+        # ``(the trace the checkpoint kept, checkpoint id)`` when the paused run was traced: for
+        # tracing to link the resumed run's root span to the paused run's (``adk.tracing``).
+        self.resumed_from: tuple[Any, str] | None = None
 
     def resume_for(self, address: Address, slot: str = AGENT_STATE) -> ResumeContext | None:
         """The resume view of one address, or None if nothing at or below it was interrupted."""

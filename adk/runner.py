@@ -692,9 +692,9 @@ class Runner(AsyncCloseable):
         if session_box is not None:
             session_box.append(session)
         plan = _ResumePlan(snapshot.signal, targets)
+        if snapshot.trace is not None:
+            plan.resumed_from = (snapshot.trace, checkpoint_id)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
-        if snapshot.trace is not None and run.hooks is not None:
-            run.resumed_from = (snapshot.trace, checkpoint_id)
         if options is not None:  # the call's own: a checkpoint holds none (see ``resume``)
             run.options, run.designated = options
         load_history(run, snapshot.history)

@@ -261,9 +261,9 @@ class _GenAITracing:
                 attributes[_PROVIDER] = provider
         links = None
         if parent is None:  # a run's root agent: a resume links to the run that paused
-            resumed = getattr(ctx._run, "resumed_from", None)
-            if resumed is not None:
-                links = _resume_link(*resumed)
+            plan = ctx._run.plan
+            if plan is not None and plan.resumed_from is not None:
+                links = _resume_link(*plan.resumed_from)
         span = self._tracer.start_span(
             f"invoke_agent {name}",
             context=parent,
