@@ -45,19 +45,23 @@ _SYSTEM, _USER, _ASSISTANT, _TOOL = Role.SYSTEM, Role.USER, Role.ASSISTANT, Role
 
 
 class Usage(BaseModel):
-    """Token counts of one model call (or a sum of several)."""
+    """Token counts of one model call (or a sum of several). ``cached_input_tokens`` are the input
+    tokens the provider served from its prompt cache (billed lower): part of ``input_tokens``, as
+    OpenAI counts them; 0 when none were, or the provider does not say."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
         )
 
 

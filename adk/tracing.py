@@ -80,6 +80,7 @@ _RESPONSE_ID = "gen_ai.response.id"
 _FINISH_REASONS = "gen_ai.response.finish_reasons"
 _INPUT_TOKENS = "gen_ai.usage.input_tokens"
 _OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+_CACHED_TOKENS = "gen_ai.usage.cache_read.input_tokens"
 _TOKEN_TYPE = "gen_ai.token.type"
 _TOOL_NAME = "gen_ai.tool.name"
 _TOOL_CALL_ID = "gen_ai.tool.call.id"
@@ -417,6 +418,8 @@ class _GenAITracing:
             if usage is not None:
                 span.set_attribute(_INPUT_TOKENS, usage.input_tokens)
                 span.set_attribute(_OUTPUT_TOKENS, usage.output_tokens)
+                if usage.cached_input_tokens:
+                    span.set_attribute(_CACHED_TOKENS, usage.cached_input_tokens)
             if finish:
                 span.set_attribute(_FINISH_REASONS, [finish])
             if response_model:

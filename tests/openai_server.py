@@ -84,6 +84,7 @@ class Reply:
     delay: float = 0.0
     finish_reason: str | None = None
     usage: tuple[int, int] = (11, 7)
+    cached_tokens: int = 0  # of usage's input tokens, served from the prompt cache
     repeat_name: bool = False
     fragment: int = 4
     break_after: int | None = None
@@ -607,12 +608,13 @@ def _wire_arguments(reply: Reply, call: Call) -> Any:
     return json.loads(call.arguments) if reply.arguments_as_object else call.arguments
 
 
-def _chat_usage(reply: Reply) -> dict[str, int]:
+def _chat_usage(reply: Reply) -> dict[str, Any]:
     prompt, completion = reply.usage
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
     }
 
 
@@ -754,7 +756,7 @@ def _response_object(reply: Reply, model: str, n: int, status: str) -> dict[str,
             "input_tokens": prompt,
             "output_tokens": completion,
             "total_tokens": prompt + completion,
-            "input_tokens_details": {"cached_tokens": 0},
+            "input_tokens_details": {"cached_tokens": reply.cached_tokens},
             "output_tokens_details": {"reasoning_tokens": 0},
         }
         if done

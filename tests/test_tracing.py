@@ -1200,6 +1200,45 @@ async def test_chat_spans_and_metrics_name_the_server_the_model_talks_to(
         assert found == (expected or (None, None))
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_cached_input_tokens_reach_the_reply_and_the_chat_span(
+    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # Prompt-cache hits are billed at a fraction of the input price: cost dashboards read them
+    # from gen_ai.usage.cache_read.input_tokens (part of gen_ai.usage.input_tokens, as OpenAI
+    # counts them), plain and streamed alike.
+    served = ServedReply(text="hello", usage=(40, 3), cached_tokens=32)
+    async with OpenAIServer([served, served, served]) as server:
+        model = OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        )
+        reply = await model.generate([Message.user("hi")])
+        assert reply.usage == Usage(
+            input_tokens=40, output_tokens=3, total_tokens=43, cached_input_tokens=32
+        )
+        for streaming in (False, True):
+            runner = Runner(
+                ReActAgent("a", model), enable_streaming=streaming, tracer_provider=provider
+            )
+            await runner.invoke("hi")
+        await model.aclose()
+    for span in named(exporter.get_finished_spans(), "chat test-model"):
+        assert attrs(span)["gen_ai.usage.input_tokens"] == 40
+        assert attrs(span)["gen_ai.usage.cache_read.input_tokens"] == 32
+    # Without cache hits the attribute is left out, not recorded as 0.
+    exporter.clear()
+    await Runner(ReActAgent("b", add_model()), tracer_provider=provider).invoke("1+2?")
+    assert not any(
+        "gen_ai.usage.cache_read.input_tokens" in attrs(s) for s in exporter.get_finished_spans()
+    )
+    assert Usage(input_tokens=1, cached_input_tokens=1) + Usage(cached_input_tokens=2) == Usage(
+        input_tokens=1, cached_input_tokens=3
+    )
+
+
 async def test_an_abandoned_stream_still_ends_its_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:

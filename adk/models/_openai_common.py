@@ -117,18 +117,21 @@ def reasoning_of(obj: object) -> str:
 
 
 def usage_of(usage: object, input_key: str, output_key: str) -> Usage | None:
-    """Token counts from an SDK usage object whose input/output fields have the given names."""
+    """Token counts from an SDK usage object whose input/output fields have the given names (and
+    whose input details, ``<input_key>_details.cached_tokens``, count the prompt-cache hits)."""
     if usage is None:
         return None
     prompt = getattr(usage, input_key, None)
     completion = getattr(usage, output_key, None)
     total = getattr(usage, "total_tokens", None)
+    cached = getattr(getattr(usage, f"{input_key}_details", None), "cached_tokens", None)
     prompt = prompt if isinstance(prompt, int) else 0
     completion = completion if isinstance(completion, int) else 0
     return Usage(
         input_tokens=prompt,
         output_tokens=completion,
         total_tokens=total if isinstance(total, int) else prompt + completion,
+        cached_input_tokens=cached if isinstance(cached, int) and cached > 0 else 0,
     )
 
 
