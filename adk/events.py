@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import _event_json as _json
 from ._checks import check_name, shown
 from .interrupts import InterruptInfo, _InterruptSignal
 from .messages import Message, Role
@@ -198,6 +199,133 @@ class AgentEvent:
             or action.interrupted is not None
             or (action.transfer_to is not None and not self._flags & _TRANSFER_HANDLED)
         )
+
+    # -- JSON data ----------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """This event as JSON data for a client (``json.dumps`` it for SSE, NDJSON, a websocket);
+        ``from_dict`` makes the event back. Fields left at their defaults are left out; the format
+        is documented field by field in docs/agents.md.
+
+        Custom data (``output.custom``, ``action.custom``, interrupt infos) must be JSON values or
+        pydantic models registered with ``adk.register_type``, as in checkpoints; anything else is
+        a ``TypeError`` naming the field. A streaming event is encoded as its joined message once
+        its stream has been read to its end (``"streamed": true`` says it came as a stream);
+        before that, or if the stream failed, it is a ``ValueError``: this never reads a stream
+        behind its readers' backs. ``exception`` is never encoded (``error`` describes it).
+        """
+        data: dict[str, Any] = {"agent_name": self.agent_name, "run_path": list(self.run_path)}
+        output = self.output
+        if output is not None:
+            out: dict[str, Any] = {}
+            if output.message is not None:
+                out["message"] = _json.dump_message(output.message, "output.message")
+            elif output.stream is not None:
+                try:
+                    message = output.stream._final_message()
+                except ValueError as exc:
+                    raise ValueError(f"a streaming event cannot be encoded yet: {exc}") from None
+                out["message"] = _json.dump_message(message, "output.message")
+                out["streamed"] = True
+            elif output.custom is not None:
+                out["custom"], custom_type = _json.dump_value(output.custom, "output.custom")
+                if custom_type is not None:
+                    out["custom_type"] = custom_type
+            if output.role is not None:
+                out["role"] = output.role.value
+            if output.tool_name is not None:
+                out["tool_name"] = output.tool_name
+            data["output"] = out
+        action = self.action
+        if action is not None:
+            act: dict[str, Any] = {}
+            if action.exit:
+                act["exit"] = True
+            if action.transfer_to is not None:
+                act["transfer_to"] = action.transfer_to
+            if action.break_loop:
+                act["break_loop"] = True
+            if action.interrupted is not None:
+                act["interrupted"] = _json.dump_interrupt(action.interrupted)
+            if action.custom is not None:
+                act["custom"], custom_type = _json.dump_value(action.custom, "action.custom")
+                if custom_type is not None:
+                    act["custom_type"] = custom_type
+            data["action"] = act
+        if self.error is not None:
+            data["error"] = {"type": self.error.type, "message": self.error.message}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> AgentEvent:
+        """The event ``to_dict`` encoded (parsed JSON). A streamed message comes back as a
+        finished stream (``MessageStream.from_message``); registered models come back as their
+        types (register them first), nested ones as their data. Anything that is not such data
+        is a ``ValueError`` naming the field; ``exception`` is ``None``."""
+        fields = _json.checked(data, "", {"agent_name", "run_path", "output", "action", "error"})
+        agent_name = fields.get("agent_name", "")
+        run_path = fields.get("run_path", [])
+        if not isinstance(agent_name, str):
+            raise ValueError(f"event agent_name: expected a str, got {shown(agent_name)}")
+        if not (isinstance(run_path, list) and all(isinstance(p, str) for p in run_path)):
+            raise ValueError(f"event run_path: expected a list of str, got {shown(run_path)}")
+        event = cls(agent_name=agent_name, run_path=tuple(run_path))
+        if "output" in fields:
+            event.output = _output_from(fields["output"])
+        if "action" in fields:
+            event.action = _action_from(fields["action"])
+        if "error" in fields:
+            error = _json.checked(fields["error"], "error", {"type", "message"})
+            kind, text = error.get("type"), error.get("message")
+            if not (isinstance(kind, str) and isinstance(text, str)):
+                raise ValueError("event error: type and message must be strings")
+            event.error = ErrorInfo(kind, text)
+        return event
+
+
+_OUTPUT_KEYS = {"message", "streamed", "custom", "custom_type", "role", "tool_name"}
+_ACTION_KEYS = {"exit", "transfer_to", "break_loop", "interrupted", "custom", "custom_type"}
+
+
+def _output_from(data: Any) -> AgentOutput:
+    fields = _json.checked(data, "output", _OUTPUT_KEYS)
+    role, tool_name = fields.get("role"), fields.get("tool_name")
+    if tool_name is not None and not isinstance(tool_name, str):
+        raise ValueError(f"event output.tool_name: expected a str, got {shown(tool_name)}")
+    try:
+        role = Role(role) if role is not None else None
+    except ValueError:
+        raise ValueError(f"event output.role: not a role: {role!r}") from None
+    if "message" in fields and "custom" in fields:
+        raise ValueError("event output: holds one of message or custom, not both")
+    streamed = fields.get("streamed", False)
+    if type(streamed) is not bool or (streamed and "message" not in fields):
+        raise ValueError("event output.streamed: true (with a message) or left out")
+    if "message" in fields:
+        message = _json.load_message(fields["message"], "output.message")
+        if streamed:
+            stream = MessageStream.from_message(message)
+            return AgentOutput(stream=stream, role=role, tool_name=tool_name)
+        return AgentOutput(message=message, tool_name=tool_name)
+    custom = _json.load_value(fields.get("custom"), fields.get("custom_type"), "output.custom")
+    return AgentOutput(custom=custom, role=role, tool_name=tool_name)
+
+
+def _action_from(data: Any) -> AgentAction:
+    fields = _json.checked(data, "action", _ACTION_KEYS)
+    exit_, break_loop = fields.get("exit", False), fields.get("break_loop", False)
+    transfer_to = fields.get("transfer_to")
+    if type(exit_) is not bool or type(break_loop) is not bool:
+        raise ValueError("event action: exit and break_loop must be true or false")
+    if transfer_to is not None and not isinstance(transfer_to, str):
+        raise ValueError(f"event action.transfer_to: expected a str, got {shown(transfer_to)}")
+    interrupted = fields.get("interrupted")
+    return AgentAction(
+        exit=exit_,
+        transfer_to=transfer_to,
+        break_loop=break_loop,
+        interrupted=_json.load_interrupt(interrupted) if interrupted is not None else None,
+        custom=_json.load_value(fields.get("custom"), fields.get("custom_type"), "action.custom"),
+    )
 
 
 def message_event(message: Message) -> AgentEvent:

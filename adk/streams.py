@@ -160,6 +160,24 @@ class MessageStream:
                 self._joined = join_chunks(self._buffer)
         return self._joined
 
+    def _final_message(self) -> Message:
+        """The joined message of a stream that has been read to its end, without reading it (for
+        ``AgentEvent.to_dict``, which must not take a stream from under its readers); a stream
+        still arriving, or one that failed, is a ``ValueError`` saying so."""
+        if not self._closed:
+            raise ValueError(
+                "its stream has not been read to its end: read it (async for chunk in stream, "
+                "or await stream.collect()) before to_dict, or send its chunks as they come"
+            )
+        if self._error is not None:
+            raise ValueError(
+                f"its stream failed ({type(self._error).__name__}: {self._error}); the run's "
+                "error event follows it"
+            )
+        if self._joined is None:
+            self._joined = join_chunks(self._buffer)
+        return self._joined
+
     async def aclose(self) -> None:
         """Stop the source early; readers then see the stream end where it stopped."""
         if not self._closed:

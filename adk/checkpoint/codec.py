@@ -80,6 +80,16 @@ def register_type(model: M, name: str | None = None) -> M:
     return model
 
 
+def _type_name(model: type[BaseModel]) -> str | None:
+    """The name ``model`` is registered under, or None (for ``AgentEvent.to_dict``)."""
+    return _NAMES.get(model)
+
+
+def _named_type(name: str) -> type[BaseModel] | None:
+    """The model registered as ``name``, or None (for ``AgentEvent.from_dict``)."""
+    return _TYPES.get(name)
+
+
 def to_json_value(value: Any, where: str = "value") -> Any:
     """``value`` as JSON data; registered models are tagged. Anything else is a clear error that
     names where in ``value`` it is (``where`` + the dict keys leading to it)."""

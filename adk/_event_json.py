@@ -1,0 +1,152 @@
+"""Events as client-facing JSON data: the pieces ``AgentEvent.to_dict``/``from_dict`` are made of.
+
+The format is for clients (a browser reading SSE, a service reading NDJSON), so it carries no
+internal tags: a registered pydantic model is its fields, and the registered name travels next to it
+(``custom_type``, ``info_type``) only where ``from_dict`` rebuilds it. Values follow the rule
+checkpoints follow (JSON values, or pydantic models registered with ``adk.register_type``), and use
+the checkpoint codec's registry and number checks; the walk is its own because the codec tags
+models, and a mode switch in the codec's walk would cost every checkpoint save.
+
+Nothing here runs unless a program calls ``to_dict``/``from_dict``: runs never do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import PydanticSerializationError
+
+from .checkpoint.codec import MAX_DEPTH, _named_type, _number, _type_name, _Unstorable
+from .interrupts import InterruptInfo, InterruptPoint
+from .messages import Message
+
+_SCALARS = frozenset({str, bool, type(None)})
+
+
+def dump_value(value: Any, where: str) -> tuple[Any, str | None]:
+    """``value`` as JSON data and, if it is a registered model, its registered name (so
+    ``load_value`` rebuilds it); a value JSON cannot hold is a ``TypeError`` naming ``where`` and
+    the dict keys leading to it."""
+    name = None
+    if isinstance(value, BaseModel):
+        name = _type_name(type(value))
+    try:
+        return _data(value, 0), name
+    except _Unstorable as exc:
+        path = "".join(f".{key}" for key in reversed(exc.keys))
+        raise TypeError(f"event {where}{path}: {exc.reason}") from None
+
+
+def _data(value: Any, depth: int) -> Any:
+    cls = type(value)
+    if cls in _SCALARS or isinstance(value, str | bool):
+        return value
+    if isinstance(value, int | float):
+        return _number(value)
+    if depth >= MAX_DEPTH:
+        raise _Unstorable(f"nested deeper than {MAX_DEPTH} levels")
+    if isinstance(value, list | tuple):
+        return [_data(item, depth + 1) for item in value]
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise _Unstorable(f"dict keys must be strings, got {key!r}")
+            try:
+                out[key] = _data(item, depth + 1)
+            except _Unstorable as exc:
+                exc.keys.append(key)
+                raise
+        return out
+    if isinstance(value, BaseModel):
+        if _type_name(cls) is None:  # the rule checkpoints follow: one rule for every value
+            raise _Unstorable(
+                f"{cls.__qualname__} is not registered; call adk.register_type({cls.__qualname__})"
+            )
+        # By field name, like checkpoints (``round_trip``: ``Json[...]`` fields stay text); the
+        # dump is walked too, for the NaN or over-long int a model field may hold.
+        return _data(value.model_dump(mode="json", round_trip=True), depth)
+    raise _Unstorable(
+        f"{cls.__qualname__} is not JSON data; use JSON values or pydantic models registered "
+        "with adk.register_type"
+    )
+
+
+def load_value(data: Any, type_name: Any, where: str) -> Any:
+    """Inverse of ``dump_value``: ``data`` as it is, or rebuilt as the registered ``type_name``."""
+    if type_name is None:
+        return data
+    model = _named_type(type_name) if isinstance(type_name, str) else None
+    if model is None:
+        raise ValueError(
+            f"event {where}: type {type_name!r} is not registered; register it with "
+            "adk.register_type before from_dict"
+        )
+    try:
+        return model.model_validate(data, by_alias=True, by_name=True)
+    except ValidationError as exc:
+        raise ValueError(f"event {where}: not a valid {type_name!r}: {exc}") from exc
+
+
+def dump_message(message: Message, where: str) -> dict[str, Any]:
+    """A message's fields (``None`` ones left out; ``metadata`` checked like custom data)."""
+    try:
+        dumped = message.model_dump(mode="json", exclude_none=True)
+    except PydanticSerializationError as exc:  # metadata holding what pydantic cannot dump
+        raise TypeError(f"event {where}: {exc}") from None
+    data, _ = dump_value(dumped, where)
+    result: dict[str, Any] = data
+    return result
+
+
+def load_message(data: Any, where: str) -> Message:
+    try:
+        return Message.model_validate(data)
+    except ValidationError as exc:
+        raise ValueError(f"event {where}: not a valid message: {exc}") from exc
+
+
+def dump_interrupt(info: InterruptInfo) -> dict[str, Any]:
+    points = []
+    for point in info.points:
+        data, name = dump_value(point.info, f"action.interrupted.points[{point.id!r}].info")
+        entry: dict[str, Any] = {"id": point.id, "address": list(point.address), "info": data}
+        if name is not None:
+            entry["info_type"] = name
+        points.append(entry)
+    return {"checkpoint_id": info.checkpoint_id, "points": points}
+
+
+def load_interrupt(data: Any) -> InterruptInfo:
+    where = "action.interrupted"
+    fields = checked(data, where, {"checkpoint_id", "points"})
+    points = fields.get("points", [])
+    if not isinstance(points, list):
+        raise ValueError(f"event {where}.points: expected a list, got {type(points).__name__}")
+    loaded = []
+    for index, point in enumerate(points):
+        at = f"{where}.points[{index}]"
+        entry = checked(point, at, {"id", "address", "info", "info_type"})
+        info = load_value(entry.get("info"), entry.get("info_type"), f"{at}.info")
+        try:
+            loaded.append(
+                InterruptPoint(id=entry.get("id"), address=entry.get("address"), info=info)
+            )
+        except ValidationError as exc:
+            raise ValueError(f"event {at}: not a valid interrupt point: {exc}") from exc
+    try:
+        return InterruptInfo(checkpoint_id=fields.get("checkpoint_id", ""), points=loaded)
+    except ValidationError as exc:
+        raise ValueError(f"event {where}: not valid: {exc}") from exc
+
+
+def checked(data: Any, where: str, keys: set[str]) -> dict[str, Any]:
+    """``data`` if it is an object with no key outside ``keys`` (a misspelt key is an error, not
+    a field silently left at its default)."""
+    if not isinstance(data, dict):
+        raise ValueError(f"event {where or 'data'}: expected an object, got {type(data).__name__}")
+    unknown = sorted(str(key) for key in data if key not in keys)
+    if unknown:
+        raise ValueError(f"event {where or 'data'}: unknown field(s) {', '.join(unknown)}")
+    return data
