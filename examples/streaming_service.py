@@ -1,8 +1,10 @@
 """An agent behind HTTP, on the standard library alone: streamed answers, approvals, hang-ups.
 
 ``POST /chat`` runs the agent and streams its events to the client as NDJSON lines (a chunked
-response): pieces of each answer as the model writes them, tool calls and results, and, when the
-agent wants to send money, the approval request with its checkpoint id. ``POST /resume`` carries a
+response): pieces of each answer as the model writes them (``{"delta": ...}``), then every event as
+``{"event": event.to_dict()}`` (tool calls and results, and, when the agent wants to send money,
+the approval request with its checkpoint id), which a Python client turns back into events with
+``AgentEvent.from_dict``. ``POST /resume`` carries a
 person's decision to that checkpoint, which lives in a SQLite file, so any worker sharing the file
 could take it. Three things a service has to get right, shown here:
 
@@ -42,8 +44,9 @@ EXAMPLE_EXPECT = (
     "paid: sent 4200 cents to ACME",
     "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, "
     "got int')",
-    "[{'stream_failed': 'HTTP 503: overloaded (gave up after 3 attempts)'}, {'agent': 'clerk', "
-    "'error': 'ModelError: HTTP 503: overloaded (gave up after 3 attempts)'}]",
+    "[{'stream_failed': 'HTTP 503: overloaded (gave up after 3 attempts)'}, {'event': "
+    "{'agent_name': 'clerk', 'run_path': ['clerk'], 'error': {'type': 'ModelError', "
+    "'message': 'HTTP 503: overloaded (gave up after 3 attempts)'}}}]",
     "client left: run cancelled, lookup_invoice cancelled too",
 )
 
@@ -144,33 +147,18 @@ class Service:
     ) -> None:
         while event is not None:
             stream = event.output.stream if event.output is not None else None
-            if stream is not None:
-                try:
+            try:
+                if stream is not None:
                     async for chunk in stream:
                         if chunk.content:
                             await _send_line(writer, {"delta": chunk.content})
-                    await _send_line(writer, _describe(await stream.collect(), event))
-                except adk.ModelError as exc:  # the run's error event comes next
-                    await _send_line(writer, {"stream_failed": str(exc)})
-            else:
-                await _send_line(writer, _describe(event.message, event))
+                # Read to its end, a streamed reply encodes as its joined message.
+                await _send_line(writer, {"event": event.to_dict()})
+            except adk.ModelError as exc:  # the stream failed; the run's error event comes next
+                await _send_line(writer, {"stream_failed": str(exc)})
             event = await anext(events, None)
         writer.write(b"0\r\n\r\n")
         await writer.drain()
-
-
-def _describe(message: adk.Message | None, event: adk.AgentEvent) -> dict[str, Any]:
-    line: dict[str, Any] = {"agent": event.agent_name}
-    if message is not None:
-        line["role"] = message.role.value
-        line["text"] = message.content
-        line["calls"] = [call.name for call in message.tool_calls]
-    if event.interrupted is not None:
-        line["checkpoint_id"] = event.interrupted.checkpoint_id
-        line["waiting"] = [{"id": p.id, "info": p.info} for p in event.interrupted.points]
-    if event.error is not None:
-        line["error"] = f"{event.error.type}: {event.error.message}"
-    return line
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, Any]]:
@@ -245,8 +233,8 @@ async def main() -> None:
 
             lines = await post(port, "/chat", {"message": "Pay the ACME invoice."})
             print("[client] deltas:", [line["delta"] for line in lines if "delta" in line])
-            paused = lines[-1]
-            point = paused["waiting"][0]
+            paused = lines[-1]["event"]["action"]["interrupted"]  # plain JSON: any client reads it
+            point = paused["points"][0]
             print(f"[client] waiting for approval of {point['info']['tool']}: {point['id']}")
 
             status, error = await post(
@@ -260,7 +248,11 @@ async def main() -> None:
             lines = await post(
                 port, "/resume", {"checkpoint_id": paused["checkpoint_id"], "decision": decision}
             )
-            print("[client] answer:", lines[-1]["text"])
+            # A Python client can have the events back as they were sent.
+            events = [adk.AgentEvent.from_dict(line["event"]) for line in lines if "event" in line]
+            answer = events[-1]
+            assert answer.output is not None and answer.output.stream is not None  # it streamed
+            print("[client] answer:", (await answer.output.stream.collect()).content)
 
             status, error = await post(port, "/chat", {"message": 42})
             print(f"[client] {status} {error}")
