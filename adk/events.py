@@ -302,6 +302,10 @@ def _output_from(data: Any) -> AgentOutput:
         raise ValueError("event output.streamed: true (with a message) or left out")
     if "message" in fields:
         message = _json.load_message(fields["message"], "output.message")
+        if role is not None and role is not message.role:
+            raise ValueError(
+                f"event output.role: {role.value!r} but the message's is {message.role.value!r}"
+            )
         if streamed:
             stream = MessageStream.from_message(message)
             return AgentOutput(stream=stream, role=role, tool_name=tool_name)

@@ -1,0 +1,393 @@
+"""``AgentEvent.to_dict``/``from_dict``: every event shape round-trips through JSON text, the
+client-facing format stays as documented, non-JSON data and unread streams are refused clearly."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import adk
+from adk import (
+    AgentAction,
+    AgentEvent,
+    AgentOutput,
+    ErrorInfo,
+    InterruptInfo,
+    InterruptPoint,
+    Message,
+    MessageChunk,
+    MessageStream,
+    ToolCall,
+    Usage,
+)
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+class Invoice(BaseModel):
+    number: str
+    cents: int
+    tags: list[str] = []
+
+
+adk.register_type(Invoice, name="tests.event_json.Invoice")
+
+
+class Reading(BaseModel):
+    value: float
+
+
+adk.register_type(Reading, name="tests.event_json.Reading")
+
+
+class Unregistered(BaseModel):
+    x: int = 0
+
+
+def _wire(event: AgentEvent) -> AgentEvent:
+    """``event`` through JSON text, as a client receives it; its dict must survive unchanged."""
+    data = event.to_dict()
+    back = AgentEvent.from_dict(json.loads(json.dumps(data, allow_nan=False)))
+    assert back.to_dict() == data
+    return back
+
+
+def _stamped(event: AgentEvent) -> AgentEvent:
+    event.agent_name = "clerk"
+    event.run_path = ("desk", "clerk")
+    return event
+
+
+_REPLY = Message.assistant(
+    "Paying.",
+    [ToolCall(id="c1", name="pay", arguments='{"cents": 5}')],
+    usage=Usage(input_tokens=10, output_tokens=4, total_tokens=14),
+    reasoning="the invoice is due",
+)
+_REPLY.metadata["response_id"] = "r-1"
+
+_POINTS = InterruptInfo(
+    checkpoint_id="cp-1",
+    points=[
+        InterruptPoint(
+            id="agent:clerk/tool:pay#c1",
+            address=["agent:clerk", "tool:pay#c1"],
+            info={"question": "pay?", "amounts": [1, 2.5], "ok": None},
+        ),
+        InterruptPoint(
+            id="agent:audit", address=["agent:audit"], info=Invoice(number="7", cents=3)
+        ),
+    ],
+)
+
+SHAPES: dict[str, Any] = {
+    "assistant message": lambda: AgentEvent.of(_REPLY),
+    "user message": lambda: AgentEvent.of(Message.user("hello")),
+    "tool result": lambda: AgentEvent.of(Message.tool("paid", tool_call_id="c1", name="pay")),
+    "custom dict": lambda: AgentEvent.custom({"step": 2, "of": [1.5, True, None, "x"]}),
+    "custom str": lambda: AgentEvent.custom("halfway"),
+    "custom false": lambda: AgentEvent.custom(False),
+    "custom model": lambda: AgentEvent.custom(Invoice(number="9", cents=100, tags=["a"])),
+    "custom Message": lambda: AgentEvent.custom(Message.user("quoted")),
+    "custom with role": lambda: AgentEvent(
+        output=AgentOutput(custom=[1], role="tool", tool_name="t")
+    ),
+    "exit": AgentEvent.exit,
+    "transfer": lambda: AgentEvent.transfer("billing"),
+    "break loop": AgentEvent.break_loop,
+    "action custom model": lambda: AgentEvent(
+        action=AgentAction(custom=Invoice(number="1", cents=2))
+    ),
+    "action custom json": lambda: AgentEvent(action=AgentAction(exit=True, custom={"why": "done"})),
+    "interrupted": lambda: AgentEvent(action=AgentAction(interrupted=_POINTS)),
+    "error": lambda: AgentEvent.from_error(KeyError("missing")),
+    "message and action": lambda: AgentEvent(
+        output=AgentOutput(message=Message.assistant("bye")), action=AgentAction(exit=True)
+    ),
+    "empty": AgentEvent,
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_event_shape_round_trips(shape: str) -> None:
+    event = _stamped(SHAPES[shape]())
+
+    back = _wire(event)
+
+    assert back == event  # dataclass equality: every field but the live exception
+    assert back.exception is None
+    if event.output is not None and isinstance(event.output.custom, BaseModel):
+        assert type(back.output.custom) is type(event.output.custom)  # type: ignore[union-attr]
+
+
+def test_the_format_is_plain_readable_json() -> None:
+    """The documented format, exactly: what a browser client is written against."""
+    reply = _stamped(AgentEvent.of(_REPLY)).to_dict()
+    paused = _stamped(AgentEvent(action=AgentAction(interrupted=_POINTS))).to_dict()
+    failed = AgentEvent.from_error(ValueError("")).to_dict()
+    model = AgentEvent.custom(Invoice(number="9", cents=1)).to_dict()
+
+    assert reply == {
+        "agent_name": "clerk",
+        "run_path": ["desk", "clerk"],
+        "output": {
+            "message": {
+                "role": "assistant",
+                "content": "Paying.",
+                "tool_calls": [{"id": "c1", "name": "pay", "arguments": '{"cents": 5}'}],
+                "reasoning": "the invoice is due",
+                "usage": {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14},
+                "metadata": {"response_id": "r-1"},
+            },
+            "role": "assistant",
+        },
+    }
+    assert paused["action"] == {
+        "interrupted": {
+            "checkpoint_id": "cp-1",
+            "points": [
+                {
+                    "id": "agent:clerk/tool:pay#c1",
+                    "address": ["agent:clerk", "tool:pay#c1"],
+                    "info": {"question": "pay?", "amounts": [1, 2.5], "ok": None},
+                },
+                {
+                    "id": "agent:audit",
+                    "address": ["agent:audit"],
+                    "info": {"number": "7", "cents": 3, "tags": []},
+                    "info_type": "tests.event_json.Invoice",
+                },
+            ],
+        }
+    }
+    assert failed == {
+        "agent_name": "",
+        "run_path": [],
+        "error": {"type": "ValueError", "message": "ValueError"},
+    }
+    assert model["output"] == {
+        "custom": {"number": "9", "cents": 1, "tags": []},
+        "custom_type": "tests.event_json.Invoice",
+    }
+    assert "__adk_type__" not in json.dumps([reply, paused, model])  # no internal tags leak
+
+
+def test_a_dict_that_looks_like_a_checkpoint_tag_is_sent_as_it_is() -> None:
+    value = {"__adk_type__": "x", "data": 1}
+
+    event = _wire(AgentEvent.custom(value))
+
+    assert AgentEvent.custom(value).to_dict()["output"] == {"custom": value}
+    assert event.output is not None and event.output.custom == value
+
+
+def test_nested_models_are_sent_as_their_fields_and_come_back_as_data() -> None:
+    event = AgentEvent.custom({"invoices": [Invoice(number="1", cents=2)]})
+
+    back = _wire(event)
+
+    assert back.output is not None
+    assert back.output.custom == {"invoices": [{"number": "1", "cents": 2, "tags": []}]}
+
+
+async def test_a_stream_read_to_its_end_is_sent_as_its_joined_message() -> None:
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="Hel", reasoning="think")
+        yield MessageChunk(
+            content="lo", usage=Usage(input_tokens=3, output_tokens=2, total_tokens=5)
+        )
+
+    event = _stamped(AgentEvent.streaming(MessageStream(chunks())))
+    assert event.output is not None and event.output.stream is not None
+    pieces = [chunk.content async for chunk in event.output.stream]
+
+    data = event.to_dict()
+    back = _wire(event)
+
+    assert pieces == ["Hel", "lo"]
+    assert data["output"]["streamed"] is True
+    assert data["output"]["message"]["content"] == "Hello"
+    assert data["output"]["message"]["usage"]["total_tokens"] == 5
+    assert back.output is not None and back.output.stream is not None
+    assert back.output.stream.done and back.output.message is None
+    assert await back.output.stream.collect() == await event.output.stream.collect()
+    assert "".join([c.content async for c in back.output.stream]) == "Hello"
+
+
+async def test_an_unread_stream_is_refused_and_left_unread() -> None:
+    pulled: list[str] = []
+
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        for word in ("a", "b"):
+            pulled.append(word)
+            yield MessageChunk(content=word)
+
+    stream = MessageStream(chunks())
+    event = AgentEvent.streaming(stream)
+
+    with pytest.raises(ValueError, match="stream has not been read to its end"):
+        event.to_dict()
+    assert pulled == []  # to_dict read nothing behind the readers' backs
+    await anext(aiter(stream))
+    with pytest.raises(ValueError, match="stream has not been read to its end"):
+        event.to_dict()  # half read is not read
+    assert pulled == ["a"]
+
+    assert (await stream.collect()).content == "ab"
+    assert event.to_dict()["output"]["message"]["content"] == "ab"
+
+
+async def test_a_failed_stream_is_refused_with_its_error() -> None:
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="par")
+        raise adk.ModelError("HTTP 503: overloaded", status=503)
+
+    stream = MessageStream(chunks())
+    with pytest.raises(adk.ModelError):
+        await stream.collect()
+
+    with pytest.raises(ValueError, match=r"stream failed \(ModelError: HTTP 503: overloaded\)"):
+        AgentEvent.streaming(stream).to_dict()
+
+
+@pytest.mark.parametrize(
+    ("event", "error"),
+    [
+        (AgentEvent.custom({"a": {"b": {1, 2}}}), "event output.custom.a.b: set is not JSON data"),
+        (AgentEvent.custom([object()]), "event output.custom: object is not JSON data"),
+        (AgentEvent.custom({"r": float("nan")}), "event output.custom.r: float nan is not a JSON"),
+        (AgentEvent.custom({"n": 10**5000}), "event output.custom.n: int longer than 4300 digits"),
+        (AgentEvent.custom({1: "x"}), "event output.custom: dict keys must be strings, got 1"),
+        (
+            AgentEvent.custom({"m": Unregistered()}),
+            r"event output.custom.m: Unregistered is not registered; call adk.register_type",
+        ),
+        (AgentEvent.custom(Unregistered()), "event output.custom: Unregistered is not registered"),
+        (
+            AgentEvent(action=AgentAction(custom={"at": b"raw"})),
+            "event action.custom.at: bytes is not JSON data",
+        ),
+        (
+            AgentEvent(
+                action=AgentAction(
+                    interrupted=InterruptInfo(
+                        points=[InterruptPoint(id="agent:a", address=["agent:a"], info={"s": {1}})]
+                    )
+                )
+            ),
+            r"event action.interrupted.points\['agent:a'\].info.s: set is not JSON data",
+        ),
+        (
+            AgentEvent.custom(Reading(value=float("nan"))),
+            "event output.custom.value: float nan is not a JSON number",
+        ),
+        (
+            AgentEvent.of(Message(role="assistant", metadata={"what": object()})),
+            "event output.message: ",
+        ),
+    ],
+    ids=lambda value: "" if isinstance(value, str) else None,
+)
+def test_data_that_is_not_json_is_a_clear_error_naming_the_field(
+    event: AgentEvent, error: str
+) -> None:
+    with pytest.raises(TypeError, match=error):
+        event.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        ([], "event data: expected an object, got list"),
+        ({"agent": "a"}, "event data: unknown field"),
+        ({"run_path": "a/b"}, "event run_path: expected a list of str"),
+        ({"agent_name": 3}, "event agent_name: expected a str"),
+        ({"output": {"text": "hi"}}, "event output: unknown field"),
+        ({"output": {"custom": 1, "role": "robot"}}, "event output.role: not a role: 'robot'"),
+        (
+            {"output": {"custom": 1, "message": {"role": "user"}}},
+            "event output: holds one of message or custom",
+        ),
+        ({"output": {"custom": 1, "streamed": True}}, "event output.streamed"),
+        (
+            {"output": {"message": {"role": "user"}, "role": "tool"}},
+            "event output.role: 'tool' but the message's is 'user'",
+        ),
+        ({"output": {"message": {"content": "no role"}}}, "event output.message: not a valid"),
+        (
+            {"output": {"custom": {}, "custom_type": "nowhere.Model"}},
+            "event output.custom: type 'nowhere.Model' is not registered",
+        ),
+        (
+            {"output": {"custom": {"number": 1}, "custom_type": "tests.event_json.Invoice"}},
+            "event output.custom: not a valid 'tests.event_json.Invoice'",
+        ),
+        ({"action": {"exit": "yes"}}, "event action: exit and break_loop must be true or false"),
+        ({"action": {"transfer_to": 5}}, "event action.transfer_to: expected a str"),
+        ({"action": {"interrupted": {"points": {}}}}, "event action.interrupted.points: expected"),
+        (
+            {"action": {"interrupted": {"points": [{"id": "x"}]}}},
+            r"event action.interrupted.points\[0\]: not a valid interrupt point",
+        ),
+        ({"error": {"type": "E"}}, "event error: type and message must be strings"),
+    ],
+)
+def test_from_dict_refuses_what_to_dict_does_not_make(data: Any, error: str) -> None:
+    with pytest.raises(ValueError, match=error):
+        AgentEvent.from_dict(data)
+
+
+@adk.tool(require_approval=True)
+def pay(payee: str, cents: int) -> str:
+    """Pay someone."""
+    return f"paid {cents} to {payee}"
+
+
+async def test_a_real_runs_events_cross_the_wire_and_its_pause_resumes_from_the_json() -> None:
+    """A streamed ReAct run with an approval: every event goes through JSON text, and the resume
+    uses the checkpoint id and point id the client read from it."""
+    model = ScriptedModel(
+        [
+            Reply(text="Paying.", tool_calls=[tool_call("pay", {"payee": "ACME", "cents": 5})]),
+            "Done.",
+        ]
+    )
+    runner = adk.Runner(ReActAgent("clerk", model, tools=[pay]), enable_streaming=True)
+
+    async def sent(events: AsyncIterator[AgentEvent]) -> list[dict[str, Any]]:
+        lines = []
+        async for event in events:
+            if event.output is not None and event.output.stream is not None:
+                async for _ in event.output.stream:
+                    pass
+            line = json.dumps(event.to_dict())
+            back = AgentEvent.from_dict(json.loads(line))
+            assert back.agent_name == event.agent_name and back.run_path == event.run_path
+            assert back.action == event.action and back.error == event.error
+            lines.append(json.loads(line))
+        return lines
+
+    first = await sent(runner.run("Pay ACME."))
+    paused = first[-1]["action"]["interrupted"]
+    [point] = paused["points"]
+    second = await sent(runner.resume(paused["checkpoint_id"], {point["id"]: {"approved": True}}))
+
+    assert first[0]["output"]["streamed"] is True
+    assert first[0]["output"]["message"]["tool_calls"][0]["name"] == "pay"
+    assert point["info"]["tool"] == "pay"
+    assert [line["output"].get("tool_name") for line in second] == ["pay", None]
+    assert second[-1]["output"]["message"]["content"] == "Done."
+    assert second[-1]["run_path"] == ["clerk"]
+
+
+def test_from_dict_rebuilds_a_registered_info_type() -> None:
+    back = _wire(AgentEvent(action=AgentAction(interrupted=_POINTS)))
+
+    assert back.interrupted is not None
+    assert back.interrupted.points[1].info == Invoice(number="7", cents=3)
+    assert back.interrupted.point_ids == _POINTS.point_ids
+    assert back.error is None and ErrorInfo("a", "b") == ErrorInfo("a", "b")
