@@ -1,7 +1,8 @@
 """Agent events: output (message, stream or custom data) plus actions.
 
 Events are slotted dataclasses, not pydantic models: they are created for every step of every run
-and carry live objects (streams, exceptions) that are never serialised as they are.
+and carry live objects (streams, exceptions) that are never serialised as they are. ``to_dict`` and
+``from_dict`` (built from ``adk._event_json``) give a client their JSON form on request only.
 """
 
 from __future__ import annotations
