@@ -140,7 +140,12 @@ def test_the_format_is_plain_readable_json() -> None:
                 "content": "Paying.",
                 "tool_calls": [{"id": "c1", "name": "pay", "arguments": '{"cents": 5}'}],
                 "reasoning": "the invoice is due",
-                "usage": {"input_tokens": 10, "output_tokens": 4, "total_tokens": 14},
+                "usage": {
+                    "input_tokens": 10,
+                    "output_tokens": 4,
+                    "total_tokens": 14,
+                    "cached_input_tokens": 0,
+                },
                 "metadata": {"response_id": "r-1"},
             },
             "role": "assistant",
