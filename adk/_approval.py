@@ -31,6 +31,7 @@ __all__ = [
     "decision_of",
     "gate",
     "is_approval_request",
+    "resumed_decision",
 ]
 
 _YES = frozenset({"y", "yes", "true", "approve", "approved"})
@@ -124,13 +125,22 @@ def gate(tool: str, arguments: Any, ctx: ToolContext) -> ToolResult | None:
     decision (``Interrupt`` with the approval request as its info); on resume, ``None`` to go on
     if approved, else the error result the model reads. A resume of any other pause at this call
     asks again, so nothing runs unapproved."""
-    plan = ctx.run_context._run.plan
-    if plan is not None:
-        resume = plan.resume_for(ctx.address)
-        if resume is not None:
-            decision = decision_of(resume, plan.info_at(ctx.address), ctx)
-            if decision is True:
-                return None
-            if isinstance(decision, ToolResult):
-                return decision
+    decision = resumed_decision(ctx)
+    if decision is True:
+        return None
+    if isinstance(decision, ToolResult):
+        return decision
     raise Interrupt(approval_request(tool, arguments, ctx))
+
+
+def resumed_decision(ctx: ToolContext) -> ToolResult | bool | None:
+    """``decision_of`` for a call being resumed (None when it is not, or its pause was not this
+    call's approval request). A tool applies it whether or not it still asks for approval: a
+    denial must hold after a redeploy that stopped asking (the call would otherwise run)."""
+    plan = ctx.run_context._run.plan
+    if plan is None:
+        return None
+    resume = plan.resume_for(ctx.address)
+    if resume is None:
+        return None
+    return decision_of(resume, plan.info_at(ctx.address), ctx)

@@ -439,6 +439,38 @@ async def test_tools_needing_approval_pause_and_run_only_once_approved(
         MCPToolset(HTTPServer(http_process.url), require_approval="add")
 
 
+async def test_a_denial_holds_after_a_redeploy_stops_asking_for_approval(
+    http_process: HTTPServerProcess, tmp_path: Path
+) -> None:
+    # A call paused for approval, then a redeploy took the tool out of require_approval before
+    # the person's "no" came back: the call ran on the server and its result reached the model,
+    # the denial ignored. A function tool that lost require_approval honours it; so does this.
+    db = tmp_path / "checkpoints.db"
+
+    def service(store: SQLiteCheckpointStore, base_url: str, approval: bool) -> Runner:
+        toolset = MCPToolset(
+            HTTPServer(http_process.url),
+            tool_filter=["add"],
+            require_approval=approval,
+        )
+        model = OpenAIChatModel("test-model", base_url=base_url, api_key="sk-test")
+        return Runner(ReActAgent("ops", model, tools=[toolset]), checkpoint_store=store)
+
+    script = [
+        OpenAIReply(tool_calls=[OpenAICall("add", json.dumps({"a": 2, "b": 3}), "c1")]),
+        OpenAIReply(text="done"),
+    ]
+    async with OpenAIServer(script) as server:
+        async with SQLiteCheckpointStore(db) as store, service(store, server.base_url, True) as r:
+            paused = await r.invoke("add 2 and 3")
+        assert paused.checkpoint_id is not None
+        async with SQLiteCheckpointStore(db) as store, service(store, server.base_url, False) as r:
+            done = await r.invoke_resume(paused.checkpoint_id, {"approved": False, "reason": "no"})
+    assert done.text == "done"
+    (result,) = [m for m in server.bodies[-1]["messages"] if m["role"] == "tool"]
+    assert result["content"] == "Error: the call to 'add' was not approved: no"
+
+
 async def test_sse_transport(sse_process: HTTPServerProcess) -> None:
     async with MCPToolset(SSEServer(sse_process.url)) as toolset:
         assert (await call(toolset, "add", {"a": 3, "b": 4})).structured == {"result": 7}

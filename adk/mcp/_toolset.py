@@ -25,7 +25,7 @@ from mcp.types import Prompt as _WirePrompt
 from mcp.types import Tool as _WireTool
 
 from .._aio import AsyncCloseable
-from .._approval import gate
+from .._approval import gate, resumed_decision
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ._content import block_text, blocks_text
@@ -149,6 +149,13 @@ class _MCPTool:
             denial = gate(name, parsed, ctx)
             if denial is not None:
                 return denial
+        elif ctx is not None and ctx.run_context._run.plan is not None:
+            # A call that paused for approval before a redeploy took its tool out of
+            # ``require_approval``: the person's decision still holds, as a function tool's
+            # does (a denied call must not run).
+            decision = resumed_decision(ctx)
+            if isinstance(decision, ToolResult):
+                return decision
         return await self._toolset._call(name, self._mcp_name, arguments)
 
     def __repr__(self) -> str:
