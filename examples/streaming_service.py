@@ -44,6 +44,7 @@ EXAMPLE_EXPECT = (
     "paid: sent 4200 cents to ACME",
     "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, "
     "got int')",
+    "400 bad request: JSONDecodeError('Expecting",
     "[{'stream_failed': 'HTTP 503: overloaded (gave up after 3 attempts)'}, {'event': "
     "{'agent_name': 'clerk', 'run_path': ['clerk'], 'error': {'type': 'ModelError', "
     "'message': 'HTTP 503: overloaded (gave up after 3 attempts)'}}}]",
@@ -94,8 +95,8 @@ class Service:
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            path, body = await _read_request(reader)
-            try:
+            try:  # a body that is not JSON is a bad request too, not a connection dropped
+                path, body = await _read_request(reader)
                 if path == "/chat":  # run() checks its input at the call
                     events = self.runner.run(body["message"])
                 elif path == "/resume":
@@ -189,10 +190,10 @@ async def _send_json(writer: asyncio.StreamWriter, status: int, value: Any) -> N
 
 
 async def post(port: int, path: str, body: Any, *, leave_when: asyncio.Event | None = None) -> Any:
-    """POST ``body``; return the NDJSON lines of a ``200``, or ``(status, error)`` otherwise.
-    With ``leave_when``, hang up mid-stream once it is set."""
+    """POST ``body`` (as JSON; bytes as they are); return the NDJSON lines of a ``200``, or
+    ``(status, error)`` otherwise. With ``leave_when``, hang up mid-stream once it is set."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    data = json.dumps(body).encode()
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
     writer.write(f"POST {path} HTTP/1.1\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
     status = int((await reader.readline()).split()[1])
     length = None
@@ -256,6 +257,8 @@ async def main() -> None:
 
             status, error = await post(port, "/chat", {"message": 42})
             print(f"[client] {status} {error}")
+            status, error = await post(port, "/chat", b"{'message': 'hi'}")
+            print(f"[client] {status} {error[:40]}")
 
             lines = await post(port, "/chat", {"message": "Just break, please."})
             print("[client] failed:", lines)
