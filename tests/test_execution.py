@@ -746,6 +746,31 @@ async def test_a_paused_record_resumes_after_its_stream_in_another_environment(
         assert forgotten == {2: {"memory:asks": {"log": ["y", "ask:yes"]}}}
 
 
+async def test_resumes_of_one_key_after_the_stream_run_one_at_a_time() -> None:
+    """Two approvals of one key's paused records arrive together once the stream is over: each
+    resume copied the key's session, ran, and wrote its copy back, so the later one's commit
+    dropped the other's write (a refund missing from the key's total). They run one at a time,
+    like any records of a key."""
+
+    class Logs(ActionAgent):
+        @action(InputEvent)
+        async def step(self, event: InputEvent, ctx: ActionContext) -> None:
+            done = event.input["do"]
+            if done != "x" and ctx.resume is None:
+                raise Interrupt("go on?")
+            for _ in range(5):  # a model or tool call: the other resume gets to run meanwhile
+                await asyncio.sleep(0)
+            memory = ctx.short_term_memory
+            memory.set("log", [*memory.get("log", []), done])
+
+    records = [{"k": 1, "do": "x"}, {"k": 1, "do": "a"}, {"k": 1, "do": "b"}]
+    env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore())
+    applied = env.from_list(records, key="k").apply(Logs("logs"))
+    first, second = await applied.to_list()
+    await asyncio.gather(applied.resume(first, "yes"), applied.resume(second, "yes"))
+    assert applied.sessions == {1: {"memory:logs": {"log": ["x", "a", "b"]}}}
+
+
 async def test_sessions_carry_each_keys_memory_from_one_batch_to_the_next() -> None:
     env = LocalExecutionEnvironment()
     first = env.from_list(_orders(6), key="customer").apply(Tally())

@@ -177,6 +177,8 @@ class KeyedOutputs:
         self._key = key
         self._iterator: AsyncGenerator[KeyedOutput, None] | None = None
         self._scheduler: _Scheduler | None = None  # while the records are being processed
+        # The keys with a resume running or waiting outside the stream's turns (``_in_order``).
+        self._resuming: dict[Hashable, _KeyLock] = {}
         self.sessions: MutableMapping[Hashable, dict[str, Any]] = (
             sessions if sessions is not None else {}
         )
@@ -218,6 +220,7 @@ class KeyedOutputs:
         running, so it may wait for room); on the session the key has now, and its writes
         are kept in ``sessions`` like any record's. It fails like a record (``on_error``: a
         ``RecordError`` raised here, or an output with ``error``), without stopping the stream.
+        After the stream, the resumes of one key still run one at a time.
         Records without a key, or whose key has no session kept, resume on the session saved
         at the pause.
         """
@@ -236,8 +239,25 @@ class KeyedOutputs:
         return self._checked(await self._resume(paused, data))
 
     async def _resume(self, paused: KeyedOutput, data: Any) -> list[KeyedOutput]:
-        sessions = self.sessions if self._key is not None else None
-        return await resume_record(self.runner, sessions, paused, data, self._env.timeout)
+        if self._key is None:  # no session per key: nothing to keep in order
+            return await resume_record(self.runner, None, paused, data, self._env.timeout)
+        # One at a time per key even where no turn orders them (the stream is over, or stopped
+        # and its waiting turns given): each resume copies the key's session and commits its
+        # copy, so two at once would drop the first one's writes.
+        key, resuming = paused.key, self._resuming
+        held = resuming.get(key)
+        if held is None:
+            held = resuming[key] = _KeyLock()
+        held.users += 1
+        try:
+            async with held.lock:
+                return await resume_record(
+                    self.runner, self.sessions, paused, data, self._env.timeout
+                )
+        finally:
+            held.users -= 1
+            if not held.users:
+                del resuming[key]
 
     def _checked(self, found: list[KeyedOutput]) -> list[KeyedOutput]:
         if self._env.on_error == "raise":
@@ -446,6 +466,17 @@ class _Scheduler:
         while not results.empty():
             results.get_nowait()
         results.put_nowait(None)
+
+
+class _KeyLock:
+    """The lock that keeps one key's resumes one at a time, and how many hold or wait for it (it
+    is dropped with the last, so a long-lived application keeps none per key)."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
 
 
 class _Turn:
