@@ -651,3 +651,49 @@ async def test_a_resume_that_pauses_elsewhere_does_not_overwrite_the_undelivered
         await deploy.resume(seq(Step("a"), AlwaysAsk("w")))
 
     assert await deploy.stored() == before
+
+
+def _pays_twice(pay_tool: adk.FunctionTool, refund_tool: adk.FunctionTool) -> ReActAgent:
+    """A payer whose model asks for a payment and a refund in one reply, both needing approval."""
+
+    def reply(messages: list[adk.Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text="done")
+        return Reply(
+            tool_calls=[
+                tool_call("pay", {"payee": "ACME", "amount_cents": 120}),
+                tool_call("refund", {"payee": "Bob", "amount_cents": 30}),
+            ]
+        )
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=[pay_tool, refund_tool])
+
+
+@adk.tool(require_approval=True)
+def refund(payee: str, amount_cents: int) -> str:
+    """Give money back."""
+    LOG.append(("refunded", payee, amount_cents))
+    return f"refunded {amount_cents} to {payee}"
+
+
+@adk.tool(require_approval=True, name="refund")
+def refund_renamed_parameter(payee: str, cents: int) -> str:
+    """Give money back (``amount_cents`` renamed, without a default)."""
+    LOG.append(("refunded", payee, cents))
+    return f"refunded {cents} to {payee}"
+
+
+async def test_a_refused_call_runs_none_of_the_calls_paused_beside_it(deploy: Redeploy) -> None:
+    # The payment, approved beside a refund whose arguments no longer fit, was made before the
+    # refund's call refused the resume; the checkpoint was kept with the payment still pending,
+    # so the resume that followed the fix paid a second time.
+    await deploy.pause(_pays_twice(pay, refund))
+    approved = {"approved": True}
+    ids = ["agent:payer/tool:pay#call_1", "agent:payer/tool:refund#call_2"]
+    decisions = dict.fromkeys(ids, approved)
+
+    error = await deploy.refused(_pays_twice(pay, refund_renamed_parameter), decisions)
+
+    assert "no longer fit tool 'refund'" in error
+    await deploy.resume(_pays_twice(pay, refund), decisions)
+    assert LOG == [("paid", "ACME", 120), ("refunded", "Bob", 30)]

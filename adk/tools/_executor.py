@@ -140,6 +140,25 @@ def lone_call(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> ToolCall 
     return None
 
 
+def check_resumed_calls(
+    calls: Sequence[ToolCall],
+    tools: Mapping[str, Tool],
+    ctx: RunContext,
+    instead: Mapping[str, Tool] | None = None,
+) -> None:
+    """On resume, before a round of several calls starts: raise the ``CheckpointError`` a call
+    of it would raise on running (its tool's ``_adk_check_resume``: arguments that no longer fit,
+    an approval it never had). The calls run concurrently, so one beside it (an approved
+    payment) would otherwise have run before the refusal, and run again on the next resume of
+    the checkpoint the refusal keeps."""
+    for call in calls:
+        tool = (instead.get(call.id) if instead else None) or tools.get(call.name)
+        check = getattr(tool, "_adk_check_resume", None)
+        if check is not None:
+            address = join_address(ctx.address, tool_segment(call.name, call.id))
+            check(call.arguments, new_tool_context(ctx, call.name, call.id, address, None))
+
+
 async def execute_tool_calls(
     calls: Sequence[ToolCall],
     tools: Mapping[str, Tool],
@@ -154,6 +173,8 @@ async def execute_tool_calls(
         substitute = instead.get(call.id) if instead else None
         yield await run_tool_call(call, tools, ctx, tool=substitute)
         return
+    if ctx._run.plan is not None:
+        check_resumed_calls(calls, tools, ctx, instead)
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 
     async def one(call: ToolCall) -> None:

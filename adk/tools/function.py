@@ -326,12 +326,7 @@ class FunctionTool:
                 return decision
             # Valid when the call paused: the tool's parameters changed since (a redeploy). An
             # error result would leave the model to work around a call a person answered.
-            problems = format_validation_error(self.name, exc)
-            problems = problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
-            raise CheckpointError(
-                f"the paused call {ctx.address!r} cannot resume: its arguments no longer fit "
-                f"tool '{self.name}', whose parameters changed since the pause ({problems})"
-            ) from None
+            raise self._unfit(ctx, exc) from None
         if self._same_names:  # its fields and nothing else (extra="forbid"), in their order
             kwargs = dict(parsed.__dict__)
         else:
@@ -375,6 +370,10 @@ class FunctionTool:
             raise Interrupt(
                 approval_request(self.name, pydantic_core.to_jsonable_python(kwargs), ctx)
             )
+        self._check_approved(ctx)
+
+    def _check_approved(self, ctx: ToolContext) -> None:
+        """Refuse a resumed call of this tool that paused without having been approved."""
         plan = ctx.run_context._run.plan
         approved = plan.resume_for(ctx.address, _APPROVED_SLOT) if plan is not None else None
         if approved is None or approved.state is not True:
@@ -383,6 +382,34 @@ class FunctionTool:
                 "approval, and the call paused without having been approved (require_approval "
                 "was added since the pause?)"
             )
+
+    def _unfit(self, ctx: ToolContext, exc: ValidationError) -> CheckpointError:
+        """The refusal of a resumed call whose saved arguments no longer fit the tool."""
+        problems = format_validation_error(self.name, exc)
+        problems = problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
+        return CheckpointError(
+            f"the paused call {ctx.address!r} cannot resume: its arguments no longer fit "
+            f"tool '{self.name}', whose parameters changed since the pause ({problems})"
+        )
+
+    def _adk_check_resume(self, arguments: str, ctx: ToolContext) -> None:
+        """Raise the ``CheckpointError`` that ``run`` would raise for this resumed call (its
+        arguments no longer fit, or it was never approved), before any call of its round runs:
+        a call beside it that ran first would run again on the next resume, as the refused
+        resume keeps the checkpoint (see ``tools._executor.check_resumed_calls``)."""
+        plan = ctx.run_context._run.plan
+        resume = plan.resume_for(ctx.address) if plan is not None else None
+        if plan is None or resume is None or not resume.is_target:
+            return
+        decision = decision_of(resume, plan.info_at(ctx.address), ctx)
+        if isinstance(decision, ToolResult):  # denied: nothing runs, nothing to refuse
+            return
+        try:
+            self._args_model.model_validate_json(arguments or "{}")
+        except ValidationError as exc:
+            raise self._unfit(ctx, exc) from None
+        if decision is None and self.require_approval:
+            self._check_approved(ctx)
 
     @property
     def _adk_origin(self) -> str:
