@@ -19,7 +19,7 @@ import asyncio
 import functools
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._aio import AsyncCloseable
@@ -119,6 +119,13 @@ class _RenamedTool:
     @property
     def _adk_origin(self) -> str:
         return tool_origin(self._tool)
+
+    @property
+    def _adk_check_resume(self) -> Callable[[str, ToolContext], None] | None:
+        """The tool's own check of a resumed call (``tools._executor.check_resumed_calls``)."""
+        check: Callable[[str, ToolContext], None] | None
+        check = getattr(self._tool, "_adk_check_resume", None)
+        return check
 
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         return await self._tool.run(arguments, ctx)

@@ -36,7 +36,7 @@ from adk import (
     SequentialAgent,
 )
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -653,7 +653,7 @@ async def test_a_resume_that_pauses_elsewhere_does_not_overwrite_the_undelivered
     assert await deploy.stored() == before
 
 
-def _pays_twice(pay_tool: adk.FunctionTool, refund_tool: adk.FunctionTool) -> ReActAgent:
+def _pays_twice(pay_tool: adk.FunctionTool, refund_tool: adk.FunctionTool | str) -> ReActAgent:
     """A payer whose model asks for a payment and a refund in one reply, both needing approval."""
 
     def reply(messages: list[adk.Message]) -> Reply:
@@ -697,3 +697,31 @@ async def test_a_refused_call_runs_none_of_the_calls_paused_beside_it(deploy: Re
     assert "no longer fit tool 'refund'" in error
     await deploy.resume(_pays_twice(pay, refund), decisions)
     assert LOG == [("paid", "ACME", 120), ("refunded", "Bob", 30)]
+
+
+@adk.tool(require_approval=True)
+def give_back(payee: str, cents: int) -> str:
+    """Give money back (registered as the resource ``refund``, its parameter renamed)."""
+    LOG.append(("refunded", payee, cents))
+    return f"refunded {cents} to {payee}"
+
+
+async def test_a_tool_resource_under_another_name_is_checked_before_its_round_runs() -> None:
+    # A tool registered under another name than its own is wrapped; the check before a resumed
+    # round must reach the tool inside, or the payment beside it is made again.
+    store = InMemoryCheckpointStore()
+
+    def runner(refund_tool: adk.FunctionTool) -> Runner:
+        resources = adk.Resources()
+        resources.add_tool(refund_tool, name="refund")
+        return Runner(_pays_twice(pay, "refund"), checkpoint_store=store, resources=resources)
+
+    paused = await runner(refund).invoke("go", checkpoint_id="c")
+    assert paused.interrupt is not None
+    LOG.clear()
+    decisions = {point: {"approved": True} for point in paused.interrupt.point_ids}
+
+    with pytest.raises(RunError, match="no longer fit tool 'give_back'"):
+        await runner(give_back).invoke_resume("c", decisions)
+
+    assert LOG == [] and await store.get("c") is not None
