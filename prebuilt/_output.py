@@ -8,12 +8,13 @@ JSON in Markdown code fences.
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+
+from ._strict import strict_schema
 
 __all__ = [
     "OutputSchemaError",
@@ -34,81 +35,17 @@ class OutputSchemaError(ValueError):
 def response_format(schema: type[BaseModel]) -> dict[str, Any]:
     """The ``ModelOptions.response_format`` value asking natively for ``schema``.
 
-    In OpenAI's strict mode where the schema allows it: the server then guarantees the shape, but
-    takes only schemas whose every object has ``additionalProperties: false`` and lists every
-    property as required, which pydantic's schema does not (a field with a default is optional).
-    So every property is made required (an optional one is still nullable, or has its default,
-    and the answer is validated by the model class, which accepts it either way), ``$ref``s beside
-    other keywords are inlined, and ``default: null`` dropped, as the ``openai`` package's own
-    ``to_strict_json_schema`` does. A schema strict mode cannot express (a ``dict`` field, whose
-    object takes any key) is sent as pydantic writes it, without ``strict``. The name is one OpenAI
-    takes (``^[a-zA-Z0-9_-]{1,64}$``: a generic model is named ``Page[int]``)."""
+    In OpenAI's strict mode where the schema allows it (the server then guarantees the shape):
+    pydantic's schema rewritten to strict mode's rules by ``_strict.strict_schema``. A schema
+    strict mode cannot express (a ``dict`` field, whose object takes any key; a root list) is sent
+    as pydantic writes it, without ``strict``, rather than be refused once first. The name is one
+    OpenAI takes (``^[a-zA-Z0-9_-]{1,64}$``: a generic model is named ``Page[int]``)."""
     plain = schema.model_json_schema()
     name = _NOT_IN_NAME.sub("_", schema.__name__)[:64] or "response"
-    strict = _strict(copy.deepcopy(plain), plain)
-    if _strict_ok(strict):
+    strict = strict_schema(plain)
+    if strict is not None:
         return {"name": name, "schema": strict, "strict": True}
     return {"name": name, "schema": plain}
-
-
-def _strict(node: Any, root: dict[str, Any], inlined: frozenset[str] = frozenset()) -> Any:
-    """``node`` (a copy, changed in place) made to follow OpenAI's strict-mode rules. ``inlined``:
-    the ``$ref``s being inlined around it; a model that refers to itself beside a keyword
-    (``child: Node = Field(description=...)``) keeps a bare ``$ref`` there rather than being
-    inlined for ever."""
-    if not isinstance(node, dict):
-        return node
-    ref = node.get("$ref")
-    if isinstance(ref, str) and len(node) > 1:
-        if ref in inlined:
-            return {"$ref": ref}
-        target = _resolve(root, ref)
-        if target is not None:  # the ref's keywords, the node's own overriding them
-            merged = {**copy.deepcopy(target), **node}
-            del merged["$ref"]
-            return _strict(merged, root, inlined | {ref})
-    for key in ("$defs", "definitions", "properties"):
-        children = node.get(key)
-        if isinstance(children, dict):
-            node[key] = {name: _strict(child, root, inlined) for name, child in children.items()}
-    if isinstance(node.get("properties"), dict):
-        node["required"] = list(node["properties"])
-    if node.get("type") == "object" and "additionalProperties" not in node:
-        node["additionalProperties"] = False
-    if isinstance(node.get("items"), dict):
-        node["items"] = _strict(node["items"], root, inlined)
-    for key in ("anyOf", "oneOf", "allOf"):
-        if isinstance(node.get(key), list):
-            node[key] = [_strict(child, root, inlined) for child in node[key]]
-    all_of = node.get("allOf")
-    if isinstance(all_of, list) and len(all_of) == 1 and isinstance(all_of[0], dict):
-        node.update({**all_of[0], **{k: v for k, v in node.items() if k != "allOf"}})
-        del node["allOf"]
-    if "default" in node and node["default"] is None:
-        del node["default"]
-    return node
-
-
-def _resolve(root: dict[str, Any], ref: str) -> dict[str, Any] | None:
-    if not ref.startswith("#/"):
-        return None
-    found: Any = root
-    for part in ref[2:].split("/"):
-        found = found.get(part) if isinstance(found, dict) else None
-    return found if isinstance(found, dict) else None
-
-
-def _strict_ok(node: Any) -> bool:
-    """Whether every object in ``node`` closes its properties, as strict mode requires."""
-    if isinstance(node, list):
-        return all(_strict_ok(child) for child in node)
-    if not isinstance(node, dict):
-        return True
-    if (node.get("type") == "object" or "properties" in node) and node.get(
-        "additionalProperties"
-    ) is not False:
-        return False
-    return all(_strict_ok(child) for key, child in node.items() if isinstance(child, (dict, list)))
 
 
 def schema_instruction(schema: type[BaseModel]) -> str:

@@ -148,8 +148,9 @@ class OpenAIServer:
     ``structured`` is how much of a ``json_schema`` response format (Chat's ``response_format``,
     Responses' ``text.format``) the server takes, refusing the rest with 400 in real servers' words:
     None takes anything; ``"openai"`` checks a ``strict`` schema against OpenAI's strict-mode rules
-    (every object ``additionalProperties: false`` and every property required) and JSON mode for the
-    word "json" in the messages, as OpenAI does; ``"json_object"`` takes only JSON mode, as DeepSeek
+    (every object ``additionalProperties: false`` and every property required, only the keywords
+    and formats it documents, a root object, its size limits: ``_strict_problem``) and JSON mode
+    for the word "json" in the messages, as OpenAI does; ``"json_object"`` takes only JSON mode, as DeepSeek
     ("This response_format type is unavailable now") and older llama.cpp builds do;
     ``"no_strict"`` refuses the ``strict`` field as a pydantic-validated server does (422,
     ``extra_forbidden``); ``"no_refs"`` refuses schemas with ``$defs``, ``$ref`` or ``anyOf`` as
@@ -495,13 +496,38 @@ def _invalid_request(message: str, param: str | None) -> dict[str, Any]:
     }
 
 
+# What OpenAI's strict mode documents ("Supported schemas"), for ``_strict_problem``.
+_STRICT_KEYWORDS = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "anyOf", "$ref",
+        "$defs", "definitions", "enum", "const", "title", "description", "pattern", "format",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems",
+        "maxItems",
+    }
+)  # fmt: skip
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+
+
 def _strict_problem(schema: Any, context: tuple[str, ...]) -> str | None:
-    """What OpenAI's strict mode says of ``schema`` (its rules for objects), or None if it holds."""
+    """What OpenAI's strict mode says of ``schema``, or None if it holds: its rules for objects,
+    the keywords and string formats it documents, a root object that is not ``anyOf``, and its
+    limits (10 levels of nested objects, 5,000 properties, 1,000 enum values)."""
     if not isinstance(schema, dict):
         return None
+    if not context:
+        if schema.get("type") != "object":
+            return (
+                "schema must be a JSON Schema of 'type: \"object\"', got "
+                f"'type: \"{schema.get('type')}\"'."
+            )
+        if "anyOf" in schema:
+            return "schema must not be 'anyOf' at the root."
+        problem = _strict_limits(schema)
+        if problem is not None:
+            return problem
     where = f"In context={context!r}, "
-    if not context and schema.get("type") != "object":
-        return f"schema must be a JSON Schema of 'type: \"object\"', got 'type: \"{schema.get('type')}\"'."
     properties = schema.get("properties")
     if schema.get("type") == "object" or isinstance(properties, dict):
         if schema.get("additionalProperties") is not False:
@@ -520,19 +546,74 @@ def _strict_problem(schema: Any, context: tuple[str, ...]) -> str | None:
             + ", ".join(sorted(set(schema) - {"$ref"}))
             + "}."
         )
+    unknown = sorted(set(schema) - _STRICT_KEYWORDS)
+    if unknown:
+        return where + f"'{unknown[0]}' is not permitted."
+    if "format" in schema and schema["format"] not in _STRICT_FORMATS:
+        return where + f"'format' {schema['format']!r} is not supported."
+    if not {"type", "anyOf", "$ref", "enum", "const"} & schema.keys():
+        return where + "schema must have a 'type' key."
     nested: list[tuple[tuple[str, ...], Any]] = []
     for key in ("properties", "$defs", "definitions"):
         for name, sub in (schema.get(key) or {}).items():
             nested.append(((*context, key, name), sub))
     if isinstance(schema.get("items"), dict):
         nested.append(((*context, "items"), schema["items"]))
-    for key in ("anyOf", "allOf"):
-        for position, sub in enumerate(schema.get(key) or ()):
-            nested.append(((*context, key, str(position)), sub))
+    for position, sub in enumerate(schema.get("anyOf") or ()):
+        nested.append(((*context, "anyOf", str(position)), sub))
     for inner, sub in nested:
         problem = _strict_problem(sub, inner)
         if problem is not None:
             return problem
+    return None
+
+
+def _strict_limits(root: dict[str, Any]) -> str | None:
+    """OpenAI's size limits for a strict schema: objects nested at most 10 deep (counted through
+    ``$ref``s, a recursion once), at most 5,000 properties and 1,000 enum values in all, at most
+    15,000 characters in an enum of over 250 values."""
+    properties = enum_values = 0
+    stack: list[Any] = [root]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            if isinstance(node.get("properties"), dict):
+                properties += len(node["properties"])
+            values = node.get("enum")
+            if isinstance(values, list):
+                enum_values += len(values)
+                chars = sum(len(value) for value in values if isinstance(value, str))
+                if len(values) > 250 and chars > 15000:
+                    return (
+                        f"an enum of {len(values)} values has {chars} characters, more than the "
+                        "15000 permitted for an enum of over 250 values."
+                    )
+            stack.extend(node.values())
+    if properties > 5000:
+        return f"schema has {properties} object properties, more than the 5000 permitted."
+    if enum_values > 1000:
+        return f"schema has {enum_values} enum values, more than the 1000 permitted."
+
+    def depth(node: Any, seen: frozenset[str]) -> int:
+        if isinstance(node, list):
+            return max((depth(item, seen) for item in node), default=0)
+        if not isinstance(node, dict):
+            return 0
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/") and ref not in seen:
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part) if isinstance(target, dict) else None
+            return depth(target, seen | {ref})
+        own = 1 if isinstance(node.get("properties"), dict) else 0
+        inner = [*(node.get("properties") or {}).values(), node.get("items"), node.get("anyOf")]
+        return own + depth(inner, seen)
+
+    levels = depth(root, frozenset())
+    if levels > 10:
+        return f"schema nests objects {levels} levels deep, more than the 10 permitted."
     return None
 
 

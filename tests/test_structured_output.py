@@ -7,10 +7,12 @@ unknown ``strict``, vLLM's grammar backend refusing ``$defs``/``anyOf``, a serve
 
 from __future__ import annotations
 
+import datetime
 import enum
 import json
+import uuid
 from collections.abc import AsyncIterator
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import pytest
 from openai_server import OpenAIServer, Reply, _strict_problem
@@ -18,7 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
-from pydantic import BaseModel, Field
+from pydantic import AnyUrl, BaseModel, Discriminator, Field, RootModel, Tag, create_model
 
 from adk import Runner
 from adk.messages import Message, MessageChunk, Usage, join_chunks
@@ -27,7 +29,7 @@ from adk.models._structured import FormatFallback
 from adk.models.openai import OpenAIChatModel
 from adk.tools.base import ToolSpec
 from prebuilt import ReActAgent
-from prebuilt._output import response_format
+from prebuilt._output import parse_output, response_format
 
 FAST = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
 APIS = ["chat", "responses"]
@@ -468,3 +470,174 @@ async def test_a_refused_response_format_is_one_model_span_with_the_usage_of_the
     attributes = dict(span.attributes or {})
     assert attributes["gen_ai.usage.input_tokens"] == 30
     assert attributes["gen_ai.usage.output_tokens"] == 6
+
+
+# -- what the strict form of common pydantic types is ------------------------------------------
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int = 9
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    bark: str = Field(max_length=20)
+
+
+class Pets(BaseModel):
+    """A discriminated union: pydantic writes ``oneOf`` and ``discriminator``."""
+
+    pet: Annotated[Cat | Dog, Field(discriminator="kind")]
+    others: list[Annotated[Cat | Dog, Field(discriminator="kind")]] = []
+
+
+def _pet_kind(value: Any) -> str:
+    return str(value.get("kind") if isinstance(value, dict) else value.kind)
+
+
+class TaggedPets(BaseModel):
+    """A callable discriminator: ``oneOf`` without ``discriminator``."""
+
+    pet: Annotated[
+        Annotated[Cat, Tag("cat")] | Annotated[Dog, Tag("dog")], Discriminator(_pet_kind)
+    ]
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    next: int | None = None
+
+
+class Event(BaseModel):
+    """Literals, enums, optionals, dates, ids, constrained fields, sets and defaults."""
+
+    kind: Literal["meeting", "call"]
+    only: Literal["x"]
+    colour: Colour = Colour.RED
+    note: str | None = None
+    at: datetime.datetime
+    day: datetime.date
+    starts: datetime.time
+    lasts: datetime.timedelta
+    id: uuid.UUID
+    score: int = Field(ge=0, le=10)
+    ratio: float = Field(gt=0, multiple_of=0.5)
+    code: str = Field(min_length=2, max_length=5, pattern="^[A-Z]+$")
+    site: AnyUrl
+    tags: set[str] = set()
+    names: list[str] = Field(min_length=1, max_length=3)
+    people: list[Address]
+    page: Page[Address]
+    label: str = Field(examples=["standup"], deprecated=True)
+
+
+class Outline(BaseModel):
+    """Recursive at the root: pydantic writes ``$defs`` and a root ``$ref``."""
+
+    name: str
+    children: list[Outline] = []
+
+
+class Coordinates(BaseModel):
+    at: tuple[float, float]
+
+
+class Anything(BaseModel):
+    value: Any
+
+
+def _nested(levels: int) -> type[BaseModel]:
+    model: type[BaseModel] = create_model("Leaf", value=(int, ...))
+    for level in range(levels - 1):
+        model = create_model(f"Level{level}", inner=(model, ...))
+    return model
+
+
+STRICT_MODELS: list[type[BaseModel]] = [Pets, TaggedPets, Event, Outline, _nested(10)]
+NOT_STRICT_MODELS: list[type[BaseModel]] = [
+    Tally,  # a dict: an object taking any key
+    RootModel[list[Address]],  # the root must be an object
+    RootModel[Cat | Dog],  # and not anyOf
+    Coordinates,  # a tuple's prefixItems
+    Anything,  # a schema without a type
+    _nested(11),  # more than 10 levels of objects
+    create_model("Wide", **{f"f{n}": (int, ...) for n in range(5001)}),  # type: ignore[call-overload]
+    create_model("Choice", pick=(Literal[tuple(f"v{n}" for n in range(1001))], ...)),  # type: ignore[call-overload]
+    # over 250 values of over 15,000 characters in all
+    create_model("Long", pick=(Literal[tuple(f"{n:060}" for n in range(300))], ...)),  # type: ignore[call-overload]
+]
+
+
+@pytest.mark.parametrize("model", STRICT_MODELS, ids=lambda m: m.__name__)
+def test_common_pydantic_types_are_sent_strict_in_a_form_openai_takes(
+    model: type[BaseModel],
+) -> None:
+    sent = response_format(model)
+    assert sent.get("strict") is True
+    assert _strict_problem(sent["schema"], ()) is None
+
+
+@pytest.mark.parametrize("model", NOT_STRICT_MODELS, ids=lambda m: m.__name__[:20])
+def test_schemas_strict_mode_cannot_take_are_sent_without_strict(model: type[BaseModel]) -> None:
+    sent = response_format(model)
+    assert "strict" not in sent
+    assert sent["schema"] == model.model_json_schema()  # as pydantic writes it
+
+
+def test_a_discriminated_union_is_sent_as_any_of_and_still_validated_by_its_discriminator() -> None:
+    schema = response_format(Pets)["schema"]
+    text = json.dumps(schema)
+    assert '"oneOf"' not in text and '"discriminator"' not in text
+    assert len(schema["properties"]["pet"]["anyOf"]) == 2
+    # the answer still goes through pydantic's discriminator
+    output, problem = parse_output(Pets, '{"pet": {"kind": "dog", "bark": "woof"}, "others": []}')
+    assert problem is None and isinstance(output, Pets) and isinstance(output.pet, Dog)
+
+
+def test_keywords_strict_mode_refuses_are_moved_into_the_description() -> None:
+    """The model class checks them; the model still reads them."""
+    properties = response_format(Event)["schema"]["properties"]
+    assert properties["code"]["pattern"] == "^[A-Z]+$"  # supported: kept
+    assert "maxLength" not in properties["code"] and "minLength" not in properties["code"]
+    assert "maxLength: 5" in properties["code"]["description"]
+    assert "uniqueItems" not in properties["tags"]
+    assert "format" not in properties["site"]  # "uri" is not a format strict mode takes
+    assert 'format: "uri"' in properties["site"]["description"]
+    assert properties["at"]["format"] == "date-time"  # one it takes: kept
+    assert properties["names"]["maxItems"] == 3  # supported for arrays
+    assert "default" not in properties["colour"]
+    assert properties["score"]["minimum"] == 0 and properties["score"]["maximum"] == 10
+    assert properties["label"]["description"] == 'deprecated: true; examples: ["standup"]'
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_discriminated_union_is_accepted_strict_on_the_first_call(api: str) -> None:
+    """OpenAI refuses ``oneOf`` in strict mode: the schema cost a refused call, then went on
+    without ``strict``."""
+    answer = {"pet": {"kind": "cat", "lives": 7}, "others": [{"kind": "dog", "bark": "woof"}]}
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text=json.dumps(answer)))
+        async with make_model(server, api) as model:
+            result = await Runner(ReActAgent("pets", model, output_schema=Pets)).invoke("Pets?")
+        assert result.output == Pets.model_validate(answer)
+        assert len(server.bodies) == 1
+        assert sent_schema(server.bodies[0])["strict"] is True
+
+
+@pytest.mark.parametrize(
+    ("schema", "problem"),
+    [
+        ({"type": "array", "items": {"type": "string"}}, 'type: "object"'),
+        ({"type": "object", "anyOf": [SCHEMA]}, "anyOf"),
+        ({**SCHEMA, "properties": {"city": {"type": "string", "maxLength": 3}}}, "maxLength"),
+        ({**SCHEMA, "properties": {"city": {"type": "string", "default": "x"}}}, "default"),
+        ({**SCHEMA, "properties": {"city": {"type": "string", "format": "uri"}}}, "uri"),
+        ({**SCHEMA, "properties": {"city": {"oneOf": [{"type": "string"}]}}}, "oneOf"),
+        ({**SCHEMA, "properties": {"city": {"title": "anything"}}}, "'type' key"),
+    ],
+)
+def test_the_test_server_refuses_what_strict_mode_refuses(schema: Any, problem: str) -> None:
+    found = _strict_problem(schema, ())
+    assert found is not None and problem in found
+    assert _strict_problem(response_format(Pets)["schema"], ()) is None
