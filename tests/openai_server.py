@@ -571,8 +571,9 @@ def _strict_problem(schema: Any, context: tuple[str, ...]) -> str | None:
 def _strict_limits(root: dict[str, Any]) -> str | None:
     """OpenAI's size limits for a strict schema: objects nested at most 10 deep (counted through
     ``$ref``s, a recursion once), at most 5,000 properties and 1,000 enum values in all, at most
-    15,000 characters in an enum of over 250 values."""
-    properties = enum_values = 0
+    15,000 characters in an enum of over 250 values, at most 120,000 characters of property and
+    definition names, enum and const values in all."""
+    properties = enum_values = names = 0
     stack: list[Any] = [root]
     while stack:
         node = stack.pop()
@@ -581,10 +582,15 @@ def _strict_limits(root: dict[str, Any]) -> str | None:
         elif isinstance(node, dict):
             if isinstance(node.get("properties"), dict):
                 properties += len(node["properties"])
+            for key in ("properties", "$defs", "definitions"):
+                names += sum(len(name) for name in node.get(key) or {})
+            if isinstance(node.get("const"), str):
+                names += len(node["const"])
             values = node.get("enum")
             if isinstance(values, list):
                 enum_values += len(values)
                 chars = sum(len(value) for value in values if isinstance(value, str))
+                names += chars
                 if len(values) > 250 and chars > 15000:
                     return (
                         f"an enum of {len(values)} values has {chars} characters, more than the "
@@ -595,6 +601,8 @@ def _strict_limits(root: dict[str, Any]) -> str | None:
         return f"schema has {properties} object properties, more than the 5000 permitted."
     if enum_values > 1000:
         return f"schema has {enum_values} enum values, more than the 1000 permitted."
+    if names > 120000:
+        return f"schema's names and values have {names} characters, more than the 120000 permitted."
 
     def depth(node: Any, seen: frozenset[str]) -> int:
         if isinstance(node, list):

@@ -564,6 +564,8 @@ NOT_STRICT_MODELS: list[type[BaseModel]] = [
     _nested(11),  # more than 10 levels of objects
     create_model("Wide", **{f"f{n}": (int, ...) for n in range(5001)}),  # type: ignore[call-overload]
     create_model("Choice", pick=(Literal[tuple(f"v{n}" for n in range(1001))], ...)),  # type: ignore[call-overload]
+    # over 120,000 characters of property names
+    create_model("Named", **{f"{n:0120}": (int, ...) for n in range(1001)}),  # type: ignore[call-overload]
     # over 250 values of over 15,000 characters in all
     create_model("Long", pick=(Literal[tuple(f"{n:060}" for n in range(300))], ...)),  # type: ignore[call-overload]
 ]
