@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .context import RunContext
     from .events import AgentEvent, ErrorInfo
     from .messages import Message, MessageChunk, ToolCall
-    from .tools.base import ToolContext, ToolResult
+    from .tools.base import Tool, ToolContext, ToolResult
 
 __all__ = ["Hooks", "ModelRequest"]
 
@@ -91,6 +91,8 @@ class Hooks:
         ctx: ToolContext,
         call: ToolCall,
         invoke: Callable[[], Awaitable[str | ToolResult]],
+        tool: Tool,
     ) -> str | ToolResult:
-        """Wraps one tool call; may short-circuit or replace the result."""
+        """Wraps one tool call to ``tool`` (the one that answers it: tracing reads its spec); may
+        short-circuit or replace the result."""
         return await invoke()

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .context import RunContext
     from .events import AgentEvent
     from .messages import Message, MessageChunk, ToolCall
-    from .tools.base import ToolContext, ToolResult
+    from .tools.base import Tool, ToolContext, ToolResult
     from .tracing import _GenAITracing
 
 __all__ = ["build_hooks"]
@@ -236,14 +236,15 @@ class _Instrumented(Hooks):
         ctx: ToolContext,
         call: ToolCall,
         invoke: Callable[[], Awaitable[str | ToolResult]],
+        tool: Tool,
     ) -> str | ToolResult:
         tracing, tools = self._tracing, self._tools
         if tools is None:
             if tracing is None:
                 return await invoke()
-            return await _traced_tool(tracing, ctx, call, invoke)
+            return await _traced_tool(tracing, ctx, call, invoke, tool)
         if tracing is not None:
-            invoke = functools.partial(_traced_tool, tracing, ctx, call, invoke)
+            invoke = functools.partial(_traced_tool, tracing, ctx, call, invoke, tool)
         return await tools.call_tool(ctx, call, invoke)
 
 
@@ -252,6 +253,7 @@ async def _traced_tool(
     ctx: ToolContext,
     call: ToolCall,
     invoke: Callable[[], Awaitable[str | ToolResult]],
+    tool: Tool,
 ) -> str | ToolResult:
     """Run the call in its span, with the tool's context pointing at the span, so a nested run the
     tool starts (``AgentTool``) puts its root agent span under this tool's span."""
@@ -263,6 +265,6 @@ async def _traced_tool(
         ctx.run_context = inner
 
     try:
-        return await tracing.call_tool(_otel_of(outer), ctx, call, invoke, nest)
+        return await tracing.call_tool(_otel_of(outer), ctx, call, invoke, nest, tool)
     finally:
         ctx.run_context = outer

@@ -46,7 +46,7 @@ from ._hooks import ModelRequest
 from .interrupts import Interrupt
 from .messages import Message, MessageChunk, Role, Usage, join_chunks
 from .models.base import model_name_of
-from .tools.base import ToolContext, ToolResult
+from .tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -85,6 +85,7 @@ _TOKEN_TYPE = "gen_ai.token.type"
 _TOOL_NAME = "gen_ai.tool.name"
 _TOOL_CALL_ID = "gen_ai.tool.call.id"
 _TOOL_TYPE = "gen_ai.tool.type"
+_TOOL_DESCRIPTION = "gen_ai.tool.description"
 _TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
 _TOOL_RESULT = "gen_ai.tool.call.result"
 _INPUT_MESSAGES = "gen_ai.input.messages"
@@ -185,6 +186,17 @@ def _server_of(base_url: object) -> tuple[str, int] | None:
     if not host or port is None:
         return None
     return host, port
+
+
+def _description_of(tool: Tool) -> str | None:
+    """``gen_ai.tool.description``: the description in the tool's spec (what the model was told).
+    A user's ``Tool`` may build its spec on every read; one that fails, or is not a ``ToolSpec``,
+    leaves the attribute out rather than fail the call it describes."""
+    try:
+        description = tool.spec.description
+    except Exception:
+        return None
+    return description if isinstance(description, str) else None
 
 
 def _provider_of(model: Any) -> str | None:
@@ -455,8 +467,9 @@ class _GenAITracing:
         call: ToolCall,
         invoke: Callable[[], Awaitable[str | ToolResult]],
         nest: Callable[[Context], None],
+        tool: Tool,
     ) -> str | ToolResult:
-        """One ``execute_tool`` span around a tool call, current while the tool runs;
+        """One ``execute_tool`` span around a call to ``tool``, current while the tool runs;
         ``nest(context)`` hands the span's context to what the tool starts (a nested run)."""
         attributes: dict[str, Any] = {
             _OPERATION: "execute_tool",
@@ -465,6 +478,9 @@ class _GenAITracing:
             _TOOL_TYPE: "function",
             _CONVERSATION: ctx.run_context._run.run_id,
         }
+        description = _description_of(tool)
+        if description:
+            attributes[_TOOL_DESCRIPTION] = description
         span = self._tracer.start_span(
             f"execute_tool {call.name}",
             context=parent,

@@ -222,6 +222,7 @@ async def test_react_run_with_one_tool_call_gives_the_exact_span_tree(
         "gen_ai.tool.name": "add",
         "gen_ai.tool.call.id": "call_add",
         "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": "Add two integers.",
         "gen_ai.conversation.id": "conv-42",
     }
     # Children end inside their parent.
@@ -1524,3 +1525,65 @@ async def test_a_records_output_and_error_name_its_trace(
     with pytest.raises(RecordError) as caught:
         await raising.from_list(records[2:], key="k").apply(Picky("p")).to_list()
     assert conversation_of(exporter.get_finished_spans()) == [caught.value.run_id]
+
+
+class _Fickle:
+    """A tool whose spec can be read while its agent is built, and fails once ``broken``."""
+
+    broken = False
+
+    @property
+    def spec(self) -> ToolSpec:
+        if self.broken:
+            raise RuntimeError("spec gone")
+        return ToolSpec(name="fickle", description="Changes its mind.")
+
+    async def run(self, arguments: str, ctx: ToolContext) -> str:
+        return "ran"
+
+
+@tool(description="")
+def quiet() -> str:
+    return "hush"
+
+
+async def test_tool_spans_carry_the_description_of_the_tool_that_ran(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """``gen_ai.tool.description`` (recommended by the conventions on ``execute_tool``) comes from
+    the spec of the tool that answered the call — with or without tool callbacks around it, left
+    out when empty or when the spec cannot be read, and never failing the call."""
+    inner = ReActAgent("helper", ScriptedModel(["inner answer"]), description="Helps.")
+    calls = [
+        tool_call("add", {"a": 1, "b": 2}, id="c1"),
+        tool_call("helper", {"request": "help"}, id="c2"),
+        tool_call("quiet", {}, id="c3"),
+        tool_call("fickle", {}, id="c4"),
+        tool_call("nope", {}, id="c5"),
+    ]
+
+    def descriptions() -> dict[str, Any]:
+        spans = exporter.get_finished_spans()
+        found = {}
+        for span in spans:
+            if span.name.startswith("execute_tool "):
+                found[attrs(span)["gen_ai.tool.call.id"]] = attrs(span).get(
+                    "gen_ai.tool.description"
+                )
+        return found
+
+    expected = {"c1": "Add two integers.", "c2": "Helps.", "c3": None, "c4": None, "c5": None}
+    for callbacks in ([], [Callbacks(before_tool=lambda ctx, call: None)]):
+        exporter.clear()
+        model = ScriptedModel([Reply(tool_calls=calls), "done"])
+        fickle = _Fickle()
+        runner = Runner(
+            ReActAgent("boss", model, tools=[add, AgentTool(inner), quiet, fickle]),
+            tracer_provider=provider,
+            callbacks=callbacks,
+        )
+        fickle.broken = True
+        assert (await runner.invoke("go")).text == "done"
+        assert descriptions() == expected
+        answers = {m.tool_call_id: m.content for m in model.requests[1].messages}
+        assert answers["c4"] == "ran"  # the unreadable spec did not fail the call

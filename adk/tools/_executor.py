@@ -101,7 +101,7 @@ async def run_tool_call(
             output = await tool.run(call.arguments, tool_ctx)
         else:
             output = await hooks.call_tool(
-                tool_ctx, call, lambda: tool.run(call.arguments, tool_ctx)
+                tool_ctx, call, lambda: tool.run(call.arguments, tool_ctx), tool
             )
     except Interrupt as exc:
         return ToolOutcome(call, signal=signal_of(exc, address), action=tool_ctx.action)
