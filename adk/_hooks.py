@@ -10,7 +10,8 @@ present.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -21,6 +22,15 @@ if TYPE_CHECKING:
     from .tools.base import Tool, ToolContext, ToolResult
 
 __all__ = ["Hooks", "ModelRequest"]
+
+_root_span_attributes: ContextVar[tuple[str, Mapping[str, Any]] | None] = ContextVar(
+    "adk_root_span_attributes", default=None
+)
+"""``(run id, attributes)``: attributes for the root ``invoke_agent`` span of the run with that id
+started in this context — how an execution environment puts a record's key on its run's trace
+without a parameter on ``Runner.invoke``. Read only by tracing, once per root span; the run id
+keeps the attributes off any other run started inside it (a tool that invokes a runner of its
+own), which inherits the context."""
 
 
 class ModelRequest:

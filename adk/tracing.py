@@ -42,7 +42,7 @@ from opentelemetry.trace import (
     Tracer,
 )
 
-from ._hooks import ModelRequest
+from ._hooks import ModelRequest, _root_span_attributes
 from .interrupts import Interrupt
 from .messages import Message, MessageChunk, Role, Usage, join_chunks
 from .models.base import model_name_of
@@ -274,9 +274,13 @@ class _GenAITracing:
                 attributes[_PROVIDER] = provider
         links = None
         if parent is None:  # a run's root agent: a resume links to the run that paused
-            plan = ctx._run.plan
+            run = ctx._run
+            plan = run.plan
             if plan is not None and plan.resumed_from is not None:
                 links = _resume_link(*plan.resumed_from)
+            extra = _root_span_attributes.get()  # an execution environment's record
+            if extra is not None and extra[0] == run.run_id:
+                attributes.update(extra[1])
         span = self._tracer.start_span(
             f"invoke_agent {name}",
             context=parent,

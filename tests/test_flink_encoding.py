@@ -18,8 +18,12 @@ import pytest
 if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how to get it
     pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
 
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pyflink.common import Row
 
+from adk import Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.execution import FlinkExecutionEnvironment, RecordError
 from adk.execution._flink import _AgentFunction, _as_json, _KeyedStateFunction
@@ -189,3 +193,20 @@ def test_operators_still_emit_ordinary_outputs_as_before() -> None:
         "interrupt": None,
         "checkpoint_id": None,
     }
+
+
+def test_a_records_root_span_carries_its_key_on_a_flink_worker() -> None:
+    """The Flink operators run records through the same code as the local environment: a traced
+    worker's record runs name their key on their root span (``adk.record.key``), so a trace
+    backend finds a key's runs whichever environment ran them. The worker's runner is made here
+    with a provider of the test's own (a worker uses the global one)."""
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    function = _scorer()
+    function._runner = Runner(ActionAgent("s", actions=[score]), tracer_provider=provider)
+    outputs = _invoked(function, Row("a", {"score": "1"}), Row(7, {"score": "2"}))
+    assert all(isinstance(found, list) for found in outputs)
+    roots = [s for s in spans.get_finished_spans() if s.name == "invoke_agent s"]
+    assert [(s.attributes or {}).get("adk.record.key") for s in roots] == ["a", 7]
+    provider.shutdown()

@@ -1587,3 +1587,102 @@ async def test_tool_spans_carry_the_description_of_the_tool_that_ran(
         assert descriptions() == expected
         answers = {m.tool_call_id: m.content for m in model.requests[1].messages}
         assert answers["c4"] == "ran"  # the unreadable spec did not fail the call
+
+
+class _Keyed(ActionAgent):
+    """Echoes its record's ``n``; pauses on ``n == 1`` until resumed; with ``nested``, runs a runner
+    of its own inside (a record's run that starts another run)."""
+
+    def __init__(self, name: str, nested: Runner | None = None) -> None:
+        super().__init__(name)
+        self._nested = nested
+
+    @action(InputEvent)
+    async def check(self, event: InputEvent, ctx: ActionContext) -> None:
+        n = event.input["n"] if isinstance(event.input, dict) else 0  # a plain run: text
+        if n == 1 and ctx.resume is None:
+            raise Interrupt("go on?")
+        if self._nested is not None:
+            await self._nested.invoke("inner")
+        ctx.send_event(OutputEvent(output=n))
+
+
+async def test_a_records_root_span_carries_its_key_and_index(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A trace backend must find "all runs of customer 42": the root ``invoke_agent`` span of a
+    record's run carries ``adk.record.key`` and ``adk.record.index`` (a resume's too); only that
+    span, and not the root span of another runner's run started inside the record's."""
+    records = [{"k": "acme", "n": 0}, {"k": 42, "n": 1}, {"k": "acme", "n": 2}]
+    env = LocalExecutionEnvironment(
+        tracer_provider=provider, checkpoint_store=InMemoryCheckpointStore()
+    )
+    applied = env.from_list(records, key="k").apply(_Keyed("p"))
+    first, paused, third = await applied.to_list()
+    assert paused.interrupt is not None
+    roots = named(exporter.get_finished_spans(), "invoke_agent p")
+    found = {
+        attrs(s)["gen_ai.conversation.id"]: (
+            attrs(s)["adk.record.key"],
+            attrs(s)["adk.record.index"],
+        )
+        for s in roots
+    }
+    assert found == {first.run_id: ("acme", 0), paused.run_id: (42, 1), third.run_id: ("acme", 2)}
+
+    exporter.clear()
+    [resumed] = await applied.resume(paused, "yes")
+    assert resumed.output == 1
+    [root] = named(exporter.get_finished_spans(), "invoke_agent p")
+    assert (attrs(root)["adk.record.key"], attrs(root)["adk.record.index"]) == (42, 1)
+
+    # The record's run starts a run of another runner: that run's root span is not the record's.
+    exporter.clear()
+    inner = Runner(ReActAgent("inner", ScriptedModel(["hi"])), tracer_provider=provider)
+    outputs = await env.from_list([{"k": "z", "n": 0}], key="k").apply(_Keyed("p", inner)).to_list()
+    assert [o.output for o in outputs] == [0]
+    spans = exporter.get_finished_spans()
+    [outer_root], [inner_root] = named(spans, "invoke_agent p"), named(spans, "invoke_agent inner")
+    assert attrs(outer_root)["adk.record.key"] == "z"
+    assert "adk.record.key" not in attrs(inner_root) and "adk.record.index" not in attrs(inner_root)
+
+    # A plain run of the same agent names no record.
+    exporter.clear()
+    await Runner(_Keyed("p"), tracer_provider=provider).invoke("x")
+    [plain] = named(exporter.get_finished_spans(), "invoke_agent p")
+    assert "adk.record.key" not in attrs(plain)
+
+
+class _Opaque:
+    def __hash__(self) -> int:
+        return 1
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+async def test_record_keys_become_attribute_values_a_backend_can_search(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """OpenTelemetry attributes are strings, booleans, floats and 64-bit integers: other keys are
+    recorded as their ``str``; a key with no ``str`` is left out (the record runs the same). No key
+    selector: the key is the record's position, as on ``KeyedOutput.key``."""
+    opaque = _Opaque()
+    keys: list[Any] = [("acme", 42), 2**64, True, 1.5, opaque]
+    env = LocalExecutionEnvironment(tracer_provider=provider, max_concurrency=1)
+    records = [{"k": key, "n": 0} for key in keys]
+    outputs = await env.from_list(records, key="k").apply(_Keyed("p")).to_list()
+    assert [o.key for o in outputs] == keys
+    by_index = {
+        attrs(s)["adk.record.index"]: attrs(s).get("adk.record.key")
+        for s in named(exporter.get_finished_spans(), "invoke_agent p")
+    }
+    assert by_index == {0: "('acme', 42)", 1: str(2**64), 2: True, 3: 1.5, 4: None}
+
+    exporter.clear()
+    await env.from_list([{"n": 0}, {"n": 2}]).apply(_Keyed("p")).to_list()
+    found = [
+        (attrs(s)["adk.record.key"], attrs(s)["adk.record.index"])
+        for s in named(exporter.get_finished_spans(), "invoke_agent p")
+    ]
+    assert sorted(found) == [(0, 0), (1, 1)]

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 from .._checks import check_count
+from .._hooks import _root_span_attributes
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
 from ..context import Session, _new_run_id
@@ -191,6 +192,10 @@ async def _run_record(
 ) -> list[KeyedOutput]:
     values = sessions.get(key) if sessions is not None else None
     session = Session(_copied(values) if values else None)
+    # A traced run's root span names the record (a runner without hooks has no spans: nothing set).
+    token = None
+    if runner._hooks is not None and run_id is not None:
+        token = _root_span_attributes.set((run_id, _record_attributes(key, index)))
     try:
         if resuming is None:
             result = await runner.invoke(_as_input(record), session=session, run_id=run_id)
@@ -200,6 +205,9 @@ async def _run_record(
             result = await runner._invoke_resume_on(*resuming, session)
     except RunError as exc:
         return [KeyedOutput(key, index, record, error=exc.error, run_id=run_id, _exception=exc)]
+    finally:
+        if token is not None:
+            _root_span_attributes.reset(token)
     # Kept: the record ran to its end or paused. An empty session is not kept for a key that had
     # none, so a stateless agent over an unbounded stream of keys keeps nothing per key.
     if sessions is not None and (session.values or key in sessions):
@@ -208,6 +216,31 @@ async def _run_record(
     for output in found:
         output.run_id = run_id
     return found
+
+
+_RECORD_KEY = "adk.record.key"
+_RECORD_INDEX = "adk.record.index"
+_INT64 = 2**63
+
+
+def _record_attributes(key: Hashable, index: int) -> dict[str, Any]:
+    """The span attributes naming a record: ``adk.record.index``, and ``adk.record.key`` as a
+    trace backend can search it — a ``str``, ``bool``, ``float`` or 64-bit ``int`` key as it is
+    (OpenTelemetry's attribute types; OTLP has no wider integer), any other as its ``str`` (a
+    tuple ``("acme", 42)`` as ``"('acme', 42)"``), or none when that fails."""
+    attributes: dict[str, Any] = {_RECORD_INDEX: index}
+    kind = type(key)
+    if kind is str or kind is bool or kind is float:
+        value: Any = key
+    elif isinstance(key, int) and kind is int and -_INT64 <= key < _INT64:
+        value = key
+    else:
+        try:
+            value = str(key)
+        except Exception:  # a key type whose ``__str__`` fails: the span goes without
+            return attributes
+    attributes[_RECORD_KEY] = value
+    return attributes
 
 
 def _copied(values: dict[str, Any]) -> dict[str, Any]:
