@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
     from .events import AgentEvent
-    from .messages import Message, MessageChunk, ToolCall
+    from .messages import Message, MessageChunk, ToolCall, Usage
     from .tools.base import Tool, ToolContext, ToolResult
     from .tracing import _GenAITracing
 
@@ -77,7 +77,17 @@ class _Frame:
     """One traced agent run (or tool call): where it runs, its span, and its context for
     children."""
 
-    __slots__ = ("address", "agent", "ctx", "exception", "failure", "otel", "run_path", "span")
+    __slots__ = (
+        "address",
+        "agent",
+        "ctx",
+        "exception",
+        "failure",
+        "otel",
+        "run_path",
+        "span",
+        "usage",
+    )
 
     def __init__(
         self,
@@ -96,6 +106,16 @@ class _Frame:
         self.otel = otel
         self.exception: BaseException | None = None
         self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
+        self.usage: list[int] | None = None  # [input, output] tokens of the agent's model calls
+
+    def count_usage(self, usage: Usage) -> None:
+        """Add a model call's usage to the agent's (tracing, for its span's ``gen_ai.usage.*``)."""
+        total = self.usage
+        if total is None:
+            self.usage = [usage.input_tokens, usage.output_tokens]
+        else:
+            total[0] += usage.input_tokens
+            total[1] += usage.output_tokens
 
 
 def _otel_of(ctx: RunContext) -> Context | None:
@@ -185,7 +205,9 @@ class _Instrumented(Hooks):
         finally:
             tracing = self._tracing
             if tracing is not None and handle.span is not None:
-                tracing.end_agent(handle.span, error, exception if error is not None else None)
+                tracing.end_agent(
+                    handle.span, error, exception if error is not None else None, handle.usage
+                )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:
         frame: _Frame | None = ctx._trace

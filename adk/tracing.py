@@ -316,8 +316,17 @@ class _GenAITracing:
             span.add_event("adk.break_loop")
 
     def end_agent(
-        self, span: Span, error: ErrorInfo | None, exception: BaseException | None
+        self,
+        span: Span,
+        error: ErrorInfo | None,
+        exception: BaseException | None,
+        usage: list[int] | None = None,
     ) -> None:
+        """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
+        that reported usage (None: none did)."""
+        if usage is not None and span.is_recording():
+            span.set_attribute(_INPUT_TOKENS, usage[0])
+            span.set_attribute(_OUTPUT_TOKENS, usage[1])
         if error is not None:
             span.set_status(Status(StatusCode.ERROR, str(error)))
             span.set_attribute(_ERROR_TYPE, error.type)
@@ -406,7 +415,7 @@ class _GenAITracing:
             raise
         finally:
             otel_context.detach(token)
-        self._chat_done(span, attributes, reply, reply.usage, start)
+        self._chat_done(span, attributes, reply, reply.usage, start, ctx)
         return reply
 
     def stream_model(
@@ -426,7 +435,12 @@ class _GenAITracing:
         reply: Message,
         usage: Usage | None,
         start: float,
+        ctx: RunContext,
     ) -> None:
+        if usage is not None:
+            frame = ctx._trace  # the calling agent's (``adk._instrument._Frame``)
+            if frame is not None:
+                frame.count_usage(usage)
         metadata = reply.metadata
         finish = metadata.get("finish_reason")
         response_model = metadata.get("response_model")
@@ -638,7 +652,7 @@ class _TracedStream:
                 reply.metadata.update(self._metadata)
             if self._finish:
                 reply.metadata["finish_reason"] = self._finish
-        self._owner._chat_done(span, self._attributes, reply, self._usage, self._start)
+        self._owner._chat_done(span, self._attributes, reply, self._usage, self._start, self._ctx)
 
     def _abandon(self) -> None:
         """End the span of a stream nobody will finish reading."""

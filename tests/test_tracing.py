@@ -202,6 +202,9 @@ async def test_react_run_with_one_tool_call_gives_the_exact_span_tree(
         "gen_ai.conversation.id": "conv-42",
         "gen_ai.request.model": "scripted",
         "adk.run_path": ("calc",),
+        # the sum of its two model calls' usage
+        "gen_ai.usage.input_tokens": 30,
+        "gen_ai.usage.output_tokens": 10,
     }
     first_chat, second_chat = named(spans, "chat scripted")
     assert first_chat.kind == SpanKind.CLIENT
@@ -1686,3 +1689,53 @@ async def test_record_keys_become_attribute_values_a_backend_can_search(
         for s in named(exporter.get_finished_spans(), "invoke_agent p")
     ]
     assert sorted(found) == [(0, 0), (1, 1)]
+
+
+async def test_an_agent_span_carries_the_token_usage_of_its_own_model_calls(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """``gen_ai.usage.input_tokens``/``output_tokens`` on ``invoke_agent`` (recommended by the
+    conventions): the sum over the agent's own model calls that reported usage — streamed ones
+    too, an ``AgentTool``'s inner agent apart — and none on an agent that made no such call (a
+    workflow agent, a model that reports no usage), so nothing is counted twice up the tree."""
+
+    def team() -> SequentialAgent:
+        inner = ReActAgent(
+            "helper",
+            ScriptedModel([Reply(text="inner", usage=Usage(input_tokens=7, output_tokens=2))]),
+            description="Helps.",
+        )
+        boss_model = ScriptedModel(
+            [
+                Reply(
+                    tool_calls=[tool_call("helper", {"request": "help"}, id="h")],
+                    usage=Usage(input_tokens=5, output_tokens=1),
+                ),
+                Reply(text="done", usage=Usage(input_tokens=9, output_tokens=3)),
+            ]
+        )
+        boss = ReActAgent("boss", boss_model, tools=[AgentTool(inner)])
+        quiet = ReActAgent("quiet", add_model(usage=False), tools=[add])
+        return SequentialAgent("team", [boss, quiet])
+
+    for streaming in (False, True):
+        exporter.clear()
+        runner = Runner(team(), tracer_provider=provider, enable_streaming=streaming)
+        async for event in runner.run("go"):
+            if event.output is not None and event.output.stream is not None:
+                async for _ in event.output.stream:
+                    pass
+        usage = {
+            span.name: (
+                attrs(span).get("gen_ai.usage.input_tokens"),
+                attrs(span).get("gen_ai.usage.output_tokens"),
+            )
+            for span in exporter.get_finished_spans()
+            if span.name.startswith("invoke_agent ")
+        }
+        assert usage == {
+            "invoke_agent team": (None, None),
+            "invoke_agent boss": (14, 4),
+            "invoke_agent helper": (7, 2),
+            "invoke_agent quiet": (None, None),
+        }, streaming
