@@ -154,7 +154,8 @@ class OpenAIServer:
     ("This response_format type is unavailable now") and older llama.cpp builds do;
     ``"no_strict"`` refuses the ``strict`` field as a pydantic-validated server does (422,
     ``extra_forbidden``); ``"no_refs"`` refuses schemas with ``$defs``, ``$ref`` or ``anyOf`` as
-    vLLM does when its grammar backend cannot compile them.
+    vLLM does when its grammar backend cannot compile them (a stream request is answered 200, the
+    error its first event, as vLLM's V1 engine does).
     """
 
     def __init__(
@@ -269,6 +270,16 @@ class OpenAIServer:
         refusal = _format_refusal(body, self.structured, responses=target == "/v1/responses")
         if refusal is not None:
             status, document = refusal
+            if (
+                self.structured == "no_refs"
+                and body.get("stream") is True
+                and target.endswith("/chat/completions")
+            ):
+                # vLLM's V1 engine compiles the schema once the stream has started: a 200 whose
+                # first event is the error (its newer ``{"error": {...}}`` shape)
+                error = {key: document[key] for key in ("message", "type", "param", "code")}
+                events = [f"data: {json.dumps({'error': error})}\n\n", "data: [DONE]\n\n"]
+                return await self._send_stream(reader, writer, Reply(), events)
             await self._send_json(writer, status, document)
             return True
         missing = _missing_reasoning(body, self.reasoning_back)

@@ -168,6 +168,27 @@ async def test_a_schema_a_grammar_backend_refuses_falls_back_for_that_schema_onl
         assert formats[3]["type"] == "json_schema"  # another schema: not affected
 
 
+async def test_a_schema_refused_in_the_stream_before_its_first_chunk_falls_back_too() -> None:
+    """vLLM's V1 engine answers a stream request 200 and sends the grammar backend's refusal as the
+    stream's first event: nothing reached the caller, so the call is asked again one step down."""
+    with_refs = {
+        "type": "object",
+        "properties": {"where": {"$ref": "#/$defs/Place"}},
+        "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}}}},
+    }
+    async with OpenAIServer(structured="no_refs") as server:
+        server.script(*[Reply(text=ANSWER)] * 2)
+        async with make_model(server) as model:
+            refs = ModelOptions(response_format={"name": "place", "schema": with_refs})
+            first = await call(model, True, [Message.user("Where?")], refs)
+            second = await call(model, True, [Message.user("Where?")], refs)
+        assert first.content == second.content == ANSWER
+        formats = [sent_format(body) for body in server.bodies]
+        assert len(formats) == 3
+        assert formats[0]["type"] == "json_schema"  # refused in the stream
+        assert formats[1] == formats[2] == {"type": "json_object"}  # and remembered
+
+
 # -- OpenAI's strict mode ----------------------------------------------------------------------
 
 

@@ -346,8 +346,19 @@ class OpenAIChatModel(AsyncCloseable):
     def _format_refused(
         self, exc: BaseException | None, request: dict[str, Any], options: ModelOptions | None
     ) -> bool:
-        """Whether a 400/422 answer refuses the schema response format (see ``_structured``)."""
-        if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        """Whether a 400/422 answer refuses the schema response format (see ``_structured``).
+
+        Also an error event a stream sent before its first chunk (``_adapt`` runs before any chunk
+        reached the caller) with such a code: vLLM's V1 engine compiles the schema only once the
+        stream has started, so its grammar backend's refusal comes as a 200 stream's first event."""
+        if isinstance(exc, openai.APIStatusError):
+            if exc.status_code not in (400, 422):
+                return False
+        elif not (
+            isinstance(exc, openai.APIError)
+            and isinstance(exc.body, dict)
+            and str(exc.body.get("code")) in ("400", "422")
+        ):
             return False
         body = exc.body
         param = body.get("param") if isinstance(body, dict) else None
