@@ -74,7 +74,15 @@ def _data(value: Any, depth: int) -> Any:
 
 
 def load_value(data: Any, type_name: Any, where: str) -> Any:
-    """Inverse of ``dump_value``: ``data`` as it is, or rebuilt as the registered ``type_name``."""
+    """Inverse of ``dump_value``: ``data`` as it is, or rebuilt as the registered ``type_name``.
+    ``data`` is held to what ``dump_value`` makes: parsed JSON may hold NaN, infinities (Python's
+    ``json.loads`` takes them) or any depth, which would fail only later, where the event is sent
+    on or saved in a checkpoint."""
+    try:
+        _data(data, 0)
+    except _Unstorable as exc:
+        path = "".join(f".{key}" for key in reversed(exc.keys))
+        raise ValueError(f"event {where}{path}: {exc.reason}") from None
     if type_name is None:
         return data
     model = _named_type(type_name) if isinstance(type_name, str) else None
@@ -139,6 +147,12 @@ def load_interrupt(data: Any) -> InterruptInfo:
         return InterruptInfo(checkpoint_id=fields.get("checkpoint_id", ""), points=loaded)
     except ValidationError as exc:
         raise ValueError(f"event {where}: not valid: {exc}") from exc
+
+
+def check_custom_type(fields: dict[str, Any], where: str) -> None:
+    """A ``custom_type`` comes with the custom value it names (it would be silently dropped)."""
+    if "custom_type" in fields and "custom" not in fields:
+        raise ValueError(f"event {where}.custom_type: without a custom value")
 
 
 def checked(data: Any, where: str, keys: set[str]) -> dict[str, Any]:

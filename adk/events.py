@@ -298,6 +298,7 @@ def _output_from(data: Any) -> AgentOutput:
         raise ValueError(f"event output.role: not a role: {role!r}") from None
     if "message" in fields and "custom" in fields:
         raise ValueError("event output: holds one of message or custom, not both")
+    _json.check_custom_type(fields, "output")
     streamed = fields.get("streamed", False)
     if type(streamed) is not bool or (streamed and "message" not in fields):
         raise ValueError("event output.streamed: true (with a message) or left out")
@@ -324,6 +325,7 @@ def _action_from(data: Any) -> AgentAction:
     if transfer_to is not None and not isinstance(transfer_to, str):
         raise ValueError(f"event action.transfer_to: expected a str, got {shown(transfer_to)}")
     interrupted = fields.get("interrupted")
+    _json.check_custom_type(fields, "action")
     return AgentAction(
         exit=exit_,
         transfer_to=transfer_to,

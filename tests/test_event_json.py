@@ -346,6 +346,36 @@ def test_from_dict_refuses_what_to_dict_does_not_make(data: Any, error: str) -> 
         AgentEvent.from_dict(data)
 
 
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ('{"output": {"custom": {"total": NaN}}}', r"event output.custom.total: float nan"),
+        ('{"action": {"custom": [Infinity]}}', r"event action.custom: float inf"),
+        (
+            '{"action": {"interrupted": {"points": [{"id": "p", "address": [], '
+            '"info": {"cents": -Infinity}}]}}}',
+            r"event action.interrupted.points\[0\].info.cents: float -inf",
+        ),
+        ('{"output": {"custom": ' + "[" * 300 + "]" * 300 + "}}", "nested deeper than 200"),
+        (
+            '{"output": {"custom": {"number": NaN}, "custom_type": "tests.event_json.Invoice"}}',
+            "event output.custom.number: float nan",
+        ),
+        (
+            '{"output": {"message": {"role": "user"}, "custom_type": "tests.event_json.Invoice"}}',
+            "event output.custom_type: without a custom value",
+        ),
+    ],
+    ids=["nan", "infinity", "infinity-in-info", "too-deep", "nan-in-model", "lone-custom-type"],
+)
+def test_from_dict_refuses_parsed_json_that_is_not_json_data(text: str, error: str) -> None:
+    """Python's json.loads (and servers written with it) take NaN and Infinity, and any depth:
+    values to_dict refuses, which a relay would only learn of when it sent the event on (or a
+    checkpoint holding it failed to save)."""
+    with pytest.raises(ValueError, match=error):
+        AgentEvent.from_dict(json.loads(text))
+
+
 @adk.tool(require_approval=True)
 def pay(payee: str, cents: int) -> str:
     """Pay someone."""
