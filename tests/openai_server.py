@@ -155,7 +155,8 @@ class OpenAIServer:
     ``"no_strict"`` refuses the ``strict`` field as a pydantic-validated server does (422,
     ``extra_forbidden``); ``"no_refs"`` refuses schemas with ``$defs``, ``$ref`` or ``anyOf`` as
     vLLM does when its grammar backend cannot compile them (a stream request is answered 200, the
-    error its first event, as vLLM's V1 engine does).
+    error its first event, as vLLM's V1 engine does); ``"llama_cpp"`` refuses a schema with an
+    unanchored ``pattern`` (``"\\S"``) as llama-server's grammar conversion does.
     """
 
     def __init__(
@@ -496,6 +497,14 @@ def _format_refusal(
                 "type": "BadRequestError",
                 "param": None,
                 "code": 400,
+            }
+        return None
+    if style == "llama_cpp":
+        # llama-server wraps every error of its schema-to-grammar conversion so (status 400)
+        if kind == "json_schema" and '"pattern": "\\\\S"' in json.dumps((spec or {}).get("schema")):
+            message = "JSON schema conversion failed:\nPattern must start with '^' and end with '$'"
+            return 400, {
+                "error": {"code": 400, "message": message, "type": "invalid_request_error"}
             }
         return None
     raise ValueError(f"unknown structured style {style!r}")

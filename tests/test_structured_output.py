@@ -168,6 +168,28 @@ async def test_a_schema_a_grammar_backend_refuses_falls_back_for_that_schema_onl
         assert formats[3]["type"] == "json_schema"  # another schema: not affected
 
 
+async def test_a_schema_llama_cpp_cannot_convert_falls_back_for_that_schema_only() -> None:
+    """llama-server answers any schema its grammar conversion fails on with "JSON schema conversion
+    failed: <reason>": about that schema, not a server without ``json_schema`` (it has it)."""
+    unanchored = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "pattern": "\\S"}},
+    }
+    async with OpenAIServer(structured="llama_cpp") as server:
+        server.script(*[Reply(text=ANSWER)] * 3)
+        async with make_model(server) as model:
+            pattern = ModelOptions(response_format={"name": "place", "schema": unanchored})
+            await model.generate([Message.user("Where?")], options=pattern)
+            await model.generate(
+                [Message.user("Where?")], options=ModelOptions(response_format=STRICT)
+            )
+        formats = [sent_format(body) for body in server.bodies]
+        assert len(formats) == 3
+        assert formats[0]["type"] == "json_schema"  # refused
+        assert formats[1] == {"type": "json_object"}
+        assert formats[2]["type"] == "json_schema"  # another schema: still native
+
+
 async def test_a_schema_refused_in_the_stream_before_its_first_chunk_falls_back_too() -> None:
     """vLLM's V1 engine answers a stream request 200 and sends the grammar backend's refusal as the
     stream's first event: nothing reached the caller, so the call is asked again one step down."""

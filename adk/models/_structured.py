@@ -38,9 +38,11 @@ _ABOUT_FORMAT = re.compile(
 )
 # An error about what the schema holds rather than about the format: OpenAI's "Invalid schema for
 # response_format ...", vLLM's "The provided JSON schema contains features not supported by
-# xgrammar", keywords a backend does not take.
+# xgrammar", llama-server's "JSON schema conversion failed: <reason>" (its wrapper for every
+# reason its grammar conversion gives, most naming no keyword), keywords a backend does not take.
 _SCHEMA_PROBLEM = re.compile(
-    r"invalid schema|schema contains|features? (?:are )?not supported|\$defs|\$ref"
+    r"invalid schema|schema contains|schema conversion failed|features? (?:are )?not supported"
+    r"|\$defs|\$ref"
     r"|\b(?:anyOf|oneOf|allOf|additionalProperties|definitions)\b",
     re.IGNORECASE,
 )
