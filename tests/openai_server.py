@@ -69,7 +69,9 @@ class Reply:
     (an HTTP error, or one reported mid-stream), as OpenRouter sends what the provider behind it
     said (``{"provider_name": ..., "raw": ...}``). ``error_code`` replaces the error's ``code``
     (the status, as text, by default) and ``error_param`` sets its ``param`` (OpenAI's name of the
-    field at fault).
+    field at fault). ``echo_request`` answers the error as FastAPI-based servers (vLLM, LiteLLM)
+    answer a model-level validator's failure: ``{"detail": [{"type": "value_error", "loc":
+    ["body"], "msg": "Value error, <error>", "input": <the whole request>, "ctx": ...}]}``.
     """
 
     text: str = ""
@@ -102,6 +104,7 @@ class Reply:
     error_metadata: dict[str, Any] | None = None
     error_code: str | None = None
     error_param: str | None = None
+    echo_request: bool = False
 
     @property
     def finish(self) -> str:
@@ -299,6 +302,9 @@ class OpenAIServer:
             return True
         if reply.status >= 400:
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}
+            if reply.echo_request:
+                await self._send_json(writer, reply.status, _validation_error(reply, body), extra)
+                return True
             code = reply.error_code or str(reply.status)
             error = {"message": reply.error, "type": "scripted_error", "code": code}
             if reply.error_metadata is not None:
@@ -508,6 +514,19 @@ def _format_refusal(
             }
         return None
     raise ValueError(f"unknown structured style {style!r}")
+
+
+def _validation_error(reply: Reply, body: Any) -> dict[str, Any]:
+    """A FastAPI validation error for a model-level validator: pydantic echoes the whole request
+    it validated as ``input`` (the response format and its schema too)."""
+    detail = {
+        "type": "value_error",
+        "loc": ["body"],
+        "msg": f"Value error, {reply.error}",
+        "input": body,
+        "ctx": {"error": {}},
+    }
+    return {"detail": [detail]}
 
 
 def _invalid_request(message: str, param: str | None) -> dict[str, Any]:

@@ -7,6 +7,7 @@ unknown ``strict``, vLLM's grammar backend refusing ``$defs``/``anyOf``, a serve
 
 from __future__ import annotations
 
+import asyncio
 import datetime
 import enum
 import json
@@ -330,6 +331,73 @@ async def test_a_400_about_something_else_is_not_resent() -> None:
             with pytest.raises(ModelError, match="must contain the word 'json'"):
                 await model.generate([Message.user("Where?")], options=own)
         assert len(server.bodies) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_unrelated_400_echoing_the_request_teaches_nothing(
+    api: str, streaming: bool
+) -> None:
+    """FastAPI-based servers (vLLM, LiteLLM) echo the whole request in a model-level validation
+    error, our response format and schema with it, so the error reads like a refusal of the
+    format. The call is sent again with less and fails the same way: the server accepted nothing
+    less, so nothing is remembered and the next call asks for the schema natively again."""
+    bad = Reply(status=400, error="max_tokens must be at least 1, got 0.", echo_request=True)
+    async with OpenAIServer(default=bad) as server:
+        async with make_model(server, api) as model:
+            options = ModelOptions(response_format=STRICT)
+            with pytest.raises(ModelError, match="max_tokens must be at least 1"):
+                await call(model, streaming, [Message.user("Where?")], options)
+            assert "json_schema" in json.dumps(server.bodies[0])  # the echo the error carried
+            server.default = Reply(text=ANSWER)
+            server.requests.clear()
+            reply = await call(model, streaming, [Message.user("Where?")], options)
+        assert reply.content == ANSWER
+        [body] = server.bodies
+        assert sent_schema(body) == STRICT | ({"type": "json_schema"} if api == "responses" else {})
+        assert len(conversation(body)) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_refusal_followed_by_another_error_is_remembered_only_once_a_call_succeeds(
+    api: str, streaming: bool
+) -> None:
+    """The server refuses the schema, and the call in JSON mode then fails for another reason:
+    that error is the one raised (the format no longer in its way), the refusal's a note on it,
+    and the step is learnt by the next call that succeeds with it, not before."""
+    async with OpenAIServer(structured="json_object") as server:
+        server.script(
+            Reply(status=400, error="max_tokens is too large: 99999."),
+            Reply(text=ANSWER),
+            Reply(text=ANSWER),
+        )
+        async with make_model(server, api) as model:
+            options = ModelOptions(response_format=STRICT)
+            with pytest.raises(ModelError, match="max_tokens is too large") as caught:
+                await call(model, streaming, [Message.user("Where?")], options)
+            assert any("unavailable now" in note for note in caught.value.__notes__)
+            assert len(server.bodies) == 2
+            for _ in range(2):
+                reply = await call(model, streaming, [Message.user("Where?")], options)
+                assert reply.content == ANSWER
+        kinds = [(sent_format(body) or {}).get("type") for body in server.bodies]
+        # the second call refused again (nothing learnt from the first), the third knew
+        assert kinds == ["json_schema", "json_object", "json_schema", "json_object", "json_object"]
+
+
+async def test_overlapping_calls_both_learn_and_the_step_stays_down() -> None:
+    async with OpenAIServer(structured="json_object", default=Reply(text=ANSWER)) as server:
+        async with make_model(server) as model:
+            options = ModelOptions(response_format=STRICT)
+            replies = await asyncio.gather(
+                *(model.generate([Message.user("Where?")], options=options) for _ in range(3))
+            )
+            assert all(reply.content == ANSWER for reply in replies)
+            server.requests.clear()
+            await model.generate([Message.user("Where?")], options=options)
+        [body] = server.bodies
+        assert body["response_format"] == {"type": "json_object"}
 
 
 async def test_a_refusal_naming_another_field_is_not_taken_for_the_format() -> None:

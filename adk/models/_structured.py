@@ -13,6 +13,14 @@ What a refusal teaches is remembered per model instance, so later calls do not p
 trip again: for the whole server when the refusal is about the format or the ``strict`` field, for
 that schema only when it is about the schema's content (another schema may well be accepted).
 
+It is remembered only once the server has accepted the call with less. Reading an error as a
+refusal goes by its words, and some errors about something else quote the request: FastAPI-based
+servers (vLLM, LiteLLM) echo the whole request, our response format and schema with it, in a
+model-level validation error. Such a call goes down the ladder and fails at every step; had each
+step been remembered as it was taken, one bad ``max_tokens`` would have kept that schema (or the
+server) out of native structured output for the model's lifetime. So each call learns into its own
+``FormatFallback`` (its *trial*), and only a call that succeeded hands what it learnt on.
+
 No SDK import here (``import adk`` stays light); ``adk.models.openai`` reads the error for us.
 """
 
@@ -110,16 +118,21 @@ class FormatFallback:
         return max(self.floor, self.schemas.get(_key(spec), STRICT))
 
     def apply(
-        self, messages: Sequence[Message], options: ModelOptions
+        self,
+        messages: Sequence[Message],
+        options: ModelOptions,
+        trial: FormatFallback | None = None,
     ) -> tuple[Sequence[Message], ModelOptions]:
         """The messages and options to send, a schema's ``response_format`` taken as far down
-        the ladder as this server needs. A wire format the user wrote (``json_object``) is sent
-        as it is: there is no schema to fall back on."""
+        the ladder as this server needs, or as this call's ``trial`` has gone. A wire format the
+        user wrote (``json_object``) is sent as it is: there is no schema to fall back on."""
         assert options.response_format is not None
         spec = json_schema_of(options.response_format)
         if spec is None:
             return messages, options
         level = self._level(spec)
+        if trial is not None:
+            level = max(level, trial._level(spec))
         if level == STRICT or (level == LOOSE and "strict" not in spec):
             return messages, options
         if level == LOOSE:
@@ -131,6 +144,21 @@ class FormatFallback:
             options.model_copy(update={"response_format": fallback}),
         )
 
+    def learn(self, trial: FormatFallback) -> None:
+        """Remember what a call that succeeded learnt (its ``trial``). Steps only go down: a call
+        that overlapped with another, and learnt less, takes nothing back."""
+        if not trial.active:
+            return
+        self.floor = max(self.floor, trial.floor)
+        for key, level in trial.schemas.items():
+            self._remember(key, level)
+        self.active = True
+
+    def _remember(self, key: str, level: int) -> None:
+        if key not in self.schemas and len(self.schemas) >= _SCHEMAS_KEPT:
+            del self.schemas[next(iter(self.schemas))]  # schemas made per call: bounded
+        self.schemas[key] = max(self.schemas.get(key, STRICT), level)
+
     def refused(
         self,
         request: dict[str, Any],
@@ -141,9 +169,10 @@ class FormatFallback:
         field_refused: bool,
     ) -> bool:
         """Whether a 400/422 answer (``text``, the server's ``param``) refuses the response format
-        the request asked for a schema with; if so the next step is remembered (True: send the
-        call again). ``field_refused``: the answer speaks of a field the server does not take.
-        Every answer moves at least one step down, so a call is sent at most three more times."""
+        the request asked for a schema with; if so the next step is noted here (True: send the
+        call again), in a call's trial (see the module docstring). ``field_refused``: the answer
+        speaks of a field the server does not take. Every answer moves at least one step down, so
+        a call is sent at most three more times."""
         if options is None or options.response_format is None:
             return False
         spec = json_schema_of(options.response_format)
@@ -163,10 +192,7 @@ class FormatFallback:
         if strict_sent and _STRICT.search(text) and (field_refused or not schema_problem):
             self.floor = max(self.floor, LOOSE)  # a server that does not know ``strict``
         elif schema_problem:
-            key = _key(spec)
-            if key not in self.schemas and len(self.schemas) >= _SCHEMAS_KEPT:
-                del self.schemas[next(iter(self.schemas))]  # schemas made per call: bounded
-            self.schemas[key] = max(self.schemas.get(key, STRICT), level + 1)
+            self._remember(_key(spec), level + 1)
         elif field_refused:
             self.floor = INSTRUCTED  # the response format field itself is unknown
         else:

@@ -210,6 +210,8 @@ class OpenAIChatModel(AsyncCloseable):
         request = self._request(messages, tools, options, stream=False)
         self._bind()
         adapted: set[str] = set()
+        trial: FormatFallback | None = None  # what this call learns of the response format
+        refusal: ModelError | None = None  # the first answer read as refusing it
         while True:
             try:
                 result = await self._runner.run(
@@ -217,9 +219,16 @@ class OpenAIChatModel(AsyncCloseable):
                 )
                 break
             except ModelError as exc:
-                if not self._adapt(exc, request, options, adapted):
+                if trial is None and options is not None and options.response_format is not None:
+                    trial = FormatFallback()
+                if not self._adapt(exc, request, options, adapted, trial):
+                    _note_refusal(exc, refusal)
                     raise
-            request = self._request(messages, tools, options, stream=False)
+                if refusal is None and trial is not None and trial.active:
+                    refusal = exc
+            request = self._request(messages, tools, options, stream=False, trial=trial)
+        if trial is not None:
+            self._formats.learn(trial)  # the server accepted the call with that much less
         try:
             return self._to_message(result)
         except ModelError as exc:  # a 200 answer that is not a completion: see _failure
@@ -239,6 +248,8 @@ class OpenAIChatModel(AsyncCloseable):
         self._check_open()
         request = self._request(messages, tools, options, stream=True)
         adapted: set[str] = set()
+        trial: FormatFallback | None = None  # what this call learns of the response format
+        refusal: ModelError | None = None  # the first answer read as refusing it
         while True:
             try:
                 sdk_stream, decoder, first = await self._runner.run(
@@ -246,9 +257,16 @@ class OpenAIChatModel(AsyncCloseable):
                 )
                 break
             except ModelError as exc:
-                if not self._adapt(exc, request, options, adapted):
+                if trial is None and options is not None and options.response_format is not None:
+                    trial = FormatFallback()
+                if not self._adapt(exc, request, options, adapted, trial):
+                    _note_refusal(exc, refusal)
                     raise
-            request = self._request(messages, tools, options, stream=True)
+                if refusal is None and trial is not None and trial.active:
+                    refusal = exc
+            request = self._request(messages, tools, options, stream=True, trial=trial)
+        if trial is not None:
+            self._formats.learn(trial)  # the server accepted the call with that much less
         sent = 1
         try:
             yield first
@@ -272,9 +290,14 @@ class OpenAIChatModel(AsyncCloseable):
         options: ModelOptions | None,
         *,
         stream: bool,
+        trial: FormatFallback | None = None,
     ) -> dict[str, Any]:
-        if self._formats.active and options is not None and options.response_format is not None:
-            messages, options = self._formats.apply(messages, options)
+        if (
+            (self._formats.active or trial is not None)
+            and options is not None
+            and options.response_format is not None
+        ):
+            messages, options = self._formats.apply(messages, options, trial)
         return self._build(
             self.model_name,
             messages,
@@ -292,6 +315,7 @@ class OpenAIChatModel(AsyncCloseable):
         request: dict[str, Any],
         options: ModelOptions | None,
         adapted: set[str],
+        trial: FormatFallback | None = None,
     ) -> bool:
         """Whether the call failed because the server refused a field the adapter added on its
         own, which is then changed for this and every later call (True: send the call again).
@@ -307,12 +331,15 @@ class OpenAIChatModel(AsyncCloseable):
         sent without their ``reasoning_content``, which is then sent back (``chat_messages``).
 
         A schema ``response_format`` the server refuses goes one step down ``_structured``'s
-        ladder (``strict`` left out, JSON mode, instructions only).
+        ladder (``strict`` left out, JSON mode, instructions only), for this call only: the step
+        is noted in its ``trial``, which the model learns only once the call succeeded.
         """
         if self._closed:
             return False
-        if ("response_format" in request or "text" in request) and self._format_refused(
-            error.__cause__, request, options
+        if (
+            trial is not None
+            and ("response_format" in request or "text" in request)
+            and self._format_refused(error.__cause__, request, options, trial)
         ):
             # each refusal moves down a step; counted anyway, so nothing can make a call go round
             steps = sum(1 for done in adapted if done.startswith("response_format"))
@@ -344,7 +371,11 @@ class OpenAIChatModel(AsyncCloseable):
         return True
 
     def _format_refused(
-        self, exc: BaseException | None, request: dict[str, Any], options: ModelOptions | None
+        self,
+        exc: BaseException | None,
+        request: dict[str, Any],
+        options: ModelOptions | None,
+        trial: FormatFallback,
     ) -> bool:
         """Whether a 400/422 answer refuses the schema response format (see ``_structured``).
 
@@ -368,7 +399,7 @@ class OpenAIChatModel(AsyncCloseable):
             text = body if isinstance(body, str) else exc.message
         code = body.get("code") if isinstance(body, dict) else None
         refused = code in _REFUSAL_CODES or _REFUSAL.search(text) is not None
-        return self._formats.refused(request, options, text, param, field_refused=refused)
+        return trial.refused(request, options, text, param, field_refused=refused)
 
     async def _open_stream(
         self, request: dict[str, Any]
@@ -468,6 +499,18 @@ class OpenAIChatModel(AsyncCloseable):
         bound = self._loop
         if self._owns_client and (bound is None or bound() is asyncio.get_running_loop()):
             await self._client.close()  # (connections of a loop that is gone died with it)
+
+
+def _note_refusal(error: ModelError, refusal: ModelError | None) -> None:
+    """Note on the error a call fails with the first answer that was read as refusing its
+    response format, when there was one. The error raised is the last: the server's answer to the
+    request that carried the least of the format, so about what stood in the way once the format
+    no longer did (and, when the refusal was an unrelated error misread, the same error again)."""
+    if refusal is not None and refusal is not error:
+        error.add_note(
+            f"(the call was sent again with less of its schema response_format after the "
+            f"server's first answer, read as refusing it: {refusal})"
+        )
 
 
 def _check_timeout(timeout: float | None) -> float | None:
