@@ -87,6 +87,7 @@ class Reply:
     finish_reason: str | None = None
     usage: tuple[int, int] = (11, 7)
     cached_tokens: int = 0  # of usage's input tokens, served from the prompt cache
+    cache_fields: str = "openai"  # or "deepseek": Chat usage's prompt_cache_hit/miss_tokens
     repeat_name: bool = False
     fragment: int = 4
     break_after: int | None = None
@@ -738,12 +739,17 @@ def _wire_arguments(reply: Reply, call: Call) -> Any:
 
 def _chat_usage(reply: Reply) -> dict[str, Any]:
     prompt, completion = reply.usage
-    return {
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt,
         "completion_tokens": completion,
         "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": reply.cached_tokens},
     }
+    if reply.cache_fields == "deepseek":  # DeepSeek counts cache hits and misses, no details
+        usage["prompt_cache_hit_tokens"] = reply.cached_tokens
+        usage["prompt_cache_miss_tokens"] = prompt - reply.cached_tokens
+    else:
+        usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    return usage
 
 
 def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:

@@ -117,6 +117,20 @@ async def test_text_reply_with_reasoning_usage_and_finish_reason(
         assert body["stream_options"] == {"include_usage": True}
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_deepseeks_prompt_cache_hits_are_cached_input_tokens(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """DeepSeek reports cache hits as ``usage.prompt_cache_hit_tokens`` (and the rest as
+    ``prompt_cache_miss_tokens``), not in ``prompt_tokens_details``: they were read as none."""
+    server.script(Reply(text="hi", usage=(40, 3), cached_tokens=32, cache_fields="deepseek"))
+    async with make_model(server) as model:
+        message = await call(model, streaming, [Message.user("hi")])
+    assert message.usage == Usage(
+        input_tokens=40, output_tokens=3, total_tokens=43, cached_input_tokens=32
+    )
+
+
 async def test_streamed_chunks_arrive_incrementally(server: OpenAIServer) -> None:
     server.script(Reply(text="one two three four five six"))
     async with make_model(server) as model:

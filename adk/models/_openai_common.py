@@ -118,13 +118,16 @@ def reasoning_of(obj: object) -> str:
 
 def usage_of(usage: object, input_key: str, output_key: str) -> Usage | None:
     """Token counts from an SDK usage object whose input/output fields have the given names (and
-    whose input details, ``<input_key>_details.cached_tokens``, count the prompt-cache hits)."""
+    whose input details, ``<input_key>_details.cached_tokens``, count the prompt-cache hits, or,
+    from DeepSeek, which sends no such details, ``prompt_cache_hit_tokens``)."""
     if usage is None:
         return None
     prompt = getattr(usage, input_key, None)
     completion = getattr(usage, output_key, None)
     total = getattr(usage, "total_tokens", None)
     cached = getattr(getattr(usage, f"{input_key}_details", None), "cached_tokens", None)
+    if not isinstance(cached, int):  # the SDK keeps fields it does not know as attributes
+        cached = getattr(usage, "prompt_cache_hit_tokens", None)
     prompt = prompt if isinstance(prompt, int) else 0
     completion = completion if isinstance(completion, int) else 0
     return Usage(
