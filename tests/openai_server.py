@@ -70,8 +70,10 @@ class Reply:
     said (``{"provider_name": ..., "raw": ...}``). ``error_code`` replaces the error's ``code``
     (the status, as text, by default) and ``error_param`` sets its ``param`` (OpenAI's name of the
     field at fault). ``echo_request`` answers the error as FastAPI-based servers (vLLM, LiteLLM)
-    answer a model-level validator's failure: ``{"detail": [{"type": "value_error", "loc":
-    ["body"], "msg": "Value error, <error>", "input": <the whole request>, "ctx": ...}]}``.
+    answer a model-level validator's failure: ``"detail"`` as FastAPI does, ``{"detail":
+    [{"type": "value_error", "loc": ["body"], "msg": "Value error, <error>", "input": <the whole
+    request>, "ctx": ...}]}``, or ``"message"``, that list's text as an OpenAI error's message, as
+    servers with their own handler for validation errors do.
     """
 
     text: str = ""
@@ -105,7 +107,7 @@ class Reply:
     error_metadata: dict[str, Any] | None = None
     error_code: str | None = None
     error_param: str | None = None
-    echo_request: bool = False
+    echo_request: str = ""
 
     @property
     def finish(self) -> str:
@@ -527,6 +529,9 @@ def _validation_error(reply: Reply, body: Any) -> dict[str, Any]:
         "input": body,
         "ctx": {"error": {}},
     }
+    if reply.echo_request == "message":
+        message = repr([detail])
+        return {"object": "error", "message": message, "type": "BadRequestError", "code": 400}
     return {"detail": [detail]}
 
 

@@ -473,6 +473,23 @@ async def test_other_refusals_naming_max_tokens_fail_at_once() -> None:
         assert len(server.requests) == 1
 
 
+async def test_a_validation_error_echoing_the_request_does_not_change_the_max_tokens_field() -> (
+    None
+):
+    """FastAPI-based servers (vLLM, LiteLLM) echo the whole request in a model-level validation
+    error: a conversation speaking of an "unknown parameter" beside ``max_tokens`` read as the
+    server refusing the field, and every later call went with the other spelling."""
+    asked = [Message.user("What does 'Unknown parameter' mean in an API error?")]
+    bad = Reply(status=400, error="Conversation roles must alternate.", echo_request="detail")
+    async with OpenAIServer([bad], default=Reply(text="ok")) as server:
+        async with make_model(server) as model:
+            with pytest.raises(ModelError, match="roles must alternate"):
+                await model.generate(asked, options=ModelOptions(max_tokens=9))
+            await model.generate(asked, options=ModelOptions(max_tokens=9))
+        first, second = server.bodies
+        assert first["max_tokens"] == second["max_tokens"] == 9
+
+
 # -- retries ------------------------------------------------------------------------------------
 
 

@@ -335,20 +335,24 @@ async def test_a_400_about_something_else_is_not_resent() -> None:
 
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("echo", ["detail", "message"])
 async def test_an_unrelated_400_echoing_the_request_teaches_nothing(
-    api: str, streaming: bool
+    api: str, streaming: bool, echo: str
 ) -> None:
     """FastAPI-based servers (vLLM, LiteLLM) echo the whole request in a model-level validation
     error, our response format and schema with it, so the error reads like a refusal of the
-    format. The call is sent again with less and fails the same way: the server accepted nothing
-    less, so nothing is remembered and the next call asks for the schema natively again."""
-    bad = Reply(status=400, error="max_tokens must be at least 1, got 0.", echo_request=True)
+    format. Where the echo cannot be told apart (the errors as text), the call is sent again with
+    less and fails the same way: the server accepted nothing less, so nothing is remembered and
+    the next call asks for the schema natively again."""
+    bad = Reply(status=400, error="max_tokens must be at least 1, got 0.", echo_request=echo)
     async with OpenAIServer(default=bad) as server:
         async with make_model(server, api) as model:
             options = ModelOptions(response_format=STRICT)
             with pytest.raises(ModelError, match="max_tokens must be at least 1"):
                 await call(model, streaming, [Message.user("Where?")], options)
             assert "json_schema" in json.dumps(server.bodies[0])  # the echo the error carried
+            # FastAPI's own shape: the echo (each error's input) is not read, nothing is resent
+            assert len(server.bodies) == (1 if echo == "detail" else 4)
             server.default = Reply(text=ANSWER)
             server.requests.clear()
             reply = await call(model, streaming, [Message.user("Where?")], options)

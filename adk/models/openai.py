@@ -394,7 +394,7 @@ class OpenAIChatModel(AsyncCloseable):
         body = exc.body
         param = body.get("param") if isinstance(body, dict) else None
         if isinstance(body, (dict, list)):
-            text = json.dumps(body, ensure_ascii=False)
+            text = _error_text(body)
         else:
             text = body if isinstance(body, str) else exc.message
         code = body.get("code") if isinstance(body, dict) else None
@@ -630,7 +630,7 @@ def _refused_parameter(exc: BaseException | None, fields: Sequence[str]) -> str 
     body = exc.body
     if isinstance(body, dict):
         param, code = body.get("param"), body.get("code")
-        text = json.dumps(body, ensure_ascii=False)
+        text = _error_text(body)
         if param in fields and (code in _REFUSAL_CODES or _REFUSAL.search(text)):
             return str(param)
     else:
@@ -643,6 +643,23 @@ def _refused_parameter(exc: BaseException | None, fields: Sequence[str]) -> str 
         if (found := re.search(rf"\b{name}\b", text)) is not None
     ]
     return min(named)[1] if named else None
+
+
+def _error_text(body: dict[str, Any] | list[Any]) -> str:
+    """An error body as text to read for what it refuses, without what FastAPI-based servers (vLLM,
+    LiteLLM) echo of the request: each validation error's ``input`` is the value validated — for a
+    model-level validator the whole request, response format, schema and messages with it — and
+    never says why it failed (``loc`` and ``msg`` do)."""
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(body, dict) and isinstance(detail, list):
+        kept = [
+            {key: value for key, value in item.items() if key != "input"}
+            if isinstance(item, dict)
+            else item
+            for item in detail
+        ]
+        body = {**body, "detail": kept}
+    return json.dumps(body, ensure_ascii=False)
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
