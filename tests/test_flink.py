@@ -85,6 +85,11 @@ def _check_per_key(outputs: list[dict[str, Any]]) -> None:
         by_key[output["key"]].append(output)
     assert set(by_key) == set(CUSTOMERS)
 
+    # Every record's outputs name its run (tracing's gen_ai.conversation.id), the failed one too.
+    run_ids = [output["run_id"] for output in outputs]
+    assert all(isinstance(run_id, str) and run_id for run_id in run_ids)
+    assert len(set(run_ids)) == len(RECORDS)
+
     for customer in CUSTOMERS:
         records = [r for r in RECORDS if r["customer"] == customer]
         got = by_key[customer]

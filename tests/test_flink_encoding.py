@@ -192,6 +192,7 @@ def test_operators_still_emit_ordinary_outputs_as_before() -> None:
         "error": None,
         "interrupt": None,
         "checkpoint_id": None,
+        "run_id": None,
     }
 
 
@@ -209,4 +210,99 @@ def test_a_records_root_span_carries_its_key_on_a_flink_worker() -> None:
     assert all(isinstance(found, list) for found in outputs)
     roots = [s for s in spans.get_finished_spans() if s.name == "invoke_agent s"]
     assert [(s.attributes or {}).get("adk.record.key") for s in roots] == ["a", 7]
+    provider.shutdown()
+
+
+# -- the run id ------------------------------------------------------------------------------------
+def _traced(function: _AgentFunction | _KeyedStateFunction) -> tuple[InMemorySpanExporter, Any]:
+    """The worker's runner made here, traced by a provider of the test's own."""
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    function._runner = Runner(function._agent, tracer_provider=provider)
+    return spans, provider
+
+
+def _conversations(spans: InMemorySpanExporter) -> list[Any]:
+    roots = [s for s in spans.get_finished_spans() if s.name == "invoke_agent s"]
+    return [(s.attributes or {}).get("gen_ai.conversation.id") for s in roots]
+
+
+def test_each_output_carries_its_records_run_id_the_id_its_trace_has() -> None:
+    """As locally (``KeyedOutput.run_id``), every output of a record, a failed one's above all,
+    names the record's run: tracing's ``gen_ai.conversation.id``, so it leads to its trace."""
+    function = _scorer(on_error="emit")
+    spans, provider = _traced(function)
+    rows = (Row("a", {"score": "1"}), Row("a", {"score": "x"}), Row("a", {"score": "nan"}))
+    fine, failed, unsendable = _invoked(function, *rows)
+    assert isinstance(fine, list) and isinstance(failed, list) and isinstance(unsendable, list)
+    assert failed[0]["error"]["type"] == "ActionError"  # float("x"), raised in the action
+    assert "NaN at output.score" in unsendable[0]["error"]["message"]
+    ids = [fine[0]["run_id"], failed[0]["run_id"], unsendable[0]["run_id"]]
+    assert all(isinstance(run_id, str) and run_id for run_id in ids) and len(set(ids)) == 3
+    assert _conversations(spans) == ids
+    provider.shutdown()
+
+
+def test_a_record_error_carries_its_records_run_id() -> None:
+    function = _scorer()
+    spans, provider = _traced(function)
+    failures = _invoked(function, Row("a", {"score": "x"}), Row("b", {"score": "nan"}))
+    assert all(isinstance(failure, RecordError) for failure in failures)
+    run_ids = [failure.run_id for failure in failures if isinstance(failure, RecordError)]
+    assert all(run_ids) and _conversations(spans) == run_ids
+    provider.shutdown()
+
+
+def test_a_record_the_backstop_timer_gives_up_on_names_its_run() -> None:
+    """Flink's own timer fires (here, from the worker's loop) for a record still running: it is
+    cancelled and fails with the run id its run had, not with none."""
+    started = asyncio.Event()
+
+    @action(InputEvent)
+    async def hang(event: InputEvent, ctx: ActionContext) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    env = _environment(on_error="emit")
+    function = _AgentFunction(ActionAgent("s", actions=[hang]), env, True, None)
+    spans, provider = _traced(function)
+    row = Row("a", "record")
+
+    async def timed_out() -> tuple[list[str], BaseException | None]:
+        function._loop = asyncio.get_running_loop()  # as the worker's runner built here would
+        running = asyncio.ensure_future(function.async_invoke(row))
+        await started.wait()
+        texts = function.timeout(row)
+        try:
+            await running
+        except BaseException as exc:
+            return texts, exc
+        return texts, None
+
+    try:
+        texts, ended = asyncio.run(timed_out())
+    finally:
+        function.close()
+    assert isinstance(ended, asyncio.CancelledError)
+    [failed] = _texts_of(texts)
+    assert failed["error"]["type"] == "TimeoutError" and failed["key"] == "a"
+    assert failed["run_id"] and _conversations(spans) == [failed["run_id"]]
+    provider.shutdown()
+
+
+def test_durable_memory_outputs_carry_the_run_id() -> None:
+    env = _environment(on_error="emit", durable_memory=True)
+    function = _KeyedStateFunction(ActionAgent("s", actions=[score]), env, None)
+    spans, provider = _traced(function)
+    state = _KeyedState("a")
+    function.open(state)
+    try:
+        fine = _texts_of(list(function.process_element({"score": "1", "keep": True}, state)))
+        failed = _texts_of(list(function.process_element({"score": "inf", "keep": True}, state)))
+    finally:
+        function.close()
+    assert failed[0]["error"]["type"] == "CheckpointError"
+    ids = [fine[0]["run_id"], failed[0]["run_id"]]
+    assert all(ids) and _conversations(spans) == ids
     provider.shutdown()

@@ -50,6 +50,7 @@ from pyflink.datastream.state import ValueStateDescriptor
 from ..agent import Agent
 from ..checkpoint.codec import _MAX_INT_DIGITS, CheckpointError, from_json_value, to_json_value
 from ..checkpoint.store import CheckpointStore
+from ..context import _new_run_id
 from ..events import ErrorInfo
 from ..runner import Runner
 from ._records import (
@@ -196,7 +197,8 @@ class FlinkKeyedInput:
 class FlinkKeyedOutputs:
     """The agent's outputs as a ``DataStream`` of JSON texts (not pickles), each an object with
     ``key``, ``output``, ``error`` (``{"type", "message"}`` or ``null``), ``interrupt`` (its points,
-    or ``null``) and ``checkpoint_id``."""
+    or ``null``), ``checkpoint_id`` and ``run_id`` (the record's run, as ``KeyedOutput.run_id``:
+    tracing's ``gen_ai.conversation.id``, so a failed record leads to its trace and logs)."""
 
     def __init__(self, env: FlinkExecutionEnvironment, stream: DataStream) -> None:
         self._env = env
@@ -304,11 +306,15 @@ class _WorkerAgent:
             except (ValueError, CheckpointError) as exc:  # pydantic's encoder raises ValueErrors
                 reason = f"record {index} (key {key!r}) cannot be sent or kept as JSON: {exc}"
                 error = ErrorInfo(type(exc).__name__, reason)
-                outputs = [KeyedOutput(key, index, record, error=error, _exception=exc)]
+                run_id = outputs[0].run_id if outputs else None  # one run: every output has it
+                outputs = [
+                    KeyedOutput(key, index, record, error=error, run_id=run_id, _exception=exc)
+                ]
         if self._on_error == "raise":
             for output in outputs:
                 if output.error is not None:
-                    raise RecordError(index, key, record, output.error) from output._exception
+                    failure = RecordError(index, key, record, output.error, output.run_id)
+                    raise failure from output._exception
         return [_as_json(output, failed=True) for output in outputs]
 
 
@@ -329,8 +335,8 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         self._sessions: dict[Hashable, dict[str, Any]] = {}
         self._tails: dict[Hashable, asyncio.Future[None]] = {}
         # The records in flight, by the identity of the value PyFlink handed over (it hands the
-        # same object to ``timeout``): their task, key and number.
-        self._running: dict[int, tuple[asyncio.Task[Any], Hashable, int]] = {}
+        # same object to ``timeout``): their task, key, number and run id.
+        self._running: dict[int, tuple[asyncio.Task[Any], Hashable, int, str]] = {}
 
     def _fresh(self) -> dict[str, Any]:
         return {**super()._fresh(), "_sessions": {}, "_tails": {}, "_running": {}}
@@ -346,7 +352,8 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             key, record = ("record", index), value
         task = asyncio.current_task()
         assert task is not None
-        self._running[id(value)] = (task, key, index)
+        run_id = _new_run_id()  # made here so that the backstop timer can name the record's run
+        self._running[id(value)] = (task, key, index, run_id)
         record = self._record(record)
         runner = self._runner_for_this_worker()
         before = self._tails.get(key)
@@ -361,7 +368,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             mine: dict[Hashable, dict[str, Any]] | None = None
             if self._keyed:
                 mine = {key: sessions[key]} if key in sessions else {}
-            outputs = await run_record(runner, mine, index, key, record, self._timeout)
+            outputs = await run_record(runner, mine, index, key, record, self._timeout, run_id)
             commit = (lambda: sessions.update(mine)) if mine else None
             return self._leaving(outputs, index, key, record, commit)
         finally:
@@ -374,13 +381,15 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         """Flink's backstop timer fired (on a thread of its own): cancel the record and fail it
         like any record, so ``on_error="emit"`` makes it an output instead of failing the job."""
         keyed = self._keyed and isinstance(value, Row)
-        task, key, index = self._running.get(id(value), (None, value[0] if keyed else None, -1))
+        unknown = (None, value[0] if keyed else None, -1, None)
+        task, key, index, run_id = self._running.get(id(value), unknown)
         loop = self._loop
         if task is not None and loop is not None and not loop.is_closed():
             loop.call_soon_threadsafe(task.cancel)
         record = self._record(value[1] if keyed else value)
         reason = "was not done by the async operator's timeout (its wait included)"
-        return self._leaving([timed_out(index, key, record, reason)], index, key, record)
+        failed = timed_out(index, key, record, reason, run_id)
+        return self._leaving([failed], index, key, record)
 
 
 class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[misc]
@@ -466,6 +475,7 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         if output.interrupt is not None
         else None,
         "checkpoint_id": output.checkpoint_id,
+        "run_id": output.run_id,
     }
     return _json_text(data, "the output", to_json(data, fallback=str))
 

@@ -120,6 +120,7 @@ async def run_record(
     key: Hashable,
     record: Any,
     seconds: float | None = None,
+    run_id: str | None = None,
 ) -> list[KeyedOutput]:
     """Run ``record`` with its key's session; commit the session unless the run failed.
 
@@ -127,8 +128,10 @@ async def run_record(
     empty and is not kept (nothing could read it again, and an unbounded stream would pile them
     up). A run longer than ``seconds`` (the environment's ``timeout``) is cancelled, so it commits
     nothing, and fails with a ``TimeoutError``: a hung call must not hold its key (and a place
-    among the records running) for ever."""
-    run_id = _new_run_id()
+    among the records running) for ever. ``run_id`` is the run's, made here unless the caller
+    needs to know it before the run ends (Flink's backstop timer reports a record it gave up on)."""
+    if run_id is None:
+        run_id = _new_run_id()
     run = _run_record(runner, sessions, index, key, record, run_id, None)
     if seconds is None:  # the common case, per record: no frame more than needed
         return await run
