@@ -13,8 +13,10 @@ could take it. Three things a service has to get right, shown here:
   decision has the right shape) when its first event is taken; the handler takes that event
   *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
   a stream that breaks off.
-- **A failing model fails its stream.** Reading a reply's stream raises the model's error; the
-  handler reports it and goes on reading events, so the client still gets the run's error event.
+- **A failing model fails its stream.** Reading a reply's stream raises whatever the model raised
+  (``adk.ModelError`` from ``OpenAIChatModel``, anything from a model of your own); the handler
+  catches what *reading the stream* raises, reports it and goes on reading events, so the client
+  still gets the run's error event. Its own errors (sending, encoding) are not caught there.
 - **A client that hangs up cancels its run.** The handler watches the connection while it streams;
   when the client leaves, it cancels the run, and the tool that was running is cancelled with it.
 
@@ -48,6 +50,9 @@ EXAMPLE_EXPECT = (
     "[{'stream_failed': 'HTTP 503: overloaded (gave up after 3 attempts)'}, {'event': "
     "{'agent_name': 'clerk', 'run_path': ['clerk'], 'error': {'type': 'ModelError', "
     "'message': 'HTTP 503: overloaded (gave up after 3 attempts)'}}}]",
+    "[{'stream_failed': 'backend reset the connection'}, {'event': {'agent_name': 'clerk', "
+    "'run_path': ['clerk'], 'error': {'type': 'ConnectionResetError', 'message': "
+    "'backend reset the connection'}}}]",
     "client left: run cancelled, lookup_invoice cancelled too",
 )
 
@@ -74,12 +79,15 @@ async def lookup_invoice(invoice: str) -> str:
 
 
 def scripted_model(messages: list[adk.Message]) -> Any:
-    """Stands in for an LLM: pay ACME, look invoices up, fail, or report the last tool result."""
+    """Stands in for an LLM: pay ACME, look invoices up, fail (as ``OpenAIChatModel`` does, or as
+    a model of your own might), or report the last tool result."""
     last = messages[-1]
     if last.role == "tool":
         return f"paid: {last.content}"
     if "break" in last.content:
         return adk.ModelError("HTTP 503: overloaded (gave up after 3 attempts)", status=503)
+    if "drop" in last.content:  # a model of your own raises what its client raised
+        return ConnectionResetError("backend reset the connection")
     if "slow" in last.content:
         return Reply(tool_calls=[tool_call("lookup_invoice", {"invoice": "INV-9"})])
     payment = {"payee": "ACME", "amount_cents": 4200}
@@ -148,18 +156,33 @@ class Service:
     ) -> None:
         while event is not None:
             stream = event.output.stream if event.output is not None else None
-            try:
-                if stream is not None:
-                    async for chunk in stream:
-                        if chunk.content:
-                            await _send_line(writer, {"delta": chunk.content})
-                # Read to its end, a streamed reply encodes as its joined message.
+            failed = await _forward(stream, writer) if stream is not None else None
+            if failed is not None:  # the run's error event comes next
+                await _send_line(writer, {"stream_failed": str(failed)})
+            else:  # read to its end, a streamed reply encodes as its joined message
                 await _send_line(writer, {"event": event.to_dict()})
-            except adk.ModelError as exc:  # the stream failed; the run's error event comes next
-                await _send_line(writer, {"stream_failed": str(exc)})
             event = await anext(events, None)
         writer.write(b"0\r\n\r\n")
         await writer.drain()
+
+
+async def _forward(stream: adk.MessageStream, writer: asyncio.StreamWriter) -> Exception | None:
+    """Send a reply's pieces as they come; what reading the stream raised, if it failed.
+
+    Only reading is guarded: a stream raises whatever its model raised (any exception), and the
+    run then reports it as its error event, so nothing is hidden. Sending is not: a client gone
+    (``ConnectionError``) or a bug of the service's own must end the handler, not pass as a
+    model's failure."""
+    chunks = aiter(stream)
+    while True:
+        try:
+            chunk = await anext(chunks)
+        except StopAsyncIteration:
+            return None
+        except Exception as exc:  # the model's error, whatever its type
+            return exc
+        if chunk.content:
+            await _send_line(writer, {"delta": chunk.content})
 
 
 async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, Any]]:
@@ -262,6 +285,8 @@ async def main() -> None:
 
             lines = await post(port, "/chat", {"message": "Just break, please."})
             print("[client] failed:", lines)
+            lines = await post(port, "/chat", {"message": "Just drop, please."})
+            print("[client] failed:", lines)  # not a ModelError: the client gets it all the same
 
             # Hang up while the tool runs; the server notices and cancels the run.
             await post(
