@@ -306,3 +306,25 @@ def test_durable_memory_outputs_carry_the_run_id() -> None:
     ids = [fine[0]["run_id"], failed[0]["run_id"]]
     assert all(ids) and _conversations(spans) == ids
     provider.shutdown()
+
+
+@action(InputEvent)
+def keep_quietly(event: InputEvent, ctx: ActionContext) -> None:
+    """Keeps the score in the session and outputs nothing."""
+    ctx.session.values["score"] = float(event.input["score"])
+
+
+def test_a_record_without_outputs_whose_session_cannot_be_kept_names_its_run() -> None:
+    """Its only output is its error, made after the run: it still names the run."""
+    env = _environment(on_error="emit", durable_memory=True)
+    function = _KeyedStateFunction(ActionAgent("s", actions=[keep_quietly]), env, None)
+    spans, provider = _traced(function)
+    state = _KeyedState("a")
+    function.open(state)
+    try:
+        [failed] = _texts_of(list(function.process_element({"score": "nan"}, state)))
+    finally:
+        function.close()
+    assert "the session of key 'a'" in failed["error"]["message"]
+    assert failed["run_id"] and _conversations(spans) == [failed["run_id"]]
+    provider.shutdown()

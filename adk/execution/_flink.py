@@ -289,10 +289,12 @@ class _WorkerAgent:
         index: int,
         key: Hashable,
         record: Any,
+        run_id: str | None,
         commit: Callable[[], None] | None = None,
     ) -> list[str]:
         """The record's outputs as JSON texts, its session kept by ``commit`` once they are; a
-        failed record raises (``on_error="raise"``) or its error is the output.
+        failed record raises (``on_error="raise"``) or its error is the output. ``run_id`` is the
+        record's run's, for the error of a record that had no output to take it from.
 
         An output (or, through ``commit``, a session) holding what JSON cannot (NaN, say, from a
         model's data) fails the record, as a checkpoint refuses it: its session writes are dropped
@@ -306,7 +308,6 @@ class _WorkerAgent:
             except (ValueError, CheckpointError) as exc:  # pydantic's encoder raises ValueErrors
                 reason = f"record {index} (key {key!r}) cannot be sent or kept as JSON: {exc}"
                 error = ErrorInfo(type(exc).__name__, reason)
-                run_id = outputs[0].run_id if outputs else None  # one run: every output has it
                 outputs = [
                     KeyedOutput(key, index, record, error=error, run_id=run_id, _exception=exc)
                 ]
@@ -370,7 +371,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
                 mine = {key: sessions[key]} if key in sessions else {}
             outputs = await run_record(runner, mine, index, key, record, self._timeout, run_id)
             commit = (lambda: sessions.update(mine)) if mine else None
-            return self._leaving(outputs, index, key, record, commit)
+            return self._leaving(outputs, index, key, record, run_id, commit)
         finally:
             done.set_result(None)
             if self._tails.get(key) is done:
@@ -389,7 +390,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         record = self._record(value[1] if keyed else value)
         reason = "was not done by the async operator's timeout (its wait included)"
         failed = timed_out(index, key, record, reason, run_id)
-        return self._leaving([failed], index, key, record)
+        return self._leaving([failed], index, key, record, run_id)
 
 
 class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[misc]
@@ -425,18 +426,26 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
         sessions: dict[Hashable, dict[str, Any]] = {}
         if stored is not None:
             sessions[key] = from_json_value(json.loads(stored))
-        outputs = self._thread.run(self._one(index, key, record, sessions))
+        run_id = _new_run_id()  # its error's too, should its session fail to be kept
+        outputs = self._thread.run(self._one(index, key, record, sessions, run_id))
 
         def commit() -> None:  # refuses what a checkpoint refuses, NaN included
             text = json.dumps(to_json_value(sessions[key], f"the session of key {key!r}"))
             self._state.update(text)
 
-        yield from self._leaving(outputs, index, key, record, commit if key in sessions else None)
+        kept = commit if key in sessions else None
+        yield from self._leaving(outputs, index, key, record, run_id, kept)
 
     async def _one(
-        self, index: int, key: Hashable, record: Any, sessions: dict[Hashable, dict[str, Any]]
+        self,
+        index: int,
+        key: Hashable,
+        record: Any,
+        sessions: dict[Hashable, dict[str, Any]],
+        run_id: str,
     ) -> list[KeyedOutput]:
-        return await run_record(self._runner_for_this_worker(), sessions, index, key, record)
+        runner = self._runner_for_this_worker()
+        return await run_record(runner, sessions, index, key, record, None, run_id)
 
 
 class _LoopThread:
