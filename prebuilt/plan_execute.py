@@ -23,7 +23,9 @@ Roles, any agent each (``new_planner``/``new_executor``/``new_replanner`` build 
 A ``break_loop`` from the executor or the replanner ends the loop as the response too, unless a
 loop inside the role took it (that break is the inner loop's). Plan steps are stripped and blank
 ones dropped. What a role handed over before it was interrupted (a plan it stored included) still
-counts when it resumes.
+counts when it resumes. The executor's step writes back the objective, plan and finished steps it
+started from: another ``PlanExecute`` the executor runs (through an ``AgentTool``, which shares the
+session) keeps its own under the same keys.
 
 When ``max_iterations`` execute/replan rounds pass without a response, the run ends with an error
 event saying ``exceeds max iterations``, like ``ReActAgent``.
@@ -159,11 +161,11 @@ def _done_text(executed: list[ExecutedStep]) -> str:
     return "\n".join(f"{i}. {e.step}\n   Result: {e.result}" for i, e in enumerate(executed, 1))
 
 
-def _executor_prompt(ctx: RunContext, plan: Plan) -> str:
+def _executor_prompt(objective: object, plan: Plan, done: list[ExecutedStep]) -> str:
     return (
-        f"Objective:\n{ctx.session.get(OBJECTIVE_KEY, '')}\n\n"
+        f"Objective:\n{objective}\n\n"
         f"Plan (remaining steps):\n{plan}\n\n"
-        f"Completed steps and results:\n{_done_text(_executed(ctx))}\n\n"
+        f"Completed steps and results:\n{_done_text(done)}\n\n"
         f"Your task: carry out step 1 of the remaining plan, which is:\n{plan.steps[0]}"
     )
 
@@ -353,13 +355,37 @@ class _PlanStep(_Role):
         session[PLAN_KEY] = plan
 
 
+_STEP_SLOT = "plan_execute_step"
+"""Where the executor's step saves, at a pause, the state it started from (see ``_step_state``)."""
+
+
+def _step_state(ctx: RunContext, role: str) -> tuple[object, Plan, list[ExecutedStep]]:
+    """The objective, plan and finished steps an executor's step starts from: the session's, or on
+    resume the ones saved at the pause. The session's may not be this run's by then: the executor
+    may run another ``PlanExecute`` (an ``AgentTool`` shares the session), which keeps its own
+    state under the same keys, and a pause inside it checkpoints that."""
+    resume = ctx._resume_slot(_STEP_SLOT)
+    if resume is None or resume.state is None:
+        return ctx.session.get(OBJECTIVE_KEY, ""), _plan(ctx), _executed(ctx)
+    saved = SavedState(f"plan-execute role '{role}'", resume.state)
+    objective, plan, done = (saved.values.get(k) for k in ("objective", "plan", "executed"))
+    if not isinstance(plan, Plan):
+        raise saved.error(f"'plan' must be a Plan, not {plan!r}")
+    try:
+        return objective, plan, _EXECUTED_STEPS.validate_python(done)
+    except ValidationError as exc:
+        raise saved.error(f"'executed' must be a list of ExecutedStep: {exc}") from exc
+
+
 class _ExecuteStep(_Role):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        plan = _plan(ctx)
+        objective, plan, done = _step_state(ctx, self.name)
         if not plan.steps:
             return  # nothing left to do; the replanner answers
         step = plan.steps[0]
-        request = AgentInput([Message.user(_executor_prompt(ctx, plan))], ctx.enable_streaming)
+        request = AgentInput(
+            [Message.user(_executor_prompt(objective, plan, done))], ctx.enable_streaming
+        )
         seen = _Seen(ctx, self.name)
         try:
             async with closing(drive(self.agent, request, ctx)) as events:
@@ -367,6 +393,9 @@ class _ExecuteStep(_Role):
                     stop = event.error is not None or (
                         event.action is not None and seen.stops(event, ctx, in_loop=True)
                     )
+                    if event._signal is not None:
+                        state = {"objective": objective, "plan": plan, "executed": done}
+                        event._signal.save(ctx.address, state, _STEP_SLOT)
                     yield event
                     if stop:
                         return
@@ -375,9 +404,11 @@ class _ExecuteStep(_Role):
                         seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+        # All three written back from what the step started with: a PlanExecute the executor ran
+        # in this session (through an AgentTool) has left its own there.
         session = ctx.session
-        result = ExecutedStep(step=step, result=seen.text or "")
-        session[EXECUTED_STEPS_KEY] = [*_executed(ctx), result]
+        session[OBJECTIVE_KEY] = objective
+        session[EXECUTED_STEPS_KEY] = [*done, ExecutedStep(step=step, result=seen.text or "")]
         session[PLAN_KEY] = Plan(steps=plan.steps[1:])
         ended = seen.ended_loop_before_pause()
         if ended is not None:

@@ -592,3 +592,56 @@ async def test_a_replanner_that_stores_a_plan_and_pauses_in_one_turn() -> None:
     # Its reply after the pause is no answer: it stored a new plan, and step b runs.
     assert [s.step for s in second.session["executed_steps"]] == ["a", "b"]
     assert second.text == "all done"
+
+
+async def test_a_plan_execute_the_executor_calls_leaves_the_outer_state_alone(
+    tmp_path: object,
+) -> None:
+    # The inner PlanExecute shares the session (AgentTool does) and so the same keys; the outer
+    # run's objective, plan and finished steps must survive it, also across a pause inside it.
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    def app(
+        inner_executor: list[str | Reply],
+        outer_executor: list[str | Reply],
+        outer_replanner: list[str | Reply],
+    ) -> PlanExecute:
+        inner = PlanExecute(
+            new_planner(ScriptedModel([plan_json("pay 5")]), name="inner_planner"),
+            new_executor(ScriptedModel(inner_executor), [pay], name="inner_executor"),
+            new_replanner(ScriptedModel(["Paid 5."]), name="inner_replanner"),
+            name="payments",
+            description="Makes payments.",
+        )
+        return PlanExecute(
+            new_planner(ScriptedModel([plan_json("check the bill", "pay the bill")])),
+            new_executor(ScriptedModel(outer_executor), [adk.AgentTool(inner)]),
+            new_replanner(ScriptedModel(outer_replanner)),
+        )
+
+    pay_call = Reply(tool_calls=[tool_call("payments", {"request": "pay 5"})])
+    store = SQLiteCheckpointStore(f"{tmp_path}/checkpoints.db")
+    first = await Runner(
+        app(
+            [Reply(tool_calls=[tool_call("pay", {"amount": 5})])],
+            ["The bill is 5.", pay_call],
+            [update("pay the bill")],
+        ),
+        checkpoint_store=store,
+    ).invoke("settle my bill")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    fresh = app(["Paid."], ["Paid the bill."], ["Bill checked and paid."])
+    second = await Runner(fresh, checkpoint_store=store).invoke_resume(
+        first.checkpoint_id, {"approved": True}
+    )
+    assert second.text == "Bill checked and paid."
+    assert second.session["objective"] == "settle my bill"
+    assert second.session["executed_steps"] == [
+        ExecutedStep(step="check the bill", result="The bill is 5."),
+        ExecutedStep(step="pay the bill", result="Paid the bill."),
+    ]
+    assert second.session["plan"] == Plan(steps=[])
+    await store.aclose()
