@@ -55,6 +55,7 @@ from adk import (
     register_type,
 )
 from adk._aio import closing
+from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED
@@ -498,6 +499,9 @@ class PlanExecute(SequentialAgent):
         name: str = "plan_execute",
         description: str = "",
     ) -> None:
+        # Checked here, not by the inner loop: its error would name a loop the caller never made,
+        # and it would take None for no limit, which this one does not have.
+        check_count(max_iterations, f"PlanExecute {name!r}: max_iterations")
         names = [planner.name, executor.name, replanner.name]
         if len(set(names)) != 3:
             raise ValueError(f"PlanExecute needs three differently named agents, got {names}")

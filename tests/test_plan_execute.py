@@ -254,6 +254,16 @@ async def test_a_planner_whose_custom_output_is_not_a_plan_says_so() -> None:
         await Runner(agent).invoke("chores")
 
 
+@pytest.mark.parametrize(
+    ("limit", "error"), [(0, ValueError), (None, TypeError), (True, TypeError), (2.5, TypeError)]
+)
+def test_max_iterations_is_checked_in_plan_executes_name(limit: Any, error: type) -> None:
+    # Not the inner loop's message ("LoopAgent 'execute_replan'"), nor its None (no limit).
+    roles = new_planner(ScriptedModel([])), new_executor(ScriptedModel([]))
+    with pytest.raises(error, match="PlanExecute 'trip': max_iterations must be an int >= 1"):
+        PlanExecute(*roles, new_replanner(ScriptedModel([])), limit, name="trip")
+
+
 def test_roles_need_distinct_names() -> None:
     with pytest.raises(ValueError, match="three differently named agents"):
         PlanExecute(Worker("x"), Worker("x"), Reviewer("r"))
