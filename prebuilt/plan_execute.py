@@ -365,9 +365,13 @@ def _step_state(ctx: RunContext, role: str) -> tuple[object, Plan, list[Executed
     resume the ones saved at the pause. The session's may not be this run's by then: the executor
     may run another ``PlanExecute`` (an ``AgentTool`` shares the session), which keeps its own
     state under the same keys, and a pause inside it checkpoints that."""
+    # The session's are checked also when the saved ones are used: they are written over when
+    # the step finishes, and a checkpoint whose session holds a broken one must say so, not
+    # lose it quietly.
+    session_state = ctx.session.get(OBJECTIVE_KEY, ""), _plan(ctx), _executed(ctx)
     resume = ctx._resume_slot(_STEP_SLOT)
     if resume is None or resume.state is None:
-        return ctx.session.get(OBJECTIVE_KEY, ""), _plan(ctx), _executed(ctx)
+        return session_state
     saved = SavedState(f"plan-execute role '{role}'", resume.state)
     objective, plan, done = (saved.values.get(k) for k in ("objective", "plan", "executed"))
     if not isinstance(plan, Plan):
