@@ -15,8 +15,8 @@ import math
 import os
 import re
 import weakref
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import openai
@@ -35,6 +35,8 @@ __all__ = ["OpenAIChatModel"]
 
 _OPENAI_HOST = "api.openai.com"
 _KEYLESS = "not-needed"  # servers without auth still get a syntactically valid bearer token
+_T = TypeVar("_T")
+
 _TRANSIENT_STATUS = frozenset({408, 409, 429})
 _ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/responses")
 
@@ -207,15 +209,34 @@ class OpenAIChatModel(AsyncCloseable):
     ) -> Message:
         """One model call; the assistant message with usage and ``metadata["finish_reason"]``."""
         self._check_open()
-        request = self._request(messages, tools, options, stream=False)
         self._bind()
+        result = await self._send(messages, tools, options, False, self._create_request)
+        try:
+            return self._to_message(result)
+        except ModelError as exc:  # a 200 answer that is not a completion: see _failure
+            raise self._failure(exc, 1) from exc
+
+    async def _send(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: ModelOptions | None,
+        stream: bool,
+        call: Callable[[dict[str, Any]], Awaitable[_T]],
+    ) -> _T:
+        """``call`` with the request, retried by the retry policy, and sent again adapted while
+        the server refuses something the call can go without (``_adapt``: a field, or some of a
+        schema response format). What the call learns of the response format is remembered only
+        once the server accepts it (``FormatFallback.learn``); a call that still fails raises the
+        server's last answer, noting the first refusal (``_note_refusal``)."""
+        request = self._request(messages, tools, options, stream=stream)
         adapted: set[str] = set()
         trial: FormatFallback | None = None  # what this call learns of the response format
         refusal: ModelError | None = None  # the first answer read as refusing it
         while True:
             try:
                 result = await self._runner.run(
-                    functools.partial(self._create, **request), on_failure=self._failure
+                    functools.partial(call, request), on_failure=self._failure
                 )
                 break
             except ModelError as exc:
@@ -226,13 +247,15 @@ class OpenAIChatModel(AsyncCloseable):
                     raise
                 if refusal is None and trial is not None and trial.active:
                     refusal = exc
-            request = self._request(messages, tools, options, stream=False, trial=trial)
+            request = self._request(messages, tools, options, stream=stream, trial=trial)
         if trial is not None:
             self._formats.learn(trial)  # the server accepted the call with that much less
-        try:
-            return self._to_message(result)
-        except ModelError as exc:  # a 200 answer that is not a completion: see _failure
-            raise self._failure(exc, 1) from exc
+        return result
+
+    def _create_request(self, request: dict[str, Any]) -> Awaitable[Any]:
+        """The non-streaming call for ``request`` (``_send``'s ``call``)."""
+        call: Awaitable[Any] = self._create(**request)
+        return call
 
     async def stream(
         self,
@@ -246,27 +269,9 @@ class OpenAIChatModel(AsyncCloseable):
         The last chunk carries usage (Chat streams ask for ``include_usage``) and the finish reason.
         """
         self._check_open()
-        request = self._request(messages, tools, options, stream=True)
-        adapted: set[str] = set()
-        trial: FormatFallback | None = None  # what this call learns of the response format
-        refusal: ModelError | None = None  # the first answer read as refusing it
-        while True:
-            try:
-                sdk_stream, decoder, first = await self._runner.run(
-                    functools.partial(self._open_stream, request), on_failure=self._failure
-                )
-                break
-            except ModelError as exc:
-                if trial is None and options is not None and options.response_format is not None:
-                    trial = FormatFallback()
-                if not self._adapt(exc, request, options, adapted, trial):
-                    _note_refusal(exc, refusal)
-                    raise
-                if refusal is None and trial is not None and trial.active:
-                    refusal = exc
-            request = self._request(messages, tools, options, stream=True, trial=trial)
-        if trial is not None:
-            self._formats.learn(trial)  # the server accepted the call with that much less
+        sdk_stream, decoder, first = await self._send(
+            messages, tools, options, True, self._open_stream
+        )
         sent = 1
         try:
             yield first
