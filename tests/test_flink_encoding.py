@@ -328,3 +328,111 @@ def test_a_record_without_outputs_whose_session_cannot_be_kept_names_its_run() -
     assert "the session of key 'a'" in failed["error"]["message"]
     assert failed["run_id"] and _conversations(spans) == [failed["run_id"]]
     provider.shutdown()
+
+
+# -- from_list's keyed records: each decoded once ---------------------------------------------------
+class _Source:
+    """Flink's part of a ``from_list`` job, standing in for PyFlink's: the collection, and the
+    ``Row(key, value)`` that ``key_by`` hands to the keyed operator."""
+
+    def __init__(self, elements: list[Any]) -> None:
+        self.elements = elements
+        self.selector: Any = None
+        self.function: Any = None
+
+    def from_collection(self, elements: list[Any], type_info: Any) -> _Source:
+        return _Source(list(elements))
+
+    def key_by(self, selector: Any, key_type: Any = None) -> _Source:
+        self.selector = selector
+        return self
+
+    def process(self, function: Any, output_type: Any) -> _Source:
+        self.function = function
+        return self
+
+    @staticmethod
+    def ordered_wait(stream: _Source, function: Any, *args: Any, **kwargs: Any) -> _Source:
+        stream.function = function
+        return stream
+
+    def run(self, durable: bool) -> list[dict[str, Any]]:
+        """Each element through ``key_by``'s selector and then the operator, as Flink would."""
+        function, texts = self.function, []
+        if durable:
+            states: dict[Any, _KeyedState] = {}
+            function.open(_KeyedState("unused"))
+            try:
+                for element in self.elements:
+                    key = self.selector(element)
+                    state = states.setdefault(key, _KeyedState(key))
+                    function._state = state
+                    texts += function.process_element(element, state)
+            finally:
+                function.close()
+            return _texts_of(texts)
+
+        async def each() -> None:
+            for element in self.elements:
+                texts.extend(await function.async_invoke(Row(self.selector(element), element)))
+
+        try:
+            asyncio.run(each())
+        finally:
+            function.close()
+        return _texts_of(texts)
+
+
+@action(InputEvent)
+def tally(event: InputEvent, ctx: ActionContext) -> None:
+    memory = ctx.short_term_memory
+    memory.set("seen", [*memory.get("seen", []), event.input["n"]])
+    ctx.send_event(OutputEvent(output=memory.get("seen")))
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize(
+    ("key", "keys"),
+    [
+        ("id", ["a", "b", "a", "b"]),
+        # A tuple key travels as JSON and comes back a tuple (a session's key must be hashable).
+        (lambda r: (r["id"], r["n"] > 1), [["a", False], ["b", False], ["a", True], ["b", True]]),
+    ],
+)
+def test_from_lists_keyed_records_are_decoded_once_each(
+    monkeypatch: pytest.MonkeyPatch, durable: bool, key: Any, keys: list[Any]
+) -> None:
+    """The key was found by decoding each record's JSON in ``key_by`` and the operator decoded it
+    again to run it: now the key travels with the record and the record is decoded once."""
+    from adk.execution import _flink
+
+    decoded: list[Any] = []
+
+    def loads(text: str | bytes, **options: Any) -> Any:
+        value = json.loads(text, **options)
+        if isinstance(value, dict) and "n" in value:  # a record, not a key or a kept session
+            decoded.append(value["n"])
+        return value
+
+    monkeypatch.setattr(_flink, "json", type("Json", (), {"loads": loads, "dumps": json.dumps}))
+    monkeypatch.setattr(_flink, "AsyncDataStream", _Source)
+    env = FlinkExecutionEnvironment(_Source([]), durable_memory=durable)  # type: ignore[arg-type]
+    records = [{"id": "ab"[n % 2], "n": n} for n in range(4)]
+    applied = env.from_list(records, key=key).apply(ActionAgent("t", actions=[tally]))
+    source = applied.to_datastream()
+    assert isinstance(source, _Source)
+    outputs = source.run(durable)
+    assert sorted(decoded) == [0, 1, 2, 3]
+    assert [o["key"] for o in outputs] == keys
+    expected = [[0], [1], [0, 2], [1, 3]] if key == "id" else [[0], [1], [2], [3]]
+    assert [o["output"] for o in outputs] == expected
+
+
+def test_from_list_names_a_record_whose_key_cannot_be_found_or_sent() -> None:
+    """The key is found where the records are listed, so a bad one is refused there, naming the
+    record, instead of failing the job in a worker."""
+    env = _environment()
+    with pytest.raises(ValueError, match=r"the key of record 1 could not be found: KeyError"):
+        env.from_list([{"id": "a"}, {"name": "b"}], key="id")
+    with pytest.raises(ValueError, match=r"the key of record 0 \(nan\) cannot travel as JSON"):
+        env.from_list([{"score": "nan"}], key=lambda r: float(r["score"]))

@@ -37,7 +37,7 @@ from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
 from contextlib import suppress
 from typing import Any, TypeVar
 
-from pydantic_core import to_json
+from pydantic_core import to_json, to_jsonable_python
 from pyflink.common import Row, Time, Types
 from pyflink.datastream import (
     AsyncDataStream,
@@ -139,10 +139,20 @@ class FlinkExecutionEnvironment:
     def from_list(self, records: Iterable[Any], key: KeySelector = None) -> FlinkKeyedInput:
         """Records from a list (a bounded source, e.g. for tests and small jobs). They travel as
         JSON text, not pickles: each must be JSON data or a pydantic model (which arrives as its
-        JSON data); NaN, infinity or an over-long int is a ``ValueError`` naming the record."""
-        texts = [_json_text(record, f"record {index}") for index, record in enumerate(records)]
-        stream = self.env.from_collection(texts, type_info=Types.STRING())
-        return FlinkKeyedInput(self, stream, checked_key(key), json_records=True)
+        JSON data); NaN, infinity or an over-long int is a ``ValueError`` naming the record.
+
+        ``key`` is applied here, to each record's JSON data (what the agent gets), and the key
+        travels with the record as JSON text too (a tuple comes back a tuple): the workers then
+        decode each record once, to run it, instead of once more to find its key. A record whose
+        key cannot be found, or cannot travel as JSON, is a ``ValueError`` naming it."""
+        selector = checked_key(key)
+        if selector is None:
+            texts = [_json_text(record, f"record {index}") for index, record in enumerate(records)]
+            stream = self.env.from_collection(texts, type_info=Types.STRING())
+        else:
+            rows = _keyed_rows(selector, records)
+            stream = self.env.from_collection(rows, type_info=_KEYED_ROW)
+        return FlinkKeyedInput(self, stream, selector, json_records=True)
 
 
 class FlinkKeyedInput:
@@ -166,19 +176,20 @@ class FlinkKeyedInput:
             raise TypeError(f"apply takes an Agent or a function that builds one, not {agent!r}")
         env = self._env
         parse = json.loads if self._json_records else None
+        # from_list's keyed records are Row(key JSON, record JSON), keyed by the key's text.
+        json_keys = self._json_records and self._key is not None
         stream = self._stream
-        if self._key is not None:
+        if json_keys:
+            stream = stream.key_by(_key_text, key_type=Types.STRING())
+        elif self._key is not None:
             selector = self._key
-            if parse is not None:
-                stream = stream.key_by(lambda text: key_of(selector, json.loads(text), 0))
-            else:
-                stream = stream.key_by(lambda record: key_of(selector, record, 0))
+            stream = stream.key_by(lambda record: key_of(selector, record, 0))
         if env.durable_memory:
             if self._key is None:
                 raise ValueError(
                     "durable_memory keeps memory per key: give from_list/from_datastream a key"
                 )
-            function = _KeyedStateFunction(agent, env, parse)
+            function = _KeyedStateFunction(agent, env, parse, json_keys=json_keys)
             outputs = stream.process(function, output_type=Types.STRING())
         else:
             # A record waits behind at most max_concurrency - 1 records of its key, each cut off
@@ -186,7 +197,7 @@ class FlinkKeyedInput:
             backstop = env.timeout * env.max_concurrency + _BACKSTOP_GRACE
             outputs = AsyncDataStream.ordered_wait(
                 stream,
-                _AgentFunction(agent, env, self._key is not None, parse),
+                _AgentFunction(agent, env, self._key is not None, parse, json_keys=json_keys),
                 Time.milliseconds(int(backstop * 1000)),
                 capacity=env.max_concurrency,
                 output_type=Types.STRING(),
@@ -224,9 +235,11 @@ class _WorkerAgent:
         agent: AgentSource,
         env: FlinkExecutionEnvironment,
         parse: Callable[[str], Any] | None,
+        json_keys: bool = False,
     ) -> None:
         self._agent = agent
         self._parse = parse
+        self._json_keys = json_keys
         self._resources = env.resources
         self._callbacks = env.callbacks
         self._store = env.checkpoint_store
@@ -281,7 +294,15 @@ class _WorkerAgent:
                 asyncio.run(asyncio.wait_for(runner.aclose(), 30))
 
     def _record(self, value: Any) -> Any:
+        """The record that ``value`` carries: from_list's JSON decoded (once), with a key a
+        ``Row(key JSON, record JSON)`` whose record is its second field."""
+        if self._json_keys:
+            value = value[1]
         return self._parse(value) if self._parse is not None else value
+
+    def _key(self, key: Any) -> Hashable:
+        """The key Flink hands over, as the key selector gave it (see ``_keyed_rows``)."""
+        return _decoded_key(key) if self._json_keys else key
 
     def _leaving(
         self,
@@ -329,8 +350,9 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         env: FlinkExecutionEnvironment,
         keyed: bool,
         parse: Callable[[str], Any] | None,
+        json_keys: bool = False,
     ) -> None:
-        super().__init__(agent, env, parse)
+        super().__init__(agent, env, parse, json_keys)
         self._keyed = keyed
         self._timeout = env.timeout
         self._sessions: dict[Hashable, dict[str, Any]] = {}
@@ -348,7 +370,9 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
     async def async_invoke(self, value: Any) -> list[str]:
         index = next(self._numbers)
         if self._keyed:  # after key_by, PyFlink hands over Row(key, record)
-            key, record = (value[0], value[1]) if isinstance(value, Row) else (None, value)
+            key, record = (
+                (self._key(value[0]), value[1]) if isinstance(value, Row) else (None, value)
+            )
         else:
             key, record = ("record", index), value
         task = asyncio.current_task()
@@ -382,7 +406,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         """Flink's backstop timer fired (on a thread of its own): cancel the record and fail it
         like any record, so ``on_error="emit"`` makes it an output instead of failing the job."""
         keyed = self._keyed and isinstance(value, Row)
-        unknown = (None, value[0] if keyed else None, -1, None)
+        unknown = (None, self._key(value[0]) if keyed else None, -1, None)
         task, key, index, run_id = self._running.get(id(value), unknown)
         loop = self._loop
         if task is not None and loop is not None and not loop.is_closed():
@@ -399,9 +423,13 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
     run one at a time per instance, on an event loop of the worker's own."""
 
     def __init__(
-        self, agent: AgentSource, env: FlinkExecutionEnvironment, parse: Callable[[str], Any] | None
+        self,
+        agent: AgentSource,
+        env: FlinkExecutionEnvironment,
+        parse: Callable[[str], Any] | None,
+        json_keys: bool = False,
     ) -> None:
-        super().__init__(agent, env, parse)
+        super().__init__(agent, env, parse, json_keys)
         self._state: Any = None
         self._thread: _LoopThread | None = None
 
@@ -421,7 +449,8 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
 
     def process_element(self, value: Any, ctx: Any) -> Iterator[str]:
         assert self._thread is not None, "the function was not opened"
-        index, key, record = next(self._numbers), ctx.get_current_key(), self._record(value)
+        index, key = next(self._numbers), self._key(ctx.get_current_key())
+        record = self._record(value)
         stored = self._state.value()
         sessions: dict[Hashable, dict[str, Any]] = {}
         if stored is not None:
@@ -464,6 +493,56 @@ class _LoopThread:
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+_KEYED_ROW = Types.ROW([Types.STRING(), Types.STRING()])
+"""A keyed record of ``from_list``: its key's JSON text and its own."""
+
+
+def _keyed_rows(selector: KeySelector, records: Iterable[Any]) -> list[Row]:
+    """``records`` as they travel with a key: each one's key (of its JSON data, as the agent gets
+    it) and the record, each as JSON text. Every record is checked before any key is found, so
+    a record JSON cannot hold is named as such, wherever the key selector would fail first."""
+    data = [to_jsonable_python(record) for record in records]  # what decoding its text gives
+    texts = [_json_text(value, f"record {index}") for index, value in enumerate(data)]
+    return [
+        Row(_key_json(selector, value, index), text)
+        for index, (value, text) in enumerate(zip(data, texts, strict=True))
+    ]
+
+
+def _key_json(selector: KeySelector, data: Any, index: int) -> str:
+    try:
+        key = key_of(selector, data, index)
+    except Exception as exc:
+        raise ValueError(
+            f"the key of record {index} could not be found: {type(exc).__name__}: {exc}"
+        ) from exc
+    try:
+        return _json_text(key, f"the key of record {index}")
+    except ValueError as exc:
+        raise ValueError(
+            f"the key of record {index} ({key!r}) cannot travel as JSON: {exc}"
+        ) from exc
+
+
+def _key_text(row: Row) -> str:
+    """``key_by``'s selector for ``from_list``'s keyed records: the key's text, found without
+    decoding the record."""
+    text: str = row[0]
+    return text
+
+
+def _decoded_key(text: str) -> Hashable:
+    """A key from its JSON text: JSON's arrays back as tuples (a key is hashable, so an array was
+    a tuple)."""
+    key = json.loads(text)
+    found: Hashable = _tupled(key) if type(key) is list else key
+    return found
+
+
+def _tupled(value: Any) -> Any:
+    return tuple(_tupled(item) for item in value) if type(value) is list else value
 
 
 def _as_json(output: KeyedOutput, failed: bool = False) -> str:
