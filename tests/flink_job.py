@@ -16,7 +16,8 @@ import contextlib
 import json
 from typing import Any
 
-from pyflink.common import Types
+from pyflink.common import Configuration, Types
+from pyflink.datastream import StreamExecutionEnvironment
 
 from adk import Message, Resources, Role, tool
 from adk.actions import (
@@ -29,6 +30,7 @@ from adk.actions import (
     action,
 )
 from adk.execution import FlinkExecutionEnvironment
+from adk.execution._flink import _why_state_is_restored
 from adk.testing import Reply, ScriptedModel, tool_call
 
 CUSTOMERS = ("ann", "bob", "cat", "dan")
@@ -158,6 +160,32 @@ def scores(durable_memory: bool) -> list[dict[str, Any]]:
     return env.from_list(SCORES, key="id").apply(agent).to_list()
 
 
+def checkpointed() -> dict[str, list[dict[str, Any]]]:
+    """The async operator in a job with checkpointing on: the ledger, which keeps memory, fails
+    every record instead of keeping memory a restore would lose; an agent that keeps none runs."""
+    Ledger.company, Ledger.wait_for_company = None, False
+    env = FlinkExecutionEnvironment(on_error="emit", max_concurrency=8, resources=build_resources)
+    env.env.set_parallelism(2)
+    env.env.enable_checkpointing(600_000)  # on; none is taken in this short job
+    ledger = env.from_list(RECORDS, key="customer").apply(lambda: Ledger("ledger")).to_list()
+    shouted = env.from_list(["ab", "cd"], key=lambda text: text).apply(
+        ActionAgent("shout", actions=[shout])
+    )
+    return {"ledger": ledger, "shout": shouted.to_list()}
+
+
+def restore_reasons() -> list[str | None]:
+    """Why a job of each environment would restore state, as apply finds it: none, checkpointing,
+    a savepoint to start from (set as ``flink run -s`` sets it)."""
+    plain = StreamExecutionEnvironment.get_execution_environment()
+    checkpointing = StreamExecutionEnvironment.get_execution_environment()
+    checkpointing.enable_checkpointing(1000)
+    config = Configuration()
+    config.set_string("execution.state-recovery.path", "file:///savepoints/savepoint-1")
+    savepoint = StreamExecutionEnvironment.get_execution_environment(config)
+    return [_why_state_is_restored(env) for env in (plain, checkpointing, savepoint)]
+
+
 def main() -> None:
     # Each pipeline is a job of its own, in one process (the later ones reuse the running JVM).
     jobs = {
@@ -166,6 +194,8 @@ def main() -> None:
         "unkeyed": unkeyed(),
         "scores": scores(durable_memory=False),
         "scores_durable": scores(durable_memory=True),
+        "checkpointed": checkpointed(),
+        "restore_reasons": restore_reasons(),
     }
     print(json.dumps(jobs))
 

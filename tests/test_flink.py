@@ -60,6 +60,33 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
     assert sorted(o["output"] for o in jobs["unkeyed"]) == ["AB", "CD", "EF"]
     _check_scores(jobs["scores"], durable=False)
     _check_scores(jobs["scores_durable"], durable=True)
+    _check_checkpointed(jobs["checkpointed"])
+    plain, checkpointing, savepoint = jobs["restore_reasons"]
+    assert plain is None and checkpointing == "checkpointing is enabled"
+    assert savepoint == (
+        "it starts from the savepoint or checkpoint "
+        "execution.state-recovery.path=file:///savepoints/savepoint-1"
+    )
+
+
+def _check_checkpointed(jobs: dict[str, list[dict[str, Any]]]) -> None:
+    """With checkpointing on, the async operator's memory (in the operator, not in Flink's state)
+    would be lost by a restore: each record that would keep some fails, saying so, rather than
+    leaving it to be lost quietly. An agent keeping no memory runs as usual."""
+    from flink_job import RECORDS
+
+    ledger = jobs["ledger"]
+    assert len(ledger) == len(RECORDS) and all(o["output"] is None for o in ledger)
+    errors = [o["error"] for o in ledger]
+    failed = [e for e in errors if e["type"] == "ActionError"]  # record 5, before any memory
+    assert len(failed) == 1 and "record 5 has a negative amount" in failed[0]["message"]
+    refused = [e for e in errors if e["type"] == "RuntimeError"]
+    assert len(refused) == len(RECORDS) - 1
+    for error in refused:
+        assert "keeps session values (memory) for its key" in error["message"]
+        assert "(checkpointing is enabled)" in error["message"]
+        assert "durable_memory=True" in error["message"]
+    assert sorted(o["output"] for o in jobs["shout"]) == ["AB", "CD"]
 
 
 def _check_scores(outputs: list[dict[str, Any]], durable: bool) -> None:

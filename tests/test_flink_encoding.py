@@ -351,6 +351,23 @@ class _Source:
         self.function = function
         return self
 
+    # What apply reads of the environment: no checkpointing, no savepoint to start from.
+    def get_checkpoint_config(self) -> _Source:
+        return self
+
+    def is_checkpointing_enabled(self) -> bool:
+        return False
+
+    @property
+    def _j_stream_execution_environment(self) -> _Source:
+        return self
+
+    def getConfiguration(self) -> _Source:  # Java's name
+        return self
+
+    def toMap(self) -> dict[str, str]:
+        return {}
+
     @staticmethod
     def ordered_wait(stream: _Source, function: Any, *args: Any, **kwargs: Any) -> _Source:
         stream.function = function
@@ -436,3 +453,51 @@ def test_from_list_names_a_record_whose_key_cannot_be_found_or_sent() -> None:
         env.from_list([{"id": "a"}, {"name": "b"}], key="id")
     with pytest.raises(ValueError, match=r"the key of record 0 \(nan\) cannot travel as JSON"):
         env.from_list([{"score": "nan"}], key=lambda r: float(r["score"]))
+
+
+# -- the async operator in a job that restores state ------------------------------------------------
+_RESTORES = "checkpointing is enabled"
+
+
+def _tallies(restores: str | None, **options: Any) -> _AgentFunction:
+    agent = ActionAgent("t", actions=[tally])
+    return _AgentFunction(agent, _environment(**options), True, None, restores=restores)
+
+
+def test_a_record_keeping_memory_fails_where_a_restore_would_lose_it() -> None:
+    """The async operator keeps a key's memory in its own memory, which no checkpoint holds: in a
+    job that restores state (checkpointing, a savepoint), a restore would run the key on empty
+    memory without a word. So a record that would keep memory fails, saying why, and keeps none:
+    there is nothing for a restore to lose."""
+    function = _tallies(_RESTORES, on_error="emit")
+    rows = (Row("a", {"n": 0}), Row("a", {"n": 1}))
+    first, second = _invoked(function, *rows)
+    for outputs in (first, second):
+        assert isinstance(outputs, list)
+        [failed] = outputs
+        assert failed["output"] is None and failed["error"]["type"] == "RuntimeError"
+        message = failed["error"]["message"]
+        assert "keeps session values (memory) for its key" in message
+        assert "(checkpointing is enabled)" in message and "durable_memory=True" in message
+        assert failed["run_id"]
+    assert function._sessions == {}
+
+    [failure] = _invoked(_tallies(_RESTORES), Row("a", {"n": 0}))
+    assert isinstance(failure, RecordError) and "durable_memory=True" in str(failure)
+
+
+def test_in_such_a_job_a_record_keeping_no_memory_runs_as_usual() -> None:
+    shouting = _AgentFunction(
+        ActionAgent("s", actions=[keep_nothing]), _environment(), True, None, restores=_RESTORES
+    )
+    [outputs] = _invoked(shouting, Row("a", {"n": 0}))
+    assert isinstance(outputs, list) and outputs[0]["output"] == 0 and outputs[0]["error"] is None
+    # And a job that restores nothing keeps memory in the operator, as before.
+    first, second = _invoked(_tallies(None), Row("a", {"n": 0}), Row("a", {"n": 1}))
+    assert isinstance(first, list) and isinstance(second, list)
+    assert (first[0]["output"], second[0]["output"]) == ([0], [0, 1])
+
+
+@action(InputEvent)
+def keep_nothing(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output=event.input["n"]))

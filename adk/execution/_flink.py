@@ -11,9 +11,12 @@ fails.
 What differs from the local environment, because of what PyFlink offers:
 
 - **Per-key sessions (and so short-term memory) live in the operator instance's memory.** PyFlink's
-  async operator has no keyed state, so they are not in Flink's state and do not survive a failover
-  or a rescale. ``durable_memory=True`` runs a ``KeyedProcessFunction`` instead: sessions in Flink's
-  keyed state (checkpointed, restored on failover), records one at a time per parallel instance.
+  async operator has no keyed state (docs/event_driven.md says why), so they are not in Flink's
+  state and do not survive a failover or a rescale. In a job that restores state (checkpointing
+  on, or started from a savepoint), a record that would keep session values fails instead, saying
+  so, rather than leave memory that a restore would lose without a word.
+  ``durable_memory=True`` runs a ``KeyedProcessFunction`` instead: sessions in Flink's keyed state
+  (checkpointed, restored on failover), records one at a time per parallel instance.
 - **The agent and resources are built in each worker.** ``apply`` takes an agent, or a function
   that builds one; ``resources`` and ``callbacks`` are functions too, because MCP sessions and HTTP
   clients cannot be shipped to a worker. PyFlink ships these functions with cloudpickle, the way it
@@ -92,7 +95,9 @@ class FlinkExecutionEnvironment:
     ``durable_memory=True`` keeps each key's session (and so short-term memory) in Flink's keyed
     state instead, where it is part of Flink's checkpoints and survives a failover; the price is
     one record at a time per parallel instance (a ``KeyedProcessFunction``), so throughput comes
-    from parallelism alone. ``max_concurrency`` and ``timeout`` do not apply then.
+    from parallelism alone. ``max_concurrency`` and ``timeout`` do not apply then. Without it, a
+    job that restores state (checkpointing enabled when ``apply`` is called, or a savepoint to
+    start from) fails each record that would keep session values, as a restore would lose them.
     """
 
     def __init__(
@@ -195,9 +200,11 @@ class FlinkKeyedInput:
             # A record waits behind at most max_concurrency - 1 records of its key, each cut off
             # at ``timeout``: Flink's timer (from the record's arrival) fires only past all that.
             backstop = env.timeout * env.max_concurrency + _BACKSTOP_GRACE
+            keyed = self._key is not None
+            restores = _why_state_is_restored(env.env) if keyed else None
             outputs = AsyncDataStream.ordered_wait(
                 stream,
-                _AgentFunction(agent, env, self._key is not None, parse, json_keys=json_keys),
+                _AgentFunction(agent, env, keyed, parse, json_keys=json_keys, restores=restores),
                 Time.milliseconds(int(backstop * 1000)),
                 capacity=env.max_concurrency,
                 output_type=Types.STRING(),
@@ -351,9 +358,11 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         keyed: bool,
         parse: Callable[[str], Any] | None,
         json_keys: bool = False,
+        restores: str | None = None,
     ) -> None:
         super().__init__(agent, env, parse, json_keys)
         self._keyed = keyed
+        self._restores = restores
         self._timeout = env.timeout
         self._sessions: dict[Hashable, dict[str, Any]] = {}
         self._tails: dict[Hashable, asyncio.Future[None]] = {}
@@ -395,12 +404,31 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
                 mine = {key: sessions[key]} if key in sessions else {}
             outputs = await run_record(runner, mine, index, key, record, self._timeout, run_id)
             commit = (lambda: sessions.update(mine)) if mine else None
+            if commit is not None and self._restores is not None:
+                outputs, commit = [self._not_kept(index, key, record, run_id)], None
             return self._leaving(outputs, index, key, record, run_id, commit)
         finally:
             done.set_result(None)
             if self._tails.get(key) is done:
                 del self._tails[key]
             self._running.pop(id(value), None)
+
+    def _not_kept(self, index: int, key: Hashable, record: Any, run_id: str) -> KeyedOutput:
+        """The failure of a record that would keep session values (memory) for its key in a job
+        that restores state: they would live only in this operator's memory, and a restore would
+        run the key's next records on none, silently (see ``_why_state_is_restored``). Failing
+        the record drops its writes, so no key ever has memory that a restore could lose."""
+        exc = RuntimeError(
+            f"record {index} (key {key!r}) keeps session values (memory) for its key, which "
+            "the async operator holds in its own memory, not in Flink's state (PyFlink's async "
+            f"operator has no keyed state); this job restores state ({self._restores}), and a "
+            "restore would run the key's next records without them. Use "
+            "FlinkExecutionEnvironment(durable_memory=True) to keep memory in keyed state, or "
+            "an agent that keeps no session values"
+        )
+        return KeyedOutput(
+            key, index, record, error=ErrorInfo.of(exc), run_id=run_id, _exception=exc
+        )
 
     def timeout(self, value: Any) -> list[str]:
         """Flink's backstop timer fired (on a thread of its own): cancel the record and fail it
@@ -493,6 +521,25 @@ class _LoopThread:
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+_RECOVERY_OPTIONS = ("execution.state-recovery.path", "execution.savepoint.path")
+"""Where a job is told to start from a savepoint or checkpoint (Flink 2's name, then 1's)."""
+
+
+def _why_state_is_restored(env: StreamExecutionEnvironment) -> str | None:
+    """Why a job of ``env`` would restore its operators' state, or ``None`` if it never does:
+    with checkpointing on, a failover (and a rescale) restores the last checkpoint and its source
+    goes on from there; a job started from a savepoint or checkpoint restores that one. Read when
+    the agent is applied, as PyFlink ships the operator's function then."""
+    if env.get_checkpoint_config().is_checkpointing_enabled():
+        return "checkpointing is enabled"
+    options = env._j_stream_execution_environment.getConfiguration().toMap()
+    for option in _RECOVERY_OPTIONS:
+        path = options.get(option)
+        if path:
+            return f"it starts from the savepoint or checkpoint {option}={path}"
+    return None
 
 
 _KEYED_ROW = Types.ROW([Types.STRING(), Types.STRING()])
