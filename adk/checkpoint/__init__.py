@@ -11,7 +11,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .memory import InMemoryCheckpointStore
-from .store import CheckpointStore, CheckpointStoreError, ClaimingCheckpointStore
+from .store import (
+    CheckpointStore,
+    CheckpointStoreError,
+    ClaimingCheckpointStore,
+    ListingCheckpointStore,
+)
 
 if TYPE_CHECKING:
     from .postgres import PostgresCheckpointStore
@@ -23,6 +28,7 @@ __all__ = [
     "CheckpointStoreError",
     "ClaimingCheckpointStore",
     "InMemoryCheckpointStore",
+    "ListingCheckpointStore",
     "PostgresCheckpointStore",
     "RedisCheckpointStore",
     "SQLiteCheckpointStore",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .store import _check_data, _check_id
+from collections.abc import AsyncIterator
+
+from .store import _check_data, _check_id, _check_prefix
 
 __all__ = ["InMemoryCheckpointStore"]
 
@@ -29,5 +31,16 @@ class InMemoryCheckpointStore:
     async def delete(self, id: str) -> None:
         self._data.pop(_check_id(id), None)
 
+    def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """As ``ListingCheckpointStore.ids``: the ids held when the listing starts (a copy, so
+        puts and deletes meanwhile cannot break it)."""
+        start = _check_prefix(prefix)
+        return _each([key for key in self._data if key.startswith(start)])
+
     def __repr__(self) -> str:
         return f"InMemoryCheckpointStore({len(self._data)} checkpoints)"
+
+
+async def _each(ids: list[str]) -> AsyncIterator[str]:
+    for id in ids:
+        yield id

@@ -19,6 +19,13 @@ Claims (one resume of a checkpoint at a time, across processes) are rows of a se
 ``<table>_claims``, taken with one conditional upsert and timed by the server's clock, so the
 clients' clocks need not agree.
 
+``ids`` reads the ids a page (``_PAGE``) at a time, each page one statement in the primary key's
+order after the last id of the page before (keyset pagination): no cursor or transaction stays open
+while the caller works through a page, each page is an operation of its own (timeout and retry
+included), and a put or delete meanwhile cannot make it skip or repeat an id that stays. A prefix
+is tested with ``starts_with``, not as a range of the order: in the database's collation (often not
+``C``) the ids that start with a prefix need not be one run of it.
+
 Only this module imports ``asyncpg``; ``adk.checkpoint`` loads it on first use of the class.
 """
 
@@ -28,7 +35,7 @@ import asyncio
 import contextlib
 import hashlib
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
@@ -42,14 +49,19 @@ from .store import (
     _check_data,
     _check_id,
     _check_owner,
+    _check_prefix,
     _ClosableStore,
     _InUse,
+    _listable,
     _positive_seconds,
     _redact,
     _store_error,
 )
 
 __all__ = ["PostgresCheckpointStore"]
+
+_PAGE = 1000
+"""Ids read per statement while listing: few round trips, little held at once."""
 
 T = TypeVar("T")
 
@@ -146,6 +158,11 @@ class PostgresCheckpointStore(_ClosableStore):
             "ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at"
         )
         self._delete_sql = f"DELETE FROM {qualified} WHERE id = $1"
+        # $1: the last id of the page before (NULL for the first page), $2: the prefix.
+        self._ids_sql = (
+            f"SELECT id FROM {qualified} WHERE ($1::text IS NULL OR id > $1) "
+            f"AND starts_with(id, $2) ORDER BY id LIMIT {_PAGE}"
+        )
         self._create_claims_sql = (
             f"CREATE TABLE IF NOT EXISTS {claims} (id text PRIMARY KEY, owner text NOT NULL, "
             "expires_at timestamptz NOT NULL)"
@@ -194,6 +211,27 @@ class PostgresCheckpointStore(_ClosableStore):
             await conn.execute(self._delete_sql, key)
 
         await self._call("delete", key, run)
+
+    def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """As ``ListingCheckpointStore.ids``, in the primary key's order, 1000 ids per statement;
+        claims are rows of another table and never listed."""
+        return self._ids(_check_prefix(prefix))
+
+    async def _ids(self, prefix: str) -> AsyncIterator[str]:
+        after: str | None = None
+        while True:
+
+            async def page(conn: Any, after: str | None = after) -> list[str]:
+                rows = await conn.fetch(self._ids_sql, after, prefix)
+                return [row[0] for row in rows]
+
+            ids = await self._call("ids", None, page)
+            for key in ids:
+                if _listable(key):
+                    yield key
+            if len(ids) < _PAGE:
+                return
+            after = ids[-1]
 
     async def claim(self, id: str, owner: str) -> bool:
         """As ``ClaimingCheckpointStore.claim``; one conditional upsert, timed by the server's
@@ -245,7 +283,7 @@ class PostgresCheckpointStore(_ClosableStore):
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore({self._where!r}, table={self._table!r})"
 
-    async def _call(self, operation: str, key: str, run: Callable[[Any], Awaitable[T]]) -> T:
+    async def _call(self, operation: str, key: str | None, run: Callable[[Any], Awaitable[T]]) -> T:
         """``run`` on a pooled connection within ``timeout``, retried once on a fresh connection
         when the connection was lost; failures become ``CheckpointStoreError``."""
         pool = self._current_pool()

@@ -13,6 +13,13 @@ A claim (one resume of a checkpoint at a time, across processes) is a key beside
 holding the owner and expiring with Redis's own ``PX``; taking and releasing it are Lua scripts,
 atomic on the server.
 
+``ids`` walks the keyspace with ``SCAN`` (never ``KEYS``, which blocks the server for as long as
+it takes to list every key), matching the store's key prefix and the ids' prefix, string keys
+only, a batch (``_SCAN_COUNT`` keys asked for) per command; claim keys and keys no ``put`` could
+have written are left out. ``SCAN`` may return a key twice (when the server resizes its table
+mid-walk), so the ids listed so far are remembered to list each once: about 100 bytes per id,
+never the checkpoints.
+
 Only this module imports ``redis``; ``adk.checkpoint`` loads it on first use of the class.
 """
 
@@ -20,7 +27,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from redis.asyncio import Redis
@@ -34,8 +42,10 @@ from .store import (
     _check_data,
     _check_id,
     _check_owner,
+    _check_prefix,
     _ClosableStore,
     _InUse,
+    _listable,
     _positive_seconds,
     _redact,
     _store_error,
@@ -57,6 +67,10 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
 """
 _CLAIM_SUFFIX = "\x00claim"
+_SCAN_COUNT = 1000
+"""Keys each ``SCAN`` looks at (Redis's hint): few round trips, no long stall of the server."""
+_GLOB_SPECIAL = str.maketrans({c: "\\" + c for c in "\\*?[]^"})
+"""Escapes the characters ``SCAN MATCH`` reads as a pattern, so a prefix is taken literally."""
 
 
 class RedisCheckpointStore(_ClosableStore):
@@ -127,6 +141,35 @@ class RedisCheckpointStore(_ClosableStore):
         key = _check_id(id)
         await self._run("delete", key, lambda redis: redis.delete(self._prefix + key))
 
+    def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """As ``ListingCheckpointStore.ids``: ``SCAN`` over the keys under the store's prefix then
+        ``prefix``, string keys only (``TYPE string``, Redis 6+); claim keys are not listed."""
+        return self._ids(_check_prefix(prefix))
+
+    async def _ids(self, prefix: str) -> AsyncIterator[str]:
+        start = (self._prefix + prefix).encode()
+        pattern = (self._prefix + prefix).translate(_GLOB_SPECIAL).encode() + b"*"
+        skip = len(self._prefix.encode())
+        seen: set[bytes] = set()
+        cursor: int = 0
+        while True:
+            cursor, keys = await self._run(
+                "ids", None, partial(_scan, cursor=cursor, pattern=pattern)
+            )
+            for raw in keys:
+                key = raw if isinstance(raw, bytes) else str(raw).encode()
+                if key in seen or not key.startswith(start):
+                    continue
+                seen.add(key)
+                try:
+                    id = key[skip:].decode("utf-8")
+                except UnicodeDecodeError:
+                    continue  # not written by put (its ids are text): someone else's key
+                if _listable(id):  # not a claim key (a NUL), nor a key no get could read
+                    yield id
+            if not cursor:
+                return
+
     async def claim(self, id: str, owner: str) -> bool:
         """As ``ClaimingCheckpointStore.claim``: a Lua script, atomic on the server, sets the claim
         key, which Redis expires itself (``PX``)."""
@@ -164,7 +207,9 @@ class RedisCheckpointStore(_ClosableStore):
     def _claim_key(self, key: str) -> str:
         return self._prefix + key + _CLAIM_SUFFIX
 
-    async def _run(self, operation: str, key: str, command: Callable[[Redis], Awaitable[T]]) -> T:
+    async def _run(
+        self, operation: str, key: str | None, command: Callable[[Redis], Awaitable[T]]
+    ) -> T:
         """Run ``command`` on this loop's client within ``timeout``; failures become
         ``CheckpointStoreError``."""
         client = self._use()
@@ -211,6 +256,13 @@ def _eval(redis: Redis, script: str, key: str, *args: str) -> Awaitable[Any]:
     pending: Any = redis.eval(script, 1, key, *args)
     awaitable: Awaitable[Any] = pending
     return awaitable
+
+
+async def _scan(redis: Redis, cursor: int, pattern: bytes) -> tuple[int, list[Any]]:
+    """One ``SCAN`` step: the next cursor (0 when the walk is over) and the keys it found."""
+    found: Any = await redis.scan(cursor, match=pattern, count=_SCAN_COUNT, _type="string")
+    next_cursor, keys = found
+    return int(next_cursor), list(keys)
 
 
 class _Client(_InUse):

@@ -33,6 +33,10 @@ value stays. Several processes may share the file; writers wait up to ``busy_tim
 each other. A task cancelled while its write runs does not stop the write — it either commits whole
 or not at all, like a network store that already sent the request.
 
+``ids`` reads the ids a page (``_PAGE``) at a time, each page one job in the id order of the
+primary key after the last id of the page before (keyset pagination: no transaction stays open
+between pages, and a put or delete meanwhile cannot make it skip or repeat an id that stays).
+
 Claims (one resume of a checkpoint at a time, across the processes sharing the file) are rows of a
 second table, made on the first claim, taken with one conditional upsert: atomic under SQLite's
 write lock. Expiry uses the
@@ -52,7 +56,7 @@ import threading
 import time
 import weakref
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -62,7 +66,9 @@ from .store import (
     _check_data,
     _check_id,
     _check_owner,
+    _check_prefix,
     _ClosableStore,
+    _listable,
     _positive_seconds,
     _store_error,
 )
@@ -82,6 +88,12 @@ _UPSERT = (
     "ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at"
 )
 _DELETE = f"DELETE FROM {_TABLE} WHERE id = ?"
+# BINARY collation (memcmp of the UTF-8 text): the ids that start with a prefix are one run of
+# the primary key's order, beginning at the prefix itself.
+_IDS_FROM = f"SELECT id FROM {_TABLE} WHERE id >= ? ORDER BY id LIMIT ?"
+_IDS_AFTER = f"SELECT id FROM {_TABLE} WHERE id > ? ORDER BY id LIMIT ?"
+_PAGE = 1000
+"""Ids read per job while listing: few hops between threads, little held at once."""
 _CLAIMS = "pyadk_checkpoint_claims"
 _CLAIMS_SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {_CLAIMS} ("
@@ -140,6 +152,26 @@ def _put(conn: sqlite3.Connection, *, key: str, data: bytes) -> None:
 
 def _delete(conn: sqlite3.Connection, *, key: str) -> None:
     conn.execute(_DELETE, (key,))
+
+
+def _ids_page(
+    conn: sqlite3.Connection, *, prefix: str, after: str | None
+) -> tuple[list[str], str | None]:
+    """The next page of ids starting with ``prefix`` after ``after`` (from the prefix on when
+    None), and where the next page starts (None: the listing is over)."""
+    if after is None:
+        rows = conn.execute(_IDS_FROM, (prefix, _PAGE)).fetchall()
+    else:
+        rows = conn.execute(_IDS_AFTER, (after, _PAGE)).fetchall()
+    ids: list[str] = []
+    for (key,) in rows:
+        if not isinstance(key, str) or not key.startswith(prefix):
+            # Past the prefix's run of ids, or into rows that are not text (a BLOB sorts after
+            # every text): nothing further can match.
+            return ids, None
+        if _listable(key):
+            ids.append(key)
+    return ids, (rows[-1][0] if len(rows) == _PAGE else None)
 
 
 def _without_fsync(conn: sqlite3.Connection, sql: str, parameters: tuple[Any, ...]) -> int:
@@ -254,6 +286,22 @@ class SQLiteCheckpointStore(_ClosableStore):
         key = _check_id(id)
         await self._run("delete", key, partial(_delete, key=key))
 
+    def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """As ``ListingCheckpointStore.ids``, in the ids' order (by their UTF-8 bytes), a page of
+        1000 ids per read; claims are rows of another table and never listed."""
+        return self._ids(_check_prefix(prefix))
+
+    async def _ids(self, prefix: str) -> AsyncIterator[str]:
+        after: str | None = None
+        while True:
+            page, after = await self._run(
+                "ids", None, partial(_ids_page, prefix=prefix, after=after)
+            )
+            for key in page:
+                yield key
+            if after is None:
+                return
+
     async def claim(self, id: str, owner: str) -> bool:
         """As ``ClaimingCheckpointStore.claim``; expiry uses the wall clock the processes on this
         machine share, and the write skips the fsync (a claim need not survive a power loss)."""
@@ -282,7 +330,9 @@ class SQLiteCheckpointStore(_ClosableStore):
     # Opens the worker's connection; a seam for tests that inject faults into a real connection.
     _connect: Callable[[str, float], sqlite3.Connection] = staticmethod(_open_connection)
 
-    async def _run(self, operation: str, key: str, job: Callable[[sqlite3.Connection], T]) -> T:
+    async def _run(
+        self, operation: str, key: str | None, job: Callable[[sqlite3.Connection], T]
+    ) -> T:
         with self._lock:
             if self._worker is None:
                 # A factory without a reference to self: the thread must not keep the store alive.

@@ -22,6 +22,11 @@ None)``. ``aclose`` is not part of the protocol so that a user's three-method st
 The SQLite, Redis and PostgreSQL stores also implement :class:`ClaimingCheckpointStore`: they can
 claim a checkpoint id for one resume at a time across processes (the in-memory store cannot be
 shared by processes, and the runner's in-process guard covers it).
+
+Every built-in store also implements :class:`ListingCheckpointStore`: ``ids(prefix)`` streams the
+ids it holds, so a service can list the runs waiting on a person (``adk.checkpoint.list_pending``)
+instead of keeping a list of its own that drifts from the store. It is optional for the same
+reason: a user's three-method store still works for running and resuming.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -38,7 +43,12 @@ from ..streams import _being_cancelled
 
 T = TypeVar("T")
 
-__all__ = ["CheckpointStore", "CheckpointStoreError", "ClaimingCheckpointStore"]
+__all__ = [
+    "CheckpointStore",
+    "CheckpointStoreError",
+    "ClaimingCheckpointStore",
+    "ListingCheckpointStore",
+]
 
 _MAX_ID_BYTES = 1024
 """Longest id (UTF-8 bytes) any backend accepts; PostgreSQL's index rows cap keys near 2.7 KB."""
@@ -96,12 +106,31 @@ class ClaimingCheckpointStore(CheckpointStore, Protocol):
         ...
 
 
+@runtime_checkable
+class ListingCheckpointStore(CheckpointStore, Protocol):
+    """A store that can also list the checkpoint ids it holds.
+
+    ``ids(prefix)`` checks ``prefix`` when called (``TypeError``/``ValueError``) and returns an
+    async iterator of the ids that start with it (every id for ``None`` or ``""``), in no
+    particular order. It streams: the built-in stores read a page of ids at a time (Redis with
+    ``SCAN``, never ``KEYS``), so listing 100k checkpoints never loads them at once, and no
+    checkpoint bytes are read. Only checkpoint ids are listed, never the stores' own keys or rows
+    (claims). An id present for the whole listing is listed exactly once; one put or deleted
+    meanwhile may or may not be.
+    """
+
+    def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        """The ids of the checkpoints held, those starting with ``prefix`` if given."""
+        ...
+
+
 class CheckpointStoreError(Exception):
     """A checkpoint backend failed: unreachable, refused the operation or lost the connection
     mid-way.
 
     ``backend`` is ``"sqlite"``, ``"redis"``, ``"postgres"`` (or a custom store's name),
-    ``operation`` is ``"get"``, ``"put"``, ``"delete"``, ``"claim"``, ``"release"`` or ``"open"``,
+    ``operation`` is ``"get"``, ``"put"``, ``"delete"``, ``"claim"``, ``"release"``, ``"ids"`` or
+    ``"open"``,
     and ``checkpoint_id`` the id the operation was for (``None`` when it was for none). The
     backend's own exception is the ``__cause__``.
     """
@@ -200,6 +229,33 @@ def _check_id(id: object) -> str:
     if size > _MAX_ID_BYTES:
         raise ValueError(f"checkpoint id is {size} UTF-8 bytes long; the limit is {_MAX_ID_BYTES}")
     return id
+
+
+def _check_prefix(prefix: object) -> str:
+    """A listing's id prefix: ``""`` for none (``None`` or ``""``); refused like an id when no id
+    could start with it, so a typo is an error rather than an empty list."""
+    if prefix is None:
+        return ""
+    if not isinstance(prefix, str):
+        raise TypeError(f"checkpoint id prefix must be a str or None, got {type(prefix).__name__}")
+    if prefix:
+        try:
+            _check_id(prefix)
+        except ValueError as exc:
+            raise ValueError(str(exc).replace("checkpoint id", "checkpoint id prefix", 1)) from None
+    return prefix
+
+
+def _listable(id: str) -> bool:
+    """Whether ``id``, found in a store's table or keyspace, is one ``put`` could have written:
+    rows or keys written by other means (an empty id, a NUL, over-long) are not listed, since no
+    ``get`` could read them."""
+    if not id or "\x00" in id:
+        return False
+    try:
+        return len(id.encode("utf-8")) <= _MAX_ID_BYTES
+    except UnicodeEncodeError:
+        return False
 
 
 def _check_owner(owner: object) -> str:
