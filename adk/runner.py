@@ -38,6 +38,7 @@ from ._hooks import Hooks
 from ._instrument import build_hooks
 from .agent import Agent, AgentInput
 from .checkpoint._claim import _Claim, being_resumed, one_resume
+from .checkpoint._pending import PendingCheckpoint, list_pending
 from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
@@ -739,6 +740,15 @@ class Runner(AsyncCloseable):
             )
         else:
             await _from_store(store.delete(checkpoint_id), "delete", checkpoint_id)
+
+    # -- listing -----------------------------------------------------------------------------
+    def pending(self, prefix: str | None = None) -> AsyncIterator[PendingCheckpoint]:
+        """The checkpoints of paused runs this runner can resume (its agent's, and those that
+        cannot be read, with their ``error``), read from its store without resuming them or
+        running any code: ``adk.checkpoint.list_pending(self.checkpoint_store, prefix,
+        agent=self.agent.name)``. Its store must list its ids (every built-in one does);
+        another is a ``TypeError`` naming what to add."""
+        return list_pending(self.checkpoint_store, prefix, agent=self.agent.name)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def aclose(self) -> None:

@@ -5,7 +5,10 @@ what each paused run waits on without resuming it.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,17 +19,23 @@ import pytest
 import redis.asyncio as aioredis
 from services import PostgresServer, RedisServer, closed_port
 
+from adk import CheckpointError, Message, Runner, RunResult, tool
 from adk.checkpoint import (
     CheckpointStore,
     CheckpointStoreError,
     ClaimingCheckpointStore,
     InMemoryCheckpointStore,
     ListingCheckpointStore,
+    PendingCheckpoint,
     PostgresCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
+    list_pending,
 )
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.checkpoint.sqlite import _ReadOnlySQLiteStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
 
 pytest_plugins = ["services"]
 
@@ -330,3 +339,290 @@ def test_a_three_method_store_is_not_a_listing_one() -> None:
     store = ThreeMethodStore()
     assert isinstance(store, CheckpointStore)
     assert not isinstance(store, ListingCheckpointStore)
+
+
+# --------------------------------------------------------------------------------------------------
+# list_pending / Runner.pending: what paused runs wait on, read without resuming them
+
+paid: list[str] = []
+
+
+@tool(require_approval=True)
+def send_payment(payee: str, amount_cents: int) -> str:
+    """Send money; a person approves every call."""
+    paid.append(payee)
+    return f"sent {amount_cents} cents to {payee}"
+
+
+def pay_model(messages: list[Message]) -> Any:
+    """Pays whoever the last user message names; reports the tool's result."""
+    last = messages[-1]
+    if last.role == "tool":
+        return f"done: {last.content}"
+    payee = last.content.split()[-1]
+    return Reply(tool_calls=[tool_call("send_payment", {"payee": payee, "amount_cents": 100})])
+
+
+def clerk(name: str = "clerk") -> tuple[ReActAgent, ScriptedModel]:
+    model = ScriptedModel(pay_model)
+    return ReActAgent(name, model, tools=[send_payment]), model
+
+
+async def pause(runner: Runner, checkpoint_id: str, payee: str) -> RunResult:
+    result = await runner.invoke(f"pay {payee}", checkpoint_id=checkpoint_id)
+    assert result.interrupt is not None and result.checkpoint_id == checkpoint_id
+    return result
+
+
+async def pending(runner: Runner, prefix: str | None = None) -> dict[str, PendingCheckpoint]:
+    found = [entry async for entry in runner.pending(prefix)]
+    by_id = {entry.checkpoint_id: entry for entry in found}
+    assert len(by_id) == len(found), "an id listed twice"
+    return by_id
+
+
+async def test_pending_shows_what_each_paused_run_waits_on(store: CheckpointStore) -> None:
+    agent, model = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    before = time.time()
+    paused = {
+        "tenant-a/1": await pause(runner, "tenant-a/1", "ACME"),
+        "tenant-a/2": await pause(runner, "tenant-a/2", "Globex"),
+        "tenant-b/1": await pause(runner, "tenant-b/1", "Initech"),
+    }
+    after = time.time()
+    calls, paid_before = len(model.requests), list(paid)
+
+    found = await pending(runner)
+    assert sorted(found) == sorted(paused)
+    for checkpoint_id, result in paused.items():
+        entry = found[checkpoint_id]
+        assert entry.error is None
+        assert entry.agent == "clerk"
+        assert result.interrupt is not None
+        assert [p.model_dump() for p in entry.points] == [
+            p.model_dump() for p in result.interrupt.points
+        ]
+        assert entry.point_ids == result.interrupt.point_ids
+        assert entry.saved_at is not None and before <= entry.saved_at <= after
+        assert entry.run_id  # the paused run's id
+    assert found["tenant-a/2"].points[0].info == {
+        "type": "approval",
+        "tool": "send_payment",
+        "arguments": {"payee": "Globex", "amount_cents": 100},
+        "tool_call_id": found["tenant-a/2"].points[0].info["tool_call_id"],
+    }
+    # Reading them ran nothing: no model call, no tool call.
+    assert (len(model.requests), paid) == (calls, paid_before)
+
+    assert sorted(await pending(runner, "tenant-a/")) == ["tenant-a/1", "tenant-a/2"]
+    assert sorted(await pending(runner, "tenant-b/")) == ["tenant-b/1"]
+    assert await pending(runner, "tenant-c/") == {}
+
+
+async def test_a_resumed_run_leaves_the_list(store: CheckpointStore) -> None:
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    await pause(runner, "run-1", "ACME")
+    await pause(runner, "run-2", "Globex")
+    assert sorted(await pending(runner)) == ["run-1", "run-2"]
+
+    denied = await runner.invoke_resume("run-1", {"approved": False, "reason": "not today"})
+    assert denied.interrupt is None
+    assert sorted(await pending(runner)) == ["run-2"]
+
+    # A refused resume (a mistyped decision) keeps it listed; a finished one removes it.
+    with pytest.raises(ValueError, match="resume data for approval point"):
+        await runner.invoke_resume("run-2", {"approve": True})
+    assert sorted(await pending(runner)) == ["run-2"]
+    again = await runner.invoke_resume("run-2", "yes")
+    assert again.interrupt is None
+    assert await pending(runner) == {}
+
+
+async def test_finished_runs_kept_for_audit_are_not_pending(store: CheckpointStore) -> None:
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store, keep_checkpoints=True)
+    await pause(runner, "audit-1", "ACME")
+    await pause(runner, "audit-2", "Globex")
+    await runner.invoke_resume("audit-1", True)
+    assert await store.get("audit-1") is not None  # kept, marked finished
+    assert sorted(await listed(store)) == ["audit-1", "audit-2"]  # type: ignore[arg-type]
+    assert sorted(await pending(runner)) == ["audit-2"]
+
+
+async def test_corrupt_checkpoints_are_reported_and_the_listing_goes_on(
+    store: CheckpointStore,
+) -> None:
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    await pause(runner, "cp-1", "ACME")
+    good = await store.get("cp-1")
+    assert good is not None
+    payload = good.partition(b"\n")[2]
+
+    def resealed(body: dict[str, Any]) -> bytes:
+        text = json.dumps(body).encode()
+        header = {"format": "pyadk.checkpoint", "version": 1}
+        header["sha256"] = hashlib.sha256(text).hexdigest()  # type: ignore[assignment]
+        return json.dumps(header).encode() + b"\n" + text
+
+    body = json.loads(payload)
+    broken = {
+        "cp-2-garbage": b"not a checkpoint at all",
+        "cp-3-truncated": good[: len(good) // 2],
+        "cp-4-newer": resealed(body).replace(b'"version": 1', b'"version": 9', 1),
+        "cp-5-no-points": resealed({**body, "points": []}),
+        "cp-6-bad-point": resealed({**body, "points": [{"id": 7}]}),
+        "cp-7-unregistered": resealed(
+            {**body, "points": [{**body["points"][0], "info": {"__adk_type__": "x.Gone"}}]}
+        ),
+        "cp-8-no-agent": resealed({k: v for k, v in body.items() if k != "agent"}),
+    }
+    for checkpoint_id, data in broken.items():
+        await store.put(checkpoint_id, data)
+    await pause(runner, "cp-9", "Globex")
+
+    found = await pending(runner)
+    assert sorted(found) == ["cp-1", *sorted(broken), "cp-9"]
+    assert found["cp-1"].error is None and found["cp-9"].error is None
+    assert found["cp-9"].points[0].info["arguments"]["payee"] == "Globex"
+    errors = {cid: str(found[cid].error) for cid in broken}
+    for checkpoint_id, message in errors.items():
+        assert isinstance(found[checkpoint_id].error, CheckpointError)
+        assert message.startswith(f"checkpoint {checkpoint_id!r} "), message
+        entry = found[checkpoint_id]
+        assert (entry.agent, entry.run_id, entry.points, entry.saved_at) == (None, None, [], None)
+    assert "unreadable header" in errors["cp-2-garbage"]
+    assert "checksum does not match" in errors["cp-3-truncated"]
+    assert "format version 9" in errors["cp-4-newer"]
+    assert "it has no pending points" in errors["cp-5-no-points"]
+    assert "is malformed" in errors["cp-6-bad-point"]
+    assert "unregistered type 'x.Gone'" in errors["cp-7-unregistered"]
+    assert "agent is not a str" in errors["cp-8-no-agent"]
+    assert "error=" in repr(found["cp-2-garbage"])
+
+    # Each is refused by a resume the same way, and nothing was lost.
+    with pytest.raises(CheckpointError, match="unreadable header"):
+        await runner.invoke_resume("cp-2-garbage", True)
+    for checkpoint_id, data in broken.items():
+        assert await store.get(checkpoint_id) == data
+
+
+async def test_claims_are_not_pending_checkpoints(store: CheckpointStore) -> None:
+    if not isinstance(store, ClaimingCheckpointStore):
+        pytest.skip("the in-memory store keeps no claims")
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    await pause(runner, "held", "ACME")
+    assert await store.claim("held", "another-worker")  # being resumed elsewhere
+    assert await store.claim("claimed-only", "another-worker")
+    assert sorted(await pending(runner)) == ["held"]  # still pending until that resume ends
+    await store.release("held", "another-worker")
+    await store.release("claimed-only", "another-worker")
+
+
+async def test_runner_pending_lists_only_what_its_agent_can_resume(
+    store: CheckpointStore,
+) -> None:
+    clerk_agent, _ = clerk("clerk")
+    other_agent, _ = clerk("treasurer")
+    clerks = Runner(clerk_agent, checkpoint_store=store)
+    treasurers = Runner(other_agent, checkpoint_store=store)
+    await pause(clerks, "c-1", "ACME")
+    await pause(treasurers, "t-1", "Globex")
+    await store.put("x-broken", b"garbage")  # whose it is cannot be told: both list it
+
+    assert sorted(await pending(clerks)) == ["c-1", "x-broken"]
+    assert sorted(await pending(treasurers)) == ["t-1", "x-broken"]
+    everyone = [entry async for entry in list_pending(store)]  # type: ignore[arg-type]
+    assert sorted(e.checkpoint_id for e in everyone) == ["c-1", "t-1", "x-broken"]
+    only = [e.checkpoint_id async for e in list_pending(store, "t", agent="treasurer")]
+    assert only == ["t-1"]
+
+
+async def test_old_checkpoints_without_a_save_time_list_as_none(store: CheckpointStore) -> None:
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    await pause(runner, "old", "ACME")
+    data = await store.get("old")
+    assert data is not None
+    body = decode_checkpoint(data)
+    del body["saved_at"]  # as pyadk wrote them before it recorded the time
+    await store.put("old", encode_checkpoint(body))
+    (entry,) = (await pending(runner)).values()
+    assert entry.error is None and entry.saved_at is None and entry.point_ids
+
+
+async def test_a_store_that_cannot_list_is_told_what_to_add() -> None:
+    store = ThreeMethodStore()
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    with pytest.raises(TypeError, match=r"ThreeMethodStore has no ids\(\) method: add `def ids"):
+        runner.pending()  # at the call, before any iteration
+    with pytest.raises(TypeError, match="ListingCheckpointStore"):
+        list_pending(store)
+
+
+async def test_bad_arguments_fail_at_the_call() -> None:
+    store = InMemoryCheckpointStore()
+    with pytest.raises(TypeError, match="prefix must be a str or None"):
+        list_pending(store, 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="prefix must not contain NUL"):
+        list_pending(store, "a\x00")
+    with pytest.raises(TypeError, match="agent must be an agent's name"):
+        list_pending(store, agent=["clerk"])  # type: ignore[arg-type]
+
+
+class ListingStore(ThreeMethodStore):
+    """A user's store that lists its ids, with faults to inject."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.extra_ids: list[str] = []
+        self.fail_get: set[str] = set()
+        self.closed = False
+
+    async def get(self, id: str) -> bytes | None:
+        if id in self.fail_get:
+            raise CheckpointStoreError(f"get of {id!r} failed", operation="get", checkpoint_id=id)
+        return await super().get(id)
+
+    async def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        try:
+            for id in [*sorted(self.data), *self.extra_ids]:
+                if id.startswith(prefix or ""):
+                    yield id
+        finally:
+            self.closed = True
+
+
+async def test_a_users_listing_store_works_and_ids_gone_meanwhile_are_skipped() -> None:
+    store = ListingStore()
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    for n in range(40):  # more than a batch of gets
+        await pause(runner, f"run-{n:02d}", f"payee{n}")
+    store.extra_ids = ["run-gone"]  # listed, then resumed before its get
+    found = [entry.checkpoint_id async for entry in runner.pending()]
+    assert found == [f"run-{n:02d}" for n in range(40)]  # the store's order, once each
+    assert store.closed
+
+    # Leaving early closes the store's listing.
+    store.closed = False
+    listing = runner.pending()
+    first = await anext(listing)
+    assert first.checkpoint_id == "run-00"
+    await listing.aclose()  # type: ignore[attr-defined]
+    assert store.closed
+
+
+async def test_a_failing_store_ends_the_listing_with_its_error() -> None:
+    store = ListingStore()
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    await pause(runner, "a", "ACME")
+    await pause(runner, "b", "Globex")
+    store.fail_get = {"b"}
+    with pytest.raises(CheckpointStoreError, match="get of 'b' failed"):
+        [entry async for entry in runner.pending()]

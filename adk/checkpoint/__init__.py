@@ -1,6 +1,7 @@
 """Checkpoint stores: where a paused run's checkpoint bytes are kept.
 
-The protocol and the in-memory store load with the package. ``SQLiteCheckpointStore``,
+The protocols, the in-memory store and ``list_pending`` (what paused runs wait on) load with the
+package. ``SQLiteCheckpointStore``,
 ``RedisCheckpointStore`` and ``PostgresCheckpointStore`` load on first access, so ``import adk``
 stays light and never imports ``redis`` or ``asyncpg`` (it works without them installed).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ._pending import PendingCheckpoint, list_pending
 from .memory import InMemoryCheckpointStore
 from .store import (
     CheckpointStore,
@@ -29,9 +31,11 @@ __all__ = [
     "ClaimingCheckpointStore",
     "InMemoryCheckpointStore",
     "ListingCheckpointStore",
+    "PendingCheckpoint",
     "PostgresCheckpointStore",
     "RedisCheckpointStore",
     "SQLiteCheckpointStore",
+    "list_pending",
 ]
 
 # name -> (module, the third-party package it needs, the pyadk extra that installs it)

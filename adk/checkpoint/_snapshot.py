@@ -7,16 +7,22 @@ serves an ``AgentTool``'s nested run, whose history travels inside the tool call
 
 from __future__ import annotations
 
+import time
 from typing import Any
-
-from pydantic import ValidationError
 
 from ..context import _Lane, _RunState, new_entry
 from ..interrupts import InterruptPoint, _InterruptSignal
 from ..messages import Message
+from ._points import _MALFORMED, _expect, _malformed, _read_points
 from .codec import CheckpointError, from_json_value, register_type, to_json_value
 
-__all__ = ["Snapshot", "dump_history", "load_history", "parse_body", "snapshot_body"]
+__all__ = [
+    "Snapshot",
+    "dump_history",
+    "load_history",
+    "parse_body",
+    "snapshot_body",
+]
 
 
 def dump_history(lane: _Lane) -> list[dict[str, Any]]:
@@ -74,6 +80,9 @@ def snapshot_body(
             for p in signal.points
         ],
         "states": to_json_value(signal.states, "saved state"),
+        # When the run paused (seconds since the epoch), for listings of paused runs
+        # (``list_pending``): the stores' own write times are not readable through the protocol.
+        "saved_at": time.time(),
     }
 
 
@@ -121,11 +130,6 @@ class Snapshot:
         self.trace = trace
 
 
-def _expect(condition: bool, what: str) -> None:
-    if not condition:
-        raise CheckpointError(f"is malformed: {what}")
-
-
 def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
     """Rebuild a snapshot from a verified body; anything malformed is a ``CheckpointError``.
 
@@ -133,13 +137,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
     the shape is checked here before anything acts on it.
     """
     try:
-        raw_points = body["points"]
-        _expect(isinstance(raw_points, list), "points is not a list")
-        _expect(bool(raw_points), "it has no pending points")
-        points = [
-            InterruptPoint(id=p["id"], address=p["address"], info=from_json_value(p.get("info")))
-            for p in raw_points
-        ]
+        points = _read_points(body)
         states = from_json_value(body.get("states", {}))
         _expect(
             isinstance(states, dict)
@@ -165,14 +163,8 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
             signal=_InterruptSignal(points, states),
             trace=body.get("trace"),
         )
-    except CheckpointError as exc:
-        raise CheckpointError(f"checkpoint {checkpoint_id!r} {exc}") from exc
-    except RecursionError as exc:
-        raise CheckpointError(
-            f"checkpoint {checkpoint_id!r} is malformed: nested too deeply"
-        ) from exc
-    except (KeyError, TypeError, ValueError, ValidationError) as exc:
-        raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: {exc!r}") from exc
+    except _MALFORMED as exc:
+        raise _malformed(exc, checkpoint_id) from exc
 
 
 # The framework's own types that states and infos commonly hold, under stable names.

@@ -1,0 +1,187 @@
+"""Which paused runs wait, and on what: read from the checkpoints themselves, without resuming.
+
+A service that pauses runs for approval needs the list of pending checkpoints — to show a person
+what waits on them, to expire old ones. Kept by the service beside the store, that list drifts from
+it (a resumed run deletes its checkpoint; a crash between the two writes leaves them out of step),
+so ``list_pending`` reads it from the store: the ids from ``ids(prefix)``
+(``ListingCheckpointStore``), then each checkpoint, decoded as a resume would (checksum verified,
+registered types rebuilt by validation: no code runs, nothing is unpickled) but only as far as its
+points. A checkpoint that cannot be read is listed with its error instead of ending the listing.
+
+The gets go out ``_BATCH`` at a time: a listing of a network store is then bound by the round
+trips of its batches, not of every checkpoint, while only that many checkpoints are held at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..interrupts import InterruptPoint
+from ._points import parse_points
+from .codec import CheckpointError, decode_checkpoint
+from .store import CheckpointStore, _check_prefix, _from_store
+
+__all__ = ["PendingCheckpoint", "list_pending"]
+
+_BATCH = 16
+"""Checkpoints read at once while listing."""
+
+
+class PendingCheckpoint:
+    """A paused run's checkpoint, as ``list_pending`` reads it.
+
+    ``checkpoint_id``: what ``Runner.resume`` takes. ``agent``: the root agent's name (the runner
+    that can resume it has an agent of that name). ``run_id``: the paused run's id.
+    ``points``: what it waits on, as the interrupt event reported them (``id`` is the key of the
+    ``{point_id: data}`` a resume takes; ``info`` what the person is asked). ``saved_at``: when it
+    paused, in seconds since the epoch (``time.time()``), or ``None`` for checkpoints saved by a
+    pyadk that did not record it.
+
+    ``error``: the ``CheckpointError`` that kept the checkpoint from being read (damaged, from a
+    newer pyadk, naming a type not registered in this process); the other fields are then empty
+    (``agent``, ``run_id`` and ``saved_at`` ``None``, ``points`` ``[]``). Resuming it fails the
+    same way.
+
+    A plain slotted class rather than a dataclass: this module loads with ``import adk``, and a
+    dataclass costs its creation at import for a record only a listing builds.
+    """
+
+    __slots__ = ("agent", "checkpoint_id", "error", "points", "run_id", "saved_at")
+
+    def __init__(
+        self,
+        checkpoint_id: str,
+        *,
+        agent: str | None = None,
+        run_id: str | None = None,
+        points: list[InterruptPoint] | None = None,
+        saved_at: float | None = None,
+        error: CheckpointError | None = None,
+    ) -> None:
+        self.checkpoint_id = checkpoint_id
+        self.agent = agent
+        self.run_id = run_id
+        self.points: list[InterruptPoint] = points if points is not None else []
+        self.saved_at = saved_at
+        self.error = error
+
+    @property
+    def point_ids(self) -> list[str]:
+        """The pending points' ids: the keys of the ``{point_id: data}`` that a resume takes."""
+        return [point.id for point in self.points]
+
+    def __repr__(self) -> str:
+        if self.error is not None:
+            return f"PendingCheckpoint({self.checkpoint_id!r}, error={str(self.error)!r})"
+        return (
+            f"PendingCheckpoint({self.checkpoint_id!r}, agent={self.agent!r}, "
+            f"point_ids={self.point_ids!r}, saved_at={self.saved_at!r})"
+        )
+
+
+def list_pending(
+    store: CheckpointStore, prefix: str | None = None, *, agent: str | None = None
+) -> AsyncIterator[PendingCheckpoint]:
+    """The checkpoints of paused runs in ``store`` whose ids start with ``prefix`` (all for
+    ``None``), as ``PendingCheckpoint``s, streamed in the order the store lists its ids.
+
+    With ``agent``, only the checkpoints of runs whose root agent has that name, and those that
+    cannot be read (whose agent is unknown). Left out: checkpoints deleted since their id was
+    listed (resumed meanwhile), and those of finished runs kept for audit
+    (``Runner(keep_checkpoints=True)``). A checkpoint that cannot be read is listed with its
+    ``error`` and the listing goes on; a store that fails (``CheckpointStoreError``) ends it.
+
+    ``store`` must be able to list its ids (``ListingCheckpointStore``: every built-in store is);
+    any other is a ``TypeError`` here, as are a prefix or agent that are not strings.
+    """
+    ids = getattr(store, "ids", None)
+    if not callable(ids):
+        name = type(store).__name__
+        raise TypeError(
+            f"listing pending checkpoints needs a store that can list its ids, and {name} has no "
+            f"ids() method: add `def ids(self, prefix: str | None = None) -> AsyncIterator[str]` "
+            f"to {name}, yielding the ids it holds that start with prefix (all for None), as "
+            "adk.checkpoint.ListingCheckpointStore describes"
+        )
+    start = _check_prefix(prefix)
+    if agent is not None and not isinstance(agent, str):
+        raise TypeError(f"agent must be an agent's name (a str) or None, got {agent!r}")
+    listing: AsyncIterator[str] = ids(start or None)
+    return _pending(store, listing, agent)
+
+
+async def _pending(
+    store: CheckpointStore, listing: AsyncIterator[str], agent: str | None
+) -> AsyncIterator[PendingCheckpoint]:
+    try:
+        batch: list[str] = []
+        async for checkpoint_id in listing:
+            batch.append(checkpoint_id)
+            if len(batch) == _BATCH:
+                for entry in await _read(store, batch, agent):
+                    yield entry
+                batch = []
+        for entry in await _read(store, batch, agent):
+            yield entry
+    finally:
+        closer = getattr(listing, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+async def _read(
+    store: CheckpointStore, batch: list[str], agent: str | None
+) -> list[PendingCheckpoint]:
+    """The entries of ``batch``'s checkpoints, read at once; the first store failure is raised
+    once every get has ended, so none is left running."""
+    if not batch:
+        return []
+    found = await asyncio.gather(
+        *(_from_store(store.get(id), "get", id) for id in batch), return_exceptions=True
+    )
+    for outcome in found:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    entries = []
+    for checkpoint_id, data in zip(batch, found, strict=True):
+        if data is None:
+            continue  # resumed (or deleted) since it was listed: no longer pending
+        entry = _entry(checkpoint_id, data)
+        if entry is None or (agent is not None and entry.agent not in (agent, None)):
+            continue
+        entries.append(entry)
+    return entries
+
+
+def _entry(checkpoint_id: str, data: Any) -> PendingCheckpoint | None:
+    """What the checkpoint ``data`` waits on; None for a finished run kept for audit."""
+    try:
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} cannot be read: the store returned "
+                f"{type(data).__name__}, not bytes"
+            )
+        body = decode_checkpoint(bytes(data), checkpoint_id)
+        if body.get("finished"):
+            return None
+        agent = body.get("agent")
+        if not isinstance(agent, str):
+            raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: agent is not a str")
+        points = parse_points(body, checkpoint_id)
+    except CheckpointError as exc:
+        return PendingCheckpoint(checkpoint_id, error=exc)
+    run_id = body.get("run_id")
+    saved = body.get("saved_at")
+    saved_at: float | None = None  # not recorded (an older pyadk): the listing does not fail
+    if isinstance(saved, int | float) and not isinstance(saved, bool) and math.isfinite(saved):
+        saved_at = float(saved)
+    return PendingCheckpoint(
+        checkpoint_id,
+        agent=agent,
+        run_id=run_id if isinstance(run_id, str) else None,
+        points=points,
+        saved_at=saved_at,
+    )

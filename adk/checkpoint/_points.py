@@ -1,0 +1,52 @@
+"""Reading a checkpoint body's pending points, and the error for a malformed body.
+
+Apart from ``_snapshot`` (which rebuilds a whole run and imports the run state) so that a listing
+of paused runs (``_pending``, loaded with ``adk.checkpoint``) can read the points without it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..interrupts import InterruptPoint
+from .codec import CheckpointError, from_json_value
+
+__all__ = ["parse_points"]
+
+
+def _expect(condition: bool, what: str) -> None:
+    if not condition:
+        raise CheckpointError(f"is malformed: {what}")
+
+
+def parse_points(body: dict[str, Any], checkpoint_id: str) -> list[InterruptPoint]:
+    """Only the pending points of a verified body (what a listing shows), checked as
+    ``parse_body`` checks them; anything malformed is a ``CheckpointError``."""
+    try:
+        return _read_points(body)
+    except _MALFORMED as exc:
+        raise _malformed(exc, checkpoint_id) from exc
+
+
+def _read_points(body: dict[str, Any]) -> list[InterruptPoint]:
+    raw_points = body["points"]
+    _expect(isinstance(raw_points, list), "points is not a list")
+    _expect(bool(raw_points), "it has no pending points")
+    return [
+        InterruptPoint(id=p["id"], address=p["address"], info=from_json_value(p.get("info")))
+        for p in raw_points
+    ]
+
+
+_MALFORMED = (CheckpointError, RecursionError, KeyError, TypeError, ValueError, ValidationError)
+
+
+def _malformed(exc: BaseException, checkpoint_id: str) -> CheckpointError:
+    """The error for a body that ``exc`` (one of ``_MALFORMED``) showed to be malformed."""
+    if isinstance(exc, CheckpointError):
+        return CheckpointError(f"checkpoint {checkpoint_id!r} {exc}")
+    if isinstance(exc, RecursionError):
+        return CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: nested too deeply")
+    return CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: {exc!r}")
