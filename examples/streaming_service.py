@@ -4,7 +4,9 @@
 response): pieces of each answer as the model writes them (``{"delta": ...}``), then every event as
 ``{"event": event.to_dict()}`` (tool calls and results, and, when the agent wants to send money,
 the approval request with its checkpoint id), which a Python client turns back into events with
-``AgentEvent.from_dict``. ``POST /resume`` carries a
+``AgentEvent.from_dict``. ``GET /pending`` lists the runs waiting on a person and what each asks,
+read from the checkpoint store itself (``runner.pending()``), so the service keeps no list of its
+own that could drift from the store. ``POST /resume`` carries a
 person's decision to that checkpoint, which lives in a SQLite file, so any worker sharing the file
 could take it. Three things a service has to get right, shown here:
 
@@ -36,12 +38,14 @@ from pathlib import Path
 from typing import Any
 
 import adk
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import CheckpointStoreError, SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 EXAMPLE_EXPECT = (
     "waiting for approval of send_payment",
+    "pending: [('send_payment', {'payee': 'ACME', 'amount_cents': 4200})]",
+    "pending after the approval: []",
     "400 resume data for approval point",
     "paid: sent 4200 cents to ACME",
     "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, "
@@ -105,6 +109,9 @@ class Service:
         try:
             try:  # a body that is not JSON is a bad request too, not a connection dropped
                 path, body = await _read_request(reader)
+                if path == "/pending":
+                    await self.pending(writer)
+                    return
                 if path == "/chat":  # run() checks its input at the call
                     events = self.runner.run(body["message"])
                 elif path == "/resume":
@@ -119,6 +126,31 @@ class Service:
                 await self.stream(events, reader, writer)
         finally:
             writer.close()
+
+    async def pending(self, writer: asyncio.StreamWriter) -> None:
+        """Send the runs waiting on a person, read from the checkpoints (nothing is resumed or
+        run). A checkpoint that cannot be read is listed with its error, for an operator to look
+        at; a store that is down is a ``503``."""
+        waiting: list[dict[str, Any]] = []
+        try:
+            async for entry in self.runner.pending():
+                if entry.error is not None:
+                    waiting.append(
+                        {"checkpoint_id": entry.checkpoint_id, "error": str(entry.error)}
+                    )
+                    continue
+                points = [{"id": point.id, "info": point.info} for point in entry.points]
+                waiting.append(
+                    {
+                        "checkpoint_id": entry.checkpoint_id,
+                        "saved_at": entry.saved_at,
+                        "points": points,
+                    }
+                )
+        except CheckpointStoreError as exc:
+            await _send_json(writer, 503, {"error": str(exc)})
+            return
+        await _send_json(writer, 200, waiting)
 
     async def stream(
         self,
@@ -204,7 +236,8 @@ async def _send_line(writer: asyncio.StreamWriter, value: Any) -> None:
 
 async def _send_json(writer: asyncio.StreamWriter, status: int, value: Any) -> None:
     data = json.dumps(value).encode()
-    head = f"HTTP/1.1 {status} Error\r\nContent-Type: application/json\r\n"
+    reason = "OK" if status == 200 else "Error"
+    head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
     writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
     await writer.drain()
 
@@ -212,12 +245,20 @@ async def _send_json(writer: asyncio.StreamWriter, status: int, value: Any) -> N
 # -- a client -------------------------------------------------------------------------------------
 
 
-async def post(port: int, path: str, body: Any, *, leave_when: asyncio.Event | None = None) -> Any:
-    """POST ``body`` (as JSON; bytes as they are); return the NDJSON lines of a ``200``, or
-    ``(status, error)`` otherwise. With ``leave_when``, hang up mid-stream once it is set."""
+async def post(
+    port: int,
+    path: str,
+    body: Any,
+    *,
+    leave_when: asyncio.Event | None = None,
+    method: str = "POST",
+) -> Any:
+    """POST ``body`` (as JSON; bytes as they are); return the NDJSON lines of a ``200`` (its JSON
+    when it is not a stream), or ``(status, error)`` otherwise. With ``leave_when``, hang up
+    mid-stream once it is set."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    writer.write(f"POST {path} HTTP/1.1\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
+    writer.write(f"{method} {path} HTTP/1.1\r\nContent-Length: {len(data)}\r\n\r\n".encode() + data)
     status = int((await reader.readline()).split()[1])
     length = None
     while (header := await reader.readline()) not in (b"\r\n", b""):
@@ -228,6 +269,8 @@ async def post(port: int, path: str, body: Any, *, leave_when: asyncio.Event | N
         if status != 200:
             assert length is not None
             return status, json.loads(await reader.readexactly(length))["error"]
+        if length is not None:  # a plain JSON answer (GET /pending), not a stream
+            return json.loads(await reader.readexactly(length))
         if leave_when is not None:
             await leave_when.wait()
             return []
@@ -238,6 +281,11 @@ async def post(port: int, path: str, body: Any, *, leave_when: asyncio.Event | N
         return lines
     finally:
         writer.close()
+
+
+async def get(port: int, path: str) -> Any:
+    """GET ``path``: its JSON answer."""
+    return await post(port, path, b"", method="GET")
 
 
 async def main() -> None:
@@ -261,6 +309,12 @@ async def main() -> None:
             point = paused["points"][0]
             print(f"[client] waiting for approval of {point['info']['tool']}: {point['id']}")
 
+            # A person's inbox: every run waiting on a decision, read from the store.
+            waiting = await get(port, "/pending")
+            assert [entry["checkpoint_id"] for entry in waiting] == [paused["checkpoint_id"]]
+            asks = [(p["info"]["tool"], p["info"]["arguments"]) for p in waiting[0]["points"]]
+            print("[client] pending:", asks)
+
             status, error = await post(
                 port,
                 "/resume",
@@ -277,6 +331,7 @@ async def main() -> None:
             answer = events[-1]
             assert answer.output is not None and answer.output.stream is not None  # it streamed
             print("[client] answer:", (await answer.output.stream.collect()).content)
+            print("[client] pending after the approval:", await get(port, "/pending"))
 
             status, error = await post(port, "/chat", {"message": 42})
             print(f"[client] {status} {error}")
