@@ -158,10 +158,15 @@ class PostgresCheckpointStore(_ClosableStore):
             "ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at"
         )
         self._delete_sql = f"DELETE FROM {qualified} WHERE id = $1"
-        # $1: the last id of the page before (NULL for the first page), $2: the prefix.
-        self._ids_sql = (
-            f"SELECT id FROM {qualified} WHERE ($1::text IS NULL OR id > $1) "
-            f"AND starts_with(id, $2) ORDER BY id LIMIT {_PAGE}"
+        # Two statements rather than one with "$1 IS NULL OR id > $1": a generic plan for that
+        # (asyncpg prepares statements, and PostgreSQL switches to a generic plan after five
+        # runs) cannot start its index scan at $1: it reads and sorts the whole table per page.
+        self._first_ids_sql = (
+            f"SELECT id FROM {qualified} WHERE starts_with(id, $1) ORDER BY id LIMIT {_PAGE}"
+        )
+        self._next_ids_sql = (
+            f"SELECT id FROM {qualified} WHERE id > $2 AND starts_with(id, $1) "
+            f"ORDER BY id LIMIT {_PAGE}"
         )
         self._create_claims_sql = (
             f"CREATE TABLE IF NOT EXISTS {claims} (id text PRIMARY KEY, owner text NOT NULL, "
@@ -222,7 +227,10 @@ class PostgresCheckpointStore(_ClosableStore):
         while True:
 
             async def page(conn: Any, after: str | None = after) -> list[str]:
-                rows = await conn.fetch(self._ids_sql, after, prefix)
+                if after is None:
+                    rows = await conn.fetch(self._first_ids_sql, prefix)
+                else:
+                    rows = await conn.fetch(self._next_ids_sql, prefix, after)
                 return [row[0] for row in rows]
 
             ids = await self._call("ids", None, page)
