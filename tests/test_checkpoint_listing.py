@@ -5,9 +5,11 @@ what each paused run waits on without resuming it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -626,3 +628,29 @@ async def test_a_failing_store_ends_the_listing_with_its_error() -> None:
     store.fail_get = {"b"}
     with pytest.raises(CheckpointStoreError, match="get of 'b' failed"):
         [entry async for entry in runner.pending()]
+
+
+async def test_memory_listing_while_another_threads_loop_writes() -> None:
+    # The in-memory store may be shared by event loops in several threads: a listing must not
+    # fail with "dictionary changed size during iteration" while another thread puts and deletes.
+    store = InMemoryCheckpointStore()
+    for n in range(50_000):
+        await store.put(f"run-{n}", b"x")
+    stop = threading.Event()
+
+    async def churn() -> None:
+        n = 0
+        while not stop.is_set():
+            await store.put(f"other-{n}", b"x")
+            if n % 2:
+                await store.delete(f"other-{n}")
+            n += 1
+
+    writer = threading.Thread(target=asyncio.run, args=(churn(),))
+    writer.start()
+    try:
+        for _ in range(20):
+            assert len(await listed(store, "run-")) == 50_000
+    finally:
+        stop.set()
+        writer.join()

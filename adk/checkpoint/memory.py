@@ -32,10 +32,12 @@ class InMemoryCheckpointStore:
         self._data.pop(_check_id(id), None)
 
     def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
-        """As ``ListingCheckpointStore.ids``: the ids held when the listing starts (a copy, so
-        puts and deletes meanwhile cannot break it)."""
+        """As ``ListingCheckpointStore.ids``: the ids held when the listing starts. ``list()``
+        copies the keys in one step, so puts and deletes meanwhile, even from an event loop in
+        another thread, cannot break it (iterating the dict itself could fail mid-way with
+        "dictionary changed size during iteration")."""
         start = _check_prefix(prefix)
-        return _each([key for key in self._data if key.startswith(start)])
+        return _each([key for key in list(self._data) if key.startswith(start)])
 
     def __repr__(self) -> str:
         return f"InMemoryCheckpointStore({len(self._data)} checkpoints)"
