@@ -1,8 +1,10 @@
 """The ``pyadk`` command: look into paused runs without writing code.
 
 ``pyadk checkpoint show ID --sqlite PATH`` prints what a paused run waits on (its points and their
-info) as JSON, so an operator can see what a person is being asked before resuming it. Reading a
-checkpoint verifies its checksum and runs no code.
+info) as JSON, so an operator can see what a person is being asked before resuming it.
+``pyadk checkpoint list --sqlite PATH`` prints every paused run of the store, one JSON object a
+line as they are read (a store may hold many). Reading a checkpoint verifies its checksum and runs
+no code.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from . import __version__, checkpoint
+from .checkpoint._pending import PendingCheckpoint, _listing
 from .checkpoint.codec import CheckpointError, decode_checkpoint
 from .checkpoint.sqlite import _ReadOnlySQLiteStore
-from .checkpoint.store import CheckpointStore, _check_id
+from .checkpoint.store import CheckpointStore, _check_id, _check_prefix
 
 __all__ = ["main"]
 
@@ -63,6 +66,38 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
     return summary
 
 
+async def _list(store: CheckpointStore, args: argparse.Namespace) -> None:
+    """Print each pending checkpoint as it is read: a listing may be long, and what was printed
+    before a store failure stays useful."""
+    try:
+        async for entry in _listing(store, args.prefix, args.agent, rebuild=False):
+            print(_to_json(_listed(entry), indent=None), flush=True)
+    finally:
+        closer = getattr(store, "aclose", None)
+        if closer is not None:
+            await closer()
+
+
+def _listed(entry: PendingCheckpoint) -> dict[str, Any]:
+    if entry.error is not None:
+        return {"checkpoint_id": entry.checkpoint_id, "error": str(entry.error)}
+    return {
+        "checkpoint_id": entry.checkpoint_id,
+        "agent": entry.agent,
+        "run_id": entry.run_id,
+        "saved_at": entry.saved_at,
+        "points": [{"id": p.id, "address": p.address, "info": p.info} for p in entry.points],
+    }
+
+
+def _where(parser: argparse.ArgumentParser) -> None:
+    """The options naming the store (exactly one)."""
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--sqlite", metavar="PATH", help="SQLite checkpoint file")
+    where.add_argument("--redis", metavar="URL", help="Redis URL (pyadk[redis])")
+    where.add_argument("--postgres", metavar="DSN", help="PostgreSQL DSN (pyadk[postgres])")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pyadk", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"pyadk {__version__}")
@@ -71,11 +106,14 @@ def _parser() -> argparse.ArgumentParser:
     actions = checkpoint.add_subparsers(dest="action", required=True)
     show = actions.add_parser("show", help="print a checkpoint's pending points as JSON")
     show.add_argument("checkpoint_id")
-    where = show.add_mutually_exclusive_group(required=True)
-    where.add_argument("--sqlite", metavar="PATH", help="SQLite checkpoint file")
-    where.add_argument("--redis", metavar="URL", help="Redis URL (pyadk[redis])")
-    where.add_argument("--postgres", metavar="DSN", help="PostgreSQL DSN (pyadk[postgres])")
+    _where(show)
     show.add_argument("--full", action="store_true", help="also print the whole checkpoint body")
+    listing = actions.add_parser(
+        "list", help="print every paused run's checkpoint, one JSON object a line"
+    )
+    _where(listing)
+    listing.add_argument("--prefix", help="only the checkpoint ids that start with PREFIX")
+    listing.add_argument("--agent", help="only the runs of the root agent named AGENT")
     return parser
 
 
@@ -91,12 +129,24 @@ def _finite(value: Any) -> Any:
     return value
 
 
+def _to_json(value: Any, indent: int | None) -> str:
+    try:
+        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        return json.dumps(_finite(value), indent=indent, ensure_ascii=False)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; the exit status is 0 on success, 1 when the checkpoint cannot be shown
-    (missing, unreadable, store down) and 2 for a malformed command line."""
+    (missing, unreadable, store down) or the listing fails (store down: what was listed before is
+    printed) and 2 for a malformed command line. A listed checkpoint that cannot be read is a line
+    with its ``error``, not a failure."""
     args = _parser().parse_args(argv)
     try:
-        _check_id(args.checkpoint_id)
+        if args.action == "list":
+            _check_prefix(args.prefix)
+        else:
+            _check_id(args.checkpoint_id)
         store = _store(args)
     except ValueError as exc:  # an empty or over-long id, an empty path, a malformed URL
         print(f"pyadk: {exc}", file=sys.stderr)
@@ -105,15 +155,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pyadk: {exc}", file=sys.stderr)
         return 1
     try:
+        if args.action == "list":
+            asyncio.run(_list(store, args))
+            return 0
         summary = asyncio.run(_show(store, args))
     except (CheckpointError, checkpoint.CheckpointStoreError, OSError) as exc:
         print(f"pyadk: {exc}", file=sys.stderr)
         return 1
-    try:
-        text = json.dumps(summary, indent=2, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        text = json.dumps(_finite(summary), indent=2, ensure_ascii=False)
-    print(text)
+    print(_to_json(summary, indent=2))
     return 0
 
 

@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
+from services import closed_port
 
-from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
+from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner, register_type
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.checkpoint.codec import FORMAT, VERSION, decode_checkpoint
 
@@ -119,3 +121,68 @@ async def _get(store: SQLiteCheckpointStore, checkpoint_id: str) -> bytes:
 
 def _not_json(constant: str) -> None:
     raise ValueError(f"not JSON: {constant}")
+
+
+@register_type
+class _Refund(BaseModel):
+    order: str
+    amount_cents: int
+
+
+class _AsksRefund(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield ctx.interrupt(_Refund(order="A-1", amount_cents=500))
+
+
+async def test_list_prints_each_paused_run_as_a_json_line(tmp_path: Path) -> None:
+    path = tmp_path / "checkpoints.db"
+    store = SQLiteCheckpointStore(path)
+    await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="shop-1/a")
+    await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="shop-2/a")
+    await Runner(_AsksRefund("refunds"), checkpoint_store=store).invoke(
+        "refund", checkpoint_id="shop-1/b"
+    )
+    await store.put("shop-1/c", b"damaged")
+    await store.aclose()
+
+    done = _pyadk("checkpoint", "list", "--sqlite", str(path))
+
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    by_id = {line["checkpoint_id"]: line for line in lines}
+    assert sorted(by_id) == ["shop-1/a", "shop-1/b", "shop-1/c", "shop-2/a"]
+    asked = by_id["shop-1/a"]
+    assert (asked["agent"], asked["points"][0]["id"]) == ("asker", "agent:asker")
+    assert asked["points"][0]["info"] == {"question": "approve payment of 10 EUR?"}
+    assert isinstance(asked["saved_at"], float) and asked["run_id"]
+    # A registered type the command's process does not know is printed as stored, not refused.
+    assert by_id["shop-1/b"]["points"][0]["info"] == {
+        "__adk_type__": f"{__name__}._Refund",
+        "data": {"order": "A-1", "amount_cents": 500},
+    }
+    assert by_id["shop-1/c"] == {
+        "checkpoint_id": "shop-1/c",
+        "error": "checkpoint 'shop-1/c' is not a pyadk checkpoint or is corrupt (unreadable header)",
+    }
+
+    done = _pyadk("checkpoint", "list", "--sqlite", str(path), "--prefix", "shop-1/")
+    assert sorted(json.loads(line)["checkpoint_id"] for line in done.stdout.splitlines()) == [
+        "shop-1/a",
+        "shop-1/b",
+        "shop-1/c",
+    ]
+    done = _pyadk("checkpoint", "list", "--sqlite", str(path), "--agent", "refunds")
+    listed = [json.loads(line)["checkpoint_id"] for line in done.stdout.splitlines()]
+    assert sorted(listed) == ["shop-1/b", "shop-1/c"]  # and the unreadable one: whose is unknown
+
+
+def test_list_failures(tmp_path: Path) -> None:
+    done = _pyadk("checkpoint", "list", "--sqlite", str(tmp_path / "typo.db"))
+    assert done.returncode == 1 and "no SQLite checkpoint file" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+    done = _pyadk("checkpoint", "list", "--sqlite", str(tmp_path / "x.db"), "--prefix", "x" * 1025)
+    assert done.returncode == 2
+    assert done.stderr.startswith("pyadk: checkpoint id prefix is 1025 UTF-8 bytes long")
+    done = _pyadk("checkpoint", "list", "--redis", f"redis://127.0.0.1:{closed_port()}/0")
+    assert done.returncode == 1
+    assert ": ids failed: " in done.stderr and "Traceback" not in done.stderr

@@ -97,6 +97,15 @@ def list_pending(
     ``store`` must be able to list its ids (``ListingCheckpointStore``: every built-in store is);
     any other is a ``TypeError`` here, as are a prefix or agent that are not strings.
     """
+    return _listing(store, prefix, agent, rebuild=True)
+
+
+def _listing(
+    store: CheckpointStore, prefix: str | None, agent: str | None, *, rebuild: bool
+) -> AsyncIterator[PendingCheckpoint]:
+    """``list_pending``; ``rebuild=False`` keeps each point's info as its stored JSON (registered
+    types as their tagged data): for ``pyadk checkpoint list``, whose process has none of the
+    application's types registered, and prints JSON anyway."""
     ids = getattr(store, "ids", None)
     if not callable(ids):
         name = type(store).__name__
@@ -110,21 +119,21 @@ def list_pending(
     if agent is not None and not isinstance(agent, str):
         raise TypeError(f"agent must be an agent's name (a str) or None, got {agent!r}")
     listing: AsyncIterator[str] = ids(start or None)
-    return _pending(store, listing, agent)
+    return _pending(store, listing, agent, rebuild)
 
 
 async def _pending(
-    store: CheckpointStore, listing: AsyncIterator[str], agent: str | None
+    store: CheckpointStore, listing: AsyncIterator[str], agent: str | None, rebuild: bool
 ) -> AsyncIterator[PendingCheckpoint]:
     try:
         batch: list[str] = []
         async for checkpoint_id in listing:
             batch.append(checkpoint_id)
             if len(batch) == _BATCH:
-                for entry in await _read(store, batch, agent):
+                for entry in await _read(store, batch, agent, rebuild):
                     yield entry
                 batch = []
-        for entry in await _read(store, batch, agent):
+        for entry in await _read(store, batch, agent, rebuild):
             yield entry
     finally:
         closer = getattr(listing, "aclose", None)
@@ -133,7 +142,7 @@ async def _pending(
 
 
 async def _read(
-    store: CheckpointStore, batch: list[str], agent: str | None
+    store: CheckpointStore, batch: list[str], agent: str | None, rebuild: bool
 ) -> list[PendingCheckpoint]:
     """The entries of ``batch``'s checkpoints, read at once; the first store failure is raised
     once every get has ended, so none is left running."""
@@ -149,14 +158,14 @@ async def _read(
     for checkpoint_id, data in zip(batch, found, strict=True):
         if data is None:
             continue  # resumed (or deleted) since it was listed: no longer pending
-        entry = _entry(checkpoint_id, data)
+        entry = _entry(checkpoint_id, data, rebuild)
         if entry is None or (agent is not None and entry.agent not in (agent, None)):
             continue
         entries.append(entry)
     return entries
 
 
-def _entry(checkpoint_id: str, data: Any) -> PendingCheckpoint | None:
+def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | None:
     """What the checkpoint ``data`` waits on; None for a finished run kept for audit."""
     try:
         if not isinstance(data, bytes | bytearray | memoryview):
@@ -170,7 +179,7 @@ def _entry(checkpoint_id: str, data: Any) -> PendingCheckpoint | None:
         agent = body.get("agent")
         if not isinstance(agent, str):
             raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: agent is not a str")
-        points = parse_points(body, checkpoint_id)
+        points = parse_points(body, checkpoint_id, rebuild=rebuild)
     except CheckpointError as exc:
         return PendingCheckpoint(checkpoint_id, error=exc)
     run_id = body.get("run_id")

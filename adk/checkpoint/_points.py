@@ -21,23 +21,31 @@ def _expect(condition: bool, what: str) -> None:
         raise CheckpointError(f"is malformed: {what}")
 
 
-def parse_points(body: dict[str, Any], checkpoint_id: str) -> list[InterruptPoint]:
+def parse_points(
+    body: dict[str, Any], checkpoint_id: str, *, rebuild: bool = True
+) -> list[InterruptPoint]:
     """Only the pending points of a verified body (what a listing shows), checked as
-    ``parse_body`` checks them; anything malformed is a ``CheckpointError``."""
+    ``parse_body`` checks them; anything malformed is a ``CheckpointError``. ``rebuild=False``
+    keeps each ``info`` as its stored JSON (registered types as their tagged data)."""
     try:
-        return _read_points(body)
+        return _read_points(body, rebuild)
     except _MALFORMED as exc:
         raise _malformed(exc, checkpoint_id) from exc
 
 
-def _read_points(body: dict[str, Any]) -> list[InterruptPoint]:
+def _read_points(body: dict[str, Any], rebuild: bool = True) -> list[InterruptPoint]:
     raw_points = body["points"]
     _expect(isinstance(raw_points, list), "points is not a list")
     _expect(bool(raw_points), "it has no pending points")
+    read = from_json_value if rebuild else _as_stored
     return [
-        InterruptPoint(id=p["id"], address=p["address"], info=from_json_value(p.get("info")))
+        InterruptPoint(id=p["id"], address=p["address"], info=read(p.get("info")))
         for p in raw_points
     ]
+
+
+def _as_stored(value: Any) -> Any:
+    return value
 
 
 _MALFORMED = (CheckpointError, RecursionError, KeyError, TypeError, ValueError, ValidationError)
