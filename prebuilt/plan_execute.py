@@ -23,9 +23,10 @@ Roles, any agent each (``new_planner``/``new_executor``/``new_replanner`` build 
 A ``break_loop`` from the executor or the replanner ends the loop as the response too, unless a
 loop inside the role took it (that break is the inner loop's). Plan steps are stripped and blank
 ones dropped. What a role handed over before it was interrupted (a plan it stored included) still
-counts when it resumes. The executor's step writes back the objective, plan and finished steps it
-started from: another ``PlanExecute`` the executor runs (through an ``AgentTool``, which shares the
-session) keeps its own under the same keys.
+counts when it resumes. Each step writes back the objective, plan and finished steps it started
+from (or the plan its role handed over): another ``PlanExecute`` a role runs (through an
+``AgentTool``, which shares the session) keeps its own under the same keys, and the plan that one
+stores is not taken for the role's (``_step_plans``).
 
 When ``max_iterations`` execute/replan rounds pass without a response, the run ends with an error
 event saying ``exceeds max iterations``, like ``ReActAgent``.
@@ -34,6 +35,7 @@ event saying ``exceeds max iterations``, like ``ReActAgent``.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
@@ -50,6 +52,7 @@ from adk import (
     ModelOptions,
     RunContext,
     SequentialAgent,
+    Session,
     ToolContext,
     ToolError,
     register_type,
@@ -152,6 +155,24 @@ def _executed(ctx: RunContext) -> list[ExecutedStep]:
         ) from exc
 
 
+_step_plans: weakref.WeakValueDictionary[int, Plan] = weakref.WeakValueDictionary()
+"""The plans ``PlanExecute``'s own steps put in the session, by id (a ``Plan`` is not hashable).
+A plan a role's agent stored is any other one: a ``PlanExecute`` the role ran (through an
+``AgentTool``, which shares the session) keeps its plan under the same key, and that is not the
+role's."""
+
+
+def _put_plan(session: Session, plan: object) -> None:
+    """Store the plan as a step's own (see ``_step_plans``)."""
+    if isinstance(plan, Plan):
+        _step_plans[id(plan)] = plan
+    session[PLAN_KEY] = plan  # anything else: the next step's ``_plan`` says what is wrong
+
+
+def _by_a_step(value: object) -> bool:
+    return isinstance(value, Plan) and _step_plans.get(id(value)) is value
+
+
 def _objective_of(messages: list[Message]) -> str:
     return "\n".join(m.content for m in messages if m.role == "user" and m.content)
 
@@ -171,10 +192,10 @@ def _executor_prompt(objective: object, plan: Plan, done: list[ExecutedStep]) ->
     )
 
 
-def _replanner_prompt(ctx: RunContext, plan: Plan) -> str:
+def _replanner_prompt(objective: object, plan: Plan, done: list[ExecutedStep]) -> str:
     return (
-        f"Objective:\n{ctx.session.get(OBJECTIVE_KEY, '')}\n\n"
-        f"Completed steps and results:\n{_done_text(_executed(ctx))}\n\n"
+        f"Objective:\n{objective}\n\n"
+        f"Completed steps and results:\n{_done_text(done)}\n\n"
         f"Remaining plan:\n{plan}\n\n"
         "If the objective is achieved, answer the user with the final response. Otherwise update "
         "the plan with the steps that still need to be done."
@@ -247,12 +268,22 @@ class _Seen:
     plan stored before the pause, which would otherwise pass for the plan the step started with.
     """
 
-    __slots__ = ("before", "broke", "broke_before_pause", "plan", "stored", "text")
+    __slots__ = (
+        "before",
+        "broke",
+        "broke_before_pause",
+        "last",
+        "plan",
+        "stored",
+        "stored_plan",
+        "text",
+    )
 
     def __init__(self, ctx: RunContext, role: str) -> None:
-        self.before = ctx.session.get(PLAN_KEY)
+        self.before = self.last = ctx.session.get(PLAN_KEY)
         self.plan: Plan | None = None
-        self.stored = False
+        self.stored = False  # the agent stored a plan in the session: ``stored_plan``
+        self.stored_plan: object = None
         self.text: str | None = None
         self.broke = False  # the role's agent ended the loop with a break of its own
         self.broke_before_pause = False  # ... in the run that paused: this one has not seen it
@@ -261,25 +292,37 @@ class _Seen:
             saved = SavedState(f"plan-execute role '{role}'", resume.state)
             plan, stored, text = (saved.values.get(k) for k in ("plan", "stored", "text"))
             broke = saved.values.get("broke", False)
+            stored_plan = saved.values.get("stored_plan")
             if not (
                 (plan is None or isinstance(plan, Plan))
                 and type(stored) is bool
                 and (text is None or isinstance(text, str))
                 and type(broke) is bool
+                and (stored_plan is None or (stored and isinstance(stored_plan, Plan)))
             ):
                 raise saved.error(f"not the state a role saves: {resume.state!r}")
             self.plan, self.stored, self.text = plan, stored, text
             self.broke = self.broke_before_pause = broke
+            if stored:
+                # Saved since a PlanExecute the role ran may overwrite it; a checkpoint written
+                # before saved only the flag, and then the session holds it.
+                self.stored_plan = stored_plan if stored_plan is not None else self.before
 
-    def plan_stored(self, ctx: RunContext) -> bool:
-        """Whether the agent stored a plan in the session during the step."""
-        return self.stored or ctx.session.get(PLAN_KEY) is not self.before
+    def note(self, ctx: RunContext) -> None:
+        """Look for a plan the agent stored in the session since the last look (after each of its
+        events: a ``PlanExecute`` it runs may store its own later). Plans PlanExecute's steps put
+        there (``_step_plans``) are not the agent's."""
+        value = ctx.session.get(PLAN_KEY)
+        if value is not self.last:
+            self.last = value
+            if value is not self.before and not _by_a_step(value):
+                self.stored, self.stored_plan = True, value
 
     def stops(self, event: AgentEvent, ctx: RunContext, in_loop: bool) -> bool:
         """For an event with an action: whether the step stops after it. A pause saves what the
         step has seen; in the loop, a break that no loop inside the role took ends the loop."""
         if event._signal is not None:
-            self.stored = self.plan_stored(ctx)
+            self.note(ctx)
             if self.plan is not None or self.stored or self.text is not None or self.broke:
                 state: dict[str, object] = {
                     "plan": self.plan,
@@ -288,6 +331,9 @@ class _Seen:
                 }
                 if self.broke:
                     state["broke"] = True
+                stored = _as_plan(self.stored_plan) if self.stored else None
+                if stored is not None:
+                    state["stored_plan"] = stored
                 event._signal.save(ctx.address, state, _ROLE_SLOT)
             return True
         action = event.action
@@ -302,6 +348,11 @@ class _Seen:
             event._flags |= _ENDS_LOOP
             self.broke = True
         return event.ends_agent
+
+    def handed_over(self, ctx: RunContext) -> tuple[bool, object]:
+        """Whether the agent stored a plan during the step, and which."""
+        self.note(ctx)
+        return self.stored, self.stored_plan
 
     def ended_loop_before_pause(self) -> AgentEvent | None:
         """A resumed role whose agent broke the loop before the pause: the response that this run
@@ -324,20 +375,42 @@ class _Role:
         return f"{type(self).__name__}({self.agent!r})"
 
 
+_STEP_SLOT = "plan_execute_step"
+"""Where a step saves, at a pause, the state it started from (see ``_step_state``)."""
+
+
+def _saved_step(ctx: RunContext, role: str) -> SavedState | None:
+    resume = ctx._resume_slot(_STEP_SLOT)
+    if resume is None or resume.state is None:
+        return None
+    return SavedState(f"plan-execute role '{role}'", resume.state)
+
+
 class _PlanStep(_Role):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         session = ctx.session
-        if ctx.resume is None:
-            session[OBJECTIVE_KEY] = _objective_of(input.messages)
-            session[EXECUTED_STEPS_KEY] = []
+        saved = _saved_step(ctx, self.name)
+        if saved is not None:
+            objective = saved.values.get("objective")
+            if not isinstance(objective, str):
+                raise saved.error(f"'objective' must be a str, not {objective!r}")
+        elif ctx.resume is None:
+            objective = _objective_of(input.messages)
+        else:  # paused by a version that did not save it: the session holds it
+            objective = session.get(OBJECTIVE_KEY, "")
+        session[OBJECTIVE_KEY] = objective
+        session[EXECUTED_STEPS_KEY] = []
         seen = _Seen(ctx, self.name)
         problem = "it gave no output"
         try:
             async with closing(drive(self.agent, input, ctx)) as events:
                 async for event in events:
+                    seen.note(ctx)
                     stop = event.error is not None or (
                         event.action is not None and seen.stops(event, ctx, in_loop=False)
                     )
+                    if event._signal is not None:
+                        event._signal.save(ctx.address, {"objective": objective}, _STEP_SLOT)
                     yield event
                     if stop:
                         return
@@ -349,30 +422,29 @@ class _PlanStep(_Role):
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
         plan = seen.plan
-        if plan is None and seen.plan_stored(ctx):
-            plan = _as_plan(session.get(PLAN_KEY))
+        stored, value = seen.handed_over(ctx)
+        if plan is None and stored:
+            plan = _as_plan(value)
         if plan is None:
             raise ValueError(f"planner '{self.name}' produced no plan: {problem}")
-        session[PLAN_KEY] = plan
-
-
-_STEP_SLOT = "plan_execute_step"
-"""Where the executor's step saves, at a pause, the state it started from (see ``_step_state``)."""
+        # Written again: a PlanExecute the planner ran in this session has left its own there.
+        session[OBJECTIVE_KEY] = objective
+        session[EXECUTED_STEPS_KEY] = []
+        _put_plan(session, plan)
 
 
 def _step_state(ctx: RunContext, role: str) -> tuple[object, Plan, list[ExecutedStep]]:
-    """The objective, plan and finished steps an executor's step starts from: the session's, or on
-    resume the ones saved at the pause. The session's may not be this run's by then: the executor
-    may run another ``PlanExecute`` (an ``AgentTool`` shares the session), which keeps its own
-    state under the same keys, and a pause inside it checkpoints that."""
+    """The objective, plan and finished steps an executor's or replanner's step starts from: the
+    session's, or on resume the ones saved at the pause. The session's may not be this run's by
+    then: the role may run another ``PlanExecute`` (an ``AgentTool`` shares the session), which
+    keeps its own state under the same keys, and a pause inside it checkpoints that."""
     # The session's are checked also when the saved ones are used: they are written over when
     # the step finishes, and a checkpoint whose session holds a broken one must say so, not
     # lose it quietly.
     session_state = ctx.session.get(OBJECTIVE_KEY, ""), _plan(ctx), _executed(ctx)
-    resume = ctx._resume_slot(_STEP_SLOT)
-    if resume is None or resume.state is None:
+    saved = _saved_step(ctx, role)
+    if saved is None:
         return session_state
-    saved = SavedState(f"plan-execute role '{role}'", resume.state)
     objective, plan, done = (saved.values.get(k) for k in ("objective", "plan", "executed"))
     if not isinstance(plan, Plan):
         raise saved.error(f"'plan' must be a Plan, not {plan!r}")
@@ -382,9 +454,19 @@ def _step_state(ctx: RunContext, role: str) -> tuple[object, Plan, list[Executed
         raise saved.error(f"'executed' must be a list of ExecutedStep: {exc}") from exc
 
 
+def _save_step(
+    event: AgentEvent, ctx: RunContext, state: tuple[object, Plan, list[ExecutedStep]]
+) -> None:
+    """At a pause: what ``_step_state`` gives back on resume."""
+    if event._signal is not None:
+        objective, plan, done = state
+        saved = {"objective": objective, "plan": plan, "executed": done}
+        event._signal.save(ctx.address, saved, _STEP_SLOT)
+
+
 class _ExecuteStep(_Role):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        objective, plan, done = _step_state(ctx, self.name)
+        state = objective, plan, done = _step_state(ctx, self.name)
         if not plan.steps:
             return  # nothing left to do; the replanner answers
         step = plan.steps[0]
@@ -398,9 +480,7 @@ class _ExecuteStep(_Role):
                     stop = event.error is not None or (
                         event.action is not None and seen.stops(event, ctx, in_loop=True)
                     )
-                    if event._signal is not None:
-                        state = {"objective": objective, "plan": plan, "executed": done}
-                        event._signal.save(ctx.address, state, _STEP_SLOT)
+                    _save_step(event, ctx, state)
                     yield event
                     if stop:
                         return
@@ -414,7 +494,7 @@ class _ExecuteStep(_Role):
         session = ctx.session
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = [*done, ExecutedStep(step=step, result=seen.text or "")]
-        session[PLAN_KEY] = Plan(steps=plan.steps[1:])
+        _put_plan(session, Plan(steps=plan.steps[1:]))
         ended = seen.ended_loop_before_pause()
         if ended is not None:
             yield ended
@@ -422,15 +502,19 @@ class _ExecuteStep(_Role):
 
 class _ReplanStep(_Role):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        plan = _plan(ctx)
-        request = AgentInput([Message.user(_replanner_prompt(ctx, plan))], ctx.enable_streaming)
+        state = objective, plan, done = _step_state(ctx, self.name)
+        request = AgentInput(
+            [Message.user(_replanner_prompt(objective, plan, done))], ctx.enable_streaming
+        )
         seen = _Seen(ctx, self.name)
         try:
             async with closing(drive(self.agent, request, ctx)) as events:
                 async for event in events:
+                    seen.note(ctx)
                     stop = event.error is not None or (
                         event.action is not None and seen.stops(event, ctx, in_loop=True)
                     )
+                    _save_step(event, ctx, state)
                     yield event
                     if stop:
                         return  # a pause, an error or an exit
@@ -446,24 +530,32 @@ class _ReplanStep(_Role):
                             seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+        # Objective and finished steps written back, and the plan the replanner handed over or
+        # the one it started with: a PlanExecute it ran in this session has left its own there.
+        session = ctx.session
+        session[OBJECTIVE_KEY] = objective
+        session[EXECUTED_STEPS_KEY] = done
+        stored, stored_plan = seen.handed_over(ctx)
         if seen.broke:  # its own break was the response
+            _put_plan(session, stored_plan if stored else plan)
             ended = seen.ended_loop_before_pause()
             if ended is not None:
                 yield ended
         elif seen.plan is not None:
-            ctx.session[PLAN_KEY] = seen.plan
-        elif seen.plan_stored(ctx):
-            pass  # it stored a new plan (the update_plan tool does)
-        elif seen.text is not None and seen.text.strip():
-            yield _response()  # its last output, not blank, is the response
-        elif not plan.steps:
-            # Nothing left to do and nothing said. If it said so with a blank reply, the last
-            # step's result is repeated as the answer: the run would otherwise end on the blank
-            # message. (Silent, the run already ends on that result.)
-            done = _executed(ctx)
-            if seen.text is not None and done and done[-1].result.strip():
-                yield AgentEvent.of(done[-1].result)
-            yield _response()
+            _put_plan(session, seen.plan)
+        elif stored:
+            _put_plan(session, stored_plan)  # it stored a new plan (the update_plan tool does)
+        else:
+            _put_plan(session, plan)
+            if seen.text is not None and seen.text.strip():
+                yield _response()  # its last output, not blank, is the response
+            elif not plan.steps:
+                # Nothing left to do and nothing said. If it said so with a blank reply, the last
+                # step's result is repeated as the answer: the run would otherwise end on the
+                # blank message. (Silent, the run already ends on that result.)
+                if seen.text is not None and done and done[-1].result.strip():
+                    yield AgentEvent.of(done[-1].result)
+                yield _response()
 
 
 def _response() -> AgentEvent:

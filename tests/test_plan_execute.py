@@ -655,3 +655,103 @@ async def test_a_plan_execute_the_executor_calls_leaves_the_outer_state_alone(
     ]
     assert second.session["plan"] == Plan(steps=[])
     await store.aclose()
+
+
+def _payments(inner_executor: list[str | Reply]) -> PlanExecute:
+    """A PlanExecute that pays (its executor's pay call waits for approval), for nesting."""
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    return PlanExecute(
+        new_planner(ScriptedModel([plan_json("pay 5")]), name="inner_planner"),
+        new_executor(ScriptedModel(inner_executor), [pay], name="inner_executor"),
+        new_replanner(ScriptedModel(["Paid 5."]), name="inner_replanner"),
+        name="payments",
+        description="Makes payments.",
+    )
+
+
+async def test_a_plan_execute_the_replanner_calls_leaves_the_outer_state_alone(
+    tmp_path: object,
+) -> None:
+    # As for the executor: the inner one keeps its state under the same keys. The replanner's
+    # answer after it is the response (the inner's plan is not one the replanner stored), and the
+    # outer objective and finished steps survive it, also across a pause inside it.
+    def app(inner_executor: list[str | Reply], outer_replanner: list[str | Reply]) -> PlanExecute:
+        payments = adk.AgentTool(_payments(inner_executor))
+        return PlanExecute(
+            new_planner(ScriptedModel([plan_json("check the bill")])),
+            new_executor(ScriptedModel(["The bill is 5."])),
+            ReActAgent("replanner", ScriptedModel(outer_replanner), tools=[payments]),
+        )
+
+    pay_call = Reply(tool_calls=[tool_call("payments", {"request": "pay 5"})])
+    store = SQLiteCheckpointStore(f"{tmp_path}/checkpoints.db")
+    first = await Runner(
+        app([Reply(tool_calls=[tool_call("pay", {"amount": 5})])], [pay_call]),
+        checkpoint_store=store,
+    ).invoke("settle my bill")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    fresh = app(["Paid."], ["Bill checked and paid."])
+    second = await Runner(fresh, checkpoint_store=store).invoke_resume(
+        first.checkpoint_id, {"approved": True}
+    )
+    assert second.text == "Bill checked and paid."
+    assert second.session["objective"] == "settle my bill"
+    assert second.session["executed_steps"] == [
+        ExecutedStep(step="check the bill", result="The bill is 5.")
+    ]
+    assert second.session["plan"] == Plan(steps=[])
+    await store.aclose()
+
+
+async def test_a_replanner_that_runs_a_plan_execute_then_stores_a_plan() -> None:
+    # Its own plan counts, stored after the inner one's; the next step runs on the outer state.
+    executor_model = ScriptedModel(["The bill is 5.", "Told them."])
+    replanner_model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("payments", {"request": "pay 5"})]),
+            Reply(tool_calls=[tool_call("set_plan", {"steps": ["tell the user"]})]),
+            "stored it",
+            "Paid and told.",
+        ]
+    )
+    payments = adk.AgentTool(_payments(["Paid."]))
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("check the bill")])),
+        new_executor(executor_model),
+        ReActAgent("replanner", replanner_model, tools=[payments, set_plan]),
+    )
+    result = await Runner(agent).invoke("settle my bill")
+    assert result.text == "Paid and told."
+    assert [s.step for s in result.session["executed_steps"]] == ["check the bill", "tell the user"]
+    second_step = executor_model.requests[1].messages[1].content
+    assert second_step.startswith("Objective:\nsettle my bill")
+    assert "1. check the bill\n   Result: The bill is 5." in second_step
+
+
+async def test_a_plan_execute_the_planner_calls_leaves_the_outer_state_alone() -> None:
+    # The planner consults an inner PlanExecute, then plans: the objective stays the user's, and a
+    # planner that gives no plan of its own fails rather than taking the inner one's.
+    def app(planner_script: list[str | Reply], executor_model: ScriptedModel) -> PlanExecute:
+        payments = adk.AgentTool(_payments(["Paid."]))
+        return PlanExecute(
+            ReActAgent("planner", ScriptedModel(planner_script), tools=[payments]),
+            new_executor(executor_model),
+            new_replanner(ScriptedModel(["Done."])),
+        )
+
+    consult = Reply(tool_calls=[tool_call("payments", {"request": "pay 5"})])
+    executor_model = ScriptedModel(["Told them."])
+    result = await Runner(app([consult, plan_json("tell the user")], executor_model)).invoke(
+        "settle my bill"
+    )
+    assert result.text == "Done."
+    assert result.session["objective"] == "settle my bill"
+    assert executor_model.requests[0].messages[1].content.startswith("Objective:\nsettle my bill")
+
+    with pytest.raises(adk.RunError, match="planner 'planner' produced no plan"):
+        await Runner(app([consult, "I asked payments."], ScriptedModel([]))).invoke("go")

@@ -316,3 +316,52 @@ async def test_plan_execute_steps_in_the_session_that_are_not_steps() -> None:
         RunError, match=r"session\['executed_steps'\] is not a list of ExecutedStep"
     ):
         await runner.invoke_resume("edited", {"approved": True})
+
+
+def _plan_execute_paused_in(role: str) -> Callable[[], Agent]:
+    """A PlanExecute whose ``role`` pauses (its other roles are model-backed and answer at once)."""
+
+    def build() -> Agent:
+        roles: dict[str, Agent] = {
+            "planner": new_planner(ScriptedModel([json.dumps({"steps": ["pay"]})])),
+            "executor": new_executor(ScriptedModel(["nothing to pay"])),
+            "replanner": new_replanner(ScriptedModel(["All done."])),
+        }
+        roles[role] = _payer(role)
+        return PlanExecute(roles["planner"], roles["executor"], roles["replanner"])
+
+    return build
+
+
+@pytest.mark.parametrize(
+    ("role", "field", "value", "expected"),
+    [
+        ("planner", "objective", 5, "'objective' must be a str, not 5"),
+        ("executor", "plan", "pay", "'plan' must be a Plan, not 'pay'"),
+        ("executor", "executed", ["paid"], "'executed' must be a list of ExecutedStep"),
+        ("replanner", "plan", "pay", "'plan' must be a Plan, not 'pay'"),
+        ("replanner", "executed", [{"step": "pay"}], "'executed' must be a list of ExecutedStep"),
+    ],
+)
+async def test_a_plan_execute_step_state_that_does_not_fit(
+    role: str, field: str, value: Any, expected: str
+) -> None:
+    # Each step saves at a pause the PlanExecute state it started from, and resumes from it:
+    # a PlanExecute its role runs as an AgentTool may have left its own in the session by then.
+    body, runner = await _paused(_plan_execute_paused_in(role))
+    _state(body, f"agent:{role}", "plan_execute_step")[field] = value
+
+    error = await _resume_with(body, runner)
+
+    assert f"plan-execute role '{role}'" in str(error) and expected in str(error)
+
+
+async def test_a_paused_replanner_with_steps_in_the_session_that_are_not_steps() -> None:
+    body, runner = await _paused(_plan_execute_paused_in("replanner"))
+    body["session"]["executed_steps"] = ["paid"]
+
+    await runner.checkpoint_store.put("edited", encode_checkpoint(body))
+    with pytest.raises(
+        RunError, match=r"session\['executed_steps'\] is not a list of ExecutedStep"
+    ):
+        await runner.invoke_resume("edited", {"approved": True})
