@@ -582,6 +582,18 @@ def _update_plan(steps: list[str], ctx: ToolContext) -> str:
     return f"Plan updated:\n{plan}"
 
 
+_DEFAULT_NAME = "plan_execute"
+
+
+def _role_name(plan_execute: str, role: str) -> str:
+    """The name ``from_model`` gives a role: prefixed with the PlanExecute's own, because history
+    is read by author name, so two PlanExecutes whose roles shared names (two workers of one
+    ``Supervisor``) each read the other's messages as its own: a planner took another's plan for
+    one it wrote. The default name keeps the bare role names it always had, so checkpoints made
+    with them still resume."""
+    return role if plan_execute == _DEFAULT_NAME else f"{plan_execute}_{role}"
+
+
 class PlanExecute(SequentialAgent):
     """Plan, then loop execute/replan until the replanner responds (see the module docstring)."""
 
@@ -592,7 +604,7 @@ class PlanExecute(SequentialAgent):
         replanner: Agent,
         max_iterations: int = 10,
         *,
-        name: str = "plan_execute",
+        name: str = _DEFAULT_NAME,
         description: str = "",
     ) -> None:
         # Checked here, not by the inner loop: its error would name a loop the caller never made,
@@ -605,6 +617,8 @@ class PlanExecute(SequentialAgent):
         self.executor = executor
         self.replanner = replanner
         self.max_iterations = max_iterations
+        # What runs (the attributes above may be reassigned; the steps keep these).
+        self._roles = (("planner", planner), ("executor", executor), ("replanner", replanner))
         loop = LoopAgent(
             "execute_replan",
             [_ExecuteStep(executor), _ReplanStep(replanner)],
@@ -619,14 +633,16 @@ class PlanExecute(SequentialAgent):
         tools: Iterable[ToolSource] = (),
         max_iterations: int = 10,
         *,
-        name: str = "plan_execute",
+        name: str = _DEFAULT_NAME,
         description: str = "",
     ) -> PlanExecute:
-        """All three roles from one model: the common case in one line."""
+        """All three roles from one model: the common case in one line. The roles are named after
+        the PlanExecute (``research_planner``, ...; under the default name just ``planner``,
+        ``executor`` and ``replanner``), see ``_role_name``."""
         return cls(
-            new_planner(model),
-            new_executor(model, tools),
-            new_replanner(model),
+            new_planner(model, name=_role_name(name, "planner")),
+            new_executor(model, tools, name=_role_name(name, "executor")),
+            new_replanner(model, name=_role_name(name, "replanner")),
             max_iterations,
             name=name,
             description=description,

@@ -15,6 +15,8 @@ from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_a
 from adk._aio import closing
 from adk._driver import NO_EVENT, drive
 
+from .plan_execute import PlanExecute
+
 __all__ = ["Supervisor"]
 
 
@@ -52,9 +54,37 @@ def Supervisor(
     Each delegation is two transfers (there and back): ``max_transfers`` (default 100, see
     ``with_sub_agents``) bounds a run's delegations to half of it.
     """
+    workers = list(workers)
+    _check_role_names(supervisor, workers)
     return with_sub_agents(
         supervisor,
         [_ReportsBack(worker, supervisor.name) for worker in workers],
         allow_transfer_to_parent=True,
         max_transfers=max_transfers,
     )
+
+
+def _check_role_names(supervisor: Agent, workers: list[Agent]) -> None:
+    """Refuse a ``PlanExecute`` worker's role named like the supervisor, another worker or another
+    ``PlanExecute`` worker's role. They all write to one history, which each agent reads by author
+    name: the two would read each other's messages as their own (a planner would take another's
+    plan for one it wrote). ``PlanExecute.from_model`` names roles apart; roles given by hand
+    can still clash."""
+    # Names read with getattr: what is not an agent is refused by with_sub_agents, clearly.
+    owners = {getattr(supervisor, "name", None): "the supervisor"}
+    owners.update(
+        (getattr(w, "name", None), f"worker {getattr(w, 'name', None)!r}") for w in workers
+    )
+    for worker in workers:
+        if not isinstance(worker, PlanExecute):
+            continue
+        for role, agent in worker._roles:
+            mine = f"the {role} of worker {worker.name!r}"
+            other = owners.setdefault(agent.name, mine)
+            if other != mine and other != f"worker {worker.name!r}":
+                raise ValueError(
+                    f"Supervisor {supervisor.name!r}: {mine} and {other} are both named "
+                    f"{agent.name!r}, so each would read the other's messages as its own; name "
+                    "them apart (PlanExecute.from_model names its roles after the PlanExecute, "
+                    "and new_planner, new_executor and new_replanner take name=)"
+                )

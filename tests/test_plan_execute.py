@@ -19,6 +19,7 @@ from prebuilt import (
     Plan,
     PlanExecute,
     ReActAgent,
+    Supervisor,
     new_executor,
     new_planner,
     new_replanner,
@@ -755,3 +756,116 @@ async def test_a_plan_execute_the_planner_calls_leaves_the_outer_state_alone() -
 
     with pytest.raises(adk.RunError, match="planner 'planner' produced no plan"):
         await Runner(app([consult, "I asked payments."], ScriptedModel([]))).invoke("go")
+
+
+# -- two PlanExecutes in one tree -------------------------------------------------------------------
+def _transfer(name: str) -> Reply:
+    return Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": name})])
+
+
+async def test_two_plan_executes_from_model_in_one_supervisor_are_independent() -> None:
+    # Their roles are named after them, so the second planner reads the first one's plan as
+    # another agent's words, not as a plan it wrote itself.
+    research_model = ScriptedModel([plan_json("look it up"), "Found it.", "Research done."])
+    writing_model = ScriptedModel([plan_json("write it up"), "Wrote it.", "Writing done."])
+    boss = ReActAgent(
+        "boss", ScriptedModel([_transfer("research"), _transfer("writing"), "All done."])
+    )
+    research = PlanExecute.from_model(research_model, name="research", description="Researches.")
+    writing = PlanExecute.from_model(writing_model, name="writing", description="Writes.")
+    assert [research.planner.name, research.executor.name, research.replanner.name] == [
+        "research_planner",
+        "research_executor",
+        "research_replanner",
+    ]
+    result = await Runner(Supervisor(boss, [research, writing])).invoke("report on X")
+    assert result.text == "All done."
+    writing_planner_saw = writing_model.requests[0].messages
+    assert not [m for m in writing_planner_saw if m.role == "assistant"]
+    assert any(
+        m.content.startswith("For context: [research_planner] said:") for m in writing_planner_saw
+    )
+    # The default name keeps the role names it always had (and checkpoints made with them).
+    default = PlanExecute.from_model(ScriptedModel([]))
+    assert [default.planner.name, default.executor.name, default.replanner.name] == [
+        "planner",
+        "executor",
+        "replanner",
+    ]
+
+
+def test_plan_execute_workers_whose_roles_share_a_name_are_refused() -> None:
+    boss = ReActAgent("boss", ScriptedModel([]))  # refused: it gets no workers
+
+    def by_hand(name: str) -> PlanExecute:
+        model = ScriptedModel([])
+        return PlanExecute(new_planner(model), new_executor(model), new_replanner(model), name=name)
+
+    with pytest.raises(
+        ValueError,
+        match=r"Supervisor 'boss': the planner of worker 'writing' and the planner of worker "
+        r"'research' are both named 'planner', so each would read the other's messages as its "
+        r"own; name them apart",
+    ):
+        Supervisor(boss, [by_hand("research"), by_hand("writing")])
+    # ... and a role named like the supervisor or another worker.
+    lone = PlanExecute.from_model(ScriptedModel([]), name="research")
+    with pytest.raises(ValueError, match=r"the executor of worker 'research' and worker "):
+        Supervisor(boss, [lone, ReActAgent("research_executor", ScriptedModel([]))])
+    clash = PlanExecute(
+        ReActAgent("boss", ScriptedModel([])),
+        new_executor(ScriptedModel([])),
+        new_replanner(ScriptedModel([])),
+    )
+    with pytest.raises(
+        ValueError, match=r"the planner of worker 'plan_execute' and the supervisor"
+    ):
+        Supervisor(boss, [clash])
+    # Apart, they are fine; so is a role named like its own PlanExecute.
+    Supervisor(boss, [lone, PlanExecute.from_model(ScriptedModel([]), name="writing")])
+    fresh = ReActAgent("boss", ScriptedModel([]))
+    Supervisor(fresh, [PlanExecute.from_model(ScriptedModel([]), name="planner")])
+
+
+async def test_a_checkpoint_of_the_old_role_names_resumes_or_fails_clearly() -> None:
+    # Before roles were named after the PlanExecute, from_model(name="research") named them
+    # planner, executor and replanner: a run paused in one of them does not fit the new names
+    # and is refused naming the step, keeping the checkpoint; the old names, given by hand,
+    # resume it.
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return f"paid {amount}"
+
+    def model() -> ScriptedModel:
+        """One script for all three roles, as from_model shares one model."""
+        pay_call = Reply(tool_calls=[tool_call("pay", {"amount": 5})])
+        return ScriptedModel([plan_json("pay 5"), pay_call, "Paid 5.", "Bill paid."])
+
+    shared = model()
+    old = PlanExecute(
+        new_planner(shared), new_executor(shared, [pay]), new_replanner(shared), name="research"
+    )
+    runner = Runner(old)
+    first = await runner.invoke("pay my bill")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+
+    renamed = Runner(
+        PlanExecute.from_model(model(), [pay], name="research"),
+        checkpoint_store=runner.checkpoint_store,
+    )
+    with pytest.raises(
+        adk.RunError, match=r"the step that paused, 'executor', is no longer one of its steps"
+    ):
+        await renamed.invoke_resume(first.checkpoint_id, {"approved": True})
+
+    resumed_model = ScriptedModel(["Paid 5.", "Bill paid."])
+    by_hand = PlanExecute(
+        new_planner(ScriptedModel([])),
+        new_executor(resumed_model, [pay]),
+        new_replanner(ScriptedModel(["Bill paid."])),
+        name="research",
+    )
+    again = Runner(by_hand, checkpoint_store=runner.checkpoint_store)
+    result = await again.invoke_resume(first.checkpoint_id, {"approved": True})
+    assert result.text == "Bill paid."
