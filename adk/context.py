@@ -122,14 +122,19 @@ class _Lane:
     """A branch of the event log. The root lane has no parent; a parallel branch's lane sees its
     parent's first ``base`` entries plus its own. A branch resumed from a checkpoint sees
     ``inherited`` instead: the entries it saw before the pause (the history is saved flat, so its
-    parent's view then also holds the sibling branches' entries, which it must not see)."""
+    parent's view then also holds the sibling branches' entries, which it must not see).
 
-    __slots__ = ("base", "entries", "inherited", "parent")
+    ``root`` is what an agent's input built from the lane starts with: the run's root input,
+    unless a parent agent gave the lane an input of its own (``PlanExecute``'s step prompt, so a
+    workflow in a role reads the step as a plain agent there does)."""
+
+    __slots__ = ("base", "entries", "inherited", "parent", "root")
 
     parent: _Lane | None
     entries: list[_Entry]
     inherited: list[_Entry] | None
     base: int
+    root: list[Message]
 
     def snapshot(self) -> list[_Entry]:
         if self.parent is None:
@@ -145,15 +150,18 @@ class _Lane:
         self.entries.extend(merged)
 
 
-def new_lane(parent: _Lane | None = None, inherited: list[_Entry] | None = None) -> _Lane:
-    """A lane: the root lane of a run (no ``parent``), or a parallel branch's lane. (Lanes and
-    run states are made for every run: see ``_Entry`` for why their classes have no
-    ``__init__``.)"""
+def new_lane(
+    parent: _Lane, inherited: list[_Entry] | None = None, root: list[Message] | None = None
+) -> _Lane:
+    """A lane below ``parent``: a parallel branch's, or with ``root`` and ``inherited`` one that
+    starts over with an input of its own. (Lanes and run states are made for every run: see
+    ``_Entry`` for why their classes have no ``__init__``.)"""
     lane = _Lane()
     lane.parent = parent
     lane.entries = []
     lane.inherited = inherited
-    lane.base = len(parent.snapshot()) if parent is not None and inherited is None else 0
+    lane.base = len(parent.snapshot()) if inherited is None else 0
+    lane.root = parent.root if root is None else root
     return lane
 
 
@@ -245,7 +253,7 @@ def new_run(
     run.parent = run.inherited = None  # the root lane's fields (``_RunState.history``)
     run.entries = []
     run.base = 0
-    run.root_input = root_input
+    run.root_input = run.root = root_input
     run._session = session
     run.plan = plan
     run.nested = nested

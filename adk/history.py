@@ -84,7 +84,8 @@ def build_messages(
 def build_input(
     ctx: RunContext, agent_name: str, rewriter: HistoryRewriter | None = None
 ) -> AgentInput:
-    """A lazily built input: the history as it stands now, rewritten only if the agent reads it."""
+    """A lazily built input: the history as it stands now, rewritten only if the agent reads it.
+    It starts with the lane's root input (``_Lane.root``): the run's, or a parent agent's."""
     lane = ctx._lane
     entries = lane.entries if lane.parent is None else lane.snapshot()  # the root lane: no call
     # A lazy input (see ``AgentInput``), its fields set here: one is made for every agent start,
@@ -92,7 +93,7 @@ def build_input(
     value = _new(AgentInput)
     value._messages = None
     value._build = _messages_for
-    value._build_args = (entries, len(entries), ctx._run.root_input, agent_name, rewriter)
+    value._build_args = (entries, len(entries), lane.root, agent_name, rewriter)
     value.enable_streaming = ctx.enable_streaming
     return value
 

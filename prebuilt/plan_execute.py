@@ -13,7 +13,9 @@ Roles, any agent each (``new_planner``/``new_executor``/``new_replanner`` build 
 - the planner reads the conversation and produces a ``Plan``: as its ``custom`` output (what
   ``ReActAgent(output_schema=Plan)`` emits), as JSON text, or by storing it in ``session["plan"]``;
 - the executor gets one user message with the objective, the plan, the finished steps and the step
-  to do; its last output is the step's result. The step then leaves the plan;
+  to do; its last output is the step's result. The step then leaves the plan. The message is also
+  the start of the history the executor runs on (``_StepView``), so a workflow in the role reads
+  the step as a plain agent does;
 - the replanner gets the objective, finished steps and remaining plan. It either stores a new plan
   (the ``update_plan`` tool, a ``Plan`` custom output, or ``session["plan"]``) and the loop goes on,
   or it answers: its last output (text, or a return-directly result), unless blank, is the response
@@ -61,6 +63,7 @@ from adk._aio import closing
 from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
+from adk.context import _Lane, new_lane
 from adk.events import _BREAK_HANDLED
 
 from ._output import parse_output
@@ -433,54 +436,124 @@ class _PlanStep(_Role):
         _put_plan(session, plan)
 
 
-def _step_state(ctx: RunContext, role: str) -> tuple[object, Plan, list[ExecutedStep]]:
-    """The objective, plan and finished steps an executor's or replanner's step starts from: the
-    session's, or on resume the ones saved at the pause. The session's may not be this run's by
-    then: the role may run another ``PlanExecute`` (an ``AgentTool`` shares the session), which
-    keeps its own state under the same keys, and a pause inside it checkpoints that."""
-    # The session's are checked also when the saved ones are used: they are written over when
-    # the step finishes, and a checkpoint whose session holds a broken one must say so, not
-    # lose it quietly.
-    session_state = ctx.session.get(OBJECTIVE_KEY, ""), _plan(ctx), _executed(ctx)
-    saved = _saved_step(ctx, role)
-    if saved is None:
-        return session_state
-    objective, plan, done = (saved.values.get(k) for k in ("objective", "plan", "executed"))
-    if not isinstance(plan, Plan):
-        raise saved.error(f"'plan' must be a Plan, not {plan!r}")
-    try:
-        return objective, plan, _EXECUTED_STEPS.validate_python(done)
-    except ValidationError as exc:
-        raise saved.error(f"'executed' must be a list of ExecutedStep: {exc}") from exc
+class _StepView:
+    """The history an executor's or replanner's agent runs on: the step prompt as its input, then
+    only what the step itself records, as for a plain agent given the prompt. A workflow or flow
+    in the role builds its agents' inputs from the history rather than from the input it is
+    given; on the run's history they would never see the step, and would read the whole run.
+
+    What the step records is passed on to the run's history as it comes (``flush``, before each
+    event goes up), so a checkpoint holds it; on resume the step's lane gets it back: the entries
+    recorded since ``fork`` (the history's order number when the step started, saved at the
+    pause) at or below the step's run path.
+    """
+
+    __slots__ = ("ctx", "flushed", "fork", "lane", "parent")
+
+    def __init__(self, ctx: RunContext, prompt: list[Message], fork: int | None) -> None:
+        self.parent = ctx._lane
+        inherited: list[Any] = []
+        if fork is None:
+            fork = ctx._run.seq
+        else:
+            path, depth = ctx.run_path, len(ctx.run_path)
+            inherited = [
+                e for e in self.parent.snapshot() if e.seq >= fork and e.run_path[:depth] == path
+            ]
+        self.fork = fork
+        self.lane: _Lane = new_lane(self.parent, inherited, list(prompt))
+        self.flushed = 0
+        self.ctx = ctx._fork(lane=self.lane)
+
+    def flush(self) -> None:
+        entries = self.lane.entries
+        if len(entries) > self.flushed:
+            self.parent.entries.extend(entries[self.flushed :])
+            self.flushed = len(entries)
 
 
-def _save_step(
-    event: AgentEvent, ctx: RunContext, state: tuple[object, Plan, list[ExecutedStep]]
-) -> None:
-    """At a pause: what ``_step_state`` gives back on resume."""
-    if event._signal is not None:
-        objective, plan, done = state
-        saved = {"objective": objective, "plan": plan, "executed": done}
-        event._signal.save(ctx.address, saved, _STEP_SLOT)
+class _StepState:
+    """What an executor's or replanner's step starts from: the objective, plan and finished steps,
+    and the history view its agent runs on (``_StepView``).
+
+    The session's values, or on resume the ones saved at the pause. The session's may not be this
+    run's by then: the role may run another ``PlanExecute`` (an ``AgentTool`` shares the session),
+    which keeps its own state under the same keys, and a pause inside it checkpoints that.
+    """
+
+    __slots__ = ("done", "fork", "objective", "plan", "view")
+
+    def __init__(self, ctx: RunContext, role: str) -> None:
+        # The session's are checked also when the saved ones are used: they are written over
+        # when the step finishes, and a checkpoint whose session holds a broken one must say so,
+        # not lose it quietly.
+        session_state = ctx.session.get(OBJECTIVE_KEY, ""), _plan(ctx), _executed(ctx)
+        self.view: _StepView | None = None
+        self.fork: int | None = None
+        self.objective, self.plan, self.done = session_state
+        saved = _saved_step(ctx, role)
+        if saved is None:
+            if ctx.resume is not None:
+                self.fork = -1  # paused by a version that saved nothing: no view (see start)
+            return
+        objective, plan, done = (saved.values.get(k) for k in ("objective", "plan", "executed"))
+        if not isinstance(plan, Plan):
+            raise saved.error(f"'plan' must be a Plan, not {plan!r}")
+        try:
+            self.done = _EXECUTED_STEPS.validate_python(done)
+        except ValidationError as exc:
+            raise saved.error(f"'executed' must be a list of ExecutedStep: {exc}") from exc
+        self.objective, self.plan = objective, plan
+        # No fork: paused by a version that ran the agent on the run's history (see start).
+        self.fork = saved.count("fork") if "fork" in saved.values else -1
+
+    def start(self, ctx: RunContext, prompt: str) -> tuple[AgentInput, RunContext]:
+        """The agent's input and the context it runs at. A step paused by a version that ran its
+        agent on the run's history goes on doing so: its agent saved its state against that."""
+        messages = [Message.user(prompt)]
+        if self.fork != -1:
+            self.view = _StepView(ctx, messages, self.fork)
+            ctx = self.view.ctx
+        return AgentInput(messages, ctx.enable_streaming), ctx
+
+    def passing(self, event: AgentEvent, ctx: RunContext) -> None:
+        """Before an event of the agent goes up: what the step recorded passes to the run's
+        history, and a pause saves what ``__init__`` reads back on resume."""
+        view = self.view
+        if view is not None:
+            view.flush()
+        signal = event._signal
+        if signal is not None:
+            saved: dict[str, object] = {
+                "objective": self.objective,
+                "plan": self.plan,
+                "executed": self.done,
+            }
+            if view is not None:
+                saved["fork"] = view.fork
+            signal.save(ctx.address, saved, _STEP_SLOT)
+
+    def finish(self) -> None:
+        if self.view is not None:
+            self.view.flush()
 
 
 class _ExecuteStep(_Role):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        state = objective, plan, done = _step_state(ctx, self.name)
+        state = _StepState(ctx, self.name)
+        objective, plan, done = state.objective, state.plan, state.done
         if not plan.steps:
             return  # nothing left to do; the replanner answers
         step = plan.steps[0]
-        request = AgentInput(
-            [Message.user(_executor_prompt(objective, plan, done))], ctx.enable_streaming
-        )
+        request, agent_ctx = state.start(ctx, _executor_prompt(objective, plan, done))
         seen = _Seen(ctx, self.name)
         try:
-            async with closing(drive(self.agent, request, ctx)) as events:
+            async with closing(drive(self.agent, request, agent_ctx)) as events:
                 async for event in events:
                     stop = event.error is not None or (
                         event.action is not None and seen.stops(event, ctx, in_loop=True)
                     )
-                    _save_step(event, ctx, state)
+                    state.passing(event, ctx)
                     yield event
                     if stop:
                         return
@@ -489,6 +562,7 @@ class _ExecuteStep(_Role):
                         seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            state.finish()
         # All three written back from what the step started with: a PlanExecute the executor ran
         # in this session (through an AgentTool) has left its own there.
         session = ctx.session
@@ -502,19 +576,18 @@ class _ExecuteStep(_Role):
 
 class _ReplanStep(_Role):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        state = objective, plan, done = _step_state(ctx, self.name)
-        request = AgentInput(
-            [Message.user(_replanner_prompt(objective, plan, done))], ctx.enable_streaming
-        )
+        state = _StepState(ctx, self.name)
+        objective, plan, done = state.objective, state.plan, state.done
+        request, agent_ctx = state.start(ctx, _replanner_prompt(objective, plan, done))
         seen = _Seen(ctx, self.name)
         try:
-            async with closing(drive(self.agent, request, ctx)) as events:
+            async with closing(drive(self.agent, request, agent_ctx)) as events:
                 async for event in events:
                     seen.note(ctx)
                     stop = event.error is not None or (
                         event.action is not None and seen.stops(event, ctx, in_loop=True)
                     )
-                    _save_step(event, ctx, state)
+                    state.passing(event, ctx)
                     yield event
                     if stop:
                         return  # a pause, an error or an exit
@@ -530,6 +603,7 @@ class _ReplanStep(_Role):
                             seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            state.finish()
         # Objective and finished steps written back, and the plan the replanner handed over or
         # the one it started with: a PlanExecute it ran in this session has left its own there.
         session = ctx.session

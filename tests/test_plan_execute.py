@@ -11,6 +11,8 @@ from pydantic import BaseModel
 
 import adk
 from adk import AgentEvent, AgentInput, BaseAgent, LoopAgent, RunContext, Runner, SequentialAgent
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.checkpoint.sqlite import SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import (
@@ -869,3 +871,190 @@ async def test_a_checkpoint_of_the_old_role_names_resumes_or_fails_clearly() -> 
     again = Runner(by_hand, checkpoint_store=runner.checkpoint_store)
     result = await again.invoke_resume(first.checkpoint_id, {"approved": True})
     assert result.text == "Bill paid."
+
+
+# -- a workflow in a role reads the step prompt ----------------------------------------------------
+def _user_texts(request: Any) -> list[str]:
+    return [m.content for m in request.messages if m.role == "user"]
+
+
+async def test_a_workflow_executor_reads_the_step_as_a_plain_agent_would() -> None:
+    # Its first agent's input is the step prompt; the next one's adds what the first said; the
+    # run's input and earlier steps stay out, as they do for a plain executor.
+    researcher_model = ScriptedModel(["Paris.", "2.1 million."])
+    writer_model = ScriptedModel(["The capital is Paris.", "Paris has 2.1 million people."])
+    executor = SequentialAgent(
+        "executor",
+        [ReActAgent("researcher", researcher_model), ReActAgent("writer", writer_model)],
+    )
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("find the capital", "find its population")])),
+        executor,
+        new_replanner(ScriptedModel(["", "Paris, 2.1 million."])),
+    )
+    result = await Runner(agent).invoke("Capital of France and its population?")
+    assert result.text == "Paris, 2.1 million."
+    assert [s.result for s in result.session["executed_steps"]] == [
+        "The capital is Paris.",
+        "Paris has 2.1 million people.",
+    ]
+    [first_prompt] = _user_texts(researcher_model.requests[0])
+    assert first_prompt.startswith("Objective:\nCapital of France and its population?")
+    assert first_prompt.endswith("which is:\nfind the capital")
+    assert _user_texts(writer_model.requests[0]) == [
+        first_prompt,
+        "For context: [researcher] said: Paris..",
+    ]
+    [second_prompt] = _user_texts(researcher_model.requests[1])
+    assert second_prompt.endswith("which is:\nfind its population")
+    assert "   Result: The capital is Paris." in second_prompt
+    assert simplify_events(result.events)[2:6] == [
+        "researcher: Paris.",
+        "writer: The capital is Paris.",
+        "researcher: 2.1 million.",
+        "writer: Paris has 2.1 million people.",
+    ]
+
+
+async def test_a_workflow_executor_paused_in_its_second_agent_resumes_on_the_step(
+    tmp_path: object,
+) -> None:
+    @adk.tool(require_approval=True)
+    def publish(text: str) -> str:
+        """Publish (a person approves it first)."""
+        return f"published {text}"
+
+    def app(writer_script: list[str | Reply]) -> tuple[PlanExecute, ScriptedModel, ScriptedModel]:
+        researcher_model = ScriptedModel(["Paris."])
+        editor_model = ScriptedModel(["Published Paris."])
+        executor = SequentialAgent(
+            "executor",
+            [
+                ReActAgent("researcher", researcher_model),
+                ReActAgent("writer", ScriptedModel(writer_script), tools=[publish]),
+                ReActAgent("editor", editor_model),
+            ],
+        )
+        agent = PlanExecute(
+            new_planner(ScriptedModel([plan_json("find the capital")])),
+            executor,
+            new_replanner(ScriptedModel(["Published: Paris."])),
+        )
+        return agent, researcher_model, editor_model
+
+    store = SQLiteCheckpointStore(f"{tmp_path}/checkpoints.db")
+    first_app, _, _ = app([Reply(tool_calls=[tool_call("publish", {"text": "Paris"})])])
+    first = await Runner(first_app, checkpoint_store=store).invoke("Capital of France?")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+
+    fresh, researcher_model, editor_model = app(["Done."])
+    second = await Runner(fresh, checkpoint_store=store).invoke_resume(
+        first.checkpoint_id, {"approved": True}
+    )
+    assert second.text == "Published: Paris."
+    assert second.session["executed_steps"] == [
+        ExecutedStep(step="find the capital", result="Published Paris.")
+    ]
+    assert researcher_model.calls == 0  # it had finished before the pause
+    # The agent after the paused one reads the step as it stood, from before the pause too.
+    prompt, *context = _user_texts(editor_model.requests[0])
+    assert prompt.startswith("Objective:\nCapital of France?")
+    assert prompt.endswith("which is:\nfind the capital")
+    assert context == [
+        "For context: [researcher] said: Paris..",
+        'For context: [writer] called tool: `publish` with arguments: {"text": "Paris"}.',
+        "For context: [writer] `publish` tool returned result: published Paris.",
+        "For context: [writer] said: Done..",
+    ]
+    await store.aclose()
+
+
+async def test_a_plan_execute_as_the_executor_plans_the_step() -> None:
+    # Given directly as the executor, the inner PlanExecute plans the step it is given, not the
+    # whole conversation; the outer run goes on from its own state.
+    inner_planner_model = ScriptedModel([plan_json("look it up")])
+    inner = PlanExecute(
+        new_planner(inner_planner_model, name="inner_planner"),
+        new_executor(ScriptedModel(["Paris."]), name="inner_executor"),
+        new_replanner(ScriptedModel(["The capital is Paris."]), name="inner_replanner"),
+        name="executor",
+    )
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("find the capital")])),
+        inner,
+        new_replanner(ScriptedModel(["Paris."])),
+    )
+    result = await Runner(agent).invoke("Capital of France?")
+    assert result.text == "Paris."
+    [prompt] = _user_texts(inner_planner_model.requests[0])
+    assert prompt.startswith("Objective:\nCapital of France?")
+    assert prompt.endswith("which is:\nfind the capital")
+    assert result.session["objective"] == "Capital of France?"
+    assert result.session["executed_steps"] == [
+        ExecutedStep(step="find the capital", result="The capital is Paris.")
+    ]
+
+
+async def test_a_workflow_replanner_reads_the_review_prompt() -> None:
+    critic_model = ScriptedModel(["Looks complete."])
+    replanner = SequentialAgent(
+        "replanner",
+        [
+            ReActAgent("critic", critic_model),
+            Scripted("answerer", lambda ctx: [AgentEvent.of("FINAL")]),
+        ],
+    )
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("s1")])),
+        new_executor(ScriptedModel(["r1"])),
+        replanner,
+    )
+    result = await Runner(agent).invoke("go")
+    assert result.text == "FINAL"
+    [prompt] = _user_texts(critic_model.requests[0])
+    assert "1. s1\n   Result: r1" in prompt and "Remaining plan:\n(no steps)" in prompt
+
+
+async def test_a_workflow_executor_paused_before_the_step_view_resumes_as_it_ran() -> None:
+    # A checkpoint from before the step prompt reached workflow roles saved no 'fork': its agents
+    # ran on the run's history, and they go on doing so (their saved states refer to it).
+    @adk.tool(require_approval=True)
+    def publish(text: str) -> str:
+        """Publish (a person approves it first)."""
+        return f"published {text}"
+
+    def app(writer_script: list[str | Reply]) -> tuple[PlanExecute, ScriptedModel]:
+        editor_model = ScriptedModel(["Published Paris."])
+        executor = SequentialAgent(
+            "executor",
+            [
+                ReActAgent(
+                    "writer",
+                    ScriptedModel(writer_script),
+                    tools=[publish],
+                ),
+                ReActAgent("editor", editor_model),
+            ],
+        )
+        agent = PlanExecute(
+            new_planner(ScriptedModel([plan_json("find the capital")])),
+            executor,
+            new_replanner(ScriptedModel(["Published: Paris."])),
+        )
+        return agent, editor_model
+
+    store = InMemoryCheckpointStore()
+    publish_call = Reply(tool_calls=[tool_call("publish", {"text": "Paris"})])
+    first = await Runner(app([publish_call])[0], checkpoint_store=store).invoke(
+        "Capital?", checkpoint_id="c"
+    )
+    assert first.interrupt is not None
+    body = decode_checkpoint(await store.get("c") or b"", "c")
+    [address] = [a for a in body["states"] if a.endswith("agent:executor")]
+    del body["states"][address]["plan_execute_step"]["fork"]
+    await store.put("old", encode_checkpoint(body))
+
+    fresh, editor_model = app(["Done."])
+    second = await Runner(fresh, checkpoint_store=store).invoke_resume("old", {"approved": True})
+    assert second.text == "Published: Paris."
+    assert _user_texts(editor_model.requests[0])[0] == "Capital?"

@@ -339,6 +339,8 @@ def _plan_execute_paused_in(role: str) -> Callable[[], Agent]:
         ("planner", "objective", 5, "'objective' must be a str, not 5"),
         ("executor", "plan", "pay", "'plan' must be a Plan, not 'pay'"),
         ("executor", "executed", ["paid"], "'executed' must be a list of ExecutedStep"),
+        ("executor", "fork", "x", "'fork' must be a whole number from 0, not 'x'"),
+        ("replanner", "fork", -1, "'fork' must be a whole number from 0, not -1"),
         ("replanner", "plan", "pay", "'plan' must be a Plan, not 'pay'"),
         ("replanner", "executed", [{"step": "pay"}], "'executed' must be a list of ExecutedStep"),
     ],
