@@ -28,7 +28,7 @@ ones dropped. What a role handed over before it was interrupted (a plan it store
 counts when it resumes. Each step writes back the objective, plan and finished steps it started
 from (or the plan its role handed over): another ``PlanExecute`` a role runs (through an
 ``AgentTool``, which shares the session) keeps its own under the same keys, and the plan that one
-stores is not taken for the role's (``_step_plans``).
+stores is not taken for the role's (``_origins``).
 
 When ``max_iterations`` execute/replan rounds pass without a response, the run ends with an error
 event saying ``exceeds max iterations``, like ``ReActAgent``.
@@ -158,22 +158,67 @@ def _executed(ctx: RunContext) -> list[ExecutedStep]:
         ) from exc
 
 
-_step_plans: weakref.WeakValueDictionary[int, Plan] = weakref.WeakValueDictionary()
-"""The plans ``PlanExecute``'s own steps put in the session, by id (a ``Plan`` is not hashable).
-A plan a role's agent stored is any other one: a ``PlanExecute`` the role ran (through an
-``AgentTool``, which shares the session) keeps its plan under the same key, and that is not the
-role's."""
+_origins: dict[int, tuple[weakref.ref[Plan], str]] = {}
+"""Where each ``Plan`` object in a session was stored from, by id (a ``Plan`` is not hashable):
+the address of the ``PlanExecute`` whose step stored it, or of the ``update_plan`` call. Entries
+go with their plan. A plan without one was stored by an agent itself (or by the application, or
+it came from a checkpoint).
+
+A step's ``_Seen.note`` takes only such a plan for one its role stored in the session: one a
+``PlanExecute`` inside the role stored (through an ``AgentTool``, which shares the session, or as
+a workflow in the role) is that one's own, and ``update_plan`` hands its plan to its step directly
+(``_listening``), so that a ``PlanExecute`` running beside this one (a parallel branch) cannot
+pass its plan off as this one's. A step's plan at its start must come from its own
+``PlanExecute`` (``_clash``)."""
+
+_listening: dict[tuple[int, str], _Seen] = {}
+"""The steps running now, by run and address: ``update_plan`` hands its plan to the nearest one
+at or above its call (in its run: a ``PlanExecute`` the role runs through an ``AgentTool`` has a
+run of its own, and its replanner's plan is not the role's)."""
 
 
-def _put_plan(session: Session, plan: object) -> None:
-    """Store the plan as a step's own (see ``_step_plans``)."""
+def _tag(plan: Plan, address: str) -> None:
+    key = id(plan)
+
+    def forget(ref: weakref.ref[Plan]) -> None:
+        if _origins.get(key, (None,))[0] is ref:  # not a later tag of the same plan
+            del _origins[key]
+
+    _origins[key] = (weakref.ref(plan, forget), address)
+
+
+def _origin(value: object) -> str | None:
+    """Where ``value`` was stored from (see ``_origins``); None if it is not known."""
+    entry = _origins.get(id(value))
+    if entry is None or entry[0]() is not value:
+        return None
+    return entry[1]
+
+
+def _within(address: str, base: str) -> bool:
+    return address == base or address.startswith(base + "/")
+
+
+def _home(ctx: RunContext, depth: int) -> str:
+    """The address of the ``PlanExecute`` whose step runs at ``ctx``, ``depth`` levels up."""
+    return ctx.address.rsplit("/", depth)[0]
+
+
+def _clash(role: str, origin: str) -> RuntimeError:
+    return RuntimeError(
+        f"plan-execute role '{role}': session[{PLAN_KEY!r}] holds a plan another PlanExecute "
+        f"stored ({origin}) since this one's last step. PlanExecutes running at the same time in "
+        f"one session (branches of a ParallelAgent) share its keys {OBJECTIVE_KEY!r}, "
+        f"{PLAN_KEY!r} and {EXECUTED_STEPS_KEY!r}, which each of them reads at the start of a "
+        "step: run them one after the other, or each in a session of its own"
+    )
+
+
+def _put_plan(session: Session, plan: object, home: str) -> None:
+    """Store the plan as the ``PlanExecute`` at ``home`` (see ``_origins``)."""
     if isinstance(plan, Plan):
-        _step_plans[id(plan)] = plan
+        _tag(plan, home)
     session[PLAN_KEY] = plan  # anything else: the next step's ``_plan`` says what is wrong
-
-
-def _by_a_step(value: object) -> bool:
-    return isinstance(value, Plan) and _step_plans.get(id(value)) is value
 
 
 def _objective_of(messages: list[Message]) -> str:
@@ -272,9 +317,11 @@ class _Seen:
     """
 
     __slots__ = (
+        "address",
         "before",
         "broke",
         "broke_before_pause",
+        "key",
         "last",
         "plan",
         "stored",
@@ -283,6 +330,8 @@ class _Seen:
     )
 
     def __init__(self, ctx: RunContext, role: str) -> None:
+        self.address = ctx.address
+        self.key: tuple[int, str] | None = None  # in ``_listening``
         self.before = self.last = ctx.session.get(PLAN_KEY)
         self.plan: Plan | None = None
         self.stored = False  # the agent stored a plan in the session: ``stored_plan``
@@ -312,14 +361,23 @@ class _Seen:
                 self.stored_plan = stored_plan if stored_plan is not None else self.before
 
     def note(self, ctx: RunContext) -> None:
-        """Look for a plan the agent stored in the session since the last look (after each of its
-        events: a ``PlanExecute`` it runs may store its own later). Plans PlanExecute's steps put
-        there (``_step_plans``) are not the agent's."""
+        """Look for a plan the agent stored in the session itself since the last look (after each
+        of its events: a ``PlanExecute`` it runs may store its own later); see ``_origins``."""
         value = ctx.session.get(PLAN_KEY)
         if value is not self.last:
             self.last = value
-            if value is not self.before and not _by_a_step(value):
+            if value is not self.before and _origin(value) is None:
                 self.stored, self.stored_plan = True, value
+
+    def listen(self, ctx: RunContext) -> None:
+        """Take the plans of ``update_plan`` calls in the role until ``done``."""
+        self.key = (id(ctx._run), self.address)
+        _listening[self.key] = self
+
+    def done(self) -> None:
+        key = self.key
+        if key is not None and _listening.get(key) is self:
+            del _listening[key]
 
     def stops(self, event: AgentEvent, ctx: RunContext, in_loop: bool) -> bool:
         """For an event with an action: whether the step stops after it. A pause saves what the
@@ -379,7 +437,7 @@ class _Role:
 
 
 _STEP_SLOT = "plan_execute_step"
-"""Where a step saves, at a pause, the state it started from (see ``_step_state``)."""
+"""Where a step saves, at a pause, the state it started from (see ``_StepState``)."""
 
 
 def _saved_step(ctx: RunContext, role: str) -> SavedState | None:
@@ -403,7 +461,9 @@ class _PlanStep(_Role):
             objective = session.get(OBJECTIVE_KEY, "")
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = []
+        home = _home(ctx, 1)  # the planner is the PlanExecute's first step
         seen = _Seen(ctx, self.name)
+        seen.listen(ctx)
         problem = "it gave no output"
         try:
             async with closing(drive(self.agent, input, ctx)) as events:
@@ -424,6 +484,7 @@ class _PlanStep(_Role):
                         problem = why
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            seen.done()
         plan = seen.plan
         stored, value = seen.handed_over(ctx)
         if plan is None and stored:
@@ -433,7 +494,7 @@ class _PlanStep(_Role):
         # Written again: a PlanExecute the planner ran in this session has left its own there.
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = []
-        _put_plan(session, plan)
+        _put_plan(session, plan, home)
 
 
 class _StepView:
@@ -481,20 +542,27 @@ class _StepState:
     which keeps its own state under the same keys, and a pause inside it checkpoints that.
     """
 
-    __slots__ = ("done", "fork", "objective", "plan", "view")
+    __slots__ = ("done", "fork", "home", "objective", "on_history", "plan", "view")
 
     def __init__(self, ctx: RunContext, role: str) -> None:
+        self.home = _home(ctx, 2)  # the steps of the PlanExecute's execute/replan loop
         # The session's are checked also when the saved ones are used: they are written over
         # when the step finishes, and a checkpoint whose session holds a broken one must say so,
         # not lose it quietly.
         session_state = ctx.session.get(OBJECTIVE_KEY, ""), _plan(ctx), _executed(ctx)
         self.view: _StepView | None = None
-        self.fork: int | None = None
+        self.fork: int | None = None  # where the view forked, on resume
+        # Paused by a version that ran the agent on the run's history (see ``start``): one that
+        # saved no state, or no fork.
+        self.on_history = False
         self.objective, self.plan, self.done = session_state
         saved = _saved_step(ctx, role)
         if saved is None:
-            if ctx.resume is not None:
-                self.fork = -1  # paused by a version that saved nothing: no view (see start)
+            self.on_history = ctx.resume is not None
+            # The plan its previous step left, unless another PlanExecute stored one since.
+            origin = _origin(ctx.session.get(PLAN_KEY))
+            if origin is not None and not _within(origin, self.home):
+                raise _clash(role, origin)
             return
         objective, plan, done = (saved.values.get(k) for k in ("objective", "plan", "executed"))
         if not isinstance(plan, Plan):
@@ -504,14 +572,16 @@ class _StepState:
         except ValidationError as exc:
             raise saved.error(f"'executed' must be a list of ExecutedStep: {exc}") from exc
         self.objective, self.plan = objective, plan
-        # No fork: paused by a version that ran the agent on the run's history (see start).
-        self.fork = saved.count("fork") if "fork" in saved.values else -1
+        if "fork" in saved.values:
+            self.fork = saved.count("fork")
+        else:
+            self.on_history = True
 
     def start(self, ctx: RunContext, prompt: str) -> tuple[AgentInput, RunContext]:
         """The agent's input and the context it runs at. A step paused by a version that ran its
         agent on the run's history goes on doing so: its agent saved its state against that."""
         messages = [Message.user(prompt)]
-        if self.fork != -1:
+        if not self.on_history:
             self.view = _StepView(ctx, messages, self.fork)
             ctx = self.view.ctx
         return AgentInput(messages, ctx.enable_streaming), ctx
@@ -547,6 +617,7 @@ class _ExecuteStep(_Role):
         step = plan.steps[0]
         request, agent_ctx = state.start(ctx, _executor_prompt(objective, plan, done))
         seen = _Seen(ctx, self.name)
+        seen.listen(ctx)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:
                 async for event in events:
@@ -562,13 +633,14 @@ class _ExecuteStep(_Role):
                         seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            seen.done()
             state.finish()
         # All three written back from what the step started with: a PlanExecute the executor ran
         # in this session (through an AgentTool) has left its own there.
         session = ctx.session
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = [*done, ExecutedStep(step=step, result=seen.text or "")]
-        _put_plan(session, Plan(steps=plan.steps[1:]))
+        _put_plan(session, Plan(steps=plan.steps[1:]), state.home)
         ended = seen.ended_loop_before_pause()
         if ended is not None:
             yield ended
@@ -580,6 +652,7 @@ class _ReplanStep(_Role):
         objective, plan, done = state.objective, state.plan, state.done
         request, agent_ctx = state.start(ctx, _replanner_prompt(objective, plan, done))
         seen = _Seen(ctx, self.name)
+        seen.listen(ctx)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:
                 async for event in events:
@@ -603,6 +676,7 @@ class _ReplanStep(_Role):
                             seen.text = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            seen.done()
             state.finish()
         # Objective and finished steps written back, and the plan the replanner handed over or
         # the one it started with: a PlanExecute it ran in this session has left its own there.
@@ -611,16 +685,17 @@ class _ReplanStep(_Role):
         session[EXECUTED_STEPS_KEY] = done
         stored, stored_plan = seen.handed_over(ctx)
         if seen.broke:  # its own break was the response
-            _put_plan(session, stored_plan if stored else plan)
+            _put_plan(session, stored_plan if stored else plan, state.home)
             ended = seen.ended_loop_before_pause()
             if ended is not None:
                 yield ended
         elif seen.plan is not None:
-            _put_plan(session, seen.plan)
+            _put_plan(session, seen.plan, state.home)
         elif stored:
-            _put_plan(session, stored_plan)  # it stored a new plan (the update_plan tool does)
+            # It stored a new plan (the update_plan tool does).
+            _put_plan(session, stored_plan, state.home)
         else:
-            _put_plan(session, plan)
+            _put_plan(session, plan, state.home)
             if seen.text is not None and seen.text.strip():
                 yield _response()  # its last output, not blank, is the response
             elif not plan.steps:
@@ -652,6 +727,17 @@ def _update_plan(steps: list[str], ctx: ToolContext) -> str:
             "instead of calling update_plan"
         )
     plan = Plan(steps=cleaned)
+    # Handed to its step directly, and tagged so that no other step takes it (see ``_origins``).
+    run, address = id(ctx.run_context._run), ctx.address
+    while True:
+        seen = _listening.get((run, address))
+        if seen is not None:
+            seen.stored, seen.stored_plan = True, plan
+            break
+        if "/" not in address:
+            break  # not in a PlanExecute: it only stores the plan
+        address = address.rsplit("/", 1)[0]
+    _tag(plan, ctx.address)
     ctx.session[PLAN_KEY] = plan
     return f"Plan updated:\n{plan}"
 

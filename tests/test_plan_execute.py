@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -1058,3 +1059,95 @@ async def test_a_workflow_executor_paused_before_the_step_view_resumes_as_it_ran
     second = await Runner(fresh, checkpoint_store=store).invoke_resume("old", {"approved": True})
     assert second.text == "Published: Paris."
     assert _user_texts(editor_model.requests[0])[0] == "Capital?"
+
+
+async def test_two_plan_executes_in_parallel_branches_keep_their_own_plans() -> None:
+    # They share the session's keys. One replanner answers while the other's update_plan call
+    # has just stored its plan: it took that plan for its own and its loop went on with the
+    # other's step, and its step's write-back lost the other's new plan, so the other's loop
+    # ended on the tool's 'Plan updated' text. update_plan now hands its plan to its own step.
+    from prebuilt.plan_execute import _update_plan
+
+    replanned, answered = asyncio.Event(), asyncio.Event()
+
+    def update_plan(steps: list[str], ctx: adk.ToolContext) -> str:
+        """Replace the plan (new_replanner's tool), then let the other branch answer."""
+        try:
+            return _update_plan(steps, ctx)
+        finally:
+            replanned.set()
+
+    class AnswersOnceTheOtherReplans(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            await replanned.wait()
+            yield AgentEvent.of("A answer")
+            answered.set()
+
+    @adk.tool
+    async def hold() -> str:
+        """Wait until the other branch has answered."""
+        await answered.wait()
+        return "held"
+
+    a_executor = ScriptedModel(["A1 done"])
+    research = PlanExecute(
+        new_planner(ScriptedModel([plan_json("a1")]), name="a_planner"),
+        new_executor(a_executor, name="a_executor"),
+        AnswersOnceTheOtherReplans("a_replanner"),
+        name="research",
+    )
+    replan_and_hold = Reply(
+        tool_calls=[tool_call("update_plan", {"steps": ["b2"]}), tool_call("hold", {})]
+    )
+    b_executor = ScriptedModel(["B1 done", "B2 done"])
+    writing = PlanExecute(
+        new_planner(ScriptedModel([plan_json("b1")]), name="b_planner"),
+        new_executor(b_executor, name="b_executor"),
+        ReActAgent(
+            "b_replanner",
+            ScriptedModel([replan_and_hold, "B answer"]),
+            tools=[adk.FunctionTool(update_plan), hold],
+            return_directly=["update_plan"],
+        ),
+        name="writing",
+    )
+    result = await Runner(adk.ParallelAgent("both", [research, writing])).invoke("go")
+    said = simplify_events(result.events)
+    assert "a_replanner: A answer" in said and said[-2:] == [
+        "b_replanner: B answer",
+        "b_replanner: [break_loop]",
+    ]
+    assert a_executor.calls == 1 and b_executor.calls == 2
+    assert b_executor.requests[1].messages[1].content.endswith("which is:\nb2")
+
+
+async def test_a_plan_another_plan_execute_stored_between_two_steps_is_refused() -> None:
+    # Between two steps of one PlanExecute (here while a callback awaits), one beside it stored
+    # its plan: the next step would carry out the other's plan, so the run fails saying why.
+    b_planned = asyncio.Event()
+
+    async def before_agent(agent: Any, ctx: RunContext) -> None:
+        if agent.name == "b_executor":
+            b_planned.set()  # its planner has stored its plan by now
+        elif agent.name == "a_executor":
+            await b_planned.wait()
+
+    def plan_execute(name: str) -> PlanExecute:
+        return PlanExecute(
+            new_planner(ScriptedModel([plan_json(f"{name}1")]), name=f"{name}_planner"),
+            new_executor(ScriptedModel([f"{name}1 done"]), name=f"{name}_executor"),
+            new_replanner(ScriptedModel([f"{name} answer"]), name=f"{name}_replanner"),
+            name=name,
+        )
+
+    runner = Runner(
+        adk.ParallelAgent("both", [plan_execute("a"), plan_execute("b")]),
+        callbacks=[adk.Callbacks(before_agent=before_agent)],
+    )
+    with pytest.raises(
+        adk.RunError,
+        match=r"plan-execute role 'a_executor': session\['plan'\] holds a plan another "
+        r"PlanExecute stored \(agent:both/agent:b\) since this one's last step\. PlanExecutes "
+        r"running at the same time in one session \(branches of a ParallelAgent\) share",
+    ):
+        await runner.invoke("go")
