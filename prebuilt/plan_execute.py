@@ -37,11 +37,10 @@ event saying ``exceeds max iterations``, like ``ReActAgent``.
 from __future__ import annotations
 
 import json
-import weakref
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ValidationError
 
 from adk import (
     Agent,
@@ -54,19 +53,33 @@ from adk import (
     ModelOptions,
     RunContext,
     SequentialAgent,
-    Session,
     ToolContext,
     ToolError,
-    register_type,
 )
 from adk._aio import closing
 from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
-from adk.context import _Lane, new_lane
 from adk.events import _BREAK_HANDLED
 
 from ._output import parse_output
+from ._plan_state import (
+    _EXECUTED_STEPS,
+    EXECUTED_STEPS_KEY,
+    OBJECTIVE_KEY,
+    PLAN_KEY,
+    ExecutedStep,
+    Plan,
+    _clash,
+    _executed,
+    _home,
+    _origin,
+    _plan,
+    _put_plan,
+    _StepView,
+    _tag,
+    _within,
+)
 from .react import MaxIterationsError, ReActAgent, ToolSource
 
 __all__ = [
@@ -80,41 +93,6 @@ __all__ = [
     "new_planner",
     "new_replanner",
 ]
-
-PLAN_KEY = "plan"
-EXECUTED_STEPS_KEY = "executed_steps"
-OBJECTIVE_KEY = "objective"
-
-
-class Plan(BaseModel):
-    """The steps still to do, in order."""
-
-    steps: list[str] = Field(
-        description="The steps to follow, in order. Each step is a self-contained task."
-    )
-
-    @field_validator("steps")
-    @classmethod
-    def _without_blank_steps(cls, steps: list[str]) -> list[str]:
-        """Stripped, blank ones dropped (as ``update_plan`` does): models do emit ``"  "`` steps,
-        and an executor would run on one with nothing to do."""
-        return [step.strip() for step in steps if step.strip()]
-
-    def __str__(self) -> str:
-        return "\n".join(f"{i}. {step}" for i, step in enumerate(self.steps, 1)) or "(no steps)"
-
-
-class ExecutedStep(BaseModel):
-    """A finished step and what its execution returned."""
-
-    step: str
-    result: str
-
-
-_EXECUTED_STEPS = TypeAdapter(list[ExecutedStep])
-
-register_type(Plan, "prebuilt.Plan")
-register_type(ExecutedStep, "prebuilt.ExecutedStep")
 
 PLANNER_INSTRUCTION = (
     "You are a planner. For the user's objective, write a simple step-by-step plan: individual "
@@ -134,93 +112,6 @@ REPLANNER_INSTRUCTION = (
 
 
 # -- session state ------------------------------------------------------------------------------
-def _plan(ctx: RunContext) -> Plan:
-    value = ctx.session.get(PLAN_KEY)
-    if isinstance(value, Plan):
-        return value
-    if value is None:
-        raise LookupError(f"plan-execute: the session has no {PLAN_KEY!r}; the planner runs first")
-    try:
-        return Plan.model_validate(value)
-    except ValidationError as exc:
-        raise TypeError(f"plan-execute: session[{PLAN_KEY!r}] is not a Plan: {exc}") from exc
-
-
-def _executed(ctx: RunContext) -> list[ExecutedStep]:
-    """The steps done so far, as the session holds them (validated like the plan: the session may
-    come from a checkpoint, or the application may have set it)."""
-    value = ctx.session.get(EXECUTED_STEPS_KEY) or []
-    try:
-        return _EXECUTED_STEPS.validate_python(value)
-    except ValidationError as exc:
-        raise TypeError(
-            f"plan-execute: session[{EXECUTED_STEPS_KEY!r}] is not a list of ExecutedStep: {exc}"
-        ) from exc
-
-
-_origins: dict[int, tuple[weakref.ref[Plan], str]] = {}
-"""Where each ``Plan`` object in a session was stored from, by id (a ``Plan`` is not hashable):
-the address of the ``PlanExecute`` whose step stored it, or of the ``update_plan`` call. Entries
-go with their plan. A plan without one was stored by an agent itself (or by the application, or
-it came from a checkpoint).
-
-A step's ``_Seen.note`` takes only such a plan for one its role stored in the session: one a
-``PlanExecute`` inside the role stored (through an ``AgentTool``, which shares the session, or as
-a workflow in the role) is that one's own, and ``update_plan`` hands its plan to its step directly
-(``_listening``), so that a ``PlanExecute`` running beside this one (a parallel branch) cannot
-pass its plan off as this one's. A step's plan at its start must come from its own
-``PlanExecute`` (``_clash``)."""
-
-_listening: dict[tuple[int, str], _Seen] = {}
-"""The steps running now, by run and address: ``update_plan`` hands its plan to the nearest one
-at or above its call (in its run: a ``PlanExecute`` the role runs through an ``AgentTool`` has a
-run of its own, and its replanner's plan is not the role's)."""
-
-
-def _tag(plan: Plan, address: str) -> None:
-    key = id(plan)
-
-    def forget(ref: weakref.ref[Plan]) -> None:
-        if _origins.get(key, (None,))[0] is ref:  # not a later tag of the same plan
-            del _origins[key]
-
-    _origins[key] = (weakref.ref(plan, forget), address)
-
-
-def _origin(value: object) -> str | None:
-    """Where ``value`` was stored from (see ``_origins``); None if it is not known."""
-    entry = _origins.get(id(value))
-    if entry is None or entry[0]() is not value:
-        return None
-    return entry[1]
-
-
-def _within(address: str, base: str) -> bool:
-    return address == base or address.startswith(base + "/")
-
-
-def _home(ctx: RunContext, depth: int) -> str:
-    """The address of the ``PlanExecute`` whose step runs at ``ctx``, ``depth`` levels up."""
-    return ctx.address.rsplit("/", depth)[0]
-
-
-def _clash(role: str, origin: str) -> RuntimeError:
-    return RuntimeError(
-        f"plan-execute role '{role}': session[{PLAN_KEY!r}] holds a plan another PlanExecute "
-        f"stored ({origin}) since this one's last step. PlanExecutes running at the same time in "
-        f"one session (branches of a ParallelAgent) share its keys {OBJECTIVE_KEY!r}, "
-        f"{PLAN_KEY!r} and {EXECUTED_STEPS_KEY!r}, which each of them reads at the start of a "
-        "step: run them one after the other, or each in a session of its own"
-    )
-
-
-def _put_plan(session: Session, plan: object, home: str) -> None:
-    """Store the plan as the ``PlanExecute`` at ``home`` (see ``_origins``)."""
-    if isinstance(plan, Plan):
-        _tag(plan, home)
-    session[PLAN_KEY] = plan  # anything else: the next step's ``_plan`` says what is wrong
-
-
 def _objective_of(messages: list[Message]) -> str:
     return "\n".join(m.content for m in messages if m.role == "user" and m.content)
 
@@ -306,6 +197,12 @@ _ENDS_LOOP = 1 << 16
 execute/replan loop. ``PlanExecute`` counts only these as its response: by the time a break
 reaches it the loop has marked it handled, as an inner loop of a role marks its own, so adk's
 flags cannot tell the two apart there."""
+
+
+_listening: dict[tuple[int, str], _Seen] = {}
+"""The steps running now, by run and address: ``update_plan`` hands its plan to the nearest one
+at or above its call (in its run: a ``PlanExecute`` the role runs through an ``AgentTool`` has a
+run of its own, and its replanner's plan is not the role's)."""
 
 
 class _Seen:
@@ -495,42 +392,6 @@ class _PlanStep(_Role):
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = []
         _put_plan(session, plan, home)
-
-
-class _StepView:
-    """The history an executor's or replanner's agent runs on: the step prompt as its input, then
-    only what the step itself records, as for a plain agent given the prompt. A workflow or flow
-    in the role builds its agents' inputs from the history rather than from the input it is
-    given; on the run's history they would never see the step, and would read the whole run.
-
-    What the step records is passed on to the run's history as it comes (``flush``, before each
-    event goes up), so a checkpoint holds it; on resume the step's lane gets it back: the entries
-    recorded since ``fork`` (the history's order number when the step started, saved at the
-    pause) at or below the step's run path.
-    """
-
-    __slots__ = ("ctx", "flushed", "fork", "lane", "parent")
-
-    def __init__(self, ctx: RunContext, prompt: list[Message], fork: int | None) -> None:
-        self.parent = ctx._lane
-        inherited: list[Any] = []
-        if fork is None:
-            fork = ctx._run.seq
-        else:
-            path, depth = ctx.run_path, len(ctx.run_path)
-            inherited = [
-                e for e in self.parent.snapshot() if e.seq >= fork and e.run_path[:depth] == path
-            ]
-        self.fork = fork
-        self.lane: _Lane = new_lane(self.parent, inherited, list(prompt))
-        self.flushed = 0
-        self.ctx = ctx._fork(lane=self.lane)
-
-    def flush(self) -> None:
-        entries = self.lane.entries
-        if len(entries) > self.flushed:
-            self.parent.entries.extend(entries[self.flushed :])
-            self.flushed = len(entries)
 
 
 class _StepState:

@@ -27,6 +27,7 @@ from prebuilt import (
     new_planner,
     new_replanner,
 )
+from prebuilt.plan_execute import _update_plan
 
 
 @adk.tool
@@ -1066,8 +1067,6 @@ async def test_two_plan_executes_in_parallel_branches_keep_their_own_plans() -> 
     # has just stored its plan: it took that plan for its own and its loop went on with the
     # other's step, and its step's write-back lost the other's new plan, so the other's loop
     # ended on the tool's 'Plan updated' text. update_plan now hands its plan to its own step.
-    from prebuilt.plan_execute import _update_plan
-
     replanned, answered = asyncio.Event(), asyncio.Event()
 
     def update_plan(steps: list[str], ctx: adk.ToolContext) -> str:
