@@ -77,20 +77,21 @@ the address of the ``PlanExecute`` whose step stored it, or of the ``update_plan
 go with their plan. A plan without one was stored by an agent itself (or by the application, or
 it came from a checkpoint).
 
-A step's ``_Seen.note`` (``plan_execute``) takes only such a plan for one its role stored in the session: one a
-``PlanExecute`` inside the role stored (through an ``AgentTool``, which shares the session, or as
-a workflow in the role) is that one's own, and ``update_plan`` hands its plan to its step directly
-(``_listening``), so that a ``PlanExecute`` running beside this one (a parallel branch) cannot
-pass its plan off as this one's. A step's plan at its start must come from its own
-``PlanExecute`` (``_clash``)."""
+A step's ``_Seen.note`` (in ``plan_execute``) takes only a plan without one for one its role
+stored in the session: one a ``PlanExecute`` inside the role stored (through an ``AgentTool``,
+which shares the session, or as a workflow in the role) is that one's own, and ``update_plan``
+hands its plan to its step directly (``_listening``), so that a ``PlanExecute`` running beside
+this one (a parallel branch) cannot pass its plan off as this one's. A step's plan at its start
+must come from its own ``PlanExecute`` (``_clash``)."""
 
 
 def _tag(plan: Plan, address: str) -> None:
     key = id(plan)
 
     def forget(ref: weakref.ref[Plan]) -> None:
-        if _origins.get(key, (None,))[0] is ref:  # not a later tag of the same plan
-            del _origins[key]
+        entry = _origins.get(key)
+        if entry is not None and entry[0] is ref:  # not a later tag of the same plan
+            _origins.pop(key, None)
 
     _origins[key] = (weakref.ref(plan, forget), address)
 
