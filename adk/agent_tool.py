@@ -19,11 +19,12 @@ from pydantic import BaseModel, ValidationError
 from ._aio import closing
 from ._checks import check_agent, shown
 from ._driver import NO_EVENT, drive
+from ._preflight import Preflight
 from .agent import Agent, AgentInput
 from .checkpoint._snapshot import dump_history, load_history
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
-from .context import RunContext, new_run
+from .context import RunContext, _RunState, new_run
 from .events import AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
@@ -126,29 +127,7 @@ class AgentTool:
             root_input = [Message.user(self._request(arguments))]
             if self.full_history:
                 root_input = [*build_messages(outer, self.agent.name), *root_input]
-        run = new_run(
-            root_input,
-            outer.session,
-            outer._run.run_id,
-            outer._run.plan,
-            outer._run.hooks,
-            outer._run.resources,
-            nested=True,
-        )
-        # The caller's run options, designated ones included: the nested run is part of its call.
-        run.options = outer._run.options
-        run.designated = outer._run.designated
-        if state is not None:
-            load_history(run, state.values.get("history"))
-        inner_ctx = RunContext(
-            run,
-            (self.agent.name,),
-            join_address(ctx.address, agent_segment(self.agent.name)),
-            run.history,
-            enable_streaming=outer.enable_streaming,
-            options=run.options_for(self.agent.name),
-            trace=outer._trace,
-        )
+        run, inner_ctx = self._nested(ctx, root_input, state)
         last: Message | None = None
         previous: AgentEvent | None = None
         events = drive(self.agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
@@ -187,6 +166,53 @@ class AgentTool:
                 previous = None
 
         return last.content if last is not None else ""
+
+    def _nested(
+        self, ctx: ToolContext, root_input: list[Message], state: SavedState | None
+    ) -> tuple[_RunState, RunContext]:
+        """The nested run of one call and its agent's context, below the call's address; a
+        resumed call's history loaded from its saved ``state``."""
+        outer = ctx.run_context
+        run = new_run(
+            root_input,
+            outer.session,
+            outer._run.run_id,
+            outer._run.plan,
+            outer._run.hooks,
+            outer._run.resources,
+            nested=True,
+        )
+        # The caller's run options, designated ones included: the nested run is part of its call.
+        run.options = outer._run.options
+        run.designated = outer._run.designated
+        if state is not None:
+            load_history(run, state.values.get("history"))
+        inner_ctx = RunContext(
+            run,
+            (self.agent.name,),
+            join_address(ctx.address, agent_segment(self.agent.name)),
+            run.history,
+            enable_streaming=outer.enable_streaming,
+            options=run.options_for(self.agent.name),
+            trace=outer._trace,
+        )
+        return run, inner_ctx
+
+    def _adk_preflight_call(self, ctx: ToolContext, walk: Preflight) -> None:
+        """The resume's check of a paused call before anything runs (``adk._preflight``): the
+        nested run resumes its agent, below the call, from the state the call saved."""
+        resume = ctx.resume
+        below = walk.below(ctx.address)
+        if resume is None or not below:
+            return
+        if resume.state is None:
+            why = f"the call of agent tool {self.agent.name!r} saved no nested run to resume"
+            raise walk.unreachable(below, why)
+        state = SavedState(f"agent tool '{self.agent.name}'", resume.state)
+        _, inner_ctx = self._nested(ctx, state.messages("root_input"), state)
+        why = f"agent tool {self.agent.name!r} resumes its agent {self.agent.name!r}"
+        walk.only_under(ctx.address, [inner_ctx.address], why)
+        walk.agent(self.agent, inner_ctx)
 
     def _forward(self, ctx: ToolContext, event: AgentEvent) -> None:
         """Show an inner event outside, without its actions: inner exits, transfers and loop

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._aio import closing
 from ._checks import check_agent, check_agents, check_count
@@ -22,6 +22,9 @@ from .checkpoint._state import SavedState
 from .context import RunContext
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import HistoryRewriter, _is_history_view, build_input
+
+if TYPE_CHECKING:
+    from ._preflight import Preflight
 
 __all__ = ["FlowAgent", "with_sub_agents"]
 
@@ -120,6 +123,23 @@ class FlowAgent:
         return self._drive_chain(self, input, ctx, ctx)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        node, path = self._paused_node(ctx)
+        node_ctx = self._node_context(ctx, node, path)
+        input = build_input(node_ctx, node.name, self.history_rewriter)
+        return self._drive_chain(node, input, node_ctx, ctx)
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``): the chain resumes the
+        agent it paused in, found as ``resume`` finds it."""
+        node, path = self._paused_node(ctx)
+        node_ctx = self._node_context(ctx, node, path)
+        if node is not self:  # else the agent at the flow's own address leads below it
+            why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
+            walk.only_under(ctx.address, [node_ctx.address], why)
+        walk.agent(node.agent, node_ctx)
+
+    def _paused_node(self, ctx: RunContext) -> tuple[FlowAgent, tuple[str, ...]]:
+        """The agent of the chain that paused and its run path, from the flow's saved state."""
         resume = ctx._resume_slot(_FLOW_SLOT)
         node, path = self, ctx.run_path
         if resume is not None and resume.state:  # else the pause came before any transfer
@@ -134,9 +154,7 @@ class FlowAgent:
                     f"the paused agent {name!r} is not among the agents it transfers to"
                 )
             node = found
-        node_ctx = self._node_context(ctx, node, path)
-        input = build_input(node_ctx, node.name, self.history_rewriter)
-        return self._drive_chain(node, input, node_ctx, ctx)
+        return node, path
 
     def _node_context(self, ctx: RunContext, node: FlowAgent, path: tuple[str, ...]) -> RunContext:
         if node is self:

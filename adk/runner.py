@@ -36,6 +36,7 @@ from ._driver import (
 )
 from ._hooks import Hooks
 from ._instrument import build_hooks
+from ._preflight import Preflight
 from .agent import Agent, AgentInput
 from .checkpoint._claim import _Claim, being_resumed, one_resume
 from .checkpoint._pending import PendingCheckpoint, list_pending
@@ -700,6 +701,18 @@ class Runner(AsyncCloseable):
             run.options, run.designated = options
         load_history(run, snapshot.history)
         ctx = _root_context(self, run)
+        # Before anything runs: a point the resume cannot reach, or a saved state that does not
+        # fit, found only when the run gets there would come after other branches and calls ran
+        # (an approved payment made, and made again on the next resume of the kept checkpoint).
+        # Refused as the same checks refused it during the run: an error event (``RunError``
+        # from ``invoke_resume``) caused by the ``CheckpointError``; the checkpoint is kept.
+        try:
+            Preflight(plan, checkpoint_id).run(self.agent, ctx)
+        except CheckpointError as exc:
+            name = self.agent.name
+            refused = AgentEvent(name, (name,), error=ErrorInfo.of(exc), exception=exc)
+            yield _final(self._on_event, _made(ctx, refused))
+            return
         input = AgentInput(snapshot.root_input, self.enable_streaming)
         # Finished unless the last event failed or paused: a resumed run may well end without
         # an event (an approval whose step only writes the session), and must not keep a

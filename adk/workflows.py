@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._aio import cancel_and_wait, closing
 from ._checks import check_agents, check_count, check_name
@@ -31,6 +31,9 @@ from .context import RunContext, _interrupt_event, _Lane, new_lane
 from .events import _BREAK_HANDLED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import build_input
 from .interrupts import _InterruptSignal
+
+if TYPE_CHECKING:
+    from ._preflight import Preflight
 
 __all__ = ["LoopAgent", "ParallelAgent", "SequentialAgent"]
 
@@ -229,6 +232,20 @@ class _Workflow:
         subs = ", ".join(s.name for s in self.sub_agents)
         return f"{type(self).__name__}({self.name!r}, [{subs}])"
 
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``): a sequence or loop
+        resumes the step that paused, found by name, with the checks ``_run_steps`` makes."""
+        state = _saved_state(ctx)
+        path = tuple(state.names("run_path"))
+        start = _resumed_step(state, path, ctx.run_path, self.sub_agents)
+        if isinstance(self, LoopAgent):
+            _resumed_iteration(state, self.max_iterations)
+        child = self.sub_agents[start]
+        child_ctx = ctx._child(child.name, path)
+        why = f"workflow {self.name!r} resumes its step {child.name!r}"
+        walk.only_under(ctx.address, [child_ctx.address], why)
+        walk.agent(child, child_ctx)
+
 
 class SequentialAgent(_Workflow):
     """Runs its sub-agents one after another."""
@@ -360,6 +377,28 @@ class ParallelAgent(_Workflow):
         # Checkpoints from before the fork was saved have none: see ``_run_branches``.
         fork = state.count("fork_seq") if state.values.get("fork_seq") is not None else None
         return self._run_branches(ctx, finished=finished, fork=fork)
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``): the branches that had
+        not finished resume, each in the history view ``_run_branches`` gives it."""
+        state = _saved_state(ctx)
+        finished = set(self._finished_branches(state))
+        fork = state.count("fork_seq") if state.values.get("fork_seq") is not None else None
+        parent_view = ctx._lane.snapshot() if fork is not None else []
+        entered: list[tuple[Agent, RunContext]] = []
+        for index, child in enumerate(self.sub_agents):
+            if index in finished:
+                continue
+            child_ctx = ctx._child(child.name)
+            if fork is not None and walk.holds(child_ctx.address):
+                path, depth = child_ctx.run_path, len(child_ctx.run_path)
+                inherited = [e for e in parent_view if e.seq < fork or e.run_path[:depth] == path]
+                child_ctx = child_ctx._fork(lane=new_lane(ctx._lane, inherited))
+            entered.append((child, child_ctx))
+        why = f"workflow {self.name!r} resumes only the branches that had not finished"
+        walk.only_under(ctx.address, [c.address for _, c in entered], why)
+        for child, child_ctx in entered:
+            walk.agent(child, child_ctx)
 
     def _finished_branches(self, state: SavedState) -> list[int]:
         """The indices of the branches that finished before the pause, found by name.

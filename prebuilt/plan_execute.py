@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -81,6 +81,9 @@ from ._plan_state import (
     _within,
 )
 from .react import MaxIterationsError, ReActAgent, ToolSource
+
+if TYPE_CHECKING:
+    from adk._preflight import Preflight
 
 __all__ = [
     "EXECUTED_STEPS_KEY",
@@ -331,6 +334,11 @@ class _Role:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.agent!r})"
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``): the role agent
+        resumes at the role's own address."""
+        walk.agent(self.agent, ctx)
 
 
 _STEP_SLOT = "plan_execute_step"

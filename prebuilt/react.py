@@ -24,7 +24,7 @@ from collections.abc import (
     Mapping,
     Sequence,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -34,6 +34,7 @@ from adk import (
     AgentInput,
     AgentOutput,
     ChatModel,
+    CheckpointError,
     FlowAgent,
     FunctionTool,
     HistoryRewriter,
@@ -51,7 +52,7 @@ from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event
 from adk.history import _is_history_view, build_messages
-from adk.interrupts import _InterruptSignal
+from adk.interrupts import _InterruptSignal, join_address, tool_segment
 from adk.models import _call
 from adk.tools._executor import (
     ToolOutcome,
@@ -80,6 +81,9 @@ from ._react_state import (
 )
 from ._react_tools import TRANSFER_TOOL, TransferTool, extra_transfers
 from ._react_tools import exit_tool as _make_exit_tool
+
+if TYPE_CHECKING:
+    from adk._preflight import Preflight
 
 __all__ = ["MaxIterationsError", "OutputSchemaError", "ReActAgent"]
 
@@ -319,12 +323,7 @@ class _ReActCore:
         saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
         iterations = saved.count("iterations")
         if iterations > self.owner.max_iterations:
-            # max_iterations lowered since the pause: the paused calls would run, their results
-            # never reach a model, and the run fail with the checkpoint kept, to run them again.
-            raise saved.error(
-                f"it paused after {iterations} model calls, beyond its max_iterations of "
-                f"{self.owner.max_iterations}"
-            )
+            raise self._past_limit(saved, iterations)
         turn = self._turn(ctx, iterations)
         if turn.tools_pending:
             await self._resolve_tools(turn)
@@ -352,6 +351,43 @@ class _ReActCore:
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+
+    def _past_limit(self, saved: SavedState, iterations: int) -> CheckpointError:
+        """The refusal of a resume past ``max_iterations`` (lowered since the pause): the paused
+        calls would run, their results never reach a model, and the run fail with the checkpoint
+        kept, to run them again on the next resume."""
+        return saved.error(
+            f"it paused after {iterations} model calls, beyond its max_iterations of "
+            f"{self.owner.max_iterations}"
+        )
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``): what ``resume``
+        checks (the limit, the saved conversation, the open calls' tools), and each open call as
+        its round's check would (``check_resumed_calls``), nested agents of an ``AgentTool``
+        included. Tools a ``Toolset`` or a tool resource provides are not resolved here (that
+        may ask a server): their calls are checked when their round starts."""
+        below = walk.below(ctx.address)
+        if not below:
+            return
+        resume = ctx.resume
+        saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
+        iterations = saved.count("iterations")
+        owner = self.owner
+        if iterations > owner.max_iterations:
+            raise self._past_limit(saved, iterations)
+        tools: dict[str, Any] = dict(owner._static_tools)
+        if owner._transfer_targets():
+            tools[TRANSFER_TOOL] = TransferTool(owner._transfer_targets())
+        restored = restore(ctx, self.name, saved.values)
+        calls = open_calls(saved, restored.messages, None if owner._dynamic_tools else tools)
+        addresses = [join_address(ctx.address, tool_segment(c.name, c.id)) for c in calls]
+        why = f"agent {self.name!r} resumes only its open tool calls"
+        walk.only_under(ctx.address, addresses, why)
+        for call, address in zip(calls, addresses, strict=True):
+            tool = tools.get(call.name)
+            if tool is not None:
+                walk.call(tool, call, ctx, address)
 
     async def _loop(
         self, ctx: RunContext, *, input: AgentInput | None = None, turn: _Turn | None = None
@@ -868,6 +904,13 @@ class ReActAgent:
         if self._uses_flow():
             return self._adk_flow.resume(ctx)
         return self._core.resume(ctx)
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``), as ``resume`` goes."""
+        if self._uses_flow():
+            self._adk_flow._adk_preflight(ctx, walk)
+        else:
+            self._core._adk_preflight(ctx, walk)
 
     def __repr__(self) -> str:
         return f"ReActAgent(name={self.name!r}, tools={sorted(self._static_tools)})"

@@ -10,12 +10,16 @@ transfer's target is one of the agent's sub-agents or its parent (DESIGN "Transf
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING
 
 from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_agents
 from adk._aio import closing
 from adk._driver import NO_EVENT, drive
 
 from .plan_execute import PlanExecute
+
+if TYPE_CHECKING:
+    from adk._preflight import Preflight
 
 __all__ = ["Supervisor"]
 
@@ -33,6 +37,11 @@ class _ReportsBack:
         self.supervisor = supervisor
         self.name = worker.name
         self.description = worker.description
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``): the worker resumes
+        at this agent's own address."""
+        walk.agent(self.worker, ctx)
 
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         try:

@@ -626,16 +626,15 @@ async def test_a_workflow_replaced_by_a_plain_agent_of_its_name_keeps_the_checkp
     deploy: Redeploy,
 ) -> None:
     # The plain agent ran, ignoring the resume, the run finished and the checkpoint was deleted:
-    # the answer addressed to "b" inside the workflow was never delivered.
+    # the answer addressed to "b" inside the workflow was never delivered. (Then the plain agent
+    # ran before the end-of-run check refused the resume; now the check before the run refuses
+    # it: a plain agent pauses only at its own address.)
     await deploy.pause(seq(Step("a"), SequentialAgent("w", [Ask("b")]), Step("c")))
 
-    with pytest.raises(RunError) as raised:
-        await deploy.resume(seq(Step("a"), Step("w"), Step("c")))
+    error = await deploy.refused(seq(Step("a"), Step("w"), Step("c")))
 
-    assert isinstance(raised.value.__cause__, CheckpointError)
-    assert "never reached the paused point(s) ['agent:flow/agent:w/agent:b']" in str(raised.value)
-    assert await deploy.stored() is not None
-    LOG.clear()
+    assert "cannot reach the paused point(s) ['agent:flow/agent:w/agent:b']" in error
+    assert "agent 'w' at 'agent:flow/agent:w' is a Step" in error
     await deploy.resume(seq(Step("a"), SequentialAgent("w", [Ask("b")]), Step("c")))
     assert LOG == [("answered", "b", "yes"), ("ran", "c")]
 
@@ -647,9 +646,37 @@ async def test_a_resume_that_pauses_elsewhere_does_not_overwrite_the_undelivered
     await deploy.pause(seq(Step("a"), SequentialAgent("w", [Ask("b")])))
     before = await deploy.stored()
 
-    with pytest.raises(RunError, match="never reached the paused point"):
+    with pytest.raises(RunError, match="cannot reach the paused point"):
         await deploy.resume(seq(Step("a"), AlwaysAsk("w")))
 
+    assert await deploy.stored() == before
+    assert LOG == [], "the new agent ran before the refusal"
+
+
+class DuckAsk:
+    """An agent by the ``Agent`` protocol alone (no ``BaseAgent``): the check before a resume
+    cannot see what it runs, so only the check at the end of the run guards it."""
+
+    description = ""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        LOG.append(("asked", self.name))
+        yield ctx.interrupt(f"{self.name}?")
+
+
+async def test_what_the_check_before_the_run_cannot_see_is_still_refused_at_its_end(
+    deploy: Redeploy,
+) -> None:
+    await deploy.pause(seq(Step("a"), SequentialAgent("w", [Ask("b")])))
+    before = await deploy.stored()
+
+    with pytest.raises(RunError, match="never reached the paused point") as raised:
+        await deploy.resume(seq(Step("a"), DuckAsk("w")))
+
+    assert isinstance(raised.value.__cause__, CheckpointError)
     assert await deploy.stored() == before
 
 
@@ -725,3 +752,114 @@ async def test_a_tool_resource_under_another_name_is_checked_before_its_round_ru
         await runner(give_back).invoke_resume("c", decisions)
 
     assert LOG == [] and await store.get("c") is not None
+
+
+# -- checked before anything runs --------------------------------------------------------------
+# Each component checks its saved state when the resume reaches it; by then a parallel branch or
+# another call of the same tool round may have made its approved call. The refused resume keeps
+# the checkpoint, so the resume after the fix made that call a second time. The runner now walks
+# the whole tree the way the resume will go before anything runs.
+
+
+@adk.tool(require_approval=True, name="pay", thread=False)
+def pay_inline(payee: str, amount_cents: int) -> str:
+    """Send money (run on the event loop: it is made before any other branch or call starts)."""
+    LOG.append(("paid", payee, amount_cents))
+    return f"sent {amount_cents} to {payee}"
+
+
+def _paying_branch() -> ReActAgent:
+    return _payer(pay_inline)
+
+
+@pytest.mark.parametrize(
+    ("changed", "complaint"),
+    [
+        (Step("w"), "agent 'w' at 'agent:both/agent:w' is a Step"),
+        (SequentialAgent("w", [Ask("b2")]), "the step that paused, 'b', is no longer one"),
+    ],
+    ids=["replaced-by-a-plain-agent", "paused-step-renamed"],
+)
+async def test_a_branch_that_cannot_resume_keeps_its_sibling_from_paying(
+    deploy: Redeploy, changed: Agent, complaint: str
+) -> None:
+    # The payer branch paid, then the other branch (or the end-of-run check) refused the resume
+    # with the checkpoint kept: the resume after the rollback paid a second time.
+    def tree(w: Agent) -> ParallelAgent:
+        return ParallelAgent("both", [_paying_branch(), w])
+
+    points = await deploy.pause(tree(SequentialAgent("w", [Ask("b")])))
+    answers = {
+        "agent:both/agent:payer/tool:pay#call_1": {"approved": True},
+        "agent:both/agent:w/agent:b": "yes",
+    }
+    assert sorted(points) == sorted(answers)
+
+    error = await deploy.refused(tree(changed), answers)
+
+    assert complaint in error
+    await deploy.resume(tree(SequentialAgent("w", [Ask("b")])), answers)
+    assert sorted(LOG) == [("answered", "b", "yes"), ("paid", "ACME", 120)]
+
+
+@adk.tool(require_approval=True)
+def ship(item: str) -> str:
+    """Ship an item."""
+    LOG.append(("shipped", item))
+    return f"shipped {item}"
+
+
+def _shipper(*tools: adk.FunctionTool) -> ReActAgent:
+    """An agent for an ``AgentTool``: ships one item, which needs approval."""
+
+    def reply(messages: list[adk.Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"shipper saw: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("ship", {"item": "lamp"}, id="call_9")])
+
+    return ReActAgent("shipper", ScriptedModel(reply), description="ships", tools=list(tools))
+
+
+def _pays_and_ships(shipper: Agent | str) -> ReActAgent:
+    """Pays and asks the shipper agent (as a tool) in one round; both pause for approval."""
+
+    def reply(messages: list[adk.Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text="done")
+        return Reply(
+            tool_calls=[
+                tool_call("pay", {"payee": "ACME", "amount_cents": 120}, id="call_1"),
+                tool_call("shipper", {"request": "ship the lamp"}, id="call_2"),
+            ]
+        )
+
+    tool = shipper if isinstance(shipper, str) else adk.AgentTool(shipper)
+    return ReActAgent("payer", ScriptedModel(reply), tools=[pay_inline, tool])
+
+
+SHIP_POINTS = {
+    "agent:payer/tool:pay#call_1": {"approved": True},
+    "agent:payer/tool:shipper#call_2/agent:shipper/tool:ship#call_9": {"approved": True},
+}
+
+
+@pytest.mark.parametrize(
+    ("changed", "complaint"),
+    [
+        (_shipper(), "the paused calls need tools it no longer has: ship"),
+        (SequentialAgent("shipper", [Step("s")], description="ships"), "saved state lacks"),
+    ],
+    ids=["nested-tool-removed", "nested-agent-changed-kind"],
+)
+async def test_a_nested_agent_tool_that_cannot_resume_keeps_the_call_beside_it_from_paying(
+    deploy: Redeploy, changed: Agent, complaint: str
+) -> None:
+    # The round's checks before it starts knew the function tools only: the payment ran, then
+    # the nested run refused to resume, with the checkpoint kept; the next resume paid again.
+    assert sorted(await deploy.pause(_pays_and_ships(_shipper(ship)))) == sorted(SHIP_POINTS)
+
+    error = await deploy.refused(_pays_and_ships(changed), SHIP_POINTS)
+
+    assert complaint in error
+    await deploy.resume(_pays_and_ships(_shipper(ship)), SHIP_POINTS)
+    assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._checks import check_count
 from .._driver import NO_EVENT
@@ -20,6 +20,9 @@ from ..messages import Message
 from ._run import _ActionRun
 from .events import _input_event
 from .plan import AgentPlan
+
+if TYPE_CHECKING:
+    from .._preflight import Preflight
 
 __all__ = ["RECORD_KEY", "ActionAgent"]
 
@@ -87,6 +90,17 @@ class ActionAgent(BaseAgent):
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
             run.forget_empty_memory()
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """The resume's check before anything runs (``adk._preflight``): the saved event and
+        queue, and the paused action found by name, as ``resume`` restores them. What lies below
+        the paused action (the tool calls it made) is checked when its calls run again."""
+        resume = ctx.resume
+        run = _ActionRun(self, ctx)
+        current, listener = run.restore(resume.state if resume is not None else None)
+        paused = self.plan.listeners(type(current))[listener].name
+        why = f"agent {self.name!r} resumes its action {paused!r}"
+        walk.only_under(ctx.address, [run.address_of(paused)], why)
 
 
 def _input_of(messages: list[Message]) -> Any:

@@ -1,0 +1,121 @@
+"""The check a resume makes before anything runs: can it reach every paused point?
+
+A resume continues where the saved state still means the same thing and is refused otherwise
+(docs/interrupts.md, "Resuming after a redeploy"). Each component checks its own saved state when
+the resume reaches it, but by then other parts of the run may have run: a parallel branch beside
+the one that no longer fits, or another call of a ReAct round, has made its approved call, and as
+the refused resume keeps its checkpoint, the next resume makes it again.
+
+So before the resumed run starts, the runner walks the current agent tree the way the resume will
+go (``Preflight.agent``), from the root down every path that holds a pending point: each component
+that leads below itself (``_adk_preflight(ctx, walk)``: workflows, transfer flows, ``ReActAgent``
+and the tools of its open calls, ``AgentTool``) checks its saved state as its resume would, and
+walks on into the children the resume would enter, by name. What it cannot reach is a
+``CheckpointError`` raised before anything ran.
+
+The walk is once per resume, never on a plain run. It reads; it runs no agent, tool or model, and
+it does not mark points as reached (``Preflight.run`` clears the marks), so the runner's check at
+the end of the run (``_ResumePlan.unreached``) still catches what the walk could not see: tools a
+``Toolset`` or a resource provides, agents of classes the walk does not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from .agent import BaseAgent
+from .checkpoint.codec import CheckpointError
+from .interrupts import is_within
+from .tools.base import new_tool_context
+
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .interrupts import _ResumePlan
+    from .messages import ToolCall
+
+
+class Preflight:
+    """One resume's walk of the agent tree (see the module docstring)."""
+
+    __slots__ = ("checkpoint_id", "plan")
+
+    def __init__(self, plan: _ResumePlan, checkpoint_id: str | None) -> None:
+        self.plan = plan
+        self.checkpoint_id = checkpoint_id
+
+    def run(self, root: Any, ctx: RunContext) -> None:
+        """Walk from the root agent; raise the ``CheckpointError`` of the first point the resume
+        cannot reach (or the first saved state that does not fit)."""
+        self.within(lambda: self.agent(root, ctx))
+
+    def within(self, check: Callable[[], None]) -> None:
+        """Run ``check`` (a part of the walk), then forget the points it marked as reached: it
+        asked components for ``ctx.resume``, which marks them, and the run's own check at its end
+        (``_ResumePlan.unreached``) must see only what the run reached."""
+        reached = set(self.plan.reached)
+        try:
+            check()
+        finally:
+            self.plan.reached.clear()
+            self.plan.reached.update(reached)
+
+    def holds(self, address: str) -> bool:
+        """Whether a pending point lies at or below ``address``."""
+        return any(is_within(point.id, address) for point in self.plan.points)
+
+    def below(self, address: str) -> list[str]:
+        """The pending points strictly below ``address``."""
+        prefix = address + "/"
+        return [point.id for point in self.plan.points if point.id.startswith(prefix)]
+
+    def agent(self, agent: Any, ctx: RunContext) -> None:
+        """Check ``agent`` at ``ctx`` (its place as the resume will give it) and what lies below.
+
+        An agent of a class that leads below itself has ``_adk_preflight``. A ``BaseAgent``
+        without it pauses only at its own address (``ctx.interrupt``): a point below it is one no
+        resume reaches, e.g. a workflow that paused inside replaced by a plain agent of its name.
+        Any other object is not known to the walk: what lies below it is left to the run."""
+        if not self.holds(ctx.address):
+            return
+        check = getattr(agent, "_adk_preflight", None)
+        if check is not None:
+            check(ctx, self)
+        elif isinstance(agent, BaseAgent):
+            below = self.below(ctx.address)
+            if below:
+                raise self.unreachable(
+                    below,
+                    f"agent {agent.name!r} at {ctx.address!r} is a {type(agent).__name__}, "
+                    "which runs no agents or tools below it",
+                )
+
+    def call(self, tool: Any, call: ToolCall, ctx: RunContext, address: str) -> None:
+        """Check one open tool call of a resumed round, at ``address``: the tool's own check of
+        the call (``_adk_check_resume``: arguments that no longer fit, a missing approval) and,
+        for a tool that runs agents (``AgentTool``), the nested tree below it."""
+        if not self.holds(address):
+            return
+        tool_ctx = new_tool_context(ctx, call.name, call.id, address, None)
+        nested = getattr(tool, "_adk_preflight_call", None)
+        if nested is not None:
+            nested(tool_ctx, self)
+            return
+        check = getattr(tool, "_adk_check_resume", None)
+        if check is not None:
+            check(call.arguments, tool_ctx)
+
+    def only_under(self, address: str, entered: list[str], why: str) -> None:
+        """Refuse the points below ``address`` that lie under none of the ``entered`` addresses:
+        the places the component at ``address`` resumes. ``why`` says where it goes instead."""
+        stray = [p for p in self.below(address) if not any(is_within(p, a) for a in entered)]
+        if stray:
+            raise self.unreachable(stray, why)
+
+    def unreachable(self, points: list[str], why: str) -> CheckpointError:
+        """The refusal of ``points``, which the resume cannot reach because of ``why``."""
+        of = f" of checkpoint {self.checkpoint_id!r}" if self.checkpoint_id is not None else ""
+        return CheckpointError(
+            f"the resume{of} cannot reach the paused point(s) {points}: {why} (the agents "
+            "changed since the pause?); the checkpoint is kept as it was"
+        )
