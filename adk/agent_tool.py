@@ -214,6 +214,17 @@ class AgentTool:
         walk.only_under(ctx.address, [inner_ctx.address], why)
         walk.agent(self.agent, inner_ctx)
 
+    def _adk_check_resume(self, arguments: str, ctx: ToolContext) -> None:
+        """Before a resumed round of several calls starts (``check_resumed_calls``): the nested
+        tree's check, so a call beside this one is not made before the nested resume is refused,
+        and made again on the next resume of the checkpoint the refusal keeps. (The runner's own
+        walk before the resume covers the rounds it can see; this covers the others, e.g. a
+        call an action makes.)"""
+        plan = ctx.run_context._run.plan
+        if plan is not None:
+            walk = Preflight(plan, None)
+            walk.within(lambda: self._adk_preflight_call(ctx, walk))
+
     def _forward(self, ctx: ToolContext, event: AgentEvent) -> None:
         """Show an inner event outside, without its actions: inner exits, transfers and loop
         breaks belong to the nested run and must not act on the caller."""

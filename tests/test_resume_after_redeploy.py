@@ -863,3 +863,28 @@ async def test_a_nested_agent_tool_that_cannot_resume_keeps_the_call_beside_it_f
     assert complaint in error
     await deploy.resume(_pays_and_ships(_shipper(ship)), SHIP_POINTS)
     assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")]
+
+
+async def test_an_agent_tool_resource_is_checked_before_its_round_runs() -> None:
+    # A tool resource is resolved only when its round starts (the check before the run does not
+    # ask the resources); that round's own check must see into the nested run, or the payment
+    # beside it is made and, the checkpoint kept, made again.
+    store = InMemoryCheckpointStore()
+
+    def runner(shipper: Agent) -> Runner:
+        resources = adk.Resources()
+        resources.add_tool(adk.AgentTool(shipper), name="shipper")
+        return Runner(_pays_and_ships("shipper"), checkpoint_store=store, resources=resources)
+
+    paused = await runner(_shipper(ship)).invoke("go", checkpoint_id="c")
+    assert paused.interrupt is not None and sorted(paused.interrupt.point_ids) == sorted(
+        SHIP_POINTS
+    )
+    LOG.clear()
+
+    with pytest.raises(RunError, match="need tools it no longer has: ship"):
+        await runner(_shipper()).invoke_resume("c", SHIP_POINTS)
+
+    assert LOG == [] and await store.get("c") is not None
+    await runner(_shipper(ship)).invoke_resume("c", SHIP_POINTS)
+    assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")]
