@@ -334,6 +334,10 @@ class _ReActCore:
         exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
         calls = open_calls(saved, turn.messages, turn.tools)
+        if iterations == self.owner.max_iterations and not self._round_may_end(
+            calls, held, exits, action
+        ):
+            raise self._past_limit(saved, iterations)
         rounds = self._round(turn, _new_round(calls, held, action, exits))
         try:
             async for event in rounds:
@@ -353,13 +357,33 @@ class _ReActCore:
             event = NO_EVENT  # see adk._driver.NO_EVENT
 
     def _past_limit(self, saved: SavedState, iterations: int) -> CheckpointError:
-        """The refusal of a resume past ``max_iterations`` (lowered since the pause): the paused
-        calls would run, their results never reach a model, and the run fail with the checkpoint
-        kept, to run them again on the next resume."""
+        """The refusal of a resume whose paused round cannot finish within ``max_iterations``
+        (lowered since the pause): the paused calls would run, their results never reach a
+        model, and the run fail with the checkpoint kept, to run them again on the next resume."""
+        limit = self.owner.max_iterations
+        where = "beyond" if iterations > limit else "at"
         return saved.error(
-            f"it paused after {iterations} model calls, beyond its max_iterations of "
-            f"{self.owner.max_iterations}"
+            f"it paused after {iterations} model calls, {where} its max_iterations of {limit}: "
+            "the paused calls' results would need a model call the limit does not allow"
         )
+
+    def _round_may_end(
+        self,
+        calls: list[ToolCall],
+        held: list[Message],
+        exits: list[str],
+        action: AgentAction | None,
+    ) -> bool:
+        """Whether the resumed round may end the agent without asking the model again, as far
+        as the saved state and the tools' names tell: a result returned directly, the exit or
+        transfer tool, or an exit or transfer a finished call of the round asked for."""
+        if held or exits or (action is not None and (action.exit or action.transfer_to)):
+            return True
+        owner = self.owner
+        ending = {*owner.return_directly, TRANSFER_TOOL}
+        if owner._exit_tool is not None:
+            ending.add(owner._exit_tool.spec.name)
+        return any(call.name in ending for call in calls)
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): what ``resume``
@@ -381,6 +405,10 @@ class _ReActCore:
             tools[TRANSFER_TOOL] = TransferTool(owner._transfer_targets())
         restored = restore(ctx, self.name, saved.values)
         calls = open_calls(saved, restored.messages, None if owner._dynamic_tools else tools)
+        if iterations == owner.max_iterations and not self._round_may_end(
+            calls, restored.held, saved_exits(saved), saved_action(saved)
+        ):
+            raise self._past_limit(saved, iterations)
         addresses = [join_address(ctx.address, tool_segment(c.name, c.id)) for c in calls]
         why = f"agent {self.name!r} resumes only its open tool calls"
         walk.only_under(ctx.address, addresses, why)

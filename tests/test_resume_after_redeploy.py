@@ -888,3 +888,35 @@ async def test_an_agent_tool_resource_is_checked_before_its_round_runs() -> None
     assert LOG == [] and await store.get("c") is not None
     await runner(_shipper(ship)).invoke_resume("c", SHIP_POINTS)
     assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")]
+
+
+async def test_max_iterations_lowered_to_the_paused_model_calls_is_refused(
+    deploy: Redeploy,
+) -> None:
+    # At exactly the model calls made, the approved payment was made and the run then failed
+    # on the limit (its result needs one more model call), with the checkpoint kept: the
+    # resume after raising the limit paid a second time.
+    await deploy.pause(_checking_payer(max_iterations=5))
+
+    error = await deploy.refused(_checking_payer(max_iterations=2), {"approved": True})
+
+    assert "paused after 2 model calls, at its max_iterations of 2" in error
+    result = await deploy.resume(_checking_payer(max_iterations=3), {"approved": True})
+    assert LOG == [("paid", "ACME", 120)] and result.text == "model saw: sent 120 to ACME"
+
+
+async def test_a_paused_call_returned_directly_still_resumes_at_the_limit(
+    deploy: Redeploy,
+) -> None:
+    # Its result is the agent's answer: no model call follows, so the limit does not stand in
+    # the way.
+    def payer(max_iterations: int) -> ReActAgent:
+        agent = _checking_payer(max_iterations)
+        agent.return_directly = frozenset({"pay"})
+        return agent
+
+    await deploy.pause(payer(max_iterations=5))
+
+    result = await deploy.resume(payer(max_iterations=2), {"approved": True})
+
+    assert LOG == [("paid", "ACME", 120)] and result.text == "sent 120 to ACME"
