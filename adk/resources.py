@@ -127,6 +127,13 @@ class _RenamedTool:
         check = getattr(self._tool, "_adk_check_resume", None)
         return check
 
+    @property
+    def _adk_preflight_call(self) -> Callable[[ToolContext, Any], None] | None:
+        """The tool's own check of a paused call before a resume runs (``adk._preflight``)."""
+        check: Callable[[ToolContext, Any], None] | None
+        check = getattr(self._tool, "_adk_preflight_call", None)
+        return check
+
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         return await self._tool.run(arguments, ctx)
 
@@ -255,6 +262,12 @@ class Resources(AsyncCloseable):
             return self._mcp[name]
         except KeyError:
             raise KeyError(_unknown("MCP server", name, self._mcp)) from None
+
+    def _registered_tool(self, name: str) -> Tool | None:
+        """The tool registered in code as ``name``, without asking the MCP servers: for the
+        resume's check before anything runs (``adk._preflight``), which asks no server. None when
+        no tool is registered so (the check then leaves the name to the run)."""
+        return self._tools.get(name)
 
     async def get_tool(self, name: str) -> Tool:
         """The tool registered (or offered by a registered MCP server) as ``name``.

@@ -40,6 +40,7 @@ from adk import (
     HistoryRewriter,
     Message,
     ModelOptions,
+    Resources,
     RunContext,
     Tool,
     ToolCall,
@@ -389,8 +390,9 @@ class _ReActCore:
         """The resume's check before anything runs (``adk._preflight``): what ``resume``
         checks (the limit, the saved conversation, the open calls' tools), and each open call as
         its round's check would (``check_resumed_calls``), nested agents of an ``AgentTool``
-        included. Tools a ``Toolset`` or a tool resource provides are not resolved here (that
-        may ask a server): their calls are checked when their round starts."""
+        included. Tools a ``Toolset`` or an MCP server behind the tool resources provides are
+        not resolved here (that asks a server): their calls are checked when their round starts.
+        """
         below = walk.below(ctx.address)
         if not below:
             return
@@ -401,10 +403,20 @@ class _ReActCore:
         if iterations > owner.max_iterations:
             raise self._past_limit(saved, iterations)
         tools: dict[str, Any] = dict(owner._static_tools)
+        resources = ctx._run.resources
+        complete = True  # every tool the run would have is in ``tools``
+        for source in owner._dynamic_tools:
+            found = None
+            if isinstance(source, str) and isinstance(resources, Resources):
+                found = resources._registered_tool(source)
+            if found is None:
+                complete = False
+            else:
+                tools[source] = found
         if owner._transfer_targets():
             tools[TRANSFER_TOOL] = TransferTool(owner._transfer_targets())
         restored = restore(ctx, self.name, saved.values)
-        calls = open_calls(saved, restored.messages, None if owner._dynamic_tools else tools)
+        calls = open_calls(saved, restored.messages, tools if complete else None)
         if iterations == owner.max_iterations and not self._round_may_end(
             calls, restored.held, saved_exits(saved), saved_action(saved)
         ):

@@ -820,7 +820,7 @@ def _shipper(*tools: adk.FunctionTool) -> ReActAgent:
     return ReActAgent("shipper", ScriptedModel(reply), description="ships", tools=list(tools))
 
 
-def _pays_and_ships(shipper: Agent | str) -> ReActAgent:
+def _pays_and_ships(shipper: Agent | object) -> ReActAgent:
     """Pays and asks the shipper agent (as a tool) in one round; both pause for approval."""
 
     def reply(messages: list[adk.Message]) -> Reply:
@@ -833,7 +833,7 @@ def _pays_and_ships(shipper: Agent | str) -> ReActAgent:
             ]
         )
 
-    tool = shipper if isinstance(shipper, str) else adk.AgentTool(shipper)
+    tool = adk.AgentTool(shipper) if isinstance(shipper, Agent) else shipper
     return ReActAgent("payer", ScriptedModel(reply), tools=[pay_inline, tool])
 
 
@@ -865,29 +865,71 @@ async def test_a_nested_agent_tool_that_cannot_resume_keeps_the_call_beside_it_f
     assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")]
 
 
-async def test_an_agent_tool_resource_is_checked_before_its_round_runs() -> None:
-    # A tool resource is resolved only when its round starts (the check before the run does not
-    # ask the resources); that round's own check must see into the nested run, or the payment
-    # beside it is made and, the checkpoint kept, made again.
+class Offering:
+    """A ``Toolset``: the tools it offers are asked for when an agent's run starts (the check
+    before a resume does not ask it: a real one, an MCP server, would be asked over the wire)."""
+
+    def __init__(self, *tools: Any) -> None:
+        self._tools = list(tools)
+
+    async def tools(self, ctx: RunContext) -> list[Any]:
+        return self._tools
+
+
+async def test_an_agent_tool_from_a_toolset_is_checked_before_its_round_runs(
+    deploy: Redeploy,
+) -> None:
+    # The check before the resume cannot see a toolset's tools; the round's own check before it
+    # starts must see into the nested run, or the payment beside it is made and, the checkpoint
+    # kept, made again.
+    def payer(shipper: ReActAgent) -> ReActAgent:
+        return _pays_and_ships(Offering(adk.AgentTool(shipper)))
+
+    assert sorted(await deploy.pause(payer(_shipper(ship)))) == sorted(SHIP_POINTS)
+
+    error = await deploy.refused(payer(_shipper()), SHIP_POINTS)
+
+    assert "need tools it no longer has: ship" in error
+    await deploy.resume(payer(_shipper(ship)), SHIP_POINTS)
+    assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")]
+
+
+def _refunder() -> ReActAgent:
+    """Refunds through the tool resource ``refund``; the refund needs approval."""
+
+    def reply(messages: list[adk.Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"refunder saw: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("refund", {"payee": "Bob", "amount_cents": 30})])
+
+    return ReActAgent("refunder", ScriptedModel(reply), tools=["refund"])
+
+
+@pytest.mark.parametrize("changed", [refund_renamed_parameter, give_back], ids=["same", "renamed"])
+async def test_a_tool_resource_of_a_branch_is_checked_before_the_branch_beside_it_pays(
+    changed: adk.FunctionTool,
+) -> None:
+    # The walk before the resume did not look at tool resources: the payer branch paid before
+    # the refunder's paused call found its arguments no longer fit the registered tool.
     store = InMemoryCheckpointStore()
 
-    def runner(shipper: Agent) -> Runner:
+    def runner(refund_tool: adk.FunctionTool) -> Runner:
         resources = adk.Resources()
-        resources.add_tool(adk.AgentTool(shipper), name="shipper")
-        return Runner(_pays_and_ships("shipper"), checkpoint_store=store, resources=resources)
+        resources.add_tool(refund_tool, name="refund")
+        tree = ParallelAgent("both", [_paying_branch(), _refunder()])
+        return Runner(tree, checkpoint_store=store, resources=resources)
 
-    paused = await runner(_shipper(ship)).invoke("go", checkpoint_id="c")
-    assert paused.interrupt is not None and sorted(paused.interrupt.point_ids) == sorted(
-        SHIP_POINTS
-    )
+    paused = await runner(refund).invoke("go", checkpoint_id="c")
+    assert paused.interrupt is not None and len(paused.interrupt.point_ids) == 2
     LOG.clear()
+    approvals = {point: {"approved": True} for point in paused.interrupt.point_ids}
 
-    with pytest.raises(RunError, match="need tools it no longer has: ship"):
-        await runner(_shipper()).invoke_resume("c", SHIP_POINTS)
+    with pytest.raises(RunError, match=f"no longer fit tool '{changed.name}'"):
+        await runner(changed).invoke_resume("c", approvals)
 
     assert LOG == [] and await store.get("c") is not None
-    await runner(_shipper(ship)).invoke_resume("c", SHIP_POINTS)
-    assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")]
+    await runner(refund).invoke_resume("c", approvals)
+    assert sorted(LOG) == [("paid", "ACME", 120), ("refunded", "Bob", 30)]
 
 
 async def test_max_iterations_lowered_to_the_paused_model_calls_is_refused(
