@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ._parts import attributes, members
 from .agent import BaseAgent
 from .checkpoint.codec import CheckpointError
 from .interrupts import is_within
@@ -73,21 +74,24 @@ class Preflight:
         """Check ``agent`` at ``ctx`` (its place as the resume will give it) and what lies below.
 
         An agent of a class that leads below itself has ``_adk_preflight``. A ``BaseAgent``
-        without it pauses only at its own address (``ctx.interrupt``): a point below it is one no
-        resume reaches, e.g. a workflow that paused inside replaced by a plain agent of its name.
-        Any other object is not known to the walk: what lies below it is left to the run."""
+        without it that holds nothing it could run pauses only at its own address
+        (``ctx.interrupt``): a point below it is one no resume reaches, e.g. a workflow that
+        paused inside replaced by a plain agent of its name. What the walk does not know (an
+        object that is no ``BaseAgent``, or one that holds agents or tools it may run with its own
+        context, a wrapper that delegates to a workflow) is left to the run and its check at the
+        end."""
         if not self.holds(ctx.address):
             return
         check = getattr(agent, "_adk_preflight", None)
         if check is not None:
             check(ctx, self)
-        elif isinstance(agent, BaseAgent):
+        elif isinstance(agent, BaseAgent) and not _runs_others(agent):
             below = self.below(ctx.address)
             if below:
                 raise self.unreachable(
                     below,
                     f"agent {agent.name!r} at {ctx.address!r} is a {type(agent).__name__}, "
-                    "which runs no agents or tools below it",
+                    "which holds no agents or tools to run below it",
                 )
 
     def call(self, tool: Any, call: ToolCall, ctx: RunContext, address: str) -> None:
@@ -119,3 +123,21 @@ class Preflight:
             f"the resume{of} cannot reach the paused point(s) {points}: {why} (the agents "
             "changed since the pause?); the checkpoint is kept as it was"
         )
+
+
+_LINKS = frozenset({"_adk_flow", "_adk_parent"})
+"""The links transfer wiring sets on an agent: its own node in the graph and its parent, which it
+does not run below itself."""
+
+
+def _runs_others(agent: BaseAgent) -> bool:
+    """Whether ``agent`` holds something it may run with its own context (anything with a
+    ``run``: an agent, whose points then lie below the agent's address, or a tool such as an
+    ``AgentTool``). Only a custom agent's attributes are read: once per resume, for an agent on
+    the way to a pending point below it."""
+    return any(
+        item is not agent and callable(getattr(item, "run", None))
+        for name, value in attributes(agent)
+        if name not in _LINKS
+        for item in members(value)
+    )

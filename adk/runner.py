@@ -16,7 +16,6 @@ from collections.abc import (
     AsyncIterator,
     Callable,
     Iterable,
-    Iterator,
     Mapping,
     Sequence,
 )
@@ -36,6 +35,7 @@ from ._driver import (
 )
 from ._hooks import Hooks
 from ._instrument import build_hooks
+from ._parts import attributes, members
 from ._preflight import Preflight
 from .agent import Agent, AgentInput
 from .checkpoint._claim import _Claim, being_resumed, one_resume
@@ -809,31 +809,10 @@ def _closable_parts(root: object) -> list[Any]:
         if callable(getattr(part, "aclose", None)):
             found.append(part)
             continue
-        for name, value in _attributes(part):
+        for name, value in attributes(part):
             if name not in _UPWARD:
-                pending.extend(item for item in _members(value) if _is_part(item))
+                pending.extend(item for item in members(value) if _is_part(item))
     return found
-
-
-def _attributes(part: object) -> Iterator[tuple[str, Any]]:
-    """``part``'s attributes: its ``__dict__`` and its slots (tool wrappers such as an MCP tool,
-    which holds its toolset, have slots only)."""
-    yield from getattr(part, "__dict__", {}).items()
-    for cls in type(part).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name not in ("__dict__", "__weakref__"):
-                with contextlib.suppress(AttributeError):
-                    yield name, getattr(part, name)
-
-
-def _members(value: Any, depth: int = 3) -> list[Any]:
-    """``value`` itself, or what a list, tuple, set or dict of them (nested a few deep) holds."""
-    if depth and isinstance(value, dict):
-        value = list(value.values())
-    if depth and isinstance(value, list | tuple | set | frozenset):
-        return [member for item in value for member in _members(item, depth - 1)]
-    return [value]
 
 
 def _is_part(value: object) -> bool:

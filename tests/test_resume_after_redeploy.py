@@ -634,7 +634,7 @@ async def test_a_workflow_replaced_by_a_plain_agent_of_its_name_keeps_the_checkp
     error = await deploy.refused(seq(Step("a"), Step("w"), Step("c")))
 
     assert "cannot reach the paused point(s) ['agent:flow/agent:w/agent:b']" in error
-    assert "agent 'w' at 'agent:flow/agent:w' is a Step" in error
+    assert "agent 'w' at 'agent:flow/agent:w' is a Step, which holds no agents" in error
     await deploy.resume(seq(Step("a"), SequentialAgent("w", [Ask("b")]), Step("c")))
     assert LOG == [("answered", "b", "yes"), ("ran", "c")]
 
@@ -651,6 +651,40 @@ async def test_a_resume_that_pauses_elsewhere_does_not_overwrite_the_undelivered
 
     assert await deploy.stored() == before
     assert LOG == [], "the new agent ran before the refusal"
+
+
+class Logged(BaseAgent):
+    """A custom agent around a workflow: notes that it ran, and runs (or resumes) the workflow
+    with its own context, so the workflow's steps lie below its address."""
+
+    def __init__(self, inner: SequentialAgent) -> None:
+        super().__init__(inner.name)
+        self.inner = inner
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        LOG.append(("logged", self.name))
+        async for event in self.inner.run(input, ctx):
+            yield event
+
+    async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        LOG.append(("logged", self.name))
+        async for event in self.inner.resume(ctx):
+            yield event
+
+
+async def test_a_custom_agent_that_runs_a_workflow_with_its_own_context_resumes(
+    deploy: Redeploy,
+) -> None:
+    # The check before the resume took it for a plain agent, which pauses only at its own
+    # address, and refused every resume of a point inside the workflow it runs.
+    def tree() -> SequentialAgent:
+        return seq(Step("a"), Logged(SequentialAgent("w", [Step("x"), Ask("b")])), Step("c"))
+
+    assert await deploy.pause(tree()) == ["agent:flow/agent:w/agent:b"]
+
+    await deploy.resume(tree())
+
+    assert LOG == [("logged", "w"), ("answered", "b", "yes"), ("ran", "c")]
 
 
 class DuckAsk:
