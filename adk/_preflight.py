@@ -85,9 +85,9 @@ class Preflight:
         check = getattr(agent, "_adk_preflight", None)
         if check is not None:
             check(ctx, self)
-        elif isinstance(agent, BaseAgent) and not _runs_others(agent):
+        elif isinstance(agent, BaseAgent):
             below = self.below(ctx.address)
-            if below:
+            if below and not _runs_others(agent):  # its attributes read only when it matters
                 raise self.unreachable(
                     below,
                     f"agent {agent.name!r} at {ctx.address!r} is a {type(agent).__name__}, "
