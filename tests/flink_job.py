@@ -154,7 +154,7 @@ SCORES = [
 
 
 def scores(durable_memory: bool) -> list[dict[str, Any]]:
-    """Values JSON cannot hold fail their record (emitted), in an output or a durable session."""
+    """Values JSON cannot hold fail their record (emitted) in an output; a session keeps them."""
     env = FlinkExecutionEnvironment(on_error="emit", durable_memory=durable_memory)
     agent = ActionAgent("scorer", actions=[score])
     return env.from_list(SCORES, key="id").apply(agent).to_list()

@@ -31,7 +31,10 @@ from adk import (
     RunContext,
     Runner,
     SequentialAgent,
+    Session,
+    ToolContext,
 )
+from adk.checkpoint import SQLiteCheckpointStore
 from adk.checkpoint.codec import (
     FORMAT,
     MAX_DEPTH,
@@ -42,6 +45,8 @@ from adk.checkpoint.codec import (
     register_type,
     to_json_value,
 )
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
 
 
 @register_type
@@ -304,11 +309,8 @@ def test_models_saved_by_field_name_before_still_load() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ({"a": {"b": float("nan")}}, "session.a.b: float nan is not a JSON number"),
-        ({"a": [float("inf")]}, "session.a: float inf is not a JSON number"),
-        ({"a": -float("inf")}, "session.a: float -inf is not a JSON number"),
         ({"a": 10**4300}, "session.a: int longer than 4300 digits"),
-        ({"a": -(10**5000)}, "session.a: int longer than 4300 digits"),
+        ({"a": {"b": [-(10**5000)]}}, "session.a.b: int longer than 4300 digits"),
     ],
 )
 def test_numbers_json_cannot_hold_are_refused_with_their_place(value: Any, message: str) -> None:
@@ -327,34 +329,105 @@ def test_the_largest_numbers_json_holds_round_trip() -> None:
 class Reading(BaseModel):
     value: float
     count: int = 0
+    extra: dict[str, Any] = {}
+    note: Any = None
+
+
+def test_an_int_json_cannot_hold_inside_a_model_is_refused() -> None:
+    with pytest.raises(CheckpointError) as caught:
+        encode_checkpoint({"session": to_json_value({"r": Reading(value=1.0, count=10**5000)})})
+    assert str(caught.value).startswith("session.r.count: int longer than 4300 digits")
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality that takes NaN for NaN (``nan != nan``), through dicts, lists and models."""
+    if isinstance(a, BaseModel) and type(a) is type(b):
+        return _same(a.__dict__, b.__dict__)
+    if isinstance(a, float) and isinstance(b, float) and a != a:
+        return b != b
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) and type(a) is type(b)
+
+
+NAN, INF = float("nan"), float("inf")
 
 
 @pytest.mark.parametrize(
-    ("reading", "message"),
+    "value",
     [
-        (Reading(value=float("inf")), "session.r.value: float inf is not a JSON number"),
-        (Reading(value=1.0, count=10**5000), "session.r.count: int longer than 4300 digits"),
+        {"a": {"b": NAN}, "c": [INF, -INF], "d": 1.5},
+        # pydantic's JSON mode made these None: NaN inside Any and dict fields of models
+        Reading(value=1.0, extra={"mean": NAN, "__adk_type__": "not a tag"}, note=[-INF]),
+        Reading(value=NAN),  # a typed float
+        Message.user("hi").model_copy(update={"metadata": {"score": NAN, "p": [INF]}}),
+        {"models": [Shape(points=[Point(x=1)]), Reading(value=INF)], "nan": NAN},
     ],
+    ids=["plain", "any-fields", "typed", "message-metadata", "mixed"],
 )
-def test_numbers_json_cannot_hold_inside_a_model_are_refused(
-    reading: Reading, message: str
-) -> None:
-    with pytest.raises(CheckpointError) as caught:
-        encode_checkpoint({"session": to_json_value({"r": reading}, "session")})
-    assert str(caught.value).startswith(message)
+def test_nan_and_infinities_round_trip(value: Any) -> None:
+    """NaN and infinities are kept, tagged, in JSON every reader takes; those inside models' dumps
+    were silently saved as null (pydantic's JSON mode) or refused (typed floats)."""
+    data = encode_checkpoint({"session": to_json_value({"v": value}, "session")})
+    payload = data.partition(b"\n")[2]
+    json.loads(payload, parse_constant=_refuse)  # strict JSON: no NaN or Infinity tokens
+    back = from_json_value(decode_checkpoint(data)["session"])["v"]
+    assert _same(back, value), back
 
 
-async def test_a_pause_holding_nan_ends_the_run_with_a_clear_error() -> None:
-    class Pauser(BaseAgent):
-        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-            ctx.session["ratio"] = float("nan")
-            yield ctx.interrupt("wait")
+def _refuse(name: str) -> None:
+    raise AssertionError(f"{name} in a checkpoint body")
 
-    store = DictStore()
-    events = await collect(Runner(Pauser("p"), checkpoint_store=store).run("go"))
-    assert events[-1].error is not None
-    assert "session.ratio: float nan is not a JSON number" in events[-1].error.message
-    assert store.data == {}
+
+def test_a_tagged_float_that_is_not_one_is_malformed() -> None:
+    with pytest.raises(CheckpointError, match="not a tagged float"):
+        from_json_value({"__adk_type__": "float", "data": "1e999"})
+
+
+async def test_a_pause_for_approval_holding_nan_is_kept_and_resumes(tmp_path: Path) -> None:
+    """A model wrote NaN in a call needing approval, after a tool kept NaN in the session: the
+    pause failed with an error event in place of the approval request (the human was never asked
+    and the run was lost), or, with NaN in a message's metadata, resumed with None. Now the
+    checkpoint holds it and the resume gets back what the run held, through SQLite."""
+    sent: list[float] = []
+
+    @adk.tool
+    def measure(ctx: ToolContext) -> str:
+        """Measure."""
+        ctx.session["mean"] = NAN
+        ctx.session["bounds"] = {"low": -INF, "high": INF}
+        return "measured"
+
+    @adk.tool(require_approval=True)
+    def set_threshold(threshold: float, ctx: ToolContext) -> str:
+        """Set the alert threshold."""
+        sent.append(threshold)
+        return f"set, mean {ctx.session['mean']}"
+
+    measured = tool_call("measure", {}, id="m")
+    setting = tool_call("set_threshold", {"threshold": NAN}, id="s")  # '{"threshold": NaN}'
+    model = ScriptedModel(
+        [Reply(tool_calls=[measured]), Reply(tool_calls=[setting]), Reply(text="done")]
+    )
+    store = SQLiteCheckpointStore(tmp_path / "cp.db")
+    runner = Runner(
+        ReActAgent("ops", model, tools=[measure, set_threshold]), checkpoint_store=store
+    )
+    try:
+        info = pause_of(await collect(runner.run("set it")))
+        [point] = info.points
+        assert point.info["arguments"]["threshold"] != point.info["arguments"]["threshold"]  # NaN
+        session = Session()
+        events = await collect(runner.resume(info.checkpoint_id, {point.id: True}, session=session))
+    finally:
+        await runner.aclose()
+        await store.aclose()
+    assert [e.error for e in events if e.error is not None] == []
+    assert len(sent) == 1 and sent[0] != sent[0]
+    assert _same(session.values, {"mean": NAN, "bounds": {"low": -INF, "high": INF}})
+    assert events[-1].message is not None and events[-1].message.content == "done"
 
 
 # -- the header ---------------------------------------------------------------------------------

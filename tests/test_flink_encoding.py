@@ -25,6 +25,7 @@ from pyflink.common import Row
 
 from adk import Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.checkpoint.codec import from_json_value
 from adk.execution import FlinkExecutionEnvironment, RecordError
 from adk.execution._flink import _AgentFunction, _as_json, _KeyedStateFunction
 from adk.execution._records import KeyedOutput
@@ -33,9 +34,9 @@ from adk.execution._records import KeyedOutput
 @action(InputEvent)
 def score(event: InputEvent, ctx: ActionContext) -> None:
     """Keeps the record's score (a model's number, say) in the session and outputs it; counts the
-    records of its key that the session remembers."""
+    records of its key that the session remembers. ``digits`` makes the score an int that long."""
     record: dict[str, Any] = event.input
-    value = float(record["score"])
+    value = 10 ** record["digits"] if "digits" in record else float(record["score"])
     values = ctx.session.values
     values["seen"] = values.get("seen", 0) + 1
     if record.get("keep"):
@@ -160,8 +161,9 @@ class _KeyedState:
 
 
 def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> None:
-    """With durable memory the session is saved as checkpoint JSON, which refuses NaN: the record
-    fails (an output, with on_error="emit") and the state keeps the session before it."""
+    """With durable memory the session is saved as checkpoint JSON, which refuses an int too long
+    to read back: the record fails (an output, with on_error="emit") and the state keeps the
+    session before it. (It used NaN, which checkpoint JSON now keeps: see the next test.)"""
     env = _environment(on_error="emit", durable_memory=True)
     function = _KeyedStateFunction(ActionAgent("s", actions=[score]), env, None)
     state = _KeyedState("a")
@@ -171,7 +173,7 @@ def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> Non
         assert fine[0]["output"] == {"seen": 1}
         kept = state.stored
 
-        outputs = list(function.process_element({"score": "inf", "keep": True}, state))
+        outputs = list(function.process_element({"digits": 5000, "keep": True}, state))
         [failed] = _texts_of(outputs)
         assert failed["output"] is None and failed["error"]["type"] == "CheckpointError"
         assert "record 1 (key 'a') cannot be sent or kept as JSON" in failed["error"]["message"]
@@ -182,6 +184,25 @@ def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> Non
         assert again[0]["output"] == {"seen": 2}
     finally:
         function.close()
+
+
+def test_a_durable_session_keeps_nan_and_infinity() -> None:
+    """Checkpoint JSON keeps NaN and infinities (tagged): a durable session holding one was a
+    failed record, its session writes dropped, where the operator's memory kept it."""
+    env = _environment(on_error="emit", durable_memory=True)
+    function = _KeyedStateFunction(ActionAgent("s", actions=[score]), env, None)
+    state = _KeyedState("a")
+    function.open(state)
+    try:
+        kept = _texts_of(list(function.process_element({"score": "-inf", "keep": True}, state)))
+        assert kept[0]["output"] == {"seen": 1} and kept[0]["error"] is None
+        assert "Infinity" not in state.stored  # JSON every reader takes
+        assert from_json_value(json.loads(state.stored))["score"] == -math.inf
+        again = _texts_of(list(function.process_element({"score": "nan", "keep": True}, state)))
+        assert again[0]["output"] == {"seen": 2}  # the session with -inf was read back
+    finally:
+        function.close()
+    assert math.isnan(from_json_value(json.loads(state.stored))["score"])
 
 
 def test_operators_still_emit_ordinary_outputs_as_before() -> None:
@@ -299,7 +320,7 @@ def test_durable_memory_outputs_carry_the_run_id() -> None:
     function.open(state)
     try:
         fine = _texts_of(list(function.process_element({"score": "1", "keep": True}, state)))
-        failed = _texts_of(list(function.process_element({"score": "inf", "keep": True}, state)))
+        failed = _texts_of(list(function.process_element({"digits": 5000, "keep": True}, state)))
     finally:
         function.close()
     assert failed[0]["error"]["type"] == "CheckpointError"
@@ -310,8 +331,11 @@ def test_durable_memory_outputs_carry_the_run_id() -> None:
 
 @action(InputEvent)
 def keep_quietly(event: InputEvent, ctx: ActionContext) -> None:
-    """Keeps the score in the session and outputs nothing."""
-    ctx.session.values["score"] = float(event.input["score"])
+    """Keeps the score in the session and outputs nothing (an int ``digits`` long, if given)."""
+    record: dict[str, Any] = event.input
+    ctx.session.values["score"] = (
+        10 ** record["digits"] if "digits" in record else float(record["score"])
+    )
 
 
 def test_a_record_without_outputs_whose_session_cannot_be_kept_names_its_run() -> None:
@@ -322,7 +346,7 @@ def test_a_record_without_outputs_whose_session_cannot_be_kept_names_its_run() -
     state = _KeyedState("a")
     function.open(state)
     try:
-        [failed] = _texts_of(list(function.process_element({"score": "nan"}, state)))
+        [failed] = _texts_of(list(function.process_element({"digits": 5000}, state)))
     finally:
         function.close()
     assert "the session of key 'a'" in failed["error"]["message"]

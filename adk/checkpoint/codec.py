@@ -15,9 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from math import isfinite
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import SchemaSerializer
+from pydantic_core.core_schema import CoreConfig
 
 __all__ = [
     "FORMAT",
@@ -47,6 +49,19 @@ _OWN: set[type[BaseModel]] = set()
 without the fields that equal their defaults, since a history holds one per message and adk keeps
 their defaults and field names stable. A user's model is stored whole: its defaults may change
 between releases, and a discriminated union needs its tag field even when it is the default."""
+
+_FLOAT = "float"
+"""The tag of a float JSON has no number for (NaN, infinities): ``{"__adk_type__": "float",
+"data": "nan"}`` (``"inf"``, ``"-inf"``), so a checkpoint holds what the run held and stays JSON
+every reader takes. A model's data holding one says so with ``_TAGGED`` (see ``_tag_floats``)."""
+_TAGGED = "tagged"
+
+_SERIALIZERS: dict[type[BaseModel], SchemaSerializer] = {}
+"""Per registered model, its serializer with NaN and infinities kept as floats: in JSON mode
+pydantic turns those inside ``Any`` and ``dict`` fields into ``None`` (its ``ser_json_inf_nan``
+default), so a checkpoint (or an event's JSON) silently held ``null`` where the run held NaN. The
+setting is the serializer's, not a dump argument; this keeps the model's own config untouched (its
+``model_dump_json`` is its owner's business)."""
 
 _MAX_INT_DIGITS = 4300
 """Longest int (decimal digits) a checkpoint holds: Python's default limit on converting ints to
@@ -90,6 +105,24 @@ def _named_type(name: str) -> type[BaseModel] | None:
     return _TYPES.get(name)
 
 
+def _json_dump(value: BaseModel, **options: Any) -> Any:
+    """``value.model_dump(mode="json", **options)``, but NaN and infinities stay floats wherever
+    they are (see ``_SERIALIZERS``), for the caller to store or refuse."""
+    cls = type(value)
+    serializer = _SERIALIZERS.get(cls)
+    if serializer is None:
+        cls.model_rebuild()  # builds a deferred (defer_build) model's schema; else a no-op
+        schema = cls.__pydantic_core_schema__
+        # The model's own config (bytes, timedelta modes...) lives in its model schema, wrapped in
+        # a "definitions" schema when the model refers to itself.
+        model_schema = schema["schema"] if schema["type"] == "definitions" else schema
+        config = cast(CoreConfig, dict(model_schema.get("config") or {}))
+        config["ser_json_inf_nan"] = "constants"
+        serializer = SchemaSerializer(schema, config)
+        _SERIALIZERS[cls] = serializer
+    return serializer.to_python(value, mode="json", **options)
+
+
 def to_json_value(value: Any, where: str = "value") -> Any:
     """``value`` as JSON data; registered models are tagged. Anything else is a clear error that
     names where in ``value`` it is (``where`` + the dict keys leading to it)."""
@@ -124,7 +157,7 @@ def _plain(value: Any, depth: int) -> Any:
     if cls is float:
         if isfinite(value):
             return value
-        return _number(value)
+        return {_TAG: _FLOAT, "data": repr(value)}
     if depth >= MAX_DEPTH:
         raise _Unstorable(f"nested deeper than {MAX_DEPTH} levels")
     if cls is dict:
@@ -133,7 +166,9 @@ def _plain(value: Any, depth: int) -> Any:
         return [_plain(v, depth + 1) for v in value]
     if isinstance(value, bool | str):
         return value
-    if isinstance(value, int | float):
+    if isinstance(value, float):
+        return _plain(float(value), depth)
+    if isinstance(value, int):
         return _number(value)
     if isinstance(value, list | tuple):
         return [_plain(v, depth + 1) for v in value]
@@ -146,12 +181,14 @@ def _plain(value: Any, depth: int) -> Any:
                 f"{cls.__qualname__} is not registered for checkpoints; "
                 "call adk.register_type(" + cls.__qualname__ + ")"
             )
+        # NaN and infinities in the dump stay floats (``_json_dump``): ``encode_checkpoint`` tags
+        # them when ``json.dumps`` meets one, so the common save does not walk every dump.
         if cls in _OWN:
-            return {_TAG: tag, "data": value.model_dump(mode="json", exclude_defaults=True)}
+            return {_TAG: tag, "data": _json_dump(value, exclude_defaults=True)}
         # By field name, every field (a changed default must not change a loaded value), read back
         # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
         # validation never reads. round_trip: Json[...] fields stay text.
-        return {_TAG: tag, "data": value.model_dump(mode="json", round_trip=True)}
+        return {_TAG: tag, "data": _json_dump(value, round_trip=True)}
     raise _Unstorable(
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
         "use JSON values or pydantic models registered with adk.register_type"
@@ -160,7 +197,8 @@ def _plain(value: Any, depth: int) -> Any:
 
 def _number(value: int | float) -> int | float:
     """``value`` if JSON can hold it: no NaN or infinity (not JSON; other readers refuse them), no
-    int longer than ``_MAX_INT_DIGITS`` digits (Python refuses to parse it back)."""
+    int longer than ``_MAX_INT_DIGITS`` digits (Python refuses to parse it back). Checkpoints tag
+    the floats instead (``_FLOAT``); an event's JSON refuses them with this."""
     if isinstance(value, float):
         if isfinite(value):
             return value
@@ -207,12 +245,18 @@ def _rebuild(value: Any, depth: int) -> Any:
         data = value.get("data")
         if tag == "dict" and isinstance(data, dict):
             return {k: _rebuild(v, depth + 1) for k, v in data.items()}
+        if tag == _FLOAT:
+            if data not in ("nan", "inf", "-inf"):
+                raise CheckpointError(f"is malformed: {data!r} is not a tagged float")
+            return float(data)
         model = _TYPES.get(tag) if isinstance(tag, str) else None
         if model is None:
             raise CheckpointError(
                 f"refers to unregistered type {tag!r}; register it with "
                 "adk.register_type before resuming"
             )
+        if value.get(_TAGGED) is True:  # its data holds tagged floats (``_tag_floats``)
+            data = _rebuild(data, depth + 1)
         try:
             # Names and aliases both: values are saved by field name, and checkpoints written by
             # alias (earlier versions, briefly) must still load.
@@ -229,11 +273,56 @@ def encode_checkpoint(body: dict[str, Any]) -> bytes:
 
     try:
         text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except ValueError as exc:  # NaN, infinity or an over-long int inside a model's dump
-        raise CheckpointError(_unjson(body, "") or f"cannot be stored: {exc}") from None
+    except ValueError:  # NaN or infinity (tagged now) or an over-long int inside a model's dump
+        body = _tag_floats(body)
+        try:
+            text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        except ValueError as exc:
+            raise CheckpointError(_unjson(body, "") or f"cannot be stored: {exc}") from None
     payload = text.encode()
     header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
     return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+def _tag_floats(value: Any) -> Any:
+    """``value`` (a checkpoint body) with the NaN and infinities inside models' dumps tagged as
+    ``_plain`` tags them elsewhere; a model's data that held one is marked ``_TAGGED`` so that
+    loading rebuilds its tags before validation (the dumps of the others load as they are, unwalked).
+    Only called when a save met such a float, so ordinary saves walk no dump."""
+    if isinstance(value, list):
+        return [_tag_floats(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    tag = value.get(_TAG)
+    if not isinstance(tag, str) or tag == "dict":
+        return {key: _tag_floats(item) for key, item in value.items()}
+    data = value.get("data")
+    if tag == _FLOAT or not _holds_nonfinite(data):
+        return value
+    return {_TAG: tag, "data": _escaped(data), _TAGGED: True}
+
+
+def _holds_nonfinite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not isfinite(value)
+    if isinstance(value, dict):
+        return any(_holds_nonfinite(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_holds_nonfinite(item) for item in value)
+    return False
+
+
+def _escaped(value: Any) -> Any:
+    """A model's dump as ``_plain`` writes plain data: NaN and infinities tagged, and a dict with
+    a key ``_TAG`` wrapped so that ``_rebuild`` does not take it for a tag."""
+    if isinstance(value, float) and not isfinite(value):
+        return {_TAG: _FLOAT, "data": repr(value)}
+    if isinstance(value, list):
+        return [_escaped(item) for item in value]
+    if isinstance(value, dict):
+        out = {key: _escaped(item) for key, item in value.items()}
+        return {_TAG: "dict", "data": out} if _TAG in out else out
+    return value
 
 
 def _unjson(value: Any, path: str) -> str | None:
