@@ -4,7 +4,9 @@ The format is for clients (a browser reading SSE, a service reading NDJSON), so 
 internal tags: a registered pydantic model is its fields, and the registered name travels next to it
 (``custom_type``, ``info_type``) only where ``from_dict`` rebuilds it. Values follow the rule
 checkpoints follow (JSON values, or pydantic models registered with ``adk.register_type``), and use
-the checkpoint codec's registry and number checks; the walk is its own because the codec tags
+the checkpoint codec's registry and number checks, except that NaN and infinities, which a
+checkpoint keeps tagged, are refused here: standard JSON has no number for them, a client's
+``JSON.parse`` refuses pydantic's ``NaN``, and a string or tag would be taken for data; the walk is its own because the codec tags
 models, and a mode switch in the codec's walk would cost every checkpoint save.
 
 Nothing here runs unless a program calls ``to_dict``/``from_dict``: runs never do.
@@ -17,7 +19,14 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from pydantic_core import PydanticSerializationError
 
-from .checkpoint.codec import MAX_DEPTH, _named_type, _number, _type_name, _Unstorable
+from .checkpoint.codec import (
+    MAX_DEPTH,
+    _json_dump,
+    _named_type,
+    _number,
+    _type_name,
+    _Unstorable,
+)
 from .interrupts import InterruptInfo, InterruptPoint
 from .messages import Message
 
@@ -65,8 +74,9 @@ def _data(value: Any, depth: int) -> Any:
                 f"{cls.__qualname__} is not registered; call adk.register_type({cls.__qualname__})"
             )
         # By field name, like checkpoints (``round_trip``: ``Json[...]`` fields stay text); the
-        # dump is walked too, for the NaN or over-long int a model field may hold.
-        return _data(value.model_dump(mode="json", round_trip=True), depth)
+        # dump is walked too, for the NaN or over-long int a model field may hold (kept as NaN by
+        # ``_json_dump``, where pydantic's JSON mode makes one in an ``Any`` field ``None``).
+        return _data(_json_dump(value, round_trip=True), depth)
     raise _Unstorable(
         f"{cls.__qualname__} is not JSON data; use JSON values or pydantic models registered "
         "with adk.register_type"
@@ -100,7 +110,7 @@ def load_value(data: Any, type_name: Any, where: str) -> Any:
 def dump_message(message: Message, where: str) -> dict[str, Any]:
     """A message's fields (``None`` ones left out; ``metadata`` checked like custom data)."""
     try:
-        dumped = message.model_dump(mode="json", exclude_none=True)
+        dumped = _json_dump(message, exclude_none=True)  # NaN in metadata kept, then refused
     except PydanticSerializationError as exc:  # metadata holding what pydantic cannot dump
         raise TypeError(f"event {where}: {exc}") from None
     data, _ = dump_value(dumped, where)

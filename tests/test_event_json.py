@@ -39,6 +39,7 @@ adk.register_type(Invoice, name="tests.event_json.Invoice")
 
 class Reading(BaseModel):
     value: float
+    extra: dict[str, Any] = {}
 
 
 adk.register_type(Reading, name="tests.event_json.Reading")
@@ -293,6 +294,15 @@ async def test_a_failed_stream_is_refused_with_its_error() -> None:
         (
             AgentEvent.of(Message(role="assistant", metadata={"what": object()})),
             "event output.message: ",
+        ),
+        # NaN in Any and dict fields: pydantic's JSON mode sent these as null
+        (
+            AgentEvent.custom(Reading(value=1.0, extra={"mean": float("nan")})),
+            "event output.custom.extra.mean: float nan is not a JSON number",
+        ),
+        (
+            AgentEvent.of(Message(role="assistant", metadata={"p": [float("-inf")]})),
+            "event output.message.metadata.p: float -inf is not a JSON number",
         ),
     ],
     ids=lambda value: "" if isinstance(value, str) else None,
