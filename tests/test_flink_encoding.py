@@ -11,6 +11,7 @@ import asyncio
 import importlib.util
 import json
 import math
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -23,8 +24,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pyflink.common import Row
 
-from adk import Runner
+from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import from_json_value
 from adk.execution import FlinkExecutionEnvironment, RecordError
 from adk.execution._flink import _AgentFunction, _as_json, _KeyedStateFunction
@@ -525,3 +527,38 @@ def test_in_such_a_job_a_record_keeping_no_memory_runs_as_usual() -> None:
 @action(InputEvent)
 def keep_nothing(event: InputEvent, ctx: ActionContext) -> None:
     ctx.send_event(OutputEvent(output=event.input["n"]))
+
+
+class _AsksWithNaN(BaseAgent):
+    """Pauses for approval of a threshold a model gave as NaN."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt({"type": "approval", "arguments": {"threshold": math.nan}})
+        else:
+            yield AgentEvent.custom({"approved": ctx.resume.data})
+
+
+@pytest.mark.parametrize("on_error", ["emit", "raise"])
+def test_a_pause_whose_request_json_cannot_hold_gives_its_checkpoint(on_error: str) -> None:
+    """The interrupt's info went out with null where the run held NaN (pydantic's JSON mode);
+    refused now, the error says where, and names the checkpoint the pause was saved in, which
+    resumes: the pause is not lost with its request."""
+    store = InMemoryCheckpointStore()
+    env = _environment(on_error=on_error, checkpoint_store=lambda: store)
+    function = _AgentFunction(_AsksWithNaN("asker"), env, True, None)
+    [outcome] = _invoked(function, Row("a", {"go": True}))
+    if isinstance(outcome, BaseException):
+        assert isinstance(outcome, RecordError)
+        message = str(outcome)
+    else:
+        [failed] = outcome
+        assert failed["output"] is None and failed["interrupt"] is None
+        assert failed["checkpoint_id"]
+        message = failed["error"]["message"]
+    assert "NaN at interrupt.points[0].info.arguments.threshold" in message
+    [checkpoint_id] = list(store._data)
+    assert f"its pause is saved as checkpoint {checkpoint_id!r}" in message
+    runner = Runner(_AsksWithNaN("asker"), checkpoint_store=store)
+    resumed = asyncio.run(runner.invoke_resume(checkpoint_id, True))
+    assert resumed.output == {"approved": True}

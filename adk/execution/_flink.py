@@ -51,7 +51,13 @@ from pyflink.datastream.functions import AsyncFunction, KeyedProcessFunction
 from pyflink.datastream.state import ValueStateDescriptor
 
 from ..agent import Agent
-from ..checkpoint.codec import _MAX_INT_DIGITS, CheckpointError, from_json_value, to_json_value
+from ..checkpoint.codec import (
+    _MAX_INT_DIGITS,
+    CheckpointError,
+    _json_dump,
+    from_json_value,
+    to_json_value,
+)
 from ..checkpoint.store import CheckpointStore
 from ..context import _new_run_id
 from ..events import ErrorInfo
@@ -335,9 +341,23 @@ class _WorkerAgent:
                 return texts
             except (ValueError, CheckpointError) as exc:  # pydantic's encoder raises ValueErrors
                 reason = f"record {index} (key {key!r}) cannot be sent or kept as JSON: {exc}"
+                # A pause whose request cannot be sent (NaN in a tool's arguments, say) is saved
+                # all the same (checkpoints keep NaN): its id goes out with the error, so the
+                # pause can still be resumed rather than lost with the request.
+                paused = next((o.checkpoint_id for o in outputs if o.checkpoint_id), None)
+                if paused is not None:
+                    reason += f" (its pause is saved as checkpoint {paused!r})"
                 error = ErrorInfo(type(exc).__name__, reason)
                 outputs = [
-                    KeyedOutput(key, index, record, error=error, run_id=run_id, _exception=exc)
+                    KeyedOutput(
+                        key,
+                        index,
+                        record,
+                        error=error,
+                        checkpoint_id=paused,
+                        run_id=run_id,
+                        _exception=exc,
+                    )
                 ]
         if self._on_error == "raise":
             for output in outputs:
@@ -606,9 +626,8 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         "error": {"type": output.error.type, "message": output.error.message}
         if output.error is not None
         else None,
-        "interrupt": output.interrupt.model_dump(mode="json")
-        if output.interrupt is not None
-        else None,
+        # NaN kept (pydantic's JSON mode made one in an info ``null``), for _json_text to refuse
+        "interrupt": _json_dump(output.interrupt) if output.interrupt is not None else None,
         "checkpoint_id": output.checkpoint_id,
         "run_id": output.run_id,
     }
