@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,7 +40,7 @@ from adk.actions import (
     ToolResponseEvent,
     action,
 )
-from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, tool_call
 from tests.conftest import other_tasks
@@ -967,3 +968,46 @@ async def test_a_paused_state_that_does_not_fit_fails_the_resume_and_keeps_the_c
     assert "agent 'payer'" in str(cause) and complaint in str(cause)
     assert await store.get("edited") is not None
     assert PAID == []
+
+
+class Stats(Event):
+    means: dict[str, float]
+    extra: dict[str, Any]
+
+
+async def test_a_queued_event_keeps_nan_in_its_typed_fields_across_a_pause(tmp_path: Path) -> None:
+    """A queued event's typed fields were saved in pydantic's JSON mode: NaN in a ``dict[str,
+    Any]`` field came back ``None`` (and one in a ``dict[str, float]`` made the pause fail)."""
+    seen: list[Stats] = []
+
+    class Gate(Event):
+        pass
+
+    class Watcher(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Gate())
+            nan = float("nan")
+            ctx.send_event(Stats(means={"a": nan, "b": float("inf")}, extra={"x": [nan]}))
+
+        @action(Gate)
+        def gate(self, event: Gate, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise Interrupt("go on?")
+
+        @action(Stats)
+        def report(self, event: Stats, ctx: ActionContext) -> None:
+            seen.append(event)
+
+    store = SQLiteCheckpointStore(tmp_path / "cp.db")
+    try:
+        paused = await Runner(Watcher("w"), checkpoint_store=store).invoke("go")
+        assert paused.interrupt is not None and paused.checkpoint_id is not None
+        assert seen == []
+        await Runner(Watcher("w"), checkpoint_store=store).invoke_resume(paused.checkpoint_id, 1)
+    finally:
+        await store.aclose()
+    [stats] = seen
+    assert stats.means["a"] != stats.means["a"] and stats.means["b"] == float("inf")
+    [x] = stats.extra["x"]
+    assert x != x  # NaN, not None

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._driver import is_cancellation, signal_of
 from ..checkpoint._state import SavedState
-from ..checkpoint.codec import CheckpointError, from_json_value, to_json_value
+from ..checkpoint.codec import CheckpointError, _json_dump, from_json_value, to_json_value
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
@@ -301,8 +301,8 @@ class _ActionRun:
                     getattr(event, name), f"{type(event).__name__}.{name} of a paused agent"
                 )
             else:
-                if dumped is None:
-                    dumped = event.model_dump(mode="json")
+                if dumped is None:  # NaN kept (JSON mode makes one in a dict[str, Any] None)
+                    dumped = _json_dump(event)
                 fields[name] = dumped[name]
         return {"type": _type_key(type(event)), "fields": fields}
 
