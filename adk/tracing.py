@@ -199,10 +199,18 @@ def _description_of(tool: Tool) -> str | None:
     return description if isinstance(description, str) else None
 
 
-def _provider_of(model: Any) -> str | None:
-    """``gen_ai.provider.name``: the model's ``provider_name`` (e.g. ``"openai"``), if it has one."""
+_OTHER_PROVIDER = "_OTHER"
+"""``gen_ai.provider.name`` of a model that names no provider. The conventions require the
+attribute on inference spans and allow a custom value where no well-known one applies; ``_OTHER``
+is the value they set aside for that case (``gen_ai.system``, the attribute this one replaced, said
+so) and what OpenTelemetry uses for an unknown value elsewhere (``http.request.method``). It does not
+claim a provider the model may not be, and keeps the metrics' provider dimension one value."""
+
+
+def _provider_of(model: Any) -> str:
+    """``gen_ai.provider.name``: the model's ``provider_name`` (e.g. ``"openai"``), or ``_OTHER``."""
     name = getattr(model, "provider_name", None)
-    return name if isinstance(name, str) and name else None
+    return name if isinstance(name, str) and name else _OTHER_PROVIDER
 
 
 class _GenAITracing:
@@ -269,9 +277,7 @@ class _GenAITracing:
             model = _model_resource(ctx, model)
         if model is not None:
             attributes[_REQUEST_MODEL] = model_name_of(model)
-            provider = _provider_of(model)
-            if provider is not None:
-                attributes[_PROVIDER] = provider
+            attributes[_PROVIDER] = _provider_of(model)
         links = None
         if parent is None:  # a run's root agent: a resume links to the run that paused
             run = ctx._run
@@ -341,10 +347,8 @@ class _GenAITracing:
             _OPERATION: "chat",
             _REQUEST_MODEL: model_name_of(model),
             _CONVERSATION: ctx._run.run_id,
+            _PROVIDER: _provider_of(model),
         }
-        provider = _provider_of(model)
-        if provider is not None:
-            attributes[_PROVIDER] = provider
         base_url = getattr(model, "base_url", None)
         if base_url is not None:
             server = self._server(base_url)
@@ -742,11 +746,9 @@ def _metric_attributes(attributes: dict[str, Any], response_model: str | None) -
     """The low-cardinality subset of a chat span's attributes that metrics carry."""
     measured = {
         _OPERATION: attributes[_OPERATION],
+        _PROVIDER: attributes[_PROVIDER],
         _REQUEST_MODEL: attributes[_REQUEST_MODEL],
     }
-    provider = attributes.get(_PROVIDER)
-    if provider is not None:
-        measured[_PROVIDER] = provider
     address = attributes.get(_SERVER_ADDRESS)
     if address is not None:
         measured[_SERVER_ADDRESS] = address

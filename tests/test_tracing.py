@@ -201,6 +201,7 @@ async def test_react_run_with_one_tool_call_gives_the_exact_span_tree(
         "gen_ai.agent.description": "Adds numbers.",
         "gen_ai.conversation.id": "conv-42",
         "gen_ai.request.model": "scripted",
+        "gen_ai.provider.name": "_OTHER",  # the model names no provider
         "adk.run_path": ("calc",),
         # the sum of its two model calls' usage
         "gen_ai.usage.input_tokens": 30,
@@ -212,6 +213,7 @@ async def test_react_run_with_one_tool_call_gives_the_exact_span_tree(
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "scripted",
         "gen_ai.conversation.id": "conv-42",
+        "gen_ai.provider.name": "_OTHER",  # required by the conventions: never left out
         "gen_ai.usage.input_tokens": 10,
         "gen_ai.usage.output_tokens": 4,
         # ScriptedModel reports a finish reason, as adapters do
@@ -1008,6 +1010,8 @@ async def test_metrics_work_without_a_tracer_and_failures_carry_error_type() -> 
     durations = _points(reader, "gen_ai.client.operation.duration")
     errors = sorted(dict(p.attributes or {}).get("error.type", "-") for p in durations)
     assert errors == ["-", "TimeoutError"]
+    # A model naming no provider: the required attribute says so, on failures too.
+    assert {dict(p.attributes or {})["gen_ai.provider.name"] for p in durations} == {"_OTHER"}
     assert _points(reader, "gen_ai.client.token.usage") == []  # no usage reported, none recorded
     meters.shutdown()
 
