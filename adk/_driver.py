@@ -38,6 +38,7 @@ def agent_run(agent: Agent, ctx: RunContext) -> _AgentRun:
     run.hooks = ctx._run.hooks
     run.handle = None
     run.error = None
+    run.cancelled = False
     run.resumed = False
     run.stream = None
     run.stream_author = ""
@@ -68,6 +69,7 @@ class _AgentRun:
 
     __slots__ = (
         "agent",
+        "cancelled",
         "ctx",
         "error",
         "handle",
@@ -80,6 +82,7 @@ class _AgentRun:
     )
 
     agent: Agent
+    cancelled: bool  # its task was cancelled while it ran (``cancelled_by``)
     ctx: RunContext
     name: str
     path: tuple[str, ...]
@@ -181,6 +184,15 @@ class _AgentRun:
             self.hooks.agent_event(self.handle, event)
         return event
 
+    def cancelled_by(self, exc: BaseException) -> bool:
+        """Whether ``exc`` out of the agent is the cancellation of its task (``is_cancellation``),
+        noted for ``finish``: the hooks tell a cancelled agent from one that ended, which looks
+        the same to them otherwise (no error), so its span can say it was cut off."""
+        if is_cancellation(exc):
+            self.cancelled = True
+            return True
+        return False
+
     async def finish(self) -> None:
         """After the agent ended however it ended (its generator is closed by then)."""
         stream = self.stream
@@ -191,7 +203,7 @@ class _AgentRun:
             if plan is not None:
                 plan.consume(self.ctx.address)
         if self.hooks is not None:
-            await self.hooks.agent_end(self.handle, self.error)
+            await self.hooks.agent_end(self.handle, self.error, self.cancelled)
 
     def observe_passing(self, event: AgentEvent) -> None:
         """A composite's own rules for an event of one of its children, which the child's run has
@@ -307,7 +319,7 @@ async def _drive(
             if getattr(events, "ag_frame", True) is not None:
                 await close_events(events)
     except (Exception, asyncio.CancelledError) as exc:
-        if closed or is_cancellation(exc):
+        if closed or run.cancelled_by(exc):
             raise
         yield run.failed(exc)
     finally:

@@ -65,8 +65,11 @@ class Hooks:
     def agent_event(self, handle: Any, event: AgentEvent) -> None:
         """Called for every event the agent emits (after stamping, before the consumer sees it)."""
 
-    async def agent_end(self, handle: Any, error: ErrorInfo | None) -> None:
-        """Called when the agent finished, failed or was closed."""
+    async def agent_end(
+        self, handle: Any, error: ErrorInfo | None, cancelled: bool = False
+    ) -> None:
+        """Called when the agent finished, failed or was closed; ``cancelled`` when it ended
+        because its task was cancelled (it has no error then)."""
 
     def run_failed(self, ctx: RunContext, event: AgentEvent) -> None:
         """The runner ends the run of the root agent at ``ctx`` with its own error ``event`` (a

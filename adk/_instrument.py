@@ -176,7 +176,9 @@ class _Instrumented(Hooks):
             if tracing is not None and event.action is not None and handle.span is not None:
                 tracing.agent_event(handle.span, event)
 
-    async def agent_end(self, handle: _Frame | None, error: ErrorInfo | None) -> None:
+    async def agent_end(
+        self, handle: _Frame | None, error: ErrorInfo | None, cancelled: bool = False
+    ) -> None:
         """``after_agent`` callbacks, then the end of the span. A failing ``after_agent`` fails
         an agent that ended well (its exception goes to the driver, which makes it the error of
         whoever can still report one); an agent that failed already keeps its own error, and the
@@ -206,7 +208,11 @@ class _Instrumented(Hooks):
             tracing = self._tracing
             if tracing is not None and handle.span is not None:
                 tracing.end_agent(
-                    handle.span, error, exception if error is not None else None, handle.usage
+                    handle.span,
+                    error,
+                    exception if error is not None else None,
+                    handle.usage,
+                    cancelled and error is None,
                 )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:

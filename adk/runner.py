@@ -309,7 +309,7 @@ class Runner(AsyncCloseable):
                     if getattr(events, "ag_frame", True) is not None:
                         await close_events(events)
             except (Exception, asyncio.CancelledError) as exc:
-                if is_cancellation(exc):
+                if own.cancelled_by(exc):
                     raise
                 _drop_first_frame(exc)
                 if collected.ended:  # closing the agent after the run's last event failed
@@ -536,7 +536,7 @@ class Runner(AsyncCloseable):
                     if getattr(events, "ag_frame", True) is not None:
                         await close_events(events)
             except (Exception, asyncio.CancelledError) as exc:
-                if closed or ended or is_cancellation(exc):
+                if closed or ended or own.cancelled_by(exc):
                     raise
                 failed = own.failed(exc)
                 if previous is not None:
@@ -1034,6 +1034,7 @@ def _root_run(runner: Runner, agent: Agent, ctx: RunContext, checkpoint_id: str 
     run.hooks = ctx._run.hooks
     run.handle = None
     run.error = None
+    run.cancelled = False
     run.resumed = False
     run.stream = None
     run.stream_author = ""

@@ -96,6 +96,8 @@ _ERROR_TYPE = "error.type"
 _SERVER_ADDRESS = "server.address"
 _SERVER_PORT = "server.port"
 _RUN_PATH = "adk.run_path"
+_CANCELLED = "adk.cancelled"  # a span event: the work was stopped, nothing went wrong
+_CANCELLED_BY = "adk.cancelled.by"
 _CHECKPOINT_ID = "adk.checkpoint.id"
 _HEX = frozenset("0123456789abcdef")
 
@@ -327,12 +329,17 @@ class _GenAITracing:
         error: ErrorInfo | None,
         exception: BaseException | None,
         usage: list[int] | None = None,
+        cancelled: bool = False,
     ) -> None:
         """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
-        that reported usage (None: none did)."""
+        that reported usage (None: none did). A ``cancelled`` agent's span gets the event a
+        cancelled model or tool call's span gets (``_fail``), not an error: without it, the span of
+        a run cut off by a timeout looked like that of a run that finished."""
         if usage is not None and span.is_recording():
             span.set_attribute(_INPUT_TOKENS, usage[0])
             span.set_attribute(_OUTPUT_TOKENS, usage[1])
+        if cancelled:
+            span.add_event(_CANCELLED, {_CANCELLED_BY: "CancelledError"})
         if error is not None:
             span.set_status(Status(StatusCode.ERROR, str(error)))
             span.set_attribute(_ERROR_TYPE, error.type)
@@ -727,7 +734,7 @@ def _fail(span: Span, exc: BaseException) -> str | None:
     """Mark ``span`` failed by ``exc``; return its ``error.type`` (None for a cancellation, which
     is recorded as an event, not an error: the caller stopped the work, nothing went wrong)."""
     if not isinstance(exc, Exception):
-        span.add_event("adk.cancelled", {"adk.cancelled.by": type(exc).__name__})
+        span.add_event(_CANCELLED, {_CANCELLED_BY: type(exc).__name__})
         return None
     error_type = type(exc).__name__
     span.set_status(Status(StatusCode.ERROR, str(exc) or error_type))

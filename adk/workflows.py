@@ -176,7 +176,7 @@ async def _run_steps(
                 except _OwnFailure:
                     raise
                 except (Exception, asyncio.CancelledError) as exc:
-                    if closed or is_cancellation(exc):
+                    if closed or run.cancelled_by(exc):
                         raise
                     # The traceback's first frame is this one, whose ``event`` local will hold
                     # the error event and so the exception: a reference cycle that would keep the
@@ -203,9 +203,11 @@ async def _run_steps(
     except _OwnFailure as failure:
         assert own is not None
         yield own.failed(failure.cause)
-    except Exception as exc:
-        if own is None or closed or is_cancellation(exc):
+    except (Exception, asyncio.CancelledError) as exc:
+        if own is None or closed or own.cancelled_by(exc):
             raise
+        if isinstance(exc, asyncio.CancelledError):  # not this run's cancellation: it passes
+            raise  # through, as it did before this handler took CancelledError for the above
         yield own.failed(exc)
     finally:
         event = NO_EVENT  # see _driver.NO_EVENT

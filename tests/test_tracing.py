@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
 
 from adk import (
+    Agent,
     AgentEvent,
     AgentInput,
     AgentTool,
@@ -953,8 +954,45 @@ async def test_a_cancelled_branch_ends_its_spans_without_an_error(
     (chat,) = named(spans, "chat hanging")
     assert chat.status.status_code == StatusCode.UNSET
     assert events_of(chat) == ["adk.cancelled"]
-    assert named(spans, "invoke_agent slow")[0].status.status_code == StatusCode.UNSET
-    assert named(spans, "invoke_agent par")[0].status.status_code == StatusCode.ERROR
+    (slow_span,) = named(spans, "invoke_agent slow")
+    assert slow_span.status.status_code == StatusCode.UNSET
+    assert events_of(slow_span) == ["adk.cancelled"]  # cut off, not finished
+    (par,) = named(spans, "invoke_agent par")
+    assert par.status.status_code == StatusCode.ERROR and events_of(par) == []
+
+
+@pytest.mark.parametrize("how", ["invoke", "run"])
+@pytest.mark.parametrize("root", ["react", "sequential"])
+async def test_a_cancelled_run_says_so_on_every_agent_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, how: str, root: str
+) -> None:
+    """A run cut off (a timeout around it, a client gone) ended its agent spans like finished
+    ones: only the chat span said it was cancelled. Every agent on the way now says so too, with
+    no error, whichever way the runner drives the root (inline, or a workflow's own driver)."""
+    started = asyncio.Event()
+    agent: Agent = ReActAgent("slow", HangingModel(started))
+    if root == "sequential":
+        agent = SequentialAgent("steps", [agent])
+    runner = Runner(agent, tracer_provider=provider)
+
+    async def read() -> None:
+        if how == "invoke":
+            await runner.invoke("x")
+        else:
+            async for _ in runner.run("x"):
+                pass
+
+    task = asyncio.create_task(read())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    spans = exporter.get_finished_spans()
+    agent_spans = [s for s in spans if s.name.startswith("invoke_agent")]
+    assert len(agent_spans) == (2 if root == "sequential" else 1)
+    for span in [*agent_spans, *named(spans, "chat hanging")]:
+        assert span.status.status_code == StatusCode.UNSET, span.name
+        assert events_of(span) == ["adk.cancelled"], span.name
 
 
 # -- usage and metrics ----------------------------------------------------------------------------
