@@ -32,6 +32,13 @@ without a parameter on ``Runner.invoke``. Read only by tracing, once per root sp
 keeps the attributes off any other run started inside it (a tool that invokes a runner of its
 own), which inherits the context."""
 
+_run_timeout: ContextVar[tuple[str, Callable[[], str | None]] | None] = ContextVar(
+    "adk_run_timeout", default=None
+)
+"""``(run id, reason)``: ``reason()`` says why the run with that id was cut off if a timeout of an
+execution environment's cut it off (else None) — read by tracing only when a root agent ends
+cancelled, so the trace of a record that failed for its timeout says so as its output does."""
+
 
 class ModelRequest:
     """One model call as hooks see it. ``tools`` is the call's own list; ``messages`` and

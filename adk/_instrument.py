@@ -23,7 +23,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ._hooks import Hooks, ModelRequest
+from ._hooks import Hooks, ModelRequest, _run_timeout
 from .callbacks import _CallbackChain
 from .events import ErrorInfo
 
@@ -118,6 +118,17 @@ class _Frame:
             total[1] += usage.output_tokens
 
 
+def _timed_out(frame: _Frame) -> ErrorInfo | None:
+    """The error of a root agent whose run an execution environment's timeout cut off: the record
+    fails with a ``TimeoutError``, and its trace, which its output leads to, must say so too
+    rather than show a run that was merely cancelled."""
+    timeout = _run_timeout.get()
+    if timeout is None or len(frame.run_path) != 1 or timeout[0] != frame.ctx._run.run_id:
+        return None
+    reason = timeout[1]()
+    return ErrorInfo("TimeoutError", reason) if reason is not None else None
+
+
 def _otel_of(ctx: RunContext) -> Context | None:
     frame: _Frame | None = ctx._trace
     return frame.otel if frame is not None else None
@@ -207,6 +218,8 @@ class _Instrumented(Hooks):
         finally:
             tracing = self._tracing
             if tracing is not None and handle.span is not None:
+                if cancelled and error is None:
+                    error = _timed_out(handle)
                 tracing.end_agent(
                     handle.span,
                     error,

@@ -1572,6 +1572,27 @@ async def test_a_records_output_and_error_name_its_trace(
     assert conversation_of(exporter.get_finished_spans()) == [caught.value.run_id]
 
 
+async def test_a_record_cut_off_by_its_timeout_fails_its_root_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """The record fails with a TimeoutError naming its run; its trace showed a root span that
+    ended without an error (cancelled, at best), so the run its output led to looked fine."""
+    started = asyncio.Event()
+    env = LocalExecutionEnvironment(tracer_provider=provider, on_error="emit", timeout=0.05)
+    agent = ReActAgent("slow", HangingModel(started))
+    [failed] = await env.from_list([{"k": "a"}], key="k").apply(agent).to_list()
+    assert failed.error is not None and failed.error.type == "TimeoutError"
+    spans = exporter.get_finished_spans()
+    (root,) = named(spans, "invoke_agent slow")
+    assert attrs(root)["gen_ai.conversation.id"] == failed.run_id
+    assert root.status.status_code == StatusCode.ERROR
+    assert attrs(root)["error.type"] == "TimeoutError"
+    assert root.status.description == f"TimeoutError: {failed.error.message}"
+    assert events_of(root) == []  # an error, not a cancellation
+    (chat,) = named(spans, "chat hanging")  # the call it was waiting for was cancelled
+    assert chat.status.status_code == StatusCode.UNSET and events_of(chat) == ["adk.cancelled"]
+
+
 class _Fickle:
     """A tool whose spec can be read while its agent is built, and fails once ``broken``."""
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 from .._checks import check_count
-from .._hooks import _root_span_attributes
+from .._hooks import _root_span_attributes, _run_timeout
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
 from ..context import Session, _new_run_id
@@ -166,14 +166,21 @@ async def _within(
 ) -> list[KeyedOutput]:
     if seconds is None:
         return await run
+    reason = f"ran longer than timeout={seconds}s"
+    token = None
     try:
         async with asyncio.timeout(seconds) as scope:
+            if run_id is not None:  # the root span of a run cut off fails with what its output says
+                said = f"record {index} (key {key!r}) {reason}"
+                token = _run_timeout.set((run_id, lambda: said if scope.expired() else None))
             return await run
     except TimeoutError:
         if not scope.expired():  # a TimeoutError of the run's own, raised through
             raise
-        reason = f"ran longer than timeout={seconds}s"
         return [timed_out(index, key, record, reason, run_id)]
+    finally:
+        if token is not None:
+            _run_timeout.reset(token)
 
 
 def timed_out(
