@@ -280,6 +280,8 @@ class _GenAITracing:
         if model is not None:
             attributes[_REQUEST_MODEL] = model_name_of(model)
             attributes[_PROVIDER] = _provider_of(model)
+        else:  # required on invoke_agent spans too: a workflow, a custom agent without a model
+            attributes[_PROVIDER] = _OTHER_PROVIDER
         links = None
         if parent is None:  # a run's root agent: a resume links to the run that paused
             run = ctx._run

@@ -168,13 +168,14 @@ def _model_of(name: str, script: list[Any]) -> ScriptedModel:
 
 def _agent_models(spans: Sequence[ReadableSpan]) -> list[tuple[str, str | None]]:
     """``(agent, gen_ai.request.model)`` of each ``invoke_agent`` span in start order, checking
-    that every span naming a model also names its provider."""
+    that every span naming a model also names its provider, and every other one ``_OTHER`` (the
+    attribute is required on them: a workflow's, an agent's without a model)."""
     found: list[tuple[str, str | None]] = []
     for span in sorted(spans, key=lambda s: s.start_time or 0):
         if span.name.startswith("invoke_agent "):
             a = attrs(span)
             model = a.get("gen_ai.request.model")
-            assert a.get("gen_ai.provider.name") == ("acme" if model is not None else None)
+            assert a.get("gen_ai.provider.name") == ("acme" if model is not None else "_OTHER")
             found.append((a["gen_ai.agent.name"], model))
     return found
 
@@ -585,7 +586,7 @@ async def test_an_unrelated_agent_attribute_is_not_taken_for_the_agents_model(
     await Runner(_Holder("holder", held), tracer_provider=provider).invoke("go")
     (span,) = named(exporter.get_finished_spans(), "invoke_agent holder")
     assert "gen_ai.request.model" not in attrs(span)
-    assert "gen_ai.provider.name" not in attrs(span)
+    assert attrs(span)["gen_ai.provider.name"] == "_OTHER"  # not the held agent's "acme"
 
 
 async def test_flow_transfers_between_custom_agents(
