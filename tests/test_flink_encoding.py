@@ -11,10 +11,12 @@ import asyncio
 import importlib.util
 import json
 import math
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how to get it
     pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
@@ -562,3 +564,24 @@ def test_a_pause_whose_request_json_cannot_hold_gives_its_checkpoint(on_error: s
     runner = Runner(_AsksWithNaN("asker"), checkpoint_store=store)
     resumed = asyncio.run(runner.invoke_resume(checkpoint_id, True))
     assert resumed.output == {"approved": True}
+
+
+class _Reading(BaseModel):
+    value: float
+    extra: dict[str, Any]
+
+
+@pytest.mark.parametrize(
+    ("output", "where"),
+    [
+        (_Reading(value=1.0, extra={"mean": math.nan}), "NaN at output.extra.mean"),
+        ([{"r": _Reading(value=math.inf, extra={})}], "Infinity at output[0].r.value"),
+    ],
+)
+def test_nan_in_an_output_model_is_refused_not_sent_as_null(output: Any, where: str) -> None:
+    """``to_json`` wrote a model's NaN with the model's own setting, ``null``: the next operator
+    read a null the record never held, and nothing said so."""
+    with pytest.raises(ValueError, match=re.escape(where)):
+        _as_json(KeyedOutput("k", 0, None, output=output))
+    fine = json.loads(_as_json(KeyedOutput("k", 0, None, output=_Reading(value=2.5, extra={}))))
+    assert fine["output"] == {"value": 2.5, "extra": {}}
