@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import threading
 from typing import Any, Literal
 
@@ -255,6 +256,31 @@ async def test_sync_and_async_tools_and_result_serialisation() -> None:
     assert Point.model_validate_json(results["c3"]) == Point(x=5)
     assert results["c4"] == ""
     assert results["c5"] == "POINT 1,2"
+
+
+class Stats(BaseModel):
+    mean: float
+    extra: dict[str, Any]
+
+
+async def test_a_model_result_holding_nan_reads_nan_like_a_dict_result() -> None:
+    """A dict's NaN reached the model as NaN, a pydantic model's as null (its own JSON setting):
+    the model read a value the tool never gave. Both read NaN now."""
+
+    @tool
+    def stats() -> Stats:
+        """Statistics of an empty sample."""
+        return Stats(mean=math.nan, extra={"max": -math.inf, "n": 0})
+
+    @tool
+    def raw() -> dict[str, Any]:
+        """The same as a dict."""
+        return {"mean": math.nan, "extra": {"max": -math.inf, "n": 0}}
+
+    agent = _agent([stats, raw], tool_call("stats", {}, id="s"), tool_call("raw", {}, id="r"))
+    await run_events(agent)
+    results = _results(agent)
+    assert results["s"] == results["r"] == '{"mean":NaN,"extra":{"max":-Infinity,"n":0}}'
 
 
 async def test_tool_context_is_injected() -> None:

@@ -18,7 +18,7 @@ from math import isfinite
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import SchemaSerializer
+from pydantic_core import SchemaSerializer, to_json
 from pydantic_core.core_schema import CoreConfig
 
 __all__ = [
@@ -108,19 +108,35 @@ def _named_type(name: str) -> type[BaseModel] | None:
 def _json_dump(value: BaseModel, **options: Any) -> Any:
     """``value.model_dump(mode="json", **options)``, but NaN and infinities stay floats wherever
     they are (see ``_SERIALIZERS``), for the caller to store or refuse."""
-    cls = type(value)
+    return _nan_serializer(type(value)).to_python(value, mode="json", **options)
+
+
+def _nan_serializer(cls: type[BaseModel]) -> SchemaSerializer:
+    """``cls``'s serializer with NaN and infinities kept (``_SERIALIZERS``), made once: as
+    floats in ``to_python``, as ``NaN``/``Infinity`` in ``to_json``."""
     serializer = _SERIALIZERS.get(cls)
     if serializer is None:
         cls.model_rebuild()  # builds a deferred (defer_build) model's schema; else a no-op
         schema = cls.__pydantic_core_schema__
         # The model's own config (bytes, timedelta modes...) lives in its model schema, wrapped in
-        # a "definitions" schema when the model refers to itself.
+        # a "definitions" schema when the model refers to itself. The serializer's config is what
+        # values in ``Any`` and ``dict`` fields are written with, nested models' included; typed
+        # floats are floats in ``to_python`` whatever it says (``to_json`` writes those with the
+        # model's own setting: see ``_nan_json``).
         model_schema = schema["schema"] if schema["type"] == "definitions" else schema
         config = cast(CoreConfig, dict(model_schema.get("config") or {}))
         config["ser_json_inf_nan"] = "constants"
         serializer = SchemaSerializer(schema, config)
         _SERIALIZERS[cls] = serializer
-    return serializer.to_python(value, mode="json", **options)
+    return serializer
+
+
+def _nan_json(value: BaseModel) -> str:
+    """``value.model_dump_json()``, but with NaN and infinities written ``NaN``, ``Infinity``,
+    as pydantic writes them in a dict or a dataclass, instead of ``null``: through its JSON data
+    (``_json_dump``), since a model's own serializer writes its typed floats with its own
+    setting."""
+    return to_json(_json_dump(value)).decode()
 
 
 def to_json_value(value: Any, where: str = "value") -> Any:

@@ -25,7 +25,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from .._approval import approval_request, decision_of
-from ..checkpoint.codec import CheckpointError
+from ..checkpoint.codec import CheckpointError, _nan_json
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
 from .base import ToolContext, ToolResult, ToolSpec
@@ -156,7 +156,9 @@ def _serialise(value: Any) -> str | ToolResult:
     if isinstance(value, str | ToolResult):
         return value
     if isinstance(value, BaseModel):
-        return value.model_dump_json()
+        # NaN as ``NaN``, as in a dict or a dataclass: the model's own JSON writes ``null`` (its
+        # ``ser_json_inf_nan`` default), and the model would read a value the tool never gave.
+        return _nan_json(value)
     if value is None:
         return ""
     try:
