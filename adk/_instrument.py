@@ -123,7 +123,10 @@ def _timed_out(frame: _Frame) -> ErrorInfo | None:
     fails with a ``TimeoutError``, and its trace, which its output leads to, must say so too
     rather than show a run that was merely cancelled."""
     timeout = _run_timeout.get()
-    if timeout is None or len(frame.run_path) != 1 or timeout[0] != frame.ctx._run.run_id:
+    if timeout is None or len(frame.run_path) != 1:
+        return None
+    run = frame.ctx._run
+    if run.nested or timeout[0] != run.run_id:  # an AgentTool's run shares the run id
         return None
     reason = timeout[1]()
     return ErrorInfo("TimeoutError", reason) if reason is not None else None

@@ -1594,6 +1594,26 @@ async def test_a_record_cut_off_by_its_timeout_fails_its_root_span(
     assert chat.status.status_code == StatusCode.UNSET and events_of(chat) == ["adk.cancelled"]
 
 
+async def test_a_record_cut_off_inside_an_agent_tool_fails_only_its_root_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """An AgentTool's nested run shares the record's run id; its agent was cut off, not failed."""
+    started = asyncio.Event()
+    inner = ReActAgent("inner", HangingModel(started), description="Never answers.")
+    call = tool_call("inner", {"request": "go"}, id="t")
+    outer = ReActAgent("outer", ScriptedModel([Reply(tool_calls=[call])]), tools=[AgentTool(inner)])
+    env = LocalExecutionEnvironment(tracer_provider=provider, on_error="emit", timeout=0.05)
+    [failed] = await env.from_list(["x"]).apply(outer).to_list()
+    assert failed.error is not None and failed.error.type == "TimeoutError"
+    spans = exporter.get_finished_spans()
+    (root,) = named(spans, "invoke_agent outer")
+    assert root.status.status_code == StatusCode.ERROR and events_of(root) == []
+    for name in ("execute_tool inner", "invoke_agent inner", "chat hanging"):
+        (span,) = named(spans, name)
+        assert span.status.status_code == StatusCode.UNSET, name
+        assert events_of(span) == ["adk.cancelled"], name
+
+
 class _Fickle:
     """A tool whose spec can be read while its agent is built, and fails once ``broken``."""
 
