@@ -175,8 +175,13 @@ class _Instrumented(Hooks):
                 await agents.run_before_agent(agent, ctx)
             except BaseException as exc:
                 # The driver will not call agent_end for a start that failed: close the span here.
+                # A callback's own CancelledError is a RuntimeError by now (``callbacks``): one
+                # that is not an Exception is the run's cancellation, not the agent's failure.
                 if tracing is not None and frame.span is not None:
-                    tracing.end_agent(frame.span, ErrorInfo.of(exc), exc)
+                    if isinstance(exc, Exception):
+                        tracing.end_agent(frame.span, ErrorInfo.of(exc), exc)
+                    else:
+                        tracing.end_agent(frame.span, None, None, cancelled=True)
                 raise
         return frame
 

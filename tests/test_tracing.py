@@ -962,6 +962,32 @@ async def test_a_cancelled_branch_ends_its_spans_without_an_error(
     assert par.status.status_code == StatusCode.ERROR and events_of(par) == []
 
 
+async def test_a_run_cancelled_in_before_agent_says_cancelled_not_failed(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """The span of an agent whose before_agent callback was waiting when the run was cancelled
+    ended as failed with error.type CancelledError."""
+    started = asyncio.Event()
+
+    async def wait(agent: Any, ctx: RunContext) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["unused"])),
+        callbacks=[Callbacks(before_agent=wait)],
+        tracer_provider=provider,
+    )
+    task = asyncio.create_task(runner.invoke("x"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent a")
+    assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
+    assert events_of(span) == ["adk.cancelled"]
+
+
 @pytest.mark.parametrize("how", ["invoke", "run"])
 @pytest.mark.parametrize("root", ["react", "sequential"])
 async def test_a_cancelled_run_says_so_on_every_agent_span(
