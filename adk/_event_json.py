@@ -126,6 +126,20 @@ def load_message(data: Any, where: str) -> Message:
 
 
 def dump_interrupt(info: InterruptInfo) -> dict[str, Any]:
+    """The pause's JSON; an info it cannot hold (NaN in a tool's arguments) is a ``TypeError``
+    that also names the checkpoint the pause was saved in (a checkpoint keeps NaN): a service
+    that logs it can still resume the pause its client was never sent."""
+    try:
+        return _interrupt_data(info)
+    except TypeError as exc:
+        if not info.checkpoint_id:
+            raise
+        raise TypeError(
+            f"{exc} (the pause is saved as checkpoint {info.checkpoint_id!r})"
+        ) from None
+
+
+def _interrupt_data(info: InterruptInfo) -> dict[str, Any]:
     points = []
     for point in info.points:
         data, name = dump_value(point.info, f"action.interrupted.points[{point.id!r}].info")

@@ -14,16 +14,21 @@ import adk
 from adk import (
     AgentAction,
     AgentEvent,
+    AgentInput,
     AgentOutput,
+    BaseAgent,
     ErrorInfo,
     InterruptInfo,
     InterruptPoint,
     Message,
     MessageChunk,
     MessageStream,
+    RunContext,
+    Runner,
     ToolCall,
     Usage,
 )
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -258,6 +263,25 @@ async def test_a_failed_stream_is_refused_with_its_error() -> None:
 
     with pytest.raises(ValueError, match=r"stream failed \(ModelError: HTTP 503: overloaded\)"):
         AgentEvent.streaming(stream).to_dict()
+
+
+async def test_a_pause_whose_info_json_cannot_hold_names_its_saved_checkpoint() -> None:
+    """NaN in an approval request's arguments: the event cannot be sent as JSON, but the pause is
+    saved (checkpoints keep NaN) and the error says under which id, so it can be resumed."""
+
+    class Asks(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            yield ctx.interrupt({"type": "approval", "arguments": {"threshold": float("nan")}})
+
+    store = InMemoryCheckpointStore()
+    result = await Runner(Asks("asks"), checkpoint_store=store).invoke("go")
+    assert result.interrupt is not None and result.checkpoint_id is not None
+    [paused] = [e for e in result.events if e.interrupted is not None]
+    with pytest.raises(TypeError) as caught:
+        paused.to_dict()
+    assert "info.arguments.threshold: float nan is not a JSON number" in str(caught.value)
+    assert f"the pause is saved as checkpoint {result.checkpoint_id!r}" in str(caught.value)
+    assert await store.get(result.checkpoint_id) is not None
 
 
 @pytest.mark.parametrize(
