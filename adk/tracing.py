@@ -769,10 +769,17 @@ def _metric_attributes(attributes: dict[str, Any], response_model: str | None) -
 
 # -- message content (only with CAPTURE_CONTENT_ENV=true) ---------------------------------------
 def _arguments(raw: str) -> Any:
+    """A call's arguments as the object the conventions ask for; the raw text when it is not JSON
+    a backend reads (``NaN``, which Python's parser takes, would make the whole attribute
+    unreadable to a backend's ``JSON.parse``)."""
     try:
-        return json.loads(raw)
+        return json.loads(raw, parse_constant=_not_json)
     except ValueError:
         return raw
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
 
 
 def _parts(message: Message) -> list[dict[str, Any]]:

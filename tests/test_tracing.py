@@ -1143,6 +1143,26 @@ async def test_content_is_recorded_with_the_variable(
     assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
 
 
+async def test_recorded_messages_stay_json_when_the_model_wrote_nan_in_a_call(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Arguments ``{"a": NaN}`` were parsed (Python's parser takes NaN) and written back as NaN,
+    so a backend could not parse the chat span's messages at all; they are kept as their text."""
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    raw = '{"a": NaN, "b": 2}'
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", raw, id="c")]), "done"])
+    await Runner(ReActAgent("calc", model, tools=[add]), tracer_provider=provider).invoke("x")
+    first, second = named(exporter.get_finished_spans(), "chat scripted")
+    for text in (attrs(first)["gen_ai.output.messages"], attrs(second)["gen_ai.input.messages"]):
+        parsed = json.loads(text, parse_constant=_refuse_constant)  # standard JSON
+        calls = [p for m in parsed for p in m["parts"] if p["type"] == "tool_call"]
+        assert calls[0]["arguments"] == raw
+
+
+def _refuse_constant(name: str) -> None:
+    raise AssertionError(f"{name} in a recorded attribute")
+
+
 async def test_the_tools_offered_to_the_model_are_recorded_with_the_content(
     provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
