@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from collections.abc import AsyncIterator, Hashable
 from pathlib import Path
@@ -907,3 +908,26 @@ def test_a_flink_worker_closes_its_resources_after_pyflink_stopped_its_loop() ->
     worker.stop()
     function.close()
     assert closed == ["model"]
+
+
+class _Reading(BaseModel):
+    sensor: str
+    value: float
+
+
+async def test_a_model_records_nan_reaches_the_model_as_nan_like_a_dicts() -> None:
+    """A record's text is its JSON: a dict's NaN read NaN, a pydantic model's null (its own JSON
+    setting), so the model read a value the record never held."""
+    seen: list[str] = []
+
+    def reply(messages: list[Message]) -> Reply:
+        seen.append(messages[-1].content)
+        return Reply(text="ok")
+
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(reply))
+    agent = ReActAgent("r", "m")
+    env = LocalExecutionEnvironment(resources=resources)
+    records = [_Reading(sensor="a", value=math.nan), {"sensor": "a", "value": math.nan}]
+    await env.from_list(records).apply(agent).to_list()
+    assert seen == ['{"sensor":"a","value":NaN}'] * 2

@@ -139,6 +139,23 @@ def _nan_json(value: BaseModel) -> str:
     return to_json(_json_dump(value)).decode()
 
 
+def _models_nan_kept(value: Any) -> Any:
+    """``value`` with the pydantic models in it (through dicts, lists and tuples) dumped as
+    ``pydantic_core.to_json(value, fallback=str)`` dumps them (by alias, what it cannot encode as
+    its ``str``), but with NaN and infinities kept (``_json_dump``): ``to_json`` writes a model's
+    with the model's own setting, ``null`` by default, where it writes a dict's as ``NaN``. Text,
+    the usual value, is returned at once."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return _json_dump(value, by_alias=True, fallback=str)
+    if isinstance(value, dict):
+        return {key: _models_nan_kept(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_models_nan_kept(item) for item in value]
+    return value
+
+
 def to_json_value(value: Any, where: str = "value") -> Any:
     """``value`` as JSON data; registered models are tagged. Anything else is a clear error that
     names where in ``value`` it is (``where`` + the dict keys leading to it)."""

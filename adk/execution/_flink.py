@@ -40,7 +40,6 @@ from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
 from contextlib import suppress
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
 from pydantic_core import to_json, to_jsonable_python
 from pyflink.common import Row, Time, Types
 from pyflink.datastream import (
@@ -56,6 +55,7 @@ from ..checkpoint.codec import (
     _MAX_INT_DIGITS,
     CheckpointError,
     _json_dump,
+    _models_nan_kept,
     from_json_value,
     to_json_value,
 )
@@ -623,7 +623,7 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
             output = dataclasses.replace(output, key=repr(output.key))
     data = {
         "key": output.key,
-        "output": _nan_kept(output.output),
+        "output": _models_nan_kept(output.output),
         "error": {"type": output.error.type, "message": output.error.message}
         if output.error is not None
         else None,
@@ -633,22 +633,6 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         "run_id": output.run_id,
     }
     return _json_text(data, "the output", to_json(data, fallback=str))
-
-
-def _nan_kept(value: Any) -> Any:
-    """``value`` with the pydantic models in it dumped as ``to_json`` dumps them (by alias), but
-    with NaN and infinities kept (``_json_dump``) for ``_json_text`` to refuse: ``to_json`` writes
-    a model's with the model's own setting, ``null`` by default, so a custom output model's NaN
-    left as a null nobody was told of. Text, the usual output, is returned at once."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return _json_dump(value, by_alias=True)
-    if isinstance(value, dict):
-        return {key: _nan_kept(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_nan_kept(item) for item in value]
-    return value
 
 
 class _Unreadable:

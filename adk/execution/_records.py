@@ -18,6 +18,7 @@ from .._checks import check_count
 from .._hooks import _root_span_attributes, _run_timeout
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
+from ..checkpoint.codec import _models_nan_kept
 from ..context import Session, _new_run_id
 from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
@@ -289,7 +290,8 @@ def _as_input(record: Any) -> list[Message]:
     if isinstance(record, list) and record and all(isinstance(m, Message) for m in record):
         return list(record)
     try:  # pydantic's encoder: models, dataclasses, dates; what it cannot encode as text
-        text = to_json(record, fallback=str).decode()
+        # (a model's NaN written NaN, as a dict's: the model must not read null for it)
+        text = to_json(_models_nan_kept(record), fallback=str).decode()
     except (TypeError, ValueError):
         text = str(record)
     return [Message(role=Role.USER, content=text, metadata={RECORD_KEY: record})]
