@@ -6,10 +6,13 @@ records every message the agent emits in the history, and the runner (or an ``Ag
 that history next to this state; the input came from the run's root input and the history too. So
 the state keeps only what the history cannot give back:
 
-- ``head``: the system prompt (rendered once when the agent started, so it is kept as it was), plus
-  the input when it cannot be derived (a ``history_rewriter`` is user code and is not run again; an
-  input that is not the root input plus the history as this agent reads it, e.g. one a custom
-  parent made);
+- ``given``: the input when it cannot be derived (a ``history_rewriter`` is user code and is not
+  run again; an input that is not the root input plus the history as this agent reads it, e.g. one
+  a custom parent made), else ``[]``. The system prompt is not saved: it is configuration, not
+  conversation, so the resume renders the agent's current instruction (with the session values as
+  they are then) in its place, as a fresh run would. Checkpoints of earlier versions saved it as the
+  start of ``head`` (the system prompt, then the input when it could not be derived), or of
+  ``messages``; their saved prompt is replaced by the current one too (see ``_saved_prompt``);
 - ``input``: ``{"root": n, "seen": [[agent, run_path, count], ...]}``: the run's ``n`` root input
   messages, then the first ``count`` history entries of each recorder, in history order, viewed as
   this agent reads them (``rewrite_message`` for other agents);
@@ -17,6 +20,9 @@ the state keeps only what the history cannot give back:
   of the agent's emitted messages and the index of the first one among its entries; ``tail`` lists
   the loop's messages in order, an int ``n`` standing for the next ``n`` of those entries and a
   message for one that was never emitted (a structured-output retry prompt, a held result);
+- ``held_at`` (or ``held``, results that are not objects of the conversation): the held results'
+  positions in the conversation without its system prompt (with it in earlier versions' ``head``
+  and ``messages`` states, whose saved prompt ``_saved_prompt`` counts);
 - ``schema_retried`` (only when true; ``ReActAgent`` adds it): the run already used its one retry
   for an answer off the output schema;
 - ``exits`` (only when some): the call ids of held results whose tools asked to exit; they are
@@ -37,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
-from adk import AgentAction, CheckpointError, Message, RunContext, ToolCall
+from adk import AgentAction, CheckpointError, Message, Role, RunContext, ToolCall
 from adk.checkpoint._state import SavedState
 from adk.history import rewrite_message
 
@@ -45,8 +51,12 @@ _SAVE_WHOLE_CONVERSATION = False
 """Save the whole conversation at a pause, as versions before the state referred to the history
 did (tests write such checkpoints with it to check that they still resume, and as the reference)."""
 
+_SAVE_SYSTEM_PROMPT = False
+"""Save the system prompt at the start of ``head``, as versions before the resume rendered the
+current instruction did (tests write such checkpoints with it to check that they still resume)."""
+
 SavedHead = tuple[list[Message], dict[str, Any] | None]
-"""How a pause saves the conversation's start: ``head`` and ``input`` of the state (see above).
+"""How a pause saves the input: ``given`` and ``input`` of the state (see above).
 
 Worked out at the first pause and then kept (a resumed agent keeps the one it was saved with): the
 history only grows, so what derived the input once still does."""
@@ -55,9 +65,9 @@ history only grows, so what derived the input once still does."""
 class Restored(NamedTuple):
     """The conversation rebuilt on resume and what the agent keeps with it.
 
-    ``messages[:head_size]`` is the conversation's start (system prompt, then the input);
-    ``saved_head`` is how a later pause saves it; ``held`` the held results (return-directly and
-    exit), objects of ``messages``.
+    ``messages[:head_size]`` is the conversation's start (the system prompt given to ``restore``,
+    then the input); ``saved_head`` is how a later pause saves the input; ``held`` the held
+    results (return-directly and exit), objects of ``messages``.
     """
 
     messages: list[Message]
@@ -99,16 +109,20 @@ def pause_state(
         return state, saved_head
     entries = ctx._lane.snapshot()
     if saved_head is None:
-        head = messages[:head_size]
-        system, given = head[:system_size], head[system_size:]
+        given = messages[system_size:head_size]
         spec = None
         if not input_rewritten:
             spec = _input_spec(entries, ctx._run.root_input, given, agent)
-        saved_head = (system, spec) if spec is not None else (head, None)
-    head, spec = saved_head
+        saved_head = ([], spec) if spec is not None else (given, None)
+    given, spec = saved_head
     own, tail = _tail_spec(entries, messages[head_size:])
-    state.update(head=head, input=spec, own=own, tail=tail)
-    positions = {id(m): i for i, m in enumerate(messages)}
+    state.update(given=given, input=spec, own=own, tail=tail)
+    start = system_size  # positions count from the input: the system prompt is not saved
+    if _SAVE_SYSTEM_PROMPT:
+        del state["given"]
+        state["head"] = [*messages[:system_size], *given]
+        start = 0
+    positions = {id(m): i - start for i, m in enumerate(messages)}
     held_at = [positions.get(id(m)) for m in held]
     if None in held_at:  # not objects of the conversation: keep them as they are
         state["held"] = held
@@ -117,31 +131,41 @@ def pause_state(
     return state, saved_head
 
 
-def restore(ctx: RunContext, agent: str, state: dict[str, Any]) -> Restored:
+def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Message]) -> Restored:
     """Rebuild the conversation agent ``agent`` saved at the pause, with its held results.
 
-    Reads both the current state and the one that held the whole conversation as ``messages``
-    (checkpoints written before the history stopped being repeated). A state that is malformed or
-    does not fit the checkpoint's history is a ``CheckpointError``.
+    ``system`` is the system prompt to start it with, rendered now from the agent's current
+    instruction: it replaces the one earlier versions saved. Reads the current state, the one
+    that saved the system prompt in ``head``, and the one that held the whole conversation as
+    ``messages`` (checkpoints written before the history stopped being repeated). A state that is
+    malformed or does not fit the checkpoint's history is a ``CheckpointError``.
     """
     try:
+        held_base = 0  # where the conversation ``held_at`` counts from begins, past a saved prompt
         if "messages" in state:
-            messages = _messages(state["messages"])
-            head_size = len(messages)
-            saved_head: SavedHead = (messages[:], None)  # a copy: the loop appends to messages
+            saved = _messages(state["messages"])
+            held_base = _saved_prompt(saved)
+            rest = saved[held_base:]
+            head_size = len(system) + len(rest)
+            saved_head: SavedHead = (rest[:], None)  # a copy: the loop appends to messages
         else:
             entries = ctx._lane.snapshot()
-            head = _messages(state["head"])
             spec = state.get("input")
-            given = []
+            if "given" in state:
+                given = _messages(state["given"])
+            else:  # ``head``: the saved system prompt, then the input if it was not derivable
+                given = _messages(state["head"])
+                held_base = len(given) if spec is not None else _saved_prompt(given)
+                given = given[held_base:]
+            saved_head = (given, spec)
+            rest = list(given)
             if spec is not None:
-                given = _load_input(entries, ctx._run.root_input, spec, agent)
-            tail = _load_tail(entries, state.get("own"), state["tail"])
-            messages = [*head, *given, *tail]
-            head_size = len(head) + len(given)
-            saved_head = (head, spec)
+                rest += _load_input(entries, ctx._run.root_input, spec, agent)
+            head_size = len(system) + len(rest)
+            rest += _load_tail(entries, state.get("own"), state["tail"])
+        messages = [*system, *rest]
         if "held_at" in state:
-            held = [messages[_index(i, len(messages))] for i in state["held_at"]]
+            held = [rest[_index(_index(i, None) - held_base, len(rest))] for i in state["held_at"]]
         else:
             held = [_in_conversation(messages, m) for m in _messages(state.get("held", []))]
         return Restored(messages, head_size, saved_head, held)
@@ -324,6 +348,16 @@ def _load_tail(entries: Sequence[Any], own_spec: Any, tail: Any) -> list[Message
         messages.extend(own[cursor : cursor + count])
         cursor += count
     return messages
+
+
+def _saved_prompt(start: list[Message]) -> int:
+    """How many of the first messages of an earlier version's saved conversation (or ``head``,
+    when its input was saved too) are the system prompt it saved: its leading system message.
+
+    Those states do not say where the prompt ended. The agent renders at most one system message
+    and puts it first; an input that begins with a system message of its own, given to an agent
+    that had no prompt, is the one start this reads wrongly (that message would be replaced)."""
+    return 1 if start and start[0].role == Role.SYSTEM else 0
 
 
 def _index(value: Any, size: int | None) -> int:

@@ -135,7 +135,8 @@ class _Turn:
 
     ``messages[:head_size]`` is the conversation's start (system prompt, then the input; the first
     ``system_size`` are the system prompt), the rest what the loop added. ``saved_head`` is how the
-    start is saved at a pause once known (a resumed agent keeps the one it was saved with).
+    input is saved at a pause once known (a resumed agent keeps the one it was saved with; the
+    system prompt is rendered again on resume, not saved).
     """
 
     __slots__ = (
@@ -239,10 +240,18 @@ class _ReActCore:
         if TRANSFER_TOOL in owner._dynamic_tools:
             raise _transfer_clash(self.name, f"tool resource {TRANSFER_TOOL!r}")
 
-    def _system(self, ctx: RunContext, native: bool) -> list[Message]:
+    def _system(self, turn: _Turn) -> list[Message]:
+        """The system prompt: the instruction rendered from the session values as they are now,
+        with the output schema's instruction when the model does not take it natively. Made
+        when the agent starts and again when it resumes (from the current instruction: it is
+        configuration, which a redeploy may have fixed, not part of the conversation)."""
         owner = self.owner
-        text = render_instruction(owner.instruction, ctx.session.values, self.name)
-        if owner.output_schema is not None and not native:
+        # Without an instruction or output schema there is no system prompt (the rendering
+        # would be "").
+        if owner.instruction == "" and owner.output_schema is None:
+            return []
+        text = render_instruction(owner.instruction, turn.ctx.session.values, self.name)
+        if owner.output_schema is not None and not turn.native:
             text = f"{text}\n\n{schema_instruction(owner.output_schema)}".strip()
         return [Message.system(text)] if text else []
 
@@ -301,13 +310,8 @@ class _ReActCore:
     def _open(self, turn: _Turn, input: AgentInput) -> None:
         """Start a fresh run's conversation: the system prompt, then the input."""
         owner, ctx = self.owner, turn.ctx
-        # Without an instruction or output schema there is no system prompt (``_system`` would
-        # render "" and return []); the input is used as given without a rewriter.
-        system = (
-            []
-            if owner.instruction == "" and owner.output_schema is None
-            else self._system(ctx, turn.native)
-        )
+        system = self._system(turn)
+        # The input is used as given without a rewriter.
         given = (
             input.messages if owner.history_rewriter is None else self._input_messages(input, ctx)
         )
@@ -627,10 +631,14 @@ class _ReActCore:
         return state
 
     def _restore(self, turn: _Turn, state: dict[str, Any]) -> list[Message]:
-        """Rebuild the conversation saved at the pause; returns the held results."""
-        restored = restore(turn.ctx, self.name, state)
+        """Rebuild the conversation saved at the pause, starting with the system prompt the
+        current instruction renders (not the one the agent started with); returns the held
+        results."""
+        system = self._system(turn)
+        restored = restore(turn.ctx, self.name, state, system)
         turn.messages = restored.messages
         turn.head_size = restored.head_size
+        turn.system_size = len(system)
         turn.saved_head = restored.saved_head
         return restored.held
 

@@ -6,6 +6,8 @@ case pauses the same scripted run twice: once writing the state of earlier versi
 conversation, ``_SAVE_WHOLE_CONVERSATION``), which the current code must still resume, and once as
 now. Both must show the models exactly the same messages and emit the same events; the unique
 markers put in the conversation's messages must appear twice in the old checkpoint and once now.
+The system prompt is not saved any more (the resume renders the current instruction): checkpoints
+that saved it at the start of their ``head`` (``_SAVE_SYSTEM_PROMPT``) must resume the same too.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ class Case:
     build: Callable[[], Built]
     once: dict[str, int]  # marker -> copies saved before (the history, and each conversation)
     kept: tuple[str, ...] = ()  # never emitted: saved once, in the agent's state, before and now
+    dropped: tuple[str, ...] = ()  # the system prompt: saved once before, not now (rendered again)
     resumes: tuple[Any, ...] = (True,)  # resume data, one pause after another
     streaming: bool = False
     answers_after: bool = True  # a model is asked again after the resume
@@ -202,7 +205,7 @@ CASES = {
     ),
     "agent tool": Case(in_agent_tool, once=twice(INPUT, OUTER, THOUGHT, RESULT)),
     "structured output retry": Case(
-        after_a_retry, once=twice(INPUT, THOUGHT, RESULT), kept=(SYSTEM, RETRY)
+        after_a_retry, once=twice(INPUT, THOUGHT, RESULT), kept=(RETRY,), dropped=(SYSTEM,)
     ),
     "held return-directly result": Case(
         holding_a_result,
@@ -227,18 +230,23 @@ class Trace:
     calls_at_pause: int = 0  # model calls before the first resume
 
 
-async def pause_and_resume(case: Case, monkeypatch: pytest.MonkeyPatch, *, legacy: bool) -> Trace:
+async def pause_and_resume(
+    case: Case, monkeypatch: pytest.MonkeyPatch, *, legacy: bool, with_prompt: bool = False
+) -> Trace:
     """Run the case until it pauses, then resume it until it finishes, recording everything.
 
-    ``legacy`` writes the first checkpoint as earlier versions did; resuming it and any later
-    pause always use the current code."""
+    ``legacy`` writes the first checkpoint as the earliest versions did (the whole conversation),
+    ``with_prompt`` as versions that saved the system prompt in ``head`` did; resuming it and any
+    later pause always use the current code."""
     agent, models = case.build()
     store = InMemoryCheckpointStore()
     runner = Runner(agent, checkpoint_store=store, enable_streaming=case.streaming)
     trace = Trace()
     monkeypatch.setattr(_react_state, "_SAVE_WHOLE_CONVERSATION", legacy)
+    monkeypatch.setattr(_react_state, "_SAVE_SYSTEM_PROMPT", with_prompt)
     result = await runner.invoke(f"{INPUT} research tides and publish")
     monkeypatch.setattr(_react_state, "_SAVE_WHOLE_CONVERSATION", False)
+    monkeypatch.setattr(_react_state, "_SAVE_SYSTEM_PROMPT", False)
     trace.events.append(simplify_events(result.events))
     trace.calls_at_pause = sum(model.calls for model in models)
     for data in case.resumes:
@@ -294,7 +302,32 @@ async def test_checkpoint_holds_the_conversation_once_and_resumes_the_same(
     for marker in case.kept:
         assert first_before.count(marker.encode()) == 1, marker
         assert first_after.count(marker.encode()) == 1, marker
+    for marker in case.dropped:
+        assert first_before.count(marker.encode()) == 1, marker
+        for checkpoint in after.checkpoints:
+            assert checkpoint.count(marker.encode()) == 0, marker
     assert len(first_after) < len(first_before)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+async def test_a_checkpoint_that_saved_the_system_prompt_resumes_the_same(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The previous version's state: the system prompt first in ``head`` (then the input, when
+    it was not derivable), held results counted from it. Its prompt is replaced by the one the
+    instruction renders now, here the same, so the models see what they would have seen."""
+    case = CASES[name]
+    before = await pause_and_resume(case, monkeypatch, legacy=False, with_prompt=True)
+    after = await pause_and_resume(case, monkeypatch, legacy=False)
+
+    assert all("head" in s and "given" not in s for s in react_states(before.checkpoints[0]))
+    assert after.requests == before.requests
+    assert after.events == before.events
+    first = react_states(before.checkpoints[0])
+    for checkpoint in before.checkpoints[1:]:  # an agent that paused again saved as now
+        assert all("given" in s or s in first for s in react_states(checkpoint))
+    for marker in case.dropped:
+        assert before.checkpoints[0].count(marker.encode()) == 1, marker
 
 
 async def test_a_long_conversation_does_not_grow_the_saved_state() -> None:
