@@ -144,7 +144,7 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
         held_base = 0  # where the conversation ``held_at`` counts from begins, past a saved prompt
         if "messages" in state:
             saved = _messages(state["messages"])
-            held_base = _saved_prompt(saved)
+            held_base = _saved_prompt(saved, ctx._run.root_input)
             rest = saved[held_base:]
             head_size = len(system) + len(rest)
             saved_head: SavedHead = (rest[:], None)  # a copy: the loop appends to messages
@@ -155,7 +155,10 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
                 given = _messages(state["given"])
             else:  # ``head``: the saved system prompt, then the input if it was not derivable
                 given = _messages(state["head"])
-                held_base = len(given) if spec is not None else _saved_prompt(given)
+                if spec is not None:  # the head was the prompt alone
+                    held_base = len(given)
+                else:
+                    held_base = _saved_prompt(given, ctx._run.root_input)
                 given = given[held_base:]
             saved_head = (given, spec)
             rest = list(given)
@@ -350,14 +353,24 @@ def _load_tail(entries: Sequence[Any], own_spec: Any, tail: Any) -> list[Message
     return messages
 
 
-def _saved_prompt(start: list[Message]) -> int:
+def _saved_prompt(start: list[Message], root: Sequence[Message]) -> int:
     """How many of the first messages of an earlier version's saved conversation (or ``head``,
-    when its input was saved too) are the system prompt it saved: its leading system message.
+    when its input was saved too) are the system prompt it saved: its leading system message,
+    unless that is the run's input's own.
 
     Those states do not say where the prompt ended. The agent renders at most one system message
-    and puts it first; an input that begins with a system message of its own, given to an agent
-    that had no prompt, is the one start this reads wrongly (that message would be replaced)."""
-    return 1 if start and start[0].role == Role.SYSTEM else 0
+    and puts it first, before its input, which usually begins with the run's ``root`` input (a
+    list of messages may well begin with a system message, for an agent without instruction):
+    a leading system message that is the root input's first, not followed by it again, is the
+    input's. Read wrongly only when an input that does not begin with the root input (a
+    rewriter's, a custom parent's) begins with a system message of its own, given to an agent
+    that had no prompt, or follows a prompt that is the root input's first message word for
+    word."""
+    if not start or start[0].role != Role.SYSTEM:
+        return 0
+    if root and start[0] == root[0] and (len(start) < 2 or start[1] != root[0]):
+        return 0
+    return 1
 
 
 def _index(value: Any, size: int | None) -> int:

@@ -27,6 +27,7 @@ from pydantic import BaseModel
 import adk
 from adk import Message, Role, RunError, Runner
 from adk.checkpoint import SQLiteCheckpointStore
+from adk.history import default_rewriter
 from adk.models import RetryPolicy
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -300,3 +301,42 @@ async def test_a_paused_executor_keeps_its_step_but_takes_the_new_instruction(
     assert after[0] == Message.system(NEW) and before[0] == Message.system(OLD)
     assert after[1] == before[1] and "Your task: carry out step 1" in after[1].content
     assert [m.role for m in after] == ["system", "user", "assistant", "tool"]
+
+
+@pytest.mark.parametrize("written_by", ["now", "head", "messages"])
+@pytest.mark.parametrize("rewritten", [False, True], ids=["input", "rewritten input"])
+@pytest.mark.parametrize("paused_with", ["", OLD], ids=["no prompt", "a prompt"])
+async def test_a_run_input_that_begins_with_a_system_message_is_kept_as_input(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    written_by: str,
+    rewritten: bool,
+    paused_with: str,
+) -> None:
+    # Earlier versions' states do not say where their saved prompt ended: the input's own leading
+    # system message, given to an agent without instruction, must not be taken for the prompt
+    # and replaced by the new one; after a prompt, it is the input's all the same.
+    house = Message.system("HOUSE-RULES: be brief.")
+
+    def agent(instruction: str) -> ReActAgent:
+        rewriter = (
+            (lambda entries, name: list(default_rewriter(entries, name))) if rewritten else None
+        )
+        return scripted_payer(instruction, history_rewriter=rewriter)
+
+    async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as sqlite:
+        write_as(monkeypatch, written_by)
+        first = agent(paused_with)
+        paused = await Runner(first, checkpoint_store=sqlite).invoke([house, Message.user("go")])
+        write_as(monkeypatch, "now")
+        assert paused.checkpoint_id is not None
+        resumed = agent(NEW)
+        runner = Runner(resumed, checkpoint_store=sqlite)
+        result = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+
+    assert result.text == "model saw: sent 120 to ACME" and PAID == [("ACME", 120)]
+    (before,) = requests_of(first)
+    (after,) = requests_of(resumed)
+    given = before[1:] if paused_with else before
+    assert given[0] == house
+    assert after[: len(given) + 1] == [Message.system(NEW), *given]
