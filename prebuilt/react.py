@@ -419,7 +419,8 @@ class _ReActCore:
                 tools[source] = found
         if owner._transfer_targets():
             tools[TRANSFER_TOOL] = TransferTool(owner._transfer_targets())
-        restored = restore(ctx, self.name, saved.values)
+        # The system prompt plays no part in which calls are open: the check renders none.
+        restored = restore(ctx, self.name, saved.values, [])
         calls = open_calls(saved, restored.messages, tools if complete else None)
         if iterations == owner.max_iterations and not self._round_may_end(
             calls, restored.held, saved_exits(saved), saved_action(saved)
