@@ -69,11 +69,13 @@ class Reply:
     (an HTTP error, or one reported mid-stream), as OpenRouter sends what the provider behind it
     said (``{"provider_name": ..., "raw": ...}``). ``error_code`` replaces the error's ``code``
     (the status, as text, by default) and ``error_param`` sets its ``param`` (OpenAI's name of the
-    field at fault). ``echo_request`` answers the error as FastAPI-based servers (vLLM, LiteLLM)
-    answer a model-level validator's failure: ``"detail"`` as FastAPI does, ``{"detail":
-    [{"type": "value_error", "loc": ["body"], "msg": "Value error, <error>", "input": <the whole
-    request>, "ctx": ...}]}``, or ``"message"``, that list's text as an OpenAI error's message, as
-    servers with their own handler for validation errors do.
+    field at fault); in a stream's error event it replaces the code (vLLM's number 500 in Chat,
+    ``server_error`` in Responses) with this text, as LiteLLM's proxy sends the upstream's
+    status. ``echo_request`` answers the error as FastAPI-based servers (vLLM, LiteLLM) answer a
+    model-level validator's failure: ``"detail"`` as FastAPI does, ``{"detail": [{"type":
+    "value_error", "loc": ["body"], "msg": "Value error, <error>", "input": <the whole request>,
+    "ctx": ...}]}``, or ``"message"``, that list's text as an OpenAI error's message, as servers
+    with their own handler for validation errors do.
     """
 
     text: str = ""
@@ -1003,13 +1005,16 @@ def _refusal_events(
 def _error_events(reply: Reply, responses: bool, model: str) -> list[str]:
     """How servers report a failure after a stream started: vLLM-style ``data: {"error": ...}`` for
     Chat Completions, a ``response.failed`` event for Responses."""
+    code = reply.error_code
     if not responses:
-        error: dict[str, Any] = {"message": reply.error, "type": "server_error", "code": 500}
+        # vLLM's code is the status as a number; LiteLLM's proxy sends the upstream's as text
+        wire: int | str = 500 if code is None else code
+        error: dict[str, Any] = {"message": reply.error, "type": "server_error", "code": wire}
         if reply.error_metadata is not None:
             error["metadata"] = reply.error_metadata
         return [f"data: {json.dumps({'error': error})}\n\n", "data: [DONE]\n\n"]
     failed = _response_object(reply, model, 0, "failed")
-    failed["error"] = {"code": "server_error", "message": reply.error}
+    failed["error"] = {"code": code or "server_error", "message": reply.error}
     event = {"type": "response.failed", "response": failed, "sequence_number": 999}
     return [f"event: response.failed\ndata: {json.dumps(event)}\n\n"]
 

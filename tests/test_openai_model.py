@@ -931,6 +931,73 @@ async def test_stream_error_event_mid_way_raises(server: OpenAIServer, api: str)
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(
+    "code",
+    [None, "503", "429", "rate_limit_exceeded"],
+    ids=["vllm_500_or_server_error", "text_503", "text_429", "named_rate_limit"],
+)
+async def test_a_stream_failing_transiently_before_its_first_chunk_is_retried(
+    server: OpenAIServer, api: str, code: str | None
+) -> None:
+    # The server had sent its 200 headers when the engine failed (vLLM), or the upstream behind a
+    # proxy answered 503/429 (LiteLLM): the error comes as the stream's first event. Nothing has
+    # reached the caller, so it is retried as the same answer sent as an HTTP status would be.
+    server.script(
+        Reply(text="never seen", error="engine overloaded", error_after=0, error_code=code),
+        Reply(text="second try"),
+    )
+    async with make_model(server, api) as model:
+        received = await collect(model.stream([Message.user("hi")]))
+    assert join_chunks(received).content == "second try"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("code", ["400", "insufficient_quota"])
+async def test_a_stream_refused_before_its_first_chunk_is_not_retried(
+    server: OpenAIServer, api: str, code: str
+) -> None:
+    server.script(
+        Reply(text="never seen", error="no can do", error_after=0, error_code=code),
+        Reply(text="unused"),
+    )
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match="no can do") as failed:
+            await collect(model.stream([Message.user("hi")]))
+    assert failed.value.status == (400 if code == "400" else None)
+    assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_stream_failing_transiently_every_time_names_its_status_and_attempts(
+    server: OpenAIServer, api: str
+) -> None:
+    server.script(*[Reply(text="never seen", error="engine overloaded", error_after=0)] * 3)
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=r"engine overloaded.*gave up after 3 attempts") as e:
+            await collect(model.stream([Message.user("hi")]))
+    assert e.value.status == 500
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_stream_failing_transiently_after_its_first_chunk_is_not_retried(
+    server: OpenAIServer, api: str
+) -> None:
+    server.script(
+        Reply(text="partial answer before the failure", error="overloaded", error_after=6),
+        Reply(text="unused"),
+    )
+    received: list[MessageChunk] = []
+    async with make_model(server, api) as model:
+        with pytest.raises(ModelError, match=r"mid-stream.*overloaded") as failed:
+            async for chunk in model.stream([Message.user("hi")]):
+                received.append(chunk)
+    assert received and failed.value.status == 500
+    assert len(server.requests) == 1  # chunks reached the caller: a retry would repeat them
+
+
 async def test_stream_broken_before_first_chunk_is_retried(server: OpenAIServer) -> None:
     # the first event is the role-only opener, which carries nothing for the caller
     server.script(Reply(text="never seen", break_after=1), Reply(text="second try"))

@@ -82,6 +82,35 @@ def error_detail(error: object) -> str:
     return f" ({who}{said[:500]})"
 
 
+# Error codes a server sends inside a 200 answer (a stream's error event, a failed response) for
+# what over HTTP is a status: OpenAI's Responses API names them, Anthropic's compatible endpoint too.
+_NAMED_STATUS = {
+    "server_error": 500,
+    "rate_limit_exceeded": 429,
+    "rate_limit_error": 429,
+    "overloaded_error": 529,
+}
+
+
+def in_band_status(error: object) -> int | None:
+    """The HTTP status an error object sent inside a 200 answer stands for, or None.
+
+    A stream reports a failure as an event once its 200 headers are out: vLLM and llama.cpp as
+    ``{"error": {"code": 500, ...}}``, LiteLLM's proxy with the upstream's status as text
+    (``"code": "429"``), Responses as ``response.failed`` / ``error`` with a named code
+    (``server_error``, ``rate_limit_exceeded``). Read as the status it stands for, a failure that
+    came before the first chunk is retried like the same answer sent as an HTTP status."""
+    code = _field(error, "code")
+    if isinstance(code, str):
+        named = _NAMED_STATUS.get(code.strip().lower())
+        if named is not None:
+            return named
+        code = int(code) if code.isascii() and code.strip().isdigit() else None
+    if isinstance(code, bool) or not isinstance(code, int):
+        return None
+    return code if 400 <= code <= 599 else None
+
+
 def unusable_reply(reply: object, what: str) -> ModelError:
     """The error for a successful (HTTP 200) answer that is not the object asked for.
 

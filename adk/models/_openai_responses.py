@@ -18,6 +18,7 @@ from ._openai_common import (
     arguments_text,
     function_choice_name,
     identity_of,
+    in_band_status,
     json_schema_of,
     require_tool_call_id,
     response_identity,
@@ -327,14 +328,17 @@ class ResponsesStreamDecoder:
             self._identity.update(identity_of(getattr(event, "response", None)))
             return None
         if kind == "response.failed":
+            response = getattr(event, "response", None)
             raise ModelError(
-                f"the response failed: {_failure_text(getattr(event, 'response', None))}"
+                f"the response failed: {_failure_text(response)}",
+                status=in_band_status(getattr(response, "error", None)),
             )
         if kind == "error":
             code = text_of(getattr(event, "code", None))
             message = text_of(getattr(event, "message", None)) or "no details given"
             raise ModelError(
-                f"the server reported an error mid-stream: {code or 'error'}: {message}"
+                f"the server reported an error mid-stream: {code or 'error'}: {message}",
+                status=in_band_status(event),
             )
         return None
 

@@ -25,7 +25,7 @@ from .._aio import AsyncCloseable
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
-from ._openai_common import error_detail
+from ._openai_common import error_detail, in_band_status
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
 from ._structured import FormatFallback
@@ -75,7 +75,9 @@ class OpenAIChatModel(AsyncCloseable):
     what Retry-After says (capped at ``max_delay``) or exponential backoff with jitter. The SDK's own
     retries are off so nothing retries twice. Other failures raise :class:`ModelError` at once, naming
     the status and the server's message. A stream is retried only before its first chunk reached the
-    caller; a stream that breaks or ends early after that raises ``ModelError``, never truncates.
+    caller (an error event it sends before then counts as the status its code stands for, see
+    ``in_band_status``); a stream that breaks or ends early after that raises ``ModelError``, never
+    truncates.
     A 200 answer that is malformed (not JSON, no choices, no event stream) raises ``ModelError`` at
     once, quoting what came instead.
 
@@ -477,11 +479,14 @@ class OpenAIChatModel(AsyncCloseable):
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
         if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
-            return ModelError(f"{where} {exc.message}{error_detail(exc.body)}{tries}")
+            return ModelError(
+                f"{where} {exc.message}{error_detail(exc.body)}{tries}",
+                status=in_band_status(exc.body),
+            )
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
         if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
-            return ModelError(f"{where} {exc}", status=exc.status)
+            return ModelError(f"{where} {exc}{tries}", status=exc.status)
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
             return ModelError(
                 f"{where} the server's answer is not valid JSON ({exc.msg}): {exc.doc[:200]!r}"
@@ -577,11 +582,26 @@ def _ended_early(sdk_stream: Any, events: int) -> Exception:
 
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
-        if exc.status_code == 429 and _is_quota(exc.body):
-            return False  # a billing limit: asking again in seconds does not mend it
-        return exc.status_code in _TRANSIENT_STATUS or exc.status_code >= 500
+        return _is_transient_status(exc.status_code, exc.body)
     # APITimeoutError is an APIConnectionError: a timed-out attempt is retried like a dropped one.
-    return isinstance(exc, (openai.APIConnectionError, _StreamTruncated))
+    if isinstance(exc, (openai.APIConnectionError, _StreamTruncated)):
+        return True
+    # A stream's error event before its first chunk (the retry runner sees no later one), read as
+    # the status it stands for: a server that had sent its 200 headers before the engine failed
+    # or the upstream refused (vLLM, LiteLLM's proxy, Responses' response.failed) said the same as
+    # an HTTP 503 or 429 would, and nothing has reached the caller yet.
+    if isinstance(exc, openai.APIError):  # (not a status error: those were read above)
+        status = in_band_status(exc.body)
+        return status is not None and _is_transient_status(status, exc.body)
+    if isinstance(exc, ModelError) and exc.status is not None:  # from the Responses decoder
+        return _is_transient_status(exc.status, None)
+    return False
+
+
+def _is_transient_status(status: int, body: object) -> bool:
+    if status == 429 and _is_quota(body):
+        return False  # a billing limit: asking again in seconds does not mend it
+    return status in _TRANSIENT_STATUS or status >= 500
 
 
 def _is_quota(body: object) -> bool:
