@@ -601,6 +601,60 @@ async def test_what_the_provider_behind_a_router_said_is_in_the_error(
         assert "context length exceeded: 9000 > 8192" in str(caught.value)
 
 
+OVERLOADED = {"message": "Provider returned error", "code": 502}
+FAILED_RESPONSE = {
+    "id": "resp_9",
+    "object": "response",
+    "created_at": 0,
+    "model": "test-model",
+    "status": "failed",
+    "output": [],
+    "error": {"code": "server_error", "message": "The server had an error"},
+}
+
+
+@pytest.mark.parametrize(
+    ("api", "body"),
+    [
+        *[(api, {"error": OVERLOADED}) for api in APIS],
+        *[(api, {"error": {**OVERLOADED, "code": "429"}}) for api in APIS],
+        ("responses", FAILED_RESPONSE),
+    ],
+    ids=[
+        "code_502-chat",
+        "code_502-responses",
+        "code_429_text-chat",
+        "code_429_text-responses",
+        "failed_response",
+    ],
+)
+async def test_a_200_answer_holding_a_transient_error_is_retried(
+    server: OpenAIServer, api: str, body: dict[str, Any]
+) -> None:
+    # OpenRouter answers 200 with {"error": {"code": 502, ...}} when the provider behind it
+    # failed, and a Responses server a response whose status is "failed" with server_error:
+    # the same answer as an HTTP status would have been retried.
+    server.script(Reply(raw=json.dumps(body).encode()), Reply(text="second try"))
+    async with make_model(server, api) as model:
+        message = await model.generate([Message.user("hi")])
+    assert message.content == "second try"
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_200_answer_holding_a_transient_error_every_time_says_so(
+    server: OpenAIServer, api: str
+) -> None:
+    server.script(*[Reply(raw=json.dumps({"error": OVERLOADED}).encode())] * 3)
+    async with make_model(server, api) as model:
+        with pytest.raises(
+            ModelError, match=r"answered with an error: Provider returned error.*3 attempts"
+        ) as failed:
+            await model.generate([Message.user("hi")])
+    assert failed.value.status == 502
+    assert len(server.requests) == 3
+
+
 @pytest.mark.parametrize("status", [408, 409, 429, 502, 503])
 async def test_transient_statuses_are_retried_until_attempts_run_out(
     server: OpenAIServer, status: int

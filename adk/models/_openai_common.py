@@ -116,15 +116,20 @@ def unusable_reply(reply: object, what: str) -> ModelError:
 
     A body that is not JSON reaches the adapter as text (the SDK hands it over as it came); a JSON
     body holding an ``error`` object (some proxies and servers answer an overload that way) is quoted,
-    since the server's own message says more than a missing field does. ``what`` names the missing
-    part, e.g. "a chat completion without choices".
+    since the server's own message says more than a missing field does, and its code read as the
+    status it stands for (``in_band_status``: OpenRouter's ``"code": 502`` or ``429`` for the
+    provider behind it), so that an overload is retried as the same answer with that status is.
+    ``what`` names the missing part, e.g. "a chat completion without choices".
     """
     if isinstance(reply, str):
         return ModelError(f"the server's answer is not JSON: {reply[:200]!r}")
     error = _field(reply, "error")
     message = _field(error, "message") if error is not None else None
     if isinstance(message, str) and message:
-        return ModelError(f"the server answered with an error: {message}{error_detail(error)}")
+        return ModelError(
+            f"the server answered with an error: {message}{error_detail(error)}",
+            status=in_band_status(error),
+        )
     return ModelError(f"the server returned {what}")
 
 

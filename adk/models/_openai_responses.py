@@ -200,7 +200,10 @@ def responses_message(response: Any) -> Message:
     """The assistant message of a ``Response``: text parts joined, function calls as tool calls;
     ``ModelError`` for a failed response or an answer that is not one (see ``unusable_reply``)."""
     if getattr(response, "status", None) == "failed":
-        raise ModelError(f"the response failed: {_failure_text(response)}")
+        raise ModelError(
+            f"the response failed: {_failure_text(response)}",
+            status=in_band_status(getattr(response, "error", None)),
+        )
     output = getattr(response, "output", None)
     if not isinstance(output, list):
         raise unusable_reply(response, "a response without output")

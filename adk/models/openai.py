@@ -212,11 +212,7 @@ class OpenAIChatModel(AsyncCloseable):
         """One model call; the assistant message with usage and ``metadata["finish_reason"]``."""
         self._check_open()
         self._bind()
-        result = await self._send(messages, tools, options, False, self._create_request)
-        try:
-            return self._to_message(result)
-        except ModelError as exc:  # a 200 answer that is not a completion: see _failure
-            raise self._failure(exc, 1) from exc
+        return await self._send(messages, tools, options, False, self._create_message)
 
     async def _send(
         self,
@@ -254,10 +250,12 @@ class OpenAIChatModel(AsyncCloseable):
             self._formats.learn(trial)  # the server accepted the call with that much less
         return result
 
-    def _create_request(self, request: dict[str, Any]) -> Awaitable[Any]:
-        """The non-streaming call for ``request`` (``_send``'s ``call``)."""
-        call: Awaitable[Any] = self._create(**request)
-        return call
+    async def _create_message(self, request: dict[str, Any]) -> Message:
+        """The non-streaming call for ``request`` (``_send``'s ``call``), read as a message within
+        the attempt: a 200 answer that is not a completion fails it (see ``_failure``), and one
+        holding an error whose code is a transient status (OpenRouter's overloaded provider) is
+        retried like that status."""
+        return self._to_message(await self._create(**request))
 
     async def stream(
         self,
@@ -447,7 +445,8 @@ class OpenAIChatModel(AsyncCloseable):
 
         A 200 answer that is malformed (a body or stream event that is not JSON, a completion
         without choices) is not retried: it is a server or proxy answering the wrong thing, which
-        asking again rarely changes, and the message quotes what came instead."""
+        asking again rarely changes, and the message quotes what came instead. One holding an
+        error whose code is a transient status is retried as that status is (``_is_transient``)."""
         where = f"{self._endpoint} call to {self.base_url} (model {self.model_name!r})"
         if after_chunks:
             where += f" failed mid-stream after {after_chunks} chunk(s):"
@@ -593,7 +592,9 @@ def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIError):  # (not a status error: those were read above)
         status = in_band_status(exc.body)
         return status is not None and _is_transient_status(status, exc.body)
-    if isinstance(exc, ModelError) and exc.status is not None:  # from the Responses decoder
+    # A 200 body holding an error (OpenRouter), or a Responses stream's failure event: the code it
+    # came with, read as a status by the wire format's reader.
+    if isinstance(exc, ModelError) and exc.status is not None:
         return _is_transient_status(exc.status, None)
     return False
 
