@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._aio import AsyncCloseable
+from ._aio import AsyncCloseable, finish
 from .messages import Message
 from .tools._origin import tool_origin
 from .tools.base import Tool, ToolContext, ToolResult, ToolSpec
@@ -469,9 +469,10 @@ class Resources(AsyncCloseable):
                 await asyncio.wait(asking)
             return await asyncio.gather(*(close() for close in closers), return_exceptions=True)
 
-        # Concurrently, and shielded: if our caller is cancelled meanwhile (a cancelled run
-        # unwinding), the closing still finishes, so no session or server process is left behind.
-        outcomes = await asyncio.shield(close_all())
+        # Concurrently, and to its end even if our caller is cancelled meanwhile (a cancelled run
+        # unwinding; under an anyio cancel scope at every await, where a shield returned at once
+        # with the servers still running): nothing is left behind when this returns (``finish``).
+        outcomes = await finish(close_all())
         failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]
         for failure in failures:
             logger.warning("closing a resource failed: %s", failure, exc_info=failure)

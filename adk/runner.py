@@ -774,9 +774,11 @@ class Runner(AsyncCloseable):
             parts.append(self.resources)
         if not parts:
             return
-        # Concurrently, and shielded: if our caller is cancelled meanwhile (a cancelled run
-        # unwinding), the closing still finishes, so no session or server process is left behind.
-        outcomes = await asyncio.shield(
+        # Concurrently, and to its end even if our caller is cancelled meanwhile (a cancelled run
+        # unwinding; under an anyio cancel scope at every await, where a shield returned at once
+        # with the servers still running): no session or server process is left behind when this
+        # returns, and the cancellation is raised afterwards (``finish``).
+        outcomes = await finish(
             asyncio.gather(*(_aclose(part) for part in parts), return_exceptions=True)
         )
         failures = [outcome for outcome in outcomes if isinstance(outcome, BaseException)]

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import anyio
 import pytest
 import pytest_asyncio
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
@@ -1015,6 +1016,51 @@ async def test_cancelling_a_connect_leaves_nothing_running(tmp_path: Path) -> No
         await connecting
     assert not pid_exists(int(pid_file.read_text()))
     assert set(session_tasks(server)) <= before
+
+
+async def test_a_run_cancelled_by_a_cancel_scope_while_connecting_leaves_nothing_running(
+    tmp_path: Path,
+) -> None:
+    # Starlette cancels a streaming response whose client hung up with an anyio cancel scope,
+    # which cancels the task again at every await: the run's close waited for the abandoned
+    # connect with a plain wait, which ended at once, and the server outlived the run.
+    server, pid_file = stalled(tmp_path)
+    toolset = MCPToolset(server, connect_timeout=60)
+    runner = Runner(ReActAgent("worker", ScriptedModel(["never"]), tools=[toolset]))
+    with anyio.CancelScope() as scope:
+
+        async def cancel_once_started() -> None:
+            await eventually(lambda: asyncio.sleep(0, pid_file.exists()), bool)
+            scope.cancel()
+
+        watcher = asyncio.ensure_future(cancel_once_started())
+        async with contextlib.aclosing(runner.run("Go.")) as events:
+            async for _ in events:
+                pass
+    await watcher
+    assert scope.cancelled_caught
+    assert not pid_exists(int(pid_file.read_text()))
+    assert session_tasks(server) == []
+
+
+@pytest.mark.parametrize("closer", ["runner", "resources", "toolset"])
+async def test_closing_under_a_cancelled_cancel_scope_still_stops_the_server(closer: str) -> None:
+    # A request handler closing what it used as its client hangs up: the close is cancelled at
+    # every await, and a shielded close returned at once, with the server still running.
+    resources = Resources()
+    toolset = resources.add_mcp("demo", stdio())
+    runner = Runner(
+        ReActAgent("worker", ScriptedModel(["never"]), tools=["pid"]), resources=resources
+    )
+    pid = await server_pid(toolset)
+    owner = owner_task(toolset)
+    closing = {"runner": runner, "resources": resources, "toolset": toolset}[closer]
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        await closing.aclose()
+    assert scope.cancelled_caught
+    assert not pid_exists(pid)
+    assert owner.done()
 
 
 async def test_cancelling_the_task_using_the_toolset_closes_it_and_the_server_exits(

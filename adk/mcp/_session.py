@@ -40,7 +40,7 @@ from mcp.types import (
     ToolListChangedNotification,
 )
 
-from .._aio import AsyncCloseable
+from .._aio import AsyncCloseable, finish
 from ._servers import ServerConfig, _current_delivery, _Delivery
 
 if TYPE_CHECKING:
@@ -195,9 +195,10 @@ class Connection:
         if self._ready is None or not self._ready.done():
             task.cancel()  # still handshaking: abort it (it is the owner task that gets cancelled)
         try:
-            # Shielded: even if our caller is cancelled meanwhile, the owner finishes closing, so
-            # no subprocess is left behind.
-            await asyncio.shield(task)
+            # To its end even if our caller is cancelled meanwhile, once or at every await (an
+            # anyio cancel scope: a shield returned at once there), so no subprocess is left
+            # behind when this returns; the cancellation is raised afterwards.
+            await finish(task)
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
@@ -357,13 +358,15 @@ class Session:
             attempt.waiters -= 1
             if attempt.waiters == 0 and not attempt.task.done():
                 # Every caller gave up (was cancelled): stop connecting, and wait until the
-                # half-started session is closed, so nothing is left running behind. The attempt
+                # half-started session is closed, so nothing is left running behind, through
+                # further cancellations too (an anyio cancel scope cancels every await: a plain
+                # wait ended at once, and the server outlived the run's close). The attempt
                 # is forgotten first: a caller arriving while it winds down starts a fresh one
                 # (queued behind it on the lock) instead of sharing its cancellation.
                 if self._attempt is attempt:
                     self._attempt = None
                 attempt.task.cancel()
-                await asyncio.wait([attempt.task])
+                await finish(asyncio.wait([attempt.task]))
 
     async def _connect(self) -> Connection:
         async with self._lock:
