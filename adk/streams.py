@@ -14,6 +14,7 @@ import copy
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from types import TracebackType
 
+from ._aio import finish
 from .messages import Message, MessageChunk, ToolCallChunk, join_chunks
 
 __all__ = ["MessageStream"]
@@ -179,15 +180,21 @@ class MessageStream:
         return self._joined
 
     async def aclose(self) -> None:
-        """Stop the source early; readers then see the stream end where it stopped."""
+        """Stop the source early; readers then see the stream end where it stopped.
+
+        A caller cancelled meanwhile (once, or at every await as an anyio cancel scope does) is
+        cancelled once the source has cleaned up: the fetch is waited for, not awaited, since
+        awaiting a task passes the caller's cancellation on into it (cutting the source's cleanup
+        short), and its own CancelledError, which ``suppress`` took, hid the caller's."""
         if not self._closed:
             self._closed = True
             fetch = self._fetch
-            if fetch is not None and not fetch.done():
-                fetch.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await fetch
-            await self._close_source()
+            try:
+                if fetch is not None and not fetch.done():
+                    fetch.cancel()
+                    await finish(asyncio.wait((fetch,)))
+            finally:
+                await self._close_source()  # a fetch cancelled before it ran left it open
 
     def __repr__(self) -> str:
         state = "done" if self._closed else "open"

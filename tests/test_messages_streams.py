@@ -321,6 +321,40 @@ async def test_aclose_ends_a_waiting_reader_cleanly(fetching: bool) -> None:
     assert (await stream.collect()).content == "a"
 
 
+async def test_aclose_cancelled_meanwhile_lets_the_source_clean_up_then_is_cancelled() -> None:
+    # Whoever closes the stream (a run closing, under a timeout say) may be cancelled while the
+    # source cleans up (a model stream closing its connection). The cancellation used to be
+    # passed on into the source's cleanup, cutting it short, and then swallowed: aclose returned
+    # as if nobody had cancelled its caller (an asyncio.timeout around it never fired).
+    gate = asyncio.Event()
+    cleaned: list[str] = []
+
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        try:
+            yield MessageChunk(content="a")
+            await asyncio.Event().wait()  # a model that stalls
+        finally:
+            await gate.wait()  # closing its connection takes a few steps
+            cleaned.append("closed")
+
+    stream = MessageStream(chunks())
+    reader = asyncio.create_task(_read_all(stream))
+    for _ in range(5):
+        await asyncio.sleep(0)  # the reader has "a" and waits for the next chunk
+    assert stream._fetch is not None and not stream._fetch.done()
+    closer = asyncio.create_task(stream.aclose())
+    for _ in range(5):
+        await asyncio.sleep(0)  # the source is in its cleanup, waiting for the gate
+    closer.cancel()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    gate.set()
+    with pytest.raises(asyncio.CancelledError):
+        await closer
+    assert cleaned == ["closed"]
+    assert await reader == ["a"] and stream.done
+
+
 async def test_a_source_that_is_cancelled_is_an_error_for_readers_not_their_cancellation() -> None:
     # A producer whose own work was cancelled (a client library's internal task, a server going
     # away under anyio) raises CancelledError out of the source: the stream failed, and every
