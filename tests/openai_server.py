@@ -46,9 +46,10 @@ class Reply:
     Retry-After header). ``delay`` stalls before the response headers or, for a stream with
     ``stall_after``, after the headers and that many SSE events (a server that stops mid-answer).
     For streams, ``break_after`` drops the connection after that many SSE events (an incomplete
-    chunked body), ``end_after`` ends the body cleanly after that many events, without the model
-    having finished, and ``error_after`` sends the protocol's error event (message ``error``) after
-    that many events. ``repeat_name`` makes tool-call fragments repeat id and name, as llama.cpp
+    chunked body; a negative number counts from the end, ``-1`` leaving out Chat's ``[DONE]``, and
+    one at least the number of events sends them all, then drops it), ``end_after`` ends the body
+    cleanly after that many events, without the model having finished, and ``error_after`` sends
+    the protocol's error event (message ``error``) after that many events. ``repeat_name`` makes tool-call fragments repeat id and name, as llama.cpp
     does. ``response_id`` replaces the id the server reports (``chatcmpl-<n>`` / ``resp_<n>``, n
     counting the server's answers), so two calls can be compared field for field. ``call_index``
     is how streamed tool-call fragments are numbered: ``"each"`` (0, 1, ... as OpenAI does),

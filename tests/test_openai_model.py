@@ -960,6 +960,26 @@ async def test_stream_broken_mid_way_raises(server: OpenAIServer, api: str) -> N
     assert len(server.requests) == 1  # chunks reached the caller: never retried
 
 
+@pytest.mark.parametrize(
+    ("api", "cut", "usage"),
+    [("chat", -1, True), ("chat", -2, False), ("chat", 99, True), ("responses", 99, True)],
+    ids=["chat_without_done", "chat_without_usage_or_done", "chat_body_unended", "responses"],
+)
+async def test_a_stream_cut_once_the_model_finished_keeps_the_whole_answer(
+    server: OpenAIServer, api: str, cut: int, usage: bool
+) -> None:
+    # The connection dropped after the finish reason (Chat: before its usage chunk or [DONE]) or
+    # after response.completed, as servers and proxies that close before ending the body do: the
+    # answer is whole, and failing threw it away with the run.
+    server.script(Reply(text="a whole answer, finished", break_after=cut), Reply(text="unused"))
+    async with make_model(server, api) as model:
+        message = join_chunks(await collect(model.stream([Message.user("hi")])))
+    assert message.content == "a whole answer, finished"
+    assert message.metadata["finish_reason"] == "stop"
+    assert (message.usage is not None) is usage
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_stream_ending_early_raises_instead_of_truncating(
     server: OpenAIServer, api: str

@@ -77,7 +77,9 @@ class OpenAIChatModel(AsyncCloseable):
     the status and the server's message. A stream is retried only before its first chunk reached the
     caller (an error event it sends before then counts as the status its code stands for, see
     ``in_band_status``); a stream that breaks or ends early after that raises ``ModelError``, never
-    truncates.
+    truncates. A connection lost once the model had finished (the finish reason, or
+    ``response.completed``, had come) ends the stream as it is: the answer is whole (a Chat
+    stream's usage, which comes after the finish reason, may be missing then).
     A 200 answer that is malformed (not JSON, no choices, no event stream) raises ``ModelError`` at
     once, quoting what came instead.
 
@@ -284,6 +286,12 @@ class OpenAIChatModel(AsyncCloseable):
                 if not decoder.finished:
                     raise _StreamTruncated()
             except (openai.APIError, _StreamTruncated, ModelError, json.JSONDecodeError) as exc:
+                if decoder.finished and isinstance(exc, openai.APIConnectionError):
+                    # The model had finished (a finish reason, response.completed): the answer is
+                    # whole, and only the stream's end was lost with the connection (Chat's usage
+                    # chunk and [DONE], a body's last bytes), as servers and proxies that close
+                    # before ending the body do. Failing would throw a whole answer away.
+                    return
                 raise self._failure(exc, 1, after_chunks=sent) from exc
         finally:
             await sdk_stream.close()
