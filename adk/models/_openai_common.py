@@ -83,13 +83,8 @@ def error_detail(error: object) -> str:
 
 
 # Error codes a server sends inside a 200 answer (a stream's error event, a failed response) for
-# what over HTTP is a status: OpenAI's Responses API names them, Anthropic's compatible endpoint too.
-_NAMED_STATUS = {
-    "server_error": 500,
-    "rate_limit_exceeded": 429,
-    "rate_limit_error": 429,
-    "overloaded_error": 529,
-}
+# what over HTTP is a status: OpenAI's Responses API names them instead of numbering them.
+_NAMED_STATUS = {"server_error": 500, "rate_limit_exceeded": 429}
 
 
 def in_band_status(error: object) -> int | None:
