@@ -66,7 +66,9 @@ class Reply:
     some llama.cpp builds and TGI do), streamed in one fragment with the call's id and name.
     ``text_events`` is how a Responses stream carries text and reasoning: as ``"deltas"`` (as
     OpenAI does), only as each part's ``.done`` event (``"done"``, as some gateways do), or not at
-    all, only in the final response object (``"final"``). ``error_metadata`` goes with the error
+    all, only in the final response object (``"final"``). ``call_added`` False streams a Responses
+    function call's argument deltas without its ``output_item.added`` first: the call's id and
+    name come only in its ``output_item.done``. ``error_metadata`` goes with the error
     (an HTTP error, or one reported mid-stream), as OpenRouter sends what the provider behind it
     said (``{"provider_name": ..., "raw": ...}``). ``error_code`` replaces the error's ``code``
     (the status, as text, by default) and ``error_param`` sets its ``param`` (OpenAI's name of the
@@ -107,6 +109,7 @@ class Reply:
     malformed_after: int | None = None
     arguments_as_object: bool = False
     text_events: str = "deltas"
+    call_added: bool = True
     error_metadata: dict[str, Any] | None = None
     error_code: str | None = None
     error_param: str | None = None
@@ -939,9 +942,10 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
             events += _refusal_events(reply, item["id"], index, content_index=int(bool(reply.text)))
         else:
             started = {**item, "arguments": "", "status": "in_progress"}
-            events.append(
-                {"type": "response.output_item.added", "output_index": index, "item": started}
-            )
+            if reply.call_added:
+                events.append(
+                    {"type": "response.output_item.added", "output_index": index, "item": started}
+                )
             if not isinstance(item["arguments"], str):  # an object: only in the finished item
                 events.append(
                     {"type": "response.output_item.done", "output_index": index, "item": item}

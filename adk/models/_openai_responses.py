@@ -238,7 +238,9 @@ class ResponsesStreamDecoder:
 
     Function calls are numbered 0, 1, ... in the order their items appear (``output_index`` counts
     every item, messages and reasoning too). Arguments come from the delta events; a server that only
-    sends the finished item (no deltas) still gets its arguments through from ``output_item.done``.
+    sends the finished item (no deltas) still gets its arguments through from ``output_item.done``,
+    and one whose deltas come before the call's ``output_item.added`` (or without one) its id and
+    name, which only the item carries.
     ``response.failed`` and ``error`` events raise ``ModelError``. The finishing chunk carries the
     response's ``response_model`` / ``response_id`` as metadata, as a non-streamed response would:
     what the final response object says, over what ``response.created`` / ``in_progress`` said.
@@ -256,7 +258,16 @@ class ResponsesStreamDecoder:
     parts in the final response object, which is read when the events said nothing.
     """
 
-    __slots__ = ("_argued", "_calls", "_identity", "_reasoned", "_refusals", "_texted", "finished")
+    __slots__ = (
+        "_argued",
+        "_calls",
+        "_identity",
+        "_named",
+        "_reasoned",
+        "_refusals",
+        "_texted",
+        "finished",
+    )
 
     def __init__(self) -> None:
         self.finished = False
@@ -264,6 +275,7 @@ class ResponsesStreamDecoder:
         self._reasoned = False  # the same for reasoning
         self._calls: dict[int, int] = {}  # output_index -> tool-call index
         self._argued: set[int] = set()  # tool-call indexes whose arguments were streamed
+        self._named: set[int] = set()  # tool-call indexes whose item (id and name) was read
         self._identity: dict[str, str] = {}
         self._refusals: dict[tuple[object, object], list[str]] = {}  # (output, content) -> text
 
@@ -302,11 +314,16 @@ class ResponsesStreamDecoder:
             if getattr(item, "type", None) != "function_call":
                 return None
             index = self._index(getattr(event, "output_index", None))
+            named = index in self._named
             if index in self._argued:
-                return None  # the finished item repeats what the deltas already carried
-            arguments = arguments_text(getattr(item, "arguments", None))
-            if arguments:
-                self._argued.add(index)
+                if named:
+                    return None  # the finished item repeats what the deltas already carried
+                arguments = ""  # the deltas carried them; the call's id and name come only here
+            else:
+                arguments = arguments_text(getattr(item, "arguments", None))
+                if arguments:
+                    self._argued.add(index)
+            self._named.add(index)
             fragment = ToolCallChunk(
                 index=index,
                 id=text_of(getattr(item, "call_id", None)) or None,
