@@ -1046,6 +1046,24 @@ async def test_a_stream_failing_transiently_before_its_first_chunk_is_retried(
     assert len(server.requests) == 2
 
 
+async def test_openais_own_server_error_before_the_first_chunk_is_retried(
+    server: OpenAIServer,
+) -> None:
+    # OpenAI's mid-stream error names its kind in "type" and has no code.
+    error = {
+        "message": "The server had an error while processing your request.",
+        "type": "server_error",
+        "param": None,
+        "code": None,
+    }
+    sse = f"data: {json.dumps({'error': error})}\n\ndata: [DONE]\n\n".encode()
+    server.script(Reply(raw=sse, content_type="text/event-stream"), Reply(text="second try"))
+    async with make_model(server) as model:
+        received = await collect(model.stream([Message.user("hi")]))
+    assert join_chunks(received).content == "second try"
+    assert len(server.requests) == 2
+
+
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("code", ["400", "insufficient_quota"])
 async def test_a_stream_refused_before_its_first_chunk_is_not_retried(

@@ -94,8 +94,12 @@ def in_band_status(error: object) -> int | None:
     ``{"error": {"code": 500, ...}}``, LiteLLM's proxy with the upstream's status as text
     (``"code": "429"``), Responses as ``response.failed`` / ``error`` with a named code
     (``server_error``, ``rate_limit_exceeded``). Read as the status it stands for, a failure that
-    came before the first chunk is retried like the same answer sent as an HTTP status."""
+    came before the first chunk is retried like the same answer sent as an HTTP status. Without a
+    code, the type is read: OpenAI's own server errors come as ``{"type": "server_error", "code":
+    null}``."""
     code = _field(error, "code")
+    if code is None:
+        code = _field(error, "type")
     if isinstance(code, str):
         named = _NAMED_STATUS.get(code.strip().lower())
         if named is not None:
