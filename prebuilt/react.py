@@ -372,6 +372,28 @@ class _ReActCore:
             "the paused calls' results would need a model call the limit does not allow"
         )
 
+    def _exceeded(self, detail: str = "") -> MaxIterationsError:
+        return MaxIterationsError(
+            f"agent '{self.name}' exceeds max iterations ({self.owner.max_iterations} model "
+            f"calls) without a final answer{detail}"
+        )
+
+    def _check_pause_at_limit(self, tally: _Round) -> None:
+        """Fail a round that pauses after the last allowed model call, unless it may end the
+        agent, as the same round without a pause fails: with ``MaxIterationsError`` once its
+        other calls ran. Saved, its resume could only be refused (``_past_limit``): the paused
+        calls' results would need one more model call. So the person is not asked to approve a
+        call that can never complete, and no checkpoint is left that nothing can resume."""
+        open_ids = set(tally.open_ids or ())
+        paused = [call for call in tally.calls if call.id in open_ids]
+        if self._round_may_end(paused, tally.held, tally.exits or [], tally.action):
+            return
+        names = ", ".join(f"{call.name}#{call.id}" for call in paused)
+        raise self._exceeded(
+            f"; its last tool round paused ({names}) and is not saved: the paused calls' "
+            "results would need a model call the limit does not allow"
+        )
+
     def _round_may_end(
         self,
         calls: list[ToolCall],
@@ -451,10 +473,7 @@ class _ReActCore:
         messages = turn.messages
         while True:
             if turn.iterations >= owner.max_iterations:
-                raise MaxIterationsError(
-                    f"agent '{self.name}' exceeds max iterations ({owner.max_iterations} model "
-                    "calls) without a final answer"
-                )
+                raise self._exceeded()
             turn.iterations += 1
             if ctx.enable_streaming:
                 stream = _call.stream(ctx, turn.model, messages, turn.specs, turn.options)
@@ -585,6 +604,8 @@ class _ReActCore:
         ctx, held, action = turn.ctx, tally.held, tally.action
         signal = tally.signal
         if signal is not None:
+            if turn.iterations >= self.owner.max_iterations:
+                self._check_pause_at_limit(tally)
             state = self._pause_state(turn, tally.open_ids or [], held, tally.exits, action)
             signal.save(ctx.address, state)
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)

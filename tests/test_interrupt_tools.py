@@ -322,17 +322,98 @@ async def test_react_iterations_are_counted_across_the_pause() -> None:
     info = pause_of(await collect(runner.run("hi")))
     assert info.point_ids == ["agent:agent/tool:approve#call_1"]
 
-    # Second model call asks again (call_2); that pause, resumed, would need a third model call.
-    second = pause_of(await collect(runner.resume(info.checkpoint_id, "yes")))
-    assert second.point_ids == ["agent:agent/tool:approve#call_2"]
-    events = await collect(runner.resume(second.checkpoint_id, "yes"))
+    # The second model call, the last allowed, asks again (call_2): its result would need a
+    # third, so the run fails on the limit there, as after an ordinary tool, without pausing
+    # (a pause whose resume could only be refused).
+    events = await collect(runner.resume(info.checkpoint_id, "yes"))
 
-    # The paused call would run and its result never reach a model: refused before it runs
-    # (it ran, and the run then failed on the limit with the checkpoint kept, so every retry
-    # ran it again).
-    assert events[-1].error is not None
-    assert "paused after 2 model calls, at its max_iterations of 2" in events[-1].error.message
+    assert all(e.interrupted is None for e in events) and events[-1].error is not None
+    assert "exceeds max iterations (2 model calls)" in events[-1].error.message
     assert model.calls == 2 and tools.calls["approve x"] == 3
+
+
+def _at_limit(
+    tools: Tools, *calls: Any, streaming: bool = False, **options: Any
+) -> tuple[Runner, ScriptedModel]:
+    """A ReActAgent whose first model call, its only allowed one, asks for ``calls``."""
+    model = ScriptedModel([Reply(tool_calls=list(calls)), "never reached"])
+    agent = ReActAgent(
+        "a", model, tools=[tools.lookup, tools.approve, tools.finish], max_iterations=1, **options
+    )
+    return Runner(agent, InMemoryCheckpointStore(), enable_streaming=streaming), model
+
+
+async def _checkpoints(runner: Runner) -> list[str]:
+    store = runner.checkpoint_store
+    assert isinstance(store, InMemoryCheckpointStore)
+    return [id async for id in store.ids()]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("second", ["lookup", "approve"])
+async def test_react_last_model_call_asking_a_pausing_tool_fails_as_one_asking_any_tool(
+    streaming: bool, second: str
+) -> None:
+    """The last allowed model call asks for tools: ordinary ones run and the run fails on the
+    limit. One that pauses fails it the same way, once the other calls ran: it asked a person
+    to approve a call whose result no model could see, and saved a checkpoint whose resume could
+    only be refused."""
+    tools = Tools()
+    arguments = {"query": "fees"} if second == "lookup" else {"item": "x"}
+    runner, model = _at_limit(
+        tools,
+        tool_call("lookup", {"query": "iban"}, id="call_1"),
+        tool_call(second, arguments, id="call_2"),
+        streaming=streaming,
+    )
+
+    events = await collect(runner.run("go"))
+
+    assert all(e.interrupted is None for e in events) and events[-1].error is not None
+    message = events[-1].error.message
+    assert message.startswith("agent 'a' exceeds max iterations (1 model calls) without a final")
+    assert "found iban" in simplify_events(events)[-2 if second == "approve" else -3]
+    assert model.calls == 1 and await _checkpoints(runner) == []
+    if second == "approve":
+        assert tools.calls == {"lookup": 1, "approve x": 1}
+        assert "paused (approve#call_2) and is not saved" in message
+    else:
+        assert tools.calls == {"lookup": 2}
+
+
+async def test_react_approval_asked_for_by_the_last_model_call_is_not_asked() -> None:
+    sent: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def pay(payee: str) -> str:
+        """Pay someone."""
+        sent.append(payee)
+        return f"paid {payee}"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("pay", {"payee": "ACME"})]), "paid"])
+    runner = Runner(ReActAgent("a", model, tools=[pay], max_iterations=1))
+
+    events = await collect(runner.run("pay ACME"))
+
+    assert all(e.interrupted is None for e in events) and events[-1].error is not None
+    assert "exceeds max iterations (1 model calls)" in events[-1].error.message
+    assert sent == [] and model.calls == 1
+
+
+async def test_react_round_that_ends_the_agent_still_pauses_after_the_last_model_call() -> None:
+    """Its resume needs no model call: a call that asked to exit, a paused call returned directly."""
+    tools = Tools()
+    finish, approve = tool_call("finish", {}, id="call_1"), tool_call("approve", {"item": "x"})
+    runner, model = _at_limit(tools, finish, approve)
+    info = pause_of(await collect(runner.run("go")))
+    resumed = await runner.invoke_resume(info.checkpoint_id, "yes")
+    assert resumed.text == "finished" and tools.calls == {"finish": 1, "approve x": 2}
+
+    tools = Tools()
+    runner, model = _at_limit(tools, approve, return_directly=["approve"])
+    info = pause_of(await collect(runner.run("go")))
+    resumed = await runner.invoke_resume(info.checkpoint_id, "yes")
+    assert resumed.text == "x: yes" and model.calls == 1 and tools.calls == {"approve x": 2}
 
 
 # -- AgentTool ----------------------------------------------------------------------------------
@@ -347,6 +428,26 @@ def _outer_with_agent_tool(
     if extra:
         tools.append(Tools().lookup)
     return ReActAgent("outer", model, tools=tools), model
+
+
+async def test_agent_tool_whose_agent_pauses_after_its_last_model_call_fails_the_call() -> None:
+    """As when that model call asks for an ordinary tool: the inner agent fails on its limit, a
+    tool error the outer model reads, rather than pausing the whole run for an approval whose
+    resume could only be refused."""
+    tools = Tools()
+    ask = Reply(tool_calls=[tool_call("approve", {"item": "x"})])
+    inner = ReActAgent(
+        "inner", ScriptedModel([ask]), description="asks", tools=[tools.approve], max_iterations=1
+    )
+    outer, model = _outer_with_agent_tool(inner)
+
+    events = await collect(Runner(outer).run("go"))
+
+    assert all(e.interrupted is None for e in events) and events[-1].error is None
+    assert simplify_events(events)[-1] == "outer: outer done"
+    result = model.requests[1].messages[-1]
+    assert result.role == "tool" and "exceeds max iterations (1 model calls)" in result.content
+    assert tools.calls == {"approve x": 1}
 
 
 @pytest.mark.parametrize("emit", [False, True])
