@@ -324,6 +324,44 @@ async def test_interrupt_inside_a_step_resumes_from_a_persistent_checkpoint(
     await store.aclose()
 
 
+@pytest.mark.parametrize("responds", [True, False])
+async def test_a_pause_in_the_last_round_resumes_and_ends_as_that_round_would(
+    responds: bool,
+) -> None:
+    """Unlike a ReActAgent's last model call, the last execute/replan round that pauses can
+    still finish within the limit (the replanner answers in it), so it pauses; and fails as
+    the same round without a pause would when the replanner does not respond."""
+    ran: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def book(flight: str) -> str:
+        """Book a flight."""
+        ran.append(flight)
+        return f"booked {flight}"
+
+    book_call = Reply(tool_calls=[tool_call("book", {"flight": "AF1"})])
+    answer: str | Reply = "You are booked on AF1." if responds else update("check in")
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("book AF1")])),
+        new_executor(ScriptedModel([book_call, "AF1 booked."]), [book]),
+        new_replanner(ScriptedModel([answer])),
+        max_iterations=1,
+    )
+    runner = Runner(agent)
+    first = await runner.invoke("book me AF1")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+
+    events = [e async for e in runner.resume(first.checkpoint_id, {"approved": True})]
+
+    assert ran == ["AF1"] and "executor: AF1 booked." in simplify_events(events)
+    if responds:
+        assert events[-1].error is None
+        assert "replanner: You are booked on AF1." in simplify_events(events)
+    else:
+        assert events[-1].error is not None
+        assert "exceeds max iterations (1 execute/replan rounds)" in events[-1].error.message
+
+
 async def test_streaming_run_records_step_results_from_streams() -> None:
     agent = PlanExecute(
         new_planner(ScriptedModel([plan_json("one")], chunk_size=3)),
