@@ -498,6 +498,15 @@ class _ReActCore:
                             f"agent '{self.name}': the answer does not match "
                             f"{schema.__name__} after a retry: {problem}"
                         )
+                    if turn.iterations >= owner.max_iterations:
+                        # The retry would be a model call the limit does not allow: failing
+                        # on the limit would say "without a final answer" and hide the
+                        # answer's problem. As for a held result, which gets no retry either.
+                        raise OutputSchemaError(
+                            f"agent '{self.name}': the answer does not match "
+                            f"{schema.__name__}, with no retry left within its max_iterations "
+                            f"of {owner.max_iterations} model calls: {problem}"
+                        )
                     turn.schema_retried = True
                     retry = retry_prompt(schema, problem, with_schema=turn.native)
                     messages.append(Message.user(retry))

@@ -418,6 +418,36 @@ async def test_output_schema_fails_after_the_retry() -> None:
     assert isinstance(last.exception, OutputSchemaError)
 
 
+@pytest.mark.parametrize("tool_rounds", [0, 1])
+async def test_output_schema_answer_at_the_limit_fails_as_the_answer_it_is(
+    tool_rounds: int,
+) -> None:
+    """The last allowed model call answers off the schema: the retry would need another, so
+    the agent ends with the answer's problem (as a held result does, which gets no retry),
+    not with "exceeds max iterations ... without a final answer" after asking for a retry that
+    cannot come."""
+
+    @adk.tool
+    def look() -> str:
+        """Look outside."""
+        return "sunny"
+
+    script: list[str | Reply] = [calls(("look", {}))] * tool_rounds
+    model = ScriptedModel([*script, "sunny", '{"city": "Oslo", "celsius": 4}'])
+    agent = ReActAgent(
+        "w", model, tools=[look], output_schema=Weather, max_iterations=tool_rounds + 1
+    )
+
+    events = await run_events(agent)
+
+    last = events[-1]
+    assert last.error is not None and isinstance(last.exception, OutputSchemaError)
+    assert "does not match Weather, with no retry left within its max_iterations" in (
+        last.error.message
+    )
+    assert model.calls == tool_rounds + 1
+
+
 async def test_output_schema_with_streaming() -> None:
     model = ScriptedModel(['{"city": "Oslo", "celsius": 4}'], chunk_size=4)
     events = await run_events(ReActAgent("w", model, output_schema=Weather), streaming=True)
