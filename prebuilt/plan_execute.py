@@ -47,6 +47,7 @@ from adk import (
     AgentEvent,
     AgentInput,
     ChatModel,
+    CheckpointError,
     FunctionTool,
     LoopAgent,
     Message,
@@ -352,18 +353,32 @@ def _saved_step(ctx: RunContext, role: str) -> SavedState | None:
     return SavedState(f"plan-execute role '{role}'", resume.state)
 
 
+def _saved_objective(ctx: RunContext, role: str) -> str | None:
+    """The objective the planner's step saved at a pause; None if it saved none."""
+    saved = _saved_step(ctx, role)
+    if saved is None:
+        return None
+    objective = saved.values.get("objective")
+    if not isinstance(objective, str):
+        raise saved.error(f"'objective' must be a str, not {objective!r}")
+    return objective
+
+
 class _PlanStep(_Role):
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """As the step resumes: its saved objective and role state, then its agent."""
+        _saved_objective(ctx, self.name)
+        _Seen(ctx, self.name)
+        walk.agent(self.agent, ctx)
+
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         session = ctx.session
-        saved = _saved_step(ctx, self.name)
-        if saved is not None:
-            objective = saved.values.get("objective")
-            if not isinstance(objective, str):
-                raise saved.error(f"'objective' must be a str, not {objective!r}")
-        elif ctx.resume is None:
-            objective = _objective_of(input.messages)
-        else:  # paused by a version that did not save it: the session holds it
-            objective = session.get(OBJECTIVE_KEY, "")
+        objective = _saved_objective(ctx, self.name)
+        if objective is None:
+            if ctx.resume is None:
+                objective = _objective_of(input.messages)
+            else:  # paused by a version that did not save it: the session holds it
+                objective = session.get(OBJECTIVE_KEY, "")
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = []
         home = _home(ctx, 1)  # the planner is the PlanExecute's first step
@@ -477,14 +492,40 @@ class _StepState:
             self.view.flush()
 
 
-class _ExecuteStep(_Role):
+class _LoopStep(_Role):
+    """A step of the execute/replan loop (executor, replanner): its agent runs on the step's
+    history view, from the state the step saved at a pause (``_StepState``)."""
+
+    def _prompt(self, state: _StepState) -> str:
+        raise NotImplementedError
+
+    def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
+        """As the step resumes: the state it and its role saved, then its agent on the step's
+        history view (the fork it saved), where the resume runs it: the agent's saved state
+        refers to the entries of that view, not to the run's whole history."""
+        try:
+            state = _StepState(ctx, self.name)
+        except (LookupError, TypeError, RuntimeError) as exc:  # the session's, as a step says
+            raise CheckpointError(f"plan-execute role '{self.name}' cannot resume: {exc}") from exc
+        _Seen(ctx, self.name)
+        if not state.plan.steps and isinstance(self, _ExecuteStep):
+            why = f"plan-execute role {self.name!r} has no step left to resume"
+            walk.only_under(ctx.address, [], why)
+        _, agent_ctx = state.start(ctx, self._prompt(state))
+        walk.agent(self.agent, agent_ctx)
+
+
+class _ExecuteStep(_LoopStep):
+    def _prompt(self, state: _StepState) -> str:
+        return _executor_prompt(state.objective, state.plan, state.done)
+
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = _StepState(ctx, self.name)
         objective, plan, done = state.objective, state.plan, state.done
         if not plan.steps:
             return  # nothing left to do; the replanner answers
         step = plan.steps[0]
-        request, agent_ctx = state.start(ctx, _executor_prompt(objective, plan, done))
+        request, agent_ctx = state.start(ctx, self._prompt(state))
         seen = _Seen(ctx, self.name)
         seen.listen(ctx)
         try:
@@ -515,11 +556,14 @@ class _ExecuteStep(_Role):
             yield ended
 
 
-class _ReplanStep(_Role):
+class _ReplanStep(_LoopStep):
+    def _prompt(self, state: _StepState) -> str:
+        return _replanner_prompt(state.objective, state.plan, state.done)
+
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         state = _StepState(ctx, self.name)
         objective, plan, done = state.objective, state.plan, state.done
-        request, agent_ctx = state.start(ctx, _replanner_prompt(objective, plan, done))
+        request, agent_ctx = state.start(ctx, self._prompt(state))
         seen = _Seen(ctx, self.name)
         seen.listen(ctx)
         try:

@@ -996,3 +996,79 @@ async def test_a_paused_call_returned_directly_still_resumes_at_the_limit(
     result = await deploy.resume(payer(max_iterations=2), {"approved": True})
 
     assert LOG == [("paid", "ACME", 120)] and result.text == "sent 120 to ACME"
+
+
+# -- what a resume checks that the walk must check too -------------------------------------------
+# PlanExecute's steps restore their own state (objective, plan, finished steps, the history fork
+# their agent runs on). The walk before the resume did not check it, and walked a PlanExecute's
+# executor on the run's history rather than on its step's: a saved state that did not fit was found when the branch resumed,
+# after the branch beside it had paid, and the kept checkpoint paid again.
+
+
+def _executor_reply(messages: list[adk.Message]) -> Reply:
+    if messages[-1].role == Role.TOOL:
+        return Reply(text=f"executor saw: {messages[-1].content}")
+    return Reply(tool_calls=[tool_call("ship", {"item": "lamp"}, id="call_9")])
+
+
+def _planning_shipper(executor: Agent | None = None) -> Agent:
+    """A PlanExecute whose one step ships a lamp, which needs approval."""
+    from prebuilt import PlanExecute, new_executor, new_planner, new_replanner
+
+    return PlanExecute(
+        new_planner(ScriptedModel(lambda _: Reply(text='{"steps": ["ship the lamp"]}'))),
+        executor or new_executor(ScriptedModel(_executor_reply), [ship]),
+        new_replanner(ScriptedModel(lambda _: Reply(text="All shipped."))),
+    )
+
+
+_STEP = "agent:both/agent:plan_execute/agent:execute_replan/agent:executor"
+
+
+def _set_step(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(body: dict[str, Any]) -> None:
+        body["states"][_STEP]["plan_execute_step"][key] = value
+
+    return change
+
+
+def _set_role(value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(body: dict[str, Any]) -> None:
+        body["states"][_STEP]["plan_execute"] = value
+
+    return change
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (_set_step("plan", "ship the lamp"), "'plan' must be a Plan"),
+        (_set_step("executed", [{"step": 1}]), "'executed' must be a list of ExecutedStep"),
+        (_set_step("fork", 10_000), "cannot rebuild its conversation"),
+        (_set_role({"plan": None, "stored": "yes", "text": None}), "not the state a role saves"),
+    ],
+    ids=["plan", "executed", "fork-past-the-history", "role-state"],
+)
+async def test_a_plan_execute_step_state_that_does_not_fit_keeps_the_branch_beside_it_from_paying(
+    deploy: Redeploy, change: Callable[[dict[str, Any]], None], complaint: str
+) -> None:
+    def tree() -> ParallelAgent:
+        return ParallelAgent("both", [_paying_branch(), _planning_shipper()])
+
+    points = await deploy.pause(tree())
+    answers = {point: {"approved": True} for point in points}
+    assert sorted(answers) == sorted(
+        ["agent:both/agent:payer/tool:pay#call_1", f"{_STEP}/tool:ship#call_9"]
+    )
+    original = await deploy.stored()
+    assert original is not None
+    await deploy.edit(change)
+
+    error = await deploy.refused(tree(), answers)
+
+    assert complaint in error
+    async with SQLiteCheckpointStore(deploy.path) as store:
+        await store.put("c", original)
+    result = await deploy.resume(tree(), answers)
+    assert sorted(LOG) == [("paid", "ACME", 120), ("shipped", "lamp")]
+    assert result.text == "All shipped."
