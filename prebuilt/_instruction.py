@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from adk import CheckpointError
+
 __all__ = ["InstructionError", "render_instruction"]
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.:\-]*"
@@ -54,3 +56,17 @@ class InstructionError(KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class _MissingAtResume(InstructionError, CheckpointError):
+    """The instruction a paused agent renders at resume needs a session value the session lacks,
+    found by the check before the resume runs (``adk._preflight``). Both errors: the instruction's
+    as at any start, and a refused resume, so the runner refuses it before any other branch or
+    call makes its approved call, and an ``AgentTool`` fails its caller's resume with it rather
+    than telling the caller's model the tool failed."""
+
+    def __init__(self, error: InstructionError) -> None:
+        super().__init__(
+            f"{error}; the resume is refused before anything runs and the checkpoint is kept "
+            "(resume it with the value given: invoke_resume(..., session={...}))"
+        )

@@ -64,7 +64,7 @@ from adk.tools._executor import (
 )
 from adk.tools._origin import tool_origin
 
-from ._instruction import render_instruction
+from ._instruction import InstructionError, _MissingAtResume, render_instruction
 from ._output import (
     OutputSchemaError,
     parse_output,
@@ -428,6 +428,11 @@ class _ReActCore:
         owner = self.owner
         if iterations > owner.max_iterations:
             raise self._past_limit(saved, iterations)
+        if owner.instruction:  # rendered at resume (``_restore``), before the paused calls run
+            try:
+                render_instruction(owner.instruction, ctx.session.values, self.name)
+            except InstructionError as exc:
+                raise _MissingAtResume(exc) from exc
         tools: dict[str, Any] = dict(owner._static_tools)
         resources = ctx._run.resources
         complete = True  # every tool the run would have is in ``tools``

@@ -39,7 +39,7 @@ from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, act
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, tool_call
-from prebuilt import ReActAgent
+from prebuilt import PlanExecute, ReActAgent, new_executor, new_planner, new_replanner
 
 LOG: list[tuple[Any, ...]] = []
 
@@ -1000,9 +1000,43 @@ async def test_a_paused_call_returned_directly_still_resumes_at_the_limit(
 
 # -- what a resume checks that the walk must check too -------------------------------------------
 # PlanExecute's steps restore their own state (objective, plan, finished steps, the history fork
-# their agent runs on). The walk before the resume did not check it, and walked a PlanExecute's
-# executor on the run's history rather than on its step's: a saved state that did not fit was found when the branch resumed,
-# after the branch beside it had paid, and the kept checkpoint paid again.
+# their agent runs on) and a ReActAgent renders its current instruction at resume. The walk
+# before the resume made neither check, and walked a PlanExecute's executor on the run's history
+# rather than on its step's: what did not fit was found when the branch resumed, after the
+# branch beside it had paid, and the kept checkpoint paid again.
+
+
+async def _resume_with(
+    deploy: Redeploy, tree: Agent, data: Any, session: dict[str, Any] | None = None
+) -> adk.RunResult:
+    async with SQLiteCheckpointStore(deploy.path) as store:
+        runner = Runner(tree, checkpoint_store=store)
+        return await runner.invoke_resume("c", data, session=session)
+
+
+def _instructed_shipper(instruction: str) -> ReActAgent:
+    agent = _shipper(ship)
+    agent.instruction = instruction
+    return agent
+
+
+async def test_an_instruction_needing_a_missing_value_keeps_the_branch_beside_it_from_paying(
+    deploy: Redeploy,
+) -> None:
+    def tree(instruction: str) -> ParallelAgent:
+        return ParallelAgent("both", [_paying_branch(), _instructed_shipper(instruction)])
+
+    points = await deploy.pause(tree("Ship what is asked."))
+    answers = {point: {"approved": True} for point in points}
+    assert len(answers) == 2
+    before = await deploy.stored()
+
+    with pytest.raises(RunError, match=r"uses \{tier\} but the session has no value 'tier'"):
+        await deploy.resume(tree("Ship for {tier} customers."), answers)
+
+    assert LOG == [] and await deploy.stored() == before
+    await _resume_with(deploy, tree("Ship for {tier} customers."), answers, {"tier": "gold"})
+    assert sorted(LOG) == [("paid", "ACME", 120), ("shipped", "lamp")]
 
 
 def _executor_reply(messages: list[adk.Message]) -> Reply:
@@ -1011,13 +1045,11 @@ def _executor_reply(messages: list[adk.Message]) -> Reply:
     return Reply(tool_calls=[tool_call("ship", {"item": "lamp"}, id="call_9")])
 
 
-def _planning_shipper(executor: Agent | None = None) -> Agent:
+def _planning_shipper() -> PlanExecute:
     """A PlanExecute whose one step ships a lamp, which needs approval."""
-    from prebuilt import PlanExecute, new_executor, new_planner, new_replanner
-
     return PlanExecute(
         new_planner(ScriptedModel(lambda _: Reply(text='{"steps": ["ship the lamp"]}'))),
-        executor or new_executor(ScriptedModel(_executor_reply), [ship]),
+        new_executor(ScriptedModel(_executor_reply), [ship]),
         new_replanner(ScriptedModel(lambda _: Reply(text="All shipped."))),
     )
 
@@ -1072,3 +1104,20 @@ async def test_a_plan_execute_step_state_that_does_not_fit_keeps_the_branch_besi
     result = await deploy.resume(tree(), answers)
     assert sorted(LOG) == [("paid", "ACME", 120), ("shipped", "lamp")]
     assert result.text == "All shipped."
+
+
+async def test_a_nested_instruction_needing_a_missing_value_keeps_the_call_beside_it_from_paying(
+    deploy: Redeploy,
+) -> None:
+    # An AgentTool's nested agent renders its instruction when the nested run resumes: by then
+    # the payment of the same round was made, and the failure went to the model as the tool's.
+    assert sorted(await deploy.pause(_pays_and_ships(_instructed_shipper("Ship.")))) == sorted(
+        SHIP_POINTS
+    )
+
+    error = await deploy.refused(_pays_and_ships(_instructed_shipper("Ship {tier}.")), SHIP_POINTS)
+
+    assert "uses {tier} but the session has no value 'tier'" in error
+    tree = _pays_and_ships(_instructed_shipper("Ship {tier}."))
+    result = await _resume_with(deploy, tree, SHIP_POINTS, {"tier": "gold"})
+    assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")] and result.text == "done"
