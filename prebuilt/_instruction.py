@@ -60,13 +60,14 @@ class InstructionError(KeyError):
 
 class _MissingAtResume(InstructionError, CheckpointError):
     """The instruction a paused agent renders at resume needs a session value the session lacks,
-    found by the check before the resume runs (``adk._preflight``). Both errors: the instruction's
-    as at any start, and a refused resume, so the runner refuses it before any other branch or
-    call makes its approved call, and an ``AgentTool`` fails its caller's resume with it rather
-    than telling the caller's model the tool failed."""
+    found by the check before the resume runs (``adk._preflight``) or, where that cannot see, by
+    the resume. Both errors: the instruction's as at any start, and a refused resume, so the
+    runner refuses it before any other branch or call makes its approved call, and an
+    ``AgentTool`` fails its caller's resume with it (the checkpoint kept) rather than telling the
+    caller's model the tool failed, the nested approval dropped."""
 
     def __init__(self, error: InstructionError) -> None:
         super().__init__(
-            f"{error}; the resume is refused before anything runs and the checkpoint is kept "
-            "(resume it with the value given: invoke_resume(..., session={...}))"
+            f"{error}; the resume is refused and the checkpoint is kept (resume it with the "
+            "value given: invoke_resume(..., session={...}))"
         )

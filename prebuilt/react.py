@@ -669,8 +669,12 @@ class _ReActCore:
     def _restore(self, turn: _Turn, state: dict[str, Any]) -> list[Message]:
         """Rebuild the conversation saved at the pause, starting with the system prompt the
         current instruction renders (not the one the agent started with); returns the held
-        results."""
-        system = self._system(turn)
+        results. An instruction that needs a value the session lacks refuses the resume (the
+        walk before it renders it too, but not in what it cannot see, a toolset's agent tool)."""
+        try:
+            system = self._system(turn)
+        except InstructionError as exc:
+            raise _MissingAtResume(exc) from exc
         restored = restore(turn.ctx, self.name, state, system)
         turn.messages = restored.messages
         turn.head_size = restored.head_size

@@ -1121,3 +1121,35 @@ async def test_a_nested_instruction_needing_a_missing_value_keeps_the_call_besid
     tree = _pays_and_ships(_instructed_shipper("Ship {tier}."))
     result = await _resume_with(deploy, tree, SHIP_POINTS, {"tier": "gold"})
     assert LOG == [("paid", "ACME", 120), ("shipped", "lamp")] and result.text == "done"
+
+
+def _asks_the_shipper(toolset: Offering) -> ReActAgent:
+    """Asks the shipper agent, which a toolset offers as a tool, to ship the lamp."""
+
+    def reply(messages: list[adk.Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            LOG.append(("model saw", messages[-1].content))
+            return Reply(text="done")
+        return Reply(tool_calls=[tool_call("shipper", {"request": "ship the lamp"}, id="call_2")])
+
+    return ReActAgent("asker", ScriptedModel(reply), tools=[toolset])
+
+
+async def test_a_nested_instruction_the_walk_cannot_see_keeps_the_checkpoint(
+    deploy: Redeploy,
+) -> None:
+    # A toolset's AgentTool is not walked before the resume; its nested agent found the missing
+    # value when it resumed, and the AgentTool told the model its tool had failed: the run
+    # finished without the approved shipment and the checkpoint was gone.
+    def tree(instruction: str) -> ReActAgent:
+        return _asks_the_shipper(Offering(adk.AgentTool(_instructed_shipper(instruction))))
+
+    (point,) = await deploy.pause(tree("Ship."))
+    answer = {point: {"approved": True}}
+
+    error = await deploy.refused(tree("Ship {tier}."), answer)
+
+    assert "uses {tier} but the session has no value 'tier'" in error
+    result = await _resume_with(deploy, tree("Ship {tier}."), answer, {"tier": "gold"})
+    assert LOG == [("shipped", "lamp"), ("model saw", "shipper saw: shipped lamp")]
+    assert result.text == "done"
