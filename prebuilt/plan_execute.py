@@ -426,7 +426,7 @@ class _StepState:
     which keeps its own state under the same keys, and a pause inside it checkpoints that.
     """
 
-    __slots__ = ("done", "fork", "home", "objective", "on_history", "plan", "view")
+    __slots__ = ("done", "fork", "home", "objective", "on_history", "plan", "saved", "view")
 
     def __init__(self, ctx: RunContext, role: str) -> None:
         self.home = _home(ctx, 2)  # the steps of the PlanExecute's execute/replan loop
@@ -441,6 +441,7 @@ class _StepState:
         self.on_history = False
         self.objective, self.plan, self.done = session_state
         saved = _saved_step(ctx, role)
+        self.saved = saved is not None
         if saved is None:
             self.on_history = ctx.resume is not None
             # The plan its previous step left, unless another PlanExecute stored one since.
@@ -460,6 +461,19 @@ class _StepState:
             self.fork = saved.count("fork")
         else:
             self.on_history = True
+
+    def resumed(self, ctx: RunContext, seen: _Seen) -> None:
+        """On resume from a saved state, put it back in the session before the agent resumes:
+        the session may hold what a ``PlanExecute`` the role ran left there (it paused inside
+        it), and the agent reads the session as its step has it (a ``ReActAgent`` renders its
+        instruction from it again, ``{objective}`` or ``{plan}`` included): the step's objective
+        and finished steps, and its plan, or the one its agent stored before the pause. The inner
+        one's steps restore their own state when they resume."""
+        if self.saved:
+            session = ctx.session
+            session[OBJECTIVE_KEY] = self.objective
+            session[EXECUTED_STEPS_KEY] = self.done
+            _put_plan(session, seen.stored_plan if seen.stored else self.plan, self.home)
 
     def start(self, ctx: RunContext, prompt: str) -> tuple[AgentInput, RunContext]:
         """The agent's input and the context it runs at. A step paused by a version that ran its
@@ -527,6 +541,7 @@ class _ExecuteStep(_LoopStep):
         step = plan.steps[0]
         request, agent_ctx = state.start(ctx, self._prompt(state))
         seen = _Seen(ctx, self.name)
+        state.resumed(ctx, seen)
         seen.listen(ctx)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:
@@ -565,6 +580,7 @@ class _ReplanStep(_LoopStep):
         objective, plan, done = state.objective, state.plan, state.done
         request, agent_ctx = state.start(ctx, self._prompt(state))
         seen = _Seen(ctx, self.name)
+        state.resumed(ctx, seen)
         seen.listen(ctx)
         try:
             async with closing(drive(self.agent, request, agent_ctx)) as events:

@@ -700,6 +700,51 @@ async def test_a_plan_execute_the_executor_calls_leaves_the_outer_state_alone(
     await store.aclose()
 
 
+async def test_a_role_resumed_after_a_pause_inside_a_plan_execute_it_called_reads_its_own_state(
+    tmp_path: object,
+) -> None:
+    # A resumed ReActAgent renders its instruction from the session, which held the inner
+    # PlanExecute's objective, plan and finished steps (it paused inside them): the executor
+    # went on told the inner objective as its own, where it had started with the outer one.
+    def app(
+        inner_executor: list[str | Reply],
+        outer_executor: list[str | Reply],
+        outer_replanner: list[str | Reply],
+    ) -> tuple[PlanExecute, ScriptedModel]:
+        model = ScriptedModel(outer_executor)
+        executor = new_executor(
+            model,
+            [adk.AgentTool(_payments(inner_executor))],
+            instruction="Work towards: {objective}. Left to do: {plan}",
+        )
+        outer = PlanExecute(
+            new_planner(ScriptedModel([plan_json("check the bill", "pay the bill")])),
+            executor,
+            new_replanner(ScriptedModel(outer_replanner)),
+        )
+        return outer, model
+
+    pay_call = Reply(tool_calls=[tool_call("payments", {"request": "pay 5"})])
+    store = SQLiteCheckpointStore(f"{tmp_path}/checkpoints.db")
+    paused, _ = app(
+        [Reply(tool_calls=[tool_call("pay", {"amount": 5})])],
+        ["The bill is 5.", pay_call],
+        [update("pay the bill")],
+    )
+    first = await Runner(paused, checkpoint_store=store).invoke("settle my bill")
+    assert first.interrupt is not None and first.checkpoint_id is not None
+    assert first.session["objective"] == "pay 5"  # the inner one's, as it paused
+    fresh, model = app(["Paid."], ["Paid the bill."], ["Bill checked and paid."])
+    second = await Runner(fresh, checkpoint_store=store).invoke_resume(
+        first.checkpoint_id, {"approved": True}
+    )
+
+    assert second.text == "Bill checked and paid."
+    system = model.requests[0].messages[0]
+    assert system.content == "Work towards: settle my bill. Left to do: 1. pay the bill"
+    await store.aclose()
+
+
 def _payments(inner_executor: list[str | Reply]) -> PlanExecute:
     """A PlanExecute that pays (its executor's pay call waits for approval), for nesting."""
 
