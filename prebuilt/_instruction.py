@@ -71,3 +71,8 @@ class _MissingAtResume(InstructionError, CheckpointError):
             f"{error}; the resume is refused and the checkpoint is kept (resume it with the "
             "value given: invoke_resume(..., session={...}))"
         )
+
+
+# Named as the error it is to those who read it: an error event's ``type`` says InstructionError,
+# as it did when the resume failed on it, not this class's private name.
+_MissingAtResume.__name__ = _MissingAtResume.__qualname__ = InstructionError.__name__

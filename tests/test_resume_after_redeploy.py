@@ -1031,9 +1031,10 @@ async def test_an_instruction_needing_a_missing_value_keeps_the_branch_beside_it
     assert len(answers) == 2
     before = await deploy.stored()
 
-    with pytest.raises(RunError, match=r"uses \{tier\} but the session has no value 'tier'"):
+    with pytest.raises(RunError, match=r"uses \{tier\} but the session has no value 'tier'") as e:
         await deploy.resume(tree("Ship for {tier} customers."), answers)
 
+    assert e.value.error.type == "InstructionError"  # as when the resume failed on it
     assert LOG == [] and await deploy.stored() == before
     await _resume_with(deploy, tree("Ship for {tier} customers."), answers, {"tier": "gold"})
     assert sorted(LOG) == [("paid", "ACME", 120), ("shipped", "lamp")]
