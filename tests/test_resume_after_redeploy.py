@@ -1079,8 +1079,9 @@ def _set_role(value: Any) -> Callable[[dict[str, Any]], None]:
         (_set_step("executed", [{"step": 1}]), "'executed' must be a list of ExecutedStep"),
         (_set_step("fork", 10_000), "cannot rebuild its conversation"),
         (_set_role({"plan": None, "stored": "yes", "text": None}), "not the state a role saves"),
+        (lambda body: body["session"].pop("plan"), "cannot resume: plan-execute: the session"),
     ],
-    ids=["plan", "executed", "fork-past-the-history", "role-state"],
+    ids=["plan", "executed", "fork-past-the-history", "role-state", "session-without-a-plan"],
 )
 async def test_a_plan_execute_step_state_that_does_not_fit_keeps_the_branch_beside_it_from_paying(
     deploy: Redeploy, change: Callable[[dict[str, Any]], None], complaint: str
