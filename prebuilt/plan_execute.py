@@ -204,9 +204,11 @@ flags cannot tell the two apart there."""
 
 
 _listening: dict[tuple[int, str], _Seen] = {}
-"""The steps running now, by run and address: ``update_plan`` hands its plan to the nearest one
-at or above its call (in its run: a ``PlanExecute`` the role runs through an ``AgentTool`` has a
-run of its own, and its replanner's plan is not the role's)."""
+"""The steps running now, by session and address: ``update_plan`` hands its plan to the nearest
+one at or above its call. By session, not run: an ``AgentTool``'s nested run shares its caller's
+session and address space, so a helper agent the role asks through one (its own run) hands its
+plan to the role's step, while a ``PlanExecute`` the role runs that way has steps of its own
+nearer to its calls (its replanner's plan is not the role's)."""
 
 
 class _Seen:
@@ -272,7 +274,7 @@ class _Seen:
 
     def listen(self, ctx: RunContext) -> None:
         """Take the plans of ``update_plan`` calls in the role until ``done``."""
-        self.key = (id(ctx._run), self.address)
+        self.key = (id(ctx.session), self.address)
         _listening[self.key] = self
 
     def done(self) -> None:
@@ -657,9 +659,9 @@ def _update_plan(steps: list[str], ctx: ToolContext) -> str:
         )
     plan = Plan(steps=cleaned)
     # Handed to its step directly, and tagged so that no other step takes it (see ``_origins``).
-    run, address = id(ctx.run_context._run), ctx.address
+    where, address = id(ctx.session), ctx.address
     while True:
-        seen = _listening.get((run, address))
+        seen = _listening.get((where, address))
         if seen is not None:
             seen.stored, seen.stored_plan = True, plan
             break

@@ -745,6 +745,40 @@ async def test_a_role_resumed_after_a_pause_inside_a_plan_execute_it_called_read
     await store.aclose()
 
 
+async def test_a_plan_a_helper_of_the_replanner_updates_is_the_replanners() -> None:
+    # The replanner asks a helper agent (an AgentTool: a nested run of its own) to revise the
+    # plan. update_plan looked for the step to hand its plan to in the helper's run only, found
+    # none, and tagged the plan as another's: the replanner's reply ended the loop as its answer
+    # and the revised step never ran.
+    helper = ReActAgent(
+        "helper",
+        ScriptedModel([update("step two"), "Updated."]),
+        description="Revises the plan.",
+        tools=[adk.FunctionTool(_update_plan, name="update_plan")],
+    )
+    replanner = ReActAgent(
+        "replanner",
+        ScriptedModel(
+            [
+                Reply(tool_calls=[tool_call("helper", {"request": "revise the plan"})]),
+                "I had the plan revised.",
+                "All done.",
+            ]
+        ),
+        tools=[adk.AgentTool(helper)],
+    )
+    executor = ScriptedModel(["One done.", "Two done."])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("step one")])), new_executor(executor), replanner
+    )
+
+    result = await Runner(agent).invoke("go")
+
+    assert result.text == "All done."
+    assert executor.calls == 2
+    assert executor.requests[1].messages[1].content.endswith("which is:\nstep two")
+
+
 def _payments(inner_executor: list[str | Reply]) -> PlanExecute:
     """A PlanExecute that pays (its executor's pay call waits for approval), for nesting."""
 
