@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import gc
 import math
 import threading
+import weakref
 from typing import Any, Literal
 
 import pytest
 from conftest import ScriptAgent, run_events
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from adk import (
     FunctionTool,
@@ -281,6 +283,47 @@ async def test_a_model_result_holding_nan_reads_nan_like_a_dict_result() -> None
     await run_events(agent)
     results = _results(agent)
     assert results["s"] == results["r"] == '{"mean":NaN,"extra":{"max":-Infinity,"n":0}}'
+
+
+class _Measured(Stats):
+    unit: str
+
+
+async def test_a_model_result_of_a_class_made_per_call_does_not_keep_the_class_alive() -> None:
+    """The serializer that keeps a model's NaN was cached in a module dict keyed by class, which
+    kept alive every class a result was ever written from: a tool building its result type per
+    call (``create_model`` from a schema) piled them up for the process's life. A subclass with
+    another field still gets its own serializer, not its parent's."""
+    made: list[weakref.ref[type[BaseModel]]] = []
+
+    @tool
+    def report() -> Any:
+        """A report whose type is made from a schema at call time."""
+        cls = create_model("Report", mean=(float, ...))
+        made.append(weakref.ref(cls))
+        return cls(mean=math.nan)
+
+    @tool
+    def parent() -> Stats:
+        """The parent's serializer is made first."""
+        return Stats(mean=1.0, extra={})
+
+    @tool
+    def child() -> _Measured:
+        """Then the subclass's."""
+        return _Measured(mean=2.0, extra={}, unit="m")
+
+    calls = [tool_call("report", {}, id=f"r{i}") for i in range(3)]
+    calls += [tool_call("parent", {}, id="p"), tool_call("child", {}, id="c")]
+    agent = _agent([report, parent, child], *calls)
+    await run_events(agent)
+    results = _results(agent)
+    assert [results[f"r{i}"] for i in range(3)] == ['{"mean":NaN}'] * 3
+    assert results["p"] == '{"mean":1.0,"extra":{}}'
+    assert results["c"] == '{"mean":2.0,"extra":{},"unit":"m"}'
+    gc.collect()
+    assert len(made) == 3
+    assert [ref() for ref in made] == [None, None, None]
 
 
 async def test_tool_context_is_injected() -> None:

@@ -56,12 +56,19 @@ _FLOAT = "float"
 every reader takes. A model's data holding one says so with ``_TAGGED`` (see ``_tag_floats``)."""
 _TAGGED = "tagged"
 
-_SERIALIZERS: dict[type[BaseModel], SchemaSerializer] = {}
-"""Per registered model, its serializer with NaN and infinities kept as floats: in JSON mode
-pydantic turns those inside ``Any`` and ``dict`` fields into ``None`` (its ``ser_json_inf_nan``
-default), so a checkpoint (or an event's JSON) silently held ``null`` where the run held NaN. The
-setting is the serializer's, not a dump argument; this keeps the model's own config untouched (its
-``model_dump_json`` is its owner's business)."""
+_SERIALIZER = "_adk_nan_serializer"
+"""The class attribute holding a model's serializer with NaN and infinities kept as floats: in
+JSON mode pydantic turns those inside ``Any`` and ``dict`` fields into ``None`` (its
+``ser_json_inf_nan`` default), so a checkpoint (or an event's JSON) silently held ``null`` where the
+run held NaN. The setting is the serializer's, not a dump argument; this keeps the model's own
+config untouched (its ``model_dump_json`` is its owner's business).
+
+Kept on the class itself, read from its own ``__dict__`` (a subclass, whose config or fields may
+differ, gets its own), as pydantic keeps ``__pydantic_serializer__``: not in a module-level dict,
+which kept alive every class a tool result, a Flink output or an event was ever dumped from (a
+class made per call with ``create_model`` piled up for the process's life), nor in a
+``WeakKeyDictionary``, whose serializer refers to its class (the model schema's ``cls``) and so
+keeps its key alive all the same. On the class, the two form a cycle the collector frees."""
 
 _MAX_INT_DIGITS = 4300
 """Longest int (decimal digits) a checkpoint holds: Python's default limit on converting ints to
@@ -107,14 +114,14 @@ def _named_type(name: str) -> type[BaseModel] | None:
 
 def _json_dump(value: BaseModel, **options: Any) -> Any:
     """``value.model_dump(mode="json", **options)``, but NaN and infinities stay floats wherever
-    they are (see ``_SERIALIZERS``), for the caller to store or refuse."""
+    they are (see ``_SERIALIZER``), for the caller to store or refuse."""
     return _nan_serializer(type(value)).to_python(value, mode="json", **options)
 
 
 def _nan_serializer(cls: type[BaseModel]) -> SchemaSerializer:
-    """``cls``'s serializer with NaN and infinities kept (``_SERIALIZERS``), made once: as
+    """``cls``'s serializer with NaN and infinities kept (``_SERIALIZER``), made once: as
     floats in ``to_python``, as ``NaN``/``Infinity`` in ``to_json``."""
-    serializer = _SERIALIZERS.get(cls)
+    serializer: SchemaSerializer | None = cls.__dict__.get(_SERIALIZER)
     if serializer is None:
         cls.model_rebuild()  # builds a deferred (defer_build) model's schema; else a no-op
         schema = cls.__pydantic_core_schema__
@@ -127,7 +134,7 @@ def _nan_serializer(cls: type[BaseModel]) -> SchemaSerializer:
         config = cast(CoreConfig, dict(model_schema.get("config") or {}))
         config["ser_json_inf_nan"] = "constants"
         serializer = SchemaSerializer(schema, config)
-        _SERIALIZERS[cls] = serializer
+        setattr(cls, _SERIALIZER, serializer)
     return serializer
 
 
