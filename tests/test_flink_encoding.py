@@ -91,6 +91,31 @@ def test_from_list_refuses_a_record_json_cannot_hold() -> None:
         env.from_list([{"score": 1.0}, {"score": math.nan}], key="id")
 
 
+class _SensorReading(BaseModel):
+    sensor: str
+    value: float
+    extra: dict[str, Any] = {}
+
+
+@pytest.mark.parametrize("key", [None, "sensor"])
+@pytest.mark.parametrize(
+    ("reading", "where"),
+    [
+        (_SensorReading(sensor="b", value=math.nan), "NaN at value"),
+        (_SensorReading(sensor="b", value=1.0, extra={"max": math.inf}), "Infinity at extra.max"),
+    ],
+)
+def test_from_list_refuses_a_model_record_holding_nan_instead_of_sending_null(
+    key: str | None, reading: _SensorReading, where: str
+) -> None:
+    """A pydantic model record was written with its own JSON setting, ``null`` for NaN (and
+    with a key, for the NaN in its dict fields): the agent read a value the record never held,
+    where a dict record holding it is refused. Both are refused now, naming where."""
+    env = _environment()
+    with pytest.raises(ValueError, match=rf"record 1 holds {where}, which is not a JSON"):
+        env.from_list([_SensorReading(sensor="a", value=2.0), reading], key=key)
+
+
 # -- the async operator ----------------------------------------------------------------------------
 def _invoked(function: _AgentFunction, *rows: Row) -> list[list[dict[str, Any]] | BaseException]:
     """Each row's outputs (or failure), the rows handed over one after another on one event loop,

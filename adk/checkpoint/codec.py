@@ -146,20 +146,23 @@ def _nan_json(value: BaseModel) -> str:
     return to_json(_json_dump(value)).decode()
 
 
-def _models_nan_kept(value: Any) -> Any:
+def _models_nan_kept(value: Any, *, fallback: bool = True) -> Any:
     """``value`` with the pydantic models in it (through dicts, lists and tuples) dumped as
     ``pydantic_core.to_json(value, fallback=str)`` dumps them (by alias, what it cannot encode as
     its ``str``), but with NaN and infinities kept (``_json_dump``): ``to_json`` writes a model's
     with the model's own setting, ``null`` by default, where it writes a dict's as ``NaN``. Text,
-    the usual value, is returned at once."""
+    the usual value, is returned at once. ``fallback=False``: what a model holds that it cannot
+    encode is its ``PydanticSerializationError``, as ``to_json(value)`` without one raises."""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
-        return _json_dump(value, by_alias=True, fallback=str)
+        if fallback:
+            return _json_dump(value, by_alias=True, fallback=str)
+        return _json_dump(value, by_alias=True)
     if isinstance(value, dict):
-        return {key: _models_nan_kept(item) for key, item in value.items()}
+        return {key: _models_nan_kept(item, fallback=fallback) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [_models_nan_kept(item) for item in value]
+        return [_models_nan_kept(item, fallback=fallback) for item in value]
     return value
 
 

@@ -158,11 +158,14 @@ class FlinkExecutionEnvironment:
         decode each record once, to run it, instead of once more to find its key. A record whose
         key cannot be found, or cannot travel as JSON, is a ``ValueError`` naming it."""
         selector = checked_key(key)
+        # A model record's NaN stays NaN, to be refused as a dict's is: written with the model's
+        # own setting (``ser_json_inf_nan``), it was ``null``, a value the record never held.
+        kept = [_models_nan_kept(record, fallback=False) for record in records]
         if selector is None:
-            texts = [_json_text(record, f"record {index}") for index, record in enumerate(records)]
+            texts = [_json_text(record, f"record {index}") for index, record in enumerate(kept)]
             stream = self.env.from_collection(texts, type_info=Types.STRING())
         else:
-            rows = _keyed_rows(selector, records)
+            rows = _keyed_rows(selector, kept)
             stream = self.env.from_collection(rows, type_info=_KEYED_ROW)
         return FlinkKeyedInput(self, stream, selector, json_records=True)
 
