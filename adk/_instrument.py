@@ -177,11 +177,14 @@ class _Instrumented(Hooks):
                 # The driver will not call agent_end for a start that failed: close the span here.
                 # A callback's own CancelledError is a RuntimeError by now (``callbacks``): one
                 # that is not an Exception is the run's cancellation, not the agent's failure.
+                # A root agent's may be a record's timeout (``_timed_out``), as in ``agent_end``.
                 if tracing is not None and frame.span is not None:
                     if isinstance(exc, Exception):
                         tracing.end_agent(frame.span, ErrorInfo.of(exc), exc)
                     else:
-                        tracing.end_agent(frame.span, None, None, cancelled=True)
+                        timed_out = _timed_out(frame)
+                        cancelled = timed_out is None
+                        tracing.end_agent(frame.span, timed_out, None, cancelled=cancelled)
                 raise
         return frame
 
@@ -223,6 +226,13 @@ class _Instrumented(Hooks):
                         error,
                         exc_info=exc,
                     )
+        except BaseException as exc:
+            # The run's cancellation (a timeout, a client gone) while an after_agent callback
+            # waited: the span says cancelled, or the record's timeout, as when the agent was cut
+            # off itself, not that the agent finished.
+            if not isinstance(exc, Exception):
+                cancelled = True
+            raise
         finally:
             tracing = self._tracing
             if tracing is not None and handle.span is not None:

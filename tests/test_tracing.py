@@ -988,6 +988,32 @@ async def test_a_run_cancelled_in_before_agent_says_cancelled_not_failed(
     assert events_of(span) == ["adk.cancelled"]
 
 
+async def test_a_run_cancelled_in_after_agent_says_cancelled_not_finished(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """The span of an agent whose after_agent callback was waiting when the run was cancelled
+    ended like that of an agent that finished: no error, no adk.cancelled event."""
+    started = asyncio.Event()
+
+    async def wait(agent: Any, ctx: RunContext, error: Any) -> None:
+        started.set()
+        await asyncio.Event().wait()
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["done"])),
+        callbacks=[Callbacks(after_agent=wait)],
+        tracer_provider=provider,
+    )
+    task = asyncio.create_task(runner.invoke("x"))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent a")
+    assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
+    assert events_of(span) == ["adk.cancelled"]
+
+
 @pytest.mark.parametrize("how", ["invoke", "run"])
 @pytest.mark.parametrize("root", ["react", "sequential"])
 async def test_a_cancelled_run_says_so_on_every_agent_span(
@@ -1658,6 +1684,35 @@ async def test_a_record_cut_off_inside_an_agent_tool_fails_only_its_root_span(
         (span,) = named(spans, name)
         assert span.status.status_code == StatusCode.UNSET, name
         assert events_of(span) == ["adk.cancelled"], name
+
+
+@pytest.mark.parametrize("where", ["before_agent", "after_agent"])
+async def test_a_record_cut_off_in_an_agent_callback_fails_its_root_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, where: str
+) -> None:
+    """A record's timeout that cut off its root agent's before_agent callback ended the root
+    span merely cancelled (the span is closed where the callback failed, without the check for
+    the record's timeout), and one that cut off its after_agent callback ended it as if the agent
+    had finished: the record's output said TimeoutError, its trace did not."""
+
+    async def hang(agent: Any, ctx: RunContext, *error: Any) -> None:
+        await asyncio.Event().wait()
+
+    env = LocalExecutionEnvironment(
+        tracer_provider=provider,
+        on_error="emit",
+        timeout=0.05,
+        callbacks=[Callbacks(**{where: hang})],
+    )
+    agent = ReActAgent("slow", ScriptedModel(["done"]))
+    [failed] = await env.from_list([{"k": "a"}], key="k").apply(agent).to_list()
+    assert failed.error is not None and failed.error.type == "TimeoutError"
+    (root,) = named(exporter.get_finished_spans(), "invoke_agent slow")
+    assert attrs(root)["gen_ai.conversation.id"] == failed.run_id
+    assert root.status.status_code == StatusCode.ERROR
+    assert attrs(root)["error.type"] == "TimeoutError"
+    assert root.status.description == f"TimeoutError: {failed.error.message}"
+    assert events_of(root) == []
 
 
 class _Fickle:
