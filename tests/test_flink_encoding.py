@@ -591,6 +591,44 @@ def test_a_pause_whose_request_json_cannot_hold_gives_its_checkpoint(on_error: s
     assert resumed.output == {"approved": True}
 
 
+class _RemembersThenAsks(BaseAgent):
+    """Notes the request in its key's memory, then pauses for approval."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            ctx.session.values["asked"] = True
+            yield ctx.interrupt({"type": "approval", "arguments": {"amount": 5}})
+        else:
+            yield AgentEvent.custom({"approved": ctx.resume.data, **ctx.session.values})
+
+
+@pytest.mark.parametrize("on_error", ["emit", "raise"])
+def test_a_paused_record_keeping_memory_in_such_a_job_gives_its_checkpoint(on_error: str) -> None:
+    """A record that paused after writing its key's memory failed, in a job that restores state,
+    without its checkpoint id: the pause, saved in the store with the memory it wrote, could no
+    longer be found to be resumed elsewhere (a Runner over the same store), and the person was
+    never asked. The error now names the checkpoint, as a pause whose request cannot be sent does."""
+    store = InMemoryCheckpointStore()
+    env = _environment(on_error=on_error, checkpoint_store=lambda: store)
+    asker = _RemembersThenAsks("asker")
+    function = _AgentFunction(asker, env, True, None, restores=_RESTORES)
+    [outcome] = _invoked(function, Row("a", {"go": True}))
+    [checkpoint_id] = list(store._data)
+    if isinstance(outcome, BaseException):
+        assert isinstance(outcome, RecordError)
+        message = str(outcome)
+    else:
+        [failed] = outcome
+        assert failed["output"] is None and failed["checkpoint_id"] == checkpoint_id
+        message = failed["error"]["message"]
+    assert "keeps session values (memory) for its key" in message
+    assert f"its pause is saved as checkpoint {checkpoint_id!r}" in message
+    assert function._sessions == {}
+    runner = Runner(_RemembersThenAsks("asker"), checkpoint_store=store)
+    resumed = asyncio.run(runner.invoke_resume(checkpoint_id, True))
+    assert resumed.output == {"approved": True, "asked": True}
+
+
 class _Reading(BaseModel):
     value: float
     extra: dict[str, Any]

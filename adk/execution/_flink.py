@@ -348,7 +348,7 @@ class _WorkerAgent:
                 # A pause whose request cannot be sent (NaN in a tool's arguments, say) is saved
                 # all the same (checkpoints keep NaN): its id goes out with the error, so the
                 # pause can still be resumed rather than lost with the request.
-                paused = next((o.checkpoint_id for o in outputs if o.checkpoint_id), None)
+                paused = _paused_in(outputs)
                 if paused is not None:
                     reason += f" (its pause is saved as checkpoint {paused!r})"
                 error = ErrorInfo(type(exc).__name__, reason)
@@ -429,7 +429,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             outputs = await run_record(runner, mine, index, key, record, self._timeout, run_id)
             commit = (lambda: sessions.update(mine)) if mine else None
             if commit is not None and self._restores is not None:
-                outputs, commit = [self._not_kept(index, key, record, run_id)], None
+                outputs, commit = [self._not_kept(index, key, record, run_id, outputs)], None
             return self._leaving(outputs, index, key, record, run_id, commit)
         finally:
             done.set_result(None)
@@ -437,21 +437,35 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
                 del self._tails[key]
             self._running.pop(id(value), None)
 
-    def _not_kept(self, index: int, key: Hashable, record: Any, run_id: str) -> KeyedOutput:
+    def _not_kept(
+        self, index: int, key: Hashable, record: Any, run_id: str, outputs: list[KeyedOutput]
+    ) -> KeyedOutput:
         """The failure of a record that would keep session values (memory) for its key in a job
         that restores state: they would live only in this operator's memory, and a restore would
         run the key's next records on none, silently (see ``_why_state_is_restored``). Failing
-        the record drops its writes, so no key ever has memory that a restore could lose."""
+        the record drops its writes, so no key ever has memory that a restore could lose.
+
+        A record that paused (``outputs``) has its pause saved all the same, with the memory it
+        wrote: the failure names that checkpoint, as ``_leaving`` does for a pause whose request
+        cannot be sent, so that it can still be resumed elsewhere rather than lost."""
+        paused = _paused_in(outputs)
+        saved = f" (its pause is saved as checkpoint {paused!r})" if paused is not None else ""
         exc = RuntimeError(
             f"record {index} (key {key!r}) keeps session values (memory) for its key, which "
             "the async operator holds in its own memory, not in Flink's state (PyFlink's async "
             f"operator has no keyed state); this job restores state ({self._restores}), and a "
             "restore would run the key's next records without them. Use "
             "FlinkExecutionEnvironment(durable_memory=True) to keep memory in keyed state, or "
-            "an agent that keeps no session values"
+            f"an agent that keeps no session values{saved}"
         )
         return KeyedOutput(
-            key, index, record, error=ErrorInfo.of(exc), run_id=run_id, _exception=exc
+            key,
+            index,
+            record,
+            error=ErrorInfo.of(exc),
+            checkpoint_id=paused,
+            run_id=run_id,
+            _exception=exc,
         )
 
     def timeout(self, value: Any) -> list[str]:
@@ -545,6 +559,11 @@ class _LoopThread:
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+def _paused_in(outputs: list[KeyedOutput]) -> str | None:
+    """The checkpoint a record's run paused in, if it paused."""
+    return next((output.checkpoint_id for output in outputs if output.checkpoint_id), None)
 
 
 _RECOVERY_OPTIONS = ("execution.state-recovery.path", "execution.savepoint.path")
