@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how to get it
     pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
@@ -648,3 +648,21 @@ def test_nan_in_an_output_model_is_refused_not_sent_as_null(output: Any, where: 
         _as_json(KeyedOutput("k", 0, None, output=output))
     fine = json.loads(_as_json(KeyedOutput("k", 0, None, output=_Reading(value=2.5, extra={}))))
     assert fine["output"] == {"value": 2.5, "extra": {}}
+
+
+class _ReadingAsStrings(BaseModel):
+    """A model whose owner made its NaN JSON: pydantic writes it as ``"NaN"`` strings."""
+
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+    value: float
+    extra: dict[str, Any]
+
+
+def test_an_output_model_that_writes_its_nan_as_strings_is_sent_as_it_says() -> None:
+    """Refusing the NaN that pydantic's default silently wrote as null also refused the NaN of a
+    model configured to write it as a string (``ser_json_inf_nan="strings"``, JSON others read),
+    whose records had gone out as its owner asked: the record failed instead."""
+    output = [_ReadingAsStrings(value=math.nan, extra={"max": math.inf})]
+    sent = json.loads(_as_json(KeyedOutput("k", 0, None, output=output)), parse_constant=_not_json)
+    assert sent["output"] == [{"value": "NaN", "extra": {"max": "Infinity"}}]
+    assert sent["error"] is None

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import pytest
 from conftest import ScriptAgent, run_events
-from pydantic import BaseModel, create_model
+from pydantic import BaseModel, ConfigDict, create_model
 
 from adk import (
     FunctionTool,
@@ -283,6 +283,25 @@ async def test_a_model_result_holding_nan_reads_nan_like_a_dict_result() -> None
     await run_events(agent)
     results = _results(agent)
     assert results["s"] == results["r"] == '{"mean":NaN,"extra":{"max":-Infinity,"n":0}}'
+
+
+class _StatsAsStrings(BaseModel):
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+    mean: float
+
+
+async def test_a_model_result_that_writes_its_nan_as_strings_reads_as_it_says() -> None:
+    """A model configured to write NaN as a string (its owner's choice) reached the model as
+    a NaN token once NaN was kept for models that left the setting at pydantic's null."""
+
+    @tool
+    def stats() -> _StatsAsStrings:
+        """Statistics of an empty sample."""
+        return _StatsAsStrings(mean=math.nan)
+
+    agent = _agent([stats], tool_call("stats", {}, id="s"))
+    await run_events(agent)
+    assert _results(agent)["s"] == '{"mean":"NaN"}'
 
 
 class _Measured(Stats):

@@ -18,7 +18,7 @@ from math import isfinite
 from typing import Any, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
-from pydantic_core import SchemaSerializer, to_json
+from pydantic_core import SchemaSerializer, from_json, to_json
 from pydantic_core.core_schema import CoreConfig
 
 __all__ = [
@@ -138,11 +138,21 @@ def _nan_serializer(cls: type[BaseModel]) -> SchemaSerializer:
     return serializer
 
 
+def _chose_nan(cls: type[BaseModel]) -> bool:
+    """Whether ``cls``'s config says how its JSON writes NaN and infinities
+    (``ser_json_inf_nan``): then JSON meant for others (a tool result, a Flink output) is written
+    as its owner asked, ``"NaN"`` strings or ``null`` (only pydantic's default, ``null`` unasked
+    for, lost the value silently). Checkpoints keep NaN whatever it says."""
+    return "ser_json_inf_nan" in cls.model_config
+
+
 def _nan_json(value: BaseModel) -> str:
     """``value.model_dump_json()``, but with NaN and infinities written ``NaN``, ``Infinity``,
     as pydantic writes them in a dict or a dataclass, instead of ``null``: through its JSON data
     (``_json_dump``), since a model's own serializer writes its typed floats with its own
-    setting."""
+    setting. A model whose config sets that (``_chose_nan``) is written as it says."""
+    if _chose_nan(type(value)):
+        return value.model_dump_json()
     return to_json(_json_dump(value)).decode()
 
 
@@ -152,10 +162,14 @@ def _models_nan_kept(value: Any, *, fallback: bool = True) -> Any:
     its ``str``), but with NaN and infinities kept (``_json_dump``): ``to_json`` writes a model's
     with the model's own setting, ``null`` by default, where it writes a dict's as ``NaN``. Text,
     the usual value, is returned at once. ``fallback=False``: what a model holds that it cannot
-    encode is its ``PydanticSerializationError``, as ``to_json(value)`` without one raises."""
+    encode is its ``PydanticSerializationError``, as ``to_json(value)`` without one raises. A
+    model whose config sets how NaN is written (``_chose_nan``) is dumped as ``to_json`` dumps it
+    (``"NaN"`` strings, say), not refused for a NaN its owner had made JSON."""
     if isinstance(value, str):
         return value
     if isinstance(value, BaseModel):
+        if _chose_nan(type(value)):
+            return from_json(to_json(value, by_alias=True, fallback=str if fallback else None))
         if fallback:
             return _json_dump(value, by_alias=True, fallback=str)
         return _json_dump(value, by_alias=True)
