@@ -74,7 +74,10 @@ class Reply:
     (the status, as text, by default) and ``error_param`` sets its ``param`` (OpenAI's name of the
     field at fault); in a stream's error event it replaces the code (vLLM's number 500 in Chat,
     ``server_error`` in Responses) with this text, as LiteLLM's proxy sends the upstream's
-    status. ``echo_request`` answers the error as FastAPI-based servers (vLLM, LiteLLM) answer a
+    status. ``finish_reason="error"`` answers as OpenRouter does when the provider failed while
+    the model was answering: the choice (a stream's last) carries ``error`` (``code`` 502, or
+    ``error_code``; ``error`` its message). ``echo_request`` answers the error as FastAPI-based
+    servers (vLLM, LiteLLM) answer a
     model-level validator's failure: ``"detail"`` as FastAPI does, ``{"detail": [{"type":
     "value_error", "loc": ["body"], "msg": "Value error, <error>", "input": <the whole request>,
     "ctx": ...}]}``, or ``"message"``, that list's text as an OpenAI error's message, as servers
@@ -782,28 +785,39 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
         message["content"] = [*_thinking_parts(reply.reasoning), *_text_parts(reply.text)]
     elif reply.reasoning:
         message["reasoning_content"] = reply.reasoning
+    choice = {"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}
+    if reply.finish == "error":
+        choice["error"] = _choice_error(reply)
     return {
         "id": reply.response_id or f"chatcmpl-{n}",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [
-            {"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}
-        ],
+        "choices": [choice],
         "usage": _chat_usage(reply),
     }
+
+
+def _choice_error(reply: Reply) -> dict[str, Any]:
+    """The error OpenRouter puts on a choice whose finish reason is ``error`` (the provider
+    failed while the model was answering): its code is the status, a number."""
+    code: int | str = 502 if reply.error_code is None else reply.error_code
+    return {"code": code, "message": reply.error}
 
 
 def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> list[str]:
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+        if finish == "error":
+            choice["error"] = _choice_error(reply)
         return {
             "id": reply.response_id or f"chatcmpl-{n}",
             "object": "chat.completion.chunk",
             "created": created,
             "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
+            "choices": [choice],
         }
 
     chunks = [chunk({"role": "assistant", "content": ""})]

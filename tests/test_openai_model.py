@@ -999,6 +999,53 @@ async def test_a_stream_cut_once_the_model_finished_keeps_the_whole_answer(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("cut", [None, -2], ids=["ended", "cut_after_the_finish"])
+async def test_a_stream_whose_answer_ends_in_an_error_raises_instead_of_passing_for_whole(
+    server: OpenAIServer, cut: int | None
+) -> None:
+    # OpenRouter ends the answer of a provider that failed mid-way with finish_reason "error" and
+    # the error on the choice: the cut answer passed for a whole one ("error" was taken as any
+    # finish reason), and once a connection lost after the finish kept the answer, even a
+    # stream cut right after it did.
+    server.script(
+        Reply(
+            text="the first half of an answ",
+            finish_reason="error",
+            error="provider died",
+            break_after=cut,
+        ),
+        Reply(text="unused"),
+    )
+    received: list[MessageChunk] = []
+    async with make_model(server) as model:
+        with pytest.raises(ModelError, match="provider died") as caught:
+            async for chunk in model.stream([Message.user("hi")]):
+                received.append(chunk)
+    assert "".join(c.content for c in received).startswith("the first")
+    assert "mid-stream" in str(caught.value) and caught.value.status == 502
+    assert len(server.requests) == 1  # chunks reached the caller: never retried
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+async def test_an_answer_ending_in_an_error_before_anything_was_seen_is_retried(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    # The same answer before anything reached the caller (a whole body; a stream whose first
+    # chunk is the failed finish) is retried as the status its error's code stands for, and
+    # fails for good when that is not a transient one.
+    server.script(
+        Reply(text="half" if not streaming else "", finish_reason="error"),
+        Reply(text="a whole answer"),
+        Reply(finish_reason="error", error_code="400", error="bad tool schema"),
+    )
+    async with make_model(server) as model:
+        message = await call(model, streaming, [Message.user("hi")])
+        assert message.content == "a whole answer" and len(server.requests) == 2
+        with pytest.raises(ModelError, match="bad tool schema") as caught:
+            await call(model, streaming, [Message.user("hi")])
+    assert caught.value.status == 400 and len(server.requests) == 3
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_stream_ending_early_raises_instead_of_truncating(
     server: OpenAIServer, api: str

@@ -10,8 +10,10 @@ from ..tools.base import ToolSpec
 from ._openai_common import (
     arguments_text,
     content_parts,
+    error_detail,
     function_choice_name,
     identity_of,
+    in_band_status,
     json_schema_of,
     reasoning_of,
     require_tool_call_id,
@@ -21,7 +23,7 @@ from ._openai_common import (
     unusable_reply,
     usage_of,
 )
-from .base import ModelOptions
+from .base import ModelError, ModelOptions
 
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 # Enum members read once: ``Role.ASSISTANT`` is a metaclass lookup (~900 instructions in CPython
@@ -170,6 +172,8 @@ def chat_message(completion: Any) -> Message:
         reasoning=reasoning or None,
     )
     finish = getattr(choice, "finish_reason", None)
+    if finish == "error":
+        raise _failed_answer(choice)
     if isinstance(finish, str):
         message.metadata["finish_reason"] = finish
     refusal = getattr(raw, "refusal", None)
@@ -177,6 +181,21 @@ def chat_message(completion: Any) -> Message:
         message.metadata["refusal"] = refusal
     response_identity(message, completion)
     return message
+
+
+def _failed_answer(choice: Any) -> ModelError:
+    """The error for a choice whose finish reason is ``error``: OpenRouter ends so the answer of
+    a provider that failed while the model was answering, with the error on the choice
+    (``{"code": 502, "message": ...}``). The answer is cut, not finished: taken as one, it passed
+    for whole. Its code is read as the status it stands for (``in_band_status``), so a failure
+    before anything reached the caller is retried as that status is."""
+    error = getattr(choice, "error", None)  # not an SDK field: kept as the dict it came as
+    message = error.get("message") if isinstance(error, dict) else None
+    said = message if isinstance(message, str) and message else "no details given"
+    return ModelError(
+        f"the model's answer ended in an error: {said}{error_detail(error)}",
+        status=in_band_status(error),
+    )
 
 
 class ChatStreamDecoder:
@@ -249,6 +268,8 @@ class ChatStreamDecoder:
                         )
                     )
             reason = getattr(choice, "finish_reason", None)
+            if reason == "error":
+                raise _failed_answer(choice)
             if isinstance(reason, str) and reason:
                 finish = reason
                 self.finished = True
