@@ -6,7 +6,9 @@ response): pieces of each answer as the model writes them (``{"delta": ...}``), 
 the approval request with its checkpoint id), which a Python client turns back into events with
 ``AgentEvent.from_dict``. ``GET /pending`` lists the runs waiting on a person and what each asks,
 read from the checkpoint store itself (``runner.pending()``), so the service keeps no list of its
-own that could drift from the store. ``POST /resume`` carries a
+own that could drift from the store (a run whose pause cannot be sent as standard JSON, NaN in
+what it asks, is listed with that error: the service writes only standard JSON, which a browser's
+``JSON.parse`` reads). ``POST /resume`` carries a
 person's decision to that checkpoint, which lives in a SQLite file, so any worker sharing the file
 could take it. Three things a service has to get right, shown here:
 
@@ -46,6 +48,8 @@ EXAMPLE_EXPECT = (
     "waiting for approval of send_payment",
     "pending: [('send_payment', {'payee': 'ACME', 'amount_cents': 4200})]",
     "pending after the approval: []",
+    "pending, unshown: its interrupt info cannot be sent as JSON: Out of range float values are "
+    "not JSON compliant",
     "400 resume data for approval point",
     "paid: sent 4200 cents to ACME",
     "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, "
@@ -70,6 +74,12 @@ def send_payment(payee: str, amount_cents: int) -> str:
     return f"sent {amount_cents} cents to {payee}"
 
 
+@adk.tool(require_approval=True)
+def set_exchange_rate(currency: str, rate: float) -> str:
+    """Set the rate payments in ``currency`` are converted at; a person approves it."""
+    return f"{currency} at {rate}"
+
+
 @adk.tool
 async def lookup_invoice(invoice: str) -> str:
     """Look an invoice up in a slow back-office system."""
@@ -92,6 +102,9 @@ def scripted_model(messages: list[adk.Message]) -> Any:
         return adk.ModelError("HTTP 503: overloaded (gave up after 3 attempts)", status=503)
     if "drop" in last.content:  # a model of your own raises what its client raised
         return ConnectionResetError("backend reset the connection")
+    if "rate" in last.content:  # a model that wrote NaN (Python's JSON parser takes it)
+        unknown = {"currency": "CHF", "rate": float("nan")}
+        return Reply(tool_calls=[tool_call("set_exchange_rate", unknown)])
     if "slow" in last.content:
         return Reply(tool_calls=[tool_call("lookup_invoice", {"invoice": "INV-9"})])
     payment = {"payee": "ACME", "amount_cents": 4200}
@@ -140,6 +153,12 @@ class Service:
                     )
                     continue
                 points = [{"id": point.id, "info": point.info} for point in entry.points]
+                try:  # what a checkpoint keeps (NaN, a datetime) may not be JSON a client reads
+                    json.dumps(points, allow_nan=False)
+                except (TypeError, ValueError) as exc:  # listed, not hidden, nor the list failed
+                    error = f"its interrupt info cannot be sent as JSON: {exc}"
+                    waiting.append({"checkpoint_id": entry.checkpoint_id, "error": error})
+                    continue
                 waiting.append(
                     {
                         "checkpoint_id": entry.checkpoint_id,
@@ -228,14 +247,16 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, An
     return path, body
 
 
+# ``allow_nan=False``: Python would write ``NaN``, which is not JSON and a browser's ``JSON.parse``
+# refuses; what cannot be sent is refused here, where it is made, as ``AgentEvent.to_dict`` does.
 async def _send_line(writer: asyncio.StreamWriter, value: Any) -> None:
-    data = json.dumps(value).encode() + b"\n"
+    data = json.dumps(value, allow_nan=False).encode() + b"\n"
     writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
     await writer.drain()
 
 
 async def _send_json(writer: asyncio.StreamWriter, status: int, value: Any) -> None:
-    data = json.dumps(value).encode()
+    data = json.dumps(value, allow_nan=False).encode()
     reason = "OK" if status == 200 else "Error"
     head = f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\n"
     writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
@@ -268,19 +289,28 @@ async def post(
     try:
         if status != 200:
             assert length is not None
-            return status, json.loads(await reader.readexactly(length))["error"]
+            return status, _json(await reader.readexactly(length))["error"]
         if length is not None:  # a plain JSON answer (GET /pending), not a stream
-            return json.loads(await reader.readexactly(length))
+            return _json(await reader.readexactly(length))
         if leave_when is not None:
             await leave_when.wait()
             return []
         lines = []
         while size := int(await reader.readline(), 16):
-            lines.append(json.loads(await reader.readexactly(size)))
+            lines.append(_json(await reader.readexactly(size)))
             await reader.readline()
         return lines
     finally:
         writer.close()
+
+
+def _json(data: bytes) -> Any:
+    """Parse as a browser's ``JSON.parse`` would: ``NaN``/``Infinity`` are not JSON."""
+    return json.loads(data, parse_constant=_not_json)
+
+
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not JSON")
 
 
 async def get(port: int, path: str) -> Any:
@@ -294,7 +324,7 @@ async def main() -> None:
             "clerk",
             ScriptedModel(scripted_model),
             instruction="You pay invoices.",
-            tools=[send_payment, lookup_invoice],
+            tools=[send_payment, set_exchange_rate, lookup_invoice],
         )
         async with (
             SQLiteCheckpointStore(Path(tmp) / "checkpoints.db") as store,
@@ -332,6 +362,13 @@ async def main() -> None:
             assert answer.output is not None and answer.output.stream is not None  # it streamed
             print("[client] answer:", (await answer.output.stream.collect()).content)
             print("[client] pending after the approval:", await get(port, "/pending"))
+
+            # A run another worker paused with NaN in what it asks (a checkpoint keeps NaN): it is
+            # listed with why it cannot be shown, and the list is standard JSON all the same.
+            async for _event in runner.run("Set the CHF rate."):
+                pass
+            (unshown,) = await get(port, "/pending")
+            print("[client] pending, unshown:", unshown["error"])
 
             status, error = await post(port, "/chat", {"message": 42})
             print(f"[client] {status} {error}")
