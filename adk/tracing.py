@@ -22,6 +22,7 @@ built), as the JSON attributes the conventions define (``gen_ai.input.messages``
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -818,20 +819,41 @@ def _input_messages(messages: Sequence[Message]) -> tuple[str | None, str]:
 
 
 def _tool_definitions(tools: Sequence[Any]) -> str:
-    """``gen_ai.tool.definitions``: the request's tools (``ToolSpec``) as the conventions' JSON."""
-    return json.dumps(
-        [
-            {
-                "type": "function",
-                "name": spec.name,
-                "description": spec.description,
-                "parameters": spec.parameters,
-            }
-            for spec in tools
-        ],
-        ensure_ascii=False,
-        default=str,  # a schema is JSON data; anything else in it is shown, not a failed call
-    )
+    """``gen_ai.tool.definitions``: the request's tools (``ToolSpec``) as the conventions' JSON.
+
+    Standard JSON, as the messages are: a schema can hold a non-finite number (a parameter
+    defaulting to ``float("inf")``), which ``json.dumps`` would write as ``Infinity``, making the
+    whole attribute unreadable to a backend's ``JSON.parse``; such a number is recorded as that
+    text instead (only when one is there: the usual schema is dumped once, unwalked)."""
+    definitions = [
+        {
+            "type": "function",
+            "name": spec.name,
+            "description": spec.description,
+            "parameters": spec.parameters,
+        }
+        for spec in tools
+    ]
+    try:
+        return _dumps_definitions(definitions)
+    except ValueError:  # a NaN or an infinity somewhere in a schema
+        return _dumps_definitions(_finite(definitions))
+
+
+def _dumps_definitions(definitions: Any) -> str:
+    # ``default=str``: a schema is JSON data; anything else in it is shown, not a failed call.
+    return json.dumps(definitions, ensure_ascii=False, allow_nan=False, default=str)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with each NaN or infinity as the text ``json.dumps`` would have written."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return json.dumps(value)  # "NaN", "Infinity", "-Infinity"
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _output_messages(reply: Message, finish: str | None) -> str:

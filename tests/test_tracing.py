@@ -1216,6 +1216,31 @@ async def test_the_tools_offered_to_the_model_are_recorded_with_the_content(
     assert "gen_ai.tool.definitions" not in attrs(chat)
 
 
+async def test_tool_definitions_stay_json_when_a_schema_holds_an_infinite_default(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A parameter defaulting to ``float("inf")`` has ``inf`` in its schema, which ``json.dumps``
+    wrote as ``Infinity``, so a backend could not parse the definitions at all; the number is
+    recorded as that text and the rest as it is."""
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+
+    @tool
+    def clamp(value: float, upper: float = float("inf"), lower: float = -float("inf")) -> str:
+        """Clamp a value."""
+        return str(max(lower, min(value, upper)))
+
+    agent = ReActAgent("calc", ScriptedModel(["ok"]), tools=[clamp, add])
+    await Runner(agent, tracer_provider=provider).invoke("x")
+    (chat,) = named(exporter.get_finished_spans(), "chat scripted")
+    text = attrs(chat)["gen_ai.tool.definitions"]
+    definitions = json.loads(text, parse_constant=_refuse_constant)  # standard JSON
+    properties = definitions[0]["parameters"]["properties"]
+    assert properties["upper"]["default"] == "Infinity"
+    assert properties["lower"]["default"] == "-Infinity"
+    assert properties["value"] == {"type": "number"}
+    assert definitions[1]["parameters"] == add.spec.parameters  # the other tool as it is
+
+
 # -- streams --------------------------------------------------------------------------------------
 async def test_a_streaming_run_traces_each_streamed_call(
     provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
