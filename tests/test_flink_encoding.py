@@ -8,6 +8,8 @@ state and the key, is a stand-in. tests/test_flink.py runs the same on a real Mi
 from __future__ import annotations
 
 import asyncio
+import datetime
+import enum
 import importlib.util
 import json
 import math
@@ -31,7 +33,13 @@ from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, act
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import from_json_value
 from adk.execution import FlinkExecutionEnvironment, RecordError
-from adk.execution._flink import _AgentFunction, _as_json, _KeyedStateFunction
+from adk.execution._flink import (
+    _AgentFunction,
+    _as_json,
+    _decoded_key,
+    _keyed_rows,
+    _KeyedStateFunction,
+)
 from adk.execution._records import KeyedOutput
 
 
@@ -506,6 +514,41 @@ def test_from_list_names_a_record_whose_key_cannot_be_found_or_sent() -> None:
         env.from_list([{"id": "a"}, {"name": "b"}], key="id")
     with pytest.raises(ValueError, match=r"the key of record 0 \(nan\) cannot travel as JSON"):
         env.from_list([{"score": "nan"}], key=lambda r: float(r["score"]))
+
+
+@pytest.mark.parametrize(
+    ("key", "kind"),
+    [
+        # Two distinct keys whose encodings are one text: both would be one key (one session).
+        (lambda r: datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC), "datetime"),
+        (lambda r: r["id"].encode(), "bytes"),
+        # Back from JSON as a tuple, unequal to the key it was (another session for its records).
+        (lambda r: frozenset({r["id"]}), "frozenset"),
+        (lambda r: ("a", b"b"), "bytes"),
+        (lambda r: _Colour.RED, "_Colour"),
+    ],
+)
+def test_from_list_refuses_a_key_json_would_turn_into_another(key: Any, kind: str) -> None:
+    """pydantic's encoder made such a key a string or an array without a word, so distinct keys
+    could collapse into one or a key come back unequal to itself; it is refused like a NaN key."""
+    with pytest.raises(
+        ValueError, match=rf"the key of record 0 \(.*\) cannot travel as JSON: {kind} "
+    ):
+        _environment().from_list([{"id": "a"}], key=key)
+
+
+def test_from_list_takes_keys_that_come_back_as_themselves() -> None:
+    for key in [None, True, 1, 1.5, "a", _Level.HIGH, ("a", (1, None))]:
+        (row,) = _keyed_rows(lambda r, k=key: k, [{"id": "a"}])
+        assert _decoded_key(row[0]) == key
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+class _Level(enum.StrEnum):
+    HIGH = "high"
 
 
 # -- the async operator in a job that restores state ------------------------------------------------

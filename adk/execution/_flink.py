@@ -608,12 +608,39 @@ def _key_json(selector: KeySelector, data: Any, index: int) -> str:
         raise ValueError(
             f"the key of record {index} could not be found: {type(exc).__name__}: {exc}"
         ) from exc
+    problem = _not_a_json_key(key)
+    if problem is not None:
+        raise ValueError(f"the key of record {index} ({key!r}) cannot travel as JSON: {problem}")
     try:
         return _json_text(key, f"the key of record {index}")
     except ValueError as exc:
         raise ValueError(
             f"the key of record {index} ({key!r}) cannot travel as JSON: {exc}"
         ) from exc
+
+
+# What a key can be and come back equal to itself from its JSON text (a tuple as an array).
+_JSON_KEY_TYPES = (str, int, float, type(None))
+
+
+def _not_a_json_key(key: Any) -> str | None:
+    """Why ``key`` would not come back from JSON as itself, or ``None``. pydantic's encoder turns
+    a ``datetime``, ``bytes`` or ``Enum`` into a string and a ``frozenset`` into an array, so two
+    distinct keys could share one text, or a key come back unequal to itself (a different
+    session); each is refused instead. (bool is an int; a str or int subclass, a ``StrEnum``,
+    comes back as its value, which it equals.)"""
+    if isinstance(key, tuple):
+        for item in key:
+            problem = _not_a_json_key(item)
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(key, _JSON_KEY_TYPES):
+        return None
+    return (
+        f"{type(key).__qualname__} is not a JSON key (use a str, a number, a bool, None or a "
+        "tuple of them)"
+    )
 
 
 def _key_text(row: Row) -> str:
