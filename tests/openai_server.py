@@ -54,7 +54,8 @@ class Reply:
     counting the server's answers), so two calls can be compared field for field. ``call_index``
     is how streamed tool-call fragments are numbered: ``"each"`` (0, 1, ... as OpenAI does),
     ``"shared"`` (every call 0, as Ollama does) or ``"none"`` (no index, as Gemini's OpenAI endpoint
-    does). ``content_parts`` sends the content as a list of parts, reasoning as a ``thinking`` part
+    does; in a Responses stream, a function call's events with ``output_index`` 0, or without
+    one, only its item id). ``content_parts`` sends the content as a list of parts, reasoning as a ``thinking`` part
     (Mistral's reasoning models), in both modes. ``raw`` replaces the whole answer with these bytes
     (status 200, ``content_type``) whatever was asked, and ``malformed_after`` sends an SSE event
     that is not JSON after that many events of a stream. ``refusal`` is
@@ -955,21 +956,22 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
             events += _text_events(reply, "response.output_text", item["id"], index, reply.text)
             events += _refusal_events(reply, item["id"], index, content_index=int(bool(reply.text)))
         else:
+            # call_index "none": the call's events carry only its item id, no output_index;
+            # "shared": every call's output_index is 0
+            at = {"each": {"output_index": index}, "shared": {"output_index": 0}, "none": {}}[
+                reply.call_index
+            ]
             started = {**item, "arguments": "", "status": "in_progress"}
             if reply.call_added:
-                events.append(
-                    {"type": "response.output_item.added", "output_index": index, "item": started}
-                )
+                events.append({"type": "response.output_item.added", **at, "item": started})
             if not isinstance(item["arguments"], str):  # an object: only in the finished item
-                events.append(
-                    {"type": "response.output_item.done", "output_index": index, "item": item}
-                )
+                events.append({"type": "response.output_item.done", **at, "item": item})
                 continue
             events += [
                 {
                     "type": "response.function_call_arguments.delta",
                     "item_id": item["id"],
-                    "output_index": index,
+                    **at,
                     "delta": piece,
                 }
                 for piece in _pieces(item["arguments"], reply.fragment)
@@ -978,10 +980,12 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
                 {
                     "type": "response.function_call_arguments.done",
                     "item_id": item["id"],
-                    "output_index": index,
+                    **at,
                     "arguments": item["arguments"],
                 }
             )
+            events.append({"type": "response.output_item.done", **at, "item": item})
+            continue
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     final = _response_object(reply, model, n, "completed")
     kind = "response.completed" if final["status"] == "completed" else "response.incomplete"

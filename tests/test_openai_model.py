@@ -303,6 +303,30 @@ async def test_a_responses_call_streamed_before_its_item_is_announced_keeps_its_
     assert streamed == plain
 
 
+@pytest.mark.parametrize("call_index", ["none", "shared"])
+@pytest.mark.parametrize("call_added", [True, False])
+async def test_responses_calls_whose_events_carry_no_output_index_stay_apart(
+    server: OpenAIServer, call_index: str, call_added: bool
+) -> None:
+    # Keyed by output_index alone, every call without one (or all with one index) was one call:
+    # two calls became one with both arguments run together ('{"path": "a.txt"}{"path":
+    # "b.txt"}'). Each event names its item (item_id, item.id), which keeps them apart.
+    calls = [
+        Call("read", '{"path": "a.txt"}', id="call_a"),
+        Call("write", '{"path": "b.txt"}', id="call_b"),
+    ]
+    reply = Reply(tool_calls=calls, call_index=call_index, call_added=call_added, response_id="r")
+    server.script(reply, reply)
+    async with make_model(server, "responses") as model:
+        streamed = await call(model, True, [Message.user("go")], tools=[ADD])
+        plain = await call(model, False, [Message.user("go")], tools=[ADD])
+    assert [(t.id, t.name, t.arguments) for t in streamed.tool_calls] == [
+        ("call_a", "read", '{"path": "a.txt"}'),
+        ("call_b", "write", '{"path": "b.txt"}'),
+    ]
+    assert streamed == plain
+
+
 @pytest.mark.parametrize("call_index", ["shared", "none"])
 @pytest.mark.parametrize("repeat_name", [False, True])
 async def test_streamed_calls_with_a_shared_or_missing_index_stay_apart(

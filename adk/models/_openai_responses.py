@@ -237,7 +237,8 @@ class ResponsesStreamDecoder:
     """Turns Responses stream events into ``MessageChunk``s; ``finished`` once the response completed.
 
     Function calls are numbered 0, 1, ... in the order their items appear (``output_index`` counts
-    every item, messages and reasoning too). Arguments come from the delta events; a server that only
+    every item, messages and reasoning too), each told apart by its item id where events carry one
+    (see ``_index``). Arguments come from the delta events; a server that only
     sends the finished item (no deltas) still gets its arguments through from ``output_item.done``,
     and one whose deltas come before the call's ``output_item.added`` (or without one) its id and
     name, which only the item carries.
@@ -261,6 +262,8 @@ class ResponsesStreamDecoder:
     __slots__ = (
         "_argued",
         "_calls",
+        "_count",
+        "_identified",
         "_identity",
         "_named",
         "_reasoned",
@@ -273,18 +276,43 @@ class ResponsesStreamDecoder:
         self.finished = False
         self._texted = False  # some output text arrived (deltas or a .done event)
         self._reasoned = False  # the same for reasoning
-        self._calls: dict[int, int] = {}  # output_index -> tool-call index
+        # ("id", item id) and ("at", output_index or None) -> tool-call index
+        self._calls: dict[tuple[str, object], int] = {}
+        self._identified: set[int] = set()  # tool-call indexes tied to an item id
+        self._count = 0  # tool calls seen
         self._argued: set[int] = set()  # tool-call indexes whose arguments were streamed
         self._named: set[int] = set()  # tool-call indexes whose item (id and name) was read
         self._identity: dict[str, str] = {}
         self._refusals: dict[tuple[object, object], list[str]] = {}  # (output, content) -> text
 
-    def _index(self, output_index: object) -> int:
-        key = output_index if isinstance(output_index, int) else -1
+    def _index(self, output_index: object, item_id: object) -> int:
+        """The tool-call index of the call an event is about. The protocol gives every call event
+        both the item's id and ``output_index``, but a server may leave the index out: keyed by
+        the index alone, every such call was one, their arguments run together. So the id
+        decides where there is one, and whichever of the two an event carries is tied to its
+        call, so an event with only one of them finds its call too; an index already tied to
+        another id is another call (a server numbering every item 0)."""
+        place: tuple[str, object] = ("at", output_index if isinstance(output_index, int) else None)
+        if not (isinstance(item_id, str) and item_id):
+            index = self._calls.get(place)
+            if index is None:
+                index = self._calls[place] = self._new_call()
+            return index
+        key = ("id", item_id)
         index = self._calls.get(key)
         if index is None:
-            index = self._calls[key] = len(self._calls)
+            index = self._calls.get(place) if place[1] is not None else None
+            if index is None or index in self._identified:
+                index = self._new_call()
+            self._calls[key] = index
+            self._identified.add(index)
+        if place[1] is not None:
+            self._calls.setdefault(place, index)
         return index
+
+    def _new_call(self) -> int:
+        self._count += 1
+        return self._count - 1
 
     def feed(self, event: Any) -> MessageChunk | None:
         kind = getattr(event, "type", None)
@@ -303,7 +331,9 @@ class ResponsesStreamDecoder:
         if kind in _DONE_TEXT:
             return self._done_text(event, kind)
         if kind == "response.function_call_arguments.delta":
-            index = self._index(getattr(event, "output_index", None))
+            index = self._index(
+                getattr(event, "output_index", None), getattr(event, "item_id", None)
+            )
             self._argued.add(index)
             fragment = ToolCallChunk(
                 index=index, id=None, name=None, arguments=text_of(getattr(event, "delta", None))
@@ -313,7 +343,7 @@ class ResponsesStreamDecoder:
             item = getattr(event, "item", None)
             if getattr(item, "type", None) != "function_call":
                 return None
-            index = self._index(getattr(event, "output_index", None))
+            index = self._index(getattr(event, "output_index", None), getattr(item, "id", None))
             named = index in self._named
             if index in self._argued:
                 if named:
@@ -341,7 +371,7 @@ class ResponsesStreamDecoder:
                 content="" if self._texted else _output_text(response),
                 reasoning="" if self._reasoned else _output_reasoning(response),
                 usage=usage_of(getattr(response, "usage", None), "input_tokens", "output_tokens"),
-                finish_reason=_finish_reason(response, bool(self._calls)),
+                finish_reason=_finish_reason(response, bool(self._count)),
                 metadata=self._final_metadata(response),
             )
         if kind in ("response.created", "response.in_progress"):
