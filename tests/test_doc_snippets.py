@@ -23,7 +23,7 @@ DOCS = {
     "tools.md": 3,
     "models.md": 3,
     "mcp.md": 2,
-    "interrupts.md": 5,
+    "interrupts.md": 8,
     "event_driven.md": 5,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
