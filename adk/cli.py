@@ -86,6 +86,7 @@ def _listed(entry: PendingCheckpoint) -> dict[str, Any]:
         "agent": entry.agent,
         "run_id": entry.run_id,
         "saved_at": entry.saved_at,
+        "resuming": entry.resuming,
         "points": [{"id": p.id, "address": p.address, "info": p.info} for p in entry.points],
     }
 

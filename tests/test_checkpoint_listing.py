@@ -654,3 +654,106 @@ async def test_memory_listing_while_another_threads_loop_writes() -> None:
     finally:
         stop.set()
         writer.join()
+
+
+# --------------------------------------------------------------------------------------------------
+# resuming: a run whose resume is under way is listed as such until the resume ends
+
+
+def slow_clerk(entered: asyncio.Event, gate: asyncio.Event) -> ReActAgent:
+    """A clerk whose approved payment waits on ``gate`` once it has set ``entered``: a resume
+    held mid-way."""
+
+    @tool(require_approval=True)
+    async def slow_payment(payee: str, amount_cents: int) -> str:
+        """Send money once the gate opens."""
+        entered.set()
+        await gate.wait()
+        return f"sent {amount_cents} cents to {payee}"
+
+    def model(messages: list[Message]) -> Any:
+        last = messages[-1]
+        if last.role == "tool":
+            return f"done: {last.content}"
+        payee = last.content.split()[-1]
+        return Reply(tool_calls=[tool_call("slow_payment", {"payee": payee, "amount_cents": 5})])
+
+    return ReActAgent("clerk", ScriptedModel(model), tools=[slow_payment])
+
+
+def twin(store: Any) -> Any:
+    """Another store object on the same database: what another process's runner would use
+    (``None`` for the in-memory store, which is this process's alone)."""
+    if isinstance(store, SQLiteCheckpointStore):
+        return SQLiteCheckpointStore(store.path)
+    if isinstance(store, RedisCheckpointStore):
+        return RedisCheckpointStore(store._url, prefix=store.prefix)
+    if isinstance(store, PostgresCheckpointStore):
+        return PostgresCheckpointStore(store._dsn, table=store.table)
+    return None
+
+
+async def test_a_run_being_resumed_is_listed_as_resuming_until_it_ends(
+    store: CheckpointStore,
+) -> None:
+    gate_entered, gate_open = asyncio.Event(), asyncio.Event()
+    runner = Runner(slow_clerk(gate_entered, gate_open), checkpoint_store=store)
+    for checkpoint_id, payee in [("r-1", "ACME"), ("r-2", "Globex")]:
+        await pause(runner, checkpoint_id, payee)
+    found = await pending(runner)
+    assert [found[id].resuming for id in ("r-1", "r-2")] == [False, False]
+
+    resume = asyncio.create_task(runner.invoke_resume("r-1", True))
+    await gate_entered.wait()  # the approved call runs, held at the gate
+    try:
+        found = await pending(runner)
+        assert sorted(found) == ["r-1", "r-2"]  # still stored: its resume has not ended
+        assert (found["r-1"].resuming, found["r-2"].resuming) == (True, False)
+        assert "resuming=True" in repr(found["r-1"])
+        with pytest.raises(CheckpointError, match="already being resumed"):
+            await runner.invoke_resume("r-1", True)
+
+        # Another process sees it through the store's claim (the in-memory store has none).
+        other = twin(store)
+        if other is not None:
+            try:
+                seen = {entry.checkpoint_id: entry async for entry in list_pending(other)}
+                assert (seen["r-1"].resuming, seen["r-2"].resuming) == (True, False)
+            finally:
+                await other.aclose()
+    finally:
+        gate_open.set()
+        result = await resume
+    assert result.interrupt is None and result.output is not None
+    assert result.output.content == "done: sent 5 cents to ACME"
+    found = await pending(runner)
+    assert sorted(found) == ["r-2"] and not found["r-2"].resuming
+
+
+async def test_a_claim_another_worker_holds_lists_as_resuming(store: CheckpointStore) -> None:
+    if not isinstance(store, ClaimingCheckpointStore):
+        pytest.skip("the in-memory store keeps no claims")
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    await pause(runner, "held", "ACME")
+    await pause(runner, "free", "Globex")
+    assert await store.claim("held", "another-worker")
+    found = await pending(runner)
+    assert (found["held"].resuming, found["free"].resuming) == (True, False)
+    await store.release("held", "another-worker")
+    found = await pending(runner)
+    assert (found["held"].resuming, found["free"].resuming) == (False, False)
+
+
+async def test_a_read_only_sqlite_file_never_claimed_lists_nothing_as_resuming(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as writer:
+        await pause(Runner(clerk()[0], checkpoint_store=writer), "only", "ACME")
+    reader = _ReadOnlySQLiteStore(path)  # no claims table: none was ever taken
+    try:
+        entries = [entry async for entry in list_pending(reader)]
+    finally:
+        await reader.aclose()
+    assert [(entry.checkpoint_id, entry.resuming) for entry in entries] == [("only", False)]

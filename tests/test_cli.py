@@ -143,6 +143,7 @@ async def test_list_prints_each_paused_run_as_a_json_line(tmp_path: Path) -> Non
         "refund", checkpoint_id="shop-1/b"
     )
     await store.put("shop-1/c", b"damaged")
+    assert await store.claim("shop-2/a", "a-worker-resuming-it")
     await store.aclose()
 
     done = _pyadk("checkpoint", "list", "--sqlite", str(path))
@@ -155,6 +156,8 @@ async def test_list_prints_each_paused_run_as_a_json_line(tmp_path: Path) -> Non
     assert (asked["agent"], asked["points"][0]["id"]) == ("asker", "agent:asker")
     assert asked["points"][0]["info"] == {"question": "approve payment of 10 EUR?"}
     assert isinstance(asked["saved_at"], float) and asked["run_id"]
+    # Another process's resume holds shop-2/a (its claim): listed, but as being resumed.
+    assert (asked["resuming"], by_id["shop-2/a"]["resuming"]) == (False, True)
     # A registered type the command's process does not know is printed as stored, not refused.
     assert by_id["shop-1/b"]["points"][0]["info"] == {
         "__adk_type__": f"{__name__}._Refund",

@@ -209,6 +209,14 @@ def being_resumed(store: CheckpointStore, checkpoint_id: str) -> bool:
         return claimed is not None and checkpoint_id in claimed
 
 
+def resumed_here(store: CheckpointStore, checkpoint_ids: list[str]) -> set[str]:
+    """Which of ``checkpoint_ids`` of ``store`` a run in this process is resuming now (one lock
+    for a listing's batch)."""
+    with _RESUMING_LOCK:
+        claimed = _RESUMING.get(id(store))
+        return set() if claimed is None else claimed.intersection(checkpoint_ids)
+
+
 async def _claim(store: CheckpointStore, checkpoint_id: str) -> _Claim | None:
     """The claim on ``checkpoint_id``, taken; None for a store that cannot claim (a user's
     three-method store, the in-memory one: the runner's in-process guard is all they get)."""

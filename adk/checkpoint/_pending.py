@@ -10,16 +10,23 @@ points. A checkpoint that cannot be read is listed with its error instead of end
 
 The gets go out ``_BATCH`` at a time: a listing of a network store is then bound by the round
 trips of its batches, not of every checkpoint, while only that many checkpoints are held at once.
+
+A checkpoint being resumed stays in the store until its resume ends, so each entry says whether a
+resume holds it (``resuming``): one a service's approvals page must not offer to approve again (a
+second resume is refused). This process's own resumes are known without asking the store; those
+of other processes by their claims, which the built-in stores read for a whole batch in one round
+trip (``_claimed_ids``: private, as DESIGN.md names no such method), sent beside the batch's gets.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable
+from typing import Any, cast
 
 from ..interrupts import InterruptPoint
+from ._claim import resumed_here
 from ._points import parse_points
 from .codec import CheckpointError, decode_checkpoint
 from .store import CheckpointStore, _check_prefix, _from_store
@@ -38,7 +45,10 @@ class PendingCheckpoint:
     ``points``: what it waits on, as the interrupt event reported them (``id`` is the key of the
     ``{point_id: data}`` a resume takes; ``info`` what the person is asked). ``saved_at``: when it
     paused, in seconds since the epoch (``time.time()``), or ``None`` for checkpoints saved by a
-    pyadk that did not record it.
+    pyadk that did not record it. ``resuming``: whether a resume holds the checkpoint now — in
+    this process, or (in a store that keeps claims: every built-in one but the in-memory store)
+    in any process; it stays listed until that resume ends (and, if the run pauses again, after
+    it), but a resume of it now is refused as "already being resumed".
 
     ``error``: the ``CheckpointError`` that kept the checkpoint from being read (damaged, from a
     newer pyadk, naming a type not registered in this process); the other fields are then empty
@@ -49,7 +59,7 @@ class PendingCheckpoint:
     dataclass costs its creation at import for a record only a listing builds.
     """
 
-    __slots__ = ("agent", "checkpoint_id", "error", "points", "run_id", "saved_at")
+    __slots__ = ("agent", "checkpoint_id", "error", "points", "resuming", "run_id", "saved_at")
 
     def __init__(
         self,
@@ -60,6 +70,7 @@ class PendingCheckpoint:
         points: list[InterruptPoint] | None = None,
         saved_at: float | None = None,
         error: CheckpointError | None = None,
+        resuming: bool = False,
     ) -> None:
         self.checkpoint_id = checkpoint_id
         self.agent = agent
@@ -67,6 +78,7 @@ class PendingCheckpoint:
         self.points: list[InterruptPoint] = points if points is not None else []
         self.saved_at = saved_at
         self.error = error
+        self.resuming = resuming
 
     @property
     def point_ids(self) -> list[str]:
@@ -76,9 +88,10 @@ class PendingCheckpoint:
     def __repr__(self) -> str:
         if self.error is not None:
             return f"PendingCheckpoint({self.checkpoint_id!r}, error={str(self.error)!r})"
+        resuming = ", resuming=True" if self.resuming else ""
         return (
             f"PendingCheckpoint({self.checkpoint_id!r}, agent={self.agent!r}, "
-            f"point_ids={self.point_ids!r}, saved_at={self.saved_at!r})"
+            f"point_ids={self.point_ids!r}, saved_at={self.saved_at!r}{resuming})"
         )
 
 
@@ -144,21 +157,29 @@ async def _pending(
 async def _read(
     store: CheckpointStore, batch: list[str], agent: str | None, rebuild: bool
 ) -> list[PendingCheckpoint]:
-    """The entries of ``batch``'s checkpoints, read at once; the first store failure is raised
-    once every get has ended, so none is left running."""
+    """The entries of ``batch``'s checkpoints, read at once with which of them are claimed; the
+    first store failure is raised once every read has ended, so none is left running."""
     if not batch:
         return []
-    found = await asyncio.gather(
-        *(_from_store(store.get(id), "get", id) for id in batch), return_exceptions=True
-    )
+    lookup = getattr(store, "_claimed_ids", None)
+    reads: list[Awaitable[object]] = [_from_store(store.get(id), "get", id) for id in batch]
+    if lookup is not None:
+        reads.append(lookup(batch))
+    found = await asyncio.gather(*reads, return_exceptions=True)
     for outcome in found:
         if isinstance(outcome, BaseException):
             raise outcome
+    # Checked once the reads have ended, so it is as fresh as what they found.
+    resuming = resumed_here(store, batch)
+    if lookup is not None:
+        resuming |= cast("set[str]", found.pop())
     entries = []
     for checkpoint_id, data in zip(batch, found, strict=True):
         if data is None:
             continue  # resumed (or deleted) since it was listed: no longer pending
         entry = _entry(checkpoint_id, data, rebuild)
+        if entry is not None and entry.error is None:
+            entry.resuming = checkpoint_id in resuming
         if entry is None or (agent is not None and entry.agent not in (agent, None)):
             continue
         entries.append(entry)

@@ -180,6 +180,9 @@ class PostgresCheckpointStore(_ClosableStore):
             "WHERE c.owner = EXCLUDED.owner OR c.expires_at <= clock_timestamp() RETURNING true"
         )
         self._release_sql = f"DELETE FROM {claims} WHERE id = $1 AND owner = $2"
+        self._claimed_sql = (
+            f"SELECT id FROM {claims} WHERE id = ANY($1::text[]) AND expires_at > clock_timestamp()"
+        )
         self._pool: _Pool | None = None
 
     @property
@@ -260,6 +263,17 @@ class PostgresCheckpointStore(_ClosableStore):
             await conn.execute(self._release_sql, key, holder)
 
         await self._call("release", key, run)
+
+    async def _claimed_ids(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` a resume holds a claim on now (``list_pending``'s ``resuming``): one
+        statement for them all, timed by the server's clock as the claims are."""
+        if not ids:
+            return set()
+
+        async def run(conn: Any) -> set[str]:
+            return {row[0] for row in await conn.fetch(self._claimed_sql, ids)}
+
+        return await self._call("ids", None, run)
 
     async def aclose(self) -> None:
         """Wait for the operations in flight (each ends within ``timeout``), then close the pool,

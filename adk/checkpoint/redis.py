@@ -188,6 +188,15 @@ class RedisCheckpointStore(_ClosableStore):
             "release", key, lambda redis: _eval(redis, _RELEASE, self._claim_key(key), holder)
         )
 
+    async def _claimed_ids(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` a resume holds a claim on now (``list_pending``'s ``resuming``): one
+        ``MGET`` of their claim keys (Redis drops lapsed ones itself)."""
+        if not ids:
+            return set()
+        keys = [self._claim_key(id) for id in ids]
+        holders = await self._run("ids", None, lambda redis: redis.mget(keys))
+        return {id for id, holder in zip(ids, holders, strict=True) if holder is not None}
+
     async def aclose(self) -> None:
         """Wait for the operations in flight (each ends within ``timeout``), then close the
         connections; idempotent. From another event loop than the one that opened them, the

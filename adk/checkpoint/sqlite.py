@@ -106,6 +106,7 @@ _CLAIM = (
     "WHERE c.owner = excluded.owner OR c.expires_at <= ?"
 )
 _RELEASE = f"DELETE FROM {_CLAIMS} WHERE id = ? AND owner = ?"
+_HAS_CLAIMS = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_CLAIMS}'"
 _MEMORY = ":memory:"
 
 
@@ -193,6 +194,16 @@ def _claim(conn: sqlite3.Connection, *, key: str, owner: str, ttl: float) -> boo
 
 def _release(conn: sqlite3.Connection, *, key: str, owner: str) -> None:
     _without_fsync(conn, _RELEASE, (key, owner))
+
+
+def _claimed(conn: sqlite3.Connection, *, keys: tuple[str, ...]) -> set[str]:
+    """Which of ``keys`` hold a claim that has not lapsed. Reads only: without a claims table
+    (none was ever taken; a file opened read-only) nothing is claimed."""
+    if not keys or conn.execute(_HAS_CLAIMS).fetchone() is None:
+        return set()
+    marks = ", ".join("?" * len(keys))
+    sql = f"SELECT id FROM {_CLAIMS} WHERE expires_at > ? AND id IN ({marks})"
+    return {row[0] for row in conn.execute(sql, (time.time(), *keys))}
 
 
 class _KeptConnection:
@@ -312,6 +323,11 @@ class SQLiteCheckpointStore(_ClosableStore):
     async def release(self, id: str, owner: str) -> None:
         key = _check_id(id)
         await self._run("release", key, partial(_release, key=key, owner=_check_owner(owner)))
+
+    async def _claimed_ids(self, ids: list[str]) -> set[str]:
+        """Which of ``ids`` a resume holds a claim on now (``list_pending``'s ``resuming``): one
+        read for them all."""
+        return await self._run("ids", None, partial(_claimed, keys=tuple(ids)))
 
     async def aclose(self) -> None:
         """Finish queued operations, close the connection and stop the worker thread. Idempotent;
