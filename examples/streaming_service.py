@@ -6,9 +6,11 @@ response): pieces of each answer as the model writes them (``{"delta": ...}``), 
 the approval request with its checkpoint id), which a Python client turns back into events with
 ``AgentEvent.from_dict``. ``GET /pending`` lists the runs waiting on a person and what each asks,
 read from the checkpoint store itself (``runner.pending()``), so the service keeps no list of its
-own that could drift from the store (a run whose pause cannot be sent as standard JSON, NaN in
-what it asks, is listed with that error: the service writes only standard JSON, which a browser's
-``JSON.parse`` reads). ``POST /resume`` carries a
+own that could drift from the store. Each run's points are sent as its interrupt event sent them
+(``AgentEvent.to_dict``: a registered pydantic model as its fields, named by ``info_type``), with
+``resuming`` set while a resume of it is under way, so a page does not offer that decision again;
+a run whose pause cannot be sent as standard JSON, NaN in what it asks, is listed with that error:
+the service writes only standard JSON, which a browser's ``JSON.parse`` reads. ``POST /resume`` carries a
 person's decision to that checkpoint, which lives in a SQLite file, so any worker sharing the file
 could take it. Three things a service has to get right, shown here:
 
@@ -39,8 +41,10 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 import adk
-from adk.checkpoint import CheckpointStoreError, SQLiteCheckpointStore
+from adk.checkpoint import CheckpointStoreError, PendingCheckpoint, SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -48,8 +52,10 @@ EXAMPLE_EXPECT = (
     "waiting for approval of send_payment",
     "pending: [('send_payment', {'payee': 'ACME', 'amount_cents': 4200})]",
     "pending after the approval: []",
-    "pending, unshown: its interrupt info cannot be sent as JSON: Out of range float values are "
-    "not JSON compliant",
+    "pending, a quote: [{'supplier': 'Bolt & Co', 'amount_cents': 1999}] as ['example.Quote']",
+    "pending, unshown: its interrupt info cannot be sent as JSON: event action.interrupted.points",
+    ".info.arguments.rate: float nan is not a JSON number; store None or a string instead (the "
+    "pause is saved as checkpoint '",
     "400 resume data for approval point",
     "paid: sent 4200 cents to ACME",
     "400 bad request: TypeError('run input must be a str, a Message or a list of Messages, "
@@ -80,6 +86,25 @@ def set_exchange_rate(currency: str, rate: float) -> str:
     return f"{currency} at {rate}"
 
 
+class Quote(BaseModel):
+    """A supplier's quote, which a person accepts or not."""
+
+    supplier: str
+    amount_cents: int
+
+
+# The name is what ``info_type`` carries: stable, whichever module path the class has.
+adk.register_type(Quote, name="example.Quote")
+
+
+@adk.tool
+def order_parts(supplier: str, ctx: adk.ToolContext) -> str:
+    """Order parts; pauses with the supplier's quote until a person decides on it."""
+    if ctx.resume is None:
+        raise adk.Interrupt(Quote(supplier=supplier, amount_cents=1999))
+    return f"parts from {supplier}: {ctx.resume.data}"
+
+
 @adk.tool
 async def lookup_invoice(invoice: str) -> str:
     """Look an invoice up in a slow back-office system."""
@@ -105,6 +130,8 @@ def scripted_model(messages: list[adk.Message]) -> Any:
     if "rate" in last.content:  # a model that wrote NaN (Python's JSON parser takes it)
         unknown = {"currency": "CHF", "rate": float("nan")}
         return Reply(tool_calls=[tool_call("set_exchange_rate", unknown)])
+    if "parts" in last.content:
+        return Reply(tool_calls=[tool_call("order_parts", {"supplier": "Bolt & Co"})])
     if "slow" in last.content:
         return Reply(tool_calls=[tool_call("lookup_invoice", {"invoice": "INV-9"})])
     payment = {"payee": "ACME", "amount_cents": 4200}
@@ -152,10 +179,9 @@ class Service:
                         {"checkpoint_id": entry.checkpoint_id, "error": str(entry.error)}
                     )
                     continue
-                points = [{"id": point.id, "info": point.info} for point in entry.points]
-                try:  # what a checkpoint keeps (NaN, a datetime) may not be JSON a client reads
-                    json.dumps(points, allow_nan=False)
-                except (TypeError, ValueError) as exc:  # listed, not hidden, nor the list failed
+                try:  # what a checkpoint keeps (NaN) may not be JSON a client reads
+                    points = _points_json(entry)
+                except TypeError as exc:  # listed, not hidden, nor the list failed
                     error = f"its interrupt info cannot be sent as JSON: {exc}"
                     waiting.append({"checkpoint_id": entry.checkpoint_id, "error": error})
                     continue
@@ -163,6 +189,7 @@ class Service:
                     {
                         "checkpoint_id": entry.checkpoint_id,
                         "saved_at": entry.saved_at,
+                        "resuming": entry.resuming,  # a resume is under way: do not offer it
                         "points": points,
                     }
                 )
@@ -247,6 +274,17 @@ async def _read_request(reader: asyncio.StreamReader) -> tuple[str, dict[str, An
     return path, body
 
 
+def _points_json(entry: PendingCheckpoint) -> list[dict[str, Any]]:
+    """``entry``'s points as its interrupt event sent them to the client that started the run:
+    ``AgentEvent.to_dict``'s encoding (``id``, ``address``, ``info``; a registered model as its
+    fields with its name in ``info_type``, which ``AgentEvent.from_dict`` rebuilds it by), so a
+    client reads both alike. A ``TypeError`` names what standard JSON cannot hold (NaN)."""
+    paused = adk.InterruptInfo(checkpoint_id=entry.checkpoint_id, points=entry.points)
+    event = adk.AgentEvent(action=adk.AgentAction(interrupted=paused))
+    points: list[dict[str, Any]] = event.to_dict()["action"]["interrupted"]["points"]
+    return points
+
+
 # ``allow_nan=False``: Python would write ``NaN``, which is not JSON and a browser's ``JSON.parse``
 # refuses; what cannot be sent is refused here, where it is made, as ``AgentEvent.to_dict`` does.
 async def _send_line(writer: asyncio.StreamWriter, value: Any) -> None:
@@ -324,7 +362,7 @@ async def main() -> None:
             "clerk",
             ScriptedModel(scripted_model),
             instruction="You pay invoices.",
-            tools=[send_payment, set_exchange_rate, lookup_invoice],
+            tools=[send_payment, set_exchange_rate, order_parts, lookup_invoice],
         )
         async with (
             SQLiteCheckpointStore(Path(tmp) / "checkpoints.db") as store,
@@ -362,6 +400,15 @@ async def main() -> None:
             assert answer.output is not None and answer.output.stream is not None  # it streamed
             print("[client] answer:", (await answer.output.stream.collect()).content)
             print("[client] pending after the approval:", await get(port, "/pending"))
+
+            # A run that paused on a registered model: listed as its fields, as its event was.
+            async for _event in runner.run("Order parts."):
+                pass
+            (quote,) = await get(port, "/pending")
+            infos = [(p["info"], p["info_type"]) for p in quote["points"]]
+            print("[client] pending, a quote:", [i for i, _ in infos], "as", [t for _, t in infos])
+            assert quote["resuming"] is False  # nobody is deciding it now
+            await runner.invoke_resume(quote["checkpoint_id"], "accepted")
 
             # A run another worker paused with NaN in what it asks (a checkpoint keeps NaN): it is
             # listed with why it cannot be shown, and the list is standard JSON all the same.
