@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import math
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from . import __version__, checkpoint
+from ._nonfinite import dumps_finite
 from .checkpoint._pending import PendingCheckpoint, _listing
 from .checkpoint.codec import CheckpointError, decode_checkpoint
 from .checkpoint.sqlite import _ReadOnlySQLiteStore
@@ -118,23 +117,10 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _finite(value: Any) -> Any:
-    """``value`` with NaN and infinities as strings: checkpoints written before the codec refused
-    them may hold them, and the output must stay JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_finite(item) for item in value]
-    return value
-
-
 def _to_json(value: Any, indent: int | None) -> str:
-    try:
-        return json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        return json.dumps(_finite(value), indent=indent, ensure_ascii=False)
+    """``value`` as standard JSON: checkpoints written before the codec refused NaN and
+    infinities may hold them, and each is printed as its ``str`` (``"nan"``, ``"inf"``)."""
+    return dumps_finite(value, str, indent=indent, ensure_ascii=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

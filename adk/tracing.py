@@ -22,7 +22,6 @@ built), as the JSON attributes the conventions define (``gen_ai.input.messages``
 from __future__ import annotations
 
 import json
-import math
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -44,6 +43,7 @@ from opentelemetry.trace import (
 )
 
 from ._hooks import ModelRequest, _root_span_attributes
+from ._nonfinite import dumps_finite
 from .interrupts import Interrupt
 from .messages import Message, MessageChunk, Role, Usage, join_chunks
 from .models.base import model_name_of
@@ -834,26 +834,9 @@ def _tool_definitions(tools: Sequence[Any]) -> str:
         }
         for spec in tools
     ]
-    try:
-        return _dumps_definitions(definitions)
-    except ValueError:  # a NaN or an infinity somewhere in a schema
-        return _dumps_definitions(_finite(definitions))
-
-
-def _dumps_definitions(definitions: Any) -> str:
     # ``default=str``: a schema is JSON data; anything else in it is shown, not a failed call.
-    return json.dumps(definitions, ensure_ascii=False, allow_nan=False, default=str)
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with each NaN or infinity as the text ``json.dumps`` would have written."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return json.dumps(value)  # "NaN", "Infinity", "-Infinity"
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
+    # A NaN or an infinity is written as the text ``json.dumps`` would have written.
+    return dumps_finite(definitions, json.dumps, ensure_ascii=False, default=str)
 
 
 def _output_messages(reply: Message, finish: str | None) -> str:
