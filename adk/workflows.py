@@ -27,7 +27,7 @@ from ._driver import (
 )
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
-from .context import RunContext, _interrupt_event, _Lane, new_lane
+from .context import RunContext, _Entry, _interrupt_event, _Lane, new_lane
 from .events import _BREAK_HANDLED, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import build_input
 from .interrupts import _InterruptSignal
@@ -351,6 +351,20 @@ def _saved_state(ctx: RunContext) -> SavedState:
     return SavedState(f"workflow '{ctx.agent_name}'", resume.state if resume is not None else None)
 
 
+def _saved_fork(state: SavedState) -> int | None:
+    """Where a paused ``ParallelAgent``'s branches forked in the history (see ``_run_branches``);
+    ``None`` for checkpoints from before it was saved."""
+    return state.count("fork_seq") if state.values.get("fork_seq") is not None else None
+
+
+def _branch_view(parent_view: list[_Entry], fork: int, child_ctx: RunContext) -> list[_Entry]:
+    """What a resumed branch at ``child_ctx`` sees of ``parent_view``: the entries from before
+    the fork and its own, as it saw them before the pause. Shared by the resume and its check
+    before it runs (``_adk_preflight``), which must give the branch the same view."""
+    path, depth = child_ctx.run_path, len(child_ctx.run_path)
+    return [e for e in parent_view if e.seq < fork or e.run_path[:depth] == path]
+
+
 class ParallelAgent(_Workflow):
     """Runs its sub-agents concurrently; events interleave as they happen, each branch waiting until
     its previous event was taken. The first error (or exit) cancels the other branches."""
@@ -376,16 +390,14 @@ class ParallelAgent(_Workflow):
         before the pause, not the entries its siblings added."""
         state = _saved_state(ctx)
         finished = self._finished_branches(state)
-        # Checkpoints from before the fork was saved have none: see ``_run_branches``.
-        fork = state.count("fork_seq") if state.values.get("fork_seq") is not None else None
-        return self._run_branches(ctx, finished=finished, fork=fork)
+        return self._run_branches(ctx, finished=finished, fork=_saved_fork(state))
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): the branches that had
         not finished resume, each in the history view ``_run_branches`` gives it."""
         state = _saved_state(ctx)
         finished = set(self._finished_branches(state))
-        fork = state.count("fork_seq") if state.values.get("fork_seq") is not None else None
+        fork = _saved_fork(state)
         parent_view = ctx._lane.snapshot() if fork is not None else []
         entered: list[tuple[Agent, RunContext]] = []
         for index, child in enumerate(self.sub_agents):
@@ -393,8 +405,7 @@ class ParallelAgent(_Workflow):
                 continue
             child_ctx = ctx._child(child.name)
             if fork is not None and walk.holds(child_ctx.address):
-                path, depth = child_ctx.run_path, len(child_ctx.run_path)
-                inherited = [e for e in parent_view if e.seq < fork or e.run_path[:depth] == path]
+                inherited = _branch_view(parent_view, fork, child_ctx)
                 child_ctx = child_ctx._fork(lane=new_lane(ctx._lane, inherited))
             entered.append((child, child_ctx))
         why = f"workflow {self.name!r} resumes only the branches that had not finished"
@@ -449,10 +460,7 @@ class ParallelAgent(_Workflow):
         async def branch(index: int) -> None:
             child = self.sub_agents[index]
             child_ctx = ctx._child(child.name)
-            inherited = None
-            if resumed_view:
-                path, depth = child_ctx.run_path, len(child_ctx.run_path)
-                inherited = [e for e in parent_view if e.seq < fork or e.run_path[:depth] == path]
+            inherited = _branch_view(parent_view, fork, child_ctx) if resumed_view else None
             lane = lanes[index] = new_lane(ctx._lane, inherited)
             child_ctx = child_ctx._fork(lane=lane)
             try:
