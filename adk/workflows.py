@@ -517,9 +517,6 @@ class ParallelAgent(_Workflow):
                 ):
                     event = _branch_transfer_error(event)
                 if event.error is not None or event.ends_agent:
-                    # The other branches stop now; the one that ended the run finishes after its
-                    # event was taken, so a stream the event carries is read and recorded rather
-                    # than cut off by the cancellation.
                     # The other branches stop now. The one that ended the run stops when the
                     # driver closes us after the event, once it has read a stream the event
                     # carries to its end (``settle``): cancelled now, it would cut it off.
