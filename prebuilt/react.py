@@ -324,11 +324,7 @@ class _ReActCore:
         return self._loop(ctx, input=input)
 
     async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        resume = ctx.resume
-        saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
-        iterations = saved.count("iterations")
-        if iterations > self.owner.max_iterations:
-            raise self._past_limit(saved, iterations)
+        saved, iterations = self._saved_round(ctx)
         turn = self._turn(ctx, iterations)
         if turn.tools_pending:
             await self._resolve_tools(turn)
@@ -339,10 +335,7 @@ class _ReActCore:
         exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
         calls = open_calls(saved, turn.messages, turn.tools)
-        if iterations == self.owner.max_iterations and not self._round_may_end(
-            calls, held, exits, action
-        ):
-            raise self._past_limit(saved, iterations)
+        self._check_round_fits(saved, iterations, calls, held)
         rounds = self._round(turn, _new_round(calls, held, action, exits))
         try:
             async for event in rounds:
@@ -360,6 +353,32 @@ class _ReActCore:
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+
+    def _saved_round(self, ctx: RunContext) -> tuple[SavedState, int]:
+        """The paused round's saved state and the model calls made before it, refused
+        (``_past_limit``) if they are beyond ``max_iterations``. Shared by ``resume`` and its check
+        before anything runs (``_adk_preflight``), which must refuse exactly what it refuses."""
+        resume = ctx.resume
+        saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
+        iterations = saved.count("iterations")
+        if iterations > self.owner.max_iterations:
+            raise self._past_limit(saved, iterations)
+        return saved, iterations
+
+    def _check_round_fits(
+        self,
+        saved: SavedState,
+        iterations: int,
+        calls: list[ToolCall],
+        held: list[Message],
+    ) -> None:
+        """Refuse (``_past_limit``) a round paused at the last allowed model call that cannot
+        end the agent (``_round_may_end``): its results would need one more. Shared as
+        ``_saved_round`` is; the saved exits and action are read only at the limit."""
+        if iterations == self.owner.max_iterations and not self._round_may_end(
+            calls, held, saved_exits(saved), saved_action(saved)
+        ):
+            raise self._past_limit(saved, iterations)
 
     def _past_limit(self, saved: SavedState, iterations: int) -> CheckpointError:
         """The refusal of a resume whose paused round cannot finish within ``max_iterations``
@@ -422,12 +441,8 @@ class _ReActCore:
         below = walk.below(ctx.address)
         if not below:
             return
-        resume = ctx.resume
-        saved = SavedState(f"agent '{self.name}'", resume.state if resume is not None else None)
-        iterations = saved.count("iterations")
+        saved, iterations = self._saved_round(ctx)
         owner = self.owner
-        if iterations > owner.max_iterations:
-            raise self._past_limit(saved, iterations)
         if owner.instruction:  # rendered at resume (``_restore``), before the paused calls run
             try:
                 render_instruction(owner.instruction, ctx.session.values, self.name)
@@ -449,10 +464,7 @@ class _ReActCore:
         # The system prompt plays no part in which calls are open: the check renders none.
         restored = restore(ctx, self.name, saved.values, [])
         calls = open_calls(saved, restored.messages, tools if complete else None)
-        if iterations == owner.max_iterations and not self._round_may_end(
-            calls, restored.held, saved_exits(saved), saved_action(saved)
-        ):
-            raise self._past_limit(saved, iterations)
+        self._check_round_fits(saved, iterations, calls, restored.held)
         addresses = [join_address(ctx.address, tool_segment(c.name, c.id)) for c in calls]
         why = f"agent {self.name!r} resumes only its open tool calls"
         walk.only_under(ctx.address, addresses, why)
