@@ -152,11 +152,15 @@ def _finish_reason(response: Any, has_tool_calls: bool) -> str:
     return "tool_calls" if has_tool_calls else "stop"
 
 
-def _failure_text(response: Any) -> str:
+def _failed(response: Any) -> ModelError:
+    """The error for a failed ``Response`` (``status == "failed"``, or a stream's
+    ``response.failed``): its error's code and message, and the status that code stands for
+    (``in_band_status``), so that an overload is retried as the same answer over HTTP is."""
     error = getattr(response, "error", None)
     message = text_of(getattr(error, "message", None))
     code = text_of(getattr(error, "code", None))
-    return f"{code}: {message}" if code and message else message or code or "no details given"
+    text = f"{code}: {message}" if code and message else message or code or "no details given"
+    return ModelError(f"the response failed: {text}", status=in_band_status(error))
 
 
 def _reasoning_text(item: Any) -> str:
@@ -200,10 +204,7 @@ def responses_message(response: Any) -> Message:
     """The assistant message of a ``Response``: text parts joined, function calls as tool calls;
     ``ModelError`` for a failed response or an answer that is not one (see ``unusable_reply``)."""
     if getattr(response, "status", None) == "failed":
-        raise ModelError(
-            f"the response failed: {_failure_text(response)}",
-            status=in_band_status(getattr(response, "error", None)),
-        )
+        raise _failed(response)
     output = getattr(response, "output", None)
     if not isinstance(output, list):
         raise unusable_reply(response, "a response without output")
@@ -378,11 +379,7 @@ class ResponsesStreamDecoder:
             self._identity.update(identity_of(getattr(event, "response", None)))
             return None
         if kind == "response.failed":
-            response = getattr(event, "response", None)
-            raise ModelError(
-                f"the response failed: {_failure_text(response)}",
-                status=in_band_status(getattr(response, "error", None)),
-            )
+            raise _failed(getattr(event, "response", None))
         if kind == "error":
             code = text_of(getattr(event, "code", None))
             message = text_of(getattr(event, "message", None)) or "no details given"
