@@ -348,9 +348,8 @@ class _WorkerAgent:
                 # A pause whose request cannot be sent (NaN in a tool's arguments, say) is saved
                 # all the same (checkpoints keep NaN): its id goes out with the error, so the
                 # pause can still be resumed rather than lost with the request.
-                paused = _paused_in(outputs)
-                if paused is not None:
-                    reason += f" (its pause is saved as checkpoint {paused!r})"
+                paused, saved = _paused_in(outputs)
+                reason += saved
                 error = ErrorInfo(type(exc).__name__, reason)
                 outputs = [
                     KeyedOutput(
@@ -448,8 +447,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         A record that paused (``outputs``) has its pause saved all the same, with the memory it
         wrote: the failure names that checkpoint, as ``_leaving`` does for a pause whose request
         cannot be sent, so that it can still be resumed elsewhere rather than lost."""
-        paused = _paused_in(outputs)
-        saved = f" (its pause is saved as checkpoint {paused!r})" if paused is not None else ""
+        paused, saved = _paused_in(outputs)
         exc = RuntimeError(
             f"record {index} (key {key!r}) keeps session values (memory) for its key, which "
             "the async operator holds in its own memory, not in Flink's state (PyFlink's async "
@@ -561,9 +559,12 @@ class _LoopThread:
             self._loop.close()
 
 
-def _paused_in(outputs: list[KeyedOutput]) -> str | None:
-    """The checkpoint a record's run paused in, if it paused."""
-    return next((output.checkpoint_id for output in outputs if output.checkpoint_id), None)
+def _paused_in(outputs: list[KeyedOutput]) -> tuple[str | None, str]:
+    """The checkpoint a record's run paused in, if it paused, and the note naming it that the
+    record's error ends with (``""`` if none): one wording for every failure of a paused record."""
+    paused = next((output.checkpoint_id for output in outputs if output.checkpoint_id), None)
+    saved = f" (its pause is saved as checkpoint {paused!r})" if paused is not None else ""
+    return paused, saved
 
 
 _RECOVERY_OPTIONS = ("execution.state-recovery.path", "execution.savepoint.path")
