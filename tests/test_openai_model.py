@@ -284,26 +284,7 @@ async def test_streamed_fragments_joined_by_index(server: OpenAIServer, repeat_n
     assert message.usage is not None and message.usage.total_tokens == 18
 
 
-async def test_a_responses_call_streamed_before_its_item_is_announced_keeps_its_id_and_name(
-    server: OpenAIServer,
-) -> None:
-    # Argument deltas with no output_item.added before them: the call's id and name come only in
-    # its output_item.done, which was skipped as repeating the deltas, and the call was made to
-    # a tool named '' (answered "unknown tool").
-    calls = [Call("read", '{"path": "a.txt"}', id="call_a"), Call("write", "{}", id="call_b")]
-    reply = Reply(tool_calls=calls, call_added=False, response_id="r")
-    server.script(reply, reply)
-    async with make_model(server, "responses") as model:
-        streamed = await call(model, True, [Message.user("go")], tools=[ADD])
-        plain = await call(model, False, [Message.user("go")], tools=[ADD])
-    assert [(t.id, t.name, t.arguments) for t in streamed.tool_calls] == [
-        ("call_a", "read", '{"path": "a.txt"}'),
-        ("call_b", "write", "{}"),
-    ]
-    assert streamed == plain
-
-
-@pytest.mark.parametrize("call_index", ["none", "shared"])
+@pytest.mark.parametrize("call_index", ["each", "none", "shared"])
 @pytest.mark.parametrize("call_added", [True, False])
 async def test_responses_calls_whose_events_carry_no_output_index_stay_apart(
     server: OpenAIServer, call_index: str, call_added: bool
@@ -311,6 +292,9 @@ async def test_responses_calls_whose_events_carry_no_output_index_stay_apart(
     # Keyed by output_index alone, every call without one (or all with one index) was one call:
     # two calls became one with both arguments run together ('{"path": "a.txt"}{"path":
     # "b.txt"}'). Each event names its item (item_id, item.id), which keeps them apart.
+    # Without call_added, argument deltas come with no output_item.added before them: the
+    # call's id and name come only in its output_item.done, which was once skipped as repeating
+    # the deltas, and the call was made to a tool named '' (answered "unknown tool").
     calls = [
         Call("read", '{"path": "a.txt"}', id="call_a"),
         Call("write", '{"path": "b.txt"}', id="call_b"),

@@ -962,46 +962,22 @@ async def test_a_cancelled_branch_ends_its_spans_without_an_error(
     assert par.status.status_code == StatusCode.ERROR and events_of(par) == []
 
 
-async def test_a_run_cancelled_in_before_agent_says_cancelled_not_failed(
-    provider: TracerProvider, exporter: InMemorySpanExporter
+@pytest.mark.parametrize("hook", ["before_agent", "after_agent"])
+async def test_a_run_cancelled_in_an_agent_callback_says_cancelled(
+    provider: TracerProvider, exporter: InMemorySpanExporter, hook: str
 ) -> None:
-    """The span of an agent whose before_agent callback was waiting when the run was cancelled
-    ended as failed with error.type CancelledError."""
+    """The span of an agent whose callback was waiting when the run was cancelled ended as
+    failed with error.type CancelledError (in before_agent) or like that of an agent that
+    finished, with no error and no adk.cancelled event (in after_agent)."""
     started = asyncio.Event()
 
-    async def wait(agent: Any, ctx: RunContext) -> None:
-        started.set()
-        await asyncio.Event().wait()
-
-    runner = Runner(
-        ReActAgent("a", ScriptedModel(["unused"])),
-        callbacks=[Callbacks(before_agent=wait)],
-        tracer_provider=provider,
-    )
-    task = asyncio.create_task(runner.invoke("x"))
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-    (span,) = named(exporter.get_finished_spans(), "invoke_agent a")
-    assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
-    assert events_of(span) == ["adk.cancelled"]
-
-
-async def test_a_run_cancelled_in_after_agent_says_cancelled_not_finished(
-    provider: TracerProvider, exporter: InMemorySpanExporter
-) -> None:
-    """The span of an agent whose after_agent callback was waiting when the run was cancelled
-    ended like that of an agent that finished: no error, no adk.cancelled event."""
-    started = asyncio.Event()
-
-    async def wait(agent: Any, ctx: RunContext, error: Any) -> None:
+    async def wait(*args: Any) -> None:
         started.set()
         await asyncio.Event().wait()
 
     runner = Runner(
         ReActAgent("a", ScriptedModel(["done"])),
-        callbacks=[Callbacks(after_agent=wait)],
+        callbacks=[Callbacks(**{hook: wait})],
         tracer_provider=provider,
     )
     task = asyncio.create_task(runner.invoke("x"))
