@@ -236,6 +236,12 @@ class _Instrumented(Hooks):
         finally:
             tracing = self._tracing
             if tracing is not None and handle.span is not None:
+                by = "CancelledError"
+                if not cancelled and handle.ctx._run.abandoned:
+                    # Closed because the run's reader stopped reading mid-run (``break``,
+                    # ``aclose``): inside the driver that looks like the close after the run's
+                    # last event, but the agent was cut off, as a cancelled one is.
+                    cancelled, by = True, "GeneratorExit"
                 if cancelled and error is None:
                     error = _timed_out(handle)
                 tracing.end_agent(
@@ -244,6 +250,7 @@ class _Instrumented(Hooks):
                     exception if error is not None else None,
                     handle.usage,
                     cancelled and error is None,
+                    by,
                 )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:

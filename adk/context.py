@@ -175,6 +175,7 @@ class _RunState(_Lane):
     __slots__ = (
         "_run_id",
         "_session",
+        "abandoned",
         "designated",
         "hooks",
         "nested",
@@ -191,6 +192,9 @@ class _RunState(_Lane):
     _session: Session | None
     plan: _ResumePlan | None
     nested: bool
+    # Its reader stopped reading (closed the runner's generator) before the run's last event: the
+    # agents closed from then on were cut off, not finished (``Runner._drive_plain``, tracing).
+    abandoned: bool
     hooks: Any
     resources: Any
     _run_id: str | None
@@ -257,6 +261,7 @@ def new_run(
     run._session = session
     run.plan = plan
     run.nested = nested
+    run.abandoned = False
     run.hooks = hooks
     run.resources = resources
     run._run_id = run_id

@@ -426,6 +426,10 @@ class Runner(AsyncCloseable):
                     yield after
                 if ended:
                     return
+        except GeneratorExit:
+            if not ended:  # as ``_drive_plain``'s: the reader left mid-run
+                ctx._run.abandoned = True
+            raise
         except Exception as exc:  # a hook at the root failed (see ``_root_failed``)
             if is_cancellation(exc):
                 raise
@@ -531,6 +535,8 @@ class Runner(AsyncCloseable):
                             break
                 except GeneratorExit:
                     closed = True
+                    if not ended:  # the reader left mid-run: the agents closed now were cut off
+                        ctx._run.abandoned = True
                     raise
                 finally:
                     if getattr(events, "ag_frame", True) is not None:

@@ -333,16 +333,19 @@ class _GenAITracing:
         exception: BaseException | None,
         usage: list[int] | None = None,
         cancelled: bool = False,
+        cancelled_by: str = "CancelledError",
     ) -> None:
         """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
         that reported usage (None: none did). A ``cancelled`` agent's span gets the event a
         cancelled model or tool call's span gets (``_fail``), not an error: without it, the span of
-        a run cut off by a timeout looked like that of a run that finished."""
+        a run cut off by a timeout looked like that of a run that finished. ``cancelled_by`` says
+        what cut it off, as ``_fail`` does: its task's cancellation, or ``GeneratorExit`` when the
+        run's reader stopped reading."""
         if usage is not None and span.is_recording():
             span.set_attribute(_INPUT_TOKENS, usage[0])
             span.set_attribute(_OUTPUT_TOKENS, usage[1])
         if cancelled:
-            span.add_event(_CANCELLED, {_CANCELLED_BY: "CancelledError"})
+            span.add_event(_CANCELLED, {_CANCELLED_BY: cancelled_by})
         if error is not None:
             span.set_status(Status(StatusCode.ERROR, str(error)))
             span.set_attribute(_ERROR_TYPE, error.type)

@@ -1024,6 +1024,123 @@ async def test_a_cancelled_run_says_so_on_every_agent_span(
         assert events_of(span) == ["adk.cancelled"], span.name
 
 
+def _two_step_root(root: str) -> Agent:
+    """A ReAct agent that calls a tool, then answers (three events), or two in a sequence."""
+    if root == "react":
+        return ReActAgent("calc", add_model(usage=False), tools=[add])
+    first = ReActAgent("first", add_model(usage=False), tools=[add])
+    return SequentialAgent("steps", [first, ReActAgent("second", ScriptedModel(["fine"]))])
+
+
+@pytest.mark.parametrize("how", ["break", "aclose", "gc"])
+@pytest.mark.parametrize("root", ["react", "sequential"])
+async def test_a_run_its_reader_abandons_says_so_on_every_agent_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, how: str, root: str
+) -> None:
+    """A reader that stops mid-run (``break``, ``aclose``, the generator dropped) closed the
+    agents still running, whose spans ended like those of agents that finished: inside a driver
+    that close looks the same as the one after the run's last event. Each says so now (by
+    GeneratorExit, as a chat span cut off by its reader), with no error."""
+    runner = Runner(_two_step_root(root), tracer_provider=provider)
+    if how == "aclose":
+        events = runner.run("x")
+        await anext(events)
+        await events.aclose()
+    else:
+        if how == "break":
+            async for _ in runner.run("x"):
+                break
+        else:
+            events = runner.run("x")
+            await anext(events)
+            del events
+        gc.collect()
+        for _ in range(3):  # asyncio's finaliser closes the dropped generator in a task
+            await asyncio.sleep(0)
+    spans = exporter.get_finished_spans()
+    agent_spans = [s for s in spans if s.name.startswith("invoke_agent")]
+    expected = (
+        ["invoke_agent calc"] if root == "react" else ["invoke_agent first", "invoke_agent steps"]
+    )
+    assert sorted(s.name for s in agent_spans) == expected  # "second" never started
+    for span in agent_spans:
+        assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
+        (event,) = span.events
+        assert event.name == "adk.cancelled", span.name
+        assert dict(event.attributes or {}) == {"adk.cancelled.by": "GeneratorExit"}
+
+
+async def test_a_resume_its_reader_abandons_says_so_on_its_root_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """``resume()`` closes the runner's generator the same way when its reader leaves."""
+
+    @tool
+    def approve(ctx: ToolContext) -> str:
+        """Ask a person to approve."""
+        if ctx.resume is None:
+            raise Interrupt("ok?")
+        return f"approved: {ctx.resume.data}"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {})]), "paid"])
+    runner = Runner(ReActAgent("payer", model, tools=[approve]), tracer_provider=provider)
+    paused = await runner.invoke("pay")
+    assert paused.checkpoint_id is not None
+    exporter.clear()
+    events = runner.resume(paused.checkpoint_id, "yes")
+    first = await anext(events)
+    assert first.output is not None and first.output.message is not None
+    assert first.output.message.content == "approved: yes"  # the model's answer is still to come
+    await events.aclose()
+    (root,) = named(exporter.get_finished_spans(), "invoke_agent payer")
+    assert root.status.status_code == StatusCode.UNSET and events_of(root) == ["adk.cancelled"]
+
+
+@pytest.mark.parametrize("root", ["react", "sequential"])
+async def test_a_run_read_to_its_end_has_no_cancelled_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter, root: str
+) -> None:
+    runner = Runner(_two_step_root(root), tracer_provider=provider)
+    seen = [event async for event in runner.run("x")]
+    assert seen[-1].output is not None
+    spans = exporter.get_finished_spans()
+    assert len([s for s in spans if s.name.startswith("invoke_agent")]) == (
+        1 if root == "react" else 3
+    )
+    assert all(events_of(s) == [] for s in spans), [(s.name, events_of(s)) for s in spans]
+
+
+@pytest.mark.parametrize("root", ["react", "sequential"])
+async def test_a_reader_that_stops_at_the_runs_pause_cut_nothing_off(
+    provider: TracerProvider, exporter: InMemorySpanExporter, root: str
+) -> None:
+    """The runner ends the run at a pause (its last event): a reader who stops there and closes
+    the generator read the whole run, so the agents closed then ended, not cut off."""
+
+    @tool
+    def ask(question: str) -> str:
+        """Ask a person.
+
+        Args:
+            question: What to ask.
+        """
+        raise Interrupt({"question": question})
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("ask", {"question": "ok?"}, id="c1")])])
+    agent: Agent = ReActAgent("asker", model, tools=[ask])
+    if root == "sequential":
+        agent = SequentialAgent("steps", [agent, ReActAgent("later", ScriptedModel(["x"]))])
+    events = Runner(agent, tracer_provider=provider).run("x")
+    async for event in events:
+        if event.interrupted is not None:
+            break
+    await events.aclose()
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert len(spans) == (1 if root == "react" else 2)
+    for span in spans:  # "asker" says it paused; its parent ended with it
+        assert events_of(span) == (["adk.interrupt"] if span.name.endswith("asker") else [])
+
+
 # -- usage and metrics ----------------------------------------------------------------------------
 def _points(reader: InMemoryMetricReader, name: str) -> list[HistogramDataPoint]:
     data = reader.get_metrics_data()
