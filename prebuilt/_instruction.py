@@ -20,6 +20,9 @@ from adk import CheckpointError
 
 __all__ = ["InstructionError", "render_instruction"]
 
+# What ``_read`` notes for a placeholder whose value the session lacks (``str`` never gives None).
+_Read = tuple[str | None, ...]
+
 _NAME = r"[A-Za-z_][A-Za-z0-9_.:\-]*"
 _FIELD = re.compile(rf"\{{\{{({_NAME}\??)\}}\}}|\{{({_NAME})(\??)\}}")
 
@@ -49,6 +52,23 @@ def render_instruction(template: str, values: Mapping[str, Any], agent_name: str
         )
 
     return _FIELD.sub(substitute, template)
+
+
+def _keys(template: str) -> tuple[str, ...]:
+    """The session values ``template``'s placeholders read, each once, in order; empty for an
+    instruction without placeholders (which then never needs rendering again)."""
+    if "{" not in template:
+        return ()
+    found = (m.group(2) for m in _FIELD.finditer(template) if m.group(2) is not None)
+    return tuple(dict.fromkeys(found))
+
+
+def _read(keys: tuple[str, ...], values: Mapping[str, Any]) -> _Read:
+    """What the placeholders ``keys`` would insert from ``values`` now (None where missing): two
+    equal reads render the same text, so comparing them tells whether a render can differ,
+    without rendering. Compared as text, not as objects, so a value changed in place (a list a
+    tool appended to) counts as changed."""
+    return tuple(str(values[k]) if k in values else None for k in keys)
 
 
 class InstructionError(KeyError):

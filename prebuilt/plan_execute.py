@@ -740,15 +740,19 @@ class PlanExecute(SequentialAgent):
         )
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return self._until_response(super().run(input, ctx))
+        return self._until_response(super().run(input, ctx), ctx)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return self._until_response(super().resume(ctx))
+        return self._until_response(super().resume(ctx), ctx)
 
-    async def _until_response(self, steps: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    async def _until_response(
+        self, steps: AsyncIterator[AgentEvent], ctx: RunContext
+    ) -> AsyncIterator[AgentEvent]:
         """The loop ends by a role's break (the response) or by running out of iterations; the
         latter is an error, as for ReActAgent. Ending events (exit, interrupt, error) close this
-        generator first."""
+        generator first. Run inside a role of another PlanExecute (an ``AgentTool`` shares the
+        session), it gives that one's state back when it ends (``_around``)."""
+        around = _around(ctx)
         responded = False
         try:
             async with closing(steps) as events:
@@ -760,11 +764,27 @@ class PlanExecute(SequentialAgent):
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+        if around is not None:
+            ctx.session.update(around)
         if not responded:
             raise MaxIterationsError(
                 f"plan-execute '{self.name}' exceeds max iterations ({self.max_iterations} "
                 "execute/replan rounds) without a response"
             )
+
+
+def _around(ctx: RunContext) -> dict[str, object] | None:
+    """The state of the PlanExecute this one runs inside (its plan was stored by a PlanExecute
+    whose address this one's lies under), or None. The role that runs this one reads its own
+    state from the session again as its agent goes on: a ``ReActAgent`` renders ``{objective}``
+    or ``{plan}`` before each model call, so the keys this one wrote must be that role's again
+    once it has ended, not only once the role's step ends (which writes them back too)."""
+    session = ctx.session
+    origin = _origin(session.get(PLAN_KEY))
+    if origin is None or _within(origin, ctx.address) or not _within(ctx.address, origin):
+        return None
+    keys = (OBJECTIVE_KEY, PLAN_KEY, EXECUTED_STEPS_KEY)
+    return {key: session.values[key] for key in keys if key in session.values}
 
 
 def new_planner(

@@ -64,7 +64,14 @@ from adk.tools._executor import (
 )
 from adk.tools._origin import tool_origin
 
-from ._instruction import InstructionError, _MissingAtResume, render_instruction
+from ._instruction import (
+    InstructionError,
+    _keys,
+    _MissingAtResume,
+    _Read,
+    _read,
+    render_instruction,
+)
 from ._output import (
     OutputSchemaError,
     parse_output,
@@ -136,7 +143,9 @@ class _Turn:
     ``messages[:head_size]`` is the conversation's start (system prompt, then the input; the first
     ``system_size`` are the system prompt), the rest what the loop added. ``saved_head`` is how the
     input is saved at a pause once known (a resumed agent keeps the one it was saved with; the
-    system prompt is rendered again on resume, not saved).
+    system prompt is rendered again on resume, not saved). ``rendered`` is what the system prompt
+    was last rendered from (the instruction, its placeholders' keys and what they read), None
+    when it has no placeholders: only then can a render before a later model call differ.
     """
 
     __slots__ = (
@@ -148,6 +157,7 @@ class _Turn:
         "model",
         "native",
         "options",
+        "rendered",
         "saved_head",
         "schema_retried",
         "specs",
@@ -167,6 +177,7 @@ class _Turn:
     head_size: int
     system_size: int
     saved_head: SavedHead | None
+    rendered: tuple[str, tuple[str, ...], _Read] | None
     schema_retried: bool  # the one retry for an answer off the output schema is used
     tools_pending: bool  # ``tools`` are still to resolve (see ``_ReActCore._turn``)
     done: bool  # the last tool round ended the agent (set by ``_round``)
@@ -244,13 +255,21 @@ class _ReActCore:
         """The system prompt: the instruction rendered from the session values as they are now,
         with the output schema's instruction when the model does not take it natively. Made
         when the agent starts and again when it resumes (from the current instruction: it is
-        configuration, which a redeploy may have fixed, not part of the conversation)."""
+        configuration, which a redeploy may have fixed, not part of the conversation), and
+        again before a model call when what its placeholders read has changed (``_refresh``)."""
         owner = self.owner
         # Without an instruction or output schema there is no system prompt (the rendering
         # would be "").
-        if owner.instruction == "" and owner.output_schema is None:
+        instruction = owner.instruction
+        if instruction == "" and owner.output_schema is None:
             return []
-        text = render_instruction(owner.instruction, turn.ctx.session.values, self.name)
+        values = turn.ctx.session.values
+        text = render_instruction(instruction, values, self.name)
+        keyed = owner._keyed
+        if keyed[0] is not instruction:  # ``instruction`` was assigned since it was last read
+            keyed = owner._keyed = (instruction, _keys(instruction))
+        keys = keyed[1]
+        turn.rendered = (instruction, keys, _read(keys, values)) if keys else None
         if owner.output_schema is not None and not turn.native:
             text = f"{text}\n\n{schema_instruction(owner.output_schema)}".strip()
         return [Message.system(text)] if text else []
@@ -293,7 +312,7 @@ class _ReActCore:
         turn.messages = []
         turn.iterations = iterations
         turn.head_size = turn.system_size = 0
-        turn.saved_head = None
+        turn.saved_head = turn.rendered = None
         turn.schema_retried = turn.done = False
         flow = owner._adk_flow
         turn.tools_pending = bool(
@@ -491,6 +510,8 @@ class _ReActCore:
         while True:
             if turn.iterations >= owner.max_iterations:
                 raise self._exceeded()
+            if turn.rendered is not None:  # the instruction has placeholders
+                self._refresh(turn)
             turn.iterations += 1
             if ctx.enable_streaming:
                 stream = _call.stream(ctx, turn.model, messages, turn.specs, turn.options)
@@ -563,6 +584,29 @@ class _ReActCore:
                 return
             if owner.reset_tool_choice:
                 turn.options = _free_tool_choice(turn.options)
+
+    def _refresh(self, turn: _Turn) -> None:
+        """Render the system prompt again before a model call if it can differ from the last
+        render: the session values its placeholders read changed (a tool or callback of this
+        run wrote them, or an earlier agent's ``output_key``), or the instruction was assigned.
+        The new prompt replaces the old at the head of the conversation, as Google ADK renders
+        its instruction before every model call. A required value removed since fails the run
+        here, as a missing one fails its start (and Google ADK's call): the model would
+        otherwise be told a value that no longer holds."""
+        assert turn.rendered is not None
+        instruction, keys, before = turn.rendered
+        if self.owner.instruction is instruction and _read(keys, turn.ctx.session.values) == before:
+            return
+        try:
+            system = self._system(turn)
+        except InstructionError as exc:
+            raise InstructionError(
+                f"{exc}; it was removed during the run, before model call {turn.iterations + 1}"
+            ) from exc
+        size = turn.system_size
+        turn.messages[:size] = system  # in place: the loop holds the list
+        turn.head_size += len(system) - size
+        turn.system_size = len(system)
 
     async def _round(self, turn: _Turn, tally: _Round) -> AsyncGenerator[AgentEvent, None]:
         """Run a round's calls concurrently, then close it (``_round_end``): afterwards
@@ -872,6 +916,9 @@ class ReActAgent:
         self.description = description
         self.model = model
         self.instruction = instruction
+        # The instruction and the keys its placeholders read, found once (not per model call);
+        # found again by ``_system`` for an instruction assigned later.
+        self._keyed = (instruction, _keys(instruction))
         self.max_iterations = max_iterations
         self.return_directly = frozenset(return_directly)
         self.output_key = output_key

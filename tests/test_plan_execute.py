@@ -745,6 +745,29 @@ async def test_a_role_resumed_after_a_pause_inside_a_plan_execute_it_called_read
     await store.aclose()
 
 
+async def test_a_role_that_ran_a_plan_execute_reads_its_own_state_at_its_next_model_call() -> None:
+    # A ReActAgent renders its instruction again before a model call when what it reads changed.
+    # The PlanExecute the executor ran (an AgentTool: the same session) left its objective and
+    # plan there, so the executor's next call was told the inner objective as its own.
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("payments", {"request": "pay 5"})]), "Paid the bill."]
+    )
+    executor = new_executor(
+        model,
+        [adk.AgentTool(_payments(["Paid."]))],
+        instruction="Work towards: {objective}. Left to do: {plan}",
+    )
+    outer = PlanExecute(
+        new_planner(ScriptedModel([plan_json("pay the bill")])),
+        executor,
+        new_replanner(ScriptedModel(["Bill paid."])),
+    )
+    result = await Runner(outer).invoke("settle my bill")
+    assert result.text == "Bill paid."
+    first, second = (request.messages[0].content for request in model.requests)
+    assert first == second == "Work towards: settle my bill. Left to do: 1. pay the bill"
+
+
 async def test_a_plan_a_helper_of_the_replanner_updates_is_the_replanners() -> None:
     # The replanner asks a helper agent (an AgentTool: a nested run of its own) to revise the
     # plan. update_plan looked for the step to hand its plan to in the helper's run only, found
