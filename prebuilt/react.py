@@ -912,6 +912,8 @@ class ReActAgent:
             isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
         ):
             raise TypeError(f"{what} output_schema must be a pydantic model class")
+        if not isinstance(instruction, str):  # its placeholders are found now, not at a run
+            raise TypeError(f"{what} instruction must be a str, got {type(instruction).__name__}")
         self.name = name
         self.description = description
         self.model = model

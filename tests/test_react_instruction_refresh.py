@@ -214,3 +214,10 @@ async def test_the_second_request_on_the_wire_carries_the_refreshed_prompt() -> 
         [{"role": "system", "content": "Step 2."}],
     ]
     assert bodies[1]["messages"][0]["role"] == "system"
+
+
+def test_an_instruction_that_is_not_text_is_refused_where_the_agent_is_made() -> None:
+    # Its placeholders are found when the agent is made: a TypeError naming the agent there, not
+    # a bare "argument of type 'NoneType' is not iterable" (formerly at its first run).
+    with pytest.raises(TypeError, match="ReActAgent 'x': instruction must be a str, got NoneType"):
+        ReActAgent("x", ScriptedModel(["hi"]), instruction=None)  # type: ignore[arg-type]
