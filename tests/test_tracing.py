@@ -695,21 +695,22 @@ async def test_a_failing_after_agent_fails_the_agent_span(
     assert events_of(span) == ["exception"]
 
 
+@tool
+def approve(amount: int, ctx: ToolContext) -> str:
+    """Ask a person to approve a payment.
+
+    Args:
+        amount: How much.
+    """
+    resume = ctx.resume
+    if resume is None:
+        raise Interrupt({"approve": amount})
+    return f"approved: {resume.data}"
+
+
 async def test_a_resumed_run_keeps_its_conversation_id(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    @tool
-    def approve(amount: int, ctx: ToolContext) -> str:
-        """Ask a person to approve a payment.
-
-        Args:
-            amount: How much.
-        """
-        resume = ctx.resume
-        if resume is None:
-            raise Interrupt({"approve": amount})
-        return f"approved: {resume.data}"
-
     model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {"amount": 5})]), "paid"])
     runner = Runner(ReActAgent("payer", model, tools=[approve]), tracer_provider=provider)
     paused = await runner.invoke("pay 5", run_id="conv-9")
@@ -731,17 +732,6 @@ async def test_a_resumed_run_links_to_the_trace_of_the_run_that_paused(
 ) -> None:
     # The resume is a trace of its own (it runs later, often in another process, under another
     # request): a span link on its root span leads back to the paused run's root span.
-    @tool
-    def approve(amount: int, ctx: ToolContext) -> str:
-        """Ask a person to approve a payment.
-
-        Args:
-            amount: How much.
-        """
-        if ctx.resume is None:
-            raise Interrupt({"approve": amount})
-        return f"approved: {ctx.resume.data}"
-
     store = InMemoryCheckpointStore()
     model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {"amount": 5})]), "paid"])
     agent = ReActAgent("payer", model, tools=[approve])
