@@ -699,6 +699,144 @@ async def test_a_loop_that_resumes_what_pauses_as_it_reads_does_not_wait_for_eve
     assert sorted(seen) == [(n, part) for n in range(40) for part in range(3)]
 
 
+class _Counted:
+    """A broker's records, counted as they are read: it yields to the loop on each (a network
+    read), and stops at ``cap`` so a source read without bound fails the test, not the suite."""
+
+    def __init__(self, first: list[dict[str, Any]], keys: int, cap: int = 5000) -> None:
+        self.first, self.keys, self.cap, self.read = first, keys, cap, 0
+
+    async def records(self) -> AsyncIterator[dict[str, Any]]:
+        for record in self.first:
+            self.read += 1
+            yield record
+        while self.read < self.cap:
+            self.read += 1
+            await asyncio.sleep(0)
+            yield {"k": f"c{self.read % self.keys}", "do": "go"}
+
+
+class _Gated(ActionAgent):
+    """Logs each record's ``do`` in memory and outputs the log; ``ask`` pauses first (``ask:<the
+    answer>`` once resumed), and a ``do`` with a gate in ``gates`` waits for it, ``entered`` set
+    meanwhile (a record whose model is slow to answer)."""
+
+    def __init__(self, name: str, gates: dict[str, asyncio.Event]) -> None:
+        super().__init__(name)
+        self.gates = gates
+        self.entered = {do: asyncio.Event() for do in gates}
+
+    @action(InputEvent)
+    async def step(self, event: InputEvent, ctx: ActionContext) -> None:
+        memory, done = ctx.short_term_memory, event.input["do"]
+        if done == "ask":
+            if ctx.resume is None:
+                raise Interrupt("go on?")
+            done = f"ask:{ctx.resume.data}"
+        if done in self.gates:
+            self.entered[done].set()
+            await self.gates[done].wait()
+        memory.set("log", [*memory.get("log", []), done])
+        ctx.send_event(OutputEvent(output=memory.get("log")))
+
+
+async def _spin(turns: int = 2000) -> None:
+    """Let every task that can run, run (no clock: a number of the loop's turns)."""
+    for _ in range(turns):
+        await asyncio.sleep(0)
+
+
+async def test_a_source_of_fewer_keys_than_max_concurrency_is_read_only_as_fast_as_processed() -> (
+    None
+):
+    """The reader waited for room only with ``max_concurrency`` keys running: a stream of one
+    key (one customer's orders, one device's readings) was read to its end while that key's
+    worker ran a record at a time, every record piling up in the key's queue."""
+    source = _Counted([], keys=1)
+    env = LocalExecutionEnvironment(max_concurrency=3)
+    seen = 0
+    async with env.from_list(source.records(), key="k").apply(_Gated("g", {})) as outputs:
+        async for _ in outputs:
+            seen += 1
+            await _spin(20)  # a sink slower than the agent (a database, an API)
+            if seen == 40:
+                break
+        read = source.read
+    # Read ahead: the outputs waiting (4 per key the environment may run), the record running
+    # and those waiting behind it (4 per key it may run), and the one the reader holds.
+    assert read <= seen + 4 * 3 + 1 + 4 * 3 + 1, f"read {read} records ahead of {seen} outputs"
+
+
+async def test_a_resume_waiting_for_its_turn_does_not_let_the_outputs_pile_up() -> None:
+    """While a resume waits for its key's turn, workers may queue outputs past the bound (the
+    consumer may be the one waiting for the resume); the reader went on reading meanwhile, so
+    every record of an unbounded source ran and its outputs piled up for as long as the key's
+    running record took. It reads no more while the outputs it has not taken fill the queue."""
+    release = asyncio.Event()
+    agent = _Gated("g", {"wait": release})
+    source = _Counted([{"k": "s", "do": "ask"}, {"k": "s", "do": "wait"}], keys=7)
+    env = LocalExecutionEnvironment(max_concurrency=2, checkpoint_store=InMemoryCheckpointStore())
+    applied = env.from_list(source.records(), key="k").apply(agent)
+    async with asyncio.timeout(60), applied:  # a guard: a hang fails here, not the suite
+        outputs, taken = aiter(applied), 1
+        while (paused := await anext(outputs)).checkpoint_id is None:
+            taken += 1
+        await agent.entered["wait"].wait()  # the key's next record runs: the resume waits for it
+        resuming = asyncio.ensure_future(applied.resume(paused, "yes"))
+        await _spin()
+        read = source.read
+        release.set()
+        [resumed] = await resuming
+    assert resumed.output == ["wait", "ask:yes"]
+    # Read ahead: outputs not taken (4 per key), records running (2) and waiting (4 per key),
+    # the two records of key "s", and the one the reader holds.
+    assert read <= taken + 4 * 2 + 2 + 4 * 2 + 2 + 1, f"read {read} with {taken} outputs taken"
+
+
+async def test_a_record_read_while_its_keys_resume_waits_for_room_runs_after_the_resume() -> None:
+    """A resume and a new record of the same key both waited for room: the resume took the first
+    place, and the reader, given the next, started a second worker for the key over the resume's
+    queue. The record ran beside the resume, on the key's session before the resume's writes."""
+    gates = {"a": asyncio.Event(), "b": asyncio.Event(), "ask:yes": asyncio.Event()}
+    agent = _Gated("g", gates)
+    queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+    async def broker() -> AsyncIterator[dict[str, Any]]:
+        while (message := await queue.get()) is not None:
+            yield message
+
+    env = LocalExecutionEnvironment(max_concurrency=2, checkpoint_store=InMemoryCheckpointStore())
+    applied = env.from_list(broker(), key="k").apply(agent)
+    async with asyncio.timeout(60), applied:  # a guard: a hang fails here, not the suite
+        outputs = aiter(applied)
+        await queue.put({"k": "key", "do": "ask"})
+        paused = await anext(outputs)
+        for other in ("a", "b"):  # two records of other keys take both places
+            await queue.put({"k": other, "do": other})
+            await agent.entered[other].wait()
+        resuming = asyncio.ensure_future(applied.resume(paused, "yes"))
+        await _spin(50)  # the resume waits for room
+        await queue.put({"k": "key", "do": "later"})
+        await _spin(50)  # and so does the reader, with the key's new record
+        gates["a"].set()  # a place: the resume's
+        assert (await anext(outputs)).output == ["a"]
+        await agent.entered["ask:yes"].wait()
+        gates["b"].set()  # another place: the reader's, for the key the resume holds
+        assert (await anext(outputs)).output == ["b"]
+        await _spin(50)
+        gates["ask:yes"].set()
+        [resumed] = await resuming
+        assert resumed.output == ["ask:yes"]
+        assert (await anext(outputs)).output == ["ask:yes", "later"]
+        await queue.put(None)
+        assert [o async for o in outputs] == []
+    assert applied.sessions == {
+        "key": {"memory:g": {"log": ["ask:yes", "later"]}},
+        "a": {"memory:g": {"log": ["a"]}},
+        "b": {"memory:g": {"log": ["b"]}},
+    }
+
+
 class Asks(ActionAgent):
     """Logs each record's ``do`` in memory; ``ask`` pauses first, and logs the answer too."""
 

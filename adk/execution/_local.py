@@ -295,15 +295,18 @@ class KeyedOutputs:
 class _Scheduler:
     """Reads the records, queues them per key, and keeps at most ``max_concurrency`` keys running.
 
-    The reader waits while ``max_concurrency`` keys are running and ``BUFFER_PER_KEY`` times that
-    many records wait, so an unbounded source is read only as fast as it is processed. (Records
+    The reader waits while ``BUFFER_PER_KEY`` times ``max_concurrency`` records wait behind their
+    keys' running ones, or, for a new key, while ``max_concurrency`` keys are running, so an
+    unbounded source is read only as fast as it is processed, however few keys it has. (Records
     waiting behind their key's running one let its worker go on to the next without a new task.)
     Outputs wait for the consumer in a queue of that same size; a worker with an output and no
     room waits, holding its key, so a slow consumer slows the records and, through them, the
     reading. Nothing else waits on the consumer, so it cannot deadlock while outputs are taken.
-    While a resume waits for its turn the bound is lifted: the consumer may be what is waiting
-    for the resume (a loop that approves what pauses), not taking outputs, and the workers the
-    resume waits for must not wait for it in turn.
+    While a resume waits for its turn, workers queue their outputs past that size: the consumer
+    may be what is waiting for the resume (a loop that approves what pauses), not taking
+    outputs, and the workers the resume waits for must not wait for it in turn. The reader then
+    waits instead, while the outputs not taken fill the queue, so what piles up is at most the
+    outputs of the records read so far, however long the resume waits.
     """
 
     def __init__(self, outputs: KeyedOutputs) -> None:
@@ -335,21 +338,12 @@ class _Scheduler:
                     await self.fail(index, None, record, exc)
                     index += 1
                     continue
-                while len(self.workers) >= self.limit and self.buffered >= self.most_buffered:
-                    self.room.clear()
-                    await self.room.wait()
-                queued = self.waiting.get(key)
-                if queued is not None:
-                    queued.append((index, record))
-                    self.buffered += 1
-                else:
-                    while len(self.workers) >= self.limit:
-                        self.room.clear()
-                        await self.room.wait()
-                    self.waiting[key] = deque([(index, record)])
-                    self.buffered += 1
-                    self.workers.add(asyncio.create_task(self.work(key)))
+                await self.place(index, key, record)
                 index += 1
+                results = self.results
+                while self.resumes_waiting and results.qsize() >= self.most_buffered:
+                    self.output_room.clear()
+                    await self.output_room.wait()
             while self.workers:
                 await asyncio.gather(*list(self.workers))
             self.closed = True
@@ -358,6 +352,26 @@ class _Scheduler:
             if is_cancellation(exc):
                 raise
             await self.results.put(exc)
+
+    async def place(self, index: int, key: Hashable, record: Any) -> None:
+        """Queue ``record`` behind its key's running one, or start a worker for its key, once
+        there is room: fewer than ``most_buffered`` records waiting, or fewer than ``limit``
+        keys running. The key is looked up again after each wait: a resume may have started
+        a worker for it meanwhile (``take_turn``), and a second would run beside it."""
+        while True:
+            queued = self.waiting.get(key)
+            if queued is not None:
+                if self.buffered < self.most_buffered:
+                    queued.append((index, record))
+                    self.buffered += 1
+                    return
+            elif len(self.workers) < self.limit:
+                self.waiting[key] = deque([(index, record)])
+                self.buffered += 1
+                self.workers.add(asyncio.create_task(self.work(key)))
+                return
+            self.room.clear()
+            await self.room.wait()
 
     async def work(self, key: Hashable) -> None:
         queued, runner, results = self.waiting[key], self.outputs.runner, self.results
