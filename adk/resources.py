@@ -6,8 +6,10 @@ can declare what exists and agents pick by name at run time. ``Resources`` is th
 
 MCP servers are registered with ``add_mcp``; their tools and prompts join the registry under their
 own names (or ``{prefix}_{name}``), listed lazily the first time a name is looked up, and again when
-a server announces a change. Two sources offering one name is an error, reported when the clash is
-seen, because silently picking one would run the wrong tool.
+a server announces a change. A lookup asks only the servers that may offer the name: a server with
+a prefix only for names that start with it, one without a prefix for every name. Two sources
+offering one name is an error, reported when the clash is seen, because silently picking one would
+run the wrong tool.
 
 This module imports no MCP code: ``add_mcp`` loads ``adk.mcp`` on first use, so ``import adk``
 stays light for programs that never talk to an MCP server.
@@ -155,10 +157,13 @@ class Resources(AsyncCloseable):
         # (kind, server) pairs whose last listing failed.
         self._asking: dict[tuple[str, str], asyncio.Task[list[Any] | Exception]] = {}
         self._failing: set[tuple[str, str]] = set()
-        # The last index of MCP-provided names of each kind and the servers' listings it was
-        # built from: reused while each server's current listing is that same list, so a lookup
-        # does not check every name again (see ``_mcp_index``). Registering anything drops them.
-        self._indexes: dict[str, tuple[list[list[Any]], dict[str, tuple[str, Any]]]] = {}
+        # The last index of MCP-provided names of each kind from each set of servers asked,
+        # and the servers' listings it was built from: reused while each server's current
+        # listing is that same list, so a lookup does not check every name again (see
+        # ``_mcp_index``). Registering anything drops them.
+        self._indexes: dict[
+            tuple[str, tuple[str, ...]], tuple[list[list[Any]], dict[str, tuple[str, Any]]]
+        ] = {}
 
     # -- registration --------------------------------------------------------------------------
     def add_model(self, name: str, model: Any) -> None:
@@ -213,7 +218,9 @@ class Resources(AsyncCloseable):
         prefix: str | None = None,
     ) -> MCPToolset:
         """Register an MCP server: its tools and prompts become resources by name (prefixed with
-        ``{prefix}_`` when given). Nothing connects until a name is looked up. Pass an
+        ``{prefix}_`` when given). Nothing connects until a name it may offer is looked up (with a
+        prefix, a name that starts with it; without, any name, even one registered in code, whose
+        clash with the server's must be seen). Pass an
         ``MCPToolset`` instead of a server to choose its filter and timeouts; its prefix applies.
         Returns the toolset, which an agent can also take directly as a toolset."""
         # Imported here, not at the top: the MCP SDK is heavy and only programs that register an
@@ -274,51 +281,75 @@ class Resources(AsyncCloseable):
 
         Raises ``KeyError`` for an unknown name (saying which MCP servers could not be asked) and
         ``ValueError`` when two sources offer the name. A name registered with ``add_tool`` is
-        checked against the MCP servers' names too: returning it without asking them would let
-        it hide a server's tool of that name, silently, until some other lookup saw the clash.
+        checked against the MCP servers that may offer it too (those without a prefix):
+        returning it without asking them would let it hide a server's tool of that name,
+        silently, until some other lookup saw the clash. Servers whose prefix rules the name
+        out are not asked, nor started.
         """
         tool = self._tools.get(name)
         if tool is not None:
             if self._mcp:
-                await self._mcp_index("tools", ())
+                await self._from_mcp("tools", (), (name,))
             return tool
-        found: Tool = (await self._from_mcp("tools", [name]))[name]
+        found: Tool = (await self._from_mcp("tools", [name], (name,)))[name]
         return found
 
     async def tools(self, names: Iterable[str]) -> list[Tool]:
         """The tools registered as ``names``, in that order (errors as in ``get_tool``). The MCP
-        servers are asked once for all of them."""
+        servers that may offer any of them are asked once for all of them."""
         wanted = list(names)
-        found = await self._from_mcp("tools", [n for n in wanted if n not in self._tools])
-        return [self._tools[name] if name in self._tools else found[name] for name in wanted]
+        own = self._tools
+        found = await self._from_mcp("tools", [n for n in wanted if n not in own], wanted)
+        return [own[name] if name in own else found[name] for name in wanted]
 
     async def get_prompt(self, name: str) -> Prompt:
-        """The prompt registered (or offered by a registered MCP server) as ``name``."""
+        """The prompt registered (or offered by a registered MCP server) as ``name``; the servers
+        asked as in ``get_tool``."""
         prompt = self._prompts.get(name)
         if prompt is not None:
             if self._mcp:
-                await self._mcp_index("prompts", ())
+                await self._from_mcp("prompts", (), (name,))
             return prompt
-        found: Prompt = (await self._from_mcp("prompts", [name]))[name]
+        found: Prompt = (await self._from_mcp("prompts", [name], (name,)))[name]
         return found
 
-    async def _from_mcp(self, kind: str, names: Sequence[str]) -> dict[str, Any]:
+    async def _from_mcp(
+        self, kind: str, names: Sequence[str], looked_up: Sequence[str]
+    ) -> dict[str, Any]:
         """The MCP-provided ``kind`` items called ``names``; ``KeyError`` for the first unknown.
-        The servers are asked even for no names, to see a clash with a name registered in code."""
-        if not names and not self._mcp:
+        The servers that may offer any name ``looked_up`` are asked, even for no ``names``, to
+        see a clash with a name registered in code (``looked_up`` holds those too)."""
+        servers = tuple(
+            server_name
+            for server_name, toolset in self._mcp.items()
+            if any(toolset._may_offer(name) for name in looked_up)
+        )
+        if not servers:
+            if names:
+                own: Mapping[str, object] = self._tools if kind == "tools" else self._prompts
+                raise KeyError(_unknown(kind[:-1], names[0], own, None, self._ruled_out()))
             return {}
-        index, failures = await self._mcp_index(kind, names)
+        index, failures = await self._mcp_index(kind, names, servers)
         for name in names:
             if name not in index:
-                own: Mapping[str, object] = self._tools if kind == "tools" else self._prompts
-                raise KeyError(_unknown(kind[:-1], name, {**own, **index}, failures))
+                own = self._tools if kind == "tools" else self._prompts
+                ruled_out = self._ruled_out(servers)
+                raise KeyError(_unknown(kind[:-1], name, {**own, **index}, failures, ruled_out))
         return {name: index[name][1] for name in names}
 
+    def _ruled_out(self, asked: Sequence[str] = ()) -> dict[str, str]:
+        """The servers not asked for a name, as their prefixes rule it out: server → prefix."""
+        return {
+            server_name: toolset.prefix
+            for server_name, toolset in self._mcp.items()
+            if toolset.prefix is not None and server_name not in asked
+        }
+
     async def _mcp_index(
-        self, kind: str, wanted: Sequence[str]
+        self, kind: str, wanted: Sequence[str], servers: tuple[str, ...]
     ) -> tuple[dict[str, tuple[str, Any]], dict[str, str]]:
-        """The MCP-provided names of ``kind`` → (server name, item), and the servers that could
-        not be asked.
+        """The names of ``kind`` the MCP ``servers`` offer → (server name, item), and the servers
+        that could not be asked.
 
         Servers are asked concurrently, and each lists only when its list changed (a current list
         is read without a task). Every server is waited for — a name clash must be seen — except
@@ -333,7 +364,8 @@ class Resources(AsyncCloseable):
         """
         answers: dict[str, list[Any] | Exception] = {}
         pending: dict[asyncio.Task[list[Any] | Exception], str] = {}
-        for server_name, toolset in self._mcp.items():
+        for server_name in servers:
+            toolset = self._mcp[server_name]
             cached = toolset._cached(kind)
             if cached is not None:
                 answers[server_name] = cached
@@ -344,7 +376,7 @@ class Resources(AsyncCloseable):
             listings: list[list[Any]] = [
                 answer for answer in answers.values() if isinstance(answer, list)
             ]
-            built = self._indexes.get(kind)
+            built = self._indexes.get((kind, servers))
             if (
                 built is not None
                 and len(built[0]) == len(listings)
@@ -373,7 +405,7 @@ class Resources(AsyncCloseable):
         index: dict[str, tuple[str, Any]] = {}
         failures: dict[str, str] = {}
         listed: list[list[Any]] = []  # the listings indexed, to keep with the index
-        for server_name in self._mcp:  # in registration order, so clash reports are stable
+        for server_name in servers:  # in registration order, so clash reports are stable
             if server_name not in answers:  # a failing server not waited for: its retry goes on
                 continue
             answer = answers[server_name]
@@ -396,8 +428,8 @@ class Resources(AsyncCloseable):
                         f"{second}; give one of them a prefix of its own (add_mcp(..., prefix=...))"
                     )
                 index[item_name] = (server_name, item)
-        if len(listed) == len(self._mcp):  # every server answered with its list
-            self._indexes[kind] = (listed, index)
+        if len(listed) == len(servers):  # every server answered with its list
+            self._indexes[(kind, servers)] = (listed, index)
         return index, failures
 
     def _ask(
@@ -531,7 +563,11 @@ def _check_name(name: str, kind: str) -> None:
 
 
 def _unknown(
-    kind: str, name: str, known: Mapping[str, object], failures: Mapping[str, str] | None = None
+    kind: str,
+    name: str,
+    known: Mapping[str, object],
+    failures: Mapping[str, str] | None = None,
+    ruled_out: Mapping[str, str] | None = None,
 ) -> str:
     text = f"no {kind} named {name!r}"
     if known:
@@ -539,4 +575,7 @@ def _unknown(
     if failures:
         reasons = "; ".join(f"{server}: {reason}" for server, reason in failures.items())
         text += f"; MCP servers that could not be asked: {reasons}"
+    if ruled_out:
+        prefixes = ", ".join(f"{server!r} ({prefix}_...)" for server, prefix in ruled_out.items())
+        text += f"; MCP servers not asked, as they offer only names with their prefix: {prefixes}"
     return text

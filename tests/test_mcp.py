@@ -608,30 +608,65 @@ async def test_a_failing_server_does_not_delay_lookups_found_elsewhere(
         "DEMO_REFUSE_START_FILE": str(refuse),  # ...then exit at once if `refuse` exists
     }
     async with Resources() as resources:
-        resources.add_mcp("up", HTTPServer(http_process.url))
-        resources.add_mcp("down", MCPToolset(stdio(env=env), prefix="d", connect_timeout=60))
+        # The failing server has no prefix, so it may offer any name and every lookup asks it
+        # (one with a prefix is not asked for names without it, as up's here).
+        resources.add_mcp("up", HTTPServer(http_process.url), prefix="u")
+        resources.add_mcp("down", MCPToolset(stdio(env=env), connect_timeout=60))
 
         # A server never heard from is waited for (its tools could clash): here it fails at once.
         go.touch()
         refuse.touch()
-        assert (await resources.get_tool("add")).spec.name == "add"
+        assert (await resources.get_tool("u_add")).spec.name == "u_add"
         assert len(starts(pid_file)) == 1
 
         # Now it stalls while starting. Having failed last time, it is not waited for when the
         # names are found elsewhere (else each lookup would take the 60s connect_timeout)...
         go.unlink()
         refuse.unlink()
-        assert (await asyncio.wait_for(resources.get_tool("add"), 20)).spec.name == "add"
+        assert (await asyncio.wait_for(resources.get_tool("u_add"), 20)).spec.name == "u_add"
         await eventually(lambda: asyncio.sleep(0, starts(pid_file)), lambda pids: len(pids) == 2)
-        tools = await asyncio.wait_for(resources.tools(["pid", "add"]), 20)
-        assert [tool.spec.name for tool in tools] == ["pid", "add"]
+        tools = await asyncio.wait_for(resources.tools(["u_pid", "u_add"]), 20)
+        assert [tool.spec.name for tool in tools] == ["u_pid", "u_add"]
         assert len(starts(pid_file)) == 2  # ...and lookups share its one retry under way
 
         # A name found nowhere else waits for that retry, which succeeds once the server answers.
         go.touch()
-        d_add = await asyncio.wait_for(resources.get_tool("d_add"), 30)
-        assert (await run(d_add, {"a": 1, "b": 2})).content == "3"
+        add = await asyncio.wait_for(resources.get_tool("add"), 30)
+        assert (await run(add, {"a": 1, "b": 2})).content == "3"
         assert len(starts(pid_file)) == 2
+
+
+async def test_a_lookup_starts_only_the_servers_whose_prefix_the_name_has(tmp_path: Path) -> None:
+    """The first lookup of a tool registered in code started every MCP server to see whether it
+    offered the name too, and a lookup of one server's tool started the others: a server with a
+    prefix offers only names that start with it, so it is asked for those alone."""
+    files, git = tmp_path / "files", tmp_path / "git"
+    async with Resources() as resources:
+        resources.add_tool(_Shout())
+        resources.add_prompt("hello", "Hello {name}")
+        resources.add_mcp("files", stdio(env={"DEMO_PID_FILE": str(files)}), prefix="files")
+        # A prefix model APIs refuse in a tool name: its tools are offered as git_v2_<name>.
+        resources.add_mcp("git", stdio(env={"DEMO_PID_FILE": str(git)}), prefix="git.v2")
+        assert (await resources.get_tool("shout")).spec.name == "shout"
+        assert [tool.spec.name for tool in await resources.tools(["shout"])] == ["shout"]
+        assert (await resources.get_prompt("hello")).name == "hello"
+        with pytest.raises(KeyError, match=r"not asked, .*'files' \(files_\.\.\.\)"):
+            await resources.get_tool("nope")
+        assert starts(files) == [] and starts(git) == []
+
+        found = await resources.tools(["shout", "git_v2_add"])
+        assert [tool.spec.name for tool in found] == ["shout", "git_v2_add"]
+        assert (await run(found[1], {"a": 2, "b": 3})).content == "5"
+        assert (await resources.get_prompt("git.v2_greet")).name == "git.v2_greet"
+        assert len(starts(git)) == 1 and starts(files) == []
+        with pytest.raises(KeyError, match="no tool named 'git_v2_nope'"):
+            await resources.get_tool("git_v2_nope")
+        assert starts(files) == []
+
+        resources.add_tool(_Shout(), name="files_add")  # a name the files server offers too
+        with pytest.raises(ValueError, match="'files_add' is offered by MCP server 'files'"):
+            await resources.get_tool("files_add")
+        assert len(starts(files)) == 1
 
 
 class _Shout:

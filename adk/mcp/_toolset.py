@@ -46,6 +46,8 @@ _ToolFilter = Callable[[ToolSpec], bool] | Collection[str]
 _PAGE_LIMIT = 100  # a server whose cursors never end cannot hang listing
 _NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
 _NAME_LIMIT = 64
+_DIGEST = 8  # hex digits of the hash a name cut to fit is given (``_model_names``)
+_KEPT = _NAME_LIMIT - _DIGEST - 1  # what a name cut to fit keeps of its start
 # Failures that mean the connection itself is gone, not that the request was refused.
 _TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.TransportError)
 _PLAIN_LOSS = frozenset({"connection closed", "brokenresourceerror", "closedresourceerror"})
@@ -269,6 +271,12 @@ class MCPToolset(AsyncCloseable):
         else:
             self._needs_approval = _compile_filter(require_approval, "require_approval")
         self._prefix = prefix
+        # How every name this server offers starts (see ``_may_offer``): the prefix as given
+        # (prompts, and tools whose names fit), and as ``_model_names`` makes it fit model APIs.
+        self._heads: tuple[str, ...] = ()
+        if prefix is not None:
+            head = f"{prefix}_"
+            self._heads = (head, _NOT_IN_NAMES.sub("_", head)[:_KEPT])
         self._call_timeout = call_timeout
         self._tools: _Listing | None = None
         self._prompts: _Listing | None = None
@@ -304,6 +312,14 @@ class MCPToolset(AsyncCloseable):
         self._prompts = None
 
     # -- internals -----------------------------------------------------------------------------
+    def _may_offer(self, name: str) -> bool:
+        """Whether ``name`` could be one of this server's tools or prompts, judged without asking
+        it: with a prefix, every name it offers starts with ``{prefix}_`` (a tool's renamed to fit
+        model APIs keeps that start, made fit the same way). ``Resources`` asks only the servers
+        that may offer a name, so a lookup does not start the others."""
+        heads = self._heads
+        return not heads or name.startswith(heads)
+
     def _exposed(self, name: str) -> str:
         return f"{self._prefix}_{name}" if self._prefix else name
 
@@ -527,8 +543,8 @@ def _model_names(names: list[str]) -> list[str]:
             continue
         safe = _NOT_IN_NAMES.sub("_", name) or "_"
         if len(safe) > _NAME_LIMIT or safe in taken:
-            digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-            safe = f"{safe[: _NAME_LIMIT - len(digest) - 1]}_{digest}"
+            digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+            safe = f"{safe[:_KEPT]}_{digest}"
         taken.add(safe)
         out[position] = safe
     return out
