@@ -276,6 +276,18 @@ class Resources(AsyncCloseable):
         no tool is registered so (the check then leaves the name to the run)."""
         return self._tools.get(name)
 
+    def _registered(self, name: str, kind: str) -> Any:
+        """The model, or the tool or prompt registered in code, called ``name`` (``kind``:
+        ``"model"``, ``"tool"`` or ``"prompt"``), without asking any MCP server; None if none.
+        A tool registered under another name is given as the tool itself, so the same tool
+        registered in two registries under one name is seen to be the same."""
+        if kind == "model":
+            return self._models.get(name)
+        if kind == "prompt":
+            return self._prompts.get(name)
+        tool = self._tools.get(name)
+        return tool._tool if isinstance(tool, _RenamedTool) else tool
+
     async def get_tool(self, name: str) -> Tool:
         """The tool registered (or offered by a registered MCP server) as ``name``.
 
@@ -334,7 +346,8 @@ class Resources(AsyncCloseable):
             if name not in index:
                 own = self._tools if kind == "tools" else self._prompts
                 ruled_out = self._ruled_out(servers)
-                raise KeyError(_unknown(kind[:-1], name, {**own, **index}, failures, ruled_out))
+                text = _unknown(kind[:-1], name, {**own, **index}, failures, ruled_out)
+                raise _Unknown(text, tuple(failures))
         return {name: index[name][1] for name in names}
 
     def _ruled_out(self, asked: Sequence[str] = ()) -> dict[str, str]:
@@ -560,6 +573,16 @@ def _offered_twice(kind: str, name: str, server_name: str, item: Any, own: Any) 
 def _check_name(name: str, kind: str) -> None:
     if not isinstance(name, str) or not name:
         raise ValueError(f"a {kind} needs a non-empty string name, got {name!r}")
+
+
+class _Unknown(KeyError):
+    """A name not found, with the MCP servers that could not be asked (``unasked``): one of them
+    may offer it, so a caller with another registry to try (an ``ActionAgent``'s own resources,
+    then the runner's) does not take the other's item of that name for the one it wanted."""
+
+    def __init__(self, text: str, unasked: tuple[str, ...]) -> None:
+        super().__init__(text)
+        self.unasked = unasked
 
 
 def _unknown(

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_servers.process import closed_port
 
 from adk import (
     BaseAgent,
@@ -42,6 +43,7 @@ from adk.actions import (
 )
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.mcp import HTTPServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from tests.conftest import other_tasks
 
@@ -435,17 +437,65 @@ async def test_memory_refuses_values_a_checkpoint_could_not_hold() -> None:
     assert isinstance(raised.value.__cause__, ActionError)
 
 
-async def test_resources_come_from_the_agent_first_then_the_runner() -> None:
-    own, shared = ScriptedModel(["from the agent"]), ScriptedModel(["from the runner"])
+async def test_the_agents_resources_are_its_own_and_the_runners_add_more() -> None:
+    """A model both defined under one name, as different objects, was the agent's, silently: a
+    deployment giving the agent its model ran it on another. The same object in both is fine."""
+    own = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "from the agent"])
     agent = Asker("asker", resources=_resources(own))
-    agent.tools = ["add"]
-    result = await Runner(agent, resources=_resources(shared, add)).invoke("go")
-    assert result.text == "from the agent" and shared.calls == 0
+    shared = Resources()
+    shared.add_tool(add)  # a tool only the runner has
+    shared.add_model("m", own)  # the same model: no conflict
+    result = await Runner(agent, resources=shared).invoke("go")
+    assert result.text == "from the agent" and own.calls == 2
+
+    other = ScriptedModel(["from the runner"])
+    with pytest.raises(
+        RunError, match=r"model name 'm' is defined both by agent 'asker'"
+    ) as raised:
+        await Runner(Asker("asker", resources=_resources(own)), resources=_resources(other)).invoke(
+            "go"
+        )
+    assert "(ScriptedModel) and by the runner's (ScriptedModel)" in str(raised.value)
+    assert other.calls == 0
+
+    @tool(name="add")
+    def other_add(a: int, b: int) -> int:
+        """Add two numbers, another way."""
+        return a + b
+
+    renamed = Resources()
+    renamed.add_tool(other_add)
+    with pytest.raises(RunError, match=r"tool name 'add' is defined both") as raised:
+        await Runner(Asker("a", resources=_resources(own, add)), resources=renamed).invoke("go")
+    assert "other_add" in str(raised.value)
+    same = Resources()
+    same.add_tool(add)
+    own_too = ScriptedModel(_answer_after_tools())
+    result = await Runner(Asker("a", resources=_resources(own_too, add)), resources=same).invoke(
+        "go"
+    )
+    assert result.text == "sum=3"
+
     bare = Asker("bare")
     with pytest.raises(RunError, match="has no resources"):
         await Runner(bare).invoke("go")
     with pytest.raises(RunError, match="no model named 'm'"):
         await Runner(bare, resources=Resources()).invoke("go")
+
+
+async def test_a_tool_of_the_agents_unreachable_server_is_not_taken_from_the_runner() -> None:
+    """The agent's own MCP server could not be asked, so its tool of the name was not found, and
+    the runner's tool of that name ran in its place."""
+    own = Resources()
+    model = ScriptedModel(["never"])
+    own.add_model("m", model)
+    own.add_mcp("calculator", HTTPServer(f"http://127.0.0.1:{closed_port()}/mcp"))
+    shared = Resources()
+    shared.add_tool(add)
+    async with own, shared:
+        with pytest.raises(RunError, match="MCP server\\(s\\) 'calculator' could not be asked"):
+            await Runner(Asker("a", resources=own), resources=shared).invoke("go")
+    assert model.calls == 0
 
 
 async def test_model_and_tool_calls_go_through_the_runners_callbacks() -> None:

@@ -23,6 +23,8 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
+from ..resources import _RenamedTool
+from ..tools._origin import tool_origin
 from ._builtin import ActionError, _Chat
 from .context import ActionContext, ShortTermMemory, _memory_key
 from .events import ChatRequestEvent, Event, OutputEvent
@@ -102,26 +104,50 @@ class _ActionRun:
         return found
 
     async def _look_up(self, name: str, kind: str) -> Any:
-        sources = [r for r in (self.agent.resources, self.ctx._run.resources) if r is not None]
-        if not sources:
-            raise KeyError(
-                f"agent {self.agent.name!r} needs {kind} {name!r} but has no resources: pass "
-                "resources= to the agent, the Runner or the execution environment"
-            )
-        failure: KeyError | None = None
-        for source in sources:
+        """The agent's own resource ``name``, else the runner's: the agent's resources are its,
+        and the runner's (the execution environment's) add the names the agent does not define.
+        A name both define as different objects is an error rather than either one picked: an
+        agent given a model by its deployment would otherwise run on another, silently. The
+        runner's are checked for it without asking their MCP servers (its models, and the tools
+        and prompts registered in code): finding out would start them, or wait for a dead one,
+        on every lookup of the agent's own names; for those the agent's own come first."""
+        if kind not in ("model", "tool", "prompt"):
+            raise ValueError(f"resource kind must be 'model', 'tool' or 'prompt', not {kind!r}")
+        own, shared = self.agent.resources, self.ctx._run.resources
+        if own is None or shared is None or own is shared:
+            source = own if own is not None else shared
+            if source is None:
+                raise KeyError(
+                    f"agent {self.agent.name!r} needs {kind} {name!r} but has no resources: pass "
+                    "resources= to the agent, the Runner or the execution environment"
+                )
+            return await _get(source, name, kind)
+        try:
+            found = await _get(own, name, kind)
+        except KeyError as exc:
             try:
-                if kind == "model":
-                    return source.get_model(name)
-                if kind == "tool":
-                    return await source.get_tool(name)
-                if kind == "prompt":
-                    return await source.get_prompt(name)
-                raise ValueError(f"resource kind must be 'model', 'tool' or 'prompt', not {kind!r}")
-            except KeyError as exc:
-                failure = failure or exc
-        assert failure is not None
-        raise failure
+                other = await _get(shared, name, kind)
+            except KeyError:
+                raise exc from None
+            unasked = getattr(exc, "unasked", ())
+            if unasked:  # the agent's own may be the one: not the runner's in its place
+                raise ActionError(
+                    f"agent {self.agent.name!r} needs {kind} {name!r}: the runner's resources "
+                    f"offer one ({_shown(other)}), but the agent's own MCP server(s) "
+                    f"{', '.join(map(repr, unasked))} could not be asked and may offer it; "
+                    f"{exc.args[0]}"
+                ) from exc
+            return other
+        registered = getattr(shared, "_registered", None)
+        other = registered(name, kind) if registered is not None else None
+        if other is not None and other is not _unwrapped(found):
+            raise ActionError(
+                f"{kind} name {name!r} is defined both by agent {self.agent.name!r}'s own "
+                f"resources ({_shown(found)}) and by the runner's ({_shown(other)}), as different "
+                "objects: the agent's resources are its own and the runner's add names it does "
+                f"not define; remove one, or give one another name"
+            )
+        return found
 
     def address_of(self, action_name: str) -> str:
         """Where an action's interrupts (and the tool calls it makes) are addressed."""
@@ -347,3 +373,25 @@ def _returned(action: str, agent: str, value: object) -> str:
     if isinstance(value, Event):
         return f"{where}: send it with ctx.send_event(...) instead of returning it"
     return f"{where}: an action returns nothing; it sends events with ctx.send_event(...)"
+
+
+async def _get(source: Any, name: str, kind: str) -> Any:
+    """``source``'s ``kind`` resource ``name`` (``KeyError`` if it has none)."""
+    if kind == "model":
+        return source.get_model(name)
+    if kind == "tool":
+        return await source.get_tool(name)
+    return await source.get_prompt(name)
+
+
+def _unwrapped(found: Any) -> Any:
+    """A tool registered under another name than its own, as the tool itself (as
+    ``Resources._registered`` gives it)."""
+    return found._tool if isinstance(found, _RenamedTool) else found
+
+
+def _shown(item: Any) -> str:
+    """An item in an error: a tool by where it comes from, anything else by its type."""
+    if hasattr(item, "spec"):
+        return tool_origin(item)
+    return type(item).__qualname__

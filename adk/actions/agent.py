@@ -34,8 +34,8 @@ the agent's ``InputEvent.input`` is then the record itself, not the message's te
 class ActionAgent(BaseAgent):
     """An agent whose behaviour is its ``@action`` methods (or the functions in ``actions``).
 
-    ``resources`` are the agent's own named models, tools and prompts, looked up before the
-    runner's. ``max_events`` bounds the events one input may cause, so actions that send events
+    ``resources`` are the agent's own named models, tools and prompts; the runner's add the names
+    they do not define (one both define as different objects is an error when looked up). ``max_events`` bounds the events one input may cause, so actions that send events
     in a cycle fail with a clear error instead of running forever. ``builtin_actions=False``
     leaves out the built-in chat and tool actions, for an agent that handles
     ``ChatRequestEvent``/``ToolRequestEvent`` with its own (actions that merely watch those events

@@ -152,8 +152,9 @@ class ActionContext:
         return self._run.ctx
 
     async def get_resource(self, name: str, kind: ResourceKind = "model") -> Any:
-        """The resource ``name`` of ``kind``: from the agent's own ``resources`` first, then the
-        runner's. Unknown names raise ``KeyError`` saying what is known."""
+        """The resource ``name`` of ``kind``: the agent's own ``resources``', else the runner's;
+        ``ActionError`` when both define it as different objects. Unknown names raise
+        ``KeyError`` saying what is known."""
         return await self._run.get_resource(name, kind)
 
     def __repr__(self) -> str:
