@@ -11,6 +11,8 @@ pair when 50 tasks share the store — what a server running many paused runs se
 ``claim_release_us`` (stores that can claim) is the mean latency of one claim plus its release: what
 every ``runner.resume`` adds so that only one process resumes a checkpoint at a time (SQLite writes
 claims without the fsync).
+``pending_ms`` (one row per store) is the wall time of ``list_pending`` over ``PAUSED`` paused runs
+whose histories hold ``PAUSED_EVENTS`` events each: what a service polling its approvals page pays.
 
 Run from the repository root: ``python -m benchmarks.checkpoint_stores [--rounds N] [--ops N]``.
 """
@@ -36,12 +38,18 @@ from adk.checkpoint import (
     PostgresCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
+    list_pending,
 )
+from adk.checkpoint._snapshot import snapshot_body
+from adk.checkpoint.codec import encode_checkpoint
+from benchmarks.checkpoints import _paused_run
 from tests.services import ServiceUnavailable, run_postgres, run_redis
 
 SIZES = (1024, 100 * 1024)
 TASKS = 50
 KEYS = 10  # ids cycled through, so puts are mostly overwrites, as checkpoints of live runs are
+PAUSED = 100  # paused runs listed by ``pending_ms``
+PAUSED_EVENTS = 1_000  # events in each one's history
 
 
 async def _timed(fn: Callable[[int], Any], ops: int) -> float:
@@ -96,7 +104,31 @@ async def _measure_claims(store: ClaimingCheckpointStore, rounds: int, ops: int)
     return statistics.median([await _timed(claim_release, ops) for _ in range(rounds)])
 
 
-async def _bench_store(make: Callable[[], CheckpointStore], rounds: int, ops: int) -> list[Any]:
+async def _measure_pending(store: CheckpointStore, rounds: int) -> tuple[float, int]:
+    """Median ms of listing ``PAUSED`` paused runs of ``PAUSED_EVENTS`` events each, and the
+    bytes of one checkpoint."""
+    run, signal = _paused_run(PAUSED_EVENTS)
+    data = encode_checkpoint(snapshot_body(run, signal, "root", False))
+    for n in range(PAUSED):
+        await store.put(f"paused-{n:03}", data)
+
+    async def listing() -> float:
+        start = time.perf_counter()
+        found = [entry async for entry in list_pending(store, "paused-")]
+        if len(found) != PAUSED or any(entry.error is not None for entry in found):
+            raise RuntimeError("the benchmark's paused runs did not list")
+        return (time.perf_counter() - start) * 1000
+
+    await listing()  # warm up
+    times = [await listing() for _ in range(rounds)]
+    for n in range(PAUSED):
+        await store.delete(f"paused-{n:03}")
+    return statistics.median(times), len(data)
+
+
+async def _bench_store(
+    make: Callable[[], CheckpointStore], rounds: int, ops: int
+) -> tuple[list[Any], tuple[float, int]]:
     store = make()
     try:
         results = [(size, await _measure(store, size, rounds, ops)) for size in SIZES]
@@ -104,7 +136,7 @@ async def _bench_store(make: Callable[[], CheckpointStore], rounds: int, ops: in
             claims = await _measure_claims(store, rounds, ops)
             for _, result in results:
                 result["claim_release_us"] = claims
-        return results
+        return results, await _measure_pending(store, rounds)
     finally:
         aclose = getattr(store, "aclose", None)
         if aclose is not None:
@@ -141,7 +173,8 @@ def run(rounds: int = 5, ops: int = 200) -> list[dict[str, Any]]:
             if isinstance(factory, str):
                 rows.append({"benchmark": f"checkpoint_stores.{name}", "skipped": factory})
                 continue
-            for size, result in asyncio.run(_bench_store(factory, rounds, ops)):
+            results, (pending_ms, paused_bytes) = asyncio.run(_bench_store(factory, rounds, ops))
+            for size, result in results:
                 rows.append(
                     {
                         "benchmark": f"checkpoint_stores.{name}.{size // 1024}KiB",
@@ -154,6 +187,15 @@ def run(rounds: int = 5, ops: int = 200) -> list[dict[str, Any]]:
                         "claim_release_us": round(result.get("claim_release_us", 0.0), 1) or None,
                     }
                 )
+            rows.append(
+                {
+                    "benchmark": f"checkpoint_stores.{name}.pending_{PAUSED}x{PAUSED_EVENTS}ev",
+                    "store": name,
+                    "paused": PAUSED,
+                    "checkpoint_bytes": paused_bytes,
+                    "pending_ms": round(pending_ms, 2),
+                }
+            )
     return rows
 
 
@@ -169,11 +211,18 @@ def main() -> None:
         if "skipped" in row:
             print(f"{row['benchmark'].rsplit('.', 1)[1]:<10} skipped: {row['skipped']}")
             continue
+        if "pending_ms" in row:
+            continue
         print(
             f"{row['store']:<10} {row['payload_bytes'] // 1024:>5} KiB {row['put_us']:>9.1f} "
             f"{row['get_us']:>9.1f} {row['put_get_us']:>11.1f} {row['concurrent_put_get_us']:>25.1f}"
             f" {row['claim_release_us'] or '–':>17}"
         )
+    print(f"\nlist_pending of {PAUSED} paused runs, {PAUSED_EVENTS} events of history each:")
+    for row in rows:
+        if "pending_ms" in row:
+            size = row["checkpoint_bytes"] // 1024
+            print(f"{row['store']:<10} {row['pending_ms']:>9.1f} ms  ({size} KiB per checkpoint)")
 
 
 if __name__ == "__main__":

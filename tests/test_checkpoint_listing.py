@@ -453,6 +453,84 @@ async def test_finished_runs_kept_for_audit_are_not_pending(store: CheckpointSto
     assert sorted(await pending(runner)) == ["audit-2"]
 
 
+async def test_a_listing_reads_each_checkpoints_summary_not_its_history(
+    store: CheckpointStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service polling its paused runs paid for every history: each checkpoint was read whole,
+    hashed and parsed to show its few points. Only each header's summary is read now (and, in
+    the built-in network and file stores, only each checkpoint's first bytes are sent)."""
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    earlier = [Message.user(f"earlier message {n}: " + "x" * 2_000) for n in range(100)]
+    for n in range(20):
+        result = await runner.invoke(
+            [*earlier, Message.user(f"pay payee{n}")], checkpoint_id=f"p{n}"
+        )
+        assert result.checkpoint_id == f"p{n}"
+    decoded: list[bytes] = []
+    whole: list[str] = []
+    decode = decode_checkpoint
+
+    def counted_decode(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
+        decoded.append(data)
+        return decode(data, checkpoint_id)
+
+    get = store.get
+
+    async def counted_get(id: str) -> bytes | None:
+        whole.append(id)
+        return await get(id)
+
+    monkeypatch.setattr("adk.checkpoint._pending.decode_checkpoint", counted_decode)
+    monkeypatch.setattr(store, "get", counted_get)
+    found = await pending(runner)
+    assert sorted(found) == sorted(f"p{n}" for n in range(20))
+    for n in range(20):
+        entry = found[f"p{n}"]
+        assert entry.error is None and entry.agent == "clerk" and entry.run_id
+        assert entry.points[0].info["arguments"] == {"payee": f"payee{n}", "amount_cents": 100}
+    assert decoded == []
+    if not isinstance(store, InMemoryCheckpointStore):  # its gets hand over what it holds
+        assert whole == []
+
+
+async def test_a_checkpoint_without_a_summary_to_trust_is_read_whole(
+    store: CheckpointStore,
+) -> None:
+    """Saved by an older pyadk (no summary), or with a summary that does not match its checksum,
+    a checkpoint is read whole as before; one damaged in its body, its length kept, lists from
+    its summary, and its resume refuses it."""
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    result = await pause(runner, "new", "ACME")
+    data = await store.get("new")
+    assert data is not None
+    line, _, payload = data.partition(b"\n")
+    header = json.loads(line)
+    assert header["size"] == len(payload) and json.loads(header["summary"])["agent"] == "clerk"
+
+    def sealed(changed: dict[str, Any], body: bytes = payload) -> bytes:
+        return json.dumps(changed, separators=(",", ":")).encode() + b"\n" + body
+
+    older = {k: v for k, v in header.items() if k not in ("size", "summary", "summary_sha256")}
+    forged = json.loads(header["summary"])
+    forged["points"][0]["info"]["arguments"]["payee"] = "Mallory"
+    damaged = payload.replace(b"pay ACME", b"pay ACMF")
+    assert len(damaged) == len(payload) and damaged != payload
+    await store.put("older", sealed(older))
+    await store.put("forged", sealed({**header, "summary": json.dumps(forged)}))
+    await store.put("damaged", sealed(header, damaged))
+
+    found = await pending(runner)
+    assert result.interrupt is not None
+    points = [p.model_dump() for p in result.interrupt.points]
+    for checkpoint_id in ("new", "older", "forged", "damaged"):
+        entry = found[checkpoint_id]
+        assert entry.error is None and [p.model_dump() for p in entry.points] == points
+    with pytest.raises(CheckpointError, match="checksum does not match"):
+        await runner.invoke_resume("damaged", True)
+
+
 async def test_corrupt_checkpoints_are_reported_and_the_listing_goes_on(
     store: CheckpointStore,
 ) -> None:

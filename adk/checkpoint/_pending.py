@@ -11,6 +11,15 @@ points. A checkpoint that cannot be read is listed with its error instead of end
 The gets go out ``_BATCH`` at a time: a listing of a network store is then bound by the round
 trips of its batches, not of every checkpoint, while only that many checkpoints are held at once.
 
+Only the summary in a checkpoint's header is read (``codec._read_summary``: the agent, run id, save
+time and points, checked by a checksum of their own and the checkpoint's length): the history, the
+session and the saved states, most of a long run's bytes, are neither parsed nor hashed. The
+built-in stores send only each checkpoint's first ``_HEAD`` bytes and its length (``_heads``:
+private, as DESIGN.md names no such method); another store's whole bytes are read, and only their
+header parsed. A checkpoint without a summary to trust (saved by an older pyadk, or damaged) is read
+whole, as before, so it is listed with the error a resume would meet; one damaged in its body
+without its length changing lists from its summary, and its resume refuses it.
+
 A checkpoint being resumed stays in the store until its resume ends, so each entry says whether a
 resume holds it (``resuming``): one a service's approvals page must not offer to approve again (a
 second resume is refused). This process's own resumes are known without asking the store; those
@@ -22,19 +31,22 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from typing import Any, cast
 
 from ..interrupts import InterruptPoint
 from ._claim import resumed_here
 from ._points import parse_points
-from .codec import CheckpointError, decode_checkpoint
+from .codec import CheckpointError, _read_summary, decode_checkpoint
 from .store import CheckpointStore, _check_prefix, _from_store
 
 __all__ = ["PendingCheckpoint", "list_pending"]
 
 _BATCH = 16
 """Checkpoints read at once while listing."""
+_HEAD = 64 * 1024
+"""Bytes of a checkpoint read for its header, in stores that can send a checkpoint's first bytes
+(``_heads``): far more than a summary of a few points takes; a longer header is read whole."""
 
 
 class PendingCheckpoint:
@@ -162,19 +174,37 @@ async def _read(
     if not batch:
         return []
     lookup = getattr(store, "_claimed_ids", None)
-    reads: list[Awaitable[object]] = [_from_store(store.get(id), "get", id) for id in batch]
+    heads = getattr(store, "_heads", None)
+    reads: list[Awaitable[object]]
+    if heads is not None:
+        reads = [heads(batch, _HEAD)]
+    else:
+        reads = [_from_store(store.get(id), "get", id) for id in batch]
     if lookup is not None:
         reads.append(lookup(batch))
-    found = await asyncio.gather(*reads, return_exceptions=True)
-    for outcome in found:
-        if isinstance(outcome, BaseException):
-            raise outcome
+    found = await _gathered(reads)
     # Checked once the reads have ended, so it is as fresh as what they found.
     resuming = resumed_here(store, batch)
     if lookup is not None:
         resuming |= cast("set[str]", found.pop())
+    # What each checkpoint is: its summary, the whole bytes (to decode), or None (gone).
+    read: list[dict[str, Any] | object]
+    if heads is not None:
+        read = []
+        whole: list[int] = []  # places of those without a summary to trust: read whole
+        for place, head in enumerate(cast("list[tuple[bytes, int] | None]", found[0])):
+            summary = _read_summary(*head) if head is not None else None
+            if head is not None and summary is None:
+                whole.append(place)
+            read.append(summary)
+        if whole:
+            gets = [_from_store(store.get(batch[p]), "get", batch[p]) for p in whole]
+            for place, data in zip(whole, await _gathered(gets), strict=True):
+                read[place] = data
+    else:
+        read = found
     entries = []
-    for checkpoint_id, data in zip(batch, found, strict=True):
+    for checkpoint_id, data in zip(batch, read, strict=True):
         if data is None:
             continue  # resumed (or deleted) since it was listed: no longer pending
         entry = _entry(checkpoint_id, data, rebuild)
@@ -186,15 +216,30 @@ async def _read(
     return entries
 
 
+async def _gathered(reads: Sequence[Awaitable[object]]) -> list[object]:
+    """The outcomes of ``reads``; the first store failure is raised once every read has ended."""
+    found = await asyncio.gather(*reads, return_exceptions=True)
+    for outcome in found:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return found
+
+
 def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | None:
-    """What the checkpoint ``data`` waits on; None for a finished run kept for audit."""
+    """What the checkpoint waits on, from its summary (a dict) or its bytes (``data``); None for
+    a finished run kept for audit."""
     try:
-        if not isinstance(data, bytes | bytearray | memoryview):
+        if isinstance(data, dict):
+            body = data
+        elif not isinstance(data, bytes | bytearray | memoryview):
             raise CheckpointError(
                 f"checkpoint {checkpoint_id!r} cannot be read: the store returned "
                 f"{type(data).__name__}, not bytes"
             )
-        body = decode_checkpoint(bytes(data), checkpoint_id)
+        else:
+            # The header alone when it carries a summary: the rest is not parsed nor hashed.
+            summary = _read_summary(bytes(data[:_HEAD]), len(data))
+            body = summary if summary is not None else decode_checkpoint(bytes(data), checkpoint_id)
         if body.get("finished"):
             return None
         agent = body.get("agent")

@@ -5,6 +5,11 @@ Loading a checkpoint runs no code: values are plain JSON, or pydantic models of 
 The bytes are one header line (format, version, SHA-256 of the body) and the JSON body, so a
 truncated or edited checkpoint is reported as such instead of resuming from wrong state.
 
+The header of a paused run's checkpoint also carries its summary (``_SUMMARY``: the agent, run id,
+save time, pending points, whether it finished) as JSON text with a SHA-256 of its own, and the
+body's length: a listing of paused runs (``list_pending``) reads that first line only, so it does
+not pay for every history. Readers that predate it ignore the extra header keys.
+
 ``json`` and ``hashlib`` are imported by ``encode_checkpoint``/``decode_checkpoint`` when a run first
 pauses or resumes, not at module level: this module loads with ``import adk`` (for
 ``register_type`` and ``CheckpointError``), most programs never pause, and the two modules are
@@ -69,6 +74,9 @@ which kept alive every class a tool result, a Flink output or an event was ever 
 class made per call with ``create_model`` piled up for the process's life), nor in a
 ``WeakKeyDictionary``, whose serializer refers to its class (the model schema's ``cls``) and so
 keeps its key alive all the same. On the class, the two form a cycle the collector frees."""
+
+_SUMMARY = ("agent", "run_id", "saved_at", "points", "finished")
+"""The body's keys a checkpoint's header repeats, as its summary (what a listing shows)."""
 
 _MAX_INT_DIGITS = 4300
 """Longest int (decimal digits) a checkpoint holds: Python's default limit on converting ints to
@@ -338,7 +346,53 @@ def encode_checkpoint(body: dict[str, Any]) -> bytes:
             raise CheckpointError(_unjson(body, "") or f"cannot be stored: {exc}") from None
     payload = text.encode()
     header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
+    if "points" in body:  # a paused run's: its summary for listings (see the module docstring)
+        summary = {key: body[key] for key in _SUMMARY if key in body}
+        # Cannot fail: these values are the body's, which was just written.
+        brief = json.dumps(summary, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        header["size"] = len(payload)
+        header["summary"] = brief
+        header["summary_sha256"] = hashlib.sha256(brief.encode()).hexdigest()
     return json.dumps(header, separators=(",", ":")).encode() + b"\n" + payload
+
+
+def _read_summary(head: bytes, size: int) -> dict[str, Any] | None:
+    """The summary a checkpoint's header carries (its body's ``_SUMMARY`` keys), given the
+    checkpoint's first bytes (``head``, the header line whole) and its length in bytes; None
+    when there is none to trust (an older pyadk's checkpoint, a header cut off in ``head``, a
+    length or a summary checksum that does not match): the caller then reads it whole, which
+    reports what is wrong. The body is not read, so a body damaged without changing its length
+    goes unnoticed here; a resume, which reads it, refuses it."""
+    import hashlib  # deferred to the first listing: see the module docstring
+    import json
+
+    line, newline, _ = head.partition(b"\n")
+    if not newline:
+        return None
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        return None
+    version, length = header.get("version"), header.get("size")
+    text, digest = header.get("summary"), header.get("summary_sha256")
+    if (
+        type(version) is not int
+        or version != VERSION
+        or type(length) is not int
+        or len(line) + 1 + length != size
+        or not isinstance(text, str)
+        or not isinstance(digest, str)
+    ):
+        return None
+    try:
+        if hashlib.sha256(text.encode()).hexdigest() != digest:
+            return None
+        summary = json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+    return summary if isinstance(summary, dict) else None
 
 
 def _tag_floats(value: Any) -> Any:

@@ -153,6 +153,10 @@ class PostgresCheckpointStore(_ClosableStore):
             "updated_at timestamptz NOT NULL DEFAULT now())"
         )
         self._get_sql = f"SELECT data FROM {qualified} WHERE id = $1"
+        self._heads_sql = (
+            f"SELECT id, substring(data from 1 for $2), octet_length(data) FROM {qualified} "
+            "WHERE id = ANY($1::text[])"
+        )
         self._put_sql = (
             f"INSERT INTO {qualified} (id, data, updated_at) VALUES ($1, $2, now()) "
             "ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at"
@@ -274,6 +278,20 @@ class PostgresCheckpointStore(_ClosableStore):
             return {row[0] for row in await conn.fetch(self._claimed_sql, ids)}
 
         return await self._call("ids", None, run)
+
+    async def _heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+        """The first ``limit`` bytes and the length of each of ``ids``' checkpoints (None when
+        there is none): ``list_pending`` reads their headers, not their histories. One
+        statement for them all."""
+        if not ids:
+            return []
+
+        async def run(conn: Any) -> list[tuple[bytes, int] | None]:
+            rows = await conn.fetch(self._heads_sql, ids, limit)
+            found = {row[0]: (bytes(row[1]), int(row[2])) for row in rows}
+            return [found.get(id) for id in ids]
+
+        return await self._call("get", None, run)
 
     async def aclose(self) -> None:
         """Wait for the operations in flight (each ends within ``timeout``), then close the pool,

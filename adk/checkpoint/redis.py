@@ -197,6 +197,28 @@ class RedisCheckpointStore(_ClosableStore):
         holders = await self._run("ids", None, lambda redis: redis.mget(keys))
         return {id for id, holder in zip(ids, holders, strict=True) if holder is not None}
 
+    async def _heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+        """The first ``limit`` bytes and the length of each of ``ids``' checkpoints
+        (``list_pending`` reads their headers, not their histories): one pipeline of ``GETRANGE``
+        and ``STRLEN``. A missing key reads as empty, of length 0, as an empty value does: too
+        short for a header, so the listing ``get``s it, which tells the two apart."""
+        if not ids:
+            return []
+
+        async def run(redis: Redis) -> list[Any]:
+            pipe = redis.pipeline(transaction=False)
+            for id in ids:
+                pipe.getrange(self._prefix + id, 0, limit - 1)
+                pipe.strlen(self._prefix + id)
+            found: list[Any] = await pipe.execute()
+            return found
+
+        found = await self._run("get", None, run)
+        heads: list[tuple[bytes, int] | None] = []
+        for head, size in zip(found[::2], found[1::2], strict=True):
+            heads.append((head if isinstance(head, bytes) else b"", int(size)))
+        return heads
+
     async def aclose(self) -> None:
         """Wait for the operations in flight (each ends within ``timeout``), then close the
         connections; idempotent. From another event loop than the one that opened them, the

@@ -145,6 +145,22 @@ def _get(conn: sqlite3.Connection, *, key: str) -> bytes | None:
     return None if row is None else bytes(row[0])
 
 
+def _heads(
+    conn: sqlite3.Connection, *, keys: tuple[str, ...], limit: int
+) -> list[tuple[bytes, int] | None]:
+    """The first ``limit`` bytes and the length of each of ``keys``' data (None: no such row).
+    A value that is not a BLOB (a row no put wrote) is given as empty, of its length: too short
+    for its header, so the listing reads it whole, as ``get`` does."""
+    if not keys:
+        return []
+    marks = ", ".join("?" * len(keys))
+    sql = f"SELECT id, substr(data, 1, ?), length(data) FROM {_TABLE} WHERE id IN ({marks})"
+    found: dict[str, tuple[bytes, int]] = {}
+    for key, head, size in conn.execute(sql, (limit, *keys)):
+        found[key] = (head if isinstance(head, bytes) else b"", size if type(size) is int else 0)
+    return [found.get(key) for key in keys]
+
+
 def _put(conn: sqlite3.Connection, *, key: str, data: bytes) -> None:
     conn.execute("BEGIN IMMEDIATE")
     conn.execute(_UPSERT, (key, data, time.time()))
@@ -328,6 +344,11 @@ class SQLiteCheckpointStore(_ClosableStore):
         """Which of ``ids`` a resume holds a claim on now (``list_pending``'s ``resuming``): one
         read for them all."""
         return await self._run("ids", None, partial(_claimed, keys=tuple(ids)))
+
+    async def _heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+        """The first ``limit`` bytes and the length of each of ``ids``' checkpoints (None when
+        there is none): ``list_pending`` reads their headers, not their histories. One read."""
+        return await self._run("get", None, partial(_heads, keys=tuple(ids), limit=limit))
 
     async def aclose(self) -> None:
         """Finish queued operations, close the connection and stop the worker thread. Idempotent;
