@@ -7,17 +7,20 @@ import asyncio
 import json
 import math
 import sys
+import uuid
 from collections.abc import AsyncIterator, Hashable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import redis.asyncio as aioredis
 from mcp_servers.process import STDIO_SCRIPT
 from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
 from openai_server import Reply as OpenAIReply
 from pydantic import BaseModel
+from services import RedisServer
 
 from adk import (
     AgentEvent,
@@ -40,12 +43,14 @@ from adk.actions import (
     action,
 )
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
-from adk.execution import LocalExecutionEnvironment, RecordError
+from adk.execution import LocalExecutionEnvironment, RecordError, SessionStore
 from adk.mcp import StdioServer
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 from tests.conftest import other_tasks
+
+pytest_plugins = ["services"]
 
 
 class Order(BaseModel):
@@ -922,6 +927,77 @@ async def test_sessions_carry_each_keys_memory_from_one_batch_to_the_next() -> N
         {"customer": "d", "total": 1},
     ]
     assert second.sessions is first.sessions and set(first.sessions) == {"a", "b", "c", "d"}
+
+
+class RedisSessions:
+    """Each key's session values as JSON in Redis: memory a service keeps across restarts."""
+
+    def __init__(self, url: str, prefix: str) -> None:
+        self.redis = aioredis.Redis.from_url(url)
+        self.prefix = prefix
+        self.gates: dict[Hashable, asyncio.Event] = {}  # a key's reads wait for its gate, if any
+        self.reading: set[Hashable] = set()
+
+    async def get(self, key: Hashable) -> dict[str, Any] | None:
+        gate = self.gates.get(key)
+        if gate is not None:
+            self.reading.add(key)
+            await gate.wait()
+        stored = await self.redis.get(f"{self.prefix}{key}")
+        return None if stored is None else json.loads(stored)
+
+    async def put(self, key: Hashable, values: dict[str, Any]) -> None:
+        await self.redis.set(f"{self.prefix}{key}", json.dumps(values))
+
+
+async def test_sessions_in_an_async_store_carry_keys_memory_across_environments(
+    redis_server: RedisServer,
+) -> None:
+    """A service keeping its keys' memory in Redis had only a mutable mapping to give, whose
+    reads and writes would hold up every key's records on the event loop for their round trips;
+    ``sessions=`` takes an async ``SessionStore``. A failed record's writes are not kept."""
+    sessions = RedisSessions(redis_server.url, f"s{uuid.uuid4().hex[:8]}:")
+    assert isinstance(sessions, SessionStore)
+    first = LocalExecutionEnvironment(on_error="emit")
+    orders = [*_orders(6), Order(customer="a", amount=-100)]
+    outputs = (
+        await first.from_list(orders, key="customer").apply(Tally(), sessions=sessions).to_list()
+    )
+    assert outputs[-1].error is not None  # the negative amount: its writes dropped
+    assert await sessions.get("a") == {"memory:tally": {"total": 0 + 3}}
+
+    # Another environment (a restart) over the same store: each key goes on from its memory,
+    # and a key whose read waits on the store does not hold up the others.
+    again = RedisSessions(redis_server.url, sessions.prefix)
+    again.gates["b"] = asyncio.Event()
+    more = [Order(customer="b", amount=10), Order(customer="a", amount=10)]
+    applied = (
+        LocalExecutionEnvironment().from_list(more, key="customer").apply(Tally(), sessions=again)
+    )
+    async with applied:
+        outputs_seen = aiter(applied)
+        first_out = await anext(outputs_seen)
+        assert first_out.output == {"customer": "a", "total": 3 + 10}
+        assert "b" in again.reading  # still waiting for its read
+        again.gates["b"].set()
+        assert (await anext(outputs_seen)).output == {"customer": "b", "total": 1 + 4 + 10}
+    assert await again.get("a") == {"memory:tally": {"total": 13}}
+    await sessions.redis.aclose()
+    await again.redis.aclose()
+
+
+def test_sessions_must_be_a_mapping_or_an_async_store() -> None:
+    class SyncStore:
+        def get(self, key: Hashable) -> dict[str, Any] | None:
+            return None
+
+        def put(self, key: Hashable, values: dict[str, Any]) -> None:
+            pass
+
+    applied = LocalExecutionEnvironment().from_list([], key="k")
+    for wrong in (SyncStore(), [("k", {})]):
+        with pytest.raises(TypeError, match="sessions must be a mutable mapping"):
+            applied.apply(Tally(), sessions=wrong)  # type: ignore[arg-type]
 
 
 # -- the Flink operator's function, without a job (tests/test_flink.py runs real jobs) ----------

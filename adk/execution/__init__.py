@@ -10,7 +10,7 @@ by ``import adk``.
 from typing import TYPE_CHECKING, Any
 
 from ._local import KeyedInput, KeyedOutputs, LocalExecutionEnvironment
-from ._records import KeyedOutput, RecordError
+from ._records import KeyedOutput, RecordError, SessionStore
 
 if TYPE_CHECKING:
     from ._flink import FlinkExecutionEnvironment, FlinkKeyedInput, FlinkKeyedOutputs
@@ -24,6 +24,7 @@ __all__ = [
     "KeyedOutputs",
     "LocalExecutionEnvironment",
     "RecordError",
+    "SessionStore",
 ]
 
 

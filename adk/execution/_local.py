@@ -24,7 +24,6 @@ from collections.abc import (
     Hashable,
     Iterable,
     Iterator,
-    MutableMapping,
 )
 from typing import Any
 
@@ -39,7 +38,9 @@ from ._records import (
     KeySelector,
     OnError,
     RecordError,
+    Sessions,
     check_options,
+    check_sessions,
     checked_key,
     key_of,
     resume_record,
@@ -123,17 +124,17 @@ class KeyedInput:
         self._read_once = isinstance(records, Iterator | AsyncIterator)
         self._applied = False
 
-    def apply(
-        self, agent: Agent, *, sessions: MutableMapping[Hashable, dict[str, Any]] | None = None
-    ) -> KeyedOutputs:
+    def apply(self, agent: Agent, *, sessions: Sessions | None = None) -> KeyedOutputs:
         """Run ``agent`` over the records; iterate the result (or ``await .to_list()``).
 
         ``sessions``: each key's session values to start from, updated in place as records
-        commit (not used without a key). Pass the ``sessions`` of an earlier application (or a
-        mapping backed by a store of your own) to carry keys' memory from one batch to the next.
+        commit (not used without a key). Pass the ``sessions`` of an earlier application to carry
+        keys' memory from one batch to the next, or a ``SessionStore`` (async ``get``/``put``) to
+        keep it in a store of your own, such as Redis or a database, across restarts.
         """
         if not isinstance(agent, Agent):
             raise TypeError(f"apply takes an Agent, got {type(agent).__name__}")
+        check_sessions(sessions)
         if self._read_once and self._applied:
             raise RuntimeError(
                 f"these records are an iterator ({type(self._records).__name__}), which can be "
@@ -169,7 +170,7 @@ class KeyedOutputs:
         runner: Runner,
         records: Iterable[Any] | AsyncIterable[Any],
         key: KeySelector,
-        sessions: MutableMapping[Hashable, dict[str, Any]] | None = None,
+        sessions: Sessions | None = None,
     ) -> None:
         self._env = env
         self.runner = runner
@@ -179,9 +180,7 @@ class KeyedOutputs:
         self._scheduler: _Scheduler | None = None  # while the records are being processed
         # The keys with a resume running or waiting outside the stream's turns (``_in_order``).
         self._resuming: dict[Hashable, _KeyLock] = {}
-        self.sessions: MutableMapping[Hashable, dict[str, Any]] = (
-            sessions if sessions is not None else {}
-        )
+        self.sessions: Sessions = sessions if sessions is not None else {}
 
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
         if self._iterator is not None:

@@ -6,14 +6,16 @@ it ends or pauses and drops when it fails.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import math
 from collections.abc import Callable, Coroutine, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 from pydantic_core import to_json
 
+from .._aio import finish
 from .._checks import check_count
 from .._hooks import _root_span_attributes, _run_timeout
 from ..actions.agent import RECORD_KEY, ActionAgent
@@ -30,6 +32,9 @@ __all__ = [
     "KeyedOutput",
     "OnError",
     "RecordError",
+    "SessionStore",
+    "Sessions",
+    "check_sessions",
     "key_of",
     "resume_record",
     "run_record",
@@ -38,6 +43,47 @@ __all__ = [
 
 KeySelector = Callable[[Any], Hashable] | str | None
 OnError = Literal["raise", "emit"]
+
+
+@runtime_checkable
+class SessionStore(Protocol):
+    """Where each key's session values live when they are kept outside the process, read and
+    written asynchronously (a Redis or database client): ``apply(agent, sessions=store)``.
+
+    ``get`` gives the values a key's last record left (``None``: none kept, the key starts
+    empty); ``put`` keeps a record's values once it has ended or paused (never for a failed
+    one). A key's records run one at a time, so a key is never read or written by two at once.
+    A mutable mapping does the same in memory, synchronously: a mapping whose reads and writes go
+    over the network would hold up every key's records on the event loop while they wait.
+    """
+
+    async def get(self, key: Hashable) -> dict[str, Any] | None:
+        """The values kept for ``key``, or ``None``."""
+        ...
+
+    async def put(self, key: Hashable, values: dict[str, Any]) -> None:
+        """Keep ``values`` as ``key``'s, replacing what was kept."""
+        ...
+
+
+Sessions = MutableMapping[Hashable, dict[str, Any]] | SessionStore
+"""Each key's session values: a mutable mapping, or a ``SessionStore``."""
+
+
+def check_sessions(sessions: object) -> None:
+    """Refuse, where ``apply`` is called, a ``sessions`` that is neither a mutable mapping nor a
+    ``SessionStore`` whose ``get`` and ``put`` are coroutine functions (a store with sync methods
+    would be awaited on a dict and fail at the first record)."""
+    if sessions is None or isinstance(sessions, MutableMapping):
+        return
+    if isinstance(sessions, SessionStore) and all(
+        inspect.iscoroutinefunction(getattr(sessions, name)) for name in ("get", "put")
+    ):
+        return
+    raise TypeError(
+        "sessions must be a mutable mapping (a dict) or a SessionStore (async get(key) and "
+        f"async put(key, values)), got {type(sessions).__name__}"
+    )
 
 
 @dataclass(slots=True)
@@ -116,7 +162,7 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
 
 async def run_record(
     runner: Runner,
-    sessions: MutableMapping[Hashable, dict[str, Any]] | None,
+    sessions: Sessions | None,
     index: int,
     key: Hashable,
     record: Any,
@@ -133,6 +179,8 @@ async def run_record(
     needs to know it before the run ends (Flink's backstop timer reports a record it gave up on)."""
     if run_id is None:
         run_id = _new_run_id()
+    if sessions is not None and not isinstance(sessions, MutableMapping):
+        return await _stored(runner, sessions, index, key, record, run_id, None, seconds)
     run = _run_record(runner, sessions, index, key, record, run_id, None)
     if seconds is None:  # the common case, per record: no frame more than needed
         return await run
@@ -141,7 +189,7 @@ async def run_record(
 
 async def resume_record(
     runner: Runner,
-    sessions: MutableMapping[Hashable, dict[str, Any]] | None,
+    sessions: Sessions | None,
     paused: KeyedOutput,
     data: Any,
     seconds: float | None = None,
@@ -153,8 +201,35 @@ async def resume_record(
     assert paused.checkpoint_id is not None
     index, key, record, run_id = paused.index, paused.key, paused.record, paused.run_id
     resuming = (paused.checkpoint_id, data)
+    if sessions is not None and not isinstance(sessions, MutableMapping):
+        return await _stored(runner, sessions, index, key, record, run_id, resuming, seconds)
     run = _run_record(runner, sessions, index, key, record, run_id, resuming)
     return await _within(seconds, index, key, record, run_id, run)
+
+
+async def _stored(
+    runner: Runner,
+    store: SessionStore,
+    index: int,
+    key: Hashable,
+    record: Any,
+    run_id: str | None,
+    resuming: tuple[str, Any] | None,
+    seconds: float | None,
+) -> list[KeyedOutput]:
+    """``run_record``/``resume_record`` with the key's session in a ``SessionStore``: read before
+    the run and kept after it, both outside the record's ``timeout`` (which bounds its run), the
+    run itself committing into a mapping of that one key as it would into the sessions. A put
+    once started goes to its end even if the caller is cancelled meanwhile, so a record that
+    ended has its writes kept whole or not at all. A store that fails fails the record."""
+    values = await store.get(key)
+    one: dict[Hashable, dict[str, Any]] = {} if values is None else {key: values}
+    run = _run_record(runner, one, index, key, record, run_id, resuming)
+    found = await _within(seconds, index, key, record, run_id, run)
+    kept = one.get(key)
+    if kept is not None and kept is not values:  # committed: it ended or paused
+        await finish(store.put(key, kept))
+    return found
 
 
 async def _within(
