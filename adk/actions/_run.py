@@ -145,7 +145,7 @@ class _ActionRun:
                 f"{kind} name {name!r} is defined both by agent {self.agent.name!r}'s own "
                 f"resources ({_shown(found)}) and by the runner's ({_shown(other)}), as different "
                 "objects: the agent's resources are its own and the runner's add names it does "
-                f"not define; remove one, or give one another name"
+                "not define; remove one, or give one another name"
             )
         return found
 
