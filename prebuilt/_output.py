@@ -19,6 +19,7 @@ from ._strict import strict_schema
 __all__ = [
     "OutputSchemaError",
     "parse_output",
+    "parse_output_json",
     "response_format",
     "retry_prompt",
     "schema_instruction",
@@ -70,17 +71,29 @@ def _explain(error: ValidationError) -> str:
 def parse_output(schema: type[BaseModel], text: str) -> tuple[BaseModel | None, str | None]:
     """``(instance, None)`` if ``text`` (or the code-fenced block in it) matches ``schema``,
     else ``(None, why)`` with a short explanation a model can act on."""
+    parsed, _, problem = parse_output_json(schema, text)
+    return parsed, problem
+
+
+def parse_output_json(
+    schema: type[BaseModel], text: str
+) -> tuple[BaseModel | None, str, str | None]:
+    """As ``parse_output``, with the JSON text the instance was read from: ``text`` itself, or
+    the fenced block without its fences and the words around it (``text`` when it does not
+    match). That is what ``output_key`` stores: a later ``{key}`` or ``json.loads`` reads the
+    object, not the Markdown the model wrapped it in."""
     try:
-        return schema.model_validate_json(text.strip()), None
+        return schema.model_validate_json(text.strip()), text, None
     except ValidationError as exc:
         first = exc
     fenced = _FENCED.search(text)
     if fenced is not None:
+        block = fenced.group(1).strip()
         try:
-            return schema.model_validate_json(fenced.group(1).strip()), None
+            return schema.model_validate_json(block), block, None
         except ValidationError as exc:
             first = exc
-    return None, _explain(first)
+    return None, text, _explain(first)
 
 
 def retry_prompt(schema: type[BaseModel], problem: str, *, with_schema: bool = False) -> str:

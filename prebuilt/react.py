@@ -74,7 +74,7 @@ from ._instruction import (
 )
 from ._output import (
     OutputSchemaError,
-    parse_output,
+    parse_output_json,
     response_format,
     retry_prompt,
     schema_instruction,
@@ -528,7 +528,7 @@ class _ReActCore:
                 if schema is None:
                     self._store_output(ctx, reply.content)
                     return
-                parsed, problem = parse_output(schema, reply.content)
+                parsed, answer, problem = parse_output_json(schema, reply.content)
                 if parsed is None:
                     assert problem is not None
                     if turn.schema_retried:
@@ -549,7 +549,7 @@ class _ReActCore:
                     retry = retry_prompt(schema, problem, with_schema=turn.native)
                     messages.append(Message.user(retry))
                     continue
-                self._store_output(ctx, reply.content)
+                self._store_output(ctx, answer)
                 yield AgentEvent(output=AgentOutput(custom=parsed))
                 return
             tally = _new_round(reply.tool_calls, [])
@@ -742,13 +742,13 @@ class _ReActCore:
         """The ``custom`` output for a tool result that ends the agent under ``output_schema``:
         it is the agent's answer, so it must match as the model's would (without the retry, as
         the model is not asked again); ``RunResult.output`` is then the instance either way."""
-        parsed, problem = parse_output(schema, result.content)
+        parsed, answer, problem = parse_output_json(schema, result.content)
         if parsed is None:
             raise OutputSchemaError(
                 f"agent '{self.name}': the result of tool '{result.name}', its final answer, "
                 f"does not match {schema.__name__}: {problem}"
             )
-        self._store_output(ctx, result.content)
+        self._store_output(ctx, answer)
         return AgentEvent(output=AgentOutput(custom=parsed))
 
     def _store_output(self, ctx: RunContext, text: str) -> None:

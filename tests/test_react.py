@@ -360,6 +360,42 @@ async def test_output_schema_strips_code_fences(answer: str) -> None:
     assert model.calls == 1
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("ending", ["answer", "return_directly"])
+async def test_output_key_stores_the_json_of_a_fenced_answer(ending: str, streaming: bool) -> None:
+    # A porter's next agent reads {forecast} (or json.loads it), as Google ADK stores the object:
+    # the fences and the words around them are the model's wrapping, not the answer.
+    fenced = 'Here you go:\n```json\n{"city": "Oslo", "celsius": 4}\n```\nAnything else?'
+
+    def report() -> str:
+        """Report the weather."""
+        return fenced
+
+    if ending == "answer":
+        forecaster = ReActAgent(
+            "forecaster",
+            ScriptedModel([fenced], supports_response_format=False),
+            output_schema=Weather,
+            output_key="forecast",
+        )
+    else:
+        forecaster = ReActAgent(
+            "forecaster",
+            ScriptedModel([calls(("report", {}))]),
+            tools=[report],
+            return_directly=["report"],
+            output_schema=Weather,
+            output_key="forecast",
+        )
+    writer_model = ScriptedModel(["Cold in Oslo."])
+    writer = ReActAgent("writer", writer_model, instruction="Forecast: {forecast}")
+    pipeline = SequentialAgent("pipeline", [forecaster, writer])
+    result = await Runner(pipeline, enable_streaming=streaming).invoke("weather?")
+    assert json.loads(result.session["forecast"]) == {"city": "Oslo", "celsius": 4}
+    system = writer_model.requests[0].messages[0].content
+    assert system == 'Forecast: {"city": "Oslo", "celsius": 4}'
+
+
 async def test_output_schema_retries_once_with_the_validation_error() -> None:
     model = ScriptedModel(['{"city": "Oslo", "celsius": "cold"}', '{"city": "Oslo", "celsius": 4}'])
     result = await Runner(ReActAgent("w", model, output_schema=Weather)).invoke("weather?")
