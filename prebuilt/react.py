@@ -757,6 +757,19 @@ class _ReActCore:
             ctx.session[key] = text
 
 
+def _not_text(what: str, instruction: object) -> str:
+    """The refusal of an instruction that is not a str. A callable is what a Google ADK port
+    passes (its ``InstructionProvider``), so that one is told what takes its place here."""
+    text = f"{what} instruction must be a str, got {type(instruction).__name__}"
+    if callable(instruction):
+        text += (
+            ": a callable instruction (Google ADK's InstructionProvider) is not supported; write "
+            "{key} placeholders, filled from session values before each model call, or edit the "
+            "system message in a before_model callback (adk.callbacks)"
+        )
+    return text
+
+
 def _two_tools(agent: str, name: str, first: str, second: str) -> ValueError:
     """Two tools of one name: a model offered both could call either (some providers refuse the
     request), so the agent refuses them, naming where each came from."""
@@ -913,7 +926,7 @@ class ReActAgent:
         ):
             raise TypeError(f"{what} output_schema must be a pydantic model class")
         if not isinstance(instruction, str):  # its placeholders are found now, not at a run
-            raise TypeError(f"{what} instruction must be a str, got {type(instruction).__name__}")
+            raise TypeError(_not_text(what, instruction))
         self.name = name
         self.description = description
         self.model = model

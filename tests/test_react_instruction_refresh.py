@@ -221,3 +221,14 @@ def test_an_instruction_that_is_not_text_is_refused_where_the_agent_is_made() ->
     # a bare "argument of type 'NoneType' is not iterable" (formerly at its first run).
     with pytest.raises(TypeError, match="ReActAgent 'x': instruction must be a str, got NoneType"):
         ReActAgent("x", ScriptedModel(["hi"]), instruction=None)  # type: ignore[arg-type]
+
+
+def test_a_callable_instruction_is_refused_saying_what_takes_its_place() -> None:
+    # Google ADK takes a function of the context (InstructionProvider); a port passing one must
+    # learn here what to write instead, not only that a str was expected.
+    with pytest.raises(TypeError) as refused:
+        ReActAgent("x", ScriptedModel(["hi"]), instruction=lambda ctx: "Help.")  # type: ignore[arg-type]
+    message = str(refused.value)
+    assert message.startswith("ReActAgent 'x': instruction must be a str, got function: ")
+    assert "InstructionProvider" in message and "{key} placeholders" in message
+    assert "before_model" in message
