@@ -14,10 +14,12 @@ runs inline for every event and must be plain.
                                           (for this call only), or return a ``Message`` to
                                           answer instead of the model
 ``after_model(ctx, request, reply)``      the reply is in; return a ``Message`` to replace it
-``before_tool(ctx, call)``                a tool call is about to run; return a ``str`` or
-                                          ``ToolResult`` to answer instead of the tool
-``after_tool(ctx, call, result)``         the tool answered; return a ``str``/``ToolResult`` to
-                                          replace its result
+``before_tool(ctx, call)``                a tool call is about to run (``call.arguments`` is
+                                          the model's raw JSON text); return a ``str``,
+                                          ``ToolResult``, dict or pydantic model to answer
+                                          instead of the tool
+``after_tool(ctx, call, result)``         the tool answered; return a ``str``/``ToolResult``
+                                          (or a dict, a model) to replace its result
 ``on_event(event)``                       every event the run yields, just before the consumer
                                           sees it
 ========================================  =======================================================
@@ -59,12 +61,15 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
+from pydantic import BaseModel
+
 from ._aio import closing
 from ._hooks import ModelRequest
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, join_chunks
 from .models.base import ModelOptions
 from .streams import _being_cancelled
 from .tools.base import ToolContext, ToolResult
+from .tools.function import _serialise
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -76,6 +81,7 @@ __all__ = ["Callbacks", "ModelRequest"]
 _T = TypeVar("_T")
 _MaybeAwaitable: TypeAlias = _T | Awaitable[_T]
 _ToolOutput: TypeAlias = str | ToolResult
+_ToolAnswer: TypeAlias = _ToolOutput | dict[str, Any] | BaseModel  # what a tool callback may return
 
 _HOOKS = (
     "before_agent",
@@ -145,14 +151,15 @@ class Callbacks:
         """Return a ``Message`` to replace ``reply``."""
         return None
 
-    def before_tool(self, ctx: ToolContext, call: ToolCall) -> _MaybeAwaitable[_ToolOutput | None]:
-        """Return a result to answer instead of the tool (the tool does not run)."""
+    def before_tool(self, ctx: ToolContext, call: ToolCall) -> _MaybeAwaitable[_ToolAnswer | None]:
+        """Return a result to answer instead of the tool (the tool does not run); a dict or a
+        pydantic model is sent as JSON. ``call.arguments`` is the model's raw JSON text."""
         return None
 
     def after_tool(
         self, ctx: ToolContext, call: ToolCall, result: _ToolOutput
-    ) -> _MaybeAwaitable[_ToolOutput | None]:
-        """Return a result to replace ``result``."""
+    ) -> _MaybeAwaitable[_ToolAnswer | None]:
+        """Return a result to replace ``result`` (a dict or a pydantic model is sent as JSON)."""
         return None
 
     def on_event(self, event: AgentEvent) -> None:
@@ -401,12 +408,18 @@ def _check_message(fn: Callable[..., Any], hook: str, value: Any) -> Message:
 
 
 def _check_tool_output(fn: Callable[..., Any], hook: str, value: Any) -> _ToolOutput:
-    if not isinstance(value, str | ToolResult):
-        raise TypeError(
-            f"{hook} callback {fn!r} returned {type(value).__name__}; return a str, a ToolResult "
-            "or None"
-        )
-    return value
+    """A tool callback's result as a tool's. A dict or a pydantic model is sent as JSON, as a
+    function tool's return value is: Google ADK's tool callbacks return a dict, and a port's
+    cached or refused result should not need rewriting. Other values are refused, as a callback
+    that only observes may return one by accident (``list.pop``, ``dict.setdefault``)."""
+    if isinstance(value, str | ToolResult):
+        return value
+    if isinstance(value, dict | BaseModel):
+        return _serialise(value)
+    raise TypeError(
+        f"{hook} callback {fn!r} returned {type(value).__name__}; return a str, a ToolResult, "
+        "a dict or a pydantic model (sent as JSON), or None"
+    )
 
 
 def _as_chunk(message: Message) -> MessageChunk:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from conftest import ScriptAgent, act_transfer
+from pydantic import BaseModel
 
 from adk import (
     AgentEvent,
@@ -290,6 +291,57 @@ async def test_after_tool_replaces_the_result() -> None:
     assert ADDED == [(1, 2)]
     assert model.requests[1].messages[-1].content == "<3> for a"
     assert "a: [tool add] <3> for a" in simplify_events(result.events)
+
+
+class _Refusal(BaseModel):
+    status: str
+    reason: str
+
+
+async def test_tool_callbacks_may_answer_with_a_dict_or_a_model_sent_as_json() -> None:
+    # Google ADK's before/after tool callbacks return a dict as the tool's response; a port's
+    # cache or guardrail keeps that shape, and the model reads it as JSON, as a tool's own dict.
+    model = add_model()
+    seen: list[Any] = []
+
+    def cached(ctx: ToolContext, call: ToolCall) -> dict[str, Any]:
+        return {"result": 3, "cached": True}
+
+    def after(ctx: ToolContext, call: ToolCall, result: str | ToolResult) -> None:
+        seen.append(result)
+
+    runner = Runner(
+        ReActAgent("a", model, tools=[add]),
+        callbacks=[Callbacks(before_tool=cached), Callbacks(after_tool=after)],
+    )
+    await runner.invoke("x")
+    assert ADDED == []
+    assert seen == ['{"result":3,"cached":true}']  # later callbacks see the JSON text
+    assert model.requests[1].messages[-1].content == '{"result":3,"cached":true}'
+
+    model = add_model()
+
+    def refuse(ctx: ToolContext, call: ToolCall, result: str | ToolResult) -> _Refusal:
+        return _Refusal(status="refused", reason=f"{result} is over the limit")
+
+    runner = Runner(ReActAgent("a", model, tools=[add]), callbacks=[Callbacks(after_tool=refuse)])
+    await runner.invoke("x")
+    assert ADDED == [(1, 2)]
+    assert model.requests[1].messages[-1].content == (
+        '{"status":"refused","reason":"3 is over the limit"}'
+    )
+
+
+async def test_a_tool_callback_returning_another_value_is_a_tool_error_naming_it() -> None:
+    model = add_model()
+    runner = Runner(
+        ReActAgent("a", model, tools=[add]), callbacks=[Callbacks(before_tool=lambda c, k: [1])]
+    )
+    await runner.invoke("x")
+    assert ADDED == []
+    answer = model.requests[1].messages[-1].content
+    assert "before_tool callback" in answer and "returned list" in answer
+    assert "a dict or a pydantic model (sent as JSON), or None" in answer
 
 
 async def test_a_failing_tool_callback_is_a_tool_error_the_model_sees() -> None:
