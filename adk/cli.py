@@ -55,6 +55,10 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
         "checkpoint_id": args.checkpoint_id,
         "agent": body.get("agent"),
         "run_id": body.get("run_id"),
+        "saved_at": body.get("saved_at"),
+        # A run kept for audit (keep_checkpoints=True) after its resume finished still holds the
+        # points it paused at; without this an operator reads them as a decision still awaited.
+        "finished": bool(body.get("finished")),
         "points": body.get("points", []),
         "history_entries": len(body.get("history", [])),
         "session_keys": sorted(body.get("session", {})),

@@ -47,6 +47,32 @@ async def test_show_prints_pending_points(tmp_path: Path) -> None:
     assert [p["id"] for p in summary["points"]] == ["agent:asker"]
     assert summary["points"][0]["info"] == {"question": "approve payment of 10 EUR?"}
     assert summary["history_entries"] == 1
+    assert summary["finished"] is False and isinstance(summary["saved_at"], float)
+
+
+async def test_show_says_a_run_kept_after_it_finished_waits_on_nothing(tmp_path: Path) -> None:
+    # keep_checkpoints=True keeps the checkpoint of a finished resume for audit, its points
+    # included: shown without a word, an operator would read them as a decision still awaited.
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as store:
+        runner = Runner(_Approved("asker"), checkpoint_store=store, keep_checkpoints=True)
+        await runner.invoke("pay", checkpoint_id="c-1")
+        assert (await runner.invoke_resume("c-1", True)).text == "paid"
+
+    done = _pyadk("checkpoint", "show", "c-1", "--sqlite", str(path))
+
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["finished"] is True
+    assert [p["id"] for p in summary["points"]] == ["agent:asker"]  # what it had waited on
+
+
+class _Approved(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt({"question": "approve payment of 10 EUR?"})
+            return
+        yield AgentEvent.of("paid")
 
 
 async def test_missing_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
