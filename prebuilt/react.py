@@ -195,8 +195,13 @@ class _ReActCore:
     def _resource_model(self, ctx: RunContext, name: str) -> ChatModel:
         resources = ctx._run.resources
         if resources is None:
+            # A Google ADK port passes the provider's model name (``model="gemini-2.0-flash"``):
+            # say what a str is here, and how to call a model by its provider's name.
             raise LookupError(
-                f"agent '{self.name}' names model {name!r} but the runner has no resources"
+                f"agent '{self.name}' names model {name!r} but the runner has no resources: a "
+                "str model is the name of a model resource (Runner(agent, resources=resources), "
+                f"resources.add_model({name!r}, model)); to call a provider's model, pass a "
+                f"ChatModel: adk.OpenAIChatModel({name!r}, base_url=...)"
             )
         found: ChatModel = resources.get_model(name)
         return found

@@ -784,6 +784,18 @@ async def test_unknown_tool_resource_is_an_error_event() -> None:
     assert "names tool 'missing' but the runner has no resources" in events[-1].error.message
 
 
+async def test_a_model_name_without_resources_says_how_to_call_a_providers_model() -> None:
+    # Google ADK takes the provider's model name (model="gemini-2.0-flash"); here a str names a
+    # model resource, and the error must say so and what to pass instead.
+    agent = ReActAgent("a", "gemini-2.0-flash", instruction="Help.")
+    with pytest.raises(adk.RunError) as failed:
+        await Runner(agent).invoke("hi")
+    message = str(failed.value)
+    assert "names model 'gemini-2.0-flash' but the runner has no resources" in message
+    assert "resources.add_model('gemini-2.0-flash', model)" in message
+    assert "adk.OpenAIChatModel('gemini-2.0-flash', base_url=...)" in message
+
+
 def test_bad_tool_source_and_duplicate_names_fail_at_construction() -> None:
     with pytest.raises(TypeError, match="a tool must be a Tool, a function"):
         ReActAgent("a", ScriptedModel(), tools=[42])
