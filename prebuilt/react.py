@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ValidationError
 
 from adk import (
+    Agent,
     AgentAction,
     AgentEvent,
     AgentInput,
@@ -984,9 +985,12 @@ class ReActAgent:
         elif callable(source):
             tool = FunctionTool(source)
         else:
+            hint = ""
+            if isinstance(source, Agent):  # Google ADK ports pass agents where AgentTool goes
+                hint = f"; to call agent {source.name!r} as a tool, wrap it: adk.AgentTool(agent)"
             raise TypeError(
                 f"agent '{self.name}': a tool must be a Tool, a function, a Toolset or a tool "
-                f"resource name, got {type(source).__name__}"
+                f"resource name, got {type(source).__name__}{hint}"
             )
         name = tool.spec.name
         known = self._static_tools.get(name)

@@ -796,6 +796,17 @@ async def test_a_model_name_without_resources_says_how_to_call_a_providers_model
     assert "adk.OpenAIChatModel('gemini-2.0-flash', base_url=...)" in message
 
 
+def test_an_agent_given_as_a_tool_is_refused_naming_agent_tool() -> None:
+    # A port puts a helper agent among the tools; the refusal says how to make it one.
+    helper = ReActAgent("policy", ScriptedModel(["30 days"]), description="Refund policy.")
+    with pytest.raises(TypeError) as refused:
+        ReActAgent("billing", ScriptedModel(), tools=[helper])  # type: ignore[list-item]
+    assert str(refused.value) == (
+        "agent 'billing': a tool must be a Tool, a function, a Toolset or a tool resource name, "
+        "got ReActAgent; to call agent 'policy' as a tool, wrap it: adk.AgentTool(agent)"
+    )
+
+
 def test_bad_tool_source_and_duplicate_names_fail_at_construction() -> None:
     with pytest.raises(TypeError, match="a tool must be a Tool, a function"):
         ReActAgent("a", ScriptedModel(), tools=[42])
