@@ -166,9 +166,13 @@ class MessageStream:
         ``AgentEvent.to_dict``, which must not take a stream from under its readers); a stream
         still arriving, or one that failed, is a ``ValueError`` saying so."""
         if not self._closed:
+            # on_event runs before anyone has read the stream, so a logging callback that
+            # encodes every event (a port of Google ADK's on_event_callback) always lands here.
             raise ValueError(
                 "its stream has not been read to its end: read it (async for chunk in stream, "
-                "or await stream.collect()) before to_dict, or send its chunks as they come"
+                "or await stream.collect()) before to_dict, or send its chunks as they come; an "
+                "on_event callback sees the event before its stream is read: encode streaming "
+                "events where your loop reads them"
             )
         if self._error is not None:
             raise ValueError(

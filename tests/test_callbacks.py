@@ -405,6 +405,23 @@ async def test_on_event_sees_every_event_the_run_yields_before_the_consumer() ->
     assert [id(e) for e in seen] == [id(e) for e in consumed]  # each once, same objects, same order
 
 
+async def test_on_event_encoding_a_streaming_event_is_told_where_to_encode_it() -> None:
+    # A port's logging callback sends every event as JSON; on_event sees a streaming event
+    # before its stream is read, so to_dict refuses it, and the run's error must say where to
+    # encode streaming events instead.
+    sent: list[dict[str, Any]] = []
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["hello"])),
+        enable_streaming=True,
+        callbacks=[Callbacks(on_event=lambda event: sent.append(event.to_dict()))],
+    )
+    with pytest.raises(RunError) as failed:
+        await runner.invoke("hi")
+    assert failed.value.error.type == "ValueError"
+    assert "an on_event callback sees the event before its stream is read" in str(failed.value)
+    assert [event["error"]["type"] for event in sent] == ["ValueError"]  # only the error went
+
+
 async def test_on_event_sees_the_error_of_a_failing_root_agent() -> None:
     seen: list[AgentEvent] = []
     runner = Runner(
