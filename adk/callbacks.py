@@ -411,7 +411,7 @@ def _check_tool_output(fn: Callable[..., Any], hook: str, value: Any) -> _ToolOu
     """A tool callback's result as a tool's. A dict or a pydantic model is sent as JSON, as a
     function tool's return value is: Google ADK's tool callbacks return a dict, and a port's
     cached or refused result should not need rewriting. Other values are refused, as a callback
-    that only observes may return one by accident (``list.pop``, ``dict.setdefault``)."""
+    that only observes may return one by accident (a count, ``list.pop``)."""
     if isinstance(value, str | ToolResult):
         return value
     if isinstance(value, dict | BaseModel):
