@@ -3,19 +3,24 @@
 The state holds the open tool calls, the held results (return-directly and exit), the requested
 actions and the conversation without the messages the checkpoint's history holds anyway. The driver
 records every message the agent emits in the history, and the runner (or an ``AgentTool``) saves
-that history next to this state; the input came from the run's root input and the history too. So
-the state keeps only what the history cannot give back:
+that history next to this state; the input came from the lane's root input (``_Lane.root``: the
+run's, or the one a parent gave the lane, ``PlanExecute``'s step prompt, which its step renders
+again on resume from the state it saved) and the history too. So the state keeps only what the
+history cannot give back:
 
 - ``given``: the input when it cannot be derived (a ``history_rewriter`` is user code and is not
-  run again; an input that is not the root input plus the history as this agent reads it, e.g. one
+  run again; an input that is not the lane's root plus the history as this agent reads it, e.g. one
   a custom parent made), else ``[]``. The system prompt is not saved: it is configuration, not
   conversation, so the resume renders the agent's current instruction (with the session values as
   they are then) in its place, as a fresh run would. Checkpoints of earlier versions saved it as the
   start of ``head`` (the system prompt, then the input when it could not be derived), or of
   ``messages``; their saved prompt is replaced by the current one too (see ``_saved_prompt``);
-- ``input``: ``{"root": n, "seen": [[agent, run_path, count], ...]}``: the run's ``n`` root input
-  messages, then the first ``count`` history entries of each recorder, in history order, viewed as
-  this agent reads them (``rewrite_message`` for other agents);
+- ``input``: ``{"root": n, "seen": [[agent, run_path, count], ...]}``: the lane's ``n`` root
+  input messages, then the first ``count`` history entries of each recorder, in history order,
+  viewed as this agent reads them (``rewrite_message`` for other agents). Earlier versions
+  compared the input with the run's root input even in a lane of its own, so the agents of a
+  workflow in a ``PlanExecute`` role saved their whole input as ``given`` (which still resumes);
+  none saved an ``input`` there, as such an input begins with the step prompt, not the run's;
 - ``own`` and ``tail``: what the loop added: ``own = [agent, run_path, first]`` names the recorder
   of the agent's emitted messages and the index of the first one among its entries; ``tail`` lists
   the loop's messages in order, an int ``n`` standing for the next ``n`` of those entries and a
@@ -112,7 +117,7 @@ def pause_state(
         given = messages[system_size:head_size]
         spec = None
         if not input_rewritten:
-            spec = _input_spec(entries, ctx._run.root_input, given, agent)
+            spec = _input_spec(entries, ctx._lane.root, given, agent)
         saved_head = ([], spec) if spec is not None else (given, None)
     given, spec = saved_head
     own, tail = _tail_spec(entries, messages[head_size:])
@@ -144,7 +149,7 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
         held_base = 0  # where the conversation ``held_at`` counts from begins, past a saved prompt
         if "messages" in state:
             saved = _messages(state["messages"])
-            held_base = _saved_prompt(saved, ctx._run.root_input)
+            held_base = _saved_prompt(saved, ctx._lane.root)
             rest = saved[held_base:]
             head_size = len(system) + len(rest)
             saved_head: SavedHead = (rest[:], None)  # a copy: the loop appends to messages
@@ -155,15 +160,13 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
                 given = _messages(state["given"])
             else:  # ``head``: the saved system prompt, then the input if it was not derivable
                 given = _messages(state["head"])
-                if spec is not None:  # the head was the prompt alone
-                    held_base = len(given)
-                else:
-                    held_base = _saved_prompt(given, ctx._run.root_input)
+                # With an ``input`` spec, the head was the prompt alone.
+                held_base = len(given) if spec is not None else _saved_prompt(given, ctx._lane.root)
                 given = given[held_base:]
             saved_head = (given, spec)
             rest = list(given)
             if spec is not None:
-                rest += _load_input(entries, ctx._run.root_input, spec, agent)
+                rest += _load_input(entries, ctx._lane.root, spec, agent)
             head_size = len(system) + len(rest)
             rest += _load_tail(entries, state.get("own"), state["tail"])
         messages = [*system, *rest]
@@ -260,8 +263,8 @@ def _same(a: Message, b: Message) -> bool:
 def _input_spec(
     entries: Sequence[Any], root: Sequence[Message], given: Sequence[Message], reader: str
 ) -> dict[str, Any] | None:
-    """How to derive ``given`` from the root input and the history, or None if it is not the root
-    input followed by the first history entries as ``reader`` reads them."""
+    """How to derive ``given`` from the lane's root input and the history, or None if it is not
+    that root followed by the first history entries as ``reader`` reads them."""
     n_root = len(root)
     seen = len(given) - n_root
     if seen < 0 or seen > len(entries):

@@ -34,7 +34,7 @@ from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.history import HistoryEntry, default_rewriter
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
-from prebuilt import ReActAgent, Supervisor, _react_state
+from prebuilt import PlanExecute, ReActAgent, Supervisor, _react_state, new_planner, new_replanner
 
 INPUT = "INPUT-MARK-q7"
 THOUGHT = "THOUGHT-MARK-q7"
@@ -142,6 +142,20 @@ def in_agent_tool() -> Built:
     return desk, [outer, inner]
 
 
+def in_a_plan_execute_role() -> Built:
+    """A workflow as PlanExecute's executor: its agents read the step prompt (their lane's root,
+    not the run's input) and the step's own messages, and the writer pauses after the intro's
+    message. Its input is rebuilt from the step prompt, which the step renders again from the
+    state it saved, so the intro's message is not saved a second time in the writer's state."""
+    planner = ScriptedModel(['{"steps": ["research tides and publish"]}'])
+    intro = ScriptedModel([f"{INTRO} research first, then publish"])
+    model = ScriptedModel([research(), "published it"])
+    replanner = ScriptedModel(["the article is out"])
+    executor = SequentialAgent("executor", [ReActAgent("intro", intro), writer("writer", model)])
+    agent = PlanExecute(new_planner(planner), executor, new_replanner(replanner))
+    return agent, [planner, intro, model, replanner]
+
+
 class Verdict(BaseModel):
     text: str
 
@@ -204,6 +218,8 @@ CASES = {
         resumes=({"agent:team/agent:planned/agent:writer_b/tool:publish#call_2": True}, True),
     ),
     "agent tool": Case(in_agent_tool, once=twice(INPUT, OUTER, THOUGHT, RESULT)),
+    # The tool's result is also the executor role's last output text, which the role saves.
+    "plan-execute workflow role": Case(in_a_plan_execute_role, once=twice(INTRO, THOUGHT)),
     "structured output retry": Case(
         after_a_retry, once=twice(INPUT, THOUGHT, RESULT), kept=(RETRY,), dropped=(SYSTEM,)
     ),
