@@ -351,10 +351,12 @@ def _saved_state(ctx: RunContext) -> SavedState:
     return SavedState(f"workflow '{ctx.agent_name}'", resume.state if resume is not None else None)
 
 
-def _saved_fork(state: SavedState) -> int | None:
-    """Where a paused ``ParallelAgent``'s branches forked in the history (see ``_run_branches``);
-    ``None`` for checkpoints from before it was saved."""
-    return state.count("fork_seq") if state.values.get("fork_seq") is not None else None
+def _saved_fork(state: SavedState, ctx: RunContext) -> int | None:
+    """Where a paused ``ParallelAgent``'s branches forked in the history (see ``_run_branches``),
+    not past the history's end; ``None`` for checkpoints from before it was saved."""
+    if state.values.get("fork_seq") is None:
+        return None
+    return state.order("fork_seq", end=ctx._run.seq)
 
 
 def _branch_view(parent_view: list[_Entry], fork: int, child_ctx: RunContext) -> list[_Entry]:
@@ -390,14 +392,14 @@ class ParallelAgent(_Workflow):
         before the pause, not the entries its siblings added."""
         state = _saved_state(ctx)
         finished = self._finished_branches(state)
-        return self._run_branches(ctx, finished=finished, fork=_saved_fork(state))
+        return self._run_branches(ctx, finished=finished, fork=_saved_fork(state, ctx))
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): the branches that had
         not finished resume, each in the history view ``_run_branches`` gives it."""
         state = _saved_state(ctx)
         finished = set(self._finished_branches(state))
-        fork = _saved_fork(state)
+        fork = _saved_fork(state, ctx)
         parent_view = ctx._lane.snapshot() if fork is not None else []
         entered: list[tuple[Agent, RunContext]] = []
         for index, child in enumerate(self.sub_agents):

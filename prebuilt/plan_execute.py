@@ -460,7 +460,7 @@ class _StepState:
             raise saved.error(f"'executed' must be a list of ExecutedStep: {exc}") from exc
         self.objective, self.plan = objective, plan
         if "fork" in saved.values:
-            self.fork = saved.count("fork")
+            self.fork = saved.order("fork", end=ctx._run.seq)
         else:
             self.on_history = True
 

@@ -1077,7 +1077,7 @@ def _set_role(value: Any) -> Callable[[dict[str, Any]], None]:
     [
         (_set_step("plan", "ship the lamp"), "'plan' must be a Plan"),
         (_set_step("executed", [{"step": 1}]), "'executed' must be a list of ExecutedStep"),
-        (_set_step("fork", 10_000), "cannot rebuild its conversation"),
+        (_set_step("fork", 10_000), "'fork' is 10000, past the history's end"),
         (_set_role({"plan": None, "stored": "yes", "text": None}), "not the state a role saves"),
         (lambda body: body["session"].pop("plan"), "cannot resume: plan-execute: the session"),
     ],
@@ -1106,6 +1106,59 @@ async def test_a_plan_execute_step_state_that_does_not_fit_keeps_the_branch_besi
     result = await deploy.resume(tree(), answers)
     assert sorted(LOG) == [("paid", "ACME", 120), ("shipped", "lamp")]
     assert result.text == "All shipped."
+
+
+def _forked_parallel() -> ParallelAgent:
+    return ParallelAgent("w", [SequentialAgent("s", [Step("s1"), Ask("b")]), Step("x")])
+
+
+def _forked_plan_execute() -> PlanExecute:
+    """A PlanExecute whose executor is a workflow of agents that do not read their history, so
+    nothing but the step itself checks the history fork it saved."""
+    return PlanExecute(
+        new_planner(ScriptedModel(lambda _: Reply(text='{"steps": ["ask b"]}'))),
+        SequentialAgent("executor", [Ask("b")]),
+        new_replanner(ScriptedModel(lambda _: Reply(text="All shipped."))),
+    )
+
+
+@pytest.mark.parametrize(
+    ("build", "address_end", "slot", "key"),
+    [
+        (_forked_parallel, "agent:both/agent:w", "", "fork_seq"),
+        (_forked_plan_execute, "agent:executor", "plan_execute_step", "fork"),
+    ],
+    ids=["parallel-branches", "plan-execute-step"],
+)
+async def test_a_saved_fork_past_the_history_keeps_the_branch_beside_it_from_paying(
+    deploy: Redeploy, build: Callable[[], Agent], address_end: str, slot: str, key: str
+) -> None:
+    # A history order number saved at the pause (where parallel branches, or a PlanExecute
+    # step's lane, forked) was read as any whole number: one past the history's end gave the
+    # branch a view with its siblings' entries (or the step's lane none of its own), and the
+    # resume went on with it, the payment beside it made.
+    def tree() -> ParallelAgent:
+        return ParallelAgent("both", [_paying_branch(), build()])
+
+    points = await deploy.pause(tree())
+    answers = {point: {"approved": True} for point in points}
+    assert len(answers) == 2
+    original = await deploy.stored()
+    assert original is not None
+
+    def change(body: dict[str, Any]) -> None:
+        [address] = [a for a in body["states"] if a.endswith(address_end)]
+        body["states"][address][slot][key] = 10_000
+
+    await deploy.edit(change)
+
+    error = await deploy.refused(tree(), answers)
+
+    assert f"{key!r} is 10000, past the history's end" in error
+    async with SQLiteCheckpointStore(deploy.path) as store:
+        await store.put("c", original)
+    await deploy.resume(tree(), answers)
+    assert ("paid", "ACME", 120) in LOG and ("answered", "b", {"approved": True}) in LOG
 
 
 async def test_a_nested_instruction_needing_a_missing_value_keeps_the_call_beside_it_from_paying(

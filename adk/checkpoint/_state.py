@@ -53,6 +53,19 @@ class SavedState:
             raise self.error(f"{key!r} must be a whole number from 0{bound}, not {value!r}")
         return value
 
+    def order(self, key: str, *, end: int) -> int:
+        """A history order number (an entry's ``seq``): where branches or a lane forked. It lies
+        at most at ``end``, the number the run's history gives next (nothing was recorded after
+        the pause yet): one past it would make a view of the wrong entries (a branch's with its
+        siblings', a lane's without its own) that the resume would go on with."""
+        value = self.count(key)
+        if value > end:
+            raise self.error(
+                f"{key!r} is {value}, past the history's end (its entries are numbered below "
+                f"{end})"
+            )
+        return value
+
     def names(self, key: str, *, default: Any = _MISSING) -> list[str]:
         """A list of strings (a run path, tool call ids)."""
         value = self._field(key, default)
