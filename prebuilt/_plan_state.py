@@ -73,9 +73,11 @@ def _executed(ctx: RunContext) -> list[ExecutedStep]:
 
 _origins: dict[int, tuple[weakref.ref[Plan], str]] = {}
 """Where each ``Plan`` object in a session was stored from, by id (a ``Plan`` is not hashable):
-the address of the ``PlanExecute`` whose step stored it, or of the ``update_plan`` call. Entries
-go with their plan. A plan without one was stored by an agent itself (or by the application, or
-it came from a checkpoint).
+the address of the ``PlanExecute`` whose step stored it, of the ``update_plan`` call, or of the
+step whose role's agent stored it itself (tagged as the step takes it, ``_Seen.note``, so that a
+step around it, of a ``PlanExecute`` whose role that one is, does not take it too). Entries go with
+their plan. A plan without one was stored by an agent itself and not yet taken (or by the
+application, or it came from a checkpoint).
 
 A step's ``_Seen.note`` (in ``plan_execute``) takes only a plan without one for one its role
 stored in the session: one a ``PlanExecute`` inside the role stored (through an ``AgentTool``,

@@ -203,6 +203,15 @@ reaches it the loop has marked it handled, as an inner loop of a role marks its 
 flags cannot tell the two apart there."""
 
 
+_INNER_PLAN = 1 << 17
+"""Event flag: the output's plan is a ``PlanExecute``'s own, read by its step: its planner's
+outputs (its plan, as JSON text or a ``Plan``) and its replanner's ``Plan`` outputs. A step of a
+``PlanExecute`` around it (whose role this one is, or runs in a workflow) does not take that plan
+for its role's: an outer replanner went on with the inner planner's first plan as its new one,
+where the inner one's answer was its reply. What an inner ``PlanExecute`` answers is not flagged:
+that is its output as the role's agent."""
+
+
 _listening: dict[tuple[int, str], _Seen] = {}
 """The steps running now, by session and address: ``update_plan`` hands its plan to the nearest
 one at or above its call. By session, not run: an ``AgentTool``'s nested run shares its caller's
@@ -271,6 +280,10 @@ class _Seen:
             self.last = value
             if value is not self.before and _origin(value) is None:
                 self.stored, self.stored_plan = True, value
+                if isinstance(value, Plan):
+                    # This role's now: a step around this one (whose role is this step's
+                    # PlanExecute) notes after this one and must not take it for its own too.
+                    _tag(value, self.address)
 
     def listen(self, ctx: RunContext) -> None:
         """Take the plans of ``update_plan`` calls in the role until ``done``."""
@@ -396,9 +409,14 @@ class _PlanStep(_Role):
                     )
                     if event._signal is not None:
                         event._signal.save(ctx.address, {"objective": objective}, _STEP_SLOT)
+                    inner = event._flags & _INNER_PLAN
+                    if event.output is not None:
+                        event._flags |= _INNER_PLAN  # this one's plan, for a step around it
                     yield event
                     if stop:
                         return
+                    if inner:
+                        continue
                     found, why = await _plan_in(event)
                     if found is not None:
                         seen.plan = found
@@ -592,13 +610,19 @@ class _ReplanStep(_LoopStep):
                         event.action is not None and seen.stops(event, ctx, in_loop=True)
                     )
                     state.passing(event, ctx)
+                    output = event.output
+                    found = None
+                    if output is not None and output.custom is not None:
+                        found = _as_plan(output.custom)
+                        if event._flags & _INNER_PLAN:
+                            found = None  # an inner PlanExecute's: not this role's
+                        elif found is not None:
+                            event._flags |= _INNER_PLAN  # this one's, for a step around it
                     yield event
                     if stop:
                         return  # a pause, an error or an exit
-                    output = event.output
                     if output is None:
                         continue
-                    found = _as_plan(output.custom) if output.custom is not None else None
                     if found is not None:
                         seen.plan = found
                     else:

@@ -853,6 +853,71 @@ async def test_a_plan_execute_the_replanner_calls_leaves_the_outer_state_alone(
     await store.aclose()
 
 
+@pytest.mark.parametrize("pauses", [False, True], ids=["at-once", "paused-in-the-same-turn"])
+@pytest.mark.parametrize("store", ["update_plan", "set_plan"])
+async def test_a_plan_execute_as_the_replanner_keeps_its_plans_to_itself(
+    store: str, pauses: bool
+) -> None:
+    # A PlanExecute as another's replanner: its planner's Plan output, and a plan its own
+    # replanner stored (a store in the session itself, then a pause in the same model turn),
+    # passed for plans the outer replanner handed over, so the outer loop went on with the
+    # inner steps as its own after the inner one had answered.
+    calls = [tool_call(store, {"steps": ["inner two"]}, id="call_s")]
+    if pauses:
+        calls.append(tool_call("notify", {"text": "replanned"}, id="call_n"))
+    inner = PlanExecute(
+        new_planner(ScriptedModel([plan_json("inner one")]), name="inner_planner"),
+        new_executor(ScriptedModel(["Inner one done.", "Inner two done."]), name="inner_executor"),
+        ReActAgent(
+            "inner_replanner",
+            ScriptedModel([Reply(tool_calls=calls), "Replanned.", "Inner answer."]),
+            tools=[adk.FunctionTool(_update_plan, name="update_plan"), set_plan, notify],
+        ),
+        name="review",
+    )
+    outer_executor = ScriptedModel(["Outer one done.", "not an outer step"])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("outer one")])), new_executor(outer_executor), inner
+    )
+    runner = Runner(agent, checkpoint_store=InMemoryCheckpointStore())
+
+    result = await runner.invoke("go")
+    if pauses:
+        assert result.interrupt is not None and result.checkpoint_id is not None
+        result = await runner.invoke_resume(result.checkpoint_id, True)
+
+    assert result.text == "Inner answer."
+    assert outer_executor.calls == 1
+    assert result.session["executed_steps"] == [
+        ExecutedStep(step="outer one", result="Outer one done.")
+    ]
+
+
+async def test_a_plan_execute_as_the_planner_plans_with_its_answer_not_its_own_plan() -> None:
+    # Its planner's plan is its own working plan; what it hands over as the outer planner is its
+    # answer. An answer that is no plan took the inner plan for the outer one.
+    def app(answer: str) -> tuple[PlanExecute, ScriptedModel]:
+        inner = PlanExecute(
+            new_planner(ScriptedModel([plan_json("inner one")]), name="inner_planner"),
+            new_executor(ScriptedModel(["Inner one done."]), name="inner_executor"),
+            new_replanner(ScriptedModel([answer]), name="inner_replanner"),
+            name="research",
+        )
+        executor = ScriptedModel(["Outer done."])
+        outer = PlanExecute(inner, new_executor(executor), new_replanner(ScriptedModel(["Done."])))
+        return outer, executor
+
+    agent, executor = app(plan_json("outer one"))
+    result = await Runner(agent).invoke("go")
+    assert result.text == "Done."
+    assert executor.requests[0].messages[1].content.endswith("which is:\nouter one")
+
+    agent, executor = app("I researched it.")
+    with pytest.raises(adk.RunError, match="planner 'research' produced no plan"):
+        await Runner(agent).invoke("go")
+    assert executor.calls == 0
+
+
 async def test_a_replanner_that_runs_a_plan_execute_then_stores_a_plan() -> None:
     # Its own plan counts, stored after the inner one's; the next step runs on the outer state.
     executor_model = ScriptedModel(["The bill is 5.", "Told them."])
