@@ -775,7 +775,11 @@ class PlanExecute(SequentialAgent):
         """The loop ends by a role's break (the response) or by running out of iterations; the
         latter is an error, as for ReActAgent. Ending events (exit, interrupt, error) close this
         generator first. Run inside a role of another PlanExecute (an ``AgentTool`` shares the
-        session), it gives that one's state back when it ends (``_around``)."""
+        session), it gives that one's state back whenever it stops (``_around``): when it ends,
+        and before an event that ends it goes up. After an error the role goes on (an
+        ``AgentTool`` hands its model the error) and reads its state again; at a pause the
+        checkpoint then holds the role's, as the role's step puts back on resume anyway, while
+        this one's steps saved their own."""
         around = _around(ctx)
         responded = False
         try:
@@ -785,11 +789,14 @@ class PlanExecute(SequentialAgent):
                         responded = True
                         # Counted here: a PlanExecute around this one must not count it too.
                         event._flags &= ~_ENDS_LOOP
+                    if around is not None and (event.error is not None or event.ends_agent):
+                        ctx.session.update(around)  # before the pause is saved, or the error read
+                        around = None
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
-        if around is not None:
-            ctx.session.update(around)
+            if around is not None:  # ended, or closed early (failed, cancelled, abandoned)
+                ctx.session.update(around)
         if not responded:
             raise MaxIterationsError(
                 f"plan-execute '{self.name}' exceeds max iterations ({self.max_iterations} "
@@ -802,7 +809,8 @@ def _around(ctx: RunContext) -> dict[str, object] | None:
     whose address this one's lies under), or None. The role that runs this one reads its own
     state from the session again as its agent goes on: a ``ReActAgent`` renders ``{objective}``
     or ``{plan}`` before each model call, so the keys this one wrote must be that role's again
-    once it has ended, not only once the role's step ends (which writes them back too)."""
+    once it has stopped (ended, failed or paused), not only once the role's step ends (which
+    writes them back too)."""
     session = ctx.session
     origin = _origin(session.get(PLAN_KEY))
     if origin is None or _within(origin, ctx.address) or not _within(ctx.address, origin):

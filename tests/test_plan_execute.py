@@ -733,7 +733,14 @@ async def test_a_role_resumed_after_a_pause_inside_a_plan_execute_it_called_read
     )
     first = await Runner(paused, checkpoint_store=store).invoke("settle my bill")
     assert first.interrupt is not None and first.checkpoint_id is not None
-    assert first.session["objective"] == "pay 5"  # the inner one's, as it paused
+    # The inner one gave the role's state back as it paused (it saved its own in its steps).
+    assert first.session["objective"] == "settle my bill"
+    # Earlier versions paused with the inner one's in the session: the step puts its own back.
+    body = decode_checkpoint(await store.get(first.checkpoint_id) or b"", first.checkpoint_id)
+    assert body["session"]["objective"] == "settle my bill"
+    body["session"]["objective"] = "pay 5"
+    body["session"]["plan"] = {"__adk_type__": "prebuilt.Plan", "data": {"steps": ["pay 5"]}}
+    await store.put(first.checkpoint_id, encode_checkpoint(body))
     fresh, model = app(["Paid."], ["Paid the bill."], ["Bill checked and paid."])
     second = await Runner(fresh, checkpoint_store=store).invoke_resume(
         first.checkpoint_id, {"approved": True}
@@ -764,6 +771,39 @@ async def test_a_role_that_ran_a_plan_execute_reads_its_own_state_at_its_next_mo
     )
     result = await Runner(outer).invoke("settle my bill")
     assert result.text == "Bill paid."
+    first, second = (request.messages[0].content for request in model.requests)
+    assert first == second == "Work towards: settle my bill. Left to do: 1. pay the bill"
+
+
+async def test_a_role_whose_plan_execute_failed_reads_its_own_state_at_its_next_model_call() -> (
+    None
+):
+    # The PlanExecute the executor ran (an AgentTool) failed: the tool's error went to the
+    # executor's model, and its next call was told the inner objective and plan as its own, as
+    # the inner one gave the outer values back only when it ended normally.
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("payments", {"request": "pay 5"})]), "Could not pay."]
+    )
+    payments = PlanExecute(
+        ReActAgent("inner_planner", ScriptedModel(["I cannot plan a payment."])),
+        new_executor(ScriptedModel([]), name="inner_executor"),
+        new_replanner(ScriptedModel([]), name="inner_replanner"),
+        name="payments",
+        description="Makes payments.",
+    )
+    executor = new_executor(
+        model,
+        [adk.AgentTool(payments)],
+        instruction="Work towards: {objective}. Left to do: {plan}",
+    )
+    outer = PlanExecute(
+        new_planner(ScriptedModel([plan_json("pay the bill")])),
+        executor,
+        new_replanner(ScriptedModel(["Bill not paid."])),
+    )
+    result = await Runner(outer).invoke("settle my bill")
+    assert result.text == "Bill not paid."
+    assert "planner 'inner_planner' produced no plan" in model.requests[1].messages[-1].content
     first, second = (request.messages[0].content for request in model.requests)
     assert first == second == "Work towards: settle my bill. Left to do: 1. pay the bill"
 
