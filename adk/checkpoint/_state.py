@@ -61,8 +61,7 @@ class SavedState:
         value = self.count(key)
         if value > end:
             raise self.error(
-                f"{key!r} is {value}, past the history's end (its entries are numbered below "
-                f"{end})"
+                f"{key!r} is {value}, past the history's end (its entries are numbered below {end})"
             )
         return value
 
