@@ -170,7 +170,9 @@ class _RunState(_Lane):
 
     It is also the run's root lane (``history``): the two are made together, one per run, and
     live as long as each other, so one object serves as both. A run in flight then holds one
-    GC-tracked object fewer for the cyclic collector to walk (issue #8's concurrent runs)."""
+    GC-tracked object fewer for the cyclic collector to walk (issue #8's concurrent runs). The
+    run's root input is that lane's ``root``: one slot, not a second one beside it that would
+    have to be kept the same (the checkpoint saves it once, as ``root_input``)."""
 
     __slots__ = (
         "_run_id",
@@ -182,11 +184,9 @@ class _RunState(_Lane):
         "options",
         "plan",
         "resources",
-        "root_input",
         "seq",
     )
 
-    root_input: list[Message]
     # The run's session: ``None`` for a run given none until first read (``session``), so that a
     # run waiting on its model holds one GC-tracked object fewer (most runs never read theirs).
     _session: Session | None
@@ -257,7 +257,7 @@ def new_run(
     run.parent = run.inherited = None  # the root lane's fields (``_RunState.history``)
     run.entries = []
     run.base = 0
-    run.root_input = run.root = root_input
+    run.root = root_input
     run._session = session
     run.plan = plan
     run.nested = nested

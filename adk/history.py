@@ -103,7 +103,7 @@ def _is_history_view(input: AgentInput, ctx: RunContext) -> bool:
     flow or workflow, or the run's own input at the root), rather than an input a parent agent
     made itself. A ``history_rewriter`` reshapes only the former: it shapes how an agent reads
     the history, not what a parent asks of it (PlanExecute's step prompt, a custom agent's)."""
-    return input._build is not None or input._messages is ctx._run.root_input
+    return input._build is not None or input._messages is ctx._run.root
 
 
 def _messages_for(

@@ -254,8 +254,8 @@ class Runner(AsyncCloseable):
             collected = own = _root_run(self, agent, ctx, checkpoint_id)
         else:
             collected = _collector(self, ctx, checkpoint_id)
-        agent_input = _new(AgentInput)  # ``AgentInput(run.root_input, self.enable_streaming)``
-        agent_input._messages = run.root_input
+        agent_input = _new(AgentInput)  # ``AgentInput(run.root, self.enable_streaming)``
+        agent_input._messages = run.root
         agent_input._build = None
         agent_input._build_args = ()
         agent_input.enable_streaming = self.enable_streaming

@@ -23,7 +23,9 @@ from adk import (
     tool,
 )
 from adk._driver import agent_run
-from adk.context import new_entry, new_lane, new_run
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint
+from adk.context import _RunState, new_entry, new_lane, new_run
 from adk.runner import RunResult, _collector, _root_run
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -67,7 +69,7 @@ async def test_what_invoke_makes_for_a_run_has_every_field_set() -> None:
     result = await Runner(agent).invoke("hi")
     ctx, input = agent.seen[0]
     _same(ctx, RunContext(ctx._run, ("solo",), "agent:solo", ctx._run.history))
-    _same(input, AgentInput(ctx._run.root_input))
+    _same(input, AgentInput(ctx._run.root))
     _same(result.session, Session())
     assert _all_set(result) and result == RunResult(
         result.events, result.output, None, result.session, None, result._last_message
@@ -75,6 +77,33 @@ async def test_what_invoke_makes_for_a_run_has_every_field_set() -> None:
     assert result.text == "solo done"
     assert _all_set(ctx._run) and _all_set(ctx._lane)
     assert all(_all_set(entry) for entry in ctx._lane.entries)  # made inline by the driver
+
+
+class _Pauses(BaseAgent):
+    """Pauses once, then answers with what its run's root input was."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt("go on?")
+            return
+        assert ctx._run.root is input.messages  # the run's own input, as the root agent's
+        yield AgentEvent.of(" + ".join(m.content for m in ctx._run.root))
+
+
+async def test_a_run_keeps_its_root_input_once() -> None:
+    # new_run set the run's root_input and its root lane's root to the same list: two slots of
+    # every run that had to be kept the same by hand. The root lane's is the one kept; the
+    # checkpoint saves it once, under the key it always had, so earlier checkpoints still read.
+    assert "root_input" not in _RunState.__slots__
+    store = InMemoryCheckpointStore()
+    runner = Runner(_Pauses("solo"), checkpoint_store=store)
+    paused = await runner.invoke([Message.user("ROOT-MARK first"), Message.user("second")])
+    assert paused.checkpoint_id is not None
+    stored = await store.get(paused.checkpoint_id)
+    assert stored is not None and stored.count(b"ROOT-MARK") == 1
+    assert decode_checkpoint(stored)["root_input"][0]["data"]["content"] == "ROOT-MARK first"
+    resumed = await runner.invoke_resume(paused.checkpoint_id, "yes")
+    assert resumed.text == "ROOT-MARK first + second"
 
 
 async def test_what_a_workflow_makes_for_its_steps_has_every_field_set() -> None:

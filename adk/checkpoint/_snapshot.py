@@ -72,7 +72,7 @@ def snapshot_body(
         "agent": agent_name,
         "run_id": run.run_id,
         "enable_streaming": enable_streaming,
-        "root_input": to_json_value(run.root_input, "root input"),
+        "root_input": to_json_value(run.root, "root input"),
         "session": to_json_value(run.session.values, "session"),
         "history": to_json_value(dump_history(run.history), "history"),
         "points": [
