@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ._aio import closing
+from ._authors import check_authors
 from ._checks import check_agent, check_agents, check_count
 from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
@@ -73,6 +74,7 @@ class FlowAgent:
                 raise ValueError(f"duplicate agent name {sub.name!r} under {self.name!r}")
             seen.add(sub.name)
             _check_parent(self, sub)
+        check_authors(f"agent {self.name!r}", subs)
         _check_targets(self, subs, allow_transfer_to_parent)
         nodes = [_adopt(self, sub) for sub in subs]
         for node in nodes:

@@ -13,6 +13,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ._aio import cancel_and_wait, closing
+from ._authors import check_authors
 from ._checks import check_agents, check_count, check_name
 from ._driver import (
     NO_EVENT,
@@ -229,6 +230,7 @@ class _Workflow:
         self.name = check_name(name, f"a {kind}")
         self.description = description
         self.sub_agents = _unique_children(name, kind, sub_agents)
+        check_authors(f"{kind} {name!r}", self.sub_agents)
 
     def __repr__(self) -> str:
         subs = ", ".join(s.name for s in self.sub_agents)

@@ -37,7 +37,7 @@ event saying ``exceeds max iterations``, like ``ReActAgent``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
@@ -58,6 +58,7 @@ from adk import (
     ToolError,
 )
 from adk._aio import closing
+from adk._authors import Author, authors
 from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
@@ -762,6 +763,16 @@ class PlanExecute(SequentialAgent):
             name=name,
             description=description,
         )
+
+    def _adk_authors(self, seen: set[int]) -> Iterator[Author]:
+        """Its roles' agents, whose names must stay their own (a workflow or flow it is part of
+        refuses another agent of one of them, ``adk._authors``; see ``_role_name``), then the
+        agents inside them."""
+        for role, agent in self._roles:
+            yield agent.name, agent, f"the {role} of PlanExecute {self.name!r}", True
+            for author in authors(agent, seen):
+                if author[1] is not agent:
+                    yield author
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         return self._until_response(super().run(input, ctx), ctx)

@@ -1076,6 +1076,70 @@ def test_plan_execute_workers_whose_roles_share_a_name_are_refused() -> None:
     Supervisor(fresh, [PlanExecute.from_model(ScriptedModel([]), name="planner")])
 
 
+def _by_hand(name: str) -> PlanExecute:
+    """A PlanExecute whose roles keep the bare names (built by hand, not by from_model)."""
+    model = ScriptedModel([])
+    roles = new_planner(model), new_executor(model), new_replanner(model)
+    return PlanExecute(*roles, name=name, description=f"Does {name}.")
+
+
+_SHARED = (
+    r"the planner of PlanExecute 'research' and the planner of PlanExecute 'writing' are both "
+    r"named 'planner': they write to one history, which each agent reads by author name, so "
+    r"each would read the other's messages as its own; name them apart"
+)
+
+
+@pytest.mark.parametrize(
+    ("build", "owner"),
+    [
+        (lambda a, b: SequentialAgent("both", [a, b]), "SequentialAgent 'both'"),
+        (lambda a, b: LoopAgent("both", [a, b], max_iterations=2), "LoopAgent 'both'"),
+        (lambda a, b: adk.ParallelAgent("both", [a, b]), "ParallelAgent 'both'"),
+        (
+            lambda a, b: SequentialAgent("both", [SequentialAgent("first", [a]), b]),
+            "SequentialAgent 'both'",
+        ),
+        (
+            lambda a, b: adk.with_sub_agents(ReActAgent("router", ScriptedModel([])), [a, b]),
+            "agent 'router'",
+        ),
+    ],
+    ids=["sequential", "loop", "parallel", "nested", "transfer-flow"],
+)
+def test_plan_executes_whose_roles_share_a_name_are_refused_in_any_composition(
+    build: Any, owner: str
+) -> None:
+    # Only Supervisor refused them: in a sequence (or a loop, or after a parallel's branches
+    # merged) the second planner read the first one's plan as one it wrote.
+    with pytest.raises(ValueError, match=f"^{owner}: {_SHARED}$"):
+        build(_by_hand("research"), _by_hand("writing"))
+
+
+def test_agents_that_share_a_name_with_a_plan_execute_role_only_where_they_meet() -> None:
+    # A plain agent named like a role, in one history with it, is refused too.
+    with pytest.raises(
+        ValueError,
+        match=r"^SequentialAgent 's': the executor of PlanExecute 'research' and agent "
+        r"'executor' are both named 'executor'",
+    ):
+        SequentialAgent("s", [_by_hand("research"), ReActAgent("executor", ScriptedModel([]))])
+    # The same PlanExecute twice is one agent, not two; one called as an AgentTool runs on a
+    # history of its own (its planner reads the caller's messages as another agent's).
+    again = _by_hand("research")
+    SequentialAgent("s", [LoopAgent("twice", [again], max_iterations=2), again])
+    desk = ReActAgent("desk", ScriptedModel([]), tools=[adk.AgentTool(_by_hand("writing"))])
+    SequentialAgent("s", [_by_hand("research"), desk])
+    # Plain agents may still share a name, as they always could.
+    SequentialAgent(
+        "s",
+        [
+            ReActAgent("w", ScriptedModel([])),
+            SequentialAgent("t", [ReActAgent("w", ScriptedModel([]))]),
+        ],
+    )
+
+
 async def test_a_checkpoint_of_the_old_role_names_resumes_or_fails_clearly() -> None:
     # Before roles were named after the PlanExecute, from_model(name="research") named them
     # planner, executor and replanner: a run paused in one of them does not fit the new names

@@ -1,0 +1,62 @@
+"""Agents of one history whose names must stay their own.
+
+Every agent reads the history by author name: its own messages as its own, everyone else's as
+``For context: ...`` (DESIGN "History"). Two different agents of one name in one history each read
+the other's messages as their own. ``adk`` lets plain agents share a name (two agents of the same
+name under different parents are told apart by run path for transfers), but an agent may say that
+its parts depend on reading only their own messages (``_adk_authors``: ``PlanExecute``, whose
+planner would take another's plan for one it wrote). A workflow or flow then refuses, where it is
+made, children whose agents would share such a name. Construction-time only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+__all__ = ["Author", "authors", "check_authors"]
+
+Author = tuple[str, object, str, bool]
+"""``(name, agent, who, own)``: an agent recording in the history under ``name``, described as
+``who`` for an error message; ``own`` when that name must not be another agent's."""
+
+
+def authors(agent: Any, seen: set[int] | None = None) -> Iterator[Author]:
+    """The agents in ``agent``'s tree that record in the history it records in: itself and its
+    sub-agents, down (an ``AgentTool``'s agent runs on a history of its own and is not one). An
+    agent with ``_adk_authors`` lists its own."""
+    seen = set() if seen is None else seen
+    if id(agent) in seen:  # an agent wired into the tree twice, or a cycle: listed once
+        return
+    seen.add(id(agent))
+    own = getattr(agent, "_adk_authors", None)
+    if own is not None:
+        yield from own(seen)
+        return
+    name = getattr(agent, "name", None)
+    if isinstance(name, str):
+        yield name, getattr(agent, "agent", agent), f"agent {name!r}", False
+    for child in getattr(agent, "sub_agents", None) or ():
+        yield from authors(child, seen)
+
+
+def check_authors(owner: str, children: Sequence[Any]) -> None:
+    """Refuse ``children`` of ``owner`` (``"SequentialAgent 'steps'"``) when an agent of one
+    child and a different agent of another share a name that one of them must keep its own."""
+    found: dict[str, list[tuple[int, Author]]] = {}
+    for index, child in enumerate(children):
+        for author in authors(child):
+            found.setdefault(author[0], []).append((index, author))
+    for name, entries in found.items():
+        if len(entries) < 2:
+            continue
+        for index, (_, agent, who, own) in entries:
+            if not own:
+                continue
+            for other_index, (_, other, other_who, _) in entries:
+                if other_index != index and other is not agent:
+                    raise ValueError(
+                        f"{owner}: {who} and {other_who} are both named {name!r}: they write to "
+                        "one history, which each agent reads by author name, so each would read "
+                        "the other's messages as its own; name them apart"
+                    )
