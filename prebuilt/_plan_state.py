@@ -71,13 +71,13 @@ def _executed(ctx: RunContext) -> list[ExecutedStep]:
         ) from exc
 
 
-_origins: dict[int, tuple[weakref.ref[Plan], str]] = {}
+_Tags = dict[int, tuple[weakref.ref[Plan], str]]
+
+_origins: _Tags = {}
 """Where each ``Plan`` object in a session was stored from, by id (a ``Plan`` is not hashable):
-the address of the ``PlanExecute`` whose step stored it, of the ``update_plan`` call, or of the
-step whose role's agent stored it itself (tagged as the step takes it, ``_Seen.note``, so that a
-step around it, of a ``PlanExecute`` whose role that one is, does not take it too). Entries go with
-their plan. A plan without one was stored by an agent itself and not yet taken (or by the
-application, or it came from a checkpoint).
+the address of the ``PlanExecute`` whose step stored it, or of the ``update_plan`` call. Entries
+go with their plan. A plan without one was stored by an agent itself (or by the application, or
+it came from a checkpoint).
 
 A step's ``_Seen.note`` (in ``plan_execute``) takes only a plan without one for one its role
 stored in the session: one a ``PlanExecute`` inside the role stored (through an ``AgentTool``,
@@ -86,21 +86,28 @@ hands its plan to its step directly (``_listening``), so that a ``PlanExecute`` 
 this one (a parallel branch) cannot pass its plan off as this one's. A step's plan at its start
 must come from its own ``PlanExecute`` (``_clash``)."""
 
+_takers: _Tags = {}
+"""The step that took each plan an agent stored itself (``_Seen.note``), by id as above: a step
+around it (of a ``PlanExecute`` whose role that step's ``PlanExecute`` is, so it sees the same
+events after it) must not take it for its own role's too. A step beside it (a parallel branch)
+still does, as before, since the two cannot be told apart there."""
 
-def _tag(plan: Plan, address: str) -> None:
+
+def _tag(plan: Plan, address: str, tags: _Tags = _origins) -> None:
     key = id(plan)
 
     def forget(ref: weakref.ref[Plan]) -> None:
-        entry = _origins.get(key)
+        entry = tags.get(key)
         if entry is not None and entry[0] is ref:  # not a later tag of the same plan
-            _origins.pop(key, None)
+            tags.pop(key, None)
 
-    _origins[key] = (weakref.ref(plan, forget), address)
+    tags[key] = (weakref.ref(plan, forget), address)
 
 
-def _origin(value: object) -> str | None:
-    """Where ``value`` was stored from (see ``_origins``); None if it is not known."""
-    entry = _origins.get(id(value))
+def _origin(value: object, tags: _Tags = _origins) -> str | None:
+    """Where ``value`` was stored from (see ``_origins``; with ``_takers``, which step took it);
+    None if it is not known."""
+    entry = tags.get(id(value))
     if entry is None or entry[0]() is not value:
         return None
     return entry[1]

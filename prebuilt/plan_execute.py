@@ -80,6 +80,7 @@ from ._plan_state import (
     _put_plan,
     _StepView,
     _tag,
+    _takers,
     _within,
 )
 from .react import MaxIterationsError, ReActAgent, ToolSource
@@ -280,11 +281,13 @@ class _Seen:
         if value is not self.last:
             self.last = value
             if value is not self.before and _origin(value) is None:
-                self.stored, self.stored_plan = True, value
-                if isinstance(value, Plan):
-                    # This role's now: a step around this one (whose role is this step's
+                taker = _origin(value, _takers)
+                if taker is None or not _within(taker, self.address):
+                    self.stored, self.stored_plan = True, value
+                if taker is None and isinstance(value, Plan):
+                    # This role's: a step around this one (whose role is this step's
                     # PlanExecute) notes after this one and must not take it for its own too.
-                    _tag(value, self.address)
+                    _tag(value, self.address, _takers)
 
     def listen(self, ctx: RunContext) -> None:
         """Take the plans of ``update_plan`` calls in the role until ``done``."""
