@@ -789,11 +789,11 @@ class PlanExecute(SequentialAgent):
         """The loop ends by a role's break (the response) or by running out of iterations; the
         latter is an error, as for ReActAgent. Ending events (exit, interrupt, error) close this
         generator first. Run inside a role of another PlanExecute (an ``AgentTool`` shares the
-        session), it gives that one's state back whenever it stops (``_around``): when it ends,
-        and before an event that ends it goes up. After an error the role goes on (an
-        ``AgentTool`` hands its model the error) and reads its state again; at a pause the
-        checkpoint then holds the role's, as the role's step puts back on resume anyway, while
-        this one's steps saved their own."""
+        session), it gives that one's state back whenever it stops (``_around``), in ``finally``:
+        when it ends, and when closed after an ending event, which ``drive`` does before the
+        event goes up. After an error the role goes on (an ``AgentTool`` hands its model the
+        error) and reads its state again; at a pause the checkpoint then holds the role's, as the
+        role's step puts back on resume anyway, while this one's steps saved their own."""
         around = _around(ctx)
         responded = False
         try:
@@ -803,13 +803,10 @@ class PlanExecute(SequentialAgent):
                         responded = True
                         # Counted here: a PlanExecute around this one must not count it too.
                         event._flags &= ~_ENDS_LOOP
-                    if around is not None and (event.error is not None or event.ends_agent):
-                        ctx.session.update(around)  # before the pause is saved, or the error read
-                        around = None
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
-            if around is not None:  # ended, or closed early (failed, cancelled, abandoned)
+            if around is not None:  # ended, or closed (a pause, an error, an exit, abandoned)
                 ctx.session.update(around)
         if not responded:
             raise MaxIterationsError(

@@ -808,6 +808,36 @@ async def test_a_role_whose_plan_execute_failed_reads_its_own_state_at_its_next_
     assert first == second == "Work towards: settle my bill. Left to do: 1. pay the bill"
 
 
+async def test_a_plan_execute_as_the_executor_pauses_with_the_outer_state_in_the_session() -> None:
+    # As the role itself (a workflow in the role), the inner one's pause went up with its own
+    # objective, plan and finished steps in the session, so the checkpoint (and the paused
+    # run's session) held them; it now gives the outer ones back first, as an AgentTool's does.
+    def app(inner_executor: list[str | Reply]) -> PlanExecute:
+        payments = _payments(inner_executor)
+        return PlanExecute(
+            new_planner(ScriptedModel([plan_json("pay the bill")])),
+            payments,
+            new_replanner(ScriptedModel(["Bill paid."])),
+        )
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(
+        app([Reply(tool_calls=[tool_call("pay", {"amount": 5})])]), checkpoint_store=store
+    ).invoke("settle my bill")
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    assert paused.session["objective"] == "settle my bill"
+    assert paused.session["plan"] == Plan(steps=["pay the bill"])
+    assert paused.session["executed_steps"] == []
+
+    resumed = await Runner(app(["Paid."]), checkpoint_store=store).invoke_resume(
+        paused.checkpoint_id, {"approved": True}
+    )
+    assert resumed.text == "Bill paid."
+    assert resumed.session["executed_steps"] == [
+        ExecutedStep(step="pay the bill", result="Paid 5.")
+    ]
+
+
 async def test_a_plan_a_helper_of_the_replanner_updates_is_the_replanners() -> None:
     # The replanner asks a helper agent (an AgentTool: a nested run of its own) to revise the
     # plan. update_plan looked for the step to hand its plan to in the helper's run only, found
