@@ -359,11 +359,12 @@ def _load_tail(entries: Sequence[Any], own_spec: Any, tail: Any) -> list[Message
 def _saved_prompt(start: list[Message], root: Sequence[Message]) -> int:
     """How many of the first messages of an earlier version's saved conversation (or ``head``,
     when its input was saved too) are the system prompt it saved: its leading system message,
-    unless that is the run's input's own.
+    unless that is the input's own.
 
     Those states do not say where the prompt ended. The agent renders at most one system message
-    and puts it first, before its input, which usually begins with the run's ``root`` input (a
-    list of messages may well begin with a system message, for an agent without instruction):
+    and puts it first, before its input, which usually begins with its lane's ``root`` input (the
+    run's, or a step prompt; a list of messages may well begin with a system message, for an
+    agent without instruction):
     a leading system message that is the root input's first, not followed by it again, is the
     input's. Read wrongly only when an input that does not begin with the root input (a
     rewriter's, a custom parent's) begins with a system message of its own, given to an agent
