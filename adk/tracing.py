@@ -1,8 +1,8 @@
 """OpenTelemetry instrumentation following the GenAI semantic conventions.
 
 A run produces ``invoke_agent {agent}`` spans nested along its run path, ``chat {model}`` per model
-call and ``execute_tool {tool}`` per tool call, plus the ``gen_ai.client.token.usage`` and
-``gen_ai.client.operation.duration`` histograms. Users do not touch this module: ``Runner`` loads it
+call and ``execute_tool {tool}`` per tool call, plus the ``gen_ai.client.token.usage``,
+``gen_ai.client.operation.duration`` and (streamed calls) ``...time_to_first_chunk`` histograms. Users do not touch this module: ``Runner`` loads it
 when OpenTelemetry could be configured (see ``adk._instrument``) and uses the global providers
 unless ``Runner(tracer_provider=..., meter_provider=...)`` names others. It imports only the
 OpenTelemetry API, never the SDK.
@@ -76,6 +76,8 @@ _REQUEST_STOP = "gen_ai.request.stop_sequences"
 _REQUEST_SEED = "gen_ai.request.seed"
 _REQUEST_CHOICES = "gen_ai.request.choice.count"
 _OUTPUT_TYPE = "gen_ai.output.type"
+_REQUEST_STREAM = "gen_ai.request.stream"
+_TIME_TO_FIRST_CHUNK = "gen_ai.response.time_to_first_chunk"
 _RESPONSE_MODEL = "gen_ai.response.model"
 _RESPONSE_ID = "gen_ai.response.id"
 _FINISH_REASONS = "gen_ai.response.finish_reasons"
@@ -219,7 +221,7 @@ def _provider_of(model: Any) -> str:
 class _GenAITracing:
     """Creates the spans and records the metrics; ``adk._instrument`` decides when."""
 
-    __slots__ = ("_capture", "_duration", "_servers", "_tokens", "_tracer")
+    __slots__ = ("_capture", "_duration", "_first_chunk", "_servers", "_tokens", "_tracer")
 
     def __init__(self, tracer: Tracer, meter: metrics.Meter | None, capture_content: bool) -> None:
         self._tracer = tracer
@@ -227,6 +229,7 @@ class _GenAITracing:
         self._servers: dict[str, tuple[str, int] | None] = {}  # base URL -> server, parsed once
         self._tokens: metrics.Histogram | None = None
         self._duration: metrics.Histogram | None = None
+        self._first_chunk: metrics.Histogram | None = None
         if meter is not None:
             self._tokens = meter.create_histogram(
                 "gen_ai.client.token.usage",
@@ -238,6 +241,12 @@ class _GenAITracing:
                 "gen_ai.client.operation.duration",
                 unit="s",
                 description="GenAI operation duration.",
+                explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+            )
+            self._first_chunk = meter.create_histogram(
+                "gen_ai.client.operation.time_to_first_chunk",
+                unit="s",
+                description="Time to receive the first chunk of a streamed response.",
                 explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
             )
 
@@ -396,9 +405,11 @@ class _GenAITracing:
         return server
 
     def _start_chat(
-        self, parent: Context | None, ctx: RunContext, request: ModelRequest
+        self, parent: Context | None, ctx: RunContext, request: ModelRequest, stream: bool = False
     ) -> tuple[Span, dict[str, Any]]:
         attributes = self._chat_attributes(ctx, request)
+        if stream:  # required when, and only when, the request streams
+            attributes[_REQUEST_STREAM] = True
         span = self._tracer.start_span(
             f"chat {attributes[_REQUEST_MODEL]}",
             context=parent,
@@ -569,6 +580,7 @@ class _TracedStream:
         "_chunks",
         "_ctx",
         "_finish",
+        "_first",
         "_metadata",
         "_open_stream",
         "_otel",
@@ -607,6 +619,7 @@ class _TracedStream:
         self._finish: str | None = None
         self._metadata: dict[str, Any] | None = None
         self._start = 0.0
+        self._first: float | None = None  # seconds from the request to its first chunk
 
     def __aiter__(self) -> _TracedStream:
         return self
@@ -628,6 +641,8 @@ class _TracedStream:
             raise
         finally:
             otel_context.detach(token)
+        if self._first is None:
+            self._first_chunk()
         if chunk.usage is not None:
             self._usage = chunk.usage
         if chunk.finish_reason:
@@ -641,7 +656,7 @@ class _TracedStream:
 
     def _begin(self) -> None:
         owner = self._owner
-        span, self._attributes = owner._start_chat(self._parent, self._ctx, self._request)
+        span, self._attributes = owner._start_chat(self._parent, self._ctx, self._request, True)
         self._span = span
         self._otel = trace.set_span_in_context(span, self._parent)
         self._chunks = [] if owner._capture and span.is_recording() else None
@@ -653,13 +668,28 @@ class _TracedStream:
             self._finish_span(exc)
             raise
 
+    def _first_chunk(self) -> None:
+        """Time the first chunk: streaming's own latency, what a reader waits before anything
+        shows (``gen_ai.response.time_to_first_chunk``, once per stream)."""
+        self._first = first = time.perf_counter() - self._start
+        span = self._span
+        if span is not None and span.is_recording():
+            span.set_attribute(_TIME_TO_FIRST_CHUNK, first)
+
     def _finish_span(self, exc: BaseException | None) -> None:
         self._state = self._DONE
         self._source = None
         span = self._span
         assert span is not None
+        owner = self._owner
+        if self._first is not None and owner._first_chunk is not None:
+            response_model = None
+            if exc is None and self._metadata is not None:
+                response_model = self._metadata.get("response_model")
+            measured = _metric_attributes(self._attributes, response_model)
+            owner._first_chunk.record(self._first, measured)
         if exc is not None:
-            self._owner._chat_failed(span, self._attributes, exc, self._start)
+            owner._chat_failed(span, self._attributes, exc, self._start)
             return
         if self._chunks is not None:
             reply = join_chunks(self._chunks)
@@ -669,7 +699,7 @@ class _TracedStream:
                 reply.metadata.update(self._metadata)
             if self._finish:
                 reply.metadata["finish_reason"] = self._finish
-        self._owner._chat_done(span, self._attributes, reply, self._usage, self._start, self._ctx)
+        owner._chat_done(span, self._attributes, reply, self._usage, self._start, self._ctx)
 
     def _abandon(self) -> None:
         """End the span of a stream nobody will finish reading."""

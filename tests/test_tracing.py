@@ -1353,6 +1353,54 @@ async def test_a_streaming_run_traces_each_streamed_call(
     assert output[0]["parts"] == [{"type": "text", "content": "sum=3"}]
 
 
+async def test_a_streamed_call_says_it_streamed_and_when_its_first_chunk_came(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The conventions require gen_ai.request.stream on a streamed call (and only there) and
+    # recommend its time to first chunk, on the span and as a histogram streamed calls alone feed.
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    for streaming in (False, True):
+        runner = Runner(
+            ReActAgent("calc", add_model(), tools=[add]),
+            enable_streaming=streaming,
+            tracer_provider=provider,
+            meter_provider=meters,
+        )
+        await runner.invoke("1+2?", run_id="conv-7")
+    chats = named(exporter.get_finished_spans(), "chat scripted")
+    assert len(chats) == 4
+    plain, streamed = chats[:2], chats[2:]
+    for span in plain:
+        assert "gen_ai.request.stream" not in attrs(span)
+        assert "gen_ai.response.time_to_first_chunk" not in attrs(span)
+    first = attrs(streamed[0])
+    waited = first.pop("gen_ai.response.time_to_first_chunk")
+    assert isinstance(waited, float) and waited >= 0
+    assert first == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "scripted",
+        "gen_ai.conversation.id": "conv-7",
+        "gen_ai.provider.name": "_OTHER",
+        "gen_ai.request.stream": True,
+        "gen_ai.usage.input_tokens": 10,
+        "gen_ai.usage.output_tokens": 4,
+        "gen_ai.response.finish_reasons": ("tool_calls",),
+    }
+    assert attrs(streamed[1])["gen_ai.request.stream"] is True
+    (first_chunk,) = _points(reader, "gen_ai.client.operation.time_to_first_chunk")
+    assert first_chunk.count == 2  # the two streamed calls, not the plain ones
+    assert dict(first_chunk.attributes or {}) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "scripted",
+        "gen_ai.provider.name": "_OTHER",
+    }
+    assert first_chunk.explicit_bounds[:2] == (0.01, 0.02)
+    (duration,) = _points(reader, "gen_ai.client.operation.duration")
+    assert duration.count == 4
+    meters.shutdown()
+
+
 @pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_a_streamed_call_records_the_response_model_and_id_like_a_plain_one(
     api: str, provider: TracerProvider, exporter: InMemorySpanExporter
