@@ -107,6 +107,11 @@ def approval_request(tool: str, arguments: Any, ctx: ToolContext) -> dict[str, A
     }
 
 
+class _Denial(ToolResult):
+    """The error result a denied call returns. A result like any other for the model and for
+    callbacks; its type tells tracing that a person said no, which is not the tool failing."""
+
+
 def decision_of(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResult | bool | None:
     """A resumed call's approval decision: ``True`` if approved, the error result a denial
     returns, or None if its pause was not this call's approval request (the tool paused on its
@@ -117,7 +122,7 @@ def decision_of(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResul
     if approved:
         return True
     text = f"Error: the call to '{ctx.tool_name}' was not approved"
-    return ToolResult(content=f"{text}: {reason}" if reason else text, is_error=True)
+    return _Denial(content=f"{text}: {reason}" if reason else text, is_error=True)
 
 
 def gate(tool: str, arguments: Any, ctx: ToolContext) -> ToolResult | None:

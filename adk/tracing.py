@@ -42,6 +42,7 @@ from opentelemetry.trace import (
     Tracer,
 )
 
+from ._approval import _Denial
 from ._hooks import ModelRequest, _root_span_attributes
 from ._nonfinite import dumps_finite
 from .interrupts import Interrupt
@@ -102,6 +103,7 @@ _RUN_PATH = "adk.run_path"
 _CANCELLED = "adk.cancelled"  # a span event: the work was stopped, nothing went wrong
 _CANCELLED_BY = "adk.cancelled.by"
 _CHECKPOINT_ID = "adk.checkpoint.id"
+_DENIED = "adk.approval.denied"  # a span event: a person refused the call, the tool did not fail
 _HEX = frozenset("0123456789abcdef")
 
 # Request parameters the conventions name that ``ModelOptions`` has no field for: they reach the
@@ -553,7 +555,11 @@ class _GenAITracing:
             otel_context.detach(token)
         if isinstance(result, ToolResult):
             content = result.content
-            if result.is_error:
+            if isinstance(result, _Denial):
+                # A person said no: the call was answered as asked, nothing failed (an error
+                # status would count every refusal in a tool's error rate and alert on it).
+                span.add_event(_DENIED)
+            elif result.is_error:
                 # The error text is the tool's result, content like any other (it may quote the
                 # arguments): on the span only when content is captured.
                 span.set_status(Status(StatusCode.ERROR, content if self._capture else _TOOL_ERROR))

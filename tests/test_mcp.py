@@ -29,6 +29,10 @@ from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
 from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
 from openai_server import Reply as OpenAIReply
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
 
 from adk import AgentTool, Runner
 from adk.checkpoint import SQLiteCheckpointStore
@@ -369,6 +373,26 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         MCPToolset(url)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="http"):
         HTTPServer("127.0.0.1:8000/mcp")
+
+
+async def test_a_denied_mcp_call_is_not_a_failed_tool_span() -> None:
+    # An MCP tool's denial comes from the same decision as a function tool's: its execute_tool
+    # span must say a person refused (an event), not that the tool failed (an error status).
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="c1")]), "ok"])
+    async with MCPToolset(stdio(), tool_filter=["add"], require_approval=["add"]) as toolset:
+        runner = Runner(ReActAgent("ops", model, tools=[toolset]), tracer_provider=provider)
+        paused = await runner.invoke("add", run_id="conv-5")
+        assert paused.checkpoint_id is not None
+        exporter.clear()
+        assert (await runner.invoke_resume(paused.checkpoint_id, "no")).text == "ok"
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool add"]
+    assert span.status.status_code == StatusCode.UNSET
+    assert [e.name for e in span.events] == ["adk.approval.denied"]
+    assert "error.type" not in dict(span.attributes or {})
+    provider.shutdown()
 
 
 async def test_tools_needing_approval_pause_and_run_only_once_approved(

@@ -839,6 +839,56 @@ async def test_a_failing_tool_marks_its_span_and_the_run_goes_on(
     assert named(spans, "invoke_agent a")[0].status.status_code == StatusCode.UNSET
 
 
+@pytest.mark.parametrize("capture", [False, True])
+async def test_a_denied_approval_is_not_a_tool_failure(
+    capture: bool,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A person who says no answered the call as asked: the tool did not fail, so its span has no
+    # error status or error.type (which would count each refusal in the tool's error rate and
+    # fire its alerts), and says what happened with an event instead.
+    @tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount.
+
+        Args:
+            amount: The amount.
+        """
+        return f"paid {amount}"
+
+    if capture:
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("pay", {"amount": 5}, id="c1")]), "ok"])
+    runner = Runner(ReActAgent("payer", model, tools=[pay]), tracer_provider=provider)
+    paused = await runner.invoke("pay 5", run_id="conv-3")
+    assert paused.checkpoint_id is not None
+    exporter.clear()
+    decision = {"approved": False, "reason": "over the limit"}
+    assert (await runner.invoke_resume(paused.checkpoint_id, decision)).text == "ok"
+    spans = exporter.get_finished_spans()
+    (tool_span,) = named(spans, "execute_tool pay")
+    assert tool_span.status.status_code == StatusCode.UNSET
+    assert events_of(tool_span) == ["adk.approval.denied"]
+    expected = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "pay",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": "Pay an amount.",
+        "gen_ai.conversation.id": "conv-3",
+    }
+    if capture:  # what the model read is the call's result
+        expected["gen_ai.tool.call.arguments"] = '{"amount": 5}'
+        expected["gen_ai.tool.call.result"] = (
+            "Error: the call to 'pay' was not approved: over the limit"
+        )
+    assert attrs(tool_span) == expected
+    for span in spans:
+        assert span.status.status_code == StatusCode.UNSET, span.name
+
+
 async def test_an_error_result_marks_the_tool_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
