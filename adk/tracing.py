@@ -561,9 +561,13 @@ class _GenAITracing:
                 span.add_event(_DENIED)
             elif result.is_error:
                 # The error text is the tool's result, content like any other (it may quote the
-                # arguments): on the span only when content is captured.
+                # arguments): on the span only when content is captured, and as the status
+                # description, not ``gen_ai.tool.call.result``, which the conventions keep for
+                # calls that succeeded.
                 span.set_status(Status(StatusCode.ERROR, content if self._capture else _TOOL_ERROR))
                 span.set_attribute(_ERROR_TYPE, "tool_error")
+                span.end()
+                return result
         else:
             content = result
         if self._capture and span.is_recording():

@@ -924,6 +924,9 @@ async def test_an_error_results_text_is_content_kept_off_the_span_unless_capture
     assert attrs(tool_span)["error.type"] == "tool_error"
     if capture:
         assert tool_span.status.description == "Error: card 4111 1111 was declined"
+        # The conventions keep gen_ai.tool.call.result for calls that succeeded.
+        assert "gen_ai.tool.call.result" not in attrs(tool_span)
+        assert attrs(tool_span)["gen_ai.tool.call.arguments"] == '{"card": "4111 1111"}'
     else:
         assert tool_span.status.description == "the tool returned an error"
         for span in exporter.get_finished_spans():
