@@ -47,7 +47,10 @@ _SYSTEM, _USER, _ASSISTANT, _TOOL = Role.SYSTEM, Role.USER, Role.ASSISTANT, Role
 class Usage(BaseModel):
     """Token counts of one model call (or a sum of several). ``cached_input_tokens`` are the input
     tokens the provider served from its prompt cache (billed lower): part of ``input_tokens``, as
-    OpenAI counts them; 0 when none were, or the provider does not say."""
+    OpenAI counts them; 0 when none were, or the provider does not say.
+    ``reasoning_output_tokens`` are the output tokens a reasoning model spent thinking (billed as
+    output, never shown): part of ``output_tokens``; 0 when none were, or the provider does not
+    say."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -55,6 +58,7 @@ class Usage(BaseModel):
     output_tokens: int = 0
     total_tokens: int = 0
     cached_input_tokens: int = 0
+    reasoning_output_tokens: int = 0
 
     def __add__(self, other: "Usage") -> "Usage":
         return Usage(
@@ -62,6 +66,7 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
             cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
         )
 
 

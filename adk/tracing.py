@@ -85,6 +85,7 @@ _FINISH_REASONS = "gen_ai.response.finish_reasons"
 _INPUT_TOKENS = "gen_ai.usage.input_tokens"
 _OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
 _CACHED_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+_REASONING_TOKENS = "gen_ai.usage.reasoning.output_tokens"
 _TOKEN_TYPE = "gen_ai.token.type"
 _TOOL_NAME = "gen_ai.tool.name"
 _TOOL_CALL_ID = "gen_ai.tool.call.id"
@@ -480,6 +481,8 @@ class _GenAITracing:
                 span.set_attribute(_OUTPUT_TOKENS, usage.output_tokens)
                 if usage.cached_input_tokens:
                     span.set_attribute(_CACHED_TOKENS, usage.cached_input_tokens)
+                if usage.reasoning_output_tokens:
+                    span.set_attribute(_REASONING_TOKENS, usage.reasoning_output_tokens)
             if finish:
                 span.set_attribute(_FINISH_REASONS, [finish])
             if response_model:

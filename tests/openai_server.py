@@ -98,6 +98,7 @@ class Reply:
     finish_reason: str | None = None
     usage: tuple[int, int] = (11, 7)
     cached_tokens: int = 0  # of usage's input tokens, served from the prompt cache
+    reasoning_tokens: int = 0  # of usage's output tokens, spent reasoning
     cache_fields: str = "openai"  # or "deepseek": Chat usage's prompt_cache_hit/miss_tokens
     repeat_name: bool = False
     fragment: int = 4
@@ -764,6 +765,7 @@ def _chat_usage(reply: Reply) -> dict[str, Any]:
         usage["prompt_cache_miss_tokens"] = prompt - reply.cached_tokens
     else:
         usage["prompt_tokens_details"] = {"cached_tokens": reply.cached_tokens}
+    usage["completion_tokens_details"] = {"reasoning_tokens": reply.reasoning_tokens}
     return usage
 
 
@@ -917,7 +919,7 @@ def _response_object(reply: Reply, model: str, n: int, status: str) -> dict[str,
             "output_tokens": completion,
             "total_tokens": prompt + completion,
             "input_tokens_details": {"cached_tokens": reply.cached_tokens},
-            "output_tokens_details": {"reasoning_tokens": 0},
+            "output_tokens_details": {"reasoning_tokens": reply.reasoning_tokens},
         }
         if done
         else None,

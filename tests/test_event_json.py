@@ -151,6 +151,7 @@ def test_the_format_is_plain_readable_json() -> None:
                     "output_tokens": 4,
                     "total_tokens": 14,
                     "cached_input_tokens": 0,
+                    "reasoning_output_tokens": 0,
                 },
                 "metadata": {"response_id": "r-1"},
             },

@@ -1567,6 +1567,47 @@ async def test_cached_input_tokens_reach_the_reply_and_the_chat_span(
     )
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_reasoning_tokens_reach_the_reply_and_the_chat_span(
+    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # A reasoning model bills its thinking as output tokens nobody sees; the conventions record
+    # them as gen_ai.usage.reasoning.output_tokens (part of gen_ai.usage.output_tokens, as OpenAI
+    # counts them: completion_tokens_details / output_tokens_details.reasoning_tokens).
+    served = ServedReply(text="hello", usage=(40, 30), reasoning_tokens=24)
+    async with OpenAIServer([served, served, served]) as server:
+        model = OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        )
+        reply = await model.generate([Message.user("hi")])
+        assert reply.usage == Usage(
+            input_tokens=40, output_tokens=30, total_tokens=70, reasoning_output_tokens=24
+        )
+        for streaming in (False, True):
+            runner = Runner(
+                ReActAgent("a", model), enable_streaming=streaming, tracer_provider=provider
+            )
+            await runner.invoke("hi")
+        await model.aclose()
+    spans = named(exporter.get_finished_spans(), "chat test-model")
+    assert len(spans) == 2
+    for span in spans:
+        assert attrs(span)["gen_ai.usage.output_tokens"] == 30
+        assert attrs(span)["gen_ai.usage.reasoning.output_tokens"] == 24
+    # Without reasoning tokens the attribute is left out, not recorded as 0.
+    exporter.clear()
+    await Runner(ReActAgent("b", add_model()), tracer_provider=provider).invoke("1+2?")
+    assert not any(
+        "gen_ai.usage.reasoning.output_tokens" in attrs(s) for s in exporter.get_finished_spans()
+    )
+    assert Usage(output_tokens=5, reasoning_output_tokens=1) + Usage(
+        reasoning_output_tokens=2
+    ) == Usage(output_tokens=5, reasoning_output_tokens=3)
+
+
 async def test_an_abandoned_stream_still_ends_its_span(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:

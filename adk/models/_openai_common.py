@@ -152,7 +152,8 @@ def reasoning_of(obj: object) -> str:
 def usage_of(usage: object, input_key: str, output_key: str) -> Usage | None:
     """Token counts from an SDK usage object whose input/output fields have the given names (and
     whose input details, ``<input_key>_details.cached_tokens``, count the prompt-cache hits, or,
-    from DeepSeek, which sends no such details, ``prompt_cache_hit_tokens``)."""
+    from DeepSeek, which sends no such details, ``prompt_cache_hit_tokens``; whose output
+    details, ``<output_key>_details.reasoning_tokens``, count a reasoning model's thinking)."""
     if usage is None:
         return None
     prompt = getattr(usage, input_key, None)
@@ -161,6 +162,7 @@ def usage_of(usage: object, input_key: str, output_key: str) -> Usage | None:
     cached = getattr(getattr(usage, f"{input_key}_details", None), "cached_tokens", None)
     if not isinstance(cached, int):  # the SDK keeps fields it does not know as attributes
         cached = getattr(usage, "prompt_cache_hit_tokens", None)
+    reasoning = getattr(getattr(usage, f"{output_key}_details", None), "reasoning_tokens", None)
     prompt = prompt if isinstance(prompt, int) else 0
     completion = completion if isinstance(completion, int) else 0
     return Usage(
@@ -168,6 +170,7 @@ def usage_of(usage: object, input_key: str, output_key: str) -> Usage | None:
         output_tokens=completion,
         total_tokens=total if isinstance(total, int) else prompt + completion,
         cached_input_tokens=cached if isinstance(cached, int) and cached > 0 else 0,
+        reasoning_output_tokens=reasoning if isinstance(reasoning, int) and reasoning > 0 else 0,
     )
 
 
