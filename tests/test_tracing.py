@@ -37,6 +37,7 @@ from adk import (
     AgentTool,
     BaseAgent,
     Interrupt,
+    LoopAgent,
     Message,
     ModelOptions,
     ParallelAgent,
@@ -337,6 +338,34 @@ async def test_workflow_agents_get_spans_and_steps_nest_under_them(
     y = named(spans, "invoke_agent y")[0]
     assert attrs(y)["adk.run_path"] == ("outer", "a", "inner", "x", "y")
     assert attrs(named(spans, "invoke_agent outer")[0])["gen_ai.agent.description"] == "Two steps."
+
+
+@pytest.mark.parametrize("kind", ["sequential", "parallel", "loop"])
+async def test_workflow_agents_are_invoke_agent_spans_not_invoke_workflow(
+    kind: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The conventions define invoke_workflow, but say instrumentations SHOULD NOT report it when
+    # a workflow is itself an agent, naming ADK's workflow agents: these are agents (they nest,
+    # transfer, run as an AgentTool), so they report invoke_agent, with no gen_ai.workflow.name.
+    steps = [ScriptAgent("a", "a"), ScriptAgent("b", "b")]
+    workflow: Agent = {
+        "sequential": lambda: SequentialAgent("flow", steps, description="Two steps."),
+        "parallel": lambda: ParallelAgent("flow", steps, description="Two steps."),
+        "loop": lambda: LoopAgent("flow", steps, max_iterations=1, description="Two steps."),
+    }[kind]()
+    await Runner(workflow, tracer_provider=provider).invoke("go", run_id="conv-wf")
+    spans = exporter.get_finished_spans()
+    (span,) = named(spans, "invoke_agent flow")
+    assert span.kind == SpanKind.INTERNAL
+    assert attrs(span) == {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "flow",
+        "gen_ai.agent.description": "Two steps.",
+        "gen_ai.conversation.id": "conv-wf",
+        "gen_ai.provider.name": "_OTHER",  # required; a workflow has no model of its own
+        "adk.run_path": ("flow",),
+    }
+    assert {attrs(s)["gen_ai.operation.name"] for s in spans} == {"invoke_agent"}
 
 
 class _GenerateOnly:
