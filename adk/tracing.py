@@ -100,6 +100,8 @@ _TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 _ERROR_TYPE = "error.type"
 _SERVER_ADDRESS = "server.address"
 _SERVER_PORT = "server.port"
+_OPENAI_API_TYPE = "openai.api.type"
+_OPENAI_SERVICE_TIER = "openai.request.service_tier"
 _RUN_PATH = "adk.run_path"
 _CANCELLED = "adk.cancelled"  # a span event: the work was stopped, nothing went wrong
 _CANCELLED_BY = "adk.cancelled.by"
@@ -115,6 +117,9 @@ _EXTRA_DOUBLES = (
     ("frequency_penalty", "gen_ai.request.frequency_penalty"),
     ("presence_penalty", "gen_ai.request.presence_penalty"),
 )
+
+# ``openai.api.type`` of an OpenAI model's ``api`` (the adapter's attribute: which endpoint it calls).
+_OPENAI_API_TYPES = {"chat": "chat_completions", "responses": "responses"}
 
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 _MAX_SERVERS = 64  # distinct base URLs remembered; a process talks to a handful
@@ -368,12 +373,18 @@ class _GenAITracing:
     # -- models ---------------------------------------------------------------------------------
     def _chat_attributes(self, ctx: RunContext, request: ModelRequest) -> dict[str, Any]:
         model = request.model
+        provider = _provider_of(model)
         attributes: dict[str, Any] = {
             _OPERATION: "chat",
             _REQUEST_MODEL: model_name_of(model),
             _CONVERSATION: ctx._run.run_id,
-            _PROVIDER: _provider_of(model),
+            _PROVIDER: provider,
         }
+        openai = provider == "openai"
+        if openai:  # the conventions' OpenAI refinement: which of its APIs the call used
+            api_type = _OPENAI_API_TYPES.get(getattr(model, "api", ""))
+            if api_type is not None:
+                attributes[_OPENAI_API_TYPE] = api_type
         base_url = getattr(model, "base_url", None)
         if base_url is not None:
             server = self._server(base_url)
@@ -391,6 +402,10 @@ class _GenAITracing:
                 attributes[_OUTPUT_TYPE] = "json"  # a JSON schema: structured output
             if options.extra:
                 _extra_parameters(options.extra, attributes)
+                if openai:
+                    tier = options.extra.get("service_tier")
+                    if isinstance(tier, str) and tier != "auto":  # required then, by the refinement
+                        attributes[_OPENAI_SERVICE_TIER] = tier
         return attributes
 
     def _server(self, base_url: object) -> tuple[str, int] | None:

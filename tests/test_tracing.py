@@ -1558,6 +1558,54 @@ async def test_chat_spans_and_metrics_name_the_server_the_model_talks_to(
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_openai_chat_span_has_the_openai_attributes(
+    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The conventions' OpenAI refinement: openai.api.type (recommended) says which API the call
+    # used, and openai.request.service_tier is required when the request names a tier but auto.
+    served = ServedReply(text="hello", usage=(12, 5), response_id="resp-9")
+    async with OpenAIServer([served, served], model="served-model") as server:
+        model = OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        )
+        for tier in ("flex", "auto"):
+            options = ModelOptions(extra={"service_tier": tier})
+            agent = ReActAgent("a", model, model_options=options)
+            await Runner(agent, tracer_provider=provider).invoke("hi", run_id="conv-1")
+        await model.aclose()
+    port = int(server.base_url.split(":")[2].split("/")[0])
+    flex, auto = named(exporter.get_finished_spans(), "chat test-model")
+    assert flex.kind == SpanKind.CLIENT
+    assert attrs(flex) == {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "test-model",
+        "gen_ai.conversation.id": "conv-1",
+        "gen_ai.provider.name": "openai",
+        "openai.api.type": {"chat": "chat_completions", "responses": "responses"}[api],
+        "openai.request.service_tier": "flex",
+        "server.address": "127.0.0.1",
+        "server.port": port,
+        "gen_ai.usage.input_tokens": 12,
+        "gen_ai.usage.output_tokens": 5,
+        "gen_ai.response.finish_reasons": ("stop",),
+        "gen_ai.response.model": "served-model",
+        "gen_ai.response.id": "resp-9",
+    }
+    assert "openai.request.service_tier" not in attrs(auto)  # auto: the conventions leave it out
+    # A model that is not OpenAI's gets no openai.* attribute, whatever it has.
+    exporter.clear()
+    other = ScriptedModel(["ok"])
+    other.api = "chat"  # type: ignore[attr-defined]
+    agent = ReActAgent("b", other, model_options=ModelOptions(extra={"service_tier": "flex"}))
+    await Runner(agent, tracer_provider=provider).invoke("hi")
+    (chat,) = named(exporter.get_finished_spans(), "chat scripted")
+    assert not [key for key in attrs(chat) if key.startswith("openai.")]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
 async def test_cached_input_tokens_reach_the_reply_and_the_chat_span(
     api: str, provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
