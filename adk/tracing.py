@@ -59,7 +59,8 @@ if TYPE_CHECKING:
 __all__ = ["CAPTURE_CONTENT_ENV"]
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-"""Set to ``true`` to record message content, tool arguments and tool results on spans."""
+"""Set to ``true`` (or ``SPAN_ONLY`` / ``SPAN_AND_EVENT``) to record message content, tool
+arguments and tool results on spans."""
 
 _SCOPE = "adk"
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
@@ -131,8 +132,16 @@ _TOKEN_BUCKETS = [4.0**i for i in range(14)]  # 1, 4, 16, ... 67108864
 _DURATION_BUCKETS = [0.01 * 2.0**i for i in range(14)]  # 0.01, 0.02, ... 81.92
 
 
+# Values of CAPTURE_CONTENT_ENV that put content on spans: the original boolean ``true``, and the
+# two of the enum OpenTelemetry's GenAI instrumentations now read (``NO_CONTENT``, ``SPAN_ONLY``,
+# ``EVENT_ONLY``, ``SPAN_AND_EVENT``) that ask for it on spans. pyadk emits no content events, so
+# ``EVENT_ONLY`` records nothing; a process set up for those instrumentations must not find pyadk's
+# spans empty (``SPAN_AND_EVENT`` read as "not true") or full against its wishes.
+_CAPTURE_VALUES = frozenset({"true", "span_only", "span_and_event"})
+
+
 def _capture_from_env() -> bool:
-    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in _CAPTURE_VALUES
 
 
 def _is_noop_tracer_provider(provider: object) -> bool:

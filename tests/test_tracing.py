@@ -1334,6 +1334,39 @@ async def test_content_is_recorded_with_the_variable(
     assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
 
 
+@pytest.mark.parametrize(
+    ("value", "captured"),
+    [
+        ("true", True),
+        ("TRUE", True),
+        ("SPAN_ONLY", True),
+        ("SPAN_AND_EVENT", True),
+        ("span_and_event", True),
+        ("EVENT_ONLY", False),  # pyadk emits no content events: nothing to record
+        ("NO_CONTENT", False),
+        ("false", False),
+        ("", False),
+    ],
+)
+async def test_the_content_variable_takes_the_values_opentelemetrys_genai_libraries_use(
+    value: str,
+    captured: bool,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # OpenTelemetry's GenAI instrumentations read the variable as NO_CONTENT / SPAN_ONLY /
+    # EVENT_ONLY / SPAN_AND_EVENT; a process set up for them (SPAN_AND_EVENT) found pyadk's spans
+    # without content, as only "true" was read.
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, value)
+    await Runner(ReActAgent("calc", add_model(), tools=[add]), tracer_provider=provider).invoke("q")
+    found = set().union(*(attrs(s) for s in exporter.get_finished_spans())) & CONTENT_KEYS
+    if captured:
+        assert found == CONTENT_KEYS - {"gen_ai.system_instructions"}  # the agent has none
+    else:
+        assert found == set()
+
+
 async def test_recorded_messages_stay_json_when_the_model_wrote_nan_in_a_call(
     provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
