@@ -111,6 +111,9 @@ class _Denial(ToolResult):
     """The error result a denied call returns. A result like any other for the model and for
     callbacks; its type tells tracing that a person said no, which is not the tool failing."""
 
+    def __repr_name__(self) -> str:  # shown as what it is to its readers: a ToolResult
+        return "ToolResult"
+
 
 def decision_of(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResult | bool | None:
     """A resumed call's approval decision: ``True`` if approved, the error result a denial

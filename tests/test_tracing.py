@@ -890,7 +890,12 @@ async def test_a_denied_approval_is_not_a_tool_failure(
     if capture:
         monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
     model = ScriptedModel([Reply(tool_calls=[tool_call("pay", {"amount": 5}, id="c1")]), "ok"])
-    runner = Runner(ReActAgent("payer", model, tools=[pay]), tracer_provider=provider)
+    seen: list[str] = []
+    runner = Runner(
+        ReActAgent("payer", model, tools=[pay]),
+        tracer_provider=provider,
+        callbacks=[Callbacks(after_tool=lambda ctx, call, result: seen.append(repr(result)))],
+    )
     paused = await runner.invoke("pay 5", run_id="conv-3")
     assert paused.checkpoint_id is not None
     exporter.clear()
@@ -916,6 +921,11 @@ async def test_a_denied_approval_is_not_a_tool_failure(
     assert attrs(tool_span) == expected
     for span in spans:
         assert span.status.status_code == StatusCode.UNSET, span.name
+    # To callbacks the denial is the ToolResult it always was.
+    assert seen == [
+        "ToolResult(content=\"Error: the call to 'pay' was not approved: over the limit\", "
+        "is_error=True, structured=None)"
+    ]
 
 
 async def test_an_error_result_marks_the_tool_span(
