@@ -556,6 +556,9 @@ class _GenAITracing:
         description = _description_of(tool)
         if description:
             attributes[_TOOL_DESCRIPTION] = description
+        protocol = getattr(tool, "_span_attributes", None)  # an MCP server's tool: the MCP ones
+        if isinstance(protocol, dict):
+            attributes.update(protocol)
         span = self._tracer.start_span(
             f"execute_tool {call.name}",
             context=parent,

@@ -375,6 +375,43 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         HTTPServer("127.0.0.1:8000/mcp")
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_mcp_tool_calls_span_carries_the_mcp_attributes(
+    transport: str, http_process: HTTPServerProcess
+) -> None:
+    # The MCP conventions ask a client whose tool call a GenAI execute_tool span already traces to
+    # add the MCP attributes to that span rather than start another: the method, the transport,
+    # and for a URL server its address and port (never the URL, which may carry a token).
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="c1")]), "5"])
+    server = server_for(transport, http_process)
+    async with MCPToolset(server, tool_filter=["add"]) as toolset:
+        runner = Runner(ReActAgent("ops", model, tools=[toolset]), tracer_provider=provider)
+        assert (await runner.invoke("add", run_id="conv-6")).text == "5"
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool add"]
+    expected: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "add",
+        "gen_ai.tool.call.id": "c1",
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": "Add two integers.",
+        "gen_ai.conversation.id": "conv-6",
+        "mcp.method.name": "tools/call",
+    }
+    if transport == "stdio":
+        expected["network.transport"] = "pipe"
+    else:
+        expected["network.transport"] = "tcp"
+        expected["network.protocol.name"] = "http"
+        expected["server.address"] = "127.0.0.1"
+        expected["server.port"] = http_process.port
+    assert dict(span.attributes or {}) == expected
+    assert span.status.status_code == StatusCode.UNSET
+    provider.shutdown()
+
+
 async def test_a_denied_mcp_call_is_not_a_failed_tool_span() -> None:
     # An MCP tool's denial comes from the same decision as a function tool's: its execute_tool
     # span must say a person refused (an event), not that the tool failed (an error status).

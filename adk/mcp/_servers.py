@@ -282,6 +282,29 @@ class _URLServer:
         return f"{type(self).__name__}(url={str(self)!r}, timeout={self.timeout!r})"
 
 
+def _span_attributes(server: object) -> dict[str, Any]:
+    """The MCP conventions' attributes of a tool call to ``server``, for its ``execute_tool`` span
+    (they ask an MCP client to add them to a GenAI tool span rather than start a second one):
+    ``mcp.method.name``, the transport (``pipe`` for stdio, ``tcp`` for HTTP), and a URL
+    server's address and port (its port or the scheme's default; never the URL, which may carry
+    credentials)."""
+    attributes: dict[str, Any] = {"mcp.method.name": "tools/call"}
+    if isinstance(server, StdioServer):
+        attributes["network.transport"] = "pipe"
+    elif isinstance(server, _URLServer):
+        attributes["network.transport"] = "tcp"
+        attributes["network.protocol.name"] = "http"
+        try:
+            parts = urlsplit(server.url)
+            port = parts.port or (443 if parts.scheme == "https" else 80)
+        except ValueError:  # a port that is not a number: the server refuses to connect anyway
+            return attributes
+        if parts.hostname:
+            attributes["server.address"] = parts.hostname
+            attributes["server.port"] = port
+    return attributes
+
+
 @dataclass(frozen=True)
 class StdioServer:
     """An MCP server run as a subprocess speaking MCP over its stdin/stdout.

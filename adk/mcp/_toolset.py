@@ -29,7 +29,15 @@ from .._approval import gate, resumed_decision
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ._content import block_text, blocks_text
-from ._servers import HTTPServer, ServerConfig, SSEServer, StdioServer, _current_delivery, _Delivery
+from ._servers import (
+    HTTPServer,
+    ServerConfig,
+    SSEServer,
+    StdioServer,
+    _current_delivery,
+    _Delivery,
+    _span_attributes,
+)
 from ._session import Connection, Session, describe_error
 
 if TYPE_CHECKING:
@@ -136,6 +144,11 @@ class _MCPTool:
         """The server and its own name for the tool, for an error naming two tools of one name
         (``tools._origin``); the server as error texts show it (``str``, credentials masked)."""
         return f"tool {self._mcp_name!r} of MCP server '{self._toolset.server}'"
+
+    @property
+    def _span_attributes(self) -> dict[str, Any]:
+        """The MCP attributes tracing adds to this tool's ``execute_tool`` spans."""
+        return self._toolset._span_attributes
 
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
         name = self._spec.name
@@ -264,6 +277,7 @@ class MCPToolset(AsyncCloseable):
         if not connect_timeout > 0:
             raise ValueError(f"connect_timeout must be positive, got {connect_timeout!r}")
         self._session = Session(server, connect_timeout=connect_timeout)
+        self._span_attributes = _span_attributes(server)  # for tracing, made once
         self._accepts = _compile_filter(tool_filter)
         if isinstance(require_approval, bool):
             approve_all = require_approval
