@@ -55,7 +55,9 @@ class Reply:
     is how streamed tool-call fragments are numbered: ``"each"`` (0, 1, ... as OpenAI does),
     ``"shared"`` (every call 0, as Ollama does) or ``"none"`` (no index, as Gemini's OpenAI endpoint
     does; in a Responses stream, a function call's events with ``output_index`` 0, or without
-    one, only its item id). ``content_parts`` sends the content as a list of parts, reasoning as a ``thinking`` part
+    one, only its item id). ``call_ids`` False sends Chat tool calls without an ``id`` (servers
+    that leave it out; with ``call_index="shared"``, each whole call streamed at index 0 after the
+    one before). ``content_parts`` sends the content as a list of parts, reasoning as a ``thinking`` part
     (Mistral's reasoning models), in both modes. ``raw`` replaces the whole answer with these bytes
     (status 200, ``content_type``) whatever was asked, and ``malformed_after`` sends an SSE event
     that is not JSON after that many events of a stream. ``refusal`` is
@@ -108,6 +110,7 @@ class Reply:
     stall_after: int | None = None
     response_id: str | None = None
     call_index: str = "each"
+    call_ids: bool = True
     content_parts: bool = False
     raw: bytes | None = None
     content_type: str = "application/json"
@@ -778,7 +781,7 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
     if reply.tool_calls:
         message["tool_calls"] = [
             {
-                "id": _call_id(call, i),
+                **({"id": _call_id(call, i)} if reply.call_ids else {}),
                 "type": "function",
                 "function": {"name": call.name, "arguments": _wire_arguments(reply, call)},
             }
@@ -833,7 +836,9 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
     chunks += [chunk({"refusal": p}) for p in _pieces(reply.refusal, 8)]
     for i, call in enumerate(reply.tool_calls):
         index = {"each": {"index": i}, "shared": {"index": 0}, "none": {}}[reply.call_index]
-        head = {**index, "id": _call_id(call, i), "type": "function"}
+        head = {**index, "type": "function"}
+        if reply.call_ids:
+            head["id"] = _call_id(call, i)
         if reply.arguments_as_object:
             function = {"name": call.name, "arguments": _wire_arguments(reply, call)}
             chunks.append(chunk({"tool_calls": [{**head, "function": function}]}))

@@ -19,11 +19,13 @@ from typing import Any
 import openai
 import pydantic
 import pytest
+from openai.types.chat import ChatCompletionChunk
 from openai_server import Call, OpenAIServer, Reply
 
 from adk import Runner, tool
 from adk.messages import Message, MessageChunk, Role, Usage, join_chunks
 from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
+from adk.models._openai_chat import ChatStreamDecoder
 from adk.models._retry import retry_after_seconds
 from adk.models.openai import OpenAIChatModel
 from adk.tools.base import ToolSpec
@@ -332,6 +334,73 @@ async def test_streamed_calls_with_a_shared_or_missing_index_stay_apart(
         ("call_b", "write", '{"path": "b.txt"}'),
     ]
     assert streamed == plain
+
+
+@pytest.mark.parametrize("call_index", ["shared", "none"])
+@pytest.mark.parametrize("style", ["fragments", "repeat_name", "whole"])
+@pytest.mark.parametrize("names", [("read", "write"), ("read", "read")])
+async def test_streamed_calls_without_ids_at_one_index_stay_apart(
+    server: OpenAIServer, call_index: str, style: str, names: tuple[str, str]
+) -> None:
+    """A server that sends no call ids and numbers every call 0 (or none) streams each whole call
+    after the one before. Read as one call (the fragments of one index, no new id to tell them
+    apart), two calls became one: the first's name, both arguments run together
+    ('{"path": "a.txt"}{"path": "b.txt"}'), which the tool refused as invalid JSON. A fragment
+    after a call whose arguments are a whole object, bringing another name or more arguments,
+    begins the next call; a name repeated in every fragment (llama.cpp) still continues one."""
+    calls = [Call(names[0], '{"path": "a.txt"}'), Call(names[1], '{"path": "b.txt", "n": 2}')]
+    reply = Reply(
+        tool_calls=calls,
+        call_index=call_index,
+        call_ids=False,
+        repeat_name=style == "repeat_name",
+        arguments_as_object=style == "whole",
+        response_id="r",
+    )
+    server.script(reply, reply)
+    async with make_model(server) as model:
+        streamed = await call(model, True, [Message.user("go")], tools=[ADD])
+        plain = await call(model, False, [Message.user("go")], tools=[ADD])
+    assert [(t.id, t.name, t.arguments) for t in streamed.tool_calls] == [
+        ("call_0", names[0], '{"path": "a.txt"}'),
+        ("call_1", names[1], '{"path": "b.txt", "n": 2}'),
+    ]
+    assert streamed == plain
+
+
+def test_a_call_without_id_at_one_index_is_one_call_until_its_arguments_are_whole() -> None:
+    """What does not begin a new call at a shared index: the fragments of one call, whatever
+    names they repeat, until its arguments are a whole object (even one that looks closed,
+    ``{"a": {}``); then the call's name alone again, or whitespace. Read with the SDK's own chunk
+    type, as the adapter reads a stream."""
+
+    def chunk(name: str | None, arguments: str, finish: str | None = None) -> ChatCompletionChunk:
+        function = {"arguments": arguments} | ({"name": name} if name else {})
+        delta = {"tool_calls": [{"index": 0, "function": function}]} if finish is None else {}
+        return ChatCompletionChunk.model_validate(
+            {
+                "id": "c",
+                "object": "chat.completion.chunk",
+                "created": 0,
+                "model": "m",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            }
+        )
+
+    decoder = ChatStreamDecoder()
+    fragments = [
+        chunk("lookup", ""),
+        chunk("lookup", '{"a": {}'),  # ends with } but is not whole yet
+        chunk(None, ', "b": 1}'),
+        chunk("lookup", ""),  # the name again, nothing more: still the same call
+        chunk(None, "  "),
+        chunk(None, "", "tool_calls"),
+    ]
+    chunks = [c for c in map(decoder.feed, fragments) if c is not None]
+    message = join_chunks(chunks)
+    assert [(t.id, t.name, t.arguments) for t in message.tool_calls] == [
+        ("call_0", "lookup", '{"a": {}, "b": 1}  ')
+    ]
 
 
 @pytest.mark.parametrize("streaming", [False, True])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -207,6 +208,10 @@ class ChatStreamDecoder:
     index (Ollama labels every call 0, Gemini's OpenAI endpoint sends none), so a fragment with a
     call id not seen before starts a new call, one without an id continues the call its wire index
     (or, without one, its place in the delta) last named, and calls are numbered in arrival order.
+    Except after a call whose arguments are already a whole JSON object (see ``_WireCall``): a
+    fragment without an id that brings another name, or more arguments, starts a new call, since
+    servers that send no ids and number every call 0 stream each whole call after the one before,
+    and nothing may follow a whole object in one call's arguments.
     Content sent as a list of parts (Mistral's reasoning models) is read as text plus reasoning.
     Only choice 0 is read. Chunks that carry nothing (the role-only opener) yield None, so "nothing
     reached the caller yet" stays true for as long as it really is. The chunk
@@ -226,8 +231,8 @@ class ChatStreamDecoder:
         self.finished = False
         self._identity: dict[str, str] = {}
         self._refusal: list[str] = []
-        # wire key (see _index) -> (index, id) of the call that key last named
-        self._at: dict[int, tuple[int, str]] = {}
+        # wire key (see _place) -> the call that key last named
+        self._at: dict[int, _WireCall] = {}
         self._ids: dict[str, int] = {}  # call id -> index
         self._calls = 0
 
@@ -257,14 +262,17 @@ class ChatStreamDecoder:
                     function = getattr(raw, "function", None)
                     wire = getattr(raw, "index", None)
                     call_id = text_of(getattr(raw, "id", None))
+                    name = text_of(getattr(function, "name", None))
+                    arguments = arguments_text(getattr(function, "arguments", None))
+                    index, name = self._place(
+                        wire if isinstance(wire, int) else -1 - position, call_id, name, arguments
+                    )
                     fragments.append(
                         ToolCallChunk(
-                            index=self._index(
-                                wire if isinstance(wire, int) else -1 - position, call_id
-                            ),
+                            index=index,
                             id=call_id or None,
-                            name=text_of(getattr(function, "name", None)) or None,
-                            arguments=arguments_text(getattr(function, "arguments", None)),
+                            name=name or None,
+                            arguments=arguments,
                         )
                     )
             reason = getattr(choice, "finish_reason", None)
@@ -286,27 +294,40 @@ class ChatStreamDecoder:
             return None
         return MessageChunk(content=content, reasoning=reasoning, tool_calls=fragments, usage=usage)
 
-    def _index(self, key: int, call_id: str) -> int:
-        """The index of the call a fragment belongs to. ``key`` is its wire index, or for a fragment
-        without one ``-1 - its place in the delta``."""
+    def _place(self, key: int, call_id: str, name: str, arguments: str) -> tuple[int, str]:
+        """The index of the call a fragment belongs to, and the name to pass on with it. ``key``
+        is its wire index, or for a fragment without one ``-1 - its place in the delta``."""
         current = self._at.get(key)
         if not call_id:
-            if current is not None:
-                return current[0]  # a continuation: the common case, one lookup
-            index = self._calls
-            self._calls += 1
-            self._at[key] = (index, "")
-            return index
+            if current is None:
+                self._at[key] = _WireCall(self._new_index(), "", name, arguments)
+                return self._calls - 1, name
+            if current.closed is None:  # a continuation: the common case
+                current.add(name, arguments)
+                return current.index, name
+            # the call at this key has a whole object as its arguments: see _WireCall.after_whole
+            named = current.after_whole(name, arguments)
+            if named is None:
+                return current.index, name
+            self._at[key] = _WireCall(self._new_index(), "", named, arguments)
+            return self._calls - 1, named
         known = self._ids.get(call_id)  # llama.cpp repeats the id in every fragment
         if known is not None:
             index = known
-        elif current is not None and not current[1]:
-            index = self._ids[call_id] = current[0]  # the id of a call whose first had none
+        elif current is not None and not current.id and current.closed is None:
+            index = self._ids[call_id] = current.index  # the id of a call whose first had none
         else:
-            index = self._ids[call_id] = self._calls
-            self._calls += 1
-        if current is None or current[0] != index or not current[1]:
-            self._at[key] = (index, call_id)
+            index = self._ids[call_id] = self._new_index()
+        if current is not None and current.index == index:
+            current.id = call_id
+            current.add(name, arguments)
+        else:
+            self._at[key] = _WireCall(index, call_id, name, arguments)
+        return index, name
+
+    def _new_index(self) -> int:
+        index = self._calls
+        self._calls += 1
         return index
 
     def _final_metadata(self) -> dict[str, str]:
@@ -315,3 +336,70 @@ class ChatStreamDecoder:
         if self._refusal:
             metadata["refusal"] = "".join(self._refusal)
         return metadata
+
+
+class _WireCall:
+    """What the decoder knows of the call a wire key last named: its index, id and name, and its
+    argument text so far, kept to tell whether it is a whole JSON object yet.
+
+    Why: some servers send calls without ids, every one at index 0 (or with no index), each whole
+    call after the one before; read as one call, two calls became one, its arguments run together
+    (``{"path": "a"}{"path": "b"}``). Once the arguments so far are a whole object, the call can
+    have nothing more (any text after a whole object makes its JSON invalid), so a fragment
+    without an id that brings more arguments, or a name other than the call's, begins the next
+    call. A fragment bringing only the call's own name again (llama.cpp repeats the name in every
+    fragment) adds nothing and is no proof of a new call; it is remembered, and the arguments
+    after it begin a new call of that name. Before the arguments are whole, a fragment continues
+    the call whatever it brings, as it always did (the rule "id and name once per index").
+
+    Whether the arguments are whole is asked only of a fragment without an id after text that
+    ends with ``}`` (the last character of any whole object), so a call's stream is parsed once
+    or twice at most, not per fragment.
+    """
+
+    __slots__ = ("_parts", "closed", "id", "index", "name")
+
+    def __init__(self, index: int, call_id: str, name: str, arguments: str) -> None:
+        self.index = index
+        self.id = call_id
+        self.name = name
+        self._parts: list[str] = [arguments] if arguments else []
+        # None while the arguments may go on; once they are a whole object, the name a fragment
+        # repeated since ("" for none)
+        self.closed: str | None = None
+        if arguments.rstrip().endswith("}"):
+            self._check_whole()
+
+    def add(self, name: str, arguments: str) -> None:
+        if name and not self.name:
+            self.name = name
+        if arguments:
+            self._parts.append(arguments)
+            if arguments.rstrip().endswith("}"):
+                self._check_whole()
+
+    def _check_whole(self) -> None:
+        text = "".join(self._parts)
+        self._parts = [text]
+        try:
+            whole = isinstance(json.loads(text), dict)
+        except (ValueError, RecursionError):  # not JSON (yet), or nested past the parser's depth
+            whole = False
+        if whole:
+            self.closed = ""
+
+    def after_whole(self, name: str, arguments: str) -> str | None:
+        """For a fragment without an id after this call's arguments became whole: the name of the
+        new call it begins, or None when it belongs to this one (a repeat of the name alone, or
+        whitespace)."""
+        if not self.name:  # its name has not come yet: what comes is its own, as it always was
+            self.name = name
+            return None
+        if name and name != self.name:
+            return name
+        if not arguments.strip():
+            if name:
+                self.closed = name  # the call's name again: a new call's, if arguments follow
+            return None
+        # arguments with no name since the call became whole: nothing says whose they are
+        return name or self.closed or None
