@@ -23,13 +23,17 @@ __all__ = ["MessageStream"]
 class MessageStream:
     """An async iterable of chunks that every reader sees in full; ``collect()`` joins them."""
 
-    __slots__ = ("_buffer", "_closed", "_error", "_fetch", "_joined", "_source")
+    __slots__ = ("_buffer", "_closed", "_cut", "_error", "_fetch", "_joined", "_source")
 
     def __init__(self, source: AsyncIterable[MessageChunk] | Iterable[MessageChunk]) -> None:
         self._buffer: list[MessageChunk] = []
         self._error: BaseException | None = None
         self._joined: Message | None = None
         self._fetch: asyncio.Future[None] | None = None
+        # Closed by ``aclose()`` before its source ended, and before a finish reason came: readers
+        # see it end there, but what came is not the whole message, which ``_final_message`` must
+        # not pass off as one.
+        self._cut = False
         if isinstance(source, AsyncIterable):
             self._source: AsyncIterator[MessageChunk] | None = aiter(source)
             self._closed = False
@@ -164,7 +168,8 @@ class MessageStream:
     def _final_message(self) -> Message:
         """The joined message of a stream that has been read to its end, without reading it (for
         ``AgentEvent.to_dict``, which must not take a stream from under its readers); a stream
-        still arriving, or one that failed, is a ``ValueError`` saying so."""
+        still arriving, one that failed, or one closed before it ended (see ``aclose``) is a
+        ``ValueError`` saying so."""
         if not self._closed:
             # on_event runs before anyone has read the stream, so a logging callback that
             # encodes every event (a port of Google ADK's on_event_callback) always lands here.
@@ -179,6 +184,12 @@ class MessageStream:
                 f"its stream failed ({type(self._error).__name__}: {self._error}); the run's "
                 "error event follows it"
             )
+        if self._cut:
+            raise ValueError(
+                f"its stream was closed before it ended, after {len(self._buffer)} chunk(s) (the "
+                "run that made it ended first: its reader left, or it was cancelled), so what "
+                "came is not the whole message"
+            )
         if self._joined is None:
             self._joined = join_chunks(self._buffer)
         return self._joined
@@ -186,12 +197,18 @@ class MessageStream:
     async def aclose(self) -> None:
         """Stop the source early; readers then see the stream end where it stopped.
 
+        ``collect()`` then joins what came, but ``AgentEvent.to_dict`` refuses the event: a
+        message cut before the model's finish reason sent as a whole one (``"streamed": true``)
+        would reach a service's client as a finished answer.
+
         A caller cancelled meanwhile (once, or at every await as an anyio cancel scope does) is
         cancelled once the source has cleaned up: the fetch is waited for, not awaited, since
         awaiting a task passes the caller's cancellation on into it (cutting the source's cleanup
         short), and its own CancelledError, which ``suppress`` took, hid the caller's."""
         if not self._closed:
             self._closed = True
+            # A model that had sent its finish reason was done: only the source's end was left.
+            self._cut = not any(chunk.finish_reason for chunk in self._buffer)
             fetch = self._fetch
             try:
                 if fetch is not None and not fetch.done():

@@ -3,11 +3,14 @@ client-facing format stays as documented, non-JSON data and unread streams are r
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from openai_server import OpenAIServer
+from openai_server import Reply as WireReply
 from pydantic import BaseModel
 
 import adk
@@ -29,6 +32,7 @@ from adk import (
     Usage,
 )
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -264,6 +268,51 @@ async def test_a_failed_stream_is_refused_with_its_error() -> None:
 
     with pytest.raises(ValueError, match=r"stream failed \(ModelError: HTTP 503: overloaded\)"):
         AgentEvent.streaming(stream).to_dict()
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_stream_its_run_closed_mid_answer_is_refused_not_sent_as_whole(api: str) -> None:
+    """A service that leaves a run mid-answer (a timeout, a client gone) and then sends the
+    streaming event it held: the run's end closed the stream, which read as ended, and to_dict
+    sent the half answer as a whole streamed message ("streamed": true, no finish reason), which
+    a client or relay took for the model's full answer. Readers still see it end where it
+    stopped."""
+    reply = WireReply(text="The answer is forty-two, as computed.", stall_after=4, delay=5.0)
+    async with OpenAIServer([reply]) as server:
+        model = OpenAIChatModel("m", base_url=server.base_url, api_key="k", api=api)  # type: ignore[arg-type]
+        async with model:
+            runner = Runner(ReActAgent("writer", model), enable_streaming=True)
+            held = None
+            async with contextlib.aclosing(runner.run("?")) as events:
+                async for event in events:
+                    if event.output is not None and event.output.stream is not None:
+                        held = event
+                        await anext(aiter(event.output.stream))  # the first words sent on
+                        break
+            assert held is not None and held.output is not None
+            stream = held.output.stream
+            assert stream is not None and stream.done
+            with pytest.raises(ValueError, match=r"closed before it ended, after 1 chunk\(s\)"):
+                held.to_dict()
+            assert len([chunk async for chunk in stream]) == 1  # ends where it stopped
+            assert (await stream.collect()).metadata.get("finish_reason") is None
+
+
+async def test_a_stream_closed_after_its_finish_reason_is_whole() -> None:
+    """Closed once the model had sent its finish reason (only its usage, or its source's end,
+    was left), the message is whole and is sent, as the adapter keeps such an answer."""
+
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="Done.")
+        yield MessageChunk(finish_reason="stop")
+        yield MessageChunk(usage=Usage(input_tokens=3, output_tokens=2, total_tokens=5))
+
+    stream = MessageStream(chunks())
+    reader = aiter(stream)
+    assert [(await anext(reader)).content, (await anext(reader)).finish_reason] == ["Done.", "stop"]
+    await stream.aclose()
+    message = AgentEvent.streaming(stream).to_dict()["output"]["message"]
+    assert (message["content"], message["metadata"]) == ("Done.", {"finish_reason": "stop"})
 
 
 async def test_a_pause_whose_info_json_cannot_hold_names_its_saved_checkpoint() -> None:
