@@ -241,6 +241,11 @@ class OpenAIServer:
         self._script.extend(replies)
 
     @property
+    def open_connections(self) -> int:
+        """How many client connections are open now (a client that closed one has let it go)."""
+        return len(self._connections)
+
+    @property
     def bodies(self) -> list[Any]:
         return [r.body for r in self.requests]
 

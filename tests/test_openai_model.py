@@ -7,7 +7,9 @@ read what the server recorded (bodies, headers, arrival times) and what the adap
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -1544,6 +1546,73 @@ async def test_react_agent_tool_loop(server: OpenAIServer, api: str, streaming: 
             (i["call_id"], i["output"]) for i in sent if i.get("type") == "function_call_output"
         )
     assert returned == [("c1", "5"), ("c2", "11")]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_each_asyncio_run_closes_the_connections_it_opened(
+    api: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``asyncio.run`` per request (a sync web framework), on one thread and on several at once.
+    The model made a client for each new loop and dropped the old one with its connections open:
+    the SDK's finalizer then closed them from whichever loop was running when the collector freed
+    it, logging "Task exception was never retrieved ... Event loop is closed" for nearly every
+    request, the sockets left open meanwhile; and two threads' loops swapped one client between
+    a thread's binding and its use. Each loop's client is now closed as its loop ends."""
+    ready = threading.Event()
+    held: dict[str, Any] = {}
+
+    def serve() -> None:
+        async def main() -> None:
+            async with OpenAIServer(default=Reply(text="fine")) as srv:
+                held.update(srv=srv, loop=asyncio.get_running_loop(), stop=asyncio.Event())
+                ready.set()
+                await held["stop"].wait()
+
+        asyncio.run(main())
+
+    def settled(srv: OpenAIServer) -> bool:
+        """Whether the server saw every connection closed (bounded probes, not a timing test)."""
+        for _ in range(500):
+            if srv.open_connections == 0:
+                return True
+            time.sleep(0.01)
+        return False
+
+    async def request(model: OpenAIChatModel, collect: bool) -> str:
+        if collect:
+            gc.collect()  # the collector runs inside some request's loop in a busy service
+        chunks = [chunk async for chunk in model.stream([Message.user("hi")])]
+        return (await model.generate([Message.user("hi")])).content + chunks[0].content
+
+    answers: list[str] = []
+
+    def requests(model: OpenAIChatModel, count: int, collect: bool = False) -> None:
+        for _ in range(count):
+            answers.append(asyncio.run(request(model, collect)))
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    try:
+        assert ready.wait(10)
+        srv: OpenAIServer = held["srv"]
+        model = make_model(srv, api)
+        with caplog.at_level(logging.ERROR, logger="asyncio"):
+            for _ in range(3):
+                requests(model, 1, collect=True)
+                assert settled(srv)  # that loop's connections closed with it
+            workers = [threading.Thread(target=requests, args=(model, 4)) for _ in range(3)]
+            for worker in workers:
+                worker.start()
+            for worker in workers:
+                worker.join(30)
+            gc.collect()
+            assert settled(srv)
+        assert answers == ["finefine"] * 15
+        assert [r.getMessage() for r in caplog.records] == []
+        asyncio.run(model.aclose())
+    finally:
+        held["loop"].call_soon_threadsafe(held["stop"].set)
+        thread.join(10)
 
 
 def test_a_model_serves_one_asyncio_run_after_another() -> None:

@@ -8,13 +8,11 @@ client, error classification and the streaming contract.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import math
 import os
 import re
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -24,6 +22,7 @@ import openai
 from .._aio import AsyncCloseable
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
+from ._loop_clients import LoopClients
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
 from ._openai_common import error_detail, in_band_status
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
@@ -130,7 +129,7 @@ class OpenAIChatModel(AsyncCloseable):
             # with_options makes a copy sharing the connection pool: the timeout applies to this
             # model's requests only, the client keeps its own setting for its other users.
             self._client = client.with_options(max_retries=0, timeout=sdk_timeout)
-            self._owns_client = False
+            self._clients: LoopClients[openai.AsyncOpenAI] | None = None
         else:
             url = _resolve_base_url(base_url)
             key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -148,9 +147,9 @@ class OpenAIChatModel(AsyncCloseable):
                 "timeout": sdk_timeout,
             }
             self._client = openai.AsyncOpenAI(**self._client_options)
-            self._owns_client = True
-        # The event loop this model's own client is bound to (its connection pool is): see _bind.
-        self._loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+            # The SDK's connection pool belongs to the loop it is used on: a client per loop, each
+            # closed as its loop ends (``asyncio.run`` per request, from several threads too).
+            self._clients = LoopClients(self._client, self._new_client, _close_client)
         self.base_url = str(self._client.base_url).rstrip("/")
         official = urlsplit(self.base_url).hostname == _OPENAI_HOST
         # What the adapter adds to a request on its own: the field max_tokens travels in, and
@@ -163,8 +162,6 @@ class OpenAIChatModel(AsyncCloseable):
         self._runner = RetryRunner(
             self.retry, is_transient=self._is_transient, retry_after=_retry_after
         )
-        self._create: Callable[..., Any]
-        self._set_create()
         if api == "chat":
             self._build = chat_request
             self._to_message: Callable[[Any], Message] = chat_message
@@ -178,26 +175,20 @@ class OpenAIChatModel(AsyncCloseable):
             self._decoder = ResponsesStreamDecoder
             self._endpoint = "responses"
 
-    def _set_create(self) -> None:
-        client = self._client
-        self._create = (
-            client.chat.completions.create if self.api == "chat" else client.responses.create
-        )
+    def _new_client(self) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(**self._client_options)
 
-    def _bind(self) -> None:
-        """Use a client of the running event loop. The SDK's connection pool belongs to the loop
-        it was first used on; after that loop closed (``asyncio.run`` per request, in scripts,
-        notebooks and sync web frameworks) every other call would fail with "Event loop is
-        closed". A client this model made is made again for the new loop (the old one's
-        connections died with their loop); a client passed in is the caller's to manage."""
-        loop = asyncio.get_running_loop()
-        bound = self._loop
-        if bound is not None and bound() is loop:
-            return
-        if bound is not None and self._owns_client:
-            self._client = openai.AsyncOpenAI(**self._client_options)
-            self._set_create()
-        self._loop = weakref.ref(loop)
+    async def _create(self, request: dict[str, Any]) -> Any:
+        """``create`` of the Chat or Responses API, through the running loop's client: one this
+        model made for the loop (see ``LoopClients``), or the client passed in, the caller's to
+        manage."""
+        if self._closed:  # aclose() ended a retry's backoff: no client is made for the attempt
+            raise RuntimeError(f"{self!r} is closed")
+        clients = self._clients
+        client = self._client if clients is None else (clients.get() or await clients.bind())
+        if self.api == "chat":
+            return await client.chat.completions.create(**request)
+        return await client.responses.create(**request)
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, base_url={self.base_url!r}, api={self.api!r})"
@@ -213,7 +204,6 @@ class OpenAIChatModel(AsyncCloseable):
     ) -> Message:
         """One model call; the assistant message with usage and ``metadata["finish_reason"]``."""
         self._check_open()
-        self._bind()
         return await self._send(messages, tools, options, False, self._create_message)
 
     async def _send(
@@ -257,7 +247,7 @@ class OpenAIChatModel(AsyncCloseable):
         the attempt: a 200 answer that is not a completion fails it (see ``_failure``), and one
         holding an error whose code is a transient status (OpenRouter's overloaded provider) is
         retried like that status."""
-        return self._to_message(await self._create(**request))
+        return self._to_message(await self._create(request))
 
     async def stream(
         self,
@@ -419,8 +409,7 @@ class OpenAIChatModel(AsyncCloseable):
     ) -> tuple[Any, ChatStreamDecoder | ResponsesStreamDecoder, MessageChunk]:
         """Open a stream and read up to its first chunk — the part of a stream that may be retried,
         because nothing has reached the caller yet."""
-        self._bind()
-        sdk_stream = await self._create(**request)
+        sdk_stream = await self._create(request)
         decoder = self._decoder()
         events = 0
         try:
@@ -508,14 +497,18 @@ class OpenAIChatModel(AsyncCloseable):
 
     async def aclose(self) -> None:
         """Close the HTTP connections (only of a client this model created, whose calls still
-        running then fail with ``ModelError``, not retried). Later calls raise ``RuntimeError``."""
+        running then fail with ``ModelError``, not retried). Later calls raise ``RuntimeError``.
+        The connections of other loops still running (other threads) close as those loops end."""
         if self._closed:
             return
         self._closed = True
         self._runner.wake()  # a call waiting out a retry's backoff fails now
-        bound = self._loop
-        if self._owns_client and (bound is None or bound() is asyncio.get_running_loop()):
-            await self._client.close()  # (connections of a loop that is gone died with it)
+        if self._clients is not None:
+            await self._clients.aclose()
+
+
+async def _close_client(client: openai.AsyncOpenAI) -> None:
+    await client.close()
 
 
 def _note_refusal(error: ModelError, refusal: ModelError | None) -> None:
