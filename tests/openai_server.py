@@ -177,6 +177,9 @@ class OpenAIServer:
     vLLM does when its grammar backend cannot compile them (a stream request is answered 200, the
     error its first event, as vLLM's V1 engine does); ``"llama_cpp"`` refuses a schema with an
     unanchored ``pattern`` (``"\\S"``) as llama-server's grammar conversion does.
+
+    ``hold`` keeps the first that many requests waiting until all have arrived, then answers
+    them: concurrent calls (a service's first requests) all meet the server's first answer.
     """
 
     def __init__(
@@ -190,8 +193,11 @@ class OpenAIServer:
         refusal: str = "openai",
         reasoning_back: str | None = None,
         structured: str | None = None,
+        hold: int = 0,
     ) -> None:
         self.structured = structured
+        self.hold = hold
+        self._held = asyncio.Event()
         self.reasoning_back = reasoning_back
         self._script: deque[Reply] = deque(replies)
         self.refuses = tuple(refuses)
@@ -285,6 +291,11 @@ class OpenAIServer:
         body = json.loads(payload) if payload else None
         if self.record:
             self.requests.append(RecordedRequest(method, target, headers, body))
+        if self.hold:
+            self.hold -= 1
+            if not self.hold:
+                self._held.set()
+            await self._held.wait()
 
         if method != "POST" or target not in ("/v1/chat/completions", "/v1/responses"):
             await self._send_json(writer, 404, {"error": {"message": f"Unknown path {target}"}})

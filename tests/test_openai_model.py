@@ -25,7 +25,7 @@ from openai.types.chat import ChatCompletionChunk
 from openai_server import Call, OpenAIServer, Reply
 
 from adk import Runner, tool
-from adk.messages import Message, MessageChunk, Role, Usage, join_chunks
+from adk.messages import Message, MessageChunk, Role, ToolCall, Usage, join_chunks
 from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
 from adk.models._openai_chat import ChatStreamDecoder
 from adk.models._retry import retry_after_seconds
@@ -533,6 +533,35 @@ async def test_a_refused_max_tokens_field_is_sent_in_the_other_spelling(
         assert bodies[0][refused] == 50 and sent not in bodies[0]
         for body in bodies[1:]:
             assert body[sent] == 50 and refused not in body
+
+
+@pytest.mark.parametrize("refused", ["max_tokens", "reasoning", "stream_options"])
+async def test_calls_refused_together_are_all_sent_again(refused: str) -> None:
+    """A service's first requests, in flight together, all refused for what the adapter sends on
+    its own (a max_tokens spelling, reasoning left out, stream_options). The first to read its
+    refusal changed the model; the others then compared their refusal with the changed model
+    (the field it now uses, reasoning it now sends), found nothing left to change, and failed
+    with the server's HTTP 400, which a retry of the user's would have got past."""
+    calls = 4
+    server = OpenAIServer(
+        hold=calls,
+        default=Reply(text="ok"),
+        refuses=["max_tokens"] if refused == "max_tokens" else ["stream_options"],
+        reasoning_back="deepseek" if refused == "reasoning" else None,
+    )
+    history = [
+        Message.user("2 + 3?"),
+        Message.assistant("", [ToolCall(id="c1", name="add", arguments="{}")], reasoning="Add."),
+        Message.tool("5", tool_call_id="c1", name="add"),
+    ]
+    options = ModelOptions(max_tokens=20) if refused == "max_tokens" else None
+    streaming = refused == "stream_options"
+    async with server, make_model(server) as model:
+        answers = await asyncio.gather(
+            *(call(model, streaming, history, tools=[ADD], options=options) for _ in range(calls))
+        )
+        assert [answer.content for answer in answers] == ["ok"] * calls
+        assert len(server.requests) == 2 * calls  # each refused once, then sent again
 
 
 @pytest.mark.parametrize("refusal", ["openai", "azure"])

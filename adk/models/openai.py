@@ -348,15 +348,19 @@ class OpenAIChatModel(AsyncCloseable):
             steps = sum(1 for done in adapted if done.startswith("response_format"))
             adapted.add(f"response_format {steps}")
             return steps < 3
+        # What to change is read from the request the server refused, not from the model: calls
+        # refused together (a service's first requests) each change the model the same way, and
+        # the model the first one changed does not say what a later one was sent with.
         if (
             self.api == "chat"
-            and not self._send_reasoning
+            and "reasoning_content" not in adapted
             and _wants_reasoning_back(error.__cause__)
-            and not self._closed
+            and not _sent_reasoning(request)
         ):
             self._send_reasoning = True
+            adapted.add("reasoning_content")
             return True
-        own = [self._max_tokens_field] if self._max_tokens_field in request else []
+        own = [field for field in _MAX_TOKENS_FIELDS if field in request]
         if "stream_options" in request:
             own.append("stream_options")
         refused = _refused_parameter(error.__cause__, own)
@@ -635,6 +639,14 @@ _REFUSAL_CODES = frozenset({"unsupported_parameter", "unknown_parameter"})
 _REASONING_WANTED = re.compile(
     r"reasoning_content\W.{0,60}(?:must be passed back|is missing)", re.IGNORECASE
 )
+
+
+_MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
+
+
+def _sent_reasoning(request: dict[str, Any]) -> bool:
+    """Whether a Chat request carried reasoning back (``chat_messages``' ``send_reasoning``)."""
+    return any("reasoning_content" in message for message in request.get("messages", ()))
 
 
 def _wants_reasoning_back(exc: BaseException | None) -> bool:
