@@ -8,7 +8,8 @@
    ``lookup_product`` tool;
 2. (built-in chat and tool actions) runs the tool call the model makes and gives it the result;
 3. (``score``, on ``ChatResponseEvent``) parses the model's score, keeps a running average for the
-   product in short-term memory, and sends a ``LowScore`` event when the score is low;
+   product in short-term memory (the review itself waits in sensory memory, the record's own), and
+   sends a ``LowScore`` event when the score is low;
 4. (``alert``, on ``LowScore``) outputs an alert; every review also outputs its score.
 
 ``LocalExecutionEnvironment`` runs the agent over the records keyed by product: the reviews of one
@@ -76,7 +77,9 @@ class ReviewAnalyst(ActionAgent):
     async def start(self, event: InputEvent, ctx: ActionContext) -> None:
         review: Review = event.input
         prompt = Message.user(f"{review.product} | {review.text}")
-        ctx.short_term_memory.set("last_review", review.model_dump())
+        # This review, for ``score``: the record's own (sensory) memory, not the product's, which
+        # the product's next review would replace if this one paused.
+        ctx.sensory_memory.set("review", review.model_dump())
         ctx.send_event(
             ChatRequestEvent(model="analyst", messages=[prompt], tools=["lookup_product"])
         )
@@ -87,7 +90,7 @@ class ReviewAnalyst(ActionAgent):
         memory = ctx.short_term_memory
         scores = [*memory.get("scores", []), score]
         memory.set("scores", scores)
-        review = memory.get("last_review")
+        review = ctx.sensory_memory.get("review")
         average = sum(scores) / len(scores)
         line = f"{review['product']}: score {score}, average {average:.1f}"
         ctx.send_event(OutputEvent(output=line))

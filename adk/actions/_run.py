@@ -47,13 +47,14 @@ def _action_segment(name: str) -> str:
 class _ActionRun:
     """Everything one input's processing works with."""
 
-    __slots__ = ("_found", "_memory", "agent", "chats", "count", "ctx", "plan", "queue")
+    __slots__ = ("_found", "_memory", "_sensory", "agent", "chats", "count", "ctx", "plan", "queue")
 
     def __init__(self, agent: ActionAgent, ctx: RunContext) -> None:
         self.agent = agent
         self.ctx = ctx
         self.plan: AgentPlan = agent.plan
         self._memory: ShortTermMemory | None = None
+        self._sensory: ShortTermMemory | None = None  # this input's own, made on first use
         self.chats: dict[str, _Chat] = {}
         self.queue: deque[Event] = deque()
         self.count = 0  # events processed for this input, against the agent's max_events
@@ -73,6 +74,15 @@ class _ActionRun:
                 stored = values[key] = {}
             memory = self._memory = ShortTermMemory(stored)
         return memory
+
+    @property
+    def sensory(self) -> ShortTermMemory:
+        """This input's memory (Flink Agents' sensory memory): not in the session, so a key's
+        other records never see or replace it, but saved with a pause and restored on resume."""
+        sensory = self._sensory
+        if sensory is None:
+            sensory = self._sensory = ShortTermMemory({})
+        return sensory
 
     def forget_empty_memory(self) -> None:
         """Remove the agent's memory from the session when the run leaves it empty: an agent that
@@ -202,6 +212,8 @@ class _ActionRun:
                 except Interrupt as exc:
                     if self._memory is not None:  # it runs again on resume: its writes, too
                         self._memory._undo_writes()
+                    if self._sensory is not None:
+                        self._sensory._undo_writes()
                     signal = signal_of(exc, self.address_of(found.name))
                     signal.save(self.ctx.address, self.pause_state(current, index))
                     yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
@@ -218,6 +230,9 @@ class _ActionRun:
                         self._consume(found)
                 memory = self._memory
                 if memory is not None and memory._undo:  # the action returned: its writes stand
+                    memory._undo.clear()
+                memory = self._sensory
+                if memory is not None and memory._undo:
                     memory._undo.clear()
                 for event in sent:
                     if isinstance(event, OutputEvent):
@@ -240,7 +255,7 @@ class _ActionRun:
 
     # -- pause and resume ------------------------------------------------------------------------
     def pause_state(self, current: Event, listener: int) -> dict[str, Any]:
-        return {
+        state: dict[str, Any] = {
             "event": self._encode(current),
             "listener": listener,
             # By name too: ``restore`` finds the paused action by it (see ``_paused_listener``).
@@ -256,6 +271,9 @@ class _ActionRun:
             },
             "count": self.count,
         }
+        if self._sensory is not None and self._sensory._values:
+            state["sensory"] = dict(self._sensory._values)
+        return state
 
     def restore(self, state: Any) -> tuple[Event, int]:
         """Rebuild the queue and chats from a pause state; the paused event and listener index."""
@@ -278,6 +296,11 @@ class _ActionRun:
                 request, fields.messages("messages"), fields.count("rounds")
             )
         self.count = saved.count("count", default=0)
+        sensory = saved.values.get("sensory", {})
+        if not isinstance(sensory, dict) or not all(type(key) is str for key in sensory):
+            raise saved.error("'sensory' must map names to values")
+        if sensory:
+            self._sensory = ShortTermMemory(sensory)
         return current, listener
 
     def _paused_listener(self, saved: SavedState, event_type: type[Event]) -> int:

@@ -27,7 +27,8 @@ _MISSING: Any = object()
 
 
 class ShortTermMemory:
-    """Key-value memory of one agent, kept per input key. Values are JSON data or pydantic models
+    """Key-value memory of one agent: kept per input key (``ctx.short_term_memory``), or for one
+    input's run (``ctx.sensory_memory``). Values are JSON data or pydantic models
     registered with ``adk.register_type``: memory is saved in checkpoints, and a value that could
     not be saved is refused when it is set, not when a pause later fails.
 
@@ -140,6 +141,15 @@ class ActionContext:
         """This agent's memory, kept in the session under ``memory:<agent name>`` (see the module
         docstring for why)."""
         return self._run.memory
+
+    @property
+    def sensory_memory(self) -> ShortTermMemory:
+        """This input's own memory, as Flink Agents' sensory memory: shared by the actions of one
+        input's run and gone when it ends. Unlike ``short_term_memory`` it is not kept per key,
+        so a key's later records cannot replace it while this record waits at a pause: it is
+        saved with the pause and restored on resume. Same methods and rules as short-term
+        memory (JSON data or registered models; an interrupted action's writes are undone)."""
+        return self._run.sensory
 
     @property
     def session(self) -> Session:
