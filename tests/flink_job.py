@@ -174,6 +174,23 @@ def checkpointed() -> dict[str, list[dict[str, Any]]]:
     return {"ledger": ledger, "shout": shouted.to_list()}
 
 
+def late_checkpointing() -> list[str | None]:
+    """Checkpointing enabled after apply, when PyFlink had shipped the operator: refused where
+    the outputs are taken (``to_datastream``, ``to_list``), before any record runs; a durable
+    job's outputs are taken as usual. What each refused with (None: not refused)."""
+    found: list[str | None] = []
+    for take, durable in (("to_datastream", False), ("to_list", False), ("to_datastream", True)):
+        env = FlinkExecutionEnvironment(resources=build_resources, durable_memory=durable)
+        applied = env.from_list(RECORDS[:2], key="customer").apply(lambda: Ledger("ledger"))
+        env.env.enable_checkpointing(600_000)
+        try:
+            getattr(applied, take)()
+            found.append(None)
+        except RuntimeError as exc:
+            found.append(str(exc))
+    return found
+
+
 def restore_reasons() -> list[str | None]:
     """Why a job of each environment would restore state, as apply finds it: none, checkpointing,
     a savepoint to start from (set as ``flink run -s`` sets it)."""
@@ -196,6 +213,7 @@ def main() -> None:
         "scores_durable": scores(durable_memory=True),
         "checkpointed": checkpointed(),
         "restore_reasons": restore_reasons(),
+        "late_checkpointing": late_checkpointing(),
     }
     print(json.dumps(jobs))
 

@@ -61,6 +61,12 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
     _check_scores(jobs["scores"], durable=False)
     _check_scores(jobs["scores_durable"], durable=True)
     _check_checkpointed(jobs["checkpointed"])
+    # Enabled after apply: refused before the job runs, where it used to lose memory on restore.
+    *refused, durable = jobs["late_checkpointing"]
+    assert durable is None and len(refused) == 2
+    for message in refused:
+        assert "(checkpointing is enabled), but did not when the agent was applied" in message
+        assert "before apply" in message and "durable_memory=True" in message
     plain, checkpointing, savepoint = jobs["restore_reasons"]
     assert plain is None and checkpointing == "checkpointing is enabled"
     assert savepoint == (

@@ -104,7 +104,8 @@ class FlinkExecutionEnvironment:
     one record at a time per parallel instance (a ``KeyedProcessFunction``), so throughput comes
     from parallelism alone. ``max_concurrency`` and ``timeout`` do not apply then. Without it, a
     job that restores state (checkpointing enabled when ``apply`` is called, or a savepoint to
-    start from) fails each record that would keep session values, as a restore would lose them.
+    start from) fails each record that would keep session values, as a restore would lose them;
+    enabled after ``apply``, the outputs' ``to_datastream``/``to_list`` refuse the job.
     """
 
     def __init__(
@@ -190,6 +191,7 @@ class FlinkKeyedInput:
         if not isinstance(agent, Agent) and not callable(agent):
             raise TypeError(f"apply takes an Agent or a function that builds one, not {agent!r}")
         env = self._env
+        restores: str | None = None
         parse = json.loads if self._json_records else None
         # from_list's keyed records are Row(key JSON, record JSON), keyed by the key's text.
         json_keys = self._json_records and self._key is not None
@@ -219,7 +221,12 @@ class FlinkKeyedInput:
                 capacity=env.max_concurrency,
                 output_type=Types.STRING(),
             )
-        return FlinkKeyedOutputs(env, outputs)
+        applied = FlinkKeyedOutputs(env, outputs)
+        # Shipped to keep memory in the operator: see ``FlinkKeyedOutputs._check_restores``.
+        applied._memory_in_operator = (
+            self._key is not None and not env.durable_memory and restores is None
+        )
+        return applied
 
 
 class FlinkKeyedOutputs:
@@ -231,16 +238,40 @@ class FlinkKeyedOutputs:
     def __init__(self, env: FlinkExecutionEnvironment, stream: DataStream) -> None:
         self._env = env
         self.stream = stream
+        self._memory_in_operator = False
 
     def to_datastream(self) -> DataStream:
         """The outputs as a ``DataStream`` of JSON texts, to add operators or a sink to; nothing
-        runs until the Flink job is executed."""
+        runs until the Flink job is executed. ``RuntimeError`` if the job restores state now but
+        did not when the agent was applied (see ``_check_restores``)."""
+        self._check_restores()
         return self.stream
 
     def to_list(self) -> list[dict[str, Any]]:
-        """Run the job and collect every output, parsed (for bounded sources)."""
+        """Run the job and collect every output, parsed (for bounded sources); refused as
+        ``to_datastream`` is, before the job starts."""
+        self._check_restores()
         with self.stream.execute_and_collect() as results:
             return [json.loads(text) for text in results]
+
+    def _check_restores(self) -> None:
+        """Refuse a job that restores state (checkpointing, a savepoint) when the async operator
+        was applied to one that did not. PyFlink shipped the operator's function at ``apply``,
+        and a worker is told nothing of checkpointing (its runtime context's job parameters are
+        empty; PyFlink has no hook before a job is submitted), so the records would keep memory
+        in the operator, which a restore loses without a word. Checked where the outputs are
+        taken, as the job is built; checkpointing enabled after that is still not seen."""
+        if not self._memory_in_operator:
+            return
+        why = _why_state_is_restored(self._env.env)
+        if why is not None:
+            raise RuntimeError(
+                f"this job restores state ({why}), but did not when the agent was applied, and "
+                "PyFlink shipped the agent's operator then: its records would keep their memory "
+                "in the operator, which a restore loses. Enable checkpointing (or set the "
+                "savepoint) before apply, or use FlinkExecutionEnvironment(durable_memory=True), "
+                "and build the job again (the operator applied is part of this one)"
+            )
 
 
 class _WorkerAgent:
