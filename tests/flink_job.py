@@ -25,6 +25,7 @@ from adk.actions import (
     ActionContext,
     ChatRequestEvent,
     ChatResponseEvent,
+    Event,
     InputEvent,
     OutputEvent,
     action,
@@ -58,6 +59,14 @@ def build_resources() -> Resources:
     resources.add_model("adder", ScriptedModel(adding))
     resources.add_tool(add)
     return resources
+
+
+class Totalled(Event):
+    """A customer's new total: an event class of the job script's own, which PyFlink ships to the
+    workers pickled by value (a deferred one could not be unpickled there)."""
+
+    seen: list[int]
+    total: int
 
 
 class Ledger(ActionAgent):
@@ -104,10 +113,13 @@ class Ledger(ActionAgent):
         memory = ctx.short_term_memory
         total = int(event.response.content)
         memory.set("total", total)
-        seen = memory.get("seen")
-        ctx.send_event(
-            OutputEvent(output={"seen": seen, "total": total, "most": Ledger.most_active})
-        )
+        ctx.send_event(Totalled(seen=memory.get("seen"), total=total))
+
+    @action(Totalled)
+    @staticmethod
+    def report(event: Totalled, ctx: ActionContext) -> None:
+        output = {"seen": event.seen, "total": event.total, "most": Ledger.most_active}
+        ctx.send_event(OutputEvent(output=output))
 
 
 def run(durable_memory: bool) -> list[dict[str, Any]]:

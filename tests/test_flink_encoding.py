@@ -13,6 +13,7 @@ import enum
 import importlib.util
 import json
 import math
+import pickle
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -23,13 +24,14 @@ from pydantic import BaseModel, ConfigDict
 if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how to get it
     pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
 
+import cloudpickle  # PyFlink's own dependency, which it ships a job's functions with
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pyflink.common import Row
 
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
-from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import from_json_value
 from adk.execution import FlinkExecutionEnvironment, RecordError
@@ -709,3 +711,30 @@ def test_an_output_model_that_writes_its_nan_as_strings_is_sent_as_it_says() -> 
     sent = json.loads(_as_json(KeyedOutput("k", 0, None, output=output)), parse_constant=_not_json)
     assert sent["output"] == [{"value": "NaN", "extra": {"max": "Infinity"}}]
     assert sent["error"] is None
+
+
+def test_a_job_scripts_own_event_class_reaches_the_workers() -> None:
+    """PyFlink pickles a job script's functions and classes by value (cloudpickle) and unpickles
+    them in its workers. An event class still deferred (``Event`` defers building until first use)
+    held pydantic's placeholder validator, whose unpickling recursed until Python gave up: every
+    job whose agent had an event class of its own failed on its workers with a RecursionError."""
+
+    class Flagged(Event):  # local, so pickled by value, as a job script's (__main__) classes are
+        review_id: str
+
+    @action(InputEvent)
+    def flag(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(Flagged(review_id=event.input["id"]))
+
+    @action(Flagged)
+    def report(event: Flagged, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=f"flagged {event.review_id}"))
+
+    function = _AgentFunction(
+        lambda: ActionAgent("flags", actions=[flag, report]), _environment(), True, None
+    )
+    shipped = pickle.loads(cloudpickle.dumps(function))
+
+    [outputs] = _invoked(shipped, Row("a", {"id": "r1"}))
+
+    assert isinstance(outputs, list) and outputs[0]["output"] == "flagged r1"

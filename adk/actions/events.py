@@ -52,6 +52,17 @@ class Event(BaseModel):
 
     id: str = Field(default_factory=_new_event_id)
 
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """Build your own event classes where they are defined; only the built-in ones wait for
+        their first use. A class still deferred holds pydantic's placeholder validator, which
+        cannot be unpickled (it recurses until Python gives up), and PyFlink ships the classes
+        of a job script to its workers pickled by value: the job failed on its workers with a
+        RecursionError. (A class whose annotations cannot be resolved yet stays deferred.)"""
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.__module__ != __name__:
+            cls.model_rebuild(raise_errors=False)
+
 
 class InputEvent(Event):
     """Starts the agent: one per input.
