@@ -498,6 +498,32 @@ async def test_a_tool_of_the_agents_unreachable_server_is_not_taken_from_the_run
     assert model.calls == 0
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no "never awaited" on top of the error
+@pytest.mark.parametrize("use", ["attribute", "call"])
+async def test_a_resource_looked_up_without_await_as_in_flink_agents_says_to_await_it(
+    use: str,
+) -> None:
+    """Flink Agents' ``ctx.get_resource`` is synchronous: a sync action ported as it is used the
+    lookup itself as the model or tool, and failed with "'coroutine' object has no attribute"."""
+
+    class Ported(ActionAgent):
+        @action(InputEvent)
+        @staticmethod
+        def process_input(event: InputEvent, ctx: ActionContext) -> None:
+            if use == "attribute":
+                model = ctx.get_resource("m", "model")
+                ctx.send_event(OutputEvent(output=model.model_name))
+            else:
+                ctx.send_event(OutputEvent(output=ctx.get_resource("add", "tool")(a=1, b=2)))
+
+    with pytest.raises(RunError) as raised:
+        await Runner(Ported("ported"), resources=_resources(ScriptedModel(), add)).invoke("go")
+
+    message = str(raised.value)
+    assert "TypeError: ctx.get_resource(" in message and "was not awaited" in message
+    assert "write `await ctx.get_resource(...)` in an `async def` action" in message
+
+
 async def test_model_and_tool_calls_go_through_the_runners_callbacks() -> None:
     calls: list[str] = []
 

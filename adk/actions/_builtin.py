@@ -72,8 +72,9 @@ async def chat_action(event: Event, ctx: ActionContext) -> None:
 async def _ask(
     ctx: ActionContext, request: ChatRequestEvent, messages: list[Message], rounds: int
 ) -> None:
-    model = await ctx.get_resource(request.model, "model")
-    tools: list[Tool] = [await ctx.get_resource(name, "tool") for name in request.tools]
+    run = ctx._run  # its lookup directly, per chat round: no wrapper to make (see _Lookup)
+    model = await run.get_resource(request.model, "model")
+    tools: list[Tool] = [await run.get_resource(name, "tool") for name in request.tools]
     reply = await generate(
         ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
     )
@@ -120,7 +121,7 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
         if call.name in tools or (allowed is not None and call.name not in allowed):
             continue
         with suppress(KeyError):  # not found: answered as an unknown tool, naming the known ones
-            tools[call.name] = await ctx.get_resource(call.name, "tool")
+            tools[call.name] = await ctx._run.get_resource(call.name, "tool")
     open_places: dict[int, list[int]] = {}  # each open call object's places, in request order
     open_calls: list[ToolCall] = []
     for place, call in enumerate(calls):

@@ -8,8 +8,8 @@ gets it across them; and a checkpoint saves the session, so memory survives a pa
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Awaitable, Coroutine, Generator, Iterator
+from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from ..checkpoint.codec import CheckpointError, to_json_value
 from ..context import RunContext, Session
@@ -161,11 +161,43 @@ class ActionContext:
         """The agent's ``RunContext`` (run path, address, history), for what actions rarely need."""
         return self._run.ctx
 
-    async def get_resource(self, name: str, kind: ResourceKind = "model") -> Any:
-        """The resource ``name`` of ``kind``: the agent's own ``resources``', else the runner's;
-        ``ActionError`` when both define it as different objects. Unknown names raise
-        ``KeyError`` saying what is known."""
-        return await self._run.get_resource(name, kind)
+    def get_resource(self, name: str, kind: ResourceKind = "model") -> Awaitable[Any]:
+        """The resource ``name`` of ``kind``, awaited (``await ctx.get_resource(name)``, in an
+        ``async def`` action): the agent's own ``resources``, else the runner's; ``ActionError``
+        when both define it as different objects. Unknown names raise ``KeyError`` saying what is
+        known. Used without ``await``, as Flink Agents' synchronous ``get_resource`` is, it raises
+        a ``TypeError`` saying so."""
+        return _Lookup(self._run.get_resource(name, kind), name)
 
     def __repr__(self) -> str:
         return f"<ActionContext {self.agent_name}.{self.action_name}>"
+
+
+class _Lookup:
+    """What ``ActionContext.get_resource`` gives: awaited, the resource. Flink Agents' lookup is
+    synchronous, and an action ported as it is used the lookup itself as the resource; that
+    failed with "'coroutine' object has no attribute 'chat'" and a never-awaited warning. Any use
+    but ``await`` is a ``TypeError`` that says to await it instead."""
+
+    __slots__ = ("_lookup", "_name")
+
+    def __init__(self, lookup: Coroutine[Any, Any, Any], name: str) -> None:
+        self._lookup = lookup
+        self._name = name
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._lookup.__await__()
+
+    def _not_awaited(self, use: str) -> NoReturn:
+        self._lookup.close()  # never to run: no "never awaited" warning on top of this error
+        raise TypeError(
+            f"ctx.get_resource({self._name!r}) was not awaited ({use}): write "
+            "`await ctx.get_resource(...)` in an `async def` action (Flink Agents' get_resource "
+            "is synchronous; this one is not, since MCP tools are listed over the network)"
+        )
+
+    def __getattr__(self, attribute: str) -> Any:
+        self._not_awaited(f"its attribute {attribute!r} was read")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._not_awaited("it was called")
