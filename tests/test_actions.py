@@ -524,6 +524,21 @@ async def test_a_resource_looked_up_without_await_as_in_flink_agents_says_to_awa
     assert "write `await ctx.get_resource(...)` in an `async def` action" in message
 
 
+async def test_an_awaited_lookup_is_still_a_coroutine_tasks_and_gather_take() -> None:
+    class Looks(ActionAgent):
+        @action(InputEvent)
+        @staticmethod
+        async def look(event: InputEvent, ctx: ActionContext) -> None:
+            task = asyncio.create_task(ctx.get_resource("m", "model"))
+            tool_found, model = await asyncio.gather(ctx.get_resource("add", "tool"), task)
+            ctx.send_event(OutputEvent(output=[tool_found.name, model.model_name]))
+
+    result = await Runner(Looks("looks"), resources=_resources(ScriptedModel(), add)).invoke("go")
+
+    assert result.events[-1].output is not None
+    assert result.events[-1].output.custom == ["add", "scripted"]
+
+
 async def test_model_and_tool_calls_go_through_the_runners_callbacks() -> None:
     calls: list[str] = []
 

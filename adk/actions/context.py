@@ -173,11 +173,13 @@ class ActionContext:
         return f"<ActionContext {self.agent_name}.{self.action_name}>"
 
 
-class _Lookup:
+class _Lookup(Coroutine[Any, Any, Any]):
     """What ``ActionContext.get_resource`` gives: awaited, the resource. Flink Agents' lookup is
     synchronous, and an action ported as it is used the lookup itself as the resource; that
-    failed with "'coroutine' object has no attribute 'chat'" and a never-awaited warning. Any use
-    but ``await`` is a ``TypeError`` that says to await it instead."""
+    failed with "'coroutine' object has no attribute 'chat'" and a never-awaited warning. Reading
+    an attribute of it or calling it is a ``TypeError`` that says to await it instead. It is a
+    coroutine (``send``/``throw``/``close`` go to the lookup's), so ``asyncio.create_task`` and
+    ``gather`` take it as they took the plain one."""
 
     __slots__ = ("_lookup", "_name")
 
@@ -188,6 +190,15 @@ class _Lookup:
     def __await__(self) -> Generator[Any, None, Any]:
         return self._lookup.__await__()
 
+    def send(self, value: Any) -> Any:
+        return self._lookup.send(value)
+
+    def throw(self, *error: Any) -> Any:
+        return self._lookup.throw(*error)
+
+    def close(self) -> None:
+        self._lookup.close()
+
     def _not_awaited(self, use: str) -> NoReturn:
         self._lookup.close()  # never to run: no "never awaited" warning on top of this error
         raise TypeError(
@@ -197,7 +208,12 @@ class _Lookup:
         )
 
     def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith(_PROBED):  # what asyncio and reprs look for on a coroutine
+            raise AttributeError(attribute)
         self._not_awaited(f"its attribute {attribute!r} was read")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         self._not_awaited("it was called")
+
+
+_PROBED = ("__", "cr_", "gi_", "_asyncio")
