@@ -299,8 +299,8 @@ class _ActionRun:
         sensory = saved.values.get("sensory", {})
         if not isinstance(sensory, dict) or not all(type(key) is str for key in sensory):
             raise saved.error("'sensory' must map names to values")
-        if sensory:
-            self._sensory = ShortTermMemory(sensory)
+        if sensory:  # a copy: the resumed actions' writes must not reach the saved state
+            self._sensory = ShortTermMemory(dict(sensory))
         return current, listener
 
     def _paused_listener(self, saved: SavedState, event_type: type[Event]) -> int:
