@@ -4,6 +4,9 @@ Short-term memory lives in the run's ``Session`` under ``memory:<agent name>``. 
 gives it every property it needs: an execution environment keeps one session per key, so memory
 persists per key across inputs; a ``Runner`` user who passes the same session to several runs
 gets it across them; and a checkpoint saves the session, so memory survives a pause.
+
+Sensory memory (one input's own) lives in the input's run instead, and in the paused action's
+saved state: a key's other records, which run while a record waits at a pause, never reach it.
 """
 
 from __future__ import annotations
