@@ -1,9 +1,10 @@
 """pyadk: an asyncio multi-agent orchestration SDK in ADK style.
 
 ``import adk`` loads the core only; the OpenAI adapter, MCP and the optional checkpoint backends load
-when first used.
+when first used, and so do the private modules that only some paths need (``_LAZY_MODULES``).
 """
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from .agent import Agent, AgentInput, BaseAgent, ResumableAgent
@@ -32,7 +33,10 @@ from .tools import (
 )
 from .workflows import LoopAgent, ParallelAgent, SequentialAgent
 
-if TYPE_CHECKING:  # for type checkers only; at run time it loads on first use (see below)
+if TYPE_CHECKING:  # for type checkers only; at run time they load on first use (see below)
+    from . import _approval as _approval
+    from . import _event_json as _event_json
+    from . import _preflight as _preflight
     from .models.openai import OpenAIChatModel
 
 __version__ = "0.1.0"
@@ -91,7 +95,16 @@ __all__ = [
 ]
 
 
+# Private modules that only some paths need, which the framework's own modules reach as attributes
+# of this package (``adk._preflight.Preflight``) so that they load when first used: a resume's
+# check before anything runs, the approval decisions, an event's JSON form.
+_LAZY_MODULES = frozenset({"_approval", "_event_json", "_preflight"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        # Importing binds the submodule on this package, so later lookups skip this hook.
+        return importlib.import_module(f".{name}", __name__)
     # The OpenAI adapter imports the openai SDK; load it only when asked for.
     if name == "OpenAIChatModel":
         from .models.openai import OpenAIChatModel

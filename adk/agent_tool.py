@@ -11,17 +11,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+# ``adk._preflight`` and ``checkpoint._snapshot`` load on first use (the packages' ``__getattr__``):
+# only a paused or resumed agent tool needs them.
+import adk
+
+from . import checkpoint
 from ._aio import closing
 from ._checks import check_agent, shown
 from ._driver import NO_EVENT, drive
-from ._preflight import Preflight
 from .agent import Agent, AgentInput
-from .checkpoint._snapshot import dump_history, load_history
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
 from .context import RunContext, _RunState, new_run
@@ -31,6 +34,9 @@ from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
 from .tools.base import ToolContext, ToolError, ToolSpec
 from .tools.function import _TOOL_NAME, _is_tool_name, format_validation_error
+
+if TYPE_CHECKING:
+    from ._preflight import Preflight
 
 __all__ = ["AgentTool"]
 
@@ -138,7 +144,10 @@ class AgentTool:
                         previous._flags = 0
                     previous = event
                     if event._signal is not None:
-                        saved = {"root_input": root_input, "history": dump_history(run.history)}
+                        saved = {
+                            "root_input": root_input,
+                            "history": checkpoint._snapshot.dump_history(run.history),
+                        }
                         raise Interrupt._from_signal(event._signal, saved)
                     if event.error is not None:
                         if resume is not None and isinstance(event.exception, CheckpointError):
@@ -186,7 +195,7 @@ class AgentTool:
         run.options = outer._run.options
         run.designated = outer._run.designated
         if state is not None:
-            load_history(run, state.values.get("history"))
+            checkpoint._snapshot.load_history(run, state.values.get("history"))
         inner_ctx = RunContext(
             run,
             (self.agent.name,),
@@ -222,7 +231,7 @@ class AgentTool:
         call an action makes.)"""
         plan = ctx.run_context._run.plan
         if plan is not None:
-            walk = Preflight(plan, None)
+            walk = adk._preflight.Preflight(plan, None)
             walk.within(lambda: self._adk_preflight_call(ctx, walk))
 
     def _forward(self, ctx: ToolContext, event: AgentEvent) -> None:

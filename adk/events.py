@@ -10,7 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import _event_json as _json
+# ``adk._event_json`` loads on first use (the package's ``__getattr__``): only ``to_dict`` and
+# ``from_dict`` need it, never a run.
+import adk
+
 from ._checks import check_name, shown
 from .interrupts import InterruptInfo, _InterruptSignal
 from .messages import Message, Role
@@ -219,16 +222,18 @@ class AgentEvent:
         if output is not None:
             out: dict[str, Any] = {}
             if output.message is not None:
-                out["message"] = _json.dump_message(output.message, "output.message")
+                out["message"] = adk._event_json.dump_message(output.message, "output.message")
             elif output.stream is not None:
                 try:
                     message = output.stream._final_message()
                 except ValueError as exc:
                     raise ValueError(f"a streaming event cannot be encoded yet: {exc}") from None
-                out["message"] = _json.dump_message(message, "output.message")
+                out["message"] = adk._event_json.dump_message(message, "output.message")
                 out["streamed"] = True
             elif output.custom is not None:
-                out["custom"], custom_type = _json.dump_value(output.custom, "output.custom")
+                out["custom"], custom_type = adk._event_json.dump_value(
+                    output.custom, "output.custom"
+                )
                 if custom_type is not None:
                     out["custom_type"] = custom_type
             if output.role is not None:
@@ -246,9 +251,11 @@ class AgentEvent:
             if action.break_loop:
                 act["break_loop"] = True
             if action.interrupted is not None:
-                act["interrupted"] = _json.dump_interrupt(action.interrupted)
+                act["interrupted"] = adk._event_json.dump_interrupt(action.interrupted)
             if action.custom is not None:
-                act["custom"], custom_type = _json.dump_value(action.custom, "action.custom")
+                act["custom"], custom_type = adk._event_json.dump_value(
+                    action.custom, "action.custom"
+                )
                 if custom_type is not None:
                     act["custom_type"] = custom_type
             data["action"] = act
@@ -262,7 +269,9 @@ class AgentEvent:
         finished stream (``MessageStream.from_message``); registered models come back as their
         types (register them first), nested ones as their data. Anything that is not such data
         is a ``ValueError`` naming the field; ``exception`` is ``None``."""
-        fields = _json.checked(data, "", {"agent_name", "run_path", "output", "action", "error"})
+        fields = adk._event_json.checked(
+            data, "", {"agent_name", "run_path", "output", "action", "error"}
+        )
         agent_name = fields.get("agent_name", "")
         run_path = fields.get("run_path", [])
         if not isinstance(agent_name, str):
@@ -275,7 +284,7 @@ class AgentEvent:
         if "action" in fields:
             event.action = _action_from(fields["action"])
         if "error" in fields:
-            error = _json.checked(fields["error"], "error", {"type", "message"})
+            error = adk._event_json.checked(fields["error"], "error", {"type", "message"})
             kind, text = error.get("type"), error.get("message")
             if not (isinstance(kind, str) and isinstance(text, str)):
                 raise ValueError("event error: type and message must be strings")
@@ -288,7 +297,7 @@ _ACTION_KEYS = {"exit", "transfer_to", "break_loop", "interrupted", "custom", "c
 
 
 def _output_from(data: Any) -> AgentOutput:
-    fields = _json.checked(data, "output", _OUTPUT_KEYS)
+    fields = adk._event_json.checked(data, "output", _OUTPUT_KEYS)
     role, tool_name = fields.get("role"), fields.get("tool_name")
     if tool_name is not None and not isinstance(tool_name, str):
         raise ValueError(f"event output.tool_name: expected a str, got {shown(tool_name)}")
@@ -298,12 +307,12 @@ def _output_from(data: Any) -> AgentOutput:
         raise ValueError(f"event output.role: not a role: {role!r}") from None
     if "message" in fields and "custom" in fields:
         raise ValueError("event output: holds one of message or custom, not both")
-    _json.check_custom_type(fields, "output")
+    adk._event_json.check_custom_type(fields, "output")
     streamed = fields.get("streamed", False)
     if type(streamed) is not bool or (streamed and "message" not in fields):
         raise ValueError("event output.streamed: true (with a message) or left out")
     if "message" in fields:
-        message = _json.load_message(fields["message"], "output.message")
+        message = adk._event_json.load_message(fields["message"], "output.message")
         if role is not None and role is not message.role:
             raise ValueError(
                 f"event output.role: {role.value!r} but the message's is {message.role.value!r}"
@@ -312,12 +321,14 @@ def _output_from(data: Any) -> AgentOutput:
             stream = MessageStream.from_message(message)
             return AgentOutput(stream=stream, role=role, tool_name=tool_name)
         return AgentOutput(message=message, tool_name=tool_name)
-    custom = _json.load_value(fields.get("custom"), fields.get("custom_type"), "output.custom")
+    custom = adk._event_json.load_value(
+        fields.get("custom"), fields.get("custom_type"), "output.custom"
+    )
     return AgentOutput(custom=custom, role=role, tool_name=tool_name)
 
 
 def _action_from(data: Any) -> AgentAction:
-    fields = _json.checked(data, "action", _ACTION_KEYS)
+    fields = adk._event_json.checked(data, "action", _ACTION_KEYS)
     exit_, break_loop = fields.get("exit", False), fields.get("break_loop", False)
     transfer_to = fields.get("transfer_to")
     if type(exit_) is not bool or type(break_loop) is not bool:
@@ -325,13 +336,17 @@ def _action_from(data: Any) -> AgentAction:
     if transfer_to is not None and not isinstance(transfer_to, str):
         raise ValueError(f"event action.transfer_to: expected a str, got {shown(transfer_to)}")
     interrupted = fields.get("interrupted")
-    _json.check_custom_type(fields, "action")
+    adk._event_json.check_custom_type(fields, "action")
     return AgentAction(
         exit=exit_,
         transfer_to=transfer_to,
         break_loop=break_loop,
-        interrupted=_json.load_interrupt(interrupted) if interrupted is not None else None,
-        custom=_json.load_value(fields.get("custom"), fields.get("custom_type"), "action.custom"),
+        interrupted=adk._event_json.load_interrupt(interrupted)
+        if interrupted is not None
+        else None,
+        custom=adk._event_json.load_value(
+            fields.get("custom"), fields.get("custom_type"), "action.custom"
+        ),
     )
 
 

@@ -22,8 +22,13 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+# The package and its checkpoint subpackage, for the modules only pausing, resuming and listing
+# need: ``adk._preflight``, ``adk._approval``, ``checkpoint._claim`` and the like load on first
+# access (the packages' ``__getattr__``), so ``import adk`` and a run that never pauses skip them.
+import adk
+
+from . import checkpoint
 from ._aio import AsyncCloseable, closing, finish
-from ._approval import check_decision, is_approval_request
 from ._checks import check_agent
 from ._driver import (
     NO_EVENT,
@@ -36,11 +41,7 @@ from ._driver import (
 from ._hooks import Hooks
 from ._instrument import build_hooks
 from ._parts import attributes, members
-from ._preflight import Preflight
 from .agent import Agent, AgentInput
-from .checkpoint._claim import _Claim, being_resumed, one_resume
-from .checkpoint._pending import PendingCheckpoint, list_pending
-from .checkpoint._snapshot import load_history, parse_body, snapshot_body
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id, _from_store
@@ -53,6 +54,9 @@ from .streams import MessageStream, _being_cancelled
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
     from opentelemetry.trace import TracerProvider
+
+    from .checkpoint._claim import _Claim
+    from .checkpoint._pending import PendingCheckpoint
 
 __all__ = ["RunError", "RunResult", "Runner"]
 
@@ -587,7 +591,9 @@ class Runner(AsyncCloseable):
         generated = checkpoint_id is None
         if checkpoint_id is None:
             checkpoint_id = os.urandom(16).hex()
-        elif run.plan is None and being_resumed(self.checkpoint_store, checkpoint_id):
+        elif run.plan is None and checkpoint._claim.being_resumed(
+            self.checkpoint_store, checkpoint_id
+        ):
             # A new run pausing under the id of a checkpoint that is being resumed would overwrite
             # it, and the resume would then delete the new one when it finished.
             error = ErrorInfo(
@@ -600,7 +606,9 @@ class Runner(AsyncCloseable):
             # Saving would replace the checkpoint that still holds the undelivered answers.
             return _unreached(self.agent.name, checkpoint_id, run.plan.unreached())
         try:
-            body = snapshot_body(run, signal, self.agent.name, self.enable_streaming)
+            body = checkpoint._snapshot.snapshot_body(
+                run, signal, self.agent.name, self.enable_streaming
+            )
             hooks = run.hooks
             if hooks is not None:
                 trace = hooks.trace_of(ctx)  # the paused run's trace, for the resume to link to
@@ -641,7 +649,7 @@ class Runner(AsyncCloseable):
         options: tuple[Mapping[str, Any], Any] | None = None,
         own_session: bool = False,
     ) -> AsyncGenerator[AgentEvent, None]:
-        async with one_resume(self.checkpoint_store, checkpoint_id) as claim:
+        async with checkpoint._claim.one_resume(self.checkpoint_store, checkpoint_id) as claim:
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
             resumed = self._resume_claimed(
@@ -684,7 +692,7 @@ class Runner(AsyncCloseable):
                 f"checkpoint {checkpoint_id!r} belongs to a run that has finished; it is kept "
                 "for audit (keep_checkpoints=True) and cannot be resumed again"
             )
-        snapshot = parse_body(body, checkpoint_id)
+        snapshot = checkpoint._snapshot.parse_body(body, checkpoint_id)
         if snapshot.agent != self.agent.name:
             raise CheckpointError(
                 f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
@@ -705,7 +713,7 @@ class Runner(AsyncCloseable):
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
         if options is not None:  # the call's own: a checkpoint holds none (see ``resume``)
             run.options, run.designated = options
-        load_history(run, snapshot.history)
+        checkpoint._snapshot.load_history(run, snapshot.history)
         ctx = _root_context(self, run)
         # Before anything runs: a point the resume cannot reach, or a saved state that does not
         # fit, found only when the run gets there would come after other branches and calls ran
@@ -713,7 +721,7 @@ class Runner(AsyncCloseable):
         # Refused as the same checks refused it during the run: an error event (``RunError``
         # from ``invoke_resume``) caused by the ``CheckpointError``; the checkpoint is kept.
         try:
-            Preflight(plan, checkpoint_id).run(self.agent, ctx)
+            adk._preflight.Preflight(plan, checkpoint_id).run(self.agent, ctx)
         except CheckpointError as exc:
             name = self.agent.name
             refused = AgentEvent(name, (name,), error=ErrorInfo.of(exc), exception=exc)
@@ -767,7 +775,7 @@ class Runner(AsyncCloseable):
         running any code: ``adk.checkpoint.list_pending(self.checkpoint_store, prefix,
         agent=self.agent.name)``. Its store must list its ids (every built-in one does);
         another is a ``TypeError`` naming what to add."""
-        return list_pending(self.checkpoint_store, prefix, agent=self.agent.name)
+        return checkpoint.list_pending(self.checkpoint_store, prefix, agent=self.agent.name)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def aclose(self) -> None:
@@ -865,8 +873,8 @@ def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     decision (``check_decision``), checked here, before anything runs."""
     targets = _addressed(signal, resume)
     for point in signal.points:
-        if point.id in targets and is_approval_request(point.info):
-            check_decision(point.id, targets[point.id])
+        if point.id in targets and adk._approval.is_approval_request(point.info):
+            adk._approval.check_decision(point.id, targets[point.id])
     return targets
 
 

@@ -40,6 +40,15 @@ _NOT_AT_IMPORT = (
     "adk.checkpoint.sqlite",
     "adk.checkpoint.redis",
     "adk.checkpoint.postgres",
+    # private modules only pausing, resuming, listing pauses, approvals or an event's JSON form need
+    # (the packages' __getattr__ loads them on first use)
+    "adk._approval",
+    "adk._event_json",
+    "adk._preflight",
+    "adk.checkpoint._claim",
+    "adk.checkpoint._pending",
+    "adk.checkpoint._points",
+    "adk.checkpoint._snapshot",
     # standard-library modules only pausing, resuming or a backend needs
     "sqlite3",
     "json",
@@ -120,3 +129,35 @@ def test_the_event_driven_layer_loads_no_flink_until_asked() -> None:
     child = _python(code)
     assert child.returncode == 0, child.stderr
     assert child.stdout.split() == ["False", "False"]
+
+
+def test_the_deferred_modules_load_on_first_access() -> None:
+    # What the framework reaches as package attributes (runner: ``checkpoint._claim.one_resume``,
+    # ``adk._preflight.Preflight``) and what users import by name must load when first asked for,
+    # in a fresh interpreter where nothing has loaded them yet; a name that is not there is still
+    # an AttributeError.
+    code = (
+        "import sys, adk, adk.checkpoint as c\n"
+        "print(adk._preflight.Preflight.__module__, adk._approval.__name__,"
+        " adk._event_json.__name__)\n"
+        "print(c._claim.one_resume.__module__, c._snapshot.__name__, c._points.__name__,"
+        " c._pending.__name__)\n"
+        "from adk.checkpoint import *\n"
+        "print(list_pending.__module__, PendingCheckpoint.__module__)\n"
+        "for package, name in ((adk, '_nothing'), (c, '_nothing'), (c, 'codec_')):\n"
+        "    try:\n"
+        "        getattr(package, name)\n"
+        "    except AttributeError as exc:\n"
+        "        print(exc)\n"
+    )
+    child = _python(code)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == [
+        "adk._preflight adk._approval adk._event_json",
+        "adk.checkpoint._claim adk.checkpoint._snapshot adk.checkpoint._points"
+        " adk.checkpoint._pending",
+        "adk.checkpoint._pending adk.checkpoint._pending",
+        "module 'adk' has no attribute '_nothing'",
+        "module 'adk.checkpoint' has no attribute '_nothing'",
+        "module 'adk.checkpoint' has no attribute 'codec_'",
+    ]

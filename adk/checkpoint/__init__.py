@@ -1,9 +1,12 @@
 """Checkpoint stores: where a paused run's checkpoint bytes are kept.
 
-The protocols, the in-memory store and ``list_pending`` (what paused runs wait on) load with the
-package. ``SQLiteCheckpointStore``,
-``RedisCheckpointStore`` and ``PostgresCheckpointStore`` load on first access, so ``import adk``
-stays light and never imports ``redis`` or ``asyncpg`` (it works without them installed).
+The protocols and the in-memory store (every ``Runner``'s default) load with the package.
+``SQLiteCheckpointStore``, ``RedisCheckpointStore`` and ``PostgresCheckpointStore`` load on first
+access, so ``import adk`` stays light and never imports ``redis`` or ``asyncpg`` (it works without
+them installed). So do ``list_pending`` and ``PendingCheckpoint`` (what paused runs wait on), and
+the modules only pausing and resuming need (``_snapshot``, ``_claim``, ``_pending``, ``_points``):
+the runner reaches them as attributes of this package (``checkpoint._claim.one_resume``), so a run
+that never pauses never loads them, nor a program that never runs one.
 """
 
 from __future__ import annotations
@@ -11,7 +14,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._pending import PendingCheckpoint, list_pending
 from .memory import InMemoryCheckpointStore
 from .store import (
     CheckpointStore,
@@ -21,6 +23,8 @@ from .store import (
 )
 
 if TYPE_CHECKING:
+    from . import _claim, _pending, _points, _snapshot
+    from ._pending import PendingCheckpoint, list_pending
     from .postgres import PostgresCheckpointStore
     from .redis import RedisCheckpointStore
     from .sqlite import SQLiteCheckpointStore
@@ -38,8 +42,10 @@ __all__ = [
     "list_pending",
 ]
 
-# name -> (module, the third-party package it needs, the pyadk extra that installs it)
+# name -> (module, the third-party package it needs or "" for none, the pyadk extra that installs it)
 _LAZY = {
+    "PendingCheckpoint": ("._pending", "", ""),
+    "list_pending": ("._pending", "", ""),
     # SQLite needs only the standard library, but its worker thread machinery is not free to import.
     "SQLiteCheckpointStore": (".sqlite", "sqlite3", ""),
     "RedisCheckpointStore": (".redis", "redis", "redis"),
@@ -47,7 +53,14 @@ _LAZY = {
 }
 
 
+# Submodules of this package loaded on first access (see the module docstring).
+_LAZY_MODULES = frozenset({"_claim", "_pending", "_points", "_snapshot"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _LAZY_MODULES:
+        # Importing binds the submodule on this package, so later lookups skip this hook.
+        return importlib.import_module(f".{name}", __name__)
     try:
         module_name, dependency, extra = _LAZY[name]
     except KeyError:
@@ -55,7 +68,7 @@ def __getattr__(name: str) -> Any:
     try:
         module = importlib.import_module(module_name, __name__)
     except ModuleNotFoundError as exc:
-        if (exc.name or "").partition(".")[0] != dependency:
+        if not dependency or (exc.name or "").partition(".")[0] != dependency:
             raise
         raise ModuleNotFoundError(
             f"{name} needs {dependency!r}, which is not installed: pip install 'pyadk[{extra}]'",

@@ -24,7 +24,10 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from .._approval import approval_request, decision_of
+# ``adk._approval`` loads on first use (the package's ``__getattr__``): only a call that asks for
+# approval, or a resumed one, reads it.
+import adk
+
 from ..checkpoint.codec import CheckpointError, _nan_json
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
@@ -318,7 +321,11 @@ class FunctionTool:
         resume = plan.resume_for(ctx.address) if plan is not None else None
         # A resumed call that paused for approval: the person's decision, whether or not the tool
         # still requires approval (a denial must hold after a redeploy that dropped the flag).
-        decision = decision_of(resume, plan.info_at(ctx.address), ctx) if resume and plan else None
+        decision = (
+            adk._approval.decision_of(resume, plan.info_at(ctx.address), ctx)
+            if resume and plan
+            else None
+        )
         try:
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except ValidationError as exc:
@@ -370,7 +377,9 @@ class FunctionTool:
         refused rather than run unapproved."""
         if resume is None:
             raise Interrupt(
-                approval_request(self.name, pydantic_core.to_jsonable_python(kwargs), ctx)
+                adk._approval.approval_request(
+                    self.name, pydantic_core.to_jsonable_python(kwargs), ctx
+                )
             )
         self._check_approved(ctx)
 
@@ -403,7 +412,7 @@ class FunctionTool:
         resume = plan.resume_for(ctx.address) if plan is not None else None
         if plan is None or resume is None or not resume.is_target:
             return
-        decision = decision_of(resume, plan.info_at(ctx.address), ctx)
+        decision = adk._approval.decision_of(resume, plan.info_at(ctx.address), ctx)
         if isinstance(decision, ToolResult):  # denied: nothing runs, nothing to refuse
             return
         try:
