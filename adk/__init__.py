@@ -1,24 +1,24 @@
 """pyadk: an asyncio multi-agent orchestration SDK in ADK style.
 
-``import adk`` loads the core only; the OpenAI adapter, MCP and the optional checkpoint backends load
-when first used, and so do the private modules that only some paths need (``_LAZY_MODULES``).
+``import adk`` loads the core only (messages, events, agents, tools, models' contract, the runner).
+What only some programs use loads when first used: the OpenAI adapter, MCP, the optional
+checkpoint backends, the composite agents and resources (``_LAZY``: ``adk.SequentialAgent`` and
+``from adk import SequentialAgent`` load ``adk.workflows`` then), and the private modules that only
+some paths need (``_LAZY_MODULES``).
 """
 
 import importlib
 from typing import TYPE_CHECKING, Any
 
 from .agent import Agent, AgentInput, BaseAgent, ResumableAgent
-from .agent_tool import AgentTool
 from .callbacks import Callbacks
 from .checkpoint.codec import CheckpointError, register_type
 from .context import RunContext, Session
 from .events import AgentAction, AgentEvent, AgentOutput, ErrorInfo
-from .flow import FlowAgent, with_sub_agents
 from .history import HistoryEntry, HistoryRewriter
 from .interrupts import Interrupt, InterruptInfo, InterruptPoint, ResumeContext
 from .messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, Usage
 from .models.base import ChatModel, ModelError, ModelOptions, RetryPolicy
-from .resources import Prompt, Resources
 from .runner import RunError, Runner, RunResult
 from .streams import MessageStream
 from .tools import (
@@ -31,13 +31,16 @@ from .tools import (
     ToolSpec,
     tool,
 )
-from .workflows import LoopAgent, ParallelAgent, SequentialAgent
 
 if TYPE_CHECKING:  # for type checkers only; at run time they load on first use (see below)
     from . import _approval as _approval
     from . import _event_json as _event_json
     from . import _preflight as _preflight
+    from .agent_tool import AgentTool
+    from .flow import FlowAgent, with_sub_agents
     from .models.openai import OpenAIChatModel
+    from .resources import Prompt, Resources
+    from .workflows import LoopAgent, ParallelAgent, SequentialAgent
 
 __version__ = "0.1.0"
 
@@ -101,18 +104,35 @@ __all__ = [
 _LAZY_MODULES = frozenset({"_approval", "_event_json", "_preflight"})
 
 
+# Public names whose modules load when a name is first asked for: nothing in the core imports them
+# (the runner drives any agent through the same protocol), and a program that uses none of them
+# (a lone ReActAgent, a custom agent) does not pay for importing them. The OpenAI adapter also
+# imports the openai SDK.
+_LAZY = {
+    "AgentTool": ".agent_tool",
+    "FlowAgent": ".flow",
+    "with_sub_agents": ".flow",
+    "LoopAgent": ".workflows",
+    "ParallelAgent": ".workflows",
+    "SequentialAgent": ".workflows",
+    "OpenAIChatModel": ".models.openai",
+    "Prompt": ".resources",
+    "Resources": ".resources",
+}
+
+
 def __getattr__(name: str) -> Any:
     if name in _LAZY_MODULES:
         # Importing binds the submodule on this package, so later lookups skip this hook.
         return importlib.import_module(f".{name}", __name__)
-    # The OpenAI adapter imports the openai SDK; load it only when asked for.
-    if name == "OpenAIChatModel":
-        from .models.openai import OpenAIChatModel
-
-        return OpenAIChatModel
-    raise AttributeError(f"module 'adk' has no attribute {name!r}")
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'adk' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
 
 
 def __dir__() -> list[str]:
-    """The module's names, with the lazily loaded ``OpenAIChatModel`` among them."""
+    """The module's names, with the lazily loaded ones (``_LAZY``) among them."""
     return sorted({*globals(), *__all__})

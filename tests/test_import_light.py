@@ -40,6 +40,11 @@ _NOT_AT_IMPORT = (
     "adk.checkpoint.sqlite",
     "adk.checkpoint.redis",
     "adk.checkpoint.postgres",
+    # public names only some programs use, loaded when first asked for (adk.__getattr__)
+    "adk.agent_tool",
+    "adk.flow",
+    "adk.workflows",
+    "adk.resources",
     # private modules only pausing, resuming, listing pauses, approvals or an event's JSON form need
     # (the packages' __getattr__ loads them on first use)
     "adk._approval",
@@ -144,6 +149,9 @@ def test_the_deferred_modules_load_on_first_access() -> None:
         " c._pending.__name__)\n"
         "from adk.checkpoint import *\n"
         "print(list_pending.__module__, PendingCheckpoint.__module__)\n"
+        "from adk import SequentialAgent, with_sub_agents\n"
+        "print(SequentialAgent.__module__, with_sub_agents.__module__, adk.AgentTool.__module__,"
+        " adk.Resources.__module__, 'SequentialAgent' in vars(adk), 'LoopAgent' in vars(adk))\n"
         "for package, name in ((adk, '_nothing'), (c, '_nothing'), (c, 'codec_')):\n"
         "    try:\n"
         "        getattr(package, name)\n"
@@ -157,6 +165,8 @@ def test_the_deferred_modules_load_on_first_access() -> None:
         "adk.checkpoint._claim adk.checkpoint._snapshot adk.checkpoint._points"
         " adk.checkpoint._pending",
         "adk.checkpoint._pending adk.checkpoint._pending",
+        # a name once asked for is the package's own attribute: no hook on later lookups
+        "adk.workflows adk.flow adk.agent_tool adk.resources True False",
         "module 'adk' has no attribute '_nothing'",
         "module 'adk.checkpoint' has no attribute '_nothing'",
         "module 'adk.checkpoint' has no attribute 'codec_'",
