@@ -23,7 +23,10 @@ from .store import (
 )
 
 if TYPE_CHECKING:
-    from . import _claim, _pending, _points, _snapshot
+    from . import _claim as _claim
+    from . import _pending as _pending
+    from . import _points as _points
+    from . import _snapshot as _snapshot
     from ._pending import PendingCheckpoint, list_pending
     from .postgres import PostgresCheckpointStore
     from .redis import RedisCheckpointStore
