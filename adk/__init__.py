@@ -11,7 +11,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .agent import Agent, AgentInput, BaseAgent, ResumableAgent
-from .callbacks import Callbacks
 from .checkpoint.codec import CheckpointError, register_type
 from .context import RunContext, Session
 from .events import AgentAction, AgentEvent, AgentOutput, ErrorInfo
@@ -35,8 +34,10 @@ from .tools import (
 if TYPE_CHECKING:  # for type checkers only; at run time they load on first use (see below)
     from . import _approval as _approval
     from . import _event_json as _event_json
+    from . import _instrument as _instrument
     from . import _preflight as _preflight
     from .agent_tool import AgentTool
+    from .callbacks import Callbacks
     from .flow import FlowAgent, with_sub_agents
     from .models.openai import OpenAIChatModel
     from .resources import Prompt, Resources
@@ -100,8 +101,9 @@ __all__ = [
 
 # Private modules that only some paths need, which the framework's own modules reach as attributes
 # of this package (``adk._preflight.Preflight``) so that they load when first used: a resume's
-# check before anything runs, the approval decisions, an event's JSON form.
-_LAZY_MODULES = frozenset({"_approval", "_event_json", "_preflight"})
+# check before anything runs, the approval decisions, an event's JSON form, a runner's callbacks
+# and tracing.
+_LAZY_MODULES = frozenset({"_approval", "_event_json", "_instrument", "_preflight"})
 
 
 # Public names whose modules load when a name is first asked for: nothing in the core imports them
@@ -110,6 +112,7 @@ _LAZY_MODULES = frozenset({"_approval", "_event_json", "_preflight"})
 # imports the openai SDK.
 _LAZY = {
     "AgentTool": ".agent_tool",
+    "Callbacks": ".callbacks",
     "FlowAgent": ".flow",
     "with_sub_agents": ".flow",
     "LoopAgent": ".workflows",

@@ -10,6 +10,8 @@ present.
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,32 @@ if TYPE_CHECKING:
     from .messages import Message, MessageChunk, ToolCall
     from .tools.base import Tool, ToolContext, ToolResult
 
-__all__ = ["Hooks", "ModelRequest"]
+__all__ = ["Hooks", "ModelRequest", "may_hook"]
+
+_PROVIDER_ENV = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
+
+
+def otel_may_be_configured() -> bool:
+    """Whether global OpenTelemetry providers may be set: its API is imported (whoever configures
+    one imports it) or its environment names one."""
+    return (
+        "opentelemetry.trace" in sys.modules
+        or "opentelemetry.metrics" in sys.modules
+        or any(name in os.environ for name in _PROVIDER_ENV)
+    )
+
+
+def may_hook(callbacks: tuple[Any, ...], tracer_provider: object, meter_provider: object) -> bool:
+    """Whether a runner built with these may have hooks (``adk._instrument.build_hooks`` decides).
+    False in the common case, no callbacks and no OpenTelemetry, where the runner then loads
+    neither ``adk._instrument`` nor ``adk.callbacks``."""
+    return (
+        bool(callbacks)
+        or tracer_provider is not None
+        or meter_provider is not None
+        or otel_may_be_configured()
+    )
+
 
 _root_span_attributes: ContextVar[tuple[str, Mapping[str, Any]] | None] = ContextVar(
     "adk_root_span_attributes", default=None

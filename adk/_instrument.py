@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ._hooks import Hooks, ModelRequest, _run_timeout
+from ._hooks import Hooks, ModelRequest, _run_timeout, otel_may_be_configured
 from .callbacks import _CallbackChain
 from .events import ErrorInfo
 
@@ -43,16 +41,6 @@ __all__ = ["build_hooks"]
 
 logger = logging.getLogger("adk.callbacks")
 
-_PROVIDER_ENV = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
-
-
-def _otel_may_be_configured() -> bool:
-    return (
-        "opentelemetry.trace" in sys.modules
-        or "opentelemetry.metrics" in sys.modules
-        or any(name in os.environ for name in _PROVIDER_ENV)
-    )
-
 
 def build_hooks(
     callbacks: Iterable[Any],
@@ -62,7 +50,7 @@ def build_hooks(
     """The hooks for a runner with these callbacks and providers (None: nothing to hook)."""
     chain = _CallbackChain.of(callbacks)
     tracing: _GenAITracing | None = None
-    if tracer_provider is not None or meter_provider is not None or _otel_may_be_configured():
+    if tracer_provider is not None or meter_provider is not None or otel_may_be_configured():
         # Imported here, not at the top, so that `import adk` never loads OpenTelemetry: most
         # runs are not traced. (No cycle is involved: adk.tracing does not import this module.)
         from .tracing import _GenAITracing

@@ -22,9 +22,10 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-# The package and its checkpoint subpackage, for the modules only pausing, resuming and listing
-# need: ``adk._preflight``, ``adk._approval``, ``checkpoint._claim`` and the like load on first
-# access (the packages' ``__getattr__``), so ``import adk`` and a run that never pauses skip them.
+# The package and its checkpoint subpackage, for the modules only pausing, resuming, listing or
+# hooks need: ``adk._preflight``, ``adk._approval``, ``adk._instrument``, ``checkpoint._claim``
+# and the like load on first access (the packages' ``__getattr__``), so ``import adk`` and a run
+# that never pauses skip them.
 import adk
 
 from . import checkpoint
@@ -38,8 +39,7 @@ from ._driver import (
     is_cancellation,
     settle,
 )
-from ._hooks import Hooks
-from ._instrument import build_hooks
+from ._hooks import Hooks, may_hook
 from ._parts import attributes, members
 from .agent import Agent, AgentInput
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
@@ -166,7 +166,11 @@ class Runner(AsyncCloseable):
         self.callbacks = tuple(callbacks)
         self.resources = resources
         self.keep_checkpoints = keep_checkpoints
-        self._hooks: Hooks | None = build_hooks(self.callbacks, tracer_provider, meter_provider)
+        self._hooks: Hooks | None = None
+        if may_hook(self.callbacks, tracer_provider, meter_provider):  # else nothing to load
+            self._hooks = adk._instrument.build_hooks(
+                self.callbacks, tracer_provider, meter_provider
+            )
         self._on_event = self._hooks.on_event if self._hooks is not None else None
         # (agent, run path, address) of the root, made on the first run (see ``_root_context``).
         self._root_names: tuple[Agent, tuple[str, ...], str] | None = None

@@ -45,10 +45,12 @@ _NOT_AT_IMPORT = (
     "adk.flow",
     "adk.workflows",
     "adk.resources",
+    "adk.callbacks",
     # private modules only pausing, resuming, listing pauses, approvals or an event's JSON form need
     # (the packages' __getattr__ loads them on first use)
     "adk._approval",
     "adk._event_json",
+    "adk._instrument",
     "adk._preflight",
     "adk.checkpoint._claim",
     "adk.checkpoint._pending",
@@ -171,3 +173,33 @@ def test_the_deferred_modules_load_on_first_access() -> None:
         "module 'adk.checkpoint' has no attribute '_nothing'",
         "module 'adk.checkpoint' has no attribute 'codec_'",
     ]
+
+
+def test_a_runner_without_callbacks_or_tracing_loads_no_hook_machinery() -> None:
+    # Callbacks and tracing attach through ``adk._instrument`` (which imports ``adk.callbacks``):
+    # a runner given neither, with no OpenTelemetry configured, has no hooks and loads neither;
+    # one given a callback loads them and calls it.
+    code = (
+        "import asyncio, sys, adk\n"
+        "from adk.testing import ScriptedModel\n"
+        "from prebuilt import ReActAgent\n"
+        "watched = ('adk._instrument', 'adk.callbacks')\n"
+        "runner = adk.Runner(ReActAgent('a', ScriptedModel(['hi'])))\n"
+        "print(asyncio.run(runner.invoke('go')).text, runner._hooks, [m in sys.modules for m in watched])\n"
+        "seen = []\n"
+        "hooked = adk.Runner(ReActAgent('a', ScriptedModel(['hi'])),"
+        " callbacks=[adk.Callbacks(on_event=seen.append)])\n"
+        "asyncio.run(hooked.invoke('go'))\n"
+        "print(len(seen), [m in sys.modules for m in watched])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_PYTHON_")}
+    child = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env={**env, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["hi None [False, False]", "1 [True, True]"]
