@@ -203,3 +203,21 @@ def test_a_runner_without_callbacks_or_tracing_loads_no_hook_machinery() -> None
     )
     assert child.returncode == 0, child.stderr
     assert child.stdout.splitlines() == ["hi None [False, False]", "1 [True, True]"]
+
+
+def test_the_frameworks_own_types_are_registered_without_a_pause() -> None:
+    # ``adk.Message`` and ``adk.InterruptPoint`` are registered under stable names for checkpoints
+    # and events' JSON. Registered where pausing is (``checkpoint._snapshot``, now loaded on
+    # first use), a fresh program's ``to_dict`` of an event carrying a Message refused it.
+    code = (
+        "import sys, adk\n"
+        "from adk.events import AgentOutput\n"
+        "event = adk.AgentEvent(output=AgentOutput(custom=adk.Message.user('hi')))\n"
+        "data = event.to_dict()\n"
+        "back = adk.AgentEvent.from_dict(data).output.custom\n"
+        "print(data['output']['custom_type'], type(back).__name__, back.content,"
+        " 'adk.checkpoint._snapshot' in sys.modules)\n"
+    )
+    child = _python(code)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == ["adk.Message", "Message", "hi", "False"]

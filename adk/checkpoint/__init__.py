@@ -14,6 +14,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from ..interrupts import InterruptPoint
+from ..messages import Message
+from .codec import register_type
 from .memory import InMemoryCheckpointStore
 from .store import (
     CheckpointStore,
@@ -44,6 +47,16 @@ __all__ = [
     "SQLiteCheckpointStore",
     "list_pending",
 ]
+
+# The framework's own types that states, infos and events' custom data commonly hold, under stable
+# names: registered with the package, which every checkpoint and every event's JSON form imports
+# (in ``_snapshot``, which loads only when a run pauses, an event's ``to_dict`` would miss them).
+for _model, _name in (
+    (Message, "adk.Message"),
+    (InterruptPoint, "adk.InterruptPoint"),
+):
+    register_type(_model, _name)
+del _model, _name
 
 # name -> (module, the third-party package it needs or "" for none, the pyadk extra that installs it)
 _LAZY = {

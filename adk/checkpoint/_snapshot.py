@@ -11,10 +11,10 @@ import time
 from typing import Any
 
 from ..context import _Lane, _RunState, new_entry
-from ..interrupts import InterruptPoint, _InterruptSignal
+from ..interrupts import _InterruptSignal
 from ..messages import Message
 from ._points import _MALFORMED, _expect, _malformed, _read_points
-from .codec import CheckpointError, from_json_value, register_type, to_json_value
+from .codec import CheckpointError, from_json_value, to_json_value
 
 __all__ = [
     "Snapshot",
@@ -165,11 +165,3 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
         )
     except _MALFORMED as exc:
         raise _malformed(exc, checkpoint_id) from exc
-
-
-# The framework's own types that states and infos commonly hold, under stable names.
-for _model, _name in (
-    (Message, "adk.Message"),
-    (InterruptPoint, "adk.InterruptPoint"),
-):
-    register_type(_model, _name)
