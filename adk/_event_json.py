@@ -49,13 +49,14 @@ def dump_value(value: Any, where: str) -> tuple[Any, str | None]:
 
 def _data(value: Any, depth: int) -> Any:
     cls = type(value)
-    if cls in _SCALARS or isinstance(value, str | bool):
+    # Tuples, not `str | bool` unions, which would be built for every value walked.
+    if cls in _SCALARS or isinstance(value, (str, bool)):
         return value
-    if isinstance(value, int | float):
+    if isinstance(value, (int, float)):
         return _number(value)
     if depth >= MAX_DEPTH:
         raise _Unstorable(f"nested deeper than {MAX_DEPTH} levels")
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return [_data(item, depth + 1) for item in value]
     if isinstance(value, dict):
         out: dict[str, Any] = {}

@@ -28,6 +28,6 @@ def _as_text(value: Any, text: Callable[[float], str]) -> Any:
         return text(value)
     if isinstance(value, dict):
         return {key: _as_text(item, text) for key, item in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):  # a tuple: a `|` union is built per value walked
         return [_as_text(item, text) for item in value]
     return value

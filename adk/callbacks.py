@@ -394,7 +394,7 @@ def _copied_options(options: ModelOptions) -> ModelOptions:
     copied = options.model_copy()
     fields = copied.__dict__  # written directly: assigning would mark the fields as set
     for name, value in list(fields.items()):
-        if isinstance(value, list | dict):
+        if isinstance(value, (list, dict)):  # tuples here: a `|` union is built per call
             fields[name] = value.copy()
     return copied
 
@@ -412,9 +412,9 @@ def _check_tool_output(fn: Callable[..., Any], hook: str, value: Any) -> _ToolOu
     function tool's return value is: Google ADK's tool callbacks return a dict, and a port's
     cached or refused result should not need rewriting. Other values are refused, as a callback
     that only observes may return one by accident (a count, ``list.pop``)."""
-    if isinstance(value, str | ToolResult):
+    if isinstance(value, (str, ToolResult)):
         return value
-    if isinstance(value, dict | BaseModel):
+    if isinstance(value, (dict, BaseModel)):
         return _serialise(value)
     raise TypeError(
         f"{hook} callback {fn!r} returned {type(value).__name__}; return a str, a ToolResult, "

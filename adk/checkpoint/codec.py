@@ -183,7 +183,7 @@ def _models_nan_kept(value: Any, *, fallback: bool = True) -> Any:
         return _json_dump(value, by_alias=True)
     if isinstance(value, dict):
         return {key: _models_nan_kept(item, fallback=fallback) for key, item in value.items()}
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):  # a tuple: a `|` union is built per value walked
         return [_models_nan_kept(item, fallback=fallback) for item in value]
     return value
 
@@ -229,13 +229,13 @@ def _plain(value: Any, depth: int) -> Any:
         return _plain_dict(value, depth + 1)
     if cls is list or cls is tuple:
         return [_plain(v, depth + 1) for v in value]
-    if isinstance(value, bool | str):
+    if isinstance(value, (bool, str)):
         return value
     if isinstance(value, float):
         return _plain(float(value), depth)
     if isinstance(value, int):
         return _number(value)
-    if isinstance(value, list | tuple):
+    if isinstance(value, (list, tuple)):
         return [_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):
         return _plain_dict(value, depth + 1)
@@ -439,7 +439,7 @@ def _escaped(value: Any) -> Any:
 def _unjson(value: Any, path: str) -> str | None:
     """Where in ``value`` (from ``path``) the first number that JSON cannot hold is, and why (see
     ``_number``); only called when a save failed on one, inside a model's dump."""
-    if isinstance(value, float | int) and not isinstance(value, bool):
+    if isinstance(value, (float, int)) and not isinstance(value, bool):
         try:
             _number(value)
         except _Unstorable as exc:

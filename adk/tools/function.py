@@ -156,7 +156,7 @@ def _serialise(value: Any) -> str | ToolResult:
     are not UTF-8) is sent as its ``str()``: reporting "tool failed" would make the model retry a
     call whose side effects already happened.
     """
-    if isinstance(value, str | ToolResult):
+    if isinstance(value, (str, ToolResult)):  # a tuple: `str | ToolResult` is built per call
         return value
     if isinstance(value, BaseModel):
         # NaN as ``NaN``, as in a dict or a dataclass: the model's own JSON writes ``null`` (its

@@ -1,0 +1,55 @@
+"""Code that runs per event, per call or per value walked tests types with tuples, not unions.
+
+``isinstance(value, A | B)`` builds a ``types.UnionType`` every time it runs (about 400
+instructions more than ``isinstance(value, (A, B))`` in CPython 3.11, which has the same meaning):
+in a walk over an event's custom data or a checkpoint's values, that is paid once per value. The
+modules below are those hot paths; a union that creeps back in is named here.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_HOT = (
+    "adk/_event_json.py",  # every value of an event's custom data (to_dict)
+    "adk/_nonfinite.py",  # every value written by the CLI and tracing
+    "adk/checkpoint/codec.py",  # every value of a checkpoint
+    "adk/callbacks.py",  # every model and tool call with callbacks
+    "adk/tools/function.py",  # every tool call
+    "adk/tools/_executor.py",
+    "adk/events.py",  # every event
+    "adk/context.py",
+    "adk/messages.py",
+    "adk/streams.py",
+    "adk/models/_call.py",  # every model call
+)
+
+
+def _unions(source: str, name: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source, name)):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and isinstance(node.args[1], ast.BinOp)
+            and isinstance(node.args[1].op, ast.BitOr)
+        ):
+            found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("module", _HOT)
+def test_hot_code_tests_types_with_tuples(module: str) -> None:
+    assert _unions((ROOT / module).read_text(), module) == []
+
+
+def test_the_check_finds_a_union_and_passes_a_tuple() -> None:
+    source = "def f(v):\n    return isinstance(v, list | tuple) or isinstance(v, (set, dict))\n"
+    assert _unions(source, "x.py") == ["x.py:2: isinstance(v, list | tuple)"]
