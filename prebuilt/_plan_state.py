@@ -6,7 +6,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from adk import Message, RunContext, Session, register_type
 from adk.context import _Lane, new_lane
@@ -18,6 +18,11 @@ OBJECTIVE_KEY = "objective"
 
 class Plan(BaseModel):
     """The steps still to do, in order."""
+
+    # Built on first use, not at import (as adk's own models): its schema and the adapter's
+    # below would otherwise be built by ``import prebuilt`` (and pydantic's plugin lookup, which
+    # imports importlib.metadata, with them) in every program, PlanExecute or not.
+    model_config = ConfigDict(defer_build=True)
 
     steps: list[str] = Field(
         description="The steps to follow, in order. Each step is a self-contained task."
@@ -37,11 +42,13 @@ class Plan(BaseModel):
 class ExecutedStep(BaseModel):
     """A finished step and what its execution returned."""
 
+    model_config = ConfigDict(defer_build=True)
+
     step: str
     result: str
 
 
-_EXECUTED_STEPS = TypeAdapter(list[ExecutedStep])
+_EXECUTED_STEPS = TypeAdapter(list[ExecutedStep], config=ConfigDict(defer_build=True))
 
 register_type(Plan, "prebuilt.Plan")
 register_type(ExecutedStep, "prebuilt.ExecutedStep")

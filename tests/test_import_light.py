@@ -221,3 +221,19 @@ def test_the_frameworks_own_types_are_registered_without_a_pause() -> None:
     child = _python(code)
     assert child.returncode == 0, child.stderr
     assert child.stdout.split() == ["adk.Message", "Message", "hi", "False"]
+
+
+def test_import_prebuilt_builds_no_pydantic_model() -> None:
+    # prebuilt's models (Plan, ExecutedStep and the adapter of a list of them) are built on first
+    # use, as adk's are: building one at import costs its schema and pydantic's plugin lookup
+    # (importlib.metadata) in every program, PlanExecute or not. A PlanExecute run builds them.
+    code = (
+        "import sys, adk, prebuilt\n"
+        "from prebuilt._plan_state import _EXECUTED_STEPS\n"
+        "print('importlib.metadata' in sys.modules, prebuilt.Plan.__pydantic_complete__)\n"
+        "steps = _EXECUTED_STEPS.validate_python([{'step': 'a', 'result': 'b'}])\n"
+        "print(prebuilt.Plan(steps=[' x ', ' ']).steps, steps[0].result)\n"
+    )
+    child = _python(code)
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == ["False False", "['x'] b"]
