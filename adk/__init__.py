@@ -102,8 +102,21 @@ __all__ = [
 # Private modules that only some paths need, which the framework's own modules reach as attributes
 # of this package (``adk._preflight.Preflight``) so that they load when first used: a resume's
 # check before anything runs, the approval decisions, an event's JSON form, a runner's callbacks
-# and tracing.
-_LAZY_MODULES = frozenset({"_approval", "_event_json", "_instrument", "_preflight"})
+# and tracing. With them, the modules of the lazy public names (``_LAZY``), which ``import adk``
+# loaded and bound here before: ``adk.workflows.SequentialAgent`` still works after ``import adk``.
+_LAZY_MODULES = frozenset(
+    {
+        "_approval",
+        "_event_json",
+        "_instrument",
+        "_preflight",
+        "agent_tool",
+        "callbacks",
+        "flow",
+        "resources",
+        "workflows",
+    }
+)
 
 
 # Public names whose modules load when a name is first asked for: nothing in the core imports them

@@ -151,6 +151,8 @@ def test_the_deferred_modules_load_on_first_access() -> None:
         " c._pending.__name__)\n"
         "from adk.checkpoint import *\n"
         "print(list_pending.__module__, PendingCheckpoint.__module__)\n"
+        "print(adk.workflows.LoopAgent.__name__, adk.callbacks.Callbacks.__name__,"
+        " adk.flow.__name__, adk.resources.__name__, adk.agent_tool.__name__)\n"
         "from adk import SequentialAgent, with_sub_agents\n"
         "print(SequentialAgent.__module__, with_sub_agents.__module__, adk.AgentTool.__module__,"
         " adk.Resources.__module__, 'SequentialAgent' in vars(adk), 'LoopAgent' in vars(adk))\n"
@@ -167,6 +169,8 @@ def test_the_deferred_modules_load_on_first_access() -> None:
         "adk.checkpoint._claim adk.checkpoint._snapshot adk.checkpoint._points"
         " adk.checkpoint._pending",
         "adk.checkpoint._pending adk.checkpoint._pending",
+        # the public modules import adk bound before they were lazy, reachable as they were
+        "LoopAgent Callbacks adk.flow adk.resources adk.agent_tool",
         # a name once asked for is the package's own attribute: no hook on later lookups
         "adk.workflows adk.flow adk.agent_tool adk.resources True False",
         "module 'adk' has no attribute '_nothing'",
