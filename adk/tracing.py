@@ -879,11 +879,17 @@ def _parts(message: Message) -> list[dict[str, Any]]:
 
 
 def _input_messages(messages: Sequence[Message]) -> tuple[str | None, str]:
-    """``(gen_ai.system_instructions, gen_ai.input.messages)`` as the conventions' JSON."""
+    """``(gen_ai.system_instructions, gen_ai.input.messages)`` as the conventions' JSON.
+
+    The instructions are the leading system messages: the system prompt an agent renders from its
+    instruction and puts first, configuration rather than conversation. A system message further
+    on is part of the chat history (one a user or a history rewriter put there), which the
+    conventions keep in ``gen_ai.input.messages``, in the order it was sent: moved to the
+    instructions, it lost its place among the turns it was written between."""
     system: list[dict[str, Any]] = []
     chat: list[dict[str, Any]] = []
     for message in messages:
-        if message.role == Role.SYSTEM:
+        if not chat and message.role == Role.SYSTEM:
             system.append({"type": "text", "content": message.content})
         else:
             chat.append({"role": str(message.role), "parts": _parts(message)})
@@ -913,6 +919,10 @@ def _tool_definitions(tools: Sequence[Any]) -> str:
 
 
 def _output_messages(reply: Message, finish: str | None) -> str:
-    reason = finish or ("tool_calls" if reply.tool_calls else "stop")
+    """``gen_ai.output.messages``. The message's ``finish_reason`` is the model's when it reported
+    one (as ``gen_ai.response.finish_reasons`` has it); otherwise one of the output-message
+    schema's own values, ``tool_call`` or ``stop`` (the schema version pyadk's schema URL names
+    requires the field; later ones keep it, deprecated, optional)."""
+    reason = finish or ("tool_call" if reply.tool_calls else "stop")
     message = {"role": "assistant", "parts": _parts(reply), "finish_reason": reason}
     return json.dumps([message], ensure_ascii=False)

@@ -1344,6 +1344,84 @@ async def test_content_is_recorded_with_the_variable(
     assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
 
 
+class _NoFinishReason:
+    """A model whose replies report no finish reason (a custom adapter's, a local server's)."""
+
+    model_name = "plain"
+
+    def __init__(self, script: ScriptedModel) -> None:
+        self.script = script
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        reply = await self.script.generate(messages, tools=tools, options=options)
+        del reply.metadata["finish_reason"]
+        return reply
+
+
+async def test_a_finish_reason_the_model_did_not_report_is_one_of_the_schemas_values(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The output-message schema's finish reasons are stop, length, content_filter, tool_call,
+    # compaction and error: a reply with calls and no reported reason was written "tool_calls",
+    # OpenAI's word, which the schema does not have.
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    agent = ReActAgent("calc", _NoFinishReason(add_model()), tools=[add])
+    await Runner(agent, tracer_provider=provider).invoke("what is 1+2?")
+    first, second = named(exporter.get_finished_spans(), "chat plain")
+    assert json.loads(attrs(first)["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "call_add", "name": "add", "arguments": {"a": 1, "b": 2}}
+            ],
+            "finish_reason": "tool_call",
+        }
+    ]
+    assert json.loads(attrs(second)["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "sum=3"}],
+            "finish_reason": "stop",
+        }
+    ]
+    # Nothing was reported, so nothing is claimed as the model's own reasons.
+    assert "gen_ai.response.finish_reasons" not in attrs(first)
+    assert "gen_ai.response.finish_reasons" not in attrs(second)
+
+
+async def test_a_system_message_inside_the_conversation_stays_in_the_input_messages(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The conventions keep gen_ai.system_instructions for instructions given apart from the chat
+    # history: a system message between the turns is history, recorded in its place. Every
+    # system message went to the instructions, losing where it had been said.
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    agent = ReActAgent("calc", ScriptedModel(["trois"]), instruction="Be exact.")
+    conversation = [
+        Message.user("hi"),
+        Message.assistant("hello"),
+        Message.system("From now on, answer in French."),
+        Message.user("what is 1+2?"),
+    ]
+    await Runner(agent, tracer_provider=provider).invoke(conversation)
+    (chat,) = named(exporter.get_finished_spans(), "chat scripted")
+    assert json.loads(attrs(chat)["gen_ai.system_instructions"]) == [
+        {"type": "text", "content": "Be exact."}
+    ]
+    assert json.loads(attrs(chat)["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
+        {"role": "assistant", "parts": [{"type": "text", "content": "hello"}]},
+        {"role": "system", "parts": [{"type": "text", "content": "From now on, answer in French."}]},
+        {"role": "user", "parts": [{"type": "text", "content": "what is 1+2?"}]},
+    ]
+
+
 @pytest.mark.parametrize(
     ("value", "captured"),
     [
