@@ -1378,7 +1378,12 @@ async def test_a_finish_reason_the_model_did_not_report_is_one_of_the_schemas_va
         {
             "role": "assistant",
             "parts": [
-                {"type": "tool_call", "id": "call_add", "name": "add", "arguments": {"a": 1, "b": 2}}
+                {
+                    "type": "tool_call",
+                    "id": "call_add",
+                    "name": "add",
+                    "arguments": {"a": 1, "b": 2},
+                }
             ],
             "finish_reason": "tool_call",
         }
@@ -1417,7 +1422,10 @@ async def test_a_system_message_inside_the_conversation_stays_in_the_input_messa
     assert json.loads(attrs(chat)["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "hi"}]},
         {"role": "assistant", "parts": [{"type": "text", "content": "hello"}]},
-        {"role": "system", "parts": [{"type": "text", "content": "From now on, answer in French."}]},
+        {
+            "role": "system",
+            "parts": [{"type": "text", "content": "From now on, answer in French."}],
+        },
         {"role": "user", "parts": [{"type": "text", "content": "what is 1+2?"}]},
     ]
 
