@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 import pytest_asyncio
+from mcp.types import LATEST_PROTOCOL_VERSION
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
 from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
@@ -375,13 +376,22 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         HTTPServer("127.0.0.1:8000/mcp")
 
 
-@pytest.mark.parametrize("transport", ["stdio", "http"])
+@pytest.mark.parametrize(
+    ("transport", "version"),
+    [
+        ("stdio", LATEST_PROTOCOL_VERSION),
+        ("stdio-legacy", "2025-11-25"),
+        ("http", LATEST_PROTOCOL_VERSION),
+    ],
+)
 async def test_an_mcp_tool_calls_span_carries_the_mcp_attributes(
-    transport: str, http_process: HTTPServerProcess
+    transport: str, version: str, http_process: HTTPServerProcess
 ) -> None:
     # The MCP conventions ask a client whose tool call a GenAI execute_tool span already traces to
     # add the MCP attributes to that span rather than start another: the method, the transport,
-    # and for a URL server its address and port (never the URL, which may carry a token).
+    # and for a URL server its address and port (never the URL, which may carry a token); and the
+    # protocol version the session settled on (the server's, for a handshake-era server), which
+    # was missing.
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -399,8 +409,9 @@ async def test_an_mcp_tool_calls_span_carries_the_mcp_attributes(
         "gen_ai.tool.description": "Add two integers.",
         "gen_ai.conversation.id": "conv-6",
         "mcp.method.name": "tools/call",
+        "mcp.protocol.version": version,
     }
-    if transport == "stdio":
+    if transport.startswith("stdio"):
         expected["network.transport"] = "pipe"
     else:
         expected["network.transport"] = "tcp"

@@ -142,6 +142,9 @@ class Connection:
         # an HTTP error answer's status and words, for the error a failed connect raises.
         self._handshake = _Delivery()
         self.client: Client | None = None
+        # The MCP version the handshake settled on, read once there: tracing reports it on each
+        # tool call's span (``mcp.protocol.version``) without touching the client.
+        self.protocol_version: str | None = None
         self.lost = False
         # True while the cached tool/prompt lists can be trusted to be announced when they change:
         # always on handshake-era connections (changes arrive as plain notifications), and on
@@ -183,6 +186,8 @@ class Connection:
             await self.close()  # cancelled while connecting: leave nothing running behind
             raise
         self.client = client
+        version = client.protocol_version
+        self.protocol_version = version if isinstance(version, str) and version else None
         return client
 
     async def close(self) -> None:

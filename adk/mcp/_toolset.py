@@ -56,6 +56,7 @@ _NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold f
 _NAME_LIMIT = 64
 _DIGEST = 8  # hex digits of the hash a name cut to fit is given (``_model_names``)
 _KEPT = _NAME_LIMIT - _DIGEST - 1  # what a name cut to fit keeps of its start
+_PROTOCOL_VERSION = "mcp.protocol.version"  # the MCP conventions' attribute (tracing)
 # Failures that mean the connection itself is gone, not that the request was refused.
 _TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.TransportError)
 _PLAIN_LOSS = frozenset({"connection closed", "brokenresourceerror", "closedresourceerror"})
@@ -147,8 +148,15 @@ class _MCPTool:
 
     @property
     def _span_attributes(self) -> dict[str, Any]:
-        """The MCP attributes tracing adds to this tool's ``execute_tool`` spans."""
-        return self._toolset._span_attributes
+        """The MCP attributes tracing adds to this tool's ``execute_tool`` spans: the server's,
+        and the protocol version of the session the call goes through. That session is the one
+        the toolset listed its tools on, before the model could call any, so a call sees it (a
+        call that reconnects reports the version of the session it found, which a reconnect to
+        the same server does not change). Read only when tracing records the call."""
+        attributes = self._toolset._span_attributes
+        live = self._toolset._session.current
+        version = live.protocol_version if live is not None else None
+        return attributes if version is None else {**attributes, _PROTOCOL_VERSION: version}
 
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
         name = self._spec.name
