@@ -103,6 +103,8 @@ _SERVER_ADDRESS = "server.address"
 _SERVER_PORT = "server.port"
 _OPENAI_API_TYPE = "openai.api.type"
 _OPENAI_SERVICE_TIER = "openai.request.service_tier"
+_OPENAI_RESPONSE_TIER = "openai.response.service_tier"
+_OPENAI_FINGERPRINT = "openai.response.system_fingerprint"
 _RUN_PATH = "adk.run_path"
 _CANCELLED = "adk.cancelled"  # a span event: the work was stopped, nothing went wrong
 _CANCELLED_BY = "adk.cancelled.by"
@@ -514,6 +516,8 @@ class _GenAITracing:
             response_id = metadata.get("response_id")
             if response_id:
                 span.set_attribute(_RESPONSE_ID, response_id)
+            if attributes[_PROVIDER] == "openai":  # the OpenAI refinement's response attributes
+                _openai_response(span, metadata)
             if self._capture:
                 span.set_attribute(_OUTPUT_MESSAGES, _output_messages(reply, finish))
         span.end()
@@ -778,6 +782,18 @@ def _extra_parameters(extra: dict[str, Any], attributes: dict[str, Any]) -> None
     choices = extra.get("n")
     if type(choices) is int and choices != 1:
         attributes[_REQUEST_CHOICES] = choices
+
+
+def _openai_response(span: Span, metadata: dict[str, Any]) -> None:
+    """``openai.response.service_tier`` (required by the conventions when the response names one)
+    and ``openai.response.system_fingerprint``, from what ``OpenAIChatModel`` put in the reply's
+    metadata."""
+    tier = metadata.get("service_tier")
+    if isinstance(tier, str) and tier:
+        span.set_attribute(_OPENAI_RESPONSE_TIER, tier)
+    fingerprint = metadata.get("system_fingerprint")
+    if isinstance(fingerprint, str) and fingerprint:
+        span.set_attribute(_OPENAI_FINGERPRINT, fingerprint)
 
 
 def _is_hex(value: object, length: int) -> TypeGuard[str]:

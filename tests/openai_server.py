@@ -109,6 +109,8 @@ class Reply:
     error_after: int | None = None
     stall_after: int | None = None
     response_id: str | None = None
+    service_tier: str | None = None  # the tier the response says processed it
+    system_fingerprint: str | None = None  # Chat Completions only
     call_index: str = "each"
     call_ids: bool = True
     content_parts: bool = False
@@ -817,7 +819,18 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
         "model": model,
         "choices": [choice],
         "usage": _chat_usage(reply),
+        **_served_by(reply),
     }
+
+
+def _served_by(reply: Reply, fingerprint: bool = True) -> dict[str, str]:
+    """The response's ``service_tier`` and (Chat Completions) ``system_fingerprint``, if set."""
+    fields: dict[str, str] = {}
+    if reply.service_tier is not None:
+        fields["service_tier"] = reply.service_tier
+    if fingerprint and reply.system_fingerprint is not None:
+        fields["system_fingerprint"] = reply.system_fingerprint
+    return fields
 
 
 def _choice_error(reply: Reply) -> dict[str, Any]:
@@ -840,6 +853,7 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
             "created": created,
             "model": model,
             "choices": [choice],
+            **_served_by(reply),
         }
 
     chunks = [chunk({"role": "assistant", "content": ""})]
@@ -934,6 +948,7 @@ def _response_object(reply: Reply, model: str, n: int, status: str) -> dict[str,
         "created_at": int(time.time()),
         "model": model,
         "status": status,
+        **_served_by(reply, fingerprint=False),
         "output": _output_items(reply) if done else [],
         "usage": {
             "input_tokens": prompt,

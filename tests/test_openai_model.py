@@ -980,6 +980,25 @@ async def test_streamed_reply_has_the_metadata_of_a_plain_one(api: str, reply: R
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_reply_metadata_says_the_tier_and_backend_that_served_it(api: str) -> None:
+    # The tier that processed the call (what it is billed at; a request for auto or flex does not
+    # say) and the backend's fingerprint (with a seed: whether answers can be compared) were
+    # dropped; they are the reply's, as its model and id are, plain or streamed.
+    served = Reply(text="hi", service_tier="flex", system_fingerprint="fp_44709d6fcb")
+    async with OpenAIServer([served] * 2) as server, make_model(server, api) as model:
+        plain = await call(model, False, [Message.user("hi")])
+        streamed = await call(model, True, [Message.user("hi")])
+    expected = {"service_tier": "flex"}
+    if api == "chat":  # the Responses API has no system_fingerprint
+        expected["system_fingerprint"] = "fp_44709d6fcb"
+    for reply in (plain, streamed):
+        assert {k: v for k, v in reply.metadata.items() if k in _SERVED_BY} == expected
+
+
+_SERVED_BY = ("service_tier", "system_fingerprint")
+
+
+@pytest.mark.parametrize("api", APIS)
 async def test_streamed_reply_metadata_through_a_runner(api: str) -> None:
     """The framework's own stream (``MessageStream``, recorded in history) keeps it too."""
     async with (

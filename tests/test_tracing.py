@@ -1653,6 +1653,37 @@ async def test_a_streamed_call_records_the_response_model_and_id_like_a_plain_on
     meters.shutdown()
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_openai_span_says_the_tier_and_backend_that_served_the_call(
+    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The OpenAI refinement requires openai.response.service_tier when the response names its
+    # tier (what the call is billed at: a request for auto or flex does not say) and recommends
+    # openai.response.system_fingerprint (Chat Completions only); neither was recorded. Plain and
+    # streamed calls alike, capture off: the stream's chunks are not kept.
+    served = ServedReply(text="hello", service_tier="default", system_fingerprint="fp_44709d6fcb")
+    async with OpenAIServer([served, served]) as server:
+        model = OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        )
+        options = ModelOptions(extra={"service_tier": "auto"})
+        for streaming in (False, True):
+            agent = ReActAgent("a", model, model_options=options)
+            runner = Runner(agent, enable_streaming=streaming, tracer_provider=provider)
+            await runner.invoke("hi")
+        await model.aclose()
+    expected = {"openai.response.service_tier": "default"}
+    if api == "chat":  # the Responses API has no fingerprint
+        expected["openai.response.system_fingerprint"] = "fp_44709d6fcb"
+    for span in named(exporter.get_finished_spans(), "chat test-model"):
+        found = {k: v for k, v in attrs(span).items() if k.startswith("openai.response.")}
+        assert found == expected
+    assert len(named(exporter.get_finished_spans(), "chat test-model")) == 2
+
+
 async def test_chat_spans_and_metrics_name_the_server_the_model_talks_to(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:

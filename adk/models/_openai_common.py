@@ -237,11 +237,23 @@ def unknown_role(message: Message, position: int) -> ValueError:
     return ValueError(f"messages[{position}] has role {message.role!r}; expected one of {roles}")
 
 
+# metadata key -> the response's field: what the server said about the answer itself.
+_IDENTITY = (
+    ("response_model", "model"),
+    ("response_id", "id"),
+    ("service_tier", "service_tier"),
+    ("system_fingerprint", "system_fingerprint"),
+)
+
+
 def identity_of(response: Any) -> dict[str, str]:
-    """``response_model`` (the model that actually answered) and ``response_id`` of a response,
-    completion or stream chunk, as far as the server said them; tracing reports both."""
+    """``response_model`` (the model that actually answered), ``response_id``, ``service_tier``
+    (the tier that processed the request, which a request for ``auto`` or ``flex`` does not
+    tell: it is what the call is billed at) and ``system_fingerprint`` (the backend
+    configuration, which with a ``seed`` says whether answers can be compared) of a response,
+    completion or stream chunk, as far as the server said them; tracing reports them all."""
     identity: dict[str, str] = {}
-    for key, attribute in (("response_model", "model"), ("response_id", "id")):
+    for key, attribute in _IDENTITY:
         value = getattr(response, attribute, None)
         if isinstance(value, str) and value:
             identity[key] = value
