@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from ._hooks import Hooks, ModelRequest, _run_timeout, otel_may_be_configured
 from .callbacks import _CallbackChain
 from .events import ErrorInfo
+from .messages import _ASSISTANT
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 
     from .agent import Agent
     from .context import RunContext
-    from .events import AgentEvent
+    from .events import AgentEvent, AgentOutput
     from .messages import Message, MessageChunk, ToolCall, Usage
     from .tools.base import Tool, ToolContext, ToolResult
     from .tracing import _GenAITracing
@@ -58,6 +59,8 @@ def build_hooks(
         tracing = _GenAITracing.create(tracer_provider, meter_provider)
     if tracing is None and chain is None:
         return None
+    if tracing is not None and tracing._capture:  # chosen here: no test per event otherwise
+        return _CapturingInstrumented(tracing, chain)
     return _Instrumented(tracing, chain)
 
 
@@ -72,6 +75,7 @@ class _Frame:
         "exception",
         "failure",
         "otel",
+        "output",
         "run_path",
         "span",
         "usage",
@@ -95,6 +99,7 @@ class _Frame:
         self.exception: BaseException | None = None
         self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
         self.usage: list[int] | None = None  # [input, output] tokens of the agent's model calls
+        self.output: AgentOutput | None = None  # its last answer (content capture only)
 
     def count_usage(self, usage: Usage) -> None:
         """Add a model call's usage to the agent's (tracing, for its span's ``gen_ai.usage.*``)."""
@@ -239,6 +244,7 @@ class _Instrumented(Hooks):
                     handle.usage,
                     cancelled and error is None,
                     by,
+                    handle.output,
                 )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:
@@ -300,6 +306,24 @@ class _Instrumented(Hooks):
         if tracing is not None:
             invoke = functools.partial(_traced_tool, tracing, ctx, call, invoke, tool)
         return await tools.call_tool(ctx, call, invoke)
+
+
+class _CapturingInstrumented(_Instrumented):
+    """The hooks of a runner that records message content: each agent's own answers are kept, so
+    its ``invoke_agent`` span can record the last as ``gen_ai.output.messages``, which the
+    conventions list (opt-in) on agent spans. A runner that does not capture content is built as
+    ``_Instrumented``, whose ``agent_event`` does no more than before."""
+
+    def agent_event(self, handle: _Frame | None, event: AgentEvent) -> None:
+        super().agent_event(handle, event)
+        output = event.output
+        if handle is None or output is None:
+            return
+        if event.run_path is handle.run_path or event.run_path == handle.run_path:  # its own
+            message = output.message
+            # A stream is an assistant's answer; a message may be a tool's result, not an answer.
+            if message is None or message.role == _ASSISTANT:
+                handle.output = output
 
 
 async def _traced_tool(

@@ -53,7 +53,7 @@ from .tools.base import Tool, ToolContext, ToolResult
 if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext
-    from .events import AgentEvent, ErrorInfo
+    from .events import AgentEvent, AgentOutput, ErrorInfo
     from .messages import ToolCall
 
 __all__ = ["CAPTURE_CONTENT_ENV"]
@@ -362,16 +362,23 @@ class _GenAITracing:
         usage: list[int] | None = None,
         cancelled: bool = False,
         cancelled_by: str = "CancelledError",
+        output: AgentOutput | None = None,
     ) -> None:
         """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
         that reported usage (None: none did). A ``cancelled`` agent's span gets the event a
         cancelled model or tool call's span gets (``_fail``), not an error: without it, the span of
         a run cut off by a timeout looked like that of a run that finished. ``cancelled_by`` says
         what cut it off, as ``_fail`` does: its task's cancellation, or ``GeneratorExit`` when the
-        run's reader stopped reading."""
+        run's reader stopped reading. ``output`` is the agent's last answer, kept only when
+        content is captured: its ``gen_ai.output.messages``."""
         if usage is not None and span.is_recording():
             span.set_attribute(_INPUT_TOKENS, usage[0])
             span.set_attribute(_OUTPUT_TOKENS, usage[1])
+        if output is not None and span.is_recording():
+            answer = _answer_of(output)
+            if answer is not None:
+                finish = answer.metadata.get("finish_reason")
+                span.set_attribute(_OUTPUT_MESSAGES, _output_messages(answer, finish))
         if cancelled:
             span.add_event(_CANCELLED, {_CANCELLED_BY: cancelled_by})
         if error is not None:
@@ -932,6 +939,21 @@ def _tool_definitions(tools: Sequence[Any]) -> str:
     # ``default=str``: a schema is JSON data; anything else in it is shown, not a failed call.
     # A NaN or an infinity is written as the text ``json.dumps`` would have written.
     return dumps_finite(definitions, json.dumps, ensure_ascii=False, default=str)
+
+
+def _answer_of(output: AgentOutput) -> Message | None:
+    """The message of an agent's answer: a streamed one only once it was read to its end (the
+    reader reads it before asking for the next event, so by the agent's end it has been, unless
+    the reader stopped or the stream failed: then there is no whole answer to record)."""
+    if output.message is not None:
+        return output.message
+    stream = output.stream
+    if stream is None:
+        return None
+    try:
+        return stream._final_message()
+    except ValueError:
+        return None
 
 
 def _output_messages(reply: Message, finish: str | None) -> str:

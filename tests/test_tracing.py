@@ -1344,6 +1344,47 @@ async def test_content_is_recorded_with_the_variable(
     assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_agent_span_records_the_agents_answer_with_the_content(
+    streaming: bool,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The conventions list gen_ai.output.messages (opt-in) on invoke_agent spans too; with content
+    # captured an agent span recorded none, so a trace showed what each model call said but not
+    # what the agent answered. Its answer is its last message of its own, not its tool results,
+    # nor a sub-agent's (a workflow's span has none).
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    calc = ReActAgent("calc", add_model(), tools=[add])
+    echo = ReActAgent("echo", ScriptedModel(["done"]))
+    runner = Runner(
+        SequentialAgent("steps", [calc, echo]),
+        tracer_provider=provider,
+        enable_streaming=streaming,
+    )
+    await runner.invoke("what is 1+2?")
+    spans = exporter.get_finished_spans()
+    (calc_span,) = named(spans, "invoke_agent calc")
+    (echo_span,) = named(spans, "invoke_agent echo")
+    (steps_span,) = named(spans, "invoke_agent steps")
+    assert json.loads(attrs(calc_span)["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "sum=3"}],
+            "finish_reason": "stop",
+        }
+    ]
+    assert json.loads(attrs(echo_span)["gen_ai.output.messages"]) == [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "done"}],
+            "finish_reason": "stop",
+        }
+    ]
+    assert "gen_ai.output.messages" not in attrs(steps_span)
+
+
 class _NoFinishReason:
     """A model whose replies report no finish reason (a custom adapter's, a local server's)."""
 
