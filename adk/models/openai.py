@@ -20,9 +20,9 @@ from urllib.parse import urlsplit
 import openai
 
 from .._aio import AsyncCloseable
+from .._loop_clients import LoopClients
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
-from ._loop_clients import LoopClients
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
 from ._openai_common import error_detail, in_band_status
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request

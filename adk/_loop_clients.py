@@ -1,19 +1,24 @@
-"""One HTTP client per event loop for a model that makes its own, each closed as its loop ends.
+"""One client per event loop for an object that makes its own, each closed as its loop ends.
 
-Why: the ``openai`` SDK's connection pool belongs to the event loop it was first used on. A model
-shared by requests that each run their own loop (``asyncio.run`` per request: scripts, notebooks,
-sync web frameworks, which also serve requests from several threads at once) needs a client per
-loop. Made again whenever the loop changed and the old one dropped, the old client's connections
-were never closed: the SDK's finalizer then tried to close them from whatever loop was running
-when the garbage collector freed it, logging "Task exception was never retrieved ... Event loop is
-closed" for nearly every request, its sockets left open until collected; and one model shared by
-two threads' loops swapped its client between a thread's binding and its use, sending one loop's
-request through the other loop's pool.
+Why: a client's connections (the ``openai`` SDK's HTTP pool, a redis-py client, an asyncpg pool)
+belong to the event loop they were opened on. An object shared by requests that each run their
+own loop (``asyncio.run`` per request: scripts, notebooks, sync web frameworks, Celery tasks,
+which also serve requests from several threads at once) needs a client per loop. Made again
+whenever the loop changed and the old one dropped, the old client's connections were never
+closed: the collector closed them from whatever loop was running when it freed the client
+(OpenAI's finalizer logged "Task exception was never retrieved ... Event loop is closed" for
+nearly every request; Redis and PostgreSQL left a server connection open per request until then,
+with a ResourceWarning); and one client shared by two threads' loops swapped between a thread's
+binding and its use, sending one loop's request through the other loop's pool (or, for an asyncpg
+pool, terminating the pool another thread's operations were using).
 
 Each loop's client is closed when that loop ends: a small async generator, started on the loop,
 is closed by ``asyncio.run`` (``loop.shutdown_asyncgens``) before the loop closes, and closes the
 client while the loop still runs. A loop closed without that step (a hand-run loop) leaves its
 client to the garbage collector, as before.
+
+Used by ``OpenAIChatModel`` and the Redis and PostgreSQL checkpoint stores; it lives at the top of
+the package so that neither ``adk.models`` nor ``adk.checkpoint`` imports the other for it.
 """
 
 from __future__ import annotations
@@ -40,15 +45,18 @@ class _Entry(Generic[_C]):
 
 
 class LoopClients(Generic[_C]):
-    """The client of the running loop (``get``, else ``bind``); ``first`` is used by the first
-    loop, ``make`` makes one for each other loop, ``close`` closes one."""
+    """The client of the running loop (``get``, else ``bind``); ``first`` (when given) is used by
+    the first loop, ``make`` makes one for each other loop (it is called on that loop), ``close``
+    closes one (on its loop; exceptions it raises are dropped: a loop's end has nobody to tell).
+    ``close`` must not hold the owner of this object strongly, or the owner lives as long as the
+    loops it was used on."""
 
     __slots__ = ("__weakref__", "_bound", "_close", "_entries", "_lock", "_make", "_spare")
 
     def __init__(
-        self, first: _C, make: Callable[[], _C], close: Callable[[_C], Awaitable[None]]
+        self, first: _C | None, make: Callable[[], _C], close: Callable[[_C], Awaitable[None]]
     ) -> None:
-        self._spare: _C | None = first  # made with the model, for the first loop it is used on
+        self._spare: _C | None = first  # made with the owner, for the first loop it is used on
         self._make = make
         self._close = close
         # The loop last bound and its client, one attribute so that a thread reads both at once:
@@ -121,8 +129,8 @@ async def _closer(
     client: _C,
     close: Callable[[_C], Awaitable[None]],
 ) -> AsyncGenerator[None, None]:
-    """Closes ``client`` when it is closed: by its loop's end, or the model's ``aclose``. Holds its
-    owner weakly, so that a model dropped without closing is freed (its loop closes the client)."""
+    """Closes ``client`` when it is closed: by its loop's end, or the owner's ``aclose``. Holds its
+    owner weakly, so that an owner dropped without closing is freed (its loop closes the client)."""
     try:
         yield
     finally:
