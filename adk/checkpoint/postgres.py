@@ -33,9 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import asyncpg  # type: ignore[import-untyped]
@@ -45,6 +47,7 @@ from asyncpg.exceptions import (  # type: ignore[import-untyped]
     PostgresConnectionError,
 )
 
+from .._loop_clients import LoopClients
 from .store import (
     _check_data,
     _check_id,
@@ -119,10 +122,12 @@ class PostgresCheckpointStore(_ClosableStore):
     fails with ``CheckpointStoreError``.
 
     Nothing connects until the first operation. ``aclose()`` waits for the operations in flight,
-    then closes the pool; the next operation creates a new one. The pool belongs to the event loop
-    that created it: close the store before that loop ends (``asyncio.run`` returns). Used from
-    another loop, the store creates a new pool there, leaving the old one's sockets to the garbage
-    collector.
+    then closes the pool; the next operation creates a new one. A pool belongs to the event loop
+    that created it, so the store keeps a pool (of up to ``max_size`` connections) per loop it is
+    used on (one store shared by ``asyncio.run`` per request, from several threads at once too),
+    each closed as its loop ends (by ``asyncio.run``; a hand-run loop closed without
+    ``shutdown_asyncgens`` leaves its pool to the garbage collector). ``aclose()`` closes the
+    running loop's pool.
     """
 
     def __init__(
@@ -144,14 +149,6 @@ class PostgresCheckpointStore(_ClosableStore):
         parts = _table_parts(table)
         qualified = _quote(parts)
         claims = _quote(_claims_table(parts))
-        self._max_size = max_size
-        self._lock_key = int.from_bytes(
-            hashlib.sha256(f"pyadk.checkpoint:{table}".encode()).digest()[:8], "big", signed=True
-        )
-        self._create_sql = (
-            f"CREATE TABLE IF NOT EXISTS {qualified} (id text PRIMARY KEY, data bytea NOT NULL, "
-            "updated_at timestamptz NOT NULL DEFAULT now())"
-        )
         self._get_sql = f"SELECT data FROM {qualified} WHERE id = $1"
         self._heads_sql = (
             f"SELECT id, substring(data from 1 for $2), octet_length(data) FROM {qualified} "
@@ -172,10 +169,6 @@ class PostgresCheckpointStore(_ClosableStore):
             f"SELECT id FROM {qualified} WHERE id > $2 AND starts_with(id, $1) "
             f"ORDER BY id LIMIT {_PAGE}"
         )
-        self._create_claims_sql = (
-            f"CREATE TABLE IF NOT EXISTS {claims} (id text PRIMARY KEY, owner text NOT NULL, "
-            "expires_at timestamptz NOT NULL)"
-        )
         # A row back when taken (free, lapsed or renewed); none when another owner holds it.
         self._claim_sql = (
             f"INSERT INTO {claims} AS c (id, owner, expires_at) "
@@ -187,7 +180,26 @@ class PostgresCheckpointStore(_ClosableStore):
         self._claimed_sql = (
             f"SELECT id FROM {claims} WHERE id = ANY($1::text[]) AND expires_at > clock_timestamp()"
         )
-        self._pool: _Pool | None = None
+        setup = _Setup(
+            dsn=dsn,
+            max_size=max_size,
+            timeout=self._timeout,
+            lock_key=int.from_bytes(
+                hashlib.sha256(f"pyadk.checkpoint:{table}".encode()).digest()[:8],
+                "big",
+                signed=True,
+            ),
+            create_sql=(
+                f"CREATE TABLE IF NOT EXISTS {qualified} (id text PRIMARY KEY, "
+                "data bytea NOT NULL, updated_at timestamptz NOT NULL DEFAULT now())"
+            ),
+            create_claims_sql=(
+                f"CREATE TABLE IF NOT EXISTS {claims} (id text PRIMARY KEY, "
+                "owner text NOT NULL, expires_at timestamptz NOT NULL)"
+            ),
+        )
+        # A pool per event loop, created on its first operation (nothing is made until then).
+        self._pools = LoopClients(None, functools.partial(_Pool, setup), _close_pool)
 
     @property
     def table(self) -> str:
@@ -294,31 +306,11 @@ class PostgresCheckpointStore(_ClosableStore):
         return await self._call("get", None, run)
 
     async def aclose(self) -> None:
-        """Wait for the operations in flight (each ends within ``timeout``), then close the pool,
-        giving the server up to ``timeout`` more to end the sessions before terminating them;
-        from another event loop, terminate it at once. Idempotent."""
-        pool, self._pool = self._pool, None
-        if pool is None:
-            return
-        if pool.loop is not asyncio.get_running_loop():
-            pool.terminate()
-            return
-        try:
-            await pool.drained()
-            connections = await pool.ready()
-        except asyncio.CancelledError:
-            pool.task.add_done_callback(lambda _: pool.terminate())  # now, or once it is made
-            raise
-        except _FAILURES:
-            return
-        try:
-            # Graceful: lets the server end each session cleanly.
-            await asyncio.wait_for(connections.close(), timeout=self._timeout)
-        except _FAILURES:
-            connections.terminate()  # timed out or the server is gone: drop the sockets
-        except asyncio.CancelledError:
-            connections.terminate()
-            raise
+        """Wait for the operations in flight (each ends within ``timeout``), then close the
+        running loop's pool, giving the server up to ``timeout`` more to end the sessions before
+        terminating them. Idempotent. The pools of loops still running in other threads close as
+        those loops end (an asyncpg pool is used only from its own loop)."""
+        await self._pools.aclose()
 
     def __repr__(self) -> str:
         return f"PostgresCheckpointStore({self._where!r}, table={self._table!r})"
@@ -326,8 +318,10 @@ class PostgresCheckpointStore(_ClosableStore):
     async def _call(self, operation: str, key: str | None, run: Callable[[Any], Awaitable[T]]) -> T:
         """``run`` on a pooled connection within ``timeout``, retried once on a fresh connection
         when the connection was lost; failures become ``CheckpointStoreError``."""
-        pool = self._current_pool()
-        pool.users += 1
+        pools = self._pools
+        pool = pools.get() or await pools.bind()
+        pool.start()
+        pool.users += 1  # before any await: an aclose() now waits for this operation
         deadline = asyncio.timeout(self._timeout)
         try:
             async with deadline:
@@ -357,31 +351,33 @@ class PostgresCheckpointStore(_ClosableStore):
                 conn.terminate()
                 raise
 
-    def _current_pool(self) -> _Pool:
-        loop = asyncio.get_running_loop()
-        pool = self._pool
-        if pool is not None and (pool.loop is not loop or pool.failed()):
-            if pool.loop is not loop:
-                # Its connections belong to another (likely finished) event loop.
-                pool.terminate()
-            pool = None
-        if pool is None:
-            pool = self._pool = _Pool(loop, loop.create_task(self._create_pool()))
-        return pool
 
-    async def _create_pool(self) -> Any:
+@dataclass(frozen=True, slots=True)
+class _Setup:
+    """What creating a pool takes: kept apart from the store, since each loop's pool is closed at
+    its loop's end by code that must not keep the store alive (see ``LoopClients``)."""
+
+    dsn: str
+    max_size: int
+    timeout: float
+    lock_key: int
+    create_sql: str
+    create_claims_sql: str
+
+    async def create(self) -> Any:
+        """A pool, the tables created (under an advisory lock) if they are not there."""
         pool = await asyncpg.create_pool(
-            self._dsn,
+            self.dsn,
             min_size=1,
-            max_size=self._max_size,
-            timeout=self._timeout,
-            command_timeout=self._timeout,
+            max_size=self.max_size,
+            timeout=self.timeout,
+            command_timeout=self.timeout,
         )
         try:
             async with pool.acquire() as conn, conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", self._lock_key)
-                await conn.execute(self._create_sql)
-                await conn.execute(self._create_claims_sql)
+                await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
+                await conn.execute(self.create_sql)
+                await conn.execute(self.create_claims_sql)
         except BaseException:
             pool.terminate()
             raise
@@ -389,36 +385,68 @@ class PostgresCheckpointStore(_ClosableStore):
 
 
 class _Pool(_InUse):
-    """One asyncpg pool (being) created on one event loop, and the operations using it now:
-    ``aclose`` closes it once they have ended, so an operation already running never fails with
-    "pool is closing"."""
+    """One event loop's asyncpg pool (being) created, and the operations using it now: it is
+    closed once they have ended, so an operation already running never fails with "pool is
+    closing"."""
 
-    __slots__ = ("loop", "task")
+    __slots__ = ("setup", "task")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
-        self.loop = loop
-        self.task = task
+    def __init__(self, setup: _Setup) -> None:
+        self.setup = setup
+        self.task: asyncio.Task[Any] | None = None
         super().__init__()
+
+    def start(self) -> None:
+        """Begin creating the pool, unless it is created or being created; after a failed
+        attempt, each operation tries anew."""
+        task = self.task
+        if task is None or (task.done() and _failed(task)):
+            self.task = asyncio.get_running_loop().create_task(self.setup.create())
 
     async def ready(self) -> Any:
         """The pool, once created. Shielded: one caller being cancelled must not abort the pool
         the others wait for."""
+        assert self.task is not None  # start() came first
         return await asyncio.shield(self.task)
-
-    def failed(self) -> bool:
-        """Whether creating the pool failed (the next operation tries again)."""
-        return self.task.done() and _failed(self.task)
 
     async def expire(self) -> None:
         """Replace every pooled connection on next use: if one went stale, its siblings did too."""
-        if self.task.done() and not _failed(self.task):
-            await self.task.result().expire_connections()
+        task = self.task
+        if task is not None and task.done() and not _failed(task):
+            await task.result().expire_connections()
 
     def terminate(self) -> None:
-        """Drop the pool without awaiting anything on it (its loop may be closed)."""
-        if self.task.done() and not _failed(self.task):
-            with contextlib.suppress(Exception):  # its loop is closed; the sockets go with it
-                self.task.result().terminate()
+        """Drop the pool without awaiting anything on it."""
+        task = self.task
+        if task is not None and task.done() and not _failed(task):
+            with contextlib.suppress(Exception):  # the sockets go with it either way
+                task.result().terminate()
+
+
+async def _close_pool(pool: _Pool) -> None:
+    """Close a loop's pool once the operations using it have ended (on that loop: at its end, or
+    by ``aclose``), giving the server up to ``timeout`` to end the sessions."""
+    try:
+        await pool.drained()
+        task = pool.task
+        if task is None:
+            return  # no operation started one
+        await asyncio.wait([task])  # created or failed; a failure is not this close's to report
+    except asyncio.CancelledError:
+        if pool.task is not None:
+            pool.task.add_done_callback(lambda _: pool.terminate())  # now, or once it is made
+        raise
+    if _failed(task):
+        return
+    connections = task.result()
+    try:
+        # Graceful: lets the server end each session cleanly.
+        await asyncio.wait_for(connections.close(), timeout=pool.setup.timeout)
+    except _FAILURES:
+        connections.terminate()  # timed out or the server is gone: drop the sockets
+    except asyncio.CancelledError:
+        connections.terminate()
+        raise
 
 
 def _failed(task: asyncio.Task[Any]) -> bool:

@@ -38,6 +38,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from .._loop_clients import LoopClients
 from .store import (
     _check_data,
     _check_id,
@@ -85,9 +86,10 @@ class RedisCheckpointStore(_ClosableStore):
 
     Nothing connects until the first operation. ``aclose()`` waits for the operations in flight,
     then closes the connections; the next operation opens new ones. Connections belong to the
-    event loop that opened them: close the store before that loop ends (``asyncio.run`` returns).
-    Used from another loop, the store opens a fresh client there, leaving the old sockets to the
-    garbage collector.
+    event loop that opened them, so the store keeps a client per loop it is used on (one store
+    shared by ``asyncio.run`` per request, from several threads at once too), each closed as its
+    loop ends (by ``asyncio.run``; a hand-run loop closed without ``shutdown_asyncgens`` leaves its
+    client to the garbage collector). ``aclose()`` closes the running loop's client.
     """
 
     def __init__(
@@ -109,8 +111,9 @@ class RedisCheckpointStore(_ClosableStore):
         self._where = _redact(url)
         self._prefix = prefix
         self._ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
-        # Parses the URL now: bad URLs fail here. No loop yet: nothing is connected.
-        self._client: _Client | None = _Client(self._new_client(), None)
+        # Parses the URL now: bad URLs fail here; that client serves the first loop. Nothing is
+        # connected until an operation runs.
+        self._clients = LoopClients(self._new_client(), self._new_client, _close_client)
 
     @property
     def prefix(self) -> str:
@@ -221,16 +224,9 @@ class RedisCheckpointStore(_ClosableStore):
 
     async def aclose(self) -> None:
         """Wait for the operations in flight (each ends within ``timeout``), then close the
-        connections; idempotent. From another event loop than the one that opened them, the
-        client is only dropped (its sockets belong to that loop)."""
-        client, self._client = self._client, None
-        if client is None or client.loop is not asyncio.get_running_loop():
-            return
-        try:
-            await client.drained()
-        finally:
-            with contextlib.suppress(RedisError, OSError):  # the connections are gone either way
-                await client.redis.aclose()
+        running loop's connections; idempotent. Those of loops still running in other threads
+        close as those loops end (their sockets belong to them)."""
+        await self._clients.aclose()
 
     def __repr__(self) -> str:
         return f"RedisCheckpointStore({self._where!r}, prefix={self._prefix!r})"
@@ -243,8 +239,9 @@ class RedisCheckpointStore(_ClosableStore):
     ) -> T:
         """Run ``command`` on this loop's client within ``timeout``; failures become
         ``CheckpointStoreError``."""
-        client = self._use()
-        client.users += 1
+        clients = self._clients
+        client = clients.get() or await clients.bind()
+        client.users += 1  # before any await: an aclose() now waits for this operation
         deadline = asyncio.timeout(self._timeout)
         try:
             async with deadline:
@@ -259,16 +256,7 @@ class RedisCheckpointStore(_ClosableStore):
         finally:
             client.leave()
 
-    def _use(self) -> _Client:
-        loop = asyncio.get_running_loop()
-        client = self._client
-        if client is None or (client.loop is not None and client.loop is not loop):
-            # Connections belong to the loop that opened them; that loop is gone or elsewhere.
-            client = self._client = _Client(self._new_client(), loop)
-        client.loop = loop
-        return client
-
-    def _new_client(self) -> Redis:
+    def _new_client(self) -> _Client:
         options: dict[str, Any] = {
             "decode_responses": False,
             "socket_connect_timeout": min(5.0, self._timeout),
@@ -277,8 +265,18 @@ class RedisCheckpointStore(_ClosableStore):
             # only when told: a pooled connection the server dropped is then replaced, not fatal.
             "retry_on_error": [RedisConnectionError, RedisTimeoutError],
         }
-        client: Redis = Redis.from_url(self._url, **options)  # untyped in redis-py 5
-        return client
+        redis: Redis = Redis.from_url(self._url, **options)  # untyped in redis-py 5
+        return _Client(redis)
+
+
+async def _close_client(client: _Client) -> None:
+    """Close a loop's client once the operations using it have ended (on that loop: at its end,
+    or by ``aclose``)."""
+    try:
+        await client.drained()
+    finally:
+        with contextlib.suppress(RedisError, OSError):  # the connections are gone either way
+            await client.redis.aclose()
 
 
 def _eval(redis: Redis, script: str, key: str, *args: str) -> Awaitable[Any]:
@@ -297,13 +295,12 @@ async def _scan(redis: Redis, cursor: int, pattern: bytes) -> tuple[int, list[An
 
 
 class _Client(_InUse):
-    """A redis-py client, the event loop it belongs to (None until first used) and the operations
-    using it now: ``aclose`` closes it only once they have ended, since a client closed under a
-    running command reconnects to retry it and leaves that socket open."""
+    """One event loop's redis-py client and the operations using it now: it is closed only once
+    they have ended, since a client closed under a running command reconnects to retry it and
+    leaves that socket open."""
 
-    __slots__ = ("loop", "redis")
+    __slots__ = ("redis",)
 
-    def __init__(self, redis: Redis, loop: asyncio.AbstractEventLoop | None) -> None:
+    def __init__(self, redis: Redis) -> None:
         self.redis = redis
-        self.loop = loop
         super().__init__()
