@@ -7,7 +7,8 @@ can declare what exists and agents pick by name at run time. ``Resources`` is th
 MCP servers are registered with ``add_mcp``; their tools and prompts join the registry under their
 own names (or ``{prefix}_{name}``), listed lazily the first time a name is looked up, and again when
 a server announces a change. A lookup asks only the servers that may offer the name: a server with
-a prefix only for names that start with it, one without a prefix for every name. Two sources
+a prefix only for names that start with it, one whose ``tool_filter`` lists names only for those
+tools, any other for every name. Two sources
 offering one name is an error, reported when the clash is seen, because silently picking one would
 run the wrong tool.
 
@@ -219,8 +220,9 @@ class Resources(AsyncCloseable):
     ) -> MCPToolset:
         """Register an MCP server: its tools and prompts become resources by name (prefixed with
         ``{prefix}_`` when given). Nothing connects until a name it may offer is looked up (with a
-        prefix, a name that starts with it; without, any name, even one registered in code, whose
-        clash with the server's must be seen). Pass an
+        prefix, a name that starts with it; with a toolset's ``tool_filter`` of names, one of
+        those tools; else any name, even one registered in code, whose clash with the server's
+        must be seen). Pass an
         ``MCPToolset`` instead of a server to choose its filter and timeouts; its prefix applies.
         Returns the toolset, which an agent can also take directly as a toolset."""
         # Imported here, not at the top: the MCP SDK is heavy and only programs that register an
@@ -293,10 +295,10 @@ class Resources(AsyncCloseable):
 
         Raises ``KeyError`` for an unknown name (saying which MCP servers could not be asked) and
         ``ValueError`` when two sources offer the name. A name registered with ``add_tool`` is
-        checked against the MCP servers that may offer it too (those without a prefix):
+        checked against the MCP servers that may offer it too (see ``add_mcp``):
         returning it without asking them would let it hide a server's tool of that name,
-        silently, until some other lookup saw the clash. Servers whose prefix rules the name
-        out are not asked, nor started.
+        silently, until some other lookup saw the clash. Servers whose prefix or list of tools
+        rules the name out are not asked, nor started.
         """
         tool = self._tools.get(name)
         if tool is not None:
@@ -334,29 +336,36 @@ class Resources(AsyncCloseable):
         servers = tuple(
             server_name
             for server_name, toolset in self._mcp.items()
-            if any(toolset._may_offer(name) for name in looked_up)
+            if any(toolset._may_offer(name, kind) for name in looked_up)
         )
         if not servers:
             if names:
                 own: Mapping[str, object] = self._tools if kind == "tools" else self._prompts
-                raise KeyError(_unknown(kind[:-1], names[0], own, None, self._ruled_out()))
+                ruled_out = self._ruled_out(names[0])
+                raise KeyError(_unknown(kind[:-1], names[0], own, None, *ruled_out))
             return {}
         index, failures = await self._mcp_index(kind, names, servers)
         for name in names:
             if name not in index:
                 own = self._tools if kind == "tools" else self._prompts
-                ruled_out = self._ruled_out(servers)
-                text = _unknown(kind[:-1], name, {**own, **index}, failures, ruled_out)
+                ruled_out = self._ruled_out(name, servers)
+                text = _unknown(kind[:-1], name, {**own, **index}, failures, *ruled_out)
                 raise _Unknown(text, tuple(failures))
         return {name: index[name][1] for name in names}
 
-    def _ruled_out(self, asked: Sequence[str] = ()) -> dict[str, str]:
-        """The servers not asked for a name, as their prefixes rule it out: server → prefix."""
-        return {
-            server_name: toolset.prefix
-            for server_name, toolset in self._mcp.items()
-            if toolset.prefix is not None and server_name not in asked
-        }
+    def _ruled_out(self, name: str, asked: Sequence[str] = ()) -> tuple[dict[str, str], list[str]]:
+        """The servers not asked for ``name``: those whose prefix rules it out (server → prefix),
+        and those whose ``tool_filter`` of names does."""
+        prefixed: dict[str, str] = {}
+        filtered: list[str] = []
+        for server_name, toolset in self._mcp.items():
+            if server_name in asked:
+                continue
+            if toolset.prefix is not None and toolset._prefix_rules_out(name):
+                prefixed[server_name] = toolset.prefix
+            else:
+                filtered.append(server_name)
+        return prefixed, filtered
 
     async def _mcp_index(
         self, kind: str, wanted: Sequence[str], servers: tuple[str, ...]
@@ -591,6 +600,7 @@ def _unknown(
     known: Mapping[str, object],
     failures: Mapping[str, str] | None = None,
     ruled_out: Mapping[str, str] | None = None,
+    filtered: Sequence[str] = (),
 ) -> str:
     text = f"no {kind} named {name!r}"
     if known:
@@ -601,4 +611,7 @@ def _unknown(
     if ruled_out:
         prefixes = ", ".join(f"{server!r} ({prefix}_...)" for server, prefix in ruled_out.items())
         text += f"; MCP servers not asked, as they offer only names with their prefix: {prefixes}"
+    if filtered:
+        servers = ", ".join(repr(server) for server in filtered)
+        text += f"; MCP servers not asked, as their tool_filter names other tools: {servers}"
     return text

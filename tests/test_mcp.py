@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import io
 import json
 import logging
@@ -739,6 +740,42 @@ async def test_a_lookup_starts_only_the_servers_whose_prefix_the_name_has(tmp_pa
         with pytest.raises(ValueError, match="'files_add' is offered by MCP server 'files'"):
             await resources.get_tool("files_add")
         assert len(starts(files)) == 1
+
+
+async def test_a_lookup_starts_no_server_whose_tool_filter_names_other_tools(
+    tmp_path: Path,
+) -> None:
+    """A server without a prefix was started at every first lookup, of a tool kept in code too,
+    even when its tool_filter of names said which tools it could offer: those names (made fit for
+    model APIs as its listing makes them) are all a lookup needs to ask it for."""
+    calc, files = tmp_path / "calc", tmp_path / "files"
+    async with Resources() as resources:
+        resources.add_tool(_Shout())
+        add_only = MCPToolset(stdio(env={"DEMO_PID_FILE": str(calc)}), tool_filter=["add"])
+        resources.add_mcp("calc", add_only)
+        # Both offered: "files.read" as "files_read" cut and hashed, the plain name being taken.
+        readers = MCPToolset(
+            stdio(env={"DEMO_PID_FILE": str(files)}), tool_filter=["files.read", "files_read"]
+        )
+        resources.add_mcp("files", readers)
+        assert (await resources.get_tool("shout")).spec.name == "shout"
+        assert [tool.spec.name for tool in await resources.tools(["shout"])] == ["shout"]
+        with pytest.raises(KeyError, match=r"tool_filter names other tools: 'calc', 'files'"):
+            await resources.get_tool("nope")
+        assert starts(calc) == [] and starts(files) == []
+
+        assert (await run(await resources.get_tool("add"), {"a": 2, "b": 3})).content == "5"
+        assert len(starts(calc)) == 1 and starts(files) == []
+        dotted = "files_read_" + hashlib.sha256(b"files.read").hexdigest()[:8]
+        assert (await resources.get_tool(dotted)).spec.name == dotted
+        assert len(starts(files)) == 1
+
+    async with Resources() as resources:
+        # A name the filter names is still checked against the server: no silent hiding.
+        resources.add_tool(_Shout(), name="add")
+        resources.add_mcp("calc", MCPToolset(stdio(), tool_filter=["add"]))
+        with pytest.raises(ValueError, match="'add' is offered by MCP server 'calc'"):
+            await resources.get_tool("add")
 
 
 class _Shout:

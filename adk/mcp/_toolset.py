@@ -299,6 +299,13 @@ class MCPToolset(AsyncCloseable):
         if prefix is not None:
             head = f"{prefix}_"
             self._heads = (head, _NOT_IN_NAMES.sub("_", head)[:_KEPT])
+        # With a tool_filter of names, every tool name the server can offer, known without asking
+        # it (see ``_may_offer``); None when any name could pass the filter.
+        self._tool_names: frozenset[str] | None = None
+        if tool_filter is not None and not callable(tool_filter):
+            self._tool_names = frozenset(
+                offered for name in tool_filter for offered in _offered_as(self._exposed(name))
+            )
         self._call_timeout = call_timeout
         self._tools: _Listing | None = None
         self._prompts: _Listing | None = None
@@ -334,13 +341,22 @@ class MCPToolset(AsyncCloseable):
         self._prompts = None
 
     # -- internals -----------------------------------------------------------------------------
-    def _may_offer(self, name: str) -> bool:
-        """Whether ``name`` could be one of this server's tools or prompts, judged without asking
-        it: with a prefix, every name it offers starts with ``{prefix}_`` (a tool's renamed to fit
-        model APIs keeps that start, made fit the same way). ``Resources`` asks only the servers
-        that may offer a name, so a lookup does not start the others."""
+    def _may_offer(self, name: str, kind: str) -> bool:
+        """Whether ``name`` could be one of this server's ``kind`` (``"tools"`` or ``"prompts"``),
+        judged without asking it: with a prefix, every name it offers starts with ``{prefix}_`` (a
+        tool's renamed to fit model APIs keeps that start, made fit the same way); with a
+        ``tool_filter`` of names, its tools are those names (prefixed, maybe made fit).
+        ``Resources`` asks only the servers that may offer a name, so a lookup does not start the
+        others."""
+        if self._prefix_rules_out(name):
+            return False
+        return kind != "tools" or self._tool_names is None or name in self._tool_names
+
+    def _prefix_rules_out(self, name: str) -> bool:
+        """Whether the prefix alone says ``name`` is none of this server's (for messages that say
+        why a server was not asked)."""
         heads = self._heads
-        return not heads or name.startswith(heads)
+        return bool(heads) and not name.startswith(heads)
 
     def _exposed(self, name: str) -> str:
         return f"{self._prefix}_{name}" if self._prefix else name
@@ -570,6 +586,18 @@ def _model_names(names: list[str]) -> list[str]:
         taken.add(safe)
         out[position] = safe
     return out
+
+
+def _offered_as(name: str) -> tuple[str, ...]:
+    """The names ``_model_names`` may give a tool named ``name`` (prefixed): the name itself when
+    it fits model APIs, else the name made fit, or that cut and given a hash (which one depends on
+    the server's other names)."""
+    if _is_model_name(name):
+        return (name,)
+    safe = _NOT_IN_NAMES.sub("_", name) or "_"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+    hashed = f"{safe[:_KEPT]}_{digest}"
+    return (hashed,) if len(safe) > _NAME_LIMIT else (safe, hashed)
 
 
 def _is_model_name(name: str) -> bool:
