@@ -986,6 +986,37 @@ async def test_sessions_in_an_async_store_carry_keys_memory_across_environments(
     await again.redis.aclose()
 
 
+class RawRedisSessions(RedisSessions):
+    """A store whose ``get`` forgot to parse what it put: it gives Redis's bytes back."""
+
+    async def get(self, key: Hashable) -> dict[str, Any] | None:
+        stored: Any = await self.redis.get(f"{self.prefix}{key}")
+        return stored  # type: ignore[no-any-return]
+
+
+async def test_a_stores_get_that_gives_no_dict_fails_the_record_saying_so(
+    redis_server: RedisServer,
+) -> None:
+    """A store's ``get`` that gave the stored text (``json.loads`` forgotten) failed the record
+    with "dictionary update sequence element #0 has length 1; 2 is required", naming neither the
+    store nor its ``get``. It is a ``TypeError`` saying what ``get`` gave and must give, and the
+    key's stored values are left as they were."""
+    sessions = RawRedisSessions(redis_server.url, f"s{uuid.uuid4().hex[:8]}:")
+    await sessions.put("a", {"memory:tally": {"total": 5}})
+    env = LocalExecutionEnvironment(on_error="emit")
+    order = [Order(customer="a", amount=1)]
+    [output] = (
+        await env.from_list(order, key="customer").apply(Tally(), sessions=sessions).to_list()
+    )
+    assert output.error is not None and output.error.type == "TypeError"
+    assert "RawRedisSessions.get('a') gave bytes" in output.error.message
+    assert "a dict of the key's values or None" in output.error.message
+    assert json.loads(await sessions.redis.get(f"{sessions.prefix}a")) == {
+        "memory:tally": {"total": 5}
+    }
+    await sessions.redis.aclose()
+
+
 def test_sessions_must_be_a_mapping_or_an_async_store() -> None:
     class SyncStore:
         def get(self, key: Hashable) -> dict[str, Any] | None:

@@ -223,6 +223,17 @@ async def _stored(
     once started goes to its end even if the caller is cancelled meanwhile, so a record that
     ended has its writes kept whole or not at all. A store that fails fails the record."""
     values = await store.get(key)
+    if values is not None and not (
+        isinstance(values, dict) and all(type(name) is str for name in values)
+    ):
+        # Else the run failed deep in building the session ("dictionary update sequence ..."),
+        # naming neither the store nor its get: a get that returns the stored text or bytes,
+        # its parsing forgotten, is the likely mistake. Nothing is put: what is kept stays.
+        raise TypeError(
+            f"{type(store).__name__}.get({key!r}) gave {type(values).__name__}"
+            f"{'' if not isinstance(values, dict) else ' with keys that are not all str'}; a "
+            "SessionStore's get gives a dict of the key's values or None, as put was given"
+        )
     one: dict[Hashable, dict[str, Any]] = {} if values is None else {key: values}
     run = _run_record(runner, one, index, key, record, run_id, resuming)
     found = await _within(seconds, index, key, record, run_id, run)
