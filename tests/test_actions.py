@@ -483,6 +483,34 @@ async def test_the_agents_resources_are_its_own_and_the_runners_add_more() -> No
         await Runner(bare, resources=Resources()).invoke("go")
 
 
+async def test_a_prompt_both_registered_from_the_same_text_is_one_prompt() -> None:
+    """A prompt text (or list of messages) is made into a prompt by each registry it is added to,
+    so the same text registered under one name in the agent's resources and the runner's was
+    refused as 'different objects', though the caller gave both the same one; a different text
+    under that name still is."""
+    summarize = "Summarize in five words: {text}"
+
+    class Summarizer(ActionAgent):
+        @action(InputEvent)
+        async def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            prompt = await ctx.get_resource("summarize", "prompt")
+            [message] = await prompt.render(text=event.input)
+            ctx.send_event(OutputEvent(output=message.content))
+
+    def registry(text: str) -> Resources:
+        resources = Resources()
+        resources.add_prompt("summarize", text)
+        return resources
+
+    agent = Summarizer("summarizer", resources=registry(summarize))
+    result = await Runner(agent, resources=registry(summarize)).invoke("MCP is a protocol.")
+    assert result.text == "Summarize in five words: MCP is a protocol."
+
+    other = Summarizer("summarizer", resources=registry(summarize))
+    with pytest.raises(RunError, match=r"prompt name 'summarize' is defined both"):
+        await Runner(other, resources=registry("Translate: {text}")).invoke("MCP")
+
+
 async def test_a_tool_of_the_agents_unreachable_server_is_not_taken_from_the_runner() -> None:
     """The agent's own MCP server could not be asked, so its tool of the name was not found, and
     the runner's tool of that name ran in its place."""

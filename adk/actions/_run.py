@@ -23,7 +23,7 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
-from ..resources import _RenamedTool
+from ..resources import _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ._builtin import ActionError, _Chat
 from .context import ActionContext, ShortTermMemory, _memory_key
@@ -150,7 +150,7 @@ class _ActionRun:
             return other
         registered = getattr(shared, "_registered", None)
         other = registered(name, kind) if registered is not None else None
-        if other is not None and other is not _unwrapped(found):
+        if other is not None and not _same(found, other):
             raise ActionError(
                 f"{kind} name {name!r} is defined both by agent {self.agent.name!r}'s own "
                 f"resources ({_shown(found)}) and by the runner's ({_shown(other)}), as different "
@@ -407,10 +407,22 @@ async def _get(source: Any, name: str, kind: str) -> Any:
     return await source.get_prompt(name)
 
 
-def _unwrapped(found: Any) -> Any:
-    """A tool registered under another name than its own, as the tool itself (as
-    ``Resources._registered`` gives it)."""
-    return found._tool if isinstance(found, _RenamedTool) else found
+def _same(found: Any, registered: Any) -> bool:
+    """Whether the agent's ``found`` item and the runner's ``registered`` one of its name are one
+    resource: the same object, a tool registered under another name counting as the tool itself
+    (as ``Resources._registered`` gives it). A prompt given as text or messages is made into a
+    template by each registry it is added to, so the same text in both is one prompt: compared
+    by what it renders, or the same constant registered twice would be refused as two."""
+    if isinstance(found, _RenamedTool):
+        found = found._tool
+    if found is registered:
+        return True
+    return (
+        type(found) is _TemplatePrompt
+        and type(registered) is _TemplatePrompt
+        and found._messages == registered._messages
+        and found.description == registered.description
+    )
 
 
 def _shown(item: Any) -> str:
