@@ -35,7 +35,8 @@ class ActionAgent(BaseAgent):
     """An agent whose behaviour is its ``@action`` methods (or the functions in ``actions``).
 
     ``resources`` are the agent's own named models, tools and prompts; the runner's add the names
-    they do not define (one both define as different objects is an error when looked up). ``max_events`` bounds the events one input may cause, so actions that send events
+    they do not define (one both define as different objects is an error when looked up).
+    ``max_events`` bounds the events one input may cause, so actions that send events
     in a cycle fail with a clear error instead of running forever. ``builtin_actions=False``
     leaves out the built-in chat and tool actions, for an agent that handles
     ``ChatRequestEvent``/``ToolRequestEvent`` with its own (actions that merely watch those events
