@@ -21,6 +21,7 @@ from adk import CheckpointError, Interrupt, Message, Resources, RunError, Runner
 from adk.actions import (
     ActionAgent,
     ActionContext,
+    ActionError,
     ChatRequestEvent,
     ChatResponseEvent,
     Event,
@@ -169,3 +170,30 @@ async def test_a_saved_sensory_memory_that_is_not_a_mapping_fails_the_resume_and
     assert isinstance(error, CheckpointError)
     assert "agent 'notes'" in str(error) and "'sensory'" in str(error)
     assert await store.get("c1") is not None
+
+
+async def test_a_value_sensory_memory_cannot_hold_is_refused_naming_sensory_memory() -> None:
+    """Sensory memory is a ``ShortTermMemory`` of the run's own, and its refusals named
+    short-term memory: an action that wrote only to sensory memory was told its short-term
+    memory could not hold the value, and looked for the write in the wrong place."""
+
+    class Unregistered(BaseModel):
+        text: str
+
+    class Keeper(ActionAgent):
+        @action(InputEvent)
+        def keep(self, event: InputEvent, ctx: ActionContext) -> None:
+            if event.input == "model":
+                ctx.sensory_memory.set("review", Unregistered(text="the box arrived damaged"))
+            else:
+                ctx.sensory_memory[7] = "seven"  # type: ignore[index]
+
+    for record, said in (
+        ("model", "sensory memory 'review'"),
+        ("key", "sensory memory keys are strings, got 7"),
+    ):
+        with pytest.raises(RunError) as raised:
+            await Runner(Keeper("keeper")).invoke(record)
+        error = raised.value.__cause__
+        assert isinstance(error, ActionError) and isinstance(error.__cause__, TypeError)
+        assert said in str(error.__cause__) and "short-term" not in str(error), error

@@ -38,6 +38,13 @@ __all__ = ["_ActionRun"]
 _new = object.__new__
 
 
+def _sensory_memory(values: dict[str, Any]) -> ShortTermMemory:
+    """One input's own memory: a ``ShortTermMemory`` that its errors call sensory memory."""
+    memory = ShortTermMemory(values)
+    memory._kind = "sensory memory"
+    return memory
+
+
 def _action_segment(name: str) -> str:
     if "/" in name or "#" in name or "%" in name:  # see adk.interrupts._escaped
         name = name.replace("%", "%25").replace("/", "%2F").replace("#", "%23")
@@ -81,7 +88,7 @@ class _ActionRun:
         other records never see or replace it, but saved with a pause and restored on resume."""
         sensory = self._sensory
         if sensory is None:
-            sensory = self._sensory = ShortTermMemory({})
+            sensory = self._sensory = _sensory_memory({})
         return sensory
 
     def forget_empty_memory(self) -> None:
@@ -300,7 +307,7 @@ class _ActionRun:
         if not isinstance(sensory, dict) or not all(type(key) is str for key in sensory):
             raise saved.error("'sensory' must map names to values")
         if sensory:  # a copy: the resumed actions' writes must not reach the saved state
-            self._sensory = ShortTermMemory(dict(sensory))
+            self._sensory = _sensory_memory(dict(sensory))
         return current, listener
 
     def _paused_listener(self, saved: SavedState, event_type: type[Event]) -> int:

@@ -41,11 +41,14 @@ class ShortTermMemory:
     dropped). Writes through ``set``/``delete`` are undone; a value changed in place is not.
     """
 
-    __slots__ = ("_undo", "_values")
+    __slots__ = ("_kind", "_undo", "_values")
 
     def __init__(self, values: dict[str, Any]) -> None:
         self._values = values
         self._undo: dict[str, Any] = {}  # key -> its value before the running action wrote it
+        # What errors call it: sensory memory is one too (``_ActionRun`` names it so), and told
+        # "short-term memory" its user would look for the write in the wrong place.
+        self._kind = "short-term memory"
 
     def get(self, key: str, default: Any = None) -> Any:
         """The value under ``key``, or ``default``. Change a value through ``set``: a change made
@@ -56,9 +59,9 @@ class ShortTermMemory:
         """Store ``value`` under ``key``; ``TypeError`` now, not at the next pause, if a checkpoint
         could not hold it. Undone if the running action is interrupted."""
         if not isinstance(key, str):
-            raise TypeError(f"short-term memory keys are strings, got {key!r}")
+            raise TypeError(f"{self._kind} keys are strings, got {key!r}")
         try:
-            to_json_value(value, f"short-term memory {key!r}")
+            to_json_value(value, f"{self._kind} {key!r}")
         except CheckpointError as exc:
             raise TypeError(str(exc)) from None
         if key not in self._undo:
