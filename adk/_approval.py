@@ -114,6 +114,16 @@ class _Denial(ToolResult):
     def __repr_name__(self) -> str:  # shown as what it is to its readers: a ToolResult
         return "ToolResult"
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the ``ToolResult`` it shows as (pydantic's equality wants the same class):
+        the type is for tracing only. Python asks the subclass first, so ``ToolResult(...) ==
+        denial`` lands here too."""
+        if type(other) is ToolResult or type(other) is _Denial:
+            return self.__dict__ == other.__dict__
+        return NotImplemented
+
+    __hash__ = ToolResult.__hash__  # defining __eq__ would otherwise drop it
+
 
 def decision_of(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResult | bool | None:
     """A resumed call's approval decision: ``True`` if approved, the error result a denial

@@ -671,6 +671,37 @@ async def test_require_approval_denied_returns_an_error_result(decision: Any, re
     assert events[0].message is not None and events[0].message.metadata == {"is_error": True}
 
 
+async def test_a_denials_result_equals_the_tool_result_it_shows_as() -> None:
+    """A denial's result is a private ``ToolResult`` subclass (tracing tells a refusal from a
+    failure by it) shown as ``ToolResult(...)``, but it was unequal to that very ``ToolResult``:
+    an ``after_tool`` callback comparing with one (a guardrail's known refusal, a port's test)
+    saw two results that print alike and are not equal."""
+    sent: list[dict[str, Any]] = []
+    seen: list[adk.ToolResult | str] = []
+
+    @adk.tool(require_approval=True)
+    def send_payment(payee: str, amount_cents: int) -> str:
+        """Send a payment."""
+        sent.append({"payee": payee, "amount_cents": amount_cents})
+        return "sent"
+
+    call = tool_call("send_payment", {"payee": "ACME", "amount_cents": 12000}, id="call_1")
+    model = ScriptedModel([Reply(tool_calls=[call]), "not sent"])
+    watch = adk.Callbacks(after_tool=lambda ctx, call, result: seen.append(result))
+    runner = Runner(ReActAgent("pay", model, tools=[send_payment]), callbacks=[watch])
+    paused = await runner.invoke("pay ACME")
+    assert paused.checkpoint_id is not None
+    await runner.invoke_resume(paused.checkpoint_id, {"approved": False, "reason": "no"})
+
+    [denial] = seen
+    text = "Error: the call to 'send_payment' was not approved: no"
+    shown = adk.ToolResult(content=text, is_error=True)
+    assert repr(denial) == repr(shown)
+    assert denial == shown and shown == denial and [denial] == [shown]
+    assert denial != adk.ToolResult(content="Error: something else", is_error=True)
+    assert sent == []
+
+
 def _approval_service(sent: list[str], base_url: str, store: SQLiteCheckpointStore) -> Runner:
     """A service's runner: the model is the OpenAI wire server, checkpoints go to SQLite."""
 
