@@ -74,7 +74,9 @@ class FlowAgent:
                 raise ValueError(f"duplicate agent name {sub.name!r} under {self.name!r}")
             seen.add(sub.name)
             _check_parent(self, sub)
-        check_authors(f"agent {self.name!r}", subs)
+        # The parent too: it writes to the one history its sub-agents do (a coordinator named
+        # like a PlanExecute role under it would read that role's messages as its own).
+        check_authors(f"agent {self.name!r}", [self.agent, *subs])
         _check_targets(self, subs, allow_transfer_to_parent)
         nodes = [_adopt(self, sub) for sub in subs]
         for node in nodes:

@@ -9,11 +9,12 @@ transfer's target is one of the agent's sub-agents or its parent (DESIGN "Transf
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING
 
 from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_agents
 from adk._aio import closing
+from adk._authors import Author, authors
 from adk._driver import NO_EVENT, drive
 
 from .plan_execute import PlanExecute
@@ -37,6 +38,13 @@ class _ReportsBack:
         self.supervisor = supervisor
         self.name = worker.name
         self.description = worker.description
+
+    def _adk_authors(self, seen: set[int]) -> Iterator[Author]:
+        """The worker's agents (``adk._authors``): it runs in the supervisor's history, so a
+        ``PlanExecute`` anywhere in it keeps its roles' names its own there too. Without this
+        the flow's check saw only this wrapper, and a worker holding a ``PlanExecute`` (in a
+        sequence, say) went unchecked."""
+        yield from authors(self.worker, seen)
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): the worker resumes

@@ -1170,6 +1170,39 @@ def test_agents_that_share_a_name_with_a_plan_execute_role_only_where_they_meet(
     )
 
 
+def test_a_plan_execute_role_named_like_the_flow_parent_or_deep_in_a_worker_is_refused() -> None:
+    # The parent of a transfer flow writes to the history its sub-agents do, and a Supervisor's
+    # worker runs in it too: a coordinator named like a role below it, or a PlanExecute inside a
+    # worker (in a sequence) whose role is named like the supervisor, read each other's messages
+    # as their own. Only the sub-agents were compared, and a worker only by its own name.
+    with pytest.raises(
+        ValueError,
+        match=r"^agent 'planner': the planner of PlanExecute 'research' and agent 'planner' "
+        r"are both named 'planner'",
+    ):
+        adk.with_sub_agents(ReActAgent("planner", ScriptedModel([])), [_by_hand("research")])
+    with pytest.raises(
+        ValueError,
+        match=r"^agent 'planner': the planner of PlanExecute 'research' and agent 'planner' "
+        r"are both named 'planner'",
+    ):
+        Supervisor(
+            ReActAgent("planner", ScriptedModel([])),
+            [SequentialAgent("team", [_by_hand("research")])],
+        )
+    with pytest.raises(ValueError, match=r"^agent 'boss': .* both named 'planner'"):
+        Supervisor(
+            ReActAgent("boss", ScriptedModel([])),
+            [SequentialAgent("one", [_by_hand("research")]), _by_hand("writing")],
+        )
+    # Named apart, both are fine.
+    adk.with_sub_agents(ReActAgent("router", ScriptedModel([])), [_by_hand("research")])
+    Supervisor(
+        ReActAgent("boss", ScriptedModel([])),
+        [SequentialAgent("team", [_by_hand("research")]), ReActAgent("w", ScriptedModel([]))],
+    )
+
+
 async def test_a_checkpoint_of_the_old_role_names_resumes_or_fails_clearly() -> None:
     # Before roles were named after the PlanExecute, from_model(name="research") named them
     # planner, executor and replanner: a run paused in one of them does not fit the new names
