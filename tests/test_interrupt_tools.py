@@ -27,6 +27,7 @@ from adk import (
     Runner,
     SequentialAgent,
     ToolContext,
+    ToolResult,
 )
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
@@ -698,7 +699,9 @@ async def test_a_denials_result_equals_the_tool_result_it_shows_as() -> None:
     shown = adk.ToolResult(content=text, is_error=True)
     assert repr(denial) == repr(shown)
     assert denial == shown and shown == denial and [denial] == [shown]
+    assert [denial != shown, shown != denial] == [False, False]
     assert denial != adk.ToolResult(content="Error: something else", is_error=True)
+    assert denial != adk.ToolResult(content=text)  # not an error: another result
     assert sent == []
 
 
