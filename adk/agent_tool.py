@@ -28,7 +28,7 @@ from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
 from .context import RunContext, _RunState, new_run
-from .events import AgentEvent
+from .events import _FORWARDED, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
@@ -236,8 +236,10 @@ class AgentTool:
 
     def _forward(self, ctx: ToolContext, event: AgentEvent) -> None:
         """Show an inner event outside, without its actions: inner exits, transfers and loop
-        breaks belong to the nested run and must not act on the caller."""
+        breaks belong to the nested run and must not act on the caller. Flagged as such
+        (``_FORWARDED``), without the inner flags, which were the nested run's layers'."""
         if not self.emit_inner_events or ctx._emit is None or event.output is None:
             return
         outer_path = (*ctx.run_path, *event.run_path)
-        ctx._emit(dataclasses.replace(event, run_path=outer_path, action=None, _flags=0))
+        shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=_FORWARDED)
+        ctx._emit(shown)

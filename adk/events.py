@@ -99,6 +99,9 @@ _TRANSFER_HANDLED = 1  # a flow has acted on this transfer; enclosing agents let
 # the run ends): an event object yielded again, in a later run or passed on from another runner,
 # starts clean rather than passing for a break already taken.
 _BREAK_HANDLED = 2  # the innermost loop has taken this break; outer loops ignore it
+_FORWARDED = 8  # a copy an AgentTool shows from its nested run (emit_inner_events): not an
+# output of the agent that yields it, whose output the tool's result is (a PlanExecute's step
+# must not take a plan or a result from it). Set on the copy, so it never needs clearing.
 
 
 @dataclass(slots=True)

@@ -62,7 +62,7 @@ from adk._authors import Author, authors
 from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
-from adk.events import _BREAK_HANDLED
+from adk.events import _BREAK_HANDLED, _FORWARDED
 
 from ._output import parse_output
 from ._plan_state import (
@@ -212,6 +212,11 @@ outputs (its plan, as JSON text or a ``Plan``) and its replanner's ``Plan`` outp
 for its role's: an outer replanner went on with the inner planner's first plan as its new one,
 where the inner one's answer was its reply. What an inner ``PlanExecute`` answers is not flagged:
 that is its output as the role's agent."""
+
+_NOT_THE_ROLES = _INNER_PLAN | _FORWARDED
+"""An output a step does not read as its role's: an inner ``PlanExecute``'s plan, or what an
+``AgentTool`` shows from its nested run (``emit_inner_events``: copies whose flags are their own,
+so ``_INNER_PLAN`` does not reach them), whose plans are that run's, not the role's."""
 
 
 _listening: dict[tuple[int, str], _Seen] = {}
@@ -413,7 +418,7 @@ class _PlanStep(_Role):
                     )
                     if event._signal is not None:
                         event._signal.save(ctx.address, {"objective": objective}, _STEP_SLOT)
-                    inner = event._flags & _INNER_PLAN
+                    inner = event._flags & _NOT_THE_ROLES
                     if event.output is not None:
                         event._flags |= _INNER_PLAN  # this one's plan, for a step around it
                     yield event
@@ -577,6 +582,8 @@ class _ExecuteStep(_LoopStep):
                     yield event
                     if stop:
                         return
+                    if event._flags & _FORWARDED:
+                        continue  # an AgentTool's nested run's, shown: the tool's result follows
                     text = await _text_of(event)
                     if text is not None:
                         seen.text = text
@@ -616,7 +623,9 @@ class _ReplanStep(_LoopStep):
                     state.passing(event, ctx)
                     output = event.output
                     found = None
-                    if output is not None and output.custom is not None:
+                    if event._flags & _FORWARDED:
+                        output = None  # an AgentTool's nested run's, shown: not this role's
+                    elif output is not None and output.custom is not None:
                         found = _as_plan(output.custom)
                         if event._flags & _INNER_PLAN:
                             found = None  # an inner PlanExecute's: not this role's

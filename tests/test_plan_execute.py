@@ -1522,3 +1522,32 @@ async def test_a_plan_another_plan_execute_stored_between_two_steps_is_refused()
         r"running at the same time in one session \(branches of a ParallelAgent\) share",
     ):
         await runner.invoke("go")
+
+
+@pytest.mark.parametrize("emit", [False, True])
+async def test_plans_an_agent_tool_shows_from_its_nested_run_are_not_the_roles(emit: bool) -> None:
+    # A replanner that asks a PlanExecute (an AgentTool) and then answers: with the tool's inner
+    # events shown outside (emit_inner_events), they pass through the replanner's step as its
+    # agent's events, the inner planner's Plan among them. The copies the tool shows had their
+    # flags cleared, _INNER_PLAN with them, and the step took that plan for one its replanner
+    # handed over: the outer loop went on executing the inner plan after the replanner answered.
+    inner = PlanExecute.from_model(
+        ScriptedModel([plan_json("look it up"), "Found it.", "It is 42."]),
+        name="inner",
+        description="Researches a question.",
+    )
+    replanner = ReActAgent(
+        "outer_replanner",
+        ScriptedModel([Reply(tool_calls=[tool_call("inner", {"request": "what is it?"})]), "42."]),
+        tools=[adk.AgentTool(inner, emit_inner_events=emit)],
+    )
+    executor = ScriptedModel(["Asked."])
+    outer = PlanExecute(
+        new_planner(ScriptedModel([plan_json("ask")]), name="outer_planner"),
+        new_executor(executor, name="outer_executor"),
+        replanner,
+        name="outer",
+    )
+    result = await Runner(outer).invoke("find the answer")
+    assert result.text == "42."
+    assert executor.calls == 1
