@@ -13,12 +13,12 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Sequence
+from typing import Any, cast
 
 from . import __version__, checkpoint
 from ._nonfinite import dumps_finite
-from .checkpoint._pending import PendingCheckpoint, _listing
+from .checkpoint._pending import PendingCheckpoint, _gathered, _listing
 from .checkpoint.codec import CheckpointError, decode_checkpoint
 from .checkpoint.sqlite import _ReadOnlySQLiteStore
 from .checkpoint.store import CheckpointStore, _check_id, _check_prefix
@@ -42,12 +42,22 @@ def _store(args: argparse.Namespace) -> CheckpointStore:
 
 
 async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, Any]:
+    # Whether a resume holds it, read beside it as ``checkpoint list`` does: an operator shown a
+    # paused run must not be led to approve one another process is already resuming (its resume
+    # would be refused). Only claims tell (the command's own process resumes nothing); a store
+    # that keeps none (a custom one) says False, as in the listing.
+    lookup = getattr(store, "_claimed_ids", None)
+    reads: list[Awaitable[object]] = [store.get(args.checkpoint_id)]
+    if lookup is not None:
+        reads.append(lookup([args.checkpoint_id]))
     try:
-        data = await store.get(args.checkpoint_id)
+        found = await _gathered(reads)  # both end before the store closes
     finally:
         closer = getattr(store, "aclose", None)
         if closer is not None:
             await closer()
+    data = cast("bytes | None", found[0])
+    claimed = cast("set[str]", found[1]) if lookup is not None else set()
     if data is None:
         raise CheckpointError(f"no checkpoint {args.checkpoint_id!r}")
     body = decode_checkpoint(data, args.checkpoint_id)
@@ -59,6 +69,7 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
         # A run kept for audit (keep_checkpoints=True) after its resume finished still holds the
         # points it paused at; without this an operator reads them as a decision still awaited.
         "finished": bool(body.get("finished")),
+        "resuming": args.checkpoint_id in claimed,
         "points": body.get("points", []),
         "history_entries": len(body.get("history", [])),
         "session_keys": sorted(body.get("session", {})),

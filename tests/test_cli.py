@@ -67,6 +67,24 @@ async def test_show_says_a_run_kept_after_it_finished_waits_on_nothing(tmp_path:
     assert [p["id"] for p in summary["points"]] == ["agent:asker"]  # what it had waited on
 
 
+async def test_show_says_whether_a_resume_holds_the_checkpoint(tmp_path: Path) -> None:
+    # `checkpoint list` says it; `show`, what an operator reads before approving, said nothing,
+    # and a second approval of a run another process was resuming would be refused.
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as store:
+        await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="c-1")
+        await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="c-2")
+        assert await store.claim("c-2", "a-worker-resuming-it")
+
+    shown = {}
+    for checkpoint_id in ("c-1", "c-2"):
+        done = _pyadk("checkpoint", "show", checkpoint_id, "--sqlite", str(path))
+        assert done.returncode == 0, done.stderr
+        shown[checkpoint_id] = json.loads(done.stdout)["resuming"]
+
+    assert shown == {"c-1": False, "c-2": True}
+
+
 class _Approved(BaseAgent):
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         if ctx.resume is None:
