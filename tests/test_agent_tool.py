@@ -11,6 +11,7 @@ import pytest
 from conftest import ScriptAgent, act_break, act_exit, act_transfer, run_events
 from pydantic import BaseModel
 
+import adk
 from adk import (
     AgentEvent,
     AgentTool,
@@ -22,6 +23,8 @@ from adk import (
     RunContext,
     Runner,
     SequentialAgent,
+    ToolCall,
+    ToolContext,
     with_sub_agents,
 )
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
@@ -314,3 +317,43 @@ async def test_an_inner_stream_that_fails_is_the_inner_agents_error_streamed_or_
         "Error: agent 'inner' failed: ConnectionResetError: reset mid-stream"
     )
     assert ("inner", "reset mid-stream") in seen
+
+
+async def test_a_tool_and_its_callbacks_know_the_agent_that_called_it() -> None:
+    # Google ADK's tool_context.agent_name: a port's tools and tool callbacks act for one agent.
+    # The same tool is called by the outer agent and by the agent inside the AgentTool.
+    seen: list[tuple[str, str]] = []
+
+    @adk.tool
+    def whoami(ctx: ToolContext) -> str:
+        """Say who called."""
+        seen.append(("tool", ctx.agent_name))
+        return ctx.agent_name
+
+    def after(ctx: ToolContext, call: ToolCall, result: object) -> None:
+        seen.append(("after_tool", ctx.agent_name))
+
+    inner = ReActAgent(
+        "inner",
+        ScriptedModel([Reply(tool_calls=[tool_call("whoami", {}, id="i1")]), "inner done"]),
+        description="Calls whoami",
+        tools=[whoami],
+    )
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("whoami", {}, id="o1")]),
+            Reply(tool_calls=[tool_call("inner", {"request": "go"}, id="o2")]),
+            "final",
+        ]
+    )
+    outer = ReActAgent("outer", model, tools=[whoami, AgentTool(inner)])
+    await Runner(outer, callbacks=[Callbacks(after_tool=after)]).invoke("go")
+
+    assert seen == [
+        ("tool", "outer"),
+        ("after_tool", "outer"),
+        ("tool", "inner"),
+        ("after_tool", "inner"),
+        ("after_tool", "outer"),  # the AgentTool's own call
+    ]
+    assert model.requests[1].messages[-1].content == "outer"

@@ -120,6 +120,14 @@ class ToolContext:
         return self.run_context.run_path
 
     @property
+    def agent_name(self) -> str:
+        """The name of the agent that made the call (the last element of ``run_path``): inside an
+        ``AgentTool``, the inner agent. As ``RunContext.agent_name`` and Google ADK's
+        ``tool_context.agent_name``, so a ported tool or tool callback acts for one agent without
+        reading it out of the run path."""
+        return self.run_context.agent_name
+
+    @property
     def resume(self) -> ResumeContext | None:
         """Set when the run resumes and this call (or a nested run under it) was interrupted;
         ``data`` is what the resume sent to this call."""
