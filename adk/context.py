@@ -182,6 +182,7 @@ class _RunState(_Lane):
         "hooks",
         "nested",
         "options",
+        "outer_path",
         "plan",
         "resources",
         "seq",
@@ -192,6 +193,10 @@ class _RunState(_Lane):
     _session: Session | None
     plan: _ResumePlan | None
     nested: bool
+    # An AgentTool's nested run: the run path, in the enclosing runs, of the agent whose tool call
+    # it is (the outer path its forwarded events carry before their own); ``()`` for a runner's
+    # run. Its agents' own paths stay relative to the nested run (history, callbacks, options).
+    outer_path: tuple[str, ...]
     # Its reader stopped reading (closed the runner's generator) before the run's last event: the
     # agents closed from then on were cut off, not finished (``Runner._drive_plain``, tracing).
     abandoned: bool
@@ -261,6 +266,7 @@ def new_run(
     run._session = session
     run.plan = plan
     run.nested = nested
+    run.outer_path = ()
     run.abandoned = False
     run.hooks = hooks
     run.resources = resources

@@ -294,11 +294,15 @@ class _GenAITracing:
         """Start ``invoke_agent {agent}`` under ``parent`` (None: the caller's current context);
         return it with the context its children start in."""
         name = agent.name
+        run_path = ctx.run_path
+        outer_path = ctx._run.outer_path
+        if outer_path:  # inside an AgentTool: the whole path, as its forwarded events carry
+            run_path = (*outer_path, *run_path)
         attributes: dict[str, Any] = {
             _OPERATION: "invoke_agent",
             _AGENT_NAME: name,
             _CONVERSATION: ctx._run.run_id,
-            _RUN_PATH: ctx.run_path,
+            _RUN_PATH: run_path,
         }
         description = getattr(agent, "description", "")
         if description:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ScriptAgent, act_transfer
+from conftest import ScriptAgent, act_transfer, run_events
 from openai_server import OpenAIServer
 from openai_server import Reply as ServedReply
 from opentelemetry import trace
@@ -495,6 +495,37 @@ async def test_agent_tool_inner_run_nests_under_the_tool_span(
     ]
     inner_span = named(spans, "invoke_agent helper")[0]
     assert attrs(inner_span)["gen_ai.conversation.id"] == "conv-7"
+
+
+async def test_agents_inside_an_agent_tool_report_the_run_path_their_forwarded_events_carry(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The span's adk.run_path was the nested run's own ("helper",), while the events forwarded
+    # with emit_inner_events carry the outer path before it: a trace and an event log of the
+    # same agent did not match. Two levels deep, under a workflow, to check the prefix adds up.
+    def calls(name: str) -> ScriptedModel:
+        request = tool_call(name, {"request": "go"}, id=f"call_{name}")
+        return ScriptedModel([Reply(tool_calls=[request]), f"{name} called"])
+
+    leaf = SequentialAgent("leaf", [ScriptAgent("step", "done")], description="Leaf.")
+    helper = ReActAgent(
+        "helper", calls("leaf"), tools=[AgentTool(leaf, emit_inner_events=True)], description="H."
+    )
+    boss = ReActAgent("boss", calls("helper"), tools=[AgentTool(helper, emit_inner_events=True)])
+    events = await run_events(Runner(SequentialAgent("root", [boss]), tracer_provider=provider))
+
+    spans = exporter.get_finished_spans()
+    span_paths = {s.name: attrs(s)["adk.run_path"] for s in spans if "invoke_agent" in s.name}
+    event_paths = {e.agent_name: e.run_path for e in events if e.output is not None}
+    assert span_paths == {
+        "invoke_agent root": ("root",),
+        "invoke_agent boss": ("root", "boss"),
+        "invoke_agent helper": ("root", "boss", "helper"),
+        "invoke_agent leaf": ("root", "boss", "helper", "leaf"),
+        "invoke_agent step": ("root", "boss", "helper", "leaf", "step"),
+    }
+    for agent in ("boss", "helper", "step"):
+        assert event_paths[agent] == span_paths[f"invoke_agent {agent}"]
 
 
 async def test_concurrent_agent_tool_calls_each_nest_under_their_own_tool_span(
