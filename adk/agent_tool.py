@@ -1,10 +1,12 @@
 """``AgentTool``: an agent called as a tool, in a nested run.
 
 The nested run shares the caller's session values but keeps its own history. Its result is the text
-of the inner agent's last message; an inner error becomes a tool error; inner ``exit`` ends only the
-inner agent and inner transfers are ignored outside. The nested run's addresses live under the tool
-call's address, so an interrupt inside becomes an interrupt of the tool call whose saved state is
-the nested run's root input and history; on resume the same global plan routes back inside.
+of the inner agent's last message, or the JSON of the pydantic model it gave as its output after
+that message (a ReActAgent's ``output_schema`` answer); an inner error becomes a tool error; inner
+``exit`` ends only the inner agent and inner transfers are ignored outside. The nested run's
+addresses live under the tool call's address, so an interrupt inside becomes an interrupt of the
+tool call whose saved state is the nested run's root input and history; on resume the same global
+plan routes back inside.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ._checks import check_agent, shown
 from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
-from .checkpoint.codec import CheckpointError
+from .checkpoint.codec import CheckpointError, _nan_json
 from .context import RunContext, _RunState, new_run
 from .events import _FORWARDED, AgentEvent
 from .history import build_messages
@@ -122,7 +124,8 @@ class AgentTool:
 
     async def run(self, arguments: str, ctx: ToolContext) -> str:
         """Run the agent in a nested run (the caller's session, its own history) and return the
-        text of its last message; an inner error fails the call, an inner interrupt pauses it."""
+        text of its last message, or the JSON of a pydantic model it output after it (its
+        structured answer); an inner error fails the call, an inner interrupt pauses it."""
         outer = ctx.run_context
         resume = ctx.resume
         state = None
@@ -135,6 +138,9 @@ class AgentTool:
                 root_input = [*build_messages(outer, self.agent.name), *root_input]
         run, inner_ctx = self._nested(ctx, root_input, state)
         last: Message | None = None
+        # A pydantic model the inner agent gave as its output after its last message: its
+        # structured answer (ReActAgent's ``output_schema``), which the result is instead.
+        answer: BaseModel | None = None
         previous: AgentEvent | None = None
         events = drive(self.agent, AgentInput(root_input, outer.enable_streaming), inner_ctx)
         try:
@@ -166,14 +172,23 @@ class AgentTool:
                                 # comes next and becomes the tool error (its callbacks and
                                 # span see the failure), as without streaming.
                                 continue
+                            answer = None
                         elif output.message is not None:
                             last = output.message
+                            answer = None
+                        elif isinstance(output.custom, BaseModel):
+                            answer = output.custom
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
             if previous is not None:
                 previous._flags = 0
                 previous = None
 
+        if answer is not None:
+            # The validated object as JSON, as a function tool returning it sends it (and as
+            # RunResult.output is the instance): not the model's text, which may wrap the JSON
+            # in code fences and words. Google ADK's AgentTool returns the validated object too.
+            return _nan_json(answer)
         return last.content if last is not None else ""
 
     def _nested(

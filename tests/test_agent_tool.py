@@ -357,3 +357,42 @@ async def test_a_tool_and_its_callbacks_know_the_agent_that_called_it() -> None:
         ("after_tool", "outer"),  # the AgentTool's own call
     ]
     assert model.requests[1].messages[-1].content == "outer"
+
+
+class _Verdict(BaseModel):
+    approved: bool
+    reason: str
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_agent_with_an_output_schema_answers_the_caller_with_its_validated_json(
+    streaming: bool,
+) -> None:
+    # The model wrapped its JSON in words and a code fence; the inner agent validated it (its
+    # output_key stores the JSON), but the caller's model was handed the words and fences too.
+    # Google ADK's AgentTool returns the validated object as well.
+    wrapped = 'Here it is:\n```json\n{"approved": true, "reason": "within budget"}\n```\nDone.'
+    inner = ReActAgent(
+        "reviewer",
+        ScriptedModel([wrapped]),
+        description="Reviews a purchase",
+        output_schema=_Verdict,
+        output_key="verdict",
+    )
+    outer = _caller(AgentTool(inner))
+    result = await Runner(outer, enable_streaming=streaming).invoke("go")
+
+    sent = _tool_reply(outer).content
+    assert _Verdict.model_validate_json(sent) == _Verdict(approved=True, reason="within budget")
+    assert result.session["verdict"] == '{"approved": true, "reason": "within budget"}'
+
+
+async def test_a_message_after_a_structured_output_is_the_result_again() -> None:
+    # Only an object given after the agent's last message is its answer: a custom agent that
+    # reports an object and then speaks answers with what it said.
+    def report(ctx: RunContext) -> AgentEvent:
+        return AgentEvent(output=adk.AgentOutput(custom=_Verdict(approved=False, reason="r")))
+
+    outer = _caller(AgentTool(_helper(report, "said after it")))
+    await Runner(outer).invoke("go")
+    assert _tool_reply(outer).content == "said after it"
