@@ -315,8 +315,10 @@ async def test_a_model_result_of_a_class_made_per_call_does_not_keep_the_class_a
     another field still gets its own serializer, not its parent's."""
     made: list[weakref.ref[type[BaseModel]]] = []
 
+    # Async: a sync tool's worker thread holds its last result (``_WorkItem.run``'s local) until
+    # it returns, which under load may be after the run ended and the collection below ran.
     @tool
-    def report() -> Any:
+    async def report() -> Any:
         """A report whose type is made from a schema at call time."""
         cls = create_model("Report", mean=(float, ...))
         made.append(weakref.ref(cls))
