@@ -27,7 +27,6 @@ from adk import (
     Runner,
     SequentialAgent,
     ToolContext,
-    ToolResult,
 )
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
