@@ -1837,14 +1837,36 @@ async def test_an_openai_chat_span_has_the_openai_attributes(
     assert not [key for key in attrs(chat) if key.startswith("openai.")]
 
 
+# Token counts a provider reports inside usage's details. Prompt-cache hits are billed at a
+# fraction of the input price: cost dashboards read them from gen_ai.usage.cache_read.input_tokens
+# (part of gen_ai.usage.input_tokens, as OpenAI counts them). A reasoning model bills its thinking
+# as output tokens nobody sees: gen_ai.usage.reasoning.output_tokens (part of
+# gen_ai.usage.output_tokens; completion_tokens_details / output_tokens_details.reasoning_tokens).
+# Each is: served (what the test server reports), the Usage field, the span's total and its part.
+_DETAILED_TOKENS = {
+    "cached": (
+        ServedReply(text="hello", usage=(40, 3), cached_tokens=32),
+        "cached_input_tokens",
+        ("gen_ai.usage.input_tokens", 40),
+        ("gen_ai.usage.cache_read.input_tokens", 32),
+    ),
+    "reasoning": (
+        ServedReply(text="hello", usage=(40, 30), reasoning_tokens=24),
+        "reasoning_output_tokens",
+        ("gen_ai.usage.output_tokens", 30),
+        ("gen_ai.usage.reasoning.output_tokens", 24),
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_DETAILED_TOKENS))
 @pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_cached_input_tokens_reach_the_reply_and_the_chat_span(
-    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
+async def test_detailed_token_counts_reach_the_reply_and_the_chat_span(
+    api: str, kind: str, provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    # Prompt-cache hits are billed at a fraction of the input price: cost dashboards read them
-    # from gen_ai.usage.cache_read.input_tokens (part of gen_ai.usage.input_tokens, as OpenAI
-    # counts them), plain and streamed alike.
-    served = ServedReply(text="hello", usage=(40, 3), cached_tokens=32)
+    served, field, (total, total_count), (part, part_count) = _DETAILED_TOKENS[kind]
+    assert served.usage is not None
+    prompt, completion = served.usage
     async with OpenAIServer([served, served, served]) as server:
         model = OpenAIChatModel(
             "test-model",
@@ -1854,46 +1876,10 @@ async def test_cached_input_tokens_reach_the_reply_and_the_chat_span(
         )
         reply = await model.generate([Message.user("hi")])
         assert reply.usage == Usage(
-            input_tokens=40, output_tokens=3, total_tokens=43, cached_input_tokens=32
-        )
-        for streaming in (False, True):
-            runner = Runner(
-                ReActAgent("a", model), enable_streaming=streaming, tracer_provider=provider
-            )
-            await runner.invoke("hi")
-        await model.aclose()
-    for span in named(exporter.get_finished_spans(), "chat test-model"):
-        assert attrs(span)["gen_ai.usage.input_tokens"] == 40
-        assert attrs(span)["gen_ai.usage.cache_read.input_tokens"] == 32
-    # Without cache hits the attribute is left out, not recorded as 0.
-    exporter.clear()
-    await Runner(ReActAgent("b", add_model()), tracer_provider=provider).invoke("1+2?")
-    assert not any(
-        "gen_ai.usage.cache_read.input_tokens" in attrs(s) for s in exporter.get_finished_spans()
-    )
-    assert Usage(input_tokens=1, cached_input_tokens=1) + Usage(cached_input_tokens=2) == Usage(
-        input_tokens=1, cached_input_tokens=3
-    )
-
-
-@pytest.mark.parametrize("api", ["chat", "responses"])
-async def test_reasoning_tokens_reach_the_reply_and_the_chat_span(
-    api: str, provider: TracerProvider, exporter: InMemorySpanExporter
-) -> None:
-    # A reasoning model bills its thinking as output tokens nobody sees; the conventions record
-    # them as gen_ai.usage.reasoning.output_tokens (part of gen_ai.usage.output_tokens, as OpenAI
-    # counts them: completion_tokens_details / output_tokens_details.reasoning_tokens).
-    served = ServedReply(text="hello", usage=(40, 30), reasoning_tokens=24)
-    async with OpenAIServer([served, served, served]) as server:
-        model = OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        )
-        reply = await model.generate([Message.user("hi")])
-        assert reply.usage == Usage(
-            input_tokens=40, output_tokens=30, total_tokens=70, reasoning_output_tokens=24
+            input_tokens=prompt,
+            output_tokens=completion,
+            total_tokens=prompt + completion,
+            **{field: part_count},
         )
         for streaming in (False, True):
             runner = Runner(
@@ -1902,19 +1888,18 @@ async def test_reasoning_tokens_reach_the_reply_and_the_chat_span(
             await runner.invoke("hi")
         await model.aclose()
     spans = named(exporter.get_finished_spans(), "chat test-model")
-    assert len(spans) == 2
+    assert len(spans) == 2  # plain and streamed alike
     for span in spans:
-        assert attrs(span)["gen_ai.usage.output_tokens"] == 30
-        assert attrs(span)["gen_ai.usage.reasoning.output_tokens"] == 24
-    # Without reasoning tokens the attribute is left out, not recorded as 0.
+        assert attrs(span)[total] == total_count
+        assert attrs(span)[part] == part_count
+    # Without such tokens the attribute is left out, not recorded as 0.
     exporter.clear()
     await Runner(ReActAgent("b", add_model()), tracer_provider=provider).invoke("1+2?")
-    assert not any(
-        "gen_ai.usage.reasoning.output_tokens" in attrs(s) for s in exporter.get_finished_spans()
+    assert not any(part in attrs(s) for s in exporter.get_finished_spans())
+    # Usages add up, the part with the rest.
+    assert Usage(output_tokens=5, **{field: 1}) + Usage(**{field: 2}) == Usage(
+        output_tokens=5, **{field: 3}
     )
-    assert Usage(output_tokens=5, reasoning_output_tokens=1) + Usage(
-        reasoning_output_tokens=2
-    ) == Usage(output_tokens=5, reasoning_output_tokens=3)
 
 
 async def test_an_abandoned_stream_still_ends_its_span(
