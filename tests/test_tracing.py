@@ -1375,6 +1375,13 @@ async def test_content_is_recorded_with_the_variable(
     assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
 
 
+def _answered(text: str) -> list[dict[str, Any]]:
+    """The output messages (as the conventions' JSON) of a reply that said ``text`` and stopped."""
+    return [
+        {"role": "assistant", "parts": [{"type": "text", "content": text}], "finish_reason": "stop"}
+    ]
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_an_agent_span_records_the_agents_answer_with_the_content(
     streaming: bool,
@@ -1399,20 +1406,8 @@ async def test_an_agent_span_records_the_agents_answer_with_the_content(
     (calc_span,) = named(spans, "invoke_agent calc")
     (echo_span,) = named(spans, "invoke_agent echo")
     (steps_span,) = named(spans, "invoke_agent steps")
-    assert json.loads(attrs(calc_span)["gen_ai.output.messages"]) == [
-        {
-            "role": "assistant",
-            "parts": [{"type": "text", "content": "sum=3"}],
-            "finish_reason": "stop",
-        }
-    ]
-    assert json.loads(attrs(echo_span)["gen_ai.output.messages"]) == [
-        {
-            "role": "assistant",
-            "parts": [{"type": "text", "content": "done"}],
-            "finish_reason": "stop",
-        }
-    ]
+    assert json.loads(attrs(calc_span)["gen_ai.output.messages"]) == _answered("sum=3")
+    assert json.loads(attrs(echo_span)["gen_ai.output.messages"]) == _answered("done")
     assert "gen_ai.output.messages" not in attrs(steps_span)
 
 
@@ -1460,13 +1455,7 @@ async def test_a_finish_reason_the_model_did_not_report_is_one_of_the_schemas_va
             "finish_reason": "tool_call",
         }
     ]
-    assert json.loads(attrs(second)["gen_ai.output.messages"]) == [
-        {
-            "role": "assistant",
-            "parts": [{"type": "text", "content": "sum=3"}],
-            "finish_reason": "stop",
-        }
-    ]
+    assert json.loads(attrs(second)["gen_ai.output.messages"]) == _answered("sum=3")
     # Nothing was reported, so nothing is claimed as the model's own reasons.
     assert "gen_ai.response.finish_reasons" not in attrs(first)
     assert "gen_ai.response.finish_reasons" not in attrs(second)
