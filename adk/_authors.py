@@ -16,9 +16,10 @@ from typing import Any
 
 __all__ = ["Author", "authors", "check_authors"]
 
-Author = tuple[str, object, str, bool]
-"""``(name, agent, who, own)``: an agent recording in the history under ``name``, described as
-``who`` for an error message; ``own`` when that name must not be another agent's."""
+Author = tuple[str, object, str, object]
+"""``(name, agent, who, keeper)``: an agent recording in the history under ``name``, described as
+``who`` for an error message; ``keeper`` is the agent that needs that name to be this agent's own
+(the ``PlanExecute`` whose role it is), ``None`` when nothing does."""
 
 
 def authors(agent: Any, seen: set[int] | None = None) -> Iterator[Author]:
@@ -35,14 +36,17 @@ def authors(agent: Any, seen: set[int] | None = None) -> Iterator[Author]:
         return
     name = getattr(agent, "name", None)
     if isinstance(name, str):
-        yield name, getattr(agent, "agent", agent), f"agent {name!r}", False
+        yield name, getattr(agent, "agent", agent), f"agent {name!r}", None
     for child in getattr(agent, "sub_agents", None) or ():
         yield from authors(child, seen)
 
 
 def check_authors(owner: str, children: Sequence[Any]) -> None:
     """Refuse ``children`` of ``owner`` (``"SequentialAgent 'steps'"``) when an agent of one
-    child and a different agent of another share a name that one of them must keep its own."""
+    child and a different agent of another share a name that one of them must keep its own, or
+    when one agent is a role of two different keepers in them (two ``PlanExecute``s given one
+    planner: the second would read the first one's plan as its own, as two planners of one name
+    would). One agent wired in twice (one ``PlanExecute`` run twice) is still one agent."""
     found: dict[str, list[tuple[int, Author]]] = {}
     for index, child in enumerate(children):
         for author in authors(child):
@@ -50,13 +54,21 @@ def check_authors(owner: str, children: Sequence[Any]) -> None:
     for name, entries in found.items():
         if len(entries) < 2:
             continue
-        for index, (_, agent, who, own) in entries:
-            if not own:
+        for index, (_, agent, who, keeper) in entries:
+            if keeper is None:
                 continue
-            for other_index, (_, other, other_who, _) in entries:
-                if other_index != index and other is not agent:
+            for other_index, (_, other, other_who, other_keeper) in entries:
+                if other_index == index:
+                    continue
+                if other is not agent:
                     raise ValueError(
                         f"{owner}: {who} and {other_who} are both named {name!r}: they write to "
                         "one history, which each agent reads by author name, so each would read "
                         "the other's messages as its own; name them apart"
+                    )
+                if other_keeper is not None and other_keeper is not keeper:
+                    raise ValueError(
+                        f"{owner}: {who} is also {other_who} (one agent {name!r}): both write "
+                        "to one history, which each reads by author name, so each would read "
+                        "the other's messages as its own; give each its own agent, named apart"
                     )

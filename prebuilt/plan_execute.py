@@ -781,7 +781,7 @@ class PlanExecute(SequentialAgent):
         refuses another agent of one of them, ``adk._authors``; see ``_role_name``), then the
         agents inside them."""
         for role, agent in self._roles:
-            yield agent.name, agent, f"the {role} of PlanExecute {self.name!r}", True
+            yield agent.name, agent, f"the {role} of PlanExecute {self.name!r}", self
             for author in authors(agent, seen):
                 if author[1] is not agent:
                     yield author

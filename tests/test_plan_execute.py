@@ -1170,6 +1170,38 @@ def test_agents_that_share_a_name_with_a_plan_execute_role_only_where_they_meet(
     )
 
 
+def test_one_agent_as_a_role_of_two_plan_executes_in_one_history_is_refused() -> None:
+    # One planner object given to two PlanExecutes: in a sequence the second planner read the
+    # first one's plan as its own, as two planners of one name would, but the check let it pass
+    # as "one agent wired in twice".
+    planner = new_planner(ScriptedModel([]))
+
+    def with_shared_planner(name: str) -> PlanExecute:
+        model = ScriptedModel([])
+        executor = new_executor(model, name=f"{name}_executor")
+        return PlanExecute(
+            planner,
+            executor,
+            new_replanner(model, name=f"{name}_replanner"),
+            name=name,
+            description=f"Does {name}.",
+        )
+
+    research, writing = with_shared_planner("research"), with_shared_planner("writing")
+    shared = (
+        r"the planner of PlanExecute 'research' is also the planner of PlanExecute 'writing' "
+        r"\(one agent 'planner'\): both write to one history, which each reads by author name, "
+        r"so each would read the other's messages as its own; give each its own agent, named apart"
+    )
+    with pytest.raises(ValueError, match=f"^SequentialAgent 's': {shared}$"):
+        SequentialAgent("s", [research, writing])
+    with pytest.raises(ValueError, match=f"^agent 'router': {shared}$"):
+        adk.with_sub_agents(ReActAgent("router", ScriptedModel([])), [research, writing])
+    # Each in a history of its own (one called as an AgentTool) is fine.
+    desk = ReActAgent("desk", ScriptedModel([]), tools=[adk.AgentTool(writing)])
+    SequentialAgent("s", [research, desk])
+
+
 def test_a_plan_execute_role_named_like_the_flow_parent_or_deep_in_a_worker_is_refused() -> None:
     # The parent of a transfer flow writes to the history its sub-agents do, and a Supervisor's
     # worker runs in it too: a coordinator named like a role below it, or a PlanExecute inside a
