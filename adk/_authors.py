@@ -36,7 +36,7 @@ def authors(agent: Any, seen: set[int] | None = None) -> Iterator[Author]:
         return
     name = getattr(agent, "name", None)
     if isinstance(name, str):
-        yield name, getattr(agent, "agent", agent), f"agent {name!r}", None
+        yield name, agent, f"agent {name!r}", None
     for child in getattr(agent, "sub_agents", None) or ():
         yield from authors(child, seen)
 

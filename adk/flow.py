@@ -11,11 +11,11 @@ its run path; on resume the chain is not re-run, the interrupted agent resumes.
 from __future__ import annotations
 
 import weakref
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from ._aio import closing
-from ._authors import check_authors
+from ._authors import Author, authors, check_authors
 from ._checks import check_agent, check_agents, check_count
 from ._driver import NO_EVENT, drive
 from .agent import Agent, AgentInput
@@ -82,6 +82,15 @@ class FlowAgent:
         for node in nodes:
             node.may_transfer_to_parent = allow_transfer_to_parent
         self.sub_agents = nodes
+
+    def _adk_authors(self, seen: set[int]) -> Iterator[Author]:
+        """Its agent's agents, then its sub-agents' (``adk._authors``): they all write to the
+        history the flow does. Without this a flow nested under a workflow or another flow was
+        walked only by its name, and a ``PlanExecute`` as its agent (or inside a sub-agent's
+        node) kept its roles out of the outer check."""
+        yield from authors(self.agent, seen)
+        for sub in self.sub_agents:
+            yield from authors(sub, seen)
 
     def find(self, name: str) -> FlowAgent | None:
         """The transfer target ``name`` as seen from this agent: a sub-agent, then the parent."""

@@ -1235,6 +1235,37 @@ def test_a_plan_execute_role_named_like_the_flow_parent_or_deep_in_a_worker_is_r
     )
 
 
+@pytest.mark.parametrize(
+    ("build", "owner"),
+    [
+        (lambda flow, b: SequentialAgent("both", [flow, b]), "SequentialAgent 'both'"),
+        (
+            lambda flow, b: adk.with_sub_agents(ReActAgent("router", ScriptedModel([])), [flow, b]),
+            "agent 'router'",
+        ),
+        (
+            lambda flow, b: Supervisor(ReActAgent("boss", ScriptedModel([])), [flow, b]),
+            "agent 'boss'",
+        ),
+    ],
+    ids=["sequential", "transfer-flow", "supervisor"],
+)
+@pytest.mark.parametrize("where", ["parent", "sub-agent"])
+def test_a_plan_execute_inside_a_nested_flow_is_checked_at_the_outer_level(
+    build: Any, owner: str, where: str
+) -> None:
+    # A flow nested under a workflow or another flow was walked only by its own name: a
+    # PlanExecute as the flow's parent, or inside a sub-agent's node, kept its roles out of the
+    # outer check, and its planner and another's both wrote as 'planner' to one history.
+    helper = ReActAgent("helper", ScriptedModel([]))
+    if where == "parent":
+        flow = adk.with_sub_agents(_by_hand("research"), [helper])
+    else:
+        flow = adk.with_sub_agents(helper, [SequentialAgent("team", [_by_hand("research")])])
+    with pytest.raises(ValueError, match=f"^{owner}: {_SHARED}$"):
+        build(flow, _by_hand("writing"))
+
+
 async def test_a_checkpoint_of_the_old_role_names_resumes_or_fails_clearly() -> None:
     # Before roles were named after the PlanExecute, from_model(name="research") named them
     # planner, executor and replanner: a run paused in one of them does not fit the new names
