@@ -77,6 +77,10 @@ class FlowAgent:
         # The parent too: it writes to the one history its sub-agents do (a coordinator named
         # like a PlanExecute role under it would read that role's messages as its own).
         check_authors(f"agent {self.name!r}", [self.agent, *subs])
+        if self.parent is not None:
+            # Wired top-down: this agent already is in a graph, all of whose agents write to one
+            # history, so the new sub-agents must not clash with any of them either.
+            check_authors(f"agent {self.name!r}", [_root(self), *subs])
         _check_targets(self, subs, allow_transfer_to_parent)
         nodes = [_adopt(self, sub) for sub in subs]
         for node in nodes:
@@ -281,6 +285,16 @@ def _node_and_holder(agent: Agent) -> tuple[FlowAgent | None, Any]:
     sub-agents, joins the graph through it), and the object its parent is recorded on."""
     node = agent if isinstance(agent, FlowAgent) else _get_link(agent, _FLOW)
     return node, (node.agent if node is not None else agent)
+
+
+def _root(node: FlowAgent) -> FlowAgent:
+    """The top of the graph ``node`` is in, by its parents; each seen once, since a graph may
+    loop (an agent's sub-agent made the parent of one of its ancestors)."""
+    seen: set[int] = set()
+    while node.parent is not None and id(node) not in seen:
+        seen.add(id(node))
+        node = node.parent
+    return node
 
 
 def _check_parent(parent: FlowAgent, agent: Agent) -> None:

@@ -1266,6 +1266,19 @@ def test_a_plan_execute_inside_a_nested_flow_is_checked_at_the_outer_level(
         build(flow, _by_hand("writing"))
 
 
+def test_sub_agents_wired_top_down_are_checked_against_the_whole_graph() -> None:
+    # Wiring a sub-agent of a flow after the flow was made (top-down) compared the new
+    # sub-agents with that sub-agent only, not with the graph it already was in: a PlanExecute
+    # parent's planner and one under the sub-agent both wrote as 'planner' to one history.
+    helper = ReActAgent("helper", ScriptedModel([]))
+    adk.with_sub_agents(_by_hand("research"), [helper])
+    with pytest.raises(ValueError, match=f"^agent 'helper': {_SHARED}$"):
+        adk.with_sub_agents(helper, [_by_hand("writing")])
+    assert helper.sub_agents == []  # refused before anything was adopted
+    # Named apart, it is fine.
+    adk.with_sub_agents(helper, [PlanExecute.from_model(ScriptedModel([]), name="writing")])
+
+
 async def test_a_checkpoint_of_the_old_role_names_resumes_or_fails_clearly() -> None:
     # Before roles were named after the PlanExecute, from_model(name="research") named them
     # planner, executor and replanner: a run paused in one of them does not fit the new names
