@@ -25,6 +25,7 @@ DOCS = {
     "mcp.md": 2,
     "interrupts.md": 8,
     "event_driven.md": 9,
+    "eino.md": 3,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
