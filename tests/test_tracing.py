@@ -662,6 +662,18 @@ async def test_flow_transfers_between_custom_agents(
 
 
 # -- exits and interrupts ---------------------------------------------------------------------
+
+
+@tool
+def ask(question: str) -> str:
+    """Ask a person (pauses the run).
+
+    Args:
+        question: What to ask.
+    """
+    raise Interrupt({"question": question})
+
+
 async def test_exit_and_interrupt_are_span_events(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -670,15 +682,6 @@ async def test_exit_and_interrupt_are_span_events(
     spans = exporter.get_finished_spans()
     assert "adk.exit" in events_of(named(spans, "invoke_agent quitter")[0])
     exporter.clear()
-
-    @tool
-    def ask(question: str) -> str:
-        """Ask a person.
-
-        Args:
-            question: What to ask.
-        """
-        raise Interrupt({"question": question})
 
     model = ScriptedModel([Reply(tool_calls=[tool_call("ask", {"question": "ok?"}, id="c1")])])
     runner = Runner(ReActAgent("asker", model, tools=[ask]), tracer_provider=provider)
@@ -1229,15 +1232,6 @@ async def test_a_reader_that_stops_at_the_runs_pause_cut_nothing_off(
 ) -> None:
     """The runner ends the run at a pause (its last event): a reader who stops there and closes
     the generator read the whole run, so the agents closed then ended, not cut off."""
-
-    @tool
-    def ask(question: str) -> str:
-        """Ask a person.
-
-        Args:
-            question: What to ask.
-        """
-        raise Interrupt({"question": question})
 
     model = ScriptedModel([Reply(tool_calls=[tool_call("ask", {"question": "ok?"}, id="c1")])])
     agent: Agent = ReActAgent("asker", model, tools=[ask])
