@@ -356,17 +356,23 @@ def send_payment(payee: str, amount_cents: int) -> str:
     return f"sent {amount_cents} cents to {payee}"
 
 
-def pay_model(messages: list[Message]) -> Any:
-    """Pays whoever the last user message names; reports the tool's result."""
-    last = messages[-1]
-    if last.role == "tool":
-        return f"done: {last.content}"
-    payee = last.content.split()[-1]
-    return Reply(tool_calls=[tool_call("send_payment", {"payee": payee, "amount_cents": 100})])
+def paying(tool_name: str, amount_cents: int) -> Callable[[list[Message]], Any]:
+    """A model that pays whoever the last user message names with ``tool_name``, then reports
+    the tool's result."""
+
+    def answer(messages: list[Message]) -> Any:
+        last = messages[-1]
+        if last.role == "tool":
+            return f"done: {last.content}"
+        payee = last.content.split()[-1]
+        arguments = {"payee": payee, "amount_cents": amount_cents}
+        return Reply(tool_calls=[tool_call(tool_name, arguments)])
+
+    return answer
 
 
 def clerk(name: str = "clerk") -> tuple[ReActAgent, ScriptedModel]:
-    model = ScriptedModel(pay_model)
+    model = ScriptedModel(paying("send_payment", 100))
     return ReActAgent(name, model, tools=[send_payment]), model
 
 
@@ -749,14 +755,8 @@ def slow_clerk(entered: asyncio.Event, gate: asyncio.Event) -> ReActAgent:
         await gate.wait()
         return f"sent {amount_cents} cents to {payee}"
 
-    def model(messages: list[Message]) -> Any:
-        last = messages[-1]
-        if last.role == "tool":
-            return f"done: {last.content}"
-        payee = last.content.split()[-1]
-        return Reply(tool_calls=[tool_call("slow_payment", {"payee": payee, "amount_cents": 5})])
-
-    return ReActAgent("clerk", ScriptedModel(model), tools=[slow_payment])
+    model = ScriptedModel(paying("slow_payment", 5))
+    return ReActAgent("clerk", model, tools=[slow_payment])
 
 
 def twin(store: Any) -> Any:
