@@ -26,6 +26,7 @@ from ..messages import Message
 from ..resources import _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ._builtin import ActionError, _Chat
+from ._memory import _copied
 from .context import ActionContext, ShortTermMemory, _memory_key
 from .events import ChatRequestEvent, Event, OutputEvent
 from .plan import AgentPlan, _Action, _type_key
@@ -237,10 +238,10 @@ class _ActionRun:
                         self._consume(found)
                 memory = self._memory
                 if memory is not None and memory._undo:  # the action returned: its writes stand
-                    memory._undo.clear()
+                    memory._keep_writes()
                 memory = self._sensory
                 if memory is not None and memory._undo:
-                    memory._undo.clear()
+                    memory._keep_writes()
                 for event in sent:
                     if isinstance(event, OutputEvent):
                         yield _output_event(event.output)
@@ -279,7 +280,7 @@ class _ActionRun:
             "count": self.count,
         }
         if self._sensory is not None and self._sensory._values:
-            state["sensory"] = dict(self._sensory._values)
+            state["sensory"] = _copied(self._sensory._values)
         return state
 
     def restore(self, state: Any) -> tuple[Event, int]:
@@ -307,7 +308,7 @@ class _ActionRun:
         if not isinstance(sensory, dict) or not all(type(key) is str for key in sensory):
             raise saved.error("'sensory' must map names to values")
         if sensory:  # a copy: the resumed actions' writes must not reach the saved state
-            self._sensory = _sensory_memory(dict(sensory))
+            self._sensory = _sensory_memory(_copied(sensory))
         return current, listener
 
     def _paused_listener(self, saved: SavedState, event_type: type[Event]) -> int:

@@ -1,4 +1,4 @@
-"""What an action sees: ``ActionContext`` (send events, memory, resources) and ``ShortTermMemory``.
+"""What an action sees: ``ActionContext`` (send events, memory, resources); where memory lives.
 
 Short-term memory lives in the run's ``Session`` under ``memory:<agent name>``. That one choice
 gives it every property it needs: an execution environment keeps one session per key, so memory
@@ -7,16 +7,17 @@ gets it across them; and a checkpoint saves the session, so memory survives a pa
 
 Sensory memory (one input's own) lives in the input's run instead, and in the paused action's
 saved state: a key's other records, which run while a record waits at a pause, never reach it.
+Both are a ``ShortTermMemory`` (``_memory``: names, dotted paths and nested objects).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Coroutine, Generator, Iterator
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
-from ..checkpoint.codec import CheckpointError, to_json_value
 from ..context import RunContext, Session
 from ..interrupts import ResumeContext
+from ._memory import ShortTermMemory
 from .events import Event
 
 if TYPE_CHECKING:
@@ -25,86 +26,6 @@ if TYPE_CHECKING:
 __all__ = ["ActionContext", "ResourceKind", "ShortTermMemory"]
 
 ResourceKind = Literal["model", "tool", "prompt"]
-
-_MISSING: Any = object()
-
-
-class ShortTermMemory:
-    """Key-value memory of one agent: kept per input key (``ctx.short_term_memory``), or for one
-    input's run (``ctx.sensory_memory``). Values are JSON data or pydantic models
-    registered with ``adk.register_type``: memory is saved in checkpoints, and a value that could
-    not be saved is refused when it is set, not when a pause later fails.
-
-    While an action runs, the memory keeps the value each key had before the action's first write
-    to it, so the writes of an action that raises ``Interrupt`` can be undone: the action runs
-    again on resume, and its writes must not count twice (like the events it sent, which are
-    dropped). Writes through ``set``/``delete`` are undone; a value changed in place is not.
-    """
-
-    __slots__ = ("_kind", "_undo", "_values")
-
-    def __init__(self, values: dict[str, Any]) -> None:
-        self._values = values
-        self._undo: dict[str, Any] = {}  # key -> its value before the running action wrote it
-        # What errors call it: sensory memory is one too (``_ActionRun`` names it so), and told
-        # "short-term memory" its user would look for the write in the wrong place.
-        self._kind = "short-term memory"
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value under ``key``, or ``default``. Change a value through ``set``: a change made
-        in place is not undone when the action is interrupted."""
-        return self._values.get(key, default)
-
-    def set(self, key: str, value: Any) -> None:
-        """Store ``value`` under ``key``; ``TypeError`` now, not at the next pause, if a checkpoint
-        could not hold it. Undone if the running action is interrupted."""
-        if not isinstance(key, str):
-            raise TypeError(f"{self._kind} keys are strings, got {key!r}")
-        try:
-            to_json_value(value, f"{self._kind} {key!r}")
-        except CheckpointError as exc:
-            raise TypeError(str(exc)) from None
-        if key not in self._undo:
-            self._undo[key] = self._values.get(key, _MISSING)
-        self._values[key] = value
-
-    def delete(self, key: str) -> None:
-        """Forget ``key`` (no error if it is not there)."""
-        if key not in self._undo:
-            self._undo[key] = self._values.get(key, _MISSING)
-        self._values.pop(key, None)
-
-    def _undo_writes(self) -> None:
-        """Put back what the running action's writes replaced (it was interrupted)."""
-        values = self._values
-        for key, value in self._undo.items():
-            if value is _MISSING:
-                values.pop(key, None)
-            else:
-                values[key] = value
-        self._undo.clear()
-
-    def __getitem__(self, key: str) -> Any:
-        return self._values[key]
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        self.set(key, value)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._values
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._values)
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    def to_dict(self) -> dict[str, Any]:
-        """A shallow copy of the memory (the values themselves are not copied)."""
-        return dict(self._values)
-
-    def __repr__(self) -> str:
-        return f"ShortTermMemory({self._values!r})"
 
 
 def _memory_key(agent_name: str) -> str:
@@ -145,7 +66,8 @@ class ActionContext:
     @property
     def short_term_memory(self) -> ShortTermMemory:
         """This agent's memory, kept in the session under ``memory:<agent name>`` (see the module
-        docstring for why)."""
+        docstring for why): Flink Agents' ``MemoryObject``, with dotted paths and nested
+        objects."""
         return self._run.memory
 
     @property
