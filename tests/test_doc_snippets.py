@@ -24,7 +24,7 @@ DOCS = {
     "models.md": 3,
     "mcp.md": 2,
     "interrupts.md": 8,
-    "event_driven.md": 9,
+    "event_driven.md": 10,
     "eino.md": 3,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
