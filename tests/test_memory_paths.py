@@ -30,7 +30,7 @@ from adk.actions import (
     ShortTermMemory,
     action,
 )
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, from_json_value, to_json_value
 from adk.execution import LocalExecutionEnvironment, SessionStore
 from tests.legacy_memory import Profile
@@ -212,6 +212,43 @@ async def test_an_interrupted_actions_writes_inside_objects_are_undone_and_count
             "last": {"__adk_object__": True, "input": "seen"},
             "a": 100,
         }
+    }
+
+
+class Fields(ActionAgent):
+    """Each record writes one field of the key's ``user`` object; a record asking for approval
+    pauses first, and writes its field when resumed."""
+
+    @action(InputEvent)
+    def write(self, event: InputEvent, ctx: ActionContext) -> None:
+        field, ask = event.input["field"], event.input.get("ask", False)
+        if ask and ctx.resume is None:
+            raise Interrupt(f"write {field}?")
+        ctx.short_term_memory.set(f"user.{field}", event.input["value"])
+        ctx.send_event(OutputEvent(output=ctx.short_term_memory.get("user").get_fields()))
+
+
+async def test_records_of_a_key_writing_two_fields_of_one_object_keep_both() -> None:
+    """A key's memory is not merged from copies: its records run one after another on the key's
+    session, and a resumed record runs on the session as the key's later records left it. So a
+    record paused before writing ``user.b`` and resumed after another wrote ``user.a`` keeps both
+    fields, as do two records writing one each."""
+    env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore())
+    records = [
+        {"key": "k", "field": "b", "value": 2, "ask": True},
+        {"key": "k", "field": "a", "value": 1},
+        {"key": "k", "field": "c", "value": 3},
+    ]
+    applied = env.from_list(records, key="key").apply(Fields("fields"))
+    paused, first, second = await applied.to_list()
+    assert paused.checkpoint_id is not None
+    assert [first.output, second.output] == [{"a": 1}, {"a": 1, "c": 3}]
+
+    [resumed] = await applied.resume(paused, "yes")
+
+    assert resumed.output == {"a": 1, "b": 2, "c": 3}
+    assert applied.sessions["k"] == {
+        "memory:fields": {"user": {"__adk_object__": True, "a": 1, "c": 3, "b": 2}}
     }
 
 

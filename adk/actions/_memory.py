@@ -124,7 +124,7 @@ class ShortTermMemory:
     def delete(self, key: str) -> None:
         """Forget ``key``, a value or an object with all it holds (no error if it is not there)."""
         values = self._values
-        if type(key) is str and "." in key and key not in values:
+        if isinstance(key, str) and "." in key and key not in values:
             self._delete_at(self._names(key))
             return
         if key not in self._undo:
@@ -157,7 +157,7 @@ class ShortTermMemory:
         try:
             value = self._values[key]
         except KeyError:
-            if type(key) is str and "." in key:
+            if isinstance(key, str) and "." in key:
                 found = self._get_at(self._names(key), _MISSING)
                 if found is not _MISSING:
                     return found
@@ -172,7 +172,7 @@ class ShortTermMemory:
     def __contains__(self, key: object) -> bool:
         if key in self._values:
             return True
-        return type(key) is str and "." in key and self.get(key, _MISSING) is not _MISSING
+        return isinstance(key, str) and "." in key and self.get(key, _MISSING) is not _MISSING
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._values)
