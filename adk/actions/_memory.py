@@ -200,7 +200,7 @@ class ShortTermMemory:
         names = tuple(path.split("."))
         if len(names) > 1 and "" in names:
             raise ValueError(f"{self._kind} path {path!r} has an empty name between its dots")
-        if _OBJECT in names and (len(names) > 1 or type(self) is not ShortTermMemory):
+        if _OBJECT in names and (len(names) > 1 or isinstance(self, _MemoryView)):
             raise ValueError(f"{self._kind} path {path!r}: {_OBJECT!r} is memory's own name")
         return names
 
@@ -211,7 +211,7 @@ class ShortTermMemory:
             return None
         names = tuple(path.split("."))
         if (len(names) > 1 and "" in names) or (
-            _OBJECT in names and (len(names) > 1 or type(self) is not ShortTermMemory)
+            _OBJECT in names and (len(names) > 1 or isinstance(self, _MemoryView))
         ):
             return None
         return names
