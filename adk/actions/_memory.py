@@ -15,8 +15,10 @@ made at the root (``user``), the old names under it (``"user.name"``) move into 
 and the paths agree; one that cannot move (``"user"`` already a value, or two old names that would
 be one value and one object) stays as it is, still found by its whole name.
 
-The undotted ``get``/``set`` are the per-action calls: they cost a dict lookup and a type check
-more than a plain dict's, and a path is looked at only when the name has a dot and is not a key.
+The undotted ``get``/``set`` are the per-action calls: ``get`` adds one type check to its dict
+lookup (is the value an object?), ``set`` adds the lookup of the value it replaces (an object is
+not replaced by a value) to the JSON check that dominates it, and a path is looked at only when
+the name has a dot and is not a key.
 """
 
 from __future__ import annotations
