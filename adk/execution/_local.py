@@ -46,6 +46,7 @@ from ._records import (
     resume_record,
     run_record,
 )
+from ._session_store import SessionNotSaved
 
 __all__ = ["KeyedInput", "KeyedOutputs", "LocalExecutionEnvironment"]
 
@@ -61,7 +62,8 @@ class LocalExecutionEnvironment:
     ``"emit"`` reports it as a ``KeyedOutput`` with ``error`` and carries on. ``timeout``
     (seconds, default none) bounds one record's own run, not its wait behind earlier records of
     its key: a record that runs longer is cancelled, its session writes are dropped, and it fails
-    like any record, with a ``TimeoutError``. The other arguments are the ``Runner``'s, for the
+    like any record, with a ``TimeoutError``; it bounds each call of a ``SessionStore`` too
+    (``_session_store``). The other arguments are the ``Runner``'s, for the
     runs of every record.
     """
 
@@ -199,8 +201,10 @@ class KeyedOutputs:
         if running and scheduler is not None:
             # Another task waits in it for an output: an async generator cannot be closed then
             # ("already running"). Stop the records here and end that wait.
-            await scheduler.stop()
-            scheduler.end()
+            try:
+                await scheduler.stop()
+            finally:  # a put the stop cut off is reported here, and the loop ends all the same
+                scheduler.end()
             return
         await iterator.aclose()
 
@@ -387,6 +391,8 @@ class _Scheduler:
                 self.room.set()
                 try:
                     found = await run_record(runner, self.sessions, index, key, record, timeout)
+                except SessionNotSaved:  # cut off by the close, which reports it (``stop``)
+                    raise
                 except Exception as exc:  # the runner itself failed (e.g. a checkpoint store)
                     await self.fail(index, key, record, exc)
                     continue
@@ -466,11 +472,27 @@ class _Scheduler:
             await self.put(failure)
 
     async def stop(self) -> None:
-        """Cancel the reader and every running record, and wait for them to end."""
+        """Cancel the reader and every running record, and wait for them to end. A record whose
+        session's put was cut off or failed meanwhile is raised (``SessionNotSaved``): the only
+        word of that key's session not being saved."""
         self.closed = True
         tasks = [*self.workers] if self.feeder is None else [self.feeder, *self.workers]
+        # Only the tasks this stop ends: a second stop (the iteration's, after a close from
+        # another task) reports nothing again.
+        tasks = [task for task in tasks if not task.done()]
         # Through cancellations of the caller (an anyio cancel scope): see ``cancel_and_wait``.
         await cancel_and_wait(tasks)
+        # By identity: the reader, waiting for the workers, ends with a worker's error too.
+        found = {
+            id(error): error
+            for task in tasks
+            if not task.cancelled() and isinstance(error := task.exception(), SessionNotSaved)
+        }
+        unsaved = list(found.values())
+        if len(unsaved) == 1:
+            raise unsaved[0]
+        if unsaved:  # each key named, each store error kept
+            raise ExceptionGroup(f"the sessions of {len(unsaved)} keys may not be saved", unsaved)
 
     def end(self) -> None:
         """End the iteration, which waits for an output: the outputs not taken are dropped (as

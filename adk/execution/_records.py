@@ -6,16 +6,14 @@ it ends or pauses and drops when it fails.
 from __future__ import annotations
 
 import asyncio
-import inspect
 import math
 from collections.abc import Callable, Coroutine, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
 from pydantic import BaseModel
 from pydantic_core import to_json
 
-from .._aio import finish
 from .._checks import check_count
 from .._hooks import _root_span_attributes, _run_timeout
 from ..actions.agent import RECORD_KEY, ActionAgent
@@ -26,6 +24,7 @@ from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
 from ..messages import Message, Role
 from ..runner import RunError, Runner, RunResult
+from ._session_store import Sessions, SessionStore, check_sessions, put_session
 
 __all__ = [
     "KeySelector",
@@ -43,47 +42,6 @@ __all__ = [
 
 KeySelector = Callable[[Any], Hashable] | str | None
 OnError = Literal["raise", "emit"]
-
-
-@runtime_checkable
-class SessionStore(Protocol):
-    """Where each key's session values live when they are kept outside the process, read and
-    written asynchronously (a Redis or database client): ``apply(agent, sessions=store)``.
-
-    ``get`` gives the values a key's last record left (``None``: none kept, the key starts
-    empty); ``put`` keeps a record's values once it has ended or paused (never for a failed
-    one). A key's records run one at a time, so a key is never read or written by two at once.
-    A mutable mapping does the same in memory, synchronously: a mapping whose reads and writes go
-    over the network would hold up every key's records on the event loop while they wait.
-    """
-
-    async def get(self, key: Hashable) -> dict[str, Any] | None:
-        """The values kept for ``key``, or ``None``."""
-        ...
-
-    async def put(self, key: Hashable, values: dict[str, Any]) -> None:
-        """Keep ``values`` as ``key``'s, replacing what was kept."""
-        ...
-
-
-Sessions = MutableMapping[Hashable, dict[str, Any]] | SessionStore
-"""Each key's session values: a mutable mapping, or a ``SessionStore``."""
-
-
-def check_sessions(sessions: object) -> None:
-    """Refuse, where ``apply`` is called, a ``sessions`` that is neither a mutable mapping nor a
-    ``SessionStore`` whose ``get`` and ``put`` are coroutine functions (a store with sync methods
-    would be awaited on a dict and fail at the first record)."""
-    if sessions is None or isinstance(sessions, MutableMapping):
-        return
-    if isinstance(sessions, SessionStore) and all(
-        inspect.iscoroutinefunction(getattr(sessions, name)) for name in ("get", "put")
-    ):
-        return
-    raise TypeError(
-        "sessions must be a mutable mapping (a dict) or a SessionStore (async get(key) and "
-        f"async put(key, values)), got {type(sessions).__name__}"
-    )
 
 
 @dataclass(slots=True)
@@ -218,11 +176,13 @@ async def _stored(
     seconds: float | None,
 ) -> list[KeyedOutput]:
     """``run_record``/``resume_record`` with the key's session in a ``SessionStore``: read before
-    the run and kept after it, both outside the record's ``timeout`` (which bounds its run), the
-    run itself committing into a mapping of that one key as it would into the sessions. A put
-    once started goes to its end even if the caller is cancelled meanwhile, so a record that
-    ended has its writes kept whole or not at all. A store that fails fails the record."""
-    values = await store.get(key)
+    the run and kept after it, each within ``seconds`` of its own (the record's ``timeout``: a
+    hung store must not hold the key for ever, and the run's time is the run's alone), the run
+    itself committing into a mapping of that one key as it would into the sessions. A put once started
+    is let end even if the caller is cancelled meanwhile, for a bounded time (``put_session``),
+    so a record that ended has its writes kept whole, or an error names its key. A store that
+    fails fails the record."""
+    values = await _got(store, index, key, seconds)
     if values is not None and not (
         isinstance(values, dict) and all(type(name) is str for name in values)
     ):
@@ -239,8 +199,25 @@ async def _stored(
     found = await _within(seconds, index, key, record, run_id, run)
     kept = one.get(key)
     if kept is not None and kept is not values:  # committed: it ended or paused
-        await finish(store.put(key, kept))
+        await put_session(store, index, key, kept, seconds)
     return found
+
+
+async def _got(
+    store: SessionStore, index: int, key: Hashable, seconds: float | None
+) -> dict[str, Any] | None:
+    if seconds is None:
+        return await store.get(key)
+    try:
+        async with asyncio.timeout(seconds) as scope:
+            return await store.get(key)
+    except TimeoutError:
+        if not scope.expired():  # a TimeoutError of the store's own
+            raise
+        raise TimeoutError(
+            f"record {index} (key {key!r}) was not run: {type(store).__name__}.get did not end "
+            f"within timeout={seconds}s"
+        ) from None
 
 
 async def _within(
