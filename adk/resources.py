@@ -290,6 +290,21 @@ class Resources(AsyncCloseable):
         tool = self._tools.get(name)
         return tool._tool if isinstance(tool, _RenamedTool) else tool
 
+    def _listed(self, name: str, kind: str) -> tuple[str, Any] | None:
+        """The MCP server (and its item) whose current listing offers the tool or prompt
+        ``name`` (``kind``: ``"tool"`` or ``"prompt"``), without asking any server: a server not
+        listed yet, or whose list changed since, is not seen. For an ``ActionAgent``'s check of
+        a name its own resources define (``actions._run``), which must not start the runner's
+        servers on the lookups of the agent's own names."""
+        plural = f"{kind}s"
+        for server_name, toolset in self._mcp.items():
+            if not toolset._may_offer(name, plural):
+                continue
+            for item in toolset._cached(plural) or ():
+                if _item_name(plural, item) == name:
+                    return server_name, item
+        return None
+
     async def get_tool(self, name: str) -> Tool:
         """The tool registered (or offered by a registered MCP server) as ``name``.
 

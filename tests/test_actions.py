@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_servers.process import closed_port
+from mcp_servers.process import STDIO_SCRIPT, closed_port
 
 from adk import (
     BaseAgent,
@@ -43,7 +44,7 @@ from adk.actions import (
 )
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
-from adk.mcp import HTTPServer
+from adk.mcp import HTTPServer, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from tests.conftest import other_tasks
 
@@ -523,6 +524,52 @@ async def test_a_tool_of_the_agents_unreachable_server_is_not_taken_from_the_run
     async with own, shared:
         with pytest.raises(RunError, match="MCP server\\(s\\) 'calculator' could not be asked"):
             await Runner(Asker("a", resources=own), resources=shared).invoke("go")
+    assert model.calls == 0
+
+
+async def test_a_tool_neither_has_names_the_runners_server_that_could_not_be_asked() -> None:
+    """The tool was not among the agent's own resources, and the runner's MCP server that may
+    offer it could not be reached: the error was the agent's ``KeyError`` alone (no tool named
+    'add'), with no word of the server that failed. It names both, and why the server failed."""
+    shared = Resources()
+    shared.add_mcp("calculator", HTTPServer(f"http://127.0.0.1:{closed_port()}/mcp"))
+    model = ScriptedModel(["never"])
+    async with shared:
+        with pytest.raises(RunError) as raised:
+            await Runner(Asker("a", resources=_resources(model)), resources=shared).invoke("go")
+    message = str(raised.value)
+    assert "agent 'a' needs tool 'add', which neither its own resources nor the runner's" in message
+    assert "its own: no tool named 'add'" in message
+    assert "the runner's: no tool named 'add'" in message
+    assert "MCP servers that could not be asked: calculator: could not connect" in message
+    assert model.calls == 0
+
+
+async def test_a_name_the_agent_defines_and_the_runners_listed_server_offers_is_refused() -> None:
+    """A tool the agent's own resources define and the runner's MCP server offers under the same
+    name was the agent's, silently: the check looked at the runner's names registered in code
+    only. The runner's servers are not started for the check, but one already listed (here by
+    an earlier lookup) is read: the clash is an error naming the server."""
+    shared = Resources()
+    shared.add_mcp("demo", StdioServer(sys.executable, [str(STDIO_SCRIPT)]))
+    async with shared:
+        # Not listed yet: the server is not started for the check, and the agent's own runs.
+        model = ScriptedModel(_answer_after_tools())
+        result = await Runner(
+            Asker("a", resources=_resources(model, add)), resources=shared
+        ).invoke("go")
+        assert result.text == "sum=3"
+        assert shared.get_mcp("demo")._cached("tools") is None
+
+        await shared.get_tool("forecast")  # another agent's lookup lists the server
+        model = ScriptedModel(["never"])
+        with pytest.raises(RunError) as raised:
+            await Runner(Asker("a", resources=_resources(model, add)), resources=shared).invoke(
+                "go"
+            )
+    message = str(raised.value)
+    assert "tool name 'add' is defined both by agent 'a''s own resources" in message
+    assert "and offered by the runner's MCP server 'demo'" in message
     assert model.calls == 0
 
 

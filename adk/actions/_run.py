@@ -128,7 +128,9 @@ class _ActionRun:
         agent given a model by its deployment would otherwise run on another, silently. The
         runner's are checked for it without asking their MCP servers (its models, and the tools
         and prompts registered in code): finding out would start them, or wait for a dead one,
-        on every lookup of the agent's own names; for those the agent's own come first."""
+        on every lookup of the agent's own names; those the runner's servers have listed
+        already are read, though (``Resources._listed``), so a clash is refused once it can be
+        seen without a request."""
         if kind not in ("model", "tool", "prompt"):
             raise ValueError(f"resource kind must be 'model', 'tool' or 'prompt', not {kind!r}")
         own, shared = self.agent.resources, self.ctx._run.resources
@@ -145,8 +147,13 @@ class _ActionRun:
         except KeyError as exc:
             try:
                 other = await _get(shared, name, kind)
-            except KeyError:
-                raise exc from None
+            except KeyError as missing:
+                # Both: the runner's may say a server that may offer the name could not be asked.
+                raise KeyError(
+                    f"agent {self.agent.name!r} needs {kind} {name!r}, which neither its own "
+                    f"resources nor the runner's offer; its own: {exc.args[0]}; the runner's: "
+                    f"{missing.args[0]}"
+                ) from None
             unasked = getattr(exc, "unasked", ())
             if unasked:  # the agent's own may be the one: not the runner's in its place
                 raise ActionError(
@@ -158,6 +165,17 @@ class _ActionRun:
             return other
         registered = getattr(shared, "_registered", None)
         other = registered(name, kind) if registered is not None else None
+        listed = getattr(shared, "_listed", None)
+        if other is None and kind != "model" and listed is not None:
+            offered = listed(name, kind)
+            if offered is not None and not _same(found, offered[1]):
+                raise ActionError(
+                    f"{kind} name {name!r} is defined both by agent {self.agent.name!r}'s own "
+                    f"resources ({_shown(found)}) and offered by the runner's MCP server "
+                    f"{offered[0]!r}: the agent's resources are its own and the runner's add "
+                    "names it does not define; give the server a prefix, or the agent's "
+                    f"{kind} another name"
+                )
         if other is not None and not _same(found, other):
             raise ActionError(
                 f"{kind} name {name!r} is defined both by agent {self.agent.name!r}'s own "
