@@ -26,6 +26,7 @@ from adk.checkpoint import (
     CheckpointStore,
     CheckpointStoreError,
     ClaimingCheckpointStore,
+    HeadReadingCheckpointStore,
     InMemoryCheckpointStore,
     ListingCheckpointStore,
     PendingCheckpoint,
@@ -701,6 +702,90 @@ async def test_a_users_listing_store_works_and_ids_gone_meanwhile_are_skipped() 
     assert first.checkpoint_id == "run-00"
     await listing.aclose()  # type: ignore[attr-defined]
     assert store.closed
+
+
+class UsersRedisStore:
+    """A store a user wrote over Redis with the public protocols only: get/put/delete, ids, and
+    heads (each checkpoint's first bytes and length, one pipeline for a batch)."""
+
+    def __init__(self, url: str) -> None:
+        self.redis = aioredis.Redis.from_url(url)
+        self.prefix = f"u{uuid.uuid4().hex[:8]}:"
+        self.gets: list[str] = []
+        self.heads_given: Any = None  # what heads gives instead, if set
+
+    async def get(self, id: str) -> bytes | None:
+        self.gets.append(id)
+        found: bytes | None = await self.redis.get(self.prefix + id)
+        return found
+
+    async def put(self, id: str, data: bytes) -> None:
+        await self.redis.set(self.prefix + id, data)
+
+    async def delete(self, id: str) -> None:
+        await self.redis.delete(self.prefix + id)
+
+    async def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        async for key in self.redis.scan_iter(match=f"{self.prefix}{prefix or ''}*"):
+            yield key.decode()[len(self.prefix) :]
+
+    async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+        if self.heads_given is not None:
+            given: list[tuple[bytes, int] | None] = self.heads_given
+            return given
+        pipe = self.redis.pipeline(transaction=False)
+        for id in ids:
+            pipe.getrange(self.prefix + id, 0, limit - 1)
+            pipe.strlen(self.prefix + id)
+        found = await pipe.execute()
+        return [
+            (head, size) if size else None
+            for head, size in zip(found[::2], found[1::2], strict=True)
+        ]
+
+
+async def test_a_users_store_with_heads_is_listed_without_reading_histories(
+    redis_server: RedisServer,
+) -> None:
+    """A store of the user's own (only the public protocols) had every checkpoint read whole by a
+    listing: the built-in stores' way of sending only each header was private. A store with the
+    optional ``heads(ids, limit)`` (``HeadReadingCheckpointStore``) is listed from its headers,
+    without a single get; one whose summary cannot be trusted is still read whole."""
+    store = UsersRedisStore(redis_server.url)
+    assert isinstance(store, HeadReadingCheckpointStore)
+    assert not isinstance(ListingStore(), HeadReadingCheckpointStore)
+    agent, _ = clerk()
+    runner = Runner(agent, checkpoint_store=store)
+    for n in range(20):  # more than a batch
+        await pause(runner, f"run-{n:02d}", f"payee{n}")
+    await store.put("damaged", b"not a checkpoint")
+    store.gets.clear()
+    found = await pending(runner)
+    assert sorted(found) == sorted([f"run-{n:02d}" for n in range(20)] + ["damaged"])
+    assert found["run-07"].points[0].info["arguments"]["payee"] == "payee7"
+    assert found["damaged"].error is not None
+    assert store.gets == ["damaged"]  # read whole, for the error a resume would meet
+    await store.redis.aclose()
+
+
+async def test_heads_that_give_the_wrong_shape_fail_the_listing_saying_so(
+    redis_server: RedisServer,
+) -> None:
+    """A user's ``heads`` that gives something else than one (first bytes, length) or None per
+    id, in order, fails the listing naming the store and what it must give, not deep in the
+    listing ("zip() argument 2 is shorter")."""
+    store = UsersRedisStore(redis_server.url)
+    runner = Runner(clerk()[0], checkpoint_store=store)
+    await pause(runner, "a", "ACME")
+    await pause(runner, "b", "Globex")
+    for wrong in ([None], [b"head", b"head"], [(b"head", "12"), None], "ab"):
+        store.heads_given = wrong
+        with pytest.raises(TypeError) as raised:
+            [entry async for entry in runner.pending()]
+        message = str(raised.value)
+        assert message.startswith("UsersRedisStore.heads(ids, limit) gave ")
+        assert "one (first bytes, length) or None per id, in the ids' order" in message
+    await store.redis.aclose()
 
 
 async def test_a_failing_store_ends_the_listing_with_its_error() -> None:

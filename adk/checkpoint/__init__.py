@@ -22,6 +22,7 @@ from .store import (
     CheckpointStore,
     CheckpointStoreError,
     ClaimingCheckpointStore,
+    HeadReadingCheckpointStore,
     ListingCheckpointStore,
 )
 
@@ -39,6 +40,7 @@ __all__ = [
     "CheckpointStore",
     "CheckpointStoreError",
     "ClaimingCheckpointStore",
+    "HeadReadingCheckpointStore",
     "InMemoryCheckpointStore",
     "ListingCheckpointStore",
     "PendingCheckpoint",

@@ -13,12 +13,14 @@ trips of its batches, not of every checkpoint, while only that many checkpoints 
 
 Only the summary in a checkpoint's header is read (``codec._read_summary``: the agent, run id, save
 time and points, checked by a checksum of their own and the checkpoint's length): the history, the
-session and the saved states, most of a long run's bytes, are neither parsed nor hashed. The
-built-in stores send only each checkpoint's first ``_HEAD`` bytes and its length (``_heads``:
-private, as DESIGN.md names no such method); another store's whole bytes are read, and only their
-header parsed. A checkpoint without a summary to trust (saved by an older pyadk, or damaged) is read
-whole, as before, so it is listed with the error a resume would meet; one damaged in its body
-without its length changing lists from its summary, and its resume refuses it.
+session and the saved states, most of a long run's bytes, are neither parsed nor hashed. A store
+that can send only each checkpoint's first ``_HEAD`` bytes and its length does (``heads``, the
+optional ``HeadReadingCheckpointStore``: SQLite, Redis, PostgreSQL, or a user's store); another
+store's whole bytes are read, and only their header parsed. A checkpoint without a summary to
+trust (saved by an older pyadk, or damaged) is read whole, as before, so it is listed with the
+error a resume would meet; one damaged in its body without its length changing lists from its
+summary, and its resume refuses it: the header's checksum of the body could be checked only by
+hashing every history, which a listing exists not to read (docs/interrupts.md).
 
 A checkpoint being resumed stays in the store until its resume ends, so each entry says whether a
 resume holds it (``resuming``): one a service's approvals page must not offer to approve again (a
@@ -46,7 +48,7 @@ _BATCH = 16
 """Checkpoints read at once while listing."""
 _HEAD = 64 * 1024
 """Bytes of a checkpoint read for its header, in stores that can send a checkpoint's first bytes
-(``_heads``): far more than a summary of a few points takes; a longer header is read whole."""
+(``heads``): far more than a summary of a few points takes; a longer header is read whole."""
 
 
 class PendingCheckpoint:
@@ -174,7 +176,7 @@ async def _read(
     if not batch:
         return []
     lookup = getattr(store, "_claimed_ids", None)
-    heads = getattr(store, "_heads", None)
+    heads = getattr(store, "heads", None)
     reads: list[Awaitable[object]]
     if heads is not None:
         reads = [heads(batch, _HEAD)]
@@ -192,7 +194,7 @@ async def _read(
     if heads is not None:
         read = []
         whole: list[int] = []  # places of those without a summary to trust: read whole
-        for place, head in enumerate(cast("list[tuple[bytes, int] | None]", found[0])):
+        for place, head in enumerate(_checked_heads(store, found[0], len(batch))):
             summary = _read_summary(*head) if head is not None else None
             if head is not None and summary is None:
                 whole.append(place)
@@ -214,6 +216,30 @@ async def _read(
             continue
         entries.append(entry)
     return entries
+
+
+def _checked_heads(store: object, found: object, count: int) -> list[tuple[bytes, int] | None]:
+    """What ``store.heads`` gave for ``count`` ids, refused unless it is one (first bytes,
+    length) or None per id (a user's store may implement it): else the listing would fail deep
+    in its reading, or pair a head with another id's checkpoint."""
+    if isinstance(found, list) and len(found) == count:
+        for head in found:
+            if head is not None and not (
+                isinstance(head, tuple)
+                and len(head) == 2
+                and isinstance(head[0], bytes)
+                and type(head[1]) is int
+            ):
+                break
+        else:
+            return found
+    shown = repr(found)
+    raise TypeError(
+        f"{type(store).__name__}.heads(ids, limit) gave "
+        f"{shown if len(shown) <= 200 else shown[:200] + '...'} for {count} ids; it must give a "
+        "list of one (first bytes, length) or None per id, in the ids' order "
+        "(adk.checkpoint.HeadReadingCheckpointStore)"
+    )
 
 
 async def _gathered(reads: Sequence[Awaitable[object]]) -> list[object]:

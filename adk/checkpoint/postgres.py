@@ -50,6 +50,7 @@ from asyncpg.exceptions import (  # type: ignore[import-untyped]
 from .._loop_clients import LoopClients
 from .store import (
     _check_data,
+    _check_heads,
     _check_id,
     _check_owner,
     _check_prefix,
@@ -291,10 +292,11 @@ class PostgresCheckpointStore(_ClosableStore):
 
         return await self._call("ids", None, run)
 
-    async def _heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+    async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
         """The first ``limit`` bytes and the length of each of ``ids``' checkpoints (None when
         there is none): ``list_pending`` reads their headers, not their histories. One
         statement for them all."""
+        ids = _check_heads(ids, limit)
         if not ids:
             return []
 

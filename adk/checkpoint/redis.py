@@ -41,6 +41,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from .._loop_clients import LoopClients
 from .store import (
     _check_data,
+    _check_heads,
     _check_id,
     _check_owner,
     _check_prefix,
@@ -200,11 +201,12 @@ class RedisCheckpointStore(_ClosableStore):
         holders = await self._run("ids", None, lambda redis: redis.mget(keys))
         return {id for id, holder in zip(ids, holders, strict=True) if holder is not None}
 
-    async def _heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+    async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
         """The first ``limit`` bytes and the length of each of ``ids``' checkpoints
         (``list_pending`` reads their headers, not their histories): one pipeline of ``GETRANGE``
         and ``STRLEN``. A missing key reads as empty, of length 0, as an empty value does: too
         short for a header, so the listing ``get``s it, which tells the two apart."""
+        ids = _check_heads(ids, limit)
         if not ids:
             return []
 

@@ -64,6 +64,7 @@ from typing import Any, TypeVar
 
 from .store import (
     _check_data,
+    _check_heads,
     _check_id,
     _check_owner,
     _check_prefix,
@@ -345,10 +346,11 @@ class SQLiteCheckpointStore(_ClosableStore):
         read for them all."""
         return await self._run("ids", None, partial(_claimed, keys=tuple(ids)))
 
-    async def _heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+    async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
         """The first ``limit`` bytes and the length of each of ``ids``' checkpoints (None when
         there is none): ``list_pending`` reads their headers, not their histories. One read."""
-        return await self._run("get", None, partial(_heads, keys=tuple(ids), limit=limit))
+        keys = tuple(_check_heads(ids, limit))
+        return await self._run("get", None, partial(_heads, keys=keys, limit=limit))
 
     async def aclose(self) -> None:
         """Finish queued operations, close the connection and stop the worker thread. Idempotent;

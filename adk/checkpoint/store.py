@@ -27,6 +27,11 @@ Every built-in store also implements :class:`ListingCheckpointStore`: ``ids(pref
 ids it holds, so a service can list the runs waiting on a person (``adk.checkpoint.list_pending``)
 instead of keeping a list of its own that drifts from the store. It is optional for the same
 reason: a user's three-method store still works for running and resuming.
+
+The SQLite, Redis and PostgreSQL stores also implement :class:`HeadReadingCheckpointStore`:
+``heads(ids, limit)`` sends each checkpoint's first bytes and its length, so ``list_pending``
+reads the summary in each header without the histories being sent. Optional too: without it, a
+listing gets each checkpoint whole (and still parses only its header).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ __all__ = [
     "CheckpointStore",
     "CheckpointStoreError",
     "ClaimingCheckpointStore",
+    "HeadReadingCheckpointStore",
     "ListingCheckpointStore",
 ]
 
@@ -121,6 +127,26 @@ class ListingCheckpointStore(CheckpointStore, Protocol):
 
     def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
         """The ids of the checkpoints held, those starting with ``prefix`` if given."""
+        ...
+
+
+@runtime_checkable
+class HeadReadingCheckpointStore(CheckpointStore, Protocol):
+    """A store that can also send the first bytes of checkpoints, for ``list_pending``.
+
+    A checkpoint's header line carries a summary of what its run waits on, checked by a checksum
+    of its own and the checkpoint's length; a listing reads that instead of the history, most of
+    a long run's bytes. ``heads(ids, limit)`` gives, for each of ``ids`` in their order, the
+    checkpoint's first ``limit`` bytes (all of them if it is shorter) and its whole length in
+    bytes, or ``None`` when there is no checkpoint under that id. A store over a network does it
+    in one round trip for the batch (the built-in stores: SQLite ``substr``/``length``, Redis
+    ``GETRANGE``/``STRLEN`` in one pipeline, PostgreSQL ``substring``/``octet_length``). A head
+    that holds no summary to trust (cut short, damaged, or an entry that is no checkpoint) is
+    harmless: the listing then gets that checkpoint whole and reports what is wrong with it.
+    """
+
+    async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
+        """Each of ``ids``' first ``limit`` bytes and length, or None, in the ids' order."""
         ...
 
 
@@ -256,6 +282,16 @@ def _listable(id: str) -> bool:
         return len(id.encode("utf-8")) <= _MAX_ID_BYTES
     except UnicodeEncodeError:
         return False
+
+
+def _check_heads(ids: object, limit: object) -> list[str]:
+    """``heads``' arguments, refused before any backend is touched: a list of ids (each checked
+    as ``get`` checks its id) and a positive number of bytes."""
+    if not isinstance(ids, list):
+        raise TypeError(f"heads takes a list of checkpoint ids, got {type(ids).__name__}")
+    if type(limit) is not int or limit <= 0:
+        raise ValueError(f"heads' limit must be a positive int of bytes, got {limit!r}")
+    return [_check_id(id) for id in ids]
 
 
 def _check_owner(owner: object) -> str:
