@@ -768,6 +768,28 @@ async def test_a_users_store_with_heads_is_listed_without_reading_histories(
     await store.redis.aclose()
 
 
+async def test_built_in_heads_send_first_bytes_and_refuse_bad_arguments(
+    store: CheckpointStore,
+) -> None:
+    """``heads`` is public now (``HeadReadingCheckpointStore``): each store's gives the first
+    bytes and the length in the ids' order, None for a missing id (Redis: too short for a header,
+    which the listing then gets), and refuses bad arguments before touching its backend."""
+    if not isinstance(store, HeadReadingCheckpointStore):
+        assert isinstance(store, InMemoryCheckpointStore)  # its gets hand over what it holds
+        return
+    await store.put("one", b"0123456789")
+    await store.put("two", b"ab")
+    found = await store.heads(["two", "missing", "one"], 4)
+    assert found[0] == (b"ab", 2) and found[2] == (b"0123", 10)
+    assert found[1] in (None, (b"", 0))
+    with pytest.raises(TypeError, match="heads takes a list of checkpoint ids, got str"):
+        await store.heads("one", 4)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="heads' limit must be a positive int"):
+        await store.heads(["one"], 0)
+    with pytest.raises(ValueError, match="checkpoint id must not be empty"):
+        await store.heads([""], 4)
+
+
 async def test_heads_that_give_the_wrong_shape_fail_the_listing_saying_so(
     redis_server: RedisServer,
 ) -> None:
