@@ -27,18 +27,27 @@ __all__ = ["main"]
 
 
 def _store(args: argparse.Namespace) -> CheckpointStore:
-    """The store the arguments name; ``ValueError`` for a malformed path or URL. SQLite is opened
-    read-only: showing a checkpoint never creates a file, nor the directories of a mistyped path,
-    so a path that is not a file is an error (``FileNotFoundError``)."""
-    # The Redis and PostgreSQL stores are loaded by adk.checkpoint only when first named here.
+    """The store the arguments name; ``ValueError`` for a malformed path, URL or table name.
+    Stores are opened read-only: showing a checkpoint never creates a SQLite file (nor the
+    directories of a mistyped path: a path that is not a file is a ``FileNotFoundError``), nor a
+    PostgreSQL table in the database named (and works with a role that can only read)."""
+    if args.table is not None and args.postgres is None:
+        raise ValueError("--table names a PostgreSQL table: use it with --postgres")
+    if args.key_prefix is not None and args.redis is None:
+        raise ValueError("--key-prefix is the Redis store's key prefix: use it with --redis")
     if args.sqlite is not None:
         store = _ReadOnlySQLiteStore(args.sqlite)
         if store.path != ":memory:" and not os.path.isfile(store.path):
             raise FileNotFoundError(f"no SQLite checkpoint file at {store.path}")
         return store
+    # The Redis and PostgreSQL stores' modules import their clients: loaded only when named.
     if args.redis is not None:
-        return checkpoint.RedisCheckpointStore(args.redis)
-    return checkpoint.PostgresCheckpointStore(args.postgres)
+        if args.key_prefix is None:
+            return checkpoint.RedisCheckpointStore(args.redis)
+        return checkpoint.RedisCheckpointStore(args.redis, prefix=args.key_prefix)
+    from .checkpoint.postgres import _ReadOnlyPostgresStore
+
+    return _ReadOnlyPostgresStore(args.postgres, args.table or "pyadk_checkpoints")
 
 
 async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, Any]:
@@ -111,6 +120,12 @@ def _where(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--sqlite", metavar="PATH", help="SQLite checkpoint file")
     where.add_argument("--redis", metavar="URL", help="Redis URL (pyadk[redis])")
     where.add_argument("--postgres", metavar="DSN", help="PostgreSQL DSN (pyadk[postgres])")
+    parser.add_argument(
+        "--table", help="the PostgreSQL store's table, if not pyadk_checkpoints (schema.table too)"
+    )
+    parser.add_argument(
+        "--key-prefix", help="the Redis store's key prefix, if not 'pyadk:checkpoint:'"
+    )
 
 
 def _parser() -> argparse.ArgumentParser:

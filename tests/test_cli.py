@@ -8,16 +8,24 @@ import json
 import sqlite3
 import subprocess
 import sys
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import asyncpg  # type: ignore[import-untyped]
 import pytest
 from pydantic import BaseModel
-from services import closed_port
+from services import PostgresServer, RedisServer, closed_port
 
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner, register_type
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import (
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SQLiteCheckpointStore,
+)
 from adk.checkpoint.codec import FORMAT, VERSION, decode_checkpoint
+
+pytest_plugins = ["services"]
 
 
 class _Asks(BaseAgent):
@@ -233,3 +241,81 @@ def test_list_failures(tmp_path: Path) -> None:
     done = _pyadk("checkpoint", "list", "--redis", f"redis://127.0.0.1:{closed_port()}/0")
     assert done.returncode == 1
     assert ": ids failed: " in done.stderr and "Traceback" not in done.stderr
+
+
+async def test_postgres_is_only_read_and_a_table_of_another_name_is_reached(
+    postgres_server: PostgresServer,
+) -> None:
+    """``--postgres`` opened the service's own store, which creates its tables on first use: the
+    command that "only reads" created ``pyadk_checkpoints`` and its claims table in whatever
+    database it was pointed at, and failed ("permission denied for schema public") for an
+    operator's role that can only read. It reads now: a missing table is an error naming it,
+    nothing is created, a read-only role can show and list, and ``--table`` reaches a store
+    made with another table name."""
+    database = f"cli_{uuid.uuid4().hex[:10]}"
+    admin = await asyncpg.connect(postgres_server.dsn)
+    await admin.execute(f"CREATE DATABASE {database}")
+    await admin.close()
+    dsn = postgres_server.dsn.rsplit("/", 1)[0] + f"/{database}"
+
+    async def tables() -> set[str]:
+        conn = await asyncpg.connect(dsn)
+        try:
+            rows = await conn.fetch("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+        finally:
+            await conn.close()
+        return {row[0] for row in rows}
+
+    for args in (["list"], ["show", "c-1"]):
+        done = _pyadk("checkpoint", *args, "--postgres", dsn)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert 'relation "pyadk_checkpoints" does not exist' in done.stderr
+    assert await tables() == set()
+
+    async with PostgresCheckpointStore(dsn, table="approvals") as store:
+        result = await Runner(_Asks("asker"), checkpoint_store=store).invoke(
+            "pay", checkpoint_id="c-1"
+        )
+        assert result.interrupt is not None
+    reader = f"reader_{uuid.uuid4().hex[:10]}"
+    conn = await asyncpg.connect(dsn)
+    await conn.execute(f"CREATE ROLE {reader} LOGIN")
+    await conn.execute(f"GRANT SELECT ON approvals, approvals_claims TO {reader}")
+    await conn.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+    await conn.close()
+    as_reader = dsn.replace("postgresql://postgres@", f"postgresql://{reader}@")
+
+    shown = _pyadk("checkpoint", "show", "c-1", "--postgres", as_reader, "--table", "approvals")
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["points"][0]["info"] == {
+        "question": "approve payment of 10 EUR?"
+    }
+    listed = _pyadk("checkpoint", "list", "--postgres", as_reader, "--table", "approvals")
+    assert listed.returncode == 0, listed.stderr
+    assert [json.loads(line)["checkpoint_id"] for line in listed.stdout.splitlines()] == ["c-1"]
+    assert await tables() == {"approvals", "approvals_claims"}
+
+
+async def test_redis_key_prefix_reaches_a_store_made_with_another_prefix(
+    redis_server: RedisServer, tmp_path: Path
+) -> None:
+    """A service's store made with its own key prefix could not be looked into: ``list`` printed
+    nothing, as if no run waited, and ``show`` said there was no such checkpoint."""
+    prefix = f"app{uuid.uuid4().hex[:8]}:"
+    async with RedisCheckpointStore(redis_server.url, prefix=prefix) as store:
+        await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="c-1")
+    shown = _pyadk("checkpoint", "show", "c-1", "--redis", redis_server.url, "--key-prefix", prefix)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout)["agent"] == "asker"
+    listed = _pyadk("checkpoint", "list", "--redis", redis_server.url, "--key-prefix", prefix)
+    assert listed.returncode == 0, listed.stderr
+    assert [json.loads(line)["checkpoint_id"] for line in listed.stdout.splitlines()] == ["c-1"]
+
+    for wrong, store_args in (
+        (["--key-prefix", prefix], ["--sqlite", str(tmp_path / "x.db")]),
+        (["--table", "approvals"], ["--redis", redis_server.url]),
+        (["--table", "no-such-name!"], ["--postgres", "postgresql://localhost/x"]),
+    ):
+        done = _pyadk("checkpoint", "list", *store_args, *wrong)
+        assert done.returncode == 2 and done.stderr.startswith("pyadk: ")
+        assert "Traceback" not in done.stderr

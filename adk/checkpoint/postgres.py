@@ -45,6 +45,7 @@ from asyncpg.exceptions import (  # type: ignore[import-untyped]
     AdminShutdownError,
     CannotConnectNowError,
     PostgresConnectionError,
+    UndefinedTableError,
 )
 
 from .._loop_clients import LoopClients
@@ -131,6 +132,8 @@ class PostgresCheckpointStore(_ClosableStore):
     running loop's pool.
     """
 
+    _read_only = False  # see ``_ReadOnlyPostgresStore``
+
     def __init__(
         self,
         dsn: str,
@@ -182,6 +185,7 @@ class PostgresCheckpointStore(_ClosableStore):
             f"SELECT id FROM {claims} WHERE id = ANY($1::text[]) AND expires_at > clock_timestamp()"
         )
         setup = _Setup(
+            read_only=self._read_only,
             dsn=dsn,
             max_size=max_size,
             timeout=self._timeout,
@@ -359,6 +363,7 @@ class _Setup:
     """What creating a pool takes: kept apart from the store, since each loop's pool is closed at
     its loop's end by code that must not keep the store alive (see ``LoopClients``)."""
 
+    read_only: bool
     dsn: str
     max_size: int
     timeout: float
@@ -367,14 +372,18 @@ class _Setup:
     create_claims_sql: str
 
     async def create(self) -> Any:
-        """A pool, the tables created (under an advisory lock) if they are not there."""
+        """A pool, the tables created (under an advisory lock) if they are not there; for a
+        read-only store, a pool whose sessions refuse writes, and nothing created."""
         pool = await asyncpg.create_pool(
             self.dsn,
             min_size=1,
             max_size=self.max_size,
             timeout=self.timeout,
             command_timeout=self.timeout,
+            server_settings={"default_transaction_read_only": "on"} if self.read_only else None,
         )
+        if self.read_only:
+            return pool
         try:
             async with pool.acquire() as conn, conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
@@ -453,3 +462,27 @@ async def _close_pool(pool: _Pool) -> None:
 
 def _failed(task: asyncio.Task[Any]) -> bool:
     return task.cancelled() or task.exception() is not None
+
+
+class _ReadOnlyPostgresStore(PostgresCheckpointStore):
+    """Reads an existing checkpoint table and never writes to the database: for ``pyadk
+    checkpoint``, which an operator may run with a role that can only read, and which must not
+    create tables in a database it was pointed at by mistake (a missing table is reported:
+    ``relation ... does not exist``). Its sessions are read-only, so any write fails with
+    ``CheckpointStoreError``. A database without the claims table (made by hand, say: nothing
+    was ever claimed there) lists nothing as being resumed, as the read-only SQLite store does."""
+
+    _read_only = True
+
+    async def _claimed_ids(self, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        statement = self._claimed_sql
+
+        async def run(conn: Any) -> set[str]:
+            try:
+                return {row[0] for row in await conn.fetch(statement, ids)}
+            except UndefinedTableError:
+                return set()
+
+        return await self._call("ids", None, run)
