@@ -70,6 +70,7 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
     if data is None:
         raise CheckpointError(f"no checkpoint {args.checkpoint_id!r}")
     body = decode_checkpoint(data, args.checkpoint_id)
+    _check_shape(body, args.checkpoint_id)
     summary = {
         "checkpoint_id": args.checkpoint_id,
         "agent": body.get("agent"),
@@ -87,6 +88,24 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
     if args.full:
         summary["body"] = body
     return summary
+
+
+def _check_shape(body: dict[str, Any], checkpoint_id: str) -> None:
+    """Refuse a body whose checksum matches but that is not shaped as pyadk writes it (another
+    tool's, or edited and sealed again), as a ``CheckpointError``: the summary reads these parts,
+    and would otherwise fail with a traceback. What a listing checks (``parse_points``), and the
+    history and session the summary counts."""
+    for part, kind, name in (
+        ("agent", str, "a str"),
+        ("points", list, "a list"),
+        ("history", list, "a list"),
+        ("session", dict, "an object"),
+    ):
+        # Only the agent is required: an older pyadk's body may lack the others.
+        if (part in body or part == "agent") and not isinstance(body.get(part), kind):
+            raise CheckpointError(
+                f"checkpoint {checkpoint_id!r} is malformed: {part} is not {name}"
+            )
 
 
 async def _list(store: CheckpointStore, args: argparse.Namespace) -> None:

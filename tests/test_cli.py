@@ -319,3 +319,33 @@ async def test_redis_key_prefix_reaches_a_store_made_with_another_prefix(
         done = _pyadk("checkpoint", "list", *store_args, *wrong)
         assert done.returncode == 2 and done.stderr.startswith("pyadk: ")
         assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("changed", "what"),
+    [
+        ({"history": 5}, "history is not a list"),
+        ({"session": [1, "a"]}, "session is not an object"),
+        ({"points": "x"}, "points is not a list"),
+        ({"agent": None}, "agent is not a str"),
+    ],
+)
+async def test_show_of_a_malformed_body_with_a_valid_checksum_is_a_clear_error(
+    tmp_path: Path, changed: dict[str, object], what: str
+) -> None:
+    """A checkpoint whose checksum matches but whose body is not what pyadk writes (another
+    tool's, or edited and sealed again) made ``show`` fail with a traceback ("object of type 'int'
+    has no len()"), where ``list`` reported it as malformed."""
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as store:
+        await Runner(_Asks("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="c-1")
+        body = {**decode_checkpoint(await _get(store, "c-1")), **changed}
+        payload = json.dumps(body).encode()
+        digest = hashlib.sha256(payload).hexdigest()
+        header = {"format": FORMAT, "version": VERSION, "sha256": digest}
+        await store.put("c-1", json.dumps(header).encode() + b"\n" + payload)
+
+    done = _pyadk("checkpoint", "show", "c-1", "--sqlite", str(path))
+
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr == f"pyadk: checkpoint 'c-1' is malformed: {what}\n"
