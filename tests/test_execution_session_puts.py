@@ -36,7 +36,9 @@ class StalledRedis:
     def __init__(self, url: str) -> None:
         self.redis = aioredis.Redis.from_url(url)
         self.prefix = f"s{uuid.uuid4().hex[:8]}:"
-        self.putting = asyncio.Event()
+        self.putting = asyncio.Event()  # set once ``puts_before_set`` puts have started
+        self.puts_before_set = 1
+        self.started = 0
         self.released = asyncio.Event()
         self.fail: Exception | None = None
 
@@ -45,7 +47,9 @@ class StalledRedis:
         return None if stored is None else json.loads(stored)
 
     async def put(self, key: Hashable, values: dict[str, Any]) -> None:
-        self.putting.set()
+        self.started += 1
+        if self.started >= self.puts_before_set:
+            self.putting.set()
         await self.released.wait()
         if self.fail is not None:
             raise self.fail
@@ -56,10 +60,13 @@ class StalledRedis:
         return None if stored is None else json.loads(stored)
 
 
-async def _closed_while_putting(store: StalledRedis) -> tuple[asyncio.Task[None], Any]:
-    """Apply ``Count`` to one record of key ``'ann'`` and start closing its outputs from another
-    task once the record's put has started and the close has cancelled it."""
-    outputs = LocalExecutionEnvironment().from_list([{"k": "ann"}], key="k")
+async def _closed_while_putting(
+    store: StalledRedis, keys: tuple[str, ...] = ("ann",)
+) -> tuple[asyncio.Task[None], Any]:
+    """Apply ``Count`` to one record of each key (``'ann'``) and start closing the outputs from
+    another task once the records' puts have started and the close has cancelled them."""
+    store.puts_before_set = len(keys)
+    outputs = LocalExecutionEnvironment().from_list([{"k": key} for key in keys], key="k")
     applied = outputs.apply(Count("count"), sessions=store)
 
     async def consume() -> None:
@@ -142,4 +149,20 @@ async def test_a_put_longer_than_the_timeout_fails_the_record_naming_the_key(
     assert "the session of key 'ann' (record 0) may not be saved" in output.error.message
     assert "StalledRedis.put did not end within timeout=0.05s" in output.error.message
     assert await store.kept("ann") == {"memory:count": {"seen": 4}}
+    await store.redis.aclose()
+
+
+async def test_puts_of_several_keys_cut_off_by_the_close_are_each_named(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every key whose session may not be saved is named, not only the first."""
+    monkeypatch.setattr(_session_store, "CLOSE_GRACE", 0.05)
+    store = StalledRedis(redis_server.url)
+    consumer, closing = await _closed_while_putting(store, ("ann", "bob"))
+    with pytest.raises(ExceptionGroup) as raised:
+        await closing
+    assert str(raised.value).startswith("the sessions of 2 keys may not be saved")
+    named = sorted(str(error).split(" (record")[0] for error in raised.value.exceptions)
+    assert named == ["the session of key 'ann'", "the session of key 'bob'"]
+    await consumer
     await store.redis.aclose()
