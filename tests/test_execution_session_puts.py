@@ -166,3 +166,30 @@ async def test_puts_of_several_keys_cut_off_by_the_close_are_each_named(
     assert named == ["the session of key 'ann'", "the session of key 'bob'"]
     await consumer
     await store.redis.aclose()
+
+
+class StalledReads(StalledRedis):
+    """Reads that never answer (a replica that stopped), writes that do."""
+
+    async def get(self, key: Hashable) -> dict[str, Any] | None:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+async def test_a_get_longer_than_the_timeout_fails_the_record_naming_the_key(
+    redis_server: RedisServer,
+) -> None:
+    """With a ``timeout``, a record whose key's read hung held its key for ever (the timeout
+    bounded the run only). The read is bounded by it too: the record fails with a
+    ``TimeoutError`` naming the key, and nothing is put."""
+    store = StalledReads(redis_server.url)
+    store.released.set()
+    env = LocalExecutionEnvironment(on_error="emit", timeout=0.05)
+    applied = env.from_list([{"k": "ann"}], key="k").apply(Count("count"), sessions=store)
+    [output] = await applied.to_list()
+    assert output.error is not None and output.error.type == "TimeoutError"
+    assert output.error.message == (
+        "record 0 (key 'ann') was not run: StalledReads.get did not end within timeout=0.05s"
+    )
+    assert store.started == 0 and await store.kept("ann") is None
+    await store.redis.aclose()
