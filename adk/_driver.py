@@ -16,7 +16,9 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from typing import Any
 
-from ._hooks import Hooks
+import adk
+
+from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
 from .context import RunContext, _Entry, _interrupt_event
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
@@ -35,7 +37,10 @@ def agent_run(agent: Agent, ctx: RunContext) -> _AgentRun:
     run.ctx = ctx
     run.name = agent.name
     run.path = ctx.run_path
-    run.hooks = ctx._run.hooks
+    hooks = ctx._run.hooks
+    if hooks is None and getattr(agent, "_adk_callbacks", None) is not None:
+        hooks = agent_hooks(ctx)
+    run.hooks = hooks
     run.handle = None
     run.error = None
     run.cancelled = False
@@ -43,6 +48,17 @@ def agent_run(agent: Agent, ctx: RunContext) -> _AgentRun:
     run.stream = None
     run.stream_author = ""
     return run
+
+
+def agent_hooks(ctx: RunContext) -> Hooks:
+    """The hooks of a run that had none when an agent with callbacks of its own starts in it
+    (``ReActAgent(callbacks=...)``): hooks that run only agents' own callbacks, from now on in
+    this run. Found at the agent's start, not when the runner is made, so an agent added to the
+    tree later or made during the run is not missed; a run whose agents have none never gets
+    here (one test per agent start)."""
+    hooks: Hooks = adk._instrument.agent_hooks()
+    ctx._run.hooks = hooks
+    return hooks
 
 
 def signal_of(exc: Interrupt, address: str) -> _InterruptSignal:
@@ -109,10 +125,16 @@ class _AgentRun:
 
     async def start(self) -> AgentEvent | None:
         """Tell the hooks (only call when there are hooks); a failing ``before_agent`` callback
-        answers with the error event, and the agent does not run."""
+        answers with the error event, and the agent does not run. A ``before_agent`` callback
+        that answered for the agent puts the answer in its place (``run.agent``): whoever runs
+        the agent after ``start`` runs ``run.agent``."""
         assert self.hooks is not None
         try:
-            self.handle = await self.hooks.agent_start(self.agent, self.ctx)
+            self.handle = await self.hooks.agent_start(self.agent, self.ctx, self.resumed)
+        except _Answered as answered:
+            self.handle = answered.handle
+            self.agent = answered.agent
+            return None
         except Exception as exc:
             return _stamped(
                 AgentEvent(error=ErrorInfo.of(exc), exception=exc), self.name, self.path

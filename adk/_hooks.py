@@ -25,6 +25,19 @@ if TYPE_CHECKING:
 
 __all__ = ["Hooks", "ModelRequest", "may_hook"]
 
+
+class _Answered(Exception):
+    """Raised by ``Hooks.agent_start`` when a ``before_agent`` callback answered for the agent:
+    the driver runs ``agent`` (an ``adk.callbacks._Answer``, the answer's events) in its place,
+    under ``handle``, so the answer passes through the rules as the agent's own events would.
+    An exception because a skip is rare: an agent that runs pays nothing for it."""
+
+    def __init__(self, handle: Any, agent: Any) -> None:
+        super().__init__("answered by a before_agent callback")
+        self.handle = handle
+        self.agent = agent
+
+
 _PROVIDER_ENV = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
 
 
@@ -92,8 +105,9 @@ class Hooks:
     The runner, not the driver, calls it: it alone sees a run's events as they go out — a pause
     with its checkpoint id, and the errors it adds itself."""
 
-    async def agent_start(self, agent: Agent, ctx: RunContext) -> Any:
-        """Called before an agent runs; the return value comes back to ``agent_end``."""
+    async def agent_start(self, agent: Agent, ctx: RunContext, resumed: bool = False) -> Any:
+        """Called before an agent runs (``resumed``: it continues after a pause); the return
+        value comes back to ``agent_end``. Raises ``_Answered`` when the agent is skipped."""
         return None
 
     def agent_event(self, handle: Any, event: AgentEvent) -> None:

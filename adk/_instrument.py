@@ -21,8 +21,8 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ._hooks import Hooks, ModelRequest, _run_timeout, otel_may_be_configured
-from .callbacks import _CallbackChain
+from ._hooks import Hooks, ModelRequest, _Answered, _run_timeout, otel_may_be_configured
+from .callbacks import _AgentCallbacks, _Answer, _CallbackChain
 from .events import ErrorInfo
 from .messages import _ASSISTANT
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .tools.base import Tool, ToolContext, ToolResult
     from .tracing import _GenAITracing
 
-__all__ = ["build_hooks"]
+__all__ = ["agent_hooks", "build_hooks"]
 
 logger = logging.getLogger("adk.callbacks")
 
@@ -64,20 +64,35 @@ def build_hooks(
     return _Instrumented(tracing, chain)
 
 
+def agent_hooks() -> Hooks:
+    """The hooks of a run that had none when an agent with callbacks of its own started in it
+    (``adk._driver.agent_hooks``): no tracing, no runner callbacks, only agents' own. Stateless,
+    so one serves every such run."""
+    return _AGENT_HOOKS
+
+
 class _Frame:
     """One traced agent run (or tool call): where it runs, its span, and its context for
-    children."""
+    children. An agent with callbacks of its own (``own``) has the chains that run for it here:
+    the runner's callbacks then its own, per hook (``agents``, ``models``, ``tools``; None where
+    none run). ``answer`` is a ``before_agent`` answer kept for the agent a wrapper runs in place
+    (``_adk_in_place``), which takes it when it starts."""
 
     __slots__ = (
         "address",
         "agent",
+        "agents",
+        "answer",
         "ctx",
         "exception",
         "failure",
+        "models",
         "otel",
         "output",
+        "own",
         "run_path",
         "span",
+        "tools",
         "usage",
     )
 
@@ -100,6 +115,11 @@ class _Frame:
         self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
         self.usage: list[int] | None = None  # [input, output] tokens of the agent's model calls
         self.output: AgentOutput | None = None  # its last answer (content capture only)
+        self.own: _AgentCallbacks | None = None
+        self.agents: _CallbackChain | None = None
+        self.models: _CallbackChain | None = None
+        self.tools: _CallbackChain | None = None
+        self.answer: Any = None
 
     def count_usage(self, usage: Usage) -> None:
         """Add a model call's usage to the agent's (tracing, for its span's ``gen_ai.usage.*``)."""
@@ -139,33 +159,54 @@ class _Instrumented(Hooks):
 
     def __init__(self, tracing: _GenAITracing | None, chain: _CallbackChain | None) -> None:
         self._tracing = tracing
+        self._chain = chain
         self._agents = (
             chain if chain is not None and (chain.before_agent or chain.after_agent) else None
         )
         self._frames = tracing is not None or self._agents is not None
+        # An agent with callbacks of its own has started under these hooks: from then on a model
+        # or tool call looks for them on its agent's frame. Until then (most runners, always) the
+        # calls test this flag and nothing more.
+        self._own = False
         self.on_event = chain.run_on_event if chain is not None and chain.on_event else None
         self._models = chain if chain is not None and chain.wraps_models else None
         self._tools = chain if chain is not None and chain.wraps_tools else None
 
     # -- agents ---------------------------------------------------------------------------------
-    async def agent_start(self, agent: Agent, ctx: RunContext) -> _Frame | None:
+    async def agent_start(
+        self, agent: Agent, ctx: RunContext, resumed: bool = False
+    ) -> _Frame | None:
         if not self._frames:
-            return None
+            if getattr(agent, "_adk_callbacks", None) is None:
+                return None
+            # The first agent with callbacks of its own: frames from now on, which is where
+            # its callbacks are found for its model and tool calls.
+            self._frames = True
         parent: _Frame | None = ctx._trace
         address = ctx.address
         if parent is not None and parent.address == address and parent.run_path == ctx.run_path:
+            _in_place(parent, agent)
             return None  # a wrapper running its inner agent in place: one agent, one frame
         frame = _Frame(agent, ctx, address)
+        agents = self._agents
+        own: _AgentCallbacks | None = getattr(agent, "_adk_callbacks", None)
+        if own is not None:
+            self._own = True
+            chain = own.after(self._chain)
+            frame.own = own
+            frame.models = chain if chain.wraps_models else None
+            frame.tools = chain if chain.wraps_tools else None
+            agents = chain if chain.before_agent or chain.after_agent else None
+        frame.agents = agents
         tracing = self._tracing
         if tracing is not None:
             frame.span, frame.otel = tracing.start_agent(
                 agent, ctx, parent.otel if parent is not None else None
             )
         ctx._trace = frame
-        agents = self._agents
         if agents is not None:
             try:
-                await agents.run_before_agent(agent, ctx)
+                answer = await agents.run_before_agent(agent, ctx)
             except BaseException as exc:
                 # The driver will not call agent_end for a start that failed: close the span here.
                 # A callback's own CancelledError is a RuntimeError by now (``callbacks``): one
@@ -179,6 +220,21 @@ class _Instrumented(Hooks):
                         cancelled = timed_out is None
                         tracing.end_agent(frame.span, timed_out, None, cancelled=cancelled)
                 raise
+            if answer is not None:
+                if resumed:
+                    # It was let run before its pause and waits for the resume's answers:
+                    # skipped now, its paused calls would never run (see adk.callbacks).
+                    logger.warning(
+                        "before_agent answered for agent %r as it resumed after a pause; an agent "
+                        "is skipped only when it starts, so the answer is ignored",
+                        agent.name,
+                    )
+                elif getattr(agent, "_adk_in_place", False):
+                    frame.answer = answer  # for the agent it runs in place, which answers
+                else:
+                    if tracing is not None and frame.span is not None:
+                        tracing.agent_skipped(frame.span)
+                    raise _Answered(frame, _Answer(agent, answer))
         return frame
 
     def agent_event(self, handle: _Frame | None, event: AgentEvent) -> None:
@@ -205,7 +261,7 @@ class _Instrumented(Hooks):
         if error is None and failure is not None:
             error, exception = failure.error, failure.exception
         try:
-            agents = self._agents
+            agents = handle.agents
             if agents is not None and handle.agent is not None:
                 try:
                     await agents.run_after_agent(handle.agent, handle.ctx, error)
@@ -267,6 +323,10 @@ class _Instrumented(Hooks):
         call: Callable[[ModelRequest], Awaitable[Message]],
     ) -> Message:
         tracing, models = self._tracing, self._models
+        if self._own:
+            frame: _Frame | None = ctx._trace
+            if frame is not None and frame.own is not None:
+                models = frame.models
         if models is None:
             if tracing is None:
                 return await call(request)
@@ -282,6 +342,10 @@ class _Instrumented(Hooks):
         open_stream: Callable[[ModelRequest], AsyncIterator[MessageChunk]],
     ) -> AsyncIterator[MessageChunk]:
         tracing, models = self._tracing, self._models
+        if self._own:
+            frame: _Frame | None = ctx._trace
+            if frame is not None and frame.own is not None:
+                models = frame.models
         if tracing is not None:
             open_stream = functools.partial(
                 tracing.stream_model, _otel_of(ctx), ctx, open_stream=open_stream
@@ -299,6 +363,10 @@ class _Instrumented(Hooks):
         tool: Tool,
     ) -> str | ToolResult:
         tracing, tools = self._tracing, self._tools
+        if self._own:
+            frame: _Frame | None = ctx.run_context._trace
+            if frame is not None and frame.own is not None:
+                tools = frame.tools
         if tools is None:
             if tracing is None:
                 return await invoke()
@@ -306,6 +374,25 @@ class _Instrumented(Hooks):
         if tracing is not None:
             invoke = functools.partial(_traced_tool, tracing, ctx, call, invoke, tool)
         return await tools.call_tool(ctx, call, invoke)
+
+
+def _in_place(frame: _Frame, agent: Agent) -> None:
+    """An agent that a wrapper runs in place starts under the wrapper's ``frame`` (one agent):
+    it takes the answer a ``before_agent`` callback gave for the wrapper (unless it is a wrapper
+    too: then the agent it runs does). Callbacks of its own other than the frame's would never
+    run (they are found when a frame is made): refused rather than silently left out."""
+    own = getattr(agent, "_adk_callbacks", None)
+    if own is not None and own is not frame.own:
+        raise TypeError(
+            f"agent {agent.name!r} has callbacks of its own but is run in place by "
+            f"{getattr(frame.agent, 'name', None)!r}, at its address, as part of that agent, "
+            "so they would never run: give them to the agent that runs it, or run it as an "
+            "agent of its own (a sub-agent, a workflow step)"
+        )
+    answer = frame.answer
+    if answer is not None and not getattr(agent, "_adk_in_place", False):
+        frame.answer = None
+        raise _Answered(None, _Answer(agent, answer))
 
 
 class _CapturingInstrumented(_Instrumented):
@@ -346,3 +433,7 @@ async def _traced_tool(
         return await tracing.call_tool(_otel_of(outer), ctx, call, invoke, nest, tool)
     finally:
         ctx.run_context = outer
+
+
+_AGENT_HOOKS = _Instrumented(None, None)
+_AGENT_HOOKS._frames = _AGENT_HOOKS._own = True

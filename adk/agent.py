@@ -83,6 +83,7 @@ class BaseAgent:
 
     _adk_parent: Any = None  # the flow this agent was made a sub-agent of (one parent only)
     _adk_flow: Any = None  # the flow node that represents this agent in a transfer graph
+    _adk_callbacks: Any = None  # its own callbacks (``adk.callbacks._AgentCallbacks``), if any
 
     def __init__(self, name: str, description: str = "") -> None:
         self.name = check_name(name, "an agent")

@@ -7,8 +7,10 @@ the methods below. Every method may be a plain or an ``async`` function, except 
 runs inline for every event and must be plain.
 
 ========================================  =======================================================
-``before_agent(agent, ctx)``              an agent is about to run (observe only: return None)
-``after_agent(agent, ctx, error)``        it finished (``error`` is its ``ErrorInfo`` or None)
+``before_agent(agent, ctx)``              an agent is about to run; return its answer (a ``str``,
+                                          a ``Message``) to skip it (see "Skipping an agent")
+``after_agent(agent, ctx, error)``        it finished (``error`` is its ``ErrorInfo`` or None;
+                                          observe only: return None)
 ``before_model(ctx, request)``            a model call is about to be made; may change
                                           ``request.messages``/``tools``/``options`` in place
                                           (for this call only), or return a ``Message`` to
@@ -24,13 +26,37 @@ runs inline for every event and must be plain.
                                           sees it
 ========================================  =======================================================
 
+Runner-wide and per-agent: ``Runner(agent, callbacks=[...])`` sees every agent, model call and
+tool call of the run (Google ADK's plugins); an agent given ``callbacks=[...]`` itself
+(``ReActAgent``, the workflow agents, ``ActionAgent``, ``PlanExecute``) has them run for its own
+start and end, model calls and tool calls only: not for its sub-agents, nor for the nested run of
+an ``AgentTool`` it calls (Google ADK's ``before_model_callback=`` and the like). Per-agent
+callbacks are the same objects, but ``on_event`` is runner-wide only (it sees every event of the
+run); a workflow agent makes no model or tool call of its own, so it takes agent hooks only.
+
 Composition (several objects, or one object's methods across a run), in one rule: callbacks run in
-the order they were given. A ``before_model``/``before_tool`` that returns a value short-circuits:
-the remaining ``before_*`` callbacks and the call itself are skipped. Every ``after_model`` /
+the order they were given, the runner's before the agent's own (Google ADK runs plugins first).
+A ``before_agent``/``before_model``/``before_tool`` that returns a value short-circuits: the
+remaining ``before_*`` callbacks (a runner's value skips the agent's own) and the agent or call
+itself are skipped. Every ``after_model`` /
 ``after_tool`` then runs, in order, on the current result — what the model or tool produced, or the
 short-circuit value — and each may replace it (the next one sees the replacement). That is the
 Google ADK plugin order for ``before_*``; ``after_*`` chain instead of stopping at the first
 replacement so that, e.g., a redacting callback and a logging callback both see every reply.
+
+Skipping an agent: a ``before_agent`` that returns a value skips the agent, and that value is its
+answer (Google ADK's ``before_agent_callback`` returning ``Content``): the agent yields one message
+event authored by it, so a sequence, loop, flow, ``Supervisor`` or ``AgentTool`` takes it as the
+agent's answer, and the run's history records it. A ``str`` is an assistant message; a ``Message``
+must be an assistant's. A ``ReActAgent`` writes its ``output_key`` from it, as from a model's
+answer; with an ``output_schema`` the answer must match it (a ``str``/``Message`` holding the JSON,
+a ``dict`` or an instance of the schema) and the instance follows as a ``custom`` output, as the
+model's validated answer does. ``after_agent`` still runs, with no error, and the agent's span
+records the skip (``adk.skipped``). An agent that resumes after a pause is not skipped: it was let
+run before the pause and waits for the resume's answers, so ``before_agent`` is called again (with
+``ctx.resume`` set) only to observe, and a value it returns then is logged and ignored. An agent
+skipped before a pause is not run again on resume: it has answered, and the answer is in the
+checkpoint's history.
 
 Where they see things: ``ctx`` is the agent's ``RunContext`` (``ctx.agent_name``, ``ctx.session``,
 ``ctx.run_path``) or, for tools, the call's ``ToolContext``. A wrapper that runs its inner agent in
@@ -45,7 +71,8 @@ or as one chunk carrying the replacement). Observe replies without holding strea
 (``adk.tracing``) instead.
 
 Exceptions raised by a callback are not swallowed: in ``before_agent``/``after_agent``/``on_event``
-and the model hooks they fail the agent (an error event); in the tool hooks they become the tool's
+and the model hooks they fail the agent (an error event; a per-agent callback's fails that agent,
+as a runner's does); in the tool hooks they become the tool's
 error result, as a failing tool would. A ``CancelledError`` while the run is not being cancelled is
 such a failure too, not the cancellation of the run's reader. Only a settled outcome stands:
 ``after_agent`` failing for an agent that already failed or paused, or ``on_event`` failing on the
@@ -65,6 +92,7 @@ from pydantic import BaseModel
 
 from ._aio import closing
 from ._hooks import ModelRequest
+from .events import message_event as _message_event
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, join_chunks
 from .models.base import ModelOptions
 from .streams import _being_cancelled
@@ -128,8 +156,9 @@ class Callbacks:
                 raise TypeError(f"Callbacks({name}=...) needs a function, got {fn!r}")
             setattr(self, name, fn)
 
-    def before_agent(self, agent: Agent, ctx: RunContext) -> _MaybeAwaitable[None]:
-        """``agent`` is about to run at ``ctx``."""
+    def before_agent(self, agent: Agent, ctx: RunContext) -> _MaybeAwaitable[str | Message | None]:
+        """``agent`` is about to run at ``ctx``; return its answer (a ``str``, a ``Message``; for
+        an agent with an ``output_schema`` also a dict or an instance) to skip it."""
         return None
 
     def after_agent(
@@ -179,10 +208,11 @@ def _provided(obj: object, name: str) -> Callable[..., Any] | None:
     return fn
 
 
-async def _observe(hook: str, callbacks: Sequence[Callable[..., Any]], *args: Any) -> None:
-    """Call an agent hook's callbacks in order (plain or async); they only observe. A
-    ``CancelledError`` of their own, while the run is not being cancelled, fails the run rather
-    than cancelling its reader (``_callback_cancelled``)."""
+async def _observe(hook: str, callbacks: Sequence[Callable[..., Any]], *args: Any) -> Any:
+    """Call an agent hook's callbacks in order (plain or async). ``before_agent``'s first value
+    stops the others and is returned (the agent's answer, see "Skipping an agent"); the other
+    hooks only observe. A ``CancelledError`` of their own, while the run is not being cancelled,
+    fails the run rather than cancelling its reader (``_callback_cancelled``)."""
     for fn in callbacks:
         try:
             result = fn(*args)
@@ -193,10 +223,26 @@ async def _observe(hook: str, callbacks: Sequence[Callable[..., Any]], *args: An
                 raise
             raise _callback_cancelled(hook, fn) from exc
         if result is not None:
+            if hook == "before_agent":
+                return _check_answer(fn, result)
             raise TypeError(
-                f"{hook} callback {fn!r} returned a value; agent callbacks only observe "
+                f"{hook} callback {fn!r} returned a value; {hook} callbacks only observe "
                 "(return None)"
             )
+    return None
+
+
+def _check_answer(fn: Callable[..., Any], value: Any) -> Any:
+    """A ``before_agent`` value that may be an agent's answer. Which of them fits the agent is
+    for the agent to say (``_answer_events``); anything else is refused here, as a callback that
+    only observes may return a value by accident (a count, ``list.pop``)."""
+    if isinstance(value, (str, Message, dict, BaseModel)):
+        return value
+    raise TypeError(
+        f"before_agent callback {fn!r} returned {type(value).__name__}; return None to run the "
+        "agent, or its answer to skip it: a str or a Message (for an agent with an output_schema "
+        "also a dict or an instance of the schema)"
+    )
 
 
 def _callback_cancelled(hook: str, fn: object) -> RuntimeError:
@@ -259,6 +305,14 @@ class _CallbackChain:
         chain = cls(callbacks)
         return chain if any(getattr(chain, name) for name in _HOOKS) else None
 
+    def then(self, other: _CallbackChain) -> _CallbackChain:
+        """This chain's callbacks, then ``other``'s, hook by hook: a runner's and an agent's own,
+        in the order they run (the runner's first)."""
+        both = _CallbackChain(())
+        for name in _HOOKS:
+            setattr(both, name, [*getattr(self, name), *getattr(other, name)])
+        return both
+
     @property
     def wraps_models(self) -> bool:
         return bool(self.before_model or self.after_model)
@@ -268,8 +322,9 @@ class _CallbackChain:
         return bool(self.before_tool or self.after_tool)
 
     # -- agents and events ----------------------------------------------------------------------
-    async def run_before_agent(self, agent: Agent, ctx: RunContext) -> None:
-        await _observe("before_agent", self.before_agent, agent, ctx)
+    async def run_before_agent(self, agent: Agent, ctx: RunContext) -> Any:
+        """The first answer a ``before_agent`` callback gives (None: the agent runs)."""
+        return await _observe("before_agent", self.before_agent, agent, ctx)
 
     async def run_after_agent(self, agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
         await _observe("after_agent", self.after_agent, agent, ctx, error)
@@ -375,6 +430,101 @@ class _CallbackChain:
             if replaced is not None:
                 result = _check_tool_output(fn, "after_tool", replaced)
         return result
+
+
+class _AgentCallbacks:
+    """An agent's own callbacks (``callbacks=`` of ``ReActAgent`` and the others), kept on the
+    agent as ``_adk_callbacks``; the run's hooks find them there when the agent starts
+    (``adk._instrument``). ``chain`` is the agent's; ``after(runner)`` the chain that runs for
+    the agent in a run of a runner with ``runner``'s callbacks (the runner's first), made once
+    per runner: per agent start it is a lookup, not a new chain."""
+
+    __slots__ = ("_last", "chain")
+
+    def __init__(self, chain: _CallbackChain) -> None:
+        self.chain = chain
+        self._last: tuple[_CallbackChain | None, _CallbackChain] = (None, chain)
+
+    def after(self, runner: _CallbackChain | None) -> _CallbackChain:
+        last = self._last
+        if last[0] is runner:
+            return last[1]
+        both = self.chain if runner is None else runner.then(self.chain)
+        self._last = (runner, both)
+        return both
+
+
+def _agent_callbacks(callbacks: object, what: str, *, calls: bool = True) -> _AgentCallbacks | None:
+    """The ``callbacks=`` given to the agent ``what`` (``"ReActAgent 'x'"``), checked where they
+    are given: None when they have nothing to run. ``calls``: the agent makes model and tool
+    calls of its own (a workflow agent makes none, so model and tool hooks would never run)."""
+    if isinstance(callbacks, (str, bytes)) or not isinstance(callbacks, Iterable):
+        raise TypeError(
+            f"{what}: callbacks must be a list of callback objects, got {type(callbacks).__name__}"
+        )
+    chain = _CallbackChain.of(callbacks)
+    if chain is None:
+        return None
+    if chain.on_event:
+        raise TypeError(
+            f"{what}: on_event is runner-wide (it sees every event of the run): give "
+            "that callback object to Runner(agent, callbacks=[...]) instead"
+        )
+    if not calls:
+        given = [name for name in _HOOKS[2:] if getattr(chain, name)]
+        if given:
+            raise TypeError(
+                f"{what} makes no model or tool calls of its own, so its callbacks take "
+                f"before_agent and after_agent only, not {', '.join(given)}: give those to the "
+                "agents that make the calls, or to the Runner for all of them"
+            )
+    return _AgentCallbacks(chain)
+
+
+def _answer_message(agent: str, value: Any) -> Message:
+    """A ``before_agent`` answer as the message of an agent without an output schema."""
+    if isinstance(value, str):
+        return Message.assistant(value)
+    if isinstance(value, Message):
+        if value.role != "assistant":
+            raise TypeError(
+                f"before_agent answered for agent {agent!r} with a {value.role.value!r} message; "
+                "an agent's answer is an assistant message (Message.assistant(...), or a str)"
+            )
+        return value
+    raise TypeError(
+        f"before_agent answered for agent {agent!r} with a {type(value).__name__}, which only "
+        "an agent with an output_schema takes; answer with a str or a Message"
+    )
+
+
+def _answer_events(agent: Any, value: Any, ctx: RunContext) -> list[AgentEvent]:
+    """The events of ``agent`` skipped with ``value`` as its answer: what the agent makes of it
+    (``_adk_answer``: a ``ReActAgent`` checks it against its output schema and writes its
+    output key), else one message event."""
+    answer = getattr(agent, "_adk_answer", None)
+    if answer is not None:
+        events: list[AgentEvent] = answer(value, ctx)
+        return events
+    return [_message_event(_answer_message(agent.name, value))]
+
+
+class _Answer:
+    """What runs in place of an agent that a ``before_agent`` callback skipped: its answer's
+    events (``_answer_events``), made when the driver pulls them, so a value the agent refuses
+    fails it as its own error would (``after_agent`` sees the error)."""
+
+    __slots__ = ("agent", "description", "name", "value")
+
+    def __init__(self, agent: Agent, value: Any) -> None:
+        self.agent = agent
+        self.name = agent.name
+        self.description = agent.description
+        self.value = value
+
+    async def run(self, input: object, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        for event in _answer_events(self.agent, self.value, ctx):
+            yield event
 
 
 def _own_request(request: ModelRequest) -> None:

@@ -41,6 +41,9 @@ class FlowAgent:
     """
 
     max_transfers: int = 100
+    # It runs its agent in place, at its own address (``adk._instrument``): a ``before_agent``
+    # answer given for the flow is that agent's answer, and the flow goes on around it.
+    _adk_in_place = True
 
     def __init__(
         self,
@@ -95,6 +98,11 @@ class FlowAgent:
         yield from authors(self.agent, seen)
         for sub in self.sub_agents:
             yield from authors(sub, seen)
+
+    @property
+    def _adk_callbacks(self) -> Any:
+        """Its agent's own callbacks (``callbacks=``): the flow and its agent are one agent."""
+        return getattr(self.agent, "_adk_callbacks", None)
 
     def find(self, name: str) -> FlowAgent | None:
         """The transfer target ``name`` as seen from this agent: a sub-agent, then the parent."""

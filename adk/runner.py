@@ -34,6 +34,7 @@ from ._checks import check_agent
 from ._driver import (
     NO_EVENT,
     _AgentRun,
+    agent_hooks,
     agent_run,
     close_events,
     is_cancellation,
@@ -153,7 +154,8 @@ class Runner(AsyncCloseable):
         tracer_provider: TracerProvider | None = None,
         meter_provider: MeterProvider | None = None,
     ) -> None:
-        """``callbacks``: ``adk.callbacks.Callbacks`` objects, run in the order given.
+        """``callbacks``: ``adk.callbacks.Callbacks`` objects, run in the order given, for every
+        agent of the run, before an agent's own (``ReActAgent(callbacks=...)``).
         ``tracer_provider``/``meter_provider``: where spans and metrics go (default: the global
         OpenTelemetry providers, as configured when the runner is built; none configured costs
         nothing)."""
@@ -299,7 +301,7 @@ class Runner(AsyncCloseable):
                     await collected.take(early)
                     return collected.result(run.session)
             try:
-                events = agent.run(agent_input, ctx)
+                events = own.agent.run(agent_input, ctx)  # or the answer a callback gave
                 del agent_input  # (see above: one GC-tracked object fewer per run in flight)
                 try:
                     async for event in events:
@@ -1051,7 +1053,10 @@ def _root_run(runner: Runner, agent: Agent, ctx: RunContext, checkpoint_id: str 
     run.ctx = ctx
     run.name = agent.name
     run.path = ctx.run_path
-    run.hooks = ctx._run.hooks
+    hooks = ctx._run.hooks
+    if hooks is None and getattr(agent, "_adk_callbacks", None) is not None:
+        hooks = agent_hooks(ctx)
+    run.hooks = hooks
     run.handle = None
     run.error = None
     run.cancelled = False

@@ -358,6 +358,12 @@ class _GenAITracing:
         if action.break_loop:
             span.add_event("adk.break_loop")
 
+    def agent_skipped(self, span: Span) -> None:
+        """A ``before_agent`` callback answered for the agent, which did not run: the span's
+        ``adk.skipped`` event (its output is the answer, as for an agent that ran)."""
+        if span.is_recording():
+            span.add_event("adk.skipped", {"adk.skipped.by": "before_agent"})
+
     def end_agent(
         self,
         span: Span,

@@ -12,6 +12,8 @@ import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from typing import TYPE_CHECKING, Any
 
+import adk
+
 from ._aio import cancel_and_wait, closing
 from ._authors import check_authors
 from ._checks import check_agents, check_count, check_name
@@ -119,6 +121,14 @@ async def _run_steps(
     children = workflow.sub_agents
     closed = False  # the reader closed this generator: what fails from then on is raised
     try:
+        if own is not None and own.agent is not workflow:
+            # A before_agent callback answered for the workflow (``_AgentRun.start``): its
+            # answer's events are the workflow's own, and no step runs.
+            async with closing(own.agent.run(AgentInput(), ctx)) as answer:
+                async for event in answer:
+                    own.observe(event)
+                    yield event
+            return
         start = 0
         if resuming:
             state = _saved_state(ctx)
@@ -149,7 +159,8 @@ async def _run_steps(
                     continue
                 try:
                     input = build_input(child_ctx, child.name)
-                    events = run.events(input) if run.resumed else child.run(input, child_ctx)
+                    # ``run.agent``: the child, or the answer a callback gave in its place.
+                    events = run.events(input) if run.resumed else run.agent.run(input, child_ctx)
                     try:
                         async for event in events:
                             stop = run.observe(event)
@@ -225,12 +236,25 @@ class _Workflow:
         if ("run" in own or "resume" in own) and "_adk_drive" not in own:
             cls._adk_drive = None  # a subclass that runs differently is driven the general way
 
-    def __init__(self, name: str, sub_agents: Iterable[Agent], description: str = "") -> None:
+    _adk_callbacks: Any = None  # its own callbacks (``callbacks=``), if any
+
+    def __init__(
+        self,
+        name: str,
+        sub_agents: Iterable[Agent],
+        description: str = "",
+        *,
+        callbacks: Iterable[Any] = (),
+    ) -> None:
         kind = type(self).__name__
         self.name = check_name(name, f"a {kind}")
         self.description = description
         self.sub_agents = _unique_children(name, kind, sub_agents)
         check_authors(f"{kind} {name!r}", self.sub_agents)
+        if callbacks != ():  # ``adk.callbacks`` loads only for a workflow given some
+            self._adk_callbacks = adk.callbacks._agent_callbacks(
+                callbacks, f"{kind} {name!r}", calls=False
+            )
 
     def __repr__(self) -> str:
         subs = ", ".join(s.name for s in self.sub_agents)
@@ -278,8 +302,10 @@ class LoopAgent(_Workflow):
         sub_agents: Iterable[Agent],
         max_iterations: int | None = None,
         description: str = "",
+        *,
+        callbacks: Iterable[Any] = (),
     ) -> None:
-        super().__init__(name, sub_agents, description)
+        super().__init__(name, sub_agents, description, callbacks=callbacks)
         check_count(max_iterations, f"LoopAgent {name!r}: max_iterations", optional=True)
         if max_iterations is None and not self.sub_agents:
             # Its step runner would repeat nothing forever without awaiting once: the event loop
@@ -379,8 +405,10 @@ class ParallelAgent(_Workflow):
         sub_agents: Iterable[Agent],
         description: str = "",
         max_concurrency: int | None = None,
+        *,
+        callbacks: Iterable[Any] = (),
     ) -> None:
-        super().__init__(name, sub_agents, description)
+        super().__init__(name, sub_agents, description, callbacks=callbacks)
         check_count(max_concurrency, f"ParallelAgent {name!r}: max_concurrency", optional=True)
         self.max_concurrency = max_concurrency
 

@@ -352,10 +352,19 @@ class _Role:
     """Runs a role agent at its own address (so its interrupts and resume are its own) and lets a
     subclass do the bookkeeping around it."""
 
+    # It runs its agent in place (``adk._instrument``): a ``before_agent`` answer given for the
+    # role is its agent's answer, which the step reads (a plan, a result) as it would the agent's.
+    _adk_in_place = True
+
     def __init__(self, agent: Agent) -> None:
         self.agent = agent
         self.name = agent.name
         self.description = agent.description
+
+    @property
+    def _adk_callbacks(self) -> Any:
+        """Its agent's own callbacks (``callbacks=``): the role and its agent are one agent."""
+        return getattr(self.agent, "_adk_callbacks", None)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.agent!r})"
@@ -734,6 +743,7 @@ class PlanExecute(SequentialAgent):
         *,
         name: str = _DEFAULT_NAME,
         description: str = "",
+        callbacks: Iterable[Any] = (),
     ) -> None:
         # Checked here, not by the inner loop: its error would name a loop the caller never made,
         # and it would take None for no limit, which this one does not have.
@@ -752,7 +762,7 @@ class PlanExecute(SequentialAgent):
             [_ExecuteStep(executor), _ReplanStep(replanner)],
             max_iterations=max_iterations,
         )
-        super().__init__(name, [_PlanStep(planner), loop], description)
+        super().__init__(name, [_PlanStep(planner), loop], description, callbacks=callbacks)
 
     @classmethod
     def from_model(

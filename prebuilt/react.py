@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+import adk
 from adk import (
     Agent,
     AgentAction,
@@ -191,6 +192,15 @@ class _ReActCore:
         self.owner = owner
         self.name = owner.name
         self.description = owner.description
+
+    @property
+    def _adk_callbacks(self) -> Any:
+        """The agent's own callbacks: the loop and the agent are one agent (in a flow the loop
+        is what starts)."""
+        return self.owner._adk_callbacks
+
+    def _adk_answer(self, value: Any, ctx: RunContext) -> list[AgentEvent]:
+        return self.owner._adk_answer(value, ctx)
 
     # -- setup --------------------------------------------------------------------------------
     def _resource_model(self, ctx: RunContext, name: str) -> ChatModel:
@@ -915,9 +925,15 @@ class ReActAgent:
         model_options: ModelOptions | None = None,
         history_rewriter: HistoryRewriter | None = None,
         reset_tool_choice: bool = True,
+        callbacks: Iterable[Any] = (),
     ) -> None:
         check_name(name, "a ReActAgent")
         what = f"ReActAgent {name!r}:"
+        # Its own callbacks (adk.callbacks), compiled here so a bad one fails where it is given;
+        # ``adk.callbacks`` is loaded only for an agent that has some.
+        self._adk_callbacks = (
+            None if callbacks == () else adk.callbacks._agent_callbacks(callbacks, what[:-1])
+        )
         check_count(max_iterations, f"{what} max_iterations")
         _check_model(model, what)
         if model_options is not None and not isinstance(model_options, ModelOptions):
@@ -1037,6 +1053,48 @@ class ReActAgent:
             options = (options or ModelOptions()).merged(wanted)
         self._options_cache = (model, given, schema, options, native)
         return options, native
+
+    def _adk_answer(self, value: Any, ctx: RunContext) -> list[AgentEvent]:
+        """Its events when a ``before_agent`` callback answered for it with ``value`` (see
+        ``adk.callbacks``): the answer stands for the model's, so ``output_key`` is written from
+        it and, under ``output_schema``, it must match (as a tool's result that ends the agent
+        must, without a retry) and the instance follows as the ``custom`` output."""
+        schema = self.output_schema
+        core = self._core
+        if schema is None:
+            message = adk.callbacks._answer_message(self.name, value)
+            core._store_output(ctx, message.content)
+            return [message_event(message)]
+        if isinstance(value, BaseModel):
+            if not isinstance(value, schema):
+                raise TypeError(
+                    f"before_agent answered for agent '{self.name}' with a "
+                    f"{type(value).__name__}; its output_schema is {schema.__name__}"
+                )
+            parsed: BaseModel = value
+            message = Message.assistant(value.model_dump_json())
+            text = message.content
+        elif isinstance(value, dict):
+            try:
+                parsed = schema.model_validate(value)
+            except ValidationError as exc:
+                raise OutputSchemaError(
+                    f"agent '{self.name}': the answer a before_agent callback gave does not "
+                    f"match {schema.__name__}: {exc}"
+                ) from exc
+            message = Message.assistant(parsed.model_dump_json())
+            text = message.content
+        else:
+            message = adk.callbacks._answer_message(self.name, value)
+            found, text, problem = parse_output_json(schema, message.content)
+            if found is None:
+                raise OutputSchemaError(
+                    f"agent '{self.name}': the answer a before_agent callback gave does not "
+                    f"match {schema.__name__}: {problem}"
+                )
+            parsed = found
+        core._store_output(ctx, text)
+        return [message_event(message), AgentEvent(output=AgentOutput(custom=parsed))]
 
     def _transfer_targets(self) -> list[tuple[str, str]]:
         flow = self._adk_flow

@@ -10,7 +10,7 @@ transfer's target is one of the agent's sub-agents or its parent (DESIGN "Transf
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_agents
 from adk._aio import closing
@@ -33,11 +33,20 @@ class _ReportsBack:
     with that input, as it would run it outside a supervisor.
     """
 
+    # It runs the worker in place (``adk._instrument``): a ``before_agent`` answer given for it
+    # is the worker's answer, after which it still reports back.
+    _adk_in_place = True
+
     def __init__(self, worker: Agent, supervisor: str) -> None:
         self.worker = worker
         self.supervisor = supervisor
         self.name = worker.name
         self.description = worker.description
+
+    @property
+    def _adk_callbacks(self) -> Any:
+        """The worker's own callbacks (``callbacks=``): the wrapper and the worker are one agent."""
+        return getattr(self.worker, "_adk_callbacks", None)
 
     def _adk_authors(self, seen: set[int]) -> Iterator[Author]:
         """The worker's agents (``adk._authors``): it runs in the supervisor's history, so a

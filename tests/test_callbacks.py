@@ -719,12 +719,16 @@ async def test_wrong_return_values_fail_clearly() -> None:
     )
     with pytest.raises(RunError, match=r"before_model callback .* returned str; return a Message"):
         await runner.invoke("hi")
-    # An agent callback that returns something (as a Google ADK before_agent would, to skip the
-    # agent) is refused rather than ignored; inside a workflow it fails the agent's caller.
+    # A before_agent value that cannot be an agent's answer (a count, as a callback that only
+    # observes may return by accident) is refused rather than ignored, and so is any value from
+    # after_agent, which only observes. (A str or a Message skips the agent: test_agent_callbacks.)
     steps = SequentialAgent("seq", [ReActAgent("a", ScriptedModel(["x"]))])
-    skip = Callbacks(before_agent=lambda agent, ctx: "skip" if agent.name == "a" else None)
-    with pytest.raises(RunError, match="agent callbacks only observe"):
-        await Runner(steps, callbacks=[skip]).invoke("hi")
+    count = Callbacks(before_agent=lambda agent, ctx: 3 if agent.name == "a" else None)
+    with pytest.raises(RunError, match=r"before_agent callback .* returned int; return None"):
+        await Runner(steps, callbacks=[count]).invoke("hi")
+    after = Callbacks(after_agent=lambda agent, ctx, error: "x" if agent.name == "a" else None)
+    with pytest.raises(RunError, match="after_agent callbacks only observe"):
+        await Runner(steps, callbacks=[after]).invoke("hi")
 
 
 def test_a_runner_without_callbacks_or_tracing_has_no_hooks() -> None:

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+import adk
+
 from .._checks import check_count
 from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
@@ -52,8 +54,11 @@ class ActionAgent(BaseAgent):
         resources: Any = None,
         max_events: int = 1000,
         builtin_actions: bool = True,
+        callbacks: Iterable[Any] = (),
     ) -> None:
         super().__init__(name, description)
+        if callbacks != ():  # its own (adk.callbacks): its model and tool calls go through them
+            self._adk_callbacks = adk.callbacks._agent_callbacks(callbacks, f"ActionAgent {name!r}")
         check_count(max_events, f"ActionAgent {name!r}: max_events")
         self.resources = resources
         self.max_events = max_events
