@@ -256,6 +256,12 @@ class _Instrumented(Hooks):
         callback's exception is only logged: a second error event would break the event rules."""
         if handle is None:
             return
+        if handle.answer is not None:  # a wrapper marked ``_adk_in_place`` ran no agent in place
+            logger.warning(
+                "before_agent answered for agent %r, which runs another agent in place, but "
+                "none started there to answer: the answer was not used",
+                handle.agent.name if handle.agent is not None else handle.address,
+            )
         exception = handle.exception
         failure = handle.failure
         if error is None and failure is not None:
