@@ -38,11 +38,11 @@ Composition (several objects, or one object's methods across a run), in one rule
 the order they were given, the runner's before the agent's own (Google ADK runs plugins first).
 A ``before_agent``/``before_model``/``before_tool`` that returns a value short-circuits: the
 remaining ``before_*`` callbacks (a runner's value skips the agent's own) and the agent or call
-itself are skipped. Every ``after_model`` /
-``after_tool`` then runs, in order, on the current result — what the model or tool produced, or the
-short-circuit value — and each may replace it (the next one sees the replacement). That is the
-Google ADK plugin order for ``before_*``; ``after_*`` chain instead of stopping at the first
-replacement so that, e.g., a redacting callback and a logging callback both see every reply.
+itself are skipped. Every ``after_model``/``after_tool`` then runs, in order, on the current
+result — what the model or tool produced, or the short-circuit value — and each may replace it
+(the next one sees the replacement). That is the Google ADK plugin order for ``before_*``;
+``after_*`` chain instead of stopping at the first replacement so that, e.g., a redacting callback
+and a logging callback both see every reply.
 
 Skipping an agent: a ``before_agent`` that returns a value skips the agent, and that value is its
 answer (Google ADK's ``before_agent_callback`` returning ``Content``): the agent yields one message
@@ -51,8 +51,11 @@ agent's answer, and the run's history records it. A ``str`` is an assistant mess
 must be an assistant's. A ``ReActAgent`` writes its ``output_key`` from it, as from a model's
 answer; with an ``output_schema`` the answer must match it (a ``str``/``Message`` holding the JSON,
 a ``dict`` or an instance of the schema) and the instance follows as a ``custom`` output, as the
-model's validated answer does. ``after_agent`` still runs, with no error, and the agent's span
-records the skip (``adk.skipped``). An agent that resumes after a pause is not skipped: it was let
+model's validated answer does. A wrapper that runs an agent in place (a flow, ``Supervisor``'s
+report-back, a ``PlanExecute`` role) passes the answer to that agent and goes on around it: the
+worker still reports back, a skipped planner's answer is read as its plan. ``after_agent`` still
+runs, with no error (Google ADK skips it), and the agent's span records the skip
+(``adk.skipped``). An agent that resumes after a pause is not skipped: it was let
 run before the pause and waits for the resume's answers, so ``before_agent`` is called again (with
 ``ctx.resume`` set) only to observe, and a value it returns then is logged and ignored. An agent
 skipped before a pause is not run again on resume: it has answered, and the answer is in the
@@ -71,9 +74,9 @@ or as one chunk carrying the replacement). Observe replies without holding strea
 (``adk.tracing``) instead.
 
 Exceptions raised by a callback are not swallowed: in ``before_agent``/``after_agent``/``on_event``
-and the model hooks they fail the agent (an error event; a per-agent callback's fails that agent,
-as a runner's does); in the tool hooks they become the tool's
-error result, as a failing tool would. A ``CancelledError`` while the run is not being cancelled is
+and the model hooks they fail the agent (an error event; an agent's own callback fails that agent,
+as a runner's does); in the tool hooks they become the tool's error result, as a failing tool
+would. A ``CancelledError`` while the run is not being cancelled is
 such a failure too, not the cancellation of the run's reader. Only a settled outcome stands:
 ``after_agent`` failing for an agent that already failed or paused, or ``on_event`` failing on the
 event that ends the run, is logged, and that event still goes out (see docs/tracing.md). Tracing
