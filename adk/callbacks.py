@@ -113,6 +113,7 @@ _T = TypeVar("_T")
 _MaybeAwaitable: TypeAlias = _T | Awaitable[_T]
 _ToolOutput: TypeAlias = str | ToolResult
 _ToolAnswer: TypeAlias = _ToolOutput | dict[str, Any] | BaseModel  # what a tool callback may return
+_AgentAnswer: TypeAlias = str | Message | dict[str, Any] | BaseModel  # what before_agent may return
 
 _HOOKS = (
     "before_agent",
@@ -159,7 +160,7 @@ class Callbacks:
                 raise TypeError(f"Callbacks({name}=...) needs a function, got {fn!r}")
             setattr(self, name, fn)
 
-    def before_agent(self, agent: Agent, ctx: RunContext) -> _MaybeAwaitable[str | Message | None]:
+    def before_agent(self, agent: Agent, ctx: RunContext) -> _MaybeAwaitable[_AgentAnswer | None]:
         """``agent`` is about to run at ``ctx``; return its answer (a ``str``, a ``Message``; for
         an agent with an ``output_schema`` also a dict or an instance) to skip it."""
         return None
