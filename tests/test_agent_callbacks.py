@@ -112,19 +112,18 @@ def texts(result: adk.RunResult) -> list[tuple[str, str]]:
 
 # -- scope and order -------------------------------------------------------------------------------
 async def test_an_agents_callbacks_see_its_own_calls_only() -> None:
-    # ``a`` calls a tool and an AgentTool whose nested agent calls the model; ``b`` runs after it
-    # and ``c`` is a sub-agent ``a`` could transfer to. Only ``a``'s own calls reach its callbacks,
-    # while a runner's callbacks see every agent's.
+    # ``a`` calls a tool and an AgentTool whose nested agent calls the model, then transfers to its
+    # sub-agent ``c``; ``b`` runs after them. Only ``a``'s own calls reach its callbacks.
     seen: list[tuple[str, str, str]] = []
     inner = ReActAgent("inner", ScriptedModel(["inner says hi"]), description="Says hi.")
     a_model = ScriptedModel(
         [
             Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]),
             Reply(tool_calls=[tool_call("inner", {"request": "hi"})]),
-            "a done",
+            Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "c"})]),
         ]
     )
-    c = ReActAgent("c", ScriptedModel(["c"]))
+    c = ReActAgent("c", add_model(), tools=[add])
     a = ReActAgent(
         "a", a_model, tools=[add, AgentTool(inner)], sub_agents=[c], callbacks=[Log("a", seen)]
     )
@@ -143,8 +142,24 @@ async def test_an_agents_callbacks_see_its_own_calls_only() -> None:
         ("a", "after_tool", "a"),
         ("a", "before_model", "a"),
         ("a", "after_model", "a"),
+        ("a", "before_tool", "a"),  # the transfer; c's calls are c's own
+        ("a", "after_tool", "a"),
         ("a", "after_agent", "a"),
     ]
+    assert ("c", "sum=3") in texts(result)
+
+
+async def test_a_transfer_targets_own_callbacks_run_for_it() -> None:
+    # A ReActAgent reached by a transfer runs as its loop (inside the router's flow), which
+    # hands on the agent's callbacks; the router's calls do not reach them.
+    seen: list[tuple[str, str, str]] = []
+    target = ReActAgent("target", add_model(), tools=[add], callbacks=[Log("own", seen)])
+    to_target = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "target"})])
+    router = ReActAgent("router", ScriptedModel([to_target]), sub_agents=[target])
+    assert (await Runner(router).invoke("go")).text == "sum=3"
+    assert {agent for _, _, agent in seen} == {"target"}
+    assert len(seen) == 8  # its start and end, two model calls and a tool call
+    assert (seen[0][1], seen[-1][1]) == ("before_agent", "after_agent")
 
 
 async def test_runner_callbacks_run_before_the_agents_own() -> None:
