@@ -185,7 +185,7 @@ class _Instrumented(Hooks):
         parent: _Frame | None = ctx._trace
         address = ctx.address
         if parent is not None and parent.address == address and parent.run_path == ctx.run_path:
-            _in_place(parent, agent)
+            _in_place(parent, agent, self._tracing)
             return None  # a wrapper running its inner agent in place: one agent, one frame
         frame = _Frame(agent, ctx, address)
         agents = self._agents
@@ -382,7 +382,7 @@ class _Instrumented(Hooks):
         return await tools.call_tool(ctx, call, invoke)
 
 
-def _in_place(frame: _Frame, agent: Agent) -> None:
+def _in_place(frame: _Frame, agent: Agent, tracing: _GenAITracing | None) -> None:
     """An agent that a wrapper runs in place starts under the wrapper's ``frame`` (one agent):
     it takes the answer a ``before_agent`` callback gave for the wrapper (unless it is a wrapper
     too: then the agent it runs does). Callbacks of its own other than the frame's would never
@@ -398,6 +398,8 @@ def _in_place(frame: _Frame, agent: Agent) -> None:
     answer = frame.answer
     if answer is not None and not getattr(agent, "_adk_in_place", False):
         frame.answer = None
+        if tracing is not None and frame.span is not None:
+            tracing.agent_skipped(frame.span)  # the span is the wrapper's, which is this agent
         raise _Answered(None, _Answer(agent, answer))
 
 

@@ -528,8 +528,22 @@ async def test_a_skip_is_traced_on_the_agents_span() -> None:
     await Runner(agent, tracer_provider=provider).invoke("go")
     spans = exporter.get_finished_spans()
     assert [s.name for s in spans] == ["invoke_agent a"]  # no chat span: the model was not called
-    assert [(e.name, dict(e.attributes or {})) for e in spans[0].events] == [
-        ("adk.skipped", {"adk.skipped.by": "before_agent"})
+    skipped = [("adk.skipped", {"adk.skipped.by": "before_agent"})]
+    assert [(e.name, dict(e.attributes or {})) for e in spans[0].events] == skipped
+    # A worker the report-back wrapper runs in place: the one span (the wrapper's) says so too.
+    exporter.clear()
+    boss = ReActAgent(
+        "boss",
+        ScriptedModel(
+            [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "w"})]), "ok"]
+        ),
+    )
+    worker = ReActAgent("w", ScriptedModel(), callbacks=[skipping("w", "done")])
+    await Runner(Supervisor(boss, [worker]), tracer_provider=provider).invoke("go")
+    [span] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent w"]
+    assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
+        *skipped,
+        ("adk.transfer", {"adk.transfer.to": "boss"}),  # it still reports back
     ]
 
 
