@@ -495,6 +495,13 @@ def _answer_message(agent: str, value: Any) -> Message:
                 f"before_agent answered for agent {agent!r} with a {value.role.value!r} message; "
                 "an agent's answer is an assistant message (Message.assistant(...), or a str)"
             )
+        if value.tool_calls:
+            # Recorded in the history with no results, it would make the next model call that
+            # reads the history invalid (every provider wants a result for each call).
+            raise TypeError(
+                f"before_agent answered for agent {agent!r} with a message that calls tools; "
+                "an answer that skips the agent calls none (its tools would never run)"
+            )
         return value
     raise TypeError(
         f"before_agent answered for agent {agent!r} with a {type(value).__name__}, which only "

@@ -484,6 +484,10 @@ async def test_answers_an_agent_cannot_take_fail_it() -> None:
     wrong_role = ReActAgent("a", ScriptedModel(), callbacks=[skipping("a", Message.user("hi"))])
     with pytest.raises(RunError, match="an agent's answer is an assistant message"):
         await Runner(wrong_role).invoke("go")
+    calling = Message.assistant("", tool_calls=[ToolCall(id="1", name="add", arguments="{}")])
+    calls = ReActAgent("a", ScriptedModel(), callbacks=[skipping("a", calling)])
+    with pytest.raises(RunError, match="an answer that skips the agent calls none"):
+        await Runner(calls).invoke("go")
 
 
 async def test_a_skipped_workflow_runs_no_step() -> None:
