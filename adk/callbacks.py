@@ -48,10 +48,10 @@ Skipping an agent: a ``before_agent`` that returns a value skips the agent, and 
 answer (Google ADK's ``before_agent_callback`` returning ``Content``): the agent yields one message
 event authored by it, so a sequence, loop, flow, ``Supervisor`` or ``AgentTool`` takes it as the
 agent's answer, and the run's history records it. A ``str`` is an assistant message; a ``Message``
-must be an assistant's, calling no tools. A ``ReActAgent`` writes its ``output_key`` from it, as from a model's
-answer; with an ``output_schema`` the answer must match it (a ``str``/``Message`` holding the JSON,
-a ``dict`` or an instance of the schema) and the instance follows as a ``custom`` output, as the
-model's validated answer does. A wrapper that runs an agent in place (a flow, ``Supervisor``'s
+must be an assistant's, calling no tools. A ``ReActAgent`` writes its ``output_key`` from it, as
+from a model's answer; with an ``output_schema`` the answer must match it (a ``str``/``Message``
+holding the JSON, a ``dict`` or an instance of the schema) and the instance follows as a
+``custom`` output, as the model's validated answer does. A wrapper that runs an agent in place (a flow, ``Supervisor``'s
 report-back, a ``PlanExecute`` role) passes the answer to that agent and goes on around it: the
 worker still reports back, a skipped planner's answer is read as its plan. ``after_agent`` still
 runs, with no error (Google ADK skips it), and the agent's span records the skip
