@@ -51,12 +51,12 @@ agent's answer, and the run's history records it. A ``str`` is an assistant mess
 must be an assistant's, calling no tools. A ``ReActAgent`` writes its ``output_key`` from it, as
 from a model's answer; with an ``output_schema`` the answer must match it (a ``str``/``Message``
 holding the JSON, a ``dict`` or an instance of the schema) and the instance follows as a
-``custom`` output, as the model's validated answer does. A wrapper that runs an agent in place (a flow, ``Supervisor``'s
-report-back, a ``PlanExecute`` role) passes the answer to that agent and goes on around it: the
-worker still reports back, a skipped planner's answer is read as its plan. ``after_agent`` still
-runs, with no error (Google ADK skips it), and the agent's span records the skip
-(``adk.skipped``). An agent that resumes after a pause is not skipped: it was let
-run before the pause and waits for the resume's answers, so ``before_agent`` is called again (with
+``custom`` output, as the model's validated answer does. A wrapper that runs an agent in place (a
+flow, ``Supervisor``'s report-back, a ``PlanExecute`` role) passes the answer to that agent and goes
+on around it: the worker still reports back, a skipped planner's answer is read as its plan.
+``after_agent`` still runs, with no error (Google ADK skips it), and the agent's span records the
+skip (``adk.skipped``). An agent that resumes after a pause is not skipped: it was let run before
+the pause and waits for the resume's answers, so ``before_agent`` is called again (with
 ``ctx.resume`` set) only to observe, and a value it returns then is logged and ignored. An agent
 skipped before a pause is not run again on resume: it has answered, and the answer is in the
 checkpoint's history.
@@ -475,7 +475,7 @@ def _agent_callbacks(callbacks: object, what: str, *, calls: bool = True) -> _Ag
             "that callback object to Runner(agent, callbacks=[...]) instead"
         )
     if not calls:
-        given = [name for name in _HOOKS[2:] if getattr(chain, name)]
+        given = [name for name in _HOOKS[2:] if getattr(chain, name)]  # past the agent hooks
         if given:
             raise TypeError(
                 f"{what} makes no model or tool calls of its own, so its callbacks take "
