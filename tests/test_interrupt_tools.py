@@ -671,6 +671,40 @@ async def test_require_approval_denied_returns_an_error_result(decision: Any, re
     assert events[0].message is not None and events[0].message.metadata == {"is_error": True}
 
 
+async def _needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> bool:
+    """The OpenAI Agents SDK's per-call ``needs_approval`` function, as a port passes it."""
+    return bool(params["amount_cents"] > 10_000)
+
+
+@pytest.mark.parametrize("flag", [_needs_approval, "yes", 1, None])
+def test_require_approval_refuses_anything_but_a_bool(flag: Any) -> None:
+    """A function given as ``require_approval`` (OpenAI's ``needs_approval``, Google ADK's
+    ``require_confirmation``) was taken as truthy: every call paused, the 5-cent refunds it would
+    have let through too, and nothing said the function was never called."""
+
+    def refund(order_id: str, amount_cents: int) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    with pytest.raises(TypeError, match="tool 'refund': require_approval must be True or False"):
+        adk.tool(require_approval=flag)(refund)
+    with pytest.raises(TypeError, match="tool 'refunds': require_approval must be True or False"):
+        adk.FunctionTool(refund, name="refunds", require_approval=flag)
+
+
+def test_a_require_approval_function_is_told_how_to_ask_for_some_calls() -> None:
+    def refund(order_id: str, amount_cents: int) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    with pytest.raises(TypeError) as refused:
+        adk.tool(require_approval=_needs_approval)(refund)
+
+    message = str(refused.value)
+    assert "a function deciding per call is not taken" in message
+    assert "raise adk.Interrupt({'type': 'approval', 'tool': ctx.tool_name" in message
+
+
 async def test_a_denials_result_equals_the_tool_result_it_shows_as() -> None:
     """A denial's result is a private ``ToolResult`` subclass (tracing tells a refusal from a
     failure by it) shown as ``ToolResult(...)``, but it was unequal to that very ``ToolResult``:

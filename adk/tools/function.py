@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 # approval, or a resumed one, reads it.
 import adk
 
+from .._checks import shown
 from ..checkpoint.codec import CheckpointError, _nan_json
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
@@ -231,6 +232,8 @@ class FunctionTool:
         require_approval: bool = False,
         thread: bool = True,
     ) -> None:
+        if type(require_approval) is not bool:
+            raise _approval_flag_error(require_approval, name or getattr(fn, "__name__", None))
         self.fn = fn
         self.require_approval = require_approval
         self._thread = thread
@@ -429,6 +432,25 @@ class FunctionTool:
 
     def __repr__(self) -> str:
         return f"FunctionTool({self.name!r})"
+
+
+def _approval_flag_error(value: object, tool_name: object) -> TypeError:
+    """The refusal of a ``require_approval`` that is not a bool. A function passed there (a port of
+    the OpenAI Agents SDK's ``needs_approval`` callable or Google ADK's ``require_confirmation``
+    one) is truthy, so taking it would pause every call, the ones it would have let through too,
+    without a word."""
+    where = f"tool {tool_name!r}" if isinstance(tool_name, str) and tool_name else "a function tool"
+    problem = f"{where}: require_approval must be True or False, got {shown(value)}"
+    if not callable(value):
+        return TypeError(problem)
+    return TypeError(
+        f"{problem}: a function deciding per call is not taken. To ask only for some calls, "
+        "leave require_approval off and, in the tool, when a call needs a person and "
+        "ctx.resume is None, raise adk.Interrupt({'type': 'approval', 'tool': ctx.tool_name, "
+        "'arguments': {...}, 'tool_call_id': ctx.tool_call_id}): the resume's decision then "
+        "runs or denies the call as for require_approval=True (docs/interrupts.md, 'Asking for "
+        "some calls only')"
+    )
 
 
 @overload
