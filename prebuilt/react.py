@@ -49,7 +49,7 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing
-from adk._checks import check_count, check_name
+from adk._checks import check_count, check_name, shown
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
@@ -874,6 +874,24 @@ def _merge_action(into: AgentAction | None, new: AgentAction | None) -> AgentAct
     return into
 
 
+def _not_a_schema(what: str, value: object) -> str:
+    """The refusal of an ``output_schema`` that is not a pydantic model class. The OpenAI Agents
+    SDK's ``output_type`` takes any type a ``TypeAdapter`` does (``list[str]``, a dataclass, a
+    ``TypedDict``, ``str`` for text), so a port passes those here."""
+    problem = (
+        f"{what} output_schema must be a pydantic model class (a BaseModel subclass), got "
+        f"{shown(value)}"
+    )
+    if value is str:
+        return f"{problem}; a text answer needs no schema: leave output_schema out"
+    if isinstance(value, BaseModel):
+        return f"{problem}; pass the class, {type(value).__name__}, not an instance"
+    return (
+        f"{problem}; for a list, a dataclass, a TypedDict or a plain value, make it a field of a "
+        "model (class Answer(BaseModel): items: list[str]) and read it from RunResult.output"
+    )
+
+
 def _check_model(model: object, what: str) -> None:
     """Refuse a model that is neither a model resource name nor an object with ``generate`` (a
     class given for an instance included), here rather than at the first model call."""
@@ -946,7 +964,7 @@ class ReActAgent:
         if output_schema is not None and not (
             isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
         ):
-            raise TypeError(f"{what} output_schema must be a pydantic model class")
+            raise TypeError(_not_a_schema(what, output_schema))
         if not isinstance(instruction, str):  # its placeholders are found now, not at a run
             raise TypeError(_not_text(what, instruction))
         self.name = name

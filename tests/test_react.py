@@ -845,6 +845,35 @@ def test_bad_arguments_fail_at_construction_naming_the_parameter(
     assert "ReActAgent 'a'" in str(raised.value)
 
 
+class _Verdict(BaseModel):
+    ok: bool
+
+
+@pytest.mark.parametrize(
+    ("schema", "advice"),
+    [
+        (list[str], "make it a field of a model (class Answer(BaseModel): items: list[str])"),
+        (dict, "make it a field of a model"),
+        (str, "a text answer needs no schema: leave output_schema out"),
+        (_Verdict(ok=True), "pass the class, _Verdict, not an instance"),
+    ],
+)
+def test_an_output_schema_that_is_not_a_model_class_is_told_what_to_pass(
+    schema: Any, advice: str
+) -> None:
+    """An OpenAI Agents port passes its ``output_type`` (``list[str]``, ``str`` for text, a
+    dataclass): the refusal said only 'must be a pydantic model class', not what was given nor
+    how to get such an answer."""
+    with pytest.raises(TypeError) as refused:
+        ReActAgent("a", ScriptedModel(), output_schema=schema)
+
+    message = str(refused.value)
+    assert message.startswith(
+        "ReActAgent 'a': output_schema must be a pydantic model class (a BaseModel subclass), got "
+    )
+    assert advice in message
+
+
 def test_return_directly_names_are_checked_only_when_every_tool_is_known_up_front() -> None:
     """A Toolset's (or a resource's) tools are known only at run time, and may vary by run."""
     ReActAgent("a", ScriptedModel(), tools=[add], exit_tool=True, return_directly=["add", "exit"])
