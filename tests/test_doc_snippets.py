@@ -26,6 +26,7 @@ DOCS = {
     "interrupts.md": 8,
     "event_driven.md": 10,
     "eino.md": 3,
+    "openai_agents.md": 6,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
