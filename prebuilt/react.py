@@ -547,6 +547,15 @@ class _ReActCore:
                 parsed, answer, problem = parse_output_json(schema, reply.content)
                 if parsed is None:
                     assert problem is not None
+                    refusal = reply.metadata.get("refusal")
+                    if isinstance(refusal, str) and refusal:
+                        # The model declined (OpenAI's refusal): no answer to correct, so no
+                        # retry, whose prompt would call the refusal invalid JSON, and the error
+                        # says what the model said rather than "not valid JSON".
+                        raise OutputSchemaError(
+                            f"agent '{self.name}': the model refused to answer with "
+                            f"{schema.__name__}: {refusal}"
+                        )
                     if turn.schema_retried:
                         raise OutputSchemaError(
                             f"agent '{self.name}': the answer does not match "

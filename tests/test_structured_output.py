@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from pydantic import AnyUrl, BaseModel, Discriminator, Field, RootModel, Tag, create_model
 
-from adk import Runner
+from adk import RunError, Runner
 from adk.messages import Message, MessageChunk, Usage, join_chunks
 from adk.models import ModelError, ModelOptions, RetryPolicy
 from adk.models._structured import FormatFallback
@@ -534,6 +534,28 @@ async def test_a_server_ignoring_the_format_gets_the_schema_in_the_retry() -> No
         retry = server.bodies[1]["messages"][-1]["content"]
         assert "not valid JSON" in retry
         assert json.dumps(Weather.model_json_schema()) in retry
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", [False, True], ids=["plain", "streamed"])
+async def test_a_refusal_ends_the_agent_naming_it_without_a_retry(
+    api: str, streaming: bool
+) -> None:
+    """A model that declines (OpenAI's refusal, in ``metadata["refusal"]``) sends no content: the
+    agent took that for invalid JSON, spent a retry telling the model so, and failed with "the
+    answer is not valid JSON (... EOF ...)", the model's words nowhere in the error."""
+    refusal = "I'm sorry, I can't help with that."
+    server = OpenAIServer([Reply(refusal=refusal)], default=Reply(text=ANSWER))
+    async with server, make_model(server, api) as model:
+        agent = ReActAgent("w", model, output_schema=Weather)
+        with pytest.raises(RunError) as failed:
+            await Runner(agent, enable_streaming=streaming).invoke("Oslo?")
+
+    assert failed.value.error.type == "OutputSchemaError"
+    assert failed.value.error.message == (
+        f"agent 'w': the model refused to answer with Weather: {refusal}"
+    )
+    assert len(server.requests) == 1
 
 
 class Node(BaseModel):
