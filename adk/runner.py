@@ -101,15 +101,30 @@ def _to_messages(value: RunInput) -> list[Message]:
         return [Message.user(value)]
     if isinstance(value, Message):
         return [value]
-    if isinstance(value, Iterable):
+    what = type(value).__name__
+    if isinstance(value, Iterable) and not isinstance(value, Mapping):
         messages = list(value)
-        if all(isinstance(m, Message) for m in messages):
+        stray = next(((i, m) for i, m in enumerate(messages) if not isinstance(m, Message)), None)
+        if stray is None:
             if not messages:  # the agent would call its model with no conversation at all
                 raise ValueError("run input is an empty list: give at least one message")
             return messages
-    raise TypeError(
-        f"run input must be a str, a Message or a list of Messages, got {type(value).__name__}"
-    )
+        what = f"{what} whose item {stray[0]} is {_input_item(stray[1])}"
+    elif isinstance(value, Mapping):
+        what = _input_item(value)
+    raise TypeError(f"run input must be a str, a Message or a list of Messages, got {what}")
+
+
+def _input_item(item: object) -> str:
+    """What a run input item is, for the refusal: a dict is what an OpenAI-style caller passes
+    (``{"role": "user", "content": ...}``, the OpenAI Agents SDK's input items), so the refusal
+    says how to make a ``Message`` of one."""
+    if isinstance(item, Mapping):
+        return (
+            "a dict (make it a Message: adk.Message.user(text), or adk.Message.model_validate(d) "
+            "for a chat message dict with 'role' and 'content')"
+        )
+    return f"a {type(item).__name__}"
 
 
 def _check_run_options(session: object, checkpoint_id: object) -> None:

@@ -89,6 +89,32 @@ async def test_an_empty_input_list_is_refused_before_the_agent_runs() -> None:
     assert agent.runs == 0
 
 
+@pytest.mark.parametrize(
+    ("value", "got"),
+    [
+        ([{"role": "user", "content": "hi"}], "got list whose item 0 is a dict (make it a Message"),
+        ({"role": "user", "content": "hi"}, "got a dict (make it a Message"),
+        ([Message.user("hi"), "and you?"], "got list whose item 1 is a str"),
+        (42, "got int"),
+    ],
+)
+async def test_run_input_that_is_not_messages_is_refused_saying_which_item(
+    value: Any, got: str
+) -> None:
+    """An OpenAI-style caller passes chat dicts (the OpenAI Agents SDK's input items): the refusal
+    said only "got list", not which item was wrong nor how to make a Message of a dict."""
+    agent = ScriptAgent("a", "ok")
+    runner = Runner(agent)
+    with pytest.raises(TypeError) as refused:
+        await runner.invoke(value)
+    message = str(refused.value)
+    assert message.startswith("run input must be a str, a Message or a list of Messages, ")
+    assert got in message
+    if "dict" in got:
+        assert "adk.Message.model_validate(d)" in message
+    assert agent.runs == 0
+
+
 @pytest.mark.parametrize("session", ["abc", [("a", 1)], 42])
 async def test_a_session_that_is_not_a_mapping_is_refused_up_front(session: Any) -> None:
     agent = ScriptAgent("a", "ok")
