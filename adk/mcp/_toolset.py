@@ -610,7 +610,13 @@ def _compile_filter(
     if tool_filter is None:
         return lambda spec: True
     if isinstance(tool_filter, str):
-        raise TypeError(f"{what} must be a collection of tool names or a predicate, not a str")
+        # require_approval also takes a bool: what "always" / "never" (the OpenAI Agents SDK's
+        # hosted MCP settings) would be here.
+        choices = "True or False, " if what == "require_approval" else ""
+        raise TypeError(
+            f"{what} must be {choices}a collection of tool names or a predicate, not a str "
+            f"({tool_filter!r})"
+        )
     if callable(tool_filter):
         predicate = tool_filter
         return lambda spec: bool(predicate(spec))
