@@ -513,7 +513,7 @@ async def test_tools_needing_approval_pause_and_run_only_once_approved(
         MCPToolset(HTTPServer(http_process.url), require_approval="add")
 
 
-def test_a_str_require_approval_is_refused_saying_a_bool_is_taken() -> None:
+async def test_a_str_require_approval_is_refused_saying_a_bool_is_taken() -> None:
     """The OpenAI Agents SDK's hosted MCP tool takes require_approval="always" or "never": the
     refusal named only tool names and predicates, not the True a port wanted."""
     with pytest.raises(TypeError) as refused:
