@@ -168,6 +168,36 @@ def test_function_tool_overrides_and_refusals() -> None:
         tool(lambda a: a)
 
 
+class _Orders:
+    """A dependency a tool is handed: no JSON schema."""
+
+
+def test_a_parameter_without_a_json_schema_is_refused_naming_it() -> None:
+    """``ctx: adk.RunContext`` (a port's ``RunContextWrapper``) or a dependency as a parameter
+    failed with pydantic's error, which advised ``arbitrary_types_allowed`` and named neither the
+    tool nor the parameter, nor the ``ToolContext`` the framework would have filled in."""
+
+    def lookup(ctx: RunContext, order_id: str) -> str:
+        """Look an order up."""
+        return order_id
+
+    def lookup_in(orders: list[_Orders], order_id: str) -> str:
+        """Look an order up in the order books."""
+        return order_id
+
+    with pytest.raises(TypeError) as refused:
+        tool(lookup)
+    message = str(refused.value)
+    assert message.startswith(
+        "tool 'lookup': parameter 'ctx' has type RunContext, which cannot be described to a "
+        "model (no JSON schema)."
+    )
+    assert "annotated adk.ToolContext" in message and "arbitrary_types_allowed" not in message
+
+    with pytest.raises(TypeError, match=r"^tool 'lookup_in': parameter 'orders' has type list\["):
+        tool(lookup_in)
+
+
 # -- running tools through a ReActAgent ---------------------------------------------------------
 
 

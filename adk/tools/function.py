@@ -23,6 +23,7 @@ from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, 
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from pydantic.errors import PydanticSchemaGenerationError
 
 # ``adk._approval`` loads on first use (the package's ``__getattr__``): only a call that asks for
 # approval, or a resumed one, reads it.
@@ -127,6 +128,36 @@ def _is_tool_context(annotation: Any) -> bool:
         members = [a for a in get_args(annotation) if a is not type(None)]
         return len(members) == 1 and _is_tool_context(members[0])
     return False
+
+
+def _unshowable(
+    tool_name: str,
+    fields: dict[str, Any],
+    names: list[tuple[str, str]],
+    exc: PydanticSchemaGenerationError,
+) -> TypeError:
+    """The refusal of a parameter whose type has no JSON schema, naming it. The usual one is a
+    context the framework was meant to fill in under another name: ``adk.RunContext`` (the
+    OpenAI Agents SDK's ``RunContextWrapper``, Google ADK's ``ToolContext`` imported from there),
+    for which pydantic's own error only advised ``arbitrary_types_allowed``. Found again here,
+    field by field, only when the model of all of them could not be built."""
+    for field, param in names:
+        annotation = fields[field][0]
+        try:
+            create_model("probe", value=(annotation, ...))
+        except PydanticSchemaGenerationError:
+            return TypeError(
+                f"tool {tool_name!r}: parameter {param!r} has type {_type_name(annotation)}, "
+                "which cannot be described to a model (no JSON schema). A context for the "
+                "tool itself is annotated adk.ToolContext and left out of the schema (its "
+                "run_context is the calling agent's RunContext); what the model passes needs "
+                "JSON types or pydantic models"
+            )
+    return TypeError(f"tool {tool_name!r}: its parameters cannot be described to a model: {exc}")
+
+
+def _type_name(annotation: Any) -> str:
+    return annotation.__qualname__ if isinstance(annotation, type) else repr(annotation)
 
 
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -292,11 +323,14 @@ class FunctionTool:
             fields[field] = (annotation, Field(default, **extra))
             names.append((field, param.name))
         self._positional = tuple(positional)
-        self._args_model: type[BaseModel] = create_model(
-            f"{tool_name}_arguments",
-            __config__=ConfigDict(extra="forbid"),
-            **fields,
-        )
+        try:
+            self._args_model: type[BaseModel] = create_model(
+                f"{tool_name}_arguments",
+                __config__=ConfigDict(extra="forbid"),
+                **fields,
+            )
+        except PydanticSchemaGenerationError as exc:
+            raise _unshowable(tool_name, fields, names, exc) from exc
         self._field_names = tuple(names)
         # No parameter renamed: the validated instance's ``__dict__`` is the arguments by name.
         self._same_names = all(field == param for field, param in names)
