@@ -30,7 +30,7 @@ import adk
 
 from . import checkpoint
 from ._aio import AsyncCloseable, closing, finish
-from ._checks import check_agent
+from ._checks import check_agent, shown
 from ._driver import (
     NO_EVENT,
     _AgentRun,
@@ -124,7 +124,7 @@ def _input_item(item: object) -> str:
             "a dict (make it a Message: adk.Message.user(text), or adk.Message.model_validate(d) "
             "for a chat message dict with 'role' and 'content')"
         )
-    return f"a {type(item).__name__}"
+    return shown(item)
 
 
 def _check_run_options(session: object, checkpoint_id: object) -> None:

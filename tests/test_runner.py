@@ -94,7 +94,7 @@ async def test_an_empty_input_list_is_refused_before_the_agent_runs() -> None:
     [
         ([{"role": "user", "content": "hi"}], "got list whose item 0 is a dict (make it a Message"),
         ({"role": "user", "content": "hi"}, "got a dict (make it a Message"),
-        ([Message.user("hi"), "and you?"], "got list whose item 1 is a str"),
+        ([Message.user("hi"), "and you?"], "got list whose item 1 is str 'and you?'"),
         (42, "got int"),
     ],
 )
