@@ -738,6 +738,34 @@ async def test_a_denials_result_equals_the_tool_result_it_shows_as() -> None:
     assert sent == []
 
 
+async def test_an_approved_call_asks_its_own_question_as_on_a_first_call() -> None:
+    """The function of an approved call saw the approval's resume (``data`` the decision), so the
+    documented ``if ctx.resume is None: raise Interrupt(question)`` never asked: it took ``True``
+    for the traveller's answer and booked seat 'True'."""
+    booked: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def book(city: str, ctx: adk.ToolContext) -> str:
+        """Book a flight once approved; asks for a seat."""
+        if ctx.resume is None:
+            raise adk.Interrupt("window or aisle?", state={"city": city})
+        booked.append(f"{ctx.resume.state['city']}: {ctx.resume.data}")
+        return f"booked {ctx.resume.data}"
+
+    call = tool_call("book", {"city": "Lisbon"}, id="call_1")
+    model = ScriptedModel([Reply(tool_calls=[call]), lambda messages: messages[-1].content])
+    runner = Runner(ReActAgent("travel", model, tools=[book]))
+    paused = await runner.invoke("fly me to Lisbon")
+    assert paused.checkpoint_id is not None
+
+    asked = await runner.invoke_resume(paused.checkpoint_id, {"approved": True, "by": "ann"})
+
+    assert asked.interrupt is not None and asked.interrupt.points[0].info == "window or aisle?"
+    assert booked == []
+    done = await runner.invoke_resume(paused.checkpoint_id, "aisle")
+    assert booked == ["Lisbon: aisle"] and done.text == "booked aisle"
+
+
 def _approval_service(sent: list[str], base_url: str, store: SQLiteCheckpointStore) -> Runner:
     """A service's runner: the model is the OpenAI wire server, checkpoints go to SQLite."""
 
