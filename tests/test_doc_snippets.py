@@ -27,6 +27,7 @@ DOCS = {
     "event_driven.md": 10,
     "eino.md": 3,
     "openai_agents.md": 6,
+    "langgraph.md": 4,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
