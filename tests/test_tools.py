@@ -10,11 +10,11 @@ import gc
 import math
 import threading
 import weakref
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from conftest import ScriptAgent, run_events
-from pydantic import BaseModel, ConfigDict, create_model
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from adk import (
     FunctionTool,
@@ -81,6 +81,34 @@ def test_schema_and_descriptions_from_type_hints_and_a_google_docstring() -> Non
     assert props["unit"]["description"] == "Distance unit."
     assert {"type": "null"} in props["note"]["anyOf"] and props["note"]["default"] is None
     assert "description" not in props["note"]  # not documented: no made-up help
+
+
+def test_descriptions_from_annotated_strings_as_langchain_writes_them() -> None:
+    # LangChain's @tool reads a parameter's help from Annotated[T, "help"]; pydantic ignores the
+    # str, so a ported tool's parameters reached the model with no description at all.
+    @tool
+    def search(
+        query: Annotated[str, "What to search for"],
+        k: Annotated[int, "How many results", Field(ge=1)] = 3,
+        region: Annotated[str, "Ignored: the docstring says it"] = "eu",
+    ) -> str:
+        """Search the web.
+
+        Args:
+            region: Where to search.
+        """
+        return query
+
+    props = search.spec.parameters["properties"]
+    assert props["query"] == {"type": "string", "description": "What to search for"}
+    assert props["k"] == {
+        "type": "integer",
+        "default": 3,
+        "minimum": 1,
+        "description": "How many results",
+    }
+    assert props["region"]["description"] == "Where to search."  # the docstring comes first
+    assert search.fn(query="x") == "x"
 
 
 def test_descriptions_from_a_rest_docstring() -> None:

@@ -1,7 +1,8 @@
 """``@tool`` / ``FunctionTool``: a Python function as a tool.
 
 The name comes from the function, the description and per-argument help from its docstring (Google
-style ``Args:``, NumPy style ``Parameters`` over a dashed line, or reST ``:param x:``), the JSON
+style ``Args:``, NumPy style ``Parameters`` over a dashed line, or reST ``:param x:``; else an
+``Annotated[T, "help"]`` string, as LangChain's ``@tool`` reads it), the JSON
 schema and validation from its type hints through a pydantic model built once. A parameter annotated
 ``ToolContext`` is injected and hidden from the model.
 
@@ -160,6 +161,17 @@ def _type_name(annotation: Any) -> str:
     return annotation.__qualname__ if isinstance(annotation, type) else repr(annotation)
 
 
+def _annotated_help(annotation: Any) -> str | None:
+    """The help text of ``Annotated[T, "help", ...]``: its first plain ``str``. LangChain's
+    ``@tool`` reads a parameter's description from there, and pydantic ignores a ``str`` it is
+    given as metadata, so a ported tool's parameters reached the model without their help."""
+    if get_origin(annotation) is Annotated:
+        for item in get_args(annotation)[1:]:
+            if isinstance(item, str):
+                return item
+    return None
+
+
 def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop pydantic's auto titles: they cost tokens and tell a model nothing."""
     schema.pop("title", None)
@@ -316,8 +328,9 @@ class FunctionTool:
             # field name and keeps its own name as the alias the model sees.
             field = f"{param.name}_" if hasattr(BaseModel, param.name) else param.name
             extra: dict[str, Any] = {}
-            if param.name in arg_help:
-                extra["description"] = arg_help[param.name]
+            help_text = arg_help.get(param.name) or _annotated_help(annotation)
+            if help_text:
+                extra["description"] = help_text
             if field != param.name:
                 extra["alias"] = param.name
             fields[field] = (annotation, Field(default, **extra))
