@@ -124,7 +124,8 @@ def _input_item(item: object) -> str:
             "a dict (make it a Message: adk.Message.user(text), or adk.Message.model_validate(d) "
             "for a chat message dict with 'role' and 'content')"
         )
-    return shown(item)
+    # A LangChain-style ("assistant", "hello") tuple, or any other stray item.
+    return f"{shown(item)} (make each message with adk.Message.user(text), or .system, .assistant)"
 
 
 def _check_run_options(session: object, checkpoint_id: object) -> None:

@@ -64,6 +64,22 @@ async def test_run_rejects_other_input() -> None:
         Runner(ScriptAgent("a")).run(123)  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(
+    ("given", "got"),
+    [
+        ([{"role": "user", "content": "hi"}], "got list whose item 0 is a dict"),
+        ([Message.user("hi"), ("assistant", "hello")], "got list whose item 1 is tuple ('assistant', 'hello')"),
+        ({"messages": [Message.user("hi")]}, "got a dict"),  # LangGraph's input state
+    ],
+)
+def test_input_of_another_framework_is_refused_naming_what_is_wrong(given: Any, got: str) -> None:
+    # A list of LangChain/OpenAI-style messages was refused as "got list", naming the one thing
+    # that was right, and nothing said how to make a Message.
+    with pytest.raises(TypeError) as refused:
+        Runner(ScriptAgent("a")).run(given)
+    assert got in str(refused.value) and "adk.Message.user(text)" in str(refused.value)
+
+
 @pytest.mark.parametrize("agent", [None, "x", ScriptAgent, object()])
 def test_a_runner_refuses_what_is_not_an_agent_when_it_is_made(agent: Any) -> None:
     with pytest.raises(TypeError, match=r"Runner\(agent\): expected an agent .* got"):
