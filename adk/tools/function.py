@@ -2,8 +2,8 @@
 
 The name comes from the function, the description and per-argument help from its docstring (Google
 style ``Args:``, NumPy style ``Parameters`` over a dashed line, or reST ``:param x:``; else an
-``Annotated[T, "help"]`` string, as LangChain's ``@tool`` reads it), the JSON
-schema and validation from its type hints through a pydantic model built once. A parameter annotated
+``Annotated[T, "help"]`` string, as LangChain's ``@tool`` reads it), the JSON schema and
+validation from its type hints through a pydantic model built once. A parameter annotated
 ``ToolContext`` is injected and hidden from the model.
 
 Sync functions run in a worker thread (``asyncio.to_thread``), so a blocking tool (file or network
