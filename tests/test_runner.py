@@ -68,7 +68,10 @@ async def test_run_rejects_other_input() -> None:
     ("given", "got"),
     [
         ([{"role": "user", "content": "hi"}], "got list whose item 0 is a dict"),
-        ([Message.user("hi"), ("assistant", "hello")], "got list whose item 1 is tuple ('assistant', 'hello')"),
+        (
+            [Message.user("hi"), ("assistant", "hello")],
+            "got list whose item 1 is tuple ('assistant', 'hello')",
+        ),
         ({"messages": [Message.user("hi")]}, "got a dict"),  # LangGraph's input state
     ],
 )

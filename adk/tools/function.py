@@ -393,11 +393,13 @@ class FunctionTool:
         if decision is not None:
             if isinstance(decision, ToolResult):
                 return decision
-            if plan is not None:
+            if plan is not None and self.require_approval:
                 # Approved: that pause was the framework's, not the function's, so the function
                 # runs as on a first call (``ctx.resume`` None). It saw the approval's resume
                 # before, and the documented ``if ctx.resume is None: raise Interrupt(question)``
                 # skipped its question and took the decision (``True``) for the person's answer.
+                # A function that raised the approval request itself (asking for some calls
+                # only) keeps its resume: it is how it knows the call was approved.
                 plan.consume(ctx.address)
         elif self.require_approval:
             self._check_approval(kwargs, ctx, resume)
