@@ -816,6 +816,9 @@ class Proxy:
     ``freeze()``: nothing is forwarded any more, but every socket stays open and new ones are
     accepted — a server that stopped answering (a stopped process, a partition dropping packets);
     ``thaw()`` ends that.
+    ``hold_closes()``: a connection the server closes stays open towards the client, which gets
+    the server's last words (PostgreSQL's "terminating connection" notice) but not the close,
+    as when the close is still on its way; ``server_closed`` is set once a link was so held.
     """
 
     def __init__(self, target_port: int) -> None:
@@ -829,6 +832,8 @@ class Proxy:
         self._links: list[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = []
         self._doomed: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._holding = False
+        self.server_closed = asyncio.Event()
 
     async def __aenter__(self) -> Proxy:
         self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
@@ -854,6 +859,13 @@ class Proxy:
 
     def drop_idle(self) -> None:
         self._doomed = {client for client, _ in self._links}
+
+    def hold_closes(self) -> None:
+        self._holding = True
+
+    def upstream_ports(self) -> list[int]:
+        """The local ports of the connections to the server (its ``client_port``s)."""
+        return [upstream.get_extra_info("sockname")[1] for _, upstream in self._links]
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self._refusing:
@@ -892,7 +904,9 @@ class Proxy:
         except (ConnectionError, OSError):
             pass
         finally:
-            if not writer.transport.is_closing():
+            if client is None and self._holding:
+                self.server_closed.set()  # the client's side stays open (``_abort_all`` ends it)
+            elif not writer.transport.is_closing():
                 writer.close()
 
     def _abort_link(self, client: asyncio.StreamWriter) -> None:
@@ -1097,6 +1111,35 @@ async def test_postgres_failure_inside_the_transaction_keeps_the_previous_value(
     )
     assert await store.get("run") == b"previous"
     await store.aclose()
+
+
+async def test_postgres_session_ended_while_pooled_is_retried_on_a_fresh_connection(
+    postgres_server: PostgresServer, pg_admin: Any
+) -> None:
+    """The server ends a pooled connection's session (a restart, a failover,
+    pg_terminate_backend) and its notice reaches the client before the socket's close does (the
+    proxy holds the close back, so that moment lasts). asyncpg then refuses the next statement
+    with InternalClientError ("cannot switch to state 11; another operation (2) is in
+    progress"), which the store neither retried nor reported as a CheckpointStoreError: a resume
+    right after a database restart failed with asyncpg's internal error."""
+    table = f"ended_{uuid.uuid4().hex[:12]}"
+    async with Proxy(postgres_server.port) as proxy:
+        dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres"
+        store = PostgresCheckpointStore(dsn, table=table, max_size=1)
+        await store.put("run", b"before")
+        proxy.hold_closes()
+        ended = await pg_admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE client_port = ANY($1::int[])",
+            proxy.upstream_ports(),
+        )
+        assert ended == 1
+        await proxy.server_closed.wait()
+        await asyncio.sleep(0.1)  # the notice is read (no assertion on time: a wait)
+        assert await store.get("run") == b"before"  # on a fresh connection
+        await store.put("run", b"after")
+        assert await store.get("run") == b"after"
+        await store.aclose()
 
 
 async def test_postgres_schema_qualified_table(

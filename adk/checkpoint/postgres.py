@@ -44,6 +44,7 @@ import asyncpg  # type: ignore[import-untyped]
 from asyncpg.exceptions import (  # type: ignore[import-untyped]
     AdminShutdownError,
     CannotConnectNowError,
+    InternalClientError,
     PostgresConnectionError,
     UndefinedTableError,
 )
@@ -71,6 +72,12 @@ _PAGE = 1000
 T = TypeVar("T")
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}")
+
+
+class _Unusable(ConnectionError):
+    """A pooled connection asyncpg refuses to use (``InternalClientError``), dropped: lost."""
+
+
 # Errors that mean "this connection is gone", worth one retry on a fresh one.
 _CONNECTION_LOST = (
     PostgresConnectionError,
@@ -79,7 +86,14 @@ _CONNECTION_LOST = (
     ConnectionError,
 )
 # ValueError: asyncpg's verdict on a malformed DSN, raised when the pool is first created.
-_FAILURES = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError, TimeoutError, ValueError)
+_FAILURES = (
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    InternalClientError,
+    OSError,
+    TimeoutError,
+    ValueError,
+)
 
 
 def _table_parts(table: str) -> list[str]:
@@ -356,6 +370,14 @@ class PostgresCheckpointStore(_ClosableStore):
                 # answer; closing the socket ends it at once (the server rolls the work back).
                 conn.terminate()
                 raise
+            except InternalClientError as exc:
+                # The server ended this pooled connection's session (a restart, a failover,
+                # pg_terminate_backend) and its notice arrived before the socket's close: asyncpg
+                # is still handling that error and refuses the statement ("cannot switch to
+                # state 11; another operation (2) is in progress"). The connection is of no
+                # further use; like a lost one, the operation is retried once on a fresh one.
+                conn.terminate()
+                raise _Unusable(f"the pooled connection cannot be used: {exc}") from exc
 
 
 @dataclass(frozen=True, slots=True)
