@@ -17,8 +17,9 @@ is closed by ``asyncio.run`` (``loop.shutdown_asyncgens``) before the loop close
 client while the loop still runs. A loop closed without that step (a hand-run loop) leaves its
 client to the garbage collector, as before.
 
-Used by ``OpenAIChatModel`` and the Redis and PostgreSQL checkpoint stores; it lives at the top of
-the package so that neither ``adk.models`` nor ``adk.checkpoint`` imports the other for it.
+Used by ``OpenAIChatModel``, the Redis and PostgreSQL checkpoint stores and ``MCPToolset`` (a
+session, and for a stdio server its process, per loop); it lives at the top of the package so
+that neither ``adk.models`` nor ``adk.checkpoint`` imports the other for it.
 """
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ class LoopClients(Generic[_C]):
         if bound is not None and bound[0]() is asyncio.get_running_loop():
             return bound[1]
         return None
+
+    def peek(self) -> _C | None:
+        """The running loop's client if one was made for it (``get`` answers only for the loop
+        last bound), without making one."""
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            entry = self._entries.get(id(loop))
+        return entry.client if entry is not None and entry.loop() is loop else None
 
     async def bind(self) -> _C:
         """The running loop's client, made (and set to close as the loop ends) on first use."""

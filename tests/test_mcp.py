@@ -18,6 +18,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
@@ -315,6 +316,39 @@ async def test_concurrent_calls_run_over_one_session(shared: MCPToolset) -> None
     assert not any(r.is_error for r in results)
     assert await server_pid(shared) == pid
     assert shared._session.connections_opened == sessions
+
+
+async def test_event_loops_of_two_threads_each_get_their_own_session() -> None:
+    """One toolset (one Runner's) used from two threads' event loops at once, as a service
+    running ``asyncio.run`` per request in worker threads does: the second loop found the first
+    loop's live connection and sent its call through it, which failed ("attached to a different
+    loop") as an agent error. Each loop now has its own session (a stdio server each), closed as
+    that loop ends."""
+    toolset = MCPToolset(stdio())
+    both = threading.Barrier(2, timeout=60)
+    answers: list[object] = []
+
+    async def use() -> None:
+        async with asyncio.timeout(60):
+            [add] = [tool for tool in await toolset.tools() if tool.spec.name == "add"]
+            await asyncio.to_thread(both.wait)  # both loops have listed the tools
+            answers.append((await add.run('{"a": 1, "b": 2}')).content)
+            await asyncio.to_thread(both.wait)  # neither loop ends while the other calls
+
+    def serve() -> None:
+        try:
+            asyncio.run(use())
+        except BaseException as exc:
+            answers.append(exc)
+            both.abort()
+
+    threads = [threading.Thread(target=serve) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        await asyncio.to_thread(thread.join)
+    assert answers == ["3", "3"]
+    await toolset.aclose()
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http"])

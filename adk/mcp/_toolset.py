@@ -9,6 +9,7 @@ developer controls, so there failures raise (``ConnectionError``, ``TimeoutError
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -26,6 +27,7 @@ from mcp.types import Tool as _WireTool
 
 from .._aio import AsyncCloseable
 from .._approval import gate, resumed_decision
+from .._loop_clients import LoopClients
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ._content import block_text, blocks_text
@@ -154,7 +156,8 @@ class _MCPTool:
         call that reconnects reports the version of the session it found, which a reconnect to
         the same server does not change). Read only when tracing records the call."""
         attributes = self._toolset._span_attributes
-        live = self._toolset._session.current
+        session = self._toolset._current()
+        live = session.current if session is not None else None
         version = live.protocol_version if live is not None else None
         return attributes if version is None else {**attributes, _PROTOCOL_VERSION: version}
 
@@ -284,7 +287,17 @@ class MCPToolset(AsyncCloseable):
             raise ValueError(f"call_timeout must be positive or None, got {call_timeout!r}")
         if not connect_timeout > 0:
             raise ValueError(f"connect_timeout must be positive, got {connect_timeout!r}")
-        self._session = Session(server, connect_timeout=connect_timeout)
+        self._server = server
+        # A session per event loop: its connection's owner task, its lock and, for a stdio
+        # server, the pipes to the process belong to the loop that opened it, and a service
+        # running one toolset (one Runner) from several threads' loops at once (asyncio.run per
+        # request) sent one loop's requests through another loop's connection ("attached to a
+        # different loop"). Each loop's session is closed as that loop ends (see LoopClients).
+        self._sessions = LoopClients(
+            Session(server, connect_timeout=connect_timeout),
+            functools.partial(Session, server, connect_timeout=connect_timeout),
+            Session.aclose,
+        )
         self._span_attributes = _span_attributes(server)  # for tracing, made once
         self._accepts = _compile_filter(tool_filter)
         if isinstance(require_approval, bool):
@@ -313,7 +326,7 @@ class MCPToolset(AsyncCloseable):
     @property
     def server(self) -> ServerConfig:
         """The configuration of the server this toolset connects to."""
-        return self._session.server
+        return self._server
 
     @property
     def prefix(self) -> str | None:
@@ -335,12 +348,29 @@ class MCPToolset(AsyncCloseable):
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def aclose(self) -> None:
-        """End the session (and a stdio server process). Safe to call more than once."""
-        await self._session.aclose()
+        """End the running loop's session (and its stdio server process); those of loops still
+        running in other threads end with their loops. Safe to call more than once."""
+        await self._sessions.aclose()
         self._tools = None
         self._prompts = None
 
     # -- internals -----------------------------------------------------------------------------
+    def _current(self) -> Session | None:
+        """The running loop's session if it has one (None outside a loop, or before a loop's
+        first use of the server): what the caches are checked against, without connecting."""
+        try:
+            return self._sessions.get() or self._sessions.peek()
+        except RuntimeError:  # no running event loop
+            return None
+
+    @property
+    def _session(self) -> Session:
+        """The running loop's session (tests and benchmarks read its counters after a use)."""
+        session = self._current()
+        if session is None:
+            raise RuntimeError("this MCPToolset has not been used on the running event loop")
+        return session
+
     def _may_offer(self, name: str, kind: str) -> bool:
         """Whether ``name`` could be one of this server's ``kind`` (``"tools"`` or ``"prompts"``),
         judged without asking it: with a prefix, every name it offers starts with ``{prefix}_`` (a
@@ -364,7 +394,9 @@ class MCPToolset(AsyncCloseable):
     def _cached(self, kind: str) -> list[Any] | None:
         """The ``tools`` or ``prompts`` listing if it is known to be current (no request needed),
         else ``None``. Not to be modified: ``Resources`` reads it on every lookup."""
-        session = self._session
+        session = self._current()
+        if session is None:
+            return None
         if kind == "tools":
             listing, epoch = self._tools, session.tools_epoch
         else:
@@ -463,9 +495,10 @@ class MCPToolset(AsyncCloseable):
         Returns the connection used, the result, and the list epoch read before the request.
         """
         server = self.server
+        session = self._sessions.get() or await self._sessions.bind()
         for attempt in (1, 2):
-            live = await self._session.connection()
-            epoch = self._session.prompts_epoch if kind == "prompts" else self._session.tools_epoch
+            live = await session.connection()
+            epoch = session.prompts_epoch if kind == "prompts" else session.tools_epoch
             assert live.client is not None
             delivery = _Delivery(every_request=True)
             token = _current_delivery.set(delivery)
@@ -498,9 +531,10 @@ class MCPToolset(AsyncCloseable):
         except ValueError as exc:
             return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
         server = self.server
+        session = self._sessions.get() or await self._sessions.bind()
         for attempt in (1, 2):
             try:
-                live = await self._session.connection()
+                live = await session.connection()
             except ConnectionError as exc:
                 return ToolResult.error(f"tool '{name}' is unavailable: {exc}")
             client = live.client
