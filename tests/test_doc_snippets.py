@@ -102,3 +102,15 @@ def test_links_between_pages_resolve(page: Path) -> None:
         elif anchor and anchor[1:] not in _anchors(linked):
             broken.append(f"{target}{anchor}: no such heading")
     assert not broken, f"{page.name}: {broken}"
+
+
+def test_the_loggers_the_tracing_page_lists_are_those_pyadk_logs_to() -> None:
+    """An operator routes and filters pyadk's logs by logger name: the page's table of loggers
+    must name every logger the package creates, and none it does not."""
+    used: set[str] = set()
+    for path in (ROOT / "adk").rglob("*.py"):
+        used |= set(re.findall(r'getLogger\("([\w.]+)"\)', path.read_text()))
+    page = (ROOT / "docs" / "tracing.md").read_text()
+    section = page.split("\n## Logs\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(adk[\w.]*)` \|", section, re.MULTILINE))
+    assert used and listed == used
