@@ -137,3 +137,22 @@ def test_the_event_driven_benchmark_reports_each_figure(tmp_path: Path) -> None:
         assert row["min"] <= row["median"] <= row["max"]
     assert by_name["actions.turn_b"]["median"] > 0 and by_name["react.turn_b"]["actions_ratio"] > 0
     assert "environment_us" in by_name["execution.per_record"]
+
+
+def test_the_soak_reports_growth_per_store_and_tracing_setting(tmp_path: Path) -> None:
+    """``soak`` drives its three workloads (each asserts its answer) through one runner each and
+    reports, per store and tracing setting, what grew; a quick run leaves no fd and no task."""
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", "soak", "--output", str(output))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = json.loads(output.read_text())["extras"]["soak"]["rows"]
+    by_name = {row["benchmark"]: row for row in rows}
+    assert set(by_name) == {
+        "soak.memory",
+        "soak.memory.traced",
+        "soak.sqlite",
+        "soak.sqlite.traced",
+    }
+    for row in rows:
+        assert row["runs"] == 50 and row["fd_growth"] == 0 and row["tasks_left"] == 0
+        assert isinstance(row["tracemalloc_growth_kib"], float)
