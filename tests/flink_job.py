@@ -16,6 +16,7 @@ import contextlib
 import json
 from typing import Any
 
+from pydantic import BaseModel
 from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
 
@@ -215,6 +216,33 @@ def restore_reasons() -> list[str | None]:
     return [_why_state_is_restored(env) for env in (plain, checkpointing, savepoint)]
 
 
+class Noted(Event):
+    """An event class naming a class the script defines after it (``Note``): left deferred where
+    it is defined, built by ``apply`` before the job is shipped."""
+
+    note: Note
+
+
+class Note(BaseModel):
+    text: str
+
+
+@action(InputEvent)
+def take_note(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(Noted(note=Note(text=event.input)))
+
+
+@action(Noted)
+def read_note(event: Noted, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output=event.note.text.upper()))
+
+
+def notes() -> list[dict[str, Any]]:
+    env = FlinkExecutionEnvironment()
+    agent = ActionAgent("notes", actions=[take_note, read_note])
+    return env.from_list(["gh"], key=lambda text: text).apply(agent).to_list()
+
+
 def main() -> None:
     # Each pipeline is a job of its own, in one process (the later ones reuse the running JVM).
     jobs = {
@@ -226,6 +254,7 @@ def main() -> None:
         "checkpointed": checkpointed(),
         "restore_reasons": restore_reasons(),
         "late_checkpointing": late_checkpointing(),
+        "notes": notes(),
     }
     print(json.dumps(jobs))
 

@@ -67,6 +67,8 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
     for message in refused:
         assert "(checkpointing is enabled), but did not when the agent was applied" in message
         assert "before apply" in message and "durable_memory=True" in message
+    # An event class naming a class defined after it in the script reached the workers.
+    assert [o["output"] for o in jobs["notes"]] == ["GH"]
     plain, checkpointing, savepoint = jobs["restore_reasons"]
     assert plain is None and checkpointing == "checkpointing is enabled"
     assert savepoint == (

@@ -15,7 +15,9 @@ import json
 import math
 import pickle
 import re
-from collections.abc import AsyncIterator
+import sys
+import types
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -38,6 +40,7 @@ from adk.execution import FlinkExecutionEnvironment, RecordError
 from adk.execution._flink import (
     _AgentFunction,
     _as_json,
+    _build_shipped_events,
     _decoded_key,
     _keyed_rows,
     _KeyedStateFunction,
@@ -738,3 +741,101 @@ def test_a_job_scripts_own_event_class_reaches_the_workers() -> None:
     [outputs] = _invoked(shipped, Row("a", {"id": "r1"}))
 
     assert isinstance(outputs, list) and outputs[0]["output"] == "flagged r1"
+
+
+_SCRIPT_HEAD = """
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel
+
+from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
+"""
+
+
+@pytest.fixture
+def job_script() -> Iterator[Callable[[str], types.ModuleType]]:
+    """A job script's module, its classes pickled by value as a ``__main__``'s are (its names
+    resolve in it, as in a script run up to ``apply``)."""
+    made: list[types.ModuleType] = []
+
+    def run(source: str) -> types.ModuleType:
+        module = types.ModuleType(f"_job_script_{len(made)}")
+        sys.modules[module.__name__] = module
+        cloudpickle.register_pickle_by_value(module)
+        made.append(module)
+        exec(compile(_SCRIPT_HEAD + source, module.__name__, "exec"), module.__dict__)
+        return module
+
+    yield run
+    for module in made:
+        cloudpickle.unregister_pickle_by_value(module)
+        del sys.modules[module.__name__]
+
+
+def test_an_event_class_naming_a_class_defined_after_it_reaches_the_workers(
+    job_script: Callable[[str], types.ModuleType],
+) -> None:
+    """An event class whose annotation names a class the script defines later could not be
+    built where it was defined: it stayed deferred, and the workers failed to unpickle it (a
+    RecursionError). apply builds it first, the script having run that far."""
+    script = job_script(
+        """
+class Noted(Event):
+    note: "Note"
+
+class Note(BaseModel):
+    text: str
+
+@action(InputEvent)
+def take(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(Noted(note=Note(text=event.input["text"])))
+
+@action(Noted)
+def report(event: Noted, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output=event.note.text.upper()))
+
+def build() -> ActionAgent:
+    return ActionAgent("notes", actions=[take, report])
+"""
+    )
+    assert not script.Noted.__pydantic_complete__  # deferred where it was defined
+    function = _AgentFunction(script.build, _environment(), True, None)
+
+    _build_shipped_events(function)
+    shipped = pickle.loads(cloudpickle.dumps(function))
+    [outputs] = _invoked(shipped, Row("a", {"text": "hi"}))
+
+    assert isinstance(outputs, list) and outputs[0]["output"] == "HI"
+
+
+def test_an_event_class_whose_annotation_never_resolves_is_named_at_apply(
+    job_script: Callable[[str], types.ModuleType],
+) -> None:
+    """A name imported only for type checkers never resolves: refused before the job is shipped,
+    naming the class and the name, instead of a RecursionError on every worker."""
+    script = job_script(
+        """
+if TYPE_CHECKING:
+    from decimal import Decimal as Money
+
+class Charged(Event):
+    amount: "Money"
+
+@action(InputEvent)
+def charge(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(Charged(amount=event.input["amount"]))
+
+@action(Charged)
+def report(event: Charged, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output=str(event.amount)))
+
+def build() -> ActionAgent:
+    return ActionAgent("charges", actions=[charge, report])
+"""
+    )
+    function = _AgentFunction(script.build, _environment(), True, None)
+
+    with pytest.raises(TypeError, match="event class Charged cannot be shipped") as caught:
+        _build_shipped_events(function)
+    assert "annotation 'Money' is not defined" in str(caught.value)
+    assert "TYPE_CHECKING" in str(caught.value)

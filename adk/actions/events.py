@@ -11,6 +11,7 @@ annotation string at class creation. Forward references are quoted.
 
 import itertools
 import os
+import weakref
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -41,6 +42,13 @@ def _new_event_id() -> str:
     return f"{_ID_PREFIX}-{next(_event_numbers)}"
 
 
+_unbuilt: "weakref.WeakSet[type[Event]]" = weakref.WeakSet()
+"""User event classes whose annotations could not be resolved where they were defined (a forward
+reference to a class defined later, a name imported under ``if TYPE_CHECKING``): still deferred.
+``FlinkExecutionEnvironment.apply`` builds those it ships, or names what is missing (see
+``adk.execution._flink``); kept weakly, so a class dropped is forgotten."""
+
+
 class Event(BaseModel):
     """Base of every event. Subclass it for your own: fields are validated like any pydantic model.
 
@@ -58,10 +66,12 @@ class Event(BaseModel):
         their first use. A class still deferred holds pydantic's placeholder validator, which
         cannot be unpickled (it recurses until Python gives up), and PyFlink ships the classes
         of a job script to its workers pickled by value: the job failed on its workers with a
-        RecursionError. (A class whose annotations cannot be resolved yet stays deferred.)"""
+        RecursionError. A class whose annotations cannot be resolved yet stays deferred, and is
+        noted in ``_unbuilt``, so that a Flink job builds it before shipping it, or says why it
+        cannot."""
         super().__pydantic_init_subclass__(**kwargs)
-        if cls.__module__ != __name__:
-            cls.model_rebuild(raise_errors=False)
+        if cls.__module__ != __name__ and cls.model_rebuild(raise_errors=False) is False:
+            _unbuilt.add(cls)
 
 
 class InputEvent(Event):

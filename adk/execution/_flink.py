@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import io
 import itertools
 import json
 import sys
@@ -40,6 +41,8 @@ from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
 from contextlib import suppress
 from typing import Any, TypeVar
 
+import cloudpickle
+from pydantic.errors import PydanticUndefinedAnnotation
 from pydantic_core import to_json, to_jsonable_python
 from pyflink.common import Row, Time, Types
 from pyflink.datastream import (
@@ -50,6 +53,7 @@ from pyflink.datastream import (
 from pyflink.datastream.functions import AsyncFunction, KeyedProcessFunction
 from pyflink.datastream.state import ValueStateDescriptor
 
+from ..actions.events import Event, _unbuilt
 from ..agent import Agent
 from ..checkpoint.codec import (
     _MAX_INT_DIGITS,
@@ -207,6 +211,7 @@ class FlinkKeyedInput:
                     "durable_memory keeps memory per key: give from_list/from_datastream a key"
                 )
             function = _KeyedStateFunction(agent, env, parse, json_keys=json_keys)
+            _build_shipped_events(function)
             outputs = stream.process(function, output_type=Types.STRING())
         else:
             # A record waits behind at most max_concurrency - 1 records of its key, each cut off
@@ -214,9 +219,11 @@ class FlinkKeyedInput:
             backstop = env.timeout * env.max_concurrency + _BACKSTOP_GRACE
             keyed = self._key is not None
             restores = _why_state_is_restored(env.env) if keyed else None
+            function = _AgentFunction(agent, env, keyed, parse, json_keys, restores)
+            _build_shipped_events(function)
             outputs = AsyncDataStream.ordered_wait(
                 stream,
-                _AgentFunction(agent, env, keyed, parse, json_keys=json_keys, restores=restores),
+                function,
                 Time.milliseconds(int(backstop * 1000)),
                 capacity=env.max_concurrency,
                 output_type=Types.STRING(),
@@ -588,6 +595,45 @@ class _LoopThread:
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+def _build_shipped_events(function: _WorkerAgent) -> None:
+    """Build the event classes of the job script that ``function`` ships, before PyFlink pickles
+    it: a class whose annotations could not be resolved where it was defined (``_unbuilt``: a
+    forward reference to a class defined later in the script) is still deferred, and a deferred
+    class cannot be unpickled by the workers (a RecursionError there). Built now, with the whole
+    script run up to ``apply``, the names usually resolve; a name that never will (imported only
+    under ``if TYPE_CHECKING``) is a ``TypeError`` here naming the class and the name.
+
+    Only when some event class was left deferred (rare) is the function pickled once more here,
+    to find the classes it ships by value; classes pickled by reference are imported by the
+    workers, where they build at first use as anywhere."""
+    if all(cls.__pydantic_complete__ for cls in _unbuilt):
+        return
+    _EventBuilder(io.BytesIO()).dump(function)
+
+
+class _EventBuilder(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle is untyped
+    """A pickling pass that builds each still-deferred event class it ships by value."""
+
+    def reducer_override(self, obj: Any) -> Any:
+        if (
+            isinstance(obj, type)
+            and issubclass(obj, Event)
+            and not obj.__pydantic_complete__
+            and not cloudpickle.cloudpickle._should_pickle_by_reference(obj)
+        ):
+            try:
+                obj.model_rebuild()
+            except PydanticUndefinedAnnotation as exc:
+                raise TypeError(
+                    f"event class {obj.__qualname__} cannot be shipped to the Flink workers: its "
+                    f"annotation {exc.name!r} is not defined in {obj.__module__} (a name imported "
+                    "only under 'if TYPE_CHECKING', or a class defined inside a function after "
+                    "it). Import or define it at run time before apply, or call "
+                    f"{obj.__name__}.model_rebuild() where it is defined"
+                ) from exc
+        return super().reducer_override(obj)
 
 
 def _paused_in(outputs: list[KeyedOutput]) -> tuple[str | None, str]:
