@@ -80,6 +80,16 @@ execution environment's cut it off (else None) — read by tracing only when a r
 cancelled, so the trace of a record that failed for its timeout says so as its output does."""
 
 
+_record_memory: ContextVar[tuple[str | None, str] | None] = ContextVar(
+    "adk_record_memory", default=None
+)
+"""``(run id, where)``: the run with that id (``None``: the root run started in this context) is a
+keyed record whose key's memory lives in ``where`` (a Flink job), out of reach of any session a
+plain resume gets. A pause of that run saves ``where`` in its checkpoint, and a ``Runner``
+resuming the checkpoint outside such a context warns that what it writes will not reach that
+memory; the environment sets it when it resumes the record as a record of its key."""
+
+
 class ModelRequest:
     """One model call as hooks see it. ``tools`` is the call's own list; ``messages`` and
     ``options`` are the agent's own: tracing only reads them, and the model callbacks, which may

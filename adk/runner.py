@@ -40,7 +40,7 @@ from ._driver import (
     is_cancellation,
     settle,
 )
-from ._hooks import Hooks, may_hook
+from ._hooks import Hooks, _record_memory, may_hook
 from ._parts import attributes, members
 from .agent import Agent, AgentInput
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
@@ -636,6 +636,9 @@ class Runner(AsyncCloseable):
                 trace = hooks.trace_of(ctx)  # the paused run's trace, for the resume to link to
                 if trace is not None:
                     body["trace"] = trace
+            memory = _record_memory.get()
+            if memory is not None and memory[0] in (None, run.run_id):
+                body["memory"] = memory[1]  # where the key's memory is: see ``_resume_claimed``
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
@@ -719,6 +722,17 @@ class Runner(AsyncCloseable):
             raise CheckpointError(
                 f"checkpoint {checkpoint_id!r} belongs to agent {snapshot.agent!r}, "
                 f"not to {self.agent.name!r}"
+            )
+        if not own_session and _record_memory.get() is None and "memory" in body:
+            # A keyed record of a job that holds its key's memory (a Flink job): run here, on the
+            # session saved at the pause, its writes reach no later record of its key.
+            logger.warning(
+                "checkpoint %r paused a record whose key's memory lives in %s: resumed by a "
+                "Runner, it runs on the session saved at the pause, and what it writes there "
+                "will not reach that memory (the key's next records will not see it); resume it "
+                "through the job instead (FlinkExecutionEnvironment: apply(agent, resumes=...))",
+                checkpoint_id,
+                body["memory"],
             )
         targets = _targets(snapshot.signal, resume)
         if given is None:

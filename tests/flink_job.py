@@ -14,13 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
 
-from adk import Message, Resources, Role, tool
+from adk import Interrupt, Message, Resources, Role, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -31,6 +33,7 @@ from adk.actions import (
     OutputEvent,
     action,
 )
+from adk.checkpoint import SQLiteCheckpointStore
 from adk.execution import FlinkExecutionEnvironment
 from adk.execution._flink import _why_state_is_restored
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -243,6 +246,43 @@ def notes() -> list[dict[str, Any]]:
     return env.from_list(["gh"], key=lambda text: text).apply(agent).to_list()
 
 
+@action(InputEvent)
+def book(event: InputEvent, ctx: ActionContext) -> None:
+    """Adds the amount to the key's balance; an amount over 100 waits for approval first."""
+    amount = event.input["amount"]
+    if amount > 100 and (ctx.resume is None or ctx.resume.data != "approved"):
+        if ctx.resume is None:
+            raise Interrupt({"approve": amount})
+        amount = 0
+    balance = ctx.short_term_memory.get("balance", 0) + amount
+    ctx.short_term_memory.set("balance", balance)
+    ctx.send_event(OutputEvent(output=balance))
+
+
+def resumed(durable_memory: bool) -> dict[str, list[dict[str, Any]]]:
+    """A record pauses in one job (its checkpoint in a store both jobs share); a second job
+    resumes it through its ``resumes`` stream, as a record of its key, beside a record of another
+    key: ``from_list``'s keyed rows with the async operator, a ``from_datastream`` of the user's
+    own objects (pickled, the resumes too) with durable memory."""
+    path = str(Path(tempfile.mkdtemp(prefix="adk-flink-resume-")) / "checkpoints.db")
+    env = FlinkExecutionEnvironment(
+        on_error="emit",
+        checkpoint_store=lambda: SQLiteCheckpointStore(path),
+        durable_memory=durable_memory,
+    )
+    ledger = ActionAgent("ledger", actions=[book])
+    [paused] = env.from_list([{"user": "ann", "amount": 500}], key="user").apply(ledger).to_list()
+    answer = json.dumps({**paused, "resume": "approved"})
+    if durable_memory:
+        records = env.env.from_collection([{"user": "bob", "amount": 2}])
+        resumes = env.env.from_collection([answer])
+        later = env.from_datastream(records, key="user")
+    else:
+        resumes = env.env.from_collection([answer], type_info=Types.STRING())
+        later = env.from_list([{"user": "bob", "amount": 2}], key="user")
+    return {"paused": [paused], "later": later.apply(ledger, resumes=resumes).to_list()}
+
+
 def main() -> None:
     # Each pipeline is a job of its own, in one process (the later ones reuse the running JVM).
     jobs = {
@@ -255,6 +295,8 @@ def main() -> None:
         "restore_reasons": restore_reasons(),
         "late_checkpointing": late_checkpointing(),
         "notes": notes(),
+        "resumed": resumed(durable_memory=False),
+        "resumed_durable": resumed(durable_memory=True),
     }
     print(json.dumps(jobs))
 

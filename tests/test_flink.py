@@ -67,6 +67,8 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
     for message in refused:
         assert "(checkpointing is enabled), but did not when the agent was applied" in message
         assert "before apply" in message and "durable_memory=True" in message
+    for durable in ("resumed", "resumed_durable"):
+        _check_resumed(jobs[durable])
     # An event class naming a class defined after it in the script reached the workers.
     assert [o["output"] for o in jobs["notes"]] == ["GH"]
     plain, checkpointing, savepoint = jobs["restore_reasons"]
@@ -75,6 +77,19 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
         "it starts from the savepoint or checkpoint "
         "execution.state-recovery.path=file:///savepoints/savepoint-1"
     )
+
+
+def _check_resumed(jobs: dict[str, list[dict[str, Any]]]) -> None:
+    """A pause of one job resumed through the next job's resumes stream: it ran as a record of
+    its key (there none, so on the session saved at the pause) and its outputs joined the job's,
+    under the paused run's id, beside the other key's record."""
+    [paused] = jobs["paused"]
+    assert paused["checkpoint_id"] and paused["interrupt"] is not None
+    by_key = {o["key"]: o for o in jobs["later"]}
+    assert by_key["bob"]["output"] == 2 and by_key["bob"]["error"] is None
+    resumed = by_key["ann"]
+    assert resumed["error"] is None and resumed["output"] == 500
+    assert resumed["run_id"] == paused["run_id"]
 
 
 def _check_checkpointed(jobs: dict[str, list[dict[str, Any]]]) -> None:

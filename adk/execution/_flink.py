@@ -45,6 +45,7 @@ import cloudpickle
 from pydantic.errors import PydanticUndefinedAnnotation
 from pydantic_core import to_json, to_jsonable_python
 from pyflink.common import Row, Time, Types
+from pyflink.common.typeinfo import PickledBytesTypeInfo
 from pyflink.datastream import (
     AsyncDataStream,
     DataStream,
@@ -53,6 +54,7 @@ from pyflink.datastream import (
 from pyflink.datastream.functions import AsyncFunction, KeyedProcessFunction
 from pyflink.datastream.state import ValueStateDescriptor
 
+from .._hooks import _record_memory
 from ..actions.events import Event, _unbuilt
 from ..agent import Agent
 from ..checkpoint.codec import (
@@ -67,6 +69,7 @@ from ..checkpoint.store import CheckpointStore
 from ..context import _new_run_id
 from ..events import ErrorInfo
 from ..runner import Runner
+from ._flink_resumes import RESUME_MARK, Resume, keyed_row, parsed, tupled
 from ._records import (
     KeyedOutput,
     KeySelector,
@@ -75,6 +78,7 @@ from ._records import (
     check_options,
     checked_key,
     key_of,
+    resume_record,
     run_record,
     timed_out,
 )
@@ -100,8 +104,8 @@ class FlinkExecutionEnvironment:
     ``max_concurrency`` records of one key could take, as a backstop for a record that does not
     end when cancelled.
     ``resources``, ``callbacks`` and ``checkpoint_store`` are functions each worker calls to build
-    its own; give paused records a store that outlives the worker (SQLite, Redis, PostgreSQL) to
-    resume them elsewhere with a ``Runner`` over the same store.
+    its own; give paused records a store that outlives the worker (SQLite, Redis, PostgreSQL),
+    and resume them through the job, as records of their keys (``apply(agent, resumes=...)``).
 
     ``durable_memory=True`` keeps each key's session (and so short-term memory) in Flink's keyed
     state instead, where it is part of Flink's checkpoints and survives a failover; the price is
@@ -190,8 +194,14 @@ class FlinkKeyedInput:
         self._key = key
         self._json_records = json_records
 
-    def apply(self, agent: AgentSource) -> FlinkKeyedOutputs:
-        """Run ``agent`` (or the agent a function builds, in each worker) over the records."""
+    def apply(self, agent: AgentSource, *, resumes: DataStream | None = None) -> FlinkKeyedOutputs:
+        """Run ``agent`` (or the agent a function builds, in each worker) over the records.
+
+        ``resumes``: a ``DataStream`` of paused outputs (their JSON text, or that text parsed to a
+        dict) each with the resume's data added under ``"resume"``. Each runs as a record of its
+        key (after the key's records before it, on the key's session, its writes kept for the
+        key's next records), and its outputs join the stream. Only with a key: without one a
+        record keeps no memory, and a ``Runner`` over the checkpoint store resumes it as well."""
         if not isinstance(agent, Agent) and not callable(agent):
             raise TypeError(f"apply takes an Agent or a function that builds one, not {agent!r}")
         env = self._env
@@ -200,17 +210,26 @@ class FlinkKeyedInput:
         # from_list's keyed records are Row(key JSON, record JSON), keyed by the key's text.
         json_keys = self._json_records and self._key is not None
         stream = self._stream
+        if resumes is not None:
+            stream = self._with_resumes(stream, resumes, json_keys)
         if json_keys:
             stream = stream.key_by(_key_text, key_type=Types.STRING())
         elif self._key is not None:
             selector = self._key
-            stream = stream.key_by(lambda record: key_of(selector, record, 0))
+            if resumes is None:
+                stream = stream.key_by(lambda record: key_of(selector, record, 0))
+            else:
+                stream = stream.key_by(
+                    lambda record: (
+                        record.key if type(record) is Resume else key_of(selector, record, 0)
+                    )
+                )
         if env.durable_memory:
             if self._key is None:
                 raise ValueError(
                     "durable_memory keeps memory per key: give from_list/from_datastream a key"
                 )
-            function = _KeyedStateFunction(agent, env, parse, json_keys=json_keys)
+            function = _KeyedStateFunction(agent, env, parse, json_keys, resumes is not None)
             _build_shipped_events(function)
             outputs = stream.process(function, output_type=Types.STRING())
         else:
@@ -219,7 +238,9 @@ class FlinkKeyedInput:
             backstop = env.timeout * env.max_concurrency + _BACKSTOP_GRACE
             keyed = self._key is not None
             restores = _why_state_is_restored(env.env) if keyed else None
-            function = _AgentFunction(agent, env, keyed, parse, json_keys, restores)
+            function = _AgentFunction(
+                agent, env, keyed, parse, json_keys, resumes is not None, restores
+            )
             _build_shipped_events(function)
             outputs = AsyncDataStream.ordered_wait(
                 stream,
@@ -234,6 +255,34 @@ class FlinkKeyedInput:
             self._key is not None and not env.durable_memory and restores is None
         )
         return applied
+
+    def _with_resumes(self, stream: DataStream, resumes: DataStream, json_keys: bool) -> DataStream:
+        """The records and the resumes as one stream, for ``key_by``: a resume as the records
+        travel (``from_list``'s keyed rows, or a ``Resume`` among the records' own objects, which
+        are made pickled objects first if they were of a type of their own)."""
+        if self._key is None:
+            raise ValueError(
+                "resumes run as records of their key, and these records have none (no key: "
+                "each keeps no memory); resume such a paused record with a Runner over the "
+                "checkpoint store, which runs it as it would run here"
+            )
+        if not isinstance(resumes, DataStream):
+            raise TypeError(f"resumes must be a PyFlink DataStream, not {type(resumes).__name__}")
+        if json_keys:
+            marked = resumes.map(keyed_row, output_type=_KEYED_ROW)
+        else:
+            if not isinstance(stream.get_type(), PickledBytesTypeInfo):
+                stream = stream.map(_same, output_type=Types.PICKLED_BYTE_ARRAY())
+            marked = resumes.map(parsed, output_type=Types.PICKLED_BYTE_ARRAY())
+        # PyFlink's key_by forwards each input of the union to an operator of the records'
+        # parallelism, which Flink refuses for an input of another ("Forward partitioning does
+        # not allow change of parallelism"): the resumes are mapped at the records' parallelism.
+        marked.set_parallelism(stream._j_data_stream.getParallelism())
+        return stream.union(marked)
+
+
+def _same(record: Any) -> Any:
+    return record
 
 
 class FlinkKeyedOutputs:
@@ -291,10 +340,12 @@ class _WorkerAgent:
         env: FlinkExecutionEnvironment,
         parse: Callable[[str], Any] | None,
         json_keys: bool = False,
+        resumes: bool = False,
     ) -> None:
         self._agent = agent
         self._parse = parse
         self._json_keys = json_keys
+        self._resumes = resumes
         self._resources = env.resources
         self._callbacks = env.callbacks
         self._store = env.checkpoint_store
@@ -350,10 +401,46 @@ class _WorkerAgent:
 
     def _record(self, value: Any) -> Any:
         """The record that ``value`` carries: from_list's JSON decoded (once), with a key a
-        ``Row(key JSON, record JSON)`` whose record is its second field."""
+        ``Row(key JSON, record JSON)`` whose record is its second field; or, in a job with
+        ``resumes``, a ``Resume`` (its text marked in from_list's rows, else one of the objects)."""
         if self._json_keys:
             value = value[1]
+        if self._resumes and type(value) is str and value.startswith(RESUME_MARK):
+            return parsed(value[1:])
         return self._parse(value) if self._parse is not None else value
+
+    async def _run(
+        self,
+        runner: Runner,
+        sessions: dict[Hashable, dict[str, Any]] | None,
+        index: int,
+        key: Hashable,
+        record: Any,
+        seconds: float | None,
+        run_id: str,
+    ) -> list[KeyedOutput]:
+        """``record``'s run, or, for a ``Resume``, the paused record's resume as a record of its
+        key: on ``sessions`` (the key's session now, none if it keeps none: the one saved at the
+        pause), committed into them as any record's run."""
+        resuming = type(record) is Resume
+        if resuming and (record.problem is not None or record.checkpoint_id is None):
+            exc = ValueError(f"resume {index} (key {key!r}) {record.problem}")
+            return [KeyedOutput(key, index, None, error=ErrorInfo.of(exc), _exception=exc)]
+        # A keyed record's pause notes that its key's memory is in this job (see _record_memory).
+        token = None
+        if sessions is not None:
+            held = (record.run_id if resuming else run_id, f"a Flink job (key {key!r})")
+            token = _record_memory.set(held)
+        try:
+            if not resuming:
+                return await run_record(runner, sessions, index, key, record, seconds, run_id)
+            paused = KeyedOutput(
+                key, index, None, checkpoint_id=record.checkpoint_id, run_id=record.run_id
+            )
+            return await resume_record(runner, sessions, paused, record.data, seconds)
+        finally:
+            if token is not None:
+                _record_memory.reset(token)
 
     def _key(self, key: Any) -> Hashable:
         """The key Flink hands over, as the key selector gave it (see ``_keyed_rows``)."""
@@ -419,9 +506,10 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         keyed: bool,
         parse: Callable[[str], Any] | None,
         json_keys: bool = False,
+        resumes: bool = False,
         restores: str | None = None,
     ) -> None:
-        super().__init__(agent, env, parse, json_keys)
+        super().__init__(agent, env, parse, json_keys, resumes)
         self._keyed = keyed
         self._restores = restores
         self._timeout = env.timeout
@@ -447,9 +535,11 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             key, record = ("record", index), value
         task = asyncio.current_task()
         assert task is not None
-        run_id = _new_run_id()  # made here so that the backstop timer can name the record's run
-        self._running[id(value)] = (task, key, index, run_id)
         record = self._record(record)
+        # Made here so that the backstop timer can name the record's run (a resume's goes on).
+        resumed = type(record) is Resume and record.run_id
+        run_id = resumed or _new_run_id()
+        self._running[id(value)] = (task, key, index, run_id)
         runner = self._runner_for_this_worker()
         before = self._tails.get(key)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -463,7 +553,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             mine: dict[Hashable, dict[str, Any]] | None = None
             if self._keyed:
                 mine = {key: sessions[key]} if key in sessions else {}
-            outputs = await run_record(runner, mine, index, key, record, self._timeout, run_id)
+            outputs = await self._run(runner, mine, index, key, record, self._timeout, run_id)
             commit = (lambda: sessions.update(mine)) if mine else None
             if commit is not None and self._restores is not None:
                 outputs, commit = [self._not_kept(index, key, record, run_id, outputs)], None
@@ -530,8 +620,9 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
         env: FlinkExecutionEnvironment,
         parse: Callable[[str], Any] | None,
         json_keys: bool = False,
+        resumes: bool = False,
     ) -> None:
-        super().__init__(agent, env, parse, json_keys)
+        super().__init__(agent, env, parse, json_keys, resumes)
         self._state: Any = None
         self._thread: _LoopThread | None = None
 
@@ -557,7 +648,8 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
         sessions: dict[Hashable, dict[str, Any]] = {}
         if stored is not None:
             sessions[key] = from_json_value(json.loads(stored))
-        run_id = _new_run_id()  # its error's too, should its session fail to be kept
+        # Its error's too, should its session fail to be kept (a resume's run goes on).
+        run_id = (type(record) is Resume and record.run_id) or _new_run_id()
         outputs = self._thread.run(self._one(index, key, record, sessions, run_id))
 
         def commit() -> None:  # refuses what a checkpoint refuses, NaN included
@@ -576,7 +668,7 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
         run_id: str,
     ) -> list[KeyedOutput]:
         runner = self._runner_for_this_worker()
-        return await run_record(runner, sessions, index, key, record, None, run_id)
+        return await self._run(runner, sessions, index, key, record, None, run_id)
 
 
 class _LoopThread:
@@ -732,12 +824,8 @@ def _decoded_key(text: str) -> Hashable:
     """A key from its JSON text: JSON's arrays back as tuples (a key is hashable, so an array was
     a tuple)."""
     key = json.loads(text)
-    found: Hashable = _tupled(key) if type(key) is list else key
+    found: Hashable = tupled(key) if type(key) is list else key
     return found
-
-
-def _tupled(value: Any) -> Any:
-    return tuple(_tupled(item) for item in value) if type(value) is list else value
 
 
 def _as_json(output: KeyedOutput, failed: bool = False) -> str:

@@ -1,0 +1,225 @@
+"""Resuming a paused record inside a Flink job (``apply(agent, resumes=stream)``), as a record of
+its key: the key's memory lives in the job, so a resume run elsewhere (a ``Runner`` over the
+checkpoint store) wrote to a copy of the session saved at the pause, and the key's next records
+never saw what it wrote.
+
+The operator functions are called here as PyFlink calls them, with what ``apply``'s ``key_by``
+hands over (a resume as ``resumes`` is mapped); tests/test_flink.py runs resumes on a MiniCluster.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+from typing import Any
+
+import pytest
+
+if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how to get it
+    pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
+
+from pyflink.common import Row
+
+from adk import Interrupt, Runner
+from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment
+from adk.execution._flink import FlinkKeyedInput, _AgentFunction, _KeyedStateFunction
+from adk.execution._flink_resumes import keyed_row, parsed
+
+
+@action(InputEvent)
+def book(event: InputEvent, ctx: ActionContext) -> None:
+    """Adds the amount to the key's balance; an amount over 100 waits for approval first."""
+    amount = event.input["amount"]
+    if amount > 100 and (ctx.resume is None or ctx.resume.data != "approved"):
+        if ctx.resume is None:
+            raise Interrupt({"approve": amount})
+        amount = 0
+    balance = ctx.short_term_memory.get("balance", 0) + amount
+    ctx.short_term_memory.set("balance", balance)
+    ctx.send_event(OutputEvent(output=balance))
+
+
+class _State:
+    """Flink's keyed state for one key, and the context naming that key."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.stored = key, None
+
+    def get_state(self, descriptor: Any) -> _State:
+        return self
+
+    def value(self) -> str | None:
+        return self.stored
+
+    def update(self, text: str) -> None:
+        self.stored = text
+
+    def get_current_key(self) -> str:
+        return self.key
+
+
+class _Job:
+    """One operator of a keyed job with ``resumes``, fed elements as ``key_by`` hands them over:
+    ``from_list``'s keyed rows (``json_keys``) or the records' own objects."""
+
+    def __init__(self, durable: bool, json_keys: bool) -> None:
+        store = self.store = InMemoryCheckpointStore()
+        env = FlinkExecutionEnvironment(
+            object(),  # type: ignore[arg-type]
+            on_error="emit",
+            checkpoint_store=lambda: store,
+            durable_memory=durable,
+        )
+        agent = ActionAgent("ledger", actions=[book])
+        parse = json.loads if json_keys else None
+        self.json_keys, self.durable = json_keys, durable
+        self.function: _AgentFunction | _KeyedStateFunction
+        if durable:
+            self.function = _KeyedStateFunction(agent, env, parse, json_keys, True)
+            self.function.open(_State("unused"))
+            self.states: dict[str, _State] = {}
+        else:
+            self.function = _AgentFunction(agent, env, True, parse, json_keys, True)
+
+    async def record(self, user: str, amount: int) -> list[dict[str, Any]]:
+        record = {"user": user, "amount": amount}
+        if self.json_keys:
+            return await self._element(json.dumps(user), Row(json.dumps(user), json.dumps(record)))
+        return await self._element(user, record)
+
+    async def resume(self, text: str) -> list[dict[str, Any]]:
+        """A resume as ``apply`` maps the ``resumes`` stream's text, keyed as ``key_by`` keys it."""
+        if self.json_keys:
+            row = keyed_row(text)
+            return await self._element(row[0], row)
+        resume = parsed(text)
+        return await self._element(resume.key, resume)
+
+    async def _element(self, key: Any, element: Any) -> list[dict[str, Any]]:
+        if isinstance(self.function, _AgentFunction):
+            texts = await self.function.async_invoke(Row(key, element))
+        else:
+            state = self.states.setdefault(key, _State(key))
+            self.function._state = state
+            texts = await asyncio.to_thread(
+                lambda: list(self.function.process_element(element, state))  # type: ignore[union-attr]
+            )
+        return [json.loads(text) for text in texts]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("json_keys", [False, True])
+def test_a_resume_in_the_stream_runs_as_a_record_of_its_key(
+    durable: bool, json_keys: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The resume runs on the key's session as the records since the pause left it, and the key's
+    next record sees what it wrote, as ``LocalExecutionEnvironment``'s ``outputs.resume``."""
+    job = _Job(durable, json_keys)
+
+    async def run() -> list[list[dict[str, Any]]]:
+        [paused] = await job.record("ann", 500)
+        assert paused["checkpoint_id"] and paused["interrupt"] is not None
+        after = await job.record("ann", 5)  # not held up by the pause
+        # The paused output as the job gave it, with the person's answer added.
+        resumed = await job.resume(json.dumps({**paused, "resume": "approved"}))
+        for output in resumed:
+            assert output["run_id"] == paused["run_id"]  # the paused run goes on
+        return [after, resumed, await job.record("ann", 1), await job.record("bob", 2)]
+
+    with caplog.at_level(logging.WARNING, logger="adk.runner"):
+        try:
+            after, resumed, next_one, other = asyncio.run(run())
+        finally:
+            job.function.close()
+    assert not caplog.records  # resumed as a record of its key: nothing to warn of
+    assert [o["output"] for o in after] == [5]
+    assert [o["output"] for o in resumed] == [505]
+    assert [o["output"] for o in next_one] == [506]  # the resume's write reached the key's memory
+    assert [o["output"] for o in other] == [2]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize(
+    ("resume", "problem"),
+    [
+        ({"key": "ann", "resume": "approved"}, "has no checkpoint_id (a non-empty str), got None"),
+        ({"checkpoint_id": "c1", "resume": "approved"}, "has no key"),
+        ([1, 2], "is a list, not a paused output"),
+    ],
+)
+def test_a_resume_that_names_no_paused_record_fails_as_a_record(
+    durable: bool, resume: Any, problem: str
+) -> None:
+    """A resume that does not say what to resume is a failed output (on_error), not a failed job,
+    and leaves the key's memory as it was."""
+    job = _Job(durable, json_keys=True)
+
+    async def run() -> list[list[dict[str, Any]]]:
+        return [
+            await job.record("ann", 5),
+            await job.resume(json.dumps(resume)),
+            await job.record("ann", 1),
+        ]
+
+    try:
+        before, [failed], after = asyncio.run(run())
+    finally:
+        job.function.close()
+    assert failed["error"]["type"] == "ValueError" and failed["output"] is None
+    assert problem in failed["error"]["message"] and "resume 1" in failed["error"]["message"]
+    assert [o["output"] for o in before] == [5] and [o["output"] for o in after] == [6]
+
+
+def test_resumes_need_a_key() -> None:
+    """Without a key a record keeps no memory: a Runner over the checkpoint store resumes it as
+    the job would, so apply says so instead of taking resumes it has no key to order by."""
+    env = FlinkExecutionEnvironment(object())  # type: ignore[arg-type]
+    records = FlinkKeyedInput(env, object(), None, json_records=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="resumes run as records of their key"):
+        records.apply(ActionAgent("ledger", actions=[book]), resumes=object())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_runner_resuming_a_jobs_keyed_pause_warns_its_writes_stay_out_of_the_key(
+    durable: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Resumed by a Runner over the job's checkpoint store, a keyed record of a Flink job runs on
+    the session saved at its pause, and what it writes never reaches the key's memory in the job:
+    it did so silently. Now it warns, naming the key and the way through the job."""
+    job = _Job(durable, json_keys=True)
+    try:
+        [paused] = asyncio.run(job.record("ann", 500))
+    finally:
+        job.function.close()
+    runner = Runner(ActionAgent("ledger", actions=[book]), checkpoint_store=job.store)
+
+    with caplog.at_level(logging.WARNING, logger="adk.runner"):
+        resumed = asyncio.run(runner.invoke_resume(paused["checkpoint_id"], "approved"))
+
+    assert resumed.interrupt is None  # it still runs: the person's answer is not lost
+    [warning] = caplog.records
+    message = warning.getMessage()
+    assert "a Flink job (key 'ann')" in message and "apply(agent, resumes=...)" in message
+    assert paused["checkpoint_id"] in message
+
+
+def test_a_local_pause_resumed_by_a_runner_does_not_warn(caplog: pytest.LogCaptureFixture) -> None:
+    """Locally the key's memory is the ``sessions`` the caller holds, and resuming with the
+    runner is a documented plain run: no warning there."""
+    store = InMemoryCheckpointStore()
+    env = LocalExecutionEnvironment(checkpoint_store=store)
+
+    async def run() -> None:
+        outputs = env.from_list([{"user": "ann", "amount": 500}], key="user")
+        applied = outputs.apply(ActionAgent("ledger", actions=[book]))
+        [paused] = await applied.to_list()
+        assert paused.checkpoint_id is not None
+        await applied.runner.invoke_resume(paused.checkpoint_id, "approved")
+
+    with caplog.at_level(logging.WARNING, logger="adk.runner"):
+        asyncio.run(run())
+    assert not caplog.records
