@@ -705,6 +705,13 @@ def _build_shipped_events(function: _WorkerAgent) -> None:
     _EventBuilder(io.BytesIO()).dump(function)
 
 
+# cloudpickle's own test of whether it pickles a class by reference (importable) or by value;
+# private, so, should a release drop it, every deferred event class shipped is built here.
+_by_reference: Callable[[type], bool] = getattr(
+    cloudpickle.cloudpickle, "_should_pickle_by_reference", lambda cls: False
+)
+
+
 class _EventBuilder(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle is untyped
     """A pickling pass that builds each still-deferred event class it ships by value."""
 
@@ -713,7 +720,7 @@ class _EventBuilder(cloudpickle.Pickler):  # type: ignore[misc]  # cloudpickle i
             isinstance(obj, type)
             and issubclass(obj, Event)
             and not obj.__pydantic_complete__
-            and not cloudpickle.cloudpickle._should_pickle_by_reference(obj)
+            and not _by_reference(obj)
         ):
             try:
                 obj.model_rebuild()
