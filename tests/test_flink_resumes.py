@@ -223,3 +223,21 @@ def test_a_local_pause_resumed_by_a_runner_does_not_warn(caplog: pytest.LogCaptu
     with caplog.at_level(logging.WARNING, logger="adk.runner"):
         asyncio.run(run())
     assert not caplog.records
+
+
+def test_a_record_of_the_users_own_that_looks_like_a_marked_resume_is_a_record() -> None:
+    """The mark tells from_list's JSON rows from resumes; a record of the user's own (a
+    from_datastream str) is never taken for a resume, whatever it starts with."""
+
+    @action(InputEvent)
+    def echo(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.input))
+
+    env = FlinkExecutionEnvironment(object(), on_error="emit")  # type: ignore[arg-type]
+    function = _AgentFunction(ActionAgent("echo", actions=[echo]), env, True, None, False, True)
+    text = '\x1e{"key": "a", "checkpoint_id": "c1"}'
+    try:
+        texts = asyncio.run(function.async_invoke(Row("a", text)))
+    finally:
+        function.close()
+    assert [json.loads(t)["output"] for t in texts] == [text]

@@ -405,8 +405,9 @@ class _WorkerAgent:
         ``resumes``, a ``Resume`` (its text marked in from_list's rows, else one of the objects)."""
         if self._json_keys:
             value = value[1]
-        if self._resumes and type(value) is str and value.startswith(RESUME_MARK):
-            return parsed(value[1:])
+            # Only there: a record of the user's own may be a str starting with the mark.
+            if self._resumes and value.startswith(RESUME_MARK):
+                return parsed(value[1:])
         return self._parse(value) if self._parse is not None else value
 
     async def _run(
