@@ -264,7 +264,11 @@ def resumed(durable_memory: bool) -> dict[str, list[dict[str, Any]]]:
     resumes it through its ``resumes`` stream, as a record of its key, beside a record of another
     key: ``from_list``'s keyed rows with the async operator, a ``from_datastream`` of the user's
     own objects (pickled, the resumes too) with durable memory."""
-    path = str(Path(tempfile.mkdtemp(prefix="adk-flink-resume-")) / "checkpoints.db")
+    with tempfile.TemporaryDirectory(prefix="adk-flink-resume-") as folder:
+        return _resumed_in(str(Path(folder) / "checkpoints.db"), durable_memory)
+
+
+def _resumed_in(path: str, durable_memory: bool) -> dict[str, list[dict[str, Any]]]:
     env = FlinkExecutionEnvironment(
         on_error="emit",
         checkpoint_store=lambda: SQLiteCheckpointStore(path),
