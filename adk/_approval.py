@@ -13,22 +13,39 @@ One module for both sides: the tools that ask build their pause with ``approval_
 the answer with ``decision_of`` (``FunctionTool`` itself, as its own pause may follow an approval;
 ``MCPToolset``'s tools through ``gate``), and the runner checks resume data aimed at an approval
 request with ``check_decision``.
+
+An approval may edit the call: ``{"approved": True, "arguments": {...}}`` runs it with those
+arguments instead of the model's (the whole set, as the request shows them). The tool executor
+applies the edit (``edit_at``, ``edited_call``), so every tool gets it the same way, and checks it
+against the tool's own validation (``_adk_check_arguments``) before anything runs, as the check
+before a resume does; a tool that cannot check arguments refuses edits. The conversation keeps the
+call as the model made it (its history is what the caller already saw) and the result tells the
+model what ran (``edit_note``): a model that saw only its own call beside a result for other
+arguments would take the result for its call's, or make the call again.
 """
 
 from __future__ import annotations
 
+import json
 import reprlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .interrupts import Interrupt, ResumeContext
+from .messages import ToolCall
 from .tools.base import ToolContext, ToolResult
+
+if TYPE_CHECKING:
+    from .interrupts import _ResumePlan
 
 __all__ = [
     "approval_request",
     "approves",
     "check_decision",
     "decision_of",
+    "edit_at",
+    "edit_note",
+    "edited_call",
     "gate",
     "is_approval_request",
     "resumed_decision",
@@ -38,9 +55,12 @@ _YES = frozenset({"y", "yes", "true", "approve", "approved"})
 _NO = frozenset({"n", "no", "false", "deny", "denied", "reject", "rejected"})
 _REQUEST_KEYS = frozenset({"type", "tool", "arguments", "tool_call_id"})
 _SHAPES = (
-    'True or False, "yes" or "no", or {"approved": True or False, "reason": "..." (optional)}; '
-    "None denies"
+    'True or False, "yes" or "no", or {"approved": True or False, "reason": "..." (optional)}, '
+    'or {"approved": True, "arguments": {...}} to run the call with edited arguments; None denies'
 )
+EDITED_SLOT = "edited"
+"""Where a call that ran with edited arguments and then paused on its own keeps them: its next
+resume runs it again, and the model's arguments in the conversation are not the ones approved."""
 
 
 def is_approval_request(info: object) -> bool:
@@ -80,13 +100,84 @@ def _read(decision: object) -> tuple[bool | None, object]:
 
 
 def check_decision(point_id: str, decision: object) -> None:
-    """Refuse (``ValueError``) a decision that neither approves nor denies clearly."""
-    if _read(decision)[0] is None:
+    """Refuse (``ValueError``) a decision that neither approves nor denies clearly, or that
+    approves with edited arguments that are not an object of JSON values. Whether the edit fits
+    the tool is checked where the tool is known (``edited_call``)."""
+    verdict = _read(decision)[0]
+    if verdict is None:
         shown = reprlib.repr(decision)
         raise ValueError(
             f"resume data for approval point {point_id!r} is not a decision: {shown}; "
             f"expected {_SHAPES}. Nothing ran and the checkpoint is kept"
         )
+    if verdict and isinstance(decision, Mapping) and "arguments" in decision:
+        _edit_text(point_id, decision["arguments"])
+
+
+def _edit_text(point_id: str, arguments: object) -> str:
+    """The JSON text of edited ``arguments``; ``ValueError`` if they are not a JSON object (they
+    replace the call's arguments, and are saved if the call pauses again)."""
+    problem = None
+    if not isinstance(arguments, Mapping) or not all(isinstance(k, str) for k in arguments):
+        problem = "they are not an object of the call's arguments by name"
+    else:
+        try:
+            return json.dumps(dict(arguments), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            problem = f"they are not JSON values ({exc})"
+    raise ValueError(
+        f"edited arguments for approval point {point_id!r} cannot be used: {problem}: "
+        f'{reprlib.repr(arguments)}; expected {{"approved": True, "arguments": {{"name": '
+        "value, ...}} with every argument of the call. Nothing ran and the checkpoint is kept"
+    )
+
+
+def edit_at(plan: _ResumePlan, address: str, call_id: str, data: object) -> object:
+    """The edited arguments a resumed call at ``address`` runs with, or None (not edited): those
+    of the approval decision ``data`` answering this call's approval request, else those it ran
+    with before it paused on its own (``EDITED_SLOT``)."""
+    info = plan.info_at(address)
+    if is_approval_request(info) and info.get("tool_call_id") == call_id:
+        if isinstance(data, Mapping) and "arguments" in data and approves(data)[0]:
+            return data["arguments"]
+        return None
+    saved = plan.resume_for(address, EDITED_SLOT)
+    return saved.state if saved is not None else None
+
+
+class _EditedCall(ToolCall):
+    """A call as it runs with a person's edited arguments: what the hooks and the tool see. Its
+    type tells tracing the arguments were edited; it shows as the ``ToolCall`` it is."""
+
+    def __repr_name__(self) -> str:
+        return "ToolCall"
+
+
+def edited_call(tool: object, call: ToolCall, address: str, arguments: object) -> ToolCall:
+    """``call`` with the edited ``arguments``, checked as the tool checks its arguments
+    (``_adk_check_arguments``: the problems, or None); ``ValueError`` if they do not fit, or the
+    tool cannot check them. Raised before anything of the resumed round runs."""
+    text = _edit_text(address, arguments)
+    check = getattr(tool, "_adk_check_arguments", None)
+    if check is None:
+        raise ValueError(
+            f"the approval of {address!r} edits the arguments of tool '{call.name}', which "
+            "cannot check edited arguments (only function tools and MCP tools can): approve it "
+            "without arguments, or deny it. Nothing ran and the checkpoint is kept"
+        )
+    problems = check(text)
+    if problems is not None:
+        raise ValueError(
+            f"the edited arguments for approval point {address!r} do not fit tool "
+            f"'{call.name}': {problems}. Nothing ran and the checkpoint is kept; resume again "
+            "with arguments that fit"
+        )
+    return _EditedCall(id=call.id, name=call.name, arguments=text)
+
+
+def edit_note(arguments: str) -> str:
+    """What the tool result adds for the model about a call a person edited."""
+    return f"[A person edited this call's arguments before it ran; it ran with {arguments}]"
 
 
 def approves(decision: Any) -> tuple[bool, str | None]:

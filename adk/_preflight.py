@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from . import _approval
 from ._parts import attributes, members
 from .agent import BaseAgent
 from .checkpoint.codec import CheckpointError
@@ -95,11 +96,18 @@ class Preflight:
                 )
 
     def call(self, tool: Any, call: ToolCall, ctx: RunContext, address: str) -> None:
-        """Check one open tool call of a resumed round, at ``address``: the tool's own check of
-        the call (``_adk_check_resume``: arguments that no longer fit, a missing approval) and,
-        for a tool that runs agents (``AgentTool``), the nested tree below it."""
+        """Check one open tool call of a resumed round, at ``address``: a person's edit of its
+        arguments (``ValueError`` if they do not fit the tool, as the resume's check of the
+        decision refuses one that is unclear), the tool's own check of the call
+        (``_adk_check_resume``: arguments that no longer fit, a missing approval) and, for a tool
+        that runs agents (``AgentTool``), the nested tree below it."""
         if not self.holds(address):
             return
+        resume = self.plan.resume_for(address)
+        if resume is not None and resume.is_target:
+            edit = _approval.edit_at(self.plan, address, call.id, resume.data)
+            if edit is not None:
+                call = _approval.edited_call(tool, call, address, edit)
         tool_ctx = new_tool_context(ctx, call.name, call.id, address, None)
         nested = getattr(tool, "_adk_preflight_call", None)
         if nested is not None:

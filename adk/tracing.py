@@ -42,7 +42,7 @@ from opentelemetry.trace import (
     Tracer,
 )
 
-from ._approval import _Denial
+from ._approval import _Denial, _EditedCall
 from ._hooks import ModelRequest, _root_span_attributes
 from ._nonfinite import dumps_finite
 from .interrupts import Interrupt
@@ -110,6 +110,7 @@ _CANCELLED = "adk.cancelled"  # a span event: the work was stopped, nothing went
 _CANCELLED_BY = "adk.cancelled.by"
 _CHECKPOINT_ID = "adk.checkpoint.id"
 _DENIED = "adk.approval.denied"  # a span event: a person refused the call, the tool did not fail
+_EDITED = "adk.approval.edited"  # a span attribute: the call ran with a person's edited arguments
 _HEX = frozenset("0123456789abcdef")
 
 # Request parameters the conventions name that ``ModelOptions`` has no field for: they reach the
@@ -580,6 +581,8 @@ class _GenAITracing:
         protocol = getattr(tool, "_span_attributes", None)  # an MCP server's tool: the MCP ones
         if isinstance(protocol, dict):
             attributes.update(protocol)
+        if type(call) is _EditedCall:  # gen_ai.tool.call.arguments, if captured, are the edit
+            attributes[_EDITED] = True
         span = self._tracer.start_span(
             f"execute_tool {call.name}",
             context=parent,

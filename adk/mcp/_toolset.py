@@ -161,6 +161,27 @@ class _MCPTool:
         version = live.protocol_version if live is not None else None
         return attributes if version is None else {**attributes, _PROTOCOL_VERSION: version}
 
+    def _adk_check_arguments(self, arguments: str) -> str | None:
+        """What is wrong with ``arguments`` (JSON text) for the server's input schema, or None: a
+        person's edit of a call's arguments is checked with this before the resume runs anything
+        (``adk._approval.edited_call``); the server would otherwise be the first to see them."""
+        # jsonschema (a dependency of the mcp package) loads here, on the first edited call:
+        # ``import adk.mcp`` does not otherwise need it and it costs tens of milliseconds.
+        import jsonschema  # type: ignore[import-untyped]  # no stubs installed
+
+        schema = self._spec.parameters
+        validator = jsonschema.validators.validator_for(schema)(schema)
+        try:
+            errors = list(validator.iter_errors(json.loads(arguments)))
+        except jsonschema.SchemaError:  # the server's schema is broken: the server decides
+            return None
+        if not errors:
+            return None
+        errors.sort(key=lambda e: [str(part) for part in e.path])
+        return "; ".join(
+            f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:5]
+        )
+
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
         name = self._spec.name
         if self._approval:

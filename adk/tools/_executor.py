@@ -12,6 +12,10 @@ import asyncio
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 
+# ``adk._approval`` loads on first use (the package's ``__getattr__``): only a resumed call reads
+# it, for a person's edit of its arguments.
+import adk
+
 from .._aio import cancel_and_wait
 from .._driver import is_cancellation, signal_of
 from ..checkpoint.codec import CheckpointError
@@ -84,27 +88,35 @@ async def run_tool_call(
     address = join_address(ctx.address, tool_segment(call.name, call.id))
     plan = ctx._run.plan
     resumed = False
+    edit: object = None
     if plan is not None:
         resume = plan.resume_for(address)
         if resume is not None:
             if not resume.is_target:
                 return ToolOutcome(call, signal=plan.subtree(address))
             resumed = True
+            edit = adk._approval.edit_at(plan, address, call.id, resume.data)
     if tool is None:
         tool = tools.get(call.name) or _UnknownTool(call.name, tools)
+    # The call as it runs: with a person's edited arguments, checked here before it runs (a round
+    # of several calls checked them all before any ran, ``check_resumed_calls``).
+    ran = call if edit is None else adk._approval.edited_call(tool, call, address, edit)
     tool_ctx = new_tool_context(
         ctx, call.name, call.id, address, emit.put_nowait if emit is not None else None
     )
     hooks = ctx._run.hooks
     try:
         if hooks is None:
-            output = await tool.run(call.arguments, tool_ctx)
+            output = await tool.run(ran.arguments, tool_ctx)
         else:
             output = await hooks.call_tool(
-                tool_ctx, call, lambda: tool.run(call.arguments, tool_ctx), tool
+                tool_ctx, ran, lambda: tool.run(ran.arguments, tool_ctx), tool
             )
     except Interrupt as exc:
-        return ToolOutcome(call, signal=signal_of(exc, address), action=tool_ctx.action)
+        signal = signal_of(exc, address)
+        if edit is not None:  # paused again on its own: its next resume runs the edited call
+            signal.save(address, edit, adk._approval.EDITED_SLOT)
+        return ToolOutcome(call, signal=signal, action=tool_ctx.action)
     except ToolError as exc:
         output = ToolResult.error(str(exc) or "tool failed")
         tool_ctx.action = None  # a failed call's exit/transfer would hide the error from the model
@@ -125,9 +137,14 @@ async def run_tool_call(
         content = output.content
     else:
         result, content = None, output
+    if edit is not None:
+        # The conversation keeps the call as the model made it: the result says what ran.
+        content = f"{adk._approval.edit_note(ran.arguments)}\n{content}"
     message = tool_message(content, call.id, call.name)
     if result is not None and result.is_error:
         message.metadata["is_error"] = True
+    if edit is not None:
+        message.metadata["edited_arguments"] = edit
     return ToolOutcome(call, message, result, tool_ctx.action)
 
 
@@ -148,15 +165,23 @@ def check_resumed_calls(
 ) -> None:
     """On resume, before a round of several calls starts: raise the ``CheckpointError`` a call
     of it would raise on running (its tool's ``_adk_check_resume``: arguments that no longer fit,
-    an approval it never had). The calls run concurrently, so one beside it (an approved
+    an approval it never had), or the ``ValueError`` of a person's edit of its arguments that
+    does not fit its tool. The calls run concurrently, so one beside it (an approved
     payment) would otherwise have run before the refusal, and run again on the next resume of
     the checkpoint the refusal keeps."""
+    plan = ctx._run.plan
     for call in calls:
         tool = (instead.get(call.id) if instead else None) or tools.get(call.name)
+        address = join_address(ctx.address, tool_segment(call.name, call.id))
+        arguments = call.arguments
+        resume = plan.resume_for(address) if plan is not None else None
+        if plan is not None and resume is not None and resume.is_target:
+            edit = adk._approval.edit_at(plan, address, call.id, resume.data)
+            if edit is not None:  # a person's edit that does not fit refuses the resume
+                arguments = adk._approval.edited_call(tool, call, address, edit).arguments
         check = getattr(tool, "_adk_check_resume", None)
         if check is not None:
-            address = join_address(ctx.address, tool_segment(call.name, call.id))
-            check(call.arguments, new_tool_context(ctx, call.name, call.id, address, None))
+            check(arguments, new_tool_context(ctx, call.name, call.id, address, None))
 
 
 async def execute_tool_calls(

@@ -452,6 +452,17 @@ class FunctionTool:
                 "was added since the pause?)"
             )
 
+    def _adk_check_arguments(self, arguments: str) -> str | None:
+        """What is wrong with ``arguments`` (JSON text) for this tool, or None: a person's edit of
+        a call's arguments is checked with this before the resume runs anything
+        (``adk._approval.edited_call``), as the call would check them on running."""
+        try:
+            self._args_model.model_validate_json(arguments)
+        except ValidationError as exc:
+            problems = format_validation_error(self.name, exc)
+            return problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
+        return None
+
     def _unfit(self, ctx: ToolContext, exc: ValidationError) -> CheckpointError:
         """The refusal of a resumed call whose saved arguments no longer fit the tool."""
         problems = format_validation_error(self.name, exc)

@@ -1,0 +1,321 @@
+"""A person approves a ``require_approval`` call with edited arguments: ``{"approved": True,
+"arguments": {...}}`` (docs/interrupts.md, "Editing the arguments"). Each resume is a fresh
+``Runner`` over a real SQLite store, as a service resumes in another process."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_servers.process import STDIO_SCRIPT
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from test_interrupts import collect, pause_of
+
+import adk
+from adk import ParallelAgent, Runner
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.mcp import MCPToolset, StdioServer
+from adk.testing import Reply, ScriptedModel, tool_call
+from adk.tracing import CAPTURE_CONTENT_ENV
+from prebuilt import ReActAgent
+
+
+class Bank:
+    """Tools that record what ran: ``pay`` needs approval, ``note`` does not."""
+
+    def __init__(self) -> None:
+        self.paid: list[tuple[str, int]] = []
+
+        @adk.tool(require_approval=True)
+        def pay(payee: str, cents: int) -> str:
+            """Pay someone.
+
+            Args:
+                payee: who is paid.
+                cents: how much.
+            """
+            self.paid.append((payee, cents))
+            return f"paid {cents} to {payee}"
+
+        self.pay = pay
+
+
+def _agent(bank: Bank, model: ScriptedModel) -> ReActAgent:
+    return ReActAgent("payer", model, tools=[bank.pay])
+
+
+def _store(tmp_path: Path) -> SQLiteCheckpointStore:
+    return SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+
+
+async def _checkpoints(store: SQLiteCheckpointStore) -> list[str]:
+    return [id async for id in store.ids()]
+
+
+async def test_an_edited_approval_runs_the_call_with_the_edit_and_the_model_is_told(
+    tmp_path: Path,
+) -> None:
+    bank = Bank()
+    script: list[Any] = [
+        Reply(tool_calls=[tool_call("pay", {"payee": "ACME", "cents": 500}, id="call_1")]),
+        "done",
+    ]
+    model = ScriptedModel(script)
+    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    assert paused.points[0].info["arguments"] == {"payee": "ACME", "cents": 500}
+
+    model = ScriptedModel(script[1:])
+    runner = Runner(_agent(bank, model), _store(tmp_path))
+    decision = {"approved": True, "arguments": {"payee": "ACME Ltd", "cents": 450}}
+    events = await collect(runner.resume(paused.checkpoint_id, decision))
+
+    assert events[-1].error is None and bank.paid == [("ACME Ltd", 450)]
+    # The call stays as the model made it; its result says what ran.
+    sent = model.requests[0].messages
+    call = next(m for m in sent if m.tool_calls).tool_calls[0]
+    assert json.loads(call.arguments) == {"payee": "ACME", "cents": 500}
+    result = sent[-1]
+    assert result.role == "tool" and result.tool_call_id == "call_1"
+    assert result.content == (
+        "[A person edited this call's arguments before it ran; it ran with "
+        '{"payee": "ACME Ltd", "cents": 450}]\npaid 450 to ACME Ltd'
+    )
+    assert result.metadata["edited_arguments"] == {"payee": "ACME Ltd", "cents": 450}
+    assert await _checkpoints(runner.checkpoint_store) == []  # type: ignore[arg-type]
+
+
+async def test_decisions_without_arguments_mean_what_they_meant(tmp_path: Path) -> None:
+    """Other keys beside "approved" are still the caller's (who approved, say), and a denial that
+    carries arguments is a denial: nothing runs."""
+    for decision, paid in [
+        ({"approved": True, "who": "ann"}, [("ACME", 500)]),
+        ({"approved": False, "arguments": {"payee": "ACME", "cents": 1}}, []),
+        (True, [("ACME", 500)]),
+    ]:
+        bank = Bank()
+        call = tool_call("pay", {"payee": "ACME", "cents": 500}, id="call_1")
+        model = ScriptedModel([Reply(tool_calls=[call]), "done"])
+        db = tmp_path / f"{len(bank.paid)}-{id(decision)}"
+        db.mkdir()
+        paused = pause_of(await collect(Runner(_agent(bank, model), _store(db)).run("pay")))
+        model = ScriptedModel(["done"])
+        events = await collect(
+            Runner(_agent(bank, model), _store(db)).resume(paused.checkpoint_id, decision)
+        )
+        assert events[-1].error is None and bank.paid == paid
+        assert "edited" not in model.requests[0].messages[-1].content
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"payee": "ACME"}, "cents: Field required"),
+        ({"payee": "ACME", "cents": "lots"}, "cents: Input should be a valid integer"),
+        ({"payee": "ACME", "cents": 1, "memo": "x"}, "memo: Extra inputs are not permitted"),
+        (["ACME", 1], "they are not an object of the call's arguments by name"),
+        ({"payee": "ACME", "cents": float("nan")}, "they are not JSON values"),
+    ],
+)
+async def test_an_edit_that_does_not_fit_is_refused_and_the_checkpoint_kept(
+    tmp_path: Path, arguments: Any, problem: str
+) -> None:
+    """Refused at the resume, before anything runs, as an unclear decision is: the person's
+    answer can be sent again, fixed, and nothing was lost or made twice."""
+    bank = Bank()
+    calls = [
+        tool_call("pay", {"payee": "ACME", "cents": 500}, id="call_1"),
+        tool_call("pay", {"payee": "Bob", "cents": 20}, id="call_2"),
+    ]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    first, second = (point.id for point in paused.points)
+
+    model = ScriptedModel(["done"])
+    runner = Runner(_agent(bank, model), _store(tmp_path))
+    bad = {first: {"approved": True, "arguments": arguments}, second: True}
+    with pytest.raises(ValueError, match="Nothing ran and the checkpoint is kept") as caught:
+        await collect(runner.resume(paused.checkpoint_id, bad))
+    assert problem in str(caught.value) and first in str(caught.value)
+    assert bank.paid == [] and model.calls == 0
+    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+
+    good = {first: {"approved": True, "arguments": {"payee": "ACME", "cents": 1}}, second: True}
+    runner = Runner(_agent(bank, model), _store(tmp_path))
+    events = await collect(runner.resume(paused.checkpoint_id, good))
+    assert events[-1].error is None and sorted(bank.paid) == [("ACME", 1), ("Bob", 20)]
+
+
+async def test_parallel_calls_edit_one_approve_another_deny_a_third(tmp_path: Path) -> None:
+    bank = Bank()
+    calls = [
+        tool_call("pay", {"payee": "ACME", "cents": 500}, id="c1"),
+        tool_call("pay", {"payee": "Bob", "cents": 20}, id="c2"),
+        tool_call("pay", {"payee": "Eve", "cents": 900}, id="c3"),
+    ]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    edit, approve, deny = (point.id for point in paused.points)
+
+    model = ScriptedModel(["done"])
+    decisions = {
+        edit: {"approved": True, "arguments": {"payee": "ACME", "cents": 50}},
+        approve: True,
+        deny: {"approved": False, "reason": "fraud"},
+    }
+    events = await collect(
+        Runner(_agent(bank, model), _store(tmp_path)).resume(paused.checkpoint_id, decisions)
+    )
+
+    assert events[-1].error is None
+    assert sorted(bank.paid) == [("ACME", 50), ("Bob", 20)]
+    results = {m.tool_call_id: m.content for m in model.requests[0].messages if m.role == "tool"}
+    assert results == {
+        "c1": "[A person edited this call's arguments before it ran; it ran with "
+        '{"payee": "ACME", "cents": 50}]\npaid 50 to ACME',
+        "c2": "paid 20 to Bob",
+        "c3": "Error: the call to 'pay' was not approved: fraud",
+    }
+
+
+async def test_an_edited_call_that_then_asks_its_own_question_keeps_the_edit(
+    tmp_path: Path,
+) -> None:
+    """The edit is saved with the call's own pause: its next resume runs it again, and the
+    model's arguments in the conversation are not the approved ones."""
+    booked: list[tuple[str, str]] = []
+
+    @adk.tool(require_approval=True)
+    def book(flight: str, ctx: adk.ToolContext) -> str:
+        """Book a seat on a flight."""
+        if ctx.resume is None:
+            raise adk.Interrupt("window or aisle?")
+        booked.append((flight, str(ctx.resume.data)))
+        return f"booked {flight}, {ctx.resume.data}"
+
+    call = tool_call("book", {"flight": "LH1"}, id="c1")
+    model = ScriptedModel([Reply(tool_calls=[call]), "done"])
+    paused = pause_of(
+        await collect(Runner(ReActAgent("a", model, tools=[book]), _store(tmp_path)).run("go"))
+    )
+
+    edit = {"approved": True, "arguments": {"flight": "LH2"}}
+    runner = Runner(ReActAgent("a", ScriptedModel([]), tools=[book]), _store(tmp_path))
+    asked = pause_of(await collect(runner.resume(paused.checkpoint_id, edit)))
+    assert asked.points[0].info == "window or aisle?" and booked == []
+
+    model = ScriptedModel(["done"])
+    runner = Runner(ReActAgent("a", model, tools=[book]), _store(tmp_path))
+    events = await collect(runner.resume(asked.checkpoint_id, "aisle"))
+    assert events[-1].error is None and booked == [("LH2", "aisle")]
+    assert model.requests[0].messages[-1].content == (
+        "[A person edited this call's arguments before it ran; it ran with "
+        '{"flight": "LH2"}]\nbooked LH2, aisle'
+    )
+
+
+async def test_the_check_before_the_resume_refuses_a_bad_edit_before_any_branch_runs(
+    tmp_path: Path,
+) -> None:
+    """Two branches paused for approval: the edit in one does not fit. Refused once the other
+    branch had made its approved call, the kept checkpoint would make it again on the next
+    resume; the check before the run starts (adk._preflight) refuses it first."""
+    bank = Bank()
+
+    def agents() -> ParallelAgent:
+        return ParallelAgent(
+            "both",
+            [
+                ReActAgent("a", ScriptedModel(script_a), tools=[bank.pay]),
+                ReActAgent("b", ScriptedModel(script_b), tools=[bank.pay]),
+            ],
+        )
+
+    script_a: list[Any] = [Reply(tool_calls=[tool_call("pay", {"payee": "A", "cents": 1})]), "a"]
+    script_b: list[Any] = [Reply(tool_calls=[tool_call("pay", {"payee": "B", "cents": 2})]), "b"]
+    paused = pause_of(await collect(Runner(agents(), _store(tmp_path)).run("pay")))
+    first, second = sorted(point.id for point in paused.points)
+
+    script_a, script_b = ["a"], ["b"]
+    bad = {first: True, second: {"approved": True, "arguments": {"payee": "B", "cents": "x"}}}
+    with pytest.raises(ValueError, match="do not fit tool 'pay'"):
+        await collect(Runner(agents(), _store(tmp_path)).resume(paused.checkpoint_id, bad))
+    assert bank.paid == []
+
+    good = {first: True, second: {"approved": True, "arguments": {"payee": "B", "cents": 3}}}
+    events = await collect(Runner(agents(), _store(tmp_path)).resume(paused.checkpoint_id, good))
+    assert events[-1].error is None and sorted(bank.paid) == [("A", 1), ("B", 3)]
+
+
+def _mcp_agent(model: ScriptedModel) -> tuple[MCPToolset, ReActAgent]:
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+    toolset = MCPToolset(server, tool_filter=["add"], require_approval=["add"])
+    return toolset, ReActAgent("ops", model, tools=[toolset])
+
+
+async def test_an_mcp_call_runs_with_the_edit_checked_against_the_servers_schema(
+    tmp_path: Path,
+) -> None:
+    """A toolset's tools are not resolved by the check before the resume (that asks the
+    server): the edit is checked when the paused round starts, before its calls run."""
+    call = tool_call("add", {"a": 2, "b": 3}, id="c1")
+    toolset, agent = _mcp_agent(ScriptedModel([Reply(tool_calls=[call]), "never"]))
+    async with toolset:
+        paused = pause_of(await collect(Runner(agent, _store(tmp_path)).run("add")))
+
+    bad = {"approved": True, "arguments": {"a": "two", "b": 3}}
+    toolset, agent = _mcp_agent(ScriptedModel(["never"]))
+    async with toolset:
+        events = await collect(Runner(agent, _store(tmp_path)).resume(paused.checkpoint_id, bad))
+    error = events[-1].error
+    assert error is not None and error.type == "ValueError"
+    assert "do not fit tool 'add': a: 'two' is not of type 'integer'" in error.message
+    assert not [e for e in events if e.message is not None and e.message.role == "tool"]
+    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+
+    model = ScriptedModel(["done"])
+    toolset, agent = _mcp_agent(model)
+    edit = {"approved": True, "arguments": {"a": 20, "b": 3}}
+    async with toolset:
+        events = await collect(Runner(agent, _store(tmp_path)).resume(paused.checkpoint_id, edit))
+    assert events[-1].error is None
+    assert model.requests[0].messages[-1].content == (
+        '[A person edited this call\'s arguments before it ran; it ran with {"a": 20, "b": 3}]\n23'
+    )
+
+
+@pytest.mark.parametrize("capture", [True, False])
+async def test_the_tool_span_records_the_edited_arguments_and_that_they_were_edited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capture: bool
+) -> None:
+    if capture:
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    else:
+        monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    bank = Bank()
+    call = tool_call("pay", {"payee": "ACME", "cents": 500}, id="c1")
+    model = ScriptedModel([Reply(tool_calls=[call]), "done"])
+    runner = Runner(_agent(bank, model), _store(tmp_path), tracer_provider=provider)
+    paused = pause_of(await collect(runner.run("pay")))
+    (first,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool pay"]
+    assert "adk.approval.edited" not in (first.attributes or {})
+    exporter.clear()
+
+    runner = Runner(_agent(bank, model), _store(tmp_path), tracer_provider=provider)
+    edit = {"approved": True, "arguments": {"payee": "ACME", "cents": 5}}
+    await collect(runner.resume(paused.checkpoint_id, edit))
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool pay"]
+    attributes = dict(span.attributes or {})
+    assert attributes["adk.approval.edited"] is True
+    if capture:
+        assert attributes["gen_ai.tool.call.arguments"] == '{"payee": "ACME", "cents": 5}'
+    else:
+        assert "gen_ai.tool.call.arguments" not in attributes
+    provider.shutdown()
