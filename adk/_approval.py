@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .interrupts import Interrupt, ResumeContext
-from .messages import ToolCall
+from .messages import Message, ToolCall
 from .tools.base import ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -49,6 +49,7 @@ __all__ = [
     "gate",
     "is_approval_request",
     "resumed_decision",
+    "without_note",
 ]
 
 _YES = frozenset({"y", "yes", "true", "approve", "approved"})
@@ -176,8 +177,19 @@ def edited_call(tool: object, call: ToolCall, address: str, arguments: object) -
 
 
 def edit_note(arguments: str) -> str:
-    """What the tool result adds for the model about a call a person edited."""
-    return f"[A person edited this call's arguments before it ran; it ran with {arguments}]"
+    """What the tool result starts with for the model about a call a person edited (the line
+    before the result's content)."""
+    return f"[A person edited this call's arguments before it ran; it ran with {arguments}]\n"
+
+
+def without_note(message: Message) -> None:
+    """Take the ``edit_note`` off a tool result that is not for a model to read: one returned
+    directly, which is the agent's output (parsed for an ``output_schema``, stored under an
+    ``output_key``). Its metadata still holds the edit."""
+    edit = message.metadata.get("edited_arguments")
+    if edit is not None:
+        note = edit_note(json.dumps(edit, allow_nan=False))
+        message.content = message.content.removeprefix(note)
 
 
 def approves(decision: Any) -> tuple[bool, str | None]:

@@ -686,6 +686,8 @@ class _ReActCore:
         if (
             exiting or outcome.call.name in self.owner.return_directly
         ) and not message.metadata.get("is_error"):
+            if message.metadata.get("edited_arguments") is not None:  # the output, not for a model
+                adk._approval.without_note(message)
             tally.held.append(message)
             if exiting:
                 tally.exits = [*(tally.exits or ()), outcome.call.id]

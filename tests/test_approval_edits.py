@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from test_interrupts import collect, pause_of
 
 import adk
-from adk import ParallelAgent, Runner
+from adk import AgentTool, ParallelAgent, Runner
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -319,3 +319,56 @@ async def test_the_tool_span_records_the_edited_arguments_and_that_they_were_edi
     else:
         assert "gen_ai.tool.call.arguments" not in attributes
     provider.shutdown()
+
+
+async def test_a_result_returned_directly_is_the_output_without_the_note(tmp_path: Path) -> None:
+    """The note is for the next model turn; a result returned directly is the agent's output
+    (stored, parsed for an output_schema) and reaches no model."""
+    bank = Bank()
+    call = tool_call("pay", {"payee": "ACME", "cents": 500}, id="c1")
+
+    def agent(model: ScriptedModel) -> ReActAgent:
+        return ReActAgent(
+            "payer", model, tools=[bank.pay], return_directly=["pay"], output_key="receipt"
+        )
+
+    paused = pause_of(
+        await collect(
+            Runner(agent(ScriptedModel([Reply(tool_calls=[call])])), _store(tmp_path)).run("pay")
+        )
+    )
+    runner = Runner(agent(ScriptedModel([])), _store(tmp_path))
+    edit = {"approved": True, "arguments": {"payee": "ACME", "cents": 5}}
+    result = await runner.invoke_resume(paused.checkpoint_id, edit)
+    assert result.text == "paid 5 to ACME" and bank.paid == [("ACME", 5)]
+    assert result.session.values["receipt"] == "paid 5 to ACME"
+    final = result.events[-1].message
+    assert final is not None and final.metadata["edited_arguments"] == {"payee": "ACME", "cents": 5}
+
+
+async def test_an_approval_inside_an_agent_tool_runs_with_the_edit(tmp_path: Path) -> None:
+    """The inner agent's call is edited at its own address; the check before the resume walks
+    into the AgentTool and refuses a bad edit there before anything runs."""
+    bank = Bank()
+
+    def outer(inner_script: list[Any], outer_script: list[Any]) -> ReActAgent:
+        inner = ReActAgent(
+            "cashier", ScriptedModel(inner_script), description="pays", tools=[bank.pay]
+        )
+        return ReActAgent("boss", ScriptedModel(outer_script), tools=[AgentTool(inner)])
+
+    inner_call = tool_call("pay", {"payee": "ACME", "cents": 500}, id="i1")
+    outer_call = tool_call("cashier", {"request": "pay ACME"}, id="o1")
+    agent = outer([Reply(tool_calls=[inner_call]), "paid"], [Reply(tool_calls=[outer_call]), "ok"])
+    paused = pause_of(await collect(Runner(agent, _store(tmp_path)).run("pay")))
+    (point,) = paused.points
+    assert point.id.endswith("/tool:pay#i1")
+
+    bad = {"approved": True, "arguments": {"payee": "ACME"}}
+    with pytest.raises(ValueError, match="cents: Field required"):
+        await collect(Runner(outer([], []), _store(tmp_path)).resume(paused.checkpoint_id, bad))
+
+    edit = {"approved": True, "arguments": {"payee": "ACME", "cents": 7}}
+    runner = Runner(outer(["paid"], ["ok"]), _store(tmp_path))
+    result = await runner.invoke_resume(paused.checkpoint_id, edit)
+    assert result.text == "ok" and bank.paid == [("ACME", 7)]

@@ -139,7 +139,7 @@ async def run_tool_call(
         result, content = None, output
     if edit is not None:
         # The conversation keeps the call as the model made it: the result says what ran.
-        content = f"{adk._approval.edit_note(ran.arguments)}\n{content}"
+        content = f"{adk._approval.edit_note(ran.arguments)}{content}"
     message = tool_message(content, call.id, call.name)
     if result is not None and result.is_error:
         message.metadata["is_error"] = True
