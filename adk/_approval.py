@@ -123,7 +123,7 @@ def _edit_text(point_id: str, arguments: object) -> str:
         problem = "they are not an object of the call's arguments by name"
     else:
         try:
-            return json.dumps(dict(arguments), allow_nan=False)
+            return _json(arguments)
         except (TypeError, ValueError) as exc:
             problem = f"they are not JSON values ({exc})"
     raise ValueError(
@@ -133,14 +133,30 @@ def _edit_text(point_id: str, arguments: object) -> str:
     )
 
 
-def edit_at(plan: _ResumePlan, address: str, call_id: str, data: object) -> object:
-    """The edited arguments a resumed call at ``address`` runs with, or None (not edited): those
-    of the approval decision ``data`` answering this call's approval request, else those it ran
-    with before it paused on its own (``EDITED_SLOT``)."""
+def _json(arguments: Mapping[str, Any]) -> str:
+    """Edited arguments as the JSON text the tool gets and the note shows (readable: not ASCII
+    escaped)."""
+    return json.dumps(dict(arguments), allow_nan=False, ensure_ascii=False)
+
+
+def _unchanged(call: ToolCall, arguments: object) -> bool:
+    """Whether ``arguments`` are the model's own: a form that always sends them back (prefilled
+    with the request's) edits nothing, and the model is told nothing."""
+    try:
+        return bool(json.loads(call.arguments or "{}") == arguments)
+    except ValueError:
+        return False
+
+
+def edit_at(plan: _ResumePlan, address: str, call: ToolCall, data: object) -> object:
+    """The edited arguments a resumed ``call`` at ``address`` runs with, or None (not edited):
+    those of the approval decision ``data`` answering this call's approval request (unless they
+    are the model's own), else those it ran with before it paused on its own (``EDITED_SLOT``)."""
     info = plan.info_at(address)
-    if is_approval_request(info) and info.get("tool_call_id") == call_id:
+    if is_approval_request(info) and info.get("tool_call_id") == call.id:
         if isinstance(data, Mapping) and "arguments" in data and approves(data)[0]:
-            return data["arguments"]
+            edit = data["arguments"]
+            return None if _unchanged(call, edit) else edit
         return None
     saved = plan.resume_for(address, EDITED_SLOT)
     return saved.state if saved is not None else None
@@ -188,7 +204,7 @@ def without_note(message: Message) -> None:
     ``output_key``). Its metadata still holds the edit."""
     edit = message.metadata.get("edited_arguments")
     if edit is not None:
-        note = edit_note(json.dumps(edit, allow_nan=False))
+        note = edit_note(_json(edit))
         message.content = message.content.removeprefix(note)
 
 

@@ -105,7 +105,7 @@ class Preflight:
             return
         resume = self.plan.resume_for(address)
         if resume is not None and resume.is_target:
-            edit = _approval.edit_at(self.plan, address, call.id, resume.data)
+            edit = _approval.edit_at(self.plan, address, call, resume.data)
             if edit is not None:
                 call = _approval.edited_call(tool, call, address, edit)
         tool_ctx = new_tool_context(ctx, call.name, call.id, address, None)

@@ -372,3 +372,28 @@ async def test_an_approval_inside_an_agent_tool_runs_with_the_edit(tmp_path: Pat
     runner = Runner(outer(["paid"], ["ok"]), _store(tmp_path))
     result = await runner.invoke_resume(paused.checkpoint_id, edit)
     assert result.text == "ok" and bank.paid == [("ACME", 7)]
+
+
+async def test_arguments_sent_back_unchanged_are_no_edit(tmp_path: Path) -> None:
+    """A form prefilled with the request's arguments sends them back as they were: the call runs
+    as approved, and the model is not told of an edit nobody made. An edit's note shows text as
+    written (not ASCII escaped)."""
+    bank = Bank()
+    calls = [tool_call("pay", {"payee": "Müller", "cents": 500}, id=id) for id in ("c1", "c2")]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    same, changed = (point.id for point in paused.points)
+
+    model = ScriptedModel(["done"])
+    decisions = {
+        same: {"approved": True, "arguments": paused.points[0].info["arguments"]},
+        changed: {"approved": True, "arguments": {"payee": "Müller GmbH", "cents": 500}},
+    }
+    runner = Runner(_agent(bank, model), _store(tmp_path))
+    await collect(runner.resume(paused.checkpoint_id, decisions))
+    results = {m.tool_call_id: m for m in model.requests[0].messages if m.role == "tool"}
+    assert results["c1"].content == "paid 500 to Müller"
+    assert "edited_arguments" not in results["c1"].metadata
+    assert results["c2"].content.startswith(
+        '[A person edited this call\'s arguments before it ran; it ran with {"payee": "Müller GmbH"'
+    )

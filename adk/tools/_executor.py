@@ -95,7 +95,7 @@ async def run_tool_call(
             if not resume.is_target:
                 return ToolOutcome(call, signal=plan.subtree(address))
             resumed = True
-            edit = adk._approval.edit_at(plan, address, call.id, resume.data)
+            edit = adk._approval.edit_at(plan, address, call, resume.data)
     if tool is None:
         tool = tools.get(call.name) or _UnknownTool(call.name, tools)
     # The call as it runs: with a person's edited arguments, checked here before it runs (a round
@@ -176,7 +176,7 @@ def check_resumed_calls(
         arguments = call.arguments
         resume = plan.resume_for(address) if plan is not None else None
         if plan is not None and resume is not None and resume.is_target:
-            edit = adk._approval.edit_at(plan, address, call.id, resume.data)
+            edit = adk._approval.edit_at(plan, address, call, resume.data)
             if edit is not None:  # a person's edit that does not fit refuses the resume
                 arguments = adk._approval.edited_call(tool, call, address, edit).arguments
         check = getattr(tool, "_adk_check_resume", None)
