@@ -1177,3 +1177,28 @@ async def test_a_queued_event_keeps_nan_in_its_typed_fields_across_a_pause(tmp_p
     assert stats.means["a"] != stats.means["a"] and stats.means["b"] == float("inf")
     [x] = stats.extra["x"]
     assert x != x  # NaN, not None
+
+
+async def test_an_approval_with_edited_arguments_runs_the_call_as_edited() -> None:
+    """The event-driven tools action runs calls through the same executor as a ReActAgent: the
+    edit runs, the model is told, and an edit that does not fit is refused with nothing run."""
+    store = InMemoryCheckpointStore()
+
+    def build() -> Runner:
+        model = ScriptedModel(_paying(5))
+        return Runner(Payer("payer", resources=_resources(model, pay)), checkpoint_store=store)
+
+    paused = await build().invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    [point] = paused.interrupt.points
+
+    bad = {point.id: {"approved": True, "arguments": {"amount": "five"}}}
+    with pytest.raises(RunError, match="do not fit tool 'pay': amount: Input should be"):
+        await build().invoke_resume("cp", bad)
+    assert PAID == [] and await store.get("cp") is not None
+
+    edited = {point.id: {"approved": True, "arguments": {"amount": 3}}}
+    resumed = await build().invoke_resume("cp", edited)
+    assert PAID == [3] and resumed.text == (
+        '[A person edited this call\'s arguments before it ran; it ran with {"amount": 3}]\npaid 3'
+    )
