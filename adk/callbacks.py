@@ -96,10 +96,18 @@ from pydantic import BaseModel
 from ._aio import closing
 from ._hooks import ModelRequest
 from .events import message_event as _message_event
+from .interrupts import (
+    _ANSWERS_SLOT,
+    _CALLBACK_SLOT,
+    Interrupt,
+    ResumeContext,
+    _InterruptSignal,
+    _ResumePlan,
+)
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, join_chunks
 from .models.base import ModelOptions
 from .streams import _being_cancelled
-from .tools.base import ToolContext, ToolResult
+from .tools.base import _LIVE, ToolContext, ToolResult
 from .tools.function import _serialise
 
 if TYPE_CHECKING:
@@ -270,6 +278,7 @@ class _CallbackChain:
     """The runner's callback objects, compiled per hook into the list of functions to call."""
 
     __slots__ = (
+        "_tool_keys",
         "after_agent",
         "after_model",
         "after_tool",
@@ -287,6 +296,7 @@ class _CallbackChain:
         self.before_tool: list[Callable[..., Any]] = []
         self.after_tool: list[Callable[..., Any]] = []
         self.on_event: list[Callable[[AgentEvent], None]] = []
+        self._tool_keys: list[str] | None = None
         for obj in callbacks:
             if isinstance(obj, type):
                 raise TypeError(f"callbacks takes objects, not classes: use {obj.__name__}()")
@@ -316,6 +326,15 @@ class _CallbackChain:
         for name in _HOOKS:
             setattr(both, name, [*getattr(self, name), *getattr(other, name)])
         return both
+
+    @property
+    def tool_keys(self) -> list[str]:
+        """The ``before_tool`` callbacks' keys (``_keys``), made when first needed: at a tool
+        call of a resumed run, or when a callback pauses."""
+        keys = self._tool_keys
+        if keys is None:
+            keys = self._tool_keys = _keys(self.before_tool)
+        return keys
 
     @property
     def wraps_models(self) -> bool:
@@ -349,9 +368,12 @@ class _CallbackChain:
     # -- models ---------------------------------------------------------------------------------
     async def run_before_model(self, ctx: RunContext, request: ModelRequest) -> Message | None:
         for fn in self.before_model:
-            reply = fn(ctx, request)
-            if _isawaitable(reply):
-                reply = await reply
+            try:
+                reply = fn(ctx, request)
+                if _isawaitable(reply):
+                    reply = await reply
+            except Interrupt as exc:
+                raise _model_pause(fn, "before_model") from exc
             if reply is not None:
                 return _check_message(fn, "before_model", reply)
         return None
@@ -360,9 +382,12 @@ class _CallbackChain:
         self, ctx: RunContext, request: ModelRequest, reply: Message
     ) -> Message:
         for fn in self.after_model:
-            replaced = fn(ctx, request, reply)
-            if _isawaitable(replaced):
-                replaced = await replaced
+            try:
+                replaced = fn(ctx, request, reply)
+                if _isawaitable(replaced):
+                    replaced = await replaced
+            except Interrupt as exc:
+                raise _model_pause(fn, "after_model") from exc
             if replaced is not None:
                 reply = _check_message(fn, "after_model", replaced)
         return reply
@@ -418,15 +443,32 @@ class _CallbackChain:
         invoke: Callable[[], Awaitable[_ToolOutput]],
     ) -> _ToolOutput:
         result: _ToolOutput | None = None
-        for fn in self.before_tool:
-            result = fn(ctx, call)
-            if _isawaitable(result):
-                result = await result
+        plan = ctx.run_context._run.plan
+        views = _views(plan, ctx.address, self.tool_keys) if plan is not None else None
+        for index, fn in enumerate(self.before_tool):
+            if views is not None:
+                ctx._view = views.get(self.tool_keys[index])
+            try:
+                result = fn(ctx, call)
+                if _isawaitable(result):
+                    result = await result
+            except Interrupt as exc:
+                _paused_by(exc, ctx.address, self.tool_keys[index], views)
+                raise
+            finally:
+                ctx._view = _LIVE
             if result is not None:
                 result = _check_tool_output(fn, "before_tool", result)
                 break
         if result is None:
-            result = await invoke()
+            if views:
+                try:
+                    result = await invoke()
+                except Interrupt as exc:
+                    _paused_by(exc, ctx.address, None, views)
+                    raise
+            else:
+                result = await invoke()
         for fn in self.after_tool:
             replaced = fn(ctx, call, result)
             if _isawaitable(replaced):
@@ -580,6 +622,74 @@ def _check_tool_output(fn: Callable[..., Any], hook: str, value: Any) -> _ToolOu
     raise TypeError(
         f"{hook} callback {fn!r} returned {type(value).__name__}; return a str, a ToolResult, "
         "a dict or a pydantic model (sent as JSON), or None"
+    )
+
+
+def _keys(fns: Sequence[Callable[..., Any]]) -> list[str]:
+    """A key for each ``before_tool`` callback that names it across a restart: its function's
+    module and qualified name (a method's includes its class), ``#2``, ``#3``... for a second and
+    third of one name. A checkpoint records which callback paused a call by it, so a redeploy
+    that adds or removes other callbacks does not hand one callback's answer to another."""
+    keys: list[str] = []
+    for fn in fns:
+        func = getattr(fn, "__func__", fn)
+        name = getattr(func, "__qualname__", None) or type(func).__qualname__
+        key = f"{getattr(func, '__module__', None) or type(func).__module__}.{name}"
+        count = sum(1 for k in keys if k == key or k.startswith(key + "#"))
+        keys.append(f"{key}#{count + 1}" if count else key)
+    return keys
+
+
+def _views(plan: _ResumePlan, address: str, keys: list[str]) -> dict[str, ResumeContext]:
+    """What each ``before_tool`` callback at the call at ``address`` of a resumed run sees as
+    ``ctx.resume``, by key: its own pause's resume when the call paused in it, the answer it was
+    given at an earlier pause of this call when a later party paused it since (it let the call
+    through then, and must not ask again), else nothing (None). Never the tool's resume: the
+    approval's decision or the function's answer is not the callback's."""
+    slots = plan.states.get(address)
+    if not slots:
+        return {}
+    views: dict[str, ResumeContext] = {}
+    answers = slots.get(_ANSWERS_SLOT)
+    if isinstance(answers, dict):
+        for key, answer in answers.items():
+            if key in keys and isinstance(answer, dict):
+                data, state = answer.get("data"), answer.get("state")
+                views[key] = ResumeContext(True, state, True, data)
+    paused = slots.get(_CALLBACK_SLOT)
+    if paused is not None and paused in keys:
+        own = plan.resume_for(address)
+        if own is not None and own.is_target:
+            views[paused] = own
+    return views
+
+
+def _paused_by(
+    exc: Interrupt, address: str, key: str | None, views: dict[str, ResumeContext] | None
+) -> None:
+    """Record, in the signal of the pause ``exc`` makes at the call at ``address``, who paused
+    it (``key``: a ``before_tool`` callback's; None: the tool's) and the answers the callbacks
+    that let the call through on this resume were given (``_views``), to see them again."""
+    signal = exc._signal
+    if signal is None:
+        signal = exc._signal = _InterruptSignal.single(address, exc.info, exc.state)
+    if key is not None:
+        signal.save(address, key, _CALLBACK_SLOT)
+    answers = {
+        k: {"data": view.data, "state": view.state} for k, view in (views or {}).items() if k != key
+    }
+    if answers:
+        signal.save(address, answers, _ANSWERS_SLOT)
+
+
+def _model_pause(fn: Callable[..., Any], hook: str) -> TypeError:
+    """The refusal of an ``Interrupt`` out of a model callback. A pause there would be the
+    agent's, saving none of its conversation: the resume found no state to go on from and
+    failed with the checkpoint kept. A ``before_tool`` callback (or a tool) can pause a call."""
+    return TypeError(
+        f"{hook} callback {fn!r} raised adk.Interrupt: a model callback cannot pause the run "
+        "(the agent saves no state to resume a model call from); raise it in a before_tool "
+        "callback or in a tool, which pause one tool call and resume it"
     )
 
 

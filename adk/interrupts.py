@@ -33,6 +33,17 @@ Address = str
 AGENT_STATE = ""
 """Slot of a component's own state at its address (flows keep theirs in another slot)."""
 
+_CALLBACK_SLOT = "callback"
+"""At a tool call's address: the key of the ``before_tool`` callback that paused the call
+(``adk.callbacks``), when its pause was that callback's rather than the tool's. Its resume is the
+callback's, and the tool then runs as on a first call."""
+
+_ANSWERS_SLOT = "callback_answers"
+"""At a tool call's address: the answers (``{"data": ..., "state": ...}`` by callback key) of the
+``before_tool`` callbacks resumed at this call before a later pause of it (the approval's, the
+function's, another callback's), so each sees its own answer again when the call resumes next,
+rather than ``None`` and asking once more."""
+
 
 def agent_segment(name: str) -> str:
     """The address segment of an agent named ``name``."""
@@ -214,6 +225,12 @@ class _ResumePlan:
         Each composite checks its own saved place; this catches what none of them can see (a
         workflow that paused inside replaced by a plain agent of its name, say)."""
         return [address for address in self.targets if address not in self.reached]
+
+    def callback_at(self, address: Address) -> Any:
+        """The key of the ``before_tool`` callback that paused the call at ``address`` (None when
+        its pause was the tool's own, or it is not paused)."""
+        slots = self.states.get(address)
+        return slots.get(_CALLBACK_SLOT) if slots else None
 
     def info_at(self, address: Address) -> Any:
         """The info of the pending point at exactly ``address`` (None if none is pending there):

@@ -9,7 +9,7 @@ the rest of the call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 # ``adk._approval`` loads on first use (the package's ``__getattr__``): only a resumed call reads
@@ -21,7 +21,7 @@ from .._driver import is_cancellation, signal_of
 from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent
-from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
+from ..interrupts import Interrupt, _InterruptSignal, _ResumePlan, join_address, tool_segment
 from ..messages import Message, ToolCall, tool_message
 from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec, new_tool_context
 
@@ -89,13 +89,16 @@ async def run_tool_call(
     plan = ctx._run.plan
     resumed = False
     edit: object = None
+    callback_paused = False
     if plan is not None:
         resume = plan.resume_for(address)
         if resume is not None:
             if not resume.is_target:
                 return ToolOutcome(call, signal=plan.subtree(address))
             resumed = True
-            edit = adk._approval.edit_at(plan, address, call, resume.data)
+            callback_paused = plan.callback_at(address) is not None
+            if not callback_paused:  # a callback's answer is not an approval's decision
+                edit = adk._approval.edit_at(plan, address, call, resume.data)
     if tool is None:
         tool = tools.get(call.name) or _UnknownTool(call.name, tools)
     # The call as it runs: with a person's edited arguments, checked here before it runs (a round
@@ -106,7 +109,12 @@ async def run_tool_call(
     )
     hooks = ctx._run.hooks
     try:
-        if hooks is None:
+        if callback_paused and plan is not None:
+            invoke = _after_callback_pause(plan, address, tool, ran.arguments, tool_ctx)
+            output = await (
+                invoke() if hooks is None else hooks.call_tool(tool_ctx, ran, invoke, tool)
+            )
+        elif hooks is None:
             output = await tool.run(ran.arguments, tool_ctx)
         else:
             output = await hooks.call_tool(
@@ -148,6 +156,23 @@ async def run_tool_call(
     return ToolOutcome(call, message, result, tool_ctx.action)
 
 
+def _after_callback_pause(
+    plan: _ResumePlan, address: str, tool: Tool, arguments: str, ctx: ToolContext
+) -> Callable[[], Awaitable[str | ToolResult]]:
+    """The tool's run for a call a ``before_tool`` callback paused: the callbacks have had their
+    answer, and the tool has not been reached yet, so it runs as on a first call (its
+    ``ctx.resume`` None: an approval asks, the function asks its own questions). Without the
+    point consumed first, the tool took the callback's answer for its own, and a
+    ``require_approval`` tool refused the call as never approved. (A callback removed since the
+    pause has nothing to answer: the call goes on as the current callbacks have it.)"""
+
+    def run() -> Awaitable[str | ToolResult]:
+        plan.consume(address)
+        return tool.run(arguments, ctx)
+
+    return run
+
+
 def lone_call(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> ToolCall | None:
     """The call of a round of one call whose tool forwards no events (the common case), which
     ``execute_tool_calls`` runs inline, without a task; None for any other round. A caller may
@@ -175,7 +200,12 @@ def check_resumed_calls(
         address = join_address(ctx.address, tool_segment(call.name, call.id))
         arguments = call.arguments
         resume = plan.resume_for(address) if plan is not None else None
-        if plan is not None and resume is not None and resume.is_target:
+        if (
+            plan is not None
+            and resume is not None
+            and resume.is_target
+            and plan.callback_at(address) is None  # a callback's answer is not a decision
+        ):
             edit = adk._approval.edit_at(plan, address, call, resume.data)
             if edit is not None:  # a person's edit that does not fit refuses the resume
                 arguments = adk._approval.edited_call(tool, call, address, edit).arguments

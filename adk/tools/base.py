@@ -23,6 +23,10 @@ __all__ = ["Tool", "ToolContext", "ToolError", "ToolResult", "ToolSpec", "Toolse
 
 _new = object.__new__
 
+_LIVE = object()
+"""``ToolContext._view`` when ``resume`` is read from the run's resume plan, as for the tool; while
+a ``before_tool`` callback runs on a resumed run the view is that callback's own (``adk.callbacks``)."""
+
 
 class ToolSpec(BaseModel):
     """What a model is told about a tool: name, description and JSON-schema ``parameters``."""
@@ -86,7 +90,7 @@ class ToolContext:
     """What a running tool knows: the session, where it runs, its call id, resume data, and the
     actions it may ask for (``exit``, ``transfer``, ``break_loop``)."""
 
-    __slots__ = ("_emit", "action", "address", "run_context", "tool_call_id", "tool_name")
+    __slots__ = ("_emit", "_view", "action", "address", "run_context", "tool_call_id", "tool_name")
 
     def __init__(
         self,
@@ -103,6 +107,7 @@ class ToolContext:
         self.address = address
         self.action: AgentAction | None = None
         self._emit = emit
+        self._view: ResumeContext | object | None = _LIVE
 
     @property
     def session(self) -> "Session":
@@ -130,7 +135,11 @@ class ToolContext:
     @property
     def resume(self) -> ResumeContext | None:
         """Set when the run resumes and this call (or a nested run under it) was interrupted;
-        ``data`` is what the resume sent to this call."""
+        ``data`` is what the resume sent to this call. A ``before_tool`` callback sees its own
+        pause's resume here, else None (``adk.callbacks``): the pause may have been the tool's."""
+        view = self._view
+        if view is not _LIVE:
+            return view  # type: ignore[return-value]
         plan = self.run_context._run.plan
         return plan.resume_for(self.address) if plan is not None else None
 
@@ -171,4 +180,5 @@ def new_tool_context(
     ctx.address = address
     ctx.action = None
     ctx._emit = emit
+    ctx._view = _LIVE
     return ctx

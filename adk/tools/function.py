@@ -481,6 +481,8 @@ class FunctionTool:
         resume = plan.resume_for(ctx.address) if plan is not None else None
         if plan is None or resume is None or not resume.is_target:
             return
+        if plan.callback_at(ctx.address) is not None:
+            return  # a before_tool callback's pause: the tool runs as on a first call
         decision = adk._approval.decision_of(resume, plan.info_at(ctx.address), ctx)
         if isinstance(decision, ToolResult):  # denied: nothing runs, nothing to refuse
             return
