@@ -470,9 +470,12 @@ class _CallbackChain:
             else:
                 result = await invoke()
         for fn in self.after_tool:
-            replaced = fn(ctx, call, result)
-            if _isawaitable(replaced):
-                replaced = await replaced
+            try:
+                replaced = fn(ctx, call, result)
+                if _isawaitable(replaced):
+                    replaced = await replaced
+            except Interrupt as exc:
+                raise _after_tool_pause(fn) from exc
             if replaced is not None:
                 result = _check_tool_output(fn, "after_tool", replaced)
         return result
@@ -690,6 +693,16 @@ def _model_pause(fn: Callable[..., Any], hook: str) -> TypeError:
         f"{hook} callback {fn!r} raised adk.Interrupt: a model callback cannot pause the run "
         "(the agent saves no state to resume a model call from); raise it in a before_tool "
         "callback or in a tool, which pause one tool call and resume it"
+    )
+
+
+def _after_tool_pause(fn: Callable[..., Any]) -> TypeError:
+    """The refusal of an ``Interrupt`` out of ``after_tool``, which fails the call as its other
+    errors do. The call has run by then, and a pause there is the call's: its resume ran the tool
+    again (a payment made twice). Ask before the call, in ``before_tool``."""
+    return TypeError(
+        f"after_tool callback {fn!r} raised adk.Interrupt: the call has run, and its resume "
+        "would run it again; pause in a before_tool callback, before the call runs"
     )
 
 

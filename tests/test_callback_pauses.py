@@ -381,3 +381,24 @@ async def test_a_checkpoint_of_a_callbacks_pause_saved_before_asks_again(tmp_pat
         ("colour", "c1", ("resumed", "green")),
     ]
 
+
+async def test_an_after_tool_pause_is_refused_rather_than_running_the_call_again() -> None:
+    # A pause after the call was the call's: its resume ran the tool a second time (paid twice).
+    desk = Desk(gated=frozenset())
+
+    def review(ctx: ToolContext, call: ToolCall, result: Any) -> None:
+        raise Interrupt(f"send {result!r} to the model?")
+
+    model = model_calling(tool_call("colour", {}, id="c1"))
+    runner = Runner(
+        ReActAgent("a", model, tools=desk.tools), callbacks=[Callbacks(after_tool=review)]
+    )
+    paused = await runner.invoke("go")  # the function's own question: after_tool is not reached
+    assert paused.checkpoint_id is not None
+    done = await runner.invoke_resume(paused.checkpoint_id, "red")
+    assert done.interrupt is None
+    assert "after_tool callback" in done.text and "raised adk.Interrupt" in done.text
+    assert [s for s in desk.seen if s[0] == "colour"] == [
+        ("colour", "c1", None),
+        ("colour", "c1", ("resumed", "red")),  # run once with its answer, never again
+    ]
