@@ -61,6 +61,15 @@ the pause and waits for the resume's answers, so ``before_agent`` is called agai
 skipped before a pause is not run again on resume: it has answered, and the answer is in the
 checkpoint's history.
 
+Pausing a tool call: a ``before_tool`` callback may raise ``Interrupt`` (a person asked before
+the call, LangChain's HumanInTheLoopMiddleware). The call pauses before its tool runs, and the
+checkpoint records which callback paused it (``_keys``: its function's qualified name). On resume
+each party at the call sees only its own pause's resume: the callback its own (else None, never
+the approval's decision or the function's answer, ``_views``), and the tool none, running as on
+a first call (``tools._executor``); a callback that let the call through after its answer sees
+that answer again at the call's later pauses (``_paused_by`` saves it) rather than asking twice.
+Model callbacks and ``after_tool`` cannot pause (``_model_pause``, ``_after_tool_pause``).
+
 Where they see things: ``ctx`` is the agent's ``RunContext`` (``ctx.agent_name``, ``ctx.session``,
 ``ctx.run_path``) or, for tools, the call's ``ToolContext``. A wrapper that runs its inner agent in
 place (a ``ReActAgent`` and its loop, a flow's root agent) is one agent: ``before_agent`` runs once.

@@ -23,7 +23,7 @@ DOCS = {
     "tools.md": 3,
     "models.md": 3,
     "mcp.md": 2,
-    "interrupts.md": 10,
+    "interrupts.md": 11,
     "event_driven.md": 10,
     "eino.md": 3,
     "openai_agents.md": 6,
