@@ -402,3 +402,24 @@ async def test_an_after_tool_pause_is_refused_rather_than_running_the_call_again
         ("colour", "c1", None),
         ("colour", "c1", ("resumed", "red")),  # run once with its answer, never again
     ]
+
+
+async def test_a_gate_removed_since_its_pause_lets_the_call_start_over(tmp_path: Path) -> None:
+    # A redeploy dropped the gate: nobody takes its answer; the call runs as on a first call, so
+    # the approval it requires is still asked for (nothing runs unasked).
+    desk = Desk()
+    db = tmp_path / "cp.db"
+    paused = await step(db, one_booking(desk), None, None)
+    assert infos(paused) == [{"confirm": "book"}]
+
+    def without_gate(store: SQLiteCheckpointStore) -> Runner:
+        model = model_calling(tool_call("book", {"destination": "Lisbon"}, id="c1"))
+        return Runner(ReActAgent("travel", model, tools=desk.tools), store)
+
+    paused = await step(db, without_gate, "trip", "go")
+    assert [info["type"] for info in infos(paused)] == ["approval"]
+    paused = await step(db, without_gate, "trip", True)
+    assert infos(paused) == ["window or aisle?"]
+    assert desk.seen[-1] == ("book", "c1", None)
+    done = await step(db, without_gate, "trip", "aisle")
+    assert done.text == "booked Lisbon, aisle seat"
