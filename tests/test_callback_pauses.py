@@ -423,3 +423,72 @@ async def test_a_gate_removed_since_its_pause_lets_the_call_start_over(tmp_path:
     assert desk.seen[-1] == ("book", "c1", None)
     done = await step(db, without_gate, "trip", "aisle")
     assert done.text == "booked Lisbon, aisle seat"
+
+
+async def test_the_gate_and_the_approval_hold_through_the_functions_questions(
+    tmp_path: Path,
+) -> None:
+    # The function asks two questions in turn (its state carries the first answer); neither the
+    # gate nor the approval is asked again, and the gate keeps seeing its own answer.
+    desk = Desk(gated=frozenset({"order"}))
+
+    @adk.tool(require_approval=True)
+    def order(dish: str, ctx: ToolContext) -> str:
+        """Order a dish."""
+        desk.seen.append(("order", ctx.tool_call_id, seen_data(ctx)))
+        if ctx.resume is None:
+            raise Interrupt("size?")
+        if ctx.resume.state is None:
+            raise Interrupt("drink?", state={"size": ctx.resume.data})
+        return f"{ctx.resume.state['size']} {dish} with {ctx.resume.data}"
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        model = model_calling(tool_call("order", {"dish": "soup"}, id="c1"))
+        agent = ReActAgent("diner", model, tools=[order])
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=desk.gate)])
+
+    db = tmp_path / "cp.db"
+    result = await step(db, make, None, None)
+    asked = [infos(result)]
+    for answer in ("go", True, "large"):
+        result = await step(db, make, "trip", answer)
+        asked.append(infos(result))
+    assert [a[0] if isinstance(a[0], str) else a[0].get("type", a[0]) for a in asked] == [
+        {"confirm": "order"},
+        "approval",
+        "size?",
+        "drink?",
+    ]
+    desk.seen.clear()
+    done = await step(db, make, "trip", "tea")
+    assert done.text == "large soup with tea"
+    assert desk.seen == [("gate", "c1", ("resumed", "go")), ("order", "c1", ("resumed", "tea"))]
+
+
+async def test_a_gates_pause_left_unanswered_keeps_its_place(tmp_path: Path) -> None:
+    # Two gated calls; a resume answers one. The other waits on, still the gate's: answered at a
+    # later resume, it is the gate that reads the answer, not the approval.
+    desk = Desk()
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        model = model_calling(
+            tool_call("book", {"destination": "Rome"}, id="c1"),
+            tool_call("book", {"destination": "Nice"}, id="c2"),
+        )
+        agent = ReActAgent("travel", model, tools=desk.tools)
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=desk.gate)])
+
+    db = tmp_path / "cp.db"
+    paused = await step(db, make, None, None)
+    assert paused.interrupt is not None
+    c1, c2 = sorted(paused.interrupt.point_ids)
+    paused = await step(db, make, "trip", {c1: "go"})
+    assert paused.interrupt is not None
+    by_id = {point.id: point.info for point in paused.interrupt.points}
+    assert by_id[c1]["type"] == "approval" and by_id[c2] == {"confirm": "book"}
+    done = await step(db, make, "trip", {c1: {"approved": False}, c2: "stop"})
+    assert sorted(done.text.split(" | ")) == [
+        "Error: stopped by a person: stop",
+        "Error: the call to 'book' was not approved",
+    ]
+    assert desk.ran == []
