@@ -37,7 +37,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from adk import AgentTool, Runner
+from adk import AgentTool, Interrupt, Runner, ToolCall, ToolContext
+from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
 from adk.messages import Message, Role
@@ -456,6 +457,48 @@ async def test_an_mcp_tool_calls_span_carries_the_mcp_attributes(
     assert dict(span.attributes or {}) == expected
     assert span.status.status_code == StatusCode.UNSET
     provider.shutdown()
+
+
+async def test_a_callbacks_pause_before_an_mcp_call_needing_approval(tmp_path: Path) -> None:
+    # A runner's before_tool callback asks a person before every call, and the MCP tool then asks
+    # for approval: each reads its own answer, from a fresh runner over the SQLite file (the
+    # callback read the approval's True as its answer and stopped the call; the tool could have
+    # read the callback's "go" as a decision).
+    seen: list[Any] = []
+
+    def desk(ctx: ToolContext, call: ToolCall) -> ToolResult | None:
+        seen.append(None if ctx.resume is None else ctx.resume.data)
+        if ctx.resume is None:
+            raise Interrupt({"confirm": call.name})
+        return None if ctx.resume.data == "go" else ToolResult.error("stopped")
+
+    db = tmp_path / "cp.db"
+    result = None
+    for answer in (None, "go", True):
+        model = ScriptedModel(
+            lambda m: (
+                m[-1].content
+                if m[-1].role == "tool"
+                else Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="c1")])
+            )
+        )
+        async with (
+            SQLiteCheckpointStore(db) as store,
+            MCPToolset(stdio(), tool_filter=["add"], require_approval=["add"]) as toolset,
+        ):
+            agent = ReActAgent("ops", model, tools=[toolset])
+            runner = Runner(agent, store, callbacks=[Callbacks(before_tool=desk)])
+            if answer is None:
+                result = await runner.invoke("add", checkpoint_id="ops-1")
+                assert result.interrupt is not None
+                assert result.interrupt.points[0].info == {"confirm": "add"}
+            else:
+                result = await runner.invoke_resume("ops-1", answer)
+        if answer == "go":
+            assert result.interrupt is not None
+            assert result.interrupt.points[0].info["type"] == "approval"
+    assert result is not None and result.interrupt is None and result.text == "5"
+    assert seen == [None, "go", "go"]
 
 
 async def test_a_denied_mcp_call_is_not_a_failed_tool_span() -> None:
