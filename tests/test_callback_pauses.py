@@ -492,3 +492,32 @@ async def test_a_gates_pause_left_unanswered_keeps_its_place(tmp_path: Path) -> 
         "Error: the call to 'book' was not approved",
     ]
     assert desk.ran == []
+
+
+async def test_a_gate_that_pauses_a_resumed_call_has_the_function_ask_again(
+    tmp_path: Path,
+) -> None:
+    # The gate starts asking while the function's question waits (a redeploy added it): its pause
+    # replaces the function's, whose answer is dropped; past the gate, the function asks again.
+    desk = Desk(gated=frozenset())
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        model = model_calling(tool_call("colour", {}, id="c1"))
+        agent = ReActAgent("travel", model, tools=desk.tools)
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=desk.gate)])
+
+    db = tmp_path / "cp.db"
+    paused = await step(db, make, None, None)
+    assert infos(paused) == ["which colour?"]
+    desk.gated = frozenset({"colour"})
+    paused = await step(db, make, "trip", "red")
+    assert infos(paused) == [{"confirm": "colour"}]
+    paused = await step(db, make, "trip", "go")
+    assert infos(paused) == ["which colour?"]
+    done = await step(db, make, "trip", "blue")
+    assert done.text == "colour blue"
+    assert [s for s in desk.seen if s[0] == "colour"] == [
+        ("colour", "c1", None),
+        ("colour", "c1", None),
+        ("colour", "c1", ("resumed", "blue")),
+    ]
