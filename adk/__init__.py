@@ -18,7 +18,7 @@ from .history import HistoryEntry, HistoryRewriter
 from .interrupts import Interrupt, InterruptInfo, InterruptPoint, ResumeContext
 from .messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, Usage
 from .models.base import ChatModel, ModelError, ModelOptions, RetryPolicy
-from .runner import RunError, Runner, RunResult
+from .runner import RunError, Runner, RunResult, run_messages, run_usage
 from .streams import MessageStream
 from .tools import (
     FunctionTool,
@@ -94,6 +94,8 @@ __all__ = [
     "Toolset",
     "Usage",
     "register_type",
+    "run_messages",
+    "run_usage",
     "tool",
     "with_sub_agents",
 ]

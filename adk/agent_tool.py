@@ -209,6 +209,8 @@ class AgentTool:
         # The caller's run options, designated ones included: the nested run is part of its call.
         run.options = outer._run.options
         run.designated = outer._run.designated
+        # Its model calls count in the enclosing run's usage (``RunResult.usage``).
+        run.totals = outer._run.totals or outer._run
         # Where the call sits in the enclosing runs, for its spans' ``adk.run_path``: the outer
         # path the forwarded events carry (``_forward``), whether or not they are forwarded.
         run.outer_path = (*outer._run.outer_path, *outer.run_path)

@@ -22,7 +22,7 @@ from .interrupts import (
     _ResumePlan,
     agent_segment,
 )
-from .messages import Message
+from .messages import Message, Usage
 
 __all__ = ["RunContext", "Session"]
 
@@ -186,6 +186,8 @@ class _RunState(_Lane):
         "plan",
         "resources",
         "seq",
+        "totals",
+        "usage",
     )
 
     # The run's session: ``None`` for a run given none until first read (``session``), so that a
@@ -209,6 +211,13 @@ class _RunState(_Lane):
     # them. ``None`` when no agent is designated, so an agent start tests one attribute.
     options: Mapping[str, Any]
     designated: dict[str, Mapping[str, Any]] | None
+    # The token counts its model calls reported, summed (``count_usage``; ``RunResult.usage``):
+    # ``None`` until one reports any. ``totals`` is the run they are summed in when it is not
+    # this one (``None``: a runner's run, not a reference to itself, which would make every run
+    # state a reference cycle): an ``AgentTool``'s nested run sums into the enclosing runner's
+    # run, whose total then holds the nested calls too (they appear in none of its events).
+    usage: Usage | None
+    totals: _RunState | None
 
     def options_for(self, agent_name: str) -> Mapping[str, Any]:
         """The options that apply to the agent named ``agent_name`` in this run."""
@@ -274,7 +283,21 @@ def new_run(
     run.seq = 0
     run.options = _NO_OPTIONS
     run.designated = None
+    run.usage = None
+    run.totals = None
     return run
+
+
+def count_usage(ctx: RunContext, reply: Message) -> None:
+    """Add a model reply's reported usage to its run's total (once per model call: an addition,
+    or nothing when the reply reports none)."""
+    usage = reply.usage
+    if usage is not None:
+        run = ctx._run
+        if run.totals is not None:
+            run = run.totals
+        total = run.usage
+        run.usage = usage if total is None else total + usage
 
 
 def run_options(options: object, agent_options: object) -> tuple[Mapping[str, Any], Any]:

@@ -11,6 +11,7 @@ import contextlib
 import inspect
 import logging
 import os
+import weakref
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -48,8 +49,9 @@ from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id, _from_store
 from .context import RunContext, Session, _root, _RunState, _session, new_run, run_options
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
+from .history import _messages_for
 from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
-from .messages import _USER, Message, _built
+from .messages import _USER, Message, Usage, _built
 from .streams import MessageStream, _being_cancelled
 
 if TYPE_CHECKING:
@@ -59,7 +61,7 @@ if TYPE_CHECKING:
     from .checkpoint._claim import _Claim
     from .checkpoint._pending import PendingCheckpoint
 
-__all__ = ["RunError", "RunResult", "Runner"]
+__all__ = ["RunError", "RunResult", "Runner", "run_messages", "run_usage"]
 
 logger = logging.getLogger("adk.runner")
 _new = object.__new__
@@ -77,12 +79,81 @@ class RunResult:
     session: Session
     checkpoint_id: str | None = None
     _last_message: Message | None = field(default=None, repr=False)
+    # The run's state and its root agent's name, for ``usage`` and ``messages``.
+    _run: _RunState | None = field(default=None, repr=False)
+    _agent: str = field(default="", repr=False)
 
     @property
     def text(self) -> str:
         """The content of the last message the run produced ("" if none)."""
         last = self._last_message
         return last.content if last is not None else ""
+
+    @property
+    def usage(self) -> Usage | None:
+        """The token counts of every model call of the run, summed: its agents' calls, those of
+        ``AgentTool`` nested runs (which appear in no event) included. A resumed run's total
+        includes the calls made before its pause. ``None`` when no call reported usage."""
+        run = self._run
+        return None if run is None else run.usage
+
+    @property
+    def messages(self) -> list[Message]:
+        """The run's conversation, in the order a next run should get it: the input, then every
+        message recorded (replies with their tool calls, tool results, streamed replies joined),
+        as the root agent reads them: its own as they are, other agents' (a transfer's target,
+        a supervisor's workers) as ``For context:`` user messages. ``runner.invoke(
+        result.messages + [Message.user("next")])`` carries the conversation on. A resumed run's
+        starts from the paused run's input."""
+        run = self._run
+        return [] if run is None else _conversation(run, self._agent)
+
+
+def run_usage(events: AsyncIterator[AgentEvent]) -> Usage | None:
+    """``RunResult.usage`` of the run whose events ``Runner.run`` or ``Runner.resume`` returned:
+    what its model calls reported so far, read while or after iterating them (complete once the
+    last event is read). ``None`` when no call reported usage yet."""
+    return _run_of(events, "run_usage")[0].usage
+
+
+def run_messages(events: AsyncIterator[AgentEvent]) -> list[Message]:
+    """``RunResult.messages`` of the run whose events ``Runner.run`` or ``Runner.resume``
+    returned, as recorded so far: after the last event, the conversation a next run carries on
+    (a streamed reply is recorded once it is complete)."""
+    run, agent = _run_of(events, "run_messages")
+    return _conversation(run, agent)
+
+
+# The root contexts of the runs behind the event iterators ``run`` and ``resume`` handed out (a
+# resume's in a list, filled once it has read its checkpoint), for ``run_usage`` and
+# ``run_messages``: weak keys, so an entry goes with its iterator. One entry per run, nothing per
+# event; the context is the run's own, not an object made for this (a run in flight holds one
+# GC-tracked object more, the entry's weak reference: ``tests/test_inflight_footprint.py``).
+_RUNS: weakref.WeakKeyDictionary[AsyncIterator[AgentEvent], RunContext | list[RunContext]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> tuple[_RunState, str]:
+    """The run behind ``events`` and its root agent's name (the root context's path)."""
+    try:
+        root = _RUNS[events]
+    except (KeyError, TypeError):
+        raise TypeError(
+            f"{helper}() takes the events Runner.run or Runner.resume returned, got {shown(events)}"
+        ) from None
+    if isinstance(root, list):
+        if not root:  # a resume that has not read its checkpoint yet: nothing ran
+            return new_run([], None), ""
+        root = root[0]
+    return root._run, root.run_path[0]
+
+
+def _conversation(run: _RunState, agent: str) -> list[Message]:
+    """The run's root input and its root lane's messages as the root agent ``agent`` reads them
+    (``history``'s rule: its own as they are, other agents' as ``For context:`` messages)."""
+    entries = run.entries
+    return _messages_for(entries, len(entries), run.root, agent, None)
 
 
 class RunError(Exception):
@@ -222,7 +293,9 @@ class Runner(AsyncCloseable):
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
         ctx = _root_context(self, run)
-        return self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
+        events = self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
+        _RUNS[events] = ctx  # the root's context: the run and the root agent's name
+        return events
 
     def resume(
         self,
@@ -245,7 +318,10 @@ class Runner(AsyncCloseable):
         (they belong to the call, and may hold what cannot be saved, a client say): the resumed
         run has these, or none."""
         given, options_given = _resume_options(session, options, agent_options)
-        return self._resume(checkpoint_id, resume, None, given, options_given)
+        box: list[RunContext] = []  # the run's root context, once the checkpoint is read
+        events = self._resume(checkpoint_id, resume, box, given, options_given)
+        _RUNS[events] = box
+        return events
 
     async def invoke(
         self,
@@ -304,7 +380,7 @@ class Runner(AsyncCloseable):
                 finally:
                     event = NO_EVENT  # see _driver.NO_EVENT
                     await _close_root(driven, collected.ended)
-                return collected.result(run.session)
+                return collected.result(run.session, run, agent.name)
             # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
             # a generator fewer per run and per event than iterating ``drive``. A fresh run has no
             # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
@@ -315,7 +391,7 @@ class Runner(AsyncCloseable):
                 early = await own.start()
                 if early is not None:
                     await collected.take(early)
-                    return collected.result(run.session)
+                    return collected.result(run.session, run, agent.name)
             try:
                 events = own.agent.run(agent_input, ctx)  # or the answer a callback gave
                 del agent_input  # (see above: one GC-tracked object fewer per run in flight)
@@ -345,7 +421,7 @@ class Runner(AsyncCloseable):
             finally:
                 if own.stream is not None or own.hooks is not None:  # ``needs_finish``, not resumed
                     await _finish_root(own, collected)
-            return collected.result(run.session)
+            return collected.result(run.session, run, agent.name)
         except asyncio.CancelledError:
             interrupt = collected.interrupt
             if checkpoint_id is None and interrupt is not None:
@@ -367,8 +443,9 @@ class Runner(AsyncCloseable):
         """``resume`` collected like ``invoke``; the run's session is ``RunResult.session``.
         ``options``/``agent_options`` as for ``resume``: not the paused run's."""
         given, options_given = _resume_options(session, options, agent_options)
-        box: list[Session] = []
-        return await _collect(self._resume(checkpoint_id, resume, box, given, options_given), box)
+        box: list[RunContext] = []
+        resumed = self._resume(checkpoint_id, resume, box, given, options_given)
+        return await _collect(resumed, box)
 
     async def _invoke_resume_on(
         self, checkpoint_id: str, resume: Any, session: Session
@@ -376,7 +453,7 @@ class Runner(AsyncCloseable):
         """``invoke_resume`` on ``session`` as it is, the checkpoint's saved values not written
         into it: an execution environment resumes a paused record on its key's session as the
         key's later records left it, not as it was at the pause (see ``adk.execution``)."""
-        box: list[Session] = []
+        box: list[RunContext] = []
         resumed = self._resume(checkpoint_id, resume, box, session, None, own_session=True)
         return await _collect(resumed, box)
 
@@ -669,7 +746,7 @@ class Runner(AsyncCloseable):
         self,
         checkpoint_id: str,
         resume: Any,
-        session_box: list[Session] | None = None,
+        run_box: list[RunContext] | None = None,
         session: Session | None = None,
         options: tuple[Mapping[str, Any], Any] | None = None,
         own_session: bool = False,
@@ -678,7 +755,7 @@ class Runner(AsyncCloseable):
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
             resumed = self._resume_claimed(
-                checkpoint_id, resume, session_box, session, claim, options, own_session
+                checkpoint_id, resume, run_box, session, claim, options, own_session
             )
             try:
                 async with closing(resumed) as events:
@@ -691,7 +768,7 @@ class Runner(AsyncCloseable):
         self,
         checkpoint_id: str,
         resume: Any,
-        session_box: list[Session] | None,
+        run_box: list[RunContext] | None,
         given: Session | None,
         claim: _Claim | None,
         options: tuple[Mapping[str, Any], Any] | None = None,
@@ -741,16 +818,17 @@ class Runner(AsyncCloseable):
             session = given
             if not own_session:
                 session.update(snapshot.session)
-        if session_box is not None:
-            session_box.append(session)
         plan = _ResumePlan(snapshot.signal, targets)
         if snapshot.trace is not None:
             plan.resumed_from = (snapshot.trace, checkpoint_id)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+        run.usage = snapshot.usage  # the calls before the pause count in the resumed run's total
         if options is not None:  # the call's own: a checkpoint holds none (see ``resume``)
             run.options, run.designated = options
         checkpoint._snapshot.load_history(run, snapshot.history)
         ctx = _root_context(self, run)
+        if run_box is not None:
+            run_box.append(ctx)
         # Before anything runs: a point the resume cannot reach, or a saved state that does not
         # fit, found only when the run gets there would come after other branches and calls ran
         # (an approved payment made, and made again on the next resume of the kept checkpoint).
@@ -1199,7 +1277,7 @@ class _Collecting:
             return
         self.last_message = self.output
 
-    def result(self, session: Session) -> RunResult:
+    def result(self, session: Session, run: _RunState | None = None, agent: str = "") -> RunResult:
         """The run's result; ``RunError`` if it ended with an error event.
 
         The events are handed over, not shared: the collector forgets them. On Python 3.12+ a
@@ -1223,6 +1301,8 @@ class _Collecting:
         result.session = session
         result.checkpoint_id = checkpoint_id
         result._last_message = self.last_message
+        result._run = run
+        result._agent = agent
         return result
 
 
@@ -1252,7 +1332,7 @@ class _RootRun(_AgentRun, _Collecting):
     __slots__ = _COLLECTING
 
 
-async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) -> RunResult:
+async def _collect(events: AsyncIterator[AgentEvent], box: list[RunContext]) -> RunResult:
     """``invoke_resume``: a resumed run's events collected like ``invoke``'s."""
     collected = _collector()
     try:
@@ -1263,4 +1343,7 @@ async def _collect(events: AsyncIterator[AgentEvent], session: list[Session]) ->
     finally:
         event = NO_EVENT  # see _driver.NO_EVENT
         await close_events(events)
-    return collected.result(session[0] if session else Session())
+    if not box:  # the resume failed before it made its run (it raised: not reached)
+        return collected.result(Session())
+    root = box[0]
+    return collected.result(root.session, root._run, root.run_path[0])

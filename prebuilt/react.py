@@ -52,7 +52,7 @@ from adk._aio import closing
 from adk._checks import check_count, check_name, shown
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
-from adk.context import _NO_OPTIONS
+from adk.context import _NO_OPTIONS, count_usage
 from adk.events import message_event
 from adk.history import _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal, join_address, tool_segment
@@ -536,6 +536,7 @@ class _ReActCore:
             else:
                 reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
                 yield message_event(reply)
+            count_usage(ctx, reply)
             messages.append(reply)
             if len(reply.tool_calls) > 1:
                 unique_call_ids(reply.tool_calls)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..checkpoint._state import SavedState
+from ..context import count_usage
 from ..events import AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal
 from ..messages import Message, ToolCall
@@ -78,6 +79,7 @@ async def _ask(
     reply = await generate(
         ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
     )
+    count_usage(ctx.run_context, reply)
     if not reply.tool_calls:
         ctx.send_event(_chat_response_event(request.id, reply))
         return

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..context import _Lane, _RunState, new_entry
 from ..interrupts import _InterruptSignal
-from ..messages import Message
+from ..messages import Message, Usage
 from ._points import _MALFORMED, _expect, _malformed, _read_points
 from .codec import CheckpointError, from_json_value, to_json_value
 
@@ -32,6 +32,18 @@ def dump_history(lane: _Lane) -> list[dict[str, Any]]:
         {"agent": e.agent_name, "run_path": list(e.run_path), "message": e.message, "seq": e.seq}
         for e in lane.snapshot()
     ]
+
+
+def _is_usage(usage: Any) -> bool:
+    """A saved usage: token counts by ``Usage`` field name, each a non-negative int."""
+    return (
+        isinstance(usage, dict)
+        and usage.keys() <= _USAGE_FIELDS
+        and all(type(n) is int and n >= 0 for n in usage.values())
+    )
+
+
+_USAGE_FIELDS = frozenset(Usage.model_fields)
 
 
 def _is_history(entries: Any) -> bool:
@@ -68,7 +80,7 @@ def snapshot_body(
     run: _RunState, signal: _InterruptSignal, agent_name: str, enable_streaming: bool
 ) -> dict[str, Any]:
     """The JSON body of a checkpoint for ``run`` paused at ``signal``."""
-    return {
+    body: dict[str, Any] = {
         "agent": agent_name,
         "run_id": run.run_id,
         "enable_streaming": enable_streaming,
@@ -84,6 +96,12 @@ def snapshot_body(
         # (``list_pending``): the stores' own write times are not readable through the protocol.
         "saved_at": time.time(),
     }
+    if run.usage is not None:
+        # The usage the run's model calls reported so far (``RunResult.usage``), token counts by
+        # name: the resumed run's total goes on from it. Absent when none reported any, as in the
+        # checkpoints of an older pyadk, whose resumed runs count from the resume.
+        body["usage"] = run.usage.model_dump()
+    return body
 
 
 class Snapshot:
@@ -103,6 +121,7 @@ class Snapshot:
         "session",
         "signal",
         "trace",
+        "usage",
     )
 
     def __init__(
@@ -116,6 +135,7 @@ class Snapshot:
         history: list[dict[str, Any]],
         signal: _InterruptSignal,
         trace: Any = None,
+        usage: Usage | None = None,
     ) -> None:
         self.agent = agent
         self.run_id = run_id
@@ -128,6 +148,7 @@ class Snapshot:
         # tracing reads, to link the resume's spans to it. Not checked here: a resume never fails
         # for it, tracing ignores what it cannot read.
         self.trace = trace
+        self.usage = usage
 
 
 def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
@@ -153,6 +174,8 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
         _expect(isinstance(session, dict), "session is not an object")
         history = from_json_value(body.get("history", []))
         _expect(_is_history(history), "history is not a list of recorded messages")
+        usage = body.get("usage")
+        _expect(usage is None or _is_usage(usage), "usage is not a map of token counts")
         return Snapshot(
             agent=str(body["agent"]),
             run_id=str(body.get("run_id", "")),
@@ -162,6 +185,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
             history=history,
             signal=_InterruptSignal(points, states),
             trace=body.get("trace"),
+            usage=None if usage is None else Usage(**usage),
         )
     except _MALFORMED as exc:
         raise _malformed(exc, checkpoint_id) from exc

@@ -1,0 +1,359 @@
+"""A run's totals: ``RunResult.usage`` (every model call's reported usage, summed, nested
+``AgentTool`` runs and the calls before a pause included) and ``RunResult.messages`` (the
+conversation a next run carries on), and the same read while streaming with ``adk.run_usage`` /
+``adk.run_messages``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from openai_server import Call, OpenAIServer
+from openai_server import Reply as WireReply
+
+import adk
+from adk import AgentTool, Message, Role, Runner, Usage
+from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
+from adk.checkpoint.memory import InMemoryCheckpointStore
+from adk.models.openai import OpenAIChatModel
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent, Supervisor
+
+
+def used(i: int, o: int, *, cached: int = 0, reasoning: int = 0) -> Usage:
+    return Usage(
+        input_tokens=i,
+        output_tokens=o,
+        total_tokens=i + o,
+        cached_input_tokens=cached,
+        reasoning_output_tokens=reasoning,
+    )
+
+
+@adk.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def adder(model: ScriptedModel) -> ReActAgent:
+    return ReActAgent("calc", model, tools=[add], instruction="You add.")
+
+
+def two_turns() -> ScriptedModel:
+    return ScriptedModel(
+        [
+            Reply(
+                tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="call_1")],
+                usage=used(10, 5, cached=4, reasoning=2),
+            ),
+            Reply(text="2 + 3 = 5", usage=used(20, 6, reasoning=1)),
+            lambda messages: Reply(text=f"heard {len(messages)}", usage=used(1, 1)),
+        ]
+    )
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_usage_sums_every_model_call_reasoning_and_cached_tokens_included(
+    streaming: bool,
+) -> None:
+    runner = Runner(adder(two_turns()), enable_streaming=streaming)
+    result = await runner.invoke("What is 2 + 3?")
+    assert result.text == "2 + 3 = 5"
+    assert result.usage == Usage(
+        input_tokens=30,
+        output_tokens=11,
+        total_tokens=41,
+        cached_input_tokens=4,
+        reasoning_output_tokens=3,
+    )
+
+
+async def test_usage_is_none_when_no_call_reported_any() -> None:
+    result = await Runner(adder(ScriptedModel(["hi"]))).invoke("hello")
+    assert result.usage is None
+    assert result.messages == [Message.user("hello"), result.events[-1].message]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_messages_carry_the_conversation_on(streaming: bool) -> None:
+    """The input, the reply with its tool call, the tool result and the final reply (joined when
+    streamed), without the instruction: given back with a new question, the model is asked the
+    whole conversation once, its instruction first."""
+    model = two_turns()
+    runner = Runner(adder(model), enable_streaming=streaming)
+    first = await runner.invoke("What is 2 + 3?")
+    messages = first.messages
+    assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    assert messages[0].content == "What is 2 + 3?"
+    assert [c.id for c in messages[1].tool_calls] == ["call_1"]
+    assert messages[2].content == "5" and messages[2].tool_call_id == "call_1"
+    assert messages[3].content == "2 + 3 = 5"
+    assert messages[3].usage == used(20, 6, reasoning=1)  # a streamed reply, joined
+
+    second = await runner.invoke([*messages, Message.user("and plus 1?")])
+    assert second.text == "heard 6"  # instruction, the 4 messages, the question
+    asked = model.requests[-1].messages
+    assert asked[0].role == Role.SYSTEM
+    assert asked[1:] == [*messages, Message.user("and plus 1?")]
+    assert second.usage == used(1, 1)  # the second run's own calls
+    assert second.messages[:-1] == [*messages, Message.user("and plus 1?")]
+    assert second.messages[-1].content == "heard 6"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_run_usage_and_messages_while_streaming_the_events(streaming: bool) -> None:
+    """``adk.run_usage(events)`` / ``adk.run_messages(events)`` of ``runner.run``'s events: what
+    ``invoke`` would give, without collecting the events first."""
+    runner = Runner(adder(two_turns()), enable_streaming=streaming)
+    events = runner.run("What is 2 + 3?")
+    assert adk.run_usage(events) is None
+    assert adk.run_messages(events) == [Message.user("What is 2 + 3?")]
+    seen: list[Usage | None] = []
+    async for event in events:
+        if event.output is not None and event.output.stream is not None:
+            async for _ in event.output.stream:
+                pass
+        seen.append(adk.run_usage(events))
+    assert seen[0] is None or seen[0] == used(10, 5, cached=4, reasoning=2)
+    total = adk.run_usage(events)
+    assert total == used(10, 5, cached=4, reasoning=2) + used(20, 6, reasoning=1)
+    invoked = await Runner(adder(two_turns()), enable_streaming=streaming).invoke("What is 2 + 3?")
+    assert total == invoked.usage
+    assert adk.run_messages(events) == invoked.messages
+
+
+async def test_run_usage_refuses_what_is_not_a_runs_events() -> None:
+    async def events() -> AsyncIterator[adk.AgentEvent]:
+        yield adk.AgentEvent()
+
+    with pytest.raises(TypeError, match=r"run_usage\(\) takes the events Runner.run"):
+        adk.run_usage(events())
+    with pytest.raises(TypeError, match=r"run_messages\(\) takes the events Runner.run"):
+        adk.run_messages([])  # type: ignore[arg-type]
+
+
+def researcher_tool() -> AgentTool:
+    inner = ReActAgent(
+        "researcher",
+        ScriptedModel(
+            [
+                Reply(tool_calls=[tool_call("add", {"a": 1, "b": 1})], usage=used(100, 10)),
+                Reply(text="it is 2", usage=used(200, 20, reasoning=7)),
+            ]
+        ),
+        description="Researches sums.",
+        tools=[add],
+    )
+    return AgentTool(inner)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_usage_includes_an_agent_tools_nested_model_calls(streaming: bool) -> None:
+    """The nested run's calls appear in no event of the outer run: summing the events' usage
+    missed them."""
+
+    def lead() -> ReActAgent:
+        calls = Reply(tool_calls=[tool_call("researcher", {"request": "1+1"})], usage=used(1, 2))
+        model = ScriptedModel([calls, Reply(text="2", usage=used(3, 4))])
+        return ReActAgent("lead", model, tools=[researcher_tool()])
+
+    runner = Runner(lead(), enable_streaming=streaming)
+    result = await runner.invoke("what is 1+1?")
+    expected = used(1, 2) + used(100, 10) + used(200, 20, reasoning=7) + used(3, 4)
+    assert result.usage == expected
+    # The conversation is the outer run's: the tool call and its result, not the nested turns.
+    assert [m.role for m in result.messages] == [
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.ASSISTANT,
+    ]
+    assert result.messages[2].content == "it is 2"
+
+    events = Runner(lead(), enable_streaming=streaming).run("what is 1+1?")
+    async for _ in events:
+        pass
+    assert adk.run_usage(events) == expected
+
+
+def approval_agent(store: InMemoryCheckpointStore) -> Runner:
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount once approved."""
+        return f"paid {amount}"
+
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("pay", {"amount": 5}, id="call_p")], usage=used(10, 1)),
+            Reply(text="done", usage=used(30, 3)),
+        ]
+    )
+    return Runner(ReActAgent("payer", model, tools=[pay]), checkpoint_store=store)
+
+
+async def test_a_resumed_runs_usage_includes_the_calls_before_its_pause() -> None:
+    store = InMemoryCheckpointStore()
+    runner = approval_agent(store)
+    paused = await runner.invoke("pay 5")
+    assert paused.checkpoint_id is not None and paused.usage == used(10, 1)
+
+    done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert done.text == "done"
+    assert done.usage == used(10, 1) + used(30, 3)
+    # The whole conversation, from the paused run's input.
+    assert [m.role for m in done.messages] == [
+        Role.USER,
+        Role.ASSISTANT,
+        Role.TOOL,
+        Role.ASSISTANT,
+    ]
+    assert done.messages[0].content == "pay 5" and done.messages[2].content == "paid 5"
+
+
+async def test_the_streamed_resumes_usage_includes_the_calls_before_its_pause() -> None:
+    store = InMemoryCheckpointStore()
+    runner = approval_agent(store)
+    paused = await runner.invoke("pay 5")
+    assert paused.checkpoint_id is not None
+    events = runner.resume(paused.checkpoint_id, {"approved": True})
+    assert adk.run_usage(events) is None  # the checkpoint is not read yet
+    async for _ in events:
+        pass
+    assert adk.run_usage(events) == used(10, 1) + used(30, 3)
+    assert adk.run_messages(events)[-1].content == "done"
+
+
+async def test_an_older_checkpoint_without_usage_resumes_counting_from_the_resume() -> None:
+    store = InMemoryCheckpointStore()
+    runner = approval_agent(store)
+    paused = await runner.invoke("pay 5")
+    assert paused.checkpoint_id is not None
+    raw = await store.get(paused.checkpoint_id)
+    assert raw is not None
+    body = decode_checkpoint(raw, paused.checkpoint_id)
+    assert body["usage"] == used(10, 1).model_dump()
+    del body["usage"]  # as an older pyadk wrote it
+    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+
+    done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert done.usage == used(30, 3)
+
+
+@pytest.mark.parametrize(
+    "bad", [{"input_tokens": "10"}, {"tokens": 1}, [10, 1], {"input_tokens": -1}]
+)
+async def test_a_checkpoint_with_a_malformed_usage_is_refused_and_kept(bad: object) -> None:
+    store = InMemoryCheckpointStore()
+    runner = approval_agent(store)
+    paused = await runner.invoke("pay 5")
+    assert paused.checkpoint_id is not None
+    raw = await store.get(paused.checkpoint_id)
+    assert raw is not None
+    body = decode_checkpoint(raw, paused.checkpoint_id)
+    body["usage"] = bad
+    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+
+    with pytest.raises(CheckpointError, match="usage is not a map of token counts"):
+        await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert await store.get(paused.checkpoint_id) is not None
+
+
+async def test_a_supervisors_messages_are_its_own_and_its_workers_for_context() -> None:
+    """As the root agent reads the run: the supervisor's own messages as they are, a worker's as
+    ``For context:`` user messages (a next run's model must not take them for its own)."""
+    weather = ReActAgent(
+        "weather",
+        ScriptedModel([Reply(text="Sunny.", usage=used(5, 1))]),
+        description="Knows the weather.",
+    )
+    transfer = Reply(
+        tool_calls=[tool_call("transfer_to_agent", {"agent_name": "weather"}, id="t1")],
+        usage=used(2, 1),
+    )
+    boss = ReActAgent(
+        "boss",
+        ScriptedModel([transfer, Reply(text="It is sunny.", usage=used(7, 2))]),
+        description="Delegates.",
+    )
+    result = await Runner(Supervisor(boss, [weather])).invoke("Weather in Oslo?")
+    assert result.usage == used(2, 1) + used(5, 1) + used(7, 2)
+    messages = result.messages
+    assert messages[0] == Message.user("Weather in Oslo?")
+    assert [c.name for c in messages[1].tool_calls] == ["transfer_to_agent"]
+    assert messages[2].role == Role.TOOL  # the supervisor's own transfer result
+    worker = [m for m in messages if "[weather]" in m.content]
+    assert [m.role for m in worker] == [Role.USER]
+    assert worker[0].content.startswith("For context: [weather] said: Sunny.")
+    assert messages[-1] == result.events[-1].message and messages[-1].content == "It is sunny."
+    assert all(m.role != Role.ASSISTANT or m.content != "Sunny." for m in messages)
+
+
+# -- against the OpenAI wire server (tests/openai_server.py), usage as the server reports it ----
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_openai_models_usage_and_conversation_over_the_wire(
+    api: str, streaming: bool
+) -> None:
+    async with OpenAIServer() as server:
+        server.script(
+            WireReply(
+                tool_calls=[Call("add", '{"a": 2, "b": 3}', id="call_w")],
+                usage=(11, 7),
+                cached_tokens=4,
+                reasoning_tokens=3,
+            ),
+            WireReply(text="2 + 3 = 5", usage=(30, 5)),
+            WireReply(text="6", usage=(50, 1)),
+        )
+        model = OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        )
+        async with model:
+            runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
+            events = runner.run("What is 2 + 3?")
+            async for event in events:
+                if event.output is not None and event.output.stream is not None:
+                    await event.output.stream.collect()
+            first = Usage(
+                input_tokens=11,
+                output_tokens=7,
+                total_tokens=18,
+                cached_input_tokens=4,
+                reasoning_output_tokens=3,
+            )
+            assert adk.run_usage(events) == first + Usage(
+                input_tokens=30, output_tokens=5, total_tokens=35
+            )
+            messages = adk.run_messages(events)
+            assert [m.role for m in messages] == [
+                Role.USER,
+                Role.ASSISTANT,
+                Role.TOOL,
+                Role.ASSISTANT,
+            ]
+            assert messages[-1].content == "2 + 3 = 5"
+
+            second = await runner.invoke([*messages, Message.user("plus 1?")])
+        assert second.text == "6"
+        assert second.usage == Usage(input_tokens=50, output_tokens=1, total_tokens=51)
+        sent = server.requests[2].body
+        if api == "chat":
+            assert [m["role"] for m in sent["messages"]] == [
+                "user",
+                "assistant",
+                "tool",
+                "assistant",
+                "user",
+            ]
+            assert sent["messages"][1]["tool_calls"][0]["id"] == "call_w"
+            assert sent["messages"][3]["content"] == "2 + 3 = 5"
+        else:
+            kinds = [item.get("type", item.get("role")) for item in sent["input"]]
+            assert kinds == ["user", "function_call", "function_call_output", "assistant", "user"]
+            assert sent["input"][1]["call_id"] == "call_w"
