@@ -184,6 +184,7 @@ class _RunState(_Lane):
         "options",
         "outer_path",
         "plan",
+        "reader",
         "resources",
         "seq",
         "totals",
@@ -218,6 +219,9 @@ class _RunState(_Lane):
     # run, whose total then holds the nested calls too (they appear in none of its events).
     usage: Usage | None
     totals: _RunState | None
+    # Whose recorded messages ``RunResult.messages`` gives as they are (the runner's root agent's,
+    # when it is a single agent); "" (none: every one as ``For context:``) by default.
+    reader: str
 
     def options_for(self, agent_name: str) -> Mapping[str, Any]:
         """The options that apply to the agent named ``agent_name`` in this run."""
@@ -285,6 +289,7 @@ def new_run(
     run.designated = None
     run.usage = None
     run.totals = None
+    run.reader = ""
     return run
 
 

@@ -79,9 +79,8 @@ class RunResult:
     session: Session
     checkpoint_id: str | None = None
     _last_message: Message | None = field(default=None, repr=False)
-    # The run's state and its root agent's name, for ``usage`` and ``messages``.
+    # The run's state, for ``usage`` and ``messages``.
     _run: _RunState | None = field(default=None, repr=False)
-    _agent: str = field(default="", repr=False)
 
     @property
     def text(self) -> str:
@@ -100,28 +99,29 @@ class RunResult:
     @property
     def messages(self) -> list[Message]:
         """The run's conversation, in the order a next run should get it: the input, then every
-        message recorded (replies with their tool calls, tool results, streamed replies joined),
-        as the root agent reads them: its own as they are, other agents' (a transfer's target,
-        a supervisor's workers) as ``For context:`` user messages. ``runner.invoke(
-        result.messages + [Message.user("next")])`` carries the conversation on. A resumed run's
-        starts from the paused run's input."""
+        message recorded (replies with their tool calls, tool results, streamed replies joined).
+        ``runner.invoke(result.messages + [Message.user("next")])`` carries it on. A resumed
+        run's starts from the paused run's input. The messages are as they were when the root
+        agent is a single agent (no ``sub_agents``) and said them all; otherwise each recorded
+        message is the ``For context: [author] ...`` user message other agents read during a
+        run, since a next run gives its input to every agent as it is (a worker must not take
+        the supervisor's words for its own, nor the supervisor a worker's)."""
         run = self._run
-        return [] if run is None else _conversation(run, self._agent)
+        return [] if run is None else _conversation(run)
 
 
 def run_usage(events: AsyncIterator[AgentEvent]) -> Usage | None:
     """``RunResult.usage`` of the run whose events ``Runner.run`` or ``Runner.resume`` returned:
     what its model calls reported so far, read while or after iterating them (complete once the
     last event is read). ``None`` when no call reported usage yet."""
-    return _run_of(events, "run_usage")[0].usage
+    return _run_of(events, "run_usage").usage
 
 
 def run_messages(events: AsyncIterator[AgentEvent]) -> list[Message]:
     """``RunResult.messages`` of the run whose events ``Runner.run`` or ``Runner.resume``
     returned, as recorded so far: after the last event, the conversation a next run carries on
     (a streamed reply is recorded once it is complete)."""
-    run, agent = _run_of(events, "run_messages")
-    return _conversation(run, agent)
+    return _conversation(_run_of(events, "run_messages"))
 
 
 # The root contexts of the runs behind the event iterators ``run`` and ``resume`` handed out (a
@@ -134,8 +134,8 @@ _RUNS: weakref.WeakKeyDictionary[AsyncIterator[AgentEvent], RunContext | list[Ru
 )
 
 
-def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> tuple[_RunState, str]:
-    """The run behind ``events`` and its root agent's name (the root context's path)."""
+def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> _RunState:
+    """The run behind ``events``."""
     try:
         root = _RUNS[events]
     except (KeyError, TypeError):
@@ -144,16 +144,16 @@ def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> tuple[_RunState, 
         ) from None
     if isinstance(root, list):
         if not root:  # a resume that has not read its checkpoint yet: nothing ran
-            return new_run([], None), ""
+            return new_run([], None)
         root = root[0]
-    return root._run, root.run_path[0]
+    return root._run
 
 
-def _conversation(run: _RunState, agent: str) -> list[Message]:
-    """The run's root input and its root lane's messages as the root agent ``agent`` reads them
-    (``history``'s rule: its own as they are, other agents' as ``For context:`` messages)."""
+def _conversation(run: _RunState) -> list[Message]:
+    """The run's root input and its root lane's messages as ``run.reader`` reads them
+    (``history``'s rule: its own as they are, others' as ``For context:`` messages)."""
     entries = run.entries
-    return _messages_for(entries, len(entries), run.root, agent, None)
+    return _messages_for(entries, len(entries), run.root, run.reader, None)
 
 
 class RunError(Exception):
@@ -261,8 +261,9 @@ class Runner(AsyncCloseable):
                 self.callbacks, tracer_provider, meter_provider
             )
         self._on_event = self._hooks.on_event if self._hooks is not None else None
-        # (agent, run path, address) of the root, made on the first run (see ``_root_context``).
-        self._root_names: tuple[Agent, tuple[str, ...], str] | None = None
+        # (agent, run path, address, reader of its messages) of the root, made on the first run
+        # (see ``_root_context``).
+        self._root_names: tuple[Agent, tuple[str, ...], str, str] | None = None
 
     # -- running ---------------------------------------------------------------------------------
     def run(
@@ -380,7 +381,7 @@ class Runner(AsyncCloseable):
                 finally:
                     event = NO_EVENT  # see _driver.NO_EVENT
                     await _close_root(driven, collected.ended)
-                return collected.result(run.session, run, agent.name)
+                return collected.result(run.session, run)
             # Any other agent is driven here, inline, under the same rules as ``drive`` applies:
             # a generator fewer per run and per event than iterating ``drive``. A fresh run has no
             # resume plan, so what only a resume does is left out: ``skipped`` (it answers None
@@ -391,7 +392,7 @@ class Runner(AsyncCloseable):
                 early = await own.start()
                 if early is not None:
                     await collected.take(early)
-                    return collected.result(run.session, run, agent.name)
+                    return collected.result(run.session, run)
             try:
                 events = own.agent.run(agent_input, ctx)  # or the answer a callback gave
                 del agent_input  # (see above: one GC-tracked object fewer per run in flight)
@@ -421,7 +422,7 @@ class Runner(AsyncCloseable):
             finally:
                 if own.stream is not None or own.hooks is not None:  # ``needs_finish``, not resumed
                     await _finish_root(own, collected)
-            return collected.result(run.session, run, agent.name)
+            return collected.result(run.session, run)
         except asyncio.CancelledError:
             interrupt = collected.interrupt
             if checkpoint_id is None and interrupt is not None:
@@ -1018,7 +1019,11 @@ def _root_context(runner: Runner, run: _RunState) -> RunContext:
     agent = runner.agent
     cached = runner._root_names
     if cached is None or cached[0] is not agent:
-        cached = runner._root_names = (agent, (agent.name,), agent_segment(agent.name))
+        # Who reads ``RunResult.messages`` as their own: a single root agent; none for one with
+        # sub-agents, whose next run gives its input to every one of them (``_conversation``).
+        reader = "" if getattr(agent, "sub_agents", None) else agent.name
+        cached = runner._root_names = (agent, (agent.name,), agent_segment(agent.name), reader)
+    run.reader = cached[3]
     return _root(run, cached[1], cached[2], runner.enable_streaming)
 
 
@@ -1277,7 +1282,7 @@ class _Collecting:
             return
         self.last_message = self.output
 
-    def result(self, session: Session, run: _RunState | None = None, agent: str = "") -> RunResult:
+    def result(self, session: Session, run: _RunState | None = None) -> RunResult:
         """The run's result; ``RunError`` if it ended with an error event.
 
         The events are handed over, not shared: the collector forgets them. On Python 3.12+ a
@@ -1302,7 +1307,6 @@ class _Collecting:
         result.checkpoint_id = checkpoint_id
         result._last_message = self.last_message
         result._run = run
-        result._agent = agent
         return result
 
 
@@ -1346,4 +1350,4 @@ async def _collect(events: AsyncIterator[AgentEvent], box: list[RunContext]) -> 
     if not box:  # the resume failed before it made its run (it raised: not reached)
         return collected.result(Session())
     root = box[0]
-    return collected.result(root.session, root._run, root.run_path[0])
+    return collected.result(root.session, root._run)

@@ -259,34 +259,50 @@ async def test_a_checkpoint_with_a_malformed_usage_is_refused_and_kept(bad: obje
     assert await store.get(paused.checkpoint_id) is not None
 
 
-async def test_a_supervisors_messages_are_its_own_and_its_workers_for_context() -> None:
-    """As the root agent reads the run: the supervisor's own messages as they are, a worker's as
-    ``For context:`` user messages (a next run's model must not take them for its own)."""
+async def test_a_supervisors_messages_are_all_for_context() -> None:
+    """A next run gives its input to every agent as it is: the supervisor's words and calls, and
+    a worker's, are the ``For context:`` user messages every other agent reads during a run, so
+    no agent takes another's words, or tool calls it does not have, for its own."""
     weather = ReActAgent(
         "weather",
-        ScriptedModel([Reply(text="Sunny.", usage=used(5, 1))]),
+        ScriptedModel([Reply(text="Sunny.", usage=used(5, 1)), "Rain."]),
         description="Knows the weather.",
     )
     transfer = Reply(
         tool_calls=[tool_call("transfer_to_agent", {"agent_name": "weather"}, id="t1")],
         usage=used(2, 1),
     )
-    boss = ReActAgent(
-        "boss",
-        ScriptedModel([transfer, Reply(text="It is sunny.", usage=used(7, 2))]),
-        description="Delegates.",
+    boss_model = ScriptedModel(
+        [transfer, Reply(text="It is sunny.", usage=used(7, 2)), transfer, "Rain tomorrow."]
     )
-    result = await Runner(Supervisor(boss, [weather])).invoke("Weather in Oslo?")
+    runner = Runner(Supervisor(ReActAgent("boss", boss_model, description="Delegates."), [weather]))
+    result = await runner.invoke("Weather in Oslo?")
     assert result.usage == used(2, 1) + used(5, 1) + used(7, 2)
     messages = result.messages
     assert messages[0] == Message.user("Weather in Oslo?")
-    assert [c.name for c in messages[1].tool_calls] == ["transfer_to_agent"]
-    assert messages[2].role == Role.TOOL  # the supervisor's own transfer result
-    worker = [m for m in messages if "[weather]" in m.content]
-    assert [m.role for m in worker] == [Role.USER]
-    assert worker[0].content.startswith("For context: [weather] said: Sunny.")
-    assert messages[-1] == result.events[-1].message and messages[-1].content == "It is sunny."
-    assert all(m.role != Role.ASSISTANT or m.content != "Sunny." for m in messages)
+    assert all(m.role == Role.USER for m in messages)
+    said = [m.content for m in messages[1:]]
+    assert said[0].startswith("For context: [boss] called tool: `transfer_to_agent`")
+    assert any(m.startswith("For context: [weather] said: Sunny.") for m in said)
+    assert said[-1].startswith("For context: [boss] said: It is sunny.")
+
+    second = await runner.invoke([*messages, Message.user("And tomorrow?")])
+    assert second.text == "Rain tomorrow."
+    # The worker reads the first turn as context: no tool call or answer it did not make.
+    seen = weather.model.requests[1].messages  # type: ignore[attr-defined]
+    assert all(m.role == Role.USER for m in seen[: len(messages) + 1])
+
+
+async def test_a_root_agent_with_sub_agents_gives_even_its_own_messages_as_context() -> None:
+    """A ReActAgent with sub-agents that answered alone: a next run may transfer, and the
+    sub-agent would then read the root's answer as its own."""
+    helper = ReActAgent("helper", ScriptedModel(["unused"]), description="Helps.")
+    root = ReActAgent("root", ScriptedModel(["hi there"]), sub_agents=[helper])
+    result = await Runner(root).invoke("hello")
+    assert result.messages[0] == Message.user("hello")
+    assert [(m.role, m.content) for m in result.messages[1:]] == [
+        (Role.USER, "For context: [root] said: hi there.")
+    ]
 
 
 # -- against the OpenAI wire server (tests/openai_server.py), usage as the server reports it ----
