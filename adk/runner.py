@@ -79,8 +79,9 @@ class RunResult:
     session: Session
     checkpoint_id: str | None = None
     _last_message: Message | None = field(default=None, repr=False)
-    # The run's state, for ``usage`` and ``messages``.
-    _run: _RunState | None = field(default=None, repr=False)
+    # The run's state, for ``usage`` and ``messages``: what they read, not a field of the result
+    # (results compare by their fields, as before).
+    _run: _RunState | None = field(default=None, repr=False, compare=False)
 
     @property
     def text(self) -> str:
