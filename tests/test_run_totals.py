@@ -13,6 +13,15 @@ from openai_server import Reply as WireReply
 
 import adk
 from adk import AgentTool, Message, Role, Runner, Usage
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
 from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from adk.checkpoint.memory import InMemoryCheckpointStore
 from adk.models.openai import OpenAIChatModel
@@ -373,3 +382,33 @@ async def test_openai_models_usage_and_conversation_over_the_wire(
             kinds = [item.get("type", item.get("role")) for item in sent["input"]]
             assert kinds == ["user", "function_call", "function_call_output", "assistant", "user"]
             assert sent["input"][1]["call_id"] == "call_w"
+
+
+async def test_an_action_agents_chat_rounds_count() -> None:
+    """The built-in chat action calls the model outside any ReActAgent: its rounds count too."""
+
+    class Asker(ActionAgent):
+        @action(InputEvent)
+        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            request = [Message.user(event.input)]
+            ctx.send_event(ChatRequestEvent(model="m", messages=request, tools=["add"]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    resources = adk.Resources()
+    resources.add_model(
+        "m",
+        ScriptedModel(
+            [
+                Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})], usage=used(8, 2)),
+                Reply(text="3", usage=used(12, 1, reasoning=1)),
+            ]
+        ),
+    )
+    resources.add_tool(add)
+    result = await Runner(Asker("asker", resources=resources)).invoke("1 + 2?")
+    assert result.text == "3"
+    assert result.usage == used(8, 2) + used(12, 1, reasoning=1)
