@@ -296,7 +296,7 @@ class Runner(AsyncCloseable):
             run.options, run.designated = run_options(options, agent_options)
         ctx = _root_context(self, run)
         events = self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
-        _RUNS[events] = ctx  # the root's context: the run and the root agent's name
+        _RUNS[events] = ctx  # the root context: its run is what run_usage and run_messages read
         return events
 
     def resume(
