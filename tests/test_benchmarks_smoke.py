@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,6 +25,16 @@ def _bench(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def _extra_rows(tmp_path: Path, name: str) -> list[dict[str, Any]]:
+    """Runs the quick ``--only name`` extra and returns the rows it wrote under ``extras``; a
+    failing run fails here with its output."""
+    output = tmp_path / "results.json"
+    proc = _bench("--quick", "--only", name, "--output", str(output))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows: list[dict[str, Any]] = json.loads(output.read_text())["extras"][name]["rows"]
+    return rows
 
 
 def test_quick_run_prints_the_table_and_writes_json(tmp_path: Path) -> None:
@@ -106,10 +117,7 @@ def test_the_frozen_in_flight_scenario_runs_in_its_own_process(tmp_path: Path) -
 def test_gc_settings_are_applied_in_their_workers(tmp_path: Path) -> None:
     """Each setting reaches its worker: the collector off collects nothing, the raised threshold
     collects far less often than the default (collection counts, not timings)."""
-    output = tmp_path / "results.json"
-    proc = _bench("--quick", "--only", "gc_settings", "--output", str(output))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = json.loads(output.read_text())["extras"]["gc_settings"]["rows"]
+    rows = _extra_rows(tmp_path, "gc_settings")
     young = {(r["workload"], r["setting"]): r["gc_per_1000_runs"][0] for r in rows}
     assert set(young) == {
         (w, s) for w in ("a.inflight", "b.inflight") for s in ("default", "frozen", "tuned", "nogc")
@@ -122,10 +130,7 @@ def test_gc_settings_are_applied_in_their_workers(tmp_path: Path) -> None:
 def test_the_event_driven_benchmark_reports_each_figure(tmp_path: Path) -> None:
     """``action_agents`` runs its workloads (each asserts its own answer, e.g. ``sum=3``) and
     reports every row with a positive median and its min–max."""
-    output = tmp_path / "results.json"
-    proc = _bench("--quick", "--only", "action_agents", "--output", str(output))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = json.loads(output.read_text())["extras"]["action_agents"]["rows"]
+    rows = _extra_rows(tmp_path, "action_agents")
     by_name = {row["benchmark"]: row for row in rows}
     assert set(by_name) == {
         "actions.per_event",
@@ -142,10 +147,7 @@ def test_the_event_driven_benchmark_reports_each_figure(tmp_path: Path) -> None:
 def test_the_soak_reports_growth_per_store_and_tracing_setting(tmp_path: Path) -> None:
     """``soak`` drives its three workloads (each asserts its answer) through one runner each and
     reports, per store and tracing setting, what grew; a quick run leaves no fd and no task."""
-    output = tmp_path / "results.json"
-    proc = _bench("--quick", "--only", "soak", "--output", str(output))
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = json.loads(output.read_text())["extras"]["soak"]["rows"]
+    rows = _extra_rows(tmp_path, "soak")
     by_name = {row["benchmark"]: row for row in rows}
     assert set(by_name) == {
         "soak.memory",
