@@ -7,6 +7,9 @@ durable memory (keyed state): each record asks a
 scripted model, which adds the amount to the customer's running total with the ``add`` tool; the
 total is kept in short-term memory. One record fails (``on_error="emit"``). The outputs are printed
 as one JSON line for the test to check.
+
+The operator tests without a cluster (tests/test_flink_resumes.py, tests/test_flink_encoding.py)
+import its ``book`` action and ``KeyedState``, the stand-in for Flink's keyed state.
 """
 
 from __future__ import annotations
@@ -257,6 +260,26 @@ def book(event: InputEvent, ctx: ActionContext) -> None:
     balance = ctx.short_term_memory.get("balance", 0) + amount
     ctx.short_term_memory.set("balance", balance)
     ctx.send_event(OutputEvent(output=balance))
+
+
+class KeyedState:
+    """Flink's keyed state for one key, and the context naming that key: what the operator
+    functions are handed when a test calls them as PyFlink would, without a cluster."""
+
+    def __init__(self, key: str) -> None:
+        self.key, self.stored = key, None
+
+    def get_state(self, descriptor: Any) -> KeyedState:
+        return self
+
+    def value(self) -> str | None:
+        return self.stored
+
+    def update(self, text: str) -> None:
+        self.stored = text
+
+    def get_current_key(self) -> str:
+        return self.key
 
 
 def resumed(durable_memory: bool) -> dict[str, list[dict[str, Any]]]:

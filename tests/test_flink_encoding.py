@@ -27,6 +27,7 @@ if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how 
     pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
 
 import cloudpickle  # PyFlink's own dependency, which it ships a job's functions with
+from flink_job import KeyedState
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -183,32 +184,13 @@ def test_a_nan_key_still_gets_its_error_out() -> None:
 
 
 # -- the durable-memory operator -------------------------------------------------------------------
-class _KeyedState:
-    """Flink's keyed state for one key, and the context naming that key."""
-
-    def __init__(self, key: str) -> None:
-        self.key, self.stored = key, None
-
-    def get_state(self, descriptor: Any) -> _KeyedState:
-        return self
-
-    def value(self) -> str | None:
-        return self.stored
-
-    def update(self, text: str) -> None:
-        self.stored = text
-
-    def get_current_key(self) -> str:
-        return self.key
-
-
 def test_a_session_json_cannot_hold_fails_its_record_instead_of_the_job() -> None:
     """With durable memory the session is saved as checkpoint JSON, which refuses an int too long
     to read back: the record fails (an output, with on_error="emit") and the state keeps the
     session before it. (It used NaN, which checkpoint JSON now keeps: see the next test.)"""
     env = _environment(on_error="emit", durable_memory=True)
     function = _KeyedStateFunction(ActionAgent("s", actions=[score]), env, None)
-    state = _KeyedState("a")
+    state = KeyedState("a")
     function.open(state)
     try:
         fine = _texts_of(list(function.process_element({"score": "1", "keep": True}, state)))
@@ -233,7 +215,7 @@ def test_a_durable_session_keeps_nan_and_infinity() -> None:
     failed record, its session writes dropped, where the operator's memory kept it."""
     env = _environment(on_error="emit", durable_memory=True)
     function = _KeyedStateFunction(ActionAgent("s", actions=[score]), env, None)
-    state = _KeyedState("a")
+    state = KeyedState("a")
     function.open(state)
     try:
         kept = _texts_of(list(function.process_element({"score": "-inf", "keep": True}, state)))
@@ -358,7 +340,7 @@ def test_durable_memory_outputs_carry_the_run_id() -> None:
     env = _environment(on_error="emit", durable_memory=True)
     function = _KeyedStateFunction(ActionAgent("s", actions=[score]), env, None)
     spans, provider = _traced(function)
-    state = _KeyedState("a")
+    state = KeyedState("a")
     function.open(state)
     try:
         fine = _texts_of(list(function.process_element({"score": "1", "keep": True}, state)))
@@ -385,7 +367,7 @@ def test_a_record_without_outputs_whose_session_cannot_be_kept_names_its_run() -
     env = _environment(on_error="emit", durable_memory=True)
     function = _KeyedStateFunction(ActionAgent("s", actions=[keep_quietly]), env, None)
     spans, provider = _traced(function)
-    state = _KeyedState("a")
+    state = KeyedState("a")
     function.open(state)
     try:
         [failed] = _texts_of(list(function.process_element({"digits": 5000}, state)))
@@ -443,12 +425,12 @@ class _Source:
         """Each element through ``key_by``'s selector and then the operator, as Flink would."""
         function, texts = self.function, []
         if durable:
-            states: dict[Any, _KeyedState] = {}
-            function.open(_KeyedState("unused"))
+            states: dict[Any, KeyedState] = {}
+            function.open(KeyedState("unused"))
             try:
                 for element in self.elements:
                     key = self.selector(element)
-                    state = states.setdefault(key, _KeyedState(key))
+                    state = states.setdefault(key, KeyedState(key))
                     function._state = state
                     texts += function.process_element(element, state)
             finally:

@@ -20,46 +20,15 @@ import pytest
 if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how to get it
     pytest.skip("needs PyFlink (pip install 'pyadk[flink]')", allow_module_level=True)
 
+from flink_job import KeyedState, book
 from pyflink.common import Row
 
-from adk import Interrupt, Runner
+from adk import Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment
 from adk.execution._flink import FlinkKeyedInput, _AgentFunction, _KeyedStateFunction
 from adk.execution._flink_resumes import keyed_row, parsed
-
-
-@action(InputEvent)
-def book(event: InputEvent, ctx: ActionContext) -> None:
-    """Adds the amount to the key's balance; an amount over 100 waits for approval first."""
-    amount = event.input["amount"]
-    if amount > 100 and (ctx.resume is None or ctx.resume.data != "approved"):
-        if ctx.resume is None:
-            raise Interrupt({"approve": amount})
-        amount = 0
-    balance = ctx.short_term_memory.get("balance", 0) + amount
-    ctx.short_term_memory.set("balance", balance)
-    ctx.send_event(OutputEvent(output=balance))
-
-
-class _State:
-    """Flink's keyed state for one key, and the context naming that key."""
-
-    def __init__(self, key: str) -> None:
-        self.key, self.stored = key, None
-
-    def get_state(self, descriptor: Any) -> _State:
-        return self
-
-    def value(self) -> str | None:
-        return self.stored
-
-    def update(self, text: str) -> None:
-        self.stored = text
-
-    def get_current_key(self) -> str:
-        return self.key
 
 
 class _Job:
@@ -80,8 +49,8 @@ class _Job:
         self.function: _AgentFunction | _KeyedStateFunction
         if durable:
             self.function = _KeyedStateFunction(agent, env, parse, json_keys, True)
-            self.function.open(_State("unused"))
-            self.states: dict[str, _State] = {}
+            self.function.open(KeyedState("unused"))
+            self.states: dict[str, KeyedState] = {}
         else:
             self.function = _AgentFunction(agent, env, True, parse, json_keys, True)
 
@@ -103,7 +72,7 @@ class _Job:
         if isinstance(self.function, _AgentFunction):
             texts = await self.function.async_invoke(Row(key, element))
         else:
-            state = self.states.setdefault(key, _State(key))
+            state = self.states.setdefault(key, KeyedState(key))
             self.function._state = state
             texts = await asyncio.to_thread(
                 lambda: list(self.function.process_element(element, state))  # type: ignore[union-attr]
