@@ -1,4 +1,5 @@
-"""Shared test helpers: a scriptable custom agent, runner shortcuts and a task-leak check.
+"""Shared test helpers: a scriptable custom agent, runner shortcuts, a task-leak check, an
+``add`` tool and an event-driven agent that uses it.
 
 Test modules import these directly (``from conftest import ScriptAgent``); keep this file generic.
 """
@@ -7,11 +8,33 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from adk import AgentEvent, AgentInput, AgentOutput, BaseAgent, Message, RunContext, Runner
+from adk import (
+    AgentEvent,
+    AgentInput,
+    AgentOutput,
+    BaseAgent,
+    Message,
+    Resources,
+    Role,
+    RunContext,
+    Runner,
+    tool,
+)
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
 from adk.agent import Agent
+from adk.callbacks import Callbacks
+from adk.testing import Reply, ScriptedModel, tool_call
 
 Step = str | Message | BaseException | asyncio.Event | Callable[[RunContext], Any]
 """One step of a ``ScriptAgent``:
@@ -118,3 +141,43 @@ def other_tasks() -> set[asyncio.Task[Any]]:
 
 def contents(messages: list[Message]) -> list[str]:
     return [m.content for m in messages]
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    return a + b
+
+
+class _Calculator(ActionAgent):
+    """Asks model ``m`` about its input with the ``add`` tool, and outputs the model's answer."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        messages = [Message.user(str(event.input))]
+        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["add"]))
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+def _adds(messages: list[Message]) -> Reply:
+    """Calls add(1, 2), then answers ``sum=`` with what it returned."""
+    if messages[-1].role == Role.TOOL:
+        return Reply(text=f"sum={messages[-1].content}")
+    return Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])
+
+
+def calculator(model_name: str = "scripted", callbacks: Sequence[Callbacks] = ()) -> ActionAgent:
+    """An ``ActionAgent`` named ``calculator`` whose every input makes one model call, one ``add``
+    call and a second model call, answering ``sum=3``."""
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(_adds, model_name=model_name))
+    resources.add_tool(add)
+    return _Calculator("calculator", resources=resources, callbacks=callbacks)

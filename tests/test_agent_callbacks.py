@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import add, calculator
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -22,7 +23,6 @@ from adk import (
     LoopAgent,
     Message,
     ParallelAgent,
-    Resources,
     RunContext,
     RunError,
     Runner,
@@ -30,15 +30,6 @@ from adk import (
     ToolCall,
     ToolContext,
     with_sub_agents,
-)
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
 )
 from adk.callbacks import Callbacks, ModelRequest
 from adk.checkpoint import SQLiteCheckpointStore
@@ -52,17 +43,6 @@ from prebuilt import (
     new_planner,
     new_replanner,
 )
-
-
-@adk.tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first addend.
-        b: The second addend.
-    """
-    return a + b
 
 
 def add_model(cycle: bool = False) -> ScriptedModel:
@@ -264,26 +244,8 @@ async def test_agent_callbacks_under_a_runner_with_hooks_of_its_own(runner_hooks
 
 
 async def test_an_action_agents_own_callbacks_see_its_calls() -> None:
-    class Calculator(ActionAgent):
-        @action(InputEvent)
-        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-            messages = [Message.user(str(event.input))]
-            ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["add"]))
-
-        @action(ChatResponseEvent)
-        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-            ctx.send_event(OutputEvent(output=event.response.content))
-
-    def reply(messages: list[Message]) -> Reply:
-        if messages[-1].role == "tool":
-            return Reply(text=f"sum={messages[-1].content}")
-        return Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])
-
-    resources = Resources()
-    resources.add_model("m", ScriptedModel(reply))
-    resources.add_tool(add)
     seen: list[tuple[str, str, str]] = []
-    agent = Calculator("calculator", resources=resources, callbacks=[Log("own", seen)])
+    agent = calculator(callbacks=[Log("own", seen)])
     assert (await Runner(agent).invoke("1+2?")).text == "sum=3"
     assert [hook for _, hook, _ in seen] == [
         "before_agent",

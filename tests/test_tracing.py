@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ScriptAgent, act_transfer, run_events
+from conftest import ScriptAgent, act_transfer, add, calculator, run_events
 from openai_server import OpenAIServer
 from openai_server import Reply as ServedReply
 from opentelemetry import trace
@@ -42,7 +42,6 @@ from adk import (
     ModelOptions,
     ParallelAgent,
     Resources,
-    Role,
     RunContext,
     RunError,
     Runner,
@@ -56,8 +55,6 @@ from adk import (
 from adk.actions import (
     ActionAgent,
     ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
     InputEvent,
     OutputEvent,
     action,
@@ -135,17 +132,6 @@ def attrs(span: ReadableSpan) -> dict[str, Any]:
 
 def events_of(span: ReadableSpan) -> list[str]:
     return [e.name for e in span.events]
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first addend.
-        b: The second addend.
-    """
-    return a + b
 
 
 def add_model(usage: bool = True) -> ScriptedModel:
@@ -2087,25 +2073,7 @@ def test_the_python_snippets_in_the_tracing_docs_run(index: int) -> None:
 async def test_an_action_agents_model_and_tool_calls_are_spans_of_its_run(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    class Calculator(ActionAgent):
-        @action(InputEvent)
-        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-            messages = [Message.user(str(event.input))]
-            ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["add"]))
-
-        @action(ChatResponseEvent)
-        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-            ctx.send_event(OutputEvent(output=event.response.content))
-
-    def reply(messages: list[Message]) -> Reply:
-        if messages[-1].role == Role.TOOL:
-            return Reply(text=f"sum={messages[-1].content}")
-        return Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})])
-
-    resources = Resources()
-    resources.add_model("m", ScriptedModel(reply, model_name="calc-model"))
-    resources.add_tool(add)
-    agent = Calculator("calculator", resources=resources)
+    agent = calculator(model_name="calc-model")
     result = await Runner(agent, tracer_provider=provider).invoke("1+2?")
     assert result.text == "sum=3"
     spans = exporter.get_finished_spans()
