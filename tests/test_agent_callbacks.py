@@ -44,6 +44,18 @@ from prebuilt import (
     new_replanner,
 )
 
+ONE_TOOL_CALL = [
+    "before_agent",
+    "before_model",
+    "after_model",
+    "before_tool",
+    "after_tool",
+    "before_model",
+    "after_model",
+    "after_agent",
+]
+"""The hooks an agent's callbacks see, in order, for a run that calls one tool and answers."""
+
 
 def add_model(cycle: bool = False) -> ScriptedModel:
     script = [Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "sum=3"]
@@ -152,16 +164,7 @@ async def test_runner_callbacks_run_before_the_agents_own() -> None:
     # Each hook: the runner's (Google ADK's plugins), then the agent's own.
     assert tags == ["runner", "own"] * (len(seen) // 2)
     assert hooks[::2] == hooks[1::2]
-    assert hooks[::2] == [
-        "before_agent",
-        "before_model",
-        "after_model",
-        "before_tool",
-        "after_tool",
-        "before_model",
-        "after_model",
-        "after_agent",
-    ]
+    assert hooks[::2] == ONE_TOOL_CALL
 
 
 async def test_a_runner_short_circuit_skips_the_agents_own_before_callbacks() -> None:
@@ -247,16 +250,7 @@ async def test_an_action_agents_own_callbacks_see_its_calls() -> None:
     seen: list[tuple[str, str, str]] = []
     agent = calculator(callbacks=[Log("own", seen)])
     assert (await Runner(agent).invoke("1+2?")).text == "sum=3"
-    assert [hook for _, hook, _ in seen] == [
-        "before_agent",
-        "before_model",
-        "after_model",
-        "before_tool",
-        "after_tool",
-        "before_model",
-        "after_model",
-        "after_agent",
-    ]
+    assert [hook for _, hook, _ in seen] == ONE_TOOL_CALL
 
 
 async def test_a_failing_agent_callback_fails_that_agent() -> None:
