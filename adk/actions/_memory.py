@@ -108,13 +108,8 @@ class ShortTermMemory:
         if "." in key and key not in values:
             self._set_at(self._split(key), value, key)
             return
-        # What ``_check`` does, written out: this is the per-action call.
-        if type(value) is dict and _OBJECT in value:
-            raise self._marked(key)
-        try:
-            to_json_value(value, f"{self._kind} {key!r}")
-        except CheckpointError as exc:
-            raise self._refused(value, key, exc) from None
+        # One call beside the JSON check that dominates a set, for one refusal on every write.
+        self._check(value, key)
         old = values.get(key, _MISSING)
         if type(old) is dict and _OBJECT in old:
             raise self._is_an_object(key)
