@@ -69,7 +69,7 @@ from ..checkpoint.store import CheckpointStore
 from ..context import _new_run_id
 from ..events import ErrorInfo
 from ..runner import Runner
-from ._flink_resumes import RESUME_MARK, Resume, keyed_row, parsed, tupled
+from ._flink_resumes import RESUME_MARK, keyed_row
 from ._records import (
     KeyedOutput,
     KeySelector,
@@ -82,6 +82,7 @@ from ._records import (
     run_record,
     timed_out,
 )
+from ._resumes import NEEDS_A_KEY, Resume, parsed, tupled
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"]
 
@@ -261,11 +262,7 @@ class FlinkKeyedInput:
         travel (``from_list``'s keyed rows, or a ``Resume`` among the records' own objects, which
         are made pickled objects first if they were of a type of their own)."""
         if self._key is None:
-            raise ValueError(
-                "resumes run as records of their key, and these records have none (no key: "
-                "each keeps no memory); resume such a paused record with a Runner over the "
-                "checkpoint store, which runs it as it would run here"
-            )
+            raise ValueError(NEEDS_A_KEY)
         if not isinstance(resumes, DataStream):
             raise TypeError(f"resumes must be a PyFlink DataStream, not {type(resumes).__name__}")
         if json_keys:
