@@ -9,7 +9,9 @@ leave half its writes behind for the next record of its key.
 Each record is one run of a ``Runner`` that the environment builds: callbacks, tracing, resources
 and checkpoints work as for any run, and a record that pauses is reported with its checkpoint id,
 resumable with ``outputs.resume`` as a record of its key (it waits for its key's running record,
-runs on the key's session and commits like any record).
+runs on the key's session and commits like any record), or through ``apply(agent, resumes=...)``,
+a stream of resumes read beside the records, in the shape a Flink job takes (``_resumes``), so one
+script runs here and on Flink.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from collections.abc import (
     Hashable,
     Iterable,
     Iterator,
+    Mapping,
 )
 from typing import Any
 
@@ -46,6 +49,7 @@ from ._records import (
     resume_record,
     run_record,
 )
+from ._resumes import NEEDS_A_KEY, Resume, parsed
 from ._session_store import SessionNotSaved
 
 __all__ = ["KeyedInput", "KeyedOutputs", "LocalExecutionEnvironment"]
@@ -126,17 +130,32 @@ class KeyedInput:
         self._read_once = isinstance(records, Iterator | AsyncIterator)
         self._applied = False
 
-    def apply(self, agent: Agent, *, sessions: Sessions | None = None) -> KeyedOutputs:
+    def apply(
+        self,
+        agent: Agent,
+        *,
+        sessions: Sessions | None = None,
+        resumes: Iterable[Any] | AsyncIterable[Any] | None = None,
+    ) -> KeyedOutputs:
         """Run ``agent`` over the records; iterate the result (or ``await .to_list()``).
 
         ``sessions``: each key's session values to start from, updated in place as records
         commit (not used without a key). Pass the ``sessions`` of an earlier application to carry
         keys' memory from one batch to the next, or a ``SessionStore`` (async ``get``/``put``) to
         keep it in a store of your own, such as Redis or a database, across restarts.
+
+        ``resumes``: paused outputs to resume, as ``FlinkKeyedInput.apply`` takes them (each a
+        dict, or its JSON text, with ``key``, ``checkpoint_id`` and ``run_id``, and the resume's
+        data under ``"resume"``), from an iterable or async iterable read beside the records.
+        Each runs as a record of its key (after the key's records read before it, on the key's
+        session, its writes kept), its outputs in the stream under the paused run's ``run_id``;
+        one naming no paused record is a failed output of its own. Only with a key.
         """
         if not isinstance(agent, Agent):
             raise TypeError(f"apply takes an Agent, got {type(agent).__name__}")
         check_sessions(sessions)
+        if resumes is not None:
+            _check_resumes(resumes, self._key)
         if self._read_once and self._applied:
             raise RuntimeError(
                 f"these records are an iterator ({type(self._records).__name__}), which can be "
@@ -154,7 +173,24 @@ class KeyedInput:
             tracer_provider=env.tracer_provider,
             meter_provider=env.meter_provider,
         )
-        return KeyedOutputs(env, runner, self._records, self._key, sessions)
+        outputs = KeyedOutputs(env, runner, self._records, self._key, sessions)
+        outputs._resumes = resumes
+        return outputs
+
+
+def _check_resumes(resumes: Any, key: KeySelector) -> None:
+    """Refuse at ``apply`` what no resume could come of: no key to run them as records of (as
+    Flink refuses it), or not an iterable of resumes (one resume, a dict or its text, is
+    iterable as its fields or characters: never meant)."""
+    if key is None:
+        raise ValueError(NEEDS_A_KEY)
+    if isinstance(resumes, str | bytes | bytearray | Mapping) or not isinstance(
+        resumes, Iterable | AsyncIterable
+    ):
+        raise TypeError(
+            f"resumes must be an iterable or async iterable of resumes, got "
+            f"{type(resumes).__name__} (wrap a single resume in a list)"
+        )
 
 
 class KeyedOutputs:
@@ -183,6 +219,7 @@ class KeyedOutputs:
         # The keys with a resume running or waiting outside the stream's turns (``_in_order``).
         self._resuming: dict[Hashable, _KeyLock] = {}
         self.sessions: Sessions = sessions if sessions is not None else {}
+        self._resumes: Iterable[Any] | AsyncIterable[Any] | None = None  # ``apply``'s
 
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
         if self._iterator is not None:
@@ -273,9 +310,10 @@ class KeyedOutputs:
         return found
 
     async def to_list(self) -> list[KeyedOutput]:
-        """Every output, in record order (and, within a record, in the order it was produced)."""
+        """Every output, in record order (and, within a record, in the order it was produced),
+        then the outputs of ``apply``'s ``resumes``, in the resumes' order."""
         found = [output async for output in self]
-        found.sort(key=lambda output: (output.index, output._seq))
+        found.sort(key=lambda output: (output._resumed, output.index, output._seq))
         return found
 
     async def _run(self) -> AsyncGenerator[KeyedOutput, None]:
@@ -333,20 +371,11 @@ class _Scheduler:
 
     async def feed(self) -> None:
         try:
-            index = 0
-            async for record in _each(self.outputs._records):
-                try:
-                    key = key_of(self.outputs._key, record, index)
-                except Exception as exc:
-                    await self.fail(index, None, record, exc)
-                    index += 1
-                    continue
-                await self.place(index, key, record)
-                index += 1
-                results = self.results
-                while self.resumes_waiting and results.qsize() >= self.most_buffered:
-                    self.output_room.clear()
-                    await self.output_room.wait()
+            resumes = self.outputs._resumes
+            if resumes is None:
+                await self.read_records()
+            else:
+                await self.read_with_resumes(resumes)
             while self.workers:
                 await asyncio.gather(*list(self.workers))
             self.closed = True
@@ -355,6 +384,56 @@ class _Scheduler:
             if is_cancellation(exc):
                 raise
             await self.results.put(exc)
+
+    async def read_records(self) -> None:
+        index = 0
+        async for record in _each(self.outputs._records):
+            try:
+                key = key_of(self.outputs._key, record, index)
+            except Exception as exc:
+                await self.fail(index, None, record, exc)
+                index += 1
+                continue
+            await self.place(index, key, record)
+            index += 1
+            await self.read_on()
+
+    async def read_with_resumes(self, resumes: Iterable[Any] | AsyncIterable[Any]) -> None:
+        """The records and the resumes read at once, each placed as it comes (a resume behind
+        its key's records read so far), as Flink's union of the two streams keys them: a resume
+        waiting for its source does not hold up the records, nor the records the resumes. The
+        first source to fail stops the other."""
+        readers = [
+            asyncio.create_task(self.read_records()),
+            asyncio.create_task(self.read_resumes(resumes)),
+        ]
+        try:
+            for reader in asyncio.as_completed(readers):
+                await reader
+        finally:
+            await cancel_and_wait(readers)
+
+    async def read_resumes(self, resumes: Iterable[Any] | AsyncIterable[Any]) -> None:
+        """Each resume placed as a record of its key; one that names no paused record fails
+        at once (``on_error``), as on Flink, where it is a failed output of its own."""
+        index = 0
+        async for given in _each(resumes):
+            resume = parsed(given)
+            if resume.checkpoint_id is None:  # ``problem`` says why
+                exc = ValueError(f"resume {index} (key {resume.key!r}) {resume.problem}")
+                await self.fail(index, resume.key, given, exc, resumed=True)
+            else:
+                await self.place(index, resume.key, _Resuming(index, given, resume))
+            index += 1
+            await self.read_on()
+
+    async def read_on(self) -> None:
+        """Wait, before reading on, while a resume waits for its turn and the outputs not taken
+        fill the queue (see the class docstring)."""
+        results = self.results
+        while self.resumes_waiting and results.qsize() >= self.most_buffered:
+            self.output_room.clear()
+            await self.output_room.wait()
 
     async def place(self, index: int, key: Hashable, record: Any) -> None:
         """Queue ``record`` behind its key's running one, or start a worker for its key, once
@@ -389,20 +468,33 @@ class _Scheduler:
                     continue
                 self.buffered -= 1
                 self.room.set()
+                resuming: _Resuming | None = record if type(record) is _Resuming else None
+                resumed = resuming is not None
                 try:
-                    found = await run_record(runner, self.sessions, index, key, record, timeout)
+                    if resuming is not None:  # one of ``apply``'s resumes, as a record of its key
+                        paused = resuming.paused
+                        record = paused.record
+                        found = await resume_record(
+                            runner, self.sessions, paused, resuming.data, timeout
+                        )
+                    else:
+                        found = await run_record(runner, self.sessions, index, key, record, timeout)
                 except SessionNotSaved:  # cut off by the close, which reports it (``stop``)
                     raise
                 except Exception as exc:  # the runner itself failed (e.g. a checkpoint store)
-                    await self.fail(index, key, record, exc)
+                    # A resume's failure names the paused run it was to go on with (its trace),
+                    # as when its checkpoint is gone: resumed already, an approval given twice.
+                    run_id = resuming.paused.run_id if resuming is not None else None
+                    await self.fail(index, key, record, exc, resumed, run_id)
                     continue
                 for output in found:
                     if output.error is not None and not self.emit_errors:
-                        failure = RecordError(index, key, record, output.error, output.run_id)
+                        failure = _failure(index, key, record, output.error, output.run_id, resumed)
                         failure.__cause__ = output._exception
                         await self.put(failure)
                         continue
                     output._seq = seq
+                    output._resumed = resumed
                     seq += 1
                     if results.qsize() < most_buffered:  # room: no wait, no frame of ``put``
                         results.put_nowait(output)
@@ -462,12 +554,21 @@ class _Scheduler:
         self.workers.add(asyncio.create_task(self.work(key)))
         return turn
 
-    async def fail(self, index: int, key: Hashable, record: Any, exc: Exception) -> None:
+    async def fail(
+        self,
+        index: int,
+        key: Hashable,
+        record: Any,
+        exc: Exception,
+        resumed: bool = False,
+        run_id: str | None = None,
+    ) -> None:
         error = ErrorInfo.of(exc)
         if self.emit_errors:
-            await self.put(KeyedOutput(key, index, record, error=error))
+            output = KeyedOutput(key, index, record, error=error, run_id=run_id, _resumed=resumed)
+            await self.put(output)
         else:
-            failure = RecordError(index, key, record, error)
+            failure = _failure(index, key, record, error, run_id, resumed)
             failure.__cause__ = exc
             await self.put(failure)
 
@@ -501,6 +602,33 @@ class _Scheduler:
         while not results.empty():
             results.get_nowait()
         results.put_nowait(None)
+
+
+def _failure(
+    index: int, key: Hashable, record: Any, error: ErrorInfo, run_id: str | None, resumed: bool
+) -> RecordError:
+    failure = RecordError(index, key, record, error, run_id)
+    if resumed:  # ``index`` is the resume's position among ``apply``'s resumes, not a record's
+        failure.args = (f"resume {index} (key {key!r}) failed: {error}",)
+    return failure
+
+
+class _Resuming:
+    """One of ``apply``'s resumes in its key's queue: the paused output it names, as
+    ``resume_record`` takes it (its ``index`` the resume's position among the resumes, its
+    ``record`` the resume as given), and the resume's data."""
+
+    __slots__ = ("data", "paused")
+
+    def __init__(self, index: int, given: Any, resume: Resume) -> None:
+        self.paused = KeyedOutput(
+            resume.key,
+            index,
+            given,
+            checkpoint_id=resume.checkpoint_id,
+            run_id=resume.run_id,
+        )
+        self.data = resume.data
 
 
 class _KeyLock:

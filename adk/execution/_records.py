@@ -62,6 +62,9 @@ class KeyedOutput:
     checkpoint_id: str | None = None
     run_id: str | None = field(default=None, repr=False)
     _seq: int = field(default=0, repr=False, compare=False)
+    # An output of a resume from ``apply``'s ``resumes`` (its ``index`` is the resume's position
+    # there): ``to_list`` puts them after the records' outputs.
+    _resumed: bool = field(default=False, repr=False, compare=False)
     _exception: BaseException | None = field(default=None, repr=False, compare=False)
 
 
