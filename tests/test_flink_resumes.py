@@ -210,3 +210,28 @@ def test_a_record_of_the_users_own_that_looks_like_a_marked_resume_is_a_record()
     finally:
         function.close()
     assert [json.loads(t)["output"] for t in texts] == [text]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_an_approval_given_twice_is_a_failed_output_not_a_failed_job(durable: bool) -> None:
+    """An approvals topic delivers at least once: the second delivery names a pause already
+    resumed (its checkpoint deleted). Its CheckpointError left the operator and failed the job
+    whatever ``on_error`` said (a restart replays it and fails again); it is a failed output
+    of its own under the paused run's id now, as locally, and books nothing twice."""
+    job = _Job(durable, json_keys=True)
+
+    async def run() -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
+        [paused] = await job.record("ann", 500)
+        answer = json.dumps({**paused, "resume": "approved"})
+        later = [await job.resume(answer), await job.resume(answer), await job.record("ann", 1)]
+        return paused, later
+
+    try:
+        paused, (resumed, [again], after) = asyncio.run(run())
+    finally:
+        job.function.close()
+    assert [o["output"] for o in resumed] == [500]
+    assert again["error"]["type"] == "CheckpointError" and again["output"] is None
+    assert "no checkpoint" in again["error"]["message"]
+    assert again["run_id"] == paused["run_id"]
+    assert [o["output"] for o in after] == [501]

@@ -435,7 +435,18 @@ class _WorkerAgent:
             paused = KeyedOutput(
                 key, index, None, checkpoint_id=record.checkpoint_id, run_id=record.run_id
             )
-            return await resume_record(runner, sessions, paused, record.data, seconds)
+            try:
+                return await resume_record(runner, sessions, paused, record.data, seconds)
+            except CheckpointError as exc:
+                # A pause that is over or unreadable (resumed already: an approval delivered
+                # twice) is this resume's failure (``on_error``), as locally: raised here it
+                # failed the job, whose restart replays the resume into failing again.
+                failed = ErrorInfo.of(exc)
+                return [
+                    KeyedOutput(
+                        key, index, None, error=failed, run_id=record.run_id, _exception=exc
+                    )
+                ]
         finally:
             if token is not None:
                 _record_memory.reset(token)
