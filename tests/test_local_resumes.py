@@ -173,6 +173,7 @@ async def test_a_tuple_key_given_back_as_a_json_array_is_its_key(tmp_path: Path)
         ({"checkpoint_id": "c1", "resume": "approved"}, None, "has no key"),
         ([1, 2], None, "is a list, not a paused output"),
         ("approved", None, "is not JSON"),
+        (KeyedOutput("ann", 0, None, checkpoint_id="c1"), None, "is a KeyedOutput: give its key"),
     ],
 )
 async def test_a_resume_that_names_no_paused_record_is_a_failed_output(

@@ -396,7 +396,8 @@ class _Scheduler:
                 continue
             await self.place(index, key, record)
             index += 1
-            await self.read_on()
+            if self.resumes_waiting:
+                await self.read_on()
 
     async def read_with_resumes(self, resumes: Iterable[Any] | AsyncIterable[Any]) -> None:
         """The records and the resumes read at once, each placed as it comes (a resume behind
@@ -420,16 +421,24 @@ class _Scheduler:
         async for given in _each(resumes):
             resume = parsed(given)
             if resume.checkpoint_id is None:  # ``problem`` says why
-                exc = ValueError(f"resume {index} (key {resume.key!r}) {resume.problem}")
+                problem = resume.problem
+                if isinstance(given, KeyedOutput):  # the natural mistake here, never on Flink
+                    problem = (
+                        "is a KeyedOutput: give its key, checkpoint_id and run_id in a dict with "
+                        "the resume's data under 'resume', as a Flink job takes it, or call "
+                        "outputs.resume(paused, data)"
+                    )
+                exc = ValueError(f"resume {index} (key {resume.key!r}) {problem}")
                 await self.fail(index, resume.key, given, exc, resumed=True)
             else:
                 await self.place(index, resume.key, _Resuming(index, given, resume))
             index += 1
-            await self.read_on()
+            if self.resumes_waiting:
+                await self.read_on()
 
     async def read_on(self) -> None:
-        """Wait, before reading on, while a resume waits for its turn and the outputs not taken
-        fill the queue (see the class docstring)."""
+        """Wait, before reading on, while a resume waits for its turn (``outputs.resume``) and
+        the outputs not taken fill the queue (see the class docstring)."""
         results = self.results
         while self.resumes_waiting and results.qsize() >= self.most_buffered:
             self.output_room.clear()
