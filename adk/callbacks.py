@@ -68,7 +68,8 @@ each party at the call sees only its own pause's resume: the callback its own (e
 the approval's decision or the function's answer, ``_views``), and the tool none, running as on
 a first call (``tools._executor``); a callback that let the call through after its answer sees
 that answer again at the call's later pauses (``_paused_by`` saves it) rather than asking twice.
-Model callbacks and ``after_tool`` cannot pause (``_model_pause``, ``_after_tool_pause``).
+Model callbacks and ``after_tool`` cannot pause (``_model_pause``, ``_after_tool_pause``), nor
+can ``before_agent``, ``after_agent`` and ``on_event`` (``_agent_pause``).
 
 Where they see things: ``ctx`` is the agent's ``RunContext`` (``ctx.agent_name``, ``ctx.session``,
 ``ctx.run_path``) or, for tools, the call's ``ToolContext``. A wrapper that runs its inner agent in
@@ -243,6 +244,8 @@ async def _observe(hook: str, callbacks: Sequence[Callable[..., Any]], *args: An
             if _being_cancelled():
                 raise
             raise _callback_cancelled(hook, fn) from exc
+        except Interrupt as exc:
+            raise _agent_pause(fn, hook) from exc
         if result is not None:
             if hook == "before_agent":
                 return _check_answer(fn, result)
@@ -369,6 +372,8 @@ class _CallbackChain:
                 if _being_cancelled():
                     raise
                 raise _callback_cancelled("on_event", fn) from exc
+            except Interrupt as exc:
+                raise _agent_pause(fn, "on_event") from exc
             if inspect.isawaitable(result):
                 if inspect.iscoroutine(result):
                     result.close()  # never awaited: close it so Python does not warn later
@@ -702,6 +707,32 @@ def _model_pause(fn: Callable[..., Any], hook: str) -> TypeError:
         f"{hook} callback {fn!r} raised adk.Interrupt: a model callback cannot pause the run "
         "(the agent saves no state to resume a model call from); raise it in a before_tool "
         "callback or in a tool, which pause one tool call and resume it"
+    )
+
+
+_NO_PAUSE = {
+    "before_agent": "the agent has not started, so it has saved no state to resume from, and "
+    "its resume would take the callback's answer for its own",
+    "after_agent": "the agent has finished and saves nothing to resume from (inside an "
+    "AgentTool its resume would run it again)",
+    "on_event": "it observes the events going out, and its pause would be taken for the "
+    "agent's, which saved nothing to resume from",
+}
+
+
+def _agent_pause(fn: Callable[..., Any], hook: str) -> TypeError:
+    """The refusal of an ``Interrupt`` out of ``before_agent``, ``after_agent`` or ``on_event``,
+    which fails the agent (or the run) as their other errors do. Their pause was taken for the
+    agent's own, which has saved nothing: an agent that cannot resume without state failed the
+    resume ("holds no saved state"), one inside an ``AgentTool`` ran again from the start at
+    every resume (its tools too), and a custom agent would have read the callback's answer as
+    its own. Pausing an agent's start properly would need the callback's pause told apart at
+    the agent's address and hidden from the agent and the workflows above it (see
+    docs/interrupts.md): a person is asked at a tool call instead."""
+    return TypeError(
+        f"{hook} callback {fn!r} raised adk.Interrupt: {_NO_PAUSE[hook]}; raise it in a "
+        "before_tool callback or in a tool, which pause one tool call and resume it (an agent "
+        "called through an AgentTool is such a call)"
     )
 
 

@@ -338,6 +338,98 @@ async def test_a_model_callback_cannot_pause(hook: str) -> None:
     assert "before_tool callback or in a tool" in message
 
 
+def ask(*args: Any) -> None:
+    raise Interrupt("start?")
+
+
+def refused(text: str, hook: str) -> bool:
+    """Whether ``text`` is the refusal of a pause in ``hook``, saying where to pause instead."""
+    return (
+        f"TypeError: {hook} callback" in text
+        and "raised adk.Interrupt" in text
+        and "before_tool callback or in a tool" in text
+    )
+
+
+@pytest.mark.parametrize("hook", ["before_agent", "after_agent"])
+@pytest.mark.parametrize("whose", ["runner", "agent"])
+async def test_an_agent_callback_cannot_pause(hook: str, whose: str) -> None:
+    # It failed the agent with a bare "Interrupt: start?", as if the agent had raised it.
+    callbacks = [Callbacks(**{hook: ask})]
+    own = callbacks if whose == "agent" else ()
+    agent = ReActAgent("m", ScriptedModel(["hi"]), callbacks=own)
+    runner = Runner(agent, callbacks=callbacks if whose == "runner" else ())
+    with pytest.raises(RunError) as caught:
+        await runner.invoke("go")
+    assert refused(str(caught.value), hook)
+
+
+async def test_an_after_agent_pause_of_a_step_is_refused_not_saved(tmp_path: Path) -> None:
+    # A step's after_agent pause paused its sequence, which had saved nothing: the checkpoint
+    # could not resume ("holds no saved state for it").
+    def ask_after(agent: Any, ctx: Any, error: Any) -> None:
+        if agent.name == "b":
+            raise Interrupt("done?")
+
+    steps = [ReActAgent(name, ScriptedModel([name])) for name in ("a", "b")]
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        runner = Runner(
+            adk.SequentialAgent("s", steps), store, callbacks=[Callbacks(after_agent=ask_after)]
+        )
+        with pytest.raises(RunError) as caught:
+            await runner.invoke("go", checkpoint_id="run")
+        assert refused(str(caught.value), "after_agent")
+        assert await store.get("run") is None
+
+
+async def test_an_after_agent_pause_in_an_agent_tool_does_not_run_the_agent_again() -> None:
+    # The nested agent's after_agent pause was the tool call's, and each resume ran the nested
+    # agent again (and paused again): its tools ran once per resume.
+    ran: list[str] = []
+
+    @adk.tool
+    def pay() -> str:
+        """Pay."""
+        ran.append("pay")
+        return "paid"
+
+    def ask_after(agent: Any, ctx: Any, error: Any) -> None:
+        if agent.name == "payer":
+            raise Interrupt("payment ok?")
+
+    payer = ReActAgent(
+        "payer",
+        model_calling(tool_call("pay", {}, id="p1")),
+        tools=[pay],
+        description="Pays.",
+        callbacks=[Callbacks(after_agent=ask_after)],
+    )
+    outer = ReActAgent(
+        "front",
+        model_calling(tool_call("payer", {"request": "pay"}, id="o1")),
+        tools=[AgentTool(payer)],
+    )
+    done = await Runner(outer).invoke("go")
+    assert done.interrupt is None
+    assert refused(done.text, "after_agent")  # the call's error result, the model's answer
+    assert ran == ["pay"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "run"])
+async def test_an_on_event_callback_cannot_pause(streamed: bool) -> None:
+    # Through invoke it paused the root agent with no state (its resume failed: "holds no saved
+    # state for it"); through run it failed with a bare "Interrupt: start?".
+    runner = Runner(ReActAgent("m", ScriptedModel(["hi"])), callbacks=[Callbacks(on_event=ask)])
+    if streamed:
+        events = [event async for event in runner.run("go")]
+        assert events[-1].error is not None and events[-1].interrupted is None
+        assert refused(str(events[-1].error), "on_event")
+    else:
+        with pytest.raises(RunError) as caught:
+            await runner.invoke("go")
+        assert refused(str(caught.value), "on_event")
+
+
 # -- checkpoints saved before the callback's pause was told apart --------------------------------
 # Written by pyadk at ed7bf34 (before this change) with these agents over an in-memory store: a
 # booking approved whose function then asked for a seat, the gate only observing; and a call of
