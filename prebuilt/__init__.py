@@ -1,6 +1,6 @@
 """Prebuilt agents on top of the ``adk`` core: ReActAgent, Supervisor, PlanExecute."""
 
-from ._output import OutputSchemaError
+from ._output import OutputRejected, OutputSchemaError
 from .plan_execute import (
     ExecutedStep,
     Plan,
@@ -15,6 +15,7 @@ from .supervisor import Supervisor
 __all__ = [
     "ExecutedStep",
     "MaxIterationsError",
+    "OutputRejected",
     "OutputSchemaError",
     "Plan",
     "PlanExecute",

@@ -12,11 +12,14 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from adk import register_type
 
 from ._strict import strict_schema
 
 __all__ = [
+    "OutputRejected",
     "OutputSchemaError",
     "parse_output",
     "parse_output_json",
@@ -31,6 +34,25 @@ _FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 class OutputSchemaError(ValueError):
     """The final answer did not match ``output_schema``, even after one retry."""
+
+
+class OutputRejected(BaseModel):
+    """The ``custom`` output a ``ReActAgent`` emits when the model's answer (its event just
+    before) does not match ``output_schema`` and the model is asked again: the reply to the
+    retry comes next. A client shown the rejected answer, streamed or whole, learns here to drop
+    it; its chunks and the corrected answer's would otherwise run on with nothing between.
+    Application data, as every custom output: not recorded, no model sees it."""
+
+    # Built on first use, not at import, as prebuilt's and adk's other models (test_import_light).
+    model_config = ConfigDict(defer_build=True)
+
+    schema_name: str  # the output schema's class name
+    problem: str  # what did not match, as the retry told the model
+
+
+# Registered so a service can send it with ``AgentEvent.to_dict`` (``custom_type``) and a client
+# rebuild it with ``from_dict``; the name is kept stable, as ``prebuilt.Plan``'s.
+register_type(OutputRejected, "prebuilt.OutputRejected")
 
 
 def response_format(schema: type[BaseModel]) -> dict[str, Any]:

@@ -5,8 +5,9 @@ result in completion order, except the results that end the agent: return-direct
 results of tools that asked to exit come after the others (in call order, exit results last, so the
 last of them is the agent's final output); then the actions tools asked for (exit, transfer, loop
 break) as one action event. With ``output_schema`` the final answer is validated (one retry with
-the validation error shown to the model; none for a tool's result, which ends the agent without
-asking the model) and the instance is emitted as a ``custom`` output.
+the validation error shown to the model, announced by an ``OutputRejected`` custom output before
+the retry's reply; none for a tool's result, which ends the agent without asking the model) and
+the instance is emitted as a ``custom`` output.
 
 On a tool interrupt the agent saves which calls are still open, the results it holds and its
 conversation, and on resume only the open calls run again. The conversation is saved without what
@@ -75,6 +76,7 @@ from ._instruction import (
     render_instruction,
 )
 from ._output import (
+    OutputRejected,
     OutputSchemaError,
     parse_output_json,
     response_format,
@@ -572,6 +574,10 @@ class _ReActCore:
                             f"of {owner.max_iterations} model calls: {problem}"
                         )
                     turn.schema_retried = True
+                    # Said before the retry's reply, so a client shown the rejected answer
+                    # (streamed: its chunks went out before it could be checked) can drop it.
+                    rejected = OutputRejected(schema_name=schema.__name__, problem=problem)
+                    yield AgentEvent(output=AgentOutput(custom=rejected))
                     retry = retry_prompt(schema, problem, with_schema=turn.native)
                     messages.append(Message.user(retry))
                     continue

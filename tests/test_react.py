@@ -16,7 +16,7 @@ import adk
 from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, Runner, SequentialAgent
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
-from prebuilt import MaxIterationsError, OutputSchemaError, ReActAgent
+from prebuilt import MaxIterationsError, OutputRejected, OutputSchemaError, ReActAgent
 
 
 async def run_events(
@@ -447,7 +447,15 @@ async def test_output_schema_fails_after_the_retry() -> None:
     model = ScriptedModel(["sunny", "still sunny"])
     events = await run_events(ReActAgent("w", model, output_schema=Weather))
     assert model.calls == 2
-    assert simplify_events(events)[:2] == ["w: sunny", "w: still sunny"]
+    rejected = OutputRejected(
+        schema_name="Weather",
+        problem="the answer is not valid JSON (Invalid JSON: expected value at line 1 column 1)",
+    )
+    assert simplify_events(events)[:3] == [
+        "w: sunny",
+        f"w: [custom {rejected!r}]",
+        "w: still sunny",
+    ]
     last = events[-1]
     assert last.error is not None and last.error.type == "OutputSchemaError"
     assert "does not match Weather after a retry" in last.error.message

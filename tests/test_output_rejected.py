@@ -1,0 +1,147 @@
+"""A ``ReActAgent`` answer off its ``output_schema`` is followed by an ``OutputRejected`` custom
+output before the retry's reply, so a client that was shown the rejected answer (streamed chunk by
+chunk, or as a message) can tell it from the corrected one: without it the client got the
+rejected JSON's chunks, then the corrected JSON's, with nothing between. Over ``ScriptedModel``
+and over a real OpenAI wire server (tests/openai_server.py), read as a streaming service does:
+each stream's chunks as they arrive, every other event as ``to_dict`` JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from openai_server import OpenAIServer, Reply
+from pydantic import BaseModel
+
+import adk
+from adk import AgentEvent, RunError, Runner
+from adk.models import RetryPolicy
+from adk.models.openai import OpenAIChatModel
+from adk.testing import ScriptedModel
+from prebuilt import OutputRejected, OutputSchemaError, ReActAgent
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: int
+
+
+BAD = '{"city": "Oslo", "celsius": "cold"}'
+GOOD = '{"city": "Oslo", "celsius": 4}'
+PROBLEM = "celsius: Input should be a valid integer, unable to parse string as an integer"
+NOTICE = {
+    "custom": {"schema_name": "Weather", "problem": PROBLEM},
+    "custom_type": "prebuilt.OutputRejected",
+}
+
+
+async def client_view(runner: Runner, input: str = "Weather in Oslo?") -> list[tuple[str, Any]]:
+    """What a client of a streaming service is sent: a stream's chunks as they come (as one
+    entry, the pieces kept apart), the validated answer, and every other output as JSON."""
+    sent: list[tuple[str, Any]] = []
+    async for event in runner.run(input):
+        output = event.output
+        if event.error is not None:
+            sent.append(("error", event.to_dict()["error"]["type"]))
+        elif output is None:
+            continue
+        elif output.stream is not None:
+            sent.append(("chunks", [chunk.content async for chunk in output.stream]))
+        elif isinstance(output.custom, Weather):
+            sent.append(("answer", output.custom))
+        else:
+            data = json.loads(json.dumps(event.to_dict()))  # over the wire and back
+            sent.append(("event", {k: v for k, v in data["output"].items() if k != "role"}))
+            again = AgentEvent.from_dict(data)  # a Python client rebuilds the notice
+            if isinstance(event.output.custom, OutputRejected):
+                assert again.output is not None and again.output.custom == event.output.custom
+    return sent
+
+
+def joined(sent: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``sent`` with each stream's pieces joined (after checking it came in several)."""
+    out = []
+    for kind, value in sent:
+        if kind == "chunks":
+            assert len(value) > 1, value  # really streamed, piece by piece
+            value = "".join(value)
+        out.append((kind, value))
+    return out
+
+
+async def test_a_streamed_answer_off_the_schema_is_marked_rejected_before_the_retry() -> None:
+    model = ScriptedModel([BAD, GOOD], chunk_size=4)
+    runner = Runner(ReActAgent("w", model, output_schema=Weather), enable_streaming=True)
+    sent = joined(await client_view(runner))
+    assert sent == [
+        ("chunks", BAD),
+        ("event", NOTICE),  # the chunks above were rejected: a retry follows
+        ("chunks", GOOD),
+        ("answer", Weather(city="Oslo", celsius=4)),
+    ]
+
+
+async def test_an_answer_that_matches_comes_with_no_notice() -> None:
+    model = ScriptedModel([GOOD], chunk_size=4)
+    runner = Runner(ReActAgent("w", model, output_schema=Weather), enable_streaming=True)
+    assert joined(await client_view(runner)) == [
+        ("chunks", GOOD),
+        ("answer", Weather(city="Oslo", celsius=4)),
+    ]
+
+
+async def test_a_plain_run_marks_the_rejected_message_too_and_records_no_notice() -> None:
+    runner = Runner(ReActAgent("w", ScriptedModel([BAD, GOOD]), output_schema=Weather))
+    result = await runner.invoke("Weather in Oslo?")
+    outputs = [e.output for e in result.events if e.output is not None]
+    shown = [o.message.content if o.message is not None else o.custom for o in outputs]
+    assert shown == [
+        BAD,
+        OutputRejected(schema_name="Weather", problem=PROBLEM),
+        GOOD,
+        Weather(city="Oslo", celsius=4),
+    ]
+    assert result.output == Weather(city="Oslo", celsius=4)
+    # Application data, as every custom output: the history and the next run's input hold the
+    # model's two answers and nothing of the notice.
+    assert [m.content for m in result.messages if m.role == "assistant"] == [BAD, GOOD]
+
+
+async def test_a_retry_that_fails_too_ends_with_the_error_after_its_chunks() -> None:
+    model = ScriptedModel([BAD, "still not JSON"], chunk_size=4)
+    runner = Runner(ReActAgent("w", model, output_schema=Weather), enable_streaming=True)
+    assert joined(await client_view(runner)) == [
+        ("chunks", BAD),
+        ("event", NOTICE),
+        ("chunks", "still not JSON"),
+        ("error", "OutputSchemaError"),  # no retry left: no notice, the error says it
+    ]
+    with pytest.raises(RunError) as caught:
+        await Runner(ReActAgent("w", ScriptedModel([BAD, BAD]), output_schema=Weather)).invoke("?")
+    assert isinstance(caught.value.__cause__, OutputSchemaError)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_openai_stream_off_the_schema_is_marked_rejected_before_the_retry(
+    api: str,
+) -> None:
+    fast = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
+    async with OpenAIServer() as server:
+        server.script(Reply(text=BAD), Reply(text=GOOD))
+        async with OpenAIChatModel(
+            "test-model", base_url=server.base_url, api_key="sk-test", api=api, retry=fast
+        ) as model:  # type: ignore[arg-type]
+            runner = Runner(ReActAgent("w", model, output_schema=Weather), enable_streaming=True)
+            sent = await client_view(runner)
+        assert len(server.bodies) == 2
+    streams = [value for kind, value in sent if kind == "chunks"]
+    assert ["".join(pieces) for pieces in streams] == [BAD, GOOD]
+    assert [kind for kind, _ in sent] == ["chunks", "event", "chunks", "answer"]
+    assert sent[1] == ("event", NOTICE)
+
+
+def test_the_notice_is_registered_for_to_dict() -> None:
+    event = AgentEvent.custom(OutputRejected(schema_name="Weather", problem="x"))
+    assert AgentEvent.from_dict(event.to_dict()).output == event.output
+    assert adk.checkpoint.codec._type_name(OutputRejected) == "prebuilt.OutputRejected"
