@@ -233,8 +233,9 @@ async def test_the_streamed_resumes_usage_includes_the_calls_before_its_pause() 
     assert adk.run_messages(events)[-1].content == "done"
 
 
-async def test_an_older_checkpoint_without_usage_resumes_counting_from_the_resume() -> None:
-    store = InMemoryCheckpointStore()
+async def paused_with_usage(store: InMemoryCheckpointStore, usage: object) -> tuple[Runner, str]:
+    """A run paused for approval, its checkpoint's saved usage (10 in, 1 out) replaced by
+    ``usage`` (``None``: removed, as an older pyadk wrote it)."""
     runner = approval_agent(store)
     paused = await runner.invoke("pay 5")
     assert paused.checkpoint_id is not None
@@ -242,10 +243,18 @@ async def test_an_older_checkpoint_without_usage_resumes_counting_from_the_resum
     assert raw is not None
     body = decode_checkpoint(raw, paused.checkpoint_id)
     assert body["usage"] == used(10, 1).model_dump()
-    del body["usage"]  # as an older pyadk wrote it
+    if usage is None:
+        del body["usage"]
+    else:
+        body["usage"] = usage
     await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    return runner, paused.checkpoint_id
 
-    done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+
+async def test_an_older_checkpoint_without_usage_resumes_counting_from_the_resume() -> None:
+    runner, checkpoint_id = await paused_with_usage(InMemoryCheckpointStore(), None)
+
+    done = await runner.invoke_resume(checkpoint_id, {"approved": True})
     assert done.usage == used(30, 3)
 
 
@@ -254,18 +263,11 @@ async def test_an_older_checkpoint_without_usage_resumes_counting_from_the_resum
 )
 async def test_a_checkpoint_with_a_malformed_usage_is_refused_and_kept(bad: object) -> None:
     store = InMemoryCheckpointStore()
-    runner = approval_agent(store)
-    paused = await runner.invoke("pay 5")
-    assert paused.checkpoint_id is not None
-    raw = await store.get(paused.checkpoint_id)
-    assert raw is not None
-    body = decode_checkpoint(raw, paused.checkpoint_id)
-    body["usage"] = bad
-    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    runner, checkpoint_id = await paused_with_usage(store, bad)
 
     with pytest.raises(CheckpointError, match="usage is not a map of token counts"):
-        await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
-    assert await store.get(paused.checkpoint_id) is not None
+        await runner.invoke_resume(checkpoint_id, {"approved": True})
+    assert await store.get(checkpoint_id) is not None
 
 
 async def test_a_supervisors_messages_are_all_for_context() -> None:
