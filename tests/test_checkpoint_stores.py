@@ -415,17 +415,23 @@ NETWORK = ("redis", "postgres")
 serves every loop alike and is the store's until ``aclose``)."""
 
 
+def _loop_connections(backend: Backend) -> tuple[Callable[[], Awaitable[int]], int]:
+    """How to count ``backend``'s open connections, and their count before a test opens any;
+    skips the backends that hold none of an event loop (not in ``NETWORK``)."""
+    if backend.name not in NETWORK:
+        pytest.skip(f"the {backend.name} store holds no connections of an event loop")
+    count = backend.resources
+    assert count is not None
+    return count, asyncio.run(count())
+
+
 @pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 def test_each_asyncio_run_closes_what_it_opened(backend: Backend) -> None:
     """One store shared by ``asyncio.run`` per request (a sync web framework, a script, a Celery
     task) and never closed: each loop's connections close as that loop ends. They stayed open
     until the garbage collector freed them (one more Redis connection per request, a
     ResourceWarning for each socket)."""
-    if backend.name not in NETWORK:
-        pytest.skip(f"the {backend.name} store holds no connections of an event loop")
-    count = backend.resources
-    assert count is not None
-    baseline = asyncio.run(count())
+    count, baseline = _loop_connections(backend)
     store = backend.factory()
 
     async def request(value: bytes) -> bytes | None:
@@ -448,11 +454,7 @@ def test_one_store_serves_event_loops_in_several_threads_at_once(backend: Backen
     ends. A store with one client (or pool) for every loop swapped it between the threads: Redis
     left a connection pool per swap open, and PostgreSQL terminated the pool another thread's
     operations were using ("pool is closed")."""
-    if backend.name not in NETWORK:
-        pytest.skip(f"the {backend.name} store holds no connections of an event loop")
-    count = backend.resources
-    assert count is not None
-    baseline = asyncio.run(count())
+    count, baseline = _loop_connections(backend)
     store = backend.factory()
     threads = 3
     together = threading.Barrier(threads)  # every thread's loop is using the store at once

@@ -1328,20 +1328,7 @@ async def test_content_is_recorded_with_the_variable(
     assert json.loads(attrs(first)["gen_ai.input.messages"]) == [
         {"role": "user", "parts": [{"type": "text", "content": "what is 1+2?"}]}
     ]
-    assert json.loads(attrs(first)["gen_ai.output.messages"]) == [
-        {
-            "role": "assistant",
-            "parts": [
-                {
-                    "type": "tool_call",
-                    "id": "call_add",
-                    "name": "add",
-                    "arguments": {"a": 1, "b": 2},
-                }
-            ],
-            "finish_reason": "tool_calls",
-        }
-    ]
+    assert json.loads(attrs(first)["gen_ai.output.messages"]) == _called_add("tool_calls")
     second_input = json.loads(attrs(second)["gen_ai.input.messages"])
     assert second_input[-1] == {
         "role": "tool",
@@ -1353,6 +1340,12 @@ async def test_content_is_recorded_with_the_variable(
     (tool_span,) = named(spans, "execute_tool add")
     assert json.loads(attrs(tool_span)["gen_ai.tool.call.arguments"]) == {"a": 1, "b": 2}
     assert attrs(tool_span)["gen_ai.tool.call.result"] == "3"
+
+
+def _called_add(finish_reason: str) -> list[dict[str, Any]]:
+    """The output messages (as the conventions' JSON) of a reply that called ``add(1, 2)``."""
+    call = {"type": "tool_call", "id": "call_add", "name": "add", "arguments": {"a": 1, "b": 2}}
+    return [{"role": "assistant", "parts": [call], "finish_reason": finish_reason}]
 
 
 def _answered(text: str) -> list[dict[str, Any]]:
@@ -1421,20 +1414,7 @@ async def test_a_finish_reason_the_model_did_not_report_is_one_of_the_schemas_va
     agent = ReActAgent("calc", _NoFinishReason(add_model()), tools=[add])
     await Runner(agent, tracer_provider=provider).invoke("what is 1+2?")
     first, second = named(exporter.get_finished_spans(), "chat plain")
-    assert json.loads(attrs(first)["gen_ai.output.messages"]) == [
-        {
-            "role": "assistant",
-            "parts": [
-                {
-                    "type": "tool_call",
-                    "id": "call_add",
-                    "name": "add",
-                    "arguments": {"a": 1, "b": 2},
-                }
-            ],
-            "finish_reason": "tool_call",
-        }
-    ]
+    assert json.loads(attrs(first)["gen_ai.output.messages"]) == _called_add("tool_call")
     assert json.loads(attrs(second)["gen_ai.output.messages"]) == _answered("sum=3")
     # Nothing was reported, so nothing is claimed as the model's own reasons.
     assert "gen_ai.response.finish_reasons" not in attrs(first)
