@@ -411,6 +411,16 @@ class RunContext:
         return self._run.run_id
 
     @property
+    def usage(self) -> Usage | None:
+        """What the run's model calls reported so far, summed: ``RunResult.usage`` while the run
+        goes on (None until a call reports any). An ``AgentTool``'s nested run reads the enclosing
+        run's total, which its calls count in, so a callback can hold a whole run, delegates
+        included, to a token budget (pydantic-ai's ``UsageLimits``) before each model call."""
+        run = self._run
+        totals = run.totals
+        return (run if totals is None else totals).usage
+
+    @property
     def agent_name(self) -> str:
         """The name of the agent this context belongs to: the last element of ``run_path``."""
         return self.run_path[-1] if self.run_path else ""

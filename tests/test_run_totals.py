@@ -414,3 +414,48 @@ async def test_an_action_agents_chat_rounds_count() -> None:
     result = await Runner(Asker("asker", resources=resources)).invoke("1 + 2?")
     assert result.text == "3"
     assert result.usage == used(8, 2) + used(12, 1, reasoning=1)
+
+
+class TokenLimitExceeded(Exception):
+    """A port's pydantic-ai ``UsageLimitExceeded``."""
+
+
+class TokenLimit(adk.Callbacks):
+    """pydantic-ai's ``UsageLimits(total_tokens_limit=...)`` as a callback: no model call once
+    the run's calls, nested runs' included, have used the limit."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.seen: list[tuple[str, Usage | None]] = []
+
+    def before_model(self, ctx: adk.RunContext, request: object) -> None:
+        self.seen.append((ctx.agent_name, ctx.usage))
+        if ctx.usage is not None and ctx.usage.total_tokens >= self.limit:
+            raise TokenLimitExceeded(f"{ctx.usage.total_tokens} tokens used of {self.limit}")
+
+
+async def test_a_callback_reads_the_runs_usage_so_far_nested_calls_included() -> None:
+    """A limit on a run's tokens (pydantic-ai's ``UsageLimits``, with ``usage=ctx.usage`` passed
+    to a delegate) needs the run's total while it runs: ``RunResult.usage`` comes at the end, and
+    ``run_usage`` takes the events, which a callback does not have."""
+    calls = Reply(tool_calls=[tool_call("researcher", {"request": "1+1"})], usage=used(1, 2))
+    model = ScriptedModel([calls, Reply(text="2", usage=used(3, 4))])
+    limit = TokenLimit(1000)
+    runner = Runner(ReActAgent("lead", model, tools=[researcher_tool()]), callbacks=[limit])
+    result = await runner.invoke("what is 1+1?")
+    assert result.usage == used(1, 2) + used(100, 10) + used(200, 20, reasoning=7) + used(3, 4)
+    assert limit.seen == [
+        ("lead", None),
+        ("researcher", used(1, 2)),  # the nested run reads the enclosing run's total
+        ("researcher", used(1, 2) + used(100, 10)),
+        ("lead", used(1, 2) + used(100, 10) + used(200, 20, reasoning=7)),
+    ]
+
+    low = TokenLimit(100)  # used up by the nested run's first call
+    model = ScriptedModel([calls, Reply(text="never asked")])
+    runner = Runner(ReActAgent("lead", model, tools=[researcher_tool()]), callbacks=[low])
+    with pytest.raises(adk.RunError) as failed:
+        await runner.invoke("what is 1+1?")
+    assert isinstance(failed.value.__cause__, TokenLimitExceeded)
+    assert str(failed.value.__cause__) == "113 tokens used of 100"
+    assert len(model.requests) == 1  # the lead's second call was not made
