@@ -1,6 +1,6 @@
 """Prebuilt agents on top of the ``adk`` core: ReActAgent, Supervisor, PlanExecute."""
 
-from ._output import OutputRejected, OutputSchemaError
+from ._output import OutputRejected, OutputSchemaError, stream_output
 from .plan_execute import (
     ExecutedStep,
     Plan,
@@ -24,4 +24,5 @@ __all__ = [
     "new_executor",
     "new_planner",
     "new_replanner",
+    "stream_output",
 ]

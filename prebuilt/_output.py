@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from collections.abc import AsyncIterable, AsyncIterator
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import from_json
 
-from adk import register_type
+from adk import MessageChunk, register_type
 
 from ._strict import strict_schema
 
@@ -26,9 +28,13 @@ __all__ = [
     "response_format",
     "retry_prompt",
     "schema_instruction",
+    "stream_output",
 ]
 
+_Schema = TypeVar("_Schema", bound=BaseModel)
+
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]")
+_OPENING_FENCE = re.compile(r"\s*```[A-Za-z0-9_-]*[ \t]*\n")
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
@@ -131,3 +137,43 @@ def retry_prompt(schema: type[BaseModel], problem: str, *, with_schema: bool = F
     if with_schema:
         prompt += f" The schema:\n{json.dumps(schema.model_json_schema())}"
     return prompt
+
+
+def stream_output(
+    stream: AsyncIterable[MessageChunk], schema: type[_Schema]
+) -> AsyncIterator[_Schema]:
+    """The answer in ``stream`` (a streamed reply's ``MessageStream``, or any async iterable of
+    chunks) as instances of ``schema`` while it arrives: after each chunk, the JSON so far is
+    completed as pydantic's partial parsing does (open strings, lists and objects closed, a
+    string still arriving kept as far as it came) and validated; each instance that validates
+    and differs from the last one yielded is yielded. pydantic-ai's ``stream_output()``.
+
+    A partial instance is for showing progress, not acting on: a field whose value is still
+    arriving may hold part of it, and one with a default holds the default until its value
+    comes. The agent validates the whole answer and emits the instance it trusts as the
+    ``custom`` output; an answer that does not match is followed by ``OutputRejected``, and the
+    retry's reply streams anew. An opening code fence (```json) is skipped; text that is not
+    JSON yields nothing. Reading the stream here does not take it from other readers."""
+    if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+        raise TypeError(f"stream_output's schema must be a pydantic model class, got {schema!r}")
+    return _partials(stream, schema)
+
+
+async def _partials(
+    stream: AsyncIterable[MessageChunk], schema: type[_Schema]
+) -> AsyncIterator[_Schema]:
+    text = ""
+    last: _Schema | None = None
+    async for chunk in stream:
+        if not chunk.content:
+            continue
+        text += chunk.content
+        fence = _OPENING_FENCE.match(text)
+        body = text[fence.end() :] if fence is not None else text
+        try:
+            value = schema.model_validate(from_json(body, allow_partial="trailing-strings"))
+        except ValueError:  # not JSON (yet), or not yet valid: ValidationError is a ValueError
+            continue
+        if value != last:
+            last = value
+            yield value

@@ -1,0 +1,103 @@
+"""``prebuilt.stream_output``: the structured answer read while it streams, as successive partial
+instances of the output schema (pydantic-ai's ``result.stream_output()``), over ``ScriptedModel``
+and over a real OpenAI wire server (tests/openai_server.py), with either API."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+
+import pytest
+from openai_server import OpenAIServer, Reply
+from pydantic import BaseModel, RootModel
+
+from adk import MessageChunk, Runner
+from adk.models import RetryPolicy
+from adk.models.openai import OpenAIChatModel
+from adk.testing import ScriptedModel
+from prebuilt import OutputRejected, ReActAgent, stream_output
+
+
+class Forecast(BaseModel):
+    city: str
+    summary: str = ""
+    days: list[int] = []
+
+
+class Cities(RootModel[list[Forecast]]):
+    pass
+
+
+ANSWER = '{"city": "Oslo", "summary": "cold and dry", "days": [3, 4, 5]}'
+
+
+async def partials(runner: Runner, schema: type[BaseModel]) -> list[list[BaseModel]]:
+    """Per streamed reply, what ``stream_output`` yielded; the validated answer last."""
+    seen: list[list[BaseModel]] = []
+    async for event in runner.run("Forecast?"):
+        output = event.output
+        if output is not None and output.stream is not None:
+            seen.append([value async for value in stream_output(output.stream, schema)])
+    return seen
+
+
+async def test_a_streamed_answer_is_read_as_growing_instances_of_the_schema() -> None:
+    model = ScriptedModel([ANSWER], chunk_size=6)
+    runner = Runner(ReActAgent("f", model, output_schema=Forecast), enable_streaming=True)
+    [seen] = await partials(runner, Forecast)
+    assert len(seen) > 3  # while it streamed, not once at the end
+    assert seen[0] == Forecast(city="Os")  # a string still arriving counts as far as it came
+    assert seen[-1] == Forecast(city="Oslo", summary="cold and dry", days=[3, 4, 5])
+    assert len(set(map(repr, seen))) == len(seen)  # each one differs from the one before
+    summaries = [value.summary for value in seen if isinstance(value, Forecast)]
+    assert all(later.startswith(earlier) for earlier, later in itertools.pairwise(summaries))
+
+
+async def test_a_list_schema_yields_once_each_item_validates_and_fences_are_skipped() -> None:
+    text = '```json\n[{"city": "Oslo"}, {"city": "Bergen", "days": [1]}]\n```'
+    model = ScriptedModel([text], chunk_size=5)
+    runner = Runner(ReActAgent("f", model, output_schema=Cities), enable_streaming=True)
+    [seen] = await partials(runner, Cities)
+    assert seen[-1] == Cities([Forecast(city="Oslo"), Forecast(city="Bergen", days=[1])])
+    assert all(isinstance(value, Cities) for value in seen)
+
+
+async def test_text_that_is_not_json_yields_nothing_and_a_retry_streams_anew() -> None:
+    model = ScriptedModel(["Sorry, no idea.", ANSWER], chunk_size=4)
+    runner = Runner(ReActAgent("f", model, output_schema=Forecast), enable_streaming=True)
+    rejected = []
+    seen: list[list[BaseModel]] = []
+    async for event in runner.run("Forecast?"):
+        output = event.output
+        if output is not None and output.stream is not None:
+            seen.append([value async for value in stream_output(output.stream, Forecast)])
+        elif output is not None and isinstance(output.custom, OutputRejected):
+            rejected.append(output.custom.schema_name)
+    assert seen[0] == [] and rejected == ["Forecast"]
+    assert seen[1][-1] == Forecast(city="Oslo", summary="cold and dry", days=[3, 4, 5])
+
+
+async def test_it_reads_any_iterable_of_chunks_and_refuses_what_is_not_a_schema() -> None:
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        for piece in ('{"ci', 'ty": "Ri', 'ga"}'):
+            yield MessageChunk(content=piece)
+
+    assert [f.city async for f in stream_output(chunks(), Forecast)] == ["Ri", "Riga"]
+    with pytest.raises(TypeError, match="a pydantic model class"):
+        stream_output(chunks(), dict)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_openai_stream_is_read_as_it_arrives(api: str) -> None:
+    fast = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
+    server = OpenAIServer([Reply(text=ANSWER, fragment=7)], structured="openai")
+    async with (
+        server,
+        OpenAIChatModel(
+            "test-model", base_url=server.base_url, api_key="sk-test", api=api, retry=fast
+        ) as model,
+    ):  # type: ignore[arg-type]
+        agent = ReActAgent("f", model, output_schema=Forecast)
+        [seen] = await partials(Runner(agent, enable_streaming=True), Forecast)
+    assert len(seen) > 3
+    assert seen[-1] == Forecast(city="Oslo", summary="cold and dry", days=[3, 4, 5])
