@@ -104,21 +104,22 @@ def parse_output(schema: type[BaseModel], text: str) -> tuple[BaseModel | None, 
 
 
 def parse_output_json(
-    schema: type[BaseModel], text: str
+    schema: type[BaseModel], text: str, context: Any = None
 ) -> tuple[BaseModel | None, str, str | None]:
     """As ``parse_output``, with the JSON text the instance was read from: ``text`` itself, or
     the fenced block without its fences and the words around it (``text`` when it does not
     match). That is what ``output_key`` stores: a later ``{key}`` or ``json.loads`` reads the
-    object, not the Markdown the model wrapped it in."""
+    object, not the Markdown the model wrapped it in. ``context`` is pydantic's validation
+    context (``ValidationInfo.context``: a ``ReActAgent`` gives its run options)."""
     try:
-        return schema.model_validate_json(text.strip()), text, None
+        return schema.model_validate_json(text.strip(), context=context), text, None
     except ValidationError as exc:
         first = exc
     fenced = _FENCED.search(text)
     if fenced is not None:
         block = fenced.group(1).strip()
         try:
-            return schema.model_validate_json(block), block, None
+            return schema.model_validate_json(block, context=context), block, None
         except ValidationError as exc:
             first = exc
     return None, text, _explain(first)

@@ -547,7 +547,9 @@ class _ReActCore:
                 if schema is None:
                     self._store_output(ctx, reply.content)
                     return
-                parsed, answer, problem = parse_output_json(schema, reply.content)
+                # The run options are the validation context: a validator that checks the answer
+                # against the run's dependencies reads them (``ValidationInfo.context``).
+                parsed, answer, problem = parse_output_json(schema, reply.content, ctx.options)
                 if parsed is None:
                     assert problem is not None
                     refusal = reply.metadata.get("refusal")
@@ -776,7 +778,7 @@ class _ReActCore:
         """The ``custom`` output for a tool result that ends the agent under ``output_schema``:
         it is the agent's answer, so it must match as the model's would (without the retry, as
         the model is not asked again); ``RunResult.output`` is then the instance either way."""
-        parsed, answer, problem = parse_output_json(schema, result.content)
+        parsed, answer, problem = parse_output_json(schema, result.content, ctx.options)
         if parsed is None:
             raise OutputSchemaError(
                 f"agent '{self.name}': the result of tool '{result.name}', its final answer, "
@@ -1112,7 +1114,7 @@ class ReActAgent:
             text = message.content
         elif isinstance(value, dict):
             try:
-                parsed = schema.model_validate(value)
+                parsed = schema.model_validate(value, context=ctx.options)
             except ValidationError as exc:
                 raise OutputSchemaError(
                     f"agent '{self.name}': the answer a before_agent callback gave does not "
@@ -1122,7 +1124,7 @@ class ReActAgent:
             text = message.content
         else:
             message = adk.callbacks._answer_message(self.name, value)
-            found, text, problem = parse_output_json(schema, message.content)
+            found, text, problem = parse_output_json(schema, message.content, ctx.options)
             if found is None:
                 raise OutputSchemaError(
                     f"agent '{self.name}': the answer a before_agent callback gave does not "

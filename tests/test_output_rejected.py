@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from openai_server import OpenAIServer, Reply
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationInfo, field_validator
 
 import adk
 from adk import AgentEvent, RunError, Runner
@@ -145,3 +145,35 @@ def test_the_notice_is_registered_for_to_dict() -> None:
     event = AgentEvent.custom(OutputRejected(schema_name="Weather", problem="x"))
     assert AgentEvent.from_dict(event.to_dict()).output == event.output
     assert adk.checkpoint.codec._type_name(OutputRejected) == "prebuilt.OutputRejected"
+
+
+class Query(BaseModel):
+    """An answer only the run's dependencies can check (pydantic-ai's output validator taking
+    ``RunContext[Deps]``): the validator reads them from pydantic's validation context."""
+
+    sql: str
+
+    @field_validator("sql")
+    @classmethod
+    def known_table(cls, sql: str, info: ValidationInfo) -> str:
+        tables = info.context["tables"]  # the run options: a KeyError if they are not given
+        if sql.split()[-1] not in tables:
+            raise ValueError(f"no table {sql.split()[-1]!r}; the tables are {sorted(tables)}")
+        return sql
+
+
+async def test_the_answer_is_validated_with_the_agents_run_options_as_context() -> None:
+    model = ScriptedModel(['{"sql": "select * from user"}', '{"sql": "select * from users"}'])
+    agent = ReActAgent("sql", model, output_schema=Query)
+    result = await Runner(agent).invoke("All users?", options={"tables": {"users", "orders"}})
+    assert isinstance(result.output, Query) and result.output.sql == "select * from users"
+    retry = model.requests[1].messages[-1].content
+    assert "sql: Value error, no table 'user'; the tables are ['orders', 'users']" in retry
+
+    designated = ReActAgent(
+        "sql", ScriptedModel(['{"sql": "select * from orders"}']), output_schema=Query
+    )
+    result = await Runner(designated).invoke(
+        "All orders?", options={"tables": set()}, agent_options={"sql": {"tables": {"orders"}}}
+    )
+    assert isinstance(result.output, Query) and result.output.sql == "select * from orders"
