@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import from_json
 
 from adk import MessageChunk, register_type
+from adk.models._structured import json_kind
 
 from ._strict import strict_schema
 
@@ -79,9 +80,10 @@ def response_format(schema: type[BaseModel]) -> dict[str, Any]:
 
 def schema_instruction(schema: type[BaseModel]) -> str:
     """What to append to the instruction of a model without native structured output."""
+    plain = schema.model_json_schema()
     return (
-        "When you give your final answer, reply with only a JSON object matching this JSON "
-        f"schema, without any other text or code fences:\n{json.dumps(schema.model_json_schema())}"
+        f"When you give your final answer, reply with only a {json_kind(plain)} matching this "
+        f"JSON schema, without any other text or code fences:\n{json.dumps(plain)}"
     )
 
 
@@ -133,7 +135,7 @@ def retry_prompt(schema: type[BaseModel], problem: str, *, with_schema: bool = F
     model has never seen the schema it is asked to correct its answer to."""
     prompt = (
         f"Your answer does not match the required {schema.__name__} JSON schema: {problem}. "
-        "Reply again with only the corrected JSON object."
+        f"Reply again with only the corrected {json_kind(schema.model_json_schema())}."
     )
     if with_schema:
         prompt += f" The schema:\n{json.dumps(schema.model_json_schema())}"

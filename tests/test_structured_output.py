@@ -28,6 +28,7 @@ from adk.messages import Message, MessageChunk, Usage, join_chunks
 from adk.models import ModelError, ModelOptions, RetryPolicy
 from adk.models._structured import FormatFallback
 from adk.models.openai import OpenAIChatModel
+from adk.testing import ScriptedModel
 from adk.tools.base import ToolSpec
 from prebuilt import ReActAgent
 from prebuilt._output import parse_output, response_format
@@ -780,3 +781,34 @@ def test_the_test_server_refuses_what_strict_mode_refuses(schema: Any, problem: 
     found = _strict_problem(schema, ())
     assert found is not None and problem in found
     assert _strict_problem(response_format(Pets)["schema"], ()) is None
+
+
+class _Cities(RootModel[list[str]]):
+    pass
+
+
+async def test_a_list_schema_is_asked_for_as_a_json_array_not_an_object() -> None:
+    """A ``RootModel[list[X]]`` (pydantic-ai's ``output_type=list[X]``) asked for in the
+    instructions was asked for as "a JSON object", which its schema is not: a model that obeys
+    wraps the list in an object, which fails validation, and the retry asked for an object again."""
+    model = ScriptedModel(
+        ['{"cities": ["Oslo"]}', '["Oslo", "Bergen"]'], supports_response_format=False
+    )
+    result = await Runner(ReActAgent("c", model, output_schema=_Cities)).invoke("Cities?")
+    assert result.output == _Cities(["Oslo", "Bergen"])
+    system = model.requests[0].messages[0].content
+    assert "reply with only a JSON array matching this JSON schema" in system
+    assert "JSON object" not in system
+    assert (
+        model.requests[1]
+        .messages[-1]
+        .content.endswith("Reply again with only the corrected JSON array.")
+    )
+
+    async with OpenAIServer(refuses=["response_format"]) as server:
+        server.script(Reply(text='["Oslo"]'))
+        async with make_model(server) as wire:
+            options = ModelOptions(response_format=response_format(_Cities))
+            await wire.generate([Message.user("Cities?")], options=options)
+        first = server.bodies[-1]["messages"][0]
+        assert first["content"].startswith("Reply with only a JSON array matching this JSON schema")

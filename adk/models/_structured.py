@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..messages import Message, Role
@@ -63,13 +63,26 @@ _STRICT = re.compile(r"\bstrict\b", re.IGNORECASE)
 _SCHEMAS_KEPT = 256  # schemas whose own step is remembered, the oldest forgotten first
 
 
+def json_kind(schema: Mapping[str, Any]) -> str:
+    """What a JSON schema's root is, as an instruction names it: "JSON array" for a list (a
+    ``RootModel[list[X]]``), "JSON value" for a string, number or boolean, else "JSON object"
+    (an object, or a union of objects). Asked for "a JSON object", a model answering a list
+    schema wraps the list in one, which the schema refuses."""
+    kind = schema.get("type")
+    if kind == "array":
+        return "JSON array"
+    if kind in ("string", "number", "integer", "boolean"):
+        return "JSON value"
+    return "JSON object"
+
+
 def schema_instruction(spec: dict[str, Any]) -> str:
     """The instruction that carries a schema the server would not take as a response format. It
     says "JSON": OpenAI refuses JSON mode for a conversation that never mentions the word."""
     about = f" ({spec['description']})" if spec.get("description") else ""
     return (
-        f"Reply with only a JSON object matching this JSON schema{about}, without any other text "
-        f"or code fences:\n{json.dumps(spec['schema'], ensure_ascii=False)}"
+        f"Reply with only a {json_kind(spec['schema'])} matching this JSON schema{about}, "
+        f"without any other text or code fences:\n{json.dumps(spec['schema'], ensure_ascii=False)}"
     )
 
 
