@@ -143,7 +143,7 @@ def retry_prompt(schema: type[BaseModel], problem: str, *, with_schema: bool = F
 
 
 def stream_output(
-    stream: AsyncIterable[MessageChunk], schema: type[_Schema]
+    stream: AsyncIterable[MessageChunk], schema: type[_Schema], context: Any = None
 ) -> AsyncIterator[_Schema]:
     """The answer in ``stream`` (a streamed reply's ``MessageStream``, or any async iterable of
     chunks) as instances of ``schema`` while it arrives: after each chunk, the JSON so far is
@@ -156,14 +156,17 @@ def stream_output(
     comes. The agent validates the whole answer and emits the instance it trusts as the
     ``custom`` output; an answer that does not match is followed by ``OutputRejected``, and the
     retry's reply streams anew. An opening code fence (```json) is skipped; text that is not
-    JSON yields nothing. Reading the stream here does not take it from other readers."""
+    JSON yields nothing. Reading the stream here does not take it from other readers.
+    ``context`` is pydantic's validation context, for a schema whose validators read one (the
+    agent validates with its run options: pass the same, or what the validators need of them).
+    """
     if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
         raise TypeError(f"stream_output's schema must be a pydantic model class, got {schema!r}")
-    return _partials(stream, schema)
+    return _partials(stream, schema, context)
 
 
 async def _partials(
-    stream: AsyncIterable[MessageChunk], schema: type[_Schema]
+    stream: AsyncIterable[MessageChunk], schema: type[_Schema], context: Any
 ) -> AsyncIterator[_Schema]:
     text = ""
     last: _Schema | None = None
@@ -174,7 +177,8 @@ async def _partials(
         fence = _OPENING_FENCE.match(text)
         body = text[fence.end() :] if fence is not None else text
         try:
-            value = schema.model_validate(from_json(body, allow_partial="trailing-strings"))
+            partial = from_json(body, allow_partial="trailing-strings")
+            value = schema.model_validate(partial, context=context)
         except ValueError:  # not JSON (yet), or not yet valid: ValidationError is a ValueError
             continue
         if value != last:

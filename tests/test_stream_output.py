@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from openai_server import OpenAIServer, Reply
-from pydantic import BaseModel, RootModel
+from pydantic import BaseModel, RootModel, ValidationInfo, field_validator
 
 from adk import MessageChunk, Runner
 from adk.models import RetryPolicy
@@ -101,3 +101,27 @@ async def test_an_openai_stream_is_read_as_it_arrives(api: str) -> None:
         [seen] = await partials(Runner(agent, enable_streaming=True), Forecast)
     assert len(seen) > 3
     assert seen[-1] == Forecast(city="Oslo", summary="cold and dry", days=[3, 4, 5])
+
+
+class Checked(BaseModel):
+    city: str
+
+    @field_validator("city")
+    @classmethod
+    def known(cls, city: str, info: ValidationInfo) -> str:
+        if not any(name.startswith(city) for name in info.context["cities"]):
+            raise ValueError(f"unknown city {city}")
+        return city
+
+
+async def test_a_schema_whose_validators_read_the_run_options_gets_them_as_context() -> None:
+    """The agent validates with its run options as the context: partials of a schema whose
+    validators read it need it too, or every chunk fails on a context of None."""
+    options = {"cities": ["Oslo"]}
+    model = ScriptedModel(['{"city": "Oslo"}'], chunk_size=4)
+    runner = Runner(ReActAgent("f", model, output_schema=Checked), enable_streaming=True)
+    seen: list[str] = []
+    async for event in runner.run("Where?", options=options):
+        if event.output is not None and event.output.stream is not None:
+            seen += [c.city async for c in stream_output(event.output.stream, Checked, options)]
+    assert seen == ["Os", "Oslo"]
