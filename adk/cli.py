@@ -172,10 +172,18 @@ def _to_json(value: Any, indent: int | None) -> str:
     return dumps_finite(value, str, indent=indent, ensure_ascii=False)
 
 
+def _malformed_dsn(args: argparse.Namespace, exc: Exception) -> bool:
+    """Whether ``exc`` is asyncpg's refusal of ``--postgres``'s DSN (a ``ValueError``: its
+    ``ClientConfigurationError``, or urllib's and ``int``'s as it parses): a malformed command
+    line, as a Redis URL that is not one. asyncpg reads a DSN only as it connects, so the store
+    reports it from its first operation, as a failure of the store, not when it is made."""
+    return args.postgres is not None and isinstance(exc.__cause__, ValueError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; the exit status is 0 on success, 1 when the checkpoint cannot be shown
     (missing, unreadable, store down) or the listing fails (store down: what was listed before is
-    printed) and 2 for a malformed command line. A listed checkpoint that cannot be read is a line
+    printed) and 2 for a malformed command line (a PostgreSQL DSN asyncpg refuses included). A listed checkpoint that cannot be read is a line
     with its ``error``, not a failure."""
     args = _parser().parse_args(argv)
     try:
@@ -197,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summary = asyncio.run(_show(store, args))
     except (CheckpointError, checkpoint.CheckpointStoreError, OSError) as exc:
         print(f"pyadk: {exc}", file=sys.stderr)
-        return 1
+        return 2 if _malformed_dsn(args, exc) else 1
     print(_to_json(summary, indent=2))
     return 0
 

@@ -296,6 +296,34 @@ async def test_postgres_is_only_read_and_a_table_of_another_name_is_reached(
     assert await tables() == {"approvals", "approvals_claims"}
 
 
+@pytest.mark.parametrize(
+    ("dsn", "message"),
+    [
+        ("host=db port=5432", 'scheme is expected to be either "postgresql" or "postgres"'),
+        ("postgresql://bob:s3cret@db:notaport/x", "invalid literal for int()"),
+        ("postgresql://bob:s3cret@[::1/x", "Invalid IPv6 URL"),
+        ("postgresql://bob:s3cret@db/x?sslmode=bogus", "`sslmode` parameter must be one of"),
+    ],
+)
+@pytest.mark.parametrize("action", [["list"], ["show", "c-1"]])
+def test_a_malformed_postgres_dsn_is_a_usage_error(
+    action: list[str], dsn: str, message: str
+) -> None:
+    """A DSN asyncpg refuses is a malformed command line (status 2), as a Redis URL that is not
+    one: it exited 1, the status of a store that is down, so a script retried it."""
+    done = _pyadk("checkpoint", *action, "--postgres", dsn)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("pyadk: ") and message in done.stderr
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+    assert "s3cret" not in done.stderr
+
+
+def test_an_unreachable_postgres_server_is_a_store_failure() -> None:
+    done = _pyadk("checkpoint", "list", "--postgres", f"postgresql://u@127.0.0.1:{closed_port()}/x")
+    assert done.returncode == 1 and ": ids failed: " in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 async def test_redis_key_prefix_reaches_a_store_made_with_another_prefix(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
