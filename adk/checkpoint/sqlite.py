@@ -31,7 +31,11 @@ are written once per pause, so durability wins), every write is one ``BEGIN IMME
 instead of failing on a lock upgrade), and a write that fails mid-way is rolled back: the previous
 value stays. Several processes may share the file; writers wait up to ``busy_timeout`` seconds for
 each other. A task cancelled while its write runs does not stop the write — it either commits whole
-or not at all, like a network store that already sent the request.
+or not at all, like a network store that already sent the request. A ``delete`` drops the puts of
+its id that have not begun writing (it would undo them), within a twentieth of a second
+(``_SLICE``) for one waiting for another process's lock: a run cancelled while saving under an id
+it made up deletes that save, and waited out ``busy_timeout`` twice for it (the save's wait, then
+the delete's behind it).
 
 ``ids`` reads the ids a page (``_PAGE``) at a time, each page one job in the id order of the
 primary key after the last id of the page before (keyset pagination: no transaction stays open
@@ -57,7 +61,7 @@ import time
 import weakref
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
@@ -89,6 +93,10 @@ _UPSERT = (
     "ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at"
 )
 _DELETE = f"DELETE FROM {_TABLE} WHERE id = ?"
+_EXISTS = f"SELECT 1 FROM {_TABLE} WHERE id = ?"
+_SLICE = 0.05
+"""Seconds of each wait for the write lock once it is found held (``_begin_write``): how soon a
+cancelled write gives up."""
 # BINARY collation (memcmp of the UTF-8 text): the ids that start with a prefix are one run of
 # the primary key's order, beginning at the prefix itself.
 _IDS_FROM = f"SELECT id FROM {_TABLE} WHERE id >= ? ORDER BY id LIMIT ?"
@@ -162,14 +170,90 @@ def _heads(
     return [found.get(key) for key in keys]
 
 
-def _put(conn: sqlite3.Connection, *, key: str, data: bytes) -> None:
-    conn.execute("BEGIN IMMEDIATE")
-    conn.execute(_UPSERT, (key, data, time.time()))
-    conn.execute("COMMIT")
+@dataclass(slots=True)
+class _Writes:
+    """The puts in flight, by id, each as the event a delete of its id sets to drop it (see
+    ``_begin_write``). Shared by the store and its thread's jobs (not the store itself: the thread
+    must not keep it alive)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    by_id: dict[str, set[threading.Event]] = field(default_factory=dict)
+
+    def add(self, key: str, superseded: threading.Event) -> None:
+        with self.lock:
+            self.by_id.setdefault(key, set()).add(superseded)
+
+    def discard(self, key: str, superseded: threading.Event) -> None:
+        with self.lock:
+            events = self.by_id.get(key)
+            if events is not None:
+                events.discard(superseded)
+                if not events:
+                    del self.by_id[key]
+
+    def supersede(self, key: str) -> None:
+        with self.lock:
+            for superseded in self.by_id.get(key, ()):
+                superseded.set()
+
+
+def _put(
+    conn: sqlite3.Connection,
+    *,
+    key: str,
+    data: bytes,
+    busy_timeout: float,
+    superseded: threading.Event,
+    writes: _Writes,
+) -> None:
+    try:
+        if _begin_write(conn, busy_timeout, superseded):
+            conn.execute(_UPSERT, (key, data, time.time()))
+            conn.execute("COMMIT")
+    finally:
+        # Here, not (only) where the put is awaited: the put of a cancelled caller goes on, and
+        # a delete after the cancellation must still find it.
+        writes.discard(key, superseded)
+
+
+def _begin_write(
+    conn: sqlite3.Connection, busy_timeout: float, superseded: threading.Event
+) -> bool:
+    """``BEGIN IMMEDIATE``, waiting up to ``busy_timeout`` for another connection's write lock;
+    False (nothing begun) if ``superseded`` is set before the write has begun: a delete of the
+    same id came after it, so the write would be undone anyway.
+
+    SQLite's own busy wait cannot be cut short (``Connection.interrupt`` does not end it), so a
+    run cancelled while saving a checkpoint under an id it made up waited the whole
+    ``busy_timeout`` for that save, then as long again for the delete of it (no one would ever
+    learn the id) queued behind. So the wait goes in slices of at most ``_SLICE`` seconds
+    (SQLite's busy handler within each), checking between them: two ``PRAGMA busy_timeout``
+    statements per write, a few µs next to its commit's fsync."""
+    wait = min(_SLICE, busy_timeout)
+    deadline = time.monotonic() + busy_timeout
+    conn.execute(f"PRAGMA busy_timeout = {int(wait * 1000)}")
+    try:
+        while not superseded.is_set():
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                    raise
+                continue
+            if not superseded.is_set():  # set while the lock was taken: undone as well
+                return True
+            conn.execute("ROLLBACK")
+        return False
+    finally:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
 
 
 def _delete(conn: sqlite3.Connection, *, key: str) -> None:
-    conn.execute(_DELETE, (key,))
+    # Looked up first: a delete takes the write lock even when it matches no row, and deleting
+    # a checkpoint that was never written (the save a cancelled run gave up) must not wait for
+    # another process's write to end. A row written after the lookup is one the delete preceded.
+    if conn.execute(_EXISTS, (key,)).fetchone() is not None:
+        conn.execute(_DELETE, (key,))
 
 
 def _ids_page(
@@ -291,6 +375,7 @@ class SQLiteCheckpointStore(_ClosableStore):
         self._worker: _Worker | None = None
         self._finalizer: weakref.finalize[[], SQLiteCheckpointStore] | None = None
         self._kept: _KeptConnection | None = None
+        self._writes = _Writes()  # the puts in flight, for a delete of their id to drop
         if raw == _MEMORY:
             self._kept = _KeptConnection(partial(type(self)._connect, _MEMORY, busy_timeout))
             weakref.finalize(self, self._kept.close)
@@ -308,10 +393,33 @@ class SQLiteCheckpointStore(_ClosableStore):
         """Store ``data`` under ``id``, fsynced before it returns (``synchronous=FULL``). Cancelling
         the caller does not stop the write: it commits whole or not at all."""
         key = _check_id(id)
-        await self._run("put", key, partial(_put, key=key, data=_check_data(data)))
+        superseded = threading.Event()
+        writes = self._writes
+        job = partial(
+            _put,
+            key=key,
+            data=_check_data(data),
+            busy_timeout=self._busy_timeout,
+            superseded=superseded,
+            writes=writes,
+        )
+        writes.add(key, superseded)
+        try:
+            await self._run("put", key, job)
+        except asyncio.CancelledError:
+            raise  # the job goes on, and forgets the put when it ends
+        except BaseException:
+            writes.discard(key, superseded)  # it ended, or never ran (the store was closed)
+            raise
 
     async def delete(self, id: str) -> None:
+        """Delete ``id``'s checkpoint. A ``put`` of the same id that has not begun writing (queued,
+        or waiting for another process's write lock) is dropped: the delete would undo it, and
+        the delete need not wait out ``busy_timeout`` behind it (a run cancelled while saving
+        under an id it made up deletes that save). Deleting an id that holds nothing takes no
+        lock."""
         key = _check_id(id)
+        self._writes.supersede(key)
         await self._run("delete", key, partial(_delete, key=key))
 
     def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
