@@ -56,7 +56,9 @@ from .store import (
     _check_id,
     _check_owner,
     _check_prefix,
+    _check_table,
     _ClosableStore,
+    _ForeignTable,
     _InUse,
     _listable,
     _positive_seconds,
@@ -93,6 +95,15 @@ _FAILURES = (
     OSError,
     TimeoutError,
     ValueError,
+)
+
+
+# The columns of a table (named as ``to_regclass`` reads it: quoted, maybe with its schema), each
+# with whether it is in the primary key; none when there is no such table.
+_COLUMNS_SQL = (
+    "SELECT a.attname, coalesce(a.attnum = ANY(i.indkey), false) FROM pg_attribute a "
+    "LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
+    "WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum"
 )
 
 
@@ -201,6 +212,8 @@ class PostgresCheckpointStore(_ClosableStore):
         setup = _Setup(
             read_only=self._read_only,
             dsn=dsn,
+            table=table,
+            qualified=qualified,
             max_size=max_size,
             timeout=self._timeout,
             lock_key=int.from_bytes(
@@ -357,6 +370,8 @@ class PostgresCheckpointStore(_ClosableStore):
             raise _store_error("postgres", operation, key, self._where, reason) from exc
         except _FAILURES as exc:
             raise _store_error("postgres", operation, key, self._where, exc) from exc
+        except _ForeignTable as exc:
+            raise _store_error("postgres", operation, key, self._where, str(exc)) from None
         finally:
             pool.leave()
 
@@ -387,6 +402,8 @@ class _Setup:
 
     read_only: bool
     dsn: str
+    table: str  # as given, for messages
+    qualified: str  # quoted, for SQL and ``to_regclass``
     max_size: int
     timeout: float
     lock_key: int
@@ -404,17 +421,32 @@ class _Setup:
             command_timeout=self.timeout,
             server_settings={"default_transaction_read_only": "on"} if self.read_only else None,
         )
-        if self.read_only:
-            return pool
         try:
-            async with pool.acquire() as conn, conn.transaction():
-                await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
-                await conn.execute(self.create_sql)
-                await conn.execute(self.create_claims_sql)
+            async with pool.acquire() as conn:
+                if self.read_only:
+                    await self._check_table(conn)
+                    return pool
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", self.lock_key)
+                    await conn.execute(self.create_sql)
+                    await conn.execute(self.create_claims_sql)
+                    await self._check_table(conn)
         except BaseException:
             pool.terminate()
             raise
         return pool
+
+    async def _check_table(self, conn: Any) -> None:
+        """Refuse a table of the store's name that is not a checkpoint table
+        (``_check_table``): once per pool, one read of the catalog."""
+        rows = await conn.fetch(_COLUMNS_SQL, self.qualified)
+        _check_table(
+            self.table,
+            {row[0]: row[1] for row in rows},
+            "PostgresCheckpointStore",
+            "name another table (PostgresCheckpointStore(dsn, table=...), pyadk checkpoint "
+            "--table) or use another database",
+        )
 
 
 class _Pool(_InUse):

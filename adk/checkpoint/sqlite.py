@@ -72,7 +72,9 @@ from .store import (
     _check_id,
     _check_owner,
     _check_prefix,
+    _check_table,
     _ClosableStore,
+    _ForeignTable,
     _listable,
     _positive_seconds,
     _store_error,
@@ -134,10 +136,23 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
             conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute(_SCHEMA)
+        _check_own_table(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _check_own_table(conn: sqlite3.Connection, path: str) -> None:
+    """Refuse a ``pyadk_checkpoints`` table that is not a checkpoint table (``_check_table``):
+    once per connection, one read of the schema."""
+    columns = {row[1]: row[5] > 0 for row in conn.execute(f"PRAGMA table_info({_TABLE})")}
+    _check_table(
+        _TABLE,
+        columns,
+        "SQLiteCheckpointStore",
+        f"{path} holds another program's table of that name: keep the checkpoints in another file",
+    )
 
 
 def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
@@ -146,7 +161,13 @@ def _open_read_only(path: str, busy_timeout: float) -> sqlite3.Connection:
     if path == _MEMORY:
         return _open_connection(path, busy_timeout)
     uri = Path(path).as_uri() + "?mode=ro"
-    return sqlite3.connect(uri, timeout=busy_timeout, isolation_level=None, uri=True)
+    conn = sqlite3.connect(uri, timeout=busy_timeout, isolation_level=None, uri=True)
+    try:
+        _check_own_table(conn, path)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _get(conn: sqlite3.Connection, *, key: str) -> bytes | None:
@@ -492,6 +513,8 @@ class SQLiteCheckpointStore(_ClosableStore):
             return await future
         except (sqlite3.Error, OSError) as exc:
             raise _store_error("sqlite", operation, key, self._path, exc) from exc
+        except _ForeignTable as exc:
+            raise _store_error("sqlite", operation, key, self._path, str(exc)) from None
 
 
 @dataclass(slots=True)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Mapping
 from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -226,6 +226,30 @@ async def _from_store(operation: Awaitable[T], name: str, checkpoint_id: str) ->
         if _being_cancelled():
             raise
         raise _stray_cancellation(name, checkpoint_id) from exc
+
+
+class _ForeignTable(Exception):
+    """The store's table exists but is not a checkpoint table (another program's, under the same
+    name): its message says which table and what is expected."""
+
+
+def _check_table(table: str, columns: Mapping[str, bool], store: str, instead: str) -> None:
+    """Refuse ``table`` unless it has the columns every statement of the store names (``id``,
+    its primary key, ``data`` and ``updated_at``). ``columns`` maps the table's column names to
+    whether each is in its primary key; empty when the table does not exist (the store's own
+    statements then say so). ``instead`` says what to use instead. Without this, a table of the
+    same name some other program made failed on first use with the driver's words, ``no such
+    column: data``, naming neither the table nor the store."""
+    if not columns:
+        return
+    keys = [name for name, in_key in columns.items() if in_key]
+    if {"id", "data", "updated_at"} <= columns.keys() and keys == ["id"]:
+        return
+    key = f" with primary key ({', '.join(keys)})" if keys else " and no primary key"
+    raise _ForeignTable(
+        f"table {table} is not a checkpoint table: its columns are ({', '.join(columns)}){key}, "
+        f"and a {store}'s are id (its primary key), data and updated_at; {instead}"
+    )
 
 
 def _stray_cancellation(name: str, checkpoint_id: str) -> CheckpointStoreError:
