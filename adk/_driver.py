@@ -20,7 +20,7 @@ import adk
 
 from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
-from .context import RunContext, _Entry, _interrupt_event
+from .context import RunContext, _Entry, _interrupt_event, count_recorded
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream, _being_cancelled
@@ -178,6 +178,9 @@ class _AgentRun:
                     run.seq = seq + 1
                     entry._as_context = None
                     ctx._lane.entries.append(entry)
+                    usage = message.usage
+                    if usage is not None:  # a model's reply: its usage counts in the run's
+                        count_recorded(run, message, usage)
                 elif output.stream is not None:
                     self.stream = output.stream
                     self.stream_author = event.agent_name

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import weakref
 from collections.abc import ItemsView, Iterator, KeysView, Mapping
 from types import MappingProxyType
 from typing import Any
@@ -178,6 +179,7 @@ class _RunState(_Lane):
         "_run_id",
         "_session",
         "abandoned",
+        "counted",
         "designated",
         "hooks",
         "nested",
@@ -219,6 +221,11 @@ class _RunState(_Lane):
     # run, whose total then holds the nested calls too (they appear in none of its events).
     usage: Usage | None
     totals: _RunState | None
+    # The replies counted by ``count_usage`` (a call made outside the events: the actions' chat
+    # rounds, ``RunContext.count_usage``), by id, so that recording one of them as an event's
+    # message does not count it again; ``None`` until one is (most runs count only as they
+    # record). Weak: a reply is not kept alive for this.
+    counted: weakref.WeakValueDictionary[int, Message] | None
     # Whose recorded messages ``RunResult.messages`` gives as they are (the runner's root agent's,
     # when it is a single agent); "" (none: every one as ``For context:``) by default.
     reader: str
@@ -289,20 +296,42 @@ def new_run(
     run.designated = None
     run.usage = None
     run.totals = None
+    run.counted = None
     run.reader = ""
     return run
 
 
 def count_usage(ctx: RunContext, reply: Message) -> None:
-    """Add a model reply's reported usage to its run's total (once per model call: an addition,
-    or nothing when the reply reports none)."""
-    usage = reply.usage
-    if usage is not None:
-        run = ctx._run
-        if run.totals is not None:
-            run = run.totals
-        total = run.usage
-        run.usage = usage if total is None else total + usage
+    """Add the usage of a model reply that is not (yet) an event's message to its run's total,
+    once: recorded later as an event's message, it is not counted again (``count_recorded``)."""
+    if reply.usage is None:
+        return
+    run = ctx._run
+    if run.totals is not None:
+        run = run.totals
+    counted = run.counted
+    if counted is None:
+        counted = run.counted = weakref.WeakValueDictionary()
+    elif counted.get(id(reply)) is reply:
+        return
+    counted[id(reply)] = reply
+    _add_usage(run, reply.usage)
+
+
+def count_recorded(run: _RunState, message: Message, usage: Usage) -> None:
+    """Count the ``usage`` of ``message``, an event's message being recorded (called only when it
+    has one): a reply a custom agent emits counts as a ``ReActAgent``'s does, unless
+    ``count_usage`` counted it already."""
+    if run.totals is not None:
+        run = run.totals
+    counted = run.counted
+    if counted is None or counted.get(id(message)) is not message:
+        _add_usage(run, usage)
+
+
+def _add_usage(run: _RunState, usage: Usage) -> None:
+    total = run.usage
+    run.usage = usage if total is None else total + usage
 
 
 def run_options(options: object, agent_options: object) -> tuple[Mapping[str, Any], Any]:
@@ -495,6 +524,9 @@ class RunContext:
         seq = run.seq
         run.seq = seq + 1
         self._lane.entries.append(new_entry(agent_name, self.run_path, message, seq))
+        usage = message.usage
+        if usage is not None:
+            count_recorded(run, message, usage)
 
 
 def _root(

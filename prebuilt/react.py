@@ -53,7 +53,7 @@ from adk._aio import closing
 from adk._checks import check_count, check_name, shown
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
-from adk.context import _NO_OPTIONS, count_usage
+from adk.context import _NO_OPTIONS
 from adk.events import message_event
 from adk.history import _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal, join_address, tool_segment
@@ -538,8 +538,7 @@ class _ReActCore:
             else:
                 reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
                 yield message_event(reply)
-            count_usage(ctx, reply)
-            messages.append(reply)
+            messages.append(reply)  # its usage counted as its event is recorded
             if len(reply.tool_calls) > 1:
                 unique_call_ids(reply.tool_calls)
             if not reply.tool_calls:

@@ -18,7 +18,7 @@ import adk
 from adk import AgentEvent, RunError, Runner
 from adk.models import RetryPolicy
 from adk.models.openai import OpenAIChatModel
-from adk.testing import ScriptedModel
+from adk.testing import Scripted, ScriptedModel
 from prebuilt import OutputRejected, OutputSchemaError, ReActAgent
 
 
@@ -177,3 +177,15 @@ async def test_the_answer_is_validated_with_the_agents_run_options_as_context() 
         "All orders?", options={"tables": set()}, agent_options={"sql": {"tables": {"orders"}}}
     )
     assert isinstance(result.output, Query) and result.output.sql == "select * from orders"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_rejected_answers_call_counts_in_the_usage(streaming: bool) -> None:
+    """Out of the history, not out of the run's usage: the call was made and paid for."""
+    first = adk.Usage(input_tokens=30, output_tokens=9, total_tokens=39)
+    second = adk.Usage(input_tokens=50, output_tokens=7, total_tokens=57)
+    model = ScriptedModel([Scripted(BAD, usage=first), Scripted(GOOD, usage=second)])
+    runner = Runner(ReActAgent("w", model, output_schema=Weather), enable_streaming=streaming)
+    result = await runner.invoke("Weather in Oslo?")
+    assert result.output == Weather(city="Oslo", celsius=4)
+    assert result.usage == first + second

@@ -1,0 +1,120 @@
+"""The model calls a custom agent makes itself count in ``RunResult.usage`` and ``adk.run_usage``
+when it emits their replies as events (``AgentEvent.of(reply)``, ``AgentEvent.streaming(...)``),
+the way agents.md shows custom agents answer: counted as the run records the message, once, as a
+``ReActAgent``'s are. They were not counted at all: only ``ReActAgent`` and the actions' chat
+rounds added their replies' usage, so a run of custom agents reported ``None``, and a run mixing
+them with ``ReActAgent`` reported a part."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from openai_server import OpenAIServer
+from openai_server import Reply as WireReply
+
+import adk
+from adk import AgentEvent, AgentInput, AgentTool, BaseAgent, Message, RunContext, Runner, Usage
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+from adk.models import ChatModel
+from adk.models.openai import OpenAIChatModel
+from adk.testing import Reply, ScriptedModel
+from prebuilt import ReActAgent
+
+
+def used(i: int, o: int) -> Usage:
+    return Usage(input_tokens=i, output_tokens=o, total_tokens=i + o)
+
+
+class Summarizer(BaseAgent):
+    """A custom agent that calls its model itself and answers with the reply: streamed when the
+    run streams, whole otherwise."""
+
+    def __init__(self, name: str, model: ChatModel) -> None:
+        super().__init__(name, description="Summarizes a text.")
+        self.model = model
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        prompt = [Message.system("Summarize."), *input.messages]
+        if input.enable_streaming:
+            yield AgentEvent.streaming(adk.MessageStream(self.model.stream(prompt)))
+        else:
+            yield AgentEvent.of(await self.model.generate(prompt))
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_custom_agents_own_calls_count_over_the_wire(api: str, streaming: bool) -> None:
+    async with OpenAIServer() as server:
+        server.script(WireReply(text="short", usage=(40, 2)))
+        async with OpenAIChatModel(
+            "test-model",
+            base_url=server.base_url,
+            api_key="sk-test",
+            api=api,  # type: ignore[arg-type]
+        ) as model:
+            runner = Runner(Summarizer("summary", model), enable_streaming=streaming)
+            events = runner.run("a long text")
+            async for event in events:
+                if event.output is not None and event.output.stream is not None:
+                    await event.output.stream.collect()
+    assert adk.run_usage(events) == used(40, 2)
+    assert adk.run_messages(events)[-1].content == "short"
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_custom_and_react_agents_calls_sum_once_each(streaming: bool) -> None:
+    """Beside a ``ReActAgent`` in a workflow, and inside an ``AgentTool``'s nested run: every
+    reply once (the ``ReActAgent``'s replies are counted as recorded too, now, not twice)."""
+    inner = Summarizer("inner", ScriptedModel([Reply("it is", usage=used(5, 1))]))
+    tool_call = Reply(
+        tool_calls=[adk.testing.tool_call("inner", {"request": "x"})], usage=used(10, 2)
+    )
+    lead = ReActAgent(
+        "lead",
+        ScriptedModel([tool_call, Reply("done", usage=used(20, 3))]),
+        tools=[AgentTool(inner)],
+    )
+    first = Summarizer("first", ScriptedModel([Reply("gist", usage=used(7, 4))]))
+    pipeline = adk.SequentialAgent("pipeline", [first, lead])
+    result = await Runner(pipeline, enable_streaming=streaming).invoke("text")
+    assert result.text == "done"
+    assert result.usage == used(7, 4) + used(10, 2) + used(5, 1) + used(20, 3)
+
+
+async def test_an_action_that_outputs_its_chat_reply_counts_it_once() -> None:
+    """The chat action counts its rounds as it makes them (they need not become events); an
+    action that sends the reply on as its output does not count it a second time."""
+
+    class Asker(ActionAgent):
+        @action(InputEvent)
+        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response))  # the reply itself, usage and all
+
+    resources = adk.Resources()
+    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
+    result = await Runner(Asker("asker", resources=resources)).invoke("1 + 2?")
+    assert result.text == "3"
+    assert result.messages[-1].usage == used(12, 1)
+    assert result.usage == used(12, 1)
+
+
+async def test_a_message_without_usage_counts_nothing() -> None:
+    class Plain(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            yield AgentEvent.of("no model here")
+
+    assert (await Runner(Plain("plain")).invoke("hi")).usage is None
