@@ -68,6 +68,8 @@ each party at the call sees only its own pause's resume: the callback its own (e
 the approval's decision or the function's answer, ``_views``), and the tool none, running as on
 a first call (``tools._executor``); a callback that let the call through after its answer sees
 that answer again at the call's later pauses (``_paused_by`` saves it) rather than asking twice.
+``after_tool`` sees the resume the tool ran with, None when a ``before_tool`` answered the call
+(the pending resume is then another party's: ``call_tool``).
 Model callbacks and ``after_tool`` cannot pause (``_model_pause``, ``_after_tool_pause``), nor
 can ``before_agent``, ``after_agent`` and ``on_event`` (``_agent_pause``).
 
@@ -483,15 +485,23 @@ class _CallbackChain:
                     raise
             else:
                 result = await invoke()
-        for fn in self.after_tool:
-            try:
-                replaced = fn(ctx, call, result)
-                if _isawaitable(replaced):
-                    replaced = await replaced
-            except Interrupt as exc:
-                raise _after_tool_pause(fn) from exc
-            if replaced is not None:
-                result = _check_tool_output(fn, "after_tool", replaced)
+        elif plan is not None and self.after_tool:
+            # A before_tool answered: the tool did not run, so no resume answered it. The call's
+            # pending resume is another party's (the answering callback's own, an approval the
+            # tool never reached), which after_tool would take for the tool's.
+            ctx._view = None
+        try:
+            for fn in self.after_tool:
+                try:
+                    replaced = fn(ctx, call, result)
+                    if _isawaitable(replaced):
+                        replaced = await replaced
+                except Interrupt as exc:
+                    raise _after_tool_pause(fn) from exc
+                if replaced is not None:
+                    result = _check_tool_output(fn, "after_tool", replaced)
+        finally:
+            ctx._view = _LIVE
         return result
 
 

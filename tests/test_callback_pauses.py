@@ -613,3 +613,79 @@ async def test_a_gate_that_pauses_a_resumed_call_has_the_function_ask_again(
         ("colour", "c1", None),
         ("colour", "c1", ("resumed", "blue")),
     ]
+
+
+class ReviewedDesk(Desk):
+    """A desk whose ``after_tool`` review notes the resume it sees at each call, and whose
+    ``before_tool`` cache answers ``pay`` itself once it has the answer (``cached``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reviewed: list[tuple[str, Any]] = []
+        self.cached = False
+
+    def review(self, ctx: ToolContext, call: ToolCall, result: Any) -> None:
+        self.reviewed.append((call.name, seen_data(ctx)))
+
+    def cache(self, ctx: ToolContext, call: ToolCall) -> str | None:
+        if call.name == "pay" and self.cached:
+            return "paid already (cached)"
+        return None
+
+    def callbacks(self) -> list[Callbacks]:
+        return [
+            Callbacks(before_tool=self.gate),
+            Callbacks(before_tool=self.cache, after_tool=self.review),
+        ]
+
+
+def reviewed_run(desk: ReviewedDesk, *calls: ToolCall) -> Callable[[SQLiteCheckpointStore], Runner]:
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        agent = ReActAgent("travel", model_calling(*calls), tools=desk.tools)
+        return Runner(agent, store, callbacks=desk.callbacks())
+
+    return make
+
+
+async def test_after_tool_sees_the_resume_the_tool_ran_with(tmp_path: Path) -> None:
+    """``after_tool`` reviews the tool's result, so it sees the tool's resume: the function's
+    answer when the function ran on it, None when the function ran as on a first call."""
+    desk = ReviewedDesk()
+    make, db = reviewed_run(desk, tool_call("book", {"destination": "Lisbon"}, id="c1")), tmp_path
+    for answer in (None, "go", True):  # the gate's, the approval's, the function's pauses
+        paused = await step(db / "cp.db", make, None if answer is None else "trip", answer)
+        assert paused.interrupt is not None
+    assert desk.reviewed == []  # every call paused: nothing to review yet
+    done = await step(db / "cp.db", make, "trip", "window")
+    assert done.text == "booked Lisbon, window seat"
+    assert desk.reviewed == [("book", ("resumed", "window"))]
+
+
+@pytest.mark.parametrize(
+    ("calls", "answers", "reviewed"),
+    [
+        # The gate asked, then refused the call on its answer: the tool never ran, and "stop"
+        # was the gate's answer, not the tool's.
+        ([tool_call("book", {"destination": "Oslo"}, id="c1")], ["stop"], [("book", None)]),
+        # The approval asked and was given; on the resume a before_tool answered the call from
+        # its cache: the tool never ran, so it was never approved.
+        ([tool_call("pay", {"cents": 500}, id="c3")], [True], [("pay", None)]),
+    ],
+)
+async def test_after_tool_does_not_take_another_partys_answer_for_the_tools(
+    tmp_path: Path, calls: list[ToolCall], answers: list[Any], reviewed: list[Any]
+) -> None:
+    """A before_tool that answers a resumed call itself: the resume pending at the call is the
+    gate's own answer or an approval the tool never reached. ``after_tool`` saw it as
+    ``ctx.resume`` and could take it for the tool's (a refusal for an approval, an approval of a
+    payment that was never made); it sees None, as the tool would have on a first call."""
+    desk = ReviewedDesk()
+    make, db = reviewed_run(desk, *calls), tmp_path / "cp.db"
+    result = await step(db, make, None, None)
+    desk.cached = True  # from the resume on
+    for answer in answers:
+        assert result.interrupt is not None
+        result = await step(db, make, "trip", answer)
+    assert result.interrupt is None, result.text
+    assert desk.reviewed == reviewed
+    assert desk.ran == []
