@@ -97,8 +97,8 @@ _UPSERT = (
 _DELETE = f"DELETE FROM {_TABLE} WHERE id = ?"
 _EXISTS = f"SELECT 1 FROM {_TABLE} WHERE id = ?"
 _SLICE = 0.05
-"""Seconds of each wait for the write lock once it is found held (``_begin_write``): how soon a
-cancelled write gives up."""
+"""Seconds of each of a put's waits for the write lock (``_begin_write``): how soon a put that a
+delete of its id superseded gives up."""
 # BINARY collation (memcmp of the UTF-8 text): the ids that start with a prefix are one run of
 # the primary key's order, beginning at the prefix itself.
 _IDS_FROM = f"SELECT id FROM {_TABLE} WHERE id >= ? ORDER BY id LIMIT ?"
