@@ -18,7 +18,8 @@ import adk
 from adk import AgentEvent, RunError, Runner
 from adk.models import RetryPolicy
 from adk.models.openai import OpenAIChatModel
-from adk.testing import Scripted, ScriptedModel
+from adk.testing import Reply as Scripted
+from adk.testing import ScriptedModel
 from prebuilt import OutputRejected, OutputSchemaError, ReActAgent
 
 
