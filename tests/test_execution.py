@@ -308,6 +308,43 @@ async def test_a_failed_record_raises_by_default_and_cancels_the_others() -> Non
     assert other_tasks() == before
 
 
+async def test_with_raise_no_record_starts_after_the_failed_one() -> None:
+    """With on_error="raise" the first failed record stops everything: the records of its key behind it do not run
+    (they ran, and committed, until the consumer took the error from the queue, so a pipeline
+    restarted at the failed record counted them twice), nor is the source read further."""
+    ran: list[dict[str, Any]] = []
+
+    @action(InputEvent)
+    def book(event: InputEvent, ctx: ActionContext) -> None:
+        ran.append(event.input)
+        if event.input["amount"] < 0:
+            raise ValueError("negative amount")
+        total = ctx.short_term_memory.get("total", 0) + event.input["amount"]
+        ctx.short_term_memory.set("total", total)
+        ctx.send_event(OutputEvent(output=total))
+
+    agent = ActionAgent("ledger", actions=[book])
+    records = [{"user": "a", "amount": 1}, {"user": "a", "amount": -1}]
+    records += [{"user": "a", "amount": 10}] * 5
+    applied = LocalExecutionEnvironment().from_list(records, key="user").apply(agent)
+    with pytest.raises(RecordError, match=r"record 1 \(key 'a'\) failed"):
+        await applied.to_list()
+    assert ran == records[:2]
+    assert applied.sessions == {"a": {"memory:ledger": {"total": 1}}}
+
+    read: list[dict[str, Any]] = []
+
+    def source() -> Any:
+        for record in [{"user": "a", "amount": 1}, {"other": 1}, {"user": "b", "amount": 2}]:
+            read.append(record)
+            yield record
+
+    applied = LocalExecutionEnvironment().from_list(source(), key="user").apply(agent)
+    with pytest.raises(RecordError, match=r"record 1 \(key None\) failed: KeyError"):
+        await applied.to_list()
+    assert len(read) == 2 and "b" not in applied.sessions
+
+
 async def test_with_emit_a_failed_record_is_reported_and_its_writes_are_dropped() -> None:
     orders = [
         Order(customer="a", amount=5),

@@ -62,7 +62,8 @@ class LocalExecutionEnvironment:
     """Runs agents over keyed records on this process's event loop.
 
     ``max_concurrency`` bounds the keys processed at once (and so the runs in flight).
-    ``on_error``: ``"raise"`` stops everything at the first failed record (``RecordError``);
+    ``on_error``: ``"raise"`` stops everything at the first failed record (``RecordError``: no
+    record starts after it, and the source is read no further);
     ``"emit"`` reports it as a ``KeyedOutput`` with ``error`` and carries on. ``timeout``
     (seconds, default none) bounds one record's own run, not its wait behind earlier records of
     its key: a record that runs longer is cancelled, its session writes are dropped, and it fails
@@ -367,6 +368,9 @@ class _Scheduler:
         self.room = asyncio.Event()
         self.room.set()
         self.closed = False  # no worker will start any more: a resume runs on its own
+        # A record failed with ``on_error="raise"``: the iteration ends with it, so no record
+        # starts after it (the records of its key behind it included) and no more are read.
+        self.failed = False
         self.feeder: asyncio.Task[None] | None = None
 
     async def feed(self) -> None:
@@ -392,10 +396,11 @@ class _Scheduler:
                 key = key_of(self.outputs._key, record, index)
             except Exception as exc:
                 await self.fail(index, None, record, exc)
-                index += 1
-                continue
-            await self.place(index, key, record)
+            else:
+                await self.place(index, key, record)
             index += 1
+            if self.failed:  # the iteration ends with that failure: read no further
+                return
             if self.resumes_waiting:
                 await self.read_on()
 
@@ -433,6 +438,8 @@ class _Scheduler:
             else:
                 await self.place(index, resume.key, _Resuming(index, given, resume))
             index += 1
+            if self.failed:
+                return
             if self.resumes_waiting:
                 await self.read_on()
 
@@ -470,7 +477,7 @@ class _Scheduler:
         timeout = self.outputs._env.timeout
         try:
             seq = 0
-            while queued:
+            while queued and not self.failed:
                 index, record = queued.popleft()
                 if type(record) is _Turn:  # a paused record's resume: its caller runs it
                     await record.hand_over()
@@ -498,6 +505,7 @@ class _Scheduler:
                     continue
                 for output in found:
                     if output.error is not None and not self.emit_errors:
+                        self.failed = True
                         failure = _failure(index, key, record, output.error, output.run_id, resumed)
                         failure.__cause__ = output._exception
                         await self.put(failure)
@@ -577,6 +585,7 @@ class _Scheduler:
             output = KeyedOutput(key, index, record, error=error, run_id=run_id, _resumed=resumed)
             await self.put(output)
         else:
+            self.failed = True
             failure = _failure(index, key, record, error, run_id, resumed)
             failure.__cause__ = exc
             await self.put(failure)
