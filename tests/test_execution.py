@@ -8,7 +8,7 @@ import json
 import math
 import sys
 import uuid
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Hashable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -255,6 +255,34 @@ async def test_a_shutdown_closes_the_outputs_another_task_iterates() -> None:
     assert source.read == read and other_tasks() == before
     async with outputs:  # closing again, as ``async with`` does, is harmless
         pass
+
+
+async def test_outputs_closed_before_their_consumer_began_run_no_record() -> None:
+    """A shutdown can come before the consumer's task has started iterating: its loop then ends
+    at once, as it would had it been waiting for an output. (The close did nothing then, and the
+    consumer, once started, read and ran the whole stream after the shutdown.)"""
+    read: list[Order] = []
+
+    def source() -> Iterator[Order]:
+        for order in _orders(5):
+            read.append(order)
+            yield order
+
+    before = other_tasks()
+    outputs = LocalExecutionEnvironment().from_list(source(), key="customer").apply(Tally())
+
+    async def consume() -> list[Any]:
+        return [output async for output in outputs]
+
+    consumer = asyncio.create_task(consume())  # not started yet
+    await outputs.aclose()
+    assert await consumer == []
+    assert read == [] and other_tasks() == before
+
+    done = LocalExecutionEnvironment().from_list(_orders(3), key="customer").apply(Tally())
+    async with done:
+        pass
+    assert await done.to_list() == [] and done.sessions == {}
 
 
 async def test_records_without_a_key_start_with_no_session_and_leave_none() -> None:

@@ -216,6 +216,9 @@ class KeyedOutputs:
         self._records = records
         self._key = key
         self._iterator: AsyncGenerator[KeyedOutput, None] | None = None
+        # Closed before it was iterated (a shutdown that came before its consumer started): an
+        # iteration then ends at once, as one that was running would have.
+        self._closed = False
         self._scheduler: _Scheduler | None = None  # while the records are being processed
         # The keys with a resume running or waiting outside the stream's turns (``_in_order``).
         self._resuming: dict[Hashable, _KeyLock] = {}
@@ -225,15 +228,17 @@ class KeyedOutputs:
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
         if self._iterator is not None:
             raise RuntimeError("these outputs were already iterated; apply the agent again")
-        self._iterator = self._run()
+        self._iterator = _nothing() if self._closed else self._run()
         return self._iterator
 
     async def aclose(self) -> None:
         """Cancel the records still running and wait for them to end; outputs not taken yet are
         dropped. From any task: a service's shutdown closes the outputs that another task
-        iterates, whose loop then ends as if the records had."""
+        iterates, whose loop then ends as if the records had; closed before any iteration began,
+        an iteration ends at once, reading and running no record."""
         iterator, scheduler = self._iterator, self._scheduler
-        if iterator is None:
+        if iterator is None:  # not iterated yet: it never will be (see ``_closed``)
+            self._closed = True
             return
         running = isinstance(iterator, types.AsyncGeneratorType) and iterator.ag_running
         if running and scheduler is not None:
@@ -683,6 +688,12 @@ class _Turn:
     async def hand_over(self) -> None:
         self.give()
         await self.ended  # already done if the caller was cancelled while waiting for its turn
+
+
+async def _nothing() -> AsyncGenerator[KeyedOutput, None]:
+    """The iteration of outputs closed before it began: no record is read or run."""
+    return
+    yield
 
 
 async def _each(records: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[Any]:
