@@ -432,6 +432,37 @@ async def test_a_key_that_cannot_be_computed_fails_that_record_only() -> None:
         await LocalExecutionEnvironment().from_list(records, key="user").apply(agent).to_list()
 
 
+async def test_a_key_field_that_is_a_method_of_the_record_fails_saying_to_call_it() -> None:
+    """A broker's message object whose key is a method (confluent_kafka's ``Message.key()``)
+    with ``key="key"``: each record's bound method was its key, hashable but new per record, so
+    every record silently ran as a key of its own and its memory was never read again."""
+
+    class BrokerMessage:
+        def __init__(self, key: bytes, value: bytes) -> None:
+            self._key, self._value = key, value
+
+        def key(self) -> bytes:
+            return self._key
+
+    @action(InputEvent)
+    def count(event: InputEvent, ctx: ActionContext) -> None:
+        seen = ctx.short_term_memory.get("seen", 0) + 1
+        ctx.short_term_memory.set("seen", seen)
+        ctx.send_event(OutputEvent(output=seen))
+
+    agent = ActionAgent("count", actions=[count])
+    messages = [BrokerMessage(b"a", b"1"), BrokerMessage(b"a", b"2")]
+    env = LocalExecutionEnvironment(on_error="emit")
+    outputs = await env.from_list(messages, key="key").apply(agent).to_list()
+    assert [o.error.type if o.error else o.output for o in outputs] == ["TypeError"] * 2
+    assert outputs[0].error is not None
+    assert "pass key=lambda record: record.key()" in outputs[0].error.message
+    called = await env.from_list(messages, key=lambda m: m.key()).apply(agent).to_list()
+    assert [(o.key, o.output) for o in called] == [(b"a", 1), (b"a", 2)]
+    with pytest.raises(RecordError, match=r"a method of the record \(str.upper\)"):
+        await LocalExecutionEnvironment().from_list(["text"], key="upper").apply(agent).to_list()
+
+
 async def test_a_paused_record_is_reported_and_resumes_with_the_outputs_runner() -> None:
     @tool(require_approval=True)
     async def refund(amount: int) -> str:

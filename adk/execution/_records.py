@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import types
 from collections.abc import Callable, Coroutine, Hashable, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -114,11 +115,25 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
         return index
     value: Hashable
     if isinstance(selector, str):
-        value = record[selector] if isinstance(record, Mapping) else getattr(record, selector)
+        if isinstance(record, Mapping):
+            value = record[selector]
+        else:
+            value = getattr(record, selector)
+            if isinstance(value, _METHODS):
+                # A broker's message whose key is a method (confluent_kafka's ``Message.key()``):
+                # the bound method is hashable but a new one per record, so every record would
+                # silently be a key of its own, its memory never read again, piling up per record.
+                raise TypeError(
+                    f"key {selector!r} is a method of the record ({type(record).__name__}."
+                    f"{selector}), not a value: pass key=lambda record: record.{selector}()"
+                )
     else:
         value = selector(record)
     hash(value)  # an unhashable key fails here, for this record, with a TypeError
     return value
+
+
+_METHODS = (types.MethodType, types.BuiltinMethodType)
 
 
 async def run_record(
