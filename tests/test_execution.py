@@ -608,6 +608,13 @@ async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:
     for text in ("abc", b"abc"):  # iterable, but one record per character was never meant
         with pytest.raises(TypeError, match=r"got (str|bytes) \(wrap a single record in a list"):
             LocalExecutionEnvironment().from_list(text)
+    # One record iterates as its field names (a dict) or its (field, value) pairs (a model): each
+    # ran as a record of its own, without a word.
+    for record in ({"customer": "a", "amount": 5}, Order(customer="a", amount=5)):
+        with pytest.raises(TypeError, match=r"got (dict|Order) \(wrap a single record in a list"):
+            LocalExecutionEnvironment().from_list(record)
+    with pytest.raises(TypeError, match=r"for a mapping of records, pass its .values\(\)"):
+        LocalExecutionEnvironment().from_list({"a": Order(customer="a", amount=5)})
     for bad in ("2", 0.5, True):  # "2" failed only at the first comparison, inside the run
         with pytest.raises(TypeError, match="max_concurrency must be an int >= 1"):
             LocalExecutionEnvironment(max_concurrency=bad)  # type: ignore[arg-type]

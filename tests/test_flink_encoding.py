@@ -105,6 +105,12 @@ def test_from_list_refuses_a_record_json_cannot_hold() -> None:
         env.from_list([{"score": 1.0}, {"score": math.nan}], key="id")
 
 
+def test_from_list_refuses_one_record_not_wrapped_in_a_list() -> None:
+    """A dict iterated as its field names, each a record of its own, as locally."""
+    with pytest.raises(TypeError, match=r"got dict \(wrap a single record in a list"):
+        _environment().from_list({"id": "a", "score": 1.0}, key="id")
+
+
 class _SensorReading(BaseModel):
     sensor: str
     value: float

@@ -76,6 +76,7 @@ from ._records import (
     OnError,
     RecordError,
     check_options,
+    check_records,
     checked_key,
     key_of,
     resume_record,
@@ -167,6 +168,7 @@ class FlinkExecutionEnvironment:
         travels with the record as JSON text too (a tuple comes back a tuple): the workers then
         decode each record once, to run it, instead of once more to find its key. A record whose
         key cannot be found, or cannot travel as JSON, is a ``ValueError`` naming it."""
+        check_records(records)
         selector = checked_key(key)
         # A model record's NaN stays NaN, to be refused as a dict's is: written with the model's
         # own setting (``ser_json_inf_nan``), it was ``null``, a value the record never held.

@@ -43,6 +43,7 @@ from ._records import (
     RecordError,
     Sessions,
     check_options,
+    check_records,
     check_sessions,
     checked_key,
     key_of,
@@ -103,14 +104,7 @@ class LocalExecutionEnvironment:
         ``key``: a function of the record, or the name of a field (a mapping key or attribute);
         ``None`` makes every record its own key (all independent: no session is kept for them).
         """
-        # A str is iterable too, but as its characters: one record per letter is never meant.
-        if isinstance(records, str | bytes | bytearray) or not isinstance(
-            records, Iterable | AsyncIterable
-        ):
-            raise TypeError(
-                f"from_list takes an iterable of records, got {type(records).__name__} "
-                "(wrap a single record in a list)"
-            )
+        check_records(records)
         return KeyedInput(self, records, checked_key(key))
 
 

@@ -8,7 +8,15 @@ from __future__ import annotations
 import asyncio
 import math
 import types
-from collections.abc import Callable, Coroutine, Hashable, Mapping, MutableMapping
+from collections.abc import (
+    AsyncIterable,
+    Callable,
+    Coroutine,
+    Hashable,
+    Iterable,
+    Mapping,
+    MutableMapping,
+)
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,6 +42,7 @@ __all__ = [
     "RecordError",
     "SessionStore",
     "Sessions",
+    "check_records",
     "check_sessions",
     "key_of",
     "resume_record",
@@ -101,6 +110,22 @@ def check_options(
     ):
         wanted = "a positive number of seconds" + (" or None" if optional_timeout else "")
         raise ValueError(f"timeout must be {wanted}, got {timeout!r}")
+
+
+def check_records(records: object) -> None:
+    """Refuse, where ``from_list`` is called, what is not an iterable of records, or is one
+    record that iterates as something else: a str or bytes as its characters, a dict as its
+    field names, a pydantic model as its (field, value) pairs. Each ran as a record of its own,
+    without a word, and never the record meant."""
+    if isinstance(records, str | bytes | bytearray | Mapping | BaseModel) or not isinstance(
+        records, Iterable | AsyncIterable
+    ):
+        hint = "wrap a single record in a list"
+        if isinstance(records, Mapping):
+            hint += "; for a mapping of records, pass its .values()"
+        raise TypeError(
+            f"from_list takes an iterable of records, got {type(records).__name__} ({hint})"
+        )
 
 
 def checked_key(key: KeySelector) -> KeySelector:
