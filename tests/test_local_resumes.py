@@ -73,6 +73,8 @@ async def test_a_resume_runs_after_its_keys_records_read_before_it(
     ]
     resumed = found[-1]
     assert resumed.run_id == paused.run_id and resumed.record == resume
+    # How a consumer tells the resume 0's output from record 0's (both have index 0).
+    assert [o.resumed for o in found] == [False, False, True]
     assert later.sessions["ann"] == {"memory:ledger": {"balance": 505}}
 
 
@@ -205,13 +207,13 @@ async def test_a_resume_of_a_checkpoint_already_resumed_fails_as_a_record(tmp_pa
     first = env.from_list([{"user": "ann", "amount": 500}], key="user").apply(LEDGER)
     [paused] = await first.to_list()
     [resumed] = await first.resume(paused, "approved")
-    assert resumed.output == 500
+    assert resumed.output == 500 and resumed.resumed and not paused.resumed
     again = env.from_list([{"user": "ann", "amount": 5}], key="user")
     applied = again.apply(LEDGER, sessions=first.sessions, resumes=[_answer(paused)])
     record, failed = await applied.to_list()
     assert record.output == 505 and failed.error is not None
     assert failed.error.type == "CheckpointError" and failed.record == _answer(paused)
-    assert failed.run_id == paused.run_id
+    assert failed.run_id == paused.run_id and failed.resumed and not record.resumed
     assert applied.sessions["ann"] == {"memory:ledger": {"balance": 505}}
 
 

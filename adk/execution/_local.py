@@ -313,7 +313,7 @@ class KeyedOutputs:
         """Every output, in record order (and, within a record, in the order it was produced),
         then the outputs of ``apply``'s ``resumes``, in the resumes' order."""
         found = [output async for output in self]
-        found.sort(key=lambda output: (output._resumed, output.index, output._seq))
+        found.sort(key=lambda output: (output.resumed, output.index, output._seq))
         return found
 
     async def _run(self) -> AsyncGenerator[KeyedOutput, None]:
@@ -510,7 +510,6 @@ class _Scheduler:
                         await self.put(failure)
                         continue
                     output._seq = seq
-                    output._resumed = resumed
                     seq += 1
                     if results.qsize() < most_buffered:  # room: no wait, no frame of ``put``
                         results.put_nowait(output)
@@ -581,7 +580,7 @@ class _Scheduler:
     ) -> None:
         error = ErrorInfo.of(exc)
         if self.emit_errors:
-            output = KeyedOutput(key, index, record, error=error, run_id=run_id, _resumed=resumed)
+            output = KeyedOutput(key, index, record, error=error, run_id=run_id, resumed=resumed)
             await self.put(output)
         else:
             self.failed = True

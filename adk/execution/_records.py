@@ -60,7 +60,10 @@ class KeyedOutput:
     itself is ``message``). A failed record (with ``on_error="emit"``) has ``error``; a paused one
     has ``interrupt`` and ``checkpoint_id``. ``run_id`` is the id of the record's run, which
     tracing reports as ``gen_ai.conversation.id``: how to find a record's trace, a failed one's
-    above all (``None`` for a record that never ran, as when its key could not be computed)."""
+    above all (``None`` for a record that never ran, as when its key could not be computed).
+    ``resumed``: an output of a paused record's resume, not of a record's first run; for one of
+    ``apply``'s ``resumes``, ``index`` is the resume's position among them and ``record`` the
+    resume as given, so a consumer tells it from the output of the record at that position."""
 
     key: Hashable
     index: int
@@ -71,10 +74,8 @@ class KeyedOutput:
     interrupt: InterruptInfo | None = field(default=None, repr=False)
     checkpoint_id: str | None = None
     run_id: str | None = field(default=None, repr=False)
+    resumed: bool = field(default=False, repr=False)
     _seq: int = field(default=0, repr=False, compare=False)
-    # An output of a resume from ``apply``'s ``resumes`` (its ``index`` is the resume's position
-    # there): ``to_list`` puts them after the records' outputs.
-    _resumed: bool = field(default=False, repr=False, compare=False)
     _exception: BaseException | None = field(default=None, repr=False, compare=False)
 
 
@@ -203,9 +204,13 @@ async def resume_record(
     index, key, record, run_id = paused.index, paused.key, paused.record, paused.run_id
     resuming = (paused.checkpoint_id, data)
     if sessions is not None and not isinstance(sessions, MutableMapping):
-        return await _stored(runner, sessions, index, key, record, run_id, resuming, seconds)
-    run = _run_record(runner, sessions, index, key, record, run_id, resuming)
-    return await _within(seconds, index, key, record, run_id, run)
+        found = await _stored(runner, sessions, index, key, record, run_id, resuming, seconds)
+    else:
+        run = _run_record(runner, sessions, index, key, record, run_id, resuming)
+        found = await _within(seconds, index, key, record, run_id, run)
+    for output in found:
+        output.resumed = True
+    return found
 
 
 async def _stored(
