@@ -55,6 +55,34 @@ def rewrite_message(author: str, message: Message) -> Message:
     return Message.user(" ".join(parts))
 
 
+def _input_without_tool(ctx: RunContext, agent_name: str, tool: str) -> list[Message]:
+    """``build_messages(ctx, agent_name)`` with every call of the tool named ``tool`` and every
+    result of it left out (a message left with nothing to say goes too).
+
+    For bookkeeping that says nothing about the task: ``PlanExecute`` reads its objective from
+    its planner's input, and under a ``Supervisor`` that input holds the supervisor's
+    ``transfer_to_agent`` calls and their results ("Transferred to agent 'research'"), which
+    every executor and replanner prompt would otherwise repeat as part of the objective. Read
+    once per plan, so it rewrites without the cache ``_view`` keeps."""
+    lane = ctx._lane
+    entries = lane.entries if lane.parent is None else lane.snapshot()
+    messages = list(lane.root)
+    for entry in entries:
+        message = entry.message
+        if message.role == _TOOL and message.name == tool:
+            continue
+        calls = message.tool_calls
+        if calls and any(call.name == tool for call in calls):
+            kept = [call for call in calls if call.name != tool]
+            if not kept and not message.content:
+                continue
+            message = message.model_copy(update={"tool_calls": kept})
+        if entry.agent_name != agent_name:
+            message = rewrite_message(entry.agent_name, message)
+        messages.append(message)
+    return messages
+
+
 def _view(entry: _Entry, reader: str) -> Message:
     if entry.agent_name == reader:
         return entry.message

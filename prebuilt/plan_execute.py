@@ -4,7 +4,8 @@ It is ``SequentialAgent([planner, LoopAgent([executor, replanner])])`` with a th
 around each role, so interrupts, checkpoints and resume work through it like any workflow. The
 state lives in session values (all checkpointable):
 
-- ``objective`` (str): what the user asked, taken from the planner's input;
+- ``objective`` (str): what the user asked, taken from the planner's input without the
+  ``transfer_to_agent`` calls and results of a flow around it (a ``Supervisor``'s routing);
 - ``plan`` (``Plan``): the steps still to do; ``plan.steps[0]`` is the next one;
 - ``executed_steps`` (list of ``ExecutedStep``): each finished step with its result.
 
@@ -63,6 +64,7 @@ from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED, _FORWARDED
+from adk.history import _input_without_tool
 
 from ._output import parse_output
 from ._plan_state import (
@@ -83,6 +85,7 @@ from ._plan_state import (
     _takers,
     _within,
 )
+from ._react_tools import TRANSFER_TOOL
 from .react import MaxIterationsError, ReActAgent, ToolSource
 
 if TYPE_CHECKING:
@@ -409,7 +412,7 @@ class _PlanStep(_Role):
         objective = _saved_objective(ctx, self.name)
         if objective is None:
             if ctx.resume is None:
-                objective = _objective_of(input.messages)
+                objective = _objective_of(_input_without_tool(ctx, self.name, TRANSFER_TOOL))
             else:  # paused by a version that did not save it: the session holds it
                 objective = session.get(OBJECTIVE_KEY, "")
         session[OBJECTIVE_KEY] = objective
