@@ -67,7 +67,15 @@ class FlowAgent:
 
     def _set_sub_agents(self, sub_agents: Iterable[Agent], allow_transfer_to_parent: bool) -> None:
         if self.sub_agents:
-            raise ValueError(f"agent {self.name!r} already has sub-agents")
+            # Said in full: a crew built per request from agents made once (CrewAI's
+            # ``Crew(...)`` per kickoff) reaches here on its second request.
+            names = ", ".join(repr(sub.name) for sub in self.sub_agents)
+            raise ValueError(
+                f"agent {self.name!r} already has sub-agents ({names}): an agent is wired "
+                "once, so build the flow (with_sub_agents, Supervisor, ReActAgent(sub_agents=)) "
+                "once and run it as often as needed, concurrent runs included, or give another "
+                "flow agents of its own"
+            )
         # All checked (type, name, parent) before any is adopted: a bad one must not leave the
         # others claimed by a parent that never got them.
         subs: list[Agent] = check_agents(sub_agents, f"agent {self.name!r}")

@@ -233,3 +233,21 @@ async def test_a_worker_cannot_hand_over_to_another_worker() -> None:
     with pytest.raises(adk.RunError, match="agent 'billing' not found when transferring from"):
         await Runner(Supervisor(boss, [support, billing])).invoke("help")
     assert billing.model.calls == 0  # type: ignore[union-attr]
+
+
+async def test_a_second_supervisor_over_one_agent_is_refused_saying_to_build_once() -> None:
+    # A crew built per request from agents made once: the second Supervisor over the same
+    # supervisor agent is refused, saying what to do instead, and the first one still runs.
+    boss, weather, money = two_workers()
+    app = Supervisor(boss, [weather, money])
+
+    with pytest.raises(ValueError) as refused:
+        Supervisor(boss, [weather, money])
+
+    assert str(refused.value) == (
+        "agent 'boss' already has sub-agents ('weather', 'money'): an agent is wired once, so "
+        "build the flow (with_sub_agents, Supervisor, ReActAgent(sub_agents=)) once and run it "
+        "as often as needed, concurrent runs included, or give another flow agents of its own"
+    )
+    result = await Runner(app).invoke("Weather in Oslo, 5 EUR?")
+    assert result.text == "Sunny, and 10 USD."
