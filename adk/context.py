@@ -528,6 +528,23 @@ class RunContext:
         if usage is not None:
             count_recorded(run, message, usage)
 
+    def _withdraw(self, message: Message) -> None:
+        """Take ``message`` out of the history this agent recorded it in: a reply that turned
+        out not to be the agent's answer (``ReActAgent`` rejects one off its ``output_schema``
+        and asks again). Its event went out as it came, before it could be checked; left in the
+        history, every later agent and the next run read the rejected answer beside the
+        corrected one, unable to tell them apart. Taken from each lane above too, since one may
+        already hold it (a ``PlanExecute`` step passes its lane's entries up as they come). Only
+        on that rare path: a scan from the end of each lane."""
+        lane: _Lane | None = self._lane
+        while lane is not None:
+            entries = lane.entries
+            for index in range(len(entries) - 1, -1, -1):
+                if entries[index].message is message:
+                    del entries[index]
+                    break
+            lane = lane.parent
+
 
 def _root(
     run: _RunState, run_path: tuple[str, ...], address: Address, enable_streaming: bool

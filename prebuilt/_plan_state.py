@@ -172,11 +172,17 @@ class _StepView:
             ]
         self.fork = fork
         self.lane: _Lane = new_lane(self.parent, inherited, list(prompt))
-        self.flushed = 0
+        self.flushed = -1  # the order number of the last entry passed on
         self.ctx = ctx._fork(lane=self.lane)
 
     def flush(self) -> None:
+        """Pass on the entries recorded since the last flush, found by their order numbers
+        rather than counted: an agent may take an entry out again (``RunContext._withdraw``),
+        from this lane and the parent's, and a count would then skip the next one."""
         entries = self.lane.entries
-        if len(entries) > self.flushed:
-            self.parent.entries.extend(entries[self.flushed :])
-            self.flushed = len(entries)
+        if entries and entries[-1].seq > self.flushed:
+            start = len(entries) - 1
+            while start and entries[start - 1].seq > self.flushed:
+                start -= 1
+            self.parent.entries.extend(entries[start:])
+            self.flushed = entries[-1].seq

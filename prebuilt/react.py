@@ -575,6 +575,10 @@ class _ReActCore:
                             f"of {owner.max_iterations} model calls: {problem}"
                         )
                     turn.schema_retried = True
+                    # Not the agent's answer: out of the history, so later agents and the next
+                    # run read only the corrected one (the conversation here keeps both, and
+                    # the retry prompt between them; a pause saves them as messages).
+                    ctx._withdraw(reply)
                     # Said before the retry's reply, so a client shown the rejected answer
                     # (streamed: its chunks went out before it could be checked) can drop it.
                     rejected = OutputRejected(schema_name=schema.__name__, problem=problem)

@@ -104,9 +104,10 @@ async def test_a_plain_run_marks_the_rejected_message_too_and_records_no_notice(
         Weather(city="Oslo", celsius=4),
     ]
     assert result.output == Weather(city="Oslo", celsius=4)
-    # Application data, as every custom output: the history and the next run's input hold the
-    # model's two answers and nothing of the notice.
-    assert [m.content for m in result.messages if m.role == "assistant"] == [BAD, GOOD]
+    # Application data, as every custom output: the history and the next run's input hold
+    # nothing of the notice, and only the answer that matched (the rejected one is not the
+    # agent's answer: tests/test_output_rejected_history.py).
+    assert [m.content for m in result.messages if m.role == "assistant"] == [GOOD]
 
 
 async def test_a_retry_that_fails_too_ends_with_the_error_after_its_chunks() -> None:
