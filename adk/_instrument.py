@@ -206,7 +206,7 @@ class _Instrumented(Hooks):
         ctx._trace = frame
         if agents is not None:
             try:
-                answer = await agents.run_before_agent(agent, ctx)
+                answer = await agents.run_before_agent(_made(agent), ctx)
             except BaseException as exc:
                 # The driver will not call agent_end for a start that failed: close the span here.
                 # A callback's own CancelledError is a RuntimeError by now (``callbacks``): one
@@ -270,7 +270,7 @@ class _Instrumented(Hooks):
             agents = handle.agents
             if agents is not None and handle.agent is not None:
                 try:
-                    await agents.run_after_agent(handle.agent, handle.ctx, error)
+                    await agents.run_after_agent(_made(handle.agent), handle.ctx, error)
                 except Exception as exc:
                     if error is None:
                         error, exception = ErrorInfo.of(exc), exc
@@ -380,6 +380,15 @@ class _Instrumented(Hooks):
         if tracing is not None:
             invoke = functools.partial(_traced_tool, tracing, ctx, call, invoke, tool)
         return await tools.call_tool(ctx, call, invoke)
+
+
+def _made(agent: Agent) -> Agent:
+    """The agent as the user made it, for the agent callbacks: a private object the framework
+    runs in its place (a ``Supervisor`` worker's report-back, a ``PlanExecute`` role's step, the
+    loop of a ``ReActAgent`` with agents to transfer to) names it as ``_adk_agent``. Given the
+    wrapper, a callback comparing ``agent is writer`` or reading ``agent.output_key`` found
+    neither. Only when agent callbacks run: one attribute read per agent start."""
+    return getattr(agent, "_adk_agent", agent)
 
 
 def _in_place(frame: _Frame, agent: Agent, tracing: _GenAITracing | None) -> None:

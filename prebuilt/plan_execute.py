@@ -369,6 +369,11 @@ class _Role:
         """Its agent's own callbacks (``callbacks=``): the role and its agent are one agent."""
         return getattr(self.agent, "_adk_callbacks", None)
 
+    @property
+    def _adk_agent(self) -> Agent:
+        """The role's agent, which callbacks are given for the role (``adk._instrument._made``)."""
+        return self.agent
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.agent!r})"
 

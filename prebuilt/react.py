@@ -201,6 +201,11 @@ class _ReActCore:
         is what starts)."""
         return self.owner._adk_callbacks
 
+    @property
+    def _adk_agent(self) -> ReActAgent:
+        """The agent, which callbacks are given for its loop (``adk._instrument._made``)."""
+        return self.owner
+
     def _adk_answer(self, value: Any, ctx: RunContext) -> list[AgentEvent]:
         return self.owner._adk_answer(value, ctx)
 

@@ -48,6 +48,11 @@ class _ReportsBack:
         """The worker's own callbacks (``callbacks=``): the wrapper and the worker are one agent."""
         return getattr(self.worker, "_adk_callbacks", None)
 
+    @property
+    def _adk_agent(self) -> Agent:
+        """The worker, which callbacks are given for this wrapper (``adk._instrument._made``)."""
+        return self.worker
+
     def _adk_authors(self, seen: set[int]) -> Iterator[Author]:
         """The worker's agents (``adk._authors``): it runs in the supervisor's history, so a
         ``PlanExecute`` anywhere in it keeps its roles' names its own there too. Without this
