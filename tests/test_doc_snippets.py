@@ -29,6 +29,7 @@ DOCS = {
     "openai_agents.md": 6,
     "langgraph.md": 4,
     "pydantic_ai.md": 7,
+    "crewai.md": 7,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
