@@ -15,7 +15,7 @@ from openai_server import OpenAIServer, Reply
 from pydantic import BaseModel, ValidationInfo, field_validator
 
 import adk
-from adk import AgentEvent, RunError, Runner
+from adk import AgentEvent, Message, RunError, Runner, SequentialAgent
 from adk.models import RetryPolicy
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply as Scripted
@@ -191,3 +191,67 @@ async def test_the_rejected_answers_call_counts_in_the_usage(streaming: bool) ->
     result = await runner.invoke("Weather in Oslo?")
     assert result.output == Weather(city="Oslo", celsius=4)
     assert result.usage == first + second
+
+
+# The history. The rejected answer was recorded as its event went out; it leaves the history
+# when it is rejected, so what later agents and ``RunResult.messages`` read is the agent's
+# answer. Kept, a next run given ``result.messages`` read the rejected JSON and the corrected
+# one as two assistant turns in a row, with nothing between (the retry prompt that explained the
+# second was the loop's own), and a later agent of the run read both as the agent's words.
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_next_run_carries_on_from_the_corrected_answer_over_the_wire(
+    streaming: bool,
+) -> None:
+    fast = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(text=BAD), Reply(text=GOOD), Reply(text='{"city": "Rome", "celsius": 19}')
+        )
+        async with OpenAIChatModel(
+            "test-model", base_url=server.base_url, api_key="sk-test", retry=fast
+        ) as model:  # type: ignore[arg-type]
+            runner = Runner(
+                ReActAgent("w", model, output_schema=Weather), enable_streaming=streaming
+            )
+            if streaming:
+                events = runner.run("Weather in Oslo?")
+                async for event in events:
+                    if event.output is not None and event.output.stream is not None:
+                        await event.output.stream.collect()
+                messages = adk.run_messages(events)
+            else:
+                messages = (await runner.invoke("Weather in Oslo?")).messages
+            assert [(m.role, m.content) for m in messages] == [
+                ("user", "Weather in Oslo?"),
+                ("assistant", GOOD),
+            ]
+            second = await runner.invoke([*messages, Message.user("And Rome?")])
+        assert second.output == Weather(city="Rome", celsius=19)
+        # The retry saw the rejected answer and what was wrong with it; the next run sees the
+        # conversation as it stands: the question, the answer, the next question.
+        retry = [(m["role"], m["content"]) for m in server.bodies[1]["messages"]]
+        assert retry[:2] == [("user", "Weather in Oslo?"), ("assistant", BAD)]
+        assert retry[2][0] == "user" and PROBLEM in retry[2][1]
+        sent = [(m["role"], m["content"]) for m in server.bodies[2]["messages"]]
+        assert sent == [
+            ("user", "Weather in Oslo?"),
+            ("assistant", GOOD),
+            ("user", "And Rome?"),
+        ]
+
+
+async def test_a_later_agent_of_the_run_reads_only_the_corrected_answer() -> None:
+    reader = ScriptedModel(["noted"])
+    pipeline = SequentialAgent(
+        "pipeline",
+        [
+            ReActAgent("w", ScriptedModel([BAD, GOOD]), output_schema=Weather),
+            ReActAgent("reporter", reader),
+        ],
+    )
+    result = await Runner(pipeline).invoke("Weather in Oslo?")
+    assert result.text == "noted"
+    seen = [m.content for m in reader.requests[0].messages]
+    assert seen == ["Weather in Oslo?", f"For context: [w] said: {GOOD}."]
