@@ -149,17 +149,27 @@ def _unchanged(call: ToolCall, arguments: object) -> bool:
 
 
 def edit_at(plan: _ResumePlan, address: str, call: ToolCall, data: object) -> object:
-    """The edited arguments a resumed ``call`` at ``address`` runs with, or None (not edited):
-    those of the approval decision ``data`` answering this call's approval request (unless they
-    are the model's own), else those it ran with before it paused on its own (``EDITED_SLOT``)."""
-    info = plan.info_at(address)
-    if is_approval_request(info) and info.get("tool_call_id") == call.id:
-        if isinstance(data, Mapping) and "arguments" in data and approves(data)[0]:
-            edit = data["arguments"]
-            return None if _unchanged(call, edit) else edit
-        return None
+    """The edited arguments a resumed ``call`` at ``address`` runs with, or None (not edited).
+
+    Answering this call's approval request, the decision ``data``'s arguments (unless they are
+    the model's own); a plain yes, those the request showed when it asked again for an edited
+    call (``EDITED_SLOT``: a ``before_tool`` callback paused the edited call, and the tool asked
+    again past it); a denial, none. Otherwise the arguments it ran with before it paused again
+    (``EDITED_SLOT``), whoever paused it: its function, or a callback, whose answer is never read
+    as a decision (a callback may pause with an approval request's shape). Without the slot read
+    after a callback's pause, the edit was dropped there: the approval asked again showed the
+    model's arguments, and a yes ran those, which the person had changed."""
     saved = plan.resume_for(address, EDITED_SLOT)
-    return saved.state if saved is not None else None
+    edit = saved.state if saved is not None else None
+    if plan.callback_at(address) is None:
+        info = plan.info_at(address)
+        if is_approval_request(info) and info.get("tool_call_id") == call.id:
+            if not approves(data)[0]:
+                return None
+            if isinstance(data, Mapping) and "arguments" in data:
+                given = data["arguments"]
+                return None if _unchanged(call, given) else given
+    return edit
 
 
 class _EditedCall(ToolCall):

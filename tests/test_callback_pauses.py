@@ -6,6 +6,7 @@ same call: each party sees only its own pause's resume, over a real SQLite store
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -644,6 +645,20 @@ def reviewed_run(desk: ReviewedDesk, *calls: ToolCall) -> Callable[[SQLiteCheckp
         agent = ReActAgent("travel", model_calling(*calls), tools=desk.tools)
         return Runner(agent, store, callbacks=desk.callbacks())
 
+
+def limited_payer(desk: Desk) -> Callable[[SQLiteCheckpointStore], Runner]:
+    """A model paying 500 cents, under a gate that asks before any payment over 1000 cents."""
+
+    def over_limit(ctx: ToolContext, call: ToolCall) -> None:
+        desk.seen.append(("limit", call.arguments, seen_data(ctx)))
+        if json.loads(call.arguments)["cents"] > 1000 and ctx.resume is None:
+            raise Interrupt({"over the limit": call.arguments})
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        model = model_calling(tool_call("pay", {"cents": 500}, id="c1"))
+        agent = ReActAgent("payer", model, tools=desk.tools)
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=over_limit)])
+
     return make
 
 
@@ -689,3 +704,43 @@ async def test_after_tool_does_not_take_another_partys_answer_for_the_tools(
     assert result.interrupt is None, result.text
     assert desk.reviewed == reviewed
     assert desk.ran == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "ran", "text", "gate_saw"),
+    [
+        (True, ["pay 9000"], 'it ran with {"cents": 9000}]\npaid 9000', '{"cents": 9000}'),
+        (
+            {"approved": True, "arguments": {"cents": 800}},
+            ["pay 800"],
+            'it ran with {"cents": 800}]\npaid 800',
+            '{"cents": 800}',
+        ),
+        (False, [], "Error: the call to 'pay' was not approved", '{"cents": 500}'),
+    ],
+)
+async def test_an_edit_a_gate_then_pauses_is_what_the_approval_asked_again_shows(
+    tmp_path: Path, answer: Any, ran: list[str], text: str, gate_saw: str
+) -> None:
+    # A person edits a payment up to 9000 cents, and the gate pauses the edited call. Past the
+    # gate the approval is asked again, for the call as edited: a plain yes runs the edit, a new
+    # edit replaces it, a no runs nothing (and tells of no edit). The edit was dropped at the
+    # gate's pause: the approval showed, and a yes paid, the model's 500 cents, which the person
+    # had changed.
+    desk = Desk(gated=frozenset())
+    make, db = limited_payer(desk), tmp_path / "cp.db"
+    paused = await step(db, make, None, None)
+    assert infos(paused)[0]["arguments"] == {"cents": 500}
+    paused = await step(db, make, "trip", {"approved": True, "arguments": {"cents": 9000}})
+    assert infos(paused) == [{"over the limit": '{"cents": 9000}'}]
+    paused = await step(db, make, "trip", "go")
+    [again] = infos(paused)
+    assert again["type"] == "approval" and again["arguments"] == {"cents": 9000}
+    desk.seen.clear()
+    done = await step(db, make, "trip", answer)
+    assert done.interrupt is None
+    assert desk.ran == ran
+    assert done.text.endswith(text)
+    assert ("it ran with" in done.text) == bool(ran)
+    # The gate lets through what it answered for, as the call runs (a denied call, as made).
+    assert desk.seen[0] == ("limit", gate_saw, ("resumed", "go"))

@@ -97,8 +97,7 @@ async def run_tool_call(
                 return ToolOutcome(call, signal=plan.subtree(address))
             resumed = True
             callback_paused = plan.callback_at(address) is not None
-            if not callback_paused:  # a callback's answer is not an approval's decision
-                edit = adk._approval.edit_at(plan, address, call, resume.data)
+            edit = adk._approval.edit_at(plan, address, call, resume.data)
     if tool is None:
         tool = tools.get(call.name) or _UnknownTool(call.name, tools)
     # The call as it runs: with a person's edited arguments, checked here before it runs (a round
@@ -200,12 +199,7 @@ def check_resumed_calls(
         address = join_address(ctx.address, tool_segment(call.name, call.id))
         arguments = call.arguments
         resume = plan.resume_for(address) if plan is not None else None
-        if (
-            plan is not None
-            and resume is not None
-            and resume.is_target
-            and plan.callback_at(address) is None  # a callback's answer is not a decision
-        ):
+        if plan is not None and resume is not None and resume.is_target:
             edit = adk._approval.edit_at(plan, address, call, resume.data)
             if edit is not None:  # a person's edit that does not fit refuses the resume
                 arguments = adk._approval.edited_call(tool, call, address, edit).arguments
