@@ -113,8 +113,10 @@ class RunResult:
 
 def run_usage(events: AsyncIterator[AgentEvent]) -> Usage | None:
     """``RunResult.usage`` of the run whose events ``Runner.run`` or ``Runner.resume`` returned:
-    what its model calls reported so far, read while or after iterating them (complete once the
-    last event is read). ``None`` when no call reported usage yet."""
+    what its model calls reported so far, read while or after iterating them. A reply counts by
+    the time its event is read (the last event's total is the run's); a streamed reply once its
+    stream has ended and the next event is asked for (the run's once the iteration ends).
+    ``None`` when no call reported usage yet."""
     return _run_of(events, "run_usage").usage
 
 

@@ -124,12 +124,26 @@ async def test_run_usage_and_messages_while_streaming_the_events(streaming: bool
             async for _ in event.output.stream:
                 pass
         seen.append(adk.run_usage(events))
-    assert seen[0] is None or seen[0] == used(10, 5, cached=4, reasoning=2)
+    first, both = used(10, 5, cached=4, reasoning=2), used(30, 11, cached=4, reasoning=3)
+    # A reply's usage counts by the time its event is read, so the last event's is the run's; a
+    # streamed one's once the next event is asked for (its stream's end is the reader's).
+    assert seen == ([None, first, first] if streaming else [first, first, both])
     total = adk.run_usage(events)
     assert total == used(10, 5, cached=4, reasoning=2) + used(20, 6, reasoning=1)
     invoked = await Runner(adder(two_turns()), enable_streaming=streaming).invoke("What is 2 + 3?")
     assert total == invoked.usage
     assert adk.run_messages(events) == invoked.messages
+
+
+async def test_a_reader_that_stops_at_the_answer_has_every_call_counted() -> None:
+    # A loop that breaks at the final answer (closing the run) has the run's usage: the last
+    # call was counted only when the next event was asked for, so here never.
+    events = Runner(adder(two_turns())).run("What is 2 + 3?")
+    async for event in events:
+        if event.message is not None and event.message.content == "2 + 3 = 5":
+            break
+    await events.aclose()
+    assert adk.run_usage(events) == used(30, 11, cached=4, reasoning=3)
 
 
 async def test_run_usage_refuses_what_is_not_a_runs_events() -> None:
