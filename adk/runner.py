@@ -44,13 +44,19 @@ from ._driver import (
 from ._hooks import Hooks, _record_memory, may_hook
 from ._parts import attributes, members
 from .agent import Agent, AgentInput
-from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
+from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint, to_json_value
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id, _from_store
 from .context import RunContext, Session, _root, _RunState, _session, new_run, run_options
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import _messages_for
-from .interrupts import InterruptInfo, _InterruptSignal, _ResumePlan, agent_segment
+from .interrupts import (
+    _CALLBACK_SLOT,
+    InterruptInfo,
+    _InterruptSignal,
+    _ResumePlan,
+    agent_segment,
+)
 from .messages import _USER, Message, Usage, _built
 from .streams import MessageStream, _being_cancelled
 
@@ -991,9 +997,31 @@ def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     decision (``check_decision``), checked here, before anything runs."""
     targets = _addressed(signal, resume)
     for point in signal.points:
-        if point.id in targets and adk._approval.is_approval_request(point.info):
+        if point.id not in targets:
+            continue
+        if adk._approval.is_approval_request(point.info):
             adk._approval.check_decision(point.id, targets[point.id])
+        slots = signal.states.get(point.id)
+        if slots and slots.get(_CALLBACK_SLOT) is not None:
+            _check_kept(point.id, slots[_CALLBACK_SLOT], targets[point.id])
     return targets
+
+
+def _check_kept(point_id: str, callback: object, data: object) -> None:
+    """Refuse (``ValueError``) an answer to a ``before_tool`` callback's pause that a checkpoint
+    cannot hold. The callback's answer is saved with the call's later pauses (the approval, the
+    function's questions: ``callbacks._paused_by``) so that it is not asked twice; found there,
+    the run failed after the resume had run its other calls (an approved payment beside it, made
+    again on the next resume of the checkpoint it kept)."""
+    try:
+        to_json_value(data, "the answer")
+    except CheckpointError as exc:
+        raise ValueError(
+            f"resume data for point {point_id!r}, paused by before_tool callback {callback!r}, "
+            f"cannot be kept in a checkpoint ({exc}): a callback's answer is saved with the "
+            "call's later pauses (the approval, the function's questions). Nothing ran and the "
+            "checkpoint is kept"
+        ) from None
 
 
 def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:

@@ -744,3 +744,53 @@ async def test_an_edit_a_gate_then_pauses_is_what_the_approval_asked_again_shows
     assert ("it ran with" in done.text) == bool(ran)
     # The gate lets through what it answered for, as the call runs (a denied call, as made).
     assert desk.seen[0] == ("limit", gate_saw, ("resumed", "go"))
+
+
+class _Verdict:
+    """A person's answer as an application object: fine for a function's own question, which
+    reads it once, but not for a gate's, which is kept with the call's later pauses."""
+
+    def __init__(self, go: bool) -> None:
+        self.go = go
+
+
+async def test_a_gates_answer_a_checkpoint_cannot_hold_is_refused_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    # One round: the gate pauses the booking, the payment waits for approval. One resume answers
+    # both, the gate with an object: past the gate the booking asks for approval, a pause that
+    # keeps the gate's answer. Found only then, it failed the run after the approved payment was
+    # made, and the kept checkpoint's next resume made it again.
+    desk = Desk()
+
+    def gate(ctx: ToolContext, call: ToolCall) -> ToolResult | None:
+        if call.name != "book":
+            return None
+        if ctx.resume is None:
+            raise Interrupt({"confirm": call.name})
+        go = ctx.resume.data.go if isinstance(ctx.resume.data, _Verdict) else ctx.resume.data
+        return None if go else ToolResult.error("stopped")
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        model = model_calling(
+            tool_call("book", {"destination": "Oslo"}, id="c1"),
+            tool_call("pay", {"cents": 500}, id="c2"),
+        )
+        agent = ReActAgent("travel", model, tools=desk.tools)
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=gate)])
+
+    db = tmp_path / "cp.db"
+    paused = await step(db, make, None, None)
+    assert paused.interrupt is not None
+    ids = {point.id.rsplit("#", 1)[1]: point.id for point in paused.interrupt.points}
+    with pytest.raises(ValueError, match=r"paused by before_tool callback .*\.gate'.* cannot be"):
+        await step(db, make, "trip", {ids["c1"]: _Verdict(True), ids["c2"]: True})
+    assert desk.ran == []  # nothing ran: the payment waits with the checkpoint
+    paused = await step(db, make, "trip", {ids["c1"]: True, ids["c2"]: True})
+    assert [info["type"] for info in infos(paused)] == ["approval"]  # the booking's
+    assert desk.ran == ["pay 500"]
+    paused = await step(db, make, "trip", True)
+    assert infos(paused) == ["window or aisle?"]
+    done = await step(db, make, "trip", "aisle")
+    assert done.text == "paid 500 | booked Oslo, aisle seat"
+    assert desk.ran == ["pay 500", "book Oslo"]
