@@ -17,11 +17,18 @@ The walk is once per resume, never on a plain run. It reads; it runs no agent, t
 it does not mark points as reached (``Preflight.run`` clears the marks), so the runner's check at
 the end of the run (``_ResumePlan.unreached``) still catches what the walk could not see: tools a
 ``Toolset`` or a resource provides, agents of classes the walk does not know.
+
+One such tool is looked up after all: the tool of a call whose approval edits its arguments. The
+walk is synchronous, and finding a toolset's tools asks its server, so the component defers that
+check (``defer``) and the runner awaits it after the walk (``finish``), still before anything
+runs. An edit that does not fit is a person's typo, not a redeploy: found when the paused round
+started, it failed the resume after a parallel branch had made its approved call, which the
+kept checkpoint's next resume made again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from . import _approval
@@ -40,16 +47,45 @@ if TYPE_CHECKING:
 class Preflight:
     """One resume's walk of the agent tree (see the module docstring)."""
 
-    __slots__ = ("checkpoint_id", "plan")
+    __slots__ = ("checkpoint_id", "deferred", "plan")
 
     def __init__(self, plan: _ResumePlan, checkpoint_id: str | None) -> None:
         self.plan = plan
         self.checkpoint_id = checkpoint_id
+        # Checks that must await (``defer``), run by ``finish``; a list only once one is made.
+        self.deferred: list[Callable[[], Awaitable[None]]] | None = None
 
     def run(self, root: Any, ctx: RunContext) -> None:
         """Walk from the root agent; raise the ``CheckpointError`` of the first point the resume
         cannot reach (or the first saved state that does not fit)."""
         self.within(lambda: self.agent(root, ctx))
+
+    def defer(self, check: Callable[[], Awaitable[None]]) -> None:
+        """Have ``finish`` run ``check``, a part of the walk that must await (finding a
+        toolset's tools, see the module docstring)."""
+        if self.deferred is None:
+            self.deferred = []
+        self.deferred.append(check)
+
+    async def finish(self) -> None:
+        """Run the deferred checks, each as ``within`` runs a part of the walk."""
+        for check in self.deferred or ():
+            reached = set(self.plan.reached)
+            try:
+                await check()
+            finally:
+                self.plan.reached.clear()
+                self.plan.reached.update(reached)
+
+    def edits(self, call: ToolCall, address: str) -> bool:
+        """Whether the resume runs the open ``call`` at ``address`` with a person's edit of its
+        arguments (``_approval.edit_at``)."""
+        if not self.holds(address):
+            return False
+        resume = self.plan.resume_for(address)
+        if resume is None or not resume.is_target:
+            return False
+        return _approval.edit_at(self.plan, address, call, resume.data) is not None
 
     def within(self, check: Callable[[], None]) -> None:
         """Run ``check`` (a part of the walk), then forget the points it marked as reached: it

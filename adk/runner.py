@@ -845,7 +845,10 @@ class Runner(AsyncCloseable):
         # Refused as the same checks refused it during the run: an error event (``RunError``
         # from ``invoke_resume``) caused by the ``CheckpointError``; the checkpoint is kept.
         try:
-            adk._preflight.Preflight(plan, checkpoint_id).run(self.agent, ctx)
+            preflight = adk._preflight.Preflight(plan, checkpoint_id)
+            preflight.run(self.agent, ctx)
+            if preflight.deferred is not None:  # a toolset's tools to find (an edited call's)
+                await preflight.finish()
         except CheckpointError as exc:
             name = self.agent.name
             refused = AgentEvent(name, (name,), error=ErrorInfo.of(exc), exception=exc)

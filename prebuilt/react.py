@@ -16,6 +16,7 @@ the checkpoint's history already holds (see ``prebuilt._react_state``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -478,7 +479,9 @@ class _ReActCore:
         checks (the limit, the saved conversation, the open calls' tools), and each open call as
         its round's check would (``check_resumed_calls``), nested agents of an ``AgentTool``
         included. Tools a ``Toolset`` or an MCP server behind the tool resources provides are
-        not resolved here (that asks a server): their calls are checked when their round starts.
+        not resolved here (that asks a server): their calls are checked when their round starts,
+        except one whose approval edits it, whose tool is looked up after the walk
+        (``_check_later``), as a person's typo there must not let a parallel branch run first.
         """
         below = walk.below(ctx.address)
         if not below:
@@ -514,6 +517,24 @@ class _ReActCore:
             tool = tools.get(call.name)
             if tool is not None:
                 walk.call(tool, call, ctx, address)
+            elif not complete and walk.edits(call, address):
+                # A toolset's tool whose approval edits the call: found by asking its server,
+                # after the walk (``Preflight.defer``), so a bad edit runs nothing either.
+                walk.defer(functools.partial(self._check_later, ctx, walk, call, address))
+
+    async def _check_later(
+        self, ctx: RunContext, walk: Preflight, call: ToolCall, address: str
+    ) -> None:
+        """``walk.call`` for an open call whose tool a toolset or a tool resource provides,
+        found as the round will find it. A lookup that fails is left to the round, which fails
+        on it before its calls run."""
+        try:
+            tools = await self._tools(ctx)
+        except Exception:
+            return
+        tool = tools.get(call.name)
+        if tool is not None:
+            walk.call(tool, call, ctx, address)
 
     async def _loop(
         self, ctx: RunContext, *, input: AgentInput | None = None, turn: _Turn | None = None

@@ -260,8 +260,8 @@ def _mcp_agent(model: ScriptedModel) -> tuple[MCPToolset, ReActAgent]:
 async def test_an_mcp_call_runs_with_the_edit_checked_against_the_servers_schema(
     tmp_path: Path,
 ) -> None:
-    """A toolset's tools are not resolved by the check before the resume (that asks the
-    server): the edit is checked when the paused round starts, before its calls run."""
+    """A toolset's tool whose approval edits the call is found by the check before the resume
+    (asking the server), which refuses an edit that does not fit the server's schema."""
     call = tool_call("add", {"a": 2, "b": 3}, id="c1")
     toolset, agent = _mcp_agent(ScriptedModel([Reply(tool_calls=[call]), "never"]))
     async with toolset:
@@ -270,11 +270,9 @@ async def test_an_mcp_call_runs_with_the_edit_checked_against_the_servers_schema
     bad = {"approved": True, "arguments": {"a": "two", "b": 3}}
     toolset, agent = _mcp_agent(ScriptedModel(["never"]))
     async with toolset:
-        events = await collect(Runner(agent, _store(tmp_path)).resume(paused.checkpoint_id, bad))
-    error = events[-1].error
-    assert error is not None and error.type == "ValueError"
-    assert "do not fit tool 'add': a: 'two' is not of type 'integer'" in error.message
-    assert not [e for e in events if e.message is not None and e.message.role == "tool"]
+        resumed = Runner(agent, _store(tmp_path)).resume(paused.checkpoint_id, bad)
+        with pytest.raises(ValueError, match="do not fit tool 'add': a: 'two' is not of type"):
+            await collect(resumed)
     assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
 
     model = ScriptedModel(["done"])
@@ -397,3 +395,59 @@ async def test_arguments_sent_back_unchanged_are_no_edit(tmp_path: Path) -> None
     assert results["c2"].content.startswith(
         '[A person edited this call\'s arguments before it ran; it ran with {"payee": "Müller GmbH"'
     )
+
+
+async def test_a_bad_edit_of_a_toolsets_call_is_refused_before_a_parallel_branch_runs(
+    tmp_path: Path,
+) -> None:
+    """One branch's MCP call and another's payment paused for approval; the MCP call's edit
+    does not fit the server's schema. Found when that branch's round started, it failed the
+    resume after the other branch had paid, and the kept checkpoint's next resume paid again;
+    the check before the resume finds the toolset's tool and refuses the edit first."""
+    bank = Bank()
+
+    def agents(toolset: MCPToolset, script: list[Any]) -> ParallelAgent:
+        ops = ReActAgent("ops", ScriptedModel(list(script)), tools=[toolset])
+        payer = ReActAgent("payer", ScriptedModel(list(script)), tools=[bank.pay])
+        return ParallelAgent("both", [ops, payer])
+
+    def toolset() -> MCPToolset:
+        server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+        return MCPToolset(server, tool_filter=["add"], require_approval=["add"])
+
+    def script(name: str, arguments: dict[str, Any]) -> list[Any]:
+        return [Reply(tool_calls=[tool_call(name, arguments, id="c1")]), "done"]
+
+    tools = toolset()
+    async with tools:
+        ops = ReActAgent("ops", ScriptedModel(script("add", {"a": 2, "b": 3})), tools=[tools])
+        payer = ReActAgent(
+            "payer", ScriptedModel(script("pay", {"payee": "B", "cents": 2})), tools=[bank.pay]
+        )
+        first = Runner(ParallelAgent("both", [ops, payer]), _store(tmp_path))
+        paused = pause_of(await collect(first.run("go")))
+    by_agent = {point.id.split("/")[1]: point.id for point in paused.points}
+
+    bad = {
+        by_agent["agent:ops"]: {"approved": True, "arguments": {"a": "two", "b": 3}},
+        by_agent["agent:payer"]: True,
+    }
+    tools = toolset()
+    async with tools:
+        resumed = Runner(agents(tools, ["never"]), _store(tmp_path))
+        with pytest.raises(ValueError, match="do not fit tool 'add'"):
+            await collect(resumed.resume(paused.checkpoint_id, bad))
+    assert bank.paid == []  # the payment waits with the kept checkpoint
+    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+
+    good = {**bad, by_agent["agent:ops"]: {"approved": True, "arguments": {"a": 20, "b": 3}}}
+    tools = toolset()
+    async with tools:
+        resumed = Runner(agents(tools, ["done"]), _store(tmp_path))
+        events = await collect(resumed.resume(paused.checkpoint_id, good))
+    assert events[-1].error is None
+    assert bank.paid == [("B", 2)]  # once
+    results = [
+        e.message.content for e in events if e.message is not None and e.message.role == "tool"
+    ]
+    assert any(r.endswith("23") and "it ran with" in r for r in results)
