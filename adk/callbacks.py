@@ -676,6 +676,13 @@ def _views(plan: _ResumePlan, address: str, keys: list[str]) -> dict[str, Resume
     slots = plan.states.get(address)
     if not slots:
         return {}
+    own = plan.resume_for(address)
+    if own is None:
+        # The call that paused here has resumed (its points consumed; its slots stay in the
+        # plan): this is a later call at the same address, a later round's of a model that
+        # numbers every turn's calls alike, which starts fresh. Its callbacks took the first
+        # call's answers for their own and let it through unasked.
+        return {}
     views: dict[str, ResumeContext] = {}
     answers = slots.get(_ANSWERS_SLOT)
     if isinstance(answers, dict):
@@ -684,10 +691,8 @@ def _views(plan: _ResumePlan, address: str, keys: list[str]) -> dict[str, Resume
                 data, state = answer.get("data"), answer.get("state")
                 views[key] = ResumeContext(True, state, True, data)
     paused = slots.get(_CALLBACK_SLOT)
-    if paused is not None and paused in keys:
-        own = plan.resume_for(address)
-        if own is not None and own.is_target:
-            views[paused] = own
+    if paused is not None and paused in keys and own.is_target:
+        views[paused] = own
     return views
 
 

@@ -794,3 +794,44 @@ async def test_a_gates_answer_a_checkpoint_cannot_hold_is_refused_before_anythin
     done = await step(db, make, "trip", "aisle")
     assert done.text == "paid 500 | booked Oslo, aisle seat"
     assert desk.ran == ["pay 500", "book Oslo"]
+
+
+async def test_a_later_call_at_the_same_address_is_asked_afresh(tmp_path: Path) -> None:
+    # A model that numbers every turn's calls alike (call_0): the second payment's call has the
+    # first's address. The gate's answer to the first was kept with that call's approval pause;
+    # once the first call ran, the second took it for its own and went to approval unasked.
+    desk = Desk(gated=frozenset({"pay"}))
+
+    def reply(messages: list[Message]) -> Reply | str:
+        paid = [m for m in messages if m.role == "tool"]
+        if len(paid) < 2:
+            cents = 500 if not paid else 9000
+            return Reply(tool_calls=[tool_call("pay", {"cents": cents}, id="call_0")])
+        return " | ".join(m.content for m in paid)
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        agent = ReActAgent("payer", ScriptedModel(reply), tools=desk.tools)
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=desk.gate)])
+
+    db = tmp_path / "cp.db"
+    asked = [infos(await step(db, make, None, None))]
+    result = None
+    for answer in ("go", True, "go", True):
+        result = await step(db, make, "trip", answer)
+        if result.interrupt is not None:
+            asked.append(infos(result))
+    assert [a[0].get("type", a[0]) for a in asked] == [
+        {"confirm": "pay"},
+        "approval",
+        {"confirm": "pay"},  # the second payment: the gate asks again
+        "approval",
+    ]
+    assert result is not None and result.text == "paid 500 | paid 9000"
+    assert [s for s in desk.seen if s[0] == "gate"] == [
+        ("gate", "call_0", None),
+        ("gate", "call_0", ("resumed", "go")),
+        ("gate", "call_0", ("resumed", "go")),  # its answer again at the approval's resume
+        ("gate", "call_0", None),  # the second call: a first call for the gate
+        ("gate", "call_0", ("resumed", "go")),
+        ("gate", "call_0", ("resumed", "go")),
+    ]
