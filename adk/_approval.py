@@ -152,7 +152,7 @@ def edit_at(plan: _ResumePlan, address: str, call: ToolCall, data: object) -> ob
     """The edited arguments a resumed ``call`` at ``address`` runs with, or None (not edited).
 
     Answering this call's approval request, the decision ``data``'s arguments (unless they are
-    the model's own); a plain yes, those the request showed when it asked again for an edited
+    the model's own, or those the request showed); a plain yes, those the request showed when it asked again for an edited
     call (``EDITED_SLOT``: a ``before_tool`` callback paused the edited call, and the tool asked
     again past it); a denial, none. Otherwise the arguments it ran with before it paused again
     (``EDITED_SLOT``), whoever paused it: its function, or a callback, whose answer is never read
@@ -168,6 +168,11 @@ def edit_at(plan: _ResumePlan, address: str, call: ToolCall, data: object) -> ob
                 return None
             if isinstance(data, Mapping) and "arguments" in data:
                 given = data["arguments"]
+                if given == info.get("arguments"):
+                    # Sent back as the request showed them (a form prefilled with them): a
+                    # plain yes. They hold the defaults the model left out, so they differ
+                    # from its call's and were taken for an edit nobody made.
+                    return edit
                 return None if _unchanged(call, given) else given
     return edit
 

@@ -397,6 +397,38 @@ async def test_arguments_sent_back_unchanged_are_no_edit(tmp_path: Path) -> None
     )
 
 
+async def test_arguments_sent_back_as_the_request_showed_them_are_no_edit(
+    tmp_path: Path,
+) -> None:
+    """The request shows the arguments as the tool validated them: with the defaults the model
+    left out, and its "500" as the int 500. A form prefilled with them sends back what differs
+    from the model's call, and the model was told of an edit nobody made."""
+    ran: list[tuple[str, int, str]] = []
+
+    @adk.tool(require_approval=True)
+    def pay(payee: str, cents: int, memo: str = "") -> str:
+        """Pay someone."""
+        ran.append((payee, cents, memo))
+        return f"paid {cents} to {payee}"
+
+    call = tool_call("pay", {"payee": "A", "cents": "500"}, id="c1")
+    model = ScriptedModel([Reply(tool_calls=[call])])
+    paused = pause_of(
+        await collect(Runner(ReActAgent("payer", model, tools=[pay]), _store(tmp_path)).run("pay"))
+    )
+    shown = paused.points[0].info["arguments"]
+    assert shown == {"payee": "A", "cents": 500, "memo": ""}
+
+    model = ScriptedModel(["done"])
+    runner = Runner(ReActAgent("payer", model, tools=[pay]), _store(tmp_path))
+    approved = {"approved": True, "arguments": shown}
+    done = await runner.invoke_resume(paused.checkpoint_id, approved)
+    [result] = [m for m in model.requests[-1].messages if m.role == "tool"]
+    assert result.content == "paid 500 to A"
+    assert "edited_arguments" not in result.metadata
+    assert done.text == "done" and ran == [("A", 500, "")]
+
+
 async def test_a_bad_edit_of_a_toolsets_call_is_refused_before_a_parallel_branch_runs(
     tmp_path: Path,
 ) -> None:
