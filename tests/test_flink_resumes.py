@@ -235,3 +235,32 @@ def test_an_approval_given_twice_is_a_failed_output_not_a_failed_job(durable: bo
     assert "no checkpoint" in again["error"]["message"]
     assert again["run_id"] == paused["run_id"]
     assert [o["output"] for o in after] == [501]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_resume_whose_data_the_runner_refuses_is_a_failed_output_not_a_failed_job(
+    durable: bool,
+) -> None:
+    """Data the resume refuses before anything runs (here, for a point the pause does not have;
+    an approval neither yes nor no, an edit that does not fit, alike) is a person's mistake that
+    a restart replays: its ValueError left the operator and failed the job whatever
+    ``on_error`` said. It is a failed output under the paused run's id, as locally, and the pause
+    waits for a good answer."""
+    job = _Job(durable, json_keys=True)
+
+    async def run() -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
+        [paused] = await job.record("ann", 500)
+        wrong = json.dumps({**paused, "resume": {"agent:ledger/nowhere": "approved"}})
+        right = json.dumps({**paused, "resume": "approved"})
+        later = [await job.resume(wrong), await job.resume(right), await job.record("ann", 1)]
+        return paused, later
+
+    try:
+        paused, ([refused], resumed, after) = asyncio.run(run())
+    finally:
+        job.function.close()
+    assert refused["error"]["type"] == "ValueError" and refused["output"] is None
+    assert "unknown interrupt point id" in refused["error"]["message"]
+    assert refused["run_id"] == paused["run_id"]
+    assert [o["output"] for o in resumed] == [500]
+    assert [o["output"] for o in after] == [501]

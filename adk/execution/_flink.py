@@ -439,10 +439,12 @@ class _WorkerAgent:
             )
             try:
                 return await resume_record(runner, sessions, paused, record.data, seconds)
-            except CheckpointError as exc:
+            except (CheckpointError, ValueError) as exc:
                 # A pause that is over or unreadable (resumed already: an approval delivered
-                # twice) is this resume's failure (``on_error``), as locally: raised here it
-                # failed the job, whose restart replays the resume into failing again.
+                # twice), or data the resume refuses before anything runs (an approval neither
+                # yes nor no, an edit that does not fit, a point the pause does not have), is
+                # this resume's failure (``on_error``), as locally: raised here it failed the
+                # job, whose restart replays the resume into failing again.
                 failed = ErrorInfo.of(exc)
                 return [
                     KeyedOutput(
