@@ -18,6 +18,7 @@ from test_interrupts import collect, pause_of
 
 import adk
 from adk import AgentTool, ParallelAgent, Runner
+from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -483,3 +484,31 @@ async def test_a_bad_edit_of_a_toolsets_call_is_refused_before_a_parallel_branch
         e.message.content for e in events if e.message is not None and e.message.role == "tool"
     ]
     assert any(r.endswith("23") and "it ran with" in r for r in results)
+
+
+async def test_a_callback_that_answers_for_an_edited_call_is_not_told_as_what_ran(
+    tmp_path: Path,
+) -> None:
+    """A before_tool callback refusing the edited amount answers for the call, whose tool never
+    runs: its result came with the note that the edited call ran, before the callback's refusal,
+    and the tool message's metadata held the edit as what had run."""
+    bank = Bank()
+
+    def limit(ctx: adk.ToolContext, call: adk.ToolCall) -> adk.ToolResult | None:
+        if json.loads(call.arguments)["cents"] > 1000:
+            return adk.ToolResult.error("over the limit: not paid")
+        return None
+
+    def runner(model: ScriptedModel) -> Runner:
+        callbacks = [Callbacks(before_tool=limit)]
+        return Runner(_agent(bank, model), _store(tmp_path), callbacks=callbacks)
+
+    call = tool_call("pay", {"payee": "A", "cents": 500}, id="c1")
+    paused = pause_of(await collect(runner(ScriptedModel([Reply(tool_calls=[call])])).run("pay")))
+    model = ScriptedModel(["done"])
+    edit = {"approved": True, "arguments": {"payee": "A", "cents": 5000}}
+    await collect(runner(model).resume(paused.checkpoint_id, edit))
+    [result] = [m for m in model.requests[0].messages if m.role == "tool"]
+    assert result.content == "Error: over the limit: not paid"
+    assert "edited_arguments" not in result.metadata
+    assert bank.paid == []

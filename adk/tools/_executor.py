@@ -9,7 +9,7 @@ the rest of the call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 
 # ``adk._approval`` loads on first use (the package's ``__getattr__``): only a resumed call reads
@@ -107,9 +107,10 @@ async def run_tool_call(
         ctx, call.name, call.id, address, emit.put_nowait if emit is not None else None
     )
     hooks = ctx._run.hooks
+    invoke: _Invoke | None = None
     try:
-        if callback_paused and plan is not None:
-            invoke = _after_callback_pause(plan, address, tool, ran.arguments, tool_ctx)
+        if callback_paused or edit is not None:  # resumed calls only: what ran is told apart
+            invoke = _Invoke(plan if callback_paused else None, address, tool, ran, tool_ctx)
             output = await (
                 invoke() if hooks is None else hooks.call_tool(tool_ctx, ran, invoke, tool)
             )
@@ -144,32 +145,48 @@ async def run_tool_call(
         content = output.content
     else:
         result, content = None, output
-    if edit is not None:
-        # The conversation keeps the call as the model made it: the result says what ran.
+    edited = edit is not None and invoke is not None and invoke.reached
+    if edited:
+        # The conversation keeps the call as the model made it: the result says what ran. Not
+        # when a callback answered instead (a limit refusing the edited amount): nothing ran.
         content = f"{adk._approval.edit_note(ran.arguments)}{content}"
     message = tool_message(content, call.id, call.name)
     if result is not None and result.is_error:
         message.metadata["is_error"] = True
-    if edit is not None:
+    if edited:
         message.metadata["edited_arguments"] = edit
     return ToolOutcome(call, message, result, tool_ctx.action)
 
 
-def _after_callback_pause(
-    plan: _ResumePlan, address: str, tool: Tool, arguments: str, ctx: ToolContext
-) -> Callable[[], Awaitable[str | ToolResult]]:
-    """The tool's run for a call a ``before_tool`` callback paused: the callbacks have had their
-    answer, and the tool has not been reached yet, so it runs as on a first call (its
-    ``ctx.resume`` None: an approval asks, the function asks its own questions). Without the
-    point consumed first, the tool took the callback's answer for its own, and a
-    ``require_approval`` tool refused the call as never approved. (A callback removed since the
-    pause has nothing to answer: the call goes on as the current callbacks have it.)"""
+class _Invoke:
+    """The tool's run for a resumed call that a ``before_tool`` callback paused or a person
+    edited, which notes whether the tool was reached: a callback may answer in its place, and
+    a result the tool did not give must not say that the edited call ran.
 
-    def run() -> Awaitable[str | ToolResult]:
-        plan.consume(address)
-        return tool.run(arguments, ctx)
+    After a callback's pause (``plan`` given) the callbacks have had their answer and the tool
+    has not been reached yet, so it runs as on a first call (its ``ctx.resume`` None: an
+    approval asks, the function asks its own questions). Without the point consumed first, the
+    tool took the callback's answer for its own, and a ``require_approval`` tool refused the call
+    as never approved. (A callback removed since the pause has nothing to answer: the call goes
+    on as the current callbacks have it.)"""
 
-    return run
+    __slots__ = ("address", "call", "ctx", "plan", "reached", "tool")
+
+    def __init__(
+        self, plan: _ResumePlan | None, address: str, tool: Tool, call: ToolCall, ctx: ToolContext
+    ) -> None:
+        self.plan = plan
+        self.address = address
+        self.tool = tool
+        self.call = call
+        self.ctx = ctx
+        self.reached = False
+
+    def __call__(self) -> Awaitable[str | ToolResult]:
+        self.reached = True
+        if self.plan is not None:
+            self.plan.consume(self.address)
+        return self.tool.run(self.call.arguments, self.ctx)
 
 
 def lone_call(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> ToolCall | None:
