@@ -151,14 +151,15 @@ def _unchanged(call: ToolCall, arguments: object) -> bool:
 def edit_at(plan: _ResumePlan, address: str, call: ToolCall, data: object) -> object:
     """The edited arguments a resumed ``call`` at ``address`` runs with, or None (not edited).
 
-    Answering this call's approval request, the decision ``data``'s arguments (unless they are
-    the model's own, or those the request showed); a plain yes, those the request showed when it asked again for an edited
-    call (``EDITED_SLOT``: a ``before_tool`` callback paused the edited call, and the tool asked
-    again past it); a denial, none. Otherwise the arguments it ran with before it paused again
-    (``EDITED_SLOT``), whoever paused it: its function, or a callback, whose answer is never read
-    as a decision (a callback may pause with an approval request's shape). Without the slot read
-    after a callback's pause, the edit was dropped there: the approval asked again showed the
-    model's arguments, and a yes ran those, which the person had changed."""
+    Answering this call's approval request: the decision ``data``'s arguments, unless they are
+    the model's own or those the request showed; for a plain yes (or those shown), the edit the
+    request showed when it asked again for an edited call (``EDITED_SLOT``: a ``before_tool``
+    callback paused the edited call, and the tool asked again past it); for a denial, none.
+    Otherwise the arguments it ran with before it paused again (``EDITED_SLOT``), whoever paused
+    it: its function, or a callback, whose answer is never read as a decision (a callback may
+    pause with an approval request's shape). Without the slot read after a callback's pause,
+    the edit was dropped there: the approval asked again showed the model's arguments, and a
+    yes ran those, which the person had changed."""
     saved = plan.resume_for(address, EDITED_SLOT)
     edit = saved.state if saved is not None else None
     if plan.callback_at(address) is None:
