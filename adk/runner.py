@@ -108,7 +108,8 @@ class RunResult:
         """The run's conversation, in the order a next run should get it: the input, then every
         message recorded (replies with their tool calls, tool results, streamed replies joined).
         ``runner.invoke(result.messages + [Message.user("next")])`` carries it on. A resumed
-        run's starts from the paused run's input. The messages are as they were when the root
+        run's starts from the paused run's input; a paused run's ends with the calls waiting for
+        their answers (no results yet), so carry on from the resumed run's. The messages are as they were when the root
         agent is a single agent (no ``sub_agents``) and said them all; otherwise each recorded
         message is the ``For context: [author] ...`` user message other agents read during a
         run, since a next run gives its input to every agent as it is (a worker must not take

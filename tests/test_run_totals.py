@@ -221,6 +221,10 @@ async def test_a_resumed_runs_usage_includes_the_calls_before_its_pause() -> Non
     paused = await runner.invoke("pay 5")
     assert paused.checkpoint_id is not None and paused.usage == used(10, 1)
 
+    # The paused run's conversation ends with the call that waits, which has no result yet.
+    assert [m.role for m in paused.messages] == [Role.USER, Role.ASSISTANT]
+    assert [c.id for c in paused.messages[-1].tool_calls] == ["call_p"]
+
     done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
     assert done.text == "done"
     assert done.usage == used(10, 1) + used(30, 3)
