@@ -645,6 +645,8 @@ def reviewed_run(desk: ReviewedDesk, *calls: ToolCall) -> Callable[[SQLiteCheckp
         agent = ReActAgent("travel", model_calling(*calls), tools=desk.tools)
         return Runner(agent, store, callbacks=desk.callbacks())
 
+    return make
+
 
 def limited_payer(desk: Desk) -> Callable[[SQLiteCheckpointStore], Runner]:
     """A model paying 500 cents, under a gate that asks before any payment over 1000 cents."""
