@@ -18,6 +18,7 @@ from typing import Any
 
 import adk
 
+from . import _hooks
 from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
 from .context import RunContext, _Entry, _interrupt_event, count_recorded
@@ -37,10 +38,10 @@ def agent_run(agent: Agent, ctx: RunContext) -> _AgentRun:
     run.ctx = ctx
     run.name = agent.name
     run.path = ctx.run_path
-    hooks = ctx._run.hooks
-    if hooks is None and getattr(agent, "_adk_callbacks", None) is not None:
-        hooks = agent_hooks(ctx)
-    run.hooks = hooks
+    run.hooks = ctx._run.hooks
+    # The flag first: until an agent has callbacks of its own, this is all an agent start pays.
+    if _hooks.agent_callbacks and run.hooks is None and getattr(agent, "_adk_callbacks", None):
+        run.hooks = agent_hooks(ctx)
     run.handle = None
     run.error = None
     run.cancelled = False
@@ -55,7 +56,8 @@ def agent_hooks(ctx: RunContext) -> Hooks:
     (``ReActAgent(callbacks=...)``): hooks that run only agents' own callbacks, from now on in
     this run. Found at the agent's start, not when the runner is made, so an agent added to the
     tree later or made during the run is not missed; a run whose agents have none never gets
-    here (one test per agent start)."""
+    here (one attribute test per agent start, and none in a process whose agents have none:
+    ``_hooks.agent_callbacks``)."""
     hooks: Hooks = adk._instrument.agent_hooks()
     ctx._run.hooks = hooks
     return hooks

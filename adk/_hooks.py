@@ -38,6 +38,13 @@ class _Answered(Exception):
         self.agent = agent
 
 
+# Whether an agent of this process has been given callbacks of its own (``callbacks=``): set when
+# the first ``adk.callbacks._AgentCallbacks`` is made, never reset. Until then no agent can have
+# any, so an agent start in a run without hooks tests this instead of looking for them on the agent
+# (``getattr(agent, "_adk_callbacks", None)``, ~0.5k instructions, paid by every step of a workflow).
+# Set when made, not when first run, so an agent made later, during a run included, is not missed.
+agent_callbacks = False
+
 _PROVIDER_ENV = ("OTEL_PYTHON_TRACER_PROVIDER", "OTEL_PYTHON_METER_PROVIDER")
 
 

@@ -21,6 +21,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from . import _hooks
 from ._hooks import Hooks, ModelRequest, _Answered, _run_timeout, otel_may_be_configured
 from .callbacks import _AgentCallbacks, _Answer, _CallbackChain
 from .events import ErrorInfo
@@ -177,7 +178,7 @@ class _Instrumented(Hooks):
         self, agent: Agent, ctx: RunContext, resumed: bool = False
     ) -> _Frame | None:
         if not self._frames:
-            if getattr(agent, "_adk_callbacks", None) is None:
+            if not _hooks.agent_callbacks or getattr(agent, "_adk_callbacks", None) is None:
                 return None
             # The first agent with callbacks of its own: frames from now on, which is where
             # its callbacks are found for its model and tool calls.

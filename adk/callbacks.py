@@ -105,6 +105,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
 from pydantic import BaseModel
 
+from . import _hooks
 from ._aio import closing
 from ._hooks import ModelRequest
 from .events import message_event as _message_event
@@ -517,6 +518,7 @@ class _AgentCallbacks:
     def __init__(self, chain: _CallbackChain) -> None:
         self.chain = chain
         self._last: tuple[_CallbackChain | None, _CallbackChain] = (None, chain)
+        _hooks.agent_callbacks = True  # agent starts look for them from now on (see there)
 
     def after(self, runner: _CallbackChain | None) -> _CallbackChain:
         last = self._last

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 # that never pauses skip them.
 import adk
 
-from . import checkpoint
+from . import _hooks, checkpoint
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent, shown
 from ._driver import (
@@ -1201,10 +1201,10 @@ def _root_run(runner: Runner, agent: Agent, ctx: RunContext, checkpoint_id: str 
     run.ctx = ctx
     run.name = agent.name
     run.path = ctx.run_path
-    hooks = ctx._run.hooks
-    if hooks is None and getattr(agent, "_adk_callbacks", None) is not None:
-        hooks = agent_hooks(ctx)
-    run.hooks = hooks
+    run.hooks = ctx._run.hooks
+    # The flag first: until an agent has callbacks of its own, this is all an agent start pays.
+    if _hooks.agent_callbacks and run.hooks is None and getattr(agent, "_adk_callbacks", None):
+        run.hooks = agent_hooks(ctx)
     run.handle = None
     run.error = None
     run.cancelled = False

@@ -6,6 +6,9 @@ runner's callbacks, the skipped agent's answer in every composite, ``output_key`
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -601,3 +604,71 @@ async def test_a_resumed_agent_is_not_skipped_half_way(
         assert "answer is ignored" in caplog.text
     finally:
         await store.aclose()
+
+
+# Run in a fresh interpreter: whether agents look for callbacks at their start depends on whether
+# any agent of the process has been given some (``adk._hooks.agent_callbacks``), which this test
+# process's other tests have long done.
+_FIRST_CALLBACKS = """
+import asyncio
+
+import adk
+from adk import AgentEvent, BaseAgent, Message, Runner, SequentialAgent
+from adk.callbacks import Callbacks
+
+looked: list[str] = []  # the agents whose start looked for callbacks of their own
+seen: list[str] = []  # what their callbacks saw
+
+
+class Step(BaseAgent):
+    @property
+    def _adk_callbacks(self):
+        looked.append(self.name)
+        return self.__dict__.get("own")
+
+    async def run(self, input, ctx):
+        yield AgentEvent.of(Message.assistant(self.name))
+
+
+class GivesLater(Step):
+    # Gives the next step callbacks of its own while the run is under way, as an agent made
+    # during a run gets them (``callbacks=`` compiles them with ``_agent_callbacks``).
+    async def run(self, input, ctx):
+        before = Callbacks(before_agent=lambda agent, ctx: seen.append(f"before {agent.name}"))
+        later.own = adk.callbacks._agent_callbacks([before], "Step 'later'")
+        yield AgentEvent.of(Message.assistant(self.name))
+
+
+async def main() -> None:
+    runner = Runner(SequentialAgent("seq", [Step("one"), Step("two")]))
+    assert (await runner.invoke("go")).text == "two"
+    print(looked, adk._hooks.agent_callbacks)
+    global later
+    later = Step("later")
+    runner = Runner(SequentialAgent("seq", [GivesLater("gives"), later]))
+    assert (await runner.invoke("go")).text == "later"
+    print(sorted(set(looked)), seen)
+
+
+asyncio.run(main())
+"""
+
+
+def test_agent_starts_look_for_callbacks_once_an_agent_of_the_process_has_some() -> None:
+    # Until some agent has callbacks of its own, an agent start does not look for any on its
+    # agent (issue #8: ~0.5k instructions per start, every step of a workflow). From the first
+    # one on it does, in a run already under way too: the step given callbacks mid-run has them
+    # (the step that gave them had started before there were any).
+    child = subprocess.run(
+        [sys.executable, "-c", _FIRST_CALLBACKS],
+        cwd=Path(__file__).resolve().parent.parent,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.splitlines() == [
+        "[] False",
+        "['later'] ['before later']",
+    ]
