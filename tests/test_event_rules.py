@@ -356,6 +356,39 @@ async def test_any_object_satisfying_the_protocol_is_an_agent() -> None:
     ]
 
 
+async def test_a_steps_iterator_that_ran_to_its_end_is_still_closed() -> None:
+    # The step runner skips closing a generator that ran to its end (it has nothing left to
+    # close); any other iterator is closed as before, even after its last event.
+    class Iter:
+        def __init__(self) -> None:
+            self.items = [AgentEvent.of("p1")]
+            self.closed = 0
+
+        def __aiter__(self) -> Iter:
+            return self
+
+        async def __anext__(self) -> AgentEvent:
+            if not self.items:
+                raise StopAsyncIteration
+            return self.items.pop(0)
+
+        async def aclose(self) -> None:
+            self.closed += 1
+
+    iterator = Iter()
+
+    class Plain:
+        name = "plain"
+        description = "not a BaseAgent"
+
+        def run(self, input: AgentInput, ctx: RunContext) -> Any:
+            return iterator
+
+    events = await run_events(SequentialAgent("seq", [Plain(), ScriptAgent("after", "done")]))
+    assert simplify_events(events) == ["plain: p1", "after: done"]
+    assert iterator.closed == 1
+
+
 def test_base_agent_needs_a_name() -> None:
     with pytest.raises(ValueError):
         ScriptAgent("")
