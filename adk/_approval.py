@@ -26,14 +26,16 @@ arguments would take the result for its call's, or make the call again.
 
 from __future__ import annotations
 
+import inspect
 import json
 import reprlib
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ._checks import shown
 from .interrupts import Interrupt, ResumeContext
 from .messages import Message, ToolCall
-from .tools.base import ToolContext, ToolResult
+from .tools.base import ToolContext, ToolError, ToolResult
 
 if TYPE_CHECKING:
     from .interrupts import _ResumePlan
@@ -41,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "approval_request",
     "approves",
+    "asks",
     "check_decision",
     "decision_of",
     "edit_at",
@@ -224,6 +227,43 @@ def without_note(message: Message) -> None:
         message.content = message.content.removeprefix(note)
 
 
+async def asks(
+    check: Callable[[ToolContext, dict[str, Any]], bool | Awaitable[bool]],
+    ctx: ToolContext,
+    arguments: dict[str, Any],
+) -> bool:
+    """Whether a ``require_approval`` function says this call needs a person's approval: its
+    answer, awaited if it is awaitable. Asked once per call, before the pause (a resumed call's
+    decision, or its record of having been cleared, stands: the function is not asked again).
+
+    A function that fails, pauses, or answers anything but True or False fails the call with a
+    ``ToolError`` (the error result the model reads) and the tool does not run: neither a
+    payment through a broken check nor a run crashed by one. Strict on the answer for the reason
+    ``check_decision`` is: a ``"no"`` or a ``0`` taken for its truth would approve or ask by
+    accident."""
+    try:
+        answer = check(ctx, arguments)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Interrupt:
+        raise ToolError(
+            f"the require_approval function of tool '{ctx.tool_name}' raised Interrupt, so the "
+            "call did not run; it answers True (pause the call for approval) or False"
+        ) from None
+    except Exception as exc:
+        problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        raise ToolError(
+            f"the require_approval function of tool '{ctx.tool_name}' failed ({problem}), so "
+            "the call did not run"
+        ) from exc
+    if type(answer) is not bool:
+        raise ToolError(
+            f"the require_approval function of tool '{ctx.tool_name}' answered "
+            f"{shown(answer)}, not True or False, so the call did not run"
+        )
+    return answer
+
+
 def approves(decision: Any) -> tuple[bool, str | None]:
     """Whether ``decision`` approves, and the reason it gives. Anything but a clear yes denies
     (the runner has already refused what is neither, see ``check_decision``)."""
@@ -273,16 +313,25 @@ def decision_of(resume: ResumeContext, info: Any, ctx: ToolContext) -> ToolResul
     return _Denial(content=f"{text}: {reason}" if reason else text, is_error=True)
 
 
-def gate(tool: str, arguments: Any, ctx: ToolContext) -> ToolResult | None:
+async def gate(
+    tool: str,
+    arguments: dict[str, Any],
+    ctx: ToolContext,
+    check: Callable[[ToolContext, dict[str, Any]], bool | Awaitable[bool]] | None = None,
+) -> ToolResult | None:
     """For a tool that cannot pause on its own (an MCP server's): pause the call for a person's
-    decision (``Interrupt`` with the approval request as its info); on resume, ``None`` to go on
-    if approved, else the error result the model reads. A resume of any other pause at this call
-    asks again, so nothing runs unapproved."""
+    decision (``Interrupt`` with the approval request as its info), unless ``check`` (a
+    ``require_approval`` function) says it needs none; on resume, ``None`` to go on if approved,
+    else the error result the model reads. A resume of any other pause at this call asks again,
+    so nothing runs unapproved. A resumed call's decision stands without asking ``check`` again
+    (see ``asks``)."""
     decision = resumed_decision(ctx)
     if decision is True:
         return None
     if isinstance(decision, ToolResult):
         return decision
+    if check is not None and not await asks(check, ctx, dict(arguments)):
+        return None
     raise Interrupt(approval_request(tool, arguments, ctx))
 
 

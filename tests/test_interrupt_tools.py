@@ -676,23 +676,27 @@ async def _needs_approval(ctx: Any, params: dict[str, Any], call_id: str) -> boo
     return bool(params["amount_cents"] > 10_000)
 
 
-@pytest.mark.parametrize("flag", [_needs_approval, "yes", 1, None])
-def test_require_approval_refuses_anything_but_a_bool(flag: Any) -> None:
-    """A function given as ``require_approval`` (OpenAI's ``needs_approval``, Google ADK's
-    ``require_confirmation``) was taken as truthy: every call paused, the 5-cent refunds it would
-    have let through too, and nothing said the function was never called."""
+@pytest.mark.parametrize("flag", ["yes", 1, None])
+def test_require_approval_refuses_anything_but_a_bool_or_a_function(flag: Any) -> None:
+    """A truthy value that is not True (``"yes"``, ``1``) would pause every call without a word."""
 
     def refund(order_id: str, amount_cents: int) -> str:
         """Refund an order."""
         return "refunded"
 
-    with pytest.raises(TypeError, match="tool 'refund': require_approval must be True or False"):
+    expected = r"require_approval must be True, False, or a function \(ctx: adk.ToolContext"
+    with pytest.raises(TypeError, match=f"tool 'refund': {expected}"):
         adk.tool(require_approval=flag)(refund)
-    with pytest.raises(TypeError, match="tool 'refunds': require_approval must be True or False"):
+    with pytest.raises(TypeError, match=f"tool 'refunds': {expected}"):
         adk.FunctionTool(refund, name="refunds", require_approval=flag)
 
 
-def test_a_require_approval_function_is_told_how_to_ask_for_some_calls() -> None:
+def test_a_require_approval_function_of_another_shape_is_refused_where_the_tool_is_made() -> None:
+    """A function is taken since ``require_approval`` decides per call
+    (``test_approval_predicates``), as ``(ctx, arguments)``: the OpenAI Agents SDK's
+    ``(context, params, call_id)`` would fail every call when first asked, so it is refused where
+    the tool is made, saying what it takes."""
+
     def refund(order_id: str, amount_cents: int) -> str:
         """Refund an order."""
         return "refunded"
@@ -701,8 +705,9 @@ def test_a_require_approval_function_is_told_how_to_ask_for_some_calls() -> None
         adk.tool(require_approval=_needs_approval)(refund)
 
     message = str(refused.value)
-    assert "a function deciding per call is not taken" in message
-    assert "raise adk.Interrupt({'type': 'approval', 'tool': ctx.tool_name" in message
+    assert message.startswith("tool 'refund': require_approval is a function taking (ctx")
+    assert "which cannot be called with (ctx, arguments)" in message
+    assert "The call's id and name are ctx.tool_call_id and ctx.tool_name" in message
 
 
 async def test_a_denials_result_equals_the_tool_result_it_shows_as() -> None:

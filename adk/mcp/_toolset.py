@@ -13,7 +13,7 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,6 +30,7 @@ from .._approval import gate, resumed_decision
 from .._loop_clients import LoopClients
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
+from ..tools.function import _ApprovalCheck, approval_rule
 from ._content import block_text, blocks_text
 from ._servers import (
     HTTPServer,
@@ -52,6 +53,15 @@ _T = TypeVar("_T")
 _ToolFilter = Callable[[ToolSpec], bool] | Collection[str]
 """Which server tools to offer: a collection of tool names, or a predicate over each tool's spec
 (with the server's own, unprefixed name)."""
+
+_Approval = bool | _ApprovalCheck
+"""Whether a tool's calls pause for approval: always, never, or as a function of each call
+decides (``require_approval`` of a function tool)."""
+
+_ApprovalSetting = bool | _ToolFilter | Mapping[str, _Approval]
+"""``MCPToolset(require_approval=)``: every tool or none, some tools (names or a predicate over
+their specs, as ``tool_filter``), or a map of tool names (the server's) to each one's
+``require_approval`` (a bool or a function of each call)."""
 
 _PAGE_LIMIT = 100  # a server whose cursors never end cannot hang listing
 _NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
@@ -126,12 +136,13 @@ def _to_result(result: CallToolResult) -> ToolResult:
 class _MCPTool:
     """One server tool. It holds no connection: every call goes through the toolset's session, so
     a tool obtained before a reconnect keeps working after it. With ``approval`` a call pauses
-    for a person's decision first, as ``@tool(require_approval=True)`` does."""
+    for a person's decision first, as ``@tool(require_approval=True)`` does (with a function,
+    only the calls it says need one)."""
 
     __slots__ = ("_approval", "_mcp_name", "_spec", "_toolset")
 
     def __init__(
-        self, toolset: MCPToolset, mcp_name: str, spec: ToolSpec, approval: bool = False
+        self, toolset: MCPToolset, mcp_name: str, spec: ToolSpec, approval: _Approval = False
     ) -> None:
         self._toolset = toolset
         self._mcp_name = mcp_name
@@ -184,7 +195,8 @@ class _MCPTool:
 
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
         name = self._spec.name
-        if self._approval:
+        approval = self._approval
+        if approval is not False:
             try:
                 parsed = _parse_arguments(arguments)
             except ValueError as exc:  # nothing to approve: the model reads why and tries again
@@ -193,7 +205,7 @@ class _MCPTool:
                 return ToolResult.error(
                     f"tool '{name}' needs a person's approval, which only a run can ask for"
                 )
-            denial = gate(name, parsed, ctx)
+            denial = await gate(name, parsed, ctx, None if approval is True else approval)
             if denial is not None:
                 return denial
         elif ctx is not None and ctx.run_context._run.plan is not None:
@@ -284,7 +296,9 @@ class MCPToolset(AsyncCloseable):
     ``None`` waits forever (over SSE, a call silent for 5 minutes ends the connection).
     ``connect_timeout`` bounds starting a session. ``require_approval`` makes calls of every tool
     (``True``) or of some (names or a predicate, like ``tool_filter``) pause for a person's
-    decision, as ``@tool(require_approval=True)`` does.
+    decision, as ``@tool(require_approval=True)`` does; a mapping of the server's tool names to a
+    bool or a function ``(ctx, arguments) -> bool`` decides per tool, the functions per call, as
+    a function tool's ``require_approval`` function does.
     """
 
     def __init__(
@@ -295,7 +309,7 @@ class MCPToolset(AsyncCloseable):
         *,
         call_timeout: float | None = 60.0,
         connect_timeout: float = 30.0,
-        require_approval: bool | _ToolFilter = False,
+        require_approval: _ApprovalSetting = False,
     ) -> None:
         if not isinstance(server, StdioServer | HTTPServer | SSEServer):
             raise TypeError(
@@ -321,11 +335,7 @@ class MCPToolset(AsyncCloseable):
         )
         self._span_attributes = _span_attributes(server)  # for tracing, made once
         self._accepts = _compile_filter(tool_filter)
-        if isinstance(require_approval, bool):
-            approve_all = require_approval
-            self._needs_approval: Callable[[ToolSpec], bool] = lambda spec: approve_all
-        else:
-            self._needs_approval = _compile_filter(require_approval, "require_approval")
+        self._needs_approval = _approval_of(require_approval)
         self._prefix = prefix
         # How every name this server offers starts (see ``_may_offer``): the prefix as given
         # (prompts, and tools whose names fit), and as ``_model_names`` makes it fit model APIs.
@@ -657,6 +667,24 @@ def _offered_as(name: str) -> tuple[str, ...]:
 
 def _is_model_name(name: str) -> bool:
     return len(name) <= _NAME_LIMIT and _NOT_IN_NAMES.search(name) is None and bool(name)
+
+
+def _approval_of(setting: _ApprovalSetting) -> Callable[[ToolSpec], _Approval]:
+    """Each listed tool's ``require_approval`` (by its spec, with the server's name) from
+    ``MCPToolset``'s. A one-argument predicate there was already the filter over specs, so a
+    function deciding per call is given per tool name, in a mapping: told apart by its number of
+    parameters, a predicate over specs with a default argument would have become one per call."""
+    if isinstance(setting, bool):
+        return lambda spec: setting
+    if isinstance(setting, Mapping):
+        rules: dict[str, _Approval] = {}
+        for name, rule in setting.items():
+            if not isinstance(name, str):
+                raise TypeError(f"require_approval: keys must be tool names (str), got {name!r}")
+            check = approval_rule(rule, f"require_approval[{name!r}]")
+            rules[name] = bool(rule) if check is None else check
+        return lambda spec: rules.get(spec.name, False)
+    return _compile_filter(setting, "require_approval")
 
 
 def _compile_filter(

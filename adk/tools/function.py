@@ -18,7 +18,7 @@ import asyncio
 import functools
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from types import UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, overload
 
@@ -37,6 +37,11 @@ from ._origin import function_origin
 from .base import ToolContext, ToolResult, ToolSpec
 
 __all__ = ["FunctionTool", "format_validation_error", "tool"]
+
+_ApprovalCheck = Callable[[ToolContext, dict[str, Any]], bool | Awaitable[bool]]
+"""A ``require_approval`` that decides per call: ``(ctx, arguments) -> bool`` (or an awaitable of
+one), given the call's validated arguments by name; True pauses the call for a person's decision.
+The OpenAI Agents SDK's ``needs_approval`` and Google ADK's ``require_confirmation`` functions."""
 
 # Docstring patterns, compiled by ``re`` on first use (and cached there) rather than at import:
 # compiling them costs ~1 ms that ``import adk`` would otherwise charge every program.
@@ -215,9 +220,11 @@ def _serialise(value: Any) -> str | ToolResult:
 
 
 _APPROVED_SLOT = "approved"
-"""Where an approved call that then paused on its own saves that it was approved (beside its own
-state): on resume it goes on without asking again, and the person's answer to its own question is
-not read as an approval decision."""
+"""Where a call cleared to run that then paused on its own saves that it was cleared (beside its
+own state): approved by a person, or needing no approval by a ``require_approval`` function. On
+resume it goes on without asking again (the function is not asked again either), and the person's
+answer to its own question is not read as an approval decision. ``True`` in both cases, so a
+checkpoint saved by this version resumes under an older one alike."""
 
 
 def _mark_approved(exc: Interrupt, address: str) -> None:
@@ -272,11 +279,11 @@ class FunctionTool:
         *,
         name: str | None = None,
         description: str | None = None,
-        require_approval: bool = False,
+        require_approval: bool | _ApprovalCheck = False,
         thread: bool = True,
     ) -> None:
-        if type(require_approval) is not bool:
-            raise _approval_flag_error(require_approval, name or getattr(fn, "__name__", None))
+        where = name or getattr(fn, "__name__", None)
+        self._approval_check = approval_rule(require_approval, _tool_label(where))
         self.fn = fn
         self.require_approval = require_approval
         self._thread = thread
@@ -402,7 +409,7 @@ class FunctionTool:
                 # only) keeps its resume: it is how it knows the call was approved.
                 plan.consume(ctx.address)
         elif self.require_approval:
-            self._check_approval(kwargs, ctx, resume)
+            await self._check_approval(kwargs, ctx, resume)
         if self._context_param is not None:
             kwargs[self._context_param] = ctx
         if self._positional:
@@ -420,20 +427,29 @@ class FunctionTool:
             if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
                 value = await value
         except Interrupt as exc:
-            if self.require_approval:  # an approved call pausing on its own: remember the approval
+            # A call cleared to run (approved, or needing no approval by the require_approval
+            # function) pausing on its own: remember it was cleared.
+            if self.require_approval:
                 _mark_approved(exc, ctx.address)
             raise
         return _serialise(value)
 
-    def _check_approval(
+    async def _check_approval(
         self, kwargs: dict[str, Any], ctx: ToolContext, resume: ResumeContext | None
     ) -> None:
         """Before a call of a tool that requires approval and was not just approved: pause for
-        the person's decision on the first call. A resumed call whose pause was not the approval
-        request goes on only if it was approved before that pause (the function paused on its
-        own afterwards); one never approved (``require_approval`` added since the pause) is
-        refused rather than run unapproved."""
+        the person's decision on the first call (with a ``require_approval`` function, if it says
+        this call needs one). A resumed call whose pause was not the approval request goes on
+        only if it was cleared before that pause: approved, or let through by the function (the
+        function paused on its own afterwards, and ``_mark_approved`` saved that it was
+        cleared). The function is not asked again on resume: its answer could have changed
+        (it reads the session, the time, a limit), and a call half done would then pause for an
+        approval it did not need, or one that needed it run without. A call never cleared
+        (``require_approval`` added since the pause) is refused rather than run unapproved."""
         if resume is None:
+            check = self._approval_check
+            if check is not None and not await adk._approval.asks(check, ctx, dict(kwargs)):
+                return  # this call needs no approval
             raise Interrupt(
                 adk._approval.approval_request(
                     self.name, pydantic_core.to_jsonable_python(kwargs), ctx
@@ -502,23 +518,37 @@ class FunctionTool:
         return f"FunctionTool({self.name!r})"
 
 
-def _approval_flag_error(value: object, tool_name: object) -> TypeError:
-    """The refusal of a ``require_approval`` that is not a bool. A function passed there (a port of
-    the OpenAI Agents SDK's ``needs_approval`` callable or Google ADK's ``require_confirmation``
-    one) is truthy, so taking it would pause every call, the ones it would have let through too,
-    without a word."""
-    where = f"tool {tool_name!r}" if isinstance(tool_name, str) and tool_name else "a function tool"
-    problem = f"{where}: require_approval must be True or False, got {shown(value)}"
-    if not callable(value):
-        return TypeError(problem)
-    return TypeError(
-        f"{problem}: a function deciding per call is not taken. To ask only for some calls, "
-        "leave require_approval off and, in the tool, when a call needs a person and "
-        "ctx.resume is None, raise adk.Interrupt({'type': 'approval', 'tool': ctx.tool_name, "
-        "'arguments': {...}, 'tool_call_id': ctx.tool_call_id}): the resume's decision then "
-        "runs or denies the call as for require_approval=True (docs/interrupts.md, 'Asking for "
-        "some calls only')"
+def _tool_label(name: object) -> str:
+    return f"tool {name!r}" if isinstance(name, str) and name else "a function tool"
+
+
+def approval_rule(value: object, where: str) -> _ApprovalCheck | None:
+    """The function of a ``require_approval`` that decides per call (None for a bool), checked
+    where the tool is made: anything but a bool or a function taking ``(ctx, arguments)`` is a
+    ``TypeError``. A string or a number would be truthy and pause every call without a word; a
+    function of another shape (the OpenAI Agents SDK's ``(context, params, call_id)``, Google
+    ADK's arguments by keyword) would fail every call when first asked."""
+    if type(value) is bool:
+        return None
+    expected = (
+        "True, False, or a function (ctx: adk.ToolContext, arguments: dict) -> bool (or an "
+        "awaitable of one) that decides per call"
     )
+    if not callable(value):
+        raise TypeError(f"{where}: require_approval must be {expected}, got {shown(value)}")
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):  # a builtin without one: taken as it is
+        return value
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise TypeError(
+            f"{where}: require_approval is a function taking {signature}, which cannot be "
+            f"called with (ctx, arguments); it must be {expected}. The call's id and name are "
+            "ctx.tool_call_id and ctx.tool_name, the run's context ctx.run_context"
+        ) from None
+    return value
 
 
 @overload
@@ -530,7 +560,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    require_approval: bool = False,
+    require_approval: bool | _ApprovalCheck = False,
     thread: bool = True,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
@@ -541,7 +571,7 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
-    require_approval: bool = False,
+    require_approval: bool | _ApprovalCheck = False,
     thread: bool = True,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator: ``@tool`` or ``@tool(name=..., require_approval=True)``."""
