@@ -18,7 +18,7 @@ from .history import HistoryEntry, HistoryRewriter
 from .interrupts import Interrupt, InterruptInfo, InterruptPoint, ResumeContext
 from .messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, Usage
 from .models.base import ChatModel, ModelError, ModelOptions, RetryPolicy
-from .runner import RunError, Runner, RunResult, run_messages, run_usage
+from .runner import MaxTurnsExceeded, RunError, Runner, RunResult, run_messages, run_usage
 from .streams import MessageStream
 from .tools import (
     FunctionTool,
@@ -65,6 +65,7 @@ __all__ = [
     "InterruptInfo",
     "InterruptPoint",
     "LoopAgent",
+    "MaxTurnsExceeded",
     "Message",
     "MessageChunk",
     "MessageStream",

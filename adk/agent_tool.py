@@ -26,6 +26,7 @@ from . import checkpoint
 from ._aio import closing
 from ._checks import check_agent, shown
 from ._driver import NO_EVENT, drive
+from ._run_error import MaxTurnsExceeded
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError, _nan_json
@@ -160,6 +161,11 @@ class AgentTool:
                             # The nested run cannot resume from what was saved: the caller's resume
                             # fails too, rather than the model being told the tool failed.
                             raise event.exception
+                        if isinstance(event.exception, MaxTurnsExceeded):
+                            # The run's limit, not this call's failure: the whole run fails
+                            # (the tool executor lets it through), rather than the model being
+                            # told the tool failed and a return-directly result ending the run.
+                            raise event.exception
                         raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
                     self._forward(ctx, event)  # before collecting, so a stream reads live outside
                     output = event.output
@@ -211,6 +217,8 @@ class AgentTool:
         run.designated = outer._run.designated
         # Its model calls count in the enclosing run's usage (``RunResult.usage``).
         run.totals = outer._run.totals or outer._run
+        # Its model calls count against the enclosing run's max_turns (one count for the run).
+        run.turns = outer._run.turns
         # Where the call sits in the enclosing runs, for its spans' ``adk.run_path``: the outer
         # path the forwarded events carry (``_forward``), whether or not they are forwarded.
         run.outer_path = (*outer._run.outer_path, *outer.run_path)

@@ -14,6 +14,7 @@ from collections.abc import ItemsView, Iterator, KeysView, Mapping
 from types import MappingProxyType
 from typing import Any
 
+from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
 from .interrupts import (
     _SEGMENTS,
@@ -190,6 +191,7 @@ class _RunState(_Lane):
         "resources",
         "seq",
         "totals",
+        "turns",
         "usage",
     )
 
@@ -226,6 +228,9 @@ class _RunState(_Lane):
     # message does not count it again; ``None`` until one is (most runs count only as they
     # record). Weak: a reply is not kept alive for this.
     counted: weakref.WeakValueDictionary[int, Message] | None
+    # The run's ``max_turns`` and the model calls it has made (``_Turns``), shared with its
+    # ``AgentTool`` nested runs; ``None`` without a limit, the one test a model call then pays.
+    turns: _Turns | None
     # Whose recorded messages ``RunResult.messages`` gives as they are (the runner's root agent's,
     # when it is a single agent); "" (none: every one as ``For context:``) by default.
     reader: str
@@ -297,8 +302,28 @@ def new_run(
     run.usage = None
     run.totals = None
     run.counted = None
+    run.turns = None
     run.reader = ""
     return run
+
+
+class _Turns:
+    """A run's ``max_turns``: the limit and the model calls made so far, every agent's (nested
+    runs share their enclosing run's), those before a pause included (a checkpoint saves both)."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int, used: int = 0) -> None:
+        self.limit = limit
+        self.used = used
+
+    def take(self, ctx: RunContext) -> None:
+        """Count one model call of the agent of ``ctx``, or raise ``MaxTurnsExceeded`` if the
+        run has made as many as it may (before the call: nothing is sent)."""
+        used = self.used
+        if used >= self.limit:
+            raise MaxTurnsExceeded.at(self.limit, ctx)
+        self.used = used + 1
 
 
 def count_usage(ctx: RunContext, reply: Message) -> None:

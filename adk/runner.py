@@ -43,11 +43,21 @@ from ._driver import (
 )
 from ._hooks import Hooks, _record_memory, may_hook
 from ._parts import attributes, members
+from ._run_error import MaxTurnsExceeded, RunError
 from .agent import Agent, AgentInput
 from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint, to_json_value
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id, _from_store
-from .context import RunContext, Session, _root, _RunState, _session, new_run, run_options
+from .context import (
+    RunContext,
+    Session,
+    _root,
+    _RunState,
+    _session,
+    _Turns,
+    new_run,
+    run_options,
+)
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import _messages_for
 from .interrupts import (
@@ -67,7 +77,7 @@ if TYPE_CHECKING:
     from .checkpoint._claim import _Claim
     from .checkpoint._pending import PendingCheckpoint
 
-__all__ = ["RunError", "RunResult", "Runner", "run_messages", "run_usage"]
+__all__ = ["MaxTurnsExceeded", "RunError", "RunResult", "Runner", "run_messages", "run_usage"]
 
 logger = logging.getLogger("adk.runner")
 _new = object.__new__
@@ -166,17 +176,6 @@ def _conversation(run: _RunState) -> list[Message]:
     return _messages_for(entries, len(entries), run.root, run.reader, None)
 
 
-class RunError(Exception):
-    """A run ended with an error event (``event.error``; the live exception is the cause)."""
-
-    def __init__(self, event: AgentEvent, events: list[AgentEvent]) -> None:
-        assert event.error is not None
-        super().__init__(f"agent {event.agent_name!r} failed: {event.error}")
-        self.event = event
-        self.events = events
-        self.error = event.error
-
-
 def _to_messages(value: RunInput) -> list[Message]:
     if isinstance(value, str):
         return [Message.user(value)]
@@ -217,6 +216,16 @@ def _check_run_options(session: object, checkpoint_id: object) -> None:
         _check_id(checkpoint_id)  # the stores' own rule
     if not (session is None or isinstance(session, Session | Mapping)):
         raise TypeError(f"session must be a Session or a mapping, got {type(session).__name__}")
+
+
+def _max_turns(max_turns: object) -> int:
+    """A ``max_turns`` given (not None), checked at the call: a positive int. A bool is refused:
+    ``max_turns=True`` would be a limit of one model call."""
+    if isinstance(max_turns, bool) or not isinstance(max_turns, int):
+        raise TypeError(f"max_turns must be a positive int or None, got {shown(max_turns)}")
+    if max_turns < 1:
+        raise ValueError(f"max_turns must be a positive int or None, got {max_turns}")
+    return max_turns
 
 
 def _resume_options(
@@ -285,6 +294,7 @@ class Runner(AsyncCloseable):
         checkpoint_id: str | None = None,
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        max_turns: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Start a run; iterate the returned events. Closing the iterator cancels the run.
 
@@ -294,7 +304,11 @@ class Runner(AsyncCloseable):
         ``options``: run options every agent of the run reads as ``ctx.options`` (``AgentTool``
         nested runs included); ``agent_options``: ``{agent name: options}``, merged over
         ``options`` for the agent of that name only (Eino's ``DesignateAgent``). Neither is saved
-        in a checkpoint: a resume is given its own."""
+        in a checkpoint: a resume is given its own.
+
+        ``max_turns``: the most model calls the whole run may make, every agent's (``AgentTool``
+        nested runs' too); the call past it fails the run with ``MaxTurnsExceeded``. Saved in a
+        checkpoint with the calls made so far: a resume goes on counting."""
         messages = _to_messages(input)
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
@@ -303,6 +317,8 @@ class Runner(AsyncCloseable):
         run = self._new_run(messages, values, run_id)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
+        if max_turns is not None:
+            run.turns = _Turns(_max_turns(max_turns))
         ctx = _root_context(self, run)
         events = self._drive_root(ctx, AgentInput(messages, self.enable_streaming), checkpoint_id)
         _RUNS[events] = ctx  # the root context: its run is what run_usage and run_messages read
@@ -316,6 +332,7 @@ class Runner(AsyncCloseable):
         options: Mapping[str, Any] | None = None,
         agent_options: Mapping[str, Mapping[str, Any]] | None = None,
         session: Session | Mapping[str, Any] | None = None,
+        max_turns: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Continue a paused run. ``resume`` is ``{point_id: data}``, or plain data when exactly one
         point is pending; ``None`` resumes every pending point without data.
@@ -327,10 +344,14 @@ class Runner(AsyncCloseable):
 
         ``options``/``agent_options``: as for ``run``. The paused run's options were not saved
         (they belong to the call, and may hold what cannot be saved, a client say): the resumed
-        run has these, or none."""
+        run has these, or none.
+
+        ``max_turns``: the run's limit of model calls from here on, counting those made before
+        the pause; without it, the limit the paused run was started with (if any) holds."""
         given, options_given = _resume_options(session, options, agent_options)
+        limit = None if max_turns is None else _max_turns(max_turns)
         box: list[RunContext] = []  # the run's root context, once the checkpoint is read
-        events = self._resume(checkpoint_id, resume, box, given, options_given)
+        events = self._resume(checkpoint_id, resume, box, given, options_given, max_turns=limit)
         _RUNS[events] = box
         return events
 
@@ -343,9 +364,11 @@ class Runner(AsyncCloseable):
         checkpoint_id: str | None = None,
         session: Session | Mapping[str, Any] | None = None,
         run_id: str | None = None,
+        max_turns: int | None = None,
     ) -> RunResult:
-        """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error.
-        ``session``, ``options`` and ``agent_options`` as for ``run``; the run's session is
+        """Run to the end (or to a pause) and collect the result; raises ``RunError`` on error
+        (``MaxTurnsExceeded``, a ``RunError``, past ``max_turns``). ``session``, ``options``,
+        ``agent_options`` and ``max_turns`` as for ``run``; the run's session is
         ``RunResult.session``."""
         if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
             _check_run_options(session, checkpoint_id)
@@ -357,6 +380,8 @@ class Runner(AsyncCloseable):
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
+        if max_turns is not None:
+            run.turns = _Turns(_max_turns(max_turns))
         agent, ctx = self.agent, _root_context(self, run)
         fused = getattr(agent, "_adk_drive", None)
         # A plain root agent's run and the run's collector are one object (``_RootRun``); a
@@ -450,12 +475,15 @@ class Runner(AsyncCloseable):
         options: Mapping[str, Any] | None = None,
         agent_options: Mapping[str, Mapping[str, Any]] | None = None,
         session: Session | Mapping[str, Any] | None = None,
+        max_turns: int | None = None,
     ) -> RunResult:
         """``resume`` collected like ``invoke``; the run's session is ``RunResult.session``.
-        ``options``/``agent_options`` as for ``resume``: not the paused run's."""
+        ``options``/``agent_options`` as for ``resume``: not the paused run's; ``max_turns`` as
+        for ``resume``."""
         given, options_given = _resume_options(session, options, agent_options)
+        limit = None if max_turns is None else _max_turns(max_turns)
         box: list[RunContext] = []
-        resumed = self._resume(checkpoint_id, resume, box, given, options_given)
+        resumed = self._resume(checkpoint_id, resume, box, given, options_given, max_turns=limit)
         return await _collect(resumed, box)
 
     async def _invoke_resume_on(
@@ -761,12 +789,13 @@ class Runner(AsyncCloseable):
         session: Session | None = None,
         options: tuple[Mapping[str, Any], Any] | None = None,
         own_session: bool = False,
+        max_turns: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         async with checkpoint._claim.one_resume(self.checkpoint_store, checkpoint_id) as claim:
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
             resumed = self._resume_claimed(
-                checkpoint_id, resume, run_box, session, claim, options, own_session
+                checkpoint_id, resume, run_box, session, claim, options, own_session, max_turns
             )
             try:
                 async with closing(resumed) as events:
@@ -784,6 +813,7 @@ class Runner(AsyncCloseable):
         claim: _Claim | None,
         options: tuple[Mapping[str, Any], Any] | None = None,
         own_session: bool = False,
+        max_turns: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         data = await _from_store(self.checkpoint_store.get(checkpoint_id), "get", checkpoint_id)
         if data is None:
@@ -836,6 +866,10 @@ class Runner(AsyncCloseable):
         run.usage = snapshot.usage  # the calls before the pause count in the resumed run's total
         if options is not None:  # the call's own: a checkpoint holds none (see ``resume``)
             run.options, run.designated = options
+        saved = snapshot.turns  # (limit, calls made) when the paused run had a max_turns
+        limit = max_turns if max_turns is not None else saved[0] if saved is not None else None
+        if limit is not None:  # the calls before the pause count (none saved: none counted)
+            run.turns = _Turns(limit, saved[1] if saved is not None else 0)
         checkpoint._snapshot.load_history(run, snapshot.history)
         ctx = _root_context(self, run)
         if run_box is not None:
@@ -1330,6 +1364,8 @@ class _Collecting:
         for event in events:  # the run is over: no layer reads them any more (see adk.events)
             event._flags = 0
         if error is not None:
+            if isinstance(error.exception, MaxTurnsExceeded):
+                raise MaxTurnsExceeded.of_run(error.exception, error, events) from error.exception
             raise RunError(error, events) from error.exception
         interrupt = self.interrupt
         checkpoint_id = interrupt.checkpoint_id if interrupt is not None else None

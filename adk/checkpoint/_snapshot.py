@@ -101,7 +101,29 @@ def snapshot_body(
         # name: the resumed run's total goes on from it. Absent when none reported any, as in the
         # checkpoints of an older pyadk, whose resumed runs count from the resume.
         body["usage"] = run.usage.model_dump()
+    turns = run.turns
+    if turns is not None:
+        # The run's max_turns and the model calls it made (every agent's, nested runs' too): the
+        # resumed run goes on counting. Absent for a run without a limit, and in the checkpoints
+        # of an older pyadk.
+        body["turns"] = {"max_turns": turns.limit, "used": turns.used}
     return body
+
+
+def _read_turns(turns: Any) -> tuple[int, int] | None:
+    """A saved ``turns`` as (limit, calls made); ``CheckpointError`` if it is not one."""
+    if turns is None:
+        return None
+    _expect(
+        isinstance(turns, dict)
+        and turns.keys() == {"max_turns", "used"}
+        and type(turns["max_turns"]) is int
+        and type(turns["used"]) is int
+        and turns["max_turns"] >= 1
+        and turns["used"] >= 0,
+        "turns is not a max_turns and a count of model calls",
+    )
+    return turns["max_turns"], turns["used"]
 
 
 class Snapshot:
@@ -121,6 +143,7 @@ class Snapshot:
         "session",
         "signal",
         "trace",
+        "turns",
         "usage",
     )
 
@@ -136,6 +159,7 @@ class Snapshot:
         signal: _InterruptSignal,
         trace: Any = None,
         usage: Usage | None = None,
+        turns: tuple[int, int] | None = None,
     ) -> None:
         self.agent = agent
         self.run_id = run_id
@@ -149,6 +173,8 @@ class Snapshot:
         # for it, tracing ignores what it cannot read.
         self.trace = trace
         self.usage = usage
+        # The paused run's max_turns and the model calls it had made (None: it had no limit).
+        self.turns = turns
 
 
 def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
@@ -186,6 +212,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
             signal=_InterruptSignal(points, states),
             trace=body.get("trace"),
             usage=None if usage is None else Usage(**usage),
+            turns=_read_turns(body.get("turns")),
         )
     except _MALFORMED as exc:
         raise _malformed(exc, checkpoint_id) from exc

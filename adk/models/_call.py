@@ -40,7 +40,10 @@ def generate(
     """The awaitable of one model call. Not a coroutine of its own: without hooks the caller
     awaits the model's, one frame fewer on every resumption and one object fewer per run in
     flight."""
-    hooks = ctx._run.hooks
+    run = ctx._run
+    if run.turns is not None:  # the run's max_turns: counted before the call, which it may refuse
+        run.turns.take(ctx)
+    hooks = run.hooks
     if hooks is None:
         call = model.generate(messages, tools=tools, options=options)
         return call if getattr(model, "_adk_answered", False) else _first_reply(model, call)
@@ -83,7 +86,10 @@ def stream(
     tools: Sequence[ToolSpec],
     options: ModelOptions | None,
 ) -> MessageStream:
-    hooks = ctx._run.hooks
+    run = ctx._run
+    if run.turns is not None:  # the run's max_turns: counted before the call, which it may refuse
+        run.turns.take(ctx)
+    hooks = run.hooks
     if hooks is None:
         chunks = _stream_of(model)(messages, tools=tools, options=options)
         return MessageStream(_checking(model, chunks))

@@ -18,6 +18,7 @@ import adk
 
 from .._aio import cancel_and_wait
 from .._driver import is_cancellation, signal_of
+from .._run_error import MaxTurnsExceeded
 from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent
@@ -39,9 +40,12 @@ class ToolOutcome:
     signal: _InterruptSignal | None = None
 
 
-_Item = AgentEvent | ToolOutcome | CheckpointError
+_Item = AgentEvent | ToolOutcome | CheckpointError | MaxTurnsExceeded
 """What concurrent calls pass to the loop awaiting them: forwarded events, outcomes, or the error
-that fails a resume."""
+that fails a resume or the run."""
+
+_FAILS_RUN = (CheckpointError, MaxTurnsExceeded)
+"""A call's errors that fail the calling agent rather than being an error result for its model."""
 
 
 class _UnknownTool:
@@ -134,6 +138,8 @@ async def run_tool_call(
         if resumed and isinstance(exc, CheckpointError):
             # The state this call saved at the pause cannot be read back: the resume fails, it
             # is not the tool's failure for the model to work around.
+            raise
+        if isinstance(exc, MaxTurnsExceeded):  # the run's limit, reached in an AgentTool's run
             raise
         output = ToolResult.error(f"tool '{call.name}' failed: {_describe(exc)}")
         tool_ctx.action = None
@@ -247,7 +253,7 @@ async def execute_tool_calls(
         try:
             substitute = instead.get(call.id) if instead else None
             outcome = await run_tool_call(call, tools, ctx, queue, substitute)
-        except CheckpointError as exc:  # fails the resume: raised where the calls are awaited
+        except _FAILS_RUN as exc:  # fails the resume or run: raised where the calls are awaited
             queue.put_nowait(exc)
             return
         except Exception as exc:  # a failing hook; the call still needs an answer
@@ -260,7 +266,7 @@ async def execute_tool_calls(
     try:
         while remaining:
             item = await queue.get()
-            if isinstance(item, CheckpointError):
+            if isinstance(item, _FAILS_RUN):
                 raise item
             if isinstance(item, ToolOutcome):
                 remaining -= 1
