@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import calculator
 from openai_server import Call as WireCall
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
@@ -77,6 +78,13 @@ async def test_every_agent_of_the_run_counts() -> None:
     assert (await Runner(agents()).invoke("go", max_turns=2)).text == "two"
     with pytest.raises(MaxTurnsExceeded, match="agent 'second' asked for another"):
         await Runner(agents()).invoke("go", max_turns=1)
+
+
+async def test_an_action_agents_chat_requests_count() -> None:
+    """An event-driven agent's built-in chat action calls the model as a ReActAgent does."""
+    assert (await Runner(calculator()).invoke("1+2", max_turns=2)).text == "sum=3"
+    with pytest.raises(MaxTurnsExceeded, match="agent 'calculator' asked for another"):
+        await Runner(calculator()).invoke("1+2", max_turns=1)
 
 
 def _delegating(inner_script: list[Any], outer_script: list[Any], **inner: Any) -> ReActAgent:

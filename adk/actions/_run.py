@@ -17,6 +17,7 @@ from inspect import isawaitable
 from typing import TYPE_CHECKING, Any
 
 from .._driver import is_cancellation, signal_of
+from .._run_error import MaxTurnsExceeded
 from ..checkpoint._state import SavedState
 from ..checkpoint.codec import CheckpointError, _json_dump, from_json_value, to_json_value
 from ..context import RunContext
@@ -245,7 +246,10 @@ class _ActionRun:
                     yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
                     return
                 except (Exception, asyncio.CancelledError) as exc:
-                    if is_cancellation(exc) or isinstance(exc, ActionError | CheckpointError):
+                    # The run's max_turns is the run's failure, not the action's: not wrapped.
+                    if is_cancellation(exc) or isinstance(
+                        exc, ActionError | CheckpointError | MaxTurnsExceeded
+                    ):
                         raise
                     raise ActionError(
                         f"action {found.name!r} of agent {self.agent.name!r} failed on "
