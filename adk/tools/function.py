@@ -282,10 +282,11 @@ class FunctionTool:
         require_approval: bool | _ApprovalCheck = False,
         thread: bool = True,
     ) -> None:
-        where = name or getattr(fn, "__name__", None)
-        self._approval_check = approval_rule(require_approval, _tool_label(where))
+        # The function of a require_approval that decides per call (None for a bool), checked first.
+        check = approval_rule(require_approval, _tool_label(name or getattr(fn, "__name__", None)))
         self.fn = fn
         self.require_approval = require_approval
+        self._approval_check = check
         self._thread = thread
         target = _target(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
