@@ -30,7 +30,7 @@ from .._approval import gate, resumed_decision
 from .._loop_clients import LoopClients
 from ..messages import Message
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
-from ..tools.function import _ApprovalCheck, approval_rule
+from ..tools.function import _approval_rule, _ApprovalCheck
 from ._content import block_text, blocks_text
 from ._servers import (
     HTTPServer,
@@ -681,7 +681,7 @@ def _approval_of(setting: _ApprovalSetting) -> Callable[[ToolSpec], _Approval]:
         for name, rule in setting.items():
             if not isinstance(name, str):
                 raise TypeError(f"require_approval: keys must be tool names (str), got {name!r}")
-            check = approval_rule(rule, f"require_approval[{name!r}]")
+            check = _approval_rule(rule, f"require_approval[{name!r}]")
             rules[name] = bool(rule) if check is None else check
         return lambda spec: rules.get(spec.name, False)
     return _compile_filter(setting, "require_approval")

@@ -283,7 +283,7 @@ class FunctionTool:
         thread: bool = True,
     ) -> None:
         # The function of a require_approval that decides per call (None for a bool), checked first.
-        check = approval_rule(require_approval, _tool_label(name or getattr(fn, "__name__", None)))
+        check = _approval_rule(require_approval, _tool_label(name or getattr(fn, "__name__", None)))
         self.fn = fn
         self.require_approval = require_approval
         self._approval_check = check
@@ -523,7 +523,7 @@ def _tool_label(name: object) -> str:
     return f"tool {name!r}" if isinstance(name, str) and name else "a function tool"
 
 
-def approval_rule(value: object, where: str) -> _ApprovalCheck | None:
+def _approval_rule(value: object, where: str) -> _ApprovalCheck | None:
     """The function of a ``require_approval`` that decides per call (None for a bool), checked
     where the tool is made: anything but a bool or a function taking ``(ctx, arguments)`` is a
     ``TypeError``. A string or a number would be truthy and pause every call without a word; a
