@@ -9,6 +9,9 @@ before anything runs (``check_decision``), so the checkpoint stays and the perso
 sent again in the right shape. Read as a denial it would end the paused call for good and delete
 the checkpoint, losing what the person decided.
 
+A ``require_approval`` function decides per call whether to ask at all (``asks``): once, before
+the pause, never on resume, where the decision (or the record that the call was cleared) stands.
+
 One module for both sides: the tools that ask build their pause with ``approval_request`` and read
 the answer with ``decision_of`` (``FunctionTool`` itself, as its own pause may follow an approval;
 ``MCPToolset``'s tools through ``gate``), and the runner checks resume data aimed at an approval
