@@ -163,6 +163,39 @@ async def test_a_call_let_through_that_pauses_on_its_own_is_not_put_to_the_funct
     assert asked == ["call_1"]
 
 
+async def test_a_function_added_since_a_call_paused_unapproved_refuses_its_resume(
+    tmp_path: Path,
+) -> None:
+    """As for ``require_approval=True`` added since the pause: the call was never cleared, and
+    the function is not asked about a paused call, so the resume is refused and nothing runs."""
+    booked: list[str] = []
+
+    def book(city: str, amount_cents: int, ctx: ToolContext) -> str:
+        """Book a flight; asks for a seat."""
+        if ctx.resume is None:
+            raise Interrupt("window or aisle?")
+        booked.append(city)
+        return "booked"
+
+    def never(ctx: ToolContext, arguments: dict[str, Any]) -> bool:
+        raise AssertionError("asked about a paused call")
+
+    call = tool_call("book", {"city": "Lisbon", "amount_cents": 500}, id="call_1")
+    async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
+        before = _runner(adk.FunctionTool(book), store, Reply(tool_calls=[call]))
+        paused = await before.invoke("fly")
+        assert paused.checkpoint_id is not None
+
+        guarded = adk.FunctionTool(book, require_approval=never)
+        with pytest.raises(adk.RunError) as refused:
+            await _runner(guarded, store, "done").invoke_resume(paused.checkpoint_id, "aisle")
+        assert await store.get(paused.checkpoint_id) is not None
+
+    assert "tool 'book' requires approval" in str(refused.value)
+    assert "without having been approved" in str(refused.value)
+    assert booked == []
+
+
 async def test_an_edited_approval_runs_the_edit_without_asking_the_function_again() -> None:
     """The person approved the edited arguments themselves: the function is not asked about them
     (an edit down to an amount it lets through, or up to one it would ask about, runs alike)."""
