@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 # that never pauses skip them.
 import adk
 
-from . import _hooks, checkpoint
+from . import _hooks, _record_keys, checkpoint
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent, shown
 from ._driver import (
@@ -755,6 +755,11 @@ class Runner(AsyncCloseable):
             memory = _record_memory.get()
             if memory is not None and memory[0] in (None, run.run_id):
                 body["memory"] = memory[1]  # where the key's memory is: see ``_resume_claimed``
+            keyed = _record_keys.record_key.get()
+            if keyed is not None:  # a keyed record's: its resume must name its key (see there)
+                key = _record_keys.saved(keyed[0])
+                if key is not None:
+                    body["record_key"] = key
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
@@ -880,6 +885,14 @@ class Runner(AsyncCloseable):
         # Refused as the same checks refused it during the run: an error event (``RunError``
         # from ``invoke_resume``) caused by the ``CheckpointError``; the checkpoint is kept.
         try:
+            keyed = _record_keys.record_key.get()
+            if keyed is not None and "record_key" in body:
+                # Resumed as a record of the key the resume names (an execution environment's):
+                # another key than the pause's would run it on, and commit to, that key's memory.
+                # A checkpoint saved before keys were has none: resumed unchecked, as it was.
+                problem = _record_keys.refused(body["record_key"], keyed[0])
+                if problem is not None:
+                    raise CheckpointError(f"checkpoint {checkpoint_id!r} {problem}")
             preflight = adk._preflight.Preflight(plan, checkpoint_id)
             preflight.run(self.agent, ctx)
             if preflight.deferred is not None:  # a toolset's tools to find (an edited call's)

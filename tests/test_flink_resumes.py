@@ -264,3 +264,31 @@ def test_a_resume_whose_data_the_runner_refuses_is_a_failed_output_not_a_failed_
     assert refused["run_id"] == paused["run_id"]
     assert [o["output"] for o in resumed] == [500]
     assert [o["output"] for o in after] == [501]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("json_keys", [False, True])
+def test_a_resume_naming_another_key_is_a_failed_output_touching_no_memory(
+    durable: bool, json_keys: bool
+) -> None:
+    """Ann's pause resumed as bob's ran on bob's memory in the job (booking her 500 to him): the
+    pause saves its key now, so it is a failed output under the paused run's id, as locally
+    (tests/test_resume_keys.py); neither key's memory changes, and ann's own resume goes on."""
+    job = _Job(durable, json_keys)
+
+    async def run() -> tuple[dict[str, Any], list[list[dict[str, Any]]]]:
+        [paused] = await job.record("ann", 500)
+        await job.record("bob", 7)
+        wrong = json.dumps({**paused, "key": "bob", "resume": "approved"})
+        right = json.dumps({**paused, "resume": "approved"})
+        later = [await job.resume(wrong), await job.record("bob", 1), await job.resume(right)]
+        return paused, later
+
+    try:
+        paused, ([refused], bob, ann) = asyncio.run(run())
+    finally:
+        job.function.close()
+    assert refused["error"]["type"] == "CheckpointError" and refused["output"] is None
+    assert "paused a record of key 'ann', not of key 'bob'" in refused["error"]["message"]
+    assert refused["run_id"] == paused["run_id"]
+    assert [o["output"] for o in bob] == [8] and [o["output"] for o in ann] == [500]

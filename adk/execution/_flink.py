@@ -55,6 +55,7 @@ from pyflink.datastream.functions import AsyncFunction, KeyedProcessFunction
 from pyflink.datastream.state import ValueStateDescriptor
 
 from .._hooks import _record_memory
+from .._record_keys import tupled
 from ..actions.events import Event, _unbuilt
 from ..agent import Agent
 from ..checkpoint.codec import (
@@ -83,7 +84,7 @@ from ._records import (
     run_record,
     timed_out,
 )
-from ._resumes import NEEDS_A_KEY, Resume, parsed, tupled
+from ._resumes import NEEDS_A_KEY, Resume, parsed
 
 __all__ = ["FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"]
 

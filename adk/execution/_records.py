@@ -25,6 +25,7 @@ from pydantic_core import to_json
 
 from .._checks import check_count
 from .._hooks import _root_span_attributes, _run_timeout
+from .._record_keys import record_key
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
 from ..checkpoint.codec import _models_nan_kept
@@ -318,6 +319,8 @@ async def _run_record(
     token = None
     if runner._hooks is not None and run_id is not None:
         token = _root_span_attributes.set((run_id, _record_attributes(key, index)))
+    # A keyed record's pause saves its key, and its resume is refused for another (_record_keys).
+    keyed = record_key.set((key,)) if sessions is not None else None
     try:
         if resuming is None:
             result = await runner.invoke(_as_input(record), session=session, run_id=run_id)
@@ -330,6 +333,8 @@ async def _run_record(
     finally:
         if token is not None:
             _root_span_attributes.reset(token)
+        if keyed is not None:
+            record_key.reset(keyed)
     # Kept: the record ran to its end or paused. An empty session is not kept for a key that had
     # none, so a stateless agent over an unbounded stream of keys keeps nothing per key.
     if sessions is not None and (session.values or key in sessions):

@@ -18,6 +18,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .._record_keys import tupled
+
 NEEDS_A_KEY = (
     "resumes run as records of their key, and these records have none (no key: each keeps no "
     "memory); resume such a paused record with a Runner over the checkpoint store, which runs "
@@ -68,8 +70,3 @@ def parsed(value: Any) -> Resume:
 
 def _refused(problem: str, key: Hashable = None) -> Resume:
     return Resume(key, None, None, None, problem)
-
-
-def tupled(value: Any) -> Any:
-    """JSON's arrays back as tuples, as a key that was a tuple left as an array."""
-    return tuple(tupled(item) for item in value) if type(value) is list else value

@@ -1,0 +1,94 @@
+"""The key of a keyed record, saved with its pause, so that its resume is refused for another key.
+
+An execution environment resumes a paused record as a record of the key its resume names (the
+local ``outputs.resume``/``apply(agent, resumes=...)``, a Flink job's resumes): on that key's
+session, its writes committed there. A resume naming another key than the paused record's ran
+the pause on that other key's memory and committed to it. So a keyed record's run (and its
+resume) runs with its key in ``record_key``; a pause saves it in the checkpoint (``saved``), and
+a resume under an environment compares it with the key it was given (``refused``) before anything
+runs. A checkpoint saved before keys were saved has none and is resumed unchecked.
+
+The key is saved in the form resumes carry it, JSON (a resume from a Kafka topic or a Flink
+stream is JSON text), and compared as a session lookup would find it (``==``: a resume's ``1``
+reaches the session of a record keyed ``1.0``). A key that is not a JSON value (``bytes``, a
+``datetime``, an ``Enum``) cannot be given back as JSON: its JSON form (a Kafka record's ``bytes``
+key is text) is another key, whose session is not the paused record's, so it is saved as its
+``repr`` and its type, and only the same key (a dict resume, ``outputs.resume``) resumes it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable
+from contextvars import ContextVar
+from typing import Any
+
+record_key: ContextVar[tuple[Hashable] | None] = ContextVar("adk_record_key", default=None)
+"""``(key,)`` while a keyed record of an execution environment runs or resumes (``None``, the
+default, for any other run: a plain ``Runner`` resume is not checked, nor saves a key)."""
+
+_JSON_SCALARS = (str, int, bool, type(None))
+
+
+def tupled(value: Any) -> Any:
+    """JSON's arrays back as tuples, as a key that was a tuple left as an array."""
+    return tuple(tupled(item) for item in value) if type(value) is list else value
+
+
+def _json_key(key: Any) -> bool:
+    """Whether ``key`` comes back from JSON as it is (a tuple as an array, made a tuple again)."""
+    kind = type(key)
+    if kind in _JSON_SCALARS:
+        return True
+    if kind is float:
+        return math.isfinite(key)
+    return kind is tuple and all(_json_key(item) for item in key)
+
+
+def _listed(key: Any) -> Any:
+    return [_listed(item) for item in key] if type(key) is tuple else key
+
+
+def saved(key: Hashable) -> dict[str, Any] | None:
+    """What a pause saves of its record's key: ``{"value": <its JSON value>}``, or for a key that
+    JSON would turn into another, ``{"repr": ..., "type": ...}`` (``None`` if even that fails:
+    the pause is then resumed unchecked, as one saved before keys were)."""
+    if _json_key(key):
+        return {"value": _listed(key)}
+    try:
+        return {"repr": repr(key), "type": type(key).__name__}
+    except Exception:  # a key type whose ``__repr__`` fails
+        return None
+
+
+def refused(kept: Any, key: Hashable) -> str | None:
+    """Why a resume given ``key`` may not resume a pause that saved ``kept`` (``saved``'s), or
+    ``None`` when ``key`` is the paused record's key."""
+    if isinstance(kept, dict) and "value" in kept:
+        paused = tupled(kept["value"])
+        try:
+            if paused == key:
+                return None
+        except Exception:  # a key whose ``__eq__`` fails is not the paused one
+            pass
+        return (
+            f"paused a record of key {paused!r}, not of key {key!r}: the resume names another "
+            "key than the pause's checkpoint (its memory is another key's), so it is refused; "
+            "give the paused output's own key"
+        )
+    if isinstance(kept, dict) and isinstance(kept.get("repr"), str):
+        try:
+            same = repr(key) == kept["repr"]
+        except Exception:
+            same = False
+        if same:
+            return None
+        return (
+            f"paused a record of key {kept['repr']} (a {kept.get('type')}, which is not a JSON "
+            f"value), not of key {key!r}: a resume given as JSON carries such a key as another "
+            "(a bytes key as text), whose memory is not the paused record's, so it is refused; "
+            "key the records by a JSON value (a str, a number, a bool, None or a tuple of them: "
+            "key=lambda message: message.key().decode() for a Kafka message's bytes key), or "
+            "resume with the paused output itself (outputs.resume)"
+        )
+    return f"saved its record's key in a form this version cannot read: {kept!r}"

@@ -1,0 +1,143 @@
+"""A resume names its paused run and a key, and runs as a record of that key (on its memory,
+committing to it). The key was not checked against the paused record's, which the checkpoint did
+not record: a resume given the wrong key ran the pause on, and committed to, the wrong key's
+memory, and a Kafka record's ``bytes`` key given back as JSON text silently split the key's memory
+in two. The pause now saves its key, and a resume naming another is a failed output under the
+paused run's id (``on_error``) that touches neither key's memory; the pause waits for its own.
+Flink's operator is checked in tests/test_flink_resumes.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flink_job import book
+
+from adk.actions import ActionAgent
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.execution import KeyedOutput, LocalExecutionEnvironment, RecordError
+
+LEDGER = ActionAgent("ledger", actions=[book])
+
+
+def _env(tmp_path: Path, **options: Any) -> LocalExecutionEnvironment:
+    """An environment of its own over the one SQLite file, as a process started afresh makes."""
+    store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+    return LocalExecutionEnvironment(checkpoint_store=store, **options)
+
+
+def _answer(paused: KeyedOutput, data: Any = "approved", **fields: Any) -> dict[str, Any]:
+    """The paused output as a Flink job gives it, with the answer (and ``fields`` changed)."""
+    answer = {"key": paused.key, "checkpoint_id": paused.checkpoint_id, "run_id": paused.run_id}
+    return {**answer, "resume": data, **fields}
+
+
+def _as_bytes(record: dict[str, Any]) -> bytes:
+    """The key as a Kafka consumer's message gives it (``message.key()``): bytes."""
+    return str(record["user"]).encode()
+
+
+async def _paused(tmp_path: Path, key: Any = "user") -> tuple[KeyedOutput, dict[Any, Any]]:
+    """Ann books 5, bob 7, then ann's 500 pauses for approval (keyed by ``key``)."""
+    records = [
+        {"user": "ann", "amount": 5},
+        {"user": "bob", "amount": 7},
+        {"user": "ann", "amount": 500},
+    ]
+    applied = _env(tmp_path).from_list(records, key=key).apply(LEDGER)
+    *_, paused = await applied.to_list()
+    assert paused.checkpoint_id is not None
+    assert isinstance(applied.sessions, dict)
+    return paused, applied.sessions
+
+
+@pytest.mark.parametrize("shape", ["dict", "json"])
+async def test_a_resume_naming_another_key_is_a_failed_output_touching_no_memory(
+    tmp_path: Path, shape: str
+) -> None:
+    """Ann's pause resumed as bob's ran on bob's balance and booked ann's 500 to him (507). It is
+    a failed output now, under the paused run's id; neither memory changes, and the pause, kept,
+    is resumed with ann's key afterwards."""
+    paused, sessions = await _paused(tmp_path)
+    before = copy.deepcopy(sessions)
+    wrong = _answer(paused, key="bob")
+    given = json.dumps(wrong) if shape == "json" else wrong
+
+    refused = _env(tmp_path, on_error="emit").from_list([], key="user")
+    applied = refused.apply(LEDGER, sessions=sessions, resumes=[given])
+    [failed] = await applied.to_list()
+    assert failed.error is not None and failed.error.type == "CheckpointError"
+    assert "paused a record of key 'ann', not of key 'bob'" in failed.error.message
+    assert (failed.key, failed.run_id, failed.resumed, failed.output) == (
+        "bob",
+        paused.run_id,
+        True,
+        None,
+    )
+    assert sessions == before
+
+    right = _env(tmp_path).from_list([{"user": "bob", "amount": 1}], key="user")
+    found = await right.apply(LEDGER, sessions=sessions, resumes=[_answer(paused)]).to_list()
+    assert [(o.key, o.output) for o in found] == [("bob", 8), ("ann", 505)]
+
+
+async def test_outputs_resume_with_another_key_raises_and_touches_no_memory(
+    tmp_path: Path,
+) -> None:
+    """``outputs.resume`` given a paused output whose key was changed fails as a record does
+    (``on_error="raise"``: a ``RecordError``), not on bob's memory."""
+    paused, sessions = await _paused(tmp_path)
+    before = copy.deepcopy(sessions)
+    applied = _env(tmp_path).from_list([], key="user").apply(LEDGER, sessions=sessions)
+    assert await applied.to_list() == []
+    moved = KeyedOutput("bob", paused.index, paused.record, checkpoint_id=paused.checkpoint_id)
+    with pytest.raises(RecordError, match="paused a record of key 'ann', not of key 'bob'"):
+        await applied.resume(moved, "approved")
+    assert sessions == before
+    [resumed] = await applied.resume(paused, "approved")
+    assert (resumed.key, resumed.output) == ("ann", 505)
+
+
+async def test_a_bytes_key_given_back_as_json_text_is_refused_not_split(tmp_path: Path) -> None:
+    """A Kafka record's key is bytes; the paused output made JSON for an approvals topic carries
+    it as text, another key: the resume ran on the session saved at the pause and kept its 505
+    under ``"ann"`` beside ``b"ann"``'s 5, which the key's next records read. It is refused now,
+    saying why; the paused output's own key (a dict resume) resumes it on ``b"ann"``'s memory."""
+    paused, sessions = await _paused(tmp_path, key=_as_bytes)
+    assert paused.key == b"ann"
+    before = copy.deepcopy(sessions)
+    as_text = json.dumps(_answer(paused, key=paused.key.decode()))  # type: ignore[union-attr]
+
+    refused = _env(tmp_path, on_error="emit").from_list([], key=_as_bytes)
+    [failed] = await refused.apply(LEDGER, sessions=sessions, resumes=[as_text]).to_list()
+    assert failed.error is not None and failed.error.type == "CheckpointError"
+    message = failed.error.message
+    assert "key b'ann' (a bytes, which is not a JSON value), not of key 'ann'" in message
+    assert "message.key().decode()" in message
+    assert sessions == before and "ann" not in sessions
+
+    right = _env(tmp_path).from_list([{"user": "ann", "amount": 1}], key=_as_bytes)
+    found = await right.apply(LEDGER, sessions=sessions, resumes=[_answer(paused)]).to_list()
+    assert [(o.key, o.output) for o in found] == [(b"ann", 6), (b"ann", 506)]
+    assert "ann" not in sessions
+
+
+async def test_a_checkpoint_saved_without_its_key_resumes_unchecked(tmp_path: Path) -> None:
+    """A pause saved before pauses saved their key resumes through the stream as it did."""
+    paused, sessions = await _paused(tmp_path)
+    store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+    assert paused.checkpoint_id is not None
+    data = await store.get(paused.checkpoint_id)
+    assert data is not None
+    body = decode_checkpoint(data, paused.checkpoint_id)
+    assert body.pop("record_key") == {"value": "ann"}
+    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    await store.aclose()
+
+    later = _env(tmp_path).from_list([], key="user")
+    found = await later.apply(LEDGER, sessions=sessions, resumes=[_answer(paused)]).to_list()
+    assert [(o.key, o.output) for o in found] == [("ann", 505)]
