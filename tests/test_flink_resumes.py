@@ -292,3 +292,31 @@ def test_a_resume_naming_another_key_is_a_failed_output_touching_no_memory(
     assert "paused a record of key 'ann', not of key 'bob'" in refused["error"]["message"]
     assert refused["run_id"] == paused["run_id"]
     assert [o["output"] for o in bob] == [8] and [o["output"] for o in ann] == [500]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_bytes_key_given_back_as_json_text_is_refused_not_split(durable: bool) -> None:
+    """A ``from_datastream`` of Kafka messages keyed by their ``bytes`` key: the job's JSON output
+    gives the key as text, and a resume of that text was keyed by the text, another key, whose
+    memory it made beside the ``bytes`` key's. It is refused now, saying why."""
+    job = _Job(durable, json_keys=False)
+
+    async def run() -> list[list[dict[str, Any]]]:
+        await job._element(b"ann", {"user": "ann", "amount": 5})
+        [paused] = await job._element(b"ann", {"user": "ann", "amount": 500})
+        assert paused["key"] == "ann"  # JSON has no bytes
+        refused = await job.resume(json.dumps({**paused, "resume": "approved"}))
+        return [refused, await job._element(b"ann", {"user": "ann", "amount": 1})]
+
+    try:
+        [refused], after = asyncio.run(run())
+    finally:
+        job.function.close()
+    assert refused["error"]["type"] == "CheckpointError"
+    assert "key b'ann' (a bytes, which is not a JSON value)" in refused["error"]["message"]
+    assert [o["output"] for o in after] == [6]
+    if not durable:
+        assert isinstance(job.function, _AgentFunction)
+        assert list(job.function._sessions) == [b"ann"]
+    else:
+        assert list(job.states) == [b"ann", "ann"] and job.states["ann"].stored is None
