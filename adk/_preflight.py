@@ -9,7 +9,8 @@ the refused resume keeps its checkpoint, the next resume makes it again.
 So before the resumed run starts, the runner walks the current agent tree the way the resume will
 go (``Preflight.agent``), from the root down every path that holds a pending point: each component
 that leads below itself (``_adk_preflight(ctx, walk)``: workflows, transfer flows, ``ReActAgent``
-and the tools of its open calls, ``AgentTool``) checks its saved state as its resume would, and
+and the tools of its open calls, ``AgentTool``, ``ActionAgent`` and the calls its paused tool
+action runs again) checks its saved state as its resume would, and
 walks on into the children the resume would enter, by name. What it cannot reach is a
 ``CheckpointError`` raised before anything ran.
 

@@ -9,6 +9,7 @@ Model and tool calls go through the run's hooks: they are traced and callbacks s
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ..checkpoint._state import SavedState
 from ..context import count_usage
 from ..events import AgentEvent
-from ..interrupts import Interrupt, _InterruptSignal
+from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
 from ..models._call import generate
 from ..tools._executor import execute_tool_calls, unique_call_ids
@@ -33,9 +34,12 @@ from .events import (
 )
 
 if TYPE_CHECKING:
+    from .._preflight import Preflight
+    from ..context import RunContext
+    from ._run import _ActionRun
     from .context import ActionContext
 
-__all__ = ["ActionError", "chat_action", "tool_action"]
+__all__ = ["ActionError", "chat_action", "preflight_tool_action", "tool_action"]
 
 
 class ActionError(Exception):
@@ -147,6 +151,58 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
         state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
         raise Interrupt._from_signal(signal, state)
     ctx.send_event(_tool_response_event(event.id, [done[place] for place in range(len(calls))]))
+
+
+def preflight_tool_action(
+    run: _ActionRun, event: ToolRequestEvent, action_name: str, walk: Preflight
+) -> None:
+    """The resume's check before anything runs (``adk._preflight``) of the calls the paused tool
+    action runs again on ``event``, as ``ReActAgent`` checks its open round: the answers it
+    saved, the paused points below it (each must lie under a call still open), and each open
+    call as ``Preflight.call`` checks it (a person's edit of its arguments, the tool's own check,
+    the nested agents of an ``AgentTool``). Checked only once the action ran them again, a call
+    that did not fit failed the resume after a parallel branch had made its approved call, and
+    the kept checkpoint's next resume made it again.
+
+    Like ``ReActAgent``'s, the walk asks no server: a tool registered in code is found as the
+    action finds it (``_ActionRun.registered_tool``); one an MCP server (or a registry of your
+    own) provides is looked up after the walk only for a call whose approval edits it
+    (``Preflight.defer``), the one check of such a tool the walk would otherwise miss."""
+    ctx = run.action_context(action_name)
+    resume = ctx.resume
+    if resume is None or not resume.is_target:  # not resumed: it does not run again
+        return
+    calls = event.tool_calls
+    done = _saved_answers(SavedState(f"action '{action_name}'", resume.state), calls)
+    open_calls = [
+        (call, join_address(ctx.address, tool_segment(call.name, call.id)))
+        for place, call in enumerate(calls)
+        if place not in done
+    ]
+    why = f"agent {run.agent.name!r}'s action {action_name!r} resumes only its open tool calls"
+    walk.only_under(ctx.address, [address for _, address in open_calls], why)
+    allowed = None if event.tools is None else set(event.tools)
+    for call, address in open_calls:
+        if not walk.holds(address) or (allowed is not None and call.name not in allowed):
+            continue  # nothing paused there, or a tool the action answers as unknown
+        tool = run.registered_tool(call.name)
+        if tool is not None:
+            walk.call(tool, call, ctx, address)
+        elif walk.edits(call, address):
+            walk.defer(functools.partial(_check_later, run, walk, call, ctx, address))
+
+
+async def _check_later(
+    run: _ActionRun, walk: Preflight, call: ToolCall, ctx: RunContext, address: str
+) -> None:
+    """``walk.call`` for an open call whose tool is found only by asking a server, found as the
+    action finds it. A lookup that fails is left to the action, which fails on it (or answers
+    the call as an unknown tool) before its calls run."""
+    try:
+        tool = await run.get_resource(call.name, "tool")
+    except Exception:
+        return
+    walk.call(tool, call, ctx, address)
 
 
 def _saved_answers(saved: SavedState, calls: Sequence[ToolCall]) -> dict[int, Message]:

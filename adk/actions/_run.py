@@ -24,8 +24,9 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
-from ..resources import _RenamedTool, _TemplatePrompt
+from ..resources import Resources, _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
+from ..tools.base import Tool
 from ._builtin import ActionError, _Chat
 from ._memory import _copied
 from .context import ActionContext, ShortTermMemory, _memory_key
@@ -185,6 +186,25 @@ class _ActionRun:
                 "not define; remove one, or give one another name"
             )
         return found
+
+    def registered_tool(self, name: str) -> Tool | None:
+        """The tool ``get_resource(name, "tool")`` gives that is found without asking a server
+        (registered in code), or None when only asking one could tell, or nothing offers it.
+        For the resume's check before anything runs (``adk._preflight``), which asks no server.
+        As ``_look_up`` goes: the agent's own resources first, the runner's only for a name the
+        agent's cannot offer (none of its MCP servers may). A registry that is no ``Resources``
+        is not read: its lookup is its own."""
+        for source in (self.agent.resources, self.ctx._run.resources):
+            if source is None:
+                continue
+            if not isinstance(source, Resources):
+                return None
+            tool = source._registered_tool(name)
+            if tool is not None:
+                return tool
+            if source._mcp:
+                return None
+        return None
 
     def address_of(self, action_name: str) -> str:
         """Where an action's interrupts (and the tool calls it makes) are addressed."""

@@ -19,8 +19,9 @@ from ..agent import AgentInput, BaseAgent
 from ..context import RunContext
 from ..events import AgentEvent
 from ..messages import Message
+from ._builtin import preflight_tool_action, tool_action
 from ._run import _ActionRun
-from .events import _input_event
+from .events import ToolRequestEvent, _input_event
 from .plan import AgentPlan
 
 if TYPE_CHECKING:
@@ -99,14 +100,17 @@ class ActionAgent(BaseAgent):
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): the saved event and
-        queue, and the paused action found by name, as ``resume`` restores them. What lies below
-        the paused action (the tool calls it made) is checked when its calls run again."""
+        queue, and the paused action found by name, as ``resume`` restores them, and when the
+        built-in tool action paused, the calls it runs again (``preflight_tool_action``). What
+        an action of your own made below itself is checked when it runs again."""
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)
-        paused = self.plan.listeners(type(current))[listener].name
-        why = f"agent {self.name!r} resumes its action {paused!r}"
-        walk.only_under(ctx.address, [run.address_of(paused)], why)
+        paused = self.plan.listeners(type(current))[listener]
+        why = f"agent {self.name!r} resumes its action {paused.name!r}"
+        walk.only_under(ctx.address, [run.address_of(paused.name)], why)
+        if paused.call is tool_action and isinstance(current, ToolRequestEvent):
+            preflight_tool_action(run, current, paused.name, walk)
 
 
 def _input_of(messages: list[Message]) -> Any:

@@ -1,0 +1,280 @@
+"""The check before a resume runs anything (``adk._preflight``) reaches the tool calls an
+``ActionAgent``'s paused tool action runs again (docs/interrupts.md, "Resuming after a
+redeploy"; docs/event_driven.md). Checked only when the action ran them again, a resume that
+does not fit them failed after a ``ParallelAgent``'s other branch had made its approved payment,
+and the checkpoint the failure keeps made it again on the next resume.
+
+Each resume is a fresh ``Runner`` over a real SQLite store, as a service resumes in another
+process; the payer beside the agent is a ``ReActAgent`` that counts its payments."""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_servers.process import STDIO_SCRIPT
+from test_interrupts import collect, pause_of
+
+import adk
+from adk import AgentEvent, AgentTool, ParallelAgent, Resources, Runner
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint.codec import CheckpointError
+from adk.mcp import MCPToolset, StdioServer
+from adk.messages import Message
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+class Bank:
+    """``pay`` (the ReAct branch's) and ``transfer`` (the action agent's), both approved by a
+    person first; each notes what it did."""
+
+    def __init__(self) -> None:
+        self.paid: list[tuple[str, int]] = []
+        self.sent: list[tuple[str, int]] = []
+
+        @adk.tool(require_approval=True)
+        def pay(payee: str, cents: int) -> str:
+            """Pay someone.
+
+            Args:
+                payee: who is paid.
+                cents: how much.
+            """
+            self.paid.append((payee, cents))
+            return f"paid {cents} to {payee}"
+
+        @adk.tool(require_approval=True)
+        def transfer(account: str, cents: int) -> str:
+            """Move money to an account.
+
+            Args:
+                account: where it goes.
+                cents: how much.
+            """
+            self.sent.append((account, cents))
+            return f"sent {cents} to {account}"
+
+        self.pay = pay
+        self.transfer = transfer
+
+
+class Teller(ActionAgent):
+    """Asks model ``m`` with the tools it is given, through the built-in chat and tool actions;
+    outputs the answer."""
+
+    def __init__(self, name: str, tools: list[str], resources: Any) -> None:
+        self.tools = tools
+        super().__init__(name, resources=resources)
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        request = ChatRequestEvent(model="m", messages=[Message.user("go")], tools=self.tools)
+        ctx.send_event(request)
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+def _store(tmp_path: Path) -> SQLiteCheckpointStore:
+    return SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+
+
+async def _checkpoints(store: SQLiteCheckpointStore) -> list[str]:
+    return [id async for id in store.ids()]
+
+
+def _payer(bank: Bank, script: list[Any]) -> ReActAgent:
+    return ReActAgent("payer", ScriptedModel(script), tools=[bank.pay])
+
+
+_PAY = [Reply(tool_calls=[tool_call("pay", {"payee": "B", "cents": 2}, id="p1")]), "paid"]
+_TRANSFER = [Reply(tool_calls=[tool_call("transfer", {"account": "X", "cents": 5}, id="t1")]), "ok"]
+
+
+def _teller(model: ScriptedModel, *tools: Any) -> Teller:
+    resources = Resources()
+    resources.add_model("m", model)
+    for found in tools:
+        resources.add_tool(found)
+    return Teller("teller", [found.spec.name for found in tools], resources)
+
+
+def _points(paused: Any) -> dict[str, str]:
+    """The paused points by the branch they lie in."""
+    return {point.id.split("/")[1].removeprefix("agent:"): point.id for point in paused.points}
+
+
+async def _paused(tmp_path: Path, bank: Bank, teller: ActionAgent) -> Any:
+    both = ParallelAgent("both", [_payer(bank, list(_PAY)), teller])
+    paused = pause_of(await collect(Runner(both, _store(tmp_path)).run("go")))
+    assert sorted(_points(paused)) == ["payer", "teller"]
+    return paused
+
+
+@pytest.mark.parametrize(
+    ("answer", "complaint"),
+    [
+        (
+            {"approved": True, "arguments": {"account": "X", "cents": "lots"}},
+            "the edited arguments for approval point .* do not fit tool 'transfer'",
+        ),
+        ({"approved": True, "arguments": {"account": "X"}}, "cents: Field required"),
+        ({"approved": "maybe"}, "is not a decision"),
+    ],
+)
+async def test_an_answer_the_action_agents_paused_call_cannot_take_runs_no_branch(
+    tmp_path: Path, answer: object, complaint: str
+) -> None:
+    """The ReAct branch's payment and the action agent's transfer paused for approval; the
+    transfer's answer does not fit. Refused when the tool action ran it again, the payment had
+    been made and the kept checkpoint's next resume made it again: paid twice."""
+    bank = Bank()
+    paused = await _paused(tmp_path, bank, _teller(ScriptedModel(list(_TRANSFER)), bank.transfer))
+    points = _points(paused)
+
+    bad = {points["payer"]: True, points["teller"]: answer}
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(ScriptedModel(), bank.transfer)])
+    refusal = await _refusal(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, bad))
+    paid_when_refused = list(bank.paid)
+    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+
+    edit = {"approved": True, "arguments": {"account": "X", "cents": 7}}
+    good = {**bad, points["teller"]: edit}
+    teller = _teller(ScriptedModel(["ok"]), bank.transfer)
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
+    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, good))
+    assert events[-1].error is None
+    # Once across the two resumes (twice when the refusal came after the payer's branch ran).
+    assert bank.paid == [("B", 2)] and bank.sent == [("X", 7)]
+    assert await _checkpoints(_store(tmp_path)) == []
+    assert paid_when_refused == []
+    assert isinstance(refusal, ValueError) and re.search(complaint, str(refusal)), refusal
+
+
+async def _refusal(events: AsyncIterator[AgentEvent]) -> BaseException | None:
+    """What a resume failed with: the exception it raised, or its error event's."""
+    try:
+        found = await collect(events)
+    except Exception as exc:
+        return exc
+    return found[-1].exception
+
+
+async def test_a_paused_call_whose_tool_changed_is_refused_before_any_branch_runs(
+    tmp_path: Path,
+) -> None:
+    """The transfer tool's parameter renamed since the pause: the saved arguments no longer fit
+    it (its own check, ``_adk_check_resume``), refused before the payer branch pays."""
+    bank = Bank()
+    paused = await _paused(tmp_path, bank, _teller(ScriptedModel(list(_TRANSFER)), bank.transfer))
+    points = _points(paused)
+
+    @adk.tool(require_approval=True, name="transfer")
+    def renamed(account: str, amount: int) -> str:
+        """Move money to an account.
+
+        Args:
+            account: where it goes.
+            amount: how much, in cents.
+        """
+        bank.sent.append((account, amount))
+        return f"sent {amount} to {account}"
+
+    approvals = {point: True for point in points.values()}
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(ScriptedModel(["ok"]), renamed)])
+    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, approvals))
+    error = events[-1].exception
+    assert isinstance(error, CheckpointError), events[-1]
+    assert "its arguments no longer fit tool 'transfer'" in str(error)
+    assert [event.error for event in events[:-1]] == []  # the refusal is the only event
+    assert bank.paid == [] and bank.sent == []
+    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+
+
+async def test_a_bad_edit_of_a_call_inside_an_agent_tool_of_the_action_agent_runs_no_branch(
+    tmp_path: Path,
+) -> None:
+    """The action agent's tool is an ``AgentTool`` whose ReAct agent paused at a transfer: the
+    check walks into the nested agent through the action's paused call."""
+    bank = Bank()
+
+    def teller(script: list[Any]) -> Teller:
+        model = ScriptedModel(script)
+        clerk = ReActAgent("clerk", model, description="Sends money.", tools=[bank.transfer])
+        resources = Resources()
+        resources.add_model("m", ScriptedModel([*_calls_clerk, "ok"]))
+        resources.add_tool(AgentTool(clerk))
+        return Teller("teller", ["clerk"], resources)
+
+    _calls_clerk: list[Any] = [Reply(tool_calls=[tool_call("clerk", {"request": "send"}, id="c")])]
+    paused = await _paused(tmp_path, bank, teller(list(_TRANSFER)))
+    points = _points(paused)
+    assert "/agent:clerk/tool:transfer#t1" in points["teller"]
+
+    _calls_clerk.clear()  # resumed: the teller's model answers once the clerk has
+    edit = {"approved": True, "arguments": {"account": "X", "cents": "lots"}}
+    bad = {points["payer"]: True, points["teller"]: edit}
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), teller(["ok"])])
+    with pytest.raises(ValueError, match="do not fit tool 'transfer'"):
+        await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, bad))
+    assert bank.paid == [] and bank.sent == []
+
+    good = {**bad, points["teller"]: True}
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), teller(["ok"])])
+    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, good))
+    assert events[-1].error is None
+    assert bank.paid == [("B", 2)] and bank.sent == [("X", 5)]
+
+
+def _mcp_teller(model: ScriptedModel) -> tuple[Resources, Teller]:
+    """A teller whose ``add`` is an MCP server's, registered in its resources (``add_mcp``):
+    the check before the resume finds it only by asking the server."""
+    resources = Resources()
+    resources.add_model("m", model)
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+    resources.add_mcp("ops", MCPToolset(server, tool_filter=["add"], require_approval=["add"]))
+    return resources, Teller("teller", ["add"], resources)
+
+
+async def test_a_bad_edit_of_an_mcp_call_of_the_action_agent_runs_no_branch(
+    tmp_path: Path,
+) -> None:
+    bank = Bank()
+    call = Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="a1")])
+    resources, teller = _mcp_teller(ScriptedModel([call, "never"]))
+    async with resources:
+        paused = await _paused(tmp_path, bank, teller)
+    points = _points(paused)
+
+    bad = {points["payer"]: True, points["teller"]: {"approved": True, "arguments": {"a": "two"}}}
+    resources, teller = _mcp_teller(ScriptedModel(["never"]))
+    async with resources:
+        both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
+        with pytest.raises(ValueError, match="do not fit tool 'add'"):
+            await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, bad))
+    assert bank.paid == []
+    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+
+    good = {**bad, points["teller"]: {"approved": True, "arguments": {"a": 20, "b": 3}}}
+    model = ScriptedModel(["added"])
+    resources, teller = _mcp_teller(model)
+    async with resources:
+        both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
+        events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, good))
+    assert events[-1].error is None and bank.paid == [("B", 2)]
+    assert model.requests[0].messages[-1].content.endswith("23")
