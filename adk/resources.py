@@ -131,6 +131,14 @@ class _RenamedTool:
         return check
 
     @property
+    def _adk_check_arguments(self) -> Callable[[str], str | None] | None:
+        """The tool's own check of a person's edit of a call's arguments (``_approval``):
+        without it, every edit of a renamed tool's call was refused as one it cannot check."""
+        check: Callable[[str], str | None] | None
+        check = getattr(self._tool, "_adk_check_arguments", None)
+        return check
+
+    @property
     def _adk_preflight_call(self) -> Callable[[ToolContext, Any], None] | None:
         """The tool's own check of a paused call before a resume runs (``adk._preflight``)."""
         check: Callable[[ToolContext, Any], None] | None

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from test_interrupts import collect, pause_of
 
 import adk
-from adk import AgentTool, ParallelAgent, Runner
+from adk import AgentTool, ParallelAgent, Resources, Runner
 from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import MCPToolset, StdioServer
@@ -512,3 +512,33 @@ async def test_a_callback_that_answers_for_an_edited_call_is_not_told_as_what_ra
     assert result.content == "Error: over the limit: not paid"
     assert "edited_arguments" not in result.metadata
     assert bank.paid == []
+
+
+async def test_a_tool_registered_under_another_name_takes_an_edit(tmp_path: Path) -> None:
+    """``Resources.add_tool(tool, name=...)`` serves the tool under the new name; the edit of its
+    call is checked as the tool checks arguments. The renamed tool did not pass that check on,
+    so every edit of its calls was refused as aimed at a tool that cannot check edits."""
+    bank = Bank()
+
+    def runner(model: ScriptedModel) -> Runner:
+        resources = Resources()
+        resources.add_tool(bank.pay, name="send_money")
+        agent = ReActAgent("payer", model, tools=["send_money"])
+        return Runner(agent, _store(tmp_path), resources=resources)
+
+    call = tool_call("send_money", {"payee": "ACME", "cents": 500}, id="call_1")
+    paused = pause_of(await collect(runner(ScriptedModel([Reply(tool_calls=[call])])).run("pay")))
+
+    bad = {"approved": True, "arguments": {"payee": "ACME", "cents": "lots"}}
+    with pytest.raises(ValueError, match="do not fit tool 'send_money': cents: Input should be"):
+        await collect(runner(ScriptedModel(["never"])).resume(paused.checkpoint_id, bad))
+    assert bank.paid == []
+
+    model = ScriptedModel(["done"])
+    edit = {"approved": True, "arguments": {"payee": "ACME", "cents": 5}}
+    events = await collect(runner(model).resume(paused.checkpoint_id, edit))
+    assert events[-1].error is None and bank.paid == [("ACME", 5)]
+    assert model.requests[0].messages[-1].content == (
+        "[A person edited this call's arguments before it ran; it ran with "
+        '{"payee": "ACME", "cents": 5}]\npaid 5 to ACME'
+    )
