@@ -278,3 +278,54 @@ async def test_a_bad_edit_of_an_mcp_call_of_the_action_agent_runs_no_branch(
         events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, good))
     assert events[-1].error is None and bank.paid == [("B", 2)]
     assert model.requests[0].messages[-1].content.endswith("23")
+
+
+async def test_a_paused_call_whose_tool_is_gone_is_refused_before_any_branch_runs(
+    tmp_path: Path,
+) -> None:
+    """The transfer tool removed since the pause. The action answered the call as an unknown
+    tool, spending the approval on nothing, and the chat's next round failed on the missing
+    tool with the checkpoint kept, after the payer had paid: refused first, as a ReActAgent's."""
+    bank = Bank()
+    paused = await _paused(tmp_path, bank, _teller(ScriptedModel(list(_TRANSFER)), bank.transfer))
+    approvals = {point: True for point in _points(paused).values()}
+
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(ScriptedModel(["ok"]))])
+    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, approvals))
+    assert bank.paid == [] and bank.sent == []
+    error = events[-1].exception
+    assert isinstance(error, CheckpointError), events[-1]
+    assert "the paused calls need tools it no longer has: transfer" in str(error)
+    assert len(events) == 1
+
+    teller = _teller(ScriptedModel(["ok"]), bank.transfer)
+    both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
+    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, approvals))
+    assert events[-1].error is None
+    assert bank.paid == [("B", 2)] and bank.sent == [("X", 5)]
+
+
+async def test_a_paused_call_whose_servers_tool_is_gone_fails_the_resume_and_keeps_it(
+    tmp_path: Path,
+) -> None:
+    """The MCP server no longer offers the paused call's tool (the walk asks no server, so the
+    action finds out): the resume fails with the checkpoint kept, not an unknown-tool answer
+    that spends the approval."""
+    call = Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="a1")])
+    resources, teller = _mcp_teller(ScriptedModel([call, "never"]))
+    async with resources:
+        paused = pause_of(await collect(Runner(teller, _store(tmp_path)).run("go")))
+
+    model = ScriptedModel(["never"])
+    resources = Resources()
+    resources.add_model("m", model)
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+    resources.add_mcp("ops", MCPToolset(server, tool_filter=["echo"]))
+    async with resources:
+        runner = Runner(Teller("teller", ["add"], resources), _store(tmp_path))
+        events = await collect(runner.resume(paused.checkpoint_id, True))
+    error = events[-1].exception
+    assert isinstance(error, CheckpointError), events[-1]
+    assert "the paused calls need tools it no longer has: add" in str(error)
+    assert model.calls == 0
+    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]

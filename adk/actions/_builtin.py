@@ -10,7 +10,7 @@ Model and tool calls go through the run's hooks: they are traced and callbacks s
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -116,11 +116,13 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
     # resume: the saved request already has them, or was saved before ids were made unique and
     # its pauses are addressed by the ids it holds.
     done: dict[int, Message] = {}
+    saved = None
     if ctx.resume is None:
         if len(calls) > 1:
             unique_call_ids(calls)
     else:
-        done = _saved_answers(SavedState(f"action '{ctx.action_name}'", ctx.resume.state), calls)
+        saved = SavedState(f"action '{ctx.action_name}'", ctx.resume.state)
+        done = _saved_answers(saved, calls)
     allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}
     for call in calls:
@@ -128,6 +130,8 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
             continue
         with suppress(KeyError):  # not found: answered as an unknown tool, naming the known ones
             tools[call.name] = await ctx._run.get_resource(call.name, "tool")
+    if saved is not None:
+        _check_tools_kept(saved, calls, done, allowed, tools.__contains__)
     open_places: dict[int, list[int]] = {}  # each open call object's places, in request order
     open_calls: list[ToolCall] = []
     for place, call in enumerate(calls):
@@ -173,7 +177,8 @@ def preflight_tool_action(
     if resume is None or not resume.is_target:  # not resumed: it does not run again
         return
     calls = event.tool_calls
-    done = _saved_answers(SavedState(f"action '{action_name}'", resume.state), calls)
+    saved = SavedState(f"action '{action_name}'", resume.state)
+    done = _saved_answers(saved, calls)
     open_calls = [
         (call, join_address(ctx.address, tool_segment(call.name, call.id)))
         for place, call in enumerate(calls)
@@ -182,6 +187,10 @@ def preflight_tool_action(
     why = f"agent {run.agent.name!r}'s action {action_name!r} resumes only its open tool calls"
     walk.only_under(ctx.address, [address for _, address in open_calls], why)
     allowed = None if event.tools is None else set(event.tools)
+    if not run.may_ask_for_tools():  # every tool it can have is registered: none unseen
+        _check_tools_kept(
+            saved, calls, done, allowed, lambda name: run.registered_tool(name) is not None
+        )
     for call, address in open_calls:
         if not walk.holds(address) or (allowed is not None and call.name not in allowed):
             continue  # nothing paused there, or a tool the action answers as unknown
@@ -190,6 +199,31 @@ def preflight_tool_action(
             walk.call(tool, call, ctx, address)
         elif walk.edits(call, address):
             walk.defer(functools.partial(_check_later, run, walk, call, ctx, address))
+
+
+def _check_tools_kept(
+    saved: SavedState,
+    calls: Sequence[ToolCall],
+    done: dict[int, Message],
+    allowed: set[str] | None,
+    found: Callable[[str], bool],
+) -> None:
+    """Refuse a resume whose paused calls name a tool the agent no longer has (removed or
+    renamed since the pause), as ``ReActAgent``'s resume does. Answered as an unknown tool, the
+    call's approval was spent on nothing, and a chat's next round then failed on the missing tool
+    with the checkpoint kept, after a parallel branch had made its approved call, which the next
+    resume made again. A call the request does not allow is answered as unknown either way."""
+    missing = sorted(
+        {
+            call.name
+            for place, call in enumerate(calls)
+            if place not in done
+            and (allowed is None or call.name in allowed)
+            and not found(call.name)
+        }
+    )
+    if missing:
+        raise saved.error(f"the paused calls need tools it no longer has: {', '.join(missing)}")
 
 
 async def _check_later(

@@ -206,6 +206,14 @@ class _ActionRun:
                 return None
         return None
 
+    def may_ask_for_tools(self) -> bool:
+        """Whether a tool lookup may find one ``registered_tool`` does not: a source of the
+        agent's tools has MCP servers, or is a registry of one's own."""
+        return any(
+            source is not None and (not isinstance(source, Resources) or bool(source._mcp))
+            for source in (self.agent.resources, self.ctx._run.resources)
+        )
+
     def address_of(self, action_name: str) -> str:
         """Where an action's interrupts (and the tool calls it makes) are addressed."""
         return join_address(self.ctx.address, _action_segment(action_name))
