@@ -1,5 +1,6 @@
 """Shared test helpers: a scriptable custom agent, runner shortcuts, a task-leak check, an
-``add`` tool and an event-driven agent that uses it.
+``add`` tool, the plain event-driven agent that asks a model and one that uses ``add``, money
+tools that need approval and a real SQLite checkpoint store.
 
 Test modules import these directly (``from conftest import ScriptAgent``); keep this file generic.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from adk import (
@@ -34,6 +36,7 @@ from adk.actions import (
 )
 from adk.agent import Agent
 from adk.callbacks import Callbacks
+from adk.checkpoint import CheckpointStore, SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 
 Step = str | Message | BaseException | asyncio.Event | Callable[[RunContext], Any]
@@ -154,17 +157,81 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-class _Calculator(ActionAgent):
-    """Asks model ``m`` about its input with the ``add`` tool, and outputs the model's answer."""
+class ChatActor(ActionAgent):
+    """The plain event-driven leaf: asks its model resource ``model`` through the built-in chat
+    and tool actions, offering the tools named in ``tools``, with ``prompt`` as the user's message
+    (its input's text when there is none), and outputs the answer's text."""
+
+    def __init__(
+        self,
+        name: str,
+        tools: Sequence[str] = (),
+        *,
+        model: str = "m",
+        prompt: str | None = None,
+        **options: Any,
+    ) -> None:
+        self.chat_model = model
+        self.chat_tools = list(tools)
+        self.prompt = prompt
+        super().__init__(name, **options)
 
     @action(InputEvent)
     def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        messages = [Message.user(str(event.input))]
-        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["add"]))
+        text = str(event.input) if self.prompt is None else self.prompt
+        request = [Message.user(text)]
+        ctx.send_event(
+            ChatRequestEvent(model=self.chat_model, messages=request, tools=self.chat_tools)
+        )
 
     @action(ChatResponseEvent)
     def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
         ctx.send_event(OutputEvent(output=event.response.content))
+
+
+class Bank:
+    """Money tools a person approves first (``require_approval``), each noting what it did:
+    ``pay`` in ``paid``, ``transfer`` in ``sent``."""
+
+    def __init__(self) -> None:
+        self.paid: list[tuple[str, int]] = []
+        self.sent: list[tuple[str, int]] = []
+
+        @tool(require_approval=True)
+        def pay(payee: str, cents: int) -> str:
+            """Pay someone.
+
+            Args:
+                payee: who is paid.
+                cents: how much.
+            """
+            self.paid.append((payee, cents))
+            return f"paid {cents} to {payee}"
+
+        @tool(require_approval=True)
+        def transfer(account: str, cents: int) -> str:
+            """Move money to an account.
+
+            Args:
+                account: where it goes.
+                cents: how much.
+            """
+            self.sent.append((account, cents))
+            return f"sent {cents} to {account}"
+
+        self.pay = pay
+        self.transfer = transfer
+
+
+def sqlite_store(tmp_path: Path) -> SQLiteCheckpointStore:
+    """A real SQLite store in ``tmp_path``: one per resume, as a service resumes in another
+    process, all over the same file."""
+    return SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+
+
+async def checkpoint_ids(store: CheckpointStore) -> list[str]:
+    """The ids of the checkpoints ``store`` keeps."""
+    return [id async for id in store.ids()]
 
 
 def _adds(messages: list[Message]) -> Reply:
@@ -180,4 +247,4 @@ def calculator(model_name: str = "scripted", callbacks: Sequence[Callbacks] = ()
     resources = Resources()
     resources.add_model("m", ScriptedModel(_adds, model_name=model_name))
     resources.add_tool(add)
-    return _Calculator("calculator", resources=resources, callbacks=callbacks)
+    return ChatActor("calculator", ["add"], resources=resources, callbacks=callbacks)

@@ -16,86 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Bank, ChatActor, checkpoint_ids, sqlite_store
 from mcp_servers.process import STDIO_SCRIPT
 from test_interrupts import collect, pause_of
 
 import adk
 from adk import AgentEvent, AgentTool, ParallelAgent, Resources, Runner
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
-)
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.actions import ActionAgent
 from adk.checkpoint.codec import CheckpointError
 from adk.mcp import MCPToolset, StdioServer
-from adk.messages import Message
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
-
-
-class Bank:
-    """``pay`` (the ReAct branch's) and ``transfer`` (the action agent's), both approved by a
-    person first; each notes what it did."""
-
-    def __init__(self) -> None:
-        self.paid: list[tuple[str, int]] = []
-        self.sent: list[tuple[str, int]] = []
-
-        @adk.tool(require_approval=True)
-        def pay(payee: str, cents: int) -> str:
-            """Pay someone.
-
-            Args:
-                payee: who is paid.
-                cents: how much.
-            """
-            self.paid.append((payee, cents))
-            return f"paid {cents} to {payee}"
-
-        @adk.tool(require_approval=True)
-        def transfer(account: str, cents: int) -> str:
-            """Move money to an account.
-
-            Args:
-                account: where it goes.
-                cents: how much.
-            """
-            self.sent.append((account, cents))
-            return f"sent {cents} to {account}"
-
-        self.pay = pay
-        self.transfer = transfer
-
-
-class Teller(ActionAgent):
-    """Asks model ``m`` with the tools it is given, through the built-in chat and tool actions;
-    outputs the answer."""
-
-    def __init__(self, name: str, tools: list[str], resources: Any) -> None:
-        self.tools = tools
-        super().__init__(name, resources=resources)
-
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        request = ChatRequestEvent(model="m", messages=[Message.user("go")], tools=self.tools)
-        ctx.send_event(request)
-
-    @action(ChatResponseEvent)
-    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-        ctx.send_event(OutputEvent(output=event.response.content))
-
-
-def _store(tmp_path: Path) -> SQLiteCheckpointStore:
-    return SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
-
-
-async def _checkpoints(store: SQLiteCheckpointStore) -> list[str]:
-    return [id async for id in store.ids()]
 
 
 def _payer(bank: Bank, script: list[Any]) -> ReActAgent:
@@ -106,12 +37,17 @@ _PAY = [Reply(tool_calls=[tool_call("pay", {"payee": "B", "cents": 2}, id="p1")]
 _TRANSFER = [Reply(tool_calls=[tool_call("transfer", {"account": "X", "cents": 5}, id="t1")]), "ok"]
 
 
-def _teller(model: ScriptedModel, *tools: Any) -> Teller:
+def _teller_of(tools: list[str], resources: Resources) -> ChatActor:
+    """The action agent beside the payer: asks model ``m`` with ``tools``; outputs the answer."""
+    return ChatActor("teller", tools, prompt="go", resources=resources)
+
+
+def _teller(model: ScriptedModel, *tools: Any) -> ChatActor:
     resources = Resources()
     resources.add_model("m", model)
     for found in tools:
         resources.add_tool(found)
-    return Teller("teller", [found.spec.name for found in tools], resources)
+    return _teller_of([found.spec.name for found in tools], resources)
 
 
 def _points(paused: Any) -> dict[str, str]:
@@ -121,7 +57,7 @@ def _points(paused: Any) -> dict[str, str]:
 
 async def _paused(tmp_path: Path, bank: Bank, teller: ActionAgent) -> Any:
     both = ParallelAgent("both", [_payer(bank, list(_PAY)), teller])
-    paused = pause_of(await collect(Runner(both, _store(tmp_path)).run("go")))
+    paused = pause_of(await collect(Runner(both, sqlite_store(tmp_path)).run("go")))
     assert sorted(_points(paused)) == ["payer", "teller"]
     return paused
 
@@ -149,19 +85,19 @@ async def test_an_answer_the_action_agents_paused_call_cannot_take_runs_no_branc
 
     bad = {points["payer"]: True, points["teller"]: answer}
     both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(ScriptedModel(), bank.transfer)])
-    refusal = await _refusal(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, bad))
+    refusal = await _refusal(Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, bad))
     paid_when_refused = list(bank.paid)
-    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
 
     edit = {"approved": True, "arguments": {"account": "X", "cents": 7}}
     good = {**bad, points["teller"]: edit}
     teller = _teller(ScriptedModel(["ok"]), bank.transfer)
     both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
-    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, good))
+    events = await collect(Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, good))
     assert events[-1].error is None
     # Once across the two resumes (twice when the refusal came after the payer's branch ran).
     assert bank.paid == [("B", 2)] and bank.sent == [("X", 7)]
-    assert await _checkpoints(_store(tmp_path)) == []
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == []
     assert paid_when_refused == []
     assert isinstance(refusal, ValueError) and re.search(complaint, str(refusal)), refusal
 
@@ -197,13 +133,15 @@ async def test_a_paused_call_whose_tool_changed_is_refused_before_any_branch_run
 
     approvals = {point: True for point in points.values()}
     both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(ScriptedModel(["ok"]), renamed)])
-    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, approvals))
+    events = await collect(
+        Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, approvals)
+    )
     error = events[-1].exception
     assert isinstance(error, CheckpointError), events[-1]
     assert "its arguments no longer fit tool 'transfer'" in str(error)
     assert [event.error for event in events[:-1]] == []  # the refusal is the only event
     assert bank.paid == [] and bank.sent == []
-    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
 
 
 async def test_a_bad_edit_of_a_call_inside_an_agent_tool_of_the_action_agent_runs_no_branch(
@@ -213,13 +151,13 @@ async def test_a_bad_edit_of_a_call_inside_an_agent_tool_of_the_action_agent_run
     check walks into the nested agent through the action's paused call."""
     bank = Bank()
 
-    def teller(script: list[Any]) -> Teller:
+    def teller(script: list[Any]) -> ChatActor:
         model = ScriptedModel(script)
         clerk = ReActAgent("clerk", model, description="Sends money.", tools=[bank.transfer])
         resources = Resources()
         resources.add_model("m", ScriptedModel([*_calls_clerk, "ok"]))
         resources.add_tool(AgentTool(clerk))
-        return Teller("teller", ["clerk"], resources)
+        return _teller_of(["clerk"], resources)
 
     _calls_clerk: list[Any] = [Reply(tool_calls=[tool_call("clerk", {"request": "send"}, id="c")])]
     paused = await _paused(tmp_path, bank, teller(list(_TRANSFER)))
@@ -231,24 +169,24 @@ async def test_a_bad_edit_of_a_call_inside_an_agent_tool_of_the_action_agent_run
     bad = {points["payer"]: True, points["teller"]: edit}
     both = ParallelAgent("both", [_payer(bank, ["paid"]), teller(["ok"])])
     with pytest.raises(ValueError, match="do not fit tool 'transfer'"):
-        await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, bad))
+        await collect(Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, bad))
     assert bank.paid == [] and bank.sent == []
 
     good = {**bad, points["teller"]: True}
     both = ParallelAgent("both", [_payer(bank, ["paid"]), teller(["ok"])])
-    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, good))
+    events = await collect(Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, good))
     assert events[-1].error is None
     assert bank.paid == [("B", 2)] and bank.sent == [("X", 5)]
 
 
-def _mcp_teller(model: ScriptedModel) -> tuple[Resources, Teller]:
+def _mcp_teller(model: ScriptedModel) -> tuple[Resources, ChatActor]:
     """A teller whose ``add`` is an MCP server's, registered in its resources (``add_mcp``):
     the check before the resume finds it only by asking the server."""
     resources = Resources()
     resources.add_model("m", model)
     server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
     resources.add_mcp("ops", MCPToolset(server, tool_filter=["add"], require_approval=["add"]))
-    return resources, Teller("teller", ["add"], resources)
+    return resources, _teller_of(["add"], resources)
 
 
 async def test_a_bad_edit_of_an_mcp_call_of_the_action_agent_runs_no_branch(
@@ -266,16 +204,18 @@ async def test_a_bad_edit_of_an_mcp_call_of_the_action_agent_runs_no_branch(
     async with resources:
         both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
         with pytest.raises(ValueError, match="do not fit tool 'add'"):
-            await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, bad))
+            await collect(Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, bad))
     assert bank.paid == []
-    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
 
     good = {**bad, points["teller"]: {"approved": True, "arguments": {"a": 20, "b": 3}}}
     model = ScriptedModel(["added"])
     resources, teller = _mcp_teller(model)
     async with resources:
         both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
-        events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, good))
+        events = await collect(
+            Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, good)
+        )
     assert events[-1].error is None and bank.paid == [("B", 2)]
     assert model.requests[0].messages[-1].content.endswith("23")
 
@@ -291,7 +231,9 @@ async def test_a_paused_call_whose_tool_is_gone_is_refused_before_any_branch_run
     approvals = {point: True for point in _points(paused).values()}
 
     both = ParallelAgent("both", [_payer(bank, ["paid"]), _teller(ScriptedModel(["ok"]))])
-    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, approvals))
+    events = await collect(
+        Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, approvals)
+    )
     assert bank.paid == [] and bank.sent == []
     error = events[-1].exception
     assert isinstance(error, CheckpointError), events[-1]
@@ -300,7 +242,9 @@ async def test_a_paused_call_whose_tool_is_gone_is_refused_before_any_branch_run
 
     teller = _teller(ScriptedModel(["ok"]), bank.transfer)
     both = ParallelAgent("both", [_payer(bank, ["paid"]), teller])
-    events = await collect(Runner(both, _store(tmp_path)).resume(paused.checkpoint_id, approvals))
+    events = await collect(
+        Runner(both, sqlite_store(tmp_path)).resume(paused.checkpoint_id, approvals)
+    )
     assert events[-1].error is None
     assert bank.paid == [("B", 2)] and bank.sent == [("X", 5)]
 
@@ -314,7 +258,7 @@ async def test_a_paused_call_whose_servers_tool_is_gone_fails_the_resume_and_kee
     call = Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="a1")])
     resources, teller = _mcp_teller(ScriptedModel([call, "never"]))
     async with resources:
-        paused = pause_of(await collect(Runner(teller, _store(tmp_path)).run("go")))
+        paused = pause_of(await collect(Runner(teller, sqlite_store(tmp_path)).run("go")))
 
     model = ScriptedModel(["never"])
     resources = Resources()
@@ -322,10 +266,10 @@ async def test_a_paused_call_whose_servers_tool_is_gone_fails_the_resume_and_kee
     server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
     resources.add_mcp("ops", MCPToolset(server, tool_filter=["echo"]))
     async with resources:
-        runner = Runner(Teller("teller", ["add"], resources), _store(tmp_path))
+        runner = Runner(_teller_of(["add"], resources), sqlite_store(tmp_path))
         events = await collect(runner.resume(paused.checkpoint_id, True))
     error = events[-1].exception
     assert isinstance(error, CheckpointError), events[-1]
     assert "the paused calls need tools it no longer has: add" in str(error)
     assert model.calls == 0
-    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]

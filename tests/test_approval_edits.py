@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import Bank, checkpoint_ids, sqlite_store
 from mcp_servers.process import STDIO_SCRIPT
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -19,43 +20,14 @@ from test_interrupts import collect, pause_of
 import adk
 from adk import AgentTool, ParallelAgent, Resources, Runner
 from adk.callbacks import Callbacks
-from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent
 
 
-class Bank:
-    """Tools that record what ran: ``pay`` needs approval, ``note`` does not."""
-
-    def __init__(self) -> None:
-        self.paid: list[tuple[str, int]] = []
-
-        @adk.tool(require_approval=True)
-        def pay(payee: str, cents: int) -> str:
-            """Pay someone.
-
-            Args:
-                payee: who is paid.
-                cents: how much.
-            """
-            self.paid.append((payee, cents))
-            return f"paid {cents} to {payee}"
-
-        self.pay = pay
-
-
 def _agent(bank: Bank, model: ScriptedModel) -> ReActAgent:
     return ReActAgent("payer", model, tools=[bank.pay])
-
-
-def _store(tmp_path: Path) -> SQLiteCheckpointStore:
-    return SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
-
-
-async def _checkpoints(store: SQLiteCheckpointStore) -> list[str]:
-    return [id async for id in store.ids()]
 
 
 async def test_an_edited_approval_runs_the_call_with_the_edit_and_the_model_is_told(
@@ -67,11 +39,11 @@ async def test_an_edited_approval_runs_the_call_with_the_edit_and_the_model_is_t
         "done",
     ]
     model = ScriptedModel(script)
-    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    paused = pause_of(await collect(Runner(_agent(bank, model), sqlite_store(tmp_path)).run("pay")))
     assert paused.points[0].info["arguments"] == {"payee": "ACME", "cents": 500}
 
     model = ScriptedModel(script[1:])
-    runner = Runner(_agent(bank, model), _store(tmp_path))
+    runner = Runner(_agent(bank, model), sqlite_store(tmp_path))
     decision = {"approved": True, "arguments": {"payee": "ACME Ltd", "cents": 450}}
     events = await collect(runner.resume(paused.checkpoint_id, decision))
 
@@ -87,7 +59,7 @@ async def test_an_edited_approval_runs_the_call_with_the_edit_and_the_model_is_t
         '{"payee": "ACME Ltd", "cents": 450}]\npaid 450 to ACME Ltd'
     )
     assert result.metadata["edited_arguments"] == {"payee": "ACME Ltd", "cents": 450}
-    assert await _checkpoints(runner.checkpoint_store) == []  # type: ignore[arg-type]
+    assert await checkpoint_ids(runner.checkpoint_store) == []  # type: ignore[arg-type]
 
 
 async def test_decisions_without_arguments_mean_what_they_meant(tmp_path: Path) -> None:
@@ -103,10 +75,10 @@ async def test_decisions_without_arguments_mean_what_they_meant(tmp_path: Path) 
         model = ScriptedModel([Reply(tool_calls=[call]), "done"])
         db = tmp_path / f"{len(bank.paid)}-{id(decision)}"
         db.mkdir()
-        paused = pause_of(await collect(Runner(_agent(bank, model), _store(db)).run("pay")))
+        paused = pause_of(await collect(Runner(_agent(bank, model), sqlite_store(db)).run("pay")))
         model = ScriptedModel(["done"])
         events = await collect(
-            Runner(_agent(bank, model), _store(db)).resume(paused.checkpoint_id, decision)
+            Runner(_agent(bank, model), sqlite_store(db)).resume(paused.checkpoint_id, decision)
         )
         assert events[-1].error is None and bank.paid == paid
         assert "edited" not in model.requests[0].messages[-1].content
@@ -133,20 +105,20 @@ async def test_an_edit_that_does_not_fit_is_refused_and_the_checkpoint_kept(
         tool_call("pay", {"payee": "Bob", "cents": 20}, id="call_2"),
     ]
     model = ScriptedModel([Reply(tool_calls=calls), "done"])
-    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    paused = pause_of(await collect(Runner(_agent(bank, model), sqlite_store(tmp_path)).run("pay")))
     first, second = (point.id for point in paused.points)
 
     model = ScriptedModel(["done"])
-    runner = Runner(_agent(bank, model), _store(tmp_path))
+    runner = Runner(_agent(bank, model), sqlite_store(tmp_path))
     bad = {first: {"approved": True, "arguments": arguments}, second: True}
     with pytest.raises(ValueError, match="Nothing ran and the checkpoint is kept") as caught:
         await collect(runner.resume(paused.checkpoint_id, bad))
     assert problem in str(caught.value) and first in str(caught.value)
     assert bank.paid == [] and model.calls == 0
-    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
 
     good = {first: {"approved": True, "arguments": {"payee": "ACME", "cents": 1}}, second: True}
-    runner = Runner(_agent(bank, model), _store(tmp_path))
+    runner = Runner(_agent(bank, model), sqlite_store(tmp_path))
     events = await collect(runner.resume(paused.checkpoint_id, good))
     assert events[-1].error is None and sorted(bank.paid) == [("ACME", 1), ("Bob", 20)]
 
@@ -159,7 +131,7 @@ async def test_parallel_calls_edit_one_approve_another_deny_a_third(tmp_path: Pa
         tool_call("pay", {"payee": "Eve", "cents": 900}, id="c3"),
     ]
     model = ScriptedModel([Reply(tool_calls=calls), "done"])
-    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    paused = pause_of(await collect(Runner(_agent(bank, model), sqlite_store(tmp_path)).run("pay")))
     edit, approve, deny = (point.id for point in paused.points)
 
     model = ScriptedModel(["done"])
@@ -169,7 +141,7 @@ async def test_parallel_calls_edit_one_approve_another_deny_a_third(tmp_path: Pa
         deny: {"approved": False, "reason": "fraud"},
     }
     events = await collect(
-        Runner(_agent(bank, model), _store(tmp_path)).resume(paused.checkpoint_id, decisions)
+        Runner(_agent(bank, model), sqlite_store(tmp_path)).resume(paused.checkpoint_id, decisions)
     )
 
     assert events[-1].error is None
@@ -201,16 +173,18 @@ async def test_an_edited_call_that_then_asks_its_own_question_keeps_the_edit(
     call = tool_call("book", {"flight": "LH1"}, id="c1")
     model = ScriptedModel([Reply(tool_calls=[call]), "done"])
     paused = pause_of(
-        await collect(Runner(ReActAgent("a", model, tools=[book]), _store(tmp_path)).run("go"))
+        await collect(
+            Runner(ReActAgent("a", model, tools=[book]), sqlite_store(tmp_path)).run("go")
+        )
     )
 
     edit = {"approved": True, "arguments": {"flight": "LH2"}}
-    runner = Runner(ReActAgent("a", ScriptedModel([]), tools=[book]), _store(tmp_path))
+    runner = Runner(ReActAgent("a", ScriptedModel([]), tools=[book]), sqlite_store(tmp_path))
     asked = pause_of(await collect(runner.resume(paused.checkpoint_id, edit)))
     assert asked.points[0].info == "window or aisle?" and booked == []
 
     model = ScriptedModel(["done"])
-    runner = Runner(ReActAgent("a", model, tools=[book]), _store(tmp_path))
+    runner = Runner(ReActAgent("a", model, tools=[book]), sqlite_store(tmp_path))
     events = await collect(runner.resume(asked.checkpoint_id, "aisle"))
     assert events[-1].error is None and booked == [("LH2", "aisle")]
     assert model.requests[0].messages[-1].content == (
@@ -238,17 +212,19 @@ async def test_the_check_before_the_resume_refuses_a_bad_edit_before_any_branch_
 
     script_a: list[Any] = [Reply(tool_calls=[tool_call("pay", {"payee": "A", "cents": 1})]), "a"]
     script_b: list[Any] = [Reply(tool_calls=[tool_call("pay", {"payee": "B", "cents": 2})]), "b"]
-    paused = pause_of(await collect(Runner(agents(), _store(tmp_path)).run("pay")))
+    paused = pause_of(await collect(Runner(agents(), sqlite_store(tmp_path)).run("pay")))
     first, second = sorted(point.id for point in paused.points)
 
     script_a, script_b = ["a"], ["b"]
     bad = {first: True, second: {"approved": True, "arguments": {"payee": "B", "cents": "x"}}}
     with pytest.raises(ValueError, match="do not fit tool 'pay'"):
-        await collect(Runner(agents(), _store(tmp_path)).resume(paused.checkpoint_id, bad))
+        await collect(Runner(agents(), sqlite_store(tmp_path)).resume(paused.checkpoint_id, bad))
     assert bank.paid == []
 
     good = {first: True, second: {"approved": True, "arguments": {"payee": "B", "cents": 3}}}
-    events = await collect(Runner(agents(), _store(tmp_path)).resume(paused.checkpoint_id, good))
+    events = await collect(
+        Runner(agents(), sqlite_store(tmp_path)).resume(paused.checkpoint_id, good)
+    )
     assert events[-1].error is None and sorted(bank.paid) == [("A", 1), ("B", 3)]
 
 
@@ -266,21 +242,23 @@ async def test_an_mcp_call_runs_with_the_edit_checked_against_the_servers_schema
     call = tool_call("add", {"a": 2, "b": 3}, id="c1")
     toolset, agent = _mcp_agent(ScriptedModel([Reply(tool_calls=[call]), "never"]))
     async with toolset:
-        paused = pause_of(await collect(Runner(agent, _store(tmp_path)).run("add")))
+        paused = pause_of(await collect(Runner(agent, sqlite_store(tmp_path)).run("add")))
 
     bad = {"approved": True, "arguments": {"a": "two", "b": 3}}
     toolset, agent = _mcp_agent(ScriptedModel(["never"]))
     async with toolset:
-        resumed = Runner(agent, _store(tmp_path)).resume(paused.checkpoint_id, bad)
+        resumed = Runner(agent, sqlite_store(tmp_path)).resume(paused.checkpoint_id, bad)
         with pytest.raises(ValueError, match="do not fit tool 'add': a: 'two' is not of type"):
             await collect(resumed)
-    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
 
     model = ScriptedModel(["done"])
     toolset, agent = _mcp_agent(model)
     edit = {"approved": True, "arguments": {"a": 20, "b": 3}}
     async with toolset:
-        events = await collect(Runner(agent, _store(tmp_path)).resume(paused.checkpoint_id, edit))
+        events = await collect(
+            Runner(agent, sqlite_store(tmp_path)).resume(paused.checkpoint_id, edit)
+        )
     assert events[-1].error is None
     assert model.requests[0].messages[-1].content == (
         '[A person edited this call\'s arguments before it ran; it ran with {"a": 20, "b": 3}]\n23'
@@ -301,13 +279,13 @@ async def test_the_tool_span_records_the_edited_arguments_and_that_they_were_edi
     bank = Bank()
     call = tool_call("pay", {"payee": "ACME", "cents": 500}, id="c1")
     model = ScriptedModel([Reply(tool_calls=[call]), "done"])
-    runner = Runner(_agent(bank, model), _store(tmp_path), tracer_provider=provider)
+    runner = Runner(_agent(bank, model), sqlite_store(tmp_path), tracer_provider=provider)
     paused = pause_of(await collect(runner.run("pay")))
     (first,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool pay"]
     assert "adk.approval.edited" not in (first.attributes or {})
     exporter.clear()
 
-    runner = Runner(_agent(bank, model), _store(tmp_path), tracer_provider=provider)
+    runner = Runner(_agent(bank, model), sqlite_store(tmp_path), tracer_provider=provider)
     edit = {"approved": True, "arguments": {"payee": "ACME", "cents": 5}}
     await collect(runner.resume(paused.checkpoint_id, edit))
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool pay"]
@@ -333,10 +311,12 @@ async def test_a_result_returned_directly_is_the_output_without_the_note(tmp_pat
 
     paused = pause_of(
         await collect(
-            Runner(agent(ScriptedModel([Reply(tool_calls=[call])])), _store(tmp_path)).run("pay")
+            Runner(agent(ScriptedModel([Reply(tool_calls=[call])])), sqlite_store(tmp_path)).run(
+                "pay"
+            )
         )
     )
-    runner = Runner(agent(ScriptedModel([])), _store(tmp_path))
+    runner = Runner(agent(ScriptedModel([])), sqlite_store(tmp_path))
     edit = {"approved": True, "arguments": {"payee": "ACME", "cents": 5}}
     result = await runner.invoke_resume(paused.checkpoint_id, edit)
     assert result.text == "paid 5 to ACME" and bank.paid == [("ACME", 5)]
@@ -359,16 +339,18 @@ async def test_an_approval_inside_an_agent_tool_runs_with_the_edit(tmp_path: Pat
     inner_call = tool_call("pay", {"payee": "ACME", "cents": 500}, id="i1")
     outer_call = tool_call("cashier", {"request": "pay ACME"}, id="o1")
     agent = outer([Reply(tool_calls=[inner_call]), "paid"], [Reply(tool_calls=[outer_call]), "ok"])
-    paused = pause_of(await collect(Runner(agent, _store(tmp_path)).run("pay")))
+    paused = pause_of(await collect(Runner(agent, sqlite_store(tmp_path)).run("pay")))
     (point,) = paused.points
     assert point.id.endswith("/tool:pay#i1")
 
     bad = {"approved": True, "arguments": {"payee": "ACME"}}
     with pytest.raises(ValueError, match="cents: Field required"):
-        await collect(Runner(outer([], []), _store(tmp_path)).resume(paused.checkpoint_id, bad))
+        await collect(
+            Runner(outer([], []), sqlite_store(tmp_path)).resume(paused.checkpoint_id, bad)
+        )
 
     edit = {"approved": True, "arguments": {"payee": "ACME", "cents": 7}}
-    runner = Runner(outer(["paid"], ["ok"]), _store(tmp_path))
+    runner = Runner(outer(["paid"], ["ok"]), sqlite_store(tmp_path))
     result = await runner.invoke_resume(paused.checkpoint_id, edit)
     assert result.text == "ok" and bank.paid == [("ACME", 7)]
 
@@ -380,7 +362,7 @@ async def test_arguments_sent_back_unchanged_are_no_edit(tmp_path: Path) -> None
     bank = Bank()
     calls = [tool_call("pay", {"payee": "Müller", "cents": 500}, id=id) for id in ("c1", "c2")]
     model = ScriptedModel([Reply(tool_calls=calls), "done"])
-    paused = pause_of(await collect(Runner(_agent(bank, model), _store(tmp_path)).run("pay")))
+    paused = pause_of(await collect(Runner(_agent(bank, model), sqlite_store(tmp_path)).run("pay")))
     same, changed = (point.id for point in paused.points)
 
     model = ScriptedModel(["done"])
@@ -388,7 +370,7 @@ async def test_arguments_sent_back_unchanged_are_no_edit(tmp_path: Path) -> None
         same: {"approved": True, "arguments": paused.points[0].info["arguments"]},
         changed: {"approved": True, "arguments": {"payee": "Müller GmbH", "cents": 500}},
     }
-    runner = Runner(_agent(bank, model), _store(tmp_path))
+    runner = Runner(_agent(bank, model), sqlite_store(tmp_path))
     await collect(runner.resume(paused.checkpoint_id, decisions))
     results = {m.tool_call_id: m for m in model.requests[0].messages if m.role == "tool"}
     assert results["c1"].content == "paid 500 to Müller"
@@ -415,13 +397,15 @@ async def test_arguments_sent_back_as_the_request_showed_them_are_no_edit(
     call = tool_call("pay", {"payee": "A", "cents": "500"}, id="c1")
     model = ScriptedModel([Reply(tool_calls=[call])])
     paused = pause_of(
-        await collect(Runner(ReActAgent("payer", model, tools=[pay]), _store(tmp_path)).run("pay"))
+        await collect(
+            Runner(ReActAgent("payer", model, tools=[pay]), sqlite_store(tmp_path)).run("pay")
+        )
     )
     shown = paused.points[0].info["arguments"]
     assert shown == {"payee": "A", "cents": 500, "memo": ""}
 
     model = ScriptedModel(["done"])
-    runner = Runner(ReActAgent("payer", model, tools=[pay]), _store(tmp_path))
+    runner = Runner(ReActAgent("payer", model, tools=[pay]), sqlite_store(tmp_path))
     approved = {"approved": True, "arguments": shown}
     done = await runner.invoke_resume(paused.checkpoint_id, approved)
     [result] = [m for m in model.requests[-1].messages if m.role == "tool"]
@@ -457,7 +441,7 @@ async def test_a_bad_edit_of_a_toolsets_call_is_refused_before_a_parallel_branch
         payer = ReActAgent(
             "payer", ScriptedModel(script("pay", {"payee": "B", "cents": 2})), tools=[bank.pay]
         )
-        first = Runner(ParallelAgent("both", [ops, payer]), _store(tmp_path))
+        first = Runner(ParallelAgent("both", [ops, payer]), sqlite_store(tmp_path))
         paused = pause_of(await collect(first.run("go")))
     by_agent = {point.id.split("/")[1]: point.id for point in paused.points}
 
@@ -467,16 +451,16 @@ async def test_a_bad_edit_of_a_toolsets_call_is_refused_before_a_parallel_branch
     }
     tools = toolset()
     async with tools:
-        resumed = Runner(agents(tools, ["never"]), _store(tmp_path))
+        resumed = Runner(agents(tools, ["never"]), sqlite_store(tmp_path))
         with pytest.raises(ValueError, match="do not fit tool 'add'"):
             await collect(resumed.resume(paused.checkpoint_id, bad))
     assert bank.paid == []  # the payment waits with the kept checkpoint
-    assert await _checkpoints(_store(tmp_path)) == [paused.checkpoint_id]
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
 
     good = {**bad, by_agent["agent:ops"]: {"approved": True, "arguments": {"a": 20, "b": 3}}}
     tools = toolset()
     async with tools:
-        resumed = Runner(agents(tools, ["done"]), _store(tmp_path))
+        resumed = Runner(agents(tools, ["done"]), sqlite_store(tmp_path))
         events = await collect(resumed.resume(paused.checkpoint_id, good))
     assert events[-1].error is None
     assert bank.paid == [("B", 2)]  # once
@@ -501,7 +485,7 @@ async def test_a_callback_that_answers_for_an_edited_call_is_not_told_as_what_ra
 
     def runner(model: ScriptedModel) -> Runner:
         callbacks = [Callbacks(before_tool=limit)]
-        return Runner(_agent(bank, model), _store(tmp_path), callbacks=callbacks)
+        return Runner(_agent(bank, model), sqlite_store(tmp_path), callbacks=callbacks)
 
     call = tool_call("pay", {"payee": "A", "cents": 500}, id="c1")
     paused = pause_of(await collect(runner(ScriptedModel([Reply(tool_calls=[call])])).run("pay")))
@@ -524,7 +508,7 @@ async def test_a_tool_registered_under_another_name_takes_an_edit(tmp_path: Path
         resources = Resources()
         resources.add_tool(bank.pay, name="send_money")
         agent = ReActAgent("payer", model, tools=["send_money"])
-        return Runner(agent, _store(tmp_path), resources=resources)
+        return Runner(agent, sqlite_store(tmp_path), resources=resources)
 
     call = tool_call("send_money", {"payee": "ACME", "cents": 500}, id="call_1")
     paused = pause_of(await collect(runner(ScriptedModel([Reply(tool_calls=[call])])).run("pay")))
