@@ -13,6 +13,8 @@ import random
 from collections.abc import AsyncIterator
 from typing import Any
 
+from conftest import ChatActor
+
 from adk import (
     Agent,
     AgentEvent,
@@ -29,15 +31,6 @@ from adk import (
     Runner,
     SequentialAgent,
     tool,
-)
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
 )
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -87,7 +80,9 @@ def agent_tree(
             resources = Resources()
             resources.add_model("model", model(name, "work", {"tag": name}))
             resources.add_tool(work)
-            return _Actor(name, description=name, resources=resources)
+            return ChatActor(
+                name, ["work"], model="model", prompt="go", description=name, resources=resources
+            )
         return react(name, "work", {"tag": name}, [work])
 
     def asker() -> Agent:
@@ -115,20 +110,6 @@ def agent_tree(
         return LoopAgent(name, children, max_iterations=2)
 
     return node(3)
-
-
-class _Actor(ActionAgent):
-    """A leaf made of actions: asks its model through the built-in chat and tool actions (the
-    model calls ``work``, then answers) and outputs the answer."""
-
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        request = ChatRequestEvent(model="model", messages=[Message.user("go")], tools=["work"])
-        ctx.send_event(request)
-
-    @action(ChatResponseEvent)
-    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-        ctx.send_event(OutputEvent(output=event.response.content))
 
 
 class _Asker(BaseAgent):

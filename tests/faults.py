@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from conftest import ChatActor
+
 from adk import (
     Agent,
     AgentEvent,
@@ -44,15 +46,6 @@ from adk import (
     ToolContext,
     tool,
     with_sub_agents,
-)
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
 )
 from adk.checkpoint import _claim
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -233,24 +226,14 @@ class Breaker(BaseAgent):
             yield AgentEvent.break_loop()
 
 
-class _Actor(ActionAgent):
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        ctx.send_event(
-            ChatRequestEvent(model="model", messages=[Message.user("go")], tools=["work"])
-        )
-
-    @action(ChatResponseEvent)
-    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-        ctx.send_event(OutputEvent(output=event.response.content))
-
-
 def actor(name: str, f: Faults, pause: bool) -> Agent:
     resources = Resources()
     model = FaultModel(name, f, _calls_then_answers(name, [("work", {"tag": name})]))
     resources.add_model("model", model)
     resources.add_tool(_work(f, pause))
-    return _Actor(name, description=name, resources=resources)
+    return ChatActor(
+        name, ["work"], model="model", prompt="go", description=name, resources=resources
+    )
 
 
 def _transfer(target: str) -> Reply:

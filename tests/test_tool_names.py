@@ -17,21 +17,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import ScriptAgent, run_events
+from conftest import ChatActor, ScriptAgent, run_events
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 from pydantic import ValidationError
 
 import adk
 from adk import AgentTool, RunError, Runner, with_sub_agents
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
-)
+from adk.actions import ChatRequestEvent
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.resources import Resources
@@ -335,17 +327,6 @@ def test_a_chat_request_offering_one_tool_twice_is_refused_where_it_is_made() ->
         ChatRequestEvent(model="m", messages=[], tools=["add", "pid", "add"])
 
 
-class _Asker(ActionAgent):
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        request = ChatRequestEvent(model="m", messages=[adk.Message.user("go")], tools=["add"])
-        ctx.send_event(request)
-
-    @action(ChatResponseEvent)
-    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-        ctx.send_event(OutputEvent(output=event.response.content))
-
-
 async def test_an_action_agents_tools_see_a_clash_between_add_tool_and_a_server(
     http_process: HTTPServerProcess,
 ) -> None:
@@ -355,7 +336,7 @@ async def test_an_action_agents_tools_see_a_clash_between_add_tool_and_a_server(
         resources.add_tool(_Shout(), name="add")
         resources.add_mcp("demo", HTTPServer(http_process.url))
         with pytest.raises(RunError, match="'add' is offered by MCP server 'demo'"):
-            await Runner(_Asker("asker"), resources=resources).invoke("go")
+            await Runner(ChatActor("asker", ["add"], prompt="go"), resources=resources).invoke("go")
         assert model.calls == 0
 
 
