@@ -10,20 +10,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from conftest import ChatActor
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 
 import adk
 from adk import AgentEvent, AgentInput, AgentTool, BaseAgent, Message, RunContext, Runner, Usage
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
-)
+from adk.actions import ActionContext, ChatResponseEvent, OutputEvent, action
 from adk.models import ChatModel
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel
@@ -94,14 +87,9 @@ async def test_an_action_that_outputs_its_chat_reply_counts_it_once() -> None:
     """The chat action counts its rounds as it makes them (they need not become events); an
     action that sends the reply on as its output does not count it a second time."""
 
-    class Asker(ActionAgent):
-        @action(InputEvent)
-        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
-
+    class Asker(ChatActor):
         @action(ChatResponseEvent)
-        @staticmethod
-        def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
             ctx.send_event(OutputEvent(output=event.response))  # the reply itself, usage and all
 
     resources = adk.Resources()

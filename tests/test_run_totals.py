@@ -8,20 +8,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from conftest import ChatActor
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 
 import adk
 from adk import AgentTool, Message, Role, Runner, Usage
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
-)
 from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from adk.checkpoint.memory import InMemoryCheckpointStore
 from adk.models.openai import OpenAIChatModel
@@ -407,17 +399,6 @@ async def test_openai_models_usage_and_conversation_over_the_wire(
 async def test_an_action_agents_chat_rounds_count() -> None:
     """The built-in chat action calls the model outside any ReActAgent: its rounds count too."""
 
-    class Asker(ActionAgent):
-        @action(InputEvent)
-        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-            request = [Message.user(event.input)]
-            ctx.send_event(ChatRequestEvent(model="m", messages=request, tools=["add"]))
-
-        @action(ChatResponseEvent)
-        @staticmethod
-        def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
-            ctx.send_event(OutputEvent(output=event.response.content))
-
     resources = adk.Resources()
     resources.add_model(
         "m",
@@ -429,7 +410,7 @@ async def test_an_action_agents_chat_rounds_count() -> None:
         ),
     )
     resources.add_tool(add)
-    result = await Runner(Asker("asker", resources=resources)).invoke("1 + 2?")
+    result = await Runner(ChatActor("asker", ["add"], resources=resources)).invoke("1 + 2?")
     assert result.text == "3"
     assert result.usage == used(8, 2) + used(12, 1, reasoning=1)
 
