@@ -325,30 +325,49 @@ async def test_a_consumer_that_stops_early_closes_every_generator() -> None:
     assert other_tasks() == before
 
 
+class _Events:
+    """An async iterator of one event per text, without ``aclose`` (not a generator)."""
+
+    def __init__(self, *texts: str) -> None:
+        self.items = [AgentEvent.of(text) for text in texts]
+
+    def __aiter__(self) -> _Events:
+        return self
+
+    async def __anext__(self) -> AgentEvent:
+        if not self.items:
+            raise StopAsyncIteration
+        return self.items.pop(0)
+
+
+class _ClosableEvents(_Events):
+    """``_Events`` with an ``aclose`` that counts its calls in ``closed``."""
+
+    def __init__(self, *texts: str) -> None:
+        super().__init__(*texts)
+        self.closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+class _Plain:
+    """An agent by the protocol alone, not a ``BaseAgent``: its run is ``events``."""
+
+    name = "plain"
+    description = "not a BaseAgent"
+
+    def __init__(self, events: _Events) -> None:
+        self.events = events
+
+    def run(self, input: AgentInput, ctx: RunContext) -> Any:
+        return self.events
+
+
 async def test_any_object_satisfying_the_protocol_is_an_agent() -> None:
-    class Iter:
-        """An async iterator without aclose: nothing to close, still runs."""
-
-        def __init__(self) -> None:
-            self.items = [AgentEvent.of("p1"), AgentEvent.of("p2")]
-
-        def __aiter__(self) -> Iter:
-            return self
-
-        async def __anext__(self) -> AgentEvent:
-            if not self.items:
-                raise StopAsyncIteration
-            return self.items.pop(0)
-
-    class Plain:
-        name = "plain"
-        description = "not a BaseAgent"
-
-        def run(self, input: AgentInput, ctx: RunContext) -> Any:
-            return Iter()
-
+    # Its run's iterator has no aclose: nothing to close, still runs.
     after = ScriptAgent("after")
-    events = await run_events(SequentialAgent("seq", [Plain(), after]))
+    events = await run_events(SequentialAgent("seq", [_Plain(_Events("p1", "p2")), after]))
     assert simplify_events(events) == ["plain: p1", "plain: p2"]
     assert after.inputs[0][-2:] == [
         Message.user("For context: [plain] said: p1."),
@@ -359,32 +378,9 @@ async def test_any_object_satisfying_the_protocol_is_an_agent() -> None:
 async def test_a_steps_iterator_that_ran_to_its_end_is_still_closed() -> None:
     # The step runner skips closing a generator that ran to its end (it has nothing left to
     # close); any other iterator is closed as before, even after its last event.
-    class Iter:
-        def __init__(self) -> None:
-            self.items = [AgentEvent.of("p1")]
-            self.closed = 0
-
-        def __aiter__(self) -> Iter:
-            return self
-
-        async def __anext__(self) -> AgentEvent:
-            if not self.items:
-                raise StopAsyncIteration
-            return self.items.pop(0)
-
-        async def aclose(self) -> None:
-            self.closed += 1
-
-    iterator = Iter()
-
-    class Plain:
-        name = "plain"
-        description = "not a BaseAgent"
-
-        def run(self, input: AgentInput, ctx: RunContext) -> Any:
-            return iterator
-
-    events = await run_events(SequentialAgent("seq", [Plain(), ScriptAgent("after", "done")]))
+    iterator = _ClosableEvents("p1")
+    plain = _Plain(iterator)
+    events = await run_events(SequentialAgent("seq", [plain, ScriptAgent("after", "done")]))
     assert simplify_events(events) == ["plain: p1", "after: done"]
     assert iterator.closed == 1
 
