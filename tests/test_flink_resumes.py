@@ -13,7 +13,8 @@ import asyncio
 import importlib.util
 import json
 import logging
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
 
@@ -29,6 +30,8 @@ from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment
 from adk.execution._flink import FlinkKeyedInput, _AgentFunction, _KeyedStateFunction
 from adk.execution._flink_resumes import keyed_row, parsed
+
+_T = TypeVar("_T")
 
 
 class _Job:
@@ -53,6 +56,14 @@ class _Job:
             self.states: dict[str, KeyedState] = {}
         else:
             self.function = _AgentFunction(agent, env, True, parse, json_keys, True)
+
+    def drive(self, steps: Coroutine[Any, Any, _T]) -> _T:
+        """Runs ``steps`` to their end, then closes the operator function as the job's end
+        does, whatever happened."""
+        try:
+            return asyncio.run(steps)
+        finally:
+            self.function.close()
 
     async def record(self, user: str, amount: int) -> list[dict[str, Any]]:
         record = {"user": user, "amount": amount}
@@ -100,10 +111,7 @@ def test_a_resume_in_the_stream_runs_as_a_record_of_its_key(
         return [after, resumed, await job.record("ann", 1), await job.record("bob", 2)]
 
     with caplog.at_level(logging.WARNING, logger="adk.runner"):
-        try:
-            after, resumed, next_one, other = asyncio.run(run())
-        finally:
-            job.function.close()
+        after, resumed, next_one, other = job.drive(run())
     assert not caplog.records  # resumed as a record of its key: nothing to warn of
     assert [o["output"] for o in after] == [5]
     assert [o["output"] for o in resumed] == [505]
@@ -134,10 +142,7 @@ def test_a_resume_that_names_no_paused_record_fails_as_a_record(
             await job.record("ann", 1),
         ]
 
-    try:
-        before, [failed], after = asyncio.run(run())
-    finally:
-        job.function.close()
+    before, [failed], after = job.drive(run())
     assert failed["error"]["type"] == "ValueError" and failed["output"] is None
     assert problem in failed["error"]["message"] and "resume 1" in failed["error"]["message"]
     assert [o["output"] for o in before] == [5] and [o["output"] for o in after] == [6]
@@ -160,10 +165,7 @@ def test_a_runner_resuming_a_jobs_keyed_pause_warns_its_writes_stay_out_of_the_k
     the session saved at its pause, and what it writes never reaches the key's memory in the job:
     it did so silently. Now it warns, naming the key and the way through the job."""
     job = _Job(durable, json_keys=True)
-    try:
-        [paused] = asyncio.run(job.record("ann", 500))
-    finally:
-        job.function.close()
+    [paused] = job.drive(job.record("ann", 500))
     runner = Runner(ActionAgent("ledger", actions=[book]), checkpoint_store=job.store)
 
     with caplog.at_level(logging.WARNING, logger="adk.runner"):
@@ -226,10 +228,7 @@ def test_an_approval_given_twice_is_a_failed_output_not_a_failed_job(durable: bo
         later = [await job.resume(answer), await job.resume(answer), await job.record("ann", 1)]
         return paused, later
 
-    try:
-        paused, (resumed, [again], after) = asyncio.run(run())
-    finally:
-        job.function.close()
+    paused, (resumed, [again], after) = job.drive(run())
     assert [o["output"] for o in resumed] == [500]
     assert again["error"]["type"] == "CheckpointError" and again["output"] is None
     assert "no checkpoint" in again["error"]["message"]
@@ -255,10 +254,7 @@ def test_a_resume_whose_data_the_runner_refuses_is_a_failed_output_not_a_failed_
         later = [await job.resume(wrong), await job.resume(right), await job.record("ann", 1)]
         return paused, later
 
-    try:
-        paused, ([refused], resumed, after) = asyncio.run(run())
-    finally:
-        job.function.close()
+    paused, ([refused], resumed, after) = job.drive(run())
     assert refused["error"]["type"] == "ValueError" and refused["output"] is None
     assert "unknown interrupt point id" in refused["error"]["message"]
     assert refused["run_id"] == paused["run_id"]
@@ -284,10 +280,7 @@ def test_a_resume_naming_another_key_is_a_failed_output_touching_no_memory(
         later = [await job.resume(wrong), await job.record("bob", 1), await job.resume(right)]
         return paused, later
 
-    try:
-        paused, ([refused], bob, ann) = asyncio.run(run())
-    finally:
-        job.function.close()
+    paused, ([refused], bob, ann) = job.drive(run())
     assert refused["error"]["type"] == "CheckpointError" and refused["output"] is None
     assert "paused a record of key 'ann', not of key 'bob'" in refused["error"]["message"]
     assert refused["run_id"] == paused["run_id"]
@@ -308,10 +301,7 @@ def test_a_bytes_key_given_back_as_json_text_is_refused_not_split(durable: bool)
         refused = await job.resume(json.dumps({**paused, "resume": "approved"}))
         return [refused, await job._element(b"ann", {"user": "ann", "amount": 1})]
 
-    try:
-        [refused], after = asyncio.run(run())
-    finally:
-        job.function.close()
+    [refused], after = job.drive(run())
     assert refused["error"]["type"] == "CheckpointError"
     assert "key b'ann' (a bytes, which is not a JSON value)" in refused["error"]["message"]
     assert [o["output"] for o in after] == [6]
