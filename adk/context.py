@@ -329,8 +329,18 @@ class _Turns:
 def count_usage(ctx: RunContext, reply: Message) -> None:
     """Add the usage of a model reply that is not (yet) an event's message to its run's total,
     once: recorded later as an event's message, it is not counted again (``count_recorded``)."""
-    if reply.usage is None:
-        return
+    usage = reply.usage
+    if usage is not None and note_counted(ctx, reply):
+        run = ctx._run
+        _add_usage(run if run.totals is None else run.totals, usage)
+
+
+def note_counted(ctx: RunContext, reply: Message) -> bool:
+    """Note ``reply`` as counted in its run's total, so that recording it as an event's message
+    does not count it (again); False if it was noted already. Alone (without ``count_usage``)
+    for a reply whose usage the total already holds from before a pause: the actions' chat
+    replies restored on resume, whose count the checkpoint's usage kept but not which replies
+    it covered."""
     run = ctx._run
     if run.totals is not None:
         run = run.totals
@@ -338,9 +348,9 @@ def count_usage(ctx: RunContext, reply: Message) -> None:
     if counted is None:
         counted = run.counted = weakref.WeakValueDictionary()
     elif counted.get(id(reply)) is reply:
-        return
+        return False
     counted[id(reply)] = reply
-    _add_usage(run, reply.usage)
+    return True
 
 
 def count_recorded(run: _RunState, message: Message, usage: Usage) -> None:

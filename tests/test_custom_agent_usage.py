@@ -106,3 +106,32 @@ async def test_a_message_without_usage_counts_nothing() -> None:
             yield AgentEvent.of("no model here")
 
     assert (await Runner(Plain("plain")).invoke("hi")).usage is None
+
+
+async def test_a_chat_reply_output_after_a_pause_counts_once() -> None:
+    """An action that has its chat reply reviewed before sending it (a pause on the
+    ``ChatResponseEvent``) outputs it on resume: the one model call counts once. The reply
+    restored from the checkpoint is another object than the one the chat round counted, and the
+    checkpoint's usage already holds it, so it was counted a second time (26 tokens for 13)."""
+
+    class Reviewed(ActionAgent):
+        @action(InputEvent)
+        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise adk.Interrupt("send this answer?")
+            ctx.send_event(OutputEvent(output=event.response))
+
+    resources = adk.Resources()
+    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
+    runner = Runner(Reviewed("reviewed", resources=resources))
+    paused = await runner.invoke("1 + 2?")
+    assert paused.interrupt is not None
+    assert paused.usage == used(12, 1)
+    resumed = await runner.invoke_resume(paused.interrupt.checkpoint_id, True)
+    assert resumed.text == "3"
+    assert resumed.usage == used(12, 1)

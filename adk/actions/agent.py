@@ -16,12 +16,12 @@ import adk
 from .._checks import check_count
 from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
-from ..context import RunContext
+from ..context import RunContext, note_counted
 from ..events import AgentEvent
 from ..messages import Message
 from ._builtin import preflight_tool_action, tool_action
 from ._run import _ActionRun
-from .events import ToolRequestEvent, _input_event
+from .events import ChatResponseEvent, ToolRequestEvent, _input_event
 from .plan import AgentPlan
 
 if TYPE_CHECKING:
@@ -90,6 +90,11 @@ class ActionAgent(BaseAgent):
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)
+        # The chat replies waiting in the restored events were counted before the pause (the
+        # checkpoint's usage holds them): an action outputting one now must not count it again.
+        for waiting in (current, *run.queue):
+            if isinstance(waiting, ChatResponseEvent) and waiting.response.usage is not None:
+                note_counted(ctx, waiting.response)
         try:
             async with aclosing(run.process(current, listener, resumed=True)) as events:
                 async for event in events:
