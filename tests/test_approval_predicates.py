@@ -384,6 +384,29 @@ def test_an_mcp_approval_mapping_is_checked_where_the_toolset_is_made(
         MCPToolset(_stdio(), require_approval=setting)
 
 
+@pytest.mark.parametrize("setting", [{"m_add": True}, ["m_add"]])
+async def test_an_mcp_approval_naming_the_prefixed_tool_is_refused_as_its_tools_are_listed(
+    setting: Any,
+) -> None:
+    """The approval request names the tool as the model sees it (``m_add``), and an app copying
+    that name into ``require_approval`` matched no server tool: ``add`` ran without asking. The
+    listing refuses it, naming the server's name to use instead."""
+    async with MCPToolset(_stdio(), prefix="m", require_approval=setting) as tools:
+        with pytest.raises(RuntimeError, match=r"names tool\(s\) 'm_add' \(the server's 'add'\)"):
+            await tools.tools()
+
+
+async def test_an_mcp_approval_name_the_server_does_not_list_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with MCPToolset(_stdio(), require_approval={"add": True, "ad": True}) as tools:
+        with caplog.at_level("WARNING", logger="adk.mcp"):
+            listed = {tool.spec.name for tool in await tools.tools()}
+    assert "add" in listed
+    [record] = [r for r in caplog.records if "require_approval" in r.getMessage()]
+    assert "lists no tool named 'ad'" in record.getMessage()
+
+
 # -- a service: the OpenAI wire protocol, SQLite, a fresh runner ---------------------------------
 async def test_a_service_pauses_only_the_large_payment_and_resumes_it_after_a_restart(
     tmp_path: Path,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -62,6 +63,8 @@ _ApprovalSetting = bool | _ToolFilter | Mapping[str, _Approval]
 """``MCPToolset(require_approval=)``: every tool or none, some tools (names or a predicate over
 their specs, as ``tool_filter``), or a map of tool names (the server's) to each one's
 ``require_approval`` (a bool or a function of each call)."""
+
+logger = logging.getLogger("adk.mcp")
 
 _PAGE_LIMIT = 100  # a server whose cursors never end cannot hang listing
 _NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
@@ -336,6 +339,9 @@ class MCPToolset(AsyncCloseable):
         self._span_attributes = _span_attributes(server)  # for tracing, made once
         self._accepts = _compile_filter(tool_filter)
         self._needs_approval = _approval_of(require_approval)
+        # The tool names require_approval gives (a mapping's keys, a collection), checked against
+        # the server's as its tools are listed (``_check_approval_names``); None for the others.
+        self._approval_names: frozenset[str] | None = _approval_names(require_approval)
         self._prefix = prefix
         # How every name this server offers starts (see ``_may_offer``): the prefix as given
         # (prompts, and tools whose names fit), and as ``_model_names`` makes it fit model APIs.
@@ -492,6 +498,8 @@ class MCPToolset(AsyncCloseable):
             if self._accepts(spec):
                 accepted.append((tool.name, spec))
         names = _model_names([self._exposed(name) for name, _ in accepted])
+        if self._approval_names:
+            self._check_approval_names(wire, accepted, names)
         return [
             _MCPTool(
                 self,
@@ -501,6 +509,35 @@ class MCPToolset(AsyncCloseable):
             )
             for (name, spec), exposed in zip(accepted, names, strict=True)
         ]
+
+    def _check_approval_names(
+        self, wire: list[_WireTool], accepted: list[tuple[str, ToolSpec]], exposed: list[str]
+    ) -> None:
+        """Refuse a ``require_approval`` naming a tool by the name the model sees (``prefix``
+        included, as the approval request shows it) rather than the server's: it matched no tool,
+        so the tool it meant ran unasked. A name the server does not list at all is logged (the
+        server may have dropped the tool; a typo asks for nothing). Not cached, as
+        ``_check_unique``: each use asks again."""
+        assert self._approval_names is not None
+        listed = {tool.name for tool in wire}
+        unknown = self._approval_names - listed
+        if not unknown:
+            return
+        seen = {shown: own for (own, _), shown in zip(accepted, exposed, strict=True)}
+        misnamed = sorted(name for name in unknown if name in seen)
+        if misnamed:
+            which = ", ".join(f"{name!r} (the server's {seen[name]!r})" for name in misnamed)
+            raise RuntimeError(
+                f"MCP server '{self.server}': require_approval names tool(s) {which} as the model "
+                "sees them; it takes the server's own tool names, as tool_filter does, so those "
+                "tools would run without asking"
+            )
+        logger.warning(
+            "MCP server '%s' lists no tool named %s, which require_approval names (the server's "
+            "own tool names are expected); those names ask for nothing",
+            self.server,
+            ", ".join(repr(name) for name in sorted(unknown)),
+        )
 
     async def _fetch_prompts(self, client: Client) -> list[Any]:
         wire: list[_WirePrompt] = await _all_pages(client.list_prompts, "prompts")
@@ -685,6 +722,11 @@ def _approval_of(setting: _ApprovalSetting) -> Callable[[ToolSpec], _Approval]:
             rules[name] = bool(rule) if check is None else check
         return lambda spec: rules.get(spec.name, False)
     return _compile_filter(setting, "require_approval")
+
+
+def _approval_names(setting: _ApprovalSetting) -> frozenset[str] | None:
+    """The tool names a ``require_approval`` setting gives, None for a bool or a predicate."""
+    return None if isinstance(setting, bool) or callable(setting) else frozenset(setting)
 
 
 def _compile_filter(
