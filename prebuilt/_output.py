@@ -14,7 +14,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import from_json
+from pydantic_core import from_json, to_json
 
 from adk import MessageChunk, register_type
 from adk.models._structured import json_kind
@@ -178,7 +178,9 @@ async def _partials(
         body = text[fence.end() :] if fence is not None else text
         try:
             partial = from_json(body, allow_partial="trailing-strings")
-            value = schema.model_validate(partial, context=context)
+            # Validated as JSON, as the agent validates the whole answer: in Python mode a strict
+            # schema takes no "red" for an Enum nor "2024-01-02" for a date, and yielded nothing.
+            value = schema.model_validate_json(to_json(partial), context=context)
         except ValueError:  # not JSON (yet), or not yet valid: ValidationError is a ValueError
             continue
         if value != last:

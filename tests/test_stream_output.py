@@ -4,12 +4,14 @@ and over a real OpenAI wire server (tests/openai_server.py), with either API."""
 
 from __future__ import annotations
 
+import datetime
+import enum
 import itertools
 from collections.abc import AsyncIterator
 
 import pytest
 from openai_server import OpenAIServer, Reply
-from pydantic import BaseModel, RootModel, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, RootModel, ValidationInfo, field_validator
 
 from adk import MessageChunk, Runner
 from adk.models import RetryPolicy
@@ -125,3 +127,29 @@ async def test_a_schema_whose_validators_read_the_run_options_gets_them_as_conte
         if event.output is not None and event.output.stream is not None:
             seen += [c.city async for c in stream_output(event.output.stream, Checked, options)]
     assert seen == ["Os", "Oslo"]
+
+
+class Sky(enum.Enum):
+    clear = "clear"
+    cloudy = "cloudy"
+
+
+class StrictForecast(BaseModel):
+    model_config = ConfigDict(strict=True)
+    sky: Sky
+    day: datetime.date
+    summary: str = ""
+
+
+async def test_a_strict_schema_is_read_as_the_agent_reads_it_from_json() -> None:
+    """A strict schema takes an Enum's value and a date's ISO text from JSON, as the agent's
+    validation of the whole answer does; validated as Python objects, the partials were refused
+    every one, and nothing was shown while the answer streamed."""
+    text = '{"sky": "clear", "day": "2024-01-02", "summary": "sunny all day"}'
+    model = ScriptedModel([text], chunk_size=6)
+    runner = Runner(ReActAgent("f", model, output_schema=StrictForecast), enable_streaming=True)
+    [seen] = await partials(runner, StrictForecast)
+    assert len(seen) > 2
+    assert seen[-1] == StrictForecast(
+        sky=Sky.clear, day=datetime.date(2024, 1, 2), summary="sunny all day"
+    )
