@@ -223,8 +223,15 @@ class _AgentRun:
     async def finish(self) -> None:
         """After the agent ended however it ended (its generator is closed by then)."""
         stream = self.stream
-        if stream is not None and not stream.done:
-            await stream.aclose()  # the run ended before the stream: stop its source
+        if stream is not None:
+            if not stream.done:
+                await stream.aclose()  # the run ended before the stream: stop its source
+            elif stream._error is None and not stream._cut:
+                # Read to its end before the run ended (a reader that stopped at the answer and
+                # closed the run): recorded as a whole reply is when its event passes, so its
+                # usage counts and ``run_messages`` has it; it waited for the next event asked.
+                self.ctx._record(self.stream_author, stream._final_message())
+            self.stream = None
         if self.resumed:
             plan = self.ctx._run.plan
             if plan is not None:

@@ -132,7 +132,8 @@ def run_usage(events: AsyncIterator[AgentEvent]) -> Usage | None:
     """``RunResult.usage`` of the run whose events ``Runner.run`` or ``Runner.resume`` returned:
     what its model calls reported so far, read while or after iterating them. A reply counts by
     the time its event is read (the last event's total is the run's); a streamed reply once its
-    stream has ended and the next event is asked for (the run's once the iteration ends).
+    stream has ended and the next event is asked for, or the run is closed (the run's once
+    the iteration ends, or a reader that stopped at the answer closes the run).
     ``None`` when no call reported usage yet."""
     return _run_of(events, "run_usage").usage
 

@@ -138,6 +138,35 @@ async def test_a_reader_that_stops_at_the_answer_has_every_call_counted() -> Non
     assert adk.run_usage(events) == used(30, 11, cached=4, reasoning=3)
 
 
+async def test_a_streaming_reader_that_stops_at_the_answer_has_every_call_counted() -> None:
+    # A streamed answer was recorded (its usage counted, its message kept) only when the next
+    # event was asked for: a reader that read it to its end and closed the run lacked its call
+    # in run_usage and its message in run_messages, though the reply had come whole.
+    events = Runner(adder(two_turns()), enable_streaming=True).run("What is 2 + 3?")
+    async for event in events:
+        stream = event.output.stream if event.output is not None else None
+        if stream is not None and (await stream.collect()).content == "2 + 3 = 5":
+            break
+    await events.aclose()
+    assert adk.run_usage(events) == used(30, 11, cached=4, reasoning=3)
+    assert adk.run_messages(events)[-1].content == "2 + 3 = 5"
+
+
+async def test_a_streamed_answer_not_read_to_its_end_is_not_recorded() -> None:
+    # Closed while its reply was still arriving, the run records no part of it.
+    events = Runner(adder(two_turns()), enable_streaming=True).run("What is 2 + 3?")
+    streams = 0
+    async for event in events:
+        if event.output is not None and event.output.stream is not None:
+            streams += 1
+            if streams == 2:  # the answer's: left unread
+                break
+            await event.output.stream.collect()
+    await events.aclose()
+    assert adk.run_usage(events) == used(10, 5, cached=4, reasoning=2)
+    assert [m.content for m in adk.run_messages(events)][-1] != "2 + 3 = 5"
+
+
 async def test_run_usage_refuses_what_is_not_a_runs_events() -> None:
     async def events() -> AsyncIterator[adk.AgentEvent]:
         yield adk.AgentEvent()
