@@ -16,7 +16,15 @@ from openai_server import Reply as WireReply
 
 import adk
 from adk import AgentEvent, AgentInput, AgentTool, BaseAgent, Message, RunContext, Runner, Usage
-from adk.actions import ActionContext, ChatResponseEvent, OutputEvent, action
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
 from adk.models import ChatModel
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel
