@@ -592,12 +592,14 @@ async def test_tools_needing_approval_pause_and_run_only_once_approved(
 
 async def test_a_str_require_approval_is_refused_saying_a_bool_is_taken() -> None:
     """The OpenAI Agents SDK's hosted MCP tool takes require_approval="always" or "never": the
-    refusal named only tool names and predicates, not the True a port wanted."""
+    refusal named only tool names and predicates, not the True a port wanted, nor the mapping of
+    tool names to rules."""
     with pytest.raises(TypeError) as refused:
         MCPToolset(HTTPServer("http://127.0.0.1:9/mcp"), require_approval="always")
     assert str(refused.value) == (
-        "require_approval must be True or False, a collection of tool names or a predicate, "
-        "not a str ('always')"
+        "require_approval must be True or False, a collection of tool names, a mapping of tool "
+        "names to True, False or a function (ctx, arguments) -> bool, or a predicate of tool "
+        "specs, not a str ('always')"
     )
     with pytest.raises(TypeError, match=r"^tool_filter must be a collection of tool names or a"):
         MCPToolset(HTTPServer("http://127.0.0.1:9/mcp"), tool_filter="add")

@@ -737,11 +737,14 @@ def _compile_filter(
     if isinstance(tool_filter, str):
         # require_approval also takes a bool: what "always" / "never" (the OpenAI Agents SDK's
         # hosted MCP settings) would be here.
-        choices = "True or False, " if what == "require_approval" else ""
-        raise TypeError(
-            f"{what} must be {choices}a collection of tool names or a predicate, not a str "
-            f"({tool_filter!r})"
+        # A mapping names each tool's own rule (a bool or a function of the call).
+        choices = (
+            "True or False, a collection of tool names, a mapping of tool names to True, False "
+            "or a function (ctx, arguments) -> bool, or a predicate of tool specs"
+            if what == "require_approval"
+            else "a collection of tool names or a predicate"
         )
+        raise TypeError(f"{what} must be {choices}, not a str ({tool_filter!r})")
     if callable(tool_filter):
         predicate = tool_filter
         return lambda spec: bool(predicate(spec))
