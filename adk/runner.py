@@ -488,13 +488,16 @@ class Runner(AsyncCloseable):
         return await _collect(resumed, box)
 
     async def _invoke_resume_on(
-        self, checkpoint_id: str, resume: Any, session: Session
+        self, checkpoint_id: str, resume: Any, session: Session, max_turns: int | None = None
     ) -> RunResult:
         """``invoke_resume`` on ``session`` as it is, the checkpoint's saved values not written
         into it: an execution environment resumes a paused record on its key's session as the
-        key's later records left it, not as it was at the pause (see ``adk.execution``)."""
+        key's later records left it, not as it was at the pause (see ``adk.execution``).
+        ``max_turns`` as for ``resume``, checked by the caller."""
         box: list[RunContext] = []
-        resumed = self._resume(checkpoint_id, resume, box, session, None, own_session=True)
+        resumed = self._resume(
+            checkpoint_id, resume, box, session, None, own_session=True, max_turns=max_turns
+        )
         return await _collect(resumed, box)
 
     # -- internals ---------------------------------------------------------------------------

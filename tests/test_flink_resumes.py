@@ -23,11 +23,13 @@ if importlib.util.find_spec("pyflink") is None:  # tests/test_flink.py says how 
 
 from flink_job import KeyedState, book
 from pyflink.common import Row
+from test_execution_max_turns import RECORDS as RUNAWAY_RECORDS
+from test_execution_max_turns import calls_for, runaway_agent
 
 from adk import Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment
+from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment, _flink
 from adk.execution._flink import FlinkKeyedInput, _AgentFunction, _KeyedStateFunction
 from adk.execution._flink_resumes import keyed_row, parsed
 
@@ -310,3 +312,72 @@ def test_a_bytes_key_given_back_as_json_text_is_refused_not_split(durable: bool)
         assert list(job.function._sessions) == [b"ann"]
     else:
         assert list(job.states) == [b"ann", "ann"] and job.states["ann"].stored is None
+
+
+# -- apply(agent, max_turns=): tests/test_execution_max_turns.py has the local environment's --
+
+
+class _Stream:
+    """Enough of a ``DataStream`` for ``apply`` to build its operator function."""
+
+    def key_by(self, *args: Any, **kwargs: Any) -> _Stream:
+        return self
+
+
+class _Built(Exception):
+    pass
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_flink_record_past_the_limit_is_a_failed_output(
+    durable: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``apply(max_turns=)`` reaches the operator function both ways (the async operator and
+    ``durable_memory``'s), which fails the runaway record under ``on_error`` and answers the
+    next one."""
+
+    agent, model = runaway_agent()
+    env = FlinkExecutionEnvironment(object(), on_error="emit", durable_memory=durable)  # type: ignore[arg-type]
+    built: list[Any] = []
+
+    def build(function: Any) -> None:
+        built.append(function)
+        raise _Built  # the function is all this test needs: no job is built
+
+    monkeypatch.setattr(_flink, "_build_shipped_events", build)
+    monkeypatch.setattr(_flink, "_why_state_is_restored", lambda env: None)  # no job to restore
+    records = FlinkKeyedInput(env, _Stream(), "user", json_records=False)  # type: ignore[arg-type]
+    with pytest.raises(_Built):
+        records.apply(agent, max_turns=2)
+    [function] = built
+
+    async def element(record: dict[str, Any]) -> list[dict[str, Any]]:
+        if durable:
+            state = KeyedState(record["user"])
+            function._state = state
+            texts = await asyncio.to_thread(lambda: list(function.process_element(record, state)))
+        else:
+            texts = await function.async_invoke(Row(record["user"], record))
+        return [json.loads(text) for text in texts]
+
+    async def run() -> list[list[dict[str, Any]]]:
+        return [await element(record) for record in RUNAWAY_RECORDS]
+
+    if durable:
+        function.open(KeyedState("unused"))
+    try:
+        [failed], [answered] = asyncio.run(run())
+    finally:
+        function.close()
+    assert failed["error"]["type"] == "MaxTurnsExceeded" and failed["key"] == "ann"
+    assert answered["output"] == "answered" and answered["error"] is None
+    assert calls_for(model, "runaway") == 2
+
+
+def test_a_bad_max_turns_is_refused_at_flink_apply() -> None:
+
+    agent, _ = runaway_agent()
+    env = FlinkExecutionEnvironment(object())  # type: ignore[arg-type]
+    records = FlinkKeyedInput(env, _Stream(), "user", json_records=False)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_turns must be a positive int or None"):
+        records.apply(agent, max_turns=0)

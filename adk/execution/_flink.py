@@ -79,6 +79,7 @@ from ._records import (
     check_options,
     check_records,
     checked_key,
+    checked_max_turns,
     key_of,
     resume_record,
     run_record,
@@ -198,16 +199,26 @@ class FlinkKeyedInput:
         self._key = key
         self._json_records = json_records
 
-    def apply(self, agent: AgentSource, *, resumes: DataStream | None = None) -> FlinkKeyedOutputs:
+    def apply(
+        self,
+        agent: AgentSource,
+        *,
+        resumes: DataStream | None = None,
+        max_turns: int | None = None,
+    ) -> FlinkKeyedOutputs:
         """Run ``agent`` (or the agent a function builds, in each worker) over the records.
 
         ``resumes``: a ``DataStream`` of paused outputs (their JSON text, or that text parsed to a
         dict) each with the resume's data added under ``"resume"``. Each runs as a record of its
         key (after the key's records before it, on the key's session, its writes kept for the
         key's next records), and its outputs join the stream. Only with a key: without one a
-        record keeps no memory, and a ``Runner`` over the checkpoint store resumes it as well."""
+        record keeps no memory, and a ``Runner`` over the checkpoint store resumes it as well.
+
+        ``max_turns``: the most model calls each record's run may make, as locally (a record past
+        it fails under ``on_error``; a resume keeps its pause's limit unless this is given)."""
         if not isinstance(agent, Agent) and not callable(agent):
             raise TypeError(f"apply takes an Agent or a function that builds one, not {agent!r}")
+        limit = checked_max_turns(max_turns)
         env = self._env
         restores: str | None = None
         parse = json.loads if self._json_records else None
@@ -233,7 +244,9 @@ class FlinkKeyedInput:
                 raise ValueError(
                     "durable_memory keeps memory per key: give from_list/from_datastream a key"
                 )
-            function = _KeyedStateFunction(agent, env, parse, json_keys, resumes is not None)
+            function = _KeyedStateFunction(
+                agent, env, parse, json_keys, resumes is not None, max_turns=limit
+            )
             _build_shipped_events(function)
             outputs = stream.process(function, output_type=Types.STRING())
         else:
@@ -243,7 +256,7 @@ class FlinkKeyedInput:
             keyed = self._key is not None
             restores = _why_state_is_restored(env.env) if keyed else None
             function = _AgentFunction(
-                agent, env, keyed, parse, json_keys, resumes is not None, restores
+                agent, env, keyed, parse, json_keys, resumes is not None, restores, max_turns=limit
             )
             _build_shipped_events(function)
             outputs = AsyncDataStream.ordered_wait(
@@ -341,8 +354,11 @@ class _WorkerAgent:
         parse: Callable[[str], Any] | None,
         json_keys: bool = False,
         resumes: bool = False,
+        *,
+        max_turns: int | None = None,
     ) -> None:
         self._agent = agent
+        self._max_turns = max_turns  # ``apply``'s, checked there: each record's run's limit
         self._parse = parse
         self._json_keys = json_keys
         self._resumes = resumes
@@ -434,12 +450,16 @@ class _WorkerAgent:
             token = _record_memory.set(held)
         try:
             if not resuming:
-                return await run_record(runner, sessions, index, key, record, seconds, run_id)
+                return await run_record(
+                    runner, sessions, index, key, record, seconds, run_id, self._max_turns
+                )
             paused = KeyedOutput(
                 key, index, None, checkpoint_id=record.checkpoint_id, run_id=record.run_id
             )
             try:
-                return await resume_record(runner, sessions, paused, record.data, seconds)
+                return await resume_record(
+                    runner, sessions, paused, record.data, seconds, self._max_turns
+                )
             except (CheckpointError, ValueError) as exc:
                 # A pause that is over or unreadable (resumed already: an approval delivered
                 # twice), or data the resume refuses before anything runs (an approval neither
@@ -522,8 +542,10 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
         json_keys: bool = False,
         resumes: bool = False,
         restores: str | None = None,
+        *,
+        max_turns: int | None = None,
     ) -> None:
-        super().__init__(agent, env, parse, json_keys, resumes)
+        super().__init__(agent, env, parse, json_keys, resumes, max_turns=max_turns)
         self._keyed = keyed
         self._restores = restores
         self._timeout = env.timeout
@@ -635,8 +657,10 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
         parse: Callable[[str], Any] | None,
         json_keys: bool = False,
         resumes: bool = False,
+        *,
+        max_turns: int | None = None,
     ) -> None:
-        super().__init__(agent, env, parse, json_keys, resumes)
+        super().__init__(agent, env, parse, json_keys, resumes, max_turns=max_turns)
         self._state: Any = None
         self._thread: _LoopThread | None = None
 

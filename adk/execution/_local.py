@@ -46,6 +46,7 @@ from ._records import (
     check_records,
     check_sessions,
     checked_key,
+    checked_max_turns,
     key_of,
     resume_record,
     run_record,
@@ -131,6 +132,7 @@ class KeyedInput:
         *,
         sessions: Sessions | None = None,
         resumes: Iterable[Any] | AsyncIterable[Any] | None = None,
+        max_turns: int | None = None,
     ) -> KeyedOutputs:
         """Run ``agent`` over the records; iterate the result (or ``await .to_list()``).
 
@@ -145,9 +147,16 @@ class KeyedInput:
         Each runs as a record of its key (after the key's records read before it, on the key's
         session, its writes kept), its outputs in the stream under the paused run's ``run_id``;
         one naming no paused record is a failed output of its own. Only with a key.
+
+        ``max_turns``: the most model calls each record's run may make (``Runner.run``'s), so a
+        runaway agent cannot spend without end on one record; a record past it fails
+        (``MaxTurnsExceeded``) under ``on_error``. A resume (``resumes``, ``outputs.resume``)
+        goes on counting the calls made before its pause, under this limit if given, else
+        under the one its paused run had.
         """
         if not isinstance(agent, Agent):
             raise TypeError(f"apply takes an Agent, got {type(agent).__name__}")
+        limit = checked_max_turns(max_turns)
         check_sessions(sessions)
         if resumes is not None:
             _check_resumes(resumes, self._key)
@@ -170,6 +179,7 @@ class KeyedInput:
         )
         outputs = KeyedOutputs(env, runner, self._records, self._key, sessions)
         outputs._resumes = resumes
+        outputs._max_turns = limit
         return outputs
 
 
@@ -218,6 +228,7 @@ class KeyedOutputs:
         self._resuming: dict[Hashable, _KeyLock] = {}
         self.sessions: Sessions = sessions if sessions is not None else {}
         self._resumes: Iterable[Any] | AsyncIterable[Any] | None = None  # ``apply``'s
+        self._max_turns: int | None = None  # ``apply``'s, for every record's run and resume
 
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
         if self._iterator is not None:
@@ -280,7 +291,9 @@ class KeyedOutputs:
 
     async def _resume(self, paused: KeyedOutput, data: Any) -> list[KeyedOutput]:
         if self._key is None:  # no session per key: nothing to keep in order
-            return await resume_record(self.runner, None, paused, data, self._env.timeout)
+            return await resume_record(
+                self.runner, None, paused, data, self._env.timeout, self._max_turns
+            )
         # One at a time per key even where no turn orders them (the stream is over, or stopped
         # and its waiting turns given): each resume copies the key's session and commits its
         # copy, so two at once would drop the first one's writes.
@@ -292,7 +305,7 @@ class KeyedOutputs:
         try:
             async with held.lock:
                 return await resume_record(
-                    self.runner, self.sessions, paused, data, self._env.timeout
+                    self.runner, self.sessions, paused, data, self._env.timeout, self._max_turns
                 )
         finally:
             held.users -= 1
@@ -473,7 +486,7 @@ class _Scheduler:
     async def work(self, key: Hashable) -> None:
         queued, runner, results = self.waiting[key], self.outputs.runner, self.results
         most_buffered = self.most_buffered
-        timeout = self.outputs._env.timeout
+        timeout, max_turns = self.outputs._env.timeout, self.outputs._max_turns
         try:
             seq = 0
             while queued and not self.failed:
@@ -490,10 +503,12 @@ class _Scheduler:
                         paused = resuming.paused
                         record = paused.record
                         found = await resume_record(
-                            runner, self.sessions, paused, resuming.data, timeout
+                            runner, self.sessions, paused, resuming.data, timeout, max_turns
                         )
                     else:
-                        found = await run_record(runner, self.sessions, index, key, record, timeout)
+                        found = await run_record(
+                            runner, self.sessions, index, key, record, timeout, None, max_turns
+                        )
                 except SessionNotSaved:  # cut off by the close, which reports it (``stop``)
                     raise
                 except Exception as exc:  # the runner itself failed (e.g. a checkpoint store)

@@ -33,7 +33,7 @@ from ..context import Session, _new_run_id
 from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
 from ..messages import Message, Role
-from ..runner import RunError, Runner, RunResult
+from ..runner import RunError, Runner, RunResult, _max_turns
 from ._session_store import Sessions, SessionStore, check_sessions, put_session
 
 __all__ = [
@@ -45,6 +45,7 @@ __all__ = [
     "Sessions",
     "check_records",
     "check_sessions",
+    "checked_max_turns",
     "key_of",
     "resume_record",
     "run_record",
@@ -114,6 +115,12 @@ def check_options(
         raise ValueError(f"timeout must be {wanted}, got {timeout!r}")
 
 
+def checked_max_turns(max_turns: object) -> int | None:
+    """``apply``'s ``max_turns``, checked as ``Runner.run`` checks it (a positive int, or None),
+    once at ``apply`` rather than failing every record."""
+    return None if max_turns is None else _max_turns(max_turns)
+
+
 def check_records(records: object) -> None:
     """Refuse, where ``from_list`` is called, what is not an iterable of records, or is one
     record that iterates as something else: a str or bytes as its characters, a dict as its
@@ -171,6 +178,7 @@ async def run_record(
     record: Any,
     seconds: float | None = None,
     run_id: str | None = None,
+    max_turns: int | None = None,
 ) -> list[KeyedOutput]:
     """Run ``record`` with its key's session; commit the session unless the run failed.
 
@@ -179,12 +187,14 @@ async def run_record(
     up). A run longer than ``seconds`` (the environment's ``timeout``) is cancelled, so it commits
     nothing, and fails with a ``TimeoutError``: a hung call must not hold its key (and a place
     among the records running) for ever. ``run_id`` is the run's, made here unless the caller
-    needs to know it before the run ends (Flink's backstop timer reports a record it gave up on)."""
+    needs to know it before the run ends (Flink's backstop timer reports a record it gave up on).
+    ``max_turns``: ``apply``'s, the run's limit of model calls (checked there); a run past it
+    fails (``MaxTurnsExceeded``) like any failed record."""
     if run_id is None:
         run_id = _new_run_id()
     if sessions is not None and not isinstance(sessions, MutableMapping):
-        return await _stored(runner, sessions, index, key, record, run_id, None, seconds)
-    run = _run_record(runner, sessions, index, key, record, run_id, None)
+        return await _stored(runner, sessions, index, key, record, run_id, None, seconds, max_turns)
+    run = _run_record(runner, sessions, index, key, record, run_id, None, max_turns)
     if seconds is None:  # the common case, per record: no frame more than needed
         return await run
     return await _within(seconds, index, key, record, run_id, run)
@@ -196,18 +206,22 @@ async def resume_record(
     paused: KeyedOutput,
     data: Any,
     seconds: float | None = None,
+    max_turns: int | None = None,
 ) -> list[KeyedOutput]:
     """Resume a paused record as a record of its key: on the session its key has now (the
     writes of the key's records since the pause included), committed like any record's. A key
     with no session kept (none, or forgotten) resumes on the session saved at the pause. The run
-    goes on under its run id (the checkpoint's): its outputs carry the paused output's."""
+    goes on under its run id (the checkpoint's): its outputs carry the paused output's.
+    ``max_turns`` as for ``Runner.resume``: without it, the limit saved at the pause holds."""
     assert paused.checkpoint_id is not None
     index, key, record, run_id = paused.index, paused.key, paused.record, paused.run_id
     resuming = (paused.checkpoint_id, data)
     if sessions is not None and not isinstance(sessions, MutableMapping):
-        found = await _stored(runner, sessions, index, key, record, run_id, resuming, seconds)
+        found = await _stored(
+            runner, sessions, index, key, record, run_id, resuming, seconds, max_turns
+        )
     else:
-        run = _run_record(runner, sessions, index, key, record, run_id, resuming)
+        run = _run_record(runner, sessions, index, key, record, run_id, resuming, max_turns)
         found = await _within(seconds, index, key, record, run_id, run)
     for output in found:
         output.resumed = True
@@ -223,6 +237,7 @@ async def _stored(
     run_id: str | None,
     resuming: tuple[str, Any] | None,
     seconds: float | None,
+    max_turns: int | None,
 ) -> list[KeyedOutput]:
     """``run_record``/``resume_record`` with the key's session in a ``SessionStore``: read before
     the run and kept after it, each within ``seconds`` of its own (the record's ``timeout``: a
@@ -244,7 +259,7 @@ async def _stored(
             "SessionStore's get gives a dict of the key's values or None, as put was given"
         )
     one: dict[Hashable, dict[str, Any]] = {} if values is None else {key: values}
-    run = _run_record(runner, one, index, key, record, run_id, resuming)
+    run = _run_record(runner, one, index, key, record, run_id, resuming, max_turns)
     found = await _within(seconds, index, key, record, run_id, run)
     kept = one.get(key)
     if kept is not None and kept is not values:  # committed: it ended or paused
@@ -312,6 +327,7 @@ async def _run_record(
     record: Any,
     run_id: str | None,
     resuming: tuple[str, Any] | None,
+    max_turns: int | None,
 ) -> list[KeyedOutput]:
     values = sessions.get(key) if sessions is not None else None
     session = Session(_copied(values) if values else None)
@@ -323,11 +339,13 @@ async def _run_record(
     keyed = record_key.set((key,)) if sessions is not None else None
     try:
         if resuming is None:
-            result = await runner.invoke(_as_input(record), session=session, run_id=run_id)
+            result = await runner.invoke(
+                _as_input(record), session=session, run_id=run_id, max_turns=max_turns
+            )
         elif values is None:  # no session kept for the key: the one saved at the pause
-            result = await runner.invoke_resume(*resuming, session=session)
+            result = await runner.invoke_resume(*resuming, session=session, max_turns=max_turns)
         else:
-            result = await runner._invoke_resume_on(*resuming, session)
+            result = await runner._invoke_resume_on(*resuming, session, max_turns)
     except RunError as exc:
         return [KeyedOutput(key, index, record, error=exc.error, run_id=run_id, _exception=exc)]
     finally:
