@@ -22,6 +22,7 @@ built), as the JSON attributes the conventions define (``gen_ai.input.messages``
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -33,6 +34,7 @@ from opentelemetry import metrics, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import (
     Link,
+    NonRecordingSpan,
     Span,
     SpanContext,
     SpanKind,
@@ -57,6 +59,8 @@ if TYPE_CHECKING:
     from .messages import ToolCall
 
 __all__ = ["CAPTURE_CONTENT_ENV"]
+
+logger = logging.getLogger("adk.tracing")
 
 CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 """Set to ``true`` (or ``SPAN_ONLY`` / ``SPAN_AND_EVENT``) to record message content, tool
@@ -241,11 +245,20 @@ def _provider_of(model: Any) -> str:
 class _GenAITracing:
     """Creates the spans and records the metrics; ``adk._instrument`` decides when."""
 
-    __slots__ = ("_capture", "_duration", "_first_chunk", "_servers", "_tokens", "_tracer")
+    __slots__ = (
+        "_capture",
+        "_duration",
+        "_failed",
+        "_first_chunk",
+        "_servers",
+        "_tokens",
+        "_tracer",
+    )
 
     def __init__(self, tracer: Tracer, meter: metrics.Meter | None, capture_content: bool) -> None:
         self._tracer = tracer
         self._capture = capture_content
+        self._failed = False  # the provider's pipeline has failed once (logged at WARNING)
         self._servers: dict[str, tuple[str, int] | None] = {}  # base URL -> server, parsed once
         self._tokens: metrics.Histogram | None = None
         self._duration: metrics.Histogram | None = None
@@ -269,6 +282,55 @@ class _GenAITracing:
                 description="Time to receive the first chunk of a streamed response.",
                 explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
             )
+
+    # -- the provider's pipeline ----------------------------------------------------------------
+    # Starting and ending a span runs the provider's span processors (an SDK calls each one's
+    # ``on_start`` / ``on_end``, and a ``SimpleSpanProcessor`` exports there), which are not
+    # pyadk's code and may fail: a vendor's processor, a redacting one of the team's, a provider
+    # that is not the SDK's. Telemetry must not change what a run does, so their failure is
+    # logged and the run goes on (the OpenTelemetry SDK shields a failing exporter of a
+    # ``BatchSpanProcessor`` itself, not a failing processor). A ``try`` costs nothing until it
+    # catches; setting attributes and events runs no processor.
+    def _start_span(
+        self,
+        name: str,
+        parent: Context | None,
+        kind: SpanKind,
+        attributes: dict[str, Any],
+        links: list[Link] | None = None,
+    ) -> Span:
+        """``tracer.start_span``; if the provider fails, a non-recording stand-in carrying the
+        parent's span context, so what this span would have parented still joins the trace."""
+        try:
+            return self._tracer.start_span(
+                name, context=parent, kind=kind, attributes=attributes, links=links
+            )
+        except Exception as exc:
+            self._pipeline_failed("start", name, exc)
+            return NonRecordingSpan(trace.get_current_span(parent).get_span_context())
+
+    def _end(self, span: Span) -> None:
+        """``span.end()``, whose failure in the provider's processors is logged, not raised."""
+        try:
+            span.end()
+        except Exception as exc:
+            self._pipeline_failed("end", getattr(span, "name", "?"), exc)
+
+    def _pipeline_failed(self, step: str, name: str, exc: Exception) -> None:
+        """Log a failure of the provider's pipeline: the first with its traceback at WARNING, the
+        rest at DEBUG (a broken processor fails on every span, and a log line per span would
+        flood the log a service is read by)."""
+        first = not self._failed
+        self._failed = True
+        logger.log(
+            logging.WARNING if first else logging.DEBUG,
+            "the tracer provider failed to %s span %r (%s: %s); the run goes on",
+            step,
+            name,
+            type(exc).__name__,
+            exc,
+            exc_info=exc if first else None,
+        )
 
     @classmethod
     def create(
@@ -325,12 +387,8 @@ class _GenAITracing:
             extra = _root_span_attributes.get()  # an execution environment's record
             if extra is not None and extra[0] == run.run_id:
                 attributes.update(extra[1])
-        span = self._tracer.start_span(
-            f"invoke_agent {name}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-            links=links,
+        span = self._start_span(
+            f"invoke_agent {name}", parent, SpanKind.INTERNAL, attributes, links
         )
         return span, trace.set_span_in_context(span, parent)
 
@@ -397,7 +455,7 @@ class _GenAITracing:
             span.set_attribute(_ERROR_TYPE, error.type)
             if exception is not None:
                 span.record_exception(exception)
-        span.end()
+        self._end(span)
 
     # -- models ---------------------------------------------------------------------------------
     def _chat_attributes(self, ctx: RunContext, request: ModelRequest) -> dict[str, Any]:
@@ -457,11 +515,8 @@ class _GenAITracing:
         attributes = self._chat_attributes(ctx, request)
         if stream:  # required when, and only when, the request streams
             attributes[_REQUEST_STREAM] = True
-        span = self._tracer.start_span(
-            f"chat {attributes[_REQUEST_MODEL]}",
-            context=parent,
-            kind=SpanKind.CLIENT,
-            attributes=attributes,
+        span = self._start_span(
+            f"chat {attributes[_REQUEST_MODEL]}", parent, SpanKind.CLIENT, attributes
         )
         if self._capture and span.is_recording():
             system, messages = _input_messages(request.messages)
@@ -538,7 +593,7 @@ class _GenAITracing:
                 _openai_response(span, metadata)
             if self._capture:
                 span.set_attribute(_OUTPUT_MESSAGES, _output_messages(reply, finish))
-        span.end()
+        self._end(span)
         if self._duration is not None:
             measured = _metric_attributes(attributes, response_model)
             self._duration.record(time.perf_counter() - start, measured)
@@ -550,7 +605,7 @@ class _GenAITracing:
         self, span: Span, attributes: dict[str, Any], exc: BaseException, start: float
     ) -> None:
         error_type = _fail(span, exc)
-        span.end()
+        self._end(span)
         if self._duration is not None and error_type is not None:
             measured = _metric_attributes(attributes, None)
             measured[_ERROR_TYPE] = error_type
@@ -583,12 +638,7 @@ class _GenAITracing:
             attributes.update(protocol)
         if type(call) is _EditedCall:  # gen_ai.tool.call.arguments, if captured, are the edit
             attributes[_EDITED] = True
-        span = self._tracer.start_span(
-            f"execute_tool {call.name}",
-            context=parent,
-            kind=SpanKind.INTERNAL,
-            attributes=attributes,
-        )
+        span = self._start_span(f"execute_tool {call.name}", parent, SpanKind.INTERNAL, attributes)
         if self._capture and span.is_recording():
             span.set_attribute(_TOOL_ARGUMENTS, call.arguments)
         inner = trace.set_span_in_context(span, parent)
@@ -599,11 +649,11 @@ class _GenAITracing:
         except Interrupt as exc:
             ids = _interrupt_ids(exc, ctx.address)
             span.add_event("adk.interrupt", {"adk.interrupt.ids": ids})
-            span.end()
+            self._end(span)
             raise
         except BaseException as exc:
             _fail(span, exc)
-            span.end()
+            self._end(span)
             raise
         finally:
             otel_context.detach(token)
@@ -620,13 +670,13 @@ class _GenAITracing:
                 # calls that succeeded.
                 span.set_status(Status(StatusCode.ERROR, content if self._capture else _TOOL_ERROR))
                 span.set_attribute(_ERROR_TYPE, "tool_error")
-                span.end()
+                self._end(span)
                 return result
         else:
             content = result
         if self._capture and span.is_recording():
             span.set_attribute(_TOOL_RESULT, content)
-        span.end()
+        self._end(span)
         return result
 
 
@@ -771,7 +821,7 @@ class _TracedStream:
         span = self._span
         if span is not None:
             span.add_event("adk.stream.closed_early")
-            span.end()
+            self._owner._end(span)
 
     async def aclose(self) -> None:
         if self._state == self._OPEN:

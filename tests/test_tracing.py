@@ -25,7 +25,7 @@ from opentelemetry import trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
@@ -1921,6 +1921,56 @@ async def test_the_root_span_joins_the_callers_trace_and_tools_see_their_span(
         "    chat scripted",
     ]
     assert seen == ["execute_tool look"]
+
+
+class _BrokenProcessor(SpanProcessor):
+    """A span processor that fails, as a vendor's or a team's own may: on the start of agent spans
+    and on the end of tool and chat spans."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if span.name.startswith("invoke_agent"):
+            raise RuntimeError("processor broke on start")
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name.startswith(("chat", "execute_tool")):
+            raise RuntimeError("processor broke on end")
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_failing_span_processor_never_changes_the_run(
+    streaming: bool,
+    exporter: InMemorySpanExporter,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Telemetry must not change what a run does: a processor's failure was raised through the
+    # runtime, so the root agent failed with "RuntimeError: processor broke on start" and a run
+    # that had answered failed at its end. Now it is logged (once at WARNING) and the run goes
+    # on; the spans that could be made still form the caller's trace.
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))  # sees every span, first
+    provider.add_span_processor(_BrokenProcessor())
+    tracer = provider.get_tracer("user-code")
+    agent = ReActAgent("calculator", add_model(), tools=[add])
+    runner = Runner(agent, tracer_provider=provider, enable_streaming=streaming)
+    with caplog.at_level("DEBUG", logger="adk.tracing"), tracer.start_as_current_span("request"):
+        result = await runner.invoke("1+2?")
+    provider.shutdown()
+    assert result.text == "sum=3"
+    assert [e.error for e in result.events] == [None, None, None]
+    # The agent span was never handed back: its model and tool calls hang off the caller's span.
+    assert tree(exporter.get_finished_spans()) == [
+        "request",
+        "  chat scripted",
+        "  execute_tool add",
+        "  chat scripted",
+    ]
+    warnings = [r for r in caplog.records if r.levelname == "WARNING"]
+    assert [r.getMessage() for r in warnings] == [
+        "the tracer provider failed to start span 'invoke_agent calculator' "
+        "(RuntimeError: processor broke on start); the run goes on"
+    ]
+    assert warnings[0].exc_info is not None
+    assert len([r for r in caplog.records if r.name == "adk.tracing"]) == 4  # then at DEBUG
 
 
 # -- tracing and callbacks ----------------------------------------------------------------------
