@@ -84,6 +84,7 @@ class _Frame:
         "agent",
         "agents",
         "answer",
+        "asked",
         "ctx",
         "exception",
         "failure",
@@ -116,6 +117,7 @@ class _Frame:
         self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
         self.usage: list[int] | None = None  # [input, output] tokens of the agent's model calls
         self.output: AgentOutput | None = None  # its last answer (content capture only)
+        self.asked = False  # its first model call's input is on its span (content capture only)
         self.own: _AgentCallbacks | None = None
         self.agents: _CallbackChain | None = None
         self.models: _CallbackChain | None = None

@@ -520,11 +520,17 @@ class _GenAITracing:
         )
         if self._capture and span.is_recording():
             system, messages = _input_messages(request.messages)
-            if system is not None:
-                span.set_attribute(_SYSTEM_INSTRUCTIONS, system)
-            span.set_attribute(_INPUT_MESSAGES, messages)
-            if request.tools:
-                span.set_attribute(_TOOL_DEFINITIONS, _tool_definitions(request.tools))
+            tools = _tool_definitions(request.tools) if request.tools else None
+            _set_input(span, system, messages, tools)
+            frame = ctx._trace  # the calling agent's (``adk._instrument._Frame``)
+            if frame is not None and not frame.asked:
+                # The agent's first model call: what it was given (its prompt, its input, the
+                # tools it offers) is the agent span's input too, as the conventions list it
+                # (opt-in) on invoke_agent; the same JSON, not made again.
+                frame.asked = True
+                agent_span = frame.span
+                if agent_span is not None and agent_span.is_recording():
+                    _set_input(agent_span, system, messages, tools)
         return span, attributes
 
     async def call_model(
@@ -981,6 +987,16 @@ def _input_messages(messages: Sequence[Message]) -> tuple[str | None, str]:
             chat.append({"role": str(message.role), "parts": _parts(message)})
     instructions = json.dumps(system, ensure_ascii=False) if system else None
     return instructions, json.dumps(chat, ensure_ascii=False)
+
+
+def _set_input(span: Span, system: str | None, messages: str, tools: str | None) -> None:
+    """A model call's input, as the conventions' JSON attributes, on a ``chat`` span or, for an
+    agent's first call, on its ``invoke_agent`` span."""
+    if system is not None:
+        span.set_attribute(_SYSTEM_INSTRUCTIONS, system)
+    span.set_attribute(_INPUT_MESSAGES, messages)
+    if tools is not None:
+        span.set_attribute(_TOOL_DEFINITIONS, tools)
 
 
 def _tool_definitions(tools: Sequence[Any]) -> str:

@@ -1384,6 +1384,60 @@ async def test_an_agent_span_records_the_agents_answer_with_the_content(
     assert "gen_ai.output.messages" not in attrs(steps_span)
 
 
+_INPUT_ATTRIBUTES = (
+    "gen_ai.system_instructions",
+    "gen_ai.input.messages",
+    "gen_ai.tool.definitions",
+)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_an_agent_span_records_what_the_agent_was_given_with_the_content(
+    streaming: bool,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The conventions list the input messages, the system instructions and the tool definitions
+    # (opt-in) on invoke_agent spans; an agent span had only its answer, so a backend's agent view
+    # (Langfuse's, Phoenix's) showed an output with no input. They are its first model call's:
+    # the second call's (the tool's result appended) does not replace them, and a workflow, which
+    # calls no model, has none.
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    calc = ReActAgent("calc", add_model(), tools=[add], instruction="Be exact.")
+    echo = ReActAgent("echo", ScriptedModel(["done"]))
+    runner = Runner(
+        SequentialAgent("steps", [calc, echo]), tracer_provider=provider, enable_streaming=streaming
+    )
+    await runner.invoke("what is 1+2?")
+    spans = exporter.get_finished_spans()
+    (calc_span,) = named(spans, "invoke_agent calc")
+    first, _second, echo_chat = named(spans, "chat scripted")
+    assert {key: attrs(calc_span)[key] for key in _INPUT_ATTRIBUTES} == {
+        key: attrs(first)[key] for key in _INPUT_ATTRIBUTES
+    }
+    assert json.loads(attrs(calc_span)["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "what is 1+2?"}]}
+    ]
+    assert json.loads(attrs(calc_span)["gen_ai.tool.definitions"])[0]["name"] == "add"
+    (echo_span,) = named(spans, "invoke_agent echo")
+    assert attrs(echo_span)["gen_ai.input.messages"] == attrs(echo_chat)["gen_ai.input.messages"]
+    assert "gen_ai.tool.definitions" not in attrs(echo_span)  # it offers no tools
+    (steps_span,) = named(spans, "invoke_agent steps")
+    assert not [key for key in _INPUT_ATTRIBUTES if key in attrs(steps_span)]
+    # Without the variable, no agent span carries any of it.
+    monkeypatch.delenv(CAPTURE_CONTENT_ENV)
+    exporter.clear()
+    runner = Runner(ReActAgent("calc", add_model(), tools=[add]), tracer_provider=provider)
+    await runner.invoke("what is 1+2?")
+    assert not [
+        key
+        for span in exporter.get_finished_spans()
+        for key in attrs(span)
+        if key in _INPUT_ATTRIBUTES
+    ]
+
+
 class _NoFinishReason:
     """A model whose replies report no finish reason (a custom adapter's, a local server's)."""
 
