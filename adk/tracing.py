@@ -49,7 +49,7 @@ from ._hooks import ModelRequest, _root_span_attributes
 from ._nonfinite import dumps_finite
 from .interrupts import Interrupt
 from .messages import Message, MessageChunk, Role, Usage, join_chunks
-from .models.base import model_name_of
+from .models.base import ModelError, model_name_of
 from .tools.base import Tool, ToolContext, ToolResult
 
 if TYPE_CHECKING:
@@ -904,11 +904,23 @@ def _fail(span: Span, exc: BaseException) -> str | None:
     if not isinstance(exc, Exception):
         span.add_event(_CANCELLED, {_CANCELLED_BY: type(exc).__name__})
         return None
-    error_type = type(exc).__name__
+    error_type = _error_type(exc)
     span.set_status(Status(StatusCode.ERROR, str(exc) or error_type))
     span.set_attribute(_ERROR_TYPE, error_type)
     span.record_exception(exc)
     return error_type
+
+
+def _error_type(exc: Exception) -> str:
+    """``error.type``: the exception's class name, but for a model call that failed with an HTTP
+    status (``ModelError.status``), that status as text, as the HTTP conventions have it. The
+    adapters raise one ``ModelError`` for every failure, so its name alone put a rate limit
+    (429), a refused request (400) and an overloaded server (503) under one value on the span
+    and in the duration metric, where a service's error dashboards and alerts group by it; the
+    span's ``exception`` event still names the class."""
+    if isinstance(exc, ModelError) and type(exc.status) is int:
+        return str(exc.status)
+    return type(exc).__name__
 
 
 def _interrupt_ids(exc: Interrupt, address: str) -> list[str]:

@@ -42,6 +42,7 @@ from adk import (
     ModelOptions,
     ParallelAgent,
     Resources,
+    RetryPolicy,
     RunContext,
     RunError,
     Runner,
@@ -1290,6 +1291,48 @@ async def test_metrics_work_without_a_tracer_and_failures_carry_error_type() -> 
     # A model naming no provider: the required attribute says so, on failures too.
     assert {dict(p.attributes or {})["gen_ai.provider.name"] for p in durations} == {"_OTHER"}
     assert _points(reader, "gen_ai.client.token.usage") == []  # no usage reported, none recorded
+    meters.shutdown()
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_model_calls_http_failure_is_typed_by_its_status(
+    streaming: bool, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # OpenAIChatModel raises one ModelError for every failure, so error.type said "ModelError" for
+    # a rate limit, a refused request and a server error alike, on the chat span and in the
+    # duration metric a service's error dashboards group by. An HTTP failure is now typed by its
+    # status, as the HTTP conventions do; the exception event still names the class, and the
+    # agent, which failed with a ModelError, says so.
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    served = [ServedReply(status=429, error="slow down"), ServedReply(status=400, error="bad")]
+    async with OpenAIServer(served) as server:
+        model = OpenAIChatModel(
+            "m", base_url=server.base_url, api_key="k", retry=RetryPolicy(max_attempts=1)
+        )
+        runner = Runner(
+            ReActAgent("a", model),
+            tracer_provider=provider,
+            meter_provider=meters,
+            enable_streaming=streaming,
+        )
+        for _ in served:
+            with pytest.raises(RunError, match="ModelError"):
+                await runner.invoke("hi")
+        await model.aclose()
+    spans = exporter.get_finished_spans()
+    chats = named(spans, "chat m")
+    assert [attrs(span)["error.type"] for span in chats] == ["429", "400"]
+    assert [span.status.status_code for span in chats] == [StatusCode.ERROR] * 2
+    for span in chats:
+        (event,) = span.events
+        assert (event.name, dict(event.attributes or {})["exception.type"]) == (
+            "exception",
+            "adk.models.base.ModelError",
+        )
+    assert {attrs(span)["error.type"] for span in named(spans, "invoke_agent a")} == {"ModelError"}
+    durations = _points(reader, "gen_ai.client.operation.duration")
+    assert sorted(dict(p.attributes or {})["error.type"] for p in durations) == ["400", "429"]
     meters.shutdown()
 
 
