@@ -144,12 +144,16 @@ class _AgentRun:
         return None
 
     def events(self, input: AgentInput) -> AsyncIterator[AgentEvent]:
-        """The agent's event iterator: ``resume(ctx)`` when it resumes and has one, else ``run``."""
+        """The agent's event iterator: ``resume(ctx)`` when it resumes and has one, else ``run``;
+        as the hooks pull it (with tracing, inside the agent's span: ``Hooks.agent_events``)."""
+        events: AsyncIterator[AgentEvent] | None = None
         if self.resumed:
             resume = getattr(self.agent, "resume", None)
             if resume is not None:
-                return resume(self.ctx)  # type: ignore[no-any-return]
-        return self.agent.run(input, self.ctx)
+                events = resume(self.ctx)
+        if events is None:
+            events = self.agent.run(input, self.ctx)
+        return events if self.hooks is None else self.hooks.agent_events(self.handle, events)
 
     def observe(self, event: AgentEvent) -> bool:
         """Stamp, report and record one event of the agent; True if the agent must stop after it."""

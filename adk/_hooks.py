@@ -127,6 +127,13 @@ class Hooks:
         value comes back to ``agent_end``. Raises ``_Answered`` when the agent is skipped."""
         return None
 
+    def agent_events(
+        self, handle: Any, events: AsyncIterator[AgentEvent]
+    ) -> AsyncIterator[AgentEvent]:
+        """The agent's event iterator as the driver pulls it, once per agent start: tracing makes
+        the agent's span current while the agent's own code runs (``adk.tracing``)."""
+        return events
+
     def agent_event(self, handle: Any, event: AgentEvent) -> None:
         """Called for every event the agent emits (after stamping, before the consumer sees it)."""
 

@@ -240,6 +240,14 @@ class _Instrumented(Hooks):
                     raise _Answered(frame, _Answer(agent, answer))
         return frame
 
+    def agent_events(
+        self, handle: _Frame | None, events: AsyncIterator[AgentEvent]
+    ) -> AsyncIterator[AgentEvent]:
+        tracing = self._tracing
+        if tracing is None or handle is None or handle.otel is None:
+            return events
+        return tracing.running_in(handle.otel, events)
+
     def agent_event(self, handle: _Frame | None, event: AgentEvent) -> None:
         if handle is None:
             return

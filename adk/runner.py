@@ -431,6 +431,8 @@ class Runner(AsyncCloseable):
                     return collected.result(run.session, run)
             try:
                 events = own.agent.run(agent_input, ctx)  # or the answer a callback gave
+                if own.hooks is not None:
+                    events = own.hooks.agent_events(own.handle, events)
                 del agent_input  # (see above: one GC-tracked object fewer per run in flight)
                 try:
                     async for event in events:

@@ -11,8 +11,9 @@ Why parents are explicit: agents are async generators, and a generator's body ru
 of whichever task pulls it next, so attaching a span as "current" across a ``yield`` leaks it into
 the consumer and breaks under concurrency and cancellation. Each span's parent is therefore passed
 explicitly (the context the span lives in travels on ``RunContext._trace``); a span is made current
-only around a single await that does not yield to a consumer — the model call and the tool call — so
-HTTP client spans and spans your tools create nest under them.
+only around a single await that does not yield to a consumer — the model call, the tool call, and
+one step of an agent's generator (``running_in``) — so HTTP client spans, spans your tools create
+and what a custom agent's own code starts nest under them.
 
 Message content (inputs, outputs, system instructions, tool arguments and results) is recorded
 only when ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` (read when the ``Runner`` is
@@ -25,7 +26,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlsplit
 
@@ -391,6 +392,19 @@ class _GenAITracing:
             f"invoke_agent {name}", parent, SpanKind.INTERNAL, attributes, links
         )
         return span, trace.set_span_in_context(span, parent)
+
+    def running_in(
+        self, otel: Context, events: AsyncIterator[AgentEvent]
+    ) -> AsyncIterator[AgentEvent]:
+        """``events`` pulled with the agent's span current (``otel``: its context), so what the
+        agent's own code starts between its events nests under it: spans of a custom agent's
+        own, the HTTP client span of a model SDK it calls directly, a task it creates. Made
+        current around each step only, never across a ``yield`` (see the module's docstring).
+        Not an async iterator (a ``run`` that returned a coroutine): left for the driver to
+        refuse."""
+        if not hasattr(events, "__anext__"):
+            return events
+        return _running_in(otel, events)
 
     def trace_of(self, span: Span) -> dict[str, Any] | None:
         """A root agent span's context as a checkpoint keeps it (see ``_resume_link``)."""
@@ -842,6 +856,35 @@ class _TracedStream:
     def __del__(self) -> None:
         if self._state == self._OPEN:
             self._abandon()
+
+
+async def _running_in(
+    otel: Context, events: AsyncIterator[AgentEvent]
+) -> AsyncGenerator[AgentEvent, None]:
+    """See ``_GenAITracing.running_in``. Each step attaches the context and detaches it before
+    the event goes on, in the task that pulls it, so the consumer never runs inside the span.
+    Closing this closes ``events`` (as the driver closes an agent's iterator, within the span
+    too, for the agent's clean-up)."""
+    event: AgentEvent | None = None
+    try:
+        while True:
+            token = otel_context.attach(otel)
+            try:
+                event = await anext(events)
+            except StopAsyncIteration:
+                return
+            finally:
+                otel_context.detach(token)
+            yield event
+    finally:
+        event = None  # not kept by a finished frame (see ``adk._driver.NO_EVENT``)
+        aclose = getattr(events, "aclose", None)
+        if aclose is not None and getattr(events, "ag_frame", True) is not None:
+            token = otel_context.attach(otel)
+            try:
+                await aclose()
+            finally:
+                otel_context.detach(token)
 
 
 def _extra_parameters(extra: dict[str, Any], attributes: dict[str, Any]) -> None:

@@ -161,7 +161,12 @@ async def _run_steps(
                 try:
                     input = build_input(child_ctx, child.name)
                     # ``run.agent``: the child, or the answer a callback gave in its place.
-                    events = run.events(input) if run.resumed else run.agent.run(input, child_ctx)
+                    if run.resumed:
+                        events = run.events(input)
+                    else:
+                        events = run.agent.run(input, child_ctx)
+                        if run.hooks is not None:  # (``_AgentRun.events``)
+                            events = run.hooks.agent_events(run.handle, events)
                     finished = False  # a generator that ran to its end: no frame left to close
                     try:
                         async for event in events:

@@ -2070,6 +2070,62 @@ async def test_a_failing_span_processor_never_changes_the_run(
     assert len([r for r in caplog.records if r.name == "adk.tracing"]) == 4  # then at DEBUG
 
 
+class _Summarizer(BaseAgent):
+    """A custom agent doing its own work between its events: a span of its own, a task it
+    creates, what it reads as the current span, and a call of its model made directly."""
+
+    def __init__(self, name: str, tracer: trace.Tracer, seen: list[str]) -> None:
+        super().__init__(name)
+        self.tracer = tracer
+        self.seen = seen
+        self.model = ScriptedModel(["short"])
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        with self.tracer.start_as_current_span(f"{self.name} fetch"):
+            pass
+        yield AgentEvent.of(Message.assistant("working"))
+        self.seen.append(getattr(trace.get_current_span(), "name", "?"))
+        await asyncio.create_task(self._background())
+        yield AgentEvent.of(await self.model.generate(input.messages))
+
+    async def _background(self) -> None:
+        with self.tracer.start_as_current_span(f"{self.name} background"):
+            pass
+
+
+@pytest.mark.parametrize("where", ["invoke", "run", "step", "branch"])
+async def test_a_custom_agents_own_work_nests_under_its_agent_span(
+    where: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The agent span was never current while the agent's code ran: what a custom agent started
+    # itself (its spans, the HTTP client span of a model SDK it calls directly, a task) hung off
+    # whatever the run's reader had current, a sibling of its agent span. It is current now, for
+    # each step of the agent's generator, and never while the reader has an event.
+    tracer = provider.get_tracer("user-code")
+    seen: list[str] = []
+    agent: Agent = _Summarizer("summary", tracer, seen)
+    if where == "step":
+        agent = SequentialAgent("steps", [agent])
+    elif where == "branch":
+        agent = ParallelAgent("branches", [agent, _Summarizer("other", tracer, seen)])
+    runner = Runner(agent, tracer_provider=provider)
+    readers: list[str] = []
+    with tracer.start_as_current_span("request"):
+        if where == "invoke":
+            await runner.invoke("a long text")
+        else:
+            async for _ in runner.run("a long text"):
+                readers.append(getattr(trace.get_current_span(), "name", "?"))
+    assert set(readers) <= {"request"}  # the reader never runs inside an agent's span
+    spans = exporter.get_finished_spans()
+    for name in ("summary", "other") if where == "branch" else ("summary",):
+        (agent_span,) = named(spans, f"invoke_agent {name}")
+        for child in (f"{name} fetch", f"{name} background"):
+            (span,) = named(spans, child)
+            assert parent_of(span, spans) is agent_span
+    assert set(seen) == {"invoke_agent summary", "invoke_agent other"} & {s.name for s in spans}
+
+
 # -- tracing and callbacks ----------------------------------------------------------------------
 async def test_tracing_records_real_calls_whatever_callbacks_do(
     provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
