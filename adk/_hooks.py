@@ -153,6 +153,9 @@ class Hooks:
         resume can link to it; None when the run is not traced."""
         return None
 
+    def paused(self, ctx: RunContext, checkpoint_id: str) -> None:
+        """The run of the root agent at ``ctx`` paused, its checkpoint saved as ``checkpoint_id``."""
+
     async def call_model(
         self,
         ctx: RunContext,

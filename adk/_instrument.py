@@ -327,6 +327,12 @@ class _Instrumented(Hooks):
             return None
         return tracing.trace_of(frame.span)
 
+    def paused(self, ctx: RunContext, checkpoint_id: str) -> None:
+        frame: _Frame | None = ctx._trace
+        tracing = self._tracing
+        if tracing is not None and frame is not None and frame.span is not None:
+            tracing.paused(frame.span, checkpoint_id)
+
     def run_failed(self, ctx: RunContext, event: AgentEvent) -> None:
         frame: _Frame | None = ctx._trace
         if frame is not None and frame.ctx is ctx and frame.failure is None:

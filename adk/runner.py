@@ -782,6 +782,8 @@ class Runner(AsyncCloseable):
             return AgentEvent(event.agent_name, event.run_path, error=error, exception=exc)
         assert event.action is not None and event.action.interrupted is not None
         event.action.interrupted.checkpoint_id = checkpoint_id
+        if run.hooks is not None:
+            run.hooks.paused(ctx, checkpoint_id)  # the root span names it (tracing)
         return event
 
     async def _forget(self, checkpoint_id: str | None) -> None:

@@ -385,6 +385,9 @@ class _GenAITracing:
             plan = run.plan
             if plan is not None and plan.resumed_from is not None:
                 links = _resume_link(*plan.resumed_from)
+                # Also as an attribute: many backends (Langfuse, Phoenix) show no links and
+                # search none, and the paused run's root span names the same id (``paused``).
+                attributes[_CHECKPOINT_ID] = plan.resumed_from[1]
             extra = _root_span_attributes.get()  # an execution environment's record
             if extra is not None and extra[0] == run.run_id:
                 attributes.update(extra[1])
@@ -416,6 +419,14 @@ class _GenAITracing:
             "span_id": format(context.span_id, "016x"),
             "sampled": context.trace_flags.sampled,
         }
+
+    def paused(self, span: Span, checkpoint_id: str) -> None:
+        """The run whose root agent span is ``span`` paused and its checkpoint is saved: the span
+        names it (``adk.checkpoint.id``), as the root span of its resume will, so searching one
+        id finds both traces (a link, from the resume only, is not searchable in most
+        backends)."""
+        if span.is_recording():
+            span.set_attribute(_CHECKPOINT_ID, checkpoint_id)
 
     def agent_event(self, span: Span, event: AgentEvent) -> None:
         """Record the agent's own actions (interrupt, transfer, exit, loop break) as span events."""

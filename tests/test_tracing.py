@@ -806,6 +806,36 @@ async def test_a_resumed_run_links_to_the_trace_of_the_run_that_paused(
     assert not paused_root.links
 
 
+@pytest.mark.parametrize("root", ["react", "sequence"])
+async def test_a_paused_run_and_its_resume_name_the_checkpoint_on_their_root_spans(
+    root: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # The link from a resume to the paused run is its only tie, and Langfuse or Phoenix neither
+    # show nor search links: the paused trace and the trace of its resume could not be found from
+    # the checkpoint id the application keeps. Both root spans now carry it as adk.checkpoint.id,
+    # and no other span does.
+    store = InMemoryCheckpointStore()
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {"amount": 5})]), "paid"])
+    agent: Agent = ReActAgent("payer", model, tools=[approve])
+    if root == "sequence":
+        agent = SequentialAgent("desk", [agent])
+    paused = await Runner(agent, store, tracer_provider=provider).invoke("pay 5")
+    assert paused.checkpoint_id is not None
+    first = exporter.get_finished_spans()
+    exporter.clear()
+    resumed = await Runner(agent, store, tracer_provider=provider).invoke_resume(
+        paused.checkpoint_id, "yes"
+    )
+    assert resumed.text == "paid"
+    second = exporter.get_finished_spans()
+    for spans in (first, second):
+        named_it = [s.name for s in spans if "adk.checkpoint.id" in attrs(s)]
+        assert named_it == [f"invoke_agent {agent.name}"]
+        (span,) = named(spans, named_it[0])
+        assert attrs(span)["adk.checkpoint.id"] == paused.checkpoint_id
+        assert span.parent is None
+
+
 @pytest.mark.parametrize(
     "saved",
     [
