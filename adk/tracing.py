@@ -289,9 +289,9 @@ class _GenAITracing:
     # ``on_start`` / ``on_end``, and a ``SimpleSpanProcessor`` exports there), which are not
     # pyadk's code and may fail: a vendor's processor, a redacting one of the team's, a provider
     # that is not the SDK's. Telemetry must not change what a run does, so their failure is
-    # logged and the run goes on (the OpenTelemetry SDK shields a failing exporter of a
-    # ``BatchSpanProcessor`` itself, not a failing processor). A ``try`` costs nothing until it
-    # catches; setting attributes and events runs no processor.
+    # logged and the run goes on (the OpenTelemetry SDK's own processors shield a failing
+    # exporter, logging it; nothing shields a failing processor). A ``try`` costs nothing until
+    # it catches; setting attributes and events runs no processor.
     def _start_span(
         self,
         name: str,
