@@ -8,8 +8,9 @@ run catches it too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from ._error_pickle import reduce_error
 from .events import AgentEvent, ErrorInfo
 
 if TYPE_CHECKING:
@@ -27,6 +28,10 @@ class RunError(Exception):
         self.event = event
         self.events = events
         self.error = event.error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled with its fields (``cls(*args)`` would lack them): see ``adk._error_pickle``.
+        return reduce_error(self)
 
 
 class MaxTurnsExceeded(RunError):

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ._aio import AsyncCloseable, finish
+from ._error_pickle import reduce_error
 from .messages import Message
 from .tools._origin import tool_origin
 from .tools.base import Tool, ToolContext, ToolResult, ToolSpec
@@ -615,6 +616,11 @@ class _Unknown(KeyError):
     def __init__(self, text: str, unasked: tuple[str, ...]) -> None:
         super().__init__(text)
         self.unasked = unasked
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Raised to callers (a ``KeyError``): unpickled with ``unasked`` (``cls(*args)`` would
+        # lack it), see ``adk._error_pickle``.
+        return reduce_error(self)
 
 
 def _unknown(

@@ -13,6 +13,7 @@ import contextlib
 import copy
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from types import TracebackType
+from typing import Any
 
 from ._aio import finish
 from .messages import Message, MessageChunk, ToolCallChunk, join_chunks
@@ -220,6 +221,27 @@ class MessageStream:
     def __repr__(self) -> str:
         state = "done" if self._closed else "open"
         return f"MessageStream({len(self._buffer)} chunks, {state})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """A stream that has ended pickles as what it carried (chunks, error, whether it was cut),
+        so an event holding it, and a ``RunError`` holding that event, can cross a process
+        boundary; the source it was read from, an exhausted async generator, cannot. One still
+        arriving cannot be pickled: its chunks are not all here."""
+        if not self._closed:
+            raise TypeError(
+                "a MessageStream cannot be pickled before it has ended: read it to its end "
+                "(await stream.collect()) first"
+            )
+        return (_ended, (list(self._buffer), self._error, self._cut, self._joined))
+
+
+def _ended(
+    chunks: list[MessageChunk], error: BaseException | None, cut: bool, joined: Message | None
+) -> MessageStream:
+    """An unpickled ``MessageStream``: ended, as it was when pickled."""
+    stream = MessageStream(chunks)
+    stream._error, stream._cut, stream._joined = error, cut, joined
+    return stream
 
 
 def _being_cancelled() -> bool:

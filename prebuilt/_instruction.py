@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from adk import CheckpointError
+from adk._error_pickle import rebuild_error
 
 __all__ = ["InstructionError", "render_instruction"]
 
@@ -92,7 +93,18 @@ class _MissingAtResume(InstructionError, CheckpointError):
             "value given: invoke_resume(..., session={...}))"
         )
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickle finds a class by its qualified name, and this one's is InstructionError's (set
+        # below), another class: the default reduce failed with a PicklingError. Rebuilt by a
+        # function of this module instead, args and attributes as they were.
+        return (_missing_at_resume, self.args, dict(vars(self)) or None)
+
 
 # Named as the error it is to those who read it: an error event's ``type`` says InstructionError,
 # as it did when the resume failed on it, not this class's private name.
 _MissingAtResume.__name__ = _MissingAtResume.__qualname__ = InstructionError.__name__
+
+
+def _missing_at_resume(*args: Any) -> _MissingAtResume:
+    """A ``_MissingAtResume`` being unpickled (``__reduce__``)."""
+    return rebuild_error(_MissingAtResume, args)

@@ -44,6 +44,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 from .._aio import AsyncCloseable
+from .._error_pickle import reduce_error
 from ..streams import _being_cancelled
 
 T = TypeVar("T")
@@ -175,21 +176,9 @@ class CheckpointStoreError(Exception):
         self.checkpoint_id = checkpoint_id
 
     def __reduce__(self) -> tuple[object, ...]:
-        # Keep the keyword attributes when the error crosses a process boundary.
-        return (
-            _rebuild_error,
-            (type(self), str(self), self.backend, self.operation, self.checkpoint_id),
-        )
-
-
-def _rebuild_error(
-    cls: type[CheckpointStoreError],
-    message: str,
-    backend: str | None,
-    operation: str | None,
-    checkpoint_id: str | None,
-) -> CheckpointStoreError:
-    return cls(message, backend=backend, operation=operation, checkpoint_id=checkpoint_id)
+        # Keep the keyword attributes (and any notes) when the error crosses a process boundary:
+        # see ``adk._error_pickle``.
+        return reduce_error(self)
 
 
 def _store_error(

@@ -24,6 +24,7 @@ from pydantic import BaseModel
 from pydantic_core import to_json
 
 from .._checks import check_count
+from .._error_pickle import reduce_error
 from .._hooks import _root_span_attributes, _run_timeout
 from .._record_keys import record_key
 from ..actions.agent import RECORD_KEY, ActionAgent
@@ -94,6 +95,10 @@ class RecordError(Exception):
         self.record = record
         self.error = error
         self.run_id = run_id
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled with its fields (``cls(*args)`` would lack them): see ``adk._error_pickle``.
+        return reduce_error(self)
 
 
 def check_options(

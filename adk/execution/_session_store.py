@@ -16,6 +16,8 @@ import inspect
 from collections.abc import Hashable, MutableMapping
 from typing import Any, Protocol, runtime_checkable
 
+from .._error_pickle import reduce_error
+
 __all__ = [
     "CLOSE_GRACE",
     "SessionNotSaved",
@@ -81,6 +83,10 @@ class SessionNotSaved(RuntimeError):
         super().__init__(f"the session of key {key!r} (record {index}) may not be saved: {reason}")
         self.index = index
         self.key = key
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled with its fields (``cls(*args)`` would lack them): see ``adk._error_pickle``.
+        return reduce_error(self)
 
 
 async def put_session(
