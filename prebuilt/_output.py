@@ -14,11 +14,11 @@ from collections.abc import AsyncIterable, AsyncIterator
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import from_json, to_json
 
 from adk import MessageChunk, register_type
 from adk.models._structured import json_kind
 
+from ._partial_json import PartialJSON
 from ._strict import strict_schema
 
 __all__ = [
@@ -168,21 +168,46 @@ def stream_output(
 async def _partials(
     stream: AsyncIterable[MessageChunk], schema: type[_Schema], context: Any
 ) -> AsyncIterator[_Schema]:
-    text = ""
+    # Each chunk is scanned once (``PartialJSON``), not the whole answer again; the completed
+    # text is validated only when it changed, since the same text gives the same instance.
+    head = ""  # the text before the JSON is known to start: it may open a code fence
+    parser: PartialJSON | None = None
+    completed: str | None = None
     last: _Schema | None = None
     async for chunk in stream:
         if not chunk.content:
             continue
-        text += chunk.content
-        fence = _OPENING_FENCE.match(text)
-        body = text[fence.end() :] if fence is not None else text
+        if parser is None:
+            head += chunk.content
+            body = _body(head)
+            if body is None:
+                continue
+            parser = PartialJSON()
+            now = parser.feed(body)
+        else:
+            now = parser.feed(chunk.content)
+        if now is None or now == completed:
+            continue
+        completed = now
         try:
-            partial = from_json(body, allow_partial="trailing-strings")
             # Validated as JSON, as the agent validates the whole answer: in Python mode a strict
             # schema takes no "red" for an Enum nor "2024-01-02" for a date, and yielded nothing.
-            value = schema.model_validate_json(to_json(partial), context=context)
-        except ValueError:  # not JSON (yet), or not yet valid: ValidationError is a ValueError
+            value = schema.model_validate_json(now, context=context)
+        except ValueError:  # not yet valid: ValidationError is a ValueError
             continue
         if value != last:
             last = value
             yield value
+
+
+def _body(head: str) -> str | None:
+    """The JSON part of ``head``, the start of an answer, once it is known: all of it, or what
+    follows an opening code fence (```json). None while a fence may still be coming: only
+    whitespace so far, or a backtick run whose line has not ended."""
+    fence = _OPENING_FENCE.match(head)
+    if fence is not None:
+        return head[fence.end() :]
+    start = head.lstrip()
+    if not start or (start[0] == "`" and "\n" not in start):
+        return None
+    return head  # not a fence: the parser takes it as it is (a backtick start is not JSON)

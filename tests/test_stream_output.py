@@ -7,17 +7,21 @@ from __future__ import annotations
 import datetime
 import enum
 import itertools
+import re
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from openai_server import OpenAIServer, Reply
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationInfo, field_validator
+from pydantic_core import from_json, to_json
 
 from adk import MessageChunk, Runner
 from adk.models import RetryPolicy
 from adk.models.openai import OpenAIChatModel
 from adk.testing import ScriptedModel
 from prebuilt import OutputRejected, ReActAgent, stream_output
+from prebuilt._partial_json import PartialJSON
 
 
 class Forecast(BaseModel):
@@ -153,3 +157,91 @@ async def test_a_strict_schema_is_read_as_the_agent_reads_it_from_json() -> None
     assert seen[-1] == StrictForecast(
         sky=Sky.clear, day=datetime.date(2024, 1, 2), summary="sunny all day"
     )
+
+
+async def _reparsed(chunks: list[str], schema: type[BaseModel]) -> list[BaseModel]:
+    """What ``stream_output`` yielded when it parsed the whole answer again after every chunk
+    (kept here as the reference the incremental reading must agree with)."""
+    text, last, seen = "", None, []
+    for piece in chunks:
+        if not piece:
+            continue
+        text += piece
+        fence = re.match(r"\s*```[A-Za-z0-9_-]*[ \t]*\n", text)
+        body = text[fence.end() :] if fence is not None else text
+        try:
+            partial = from_json(body, allow_partial="trailing-strings")
+            value = schema.model_validate_json(to_json(partial))
+        except ValueError:
+            continue
+        if value != last:
+            last = value
+            seen.append(value)
+    return seen
+
+
+async def _streamed(chunks: list[str], schema: type[BaseModel]) -> list[BaseModel]:
+    async def source() -> AsyncIterator[MessageChunk]:
+        for piece in chunks:
+            yield MessageChunk(content=piece)
+
+    return [value async for value in stream_output(source(), schema)]
+
+
+STREAMED = [
+    (Forecast, ANSWER),
+    (Forecast, '  \n```json\n{"city": "Bergen \\u00e9\\ud83d\\ude00", "days": [1, 22, 333]}\n```'),
+    (Forecast, '```\n{"city": "x"}'),
+    (Forecast, '``json {"city": "x"}'),
+    (Forecast, '{"city": "Oslo", "days": [1, 2.5]}'),  # 2.5 is no int: the list stops there
+    (Forecast, '{"city": "Oslo" "days": [1]}'),  # malformed: the parse stops after "Oslo"
+    (Cities, '[{"city": "Oslo"}, {"city": "Bergen", "days": [1]}]'),
+    (StrictForecast, '{"sky": "clear", "day": "2024-01-02", "summary": "sunny all day"}'),
+]
+
+
+@pytest.mark.parametrize(("schema", "text"), STREAMED)
+async def test_read_chunk_by_chunk_it_yields_what_reparsing_every_chunk_yielded(
+    schema: type[BaseModel], text: str
+) -> None:
+    for size in (1, 2, 3, 5, 8, len(text)):
+        chunks = [text[i : i + size] for i in range(0, len(text), size)]
+        chunks.insert(1, "")  # a chunk without text (a usage chunk) changes nothing
+        assert await _streamed(chunks, schema) == await _reparsed(chunks, schema), size
+
+
+async def test_a_long_answer_is_scanned_once_and_validated_once_per_change(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Parsing the whole answer after every chunk cost the square of its length: here 3,000
+    chunks of 4 characters, 18 million characters parsed (three times over: parsed, serialised,
+    validated). Each character is read once now; what is left per chunk is validating the
+    instance it may yield, once, and only when the completed text changed."""
+    parsers: list[PartialJSON] = []
+
+    class Counted(PartialJSON):
+        def __init__(self) -> None:
+            super().__init__()
+            parsers.append(self)
+
+    validated: list[int] = []
+
+    class Long(BaseModel):
+        summary: str
+        days: list[int] = []
+
+        @classmethod
+        def model_validate_json(cls, json_data: Any, **kwargs: Any) -> Any:
+            validated.append(len(json_data))
+            return super().model_validate_json(json_data, **kwargs)
+
+    monkeypatch.setattr("prebuilt._output.PartialJSON", Counted)
+    text = '{"summary": "' + "cold and dry " * 900 + '", "days": [' + "1, " * 80 + "2]}"
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    seen = await _streamed(chunks, Long)
+    [parser] = parsers
+    assert parser.scanned <= len(text) + 4 * len(chunks)  # a number cut by a chunk: read again
+    assert len(validated) <= len(chunks)
+    assert seen[-1] == Long.model_validate_json(text)
+    # Chunks that leave the completed text as it was are not validated: a key still arriving.
+    assert len(validated) < len(chunks)
