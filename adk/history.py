@@ -52,6 +52,12 @@ def rewrite_message(author: str, message: Message) -> Message:
         parts.append(f"[{author}] said: {message.content}.")
     for call in message.tool_calls:
         parts.append(f"[{author}] called tool: `{call.name}` with arguments: {call.arguments}.")
+    if len(parts) == 1:
+        # An empty reply (a model that answered with no text, or with reasoning only, which
+        # other agents are not shown): a bare "For context:" told the reader nothing, not even
+        # that the agent had answered. Said as what happened, so a supervisor or a later step
+        # knows the agent gave nothing rather than wondering whether it ran.
+        parts.append(f"[{author}] said nothing.")
     return Message.user(" ".join(parts))
 
 

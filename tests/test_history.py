@@ -269,3 +269,19 @@ async def test_a_flows_rewriter_leaves_an_input_its_parent_made_alone() -> None:
 
     await run_events(Parent("parent"), "q")
     assert a.inputs == [[Message.user("STEP: do this")]]
+
+
+async def test_an_empty_reply_of_another_agent_is_read_as_having_said_nothing() -> None:
+    """An answer with no text and no tool calls (a model that said nothing, or only reasoned:
+    reasoning is not shown to others) became a bare "For context:", a message that told its
+    reader nothing, not even that the agent had answered."""
+    a = ScriptAgent("A", Message.assistant(""), Message.assistant("", reasoning="hmm"))
+    b = ScriptAgent("B")
+    await run_events(SequentialAgent("seq", [a, b]), "go")
+    assert b.inputs == [
+        [
+            Message.user("go"),
+            Message.user("For context: [A] said nothing."),
+            Message.user("For context: [A] said nothing."),
+        ]
+    ]
