@@ -1,6 +1,7 @@
 """Shared test helpers: a scriptable custom agent, runner shortcuts, a task-leak check, an
 ``add`` tool, the plain event-driven agent that asks a model and one that uses ``add``, money
-tools that need approval and a real SQLite checkpoint store.
+tools that need approval, a real SQLite checkpoint store and the ``OpenAIChatModel`` that talks
+to a test's OpenAI wire server (``wire_model``).
 
 Test modules import these directly (``from conftest import ScriptAgent``); keep this file generic.
 """
@@ -37,6 +38,7 @@ from adk.actions import (
 from adk.agent import Agent
 from adk.callbacks import Callbacks
 from adk.checkpoint import CheckpointStore, SQLiteCheckpointStore
+from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 
 Step = str | Message | BaseException | asyncio.Event | Callable[[RunContext], Any]
@@ -227,6 +229,22 @@ def sqlite_store(tmp_path: Path) -> SQLiteCheckpointStore:
     """A real SQLite store in ``tmp_path``: one per resume, as a service resumes in another
     process, all over the same file."""
     return SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
+
+
+def wire_model(
+    server: Any,
+    api: str = "chat",
+    *,
+    name: str = "test-model",
+    api_key: str = "sk-test",
+    **options: Any,
+) -> OpenAIChatModel:
+    """The ``OpenAIChatModel`` a test talks to its wire server (``tests/openai_server.py``)
+    with: ``server``'s ``base_url``, or the URL itself when given a ``str`` (a server a test
+    restarts, or a service built from its URL); ``api`` is ``"chat"`` or ``"responses"``, and
+    ``options`` (``retry``, ``timeout``) go to the model as they are."""
+    base_url = server if isinstance(server, str) else server.base_url
+    return OpenAIChatModel(name, base_url=base_url, api_key=api_key, api=api, **options)  # type: ignore[arg-type]
 
 
 async def checkpoint_ids(store: CheckpointStore) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import wire_model
 from mcp_servers.process import STDIO_SCRIPT
 from openai_server import Call as WireCall
 from openai_server import OpenAIServer
@@ -419,7 +420,7 @@ async def test_a_service_pauses_only_the_large_payment_and_resumes_it_after_a_re
     script = [WireReply(tool_calls=calls), WireReply(text="both paid")]
 
     def service(store: SQLiteCheckpointStore, base_url: str) -> Runner:
-        model = adk.OpenAIChatModel("wire", base_url=base_url, api_key="test")
+        model = wire_model(base_url, name="wire", api_key="test")
         return Runner(ReActAgent("pay", model, tools=[payments.tool]), checkpoint_store=store)
 
     async with OpenAIServer(script) as server:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import ChatActor
+from conftest import ChatActor, wire_model
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 
@@ -26,7 +26,6 @@ from adk.actions import (
     action,
 )
 from adk.models import ChatModel
-from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel
 from prebuilt import ReActAgent
 
@@ -56,12 +55,7 @@ class Summarizer(BaseAgent):
 async def test_a_custom_agents_own_calls_count_over_the_wire(api: str, streaming: bool) -> None:
     async with OpenAIServer() as server:
         server.script(WireReply(text="short", usage=(40, 2)))
-        async with OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        ) as model:
+        async with wire_model(server, api) as model:
             runner = Runner(Summarizer("summary", model), enable_streaming=streaming)
             events = runner.run("a long text")
             async for event in events:

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from conftest import wire_model
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 from pydantic import BaseModel
@@ -32,7 +33,6 @@ from adk import (
     Usage,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -279,7 +279,7 @@ async def test_a_stream_its_run_closed_mid_answer_is_refused_not_sent_as_whole(a
     stopped."""
     reply = WireReply(text="The answer is forty-two, as computed.", stall_after=4, delay=5.0)
     async with OpenAIServer([reply]) as server:
-        model = OpenAIChatModel("m", base_url=server.base_url, api_key="k", api=api)  # type: ignore[arg-type]
+        model = wire_model(server, api, name="m", api_key="k")
         async with model:
             runner = Runner(ReActAgent("writer", model), enable_streaming=True)
             held = None

@@ -45,10 +45,9 @@ from adk.actions import (
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.execution import LocalExecutionEnvironment, RecordError, SessionStore
 from adk.mcp import StdioServer
-from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
-from tests.conftest import other_tasks
+from tests.conftest import other_tasks, wire_model
 
 pytest_plugins = ["services"]
 
@@ -515,7 +514,7 @@ async def test_a_paused_record_of_any_agent_has_no_output_but_its_pause() -> Non
     script += [OpenAIReply(text="noted"), refund_call, OpenAIReply(text="refunded")]
     async with (
         OpenAIServer(script) as server,
-        OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model,
+        wire_model(server, name="m") as model,
     ):
         react = ReActAgent("helper", model, tools=[refund])
         workflow = SequentialAgent(
@@ -555,7 +554,7 @@ async def test_timeout_cuts_off_a_record_whose_model_hangs_and_drops_its_writes(
     stall = OpenAIReply(text="late", delay=60)
     async with (
         OpenAIServer([stall], default=OpenAIReply(text="ok")) as server,
-        OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model,
+        wire_model(server, name="m") as model,
     ):
         resources = Resources()
         resources.add_model("m", model)
@@ -704,7 +703,7 @@ async def test_a_resumed_record_runs_as_a_record_of_its_key_while_the_stream_run
 
     async with (
         _refunds_server() as server,
-        OpenAIChatModel("m", base_url=server.base_url, api_key="sk-test") as model,
+        wire_model(server, name="m") as model,
     ):
         resources = Resources()
         resources.add_model("m", model)

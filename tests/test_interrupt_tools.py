@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ScriptAgent
+from conftest import ScriptAgent, wire_model
 from openai_server import Call as WireCall
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
@@ -780,7 +780,7 @@ def _approval_service(sent: list[str], base_url: str, store: SQLiteCheckpointSto
         sent.append(f"{amount_cents} to {payee}")
         return f"sent {amount_cents} to {payee}"
 
-    model = adk.OpenAIChatModel("wire", base_url=base_url, api_key="test")
+    model = wire_model(base_url, name="wire", api_key="test")
     return Runner(ReActAgent("pay", model, tools=[send_payment]), checkpoint_store=store)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import calculator
+from conftest import calculator, wire_model
 from openai_server import Call as WireCall
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
@@ -251,7 +251,7 @@ async def test_a_service_over_the_openai_wire_stops_at_the_limit() -> None:
         for i in range(5)
     ]
     async with OpenAIServer([*calls, WireReply(text="done")]) as server:
-        model = adk.OpenAIChatModel("wire", base_url=server.base_url, api_key="test")
+        model = wire_model(server, name="wire", api_key="test")
         async with Runner(ReActAgent("agent", model, tools=[lookup])) as runner:
             with pytest.raises(MaxTurnsExceeded, match="limit of 2"):
                 await runner.invoke("go", max_turns=2)

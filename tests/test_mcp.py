@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 import pytest_asyncio
+from conftest import wire_model
 from mcp.types import LATEST_PROTOCOL_VERSION
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
 from openai_server import Call as OpenAICall
@@ -42,7 +43,6 @@ from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
 from adk.messages import Message, Role
-from adk.models.openai import OpenAIChatModel
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from adk.tools.base import Tool, ToolResult, ToolSpec
@@ -279,12 +279,7 @@ async def test_tools_named_as_models_refuse_get_names_they_take(
     assert {t.spec.name for t in await shared.tools()} == set(tools)  # the same names again
 
     async with OpenAIServer([OpenAIReply(text="ok")]) as server:
-        model = OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        )
+        model = wire_model(server, api)
         async with model:
             specs = [tool.spec for tool in tools.values()]
             assert (await model.generate([Message.user("hi")], tools=specs)).content == "ok"
@@ -540,7 +535,7 @@ async def test_tools_needing_approval_pause_and_run_only_once_approved(
             prefix="demo",
             require_approval=["add"],
         )
-        model = OpenAIChatModel("test-model", base_url=base_url, api_key="sk-test")
+        model = wire_model(base_url)
         return Runner(ReActAgent("ops", model, tools=[toolset]), checkpoint_store=store)
 
     for decision, result in [
@@ -619,7 +614,7 @@ async def test_a_denial_holds_after_a_redeploy_stops_asking_for_approval(
             tool_filter=["add"],
             require_approval=approval,
         )
-        model = OpenAIChatModel("test-model", base_url=base_url, api_key="sk-test")
+        model = wire_model(base_url)
         return Runner(ReActAgent("ops", model, tools=[toolset]), checkpoint_store=store)
 
     script = [

@@ -21,6 +21,7 @@ from typing import Any
 import openai
 import pydantic
 import pytest
+from conftest import wire_model
 from openai.types.chat import ChatCompletionChunk
 from openai_server import Call, OpenAIServer, Reply
 
@@ -55,13 +56,7 @@ async def server() -> AsyncIterator[OpenAIServer]:
 def make_model(
     server: OpenAIServer, api: str = "chat", retry: RetryPolicy = FAST
 ) -> OpenAIChatModel:
-    return OpenAIChatModel(
-        "test-model",
-        base_url=server.base_url,
-        api_key="sk-test",
-        api=api,  # type: ignore[arg-type]
-        retry=retry,
-    )
+    return wire_model(server, api, retry=retry)
 
 
 async def collect(stream: AsyncIterator[MessageChunk]) -> list[MessageChunk]:
@@ -835,14 +830,7 @@ async def test_timeout_argument_fires_is_retried_then_surfaced(
 ) -> None:
     server.script(Reply(text="late", delay=5.0), Reply(text="late", delay=5.0))
     policy = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01)
-    model = OpenAIChatModel(
-        "test-model",
-        base_url=server.base_url,
-        api_key="k",
-        api=api,  # type: ignore[arg-type]
-        retry=policy,
-        timeout=0.1,
-    )
+    model = wire_model(server, api, api_key="k", retry=policy, timeout=0.1)
     async with model:
         with pytest.raises(ModelError, match=r"the request timed out.*2 attempts") as caught:
             await call(model, streaming, [Message.user("hi")])
@@ -885,14 +873,7 @@ async def test_stream_stalling_after_chunks_times_out_without_retry(
         Reply(text="unused"),
     )
     received: list[MessageChunk] = []
-    model = OpenAIChatModel(
-        "test-model",
-        base_url=server.base_url,
-        api_key="k",
-        api=api,  # type: ignore[arg-type]
-        retry=FAST,
-        timeout=0.1,
-    )
+    model = wire_model(server, api, api_key="k", retry=FAST, timeout=0.1)
     async with model:
         with pytest.raises(ModelError, match=r"mid-stream.*the request timed out"):
             async for chunk in model.stream([Message.user("hi")]):
@@ -918,7 +899,7 @@ async def test_own_client_retries_are_switched_off(server: OpenAIServer) -> None
 async def test_connection_refused_is_retried_then_surfaced() -> None:
     async with OpenAIServer() as srv:
         url = srv.base_url
-    model = OpenAIChatModel("m", base_url=url, api_key="k", retry=FAST)
+    model = wire_model(url, name="m", api_key="k", retry=FAST)
     async with model:
         with pytest.raises(ModelError, match=r"connection error.*3 attempts"):
             await model.generate([Message.user("hi")])

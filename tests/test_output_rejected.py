@@ -11,13 +11,13 @@ import json
 from typing import Any
 
 import pytest
+from conftest import wire_model
 from openai_server import OpenAIServer, Reply
 from pydantic import BaseModel, ValidationInfo, field_validator
 
 import adk
 from adk import AgentEvent, Message, RunError, Runner, SequentialAgent
 from adk.models import RetryPolicy
-from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply as Scripted
 from adk.testing import ScriptedModel
 from prebuilt import OutputRejected, OutputSchemaError, ReActAgent
@@ -131,9 +131,7 @@ async def test_an_openai_stream_off_the_schema_is_marked_rejected_before_the_ret
     fast = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
     async with OpenAIServer() as server:
         server.script(Reply(text=BAD), Reply(text=GOOD))
-        async with OpenAIChatModel(
-            "test-model", base_url=server.base_url, api_key="sk-test", api=api, retry=fast
-        ) as model:  # type: ignore[arg-type]
+        async with wire_model(server, api, retry=fast) as model:
             runner = Runner(ReActAgent("w", model, output_schema=Weather), enable_streaming=True)
             sent = await client_view(runner)
         assert len(server.bodies) == 2
@@ -209,9 +207,7 @@ async def test_a_next_run_carries_on_from_the_corrected_answer_over_the_wire(
         server.script(
             Reply(text=BAD), Reply(text=GOOD), Reply(text='{"city": "Rome", "celsius": 19}')
         )
-        async with OpenAIChatModel(
-            "test-model", base_url=server.base_url, api_key="sk-test", retry=fast
-        ) as model:  # type: ignore[arg-type]
+        async with wire_model(server, retry=fast) as model:
             runner = Runner(
                 ReActAgent("w", model, output_schema=Weather), enable_streaming=streaming
             )

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 
@@ -19,7 +20,6 @@ import adk
 from adk import AgentTool, Message, Role, RunError, Runner, ToolContext
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.models import RetryPolicy
-from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 from prebuilt._instruction import InstructionError
@@ -202,7 +202,7 @@ async def test_a_resume_after_a_mid_run_refresh_restores_the_conversation(tmp_pa
 async def test_the_second_request_on_the_wire_carries_the_refreshed_prompt() -> None:
     stepping = WireReply(tool_calls=[Call("set_step", '{"step": 2}')])
     async with OpenAIServer([stepping, WireReply(text="done")]) as server:
-        model = OpenAIChatModel("test-model", base_url=server.base_url, api_key="k", retry=FAST)
+        model = wire_model(server, api_key="k", retry=FAST)
         async with model:
             agent = ReActAgent("stepper", model, instruction="Step {step}.", tools=[set_step])
             result = await Runner(agent).invoke("go", session={"step": 1})

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 from pydantic import BaseModel
@@ -133,9 +134,7 @@ async def test_the_request_on_the_wire_carries_the_instruction_deployed_since_th
     async with OpenAIServer([paying, WireReply(text="paid ACME")]) as server:
 
         def model() -> OpenAIChatModel:
-            return OpenAIChatModel(
-                "test-model", base_url=server.base_url, api_key="sk-test", retry=FAST
-            )
+            return wire_model(server, retry=FAST)
 
         async with model() as first:
             stored = await store.pause(payer(first, f"Pay bills for {{user}}. {OLD}"), user="Ann")

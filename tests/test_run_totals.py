@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from conftest import ChatActor
+from conftest import ChatActor, wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 
@@ -16,7 +16,6 @@ import adk
 from adk import AgentTool, Message, Role, Runner, Usage
 from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from adk.checkpoint.memory import InMemoryCheckpointStore
-from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent, Supervisor
 
@@ -374,12 +373,7 @@ async def test_openai_models_usage_and_conversation_over_the_wire(
             WireReply(text="2 + 3 = 5", usage=(30, 5)),
             WireReply(text="6", usage=(50, 1)),
         )
-        model = OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        )
+        model = wire_model(server, api)
         async with model:
             runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
             events = runner.run("What is 2 + 3?")

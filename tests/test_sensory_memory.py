@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import wire_model
 from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
 from openai_server import Reply as OpenAIReply
@@ -32,7 +33,6 @@ from adk.actions import (
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.execution import LocalExecutionEnvironment
-from adk.models.openai import OpenAIChatModel
 
 
 class ProductReview(BaseModel):
@@ -87,7 +87,7 @@ async def test_a_paused_record_reads_its_own_sensory_memory_after_later_records_
     )
     async with (
         server,
-        OpenAIChatModel("qwen", base_url=server.base_url, api_key="sk-test") as model,
+        wire_model(server, name="qwen") as model,
     ):
         resources = Resources()
         resources.add_model("review_analysis_model", model)

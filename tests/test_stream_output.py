@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from conftest import wire_model
 from openai_server import OpenAIServer, Reply
 from pydantic import BaseModel, ConfigDict, RootModel, ValidationInfo, field_validator
 from pydantic_core import from_json, to_json
 
 from adk import MessageChunk, Runner
 from adk.models import RetryPolicy
-from adk.models.openai import OpenAIChatModel
 from adk.testing import ScriptedModel
 from prebuilt import OutputRejected, ReActAgent, stream_output
 from prebuilt._partial_json import PartialJSON
@@ -99,10 +99,8 @@ async def test_an_openai_stream_is_read_as_it_arrives(api: str) -> None:
     server = OpenAIServer([Reply(text=ANSWER, fragment=7)], structured="openai")
     async with (
         server,
-        OpenAIChatModel(
-            "test-model", base_url=server.base_url, api_key="sk-test", api=api, retry=fast
-        ) as model,
-    ):  # type: ignore[arg-type]
+        wire_model(server, api, retry=fast) as model,
+    ):
         agent = ReActAgent("f", model, output_schema=Forecast)
         [seen] = await partials(Runner(agent, enable_streaming=True), Forecast)
     assert len(seen) > 3

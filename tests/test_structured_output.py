@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
 import pytest
+from conftest import wire_model
 from openai_server import OpenAIServer, Reply, _strict_problem
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -47,9 +48,7 @@ ANSWER = '{"city": "Oslo"}'
 
 
 def make_model(server: OpenAIServer, api: str = "chat") -> OpenAIChatModel:
-    return OpenAIChatModel(
-        "test-model", base_url=server.base_url, api_key="sk-test", api=api, retry=FAST
-    )  # type: ignore[arg-type]
+    return wire_model(server, api, retry=FAST)
 
 
 async def call(

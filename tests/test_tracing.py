@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ScriptAgent, act_transfer, add, calculator, run_events
+from conftest import ScriptAgent, act_transfer, add, calculator, run_events, wire_model
 from openai_server import OpenAIServer
 from openai_server import Reply as ServedReply
 from opentelemetry import trace
@@ -65,7 +65,6 @@ from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.messages import MessageChunk
-from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import (
@@ -1770,12 +1769,7 @@ async def test_a_streamed_call_records_the_response_model_and_id_like_a_plain_on
     meters = MeterProvider(metric_readers=[reader])
     served = ServedReply(text="hello world", response_id="reply-42")
     async with OpenAIServer([served, served], model="served-model-v2") as server:
-        model = OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        )
+        model = wire_model(server, api)
         for streaming in (False, True):
             runner = Runner(
                 ReActAgent("a", model),
@@ -1811,12 +1805,7 @@ async def test_an_openai_span_says_the_tier_and_backend_that_served_the_call(
     # streamed calls alike, capture off: the stream's chunks are not kept.
     served = ServedReply(text="hello", service_tier="default", system_fingerprint="fp_44709d6fcb")
     async with OpenAIServer([served, served]) as server:
-        model = OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        )
+        model = wire_model(server, api)
         options = ModelOptions(extra={"service_tier": "auto"})
         for streaming in (False, True):
             agent = ReActAgent("a", model, model_options=options)
@@ -1840,7 +1829,7 @@ async def test_chat_spans_and_metrics_name_the_server_the_model_talks_to(
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])
     async with OpenAIServer([ServedReply(text="hello")]) as server:
-        model = OpenAIChatModel("test-model", base_url=server.base_url, api_key="sk-test")
+        model = wire_model(server)
         runner = Runner(ReActAgent("a", model), tracer_provider=provider, meter_provider=meters)
         await runner.invoke("hi")
         await model.aclose()
@@ -1873,12 +1862,7 @@ async def test_an_openai_chat_span_has_the_openai_attributes(
     # used, and openai.request.service_tier is required when the request names a tier but auto.
     served = ServedReply(text="hello", usage=(12, 5), response_id="resp-9")
     async with OpenAIServer([served, served], model="served-model") as server:
-        model = OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        )
+        model = wire_model(server, api)
         for tier in ("flex", "auto"):
             options = ModelOptions(extra={"service_tier": tier})
             agent = ReActAgent("a", model, model_options=options)
@@ -1944,12 +1928,7 @@ async def test_detailed_token_counts_reach_the_reply_and_the_chat_span(
     assert served.usage is not None
     prompt, completion = served.usage
     async with OpenAIServer([served, served, served]) as server:
-        model = OpenAIChatModel(
-            "test-model",
-            base_url=server.base_url,
-            api_key="sk-test",
-            api=api,  # type: ignore[arg-type]
-        )
+        model = wire_model(server, api)
         reply = await model.generate([Message.user("hi")])
         assert reply.usage == Usage(
             input_tokens=prompt,
