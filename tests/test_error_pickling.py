@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import multiprocessing
 import pickle
 import pkgutil
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -192,7 +193,12 @@ async def test_an_exception_survives_pickling_with_its_message_and_fields(
 
 async def test_a_run_error_comes_back_from_a_process_pool_with_its_events() -> None:
     loop = asyncio.get_running_loop()
-    with ProcessPoolExecutor(max_workers=1) as pool, pytest.raises(RunError) as raised:
+    # spawn, not fork: a worker forked from a process running threads may deadlock.
+    spawn = multiprocessing.get_context("spawn")
+    with (
+        ProcessPoolExecutor(max_workers=1, mp_context=spawn) as pool,
+        pytest.raises(RunError) as raised,
+    ):
         await loop.run_in_executor(pool, _fail_in_worker)
     exc = raised.value
     assert str(exc) == "agent 'agent' failed: ValueError: the model broke"
