@@ -1336,9 +1336,7 @@ async def test_a_model_calls_http_failure_is_typed_by_its_status(
     meters = MeterProvider(metric_readers=[reader])
     served = [ServedReply(status=429, error="slow down"), ServedReply(status=400, error="bad")]
     async with OpenAIServer(served) as server:
-        model = OpenAIChatModel(
-            "m", base_url=server.base_url, api_key="k", retry=RetryPolicy(max_attempts=1)
-        )
+        model = wire_model(server, name="m", api_key="k", retry=RetryPolicy(max_attempts=1))
         runner = Runner(
             ReActAgent("a", model),
             tracer_provider=provider,
