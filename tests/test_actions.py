@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from mcp_servers.process import STDIO_SCRIPT, closed_port
+from pydantic import BaseModel
 
 from adk import (
     BaseAgent,
@@ -26,6 +27,7 @@ from adk import (
     SequentialAgent,
     Session,
     ToolContext,
+    register_type,
     tool,
 )
 from adk.actions import (
@@ -1177,6 +1179,90 @@ async def test_a_queued_event_keeps_nan_in_its_typed_fields_across_a_pause(tmp_p
     assert stats.means["a"] != stats.means["a"] and stats.means["b"] == float("inf")
     [x] = stats.extra["x"]
     assert x != x  # NaN, not None
+
+
+class Passage(BaseModel):
+    text: str
+    score: float
+
+
+register_type(Passage, "tests.actions.Passage")
+
+
+class Retrieved(Event):
+    """Fields a LlamaIndex port writes for what a retriever found: typed loosely."""
+
+    best: Any = None
+    ranked: list[Any]
+    by_source: dict[str, Any]
+    fallback: Any | None = None
+
+
+async def test_a_queued_event_keeps_registered_models_in_any_containers_across_a_pause(
+    tmp_path: Path,
+) -> None:
+    """Only a field typed ``Any`` itself went through the checkpoint codec: a registered model
+    in a ``list[Any]``, ``dict[str, Any]`` or ``Any | None`` field was written as pydantic's
+    JSON of its fields and came back a dict, so the resumed action failed on ``.text``."""
+    seen: list[Retrieved] = []
+    passage = Passage(text="llamas hum", score=0.9)
+
+    class Gate(Event):
+        pass
+
+    class Ranker(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Gate())
+            sent = Retrieved(best=passage, ranked=[passage], by_source={"wiki": passage})
+            ctx.send_event(sent.model_copy(update={"fallback": passage}))
+
+        @action(Gate)
+        def gate(self, event: Gate, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise Interrupt("rank on?")
+
+        @action(Retrieved)
+        def rank(self, event: Retrieved, ctx: ActionContext) -> None:
+            seen.append(event)
+
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        paused = await Runner(Ranker("ranker"), checkpoint_store=store).invoke("go")
+        assert paused.checkpoint_id is not None and seen == []
+        await Runner(Ranker("ranker"), checkpoint_store=store).invoke_resume(paused.checkpoint_id)
+    [event] = seen
+    assert event.best == passage and event.ranked == [passage]
+    assert event.by_source == {"wiki": passage} and event.fallback == passage
+
+
+async def test_a_queued_event_refuses_an_unregistered_model_in_an_any_container() -> None:
+    """An unregistered model in a ``list[Any]`` field was saved as a dict without a word; like
+    one in a field typed ``Any``, it now fails the pause naming the field and the type."""
+
+    class Loose(BaseModel):
+        text: str
+
+    class Gate(Event):
+        pass
+
+    class Holder(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Gate())
+            ctx.send_event(Retrieved(ranked=[Loose(text="x")], by_source={}))
+
+        @action(Gate)
+        def gate(self, event: Gate, ctx: ActionContext) -> None:
+            raise Interrupt("hold")
+
+        @action(Retrieved)
+        def rank(self, event: Retrieved, ctx: ActionContext) -> None:
+            pass
+
+    store = InMemoryCheckpointStore()
+    with pytest.raises(RunError, match=r"Retrieved.ranked of a paused agent: .*Loose is not regis"):
+        await Runner(Holder("holder"), checkpoint_store=store).invoke("go", checkpoint_id="c")
+    assert await store.get("c") is None
 
 
 async def test_an_approval_with_edited_arguments_runs_the_call_as_edited() -> None:

@@ -11,10 +11,11 @@ different keys) and from tool rounds (calls of one request run concurrently).
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
 from inspect import isawaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
@@ -398,12 +399,15 @@ class _ActionRun:
         return index
 
     def _encode(self, event: Event) -> dict[str, Any]:
-        """An event as JSON: fields typed ``Any`` keep registered models tagged (as checkpoints
-        do everywhere); typed fields are pydantic's JSON, validated back on resume."""
+        """An event as JSON: fields that may hold anything (``Any`` anywhere in their type:
+        ``list[Any]``, ``dict[str, Any]``, ``Any | None``) go through the checkpoint codec, which
+        keeps registered models tagged and refuses other objects, naming the field; typed fields
+        are pydantic's JSON, validated back on resume."""
         fields: dict[str, Any] = {}
         dumped: dict[str, Any] | None = None
-        for name, info in type(event).model_fields.items():
-            if info.annotation is Any:
+        loose = _loose_fields(type(event))
+        for name in type(event).model_fields:
+            if name in loose:
                 fields[name] = to_json_value(
                     getattr(event, name), f"{type(event).__name__}.{name} of a paused agent"
                 )
@@ -425,11 +429,9 @@ class _ActionRun:
         if not isinstance(fields, dict):
             raise saved.error(f"the {data['type']!r} event has no fields")
         try:
+            loose = _loose_fields(event_type)
             values = {
-                name: from_json_value(value)
-                if name in event_type.model_fields
-                and event_type.model_fields[name].annotation is Any
-                else value
+                name: from_json_value(value) if name in loose else value
                 for name, value in fields.items()
             }
             return event_type.model_validate(values)
@@ -437,6 +439,34 @@ class _ActionRun:
             raise saved.error(f"the {data['type']!r} event {exc}") from None
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             raise saved.error(f"the {data['type']!r} event is invalid: {exc}") from None
+
+
+_LOOSE: weakref.WeakKeyDictionary[type[Event], frozenset[str]] = weakref.WeakKeyDictionary()
+"""Per event class, the fields ``_loose_fields`` found: worked out once, at the first pause."""
+
+
+def _loose_fields(event_type: type[Event]) -> frozenset[str]:
+    """The fields of ``event_type`` whose type holds ``Any`` (or ``object``) anywhere.
+
+    Such a field may hold a pydantic model pydantic knows nothing of when it writes JSON: it
+    wrote the model's fields, and the resumed event held a dict where the action had sent the
+    model (``list[Any]``, ``dict[str, Any]``, ``Any | None``; only a field typed ``Any`` itself
+    went through the codec). The codec keeps a registered model, and refuses any other object
+    naming the field, as it does for a field typed ``Any``."""
+    found = _LOOSE.get(event_type)
+    if found is None:
+        found = _LOOSE[event_type] = frozenset(
+            name for name, info in event_type.model_fields.items() if _holds_any(info.annotation, 0)
+        )
+    return found
+
+
+def _holds_any(annotation: Any, depth: int) -> bool:
+    if annotation is Any or annotation is object:
+        return True
+    if depth > 20:  # a recursive alias: what it holds is typed all the way down
+        return False
+    return any(_holds_any(arg, depth + 1) for arg in get_args(annotation))
 
 
 def _output_event(output: Any) -> AgentEvent:
