@@ -11,6 +11,7 @@ different keys) and from tool rounds (calls of one request run concurrently).
 from __future__ import annotations
 
 import asyncio
+import random
 import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
@@ -25,6 +26,7 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
+from ..models.base import RetryPolicy
 from ..resources import Resources, _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ..tools.base import Tool
@@ -258,35 +260,45 @@ class _ActionRun:
                 actx._sent = sent
                 actx.action_name = found.name
                 actx.resume = resume
-                try:
-                    result = found.call(current, actx)
-                    if result is not None:
-                        if found.is_async or isawaitable(result):
-                            result = await result
+                attempt = 1
+                while True:  # more than once only for an action with a retry policy that failed
+                    try:
+                        result = found.call(current, actx)
                         if result is not None:
-                            raise ActionError(_returned(found.name, self.agent.name, result))
-                except Interrupt as exc:
-                    if self._memory is not None:  # it runs again on resume: its writes, too
-                        self._memory._undo_writes()
-                    if self._sensory is not None:
-                        self._sensory._undo_writes()
-                    signal = signal_of(exc, self.address_of(found.name))
-                    signal.save(self.ctx.address, self.pause_state(current, index))
-                    yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
-                    return
-                except (Exception, asyncio.CancelledError) as exc:
-                    # The run's max_turns is the run's failure, not the action's: not wrapped.
-                    if is_cancellation(exc) or isinstance(
-                        exc, ActionError | CheckpointError | MaxTurnsExceeded
-                    ):
-                        raise
-                    raise ActionError(
-                        f"action {found.name!r} of agent {self.agent.name!r} failed on "
-                        f"{type(current).__name__}: {type(exc).__name__}: {exc}"
-                    ) from exc
-                finally:
-                    if resume is not None:
-                        self._consume(found)
+                            if found.is_async or isawaitable(result):
+                                result = await result
+                            if result is not None:
+                                raise ActionError(_returned(found.name, self.agent.name, result))
+                    except Interrupt as exc:
+                        self._undo_writes()  # it runs again on resume: its writes, too
+                        signal = signal_of(exc, self.address_of(found.name))
+                        signal.save(self.ctx.address, self.pause_state(current, index))
+                        yield AgentEvent(
+                            action=AgentAction(interrupted=signal.info()), _signal=signal
+                        )
+                        return
+                    except (Exception, asyncio.CancelledError) as exc:
+                        # The run's max_turns is the run's failure, not the action's: not wrapped.
+                        if is_cancellation(exc) or isinstance(
+                            exc, ActionError | CheckpointError | MaxTurnsExceeded
+                        ):
+                            raise
+                        policy = found.retry
+                        if policy is not None and attempt < policy.max_attempts:
+                            self._undo_writes()  # it runs again: its writes and events count once
+                            sent.clear()
+                            await asyncio.sleep(_backoff(policy, attempt))
+                            attempt += 1
+                            continue
+                        tries = f" after {attempt} attempts" if attempt > 1 else ""
+                        raise ActionError(
+                            f"action {found.name!r} of agent {self.agent.name!r} failed on "
+                            f"{type(current).__name__}{tries}: {type(exc).__name__}: {exc}"
+                        ) from exc
+                    finally:
+                        if resume is not None:
+                            self._consume(found)
+                    break
                 memory = self._memory
                 if memory is not None and memory._undo:  # the action returned: its writes stand
                     memory._keep_writes()
@@ -300,6 +312,14 @@ class _ActionRun:
                             continue
                     queue.append(event)
             current = None
+
+    def _undo_writes(self) -> None:
+        """Undo the memory writes of the action that raised: it runs again (on resume, or as
+        its retry policy's next attempt), and its writes must count once."""
+        if self._memory is not None:
+            self._memory._undo_writes()
+        if self._sensory is not None:
+            self._sensory._undo_writes()
 
     def _resume_of(self, found: _Action) -> ResumeContext | None:
         plan = self.ctx._run.plan
@@ -467,6 +487,13 @@ def _holds_any(annotation: Any, depth: int) -> bool:
     if depth > 20:  # a recursive alias: what it holds is typed all the way down
         return False
     return any(_holds_any(arg, depth + 1) for arg in get_args(annotation))
+
+
+def _backoff(policy: RetryPolicy, attempt: int) -> float:
+    """Seconds before attempt ``attempt + 1``: exponential from ``initial_delay``, capped at
+    ``max_delay``, with full jitter if the policy asks, as a model adapter backs off."""
+    delay = min(policy.max_delay, policy.initial_delay * 2 ** (attempt - 1))
+    return random.uniform(0, delay) if policy.jitter else delay
 
 
 def _output_event(output: Any) -> AgentEvent:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..models.base import RetryPolicy
 from . import _builtin
 from .events import ChatRequestEvent, Event, InputEvent, ToolRequestEvent, ToolResponseEvent
 
@@ -25,17 +26,29 @@ if TYPE_CHECKING:
 __all__ = ["AgentPlan", "action"]
 
 _MARK = "_adk_action_events"
+_RETRY = "_adk_action_retry"
 _F = TypeVar("_F")
 
 
-def action(*events: type[Event]) -> Callable[[_F], _F]:
+def action(*events: type[Event], retry: RetryPolicy | None = None) -> Callable[[_F], _F]:
     """Mark a function or method ``(event, ctx)`` (sync or async) as reacting to ``events``.
 
     An action listens for the event types named and their subclasses. Works above or below
     ``@staticmethod``.
+
+    ``retry`` (an extension, as LlamaIndex's ``@step(retry_policy=...)``): an action that raises
+    runs again on the same event, up to ``retry.max_attempts`` times in all, after the policy's
+    backoff. A failed attempt's sent events are dropped and its memory writes undone, as for a
+    pause; what it did outside (a call to a service) is not undone, so the action must be safe to
+    run again. ``adk.Interrupt``, cancellation and the run's own failures are not retried.
     """
     if not events:
         raise TypeError("@action needs at least one event type, e.g. @action(InputEvent)")
+    if retry is not None and not isinstance(retry, RetryPolicy):
+        raise TypeError(
+            f"@action(retry=...) takes an adk.RetryPolicy, got {type(retry).__name__}; e.g. "
+            "retry=RetryPolicy(max_attempts=3, initial_delay=0.5)"
+        )
     for event_type in events:
         if not (isinstance(event_type, type) and issubclass(event_type, Event)):
             raise TypeError(
@@ -48,6 +61,7 @@ def action(*events: type[Event]) -> Callable[[_F], _F]:
         if not callable(target):
             raise TypeError(f"@action decorates functions, not {type(function).__name__}")
         setattr(target, _MARK, tuple(events))
+        setattr(target, _RETRY, retry)
         return function
 
     return mark
@@ -67,15 +81,19 @@ class _Action:
     function: str
     is_async: bool
     builtin: bool = False
+    retry: RetryPolicy | None = None
 
     def describe(self) -> dict[str, Any]:
-        return {
+        described = {
             "name": self.name,
             "function": self.function,
             "listens": [_type_key(t) for t in self.events],
             "async": self.is_async,
             "builtin": self.builtin,
         }
+        if self.retry is not None:
+            described["retry"] = self.retry.model_dump()
+        return described
 
 
 def _origin(call: Callable[..., Any]) -> Any:
@@ -103,12 +121,14 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
         ) from None
     except ValueError:  # no signature to inspect (a builtin): trust it
         pass
+    marked = getattr(call, "__func__", call)
     return _Action(
         name=name,
         events=events,
         call=call,
         function=f"{raw.__module__}:{raw.__qualname__}",
         is_async=inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(raw),
+        retry=getattr(marked, _RETRY, None),
     )
 
 

@@ -1,0 +1,116 @@
+"""``@action(..., retry=RetryPolicy(...))``: LlamaIndex's ``@step(retry_policy=...)`` for an action.
+
+A failed attempt's events and memory writes must count once, as an interrupted action's do; what
+cannot be retried (a pause, the run's own failures) is not; the plan says which actions retry.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from adk import Interrupt, RetryPolicy, RunError, Runner, Session
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ActionError,
+    Event,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+from adk.checkpoint import InMemoryCheckpointStore
+
+NOW = RetryPolicy(max_attempts=3, initial_delay=0, jitter=False)
+
+
+class Query(Event):
+    text: str
+
+
+class Found(Event):
+    text: str
+
+
+class Searcher(ActionAgent):
+    """A search step whose backend fails ``failures`` times before it answers."""
+
+    def __init__(self, name: str, failures: int) -> None:
+        super().__init__(name)
+        self.failures = failures
+        self.attempts = 0
+
+    @action(InputEvent)
+    def start(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(Query(text=event.input))
+
+    @action(Query, retry=NOW)
+    async def search(self, event: Query, ctx: ActionContext) -> None:
+        self.attempts += 1
+        memory = ctx.short_term_memory
+        memory.set("searches", memory.get("searches", 0) + 1)
+        ctx.sensory_memory.set("tried", (ctx.sensory_memory.get("tried") or 0) + 1)
+        ctx.send_event(OutputEvent(output=f"searching {event.text}"))
+        if self.attempts <= self.failures:
+            raise ConnectionError(f"backend down (attempt {self.attempts})")
+        ctx.send_event(Found(text=f"facts on {event.text}"))
+
+    @action(Found)
+    def answer(self, event: Found, ctx: ActionContext) -> None:
+        tried = ctx.sensory_memory.get("tried")
+        ctx.send_event(OutputEvent(output=f"{event.text} (tried {tried})"))
+
+
+async def test_a_failing_action_runs_again_and_its_failed_attempts_leave_nothing() -> None:
+    agent = Searcher("searcher", failures=2)
+    session = Session()
+    result = await Runner(agent).invoke("llamas", session=session)
+    assert agent.attempts == 3
+    outputs = [event.output.message.content for event in result.events if event.output]
+    # One "searching" output, one memory write: the two failed attempts' are dropped.
+    assert outputs == ["searching llamas", "facts on llamas (tried 1)"]
+    assert session["memory:searcher"] == {"searches": 1}
+
+
+async def test_an_action_failing_every_attempt_fails_the_run_saying_how_often_it_tried() -> None:
+    agent = Searcher("searcher", failures=5)
+    with pytest.raises(RunError) as raised:
+        await Runner(agent).invoke("llamas")
+    assert agent.attempts == 3
+    cause = raised.value.__cause__
+    assert isinstance(cause, ActionError)
+    assert "failed on Query after 3 attempts: ConnectionError: backend down (attempt 3)" in str(
+        cause
+    )
+    assert isinstance(cause.__cause__, ConnectionError)
+
+
+async def test_a_pause_is_not_retried_and_the_resume_keeps_the_policy() -> None:
+    calls: list[object] = []
+
+    class Reviewer(ActionAgent):
+        @action(InputEvent, retry=NOW)
+        def review(self, event: InputEvent, ctx: ActionContext) -> None:
+            calls.append(None if ctx.resume is None else ctx.resume.data)
+            if ctx.resume is None:
+                raise Interrupt("publish?")
+            if len(calls) == 2:
+                raise TimeoutError("publisher slow")
+            ctx.send_event(OutputEvent(output=f"published: {ctx.resume.data}"))
+
+    store = InMemoryCheckpointStore()
+    runner = Runner(Reviewer("reviewer"), checkpoint_store=store)
+    paused = await runner.invoke("post", checkpoint_id="c")
+    assert paused.interrupt is not None and calls == [None]
+    done = await runner.invoke_resume("c", "yes")
+    # The resumed action failed once and ran again, with the person's answer still at hand.
+    assert done.text == "published: yes" and calls == [None, "yes", "yes"]
+
+
+def test_the_plan_shows_the_policy_and_a_wrong_policy_is_refused_where_it_is_given() -> None:
+    described = json.loads(Searcher("searcher", failures=0).plan.to_json())["actions"]
+    assert described["search"]["retry"] == NOW.model_dump()
+    assert "retry" not in described["start"]
+    with pytest.raises(TypeError, match=r"takes an adk.RetryPolicy, got dict"):
+        action(Query, retry={"max_attempts": 3})  # type: ignore[arg-type]
