@@ -228,6 +228,52 @@ def test_a_generator_function_is_refused_as_an_action() -> None:
         ActionAgent("g", actions=[lines])
 
 
+def test_an_action_whose_event_annotation_disagrees_with_its_events_is_refused() -> None:
+    """A LlamaIndex or Haystack port types each step's event, as those read the wiring from the
+    annotations; here ``@action(...)`` decides, and an action typed for one event but listening
+    for another was handed events it did not take, failing on them only at run time."""
+
+    class Scorer(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None: ...
+
+        @action(Verdict)
+        def shout(self, event: LoudVerdict, ctx: ActionContext) -> None: ...
+
+    with pytest.raises(
+        TypeError, match=r"'shout' listens for Verdict but its event parameter is t"
+    ):
+        Scorer("scorer")
+
+    @action(Verdict, ChatResponseEvent)
+    def either(event: Verdict | InputEvent, ctx: ActionContext) -> None: ...
+
+    with pytest.raises(TypeError, match=r"listens for ChatResponseEvent but .* Verdict \| InputE"):
+        ActionAgent("either", actions=[either])
+
+    # Subclasses of the type, a union that covers them, no type, Any, a name not resolvable here.
+    @action(InputEvent, LoudVerdict)
+    def covered(event: InputEvent | Verdict, ctx: ActionContext) -> None: ...
+
+    @action(Verdict)
+    def loose(event: Any, ctx: ActionContext) -> None: ...
+
+    @action(Verdict)
+    def untyped(event, ctx) -> None:  # type: ignore[no-untyped-def]
+        ...
+
+    @action(Verdict)
+    def unknown(event: NotImported, ctx: ActionContext) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    agent = ActionAgent("fine", actions=[covered, loose, untyped, unknown])
+    assert [a.name for a in agent.plan.listeners(LoudVerdict)][:4] == [
+        "covered",
+        "loose",
+        "untyped",
+        "unknown",
+    ]
+
+
 def test_an_agent_can_leave_out_the_built_in_actions_to_handle_chats_itself() -> None:
     class OwnChat(ActionAgent):
         @action(InputEvent)

@@ -9,12 +9,15 @@ agent's own resources as JSON, for logs, reviews and other runtimes.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from types import UnionType
+from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from ..models.base import RetryPolicy
 from . import _builtin
@@ -121,6 +124,16 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
         ) from None
     except ValueError:  # no signature to inspect (a builtin): trust it
         pass
+    typed = _event_annotation(call, raw)
+    if typed is not None:
+        wrong = [t.__name__ for t in events if not issubclass(t, typed)]
+        if wrong:
+            named = " | ".join(t.__name__ for t in typed)
+            raise TypeError(
+                f"action {name!r} listens for {', '.join(wrong)} but its event parameter is "
+                f"typed {named}: it would be handed events it does not take; name the events "
+                f"it takes in @action(...), or type the parameter as they are"
+            )
     marked = getattr(call, "__func__", call)
     return _Action(
         name=name,
@@ -130,6 +143,44 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
         is_async=inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(raw),
         retry=getattr(marked, _RETRY, None),
     )
+
+
+_TYPED: weakref.WeakKeyDictionary[Any, tuple[type[Event], ...] | None] = weakref.WeakKeyDictionary()
+"""Per action function, what ``_event_annotation`` read: an agent class's actions are checked
+each time an agent of it is made, and resolving string annotations costs tens of microseconds."""
+
+
+def _event_annotation(call: Callable[..., Any], raw: Any) -> tuple[type[Event], ...] | None:
+    """The event classes ``call``'s event parameter is annotated with, or None when it names
+    none to check against (no annotation, ``Any``, a type that is no event, a name that cannot
+    be resolved here). A LlamaIndex or Haystack port reads a step's events from its annotations;
+    here ``@action(...)`` decides, and an annotation that disagrees was silently wrong."""
+    # Cached by function, for a function or a method of it; a partial's parameters are its own.
+    key = raw if call is raw or getattr(call, "__func__", None) is raw else None
+    if key is not None:
+        try:
+            return _TYPED[key]
+        except (KeyError, TypeError):  # not seen yet, or not weakly referable
+            pass
+    found: tuple[type[Event], ...] | None = None
+    try:
+        first = next(iter(inspect.signature(call).parameters.values()), None)
+        annotation = None if first is None else first.annotation
+        if isinstance(annotation, str):
+            annotation = get_type_hints(raw).get(first.name) if first is not None else None
+    except Exception:  # unresolvable names (TYPE_CHECKING imports, locals): nothing to check
+        annotation = None
+    members = (
+        get_args(annotation)
+        if isinstance(annotation, UnionType) or (get_origin(annotation) is Union)
+        else (annotation,)
+    )
+    if members and all(isinstance(m, type) and issubclass(m, Event) for m in members):
+        found = tuple(members)
+    if key is not None:
+        with contextlib.suppress(TypeError):
+            _TYPED[key] = found
+    return found
 
 
 def _class_actions(agent: ActionAgent) -> list[_Action]:
