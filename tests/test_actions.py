@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from mcp_servers.process import STDIO_SCRIPT, closed_port
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from adk import (
     BaseAgent,
@@ -1308,6 +1308,51 @@ async def test_a_queued_event_refuses_an_unregistered_model_in_an_any_container(
     store = InMemoryCheckpointStore()
     with pytest.raises(RunError, match=r"Retrieved.ranked of a paused agent: .*Loose is not regis"):
         await Runner(Holder("holder"), checkpoint_store=store).invoke("go", checkpoint_id="c")
+    assert await store.get("c") is None
+
+
+class Node:
+    """A retriever's result that is no pydantic model (a LlamaIndex ``NodeWithScore``, say)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class Nodes(Event):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    query: str
+    nodes: list[Node]
+
+
+async def test_a_queued_event_pydantic_cannot_write_fails_the_pause_naming_its_field() -> None:
+    """The pause failed with pydantic's "Unable to serialize unknown type", which named neither
+    the event, nor its field, nor the checkpoint the event was being saved for."""
+
+    class Gate(Event):
+        pass
+
+    class Retriever(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Gate())
+            ctx.send_event(Nodes(query="llamas", nodes=[Node("llamas hum")]))
+
+        @action(Gate)
+        def gate(self, event: Gate, ctx: ActionContext) -> None:
+            raise Interrupt("go on?")
+
+        @action(Nodes)
+        def use(self, event: Nodes, ctx: ActionContext) -> None:
+            pass
+
+    store = InMemoryCheckpointStore()
+    with pytest.raises(RunError) as raised:
+        await Runner(Retriever("retriever"), checkpoint_store=store).invoke("go", checkpoint_id="c")
+    cause = raised.value.__cause__
+    assert isinstance(cause, CheckpointError)
+    assert str(cause).startswith("Nodes.nodes of a paused agent cannot be saved in its checkpoint")
+    assert "Unable to serialize unknown type" in str(cause) and "Node" in str(cause)
     assert await store.get("c") is None
 
 

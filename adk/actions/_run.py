@@ -18,6 +18,8 @@ from collections.abc import AsyncGenerator
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Any, get_args
 
+from pydantic_core import PydanticSerializationError
+
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint._state import SavedState
@@ -433,7 +435,7 @@ class _ActionRun:
                 )
             else:
                 if dumped is None:  # NaN kept (JSON mode makes one in a dict[str, Any] None)
-                    dumped = _json_dump(event)
+                    dumped = _dumped(event, loose)
                 fields[name] = dumped[name]
         return {"type": _type_key(type(event)), "fields": fields}
 
@@ -459,6 +461,36 @@ class _ActionRun:
             raise saved.error(f"the {data['type']!r} event {exc}") from None
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             raise saved.error(f"the {data['type']!r} event is invalid: {exc}") from None
+
+
+def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
+    """``event``'s typed fields as pydantic's JSON. A value pydantic cannot write (an object of
+    an ``arbitrary_types_allowed`` field, as a LlamaIndex port's retrieved nodes) failed the pause
+    with pydantic's "Unable to serialize unknown type", naming neither the event, nor the field,
+    nor the checkpoint it was for: the error names them now."""
+    try:
+        dumped: dict[str, Any] = _json_dump(event, exclude=set(loose) or None)
+        return dumped
+    except PydanticSerializationError as exc:
+        name = type(event).__name__
+        failing = next(
+            (field for field in type(event).model_fields if not _writes(event, field)), None
+        )
+        where = f"{name}.{failing}" if failing is not None else name
+        raise CheckpointError(
+            f"{where} of a paused agent cannot be saved in its checkpoint: {exc}; an event "
+            "still to be processed at a pause is saved as JSON, so its fields hold JSON values "
+            "and pydantic models"
+        ) from None
+
+
+def _writes(event: Event, field: str) -> bool:
+    """Whether pydantic can write ``event``'s ``field`` as JSON (to name the one it cannot)."""
+    try:
+        _json_dump(event, include={field})
+    except PydanticSerializationError:
+        return False
+    return True
 
 
 _LOOSE: weakref.WeakKeyDictionary[type[Event], frozenset[str]] = weakref.WeakKeyDictionary()
