@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from mcp_servers.process import STDIO_SCRIPT, closed_port
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, Json
+from pydantic.alias_generators import to_camel
 
 from adk import (
     BaseAgent,
@@ -1354,6 +1355,50 @@ async def test_a_queued_event_pydantic_cannot_write_fails_the_pause_naming_its_f
     assert str(cause).startswith("Nodes.nodes of a paused agent cannot be saved in its checkpoint")
     assert "Unable to serialize unknown type" in str(cause) and "Node" in str(cause)
     assert await store.get("c") is None
+
+
+class Webhook(Event):
+    """An event as an API's JSON gives it: camelCase aliases, a JSON text field, a field kept
+    out of dumps (logs), and the model's dumps by alias."""
+
+    model_config = ConfigDict(alias_generator=to_camel, serialize_by_alias=True)
+
+    user_name: str
+    payload: Json[list[int]]
+    token: str = Field(default="", exclude=True)
+
+
+async def test_a_queued_event_with_aliases_json_and_excluded_fields_survives_a_pause() -> None:
+    """An aliased field was saved by name and refused by name on resume (the checkpoint kept,
+    never to resume); with ``serialize_by_alias`` the pause failed on a bare ``KeyError``, as it
+    did for a ``Field(exclude=True)`` field; a ``Json[...]`` field was saved as the parsed value,
+    which it refused on resume."""
+    seen: list[Webhook] = []
+
+    class Gate(Event):
+        pass
+
+    class Receiver(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Gate())
+            ctx.send_event(Webhook(userName="ann", payload="[1, 2]", token="s3cret"))
+
+        @action(Gate)
+        def gate(self, event: Gate, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise Interrupt("go on?")
+
+        @action(Webhook)
+        def take(self, event: Webhook, ctx: ActionContext) -> None:
+            seen.append(event)
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(Receiver("receiver"), checkpoint_store=store).invoke("go")
+    assert paused.checkpoint_id is not None and seen == []
+    await Runner(Receiver("receiver"), checkpoint_store=store).invoke_resume(paused.checkpoint_id)
+    [event] = seen
+    assert (event.user_name, event.payload, event.token) == ("ann", [1, 2], "s3cret")
 
 
 async def test_an_approval_with_edited_arguments_runs_the_call_as_edited() -> None:

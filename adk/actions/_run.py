@@ -16,8 +16,9 @@ import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
 from inspect import isawaitable
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args
 
+from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from .._driver import is_cancellation, signal_of
@@ -436,7 +437,7 @@ class _ActionRun:
             else:
                 if dumped is None:  # NaN kept (JSON mode makes one in a dict[str, Any] None)
                     dumped = _dumped(event, loose)
-                fields[name] = dumped[name]
+                fields[name] = dumped[name] if name in dumped else _excluded(event, name)
         return {"type": _type_key(type(event)), "fields": fields}
 
     def _decode(self, saved: SavedState, data: Any) -> Event:
@@ -456,7 +457,8 @@ class _ActionRun:
                 name: from_json_value(value) if name in loose else value
                 for name, value in fields.items()
             }
-            return event_type.model_validate(values)
+            # By name, as saved, and by alias, for an alias's own validation.
+            return event_type.model_validate(values, by_alias=True, by_name=True)
         except CheckpointError as exc:
             raise saved.error(f"the {data['type']!r} event {exc}") from None
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
@@ -469,7 +471,11 @@ def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
     with pydantic's "Unable to serialize unknown type", naming neither the event, nor the field,
     nor the checkpoint it was for: the error names them now."""
     try:
-        dumped: dict[str, Any] = _json_dump(event, exclude=set(loose) or None)
+        # By field name whatever the model's config says (``_encode`` looks fields up by it);
+        # round_trip: a ``Json[...]`` field stays the text it validates from on resume.
+        dumped: dict[str, Any] = _json_dump(
+            event, exclude=set(loose) or None, by_alias=False, round_trip=True
+        )
         return dumped
     except PydanticSerializationError as exc:
         name = type(event).__name__
@@ -481,6 +487,21 @@ def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
             f"{where} of a paused agent cannot be saved in its checkpoint: {exc}; an event "
             "still to be processed at a pause is saved as JSON, so its fields hold JSON values "
             "and pydantic models"
+        ) from None
+
+
+def _excluded(event: Event, name: str) -> Any:
+    """A field pydantic leaves out of dumps (``Field(exclude=True)``), written by its own type:
+    the pause failed on it with a bare ``KeyError``, and it must come back on resume as the
+    action sent it, as every other field does."""
+    info = type(event).model_fields[name]
+    annotation = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
+    try:
+        return TypeAdapter(annotation).dump_python(getattr(event, name), mode="json")
+    except PydanticSerializationError as exc:
+        raise CheckpointError(
+            f"{type(event).__name__}.{name} of a paused agent cannot be saved in its checkpoint: "
+            f"{exc}"
         ) from None
 
 
