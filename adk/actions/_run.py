@@ -16,15 +16,20 @@ import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
 from inspect import isawaitable
-from typing import TYPE_CHECKING, Annotated, Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint._state import SavedState
-from ..checkpoint.codec import CheckpointError, _json_dump, from_json_value, to_json_value
+from ..checkpoint.codec import (
+    CheckpointError,
+    _json_dump,
+    _with_excluded,
+    from_json_value,
+    to_json_value,
+)
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
@@ -437,7 +442,7 @@ class _ActionRun:
             else:
                 if dumped is None:  # NaN kept (JSON mode makes one in a dict[str, Any] None)
                     dumped = _dumped(event, loose)
-                fields[name] = dumped[name] if name in dumped else _excluded(event, name)
+                fields[name] = dumped[name]
         return {"type": _type_key(type(event)), "fields": fields}
 
     def _decode(self, saved: SavedState, data: Any) -> Event:
@@ -476,7 +481,13 @@ def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
         dumped: dict[str, Any] = _json_dump(
             event, exclude=set(loose) or None, by_alias=False, round_trip=True
         )
-        return dumped
+        # A ``Field(exclude=True)`` field too, or the event comes back without it (the pause
+        # failed on one with a bare ``KeyError``); a loose one is the codec's, as above.
+        return {
+            name: value
+            for name, value in _with_excluded(event, dumped).items()
+            if name not in loose
+        }
     except PydanticSerializationError as exc:
         name = type(event).__name__
         failing = next(
@@ -487,21 +498,6 @@ def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
             f"{where} of a paused agent cannot be saved in its checkpoint: {exc}; an event "
             "still to be processed at a pause is saved as JSON, so its fields hold JSON values "
             "and pydantic models"
-        ) from None
-
-
-def _excluded(event: Event, name: str) -> Any:
-    """A field pydantic leaves out of dumps (``Field(exclude=True)``), written by its own type:
-    the pause failed on it with a bare ``KeyError``, and it must come back on resume as the
-    action sent it, as every other field does."""
-    info = type(event).model_fields[name]
-    annotation = Annotated[info.annotation, *info.metadata] if info.metadata else info.annotation
-    try:
-        return TypeAdapter(annotation).dump_python(getattr(event, name), mode="json")
-    except PydanticSerializationError as exc:
-        raise CheckpointError(
-            f"{type(event).__name__}.{name} of a paused agent cannot be saved in its checkpoint: "
-            f"{exc}"
         ) from None
 
 

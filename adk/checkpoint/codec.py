@@ -146,6 +146,55 @@ def _nan_serializer(cls: type[BaseModel]) -> SchemaSerializer:
     return serializer
 
 
+_EXCLUDED = "_adk_excluded_fields"
+"""The class attribute holding, per model, a serializer for each field it leaves out of its
+dumps (``_with_excluded``), kept on the class as ``_SERIALIZER`` is."""
+
+
+def _with_excluded(value: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
+    """``data``, a dump of ``value``, with the fields its model leaves out of dumps
+    (``Field(exclude=True)``) written in too, by name: a checkpoint holds what the run held.
+    Left out, such a field came back as its default on resume, or, one without a default, made
+    the checkpoint fail to load for ever. (Those of models nested in ``value`` stay out.)"""
+    cls = type(value)
+    excluded: tuple[tuple[str, SchemaSerializer], ...] | None = cls.__dict__.get(_EXCLUDED)
+    if excluded is None:
+        excluded = _excluded_serializers(cls)
+        setattr(cls, _EXCLUDED, excluded)
+    for name, serializer in excluded:
+        data[name] = serializer.to_python(getattr(value, name), mode="json", round_trip=True)
+    return data
+
+
+def _excluded_serializers(cls: type[BaseModel]) -> tuple[tuple[str, SchemaSerializer], ...]:
+    """A serializer for each field of ``cls`` marked ``exclude=True``, made from the field's own
+    schema in the model's (within its definitions, for a model that refers to itself)."""
+    names = [name for name, info in cls.model_fields.items() if info.exclude is True]
+    if not names:
+        return ()
+    _nan_serializer(cls)  # builds a deferred model's schema
+    schema = cls.__pydantic_core_schema__
+    definitions = schema.get("definitions") if schema["type"] == "definitions" else None
+    model_schema = schema["schema"] if definitions is not None else schema
+    if model_schema.get("type") == "definition-ref" and definitions is not None:
+        ref = model_schema["schema_ref"]
+        model_schema = next(d for d in definitions if d.get("ref") == ref)
+    fields = model_schema["schema"]["fields"]
+    config = cast(CoreConfig, dict(model_schema.get("config") or {}))
+    config["ser_json_inf_nan"] = "constants"
+    found = []
+    for name in names:
+        field_schema: Any = fields[name]["schema"]
+        if definitions is not None:
+            field_schema = {
+                "type": "definitions",
+                "schema": field_schema,
+                "definitions": definitions,
+            }
+        found.append((name, SchemaSerializer(field_schema, config)))
+    return tuple(found)
+
+
 def _chose_nan(cls: type[BaseModel]) -> bool:
     """Whether ``cls``'s config says how its JSON writes NaN and infinities
     (``ser_json_inf_nan``): then JSON meant for others (a tool result, a Flink output) is written
@@ -253,7 +302,7 @@ def _plain(value: Any, depth: int) -> Any:
         # By field name, every field (a changed default must not change a loaded value), read back
         # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
         # validation never reads. round_trip: Json[...] fields stay text.
-        return {_TAG: tag, "data": _json_dump(value, round_trip=True)}
+        return {_TAG: tag, "data": _with_excluded(value, _json_dump(value, round_trip=True))}
     raise _Unstorable(
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
         "use JSON values or pydantic models registered with adk.register_type"
