@@ -828,3 +828,30 @@ async def test_checkpoint_without_pending_points_is_a_clear_error(resume: Any) -
         await collect(runner.resume(cid, resume))
 
     assert asker.runs == 1
+
+
+@register_type
+class GuardedAccount(BaseModel):
+    """``Account`` with model validators, which wrap the model's schema and its fields'."""
+
+    owner: str
+    api_key: str = Field(exclude=True)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _wrapped(cls, value: Any, handler: Any) -> Any:
+        return handler(value)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before(cls, value: Any) -> Any:
+        return value
+
+
+def test_an_excluded_field_of_a_model_with_validators_is_stored() -> None:
+    """The excluded field's serializer is found past the validator functions pydantic wraps
+    around the model and around its fields (the pause failed with a bare KeyError)."""
+    saved = to_json_value(GuardedAccount(owner="ann", api_key="k-1"))
+    loaded = from_json_value(decode_checkpoint(encode_checkpoint({"v": saved}))["v"])
+    assert loaded == GuardedAccount(owner="ann", api_key="k-1")
+    assert loaded.api_key == "k-1"

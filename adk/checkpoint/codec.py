@@ -176,11 +176,19 @@ def _excluded_serializers(cls: type[BaseModel]) -> tuple[tuple[str, SchemaSerial
     schema = cls.__pydantic_core_schema__
     definitions = schema.get("definitions") if schema["type"] == "definitions" else None
     model_schema = schema["schema"] if definitions is not None else schema
-    if model_schema.get("type") == "definition-ref" and definitions is not None:
-        ref = model_schema["schema_ref"]
-        model_schema = next(d for d in definitions if d.get("ref") == ref)
-    fields = model_schema["schema"]["fields"]
-    config = cast(CoreConfig, dict(model_schema.get("config") or {}))
+    # Down to the model's fields, past references and the validator functions
+    # (``@model_validator``) wrapped around the model and around its fields; the model's own
+    # config is on the "model" schema on the way.
+    config = cast(CoreConfig, {})
+    while model_schema.get("type") != "model-fields":
+        if model_schema.get("type") == "definition-ref" and definitions is not None:
+            ref = model_schema["schema_ref"]
+            model_schema = next(d for d in definitions if d.get("ref") == ref)
+            continue
+        if model_schema.get("type") == "model":
+            config = cast(CoreConfig, dict(model_schema.get("config") or {}))
+        model_schema = model_schema["schema"]
+    fields = model_schema["fields"]
     config["ser_json_inf_nan"] = "constants"
     found = []
     for name in names:
