@@ -137,3 +137,47 @@ async def test_a_chat_reply_output_after_a_pause_counts_once() -> None:
     resumed = await runner.invoke_resume(paused.interrupt.checkpoint_id, True)
     assert resumed.text == "3"
     assert resumed.usage == used(12, 1)
+
+
+class Draft(adk.actions.Event):
+    """An action's own event carrying the chat's reply on to a review (not a ChatResponseEvent)."""
+
+    reply: Message
+
+
+async def test_a_chat_reply_an_event_of_its_own_carries_past_a_pause_counts_once() -> None:
+    """As above, with the reply passed on in an event of the application's own (a ``Draft`` a
+    review action pauses on) and in the paused action's queue: restored from the checkpoint,
+    each is another object than the one the chat round counted, and was counted again."""
+
+    class Reviewed(ActionAgent):
+        @action(InputEvent)
+        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def draft(event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Draft(reply=event.response))
+            ctx.send_event(Draft(reply=event.response))
+
+        @action(Draft)
+        @staticmethod
+        def review(event: Draft, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise adk.Interrupt("send this answer?")
+            ctx.send_event(OutputEvent(output=event.reply))
+
+    resources = adk.Resources()
+    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
+    runner = Runner(Reviewed("reviewed", resources=resources))
+    paused = await runner.invoke("1 + 2?")
+    assert paused.interrupt is not None
+    assert paused.usage == used(12, 1)
+    resumed = await runner.invoke_resume(paused.interrupt.checkpoint_id, True)
+    assert resumed.interrupt is not None  # the second draft's review
+    assert resumed.text == "3"
+    assert resumed.usage == used(12, 1)
+    done = await runner.invoke_resume(resumed.interrupt.checkpoint_id, True)
+    assert done.text == "3"
+    assert done.usage == used(12, 1)

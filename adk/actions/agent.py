@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 import adk
 
 from .._checks import check_count
@@ -21,7 +23,7 @@ from ..events import AgentEvent
 from ..messages import Message
 from ._builtin import preflight_tool_action, tool_action
 from ._run import _ActionRun
-from .events import ChatResponseEvent, ToolRequestEvent, _input_event
+from .events import ToolRequestEvent, _input_event
 from .plan import AgentPlan
 
 if TYPE_CHECKING:
@@ -90,11 +92,11 @@ class ActionAgent(BaseAgent):
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)
-        # The chat replies waiting in the restored events were counted before the pause (the
-        # checkpoint's usage holds them): an action outputting one now must not count it again.
-        for waiting in (current, *run.queue):
-            if isinstance(waiting, ChatResponseEvent) and waiting.response.usage is not None:
-                note_counted(ctx, waiting.response)
+        # The replies in the restored events were counted before the pause (the checkpoint's
+        # usage holds them), in a ``ChatResponseEvent`` or passed on in an event of the
+        # application's own (a draft sent to review): an action outputting one now must not
+        # count it again.
+        _note_restored_replies(ctx, (current, *run.queue))
         try:
             async with aclosing(run.process(current, listener, resumed=True)) as events:
                 async for event in events:
@@ -116,6 +118,26 @@ class ActionAgent(BaseAgent):
         walk.only_under(ctx.address, [run.address_of(paused.name)], why)
         if paused.call is tool_action and isinstance(current, ToolRequestEvent):
             preflight_tool_action(run, current, paused.name, walk)
+
+
+def _note_restored_replies(ctx: RunContext, found: Any) -> None:
+    """Note as counted (``note_counted``) every model reply (a message with a ``usage``) in
+    ``found``, events restored from a checkpoint: in their fields, and in the lists, tuples,
+    dicts and pydantic models those hold. Restored, each is another object than the reply
+    counted before the pause, which the weak counted map knows only by identity. Only on resume,
+    over what the pause saved (JSON, so no cycles)."""
+    if isinstance(found, Message):
+        if found.usage is not None:
+            note_counted(ctx, found)
+    elif isinstance(found, BaseModel):
+        for value in found.__dict__.values():
+            _note_restored_replies(ctx, value)
+    elif isinstance(found, (list, tuple)):
+        for value in found:
+            _note_restored_replies(ctx, value)
+    elif isinstance(found, dict):
+        for value in found.values():
+            _note_restored_replies(ctx, value)
 
 
 def _input_of(messages: list[Message]) -> Any:
