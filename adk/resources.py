@@ -108,7 +108,9 @@ def _fill(template: str, arguments: Mapping[str, Any]) -> str:
 
 
 class _RenamedTool:
-    """A tool registered under another name than its spec's: the model sees the new name."""
+    """A tool registered under another name than its spec's: the model sees the new name. The
+    attributes the framework reads off a tool (``getattr``, for the tools that have them) are
+    passed on, or the renamed tool lost what they do."""
 
     __slots__ = ("_spec", "_tool")
 
@@ -145,6 +147,19 @@ class _RenamedTool:
         check: Callable[[ToolContext, Any], None] | None
         check = getattr(self._tool, "_adk_preflight_call", None)
         return check
+
+    @property
+    def _emits_events(self) -> bool:
+        """Whether the tool forwards events (an ``AgentTool`` with ``emit_inner_events``), so
+        that a round of its one call runs in a task that can forward them
+        (``tools._executor.lone_call``): without it, the renamed tool's events were dropped."""
+        return bool(getattr(self._tool, "_emits_events", False))
+
+    @property
+    def _span_attributes(self) -> Any:
+        """An MCP server's tool's attributes for its ``execute_tool`` spans (``adk.tracing``),
+        read only when tracing records a call: without it, a renamed MCP tool's spans had none."""
+        return getattr(self._tool, "_span_attributes", None)
 
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         return await self._tool.run(arguments, ctx)

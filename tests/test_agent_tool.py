@@ -396,3 +396,25 @@ async def test_a_message_after_a_structured_output_is_the_result_again() -> None
     outer = _caller(AgentTool(_helper(report, "said after it")))
     await Runner(outer).invoke("go")
     assert _tool_reply(outer).content == "said after it"
+
+
+async def test_inner_events_are_forwarded_from_a_tool_registered_under_another_name() -> None:
+    """``Resources.add_tool(AgentTool(..., emit_inner_events=True), name=...)``: the model calls
+    the new name, and the inner agent's events still come out. The renamed tool hid
+    ``_emits_events``, so a round of that one call ran inline, with no way to forward, and the
+    events the tool was asked to forward were dropped without a word."""
+    inner = _helper("inner said this")
+    resources = adk.Resources()
+    resources.add_tool(AgentTool(inner, emit_inner_events=True), name="research")
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("research", {"request": "do it"}, id="c1")]), "final"]
+    )
+    outer = ReActAgent("outer", model, tools=["research"])
+    events = await run_events(Runner(outer, resources=resources))
+    assert simplify_events(events) == [
+        'outer: [call research {"request": "do it"}]',
+        "inner: inner said this",
+        "outer: [tool research] inner said this",
+        "outer: final",
+    ]
+    assert model.requests[1].messages[-1].content == "inner said this"

@@ -454,6 +454,29 @@ async def test_an_mcp_tool_calls_span_carries_the_mcp_attributes(
     provider.shutdown()
 
 
+async def test_an_mcp_tool_registered_under_another_name_keeps_its_spans_mcp_attributes(
+    http_process: HTTPServerProcess,
+) -> None:
+    """``Resources.add_tool(mcp_tool, name=...)``: the renamed tool hid the MCP tool's
+    ``_span_attributes``, so its calls' spans lost every MCP attribute."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel([Reply(tool_calls=[tool_call("plus", {"a": 2, "b": 3}, id="c1")]), "5"])
+    async with MCPToolset(HTTPServer(http_process.url), tool_filter=["add"]) as toolset:
+        (add,) = await toolset.tools()
+        resources = Resources()
+        resources.add_tool(add, name="plus")
+        agent = ReActAgent("ops", model, tools=["plus"])
+        runner = Runner(agent, resources=resources, tracer_provider=provider)
+        assert (await runner.invoke("add")).text == "5"
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool plus"]
+    attributes = dict(span.attributes or {})
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert attributes["server.port"] == http_process.port
+    provider.shutdown()
+
+
 async def test_a_callbacks_pause_before_an_mcp_call_needing_approval(tmp_path: Path) -> None:
     # A runner's before_tool callback asks a person before every call, and the MCP tool then asks
     # for approval: each reads its own answer, from a fresh runner over the SQLite file (the
