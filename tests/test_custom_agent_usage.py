@@ -181,3 +181,39 @@ async def test_a_chat_reply_an_event_of_its_own_carries_past_a_pause_counts_once
     done = await runner.invoke_resume(resumed.interrupt.checkpoint_id, True)
     assert done.text == "3"
     assert done.usage == used(12, 1)
+
+
+class Review(adk.actions.Event):
+    """Asks for a review of the draft an action keeps in sensory memory."""
+
+
+async def test_a_chat_reply_kept_in_sensory_memory_over_a_pause_counts_once() -> None:
+    """The reply kept in the input's sensory memory while a person is asked, and output on
+    resume: the memory saved with the pause gives back another object, counted again."""
+
+    class Reviewed(ActionAgent):
+        @action(InputEvent)
+        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
+
+        @action(ChatResponseEvent)
+        @staticmethod
+        def keep(event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.sensory_memory.set("draft", event.response)
+            ctx.send_event(Review())
+
+        @action(Review)
+        @staticmethod
+        def review(event: Review, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise adk.Interrupt("send this answer?")
+            ctx.send_event(OutputEvent(output=ctx.sensory_memory.get("draft")))
+
+    resources = adk.Resources()
+    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
+    runner = Runner(Reviewed("reviewed", resources=resources))
+    paused = await runner.invoke("1 + 2?")
+    assert paused.interrupt is not None
+    resumed = await runner.invoke_resume(paused.interrupt.checkpoint_id, True)
+    assert resumed.text == "3"
+    assert resumed.usage == used(12, 1)

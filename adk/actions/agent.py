@@ -92,11 +92,13 @@ class ActionAgent(BaseAgent):
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)
-        # The replies in the restored events were counted before the pause (the checkpoint's
-        # usage holds them), in a ``ChatResponseEvent`` or passed on in an event of the
-        # application's own (a draft sent to review): an action outputting one now must not
-        # count it again.
-        _note_restored_replies(ctx, (current, *run.queue))
+        # The replies in the restored events and sensory memory were counted before the pause
+        # (the checkpoint's usage holds them), in a ``ChatResponseEvent``, passed on in an event
+        # of the application's own (a draft sent to review) or kept in the input's memory: an
+        # action outputting one now must not count it again.
+        sensory = run._sensory
+        kept = sensory._values if sensory is not None else None
+        _note_restored_replies(ctx, (current, *run.queue, kept))
         try:
             async with aclosing(run.process(current, listener, resumed=True)) as events:
                 async for event in events:
@@ -122,8 +124,8 @@ class ActionAgent(BaseAgent):
 
 def _note_restored_replies(ctx: RunContext, found: Any) -> None:
     """Note as counted (``note_counted``) every model reply (a message with a ``usage``) in
-    ``found``, events restored from a checkpoint: in their fields, and in the lists, tuples,
-    dicts and pydantic models those hold. Restored, each is another object than the reply
+    ``found``, events and memory restored from a checkpoint: in their fields, and in the lists,
+    tuples, dicts and pydantic models those hold. Restored, each is another object than the reply
     counted before the pause, which the weak counted map knows only by identity. Only on resume,
     over what the pause saved (JSON, so no cycles)."""
     if isinstance(found, Message):
