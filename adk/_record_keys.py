@@ -23,11 +23,38 @@ from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import Any
 
-record_key: ContextVar[tuple[Hashable] | None] = ContextVar("adk_record_key", default=None)
-"""``(key,)`` while a keyed record of an execution environment runs or resumes (``None``, the
-default, for any other run: a plain ``Runner`` resume is not checked, nor saves a key)."""
+record_key: ContextVar[tuple[Hashable, str | None, str | None] | None] = ContextVar(
+    "adk_record_key", default=None
+)
+"""``(key, run_id, checkpoint_id)`` while a keyed record of an execution environment runs or
+resumes: its key, its run's id (``None`` for a resume that did not give it: the checkpoint's) and
+the checkpoint it resumes (``None`` for a fresh record). ``None``, the default, for any other run:
+a plain ``Runner`` resume is not checked, nor saves a key.
+
+Only the record's own run saves the key (``key_to_save``), and only the resume of the record's
+own checkpoint is checked (``key_to_check``): a ``Runner`` of the application's own that a tool
+or an action runs inside the record (a delegate, an escalation desk every key shares) makes runs
+and pauses of its own, which belong to no key. Set for the whole record, the variable reaches
+them too: their pauses saved the record's key, and resuming one inside a record of another key
+was refused as that key's pause."""
 
 _JSON_SCALARS = (str, int, bool, type(None))
+
+
+def key_to_save(run_id: str) -> tuple[Hashable] | None:
+    """``(key,)`` of the keyed record whose own run (of id ``run_id``) is pausing, else None."""
+    keyed = record_key.get()
+    if keyed is None or keyed[1] not in (None, run_id):
+        return None
+    return (keyed[0],)
+
+
+def key_to_check(checkpoint_id: str) -> tuple[Hashable] | None:
+    """``(key,)`` of the keyed record that resumes ``checkpoint_id`` as its own, else None."""
+    keyed = record_key.get()
+    if keyed is None or keyed[2] != checkpoint_id:
+        return None
+    return (keyed[0],)
 
 
 def tupled(value: Any) -> Any:

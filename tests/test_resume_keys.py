@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flink_job import book
 
-from adk.actions import ActionAgent
+from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
+from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.execution import KeyedOutput, LocalExecutionEnvironment, RecordError
@@ -141,3 +143,43 @@ async def test_a_checkpoint_saved_without_its_key_resumes_unchecked(tmp_path: Pa
     later = _env(tmp_path).from_list([], key="user")
     found = await later.apply(LEDGER, sessions=sessions, resumes=[_answer(paused)]).to_list()
     assert [(o.key, o.output) for o in found] == [("ann", 505)]
+
+
+class _Desk(BaseAgent):
+    """A manager's desk: asks the manager about the case, then says what was decided."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt("refund?")
+        else:
+            yield AgentEvent.of(f"refund {ctx.resume.data}")
+
+
+async def test_a_runner_of_its_own_inside_a_record_is_not_a_record_of_its_key(
+    tmp_path: Path,
+) -> None:
+    """An action that runs a delegate through a ``Runner`` of its own (an escalation desk every
+    key shares, which a manager's record resumes) runs it outside any record's memory. The key
+    of the record it ran in leaked into that run: its pause saved ann's key, and the manager's
+    record resuming it was refused as ann's pause resumed under another key."""
+    desk = Runner(_Desk("desk"), SQLiteCheckpointStore(str(tmp_path / "desk.db")))
+
+    @action(InputEvent)
+    async def handle(event: InputEvent, ctx: ActionContext) -> None:
+        case = event.input["case"]
+        if event.input["do"] == "escalate":
+            paused = await desk.invoke(f"case {case}", checkpoint_id=f"case-{case}")
+            assert paused.interrupt is not None
+            ctx.send_event(OutputEvent(output="escalated"))
+        else:
+            ctx.send_event(
+                OutputEvent(output=(await desk.invoke_resume(f"case-{case}", "ok")).text)
+            )
+
+    records = [
+        {"user": "ann", "case": 7, "do": "escalate"},
+        {"user": "manager", "case": 7, "do": "decide"},
+    ]
+    cases = ActionAgent("cases", actions=[handle])
+    found = await _env(tmp_path).from_list(records, key="user").apply(cases).to_list()
+    assert [(o.key, o.output) for o in found] == [("ann", "escalated"), ("manager", "refund ok")]

@@ -340,8 +340,12 @@ async def _run_record(
     token = None
     if runner._hooks is not None and run_id is not None:
         token = _root_span_attributes.set((run_id, _record_attributes(key, index)))
-    # A keyed record's pause saves its key, and its resume is refused for another (_record_keys).
-    keyed = record_key.set((key,)) if sessions is not None else None
+    # A keyed record's pause saves its key, and its resume is refused for another (_record_keys):
+    # its own run's and checkpoint's only, not those of a Runner of its own run inside it.
+    keyed = None
+    if sessions is not None:
+        resumed = resuming[0] if resuming is not None else None
+        keyed = record_key.set((key, run_id, resumed))
     try:
         if resuming is None:
             result = await runner.invoke(
