@@ -27,8 +27,8 @@ record_key: ContextVar[tuple[Hashable, str | None, str | None] | None] = Context
     "adk_record_key", default=None
 )
 """``(key, run_id, checkpoint_id)`` while a keyed record of an execution environment runs or
-resumes: its key, its run's id (``None`` for a resume that did not give it: the checkpoint's) and
-the checkpoint it resumes (``None`` for a fresh record). ``None``, the default, for any other run:
+resumes: its key, its run's id (as the resume gave it, maybe None, for a resume) and the
+checkpoint it resumes (``None`` for a fresh record). ``None``, the default, for any other run:
 a plain ``Runner`` resume is not checked, nor saves a key.
 
 Only the record's own run saves the key (``key_to_save``), and only the resume of the record's
@@ -41,10 +41,16 @@ was refused as that key's pause."""
 _JSON_SCALARS = (str, int, bool, type(None))
 
 
-def key_to_save(run_id: str) -> tuple[Hashable] | None:
-    """``(key,)`` of the keyed record whose own run (of id ``run_id``) is pausing, else None."""
+def key_to_save(run_id: str, checkpoint_id: str | None) -> tuple[Hashable] | None:
+    """``(key,)`` of the keyed record whose own run is pausing (``run_id``'s, saving under
+    ``checkpoint_id``), else None: a fresh record's run is known by its id, a resumed record's by
+    the checkpoint it resumes, which it pauses under again (its run id is the checkpoint's, which
+    a resume need not give)."""
     keyed = record_key.get()
-    if keyed is None or keyed[1] not in (None, run_id):
+    if keyed is None:
+        return None
+    resumed = keyed[2]
+    if checkpoint_id != resumed if resumed is not None else run_id != keyed[1]:
         return None
     return (keyed[0],)
 

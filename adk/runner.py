@@ -761,7 +761,7 @@ class Runner(AsyncCloseable):
             memory = _record_memory.get()
             if memory is not None and memory[0] in (None, run.run_id):
                 body["memory"] = memory[1]  # where the key's memory is: see ``_resume_claimed``
-            keyed = _record_keys.key_to_save(run.run_id)
+            keyed = _record_keys.key_to_save(run.run_id, checkpoint_id)
             if keyed is not None:  # a keyed record's: its resume must name its key (see there)
                 key = _record_keys.saved(keyed[0])
                 if key is not None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from flink_job import book
 
-from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
+from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
@@ -183,3 +183,37 @@ async def test_a_runner_of_its_own_inside_a_record_is_not_a_record_of_its_key(
     cases = ActionAgent("cases", actions=[handle])
     found = await _env(tmp_path).from_list(records, key="user").apply(cases).to_list()
     assert [(o.key, o.output) for o in found] == [("ann", "escalated"), ("manager", "refund ok")]
+
+
+@action(InputEvent)
+def _twice(event: InputEvent, ctx: ActionContext) -> None:
+    """Asks a person twice (the amount, then the payee), then books the amount."""
+    resume = ctx.resume
+    if resume is None:
+        raise Interrupt("amount?")
+    if resume.data == "amount ok":
+        raise Interrupt("payee?")
+    balance = ctx.short_term_memory.get("balance", 0) + event.input["amount"]
+    ctx.short_term_memory.set("balance", balance)
+    ctx.send_event(OutputEvent(output=balance))
+
+
+@pytest.mark.parametrize("run_id", [None, "not-the-checkpoints"])
+async def test_a_resumed_record_pausing_again_saves_its_key_again(
+    tmp_path: Path, run_id: str | None
+) -> None:
+    """The second pause of a record keeps the key, whatever run id its resume gave (none, as a
+    resume may be written by hand, or another): the resumed run is the record's own by the
+    checkpoint it resumes. A resume of it naming another key is refused too."""
+    agent = ActionAgent("twice", actions=[_twice])
+    records = [{"user": "ann", "amount": 5}]
+    [paused] = await _env(tmp_path).from_list(records, key="user").apply(agent).to_list()
+    sessions: dict[Any, Any] = {}
+    first = {**_answer(paused, "amount ok"), "run_id": run_id}
+    again = _env(tmp_path).from_list([], key="user")
+    [second] = await again.apply(agent, sessions=sessions, resumes=[first]).to_list()
+    assert second.checkpoint_id == paused.checkpoint_id and second.output is None
+    wrong = _answer(paused, "payee ok", key="bob")
+    refused = _env(tmp_path, on_error="emit").from_list([], key="user")
+    [failed] = await refused.apply(agent, sessions=sessions, resumes=[wrong]).to_list()
+    assert failed.error is not None and "not of key 'bob'" in failed.error.message
