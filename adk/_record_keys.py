@@ -23,42 +23,37 @@ from collections.abc import Hashable
 from contextvars import ContextVar
 from typing import Any
 
-record_key: ContextVar[tuple[Hashable, str | None, str | None] | None] = ContextVar(
+record_key: ContextVar[tuple[Hashable, object, str | None] | None] = ContextVar(
     "adk_record_key", default=None
 )
-"""``(key, run_id, checkpoint_id)`` while a keyed record of an execution environment runs or
-resumes: its key, its run's id (as the resume gave it, maybe None, for a resume) and the
-checkpoint it resumes (``None`` for a fresh record). ``None``, the default, for any other run:
-a plain ``Runner`` resume is not checked, nor saves a key.
+"""``(key, runner, checkpoint_id)`` while a keyed record of an execution environment runs or
+resumes: its key, the environment's ``Runner`` that runs it and the checkpoint it resumes
+(``None`` for a fresh record). ``None``, the default, for any other run: a plain ``Runner``
+resume is not checked, nor saves a key.
 
 Only the record's own run saves the key (``key_to_save``), and only the resume of the record's
 own checkpoint is checked (``key_to_check``): a ``Runner`` of the application's own that a tool
 or an action runs inside the record (a delegate, an escalation desk every key shares) makes runs
 and pauses of its own, which belong to no key. Set for the whole record, the variable reaches
 them too: their pauses saved the record's key, and resuming one inside a record of another key
-was refused as that key's pause."""
+was refused as that key's pause. They are told apart by the runner, not by the run id, which a
+delegate may share (one conversation id) and a resume need not give."""
 
 _JSON_SCALARS = (str, int, bool, type(None))
 
 
-def key_to_save(run_id: str, checkpoint_id: str | None) -> tuple[Hashable] | None:
-    """``(key,)`` of the keyed record whose own run is pausing (``run_id``'s, saving under
-    ``checkpoint_id``), else None: a fresh record's run is known by its id, a resumed record's by
-    the checkpoint it resumes, which it pauses under again (its run id is the checkpoint's, which
-    a resume need not give)."""
+def key_to_save(runner: object) -> tuple[Hashable] | None:
+    """``(key,)`` of the keyed record whose own run ``runner`` is pausing, else None."""
     keyed = record_key.get()
-    if keyed is None:
-        return None
-    resumed = keyed[2]
-    if checkpoint_id != resumed if resumed is not None else run_id != keyed[1]:
+    if keyed is None or keyed[1] is not runner:
         return None
     return (keyed[0],)
 
 
-def key_to_check(checkpoint_id: str) -> tuple[Hashable] | None:
-    """``(key,)`` of the keyed record that resumes ``checkpoint_id`` as its own, else None."""
+def key_to_check(runner: object, checkpoint_id: str) -> tuple[Hashable] | None:
+    """``(key,)`` of the keyed record that ``runner`` resumes from ``checkpoint_id``, else None."""
     keyed = record_key.get()
-    if keyed is None or keyed[2] != checkpoint_id:
+    if keyed is None or keyed[1] is not runner or keyed[2] != checkpoint_id:
         return None
     return (keyed[0],)
 

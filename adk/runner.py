@@ -761,7 +761,7 @@ class Runner(AsyncCloseable):
             memory = _record_memory.get()
             if memory is not None and memory[0] in (None, run.run_id):
                 body["memory"] = memory[1]  # where the key's memory is: see ``_resume_claimed``
-            keyed = _record_keys.key_to_save(run.run_id, checkpoint_id)
+            keyed = _record_keys.key_to_save(self)
             if keyed is not None:  # a keyed record's: its resume must name its key (see there)
                 key = _record_keys.saved(keyed[0])
                 if key is not None:
@@ -893,7 +893,7 @@ class Runner(AsyncCloseable):
         # Refused as the same checks refused it during the run: an error event (``RunError``
         # from ``invoke_resume``) caused by the ``CheckpointError``; the checkpoint is kept.
         try:
-            keyed = _record_keys.key_to_check(checkpoint_id)
+            keyed = _record_keys.key_to_check(self, checkpoint_id)
             if keyed is not None and "record_key" in body:
                 # Resumed as a record of the key the resume names (an execution environment's):
                 # another key than the pause's would run it on, and commit to, that key's memory.

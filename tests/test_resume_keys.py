@@ -155,21 +155,28 @@ class _Desk(BaseAgent):
             yield AgentEvent.of(f"refund {ctx.resume.data}")
 
 
+@pytest.mark.parametrize("shared_run_id", [False, True])
 async def test_a_runner_of_its_own_inside_a_record_is_not_a_record_of_its_key(
-    tmp_path: Path,
+    tmp_path: Path, shared_run_id: bool
 ) -> None:
     """An action that runs a delegate through a ``Runner`` of its own (an escalation desk every
     key shares, which a manager's record resumes) runs it outside any record's memory. The key
     of the record it ran in leaked into that run: its pause saved ann's key, and the manager's
-    record resuming it was refused as ann's pause resumed under another key."""
+    record resuming it was refused as ann's pause resumed under another key. Also when the
+    delegate's run carries the record's run id (one conversation id for tracing)."""
     desk = Runner(_Desk("desk"), SQLiteCheckpointStore(str(tmp_path / "desk.db")))
+    saved: list[dict[str, Any]] = []
 
     @action(InputEvent)
     async def handle(event: InputEvent, ctx: ActionContext) -> None:
         case = event.input["case"]
         if event.input["do"] == "escalate":
-            paused = await desk.invoke(f"case {case}", checkpoint_id=f"case-{case}")
+            run_id = ctx.run_context.run_id if shared_run_id else None
+            paused = await desk.invoke(f"case {case}", checkpoint_id=f"case-{case}", run_id=run_id)
             assert paused.interrupt is not None
+            data = await desk.checkpoint_store.get(f"case-{case}")
+            assert data is not None
+            saved.append(decode_checkpoint(data, f"case-{case}"))
             ctx.send_event(OutputEvent(output="escalated"))
         else:
             ctx.send_event(
@@ -183,6 +190,8 @@ async def test_a_runner_of_its_own_inside_a_record_is_not_a_record_of_its_key(
     cases = ActionAgent("cases", actions=[handle])
     found = await _env(tmp_path).from_list(records, key="user").apply(cases).to_list()
     assert [(o.key, o.output) for o in found] == [("ann", "escalated"), ("manager", "refund ok")]
+    [body] = saved
+    assert "record_key" not in body  # the desk's pause is no key's
 
 
 @action(InputEvent)

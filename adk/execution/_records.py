@@ -345,7 +345,7 @@ async def _run_record(
     keyed = None
     if sessions is not None:
         resumed = resuming[0] if resuming is not None else None
-        keyed = record_key.set((key, run_id, resumed))
+        keyed = record_key.set((key, runner, resumed))
     try:
         if resuming is None:
             result = await runner.invoke(
