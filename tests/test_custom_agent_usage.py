@@ -187,9 +187,11 @@ class Review(adk.actions.Event):
     """Asks for a review of the draft an action keeps in sensory memory."""
 
 
-async def test_a_chat_reply_kept_in_sensory_memory_over_a_pause_counts_once() -> None:
-    """The reply kept in the input's sensory memory while a person is asked, and output on
-    resume: the memory saved with the pause gives back another object, counted again."""
+@pytest.mark.parametrize("memory", ["sensory", "short_term"])
+async def test_a_chat_reply_kept_in_memory_over_a_pause_counts_once(memory: str) -> None:
+    """The reply kept in the input's sensory memory (or the agent's short-term memory, in the
+    session) while a person is asked, and output on resume: the memory saved with the pause
+    gives back another object, counted again."""
 
     class Reviewed(ActionAgent):
         @action(InputEvent)
@@ -199,7 +201,8 @@ async def test_a_chat_reply_kept_in_sensory_memory_over_a_pause_counts_once() ->
         @action(ChatResponseEvent)
         @staticmethod
         def keep(event: ChatResponseEvent, ctx: ActionContext) -> None:
-            ctx.sensory_memory.set("draft", event.response)
+            kept = ctx.sensory_memory if memory == "sensory" else ctx.short_term_memory
+            kept.set("draft", event.response)
             ctx.send_event(Review())
 
         @action(Review)
@@ -207,7 +210,8 @@ async def test_a_chat_reply_kept_in_sensory_memory_over_a_pause_counts_once() ->
         def review(event: Review, ctx: ActionContext) -> None:
             if ctx.resume is None:
                 raise adk.Interrupt("send this answer?")
-            ctx.send_event(OutputEvent(output=ctx.sensory_memory.get("draft")))
+            kept = ctx.sensory_memory if memory == "sensory" else ctx.short_term_memory
+            ctx.send_event(OutputEvent(output=kept.get("draft")))
 
     resources = adk.Resources()
     resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))

@@ -23,6 +23,7 @@ from ..events import AgentEvent
 from ..messages import Message
 from ._builtin import preflight_tool_action, tool_action
 from ._run import _ActionRun
+from .context import _memory_key
 from .events import ToolRequestEvent, _input_event
 from .plan import AgentPlan
 
@@ -92,13 +93,14 @@ class ActionAgent(BaseAgent):
         resume = ctx.resume
         run = _ActionRun(self, ctx)
         current, listener = run.restore(resume.state if resume is not None else None)
-        # The replies in the restored events and sensory memory were counted before the pause
-        # (the checkpoint's usage holds them), in a ``ChatResponseEvent``, passed on in an event
-        # of the application's own (a draft sent to review) or kept in the input's memory: an
-        # action outputting one now must not count it again.
+        # The replies in the restored events and memories were counted before the pause (the
+        # checkpoint's usage holds them), in a ``ChatResponseEvent``, passed on in an event of
+        # the application's own (a draft sent to review) or kept in the input's memory or the
+        # agent's: an action outputting one now must not count it again.
         sensory = run._sensory
         kept = sensory._values if sensory is not None else None
-        _note_restored_replies(ctx, (current, *run.queue, kept))
+        memory = ctx.session.values.get(_memory_key(self.name))
+        _note_restored_replies(ctx, (current, *run.queue, kept, memory))
         try:
             async with aclosing(run.process(current, listener, resumed=True)) as events:
                 async for event in events:
