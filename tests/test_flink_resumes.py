@@ -40,24 +40,36 @@ class _Job:
     """One operator of a keyed job with ``resumes``, fed elements as ``key_by`` hands them over:
     ``from_list``'s keyed rows (``json_keys``) or the records' own objects."""
 
-    def __init__(self, durable: bool, json_keys: bool) -> None:
-        store = self.store = InMemoryCheckpointStore()
+    def __init__(
+        self,
+        durable: bool,
+        json_keys: bool,
+        agent: Any = None,
+        max_turns: int | None = None,
+        store: InMemoryCheckpointStore | None = None,
+    ) -> None:
+        store = self.store = store if store is not None else InMemoryCheckpointStore()
         env = FlinkExecutionEnvironment(
             object(),  # type: ignore[arg-type]
             on_error="emit",
             checkpoint_store=lambda: store,
             durable_memory=durable,
         )
-        agent = ActionAgent("ledger", actions=[book])
+        if agent is None:
+            agent = ActionAgent("ledger", actions=[book])
         parse = json.loads if json_keys else None
         self.json_keys, self.durable = json_keys, durable
         self.function: _AgentFunction | _KeyedStateFunction
         if durable:
-            self.function = _KeyedStateFunction(agent, env, parse, json_keys, True)
+            self.function = _KeyedStateFunction(
+                agent, env, parse, json_keys, True, max_turns=max_turns
+            )
             self.function.open(KeyedState("unused"))
             self.states: dict[str, KeyedState] = {}
         else:
-            self.function = _AgentFunction(agent, env, True, parse, json_keys, True)
+            self.function = _AgentFunction(
+                agent, env, True, parse, json_keys, True, max_turns=max_turns
+            )
 
     def drive(self, steps: Coroutine[Any, Any, _T]) -> _T:
         """Runs ``steps`` to their end, then closes the operator function as the job's end
@@ -68,7 +80,11 @@ class _Job:
             self.function.close()
 
     async def record(self, user: str, amount: int) -> list[dict[str, Any]]:
-        record = {"user": user, "amount": amount}
+        return await self.element({"user": user, "amount": amount})
+
+    async def element(self, record: dict[str, Any]) -> list[dict[str, Any]]:
+        """``record``, keyed by its ``user``, as the job's records come."""
+        user = record["user"]
         if self.json_keys:
             return await self._element(json.dumps(user), Row(json.dumps(user), json.dumps(record)))
         return await self._element(user, record)
@@ -381,3 +397,22 @@ def test_a_bad_max_turns_is_refused_at_flink_apply() -> None:
     records = FlinkKeyedInput(env, _Stream(), "user", json_records=False)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_turns must be a positive int or None"):
         records.apply(agent, max_turns=0)
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize(("at_pause", "at_resume", "limit"), [(3, None, 3), (3, 5, 5)])
+def test_a_flink_resume_keeps_its_pauses_limit_unless_the_apply_gives_one(
+    durable: bool, at_pause: int, at_resume: int | None, limit: int
+) -> None:
+    """A paused record resumed through the job's ``resumes`` goes on counting the call before
+    its pause, under the limit of the ``apply`` that resumes it if given, else its pause's."""
+    store = InMemoryCheckpointStore()
+    agent, model = runaway_agent()
+    first = _Job(durable, json_keys=True, agent=agent, max_turns=at_pause, store=store)
+    [paused] = first.drive(first.element({"user": "ann", "text": "pause"}))
+    assert paused["checkpoint_id"] is not None and model.calls == 1
+    again = _Job(durable, json_keys=True, agent=agent, max_turns=at_resume, store=store)
+    [failed] = again.drive(again.resume(json.dumps({**paused, "resume": "yes"})))
+    assert failed["error"]["type"] == "MaxTurnsExceeded" and failed["run_id"] == paused["run_id"]
+    assert f"limit of {limit} " in failed["error"]["message"]
+    assert model.calls == limit
