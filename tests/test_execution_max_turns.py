@@ -141,21 +141,24 @@ def _answer(paused: KeyedOutput) -> dict[str, Any]:
     }
 
 
+@pytest.mark.parametrize("kept", [False, True])
 @pytest.mark.parametrize(
     ("at_pause", "at_resume", "limit"),
     [(3, None, 3), (3, 5, 5), (None, 4, 4)],
 )
 async def test_a_resume_keeps_its_pauses_limit_unless_the_apply_gives_one(
-    at_pause: int | None, at_resume: int | None, limit: int
+    at_pause: int | None, at_resume: int | None, limit: int, kept: bool
 ) -> None:
     """Through ``apply(resumes=)``: the call before the pause counts, under the apply's limit if
-    it gives one, else under the paused run's (none saved: the apply's counts from the resume)."""
+    it gives one, else under the paused run's (none saved: the apply's counts from the resume).
+    ``kept``: the key has a session, which the resume runs on (the other way a resume runs)."""
     store = InMemoryCheckpointStore()
     paused = await _paused(store, at_pause)
     agent, model = runaway_agent()
     env = LocalExecutionEnvironment(checkpoint_store=store, on_error="emit")
+    sessions = {"ann": {"tier": "gold"}} if kept else {}
     resuming = env.from_list([], key="user").apply(
-        agent, resumes=[_answer(paused)], max_turns=at_resume
+        agent, sessions=sessions, resumes=[_answer(paused)], max_turns=at_resume
     )
     [failed] = await resuming.to_list()
 
