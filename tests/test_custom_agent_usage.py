@@ -19,9 +19,7 @@ from adk import AgentEvent, AgentInput, AgentTool, BaseAgent, Message, RunContex
 from adk.actions import (
     ActionAgent,
     ActionContext,
-    ChatRequestEvent,
     ChatResponseEvent,
-    InputEvent,
     OutputEvent,
     action,
 )
@@ -32,6 +30,13 @@ from prebuilt import ReActAgent
 
 def used(i: int, o: int) -> Usage:
     return Usage(input_tokens=i, output_tokens=o, total_tokens=i + o)
+
+
+def answering_3(agent_type: type[ActionAgent]) -> Runner:
+    """A runner of ``agent_type`` whose model resource ``m`` answers "3" once, for 12 + 1 tokens."""
+    resources = adk.Resources()
+    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
+    return Runner(agent_type("reviewed", resources=resources))
 
 
 class Summarizer(BaseAgent):
@@ -94,9 +99,7 @@ async def test_an_action_that_outputs_its_chat_reply_counts_it_once() -> None:
         def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
             ctx.send_event(OutputEvent(output=event.response))  # the reply itself, usage and all
 
-    resources = adk.Resources()
-    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
-    result = await Runner(Asker("asker", resources=resources)).invoke("1 + 2?")
+    result = await answering_3(Asker).invoke("1 + 2?")
     assert result.text == "3"
     assert result.messages[-1].usage == used(12, 1)
     assert result.usage == used(12, 1)
@@ -116,11 +119,7 @@ async def test_a_chat_reply_output_after_a_pause_counts_once() -> None:
     restored from the checkpoint is another object than the one the chat round counted, and the
     checkpoint's usage already holds it, so it was counted a second time (26 tokens for 13)."""
 
-    class Reviewed(ActionAgent):
-        @action(InputEvent)
-        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
-
+    class Reviewed(ChatActor):
         @action(ChatResponseEvent)
         @staticmethod
         def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
@@ -128,9 +127,7 @@ async def test_a_chat_reply_output_after_a_pause_counts_once() -> None:
                 raise adk.Interrupt("send this answer?")
             ctx.send_event(OutputEvent(output=event.response))
 
-    resources = adk.Resources()
-    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
-    runner = Runner(Reviewed("reviewed", resources=resources))
+    runner = answering_3(Reviewed)
     paused = await runner.invoke("1 + 2?")
     assert paused.interrupt is not None
     assert paused.usage == used(12, 1)
@@ -150,11 +147,7 @@ async def test_a_chat_reply_an_event_of_its_own_carries_past_a_pause_counts_once
     review action pauses on) and in the paused action's queue: restored from the checkpoint,
     each is another object than the one the chat round counted, and was counted again."""
 
-    class Reviewed(ActionAgent):
-        @action(InputEvent)
-        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
-
+    class Reviewed(ChatActor):
         @action(ChatResponseEvent)
         @staticmethod
         def draft(event: ChatResponseEvent, ctx: ActionContext) -> None:
@@ -168,9 +161,7 @@ async def test_a_chat_reply_an_event_of_its_own_carries_past_a_pause_counts_once
                 raise adk.Interrupt("send this answer?")
             ctx.send_event(OutputEvent(output=event.reply))
 
-    resources = adk.Resources()
-    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
-    runner = Runner(Reviewed("reviewed", resources=resources))
+    runner = answering_3(Reviewed)
     paused = await runner.invoke("1 + 2?")
     assert paused.interrupt is not None
     assert paused.usage == used(12, 1)
@@ -193,11 +184,7 @@ async def test_a_chat_reply_kept_in_memory_over_a_pause_counts_once(memory: str)
     session) while a person is asked, and output on resume: the memory saved with the pause
     gives back another object, counted again."""
 
-    class Reviewed(ActionAgent):
-        @action(InputEvent)
-        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
-
+    class Reviewed(ChatActor):
         @action(ChatResponseEvent)
         @staticmethod
         def keep(event: ChatResponseEvent, ctx: ActionContext) -> None:
@@ -213,9 +200,7 @@ async def test_a_chat_reply_kept_in_memory_over_a_pause_counts_once(memory: str)
             kept = ctx.sensory_memory if memory == "sensory" else ctx.short_term_memory
             ctx.send_event(OutputEvent(output=kept.get("draft")))
 
-    resources = adk.Resources()
-    resources.add_model("m", ScriptedModel([Reply("3", usage=used(12, 1))]))
-    runner = Runner(Reviewed("reviewed", resources=resources))
+    runner = answering_3(Reviewed)
     paused = await runner.invoke("1 + 2?")
     assert paused.interrupt is not None
     resumed = await runner.invoke_resume(paused.interrupt.checkpoint_id, True)
