@@ -24,10 +24,11 @@ from .._loop_clients import LoopClients
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
-from ._openai_common import error_detail, in_band_status
+from ._openai_common import error_detail, in_band_status, json_schema_of
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
 from ._structured import FormatFallback
+from ._wrapped import UnwrappingDecoder, unwrap_text, wrapped_schema, wraps
 from .base import ModelError, ModelOptions, RetryPolicy
 
 __all__ = ["OpenAIChatModel"]
@@ -212,21 +213,22 @@ class OpenAIChatModel(AsyncCloseable):
         tools: Sequence[ToolSpec],
         options: ModelOptions | None,
         stream: bool,
-        call: Callable[[dict[str, Any]], Awaitable[_T]],
+        call: Callable[[dict[str, Any], bool], Awaitable[_T]],
     ) -> _T:
         """``call`` with the request, retried by the retry policy, and sent again adapted while
         the server refuses something the call can go without (``_adapt``: a field, or some of a
         schema response format). What the call learns of the response format is remembered only
         once the server accepts it (``FormatFallback.learn``); a call that still fails raises the
-        server's last answer, noting the first refusal (``_note_refusal``)."""
-        request = self._request(messages, tools, options, stream=stream)
+        server's last answer, noting the first refusal (``_note_refusal``). ``call`` is told
+        whether the request asked for the answer wrapped (``_wrapped``): it unwraps it."""
+        request, wrapped = self._request(messages, tools, options, stream=stream)
         adapted: set[str] = set()
         trial: FormatFallback | None = None  # what this call learns of the response format
         refusal: ModelError | None = None  # the first answer read as refusing it
         while True:
             try:
                 result = await self._runner.run(
-                    functools.partial(call, request), on_failure=self._failure
+                    functools.partial(call, request, wrapped), on_failure=self._failure
                 )
                 break
             except ModelError as exc:
@@ -237,17 +239,20 @@ class OpenAIChatModel(AsyncCloseable):
                     raise
                 if refusal is None and trial is not None and trial.active:
                     refusal = exc
-            request = self._request(messages, tools, options, stream=stream, trial=trial)
+            request, wrapped = self._request(messages, tools, options, stream=stream, trial=trial)
         if trial is not None:
             self._formats.learn(trial)  # the server accepted the call with that much less
         return result
 
-    async def _create_message(self, request: dict[str, Any]) -> Message:
+    async def _create_message(self, request: dict[str, Any], wrapped: bool) -> Message:
         """The non-streaming call for ``request`` (``_send``'s ``call``), read as a message within
         the attempt: a 200 answer that is not a completion fails it (see ``_failure``), and one
         holding an error whose code is a transient status (OpenRouter's overloaded provider) is
-        retried like that status."""
-        return self._to_message(await self._create(request))
+        retried like that status. A ``wrapped`` answer's text is the value it wraps."""
+        message = self._to_message(await self._create(request))
+        if wrapped:
+            message.content = unwrap_text(message.content)
+        return message
 
     async def stream(
         self,
@@ -294,14 +299,25 @@ class OpenAIChatModel(AsyncCloseable):
         *,
         stream: bool,
         trial: FormatFallback | None = None,
-    ) -> dict[str, Any]:
-        if (
-            (self._formats.active or trial is not None)
-            and options is not None
-            and options.response_format is not None
-        ):
-            messages, options = self._formats.apply(messages, options, trial)
-        return self._build(
+    ) -> tuple[dict[str, Any], bool]:
+        """The request's keyword arguments, and whether it asks for the answer wrapped: a strict
+        schema whose root strict mode refuses (a list, a union, a scalar) goes as the one property
+        of an object (``_wrapped``), after the fallback's step, so a step without ``strict`` sends
+        the schema as it is."""
+        wrapped = False
+        if options is not None and options.response_format is not None:
+            if self._formats.active or trial is not None:
+                messages, options = self._formats.apply(messages, options, trial)
+            spec = (
+                json_schema_of(options.response_format)
+                if options.response_format is not None
+                else None
+            )
+            if spec is not None and wraps(spec):
+                wire = {**spec, "schema": wrapped_schema(spec["schema"])}
+                options = options.model_copy(update={"response_format": wire})
+                wrapped = True
+        request = self._build(
             self.model_name,
             messages,
             tools,
@@ -311,6 +327,7 @@ class OpenAIChatModel(AsyncCloseable):
             stream_usage=self._stream_usage,
             send_reasoning=self._send_reasoning,
         )
+        return request, wrapped
 
     def _adapt(
         self,
@@ -409,12 +426,14 @@ class OpenAIChatModel(AsyncCloseable):
         return trial.refused(request, options, text, param, field_refused=refused)
 
     async def _open_stream(
-        self, request: dict[str, Any]
-    ) -> tuple[Any, ChatStreamDecoder | ResponsesStreamDecoder, MessageChunk]:
+        self, request: dict[str, Any], wrapped: bool
+    ) -> tuple[Any, ChatStreamDecoder | ResponsesStreamDecoder | UnwrappingDecoder, MessageChunk]:
         """Open a stream and read up to its first chunk — the part of a stream that may be retried,
-        because nothing has reached the caller yet."""
+        because nothing has reached the caller yet. A ``wrapped`` answer's chunks carry the value
+        it wraps."""
         sdk_stream = await self._create(request)
-        decoder = self._decoder()
+        inner = self._decoder()
+        decoder = UnwrappingDecoder(inner) if wrapped else inner
         events = 0
         try:
             while True:

@@ -1,0 +1,213 @@
+"""A strict schema whose root is not an object, sent to OpenAI inside one, and the answer taken out.
+
+OpenAI's strict structured outputs take only an object at the root of a schema (``anyOf`` is
+allowed below it, not at it), so a ``RootModel[list[X]]``, a union ``A | B`` or a scalar cannot go
+strict as it is: sent without ``strict`` the model may answer anything. The OpenAI Agents SDK and
+pydantic-ai both ask for such a type wrapped in an object, ``{"response": <the type>}``, and take
+the value out of the answer. The adapter does the same on the wire only: what it is given
+(``ModelOptions.response_format``) and what it returns (the message, the streamed chunks) are the
+unwrapped schema and value, so history, outputs, retries and checkpoints never see the wrapper,
+and models that are not OpenAI's keep the schema as given.
+
+The answer is unwrapped as text, the same way whether it streamed or not (``AnswerUnwrapper``): a
+reply beginning ``{"response":`` loses that head and its last ``}``; a reply beginning otherwise
+(a server that ignored the format, a model answering the unwrapped value) passes as it came, since
+the caller validates it against the unwrapped schema anyway.
+
+No SDK import here (``import adk`` stays light).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from ..messages import MessageChunk
+
+WRAPPER_KEY = "response"
+_ROOT_DEFS = ("$defs", "definitions")
+_WHITESPACE = " \t\n\r"
+_TAIL = _WHITESPACE + "}"  # what may follow the value: whitespace and the wrapper's brace
+_KEY = f'"{WRAPPER_KEY}"'
+# keywords holding values rather than schemas, and maps of names to schemas
+_VALUES = frozenset({"enum", "const", "default", "examples"})
+_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
+
+
+def needs_wrapper(schema: dict[str, Any]) -> bool:
+    """Whether strict mode refuses ``schema`` at the root: not an object, or a union there."""
+    return schema.get("type") != "object" or "anyOf" in schema
+
+
+def wraps(spec: dict[str, Any] | None) -> bool:
+    """Whether a response format's spec (``json_schema_of``'s form) goes wrapped: a ``strict``
+    one whose root strict mode refuses. One without ``strict`` goes as it is: the caller asked
+    for no guarantee, and a server refusing ``strict`` (the fallback's step down) gets the schema
+    it would take."""
+    return spec is not None and spec.get("strict") is True and needs_wrapper(spec["schema"])
+
+
+def wrapped_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as the one required property of a closed object. Definitions move to the new
+    root, where ``#/$defs/...`` references find them, and a reference to the old root (``#``, as
+    strict mode's own recursive examples write it) or below it is moved under the property."""
+    inner = {key: value for key, value in schema.items() if key not in _ROOT_DEFS}
+    wrapper: dict[str, Any] = {
+        "type": "object",
+        "properties": {WRAPPER_KEY: _moved_refs(inner)},
+        "required": [WRAPPER_KEY],
+        "additionalProperties": False,
+    }
+    for key in _ROOT_DEFS:
+        if isinstance(schema.get(key), dict):
+            wrapper[key] = _moved_refs(schema[key], schema=False)
+    return wrapper
+
+
+def _moved_refs(node: Any, *, schema: bool = True) -> Any:
+    """``node`` with references into the old root (other than its definitions) moved under the
+    wrapper's property; nodes without such a reference are shared, not copied. ``schema``: node
+    is a schema, not a map of them (``properties``), whose keys are names, not keywords."""
+    if isinstance(node, list):
+        moved = [_moved_refs(item) for item in node]
+        return moved if any(new is not old for new, old in zip(moved, node, strict=True)) else node
+    if not isinstance(node, dict):
+        return node
+    changed: dict[str, Any] = {}
+    for key, value in node.items():
+        if not schema:
+            new = _moved_refs(value)
+        elif key == "$ref" and isinstance(value, str):
+            new = _moved_ref(value)
+        elif key in _VALUES:
+            continue  # values, not schemas: a "$ref" key in them is data
+        else:
+            new = _moved_refs(value, schema=key not in _MAPS)
+        if new is not value:
+            changed[key] = new
+    return {**node, **changed} if changed else node
+
+
+def _moved_ref(ref: str) -> str:
+    if ref == "#":
+        return f"#/properties/{WRAPPER_KEY}"
+    if ref.startswith("#/") and not ref.startswith(("#/$defs/", "#/definitions/")):
+        return f"#/properties/{WRAPPER_KEY}{ref[1:]}"
+    return ref
+
+
+class AnswerUnwrapper:
+    """Takes the value out of a wrapped answer (``{"response": <value>}``) as its text arrives.
+
+    ``feed`` returns what of the value can be passed on now: nothing while the head is still
+    arriving, and never a run of ``}`` and whitespace at the end, which may be the wrapper's close
+    (held until more text shows it is not). ``finish`` returns what is held but the wrapper's own
+    ``}``. A reply whose head is not the wrapper's passes through whole."""
+
+    __slots__ = ("_head", "_held", "_state")
+
+    def __init__(self) -> None:
+        self._head = ""  # the reply's start, until it is known whether it is the wrapper's
+        self._held = ""  # the end of the value so far that may be the wrapper's close
+        self._state = "head"  # "head" -> "value" (wrapped) or "plain" (passed as it came)
+
+    def feed(self, text: str) -> str:
+        if not text:
+            return ""
+        if self._state == "plain":
+            return text
+        if self._state == "head":
+            self._head += text
+            rest = _after_head(self._head)
+            if rest is None:  # not the wrapper's head: the reply passes as it came
+                self._state = "plain"
+                return self._head
+            if not rest:
+                return ""  # the head may still be the wrapper's: wait for more
+            self._state = "value"
+            self._head = ""
+            text = rest
+        text = self._held + text
+        end = len(text.rstrip(_TAIL))
+        self._held = text[end:]
+        return text[:end]
+
+    def finish(self) -> str:
+        """What is left of the value once the reply has ended."""
+        if self._state == "head":  # a reply that ended inside (or as) a head: not a wrapped value
+            self._state = "plain"
+            head, self._head = self._head, ""
+            return head
+        held, self._held = self._held, ""
+        close = held.rfind("}")
+        return held[:close].rstrip(_WHITESPACE) if close >= 0 else held.rstrip(_WHITESPACE)
+
+
+def _after_head(text: str) -> str | None:
+    """What follows the wrapper's head (``{"response":`` and whitespace) in ``text``: the value's
+    start, "" while ``text`` may still become the head, None once it cannot."""
+    at = _skip(text, 0)
+    if at == len(text):
+        return ""
+    if text[at] != "{":
+        return None
+    at = _skip(text, at + 1)
+    key = text[at : at + len(_KEY)]
+    if not _KEY.startswith(key):
+        return None
+    if len(key) < len(_KEY):
+        return ""
+    at = _skip(text, at + len(_KEY))
+    if at == len(text):
+        return ""
+    if text[at] != ":":
+        return None
+    at = _skip(text, at + 1)
+    return text[at:]  # "" while the value has not begun
+
+
+def _skip(text: str, at: int) -> int:
+    while at < len(text) and text[at] in _WHITESPACE:
+        at += 1
+    return at
+
+
+def unwrap_text(text: str) -> str:
+    """The value of a whole wrapped answer, as ``AnswerUnwrapper`` reads it streamed."""
+    unwrapper = AnswerUnwrapper()
+    return unwrapper.feed(text) + unwrapper.finish()
+
+
+class _Decoder(Protocol):
+    finished: bool
+
+    def feed(self, event: Any) -> MessageChunk | None: ...
+
+
+class UnwrappingDecoder:
+    """A stream decoder (``ChatStreamDecoder``, ``ResponsesStreamDecoder``) whose chunks carry the
+    value of a wrapped answer: the text is unwrapped as it arrives, the rest of the value passed
+    on with the finishing chunk. A chunk left with nothing to carry (its text all head or held) is
+    None, as the decoders' own empty chunks are, so "nothing reached the caller yet" (what lets a
+    stream be retried) stays true for as long as it really is."""
+
+    __slots__ = ("_decoder", "_unwrapper")
+
+    def __init__(self, decoder: _Decoder) -> None:
+        self._decoder = decoder
+        self._unwrapper = AnswerUnwrapper()
+
+    @property
+    def finished(self) -> bool:
+        return self._decoder.finished
+
+    def feed(self, event: Any) -> MessageChunk | None:
+        chunk = self._decoder.feed(event)
+        if chunk is None:
+            return None
+        content = self._unwrapper.feed(chunk.content)
+        if chunk.finish_reason is not None:
+            content += self._unwrapper.finish()
+        chunk.content = content
+        if content or chunk.reasoning or chunk.tool_calls or chunk.usage is not None:
+            return chunk
+        return chunk if chunk.finish_reason is not None or chunk.metadata else None

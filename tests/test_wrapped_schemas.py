@@ -1,0 +1,217 @@
+"""A strict schema whose root is not an object (a list, a union, a scalar) goes to OpenAI wrapped in
+one, ``{"response": <the schema>}``, and the answer comes back unwrapped: against a real OpenAI wire
+server (tests/openai_server.py, which refuses what strict mode refuses: a root that is not an
+object), with either API, streamed and not, from the model up to the agent's outputs, history,
+retry and a paused run's checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Literal
+
+import pytest
+from conftest import wire_model
+from openai_server import OpenAIServer, Reply, _strict_problem
+from pydantic import BaseModel, RootModel
+
+from adk.messages import Message, MessageChunk, join_chunks
+from adk.models import ModelOptions, RetryPolicy
+from adk.models._wrapped import AnswerUnwrapper, unwrap_text, wrapped_schema
+from adk.models.openai import OpenAIChatModel
+
+FAST = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
+APIS = ["chat", "responses"]
+MODES = [False, True]  # streamed or not
+
+
+class Item(BaseModel):
+    name: str
+    qty: int
+
+
+class Items(RootModel[list[Item]]):
+    pass
+
+
+class Cat(BaseModel):
+    kind: Literal["cat"]
+    lives: int
+
+
+class Dog(BaseModel):
+    kind: Literal["dog"]
+    bark: str
+
+
+class Pet(RootModel[Cat | Dog]):
+    pass
+
+
+class Count(RootModel[int]):
+    pass
+
+
+ITEMS = '[{"name": "apple", "qty": 2}, {"name": "pear", "qty": 1}]'
+WRAPPED_ITEMS = '{"response": ' + ITEMS + "}"
+LIST_SPEC = {
+    "name": "words",
+    "schema": {"type": "array", "items": {"type": "string"}},
+    "strict": True,
+}
+
+
+def sent_format(body: dict[str, Any]) -> dict[str, Any]:
+    """The json_schema response format a request carried, in either API's place."""
+    if "input" in body:
+        return dict(body["text"]["format"])
+    return dict(body["response_format"]["json_schema"])
+
+
+def conversation(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(body["input"] if "input" in body else body["messages"])
+
+
+async def call(
+    model: OpenAIChatModel, streaming: bool, options: ModelOptions
+) -> tuple[Message, list[MessageChunk]]:
+    messages = [Message.user("Words?")]
+    if streaming:
+        stream: AsyncIterator[MessageChunk] = model.stream(messages, options=options)
+        chunks = [chunk async for chunk in stream]
+        return join_chunks(chunks), chunks
+    return await model.generate(messages, options=options), []
+
+
+# -- the model: the wire request, and the answer ------------------------------------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+async def test_a_strict_list_schema_goes_wrapped_and_its_answer_comes_back_unwrapped(
+    api: str, streaming: bool
+) -> None:
+    """OpenAI refuses a strict schema whose root is an array: the call cost a refused round
+    trip, went on without ``strict`` (the model then free to answer anything), and a wrapped
+    answer would have come back as it was."""
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text='{"response": ["alpha", "beta}", "gamma", " delta "]}'))
+        async with wire_model(server, api, retry=FAST) as model:
+            reply, chunks = await call(model, streaming, ModelOptions(response_format=LIST_SPEC))
+        assert reply.content == '["alpha", "beta}", "gamma", " delta "]'
+        assert len(server.bodies) == 1  # accepted at once
+        sent = sent_format(server.bodies[0])
+        assert sent["strict"] is True and sent["name"] == "words"
+        assert sent["schema"] == {
+            "type": "object",
+            "properties": {"response": LIST_SPEC["schema"]},
+            "required": ["response"],
+            "additionalProperties": False,
+        }
+        assert _strict_problem(sent["schema"], ()) is None
+        if streaming:  # the value streamed as it came (8 characters a chunk), not at the end
+            assert len([chunk for chunk in chunks if chunk.content]) > 3
+            assert chunks[0].content.startswith("[")
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+@pytest.mark.parametrize(
+    "answer", ["[1, 2]", '{"other": [1]}', '{"responses": 1}', "", "Sorry, I can't."]
+)
+async def test_an_answer_that_is_not_wrapped_comes_back_as_it_came(
+    api: str, streaming: bool, answer: str
+) -> None:
+    """A server that ignored the format, or a model answering the bare value: the caller
+    validates what came against the schema it asked for, so nothing is taken from it."""
+    async with OpenAIServer() as server:
+        server.script(Reply(text=answer, fragment=2))
+        async with wire_model(server, api, retry=FAST) as model:
+            reply, _ = await call(model, streaming, ModelOptions(response_format=LIST_SPEC))
+        assert reply.content == answer
+        assert "response" in sent_format(server.bodies[0])["schema"]["properties"]
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+async def test_an_object_schema_or_one_without_strict_is_sent_and_answered_as_it_is(
+    api: str, streaming: bool
+) -> None:
+    """Only a strict schema whose root strict mode refuses is wrapped: an object schema whose
+    one property is named ``response`` keeps its answer whole, and a schema sent without
+    ``strict`` (the caller asked for no guarantee) goes as it was written."""
+    own = {
+        "type": "object",
+        "properties": {"response": {"type": "string"}},
+        "required": ["response"],
+        "additionalProperties": False,
+    }
+    loose = {key: value for key, value in LIST_SPEC.items() if key != "strict"}
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text='{"response": "hi"}'), Reply(text='{"response": ["a"]}'))
+        async with wire_model(server, api, retry=FAST) as model:
+            strict = {"name": "own", "schema": own, "strict": True}
+            first, _ = await call(model, streaming, ModelOptions(response_format=strict))
+            second, _ = await call(model, streaming, ModelOptions(response_format=loose))
+        assert first.content == '{"response": "hi"}'
+        assert second.content == '{"response": ["a"]}'
+        assert sent_format(server.bodies[0])["schema"] == own
+        assert sent_format(server.bodies[1])["schema"] == LIST_SPEC["schema"]
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+async def test_a_server_refusing_strict_gets_the_schema_as_it_is_and_its_answer_whole(
+    api: str, streaming: bool
+) -> None:
+    """The fallback's step without ``strict`` sends the schema unwrapped (the wrapper is for
+    strict mode), and reads the answer to it as it comes."""
+    async with OpenAIServer(structured="no_strict") as server:
+        server.script(Reply(text='["a", "b"]'))
+        async with wire_model(server, api, retry=FAST) as model:
+            reply, _ = await call(model, streaming, ModelOptions(response_format=LIST_SPEC))
+        assert reply.content == '["a", "b"]'
+        first, second = (sent_format(body) for body in server.bodies)
+        assert first["schema"]["type"] == "object" and first["strict"] is True
+        assert second["schema"] == LIST_SPEC["schema"] and "strict" not in second
+
+
+def test_definitions_move_to_the_wrapper_and_references_to_the_root_under_its_property() -> None:
+    """``#/$defs/X`` must still resolve from the new root; ``#`` (strict mode's recursion to the
+    root) must point at the wrapped schema, not at the wrapper."""
+    tree = {
+        "type": "array",
+        "items": {"$ref": "#/$defs/Node"},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "children": {"$ref": "#"}},
+                "required": ["name", "children"],
+                "additionalProperties": False,
+            }
+        },
+    }
+    wrapped = wrapped_schema(tree)
+    assert wrapped["properties"]["response"] == {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+    node = wrapped["$defs"]["Node"]
+    assert node["properties"]["children"] == {"$ref": "#/properties/response"}
+    assert tree["$defs"]["Node"]["properties"]["children"] == {"$ref": "#"}  # not changed
+    assert _strict_problem(wrapped, ()) is None
+
+
+@pytest.mark.parametrize("size", [1, 2, 5])
+def test_the_answer_is_unwrapped_alike_whole_and_piece_by_piece(size: int) -> None:
+    for text in (
+        WRAPPED_ITEMS,
+        ' { "response" :\n {"kind": "cat", "lives": {"n": 9}} }\n',
+        '{"response": "a } b"}',
+        '{"response": 7}',
+        ITEMS,
+        '{"response": [1, 2',  # cut off (finish reason "length"): what came of the value
+    ):
+        unwrapper = AnswerUnwrapper()
+        pieces = [text[at : at + size] for at in range(0, len(text), size)]
+        streamed = "".join(unwrapper.feed(piece) for piece in pieces) + unwrapper.finish()
+        assert streamed == unwrap_text(text)
+    assert unwrap_text(WRAPPED_ITEMS) == ITEMS
+    assert unwrap_text(' { "response" :\n {"a": {}} }\n') == '{"a": {}}'
+    assert unwrap_text('{"response": [1, 2') == "[1, 2"
