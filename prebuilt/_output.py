@@ -66,9 +66,11 @@ def response_format(schema: type[BaseModel]) -> dict[str, Any]:
     """The ``ModelOptions.response_format`` value asking natively for ``schema``.
 
     In OpenAI's strict mode where the schema allows it (the server then guarantees the shape):
-    pydantic's schema rewritten to strict mode's rules by ``_strict.strict_schema``. A schema
-    strict mode cannot express (a ``dict`` field, whose object takes any key; a root list) is sent
-    as pydantic writes it, without ``strict``, rather than be refused once first. The name is one
+    pydantic's schema rewritten to strict mode's rules by ``_strict.strict_schema``; a root that
+    is not an object (``RootModel[list[X]]``, a union) too, which the OpenAI adapter sends wrapped
+    in one and unwraps the answer of. A schema strict mode cannot express (a ``dict`` field, whose
+    object takes any key) is sent as pydantic writes it, without ``strict``, rather than be
+    refused once first. The name is one
     OpenAI takes (``^[a-zA-Z0-9_-]{1,64}$``: a generic model is named ``Page[int]``)."""
     plain = schema.model_json_schema()
     name = _NOT_IN_NAME.sub("_", schema.__name__)[:64] or "response"

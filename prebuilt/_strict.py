@@ -19,8 +19,9 @@ answer by its discriminator whichever branch the schema let through, so nothing 
 lost), and keywords strict mode does not take (``maxLength``, ``uniqueItems``, ``default``, a
 ``format`` outside the list, ``examples``, ...) moved into the node's description, so the model
 still reads them and the model class still checks them. What would change the meaning (a ``dict``'s open
-object, a tuple's ``prefixItems``, an untyped ``Any``, a root list or union) or exceeds a limit
-makes the whole schema go without ``strict``: one refused call buys nothing.
+object, a tuple's ``prefixItems``, an untyped ``Any``) or exceeds a limit makes the whole schema go
+without ``strict``: one refused call buys nothing. A root that is not an object (a root list, union
+or scalar) is no reason: the OpenAI adapter wraps it in one (``adk.models._wrapped``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from __future__ import annotations
 import copy
 import json
 from typing import Any
+
+from adk.models._wrapped import needs_wrapper, wrapped_schema
 
 __all__ = ["strict_schema"]
 
@@ -71,11 +74,16 @@ _MAX_CHARS = 120_000
 
 
 def strict_schema(plain: dict[str, Any]) -> dict[str, Any] | None:
-    """``plain`` (left as it is) in strict-mode form, or None if strict mode cannot take it."""
-    strict = _strict(copy.deepcopy(plain), plain)
-    if strict.get("type") != "object" or "anyOf" in strict or not _ok(strict):
+    """``plain`` (left as it is) in strict-mode form, or None if strict mode cannot take it.
+
+    A root strict mode refuses (a list, a union, a scalar) is kept: the OpenAI adapter sends such
+    a schema as the one property of an object and unwraps the answer (``adk.models._wrapped``),
+    so it is checked, limits and all, in the form the server gets."""
+    strict: dict[str, Any] = _strict(copy.deepcopy(plain), plain)
+    sent = wrapped_schema(strict) if needs_wrapper(strict) else strict
+    if not _ok(sent) or not _within_limits(sent):
         return None
-    return strict if _within_limits(strict) else None
+    return strict
 
 
 def _strict(node: Any, root: dict[str, Any], inlined: frozenset[str] = frozenset()) -> Any:

@@ -28,6 +28,7 @@ from adk import RunError, Runner
 from adk.messages import Message, MessageChunk, Usage, join_chunks
 from adk.models import ModelError, ModelOptions, RetryPolicy
 from adk.models._structured import FormatFallback
+from adk.models._wrapped import wrapped_schema
 from adk.models.openai import OpenAIChatModel
 from adk.testing import ScriptedModel
 from adk.tools.base import ToolSpec
@@ -692,10 +693,17 @@ def _nested(levels: int) -> type[BaseModel]:
 
 
 STRICT_MODELS: list[type[BaseModel]] = [Pets, TaggedPets, Event, Outline, _nested(10)]
+# Roots strict mode refuses, which the OpenAI adapter sends wrapped in an object (test_wrapped_schemas)
+WRAPPED_MODELS: list[type[BaseModel]] = [
+    RootModel[list[Address]],
+    RootModel[Cat | Dog],
+    RootModel[int],
+    RootModel[list[_nested(9)]],  # type: ignore[misc]
+]
 NOT_STRICT_MODELS: list[type[BaseModel]] = [
     Tally,  # a dict: an object taking any key
-    RootModel[list[Address]],  # the root must be an object
-    RootModel[Cat | Dog],  # and not anyOf
+    RootModel[list[Tally]],  # a root strict mode refuses, holding what it cannot express
+    RootModel[list[_nested(10)]],  # type: ignore[misc]  # 11 levels once wrapped
     Coordinates,  # a tuple's prefixItems
     Anything,  # a schema without a type
     _nested(11),  # more than 10 levels of objects
@@ -715,6 +723,18 @@ def test_common_pydantic_types_are_sent_strict_in_a_form_openai_takes(
     sent = response_format(model)
     assert sent.get("strict") is True
     assert _strict_problem(sent["schema"], ()) is None
+
+
+@pytest.mark.parametrize("model", WRAPPED_MODELS, ids=lambda m: m.__name__[:24])
+def test_a_root_strict_mode_refuses_is_sent_strict_in_a_form_openai_takes_once_wrapped(
+    model: type[BaseModel],
+) -> None:
+    """These went without ``strict`` (the model free to answer anything): the root is kept, and
+    its wrapped form (what the OpenAI adapter sends) holds to strict mode, limits and all."""
+    sent = response_format(model)
+    assert sent.get("strict") is True
+    assert _strict_problem(sent["schema"], ()) is not None  # as it is, refused
+    assert _strict_problem(wrapped_schema(sent["schema"]), ()) is None
 
 
 @pytest.mark.parametrize("model", NOT_STRICT_MODELS, ids=lambda m: m.__name__[:20])

@@ -6,18 +6,25 @@ retry and a paused run's checkpoint."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-from conftest import wire_model
-from openai_server import OpenAIServer, Reply, _strict_problem
-from pydantic import BaseModel, RootModel
+from conftest import sqlite_store, wire_model
+from openai_server import Call, OpenAIServer, Reply, _strict_problem
+from pydantic import BaseModel, RootModel, model_validator
 
+import adk
+from adk import Runner
 from adk.messages import Message, MessageChunk, join_chunks
 from adk.models import ModelOptions, RetryPolicy
 from adk.models._wrapped import AnswerUnwrapper, unwrap_text, wrapped_schema
 from adk.models.openai import OpenAIChatModel
+from adk.testing import ScriptedModel
+from prebuilt import OutputRejected, ReActAgent, stream_output
+from prebuilt._output import response_format
 
 FAST = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
 APIS = ["chat", "responses"]
@@ -215,3 +222,130 @@ def test_the_answer_is_unwrapped_alike_whole_and_piece_by_piece(size: int) -> No
     assert unwrap_text(WRAPPED_ITEMS) == ITEMS
     assert unwrap_text(' { "response" :\n {"a": {}} }\n') == '{"a": {}}'
     assert unwrap_text('{"response": [1, 2') == "[1, 2"
+
+
+# -- the agent: outputs, history, partial instances, the retry, a paused run ------------------
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+@pytest.mark.parametrize(
+    ("schema", "wire", "value"),
+    [
+        (Items, WRAPPED_ITEMS, ITEMS),
+        (Pet, '{"response": {"kind": "dog", "bark": "woof"}}', '{"kind": "dog", "bark": "woof"}'),
+        (Count, '{"response": 42}', "42"),
+    ],
+    ids=["list", "union", "scalar"],
+)
+async def test_an_output_schema_without_an_object_root_goes_strict_and_outputs_the_value(
+    api: str, streaming: bool, schema: type[BaseModel], wire: str, value: str
+) -> None:
+    """RunResult.output, output_key and the history the next agent reads hold the value, not
+    the wrapper; the schema was accepted strict at the first call."""
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text=wire, fragment=5))
+        async with wire_model(server, api, retry=FAST) as model:
+            agent = ReActAgent("a", model, output_schema=schema, output_key="out")
+            result = await Runner(agent, enable_streaming=streaming).invoke("Go")
+        assert result.output == schema.model_validate_json(value)
+        assert result.session["out"] == value
+        assert result.messages[-1].content == value
+        assert len(server.bodies) == 1
+        sent = sent_format(server.bodies[0])
+        assert sent["strict"] is True and list(sent["schema"]["properties"]) == ["response"]
+        assert _strict_problem(sent["schema"], ()) is None
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_stream_output_reads_the_unwrapped_value_as_it_arrives(api: str) -> None:
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text=WRAPPED_ITEMS, fragment=4))
+        async with wire_model(server, api, retry=FAST) as model:
+            runner = Runner(ReActAgent("a", model, output_schema=Items), enable_streaming=True)
+            seen: list[Items] = []
+            async for event in runner.run("Go"):
+                if event.output is not None and event.output.stream is not None:
+                    seen += [value async for value in stream_output(event.output.stream, Items)]
+    # an item validates once whole: the first while the second was still arriving
+    assert seen == [Items([Item(name="apple", qty=2)]), Items.model_validate_json(ITEMS)]
+
+
+class Stock(RootModel[list[Item]]):
+    @model_validator(mode="after")
+    def no_zero(self) -> Stock:
+        if any(item.qty == 0 for item in self.root):
+            raise ValueError("a quantity of 0 is no stock")
+        return self
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+async def test_a_rejected_answer_is_retried_and_the_model_sees_it_unwrapped(
+    api: str, streaming: bool
+) -> None:
+    rejected = '[{"name": "apple", "qty": 0}]'
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text='{"response": ' + rejected + "}"), Reply(text=WRAPPED_ITEMS))
+        async with wire_model(server, api, retry=FAST) as model:
+            runner = Runner(ReActAgent("a", model, output_schema=Stock), enable_streaming=streaming)
+            notices: list[str] = []
+            outputs: list[Any] = []
+            async for event in runner.run("Go"):
+                if event.output is not None and isinstance(event.output.custom, OutputRejected):
+                    notices.append(event.output.custom.problem)
+                elif event.output is not None and isinstance(event.output.custom, Stock):
+                    outputs.append(event.output.custom)
+    assert len(notices) == 1 and "a quantity of 0 is no stock" in notices[0]
+    assert outputs == [Stock.model_validate_json(ITEMS)]
+    retry = conversation(server.bodies[1])
+    assert [m["content"] for m in retry if m.get("role") == "assistant"] == [rejected]
+    assert sent_format(server.bodies[1])["strict"] is True
+
+
+async def test_a_paused_run_keeps_the_value_in_its_checkpoint_and_resumes_with_it(
+    tmp_path: Path,
+) -> None:
+    """The lister's wrapped answer, unwrapped, is what the checkpoint holds and the booker's
+    model reads after the resume, in another runner with another model instance."""
+
+    @adk.tool(require_approval=True)
+    def order(names: list[str]) -> str:
+        """Order the items."""
+        return f"ordered {', '.join(names)}"
+
+    def agents(model: OpenAIChatModel) -> adk.SequentialAgent:
+        lister = ReActAgent("lister", model, output_schema=Items, output_key="items")
+        booker = ReActAgent("booker", model, tools=[order])
+        return adk.SequentialAgent("shop", [lister, booker])
+
+    call = Call("order", json.dumps({"names": ["apple", "pear"]}), id="call_1")
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text=WRAPPED_ITEMS), Reply(tool_calls=[call]), Reply(text="Done."))
+        async with wire_model(server, "chat", retry=FAST) as model:
+            paused = await Runner(agents(model), checkpoint_store=sqlite_store(tmp_path)).invoke(
+                "Shop"
+            )
+        assert paused.interrupt is not None
+        async with wire_model(server, "chat", retry=FAST) as model:
+            runner = Runner(agents(model), checkpoint_store=sqlite_store(tmp_path))
+            done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert done.text == "Done."
+    assert done.session["items"] == ITEMS
+    after = conversation(server.bodies[-1])  # the booker's call after the resume
+    assert after[1]["content"] == f"For context: [lister] said: {ITEMS}."
+    assert '"response"' not in json.dumps(after)
+
+
+async def test_scripted_and_other_models_see_the_schema_as_given_strict() -> None:
+    """The wrapping is the OpenAI adapter's: the ``response_format`` other models get holds the
+    list schema itself, strict, and their bare list answers are taken as before."""
+    model = ScriptedModel([ITEMS])
+    result = await Runner(ReActAgent("a", model, output_schema=Items)).invoke("Go")
+    assert result.output == Items.model_validate_json(ITEMS)
+    options = model.requests[0].options
+    assert options is not None and options.response_format == response_format(Items)
+    sent = response_format(Items)
+    assert sent["strict"] is True and sent["schema"]["type"] == "array"
+    assert _strict_problem(sent["schema"], ()) is not None  # OpenAI would refuse it as it is
+    assert _strict_problem(wrapped_schema(sent["schema"]), ()) is None
