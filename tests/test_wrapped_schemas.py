@@ -121,6 +121,33 @@ async def test_a_strict_list_schema_goes_wrapped_and_its_answer_comes_back_unwra
 
 
 @pytest.mark.parametrize("api", APIS)
+async def test_a_stream_cut_while_only_the_wrapper_came_is_retried(api: str) -> None:
+    """The wrapper's head is not the answer: a stream that breaks after it (and nothing else)
+    has given the caller nothing, so it is retried like one that broke before any text, not
+    failed mid-stream."""
+    head_only = {"chat": 2, "responses": 3}[api]  # the events up to the first text, '{"respon'
+    async with OpenAIServer(structured="openai") as server:
+        wrapped = '{"response": ["a", "b"]}'
+        server.script(Reply(text=wrapped, break_after=head_only), Reply(text=wrapped))
+        async with wire_model(server, api, retry=FAST) as model:
+            reply, _ = await call(model, True, ModelOptions(response_format=LIST_SPEC))
+    assert reply.content == '["a", "b"]'
+    assert len(server.bodies) == 2
+
+
+@pytest.mark.parametrize("text_events", ["done", "final"])
+async def test_a_responses_stream_whose_text_comes_whole_is_unwrapped_too(text_events: str) -> None:
+    """Gateways that send a part's text only in its ``.done`` event, or only in the final
+    response object: the whole wrapped answer arrives in one chunk, the finishing one or not."""
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text='{"response": ["a", "b"]}', text_events=text_events))
+        async with wire_model(server, "responses", retry=FAST) as model:
+            reply, chunks = await call(model, True, ModelOptions(response_format=LIST_SPEC))
+    assert reply.content == '["a", "b"]'
+    assert [chunk.content for chunk in chunks if chunk.content] == ['["a", "b"]']
+
+
+@pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("streaming", MODES)
 @pytest.mark.parametrize(
     "answer", ["[1, 2]", '{"other": [1]}', '{"responses": 1}', "", "Sorry, I can't."]
