@@ -209,6 +209,31 @@ async def test_a_server_refusing_strict_gets_the_schema_as_it_is_and_its_answer_
         assert second["schema"] == LIST_SPEC["schema"] and "strict" not in second
 
 
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+async def test_a_wrapped_schema_openai_refuses_steps_down_unwrapped_and_is_remembered(
+    api: str, streaming: bool
+) -> None:
+    """A hand-written strict list schema strict mode refuses inside (an open object): OpenAI's
+    refusal names the schema, the call goes on without ``strict`` and so without the wrapper,
+    its answer taken whole, and the next call starts there."""
+    spec = {
+        "name": "rows",
+        "schema": {"type": "array", "items": {"type": "object", "properties": {}}},
+        "strict": True,
+    }
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text="[{}]"), Reply(text="[{}, {}]"))
+        async with wire_model(server, api, retry=FAST) as model:
+            first, _ = await call(model, streaming, ModelOptions(response_format=spec))
+            second, _ = await call(model, streaming, ModelOptions(response_format=spec))
+    assert (first.content, second.content) == ("[{}]", "[{}, {}]")
+    refused, loose, again = (sent_format(body) for body in server.bodies)
+    assert refused["strict"] is True and refused["schema"]["type"] == "object"
+    assert loose["schema"] == again["schema"] == spec["schema"]
+    assert "strict" not in loose and "strict" not in again
+
+
 def test_definitions_move_to_the_wrapper_and_references_to_the_root_under_its_property() -> None:
     """``#/$defs/X`` must still resolve from the new root; ``#`` (strict mode's recursion to the
     root) must point at the wrapped schema, not at the wrapper."""
