@@ -8,6 +8,7 @@ connection).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -180,12 +181,27 @@ async def _body_text(response: httpx2.Response) -> str:
 
 
 async def _failure_text(response: httpx2.Response) -> str:
-    """``HTTP 401 Unauthorized: <what the body says, up to 300 characters>``."""
+    """``HTTP 401 Unauthorized: <what the body says, up to 300 characters>``, or "" for a JSON-RPC
+    error: the mcp client reports its message, so the body would only repeat it, as raw JSON in
+    a text the model reads (2026-07-28 servers answer every JSON-RPC error with HTTP 400)."""
     said = await _body_text(response)
+    if _is_jsonrpc_error(said):
+        return ""
     head = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
     if len(said) > 300:
         said = said[:300] + "..."
     return f"{head}: {said}" if said else head
+
+
+def _is_jsonrpc_error(body: str) -> bool:
+    if not body.startswith("{"):
+        return False
+    try:
+        value = json.loads(body)
+    except ValueError:  # cut short, or not JSON after all
+        return False
+    error = value.get("error") if isinstance(value, dict) else None
+    return isinstance(error, dict) and isinstance(error.get("message"), str)
 
 
 async def _refuses_session(request: httpx2.Request, response: httpx2.Response) -> bool:

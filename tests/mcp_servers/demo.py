@@ -15,7 +15,12 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - ``files.read``, ``files_read`` and a tool with a 97-character name: names MCP allows (dots,
   up to 128 characters) but model APIs refuse (``[a-zA-Z0-9_-]{1,64}``);
 - ``pid`` and ``die`` (the process exits mid-call: a dropped connection);
-- prompts with arguments (``greet``, ``review``).
+- prompts with arguments (``greet``, ``review``);
+- ``work``: a long tool that reports progress and sends log messages at each step;
+- ``book``: asks the user for a date (elicitation) and ``summarize``: asks the client's model for a
+  completion (sampling), both through ``Resolve`` so each protocol era asks its own way;
+- ``ticket``: an ``outputSchema`` and ``structuredContent`` beside its text;
+- resources (``notes://today``, ``notes://{day}``, a binary ``logo://png``).
 
 With ``legacy=True`` the server refuses ``server/discover``, so clients fall back to the
 ``initialize`` handshake (protocol 2025-11-25): list changes then travel as plain notifications and
@@ -25,13 +30,15 @@ HTTP sessions are stateful, as with servers built on older SDKs.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+import warnings
+from typing import Annotated, Any, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
-from mcp.shared.exceptions import MCPError
+from mcp.server.mcpserver.resolve import Elicit, Resolve, Sample
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import (
     METHOD_NOT_FOUND,
     AudioContent,
@@ -40,10 +47,14 @@ from mcp.types import (
     EmbeddedResource,
     ImageContent,
     ResourceLink,
+    SamplingMessage,
     TextContent,
     TextResourceContents,
 )
 from pydantic import BaseModel
+
+# ``ctx.log`` warns that 2026-07-28 deprecates logging; clients of both eras still receive it.
+warnings.filterwarnings("ignore", category=MCPDeprecationWarning)
 
 LONG_TOOL_NAME = "report_" + "quarterly_" * 8 + "figures.v2"  # 97 characters, a dot in it
 
@@ -53,6 +64,27 @@ class Forecast(BaseModel):
     temperature: float
     units: Literal["celsius", "fahrenheit"]
     conditions: list[str]
+
+
+class Ticket(BaseModel):
+    id: int
+    title: str
+
+
+class Travel(BaseModel):
+    date: str
+
+
+def _ask_date(destination: str) -> Elicit[Travel]:
+    return Elicit(f"When do you want to travel to {destination}?", Travel)
+
+
+def _sample_summary(text: str) -> Sample:
+    return Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))],
+        max_tokens=50,
+        system_prompt="Be brief.",
+    )
 
 
 class _State:
@@ -180,6 +212,51 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
     def die() -> str:
         """Ends the server process in the middle of the call."""
         os._exit(3)
+
+    @server.tool()
+    async def work(steps: int, ctx: Context) -> str:
+        """A long task: reports progress and logs a message at each step (a debug one and an
+        info one). Says whether the client asked for progress (sent a progress token)."""
+        meta = ctx.request_context.meta
+        asked = meta.get("progress_token") if meta else None
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step} of {steps}")
+            await ctx.log("debug", f"starting step {step}", logger_name="worker")
+            await ctx.log("info", f"finished step {step}", logger_name="worker")
+        return f"did {steps} steps" + (" (progress asked)" if asked is not None else "")
+
+    @server.tool()
+    async def book(
+        destination: str, travel: Annotated[Travel, Resolve(_ask_date)], ctx: Context
+    ) -> str:
+        """Books a trip, asking the user for the date."""
+        return f"booked {destination} on {travel.date}"
+
+    @server.tool()
+    async def summarize(text: str, sampled: Annotated[Any, Resolve(_sample_summary)]) -> str:
+        """Summarizes a text with the client's model."""
+        content = sampled.content
+        return f"summary ({sampled.model}): {getattr(content, 'text', content)}"
+
+    @server.tool()
+    def ticket(title: str) -> Ticket:
+        """Opens a ticket."""
+        return Ticket(id=7, title=title)
+
+    @server.resource("notes://today", name="today", mime_type="text/plain")
+    def today_note() -> str:
+        """Today's note."""
+        return "water the plants"
+
+    @server.resource("notes://{day}", name="day_note")
+    def day_note(day: str) -> str:
+        """The note of a given day."""
+        return f"note of {day}"
+
+    @server.resource("logo://png", name="logo", mime_type="image/png")
+    def logo() -> bytes:
+        """The logo."""
+        return b"\x89PNG\r\n"
 
     @server.prompt()
     def greet(name: str, mood: str = "cheerful") -> str:
