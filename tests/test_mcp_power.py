@@ -7,15 +7,28 @@ both protocol eras (2026-07-28, and the ``initialize`` handshake era with ``--le
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from mcp.client.session import ClientRequestContext
+from mcp.types import (
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
+    TextContent,
+)
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 
-from adk.mcp import HTTPServer, MCPToolset, StdioServer
-from adk.tools.base import ToolResult
+from adk import Runner
+from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
+from adk.models.base import ModelError
+from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
+from adk.tools.base import ToolContext, ToolResult
+from prebuilt import ReActAgent
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -76,3 +89,176 @@ async def test_a_server_asking_for_input_or_a_completion_unanswered_is_a_clear_e
         "required by resolver 'demo:_sample_summary'",
     )
     assert after.content == "3"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_an_elicitation_handler_answers_the_server_in_the_middle_of_a_call(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    asked: list[tuple[str, dict[str, Any]]] = []
+
+    async def ask_user(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+        asked.append((params.message, params.requested_schema))  # type: ignore[union-attr]
+        if len(asked) == 1:
+            return ElicitResult(action="accept", content={"date": "2027-01-02"})
+        return ElicitResult(action="decline")
+
+    server = server_for(transport, http_servers)
+    async with MCPToolset(server, call_timeout=15, elicitation=ask_user) as toolset:
+        booked = await call(toolset, "book", {"destination": "Oslo"})
+        declined = await call(toolset, "book", {"destination": "Rome"})
+
+    assert (booked.is_error, booked.content) == (False, "booked Oslo on 2027-01-02")
+    assert [message for message, _ in asked] == [
+        "When do you want to travel to Oslo?",
+        "When do you want to travel to Rome?",
+    ]
+    assert asked[0][1]["properties"]["date"]["type"] == "string"
+    assert declined.is_error and "elicitation was decline" in declined.content
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_pyadk_model_answers_a_servers_sampling_request(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    model = ScriptedModel(["Short."])
+    server = server_for(transport, http_servers)
+    async with MCPToolset(server, call_timeout=15, sampling=model) as toolset:
+        summary = await call(toolset, "summarize", {"text": "a long text"})
+
+    assert (summary.is_error, summary.content) == (False, "summary (scripted): Short.")
+    (request,) = model.requests
+    assert [(m.role.value, m.content) for m in request.messages] == [
+        ("system", "Be brief."),
+        ("user", "Summarize: a long text"),
+    ]
+    assert request.options is not None and request.options.max_tokens == 50
+
+
+class _FailingModel:
+    model_name = "failing"
+
+    async def generate(self, messages: Any, *, tools: Any = (), options: Any = None) -> Any:
+        raise ModelError("rate limited", status=429)
+
+    def stream(self, messages: Any, *, tools: Any = (), options: Any = None) -> Any:
+        raise NotImplementedError
+
+
+async def test_a_failing_sampling_model_is_an_error_the_server_handles_and_the_model_reads(
+    http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
+) -> None:
+    async with MCPToolset(server_for("stdio", http_servers), sampling=_FailingModel()) as toolset:
+        summary = await call(toolset, "summarize", {"text": "a long text"})
+        after = await call(toolset, "add", {"a": 1, "b": 2})
+
+    assert summary.is_error
+    assert summary.content == (
+        "Error: tool 'summarize' failed: the client's model failed: ModelError: rate limited"
+    )
+    assert after.content == "3"
+    assert "MCP sampling request failed: ModelError: rate limited" in caplog.text
+
+
+async def test_a_sampling_function_is_the_mcp_clients_own_callback(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    async def sample(
+        context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult:
+        (message,) = params.messages
+        text = message.content.text  # type: ignore[union-attr]
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text=text.upper()), model="upper"
+        )
+
+    async with MCPToolset(server_for("http", http_servers), sampling=sample) as toolset:
+        summary = await call(toolset, "summarize", {"text": "abc"})
+    assert summary.content == "summary (upper): SUMMARIZE: ABC"
+
+
+# -- progress and log messages -------------------------------------------------------------------
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_progress_of_a_call_reaches_on_progress_with_the_calls_context(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    reports: list[tuple[str, MCPProgress]] = []
+
+    def on_progress(ctx: ToolContext | None, progress: MCPProgress) -> None:
+        assert ctx is not None
+        reports.append((ctx.tool_call_id, progress))
+
+    toolset = MCPToolset(
+        server_for(transport, http_servers), prefix="demo", call_timeout=15, on_progress=on_progress
+    )
+    model = ScriptedModel([Reply(tool_calls=[tool_call("demo_work", {"steps": 2})]), "Done."])
+    async with Runner(ReActAgent("worker", model, tools=[toolset])) as runner:
+        result = await runner.invoke("Work.")
+
+    # The server was asked for progress (a progress token) only because a handler was given.
+    assert "worker: [tool demo_work] did 2 steps (progress asked)" in simplify_events(result.events)
+    assert reports == [
+        ("call_1", MCPProgress("demo_work", 1.0, 2.0, "step 1 of 2")),
+        ("call_1", MCPProgress("demo_work", 2.0, 2.0, "step 2 of 2")),
+    ]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_without_a_progress_handler_the_server_is_not_asked_for_progress(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    async with MCPToolset(server_for(transport, http_servers), call_timeout=15) as toolset:
+        assert (await call(toolset, "work", {"steps": 1})).content == "did 1 steps"
+
+
+async def test_a_failing_progress_handler_is_logged_and_the_call_goes_on(
+    http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
+) -> None:
+    def on_progress(ctx: ToolContext | None, progress: MCPProgress) -> None:
+        raise RuntimeError("display is gone")
+
+    server = server_for("stdio", http_servers)
+    async with MCPToolset(server, on_progress=on_progress) as toolset:
+        result = await call(toolset, "work", {"steps": 1})
+    assert result.content == "did 1 steps (progress asked)"
+    assert "the on_progress handler failed for tool 'work'" in caplog.text
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_server_log_messages_go_to_the_adk_mcp_server_logger_from_the_level_asked(
+    transport: str, http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="adk.mcp.server")
+    server = server_for(transport, http_servers)
+
+    def logged() -> list[tuple[int, str]]:
+        records = [r for r in caplog.records if r.name == "adk.mcp.server"]
+        caplog.clear()
+        return [(r.levelno, r.getMessage()) for r in records]
+
+    async with MCPToolset(server, call_timeout=15) as toolset:  # not asked: none
+        await call(toolset, "work", {"steps": 1})
+    assert logged() == []
+
+    async with MCPToolset(server, call_timeout=15, log_level="info") as toolset:
+        await call(toolset, "work", {"steps": 2})
+    assert logged() == [
+        (logging.INFO, f"MCP server '{server} (worker)': finished step 1"),
+        (logging.INFO, f"MCP server '{server} (worker)': finished step 2"),
+    ]
+
+    async with MCPToolset(server, call_timeout=15, log_level="debug") as toolset:
+        await call(toolset, "work", {"steps": 1})
+    assert [level for level, _ in logged()] == [logging.DEBUG, logging.INFO]
+
+
+async def test_handlers_and_log_levels_that_cannot_work_are_refused() -> None:
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+    with pytest.raises(ValueError, match="log_level must be None or one of debug, info"):
+        MCPToolset(server, log_level="verbose")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="on_progress must be a function or None"):
+        MCPToolset(server, on_progress="print")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="elicitation must be a function or None"):
+        MCPToolset(server, elicitation=object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="sampling must be a function or None"):
+        MCPToolset(server, sampling=42)  # type: ignore[arg-type]

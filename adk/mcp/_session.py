@@ -41,6 +41,7 @@ from mcp.types import (
 )
 
 from .._aio import AsyncCloseable, finish
+from ._hooks import NO_HOOKS, _ClientHooks, log_forwarder
 from ._servers import ServerConfig, _current_delivery, _Delivery
 
 if TYPE_CHECKING:
@@ -132,9 +133,15 @@ class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
 class Connection:
     """One connected client session and the task that owns it."""
 
-    def __init__(self, server: ServerConfig, on_message: Callable[[Any], None]) -> None:
+    def __init__(
+        self,
+        server: ServerConfig,
+        on_message: Callable[[Any], None],
+        hooks: _ClientHooks = NO_HOOKS,
+    ) -> None:
         self._server = server
         self._on_message = on_message
+        self._hooks = hooks
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[Client] | None = None
@@ -218,12 +225,20 @@ class Connection:
         _current_delivery.set(self._handshake)  # this task's context only
         try:
             transport = _WatchedTransport(self._server._transport(), self.mark_lost)
+            hooks = self._hooks
+            level = hooks.log_level
             client = Client(
                 transport,
                 mode="auto",
                 cache=None,  # the toolset caches lists itself and re-lists on change notices
                 message_handler=self._handle,
                 client_info=_CLIENT_INFO,
+                # None: the mcp client's defaults, which refuse (elicitation, sampling) or drop
+                # (logs); given, the client declares the capability to the server.
+                elicitation_callback=hooks.elicitation,
+                sampling_callback=hooks.sampling,
+                logging_callback=None if level is None else log_forwarder(self._server, level),
+                log_level=level,
             )
             async with client, anyio.create_task_group() as group:
                 caps = client.server_capabilities
@@ -324,9 +339,12 @@ class Session:
     session reconnects; a cached list tagged with an older epoch must be fetched again.
     """
 
-    def __init__(self, server: ServerConfig, *, connect_timeout: float) -> None:
+    def __init__(
+        self, server: ServerConfig, *, connect_timeout: float, hooks: _ClientHooks = NO_HOOKS
+    ) -> None:
         self.server = server
         self._connect_timeout = connect_timeout
+        self._hooks = hooks
         self._live: Connection | None = None
         self._attempt: _Attempt | None = None
         self._lock = asyncio.Lock()
@@ -379,7 +397,7 @@ class Session:
             if live is not None:
                 self._live = None
                 await live.close()
-            fresh = Connection(self.server, self._on_message)
+            fresh = Connection(self.server, self._on_message, self._hooks)
             await fresh.open(self._connect_timeout)
             self._live = fresh
             self.connections_opened += 1

@@ -21,8 +21,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import httpx2
 from mcp.client import Client
+from mcp.client.session import ElicitationFnT, SamplingFnT
 from mcp.shared.exceptions import MCPError
-from mcp.types import CONNECTION_CLOSED, INVALID_REQUEST, CallToolResult
+from mcp.types import (
+    CONNECTION_CLOSED,
+    INVALID_REQUEST,
+    CallToolResult,
+    LoggingLevel,
+)
 from mcp.types import Prompt as _WirePrompt
 from mcp.types import Tool as _WireTool
 
@@ -30,9 +36,18 @@ from .._aio import AsyncCloseable
 from .._approval import gate, resumed_decision
 from .._loop_clients import LoopClients
 from ..messages import Message
+from ..models.base import ChatModel
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ..tools.function import _approval_rule, _ApprovalCheck
 from ._content import block_text, blocks_text
+from ._hooks import (
+    ProgressHandler,
+    _ClientHooks,
+    check_handler,
+    check_log_level,
+    progress_callback,
+    sampling_handler,
+)
 from ._servers import (
     HTTPServer,
     ServerConfig,
@@ -218,7 +233,7 @@ class _MCPTool:
             decision = resumed_decision(ctx)
             if isinstance(decision, ToolResult):
                 return decision
-        return await self._toolset._call(name, self._mcp_name, arguments)
+        return await self._toolset._call(name, self._mcp_name, arguments, ctx)
 
     def __repr__(self) -> str:
         return f"<MCP tool {self._spec.name!r} of {self._toolset.server}>"
@@ -302,6 +317,14 @@ class MCPToolset(AsyncCloseable):
     decision, as ``@tool(require_approval=True)`` does; a mapping of the server's tool names to a
     bool or a function ``(ctx, arguments) -> bool`` decides per tool, the functions per call, as
     a function tool's ``require_approval`` function does.
+
+    What a server sends besides answers (extensions to DESIGN.md, see ``_hooks``): ``on_progress``
+    is given each progress report of a call with the call's ``ToolContext``; ``log_level`` asks
+    for the server's log messages from that level and sends them to the ``adk.mcp.server``
+    logger; ``elicitation`` (the ``mcp`` package's callback) answers a server asking the user for
+    input mid-call, ``sampling`` (a pyadk ``ChatModel``, or the ``mcp`` package's callback) a
+    server asking for a completion. Without them the server is told the client cannot (and
+    handles that), and is asked for no progress and no logs.
     """
 
     def __init__(
@@ -313,6 +336,10 @@ class MCPToolset(AsyncCloseable):
         call_timeout: float | None = 60.0,
         connect_timeout: float = 30.0,
         require_approval: _ApprovalSetting = False,
+        on_progress: ProgressHandler | None = None,
+        log_level: LoggingLevel | None = None,
+        elicitation: ElicitationFnT | None = None,
+        sampling: ChatModel | SamplingFnT | None = None,
     ) -> None:
         if not isinstance(server, StdioServer | HTTPServer | SSEServer):
             raise TypeError(
@@ -325,15 +352,19 @@ class MCPToolset(AsyncCloseable):
             raise ValueError(f"call_timeout must be positive or None, got {call_timeout!r}")
         if not connect_timeout > 0:
             raise ValueError(f"connect_timeout must be positive, got {connect_timeout!r}")
+        check_handler(on_progress, "on_progress")
+        check_handler(elicitation, "elicitation")
+        hooks = _ClientHooks(elicitation, sampling_handler(sampling), check_log_level(log_level))
         self._server = server
+        self._on_progress = on_progress
         # A session per event loop: its connection's owner task, its lock and, for a stdio
         # server, the pipes to the process belong to the loop that opened it, and a service
         # running one toolset (one Runner) from several threads' loops at once (asyncio.run per
         # request) sent one loop's requests through another loop's connection ("attached to a
         # different loop"). Each loop's session is closed as that loop ends (see LoopClients).
         self._sessions = LoopClients(
-            Session(server, connect_timeout=connect_timeout),
-            functools.partial(Session, server, connect_timeout=connect_timeout),
+            Session(server, connect_timeout=connect_timeout, hooks=hooks),
+            functools.partial(Session, server, connect_timeout=connect_timeout, hooks=hooks),
             Session.aclose,
         )
         self._span_attributes = _span_attributes(server)  # for tracing, made once
@@ -593,12 +624,17 @@ class MCPToolset(AsyncCloseable):
                 _current_delivery.reset(token)
         raise AssertionError("unreachable")
 
-    async def _call(self, name: str, mcp_name: str, arguments: str) -> ToolResult:
+    async def _call(
+        self, name: str, mcp_name: str, arguments: str, ctx: ToolContext | None = None
+    ) -> ToolResult:
         try:
             parsed = _parse_arguments(arguments)
         except ValueError as exc:
             return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
         server = self.server
+        # Without a handler no progress token is sent, so the server sends no progress.
+        handler = self._on_progress
+        progress = None if handler is None else progress_callback(handler, ctx, name)
         session = self._sessions.get() or await self._sessions.bind()
         for attempt in (1, 2):
             try:
@@ -612,7 +648,7 @@ class MCPToolset(AsyncCloseable):
             token = _current_delivery.set(delivery)
             try:
                 with anyio.move_on_after(self._call_timeout) as deadline:
-                    result = await client.call_tool(mcp_name, parsed)
+                    result = await client.call_tool(mcp_name, parsed, progress_callback=progress)
             except Exception as exc:
                 if delivery.refused or _is_session_expired(exc):
                     # The call never reached the tool: its HTTP connection could not be opened

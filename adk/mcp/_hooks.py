@@ -1,0 +1,192 @@
+"""What an MCP server sends a client besides answers, and what the toolset does with it.
+
+A server may report the progress of a call, send log messages, ask the user for input in the
+middle of a call (elicitation) or ask the client's model for a completion (sampling). The ``mcp``
+client refuses elicitation and sampling by default (the server gets an error it can handle) and
+drops progress and logs. ``MCPToolset`` takes a handler for each (an extension to DESIGN.md); none
+of them costs anything when not given: without a progress handler no progress token is sent (so
+the server sends no progress), without a log level no log opt-in is sent.
+
+An in-flight MCP call cannot be checkpointed, so elicitation is answered while the call waits; it
+cannot pause the run for a person the way an approval does.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, get_args
+
+from mcp.client.session import ClientRequestContext, ElicitationFnT, LoggingFnT, SamplingFnT
+from mcp.shared.dispatcher import ProgressFnT
+from mcp.types import (
+    INTERNAL_ERROR,
+    CreateMessageRequestParams,
+    CreateMessageResult,
+    ErrorData,
+    LoggingLevel,
+    LoggingMessageNotificationParams,
+    TextContent,
+)
+
+from ..messages import Message
+from ..models.base import ChatModel, ModelOptions, model_name_of
+from ._content import block_text
+
+if TYPE_CHECKING:
+    from ..tools.base import ToolContext
+    from ._servers import ServerConfig
+
+__all__ = ["MCPProgress", "ProgressHandler"]
+
+logger = logging.getLogger("adk.mcp")
+# Where a server's own log messages go: apart from pyadk's, so an application can route them.
+server_logger = logging.getLogger("adk.mcp.server")
+
+_LEVELS: tuple[str, ...] = get_args(LoggingLevel)
+_PYTHON_LEVEL = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MCPProgress:
+    """A progress report of a running MCP tool call: ``tool`` as the model sees it (``prefix``
+    included), ``progress`` so far, out of ``total`` when the server knows it, and its
+    ``message``."""
+
+    tool: str
+    progress: float
+    total: float | None
+    message: str | None
+
+
+ProgressHandler = Callable[["ToolContext | None", MCPProgress], Awaitable[None] | None]
+"""``MCPToolset(on_progress=)``: called with the call's ``ToolContext`` (None for a tool run
+outside a run) and each progress report, while the call runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class _ClientHooks:
+    """What a connection's ``mcp.Client`` is given: the handlers of server requests and the
+    level from which the server's log messages are wanted."""
+
+    elicitation: ElicitationFnT | None = None
+    sampling: SamplingFnT | None = None
+    log_level: LoggingLevel | None = None
+
+
+NO_HOOKS = _ClientHooks()
+"""A connection's hooks when its toolset was given none: the ``mcp`` client's defaults."""
+
+
+def check_log_level(level: object) -> LoggingLevel | None:
+    if level is None or level in _LEVELS:
+        return level  # type: ignore[return-value]
+    raise ValueError(f"log_level must be None or one of {', '.join(_LEVELS)}; got {level!r}")
+
+
+def check_handler(handler: object, what: str) -> None:
+    if handler is not None and not callable(handler):
+        raise TypeError(f"{what} must be a function or None, got {type(handler).__name__}")
+
+
+def sampling_handler(sampling: object) -> SamplingFnT | None:
+    """``MCPToolset(sampling=)`` as the ``mcp`` client's callback: a pyadk ``ChatModel``
+    answers with its reply; a function is the ``mcp`` package's own sampling callback."""
+    if sampling is None:
+        return None
+    if isinstance(sampling, ChatModel):
+        return _ModelSampling(sampling)
+    check_handler(sampling, "sampling")
+    return sampling  # type: ignore[return-value]
+
+
+class _ModelSampling:
+    """Answers a server's ``sampling/createMessage`` with a pyadk chat model. The server's
+    messages are text for the model (images and audio as placeholders, as in tool results); a
+    model that fails is an error answer the server can handle."""
+
+    __slots__ = ("_model",)
+
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+
+    async def __call__(
+        self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
+        messages: list[Message] = []
+        if params.system_prompt:
+            messages.append(Message.system(params.system_prompt))
+        for sampled in params.messages:
+            blocks = sampled.content if isinstance(sampled.content, list) else [sampled.content]
+            text = "\n".join(block_text(block) for block in blocks)
+            messages.append(
+                Message.user(text) if sampled.role == "user" else Message.assistant(text)
+            )
+        options = ModelOptions(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            stop=list(params.stop_sequences) if params.stop_sequences else None,
+        )
+        try:
+            reply = await self._model.generate(messages, options=options)
+        except Exception as exc:
+            text = str(exc)
+            reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            logger.warning("MCP sampling request failed: %s", reason)
+            return ErrorData(code=INTERNAL_ERROR, message=f"the client's model failed: {reason}")
+        return CreateMessageResult(
+            role="assistant",
+            content=TextContent(type="text", text=reply.content),
+            model=model_name_of(self._model),
+            stop_reason="endTurn",
+        )
+
+
+def log_forwarder(server: ServerConfig, level: LoggingLevel) -> LoggingFnT:
+    """The ``mcp`` client's logging callback: a server's log messages at ``level`` or above go to
+    the ``adk.mcp.server`` logger, at the matching Python level, naming the server. (Handshake-era
+    servers send every level unasked; 2026-07-28 ones only what each request opts in to.)"""
+    floor = _LEVELS.index(level)
+
+    async def forward(params: LoggingMessageNotificationParams) -> None:
+        if _LEVELS.index(params.level) < floor:
+            return
+        data = params.data
+        text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
+        source = f"{server} ({params.logger})" if params.logger else str(server)
+        server_logger.log(
+            _PYTHON_LEVEL[params.level],
+            "MCP server '%s': %s",
+            source,
+            text,
+            extra={"mcp_server": str(server), "mcp_logger": params.logger},
+        )
+
+    return forward
+
+
+def progress_callback(handler: ProgressHandler, ctx: ToolContext | None, tool: str) -> ProgressFnT:
+    """The ``mcp`` client's progress callback of one call, handing each report to ``handler``.
+    A failing handler is logged; the call goes on."""
+
+    async def report(progress: float, total: float | None, message: str | None) -> None:
+        try:
+            outcome = handler(ctx, MCPProgress(tool, progress, total, message))
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            logger.exception("the on_progress handler failed for tool '%s'", tool)
+
+    return report
