@@ -15,11 +15,13 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientRequestContext
 from mcp.types import (
+    BlobResourceContents,
     CreateMessageRequestParams,
     CreateMessageResult,
     ElicitRequestParams,
     ElicitResult,
     TextContent,
+    TextResourceContents,
 )
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 
@@ -262,3 +264,43 @@ async def test_handlers_and_log_levels_that_cannot_work_are_refused() -> None:
         MCPToolset(server, elicitation=object())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sampling must be a function or None"):
         MCPToolset(server, sampling=42)  # type: ignore[arg-type]
+
+
+# -- resources -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_servers_resources_are_listed_and_read(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    server = server_for(transport, http_servers)
+    async with MCPToolset(server, call_timeout=15) as toolset:
+        listed = await toolset.list_resources()
+        today = await toolset.read_resource("notes://today")
+        monday = await toolset.read_resource("notes://monday")  # a template's URI
+        logo = await toolset.read_resource("logo://png")
+        with pytest.raises(RuntimeError) as missing:
+            await toolset.read_resource("notes://nothing/here")
+        after = await call(toolset, "add", {"a": 1, "b": 2})
+
+    assert [(r.uri, r.name, r.mime_type) for r in listed] == [
+        ("notes://today", "today", "text/plain"),
+        ("logo://png", "logo", "image/png"),
+    ]
+    assert today == [
+        TextResourceContents(uri="notes://today", mime_type="text/plain", text="water the plants")
+    ]
+    assert [part.text for part in monday if isinstance(part, TextResourceContents)] == [
+        "note of monday"
+    ]
+    (image,) = logo
+    assert isinstance(image, BlobResourceContents) and image.mime_type == "image/png"
+    assert str(missing.value) == (
+        f"MCP server '{server}' failed while reading resource 'notes://nothing/here': "
+        "Unknown resource: notes://nothing/here"
+    )
+    assert after.content == "3"
+
+
+async def test_a_server_without_resources_lists_none() -> None:
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT.parent / "narrow_server.py"), "tools"])
+    async with MCPToolset(server) as toolset:
+        assert await toolset.list_resources() == []

@@ -26,8 +26,11 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CONNECTION_CLOSED,
     INVALID_REQUEST,
+    BlobResourceContents,
     CallToolResult,
     LoggingLevel,
+    Resource,
+    TextResourceContents,
 )
 from mcp.types import Prompt as _WirePrompt
 from mcp.types import Tool as _WireTool
@@ -324,7 +327,8 @@ class MCPToolset(AsyncCloseable):
     logger; ``elicitation`` (the ``mcp`` package's callback) answers a server asking the user for
     input mid-call, ``sampling`` (a pyadk ``ChatModel``, or the ``mcp`` package's callback) a
     server asking for a completion. Without them the server is told the client cannot (and
-    handles that), and is asked for no progress and no logs.
+    handles that), and is asked for no progress and no logs. ``list_resources`` and
+    ``read_resource`` reach the server's resources.
     """
 
     def __init__(
@@ -413,6 +417,34 @@ class MCPToolset(AsyncCloseable):
     async def prompts(self) -> list[_MCPPrompt]:
         """The server's prompts (prefixed like tools), each renderable by name."""
         return list(await self._listing("prompts"))
+
+    # -- MCP resources (an extension to DESIGN.md) ------------------------------------------------
+    async def list_resources(self) -> list[Resource]:
+        """The server's resources (the ``mcp`` package's ``Resource``: ``uri``, ``name``,
+        ``description``, ``mime_type``), every page; none for a server without resources. Not
+        cached: a server's resources change more often than its tools. Templates
+        (``notes://{day}``) are not listed: read them by a URI they match."""
+
+        async def fetch(client: Client) -> list[Resource]:
+            if client.server_capabilities.resources is None:
+                return []
+            return await _all_pages(client.list_resources, "resources")
+
+        _, items, _ = await self._request(fetch, "listing its resources")
+        return items
+
+    async def read_resource(self, uri: str) -> list[TextResourceContents | BlobResourceContents]:
+        """What the server holds at ``uri``: each part's ``text``, or ``blob`` (base64) with its
+        ``mime_type``. Raises ``RuntimeError`` with the server's reason for a URI it does not
+        serve, as listing does for other failures."""
+        if not isinstance(uri, str) or not uri:
+            raise ValueError(f"uri must be a non-empty string, got {uri!r}")
+
+        async def fetch(client: Client) -> list[TextResourceContents | BlobResourceContents]:
+            return list((await client.read_resource(uri)).contents)
+
+        _, contents, _ = await self._request(fetch, f"reading resource {uri!r}")
+        return contents
 
     # -- lifecycle -----------------------------------------------------------------------------
     async def aclose(self) -> None:
