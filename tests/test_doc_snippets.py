@@ -22,7 +22,7 @@ DOCS = {
     "composing.md": 4,
     "tools.md": 3,
     "models.md": 3,
-    "mcp.md": 2,
+    "mcp.md": 3,
     "interrupts.md": 11,
     "event_driven.md": 11,
     "eino.md": 3,

@@ -187,6 +187,6 @@ def progress_callback(handler: ProgressHandler, ctx: ToolContext | None, tool: s
             if inspect.isawaitable(outcome):
                 await outcome
         except Exception:
-            logger.exception("the on_progress handler failed for tool '%s'", tool)
+            logger.warning("the on_progress handler failed for tool '%s'", tool, exc_info=True)
 
     return report
