@@ -162,6 +162,25 @@ async def test_a_failing_sampling_model_is_an_error_the_server_handles_and_the_m
     assert "MCP sampling request failed: ModelError: rate limited" in caplog.text
 
 
+@pytest.mark.parametrize("transport", ["stdio", "stdio-legacy"])
+async def test_sampling_options_a_model_cannot_take_are_an_error_the_server_handles(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    model = ScriptedModel(["never"])
+    server = server_for(transport, http_servers)
+    async with MCPToolset(server, call_timeout=15, sampling=model) as toolset:
+        summary = await call(toolset, "summarize", {"text": "abc", "temperature": -1})
+        after = await call(toolset, "add", {"a": 1, "b": 2})
+
+    assert summary.is_error
+    assert "the client's model failed: ValidationError: 1 validation error for ModelOptions " in (
+        summary.content
+    )
+    assert "temperature Input should be greater than or equal to 0" in summary.content
+    assert model.requests == []
+    assert after.content == "3"
+
+
 async def test_a_sampling_function_is_the_mcp_clients_own_callback(
     http_servers: dict[bool, HTTPServerProcess],
 ) -> None:

@@ -134,15 +134,17 @@ class _ModelSampling:
             messages.append(
                 Message.user(text) if sampled.role == "user" else Message.assistant(text)
             )
-        options = ModelOptions(
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            stop=list(params.stop_sequences) if params.stop_sequences else None,
-        )
         try:
+            # Inside: options a model cannot take (a negative temperature) are the server's
+            # error to handle too, not an exception in the client's request handling.
+            options = ModelOptions(
+                max_tokens=params.max_tokens,
+                temperature=params.temperature,
+                stop=list(params.stop_sequences) if params.stop_sequences else None,
+            )
             reply = await self._model.generate(messages, options=options)
         except Exception as exc:
-            text = str(exc)
+            text = " ".join(str(exc).split())  # one line (pydantic's errors take several)
             reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
             logger.warning("MCP sampling request failed: %s", reason)
             return ErrorData(code=INTERNAL_ERROR, message=f"the client's model failed: {reason}")

@@ -79,11 +79,12 @@ def _ask_date(destination: str) -> Elicit[Travel]:
     return Elicit(f"When do you want to travel to {destination}?", Travel)
 
 
-def _sample_summary(text: str) -> Sample:
+def _sample_summary(text: str, temperature: float | None = None) -> Sample:
     return Sample(
         [SamplingMessage(role="user", content=TextContent(type="text", text=f"Summarize: {text}"))],
         max_tokens=50,
         system_prompt="Be brief.",
+        temperature=temperature,
     )
 
 
@@ -233,7 +234,11 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         return f"booked {destination} on {travel.date}"
 
     @server.tool()
-    async def summarize(text: str, sampled: Annotated[Any, Resolve(_sample_summary)]) -> str:
+    async def summarize(
+        text: str,
+        sampled: Annotated[Any, Resolve(_sample_summary)],
+        temperature: float | None = None,
+    ) -> str:
         """Summarizes a text with the client's model."""
         content = sampled.content
         return f"summary ({sampled.model}): {getattr(content, 'text', content)}"
