@@ -323,3 +323,23 @@ async def test_a_server_without_resources_lists_none() -> None:
     server = StdioServer(sys.executable, [str(STDIO_SCRIPT.parent / "narrow_server.py"), "tools"])
     async with MCPToolset(server) as toolset:
         assert await toolset.list_resources() == []
+
+
+# -- tool results --------------------------------------------------------------------------------
+async def test_a_result_breaking_the_tools_output_schema_says_the_tool_ran() -> None:
+    """The mcp client refuses such a result with a jsonschema report of many lines: the model
+    read "failed" and a dump, and could well call the tool again, which had run."""
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT.parent / "narrow_server.py"), "schema"])
+    async with MCPToolset(server) as toolset:
+        count = await call(toolset, "count", {})
+        bare = await call(toolset, "bare", {})
+    assert (count.is_error, count.content) == (
+        True,
+        "Error: tool 'count' ran, but its result was refused: its structured content does not "
+        "match the tool's output schema ('many' is not of type 'integer')",
+    )
+    assert (bare.is_error, bare.content) == (
+        True,
+        "Error: tool 'bare' ran, but its result was refused: it has no structured content, which "
+        "the tool's output schema requires",
+    )

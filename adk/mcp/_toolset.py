@@ -119,6 +119,23 @@ def _loss_reason(exc: BaseException, server: ServerConfig) -> str:
     return "" if reason.lower() in _PLAIN_LOSS else f" ({reason})"
 
 
+def _schema_breach(exc: BaseException, mcp_name: str) -> str | None:
+    """Why a result the server gave was refused for breaking the tool's own ``outputSchema``, or
+    None for another failure. The ``mcp`` client checks a result against the schema and raises
+    ``RuntimeError`` with a jsonschema report of many lines; the call did run, so the model must
+    not read it as a failed call to retry (a tool may not be safe to run twice)."""
+    if not isinstance(exc, RuntimeError):
+        return None
+    text = str(exc)
+    if text == f"Tool {mcp_name} has an output schema but did not return structured content":
+        return "it has no structured content, which the tool's output schema requires"
+    head = f"Invalid structured content returned by tool {mcp_name}: "
+    if text.startswith(head):
+        first = text[len(head) :].split("\n", 1)[0]  # jsonschema's summary, before its report
+        return f"its structured content does not match the tool's output schema ({first})"
+    return None
+
+
 def _parse_arguments(text: str) -> dict[str, Any]:
     if not text or not text.strip():
         return {}  # some models send "" for tools without parameters
@@ -702,6 +719,11 @@ class MCPToolset(AsyncCloseable):
                         f"the connection to MCP server '{server}' was lost while tool "
                         f"'{name}' was running{_loss_reason(exc, server)}; it will reconnect "
                         "on the next call"
+                    )
+                breach = _schema_breach(exc, mcp_name)
+                if breach is not None:
+                    return ToolResult.error(
+                        f"tool '{name}' ran, but its result was refused: {breach}"
                     )
                 reason = describe_error(exc, server)
                 reason += server._redact(delivery.detail(reason))

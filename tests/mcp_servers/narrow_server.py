@@ -1,7 +1,8 @@
 """A low-level MCP server offering one kind of thing only: ``python narrow_server.py tools`` serves
 one tool and no prompts capability (like most real servers), ``... prompts`` one prompt and no
 tools capability; ``... duplicates`` lists two tools of one name (a server breaking MCP's rule
-that a server's tool names are unique). Built on the ``mcp`` package's low-level ``Server``,
+that a server's tool names are unique); ``... schema`` has tools whose results break their own
+output schema (``count``: structured content of the wrong type, ``bare``: none at all). Built on the ``mcp`` package's low-level ``Server``,
 which declares only the capabilities it has handlers for."""
 
 from __future__ import annotations
@@ -31,6 +32,26 @@ async def _list_duplicates(ctx: Any, params: Any) -> types.ListToolsResult:
     )
 
 
+_COUNT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+
+async def _list_schema_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    schema = {"type": "object"}
+    return types.ListToolsResult(
+        tools=[
+            types.Tool(name=name, input_schema=schema, output_schema=_COUNT_SCHEMA)
+            for name in ("count", "bare")
+        ]
+    )
+
+
+async def _call_schema_tool(ctx: Any, params: Any) -> types.CallToolResult:
+    text = [types.TextContent(type="text", text="counted many")]
+    if params.name == "count":
+        return types.CallToolResult(content=text, structured_content={"n": "many"})
+    return types.CallToolResult(content=text)
+
+
 async def _call_tool(ctx: Any, params: Any) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text="pong")])
 
@@ -47,6 +68,8 @@ async def _get_prompt(ctx: Any, params: Any) -> types.GetPromptResult:
 def build(kind: str) -> Server[Any]:
     if kind == "tools":
         return Server("tools-only", on_list_tools=_list_tools, on_call_tool=_call_tool)
+    if kind == "schema":
+        return Server("schema", on_list_tools=_list_schema_tools, on_call_tool=_call_schema_tool)
     if kind == "duplicates":
         return Server("duplicates", on_list_tools=_list_duplicates, on_call_tool=_call_tool)
     assert kind == "prompts", kind
