@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp.client.session import ClientRequestContext
 from mcp.types import (
     BlobResourceContents,
     CreateMessageRequestParams,
@@ -99,7 +98,7 @@ async def test_an_elicitation_handler_answers_the_server_in_the_middle_of_a_call
 ) -> None:
     asked: list[tuple[str, dict[str, Any]]] = []
 
-    async def ask_user(context: ClientRequestContext, params: ElicitRequestParams) -> ElicitResult:
+    async def ask_user(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
         asked.append((params.message, params.requested_schema))  # type: ignore[union-attr]
         if len(asked) == 1:
             return ElicitResult(action="accept", content={"date": "2027-01-02"})
@@ -181,12 +180,10 @@ async def test_sampling_options_a_model_cannot_take_are_an_error_the_server_hand
     assert after.content == "3"
 
 
-async def test_a_sampling_function_is_the_mcp_clients_own_callback(
+async def test_a_sampling_function_answers_the_server_too(
     http_servers: dict[bool, HTTPServerProcess],
 ) -> None:
-    async def sample(
-        context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> CreateMessageResult:
+    def sample(ctx: ToolContext | None, params: CreateMessageRequestParams) -> CreateMessageResult:
         (message,) = params.messages
         text = message.content.text  # type: ignore[union-attr]
         return CreateMessageResult(
@@ -196,6 +193,39 @@ async def test_a_sampling_function_is_the_mcp_clients_own_callback(
     async with MCPToolset(server_for("http", http_servers), sampling=sample) as toolset:
         summary = await call(toolset, "summarize", {"text": "abc"})
     assert summary.content == "summary (upper): SUMMARIZE: ABC"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_the_handlers_are_told_which_call_asks_where_the_transport_says(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """A service puts a server's question to the person whose run made the call. A handshake-era
+    stdio server's request names no call: None, never another call's context."""
+    asked: dict[str, str | None] = {}
+
+    def ask_user(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        asked["elicitation"] = None if ctx is None else f"{ctx.run_id} {ctx.tool_call_id}"
+        return ElicitResult(action="accept", content={"date": "2027-01-02"})
+
+    def sample(ctx: ToolContext | None, params: CreateMessageRequestParams) -> CreateMessageResult:
+        asked["sampling"] = None if ctx is None else f"{ctx.run_id} {ctx.tool_call_id}"
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="ok"), model="m"
+        )
+
+    toolset = MCPToolset(
+        server_for(transport, http_servers), call_timeout=15, elicitation=ask_user, sampling=sample
+    )
+    calls = [tool_call("book", {"destination": "Oslo"}), tool_call("summarize", {"text": "t"})]
+    model = ScriptedModel([Reply(tool_calls=calls), "Done."])
+    async with Runner(ReActAgent("agent", model, tools=[toolset])) as runner:
+        result = await runner.invoke("Go.", run_id="run-7")
+
+    assert "agent: [tool book] booked Oslo on 2027-01-02" in simplify_events(result.events)
+    if transport == "stdio-legacy":
+        assert asked == {"elicitation": None, "sampling": None}
+    else:
+        assert asked == {"elicitation": "run-7 call_1", "sampling": "run-7 call_2"}
 
 
 # -- progress and log messages -------------------------------------------------------------------

@@ -9,6 +9,15 @@ the server sends no progress), without a log level no log opt-in is sent.
 
 An in-flight MCP call cannot be checkpointed, so elicitation is answered while the call waits; it
 cannot pause the run for a person the way an approval does.
+
+The elicitation and sampling handlers are given the ``ToolContext`` of the call the server asks
+for, so a service can put a question to the person whose run made the call. The ``mcp`` client
+handles a server's request in the context of the call's own request where the transport ties it
+to one: a 2026-07-28 server's questions come as the call's answer (``InputRequiredResult``), and
+over streamable HTTP a handshake-era server asks on the call's own response stream. So the call
+sets ``_current_call`` around its request, and the handler reads it there. A handshake-era stdio
+server's request names no call (the pipe is shared by all): the handler is given None, never the
+context of another call, since the connection's tasks start outside any call.
 """
 
 from __future__ import annotations
@@ -17,6 +26,7 @@ import inspect
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, get_args
 
@@ -26,6 +36,8 @@ from mcp.types import (
     INTERNAL_ERROR,
     CreateMessageRequestParams,
     CreateMessageResult,
+    ElicitRequestParams,
+    ElicitResult,
     ErrorData,
     LoggingLevel,
     LoggingMessageNotificationParams,
@@ -40,7 +52,7 @@ if TYPE_CHECKING:
     from ..tools.base import ToolContext
     from ._servers import ServerConfig
 
-__all__ = ["MCPProgress", "ProgressHandler"]
+__all__ = ["ElicitationHandler", "MCPProgress", "ProgressHandler", "SamplingHandler"]
 
 logger = logging.getLogger("adk.mcp")
 # Where a server's own log messages go: apart from pyadk's, so an application can route them.
@@ -76,6 +88,25 @@ ProgressHandler = Callable[["ToolContext | None", MCPProgress], Awaitable[None] 
 outside a run) and each progress report, while the call runs."""
 
 
+ElicitationHandler = Callable[
+    ["ToolContext | None", ElicitRequestParams],
+    Awaitable[ElicitResult | ErrorData] | ElicitResult | ErrorData,
+]
+"""``MCPToolset(elicitation=)``: answers a server asking the user for input, given the asking
+call's ``ToolContext`` (None when the transport does not say, see above) and the server's
+request (the ``mcp`` package's params: ``message``, and ``requested_schema`` or ``url``)."""
+
+SamplingHandler = Callable[
+    ["ToolContext | None", CreateMessageRequestParams],
+    Awaitable[CreateMessageResult | ErrorData] | CreateMessageResult | ErrorData,
+]
+"""``MCPToolset(sampling=)`` as a function: answers a server asking for a completion, given the
+asking call's ``ToolContext`` (or None) and the server's request."""
+
+_current_call: ContextVar[ToolContext | None] = ContextVar("adk_mcp_call", default=None)
+"""The ``ToolContext`` of the MCP call whose request is being made (see the module docstring)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _ClientHooks:
     """What a connection's ``mcp.Client`` is given: the handlers of server requests and the
@@ -101,15 +132,38 @@ def check_handler(handler: object, what: str) -> None:
         raise TypeError(f"{what} must be a function or None, got {type(handler).__name__}")
 
 
-def sampling_handler(sampling: object) -> SamplingFnT | None:
+def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT | None:
+    """``MCPToolset(elicitation=)`` as the ``mcp`` client's callback."""
+    check_handler(handler, "elicitation")
+    if handler is None:
+        return None
+
+    async def elicit(
+        context: ClientRequestContext, params: ElicitRequestParams
+    ) -> ElicitResult | ErrorData:
+        outcome = handler(_current_call.get(), params)
+        return await outcome if inspect.isawaitable(outcome) else outcome
+
+    return elicit
+
+
+def sampling_callback(sampling: object) -> SamplingFnT | None:
     """``MCPToolset(sampling=)`` as the ``mcp`` client's callback: a pyadk ``ChatModel``
-    answers with its reply; a function is the ``mcp`` package's own sampling callback."""
+    answers with its reply; a function is a ``SamplingHandler``."""
     if sampling is None:
         return None
     if isinstance(sampling, ChatModel):
         return _ModelSampling(sampling)
     check_handler(sampling, "sampling")
-    return sampling  # type: ignore[return-value]
+    handler: SamplingHandler = sampling  # type: ignore[assignment]
+
+    async def sample(
+        context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | ErrorData:
+        outcome = handler(_current_call.get(), params)
+        return await outcome if inspect.isawaitable(outcome) else outcome
+
+    return sample
 
 
 class _ModelSampling:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import anyio
 import httpx2
 from mcp.client import Client
-from mcp.client.session import ElicitationFnT, SamplingFnT
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     CONNECTION_CLOSED,
@@ -44,12 +43,16 @@ from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ..tools.function import _approval_rule, _ApprovalCheck
 from ._content import block_text, blocks_text
 from ._hooks import (
+    ElicitationHandler,
     ProgressHandler,
+    SamplingHandler,
     _ClientHooks,
+    _current_call,
     check_handler,
     check_log_level,
+    elicitation_callback,
     progress_callback,
-    sampling_handler,
+    sampling_callback,
 )
 from ._servers import (
     HTTPServer,
@@ -341,9 +344,9 @@ class MCPToolset(AsyncCloseable):
     What a server sends besides answers (extensions to DESIGN.md, see ``_hooks``): ``on_progress``
     is given each progress report of a call with the call's ``ToolContext``; ``log_level`` asks
     for the server's log messages from that level and sends them to the ``adk.mcp.server``
-    logger; ``elicitation`` (the ``mcp`` package's callback) answers a server asking the user for
-    input mid-call, ``sampling`` (a pyadk ``ChatModel``, or the ``mcp`` package's callback) a
-    server asking for a completion. Without them the server is told the client cannot (and
+    logger; ``elicitation`` (a function of the asking call's ``ToolContext`` and the server's
+    request) answers a server asking the user for input mid-call, ``sampling`` (a pyadk
+    ``ChatModel``, or such a function) a server asking for a completion. Without them the server is told the client cannot (and
     handles that), and is asked for no progress and no logs. ``list_resources`` and
     ``read_resource`` reach the server's resources.
     """
@@ -359,8 +362,8 @@ class MCPToolset(AsyncCloseable):
         require_approval: _ApprovalSetting = False,
         on_progress: ProgressHandler | None = None,
         log_level: LoggingLevel | None = None,
-        elicitation: ElicitationFnT | None = None,
-        sampling: ChatModel | SamplingFnT | None = None,
+        elicitation: ElicitationHandler | None = None,
+        sampling: ChatModel | SamplingHandler | None = None,
     ) -> None:
         if not isinstance(server, StdioServer | HTTPServer | SSEServer):
             raise TypeError(
@@ -374,10 +377,18 @@ class MCPToolset(AsyncCloseable):
         if not connect_timeout > 0:
             raise ValueError(f"connect_timeout must be positive, got {connect_timeout!r}")
         check_handler(on_progress, "on_progress")
-        check_handler(elicitation, "elicitation")
-        hooks = _ClientHooks(elicitation, sampling_handler(sampling), check_log_level(log_level))
+        hooks = _ClientHooks(
+            elicitation_callback(elicitation),
+            sampling_callback(sampling),
+            check_log_level(log_level),
+        )
         self._server = server
         self._on_progress = on_progress
+        # Whether a call says whose it is to the handlers of the server's requests (a function
+        # handler, which is given the call's ToolContext); a ChatModel answering sampling is not.
+        self._tells_handlers = elicitation is not None or (
+            sampling is not None and not isinstance(sampling, ChatModel)
+        )
         # A session per event loop: its connection's owner task, its lock and, for a stdio
         # server, the pipes to the process belong to the loop that opened it, and a service
         # running one toolset (one Runner) from several threads' loops at once (asyncio.run per
@@ -696,8 +707,17 @@ class MCPToolset(AsyncCloseable):
             delivery = _Delivery()
             token = _current_delivery.set(delivery)
             try:
-                with anyio.move_on_after(self._call_timeout) as deadline:
-                    result = await client.call_tool(mcp_name, parsed, progress_callback=progress)
+                # Set after connecting, never around it: a connection's tasks must not carry
+                # one call's context, which they would hand to another call's questions.
+                calling = _current_call.set(ctx) if self._tells_handlers else None
+                try:
+                    with anyio.move_on_after(self._call_timeout) as deadline:
+                        result = await client.call_tool(
+                            mcp_name, parsed, progress_callback=progress
+                        )
+                finally:
+                    if calling is not None:
+                        _current_call.reset(calling)
             except Exception as exc:
                 if delivery.refused or _is_session_expired(exc):
                     # The call never reached the tool: its HTTP connection could not be opened
