@@ -228,6 +228,63 @@ async def test_the_handlers_are_told_which_call_asks_where_the_transport_says(
         assert asked == {"elicitation": "run-7 call_1", "sampling": "run-7 call_2"}
 
 
+async def test_a_server_first_used_from_a_handler_does_not_take_that_call_for_its_own(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """A handler of one server's question that starts another server (a handshake-era stdio one,
+    whose requests name no call) did so inside the asking call: the new connection's tasks
+    carried that call's context, and the second server's questions were put to its person."""
+    asked: list[str | None] = []
+
+    def ask_b(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(None if ctx is None else ctx.tool_call_id)
+        return ElicitResult(action="accept", content={"date": "2027-03-04"})
+
+    b = MCPToolset(server_for("stdio-legacy", http_servers), call_timeout=15, elicitation=ask_b)
+
+    async def ask_a(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        assert ctx is not None and ctx.tool_call_id == "call_1"
+        await b.tools()  # b connects here, inside call_1's request
+        return ElicitResult(action="accept", content={"date": "2027-01-02"})
+
+    a = MCPToolset(server_for("http", http_servers), call_timeout=15, elicitation=ask_a)
+    model = ScriptedModel([Reply(tool_calls=[tool_call("book", {"destination": "Oslo"})]), "ok"])
+    async with Runner(ReActAgent("agent", model, tools=[a])) as runner, b:
+        await runner.invoke("Go.")
+        assert (await call(b, "book", {"destination": "Rome"})).content == (
+            "booked Rome on 2027-03-04"
+        )
+    assert asked == [None]
+
+
+async def test_a_request_made_from_a_handler_is_not_taken_for_the_asking_call(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """A prompt rendered by a handler of a call's question asks a question of its own (over
+    HTTP, on the prompt request's stream): it was put to the person of the call."""
+    asked: list[str | None] = []
+
+    def ask_b(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        asked.append(None if ctx is None else ctx.tool_call_id)
+        return ElicitResult(action="accept", content={"date": "2027-03-04"})
+
+    b = MCPToolset(server_for("http-legacy", http_servers), call_timeout=15, elicitation=ask_b)
+    rendered: list[str] = []
+
+    async def ask_a(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        assert ctx is not None and ctx.tool_call_id == "call_1"
+        (trip,) = [prompt for prompt in await b.prompts() if prompt.name == "trip"]
+        rendered.extend(message.content for message in await trip.render())
+        return ElicitResult(action="accept", content={"date": "2027-01-02"})
+
+    a = MCPToolset(server_for("http", http_servers), call_timeout=15, elicitation=ask_a)
+    model = ScriptedModel([Reply(tool_calls=[tool_call("book", {"destination": "Oslo"})]), "ok"])
+    async with Runner(ReActAgent("agent", model, tools=[a])) as runner, b:
+        await runner.invoke("Go.")
+    assert rendered == ["Plan a trip on 2027-03-04."]
+    assert asked == [None]
+
+
 # -- progress and log messages -------------------------------------------------------------------
 @pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_progress_of_a_call_reaches_on_progress_with_the_calls_context(

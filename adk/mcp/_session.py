@@ -21,6 +21,7 @@ of a retry loop, and one that comes back is picked up again.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import logging
 from collections.abc import Callable
@@ -41,7 +42,7 @@ from mcp.types import (
 )
 
 from .._aio import AsyncCloseable, finish
-from ._hooks import NO_HOOKS, _ClientHooks, log_forwarder
+from ._hooks import NO_HOOKS, _ClientHooks, _current_call, log_forwarder
 from ._servers import ServerConfig, _current_delivery, _Delivery
 
 if TYPE_CHECKING:
@@ -172,7 +173,15 @@ class Connection:
         # Whoever gives up on `ready` first, its outcome is retrieved here: no "never retrieved".
         ready.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._ready = ready
-        self._task = asyncio.create_task(self._own(ready), name=f"mcp session {self._server}")
+        # The owner task (and every task of the connection: its reader, the handlers of the
+        # server's requests that name no call) runs outside any MCP call, also when connected
+        # from within one (a handler using another server): the handlers would take that call
+        # for the one asking.
+        context = contextvars.copy_context()
+        context.run(_current_call.set, None)
+        self._task = asyncio.create_task(
+            self._own(ready), name=f"mcp session {self._server}", context=context
+        )
         try:
             async with asyncio.timeout(wait_limit):
                 client = await asyncio.shield(ready)

@@ -661,6 +661,9 @@ class MCPToolset(AsyncCloseable):
             assert live.client is not None
             delivery = _Delivery(every_request=True)
             token = _current_delivery.set(delivery)
+            # No call makes this request, also when it is made from within one (a handler of a
+            # server's question listing another server): the handlers are told none.
+            calling = _current_call.set(None)
             try:
                 with anyio.fail_after(self._call_timeout):
                     return live, await op(live.client), epoch
@@ -681,6 +684,7 @@ class MCPToolset(AsyncCloseable):
                 reason += server._redact(delivery.detail(reason))
                 raise RuntimeError(f"MCP server '{server}' failed while {what}: {reason}") from exc
             finally:
+                _current_call.reset(calling)
                 _current_delivery.reset(token)
         raise AssertionError("unreachable")
 

@@ -15,7 +15,7 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - ``files.read``, ``files_read`` and a tool with a 97-character name: names MCP allows (dots,
   up to 128 characters) but model APIs refuse (``[a-zA-Z0-9_-]{1,64}``);
 - ``pid`` and ``die`` (the process exits mid-call: a dropped connection);
-- prompts with arguments (``greet``, ``review``);
+- prompts with arguments (``greet``, ``review``), and one asking the user for input (``trip``);
 - ``work``: a long tool that reports progress and sends log messages at each step;
 - ``book``: asks the user for a date (elicitation) and ``summarize``: asks the client's model for a
   completion (sampling), both through ``Resolve`` so each protocol era asks its own way;
@@ -262,6 +262,12 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
     def logo() -> bytes:
         """The logo."""
         return b"\x89PNG\r\n"
+
+    @server.prompt()
+    async def trip(ctx: Context) -> str:
+        """A trip plan, asking the user for the date (elicitation outside any tool call)."""
+        answer = await ctx.elicit("When is the trip?", Travel)
+        return f"Plan a trip on {getattr(answer, 'data', Travel(date='?')).date}."
 
     @server.prompt()
     def greet(name: str, mood: str = "cheerful") -> str:
