@@ -6,10 +6,11 @@ both protocol eras (2026-07-28, and the ``initialize`` handshake era with ``--le
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -368,7 +369,7 @@ async def test_handlers_and_log_levels_that_cannot_work_are_refused() -> None:
         MCPToolset(server, on_progress="print")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="elicitation must be a function or None"):
         MCPToolset(server, elicitation=object())  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match="sampling must be a function or None"):
+    with pytest.raises(TypeError, match="sampling must be a ChatModel, a function or None"):
         MCPToolset(server, sampling=42)  # type: ignore[arg-type]
 
 
@@ -430,3 +431,39 @@ async def test_a_result_breaking_the_tools_output_schema_says_the_tool_ran() -> 
         "Error: tool 'bare' ran, but its result was refused: it has no structured content, which "
         "the tool's output schema requires",
     )
+
+
+# -- cancellation --------------------------------------------------------------------------------
+@pytest.mark.parametrize("transport", ["http", "http-legacy"])
+async def test_a_call_cancelled_over_http_is_cancelled_on_the_server_and_the_session_goes_on(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    async with MCPToolset(server_for(transport, http_servers), call_timeout=None) as toolset:
+        before = (await call(toolset, "hang_stats", {})).structured
+        hanging = asyncio.create_task(call(toolset, "hang", {}))
+        await eventually(
+            lambda: call(toolset, "hang_stats", {}),
+            lambda r: r.structured["started"] == before["started"] + 1,
+        )
+        hanging.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hanging
+        await eventually(
+            lambda: call(toolset, "hang_stats", {}),
+            lambda r: r.structured["cancelled"] == before["cancelled"] + 1,
+        )
+        assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
+        assert toolset._session.connections_opened == 1
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[ToolResult]], check: Callable[[ToolResult], bool]
+) -> ToolResult:
+    """Probe until ``check`` holds (the server learns of a cancellation asynchronously); bounded
+    by attempts, not timed."""
+    for _ in range(400):
+        value = await probe()
+        if check(value):
+            return value
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"condition never held; last value: {value!r}")

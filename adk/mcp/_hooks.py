@@ -127,9 +127,9 @@ def check_log_level(level: object) -> LoggingLevel | None:
     raise ValueError(f"log_level must be None or one of {', '.join(_LEVELS)}; got {level!r}")
 
 
-def check_handler(handler: object, what: str) -> None:
+def check_handler(handler: object, what: str, kinds: str = "a function") -> None:
     if handler is not None and not callable(handler):
-        raise TypeError(f"{what} must be a function or None, got {type(handler).__name__}")
+        raise TypeError(f"{what} must be {kinds} or None, got {type(handler).__name__}")
 
 
 def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT | None:
@@ -154,7 +154,7 @@ def sampling_callback(sampling: object) -> SamplingFnT | None:
         return None
     if isinstance(sampling, ChatModel):
         return _ModelSampling(sampling)
-    check_handler(sampling, "sampling")
+    check_handler(sampling, "sampling", "a ChatModel, a function")
     handler: SamplingHandler = sampling  # type: ignore[assignment]
 
     async def sample(

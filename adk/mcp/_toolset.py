@@ -346,9 +346,9 @@ class MCPToolset(AsyncCloseable):
     for the server's log messages from that level and sends them to the ``adk.mcp.server``
     logger; ``elicitation`` (a function of the asking call's ``ToolContext`` and the server's
     request) answers a server asking the user for input mid-call, ``sampling`` (a pyadk
-    ``ChatModel``, or such a function) a server asking for a completion. Without them the server is told the client cannot (and
-    handles that), and is asked for no progress and no logs. ``list_resources`` and
-    ``read_resource`` reach the server's resources.
+    ``ChatModel``, or such a function) a server asking for a completion. Without them the server
+    is told the client cannot (and handles that), and is asked for no progress and no logs.
+    ``list_resources`` and ``read_resource`` reach the server's resources.
     """
 
     def __init__(
