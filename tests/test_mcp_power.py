@@ -1,7 +1,8 @@
 """MCP beyond tools and prompts, against real MCP servers (tests/mcp_servers): progress and log
 messages of a running call, a server asking the user for input (elicitation) or the client's
-model for a completion (sampling), and the server's resources; over stdio and streamable HTTP, in
-both protocol eras (2026-07-28, and the ``initialize`` handshake era with ``--legacy``).
+model for a completion (sampling), the server's resources, results that break their tool's output
+schema and cancelled calls; over stdio and streamable HTTP, in both protocol eras (2026-07-28, and
+the ``initialize`` handshake era with ``--legacy``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,19 @@ async def call(toolset: MCPToolset, name: str, arguments: dict[str, Any]) -> Too
     result = await tools[name].run(json.dumps(arguments), None)  # type: ignore[arg-type]
     assert isinstance(result, ToolResult)
     return result
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[ToolResult]], check: Callable[[ToolResult], bool]
+) -> ToolResult:
+    """Probe until ``check`` holds (the server learns of a cancellation asynchronously); bounded
+    by attempts, not timed."""
+    for _ in range(400):
+        value = await probe()
+        if check(value):
+            return value
+        await asyncio.sleep(0.025)
+    raise AssertionError(f"condition never held; last value: {value!r}")
 
 
 # -- elicitation and sampling --------------------------------------------------------------------
@@ -454,16 +468,3 @@ async def test_a_call_cancelled_over_http_is_cancelled_on_the_server_and_the_ses
         )
         assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
         assert toolset._session.connections_opened == 1
-
-
-async def eventually(
-    probe: Callable[[], Awaitable[ToolResult]], check: Callable[[ToolResult], bool]
-) -> ToolResult:
-    """Probe until ``check`` holds (the server learns of a cancellation asynchronously); bounded
-    by attempts, not timed."""
-    for _ in range(400):
-        value = await probe()
-        if check(value):
-            return value
-        await asyncio.sleep(0.025)
-    raise AssertionError(f"condition never held; last value: {value!r}")
