@@ -565,12 +565,16 @@ class _ReActCore:
                 reply = await _call.generate(ctx, turn.model, messages, turn.specs, turn.options)
                 yield message_event(reply)
             messages.append(reply)  # its usage counted as its event is recorded
-            if len(reply.tool_calls) > 1:
-                unique_call_ids(reply.tool_calls)
-            if not reply.tool_calls:
+            # Read once: a pydantic field read costs ~0.4k instructions (``BaseModel.__getattr__``
+            # keeps CPython from specialising it), and nothing below changes the list.
+            calls = reply.tool_calls
+            if len(calls) > 1:
+                unique_call_ids(calls)
+            if not calls:
                 schema = owner.output_schema
                 if schema is None:
-                    self._store_output(ctx, reply.content)
+                    if owner.output_key:  # the answer's text is read only to store it
+                        self._store_output(ctx, reply.content)
                     return
                 # The run options are the validation context: a validator that checks the answer
                 # against the run's dependencies reads them (``ValidationInfo.context``).
@@ -615,8 +619,8 @@ class _ReActCore:
                 self._store_output(ctx, answer)
                 yield AgentEvent(output=AgentOutput(custom=parsed))
                 return
-            tally = _new_round(reply.tool_calls, [])
-            call = lone_call(reply.tool_calls, turn.tools)
+            tally = _new_round(calls, [])
+            call = lone_call(calls, turn.tools)
             if call is not None:
                 # One call whose tool forwards no events, the common case: awaited here, as the
                 # executor would, without the two generators a round of several calls takes
@@ -721,9 +725,9 @@ class _ReActCore:
         assert message is not None
         turn.messages.append(message)
         exiting = asked is not None and asked.exit
-        if (
-            exiting or outcome.call.name in self.owner.return_directly
-        ) and not message.metadata.get("is_error"):
+        directly = self.owner.return_directly  # mostly empty: the call's name is then not read
+        returned = exiting or (outcome.call.name in directly if directly else False)
+        if returned and not message.metadata.get("is_error"):
             if message.metadata.get("edited_arguments") is not None:  # the output, not for a model
                 adk._approval.without_note(message)
             tally.held.append(message)

@@ -89,7 +89,10 @@ async def run_tool_call(
 ) -> ToolOutcome:
     """Run one call (with ``tool`` instead of the one named, when given); never raises except for
     cancellation, and ``CheckpointError`` when a resumed call's saved state does not fit."""
-    address = join_address(ctx.address, tool_segment(call.name, call.id))
+    # Read once until the tool runs (a pydantic field read is ~0.4k instructions): only a
+    # callback or the tool, which run below, could change the call.
+    name, call_id = call.name, call.id
+    address = join_address(ctx.address, tool_segment(name, call_id))
     plan = ctx._run.plan
     resumed = False
     edit: object = None
@@ -103,12 +106,12 @@ async def run_tool_call(
             callback_paused = plan.callback_at(address) is not None
             edit = adk._approval.edit_at(plan, address, call, resume.data)
     if tool is None:
-        tool = tools.get(call.name) or _UnknownTool(call.name, tools)
+        tool = tools.get(name) or _UnknownTool(name, tools)
     # The call as it runs: with a person's edited arguments, checked here before it runs (a round
     # of several calls checked them all before any ran, ``check_resumed_calls``).
     ran = call if edit is None else adk._approval.edited_call(tool, call, address, edit)
     tool_ctx = new_tool_context(
-        ctx, call.name, call.id, address, emit.put_nowait if emit is not None else None
+        ctx, name, call_id, address, emit.put_nowait if emit is not None else None
     )
     hooks = ctx._run.hooks
     invoke: _Invoke | None = None

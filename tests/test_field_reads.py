@@ -1,0 +1,135 @@
+"""What the framework reads of the messages and tool calls of a run, field by field.
+
+A pydantic model's field read is not specialised by CPython 3.11 (``BaseModel.__getattr__`` gives
+its class a ``__getattr__`` hook): ~0.4k instructions, against ~20 for a slot, so a ReAct turn that
+read its reply's ``tool_calls`` twice and its ``content`` for an ``output_key`` it did not have
+paid ~1.3k of its ~74k (docs/performance.md, round 9). These tests count the reads made from
+pyadk's own code (``adk/``, ``prebuilt/``) in a warm run of the benchmark's workloads (a) and (b),
+so a read that creeps back onto the per-turn or per-call path is named here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from adk import Message, ModelOptions, Role, Runner, ToolCall, ToolSpec, tool
+from adk.messages import MessageChunk
+from prebuilt import ReActAgent
+
+ROOT = Path(__file__).resolve().parent.parent
+_OWN = (str(ROOT / "adk") + "/", str(ROOT / "prebuilt") + "/")
+
+
+class _Model:
+    """Answers "done", or asks for ``add(a=1, b=2)`` first when ``calls_tool``."""
+
+    model_name = "reads"
+
+    def __init__(self, calls_tool: bool) -> None:
+        self.calls_tool = calls_tool
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        last = messages[-1]
+        if not self.calls_tool or last.role == Role.TOOL:
+            return Message.assistant("done")
+        return Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a":1,"b":2}')])
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="done")
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    return a + b
+
+
+@pytest.fixture
+def reads() -> Iterator[Counter[tuple[str, str, str]]]:
+    """(class, field, function) of every field read of a Message or ToolCall made by pyadk's own
+    code while the fixture is in use: the two classes get a counting ``__getattribute__``."""
+    counted: Counter[tuple[str, str, str]] = Counter()
+    generic = object.__getattribute__
+
+    def counting(cls_name: str) -> Callable[[Any, str], Any]:
+        def read(self: Any, name: str) -> Any:
+            frame = sys._getframe(1)
+            if frame.f_code.co_filename.startswith(_OWN) and not name.startswith("__"):
+                counted[(cls_name, name, frame.f_code.co_name)] += 1
+            return generic(self, name)
+
+        return read
+
+    Message.__getattribute__ = counting("Message")  # type: ignore[method-assign,assignment]
+    ToolCall.__getattribute__ = counting("ToolCall")  # type: ignore[method-assign,assignment]
+    try:
+        yield counted
+    finally:
+        del Message.__getattribute__
+        del ToolCall.__getattribute__
+
+
+def _runs(runner: Runner, counted: Counter[tuple[str, str, str]]) -> None:
+    async def main() -> None:
+        await runner.invoke("hi")  # warm: nothing counted
+        counted.clear()
+        result = await runner.invoke("hi")
+        assert result.output.content == "done"
+
+    asyncio.run(main())
+
+
+def test_a_turn_that_answers_reads_its_reply_once_per_need(
+    reads: Counter[tuple[str, str, str]],
+) -> None:
+    # The reply's role for its event, its usage as the run records it, its tool calls once;
+    # not its content, with no output_key to store it in.
+    _runs(Runner(ReActAgent("a", _Model(calls_tool=False))), reads)
+    assert dict(reads) == {
+        ("Message", "role", "message_event"): 1,
+        ("Message", "usage", "observe"): 1,
+        ("Message", "tool_calls", "_loop"): 1,
+    }
+
+
+def test_a_tool_round_reads_its_call_once_before_the_tool_runs(
+    reads: Counter[tuple[str, str, str]],
+) -> None:
+    # Per reply: its tool calls once. The call: its name to find its tool (lone_call), name and
+    # id once before the tool runs and once after (a callback may have changed them), its
+    # arguments for the tool; not its name again for an empty return_directly.
+    _runs(Runner(ReActAgent("b", _Model(calls_tool=True), tools=[add])), reads)
+    assert dict(reads) == {
+        ("Message", "role", "message_event"): 3,
+        ("Message", "name", "message_event"): 1,  # the tool result's, for its event
+        ("Message", "usage", "observe"): 3,
+        ("Message", "tool_calls", "_loop"): 2,
+        ("ToolCall", "name", "lone_call"): 1,
+        ("ToolCall", "name", "run_tool_call"): 2,
+        ("ToolCall", "id", "run_tool_call"): 2,
+        ("ToolCall", "arguments", "run_tool_call"): 1,
+    }
