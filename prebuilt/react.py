@@ -55,7 +55,7 @@ from adk._checks import check_count, check_name, shown
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
-from adk.events import message_event
+from adk.events import message_event, tool_result_event
 from adk.history import _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal, join_address, tool_segment
 from adk.models import _call
@@ -625,9 +625,10 @@ class _ReActCore:
                 # One call whose tool forwards no events, the common case: awaited here, as the
                 # executor would, without the two generators a round of several calls takes
                 # (``_round`` and the executor's), each costing more than the rest of the round.
-                message = self._take(turn, tally, await run_tool_call(call, turn.tools, ctx))
-                if message is not None:
-                    yield message_event(message)
+                result = self._take(turn, tally, await run_tool_call(call, turn.tools, ctx))
+                if result is not None:
+                    yield result
+                del result  # not kept while the model is awaited (a GC-tracked object)
                 for event in self._round_end(turn, tally):
                     yield event
                     if event.ends_agent:
@@ -687,18 +688,18 @@ class _ReActCore:
                 if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
                     yield item
                     continue
-                message = self._take(turn, tally, item)
-                if message is not None:
-                    yield message_event(message)
+                result = self._take(turn, tally, item)
+                if result is not None:
+                    yield result
         finally:
             if getattr(outcomes, "ag_frame", None) is not None:  # closed at a yield: cancel calls
                 await outcomes.aclose()
         for event in self._round_end(turn, tally):
             yield event
 
-    def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> Message | None:
-        """Note one call's outcome in its round; the result to emit now, or None when the call
-        paused or its result is held back to come last."""
+    def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> AgentEvent | None:
+        """Note one call's outcome in its round; the result's event to emit now, or None when
+        the call paused or its result is held back to come last."""
         asked = outcome.action
         if asked is not None and asked.transfer_to:
             action, first = tally.action, tally.transfer_by
@@ -734,7 +735,7 @@ class _ReActCore:
             if exiting:
                 tally.exits = [*(tally.exits or ()), outcome.call.id]
             return None
-        return message
+        return tool_result_event(message, outcome.tool_name)
 
     def _round_end(self, turn: _Turn, tally: _Round) -> Iterator[AgentEvent]:
         """The events that close a round once all its outcomes are in: the pause, or the held

@@ -26,7 +26,7 @@ from adk import (
     Runner,
     SequentialAgent,
 )
-from adk.events import AgentOutput, message_event
+from adk.events import AgentOutput, message_event, tool_result_event
 from adk.testing import simplify_events
 
 
@@ -44,6 +44,21 @@ def test_the_frameworks_message_events_equal_agent_event_of(message: Message) ->
     assert made.output is not None and reference.output is not None
     for name in AgentOutput.__slots__:
         assert getattr(made.output, name) == getattr(reference.output, name), name
+
+
+def test_a_tool_results_event_equals_message_event() -> None:
+    """``tool_result_event`` makes the event of a tool result from the call's name the result
+    was made with (a ``ToolCall``'s name is a str), without reading the message: exactly what
+    ``message_event`` makes of it."""
+    message = Message.tool("3", tool_call_id="c1", name="add")
+    made, reference = tool_result_event(message, "add"), message_event(message)
+    assert type(made) is AgentEvent and made == reference
+    for slot in AgentEvent.__slots__:
+        assert getattr(made, slot) == getattr(reference, slot), slot
+    assert made.output is not None and reference.output is not None
+    assert made.output.message is message
+    for slot in AgentOutput.__slots__:
+        assert getattr(made.output, slot) == getattr(reference.output, slot), slot
 
 
 async def test_framework_stamps_agent_name_and_run_path_on_blank_events() -> None:

@@ -121,11 +121,11 @@ def test_a_tool_round_reads_its_call_once_before_the_tool_runs(
 ) -> None:
     # Per reply: its tool calls once. The call: its name to find its tool (lone_call), name and
     # id once before the tool runs and once after (a callback may have changed them), its
-    # arguments for the tool; not its name again for an empty return_directly.
+    # arguments for the tool; not its name again for an empty return_directly. The result's
+    # event is made with the name and role the result was made with, not read back from it.
     _runs(Runner(ReActAgent("b", _Model(calls_tool=True), tools=[add])), reads)
     assert dict(reads) == {
-        ("Message", "role", "message_event"): 3,
-        ("Message", "name", "message_event"): 1,  # the tool result's, for its event
+        ("Message", "role", "message_event"): 2,  # the replies': the tool result's is known
         ("Message", "usage", "observe"): 3,
         ("Message", "tool_calls", "_loop"): 2,
         ("ToolCall", "name", "lone_call"): 1,

@@ -38,6 +38,9 @@ class ToolOutcome:
     result: ToolResult | None = None
     action: AgentAction | None = None
     signal: _InterruptSignal | None = None
+    # The name ``message`` was made with (the call's as the tool ended), for its event
+    # (``tool_result_event``): read once, not again from the message.
+    tool_name: str = ""
 
 
 _Item = AgentEvent | ToolOutcome | CheckpointError | MaxTurnsExceeded
@@ -159,12 +162,13 @@ async def run_tool_call(
         # The conversation keeps the call as the model made it: the result says what ran. Not
         # when a callback answered instead (a limit refusing the edited amount): nothing ran.
         content = f"{adk._approval.edit_note(ran.arguments)}{content}"
-    message = tool_message(content, call.id, call.name)
+    name = call.name  # again: a callback may have renamed the call while it ran
+    message = tool_message(content, call.id, name)
     if result is not None and result.is_error:
         message.metadata["is_error"] = True
     if edited:
         message.metadata["edited_arguments"] = edit
-    return ToolOutcome(call, message, result, tool_ctx.action)
+    return ToolOutcome(call, message, result, tool_ctx.action, None, name)  # positional: cheaper
 
 
 class _Invoke:
@@ -260,8 +264,10 @@ async def execute_tool_calls(
             queue.put_nowait(exc)
             return
         except Exception as exc:  # a failing hook; the call still needs an answer
-            text = f"Error: tool '{call.name}' failed: {_describe(exc)}"
-            outcome = ToolOutcome(call, Message.tool(text, tool_call_id=call.id, name=call.name))
+            name = call.name
+            text = f"Error: tool '{name}' failed: {_describe(exc)}"
+            message = Message.tool(text, tool_call_id=call.id, name=name)
+            outcome = ToolOutcome(call, message, None, None, None, name)
         queue.put_nowait(outcome)
 
     tasks = [asyncio.create_task(one(call)) for call in calls]
