@@ -167,10 +167,13 @@ class _AgentRun:
         if self.hooks is not None:
             self.hooks.agent_event(self.handle, event)
         output = event.output
-        if output is not None and not event._flags & _RECORDED:
+        # Most events arrive with no flags: testing the int's truth first spares two generic
+        # ``&``/``|`` operations per event (CPython 3.11 specialises neither, ~0.1k together).
+        flags = event._flags
+        if output is not None and (not flags or not flags & _RECORDED):
             path = self.path
             if event.run_path is path or event.run_path == path:  # its own, not a child's
-                event._flags |= _RECORDED
+                event._flags = flags | _RECORDED if flags else _RECORDED
                 message = output.message
                 if message is not None:
                     # ``ctx._record(event.agent_name, message)``, inlined: once per event.
