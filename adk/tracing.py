@@ -253,11 +253,14 @@ class _GenAITracing:
         "_first_chunk",
         "_servers",
         "_tokens",
+        "_traced",
         "_tracer",
     )
 
     def __init__(self, tracer: Tracer, meter: metrics.Meter | None, capture_content: bool) -> None:
         self._tracer = tracer
+        # Spans are recorded (the tracer is not the API's no-op one a metrics-only runner gets).
+        self._traced = not isinstance(tracer, trace.NoOpTracer)
         self._capture = capture_content
         self._failed = False  # the provider's pipeline has failed once (logged at WARNING)
         self._servers: dict[str, tuple[str, int] | None] = {}  # base URL -> server, parsed once
@@ -404,8 +407,9 @@ class _GenAITracing:
         own, the HTTP client span of a model SDK it calls directly, a task it creates. Made
         current around each step only, never across a ``yield`` (see the module's docstring).
         Not an async iterator (a ``run`` that returned a coroutine): left for the driver to
-        refuse."""
-        if not hasattr(events, "__anext__"):
+        refuse. A runner that only measures (a meter provider, no tracer provider) has no span
+        to make current: its agents' iterators are pulled as they are, at no cost per event."""
+        if not self._traced or not hasattr(events, "__anext__"):
             return events
         return _running_in(otel, events)
 

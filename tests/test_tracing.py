@@ -21,6 +21,7 @@ import pytest
 from conftest import ScriptAgent, act_transfer, add, calculator, run_events, wire_model
 from openai_server import OpenAIServer
 from openai_server import Reply as ServedReply
+from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
@@ -2131,6 +2132,41 @@ async def test_a_custom_agents_own_work_nests_under_its_agent_span(
             (span,) = named(spans, child)
             assert parent_of(span, spans) is agent_span
     assert set(seen) == {"invoke_agent summary", "invoke_agent other"} & {s.name for s in spans}
+
+
+class _Steps(BaseAgent):
+    """A custom agent of a few events that calls no model: only its own steps are pulled."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        for text in ("one", "two", "three"):
+            yield AgentEvent.of(Message.assistant(text))
+
+
+async def test_a_runner_that_only_measures_pulls_its_agents_as_they_are(
+    provider: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent span is made current around each step of an agent's generator only when spans
+    # are recorded: a runner with a meter provider and no tracer provider (tracing's hooks, a
+    # no-op tracer) wrapped every agent's generator too, attaching and detaching a context on
+    # every event for a span that does not exist.
+    attached: list[object] = []
+    attach = otel_context.attach
+
+    def counting(context: Any) -> Any:
+        attached.append(context)
+        return attach(context)
+
+    monkeypatch.setattr(otel_context, "attach", counting)
+    meters = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    measured = Runner(SequentialAgent("steps", [_Steps("a")]), meter_provider=meters)
+    assert measured._hooks is not None  # the metrics need the hooks
+    assert (await measured.invoke("go")).text == "three"
+    assert attached == []
+    # Traced, each step of both agents' generators runs in its span (what the above would count).
+    traced = Runner(SequentialAgent("steps", [_Steps("a")]), tracer_provider=provider)
+    assert (await traced.invoke("go")).text == "three"
+    assert len(attached) >= 4
+    meters.shutdown()
 
 
 # -- tracing and callbacks ----------------------------------------------------------------------
