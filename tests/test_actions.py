@@ -1401,6 +1401,53 @@ async def test_a_queued_event_with_aliases_json_and_excluded_fields_survives_a_p
     assert (event.user_name, event.payload, event.token) == ("ann", [1, 2], "s3cret")
 
 
+class Signer(BaseModel):
+    """A model an event nests, keeping its key out of its dumps, with no default."""
+
+    name: str
+    key: str = Field(exclude=True)
+
+
+class Signed(Event):
+    signer: Signer
+
+
+async def test_a_queued_event_nesting_a_model_that_leaves_out_a_required_field_fails_the_pause() -> (
+    None
+):
+    """The event's own excluded fields are saved, but a model nested in it is saved as its dump:
+    without its excluded field, which has no default, the pause went well and every resume of
+    the checkpoint failed. The pause fails now, naming the event and the field."""
+
+    class Gate(Event):
+        pass
+
+    class Sender(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Gate())
+            ctx.send_event(Signed(signer=Signer(name="ann", key="k-1")))
+
+        @action(Gate)
+        def gate(self, event: Gate, ctx: ActionContext) -> None:
+            raise Interrupt("go on?")
+
+        @action(Signed)
+        def take(self, event: Signed, ctx: ActionContext) -> None:
+            pass
+
+    store = InMemoryCheckpointStore()
+    with pytest.raises(RunError) as raised:
+        await Runner(Sender("sender"), checkpoint_store=store).invoke("go", checkpoint_id="c")
+    cause = raised.value.__cause__
+    assert isinstance(cause, CheckpointError)
+    assert str(cause).startswith(
+        "Signed of a paused agent cannot be saved in its checkpoint: Signed.signer (Signer) "
+        "leaves its field(s) 'key' out of its dumps"
+    )
+    assert await store.get("c") is None
+
+
 async def test_an_approval_with_edited_arguments_runs_the_call_as_edited() -> None:
     """The event-driven tools action runs calls through the same executor as a ReActAgent: the
     edit runs, the model is told, and an edit that does not fit is refused with nothing run."""

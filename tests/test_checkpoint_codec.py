@@ -29,12 +29,13 @@ from adk import (
     CheckpointError,
     Message,
     RunContext,
+    RunError,
     Runner,
     SequentialAgent,
     Session,
     ToolContext,
 )
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import (
     FORMAT,
     MAX_DEPTH,
@@ -855,3 +856,59 @@ def test_an_excluded_field_of_a_model_with_validators_is_stored() -> None:
     loaded = from_json_value(decode_checkpoint(encode_checkpoint({"v": saved}))["v"])
     assert loaded == GuardedAccount(owner="ann", api_key="k-1")
     assert loaded.api_key == "k-1"
+
+
+class Credential(BaseModel):
+    """A model nested in a stored one, keeping its secret out of its dumps, with no default."""
+
+    name: str
+    secret: str = Field(exclude=True)
+
+
+class Quota(BaseModel):
+    """As ``Credential``, but its excluded field has a default."""
+
+    limit: int = Field(default=10, exclude=True)
+
+
+class Admin(Credential):
+    """A subclass, held where the schema names ``Credential``."""
+
+
+@register_type
+class Vault(BaseModel):
+    """A registered model nesting models that leave fields out of their dumps."""
+
+    owner: str
+    credentials: list[Credential] = []
+    quota: Quota = Quota()
+    backup: Credential | None = None
+
+
+async def test_a_nested_model_whose_required_field_is_left_out_fails_the_pause() -> None:
+    """A model nested in a stored one is saved as its own dump, without its ``exclude=True``
+    fields: one without a default was saved missing, the pause went well, and its checkpoint
+    failed to load for ever. The pause now fails, naming where the model is and the field."""
+
+    class Hold(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                ctx.session["vault"] = Vault(
+                    owner="ann", credentials=[Credential(name="db", secret="pw")]
+                )
+                yield ctx.interrupt("go on?")
+
+    store = InMemoryCheckpointStore()
+    with pytest.raises(RunError, match="could not save checkpoint 'cp'") as caught:
+        await Runner(Hold("hold"), store).invoke("go", checkpoint_id="cp")
+    assert "Vault.credentials[0] (Credential) leaves its field(s) 'secret' out" in str(caught.value)
+    assert await store.get("cp") is None
+    # Anywhere it is nested, a subclass where the schema names its base too.
+    with pytest.raises(
+        CheckpointError, match=r"value\.v: Vault\.backup \(Admin\) leaves its field"
+    ):
+        to_json_value({"v": Vault(owner="ann", backup=Admin(name="root", secret="pw"))})
+    # An excluded field with a default comes back as the default (interrupts.md), and a value
+    # holding no such model is stored.
+    kept = from_json_value(to_json_value(Vault(owner="ann", quota=Quota(limit=3))))
+    assert kept == Vault(owner="ann")

@@ -26,6 +26,7 @@ from ..checkpoint._state import SavedState
 from ..checkpoint.codec import (
     CheckpointError,
     _json_dump,
+    _Unstorable,
     _with_excluded,
     from_json_value,
     to_json_value,
@@ -488,6 +489,11 @@ def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:
             for name, value in _with_excluded(event, dumped).items()
             if name not in loose
         }
+    except _Unstorable as exc:  # a nested model that could not be read back (``_with_excluded``)
+        raise CheckpointError(
+            f"{type(event).__name__} of a paused agent cannot be saved in its checkpoint: "
+            f"{exc.reason}"
+        ) from None
     except PydanticSerializationError as exc:
         name = type(event).__name__
         failing = next(

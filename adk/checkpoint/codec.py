@@ -155,7 +155,8 @@ def _with_excluded(value: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
     """``data``, a dump of ``value``, with the fields its model leaves out of dumps
     (``Field(exclude=True)``) written in too, by name: a checkpoint holds what the run held.
     Left out, such a field came back as its default on resume, or, one without a default, made
-    the checkpoint fail to load for ever. (Those of models nested in ``value`` stay out.)"""
+    the checkpoint fail to load for ever. (Those of models nested in ``value`` stay out: one
+    without a default is refused, ``_refuse_unstored``.)"""
     cls = type(value)
     excluded: tuple[tuple[str, SchemaSerializer], ...] | None = cls.__dict__.get(_EXCLUDED)
     if excluded is None:
@@ -163,7 +164,83 @@ def _with_excluded(value: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
         setattr(cls, _EXCLUDED, excluded)
     for name, serializer in excluded:
         data[name] = serializer.to_python(getattr(value, name), mode="json", round_trip=True)
+    unstored: dict[type, tuple[str, ...]] | None = cls.__dict__.get(_UNSTORED)
+    if unstored is None:
+        unstored = _nested_unstored(cls)
+        setattr(cls, _UNSTORED, unstored)
+    if unstored:  # rare: a model whose schema holds one with a required excluded field
+        _refuse_unstored(value, unstored, cls.__qualname__, 0)
     return data
+
+
+_UNSTORED = "_adk_unstored_fields"
+"""The class attribute holding, per model, the classes of the models (and pydantic dataclasses)
+its schema nests that leave a field without a default out of their dumps, with those fields."""
+
+
+def _nested_unstored(cls: type[BaseModel]) -> dict[type, tuple[str, ...]]:
+    """The classes in ``cls``'s schema (itself included, for a model that nests itself) with
+    required fields marked ``exclude=True``. Their dump, made by their own serializer wherever
+    they are nested, leaves those out, and ``_with_excluded`` writes in only the fields of the
+    model it stores: nested in it, such a model would be saved without the field and the
+    checkpoint could never load. Worked out once per class, from its core schema."""
+    _nan_serializer(cls)  # builds a deferred model's schema
+    found: dict[type, tuple[str, ...]] = {}
+    pending: list[Any] = [cls.__pydantic_core_schema__]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            held = node.get("cls")
+            if node.get("type") in ("model", "dataclass") and isinstance(held, type):
+                fields = getattr(held, "__pydantic_fields__", None) or {}
+                names = tuple(
+                    name
+                    for name, info in fields.items()
+                    if info.exclude is True and info.is_required()
+                )
+                if names:
+                    found[held] = names
+            pending.extend(
+                item for key, item in node.items() if key not in ("cls", "default", "metadata")
+            )
+    return found
+
+
+def _refuse_unstored(
+    value: Any, unstored: dict[type, tuple[str, ...]], path: str, depth: int
+) -> None:
+    """Raise ``_Unstorable`` for the first model nested in ``value`` (not ``value`` itself, at
+    depth 0, whose excluded fields ``_with_excluded`` writes in) that leaves out a required
+    field: the pause fails naming it (``path``: where it is), rather than save a checkpoint that
+    could never be loaded."""
+    if depth >= MAX_DEPTH:
+        return
+    if isinstance(value, (list, tuple, set, frozenset)):
+        for index, item in enumerate(value):
+            _refuse_unstored(item, unstored, f"{path}[{index}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_unstored(item, unstored, f"{path}[{key!r}]", depth + 1)
+        return
+    fields = getattr(type(value), "__pydantic_fields__", None)
+    if not isinstance(fields, dict):
+        return
+    names = unstored.get(type(value))
+    if names is None:  # a subclass where the schema names its base is written as the base
+        names = next((n for c, n in unstored.items() if isinstance(value, c)), None)
+    if names and depth:
+        raise _Unstorable(
+            f"{path} ({type(value).__qualname__}) leaves its field(s) "
+            f"{', '.join(map(repr, names))} out of its dumps (Field(exclude=True)) and they have "
+            "no default: a model nested in a stored one is saved as its dump, so the checkpoint "
+            "could never be loaded; give them a default"
+        )
+    for name, info in fields.items():
+        if not depth or info.exclude is not True:  # a nested one's excluded field is not saved
+            _refuse_unstored(getattr(value, name, None), unstored, f"{path}.{name}", depth + 1)
 
 
 def _excluded_serializers(cls: type[BaseModel]) -> tuple[tuple[str, SchemaSerializer], ...]:
