@@ -87,14 +87,17 @@ execution environment's cut it off (else None) — read by tracing only when a r
 cancelled, so the trace of a record that failed for its timeout says so as its output does."""
 
 
-_record_memory: ContextVar[tuple[str | None, str] | None] = ContextVar(
+_record_memory: ContextVar[tuple[object, str] | None] = ContextVar(
     "adk_record_memory", default=None
 )
-"""``(run id, where)``: the run with that id (``None``: the root run started in this context) is a
+"""``(runner, where)``: the run of that ``Runner`` (the environment's, which runs the record) is a
 keyed record whose key's memory lives in ``where`` (a Flink job), out of reach of any session a
 plain resume gets. A pause of that run saves ``where`` in its checkpoint, and a ``Runner``
 resuming the checkpoint outside such a context warns that what it writes will not reach that
-memory; the environment sets it when it resumes the record as a record of its key."""
+memory; the environment sets it when it resumes the record as a record of its key. Told by the
+runner, not the run id, as the record key is (``adk._record_keys``): a ``Runner`` of the
+application's own inside the record (a desk every key shares), even one given the record's run
+id, makes pauses of its own, which hold no key's memory."""
 
 
 class ModelRequest:

@@ -759,7 +759,7 @@ class Runner(AsyncCloseable):
                 if trace is not None:
                     body["trace"] = trace
             memory = _record_memory.get()
-            if memory is not None and memory[0] in (None, run.run_id):
+            if memory is not None and memory[0] is self:  # the record's own run's pause
                 body["memory"] = memory[1]  # where the key's memory is: see ``_resume_claimed``
             keyed = _record_keys.key_to_save(self)
             if keyed is not None:  # a keyed record's: its resume must name its key (see there)

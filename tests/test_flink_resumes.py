@@ -13,7 +13,7 @@ import asyncio
 import importlib.util
 import json
 import logging
-from collections.abc import Coroutine
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, TypeVar
 
 import pytest
@@ -26,9 +26,10 @@ from pyflink.common import Row
 from test_execution_max_turns import RECORDS as RUNAWAY_RECORDS
 from test_execution_max_turns import calls_for, runaway_agent
 
-from adk import Runner
+from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment, _flink
 from adk.execution._flink import FlinkKeyedInput, _AgentFunction, _KeyedStateFunction
 from adk.execution._flink_resumes import keyed_row, parsed
@@ -416,3 +417,46 @@ def test_a_flink_resume_keeps_its_pauses_limit_unless_the_apply_gives_one(
     assert failed["error"]["type"] == "MaxTurnsExceeded" and failed["run_id"] == paused["run_id"]
     assert f"limit of {limit} " in failed["error"]["message"]
     assert model.calls == limit
+
+
+class _Desk(BaseAgent):
+    """A manager's desk every key shares: asks the manager, then says what was decided."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            yield ctx.interrupt("refund?")
+        else:
+            yield AgentEvent.of(f"refund {ctx.resume.data}")
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_runner_of_its_own_inside_a_jobs_record_saves_no_key_memory(
+    durable: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An action that hands a case to a desk through a ``Runner`` of its own, under the record's
+    run id (one conversation id), made a pause of the desk's: the record's note that its key's
+    memory lives in the job was told by the run id and reached it, so resuming the desk's pause
+    outside the job, as the desk is meant to be resumed, warned that its writes would not reach
+    the key's memory in a Flink job, which the desk never had. The note is the environment
+    runner's own run's, as the record key is (``adk._record_keys``)."""
+    desk = Runner(_Desk("desk"), InMemoryCheckpointStore())
+
+    @action(InputEvent)
+    async def escalate(event: InputEvent, ctx: ActionContext) -> None:
+        case = event.input["user"]
+        paused = await desk.invoke(
+            f"case {case}", checkpoint_id=f"case-{case}", run_id=ctx.run_context.run_id
+        )
+        assert paused.interrupt is not None
+        ctx.send_event(OutputEvent(output="escalated"))
+
+    job = _Job(durable, json_keys=True, agent=ActionAgent("cases", actions=[escalate]))
+    [escalated] = job.drive(job.record("ann", 5))
+    assert escalated["output"] == "escalated"
+    data = asyncio.run(desk.checkpoint_store.get("case-ann"))
+    assert data is not None and "memory" not in decode_checkpoint(data, "case-ann")
+
+    with caplog.at_level(logging.WARNING, logger="adk.runner"):
+        resumed = asyncio.run(desk.invoke_resume("case-ann", "ok"))
+    assert resumed.text == "refund ok"
+    assert not caplog.records

@@ -446,7 +446,7 @@ class _WorkerAgent:
         # A keyed record's pause notes that its key's memory is in this job (see _record_memory).
         token = None
         if sessions is not None:
-            held = (record.run_id if resuming else run_id, f"a Flink job (key {key!r})")
+            held = (runner, f"a Flink job (key {key!r})")
             token = _record_memory.set(held)
         try:
             if not resuming:
