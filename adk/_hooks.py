@@ -70,14 +70,15 @@ def may_hook(callbacks: tuple[Any, ...], tracer_provider: object, meter_provider
     )
 
 
-_root_span_attributes: ContextVar[tuple[str, Mapping[str, Any]] | None] = ContextVar(
+_root_span_attributes: ContextVar[tuple[Hooks, Mapping[str, Any]] | None] = ContextVar(
     "adk_root_span_attributes", default=None
 )
-"""``(run id, attributes)``: attributes for the root ``invoke_agent`` span of the run with that id
-started in this context — how an execution environment puts a record's key on its run's trace
-without a parameter on ``Runner.invoke``. Read only by tracing, once per root span; the run id
-keeps the attributes off any other run started inside it (a tool that invokes a runner of its
-own), which inherits the context."""
+"""``(hooks, attributes)``: attributes for the root ``invoke_agent`` span of the run started in
+this context by the runner whose hooks these are — how an execution environment puts a record's
+key on its run's trace without a parameter on ``Runner.invoke``. Read only by tracing, once per
+root span; the hooks (one object per ``Runner``) keep the attributes off any other run started
+inside it (a tool that invokes a runner of its own), which inherits the context. Not the run id,
+which such a run may be given (one conversation id with the record's)."""
 
 _run_timeout: ContextVar[tuple[str, Callable[[], str | None]] | None] = ContextVar(
     "adk_run_timeout", default=None

@@ -392,7 +392,7 @@ class _GenAITracing:
                 # search none, and the paused run's root span names the same id (``paused``).
                 attributes[_CHECKPOINT_ID] = plan.resumed_from[1]
             extra = _root_span_attributes.get()  # an execution environment's record
-            if extra is not None and extra[0] == run.run_id:
+            if extra is not None and extra[0] is run.hooks:  # the record's runner's own run
                 attributes.update(extra[1])
         span = self._start_span(
             f"invoke_agent {name}", parent, SpanKind.INTERNAL, attributes, links

@@ -2502,9 +2502,10 @@ class _Keyed(ActionAgent):
     """Echoes its record's ``n``; pauses on ``n == 1`` until resumed; with ``nested``, runs a runner
     of its own inside (a record's run that starts another run)."""
 
-    def __init__(self, name: str, nested: Runner | None = None) -> None:
+    def __init__(self, name: str, nested: Runner | None = None, share_run_id: bool = False) -> None:
         super().__init__(name)
         self._nested = nested
+        self._share = share_run_id  # the nested run gets the record's run id (one conversation)
 
     @action(InputEvent)
     async def check(self, event: InputEvent, ctx: ActionContext) -> None:
@@ -2512,7 +2513,9 @@ class _Keyed(ActionAgent):
         if n == 1 and ctx.resume is None:
             raise Interrupt("go on?")
         if self._nested is not None:
-            await self._nested.invoke("inner")
+            await self._nested.invoke(
+                "inner", run_id=ctx.run_context.run_id if self._share else None
+            )
         ctx.send_event(OutputEvent(output=n))
 
 
@@ -2560,6 +2563,26 @@ async def test_a_records_root_span_carries_its_key_and_index(
     await Runner(_Keyed("p"), tracer_provider=provider).invoke("x")
     [plain] = named(exporter.get_finished_spans(), "invoke_agent p")
     assert "adk.record.key" not in attrs(plain)
+
+
+async def test_a_runner_of_its_own_given_the_records_run_id_does_not_name_the_record(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A record's run that starts a run of another runner under the record's run id (one
+    conversation id for both): the record was told by the run id, so that run's root span named
+    the record too, and "all runs of key z" found the delegate's run as a second record run."""
+    env = LocalExecutionEnvironment(tracer_provider=provider)
+    inner = Runner(ReActAgent("inner", ScriptedModel(["hi"])), tracer_provider=provider)
+    keyed = _Keyed("p", inner, share_run_id=True)
+    outputs = await env.from_list([{"k": "z", "n": 0}], key="k").apply(keyed).to_list()
+    assert [o.output for o in outputs] == [0]
+    spans = exporter.get_finished_spans()
+    [outer_root], [inner_root] = named(spans, "invoke_agent p"), named(spans, "invoke_agent inner")
+    assert (
+        attrs(inner_root)["gen_ai.conversation.id"] == attrs(outer_root)["gen_ai.conversation.id"]
+    )
+    assert attrs(outer_root)["adk.record.key"] == "z"
+    assert "adk.record.key" not in attrs(inner_root) and "adk.record.index" not in attrs(inner_root)
 
 
 class _Opaque:

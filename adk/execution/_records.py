@@ -339,7 +339,7 @@ async def _run_record(
     # A traced run's root span names the record (a runner without hooks has no spans: nothing set).
     token = None
     if runner._hooks is not None and run_id is not None:
-        token = _root_span_attributes.set((run_id, _record_attributes(key, index)))
+        token = _root_span_attributes.set((runner._hooks, _record_attributes(key, index)))
     # A keyed record's pause saves its key, and its resume is refused for another (_record_keys):
     # its own run's and checkpoint's only, not those of a Runner of its own run inside it.
     keyed = None
