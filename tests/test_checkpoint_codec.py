@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import VERSION as PYDANTIC_VERSION
-from pydantic import BaseModel, Field, Json, model_validator
+from pydantic import BaseModel, Field, Json, SecretStr, field_serializer, model_validator
 from test_interrupts import Asker, DictStore, collect, pause_of
 
 import adk
@@ -912,3 +912,54 @@ async def test_a_nested_model_whose_required_field_is_left_out_fails_the_pause()
     # holding no such model is stored.
     kept = from_json_value(to_json_value(Vault(owner="ann", quota=Quota(limit=3))))
     assert kept == Vault(owner="ann")
+
+
+@register_type
+class Connection(BaseModel):
+    """A model holding its API key as pydantic's ``SecretStr``, kept out of logs and reprs."""
+
+    url: str
+    api_key: SecretStr
+
+
+@register_type
+class RevealedConnection(BaseModel):
+    """``Connection`` written with its key whole by a serializer of its own."""
+
+    url: str
+    api_key: SecretStr
+
+    @field_serializer("api_key", when_used="json")
+    def _whole(self, key: SecretStr) -> str:
+        return key.get_secret_value()
+
+
+async def test_a_secret_pydantic_would_write_masked_fails_the_pause() -> None:
+    """pydantic writes a ``SecretStr`` as ``'**********'`` in JSON: a model holding one was saved
+    so, the pause went well, and the resumed run called its service with ``**********`` for its
+    key. The pause fails now, naming the secret; one the model writes whole is stored."""
+
+    class Hold(BaseAgent):
+        def __init__(self, name: str, connection: BaseModel) -> None:
+            super().__init__(name)
+            self.connection = connection
+
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                ctx.session["connection"] = self.connection
+                yield ctx.interrupt("go on?")
+                return
+            yield AgentEvent.of(ctx.session["connection"].api_key.get_secret_value())
+
+    store = InMemoryCheckpointStore()
+    masked = Hold("hold", Connection(url="https://x", api_key=SecretStr("sk-1")))
+    with pytest.raises(RunError, match="could not save checkpoint 'cp'") as caught:
+        await Runner(masked, store).invoke("go", checkpoint_id="cp")
+    assert "Connection.api_key is a secret (SecretStr, SecretBytes, Secret)" in str(caught.value)
+    assert await store.get("cp") is None
+
+    whole = Hold("hold", RevealedConnection(url="https://x", api_key=SecretStr("sk-1")))
+    runner = Runner(whole, store)
+    paused = await runner.invoke("go", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    assert (await runner.invoke_resume("cp", True)).text == "sk-1"

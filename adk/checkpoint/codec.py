@@ -22,7 +22,7 @@ from collections.abc import Callable
 from math import isfinite
 from typing import Any, TypeVar, cast
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Secret, SecretBytes, SecretStr, ValidationError
 from pydantic_core import SchemaSerializer, from_json, to_json
 from pydantic_core.core_schema import CoreConfig
 
@@ -164,28 +164,69 @@ def _with_excluded(value: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
         setattr(cls, _EXCLUDED, excluded)
     for name, serializer in excluded:
         data[name] = serializer.to_python(getattr(value, name), mode="json", round_trip=True)
-    unstored: dict[type, tuple[str, ...]] | None = cls.__dict__.get(_UNSTORED)
+    unstored: dict[Any, tuple[str, ...]] | None = cls.__dict__.get(_UNSTORED)
     if unstored is None:
         unstored = _nested_unstored(cls)
         setattr(cls, _UNSTORED, unstored)
-    if unstored:  # rare: a model whose schema holds one with a required excluded field
+    if unstored:  # rare: a model holding one with a required excluded field, or a secret
         _refuse_unstored(value, unstored, cls.__qualname__, 0)
+        if _SECRET in unstored:
+            masked = _masked(data, cls.__qualname__, 0)
+            if masked is not None:
+                raise _Unstorable(
+                    f"{masked} is a secret (SecretStr, SecretBytes, Secret), which pydantic "
+                    f"writes as {_MASK!r}: the resumed run would get that instead of the "
+                    "secret; keep secrets out of what a pause saves (look them up where they are "
+                    "used), hold them as plain values, or write them with a field_serializer"
+                )
     return data
+
+
+_MASK = "**********"  # what pydantic writes for a secret in JSON mode
+
+
+def _masked(data: Any, path: str, depth: int) -> str | None:
+    """Where in ``data``, the dump of a model whose schema holds a secret type, a secret was
+    written masked; None if nowhere (none set, or one a ``field_serializer`` writes whole)."""
+    if data == _MASK:
+        return path
+    if depth >= MAX_DEPTH:
+        return None
+    items = (
+        data.items()
+        if isinstance(data, dict)
+        else enumerate(data)
+        if isinstance(data, list)
+        else ()
+    )
+    for key, item in items:
+        found = _masked(
+            item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]", depth + 1
+        )
+        if found is not None:
+            return found
+    return None
 
 
 _UNSTORED = "_adk_unstored_fields"
 """The class attribute holding, per model, the classes of the models (and pydantic dataclasses)
-its schema nests that leave a field without a default out of their dumps, with those fields."""
+its schema nests that leave a field without a default out of their dumps, with those fields;
+and, under ``_SECRET``, whether its schema holds a secret type (``_nested_unstored``)."""
+
+_SECRETS = (SecretStr, SecretBytes, Secret)
+_SECRET = object()  # the key of ``_nested_unstored``'s answer saying a secret type is there
 
 
-def _nested_unstored(cls: type[BaseModel]) -> dict[type, tuple[str, ...]]:
+def _nested_unstored(cls: type[BaseModel]) -> dict[Any, tuple[str, ...]]:
     """The classes in ``cls``'s schema (itself included, for a model that nests itself) with
     required fields marked ``exclude=True``. Their dump, made by their own serializer wherever
     they are nested, leaves those out, and ``_with_excluded`` writes in only the fields of the
     model it stores: nested in it, such a model would be saved without the field and the
-    checkpoint could never load. Worked out once per class, from its core schema."""
+    checkpoint could never load. ``_SECRET`` is there too when the schema holds a secret type
+    (``SecretStr``...), which pydantic writes as ``"**********"``: saved so, the resumed run
+    would get that text for the secret. Worked out once per class, from its core schema."""
     _nan_serializer(cls)  # builds a deferred model's schema
-    found: dict[type, tuple[str, ...]] = {}
+    found: dict[Any, tuple[str, ...]] = {}
     pending: list[Any] = [cls.__pydantic_core_schema__]
     while pending:
         node = pending.pop()
@@ -193,7 +234,9 @@ def _nested_unstored(cls: type[BaseModel]) -> dict[type, tuple[str, ...]]:
             pending.extend(node)
         elif isinstance(node, dict):
             held = node.get("cls")
-            if node.get("type") in ("model", "dataclass") and isinstance(held, type):
+            if _is_secret(node, held):
+                found[_SECRET] = ()
+            elif node.get("type") in ("model", "dataclass") and isinstance(held, type):
                 fields = getattr(held, "__pydantic_fields__", None) or {}
                 names = tuple(
                     name
@@ -208,8 +251,22 @@ def _nested_unstored(cls: type[BaseModel]) -> dict[type, tuple[str, ...]]:
     return found
 
 
+def _is_secret(node: dict[str, Any], held: Any) -> bool:
+    """Whether the core schema ``node`` is (part of) a secret type's: ``SecretStr`` and
+    ``SecretBytes`` check their class, ``Secret[...]`` is written by pydantic's own function."""
+    kind = node.get("type")
+    if kind == "is-instance":
+        return isinstance(held, type) and issubclass(held, _SECRETS)
+    if kind == "function-plain":
+        function = node.get("function")
+        return getattr(function, "__module__", None) == "pydantic.types" and getattr(
+            function, "__name__", ""
+        ).startswith("_serialize_secret")
+    return False
+
+
 def _refuse_unstored(
-    value: Any, unstored: dict[type, tuple[str, ...]], path: str, depth: int
+    value: Any, unstored: dict[Any, tuple[str, ...]], path: str, depth: int
 ) -> None:
     """Raise ``_Unstorable`` for the first model nested in ``value`` (not ``value`` itself, at
     depth 0, whose excluded fields ``_with_excluded`` writes in) that leaves out a required
@@ -230,7 +287,9 @@ def _refuse_unstored(
         return
     names = unstored.get(type(value))
     if names is None:  # a subclass where the schema names its base is written as the base
-        names = next((n for c, n in unstored.items() if isinstance(value, c)), None)
+        names = next(
+            (n for c, n in unstored.items() if c is not _SECRET and isinstance(value, c)), None
+        )
     if names and depth:
         raise _Unstorable(
             f"{path} ({type(value).__qualname__}) leaves its field(s) "
