@@ -275,6 +275,29 @@ def test_an_action_whose_event_annotation_disagrees_with_its_events_is_refused()
     ]
 
 
+def test_an_event_annotation_is_checked_when_another_parameter_names_a_type_checking_import() -> (
+    None
+):
+    """``ctx: ActionContext`` with ``ActionContext`` imported under ``TYPE_CHECKING`` only (where
+    type-checking linters move an import used only in annotations): resolving every annotation
+    failed on it, and the event's annotation, resolvable on its own, went unchecked."""
+
+    @action(Verdict)
+    def shout(event: LoudVerdict, ctx: OnlyForTypeCheckers) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    with pytest.raises(TypeError, match=r"'shout' listens for Verdict but its event parameter"):
+        ActionAgent("scorer", actions=[shout])
+
+    @action(LoudVerdict)
+    def fits(event: Verdict, ctx: OnlyForTypeCheckers) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    @action(InputEvent)
+    def start(event: InputEvent, ctx: OnlyForTypeCheckers) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    agent = ActionAgent("f", actions=[start, fits])
+    assert [a.name for a in agent.plan.listeners(LoudVerdict)][:1] == ["fits"]
+
+
 def test_an_agent_can_leave_out_the_built_in_actions_to_handle_chats_itself() -> None:
     class OwnChat(ActionAgent):
         @action(InputEvent)

@@ -16,7 +16,7 @@ import json
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from types import UnionType
+from types import SimpleNamespace, UnionType
 from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from ..models.base import RetryPolicy
@@ -150,6 +150,16 @@ _TYPED: weakref.WeakKeyDictionary[Any, tuple[type[Event], ...] | None] = weakref
 each time an agent of it is made, and resolving string annotations costs tens of microseconds."""
 
 
+def _resolved(annotation: str, raw: Any) -> Any:
+    """The event parameter's annotation, a string, resolved alone in ``raw``'s module. Not
+    ``get_type_hints(raw)``, which resolves every annotation of the function and failed on one
+    that names a class imported only under ``TYPE_CHECKING`` (``ctx: ActionContext``, where
+    type-checking linters move an import used only in annotations): the event's went
+    unchecked."""
+    holder = SimpleNamespace(__annotations__={"event": annotation})
+    return get_type_hints(holder, globalns=getattr(raw, "__globals__", None)).get("event")
+
+
 def _event_annotation(call: Callable[..., Any], raw: Any) -> tuple[type[Event], ...] | None:
     """The event classes ``call``'s event parameter is annotated with, or None when it names
     none to check against (no annotation, ``Any``, a type that is no event, a name that cannot
@@ -166,8 +176,8 @@ def _event_annotation(call: Callable[..., Any], raw: Any) -> tuple[type[Event], 
     try:
         first = next(iter(inspect.signature(call).parameters.values()), None)
         annotation = None if first is None else first.annotation
-        if isinstance(annotation, str):
-            annotation = get_type_hints(raw).get(first.name) if first is not None else None
+        if isinstance(annotation, str):  # ``from __future__ import annotations``
+            annotation = _resolved(annotation, raw)
     except Exception:  # unresolvable names (TYPE_CHECKING imports, locals): nothing to check
         annotation = None
     members = (
