@@ -169,7 +169,8 @@ def _with_excluded(value: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
         unstored = _nested_unstored(cls)
         setattr(cls, _UNSTORED, unstored)
     if unstored:  # rare: a model holding one with a required excluded field, or a secret
-        _refuse_unstored(value, unstored, cls.__qualname__, 0)
+        if len(unstored) > (_SECRET in unstored):
+            _refuse_unstored(value, unstored, cls.__qualname__, 0)
         if _SECRET in unstored:
             masked = _masked(data, cls.__qualname__, 0)
             if masked is not None:
@@ -248,6 +249,8 @@ def _nested_unstored(cls: type[BaseModel]) -> dict[Any, tuple[str, ...]]:
             pending.extend(
                 item for key, item in node.items() if key not in ("cls", "default", "metadata")
             )
+    if cls.__pydantic_core_schema__["type"] != "definitions":
+        found.pop(cls, None)  # it does not nest itself: its own fields are ``_with_excluded``'s
     return found
 
 
