@@ -1424,6 +1424,46 @@ async def test_a_queued_event_with_aliases_json_and_excluded_fields_survives_a_p
     assert (event.user_name, event.payload, event.token) == ("ann", [1, 2], "s3cret")
 
 
+class Hook(Event):
+    """An event holding JSON text of any shape: ``Json[...]`` over a type that holds ``Any``."""
+
+    payload: Json[dict[str, Any]]
+    raw: Json[Any]
+    maybe: Json[Any] | None = None
+
+
+async def test_a_queued_event_with_json_fields_of_any_shape_survives_a_pause() -> None:
+    """A ``Json[Any]`` or ``Json[dict[str, Any]]`` field was taken for one that may hold any
+    object (its type holds ``Any``) and saved parsed through the checkpoint codec: the resume
+    refused the dict where the field takes JSON text, and the checkpoint never resumed."""
+    seen: list[Hook] = []
+
+    class Gate(Event):
+        pass
+
+    class Receiver(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(Gate())
+            ctx.send_event(Hook(payload='{"a": 1}', raw="[1, 2]", maybe='"x"'))
+
+        @action(Gate)
+        def gate(self, event: Gate, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise Interrupt("go on?")
+
+        @action(Hook)
+        def take(self, event: Hook, ctx: ActionContext) -> None:
+            seen.append(event)
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(Receiver("receiver"), checkpoint_store=store).invoke("go")
+    assert paused.checkpoint_id is not None and seen == []
+    await Runner(Receiver("receiver"), checkpoint_store=store).invoke_resume(paused.checkpoint_id)
+    [event] = seen
+    assert (event.payload, event.raw, event.maybe) == ({"a": 1}, [1, 2], "x")
+
+
 class Signer(BaseModel):
     """A model an event nests, keeping its key out of its dumps, with no default."""
 

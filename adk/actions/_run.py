@@ -16,8 +16,9 @@ import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
 from inspect import isawaitable
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
+from pydantic import Json
 from pydantic_core import PydanticSerializationError
 
 from .._driver import is_cancellation, signal_of
@@ -531,9 +532,20 @@ def _loose_fields(event_type: type[Event]) -> frozenset[str]:
     found = _LOOSE.get(event_type)
     if found is None:
         found = _LOOSE[event_type] = frozenset(
-            name for name, info in event_type.model_fields.items() if _holds_any(info.annotation, 0)
+            name
+            for name, info in event_type.model_fields.items()
+            # ``Json[Any]``, ``Json[dict[str, Any]]`` (pydantic keeps ``Json`` in the metadata):
+            # a text field, saved as its text (``_dumped``'s round_trip) and validated from it.
+            # Taken for a loose field, it was saved parsed, and the resume refused the value
+            # where the field takes text: the checkpoint never resumed.
+            if not _is_json(info.metadata) and _holds_any(info.annotation, 0)
         )
     return found
+
+
+def _is_json(metadata: Any) -> bool:
+    """Whether a field's (or an ``Annotated`` type's) metadata makes it pydantic's ``Json``."""
+    return any(item is Json or type(item) is Json for item in metadata)
 
 
 def _holds_any(annotation: Any, depth: int) -> bool:
@@ -541,6 +553,8 @@ def _holds_any(annotation: Any, depth: int) -> bool:
         return True
     if depth > 20:  # a recursive alias: what it holds is typed all the way down
         return False
+    if get_origin(annotation) is Annotated and _is_json(annotation.__metadata__):
+        return False  # ``Optional[Json[Any]]``: see ``_loose_fields``
     return any(_holds_any(arg, depth + 1) for arg in get_args(annotation))
 
 
