@@ -146,13 +146,11 @@ class _AgentRun:
     def events(self, input: AgentInput) -> AsyncIterator[AgentEvent]:
         """The agent's event iterator: ``resume(ctx)`` when it resumes and has one, else ``run``;
         as the hooks pull it (with tracing, inside the agent's span: ``Hooks.agent_events``)."""
-        events: AsyncIterator[AgentEvent] | None = None
-        if self.resumed:
-            resume = getattr(self.agent, "resume", None)
-            if resume is not None:
-                events = resume(self.ctx)
-        if events is None:
-            events = self.agent.run(input, self.ctx)
+        resume = getattr(self.agent, "resume", None) if self.resumed else None
+        # An agent with a ``resume`` gets what it returns, even None (a mistake the driver
+        # refuses): taken for "no resume", its ``run`` started again as if it had never paused.
+        events: AsyncIterator[AgentEvent]
+        events = resume(self.ctx) if resume is not None else self.agent.run(input, self.ctx)
         return events if self.hooks is None else self.hooks.agent_events(self.handle, events)
 
     def observe(self, event: AgentEvent) -> bool:

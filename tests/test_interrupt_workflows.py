@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+import pytest
 from conftest import ScriptAgent, act_break, act_transfer
 from test_interrupts import Asker, collect, pause_of, texts
 
@@ -19,10 +20,12 @@ from adk import (
     ParallelAgent,
     ResumeContext,
     RunContext,
+    RunError,
     Runner,
     SequentialAgent,
     with_sub_agents,
 )
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.history import HistoryEntry
 from adk.testing import ScriptedModel, simplify_events
@@ -508,3 +511,32 @@ async def test_a_target_reached_from_a_workflow_step_resumes() -> None:
 
     assert simplify_events(resumed) == ["t: t got 'go'"]
     assert resumed[0].run_path == ("S", "a", "t")
+
+
+class _ForgetfulResume(BaseAgent):
+    """Pauses; its ``resume``, a plain ``def``, forgets to return the events it was to make."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.runs = 0
+
+    async def run(self, input: Any, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        self.runs += 1
+        yield ctx.interrupt("go on?")
+
+    def resume(self, ctx: RunContext) -> None:
+        return None
+
+
+async def test_a_resume_that_gives_no_events_fails_rather_than_run_the_agent_again() -> None:
+    """An agent's ``resume`` that returned None (no iterator of events) was taken for an agent
+    without one, and its ``run`` started again from the top on resume, as if it had never
+    paused: what it did before its pause was done twice, without a word. It fails now."""
+    for make in (lambda a: a, lambda a: SequentialAgent("seq", [a])):
+        agent = _ForgetfulResume("forgetful")
+        runner = Runner(make(agent), InMemoryCheckpointStore())
+        paused = await runner.invoke("go")
+        assert paused.checkpoint_id is not None and agent.runs == 1
+        with pytest.raises(RunError, match="NoneType"):
+            await runner.invoke_resume(paused.checkpoint_id, "yes")
+        assert agent.runs == 1
