@@ -226,6 +226,87 @@ def test_a_parameter_without_a_json_schema_is_refused_naming_it() -> None:
         tool(lookup_in)
 
 
+async def test_an_async_generator_function_is_refused_when_made() -> None:
+    """An ``async def`` that yields was made a tool, and each call returned the generator object:
+    the model read ``"<async_generator object ...>"`` as the tool's result, with no error."""
+
+    async def list_files(folder: str) -> Any:
+        """List a folder's files."""
+        yield f"{folder}/a.txt"
+
+    class Lister:
+        async def __call__(self, folder: str) -> Any:
+            """List a folder's files."""
+            yield folder
+
+    for fn in (list_files, functools.partial(list_files), Lister()):
+        with pytest.raises(TypeError, match=r"async generator function .*return them \(a list"):
+            FunctionTool(fn, name="list_files")
+    with pytest.raises(TypeError, match=r"^tool 'list_files' is an async generator function"):
+        tool(list_files)
+
+    async def list_all(folder: str) -> list[str]:
+        """List a folder's files."""
+        return [name async for name in list_files(folder)]
+
+    agent = _agent([tool(list_all)], tool_call("list_all", {"folder": "docs"}, id="c1"))
+    await run_events(agent)
+    assert _results(agent) == {"c1": '["docs/a.txt"]'}
+
+
+def test_a_context_parameter_without_a_type_hint_is_refused_naming_the_hint() -> None:
+    """``def f(city: str, ctx)`` (or Google ADK's ``tool_context``) asked the model for a
+    required ``ctx`` of any type, and every call the model made without it failed validation."""
+
+    def where(city, ctx):
+        """Where to."""
+        return city
+
+    def where_to(city: str, tool_context):
+        """Where to."""
+        return city
+
+    for fn, name in ((where, "ctx"), (where_to, "tool_context")):
+        with pytest.raises(TypeError) as refused:
+            tool(fn)
+        assert str(refused.value) == (
+            f"tool {fn.__name__!r}: parameter {name!r} has no type hint, so the model would be "
+            f"asked for it and every call would fail without it; annotate it {name}: "
+            "adk.ToolContext for the framework to fill it in"
+        )
+
+    def annotated(city: str, ctx: ToolContext) -> str:
+        """Where to."""
+        return city
+
+    def context_for_the_model(city: str, context: str) -> str:  # a name, typed: the model's
+        """Where to."""
+        return city
+
+    assert tool(annotated).spec.parameters["required"] == ["city"]
+    assert tool(context_for_the_model).spec.parameters["required"] == ["city", "context"]
+
+
+def test_type_hints_that_cannot_be_resolved_are_refused_naming_the_tool() -> None:
+    """Under ``from __future__ import annotations`` (this module's), a hint naming a class local
+    to a function, or an import made only under ``TYPE_CHECKING``, raised a bare ``NameError``."""
+
+    class Local(BaseModel):
+        city: str
+
+    def where(place: Local) -> str:
+        """Where to."""
+        return place.city
+
+    with pytest.raises(TypeError) as refused:
+        tool(where)
+    assert str(refused.value).startswith(
+        "tool 'where': its type hints name 'Local', which is not defined in its module: the "
+        "hints are read when the tool is made, so import it at module level"
+    )
+    assert isinstance(refused.value.__cause__, NameError)
+
+
 # -- running tools through a ReActAgent ---------------------------------------------------------
 
 

@@ -136,6 +136,27 @@ def _is_tool_context(annotation: Any) -> bool:
     return False
 
 
+# Parameter names that say "the tool's context" (pyadk's snippets, Google ADK's tool_context): left
+# without a type hint, each would be a required argument of any type the model is asked for.
+_CONTEXT_NAMES = frozenset({"ctx", "tool_ctx", "tool_context"})
+
+
+def _type_hints(tool_name: str, target: Callable[..., Any]) -> dict[str, Any]:
+    """The function's type hints, resolved. Under ``from __future__ import annotations`` a hint
+    naming what the module imports only under ``TYPE_CHECKING``, or a class local to a function,
+    cannot be resolved, and ``get_type_hints`` raised a bare ``NameError`` naming neither the
+    tool nor what to do."""
+    try:
+        return get_type_hints(target, include_extras=True)
+    except NameError as exc:
+        raise TypeError(
+            f"tool {tool_name!r}: its type hints name {exc.name or 'something'!r}, which is not "
+            "defined in its module: the hints are read when the tool is made, so import it at "
+            "module level (not only under TYPE_CHECKING) and define the classes it names there, "
+            "not inside a function"
+        ) from exc
+
+
 def _unshowable(
     tool_name: str,
     fields: dict[str, Any],
@@ -304,8 +325,15 @@ class FunctionTool:
                 f"invalid tool name {shown}: model APIs accept 1 to 64 letters, digits, '_' and "
                 "'-' (no spaces or dots); pass name= to choose another"
             )
+        if inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(target):
+            # Called, it returns an async generator object, which the result would show the model
+            # as its repr: every call would "succeed" with "<async_generator object ...>".
+            raise TypeError(
+                f"tool {tool_name!r} is an async generator function (it yields): a tool call "
+                "returns one result, so collect the items and return them (a list, or a str)"
+            )
         summary, arg_help = _parse_docstring(_doc_of(fn))
-        hints = get_type_hints(target, include_extras=True)
+        hints = _type_hints(tool_name, target)
         fields: dict[str, Any] = {}
         names: list[tuple[str, str]] = []  # (model field, parameter)
         positional: list[str] = []  # positional-only parameters, passed by position
@@ -322,6 +350,12 @@ class FunctionTool:
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
                 raise TypeError(
                     f"tool {tool_name!r}: *args/**kwargs cannot be described to a model"
+                )
+            if param.name in _CONTEXT_NAMES and param.name not in hints:
+                raise TypeError(
+                    f"tool {tool_name!r}: parameter {param.name!r} has no type hint, so the model "
+                    f"would be asked for it and every call would fail without it; annotate it "
+                    f"{param.name}: adk.ToolContext for the framework to fill it in"
                 )
             annotation = hints.get(param.name, Any)
             if _is_tool_context(annotation):
