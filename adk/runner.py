@@ -839,8 +839,12 @@ class Runner(AsyncCloseable):
                     "they share (SQLiteCheckpointStore, RedisCheckpointStore, "
                     "PostgresCheckpointStore)"
                 )
+            # A second resume of one pause (a retried request, an approval clicked twice) lands
+            # here too, and the in-memory hint alone sent that user looking for another process.
             raise CheckpointError(
-                f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}{hint}"
+                f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}: it was never "
+                "saved there, or a resume of it ran to the end, which deletes it "
+                f"(Runner(keep_checkpoints=True) keeps it, marked finished){hint}"
             )
         body = decode_checkpoint(data, checkpoint_id)
         if body.get("finished"):

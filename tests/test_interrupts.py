@@ -453,8 +453,14 @@ async def test_resuming_a_finished_checkpoint_again_is_a_clear_error() -> None:
     info = pause_of(await collect(runner.run("hi")))
     await collect(runner.resume(info.checkpoint_id, "x"))
 
-    with pytest.raises(CheckpointError, match=f"no checkpoint '{info.checkpoint_id}'"):
+    with pytest.raises(CheckpointError, match=f"no checkpoint '{info.checkpoint_id}'") as gone:
         await collect(runner.resume(info.checkpoint_id, "x"))
+    # Resuming one pause twice (a retried request) is the usual way here: the error says so
+    # rather than only that the default store holds this process's pauses.
+    assert (
+        ": it was never saved there, or a resume of it ran to the end, which deletes it "
+        "(Runner(keep_checkpoints=True) keeps it, marked finished); the in-memory store"
+    ) in str(gone.value)
 
 
 async def test_checkpoint_is_kept_when_the_resumed_run_fails() -> None:
