@@ -13,7 +13,7 @@ sequential and loop workflows, through ``_AgentRun`` directly, which saves a gen
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Generator
 from typing import Any
 
 import adk
@@ -293,6 +293,19 @@ async def close_events(events: AsyncIterator[AgentEvent]) -> None:
             raise TypeError(
                 "run() returned a coroutine, not an async iterator of events: an agent's run() "
                 "yields its events (an async generator) or returns an async iterator"
+            )
+        elif not hasattr(events, "__aiter__"):
+            # ``def run`` that yields, or returns a list of events: Python's "'async for'
+            # requires an object with __aiter__ method, got generator" did not say what to change.
+            # A generator is closed so its ``finally`` blocks run.
+            if isinstance(events, Generator):
+                events.close()
+                returned = "a generator (a def run that yields)"
+            else:
+                returned = f"a {type(events).__name__}"
+            raise TypeError(
+                f"run() returned {returned}, not an async iterator of events: write it as "
+                "async def run(...) and yield each event"
             )
 
 

@@ -526,6 +526,55 @@ async def test_an_agent_whose_run_returns_instead_of_yielding_gets_a_clear_error
     gc.collect()  # a coroutine left unclosed would warn now
 
 
+class _SyncGenerator(BaseAgent):
+    """``def run`` that yields: a generator, which ``async for`` cannot read."""
+
+    def run(self, input: AgentInput, ctx: RunContext) -> Any:  # type: ignore[override]
+        yield AgentEvent.of("lost")
+
+
+class _ReturningList(BaseAgent):
+    """``def run`` that returns a list of its events."""
+
+    def run(self, input: AgentInput, ctx: RunContext) -> Any:  # type: ignore[override]
+        return [AgentEvent.of("lost")]
+
+
+@pytest.mark.parametrize("wrap", ["root", "sequence", "parallel", "loop", "stream"])
+@pytest.mark.parametrize(
+    ("kind", "returned"),
+    [(_SyncGenerator, "a generator (a def run that yields)"), (_ReturningList, "a list")],
+)
+async def test_an_agent_whose_run_is_not_async_gets_a_clear_error(
+    wrap: str, kind: type[BaseAgent], returned: str
+) -> None:
+    """A newcomer's ``def run`` (yielding, or returning a list) failed with Python's "'async for'
+    requires an object with __aiter__ method, got generator", which said neither what was wrong
+    with the agent nor what to write instead."""
+    agent = kind("odd")
+    root: Any = {
+        "root": agent,
+        "stream": agent,
+        "sequence": SequentialAgent("s", [agent]),
+        "parallel": ParallelAgent("p", [agent]),
+        "loop": LoopAgent("l", [agent], max_iterations=2),
+    }[wrap]
+    expected = (
+        f"agent 'odd' failed: TypeError: run() returned {returned}, not an async iterator of "
+        "events: write it as async def run(...) and yield each event"
+    )
+    if wrap == "stream":
+        events = [event async for event in Runner(root).run("x")]
+        assert events[-1].error is not None
+        assert f"agent 'odd' failed: {events[-1].error.type}: {events[-1].error.message}" == (
+            expected
+        )
+    else:
+        with pytest.raises(RunError) as failed:
+            await Runner(root).invoke("x")
+        assert str(failed.value) == expected
+
+
 async def test_names_with_slashes_do_not_nest_addresses() -> None:
     """An agent named ``p/x`` is not below an agent ``p``: resuming one must not reach the other."""
 
