@@ -1021,6 +1021,13 @@ class ReActAgent:
             raise TypeError(_not_a_schema(what, output_schema))
         if not isinstance(instruction, str):  # its placeholders are found now, not at a run
             raise TypeError(_not_text(what, instruction))
+        if output_key is not None and not (isinstance(output_key, str) and output_key):
+            # "" stored nothing without a word, and another type made a session key no
+            # {placeholder} reads and no checkpoint store holds.
+            raise TypeError(
+                f"{what} output_key must be a non-empty str (the session key the answer is "
+                f"stored under), got {shown(output_key)}"
+            )
         self.name = name
         self.description = description
         self.model = model

@@ -275,6 +275,21 @@ async def test_output_key_stores_the_final_text(streaming: bool) -> None:
     assert result.session["out"] == "the sum is four, as computed"
 
 
+@pytest.mark.parametrize(("key", "shown"), [("", "str ''"), (5, "int 5")])
+def test_an_output_key_that_is_not_a_non_empty_str_is_refused_when_made(
+    key: Any, shown: str
+) -> None:
+    """``output_key=""`` stored nothing without a word, and ``output_key=5`` stored the answer
+    under an int key, which failed the run's next pause ("could not save checkpoint ... dict
+    keys must be strings")."""
+    with pytest.raises(TypeError) as refused:
+        ReActAgent("a", ScriptedModel(["ok"]), output_key=key)
+    assert str(refused.value) == (
+        "ReActAgent 'a': output_key must be a non-empty str (the session key the answer is "
+        f"stored under), got {shown}"
+    )
+
+
 # -- output_schema ------------------------------------------------------------------------------
 class Weather(BaseModel):
     city: str
