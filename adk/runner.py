@@ -219,6 +219,25 @@ def _check_run_options(session: object, checkpoint_id: object) -> None:
         raise TypeError(f"session must be a Session or a mapping, got {type(session).__name__}")
 
 
+def _check_resume_id(checkpoint_id: object) -> None:
+    """Refuse, at the call, a checkpoint id that is not a str, saying what was likely meant: the
+    ``RunResult`` itself (its ``checkpoint_id`` is the id; it failed deep in the claim with
+    "unhashable type: 'RunResult'"), or ``None``, the ``checkpoint_id`` of a run that did not
+    pause. The stores' other rules on ids are checked where they are read."""
+    if isinstance(checkpoint_id, str):
+        return
+    if checkpoint_id is None:
+        hint = (
+            ": a RunResult's checkpoint_id is None when its run did not pause "
+            "(check result.interrupt)"
+        )
+    elif isinstance(getattr(checkpoint_id, "checkpoint_id", None), str):
+        hint = f": pass its checkpoint_id ({type(checkpoint_id).__name__}.checkpoint_id)"
+    else:
+        hint = ""
+    raise TypeError(f"checkpoint id must be a str, got {type(checkpoint_id).__name__}{hint}")
+
+
 def _max_turns(max_turns: object) -> int:
     """A ``max_turns`` given (not None), checked at the call: a positive int. A bool is refused:
     ``max_turns=True`` would be a limit of one model call."""
@@ -804,6 +823,7 @@ class Runner(AsyncCloseable):
         own_session: bool = False,
         max_turns: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
+        _check_resume_id(checkpoint_id)  # by the first __anext__, as a missing checkpoint is
         async with checkpoint._claim.one_resume(self.checkpoint_store, checkpoint_id) as claim:
             # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
             # its tool calls) while it still holds the checkpoint.
@@ -838,6 +858,12 @@ class Runner(AsyncCloseable):
                     "to resume in another process or after a restart, give the Runner a store "
                     "they share (SQLiteCheckpointStore, RedisCheckpointStore, "
                     "PostgresCheckpointStore)"
+                )
+            if checkpoint_id.startswith("agent:"):  # a point id (InterruptPoint.id) given instead
+                hint += (
+                    f"; {checkpoint_id!r} looks like an interrupt point's id: resume takes the "
+                    "run's checkpoint id (RunResult.checkpoint_id), and a point id as a key of "
+                    "its data, resume(checkpoint_id, {point_id: data})"
                 )
             # A second resume of one pause (a retried request, an approval clicked twice) lands
             # here too, and the in-memory hint alone sent that user looking for another process.

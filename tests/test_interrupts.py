@@ -349,6 +349,42 @@ async def test_unknown_checkpoint_id_is_a_clear_error() -> None:
         await runner.invoke_resume("missing-42")
 
 
+async def test_a_resume_given_what_is_not_a_checkpoint_id_says_what_to_pass() -> None:
+    """A newcomer's slips with ``invoke_resume``: the ``RunResult`` itself (which failed with
+    "unhashable type: 'RunResult'"), the ``checkpoint_id`` of a run that did not pause (``None``),
+    and an interrupt point's id (the ``CheckpointError`` said only that there is no such
+    checkpoint). Refused before anything runs, the checkpoint kept."""
+    runner = Runner(Asker("root"))
+    paused = await runner.invoke("hi")
+    finished = await Runner(ScriptAgent("done", "ok")).invoke("hi")
+    assert paused.interrupt is not None and finished.checkpoint_id is None
+
+    with pytest.raises(TypeError) as refused:
+        await runner.invoke_resume(paused, "x")  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "checkpoint id must be a str, got RunResult: pass its checkpoint_id "
+        "(RunResult.checkpoint_id)"
+    )
+    resumed = runner.resume(finished.checkpoint_id, "x")  # type: ignore[arg-type]
+    with pytest.raises(TypeError) as refused:
+        await anext(resumed)  # by the first event, as every error of the resume request
+    assert str(refused.value) == (
+        "checkpoint id must be a str, got NoneType: a RunResult's checkpoint_id is None when "
+        "its run did not pause (check result.interrupt)"
+    )
+    point = paused.interrupt.points[0].id
+    with pytest.raises(CheckpointError) as missing:
+        await runner.invoke_resume(point, "x")
+    assert str(missing.value).endswith(
+        f"; {point!r} looks like an interrupt point's id: resume takes the run's checkpoint id "
+        "(RunResult.checkpoint_id), and a point id as a key of its data, "
+        "resume(checkpoint_id, {point_id: data})"
+    )
+
+    done = await runner.invoke_resume(paused.checkpoint_id, "x")  # nothing was lost
+    assert done.interrupt is None
+
+
 async def test_a_checkpoint_missing_from_the_default_store_says_it_holds_this_process_only(
     tmp_path: Path,
 ) -> None:
