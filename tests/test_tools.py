@@ -226,6 +226,37 @@ def test_a_parameter_without_a_json_schema_is_refused_naming_it() -> None:
         tool(lookup_in)
 
 
+def test_a_name_by_position_a_tool_made_again_and_a_non_callable_say_what_was_meant() -> None:
+    """LangChain's ``@tool("search")``, ``FunctionTool`` of an ``@adk.tool`` function (or the
+    decorator twice) and a value that is not a function were all refused as "a function tool
+    needs a name", which sent the user looking for a name to give."""
+
+    def search(query: str) -> str:
+        """Search the web."""
+        return query
+
+    with pytest.raises(TypeError) as refused:
+        tool("web_search")(search)  # type: ignore[call-overload]
+    assert str(refused.value) == (
+        "@tool takes the function to make a tool of, got str 'web_search': to name the tool, "
+        "write @adk.tool(name='web_search')"
+    )
+
+    made = tool(search)
+    for again in (lambda: tool(made), lambda: FunctionTool(made), lambda: tool(name="s")(made)):
+        with pytest.raises(TypeError) as refused:
+            again()
+        assert str(refused.value) == (
+            "FunctionTool 'search' is already a tool: give it to the agent as it is; to rename "
+            "it, FunctionTool(tool.fn, name=...)"
+        )
+    assert FunctionTool(made.fn, name="web_search").spec.name == "web_search"
+
+    with pytest.raises(TypeError) as refused:
+        FunctionTool(42)  # type: ignore[arg-type]
+    assert str(refused.value) == "a function tool is made of a function, got int 42"
+
+
 async def test_an_async_generator_function_is_refused_when_made() -> None:
     """An ``async def`` that yields was made a tool, and each call returned the generator object:
     the model read ``"<async_generator object ...>"`` as the tool's result, with no error."""

@@ -136,6 +136,27 @@ def _is_tool_context(annotation: Any) -> bool:
     return False
 
 
+def _check_function(fn: object) -> None:
+    """Refuse what is not a function to make a tool of, saying what was meant. All three were
+    refused as "a function tool needs a name", which sent the user looking for a name: LangChain's
+    ``@tool("search")`` (a name given by position), a tool made a tool again (``FunctionTool`` of
+    an ``@adk.tool`` function, or the decorator twice), and an object that cannot be called."""
+    if isinstance(fn, str):
+        raise TypeError(
+            f"@tool takes the function to make a tool of, got str {fn!r}: to name the tool, "
+            f"write @adk.tool(name={fn!r})"
+        )
+    spec = getattr(fn, "spec", None)
+    if isinstance(spec, ToolSpec) and callable(getattr(fn, "run", None)):
+        again = "; to rename it, FunctionTool(tool.fn, name=...)" if hasattr(fn, "fn") else ""
+        raise TypeError(
+            f"{type(fn).__name__} {spec.name!r} is already a tool: give it to the agent as it "
+            f"is{again}"
+        )
+    if not callable(fn):
+        raise TypeError(f"a function tool is made of a function, got {shown(fn)}")
+
+
 # Parameter names that say "the tool's context" (pyadk's snippets, Google ADK's tool_context): left
 # without a type hint, each would be a required argument of any type the model is asked for.
 _CONTEXT_NAMES = frozenset({"ctx", "tool_ctx", "tool_context"})
@@ -303,6 +324,7 @@ class FunctionTool:
         require_approval: bool | _ApprovalCheck = False,
         thread: bool = True,
     ) -> None:
+        _check_function(fn)
         # The function of a require_approval that decides per call (None for a bool), checked first.
         check = _approval_rule(require_approval, _tool_label(name or getattr(fn, "__name__", None)))
         self.fn = fn
