@@ -53,6 +53,25 @@ class ScriptedRequest:
     stream: bool
 
 
+def _script_of(script: Iterable[Any]) -> list[Any]:
+    """The script as a list, refusing what would play wrong, when the model is made: one reply
+    given bare, where the list goes (a str was read a character per call, the first answer "h";
+    a ``Message`` as its fields), and an item no reply is made of (it failed only at its turn)."""
+    if isinstance(script, str | Message | Reply | BaseException):
+        raise TypeError(
+            f"ScriptedModel takes a list of replies (or one callable answering every call), got "
+            f"{type(script).__name__} {script!r:.60}: for one reply, write ScriptedModel([...])"
+        )
+    items = list(script)
+    for index, item in enumerate(items):
+        if not (isinstance(item, str | Message | Reply | BaseException) or callable(item)):
+            raise TypeError(
+                f"ScriptedModel script item {index} is {type(item).__name__} {item!r:.60}; an item "
+                "is a str, a Message, a Reply, an exception or a callable returning one"
+            )
+    return items
+
+
 class ScriptedModel:
     """A ``ChatModel`` that answers from a script.
 
@@ -80,7 +99,7 @@ class ScriptedModel:
     ) -> None:
         self.model_name = model_name
         self._responder = script if callable(script) else None
-        self._script: list[Any] = [] if callable(script) else list(script)
+        self._script: list[Any] = [] if callable(script) else _script_of(script)
         self._position = 0
         self._calls = 0
         self._cycle = cycle

@@ -519,6 +519,38 @@ async def test_scripted_model_replays_its_script_and_records_requests() -> None:
     assert model.requests[0].options == options and not model.requests[0].stream
 
 
+@pytest.mark.parametrize(
+    ("script", "shown"),
+    [
+        ("hello", "str 'hello'"),
+        (Reply(text="hi"), "Reply Reply(text='hi', tool_calls=[], error=None, delay=0.0, usage"),
+    ],
+)
+async def test_a_scripted_model_given_one_reply_bare_is_refused_when_made(
+    script: Any, shown: str
+) -> None:
+    """``ScriptedModel("hello")`` was read a character per call: the agent answered "h", then
+    "e", without a word; a bare ``Reply`` failed with "'Reply' object is not iterable"."""
+    with pytest.raises(TypeError) as refused:
+        ScriptedModel(script)
+    assert str(refused.value) == (
+        "ScriptedModel takes a list of replies (or one callable answering every call), got "
+        f"{shown}: for one reply, write ScriptedModel([...])"
+    )
+    one = ScriptedModel([script])
+    assert (await Runner(ReActAgent("a", one)).invoke("hi")).text in ("hello", "hi")
+
+
+async def test_a_scripted_model_item_no_reply_is_made_of_is_refused_when_made() -> None:
+    """An item that is not a reply (a chat dict, say) failed only at its turn, mid-run."""
+    with pytest.raises(TypeError) as refused:
+        ScriptedModel(["fine", {"role": "assistant", "content": "hi"}])
+    assert str(refused.value) == (
+        "ScriptedModel script item 1 is dict {'role': 'assistant', 'content': 'hi'}; an item is "
+        "a str, a Message, a Reply, an exception or a callable returning one"
+    )
+
+
 async def test_scripted_model_streams_the_same_message_it_would_return() -> None:
     reply = Reply(text="a longer answer", tool_calls=[tool_call("f", {"x": 1}, id="c1")])
     model = ScriptedModel([reply, reply], chunk_size=4)
