@@ -39,6 +39,21 @@ class Reply:
     usage: Usage | None = None
     reasoning: str | None = None
 
+    def __post_init__(self) -> None:
+        # Checked where the script is written: a call given as a dict, or one call not in a
+        # list, failed only at its turn, mid-run, with pydantic's errors for a Message.
+        if isinstance(self.tool_calls, ToolCall | dict | str):
+            raise TypeError(
+                f"Reply tool_calls must be a list, got {type(self.tool_calls).__name__} "
+                "(for one call, write tool_calls=[tool_call(name, arguments)])"
+            )
+        for index, call in enumerate(self.tool_calls):
+            if not isinstance(call, ToolCall):
+                raise TypeError(
+                    f"Reply tool_calls[{index}] is {type(call).__name__} {call!r:.60}; make each "
+                    "call with adk.testing.tool_call(name, arguments)"
+                )
+
 
 ScriptItem = str | Message | Reply | BaseException | Callable[[list[Message]], Any]
 

@@ -551,6 +551,24 @@ async def test_a_scripted_model_item_no_reply_is_made_of_is_refused_when_made() 
     )
 
 
+def test_a_reply_whose_tool_calls_are_not_tool_calls_is_refused_when_written() -> None:
+    """A call written as a chat dict, or one call not in a list, failed only at its turn, mid-run,
+    with pydantic's validation errors for a Message."""
+    with pytest.raises(TypeError) as refused:
+        Reply(tool_calls=[tool_call("f", {}), {"name": "g", "arguments": {}}])  # type: ignore[list-item]
+    assert str(refused.value) == (
+        "Reply tool_calls[1] is dict {'name': 'g', 'arguments': {}}; make each call with "
+        "adk.testing.tool_call(name, arguments)"
+    )
+    with pytest.raises(TypeError) as refused:
+        Reply(tool_calls=tool_call("f", {}))  # type: ignore[arg-type]
+    assert str(refused.value) == (
+        "Reply tool_calls must be a list, got ToolCall (for one call, write "
+        "tool_calls=[tool_call(name, arguments)])"
+    )
+    assert Reply(tool_calls=(tool_call("f", {}),)).tool_calls[0].name == "f"  # type: ignore[arg-type]
+
+
 async def test_scripted_model_streams_the_same_message_it_would_return() -> None:
     reply = Reply(text="a longer answer", tool_calls=[tool_call("f", {"x": 1}, id="c1")])
     model = ScriptedModel([reply, reply], chunk_size=4)
