@@ -355,6 +355,43 @@ def _results(agent: ReActAgent) -> dict[str, str]:
     return {m.tool_call_id or "": m.content for m in requests[1].messages if m.role == "tool"}
 
 
+def _double(value: int) -> int:
+    """Double a value."""
+    return 2 * value
+
+
+class _Lookup:
+    """A hand-written tool whose run returns a dict, as a newcomer's first one does."""
+
+    spec = ToolSpec(name="lookup", description="Look a user up.", parameters={"type": "object"})
+
+    async def run(self, arguments: str, ctx: ToolContext) -> Any:
+        ctx.exit()
+        return {"user": "ann"}
+
+
+async def test_a_tool_returning_neither_text_nor_a_tool_result_is_an_error_the_model_reads() -> (
+    None
+):
+    """A ``Tool`` whose ``run`` returned a dict failed the whole run with pydantic's validation
+    error for a Message, though every other failure of a call is an error result (tools.md: "a
+    tool call never crashes the run"); the actions it asked for are dropped, as for a raise."""
+    agent = _agent(
+        [_Lookup(), tool(_double)],
+        tool_call("lookup", {}, id="c1"),
+        tool_call("_double", {"value": 3}, id="c2"),
+    )
+    events = await run_events(agent)
+    assert _results(agent) == {
+        "c1": "Error: tool 'lookup' returned dict, not a str or a ToolResult (a Tool's run "
+        "returns text; FunctionTool turns other values into JSON)",
+        "c2": "6",
+    }
+    failed = next(e for e in events if e.message is not None and e.message.tool_call_id == "c1")
+    assert failed.message is not None and failed.message.metadata["is_error"] is True
+    assert events[-1].message is not None and events[-1].message.content == "final"  # no exit
+
+
 @tool
 def add(a: int, b: int = 2) -> int:
     """Add two integers.

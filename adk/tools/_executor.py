@@ -155,8 +155,18 @@ async def run_tool_call(
     if isinstance(output, ToolResult):
         result: ToolResult | None = output
         content = output.content
-    else:
+    elif isinstance(output, str):
         result, content = None, output
+    else:
+        # A hand-written tool (or an after_tool callback) that returned a dict or a model: made
+        # the tool message, it failed the whole run with pydantic's error for a Message, where
+        # every other failure of a call is an error result the model reads.
+        result = ToolResult.error(
+            f"tool '{call.name}' returned {type(output).__name__}, not a str or a ToolResult "
+            "(a Tool's run returns text; FunctionTool turns other values into JSON)"
+        )
+        content = result.content
+        tool_ctx.action = None
     edited = edit is not None and invoke is not None and invoke.reached
     if edited:
         # The conversation keeps the call as the model made it: the result says what ran. Not
