@@ -67,6 +67,7 @@ from adk.tools._executor import (
     unique_call_ids,
 )
 from adk.tools._origin import tool_origin
+from adk.tools.function import _is_tool_name
 
 from ._instruction import (
     InstructionError,
@@ -1088,6 +1089,14 @@ class ReActAgent:
                 f"resource name, got {type(source).__name__}{hint}"
             )
         name = tool.spec.name
+        if not (isinstance(name, str) and _is_tool_name(name)):
+            # A tool of one's own names itself (FunctionTool, AgentTool and MCP tools check or
+            # mend theirs): one model APIs refuse failed every model call of the agent, a 400.
+            raise ValueError(
+                f"agent '{self.name}': the tool named {name!r} ({self._origin_of(tool)}) has a "
+                "name model APIs refuse: they take 1 to 64 letters, digits, '_' and '-' (no "
+                "spaces or dots), so every model call offering it would fail"
+            )
         known = self._static_tools.get(name)
         if known is not None:
             raise _two_tools(self.name, name, self._origin_of(known), self._origin_of(tool))

@@ -370,9 +370,23 @@ class _Lookup:
         return {"user": "ann"}
 
 
-async def test_a_tool_returning_neither_text_nor_a_tool_result_is_an_error_the_model_reads() -> (
-    None
-):
+class _Spaced(_Lookup):
+    spec = ToolSpec(name="look up", description="Look a user up.", parameters={})
+
+
+def test_a_tool_of_ones_own_named_as_model_apis_refuse_is_refused_when_the_agent_is_made() -> None:
+    """``ToolSpec(name="look up")`` in a hand-written tool was offered to the model as it was: a
+    real API refuses the request (a 400), so every model call of the agent failed."""
+    with pytest.raises(ValueError) as refused:
+        ReActAgent("desk", ScriptedModel(["hi"]), tools=[_Spaced()])
+    assert str(refused.value) == (
+        "agent 'desk': the tool named 'look up' (test_tools._Spaced object) has a name model "
+        "APIs refuse: they take 1 to 64 letters, digits, '_' and '-' (no spaces or dots), so "
+        "every model call offering it would fail"
+    )
+
+
+async def test_a_tool_returning_neither_text_nor_a_tool_result_is_an_error_result() -> None:
     """A ``Tool`` whose ``run`` returned a dict failed the whole run with pydantic's validation
     error for a Message, though every other failure of a call is an error result (tools.md: "a
     tool call never crashes the run"); the actions it asked for are dropped, as for a raise."""
