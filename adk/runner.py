@@ -219,6 +219,22 @@ def _check_run_options(session: object, checkpoint_id: object) -> None:
         raise TypeError(f"session must be a Session or a mapping, got {type(session).__name__}")
 
 
+def _check_store(store: object) -> None:
+    """Refuse, when the runner is made, a ``checkpoint_store`` that is not a store: a path or URL
+    (``"cp.db"``, LangGraph's connection string) or a store's class (its ``()`` forgotten) was
+    taken, and the run failed only at its first pause, after all its work, unable to save it."""
+    if isinstance(store, type):
+        raise TypeError(
+            f"Runner checkpoint_store is the class {store.__name__}, not a store: pass an "
+            f"instance, {store.__name__}(...)"
+        )
+    if not all(callable(getattr(store, name, None)) for name in ("get", "put", "delete")):
+        raise TypeError(
+            f"Runner checkpoint_store must be a checkpoint store (async get, put and delete), "
+            f"got {shown(store)}; for a file, SQLiteCheckpointStore(path) (adk.checkpoint)"
+        )
+
+
 def _check_resume_id(checkpoint_id: object) -> None:
     """Refuse, at the call, a checkpoint id that is not a str, saying what was likely meant: the
     ``RunResult`` itself (its ``checkpoint_id`` is the id; it failed deep in the claim with
@@ -286,6 +302,8 @@ class Runner(AsyncCloseable):
         OpenTelemetry providers, as configured when the runner is built; none configured costs
         nothing)."""
         check_agent(agent, "Runner(agent)")
+        if checkpoint_store is not None:
+            _check_store(checkpoint_store)
         self.agent = agent
         self.checkpoint_store: CheckpointStore = (
             checkpoint_store if checkpoint_store is not None else InMemoryCheckpointStore()

@@ -349,6 +349,31 @@ async def test_unknown_checkpoint_id_is_a_clear_error() -> None:
         await runner.invoke_resume("missing-42")
 
 
+@pytest.mark.parametrize(
+    ("store", "message"),
+    [
+        (
+            "checkpoints.db",
+            "Runner checkpoint_store must be a checkpoint store (async get, put and delete), got "
+            "str 'checkpoints.db'; for a file, SQLiteCheckpointStore(path) (adk.checkpoint)",
+        ),
+        (
+            SQLiteCheckpointStore,
+            "Runner checkpoint_store is the class SQLiteCheckpointStore, not a store: pass an "
+            "instance, SQLiteCheckpointStore(...)",
+        ),
+    ],
+)
+async def test_a_checkpoint_store_that_is_not_one_is_refused_when_the_runner_is_made(
+    store: Any, message: str
+) -> None:
+    """A path (LangGraph's connection string habit) or a store's class with its ``()`` forgotten
+    was taken, and the run failed only at its first pause, after all its work."""
+    with pytest.raises(TypeError) as refused:
+        Runner(Asker("root"), checkpoint_store=store)
+    assert str(refused.value) == message
+
+
 async def test_a_resume_given_what_is_not_a_checkpoint_id_says_what_to_pass() -> None:
     """A newcomer's slips with ``invoke_resume``: the ``RunResult`` itself (which failed with
     "unhashable type: 'RunResult'"), the ``checkpoint_id`` of a run that did not pause (``None``),
