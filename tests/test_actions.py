@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -45,7 +46,7 @@ from adk.actions import (
     ToolResponseEvent,
     action,
 )
-from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
+from adk.checkpoint import CheckpointStore, InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.mcp import HTTPServer, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -1213,39 +1214,66 @@ class Stats(Event):
     extra: dict[str, Any]
 
 
-async def test_a_queued_event_keeps_nan_in_its_typed_fields_across_a_pause(tmp_path: Path) -> None:
-    """A queued event's typed fields were saved in pydantic's JSON mode: NaN in a ``dict[str,
-    Any]`` field came back ``None`` (and one in a ``dict[str, float]`` made the pause fail)."""
-    seen: list[Stats] = []
+class _Gate(Event):
+    """Holds a run at a pause until it is resumed, with the events sent after it queued."""
 
-    class Gate(Event):
-        pass
 
-    class Watcher(ActionAgent):
+def queuer(*queued: Event) -> tuple[type[ActionAgent], list[Event]]:
+    """An action agent that sends ``queued`` behind a gate pausing until it is resumed, so they
+    are saved in the pause's checkpoint, and the list its action appends them to as it takes them
+    (after the resume)."""
+    seen: list[Event] = []
+
+    class Queuer(ActionAgent):
         @action(InputEvent)
         def start(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(Gate())
-            nan = float("nan")
-            ctx.send_event(Stats(means={"a": nan, "b": float("inf")}, extra={"x": [nan]}))
+            ctx.send_event(_Gate())
+            for each in queued:
+                ctx.send_event(each)
 
-        @action(Gate)
-        def gate(self, event: Gate, ctx: ActionContext) -> None:
+        @action(_Gate)
+        def gate(self, event: _Gate, ctx: ActionContext) -> None:
             if ctx.resume is None:
                 raise Interrupt("go on?")
 
-        @action(Stats)
-        def report(self, event: Stats, ctx: ActionContext) -> None:
+        @action(*{type(each) for each in queued})
+        def take(self, event: Event, ctx: ActionContext) -> None:
             seen.append(event)
 
-    store = SQLiteCheckpointStore(tmp_path / "cp.db")
-    try:
-        paused = await Runner(Watcher("w"), checkpoint_store=store).invoke("go")
-        assert paused.interrupt is not None and paused.checkpoint_id is not None
-        assert seen == []
-        await Runner(Watcher("w"), checkpoint_store=store).invoke_resume(paused.checkpoint_id, 1)
-    finally:
-        await store.aclose()
-    [stats] = seen
+    return Queuer, seen
+
+
+async def taken_after_a_pause(queued: Event, store: CheckpointStore) -> Event:
+    """``queued`` as the action takes it on resume, saved in ``store`` by the pause before."""
+    agent, seen = queuer(queued)
+    paused = await Runner(agent("queuer"), checkpoint_store=store).invoke("go")
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    assert seen == []
+    await Runner(agent("queuer"), checkpoint_store=store).invoke_resume(paused.checkpoint_id)
+    [taken] = seen
+    return taken
+
+
+async def pause_refused(queued: Event) -> BaseException | None:
+    """The cause of the error that fails the pause of a run with ``queued`` queued, checked to
+    leave no checkpoint."""
+    agent, _ = queuer(queued)
+    store = InMemoryCheckpointStore()
+    with pytest.raises(RunError) as raised:
+        await Runner(agent("queuer"), checkpoint_store=store).invoke("go", checkpoint_id="c")
+    assert await store.get("c") is None
+    return raised.value.__cause__
+
+
+async def test_a_queued_event_keeps_nan_in_its_typed_fields_across_a_pause(tmp_path: Path) -> None:
+    """A queued event's typed fields were saved in pydantic's JSON mode: NaN in a ``dict[str,
+    Any]`` field came back ``None`` (and one in a ``dict[str, float]`` made the pause fail)."""
+    nan = float("nan")
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        stats = await taken_after_a_pause(
+            Stats(means={"a": nan, "b": float("inf")}, extra={"x": [nan]}), store
+        )
+    assert isinstance(stats, Stats)
     assert stats.means["a"] != stats.means["a"] and stats.means["b"] == float("inf")
     [x] = stats.extra["x"]
     assert x != x  # NaN, not None
@@ -1274,33 +1302,11 @@ async def test_a_queued_event_keeps_registered_models_in_any_containers_across_a
     """Only a field typed ``Any`` itself went through the checkpoint codec: a registered model
     in a ``list[Any]``, ``dict[str, Any]`` or ``Any | None`` field was written as pydantic's
     JSON of its fields and came back a dict, so the resumed action failed on ``.text``."""
-    seen: list[Retrieved] = []
     passage = Passage(text="llamas hum", score=0.9)
-
-    class Gate(Event):
-        pass
-
-    class Ranker(ActionAgent):
-        @action(InputEvent)
-        def start(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(Gate())
-            sent = Retrieved(best=passage, ranked=[passage], by_source={"wiki": passage})
-            ctx.send_event(sent.model_copy(update={"fallback": passage}))
-
-        @action(Gate)
-        def gate(self, event: Gate, ctx: ActionContext) -> None:
-            if ctx.resume is None:
-                raise Interrupt("rank on?")
-
-        @action(Retrieved)
-        def rank(self, event: Retrieved, ctx: ActionContext) -> None:
-            seen.append(event)
-
+    sent = Retrieved(best=passage, ranked=[passage], by_source={"wiki": passage})
     async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
-        paused = await Runner(Ranker("ranker"), checkpoint_store=store).invoke("go")
-        assert paused.checkpoint_id is not None and seen == []
-        await Runner(Ranker("ranker"), checkpoint_store=store).invoke_resume(paused.checkpoint_id)
-    [event] = seen
+        event = await taken_after_a_pause(sent.model_copy(update={"fallback": passage}), store)
+    assert isinstance(event, Retrieved)
     assert event.best == passage and event.ranked == [passage]
     assert event.by_source == {"wiki": passage} and event.fallback == passage
 
@@ -1312,27 +1318,9 @@ async def test_a_queued_event_refuses_an_unregistered_model_in_an_any_container(
     class Loose(BaseModel):
         text: str
 
-    class Gate(Event):
-        pass
-
-    class Holder(ActionAgent):
-        @action(InputEvent)
-        def start(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(Gate())
-            ctx.send_event(Retrieved(ranked=[Loose(text="x")], by_source={}))
-
-        @action(Gate)
-        def gate(self, event: Gate, ctx: ActionContext) -> None:
-            raise Interrupt("hold")
-
-        @action(Retrieved)
-        def rank(self, event: Retrieved, ctx: ActionContext) -> None:
-            pass
-
-    store = InMemoryCheckpointStore()
-    with pytest.raises(RunError, match=r"Retrieved.ranked of a paused agent: .*Loose is not regis"):
-        await Runner(Holder("holder"), checkpoint_store=store).invoke("go", checkpoint_id="c")
-    assert await store.get("c") is None
+    cause = await pause_refused(Retrieved(ranked=[Loose(text="x")], by_source={}))
+    assert cause is not None
+    assert re.search(r"Retrieved.ranked of a paused agent: .*Loose is not regis", str(cause))
 
 
 class Node:
@@ -1352,32 +1340,10 @@ class Nodes(Event):
 async def test_a_queued_event_pydantic_cannot_write_fails_the_pause_naming_its_field() -> None:
     """The pause failed with pydantic's "Unable to serialize unknown type", which named neither
     the event, nor its field, nor the checkpoint the event was being saved for."""
-
-    class Gate(Event):
-        pass
-
-    class Retriever(ActionAgent):
-        @action(InputEvent)
-        def start(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(Gate())
-            ctx.send_event(Nodes(query="llamas", nodes=[Node("llamas hum")]))
-
-        @action(Gate)
-        def gate(self, event: Gate, ctx: ActionContext) -> None:
-            raise Interrupt("go on?")
-
-        @action(Nodes)
-        def use(self, event: Nodes, ctx: ActionContext) -> None:
-            pass
-
-    store = InMemoryCheckpointStore()
-    with pytest.raises(RunError) as raised:
-        await Runner(Retriever("retriever"), checkpoint_store=store).invoke("go", checkpoint_id="c")
-    cause = raised.value.__cause__
+    cause = await pause_refused(Nodes(query="llamas", nodes=[Node("llamas hum")]))
     assert isinstance(cause, CheckpointError)
     assert str(cause).startswith("Nodes.nodes of a paused agent cannot be saved in its checkpoint")
     assert "Unable to serialize unknown type" in str(cause) and "Node" in str(cause)
-    assert await store.get("c") is None
 
 
 class Webhook(Event):
@@ -1396,31 +1362,9 @@ async def test_a_queued_event_with_aliases_json_and_excluded_fields_survives_a_p
     never to resume); with ``serialize_by_alias`` the pause failed on a bare ``KeyError``, as it
     did for a ``Field(exclude=True)`` field; a ``Json[...]`` field was saved as the parsed value,
     which it refused on resume."""
-    seen: list[Webhook] = []
-
-    class Gate(Event):
-        pass
-
-    class Receiver(ActionAgent):
-        @action(InputEvent)
-        def start(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(Gate())
-            ctx.send_event(Webhook(userName="ann", payload="[1, 2]", token="s3cret"))
-
-        @action(Gate)
-        def gate(self, event: Gate, ctx: ActionContext) -> None:
-            if ctx.resume is None:
-                raise Interrupt("go on?")
-
-        @action(Webhook)
-        def take(self, event: Webhook, ctx: ActionContext) -> None:
-            seen.append(event)
-
-    store = InMemoryCheckpointStore()
-    paused = await Runner(Receiver("receiver"), checkpoint_store=store).invoke("go")
-    assert paused.checkpoint_id is not None and seen == []
-    await Runner(Receiver("receiver"), checkpoint_store=store).invoke_resume(paused.checkpoint_id)
-    [event] = seen
+    sent = Webhook(userName="ann", payload="[1, 2]", token="s3cret")
+    event = await taken_after_a_pause(sent, InMemoryCheckpointStore())
+    assert isinstance(event, Webhook)
     assert (event.user_name, event.payload, event.token) == ("ann", [1, 2], "s3cret")
 
 
@@ -1436,31 +1380,9 @@ async def test_a_queued_event_with_json_fields_of_any_shape_survives_a_pause() -
     """A ``Json[Any]`` or ``Json[dict[str, Any]]`` field was taken for one that may hold any
     object (its type holds ``Any``) and saved parsed through the checkpoint codec: the resume
     refused the dict where the field takes JSON text, and the checkpoint never resumed."""
-    seen: list[Hook] = []
-
-    class Gate(Event):
-        pass
-
-    class Receiver(ActionAgent):
-        @action(InputEvent)
-        def start(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(Gate())
-            ctx.send_event(Hook(payload='{"a": 1}', raw="[1, 2]", maybe='"x"'))
-
-        @action(Gate)
-        def gate(self, event: Gate, ctx: ActionContext) -> None:
-            if ctx.resume is None:
-                raise Interrupt("go on?")
-
-        @action(Hook)
-        def take(self, event: Hook, ctx: ActionContext) -> None:
-            seen.append(event)
-
-    store = InMemoryCheckpointStore()
-    paused = await Runner(Receiver("receiver"), checkpoint_store=store).invoke("go")
-    assert paused.checkpoint_id is not None and seen == []
-    await Runner(Receiver("receiver"), checkpoint_store=store).invoke_resume(paused.checkpoint_id)
-    [event] = seen
+    sent = Hook(payload='{"a": 1}', raw="[1, 2]", maybe='"x"')
+    event = await taken_after_a_pause(sent, InMemoryCheckpointStore())
+    assert isinstance(event, Hook)
     assert (event.payload, event.raw, event.maybe) == ({"a": 1}, [1, 2], "x")
 
 
@@ -1481,34 +1403,12 @@ async def test_a_queued_event_nesting_a_model_that_leaves_out_a_required_field_f
     """The event's own excluded fields are saved, but a model nested in it is saved as its dump:
     without its excluded field, which has no default, the pause went well and every resume of
     the checkpoint failed. The pause fails now, naming the event and the field."""
-
-    class Gate(Event):
-        pass
-
-    class Sender(ActionAgent):
-        @action(InputEvent)
-        def start(self, event: InputEvent, ctx: ActionContext) -> None:
-            ctx.send_event(Gate())
-            ctx.send_event(Signed(signer=Signer(name="ann", key="k-1")))
-
-        @action(Gate)
-        def gate(self, event: Gate, ctx: ActionContext) -> None:
-            raise Interrupt("go on?")
-
-        @action(Signed)
-        def take(self, event: Signed, ctx: ActionContext) -> None:
-            pass
-
-    store = InMemoryCheckpointStore()
-    with pytest.raises(RunError) as raised:
-        await Runner(Sender("sender"), checkpoint_store=store).invoke("go", checkpoint_id="c")
-    cause = raised.value.__cause__
+    cause = await pause_refused(Signed(signer=Signer(name="ann", key="k-1")))
     assert isinstance(cause, CheckpointError)
     assert str(cause).startswith(
         "Signed of a paused agent cannot be saved in its checkpoint: Signed.signer (Signer) "
         "leaves its field(s) 'key' out of its dumps"
     )
-    assert await store.get("c") is None
 
 
 async def test_an_approval_with_edited_arguments_runs_the_call_as_edited() -> None:
