@@ -211,6 +211,48 @@ async def test_a_sampling_function_answers_the_server_too(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_failing_handler_is_an_error_the_server_handles_in_both_eras(
+    transport: str, http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A handler that raises answers the server with an error naming the handler, as a failing
+    sampling model does, and is logged: a 2026-07-28 call's input round raised it out of the call
+    (the model read "tool 'book' failed: RuntimeError: ...", nothing logged), a handshake-era one
+    sent the bare message; the session goes on."""
+
+    async def ask_user(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        raise RuntimeError("the question desk is down")
+
+    def sample(ctx: ToolContext | None, params: CreateMessageRequestParams) -> CreateMessageResult:
+        raise LookupError("no model\nfor this user")
+
+    server = server_for(transport, http_servers)
+    with caplog.at_level(logging.WARNING, logger="adk.mcp"):
+        async with MCPToolset(
+            server, call_timeout=15, elicitation=ask_user, sampling=sample
+        ) as toolset:
+            booked = await call(toolset, "book", {"destination": "Oslo"})
+            summary = await call(toolset, "summarize", {"text": "abc"})
+            after = await call(toolset, "add", {"a": 1, "b": 2})
+
+    assert (booked.is_error, booked.content) == (
+        True,
+        "Error: tool 'book' failed: the client's elicitation handler failed: "
+        "RuntimeError: the question desk is down",
+    )
+    assert (summary.is_error, summary.content) == (
+        True,
+        "Error: tool 'summarize' failed: the client's sampling handler failed: "
+        "LookupError: no model for this user",
+    )
+    assert after.content == "3"
+    logged = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+    assert logged == [
+        "the MCP elicitation handler failed: RuntimeError: the question desk is down",
+        "the MCP sampling handler failed: LookupError: no model for this user",
+    ]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_the_handlers_are_told_which_call_asks_where_the_transport_says(
     transport: str, http_servers: dict[bool, HTTPServerProcess]
 ) -> None:

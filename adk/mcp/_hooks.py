@@ -141,8 +141,11 @@ def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT |
     async def elicit(
         context: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult | ErrorData:
-        outcome = handler(_current_call.get(), params)
-        return await outcome if inspect.isawaitable(outcome) else outcome
+        try:
+            outcome = handler(_current_call.get(), params)
+            return await outcome if inspect.isawaitable(outcome) else outcome
+        except Exception as exc:
+            return _handler_failed("elicitation", exc)
 
     return elicit
 
@@ -160,8 +163,11 @@ def sampling_callback(sampling: object) -> SamplingFnT | None:
     async def sample(
         context: ClientRequestContext, params: CreateMessageRequestParams
     ) -> CreateMessageResult | ErrorData:
-        outcome = handler(_current_call.get(), params)
-        return await outcome if inspect.isawaitable(outcome) else outcome
+        try:
+            outcome = handler(_current_call.get(), params)
+            return await outcome if inspect.isawaitable(outcome) else outcome
+        except Exception as exc:
+            return _handler_failed("sampling", exc)
 
     return sample
 
@@ -198,8 +204,7 @@ class _ModelSampling:
             )
             reply = await self._model.generate(messages, options=options)
         except Exception as exc:
-            text = " ".join(str(exc).split())  # one line (pydantic's errors take several)
-            reason = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+            reason = _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)
             return ErrorData(code=INTERNAL_ERROR, message=f"the client's model failed: {reason}")
         return CreateMessageResult(
@@ -208,6 +213,22 @@ class _ModelSampling:
             model=model_name_of(self._model),
             stop_reason="endTurn",
         )
+
+
+def _reason(exc: Exception) -> str:
+    """``exc`` on one line, named by its type (pydantic's errors take several lines)."""
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _handler_failed(kind: str, exc: Exception) -> ErrorData:
+    """The answer to a server whose question a failing handler could not answer: an error it
+    handles, as it handles a refusal. Raised on, the failure reached the server (and the model)
+    only over a handshake-era connection, logged by the ``mcp`` package; a 2026-07-28 call's input
+    round raised it out of the call, so the model read the tool as failed and nothing was logged."""
+    reason = _reason(exc)
+    logger.warning("the MCP %s handler failed: %s", kind, reason, exc_info=exc)
+    return ErrorData(code=INTERNAL_ERROR, message=f"the client's {kind} handler failed: {reason}")
 
 
 def log_forwarder(server: ServerConfig, level: LoggingLevel) -> LoggingFnT:
