@@ -28,6 +28,7 @@ from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 
 from adk import Runner
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
+from adk.messages import Message
 from adk.models.base import ModelError
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from adk.tools.base import ToolContext, ToolResult
@@ -149,6 +150,28 @@ async def test_a_pyadk_model_answers_a_servers_sampling_request(
         ("user", "Summarize: a long text"),
     ]
     assert request.options is not None and request.options.max_tokens == 50
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http-legacy"])
+async def test_a_sampling_reply_cut_at_max_tokens_tells_the_server_so(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """The reply's finish reason is the result's stopReason: one cut at the server's max_tokens
+    was answered 'endTurn', so the server took a cut completion for a whole one."""
+    cut = Message.assistant("Short but")
+    cut.metadata["finish_reason"] = "length"
+    filtered = Message.assistant("")
+    filtered.metadata["finish_reason"] = "content_filter"
+    model = ScriptedModel([cut, filtered, "Whole."])
+    server = server_for(transport, http_servers)
+    async with MCPToolset(server, call_timeout=15, sampling=model) as toolset:
+        summaries = [(await call(toolset, "summarize", {"text": "abc"})).content for _ in range(3)]
+
+    assert summaries == [
+        "summary (scripted): Short but (stopped: maxTokens)",
+        "summary (scripted):  (stopped: content_filter)",
+        "summary (scripted): Whole.",
+    ]
 
 
 class _FailingModel:

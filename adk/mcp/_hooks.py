@@ -211,8 +211,19 @@ class _ModelSampling:
             role="assistant",
             content=TextContent(type="text", text=reply.content),
             model=model_name_of(self._model),
-            stop_reason="endTurn",
+            stop_reason=_stop_reason(reply.metadata.get("finish_reason")),
         )
+
+
+def _stop_reason(finish_reason: object) -> str:
+    """MCP's ``stopReason`` for a reply's finish reason: a reply cut at ``max_tokens`` says so
+    (``maxTokens``), as the server needs to know its completion is cut short, not ``endTurn``; a
+    reason MCP names no value for (``content_filter``) is passed as it is (the field is open)."""
+    if finish_reason is None or finish_reason == "stop":
+        return "endTurn"
+    if finish_reason == "length":
+        return "maxTokens"
+    return str(finish_reason)
 
 
 def _reason(exc: Exception) -> str:

@@ -239,9 +239,12 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         sampled: Annotated[Any, Resolve(_sample_summary)],
         temperature: float | None = None,
     ) -> str:
-        """Summarizes a text with the client's model."""
+        """Summarizes a text with the client's model (and says why it stopped, unless at the end
+        of its turn)."""
         content = sampled.content
-        return f"summary ({sampled.model}): {getattr(content, 'text', content)}"
+        summary = f"summary ({sampled.model}): {getattr(content, 'text', content)}"
+        stopped = sampled.stop_reason
+        return summary if stopped in ("endTurn", None) else f"{summary} (stopped: {stopped})"
 
     @server.tool()
     def ticket(title: str) -> Ticket:
