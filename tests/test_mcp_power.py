@@ -512,6 +512,27 @@ async def test_a_result_breaking_the_tools_output_schema_says_the_tool_ran() -> 
     )
 
 
+async def test_a_tool_whose_output_schema_is_broken_is_said_to_have_run() -> None:
+    """The mcp client checks a result against the tool's output schema after the call, and a
+    schema it cannot use (a reference leading nowhere, an invalid keyword) fails that check: the
+    model read "tool failed" and a metaschema report of many lines, for a tool that had run."""
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT.parent / "narrow_server.py"), "schema"])
+    async with MCPToolset(server) as toolset:
+        dangling = await call(toolset, "dangling", {})
+        broken = await call(toolset, "broken", {})
+    assert (dangling.is_error, dangling.content) == (
+        True,
+        "Error: tool 'dangling' ran, but its result was refused: the tool's output schema is not "
+        "a valid JSON schema (PointerToNowhere: '/$defs/Missing' does not exist within {'type': "
+        "'object', 'properties': {'n': {'$ref': '#/$defs/Missing'}}})",
+    )
+    assert (broken.is_error, broken.content) == (
+        True,
+        "Error: tool 'broken' ran, but its result was refused: the tool's output schema is not "
+        "a valid JSON schema ('zero' is not of type 'number')",
+    )
+
+
 # -- cancellation --------------------------------------------------------------------------------
 @pytest.mark.parametrize("transport", ["http", "http-legacy"])
 async def test_a_call_cancelled_over_http_is_cancelled_on_the_server_and_the_session_goes_on(

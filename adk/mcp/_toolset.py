@@ -122,9 +122,12 @@ def _loss_reason(exc: BaseException, server: ServerConfig) -> str:
     return "" if reason.lower() in _PLAIN_LOSS else f" ({reason})"
 
 
+_BREACH_CHARS = 200  # of the client's reason a broken output schema is reported with
+
+
 def _schema_breach(exc: BaseException, mcp_name: str) -> str | None:
-    """Why a result the server gave was refused for breaking the tool's own ``outputSchema``, or
-    None for another failure. The ``mcp`` client checks a result against the schema and raises
+    """Why a result the server gave was refused for breaking the tool's own ``outputSchema`` (or
+    for a schema the check cannot use), or None for another failure. The ``mcp`` client checks a result against the schema and raises
     ``RuntimeError`` with a jsonschema report of many lines; the call did run, so the model must
     not read it as a failed call to retry (a tool may not be safe to run twice)."""
     if not isinstance(exc, RuntimeError):
@@ -136,6 +139,14 @@ def _schema_breach(exc: BaseException, mcp_name: str) -> str | None:
     if text.startswith(head):
         first = text[len(head) :].split("\n", 1)[0]  # jsonschema's summary, before its report
         return f"its structured content does not match the tool's output schema ({first})"
+    # The schema itself is broken (a reference leading nowhere, a keyword of the wrong type): the
+    # client checks the result only after the call, so the tool ran all the same.
+    head = f"Invalid schema for tool {mcp_name}: "
+    if text.startswith(head):
+        first = text[len(head) :].split("\n", 1)[0]
+        if len(first) > _BREACH_CHARS:  # "... does not exist within <the whole schema>"
+            first = first[:_BREACH_CHARS] + "..."
+        return f"the tool's output schema is not a valid JSON schema ({first})"
     return None
 
 

@@ -2,7 +2,8 @@
 one tool and no prompts capability (like most real servers), ``... prompts`` one prompt and no
 tools capability; ``... duplicates`` lists two tools of one name (a server breaking MCP's rule
 that a server's tool names are unique); ``... schema`` has tools whose results break their own
-output schema (``count``: structured content of the wrong type, ``bare``: none at all). Built on the ``mcp`` package's low-level ``Server``,
+output schema (``count``: structured content of the wrong type, ``bare``: none at all) or whose
+output schema is broken (``dangling``: a reference to nothing, ``broken``: an invalid keyword). Built on the ``mcp`` package's low-level ``Server``,
 which declares only the capabilities it has handlers for."""
 
 from __future__ import annotations
@@ -35,12 +36,21 @@ async def _list_duplicates(ctx: Any, params: Any) -> types.ListToolsResult:
 _COUNT_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 
 
+# An output schema whose reference leads nowhere, and one jsonschema cannot use (no such type).
+_DANGLING_SCHEMA = {"type": "object", "properties": {"n": {"$ref": "#/$defs/Missing"}}}
+_BROKEN_SCHEMA = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "zero"}}}
+
+
 async def _list_schema_tools(ctx: Any, params: Any) -> types.ListToolsResult:
     schema = {"type": "object"}
     return types.ListToolsResult(
         tools=[
-            types.Tool(name=name, input_schema=schema, output_schema=_COUNT_SCHEMA)
-            for name in ("count", "bare")
+            *(
+                types.Tool(name=name, input_schema=schema, output_schema=_COUNT_SCHEMA)
+                for name in ("count", "bare")
+            ),
+            types.Tool(name="dangling", input_schema=schema, output_schema=_DANGLING_SCHEMA),
+            types.Tool(name="broken", input_schema=schema, output_schema=_BROKEN_SCHEMA),
         ]
     )
 
@@ -49,6 +59,8 @@ async def _call_schema_tool(ctx: Any, params: Any) -> types.CallToolResult:
     text = [types.TextContent(type="text", text="counted many")]
     if params.name == "count":
         return types.CallToolResult(content=text, structured_content={"n": "many"})
+    if params.name in ("dangling", "broken"):
+        return types.CallToolResult(content=text, structured_content={"n": 1})
     return types.CallToolResult(content=text)
 
 
