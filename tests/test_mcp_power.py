@@ -308,6 +308,40 @@ async def test_the_handlers_are_told_which_call_asks_where_the_transport_says(
         assert asked == {"elicitation": "run-7 call_1", "sampling": "run-7 call_2"}
 
 
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_two_calls_asking_at_once_each_get_their_own_context(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """Two calls of one round on one session, each question waiting until both are asked: each
+    handler is given its own call's context (the test above has its calls ask different handlers,
+    not necessarily at once)."""
+    asked: list[tuple[str, str | None]] = []
+    both = asyncio.Event()
+
+    async def ask_user(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        asked.append((params.message, None if ctx is None else ctx.tool_call_id))
+        if len(asked) == 2:
+            both.set()
+        await both.wait()  # bounded by the call_timeout
+        day = "01" if "Oslo" in params.message else "02"
+        return ElicitResult(action="accept", content={"date": f"2027-01-{day}"})
+
+    toolset = MCPToolset(server_for(transport, http_servers), call_timeout=15, elicitation=ask_user)
+    calls = [tool_call("book", {"destination": "Oslo"}), tool_call("book", {"destination": "Rome"})]
+    model = ScriptedModel([Reply(tool_calls=calls), "Done."])
+    async with Runner(ReActAgent("agent", model, tools=[toolset])) as runner:
+        result = await runner.invoke("Go.")
+
+    events = simplify_events(result.events)
+    assert "agent: [tool book] booked Oslo on 2027-01-01" in events
+    assert "agent: [tool book] booked Rome on 2027-01-02" in events
+    legacy_stdio = transport == "stdio-legacy"
+    assert sorted(asked) == [
+        ("When do you want to travel to Oslo?", None if legacy_stdio else "call_1"),
+        ("When do you want to travel to Rome?", None if legacy_stdio else "call_2"),
+    ]
+
+
 async def test_a_server_first_used_from_a_handler_does_not_take_that_call_for_its_own(
     http_servers: dict[bool, HTTPServerProcess],
 ) -> None:
