@@ -26,9 +26,9 @@ from mcp.types import (
 )
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 
-from adk import Runner
+from adk import MaxTurnsExceeded, Runner
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
-from adk.messages import Message
+from adk.messages import Message, Usage
 from adk.models.base import ModelError
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from adk.tools.base import ToolContext, ToolResult
@@ -172,6 +172,37 @@ async def test_a_sampling_reply_cut_at_max_tokens_tells_the_server_so(
         "summary (scripted):  (stopped: content_filter)",
         "summary (scripted): Whole.",
     ]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http-legacy"])
+async def test_a_sampling_model_asked_for_a_runs_call_counts_in_that_run(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """The server's completions are the run's model calls: their usage is in the run's total and
+    they count against max_turns, because the model was called on its own, so a server could
+    spend the run's model without limit and its tokens were in no total."""
+    sampler = ScriptedModel(
+        [Reply(text="Short.", usage=Usage(input_tokens=7, output_tokens=2, total_tokens=9))],
+        cycle=True,
+    )
+    toolset = MCPToolset(server_for(transport, http_servers), call_timeout=15, sampling=sampler)
+    summarize = tool_call("summarize", {"text": "a long text"})
+    agent_usage = Usage(input_tokens=1, output_tokens=1, total_tokens=2)
+    model = ScriptedModel(
+        [Reply(tool_calls=[summarize], usage=agent_usage), Reply(text="Done.", usage=agent_usage)]
+    )
+    async with Runner(ReActAgent("agent", model, tools=[toolset])) as runner:
+        result = await runner.invoke("Go.")
+    assert "agent: [tool summarize] summary (scripted): Short." in simplify_events(result.events)
+    assert result.usage == Usage(input_tokens=9, output_tokens=4, total_tokens=13)
+
+    # two turns: the agent's first call, then the server's completion, refused a third
+    model = ScriptedModel([Reply(tool_calls=[summarize]), "Done."])
+    async with Runner(ReActAgent("agent", model, tools=[toolset])) as runner:
+        with pytest.raises(MaxTurnsExceeded):
+            await runner.invoke("Go.", max_turns=2)
+    assert len(sampler.requests) == 2  # the first run's, and the second run's within its limit
+    await toolset.aclose()
 
 
 class _FailingModel:

@@ -44,7 +44,9 @@ from mcp.types import (
     TextContent,
 )
 
+from ..context import count_usage
 from ..messages import Message
+from ..models import _call
 from ..models.base import ChatModel, ModelOptions, model_name_of
 from ._content import block_text
 
@@ -175,7 +177,12 @@ def sampling_callback(sampling: object) -> SamplingFnT | None:
 class _ModelSampling:
     """Answers a server's ``sampling/createMessage`` with a pyadk chat model. The server's
     messages are text for the model (images and audio as placeholders, as in tool results); a
-    model that fails is an error answer the server can handle."""
+    model that fails is an error answer the server can handle.
+
+    Asked for a call of a run (the call's context known, see the module docstring), the model is
+    called as the run's agents call theirs (``adk.models._call``): counted against ``max_turns``,
+    its usage in the run's total, through the run's tracing and model callbacks. Called on its
+    own, a server could spend the run's model without limit or trace, its tokens in no total."""
 
     __slots__ = ("_model",)
 
@@ -202,7 +209,13 @@ class _ModelSampling:
                 temperature=params.temperature,
                 stop=list(params.stop_sequences) if params.stop_sequences else None,
             )
-            reply = await self._model.generate(messages, options=options)
+            call = _current_call.get()
+            if call is None:  # no run to count in (a handshake-era stdio server's request)
+                reply = await self._model.generate(messages, options=options)
+            else:
+                run = call.run_context
+                reply = await _call.generate(run, self._model, messages, (), options)
+                count_usage(run, reply)
         except Exception as exc:
             reason = _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)

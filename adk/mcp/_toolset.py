@@ -395,11 +395,9 @@ class MCPToolset(AsyncCloseable):
         )
         self._server = server
         self._on_progress = on_progress
-        # Whether a call says whose it is to the handlers of the server's requests (a function
-        # handler, which is given the call's ToolContext); a ChatModel answering sampling is not.
-        self._tells_handlers = elicitation is not None or (
-            sampling is not None and not isinstance(sampling, ChatModel)
-        )
+        # Whether a call says whose it is to the handlers of the server's requests: a function
+        # is given the call's ToolContext, a ChatModel answering sampling is called in its run.
+        self._tells_handlers = elicitation is not None or sampling is not None
         # A session per event loop: its connection's owner task, its lock and, for a stdio
         # server, the pipes to the process belong to the loop that opened it, and a service
         # running one toolset (one Runner) from several threads' loops at once (asyncio.run per
