@@ -25,6 +25,9 @@ from mcp.types import (
     TextResourceContents,
 )
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from adk import MaxTurnsExceeded, Runner
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
@@ -178,8 +181,8 @@ async def test_a_sampling_reply_cut_at_max_tokens_tells_the_server_so(
 async def test_a_sampling_model_asked_for_a_runs_call_counts_in_that_run(
     transport: str, http_servers: dict[bool, HTTPServerProcess]
 ) -> None:
-    """The server's completions are the run's model calls: their usage is in the run's total and
-    they count against max_turns, because the model was called on its own, so a server could
+    """The server's completions are the run's model calls: their usage is in the run's total,
+    they are traced and they count against max_turns, because the model was called on its own, so a server could
     spend the run's model without limit and its tokens were in no total."""
     sampler = ScriptedModel(
         [Reply(text="Short.", usage=Usage(input_tokens=7, output_tokens=2, total_tokens=9))],
@@ -191,10 +194,17 @@ async def test_a_sampling_model_asked_for_a_runs_call_counts_in_that_run(
     model = ScriptedModel(
         [Reply(tool_calls=[summarize], usage=agent_usage), Reply(text="Done.", usage=agent_usage)]
     )
-    async with Runner(ReActAgent("agent", model, tools=[toolset])) as runner:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = ReActAgent("agent", model, tools=[toolset])
+    async with Runner(agent, tracer_provider=provider) as runner:
         result = await runner.invoke("Go.")
     assert "agent: [tool summarize] summary (scripted): Short." in simplify_events(result.events)
     assert result.usage == Usage(input_tokens=9, output_tokens=4, total_tokens=13)
+    chats = [span for span in exporter.get_finished_spans() if span.name.startswith("chat")]
+    assert len(chats) == 3  # the agent's two calls and the server's completion
+    provider.shutdown()
 
     # two turns: the agent's first call, then the server's completion, refused a third
     model = ScriptedModel([Reply(tool_calls=[summarize]), "Done."])
