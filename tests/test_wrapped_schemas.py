@@ -259,21 +259,25 @@ def test_definitions_move_to_the_wrapper_and_references_to_the_root_under_its_pr
 
 @pytest.mark.parametrize("size", [1, 2, 5])
 def test_the_answer_is_unwrapped_alike_whole_and_piece_by_piece(size: int) -> None:
-    for text in (
-        WRAPPED_ITEMS,
-        ' { "response" :\n {"kind": "cat", "lives": {"n": 9}} }\n',
-        '{"response": "a } b"}',
-        '{"response": 7}',
-        ITEMS,
-        '{"response": [1, 2',  # cut off (finish reason "length"): what came of the value
+    """Each answer unwraps to the value it wraps, whole (``unwrap_text``) and fed to the stream's
+    unwrapper ``size`` characters at a time."""
+    for text, value in (
+        (WRAPPED_ITEMS, ITEMS),
+        (
+            ' { "response" :\n {"kind": "cat", "lives": {"n": 9}} }\n',
+            '{"kind": "cat", "lives": {"n": 9}}',
+        ),
+        ('{"response": "a } b"}', '"a } b"'),
+        ('{"response": 7}', "7"),
+        (ITEMS, ITEMS),  # answered bare: passed on as it came
+        ('{"response": [1, 2', "[1, 2"),  # cut off (finish reason "length"): what came of it
     ):
         unwrapper = AnswerUnwrapper()
         pieces = [text[at : at + size] for at in range(0, len(text), size)]
         streamed = "".join(unwrapper.feed(piece) for piece in pieces) + unwrapper.finish()
-        assert streamed == unwrap_text(text)
-    assert unwrap_text(WRAPPED_ITEMS) == ITEMS
+        assert unwrap_text(text) == value
+        assert streamed == value
     assert unwrap_text(' { "response" :\n {"a": {}} }\n') == '{"a": {}}'
-    assert unwrap_text('{"response": [1, 2') == "[1, 2"
 
 
 # -- the agent: outputs, history, partial instances, the retry, a paused run ------------------
