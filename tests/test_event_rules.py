@@ -497,6 +497,17 @@ async def test_an_agent_yielding_something_else_than_an_event_gets_a_clear_error
         await Runner(SequentialAgent("s", [Odd("odd")])).invoke("x")
 
 
+def placed(agent: BaseAgent, wrap: str) -> BaseAgent:
+    """``agent`` as the root ("root", "stream") or as the one step of a workflow of kind ``wrap``."""
+    if wrap == "sequence":
+        return SequentialAgent("s", [agent])
+    if wrap == "parallel":
+        return ParallelAgent("p", [agent])
+    if wrap == "loop":
+        return LoopAgent("l", [agent], max_iterations=2)
+    return agent
+
+
 class _Returning(BaseAgent):
     """``async def run`` that returns an event instead of yielding it: a coroutine, not events."""
 
@@ -507,13 +518,7 @@ class _Returning(BaseAgent):
 @pytest.mark.parametrize("wrap", ["root", "sequence", "parallel", "loop", "stream"])
 async def test_an_agent_whose_run_returns_instead_of_yielding_gets_a_clear_error(wrap: str) -> None:
     agent = _Returning("odd")
-    root: Any = {
-        "root": agent,
-        "stream": agent,
-        "sequence": SequentialAgent("s", [agent]),
-        "parallel": ParallelAgent("p", [agent]),
-        "loop": LoopAgent("l", [agent], max_iterations=2),
-    }[wrap]
+    root = placed(agent, wrap)
     expected = r"agent 'odd' failed: TypeError: run\(\) returned a coroutine, not an async iterator"
     # pytest turns a "coroutine was never awaited" RuntimeWarning into a failure here (pyproject).
     if wrap == "stream":
@@ -552,13 +557,7 @@ async def test_an_agent_whose_run_is_not_async_gets_a_clear_error(
     requires an object with __aiter__ method, got generator", which said neither what was wrong
     with the agent nor what to write instead."""
     agent = kind("odd")
-    root: Any = {
-        "root": agent,
-        "stream": agent,
-        "sequence": SequentialAgent("s", [agent]),
-        "parallel": ParallelAgent("p", [agent]),
-        "loop": LoopAgent("l", [agent], max_iterations=2),
-    }[wrap]
+    root = placed(agent, wrap)
     expected = (
         f"agent 'odd' failed: TypeError: run() returned {returned}, not an async iterator of "
         "events: write it as async def run(...) and yield each event"
