@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["check_agent", "check_agents", "check_count", "check_name", "shown"]
+__all__ = [
+    "check_agent",
+    "check_agents",
+    "check_count",
+    "check_description",
+    "check_flag",
+    "check_name",
+    "shown",
+]
 
 
 def check_name(name: object, what: str) -> str:
@@ -20,6 +28,23 @@ def check_name(name: object, what: str) -> str:
     if not name:
         raise ValueError(f"{what} needs a non-empty name")
     return name
+
+
+def check_description(description: object, what: str) -> str:
+    """``description`` if it is a str; ``what`` names the tool or agent (``"tool 'search'"``).
+    Another type was taken and failed later, inside a ``ToolSpec``, with pydantic's validation
+    error naming neither the tool nor the agent."""
+    if not isinstance(description, str):
+        raise TypeError(f"{what}: description must be a str, got {shown(description)}")
+    return description
+
+
+def check_flag(value: object, flag: str, what: str) -> bool:
+    """``value`` if it is a bool: a str such as ``"no"`` is truthy and would be taken as True
+    without a word. ``flag`` names the parameter, ``what`` its owner."""
+    if type(value) is not bool:
+        raise TypeError(f"{what}: {flag} must be True or False, got {shown(value)}")
+    return value
 
 
 def check_agent(value: object, what: str) -> None:

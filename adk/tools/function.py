@@ -30,7 +30,7 @@ from pydantic.errors import PydanticSchemaGenerationError
 # approval, or a resumed one, reads it.
 import adk
 
-from .._checks import shown
+from .._checks import check_description, check_flag, shown
 from ..checkpoint.codec import CheckpointError, _nan_json
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
@@ -326,7 +326,11 @@ class FunctionTool:
     ) -> None:
         _check_function(fn)
         # The function of a require_approval that decides per call (None for a bool), checked first.
-        check = _approval_rule(require_approval, _tool_label(name or getattr(fn, "__name__", None)))
+        label = _tool_label(name or getattr(fn, "__name__", None))
+        check = _approval_rule(require_approval, label)
+        check_flag(thread, "thread", label)
+        if description is not None:
+            check_description(description, label)
         self.fn = fn
         self.require_approval = require_approval
         self._approval_check = check

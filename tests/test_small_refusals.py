@@ -1,0 +1,55 @@
+"""Small refusals where a tool, an agent or a supervisor is made: a wrong argument fails there,
+naming what was wrong and whose, not later inside a run (or never, taken for something else)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import adk
+from adk import BaseAgent, SequentialAgent
+from adk.testing import ScriptedModel
+from prebuilt import PlanExecute, ReActAgent
+
+
+def lookup(city: str) -> str:
+    """Look a city up."""
+    return city
+
+
+@pytest.mark.parametrize("flag", ["no", "False", 0, 1, None])
+def test_a_non_bool_thread_flag_is_refused_naming_it(flag: Any) -> None:
+    # "no" is truthy: the tool ran in a thread without a word, the opposite of what was written.
+    with pytest.raises(TypeError, match=r"tool 'lookup': thread must be True or False"):
+        adk.tool(thread=flag)(lookup)
+    with pytest.raises(TypeError, match=r"tool 'lookup': thread must be True or False"):
+        adk.FunctionTool(lookup, thread=flag)
+
+
+def test_bool_thread_flags_are_taken() -> None:
+    assert adk.tool(thread=False)(lookup)._thread is False
+    assert adk.FunctionTool(lookup, thread=True)._thread is True
+
+
+@pytest.mark.parametrize("description", [5, ["Look up."], b"Look up."])
+def test_a_tool_description_that_is_not_a_str_is_refused_naming_the_tool(
+    description: Any,
+) -> None:
+    with pytest.raises(TypeError, match=r"tool 'lookup': description must be a str"):
+        adk.tool(description=description)(lookup)
+    with pytest.raises(TypeError, match=r"tool 'find': description must be a str"):
+        adk.FunctionTool(lookup, name="find", description=description)
+
+
+def test_an_agent_description_that_is_not_a_str_is_refused_naming_the_agent() -> None:
+    model = ScriptedModel([])
+    with pytest.raises(TypeError, match=r"ReActAgent 'helper': description must be a str"):
+        ReActAgent("helper", model, description=5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"agent 'custom': description must be a str"):
+        BaseAgent("custom", description=None)  # type: ignore[arg-type]
+    step = ReActAgent("step", model)
+    with pytest.raises(TypeError, match=r"SequentialAgent 'seq': description must be a str"):
+        SequentialAgent("seq", [step], description=["steps"])  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"PlanExecute 'plan': description must be a str"):
+        PlanExecute.from_model(model, name="plan", description=1)  # type: ignore[arg-type]
