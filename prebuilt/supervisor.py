@@ -86,6 +86,14 @@ def Supervisor(
     ``with_sub_agents``) bounds a run's delegations to half of it.
     """
     workers = list(workers)
+    if not workers:
+        # Without one, every delegation the supervisor's model attempts fails (there is nobody
+        # to transfer to) and the flow is only the supervisor under another name.
+        raise ValueError(
+            f"Supervisor {getattr(supervisor, 'name', None)!r}: a supervisor needs at least one "
+            "worker to delegate to, got none; to run the agent alone, give it to the Runner as "
+            "it is"
+        )
     _check_role_names(supervisor, workers)
     return with_sub_agents(
         supervisor,

@@ -251,3 +251,11 @@ async def test_a_second_supervisor_over_one_agent_is_refused_saying_to_build_onc
     )
     result = await Runner(app).invoke("Weather in Oslo, 5 EUR?")
     assert result.text == "Sunny, and 10 USD."
+
+
+def test_a_supervisor_without_workers_is_refused() -> None:
+    boss = ReActAgent("boss", ScriptedModel([]))
+    with pytest.raises(ValueError, match=r"Supervisor 'boss': a supervisor needs at least one"):
+        Supervisor(boss, [])
+    with pytest.raises(ValueError, match=r"needs at least one worker"):
+        Supervisor(boss, iter(()))
