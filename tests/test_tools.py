@@ -31,6 +31,7 @@ from adk import (
     ToolSpec,
     tool,
 )
+from adk.callbacks import Callbacks
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
 
@@ -404,6 +405,50 @@ async def test_a_tool_returning_neither_text_nor_a_tool_result_is_an_error_resul
     failed = next(e for e in events if e.message is not None and e.message.tool_call_id == "c1")
     assert failed.message is not None and failed.message.metadata["is_error"] is True
     assert events[-1].message is not None and events[-1].message.content == "final"  # no exit
+
+
+class _SyncLookup:
+    """A hand-written tool whose run is a plain ``def``, as a newcomer's first one can be."""
+
+    spec = ToolSpec(name="lookup", description="Look a user up.", parameters={"type": "object"})
+
+    def run(self, arguments: str, ctx: ToolContext) -> str:
+        return "ann"
+
+
+class _HandingOn:
+    """A plain ``def run`` that hands the call on to an async one: a working tool."""
+
+    spec = ToolSpec(name="handing_on", description="Double 4.", parameters={"type": "object"})
+
+    def run(self, arguments: str, ctx: ToolContext) -> Any:
+        return tool(_double).run('{"value": 4}', ctx)
+
+
+_NOT_ASYNC = (
+    "Error: tool 'lookup' failed: its run is not a coroutine function: a Tool's run must be an "
+    "async def (async def run(self, arguments, ctx)), or return an awaitable (TypeError: "
+)
+
+
+@pytest.mark.parametrize("hooked", [False, True])
+async def test_a_tool_whose_run_is_not_async_tells_the_model_what_is_wrong(hooked: bool) -> None:
+    """The model read only "object str can't be used in 'await' expression", which said nothing
+    of the fix; a plain ``def run`` returning an awaitable still works (tools.md). ``hooked``: the
+    call goes through a before_tool callback, which awaits the tool's run itself."""
+    callbacks = [Callbacks(before_tool=lambda ctx, call: None)] if hooked else []
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("lookup", {}, id="c1"), tool_call("handing_on", id="c2")]),
+            "final",
+        ]
+    )
+    agent = ReActAgent("agent", model, tools=[_SyncLookup(), _HandingOn()], callbacks=callbacks)
+    await run_events(agent)
+    results = _results(agent)
+    assert results["c1"].startswith(_NOT_ASYNC), results["c1"]
+    assert "can't be used in 'await' expression" in results["c1"]  # Python's own words
+    assert results["c2"] == "8"
 
 
 @tool

@@ -71,6 +71,27 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
+def _not_async(exc: BaseException) -> str | None:
+    """What is wrong when a hand-written tool's ``run`` is a plain ``def``: the framework awaited
+    what it returned, and the model read only Python's "object str can't be used in 'await'
+    expression", which says nothing of the fix. Told apart by the ``await`` that failed being the
+    framework's own (the innermost frame is in ``adk``), not one inside the tool. Asked only once
+    a call has failed: nothing is added to a call that runs. Not refused where the tool is given:
+    a plain ``def run`` that returns a coroutine (a wrapper handing the call on) is a working
+    tool."""
+    if not isinstance(exc, TypeError) or "'await' expression" not in str(exc):
+        return None
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    if tb is None or not str(tb.tb_frame.f_globals.get("__name__", "")).startswith("adk."):
+        return None
+    return (
+        "its run is not a coroutine function: a Tool's run must be an async def (async def "
+        f"run(self, arguments, ctx)), or return an awaitable ({_describe(exc)})"
+    )
+
+
 def unique_call_ids(calls: Sequence[ToolCall]) -> None:
     """Give calls of one reply that share an id (servers that number every call "call_0", or
     send none) ids of their own, ``<id>~<place>``: results are matched to calls, and pauses
@@ -147,7 +168,7 @@ async def run_tool_call(
             raise
         if isinstance(exc, MaxTurnsExceeded):  # the run's limit, reached in an AgentTool's run
             raise
-        output = ToolResult.error(f"tool '{call.name}' failed: {_describe(exc)}")
+        output = ToolResult.error(f"tool '{call.name}' failed: {_not_async(exc) or _describe(exc)}")
         tool_ctx.action = None
     finally:
         if resumed and plan is not None:
