@@ -122,6 +122,14 @@ class FlowAgent:
             return parent
         return None
 
+    def _target_names(self) -> list[str]:
+        """The names ``find`` finds: the sub-agents', then the parent's if it may transfer back."""
+        names = [sub.name for sub in self.sub_agents]
+        parent = self.parent
+        if parent is not None and self.may_transfer_to_parent:
+            names.append(parent.name)
+        return names
+
     def _follow(self, chain: tuple[str, ...], name: object) -> FlowAgent | None:
         """The agent the saved transfer ``chain`` (the run path below the flow) ends at, found
         the way the transfers found it. Names need only be unique among an agent's sub-agents,
@@ -221,7 +229,9 @@ class FlowAgent:
                                 target = node.find(action.transfer_to)
                                 if target is None:
                                     source = event.agent_name or node.name
-                                    yield _transfer_failed(action.transfer_to, source, event)
+                                    yield _transfer_failed(
+                                        action.transfer_to, source, event, node._target_names()
+                                    )
                                     return
                                 transfers += 1
                                 if transfers > self.max_transfers:
@@ -257,8 +267,15 @@ def _too_many_transfers(limit: int, cause: AgentEvent) -> AgentEvent:
     return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
 
 
-def _transfer_failed(target: str, source: str, cause: AgentEvent) -> AgentEvent:
-    message = f"transfer failed: agent '{target}' not found when transferring from '{source}'"
+def _transfer_failed(target: str, source: str, cause: AgentEvent, valid: list[str]) -> AgentEvent:
+    """The error ending a run whose transfer named no agent it can reach. The names it could
+    have named are listed, as the model's own transfer tool lists them: a tool's
+    ``ctx.transfer("billing")`` for a sibling or a misspelt name said only "not found"."""
+    names = ", ".join(repr(name) for name in valid) if valid else "none"
+    message = (
+        f"transfer failed: agent '{target}' not found when transferring from '{source}'; "
+        f"the agents it can transfer to: {names}"
+    )
     return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
 
 

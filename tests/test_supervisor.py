@@ -235,6 +235,31 @@ async def test_a_worker_cannot_hand_over_to_another_worker() -> None:
     assert billing.model.calls == 0  # type: ignore[union-attr]
 
 
+async def test_a_workers_tool_transfer_to_a_sibling_fails_listing_whom_it_can_reach() -> None:
+    # The model's own transfer tool lists the valid names; a tool's ctx.transfer failed the run
+    # saying only "not found", leaving the user to guess that only the supervisor is reachable.
+    @adk.tool
+    def handoff(ctx: adk.ToolContext) -> str:
+        """Hand the case to billing."""
+        ctx.transfer("billing")
+        return "handed"
+
+    support = ReActAgent(
+        "support",
+        ScriptedModel([Reply(tool_calls=[tool_call("handoff", {})])]),
+        description="Supports.",
+        tools=[handoff],
+    )
+    billing = ReActAgent("billing", ScriptedModel(["billed"]), description="Bills.")
+    boss = ReActAgent("boss", ScriptedModel([transfer("support"), "never"]))
+    with pytest.raises(adk.RunError) as caught:
+        await Runner(Supervisor(boss, [support, billing])).invoke("help")
+    assert caught.value.error.message == (
+        "transfer failed: agent 'billing' not found when transferring from 'support'; the agents "
+        "it can transfer to: 'boss'"
+    )
+
+
 async def test_a_second_supervisor_over_one_agent_is_refused_saying_to_build_once() -> None:
     # A crew built per request from agents made once: the second Supervisor over the same
     # supervisor agent is refused, saying what to do instead, and the first one still runs.

@@ -93,11 +93,36 @@ async def test_transfer_to_an_unknown_agent_is_an_exact_error() -> None:
     errors = [e for e in events if e.error is not None]
     assert len(errors) == 1
     assert errors[0].error.message == (  # type: ignore[union-attr]
-        "transfer failed: agent 'X' not found when transferring from 'A'"
+        "transfer failed: agent 'X' not found when transferring from 'A'; the agents it can "
+        "transfer to: 'B'"
     )
     assert events[-1] is errors[0]
     with pytest.raises(RunError, match="transfer failed: agent 'X' not found"):
         await Runner(with_sub_agents(ScriptAgent("A", act_transfer("X")), [])).invoke("hi")
+
+
+async def test_a_tools_transfer_to_an_unknown_agent_lists_the_agents_it_can_reach() -> None:
+    @tool
+    def escalate(ctx: ToolContext) -> str:
+        """Escalate the case."""
+        ctx.transfer("nobody")
+        return "escalated"
+
+    front = ReActAgent(
+        "front",
+        ScriptedModel([Reply(tool_calls=[tool_call("escalate", {})])]),
+        tools=[escalate],
+        sub_agents=[
+            ReActAgent("billing", ScriptedModel(["billed"]), description="Bills."),
+            ReActAgent("support", ScriptedModel(["helped"]), description="Helps."),
+        ],
+    )
+    with pytest.raises(RunError) as caught:
+        await Runner(front).invoke("help")
+    assert caught.value.error.message == (
+        "transfer failed: agent 'nobody' not found when transferring from 'front'; the agents it "
+        "can transfer to: 'billing', 'support'"
+    )
 
 
 async def test_unknown_target_from_a_sub_agent_names_the_sub_agent() -> None:
@@ -105,7 +130,8 @@ async def test_unknown_target_from_a_sub_agent_names_the_sub_agent() -> None:
     events = await run_events(with_sub_agents(ScriptAgent("A", act_transfer("B")), [b]))
     assert events[-1].error is not None
     assert events[-1].error.message == (
-        "transfer failed: agent 'Nope' not found when transferring from 'B'"
+        "transfer failed: agent 'Nope' not found when transferring from 'B'; the agents it can "
+        "transfer to: 'A'"
     )
 
 
@@ -117,7 +143,8 @@ async def test_lookup_is_sub_agents_then_parent_only() -> None:
     events = await run_events(with_sub_agents(ScriptAgent("A", act_transfer("B")), [b, c]))
     assert events[-1].error is not None
     assert events[-1].error.message == (
-        "transfer failed: agent 'C' not found when transferring from 'B'"
+        "transfer failed: agent 'C' not found when transferring from 'B'; the agents it can "
+        "transfer to: 'A'"
     )
     assert c.runs == 0
 
@@ -128,7 +155,8 @@ async def test_allow_transfer_to_parent_false_blocks_the_way_back() -> None:
     events = await run_events(flow)
     assert events[-1].error is not None
     assert events[-1].error.message == (
-        "transfer failed: agent 'A' not found when transferring from 'B'"
+        "transfer failed: agent 'A' not found when transferring from 'B'; the agents it can "
+        "transfer to: none"
     )
 
 
@@ -379,5 +407,6 @@ async def test_a_transfer_from_a_workflow_step_nests_under_the_step_that_asked()
     events = await run_events(with_sub_agents(lost, [ScriptAgent("u")]))
     assert events[-1].error is not None
     assert events[-1].error.message == (
-        "transfer failed: agent 'nowhere' not found when transferring from 'a'"
+        "transfer failed: agent 'nowhere' not found when transferring from 'a'; the agents it "
+        "can transfer to: 'u'"
     )
