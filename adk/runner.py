@@ -210,13 +210,24 @@ def _input_item(item: object) -> str:
 
 
 def _check_run_options(session: object, checkpoint_id: object) -> None:
-    """Check ``run``/``invoke``'s options up front: a bad ``checkpoint_id`` would otherwise fail
-    only at the pause, after all the run's work, and a bad ``session`` deep in ``dict()``.
-    (Called only when either is given in a form that needs checking: none per plain run.)"""
+    """Check ``run``/``invoke``'s options up front: a bad ``checkpoint_id``, or a session key
+    that is not a str, would otherwise fail only at the pause, after all the run's work, and a bad
+    ``session`` deep in ``dict()``. (Called only when either is given: none per plain run.)"""
     if checkpoint_id is not None:
         _check_id(checkpoint_id)  # the stores' own rule
-    if not (session is None or isinstance(session, Session | Mapping)):
+    if session is None:
+        return
+    if not isinstance(session, Session | Mapping):
         raise TypeError(f"session must be a Session or a mapping, got {type(session).__name__}")
+    for key in session.values if isinstance(session, Session) else session:
+        if type(key) is not str:
+            # Taken, such a key failed the run only at its first pause, after all its work: a
+            # checkpoint saves the session as JSON, whose keys are text (DESIGN: session values
+            # are read by str key, ``ctx.session[k]`` and ``{key}`` placeholders).
+            raise TypeError(
+                f"session keys must be str, got the key {shown(key)}: a session is saved in a "
+                "checkpoint as JSON, whose keys are text"
+            )
 
 
 def _check_store(store: object) -> None:
@@ -271,9 +282,10 @@ def _resume_options(
 ) -> tuple[Session | None, tuple[Mapping[str, Any], Any] | None]:
     """``resume``/``invoke_resume``'s arguments, checked up front: the session to run in (a
     mapping copied into a new one) and the run options, if any were given."""
-    if session is not None and not isinstance(session, Session):
+    if session is not None:
         _check_run_options(session, None)
-        session = Session(session)
+        if not isinstance(session, Session):
+            session = Session(session)
     given = None
     if options is not None or agent_options is not None:
         given = run_options(options, agent_options)
@@ -348,7 +360,7 @@ class Runner(AsyncCloseable):
         nested runs' too); the call past it fails the run with ``MaxTurnsExceeded``. Saved in a
         checkpoint with the calls made so far: a resume goes on counting."""
         messages = _to_messages(input)
-        if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
+        if checkpoint_id is not None or session is not None:
             _check_run_options(session, checkpoint_id)
         # Without a session the run makes its own when one is first read (``_RunState.session``).
         values = session if session is None or isinstance(session, Session) else Session(session)
@@ -408,7 +420,7 @@ class Runner(AsyncCloseable):
         (``MaxTurnsExceeded``, a ``RunError``, past ``max_turns``). ``session``, ``options``,
         ``agent_options`` and ``max_turns`` as for ``run``; the run's session is
         ``RunResult.session``."""
-        if checkpoint_id is not None or not (session is None or isinstance(session, Session)):
+        if checkpoint_id is not None or session is not None:
             _check_run_options(session, checkpoint_id)
         # Without a session the run makes its own when one is first read (``_RunState.session``).
         values = session if session is None or isinstance(session, Session) else _session(session)

@@ -146,6 +146,32 @@ async def test_a_session_that_is_not_a_mapping_is_refused_up_front(session: Any)
     assert agent.runs == 0
 
 
+@pytest.mark.parametrize("make", [dict, Session])
+async def test_a_session_key_that_is_not_a_str_is_refused_before_the_run_does_any_work(
+    make: Any,
+) -> None:
+    # Taken, {1: ...} failed the run only at its first pause, after the work before it: the
+    # checkpoint saves the session as JSON. A resume given one is refused alike, the checkpoint
+    # kept.
+    agent = ScriptAgent("a", "work", lambda ctx: ctx.interrupt({"q": 1}))
+    runner = Runner(agent)
+    wanted = r"session keys must be str, got the key int 1: a session is saved in a checkpoint"
+    with pytest.raises(TypeError, match=wanted):
+        runner.run("hi", session=make({"user": "Ann", 1: "x"}))
+    with pytest.raises(TypeError, match=wanted):
+        await runner.invoke("hi", session=make({1: "x"}))
+    assert agent.runs == 0
+    paused = await runner.invoke("hi", session=make({"user": "Ann"}))
+    assert paused.checkpoint_id is not None and agent.runs == 1
+    with pytest.raises(TypeError, match=wanted):
+        runner.resume(paused.checkpoint_id, "yes", session=make({1: "x"}))
+    with pytest.raises(TypeError, match=wanted):
+        await runner.invoke_resume(paused.checkpoint_id, "yes", session=make({1: "x"}))
+    assert agent.runs == 1
+    resumed = await runner.invoke_resume(paused.checkpoint_id, "yes")
+    assert agent.runs == 2 and resumed.session.values == {"user": "Ann"}  # the checkpoint kept
+
+
 @pytest.mark.parametrize(
     ("checkpoint_id", "error", "wanted"),
     [
