@@ -78,7 +78,12 @@ def test_agent_tool_refuses_a_blank_description(description: str) -> None:
 
 
 def test_agent_tool_refuses_a_description_that_is_no_str() -> None:
-    agent = ScriptAgent("helper", description=3)  # type: ignore[arg-type]
+    # BaseAgent refuses one where it is made; one assigned afterwards (or an agent of one's own
+    # not made from BaseAgent) still reaches AgentTool, which refuses it too.
+    with pytest.raises(TypeError, match="agent 'helper': description must be a str, got int 3"):
+        ScriptAgent("helper", description=3)  # type: ignore[arg-type]
+    agent = ScriptAgent("helper")
+    agent.description = 3  # type: ignore[assignment]
     with pytest.raises(TypeError, match="AgentTool needs a str description, got int 3"):
         AgentTool(agent)
 
