@@ -220,10 +220,11 @@ def _check_run_options(session: object, checkpoint_id: object) -> None:
     if not isinstance(session, Session | Mapping):
         raise TypeError(f"session must be a Session or a mapping, got {type(session).__name__}")
     for key in session.values if isinstance(session, Session) else session:
-        if type(key) is not str:
+        if not isinstance(key, str):
             # Taken, such a key failed the run only at its first pause, after all its work: a
             # checkpoint saves the session as JSON, whose keys are text (DESIGN: session values
-            # are read by str key, ``ctx.session[k]`` and ``{key}`` placeholders).
+            # are read by str key, ``ctx.session[k]`` and ``{key}`` placeholders). A str subclass
+            # (a StrEnum member naming the keys) is text to JSON and equal to its str: taken.
             raise TypeError(
                 f"session keys must be str, got the key {shown(key)}: a session is saved in a "
                 "checkpoint as JSON, whose keys are text"

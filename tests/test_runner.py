@@ -4,6 +4,7 @@ a run, ``async with``; plus the test helpers users get (ScriptedModel, simplify_
 from __future__ import annotations
 
 import asyncio
+import enum
 import typing
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
@@ -32,6 +33,7 @@ from adk import (
     tool,
     with_sub_agents,
 )
+from adk.checkpoint import SQLiteCheckpointStore
 from adk.messages import Usage, join_chunks
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent, Supervisor
@@ -731,3 +733,23 @@ async def test_with_hooks_every_model_reply_is_checked() -> None:
     with pytest.raises(RunError, match="generate\\(\\) returned str 'plain text'"):
         await runner.invoke("hi")
     assert model.calls == 2
+
+
+async def test_a_session_key_that_is_a_str_subclass_is_taken_and_survives_a_pause(
+    tmp_path: Any,
+) -> None:
+    # A StrEnum naming an application's session keys is a str to JSON and to every lookup:
+    # the check of session keys refused it (type(key) is not str) though the run and its
+    # checkpoint (saved as JSON in SQLite) take it.
+    class Key(enum.StrEnum):
+        USER = "user"
+
+    agent = ScriptAgent("a", "work", lambda ctx: ctx.interrupt({"q": ctx.session["user"]}))
+    async with Runner(agent, checkpoint_store=SQLiteCheckpointStore(tmp_path / "cp.db")) as runner:
+        paused = await runner.invoke("hi", session={Key.USER: "Ann"})
+        assert paused.checkpoint_id is not None
+        resumed = await runner.invoke_resume(paused.checkpoint_id, "yes")
+        assert resumed.session.values == {"user": "Ann"}
+        again = await runner.invoke("hi", session=Session({Key.USER: "Bo"}))
+        assert again.checkpoint_id is not None
+    assert agent.runs == 3
