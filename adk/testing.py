@@ -47,6 +47,11 @@ class Reply:
                 f"Reply tool_calls must be a list, got {type(self.tool_calls).__name__} "
                 "(for one call, write tool_calls=[tool_call(name, arguments)])"
             )
+        # Kept as a list: the check iterates the calls, which would leave a generator (which
+        # Message.assistant takes, "any iterable") empty for the turn; None is no calls, as it
+        # was to Message.assistant.
+        calls = self.tool_calls
+        self.tool_calls = [] if calls is None else calls if type(calls) is list else list(calls)
         for index, call in enumerate(self.tool_calls):
             if not isinstance(call, ToolCall):
                 raise TypeError(

@@ -597,6 +597,19 @@ def test_a_reply_whose_tool_calls_are_not_tool_calls_is_refused_when_written() -
     assert Reply(tool_calls=(tool_call("f", {}),)).tool_calls[0].name == "f"  # type: ignore[arg-type]
 
 
+async def test_a_reply_keeps_tool_calls_given_as_a_generator_or_none() -> None:
+    """Message.assistant takes any iterable of calls: the check of a Reply's calls iterated a
+    generator and left it empty, so the turn made no call without a word; None (no calls) failed
+    with a bare "'NoneType' object is not iterable"."""
+    calls = Reply(tool_calls=(tool_call(name, {"a": 1}) for name in ["f", "g"]))  # type: ignore[arg-type]
+    assert [call.name for call in calls.tool_calls] == ["f", "g"]
+    model = ScriptedModel([calls, Reply(text="none", tool_calls=None)])  # type: ignore[arg-type]
+    first = await model.generate([])
+    assert [call.name for call in first.tool_calls] == ["f", "g"]
+    second = await model.generate([])
+    assert (second.content, second.tool_calls) == ("none", [])
+
+
 async def test_scripted_model_streams_the_same_message_it_would_return() -> None:
     reply = Reply(text="a longer answer", tool_calls=[tool_call("f", {"x": 1}, id="c1")])
     model = ScriptedModel([reply, reply], chunk_size=4)
