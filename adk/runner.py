@@ -231,16 +231,24 @@ def _check_run_options(session: object, checkpoint_id: object) -> None:
             )
 
 
+_STORE_METHODS = ("get", "put", "delete")  # CheckpointStore's
+
+
 def _check_store(store: object) -> None:
     """Refuse, when the runner is made, a ``checkpoint_store`` that is not a store: a path or URL
     (``"cp.db"``, LangGraph's connection string) or a store's class (its ``()`` forgotten) was
-    taken, and the run failed only at its first pause, after all its work, unable to save it."""
-    if isinstance(store, type):
+    taken, and the run failed only at its first pause, after all its work, unable to save it.
+    A class whose methods need no instance (static or class methods: a store kept as a
+    namespace) is a store as it is, duck-typed like any other."""
+    if isinstance(store, type) and not all(
+        isinstance(inspect.getattr_static(store, name, None), staticmethod | classmethod)
+        for name in _STORE_METHODS
+    ):
         raise TypeError(
             f"Runner checkpoint_store is the class {store.__name__}, not a store: pass an "
             f"instance, {store.__name__}(...)"
         )
-    if not all(callable(getattr(store, name, None)) for name in ("get", "put", "delete")):
+    if not all(callable(getattr(store, name, None)) for name in _STORE_METHODS):
         raise TypeError(
             f"Runner checkpoint_store must be a checkpoint store (async get, put and delete), "
             f"got {shown(store)}; for a file, SQLiteCheckpointStore(path) (adk.checkpoint)"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from conftest import ScriptAgent
@@ -372,6 +372,34 @@ async def test_a_checkpoint_store_that_is_not_one_is_refused_when_the_runner_is_
     with pytest.raises(TypeError) as refused:
         Runner(Asker("root"), checkpoint_store=store)
     assert str(refused.value) == message
+
+
+class _NamespaceStore:
+    """A store kept as a class of static and class methods (one per process, never made): a
+    duck-typed store as it is, not a store's class with its () forgotten."""
+
+    saved: ClassVar[dict[str, bytes]] = {}
+
+    @staticmethod
+    async def get(id: str) -> bytes | None:
+        return _NamespaceStore.saved.get(id)
+
+    @classmethod
+    async def put(cls, id: str, data: bytes) -> None:
+        cls.saved[id] = data
+
+    @staticmethod
+    async def delete(id: str) -> None:
+        _NamespaceStore.saved.pop(id, None)
+
+
+async def test_a_class_whose_store_methods_need_no_instance_is_taken_as_a_store() -> None:
+    """The refusal of a store's class (its () forgotten) refused every class, this one too."""
+    runner = Runner(Asker("root"), checkpoint_store=_NamespaceStore)  # type: ignore[arg-type]
+    paused = await runner.invoke("hi")
+    assert paused.checkpoint_id in _NamespaceStore.saved
+    resumed = await runner.invoke_resume(paused.checkpoint_id, "yes")
+    assert resumed.interrupt is None and _NamespaceStore.saved == {}
 
 
 async def test_a_resume_given_what_is_not_a_checkpoint_id_says_what_to_pass() -> None:
