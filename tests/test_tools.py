@@ -339,6 +339,21 @@ def test_type_hints_that_cannot_be_resolved_are_refused_naming_the_tool() -> Non
     assert isinstance(refused.value.__cause__, NameError)
 
 
+async def test_hints_imported_only_for_type_checking_refuse_only_what_the_tool_reads() -> None:
+    """A ``ToolContext`` hint and a return hint whose imports type-checking linters moved under
+    ``TYPE_CHECKING`` (tests/typing_only_tools.py) refused the whole tool: the return hint is not
+    read (the result is sent as text) and the context is told by its name; a parameter the model
+    fills in still needs its class (the test above)."""
+    # Imported here, not at the top: the tool is made as its module is imported.
+    from typing_only_tools import count_words
+
+    assert count_words.spec.parameters["required"] == ["text"]
+    agent = _agent([count_words], tool_call("count_words", {"text": "one two three"}))
+    result = await Runner(agent).invoke("count")
+    assert [m.content for m in result.messages if m.role == "tool"] == ['{"words":3}']
+    assert result.session.values["counted_by"] == "count_words"
+
+
 # -- running tools through a ReActAgent ---------------------------------------------------------
 
 

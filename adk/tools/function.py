@@ -19,7 +19,7 @@ import functools
 import inspect
 import re
 from collections.abc import Awaitable, Callable
-from types import UnionType
+from types import SimpleNamespace, UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, overload
 
 import pydantic_core
@@ -162,20 +162,44 @@ def _check_function(fn: object) -> None:
 _CONTEXT_NAMES = frozenset({"ctx", "tool_ctx", "tool_context"})
 
 
+# A ``ToolContext`` hint written as text: ``ctx: ToolContext`` or ``ctx: adk.ToolContext``.
+_CONTEXT_TEXT = re.compile(r"(?:\w+\.)*ToolContext")
+
+
 def _type_hints(tool_name: str, target: Callable[..., Any]) -> dict[str, Any]:
     """The function's type hints, resolved. Under ``from __future__ import annotations`` a hint
     naming what the module imports only under ``TYPE_CHECKING``, or a class local to a function,
     cannot be resolved, and ``get_type_hints`` raised a bare ``NameError`` naming neither the
-    tool nor what to do."""
+    tool nor what to do. Then each parameter's hint is resolved alone, so what the tool does not
+    read cannot refuse it: the return hint (the result is sent as text whatever its type) and a
+    ``ToolContext`` hint written by name, whose import type-checking linters move under
+    ``TYPE_CHECKING`` when it is used only in annotations."""
     try:
         return get_type_hints(target, include_extras=True)
-    except NameError as exc:
-        raise TypeError(
-            f"tool {tool_name!r}: its type hints name {exc.name or 'something'!r}, which is not "
-            "defined in its module: the hints are read when the tool is made, so import it at "
-            "module level (not only under TYPE_CHECKING) and define the classes it names there, "
-            "not inside a function"
-        ) from exc
+    except NameError:
+        pass
+    raw: Any = target
+    while hasattr(raw, "__wrapped__"):  # where get_type_hints reads the globals from
+        raw = raw.__wrapped__
+    namespace = getattr(raw, "__globals__", None)
+    hints: dict[str, Any] = {}
+    for name, annotation in getattr(target, "__annotations__", {}).items():
+        if name == "return":
+            continue
+        if isinstance(annotation, str) and _CONTEXT_TEXT.fullmatch(annotation.strip()):
+            hints[name] = ToolContext  # by name alone: its import may be for type checkers only
+            continue
+        holder = SimpleNamespace(__annotations__={name: annotation})
+        try:
+            hints.update(get_type_hints(holder, globalns=namespace, include_extras=True))
+        except NameError as exc:
+            raise TypeError(
+                f"tool {tool_name!r}: its type hints name {exc.name or 'something'!r}, which is not "
+                "defined in its module: the hints are read when the tool is made, so import it at "
+                "module level (not only under TYPE_CHECKING) and define the classes it names there, "
+                "not inside a function"
+            ) from exc
+    return hints
 
 
 def _unshowable(
