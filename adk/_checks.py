@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 __all__ = [
+    "agent_description",
     "check_agent",
     "check_agents",
     "check_count",
@@ -37,6 +38,13 @@ def check_description(description: object, what: str) -> str:
     if not isinstance(description, str):
         raise TypeError(f"{what}: description must be a str, got {shown(description)}")
     return description
+
+
+def agent_description(description: object, what: str) -> str:
+    """An agent's ``description``: a str, or None taken as none (``""``), as the transfer tool
+    and tracing, its readers, always took it (``description=config.get("description")``, a
+    subclass defaulting it to None); another type is refused, naming the agent (``what``)."""
+    return "" if description is None else check_description(description, what)
 
 
 def check_flag(value: object, flag: str, what: str) -> bool:

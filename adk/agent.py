@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
-from ._checks import check_description, check_name
+from ._checks import agent_description, check_name
 from .context import RunContext
 from .events import AgentEvent
 from .messages import Message
@@ -87,7 +87,7 @@ class BaseAgent:
 
     def __init__(self, name: str, description: str = "") -> None:
         self.name = check_name(name, "an agent")
-        self.description = check_description(description, f"agent {name!r}")
+        self.description = agent_description(description, f"agent {name!r}")
 
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Override with an ``async def`` that yields events; ``ctx.resume`` is set when a resume

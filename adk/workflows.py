@@ -17,7 +17,7 @@ import adk
 
 from ._aio import cancel_and_wait, closing
 from ._authors import check_authors
-from ._checks import check_agents, check_count, check_description, check_name
+from ._checks import agent_description, check_agents, check_count, check_name
 from ._driver import (
     NO_EVENT,
     _AgentRun,
@@ -259,7 +259,7 @@ class _Workflow:
     ) -> None:
         kind = type(self).__name__
         self.name = check_name(name, f"a {kind}")
-        self.description = check_description(description, f"{kind} {name!r}")
+        self.description = agent_description(description, f"{kind} {name!r}")
         self.sub_agents = _unique_children(name, kind, sub_agents)
         check_authors(f"{kind} {name!r}", self.sub_agents)
         if callbacks != ():  # ``adk.callbacks`` loads only for a workflow given some

@@ -51,7 +51,7 @@ from adk import (
     ToolSpec,
 )
 from adk._aio import closing
-from adk._checks import check_count, check_description, check_name, shown
+from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
@@ -1030,7 +1030,7 @@ class ReActAgent:
                 f"stored under), got {shown(output_key)}"
             )
         self.name = name
-        self.description = check_description(description, what[:-1])
+        self.description = agent_description(description, what[:-1])
         self.model = model
         self.instruction = instruction
         # The instruction and the keys its placeholders read, found once (not per model call);

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import adk
-from adk import BaseAgent, SequentialAgent
+from adk import BaseAgent, Runner, SequentialAgent
 from adk.testing import ScriptedModel
 from prebuilt import PlanExecute, ReActAgent
 
@@ -47,9 +47,23 @@ def test_an_agent_description_that_is_not_a_str_is_refused_naming_the_agent() ->
     with pytest.raises(TypeError, match=r"ReActAgent 'helper': description must be a str"):
         ReActAgent("helper", model, description=5)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"agent 'custom': description must be a str"):
-        BaseAgent("custom", description=None)  # type: ignore[arg-type]
+        BaseAgent("custom", description=b"custom")  # type: ignore[arg-type]
     step = ReActAgent("step", model)
     with pytest.raises(TypeError, match=r"SequentialAgent 'seq': description must be a str"):
         SequentialAgent("seq", [step], description=["steps"])  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"PlanExecute 'plan': description must be a str"):
         PlanExecute.from_model(model, name="plan", description=1)  # type: ignore[arg-type]
+
+
+async def test_an_agent_description_of_none_is_taken_as_none_given() -> None:
+    """None (``description=config.get("description")``, a subclass defaulting it to None) was
+    read as no description by the transfer tool and tracing, its readers, until the refusal of
+    non-str descriptions refused it too, breaking such agents where they are made."""
+    worker = BaseAgent("worker", description=None)  # type: ignore[arg-type]
+    flow = SequentialAgent("seq", [ReActAgent("step", ScriptedModel([]))], description=None)  # type: ignore[arg-type]
+    helper = ReActAgent("helper", ScriptedModel([]), description=None)  # type: ignore[arg-type]
+    assert (worker.description, flow.description, helper.description) == ("", "", "")
+    model = ScriptedModel(["ok"])
+    await Runner(ReActAgent("boss", model, sub_agents=[helper])).invoke("hi")
+    (transfer,) = [spec for spec in model.requests[0].tools if spec.name == "transfer_to_agent"]
+    assert "- helper: (no description)" in transfer.description
