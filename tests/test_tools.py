@@ -307,6 +307,19 @@ def test_a_context_parameter_without_a_type_hint_is_refused_naming_the_hint() ->
             "adk.ToolContext for the framework to fill it in"
         )
 
+    def where_maybe(city: str, ctx=None):
+        """Where to."""
+        return city
+
+    # With a default no call fails: the error said so all the same.
+    with pytest.raises(TypeError) as refused:
+        tool(where_maybe)
+    assert str(refused.value) == (
+        "tool 'where_maybe': parameter 'ctx' has no type hint, so the model would be asked for "
+        "it and the framework would never fill it in; annotate it ctx: adk.ToolContext for the "
+        "framework to fill it in"
+    )
+
     def annotated(city: str, ctx: ToolContext) -> str:
         """Where to."""
         return city

@@ -402,9 +402,16 @@ class FunctionTool:
                     f"tool {tool_name!r}: *args/**kwargs cannot be described to a model"
                 )
             if param.name in _CONTEXT_NAMES and param.name not in hints:
+                # With a default (``ctx=None``) a call does not fail: the framework never fills
+                # it in, and the model is offered it. The error says which.
+                fate = (
+                    "every call would fail without it"
+                    if param.default is inspect.Parameter.empty
+                    else "the framework would never fill it in"
+                )
                 raise TypeError(
                     f"tool {tool_name!r}: parameter {param.name!r} has no type hint, so the model "
-                    f"would be asked for it and every call would fail without it; annotate it "
+                    f"would be asked for it and {fate}; annotate it "
                     f"{param.name}: adk.ToolContext for the framework to fill it in"
                 )
             annotation = hints.get(param.name, Any)
