@@ -28,7 +28,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 from mcp.client.session import ClientRequestContext, ElicitationFnT, LoggingFnT, SamplingFnT
 from mcp.shared.dispatcher import ProgressFnT
@@ -134,6 +134,17 @@ def check_handler(handler: object, what: str, kinds: str = "a function") -> None
         raise TypeError(f"{what} must be {kinds} or None, got {type(handler).__name__}")
 
 
+async def _answer(kind: str, handler: Callable[[Any, Any], Any], params: Any) -> Any:
+    """What the user's ``kind`` handler answers a server's question with (awaited when it is a
+    coroutine), for the asking call's context; one that raises is an error answer the server can
+    handle, logged (``_handler_failed``)."""
+    try:
+        outcome = handler(_current_call.get(), params)
+        return await outcome if inspect.isawaitable(outcome) else outcome
+    except Exception as exc:
+        return _handler_failed(kind, exc)
+
+
 def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT | None:
     """``MCPToolset(elicitation=)`` as the ``mcp`` client's callback."""
     check_handler(handler, "elicitation")
@@ -143,11 +154,7 @@ def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT |
     async def elicit(
         context: ClientRequestContext, params: ElicitRequestParams
     ) -> ElicitResult | ErrorData:
-        try:
-            outcome = handler(_current_call.get(), params)
-            return await outcome if inspect.isawaitable(outcome) else outcome
-        except Exception as exc:
-            return _handler_failed("elicitation", exc)
+        return await _answer("elicitation", handler, params)  # type: ignore[no-any-return]
 
     return elicit
 
@@ -165,11 +172,7 @@ def sampling_callback(sampling: object) -> SamplingFnT | None:
     async def sample(
         context: ClientRequestContext, params: CreateMessageRequestParams
     ) -> CreateMessageResult | ErrorData:
-        try:
-            outcome = handler(_current_call.get(), params)
-            return await outcome if inspect.isawaitable(outcome) else outcome
-        except Exception as exc:
-            return _handler_failed("sampling", exc)
+        return await _answer("sampling", handler, params)  # type: ignore[no-any-return]
 
     return sample
 
