@@ -326,6 +326,8 @@ class OpenAIServer:
             await self._send_json(writer, 400, {"error": missing})
             return True
         invalid = _invalid_tool_name(body, responses=target == "/v1/responses")
+        if invalid is None and target == "/v1/chat/completions":
+            invalid = _tool_field_without_tools(body)
         if invalid is not None:
             await self._send_json(writer, 400, {"error": invalid})
             return True
@@ -732,6 +734,23 @@ def _invalid_tool_name(body: Any, *, responses: bool) -> dict[str, Any] | None:
             "param": where,
             "code": "invalid_value",
         }
+    return None
+
+
+def _tool_field_without_tools(body: Any) -> dict[str, Any] | None:
+    """OpenAI Chat's error for ``tool_choice`` or ``parallel_tool_calls`` in a request without
+    tools (vLLM refuses a ``tool_choice`` without tools as well), or None."""
+    if not isinstance(body, dict) or body.get("tools"):
+        return None
+    for name in ("tool_choice", "parallel_tool_calls"):
+        if name in body:
+            return {
+                "message": f"Invalid value for '{name}': '{name}' is only allowed when 'tools' "
+                "are specified.",
+                "type": "invalid_request_error",
+                "param": name,
+                "code": None,
+            }
     return None
 
 

@@ -25,7 +25,7 @@ from conftest import wire_model
 from openai.types.chat import ChatCompletionChunk
 from openai_server import Call, OpenAIServer, Reply
 
-from adk import Runner, tool
+from adk import Runner, SequentialAgent, tool
 from adk.messages import Message, MessageChunk, Role, ToolCall, Usage, join_chunks
 from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
 from adk.models._openai_chat import ChatStreamDecoder
@@ -442,6 +442,50 @@ async def test_chat_request_carries_options(server: OpenAIServer) -> None:
     assert "max_completion_tokens" not in body
     assert body["stop"] == ["END"]
     assert body["seed"] == 7 and body["top_k"] == 5  # extra fields pass through
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_tool_fields_are_left_out_of_a_chat_request_without_tools(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    # OpenAI refuses tool_choice and parallel_tool_calls in a request without tools (a 400 the
+    # server here answers too); options shared by agents with and without tools must not fail
+    # the ones without
+    server.script(Reply(text="plain"), Reply(text="with tools"))
+    options = ModelOptions(tool_choice="auto", extra={"parallel_tool_calls": False, "seed": 7})
+    async with make_model(server) as model:
+        plain = await call(model, streaming, [Message.user("hi")], options=options)
+        tooled = await call(model, streaming, [Message.user("hi")], tools=[ADD], options=options)
+    assert (plain.content, tooled.content) == ("plain", "with tools")
+    without, with_tools = (request.body for request in server.requests)
+    assert "tool_choice" not in without and "parallel_tool_calls" not in without
+    assert without["seed"] == 7  # the rest of extra still goes
+    assert with_tools["tool_choice"] == "auto" and with_tools["parallel_tool_calls"] is False
+
+
+@tool
+def add_numbers(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def test_run_wide_tool_options_reach_an_agent_without_tools(server: OpenAIServer) -> None:
+    # AutoGen's parallel_tool_calls=False on the client every agent shares: here run-wide model
+    # options, which reach the writer too, who has no tools
+    server.script(
+        Reply(tool_calls=[Call("add_numbers", json.dumps({"a": 1, "b": 2}))]),
+        Reply(text="3"),
+        Reply(text="Three."),
+    )
+    async with make_model(server) as model:
+        calc = ReActAgent("calc", model, tools=[add_numbers])
+        team = SequentialAgent("team", [calc, ReActAgent("writer", model)])
+        options = {
+            "model_options": {"tool_choice": "auto", "extra": {"parallel_tool_calls": False}}
+        }
+        result = await Runner(team).invoke("1 + 2?", options=options)
+    assert result.text == "Three."
+    assert "parallel_tool_calls" not in server.requests[-1].body
 
 
 async def test_responses_request_carries_options(server: OpenAIServer) -> None:

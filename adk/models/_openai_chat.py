@@ -27,6 +27,13 @@ from ._openai_common import (
 from .base import ModelError, ModelOptions
 
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
+_TOOL_FIELDS = ("tool_choice", "parallel_tool_calls")
+"""Fields Chat Completions takes only beside tools: OpenAI answers them in a request without tools
+with a 400 ("'parallel_tool_calls' is only allowed when 'tools' are specified"), vLLM a forced
+``tool_choice`` too. Options shared by agents with and without tools (run-wide model options,
+AutoGen's ``parallel_tool_calls=False`` on the one client every agent uses) would otherwise fail
+the agents without; with no tool to choose or call in parallel they say nothing, so they are left
+out, also from ``extra``."""
 # Enum members read once: ``Role.ASSISTANT`` is a metaclass lookup (~900 instructions in CPython
 # 3.11) and the conversion compares every message of every request.
 _ASSISTANT, _TOOL = Role.ASSISTANT, Role.TOOL
@@ -99,7 +106,8 @@ def chat_request(
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
     refused it) so the final chunk carries token counts. ``send_reasoning``: see
     :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides anything
-    set here.
+    set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
+    (:data:`_TOOL_FIELDS`).
     """
     request: dict[str, Any] = {
         "model": model,
@@ -119,7 +127,7 @@ def chat_request(
         request[max_tokens_field] = options.max_tokens
     if options.stop is not None:
         request["stop"] = list(options.stop)
-    if options.tool_choice is not None:
+    if options.tool_choice is not None and tools:
         name = function_choice_name(options.tool_choice)
         if name is not None:
             request["tool_choice"] = {"type": "function", "function": {"name": name}}
@@ -133,7 +141,11 @@ def chat_request(
             else options.response_format
         )
     if options.extra:
-        request["extra_body"] = dict(options.extra)
+        extra = dict(options.extra)
+        if not tools:
+            for field in _TOOL_FIELDS:
+                extra.pop(field, None)
+        request["extra_body"] = extra
     return request
 
 
