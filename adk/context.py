@@ -11,6 +11,7 @@ import itertools
 import os
 import weakref
 from collections.abc import ItemsView, Iterator, KeysView, Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
@@ -26,7 +27,7 @@ from .interrupts import (
 )
 from .messages import Message, Usage
 
-__all__ = ["RunContext", "Session"]
+__all__ = ["HistoryEntry", "RunContext", "Session"]
 
 _new = object.__new__
 
@@ -91,6 +92,18 @@ def _session(values: Mapping[str, Any] | None) -> Session:
     session = _new(Session)
     session.values = dict(values) if values else {}
     return session
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """One message of the history as a rewriter (and ``RunContext.history_entries``) sees it.
+
+    Defined here rather than in ``adk.history`` (which re-exports it) so the context can make
+    them: ``adk.history`` imports this module."""
+
+    agent_name: str
+    message: Message
+    is_user_input: bool = False
 
 
 class _Entry:
@@ -504,6 +517,18 @@ class RunContext:
     def history(self) -> list[Message]:
         """The messages recorded so far in this agent's view of the run (raw, not rewritten)."""
         return [entry.message for entry in self._lane.snapshot()]
+
+    @property
+    def history_entries(self) -> list[HistoryEntry]:
+        """This agent's view of the run with who said what: the input it starts from (the run's,
+        ``is_user_input``, no author) then each recorded message with its agent's name, as a
+        ``history_rewriter`` gets them. For a check that depends on the author (a termination
+        condition on the critic's words only, a speaker selector), which ``history`` cannot tell.
+        Made on each read."""
+        lane = self._lane
+        entries = [HistoryEntry("", message, True) for message in lane.root]
+        entries.extend(HistoryEntry(e.agent_name, e.message) for e in lane.snapshot())
+        return entries
 
     # -- framework internals -------------------------------------------------------------------
     def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:

@@ -9,10 +9,9 @@ is the same for every other reader, so it is made once and cached on the entry.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from .agent import AgentInput
-from .context import RunContext, _Entry
+from .context import HistoryEntry, RunContext, _Entry
 from .messages import Message, Role
 
 _new = object.__new__
@@ -26,15 +25,6 @@ __all__ = [
     "default_rewriter",
     "rewrite_message",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class HistoryEntry:
-    """One message of the history as a rewriter sees it."""
-
-    agent_name: str
-    message: Message
-    is_user_input: bool = False
 
 
 HistoryRewriter = Callable[[Sequence[HistoryEntry], str], list[Message]]

@@ -285,3 +285,66 @@ async def test_an_empty_reply_of_another_agent_is_read_as_having_said_nothing() 
             Message.user("For context: [A] said nothing."),
         ]
     ]
+
+
+class _Says(BaseAgent):
+    """Says its lines in turn, one per run."""
+
+    def __init__(self, name: str, *lines: str) -> None:
+        super().__init__(name)
+        self.lines = list(lines)
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.of(self.lines.pop(0))
+
+
+class _MentionFrom(BaseAgent):
+    """AutoGen's TextMentionTermination("APPROVE", sources=["critic"]): who said it counts."""
+
+    def __init__(self, text: str, source: str) -> None:
+        super().__init__("stop_check")
+        self.text, self.source = text, source
+        self.seen: list[list[tuple[str, str, bool]]] = []
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        entries = ctx.history_entries
+        self.seen.append([(e.agent_name, e.message.content, e.is_user_input) for e in entries])
+        last = entries[-1]
+        if last.agent_name == self.source and self.text in last.message.content:
+            yield AgentEvent.break_loop()
+
+
+async def test_a_custom_agent_reads_who_said_each_message_of_its_history() -> None:
+    # The writer's "APPROVE" must not end the chat: only the critic's does. ctx.history has the
+    # messages without their authors, which a termination check or a speaker selector needs.
+    writer = _Says("writer", "Draft; APPROVE?", "Draft 2")
+    critic = _Says("critic", "Shorter.", "APPROVE")
+    stop = _MentionFrom("APPROVE", "critic")
+    events = await run_events(LoopAgent("team", [writer, critic, stop], max_iterations=5), "Write.")
+    assert [e.action.break_loop for e in events if e.action] == [True]
+    assert stop.seen[-1] == [
+        ("", "Write.", True),  # the run's input, as a history_rewriter sees it
+        ("writer", "Draft; APPROVE?", False),
+        ("critic", "Shorter.", False),
+        ("writer", "Draft 2", False),
+        ("critic", "APPROVE", False),
+    ]
+
+
+async def test_the_authors_of_a_custom_agents_history_survive_a_pause() -> None:
+    class Ask(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield ctx.interrupt("go on?")
+                return
+            yield AgentEvent.of(
+                " ".join(
+                    f"{e.agent_name or 'input'}:{e.message.content}" for e in ctx.history_entries
+                )
+            )
+
+    runner = Runner(SequentialAgent("seq", [_Says("a", "one"), Ask("ask")]))
+    paused = await runner.invoke("start")
+    assert paused.checkpoint_id is not None
+    done = await runner.invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "input:start a:one"
