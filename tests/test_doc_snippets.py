@@ -31,6 +31,7 @@ DOCS = {
     "pydantic_ai.md": 7,
     "crewai.md": 7,
     "llamaindex.md": 6,
+    "autogen.md": 7,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
