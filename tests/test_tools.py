@@ -8,6 +8,7 @@ import asyncio
 import functools
 import gc
 import math
+import sqlite3
 import threading
 import weakref
 from typing import Annotated, Any, Literal
@@ -864,6 +865,33 @@ async def test_partials_callable_objects_and_positional_only_parameters_work() -
     )
     await run_events(agent)
     assert _results(agent) == {"c1": "10", "c2": "15", "c3": "3", "c4": "HI"}
+
+
+async def test_arguments_a_partial_binds_by_keyword_are_not_shown_to_the_model() -> None:
+    """``functools.partial(fn, conn=conn, api_key=key)`` binds a dependency the model must not see
+    nor change (AutoGen and LangChain users bind a database or a key so). Only arguments bound by
+    position were left out: a connection bound by keyword refused the tool (no JSON schema) and
+    a key was sent to the model provider as its parameter's default, which the model could
+    override."""
+
+    def query(sql: str, conn: sqlite3.Connection, api_key: str = "") -> str:
+        """Run a read-only query."""
+        assert api_key == "sk-secret"
+        return str(conn.execute(sql).fetchall())
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False)  # sync tools run in a thread
+    bound = FunctionTool(functools.partial(query, conn=conn, api_key="sk-secret"), name="query")
+    assert bound.spec.parameters["properties"] == {"sql": {"type": "string"}}
+    assert "sk-secret" not in str(bound.spec)
+    agent = _agent(
+        [bound],
+        tool_call("query", {"sql": "select 1 + 1"}, id="c1"),
+        tool_call("query", {"sql": "select 1", "api_key": "mine"}, id="c2"),
+    )
+    await run_events(agent)
+    results = _results(agent)
+    assert results["c1"] == "[(2,)]"
+    assert results["c2"].startswith("Error:") and "api_key" in results["c2"]
 
 
 async def test_a_method_decorated_in_its_class_is_refused_and_its_bound_method_works() -> None:

@@ -324,10 +324,20 @@ def _is_unbound_self(
     )
 
 
+def _bound_keywords(fn: Callable[..., Any]) -> frozenset[str]:
+    """The parameters a ``functools.partial`` binds by keyword (nested partials are flattened by
+    Python). Its signature still lists them, as keyword-only parameters whose default is the
+    bound value, so without this the model was offered them: a dependency bound so (a database
+    connection, a client) refused the tool for want of a JSON schema, and a bound key went to the
+    model provider as a default the model could override."""
+    return frozenset(fn.keywords) if isinstance(fn, functools.partial) else frozenset()
+
+
 def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
     """What to read the name and type hints from: a ``functools.partial``'s function, a callable
     object's class's ``__call__``, else the function itself (the signature always comes from the
-    callable as given, so a partial's bound arguments and an object's ``self`` are not shown)."""
+    callable as given, so a partial's arguments bound by position and an object's ``self`` are
+    not shown; those bound by keyword are left out by :func:`_bound_keywords`)."""
     if isinstance(fn, functools.partial):
         return _target(fn.func)
     if not inspect.isroutine(fn) and callable(fn):
@@ -388,7 +398,10 @@ class FunctionTool:
         names: list[tuple[str, str]] = []  # (model field, parameter)
         positional: list[str] = []  # positional-only parameters, passed by position
         self._context_param: str | None = None
-        parameters = list(inspect.signature(fn).parameters.values())
+        bound = _bound_keywords(fn)
+        parameters = [
+            param for param in inspect.signature(fn).parameters.values() if param.name not in bound
+        ]
         if parameters and _is_unbound_self(fn, parameters[0], hints):
             raise TypeError(
                 f"tool {tool_name!r}: its first parameter is {parameters[0].name!r}, so it is a "
