@@ -963,3 +963,62 @@ async def test_a_secret_pydantic_would_write_masked_fails_the_pause() -> None:
     paused = await runner.invoke("go", checkpoint_id="cp")
     assert paused.interrupt is not None
     assert (await runner.invoke_resume("cp", True)).text == "sk-1"
+
+
+# -- where an error says the value is --------------------------------------------------------------
+
+
+@register_type
+class Tally(BaseModel):
+    n: int
+
+
+@register_type
+class Keyring(BaseModel):
+    keys: dict[str, SecretStr]
+
+
+@pytest.mark.parametrize(
+    ("state", "message"),
+    [
+        (object(), "state of agent:a/tool:ask#c1: object cannot be stored"),
+        ({"seen": {1, 2}}, "state of agent:a/tool:ask#c1.seen: set cannot be stored"),
+        # Found only when json.dumps fails on the model's dump, by another walk of the body.
+        (Tally(n=10**5000), "state of agent:a/tool:ask#c1.n: int longer than 4300 digits"),
+    ],
+)
+async def test_an_unstorable_interrupt_state_is_named_by_its_tool_call(
+    state: Any, message: str
+) -> None:
+    """An ``Interrupt``'s state is its component's own slot, an empty key: the error named the
+    path ``saved state.agent:a/tool:ask#c1.:`` (or ``states.agent:a/tool:ask#c1..n`` for a
+    number inside a model), a stray dot read as a typo."""
+
+    @adk.tool
+    async def ask(ctx: ToolContext) -> str:
+        """Asks first."""
+        raise adk.Interrupt("ok?", state=state)
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("ask", {}, id="c1")])])
+    with pytest.raises(RunError, match="could not save checkpoint 'cp'") as caught:
+        await Runner(ReActAgent("a", model=model, tools=[ask])).invoke("go", checkpoint_id="cp")
+    assert f"'cp': {message}" in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"": {"a.b": object()}}, "session['']['a.b']: object cannot be stored"),
+        ({"x": {"": 10**5000}}, "session.x['']: int longer than 4300 digits"),
+    ],
+)
+def test_an_empty_or_dotted_key_in_an_error_path_is_quoted(value: Any, message: str) -> None:
+    """A key joined with a dot as it is, ``session..a.b``, names no one place."""
+    with pytest.raises(CheckpointError) as caught:
+        to_json_value(value, "session")
+    assert str(caught.value).startswith(message)
+
+
+def test_a_masked_secret_under_an_empty_key_is_named_with_it() -> None:
+    with pytest.raises(CheckpointError, match=r"Keyring\.keys\[''\] is a secret"):
+        to_json_value(Keyring(keys={"": SecretStr("sk-1")}))

@@ -85,6 +85,7 @@ def _not_json(name: str) -> Any:
         ({"scores": [1.0, math.inf]}, "Infinity at output.scores[1]"),
         (-math.inf, "-Infinity at output,"),
         ({"n": 10**5000}, "an int of 5001 digits (longer than 4300) at output.n"),
+        ({"": {"a.b": math.nan}}, "NaN at output['']['a.b']"),  # not output..a.b
     ],
 )
 def test_an_output_json_cannot_hold_is_refused_saying_where(output: Any, where: str) -> None:

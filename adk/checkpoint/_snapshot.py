@@ -14,7 +14,7 @@ from ..context import _Lane, _RunState, new_entry
 from ..interrupts import _InterruptSignal
 from ..messages import Message, Usage
 from ._points import _MALFORMED, _expect, _malformed, _read_points
-from .codec import CheckpointError, from_json_value, to_json_value
+from .codec import CheckpointError, _state_where, from_json_value, to_json_value
 
 __all__ = [
     "Snapshot",
@@ -91,7 +91,15 @@ def snapshot_body(
             {"id": p.id, "address": p.address, "info": to_json_value(p.info, f"info of {p.id}")}
             for p in signal.points
         ],
-        "states": to_json_value(signal.states, "saved state"),
+        # Each state on its own, so that an error names the component and not the body's keys
+        # (the component's own slot is an empty key: ``saved state.<address>.`` read as a typo).
+        "states": {
+            address: {
+                slot: to_json_value(state, _state_where(address, slot))
+                for slot, state in slots.items()
+            }
+            for address, slots in signal.states.items()
+        },
         # When the run paused (seconds since the epoch), for listings of paused runs
         # (``list_pending``): the stores' own write times are not readable through the protocol.
         "saved_at": time.time(),

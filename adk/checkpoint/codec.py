@@ -26,6 +26,8 @@ from pydantic import BaseModel, Secret, SecretBytes, SecretStr, ValidationError
 from pydantic_core import SchemaSerializer, from_json, to_json
 from pydantic_core.core_schema import CoreConfig
 
+from ..interrupts import AGENT_STATE
+
 __all__ = [
     "FORMAT",
     "MAX_DEPTH",
@@ -202,7 +204,7 @@ def _masked(data: Any, path: str, depth: int) -> str | None:
     )
     for key, item in items:
         found = _masked(
-            item, f"{path}.{key}" if isinstance(key, str) else f"{path}[{key}]", depth + 1
+            item, _joined(path, key) if isinstance(key, str) else f"{path}[{key}]", depth + 1
         )
         if found is not None:
             return found
@@ -390,8 +392,26 @@ def to_json_value(value: Any, where: str = "value") -> Any:
     try:
         return _plain(value, 0)
     except _Unstorable as exc:
-        path = "".join(f".{key}" for key in reversed(exc.keys))
-        raise CheckpointError(f"{where}{path}: {exc.reason}") from None
+        path = where
+        for key in reversed(exc.keys):
+            path = _joined(path, key)
+        raise CheckpointError(f"{path}: {exc.reason}") from None
+
+
+def _joined(path: str, key: str) -> str:
+    """``path`` with the dict key ``key`` below it: ``path.key``, or ``path['']`` for a key a dot
+    would hide or confuse (empty, or holding a dot), so an error's path names one place."""
+    if key and "." not in key:
+        return f"{path}.{key}" if path else key
+    return f"{path}[{key!r}]"
+
+
+def _state_where(address: str, slot: str) -> str:
+    """How errors name a component's saved state: its address, and the slot unless it is the
+    component's own (``AGENT_STATE``, an ``Interrupt``'s state) — slots are not the user's keys."""
+    if slot == AGENT_STATE:
+        return f"state of {address}"
+    return f"state {slot!r} of {address}"
 
 
 class _Unstorable(Exception):
@@ -539,7 +559,7 @@ def encode_checkpoint(body: dict[str, Any]) -> bytes:
         try:
             text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         except ValueError as exc:
-            raise CheckpointError(_unjson(body, "") or f"cannot be stored: {exc}") from None
+            raise CheckpointError(_body_unjson(body) or f"cannot be stored: {exc}") from None
     payload = text.encode()
     header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
     if "points" in body:  # a paused run's: its summary for listings (see the module docstring)
@@ -632,6 +652,19 @@ def _escaped(value: Any) -> Any:
     return value
 
 
+def _body_unjson(body: dict[str, Any]) -> str | None:
+    """``_unjson`` of a checkpoint body, naming a component's saved state as the pause's
+    ``to_json_value`` does (``_state_where``), not by the body's keys."""
+    states = body.get("states")
+    if isinstance(states, dict):
+        for address, slots in states.items():
+            for slot, state in slots.items() if isinstance(slots, dict) else ():
+                found = _unjson(state, _state_where(address, slot))
+                if found is not None:
+                    return found
+    return _unjson({key: value for key, value in body.items() if key != "states"}, "")
+
+
 def _unjson(value: Any, path: str) -> str | None:
     """Where in ``value`` (from ``path``) the first number that JSON cannot hold is, and why (see
     ``_number``); only called when a save failed on one, inside a model's dump."""
@@ -645,7 +678,7 @@ def _unjson(value: Any, path: str) -> str | None:
         if isinstance(value.get(_TAG), str):  # a tagged model or dict: the path goes on inside
             return _unjson(value.get("data"), path)
         for key, item in value.items():
-            found = _unjson(item, f"{path}.{key}" if path else str(key))
+            found = _unjson(item, _joined(path, str(key)))
             if found is not None:
                 return found
     elif isinstance(value, list):

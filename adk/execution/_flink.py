@@ -61,6 +61,7 @@ from ..agent import Agent
 from ..checkpoint.codec import (
     _MAX_INT_DIGITS,
     CheckpointError,
+    _joined,
     _json_dump,
     _models_nan_kept,
     from_json_value,
@@ -942,7 +943,7 @@ def _where(value: Any, path: str) -> str | None:
         )
     items: Iterable[tuple[str, Any]] = ()
     if isinstance(value, dict):
-        items = ((f"{path}.{key}" if path else key, item) for key, item in value.items())
+        items = ((_joined(path, key), item) for key, item in value.items())
     elif isinstance(value, list):
         items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
     for inner, item in items:
