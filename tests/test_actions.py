@@ -1195,6 +1195,7 @@ async def _paused_body() -> tuple[dict[str, Any], InMemoryCheckpointStore]:
         (lambda s: s["event"]["fields"].update(tool_calls="nope"), "event is invalid"),
         (lambda s: s.update(chats={"r": {"request": None}}), "an event must be"),
         (lambda s: s.update(chats=[]), "'chats' must map request ids"),
+        (lambda s: s["event"].update(coded="box"), "coded fields are not a list of names"),
     ],
 )
 async def test_a_paused_state_that_does_not_fit_fails_the_resume_and_keeps_the_checkpoint(
@@ -1309,6 +1310,37 @@ async def test_a_queued_event_keeps_registered_models_in_any_containers_across_a
     assert isinstance(event, Retrieved)
     assert event.best == passage and event.ranked == [passage]
     assert event.by_source == {"wiki": passage} and event.fallback == passage
+
+
+class Shortlist(BaseModel):
+    """A registered model with places typed ``Any`` that hold registered models."""
+
+    top: Any = None
+    rest: list[Any] = []
+
+
+register_type(Shortlist, "tests.actions.Shortlist")
+
+
+class Ranked(Event):
+    shortlist: Shortlist
+    loose: Any = None
+
+
+async def test_a_queued_event_keeps_registered_models_nested_in_registered_ones(
+    tmp_path: Path,
+) -> None:
+    """A registered model held in an ``Any`` place of another one came back a dict: in a field
+    typed ``Any``, the codec wrote the outer model as pydantic's JSON of its fields, and in a
+    field typed with the outer model's class, the event's typed fields were pydantic's JSON."""
+    passage = Passage(text="llamas hum", score=0.9)
+    shortlist = Shortlist(top=passage, rest=[passage, {"text": "a dict"}])
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        event = await taken_after_a_pause(Ranked(shortlist=shortlist, loose=shortlist), store)
+    assert isinstance(event, Ranked)
+    for back in (event.shortlist, event.loose):
+        assert isinstance(back, Shortlist)
+        assert back.top == passage and back.rest == [passage, {"text": "a dict"}]
 
 
 async def test_a_queued_event_refuses_an_unregistered_model_in_an_any_container() -> None:

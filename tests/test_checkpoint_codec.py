@@ -1022,3 +1022,75 @@ def test_an_empty_or_dotted_key_in_an_error_path_is_quoted(value: Any, message: 
 def test_a_masked_secret_under_an_empty_key_is_named_with_it() -> None:
     with pytest.raises(CheckpointError, match=r"Keyring\.keys\[''\] is a secret"):
         to_json_value(Keyring(keys={"": SecretStr("sk-1")}))
+
+
+# -- registered models in places typed Any, nested in a stored model -------------------------------
+
+
+@register_type
+class Finding(BaseModel):
+    source: str
+    score: float = 0.0
+
+
+@register_type
+class Dossier(BaseModel):
+    """What a research tool keeps across a pause: its loosely typed places hold models."""
+
+    lead: Any = None
+    found: list[Any] = []
+    by_source: dict[str, Any] = {}
+    best: Finding | None = None
+    notes: dict[str, Any] = {}
+
+
+@register_type
+class Shelf(BaseModel):
+    """A registered model whose serializer writes a model held in ``Any`` its own way."""
+
+    kept: Any = None
+
+    @field_serializer("kept")
+    def _as_text(self, kept: Any) -> Any:
+        return f"finding from {kept.source}" if isinstance(kept, Finding) else kept
+
+
+async def test_a_registered_model_in_a_stored_models_any_place_comes_back_as_itself(
+    tmp_path: Path,
+) -> None:
+    """pydantic writes a model held in ``Any`` (``list[Any]``, ``dict[str, Any]``) as its bare
+    fields: a registered model nested so in an ``Interrupt``'s state or a session value came back
+    from the checkpoint as a dict, and the resumed code failed on ``.source``."""
+    one, two = Finding(source="wiki", score=0.5), Finding(source="arxiv", score=float("nan"))
+    dossier = Dossier(
+        lead=one,
+        found=[one, {"__adk_type__": "not a tag"}, [two]],
+        by_source={"arxiv": two, "deep": Dossier(lead=two)},
+        best=one,
+        notes={"n": float("inf"), "plain": {"source": "x"}},
+    )
+    asker = Asker("asker", info="go on?", state=dossier)
+
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        paused = await Runner(asker, store).invoke(
+            "go", checkpoint_id="cp", session={"kept": {"d": dossier}}
+        )
+        assert paused.interrupt is not None
+        await Runner(asker, store).invoke_resume("cp", "yes")
+    [_, resume] = asker.resumes
+    assert resume is not None
+    for back in (resume.state, asker.session_seen[1]["kept"]["d"]):
+        assert isinstance(back, Dossier)
+        assert back.lead == one and back.best == one
+        assert back.found[0] == one and back.found[1] == {"__adk_type__": "not a tag"}
+        assert isinstance(back.found[2][0], Finding) and back.found[2][0].source == "arxiv"
+        assert isinstance(back.by_source["arxiv"], Finding)
+        assert isinstance(back.by_source["deep"], Dossier)
+        assert isinstance(back.by_source["deep"].lead, Finding)
+        assert back.notes == {"n": float("inf"), "plain": {"source": "x"}}  # a dict stays one
+
+
+def test_a_model_its_holders_serializer_writes_otherwise_keeps_what_was_written() -> None:
+    assert from_json_value(to_json_value(Shelf(kept=Finding(source="wiki")))) == Shelf(
+        kept="finding from wiki"
+    )

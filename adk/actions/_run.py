@@ -25,7 +25,9 @@ from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint._state import SavedState
 from ..checkpoint.codec import (
+    _NAMES,
     CheckpointError,
+    _has_any_place,
     _json_dump,
     _Unstorable,
     _with_excluded,
@@ -434,18 +436,26 @@ class _ActionRun:
         keeps registered models tagged and refuses other objects, naming the field; typed fields
         are pydantic's JSON, validated back on resume."""
         fields: dict[str, Any] = {}
+        coded: list[str] = []
         dumped: dict[str, Any] | None = None
         loose = _loose_fields(type(event))
-        for name in type(event).model_fields:
-            if name in loose:
+        for name, info in type(event).model_fields.items():
+            value = getattr(event, name)
+            # A ``Json[...]`` field is saved as its text (``_loose_fields``), whatever it holds.
+            if name in loose or (_holds_tagged(value) and not _is_json(info.metadata)):
                 fields[name] = to_json_value(
-                    getattr(event, name), f"{type(event).__name__}.{name} of a paused agent"
+                    value, f"{type(event).__name__}.{name} of a paused agent"
                 )
+                if name not in loose:
+                    coded.append(name)
             else:
                 if dumped is None:  # NaN kept (JSON mode makes one in a dict[str, Any] None)
                     dumped = _dumped(event, loose)
                 fields[name] = dumped[name]
-        return {"type": _type_key(type(event)), "fields": fields}
+        record = {"type": _type_key(type(event)), "fields": fields}
+        if coded:  # only then: a checkpoint without it loads in a pyadk from before it
+            record["coded"] = coded
+        return record
 
     def _decode(self, saved: SavedState, data: Any) -> Event:
         if not isinstance(data, dict) or not isinstance(data.get("type"), str):
@@ -458,8 +468,11 @@ class _ActionRun:
         fields = data.get("fields")
         if not isinstance(fields, dict):
             raise saved.error(f"the {data['type']!r} event has no fields")
+        coded = data.get("coded", [])
+        if not isinstance(coded, list) or not all(type(name) is str for name in coded):
+            raise saved.error(f"the {data['type']!r} event's coded fields are not a list of names")
         try:
-            loose = _loose_fields(event_type)
+            loose = _loose_fields(event_type).union(coded)
             values = {
                 name: from_json_value(value) if name in loose else value
                 for name, value in fields.items()
@@ -470,6 +483,14 @@ class _ActionRun:
             raise saved.error(f"the {data['type']!r} event {exc}") from None
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
             raise saved.error(f"the {data['type']!r} event is invalid: {exc}") from None
+
+
+def _holds_tagged(value: Any) -> bool:
+    """Whether a typed field's ``value`` goes through the checkpoint codec: a registered model
+    with a place typed ``Any``, where pydantic's JSON of the field wrote a registered model held
+    there as a dict (and the resumed event held the dict); the codec keeps it tagged. The event's
+    record names such fields (``coded``) for the resume to read them back by the codec."""
+    return type(value) in _NAMES and _has_any_place(type(value))
 
 
 def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:

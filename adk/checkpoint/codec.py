@@ -469,11 +469,94 @@ def _plain(value: Any, depth: int) -> Any:
         # By field name, every field (a changed default must not change a loaded value), read back
         # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
         # validation never reads. round_trip: Json[...] fields stay text.
-        return {_TAG: tag, "data": _with_excluded(value, _json_dump(value, round_trip=True))}
+        data = _with_excluded(value, _json_dump(value, round_trip=True))
+        if _has_any_place(cls):
+            found: list[bool] = []
+            tagged = _models_tagged(value, data, depth, found)
+            if found:  # rebuilt before validation, as a dump holding tagged floats is
+                return {_TAG: tag, "data": tagged, _TAGGED: True}
+        return {_TAG: tag, "data": data}
     raise _Unstorable(
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
         "use JSON values or pydantic models registered with adk.register_type"
     )
+
+
+_ANY_PLACE = "_adk_any_place"
+"""The class attribute saying whether a model's schema has a place typed ``Any`` (``Any``,
+``object``, ``dict[str, Any]``, ``list[Any]``, a bare ``dict``...), anywhere in its nested models
+too: only such a model's values are walked for registered models (``_models_tagged``)."""
+
+
+def _has_any_place(cls: type[BaseModel]) -> bool:
+    """Whether ``cls``'s schema has a place typed ``Any`` (``_ANY_PLACE``), worked out once."""
+    known: bool | None = cls.__dict__.get(_ANY_PLACE)
+    if known is None:
+        _nan_serializer(cls)  # builds a deferred model's schema
+        known = False
+        pending: list[Any] = [cls.__pydantic_core_schema__]
+        while pending and not known:
+            node = pending.pop()
+            if isinstance(node, list):
+                pending.extend(node)
+            elif isinstance(node, dict):
+                known = node.get("type") == "any"
+                pending.extend(
+                    item for key, item in node.items() if key not in ("cls", "default", "metadata")
+                )
+        setattr(cls, _ANY_PLACE, known)
+    return known
+
+
+def _models_tagged(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
+    """``data``, the JSON dump of ``value``, written as ``_plain`` writes plain data (``_escaped``),
+    with each registered model ``value`` holds below its top written as ``_plain`` writes it,
+    tagged; ``found`` gets an item when there was one. pydantic writes a model in an ``Any``
+    place as its bare fields, so it came back from a checkpoint as a dict; a place typed with
+    its class took it back by validation alone, and takes the rebuilt model as well.
+
+    Walks ``value`` and its dump side by side, and takes a model for its tag only where the dump
+    holds that model's own dump: a serializer of the outer model's that writes it otherwise (a
+    ``field_serializer``, a ``model_serializer``) keeps what it wrote."""
+    if depth >= MAX_DEPTH:
+        return _escaped(data)
+    if isinstance(value, BaseModel):
+        if not isinstance(data, dict):
+            return _escaped(data)
+        fields = type(value).__pydantic_fields__
+        out = {
+            key: _model_tagged(getattr(value, key), item, depth + 1, found)
+            if key in fields
+            else _escaped(item)
+            for key, item in data.items()
+        }
+    elif isinstance(value, dict) and isinstance(data, dict):
+        out = {
+            key: _model_tagged(value[key], item, depth + 1, found)
+            if key in value
+            else _escaped(item)
+            for key, item in data.items()
+        }
+    elif isinstance(value, (list, tuple)) and isinstance(data, list) and len(value) == len(data):
+        return [
+            _model_tagged(v, item, depth + 1, found) for v, item in zip(value, data, strict=True)
+        ]
+    else:
+        return _escaped(data)
+    return {_TAG: "dict", "data": out} if _TAG in out else out
+
+
+def _model_tagged(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
+    """One place of ``_models_tagged``'s walk: a registered model there, dumped as pydantic
+    dumps it, is written tagged (and walked itself, by ``_plain``)."""
+    if (
+        isinstance(value, BaseModel)
+        and type(value) in _NAMES
+        and data == _json_dump(value, round_trip=True)
+    ):
+        found.append(True)
+        return _plain(value, depth)
+    return _models_tagged(value, data, depth, found)
 
 
 def _number(value: int | float) -> int | float:
@@ -615,7 +698,9 @@ def _tag_floats(value: Any) -> Any:
     """``value`` (a checkpoint body) with the NaN and infinities inside models' dumps tagged as
     ``_plain`` tags them elsewhere; a model's data that held one is marked ``_TAGGED`` so that
     loading rebuilds its tags before validation (the dumps of the others load as they are, unwalked).
-    Only called when a save met such a float, so ordinary saves walk no dump."""
+    A model's data marked already (its nested registered models tagged, ``_models_tagged``) is
+    plain data but for the dumps of those: walked on, not escaped again, which would hide their
+    tags. Only called when a save met such a float, so ordinary saves walk no dump."""
     if isinstance(value, list):
         return [_tag_floats(item) for item in value]
     if not isinstance(value, dict):
@@ -624,6 +709,8 @@ def _tag_floats(value: Any) -> Any:
     if not isinstance(tag, str) or tag == "dict":
         return {key: _tag_floats(item) for key, item in value.items()}
     data = value.get("data")
+    if value.get(_TAGGED) is True:  # written as plain data already, its models tagged (_plain)
+        return {_TAG: tag, "data": _tag_floats(data), _TAGGED: True}
     if tag == _FLOAT or not _holds_nonfinite(data):
         return value
     return {_TAG: tag, "data": _escaped(data), _TAGGED: True}
