@@ -276,6 +276,31 @@ def test_an_action_whose_event_annotation_disagrees_with_its_events_is_refused()
     ]
 
 
+def test_a_callable_objects_event_annotation_is_checked_as_a_functions() -> None:
+    """A callable object's annotations are text here (``from __future__ import annotations``),
+    resolved in its action's module: its class has no ``__globals__``, so the name never
+    resolved and an object typed for one event but listening for another was taken."""
+
+    class Shout:
+        def __call__(self, event: LoudVerdict, ctx: ActionContext) -> None: ...
+
+    class Inherited(Shout):  # its ``__call__`` is its base's
+        pass
+
+    @action(InputEvent)
+    def start(event: InputEvent, ctx: ActionContext) -> None: ...
+
+    for wrong in (Shout(), Inherited()):
+        with pytest.raises(TypeError, match=r"listens for Verdict but its event parameter is t"):
+            ActionAgent("scorer", actions=[start, action(Verdict)(wrong)])
+
+    class Fits:
+        async def __call__(self, event: Verdict, ctx: ActionContext) -> None: ...
+
+    agent = ActionAgent("fine", actions=[start, action(LoudVerdict)(Fits())])
+    assert [a.name for a in agent.plan.listeners(LoudVerdict)][:1] == ["Fits"]
+
+
 def test_an_event_annotation_is_checked_when_another_parameter_names_a_type_checking_import() -> (
     None
 ):

@@ -156,6 +156,11 @@ def _resolved(annotation: str, raw: Any) -> Any:
     that names a class imported only under ``TYPE_CHECKING`` (``ctx: ActionContext``, where
     type-checking linters move an import used only in annotations): the event's went
     unchecked."""
+    if isinstance(raw, type):
+        # A callable object's class (``_origin``): its ``__call__`` holds the annotation and its
+        # module's names; a class has no ``__globals__``, and the name failed to resolve, so a
+        # callable object's event parameter went unchecked where functions' are checked.
+        raw = inspect.unwrap(raw.__call__)
     holder = SimpleNamespace(__annotations__={"event": annotation})
     return get_type_hints(holder, globalns=getattr(raw, "__globals__", None)).get("event")
 
