@@ -35,7 +35,8 @@ __all__ = [
 _Schema = TypeVar("_Schema", bound=BaseModel)
 
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]")
-_OPENING_FENCE = re.compile(r"\s*```[A-Za-z0-9_-]*[ \t]*\n")
+_FENCE_OPENING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n")  # as ``_FENCED`` opens
+_FENCE_ARRIVING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*")  # its line not ended yet
 _FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
@@ -157,8 +158,9 @@ def stream_output(
     arriving may hold part of it, and one with a default holds the default until its value
     comes. The agent validates the whole answer and emits the instance it trusts as the
     ``custom`` output; an answer that does not match is followed by ``OutputRejected``, and the
-    retry's reply streams anew. An opening code fence (```json) is skipped; text that is not
-    JSON yields nothing. Reading the stream here does not take it from other readers.
+    retry's reply streams anew. The answer is read as the agent reads it: as JSON, else the
+    first code-fenced block in it (```json), at its start or after some words; text that is
+    neither yields nothing. Reading the stream here does not take it from other readers.
     ``context`` is pydantic's validation context, for a schema whose validators read one (the
     agent validates with its run options: pass the same, or what the validators need of them).
     """
@@ -172,22 +174,38 @@ async def _partials(
 ) -> AsyncIterator[_Schema]:
     # Each chunk is scanned once (``PartialJSON``), not the whole answer again; the completed
     # text is validated only when it changed, since the same text gives the same instance.
-    head = ""  # the text before the JSON is known to start: it may open a code fence
-    parser: PartialJSON | None = None
+    # Validating it is the one pass over the whole answer left per chunk: a schema's validators
+    # (a model validator, a field validator reading ``info.data``, a discriminated union) see the
+    # instance whole, so only validating it whole proves that an instance yielded is valid.
+    #
+    # The answer is read as the agent reads it whole (``parse_output_json``): as JSON, else the
+    # first code-fenced block in it. Once the text is not JSON (words, or the fence itself), it is
+    # searched for a fence's opening line, from where the last search could have missed one.
+    parser: PartialJSON | None = PartialJSON()
+    fenced = False  # the parser reads the block of a fence, not the answer from its start
+    prose = ""  # the answer, once it is not JSON and while no fence opened in it
+    searched = 0  # where in ``prose`` the search for a fence goes on
     completed: str | None = None
     last: _Schema | None = None
     async for chunk in stream:
-        if not chunk.content:
+        piece = chunk.content
+        if not piece:
             continue
-        if parser is None:
-            head += chunk.content
-            body = _body(head)
-            if body is None:
-                continue
-            parser = PartialJSON()
-            now = parser.feed(body)
+        now: str | None = None
+        if parser is not None:
+            now = parser.feed(piece)
+            if parser.broken and not fenced:
+                prose, parser = parser.text, None
         else:
-            now = parser.feed(chunk.content)
+            prose += piece
+        if parser is None:
+            fence = _FENCE_OPENING.search(prose, searched)
+            if fence is None:
+                searched = _fence_search_from(prose, searched)
+                continue
+            parser, fenced = PartialJSON(), True
+            now = parser.feed(prose[fence.end() :])
+            prose = ""
         if now is None or now == completed:
             continue
         completed = now
@@ -202,14 +220,12 @@ async def _partials(
             yield value
 
 
-def _body(head: str) -> str | None:
-    """The JSON part of ``head``, the start of an answer, once it is known: all of it, or what
-    follows an opening code fence (```json). None while a fence may still be coming: only
-    whitespace so far, or a backtick run whose line has not ended."""
-    fence = _OPENING_FENCE.match(head)
-    if fence is not None:
-        return head[fence.end() :]
-    start = head.lstrip()
-    if not start or (start[0] == "`" and "\n" not in start):
-        return None
-    return head  # not a fence: the parser takes it as it is (a backtick start is not JSON)
+def _fence_search_from(prose: str, searched: int) -> int:
+    """Where the search for a fence's opening line in ``prose`` goes on, after one from
+    ``searched`` found none: at an opening still arriving at its end (backticks, a language,
+    no line end yet), else before its last two characters (backticks a chunk cut), so each
+    character is searched about once however long the words before the fence."""
+    at = prose.rfind("```", searched)
+    if at >= 0 and _FENCE_ARRIVING.fullmatch(prose, at) is not None:
+        return at
+    return max(searched, len(prose) - 2)

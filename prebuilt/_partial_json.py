@@ -99,6 +99,16 @@ class PartialJSON:
             self._scan()
         return self._completed()
 
+    @property
+    def broken(self) -> bool:
+        """Whether the text fed is not JSON (nothing will be kept, whatever comes next)."""
+        return self._state == _BROKEN
+
+    @property
+    def text(self) -> str:
+        """Everything fed so far (up to the end of the root value, once it ended)."""
+        return self._text
+
     def _completed(self) -> str | None:
         state = self._state
         if state == _BROKEN:

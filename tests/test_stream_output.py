@@ -68,6 +68,25 @@ async def test_a_list_schema_yields_once_each_item_validates_and_fences_are_skip
     assert all(isinstance(value, Cities) for value in seen)
 
 
+async def test_a_fenced_block_after_some_words_is_read_while_it_streams() -> None:
+    """Only an opening fence at the start was skipped: an answer that says a few words first,
+    which the agent takes (its first fenced block), yielded nothing while it streamed."""
+    text = f"Here is the forecast you asked for.\n```json\n{ANSWER}\n```\nStay warm!"
+    model = ScriptedModel([text], chunk_size=6)
+    runner = Runner(ReActAgent("f", model, output_schema=Forecast), enable_streaming=True)
+    seen: list[list[BaseModel]] = []
+    customs = []
+    async for event in runner.run("Forecast?"):
+        output = event.output
+        if output is not None and output.stream is not None:
+            seen.append([value async for value in stream_output(output.stream, Forecast)])
+        elif output is not None and output.custom is not None:
+            customs.append(output.custom)
+    [partial] = seen
+    assert len(partial) > 3 and "Oslo".startswith(partial[0].city)  # while it streamed
+    assert partial[-1] == customs[-1] == Forecast.model_validate_json(ANSWER)
+
+
 async def test_text_that_is_not_json_yields_nothing_and_a_retry_streams_anew() -> None:
     model = ScriptedModel(["Sorry, no idea.", ANSWER], chunk_size=4)
     runner = Runner(ReActAgent("f", model, output_schema=Forecast), enable_streaming=True)
@@ -159,16 +178,24 @@ async def test_a_strict_schema_is_read_as_the_agent_reads_it_from_json() -> None
 
 async def _reparsed(chunks: list[str], schema: type[BaseModel]) -> list[BaseModel]:
     """What ``stream_output`` yielded when it parsed the whole answer again after every chunk
-    (kept here as the reference the incremental reading must agree with)."""
+    (kept here as the reference the incremental reading must agree with): the answer as JSON,
+    else, as the agent reads it whole, the first fenced block in it."""
     text, last, seen = "", None, []
     for piece in chunks:
         if not piece:
             continue
         text += piece
-        fence = re.match(r"\s*```[A-Za-z0-9_-]*[ \t]*\n", text)
-        body = text[fence.end() :] if fence is not None else text
         try:
-            partial = from_json(body, allow_partial="trailing-strings")
+            partial = from_json(text, allow_partial="trailing-strings")
+        except ValueError:
+            fence = re.search(r"```[A-Za-z0-9_-]*[ \t]*\n", text)
+            if fence is None:
+                continue
+            try:
+                partial = from_json(text[fence.end() :], allow_partial="trailing-strings")
+            except ValueError:
+                continue
+        try:
             value = schema.model_validate_json(to_json(partial))
         except ValueError:
             continue
@@ -191,6 +218,10 @@ STREAMED = [
     (Forecast, '  \n```json\n{"city": "Bergen \\u00e9\\ud83d\\ude00", "days": [1, 22, 333]}\n```'),
     (Forecast, '```\n{"city": "x"}'),
     (Forecast, '``json {"city": "x"}'),
+    # A fenced block after words, as the agent takes it whole; inline backticks before it.
+    (Forecast, 'Here it is:\n```json\n{"city": "Oslo", "days": [1, 22]}\n```\nEnjoy.'),
+    (Forecast, 'Fences (``` or ```py) first:\n```\n{"city": "Bergen"}\n```'),
+    (Forecast, 'Broken: ```json\n{"city" 1}\n```\n```json\n{"city": "x"}\n```'),
     (Forecast, '{"city": "Oslo", "days": [1, 2.5]}'),  # 2.5 is no int: the list stops there
     (Forecast, '{"city": "Oslo" "days": [1]}'),  # malformed: the parse stops after "Oslo"
     (Cities, '[{"city": "Oslo"}, {"city": "Bergen", "days": [1]}]'),
