@@ -277,7 +277,48 @@ def test_the_answer_is_unwrapped_alike_whole_and_piece_by_piece(size: int) -> No
         streamed = "".join(unwrapper.feed(piece) for piece in pieces) + unwrapper.finish()
         assert unwrap_text(text) == value
         assert streamed == value
+    for text, value in (  # cut off: the wrapper's close may never have come
+        ('{"response": {"a": {"b": 1}}', '{"a": {"b": 1}}'),
+        ('{"response": {"a": {"b": 1}', '{"a": {"b": 1}'),
+        ('{"response": {"a": 1} }', '{"a": 1}'),
+        ('{"response": "a } b"', '"a } b"'),
+        ('{"response": 7', "7"),
+        ('{"response": 7 }', "7"),
+    ):
+        unwrapper = AnswerUnwrapper()
+        pieces = [text[at : at + size] for at in range(0, len(text), size)]
+        streamed = "".join(unwrapper.feed(piece) for piece in pieces) + unwrapper.finish(True)
+        assert unwrap_text(text, cut=True) == value
+        assert streamed == value
     assert unwrap_text(' { "response" :\n {"a": {}} }\n') == '{"a": {}}'
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("streaming", MODES)
+@pytest.mark.parametrize(
+    ("wire", "value"),
+    [
+        # The value whole, the wrapper's close cut off: the value's own last brace was taken for
+        # it, and the value came back one character short.
+        ('{"response": {"kind": "dog", "bark": "woof"}', '{"kind": "dog", "bark": "woof"}'),
+        ('{"response": {"kind": "cat", "lives": {"n": 9}}', '{"kind": "cat", "lives": {"n": 9}}'),
+        ('{"response": {"kind": "cat", "lives": {"n": 9}', '{"kind": "cat", "lives": {"n": 9}'),
+        ('{"response": {"kind": "dog", "bark": "}"} }', '{"kind": "dog", "bark": "}"}'),
+        ('{"response": {"kind": "dog", "bark": "}\\"}', '{"kind": "dog", "bark": "}\\"}'),
+    ],
+)
+async def test_an_answer_cut_at_the_token_limit_keeps_the_text_the_model_sent(
+    api: str, streaming: bool, wire: str, value: str
+) -> None:
+    """At ``finish_reason == "length"`` the wrapper's close may never have come: the value is
+    kept up to where its JSON ends, or, cut itself, whole."""
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text=wire, finish_reason="length"))
+        async with wire_model(server, api, retry=FAST) as model:
+            options = ModelOptions(response_format=response_format(Pet))
+            reply, _ = await call(model, streaming, options)
+    assert reply.content == value
+    assert reply.metadata["finish_reason"] == "length"
 
 
 # -- the agent: outputs, history, partial instances, the retry, a paused run ------------------

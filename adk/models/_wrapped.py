@@ -10,7 +10,8 @@ unwrapped schema and value, so history, outputs, retries and checkpoints never s
 and models that are not OpenAI's keep the schema as given.
 
 The answer is unwrapped as text, the same way whether it streamed or not (``AnswerUnwrapper``): a
-reply beginning ``{"response":`` loses that head and its last ``}``; a reply beginning otherwise
+reply beginning ``{"response":`` loses that head and its last ``}`` (one cut at the token limit,
+which may lack it, is kept up to where its value's JSON ends); a reply beginning otherwise
 (a server that ignored the format, a model answering the unwrapped value) passes as it came, since
 the caller validates it against the unwrapped schema anyway.
 
@@ -103,11 +104,12 @@ class AnswerUnwrapper:
     (held until more text shows it is not). ``finish`` returns what is held but the wrapper's own
     ``}``. A reply whose head is not the wrapper's passes through whole."""
 
-    __slots__ = ("_head", "_held", "_state")
+    __slots__ = ("_head", "_held", "_passed", "_state")
 
     def __init__(self) -> None:
         self._head = ""  # the reply's start, until it is known whether it is the wrapper's
         self._held = ""  # the end of the value so far that may be the wrapper's close
+        self._passed: list[str] = []  # the value passed on: read only if the reply was cut
         self._state = "head"  # "head" -> "value" (wrapped) or "plain" (passed as it came)
 
     def feed(self, text: str) -> str:
@@ -129,17 +131,58 @@ class AnswerUnwrapper:
         text = self._held + text
         end = len(text.rstrip(_TAIL))
         self._held = text[end:]
-        return text[:end]
+        passed = text[:end]
+        if passed:
+            self._passed.append(passed)
+        return passed
 
-    def finish(self) -> str:
-        """What is left of the value once the reply has ended."""
+    def finish(self, cut: bool = False) -> str:
+        """What is left of the value once the reply has ended; ``cut``: it ended at the token
+        limit (finish reason ``length``), so the wrapper's close may never have come."""
         if self._state == "head":  # a reply that ended inside (or as) a head: not a wrapped value
             self._state = "plain"
             head, self._head = self._head, ""
             return head
         held, self._held = self._held, ""
+        if cut:
+            # The wrapper's close may not have come: the value ends where its JSON ends, or,
+            # cut itself, runs to the end (``{"response": {"a": {"b": 1}}`` lost the value's
+            # last brace when the last one was taken for the wrapper's).
+            passed = sum(map(len, self._passed))
+            end = _value_end("".join(self._passed) + held)
+            return held if end is None else held[: max(end - passed, 0)]
         close = held.rfind("}")
         return held[:close].rstrip(_WHITESPACE) if close >= 0 else held.rstrip(_WHITESPACE)
+
+
+def _value_end(text: str) -> int | None:
+    """Where the JSON value at the start of ``text`` ends; None if it runs to the end of the
+    text (cut). Reads only what tells containers and strings apart: the value was made under a
+    strict schema, or is passed on as it came anyway."""
+    depth = 0
+    in_string = escaped = False
+    for at in range(_skip(text, 0), len(text)):
+        char = text[at]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if not depth:
+                    return at + 1
+        elif char == '"':
+            in_string = True
+        elif char == "{" or char == "[":
+            depth += 1
+        elif char == "}" or char == "]":
+            depth -= 1
+            if depth <= 0:  # the root container closed, or (below 0) a scalar ended at the brace
+                return at + 1 if depth == 0 else at
+        elif not depth and char in _WHITESPACE:
+            return at  # a number or a literal ended
+    return None
 
 
 def _after_head(text: str) -> str | None:
@@ -171,10 +214,11 @@ def _skip(text: str, at: int) -> int:
     return at
 
 
-def unwrap_text(text: str) -> str:
-    """The value of a whole wrapped answer, as ``AnswerUnwrapper`` reads it streamed."""
+def unwrap_text(text: str, cut: bool = False) -> str:
+    """The value of a whole wrapped answer, as ``AnswerUnwrapper`` reads it streamed (``cut``:
+    see ``AnswerUnwrapper.finish``)."""
     unwrapper = AnswerUnwrapper()
-    return unwrapper.feed(text) + unwrapper.finish()
+    return unwrapper.feed(text) + unwrapper.finish(cut)
 
 
 class _Decoder(Protocol):
@@ -206,7 +250,7 @@ class UnwrappingDecoder:
             return None
         content = self._unwrapper.feed(chunk.content)
         if chunk.finish_reason is not None:
-            content += self._unwrapper.finish()
+            content += self._unwrapper.finish(chunk.finish_reason == "length")
         chunk.content = content
         if content or chunk.reasoning or chunk.tool_calls or chunk.usage is not None:
             return chunk

@@ -251,7 +251,8 @@ class OpenAIChatModel(AsyncCloseable):
         retried like that status. A ``wrapped`` answer's text is the value it wraps."""
         message = self._to_message(await self._create(request))
         if wrapped:
-            message.content = unwrap_text(message.content)
+            cut = message.metadata.get("finish_reason") == "length"
+            message.content = unwrap_text(message.content, cut)
         return message
 
     async def stream(
