@@ -8,7 +8,7 @@ is the same for every other reader, so it is made once and cached on the entry.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from .agent import AgentInput
 from .context import HistoryEntry, RunContext, _Entry
@@ -51,9 +51,14 @@ def rewrite_message(author: str, message: Message) -> Message:
     return Message.user(" ".join(parts))
 
 
-def _input_without_tool(ctx: RunContext, agent_name: str, tool: str) -> list[Message]:
+def _input_without_tool(
+    ctx: RunContext, agent_name: str, tool: str, since: Collection[str] = ()
+) -> list[Message]:
     """``build_messages(ctx, agent_name)`` with every call of the tool named ``tool`` and every
-    result of it left out (a message left with nothing to say goes too).
+    result of it left out (a message left with nothing to say goes too). ``since``: names of
+    agents; once one of them recorded a message, the input starts after the last such one,
+    without the run's input (a ``PlanExecute`` delegated to again reads only what was said since
+    its last turn, not what it was asked the times before).
 
     For bookkeeping that says nothing about the task: ``PlanExecute`` reads its objective from
     its planner's input, and under a ``Supervisor`` that input holds the supervisor's
@@ -62,8 +67,14 @@ def _input_without_tool(ctx: RunContext, agent_name: str, tool: str) -> list[Mes
     once per plan, so it rewrites without the cache ``_view`` keeps."""
     lane = ctx._lane
     entries = lane.entries if lane.parent is None else lane.snapshot()
-    messages = list(lane.root)
-    for entry in entries:
+    start = 0
+    if since:
+        for at in range(len(entries) - 1, -1, -1):
+            if entries[at].agent_name in since:
+                start = at + 1
+                break
+    messages = list(lane.root) if not start else []
+    for entry in entries[start:] if start else entries:
         message = entry.message
         if message.role == _TOOL and message.name == tool:
             continue

@@ -6,6 +6,8 @@ state lives in session values (all checkpointable):
 
 - ``objective`` (str): what the user asked, taken from the planner's input without the
   ``transfer_to_agent`` calls and results of a flow around it (a ``Supervisor``'s routing);
+  transferred to again, from what was said since its last turn; given an input a parent agent
+  made, from that input (``_PlanStep._objective``);
 - ``plan`` (``Plan``): the steps still to do; ``plan.steps[0]`` is the next one;
 - ``executed_steps`` (list of ``ExecutedStep``): each finished step with its result.
 
@@ -64,7 +66,7 @@ from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED, _FORWARDED
-from adk.history import _input_without_tool
+from adk.history import _input_without_tool, _is_history_view
 
 from ._output import parse_output
 from ._plan_state import (
@@ -406,6 +408,26 @@ def _saved_objective(ctx: RunContext, role: str) -> str | None:
 
 
 class _PlanStep(_Role):
+    def __init__(self, agent: Agent, given: dict[str, str], names: frozenset[str]) -> None:
+        super().__init__(agent)
+        self._given = given  # the objective its ``PlanExecute`` was handed, by its address
+        self._names = names  # the agents of its ``PlanExecute``: what a turn of it recorded
+
+    def _objective(self, ctx: RunContext) -> str:
+        """The objective of a run that starts here (not resumed): the input a parent agent
+        handed the ``PlanExecute`` (``PlanExecute._until_response``), else what the history says
+        to it. Transferred to again (a supervisor's worker delegated to another task), only what
+        was said since its last turn: its earlier objectives, plans and answers piled up in the
+        objective every executor and replanner prompt repeats."""
+        given = self._given.get(_home(ctx, 1))
+        if given is not None:
+            return given
+        entries = ctx._lane.entries if ctx._lane.parent is None else ctx._lane.snapshot()
+        last = entries[-1].message if entries else None
+        transferred = last is not None and last.role == "tool" and last.name == TRANSFER_TOOL
+        since = self._names if transferred else ()
+        return _objective_of(_input_without_tool(ctx, self.name, TRANSFER_TOOL, since))
+
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """As the step resumes: its saved objective and role state, then its agent."""
         _saved_objective(ctx, self.name)
@@ -417,7 +439,7 @@ class _PlanStep(_Role):
         objective = _saved_objective(ctx, self.name)
         if objective is None:
             if ctx.resume is None:
-                objective = _objective_of(_input_without_tool(ctx, self.name, TRANSFER_TOOL))
+                objective = self._objective(ctx)
             else:  # paused by a version that did not save it: the session holds it
                 objective = session.get(OBJECTIVE_KEY, "")
         session[OBJECTIVE_KEY] = objective
@@ -770,7 +792,11 @@ class PlanExecute(SequentialAgent):
             [_ExecuteStep(executor), _ReplanStep(replanner)],
             max_iterations=max_iterations,
         )
-        super().__init__(name, [_PlanStep(planner), loop], description, callbacks=callbacks)
+        self._given: dict[str, str] = {}  # see ``_until_response``
+        # Every agent a turn of it may record a message by: its roles and the agents in them.
+        recorders = frozenset(a[0] for _, agent in self._roles for a in authors(agent, set()))
+        planned = _PlanStep(planner, self._given, recorders)
+        super().__init__(name, [planned, loop], description, callbacks=callbacks)
 
     @classmethod
     def from_model(
@@ -805,13 +831,17 @@ class PlanExecute(SequentialAgent):
                     yield author
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        return self._until_response(super().run(input, ctx), ctx)
+        # An input a parent agent made (a custom agent's ``run(AgentInput([...]), ctx)``), not
+        # the history's view: its user messages are the objective. The planner read it from the
+        # history, the request handed to it left out.
+        given = None if _is_history_view(input, ctx) else _objective_of(input.messages)
+        return self._until_response(super().run(input, ctx), ctx, given)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         return self._until_response(super().resume(ctx), ctx)
 
     async def _until_response(
-        self, steps: AsyncIterator[AgentEvent], ctx: RunContext
+        self, steps: AsyncIterator[AgentEvent], ctx: RunContext, given: str | None = None
     ) -> AsyncIterator[AgentEvent]:
         """The loop ends by a role's break (the response) or by running out of iterations; the
         latter is an error, as for ReActAgent. Ending events (exit, interrupt, error) close this
@@ -823,6 +853,8 @@ class PlanExecute(SequentialAgent):
         role's step puts back on resume anyway, while this one's steps saved their own."""
         around = _around(ctx)
         responded = False
+        if given is not None:  # for the planner's step (``_PlanStep._objective``), by address
+            self._given[ctx.address] = given
         try:
             async with closing(steps) as events:
                 async for event in events:
@@ -833,6 +865,8 @@ class PlanExecute(SequentialAgent):
                     yield event
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
+            if given is not None:
+                self._given.pop(ctx.address, None)
             if around is not None:  # ended, or closed (a pause, an error, an exit, abandoned)
                 ctx.session.update(around)
         if not responded:

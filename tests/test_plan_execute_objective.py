@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 
-from adk import Message, Runner
+from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, Runner
 from adk.testing import ScriptedModel, tool_call
 from prebuilt import PlanExecute, ReActAgent, Supervisor, new_executor, new_planner, new_replanner
 
@@ -46,3 +47,72 @@ async def test_a_worker_plan_execute_objective_leaves_out_the_supervisors_transf
     # The planner still reads the conversation as it is.
     planner_view = [m.content for m in planner_model.requests[0].messages]
     assert any("`transfer_to_agent` tool returned result" in text for text in planner_view)
+
+
+async def test_a_worker_delegated_to_again_takes_the_new_delegation_as_its_objective() -> None:
+    """Transferred to a second time in the run, the worker's objective was every user message
+    and every `For context` line since the run began: the first task, its plan's results and
+    answer, then the new task, growing with each delegation in every executor and replanner
+    prompt. It is what was said since its last turn now."""
+    planner_model = ScriptedModel([json.dumps({"steps": ["find prices"]})] * 3)
+    executor_model = ScriptedModel(["4 EUR a box.", "3 EUR a bag.", "2 EUR a cup."])
+    research = PlanExecute(
+        new_planner(planner_model, name="r_planner"),
+        new_executor(executor_model, tools=[], name="r_executor"),
+        new_replanner(ScriptedModel(["Tea: 4 EUR.", "Coffee: 3 EUR.", "Cocoa: 2 EUR."])),
+        name="research",
+        description="Researches with a plan.",
+    )
+
+    def delegate(text: str) -> Message:
+        return Message.assistant(text, [tool_call("transfer_to_agent", {"agent_name": "research"})])
+
+    manager = ReActAgent(
+        "manager",
+        ScriptedModel(
+            [
+                delegate("Research tea prices"),
+                delegate("Now research coffee prices"),
+                delegate("Last, cocoa"),
+                "Tea 4, coffee 3, cocoa 2.",
+            ]
+        ),
+    )
+    result = await Runner(Supervisor(manager, [research])).invoke("Price our drinks.")
+
+    assert result.text == "Tea 4, coffee 3, cocoa 2."
+    objectives = [
+        request.messages[-1].content.split("\n\nPlan (remaining steps):")[0]
+        for request in executor_model.requests
+    ]
+    assert objectives == [
+        "Objective:\nPrice our drinks.\nFor context: [manager] said: Research tea prices.",
+        "Objective:\nFor context: [manager] said: Now research coffee prices.",
+        "Objective:\nFor context: [manager] said: Last, cocoa.",
+    ]
+    assert result.session["objective"] == "For context: [manager] said: Last, cocoa."
+    # The planner still reads the whole conversation.
+    assert "Tea: 4 EUR." in str([m.content for m in planner_model.requests[2].messages])
+
+
+async def test_a_plan_execute_a_custom_agent_runs_with_its_own_input_plans_for_that_input() -> None:
+    """A custom agent handing a PlanExecute an input of its own over its context: the objective
+    was read from the run's history, which holds what the run was asked, not the request."""
+    executor_model = ScriptedModel(["Booked the 9:00 train."])
+    trip = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["book a train"]})])),
+        new_executor(executor_model, tools=[]),
+        new_replanner(ScriptedModel(["Booked."])),
+        name="trip",
+    )
+
+    class Concierge(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            request = AgentInput([Message.user("Book a train to Bergen for Monday.")])
+            async for event in trip.run(request, ctx):
+                yield event
+
+    result = await Runner(Concierge("concierge")).invoke("Sort out my week.")
+    assert result.session["objective"] == "Book a train to Bergen for Monday."
+    prompt = executor_model.requests[0].messages[-1].content
+    assert prompt.startswith("Objective:\nBook a train to Bergen for Monday.\n\nPlan")
