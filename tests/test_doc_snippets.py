@@ -32,6 +32,7 @@ DOCS = {
     "crewai.md": 7,
     "llamaindex.md": 6,
     "autogen.md": 7,
+    "prebuilt.md": 8,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
