@@ -408,9 +408,11 @@ def _saved_objective(ctx: RunContext, role: str) -> str | None:
 
 
 class _PlanStep(_Role):
-    def __init__(self, agent: Agent, given: dict[str, str], names: frozenset[str]) -> None:
+    def __init__(
+        self, agent: Agent, given: dict[tuple[int, str], str], names: frozenset[str]
+    ) -> None:
         super().__init__(agent)
-        self._given = given  # the objective its ``PlanExecute`` was handed, by its address
+        self._given = given  # the objective its ``PlanExecute`` was handed (``_given_key``)
         self._names = names  # the agents of its ``PlanExecute``: what a turn of it recorded
 
     def _objective(self, ctx: RunContext) -> str:
@@ -419,7 +421,7 @@ class _PlanStep(_Role):
         to it. Transferred to again (a supervisor's worker delegated to another task), only what
         was said since its last turn: its earlier objectives, plans and answers piled up in the
         objective every executor and replanner prompt repeats."""
-        given = self._given.get(_home(ctx, 1))
+        given = self._given.get(_given_key(ctx, _home(ctx, 1)))
         if given is not None:
             return given
         entries = ctx._lane.entries if ctx._lane.parent is None else ctx._lane.snapshot()
@@ -792,7 +794,7 @@ class PlanExecute(SequentialAgent):
             [_ExecuteStep(executor), _ReplanStep(replanner)],
             max_iterations=max_iterations,
         )
-        self._given: dict[str, str] = {}  # see ``_until_response``
+        self._given: dict[tuple[int, str], str] = {}  # see ``_until_response``
         # Every agent a turn of it may record a message by: its roles and the agents in them.
         recorders = frozenset(a[0] for _, agent in self._roles for a in authors(agent, set()))
         planned = _PlanStep(planner, self._given, recorders)
@@ -854,7 +856,7 @@ class PlanExecute(SequentialAgent):
         around = _around(ctx)
         responded = False
         if given is not None:  # for the planner's step (``_PlanStep._objective``), by address
-            self._given[ctx.address] = given
+            self._given[_given_key(ctx, ctx.address)] = given
         try:
             async with closing(steps) as events:
                 async for event in events:
@@ -866,7 +868,7 @@ class PlanExecute(SequentialAgent):
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
             if given is not None:
-                self._given.pop(ctx.address, None)
+                self._given.pop(_given_key(ctx, ctx.address), None)
             if around is not None:  # ended, or closed (a pause, an error, an exit, abandoned)
                 ctx.session.update(around)
         if not responded:
@@ -874,6 +876,14 @@ class PlanExecute(SequentialAgent):
                 f"plan-execute '{self.name}' exceeds max iterations ({self.max_iterations} "
                 "execute/replan rounds) without a response"
             )
+
+
+def _given_key(ctx: RunContext, address: str) -> tuple[int, str]:
+    """Where a ``PlanExecute`` keeps the objective it was handed for its planner's step: by run
+    and address, as one agent serves runs at the same time (a service's requests), each at the
+    same address. The run's state lives as long as the run, and the entry goes when the
+    ``PlanExecute`` stops, so its id names that run alone."""
+    return id(ctx._run), address
 
 
 def _around(ctx: RunContext) -> dict[str, object] | None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
-from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, Runner
+from adk import AgentEvent, AgentInput, BaseAgent, Callbacks, Message, RunContext, Runner
 from adk.testing import ScriptedModel, tool_call
 from prebuilt import PlanExecute, ReActAgent, Supervisor, new_executor, new_planner, new_replanner
 
@@ -116,3 +118,47 @@ async def test_a_plan_execute_a_custom_agent_runs_with_its_own_input_plans_for_t
     assert result.session["objective"] == "Book a train to Bergen for Monday."
     prompt = executor_model.requests[0].messages[-1].content
     assert prompt.startswith("Objective:\nBook a train to Bergen for Monday.\n\nPlan")
+
+
+async def test_one_plan_execute_serving_two_runs_at_once_keeps_each_runs_request() -> None:
+    """One agent tree serves a service's requests at the same time, each run's PlanExecute at
+    the same address: the request a custom agent hands it is kept per run, so a run whose planner
+    starts after the other's request arrived still plans for its own."""
+    executor_model = ScriptedModel(["Booked."] * 2)
+    trip = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["book it"]})] * 2)),
+        new_executor(executor_model, tools=[]),
+        new_replanner(ScriptedModel(["Done."] * 2)),
+        name="trip",
+    )
+
+    class Concierge(BaseAgent):
+        def __init__(self, name: str, request: str) -> None:
+            super().__init__(name)
+            self.request = request
+
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            async for event in trip.run(AgentInput([Message.user(self.request)]), ctx):
+                yield event
+
+    # Both runs reach their planner before either planner's step reads its objective.
+    waiting: list[str] = []
+    both = asyncio.Event()
+
+    async def hold_the_planner(agent: Any, ctx: RunContext) -> None:
+        if agent.name == "planner":
+            waiting.append(ctx.address)
+            if len(waiting) == 2:
+                both.set()
+            await both.wait()
+
+    def run(request: str) -> Any:
+        runner = Runner(
+            Concierge("concierge", request), callbacks=[Callbacks(before_agent=hold_the_planner)]
+        )
+        return runner.invoke("Sort out my week.")
+
+    first, second = await asyncio.gather(run("A train to Bergen."), run("A hotel in Oslo."))
+    assert first.session["objective"] == "A train to Bergen."
+    assert second.session["objective"] == "A hotel in Oslo."
+    assert waiting[0] == waiting[1]  # one address, two runs
