@@ -212,20 +212,6 @@ class _ReActCore:
         return self.owner._adk_answer(value, ctx)
 
     # -- setup --------------------------------------------------------------------------------
-    def _resource_model(self, ctx: RunContext, name: str) -> ChatModel:
-        resources = ctx._run.resources
-        if resources is None:
-            # A Google ADK port passes the provider's model name (``model="gemini-2.0-flash"``):
-            # say what a str is here, and how to call a model by its provider's name.
-            raise LookupError(
-                f"agent '{self.name}' names model {name!r} but the runner has no resources: a "
-                "str model is the name of a model resource (Runner(agent, resources=resources), "
-                f"resources.add_model({name!r}, model)); to call a provider's model, pass a "
-                f"ChatModel: adk.OpenAIChatModel({name!r}, base_url=...)"
-            )
-        found: ChatModel = resources.get_model(name)
-        return found
-
     async def _tools(self, ctx: RunContext) -> dict[str, Any]:
         """The run's tools when ``_turn`` left them to resolve: the static ones, the toolsets'
         and tool resources', and the transfer tool for the agents it may transfer to."""
@@ -318,7 +304,7 @@ class _ReActCore:
         owner = self.owner
         model = owner.model
         if isinstance(model, str):
-            model = self._resource_model(ctx, model)
+            model = _call.resource_model(ctx, model, self.name)
         if owner.output_schema is None:  # what ``_options_for`` answers then, without its cache
             options, native = owner.model_options, False
         else:

@@ -17,17 +17,20 @@ from __future__ import annotations
 
 import contextlib
 import reprlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, cast
 
 from .._aio import closing
 from .._hooks import ModelRequest
-from ..context import RunContext
 from ..messages import Message, MessageChunk, Role
 from ..streams import MessageStream
 from ..tools.base import ToolSpec
 from .base import ChatModel, ModelOptions
 
-__all__ = ["generate", "stream"]
+if TYPE_CHECKING:  # ``RunContext.generate`` calls this module: ``adk.context`` imports it
+    from ..context import RunContext
+
+__all__ = ["chunks", "generate", "request_of", "resource_model", "stream"]
 
 
 def generate(
@@ -86,16 +89,104 @@ def stream(
     tools: Sequence[ToolSpec],
     options: ModelOptions | None,
 ) -> MessageStream:
+    """One streamed model call, as a ``MessageStream`` of its chunks (see ``chunks``)."""
+    return MessageStream(chunks(ctx, model, messages, tools, options))
+
+
+def chunks(
+    ctx: RunContext,
+    model: ChatModel,
+    messages: list[Message],
+    tools: Sequence[ToolSpec],
+    options: ModelOptions | None,
+) -> AsyncIterator[MessageChunk]:
+    """The chunks of one streamed model call, for a stream to wrap: the call is counted (and may
+    be refused) now, and made when the first chunk is read."""
     run = ctx._run
     if run.turns is not None:  # the run's max_turns: counted before the call, which it may refuse
         run.turns.take(ctx)
     hooks = run.hooks
     if hooks is None:
-        chunks = _stream_of(model)(messages, tools=tools, options=options)
-        return MessageStream(_checking(model, chunks))
+        return _checking(model, _stream_of(model)(messages, tools=tools, options=options))
     _stream_of(model)  # fails here, before the hooks open a span for a call that cannot be made
     request = ModelRequest(model, messages, list(tools), options, stream=True)
-    return MessageStream(hooks.stream_model(ctx, request, _open_stream))
+    opened: AsyncIterator[MessageChunk] = hooks.stream_model(ctx, request, _open_stream)
+    return opened
+
+
+def resource_model(ctx: RunContext, name: str, agent_name: str) -> ChatModel:
+    """The model resource ``name`` of the run (``Runner(resources=...)``) that the agent called
+    ``agent_name`` names: a ``ReActAgent``'s ``model="..."``, a custom agent's
+    ``ctx.generate("...", ...)``; ``KeyError`` listing the known names when there is none."""
+    resources = ctx._run.resources
+    if resources is None:
+        # A Google ADK port passes the provider's model name (``model="gemini-2.0-flash"``):
+        # say what a str is here, and how to call a model by its provider's name.
+        raise LookupError(
+            f"agent '{agent_name}' names model {name!r} but the runner has no resources: a "
+            "str model is the name of a model resource (Runner(agent, resources=resources), "
+            f"resources.add_model({name!r}, model)); to call a provider's model, pass a "
+            f"ChatModel: adk.OpenAIChatModel({name!r}, base_url=...)"
+        )
+    found: ChatModel = resources.get_model(name)
+    return found
+
+
+def request_of(
+    ctx: RunContext, model: object, messages: object, tools: object, options: object
+) -> tuple[ChatModel, list[Message], list[ToolSpec]]:
+    """The model, messages and tool specs of a call an agent of the user's makes through its
+    context (``RunContext.generate``/``stream``), checked: what the model would fail on deep in
+    an adapter (a dict for options, a str taken as a list of characters, a tool function that
+    is not a tool) is a ``TypeError`` here, naming the agent, before the call is counted.
+
+    ``messages`` is what ``Runner.run`` takes as input (a ``str`` is one user message, a
+    ``Message``, or messages); ``tools`` are ``ToolSpec``s or ``Tool``s (their ``spec``: the
+    agent runs the calls itself). Each call is the user's own agent's, not a hot path: the
+    framework's agents call ``generate``/``stream`` with what they checked when made."""
+    where = f"agent '{ctx.agent_name}': ctx.generate/ctx.stream"
+    chat: ChatModel
+    if isinstance(model, str) and model:
+        chat = resource_model(ctx, model, ctx.agent_name)
+    elif callable(getattr(model, "generate", None)) and not isinstance(model, type):
+        chat = cast("ChatModel", model)
+    else:
+        raise TypeError(
+            f"{where}: model must be a ChatModel or the name of a model resource, got "
+            f"{_shown(model)}"
+        )
+    if isinstance(messages, str):
+        listed = [Message.user(messages)]
+    elif isinstance(messages, Message):
+        listed = [messages]
+    elif isinstance(messages, Iterable) and not isinstance(messages, (bytes, Mapping)):
+        listed = list(messages)
+        for item in listed:
+            if not isinstance(item, Message):
+                raise TypeError(
+                    f"{where}: messages must be Messages (or one str, a user message), got "
+                    f"{_shown(item)} among them"
+                )
+    else:
+        raise TypeError(
+            f"{where}: messages must be a str, a Message or a list of Messages, got "
+            f"{_shown(messages)}"
+        )
+    if not isinstance(tools, Iterable) or isinstance(tools, (str, bytes, Mapping)):
+        raise TypeError(f"{where}: tools must be a list of ToolSpecs or Tools, got {_shown(tools)}")
+    specs: list[ToolSpec] = []
+    for item in tools:
+        spec = item if isinstance(item, ToolSpec) else getattr(item, "spec", None)
+        if not isinstance(spec, ToolSpec):
+            hint = " (make it a tool with @adk.tool)" if callable(item) else ""
+            raise TypeError(f"{where}: tools must be ToolSpecs or Tools, got {_shown(item)}{hint}")
+        specs.append(spec)
+    if options is not None and not isinstance(options, ModelOptions):
+        raise TypeError(
+            f"{where}: options must be a ModelOptions (ModelOptions(**options) for a dict), got "
+            f"{type(options).__name__}"
+        )
+    return chat, listed, specs
 
 
 def _open_stream(request: ModelRequest) -> AsyncIterator[MessageChunk]:
