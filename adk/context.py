@@ -10,10 +10,10 @@ from __future__ import annotations
 import itertools
 import os
 import weakref
-from collections.abc import ItemsView, Iterator, KeysView, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
@@ -26,6 +26,12 @@ from .interrupts import (
     agent_segment,
 )
 from .messages import Message, Usage
+from .models import _call
+from .streams import MessageStream
+
+if TYPE_CHECKING:
+    from .models.base import ChatModel, ModelOptions
+    from .tools.base import Tool, ToolSpec
 
 __all__ = ["HistoryEntry", "RunContext", "Session"]
 
@@ -529,6 +535,53 @@ class RunContext:
         entries = [HistoryEntry("", message, True) for message in lane.root]
         entries.extend(HistoryEntry(e.agent_name, e.message) for e in lane.snapshot())
         return entries
+    async def generate(
+        self,
+        model: ChatModel | str,
+        messages: str | Message | Iterable[Message],
+        *,
+        tools: Iterable[ToolSpec | Tool] = (),
+        options: ModelOptions | None = None,
+    ) -> Message:
+        """Call ``model`` as this run's agents call theirs, and return its reply.
+
+        For an agent of your own: ``await ctx.generate(self.model, prompt)`` in place of
+        ``await self.model.generate(prompt)``. The call goes through the framework's own path,
+        the one a ``ReActAgent``'s calls take: the run's ``before_model``/``after_model``
+        callbacks (a ``before_model`` answer replaces the call), a ``chat {model}`` span under
+        this agent's span, counted against the run's ``max_turns`` (refused past it with
+        ``MaxTurnsExceeded``, nothing sent), and the reply's usage added to the run's total
+        (``RunResult.usage``, ``ctx.usage``) now, whether or not the agent emits the reply (an
+        event of the reply itself is not counted again).
+
+        ``model`` is a ``ChatModel`` or the name of a model resource (``Runner(resources=)``);
+        ``messages`` a ``str`` (one user message), a ``Message`` or messages; ``tools``
+        ``ToolSpec``s or ``Tool``s to offer (the agent runs the calls the reply asks for);
+        ``options`` a ``ModelOptions``. The reply is an assistant ``Message``."""
+        chat, listed, specs = _call.request_of(self, model, messages, tools, options)
+        reply = await _call.generate(self, chat, listed, specs, options)
+        count_usage(self, reply)
+        return reply
+
+    def stream(
+        self,
+        model: ChatModel | str,
+        messages: str | Message | Iterable[Message],
+        *,
+        tools: Iterable[ToolSpec | Tool] = (),
+        options: ModelOptions | None = None,
+    ) -> MessageStream:
+        """``generate``, streamed: the reply as a ``MessageStream``, for
+        ``yield AgentEvent.streaming(stream)`` when the run streams (``ctx.enable_streaming``),
+        then ``await stream.collect()`` for the joined reply. The call is counted against
+        ``max_turns`` (or refused) here, made when the stream is first read, inside a ``chat``
+        span that ends with it; the reply's usage counts once the stream has ended, emitted or
+        not. With ``after_model`` callbacks the chunks are held until the model has finished,
+        as for a ``ReActAgent`` (``adk.callbacks``)."""
+        chat, listed, specs = _call.request_of(self, model, messages, tools, options)
+        stream = _CountedStream(_call.chunks(self, chat, listed, specs, options))
+        stream._ctx = self
+        return stream
 
     # -- framework internals -------------------------------------------------------------------
     def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:
@@ -604,6 +657,29 @@ class RunContext:
                     del entries[index]
                     break
             lane = lane.parent
+
+
+class _CountedStream(MessageStream):
+    """The stream of a call made through ``RunContext.stream``: its reply counts in the run's
+    usage as the stream ends, as ``RunContext.generate`` counts a reply, so a reply the agent
+    reads without emitting it counts too. Counted as the joined message the stream's readers
+    and ``collect`` get, so that the run recording it as an event's message adds nothing
+    (``count_recorded``). A stream that failed or was cut off reported no whole reply and
+    counts nothing, as its ``chat`` span reports no usage."""
+
+    __slots__ = ("_ctx",)
+
+    _ctx: RunContext
+
+    async def _fetch_one(self) -> None:
+        try:
+            await MessageStream._fetch_one(self)
+            if self._closed and self._error is None and not self._cut:  # it ended, whole
+                count_usage(self._ctx, self._final_message())
+        finally:
+            # A kept error's traceback reaches this frame (see ``MessageStream._fetch_one``): it
+            # must not keep the stream, which keeps the error.
+            del self
 
 
 def _root(
