@@ -21,7 +21,7 @@ import adk
 from . import _hooks
 from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
-from .context import RunContext, _Entry, _interrupt_event, count_recorded
+from .context import RunContext, _Entry, _interrupt_event, count_recorded, note_restored
 from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream, _being_cancelled
@@ -122,6 +122,9 @@ class _AgentRun:
             return None
         if resume.is_target:
             self.resumed = True
+            state = resume.state
+            if state is not None and self.ctx.usage is not None:
+                note_restored(self.ctx, state)  # replies it kept to emit count once
             return None
         return _stamped(_interrupt_event(plan.subtree(self.ctx.address)), self.name, self.path)
 

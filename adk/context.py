@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
 from .interrupts import (
@@ -370,6 +372,28 @@ def note_counted(ctx: RunContext, reply: Message) -> bool:
         return False
     counted[id(reply)] = reply
     return True
+
+
+def note_restored(ctx: RunContext, found: object) -> None:
+    """Note as counted every model reply (a message with a ``usage``) in ``found``, the state a
+    resumed agent saved when it paused (``ctx.interrupt(info, state)``), in the lists, tuples,
+    dicts and pydantic models it holds. A reply a custom agent got through ``ctx.generate`` and
+    kept in its state to emit after the resume (a draft a person approves) was counted when it
+    came, and the checkpoint's usage holds it; restored, it is another object than the one the
+    weak counted map knows, and emitting it would count it again. Only on resume, when the run
+    has a usage to protect, over what the pause saved (JSON, so no cycles)."""
+    if isinstance(found, Message):
+        if found.usage is not None:
+            note_counted(ctx, found)
+    elif isinstance(found, BaseModel):
+        for value in found.__dict__.values():
+            note_restored(ctx, value)
+    elif isinstance(found, (list, tuple)):
+        for value in found:
+            note_restored(ctx, value)
+    elif isinstance(found, dict):
+        for value in found.values():
+            note_restored(ctx, value)
 
 
 def count_recorded(run: _RunState, message: Message, usage: Usage) -> None:

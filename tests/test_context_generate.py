@@ -414,6 +414,18 @@ async def test_a_pause_between_calls_keeps_their_count_and_usage(tmp_path: Path)
     assert seen == ["drafter", "drafter"]
 
 
+async def test_a_reply_kept_in_the_state_and_emitted_after_the_resume_counts_once() -> None:
+    """Restored from the checkpoint, the draft is another object than the reply counted when it
+    came (and in the checkpoint's usage): emitted, it was counted a second time."""
+    runner = Runner(Drafter("drafter", ScriptedModel([Reply("draft", usage=used(10, 2))])))
+    paused = await runner.invoke("write")
+    assert paused.interrupt is not None
+    resumed = await runner.invoke_resume(paused.interrupt.checkpoint_id, "ok")
+    assert resumed.text == "draft"
+    assert resumed.messages[-1].usage == used(10, 2)
+    assert resumed.usage == used(10, 2)
+
+
 # -- cancellation ---------------------------------------------------------------------------------
 class HangingModel:
     """Signals that a call started (or its stream's first chunk went out), then never answers."""
