@@ -44,9 +44,7 @@ from mcp.types import (
     TextContent,
 )
 
-from ..context import count_usage
 from ..messages import Message
-from ..models import _call
 from ..models.base import ChatModel, ModelOptions, model_name_of
 from ._content import block_text
 
@@ -183,7 +181,7 @@ class _ModelSampling:
     model that fails is an error answer the server can handle.
 
     Asked for a call of a run (the call's context known, see the module docstring), the model is
-    called as the run's agents call theirs (``adk.models._call``): counted against ``max_turns``,
+    called as the run's agents call theirs (``RunContext.generate``): counted against ``max_turns``,
     its usage in the run's total, through the run's tracing and model callbacks. Called on its
     own, a server could spend the run's model without limit or trace, its tokens in no total."""
 
@@ -217,8 +215,7 @@ class _ModelSampling:
                 reply = await self._model.generate(messages, options=options)
             else:
                 run = call.run_context
-                reply = await _call.generate(run, self._model, messages, (), options)
-                count_usage(run, reply)
+                reply = await run.generate(self._model, messages, options=options)
         except Exception as exc:
             reason = _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)
