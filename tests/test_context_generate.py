@@ -43,6 +43,7 @@ from adk import (
     ToolSpec,
     Usage,
 )
+from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
@@ -239,6 +240,51 @@ async def test_the_chat_span_nests_under_the_agent_with_the_adapters_attributes(
     # The agent's span sums its own calls' usage, the one it kept to itself included.
     assert attrs(agent)["gen_ai.usage.input_tokens"] == 80
     assert attrs(agent)["gen_ai.usage.output_tokens"] == 4
+
+
+async def test_a_tool_and_an_action_call_through_their_run_context(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """What agents.md and llamaindex.md say: a tool's call through ``tool_ctx.run_context`` is
+    traced under its ``execute_tool`` span, an action's through ``ctx.run_context`` under its
+    agent's, both counted in the run's usage and ``max_turns``."""
+    inner = ScriptedModel([Reply("gist", usage=used(3, 1))], model_name="inner")
+
+    @adk.tool
+    async def summarize(text: str, ctx: adk.ToolContext) -> str:
+        """Summarize a text."""
+        return (await ctx.run_context.generate(inner, text)).content
+
+    calls = [Reply(tool_calls=[tool_call("summarize", {"text": "long"})]), Reply("done")]
+    agent = ReActAgent("writer", ScriptedModel(calls), tools=[summarize])
+    result = await Runner(agent, tracer_provider=provider).invoke("go", max_turns=3)
+    assert result.text == "done" and result.usage == used(3, 1)
+    with pytest.raises(MaxTurnsExceeded):  # the tool's call is the run's second
+        agent = ReActAgent("writer", ScriptedModel(calls), tools=[summarize])
+        await Runner(agent).invoke("go", max_turns=1)
+
+    resources = adk.Resources()
+    resources.add_model("llm", ScriptedModel([Reply("hi", usage=used(5, 2))], model_name="llm"))
+
+    class Asker(ActionAgent):
+        @action(InputEvent)
+        async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            llm = await ctx.get_resource("llm")
+            reply = await ctx.run_context.generate(llm, str(event.input))
+            ctx.send_event(OutputEvent(output=reply.content))
+
+    asked = await Runner(Asker("asker", resources=resources), tracer_provider=provider).invoke("x")
+    assert asked.text == "hi" and asked.usage == used(5, 2)
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span for span in spans}
+
+    def parent(name: str) -> str:
+        (span,) = named(spans, name)
+        assert span.parent is not None
+        return by_id[span.parent.span_id].name
+
+    assert parent("chat inner") == "execute_tool summarize"
+    assert parent("chat llm") == "invoke_agent asker"
 
 
 # -- max_turns ------------------------------------------------------------------------------------

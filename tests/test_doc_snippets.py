@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = {
-    "agents.md": 7,
+    "agents.md": 8,
     "composing.md": 4,
     "tools.md": 3,
     "models.md": 3,
