@@ -560,6 +560,13 @@ async def test_messages_and_tools_take_the_forms_a_user_writes() -> None:
     ]
 
 
+class Listing(adk.Toolset):
+    """A toolset, whose tools an agent asks for at run time."""
+
+    async def tools(self, ctx: RunContext) -> list[adk.Tool]:
+        return []
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -569,6 +576,14 @@ async def test_messages_and_tools_take_the_forms_a_user_writes() -> None:
         ({"messages": 3}, "messages must be a str, a Message or a list of Messages, got int 3"),
         ({"tools": [print]}, r"tools must be ToolSpecs or Tools, .* \(make it a tool with @adk"),
         ({"tools": "lookup"}, "tools must be a list of ToolSpecs or Tools, got str"),
+        (
+            {"tools": Listing()},
+            r"got Listing .*\(a Toolset's tools are await toolset.tools\(ctx\)\)",
+        ),
+        (
+            {"tools": [Listing()]},
+            r"got Listing .*\(a Toolset's tools are await toolset.tools\(ctx\)\)",
+        ),
         ({"options": {"temperature": 0}}, r"options must be a ModelOptions \(ModelOptions\(\*\*"),
     ],
 )

@@ -173,13 +173,17 @@ def request_of(
             f"{_shown(messages)}"
         )
     if not isinstance(tools, Iterable) or isinstance(tools, (str, bytes, Mapping)):
-        raise TypeError(f"{where}: tools must be a list of ToolSpecs or Tools, got {_shown(tools)}")
+        raise TypeError(
+            f"{where}: tools must be a list of ToolSpecs or Tools, got {_shown(tools)}"
+            f"{_tool_hint(tools)}"
+        )
     specs: list[ToolSpec] = []
     for item in tools:
         spec = item if isinstance(item, ToolSpec) else getattr(item, "spec", None)
         if not isinstance(spec, ToolSpec):
-            hint = " (make it a tool with @adk.tool)" if callable(item) else ""
-            raise TypeError(f"{where}: tools must be ToolSpecs or Tools, got {_shown(item)}{hint}")
+            raise TypeError(
+                f"{where}: tools must be ToolSpecs or Tools, got {_shown(item)}{_tool_hint(item)}"
+            )
         specs.append(spec)
     if options is not None and not isinstance(options, ModelOptions):
         raise TypeError(
@@ -187,6 +191,16 @@ def request_of(
             f"{type(options).__name__}"
         )
     return chat, listed, specs
+
+
+def _tool_hint(value: object) -> str:
+    """How to make a tool of what was given in its place: a ``Toolset`` (an ``MCPToolset``)
+    offers its tools only when asked, a plain function is not a tool until wrapped."""
+    if callable(getattr(value, "tools", None)):
+        return " (a Toolset's tools are await toolset.tools(ctx))"
+    if callable(value):
+        return " (make it a tool with @adk.tool)"
+    return ""
 
 
 def _open_stream(request: ModelRequest) -> AsyncIterator[MessageChunk]:
