@@ -559,6 +559,7 @@ class RunContext:
         entries = [HistoryEntry("", message, True) for message in lane.root]
         entries.extend(HistoryEntry(e.agent_name, e.message) for e in lane.snapshot())
         return entries
+
     async def generate(
         self,
         model: ChatModel | str,
