@@ -26,8 +26,8 @@ from pyflink.common import Row
 from test_execution_max_turns import RECORDS as RUNAWAY_RECORDS
 from test_execution_max_turns import calls_for, runaway_agent
 
-from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
-from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner
+from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment, _flink
@@ -460,3 +460,50 @@ def test_a_runner_of_its_own_inside_a_jobs_record_saves_no_key_memory(
         resumed = asyncio.run(desk.invoke_resume("case-ann", "ok"))
     assert resumed.text == "refund ok"
     assert not caplog.records
+
+
+class _Part(Event):
+    index: int
+    amount: int
+
+
+@action(InputEvent)
+def _fan_out(event: InputEvent, ctx: ActionContext) -> None:
+    for index in range(3):
+        ctx.send_event(_Part(index=index, amount=event.input["amount"]))
+
+
+@action(_Part)
+def _fan_in(event: _Part, ctx: ActionContext) -> None:
+    found = ctx.collect_events(event, [_Part] * 3)
+    if event.index == 1 and event.amount >= 100 and ctx.resume is None:
+        raise Interrupt({"approve": event.amount})
+    if found is not None:
+        ctx.send_event(OutputEvent(output=[e.amount for e in found if isinstance(e, _Part)]))
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("json_keys", [False, True])
+def test_a_fan_in_paused_in_a_job_resumes_with_its_events_and_mixes_with_no_other_record(
+    durable: bool, json_keys: bool
+) -> None:
+    """A record paused mid fan-in (``collect_events``): its key's next records run meanwhile
+    with fan-ins of their own, and the resume through the job's stream of resumes finds the
+    events it had collected, whether the key's state is in the operator or in keyed state."""
+    job = _Job(durable, json_keys, agent=ActionAgent("joiner", actions=[_fan_out, _fan_in]))
+
+    async def run() -> list[list[dict[str, Any]]]:
+        [paused] = await job.element({"user": "ann", "amount": 500})
+        assert paused["checkpoint_id"] and paused["interrupt"] is not None
+        saved = decode_checkpoint(await job.store.get(paused["checkpoint_id"]) or b"", "c")
+        [state] = saved["states"].values()
+        assert [e["fields"]["amount"] for e in state[""]["collected"]["action:_fan_in"]] == [500]
+        after = await job.element({"user": "ann", "amount": 5})
+        other = await job.element({"user": "bob", "amount": 7})
+        resumed = await job.resume(json.dumps({**paused, "resume": "approved"}))
+        return [after, other, resumed]
+
+    after, other, resumed = job.drive(run())
+    assert [o["output"] for o in after] == [[5, 5, 5]]
+    assert [o["output"] for o in other] == [[7, 7, 7]]
+    assert [o["output"] for o in resumed] == [[500, 500, 500]]

@@ -11,6 +11,7 @@ different keys) and from tool rounds (calls of one request run concurrently).
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import weakref
 from collections import deque
@@ -43,6 +44,7 @@ from ..resources import Resources, _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ..tools.base import Tool
 from ._builtin import ActionError, _Chat
+from ._fanin import _FanIn
 from ._memory import _copied
 from .context import ActionContext, ShortTermMemory, _memory_key
 from .events import ChatRequestEvent, Event, OutputEvent
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
     from .agent import ActionAgent
 
 __all__ = ["_ActionRun"]
+
+logger = logging.getLogger("adk.actions")
 
 _new = object.__new__
 
@@ -72,7 +76,18 @@ def _action_segment(name: str) -> str:
 class _ActionRun:
     """Everything one input's processing works with."""
 
-    __slots__ = ("_found", "_memory", "_sensory", "agent", "chats", "count", "ctx", "plan", "queue")
+    __slots__ = (
+        "_fanin",
+        "_found",
+        "_memory",
+        "_sensory",
+        "agent",
+        "chats",
+        "count",
+        "ctx",
+        "plan",
+        "queue",
+    )
 
     def __init__(self, agent: ActionAgent, ctx: RunContext) -> None:
         self.agent = agent
@@ -80,6 +95,7 @@ class _ActionRun:
         self.plan: AgentPlan = agent.plan
         self._memory: ShortTermMemory | None = None
         self._sensory: ShortTermMemory | None = None  # this input's own, made on first use
+        self._fanin: _FanIn | None = None  # ``collect_events``' buffers, made on first use
         self.chats: dict[str, _Chat] = {}
         self.queue: deque[Event] = deque()
         self.count = 0  # events processed for this input, against the agent's max_events
@@ -253,6 +269,8 @@ class _ActionRun:
         while True:
             if current is None:
                 if not queue:
+                    if self._fanin is not None and self._fanin.buffers:
+                        self._report_waiting(self._fanin)
                     return
                 current = queue.popleft()
                 start, resumed = 0, False
@@ -317,6 +335,9 @@ class _ActionRun:
                 memory = self._sensory
                 if memory is not None and memory._undo:
                     memory._keep_writes()
+                fanin = self._fanin
+                if fanin is not None and fanin.undo:
+                    fanin.undo.clear()
                 for event in sent:
                     if isinstance(event, OutputEvent):
                         yield _output_event(event.output)
@@ -332,6 +353,23 @@ class _ActionRun:
             self._memory._undo_writes()
         if self._sensory is not None:
             self._sensory._undo_writes()
+        if self._fanin is not None:
+            self._fanin.undo_changes()
+
+    def _report_waiting(self, fanin: _FanIn) -> None:
+        """The input's run ended with events still waiting in a fan-in: the events it waited
+        for never came (a branch that sent nothing, a count one too many). Not an error, as a
+        branch may send nothing by design, but not silent either: the fan-in's action never
+        went on, so the input may have no output."""
+        for buffer_id, events in fanin.buffers.items():
+            logger.warning(
+                "agent %r ended its input with fan-in %r incomplete: %d event(s) collected "
+                "(%s) and dropped; collect_events never had all it expected",
+                self.agent.name,
+                buffer_id,
+                len(events),
+                ", ".join(type(event).__name__ for event in events),
+            )
 
     def _resume_of(self, found: _Action) -> ResumeContext | None:
         plan = self.ctx._run.plan
@@ -364,6 +402,11 @@ class _ActionRun:
         }
         if self._sensory is not None and self._sensory._values:
             state["sensory"] = _copied(self._sensory._values)
+        if self._fanin is not None and self._fanin.buffers:
+            state["collected"] = {
+                buffer_id: [self._encode(event) for event in events]
+                for buffer_id, events in self._fanin.buffers.items()
+            }
         return state
 
     def restore(self, state: Any) -> tuple[Event, int]:
@@ -392,6 +435,19 @@ class _ActionRun:
             raise saved.error("'sensory' must map names to values")
         if sensory:  # a copy: the resumed actions' writes must not reach the saved state
             self._sensory = _sensory_memory(_copied(sensory))
+        collected = saved.values.get("collected", {})
+        if not isinstance(collected, dict) or not all(
+            type(key) is str and isinstance(events, list) for key, events in collected.items()
+        ):
+            raise saved.error("'collected' must map fan-in buffer ids to lists of events")
+        if collected:
+            self._fanin = _FanIn(
+                {
+                    buffer_id: [self._decode(saved, item) for item in events]
+                    for buffer_id, events in collected.items()
+                    if events
+                }
+            )
         return current, listener
 
     def _paused_listener(self, saved: SavedState, event_type: type[Event]) -> int:

@@ -95,12 +95,14 @@ class ActionAgent(BaseAgent):
         current, listener = run.restore(resume.state if resume is not None else None)
         # The replies in the restored events and memories were counted before the pause (the
         # checkpoint's usage holds them), in a ``ChatResponseEvent``, passed on in an event of
-        # the application's own (a draft sent to review) or kept in the input's memory or the
-        # agent's: an action outputting one now must not count it again.
+        # the application's own (a draft sent to review), kept in the input's memory or the
+        # agent's, or waiting in a fan-in (``collect_events``): an action outputting one now
+        # must not count it again.
         sensory = run._sensory
         kept = sensory._values if sensory is not None else None
         memory = ctx.session.values.get(_memory_key(self.name))
-        _note_restored_replies(ctx, (current, *run.queue, kept, memory))
+        collected = run._fanin.buffers if run._fanin is not None else None
+        _note_restored_replies(ctx, (current, *run.queue, kept, memory, collected))
         try:
             async with aclosing(run.process(current, listener, resumed=True)) as events:
                 async for event in events:

@@ -12,11 +12,12 @@ Both are a ``ShortTermMemory`` (``_memory``: names, dotted paths and nested obje
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable, Coroutine, Generator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NoReturn
 
 from ..context import RunContext, Session
 from ..interrupts import ResumeContext
+from ._fanin import _FanIn, check_expected
 from ._memory import ShortTermMemory
 from .events import Event
 
@@ -57,6 +58,38 @@ class ActionContext:
         if not self._run.plan._listeners.get(type(event)):  # a type not sent before, or no taker
             self._run.check_sendable(event)
         self._sent.append(event)
+
+    def collect_events(
+        self,
+        event: Event,
+        expected: Sequence[type[Event]],
+        *,
+        buffer_id: str | None = None,
+    ) -> list[Event] | None:
+        """Fan-in, as LlamaIndex's ``ctx.collect_events``: keep ``event`` and give ``None``
+        until an event of each class in ``expected`` has come, then those events, in the order
+        of ``expected`` (``[Answer] * 3``: three answers, in the order they came; a subclass
+        counts for its class). The events given are taken out; events beyond them wait for the
+        next fan-in.
+
+        The events wait in a buffer of this input's own, per action (``buffer_id`` names a
+        buffer of its own instead: one per correlation id, say, or one that several actions
+        share). Like sensory memory it is gone when the input's run ends, saved with a pause
+        and restored on resume, and an action that raises (a retried attempt, a pause) has its
+        collecting undone, so each event counts once. ``TypeError``/``ValueError`` here for
+        what could never complete: an event that is none of ``expected``, or an expected class
+        the action (with ``buffer_id``, any action of the agent) does not take."""
+        run = self._run
+        if buffer_id is not None and not isinstance(buffer_id, str):
+            raise TypeError(f"collect_events: buffer_id is a str, got {buffer_id!r}")
+        kinds = check_expected(run.plan, self.action_name, event, expected, buffer_id is not None)
+        fanin = run._fanin
+        if fanin is None:
+            fanin = run._fanin = _FanIn()
+        # The action's own buffer by default, named so that no buffer_id of the user's meets it.
+        return fanin.collect(
+            buffer_id if buffer_id is not None else f"action:{self.action_name}", event, kinds
+        )
 
     @property
     def agent_name(self) -> str:
