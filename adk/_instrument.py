@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import _hooks
 from ._hooks import Hooks, ModelRequest, _Answered, _run_timeout, otel_may_be_configured
 from .callbacks import _AgentCallbacks, _Answer, _CallbackChain
-from .events import ErrorInfo
+from .events import _SHOWN, ErrorInfo
 from .messages import _ASSISTANT
 
 if TYPE_CHECKING:
@@ -442,8 +442,12 @@ class _CapturingInstrumented(_Instrumented):
             return
         if event.run_path is handle.run_path or event.run_path == handle.run_path:  # its own
             message = output.message
-            # A stream is an assistant's answer; a message may be a tool's result, not an answer.
-            if message is None or message.role == _ASSISTANT:
+            # A stream is an assistant's answer (unless only shown: ``_SHOWN``); a message may be
+            # a tool's result, not an answer.
+            if message is None:
+                if not event._flags & _SHOWN:
+                    handle.output = output
+            elif message.role == _ASSISTANT:
                 handle.output = output
 
 

@@ -31,7 +31,7 @@ from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError, _nan_json
 from .context import RunContext, _RunState, new_run
-from .events import _FORWARDED, AgentEvent
+from .events import _FORWARDED, _SHOWN, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
@@ -169,7 +169,7 @@ class AgentTool:
                         raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
                     self._forward(ctx, event)  # before collecting, so a stream reads live outside
                     output = event.output
-                    if output is not None:
+                    if output is not None and not event._flags & _SHOWN:  # shown: no answer
                         if output.stream is not None:
                             try:
                                 last = await output.stream.collect()
@@ -269,5 +269,7 @@ class AgentTool:
         if not self.emit_inner_events or ctx._emit is None or event.output is None:
             return
         outer_path = (*ctx.run_path, *event.run_path)
-        shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=_FORWARDED)
+        # A stream only shown (``_SHOWN``) stays so outside: no output there either.
+        flags = _FORWARDED | (event._flags & _SHOWN)
+        shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=flags)
         ctx._emit(shown)

@@ -102,6 +102,10 @@ _BREAK_HANDLED = 2  # the innermost loop has taken this break; outer loops ignor
 _FORWARDED = 8  # a copy an AgentTool shows from its nested run (emit_inner_events): not an
 # output of the agent that yields it, whose output the tool's result is (a PlanExecute's step
 # must not take a plan or a result from it). Set on the copy, so it never needs clearing.
+_SHOWN = 16  # a stream shown to the caller as it arrives that is no output of the agent: the
+# built-in chat action's model reply in a streaming run (``adk.actions``), whose actions get it as
+# a ``ChatResponseEvent``, as without streaming. Set with ``_RECORDED`` (not in history); not the
+# run's output (``invoke``), an ``AgentTool``'s result, or an agent span's answer.
 
 
 @dataclass(slots=True)

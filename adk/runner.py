@@ -58,7 +58,7 @@ from .context import (
     new_run,
     run_options,
 )
-from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
+from .events import _SHOWN, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import _messages_for
 from .interrupts import (
     _CALLBACK_SLOT,
@@ -1414,8 +1414,8 @@ class _Collecting:
         """Collect an event under the runner's rules (``_check``: a pause saves its checkpoint);
         True when the run ends with it."""
         output = event.output
-        if output is not None and output.stream is not None:
-            await self.add_stream(output.stream)
+        if output is not None and output.stream is not None and not event._flags & _SHOWN:
+            await self.add_stream(output.stream)  # a stream only shown is no output (_SHOWN)
         if event._signal is None and event.action is None and event.error is None:
             self.add(event, checked=True)
             return False
@@ -1502,8 +1502,9 @@ async def _collect(events: AsyncIterator[AgentEvent], box: list[RunContext]) -> 
     collected = _collector()
     try:
         async for event in events:
-            if event.output is not None and event.output.stream is not None:
-                await collected.add_stream(event.output.stream)
+            output = event.output
+            if output is not None and output.stream is not None and not event._flags & _SHOWN:
+                await collected.add_stream(output.stream)
             collected.add(event, checked=True)  # the root's rules were applied by _drive_root
     finally:
         event = NO_EVENT  # see _driver.NO_EVENT

@@ -10,17 +10,18 @@ Model and tool calls go through the run's hooks: they are traced and callbacks s
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._driver import _RECORDED
 from ..checkpoint._state import SavedState
 from ..context import count_usage
-from ..events import AgentEvent
+from ..events import _SHOWN, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
-from ..models._call import generate
+from ..models import _call
 from ..tools._executor import execute_tool_calls, unique_call_ids
 from ..tools.base import Tool
 from .events import (
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from ._run import _ActionRun
     from .context import ActionContext
 
-__all__ = ["ActionError", "chat_action", "preflight_tool_action", "tool_action"]
+__all__ = ["ActionError", "chat_action", "chat_streamed", "preflight_tool_action", "tool_action"]
 
 
 class ActionError(Exception):
@@ -57,12 +58,50 @@ class _Chat:
 
 async def chat_action(event: Event, ctx: ActionContext) -> None:
     """Ask the model of a ``ChatRequestEvent``, or carry on a chat whose tool results arrived."""
-    run = ctx._run
-    if isinstance(event, ChatRequestEvent):
-        await _ask(ctx, event, list(event.messages), 0)
+    chat = _chat_of(ctx, event)
+    if chat is None:
         return
+    request, messages, rounds = chat
+    model, tools = await _model_and_tools(ctx, request)
+    reply = await _call.generate(
+        ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
+    )
+    _answer(ctx, request, messages, rounds, reply)
+
+
+async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentEvent, None]:
+    """``chat_action`` in a streaming run (``Runner(enable_streaming=True)``): each model call
+    is streamed, and shown to the caller as it arrives, as ``ReActAgent`` shows its replies
+    (``AgentEvent.streaming``). Only shown (``_SHOWN``): the reply is not recorded in history
+    nor an output of the agent, and goes on as without streaming (a ``ToolRequestEvent`` or a
+    ``ChatResponseEvent``), so a streaming run records, saves and sends what one without does.
+    A generator of its own, which ``_ActionRun.process`` iterates in a streaming run only: a
+    run that does not stream calls ``chat_action`` as before."""
+    chat = _chat_of(ctx, event)
+    if chat is None:
+        return
+    request, messages, rounds = chat
+    model, tools = await _model_and_tools(ctx, request)
+    stream = _call.stream(
+        ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
+    )
+    shown = AgentEvent.streaming(stream)
+    shown._flags = _RECORDED | _SHOWN
+    yield shown
+    reply = await stream.collect()
+    _answer(ctx, request, messages, rounds, reply)
+
+
+def _chat_of(
+    ctx: ActionContext, event: Event
+) -> tuple[ChatRequestEvent, list[Message], int] | None:
+    """The request, conversation and rounds so far of the chat ``event`` asks or carries on;
+    None for a tool response to a tool request an action sent itself (that action's to take)."""
+    if isinstance(event, ChatRequestEvent):
+        return event, list(event.messages), 0
     if not isinstance(event, ToolResponseEvent):  # pragma: no cover - the plan routes only these
         raise ActionError(f"the chat action does not take {type(event).__name__}")
+    run = ctx._run
     chat = run.chats.pop(event.request_id, None)
     if chat is None:
         if not run.plan._user_listens_tool_responses:
@@ -70,19 +109,26 @@ async def chat_action(event: Event, ctx: ActionContext) -> None:
                 f"a ToolResponseEvent answers request {event.request_id!r}, which no chat made, "
                 "and no action listens for ToolResponseEvent"
             )
-        return  # a response to a tool request an action sent itself: that action's to take
-    await _ask(ctx, chat.request, [*chat.messages, *event.responses], chat.rounds)
+        return None
+    return chat.request, [*chat.messages, *event.responses], chat.rounds
 
 
-async def _ask(
-    ctx: ActionContext, request: ChatRequestEvent, messages: list[Message], rounds: int
-) -> None:
+async def _model_and_tools(ctx: ActionContext, request: ChatRequestEvent) -> tuple[Any, list[Tool]]:
     run = ctx._run  # its lookup directly, per chat round: no wrapper to make (see _Lookup)
     model = await run.get_resource(request.model, "model")
     tools: list[Tool] = [await run.get_resource(name, "tool") for name in request.tools]
-    reply = await generate(
-        ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
-    )
+    return model, tools
+
+
+def _answer(
+    ctx: ActionContext,
+    request: ChatRequestEvent,
+    messages: list[Message],
+    rounds: int,
+    reply: Message,
+) -> None:
+    """Send what the model's ``reply`` asks for: its tool calls as a ``ToolRequestEvent`` (the
+    chat kept for their results), else the ``ChatResponseEvent``."""
     count_usage(ctx.run_context, reply)
     if not reply.tool_calls:
         ctx.send_event(_chat_response_event(request.id, reply))

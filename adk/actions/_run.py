@@ -16,6 +16,7 @@ import random
 import weakref
 from collections import deque
 from collections.abc import AsyncGenerator
+from contextlib import aclosing
 from inspect import isawaitable
 from typing import TYPE_CHECKING, Annotated, Any, get_args, get_origin
 
@@ -43,7 +44,7 @@ from ..models.base import RetryPolicy
 from ..resources import Resources, _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ..tools.base import Tool
-from ._builtin import ActionError, _Chat
+from ._builtin import ActionError, _Chat, chat_action, chat_streamed
 from ._fanin import _FanIn
 from ._memory import _copied
 from .context import ActionContext, ShortTermMemory, _memory_key
@@ -266,6 +267,9 @@ class _ActionRun:
         """
         plan, queue, limit = self.plan, self.queue, self.agent.max_events
         cached = plan._listeners
+        # A streaming run shows the built-in chat's replies as they arrive (``chat_streamed``);
+        # one that does not pays a test of this local per action.
+        streaming = self.ctx.enable_streaming
         while True:
             if current is None:
                 if not queue:
@@ -293,7 +297,13 @@ class _ActionRun:
                 attempt = 1
                 while True:  # more than once only for an action with a retry policy that failed
                     try:
-                        result = found.call(current, actx)
+                        if streaming and found.call is chat_action:
+                            async with aclosing(chat_streamed(current, actx)) as shown:
+                                async for streamed in shown:
+                                    yield streamed
+                            result = None
+                        else:
+                            result = found.call(current, actx)
                         if result is not None:
                             if found.is_async or isawaitable(result):
                                 result = await result

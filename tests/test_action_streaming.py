@@ -1,0 +1,349 @@
+"""The built-in chat action streams under ``Runner(enable_streaming=True)``, as ``ReActAgent``
+does: each model call is an ``AgentEvent.streaming`` event the caller reads as it arrives.
+
+Only shown: what the run records (history, usage, ``RunResult.output``), checkpoints and sends as
+events (``ChatResponseEvent``, ``ToolRequestEvent``) is what it is without streaming, and a run
+that does not stream never calls the model's ``stream``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest import wire_model
+from openai_server import Call, OpenAIServer
+from openai_server import Reply as WireReply
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from adk import (
+    AgentEvent,
+    AgentTool,
+    Interrupt,
+    Message,
+    Resources,
+    Runner,
+    SequentialAgent,
+    Usage,
+    tool,
+)
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    ToolRequestEvent,
+    action,
+)
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint
+from adk.testing import Reply, ScriptedModel, tool_call
+from adk.tracing import CAPTURE_CONTENT_ENV
+from prebuilt import PlanExecute, ReActAgent, new_planner, new_replanner
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(require_approval=True)
+async def pay(amount: int) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
+class Calculator(ActionAgent):
+    """Asks its model with the ``add`` tool, and outputs the answer with a note of its own."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        request = ChatRequestEvent(model="m", messages=[Message.user(event.input)], tools=["add"])
+        ctx.send_event(request)
+
+    @action(ToolRequestEvent, ChatResponseEvent)
+    def watch(self, event: Event, ctx: ActionContext) -> None:
+        seen = ctx.sensory_memory.get("seen") or []
+        ctx.sensory_memory.set("seen", [*seen, type(event).__name__])
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output={"seen": ctx.sensory_memory.get("seen")}))
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+def _script() -> list[Any]:
+    return [
+        Reply(
+            "Let me add.",
+            tool_calls=[tool_call("add", {"a": 1, "b": 2})],
+            usage=Usage(input_tokens=5, output_tokens=2, total_tokens=7),
+        ),
+        Reply("The sum is 3.", usage=Usage(input_tokens=9, output_tokens=4, total_tokens=13)),
+    ]
+
+
+def _resources(model: Any) -> Resources:
+    resources = Resources()
+    resources.add_model("m", model)
+    resources.add_tool(add)
+    resources.add_tool(pay)
+    return resources
+
+
+async def _shown(events: list[AgentEvent]) -> list[str]:
+    """The text of each streamed event, read chunk by chunk as a caller prints it."""
+    texts = []
+    for event in events:
+        if event.output is not None and event.output.stream is not None:
+            texts.append("".join([chunk.content async for chunk in event.output.stream]))
+    return texts
+
+
+async def test_each_model_call_streams_to_the_caller_as_it_arrives() -> None:
+    model = ScriptedModel(_script())
+    runner = Runner(Calculator("calc", resources=_resources(model)), enable_streaming=True)
+    events = []
+    async for event in runner.run("1+2?"):
+        events.append(event)
+        if event.output is not None and event.output.stream is not None:
+            # Read while the run waits: the chat action goes on once the reply has arrived.
+            assert [c.content async for c in event.output.stream]
+    assert await _shown(events) == ["Let me add.", "The sum is 3."]
+    assert [request.stream for request in model.requests] == [True, True]
+    streamed = [e for e in events if e.output is not None and e.output.stream is not None]
+    assert all(e.agent_name == "calc" and e.output.role == "assistant" for e in streamed)
+
+
+async def test_a_streaming_run_records_outputs_and_sends_what_one_without_does() -> None:
+    results = {}
+    for streaming in (False, True):
+        model = ScriptedModel(_script())
+        runner = Runner(Calculator("calc", resources=_resources(model)), enable_streaming=streaming)
+        results[streaming] = (await runner.invoke("1+2?"), model)
+    plain, streamed = results[False][0], results[True][0]
+    # The same outputs, the streamed replies beside them; the events the actions got alike.
+    assert [e.output for e in streamed.events if e.output.stream is None] == [
+        e.output for e in plain.events
+    ]
+    assert plain.text == streamed.text == "The sum is 3."
+    assert streamed.events[-2].output.custom == {"seen": ["ToolRequestEvent", "ChatResponseEvent"]}
+    # Nothing of the chat in history (the agent's outputs only), usage counted once.
+    assert streamed.messages == plain.messages
+    assert [m.content for m in streamed.messages] == ["1+2?", "The sum is 3."]
+    assert streamed.usage == plain.usage
+    assert streamed.usage is not None and streamed.usage.total_tokens == 20
+    # The model was asked the same, streamed or not.
+    asked = [[r.messages for r in model.requests] for _, model in results.values()]
+    assert asked[0] == asked[1]
+
+
+async def test_a_run_that_does_not_stream_never_calls_stream() -> None:
+    class NoStream:
+        model_name = "no-stream"
+
+        def __init__(self) -> None:
+            self.inner = ScriptedModel(_script())
+
+        async def generate(self, messages: Any, *, tools: Any = (), options: Any = None) -> Any:
+            return await self.inner.generate(messages, tools=tools, options=options)
+
+    result = await Runner(Calculator("calc", resources=_resources(NoStream()))).invoke("1+2?")
+    assert result.text == "The sum is 3."
+
+
+class Quiet(ActionAgent):
+    """Says it is asking, then keeps its chat's reply in memory: no output after the chat."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output="asking"))
+        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("hi")]))
+
+    @action(ChatResponseEvent)
+    def keep(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.short_term_memory.set("reply", event.response.content)
+
+
+def quiet(name: str = "quiet") -> Quiet:
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(["kept, not said"]))
+    return Quiet(name, "Asks quietly.", resources=resources)
+
+
+async def test_a_shown_reply_is_not_the_runs_output_when_no_output_follows() -> None:
+    result = await Runner(quiet(), enable_streaming=True).invoke("go")
+    assert await _shown(result.events) == ["kept, not said"]
+    assert result.text == "asking"
+    assert result.session["memory:quiet"] == {"reply": "kept, not said"}
+    assert [m.content for m in result.messages] == ["go", "asking"]
+
+
+async def test_a_resumed_runs_output_is_not_a_shown_reply() -> None:
+    class Gated(Quiet):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise Interrupt("ask?")
+            ctx.send_event(OutputEvent(output="approved"))
+            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("hi")]))
+
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(["kept, not said"]))
+    store = InMemoryCheckpointStore()
+    runner = Runner(
+        Gated("gated", resources=resources), checkpoint_store=store, enable_streaming=True
+    )
+    await runner.invoke("go", checkpoint_id="c1")
+    done = await runner.invoke_resume("c1", "yes")
+    assert await _shown(done.events) == ["kept, not said"]
+    assert done.text == "approved"
+
+
+async def test_an_agent_tools_result_and_a_plan_steps_result_are_not_a_shown_reply() -> None:
+    boss_model = ScriptedModel([Reply(tool_calls=[tool_call("quiet", {"request": "go"})]), "ok"])
+    boss = ReActAgent("boss", boss_model, tools=[AgentTool(quiet(), emit_inner_events=True)])
+    events = [e async for e in Runner(boss, enable_streaming=True).run("go")]
+    assert "kept, not said" in await _shown(events)  # shown outside, as the nested run's are
+    [result] = [m for m in boss_model.requests[1].messages if m.role == "tool"]
+    assert result.content == "asking"
+
+    replanner_model = ScriptedModel(["All done."])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["ask quietly"]})])),
+        quiet("executor"),
+        new_replanner(replanner_model),
+    )
+    done = await Runner(agent, enable_streaming=True).invoke("plan it")
+    assert done.text == "All done."
+    asked = "\n".join(m.content for m in replanner_model.requests[0].messages)
+    assert "asking" in asked and "kept, not said" not in asked
+
+
+async def test_an_agent_span_answer_is_not_a_shown_reply(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    try:
+        runner = Runner(quiet(), enable_streaming=True, tracer_provider=provider)
+        await runner.invoke("go")
+    finally:
+        provider.shutdown()
+    [span] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent quiet"]
+    [answer] = json.loads((span.attributes or {})["gen_ai.output.messages"])
+    assert answer["parts"][0]["content"] == "asking"
+    [chat] = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    assert "kept, not said" in (chat.attributes or {})["gen_ai.output.messages"]
+
+
+async def test_a_pause_in_a_streaming_chat_saves_what_one_without_saves() -> None:
+    class Payer(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(
+                ChatRequestEvent(model="m", messages=[Message.user("pay 5")], tools=["pay"])
+            )
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    def script() -> ScriptedModel:
+        return ScriptedModel(
+            [Reply("Paying.", tool_calls=[tool_call("pay", {"amount": 5})], usage=None), "Paid."]
+        )
+
+    states = {}
+    for streaming in (False, True):
+        store = InMemoryCheckpointStore()
+        runner = Runner(
+            Payer("payer", resources=_resources(script())),
+            checkpoint_store=store,
+            enable_streaming=streaming,
+        )
+        events = [event async for event in runner.run("go", checkpoint_id="c1")]
+        assert await _shown(events) == (["Paying."] if streaming else [])
+        body = decode_checkpoint((await store.get("c1")) or b"", "c1")
+        assert body["history"] == []  # the chat's replies are the chat's, not the history's
+        state = body["states"]["agent:payer"][""]
+        states[streaming] = json.loads(
+            json.dumps(state["chats"]).replace(state["event"]["fields"]["id"], "<id>")
+        )
+        # Resumed, the chat's next call streams too.
+        resumed = [e async for e in runner.resume("c1", {"approved": True})]
+        assert await _shown(resumed) == (["Paid."] if streaming else [])
+        assert [e.message.content for e in resumed if e.message] == ["Paid."]
+    [plain, streamed] = [list(states[False].values()), list(states[True].values())]
+    for chat in (*plain, *streamed):
+        chat["request"]["fields"].pop("id")
+    assert plain == streamed
+
+
+async def test_inside_a_sequence_and_an_agent_tool_the_shown_reply_is_no_answer() -> None:
+    class Drafter(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(event.input)]))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=f"draft: {event.response.content}"))
+
+    def drafter() -> Drafter:
+        resources = Resources()
+        resources.add_model("m", ScriptedModel(["raw words"]))
+        return Drafter("drafter", "Drafts a text.", resources=resources)
+
+    reviewer_model = ScriptedModel(["reviewed"])
+    sequence = SequentialAgent("flow", [drafter(), ReActAgent("reviewer", reviewer_model)])
+    done = await Runner(sequence, enable_streaming=True).invoke("write")
+    assert done.text == "reviewed"
+    # The reviewer read the drafter's output, not its chat's reply.
+    [_, seen] = reviewer_model.requests[0].messages
+    assert seen.content == "For context: [drafter] said: draft: raw words."
+
+    boss_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("drafter", {"request": "write"})]), "done"]
+    )
+    boss = ReActAgent("boss", boss_model, tools=[AgentTool(drafter(), emit_inner_events=True)])
+    events = [e async for e in Runner(boss, enable_streaming=True).run("go")]
+    tool_results = [m for m in boss_model.requests[1].messages if m.role == "tool"]
+    assert [m.content for m in tool_results] == ["draft: raw words"]
+    # The inner chat's stream was shown outside, as the nested run's events are.
+    assert "raw words" in await _shown(events)
+
+
+async def test_an_openai_model_streams_its_chat_over_the_wire() -> None:
+    text = "Streaming tokens over the wire, piece by piece."
+    async with OpenAIServer(
+        [
+            WireReply(tool_calls=[Call("add", json.dumps({"a": 2, "b": 3}))], usage=(12, 3)),
+            WireReply(text=text, usage=(20, 9)),
+        ]
+    ) as server:
+        model = wire_model(server)
+        runner = Runner(Calculator("calc", resources=_resources(model)), enable_streaming=True)
+        pieces: list[list[str]] = []
+        events = []
+        async for event in runner.run("2+3?"):
+            events.append(event)
+            if event.output is not None and event.output.stream is not None:
+                pieces.append([chunk.content async for chunk in event.output.stream])
+        assert all(request.body["stream"] is True for request in server.requests)
+    assert "".join(pieces[1]) == text
+    assert len([p for p in pieces[1] if p]) > 1  # in pieces, as the server sent them
+    assert [e.message.content for e in events if e.message] == [text]
+    result_usage = sum(
+        (e.output.stream._final_message().usage.input_tokens)  # type: ignore[union-attr]
+        for e in events
+        if e.output is not None and e.output.stream is not None
+    )
+    assert result_usage == 32  # each streamed reply carried its usage
