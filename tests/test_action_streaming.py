@@ -8,7 +8,11 @@ that does not stream never calls the model's ``stream``.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
+from collections.abc import Callable
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -347,3 +351,28 @@ async def test_an_openai_model_streams_its_chat_over_the_wire() -> None:
         if e.output is not None and e.output.stream is not None
     )
     assert result_usage == 32  # each streamed reply carried its usage
+
+
+async def wait_for(condition: Callable[[], bool], within: float) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_a_run_closed_mid_stream_releases_the_models_connection() -> None:
+    async with OpenAIServer(
+        [WireReply(text="a long answer nobody reads to the end", delay=5.0, stall_after=4)]
+    ) as server:
+        model = wire_model(server)
+        resources = Resources()
+        resources.add_model("m", model)
+        events = Runner(Quiet("quiet", resources=resources), enable_streaming=True).run("go")
+        async with aclosing(events):
+            async for event in events:
+                if event.output is not None and event.output.stream is not None:
+                    async for _chunk in event.output.stream:
+                        break  # the caller walks away from the stream, then from the run
+                    break
+        await wait_for(lambda: server.hangups == 1, within=2.0)  # well before the 5 s stall ends
+        await model.aclose()

@@ -87,8 +87,15 @@ async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[Agen
     )
     shown = AgentEvent.streaming(stream)
     shown._flags = _RECORDED | _SHOWN
-    yield shown
-    reply = await stream.collect()
+    try:
+        yield shown
+        reply = await stream.collect()
+    finally:
+        # A run closed at this event (the caller walked away mid-reply) or cancelled: stop the
+        # model's stream, as a driver stops a recorded one (``_driver.finish``), which this one
+        # is not (``_RECORDED``): its connection would stay open until collected.
+        if not stream.done:
+            await stream.aclose()
     _answer(ctx, request, messages, rounds, reply)
 
 
