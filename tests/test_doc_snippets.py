@@ -24,7 +24,7 @@ DOCS = {
     "models.md": 3,
     "mcp.md": 3,
     "interrupts.md": 11,
-    "event_driven.md": 11,
+    "event_driven.md": 13,
     "eino.md": 3,
     "openai_agents.md": 6,
     "langgraph.md": 4,
