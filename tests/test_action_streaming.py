@@ -29,9 +29,11 @@ from adk import (
     Interrupt,
     Message,
     Resources,
+    RunError,
     Runner,
     SequentialAgent,
     Usage,
+    run_usage,
     tool,
 )
 from adk.actions import (
@@ -180,6 +182,18 @@ def quiet(name: str = "quiet") -> Quiet:
     resources = Resources()
     resources.add_model("m", ScriptedModel(["kept, not said"]))
     return Quiet(name, "Asks quietly.", resources=resources)
+
+
+async def test_a_model_without_stream_fails_a_streaming_chat_saying_so() -> None:
+    class NoStream:
+        model_name = "no-stream"
+
+        async def generate(self, messages: Any, *, tools: Any = (), options: Any = None) -> Any:
+            return Message.assistant("never streamed")
+
+    runner = Runner(Calculator("calc", resources=_resources(NoStream())), enable_streaming=True)
+    with pytest.raises(RunError, match=r"model NoStream has no stream\(\) method"):
+        await runner.invoke("1+2?")
 
 
 async def test_a_shown_reply_is_not_the_runs_output_when_no_output_follows() -> None:
@@ -337,20 +351,18 @@ async def test_an_openai_model_streams_its_chat_over_the_wire() -> None:
         runner = Runner(Calculator("calc", resources=_resources(model)), enable_streaming=True)
         pieces: list[list[str]] = []
         events = []
-        async for event in runner.run("2+3?"):
+        run = runner.run("2+3?")
+        async for event in run:
             events.append(event)
             if event.output is not None and event.output.stream is not None:
                 pieces.append([chunk.content async for chunk in event.output.stream])
         assert all(request.body["stream"] is True for request in server.requests)
+        await model.aclose()
     assert "".join(pieces[1]) == text
     assert len([p for p in pieces[1] if p]) > 1  # in pieces, as the server sent them
     assert [e.message.content for e in events if e.message] == [text]
-    result_usage = sum(
-        (e.output.stream._final_message().usage.input_tokens)  # type: ignore[union-attr]
-        for e in events
-        if e.output is not None and e.output.stream is not None
-    )
-    assert result_usage == 32  # each streamed reply carried its usage
+    usage = run_usage(run)
+    assert usage is not None and usage.input_tokens == 32  # each streamed reply's, once
 
 
 async def wait_for(condition: Callable[[], bool], within: float) -> None:
