@@ -63,7 +63,16 @@ async def test_a_run_paused_at_every_tool_call_does_what_an_unpaused_one_does(
     for seed in SEEDS:
         ran_plain: list[str] = []
         seen_plain: list[Counter[str]] = []
-        plain = await Runner(_recorded(seed, False, ran_plain, seen_plain)).invoke("go")
+        # Compared with a run that streams alike: streaming shows more than it says (an
+        # event-driven leaf's chat replies, as well as its output), but records the same.
+        plain_runner = Runner(
+            _recorded(seed, False, ran_plain, seen_plain), enable_streaming=streaming
+        )
+        plain = await plain_runner.invoke("go")
+        if streaming:
+            unstreamed: list[Counter[str]] = []
+            await Runner(_recorded(seed, False, [], unstreamed)).invoke("go")
+            assert unstreamed == seen_plain, f"seed {seed}: streaming changed the history"
 
         ran: list[str] = []
         seen: list[Counter[str]] = []
