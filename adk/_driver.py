@@ -229,23 +229,30 @@ class _AgentRun:
         return False
 
     async def finish(self) -> None:
-        """After the agent ended however it ended (its generator is closed by then)."""
+        """After the agent ended however it ended (its generator is closed by then).
+
+        The hooks are told in a ``finally``: closing a stream the run left unread waits for its
+        source and then raises the cancellation that came meanwhile, which an anyio cancel scope
+        (Starlette's, when a streaming client hangs up) delivers at every await; the agent's span
+        would otherwise never end and its ``after_agent`` callbacks never run."""
         stream = self.stream
-        if stream is not None:
-            if not stream.done:
-                await stream.aclose()  # the run ended before the stream: stop its source
-            elif stream._error is None and not stream._cut:
-                # Read to its end before the run ended (a reader that stopped at the answer and
-                # closed the run): recorded as a whole reply is when its event passes, so its
-                # usage counts and ``run_messages`` has it; it waited for the next event asked.
-                self.ctx._record(self.stream_author, stream._final_message())
-            self.stream = None
-        if self.resumed:
-            plan = self.ctx._run.plan
-            if plan is not None:
-                plan.consume(self.ctx.address)
-        if self.hooks is not None:
-            await self.hooks.agent_end(self.handle, self.error, self.cancelled)
+        try:
+            if stream is not None:
+                self.stream = None
+                if not stream.done:
+                    await stream.aclose()  # the run ended before the stream: stop its source
+                elif stream._error is None and not stream._cut:
+                    # Read to its end before the run ended (a reader that stopped at the answer
+                    # and closed the run): recorded as a whole reply is when its event passes, so
+                    # its usage counts and ``run_messages`` has it; it waited for the next event.
+                    self.ctx._record(self.stream_author, stream._final_message())
+        finally:
+            if self.resumed:
+                plan = self.ctx._run.plan
+                if plan is not None:
+                    plan.consume(self.ctx.address)
+            if self.hooks is not None:
+                await self.hooks.agent_end(self.handle, self.error, self.cancelled)
 
     def observe_passing(self, event: AgentEvent) -> None:
         """A composite's own rules for an event of one of its children, which the child's run has

@@ -1,0 +1,136 @@
+"""A run served over HTTP by a real Starlette app under uvicorn, as docs/service.md shows it.
+
+Starlette cancels a streaming response's task with an anyio cancel scope when its client hangs
+up, and such a scope cancels again at every await until it is left: what a run does to clean up
+after a client left must finish all the same (its spans end, its model connection is released,
+its session store's locks are let go), and the next request is served as usual. The model is a
+real OpenAI wire server (``tests/openai_server.py``), the client a plain asyncio socket.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import uvicorn
+from conftest import wire_model
+from openai_server import OpenAIServer, Reply
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.routing import Route
+
+from adk import AgentEvent, Runner
+from prebuilt import ReActAgent
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Starlette) -> AsyncIterator[int]:
+    """Serve ``app`` under uvicorn on a free loopback port; yield the port."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if task.done():
+                await task  # startup failed: raise its error
+            await asyncio.sleep(0.01)
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        await task
+
+
+async def post(port: int, path: str, body: Any) -> tuple[asyncio.StreamReader, Any]:
+    """Send a POST of ``body`` as JSON; the reader, past the response's head, and the writer."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(body).encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {len(data)}\r\n\r\n"
+    writer.write(head.encode() + data)
+    await writer.drain()
+    assert (await reader.readline()).split()[1] == b"200"
+    while await reader.readline() not in (b"\r\n", b""):
+        pass
+    return reader, writer
+
+
+async def next_chunk(reader: asyncio.StreamReader) -> bytes:
+    """The next piece of a chunked body (b"" at its end)."""
+    size = int(await reader.readline(), 16)
+    data = await reader.readexactly(size) if size else b""
+    await reader.readline()
+    return data
+
+
+class _Ends(SpanProcessor):
+    """Sets ``ended`` once a span named ``name`` ends."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.ended = asyncio.Event()
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name == self.name:
+            self.ended.set()
+
+
+def sse_of(runner: Runner) -> Starlette:
+    """``POST /chat``: the run's answer as Server-Sent Events, one per piece of text."""
+
+    async def chat(request: Request) -> StreamingResponse:
+        message = (await request.json())["message"]
+
+        async def body() -> AsyncIterator[str]:
+            async with contextlib.aclosing(runner.run(message)) as events:
+                async for event in events:
+                    stream = event.output.stream if event.output is not None else None
+                    if stream is not None:
+                        async for chunk in stream:
+                            yield f"data: {json.dumps(chunk.content)}\n\n"
+                    yield f"event: agent\ndata: {json.dumps(AgentEvent.to_dict(event))}\n\n"
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/chat", chat, methods=["POST"])])
+
+
+async def test_a_client_hanging_up_mid_answer_ends_every_span_of_its_run() -> None:
+    # The agent's span was never ended: closing the answer's unread stream raised the scope's
+    # repeated cancellation, which skipped the agent's end (its span, its after_agent callbacks).
+    spans = InMemorySpanExporter()
+    agent_end = _Ends("invoke_agent clerk")
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    provider.add_span_processor(agent_end)
+    stalled = Reply(text="A long answer. " * 20, stall_after=2, delay=60)
+    async with OpenAIServer([stalled], default=Reply(text="Hello again.")) as model_server:
+        agent = ReActAgent("clerk", wire_model(model_server, retry=None))
+        runner = Runner(agent, enable_streaming=True, tracer_provider=provider)
+        async with serving(sse_of(runner)) as port:
+            reader, writer = await post(port, "/chat", {"message": "Tell me a long story."})
+            assert (await next_chunk(reader)).startswith(b"data: ")
+            writer.close()  # the client hangs up mid-answer
+            await asyncio.wait_for(agent_end.ended.wait(), 10)
+
+            reader, writer = await post(port, "/chat", {"message": "Hello?"})
+            pieces = [await next_chunk(reader) for _ in range(3)]
+            writer.close()
+        assert b"".join(pieces).decode().count("data: ") == 3  # the next request is served
+
+    (first, *_) = [s for s in spans.get_finished_spans() if s.name == "invoke_agent clerk"]
+    assert [e.name for e in first.events] == ["adk.cancelled"]
+    assert first.status.status_code is not StatusCode.ERROR  # cut off, not failed
+    assert sorted(s.name for s in spans.get_finished_spans() if s.parent is not None) == [
+        "chat test-model",
+        "chat test-model",
+    ]
