@@ -11,7 +11,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from .agent import Agent, AgentInput, BaseAgent, ResumableAgent
-from .checkpoint.codec import CheckpointError, register_type
+from .checkpoint.codec import (
+    CheckpointBusyError,
+    CheckpointError,
+    CheckpointNotFoundError,
+    register_type,
+)
 from .context import RunContext, Session
 from .events import AgentAction, AgentEvent, AgentOutput, ErrorInfo
 from .history import HistoryEntry, HistoryRewriter
@@ -55,7 +60,9 @@ __all__ = [
     "BaseAgent",
     "Callbacks",
     "ChatModel",
+    "CheckpointBusyError",
     "CheckpointError",
+    "CheckpointNotFoundError",
     "ErrorInfo",
     "FlowAgent",
     "FunctionTool",

@@ -19,7 +19,7 @@ from typing import Any, cast
 from . import __version__, checkpoint
 from ._nonfinite import dumps_finite
 from .checkpoint._pending import PendingCheckpoint, _gathered, _listing
-from .checkpoint.codec import CheckpointError, decode_checkpoint
+from .checkpoint.codec import CheckpointError, CheckpointNotFoundError, decode_checkpoint
 from .checkpoint.sqlite import _ReadOnlySQLiteStore
 from .checkpoint.store import CheckpointStore, _check_id, _check_prefix
 
@@ -68,7 +68,7 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
     data = cast("bytes | None", found[0])
     claimed = cast("set[str]", found[1]) if lookup is not None else set()
     if data is None:
-        raise CheckpointError(f"no checkpoint {args.checkpoint_id!r}")
+        raise CheckpointNotFoundError(f"no checkpoint {args.checkpoint_id!r}")
     body = decode_checkpoint(data, args.checkpoint_id)
     _check_shape(body, args.checkpoint_id)
     summary = {

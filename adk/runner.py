@@ -45,7 +45,13 @@ from ._hooks import Hooks, _record_memory, may_hook
 from ._parts import attributes, members
 from ._run_error import MaxTurnsExceeded, RunError
 from .agent import Agent, AgentInput
-from .checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint, to_json_value
+from .checkpoint.codec import (
+    CheckpointError,
+    CheckpointNotFoundError,
+    decode_checkpoint,
+    encode_checkpoint,
+    to_json_value,
+)
 from .checkpoint.memory import InMemoryCheckpointStore
 from .checkpoint.store import CheckpointStore, _check_id, _from_store
 from .context import (
@@ -906,14 +912,14 @@ class Runner(AsyncCloseable):
                 )
             # A second resume of one pause (a retried request, an approval clicked twice) lands
             # here too, and the in-memory hint alone sent that user looking for another process.
-            raise CheckpointError(
+            raise CheckpointNotFoundError(
                 f"no checkpoint {checkpoint_id!r} in {self.checkpoint_store!r}: it was never "
                 "saved there, or a resume of it ran to the end, which deletes it "
                 f"(Runner(keep_checkpoints=True) keeps it, marked finished){hint}"
             )
         body = decode_checkpoint(data, checkpoint_id)
         if body.get("finished"):
-            raise CheckpointError(
+            raise CheckpointNotFoundError(
                 f"checkpoint {checkpoint_id!r} belongs to a run that has finished; it is kept "
                 "for audit (keep_checkpoints=True) and cannot be resumed again"
             )

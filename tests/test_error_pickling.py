@@ -126,6 +126,8 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
         _made(CheckpointStoreError("down", backend="redis", operation="get", checkpoint_id="c1"))
     ],
     CheckpointError: [_made(CheckpointError("unreadable"))],
+    adk.CheckpointNotFoundError: [_made(adk.CheckpointNotFoundError("no checkpoint 'c1'"))],
+    adk.CheckpointBusyError: [_made(adk.CheckpointBusyError("already being resumed"))],
     ToolError: [_made(ToolError("no such city"))],
     ActionError: [_made(ActionError("cannot process"))],
     Interrupt: [_made(Interrupt({"question": "ok?"}, state={"step": 2}))],

@@ -249,7 +249,7 @@ def test_an_approval_given_twice_is_a_failed_output_not_a_failed_job(durable: bo
 
     paused, (resumed, [again], after) = job.drive(run())
     assert [o["output"] for o in resumed] == [500]
-    assert again["error"]["type"] == "CheckpointError" and again["output"] is None
+    assert again["error"]["type"] == "CheckpointNotFoundError" and again["output"] is None
     assert "no checkpoint" in again["error"]["message"]
     assert again["run_id"] == paused["run_id"]
     assert [o["output"] for o in after] == [501]

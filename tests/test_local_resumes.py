@@ -212,7 +212,7 @@ async def test_a_resume_of_a_checkpoint_already_resumed_fails_as_a_record(tmp_pa
     applied = again.apply(LEDGER, sessions=first.sessions, resumes=[_answer(paused)])
     record, failed = await applied.to_list()
     assert record.output == 505 and failed.error is not None
-    assert failed.error.type == "CheckpointError" and failed.record == _answer(paused)
+    assert failed.error.type == "CheckpointNotFoundError" and failed.record == _answer(paused)
     assert failed.run_id == paused.run_id and failed.resumed and not record.resumed
     assert applied.sessions["ann"] == {"memory:ledger": {"balance": 505}}
 

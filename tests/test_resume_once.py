@@ -98,7 +98,7 @@ async def test_runners_sharing_a_store_share_the_claim(tmp_path: Any) -> None:
             return_exceptions=True,
         )
 
-        assert sorted(type(r).__name__ for r in results) == ["CheckpointError", "RunResult"]
+        assert sorted(type(r).__name__ for r in results) == ["CheckpointBusyError", "RunResult"]
         assert paid == [7]
         assert await store.get(paused.checkpoint_id) is None  # finished: deleted once
     finally:

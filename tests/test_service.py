@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -24,10 +25,14 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import StreamingResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+import adk
 from adk import AgentEvent, Runner
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.testing import Reply as ScriptedReply
+from adk.testing import ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 
@@ -48,17 +53,38 @@ async def serving(app: Starlette) -> AsyncIterator[int]:
         await task
 
 
-async def post(port: int, path: str, body: Any) -> tuple[asyncio.StreamReader, Any]:
-    """Send a POST of ``body`` as JSON; the reader, past the response's head, and the writer."""
+async def send(port: int, path: str, body: Any) -> tuple[int, asyncio.StreamReader, Any]:
+    """Send a POST of ``body`` as JSON; the status, the reader past the head, and the writer."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     data = json.dumps(body).encode()
-    head = f"POST {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {len(data)}\r\n\r\n"
+    head = f"POST {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\nContent-Length: {len(data)}\r\n\r\n"
     writer.write(head.encode() + data)
     await writer.drain()
-    assert (await reader.readline()).split()[1] == b"200"
+    status = int((await reader.readline()).split()[1])
     while await reader.readline() not in (b"\r\n", b""):
         pass
+    return status, reader, writer
+
+
+async def post(port: int, path: str, body: Any) -> tuple[asyncio.StreamReader, Any]:
+    """Send a POST of ``body`` as JSON that must be answered 200; the reader and the writer."""
+    status, reader, writer = await send(port, path, body)
+    assert status == 200
     return reader, writer
+
+
+async def answer(port: int, path: str, body: Any) -> tuple[int, str]:
+    """POST ``body``; the status and the whole body (a stream's pieces joined)."""
+    status, reader, writer = await send(port, path, body)
+    try:
+        if status != 200 or path == "/chat":  # not a stream: the body to its end
+            return status, (await reader.read()).decode()
+        pieces = []
+        while piece := await next_chunk(reader):
+            pieces.append(piece)
+        return status, b"".join(pieces).decode()
+    finally:
+        writer.close()
 
 
 async def next_chunk(reader: asyncio.StreamReader) -> bytes:
@@ -134,3 +160,88 @@ async def test_a_client_hanging_up_mid_answer_ends_every_span_of_its_run() -> No
         "chat test-model",
         "chat test-model",
     ]
+
+
+paying = asyncio.Event()
+release = asyncio.Event()
+
+
+@adk.tool(require_approval=True)
+async def send_payment(payee: str, cents: int) -> str:
+    """Send money; a person approves every call."""
+    paying.set()
+    await release.wait()
+    return f"sent {cents} cents to {payee}"
+
+
+def _clerk(messages: list[adk.Message]) -> Any:
+    if messages[-1].role == "tool":
+        return f"done: {messages[-1].content}"
+    return ScriptedReply(tool_calls=[tool_call("send_payment", {"payee": "ACME", "cents": 42})])
+
+
+def approvals(runner: Runner) -> Starlette:
+    """``POST /chat`` pauses for approval; ``POST /resume`` carries the decision, its refusals
+    told apart by class, as docs/service.md maps them."""
+
+    async def chat(request: Request) -> Response:
+        result = await runner.invoke((await request.json())["message"])
+        return JSONResponse({"checkpoint_id": result.checkpoint_id})
+
+    async def resume(request: Request) -> Response:
+        body = await request.json()
+        events = runner.resume(body["checkpoint_id"], body["decision"])
+        try:
+            first = await anext(events)  # the request's refusals come with the first event
+        except (adk.CheckpointNotFoundError, adk.CheckpointBusyError, ValueError) as exc:
+            await events.aclose()
+            status = {adk.CheckpointNotFoundError: 404, adk.CheckpointBusyError: 409}
+            return JSONResponse({"error": str(exc)}, status_code=status.get(type(exc), 400))
+
+        async def rest() -> AsyncIterator[str]:
+            async with contextlib.aclosing(events):
+                event: AgentEvent | None = first
+                while event is not None:
+                    yield f"data: {json.dumps(event.to_dict())}\n\n"
+                    event = await anext(events, None)
+
+        return StreamingResponse(rest(), media_type="text/event-stream")
+
+    routes = [Route("/chat", chat, methods=["POST"]), Route("/resume", resume, methods=["POST"])]
+    return Starlette(routes=routes)
+
+
+async def test_a_stale_or_doubled_resume_is_refused_with_a_class_a_service_maps_to_a_status(
+    tmp_path: Path,
+) -> None:
+    # Both were a bare CheckpointError, told apart from a broken checkpoint only by the message.
+    paying.clear()
+    release.clear()
+    workers = []
+    async with contextlib.AsyncExitStack() as stack:
+        for _ in range(2):  # two workers sharing the checkpoints' file, each with its own store
+            store = await stack.enter_async_context(SQLiteCheckpointStore(tmp_path / "cp.db"))
+            agent = ReActAgent("clerk", ScriptedModel(_clerk), tools=[send_payment])
+            runner = Runner(agent, checkpoint_store=store)
+            workers.append(await stack.enter_async_context(serving(approvals(runner))))
+        first, second = workers
+
+        status, text = await answer(first, "/chat", {"message": "Pay ACME."})
+        checkpoint_id = json.loads(text)["checkpoint_id"]
+        resume = {"checkpoint_id": checkpoint_id, "decision": True}
+
+        status, text = await answer(second, "/resume", {**resume, "decision": "maybe"})
+        assert (status, "is not a decision" in text) == (400, True)
+
+        approved = asyncio.create_task(answer(second, "/resume", resume))  # the other worker
+        await paying.wait()
+        status, text = await answer(first, "/resume", resume)  # clicked twice, at another worker
+        assert (status, "already being resumed" in text) == (409, True)
+        release.set()
+        status, text = await approved
+        assert status == 200 and "done: sent 42 cents to ACME" in text
+
+        status, text = await answer(first, "/resume", resume)  # the same click, retried later
+        assert (status, f"no checkpoint {checkpoint_id!r}" in text) == (404, True)
+        status, text = await answer(first, "/resume", {**resume, "checkpoint_id": "nope"})
+        assert status == 404

@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager, contextmanager
 
 from .._aio import finish
 from ..streams import _being_cancelled
-from .codec import CheckpointError
+from .codec import CheckpointBusyError
 from .store import (
     CheckpointStore,
     CheckpointStoreError,
@@ -64,7 +64,7 @@ class _Claim:
         return self._lost or time.monotonic() >= self._valid_until
 
     async def acquire(self) -> None:
-        """Take the claim, or raise ``CheckpointError`` when another resume holds it."""
+        """Take the claim, or raise ``CheckpointBusyError`` when another resume holds it."""
         ttl = self.store.claim_ttl
         sent = time.monotonic()
         # Run to its end (``finish``): cancelled while the store writes, the claim may still be
@@ -81,7 +81,7 @@ class _Claim:
             await self._give_back(attempt)
             raise
         if not taken:
-            raise CheckpointError(
+            raise CheckpointBusyError(
                 f"checkpoint {self.checkpoint_id!r} is already being resumed (another run holds "
                 f"its claim in {self.store!r}, perhaps in another process); a checkpoint is "
                 "resumed once at a time. Resume it again once that run has ended, if it paused "
@@ -161,7 +161,7 @@ class _Claim:
 
 @asynccontextmanager
 async def one_resume(store: CheckpointStore, checkpoint_id: str) -> AsyncIterator[_Claim | None]:
-    """Hold ``checkpoint_id`` for one resume: refused with ``CheckpointError`` while another
+    """Hold ``checkpoint_id`` for one resume: refused with ``CheckpointBusyError`` while another
     resume holds it; the store's claim (None for stores without claims) for the body to watch."""
     with _in_process(store, checkpoint_id):
         claim = await _claim(store, checkpoint_id)
@@ -188,7 +188,7 @@ def _in_process(store: CheckpointStore, checkpoint_id: str) -> Iterator[None]:
     with _RESUMING_LOCK:
         claimed = _RESUMING.setdefault(key, set())
         if checkpoint_id in claimed:
-            raise CheckpointError(
+            raise CheckpointBusyError(
                 f"checkpoint {checkpoint_id!r} is already being resumed; a checkpoint is resumed "
                 "once at a time (resume it again once that run has ended, if it paused again)"
             )

@@ -93,6 +93,18 @@ class CheckpointError(Exception):
     """A checkpoint is missing, unreadable, from another version, or cannot be written."""
 
 
+class CheckpointNotFoundError(CheckpointError, LookupError):
+    """No checkpoint to resume by that id: never saved in the store, deleted once a resume of it
+    ran to its end, or kept finished for audit (``keep_checkpoints=True``). Its own class so a
+    service can answer a stale or doubled resume request (404 or 409) without reading the message,
+    and apart from a checkpoint that is there but cannot be read."""
+
+
+class CheckpointBusyError(CheckpointError):
+    """The checkpoint is being resumed right now, in this process or in another holding its claim
+    on a shared store: a request to retry later (409), not a broken checkpoint."""
+
+
 def register_type(model: M, name: str | None = None) -> M:
     """Allow instances of ``model`` in interrupt info/state and session values of checkpoints.
 
