@@ -12,12 +12,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
+import subprocess
+import sys
+import textwrap
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 from conftest import wire_model
+from mcp_servers.process import HTTPServerProcess
 from openai_server import OpenAIServer, Reply
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -245,3 +250,62 @@ async def test_a_stale_or_doubled_resume_is_refused_with_a_class_a_service_maps_
         assert (status, f"no checkpoint {checkpoint_id!r}" in text) == (404, True)
         status, text = await answer(first, "/resume", {**resume, "checkpoint_id": "nope"})
         assert status == 404
+
+
+_MCP_TRACE_SCRIPT = """
+import asyncio, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+
+class Open(SpanProcessor):
+    def __init__(self):
+        self.open = {}
+    def on_start(self, span, parent_context=None):
+        self.open[span.context.span_id] = span
+    def on_end(self, span):
+        self.open.pop(span.context.span_id, None)
+
+spans = Open()
+provider = TracerProvider()
+provider.add_span_processor(spans)
+trace.set_tracer_provider(provider)  # the mcp package traces with the global provider
+
+import adk
+from adk.mcp import HTTPServer, MCPToolset
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+async def main():
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "3"])
+    toolset = MCPToolset(HTTPServer(sys.argv[1]))
+    async with adk.Runner(ReActAgent("calc", model, tools=[toolset])) as runner:
+        with trace.get_tracer("service").start_as_current_span("POST /chat") as request:
+            assert (await runner.invoke("1+2?")).text == "3"
+        ours = request.get_span_context().trace_id
+        print(sorted(s.name for s in spans.open.values() if s.context.trace_id == ours))
+
+asyncio.run(main())
+"""
+
+
+def test_an_mcp_session_opened_during_a_request_leaves_nothing_open_in_its_trace() -> None:
+    # The session's own task ran in the request's trace context: the mcp package's span of the
+    # server's notification stream, open until the session closes, kept that trace open for the
+    # life of the process.
+    server = HTTPServerProcess()
+    server.start()
+    try:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        script = textwrap.dedent(_MCP_TRACE_SCRIPT)
+        done = subprocess.run(
+            [sys.executable, "-c", script, server.url],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

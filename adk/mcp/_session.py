@@ -40,6 +40,7 @@ from mcp.types import (
     PromptListChangedNotification,
     ToolListChangedNotification,
 )
+from opentelemetry import context as otel_context  # loaded by the mcp package already
 
 from .._aio import AsyncCloseable, finish
 from ._hooks import NO_HOOKS, _ClientHooks, _current_call, log_forwarder
@@ -179,6 +180,11 @@ class Connection:
         # for the one asking.
         context = contextvars.copy_context()
         context.run(_current_call.set, None)
+        # Nor inside any trace: the session outlives the run that opened it and serves every run
+        # after it, so the spans of its own work (the connect, the mcp package's stream of server
+        # notifications, open until the session closes) would sit in that one run's trace, a
+        # request's in a service, keeping it open for the life of the process.
+        context.run(otel_context.attach, otel_context.Context())
         self._task = asyncio.create_task(
             self._own(ready), name=f"mcp session {self._server}", context=context
         )
