@@ -25,6 +25,7 @@ DOCS = {
     "mcp.md": 3,
     "interrupts.md": 11,
     "event_driven.md": 13,
+    "service.md": 3,
     "eino.md": 3,
     "openai_agents.md": 6,
     "langgraph.md": 4,

@@ -1,0 +1,356 @@
+"""An agent service on Starlette and uvicorn: sessions, Server-Sent Events, approvals, tracing.
+
+What docs/service.md describes, in one program:
+
+- **Shared at startup.** The model client, the tools and the ``Runner`` are made once, in the
+  app's lifespan, and used by every request; ``async with runner`` closes them at shutdown.
+- ``POST /sessions/{id}/messages`` **streams the run as Server-Sent Events**: ``delta`` events
+  with the pieces of each answer as the model writes them, then each run event as
+  ``event.to_dict()``. A session is the conversation so far (``adk.run_messages``), kept only
+  when a run ended: a run cut off (client gone, timeout) leaves the session as it was, since its
+  messages may end with tool calls that have no results, which a model API refuses. A second
+  message to a session whose run is still going is refused with ``409``.
+- **A per-request timeout** (``asyncio.timeout``) ends a run that takes too long with an
+  ``error`` event; **a client that hangs up** cancels its run (Starlette cancels the response).
+- **Approvals.** A payment waits for a person: the run ends with a ``paused`` event carrying the
+  checkpoint id; ``POST /resume/{checkpoint_id}`` carries the decision. Its refusals are told apart
+  by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
+  ``409`` for one being resumed now, ``400`` for a decision that does not fit.
+- **Tracing.** A ``traceparent`` header is honoured by hand (opentelemetry-sdk's propagator): the
+  request's span is made current where the run's events are read, so the run's spans nest under it.
+
+It runs offline (a scripted model stands in for the LLM) and plays the client itself::
+
+    python examples/agent_service.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+import adk
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+EXAMPLE_EXPECT = (
+    "[client] deltas: ['The tota', 'l is 5.']",
+    "[client] session s1: You first asked: 2+3?",
+    "[client] busy: 409 session 's1' is answering another message",
+    "[client] timed out: {'error': 'the run took longer than 2 s'}",
+    "[client] paused at agent:clerk/tool:send_payment#",
+    "[client] doubled: 409 checkpoint",
+    "[client] approved: Paid: sent 4200 cents to ACME.",
+    "[client] stale: 404 no checkpoint",
+    "[client] bad decision: 400 resume data for approval point",
+    "[trace] POST /sessions/{session_id}/messages > invoke_agent clerk > execute_tool add",
+)
+
+REQUEST_TIMEOUT = 2.0  # seconds a run may take; a real service allows more
+_PROPAGATOR = TraceContextTextMapPropagator()
+looking = asyncio.Event()  # set while lookup runs, for the client's second message
+paying = asyncio.Event()  # set while send_payment runs, for the client's doubled click
+payment_done = asyncio.Event()
+
+
+@adk.tool
+def add(a: float, b: float) -> float:
+    """Add two numbers."""
+    return a + b
+
+
+@adk.tool
+async def lookup(invoice: str) -> str:
+    """Look an invoice up in a slow back-office system."""
+    looking.set()
+    await asyncio.sleep(3600)  # longer than any request may take
+    return f"{invoice}: due"
+
+
+@adk.tool(require_approval=True)
+async def send_payment(payee: str, amount_cents: int) -> str:
+    """Send money; a person approves every call."""
+    paying.set()
+    await payment_done.wait()
+    return f"sent {amount_cents} cents to {payee}"
+
+
+def scripted(messages: list[adk.Message]) -> Any:
+    """Stands in for an LLM: adds, looks invoices up, pays, or reports the last tool result."""
+    last = messages[-1]
+    if last.role == "tool":
+        return f"Paid: {last.content}." if last.name == "send_payment" else "The total is 5."
+    if "first" in last.content:  # what the session remembers
+        return f"You first asked: {messages[0].content}"
+    if "+" in last.content:
+        return Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3})])
+    if "invoice" in last.content:
+        return Reply(tool_calls=[tool_call("lookup", {"invoice": "INV-9"})])
+    if "pay" in last.content.lower():
+        payment = {"payee": "ACME", "amount_cents": 4200}
+        return Reply(tool_calls=[tool_call("send_payment", payment)])
+    return "Ask me to add, to look an invoice up or to pay."
+
+
+# -- the service ----------------------------------------------------------------------------------
+
+
+class Sessions:
+    """The conversations, in memory: a real service keeps them in its database, by session id.
+
+    One run per session at a time: its lock is held from the request to the run's end."""
+
+    def __init__(self) -> None:
+        self.messages: dict[str, list[adk.Message]] = {}
+        self.locks: dict[str, asyncio.Lock] = {}
+
+    def lock(self, session_id: str) -> asyncio.Lock:
+        return self.locks.setdefault(session_id, asyncio.Lock())
+
+
+def build_app(checkpoints: Path, tracer_provider: TracerProvider) -> Starlette:
+    sessions = Sessions()
+    tracer = tracer_provider.get_tracer("agent-service")
+    runner: adk.Runner | None = None
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        nonlocal runner
+        # Made once, shared by every request; a real service makes an OpenAIChatModel here (and
+        # its MCPToolsets), which ``async with`` closes at shutdown, after the runs in flight.
+        model = ScriptedModel(scripted, record=False)
+        agent = ReActAgent("clerk", model, tools=[add, lookup, send_payment])
+        async with (
+            SQLiteCheckpointStore(checkpoints) as store,  # shared by every worker
+            adk.Runner(
+                agent,
+                checkpoint_store=store,
+                enable_streaming=True,
+                tracer_provider=tracer_provider,
+            ) as shared,
+        ):
+            runner = shared
+            yield
+
+    async def post_message(request: Request) -> Response:
+        assert runner is not None
+        session_id = request.path_params["session_id"]
+        try:
+            text = (await request.json())["message"]
+            if not isinstance(text, str):
+                raise TypeError("message must be a string")
+        except (ValueError, KeyError, TypeError) as exc:
+            return JSONResponse({"error": f"expected {{'message': str}}: {exc}"}, 400)
+        lock = sessions.lock(session_id)
+        if lock.locked():
+            return JSONResponse(
+                {"error": f"session {session_id!r} is answering another message"}, 409
+            )
+        await lock.acquire()
+        earlier = sessions.messages.get(session_id, [])
+        events = runner.run([*earlier, adk.Message.user(text)], run_id=session_id)
+        span = _request_span(tracer, request, "POST /sessions/{session_id}/messages")
+
+        async def body() -> AsyncIterator[str]:
+            # The request's span is current where the events are read: the run starts at the
+            # first read, and its spans nest under the span current there.
+            token = otel_context.attach(trace.set_span_in_context(span))
+            try:
+                async with contextlib.aclosing(events), asyncio.timeout(REQUEST_TIMEOUT):
+                    async for chunk in _sse(events):
+                        yield chunk
+                # Ended: its conversation is the session's now. A run cut off leaves it as it was.
+                sessions.messages[session_id] = adk.run_messages(events)
+            except TimeoutError:
+                message = f"the run took longer than {REQUEST_TIMEOUT:g} s"
+                yield _event("error", {"error": message})
+            finally:
+                lock.release()
+                span.end()
+                otel_context.detach(token)
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    async def resume(request: Request) -> Response:
+        assert runner is not None
+        try:
+            decision = (await request.json())["decision"]
+        except (ValueError, KeyError) as exc:
+            return JSONResponse({"error": f"expected {{'decision': ...}}: {exc}"}, 400)
+        events = runner.resume(request.path_params["checkpoint_id"], decision)
+        try:  # the request's refusals come with the first event: answer them before the 200
+            first = await anext(events)
+        except (adk.CheckpointNotFoundError, adk.CheckpointBusyError, ValueError) as exc:
+            await events.aclose()
+            status = 404 if isinstance(exc, adk.CheckpointNotFoundError) else 409
+            return JSONResponse({"error": str(exc)}, 400 if isinstance(exc, ValueError) else status)
+
+        async def body() -> AsyncIterator[str]:
+            async with contextlib.aclosing(events):
+                async for chunk in _sse(_chain(first, events)):
+                    yield chunk
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    routes = [
+        Route("/sessions/{session_id}/messages", post_message, methods=["POST"]),
+        Route("/resume/{checkpoint_id}", resume, methods=["POST"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _request_span(tracer: trace.Tracer, request: Request, name: str) -> trace.Span:
+    """The request's server span, in the caller's trace when it sent a ``traceparent``."""
+    parent = _PROPAGATOR.extract(dict(request.headers))
+    return tracer.start_span(name, context=parent, kind=trace.SpanKind.SERVER)
+
+
+async def _chain(
+    first: adk.AgentEvent, rest: AsyncIterator[adk.AgentEvent]
+) -> AsyncIterator[adk.AgentEvent]:
+    yield first
+    async for event in rest:
+        yield event
+
+
+async def _sse(events: AsyncIterator[adk.AgentEvent]) -> AsyncIterator[str]:
+    """The run as Server-Sent Events: pieces of each answer as they come, then each event."""
+    async for event in events:
+        stream = event.output.stream if event.output is not None else None
+        if stream is not None:
+            try:
+                async for chunk in stream:
+                    if chunk.content:
+                        yield _event("delta", chunk.content)
+            except Exception:  # the model failed mid-answer: its error event comes next
+                continue
+        if event.interrupted is not None:
+            yield _event("paused", event.to_dict()["action"]["interrupted"])
+        else:
+            yield _event("event", event.to_dict())
+
+
+def _event(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data, allow_nan=False)}\n\n"
+
+
+# -- a client -------------------------------------------------------------------------------------
+
+
+async def post(
+    port: int, path: str, body: Any, headers: dict[str, str] | None = None
+) -> tuple[int, list[tuple[str, Any]]]:
+    """POST ``body`` as JSON: the status and the Server-Sent Events (or ``[("json", body)]``)."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(body).encode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    head = f"POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n{extra}"
+    writer.write(f"{head}Content-Length: {len(data)}\r\n\r\n".encode() + data)
+    try:
+        status = int((await reader.readline()).split()[1])
+        chunked = False
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            chunked |= line.lower().startswith(b"transfer-encoding: chunked")
+        if not chunked:
+            return status, [("json", json.loads(await reader.read()))]
+        text = b""
+        while size := int(await reader.readline(), 16):
+            text += await reader.readexactly(size)
+            await reader.readline()
+        events = []
+        for block in text.decode().split("\n\n")[:-1]:
+            fields = dict(line.split(": ", 1) for line in block.splitlines())
+            events.append((fields["event"], json.loads(fields["data"])))
+        return status, events
+    finally:
+        writer.close()
+
+
+async def main() -> None:
+    spans = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    with tempfile.TemporaryDirectory() as tmp:
+        app = build_app(Path(tmp) / "checkpoints.db", tracer_provider)
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        # timeout_graceful_shutdown=5 in production: runs in flight get 5 s, then are cancelled.
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve())
+        while not server.started:
+            if serving.done():
+                await serving  # startup failed: raise its error
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+
+        traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        status, events = await post(
+            port, "/sessions/s1/messages", {"message": "2+3?"}, {"traceparent": traceparent}
+        )
+        print("[client] deltas:", [data for name, data in events if name == "delta"])
+
+        # The session goes on: its next run is given the conversation so far.
+        asking = asyncio.create_task(post(port, "/sessions/s1/messages", {"message": "invoice?"}))
+        await looking.wait()  # (the example plays both sides: the first is in flight now)
+        status, [(_, busy)] = await post(port, "/sessions/s1/messages", {"message": "again?"})
+        print(f"[client] busy: {status} {busy['error']}")
+        status, events = await asking
+        print("[client] timed out:", events[-1][1])
+        status, events = await post(port, "/sessions/s1/messages", {"message": "What first?"})
+        remembered = [data for name, data in events if name == "event"][-1]
+        print("[client] session s1:", remembered["output"]["message"]["content"])
+
+        status, events = await post(port, "/sessions/s1/messages", {"message": "pay ACME"})
+
+        paused = events[-1][1]
+        point = paused["points"][0]["id"]
+        print(f"[client] paused at {point}")
+        resume = f"/resume/{paused['checkpoint_id']}"
+        approving = asyncio.create_task(post(port, resume, {"decision": True}))
+        await paying.wait()
+        status, [(_, doubled)] = await post(port, resume, {"decision": True})
+        print(f"[client] doubled: {status} {doubled['error'][:10]}")
+        payment_done.set()
+        status, events = await approving
+        answer = [data for name, data in events if name == "event"][-1]
+        print("[client] approved:", answer["output"]["message"]["content"])
+        status, [(_, stale)] = await post(port, resume, {"decision": True})
+        print(f"[client] stale: {status} {stale['error'][:13]}")
+
+        status, events = await post(port, "/sessions/s2/messages", {"message": "pay ACME"})
+        resume = f"/resume/{events[-1][1]['checkpoint_id']}"
+        status, [(_, bad)] = await post(port, resume, {"decision": {"approve": True}})
+        print(f"[client] bad decision: {status} {bad['error'][:40]}")
+
+        server.should_exit = True
+        await serving
+
+    by_id = {span.context.span_id: span for span in spans.get_finished_spans()}
+    tool = next(s for s in by_id.values() if s.name == "execute_tool add")
+    assert format(tool.context.trace_id, "032x") == traceparent.split("-")[1]  # the caller's trace
+    chain = [tool.name]
+    while tool.parent is not None and tool.parent.span_id in by_id:
+        tool = by_id[tool.parent.span_id]
+        chain.insert(0, tool.name)
+    print("[trace]", " > ".join(chain))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
