@@ -188,7 +188,7 @@ async def test_cross_process_resume_through_sqlite(tmp_path: Path) -> None:
         await store.aclose()
     again = _run(db, "resume", str(log), "pay-ann", "null")
     assert again.returncode != 0
-    assert "CheckpointError: no checkpoint 'pay-ann'" in again.stderr
+    assert "CheckpointNotFoundError: no checkpoint 'pay-ann'" in again.stderr
 
 
 async def test_partial_resume_across_processes_keeps_the_rest_pending(tmp_path: Path) -> None:
