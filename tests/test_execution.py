@@ -25,6 +25,7 @@ from services import RedisServer
 from adk import (
     AgentEvent,
     BaseAgent,
+    ErrorInfo,
     Interrupt,
     Message,
     Resources,
@@ -429,6 +430,40 @@ async def test_a_key_that_cannot_be_computed_fails_that_record_only() -> None:
     ]
     with pytest.raises(RecordError, match=r"record 1 \(key None\) failed: KeyError"):
         await LocalExecutionEnvironment().from_list(records, key="user").apply(agent).to_list()
+
+
+async def test_a_key_that_cannot_be_found_says_so_in_the_terms_of_key() -> None:
+    """A record without the field ``key=`` names failed as ``KeyError: 'user'``, which reads as
+    the agent failing on the record: nothing said the key was the problem, nor what to do. The
+    error's type stays the exception's; its message says where it came from."""
+
+    @action(InputEvent)
+    def echo(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.input))
+
+    class Order(BaseModel):
+        amount: int
+
+    agent = ActionAgent("echo", actions=[echo])
+    records: list[Any] = [{"user": "ann"}, {"amount": 1}, Order(amount=2), {"user": ["a"]}]
+    env = LocalExecutionEnvironment(on_error="emit")
+    by_field = await env.from_list(records, key="user").apply(agent).to_list()
+    errors = [o.error for o in by_field if o.error is not None]
+    assert [e.type for e in errors] == ["KeyError", "AttributeError", "TypeError"]
+    no_field = "the record has no field 'user', which key='user' reads its key from"
+    assert errors[0].message.startswith(no_field) and errors[1].message.startswith(no_field)
+    assert "key=lambda record: ..." in errors[0].message
+    assert errors[2].message.startswith("its key is not hashable (unhashable type: 'list')")
+    with pytest.raises(
+        RecordError, match=r"record 1 \(key None\) failed: KeyError: the record has no"
+    ):
+        await LocalExecutionEnvironment().from_list(records, key="user").apply(agent).to_list()
+
+    def user_of(record: Any) -> Any:
+        return record["user"]
+
+    by_function = await env.from_list(records[:2], key=user_of).apply(agent).to_list()
+    assert by_function[1].error == ErrorInfo("KeyError", "the key function failed on it: 'user'")
 
 
 async def test_a_key_field_that_is_a_method_of_the_record_fails_saying_to_call_it() -> None:

@@ -504,7 +504,10 @@ def test_from_list_names_a_record_whose_key_cannot_be_found_or_sent() -> None:
     """The key is found where the records are listed, so a bad one is refused there, naming the
     record, instead of failing the job in a worker."""
     env = _environment()
-    with pytest.raises(ValueError, match=r"the key of record 1 could not be found: KeyError"):
+    with pytest.raises(
+        ValueError,
+        match=r"the key of record 1 could not be found: KeyError: the record has no field 'id'",
+    ):
         env.from_list([{"id": "a"}, {"name": "b"}], key="id")
     with pytest.raises(ValueError, match=r"the key of record 0 \(nan\) cannot travel as JSON"):
         env.from_list([{"score": "nan"}], key=lambda r: float(r["score"]))

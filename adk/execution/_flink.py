@@ -81,6 +81,7 @@ from ._records import (
     check_records,
     checked_key,
     checked_max_turns,
+    key_failure,
     key_of,
     resume_record,
     run_record,
@@ -822,7 +823,7 @@ def _key_json(selector: KeySelector, data: Any, index: int) -> str:
         key = key_of(selector, data, index)
     except Exception as exc:
         raise ValueError(
-            f"the key of record {index} could not be found: {type(exc).__name__}: {exc}"
+            f"the key of record {index} could not be found: {key_failure(selector, exc)}"
         ) from exc
     problem = _not_a_json_key(key)
     if problem is not None:

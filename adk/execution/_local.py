@@ -47,6 +47,7 @@ from ._records import (
     check_sessions,
     checked_key,
     checked_max_turns,
+    key_failure,
     key_of,
     resume_record,
     run_record,
@@ -407,7 +408,8 @@ class _Scheduler:
             try:
                 key = key_of(self.outputs._key, record, index)
             except Exception as exc:
-                await self.fail(index, None, record, exc)
+                error = key_failure(self.outputs._key, exc)
+                await self.fail(index, None, record, exc, error=error)
             else:
                 await self.place(index, key, record)
             index += 1
@@ -592,8 +594,12 @@ class _Scheduler:
         exc: Exception,
         resumed: bool = False,
         run_id: str | None = None,
+        error: ErrorInfo | None = None,
     ) -> None:
-        error = ErrorInfo.of(exc)
+        """Report record ``index`` failed with ``exc`` (``error``: how to describe it, when not
+        as ``exc`` says itself)."""
+        if error is None:
+            error = ErrorInfo.of(exc)
         if self.emit_errors:
             output = KeyedOutput(key, index, record, error=error, run_id=run_id, resumed=resumed)
             await self.put(output)

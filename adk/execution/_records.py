@@ -47,6 +47,7 @@ __all__ = [
     "check_records",
     "check_sessions",
     "checked_max_turns",
+    "key_failure",
     "key_of",
     "resume_record",
     "run_record",
@@ -173,6 +174,31 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
 
 
 _METHODS = (types.MethodType, types.BuiltinMethodType)
+
+
+def key_failure(selector: KeySelector, exc: Exception) -> ErrorInfo:
+    """The error of a record whose key could not be found, said in the terms of the ``key=`` the
+    user gave: a bare ``KeyError: 'user'`` read as the agent failing on the record, not as the
+    record lacking the field its key is read from. The type stays the exception's (what
+    ``on_error="emit"`` outputs and ``RecordError`` report); only the message says where it came
+    from. Built only when a key fails."""
+    error = ErrorInfo.of(exc)
+    if isinstance(exc, TypeError) and error.message.startswith("unhashable type"):
+        message = f"its key is not hashable ({error.message}): a key must be, as a dict's is"
+    elif isinstance(selector, str):
+        missing = (isinstance(exc, KeyError) and exc.args == (selector,)) or (
+            isinstance(exc, AttributeError) and exc.name == selector
+        )
+        if not missing:  # key_of's own words (a method for a key), or a property that failed
+            return error
+        message = (
+            f"the record has no field {selector!r}, which key={selector!r} reads its key "
+            "from: give every record one, or pass a function (key=lambda record: ...) that "
+            "finds a key for each"
+        )
+    else:
+        message = f"the key function failed on it: {error.message}"
+    return ErrorInfo(error.type, message)
 
 
 async def run_record(
