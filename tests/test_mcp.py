@@ -38,7 +38,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from adk import AgentTool, Interrupt, Runner, ToolCall, ToolContext
+from adk import AgentTool, Interrupt, RunError, Runner, ToolCall, ToolContext
 from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
@@ -405,6 +405,34 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         MCPToolset(url)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="http"):
         HTTPServer("127.0.0.1:8000/mcp")
+
+
+async def test_a_filter_naming_the_prefixed_tool_is_refused_as_its_tools_are_listed() -> None:
+    """``tool_filter`` takes the server's names, but the model (and every error it reads) shows
+    the prefixed ones: a filter copying ``demo_add`` matched nothing, so the agent was silently
+    offered no tools and the model told ``unknown tool 'demo_add'; available tools: none``. The
+    listing refuses it, naming the server's name to use instead, and the agent fails at start."""
+    async with MCPToolset(stdio(), tool_filter=["demo_add", "pid"], prefix="demo") as toolset:
+        with pytest.raises(
+            RuntimeError, match=r"tool_filter names tool\(s\) 'demo_add' \(the server's 'add'\)"
+        ):
+            await toolset.tools()
+        model = ScriptedModel(["never asked"])
+        with pytest.raises(RunError, match="tool_filter names"):
+            await Runner(ReActAgent("ops", model, tools=[toolset])).invoke("add")
+        assert model.calls == 0
+
+
+async def test_a_filter_name_the_server_does_not_list_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async with MCPToolset(stdio(), tool_filter=["add", "ad"]) as toolset:
+        with caplog.at_level("WARNING", logger="adk.mcp"):
+            assert await names(toolset) == {"add"}
+    [record] = [r for r in caplog.records if "tool_filter" in r.getMessage()]
+    assert "lists no tool named 'ad', which tool_filter names (it lists 'add'," in (
+        record.getMessage()
+    )
 
 
 @pytest.mark.parametrize(

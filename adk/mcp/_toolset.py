@@ -410,6 +410,11 @@ class MCPToolset(AsyncCloseable):
         )
         self._span_attributes = _span_attributes(server)  # for tracing, made once
         self._accepts = _compile_filter(tool_filter)
+        # A tool_filter of names, checked against the server's as its tools are listed
+        # (``_check_filter_names``); None for no filter or a predicate.
+        self._filter_names: frozenset[str] | None = (
+            None if tool_filter is None or callable(tool_filter) else frozenset(tool_filter)
+        )
         self._needs_approval = _approval_of(require_approval)
         # The tool names require_approval gives (a mapping's keys, a collection), checked against
         # the server's as its tools are listed (``_check_approval_names``); None for the others.
@@ -598,6 +603,8 @@ class MCPToolset(AsyncCloseable):
             if self._accepts(spec):
                 accepted.append((tool.name, spec))
         names = _model_names([self._exposed(name) for name, _ in accepted])
+        if self._filter_names is not None:
+            self._check_filter_names(wire)
         if self._approval_names:
             self._check_approval_names(wire, accepted, names)
         return [
@@ -609,6 +616,35 @@ class MCPToolset(AsyncCloseable):
             )
             for (name, spec), exposed in zip(accepted, names, strict=True)
         ]
+
+    def _check_filter_names(self, wire: list[_WireTool]) -> None:
+        """Refuse a ``tool_filter`` naming a tool by the name the model sees (``prefix``
+        included, or made fit for model APIs) rather than the server's: it matched no tool, so
+        the agent was silently offered none of those, and the model told they do not exist. A
+        name the server does not list at all is logged (the server may have dropped the tool, or
+        the name is misspelt). Only when a name is missing: a listing costs nothing more
+        otherwise."""
+        assert self._filter_names is not None
+        unknown = self._filter_names - {tool.name for tool in wire}
+        if not unknown:
+            return
+        own = [tool.name for tool in wire]
+        seen = dict(zip(_model_names([self._exposed(name) for name in own]), own, strict=True))
+        misnamed = sorted(name for name in unknown if name in seen)
+        if misnamed:
+            which = ", ".join(f"{name!r} (the server's {seen[name]!r})" for name in misnamed)
+            raise RuntimeError(
+                f"MCP server '{self.server}': tool_filter names tool(s) {which} as the model "
+                "sees them; it takes the server's own tool names, so those tools would not be "
+                "offered"
+            )
+        logger.warning(
+            "MCP server '%s' lists no tool named %s, which tool_filter names (it lists %s); the "
+            "agent is not offered those",
+            self.server,
+            ", ".join(repr(name) for name in sorted(unknown)),
+            ", ".join(repr(name) for name in sorted(own)) or "none",
+        )
 
     def _check_approval_names(
         self, wire: list[_WireTool], accepted: list[tuple[str, ToolSpec]], exposed: list[str]
