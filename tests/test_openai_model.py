@@ -681,6 +681,30 @@ def test_options_and_retry_policies_refuse_unknown_fields_and_out_of_range_value
         make()
 
 
+@pytest.mark.parametrize("retry", [3, {"max_attempts": 3}])
+def test_a_retry_that_is_not_a_policy_is_refused_where_the_model_is_made(retry: Any) -> None:
+    """``retry=3`` was an ``AttributeError`` about ``'int' object has no attribute
+    'max_attempts'``, and a dict passed the constructor to fail the first call that failed."""
+    with pytest.raises(TypeError, match=r"retry must be an adk.RetryPolicy, got (int|dict); e.g."):
+        OpenAIChatModel("m", base_url="http://127.0.0.1:9", retry=retry)
+
+
+async def test_the_synchronous_openai_client_is_refused_where_the_model_is_made(
+    server: OpenAIServer,
+) -> None:
+    """``client=openai.OpenAI(...)`` was taken: its calls block the event loop, and on a server
+    that loop serves (this one) the first call hung for ever."""
+    sync_client = openai.OpenAI(base_url=server.base_url, api_key="k")
+    with pytest.raises(TypeError, match=r"client= takes the asynchronous client.*not OpenAI"):
+        OpenAIChatModel("m", client=sync_client)
+    sync_client.close()
+    async_client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k")
+    server.script(Reply(text="hi"))
+    async with OpenAIChatModel("m", client=async_client) as model:
+        assert (await model.generate([Message.user("hi")])).content == "hi"
+    await async_client.close()
+
+
 def test_merged_options_and_provider_fields_in_extra_still_work() -> None:
     base = ModelOptions(temperature=0, extra={"seed": 1})
     merged = base.merged(ModelOptions(max_tokens=1, extra={"user": "u"}))

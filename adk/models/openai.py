@@ -118,10 +118,26 @@ class OpenAIChatModel(AsyncCloseable):
             raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
         self.model_name = model
         self.api: Literal["chat", "responses"] = api
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            # Read only when a call fails: an int (retry=3) was an AttributeError about
+            # 'max_attempts' here, a dict one at the first failed call.
+            raise TypeError(
+                f"retry must be an adk.RetryPolicy, got {type(retry).__name__}; e.g. "
+                "retry=RetryPolicy(max_attempts=3, initial_delay=0.5)"
+            )
         self.retry = retry if retry is not None else RetryPolicy()
         self.timeout = _check_timeout(timeout)
         sdk_timeout = openai.not_given if self.timeout is None else self.timeout
         if client is not None:
+            if isinstance(client, openai.OpenAI):
+                # The synchronous client's calls block the event loop (every other run waits),
+                # and hang for ever on a server served by that loop; its answer is then no
+                # awaitable either.
+                raise TypeError(
+                    f"client= takes the asynchronous client, openai.AsyncOpenAI (or "
+                    f"AsyncAzureOpenAI), not {type(client).__name__}: build it with the same "
+                    "arguments"
+                )
             if base_url is not None or api_key is not None:
                 raise ValueError(
                     "pass either client= or base_url=/api_key=, not both: configure the client "
