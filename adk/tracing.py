@@ -148,8 +148,26 @@ _DURATION_BUCKETS = [0.01 * 2.0**i for i in range(14)]  # 0.01, 0.02, ... 81.92
 _CAPTURE_VALUES = frozenset({"true", "span_only", "span_and_event"})
 
 
+# The values that leave content off on purpose: the boolean's ``false``, the enum's two others.
+_NO_CAPTURE_VALUES = frozenset({"", "false", "event_only", "no_content"})
+_unknown_capture_values: set[str] = set()  # warned about once each (a Runner per request)
+
+
 def _capture_from_env() -> bool:
-    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() in _CAPTURE_VALUES
+    value = os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower()
+    if value in _CAPTURE_VALUES:
+        return True
+    if value not in _NO_CAPTURE_VALUES and value not in _unknown_capture_values:
+        # ``1``, ``yes`` or ``on`` read as off like any value not taken, which looked like
+        # content capture being broken rather than set wrong.
+        _unknown_capture_values.add(value)
+        logger.warning(
+            "%s=%r is not a value it takes, so message content is not captured: set it to "
+            "true (or SPAN_ONLY / SPAN_AND_EVENT) to capture it, false to leave it off",
+            CAPTURE_CONTENT_ENV,
+            os.environ.get(CAPTURE_CONTENT_ENV),
+        )
+    return False
 
 
 def _is_noop_tracer_provider(provider: object) -> bool:

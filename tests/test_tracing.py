@@ -31,6 +31,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
 
+import adk.tracing
 from adk import (
     Agent,
     AgentEvent,
@@ -1607,6 +1608,32 @@ async def test_the_content_variable_takes_the_values_opentelemetrys_genai_librar
         assert found == CONTENT_KEYS - {"gen_ai.system_instructions"}  # the agent has none
     else:
         assert found == set()
+
+
+async def test_a_content_value_it_does_not_take_is_logged_once_and_captures_nothing(
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``=1`` (or ``yes``, ``on``) read as off without a word, which looked like content capture
+    being broken rather than set wrong. It stays off (OpenTelemetry's own GenAI instrumentations
+    would not read it as on either), and says so once per value, not per ``Runner`` built."""
+    monkeypatch.setattr(adk.tracing, "_unknown_capture_values", set())  # none warned yet
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "1")
+    with caplog.at_level("WARNING", logger="adk.tracing"):
+        for _ in range(2):
+            await Runner(
+                ReActAgent("calc", add_model(), tools=[add]), tracer_provider=provider
+            ).invoke("q")
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, "NO_CONTENT")
+        Runner(ReActAgent("calc", add_model(), tools=[add]), tracer_provider=provider)
+    found = set().union(*(attrs(s) for s in exporter.get_finished_spans())) & CONTENT_KEYS
+    assert found == set()
+    [record] = [r for r in caplog.records if r.name == "adk.tracing"]
+    assert record.getMessage().startswith(
+        f"{CAPTURE_CONTENT_ENV}='1' is not a value it takes, so message content is not captured"
+    )
 
 
 async def test_recorded_messages_stay_json_when_the_model_wrote_nan_in_a_call(
