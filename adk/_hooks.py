@@ -58,6 +58,16 @@ def otel_may_be_configured() -> bool:
     )
 
 
+def global_tracer_set() -> bool:
+    """Whether a global tracer provider that records is set: OpenTelemetry's API is imported and
+    its provider is neither the default proxy nor a no-op. Never imports OpenTelemetry."""
+    trace: Any = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return False
+    provider = trace.get_tracer_provider()
+    return not isinstance(provider, trace.NoOpTracerProvider | trace.ProxyTracerProvider)
+
+
 def may_hook(callbacks: tuple[Any, ...], tracer_provider: object, meter_provider: object) -> bool:
     """Whether a runner built with these may have hooks (``adk._instrument.build_hooks`` decides).
     False in the common case, no callbacks and no OpenTelemetry, where the runner then loads

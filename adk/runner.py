@@ -41,7 +41,7 @@ from ._driver import (
     is_cancellation,
     settle,
 )
-from ._hooks import Hooks, _record_memory, may_hook
+from ._hooks import Hooks, _record_memory, global_tracer_set, may_hook
 from ._parts import attributes, members
 from ._run_error import MaxTurnsExceeded, RunError
 from .agent import Agent, AgentInput
@@ -345,6 +345,9 @@ class Runner(AsyncCloseable):
                 self.callbacks, tracer_provider, meter_provider
             )
         self._on_event = self._hooks.on_event if self._hooks is not None else None
+        # Built to use the global tracer provider while none was set: its first run says so if
+        # one has been set since (``_root_context``), as the runner stays untraced.
+        self._untraced_global = tracer_provider is None and not global_tracer_set()
         # (agent, run path, address, reader of its messages) of the root, made on the first run
         # (see ``_root_context``).
         self._root_names: tuple[Agent, tuple[str, ...], str, str] | None = None
@@ -1179,11 +1182,26 @@ def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
     return {pending[0]: resume}
 
 
+def _untraced_warning(agent: Agent) -> None:
+    """A runner built before the global tracer provider was set stays untraced (the choice is
+    made when it is built, so a run pays nothing to check it): said on its first run, as a
+    module-level runner and telemetry set up later in ``main()`` otherwise left the trace empty
+    without a word."""
+    logging.getLogger("adk.tracing").warning(
+        "the Runner of agent %r was built before a global tracer provider was set, so its runs "
+        "are not traced: build it after trace.set_tracer_provider(...), or pass it "
+        "tracer_provider=",
+        agent.name,
+    )
+
+
 def _root_context(runner: Runner, run: _RunState) -> RunContext:
     """The root agent's context: its run path and address are made once per agent, not per run."""
     agent = runner.agent
     cached = runner._root_names
     if cached is None or cached[0] is not agent:
+        if cached is None and runner._untraced_global and global_tracer_set():
+            _untraced_warning(agent)
         # Who reads ``RunResult.messages`` as their own: a single root agent; none for one with
         # sub-agents, whose next run gives its input to every one of them (``_conversation``).
         reader = "" if getattr(agent, "sub_agents", None) else agent.name

@@ -2282,6 +2282,46 @@ def test_global_provider_is_used_and_plain_runs_never_load_opentelemetry() -> No
     assert proc.stdout.strip() == "['chat scripted', 'invoke_agent a']"
 
 
+_LATE_PROVIDER_SCRIPT = """
+import asyncio
+import adk
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
+
+early = adk.Runner(ReActAgent("early", ScriptedModel(["x"], cycle=True)))  # at import time
+
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # later, in main()
+asyncio.run(early.invoke("hi"))
+asyncio.run(early.invoke("again"))
+late = adk.Runner(ReActAgent("late", ScriptedModel(["x"])))
+asyncio.run(late.invoke("hi"))
+print(sorted(s.name for s in exporter.get_finished_spans()))
+"""
+
+
+def test_a_runner_built_before_the_global_provider_says_on_its_first_run_it_is_untraced() -> None:
+    """The choice of tracing is made when the runner is built, so a module-level runner and
+    telemetry set up later in ``main()`` left the trace empty without a word. Its first run says
+    so (once: later runs pay nothing to check), and it stays untraced, as documented."""
+    proc = _run_python(["-c", textwrap.dedent(_LATE_PROVIDER_SCRIPT)])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['chat scripted', 'invoke_agent late']"
+    warned = [line for line in proc.stderr.splitlines() if "not traced" in line]
+    assert warned == [
+        "the Runner of agent 'early' was built before a global tracer provider was set, so its "
+        "runs are not traced: build it after trace.set_tracer_provider(...), or pass it "
+        "tracer_provider="
+    ]
+
+
 # -- the example and the docs ---------------------------------------------------------------------
 def _run_python(args: list[str]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
