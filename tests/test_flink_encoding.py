@@ -13,11 +13,14 @@ import enum
 import importlib.util
 import json
 import math
+import os
 import pickle
 import re
+import subprocess
 import sys
 import types
 from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -498,6 +501,47 @@ def test_from_lists_keyed_records_are_decoded_once_each(
     assert [o["key"] for o in outputs] == keys
     expected = [[0], [1], [0, 2], [1, 3]] if key == "id" else [[0], [1], [2], [3]]
     assert [o["output"] for o in outputs] == expected
+
+
+_NO_JAVA_SCRIPT = """
+from adk.execution import FlinkExecutionEnvironment
+
+try:
+    FlinkExecutionEnvironment()
+except RuntimeError as exc:
+    print(exc)
+"""
+
+
+@pytest.mark.parametrize("java_home", [None, "/nonexistent/jdk"])
+def test_an_environment_without_java_says_it_needs_one(
+    java_home: str | None, tmp_path: Path
+) -> None:
+    """PyFlink starts a JVM for its gateway: without Java the environment failed with a bare
+    ``FileNotFoundError: [Errno 2] No such file or directory: 'java'`` from inside PyFlink."""
+    env = {key: value for key, value in os.environ.items() if key != "JAVA_HOME"}
+    env["PATH"] = str(tmp_path)  # no java on it
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1])
+    if java_home is not None:
+        env["JAVA_HOME"] = java_home
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_JAVA_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    where = (
+        "no 'java' is on PATH"
+        if java_home is None
+        else "JAVA_HOME ('/nonexistent/jdk') has no bin/java"
+    )
+    assert done.stdout.strip() == (
+        "FlinkExecutionEnvironment needs a Java runtime (11 or newer), as PyFlink starts a JVM, "
+        f"and {where}: install one, or set JAVA_HOME to one"
+    )
 
 
 def test_from_list_names_a_record_whose_key_cannot_be_found_or_sent() -> None:

@@ -35,6 +35,7 @@ import dataclasses
 import io
 import itertools
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
@@ -97,6 +98,24 @@ _BACKSTOP_GRACE = 60.0
 _T = TypeVar("_T")
 
 
+def _flink_environment() -> StreamExecutionEnvironment:
+    """PyFlink's environment, which starts a JVM for its gateway: without Java that was a bare
+    ``FileNotFoundError: ... 'java'`` from deep inside PyFlink, saying neither what needs it nor
+    where it was looked for."""
+    try:
+        return StreamExecutionEnvironment.get_execution_environment()
+    except FileNotFoundError as exc:
+        java = str(exc.filename or "")
+        if os.path.basename(java) != "java":
+            raise
+        home = os.environ.get("JAVA_HOME")
+        where = f"JAVA_HOME ({home!r}) has no bin/java" if home else "no 'java' is on PATH"
+        raise RuntimeError(
+            f"FlinkExecutionEnvironment needs a Java runtime (11 or newer), as PyFlink starts "
+            f"a JVM, and {where}: install one, or set JAVA_HOME to one"
+        ) from exc
+
+
 class FlinkExecutionEnvironment:
     """Runs agents over keyed PyFlink streams (see the module docstring for what differs from the
     local environment).
@@ -147,7 +166,7 @@ class FlinkExecutionEnvironment:
                     f"not {type(value).__name__}"
                 )
         if env is None:
-            env = StreamExecutionEnvironment.get_execution_environment()
+            env = _flink_environment()
             env.set_python_executable(sys.executable)
         self.env = env
         self.max_concurrency = max_concurrency
