@@ -376,6 +376,35 @@ def test_plan_mistakes_are_reported_when_the_agent_is_made() -> None:
             ActionAgent("x", actions=[start], max_events=bad)  # type: ignore[arg-type]
 
 
+def test_a_bare_action_decorator_says_to_name_the_event_types() -> None:
+    """``@action`` without parentheses was handed the function it marks and said ``@action takes
+    Event subclasses, got <function ...>``, which reads as the function's parameters being wrong."""
+    with pytest.raises(TypeError, match=r"write @action\(InputEvent\) .* above start, not a bare"):
+
+        class Bare(ActionAgent):
+            @action  # type: ignore[arg-type]
+            def start(self, event: InputEvent, ctx: ActionContext) -> None: ...
+
+    with pytest.raises(TypeError, match=r"above shout, not a bare @action"):
+
+        class BareStatic(ActionAgent):
+            @action  # type: ignore[arg-type]
+            @staticmethod
+            def shout(event: InputEvent, ctx: ActionContext) -> None: ...
+
+
+async def test_sending_an_event_class_instead_of_an_instance_says_to_make_one() -> None:
+    class Sender(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent)  # type: ignore[arg-type]
+
+    with pytest.raises(
+        RunError, match=r"got the class OutputEvent itself: send an instance, OutputEvent\(\.\.\.\)"
+    ):
+        await Runner(Sender("sender")).invoke("go")
+
+
 # -- running ---------------------------------------------------------------------------------------
 
 

@@ -141,6 +141,11 @@ class _ActionRun:
         """Refuse what no action would take (``ActionContext.send_event`` calls this only for a
         type it has not seen sent)."""
         if not isinstance(event, Event):
+            if isinstance(event, type) and issubclass(event, Event):
+                raise TypeError(
+                    f"send_event takes an Event, got the class {event.__name__} itself: send an "
+                    f"instance, {event.__name__}(...)"
+                )
             raise TypeError(f"send_event takes an Event, got {type(event).__name__}")
         if not isinstance(event, OutputEvent) and not self.plan.listeners(type(event)):
             raise ActionError(

@@ -54,6 +54,15 @@ def action(*events: type[Event], retry: RetryPolicy | None = None) -> Callable[[
         )
     for event_type in events:
         if not (isinstance(event_type, type) and issubclass(event_type, Event)):
+            if len(events) == 1 and (
+                inspect.isfunction(event_type) or isinstance(event_type, staticmethod)
+            ):
+                # ``@action`` without its parentheses is handed the function it marks.
+                raise TypeError(
+                    f"@action needs the event types it listens for: write "
+                    f"@action(InputEvent) (or your own Event class) above "
+                    f"{event_type.__name__}, not a bare @action"
+                )
             raise TypeError(
                 f"@action takes Event subclasses, got {event_type!r}; "
                 "define events as classes deriving from adk.actions.Event"
