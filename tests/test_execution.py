@@ -432,6 +432,35 @@ async def test_a_key_that_cannot_be_computed_fails_that_record_only() -> None:
         await LocalExecutionEnvironment().from_list(records, key="user").apply(agent).to_list()
 
 
+async def test_apply_takes_a_function_that_builds_the_agent_as_flinks_apply_does() -> None:
+    """A job written for Flink (``apply(lambda: Ledger("ledger"))``, as the docs show it) was
+    refused here (``apply takes an Agent, got function``), though the docs say the same job runs
+    and is tested locally first."""
+
+    @action(InputEvent)
+    def running_total(event: InputEvent, ctx: ActionContext) -> None:
+        total = ctx.short_term_memory.get("total", 0) + event.input["amount"]
+        ctx.short_term_memory.set("total", total)
+        ctx.send_event(OutputEvent(output=total))
+
+    built: list[str] = []
+
+    def build() -> ActionAgent:
+        built.append("totals")
+        return ActionAgent("totals", actions=[running_total])
+
+    records = [{"user": "ann", "amount": 5}, {"user": "ann", "amount": 2}]
+    outputs = (
+        await LocalExecutionEnvironment().from_list(records, key="user").apply(build).to_list()
+    )
+    assert [o.output for o in outputs] == [5, 7] and built == ["totals"]  # built once
+    some = LocalExecutionEnvironment().from_list(records, key="user")
+    with pytest.raises(TypeError, match="apply takes an Agent or a function that builds one"):
+        some.apply("totals")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"and it returned str, not an Agent"):
+        some.apply(lambda: "totals")  # type: ignore[arg-type,return-value]
+
+
 async def test_a_key_that_cannot_be_found_says_so_in_the_terms_of_key() -> None:
     """A record without the field ``key=`` names failed as ``KeyError: 'user'``, which reads as
     the agent failing on the record: nothing said the key was the problem, nor what to do. The

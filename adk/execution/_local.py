@@ -23,6 +23,7 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
     AsyncIterator,
+    Callable,
     Hashable,
     Iterable,
     Iterator,
@@ -129,13 +130,17 @@ class KeyedInput:
 
     def apply(
         self,
-        agent: Agent,
+        agent: Agent | Callable[[], Agent],
         *,
         sessions: Sessions | None = None,
         resumes: Iterable[Any] | AsyncIterable[Any] | None = None,
         max_turns: int | None = None,
     ) -> KeyedOutputs:
         """Run ``agent`` over the records; iterate the result (or ``await .to_list()``).
+
+        ``agent`` may also be a function that builds it, as ``FlinkKeyedInput.apply`` takes (an
+        extension to DESIGN.md): called once, here, so a job written for Flink
+        (``apply(lambda: Ledger("ledger"))``) runs and is tested locally as it is.
 
         ``sessions``: each key's session values to start from, updated in place as records
         commit (not used without a key). Pass the ``sessions`` of an earlier application to carry
@@ -156,7 +161,7 @@ class KeyedInput:
         under the one its paused run had.
         """
         if not isinstance(agent, Agent):
-            raise TypeError(f"apply takes an Agent, got {type(agent).__name__}")
+            agent = _built(agent)
         limit = checked_max_turns(max_turns)
         check_sessions(sessions)
         if resumes is not None:
@@ -717,3 +722,17 @@ async def _each(records: Iterable[Any] | AsyncIterable[Any]) -> AsyncIterator[An
     else:
         for record in records:
             yield record
+
+
+def _built(source: object) -> Agent:
+    """The agent a function given to ``apply`` builds (Flink's ``apply`` calls it in each
+    worker; here there is one process, so once). Refused before anything is read."""
+    if not callable(source):
+        raise TypeError(f"apply takes an Agent or a function that builds one, not {source!r}")
+    agent = source()
+    if not isinstance(agent, Agent):
+        raise TypeError(
+            f"apply was given {source!r} to build the agent, and it returned "
+            f"{type(agent).__name__}, not an Agent"
+        )
+    return agent
