@@ -407,6 +407,24 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         HTTPServer("127.0.0.1:8000/mcp")
 
 
+async def test_a_command_line_given_as_the_command_is_refused_where_the_server_is_described(
+    tmp_path: Path,
+) -> None:
+    """``StdioServer("python server.py")`` ran the whole text as one program's name, which
+    failed only at the first use, as ``FileNotFoundError``. It is refused where it is described,
+    saying how to split it; a program whose path holds a space is still run."""
+    with pytest.raises(ValueError, match=r"is a command line: give the program and its argum"):
+        StdioServer(f"{sys.executable} {STDIO_SCRIPT}")
+    with pytest.raises(TypeError, match=r"env must be a mapping of variable names to values"):
+        StdioServer(sys.executable, [str(STDIO_SCRIPT)], env=["DEBUG=1"])  # type: ignore[arg-type]
+    spaced = tmp_path / "my tools" / "serve"
+    spaced.parent.mkdir()
+    spaced.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STDIO_SCRIPT}"\n')
+    spaced.chmod(0o755)
+    async with MCPToolset(StdioServer(str(spaced)), tool_filter=["add"]) as toolset:
+        assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
+
+
 async def test_a_filter_naming_the_prefixed_tool_is_refused_as_its_tools_are_listed() -> None:
     """``tool_filter`` takes the server's names, but the model (and every error it reads) shows
     the prefixed ones: a filter copying ``demo_add`` matched nothing, so the agent was silently

@@ -514,11 +514,19 @@ async def test_server_log_messages_go_to_the_adk_mcp_server_logger_from_the_leve
         await call(toolset, "work", {"steps": 1})
     assert [level for level, _ in logged()] == [logging.DEBUG, logging.INFO]
 
+    # Python's spelling of a level's name is that level: "INFO" was refused, as MCP spells it
+    # "info".
+    async with MCPToolset(server, call_timeout=15, log_level="INFO") as toolset:  # type: ignore[arg-type]
+        await call(toolset, "work", {"steps": 1})
+    assert [level for level, _ in logged()] == [logging.INFO]
+
 
 async def test_handlers_and_log_levels_that_cannot_work_are_refused() -> None:
     server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
     with pytest.raises(ValueError, match="log_level must be None or one of debug, info"):
         MCPToolset(server, log_level="verbose")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"got 30 \(for Python's level WARNING, write 'warning'\)"):
+        MCPToolset(server, log_level=logging.WARNING)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="on_progress must be a function or None"):
         MCPToolset(server, on_progress="print")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="elicitation must be a function or None"):

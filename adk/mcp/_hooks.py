@@ -122,9 +122,18 @@ NO_HOOKS = _ClientHooks()
 
 
 def check_log_level(level: object) -> LoggingLevel | None:
+    """``log_level`` as MCP spells it. Python's spelling of a level's name (``"INFO"``) is the
+    same level, so it is taken; a Python level number is refused naming the name to write."""
     if level is None or level in _LEVELS:
         return level  # type: ignore[return-value]
-    raise ValueError(f"log_level must be None or one of {', '.join(_LEVELS)}; got {level!r}")
+    if isinstance(level, str) and level.lower() in _LEVELS:
+        return level.lower()  # type: ignore[return-value]
+    hint = ""
+    if isinstance(level, int) and not isinstance(level, bool):
+        names = [name for name, number in _PYTHON_LEVEL.items() if number == level]
+        if names:
+            hint = f" (for Python's level {logging.getLevelName(level)}, write {names[0]!r})"
+    raise ValueError(f"log_level must be None or one of {', '.join(_LEVELS)}; got {level!r}{hint}")
 
 
 def check_handler(handler: object, what: str, kinds: str = "a function") -> None:

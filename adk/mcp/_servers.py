@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -339,10 +340,16 @@ class StdioServer:
     def __post_init__(self) -> None:
         if not isinstance(self.command, str) or not self.command:
             raise ValueError(f"StdioServer needs a command to run, got {self.command!r}")
+        _check_not_a_command_line(self.command)
         if isinstance(self.args, str):
             raise TypeError("StdioServer args must be a sequence of strings, not one string")
         object.__setattr__(self, "args", tuple(str(arg) for arg in self.args))
         if self.env is not None:
+            if not isinstance(self.env, Mapping):
+                raise TypeError(
+                    "StdioServer env must be a mapping of variable names to values "
+                    f"(env={{'DEBUG': '1'}}), not {type(self.env).__name__}"
+                )
             object.__setattr__(self, "env", {str(k): str(v) for k, v in self.env.items()})
 
     def _transport(self) -> AbstractAsyncContextManager[TransportStreams]:
@@ -362,6 +369,23 @@ class StdioServer:
         # in history and checkpoints), and args may hold a secret (``--api-key=...``). ``repr``,
         # for the developer, shows the args (``env`` never).
         return self.command
+
+
+def _check_not_a_command_line(command: str) -> None:
+    """Refuse a whole command line given as the command (``StdioServer("python server.py")``):
+    it is run as one program's name, so it failed only when first used, as a file not found. Only
+    when that is certain: the whole text is no program, while its first word is one (a command
+    whose path holds a space is taken)."""
+    words = command.split()
+    if len(words) < 2 or shutil.which(command) is not None:
+        return
+    if shutil.which(words[0]) is None:
+        return
+    args = ", ".join(repr(word) for word in words[1:])
+    raise ValueError(
+        f"StdioServer's command is one program, and {command!r} is a command line: give the "
+        f"program and its arguments apart, StdioServer({words[0]!r}, [{args}])"
+    )
 
 
 @dataclass(frozen=True, repr=False)
