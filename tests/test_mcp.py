@@ -425,6 +425,31 @@ async def test_a_command_line_given_as_the_command_is_refused_where_the_server_i
         assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
 
 
+async def test_a_connection_that_fails_says_what_to_look_at(
+    http_process: HTTPServerProcess,
+) -> None:
+    """A stdio server that ended before the handshake (its script missing, an import error)
+    failed with a bare "Connection closed", and a URL without the path the server serves MCP at
+    with a bare 404 Not Found: each now says where to look."""
+    ended = MCPToolset(StdioServer(sys.executable, ["-c", "import sys; sys.exit(2)"]))
+    with pytest.raises(ConnectionError, match="Connection closed") as caught:
+        await ended.tools()
+    assert str(caught.value).endswith(
+        "; the server process ended, or closed its stdout, before answering: its stderr, shown "
+        "above, may say why"
+    )
+    root = http_process.url.removesuffix("/mcp")
+    with pytest.raises(ConnectionError, match="404") as caught:
+        await MCPToolset(HTTPServer(root)).tools()
+    assert str(caught.value).endswith(
+        "; the URL has no path, and MCP servers serve at one, as a rule /mcp for streamable HTTP "
+        "(HTTPServer) and /sse for SSE (SSEServer)"
+    )
+    with pytest.raises(ConnectionError, match="404") as caught:  # a path of its own: no guess
+        await MCPToolset(HTTPServer(f"{root}/tools")).tools()
+    assert "the URL has no path" not in str(caught.value)
+
+
 async def test_a_filter_naming_the_prefixed_tool_is_refused_as_its_tools_are_listed() -> None:
     """``tool_filter`` takes the server's names, but the model (and every error it reads) shows
     the prefixed ones: a filter copying ``demo_add`` matched nothing, so the agent was silently

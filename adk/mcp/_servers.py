@@ -295,6 +295,17 @@ class _URLServer:
     def __str__(self) -> str:
         return _redacted(self.url)
 
+    def _connect_hint(self, reason: str) -> str:
+        """What to add to ``reason``, why a connection failed, to say what to do: a URL with no
+        path is refused (404) by servers serving MCP at one, which the bare Not Found left to
+        guess."""
+        if "404" in reason and urlsplit(self.url).path in ("", "/"):
+            return (
+                "; the URL has no path, and MCP servers serve at one, as a rule /mcp for "
+                "streamable HTTP (HTTPServer) and /sse for SSE (SSEServer)"
+            )
+        return ""
+
     def __repr__(self) -> str:  # headers are left out: they usually hold a token
         return f"{type(self).__name__}(url={str(self)!r}, timeout={self.timeout!r})"
 
@@ -363,6 +374,16 @@ class StdioServer:
 
     def _redact(self, text: str) -> str:
         return text
+
+    def _connect_hint(self, reason: str) -> str:
+        """What to add to ``reason``, why a connection failed: a process that ended before the
+        handshake (a script not found, an import error) showed as a bare "Connection closed"."""
+        if "Connection closed" in reason:
+            return (
+                "; the server process ended, or closed its stdout, before answering: its "
+                "stderr, shown above, may say why"
+            )
+        return ""
 
     def __str__(self) -> str:
         # The command only: it names the server in error texts, which a model reads (and runs keep

@@ -201,6 +201,7 @@ class Connection:
             await self.close()
             reason = describe_error(exc, self._server)
             reason += self._server._redact(self._handshake.detail(reason))
+            reason += self._server._connect_hint(reason)
             raise ConnectionError(
                 f"could not connect to MCP server '{self._server}': {reason}"
             ) from exc
