@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from mcp_servers.process import STDIO_SCRIPT, closed_port
-from pydantic import BaseModel, ConfigDict, Field, Json
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError
 from pydantic.alias_generators import to_camel
 
 from adk import (
@@ -391,6 +391,21 @@ def test_a_bare_action_decorator_says_to_name_the_event_types() -> None:
             @action  # type: ignore[arg-type]
             @staticmethod
             def shout(event: InputEvent, ctx: ActionContext) -> None: ...
+
+
+def test_a_chat_request_given_a_model_or_tools_for_their_names_says_to_register_them() -> None:
+    """``ChatRequestEvent(model=model, tools=[add])``, as a ``ReActAgent`` takes them, failed as
+    "Input should be a valid string", not saying the request names resources."""
+    model = ScriptedModel(["hi"])
+    with pytest.raises(ValidationError, match=r"model takes the name of a model resource, not th"):
+        ChatRequestEvent(model=model, messages=[Message.user("hi")])  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match=r"tools takes the names of tool resources, not the"):
+        ChatRequestEvent(model="m", messages=[], tools=[add])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match=r"tools takes the names of tool resources"):
+        ChatRequestEvent(model="m", messages=[], tools=["add", add.fn])  # type: ignore[list-item]
+    with pytest.raises(ValidationError, match="valid string"):  # not a tool: pydantic's words
+        ChatRequestEvent(model="m", messages=[], tools=[3])  # type: ignore[list-item]
+    assert ChatRequestEvent(model="m", messages=[], tools=["add"]).tools == ["add"]
 
 
 async def test_sending_an_event_class_instead_of_an_instance_says_to_make_one() -> None:

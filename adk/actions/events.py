@@ -106,6 +106,33 @@ class ChatRequestEvent(Event):
     options: ModelOptions | None = None
     max_tool_rounds: int = Field(default=10, ge=0)
 
+    @field_validator("model", mode="before")
+    @classmethod
+    def _a_model_name(cls, model: object) -> object:
+        """A model object given for its name (as a ``ReActAgent`` takes one) failed as pydantic's
+        "Input should be a valid string", which did not say that the request names a resource:
+        an event is data, saved in checkpoints, so it cannot hold the model itself."""
+        if isinstance(model, str) or not hasattr(model, "generate"):
+            return model
+        raise ValueError(
+            "model takes the name of a model resource, not the model itself: register it, "
+            "resources.add_model('my_model', model), and name it, model='my_model'"
+        )
+
+    @field_validator("tools", mode="before")
+    @classmethod
+    def _tool_names(cls, tools: object) -> object:
+        """Tools given as objects or functions (as a ``ReActAgent`` takes them), for their names:
+        said as ``model`` is."""
+        if isinstance(tools, list | tuple) and any(not isinstance(t, str) for t in tools):
+            given = next(t for t in tools if not isinstance(t, str))
+            if callable(given) or hasattr(given, "spec"):
+                raise ValueError(
+                    "tools takes the names of tool resources, not the tools themselves: register "
+                    "them, resources.add_tool(my_tool), and name them, tools=['my_tool']"
+                )
+        return tools
+
     @field_validator("tools")
     @classmethod
     def _one_tool_per_name(cls, tools: list[str]) -> list[str]:
