@@ -649,6 +649,8 @@ def _unknown(
     text = f"no {kind} named {name!r}"
     if known:
         text += f" (known: {', '.join(sorted(known))})"
+    elif not (failures or ruled_out or filtered):  # "no tool named 'add'" said nothing of why
+        text += " (known: none)"
     if failures:
         reasons = "; ".join(f"{server}: {reason}" for server, reason in failures.items())
         text += f"; MCP servers that could not be asked: {reasons}"

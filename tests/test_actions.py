@@ -408,6 +408,22 @@ def test_a_chat_request_given_a_model_or_tools_for_their_names_says_to_register_
     assert ChatRequestEvent(model="m", messages=[], tools=["add"]).tools == ["add"]
 
 
+async def test_a_chat_naming_a_tool_the_resources_lack_says_none_are_known() -> None:
+    """``no tool named 'add'`` said nothing of what there was, where a registry with tools lists
+    them (``known: ...``)."""
+
+    class Chat(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            request = ChatRequestEvent(model="m", messages=[Message.user("hi")], tools=["add"])
+            ctx.send_event(request)
+
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(["never asked"]))
+    with pytest.raises(RunError, match=r"no tool named 'add' \(known: none\)"):
+        await Runner(Chat("chat"), resources=resources).invoke("go")
+
+
 async def test_sending_an_event_class_instead_of_an_instance_says_to_make_one() -> None:
     class Sender(ActionAgent):
         @action(InputEvent)
