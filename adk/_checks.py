@@ -14,10 +14,12 @@ __all__ = [
     "agent_description",
     "check_agent",
     "check_agents",
+    "check_callbacks",
     "check_count",
     "check_description",
     "check_flag",
     "check_name",
+    "check_resources",
     "shown",
 ]
 
@@ -104,3 +106,32 @@ def shown(value: object) -> str:
     if len(text) > 60:
         return type(value).__name__
     return text if value is None else f"{type(value).__name__} {text}"
+
+
+def check_resources(resources: object, what: str) -> None:
+    """Refuse ``resources`` that no lookup could read: a dict of models or tools (a registry's
+    natural mistake) was taken, and the run failed at its first lookup, deep inside, with
+    ``'dict' object has no attribute 'get_model'``. A registry of your own is duck-typed: one
+    with any of ``get_model``, ``get_tool`` and ``get_prompt`` is taken, as it may serve only
+    some kinds."""
+    if resources is None or any(
+        callable(getattr(resources, name, None)) for name in ("get_model", "get_tool", "get_prompt")
+    ):
+        return
+    raise TypeError(
+        f"{what}: resources must be an adk.Resources (a registry of named models, tools and "
+        f"prompts: resources = Resources(), then resources.add_model('my_model', model), "
+        f"add_tool(...), add_prompt(...)), got {shown(resources)}"
+    )
+
+
+def check_callbacks(callbacks: object, what: str) -> tuple[Any, ...]:
+    """``callbacks`` as a tuple; one callbacks object given alone (``callbacks=Callbacks(...)``)
+    was ``'Callbacks' object is not iterable``, which did not say a list was wanted."""
+    if isinstance(callbacks, Iterable) and not isinstance(callbacks, str | bytes):
+        return tuple(callbacks)
+    kind = type(callbacks).__name__
+    raise TypeError(
+        f"{what}: callbacks takes a list of callback objects, callbacks=[{kind}(...)], "
+        f"got one {kind} alone"
+    )

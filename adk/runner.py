@@ -31,7 +31,7 @@ import adk
 
 from . import _hooks, _record_keys, checkpoint
 from ._aio import AsyncCloseable, closing, finish
-from ._checks import check_agent, shown
+from ._checks import check_agent, check_callbacks, check_resources, shown
 from ._driver import (
     NO_EVENT,
     _AgentRun,
@@ -240,7 +240,7 @@ def _check_run_options(session: object, checkpoint_id: object) -> None:
 _STORE_METHODS = ("get", "put", "delete")  # CheckpointStore's
 
 
-def _check_store(store: object) -> None:
+def _check_store(store: object, what: str = "Runner") -> None:
     """Refuse, when the runner is made, a ``checkpoint_store`` that is not a store: a path or URL
     (``"cp.db"``, LangGraph's connection string) or a store's class (its ``()`` forgotten) was
     taken, and the run failed only at its first pause, after all its work, unable to save it.
@@ -251,12 +251,12 @@ def _check_store(store: object) -> None:
         for name in _STORE_METHODS
     ):
         raise TypeError(
-            f"Runner checkpoint_store is the class {store.__name__}, not a store: pass an "
+            f"{what} checkpoint_store is the class {store.__name__}, not a store: pass an "
             f"instance, {store.__name__}(...)"
         )
     if not all(callable(getattr(store, name, None)) for name in _STORE_METHODS):
         raise TypeError(
-            f"Runner checkpoint_store must be a checkpoint store (async get, put and delete), "
+            f"{what} checkpoint_store must be a checkpoint store (async get, put and delete), "
             f"got {shown(store)}; for a file, SQLiteCheckpointStore(path) (adk.checkpoint)"
         )
 
@@ -336,7 +336,8 @@ class Runner(AsyncCloseable):
             checkpoint_store if checkpoint_store is not None else InMemoryCheckpointStore()
         )
         self.enable_streaming = enable_streaming
-        self.callbacks = tuple(callbacks)
+        self.callbacks = check_callbacks(callbacks, "Runner")
+        check_resources(resources, "Runner")
         self.resources = resources
         self.keep_checkpoints = keep_checkpoints
         self._hooks: Hooks | None = None

@@ -30,6 +30,7 @@ from adk import (
     Message,
     Resources,
     Role,
+    Runner,
     SequentialAgent,
     register_type,
     tool,
@@ -43,6 +44,7 @@ from adk.actions import (
     OutputEvent,
     action,
 )
+from adk.callbacks import Callbacks
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.execution import LocalExecutionEnvironment, RecordError, SessionStore
 from adk.mcp import StdioServer
@@ -430,6 +432,50 @@ async def test_a_key_that_cannot_be_computed_fails_that_record_only() -> None:
     ]
     with pytest.raises(RecordError, match=r"record 1 \(key None\) failed: KeyError"):
         await LocalExecutionEnvironment().from_list(records, key="user").apply(agent).to_list()
+
+
+async def test_resources_callbacks_and_stores_that_cannot_work_are_refused_where_given() -> None:
+    """A dict of models as ``resources`` was taken by the environment, the ``Runner`` and an
+    ``ActionAgent``, and each record failed at its first lookup with ``'dict' object has no
+    attribute 'get_model'``; one ``Callbacks`` object alone was ``'Callbacks' object is not
+    iterable``; a path as the environment's ``checkpoint_store`` was refused only at ``apply``,
+    as the ``Runner``'s."""
+
+    @action(InputEvent)
+    def ask(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("hi")]))
+
+    @action(ChatResponseEvent)
+    def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+    models = {"m": ScriptedModel(["hi"])}
+    wanted = r"resources must be an adk.Resources \(a registry of named models"
+    with pytest.raises(TypeError, match=f"LocalExecutionEnvironment: {wanted}"):
+        LocalExecutionEnvironment(resources=models)
+    agent = ActionAgent("chat", actions=[ask, answer])
+    with pytest.raises(TypeError, match=f"Runner: {wanted}"):
+        Runner(agent, resources=models)
+    with pytest.raises(TypeError, match=f"ActionAgent 'chat': {wanted}"):
+        ActionAgent("chat", actions=[ask, answer], resources=models)
+    with pytest.raises(TypeError, match=r"callbacks=\[Callbacks\(...\)\], got one Callbacks alone"):
+        LocalExecutionEnvironment(callbacks=Callbacks())
+    with pytest.raises(TypeError, match=r"Runner: callbacks takes a list of callback objects"):
+        Runner(agent, callbacks=Callbacks())
+    with pytest.raises(
+        TypeError, match="LocalExecutionEnvironment checkpoint_store must be a chec"
+    ):
+        LocalExecutionEnvironment(checkpoint_store="cp.db")  # type: ignore[arg-type]
+
+    class ModelsOnly:
+        """A registry of one's own that serves models alone: duck-typed, it is taken."""
+
+        def get_model(self, name: str) -> Any:
+            return models[name]
+
+    env = LocalExecutionEnvironment(resources=ModelsOnly())
+    outputs = await env.from_list([{"u": 1}], key="u").apply(agent).to_list()
+    assert [o.output for o in outputs] == ["hi"]
 
 
 async def test_apply_takes_a_function_that_builds_the_agent_as_flinks_apply_does() -> None:

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 import adk
 
-from .._checks import check_count
+from .._checks import check_count, check_resources
 from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
 from ..context import RunContext, note_counted
@@ -64,6 +64,7 @@ class ActionAgent(BaseAgent):
         if callbacks != ():  # its own (adk.callbacks): its model and tool calls go through them
             self._adk_callbacks = adk.callbacks._agent_callbacks(callbacks, f"ActionAgent {name!r}")
         check_count(max_events, f"ActionAgent {name!r}: max_events")
+        check_resources(resources, f"ActionAgent {name!r}")
         self.resources = resources
         self.max_events = max_events
         self.builtin_actions = builtin_actions

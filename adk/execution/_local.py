@@ -32,11 +32,12 @@ from collections.abc import (
 from typing import Any
 
 from .._aio import cancel_and_wait
+from .._checks import check_callbacks, check_resources
 from .._driver import is_cancellation
 from ..agent import Agent
 from ..checkpoint.store import CheckpointStore
 from ..events import ErrorInfo
-from ..runner import Runner
+from ..runner import Runner, _check_store
 from ._records import (
     KeyedOutput,
     KeySelector,
@@ -92,8 +93,12 @@ class LocalExecutionEnvironment:
         self.max_concurrency = max_concurrency
         self.on_error: OnError = on_error
         self.timeout = timeout
+        # Checked here, not when apply builds the records' Runner: a mistake shows where it is.
+        check_resources(resources, "LocalExecutionEnvironment")
+        if checkpoint_store is not None:
+            _check_store(checkpoint_store, "LocalExecutionEnvironment")
         self.resources = resources
-        self.callbacks = tuple(callbacks)
+        self.callbacks = check_callbacks(callbacks, "LocalExecutionEnvironment")
         self.checkpoint_store = checkpoint_store
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
