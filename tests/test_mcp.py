@@ -450,6 +450,32 @@ async def test_a_connection_that_fails_says_what_to_look_at(
     assert "the URL has no path" not in str(caught.value)
 
 
+async def test_two_stdio_servers_of_one_interpreter_are_told_apart_by_their_scripts() -> None:
+    """Shown by the command alone, every ``python server.py`` was ``MCP server '.../python'``:
+    two servers whose tools clash were named alike, as was a server that failed to start among
+    several. The script is shown (a file or ``-m module``); the other arguments never are."""
+    narrow = STDIO_SCRIPT.parent / "narrow_server.py"
+    first = StdioServer(sys.executable, [str(STDIO_SCRIPT), "--api-key=sk-secret"])
+    second = StdioServer(sys.executable, [str(narrow), "tools"])
+    assert str(first) == f"{sys.executable} {STDIO_SCRIPT}"
+    assert str(second) == f"{sys.executable} {narrow}"
+    assert str(StdioServer(sys.executable, ["-m", "notes.server", "--token", "t"])) == (
+        f"{sys.executable} -m notes.server"
+    )
+    assert str(StdioServer(sys.executable, ["sk-not-a-file"])) == sys.executable
+    assert str(StdioServer(sys.executable, ["--api-key=sk-x", str(STDIO_SCRIPT)])) == (
+        sys.executable
+    )
+    model = ScriptedModel(["never asked"])
+    clashing = [MCPToolset(first, tool_filter=["add"]), MCPToolset(stdio(), tool_filter=["add"])]
+    with pytest.raises(RunError, match="two tools are named 'add'") as caught:
+        await Runner(ReActAgent("ops", model, tools=clashing)).invoke("add")
+    assert f"MCP server '{sys.executable} {STDIO_SCRIPT}'" in str(caught.value)
+    assert "sk-secret" not in str(caught.value)
+    for toolset in clashing:
+        await toolset.aclose()
+
+
 async def test_a_filter_naming_the_prefixed_tool_is_refused_as_its_tools_are_listed() -> None:
     """``tool_filter`` takes the server's names, but the model (and every error it reads) shows
     the prefixed ones: a filter copying ``demo_add`` matched nothing, so the agent was silently
@@ -1039,7 +1065,10 @@ async def test_stdio_server_dying_mid_call_is_an_error_then_the_next_call_reconn
         assert died.is_error
         assert "lost while tool 'die' was running" in died.content
         assert "reconnect on the next call" in died.content
-        assert f"MCP server '{sys.executable}'" in died.content and "sk-arg" not in died.content
+        # Named by its command and script (the command alone named every ``python x.py``
+        # alike), never by its other arguments.
+        shown = f"{sys.executable} {STDIO_SCRIPT}"
+        assert f"MCP server '{shown}'" in died.content and "sk-arg" not in died.content
 
         second = await server_pid(toolset)  # reconnected: a new server process
         assert second != first
@@ -1051,9 +1080,9 @@ async def test_stdio_server_dying_mid_call_is_an_error_then_the_next_call_reconn
         down = await run(tools["pid"])
         assert down.is_error
         assert down.content.startswith(
-            f"Error: tool 'pid' is unavailable: could not connect to MCP server '{sys.executable}'"
+            f"Error: tool 'pid' is unavailable: could not connect to MCP server '{shown}'"
         )
-        assert "sk-arg" not in down.content and "stdio_server.py" not in down.content
+        assert "sk-arg" not in down.content
 
         # ...and a later call, once it can, reconnects again.
         refuse.unlink()

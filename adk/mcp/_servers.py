@@ -8,6 +8,7 @@ connection).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -340,7 +341,8 @@ class StdioServer:
     ``env`` is merged over a minimal inherited environment (``PATH``, ``HOME``, ``USER``, ...), not
     the whole parent environment, so secrets in the parent do not leak to third-party servers by
     default. The server's stderr goes to this process's stderr. It is shown (``str``, error texts)
-    by its command alone: ``args`` and ``env`` may hold secrets.
+    by its command and the script it runs (a first argument that is a file, or ``-m module``):
+    the other ``args`` and ``env`` may hold secrets.
     """
 
     command: str
@@ -386,9 +388,25 @@ class StdioServer:
         return ""
 
     def __str__(self) -> str:
-        # The command only: it names the server in error texts, which a model reads (and runs keep
-        # in history and checkpoints), and args may hold a secret (``--api-key=...``). ``repr``,
-        # for the developer, shows the args (``env`` never).
+        # The command and its script: it names the server in error texts, which a model reads
+        # (and runs keep in history and checkpoints), and the other args may hold a secret
+        # (``--api-key=...``). ``repr``, for the developer, shows the args (``env`` never).
+        return self._shown
+
+    @functools.cached_property
+    def _shown(self) -> str:
+        """The command, and the script it runs when its first argument names one: a file that
+        exists, or ``-m module``. The command alone named every ``python server.py`` alike, so
+        two servers run by one interpreter (their tools clashing, one failing to start) could
+        not be told apart. A script's path or a module's name is no secret; the args after it
+        are not shown."""
+        args = self.args
+        if len(args) >= 2 and args[0] == "-m":
+            return f"{self.command} -m {args[1]}"
+        if args and not args[0].startswith("-"):
+            where = os.path.join(os.fspath(self.cwd), args[0]) if self.cwd else args[0]
+            if os.path.isfile(where):
+                return f"{self.command} {args[0]}"
         return self.command
 
 
