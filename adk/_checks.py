@@ -7,7 +7,7 @@ checks inline).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -109,14 +109,17 @@ def shown(value: object) -> str:
 
 
 def check_resources(resources: object, what: str) -> None:
-    """Refuse ``resources`` that no lookup could read: a dict of models or tools (a registry's
-    natural mistake) was taken, and the run failed at its first lookup, deep inside, with
-    ``'dict' object has no attribute 'get_model'``. A registry of your own is duck-typed: one
-    with any of ``get_model``, ``get_tool`` and ``get_prompt`` is taken, as it may serve only
-    some kinds."""
+    """Refuse ``resources`` given as a plain collection: a dict of models or tools (a registry's
+    natural mistake), or a list of them, was taken, and the run failed at its first lookup, deep
+    inside, with ``'dict' object has no attribute 'get_model'``. Anything else is duck-typed and
+    taken: a registry of your own may serve only some kinds (any of ``get_model``, ``get_tool``
+    and ``get_prompt``), or none, an object the runner only closes for an agent that looks
+    nothing up."""
     if resources is None or any(
         callable(getattr(resources, name, None)) for name in ("get_model", "get_tool", "get_prompt")
     ):
+        return
+    if not isinstance(resources, Mapping | list | tuple | set | frozenset | str):
         return
     raise TypeError(
         f"{what}: resources must be an adk.Resources (a registry of named models, tools and "
