@@ -170,6 +170,24 @@ def _capture_from_env() -> bool:
     return False
 
 
+def _check_provider(provider: object, parameter: str, method: str, kind: str) -> None:
+    """Refuse, where the runner is made, a provider that is not one: its class (``()``
+    forgotten) failed with ``get_tracer() missing 1 required positional argument``, and a
+    tracer, or the other kind of provider, with an ``AttributeError`` about ``get_tracer``."""
+    if provider is None:
+        return
+    if isinstance(provider, type):
+        raise TypeError(
+            f"{parameter} is the class {provider.__name__}, not a provider: pass an instance, "
+            f"{provider.__name__}(...)"
+        )
+    if not callable(getattr(provider, method, None)):
+        raise TypeError(
+            f"{parameter} must be an OpenTelemetry {kind} (it has {method}), got "
+            f"{type(provider).__name__}"
+        )
+
+
 def _is_noop_tracer_provider(provider: object) -> bool:
     # The proxy is what the API hands out while no SDK provider is set: nothing records.
     return isinstance(provider, trace.NoOpTracerProvider | trace.ProxyTracerProvider)
@@ -362,6 +380,8 @@ class _GenAITracing:
     ) -> _GenAITracing | None:
         """Tracing for these providers (the global ones where None), or None when neither records
         anything: then the run carries no tracing hooks at all."""
+        _check_provider(tracer_provider, "tracer_provider", "get_tracer", "TracerProvider")
+        _check_provider(meter_provider, "meter_provider", "get_meter", "MeterProvider")
         tp = tracer_provider if tracer_provider is not None else trace.get_tracer_provider()
         mp = meter_provider if meter_provider is not None else metrics.get_meter_provider()
         traced = not _is_noop_tracer_provider(tp)

@@ -2239,6 +2239,22 @@ def test_no_configured_sdk_means_no_hooks() -> None:
     assert Runner(agent, tracer_provider=TracerProvider())._hooks is not None
 
 
+def test_a_provider_that_is_not_one_is_refused_where_the_runner_is_made() -> None:
+    """The provider's class (``()`` forgotten) failed with ``get_tracer() missing 1 required
+    positional argument``, and a tracer, or a meter provider given as the tracer provider, with
+    an ``AttributeError`` about ``get_tracer``."""
+    agent = ReActAgent("a", ScriptedModel(["x"]))
+    with pytest.raises(TypeError, match=r"tracer_provider is the class TracerProvider, not a pro"):
+        Runner(agent, tracer_provider=TracerProvider)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"meter_provider is the class MeterProvider, not a provi"):
+        Runner(agent, meter_provider=MeterProvider)  # type: ignore[arg-type]
+    tracer = TracerProvider().get_tracer("mine")
+    with pytest.raises(TypeError, match=r"must be an OpenTelemetry TracerProvider .* got Tracer"):
+        Runner(agent, tracer_provider=tracer)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"TracerProvider \(it has get_tracer\), got MeterProvider"):
+        Runner(agent, tracer_provider=MeterProvider())  # type: ignore[arg-type]
+
+
 _GLOBAL_SCRIPT = """
 import asyncio, sys
 import adk
