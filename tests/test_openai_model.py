@@ -689,6 +689,27 @@ def test_a_retry_that_is_not_a_policy_is_refused_where_the_model_is_made(retry: 
         OpenAIChatModel("m", base_url="http://127.0.0.1:9", retry=retry)
 
 
+@pytest.mark.parametrize("given", ["argument", "environment"])
+async def test_a_key_http_cannot_send_is_refused_where_the_model_is_made_never_shown(
+    given: str, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key read from a file keeps its newline: it was taken, and every call failed as a
+    "connection error", retried three times, with the key itself in the error text (``Illegal
+    header value b'Bearer sk-...\\n'``), which reaches events, logs and traces."""
+    secret = "sk-read-from-a-file\n"
+    source = "api_key" if given == "argument" else "OPENAI_API_KEY"
+    monkeypatch.setenv("OPENAI_API_KEY", secret if given == "environment" else "sk-ok")
+    with pytest.raises(ValueError, match=f"^{source} holds a line break") as caught:
+        OpenAIChatModel(
+            "m", base_url=server.base_url, api_key=secret if given == "argument" else None
+        )
+    assert "sk-read" not in str(caught.value)
+    server.script(Reply(text="hi"))
+    async with OpenAIChatModel("m", base_url=server.base_url, api_key=secret.strip()) as model:
+        assert (await model.generate([Message.user("hi")])).content == "hi"
+    assert server.requests[0].headers["authorization"] == "Bearer sk-read-from-a-file"
+
+
 async def test_the_synchronous_openai_client_is_refused_where_the_model_is_made(
     server: OpenAIServer,
 ) -> None:

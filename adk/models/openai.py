@@ -45,6 +45,26 @@ class _StreamTruncated(Exception):
     """The server ended a stream cleanly but before the model finished."""
 
 
+# What HTTP forbids in the Authorization header the key is sent in: line breaks and the other
+# control characters (a tab aside), and anything beyond ASCII.
+_NOT_IN_A_HEADER = re.compile(r"[^\t\x20-\x7e]")
+
+
+def _check_api_key(key: str, source: str) -> None:
+    """Refuse, where the model is made, a key HTTP cannot send: one read from a file with its
+    newline was taken, and every call failed as a "connection error", retried, with the key
+    itself in the error text (``Illegal header value b'Bearer sk-...\\n'``), which reaches
+    events, logs and traces. The value is never shown."""
+    if not isinstance(key, str):
+        raise TypeError(f"{source} must be a str, got {type(key).__name__}")
+    if _NOT_IN_A_HEADER.search(key) is not None:
+        raise ValueError(
+            f"{source} holds a line break, another control character or a non-ASCII character, "
+            "which HTTP does not allow in the header it is sent in (a key read from a file keeps "
+            "its newline: strip it); the value is not shown"
+        )
+
+
 class OpenAIChatModel(AsyncCloseable):
     """A ChatModel over the ``openai`` package's ``AsyncOpenAI``, Chat Completions or Responses API.
 
@@ -150,6 +170,8 @@ class OpenAIChatModel(AsyncCloseable):
         else:
             url = _resolve_base_url(base_url)
             key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+            if key:
+                _check_api_key(key, "api_key" if api_key is not None else "OPENAI_API_KEY")
             if not key:
                 if url is None:
                     raise ValueError(
