@@ -112,7 +112,8 @@ async def run_tool_call(
     tool: Tool | None = None,
 ) -> ToolOutcome:
     """Run one call (with ``tool`` instead of the one named, when given); never raises except for
-    cancellation, and ``CheckpointError`` when a resumed call's saved state does not fit."""
+    cancellation, ``CheckpointError`` when a resumed call's saved state does not fit, and
+    ``MaxTurnsExceeded`` when the run's limit is reached inside the call (an ``AgentTool``'s run)."""
     # Read once until the tool runs (a pydantic field read is ~0.4k instructions): only a
     # callback or the tool, which run below, could change the call.
     name, call_id = call.name, call.id
