@@ -2,7 +2,9 @@
 
 A tool receives the model's raw argument text and returns text (or a ``ToolResult``). Everything that
 can go wrong with a call — bad JSON, failed validation, an exception — becomes an error result the
-model can read and correct; only ``Interrupt`` travels up, because it pauses the run on purpose.
+model can read and correct; only ``Interrupt`` travels up, because it pauses the run on purpose
+(and two failures of the run rather than the call: its turn limit reached inside an ``AgentTool``,
+and a resumed call's saved state that cannot be read back).
 
 No ``from __future__ import annotations`` here: with it pydantic would compile every field's
 annotation string when the models are created at ``import adk``. Forward references are quoted.
