@@ -1,4 +1,5 @@
-"""Every ``python`` program in the concept docs runs as written, and links between pages land.
+"""Every ``python`` program in the concept docs runs as written, and links between pages land,
+as do sections cited by name.
 
 The snippets of a page run in one fresh subprocess (they call ``asyncio.run`` and register checkpoint types,
 so they must not share the test suite's interpreter), each in its own namespace and working
@@ -108,6 +109,56 @@ def test_links_between_pages_resolve(page: Path) -> None:
         elif anchor and anchor[1:] not in _anchors(linked):
             broken.append(f"{target}{anchor}: no such heading")
     assert not broken, f"{page.name}: {broken}"
+
+
+_CITED = re.compile(
+    r"\b([a-z_]+\.md)`?(?:,|'s|:)?\s+((?:\"[^\"]{2,80}\"(?:,\s*|\s+and\s+|\s+or\s+)?)+)"
+    r"|\"([^\"]{2,80})\"\s+in\s+`?(?:docs/)?([a-z_]+\.md)"
+)
+"""A page cited by a quoted section name or phrase: ``architecture.md, "Layers"``, ``agents.md,
+"Usage of a run" and "Conversations across runs"``, ``"Python versions" in docs/architecture.md``."""
+
+
+def _flat(text: str) -> str:
+    """Text on one line, as a reader sees a citation that a line break (and a comment's ``#``)
+    splits."""
+    return re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
+
+
+def test_sections_cited_by_name_exist() -> None:
+    """Pages, docstrings, comments and CI scripts point readers at a section by its quoted heading
+    (``docs/interrupts.md, "Resuming after a redeploy"``), which no link check sees: each must
+    still be a heading of that page, or words the page says."""
+    sources = [
+        ROOT / "README.md",
+        ROOT / ".ci" / "run",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *(
+            path
+            for folder in ("adk", "prebuilt", "tests", "examples", "benchmarks")
+            for path in sorted((ROOT / folder).rglob("*.py"))
+        ),
+    ]
+    pages = {path.name: path for path in (ROOT / "docs").glob("*.md")}
+    cited = 0
+    broken = []
+    for source in sources:
+        for match in _CITED.finditer(_flat(source.read_text())):
+            if match.group(1):
+                page, names = match.group(1), re.findall(r'"([^"]+)"', match.group(2))
+            else:
+                page, names = match.group(4), [match.group(3)]
+            if page not in pages:
+                continue
+            text = pages[page].read_text()
+            headings = {re.sub(r"`", "", h).strip() for h in re.findall(r"^#+ (.+)$", text, re.M)}
+            said = _flat(text).lower()
+            for name in names:
+                cited += 1
+                if name not in headings and _flat(name).lower() not in said:
+                    broken.append(f"{source.relative_to(ROOT)}: {page}, {name!r}")
+    assert cited >= 10, "the pattern no longer finds the citations"
+    assert not broken, broken
 
 
 def test_the_loggers_the_tracing_page_lists_are_those_pyadk_logs_to() -> None:
