@@ -161,6 +161,19 @@ def test_sections_cited_by_name_exist() -> None:
     assert not broken, broken
 
 
+@pytest.mark.parametrize("page", sorted((ROOT / "docs").glob("*.md")), ids=lambda p: p.name)
+def test_a_pages_contents_list_names_every_section(page: Path) -> None:
+    """A page that opens with a list of its sections (``- [Callbacks](#callbacks)``) lists each
+    ``##`` section, in order: a section added later and left out is one readers never find."""
+    text = _FENCE.sub("", page.read_text())
+    opening = text.split("\n## ", 1)[0]
+    listed = re.findall(r"^- \[[^]]+\]\(#([^)]+)\)$", opening, re.MULTILINE)
+    if not listed:
+        return
+    sections = [_slug(h) for h in re.findall(r"^## (.+)$", text, re.MULTILINE)]
+    assert listed == sections
+
+
 def test_the_loggers_the_tracing_page_lists_are_those_pyadk_logs_to() -> None:
     """An operator routes and filters pyadk's logs by logger name: the page's table of loggers
     must name every logger the package creates, and none it does not."""
