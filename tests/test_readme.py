@@ -41,3 +41,11 @@ def test_the_quick_example_prints_what_it_promises(tmp_path: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.splitlines() == promised, snippet
+
+
+def test_the_readme_leads_to_every_page_and_example() -> None:
+    """The README is the index: a page or an example it does not name is one readers never find."""
+    linked = set(re.findall(r"\]\(((?:docs|examples)/[\w.]+)\)", README))
+    pages = {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")}
+    examples = {f"examples/{path.name}" for path in (ROOT / "examples").glob("*.py")}
+    assert pages | examples <= linked, sorted((pages | examples) - linked)
