@@ -2,7 +2,8 @@
 
 The nested run shares the caller's session values but keeps its own history. Its result is the text
 of the inner agent's last message, or the JSON of the pydantic model it gave as its output after
-that message (a ReActAgent's ``output_schema`` answer); an inner error becomes a tool error; inner
+that message (a ReActAgent's ``output_schema`` answer); an inner error becomes a tool error (not
+the run's ``max_turns`` reached inside, which fails the run: the calling model would carry on); inner
 ``exit`` ends only the inner agent and inner transfers are ignored outside. The nested run's
 addresses live under the tool call's address, so an interrupt inside becomes an interrupt of the
 tool call whose saved state is the nested run's root input and history; on resume the same global
