@@ -14,6 +14,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from .events import AgentEvent
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, Usage, join_chunks
 from .models.base import ModelOptions
@@ -54,10 +56,26 @@ class Reply:
         self.tool_calls = [] if calls is None else calls if type(calls) is list else list(calls)
         for index, call in enumerate(self.tool_calls):
             if not isinstance(call, ToolCall):
-                raise TypeError(
-                    f"Reply tool_calls[{index}] is {type(call).__name__} {call!r:.60}; make each "
-                    "call with adk.testing.tool_call(name, arguments)"
-                )
+                self.tool_calls = _calls_with(self.tool_calls, index, call)
+
+
+def _calls_with(calls: list[ToolCall], index: int, call: object) -> list[ToolCall]:
+    """``calls`` with the item at ``index``, which is no ``ToolCall``, made one, or the refusal.
+    A dict of a ``ToolCall``'s own fields (``{"id": ..., "name": ..., "arguments": "{...}"}``) is
+    one: ``Message.assistant`` validates it so, and such a script played before the calls were
+    checked. Anything else (a chat dict's ``function``, arguments not JSON text) failed only at
+    its turn, mid-run. A new list: the caller's is left as it was."""
+    if isinstance(call, dict):
+        try:
+            made = ToolCall.model_validate(call)
+        except ValidationError:
+            pass
+        else:
+            return [*calls[:index], made, *calls[index + 1 :]]
+    raise TypeError(
+        f"Reply tool_calls[{index}] is {type(call).__name__} {call!r:.60}; make each "
+        "call with adk.testing.tool_call(name, arguments)"
+    )
 
 
 ScriptItem = str | Message | Reply | BaseException | Callable[[list[Message]], Any]

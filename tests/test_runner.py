@@ -597,6 +597,27 @@ def test_a_reply_whose_tool_calls_are_not_tool_calls_is_refused_when_written() -
     assert Reply(tool_calls=(tool_call("f", {}),)).tool_calls[0].name == "f"  # type: ignore[arg-type]
 
 
+async def test_a_reply_takes_a_call_written_as_a_dict_of_a_tool_calls_fields() -> None:
+    """A dict of a ToolCall's own fields is a call Message.assistant validates: such a script
+    played before the check of a Reply's calls (666736c), which refused it with the chat dicts
+    that failed mid-run. It plays again, and the list the test wrote is left as it was."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    written: list[Any] = [{"id": "c1", "name": "add", "arguments": '{"a": 1, "b": 2}'}]
+    reply = Reply(tool_calls=written)
+    assert written == [{"id": "c1", "name": "add", "arguments": '{"a": 1, "b": 2}'}]
+    model = ScriptedModel([reply, "3 it is"])
+    result = await Runner(ReActAgent("calc", model, tools=[add])).invoke("1 + 2?")
+    assert result.text == "3 it is"
+    (asked, answered) = (model.requests[1].messages[-2], model.requests[1].messages[-1])
+    assert [(call.id, call.name) for call in asked.tool_calls] == [("c1", "add")]
+    assert (answered.tool_call_id, answered.content) == ("c1", "3")
+
+
 async def test_a_reply_keeps_tool_calls_given_as_a_generator_or_none() -> None:
     """Message.assistant takes any iterable of calls: the check of a Reply's calls iterated a
     generator and left it empty, so the turn made no call without a word; None (no calls) failed
