@@ -368,6 +368,23 @@ async def test_hints_imported_only_for_type_checking_refuse_only_what_the_tool_r
     assert result.session.values["counted_by"] == "count_words"
 
 
+async def test_an_optional_context_hint_imported_only_for_type_checking_is_a_context() -> None:
+    """``ctx: ToolContext | None = None`` (a tool its author also calls without a run) with the
+    import under ``TYPE_CHECKING`` was refused as a hint naming an undefined class, though a bare
+    ``ToolContext`` hint so imported is told by its name: the context is supplied by its name to
+    the hint's resolution, so the tool is made, the model is not asked for ``ctx`` and the run's
+    context is given."""
+    from typing_only_tools import count_letters as function
+
+    count_letters = tool(function)
+    assert count_letters.spec.parameters["required"] == ["text"]
+    assert list(count_letters.spec.parameters["properties"]) == ["text"]
+    agent = _agent([count_letters], tool_call("count_letters", {"text": "ab c"}))
+    result = await Runner(agent).invoke("count")
+    assert [m.content for m in result.messages if m.role == "tool"] == ['{"letters":3}']
+    assert result.session.values["counted_by"] == "count_letters"
+
+
 # -- running tools through a ReActAgent ---------------------------------------------------------
 
 

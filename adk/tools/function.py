@@ -172,8 +172,8 @@ def _type_hints(tool_name: str, target: Callable[..., Any]) -> dict[str, Any]:
     cannot be resolved, and ``get_type_hints`` raised a bare ``NameError`` naming neither the
     tool nor what to do. Then each parameter's hint is resolved alone, so what the tool does not
     read cannot refuse it: the return hint (the result is sent as text whatever its type) and a
-    ``ToolContext`` hint written by name, whose import type-checking linters move under
-    ``TYPE_CHECKING`` when it is used only in annotations."""
+    ``ToolContext`` hint written by name (bare, optional or annotated), whose import
+    type-checking linters move under ``TYPE_CHECKING`` when it is used only in annotations."""
     try:
         return get_type_hints(target, include_extras=True)
     except NameError:
@@ -191,7 +191,23 @@ def _type_hints(tool_name: str, target: Callable[..., Any]) -> dict[str, Any]:
             continue
         holder = SimpleNamespace(__annotations__={name: annotation})
         try:
-            hints.update(get_type_hints(holder, globalns=namespace, include_extras=True))
+            try:
+                hints.update(get_type_hints(holder, globalns=namespace, include_extras=True))
+            except NameError as exc:
+                if exc.name != "ToolContext":
+                    raise
+                # ``ToolContext | None``, ``Optional[ToolContext]``, ``Annotated[ToolContext,
+                # ...]``: a context hint too, its import under ``TYPE_CHECKING`` as the bare one's
+                # may be. Supplied by its name; what else the hint names must still resolve, and
+                # a hint that is no context (``list[ToolContext]``) is refused as undescribable.
+                hints.update(
+                    get_type_hints(
+                        holder,
+                        globalns=namespace,
+                        localns={"ToolContext": ToolContext},
+                        include_extras=True,
+                    )
+                )
         except NameError as exc:
             raise TypeError(
                 f"tool {tool_name!r}: its type hints name {exc.name or 'something'!r}, which is not "
