@@ -459,12 +459,19 @@ async def _traced_tool(
     tool: Tool,
 ) -> str | ToolResult:
     """Run the call in its span, with the tool's context pointing at the span, so a nested run the
-    tool starts (``AgentTool``) puts its root agent span under this tool's span."""
+    tool starts (``AgentTool``) puts its root agent span under this tool's span. The frame keeps
+    the calling agent's own callbacks: a model call made for the tool call through its context (an
+    MCP server's sampling request, ``adk.mcp``) is the agent's, as it is untraced, where the
+    context is the agent's own; without them tracing changed which callbacks ran for it."""
     outer = ctx.run_context
 
     def nest(otel: Context) -> None:
         inner = outer._fork()
-        inner._trace = _Frame(None, inner, ctx.address, otel=otel)
+        frame = _Frame(None, inner, ctx.address, otel=otel)
+        calling: _Frame | None = outer._trace
+        if calling is not None and calling.own is not None:
+            frame.own, frame.models, frame.tools = calling.own, calling.models, calling.tools
+        inner._trace = frame
         ctx.run_context = inner
 
     try:

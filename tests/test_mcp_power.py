@@ -29,7 +29,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from adk import MaxTurnsExceeded, Runner
+from adk import MaxTurnsExceeded, RunContext, Runner
+from adk.callbacks import Callbacks, ModelRequest
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
 from adk.messages import Message, Usage
 from adk.models.base import ModelError
@@ -213,6 +214,36 @@ async def test_a_sampling_model_asked_for_a_runs_call_counts_in_that_run(
             await runner.invoke("Go.", max_turns=2)
     assert len(sampler.requests) == 2  # the first run's, and the second run's within its limit
     await toolset.aclose()
+
+
+@pytest.mark.parametrize("traced", [False, True])
+async def test_a_sampling_model_asked_for_an_agents_call_goes_through_the_agents_own_callbacks(
+    traced: bool, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """The server's completion for an agent's call is a model call of that agent's (its context
+    is the call's): the agent's own before_model callback sees it, traced or not. Traced, the
+    tool call's context pointed at a frame of its own, without the agent's callbacks, so turning
+    tracing on changed which callbacks ran: a guardrail on the agent let the completion by."""
+    asked: list[tuple[str, str]] = []
+
+    def before_model(ctx: RunContext, request: ModelRequest) -> None:
+        asked.append((ctx.agent_name, request.model.model_name))
+
+    sampler = ScriptedModel(["Short."], cycle=True, model_name="sampler")
+    toolset = MCPToolset(server_for("stdio", http_servers), call_timeout=15, sampling=sampler)
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("summarize", {"text": "a long text"})]), "Done."],
+        model_name="agent-model",
+    )
+    own = [Callbacks(before_model=before_model)]
+    agent = ReActAgent("agent", model, tools=[toolset], callbacks=own)
+    provider = TracerProvider() if traced else None
+    async with toolset, Runner(agent, tracer_provider=provider) as runner:
+        result = await runner.invoke("Go.")
+    assert "agent: [tool summarize] summary (sampler): Short." in simplify_events(result.events)
+    assert asked == [("agent", "agent-model"), ("agent", "sampler"), ("agent", "agent-model")]
+    if provider is not None:
+        provider.shutdown()
 
 
 class _FailingModel:
