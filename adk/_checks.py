@@ -45,8 +45,23 @@ def check_description(description: object, what: str) -> str:
 def agent_description(description: object, what: str) -> str:
     """An agent's ``description``: a str, or None taken as none (``""``), as the transfer tool
     and tracing, its readers, always took it (``description=config.get("description")``, a
-    subclass defaulting it to None); another type is refused, naming the agent (``what``)."""
-    return "" if description is None else check_description(description, what)
+    subclass defaulting it to None). A lazy translation string (Django's ``gettext_lazy``,
+    Babel's ``LazyString``: an object whose class has a ``__str__`` of its own, bytes aside) is
+    kept as given, for its readers take it as text where they read it (the transfer tool lists it
+    in each run's language); made text here, it would be read where the agent is made, often at
+    import, before translations load. Another type is refused, naming the agent (``what``)."""
+    if description is None:
+        return ""
+    if _is_lazy_text(description):
+        return description  # type: ignore[return-value]
+    return check_description(description, what)
+
+
+def _is_lazy_text(value: object) -> bool:
+    """Whether ``value``, no str, reads as text: its class has a ``__str__`` of its own (numbers,
+    lists and dicts have ``object``'s), and it is not bytes, whose ``str`` is their repr."""
+    kind = type(value)
+    return not isinstance(value, str | bytes | bytearray) and kind.__str__ is not object.__str__
 
 
 def check_flag(value: object, flag: str, what: str) -> bool:

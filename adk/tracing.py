@@ -273,6 +273,16 @@ so) and what OpenTelemetry uses for an unknown value elsewhere (``http.request.m
 claim a provider the model may not be, and keeps the metrics' provider dimension one value."""
 
 
+def _text_of(description: object) -> str | None:
+    """An agent's description that is no str, a lazy translation string, read as text for its
+    span (an attribute must be a str); None when reading it fails, as tracing must not fail a run
+    its agent's other readers would not."""
+    try:
+        return str(description)
+    except Exception:
+        return None
+
+
 def _provider_of(model: Any) -> str:
     """``gen_ai.provider.name``: the model's ``provider_name`` (e.g. ``"openai"``), or ``_OTHER``."""
     name = getattr(model, "provider_name", None)
@@ -410,6 +420,8 @@ class _GenAITracing:
             _RUN_PATH: run_path,
         }
         description = getattr(agent, "description", "")
+        if description and not isinstance(description, str):
+            description = _text_of(description)  # a lazy translation string (``adk._checks``)
         if description:
             attributes[_AGENT_DESCRIPTION] = description
         model = _declared_model(agent)

@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk
 from adk import BaseAgent, Runner, SequentialAgent
@@ -67,3 +70,55 @@ async def test_an_agent_description_of_none_is_taken_as_none_given() -> None:
     await Runner(ReActAgent("boss", model, sub_agents=[helper])).invoke("hi")
     (transfer,) = [spec for spec in model.requests[0].tools if spec.name == "transfer_to_agent"]
     assert "- helper: (no description)" in transfer.description
+
+
+_CATALOG = {"en": "Handles invoices.", "fr": "Gère les factures."}
+_LANGUAGE: list[str | None] = [None]  # the active language: none where the agents are made
+
+
+class _LazyText:
+    """A lazy translation string, as Django's gettext_lazy or Babel's LazyString make one: an
+    object, no str, read in the active language each time it is made text (reading it where no
+    language is active fails, as Django's does before its translations load)."""
+
+    def __str__(self) -> str:
+        language = _LANGUAGE[0]
+        if language is None:
+            raise RuntimeError("translations are not loaded yet")
+        return _CATALOG[language]
+
+
+async def test_an_agent_description_that_is_a_lazy_translation_string_is_read_per_run() -> None:
+    """An agent's description made with gettext_lazy was taken (the transfer tool lists it as
+    text, in each run's language) until the refusal of non-str descriptions refused it where the
+    agent is made, often at import, where making it text is not yet possible. It is kept as
+    given: the transfer tool reads it per run and tracing records its text."""
+    billing = ReActAgent("billing", ScriptedModel(["paid"], cycle=True), description=_LazyText())  # type: ignore[arg-type]
+    assert isinstance(BaseAgent("clerk", description=_LazyText()).description, _LazyText)  # type: ignore[arg-type]
+    model = ScriptedModel(["hello"], cycle=True)
+    boss = ReActAgent("boss", model, sub_agents=[billing])
+    listed = []
+    for language in ("en", "fr"):
+        _LANGUAGE[0] = language
+        try:
+            await Runner(boss).invoke("hi")
+        finally:
+            _LANGUAGE[0] = None
+        (transfer,) = [
+            spec for spec in model.requests[-1].tools if spec.name == "transfer_to_agent"
+        ]
+        listed.append(transfer.description.splitlines()[-1])
+    assert listed == ["- billing: Handles invoices.", "- billing: Gère les factures."]
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    _LANGUAGE[0] = "fr"
+    try:
+        await Runner(billing, tracer_provider=provider).invoke("pay")
+    finally:
+        _LANGUAGE[0] = None
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent billing"]
+    assert span.attributes is not None
+    assert span.attributes["gen_ai.agent.description"] == "Gère les factures."
+    provider.shutdown()
