@@ -85,6 +85,7 @@ class _Frame:
         "agents",
         "answer",
         "asked",
+        "caller",
         "ctx",
         "exception",
         "failure",
@@ -123,9 +124,16 @@ class _Frame:
         self.models: _CallbackChain | None = None
         self.tools: _CallbackChain | None = None
         self.answer: Any = None
+        self.caller: _Frame | None = None  # a tool call's: the frame of the agent that made it
 
     def count_usage(self, usage: Usage) -> None:
-        """Add a model call's usage to the agent's (tracing, for its span's ``gen_ai.usage.*``)."""
+        """Add a model call's usage to the agent's (tracing, for its span's ``gen_ai.usage.*``).
+        A tool call's frame adds it to its calling agent's: a model call made for the call (an
+        MCP server's sampling request, ``adk.mcp``) is that agent's, and on no span its tokens
+        were missing from a trace's sum of agent usage, which ``RunResult.usage`` holds."""
+        if self.caller is not None:
+            self.caller.count_usage(usage)
+            return
         total = self.usage
         if total is None:
             self.usage = [usage.input_tokens, usage.output_tokens]
@@ -460,17 +468,20 @@ async def _traced_tool(
 ) -> str | ToolResult:
     """Run the call in its span, with the tool's context pointing at the span, so a nested run the
     tool starts (``AgentTool``) puts its root agent span under this tool's span. The frame keeps
-    the calling agent's own callbacks: a model call made for the tool call through its context (an
-    MCP server's sampling request, ``adk.mcp``) is the agent's, as it is untraced, where the
-    context is the agent's own; without them tracing changed which callbacks ran for it."""
+    the calling agent's own callbacks and counts usage into its span: a model call made for the
+    tool call through its context (an MCP server's sampling request, ``adk.mcp``) is the agent's,
+    as it is untraced, where the context is the agent's own; without them tracing changed which
+    callbacks ran for it, and its tokens were on no agent span."""
     outer = ctx.run_context
 
     def nest(otel: Context) -> None:
         inner = outer._fork()
         frame = _Frame(None, inner, ctx.address, otel=otel)
         calling: _Frame | None = outer._trace
-        if calling is not None and calling.own is not None:
-            frame.own, frame.models, frame.tools = calling.own, calling.models, calling.tools
+        if calling is not None:
+            frame.caller = calling
+            if calling.own is not None:
+                frame.own, frame.models, frame.tools = calling.own, calling.models, calling.tools
         inner._trace = frame
         ctx.run_context = inner
 

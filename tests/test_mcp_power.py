@@ -205,6 +205,14 @@ async def test_a_sampling_model_asked_for_a_runs_call_counts_in_that_run(
     assert result.usage == Usage(input_tokens=9, output_tokens=4, total_tokens=13)
     chats = [span for span in exporter.get_finished_spans() if span.name.startswith("chat")]
     assert len(chats) == 3  # the agent's two calls and the server's completion
+    # The completion is the agent's call: on its span, so the trace's agent usage sums to the
+    # run's (it was on no span, the tool call's frame keeping it).
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent agent"]
+    assert span.attributes is not None
+    assert (
+        span.attributes["gen_ai.usage.input_tokens"],
+        span.attributes["gen_ai.usage.output_tokens"],
+    ) == (9, 4)
     provider.shutdown()
 
     # two turns: the agent's first call, then the server's completion, refused a third
