@@ -8,18 +8,30 @@ escaping, nested objects (``{"a": {"b": 1}}``) included: treating every ``}}`` a
 eat the closing brace of each nested object. Substitution is one pass over the template, so braces
 inside a value (``"{secret}"`` typed by a user) are never expanded: a user cannot make the
 instruction read other session values.
+
+An instruction may also be a function of the agent's ``RunContext`` returning the text, sync or
+async (Google ADK's ``InstructionProvider``): ``provide_instruction`` calls it. Its text is used as
+it is, no placeholders filled in (as Google ADK leaves a provider's text alone), so a provider
+that quotes JSON or a user's words needs no escaping.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from adk import CheckpointError
 from adk._error_pickle import rebuild_error
 
-__all__ = ["InstructionError", "render_instruction"]
+if TYPE_CHECKING:
+    from adk import RunContext
+
+__all__ = ["InstructionError", "InstructionProvider", "provide_instruction", "render_instruction"]
+
+InstructionProvider: TypeAlias = "Callable[[RunContext], str | Awaitable[str]]"
+"""A function of the agent's context returning its instruction, sync or async."""
 
 # What ``_read`` notes for a placeholder whose value the session lacks (``str`` never gives None).
 _Read = tuple[str | None, ...]
@@ -53,6 +65,23 @@ def render_instruction(template: str, values: Mapping[str, Any], agent_name: str
         )
 
     return _FIELD.sub(substitute, template)
+
+
+async def provide_instruction(
+    provider: InstructionProvider, ctx: RunContext, agent_name: str
+) -> str:
+    """The text ``provider`` gives for ``ctx``, awaited if it is a coroutine. Anything but a str
+    is a ``TypeError`` naming the agent: a None or a dict sent as the system prompt would change
+    what the model is told without a visible failure."""
+    text = provider(ctx)
+    if inspect.isawaitable(text):
+        text = await text
+    if not isinstance(text, str):
+        raise TypeError(
+            f"agent '{agent_name}': its instruction function must return a str, "
+            f"got {type(text).__name__}"
+        )
+    return text
 
 
 def _keys(template: str) -> tuple[str, ...]:

@@ -71,10 +71,12 @@ from adk.tools.function import _is_tool_name
 
 from ._instruction import (
     InstructionError,
+    InstructionProvider,
     _keys,
     _MissingAtResume,
     _Read,
     _read,
+    provide_instruction,
     render_instruction,
 )
 from ._output import (
@@ -103,6 +105,11 @@ __all__ = ["MaxIterationsError", "OutputSchemaError", "ReActAgent"]
 
 ToolSource = Tool | Callable[..., Any] | str | Any
 """A ``Tool``, a plain function, a ``Toolset`` (``async tools(ctx)``) or a tool resource name."""
+
+
+_PROVIDED: tuple[str, tuple[str, ...], _Read] = ("", (), ())
+"""``_Turn.rendered`` of an agent whose instruction is a function: asked before every model call,
+as what it reads cannot be known (compared by identity)."""
 
 
 class MaxIterationsError(RuntimeError):
@@ -262,25 +269,31 @@ class _ReActCore:
         if TRANSFER_TOOL in owner._dynamic_tools:
             raise _transfer_clash(self.name, f"tool resource {TRANSFER_TOOL!r}")
 
-    def _system(self, turn: _Turn) -> list[Message]:
+    def _system(self, turn: _Turn, provided: str = "") -> list[Message]:
         """The system prompt: the instruction rendered from the session values as they are now,
         with the output schema's instruction when the model does not take it natively. Made
         when the agent starts and again when it resumes (from the current instruction: it is
         configuration, which a redeploy may have fixed, not part of the conversation), and
-        again before a model call when what its placeholders read has changed (``_refresh``)."""
+        again before a model call when what its placeholders read has changed (``_refresh``).
+        An instruction function's text is ``provided``, "" until ``_provide`` asks it before
+        the first model call."""
         owner = self.owner
-        # Without an instruction or output schema there is no system prompt (the rendering
-        # would be "").
         instruction = owner.instruction
-        if instruction == "" and owner.output_schema is None:
-            return []
-        values = turn.ctx.session.values
-        text = render_instruction(instruction, values, self.name)
-        keyed = owner._keyed
-        if keyed[0] is not instruction:  # ``instruction`` was assigned since it was last read
-            keyed = owner._keyed = (instruction, _keys(instruction))
-        keys = keyed[1]
-        turn.rendered = (instruction, keys, _read(keys, values)) if keys else None
+        if not isinstance(instruction, str):
+            turn.rendered = _PROVIDED
+            text = provided
+        else:
+            # Without an instruction or output schema there is no system prompt (the rendering
+            # would be "").
+            if instruction == "" and owner.output_schema is None:
+                return []
+            values = turn.ctx.session.values
+            text = render_instruction(instruction, values, self.name)
+            keyed = owner._keyed
+            if keyed[0] is not instruction:  # ``instruction`` was assigned since last read
+                keyed = owner._keyed = (instruction, _keys(instruction))
+            keys = keyed[1]
+            turn.rendered = (instruction, keys, _read(keys, values)) if keys else None
         if owner.output_schema is not None and not turn.native:
             text = f"{text}\n\n{schema_instruction(owner.output_schema)}".strip()
         return [Message.system(text)] if text else []
@@ -475,7 +488,9 @@ class _ReActCore:
             return
         saved, iterations = self._saved_round(ctx)
         owner = self.owner
-        if owner.instruction:  # rendered at resume (``_restore``), before the paused calls run
+        # Rendered at resume (``_restore``), before the paused calls run. An instruction
+        # function is asked only before the next model call: it may await, and the walk cannot.
+        if isinstance(owner.instruction, str) and owner.instruction:
             try:
                 render_instruction(owner.instruction, ctx.session.values, self.name)
             except InstructionError as exc:
@@ -541,8 +556,13 @@ class _ReActCore:
         while True:
             if turn.iterations >= owner.max_iterations:
                 raise self._exceeded()
-            if turn.rendered is not None:  # the instruction has placeholders
-                self._refresh(turn)
+            if turn.rendered is not None:  # the instruction has placeholders, or is a function
+                if turn.rendered is _PROVIDED:
+                    await self._provide(turn)
+                else:
+                    self._refresh(turn)
+                    if turn.rendered is _PROVIDED:  # a function was assigned as the instruction
+                        await self._provide(turn)
             turn.iterations += 1
             if ctx.enable_streaming:
                 stream = _call.stream(ctx, turn.model, messages, turn.specs, turn.options)
@@ -658,6 +678,22 @@ class _ReActCore:
             raise InstructionError(
                 f"{exc}; it was removed during the run, before model call {turn.iterations + 1}"
             ) from exc
+        size = turn.system_size
+        turn.messages[:size] = system  # in place: the loop holds the list
+        turn.head_size += len(system) - size
+        turn.system_size = len(system)
+
+    async def _provide(self, turn: _Turn) -> None:
+        """Ask the instruction function for the system prompt before a model call, as Google ADK
+        asks its ``InstructionProvider`` before every call: what it reads (the session, the
+        time, a database) cannot be known, so it is asked every time. Its text replaces the
+        system prompt at the head of the conversation; an error it raises fails the agent."""
+        instruction = self.owner.instruction
+        if isinstance(instruction, str):  # assigned a str since: rendered as any str is
+            system = self._system(turn)
+        else:
+            text = await provide_instruction(instruction, turn.ctx, self.name)
+            system = self._system(turn, text)
         size = turn.system_size
         turn.messages[:size] = system  # in place: the loop holds the list
         turn.head_size += len(system) - size
@@ -815,16 +851,11 @@ class _ReActCore:
 
 
 def _not_text(what: str, instruction: object) -> str:
-    """The refusal of an instruction that is not a str. A callable is what a Google ADK port
-    passes (its ``InstructionProvider``), so that one is told what takes its place here."""
-    text = f"{what} instruction must be a str, got {type(instruction).__name__}"
-    if callable(instruction):
-        text += (
-            ": a callable instruction (Google ADK's InstructionProvider) is not supported; write "
-            "{key} placeholders, filled from session values before each model call, or edit the "
-            "system message in a before_model callback (adk.callbacks)"
-        )
-    return text
+    """The refusal of an instruction that is neither a str nor a function."""
+    return (
+        f"{what} instruction must be a str, got {type(instruction).__name__}; a function of "
+        "the context returning the text (sync or async) is taken too"
+    )
 
 
 def _two_tools(agent: str, name: str, first: str, second: str) -> ValueError:
@@ -965,14 +996,16 @@ class ReActAgent:
     ``model`` is a ``ChatModel`` or the name of a model resource; ``tools`` are ``Tool`` objects,
     plain functions (wrapped in ``FunctionTool``), ``Toolset``s resolved at run time, or names of
     tool resources (``Runner(resources=...)``). ``instruction`` may use ``{key}`` placeholders filled
-    from session values. Other parameters as in DESIGN.md.
+    from session values, or be a function of the ``RunContext`` returning the text, sync or async,
+    asked before every model call (Google ADK's ``InstructionProvider``; an extension to
+    DESIGN.md). Other parameters as in DESIGN.md.
     """
 
     def __init__(
         self,
         name: str,
         model: ChatModel | str,
-        instruction: str = "",
+        instruction: str | InstructionProvider = "",
         description: str = "",
         tools: Iterable[ToolSource] = (),
         max_iterations: int = 20,
@@ -1006,7 +1039,8 @@ class ReActAgent:
             isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
         ):
             raise TypeError(_not_a_schema(what, output_schema))
-        if not isinstance(instruction, str):  # its placeholders are found now, not at a run
+        if not (isinstance(instruction, str) or callable(instruction)):
+            # Its placeholders are found now, not at a run.
             raise TypeError(_not_text(what, instruction))
         if output_key is not None and not (isinstance(output_key, str) and output_key):
             # "" stored nothing without a word, and another type made a session key no
@@ -1021,7 +1055,7 @@ class ReActAgent:
         self.instruction = instruction
         # The instruction and the keys its placeholders read, found once (not per model call);
         # found again by ``_system`` for an instruction assigned later.
-        self._keyed = (instruction, _keys(instruction))
+        self._keyed = (instruction, _keys(instruction) if isinstance(instruction, str) else ())
         self.max_iterations = max_iterations
         self.return_directly = frozenset(return_directly)
         self.output_key = output_key

@@ -223,12 +223,11 @@ def test_an_instruction_that_is_not_text_is_refused_where_the_agent_is_made() ->
         ReActAgent("x", ScriptedModel(["hi"]), instruction=None)  # type: ignore[arg-type]
 
 
-def test_a_callable_instruction_is_refused_saying_what_takes_its_place() -> None:
-    # Google ADK takes a function of the context (InstructionProvider); a port passing one must
-    # learn here what to write instead, not only that a str was expected.
+def test_an_instruction_neither_text_nor_a_function_is_refused_saying_both_are_taken() -> None:
+    # A function of the context is taken (Google ADK's InstructionProvider, see
+    # test_react_instruction_provider), so the refusal of anything else says so.
     with pytest.raises(TypeError) as refused:
-        ReActAgent("x", ScriptedModel(["hi"]), instruction=lambda ctx: "Help.")  # type: ignore[arg-type]
+        ReActAgent("x", ScriptedModel(["hi"]), instruction=42)  # type: ignore[arg-type]
     message = str(refused.value)
-    assert message.startswith("ReActAgent 'x': instruction must be a str, got function: ")
-    assert "InstructionProvider" in message and "{key} placeholders" in message
-    assert "before_model" in message
+    assert message.startswith("ReActAgent 'x': instruction must be a str, got int; ")
+    assert "a function of the context" in message
