@@ -254,9 +254,18 @@ async def _observe(hook: str, callbacks: Sequence[Callable[..., Any]], *args: An
                 return _check_answer(fn, result)
             raise TypeError(
                 f"{hook} callback {fn!r} returned a value; {hook} callbacks only observe "
-                "(return None)"
+                f"(return None){_AFTER_AGENT_HINT if hook == 'after_agent' else ''}"
             )
     return None
+
+
+# What a Google ADK port returning ``Content`` from ``after_agent_callback`` is told to do instead:
+# the answer has been streamed, recorded and stored by then (see docs/google_adk.md).
+_AFTER_AGENT_HINT = (
+    ": the agent's answer is out when it ends (streamed, in the history, in its output_key); "
+    "to replace a model agent's answer, return a Message from after_model for its final reply "
+    "(the one without tool calls), or add a step after the agent that answers instead"
+)
 
 
 def _check_answer(fn: Callable[..., Any], value: Any) -> Any:
