@@ -35,6 +35,7 @@ DOCS = {
     "llamaindex.md": 6,
     "autogen.md": 7,
     "prebuilt.md": 8,
+    "google_adk.md": 3,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
