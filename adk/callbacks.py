@@ -298,6 +298,42 @@ def _callback_cancelled(hook: str, fn: object) -> RuntimeError:
 _isawaitable = inspect.isawaitable
 
 
+# What each hook is called with, and how a Google ADK port's callback of that hook is written,
+# for the refusal of a callback that cannot take the call (``_check_signature``).
+_PARAMETERS = {
+    "before_agent": ("agent, ctx", "before_agent_callback(callback_context)"),
+    "after_agent": ("agent, ctx, error", "after_agent_callback(callback_context)"),
+    "before_model": ("ctx, request", "before_model_callback(callback_context, llm_request)"),
+    "after_model": ("ctx, request, reply", "after_model_callback(callback_context, llm_response)"),
+    "before_tool": ("ctx, call", "before_tool_callback(tool, args, tool_context)"),
+    "after_tool": (
+        "ctx, call, result",
+        "after_tool_callback(tool, args, tool_context, tool_response)",
+    ),
+    "on_event": ("event", ""),
+}
+
+
+def _check_signature(hook: str, fn: Callable[..., Any]) -> None:
+    """Refuse, where it is given, a callback that cannot be called with ``hook``'s arguments (a
+    Google ADK callback ported with its own parameters, a method missing one): called, it would
+    raise a ``TypeError`` at every agent, model or tool call, and in a tool hook that becomes the
+    tool's error result, which the model reads while the run goes on, the tool never run. A
+    callable whose signature cannot be read (some builtins) is taken as it is."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return
+    parameters, google = _PARAMETERS[hook]
+    try:
+        signature.bind(*parameters.split(", "))
+    except TypeError as exc:
+        text = f"{hook} callback {fn!r} cannot be called as {hook}({parameters}): {exc}"
+        if google:
+            text += f" (Google ADK's {google} is {hook}({parameters}) here)"
+        raise TypeError(text) from None
+
+
 class _CallbackChain:
     """The runner's callback objects, compiled per hook into the list of functions to call."""
 
@@ -331,6 +367,7 @@ class _CallbackChain:
                     f"{obj!r} is not a callbacks object: it has none of {', '.join(_HOOKS)}{hint}"
                 )
             for name, fn in found:
+                _check_signature(name, fn)
                 if name == "on_event" and inspect.iscoroutinefunction(fn):
                     raise TypeError(
                         f"on_event callback {fn!r} must be a plain function: it runs inline for "
