@@ -28,7 +28,13 @@ from adk._error_pickle import rebuild_error
 if TYPE_CHECKING:
     from adk import RunContext
 
-__all__ = ["InstructionError", "InstructionProvider", "provide_instruction", "render_instruction"]
+__all__ = [
+    "InstructionError",
+    "InstructionProvider",
+    "check_provider",
+    "provide_instruction",
+    "render_instruction",
+]
 
 InstructionProvider: TypeAlias = "Callable[[RunContext], str | Awaitable[str]]"
 """A function of the agent's context returning its instruction, sync or async."""
@@ -82,6 +88,22 @@ async def provide_instruction(
             f"got {type(text).__name__}"
         )
     return text
+
+
+def check_provider(provider: InstructionProvider, what: str) -> None:
+    """Refuse, where the agent is made, an instruction function that cannot be called with the
+    context (``lambda: "..."``): it would fail the agent's first model call instead. A callable
+    whose signature cannot be read is taken as it is."""
+    try:
+        signature = inspect.signature(provider)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind("ctx")
+    except TypeError as exc:
+        raise TypeError(
+            f"{what} instruction function {provider!r} cannot be called as fn(ctx): {exc}"
+        ) from None
 
 
 def _keys(template: str) -> tuple[str, ...]:

@@ -76,6 +76,7 @@ from ._instruction import (
     _MissingAtResume,
     _Read,
     _read,
+    check_provider,
     provide_instruction,
     render_instruction,
 )
@@ -1039,9 +1040,10 @@ class ReActAgent:
             isinstance(output_schema, type) and issubclass(output_schema, BaseModel)
         ):
             raise TypeError(_not_a_schema(what, output_schema))
-        if not (isinstance(instruction, str) or callable(instruction)):
-            # Its placeholders are found now, not at a run.
-            raise TypeError(_not_text(what, instruction))
+        if not isinstance(instruction, str):  # its placeholders are found now, not at a run
+            if not callable(instruction):
+                raise TypeError(_not_text(what, instruction))
+            check_provider(instruction, what)
         if output_key is not None and not (isinstance(output_key, str) and output_key):
             # "" stored nothing without a word, and another type made a session key no
             # {placeholder} reads and no checkpoint store holds.

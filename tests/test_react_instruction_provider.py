@@ -177,3 +177,8 @@ async def test_a_function_assigned_mid_run_is_asked_before_the_next_call() -> No
     holder.append(agent)
     await Runner(agent).invoke("go", session={"user:tier": "silver"})
     assert systems(model) == ["Plain silver.", "You are helpdesk. The customer is silver."]
+
+
+def test_a_function_that_cannot_take_the_context_is_refused_where_the_agent_is_made() -> None:
+    with pytest.raises(TypeError, match=r"ReActAgent 'a': instruction function .* fn\(ctx\)"):
+        ReActAgent("a", ScriptedModel(["x"]), instruction=lambda: "Help.")  # type: ignore[arg-type]
