@@ -22,7 +22,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from adk import CheckpointError
+from adk import CheckpointError, Interrupt
 from adk._error_pickle import rebuild_error
 
 if TYPE_CHECKING:
@@ -79,9 +79,18 @@ async def provide_instruction(
     """The text ``provider`` gives for ``ctx``, awaited if it is a coroutine. Anything but a str
     is a ``TypeError`` naming the agent: a None or a dict sent as the system prompt would change
     what the model is told without a visible failure."""
-    text = provider(ctx)
-    if inspect.isawaitable(text):
-        text = await text
+    try:
+        text = provider(ctx)
+        if inspect.isawaitable(text):
+            text = await text
+    except Interrupt as exc:
+        # Taken for the agent's own pause, it paused a run the agent could not resume (it has
+        # saved no state before a model call): the person's answer then failed the resume.
+        raise TypeError(
+            f"agent '{agent_name}': its instruction function raised adk.Interrupt; an "
+            "instruction cannot pause the run (the agent saves nothing before a model call to "
+            "resume from): ask the person in a tool or a before_tool callback, or before the run"
+        ) from exc
     if not isinstance(text, str):
         raise TypeError(
             f"agent '{agent_name}': its instruction function must return a str, "

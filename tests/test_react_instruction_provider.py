@@ -182,3 +182,16 @@ async def test_a_function_assigned_mid_run_is_asked_before_the_next_call() -> No
 def test_a_function_that_cannot_take_the_context_is_refused_where_the_agent_is_made() -> None:
     with pytest.raises(TypeError, match=r"ReActAgent 'a': instruction function .* fn\(ctx\)"):
         ReActAgent("a", ScriptedModel(["x"]), instruction=lambda: "Help.")  # type: ignore[arg-type]
+
+
+async def test_an_interrupt_from_the_function_fails_the_run_rather_than_pausing_it() -> None:
+    # It paused the run, which the agent (having saved nothing before a model call) could not
+    # resume: the person's answer failed the resume with "holds no saved state".
+    def ask(ctx: RunContext) -> str:
+        raise adk.Interrupt("which persona?")
+
+    model = ScriptedModel(["never"])
+    with pytest.raises(RunError, match=r"its instruction function raised adk\.Interrupt") as failed:
+        await Runner(ReActAgent("a", model, instruction=ask)).invoke("hi")
+    assert failed.value.events[-1].action is None  # no pause, no checkpoint
+    assert model.requests == []
