@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from ._ported_names import no_attribute
 from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
 from .interrupts import (
@@ -509,6 +510,11 @@ class RunContext:
     def session(self) -> Session:
         """The run's session, shared by every agent of the run and by ``AgentTool`` nested runs."""
         return self._run.session
+
+    if not TYPE_CHECKING:  # unseen by type checkers: a misspelt attribute stays a type error
+
+        def __getattr__(self, name: str) -> Any:
+            raise no_attribute(self, name)  # says where a Google ADK name went
 
     @property
     def run_id(self) -> str:

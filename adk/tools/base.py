@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._ported_names import no_attribute
 from ..events import AgentAction, AgentEvent
 from ..interrupts import ResumeContext
 
@@ -115,6 +116,11 @@ class ToolContext:
     def session(self) -> "Session":
         """The run's session, shared by every agent of the run."""
         return self.run_context.session
+
+    if not TYPE_CHECKING:  # unseen by type checkers: a misspelt attribute stays a type error
+
+        def __getattr__(self, name: str) -> Any:
+            raise no_attribute(self, name)  # says where a Google ADK name went
 
     @property
     def run_id(self) -> str:

@@ -1,0 +1,66 @@
+"""A Google ADK attribute read from a context says what it is called here.
+
+A tool ported from Google ADK writes ``tool_context.state["k"]``; a callback reads
+``callback_context.invocation_id``. The plain ``'ToolContext' object has no attribute 'state'``
+became the tool's error result, which the model read while the run went on, and said nothing of
+``ctx.session``; the error now names it (and the other renamed members).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from adk import Callbacks, RunError, Runner, ToolContext
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+def remember(item: str, tool_context: ToolContext) -> str:
+    """Remember an item."""
+    tool_context.state["item"] = item  # type: ignore[attr-defined]
+    return "ok"
+
+
+async def test_a_tool_reading_state_gets_an_error_result_naming_ctx_session() -> None:
+    model = ScriptedModel([Reply(tool_calls=[tool_call("remember", {"item": "x"})]), "done"])
+    result = await Runner(ReActAgent("a", model, tools=[remember])).invoke("hi")
+    (tool_result,) = [m.content for m in result.messages if m.role == "tool"]
+    assert tool_result == (
+        "Error: tool 'remember' failed: AttributeError: 'ToolContext' object has no attribute "
+        "'state': Google ADK's state is ctx.session here (ctx.session['k'], ctx.session.get('k'))"
+    )
+
+
+async def test_a_callback_reading_invocation_id_fails_naming_run_id() -> None:
+    def before_model(ctx: Any, request: Any) -> None:
+        print(ctx.invocation_id)
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["x"])), callbacks=[Callbacks(before_model=before_model)]
+    )
+    with pytest.raises(RunError, match=r"invocation_id is ctx\.run_id here"):
+        await runner.invoke("hi")
+
+
+async def test_other_missing_attributes_read_as_before() -> None:
+    seen: list[Any] = []
+
+    def look(ctx: ToolContext) -> str:
+        """Look."""
+        seen.append(hasattr(ctx, "state"))
+        seen.append(getattr(ctx.run_context, "actions", "none"))
+        try:
+            ctx.sesion  # type: ignore[attr-defined]  # noqa: B018
+        except AttributeError as exc:
+            seen.append((str(exc), exc.name, exc.obj is ctx))
+        return "ok"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("look", {})]), "done"])
+    await Runner(ReActAgent("a", model, tools=[look])).invoke("hi")
+    assert seen == [
+        False,
+        "none",
+        ("'ToolContext' object has no attribute 'sesion'", "sesion", True),
+    ]
