@@ -20,6 +20,7 @@ No SDK import here (``import adk`` stays light).
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Protocol
 
 from ..messages import MessageChunk
@@ -32,6 +33,7 @@ _KEY = f'"{WRAPPER_KEY}"'
 # keywords holding values rather than schemas, and maps of names to schemas
 _VALUES = frozenset({"enum", "const", "default", "examples"})
 _MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
+_SCHEMAS_KEPT = 16  # schemas a model keeps the wrapping of (``WrappedSchemas``), oldest out first
 
 
 def needs_wrapper(schema: dict[str, Any]) -> bool:
@@ -51,16 +53,41 @@ def wrapped_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` as the one required property of a closed object. Definitions move to the new
     root, where ``#/$defs/...`` references find them, and a reference to the old root (``#``, as
     strict mode's own recursive examples write it) or below it is moved under the property."""
+    return _wrapped(schema)[0]
+
+
+def _wrapped(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``wrapped_schema(schema)``, and whether no reference needed moving: the wrapper then
+    holds ``schema``'s own nodes, all but its root (``_shallow`` builds the same)."""
     inner = {key: value for key, value in schema.items() if key not in _ROOT_DEFS}
-    wrapper: dict[str, Any] = {
+    moved = _moved_refs(inner)
+    wrapper = _wrapper(moved)
+    shared = moved is inner
+    for key in _ROOT_DEFS:
+        definitions = schema.get(key)
+        if isinstance(definitions, dict):
+            wrapper[key] = new = _moved_refs(definitions, schema=False)
+            shared = shared and new is definitions
+    return wrapper, shared
+
+
+def _wrapper(inner: dict[str, Any]) -> dict[str, Any]:
+    return {
         "type": "object",
-        "properties": {WRAPPER_KEY: _moved_refs(inner)},
+        "properties": {WRAPPER_KEY: inner},
         "required": [WRAPPER_KEY],
         "additionalProperties": False,
     }
+
+
+def _shallow(schema: dict[str, Any]) -> dict[str, Any]:
+    """``wrapped_schema(schema)`` for a schema known to need no reference moved, without walking
+    it: its root copied, every other node its own."""
+    wrapper = _wrapper({key: value for key, value in schema.items() if key not in _ROOT_DEFS})
     for key in _ROOT_DEFS:
-        if isinstance(schema.get(key), dict):
-            wrapper[key] = _moved_refs(schema[key], schema=False)
+        definitions = schema.get(key)
+        if isinstance(definitions, dict):
+            wrapper[key] = definitions
     return wrapper
 
 
@@ -94,6 +121,50 @@ def _moved_ref(ref: str) -> str:
     if ref.startswith("#/") and not ref.startswith(("#/$defs/", "#/definitions/")):
         return f"#/properties/{WRAPPER_KEY}{ref[1:]}"
     return ref
+
+
+class WrappedSchemas:
+    """``wrapped_schema`` for one model's calls, without walking a schema it has already checked.
+
+    Finding the references to move walks the whole schema (~10 µs for a small one, ~0.2 ms for
+    300 properties), per call. A schema is kept by identity, which a caller's ``ModelOptions``
+    (and ``ReActAgent``'s, made once per output schema) keeps from call to call; the second time
+    it comes, a copy of it is kept too, and from then on a call that finds it still equal to the
+    copy (``==``, in C: ~0.4 µs, ~12 µs for 300 properties) knows that no reference needs moving
+    without the walk, and wraps it as it is now (``_shallow``): an edit made in place between
+    calls (a property added, a description changed, keys reordered, anywhere in it) goes out as
+    edited, as without this. A schema seen once (one made per call) costs only its entry; one
+    with references to move (``#``, which pydantic does not write) is walked every call."""
+
+    __slots__ = ("_kept",)
+
+    def __init__(self) -> None:
+        # id(schema) -> (the schema, a copy of it once it came twice); holding the schema keeps
+        # its id from being taken by another dict while it is kept
+        self._kept: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
+
+    def of(self, schema: dict[str, Any]) -> dict[str, Any]:
+        """``wrapped_schema(schema)``."""
+        kept = self._kept.get(id(schema))
+        if kept is not None and kept[0] is schema and kept[1] is not None and schema == kept[1]:
+            return _shallow(schema)  # equal to a schema that needed no reference moved
+        wrapped, shared = _wrapped(schema)
+        if shared:
+            self._keep(schema, kept is not None and kept[0] is schema)
+        return wrapped
+
+    def _keep(self, schema: dict[str, Any], again: bool) -> None:
+        kept = self._kept
+        kept.pop(id(schema), None)
+        if len(kept) >= _SCHEMAS_KEPT:
+            kept.pop(next(iter(kept), 0), None)  # schemas made per call: bounded
+        copied = None
+        if again:  # asked for again (or edited since its copy): worth a copy to compare with
+            try:
+                copied = copy.deepcopy(schema)
+            except Exception:  # a value that cannot be copied: the schema is walked every call
+                return
+        kept[id(schema)] = (schema, copied)
 
 
 class AnswerUnwrapper:

@@ -28,7 +28,7 @@ from ._openai_common import error_detail, in_band_status, json_schema_of
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
 from ._structured import FormatFallback
-from ._wrapped import UnwrappingDecoder, unwrap_text, wrapped_schema, wraps
+from ._wrapped import UnwrappingDecoder, WrappedSchemas, unwrap_text, wraps
 from .base import ModelError, ModelOptions, RetryPolicy
 
 __all__ = ["OpenAIChatModel"]
@@ -197,6 +197,7 @@ class OpenAIChatModel(AsyncCloseable):
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
         self._formats = FormatFallback()  # how much of a schema response_format the server takes
+        self._wrapped = WrappedSchemas()  # strict schemas sent wrapped, not walked per call
         self._closed = False
         self._runner = RetryRunner(
             self.retry, is_transient=self._is_transient, retry_after=_retry_after
@@ -353,7 +354,7 @@ class OpenAIChatModel(AsyncCloseable):
                 else None
             )
             if spec is not None and wraps(spec):
-                wire = {**spec, "schema": wrapped_schema(spec["schema"])}
+                wire = {**spec, "schema": self._wrapped.of(spec["schema"])}
                 options = options.model_copy(update={"response_format": wire})
                 wrapped = True
         request = self._build(
