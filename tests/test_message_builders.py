@@ -101,3 +101,41 @@ def test_builder_falls_back_to_validation_for_models_it_cannot_build() -> None:
         {"role": Role.USER, "content": "hi", "name": None}, {"role", "content", "name"}
     )
     assert made == Message.user("hi") and made.model_fields_set == {"role", "content", "name"}
+
+
+def test_a_replys_usage_is_built_as_validation_builds_it() -> None:
+    """The OpenAI adapter builds a reply's ``Usage`` without validating (``usage_of``): from a
+    server's ints it is a validated ``Usage`` in every respect, frozen too, and a value that is
+    not an exact int (a bool, to ``isinstance`` an int) still goes through validation."""
+    from types import SimpleNamespace
+
+    from adk.messages import Usage
+    from adk.models._openai_common import usage_of
+
+    details = SimpleNamespace(cached_tokens=4)
+    sent = SimpleNamespace(prompt_tokens=9, completion_tokens=1, total_tokens=10)
+    sent.prompt_tokens_details = details
+    built = usage_of(sent, "prompt_tokens", "completion_tokens")
+    validated = Usage(
+        input_tokens=9,
+        output_tokens=1,
+        total_tokens=10,
+        cached_input_tokens=4,
+        reasoning_output_tokens=0,
+    )
+    assert built is not None and type(built) is Usage
+    assert built == validated and hash(built) == hash(validated)
+    assert list(built.__dict__.items()) == list(validated.__dict__.items())
+    assert built.model_fields_set == validated.model_fields_set
+    again = usage_of(sent, "prompt_tokens", "completion_tokens")
+    assert again is not None and again.model_fields_set is not built.model_fields_set
+    assert built.__pydantic_extra__ is None and built.__pydantic_private__ is None
+    assert built.model_dump_json() == validated.model_dump_json() and repr(built) == repr(validated)
+    assert built + validated == validated + validated
+    with pytest.raises(ValidationError):
+        built.input_tokens = 1  # frozen, as a validated one is
+    assert built.model_copy(update={"input_tokens": 2}).input_tokens == 2
+    assert built.model_fields_set == validated.model_fields_set  # the copy did not share its set
+
+    flagged = usage_of(SimpleNamespace(prompt_tokens=True), "prompt_tokens", "completion_tokens")
+    assert flagged is not None and type(flagged.input_tokens) is int and flagged.input_tokens == 1
