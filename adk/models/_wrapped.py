@@ -91,38 +91,6 @@ def _shallow(schema: dict[str, Any]) -> dict[str, Any]:
     return wrapper
 
 
-def _moved_refs(node: Any, *, schema: bool = True) -> Any:
-    """``node`` with references into the old root (other than its definitions) moved under the
-    wrapper's property; nodes without such a reference are shared, not copied. ``schema``: node
-    is a schema, not a map of them (``properties``), whose keys are names, not keywords."""
-    if isinstance(node, list):
-        moved = [_moved_refs(item) for item in node]
-        return moved if any(new is not old for new, old in zip(moved, node, strict=True)) else node
-    if not isinstance(node, dict):
-        return node
-    changed: dict[str, Any] = {}
-    for key, value in node.items():
-        if not schema:
-            new = _moved_refs(value)
-        elif key == "$ref" and isinstance(value, str):
-            new = _moved_ref(value)
-        elif key in _VALUES:
-            continue  # values, not schemas: a "$ref" key in them is data
-        else:
-            new = _moved_refs(value, schema=key not in _MAPS)
-        if new is not value:
-            changed[key] = new
-    return {**node, **changed} if changed else node
-
-
-def _moved_ref(ref: str) -> str:
-    if ref == "#":
-        return f"#/properties/{WRAPPER_KEY}"
-    if ref.startswith("#/") and not ref.startswith(("#/$defs/", "#/definitions/")):
-        return f"#/properties/{WRAPPER_KEY}{ref[1:]}"
-    return ref
-
-
 class WrappedSchemas:
     """``wrapped_schema`` for one model's calls, without walking a schema it has already checked.
 
@@ -165,6 +133,38 @@ class WrappedSchemas:
             except Exception:  # a value that cannot be copied: the schema is walked every call
                 return
         kept[id(schema)] = (schema, copied)
+
+
+def _moved_refs(node: Any, *, schema: bool = True) -> Any:
+    """``node`` with references into the old root (other than its definitions) moved under the
+    wrapper's property; nodes without such a reference are shared, not copied. ``schema``: node
+    is a schema, not a map of them (``properties``), whose keys are names, not keywords."""
+    if isinstance(node, list):
+        moved = [_moved_refs(item) for item in node]
+        return moved if any(new is not old for new, old in zip(moved, node, strict=True)) else node
+    if not isinstance(node, dict):
+        return node
+    changed: dict[str, Any] = {}
+    for key, value in node.items():
+        if not schema:
+            new = _moved_refs(value)
+        elif key == "$ref" and isinstance(value, str):
+            new = _moved_ref(value)
+        elif key in _VALUES:
+            continue  # values, not schemas: a "$ref" key in them is data
+        else:
+            new = _moved_refs(value, schema=key not in _MAPS)
+        if new is not value:
+            changed[key] = new
+    return {**node, **changed} if changed else node
+
+
+def _moved_ref(ref: str) -> str:
+    if ref == "#":
+        return f"#/properties/{WRAPPER_KEY}"
+    if ref.startswith("#/") and not ref.startswith(("#/$defs/", "#/definitions/")):
+        return f"#/properties/{WRAPPER_KEY}{ref[1:]}"
+    return ref
 
 
 class AnswerUnwrapper:
