@@ -297,8 +297,16 @@ def identity_of(response: Any) -> dict[str, str]:
     configuration, which with a ``seed`` says whether answers can be compared) of a response,
     completion or stream chunk, as far as the server said them; tracing reports them all."""
     identity: dict[str, str] = {}
+    # ``field_of``'s reads, its dicts taken once: a call of it per name costs more than them
+    extra = getattr(response, "__pydantic_extra__", None)
+    fields = response.__dict__ if type(extra) is dict else None
     for key, attribute in _IDENTITY:
-        value = field_of(response, attribute)
+        if fields is None or extra is None:
+            value = getattr(response, attribute, None)
+        else:
+            value = fields.get(attribute)
+            if value is None:
+                value = extra.get(attribute)
         if isinstance(value, str) and value:
             identity[key] = value
     return identity
