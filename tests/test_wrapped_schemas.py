@@ -6,6 +6,7 @@ retry and a paused run's checkpoint."""
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,7 +21,7 @@ import adk
 from adk import Runner
 from adk.messages import Message, MessageChunk, join_chunks
 from adk.models import ModelOptions, RetryPolicy
-from adk.models._wrapped import AnswerUnwrapper, unwrap_text, wrapped_schema
+from adk.models._wrapped import AnswerUnwrapper, WrappedSchemas, unwrap_text, wrapped_schema
 from adk.models.openai import OpenAIChatModel
 from adk.testing import ScriptedModel
 from prebuilt import OutputRejected, ReActAgent, stream_output
@@ -319,6 +320,29 @@ async def test_a_schema_asked_for_again_is_not_walked_again_and_its_edits_in_pla
     assert '"minItems": 1' in sent[6]
     assert '{"$ref": "#/properties/response"}' in sent[7]
     assert len(sent) == len(server.bodies) == 8  # the server took every one as strict mode's
+
+
+def test_a_schema_edited_before_every_call_is_walked_without_more_copies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A kept schema is copied to tell its edits by; one edited before call after call would
+    pay a copy (several walks' worth) every call or two on top of the walk it needs anyway.
+    Found edited twice since its first copy, it is walked every call and copied no more, and
+    each call still wraps it as it then is."""
+    copies: list[object] = []
+    deepcopy = copy.deepcopy
+
+    def counted(value: Any) -> Any:
+        copies.append(value)
+        return deepcopy(value)
+
+    monkeypatch.setattr(adk.models._wrapped.copy, "deepcopy", counted)
+    schemas = WrappedSchemas()
+    schema: dict[str, Any] = {"type": "array", "items": {"type": "string"}, "maxItems": 1}
+    for most in range(2, 12):
+        assert json.dumps(schemas.of(schema)) == json.dumps(wrapped_schema(schema))
+        schema["maxItems"] = most
+    assert len(copies) == 2  # at its second call, and after its first edit; not after its second
 
 
 @pytest.mark.parametrize("size", [1, 2, 5])

@@ -34,6 +34,7 @@ _KEY = f'"{WRAPPER_KEY}"'
 _VALUES = frozenset({"enum", "const", "default", "examples"})
 _MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
 _SCHEMAS_KEPT = 16  # schemas a model keeps the wrapping of (``WrappedSchemas``), oldest out first
+_EDITS_COPIED = 2  # a kept schema found edited this often is walked every call, copied no more
 
 
 def needs_wrapper(schema: dict[str, Any]) -> bool:
@@ -101,38 +102,44 @@ class WrappedSchemas:
     copy (``==``, in C: ~0.4 µs, ~12 µs for 300 properties) knows that no reference needs moving
     without the walk, and wraps it as it is now (``_shallow``): an edit made in place between
     calls (a property added, a description changed, keys reordered, anywhere in it) goes out as
-    edited, as without this. A schema seen once (one made per call) costs only its entry; one
+    edited, as without this. A schema seen once (one made per call) costs only its entry, one
+    found edited twice since its first copy is walked every call without more copies, and one
     with references to move (``#``, which pydantic does not write) is walked every call."""
 
     __slots__ = ("_kept",)
 
     def __init__(self) -> None:
-        # id(schema) -> (the schema, a copy of it once it came twice); holding the schema keeps
-        # its id from being taken by another dict while it is kept
-        self._kept: dict[int, tuple[dict[str, Any], dict[str, Any] | None]] = {}
+        # id(schema) -> (the schema, a copy of it once it came twice, the edits found since its
+        # first copy); holding the schema keeps its id from being taken by another dict
+        self._kept: dict[int, tuple[dict[str, Any], dict[str, Any] | None, int]] = {}
 
     def of(self, schema: dict[str, Any]) -> dict[str, Any]:
         """``wrapped_schema(schema)``."""
         kept = self._kept.get(id(schema))
-        if kept is not None and kept[0] is schema and kept[1] is not None and schema == kept[1]:
+        if kept is not None and kept[0] is not schema:
+            kept = None
+        if kept is not None and kept[1] is not None and schema == kept[1]:
             return _shallow(schema)  # equal to a schema that needed no reference moved
         wrapped, shared = _wrapped(schema)
         if shared:
-            self._keep(schema, kept is not None and kept[0] is schema)
+            edits = 0 if kept is None else kept[2] + (kept[1] is not None)
+            # asked for again (or edited since its copy): worth a copy to compare with, unless
+            # it is edited before call after call, when copying would cost more than the walk
+            self._keep(schema, kept is not None and edits < _EDITS_COPIED, edits)
         return wrapped
 
-    def _keep(self, schema: dict[str, Any], again: bool) -> None:
+    def _keep(self, schema: dict[str, Any], copied: bool, edits: int) -> None:
         kept = self._kept
         kept.pop(id(schema), None)
         if len(kept) >= _SCHEMAS_KEPT:
             kept.pop(next(iter(kept), 0), None)  # schemas made per call: bounded
-        copied = None
-        if again:  # asked for again (or edited since its copy): worth a copy to compare with
+        copy_of = None
+        if copied:
             try:
-                copied = copy.deepcopy(schema)
+                copy_of = copy.deepcopy(schema)
             except Exception:  # a value that cannot be copied: the schema is walked every call
                 return
-        kept[id(schema)] = (schema, copied)
+        kept[id(schema)] = (schema, copy_of, edits)
 
 
 def _moved_refs(node: Any, *, schema: bool = True) -> Any:
