@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,9 @@ from conftest import other_tasks, wire_model
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
 import adk
 from adk import (
@@ -160,19 +160,6 @@ async def test_the_runners_callbacks_see_the_call_wherever_the_agent_runs() -> N
 
 
 # -- tracing --------------------------------------------------------------------------------------
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tp = TracerProvider()
-    tp.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tp
-    tp.shutdown()
-
-
 @pytest.fixture(autouse=True)
 def _no_content_capture(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracerProvider, SpanKind, StatusCode
+from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
 import adk.tracing
 from adk import (
@@ -82,19 +83,6 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 # -- fixtures and helpers -------------------------------------------------------------------------
-@pytest.fixture
-def exporter() -> InMemorySpanExporter:
-    return InMemorySpanExporter()
-
-
-@pytest.fixture
-def provider(exporter: InMemorySpanExporter) -> Iterator[TracerProvider]:
-    tp = TracerProvider()
-    tp.add_span_processor(SimpleSpanProcessor(exporter))
-    yield tp
-    tp.shutdown()
-
-
 @pytest.fixture(autouse=True)
 def _no_content_capture(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(CAPTURE_CONTENT_ENV, raising=False)
