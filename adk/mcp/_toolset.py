@@ -630,14 +630,9 @@ class MCPToolset(AsyncCloseable):
             return
         own = [tool.name for tool in wire]
         seen = dict(zip(_model_names([self._exposed(name) for name in own]), own, strict=True))
-        misnamed = sorted(name for name in unknown if name in seen)
-        if misnamed:
-            which = ", ".join(f"{name!r} (the server's {seen[name]!r})" for name in misnamed)
-            raise RuntimeError(
-                f"MCP server '{self.server}': tool_filter names tool(s) {which} as the model "
-                "sees them; it takes the server's own tool names, so those tools would not be "
-                "offered"
-            )
+        _refuse_shown_names(
+            self.server, "tool_filter", unknown, seen, "so those tools would not be offered"
+        )
         logger.warning(
             "MCP server '%s' lists no tool named %s, which tool_filter names (it lists %s); the "
             "agent is not offered those",
@@ -660,14 +655,13 @@ class MCPToolset(AsyncCloseable):
         if not unknown:
             return
         seen = {shown: own for (own, _), shown in zip(accepted, exposed, strict=True)}
-        misnamed = sorted(name for name in unknown if name in seen)
-        if misnamed:
-            which = ", ".join(f"{name!r} (the server's {seen[name]!r})" for name in misnamed)
-            raise RuntimeError(
-                f"MCP server '{self.server}': require_approval names tool(s) {which} as the model "
-                "sees them; it takes the server's own tool names, as tool_filter does, so those "
-                "tools would run without asking"
-            )
+        _refuse_shown_names(
+            self.server,
+            "require_approval",
+            unknown,
+            seen,
+            "as tool_filter does, so those tools would run without asking",
+        )
         logger.warning(
             "MCP server '%s' lists no tool named %s, which require_approval names (the server's "
             "own tool names are expected); those names ask for nothing",
@@ -823,6 +817,21 @@ class MCPToolset(AsyncCloseable):
 
         _, messages, _ = await self._request(fetch, f"rendering prompt '{name}'", kind="prompts")
         return messages
+
+
+def _refuse_shown_names(
+    server: object, option: str, unknown: frozenset[str], seen: dict[str, str], outcome: str
+) -> None:
+    """Refuse ``option`` (``tool_filter``, ``require_approval``) naming tools by the names the
+    model sees (``seen``: such a name to the server's own), which match no tool the option is
+    checked against; ``outcome`` says what that would have done."""
+    misnamed = sorted(name for name in unknown if name in seen)
+    if misnamed:
+        which = ", ".join(f"{name!r} (the server's {seen[name]!r})" for name in misnamed)
+        raise RuntimeError(
+            f"MCP server '{server}': {option} names tool(s) {which} as the model sees them; it "
+            f"takes the server's own tool names, {outcome}"
+        )
 
 
 def _model_names(names: list[str]) -> list[str]:
