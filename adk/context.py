@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import os
 import weakref
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping
+from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -348,6 +348,37 @@ class _Turns:
         self.used = used + 1
 
 
+async def generate_counted(
+    ctx: RunContext,
+    model: ChatModel,
+    messages: list[Message],
+    specs: Sequence[ToolSpec],
+    options: ModelOptions | None,
+) -> Message:
+    """The one path of a model call made for an agent other than a ``ReActAgent`` (which merges
+    its options and counts its replies as it records them): ``RunContext.generate``, the
+    built-in chat action of ``adk.actions``, an MCP server's sampling request. The call through
+    the run's hooks (``_call.generate``), the reply's usage counted in the run's total at once
+    (``count_usage``). Its arguments checked already (``_call.request_of`` for a user's call)."""
+    reply = await _call.generate(ctx, model, messages, specs, options)
+    count_usage(ctx, reply)
+    return reply
+
+
+def stream_counted(
+    ctx: RunContext,
+    model: ChatModel,
+    messages: list[Message],
+    specs: Sequence[ToolSpec],
+    options: ModelOptions | None,
+) -> MessageStream:
+    """``generate_counted``, streamed: counted against ``max_turns`` now, the reply's usage once
+    the stream has ended whole (``_CountedStream``)."""
+    stream = _CountedStream(_call.chunks(ctx, model, messages, specs, options))
+    stream._ctx = ctx
+    return stream
+
+
 def count_usage(ctx: RunContext, reply: Message) -> None:
     """Add the usage of a model reply that is not (yet) an event's message to its run's total,
     once: recorded later as an event's message, it is not counted again (``count_recorded``)."""
@@ -590,9 +621,7 @@ class RunContext:
         ``ToolSpec``s or ``Tool``s to offer (the agent runs the calls the reply asks for);
         ``options`` a ``ModelOptions``. The reply is an assistant ``Message``."""
         chat, listed, specs = _call.request_of(self, model, messages, tools, options)
-        reply = await _call.generate(self, chat, listed, specs, options)
-        count_usage(self, reply)
-        return reply
+        return await generate_counted(self, chat, listed, specs, options)
 
     def stream(
         self,
@@ -610,9 +639,7 @@ class RunContext:
         not. With ``after_model`` callbacks the chunks are held until the model has finished,
         as for a ``ReActAgent`` (``adk.callbacks``)."""
         chat, listed, specs = _call.request_of(self, model, messages, tools, options)
-        stream = _CountedStream(_call.chunks(self, chat, listed, specs, options))
-        stream._ctx = self
-        return stream
+        return stream_counted(self, chat, listed, specs, options)
 
     # -- framework internals -------------------------------------------------------------------
     def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:

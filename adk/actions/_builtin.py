@@ -4,7 +4,9 @@ The chat action keeps each conversation that is waiting for tool results in the 
 (``_ActionRun.chats``, keyed by the ``ToolRequestEvent`` it sent), so the tool round is an ordinary
 event any action can watch, and a pause inside a tool call saves the conversation with the run.
 Model and tool calls go through the run's hooks: they are traced and callbacks see them, as in
-``ReActAgent``.
+``ReActAgent``. A model call takes the path ``RunContext.generate``/``stream`` take
+(``adk.context.generate_counted``/``stream_counted``): the run's ``max_turns``, the reply's
+usage counted once.
 """
 
 from __future__ import annotations
@@ -17,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._driver import _RECORDED
 from ..checkpoint._state import SavedState
-from ..context import count_usage
+from ..context import generate_counted, stream_counted
 from ..events import _SHOWN, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
-from ..models import _call
 from ..tools._executor import execute_tool_calls, unique_call_ids
 from ..tools.base import Tool
 from .events import (
@@ -63,7 +64,7 @@ async def chat_action(event: Event, ctx: ActionContext) -> None:
         return
     request, messages, rounds = chat
     model, tools = await _model_and_tools(ctx, request)
-    reply = await _call.generate(
+    reply = await generate_counted(
         ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
     )
     _answer(ctx, request, messages, rounds, reply)
@@ -82,7 +83,7 @@ async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[Agen
         return
     request, messages, rounds = chat
     model, tools = await _model_and_tools(ctx, request)
-    stream = _call.stream(
+    stream = stream_counted(
         ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
     )
     shown = AgentEvent.streaming(stream)
@@ -135,8 +136,8 @@ def _answer(
     reply: Message,
 ) -> None:
     """Send what the model's ``reply`` asks for: its tool calls as a ``ToolRequestEvent`` (the
-    chat kept for their results), else the ``ChatResponseEvent``."""
-    count_usage(ctx.run_context, reply)
+    chat kept for their results), else the ``ChatResponseEvent``. Its usage is counted already:
+    by ``generate_counted`` as it came, by the stream as it ended."""
     if not reply.tool_calls:
         ctx.send_event(_chat_response_event(request.id, reply))
         return

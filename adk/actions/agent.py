@@ -11,14 +11,12 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel
-
 import adk
 
 from .._checks import check_count, check_resources
 from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
-from ..context import RunContext, note_counted
+from ..context import RunContext, note_restored
 from ..events import AgentEvent
 from ..messages import Message
 from ._builtin import preflight_tool_action, tool_action
@@ -103,7 +101,7 @@ class ActionAgent(BaseAgent):
         kept = sensory._values if sensory is not None else None
         memory = ctx.session.values.get(_memory_key(self.name))
         collected = run._fanin.buffers if run._fanin is not None else None
-        _note_restored_replies(ctx, (current, *run.queue, kept, memory, collected))
+        note_restored(ctx, (current, *run.queue, kept, memory, collected))
         try:
             async with aclosing(run.process(current, listener, resumed=True)) as events:
                 async for event in events:
@@ -125,26 +123,6 @@ class ActionAgent(BaseAgent):
         walk.only_under(ctx.address, [run.address_of(paused.name)], why)
         if paused.call is tool_action and isinstance(current, ToolRequestEvent):
             preflight_tool_action(run, current, paused.name, walk)
-
-
-def _note_restored_replies(ctx: RunContext, found: Any) -> None:
-    """Note as counted (``note_counted``) every model reply (a message with a ``usage``) in
-    ``found``, events and memory restored from a checkpoint: in their fields, and in the lists,
-    tuples, dicts and pydantic models those hold. Restored, each is another object than the reply
-    counted before the pause, which the weak counted map knows only by identity. Only on resume,
-    over what the pause saved (JSON, so no cycles)."""
-    if isinstance(found, Message):
-        if found.usage is not None:
-            note_counted(ctx, found)
-    elif isinstance(found, BaseModel):
-        for value in found.__dict__.values():
-            _note_restored_replies(ctx, value)
-    elif isinstance(found, (list, tuple)):
-        for value in found:
-            _note_restored_replies(ctx, value)
-    elif isinstance(found, dict):
-        for value in found.values():
-            _note_restored_replies(ctx, value)
 
 
 def _input_of(messages: list[Message]) -> Any:
