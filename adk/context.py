@@ -357,10 +357,11 @@ async def generate_counted(
 ) -> Message:
     """The one path of a model call made for an agent other than a ``ReActAgent`` (which merges
     its options and counts its replies as it records them): ``RunContext.generate``, the
-    built-in chat action of ``adk.actions``, an MCP server's sampling request. The call through
-    the run's hooks (``_call.generate``), the reply's usage counted in the run's total at once
+    built-in chat action of ``adk.actions``, an MCP server's sampling request. The run's
+    ``"model_options"`` merged over ``options`` (``with_run_options``), the call through the
+    run's hooks (``_call.generate``), the reply's usage counted in the run's total at once
     (``count_usage``). Its arguments checked already (``_call.request_of`` for a user's call)."""
-    reply = await _call.generate(ctx, model, messages, specs, options)
+    reply = await _call.generate(ctx, model, messages, specs, _run_model_options(ctx, options))
     count_usage(ctx, reply)
     return reply
 
@@ -374,9 +375,25 @@ def stream_counted(
 ) -> MessageStream:
     """``generate_counted``, streamed: counted against ``max_turns`` now, the reply's usage once
     the stream has ended whole (``_CountedStream``)."""
+    options = _run_model_options(ctx, options)
     stream = _CountedStream(_call.chunks(ctx, model, messages, specs, options))
     stream._ctx = ctx
     return stream
+
+
+def _run_model_options(ctx: RunContext, options: ModelOptions | None) -> ModelOptions | None:
+    """``options`` with the run option ``"model_options"`` (the agent's, designated or run-wide)
+    merged over them, as a ``ReActAgent`` merges it over its own: a run given per-request
+    settings (a temperature, a provider's ``extra``) gets them on every model call, not on a
+    ``ReActAgent``'s alone. A ``response_format`` in ``options`` stays: the caller reads the
+    reply by it. One identity test for a run given no options."""
+    given = ctx.options
+    if given is _NO_OPTIONS:
+        return options
+    found = given.get("model_options")
+    if found is None:
+        return options
+    return _call.with_run_options(ctx.agent_name, options, True, found)
 
 
 def count_usage(ctx: RunContext, reply: Message) -> None:

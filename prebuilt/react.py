@@ -23,7 +23,6 @@ from collections.abc import (
     Callable,
     Iterable,
     Iterator,
-    Mapping,
     Sequence,
 )
 from typing import TYPE_CHECKING, Any
@@ -326,7 +325,7 @@ class _ReActCore:
         if ctx.options is not _NO_OPTIONS:  # a run given options (``Runner.run(options=)``)
             given = ctx.options.get("model_options")
             if given is not None:
-                options = _with_run_options(self.name, options, native, given)
+                options = _call.with_run_options(self.name, options, native, given)
         turn = _Turn()  # one per run: a class without ``__init__`` is the cheapest to make
         turn.ctx = ctx
         turn.model = model
@@ -897,31 +896,6 @@ def _emission_order(messages: list[Message], held: list[Message], exits: list[st
 def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bool:
     """Whether ``first`` comes before ``second`` in the model's order of ``calls``."""
     return calls.index(first) < calls.index(second)
-
-
-def _with_run_options(
-    name: str, options: ModelOptions | None, native: bool, given: object
-) -> ModelOptions:
-    """The agent's ``options`` with the run's ``model_options`` (``ctx.options``) merged over
-    them, for this run only. With a native ``output_schema`` its ``response_format`` stays: the
-    agent parses its answer by that schema, so a run cannot swap it for another. Not cached (the
-    agent's ``_options_cache`` holds its own options only): a run given options builds them."""
-    if isinstance(given, ModelOptions):
-        run = given
-    elif isinstance(given, Mapping):
-        try:
-            run = ModelOptions(**given)
-        except ValidationError as exc:
-            raise ValueError(f"agent '{name}': run option model_options is invalid: {exc}") from exc
-    else:
-        raise TypeError(
-            f"agent '{name}': run option model_options must be a ModelOptions or a mapping of "
-            f"its fields, got {type(given).__name__}"
-        )
-    merged = (options or ModelOptions()).merged(run)
-    if native and options is not None and merged.response_format != options.response_format:
-        merged = merged.merged(ModelOptions(response_format=options.response_format))
-    return merged
 
 
 def _free_tool_choice(options: ModelOptions | None) -> ModelOptions | None:

@@ -28,6 +28,7 @@ from adk import (
     AgentTool,
     Interrupt,
     Message,
+    ModelOptions,
     Resources,
     RunError,
     Runner,
@@ -149,6 +150,36 @@ async def test_a_streaming_run_records_outputs_and_sends_what_one_without_does()
     # The model was asked the same, streamed or not.
     asked = [[r.messages for r in model.requests] for _, model in results.values()]
     assert asked[0] == asked[1]
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_runs_model_options_reach_the_chat_over_the_requests_own(
+    streaming: bool,
+) -> None:
+    """The chat action's model call takes ``ctx.generate``'s path, run options included: the
+    run's ``"model_options"`` merged over the ``ChatRequestEvent``'s ``options``, as over a
+    ``ReActAgent``'s, each round. The chat sent the request's options alone."""
+
+    class Asker(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            options = ModelOptions(max_tokens=40, temperature=0.9)
+            messages = [Message.user(event.input)]
+            ctx.send_event(ChatRequestEvent(model="m", messages=messages, options=options))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    model = ScriptedModel(["one", "two"])
+    runner = Runner(Asker("asker", resources=_resources(model)), enable_streaming=streaming)
+    result = await runner.invoke("x", options={"model_options": {"temperature": 0.2}})
+    assert result.text == "one"
+    await runner.invoke("x")
+    given, plain = (request.options for request in model.requests)
+    assert given == ModelOptions(max_tokens=40, temperature=0.2)
+    assert plain == ModelOptions(max_tokens=40, temperature=0.9)
+    assert [request.stream for request in model.requests] == [streaming, streaming]
 
 
 async def test_a_run_that_does_not_stream_never_calls_stream() -> None:

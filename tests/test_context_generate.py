@@ -511,6 +511,50 @@ async def test_a_run_cancelled_mid_call_stops_the_call_and_ends_its_span(
         assert [e.name for e in span.events] == ["adk.cancelled"]
 
 
+# -- run options ----------------------------------------------------------------------------------
+class Asker(BaseAgent):
+    """Asks its model once with options of its own (a JSON reply format), answering with it."""
+
+    def __init__(self, name: str, model: ChatModel, options: ModelOptions | None) -> None:
+        super().__init__(name, description="Asks.")
+        self.model = model
+        self.own = options
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.enable_streaming:
+            stream = ctx.stream(self.model, input.messages, options=self.own)
+            yield AgentEvent.streaming(stream)
+            await stream.collect()
+        else:
+            yield AgentEvent.of(await ctx.generate(self.model, input.messages, options=self.own))
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_the_runs_model_options_apply_to_the_call_as_to_a_react_agents(
+    streaming: bool,
+) -> None:
+    """The run option ``"model_options"`` (``invoke(options=)``, or designated to the agent)
+    is merged over the call's own options, as over a ``ReActAgent``'s, so a temperature or a
+    provider's ``extra`` given for a run reaches every model call of the run; a
+    ``response_format`` the call gave stays, as the agent reads its reply by it. It was left
+    out: the run's settings did not reach an agent of one's own."""
+    schema = {"type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}}
+    own = ModelOptions(max_tokens=50, temperature=0.9, response_format=schema)
+    model = ScriptedModel(["{}", "{}", "{}"])
+    runner = Runner(Asker("asker", model, own), enable_streaming=streaming)
+    run_wide = {"temperature": 0.1, "response_format": {"type": "json_object"}}
+    await runner.invoke("x", options={"model_options": run_wide})
+    await runner.invoke("x", agent_options={"asker": {"model_options": ModelOptions(stop=["."])}})
+    await runner.invoke("x")
+    first, designated, plain = (request.options for request in model.requests)
+    assert first == ModelOptions(max_tokens=50, temperature=0.1, response_format=schema)
+    assert designated == own.merged(ModelOptions(stop=["."]))
+    assert plain is own  # a run given no options: the call's own, untouched
+    assert [request.stream for request in model.requests] == [streaming] * 3
+    with pytest.raises(adk.RunError, match="agent 'asker': run option model_options must be"):
+        await runner.invoke("x", options={"model_options": 0.5})
+
+
 # -- what it takes --------------------------------------------------------------------------------
 async def test_a_model_named_by_resource_name_is_the_runs_resource() -> None:
     resources = adk.Resources()

@@ -5,8 +5,8 @@ The chat action keeps each conversation that is waiting for tool results in the 
 event any action can watch, and a pause inside a tool call saves the conversation with the run.
 Model and tool calls go through the run's hooks: they are traced and callbacks see them, as in
 ``ReActAgent``. A model call takes the path ``RunContext.generate``/``stream`` take
-(``adk.context.generate_counted``/``stream_counted``): the run's ``max_turns``, the reply's
-usage counted once.
+(``adk.context.generate_counted``/``stream_counted``): the run's ``max_turns``, its
+``"model_options"``, the reply's usage counted once.
 """
 
 from __future__ import annotations

@@ -20,6 +20,8 @@ import reprlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, cast
 
+from pydantic import ValidationError
+
 from .._aio import closing
 from .._hooks import ModelRequest
 from ..messages import Message, MessageChunk, Role
@@ -30,7 +32,14 @@ from .base import ChatModel, ModelOptions
 if TYPE_CHECKING:  # ``RunContext.generate`` calls this module: ``adk.context`` imports it
     from ..context import RunContext
 
-__all__ = ["chunks", "generate", "request_of", "resource_model", "stream"]
+__all__ = [
+    "chunks",
+    "generate",
+    "request_of",
+    "resource_model",
+    "stream",
+    "with_run_options",
+]
 
 
 def generate(
@@ -191,6 +200,34 @@ def request_of(
             f"{type(options).__name__}"
         )
     return chat, listed, specs
+
+
+def with_run_options(
+    name: str, options: ModelOptions | None, keep_format: bool, given: object
+) -> ModelOptions:
+    """``options`` with the run's ``"model_options"`` (``ctx.options``: a ``ModelOptions`` or a
+    mapping of its fields, ``given``) merged over them, for this run only: a per-request setting
+    beats the agent's (or the call's) own, as Eino's per-run options and the OpenAI Agents SDK's
+    ``RunConfig.model_settings`` do. With ``keep_format`` the ``response_format`` of ``options``
+    stays: the caller parses the reply by that schema (a ``ReActAgent``'s native
+    ``output_schema``, a ``ctx.generate`` given one), so a run cannot swap it for another. The
+    agent ``name`` is for the error a bad value gets."""
+    if isinstance(given, ModelOptions):
+        run = given
+    elif isinstance(given, Mapping):
+        try:
+            run = ModelOptions(**given)
+        except ValidationError as exc:
+            raise ValueError(f"agent '{name}': run option model_options is invalid: {exc}") from exc
+    else:
+        raise TypeError(
+            f"agent '{name}': run option model_options must be a ModelOptions or a mapping of "
+            f"its fields, got {type(given).__name__}"
+        )
+    merged = (options or ModelOptions()).merged(run)
+    if keep_format and options is not None and merged.response_format != options.response_format:
+        merged = merged.merged(ModelOptions(response_format=options.response_format))
+    return merged
 
 
 def _tool_hint(value: object) -> str:
