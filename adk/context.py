@@ -357,11 +357,11 @@ async def generate_counted(
 ) -> Message:
     """The one path of a model call made for an agent other than a ``ReActAgent`` (which merges
     its options and counts its replies as it records them): ``RunContext.generate``, the
-    built-in chat action of ``adk.actions``, an MCP server's sampling request. The run's
-    ``"model_options"`` merged over ``options`` (``with_run_options``), the call through the
-    run's hooks (``_call.generate``), the reply's usage counted in the run's total at once
-    (``count_usage``). Its arguments checked already (``_call.request_of`` for a user's call)."""
-    reply = await _call.generate(ctx, model, messages, specs, _run_model_options(ctx, options))
+    built-in chat action of ``adk.actions``, an MCP server's sampling request. The call through
+    the run's hooks (``_call.generate``), the reply's usage counted in the run's total at once
+    (``count_usage``); ``options`` with the run's merged over them already (``run_model_options``:
+    the chat action frees a forced ``tool_choice`` after it). Its arguments checked already (``_call.request_of`` for a user's call)."""
+    reply = await _call.generate(ctx, model, messages, specs, options)
     count_usage(ctx, reply)
     return reply
 
@@ -375,13 +375,12 @@ def stream_counted(
 ) -> MessageStream:
     """``generate_counted``, streamed: counted against ``max_turns`` now, the reply's usage once
     the stream has ended whole (``_CountedStream``)."""
-    options = _run_model_options(ctx, options)
     stream = _CountedStream(_call.chunks(ctx, model, messages, specs, options))
     stream._ctx = ctx
     return stream
 
 
-def _run_model_options(ctx: RunContext, options: ModelOptions | None) -> ModelOptions | None:
+def run_model_options(ctx: RunContext, options: ModelOptions | None) -> ModelOptions | None:
     """``options`` with the run option ``"model_options"`` (the agent's, designated or run-wide)
     merged over them, as a ``ReActAgent`` merges it over its own: a run given per-request
     settings (a temperature, a provider's ``extra``) gets them on every model call, not on a
@@ -638,7 +637,7 @@ class RunContext:
         ``ToolSpec``s or ``Tool``s to offer (the agent runs the calls the reply asks for);
         ``options`` a ``ModelOptions``. The reply is an assistant ``Message``."""
         chat, listed, specs = _call.request_of(self, model, messages, tools, options)
-        return await generate_counted(self, chat, listed, specs, options)
+        return await generate_counted(self, chat, listed, specs, run_model_options(self, options))
 
     def stream(
         self,
@@ -656,7 +655,7 @@ class RunContext:
         not. With ``after_model`` callbacks the chunks are held until the model has finished,
         as for a ``ReActAgent`` (``adk.callbacks``)."""
         chat, listed, specs = _call.request_of(self, model, messages, tools, options)
-        return stream_counted(self, chat, listed, specs, options)
+        return stream_counted(self, chat, listed, specs, run_model_options(self, options))
 
     # -- framework internals -------------------------------------------------------------------
     def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:

@@ -372,7 +372,7 @@ class _ReActCore:
         if turn.tools_pending:
             await self._resolve_tools(turn)
         if self.owner.reset_tool_choice:  # paused in a tool round: the model has used a tool
-            turn.options = _free_tool_choice(turn.options)
+            turn.options = _call.free_tool_choice(turn.options)
         turn.schema_retried = saved.values.get("schema_retried") is True
         action = saved_action(saved)
         exits = saved_exits(saved)
@@ -658,7 +658,7 @@ class _ReActCore:
             if turn.done:
                 return
             if owner.reset_tool_choice:
-                turn.options = _free_tool_choice(turn.options)
+                turn.options = _call.free_tool_choice(turn.options)
 
     def _refresh(self, turn: _Turn) -> None:
         """Render the system prompt again before a model call if it can differ from the last
@@ -896,18 +896,6 @@ def _emission_order(messages: list[Message], held: list[Message], exits: list[st
 def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bool:
     """Whether ``first`` comes before ``second`` in the model's order of ``calls``."""
     return calls.index(first) < calls.index(second)
-
-
-def _free_tool_choice(options: ModelOptions | None) -> ModelOptions | None:
-    """``options`` without a ``tool_choice`` that forces a tool ("required", "any" or a named tool).
-
-    After a tool round the model must be free to answer: forced on every call, it could only call
-    tools until ``max_iterations`` (the OpenAI Agents SDK's ``reset_tool_choice``). "auto" and
-    "none" stay, since neither forces anything.
-    """
-    if options is None or options.tool_choice in (None, "auto", "none"):
-        return options
-    return options.model_copy(update={"tool_choice": None})
 
 
 def _merge_action(into: AgentAction | None, new: AgentAction | None) -> AgentAction | None:

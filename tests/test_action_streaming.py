@@ -182,6 +182,42 @@ async def test_the_runs_model_options_reach_the_chat_over_the_requests_own(
     assert [request.stream for request in model.requests] == [streaming, streaming]
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_forced_tool_choice_is_dropped_after_the_chats_first_tool_round(
+    streaming: bool,
+) -> None:
+    """A ``tool_choice`` that forces a tool, the request's own or the run's ``"model_options"``,
+    holds for the chat's first call only, as a ``ReActAgent``'s (``reset_tool_choice``): sent
+    every round, the model could only call tools and the chat failed at ``max_tool_rounds``,
+    and a run-wide one that ``ReActAgent``s take in stride failed an event-driven agent's chat
+    of the same run."""
+
+    class Forced(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            options = ModelOptions(tool_choice=event.input or None, temperature=0.5)
+            messages = [Message.user("1+2?")]
+            request = ChatRequestEvent(model="m", messages=messages, tools=["add"], options=options)
+            ctx.send_event(request)
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    model = ScriptedModel(_script() + _script())
+    runner = Runner(Forced("forced", resources=_resources(model)), enable_streaming=streaming)
+    assert (await runner.invoke("required")).text == "The sum is 3."
+    run_wide = {"model_options": {"tool_choice": {"type": "function", "name": "add"}}}
+    assert (await runner.invoke("", options=run_wide)).text == "The sum is 3."
+    chosen = [(r.options.tool_choice, r.options.temperature) for r in model.requests if r.options]
+    assert chosen == [
+        ("required", 0.5),
+        (None, 0.5),  # the model must be free to answer
+        ({"type": "function", "name": "add"}, 0.5),
+        (None, 0.5),
+    ]
+
+
 async def test_a_run_that_does_not_stream_never_calls_stream() -> None:
     class NoStream:
         model_name = "no-stream"

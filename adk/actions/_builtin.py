@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from .._driver import _RECORDED
 from ..checkpoint._state import SavedState
-from ..context import generate_counted, stream_counted
+from ..context import generate_counted, run_model_options, stream_counted
 from ..events import _SHOWN, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
+from ..models import _call
+from ..models.base import ModelOptions
 from ..tools._executor import execute_tool_calls, unique_call_ids
 from ..tools.base import Tool
 from .events import (
@@ -64,9 +66,9 @@ async def chat_action(event: Event, ctx: ActionContext) -> None:
         return
     request, messages, rounds = chat
     model, tools = await _model_and_tools(ctx, request)
-    reply = await generate_counted(
-        ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
-    )
+    run_ctx = ctx.run_context
+    options = _options(run_ctx, request, rounds)
+    reply = await generate_counted(run_ctx, model, messages, [tool.spec for tool in tools], options)
     _answer(ctx, request, messages, rounds, reply)
 
 
@@ -83,9 +85,9 @@ async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[Agen
         return
     request, messages, rounds = chat
     model, tools = await _model_and_tools(ctx, request)
-    stream = stream_counted(
-        ctx.run_context, model, messages, [tool.spec for tool in tools], request.options
-    )
+    run_ctx = ctx.run_context
+    options = _options(run_ctx, request, rounds)
+    stream = stream_counted(run_ctx, model, messages, [tool.spec for tool in tools], options)
     shown = AgentEvent.streaming(stream)
     shown._flags = _RECORDED | _SHOWN
     try:
@@ -119,6 +121,16 @@ def _chat_of(
             )
         return None
     return chat.request, [*chat.messages, *event.responses], chat.rounds
+
+
+def _options(ctx: RunContext, request: ChatRequestEvent, rounds: int) -> ModelOptions | None:
+    """The options of a chat's model call: the request's, with the run's ``"model_options"``
+    merged over them (``run_model_options``), as a ``ReActAgent`` takes them, and after a tool
+    round a ``tool_choice`` that forces a tool dropped, as a ``ReActAgent`` drops it (its
+    ``reset_tool_choice``): forced on every round, the model could only call tools and the chat
+    failed at ``max_tool_rounds``."""
+    options = run_model_options(ctx, request.options)
+    return _call.free_tool_choice(options) if rounds else options
 
 
 async def _model_and_tools(ctx: ActionContext, request: ChatRequestEvent) -> tuple[Any, list[Tool]]:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # ``RunContext.generate`` calls this module: ``adk.context`` 
 
 __all__ = [
     "chunks",
+    "free_tool_choice",
     "generate",
     "request_of",
     "resource_model",
@@ -228,6 +229,19 @@ def with_run_options(
     if keep_format and options is not None and merged.response_format != options.response_format:
         merged = merged.merged(ModelOptions(response_format=options.response_format))
     return merged
+
+
+def free_tool_choice(options: ModelOptions | None) -> ModelOptions | None:
+    """``options`` without a ``tool_choice`` that forces a tool ("required", "any" or a named tool).
+
+    After a tool round the model must be free to answer: forced on every call, it could only call
+    tools until the agent's limit (``ReActAgent``'s ``max_iterations``, a chat's
+    ``max_tool_rounds``), as the OpenAI Agents SDK's ``reset_tool_choice`` knows. "auto" and
+    "none" stay, since neither forces anything.
+    """
+    if options is None or options.tool_choice in (None, "auto", "none"):
+        return options
+    return options.model_copy(update={"tool_choice": None})
 
 
 def _tool_hint(value: object) -> str:
