@@ -359,8 +359,9 @@ async def generate_counted(
     its options and counts its replies as it records them): ``RunContext.generate``, the
     built-in chat action of ``adk.actions``, an MCP server's sampling request. The call through
     the run's hooks (``_call.generate``), the reply's usage counted in the run's total at once
-    (``count_usage``); ``options`` with the run's merged over them already (``run_model_options``:
-    the chat action frees a forced ``tool_choice`` after it). Its arguments checked already (``_call.request_of`` for a user's call)."""
+    (``count_usage``). Its arguments are checked already (``_call.request_of`` for a user's
+    call), and ``options`` have the run's merged over them (``run_model_options``), by the
+    caller: the chat action frees a forced ``tool_choice`` after that merge."""
     reply = await _call.generate(ctx, model, messages, specs, options)
     count_usage(ctx, reply)
     return reply
@@ -635,7 +636,9 @@ class RunContext:
         ``model`` is a ``ChatModel`` or the name of a model resource (``Runner(resources=)``);
         ``messages`` a ``str`` (one user message), a ``Message`` or messages; ``tools``
         ``ToolSpec``s or ``Tool``s to offer (the agent runs the calls the reply asks for);
-        ``options`` a ``ModelOptions``. The reply is an assistant ``Message``."""
+        ``options`` a ``ModelOptions``, with the run option ``"model_options"`` merged over it as
+        over a ``ReActAgent``'s own (a ``response_format`` given here stays). The reply is an
+        assistant ``Message``."""
         chat, listed, specs = _call.request_of(self, model, messages, tools, options)
         return await generate_counted(self, chat, listed, specs, run_model_options(self, options))
 

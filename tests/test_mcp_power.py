@@ -33,7 +33,7 @@ from adk import MaxTurnsExceeded, RunContext, Runner
 from adk.callbacks import Callbacks, ModelRequest
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
 from adk.messages import Message, Usage
-from adk.models.base import ModelError
+from adk.models.base import ModelError, ModelOptions
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from adk.tools.base import ToolContext, ToolResult
 from prebuilt import ReActAgent
@@ -252,6 +252,25 @@ async def test_a_sampling_model_asked_for_an_agents_call_goes_through_the_agents
     assert asked == [("agent", "agent-model"), ("agent", "sampler"), ("agent", "agent-model")]
     if provider is not None:
         provider.shutdown()
+
+
+async def test_a_sampling_request_keeps_the_servers_options_over_the_runs(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """The run option ``"model_options"`` is merged over its agents' model calls (ReActAgent,
+    ``ctx.generate``, the chat action), not over a server's sampling request, which asks for
+    its own ``max_tokens`` and temperature: taken through ``ctx.generate`` it got the run's
+    settings (a ``max_tokens`` of 5 cut the server's 50-token summary)."""
+    sampler = ScriptedModel(["Short."], cycle=True)
+    toolset = MCPToolset(server_for("stdio", http_servers), call_timeout=15, sampling=sampler)
+    summarize = tool_call("summarize", {"text": "a long text"})
+    model = ScriptedModel([Reply(tool_calls=[summarize]), "Done."])
+    async with Runner(ReActAgent("agent", model, tools=[toolset])) as runner:
+        run_options = {"model_options": {"max_tokens": 5, "temperature": 1.5}}
+        assert (await runner.invoke("Go.", options=run_options)).text == "Done."
+    await toolset.aclose()
+    assert [r.options for r in model.requests] == [ModelOptions(max_tokens=5, temperature=1.5)] * 2
+    assert [r.options for r in sampler.requests] == [ModelOptions(max_tokens=50)]
 
 
 class _FailingModel:

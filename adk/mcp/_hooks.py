@@ -44,6 +44,7 @@ from mcp.types import (
     TextContent,
 )
 
+from ..context import generate_counted
 from ..messages import Message
 from ..models.base import ChatModel, ModelOptions, model_name_of
 from ._content import block_text
@@ -222,9 +223,9 @@ class _ModelSampling:
             call = _current_call.get()
             if call is None:  # no run to count in (a handshake-era stdio server's request)
                 reply = await self._model.generate(messages, options=options)
-            else:
-                run = call.run_context
-                reply = await run.generate(self._model, messages, options=options)
+            else:  # the run's path (generate_counted), with the server's options as asked: the
+                # run's "model_options" are its agents' settings, not the server's request's
+                reply = await generate_counted(call.run_context, self._model, messages, (), options)
         except Exception as exc:
             reason = _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)
