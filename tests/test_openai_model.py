@@ -744,6 +744,27 @@ async def test_a_key_http_cannot_send_is_refused_where_the_model_is_made_never_s
     assert server.requests[0].headers["authorization"] == "Bearer sk-read-from-a-file"
 
 
+@pytest.mark.parametrize("given", ["argument", "environment"])
+@pytest.mark.parametrize("end", [" ", "\t"])
+async def test_a_key_ending_with_a_space_is_refused_where_the_model_is_made_never_shown(
+    given: str, end: str, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HTTP's header value ends with a visible character, so a key pasted or quoted with a space
+    after it ("Bearer sk-... ") failed every call as the newline did, retried, with the key in
+    the error text; a space before it is sent (servers that ignore the key take it)."""
+    secret = "sk-pasted-with-a-space" + end
+    source = "api_key" if given == "argument" else "OPENAI_API_KEY"
+    monkeypatch.setenv("OPENAI_API_KEY", secret if given == "environment" else "sk-ok")
+    with pytest.raises(ValueError, match=f"^{source} ends with a space or tab") as caught:
+        OpenAIChatModel(
+            "m", base_url=server.base_url, api_key=secret if given == "argument" else None
+        )
+    assert "sk-pasted" not in str(caught.value)
+    server.script(Reply(text="hi"))
+    async with OpenAIChatModel("m", base_url=server.base_url, api_key=" sk-lead") as model:
+        assert (await model.generate([Message.user("hi")])).content == "hi"
+
+
 async def test_the_synchronous_openai_client_is_refused_where_the_model_is_made(
     server: OpenAIServer,
 ) -> None:

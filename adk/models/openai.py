@@ -46,7 +46,7 @@ class _StreamTruncated(Exception):
 
 
 # What HTTP forbids in the Authorization header the key is sent in: line breaks and the other
-# control characters (a tab aside), and anything beyond ASCII.
+# control characters (a tab aside), and anything beyond ASCII; a space or tab may not end it.
 _NOT_IN_A_HEADER = re.compile(r"[^\t\x20-\x7e]")
 
 
@@ -62,6 +62,15 @@ def _check_api_key(key: str, source: str) -> None:
             f"{source} holds a line break, another control character or a non-ASCII character, "
             "which HTTP does not allow in the header it is sent in (a key read from a file keeps "
             "its newline: strip it); the value is not shown"
+        )
+    if key[-1] in " \t":
+        # The header is "Bearer <key>", and HTTP's header value ends with a visible character, so
+        # a key pasted or quoted with a space after it fails as the newline did (h11: "Illegal
+        # header value", the key in the text); one before it is sent, and servers that ignore
+        # the key (Ollama, vLLM) take it, so that is left alone.
+        raise ValueError(
+            f"{source} ends with a space or tab, which HTTP does not allow at the end of the "
+            "header it is sent in (strip it); the value is not shown"
         )
 
 
