@@ -326,8 +326,12 @@ class OpenAIServer:
             await self._send_json(writer, 400, {"error": missing})
             return True
         invalid = _invalid_tool_name(body, responses=target == "/v1/responses")
-        if invalid is None and target == "/v1/chat/completions":
-            invalid = _tool_field_without_tools(body)
+        if invalid is None:
+            invalid = (
+                _tool_field_without_tools(body)
+                if target == "/v1/chat/completions"
+                else _tool_choice_without_tools(body)
+            )
         if invalid is not None:
             await self._send_json(writer, 400, {"error": invalid})
             return True
@@ -752,6 +756,26 @@ def _tool_field_without_tools(body: Any) -> dict[str, Any] | None:
                 "code": None,
             }
     return None
+
+
+def _tool_choice_without_tools(body: Any) -> dict[str, Any] | None:
+    """The Responses API's error (OpenAI's, vLLM's, Azure's) for a ``tool_choice`` a request
+    without tools cannot meet, ``"required"`` or a function by name, or None."""
+    if not isinstance(body, dict) or body.get("tools"):
+        return None
+    choice = body.get("tool_choice")
+    if choice == "required":
+        message = "Tool choice 'required' must be specified with 'tools' parameter."
+    elif isinstance(choice, dict) and isinstance(choice.get("name"), str):
+        message = f"Tool choice '{choice['name']}' not found in 'tools' parameter."
+    else:
+        return None
+    return {
+        "message": message,
+        "type": "invalid_request_error",
+        "param": "tool_choice",
+        "code": None,
+    }
 
 
 def _refusal(field: str, style: str) -> dict[str, Any]:

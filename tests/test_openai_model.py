@@ -25,7 +25,8 @@ from conftest import wire_model
 from openai.types.chat import ChatCompletionChunk
 from openai_server import Call, OpenAIServer, Reply
 
-from adk import Runner, SequentialAgent, tool
+from adk import RunContext, Runner, SequentialAgent, tool
+from adk.callbacks import Callbacks, ModelRequest
 from adk.messages import Message, MessageChunk, Role, ToolCall, Usage, join_chunks
 from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
 from adk.models._openai_chat import ChatStreamDecoder
@@ -495,6 +496,49 @@ async def test_tool_fields_are_left_out_of_a_chat_request_without_tools(
     assert "tool_choice" not in without and "parallel_tool_calls" not in without
     assert without["seed"] == 7  # the rest of extra still goes
     assert with_tools["tool_choice"] == "auto" and with_tools["parallel_tool_calls"] is False
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+@pytest.mark.parametrize("choice", ["required", "add"])
+async def test_tool_fields_are_left_out_of_a_responses_request_without_tools(
+    server: OpenAIServer, streaming: bool, choice: str
+) -> None:
+    # The Responses API refuses a tool_choice that a request without tools cannot meet ("Tool
+    # choice 'required' must be specified with 'tools' parameter", a 400 the server here answers
+    # too), as Chat refuses any: options shared by agents with and without tools must not fail
+    # the ones without
+    server.script(Reply(text="plain"), Reply(text="with tools"))
+    options = ModelOptions(tool_choice=choice, extra={"parallel_tool_calls": False, "seed": 7})
+    async with make_model(server, "responses") as model:
+        plain = await call(model, streaming, [Message.user("hi")], options=options)
+        tooled = await call(model, streaming, [Message.user("hi")], tools=[ADD], options=options)
+    assert (plain.content, tooled.content) == ("plain", "with tools")
+    without, with_tools = (request.body for request in server.requests)
+    assert "tool_choice" not in without and "parallel_tool_calls" not in without
+    assert without["seed"] == 7  # the rest of extra still goes
+    assert with_tools["tool_choice"] in ("required", {"type": "function", "name": "add"})
+    assert with_tools["parallel_tool_calls"] is False
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_before_model_callback_that_takes_the_tools_away_keeps_the_call_valid(
+    server: OpenAIServer, api: str
+) -> None:
+    # Run-wide tool_choice="required" (every agent must call a tool) and a callback that
+    # withholds the tools from a call (a last turn made to answer): the request leaves the
+    # choice out rather than fail with the 400 OpenAI answers it with
+    def answer_now(ctx: RunContext, request: ModelRequest) -> None:
+        request.tools = []
+
+    server.script(Reply(text="done"))
+    async with make_model(server, api) as model:
+        agent = ReActAgent("calc", model, tools=[add_numbers])
+        runner = Runner(agent, callbacks=[Callbacks(before_model=answer_now)])
+        options = {"model_options": {"tool_choice": "required"}}
+        result = await runner.invoke("1 + 2?", options=options)
+    assert result.text == "done"
+    body = server.requests[0].body
+    assert "tools" not in body and "tool_choice" not in body
 
 
 @tool

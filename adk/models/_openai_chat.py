@@ -23,17 +23,11 @@ from ._openai_common import (
     unknown_role,
     unusable_reply,
     usage_of,
+    without_tool_fields,
 )
 from .base import ModelError, ModelOptions
 
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
-_TOOL_FIELDS = ("tool_choice", "parallel_tool_calls")
-"""Fields Chat Completions takes only beside tools: OpenAI answers them in a request without tools
-with a 400 ("'parallel_tool_calls' is only allowed when 'tools' are specified"), vLLM a forced
-``tool_choice`` too. Options shared by agents with and without tools (run-wide model options,
-AutoGen's ``parallel_tool_calls=False`` on the one client every agent uses) would otherwise fail
-the agents without; with no tool to choose or call in parallel they say nothing, so they are left
-out, also from ``extra``."""
 # Enum members read once: ``Role.ASSISTANT`` is a metaclass lookup (~900 instructions in CPython
 # 3.11) and the conversion compares every message of every request.
 _ASSISTANT, _TOOL = Role.ASSISTANT, Role.TOOL
@@ -107,7 +101,7 @@ def chat_request(
     refused it) so the final chunk carries token counts. ``send_reasoning``: see
     :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides anything
     set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
-    (:data:`_TOOL_FIELDS`).
+    (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
     request: dict[str, Any] = {
         "model": model,
@@ -141,11 +135,7 @@ def chat_request(
             else options.response_format
         )
     if options.extra:
-        extra = dict(options.extra)
-        if not tools:
-            for field in _TOOL_FIELDS:
-                extra.pop(field, None)
-        request["extra_body"] = extra
+        request["extra_body"] = dict(options.extra) if tools else without_tool_fields(options.extra)
     return request
 
 

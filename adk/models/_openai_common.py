@@ -218,6 +218,23 @@ def field_of(obj: object, name: str) -> object:
     return value if value is not None else extra.get(name)
 
 
+TOOL_FIELDS = ("tool_choice", "parallel_tool_calls")
+"""Fields that speak only of tools, left out of a request without tools (also from ``extra``).
+OpenAI's Chat Completions answers either there with a 400 ("'parallel_tool_calls' is only
+allowed when 'tools' are specified"); its Responses API (and vLLM's, and Azure's) a
+``tool_choice`` of ``"required"`` or naming a function ("Tool choice 'required' must be
+specified with 'tools' parameter", "Tool choice 'add' not found in 'tools' parameter"). Options
+shared by agents with and without tools (run-wide model options, AutoGen's
+``parallel_tool_calls=False`` on the one client every agent uses, a ``before_model`` callback
+that takes the tools away) would otherwise fail the agents without; with no tool to choose or
+call in parallel they say nothing."""
+
+
+def without_tool_fields(extra: dict[str, Any]) -> dict[str, Any]:
+    """``extra`` (a copy) without :data:`TOOL_FIELDS`, for a request without tools."""
+    return {key: value for key, value in extra.items() if key not in TOOL_FIELDS}
+
+
 def function_choice_name(choice: str | dict[str, Any]) -> str | None:
     """The tool name a ``tool_choice`` forces, or None for auto/none/required/other shapes.
 

@@ -26,6 +26,7 @@ from ._openai_common import (
     unknown_role,
     unusable_reply,
     usage_of,
+    without_tool_fields,
 )
 from .base import ModelError, ModelOptions
 
@@ -108,7 +109,8 @@ def responses_request(
     """Keyword arguments for ``client.responses.create``. ``max_tokens`` becomes
     ``max_output_tokens`` (``max_tokens_field``, ``stream_usage`` and ``send_reasoning`` are Chat
     concerns) and ``response_format`` becomes ``text.format``. ``stop`` is rejected: the Responses
-    API has no stop sequences."""
+    API has no stop sequences. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left
+    out (:data:`~adk.models._openai_common.TOOL_FIELDS`), as from a Chat request."""
     del max_tokens_field, stream_usage, send_reasoning
     request: dict[str, Any] = {"model": model, "input": responses_input(messages)}
     if tools:
@@ -126,7 +128,7 @@ def responses_request(
         request["temperature"] = options.temperature
     if options.max_tokens is not None:
         request["max_output_tokens"] = options.max_tokens
-    if options.tool_choice is not None:
+    if options.tool_choice is not None and tools:
         name = function_choice_name(options.tool_choice)
         if name is not None:
             request["tool_choice"] = {"type": "function", "name": name}
@@ -140,7 +142,7 @@ def responses_request(
             else options.response_format
         }
     if options.extra:
-        request["extra_body"] = dict(options.extra)
+        request["extra_body"] = dict(options.extra) if tools else without_tool_fields(options.extra)
     return request
 
 
