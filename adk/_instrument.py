@@ -26,6 +26,7 @@ from ._hooks import Hooks, ModelRequest, _Answered, _run_timeout, otel_may_be_co
 from .callbacks import _AgentCallbacks, _Answer, _CallbackChain
 from .events import _SHOWN, ErrorInfo
 from .messages import _ASSISTANT
+from .streams import _being_cancelled
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -271,8 +272,9 @@ class _Instrumented(Hooks):
     ) -> None:
         """``after_agent`` callbacks, then the end of the span. A failing ``after_agent`` fails
         an agent that ended well (its exception goes to the driver, which makes it the error of
-        whoever can still report one); an agent that failed already keeps its own error, and the
-        callback's exception is only logged: a second error event would break the event rules."""
+        whoever can still report one); an agent that failed already keeps its own error, and a
+        cancelled one its cancellation, and the callback's exception is only logged: a second
+        error event would break the event rules."""
         if handle is None:
             return
         if handle.answer is not None:  # a wrapper marked ``_adk_in_place`` ran no agent in place
@@ -291,13 +293,21 @@ class _Instrumented(Hooks):
                 try:
                     await agents.run_after_agent(_made(handle.agent), handle.ctx, error)
                 except Exception as exc:
-                    if error is None:
+                    # Cut off (its task cancelled, a timeout, a client gone; the cancellation
+                    # may have come as its stream closed, ``_driver.finish``, so ``cancelled``
+                    # is not told yet): raised, the callback's error replaced the cancellation
+                    # in flight, so a cancelled task ended with it and ``asyncio.timeout`` raised
+                    # it rather than TimeoutError.
+                    cut = cancelled or _being_cancelled()
+                    if error is None and not cut:
                         error, exception = ErrorInfo.of(exc), exc
                         raise
                     logger.warning(
-                        "after_agent callback failed for agent %r, which had failed already (%s)",
+                        "after_agent callback failed for agent %r, which %s",
                         handle.agent.name,
-                        error,
+                        "was cancelled"
+                        if cut and error is None
+                        else f"had failed already ({error})",
                         exc_info=exc,
                     )
         except BaseException as exc:

@@ -551,6 +551,54 @@ async def test_a_failing_after_agent_cannot_undo_how_the_run_ended(
     assert [str(exc) for exc in logged] == ["metrics backend down"] * 4
 
 
+@pytest.mark.parametrize("how", ["cancel", "timeout"])
+async def test_a_failing_after_agent_cannot_turn_a_cancellation_into_an_error(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A cancelled agent's after_agent runs (its end is in a ``finally``); the callback's
+    exception replaced the cancellation in flight, so the cancelled task ended with it and
+    ``asyncio.timeout`` raised RunError rather than TimeoutError. Logged, as for an agent that
+    failed already: a cancellation is how the run ended."""
+    started = asyncio.Event()
+
+    @tool
+    async def slow_lookup() -> str:
+        """Look something up, slowly."""
+        started.set()
+        await asyncio.Event().wait()  # until cancelled
+        return "found"
+
+    def flaky(agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
+        raise ConnectionError("metrics backend down")
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("slow_lookup", {})]), "done"])
+    runner = Runner(
+        ReActAgent("a", model, tools=[slow_lookup]), callbacks=[Callbacks(after_agent=flaky)]
+    )
+    with caplog.at_level(logging.WARNING, logger="adk.callbacks"):
+        if how == "cancel":
+            task = asyncio.ensure_future(runner.invoke("look it up"))
+            await started.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert task.cancelled()
+        else:
+
+            async def expire(scope: asyncio.Timeout) -> None:
+                await started.wait()
+                scope.reschedule(asyncio.get_running_loop().time())  # now
+
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout(None) as scope:
+                    expiring = asyncio.ensure_future(expire(scope))
+                    await runner.invoke("look it up")
+            await expiring
+    (logged,) = [r for r in caplog.records if r.name == "adk.callbacks"]
+    assert "'a', which was cancelled" in logged.getMessage()
+    assert str(logged.exc_info[1]) == "metrics backend down"  # type: ignore[index]
+
+
 @pytest.mark.parametrize("how", ["run", "invoke"])
 @pytest.mark.parametrize("kind", ["agent", "sequence"])
 async def test_a_failing_on_event_fails_the_run_but_never_hides_its_last_event(
