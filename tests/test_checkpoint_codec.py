@@ -755,6 +755,47 @@ async def test_a_value_too_deep_to_save_ends_the_run_with_a_clear_error() -> Non
     assert f"session.deep: nested deeper than {MAX_DEPTH} levels" in events[-1].error.message
 
 
+async def test_an_interrupt_state_too_deep_to_resume_is_refused_at_the_pause() -> None:
+    """A state is saved on its own (its errors name it) but read back inside the body's
+    ``states``, two levels down (address, slot): saved from depth 0, a state one or two levels
+    deeper than a resume reads was saved, and its run paused for good, every resume refusing
+    the checkpoint as malformed. Refused at the pause, as before; the deepest that resumes still
+    pauses and resumes."""
+
+    def nested(levels: int) -> Any:
+        value: Any = 1
+        for _ in range(levels):
+            value = [value]
+        return value
+
+    class Keeper(BaseAgent):
+        def __init__(self, name: str, levels: int) -> None:
+            super().__init__(name)
+            self.levels = levels
+
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            yield ctx.interrupt("wait", state=nested(self.levels))
+
+        async def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            assert ctx.resume is not None and ctx.resume.state == nested(self.levels)
+            yield AgentEvent.of(Message.assistant("resumed"))
+
+    deepest = MAX_DEPTH - 2  # lists under the states' address and slot
+    store = InMemoryCheckpointStore()
+    runner = Runner(Keeper("k", deepest), checkpoint_store=store)
+    paused = await runner.invoke("go")
+    assert paused.checkpoint_id is not None
+    assert (await runner.invoke_resume(paused.checkpoint_id, "ok")).text == "resumed"
+
+    for levels in (deepest + 1, deepest + 2):
+        runner = Runner(Keeper("k", levels), checkpoint_store=store)
+        events = await collect(runner.run("go"))
+        assert events[-1].error is not None, levels
+        assert "could not save checkpoint" in events[-1].error.message
+        assert f"state of agent:k: nested deeper than {MAX_DEPTH}" in events[-1].error.message
+    assert [key async for key in store.ids()] == []  # nothing saved that cannot be resumed
+
+
 async def test_registered_type_with_invalid_data_is_a_checkpoint_error() -> None:
     runner, store, cid, body = await _paused()
     body["session"]["k"] = {"__adk_type__": f"{__name__}.Point", "data": {"x": "not a number"}}

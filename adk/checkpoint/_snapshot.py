@@ -14,7 +14,13 @@ from ..context import _Lane, _RunState, new_entry
 from ..interrupts import _InterruptSignal
 from ..messages import Message, Usage
 from ._points import _MALFORMED, _expect, _malformed, _read_points
-from .codec import CheckpointError, _state_where, from_json_value, to_json_value
+from .codec import (
+    CheckpointError,
+    _json_value_at,
+    _state_where,
+    from_json_value,
+    to_json_value,
+)
 
 __all__ = [
     "Snapshot",
@@ -76,6 +82,11 @@ def load_history(run: _RunState, entries: Any) -> None:
     run.seq = max(run.seq, last + 1)
 
 
+_STATE_DEPTH = 2
+"""How deep a saved state lies in the body's ``states`` (by address, then slot), which a resume
+reads whole (``from_json_value``): the depth its nesting is counted from when saved."""
+
+
 def snapshot_body(
     run: _RunState, signal: _InterruptSignal, agent_name: str, enable_streaming: bool
 ) -> dict[str, Any]:
@@ -92,10 +103,11 @@ def snapshot_body(
             for p in signal.points
         ],
         # Each state on its own, so that an error names the component and not the body's keys
-        # (the component's own slot is an empty key: ``saved state.<address>.`` read as a typo).
+        # (the component's own slot is an empty key: ``saved state.<address>.`` read as a typo),
+        # from the depth it is read back at (``states`` is read whole: address, slot, state).
         "states": {
             address: {
-                slot: to_json_value(state, _state_where(address, slot))
+                slot: _json_value_at(state, _state_where(address, slot), _STATE_DEPTH)
                 for slot, state in slots.items()
             }
             for address, slots in signal.states.items()

@@ -401,8 +401,16 @@ def _models_nan_kept(value: Any, *, fallback: bool = True) -> Any:
 def to_json_value(value: Any, where: str = "value") -> Any:
     """``value`` as JSON data; registered models are tagged. Anything else is a clear error that
     names where in ``value`` it is (``where`` + the dict keys leading to it)."""
+    return _json_value_at(value, where, 0)
+
+
+def _json_value_at(value: Any, where: str, depth: int) -> Any:
+    """``to_json_value`` of a value read back ``depth`` levels inside what ``from_json_value``
+    reads (a saved state, inside the body's ``states`` by address and slot): written from
+    there, so that what nests too deep for its reading is refused when saved, not saved and then
+    refused as malformed by every resume."""
     try:
-        return _plain(value, 0)
+        return _plain(value, depth)
     except _Unstorable as exc:
         path = where
         for key in reversed(exc.keys):
