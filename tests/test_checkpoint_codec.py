@@ -35,7 +35,7 @@ from adk import (
     Session,
     ToolContext,
 )
-from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
+from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore, codec
 from adk.checkpoint.codec import (
     FORMAT,
     MAX_DEPTH,
@@ -1129,6 +1129,30 @@ async def test_a_registered_model_in_a_stored_models_any_place_comes_back_as_its
         assert isinstance(back.by_source["deep"], Dossier)
         assert isinstance(back.by_source["deep"].lead, Finding)
         assert back.notes == {"n": float("inf"), "plain": {"source": "x"}}  # a dict stays one
+
+
+def test_a_model_with_an_any_place_holding_plain_data_is_saved_without_the_walk(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Walking a model's dump beside it to tag the registered models in its ``Any`` places copies
+    the whole dump in Python: for a table of plain rows (20,000 in a ``dict[str, Any]``) five
+    times the save itself, at every pause, finding nothing. Made only when one is there."""
+    walked: list[object] = []
+    walk = codec._models_tagged
+
+    def counted(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
+        walked.append(value)
+        return walk(value, data, depth, found)
+
+    monkeypatch.setattr(codec, "_models_tagged", counted)
+    plain = Dossier(notes={"rows": [{"a": i, "b": [i, "x"]} for i in range(50)]})
+    assert from_json_value(to_json_value(plain)) == plain
+    assert walked == []
+
+    deep = Dossier(notes={"rows": [{"a": 1, "b": [Finding(source="wiki")]}]})
+    back = from_json_value(to_json_value(deep))
+    assert walked and walked[0] is deep  # (and on, within it)
+    assert isinstance(back.notes["rows"][0]["b"][0], Finding)  # found, however deep
 
 
 def test_a_model_its_holders_serializer_writes_otherwise_keeps_what_was_written() -> None:

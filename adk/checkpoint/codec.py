@@ -18,7 +18,7 @@ pauses or resumes, not at module level: this module loads with ``import adk`` (f
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from math import isfinite
 from typing import Any, TypeVar, cast
 
@@ -490,7 +490,7 @@ def _plain(value: Any, depth: int) -> Any:
         # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
         # validation never reads. round_trip: Json[...] fields stay text.
         data = _with_excluded(value, _json_dump(value, round_trip=True))
-        if _has_any_place(cls):
+        if _has_any_place(cls) and _holds_registered(value.__dict__.values()):
             found: list[bool] = []
             tagged = _models_tagged(value, data, depth, found)
             if found:  # rebuilt before validation, as a dump holding tagged floats is
@@ -526,6 +526,33 @@ def _has_any_place(cls: type[BaseModel]) -> bool:
                 )
         setattr(cls, _ANY_PLACE, known)
     return known
+
+
+def _holds_registered(values: Iterable[Any]) -> bool:
+    """Whether a registered model is among ``values`` or inside them (through dicts, lists,
+    tuples and models' fields, as ``_models_tagged`` walks): only then is the walk, which copies
+    the whole dump in Python, worth making. A model with a ``dict[str, Any]`` of plain data (a
+    table of rows, a cache) is saved every pause; looking, without building anything, costs a
+    fraction of the walk that found nothing (a sixth of the save, not five times it)."""
+    pending = list(values)
+    while pending:
+        item = pending.pop()
+        cls = type(item)
+        if cls is dict:
+            pending.extend(item.values())
+        elif cls is list or cls is tuple:
+            pending.extend(item)
+        elif cls is str or cls is int or cls is float or cls is bool or item is None:
+            continue
+        elif isinstance(item, BaseModel):
+            if cls in _NAMES:
+                return True
+            pending.extend(item.__dict__.values())
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            pending.extend(item)
+    return False
 
 
 def _models_tagged(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
