@@ -319,9 +319,12 @@ def _check_signature(hook: str, fn: Callable[..., Any]) -> None:
     Google ADK callback ported with its own parameters, a method missing one): called, it would
     raise a ``TypeError`` at every agent, model or tool call, and in a tool hook that becomes the
     tool's error result, which the model reads while the run goes on, the tool never run. A
-    callable whose signature cannot be read (some builtins) is taken as it is."""
+    callable whose signature cannot be read (some builtins) is taken as it is. A decorated
+    function is checked as the wrapper that is called, not the function ``functools.wraps``
+    names in ``__wrapped__``: a decorator may supply arguments itself (click's
+    ``pass_context``), so the function's own parameters say nothing of what the call takes."""
     try:
-        signature = inspect.signature(fn)
+        signature = inspect.signature(fn, follow_wrapped=False)
     except (TypeError, ValueError):
         return
     parameters, google = _PARAMETERS[hook]

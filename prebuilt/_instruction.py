@@ -102,9 +102,10 @@ async def provide_instruction(
 def check_provider(provider: InstructionProvider, what: str) -> None:
     """Refuse, where the agent is made, an instruction function that cannot be called with the
     context (``lambda: "..."``): it would fail the agent's first model call instead. A callable
-    whose signature cannot be read is taken as it is."""
+    whose signature cannot be read is taken as it is; a decorated one is checked as the wrapper
+    that is called (as ``adk.callbacks`` checks callbacks), not as the function it wraps."""
     try:
-        signature = inspect.signature(provider)
+        signature = inspect.signature(provider, follow_wrapped=False)
     except (TypeError, ValueError):
         return
     try:

@@ -92,3 +92,33 @@ async def test_callbacks_that_can_take_the_call_are_taken_and_run() -> None:
     assert result.text == "3"
     assert [s for s in seen if s != "e"] == ["before add", "after_tool with 3"]
     assert seen.count("e") == len(result.events)
+
+
+def _passing_the_run_id(fn: Any) -> Any:
+    """A decorator that supplies a callback's first argument itself (click's ``pass_context``
+    shape): ``functools.wraps`` gives the wrapper the function's signature for ``inspect``,
+    though the wrapper takes the hook's arguments and passes one more."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return fn(args[0].run_id, *args, **kwargs)
+
+    return wrapper
+
+
+async def test_a_decorated_callback_is_checked_as_the_wrapper_that_is_called() -> None:
+    # inspect.signature follows __wrapped__ to (run_id, ctx, call), which cannot take
+    # (ctx, call): the callback, which runs, was refused.
+    seen: list[str] = []
+
+    @_passing_the_run_id
+    def before_tool(run_id: str, ctx: Any, call: Any) -> None:
+        seen.append(f"{call.name} in {run_id}")
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "3"])
+    runner = Runner(
+        ReActAgent("a", model, tools=[add]), callbacks=[Callbacks(before_tool=before_tool)]
+    )
+    result = await runner.invoke("1 + 2?", run_id="r1")
+    assert result.text == "3"
+    assert seen == ["add in r1"]

@@ -10,7 +10,9 @@ and asked again when a paused agent resumes, as the system prompt is never saved
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import wire_model
@@ -182,6 +184,28 @@ async def test_a_function_assigned_mid_run_is_asked_before_the_next_call() -> No
 def test_a_function_that_cannot_take_the_context_is_refused_where_the_agent_is_made() -> None:
     with pytest.raises(TypeError, match=r"ReActAgent 'a': instruction function .* fn\(ctx\)"):
         ReActAgent("a", ScriptedModel(["x"]), instruction=lambda: "Help.")  # type: ignore[arg-type]
+
+
+async def test_a_decorated_function_is_checked_as_the_wrapper_that_is_called() -> None:
+    # A decorator that supplies an argument itself (click's pass_context shape), its wrapper
+    # given the function's signature by functools.wraps: inspect.signature followed __wrapped__
+    # to (tier, ctx), which cannot take (ctx), and refused a function that runs.
+    def with_tier(fn: Any) -> Any:
+        @functools.wraps(fn)
+        def wrapper(ctx: RunContext) -> str:
+            return fn(ctx.session.get("user:tier", "none"), ctx)
+
+        return wrapper
+
+    @with_tier
+    def persona(tier: str, ctx: RunContext) -> str:
+        return f"Help a {tier} customer."
+
+    model = ScriptedModel(["ok"])
+    await Runner(ReActAgent("a", model, instruction=persona)).invoke(
+        "hi", session={"user:tier": "gold"}
+    )
+    assert systems(model) == ["Help a gold customer."]
 
 
 async def test_an_interrupt_from_the_function_fails_the_run_rather_than_pausing_it() -> None:
