@@ -10,7 +10,9 @@ the normal lookup failed), and type checkers do not see it (the classes define i
 
 from __future__ import annotations
 
-__all__ = ["no_attribute"]
+from typing import Any
+
+__all__ = ["missing_attribute", "no_attribute"]
 
 _HINTS = {
     "state": "Google ADK's state is ctx.session here (ctx.session['k'], ctx.session.get('k'))",
@@ -32,3 +34,15 @@ def no_attribute(obj: object, name: str) -> AttributeError:
     if hint is not None:
         text = f"{text}: {hint}"
     return AttributeError(text, name=name, obj=obj)
+
+
+def missing_attribute(obj: object, name: str) -> Any:
+    """What a context's ``__getattr__`` does for ``name``: raise :func:`no_attribute`, unless
+    the class has ``name`` (a property, a slot), which then raised an ``AttributeError`` of its
+    own (``self.run_context.run_id`` over a stand-in run context lacking it, a subclass's
+    property): Python calls ``__getattr__`` after it, and 'object has no attribute' would both
+    hide that error and deny an attribute the class has. The attribute is read again so that its
+    own error is raised (or its value returned, if it has one now)."""
+    if any(name in vars(klass) for klass in type(obj).__mro__):
+        return object.__getattribute__(obj, name)
+    raise no_attribute(obj, name)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._ported_names import no_attribute
+from ._ported_names import missing_attribute
 from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
 from .interrupts import (
@@ -562,7 +562,7 @@ class RunContext:
     if not TYPE_CHECKING:  # unseen by type checkers: a misspelt attribute stays a type error
 
         def __getattr__(self, name: str) -> Any:
-            raise no_attribute(self, name)  # says where a Google ADK name went
+            return missing_attribute(self, name)  # says where a Google ADK name went
 
     @property
     def run_id(self) -> str:

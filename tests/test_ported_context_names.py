@@ -8,11 +8,12 @@ became the tool's error result, which the model read while the run went on, and 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from adk import Callbacks, RunError, Runner, ToolContext
+from adk import Callbacks, RunError, Runner, Session, ToolContext
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -64,3 +65,17 @@ async def test_other_missing_attributes_read_as_before() -> None:
         "none",
         ("'ToolContext' object has no attribute 'sesion'", "sesion", True),
     ]
+
+
+def test_a_property_failing_inside_raises_its_own_error() -> None:
+    # A tool unit-tested over a stand-in run context that lacks run_id: ToolContext.run_id
+    # raised the stand-in's AttributeError, after which Python asks __getattr__, whose
+    # "'ToolContext' object has no attribute 'run_id'" hid it and denied a property it has.
+    stand_in = SimpleNamespace(session=Session())
+    ctx = ToolContext(stand_in, tool_name="t", tool_call_id="c1", address="agent:a")  # type: ignore[arg-type]
+    assert ctx.session is stand_in.session
+    with pytest.raises(AttributeError) as failed:
+        ctx.run_id  # noqa: B018
+    assert str(failed.value) == "'types.SimpleNamespace' object has no attribute 'run_id'"
+    with pytest.raises(AttributeError, match=r"state is ctx\.session here"):
+        ctx.state  # type: ignore[attr-defined]  # noqa: B018

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._ported_names import no_attribute
+from .._ported_names import missing_attribute
 from ..events import AgentAction, AgentEvent
 from ..interrupts import ResumeContext
 
@@ -120,7 +120,7 @@ class ToolContext:
     if not TYPE_CHECKING:  # unseen by type checkers: a misspelt attribute stays a type error
 
         def __getattr__(self, name: str) -> Any:
-            raise no_attribute(self, name)  # says where a Google ADK name went
+            return missing_attribute(self, name)  # says where a Google ADK name went
 
     @property
     def run_id(self) -> str:
