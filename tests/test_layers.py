@@ -35,21 +35,25 @@ def _named(token: str) -> str:
     return matches[0]
 
 
-def _layers() -> dict[str, int]:
+def _layers(page: str | None = None) -> dict[str, int]:
     """Module (or package) → its line in the diagram, top line 0."""
-    page = (ROOT / "docs" / "architecture.md").read_text()
+    if page is None:
+        page = (ROOT / "docs" / "architecture.md").read_text()
     section = page.split("\n## Layers\n", 1)[1]
     drawing = re.search(r"^```\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
     assert drawing is not None
     rank: dict[str, int] = {}
     for level, line in enumerate(drawing.group(1).splitlines()):
-        names = re.split(r"\s{2,}", line.strip())
-        # The names come first, then their description after a wider gap: a line's names are
-        # the tokens up to the first one that is not a module of the drawing's packages.
-        for token in names[0].split() if len(names) == 1 else names[:-1]:
-            if token == "prebuilt/":
-                continue
-            rank[_named(token)] = level
+        # The names come first, apart from their description by the line's widest gap (the
+        # last, of equal ones): a description may hold a wide gap of its own, never that wide.
+        line = line.strip()
+        gaps = list(re.finditer(r"\s{2,}", line))
+        if gaps:
+            widest = max(len(gap.group()) for gap in gaps)
+            line = line[: [gap for gap in gaps if len(gap.group()) == widest][-1].start()]
+        for token in line.split():
+            if token != "prebuilt/":
+                rank[_named(token)] = level
     return rank
 
 
@@ -65,14 +69,49 @@ def _layer(module: str, rank: dict[str, int]) -> int | None:
 def _imports(path: Path, module: str) -> list[str]:
     """The adk modules a module imports when it loads."""
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
-    found = []
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = package[: len(package) - node.level + 1]
-            source = ".".join([*base, node.module] if node.module else base)
+    return _imports_of(path.read_text(), package)
+
+
+def _imports_of(source: str, package: list[str]) -> list[str]:
+    """The adk modules ``source``, a module of ``package``, imports when it loads: relative and
+    absolute (``from adk.runner import Runner``) imports at module level, in its ``if`` and
+    ``try`` blocks too, but not under ``TYPE_CHECKING`` (they run no code); ``import adk``
+    binds the package alone, whose modules load on first access (the page says so)."""
+    found: list[str] = []
+    for node in _loaded(ast.parse(source).body):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                source_module = ".".join([*base, node.module] if node.module else base)
+            elif node.module == "adk" or (node.module or "").startswith("adk."):
+                source_module = node.module.partition(".")[2]  # type: ignore[union-attr]
+            else:
+                continue
             for alias in node.names:
-                named = f"{source}.{alias.name}" if source else alias.name
-                found.append(named if named in MODULES else source)
+                named = f"{source_module}.{alias.name}" if source_module else alias.name
+                found.append(named if named in MODULES else source_module)
+        elif isinstance(node, ast.Import):
+            found.extend(
+                alias.name.partition(".")[2]
+                for alias in node.names
+                if alias.name.startswith("adk.")
+            )
+    return found
+
+
+def _loaded(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of ``body`` that run when the module loads, its ``if``/``try`` blocks'
+    included (an ``if TYPE_CHECKING:`` block's body excepted, its ``else`` included)."""
+    found: list[ast.stmt] = []
+    for node in body:
+        if isinstance(node, ast.If):
+            checking = isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
+            found += _loaded(node.orelse if checking else [*node.body, *node.orelse])
+        elif isinstance(node, ast.Try):
+            handled = [statement for handler in node.handlers for statement in handler.body]
+            found += _loaded([*node.body, *handled, *node.orelse, *node.finalbody])
+        else:
+            found.append(node)
     return found
 
 
@@ -103,3 +142,30 @@ def test_the_core_never_imports_prebuilt() -> None:
         if re.search(r"^\s*(from|import) prebuilt\b", path.read_text(), re.MULTILINE)
     ]
     assert not importing
+
+
+def test_a_description_with_a_wide_gap_is_not_read_as_module_names() -> None:
+    # A description was every group of the line but the last: one with two spaces in it (after
+    # a full stop, say) failed the test as "names no one module", a harmless edit.
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    edited = page.replace("AgentEvent / AgentOutput", "AgentEvent.  AgentOutput", 1)
+    assert edited != page
+    assert _layers(edited) == _layers(page)
+
+
+def test_absolute_and_nested_imports_are_read() -> None:
+    # Only relative imports at the top level were read: "from adk.runner import Runner", or an
+    # import inside a try block, pointing upward passed unseen.
+    source = """
+from typing import TYPE_CHECKING
+from adk.runner import Runner
+import adk.agent_tool
+import adk
+try:
+    from .actions import agent
+except ImportError:
+    from adk import execution
+if TYPE_CHECKING:
+    from adk import workflows
+"""
+    assert _imports_of(source, []) == ["runner", "agent_tool", "actions.agent", "execution"]
