@@ -45,7 +45,28 @@ def test_the_quick_example_prints_what_it_promises(tmp_path: Path) -> None:
 
 def test_the_readme_leads_to_every_page_and_example() -> None:
     """The README is the index: a page or an example it does not name is one readers never find."""
-    linked = set(re.findall(r"\]\(((?:docs|examples)/[\w.]+)\)", README))
+    linked = _linked(README)
     pages = {f"docs/{path.name}" for path in (ROOT / "docs").glob("*.md")}
     examples = {f"examples/{path.name}" for path in (ROOT / "examples").glob("*.py")}
     assert pages | examples <= linked, sorted((pages | examples) - linked)
+
+
+def _linked(readme: str) -> set[str]:
+    """The pages and examples ``readme`` links to, as ``docs/x.md``: a link to a section of a
+    page (``docs/x.md#y``), one written ``./docs/x.md`` and a name with a ``-`` link the file."""
+    return set(re.findall(r"\]\((?:\./)?((?:docs|examples)/[^)#\s]+)(?:#[^)\s]*)?\)", readme))
+
+
+def test_a_link_to_a_section_or_written_from_here_links_the_page() -> None:
+    # Only "](docs/x.md)" counted: a page the README links at a section of it, or as
+    # "./docs/x.md", or an example named with a "-", was reported as never linked.
+    readme = (
+        "[Layers](docs/architecture.md#layers), [tools](./docs/tools.md), "
+        "[a service](examples/agent-service.py) and [demo](examples/demo.py)"
+    )
+    assert _linked(readme) == {
+        "docs/architecture.md",
+        "docs/tools.md",
+        "examples/agent-service.py",
+        "examples/demo.py",
+    }
