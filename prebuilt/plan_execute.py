@@ -68,6 +68,7 @@ from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED, _FORWARDED, _SHOWN
 from adk.history import _input_without_tool, _is_history_view
 
+from ._instruction import InstructionProvider
 from ._output import parse_output
 from ._plan_state import (
     _EXECUTED_STEPS,
@@ -908,7 +909,7 @@ def new_planner(
     *,
     name: str = "planner",
     description: str = "Writes a step-by-step plan for the user's objective.",
-    instruction: str = PLANNER_INSTRUCTION,
+    instruction: str | InstructionProvider = PLANNER_INSTRUCTION,
     model_options: ModelOptions | None = None,
 ) -> ReActAgent:
     """A planner: one model call answering a ``Plan`` (native structured output when the model
@@ -929,7 +930,7 @@ def new_executor(
     *,
     name: str = "executor",
     description: str = "Carries out one step of a plan with its tools.",
-    instruction: str = EXECUTOR_INSTRUCTION,
+    instruction: str | InstructionProvider = EXECUTOR_INSTRUCTION,
     max_iterations: int = 20,
     model_options: ModelOptions | None = None,
 ) -> ReActAgent:
@@ -950,7 +951,7 @@ def new_replanner(
     *,
     name: str = "replanner",
     description: str = "Updates the plan after each step, or gives the final response.",
-    instruction: str = REPLANNER_INSTRUCTION,
+    instruction: str | InstructionProvider = REPLANNER_INSTRUCTION,
     model_options: ModelOptions | None = None,
 ) -> ReActAgent:
     """A replanner: calls ``update_plan(steps)`` to go on, or answers in text to finish."""

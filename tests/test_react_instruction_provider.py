@@ -11,6 +11,8 @@ and asked again when a paused agent resumes, as the system prompt is never saved
 from __future__ import annotations
 
 import functools
+import inspect
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,7 @@ from adk import RunContext, RunError, Runner, ToolContext
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.models import RetryPolicy
 from adk.testing import Reply, ScriptedModel, tool_call
-from prebuilt import ReActAgent
+from prebuilt import PlanExecute, ReActAgent, new_executor, new_planner, new_replanner
 
 FAST = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.01, jitter=False)
 
@@ -206,6 +208,26 @@ async def test_a_decorated_function_is_checked_as_the_wrapper_that_is_called() -
         "hi", session={"user:tier": "gold"}
     )
     assert systems(model) == ["Help a gold customer."]
+
+
+async def test_plan_execute_roles_made_by_their_functions_take_an_instruction_function() -> None:
+    # new_planner, new_executor and new_replanner pass instruction= to their ReActAgent, which
+    # takes a function, but typed it str: a port's strict type check refused what runs.
+    def executor_instruction(ctx: RunContext) -> str:
+        return f"Do one step toward: {ctx.session.get('objective')}"
+
+    for make in (new_planner, new_executor, new_replanner):
+        annotation = inspect.signature(make).parameters["instruction"].annotation
+        assert annotation == "str | InstructionProvider", make.__name__
+    executor_model = ScriptedModel(["Paris."])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["find the capital"]})])),
+        new_executor(executor_model, instruction=executor_instruction),
+        new_replanner(ScriptedModel(["It is Paris."])),
+    )
+    result = await Runner(agent).invoke("What is the capital of France?")
+    assert result.text == "It is Paris."
+    assert systems(executor_model) == ["Do one step toward: What is the capital of France?"]
 
 
 async def test_an_interrupt_from_the_function_fails_the_run_rather_than_pausing_it() -> None:
