@@ -3,16 +3,19 @@
 A tool or callback ported from Google ADK reads ``tool_context.state`` or
 ``callback_context.invocation_id``. Out of a tool, the plain ``'ToolContext' object has no
 attribute 'state'`` became the error result the model read, telling no one what the name is
-here; the error now says it. Only a missing attribute pays for this (``__getattr__`` runs after
-the normal lookup failed), and type checkers do not see it (the classes define it outside
-``TYPE_CHECKING``), so a misspelt attribute is still a type error.
+here; the error now says it. Each such name is a property of the context classes that raises
+that error (``install``), set after the class is made so type checkers do not see it and a
+ported name stays a type error. Not a ``__getattr__``: a class with one has every attribute read
+of its instances left unspecialised by CPython's adaptive interpreter (it cost ~5k instructions
+per agent step of a workflow, measured), and it hid a property's own ``AttributeError``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import NoReturn
 
-__all__ = ["missing_attribute", "no_attribute"]
+__all__ = ["install", "no_attribute"]
 
 _HINTS = {
     "state": "Google ADK's state is ctx.session here (ctx.session['k'], ctx.session.get('k'))",
@@ -36,13 +39,17 @@ def no_attribute(obj: object, name: str) -> AttributeError:
     return AttributeError(text, name=name, obj=obj)
 
 
-def missing_attribute(obj: object, name: str) -> Any:
-    """What a context's ``__getattr__`` does for ``name``: raise :func:`no_attribute`, unless
-    the class has ``name`` (a property, a slot), which then raised an ``AttributeError`` of its
-    own (``self.run_context.run_id`` over a stand-in run context lacking it, a subclass's
-    property): Python calls ``__getattr__`` after it, and 'object has no attribute' would both
-    hide that error and deny an attribute the class has. The attribute is read again so that its
-    own error is raised (or its value returned, if it has one now)."""
-    if any(name in vars(klass) for klass in type(obj).__mro__):
-        return object.__getattribute__(obj, name)
-    raise no_attribute(obj, name)
+def install(cls: type) -> None:
+    """Give ``cls`` a property for each Google ADK name it does not have, raising
+    :func:`no_attribute` (so ``getattr(ctx, "state", None)`` and ``hasattr`` behave as for any
+    missing attribute)."""
+    for name in _HINTS:
+        if not any(name in vars(klass) for klass in cls.__mro__):
+            setattr(cls, name, property(_raiser(name), doc=_HINTS[name]))
+
+
+def _raiser(name: str) -> Callable[[object], NoReturn]:
+    def read(obj: object) -> NoReturn:
+        raise no_attribute(obj, name)
+
+    return read

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from ._ported_names import missing_attribute
+from ._ported_names import install as _install_ported_names
 from ._run_error import MaxTurnsExceeded
 from .events import AgentAction, AgentEvent
 from .interrupts import (
@@ -559,11 +559,6 @@ class RunContext:
         """The run's session, shared by every agent of the run and by ``AgentTool`` nested runs."""
         return self._run.session
 
-    if not TYPE_CHECKING:  # unseen by type checkers: a misspelt attribute stays a type error
-
-        def __getattr__(self, name: str) -> Any:
-            return missing_attribute(self, name)  # says where a Google ADK name went
-
     @property
     def run_id(self) -> str:
         """The run's id: ``run_id=`` given to ``Runner.run``/``invoke`` (a conversation id), else
@@ -734,6 +729,9 @@ class RunContext:
                     del entries[index]
                     break
             lane = lane.parent
+
+
+_install_ported_names(RunContext)  # where a Google ADK name went (adk._ported_names)
 
 
 class _CountedStream(MessageStream):

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._ported_names import missing_attribute
+from .._ported_names import install as _install_ported_names
 from ..events import AgentAction, AgentEvent
 from ..interrupts import ResumeContext
 
@@ -117,11 +117,6 @@ class ToolContext:
         """The run's session, shared by every agent of the run."""
         return self.run_context.session
 
-    if not TYPE_CHECKING:  # unseen by type checkers: a misspelt attribute stays a type error
-
-        def __getattr__(self, name: str) -> Any:
-            return missing_attribute(self, name)  # says where a Google ADK name went
-
     @property
     def run_id(self) -> str:
         """The run's id (``RunContext.run_id``): the conversation a tool call belongs to."""
@@ -169,6 +164,9 @@ class ToolContext:
     def break_loop(self) -> None:
         """Stop the innermost enclosing loop after the calling agent finishes."""
         self._act().break_loop = True
+
+
+_install_ported_names(ToolContext)  # where a Google ADK name went (adk._ported_names)
 
 
 def new_tool_context(
