@@ -219,11 +219,18 @@ def _no_payments_yet() -> None:
     paid.clear()
 
 
-def _payer(pay_seconds: float = 0.05) -> ReActAgent:
+def _payer(pay_seconds: float = 0.05, until: asyncio.Event | None = None) -> ReActAgent:
+    """An agent that pays once approved, taking ``pay_seconds``, or, given ``until``, until it
+    is set (at most 10 s: a test waiting on something that never comes fails, not hangs)."""
+
     @tool(require_approval=True)
     async def pay(amount: int) -> str:
         """Pay an amount once a person approves it."""
-        await asyncio.sleep(pay_seconds)
+        if until is None:
+            await asyncio.sleep(pay_seconds)
+        else:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(until.wait(), 10)
         paid.append(amount)
         return f"paid {amount}"
 
@@ -239,6 +246,16 @@ async def _paused(store: ClaimingCheckpointStore, amount: int = 5) -> str:
     result = await Runner(_payer(), checkpoint_store=store).invoke(str(amount))
     assert result.checkpoint_id is not None
     return result.checkpoint_id
+
+
+async def _lapses(store: ClaimingCheckpointStore, checkpoint_id: str, owner: str) -> None:
+    """Wait (up to 10 s) until ``owner`` can take ``checkpoint_id``'s claim, the old one having
+    lapsed: polled, not slept for a fixed time, since a loaded machine delays the store's calls."""
+    for _ in range(1000):
+        if await store.claim(checkpoint_id, owner):
+            return
+        await asyncio.sleep(0.01)
+    pytest.fail(f"the claim on {checkpoint_id!r} never lapsed")
 
 
 async def test_workers_with_their_own_stores_resume_once(make_store: StoreFactory) -> None:
@@ -495,8 +512,10 @@ async def test_a_resume_that_loses_its_claim_stops_without_writing(
 async def test_a_failed_release_is_logged_and_the_claim_lapses(
     make_store: StoreFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # A ttl of 1 s: with 0.3 s, a resume slowed down on a loaded machine had ended its claim's
+    # ttl before the probe asked whether the claim was still held.
     checkpoint_id = await _paused(make_store())
-    flaky = _Flaky(make_store(claim_ttl=0.3))
+    flaky = _Flaky(make_store(claim_ttl=1.0))
     flaky.failing.add("release")
     runner = Runner(_payer(), checkpoint_store=flaky)
 
@@ -506,8 +525,7 @@ async def test_a_failed_release_is_logged_and_the_claim_lapses(
     assert result.text == "done: paid 5"
     assert "could not release the claim" in caplog.text
     assert not await make_store().claim(checkpoint_id, "probe")
-    await asyncio.sleep(0.35)
-    assert await make_store().claim(checkpoint_id, "probe")
+    await _lapses(make_store(), checkpoint_id, "probe")
 
 
 class _OwnErrors(_Flaky):
@@ -554,19 +572,26 @@ async def test_a_renewal_failing_with_a_stores_own_error_is_retried(
 ) -> None:
     """Such an error used to end the renewals for good, so a resume outlasting ``claim_ttl``
     stopped with "lost the claim" though the next renewal would have worked."""
+    # The payment lasts until a renewal after the failed one has gone through: without retries,
+    # none does, and the claim is lost once its ttl has passed. A ttl of 1.5 s: the retry comes
+    # two thirds of it after the claim, so it has half a second to get through (with 0.3 s, a
+    # retry delayed 0.1 s on a loaded machine lost the claim).
     checkpoint_id = await _paused(make_store())
-    store = _OwnErrors(make_store(claim_ttl=0.3))
+    store = _OwnErrors(make_store(claim_ttl=1.5))
     store.failing.add("claim")  # the first renewal (the claim itself is taken before)
     original = store.claim
+    renewed = asyncio.Event()
 
     async def claim(id: str, owner: str) -> bool:
         if not hasattr(store, "taken"):
             store.taken = True  # type: ignore[attr-defined]
             return await store.store.claim(id, owner)
-        return await original(id, owner)
+        held = await original(id, owner)  # the first renewal raises
+        renewed.set()
+        return held
 
     store.claim = claim  # type: ignore[method-assign]
-    runner = Runner(_payer(pay_seconds=0.8), checkpoint_store=store)
+    runner = Runner(_payer(until=renewed), checkpoint_store=store)
     with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
         result = await runner.invoke_resume(checkpoint_id, {"approved": True})
     assert result.text == "done: paid 5" and paid == [5]
