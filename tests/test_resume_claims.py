@@ -415,6 +415,30 @@ class _Flaky:
         await self.store.release(id, owner)
 
 
+class _CountedFailures(_Flaky):
+    """A ``_Flaky`` store that tells when its first claim was taken and when three claims in a
+    row failed: renewals come a third of ``claim_ttl`` apart, so the holder's claim has lapsed by
+    its own clock then (it counts from when it sent its last renewal that went through)."""
+
+    def __init__(self, store: ClaimingCheckpointStore) -> None:
+        super().__init__(store)
+        self.taken = asyncio.Event()
+        self.three_failed = asyncio.Event()
+        self._failures = 0
+
+    async def claim(self, id: str, owner: str) -> bool:
+        try:
+            held = await super().claim(id, owner)
+        except CheckpointStoreError:
+            self._failures += 1
+            if self._failures == 3:
+                self.three_failed.set()
+            raise
+        self._failures = 0
+        self.taken.set()
+        return held
+
+
 class _SlowClaims(_Flaky):
     """A real store whose claims are written at once but answered late (a busy server)."""
 
@@ -484,19 +508,24 @@ async def test_a_resume_that_loses_its_claim_stops_without_writing(
 ) -> None:
     """Renewals fail for longer than the ttl. Whether or not another worker took the claim
     meanwhile (when none did, one may have taken it and finished), the resume stops."""
+    # Driven by the claim's own steps, not by sleeps: on a loaded machine the claim was not yet
+    # taken 0.05 s after the resume began (it then failed to take it), or had not lapsed 0.5 s
+    # later (the other worker could not take it).
     checkpoint_id = await _paused(make_store())
     saved = await make_store().get(checkpoint_id)
-    flaky = _Flaky(make_store(claim_ttl=0.3))
-    runner = Runner(_payer(pay_seconds=0.8), checkpoint_store=flaky)
+    flaky = _CountedFailures(make_store(claim_ttl=0.3))
+    paying = asyncio.Event()
+    runner = Runner(_payer(until=paying), checkpoint_store=flaky)
     resume = asyncio.ensure_future(runner.invoke_resume(checkpoint_id, {"approved": True}))
 
-    await asyncio.sleep(0.05)
+    await flaky.taken.wait()
     flaky.failing.add("claim")  # the store becomes unreachable for renewals...
-    await asyncio.sleep(0.5)
+    await flaky.three_failed.wait()  # ...past the ttl: the holder counts its claim lost
     other = make_store(claim_ttl=30)
     if taken_over:
-        assert await other.claim(checkpoint_id, "another worker")  # ...it lapses, is taken
+        await _lapses(other, checkpoint_id, "another worker")  # ...it lapses, is taken
     flaky.failing.clear()
+    paying.set()
 
     with pytest.raises(RunError, match="lost the claim") as caught:
         await resume
@@ -504,8 +533,11 @@ async def test_a_resume_that_loses_its_claim_stops_without_writing(
     assert caught.value.error.type == "CheckpointError"
     assert paid == [5]  # the call in flight had run; nothing after it did
     assert await make_store().get(checkpoint_id) == saved  # neither deleted nor rewritten
-    # The other worker's claim stays; with none, the claim is released for the next resume.
-    assert await make_store().claim(checkpoint_id, "probe") is not taken_over
+    # The other worker's claim stays; with none, the claim is free for the next resume.
+    if taken_over:
+        assert not await make_store().claim(checkpoint_id, "probe")
+    else:
+        await _lapses(make_store(), checkpoint_id, "probe")
     assert "could not renew the claim" in caplog.text
 
 
@@ -765,17 +797,20 @@ async def test_a_dead_workers_claim_lapses_and_the_checkpoint_resumes(tmp_path: 
     go.touch()
     async with SQLiteCheckpointStore(db) as store:
         checkpoint_id = await _paused(store, 4)
-    worker = await _worker(str(db), checkpoint_id, str(ledger), str(go), "600", "0.5")
+    # A ttl of 1 s, and the lapse polled for: with 0.5 s and a fixed sleep, a loaded machine
+    # could let the claim lapse before the first resume asked, or not yet after the sleep.
+    worker = await _worker(str(db), checkpoint_id, str(ledger), str(go), "600", "1")
     assert await _line(worker) == "ready"
     assert await _line(worker) == "paying"  # it holds the claim and waits on the payment
     worker.send_signal(signal.SIGKILL)
     await worker.wait()
 
-    async with SQLiteCheckpointStore(db, claim_ttl=0.5) as store:
+    async with SQLiteCheckpointStore(db, claim_ttl=1.0) as store:
         runner = Runner(_payer(), checkpoint_store=store)
-        with pytest.raises(CheckpointError, match=r"lapses within 0\.5 s"):
+        with pytest.raises(CheckpointError, match=r"lapses within 1 s"):
             await runner.invoke_resume(checkpoint_id, {"approved": True})
-        await asyncio.sleep(0.6)
+        await _lapses(store, checkpoint_id, "probe")
+        await store.release(checkpoint_id, "probe")
         result = await runner.invoke_resume(checkpoint_id, {"approved": True})
 
     assert result.text == "done: paid 4"
