@@ -1295,17 +1295,18 @@ async def test_flink_records_without_a_key_keep_no_session() -> None:
 async def test_flink_timeout_bounds_a_records_own_run_not_its_wait_behind_its_key() -> None:
     flink = _flink()
     row = pytest.importorskip("pyflink.common").Row
-    function = flink._AgentFunction(Counter("c"), _worker_env(timeout=0.5), True, None)
-    # The second waits 0.3 s behind the first: 0.6 s in all, but its own run is 0.3 s. The
-    # third's own run is too long.
-    waits = (0.3, 0.3, 3.0)
+    function = flink._AgentFunction(Counter("c"), _worker_env(timeout=1.0), True, None)
+    # The second waits 0.6 s behind the first: 1.2 s in all, but its own run is 0.6 s. The
+    # third's own run is too long. (Each run has 0.4 s to spare: with a 0.5 s timeout and
+    # 0.3 s runs, 0.2 s was not enough on a loaded machine.)
+    waits = (0.6, 0.6, 3.0)
     first, second, slow = await asyncio.gather(
         *(function.async_invoke(row("a", {"wait": wait})) for wait in waits)
     )
     assert [o["output"] for o in _parsed(first + second)] == [1, 2]
     [failed] = _parsed(slow)
     assert (
-        failed["error"]["type"] == "TimeoutError" and "timeout=0.5s" in failed["error"]["message"]
+        failed["error"]["type"] == "TimeoutError" and "timeout=1.0s" in failed["error"]["message"]
     )
     [after] = _parsed(await function.async_invoke(row("a", {})))
     assert after["output"] == 3  # the timed-out record was cancelled and its write dropped
