@@ -10,6 +10,11 @@ Sync functions run in a worker thread (``asyncio.to_thread``), so a blocking too
 I/O, a slow computation) neither stalls the event loop nor serialises the other calls of its turn,
 as pydantic-ai and the OpenAI Agents SDK do. ``thread=False`` runs a tiny, non-blocking sync
 function inline and saves the thread hop (tens of µs).
+
+``timeout=`` bounds a call in seconds: past it the call is cancelled and the model reads an error
+naming the tool and the limit. A sync function's worker thread cannot be killed: the run goes on at
+the limit and the thread runs to its end, its result dropped. ``thread=False`` with a timeout is
+refused, as a function run inline holds the event loop the timeout needs to fire.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import math
 import re
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace, UnionType
@@ -34,7 +40,7 @@ from .._checks import check_description, check_flag, shown
 from ..checkpoint.codec import CheckpointError, _nan_json
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ._origin import function_origin
-from .base import ToolContext, ToolResult, ToolSpec
+from .base import ToolContext, ToolError, ToolResult, ToolSpec
 
 __all__ = ["FunctionTool", "format_validation_error", "tool"]
 
@@ -373,12 +379,14 @@ class FunctionTool:
         description: str | None = None,
         require_approval: bool | _ApprovalCheck = False,
         thread: bool = True,
+        timeout: float | None = None,
     ) -> None:
         _check_function(fn)
         # The function of a require_approval that decides per call (None for a bool), checked first.
         label = _tool_label(name or getattr(fn, "__name__", None))
         check = _approval_rule(require_approval, label)
         check_flag(thread, "thread", label)
+        _check_timeout(timeout, label)
         if description is not None:
             check_description(description, label)
         self.fn = fn
@@ -387,6 +395,14 @@ class FunctionTool:
         self._thread = thread
         target = _target(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
+        if timeout is not None and not thread and not self._is_async:
+            # Run inline, the function holds the event loop until it returns: the timeout could
+            # only fire after it, reporting a finished call as timed out.
+            raise ValueError(
+                f"{label}: timeout= needs the function to run in a thread or be async, but "
+                "thread=False runs it inline on the event loop, where no timeout can stop it"
+            )
+        self.timeout = timeout
         tool_name = name or getattr(fn, "__name__", "") or getattr(target, "__name__", "")
         if not tool_name or tool_name in ("<lambda>", "__call__"):
             raise ValueError(
@@ -539,6 +555,8 @@ class FunctionTool:
         else:
             call = self.fn
         try:
+            if self.timeout is not None:
+                return _serialise(await self._timed(call, kwargs, self.timeout))
             if self._is_async:
                 return _serialise(await call(**kwargs))
             if self._thread:
@@ -554,6 +572,28 @@ class FunctionTool:
                 _mark_approved(exc, ctx.address)
             raise
         return _serialise(value)
+
+    async def _timed(self, call: Callable[..., Any], kwargs: dict[str, Any], limit: float) -> Any:
+        """The function's value, or a ``ToolError`` naming the tool and ``limit`` when it takes
+        longer. The run's own cancellation and a ``TimeoutError`` the function raises itself (its
+        own deadline) go through unchanged: only this limit's expiry is the tool's timeout. A
+        sync function's thread runs on past the limit (no thread can be killed); cancelling the
+        await drops its result, which then reaches no one."""
+        scope = asyncio.timeout(limit)
+        try:
+            async with scope:
+                if self._is_async:
+                    return await call(**kwargs)
+                value = await asyncio.to_thread(call, **kwargs)
+                if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
+                    value = await value
+                return value
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            raise ToolError(
+                f"tool {self.name!r} timed out: no result within its limit of {limit:g} s"
+            ) from None
 
     async def _check_approval(
         self, kwargs: dict[str, Any], ctx: ToolContext, resume: ResumeContext | None
@@ -643,6 +683,18 @@ def _tool_label(name: object) -> str:
     return f"tool {name!r}" if isinstance(name, str) and name else "a function tool"
 
 
+def _check_timeout(value: object, where: str) -> None:
+    """Refuse a ``timeout`` that is not ``None`` or a positive, finite number of seconds: a str
+    would fail at the first call, a bool would pass for 1 s, 0 or a negative number would time out
+    every call before it ran, and NaN or infinity would never fire."""
+    if value is None:
+        return
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise TypeError(f"{where}: timeout must be a number of seconds > 0, got {shown(value)}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"{where}: timeout must be a number of seconds > 0, got {value!r}")
+
+
 def _approval_rule(value: object, where: str) -> _ApprovalCheck | None:
     """The function of a ``require_approval`` that decides per call (None for a bool), checked
     where the tool is made: anything but a bool or a function taking ``(ctx, arguments)`` is a
@@ -683,6 +735,7 @@ def tool(
     description: str | None = None,
     require_approval: bool | _ApprovalCheck = False,
     thread: bool = True,
+    timeout: float | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -694,12 +747,18 @@ def tool(
     description: str | None = None,
     require_approval: bool | _ApprovalCheck = False,
     thread: bool = True,
+    timeout: float | None = None,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
-    """Decorator: ``@tool`` or ``@tool(name=..., require_approval=True)``."""
+    """Decorator: ``@tool`` or ``@tool(name=..., require_approval=True, timeout=5)``."""
 
     def wrap(f: Callable[..., Any]) -> FunctionTool:
         return FunctionTool(
-            f, name=name, description=description, require_approval=require_approval, thread=thread
+            f,
+            name=name,
+            description=description,
+            require_approval=require_approval,
+            thread=thread,
+            timeout=timeout,
         )
 
     return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,197 @@
+"""``timeout=`` on ``@tool`` / ``FunctionTool``: a call past its limit is cancelled and the model
+reads an error naming the tool and the limit while the run goes on; a sync function's thread runs
+on (no thread can be killed) and its late result reaches no one; the function's own
+``TimeoutError``, an ``Interrupt`` and the run's cancellation are not the timeout; bad values are
+refused where the tool is made. No assertion here depends on how long anything took: a timed-out
+call waits on an event that is never set (or set only after the run)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from typing import Any
+
+import pytest
+from conftest import run_events
+
+from adk import FunctionTool, Interrupt, Runner, ToolContext, tool
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+def _agent(tools: list[Any], *calls: Any) -> ReActAgent:
+    """A ReActAgent whose model asks for ``calls`` in one turn, then answers ``done``."""
+    return ReActAgent("agent", ScriptedModel([Reply(tool_calls=list(calls)), "done"]), tools=tools)
+
+
+def _results(agent: ReActAgent) -> dict[str, str]:
+    """The tool messages the model read on its second call, by tool call id."""
+    assert isinstance(agent.model, ScriptedModel)
+    requests = agent.model.requests
+    assert len(requests) == 2
+    return {m.tool_call_id or "": m.content for m in requests[1].messages if m.role == "tool"}
+
+
+async def test_an_async_call_past_its_timeout_is_cancelled_and_the_model_reads_why() -> None:
+    cancelled: list[bool] = []
+
+    @tool(timeout=0.05)
+    async def stuck(city: str) -> str:
+        """Never answers."""
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return city
+
+    @tool(timeout=30)
+    async def quick(city: str) -> str:
+        """Answers at once, well within its limit."""
+        return f"sunny in {city}"
+
+    agent = _agent(
+        [stuck, quick],
+        tool_call("stuck", {"city": "Oslo"}, id="c1"),
+        tool_call("quick", {"city": "Oslo"}, id="c2"),
+    )
+    events = await run_events(agent)
+
+    assert _results(agent) == {
+        "c1": "Error: tool 'stuck' timed out: no result within its limit of 0.05 s",
+        "c2": "sunny in Oslo",
+    }
+    assert cancelled == [True]
+    assert events[-1].error is None and events[-1].output is not None  # the run went on
+    assert isinstance(agent.model, ScriptedModel)
+    read = {m.tool_call_id: m for m in agent.model.requests[1].messages if m.role == "tool"}
+    assert read["c1"].metadata.get("is_error") is True and "is_error" not in read["c2"].metadata
+
+
+async def test_a_sync_tool_in_a_thread_times_out_and_its_late_result_reaches_no_one() -> None:
+    """No thread can be killed: the run goes on at the limit, the thread runs to its end and its
+    result (or its exception) is dropped."""
+    release = threading.Event()
+    finished = threading.Event()
+
+    @tool(timeout=0.05)
+    def blocking(path: str) -> str:
+        """Blocks on I/O that does not come."""
+        release.wait()
+        finished.set()
+        raise RuntimeError("late failure nobody reads")
+
+    agent = _agent([blocking], tool_call("blocking", {"path": "/x"}, id="c1"))
+    events = await run_events(agent)
+    release.set()
+    await asyncio.to_thread(finished.wait)
+
+    assert _results(agent) == {
+        "c1": "Error: tool 'blocking' timed out: no result within its limit of 0.05 s"
+    }
+    assert events[-1].error is None
+    assert not any("late failure" in str(e) for e in events)
+
+
+async def test_the_functions_own_timeout_error_is_its_failure_not_the_tools_timeout() -> None:
+    @tool(timeout=30)
+    async def fetch(url: str) -> str:
+        """Gives up on its own deadline."""
+        async with asyncio.timeout(0):
+            await asyncio.Event().wait()
+        return url
+
+    agent = _agent([fetch], tool_call("fetch", {"url": "u"}, id="c1"))
+    await run_events(agent)
+    assert _results(agent) == {"c1": "Error: tool 'fetch' failed: TimeoutError"}
+
+
+async def test_a_timed_tool_that_interrupts_pauses_the_run_and_resumes() -> None:
+    @tool(timeout=30)
+    def refund(amount: int, ctx: ToolContext) -> str:
+        """Refund after a person agrees."""
+        if ctx.resume is None:
+            raise Interrupt(f"refund {amount}?")
+        return f"refunded {amount}: {ctx.resume.data}"
+
+    agent = _agent([refund], tool_call("refund", {"amount": 5}, id="c1"))
+    runner = Runner(agent)
+    events = await run_events(runner)
+    paused = events[-1].interrupted
+    assert paused is not None and paused.points[0].info == "refund 5?"
+
+    resumed = [event async for event in runner.resume(paused.checkpoint_id, "yes")]
+    assert resumed[-1].error is None
+    assert _results(agent) == {"c1": "refunded 5: yes"}
+
+
+async def test_cancelling_the_run_cancels_a_timed_tool() -> None:
+    started = asyncio.Event()
+    cancelled: list[bool] = []
+
+    @tool(timeout=3600)
+    async def slow(n: int) -> int:
+        """Waits until cancelled."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+        return n
+
+    run = asyncio.create_task(run_events(_agent([slow], tool_call("slow", {"n": 1}, id="c1"))))
+    await started.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert cancelled == [True]
+
+
+async def test_without_a_timeout_a_tool_has_none() -> None:
+    @tool
+    def plain(n: int) -> int:
+        """No limit."""
+        return n
+
+    assert plain.timeout is None and FunctionTool(plain.fn, timeout=2.5).timeout == 2.5
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("5", TypeError),
+        (True, TypeError),
+        ([1], TypeError),
+        (0, ValueError),
+        (-1, ValueError),
+        (math.nan, ValueError),
+        (math.inf, ValueError),
+    ],
+)
+def test_a_timeout_that_is_not_a_positive_number_of_seconds_is_refused(
+    value: object, error: type[Exception]
+) -> None:
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    with pytest.raises(error, match=r"tool 'lookup': timeout must be a number of seconds > 0"):
+        tool(timeout=value)(lookup)  # type: ignore[arg-type]
+
+
+def test_a_timeout_on_a_sync_tool_run_inline_is_refused() -> None:
+    """Inline, the function holds the event loop: the timeout could fire only after it returned."""
+
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    async def fetch(city: str) -> str:
+        """Look a city up."""
+        return city
+
+    with pytest.raises(ValueError, match=r"tool 'lookup': timeout= needs .* thread=False runs it"):
+        FunctionTool(lookup, thread=False, timeout=1)
+    assert FunctionTool(fetch, thread=False, timeout=1).timeout == 1  # async: nothing inline
