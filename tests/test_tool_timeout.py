@@ -195,3 +195,38 @@ def test_a_timeout_on_a_sync_tool_run_inline_is_refused() -> None:
     with pytest.raises(ValueError, match=r"tool 'lookup': timeout= needs .* thread=False runs it"):
         FunctionTool(lookup, thread=False, timeout=1)
     assert FunctionTool(fetch, thread=False, timeout=1).timeout == 1  # async: nothing inline
+
+
+async def test_a_timed_out_call_drops_the_actions_it_asked_for() -> None:
+    """As for any call that fails: the model must read the error, not have the run end on it."""
+
+    @tool(timeout=0.05)
+    async def finish(ctx: ToolContext) -> str:
+        """Ends the run, then hangs."""
+        ctx.exit()
+        await asyncio.Event().wait()
+        return "finished"
+
+    agent = _agent([finish], tool_call("finish", {}, id="c1"))
+    events = await run_events(agent)
+    assert _results(agent) == {
+        "c1": "Error: tool 'finish' timed out: no result within its limit of 0.05 s"
+    }
+    assert events[-1].output is not None and events[-1].output.message.content == "done"
+
+
+async def test_the_approval_of_a_timed_tool_is_not_timed() -> None:
+    """Only the function's run is timed: the pause for a person's decision is no timeout."""
+
+    @tool(timeout=30, require_approval=True)
+    async def refund(amount: int) -> str:
+        """Refund an amount."""
+        return f"refunded {amount}"
+
+    agent = _agent([refund], tool_call("refund", {"amount": 5}, id="c1"))
+    runner = Runner(agent)
+    paused = (await run_events(runner))[-1].interrupted
+    assert paused is not None
+    resumed = [event async for event in runner.resume(paused.checkpoint_id, True)]
+    assert resumed[-1].error is None
+    assert _results(agent) == {"c1": "refunded 5"}
