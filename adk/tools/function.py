@@ -689,7 +689,7 @@ def _check_timeout(value: object, where: str) -> None:
     every call before it ran, and NaN or infinity would never fire."""
     if value is None:
         return
-    if not isinstance(value, int | float) or isinstance(value, bool):
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"{where}: timeout must be a number of seconds > 0, got {shown(value)}")
     if not (value > 0 and math.isfinite(value)):
         raise ValueError(f"{where}: timeout must be a number of seconds > 0, got {value!r}")
