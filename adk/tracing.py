@@ -51,7 +51,7 @@ from ._nonfinite import dumps_finite
 from .interrupts import Interrupt
 from .messages import Message, MessageChunk, Role, Usage, join_chunks
 from .models.base import ModelError, model_name_of
-from .tools.base import Tool, ToolContext, ToolResult
+from .tools.base import Tool, ToolContext, ToolProgress, ToolResult
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -115,6 +115,10 @@ _CANCELLED = "adk.cancelled"  # a span event: the work was stopped, nothing went
 _CANCELLED_BY = "adk.cancelled.by"
 _CHECKPOINT_ID = "adk.checkpoint.id"
 _DENIED = "adk.approval.denied"  # a span event: a person refused the call, the tool did not fail
+_PROGRESS_EVENT = "adk.tool.progress"  # a span event: a tool call's progress report
+_PROGRESS = "adk.tool.progress.progress"
+_PROGRESS_TOTAL = "adk.tool.progress.total"
+_PROGRESS_MESSAGE = "adk.tool.progress.message"  # the tool's text: only when content is captured
 _EDITED = "adk.approval.edited"  # a span attribute: the call ran with a person's edited arguments
 _HEX = frozenset("0123456789abcdef")
 
@@ -728,6 +732,8 @@ class _GenAITracing:
             span.set_attribute(_TOOL_ARGUMENTS, call.arguments)
         inner = trace.set_span_in_context(span, parent)
         nest(inner)
+        if ctx._emit is not None:  # a tool that may report progress: on its span too
+            ctx._emit = _ProgressOnSpan(ctx, span, self._capture)
         token = otel_context.attach(inner)
         try:
             result = await invoke()
@@ -763,6 +769,36 @@ class _GenAITracing:
             span.set_attribute(_TOOL_RESULT, content)
         self._end(span)
         return result
+
+
+class _ProgressOnSpan:
+    """A tool call's way to the caller (``ToolContext._emit``) that also records the call's own
+    progress reports on its ``execute_tool`` span, as ``adk.tool.progress`` events: how far, out
+    of what, and the report's message when content is captured (it is the tool's text). Events
+    an ``AgentTool`` forwards from its nested run pass untouched: their tools' spans have them."""
+
+    __slots__ = ("_capture", "_emit", "_path", "_span")
+
+    def __init__(self, ctx: ToolContext, span: Span, capture: bool) -> None:
+        assert ctx._emit is not None
+        self._emit = ctx._emit
+        self._path = ctx.run_path
+        self._span = span
+        self._capture = capture
+
+    def __call__(self, event: AgentEvent) -> None:
+        output = event.output
+        report = output.custom if output is not None else None
+        if type(report) is ToolProgress and event.run_path == self._path:
+            attributes: dict[str, Any] = {}
+            if report.progress is not None:
+                attributes[_PROGRESS] = report.progress
+            if report.total is not None:
+                attributes[_PROGRESS_TOTAL] = report.total
+            if self._capture and report.message is not None:
+                attributes[_PROGRESS_MESSAGE] = report.message
+            self._span.add_event(_PROGRESS_EVENT, attributes)
+        self._emit(event)
 
 
 class _TracedStream:

@@ -4,8 +4,10 @@ A server may report the progress of a call, send log messages, ask the user for 
 middle of a call (elicitation) or ask the client's model for a completion (sampling). The ``mcp``
 client refuses elicitation and sampling by default (the server gets an error it can handle) and
 drops progress and logs. ``MCPToolset`` takes a handler for each (an extension to DESIGN.md); none
-of them costs anything when not given: without a progress handler no progress token is sent (so
-the server sends no progress), without a log level no log opt-in is sent.
+of them costs anything when not given, but progress: a call made in a run reports the server's
+progress to the caller of the run (``ToolContext.report_progress``), handler or not; a call made
+outside a run without a handler sends no progress token (so the server sends no progress); without
+a log level no log opt-in is sent.
 
 An in-flight MCP call cannot be checkpointed, so elicitation is answered while the call waits; it
 cannot pause the run for a person the way an approval does.
@@ -288,11 +290,20 @@ def log_forwarder(server: ServerConfig, level: LoggingLevel) -> LoggingFnT:
     return forward
 
 
-def progress_callback(handler: ProgressHandler, ctx: ToolContext | None, tool: str) -> ProgressFnT:
-    """The ``mcp`` client's progress callback of one call, handing each report to ``handler``.
-    A failing handler is logged; the call goes on."""
+def progress_callback(
+    handler: ProgressHandler | None, ctx: ToolContext | None, tool: str
+) -> ProgressFnT:
+    """The ``mcp`` client's progress callback of one call, showing each report to the caller of
+    the run (``ctx.report_progress``, when the call runs in one) and handing it to ``handler``,
+    if given. A failing handler is logged; the call goes on."""
+    shown = ctx is not None and ctx._emit is not None
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
+        if shown:
+            assert ctx is not None
+            ctx.report_progress(progress, total, message)
+        if handler is None:
+            return
         try:
             outcome = handler(ctx, MCPProgress(tool, progress, total, message))
             if inspect.isawaitable(outcome):

@@ -193,6 +193,10 @@ class _MCPTool:
 
     __slots__ = ("_approval", "_mcp_name", "_spec", "_toolset")
 
+    # A server may report progress while a call runs: the call runs in a task, so each report
+    # reaches the caller of the run as it comes (``ToolContext.report_progress``).
+    _emits_events = True
+
     def __init__(
         self, toolset: MCPToolset, mcp_name: str, spec: ToolSpec, approval: _Approval = False
     ) -> None:
@@ -735,9 +739,11 @@ class MCPToolset(AsyncCloseable):
         except ValueError as exc:
             return ToolResult.error(f"invalid arguments for tool '{name}': {exc}")
         server = self.server
-        # Without a handler no progress token is sent, so the server sends no progress.
+        # With no one to tell (no handler, and a call outside a run) no progress token is sent,
+        # so the server sends no progress.
         handler = self._on_progress
-        progress = None if handler is None else progress_callback(handler, ctx, name)
+        shown = ctx is not None and ctx._emit is not None
+        progress = progress_callback(handler, ctx, name) if handler or shown else None
         session = self._sessions.get() or await self._sessions.bind()
         for attempt in (1, 2):
             try:

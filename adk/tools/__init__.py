@@ -1,6 +1,6 @@
 """Tools: the protocol, function tools, toolsets and the tool context."""
 
-from .base import Tool, ToolContext, ToolError, ToolResult, Toolset, ToolSpec
+from .base import Tool, ToolContext, ToolError, ToolProgress, ToolResult, Toolset, ToolSpec
 from .function import FunctionTool, tool
 
 __all__ = [
@@ -8,6 +8,7 @@ __all__ = [
     "Tool",
     "ToolContext",
     "ToolError",
+    "ToolProgress",
     "ToolResult",
     "ToolSpec",
     "Toolset",

@@ -9,7 +9,7 @@ the rest of the call.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 # ``adk._approval`` loads on first use (the package's ``__getattr__``): only a resumed call reads
@@ -135,8 +135,15 @@ async def run_tool_call(
     # The call as it runs: with a person's edited arguments, checked here before it runs (a round
     # of several calls checked them all before any ran, ``check_resumed_calls``).
     ran = call if edit is None else adk._approval.edited_call(tool, call, address, edit)
+    # Only a tool that shows events while it runs (an ``AgentTool`` forwarding, a tool reporting
+    # progress) is given the way out: a report from any other is refused where it is made, in a
+    # round of one call or of several alike.
     tool_ctx = new_tool_context(
-        ctx, name, call_id, address, emit.put_nowait if emit is not None else None
+        ctx,
+        name,
+        call_id,
+        address,
+        _emitter(emit) if emit is not None and getattr(tool, "_emits_events", False) else None,
     )
     hooks = ctx._run.hooks
     invoke: _Invoke | None = None
@@ -201,6 +208,26 @@ async def run_tool_call(
     if edited:
         message.metadata["edited_arguments"] = edit
     return ToolOutcome(call, message, result, tool_ctx.action, None, name)  # positional: cheaper
+
+
+def _emitter(queue: asyncio.Queue[_Item]) -> Callable[[AgentEvent], None]:
+    """``queue.put_nowait`` for a call's events, safe from the thread a sync function tool runs
+    in (a progress report): there it is handed to the loop, which puts it before the call's
+    outcome, as the thread's return reaches the loop after it."""
+    put = queue.put_nowait
+    loop = asyncio.get_running_loop()
+
+    def emit(event: AgentEvent) -> None:
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:  # a worker thread: no loop of its own
+            running = None
+        if running is loop:
+            put(event)
+        else:
+            loop.call_soon_threadsafe(put, event)
+
+    return emit
 
 
 class _Invoke:

@@ -16,13 +16,22 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._ported_names import install as _install_ported_names
-from ..events import AgentAction, AgentEvent
+from ..checkpoint.codec import register_type
+from ..events import _FORWARDED, AgentAction, AgentEvent, AgentOutput
 from ..interrupts import ResumeContext
 
 if TYPE_CHECKING:
     from ..context import RunContext, Session
 
-__all__ = ["Tool", "ToolContext", "ToolError", "ToolResult", "ToolSpec", "Toolset"]
+__all__ = [
+    "Tool",
+    "ToolContext",
+    "ToolError",
+    "ToolProgress",
+    "ToolResult",
+    "ToolSpec",
+    "Toolset",
+]
 
 _new = object.__new__
 
@@ -57,6 +66,26 @@ class ToolResult(BaseModel):
         actions the tool asked for (``ctx.exit()``...); a raised ``ToolError`` drops them."""
         text = message if message.startswith("Error:") else f"Error: {message}"
         return cls(content=text, is_error=True)
+
+
+class ToolProgress(BaseModel):
+    """What a running tool reports to the caller of the run (``ToolContext.report_progress``, and
+    an MCP server's progress notifications): the call it comes from, ``progress`` so far out of
+    ``total`` when known, a ``message`` for a person, and any JSON ``data``. It arrives as the
+    ``custom`` output of an event (``output.tool_name`` names the tool) while the call runs; no
+    model sees it and nothing records or saves it. Registered as ``adk.ToolProgress``, so
+    ``AgentEvent.to_dict``/``from_dict`` carry it."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    tool_call_id: str
+    progress: float | None = None
+    total: float | None = None
+    message: str | None = None
+    data: Any = None
+
+
+register_type(ToolProgress, "adk.ToolProgress")
 
 
 class ToolError(Exception):
@@ -164,6 +193,49 @@ class ToolContext:
     def break_loop(self) -> None:
         """Stop the innermost enclosing loop after the calling agent finishes."""
         self._act().break_loop = True
+
+    def report_progress(
+        self,
+        progress: float | None = None,
+        total: float | None = None,
+        message: str | None = None,
+        *,
+        data: Any = None,
+    ) -> None:
+        """Show the caller of the run how this call is going, while it runs: an event whose
+        ``output.custom`` is a ``ToolProgress`` (``output.tool_name`` this tool), yielded by the
+        calling agent before the call's result. Not in history, not saved; on the call's
+        ``execute_tool`` span as an ``adk.tool.progress`` event when traced. Callable from a sync
+        tool's thread too.
+
+        Only a tool that says it reports progress (``FunctionTool(progress=True)``, an MCP
+        server's tool) is given a way to the caller: the framework runs its call in a task so
+        that events can pass while it runs, which a call that reports nothing need not pay for.
+        Any other call raises ``RuntimeError`` here, saying so, rather than the report being
+        lost unseen."""
+        emit = self._emit
+        if emit is None:
+            raise RuntimeError(
+                f"tool '{self.tool_name}' reported progress, but it was not declared to report "
+                "any, so no one receives it: make it with FunctionTool(..., progress=True) or "
+                "@tool(progress=True)"
+            )
+        report = ToolProgress(
+            tool_call_id=self.tool_call_id,
+            progress=progress,
+            total=total,
+            message=message,
+            data=data,
+        )
+        # Flagged as no output of the agent that yields it (``_FORWARDED``): a PlanExecute step,
+        # an AgentTool's result or a run's answer never take a report for the agent's words.
+        event = AgentEvent(
+            agent_name=self.run_context.agent_name,
+            run_path=self.run_context.run_path,
+            output=AgentOutput(custom=report, tool_name=self.tool_name),
+            _flags=_FORWARDED,
+        )
+        emit(event)
 
 
 _install_ported_names(ToolContext)  # where a Google ADK name went (adk._ported_names)

@@ -380,6 +380,7 @@ class FunctionTool:
         require_approval: bool | _ApprovalCheck = False,
         thread: bool = True,
         timeout: float | None = None,
+        progress: bool = False,
     ) -> None:
         _check_function(fn)
         # The function of a require_approval that decides per call (None for a bool), checked first.
@@ -387,12 +388,16 @@ class FunctionTool:
         check = _approval_rule(require_approval, label)
         check_flag(thread, "thread", label)
         _check_timeout(timeout, label)
+        check_flag(progress, "progress", label)
         if description is not None:
             check_description(description, label)
         self.fn = fn
         self.require_approval = require_approval
         self._approval_check = check
         self._thread = thread
+        # Its calls run in a task, so its ``ctx.report_progress`` reaches the caller as it runs
+        # (``tools._executor``); a tool that reports nothing keeps the inline call.
+        self._emits_events = progress
         target = _target(fn)
         self._is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(target)
         if timeout is not None and not thread and not self._is_async:
@@ -736,6 +741,7 @@ def tool(
     require_approval: bool | _ApprovalCheck = False,
     thread: bool = True,
     timeout: float | None = None,
+    progress: bool = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
@@ -748,6 +754,7 @@ def tool(
     require_approval: bool | _ApprovalCheck = False,
     thread: bool = True,
     timeout: float | None = None,
+    progress: bool = False,
 ) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
     """Decorator: ``@tool`` or ``@tool(name=..., require_approval=True, timeout=5)``."""
 
@@ -759,6 +766,7 @@ def tool(
             require_approval=require_approval,
             thread=thread,
             timeout=timeout,
+            progress=progress,
         )
 
     return wrap(fn) if fn is not None else wrap

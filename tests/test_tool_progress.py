@@ -1,0 +1,179 @@
+"""A running tool's progress reports reach the caller of the run (``ToolContext.report_progress``):
+as events while the call runs, before its result, in no model's history, through an AgentTool
+that shows its inner events, on the call's span when traced, and from an MCP server's progress
+notifications without a handler."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from mcp_servers.process import STDIO_SCRIPT
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
+
+from adk import AgentEvent, AgentTool, Runner, ToolContext, ToolProgress, tool
+from adk.mcp import MCPProgress, MCPToolset, StdioServer
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+@tool(progress=True)
+async def crunch(steps: int, ctx: ToolContext) -> str:
+    """Crunch numbers."""
+    for step in range(1, steps + 1):
+        ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"crunched {steps}"
+
+
+@tool(progress=True)
+def sync_crunch(ctx: ToolContext) -> str:
+    """Crunch numbers in a worker thread."""
+    ctx.report_progress(message="halfway", data={"rows": [1, 2]})
+    return "crunched"
+
+
+@tool
+async def silent(ctx: ToolContext) -> str:
+    """A tool not declared to report progress."""
+    ctx.report_progress(1, 2)
+    return "never"
+
+
+def reports(events: list[AgentEvent]) -> list[tuple[str | None, ToolProgress]]:
+    return [
+        (e.output.tool_name, e.output.custom)
+        for e in events
+        if e.output is not None and isinstance(e.output.custom, ToolProgress)
+    ]
+
+
+async def test_progress_reaches_the_caller_while_the_call_runs_and_no_model_sees_it() -> None:
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("crunch", {"steps": 2})]),
+            Reply(tool_calls=[tool_call("sync_crunch", {})]),
+            "Done.",
+        ]
+    )
+    events = [
+        e async for e in Runner(ReActAgent("worker", model, tools=[crunch, sync_crunch])).run("Go.")
+    ]
+
+    kinds = [
+        "progress" if isinstance(e.output.custom, ToolProgress) else str(e.output.role)
+        for e in events
+        if e.output is not None
+    ]
+    # Each report comes while its call runs: after the call, before its result.
+    assert kinds == [
+        *("assistant", "progress", "progress", "tool"),
+        *("assistant", "progress", "tool"),
+        "assistant",
+    ]
+    assert reports(events) == [
+        ("crunch", ToolProgress(tool_call_id="call_1", progress=1, total=2, message="step 1 of 2")),
+        ("crunch", ToolProgress(tool_call_id="call_1", progress=2, total=2, message="step 2 of 2")),
+        (
+            "sync_crunch",
+            ToolProgress(tool_call_id="call_2", message="halfway", data={"rows": [1, 2]}),
+        ),
+    ]
+    first = next(e for e in events if isinstance(e.output and e.output.custom, ToolProgress))
+    assert (first.agent_name, first.run_path) == ("worker", ("worker",))
+    # Its JSON form names the type, and comes back as it was.
+    data = first.to_dict()
+    assert data["output"]["custom_type"] == "adk.ToolProgress"
+    assert AgentEvent.from_dict(data).output.custom == first.output.custom  # type: ignore[union-attr]
+    # No model saw a report: the last request holds the calls and results only.
+    last_request = model.requests[-1]
+    assert all("step 1" not in (m.content or "") for m in last_request.messages)
+
+
+async def test_a_tool_not_declared_to_report_progress_is_told_how_alone_or_beside_another() -> None:
+    for calls in (
+        [tool_call("silent", {})],
+        [tool_call("silent", {}), tool_call("crunch", {"steps": 1})],
+    ):
+        model = ScriptedModel([Reply(tool_calls=calls), "Done."])
+        result = await Runner(ReActAgent("worker", model, tools=[silent, crunch])).invoke("Go.")
+        (answer,) = [m for m in model.requests[-1].messages if m.name == "silent"]
+        assert "was not declared to report any" in answer.content
+        assert "progress=True" in answer.content
+        assert [c.tool_call_id for _, c in reports(result.events)] == (
+            ["call_2"] if len(calls) == 2 else []
+        )
+
+
+async def test_progress_of_a_nested_agents_tool_passes_an_agent_tool_that_shows_inner_events() -> (
+    None
+):
+    for shown in (True, False):
+        inner = ReActAgent(
+            "cruncher",
+            ScriptedModel([Reply(tool_calls=[tool_call("crunch", {"steps": 1})]), "Crunched."]),
+            tools=[crunch],
+            description="Crunches numbers.",
+        )
+        model = ScriptedModel(
+            [Reply(tool_calls=[tool_call("cruncher", {"request": "go"})]), "Done."]
+        )
+        outer = ReActAgent("boss", model, tools=[AgentTool(inner, emit_inner_events=shown)])
+        result = await Runner(outer).invoke("Go.")
+        got = [
+            (e.run_path, e.output.custom.progress)
+            for e in result.events
+            if isinstance(e.output and e.output.custom, ToolProgress)
+        ]  # type: ignore[union-attr]
+        assert got == ([(("boss", "cruncher"), 1.0)] if shown else [])
+        # The agent tool's result is the inner agent's answer, never a report.
+        assert [m.content for m in model.requests[-1].messages if m.name == "cruncher"] == [
+            "Crunched."
+        ]
+        assert result.output is not None and result.output.content == "Done."
+
+
+async def test_progress_is_a_span_event_on_the_calls_execute_tool_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    model = ScriptedModel([Reply(tool_calls=[tool_call("crunch", {"steps": 2})]), "Done."])
+    await Runner(ReActAgent("worker", model, tools=[crunch]), tracer_provider=provider).invoke(
+        "Go."
+    )
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool crunch"]
+    progress = [dict(e.attributes or {}) for e in span.events if e.name == "adk.tool.progress"]
+    # The message is the tool's text: left out unless content is captured.
+    assert progress == [
+        {"adk.tool.progress.progress": 1.0, "adk.tool.progress.total": 2.0},
+        {"adk.tool.progress.progress": 2.0, "adk.tool.progress.total": 2.0},
+    ]
+
+
+@pytest.mark.parametrize("handler", [False, True])
+async def test_an_mcp_servers_progress_reaches_the_caller_without_a_handler(handler: bool) -> None:
+    handled: list[MCPProgress] = []
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+    toolset = MCPToolset(
+        server,
+        prefix="demo",
+        call_timeout=15,
+        on_progress=(lambda ctx, p: handled.append(p)) if handler else None,
+    )
+    model = ScriptedModel([Reply(tool_calls=[tool_call("demo_work", {"steps": 2})]), "Done."])
+    async with Runner(ReActAgent("worker", model, tools=[toolset])) as runner:
+        result = await runner.invoke("Work.")
+    assert [m.content for m in model.requests[-1].messages if m.name == "demo_work"] == [
+        "did 2 steps (progress asked)"
+    ]
+    assert reports(result.events) == [
+        (
+            "demo_work",
+            ToolProgress(tool_call_id="call_1", progress=1, total=2, message="step 1 of 2"),
+        ),
+        (
+            "demo_work",
+            ToolProgress(tool_call_id="call_1", progress=2, total=2, message="step 2 of 2"),
+        ),
+    ]
+    assert len(handled) == (2 if handler else 0)
