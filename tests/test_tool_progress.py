@@ -13,10 +13,10 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
-from adk import AgentEvent, AgentTool, Runner, ToolContext, ToolProgress, tool
+from adk import AgentEvent, AgentTool, Runner, SequentialAgent, ToolContext, ToolProgress, tool
 from adk.mcp import MCPProgress, MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
-from prebuilt import ReActAgent
+from prebuilt import ReActAgent, Supervisor
 
 
 @tool(progress=True)
@@ -177,3 +177,27 @@ async def test_an_mcp_servers_progress_reaches_the_caller_without_a_handler(hand
         ),
     ]
     assert len(handled) == (2 if handler else 0)
+
+
+async def test_progress_passes_a_supervisor_and_a_sequential_workflow_with_the_workers_path() -> (
+    None
+):
+    def worker() -> ReActAgent:
+        model = ScriptedModel([Reply(tool_calls=[tool_call("crunch", {"steps": 1})]), "Crunched."])
+        return ReActAgent("worker", model, tools=[crunch], description="Crunches numbers.")
+
+    boss = ReActAgent(
+        "boss",
+        ScriptedModel(
+            [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "worker"})]), "Done."]
+        ),
+    )
+    supervised = await Runner(Supervisor(boss, [worker()])).invoke("Go.")
+    pipeline = await Runner(SequentialAgent("pipeline", [worker()])).invoke("Go.")
+    for result, path in ((supervised, ("boss", "worker")), (pipeline, ("pipeline", "worker"))):
+        got = [
+            e.run_path
+            for e in result.events
+            if isinstance(e.output and e.output.custom, ToolProgress)
+        ]
+        assert got == [path]
