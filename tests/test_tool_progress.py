@@ -5,6 +5,7 @@ notifications without a handler."""
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -13,9 +14,19 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
-from adk import AgentEvent, AgentTool, Runner, SequentialAgent, ToolContext, ToolProgress, tool
+from adk import (
+    AgentEvent,
+    AgentTool,
+    Interrupt,
+    Runner,
+    SequentialAgent,
+    ToolContext,
+    ToolProgress,
+    tool,
+)
 from adk.mcp import MCPProgress, MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
+from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent, Supervisor
 
 
@@ -201,3 +212,25 @@ async def test_progress_passes_a_supervisor_and_a_sequential_workflow_with_the_w
             if isinstance(e.output and e.output.custom, ToolProgress)
         ]
         assert got == [path]
+
+
+@tool(progress=True)
+async def ask_first(ctx: ToolContext) -> str:
+    """Report, then wait for a person."""
+    ctx.report_progress(message="asking")
+    raise Interrupt("May I?")
+
+
+async def test_an_agent_span_s_answer_is_never_a_progress_report(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With content captured an agent span records its last answer of its own; a report is no
+    # answer: an agent paused (or cut off) after one recorded none, where it had its tool call.
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("ask_first", {})])])
+    runner = Runner(ReActAgent("worker", model, tools=[ask_first]), tracer_provider=provider)
+    result = await runner.invoke("Go.")
+    assert result.interrupt is not None
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent worker"]
+    (answer,) = json.loads(dict(span.attributes or {})["gen_ai.output.messages"])
+    assert answer["parts"][0]["name"] == "ask_first"
