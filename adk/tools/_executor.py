@@ -1,9 +1,10 @@
 """Running a model's tool calls: concurrently, each failure an error result, interrupts collected.
 
 Used by ``ReActAgent`` and the event-driven layer. Outcomes arrive in completion order; events that
-tools emit while running (an ``AgentTool`` forwarding its inner events) arrive as they happen. A
-single call runs inline, without a task, because that is the common case and a task costs more than
-the rest of the call.
+tools emit while running (an ``AgentTool`` forwarding its inner events, a tool's progress reports)
+arrive as they happen. A single call runs inline, without a task, because that is the common case
+and a task costs more than the rest of the call; a call of a tool that emits (``_emits_events``)
+runs in one, so its events can pass while it runs.
 """
 
 from __future__ import annotations
