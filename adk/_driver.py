@@ -191,7 +191,8 @@ class _AgentRun:
                     usage = message.usage
                     if usage is not None:  # a model's reply: its usage counts in the run's
                         count_recorded(run, message, usage)
-                elif output.stream is not None:
+                elif output.stream is not None and not output.shown_only:
+                    # (A stream only shown is no answer: not recorded, nor read for the agent.)
                     self.stream = output.stream
                     self.stream_author = event.agent_name
         if event.error is not None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from . import _hooks
 from ._hooks import Hooks, ModelRequest, _Answered, _run_timeout, otel_may_be_configured
 from .callbacks import _AgentCallbacks, _Answer, _CallbackChain
-from .events import _FORWARDED, _SHOWN, ErrorInfo
+from .events import _FORWARDED, ErrorInfo
 from .messages import _ASSISTANT
 from .streams import _being_cancelled
 
@@ -460,10 +460,11 @@ class _CapturingInstrumented(_Instrumented):
             return
         if event.run_path is handle.run_path or event.run_path == handle.run_path:  # its own
             message = output.message
-            # A stream is an assistant's answer (unless only shown: ``_SHOWN``); a message may be
-            # a tool's result, not an answer; a tool's progress report (``_FORWARDED``) is none.
+            # A stream is an assistant's answer (unless only shown: ``shown_only``); a message
+            # may be a tool's result, not an answer; a tool's progress report (``_FORWARDED``) is
+            # none.
             if message is None:
-                if not event._flags & (_SHOWN | _FORWARDED):
+                if not output.shown_only and not event._flags & _FORWARDED:
                     handle.output = output
             elif message.role == _ASSISTANT:
                 handle.output = output

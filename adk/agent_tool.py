@@ -32,7 +32,7 @@ from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError, _nan_json
 from .context import RunContext, _RunState, new_run
-from .events import _FORWARDED, _SHOWN, AgentEvent
+from .events import _FORWARDED, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
@@ -170,8 +170,10 @@ class AgentTool:
                         raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
                     self._forward(ctx, event)  # before collecting, so a stream reads live outside
                     output = event.output
-                    if output is not None and not event._flags & _SHOWN:  # shown: no answer
+                    if output is not None:
                         if output.stream is not None:
+                            if output.shown_only:  # shown, no answer
+                                continue
                             try:
                                 last = await output.stream.collect()
                             except Exception:
@@ -270,7 +272,6 @@ class AgentTool:
         if not self.emit_inner_events or ctx._emit is None or event.output is None:
             return
         outer_path = (*ctx.run_path, *event.run_path)
-        # A stream only shown (``_SHOWN``) stays so outside: no output there either.
-        flags = _FORWARDED | (event._flags & _SHOWN)
-        shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=flags)
+        # The copy shares the output: a stream only shown (``shown_only``) stays so outside.
+        shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=_FORWARDED)
         ctx._emit(shown)

@@ -45,13 +45,22 @@ class ErrorInfo:
 @dataclass(slots=True, init=False)
 class AgentOutput:
     """Exactly one of ``message``, ``stream`` or ``custom``; ``role`` and ``tool_name`` are readable
-    without consuming a stream."""
+    without consuming a stream.
+
+    ``shown_only`` (an extension to DESIGN.md) marks a stream shown to the caller as it arrives
+    that is not an answer of the agent: the built-in chat action's model replies in a streaming
+    run (``adk.actions``). The framework does not record it in history, nor take it as the run's
+    output (``RunResult.output``), an ``AgentTool``'s result, a ``PlanExecute`` step's text or an
+    agent span's answer, nor read it for the agent (the agent that yields it reads it). It is the
+    output's, so it stays with the event wherever the event goes (``RunResult.events``, an
+    ``AgentTool``'s forwarded copy, ``to_dict``/``from_dict`` as ``"shown_only": true``)."""
 
     message: Message | None
     stream: MessageStream | None
     custom: Any
     role: Role | None
     tool_name: str | None
+    shown_only: bool
 
     def __init__(
         self,
@@ -60,10 +69,24 @@ class AgentOutput:
         custom: Any = None,
         role: Role | str | None = None,
         tool_name: str | None = None,
+        shown_only: bool = False,
     ) -> None:
         given = (message is not None) + (stream is not None) + (custom is not None)
         if given > 1:
             raise ValueError("AgentOutput holds exactly one of message, stream or custom")
+        if shown_only is not False:
+            if shown_only is not True:
+                raise TypeError(
+                    f"AgentOutput(shown_only=...) takes True or False, got {shown(shown_only)}"
+                )
+            if stream is None:
+                # Streams only: the framework reads the mark on a stream's event alone, so no
+                # message event (nearly all of them) pays for it.
+                raise ValueError(
+                    "AgentOutput(shown_only=True) marks a stream shown as it arrives; give it "
+                    "stream=, not a message or a custom value (an event that is not an answer "
+                    "and no stream is AgentEvent.custom)"
+                )
         if message is not None and not isinstance(message, Message):
             raise TypeError(f"AgentOutput(message=...) takes a Message, got {shown(message)}")
         if stream is not None and not isinstance(stream, MessageStream):
@@ -73,6 +96,7 @@ class AgentOutput:
         self.message = message
         self.stream = stream
         self.custom = custom
+        self.shown_only = shown_only
         if message is not None:
             self.role = message.role
             self.tool_name = tool_name or (message.name if message.role is _TOOL else None)
@@ -102,10 +126,8 @@ _BREAK_HANDLED = 2  # the innermost loop has taken this break; outer loops ignor
 _FORWARDED = 8  # a copy an AgentTool shows from its nested run (emit_inner_events): not an
 # output of the agent that yields it, whose output the tool's result is (a PlanExecute's step
 # must not take a plan or a result from it). Set on the copy, so it never needs clearing.
-_SHOWN = 16  # a stream shown to the caller as it arrives that is no output of the agent: the
-# built-in chat action's model reply in a streaming run (``adk.actions``), whose actions get it as
-# a ``ChatResponseEvent``, as without streaming. Set with ``_RECORDED`` (not in history); not the
-# run's output (``invoke``), an ``AgentTool``'s result, or an agent span's answer.
+# (A stream only shown, no answer, is no flag but ``AgentOutput.shown_only``: what an event *is*
+# must outlive the run, its JSON included, where these flags say what layers have done with it.)
 
 
 @dataclass(slots=True)
@@ -136,6 +158,7 @@ class AgentEvent:
         output = _new(AgentOutput)
         output.message = message
         output.stream = output.custom = None
+        output.shown_only = False
         role = output.role = message.role
         output.tool_name = message.name if role is _TOOL else None
         event = _new(cls)
@@ -237,6 +260,8 @@ class AgentEvent:
                     raise ValueError(f"a streaming event cannot be encoded yet: {exc}") from None
                 out["message"] = adk._event_json.dump_message(message, "output.message")
                 out["streamed"] = True
+                if output.shown_only:
+                    out["shown_only"] = True
             elif output.custom is not None:
                 out["custom"], custom_type = adk._event_json.dump_value(
                     output.custom, "output.custom"
@@ -299,7 +324,7 @@ class AgentEvent:
         return event
 
 
-_OUTPUT_KEYS = {"message", "streamed", "custom", "custom_type", "role", "tool_name"}
+_OUTPUT_KEYS = {"message", "streamed", "shown_only", "custom", "custom_type", "role", "tool_name"}
 _ACTION_KEYS = {"exit", "transfer_to", "break_loop", "interrupted", "custom", "custom_type"}
 
 
@@ -318,6 +343,9 @@ def _output_from(data: Any) -> AgentOutput:
     streamed = fields.get("streamed", False)
     if type(streamed) is not bool or (streamed and "message" not in fields):
         raise ValueError("event output.streamed: true (with a message) or left out")
+    shown_only = fields.get("shown_only", False)  # JSON written before it: left out, False
+    if type(shown_only) is not bool or (shown_only and not streamed):
+        raise ValueError("event output.shown_only: true (with a streamed message) or left out")
     if "message" in fields:
         message = adk._event_json.load_message(fields["message"], "output.message")
         if role is not None and role is not message.role:
@@ -326,7 +354,7 @@ def _output_from(data: Any) -> AgentOutput:
             )
         if streamed:
             stream = MessageStream.from_message(message)
-            return AgentOutput(stream=stream, role=role, tool_name=tool_name)
+            return AgentOutput(stream=stream, role=role, tool_name=tool_name, shown_only=shown_only)
         return AgentOutput(message=message, tool_name=tool_name)
     custom = adk._event_json.load_value(
         fields.get("custom"), fields.get("custom_type"), "output.custom"
@@ -365,6 +393,7 @@ def message_event(message: Message) -> AgentEvent:
     output = _new(AgentOutput)
     output.message = message
     output.stream = output.custom = None
+    output.shown_only = False
     role = output.role = message.role
     output.tool_name = message.name if role is _TOOL else None
     event = _new(AgentEvent)
@@ -384,6 +413,7 @@ def tool_result_event(message: Message, tool_name: str) -> AgentEvent:
     output = _new(AgentOutput)
     output.message = message
     output.stream = output.custom = None
+    output.shown_only = False
     output.role = _TOOL
     output.tool_name = tool_name
     event = _new(AgentEvent)

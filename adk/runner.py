@@ -64,7 +64,7 @@ from .context import (
     new_run,
     run_options,
 )
-from .events import _SHOWN, _TRANSFER_HANDLED, AgentEvent, ErrorInfo
+from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import _messages_for
 from .interrupts import (
     _CALLBACK_SLOT,
@@ -1439,8 +1439,8 @@ class _Collecting:
         """Collect an event under the runner's rules (``_check``: a pause saves its checkpoint);
         True when the run ends with it."""
         output = event.output
-        if output is not None and output.stream is not None and not event._flags & _SHOWN:
-            await self.add_stream(output.stream)  # a stream only shown is no output (_SHOWN)
+        if output is not None and output.stream is not None and not output.shown_only:
+            await self.add_stream(output.stream)  # a stream only shown is no output
         if event._signal is None and event.action is None and event.error is None:
             self.add(event, checked=True)
             return False
@@ -1528,7 +1528,7 @@ async def _collect(events: AsyncIterator[AgentEvent], box: list[RunContext]) -> 
     try:
         async for event in events:
             output = event.output
-            if output is not None and output.stream is not None and not event._flags & _SHOWN:
+            if output is not None and output.stream is not None and not output.shown_only:
                 await collected.add_stream(output.stream)
             collected.add(event, checked=True)  # the root's rules were applied by _drive_root
     finally:

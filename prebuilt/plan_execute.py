@@ -65,7 +65,7 @@ from adk._authors import Author, authors
 from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
 from adk.checkpoint._state import SavedState
-from adk.events import _BREAK_HANDLED, _FORWARDED, _SHOWN
+from adk.events import _BREAK_HANDLED, _FORWARDED
 from adk.history import _input_without_tool, _is_history_view
 
 from ._instruction import InstructionProvider
@@ -166,7 +166,7 @@ async def _text_of(event: AgentEvent) -> str | None:
         return custom if isinstance(custom, str) else json.dumps(custom, default=str)
     message = output.message
     if message is None and output.stream is not None:
-        if event._flags & _SHOWN:  # an event-driven chat's reply, shown: not the role's answer
+        if output.shown_only:  # e.g. an event-driven chat's reply, shown: not the role's answer
             return None
         message = await output.stream.collect()
     if message is None or message.tool_calls or message.role == "user":

@@ -234,6 +234,50 @@ async def test_a_stream_read_to_its_end_is_sent_as_its_joined_message() -> None:
     assert "".join([c.content async for c in back.output.stream]) == "Hello"
 
 
+async def test_a_stream_only_shown_says_so_and_comes_back_so() -> None:
+    """``"shown_only": true`` beside ``"streamed"`` (an event-driven chat's reply in a streaming
+    run: not the agent's answer); JSON written without the key, as before it, reads as an answer."""
+    draft = Message(role="assistant", content="Drafting.", metadata={"finish_reason": "stop"})
+    shown = _stamped(
+        AgentEvent(output=AgentOutput(stream=MessageStream.from_message(draft), shown_only=True))
+    )
+    answer = _stamped(AgentEvent.streaming(MessageStream.from_message(draft)))
+
+    data = shown.to_dict()
+    back = _wire(shown)
+
+    assert data["output"] == {
+        "message": {
+            "role": "assistant",
+            "content": "Drafting.",
+            "tool_calls": [],
+            "metadata": {"finish_reason": "stop"},
+        },
+        "streamed": True,
+        "shown_only": True,
+        "role": "assistant",
+    }
+    assert back.output is not None and back.output.shown_only
+    assert back.output.stream is not None and await back.output.stream.collect() == draft
+    assert "shown_only" not in answer.to_dict()["output"]
+    before = {key: value for key, value in data["output"].items() if key != "shown_only"}
+    old = AgentEvent.from_dict({**data, "output": before})
+    assert old.output is not None and old.output.stream is not None
+    assert old.output.shown_only is False
+    assert AgentEvent.of(draft).output == AgentOutput(message=draft)  # False on every event
+
+
+def test_only_a_stream_can_be_marked_shown_only() -> None:
+    """A message is recorded as it is when yielded (the framework reads the mark on streams
+    only); what is not True or False is a mistake, not a truth value."""
+    with pytest.raises(ValueError, match=r"shown_only=True\) marks a stream"):
+        AgentOutput(message=Message.assistant("hi"), shown_only=True)
+    with pytest.raises(ValueError, match=r"shown_only=True\) marks a stream"):
+        AgentOutput(custom={"step": 1}, shown_only=True)
+    with pytest.raises(TypeError, match="takes True or False, got str 'yes'"):
+        AgentOutput(stream=MessageStream.from_message(Message.assistant("hi")), shown_only="yes")  # type: ignore[arg-type]
+
+
 async def test_an_unread_stream_is_refused_and_left_unread() -> None:
     pulled: list[str] = []
 
@@ -402,6 +446,14 @@ def test_data_that_is_not_json_is_a_clear_error_naming_the_field(
             "event output: holds one of message or custom",
         ),
         ({"output": {"custom": 1, "streamed": True}}, "event output.streamed"),
+        (
+            {"output": {"message": {"role": "assistant"}, "shown_only": True}},
+            r"event output.shown_only: true \(with a streamed message\) or left out",
+        ),
+        (
+            {"output": {"message": {"role": "assistant"}, "streamed": True, "shown_only": 1}},
+            "event output.shown_only",
+        ),
         (
             {"output": {"message": {"role": "user"}, "role": "tool"}},
             "event output.role: 'tool' but the message's is 'user'",

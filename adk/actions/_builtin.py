@@ -17,10 +17,9 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._driver import _RECORDED
 from ..checkpoint._state import SavedState
 from ..context import generate_counted, run_model_options, stream_counted
-from ..events import _SHOWN, AgentEvent
+from ..events import AgentEvent, AgentOutput
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
 from ..models import _call
@@ -75,8 +74,9 @@ async def chat_action(event: Event, ctx: ActionContext) -> None:
 async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentEvent, None]:
     """``chat_action`` in a streaming run (``Runner(enable_streaming=True)``): each model call
     is streamed, and shown to the caller as it arrives, as ``ReActAgent`` shows its replies
-    (``AgentEvent.streaming``). Only shown (``_SHOWN``): the reply is not recorded in history
-    nor an output of the agent, and goes on as without streaming (a ``ToolRequestEvent`` or a
+    (``AgentEvent.streaming``). Only shown (``AgentOutput.shown_only``, which callers and a
+    relay's ``from_dict`` read too): the reply is not recorded in history nor an output of the
+    agent, and goes on as without streaming (a ``ToolRequestEvent`` or a
     ``ChatResponseEvent``), so a streaming run records, saves and sends what one without does.
     A generator of its own, which ``_ActionRun.process`` iterates in a streaming run only: a
     run that does not stream calls ``chat_action`` as before."""
@@ -88,15 +88,14 @@ async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[Agen
     run_ctx = ctx.run_context
     options = _options(run_ctx, request, rounds)
     stream = stream_counted(run_ctx, model, messages, [tool.spec for tool in tools], options)
-    shown = AgentEvent.streaming(stream)
-    shown._flags = _RECORDED | _SHOWN
+    shown = AgentEvent(output=AgentOutput(stream=stream, shown_only=True))
     try:
         yield shown
         reply = await stream.collect()
     finally:
         # A run closed at this event (the caller walked away mid-reply) or cancelled: stop the
         # model's stream, as a driver stops a recorded one (``_driver.finish``), which this one
-        # is not (``_RECORDED``): its connection would stay open until collected.
+        # is not (``shown_only``): its connection would stay open until collected.
         if not stream.done:
             await stream.aclose()
     _answer(ctx, request, messages, rounds, reply)
