@@ -39,6 +39,7 @@ from .events import (
 if TYPE_CHECKING:
     from .._preflight import Preflight
     from ..context import RunContext
+    from ..tools.base import ToolSpec
     from ._run import _ActionRun
     from .context import ActionContext
 
@@ -64,10 +65,8 @@ async def chat_action(event: Event, ctx: ActionContext) -> None:
     if chat is None:
         return
     request, messages, rounds = chat
-    model, tools = await _model_and_tools(ctx, request)
-    run_ctx = ctx.run_context
-    options = _options(run_ctx, request, rounds)
-    reply = await generate_counted(run_ctx, model, messages, [tool.spec for tool in tools], options)
+    run_ctx, model, specs, options = await _call_parts(ctx, request, rounds)
+    reply = await generate_counted(run_ctx, model, messages, specs, options)
     _answer(ctx, request, messages, rounds, reply)
 
 
@@ -84,10 +83,8 @@ async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[Agen
     if chat is None:
         return
     request, messages, rounds = chat
-    model, tools = await _model_and_tools(ctx, request)
-    run_ctx = ctx.run_context
-    options = _options(run_ctx, request, rounds)
-    stream = stream_counted(run_ctx, model, messages, [tool.spec for tool in tools], options)
+    run_ctx, model, specs, options = await _call_parts(ctx, request, rounds)
+    stream = stream_counted(run_ctx, model, messages, specs, options)
     shown = AgentEvent(output=AgentOutput(stream=stream, shown_only=True))
     try:
         yield shown
@@ -132,11 +129,16 @@ def _options(ctx: RunContext, request: ChatRequestEvent, rounds: int) -> ModelOp
     return _call.free_tool_choice(options) if rounds else options
 
 
-async def _model_and_tools(ctx: ActionContext, request: ChatRequestEvent) -> tuple[Any, list[Tool]]:
+async def _call_parts(
+    ctx: ActionContext, request: ChatRequestEvent, rounds: int
+) -> tuple[RunContext, Any, list[ToolSpec], ModelOptions | None]:
+    """What a chat's next model call is made with, streamed or not: the run context it is made
+    in, the request's model and its tools' specs (looked up per round), and its options."""
     run = ctx._run  # its lookup directly, per chat round: no wrapper to make (see _Lookup)
     model = await run.get_resource(request.model, "model")
     tools: list[Tool] = [await run.get_resource(name, "tool") for name in request.tools]
-    return model, tools
+    run_ctx = ctx.run_context
+    return run_ctx, model, [tool.spec for tool in tools], _options(run_ctx, request, rounds)
 
 
 def _answer(
