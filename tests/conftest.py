@@ -191,6 +191,20 @@ class ChatActor(ActionAgent):
         ctx.send_event(OutputEvent(output=event.response.content))
 
 
+class Quiet(ActionAgent):
+    """An event-driven agent that says it is asking, then keeps its chat's reply in memory: no output after the chat (what a streaming
+    run shows of that chat is its only sign)."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output="asking"))
+        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("hi")]))
+
+    @action(ChatResponseEvent)
+    def keep(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.short_term_memory.set("reply", event.response.content)
+
+
 class Bank:
     """Money tools a person approves first (``require_approval``), each noting what it did:
     ``pay`` in ``paid``, ``transfer`` in ``sent``."""

@@ -16,7 +16,7 @@ from contextlib import aclosing
 from typing import Any
 
 import pytest
-from conftest import wire_model
+from conftest import Quiet, wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 from opentelemetry.sdk.trace import TracerProvider
@@ -230,19 +230,6 @@ async def test_a_run_that_does_not_stream_never_calls_stream() -> None:
 
     result = await Runner(Calculator("calc", resources=_resources(NoStream()))).invoke("1+2?")
     assert result.text == "The sum is 3."
-
-
-class Quiet(ActionAgent):
-    """Says it is asking, then keeps its chat's reply in memory: no output after the chat."""
-
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        ctx.send_event(OutputEvent(output="asking"))
-        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("hi")]))
-
-    @action(ChatResponseEvent)
-    def keep(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-        ctx.short_term_memory.set("reply", event.response.content)
 
 
 def quiet(name: str = "quiet") -> Quiet:

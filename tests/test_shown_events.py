@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from conftest import Quiet
 
 from adk import (
     AgentEvent,
@@ -51,19 +52,6 @@ class Counter(ActionAgent):
     @action(ChatResponseEvent)
     def count(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
         ctx.send_event(OutputEvent(output=f"words={len(event.response.content.split())}"))
-
-
-class Quiet(ActionAgent):
-    """Says it is asking, then keeps its chat's reply in memory: no output after the chat."""
-
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        ctx.send_event(OutputEvent(output="asking"))
-        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("hi")]))
-
-    @action(ChatResponseEvent)
-    def keep(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-        ctx.short_term_memory.set("reply", event.response.content)
 
 
 def _remote(kind: type[ActionAgent], reply: str) -> Runner:
