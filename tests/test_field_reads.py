@@ -13,59 +13,18 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adk import Message, ModelOptions, Role, Runner, ToolCall, ToolSpec, tool
-from adk.messages import MessageChunk
+from adk import Message, Runner, ToolCall
+from benchmarks.pyadk_workloads import _AddModel, _DoneModel, add
 from prebuilt import ReActAgent
 
 ROOT = Path(__file__).resolve().parent.parent
 _OWN = (str(ROOT / "adk") + "/", str(ROOT / "prebuilt") + "/")
-
-
-class _Model:
-    """Answers "done", or asks for ``add(a=1, b=2)`` first when ``calls_tool``."""
-
-    model_name = "reads"
-
-    def __init__(self, calls_tool: bool) -> None:
-        self.calls_tool = calls_tool
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        options: ModelOptions | None = None,
-    ) -> Message:
-        last = messages[-1]
-        if not self.calls_tool or last.role == Role.TOOL:
-            return Message.assistant("done")
-        return Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a":1,"b":2}')])
-
-    async def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        options: ModelOptions | None = None,
-    ) -> AsyncIterator[MessageChunk]:
-        yield MessageChunk(content="done")
-
-
-@tool
-async def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: The first addend.
-        b: The second addend.
-    """
-    return a + b
 
 
 @pytest.fixture
@@ -93,12 +52,12 @@ def reads() -> Iterator[Counter[tuple[str, str, str]]]:
         del ToolCall.__getattribute__
 
 
-def _runs(runner: Runner, counted: Counter[tuple[str, str, str]]) -> None:
+def _runs(runner: Runner, counted: Counter[tuple[str, str, str]], answer: str) -> None:
     async def main() -> None:
         await runner.invoke("hi")  # warm: nothing counted
         counted.clear()
         result = await runner.invoke("hi")
-        assert result.output.content == "done"
+        assert result.output.content == answer
 
     asyncio.run(main())
 
@@ -108,7 +67,7 @@ def test_a_turn_that_answers_reads_its_reply_once_per_need(
 ) -> None:
     # The reply's role for its event, its usage as the run records it, its tool calls once;
     # not its content, with no output_key to store it in.
-    _runs(Runner(ReActAgent("a", _Model(calls_tool=False))), reads)
+    _runs(Runner(ReActAgent("a", _DoneModel())), reads, "done")
     assert dict(reads) == {
         ("Message", "role", "message_event"): 1,
         ("Message", "usage", "observe"): 1,
@@ -123,7 +82,7 @@ def test_a_tool_round_reads_its_call_once_before_the_tool_runs(
     # id once before the tool runs and once after (a callback may have changed them), its
     # arguments for the tool; not its name again for an empty return_directly. The result's
     # event is made with the name and role the result was made with, not read back from it.
-    _runs(Runner(ReActAgent("b", _Model(calls_tool=True), tools=[add])), reads)
+    _runs(Runner(ReActAgent("b", _AddModel(), tools=[add])), reads, "sum=3")
     assert dict(reads) == {
         ("Message", "role", "message_event"): 2,  # the replies': the tool result's is known
         ("Message", "usage", "observe"): 3,
