@@ -198,7 +198,7 @@ def _refusing(expected: Any, event: Any = None, **kwargs: Any) -> ActionAgent:
             [Answer, Review],
             None,
             {},
-            "the action takes Review, so none could be collected and the fan-in would never",
+            "the action does not take Review, so none could be collected and the fan-in would",
         ),
         (
             [Answer, Part, Review],

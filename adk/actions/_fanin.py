@@ -129,9 +129,10 @@ def check_expected(
         kind for kind in dict.fromkeys(kinds) if not any(issubclass(kind, a.events) for a in takers)
     ]
     if unseen:
-        whom = "no action of the agent" if shared else "the action"
+        # Said as what is missing: "the action takes Review" read as the opposite of the fault.
+        whom = "no action of the agent takes" if shared else "the action does not take"
         raise ValueError(
-            f"{call}: {whom} takes {_names(unseen)}, so none could be collected and the fan-in "
+            f"{call}: {whom} {_names(unseen)}, so none could be collected and the fan-in "
             "would never complete; "
             + (
                 "add the type to its @action(...)"
