@@ -117,6 +117,27 @@ async def test_a_tool_not_declared_to_report_progress_is_told_how_alone_or_besid
         )
 
 
+async def test_a_tool_that_awaits_its_report_as_an_mcp_server_tool_does_runs_to_its_result() -> (
+    None
+):
+    """FastMCP's ``ctx.report_progress`` is a coroutine, so a tool ported from an MCP server awaits
+    it: the call must go on to its result, not fail on awaiting the report after it was sent."""
+
+    @tool(progress=True)
+    async def ported(ctx: ToolContext) -> str:
+        """Index, written as an MCP server's tool."""
+        await ctx.report_progress(1, 2, "half")
+        await ctx.report_progress(2, 2)
+        return "indexed"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("ported", {})]), "Done."])
+    result = await Runner(ReActAgent("worker", model, tools=[ported])).invoke("Go.")
+
+    (answer,) = [m for m in model.requests[-1].messages if m.name == "ported"]
+    assert answer.content == "indexed"
+    assert [(p.progress, p.message) for _, p in reports(result.events)] == [(1, "half"), (2, None)]
+
+
 async def test_progress_of_a_nested_agents_tool_passes_an_agent_tool_that_shows_inner_events() -> (
     None
 ):

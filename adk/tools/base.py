@@ -10,7 +10,7 @@ No ``from __future__ import annotations`` here: with it pydantic would compile e
 annotation string when the models are created at ``import adk``. Forward references are quoted.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -201,7 +201,7 @@ class ToolContext:
         message: str | None = None,
         *,
         data: Any = None,
-    ) -> None:
+    ) -> "_Reported":
         """Show the caller of the run how this call is going, while it runs: an event whose
         ``output.custom`` is a ``ToolProgress`` (``output.tool_name`` this tool), yielded by the
         calling agent before the call's result. Not in history, not saved; on the call's
@@ -212,7 +212,10 @@ class ToolContext:
         server's tool) is given a way to the caller: the framework runs its call in a task so
         that events can pass while it runs, which a call that reports nothing need not pay for.
         Any other call raises ``RuntimeError`` here, saying so, rather than the report being
-        lost unseen."""
+        lost unseen.
+
+        The report is out when this returns; ``await ctx.report_progress(...)``, as an MCP
+        server's tool writes it (FastMCP's is a coroutine), waits for nothing more."""
         emit = self._emit
         if emit is None:
             raise RuntimeError(
@@ -236,6 +239,23 @@ class ToolContext:
             _flags=_FORWARDED,
         )
         emit(event)
+        return _REPORTED
+
+
+class _Reported:
+    """What ``ToolContext.report_progress`` returns: nothing to wait for, yet awaitable. A tool
+    ported from an MCP server awaits its progress call (FastMCP's ``Context.report_progress`` is
+    a coroutine); were this ``None``, that ``await`` would fail the call, after its report had
+    gone, with Python's "object NoneType can't be used in 'await' expression", which names
+    neither the method nor the fix."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[None, None, None]:
+        yield from ()  # ends at once: the report was handed on before this was returned
+
+
+_REPORTED = _Reported()
 
 
 _install_ported_names(ToolContext)  # where a Google ADK name went (adk._ported_names)
