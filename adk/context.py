@@ -10,7 +10,15 @@ from __future__ import annotations
 import itertools
 import os
 import weakref
-from collections.abc import ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence
+from collections.abc import (
+    Generator,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -755,6 +763,15 @@ class _CountedStream(MessageStream):
             # A kept error's traceback reaches this frame (see ``MessageStream._fetch_one``): it
             # must not keep the stream, which keeps the error.
             del self
+
+    def __await__(self) -> Generator[Any, None, Message]:
+        # ``await ctx.stream(...)`` is an easy slip beside ``await ctx.generate(...)``; Python's
+        # own refusal names this private class and not the fix.
+        raise TypeError(
+            "ctx.stream(...) returns the reply as a MessageStream, which is not awaited: yield "
+            "AgentEvent.streaming(stream) to show it, read it (async for chunk in stream), or "
+            "join it (await stream.collect()); await ctx.generate(...) for the whole reply at once"
+        )
 
 
 def _root(

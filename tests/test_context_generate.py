@@ -598,6 +598,24 @@ class Listing(adk.Toolset):
         return []
 
 
+async def test_a_stream_awaited_as_a_reply_is_refused_saying_how_to_read_it() -> None:
+    """``await ctx.stream(...)`` beside ``await ctx.generate(...)`` is an easy slip; Python's own
+    refusal named a private class ("object _CountedStream can't be used in 'await' expression")."""
+    model = ScriptedModel(["never"])
+
+    class Awaiting(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            yield AgentEvent.of(await ctx.stream(model, input.messages))  # type: ignore[misc]
+
+    with pytest.raises(adk.RunError) as raised:
+        await Runner(Awaiting("awaiting"), enable_streaming=True).invoke("x")
+    assert raised.value.error.type == "TypeError"
+    said = raised.value.error.message
+    assert "ctx.stream(...) returns the reply as a MessageStream, which is not awaited" in said
+    assert "await stream.collect()" in said and "await ctx.generate(...)" in said
+    assert model.requests == []  # the stream was never read: no call was made
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
