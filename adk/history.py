@@ -8,6 +8,7 @@ is the same for every other reader, so it is made once and cached on the entry.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Collection, Sequence
 
 from .agent import AgentInput
@@ -22,6 +23,7 @@ __all__ = [
     "HistoryRewriter",
     "build_input",
     "build_messages",
+    "check_rewriter",
     "default_rewriter",
     "rewrite_message",
 ]
@@ -154,5 +156,52 @@ def _messages_for(
     if rewriter is not None:
         view = [HistoryEntry("", m, True) for m in root]
         view.extend(HistoryEntry(e.agent_name, e.message) for e in taken)
-        return rewriter(view, agent_name)
+        return _rewritten(rewriter(view, agent_name), rewriter, agent_name)
     return [*root, *(_view(e, agent_name) for e in taken)]
+
+
+def check_rewriter(rewriter: object, where: str) -> None:
+    """Refuse, where it is given, a ``history_rewriter`` that cannot be called as ``f(entries,
+    agent_name)`` (a one-parameter ``lambda entries: ...``, as a port of Google ADK's
+    ``include_contents`` or LangGraph's message trimmers writes it): called, it would fail the
+    agent's every start with Python's "takes 1 positional argument but 2 were given", which names
+    neither the hook nor its parameters. A callable whose signature cannot be read is taken as it
+    is; a decorated one is checked as the wrapper that is called, as callbacks are."""
+    if rewriter is None:
+        return
+    if not callable(rewriter):
+        raise TypeError(
+            f"{where}: history_rewriter must be a function f(entries, agent_name) -> "
+            f"list[Message], got {type(rewriter).__name__}"
+        )
+    try:
+        signature = inspect.signature(rewriter, follow_wrapped=False)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind("entries", "agent_name")
+    except TypeError as exc:
+        raise TypeError(
+            f"{where}: history_rewriter {rewriter!r} cannot be called as f(entries, agent_name) "
+            f"-> list[Message]: {exc}"
+        ) from None
+
+
+def _rewritten(messages: object, rewriter: HistoryRewriter, agent_name: str) -> list[Message]:
+    """A rewriter's answer, if it is messages: what it returns goes to the agent's model as its
+    input, where entries (``[e for e in entries if e.is_user_input]``, the entries rather than
+    their ``message``) went unnoticed to a test model and failed a provider's adapter far from
+    the rewriter, if it failed at all."""
+    if isinstance(messages, list | tuple):
+        wrong = next((m for m in messages if not isinstance(m, Message)), None)
+        if wrong is None:
+            return list(messages)
+        got = f"{type(wrong).__name__} among them"
+        if isinstance(wrong, HistoryEntry):
+            got += " (an entry's message is entry.message)"
+    else:
+        got = type(messages).__name__
+    raise TypeError(
+        f"agent '{agent_name}': history_rewriter {rewriter!r} must return a list of Messages, "
+        f"got {got}; adk.history.default_rewriter(entries, agent_name) is the default view"
+    )

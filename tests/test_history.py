@@ -6,12 +6,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
 
+import pytest
 from conftest import ScriptAgent, act_transfer, do, run_events
 
 from adk import (
     AgentEvent,
     AgentInput,
     BaseAgent,
+    FlowAgent,
     HistoryEntry,
     LoopAgent,
     Message,
@@ -19,12 +21,15 @@ from adk import (
     MessageStream,
     ParallelAgent,
     RunContext,
+    RunError,
     Runner,
     SequentialAgent,
     Session,
     ToolCall,
     with_sub_agents,
 )
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
 
 
 async def test_a_later_step_sees_the_earlier_steps_output_as_context() -> None:
@@ -348,3 +353,49 @@ async def test_the_authors_of_a_custom_agents_history_survive_a_pause() -> None:
     assert paused.checkpoint_id is not None
     done = await runner.invoke_resume(paused.checkpoint_id, True)
     assert done.text == "input:start a:one"
+
+
+def _users_only(entries: Sequence[HistoryEntry]) -> list[Message]:
+    """Google ADK's ``include_contents="none"`` ported with one parameter, as a reader of "a
+    function of the history entries" writes it."""
+    return [e.message for e in entries if e.is_user_input]
+
+
+@pytest.mark.parametrize(
+    "give",
+    [
+        lambda f: with_sub_agents(ScriptAgent("A"), [ScriptAgent("B")], history_rewriter=f),
+        lambda f: FlowAgent(ScriptAgent("A"), history_rewriter=f),
+        lambda f: ReActAgent("A", ScriptedModel(["never"]), history_rewriter=f),
+    ],
+    ids=["with_sub_agents", "FlowAgent", "ReActAgent"],
+)
+def test_a_rewriter_that_cannot_take_the_entries_and_the_agent_name_is_refused_where_given(
+    give: Callable[[object], object],
+) -> None:
+    """Called, it failed the agent's every start with "takes 1 positional argument but 2 were
+    given", naming neither the hook nor what it is called with."""
+    with pytest.raises(TypeError, match=r"cannot be called as f\(entries, agent_name\)"):
+        give(_users_only)
+    with pytest.raises(TypeError, match="history_rewriter must be a function f"):
+        give("user input only")
+
+
+async def test_a_rewriter_that_returns_the_entries_fails_its_agent_saying_to_take_their_messages() -> (
+    None
+):
+    """A list of entries reached the model as its input unchecked: a test model took it, and a
+    provider's adapter failed on it far from the rewriter."""
+
+    def users_only(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+        return [e for e in entries if e.is_user_input]  # type: ignore[misc]
+
+    model = ScriptedModel(["never"])
+    reader = ReActAgent("reader", model, history_rewriter=users_only)
+    with pytest.raises(RunError) as raised:
+        await Runner(SequentialAgent("seq", [ScriptAgent("P", "p"), reader])).invoke("q")
+    said = raised.value.error.message
+    assert "agent 'reader': history_rewriter" in said
+    assert "must return a list of Messages, got HistoryEntry among them" in said
+    assert "entry.message" in said
+    assert model.requests == []
