@@ -22,7 +22,7 @@ from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
-from .history import HistoryRewriter, _is_history_view, build_input, check_rewriter
+from .history import HistoryRewriter, _check_rewriter, _is_history_view, build_input
 
 if TYPE_CHECKING:
     from ._preflight import Preflight
@@ -53,7 +53,7 @@ class FlowAgent:
         history_rewriter: HistoryRewriter | None = None,
     ) -> None:
         check_agent(agent, "FlowAgent(agent)")
-        check_rewriter(history_rewriter, f"FlowAgent {agent.name!r}")
+        _check_rewriter(history_rewriter, f"FlowAgent {agent.name!r}")
         self.agent = agent
         # Remember the node on the agent, so wiring it later (top-down or bottom-up) reuses it.
         if _get_link(agent, _FLOW) is None:
@@ -405,7 +405,7 @@ def with_sub_agents(
     bounds the transfers of one run through this agent."""
     check_agent(agent, "with_sub_agents(agent)")
     check_count(max_transfers, "max_transfers", optional=True)
-    check_rewriter(history_rewriter, f"with_sub_agents({agent.name!r})")
+    _check_rewriter(history_rewriter, f"with_sub_agents({agent.name!r})")
     flow = agent if isinstance(agent, FlowAgent) else _get_link(agent, _FLOW)
     if not isinstance(flow, FlowAgent):
         flow = FlowAgent(agent)

@@ -23,7 +23,6 @@ __all__ = [
     "HistoryRewriter",
     "build_input",
     "build_messages",
-    "check_rewriter",
     "default_rewriter",
     "rewrite_message",
 ]
@@ -160,7 +159,7 @@ def _messages_for(
     return [*root, *(_view(e, agent_name) for e in taken)]
 
 
-def check_rewriter(rewriter: object, where: str) -> None:
+def _check_rewriter(rewriter: object, where: str) -> None:
     """Refuse, where it is given, a ``history_rewriter`` that cannot be called as ``f(entries,
     agent_name)`` (a one-parameter ``lambda entries: ...``, as a port of Google ADK's
     ``include_contents`` or LangGraph's message trimmers writes it): called, it would fail the

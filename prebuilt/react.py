@@ -55,7 +55,7 @@ from adk._driver import NO_EVENT
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
-from adk.history import _is_history_view, build_messages, check_rewriter
+from adk.history import _check_rewriter, _is_history_view, build_messages
 from adk.interrupts import _InterruptSignal, join_address, tool_segment
 from adk.models import _call
 from adk.tools._executor import (
@@ -991,7 +991,7 @@ class ReActAgent:
         )
         check_count(max_iterations, f"{what} max_iterations")
         _check_model(model, what)
-        check_rewriter(history_rewriter, what[:-1])
+        _check_rewriter(history_rewriter, what[:-1])
         if model_options is not None and not isinstance(model_options, ModelOptions):
             raise TypeError(
                 f"{what} model_options must be a ModelOptions (ModelOptions(**options) for a "
