@@ -733,6 +733,17 @@ async def test_outputs_iterate_once_and_bad_arguments_are_refused() -> None:
         LocalExecutionEnvironment().from_list([]).apply(object())  # type: ignore[arg-type]
 
 
+async def test_a_plain_for_over_the_outputs_says_how_to_take_them() -> None:
+    """``for output in outputs`` was Python's own "'KeyedOutputs' object is not iterable", which
+    said nothing of ``async for`` or ``to_list``; it reads no record, so the outputs are still
+    there to take."""
+    applied = LocalExecutionEnvironment().from_list(_orders(2), key="customer").apply(Tally())
+    for take in (iter, list):
+        with pytest.raises(TypeError, match=r"'async for output in outputs'.*outputs\.to_list\(\)"):
+            take(applied)  # type: ignore[call-overload]
+    assert len(await applied.to_list()) == 2
+
+
 async def test_records_use_a_real_mcp_servers_tools_through_the_environments_resources() -> None:
     """The demo MCP server (stdio, a real subprocess) registered once on the environment: every
     record's chat calls its ``add`` tool through the built-in tool action."""

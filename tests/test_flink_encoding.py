@@ -40,7 +40,7 @@ from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import from_json_value
-from adk.execution import FlinkExecutionEnvironment, RecordError
+from adk.execution import FlinkExecutionEnvironment, FlinkKeyedOutputs, RecordError
 from adk.execution._flink import (
     _AgentFunction,
     _as_json,
@@ -113,6 +113,16 @@ def test_from_list_refuses_one_record_not_wrapped_in_a_list() -> None:
     """A dict iterated as its field names, each a record of its own, as locally."""
     with pytest.raises(TypeError, match=r"got dict \(wrap a single record in a list"):
         _environment().from_list({"id": "a", "score": 1.0}, key="id")
+
+
+def test_a_plain_for_over_a_jobs_outputs_says_how_to_take_them() -> None:
+    """Python's own "'FlinkKeyedOutputs' object is not iterable" said nothing of ``to_list``."""
+    outputs = FlinkKeyedOutputs(_environment(), object())  # type: ignore[arg-type]
+    for take in (iter, list):
+        with pytest.raises(
+            TypeError, match=r"'outputs\.to_list\(\)'.*'outputs\.to_datastream\(\)'"
+        ):
+            take(outputs)  # type: ignore[call-overload]
 
 
 class _SensorReading(BaseModel):

@@ -330,6 +330,13 @@ class FlinkKeyedOutputs:
         self.stream = stream
         self._memory_in_operator = False
 
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        # Python's own "not iterable" said nothing of how a job's outputs are taken.
+        raise TypeError(
+            "FlinkKeyedOutputs are a job's outputs: run the job and take them with "
+            "'outputs.to_list()', or add a sink to 'outputs.to_datastream()', not 'for' or list()"
+        )
+
     def to_datastream(self) -> DataStream:
         """The outputs as a ``DataStream`` of JSON texts, to add operators or a sink to; nothing
         runs until the Flink job is executed. ``RuntimeError`` if the job restores state now but

@@ -241,6 +241,15 @@ class KeyedOutputs:
         self._resumes: Iterable[Any] | AsyncIterable[Any] | None = None  # ``apply``'s
         self._max_turns: int | None = None  # ``apply``'s, for every record's run and resume
 
+    def __iter__(self) -> Iterator[KeyedOutput]:
+        # Python's own "'KeyedOutputs' object is not iterable" said nothing of how to take them;
+        # a sync iteration cannot run the records (they run on the event loop it would block).
+        raise TypeError(
+            "KeyedOutputs are produced on the event loop: take them with 'async for output in "
+            "outputs' (inside 'async with outputs:' to stop early) or 'await outputs.to_list()', "
+            "not 'for' or list()"
+        )
+
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
         if self._iterator is not None:
             raise RuntimeError("these outputs were already iterated; apply the agent again")
