@@ -28,11 +28,12 @@ from test_execution_max_turns import calls_for, runaway_agent
 
 from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
-from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint import CheckpointStore, InMemoryCheckpointStore, RedisCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint
-from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment, _flink
+from adk.execution import FlinkExecutionEnvironment, LocalExecutionEnvironment, RecordError, _flink
 from adk.execution._flink import FlinkKeyedInput, _AgentFunction, _KeyedStateFunction
 from adk.execution._flink_resumes import keyed_row, parsed
+from adk.execution._records import OnError
 
 _T = TypeVar("_T")
 
@@ -47,12 +48,13 @@ class _Job:
         json_keys: bool,
         agent: Any = None,
         max_turns: int | None = None,
-        store: InMemoryCheckpointStore | None = None,
+        store: CheckpointStore | None = None,
+        on_error: OnError = "emit",
     ) -> None:
         store = self.store = store if store is not None else InMemoryCheckpointStore()
         env = FlinkExecutionEnvironment(
             object(),  # type: ignore[arg-type]
-            on_error="emit",
+            on_error=on_error,
             checkpoint_store=lambda: store,
             durable_memory=durable,
         )
@@ -279,6 +281,59 @@ def test_a_resume_whose_data_the_runner_refuses_is_a_failed_output_not_a_failed_
     assert refused["run_id"] == paused["run_id"]
     assert [o["output"] for o in resumed] == [500]
     assert [o["output"] for o in after] == [501]
+
+
+_NOBODY_LISTENS = "redis://127.0.0.1:9"
+"""A Redis no server answers: a real store whose every call fails (a store down)."""
+
+
+def _paused_elsewhere() -> dict[str, Any]:
+    """A paused output of ann's 500, from a job whose store was up."""
+    job = _Job(False, True)
+    [paused] = job.drive(job.record("ann", 500))
+    assert paused["checkpoint_id"]
+    return paused
+
+
+@pytest.mark.parametrize("durable", [False, True])
+@pytest.mark.parametrize("json_keys", [False, True])
+def test_a_resume_whose_store_is_down_follows_on_error_not_failing_the_job(
+    durable: bool, json_keys: bool
+) -> None:
+    """A resume whose checkpoint store is down made the runner raise (its claim failed with a
+    CheckpointStoreError), which left the operator and failed the job whatever ``on_error``
+    said, where locally it is a failed output: it is the resume's failed output under the paused
+    run's id, the key's memory untouched, and the key goes on."""
+    paused = _paused_elsewhere()
+    job = _Job(durable, json_keys, store=RedisCheckpointStore(_NOBODY_LISTENS))
+
+    async def run() -> list[list[dict[str, Any]]]:
+        first = await job.record("ann", 5)  # no pause: the store is not needed
+        failed = await job.resume(json.dumps({**paused, "resume": "approved"}))
+        return [first, failed, await job.record("ann", 1)]
+
+    first, [failed], after = job.drive(run())
+    assert [o["output"] for o in first] == [5]
+    assert failed["error"]["type"] == "CheckpointStoreError" and failed["output"] is None
+    assert "claim of checkpoint" in failed["error"]["message"]
+    assert failed["run_id"] == paused["run_id"] and failed["key"] == "ann"
+    assert [o["output"] for o in after] == [6]
+
+
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_resume_whose_store_is_down_is_a_record_error_with_on_error_raise(
+    durable: bool,
+) -> None:
+    """With ``on_error="raise"`` it fails the job as any failed record does: a ``RecordError``
+    naming the resume, its key and the paused run, the store's error its cause, not the store's
+    bare error."""
+    paused = _paused_elsewhere()
+    job = _Job(durable, True, store=RedisCheckpointStore(_NOBODY_LISTENS), on_error="raise")
+    resume = json.dumps({**paused, "resume": "approved"})
+    with pytest.raises(RecordError, match=r"\(key 'ann'\) failed: CheckpointStoreError") as info:
+        job.drive(job.resume(resume))
+    assert info.value.run_id == paused["run_id"]
+    assert type(info.value.__cause__).__name__ == "CheckpointStoreError"
 
 
 @pytest.mark.parametrize("durable", [False, True])

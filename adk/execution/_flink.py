@@ -484,22 +484,20 @@ class _WorkerAgent:
             paused = KeyedOutput(
                 key, index, None, checkpoint_id=record.checkpoint_id, run_id=record.run_id
             )
-            try:
-                return await resume_record(
-                    runner, sessions, paused, record.data, seconds, self._max_turns
-                )
-            except (CheckpointError, ValueError) as exc:
-                # A pause that is over or unreadable (resumed already: an approval delivered
-                # twice), or data the resume refuses before anything runs (an approval neither
-                # yes nor no, an edit that does not fit, a point the pause does not have), is
-                # this resume's failure (``on_error``), as locally: raised here it failed the
-                # job, whose restart replays the resume into failing again.
-                failed = ErrorInfo.of(exc)
-                return [
-                    KeyedOutput(
-                        key, index, None, error=failed, run_id=record.run_id, _exception=exc
-                    )
-                ]
+            return await resume_record(
+                runner, sessions, paused, record.data, seconds, self._max_turns
+            )
+        except Exception as exc:
+            # The runner itself raised rather than failing the run: a pause that is over or
+            # unreadable (resumed already: an approval delivered twice), data the resume refuses
+            # before anything runs (an approval neither yes nor no, an edit that does not fit),
+            # a checkpoint store that is down (its claim fails). It is this record's failure
+            # (``on_error``, ``_leaving``), as locally: raised here it failed the job whatever
+            # ``on_error`` said, and a restart replayed it into failing again. Its writes are
+            # dropped: nothing was committed into ``sessions``.
+            failed = ErrorInfo.of(exc)
+            given = None if resuming else record
+            return [KeyedOutput(key, index, given, error=failed, run_id=run_id, _exception=exc)]
         finally:
             if token is not None:
                 _record_memory.reset(token)
