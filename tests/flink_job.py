@@ -310,6 +310,17 @@ def _resumed_in(path: str, durable_memory: bool) -> dict[str, list[dict[str, Any
     return {"paused": [paused], "later": later.apply(ledger, resumes=resumes).to_list()}
 
 
+def bad_keys(durable_memory: bool) -> list[dict[str, Any]]:
+    """A ``from_datastream`` record whose key the key function cannot find (no ``user``): its
+    ``key_by`` runs in the workers, and its error failed the job, bare, whatever ``on_error``
+    said; it is the record's failed output, and the key's other records run."""
+    env = FlinkExecutionEnvironment(on_error="emit", durable_memory=durable_memory)
+    records = [{"user": "ann", "amount": 1}, {"amount": 2}, {"user": "ann", "amount": 3}]
+    stream = env.env.from_collection(records)
+    ledger = ActionAgent("ledger", actions=[book])
+    return env.from_datastream(stream, key=lambda r: r["user"]).apply(ledger).to_list()
+
+
 def main() -> None:
     # Each pipeline is a job of its own, in one process (the later ones reuse the running JVM).
     jobs = {
@@ -324,6 +335,8 @@ def main() -> None:
         "notes": notes(),
         "resumed": resumed(durable_memory=False),
         "resumed_durable": resumed(durable_memory=True),
+        "bad_keys": bad_keys(durable_memory=False),
+        "bad_keys_durable": bad_keys(durable_memory=True),
     }
     print(json.dumps(jobs))
 

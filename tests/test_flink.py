@@ -69,6 +69,8 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
         assert "before apply" in message and "durable_memory=True" in message
     for durable in ("resumed", "resumed_durable"):
         _check_resumed(jobs[durable])
+    for durable in ("bad_keys", "bad_keys_durable"):
+        _check_bad_keys(jobs[durable])
     # An event class naming a class defined after it in the script reached the workers.
     assert [o["output"] for o in jobs["notes"]] == ["GH"]
     plain, checkpointing, savepoint = jobs["restore_reasons"]
@@ -77,6 +79,17 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
         "it starts from the savepoint or checkpoint "
         "execution.state-recovery.path=file:///savepoints/savepoint-1"
     )
+
+
+def _check_bad_keys(outputs: list[dict[str, Any]]) -> None:
+    """A ``from_datastream`` record whose key function failed in the workers' ``key_by`` failed
+    the job with the bare KeyError: it is its failed output (``on_error="emit"``), key ``None``,
+    saying it was the key, as locally, and the key's other records ran."""
+    [failed] = [o for o in outputs if o["error"] is not None]
+    assert failed["key"] is None and failed["run_id"] is None and failed["output"] is None
+    assert failed["error"]["type"] == "KeyError"
+    assert "the key function failed on it: 'user'" in failed["error"]["message"]
+    assert sorted(o["output"] for o in outputs if o["error"] is None) == [1, 4]
 
 
 def _check_resumed(jobs: dict[str, list[dict[str, Any]]]) -> None:

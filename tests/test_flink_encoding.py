@@ -48,6 +48,7 @@ from adk.execution._flink import (
     _decoded_key,
     _keyed_rows,
     _KeyedStateFunction,
+    _KeyFinder,
 )
 from adk.execution._records import KeyedOutput
 
@@ -201,6 +202,19 @@ def test_a_nan_key_still_gets_its_error_out() -> None:
     assert isinstance(outputs, list)
     [failed] = outputs
     assert failed["key"] == "nan" and "NaN at key" in failed["error"]["message"]
+
+
+def test_a_record_whose_key_function_fails_in_key_by_is_a_record_error() -> None:
+    """``from_datastream``'s ``key_by`` runs the key function in the workers, where its KeyError
+    failed the job bare; shipped as PyFlink ships it (cloudpickle), it gives the record a key
+    that fails it in the operator, as locally: with ``on_error="raise"`` a ``RecordError``
+    saying it was the key (tests/test_flink.py runs ``"emit"`` on a MiniCluster)."""
+    finder = cloudpickle.loads(cloudpickle.dumps(_KeyFinder(lambda r: r["user"], False)))
+    record = {"score": "1"}
+    [failure] = _invoked(_scorer(), Row(finder(record), record))
+    assert isinstance(failure, RecordError) and failure.key is None and failure.run_id is None
+    assert "record 0 (key None) failed: KeyError: the key function failed on it" in str(failure)
+    assert finder({"user": "ann"}) == "ann"
 
 
 # -- the durable-memory operator -------------------------------------------------------------------

@@ -251,15 +251,7 @@ class FlinkKeyedInput:
         if json_keys:
             stream = stream.key_by(_key_text, key_type=Types.STRING())
         elif self._key is not None:
-            selector = self._key
-            if resumes is None:
-                stream = stream.key_by(lambda record: key_of(selector, record, 0))
-            else:
-                stream = stream.key_by(
-                    lambda record: (
-                        record.key if type(record) is Resume else key_of(selector, record, 0)
-                    )
-                )
+            stream = stream.key_by(_KeyFinder(self._key, resumes is not None))
         if env.durable_memory:
             if self._key is None:
                 raise ValueError(
@@ -317,6 +309,43 @@ class FlinkKeyedInput:
 
 def _same(record: Any) -> Any:
     return record
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _NoKey:
+    """The key of a record whose key could not be found (``key_by`` runs in the workers, where
+    the selector's exception failed the job whatever ``on_error`` said, as the bare error): the
+    record goes on to the operator under this key, which fails it there, as locally, with the
+    error said as ``key_failure`` says it. Equal for equal errors, pickled by reference."""
+
+    type: str
+    message: str
+
+
+class _KeyFinder:
+    """``key_by``'s selector for ``from_datastream``'s records: the key, a resume's own
+    (in a job with resumes), or a ``_NoKey`` saying why none could be found."""
+
+    __slots__ = ("resumes", "selector")
+
+    def __init__(self, selector: KeySelector, resumes: bool) -> None:
+        self.selector = selector
+        self.resumes = resumes
+
+    def __call__(self, record: Any) -> Hashable:
+        if self.resumes and type(record) is Resume:
+            return record.key
+        try:
+            return key_of(self.selector, record, 0)
+        except Exception as exc:
+            error = key_failure(self.selector, exc)
+            return _NoKey(error.type, error.message)
+
+    def __getstate__(self) -> tuple[KeySelector, bool]:
+        return self.selector, self.resumes
+
+    def __setstate__(self, state: tuple[KeySelector, bool]) -> None:
+        self.selector, self.resumes = state
 
 
 class FlinkKeyedOutputs:
@@ -506,6 +535,13 @@ class _WorkerAgent:
         """The key Flink hands over, as the key selector gave it (see ``_keyed_rows``)."""
         return _decoded_key(key) if self._json_keys else key
 
+    def _keyless(self, index: int, found: _NoKey, record: Any) -> list[str]:
+        """The failure of a record whose key could not be found: it never ran (no ``run_id``),
+        its key is ``None``, as locally; ``on_error`` applies (``_leaving``)."""
+        error = ErrorInfo(found.type, found.message)
+        failed = KeyedOutput(None, index, record, error=error)
+        return self._leaving([failed], index, None, record, None)
+
     def _leaving(
         self,
         outputs: list[KeyedOutput],
@@ -595,9 +631,11 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             )
         else:
             key, record = ("record", index), value
+        record = self._record(record)
+        if type(key) is _NoKey:  # its key could not be found (``_KeyFinder``): it fails alone
+            return self._keyless(index, key, record)
         task = asyncio.current_task()
         assert task is not None
-        record = self._record(record)
         # Made here so that the backstop timer can name the record's run (a resume's goes on).
         resumed = type(record) is Resume and record.run_id
         run_id = resumed or _new_run_id()
@@ -708,6 +746,9 @@ class _KeyedStateFunction(_WorkerAgent, KeyedProcessFunction):  # type: ignore[m
         assert self._thread is not None, "the function was not opened"
         index, key = next(self._numbers), self._key(ctx.get_current_key())
         record = self._record(value)
+        if type(key) is _NoKey:  # its key could not be found (``_KeyFinder``): no state touched
+            yield from self._keyless(index, key, record)
+            return
         stored = self._state.value()
         sessions: dict[Hashable, dict[str, Any]] = {}
         if stored is not None:
