@@ -292,6 +292,37 @@ def test_a_records_root_span_carries_its_key_on_a_flink_worker() -> None:
     provider.shutdown()
 
 
+_WORKER_SPANS = InMemorySpanExporter()
+
+
+def _worker_tracing() -> TracerProvider:
+    """What a job gives as ``tracer_provider``: a function building the worker's provider."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_WORKER_SPANS))
+    return provider
+
+
+def test_a_worker_traces_its_records_with_the_provider_the_environment_builds() -> None:
+    """A worker's runner could be traced only by a global provider set in the worker's process,
+    which the job script, run in the client, never sets on a cluster, and the environment took
+    no provider: ``tracer_provider=`` (and ``meter_provider=``) are functions each worker calls,
+    as ``resources`` is, shipped as PyFlink ships them (cloudpickle)."""
+    spans = _WORKER_SPANS
+    spans.clear()
+    env = _environment(on_error="emit", tracer_provider=_worker_tracing)
+    shipped = cloudpickle.loads(
+        cloudpickle.dumps(_AgentFunction(ActionAgent("s", actions=[score]), env, True, None))
+    )
+    [outputs] = _invoked(shipped, Row("a", {"score": "1"}))
+    assert isinstance(outputs, list)
+    roots = [s for s in spans.get_finished_spans() if s.name == "invoke_agent s"]
+    assert [(s.attributes or {}).get("adk.record.key") for s in roots] == ["a"]
+    assert (roots[0].attributes or {}).get("gen_ai.conversation.id") == outputs[0]["run_id"]
+    for option in ("tracer_provider", "meter_provider"):
+        with pytest.raises(TypeError, match=f"{option} must be a function that builds them"):
+            _environment(**{option: TracerProvider()})
+
+
 # -- the run id ------------------------------------------------------------------------------------
 def _traced(function: _AgentFunction | _KeyedStateFunction) -> tuple[InMemorySpanExporter, Any]:
     """The worker's runner made here, traced by a provider of the test's own."""

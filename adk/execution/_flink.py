@@ -131,6 +131,11 @@ class FlinkExecutionEnvironment:
     ``resources``, ``callbacks`` and ``checkpoint_store`` are functions each worker calls to build
     its own; give paused records a store that outlives the worker (SQLite, Redis, PostgreSQL),
     and resume them through the job, as records of their keys (``apply(agent, resumes=...)``).
+    ``tracer_provider`` and ``meter_provider`` are functions too (an extension to DESIGN.md): each
+    worker's runner traces its records with the provider its call gives (an OTLP exporter's,
+    say). Without them a worker's runner uses the global providers of the worker's process,
+    which on a cluster is not the job script's: a provider the script sets globally is set in
+    the client, and the records run untraced.
 
     ``durable_memory=True`` keeps each key's session (and so short-term memory) in Flink's keyed
     state instead, where it is part of Flink's checkpoints and survives a failover; the price is
@@ -152,12 +157,16 @@ class FlinkExecutionEnvironment:
         callbacks: Callable[[], Iterable[Any]] | None = None,
         checkpoint_store: Callable[[], CheckpointStore] | None = None,
         durable_memory: bool = False,
+        tracer_provider: Callable[[], Any] | None = None,
+        meter_provider: Callable[[], Any] | None = None,
     ) -> None:
         check_options(max_concurrency, on_error, timeout, optional_timeout=False)
         factories = (
             ("resources", resources),
             ("callbacks", callbacks),
             ("checkpoint_store", checkpoint_store),
+            ("tracer_provider", tracer_provider),
+            ("meter_provider", meter_provider),
         )
         for name, value in factories:
             if value is not None and not callable(value):
@@ -176,6 +185,8 @@ class FlinkExecutionEnvironment:
         self.callbacks = callbacks
         self.checkpoint_store = checkpoint_store
         self.durable_memory = durable_memory
+        self.tracer_provider = tracer_provider
+        self.meter_provider = meter_provider
 
     def from_datastream(self, stream: DataStream, key: KeySelector = None) -> FlinkKeyedInput:
         """Records from a ``DataStream``. ``key``: a function of the record or a field name, as in
@@ -422,6 +433,7 @@ class _WorkerAgent:
         self._resources = env.resources
         self._callbacks = env.callbacks
         self._store = env.checkpoint_store
+        self._providers = (env.tracer_provider, env.meter_provider)
         self._on_error = env.on_error
         self._runner: Runner | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -450,7 +462,15 @@ class _WorkerAgent:
             resources = self._resources() if self._resources is not None else None
             callbacks = self._callbacks() if self._callbacks is not None else ()
             store = self._store() if self._store is not None else None
-            runner = Runner(agent, store, callbacks=callbacks, resources=resources)
+            tracing, metering = (make() if make is not None else None for make in self._providers)
+            runner = Runner(
+                agent,
+                store,
+                callbacks=callbacks,
+                resources=resources,
+                tracer_provider=tracing,
+                meter_provider=metering,
+            )
             self._runner, self._loop = runner, asyncio.get_running_loop()
         return runner
 
