@@ -1269,6 +1269,8 @@ def _worker_env(on_error: str = "emit", timeout: float = 600.0, resources: Any =
         resources=resources,
         callbacks=None,
         checkpoint_store=None,
+        tracer_provider=None,
+        meter_provider=None,
         on_error=on_error,
         timeout=timeout,
     )
