@@ -1209,6 +1209,45 @@ async def test_sessions_in_an_async_store_carry_keys_memory_across_environments(
     await again.redis.aclose()
 
 
+@pytest.mark.parametrize("on_error", ["emit", "raise"])
+async def test_outputs_resume_fails_as_a_record_when_the_runner_raises(
+    on_error: Any, tmp_path: Path
+) -> None:
+    """``outputs.resume`` fails like a record (``on_error``), as its docstring says, but a resume
+    whose checkpoint was gone (an approval given twice) raised the runner's bare
+    CheckpointNotFoundError, and one whose key's SessionStore was down the store's own
+    ConnectionError, whatever ``on_error`` said, where the same resumes through the stream are
+    failed outputs: both are the resume's failure under the paused run's id, and the pause
+    whose store failed can still be resumed."""
+    records = [{"k": 1, "do": "ask"}, {"k": 2, "do": "ask"}]
+    down = RedisSessions("redis://127.0.0.1:9", "s:")  # no server: every call fails
+    async with SQLiteCheckpointStore(tmp_path / "pauses.db") as store:
+        env = LocalExecutionEnvironment(checkpoint_store=store, on_error=on_error)
+        applied = env.from_list(records, key="k").apply(Asks("asks"))
+        first, second = await applied.to_list()
+        [done] = await applied.resume(first, "yes")
+        assert done.output == ["ask:yes"]
+        elsewhere = env.from_list([], key="k").apply(Asks("asks"), sessions=down)
+        for paused, outputs, kind in (
+            (first, applied, "CheckpointNotFoundError"),  # resumed already
+            (second, elsewhere, "ConnectionError"),  # its key's session store is down
+        ):
+            if on_error == "emit":
+                [failed] = await outputs.resume(paused, "yes")
+                assert failed.error is not None and failed.error.type == kind
+                assert (
+                    failed.resumed and failed.run_id == paused.run_id and failed.key == paused.key
+                )
+            else:
+                with pytest.raises(RecordError, match=f"failed: {kind}") as raised:
+                    await outputs.resume(paused, "yes")
+                assert raised.value.run_id == paused.run_id
+                assert type(raised.value.__cause__).__name__ == kind
+        [again] = await applied.resume(second, "yes")  # its checkpoint was kept
+        assert again.output == ["ask:yes"]
+    await down.redis.aclose()
+
+
 class RawRedisSessions(RedisSessions):
     """A store whose ``get`` forgot to parse what it put: it gives Redis's bytes back."""
 

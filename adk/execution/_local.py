@@ -304,10 +304,32 @@ class KeyedOutputs:
         if scheduler is not None and not scheduler.closed:
             turn = await scheduler.wait_for_turn(paused.key)
             try:
-                return self._checked(await self._resume(paused, data))
+                return self._checked(await self._resumed(paused, data))
             finally:
                 turn.end()
-        return self._checked(await self._resume(paused, data))
+        return self._checked(await self._resumed(paused, data))
+
+    async def _resumed(self, paused: KeyedOutput, data: Any) -> list[KeyedOutput]:
+        """``_resume``'s outputs, or its failure when the runner or the key's session store
+        raised (a checkpoint gone, resumed already; a store that is down) rather than failing
+        the run: a failed output under the paused run's id, as the stream's resumes fail
+        (``_Scheduler.work``), which ``_checked`` raises or returns as ``on_error`` says."""
+        try:
+            return await self._resume(paused, data)
+        except SessionNotSaved:  # cut off by a cancellation: that is what the caller gets
+            raise
+        except Exception as exc:
+            error = ErrorInfo.of(exc)
+            failed = KeyedOutput(
+                paused.key,
+                paused.index,
+                paused.record,
+                error=error,
+                run_id=paused.run_id,
+                resumed=True,
+                _exception=exc,
+            )
+            return [failed]
 
     async def _resume(self, paused: KeyedOutput, data: Any) -> list[KeyedOutput]:
         if self._key is None:  # no session per key: nothing to keep in order
