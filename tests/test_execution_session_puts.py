@@ -11,6 +11,9 @@ from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from services import RedisServer
 
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
@@ -193,3 +196,36 @@ async def test_a_get_longer_than_the_timeout_fails_the_record_naming_the_key(
     )
     assert store.started == 0 and await store.kept("ann") is None
     await store.redis.aclose()
+
+
+async def test_a_record_whose_put_fails_names_its_run(redis_server: RedisServer) -> None:
+    """A record ran (and was traced), then its key's put failed: its failure had no ``run_id``,
+    which is ``None`` only for a record that never ran, so the trace of the run whose writes
+    were lost could not be found from it. It names the run now; a record whose read failed,
+    which never ran, still names none."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    store = StalledRedis(redis_server.url)
+    store.released.set()
+    store.fail = ConnectionError("the primary went away")
+    env = LocalExecutionEnvironment(on_error="emit", tracer_provider=provider)
+    applied = env.from_list([{"k": "ann"}], key="k").apply(Count("count"), sessions=store)
+    [failed] = await applied.to_list()
+    assert failed.error is not None and failed.error.type == "ConnectionError"
+    [root] = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent count"]
+    assert failed.run_id is not None
+    assert failed.run_id == (root.attributes or {}).get("gen_ai.conversation.id")
+    assert await store.kept("ann") is None
+
+    class DownReads(StalledRedis):
+        async def get(self, key: Hashable) -> dict[str, Any] | None:
+            raise ConnectionError("the replica went away")
+
+    unread = DownReads(redis_server.url)
+    applied = env.from_list([{"k": "ann"}], key="k").apply(Count("count"), sessions=unread)
+    [never] = await applied.to_list()
+    assert never.error is not None and never.run_id is None and unread.started == 0
+    provider.shutdown()
+    await store.redis.aclose()
+    await unread.redis.aclose()

@@ -35,7 +35,13 @@ from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
 from ..messages import Message, Role
 from ..runner import RunError, Runner, RunResult, _max_turns
-from ._session_store import Sessions, SessionStore, check_sessions, put_session
+from ._session_store import (
+    SessionNotSaved,
+    Sessions,
+    SessionStore,
+    check_sessions,
+    put_session,
+)
 
 __all__ = [
     "KeySelector",
@@ -294,7 +300,16 @@ async def _stored(
     found = await _within(seconds, index, key, record, run_id, run)
     kept = one.get(key)
     if kept is not None and kept is not values:  # committed: it ended or paused
-        await put_session(store, index, key, kept, seconds)
+        try:
+            await put_session(store, index, key, kept, seconds)
+        except SessionNotSaved:  # cut off by a cancellation: the close reports it
+            raise
+        except Exception as exc:
+            # The record ran (its trace is there) and its writes were lost: its failure names
+            # its run, as any failed run's does (a record that never ran, its read failed,
+            # names none).
+            error = ErrorInfo.of(exc)
+            return [KeyedOutput(key, index, record, error=error, run_id=run_id, _exception=exc)]
     return found
 
 
