@@ -272,6 +272,7 @@ def test_operators_still_emit_ordinary_outputs_as_before() -> None:
         "interrupt": None,
         "checkpoint_id": None,
         "run_id": None,
+        "resumed": False,
     }
 
 

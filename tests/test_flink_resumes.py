@@ -287,6 +287,29 @@ _NOBODY_LISTENS = "redis://127.0.0.1:9"
 """A Redis no server answers: a real store whose every call fails (a store down)."""
 
 
+@pytest.mark.parametrize("durable", [False, True])
+def test_a_resumes_outputs_say_resumed_as_locally(durable: bool) -> None:
+    """A Flink job's JSON outputs had no ``resumed``, which ``KeyedOutput`` has locally: a sink
+    could tell a resume's outputs (an approved refund) from a record's only by remembering the
+    run ids of the pauses. Each output says it, a failed resume's too."""
+    job = _Job(durable, json_keys=True)
+
+    async def run() -> list[list[dict[str, Any]]]:
+        [paused] = await job.record("ann", 500)
+        resumed = await job.resume(json.dumps({**paused, "resume": "approved"}))
+        twice = await job.resume(json.dumps({**paused, "resume": "approved"}))  # gone: fails
+        nameless = await job.resume(json.dumps({"key": "ann", "resume": "approved"}))
+        return [[paused], await job.record("ann", 1), resumed, twice, nameless]
+
+    paused, record, resumed, twice, nameless = job.drive(run())
+    assert [o["resumed"] for o in paused + record] == [False, False]
+    assert [(o["output"], o["resumed"]) for o in resumed] == [(500, True)]
+    assert [(o["error"]["type"], o["resumed"]) for o in twice + nameless] == [
+        ("CheckpointNotFoundError", True),
+        ("ValueError", True),
+    ]
+
+
 def _paused_elsewhere() -> dict[str, Any]:
     """A paused output of ann's 500, from a job whose store was up."""
     job = _Job(False, True)

@@ -362,8 +362,9 @@ class _KeyFinder:
 class FlinkKeyedOutputs:
     """The agent's outputs as a ``DataStream`` of JSON texts (not pickles), each an object with
     ``key``, ``output``, ``error`` (``{"type", "message"}`` or ``null``), ``interrupt`` (its points,
-    or ``null``), ``checkpoint_id`` and ``run_id`` (the record's run, as ``KeyedOutput.run_id``:
-    tracing's ``gen_ai.conversation.id``, so a failed record leads to its trace and logs)."""
+    or ``null``), ``checkpoint_id``, ``run_id`` (the record's run, as ``KeyedOutput.run_id``:
+    tracing's ``gen_ai.conversation.id``, so a failed record leads to its trace and logs) and
+    ``resumed`` (an output of a resume, as ``KeyedOutput.resumed``)."""
 
     def __init__(self, env: FlinkExecutionEnvironment, stream: DataStream) -> None:
         self._env = env
@@ -578,6 +579,9 @@ class _WorkerAgent:
         An output (or, through ``commit``, a session) holding what JSON cannot (NaN, say, from a
         model's data) fails the record, as a checkpoint refuses it: its session writes are dropped
         and the error says where the value is, rather than a text no JSON reader takes."""
+        if type(record) is Resume:  # a resume's outputs, failed ones too, say so (``resumed``)
+            for output in outputs:
+                output.resumed = True
         if all(output.error is None for output in outputs):
             try:
                 texts = [_as_json(output) for output in outputs]
@@ -600,6 +604,7 @@ class _WorkerAgent:
                         error=error,
                         checkpoint_id=paused,
                         run_id=run_id,
+                        resumed=type(record) is Resume,
                         _exception=exc,
                     )
                 ]
@@ -978,6 +983,7 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         "interrupt": _json_dump(output.interrupt) if output.interrupt is not None else None,
         "checkpoint_id": output.checkpoint_id,
         "run_id": output.run_id,
+        "resumed": output.resumed,
     }
     return _json_text(data, "the output", to_json(data, fallback=str))
 
