@@ -16,11 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import cloudpickle
 from pydantic import BaseModel
 from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
@@ -321,7 +324,53 @@ def bad_keys(durable_memory: bool) -> list[dict[str, Any]]:
     return env.from_datastream(stream, key=lambda r: r["user"]).apply(ledger).to_list()
 
 
+def tickets() -> dict[str, list[dict[str, Any]]]:
+    """examples/ticket_pipeline.py's agent and resources as a Flink job, as its user moves it
+    there: the refund pauses in one job and is approved through the next job's resumes, beside
+    more tickets (the example's module is shipped by value, as a job script's own would be)."""
+    spec = importlib.util.spec_from_file_location(
+        "ticket_pipeline", Path(__file__).resolve().parent.parent / "examples/ticket_pipeline.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    sys.modules["ticket_pipeline"] = example
+    spec.loader.exec_module(example)
+    cloudpickle.register_pickle_by_value(example)
+    with tempfile.TemporaryDirectory(prefix="adk-flink-tickets-") as folder:
+        path = str(Path(folder) / "checkpoints.db")
+        env = FlinkExecutionEnvironment(
+            on_error="emit",
+            resources=example.build_resources,
+            checkpoint_store=lambda: SQLiteCheckpointStore(path),
+        )
+        env.env.set_parallelism(2)
+        desk = example.TicketDesk
+        first = env.from_list(example.FIRST, key="customer").apply(lambda: desk("desk")).to_list()
+        [paused] = [output for output in first if output["checkpoint_id"]]
+        approval = json.dumps({**paused, "resume": "approved"})
+        approvals = env.env.from_collection([approval], type_info=Types.STRING())
+        later = env.from_list(example.LATER, key="customer")
+        return {
+            "first": first,
+            "later": later.apply(lambda: desk("desk"), resumes=approvals).to_list(),
+        }
+
+
+def pipelines() -> dict[str, Any]:
+    """The second script run (``python tests/flink_job.py pipelines``): a job's failing key
+    function and examples/ticket_pipeline.py's plan, in a process of their own so that neither
+    run nears its time limit on a loaded machine."""
+    return {
+        "bad_keys": bad_keys(durable_memory=False),
+        "bad_keys_durable": bad_keys(durable_memory=True),
+        "tickets": tickets(),
+    }
+
+
 def main() -> None:
+    if sys.argv[1:] == ["pipelines"]:
+        print(json.dumps(pipelines()))
+        return
     # Each pipeline is a job of its own, in one process (the later ones reuse the running JVM).
     jobs = {
         "async": run(durable_memory=False),
@@ -335,8 +384,6 @@ def main() -> None:
         "notes": notes(),
         "resumed": resumed(durable_memory=False),
         "resumed_durable": resumed(durable_memory=True),
-        "bad_keys": bad_keys(durable_memory=False),
-        "bad_keys_durable": bad_keys(durable_memory=True),
     }
     print(json.dumps(jobs))
 
