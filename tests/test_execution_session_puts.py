@@ -16,7 +16,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from services import RedisServer
 
-from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk import Interrupt
+from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import LocalExecutionEnvironment, _session_store
 
 pytest_plugins = ["services"]
@@ -229,3 +231,45 @@ async def test_a_record_whose_put_fails_names_its_run(redis_server: RedisServer)
     provider.shutdown()
     await store.redis.aclose()
     await unread.redis.aclose()
+
+
+class Counted(Event):
+    seen: int
+
+
+class Asks(ActionAgent):
+    """Counts the key's records, then asks a person before it says the count."""
+
+    @action(InputEvent)
+    async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        seen = ctx.short_term_memory.get("seen", 0) + 1
+        ctx.short_term_memory.set("seen", seen)
+        ctx.send_event(Counted(seen=seen))
+
+    @action(Counted)
+    async def say(self, event: Counted, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise Interrupt("say it?")
+        ctx.send_event(OutputEvent(output=f"{event.seen}: {ctx.resume.data}"))
+
+
+async def test_a_paused_record_whose_put_fails_names_its_saved_pause(
+    redis_server: RedisServer,
+) -> None:
+    """A record paused (its checkpoint saved), then its key's put failed: its failure said
+    nothing of the pause, which no output named any more, so it could never be resumed. The
+    failure names its checkpoint, as a Flink record's failure does for a pause it cannot send,
+    and the pause resumes, on the session saved at the pause (the key has none kept)."""
+    store = StalledRedis(redis_server.url)
+    store.released.set()
+    store.fail = ConnectionError("the primary went away")
+    env = LocalExecutionEnvironment(on_error="emit", checkpoint_store=InMemoryCheckpointStore())
+    applied = env.from_list([{"k": "ann"}], key="k").apply(Asks("asks"), sessions=store)
+    [failed] = await applied.to_list()
+    assert failed.error is not None and failed.error.type == "ConnectionError"
+    assert failed.checkpoint_id is not None and failed.run_id is not None
+    store.fail = None
+    [resumed] = await applied.resume(failed, "yes")
+    assert resumed.output == "1: yes" and resumed.run_id == failed.run_id
+    assert await store.kept("ann") == {"memory:asks": {"seen": 1}}
+    await store.redis.aclose()

@@ -307,9 +307,14 @@ async def _stored(
         except Exception as exc:
             # The record ran (its trace is there) and its writes were lost: its failure names
             # its run, as any failed run's does (a record that never ran, its read failed,
-            # names none).
+            # names none), and the pause it saved, if it paused, which no output would name
+            # any more (as a Flink record's failure names a pause it cannot send).
             error = ErrorInfo.of(exc)
-            return [KeyedOutput(key, index, record, error=error, run_id=run_id, _exception=exc)]
+            paused = next((out.checkpoint_id for out in found if out.checkpoint_id), None)
+            failed = KeyedOutput(
+                key, index, record, error=error, checkpoint_id=paused, run_id=run_id, _exception=exc
+            )
+            return [failed]
     return found
 
 
