@@ -206,7 +206,9 @@ class TicketDesk(ActionAgent):
 
 
 class SQLiteSessions:
-    """A ``SessionStore``: each customer's session values as JSON text in a SQLite table."""
+    """A ``SessionStore``: each customer's session values as JSON text in a SQLite table (the
+    codec keeps registered models and NaN; a local file's calls are quick enough to make on the
+    event loop, where a networked store's client would be async)."""
 
     def __init__(self, path: Path) -> None:
         self.db = sqlite3.connect(path)
