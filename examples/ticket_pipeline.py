@@ -20,14 +20,16 @@ customer's next ticket runs at once. Then the process "restarts": a new environm
 same SQLite files (checkpoints, and the customers' memory in a ``SessionStore``), with more
 tickets and the person's approval, which arrives as a resume beside the records (the shape a
 Flink job reads from an approvals topic). A ticket without text fails alone
-(``on_error="emit"``). Each record is traced; the trace of a customer's records is found by
-the ``adk.record.key`` attribute.
+(``on_error="emit"``). Each record is traced: its outputs' ``run_id`` is its trace's
+``gen_ai.conversation.id`` (a resume goes on under its pause's), and its root span names its
+key (``adk.record.key``).
 
 The same agent and resources run on Flink, where the resources are a function each worker calls
 and the approvals a stream of the paused outputs' JSON with ``"resume"`` added::
 
     env = FlinkExecutionEnvironment(on_error="emit", resources=build_resources,
-                                    checkpoint_store=lambda: SQLiteCheckpointStore(path))
+                                    checkpoint_store=lambda: SQLiteCheckpointStore(path),
+                                    tracer_provider=build_tracing)  # each worker's own
     first = env.from_list(FIRST, key="customer").apply(lambda: TicketDesk("desk")).to_list()
     approvals = env.env.from_collection([json.dumps({**paused, "resume": "approved"})],
                                         type_info=Types.STRING())
