@@ -378,7 +378,7 @@ class _ReActCore:
         exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
         calls = open_calls(saved, turn.messages, turn.tools)
-        self._check_round_fits(saved, iterations, calls, held)
+        self._check_round_fits(ctx, saved, iterations, calls, held)
         rounds = self._round(turn, _new_round(calls, held, action, exits))
         try:
             async for event in rounds:
@@ -410,18 +410,34 @@ class _ReActCore:
 
     def _check_round_fits(
         self,
+        ctx: RunContext,
         saved: SavedState,
         iterations: int,
         calls: list[ToolCall],
         held: list[Message],
     ) -> None:
-        """Refuse (``_past_limit``) a round paused at the last allowed model call that cannot
-        end the agent (``_round_may_end``): its results would need one more. Shared as
-        ``_saved_round`` is; the saved exits and action are read only at the limit."""
-        if iterations == self.owner.max_iterations and not self._round_may_end(
-            calls, held, saved_exits(saved), saved_action(saved)
-        ):
+        """Refuse a round paused at the last model call allowed, by ``max_iterations``
+        (``_past_limit``) or by the run's ``max_turns`` (``_past_turns``: spent before the pause,
+        or lowered by the resume), that cannot end the agent (``_round_may_end``): its results
+        would need one more. Run, the paused calls (an approved refund) would be made, the run
+        then fail on the limit with its checkpoint kept, and a retry with a higher limit make them
+        again. Shared as ``_saved_round`` is; the saved exits and action are read only at a
+        limit."""
+        turns = ctx._run.turns
+        spent = turns is not None and turns.used >= turns.limit
+        if iterations != self.owner.max_iterations and not spent:
+            return
+        if self._round_may_end(calls, held, saved_exits(saved), saved_action(saved)):
+            return
+        if iterations == self.owner.max_iterations:
             raise self._past_limit(saved, iterations)
+        assert turns is not None
+        where = "beyond" if turns.used > turns.limit else "at"
+        raise saved.error(
+            f"the run paused after {turns.used} model calls, {where} the run's max_turns of "
+            f"{turns.limit}: the paused calls' results would need a model call the limit does "
+            "not allow; resume with a higher max_turns (it counts the calls before the pause)"
+        )
 
     def _past_limit(self, saved: SavedState, iterations: int) -> CheckpointError:
         """The refusal of a resume whose paused round cannot finish within ``max_iterations``
@@ -511,7 +527,7 @@ class _ReActCore:
         # The system prompt plays no part in which calls are open: the check renders none.
         restored = restore(ctx, self.name, saved.values, [])
         calls = open_calls(saved, restored.messages, tools if complete else None)
-        self._check_round_fits(saved, iterations, calls, restored.held)
+        self._check_round_fits(ctx, saved, iterations, calls, restored.held)
         addresses = [join_address(ctx.address, tool_segment(c.name, c.id)) for c in calls]
         why = f"agent {self.name!r} resumes only its open tool calls"
         walk.only_under(ctx.address, addresses, why)

@@ -166,6 +166,66 @@ async def test_the_count_goes_on_across_a_pause_with_a_fresh_runner(tmp_path: Pa
             await resumed.invoke_resume(paused.checkpoint_id, "yes", max_turns=7)
 
 
+async def test_a_round_paused_with_no_call_left_is_refused_on_resume_before_it_runs() -> None:
+    """The paused call's result would need a model call the limit does not allow: run, the
+    approved call would be made, the run fail on the limit with the checkpoint kept, and a
+    retry with a higher limit make it again. Refused before anything runs, as a round paused at
+    ``max_iterations`` is; a resume's own higher ``max_turns`` goes on."""
+    approved: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def pay(item: str) -> str:
+        """Pay for an item."""
+        approved.append(item)
+        return f"paid {item}"
+
+    def runner(script: list[Any]) -> Runner:
+        return Runner(ReActAgent("agent", ScriptedModel(script), tools=[pay]), store)
+
+    store = InMemoryCheckpointStore()
+    pause = Reply(tool_calls=[tool_call("pay", {"item": "x"}, id="p1")])
+    paused = await runner([pause]).invoke("go", max_turns=1)
+    assert paused.checkpoint_id is not None
+    for lower in (None, 1):  # the saved limit, spent; then a resume's own, as low
+        with pytest.raises(RunError) as refused:
+            await runner(["done"]).invoke_resume(paused.checkpoint_id, True, max_turns=lower)
+        assert isinstance(refused.value.__cause__, adk.CheckpointError)
+        assert "the run paused after 1 model calls, at the run's max_turns of 1" in str(
+            refused.value
+        )
+        assert approved == [] and await store.get(paused.checkpoint_id) is not None
+
+    # Beyond: a checkpoint of three calls resumed under a lower limit.
+    three = await runner([*_looping(2), pause]).invoke("go", max_turns=5)
+    assert three.checkpoint_id is not None
+    with pytest.raises(RunError, match="after 3 model calls, beyond the run's max_turns of 2"):
+        await runner(["done"]).invoke_resume(three.checkpoint_id, True, max_turns=2)
+    assert approved == []
+
+    done = await runner(["done"]).invoke_resume(paused.checkpoint_id, True, max_turns=2)
+    assert done.text == "done" and approved == ["x"]
+
+
+async def test_a_round_that_ends_the_agent_resumes_with_no_call_left() -> None:
+    """A return-directly call needs no model call after it: its pause at the limit resumes."""
+
+    @adk.tool(require_approval=True)
+    def pay(item: str) -> str:
+        """Pay for an item."""
+        return f"paid {item}"
+
+    agent = ReActAgent(
+        "agent",
+        ScriptedModel([Reply(tool_calls=[tool_call("pay", {"item": "x"}, id="p1")])]),
+        tools=[pay],
+        return_directly=["pay"],
+    )
+    runner = Runner(agent)
+    paused = await runner.invoke("go", max_turns=1)
+    assert paused.checkpoint_id is not None
+    assert (await runner.invoke_resume(paused.checkpoint_id, True)).text == "paid x"
+
+
 async def test_a_nested_runs_calls_before_the_pause_count_after_it() -> None:
     store = InMemoryCheckpointStore()
     pause = Reply(tool_calls=[tool_call("approve", {"item": "x"}, id="a1")])
