@@ -165,29 +165,32 @@ class FlowAgent:
         return self._drive_chain(self, input, ctx, ctx)
 
     def resume(self, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        node, path = self._paused_node(ctx)
+        node, path, transfers = self._paused_node(ctx)
         node_ctx = self._node_context(ctx, node, path)
         input = build_input(node_ctx, node.name, self.history_rewriter)
-        return self._drive_chain(node, input, node_ctx, ctx)
+        return self._drive_chain(node, input, node_ctx, ctx, transfers)
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): the chain resumes the
         agent it paused in, found as ``resume`` finds it."""
-        node, path = self._paused_node(ctx)
+        node, path, _ = self._paused_node(ctx)
         node_ctx = self._node_context(ctx, node, path)
         if node is not self:  # else the agent at the flow's own address leads below it
             why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
 
-    def _paused_node(self, ctx: RunContext) -> tuple[FlowAgent, tuple[str, ...]]:
-        """The agent of the chain that paused and its run path, from the flow's saved state."""
+    def _paused_node(self, ctx: RunContext) -> tuple[FlowAgent, tuple[str, ...], int]:
+        """The agent of the chain that paused, its run path and the transfers the chain had
+        made, from the flow's saved state (a checkpoint saved before the count was counts from
+        the resume)."""
         resume = ctx._resume_slot(_FLOW_SLOT)
-        node, path = self, ctx.run_path
+        node, path, transfers = self, ctx.run_path, 0
         if resume is not None and resume.state:  # else the pause came before any transfer
             state = SavedState(f"agent '{self.name}' (its transfers)", resume.state)
             name = state.values.get("agent")
             path = tuple(state.names("run_path"))
+            transfers = state.count("transfers", default=0)
             found = self._follow(path[len(ctx.run_path) :], name)
             if found is None and isinstance(name, str):
                 found = self._graph_node(name)
@@ -196,7 +199,7 @@ class FlowAgent:
                     f"the paused agent {name!r} is not among the agents it transfers to"
                 )
             node = found
-        return node, path
+        return node, path, transfers
 
     def _node_context(self, ctx: RunContext, node: FlowAgent, path: tuple[str, ...]) -> RunContext:
         if node is self:
@@ -206,9 +209,16 @@ class FlowAgent:
         return ctx._child(node.name, path)
 
     async def _drive_chain(
-        self, node: FlowAgent, input: AgentInput, node_ctx: RunContext, ctx: RunContext
+        self,
+        node: FlowAgent,
+        input: AgentInput,
+        node_ctx: RunContext,
+        ctx: RunContext,
+        transfers: int = 0,
     ) -> AsyncIterator[AgentEvent]:
-        transfers = 0
+        """Run ``node``, then each agent it transfers to. ``transfers`` is the count made so far
+        (a resumed chain's before its pause), saved at a pause: counted from 0 again on resume,
+        a chain pausing in a worker would get ``max_transfers`` afresh at every pause."""
         source_path: tuple[str, ...] = ()
         try:
             while True:
@@ -218,7 +228,11 @@ class FlowAgent:
                         action = event.action
                         if action is not None:
                             if action.interrupted is not None and event._signal is not None:
-                                state = {"agent": node.name, "run_path": list(node_ctx.run_path)}
+                                state = {
+                                    "agent": node.name,
+                                    "run_path": list(node_ctx.run_path),
+                                    "transfers": transfers,
+                                }
                                 event._signal.save(ctx.address, state, _FLOW_SLOT)
                             elif (
                                 action.transfer_to is not None

@@ -74,7 +74,12 @@ def order_status(order_id: str, ctx: ToolContext) -> str:
 
 
 def build_app(
-    model_url: str, mcp_url: str, *, retry: RetryPolicy | None = None, api: str = "chat"
+    model_url: str,
+    mcp_url: str,
+    *,
+    retry: RetryPolicy | None = None,
+    api: str = "chat",
+    max_transfers: int | None = None,
 ) -> Supervisor:
     """The same agents in every process: a checkpoint holds state, not code."""
 
@@ -110,7 +115,7 @@ def build_app(
         tools=[refund, order_status],
     )
     boss = ReActAgent("boss", model(), instruction="Delegate, then answer.", description="Boss.")
-    return Supervisor(boss, [research, writer, payments])
+    return Supervisor(boss, [research, writer, payments], max_transfers=max_transfers)
 
 
 def to(agent: str, call_id: str = "t1") -> Wire:
@@ -483,6 +488,10 @@ async def test_a_second_pause_in_the_same_run_and_a_second_delegation(
         llm.script(Wire(text="Refunded a third time."), Wire(text="Three refunds."))
         done = await app_runner(llm, mcp_process, store).invoke_resume(first.checkpoint_id, "yes")
     assert done.text == "Three refunds."
+    # Eight model calls over four runs, each reporting 11 + 7 tokens: the last resume's total is
+    # the whole turn's (each checkpoint carried the count so far).
+    assert done.usage == Usage(input_tokens=88, output_tokens=56, total_tokens=144)
+    assert third.usage == Usage(input_tokens=66, output_tokens=42, total_tokens=108)
     assert REFUNDS == [("A-1", 1000), ("A-1", 2000), ("A-1", 3000)]
 
 
@@ -673,6 +682,33 @@ async def test_a_pause_that_spent_the_runs_max_turns_is_refused_on_resume_before
         done = await runner.invoke_resume(paused.checkpoint_id, True, max_turns=4)
     assert done.text == "Done."
     assert REFUNDS == [("A-1", 5000)]
+
+
+async def test_max_transfers_counts_the_delegations_made_before_a_pause(
+    llm: OpenAIServer, mcp_process: HTTPServerProcess, tmp_path: Path
+) -> None:
+    """One delegation (two transfers) is allowed; the pause came after the first transfer, and
+    the resume counted from 0 again, so the boss could delegate (and refund) once more."""
+    llm.script(*to_payments_and_refund())
+
+    def runner(store: adk.checkpoint.CheckpointStore) -> Runner:
+        app = build_app(llm.base_url, mcp_process.url, max_transfers=2)
+        return Runner(app, checkpoint_store=store)
+
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        paused = await runner(store).invoke("refund A-1")
+        assert paused.interrupt is not None
+        llm.script(
+            Wire(text="Refunded."),
+            to("payments", "t2"),
+            calls("refund", {"order_id": "A-1", "amount_cents": 5000}, "r2"),
+        )
+        with pytest.raises(adk.RunError, match="more than 2 transfers in one run") as raised:
+            await runner(store).invoke_resume(paused.checkpoint_id, True)
+    transfers = [e.action.transfer_to for e in raised.value.events if e.action is not None]
+    assert transfers == ["boss", "payments"]  # the report back, then the delegation refused
+    assert REFUNDS == [("A-1", 5000)]
+    assert len(llm.requests) == 4  # payments' second turn never asked its model
 
 
 # -- the reader leaving mid-stream ----------------------------------------------------------------

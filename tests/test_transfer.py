@@ -25,6 +25,8 @@ from adk import (
     tool,
     with_sub_agents,
 )
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
 
@@ -393,6 +395,62 @@ async def test_agents_transferring_in_a_cycle_stop_at_max_transfers() -> None:
     assert len(transfers) == 6  # the sixth is refused
     with pytest.raises(ValueError, match="max_transfers"):
         with_sub_agents(ReActAgent("x", hand_over_to("y")), [], max_transfers=0)
+
+
+async def test_max_transfers_counts_the_transfers_made_before_a_pause() -> None:
+    """A chain paused after two transfers resumes with two made: the resumed chain started
+    counting from 0 again, so a chain pausing on its way had ``max_transfers`` afresh at every
+    pause. A checkpoint saved before the count was counts from the resume; a malformed count is
+    refused before anything runs."""
+
+    @tool(require_approval=True)
+    def approve() -> str:
+        """Approve."""
+        return "approved"
+
+    def pauses_then_hands_over(name: str) -> ScriptedModel:
+        def reply(messages: list[Message]) -> Reply:
+            if messages[-1].content == "approved":  # its approval came: hand over
+                return Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": name})])
+            return Reply(tool_calls=[tool_call("approve", {}, id="a1")])
+
+        return ScriptedModel(reply)
+
+    def runner(store: InMemoryCheckpointStore) -> Runner:
+        ping = ReActAgent("ping", pauses_then_hands_over("pong"), tools=[approve])
+        pong = ReActAgent("pong", pauses_then_hands_over("ping"), tools=[approve])
+        return Runner(with_sub_agents(ping, [pong], max_transfers=2), store)
+
+    store = InMemoryCheckpointStore()
+    paused = await runner(store).invoke("go")  # ping pauses at once
+    assert paused.checkpoint_id is not None
+    paused = await runner(store).invoke_resume(paused.checkpoint_id, True)  # 1: ping -> pong
+    paused = await runner(store).invoke_resume(paused.checkpoint_id, True)  # 2: pong -> ping
+    assert paused.checkpoint_id is not None
+    saved = await store.get(paused.checkpoint_id)
+    assert saved is not None
+    with pytest.raises(RunError, match="more than 2 transfers in one run"):
+        await runner(store).invoke_resume(paused.checkpoint_id, True)  # 3: refused
+
+    body = decode_checkpoint(saved, "x")
+    assert body["states"]["agent:ping"]["flow"]["transfers"] == 2
+    for bad in (-1, "2", 1.5):
+        await store.put(paused.checkpoint_id, encode_checkpoint(_with_flow_count(body, bad)))
+        with pytest.raises(RunError, match="'transfers' must be a whole number"):
+            await runner(store).invoke_resume(paused.checkpoint_id, True)
+    await store.put(paused.checkpoint_id, encode_checkpoint(_with_flow_count(body, None)))
+    resumed = await runner(store).invoke_resume(paused.checkpoint_id, True)  # counts from here
+    assert resumed.interrupt is not None
+
+
+def _with_flow_count(body: dict[str, Any], count: object) -> dict[str, Any]:
+    """The checkpoint body with its flow's saved count replaced (None: left out, as saved
+    before the count was)."""
+    flow = {k: v for k, v in body["states"]["agent:ping"]["flow"].items() if k != "transfers"}
+    if count is not None:
+        flow["transfers"] = count
+    slots = {**body["states"]["agent:ping"], "flow": flow}
+    return {**body, "states": {**body["states"], "agent:ping": slots}}
 
 
 async def test_a_transfer_from_a_workflow_step_nests_under_the_step_that_asked() -> None:
