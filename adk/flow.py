@@ -252,6 +252,14 @@ class FlowAgent:
                                 if transfers > self.max_transfers:
                                     yield _too_many_transfers(self.max_transfers, event)
                                     return
+                                if transfers == self.max_transfers and getattr(
+                                    target.agent, "_adk_reports_back", None
+                                ):
+                                    # Its report back, certain once it finishes, would be past
+                                    # the limit: refused now, before the worker runs (and acts,
+                                    # or asks a person) for a run that then fails.
+                                    yield _no_report_back(self.max_transfers, target, event)
+                                    return
                                 # The target nests under the agent that asked (a step inside a
                                 # workflow node, too). The driver ends after this event on its
                                 # own: pulling on, rather than closing it here, lets it record a
@@ -280,6 +288,24 @@ def _too_many_transfers(limit: int, cause: AgentEvent) -> AgentEvent:
         "conversation needs more)"
     )
     return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
+
+
+def _no_report_back(limit: int, target: FlowAgent, cause: AgentEvent) -> AgentEvent:
+    """The error of a transfer to an agent that reports back (a ``Supervisor``'s worker) when
+    the report back would be one more than ``limit``."""
+    back = getattr(target.agent, "_adk_reports_back", "")
+    message = (
+        f"more than {limit} transfers in one run: the transfer to {target.name!r} would be the "
+        f"{_ordinal(limit)}, and its report back to {back!r} the {_ordinal(limit + 1)} (raise "
+        "max_transfers, a parameter of with_sub_agents and Supervisor, if the conversation "
+        "needs more)"
+    )
+    return AgentEvent(cause.agent_name, cause.run_path, error=ErrorInfo("TransferError", message))
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def _transfer_failed(target: str, source: str, cause: AgentEvent, valid: list[str]) -> AgentEvent:

@@ -40,6 +40,9 @@ class _ReportsBack:
     def __init__(self, worker: Agent, supervisor: str) -> None:
         self.worker = worker
         self.supervisor = supervisor
+        # Whom it reports back to, for the flow (``adk.flow``): a transfer to it is refused when
+        # its report back would pass ``max_transfers``, before the worker runs.
+        self._adk_reports_back = supervisor
         self.name = worker.name
         self.description = worker.description
 

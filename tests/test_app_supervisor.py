@@ -711,6 +711,26 @@ async def test_max_transfers_counts_the_delegations_made_before_a_pause(
     assert len(llm.requests) == 4  # payments' second turn never asked its model
 
 
+async def test_a_delegation_whose_report_back_would_pass_max_transfers_is_refused(
+    llm: OpenAIServer, mcp_process: HTTPServerProcess, tmp_path: Path
+) -> None:
+    """With an odd limit the last delegation's report back is past it: the worker ran (asked a
+    person, refunded) and the run then failed on its report back, the checkpoint of the resume
+    kept, so a retry refunded again. The delegation is refused before the worker runs."""
+    llm.script(*to_payments_and_refund())
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        app = build_app(llm.base_url, mcp_process.url, max_transfers=1)
+        with pytest.raises(adk.RunError) as raised:
+            await Runner(app, checkpoint_store=store).invoke("refund A-1")
+        assert [i async for i in store.ids()] == []
+    assert str(raised.value.__cause__ or raised.value).endswith(
+        "more than 1 transfers in one run: the transfer to 'payments' would be the 1st, and its "
+        "report back to 'boss' the 2nd (raise max_transfers, a parameter of with_sub_agents and "
+        "Supervisor, if the conversation needs more)"
+    )
+    assert len(llm.requests) == 1  # payments never asked its model
+
+
 # -- the reader leaving mid-stream ----------------------------------------------------------------
 
 

@@ -191,6 +191,23 @@ async def test_a_supervisor_that_keeps_delegating_stops_at_max_transfers() -> No
     assert len(delegations) == 4  # 3 delegations and back (6 transfers); the 4th goes over
 
 
+async def test_a_delegation_whose_report_back_would_pass_the_limit_is_refused_first() -> None:
+    """With an odd limit the last delegation fits and its report back does not: the worker ran
+    (its tools too) for a run that then failed. Refused before the worker runs."""
+    worker_model = ScriptedModel(["done"], cycle=True)
+    worker = ReActAgent("worker", worker_model, description="Works.")
+    boss = ReActAgent("boss", ScriptedModel([transfer("worker")], cycle=True), description="Boss")
+    runner = Runner(Supervisor(boss, [worker], max_transfers=5))
+    with pytest.raises(adk.RunError) as raised:
+        await runner.invoke("go")
+    assert raised.value.error.message == (
+        "more than 5 transfers in one run: the transfer to 'worker' would be the 5th, and its "
+        "report back to 'boss' the 6th (raise max_transfers, a parameter of with_sub_agents and "
+        "Supervisor, if the conversation needs more)"
+    )
+    assert len(worker_model.requests) == 2  # two delegations and back; the third never ran
+
+
 async def test_a_worker_without_resume_runs_again_on_its_history_and_reports_back() -> None:
     # A worker with no ``resume`` is run again when the run resumes (DESIGN "Interrupts"): with
     # the input built from history, as it would be outside a supervisor, not an empty one.
