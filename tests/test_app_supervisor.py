@@ -757,6 +757,39 @@ async def test_a_reader_leaving_mid_stream_saves_nothing_and_the_conversation_go
     assert again.text == "It is sunny."
 
 
+async def test_a_handler_cancelled_mid_stream_under_aclosing_lets_the_retry_resume_at_once(
+    llm: OpenAIServer, mcp_process: HTTPServerProcess, tmp_path: Path
+) -> None:
+    """A streaming service's client disconnects while the resumed worker streams: the handler's
+    task is cancelled. Under ``aclosing`` the resume ends there, its claim released, so the
+    client's retry resumes at once."""
+    llm.script(*to_payments_and_refund())
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        runner = app_runner(llm, mcp_process, store)
+        paused = await runner.invoke("refund A-1")
+        assert paused.checkpoint_id is not None
+        llm.script(Wire(text="Refunded 50.00 on A-1. " * 10, fragment=3, stall_after=3, delay=60))
+        streaming = asyncio.Event()
+
+        async def handler() -> None:
+            async with contextlib.aclosing(runner.resume(paused.checkpoint_id, True)) as events:
+                async for event in events:
+                    if event.output is not None and event.output.stream is not None:
+                        async for _chunk in event.output.stream:
+                            streaming.set()
+
+        task = asyncio.create_task(handler())
+        await streaming.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert await store.get(paused.checkpoint_id) is not None
+        llm.script(Wire(text="Refunded."), Wire(text="Done."))
+        done = await runner.invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "Done."
+    assert REFUNDS == [("A-1", 5000), ("A-1", 5000)]  # documented: make such calls idempotent
+
+
 async def test_a_resume_left_mid_stream_keeps_its_checkpoint_and_can_be_resumed_later(
     llm: OpenAIServer, mcp_process: HTTPServerProcess, tmp_path: Path
 ) -> None:
