@@ -417,9 +417,9 @@ class _ReActCore:
         held: list[Message],
     ) -> None:
         """Refuse a round paused at the last model call allowed, by ``max_iterations``
-        (``_past_limit``) or by the run's ``max_turns`` (``_past_turns``: spent before the pause,
-        or lowered by the resume), that cannot end the agent (``_round_may_end``): its results
-        would need one more. Run, the paused calls (an approved refund) would be made, the run
+        (``_past_limit``) or by the run's ``max_turns`` (spent before the pause, or lowered by the
+        resume's own), that cannot end the agent (``_round_may_end``): its results would need one
+        more. Run, the paused calls (an approved refund) would be made, the run
         then fail on the limit with its checkpoint kept, and a retry with a higher limit make them
         again. Shared as ``_saved_round`` is; the saved exits and action are read only at a
         limit."""
