@@ -199,6 +199,16 @@ class FlowAgent:
                     f"the paused agent {name!r} is not among the agents it transfers to"
                 )
             node = found
+            if transfers >= self.max_transfers and getattr(node.agent, "_adk_reports_back", None):
+                # A Supervisor's worker paused with no transfer left (the limit lowered since):
+                # its report back would fail the run after the paused calls ran, keeping the
+                # checkpoint for a retry to run them again. Refused as the transfer to it is.
+                where = "beyond" if transfers > self.max_transfers else "at"
+                raise state.error(
+                    f"its worker {node.name!r} paused after {transfers} transfers, {where} "
+                    f"max_transfers of {self.max_transfers}: its report back would pass the "
+                    "limit; raise max_transfers and resume again"
+                )
         return node, path, transfers
 
     def _node_context(self, ctx: RunContext, node: FlowAgent, path: tuple[str, ...]) -> RunContext:

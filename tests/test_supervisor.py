@@ -8,6 +8,7 @@ import pytest
 
 import adk
 from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent, Supervisor
 
@@ -206,6 +207,52 @@ async def test_a_delegation_whose_report_back_would_pass_the_limit_is_refused_fi
         "Supervisor, if the conversation needs more)"
     )
     assert len(worker_model.requests) == 2  # two delegations and back; the third never ran
+
+
+async def test_a_worker_paused_with_no_transfer_left_is_refused_before_it_resumes() -> None:
+    """A checkpoint paused in a worker after three transfers, resumed once the limit was
+    lowered to three (or two): the worker's report back would fail the run after its paused
+    call ran. Refused before anything runs, the checkpoint kept; resumed under four it goes on."""
+    refunds: list[int] = []
+
+    @adk.tool(require_approval=True)
+    def refund(cents: int) -> str:
+        """Refund."""
+        refunds.append(cents)
+        return "refunded"
+
+    def runner(limit: int) -> Runner:
+        def boss_reply(messages: list[adk.Message]) -> Reply:
+            reports = sum("said: Refunded" in m.content for m in messages)
+            return Reply("All done.") if reports == 2 else transfer("cashier")
+
+        def cashier_reply(messages: list[adk.Message]) -> Reply:
+            if messages[-1].content == "refunded":
+                return Reply("Refunded.")
+            return Reply(tool_calls=[tool_call("refund", {"cents": 5}, id="r1")])
+
+        cashier = ReActAgent(
+            "cashier", ScriptedModel(cashier_reply), description="Refunds.", tools=[refund]
+        )
+        boss = ReActAgent("boss", ScriptedModel(boss_reply), description="Boss.")
+        return Runner(Supervisor(boss, [cashier], max_transfers=limit), store)
+
+    store = InMemoryCheckpointStore()
+    first = await runner(4).invoke("two refunds")
+    assert first.checkpoint_id is not None
+    second = await runner(4).invoke_resume(first.checkpoint_id, True)  # transfers 2, 3: paused
+    assert second.interrupt is not None and refunds == [5]
+    for limit, where in ((3, "at"), (2, "beyond")):
+        with pytest.raises(adk.RunError) as refused:
+            await runner(limit).invoke_resume(first.checkpoint_id, True)
+        assert str(refused.value.__cause__) == (
+            "the checkpoint does not fit agent 'boss' (its transfers): its worker 'cashier' "
+            f"paused after 3 transfers, {where} max_transfers of {limit}: its report back would "
+            "pass the limit; raise max_transfers and resume again"
+        )
+        assert refunds == [5] and await store.get(first.checkpoint_id) is not None
+    done = await runner(4).invoke_resume(first.checkpoint_id, True)
+    assert done.text == "All done." and refunds == [5, 5]
 
 
 async def test_a_worker_without_resume_runs_again_on_its_history_and_reports_back() -> None:
