@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import math
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -230,3 +231,58 @@ async def test_the_approval_of_a_timed_tool_is_not_timed() -> None:
     resumed = [event async for event in runner.resume(paused.checkpoint_id, True)]
     assert resumed[-1].error is None
     assert _results(agent) == {"c1": "refunded 5"}
+
+
+def _in_a_loop_of_its_own(main: Any) -> bool:
+    """Run ``asyncio.run(main())`` in a thread of its own, with a default executor of one worker
+    thread (as a busy process's pool of six, on two CPUs, would be once six calls hung); True
+    when it returned. The join's bound is a hang guard, not a measurement: the runs take
+    milliseconds, and a loop starved of its executor never returns."""
+    done = threading.Event()
+
+    async def with_one_worker() -> None:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(1))
+        await main()
+        done.set()
+
+    runner = threading.Thread(target=asyncio.run, args=(with_one_worker(),), daemon=True)
+    runner.start()
+    runner.join(60)
+    return done.is_set() and not runner.is_alive()
+
+
+def test_a_timed_out_sync_call_keeps_no_thread_of_the_loops_executor() -> None:
+    """A timed-out sync function's thread runs on, but not in the event loop's default
+    executor: there it held a worker until it ended, so calls that hang (the case a timeout is
+    for) used the pool up and every sync tool of the process (any to_thread, getaddrinfo) then
+    waited behind them; and asyncio.run, which waits for that executor's threads at its end,
+    never returned."""
+    release = threading.Event()
+    answers: list[str] = []
+
+    @tool(timeout=0.05)
+    def hangs(path: str) -> str:
+        """Blocks on I/O that does not come."""
+        release.wait()
+        return path
+
+    @tool
+    def plain(n: int) -> int:
+        """A sync tool without a limit, run in the loop's executor."""
+        return n
+
+    async def main() -> None:
+        first = _agent([hangs], tool_call("hangs", {"path": "/x"}, id="c1"))
+        await run_events(first)
+        assert _results(first) == {
+            "c1": "Error: tool 'hangs' timed out: no result within its limit of 0.05 s"
+        }
+        second = _agent([plain], tool_call("plain", {"n": 7}, id="c2"))
+        await run_events(second)
+        answers.append(_results(second)["c2"])
+
+    try:
+        assert _in_a_loop_of_its_own(main), "the loop waited for the timed-out call's thread"
+        assert answers == ["7"]
+    finally:
+        release.set()

@@ -12,18 +12,24 @@ as pydantic-ai and the OpenAI Agents SDK do. ``thread=False`` runs a tiny, non-b
 function inline and saves the thread hop (tens of µs).
 
 ``timeout=`` bounds a call in seconds: past it the call is cancelled and the model reads an error
-naming the tool and the limit. A sync function's worker thread cannot be killed: the run goes on at
-the limit and the thread runs to its end, its result dropped. ``thread=False`` with a timeout is
+naming the tool and the limit. A sync function's thread cannot be killed: the run goes on at the
+limit and the thread runs to its end, its result dropped. So a timed sync function runs in a
+daemon thread of its own, not the loop's default executor: a call that hangs (what a timeout is
+for) held an executor worker for good, a few of them starved every ``to_thread`` of the process,
+and ``asyncio.run`` waited at its end for the hung threads. ``thread=False`` with a timeout is
 refused, as a function run inline holds the event loop the timeout needs to fire.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import functools
 import inspect
 import math
 import re
+import threading
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace, UnionType
 from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, overload
@@ -589,7 +595,7 @@ class FunctionTool:
             async with scope:
                 if self._is_async:
                     return await call(**kwargs)
-                value = await asyncio.to_thread(call, **kwargs)
+                value = await _in_own_thread(functools.partial(call, **kwargs), self.name)
                 if inspect.isawaitable(value):  # a sync wrapper around a coroutine function
                     value = await value
                 return value
@@ -682,6 +688,41 @@ class FunctionTool:
 
     def __repr__(self) -> str:
         return f"FunctionTool({self.name!r})"
+
+
+def _in_own_thread(call: Callable[[], Any], tool_name: str) -> asyncio.Future[Any]:
+    """``asyncio.to_thread(call)`` in a daemon thread of its own, for a timed sync function,
+    which may outlive its call: in the loop's default executor a call that hangs kept a worker
+    for good (a pool of ``min(32, CPUs + 4)``: a few hung calls and every later ``to_thread`` of
+    the process, sync tools and the loop's ``getaddrinfo`` included, waited behind them), and
+    ``asyncio.run`` joins that executor's threads at its end, so the program never returned. A
+    daemon does not hold the interpreter's exit either. The thread costs a start per call (tens
+    of µs), paid by timed sync tools only. Its outcome reaches the future unless the call was
+    given up (the future cancelled) or the loop has closed: then no one waits for it."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()  # as to_thread: the thread sees the call's contextvars
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():  # timed out, or the run cancelled: the outcome reaches no one
+            return
+        if error is None:
+            future.set_result(value)
+        else:
+            future.set_exception(error)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = context.run(call)
+        except BaseException as exc:  # as to_thread's executor keeps any, for the awaiting call
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop has closed since: no one to tell
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"adk-tool-{tool_name}", daemon=True).start()
+    return future
 
 
 def _tool_label(name: object) -> str:
