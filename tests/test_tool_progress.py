@@ -5,8 +5,10 @@ notifications without a handler."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
+import threading
 
 import pytest
 from mcp_servers.process import STDIO_SCRIPT
@@ -255,3 +257,43 @@ async def test_an_agent_span_s_answer_is_never_a_progress_report(
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "invoke_agent worker"]
     (answer,) = json.loads(dict(span.attributes or {})["gen_ai.output.messages"])
     assert answer["parts"][0]["name"] == "ask_first"
+
+
+async def test_a_report_made_after_its_call_ended_reaches_no_one() -> None:
+    """A timed-out sync tool's thread runs on and may report again: that report came after the
+    call's timeout error, as progress of a call already over (and so would an async tool's
+    report from a task it left running). Once a call has its result, its reports are dropped."""
+    late_go = threading.Event()
+    late_made = threading.Event()
+    timed_out = asyncio.Event()
+
+    @tool(timeout=0.05, progress=True)
+    def export(ctx: ToolContext) -> str:
+        """Export rows, slowly."""
+        ctx.report_progress(1, 3, "early")
+        late_go.wait()
+        ctx.report_progress(2, 3, "late")  # the call timed out meanwhile
+        late_made.set()
+        return "exported"
+
+    @tool(progress=True)
+    async def audit(ctx: ToolContext) -> str:
+        """Outlasts the export's call, until its late report is made."""
+        await timed_out.wait()
+        late_go.set()
+        await asyncio.to_thread(late_made.wait)  # its report is on the loop before this returns
+        return "audited"
+
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("export", {}, id="e"), tool_call("audit", {}, id="a")]), "ok"]
+    )
+    events: list[AgentEvent] = []
+    async for event in Runner(ReActAgent("agent", model, tools=[export, audit])).run("go"):
+        events.append(event)
+        message = event.output.message if event.output is not None else None
+        if message is not None and message.tool_call_id == "e":
+            timed_out.set()
+
+    shown = [(r.tool_call_id, r.message) for _, r in reports(events)]
+    assert shown == [("e", "early")]
+    assert [e.output.message.content for e in events if e.output and e.output.message][-1] == "ok"

@@ -10,7 +10,8 @@ runs in one, so its events can pass while it runs.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 
 # ``adk._approval`` loads on first use (the package's ``__getattr__``): only a resumed call reads
@@ -139,13 +140,8 @@ async def run_tool_call(
     # Only a tool that shows events while it runs (an ``AgentTool`` forwarding, a tool reporting
     # progress) is given the way out: a report from any other is refused where it is made, in a
     # round of one call or of several alike.
-    tool_ctx = new_tool_context(
-        ctx,
-        name,
-        call_id,
-        address,
-        _emitter(emit) if emit is not None and getattr(tool, "_emits_events", False) else None,
-    )
+    emitter = _Emitter(emit) if emit is not None and getattr(tool, "_emits_events", False) else None
+    tool_ctx = new_tool_context(ctx, name, call_id, address, emitter)
     hooks = ctx._run.hooks
     invoke: _Invoke | None = None
     try:
@@ -182,6 +178,8 @@ async def run_tool_call(
     finally:
         if resumed and plan is not None:
             plan.consume(address)
+        if emitter is not None:
+            emitter.end(tool_ctx)
     if isinstance(output, ToolResult):
         result: ToolResult | None = output
         content = output.content
@@ -211,24 +209,48 @@ async def run_tool_call(
     return ToolOutcome(call, message, result, tool_ctx.action, None, name)  # positional: cheaper
 
 
-def _emitter(queue: asyncio.Queue[_Item]) -> Callable[[AgentEvent], None]:
-    """``queue.put_nowait`` for a call's events, safe from the thread a sync function tool runs
-    in (a progress report): there it is handed to the loop, which puts it before the call's
-    outcome, as the thread's return reaches the loop after it."""
-    put = queue.put_nowait
-    loop = asyncio.get_running_loop()
+class _Emitter:
+    """``queue.put_nowait`` for a call's events while the call runs, safe from the thread a sync
+    function tool runs in (a progress report): there it is handed to the loop, which puts it
+    before the call's outcome, as the thread's return reaches the loop after it.
 
-    def emit(event: AgentEvent) -> None:
+    Ended with the call (``end``): a report made after its result (a timed-out sync function's
+    thread runs on; an async tool may leave a task running) is dropped, as progress of a call
+    already over, shown after its result, would mislead whoever shows it. A report the thread
+    handed over before the call ended reaches the loop first and still passes."""
+
+    __slots__ = ("_loop", "_put", "open")
+
+    def __init__(self, queue: asyncio.Queue[_Item]) -> None:
+        self._put = queue.put_nowait
+        self._loop = asyncio.get_running_loop()
+        self.open = True
+
+    def __call__(self, event: AgentEvent) -> None:
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:  # a worker thread: no loop of its own
             running = None
-        if running is loop:
-            put(event)
+        if running is self._loop:
+            if self.open:
+                self._put(event)
         else:
-            loop.call_soon_threadsafe(put, event)
+            # The loop may have closed since (a thread outliving its run): no one to tell.
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._handed, event)
 
-    return emit
+    def _handed(self, event: AgentEvent) -> None:
+        if self.open:
+            self._put(event)
+
+    def end(self, ctx: ToolContext) -> None:
+        """The call has its result: later reports reach no one (nor, traced, its ended span)."""
+        self.open = False
+        ctx._emit = _dropped
+
+
+def _dropped(event: AgentEvent) -> None:
+    """A call's way out once it ended (``_Emitter.end``): what it reports then reaches no one."""
 
 
 class _Invoke:

@@ -206,7 +206,8 @@ class ToolContext:
         ``output.custom`` is a ``ToolProgress`` (``output.tool_name`` this tool), yielded by the
         calling agent before the call's result. Not in history, not saved; on the call's
         ``execute_tool`` span as an ``adk.tool.progress`` event when traced. Callable from a sync
-        tool's thread too.
+        tool's thread too. A report made once the call has ended (a timed-out thread running on)
+        is dropped: it would come after the call's result.
 
         Only a tool that says it reports progress (``FunctionTool(progress=True)``, an MCP
         server's tool) is given a way to the caller: the framework runs its call in a task so
