@@ -173,6 +173,41 @@ async def test_collecting_the_same_event_twice_does_not_fill_two_places() -> Non
     assert (await Runner(Twice("twice")).invoke("go")).output is None
 
 
+class Urgency(Event):
+    """A base class none of whose own instances is sent: its subclasses are."""
+
+    level: int
+
+
+class High(Urgency):
+    pass
+
+
+class Low(Urgency):
+    pass
+
+
+async def test_an_expected_base_class_is_taken_when_the_action_takes_its_subclasses() -> None:
+    """Expecting ``[Urgency] * 2`` where the action listens for ``High`` and ``Low``: each arrival
+    is an ``Urgency`` and fills a place (a subclass counts for its class), so the set completes.
+    It was refused as a class the action does not take, which only a class with no subclass
+    the action takes is."""
+
+    class Triage(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(High(level=2))
+            ctx.send_event(Low(level=1))
+
+        @action(High, Low)
+        def join(self, event: Urgency, ctx: ActionContext) -> None:
+            found = ctx.collect_events(event, [Urgency] * 2)
+            if found is not None:
+                ctx.send_event(OutputEvent(output=[type(e).__name__ for e in found]))
+
+    assert (await Runner(Triage("triage")).invoke("go")).output == ["High", "Low"]
+
+
 # -- misuse, refused where the user calls it -----------------------------------------------------
 def _refusing(expected: Any, event: Any = None, **kwargs: Any) -> ActionAgent:
     class Wrong(ActionAgent):

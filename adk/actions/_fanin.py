@@ -126,7 +126,7 @@ def check_expected(
         )
     takers = plan.actions if shared else [a for a in plan.actions if a.name == action_name]
     unseen = [
-        kind for kind in dict.fromkeys(kinds) if not any(issubclass(kind, a.events) for a in takers)
+        kind for kind in dict.fromkeys(kinds) if not any(_takes(a.events, kind) for a in takers)
     ]
     if unseen:
         # Said as what is missing: "the action takes Review" read as the opposite of the fault.
@@ -141,6 +141,13 @@ def check_expected(
             )
         )
     return kinds
+
+
+def _takes(listened: tuple[type[Event], ...], kind: type[Event]) -> bool:
+    """Whether an action listening for ``listened`` gets events of ``kind``: ``kind`` or a base
+    of it is listened for, or a subclass of it is (``[Urgency] * 2`` over ``High`` and ``Low``,
+    each an ``Urgency``: a subclass counts for its class where events are collected)."""
+    return issubclass(kind, listened) or any(issubclass(taken, kind) for taken in listened)
 
 
 def _names(kinds: Sequence[type]) -> str:
