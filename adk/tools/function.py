@@ -588,8 +588,8 @@ class FunctionTool:
         """The function's value, or a ``ToolError`` naming the tool and ``limit`` when it takes
         longer. The run's own cancellation and a ``TimeoutError`` the function raises itself (its
         own deadline) go through unchanged: only this limit's expiry is the tool's timeout. A
-        sync function's thread runs on past the limit (no thread can be killed); cancelling the
-        await drops its result, which then reaches no one."""
+        sync function's thread, one of its own (``_in_own_thread``), runs on past the limit (no
+        thread can be killed); cancelling the await drops its result, which then reaches no one."""
         scope = asyncio.timeout(limit)
         try:
             async with scope:
