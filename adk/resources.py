@@ -30,6 +30,7 @@ from ._error_pickle import reduce_error
 from .messages import Message
 from .tools._origin import tool_origin
 from .tools.base import Tool, ToolContext, ToolResult, ToolSpec
+from .tools.function import _is_tool_name
 
 if TYPE_CHECKING:
     from .mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
@@ -207,6 +208,16 @@ class Resources(AsyncCloseable):
             )
         key = tool.spec.name if name is None else name
         _check_name(key, "tool")
+        if not _is_tool_name(key):
+            # The model is offered the tool by this name: one model APIs refuse ('a.b', a space)
+            # failed every model call offering it, a 400 far from here. FunctionTool, AgentTool
+            # and ReActAgent refuse such names where they are given; so does this.
+            given = "name=" if name is not None else f"its spec's name ({tool_origin(tool)})"
+            raise ValueError(
+                f"cannot register tool {key!r}: model APIs accept tool names of 1 to 64 letters, "
+                f"digits, '_' and '-' (no spaces or dots), and {given} is not one; pass another "
+                "name="
+            )
         if key in self._tools:
             raise ValueError(f"a tool named {key!r} is already registered")
         self._check_not_listed("tools", key, tool)

@@ -355,3 +355,22 @@ def test_a_sub_agent_named_like_the_agents_parent_is_refused() -> None:
     with pytest.raises(ValueError, match="two agents named 'a'"):
         with_sub_agents(b, [ScriptAgent("a")])
     with_sub_agents(b, [ScriptAgent("c")])
+
+
+class _Spaced(_Shout):
+    spec = ToolSpec(name="shout loud", description="Upper-cases text.")
+
+
+def test_a_tool_resource_name_model_apis_refuse_is_refused_where_it_is_registered() -> None:
+    """``Resources.add_tool(tool, name="a.b")`` was taken: the model was then offered a tool
+    named ``a.b``, which model APIs refuse (a 400 on every model call offering it), where
+    ``@tool(name=...)``, ``AgentTool`` and ``ReActAgent`` refuse such a name when it is given."""
+    resources = Resources()
+    with pytest.raises(ValueError, match=r"cannot register tool 'a\.b'.*no spaces or dots"):
+        resources.add_tool(add, name="a.b")
+    with pytest.raises(ValueError, match=r"'shout loud'.*its spec's name \(.*_Spaced"):
+        resources.add_tool(_Spaced())
+    with pytest.raises(ValueError, match=r"cannot register tool 'x{65}'"):
+        resources.add_tool(add, name="x" * 65)
+    resources.add_tool(add, name="a_b-2")  # refused ones were not registered; valid ones are
+    assert resources._tools.keys() == {"a_b-2"}
