@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pydantic
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -12,6 +13,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import adk
 from adk import BaseAgent, Runner, SequentialAgent
+from adk.actions import Event, OutputEvent
 from adk.testing import ScriptedModel
 from prebuilt import PlanExecute, ReActAgent
 
@@ -122,3 +124,46 @@ async def test_an_agent_description_that_is_a_lazy_translation_string_is_read_pe
     assert span.attributes is not None
     assert span.attributes["gen_ai.agent.description"] == "Gère les factures."
     provider.shutdown()
+
+
+# -- pydantic's wording where it did not say what to do --------------------------------------------
+
+
+def test_an_option_model_options_lack_says_where_a_providers_option_goes() -> None:
+    """``ModelOptions(top_p=0.9)`` said only "Extra inputs are not permitted": top_p is a real
+    option, so the reader was left to guess that ``extra`` takes it. Still a ValidationError."""
+    with pytest.raises(pydantic.ValidationError) as caught:
+        adk.ModelOptions(temperature=0.2, top_p=0.9)
+    text = str(caught.value)
+    assert "ModelOptions has no field 'top_p' (its fields: temperature, max_tokens," in text
+    assert "a provider's own option goes in extra: extra={'top_p': ...}" in text
+    with pytest.raises(pydantic.ValidationError, match=r"RetryPolicy has no field 'max_atempts' "):
+        adk.RetryPolicy(max_atempts=5)
+    with pytest.raises(pydantic.ValidationError, match="greater than or equal to 0") as caught:
+        adk.ModelOptions(temperature=-1, seed=7)  # every problem is still told
+    assert "has no field 'seed'" in str(caught.value)
+
+
+async def test_a_runs_model_options_mapping_with_a_providers_option_says_where_it_goes() -> None:
+    runner = Runner(ReActAgent("r", ScriptedModel(["never"])))
+    with pytest.raises(
+        adk.RunError, match=r"(?s)model_options is invalid.*extra=\{'top_p': \.\.\.\}"
+    ):
+        await runner.invoke("hi", options={"model_options": {"top_p": 0.9}})
+
+
+class _Note(Event):
+    text: str
+    level: int = 0
+
+
+def test_an_event_given_its_fields_by_position_says_to_name_them() -> None:
+    """``OutputEvent("done")`` (Flink Agents' Java ``new OutputEvent(x)``) failed with
+    ``BaseModel.__init__() takes 1 positional argument but 2 were given``."""
+    with pytest.raises(TypeError, match=r"^OutputEvent takes its fields by name, not by position "):
+        OutputEvent("done")
+    with pytest.raises(TypeError, match=r"e\.g\. _Note\(text=\.\.\.\); its fields: text, level$"):
+        _Note("hi", 2)
+    assert OutputEvent(output="done").output == "done" and _Note(text="hi").level == 0
+    with pytest.raises(pydantic.ValidationError, match="Extra inputs are not permitted"):
+        _Note(txt="hi")  # validation is pydantic's as before

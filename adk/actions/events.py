@@ -12,7 +12,7 @@ annotation string at class creation. Forward references are quoted.
 import itertools
 import os
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -60,6 +60,22 @@ class Event(BaseModel):
 
     id: str = Field(default_factory=_new_event_id)
 
+    if not TYPE_CHECKING:  # type checkers keep pydantic's keyword-only signature of each event
+
+        def __init__(self, /, *args: Any, **data: Any) -> None:
+            """pydantic's ``__init__``, with a positional argument refused by a message that says
+            how to pass it: ``OutputEvent("done")`` (Flink Agents' Java ``new OutputEvent(x)``)
+            failed with ``BaseModel.__init__() takes 1 positional argument but 2 were given``.
+            The validator is called as pydantic's own ``__init__`` calls it, so no frame is added
+            to an event's construction."""
+            if args:
+                raise TypeError(_by_name(type(self), len(args)))
+            self.__pydantic_validator__.validate_python(data, self_instance=self)
+
+        # Read by pydantic: validating an event (a nested field, ``model_validate``) need not
+        # call this ``__init__``, which only adds the message above to pydantic's.
+        __init__.__pydantic_base_init__ = True
+
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         """Build your own event classes where they are defined; only the built-in ones wait for
@@ -72,6 +88,17 @@ class Event(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         if cls.__module__ != __name__ and cls.model_rebuild(raise_errors=False) is False:
             _unbuilt.add(cls)
+
+
+def _by_name(cls: type[Event], given: int) -> str:
+    """The error for an event made with ``given`` positional arguments: its fields by name."""
+    fields = [name for name in cls.model_fields if name != "id"]
+    example = f"{cls.__name__}({fields[0]}=...)" if fields else f"{cls.__name__}()"
+    listed = ", ".join(fields) if fields else "none besides id"
+    return (
+        f"{cls.__name__} takes its fields by name, not by position ({given} given): e.g. "
+        f"{example}; its fields: {listed}"
+    )
 
 
 class InputEvent(Event):

@@ -5,9 +5,10 @@ annotation string when the models are created at ``import adk``. Forward referen
 """
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
@@ -15,7 +16,53 @@ from ..tools.base import ToolSpec
 __all__ = ["ChatModel", "ModelError", "ModelOptions", "RetryPolicy"]
 
 
-class ModelOptions(BaseModel):
+class _NamedOptions(BaseModel):
+    """A model of options whose unknown field is refused naming the fields it has (and, for
+    ``ModelOptions``, where a provider's own option goes): pydantic's "Extra inputs are not
+    permitted" alone left ``ModelOptions(top_p=0.9)`` a puzzle, ``top_p`` being a real option."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    if not TYPE_CHECKING:  # type checkers keep pydantic's keyword signature
+
+        def __init__(self, /, **data: Any) -> None:
+            try:  # as pydantic's own ``__init__``: no frame added when nothing is wrong
+                self.__pydantic_validator__.validate_python(data, self_instance=self)
+            except ValidationError as exc:
+                raise _named_fields(type(self), exc) from None
+
+        # Read by pydantic: validating one as a field, or ``model_validate``, need not call
+        # this ``__init__`` (its errors then keep pydantic's wording).
+        __init__.__pydantic_base_init__ = True
+
+    @classmethod
+    def _unknown_hint(cls, name: str) -> str:
+        return ""
+
+
+def _named_fields(cls: type[_NamedOptions], exc: ValidationError) -> ValidationError:
+    """``exc`` with each unknown field's error saying which fields ``cls`` has. Still a
+    ``ValidationError`` (and "Extra inputs are not permitted"), so code catching it is unchanged."""
+    problems = exc.errors(include_url=False)
+    if not any(problem["type"] == "extra_forbidden" for problem in problems):
+        return exc
+    fields = ", ".join(cls.model_fields)
+    details: list[InitErrorDetails] = []
+    for problem in problems:
+        message = problem["msg"]
+        if problem["type"] == "extra_forbidden":
+            name = str(problem["loc"][-1])
+            message = (
+                f"Extra inputs are not permitted: {cls.__name__} has no field {name!r} (its "
+                f"fields: {fields}){cls._unknown_hint(name)}"
+            )
+        # Without a context, the template is the message as written (braces included).
+        kind = PydanticCustomError(problem["type"], message)
+        details.append({"type": kind, "loc": problem["loc"], "input": problem["input"]})
+    return ValidationError.from_exception_data(cls.__name__, details)
+
+
+class ModelOptions(_NamedOptions):
     """Per-call generation options. ``response_format`` is a JSON schema for structured output
     (``{"name": ..., "schema": {...}, "strict": bool}``); ``extra`` is passed through to the request
     body as is.
@@ -32,6 +79,10 @@ class ModelOptions(BaseModel):
     stop: list[str] | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
+    @classmethod
+    def _unknown_hint(cls, name: str) -> str:
+        return f"; a provider's own option goes in extra: extra={{{name!r}: ...}}"
+
     def merged(self, other: "ModelOptions | None") -> "ModelOptions":
         """These options overridden by the fields ``other`` sets explicitly."""
         if other is None:
@@ -45,7 +96,7 @@ class ModelOptions(BaseModel):
         return ModelOptions(**data)
 
 
-class RetryPolicy(BaseModel):
+class RetryPolicy(_NamedOptions):
     """How an adapter retries transient failures: exponential backoff with optional jitter, capped
     at ``max_delay``; ``max_attempts`` counts the first try. Unknown fields are an error (a
     misspelt ``max_atempts=`` would leave the default in force)."""
