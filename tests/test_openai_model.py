@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 from collections.abc import AsyncIterator, Callable
 from email.utils import formatdate
 from typing import Any
@@ -21,7 +22,7 @@ from typing import Any
 import openai
 import pydantic
 import pytest
-from conftest import wire_model
+from conftest import run_events, wire_model
 from openai.types.chat import ChatCompletionChunk
 from openai_server import Call, OpenAIServer, Reply
 
@@ -807,6 +808,45 @@ async def test_a_key_ending_with_a_space_is_refused_where_the_model_is_made_neve
     server.script(Reply(text="hi"))
     async with OpenAIChatModel("m", base_url=server.base_url, api_key=" sk-lead") as model:
         assert (await model.generate([Message.user("hi")])).content == "hi"
+
+
+@pytest.mark.parametrize("end", ["\n", " "])
+async def test_a_clients_key_http_cannot_send_is_refused_where_the_model_is_made_never_shown(
+    end: str, server: OpenAIServer
+) -> None:
+    """``client=AsyncOpenAI(api_key=<a key read from a file>)`` was taken as is (``api_key=`` was
+    checked, a client's key not): every call failed as a "connection error", retried, with the
+    key in the ModelError's text (``Illegal header value b'Bearer sk-...\\n'``), which pyadk put
+    into the run's error event, and from there logs and traces."""
+    client = openai.AsyncOpenAI(base_url=server.base_url, api_key="sk-read-from-a-file" + end)
+    with pytest.raises(
+        ValueError, match=r"^the api_key of client= (holds a line|ends with a)"
+    ) as e:
+        OpenAIChatModel("m", client=client)
+    assert "sk-read" not in str(e.value)
+    await client.close()
+
+
+async def test_a_header_http_cannot_send_fails_the_call_once_without_showing_it(
+    server: OpenAIServer,
+) -> None:
+    """A header the client sends that HTTP refuses (Azure's ``api-key`` in ``default_headers``,
+    read from a file with its newline) failed as a retried "connection error" quoting it, and the
+    error's chain (printed by logs, recorded by tracing) quoted it again."""
+    client = openai.AsyncOpenAI(
+        base_url=server.base_url, api_key="k", default_headers={"api-key": "sk-secret\n"}
+    )
+    server.script(Reply(text="never"))
+    events = await run_events(
+        Runner(ReActAgent("a", OpenAIChatModel("m", client=client, retry=FAST)))
+    )
+    error, exception = events[-1].error, events[-1].exception
+    assert error is not None and exception is not None
+    assert "a request header holds what HTTP cannot send" in error.message
+    assert "the value is not shown" in error.message and "gave up" not in error.message
+    assert "sk-secret" not in "".join(traceback.format_exception(exception))
+    assert server.requests == []  # nothing was sent, and it was not sent again
+    await client.close()
 
 
 async def test_the_synchronous_openai_client_is_refused_where_the_model_is_made(

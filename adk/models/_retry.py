@@ -187,6 +187,11 @@ def _raise_final(
     try:
         if error is exc:
             raise exc
+        if getattr(error, "_adk_secret_cause", False):
+            # The failure's text holds a secret (an API key in a header HTTP cannot send): the
+            # error says what happened without it, and tracebacks (logs, a span's recorded
+            # exception) do not print the chain that holds it.
+            raise error from None
         raise error from exc
     finally:
         del error, exc

@@ -174,6 +174,9 @@ class OpenAIChatModel(AsyncCloseable):
                 )
             # with_options makes a copy sharing the connection pool: the timeout applies to this
             # model's requests only, the client keeps its own setting for its other users.
+            given_key = getattr(client, "api_key", None)
+            if isinstance(given_key, str) and given_key:  # (a key provider is called per request)
+                _check_api_key(given_key, "the api_key of client=")
             self._client = client.with_options(max_retries=0, timeout=sdk_timeout)
             self._clients: LoopClients[openai.AsyncOpenAI] | None = None
         else:
@@ -544,6 +547,15 @@ class OpenAIChatModel(AsyncCloseable):
             return ModelError(f"{where} the request timed out{tries}")
         if isinstance(exc, openai.APIConnectionError):
             cause = exc.__cause__
+            if _illegal_header(cause):
+                error = ModelError(
+                    f"{where} a request header holds what HTTP cannot send (such as a line "
+                    "break, another control character or a space at its end): the client's "
+                    "api_key, a key its api_key provider gave, or one of its default_headers; "
+                    f"the value is not shown{tries}"
+                )
+                error._adk_secret_cause = True  # type: ignore[attr-defined]  # see _raise_final
+                return error
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
         if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
@@ -652,11 +664,24 @@ def _ended_early(sdk_stream: Any, events: int) -> Exception:
     return ModelError(f"the server answered a stream request with {kind!r}, not an event stream")
 
 
+def _illegal_header(cause: BaseException | None) -> bool:
+    """Whether a connection error's cause is h11 refusing a header value (httpx's
+    ``LocalProtocolError: Illegal header value b'Bearer sk-...\\n'``): its text quotes the value,
+    an API key as often as not, which the error must not carry into events, logs and traces."""
+    while cause is not None:
+        if type(cause).__name__ == "LocalProtocolError" and "Illegal header value" in str(cause):
+            return True
+        cause = cause.__cause__
+    return False
+
+
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, openai.APIStatusError):
         return _is_transient_status(exc.status_code, exc.body)
     # APITimeoutError is an APIConnectionError: a timed-out attempt is retried like a dropped one.
-    if isinstance(exc, (openai.APIConnectionError, _StreamTruncated)):
+    if isinstance(exc, openai.APIConnectionError):
+        return not _illegal_header(exc.__cause__)  # the same header would be refused again
+    if isinstance(exc, _StreamTruncated):
         return True
     # A stream's error event before its first chunk (the retry runner sees no later one), read as
     # the status it stands for: a server that had sent its 200 headers before the engine failed
