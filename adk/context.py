@@ -216,6 +216,7 @@ class _RunState(_Lane):
         "nested",
         "options",
         "outer_path",
+        "paused",
         "plan",
         "reader",
         "resources",
@@ -237,6 +238,9 @@ class _RunState(_Lane):
     # Its reader stopped reading (closed the runner's generator) before the run's last event: the
     # agents closed from then on were cut off, not finished (``Runner._drive_plain``, tracing).
     abandoned: bool
+    # Its run ended with a pause whose checkpoint was saved: the calls left without results
+    # wait for the resume, which answers them (``runner._conversation``).
+    paused: bool
     hooks: Any
     resources: Any
     _run_id: str | None
@@ -323,6 +327,7 @@ def new_run(
     run.nested = nested
     run.outer_path = ()
     run.abandoned = False
+    run.paused = False
     run.hooks = hooks
     run.resources = resources
     run._run_id = run_id

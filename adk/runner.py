@@ -73,7 +73,7 @@ from .interrupts import (
     _ResumePlan,
     agent_segment,
 )
-from .messages import _USER, Message, Usage, _built
+from .messages import _TOOL, _USER, Message, Usage, _built
 from .streams import MessageStream, _being_cancelled
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class RunResult:
         run, since a next run gives its input to every agent as it is (a worker must not take
         the supervisor's words for its own, nor the supervisor a worker's)."""
         run = self._run
-        return [] if run is None else _conversation(run)
+        return [] if run is None else _conversation(run, ended=True)
 
 
 def run_usage(events: AsyncIterator[AgentEvent]) -> Usage | None:
@@ -147,8 +147,13 @@ def run_usage(events: AsyncIterator[AgentEvent]) -> Usage | None:
 def run_messages(events: AsyncIterator[AgentEvent]) -> list[Message]:
     """``RunResult.messages`` of the run whose events ``Runner.run`` or ``Runner.resume``
     returned, as recorded so far: after the last event, the conversation a next run carries on
-    (a streamed reply is recorded once it is complete)."""
-    return _conversation(_run_of(events, "run_messages"))
+    (a streamed reply is recorded once it is complete). Once the run is over (its events read
+    to the end, closed, or failed: a cancellation, a timeout) without pausing, each tool call
+    left without a result gets one saying it did not complete, as ``RunResult.messages``."""
+    # An async generator whose frame is gone has ended; a reader's own iterator is taken as
+    # one still running (its calls may be running).
+    ended = getattr(events, "ag_frame", True) is None
+    return _conversation(_run_of(events, "run_messages"), ended=ended)
 
 
 # The root contexts of the runs behind the event iterators ``run`` and ``resume`` handed out (a
@@ -176,11 +181,58 @@ def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> _RunState:
     return root._run
 
 
-def _conversation(run: _RunState) -> list[Message]:
+def _conversation(run: _RunState, *, ended: bool) -> list[Message]:
     """The run's root input and its root lane's messages as ``run.reader`` reads them
-    (``history``'s rule: its own as they are, others' as ``For context:`` messages)."""
+    (``history``'s rule: its own as they are, others' as ``For context:`` messages). Of a run
+    that has ``ended`` without a pause, the tool calls left without results are answered
+    (``_answer_open_calls``)."""
     entries = run.entries
-    return _messages_for(entries, len(entries), run.root, run.reader, None)
+    messages = _messages_for(entries, len(entries), run.root, run.reader, None)
+    if ended and not run.paused:
+        return _answer_open_calls(messages)
+    return messages
+
+
+_DID_NOT_COMPLETE = "Error: the call did not complete: the run ended before the tool returned"
+
+
+def _answer_open_calls(messages: list[Message]) -> list[Message]:
+    """``messages`` with a result for each tool call that has none, after the results its
+    reply's calls did get: a run cut off mid-round (its reader closed it, a timeout cancelled
+    it, it failed) left calls no tool message answers, and model APIs refuse such a
+    conversation as the next input (OpenAI: "An assistant message with 'tool_calls' must be
+    followed by tool messages responding to each 'tool_call_id'"). The result is an error the
+    model reads, as the OpenAI Agents SDK and Pydantic AI close a cancelled run's calls, rather
+    than the calls dropped, which would hide from the model what it asked for and what may
+    have run. ``metadata["did_not_complete"]`` marks it for a program. A paused run's calls are
+    left open: its resume answers them."""
+    if not any(m.tool_calls for m in messages):  # most runs: nothing to look at
+        return messages
+    out: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        out.append(message)
+        index += 1
+        if not message.tool_calls or message.role != "assistant":
+            continue
+        answered: set[str | None] = set()
+        while index < len(messages) and messages[index].role == "tool":
+            answered.add(messages[index].tool_call_id)
+            out.append(messages[index])
+            index += 1
+        out.extend(
+            Message(
+                role=_TOOL,
+                content=_DID_NOT_COMPLETE,
+                tool_call_id=call.id,
+                name=call.name,
+                metadata={"did_not_complete": True},
+            )
+            for call in message.tool_calls
+            if call.id not in answered
+        )
+    return out
 
 
 def _to_messages(value: RunInput) -> list[Message]:
@@ -1234,6 +1286,8 @@ async def _check(
         paused = await runner._pause(ctx, event, event._signal, checkpoint_id)
         if paused is not event:  # the checkpoint could not be saved
             _made(ctx, paused)
+        else:
+            ctx._run.paused = True
         return _final(on_event, paused), None
     if event.error is not None:
         return _final(on_event, event), None

@@ -160,7 +160,8 @@ class OpenAIServer:
     Kimi's (``"kimi"``); None (the default) takes any.
 
     Tool names are checked as OpenAI checks them (``^[a-zA-Z0-9_-]+$``, at most 64 characters):
-    a request offering a tool named otherwise is answered 400 with OpenAI's error.
+    a request offering a tool named otherwise is answered 400 with OpenAI's error; so is a Chat
+    request whose assistant tool calls are not each answered by a tool message after them.
 
     ``refuses`` names request fields the server does not take: a request carrying one is answered
     400 before any scripted reply is used, in OpenAI's words (``refusal="openai"``: "Unsupported
@@ -326,6 +327,8 @@ class OpenAIServer:
             await self._send_json(writer, 400, {"error": missing})
             return True
         invalid = _invalid_tool_name(body, responses=target == "/v1/responses")
+        if invalid is None and target == "/v1/chat/completions":
+            invalid = _unanswered_tool_calls(body)
         if invalid is None:
             invalid = (
                 _tool_field_without_tools(body)
@@ -738,6 +741,37 @@ def _invalid_tool_name(body: Any, *, responses: bool) -> dict[str, Any] | None:
             "param": where,
             "code": "invalid_value",
         }
+    return None
+
+
+def _unanswered_tool_calls(body: Any) -> dict[str, Any] | None:
+    """OpenAI Chat's error for an assistant message with ``tool_calls`` not followed by a tool
+    message for each call id (a conversation carried on from a run cut off mid-round)."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    messages = messages if isinstance(messages, list) else []
+    for position, message in enumerate(messages):
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        if message.get("role") != "assistant" or not isinstance(calls, list) or not calls:
+            continue
+        answered = set()
+        for following in messages[position + 1 :]:
+            if not isinstance(following, dict) or following.get("role") != "tool":
+                break
+            answered.add(following.get("tool_call_id"))
+        missing = [
+            c.get("id") for c in calls if isinstance(c, dict) and c.get("id") not in answered
+        ]
+        if missing:
+            return {
+                "message": (
+                    "An assistant message with 'tool_calls' must be followed by tool messages "
+                    "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                    f"response messages: {', '.join(map(str, missing))}"
+                ),
+                "type": "invalid_request_error",
+                "param": f"messages.[{position}].role",
+                "code": None,
+            }
     return None
 
 

@@ -5,6 +5,8 @@ conversation a next run carries on), and the same read while streaming with ``ad
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -481,3 +483,100 @@ async def test_a_callback_reads_the_runs_usage_so_far_nested_calls_included() ->
     assert isinstance(failed.value.__cause__, TokenLimitExceeded)
     assert str(failed.value.__cause__) == "113 tokens used of 100"
     assert len(model.requests) == 1  # the lead's second call was not made
+
+
+# -- a run cut off mid-round: its conversation is one a model API takes ----------------------------
+
+_started: list[asyncio.Event] = []  # the running test's (an event belongs to its loop)
+
+
+@adk.tool
+async def lookup(city: str) -> str:
+    """Look a city up; runs until the run is cut off."""
+    _started[-1].set()
+    await asyncio.Event().wait()
+    return city
+
+
+@pytest.mark.parametrize("cut", ["closed", "timed out"])
+async def test_a_run_cut_off_mid_round_gives_messages_a_model_api_takes(cut: str) -> None:
+    """A run closed by its reader (a client gone) or cancelled by a timeout while a tool ran
+    gave ``run_messages`` ending with the model's calls and the results of only those that had
+    returned: OpenAI refused it as the next input ("An assistant message with 'tool_calls' must
+    be followed by tool messages responding to each 'tool_call_id'"), so a service that kept it
+    could not carry the conversation on. Each call left without a result now gets one saying it
+    did not complete, after the others, and the conversation goes on over the wire."""
+    _started.append(asyncio.Event())
+    async with OpenAIServer() as server:
+        server.script(
+            WireReply(
+                tool_calls=[
+                    Call("add", '{"a": 2, "b": 3}', id="call_a"),
+                    Call("lookup", '{"city": "Oslo"}', id="call_b"),
+                ]
+            ),
+            WireReply(text="Sorry, the lookup did not finish; 2 + 3 = 5."),
+        )
+        async with wire_model(server, "chat") as model:
+            runner = Runner(ReActAgent("calc", model, tools=[add, lookup]))
+            events = runner.run("2 + 3, and the weather in Oslo?")
+            if cut == "closed":
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        if event.output is not None and event.output.role == Role.TOOL:
+                            break  # the add result: lookup is still running
+            else:
+                added = asyncio.Event()
+
+                async def read() -> None:
+                    async for event in events:
+                        if event.output is not None and event.output.role == Role.TOOL:
+                            added.set()  # lookup is still running
+
+                reading = asyncio.ensure_future(read())
+                await added.wait()
+                reading.cancel()  # as asyncio.timeout would
+                with pytest.raises(asyncio.CancelledError):
+                    await reading
+            messages = adk.run_messages(events)
+            assert [(m.role, m.tool_call_id) for m in messages] == [
+                (Role.USER, None),
+                (Role.ASSISTANT, None),
+                (Role.TOOL, "call_a"),
+                (Role.TOOL, "call_b"),
+            ]
+            assert messages[2].content == "5" and "did_not_complete" not in messages[2].metadata
+            closing = messages[3]
+            assert closing.name == "lookup" and closing.metadata == {"did_not_complete": True}
+            assert closing.content.startswith("Error: the call did not complete")
+
+            carried = await runner.invoke([*messages, Message.user("so?")])
+        assert carried.text == "Sorry, the lookup did not finish; 2 + 3 = 5."
+        sent = server.requests[1].body["messages"]
+        assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+
+
+async def test_a_paused_runs_messages_keep_the_call_that_waits_and_a_running_one_is_untouched() -> (
+    None
+):
+    """A paused run's call is answered by its resume, so its messages keep it open (a result
+    saying it did not complete would be false); nor is a call answered while the run runs."""
+    _started.append(asyncio.Event())
+
+    @adk.tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay."""
+        return f"paid {cents}"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("pay", {"cents": 5}, id="call_p")])])
+    paused = await Runner(ReActAgent("payer", model, tools=[pay])).invoke("pay 5")
+    assert paused.interrupt is not None
+    assert [m.role for m in paused.messages] == [Role.USER, Role.ASSISTANT]
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("lookup", {"city": "Oslo"}, id="c")])])
+    events = Runner(ReActAgent("w", model, tools=[lookup])).run("weather?")
+    async with contextlib.aclosing(events):
+        async for _ in events:  # the model's call, whose lookup runs once the event is taken
+            assert [m.role for m in adk.run_messages(events)] == [Role.USER, Role.ASSISTANT]
+            break
+    assert [m.role for m in adk.run_messages(events)][-1] == Role.TOOL  # closed: answered
