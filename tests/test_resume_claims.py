@@ -29,6 +29,7 @@ import pytest
 from conftest import other_tasks
 from services import PostgresServer, RedisServer
 
+import adk.checkpoint._claim
 from adk import (
     AgentEvent,
     AgentInput,
@@ -830,44 +831,115 @@ async def test_a_dead_workers_claim_lapses_and_the_checkpoint_resumes(tmp_path: 
 # The in-process guard, across threads
 
 
-class _MeetingId(str):
-    """A checkpoint id whose hashing waits (up to 0.5 s) for a second thread to hash it too: two
-    threads checking the in-process guard for it at once both reach the check before either has
-    added the id, unless the guard's check-and-add is one locked step."""
+class _Meeting:
+    """Where the two resuming threads (``a`` and ``b``) meet, told by what each has done: hashed
+    the checkpoint id so many times (``hashed``), waits on the guard's lock (``waiting``), got
+    past the guard (``inside``) or left it (``done``). Waits are for what the other thread does,
+    not for a time: a thread stalled by a loaded machine is waited for. (A 60 s guard turns a
+    bug that would hang the test into a failure.)"""
 
-    meeting: threading.Barrier
+    def __init__(self) -> None:
+        self.changed = threading.Condition()
+        self.hashed = {"a": 0, "b": 0}
+        self.waiting: set[str] = set()
+        self.inside: set[str] = set()
+        self.done: set[str] = set()
+
+    def note(self, where: set[str], *, gone: bool = False) -> None:
+        with self.changed:
+            name = threading.current_thread().name
+            where.discard(name) if gone else where.add(name)
+            self.changed.notify_all()
+
+    def wait_for_other(self, ready: Callable[[str], bool]) -> None:
+        """Until ``ready(other thread)``, or the other is done."""
+        other = "b" if threading.current_thread().name == "a" else "a"
+        with self.changed:
+            met = self.changed.wait_for(lambda: ready(other) or other in self.done, 60)
+        assert met, f"thread {other!r} never got there"
+
+    def hash_in_step(self) -> None:
+        """A thread's ``n``-th hash of the id waits until the other has hashed it ``n`` times, or
+        waits on the guard's lock: each look-up or insertion of the id in the guard's set waits
+        for the other thread's, so two checks not made under one lock both see the id absent
+        before either adds it."""
+        with self.changed:
+            name = threading.current_thread().name
+            self.hashed[name] += 1
+            count = self.hashed[name]
+            self.changed.notify_all()
+        self.wait_for_other(lambda other: self.hashed[other] >= count or other in self.waiting)
+
+
+class _WatchedLock:
+    """The guard's lock, noting a thread that waits on it: a thread holding it while it waits
+    for the other knows the other is held off, not late."""
+
+    def __init__(self, meeting: _Meeting) -> None:
+        self.lock = threading.Lock()
+        self.meeting = meeting
+
+    def __enter__(self) -> None:
+        ours = threading.current_thread().name in ("a", "b")
+        if ours:
+            self.meeting.note(self.meeting.waiting)
+        self.lock.acquire()
+        if ours:
+            self.meeting.note(self.meeting.waiting, gone=True)
+
+    def __exit__(self, *exc: object) -> None:
+        self.lock.release()
+
+
+class _MeetingId(str):
+    """A checkpoint id whose hashing keeps the two threads in step (``_Meeting.hash_in_step``)."""
+
+    meeting: _Meeting
 
     def __hash__(self) -> int:
-        with contextlib.suppress(threading.BrokenBarrierError):
-            self.meeting.wait(timeout=0.5)
+        if threading.current_thread().name in ("a", "b"):
+            self.meeting.hash_in_step()
         return str.__hash__(self)
 
 
-def test_threads_sharing_a_store_resume_a_checkpoint_once() -> None:
+def test_threads_sharing_a_store_resume_a_checkpoint_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """The in-memory and SQLite stores may be shared by event loops in several threads: two
-    resumes of one checkpoint racing in two threads must still be one resume at a time."""
+    resumes of one checkpoint racing in two threads must still be one resume at a time.
+
+    The threads go through the guard's set in step (each look-up or insertion of the id waits
+    for the other's, or for the other to wait on the guard's lock), and the one inside waits
+    for the other to be refused or to come in too, each by what the other does: with 0.5 s
+    barrier timeouts a thread started late on a loaded machine met nobody, and the race was not
+    run at all (nor was it when both met: the last to arrive checked and added before the other
+    looked)."""
     store = InMemoryCheckpointStore()
+    meeting = _Meeting()
+    monkeypatch.setattr(adk.checkpoint._claim, "_RESUMING_LOCK", _WatchedLock(meeting))
     checkpoint_id = _MeetingId("pay-1")
-    checkpoint_id.meeting = threading.Barrier(2)
+    checkpoint_id.meeting = meeting
     inside: list[str] = []
     refused: list[str] = []
-    entered = threading.Barrier(2)
 
-    def resume(name: str) -> None:
+    def resume() -> None:
         try:
-            with _in_process(store, checkpoint_id):
-                inside.append(name)
-                with contextlib.suppress(threading.BrokenBarrierError):
-                    entered.wait(timeout=0.5)  # both inside at once: the guard let both through
-                assert being_resumed(store, checkpoint_id)
-        except CheckpointError:
-            refused.append(name)
+            try:
+                with _in_process(store, checkpoint_id):
+                    inside.append(threading.current_thread().name)
+                    meeting.note(meeting.inside)
+                    # Both inside at once is the guard letting both through.
+                    meeting.wait_for_other(lambda other: other in meeting.inside)
+                    assert being_resumed(store, checkpoint_id)
+            except CheckpointError:
+                refused.append(threading.current_thread().name)
+        finally:
+            meeting.note(meeting.done)
 
-    threads = [threading.Thread(target=resume, args=(name,)) for name in ("a", "b")]
+    threads = [threading.Thread(target=resume, name=name) for name in ("a", "b")]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
 
     assert len(inside) == 1 and len(refused) == 1, (inside, refused)
+    assert all(meeting.hashed.values())  # both checked the guard
     assert not being_resumed(store, "pay-1")
