@@ -347,13 +347,46 @@ async def test_event_loops_of_two_threads_each_get_their_own_session() -> None:
     await toolset.aclose()
 
 
+class _DeadlinesByTest:
+    """``anyio`` for ``adk.mcp._toolset``, whose ``move_on_after(delay)`` (a call's
+    ``call_timeout``) gives a scope the test ends: the delay asked for is noted with the scope
+    and the task that made it, and the scope's deadline is an hour away until the test moves it
+    to now. Everything else is anyio's own."""
+
+    def __init__(self) -> None:
+        self.made: list[tuple[float, anyio.CancelScope, asyncio.Task[Any] | None]] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(anyio, name)
+
+    def move_on_after(self, delay: float) -> anyio.CancelScope:
+        scope = anyio.move_on_after(3600)
+        self.made.append((delay, scope, asyncio.current_task()))
+        return scope
+
+
 @pytest.mark.parametrize("transport", ["stdio", "http"])
 async def test_hanging_call_times_out_and_the_server_is_told(
-    transport: str, http_process: HTTPServerProcess
+    transport: str, http_process: HTTPServerProcess, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A call past its ``call_timeout`` is cancelled, the model reads that it timed out, the
+    server is told, and the session goes on. The call's timeout comes when the server has begun
+    the call, by moving its deadline to then: with a real 0.5 s a loaded machine timed the call
+    out before the server had started it (its counts never moved), or timed out the stats calls
+    themselves."""
+    deadlines = _DeadlinesByTest()
+    monkeypatch.setattr("adk.mcp._toolset.anyio", deadlines)
     async with MCPToolset(server_for(transport, http_process), call_timeout=0.5) as toolset:
         before = (await call(toolset, "hang_stats")).structured
-        result = await call(toolset, "hang")
+        hanging = asyncio.ensure_future(call(toolset, "hang"))
+        await eventually(
+            lambda: call(toolset, "hang_stats"),
+            lambda r: r.structured["started"] == before["started"] + 1,
+        )
+        [(delay, scope)] = [(d, scope) for d, scope, task in deadlines.made if task is hanging]
+        assert delay == 0.5  # the call's own timeout, call_timeout
+        scope.deadline = anyio.current_time()  # its time is up
+        result = await hanging
         assert result.is_error
         assert result.content == "Error: tool 'hang' timed out after 0.5s and was cancelled"
         # The request was cancelled on the server too, and the session is still good.
