@@ -126,10 +126,25 @@ def _flat(text: str) -> str:
     return re.sub(r"\s*\n\s*(?:#\s*)?", " ", text)
 
 
+def _section_names(page: Path) -> set[str]:
+    """The names a citation may give each section of ``page``: its heading as a reader reads it
+    (backticks dropped, any case), and the heading's words before a colon (``"Calling a model
+    from your agent"`` for ``Calling a model from your agent: `ctx.generate```). Headings only,
+    not a code block's ``# comment`` lines."""
+    names = set()
+    for heading in re.findall(r"^#+ (.+)$", _FENCE.sub("", page.read_text()), re.MULTILINE):
+        name = heading.replace("`", "").strip().lower()
+        names.add(name)
+        names.add(name.split(":", 1)[0].strip())
+    return names
+
+
 def test_sections_cited_by_name_exist() -> None:
     """Pages, docstrings, comments and CI scripts point readers at a section by its quoted heading
     (``docs/interrupts.md, "Resuming after a redeploy"``), which no link check sees: each must
-    still be a heading of that page, or words the page says."""
+    still be a heading of that page. (It used to pass as well when the words were anywhere on
+    the page: a renamed section whose old name a sentence or a link's text still said, as
+    cross-references do, went unnoticed.)"""
     sources = [
         ROOT / "README.md",
         ROOT / ".ci" / "run",
@@ -151,12 +166,10 @@ def test_sections_cited_by_name_exist() -> None:
                 page, names = match.group(4), [match.group(3)]
             if page not in pages:
                 continue
-            text = pages[page].read_text()
-            headings = {re.sub(r"`", "", h).strip() for h in re.findall(r"^#+ (.+)$", text, re.M)}
-            said = _flat(text).lower()
+            sections = _section_names(pages[page])
             for name in names:
                 cited += 1
-                if name not in headings and _flat(name).lower() not in said:
+                if _flat(name).replace("`", "").strip().lower() not in sections:
                     broken.append(f"{source.relative_to(ROOT)}: {page}, {name!r}")
     assert cited >= 10, "the pattern no longer finds the citations"
     assert not broken, broken

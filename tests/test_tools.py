@@ -435,8 +435,9 @@ def test_a_tool_of_ones_own_named_as_model_apis_refuse_is_refused_when_the_agent
 
 async def test_a_tool_returning_neither_text_nor_a_tool_result_is_an_error_result() -> None:
     """A ``Tool`` whose ``run`` returned a dict failed the whole run with pydantic's validation
-    error for a Message, though every other failure of a call is an error result (tools.md: "a
-    tool call never crashes the run"); the actions it asked for are dropped, as for a raise."""
+    error for a Message, though every other failure of a call is an error result (a tool call
+    never crashes the run: tools.md, "Errors the model sees"); the actions it asked for are
+    dropped, as for a raise."""
     agent = _agent(
         [_Lookup(), tool(_double)],
         tool_call("lookup", {}, id="c1"),
