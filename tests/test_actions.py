@@ -1428,6 +1428,28 @@ async def test_a_queued_event_keeps_registered_models_nested_in_registered_ones(
         assert back.top == passage and back.rest == [passage, {"text": "a dict"}]
 
 
+class Shortlists(Event):
+    by_topic: dict[str, Shortlist]
+    pages: list[Shortlist]
+    pairs: tuple[Shortlist, ...] = ()
+
+
+async def test_a_queued_events_containers_of_registered_models_keep_what_those_hold(
+    tmp_path: Path,
+) -> None:
+    """A field typed ``list[Shortlist]`` (or ``dict[str, ...]``, ``tuple[...]``) of a registered
+    model with places typed ``Any`` was pydantic's JSON, as a field typed ``Shortlist`` was
+    before: a registered model held in those places came back a dict."""
+    passage = Passage(text="llamas hum", score=0.9)
+    shortlist = Shortlist(top=passage, rest=[passage])
+    queued = Shortlists(by_topic={"llamas": shortlist}, pages=[shortlist], pairs=(shortlist,))
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        event = await taken_after_a_pause(queued, store)
+    assert isinstance(event, Shortlists)
+    for back in (event.by_topic["llamas"], event.pages[0], event.pairs[0]):
+        assert isinstance(back.top, Passage) and back.rest == [passage]
+
+
 async def test_a_queued_event_refuses_an_unregistered_model_in_an_any_container() -> None:
     """An unregistered model in a ``list[Any]`` field was saved as a dict without a word; like
     one in a field typed ``Any``, it now fails the pause naming the field and the type."""

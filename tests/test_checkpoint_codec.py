@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import pickle
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -1140,9 +1141,9 @@ def test_a_model_with_an_any_place_holding_plain_data_is_saved_without_the_walk(
     walked: list[object] = []
     walk = codec._models_tagged
 
-    def counted(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
+    def counted(value: Any, data: Any, depth: int, found: list[bool], *expected: Any) -> Any:
         walked.append(value)
-        return walk(value, data, depth, found)
+        return walk(value, data, depth, found, *expected)
 
     monkeypatch.setattr(codec, "_models_tagged", counted)
     plain = Dossier(notes={"rows": [{"a": i, "b": [i, "x"]} for i in range(50)]})
@@ -1159,3 +1160,60 @@ def test_a_model_its_holders_serializer_writes_otherwise_keeps_what_was_written(
     assert from_json_value(to_json_value(Shelf(kept=Finding(source="wiki")))) == Shelf(
         kept="finding from wiki"
     )
+
+
+class _Unlisted(BaseModel):
+    """A model nobody registered."""
+
+    source: str
+
+
+class _Noting(BaseAgent):
+    """Says something with a registered model in its message's metadata, then asks."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            said = Message.assistant("noted").model_copy(
+                update={"metadata": {"finding": Finding(source="wiki"), "n": 1}}
+            )
+            yield AgentEvent.of(said)
+            yield ctx.interrupt("go on?")
+            return
+        yield AgentEvent.of("done")
+
+
+async def test_a_registered_model_in_a_messages_metadata_comes_back_as_itself(
+    tmp_path: Path,
+) -> None:
+    """The codec looked into a stored model's places typed ``Any`` but not into adk's own
+    ``Message``'s ``metadata``: a registered model a reply carried there came back from the
+    checkpoint's history as a dict."""
+    async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        paused = await Runner(_Noting("noter"), store).invoke("go", checkpoint_id="cp")
+        assert paused.interrupt is not None
+        done = await Runner(_Noting("noter"), store).invoke_resume("cp", "yes")
+    [noted] = [m for m in done.messages if m.content == "noted"]
+    assert noted.metadata == {"finding": Finding(source="wiki"), "n": 1}
+    assert isinstance(noted.metadata["finding"], Finding)
+    plain = to_json_value(Message.user("hi").model_copy(update={"metadata": {"k": "v"}}))
+    assert plain["data"] == {"role": "user", "content": "hi", "metadata": {"k": "v"}}  # untagged
+
+
+async def test_an_unregistered_model_in_a_stored_models_any_place_fails_the_pause() -> None:
+    """It was saved as pydantic's dict of its fields without a word, and the resumed code met a
+    dict where it had left the model; an unregistered model anywhere else fails the pause naming
+    it. Now this one does too, naming where it is."""
+    dossier = Dossier(lead=_Unlisted(source="wiki"))
+    events = await collect(Runner(Asker("asker", info="go on?", state=dossier)).run("go"))
+    error = events[-1].error
+    assert error is not None
+    assert re.search(
+        r"could not save checkpoint '.*': state of agent:asker\.lead: _Unlisted is not "
+        r"registered for checkpoints \(held where the model is typed Any",
+        error.message,
+    ), error.message
+    deep = Dossier(by_source={"x": [Dossier(notes={"n": _Unlisted(source="arxiv")})]})
+    with pytest.raises(CheckpointError, match=r"^v\.by_source\.x\.notes\.n: _Unlisted is not"):
+        to_json_value(deep, "v")
+    typed = Dossier(best=Finding(source="wiki"), found=[{"source": "x"}])  # typed or plain: kept
+    assert from_json_value(to_json_value(typed)) == typed

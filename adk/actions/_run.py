@@ -559,9 +559,16 @@ class _ActionRun:
 def _holds_tagged(value: Any) -> bool:
     """Whether a typed field's ``value`` goes through the checkpoint codec: a registered model
     with a place typed ``Any``, where pydantic's JSON of the field wrote a registered model held
-    there as a dict (and the resumed event held the dict); the codec keeps it tagged. The event's
-    record names such fields (``coded``) for the resume to read them back by the codec."""
-    return type(value) in _NAMES and _has_any_place(type(value))
+    there as a dict (and the resumed event held the dict); the codec keeps it tagged. So does a
+    list, tuple or dict holding one (a field typed ``list[Model]``, ``dict[str, Model]``), which
+    pydantic's JSON wrote the same way. The event's record names such fields (``coded``) for
+    the resume to read them back by the codec."""
+    cls = type(value)
+    if cls is list or cls is tuple:
+        return any(_holds_tagged(item) for item in value)
+    if cls is dict:
+        return any(_holds_tagged(item) for item in value.values())
+    return cls in _NAMES and _has_any_place(cls)
 
 
 def _dumped(event: Event, loose: frozenset[str]) -> dict[str, Any]:

@@ -485,16 +485,31 @@ def _plain(value: Any, depth: int) -> Any:
         # NaN and infinities in the dump stay floats (``_json_dump``): ``encode_checkpoint`` tags
         # them when ``json.dumps`` meets one, so the common save does not walk every dump.
         if cls in _OWN:
-            return {_TAG: tag, "data": _json_dump(value, exclude_defaults=True)}
+            data = _json_dump(value, exclude_defaults=True)
+            # Only its places typed ``Any`` are looked into (a ``Message``'s ``metadata``): a
+            # history holds one per message, most with nothing there but text.
+            places = _any_fields(cls)
+            if places and _holds_registered([getattr(value, name) for name in places], None):
+                # Those places dumped whole: ``exclude_defaults`` reaches into the models they
+                # hold, whose dumps the walk compares with their own.
+                whole = _json_dump(value, include=set(places), round_trip=True)
+                data.update((name, whole[name]) for name in places if name in data)
+                found: list[bool] = []
+                tagged = _models_tagged(value, data, depth, found, None)
+                if found:
+                    return {_TAG: tag, "data": tagged, _TAGGED: True}
+            return {_TAG: tag, "data": data}
         # By field name, every field (a changed default must not change a loaded value), read back
         # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
         # validation never reads. round_trip: Json[...] fields stay text.
         data = _with_excluded(value, _json_dump(value, round_trip=True))
-        if _has_any_place(cls) and _holds_registered(value.__dict__.values()):
-            found: list[bool] = []
-            tagged = _models_tagged(value, data, depth, found)
-            if found:  # rebuilt before validation, as a dump holding tagged floats is
-                return {_TAG: tag, "data": tagged, _TAGGED: True}
+        if _has_any_place(cls):
+            expected = _schema_classes(cls)
+            if _holds_registered(value.__dict__.values(), expected):
+                found = []
+                tagged = _models_tagged(value, data, depth, found, expected)
+                if found:  # rebuilt before validation, as a dump holding tagged floats is
+                    return {_TAG: tag, "data": tagged, _TAGGED: True}
         return {_TAG: tag, "data": data}
     raise _Unstorable(
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
@@ -528,12 +543,77 @@ def _has_any_place(cls: type[BaseModel]) -> bool:
     return known
 
 
-def _holds_registered(values: Iterable[Any]) -> bool:
+_ANY_FIELDS = "_adk_any_fields"
+"""The class attribute holding the names of a model's fields whose schema has a place typed
+``Any`` (``_any_fields``)."""
+
+_SCHEMA_CLASSES = "_adk_schema_classes"
+"""The class attribute holding the model classes a model's schema names (``_schema_classes``)."""
+
+
+def _schema_nodes(schema: Any) -> Iterable[dict[str, Any]]:
+    """Every node of a core schema, as ``_has_any_place`` walks it."""
+    pending: list[Any] = [schema]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, list):
+            pending.extend(node)
+        elif isinstance(node, dict):
+            yield node
+            pending.extend(
+                item for key, item in node.items() if key not in ("cls", "default", "metadata")
+            )
+
+
+def _any_fields(cls: type[BaseModel]) -> tuple[str, ...]:
+    """The fields of ``cls`` (one of adk's own models) whose schema has a place typed ``Any``,
+    worked out once: what a save of one looks into for registered models. A model that refers
+    to itself has all its fields looked into."""
+    known: tuple[str, ...] | None = cls.__dict__.get(_ANY_FIELDS)
+    if known is None:
+        _nan_serializer(cls)  # builds a deferred model's schema
+        schema = cls.__pydantic_core_schema__
+        fields = next(
+            (n["fields"] for n in _schema_nodes(schema) if n.get("type") == "model-fields"), None
+        )
+        if fields is None or schema["type"] == "definitions":
+            known = tuple(cls.model_fields) if _has_any_place(cls) else ()
+        else:
+            known = tuple(
+                name
+                for name, field in fields.items()
+                if any(n.get("type") == "any" for n in _schema_nodes(field))
+            )
+        setattr(cls, _ANY_FIELDS, known)
+    return known
+
+
+def _schema_classes(cls: type[BaseModel]) -> tuple[type, ...]:
+    """The model (and dataclass) classes ``cls``'s schema names, itself and those nested in it,
+    worked out once: a model of one of them (or of a subclass) in a stored model sits in a place
+    typed with its class, which validation rebuilds; a model of another class can only be in a
+    place typed ``Any``, where pydantic writes it as a dict (``_models_tagged`` refuses it)."""
+    known: tuple[type, ...] | None = cls.__dict__.get(_SCHEMA_CLASSES)
+    if known is None:
+        _nan_serializer(cls)  # builds a deferred model's schema
+        named = {
+            node["cls"]
+            for node in _schema_nodes(cls.__pydantic_core_schema__)
+            if node.get("type") in ("model", "dataclass") and isinstance(node.get("cls"), type)
+        }
+        known = (cls, *(c for c in named if c is not cls))
+        setattr(cls, _SCHEMA_CLASSES, known)
+    return known
+
+
+def _holds_registered(values: Iterable[Any], expected: tuple[type, ...] | None) -> bool:
     """Whether a registered model is among ``values`` or inside them (through dicts, lists,
-    tuples and models' fields, as ``_models_tagged`` walks): only then is the walk, which copies
-    the whole dump in Python, worth making. A model with a ``dict[str, Any]`` of plain data (a
-    table of rows, a cache) is saved every pause; looking, without building anything, costs a
-    fraction of the walk that found nothing (a sixth of the save, not five times it)."""
+    tuples and models' fields, as ``_models_tagged`` walks), or a model of none of the
+    ``expected`` classes (``_schema_classes``: one in a place typed ``Any``, to refuse): only
+    then is the walk, which copies the whole dump in Python, worth making. A model with a
+    ``dict[str, Any]`` of plain data (a table of rows, a cache) is saved every pause; looking,
+    without building anything, costs a fraction of the walk that found nothing (a sixth of the
+    save, not five times it)."""
     pending = list(values)
     while pending:
         item = pending.pop()
@@ -545,7 +625,7 @@ def _holds_registered(values: Iterable[Any]) -> bool:
         elif cls is str or cls is int or cls is float or cls is bool or item is None:
             continue
         elif isinstance(item, BaseModel):
-            if cls in _NAMES:
+            if cls in _NAMES or (expected is not None and not issubclass(cls, expected)):
                 return True
             pending.extend(item.__dict__.values())
         elif isinstance(item, dict):
@@ -555,12 +635,17 @@ def _holds_registered(values: Iterable[Any]) -> bool:
     return False
 
 
-def _models_tagged(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
+def _models_tagged(
+    value: Any, data: Any, depth: int, found: list[bool], expected: tuple[type, ...] | None
+) -> Any:
     """``data``, the JSON dump of ``value``, written as ``_plain`` writes plain data (``_escaped``),
     with each registered model ``value`` holds below its top written as ``_plain`` writes it,
     tagged; ``found`` gets an item when there was one. pydantic writes a model in an ``Any``
     place as its bare fields, so it came back from a checkpoint as a dict; a place typed with
-    its class took it back by validation alone, and takes the rebuilt model as well.
+    its class took it back by validation alone, and takes the rebuilt model as well. A model
+    of none of the ``expected`` classes (``_schema_classes``; None: any) that is not registered
+    is refused, as one anywhere else is: it sits in a place typed ``Any``, and would come back
+    as a dict.
 
     Walks ``value`` and its dump side by side, and takes a model for its tag only where the dump
     holds that model's own dump: a serializer of the outer model's that writes it otherwise (a
@@ -571,39 +656,53 @@ def _models_tagged(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
         if not isinstance(data, dict):
             return _escaped(data)
         fields = type(value).__pydantic_fields__
-        out = {
-            key: _model_tagged(getattr(value, key), item, depth + 1, found)
-            if key in fields
-            else _escaped(item)
-            for key, item in data.items()
-        }
+        known: Any = fields
+        held: Callable[[str], Any] = value.__getattribute__
     elif isinstance(value, dict) and isinstance(data, dict):
-        out = {
-            key: _model_tagged(value[key], item, depth + 1, found)
-            if key in value
-            else _escaped(item)
-            for key, item in data.items()
-        }
+        known, held = value, value.__getitem__
     elif isinstance(value, (list, tuple)) and isinstance(data, list) and len(value) == len(data):
         return [
-            _model_tagged(v, item, depth + 1, found) for v, item in zip(value, data, strict=True)
+            _model_tagged(v, item, depth + 1, found, expected)
+            for v, item in zip(value, data, strict=True)
         ]
     else:
         return _escaped(data)
+    out = {}
+    for key, item in data.items():
+        if key not in known:
+            out[key] = _escaped(item)
+            continue
+        try:
+            out[key] = _model_tagged(held(key), item, depth + 1, found, expected)
+        except _Unstorable as exc:
+            exc.keys.append(key)
+            raise
     return {_TAG: "dict", "data": out} if _TAG in out else out
 
 
-def _model_tagged(value: Any, data: Any, depth: int, found: list[bool]) -> Any:
+def _model_tagged(
+    value: Any, data: Any, depth: int, found: list[bool], expected: tuple[type, ...] | None
+) -> Any:
     """One place of ``_models_tagged``'s walk: a registered model there, dumped as pydantic
-    dumps it, is written tagged (and walked itself, by ``_plain``)."""
-    if (
-        isinstance(value, BaseModel)
-        and type(value) in _NAMES
-        and data == _json_dump(value, round_trip=True)
-    ):
-        found.append(True)
-        return _plain(value, depth)
-    return _models_tagged(value, data, depth, found)
+    dumps it, is written tagged (and walked itself, by ``_plain``); an unregistered one of
+    none of the ``expected`` classes, dumped so, is refused."""
+    if isinstance(value, BaseModel):
+        cls = type(value)
+        if cls in _NAMES:
+            if data == _json_dump(value, round_trip=True):
+                found.append(True)
+                return _plain(value, depth)
+        elif (
+            expected is not None
+            and not issubclass(cls, expected)
+            and data == _json_dump(value, round_trip=True)
+        ):
+            raise _Unstorable(
+                f"{cls.__qualname__} is not registered for checkpoints (held where the model "
+                "is typed Any, it would come back as a dict); call "
+                "adk.register_type(" + cls.__qualname__ + ")"
+            )
+    return _models_tagged(value, data, depth, found, expected)
 
 
 def _number(value: int | float) -> int | float:
