@@ -36,7 +36,7 @@ from .events import _FORWARDED, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
-from .tools.base import ToolContext, ToolError, ToolSpec
+from .tools.base import ToolContext, ToolError, ToolProgress, ToolSpec
 from .tools.function import _TOOL_NAME, _is_tool_name, format_validation_error
 
 if TYPE_CHECKING:
@@ -185,7 +185,10 @@ class AgentTool:
                         elif output.message is not None:
                             last = output.message
                             answer = None
-                        elif isinstance(output.custom, BaseModel):
+                        elif (
+                            isinstance(output.custom, BaseModel)
+                            and type(output.custom) is not ToolProgress  # shown, no answer
+                        ):
                             answer = output.custom
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT

@@ -75,6 +75,7 @@ from .interrupts import (
 )
 from .messages import _TOOL, _USER, Message, Usage, _built
 from .streams import MessageStream, _being_cancelled
+from .tools.base import ToolProgress
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import MeterProvider
@@ -1470,7 +1471,11 @@ class _Collecting:
                 if message is not None:
                     self.output = self.last_message = message
                 else:
-                    self.output = out.custom
+                    custom = out.custom
+                    # A tool's progress report is never the run's answer (a run paused or cut
+                    # off right after one had it as its output): read for custom outputs only.
+                    if type(custom) is not ToolProgress:
+                        self.output = custom
             return True  # no error, no action: the rest has nothing to note
         events = self.gathered
         if events is None:
@@ -1481,7 +1486,7 @@ class _Collecting:
             if out.message is not None:
                 self.output = out.message
                 self.last_message = out.message
-            elif out.stream is None:
+            elif out.stream is None and type(out.custom) is not ToolProgress:  # see above
                 self.output = out.custom
         if event.error is not None and self.failure is None:
             self.failure = event

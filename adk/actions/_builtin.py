@@ -24,7 +24,13 @@ from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
 from ..messages import Message, ToolCall
 from ..models import _call
 from ..models.base import ModelOptions
-from ..tools._executor import execute_tool_calls, unique_call_ids
+from ..tools._executor import (
+    ToolOutcome,
+    execute_tool_calls,
+    lone_call,
+    run_tool_call,
+    unique_call_ids,
+)
 from ..tools.base import Tool
 from .events import (
     ChatRequestEvent,
@@ -166,12 +172,19 @@ def _answer(
     ctx.send_event(tool_request)
 
 
-async def tool_action(event: Event, ctx: ActionContext) -> None:
+async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentEvent, None] | None:
     """Run a ``ToolRequestEvent``'s calls concurrently and answer with one ``ToolResponseEvent``.
 
     Calls that share an id are given ids of their own first (``<id>~<place>``, in place). A call to a tool the request does not allow, or that no resource provides, is answered with an
     error message the model can read. A call that interrupts pauses the run; on resume only the
     calls still open run again (the finished ones' answers are saved with the pause).
+
+    A round whose calls may show events while they run (a tool reporting progress, an
+    ``AgentTool`` showing its inner events, or several calls) is returned unrun, as an async
+    generator of those events, which ``_ActionRun.process`` iterates, yielding each to the caller
+    of the run as a ``ReActAgent`` does; it answers as it ends. A lone call of any other tool,
+    nearly every round, is awaited here and None returned: it shows nothing, and a generator
+    would cost it more than the rest of the round (as ``ReActAgent`` awaits such a call).
     """
     if not isinstance(event, ToolRequestEvent):  # pragma: no cover - the plan routes only these
         raise ActionError(f"the tool action does not take {type(event).__name__}")
@@ -199,29 +212,72 @@ async def tool_action(event: Event, ctx: ActionContext) -> None:
             tools[call.name] = await ctx._run.get_resource(call.name, "tool")
     if saved is not None:
         _check_tools_kept(saved, calls, done, allowed, tools.__contains__)
-    open_places: dict[int, list[int]] = {}  # each open call object's places, in request order
-    open_calls: list[ToolCall] = []
-    for place, call in enumerate(calls):
-        if place not in done:
-            open_places.setdefault(id(call), []).append(place)
-            open_calls.append(call)
-    signal: _InterruptSignal | None = None
+    tally = _Round(event, ctx, done)
+    open_calls = tally.open_calls()
     calls_ctx = ctx._run.action_context(ctx.action_name)
-    async with aclosing(execute_tool_calls(open_calls, tools, calls_ctx)) as outcomes:
-        async for item in outcomes:
-            if isinstance(item, AgentEvent):
-                continue  # an AgentTool's inner events: not outputs of this agent
-            place = open_places[id(item.call)].pop(0)
-            if item.signal is not None:
-                signal = signal or _InterruptSignal()
-                signal.merge(item.signal)
-            elif item.message is not None:
-                done[place] = item.message
-    if signal is not None:
-        places = sorted(done)
-        state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
-        raise Interrupt._from_signal(signal, state)
-    ctx.send_event(_tool_response_event(event.id, [done[place] for place in range(len(calls))]))
+    lone = lone_call(open_calls, tools)
+    if lone is not None:
+        tally.take(await run_tool_call(lone, tools, calls_ctx))
+        tally.answer()
+        return None
+    return tally.run(open_calls, tools, calls_ctx)
+
+
+class _Round:
+    """One tool round of the tool action: its answers by place as they come, its pause, and
+    its end (the response sent, or the pause raised)."""
+
+    __slots__ = ("ctx", "done", "event", "open_places", "signal")
+
+    def __init__(self, event: ToolRequestEvent, ctx: ActionContext, done: dict[int, Message]):
+        self.event = event
+        self.ctx = ctx
+        self.done = done
+        self.open_places: dict[int, list[int]] = {}  # each open call object's places, in order
+        self.signal: _InterruptSignal | None = None
+
+    def open_calls(self) -> list[ToolCall]:
+        """The calls still to run (all, unless a resume saved some answers), in request order."""
+        open_calls: list[ToolCall] = []
+        done, places = self.done, self.open_places
+        for place, call in enumerate(self.event.tool_calls):
+            if place not in done:
+                places.setdefault(id(call), []).append(place)
+                open_calls.append(call)
+        return open_calls
+
+    def take(self, outcome: ToolOutcome) -> None:
+        place = self.open_places[id(outcome.call)].pop(0)
+        if outcome.signal is not None:
+            signal = self.signal = self.signal or _InterruptSignal()
+            signal.merge(outcome.signal)
+        elif outcome.message is not None:
+            self.done[place] = outcome.message
+
+    def answer(self) -> None:
+        """Send the round's response, or pause with the answers so far saved."""
+        done = self.done
+        if self.signal is not None:
+            places = sorted(done)
+            state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
+            raise Interrupt._from_signal(self.signal, state)
+        count = len(self.event.tool_calls)
+        response = _tool_response_event(self.event.id, [done[place] for place in range(count)])
+        self.ctx.send_event(response)
+
+    async def run(
+        self, calls: list[ToolCall], tools: dict[str, Tool], ctx: RunContext
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """The round's calls, concurrently: what they show as it comes, then the answer. Shown
+        once it happens, an event is not taken back: a call that runs again on resume (one
+        still open at a pause) shows what it shows again, as in a ``ReActAgent``."""
+        async with aclosing(execute_tool_calls(calls, tools, ctx)) as outcomes:
+            async for item in outcomes:
+                if isinstance(item, AgentEvent):  # a report, an AgentTool's inner event
+                    yield item
+                else:
+                    self.take(item)
+        self.answer()
 
 
 def preflight_tool_action(

@@ -44,7 +44,7 @@ from ..models.base import RetryPolicy
 from ..resources import Resources, _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ..tools.base import Tool
-from ._builtin import ActionError, _Chat, chat_action, chat_streamed
+from ._builtin import ActionError, _Chat, chat_action, chat_streamed, tool_action
 from ._fanin import _FanIn
 from ._memory import _copied
 from .context import ActionContext, ShortTermMemory, _memory_key
@@ -313,7 +313,15 @@ class _ActionRun:
                             if found.is_async or isawaitable(result):
                                 result = await result
                             if result is not None:
-                                raise ActionError(_returned(found.name, self.agent.name, result))
+                                if found.call is not tool_action:
+                                    raise ActionError(
+                                        _returned(found.name, self.agent.name, result)
+                                    )
+                                # A round whose calls may show events (see ``tool_action``):
+                                # each goes to the caller as it comes.
+                                async with aclosing(result) as shown:
+                                    async for event in shown:
+                                        yield event
                     except Interrupt as exc:
                         self._undo_writes()  # it runs again on resume: its writes, too
                         signal = signal_of(exc, self.address_of(found.name))

@@ -71,7 +71,9 @@ class ActionAgent(BaseAgent):
 
     async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Send one ``InputEvent`` (the record the last message carries, else its text) and run
-        actions until no event is left; yields one ``AgentEvent`` per ``OutputEvent``."""
+        actions until no event is left; yields one ``AgentEvent`` per ``OutputEvent``, and
+        what the built-in actions show while they run (a streamed chat reply, a tool call's
+        progress reports and an ``AgentTool``'s inner events), which are no outputs."""
         messages = input.messages
         run = _ActionRun(self, ctx)
         first = _input_event(_input_of(messages), list(messages))

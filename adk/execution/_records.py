@@ -35,6 +35,7 @@ from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
 from ..messages import Message, Role
 from ..runner import RunError, Runner, RunResult, _max_turns
+from ..tools.base import ToolProgress
 from ._session_store import (
     SessionNotSaved,
     Sessions,
@@ -500,7 +501,8 @@ def _outputs_of(
         root = (agent.name,)
         for event in result.events:
             out = event.output
-            if out is None or event.run_path != root:
+            # A tool's progress report is shown, no output (a run's events hold them).
+            if out is None or event.run_path != root or type(out.custom) is ToolProgress:
                 continue
             found.append(_output(key, index, record, out.message, out.custom))
     elif result.output is not None and result.interrupt is None:

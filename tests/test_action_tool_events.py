@@ -1,0 +1,223 @@
+"""The event-driven tool action (``ToolRequestEvent``, a chat's tool rounds) shows the caller of
+the run what its calls emit while they run, as a ``ReActAgent`` does: a tool's progress reports
+and an ``AgentTool``'s inner events (``emit_inner_events=True``). Only shown: not recorded, not
+checkpointed, never an output (``RunResult.output``, an execution environment's outputs). The
+action dropped them, in a streaming run too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import ChatActor
+from pydantic import BaseModel
+
+from adk import (
+    AgentEvent,
+    AgentTool,
+    Resources,
+    Runner,
+    SequentialAgent,
+    ToolContext,
+    ToolProgress,
+    tool,
+)
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    InputEvent,
+    OutputEvent,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    action,
+)
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.execution import LocalExecutionEnvironment
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+
+@tool(progress=True)
+async def crunch(steps: int, ctx: ToolContext) -> str:
+    """Crunch numbers."""
+    for step in range(1, steps + 1):
+        ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"crunched {steps}"
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool(require_approval=True)
+async def pay(amount: int) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
+def reports(events: list[AgentEvent]) -> list[tuple[tuple[str, ...], str | None, float | None]]:
+    return [
+        (e.run_path, e.output.tool_name, e.output.custom.progress)
+        for e in events
+        if e.output is not None and isinstance(e.output.custom, ToolProgress)
+    ]
+
+
+def actor(script: list[Any], tools: list[Any], **options: Any) -> ChatActor:
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(script))
+    for found in tools:
+        resources.add_tool(found)
+    return ChatActor("actor", [t.spec.name for t in tools], resources=resources, **options)
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_chats_tool_call_shows_its_progress_as_it_runs(streaming: bool) -> None:
+    script = [Reply(tool_calls=[tool_call("crunch", {"steps": 2})]), "Done."]
+    runner = Runner(actor(script, [crunch]), enable_streaming=streaming)
+
+    events = [e async for e in runner.run("Go.")]
+
+    assert reports(events) == [(("actor",), "crunch", 1.0), (("actor",), "crunch", 2.0)]
+    # Before the answer, which stays the run's output.
+    last_report = max(i for i, e in enumerate(events) if isinstance(e.output.custom, ToolProgress))  # type: ignore[union-attr]
+    answer = next(i for i, e in enumerate(events) if e.message is not None)
+    assert last_report < answer
+    result = await Runner(actor(script, [crunch])).invoke("Go.")
+    assert result.text == "Done." and len(reports(result.events)) == 2
+
+
+async def test_progress_of_several_calls_of_one_round_and_their_answers_in_order() -> None:
+    calls = [tool_call("add", {"a": 1, "b": 2}), tool_call("crunch", {"steps": 1})]
+    model = ScriptedModel([Reply(tool_calls=calls), "Done."])
+    resources = Resources()
+    resources.add_model("m", model)
+    resources.add_tool(add)
+    resources.add_tool(crunch)
+
+    result = await Runner(ChatActor("actor", ["add", "crunch"], resources=resources)).invoke("Go.")
+
+    assert reports(result.events) == [(("actor",), "crunch", 1.0)]
+    answers = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+    assert answers == ["3", "crunched 1"]
+
+
+def _helper(script: list[Any], tools: list[Any] | None = None) -> ReActAgent:
+    return ReActAgent("helper", ScriptedModel(script), tools=tools or [], description="Helps out.")
+
+
+@pytest.mark.parametrize("shown", [True, False])
+async def test_an_agent_tools_inner_events_reach_the_caller_and_no_history(shown: bool) -> None:
+    helper = _helper([Reply(tool_calls=[tool_call("crunch", {"steps": 1})]), "Helped."], [crunch])
+    script = [Reply(tool_calls=[tool_call("helper", {"request": "help"})]), "Done."]
+    # A ReActAgent after it sees the history the actor left: none of the helper's events.
+    after = ScriptedModel(["Seen."])
+    flow = SequentialAgent(
+        "flow",
+        [
+            actor(script, [AgentTool(helper, emit_inner_events=shown)]),
+            ReActAgent("after", after),
+        ],
+    )
+
+    result = await Runner(flow).invoke("Go.")
+
+    inner = [
+        (e.run_path, e.message.content if e.message is not None else "report")
+        for e in result.events
+        if e.run_path[:3] == ("flow", "actor", "helper")
+    ]
+    path = ("flow", "actor", "helper")
+    assert inner == (
+        [(path, ""), (path, "report"), (path, "crunched 1"), (path, "Helped.")] if shown else []
+    )
+    assert reports(result.events) == ([(path, "crunch", 1.0)] if shown else [])
+    seen = [m.content for m in after.requests[0].messages]
+    assert seen == ["Go.", "For context: [actor] said: Done.."]
+    assert result.text == "Seen."
+
+
+async def test_an_interrupt_inside_an_agent_tool_showing_its_events_pauses_and_resumes() -> None:
+    helper = _helper(
+        [Reply(tool_calls=[tool_call("pay", {"amount": 5}, id="p1")]), "Paid 5."], [pay]
+    )
+    script = [Reply(tool_calls=[tool_call("helper", {"request": "pay 5"}, id="h1")]), "Done."]
+    store = InMemoryCheckpointStore()
+    agent = actor(script, [AgentTool(helper, emit_inner_events=True)])
+
+    paused = await Runner(agent, store).invoke("Go.")
+
+    assert paused.interrupt is not None
+    (point,) = paused.interrupt.point_ids
+    assert point.endswith("tool:helper#h1/agent:helper/tool:pay#p1")
+    # The helper's call was shown before the pause.
+    shown = [e for e in paused.events if e.run_path == ("actor", "helper")]
+    assert [e.message.tool_calls[0].name for e in shown if e.message is not None] == ["pay"]
+
+    resumed = await Runner(agent, store).invoke_resume(paused.checkpoint_id, True)
+
+    assert resumed.text == "Done."
+    inner = [e.message.content for e in resumed.events if e.run_path == ("actor", "helper")]
+    assert inner == ["paid 5", "Paid 5."]
+
+
+async def test_an_execution_environments_outputs_are_the_answers_never_a_report() -> None:
+    script = [Reply(tool_calls=[tool_call("crunch", {"steps": 2})]), "Done."]
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(script, cycle=True))
+    resources.add_tool(crunch)
+    agent = ChatActor("actor", ["crunch"])
+    env = LocalExecutionEnvironment(resources=resources)
+
+    outputs = [out async for out in env.from_list(["a", "b"], key=lambda r: r).apply(agent)]
+
+    got = sorted((out.key, out.output) for out in outputs if out.key == "a")
+    got += [(out.key, out.output) for out in outputs if out.key == "b"]
+    assert got == [("a", "Done."), ("b", "Done.")]
+
+
+class Answer(BaseModel):
+    value: int
+
+
+class AnswersThenCrunches(ActionAgent):
+    """Outputs its structured answer, then makes a tool call of its own whose progress report
+    is the last thing its run shows."""
+
+    @action(InputEvent)
+    def start(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=Answer(value=7)))
+        ctx.send_event(ToolRequestEvent(tool_calls=[tool_call("crunch", {"steps": 1}, id="c1")]))
+
+    @action(ToolResponseEvent)
+    def done(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+        ctx.short_term_memory.set("crunched", event.responses[0].content)
+
+
+def _answers_then_crunches(name: str = "answerer") -> AnswersThenCrunches:
+    resources = Resources()
+    resources.add_tool(crunch)
+    return AnswersThenCrunches(name, description="Answers.", resources=resources)
+
+
+async def test_an_answer_is_never_the_progress_report_that_came_after_it() -> None:
+    """``RunResult.output`` and an ``AgentTool``'s result are the agent's answer, the custom
+    output before its tool's report: a report is a custom output too, and was taken for one."""
+    result = await Runner(_answers_then_crunches()).invoke("Go.")
+    assert [e.output.custom for e in result.events][-1] == ToolProgress(  # type: ignore[union-attr]
+        tool_call_id="c1", progress=1, total=1, message="step 1 of 1"
+    )
+    assert result.output == Answer(value=7)
+
+    # Through an agent tool: its result is the answer's JSON, shown events or not.
+    for shown in (True, False):
+        model = ScriptedModel(
+            [Reply(tool_calls=[tool_call("answerer", {"request": "go"})]), "Done."]
+        )
+        tools = [AgentTool(_answers_then_crunches(), emit_inner_events=shown)]
+        await Runner(ReActAgent("boss", model, tools=tools)).invoke("Go.")
+        (answer,) = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+        assert answer == '{"value":7}'
