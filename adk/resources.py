@@ -29,7 +29,7 @@ from ._aio import AsyncCloseable, finish
 from ._error_pickle import reduce_error
 from .messages import Message
 from .tools._origin import tool_origin
-from .tools.base import Tool, ToolContext, ToolResult, ToolSpec
+from .tools.base import Tool, ToolContext, ToolResult, ToolSpec, _shows_events
 from .tools.function import _is_tool_name
 
 if TYPE_CHECKING:
@@ -154,7 +154,7 @@ class _RenamedTool:
         """Whether the tool forwards events (an ``AgentTool`` with ``emit_inner_events``), so
         that a round of its one call runs in a task that can forward them
         (``tools._executor.lone_call``): without it, the renamed tool's events were dropped."""
-        return bool(getattr(self._tool, "_emits_events", False))
+        return _shows_events(self._tool)
 
     @property
     def _span_attributes(self) -> Any:
@@ -206,6 +206,7 @@ class Resources(AsyncCloseable):
                 f"add_tool needs a Tool (an object with .spec and async .run), "
                 f"got {type(tool).__name__}"
             )
+        _shows_events(tool)  # a ``reports_progress`` that is no bool: refused here
         key = tool.spec.name if name is None else name
         _check_name(key, "tool")
         if not _is_tool_name(key):

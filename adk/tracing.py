@@ -789,7 +789,13 @@ class _ProgressOnSpan:
     def __call__(self, event: AgentEvent) -> None:
         output = event.output
         report = output.custom if output is not None else None
-        if type(report) is ToolProgress and event.run_path == self._path:
+        # Not once its call has ended (``_executor._Emitter.ended``): its span has ended too,
+        # and the report is dropped.
+        if (
+            type(report) is ToolProgress
+            and event.run_path == self._path
+            and not getattr(self._emit, "ended", False)
+        ):
             attributes: dict[str, Any] = {}
             if report.progress is not None:
                 attributes[_PROGRESS] = report.progress

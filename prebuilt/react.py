@@ -66,6 +66,7 @@ from adk.tools._executor import (
     unique_call_ids,
 )
 from adk.tools._origin import tool_origin
+from adk.tools.base import _shows_events
 from adk.tools.function import _is_tool_name
 
 from ._instruction import (
@@ -1089,6 +1090,7 @@ class ReActAgent:
                 f"agent '{self.name}': a tool must be a Tool, a function, a Toolset or a tool "
                 f"resource name, got {type(source).__name__}{hint}"
             )
+        _shows_events(tool)  # a ``reports_progress`` that is no bool: refused here, not per call
         name = tool.spec.name
         if not (isinstance(name, str) and _is_tool_name(name)):
             # A tool of one's own names itself (FunctionTool, AgentTool and MCP tools check or

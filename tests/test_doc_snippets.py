@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = {
     "agents.md": 8,
     "composing.md": 4,
-    "tools.md": 3,
+    "tools.md": 4,
     "models.md": 3,
     "mcp.md": 3,
     "interrupts.md": 11,

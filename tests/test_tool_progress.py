@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
 import threading
 
 import pytest
+from conftest import ChatActor
 from mcp_servers.process import STDIO_SCRIPT
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -20,10 +22,13 @@ from adk import (
     AgentEvent,
     AgentTool,
     Interrupt,
+    Message,
+    Resources,
     Runner,
     SequentialAgent,
     ToolContext,
     ToolProgress,
+    ToolSpec,
     tool,
 )
 from adk.mcp import MCPProgress, MCPToolset, StdioServer
@@ -296,3 +301,110 @@ async def test_a_report_made_after_its_call_ended_reaches_no_one() -> None:
     assert late_made.is_set()  # the report was made, and handed to the loop before audit ended
     assert reports(events) == []
     assert [e.output.message.content for e in events if e.output and e.output.message][-1] == "ok"
+
+
+@tool(progress=True)
+async def check_then_ask(ctx: ToolContext) -> str:
+    """Check, report it, then wait for a person's go."""
+    ctx.report_progress(message="checked")
+    if ctx.resume is None or ctx.resume.data != "go":
+        raise Interrupt("Go on?")
+    return "went on"
+
+
+async def test_a_run_paused_right_after_a_report_has_no_report_for_its_output() -> None:
+    """``RunResult.output`` of a run that pauses is its last output so far, never a progress
+    report: it was the report, read as the run's answer (a custom output), paused at once and
+    paused again on resume alike."""
+    model = ScriptedModel([Reply(tool_calls=[tool_call("check_then_ask", {})]), "Done."])
+    runner = Runner(ReActAgent("worker", model, tools=[check_then_ask]))
+
+    paused = await runner.invoke("Go.")
+    again = await runner.invoke_resume(paused.checkpoint_id, "wait")
+
+    for result in (paused, again):
+        assert result.interrupt is not None and len(reports(result.events)) == 1
+        assert isinstance(result.events[-2].output.custom, ToolProgress)  # type: ignore[union-attr]
+    assert isinstance(paused.output, Message) and paused.output.tool_calls[0].id == "call_1"
+    assert again.output is None  # the resumed run's events hold no output but the report
+    done = await runner.invoke_resume(again.checkpoint_id, "go")
+    assert done.text == "Done."
+
+
+class Indexer:
+    """A hand-written tool that says it reports progress (``reports_progress``)."""
+
+    reports_progress = True
+    spec = ToolSpec(name="indexer", description="Index the files.")
+
+    async def run(self, arguments: str, ctx: ToolContext) -> str:
+        ctx.report_progress(1, 1, "indexed")
+        return "indexed"
+
+
+class Unsaid(Indexer):
+    """Reports progress, not having said so."""
+
+    reports_progress = False
+
+
+class Vague(Indexer):
+    reports_progress = "yes"  # type: ignore[assignment]
+
+
+async def test_a_tool_of_ones_own_says_it_reports_progress_with_reports_progress() -> None:
+    # Alone, beside another call, and registered under another name for an action agent's chat.
+    beside = tool_call("crunch", {"steps": 1})
+    for calls in ([tool_call("indexer", {})], [tool_call("indexer", {}), beside]):
+        model = ScriptedModel([Reply(tool_calls=calls), "Done."])
+        result = await Runner(ReActAgent("w", model, tools=[Indexer(), crunch])).invoke("Go.")
+        assert ("indexer", "indexed") in [(name, r.message) for name, r in reports(result.events)]
+    resources = Resources()
+    resources.add_model("m", ScriptedModel([Reply(tool_calls=[tool_call("idx", {})]), "Done."]))
+    resources.add_tool(Indexer(), name="idx")
+    result = await Runner(ChatActor("actor", ["idx"], resources=resources)).invoke("Go.")
+    assert [(name, r.message) for name, r in reports(result.events)] == [("idx", "indexed")]
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("indexer", {})]), "Done."])
+    await Runner(ReActAgent("w", model, tools=[Unsaid()])).invoke("Go.")
+    (answer,) = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+    assert "reports_progress = True" in answer
+
+    # A value that is no bool is refused where the tool is given, naming it.
+    with pytest.raises(TypeError, match=r"Vague.reports_progress must be True or False, got 'yes'"):
+        ReActAgent("w", ScriptedModel(["x"]), tools=[Vague()])
+    with pytest.raises(TypeError, match=r"Vague.reports_progress must be True or False"):
+        Resources().add_tool(Vague())
+
+
+async def test_a_report_after_its_call_ended_is_dropped_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A task the tool started and did not await reports after the call's result is out: the
+    report would follow the result, or go to a queue no one reads. Dropped, with one warning
+    for the call naming the tool, rather than lost without a word (or raised in a task no one
+    awaits)."""
+    later = asyncio.Event()
+    started: list[asyncio.Task[None]] = []
+
+    async def report_later(ctx: ToolContext) -> None:
+        await later.wait()
+        ctx.report_progress(message="late")
+        ctx.report_progress(message="later")
+
+    @tool(progress=True)
+    async def detach(ctx: ToolContext) -> str:
+        """Start work and return at once."""
+        ctx.report_progress(message="started")
+        started.append(asyncio.create_task(report_later(ctx)))
+        return "started"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("detach", {})]), "Done."])
+    result = await Runner(ReActAgent("w", model, tools=[detach])).invoke("Go.")
+    assert [r.message for _, r in reports(result.events)] == ["started"]
+
+    with caplog.at_level(logging.WARNING, logger="adk.tools"):
+        later.set()
+        await started[0]  # no error: the reports are dropped
+    (warning,) = [r for r in caplog.records if r.name == "adk.tools"]
+    assert "tool 'detach' reported progress after its call 'call_1' had ended" in warning.message

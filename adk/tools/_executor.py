@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,9 +27,25 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, _InterruptSignal, _ResumePlan, join_address, tool_segment
 from ..messages import Message, ToolCall, tool_message
-from .base import Tool, ToolContext, ToolError, ToolResult, ToolSpec, new_tool_context
+from .base import (
+    Tool,
+    ToolContext,
+    ToolError,
+    ToolResult,
+    ToolSpec,
+    _shows_events,
+    new_tool_context,
+)
 
-__all__ = ["ToolOutcome", "execute_tool_calls", "lone_call", "run_tool_call", "unique_call_ids"]
+__all__ = [
+    "ToolOutcome",
+    "execute_tool_calls",
+    "lone_call",
+    "run_tool_call",
+    "unique_call_ids",
+]
+
+logger = logging.getLogger("adk.tools")
 
 
 @dataclass(slots=True)
@@ -140,7 +157,7 @@ async def run_tool_call(
     # Only a tool that shows events while it runs (an ``AgentTool`` forwarding, a tool reporting
     # progress) is given the way out: a report from any other is refused where it is made, in a
     # round of one call or of several alike.
-    emitter = _Emitter(emit) if emit is not None and getattr(tool, "_emits_events", False) else None
+    emitter = _Emitter(emit, name, call_id) if emit is not None and _shows_events(tool) else None
     tool_ctx = new_tool_context(ctx, name, call_id, address, emitter)
     hooks = ctx._run.hooks
     invoke: _Invoke | None = None
@@ -178,7 +195,7 @@ async def run_tool_call(
     finally:
         if resumed and plan is not None:
             plan.consume(address)
-        if emitter is not None:
+        if emitter is not None:  # its result is out: a report now would come after it
             emitter.end(tool_ctx)
     if isinstance(output, ToolResult):
         result: ToolResult | None = output
@@ -210,47 +227,64 @@ async def run_tool_call(
 
 
 class _Emitter:
-    """``queue.put_nowait`` for a call's events while the call runs, safe from the thread a sync
-    function tool runs in (a progress report): there it is handed to the loop, which puts it
-    before the call's outcome, as the thread's return reaches the loop after it.
+    """A call's way to the caller (``ToolContext._emit``): ``queue.put_nowait`` for its events,
+    safe from the thread a sync function tool runs in (a progress report): there it is handed to
+    the loop, which puts it before the call's outcome, as the thread's return reaches the loop
+    after it.
 
-    Ended with the call (``end``): a report made after its result (a timed-out sync function's
-    thread runs on; an async tool may leave a task running) is dropped, as progress of a call
-    already over, shown after its result, would mislead whoever shows it. A report the thread
-    handed over before the call ended reaches the loop first and still passes."""
+    Ended with the call (``end``, as ``run_tool_call`` ends it): a report made after, by a task
+    the tool started and did not await or by a sync tool's thread still running past its timeout,
+    would come after the call's result, or into a queue no one reads any more once its round is
+    over; shown, it would mislead whoever shows it. It is dropped, with a warning on the
+    ``adk.tools`` logger the first time for the call, rather than raised: the code reporting is
+    no longer the call's, and an error in a task or thread no one awaits would reach no one. A
+    report the thread handed over before the call ended reaches the loop first and still passes."""
 
-    __slots__ = ("_loop", "_put", "open")
+    __slots__ = ("_loop", "_put", "call_id", "ended", "tool_name", "warned")
 
-    def __init__(self, queue: asyncio.Queue[_Item]) -> None:
+    def __init__(self, queue: asyncio.Queue[_Item], tool_name: str, call_id: str) -> None:
         self._put = queue.put_nowait
         self._loop = asyncio.get_running_loop()
-        self.open = True
+        self.tool_name = tool_name
+        self.call_id = call_id
+        self.ended = False
+        self.warned = False
 
     def __call__(self, event: AgentEvent) -> None:
+        if self.ended:
+            self.late(event)
+            return
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:  # a worker thread: no loop of its own
             running = None
         if running is self._loop:
-            if self.open:
-                self._put(event)
+            self._put(event)
         else:
             # The loop may have closed since (a thread outliving its run): no one to tell.
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._handed, event)
 
     def _handed(self, event: AgentEvent) -> None:
-        if self.open:
+        if not self.ended:
             self._put(event)
 
     def end(self, ctx: ToolContext) -> None:
         """The call has its result: later reports reach no one (nor, traced, its ended span)."""
-        self.open = False
-        ctx._emit = _dropped
+        self.ended = True
+        ctx._emit = self.late
 
-
-def _dropped(event: AgentEvent) -> None:
-    """A call's way out once it ended (``_Emitter.end``): what it reports then reaches no one."""
+    def late(self, event: AgentEvent) -> None:
+        """A report after the call ended: dropped, said once per call."""
+        if not self.warned:
+            self.warned = True
+            logger.warning(
+                "tool %r reported progress after its call %r had ended: the report is "
+                "dropped (a report must come before the tool returns; a task the tool "
+                "starts to report must be awaited by it)",
+                self.tool_name,
+                self.call_id,
+            )
 
 
 class _Invoke:
@@ -288,8 +322,13 @@ def lone_call(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> ToolCall 
     """The call of a round of one call whose tool forwards no events (the common case), which
     ``execute_tool_calls`` runs inline, without a task; None for any other round. A caller may
     then await ``run_tool_call`` itself: that is all ``execute_tool_calls`` would do."""
-    if len(calls) == 1 and not getattr(tools.get(calls[0].name), "_emits_events", False):
-        return calls[0]
+    if len(calls) == 1:
+        # The framework's tools answer in one lookup (``_shows_events`` reads the public
+        # ``reports_progress`` of a hand-written tool, which has no ``_emits_events``).
+        tool = tools.get(calls[0].name)
+        emits = getattr(tool, "_emits_events", None)
+        if emits is False or (emits is None and not _shows_events(tool)):
+            return calls[0]
     return None
 
 

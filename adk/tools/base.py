@@ -222,7 +222,7 @@ class ToolContext:
             raise RuntimeError(
                 f"tool '{self.tool_name}' reported progress, but it was not declared to report "
                 "any, so no one receives it: make it with FunctionTool(..., progress=True) or "
-                "@tool(progress=True)"
+                "@tool(progress=True) (a Tool class of your own: reports_progress = True)"
             )
         report = ToolProgress(
             tool_call_id=self.tool_call_id,
@@ -260,6 +260,25 @@ _REPORTED = _Reported()
 
 
 _install_ported_names(ToolContext)  # where a Google ADK name went (adk._ported_names)
+
+
+def _shows_events(tool: object) -> bool:
+    """Whether a call of ``tool`` may show events while it runs (progress reports, an
+    ``AgentTool``'s inner events), so that it runs in a task with a way to the caller. The
+    framework's tools say so in ``_emits_events`` (``FunctionTool(progress=)``,
+    ``AgentTool(emit_inner_events=)``, an MCP server's tools), which the executor reads per round
+    of one call; a ``Tool`` of one's own says so in its public ``reports_progress`` (a class
+    attribute), read only when there is no ``_emits_events``: a tool of the framework's pays no
+    second lookup. A ``reports_progress`` that is no bool is refused, naming the tool: ``"no"``
+    is truthy, and would run every call of the tool in a task for nothing."""
+    emits = getattr(tool, "_emits_events", None)
+    if emits is None:
+        emits = getattr(tool, "reports_progress", False)
+        if emits is not True and emits is not False:
+            raise TypeError(
+                f"{type(tool).__qualname__}.reports_progress must be True or False, got {emits!r}"
+            )
+    return bool(emits)
 
 
 def new_tool_context(
