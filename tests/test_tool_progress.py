@@ -377,13 +377,17 @@ async def test_a_tool_of_ones_own_says_it_reports_progress_with_reports_progress
         Resources().add_tool(Vague())
 
 
+@pytest.mark.parametrize("traced", [False, True])
 async def test_a_report_after_its_call_ended_is_dropped_with_one_warning(
+    traced: bool,
     caplog: pytest.LogCaptureFixture,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
 ) -> None:
     """A task the tool started and did not await reports after the call's result is out: the
     report would follow the result, or go to a queue no one reads. Dropped, with one warning
     for the call naming the tool, rather than lost without a word (or raised in a task no one
-    awaits)."""
+    awaits); traced, not put on the call's span, which has ended."""
     later = asyncio.Event()
     started: list[asyncio.Task[None]] = []
 
@@ -400,11 +404,17 @@ async def test_a_report_after_its_call_ended_is_dropped_with_one_warning(
         return "started"
 
     model = ScriptedModel([Reply(tool_calls=[tool_call("detach", {})]), "Done."])
-    result = await Runner(ReActAgent("w", model, tools=[detach])).invoke("Go.")
+    agent = ReActAgent("w", model, tools=[detach])
+    runner = Runner(agent, tracer_provider=provider) if traced else Runner(agent)
+    result = await runner.invoke("Go.")
     assert [r.message for _, r in reports(result.events)] == ["started"]
 
-    with caplog.at_level(logging.WARNING, logger="adk.tools"):
+    with caplog.at_level(logging.WARNING):
         later.set()
         await started[0]  # no error: the reports are dropped
-    (warning,) = [r for r in caplog.records if r.name == "adk.tools"]
+    (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.name == "adk.tools"
     assert "tool 'detach' reported progress after its call 'call_1' had ended" in warning.message
+    if traced:
+        (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool detach"]
+        assert [e.name for e in span.events] == ["adk.tool.progress"]
