@@ -83,7 +83,7 @@ class AgentTool:
         self.input_schema = input_schema
         self.full_history = full_history
         self.emit_inner_events = emit_inner_events
-        self._emits_events = emit_inner_events
+        self._emits_events = bool(emit_inner_events)  # a bool: ``lone_call`` tests ``is False``
         if input_schema is None:
             parameters = _REQUEST_SCHEMA
         elif isinstance(input_schema, dict):
