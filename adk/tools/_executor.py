@@ -127,12 +127,15 @@ async def run_tool_call(
     call: ToolCall,
     tools: Mapping[str, Tool],
     ctx: RunContext,
-    emit: asyncio.Queue[_Item] | None = None,
+    emit: _Emitter | None = None,
     tool: Tool | None = None,
 ) -> ToolOutcome:
     """Run one call (with ``tool`` instead of the one named, when given); never raises except for
     cancellation, ``CheckpointError`` when a resumed call's saved state does not fit, and
-    ``MaxTurnsExceeded`` when the run's limit is reached inside the call (an ``AgentTool``'s run)."""
+    ``MaxTurnsExceeded`` when the run's limit is reached inside the call (an ``AgentTool``'s run).
+    ``emit`` is the call's way to the caller, given (by ``execute_tool_calls``) only for a tool
+    that shows events while it runs (``_shows_events``): a report from any other is refused
+    where it is made, in a round of one call or of several alike."""
     # Read once until the tool runs (a pydantic field read is ~0.4k instructions): only a
     # callback or the tool, which run below, could change the call.
     name, call_id = call.name, call.id
@@ -154,11 +157,7 @@ async def run_tool_call(
     # The call as it runs: with a person's edited arguments, checked here before it runs (a round
     # of several calls checked them all before any ran, ``check_resumed_calls``).
     ran = call if edit is None else adk._approval.edited_call(tool, call, address, edit)
-    # Only a tool that shows events while it runs (an ``AgentTool`` forwarding, a tool reporting
-    # progress) is given the way out: a report from any other is refused where it is made, in a
-    # round of one call or of several alike.
-    emitter = _Emitter(emit, name, call_id) if emit is not None and _shows_events(tool) else None
-    tool_ctx = new_tool_context(ctx, name, call_id, address, emitter)
+    tool_ctx = new_tool_context(ctx, name, call_id, address, emit)
     hooks = ctx._run.hooks
     invoke: _Invoke | None = None
     try:
@@ -195,8 +194,6 @@ async def run_tool_call(
     finally:
         if resumed and plan is not None:
             plan.consume(address)
-        if emitter is not None:  # its result is out: a report now would come after it
-            emitter.end(tool_ctx)
     if isinstance(output, ToolResult):
         result: ToolResult | None = output
         content = output.content
@@ -232,10 +229,10 @@ class _Emitter:
     the loop, which puts it before the call's outcome, as the thread's return reaches the loop
     after it.
 
-    Ended with the call (``end``, as ``run_tool_call`` ends it): a report made after, by a task
-    the tool started and did not await or by a sync tool's thread still running past its timeout,
-    would come after the call's result, or into a queue no one reads any more once its round is
-    over; shown, it would mislead whoever shows it. It is dropped, with a warning on the
+    Ended with the call (``ended``, set as the call's task in ``execute_tool_calls`` ends): a
+    report made after, by a task the tool started and did not await or by a sync tool's thread
+    still running past its timeout, would come after the call's result, or into a queue no one
+    reads any more once its round is over; shown, it would mislead whoever shows it. It is dropped, with a warning on the
     ``adk.tools`` logger the first time for the call, rather than raised: the code reporting is
     no longer the call's, and an error in a task or thread no one awaits would reach no one. A
     report the thread handed over before the call ended reaches the loop first and still passes."""
@@ -268,11 +265,6 @@ class _Emitter:
     def _handed(self, event: AgentEvent) -> None:
         if not self.ended:
             self._put(event)
-
-    def end(self, ctx: ToolContext) -> None:
-        """The call has its result: later reports reach no one (nor, traced, its ended span)."""
-        self.ended = True
-        ctx._emit = self.late
 
     def late(self, event: AgentEvent) -> None:
         """A report after the call ended: dropped, said once per call."""
@@ -378,9 +370,14 @@ async def execute_tool_calls(
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 
     async def one(call: ToolCall) -> None:
+        emit = None
         try:
             substitute = instead.get(call.id) if instead else None
-            outcome = await run_tool_call(call, tools, ctx, queue, substitute)
+            # Only a tool that shows events while it runs (an ``AgentTool`` forwarding, a tool
+            # reporting progress) is given a way out (a lone call, none: ``lone_call``).
+            if _shows_events(substitute or tools.get(call.name)):
+                emit = _Emitter(queue, call.name, call.id)
+            outcome = await run_tool_call(call, tools, ctx, emit, substitute)
         except _FAILS_RUN as exc:  # fails the resume or run: raised where the calls are awaited
             queue.put_nowait(exc)
             return
@@ -389,6 +386,9 @@ async def execute_tool_calls(
             text = f"Error: tool '{name}' failed: {_describe(exc)}"
             message = Message.tool(text, tool_call_id=call.id, name=name)
             outcome = ToolOutcome(call, message, None, None, None, name)
+        finally:
+            if emit is not None:  # its result is out: a report now would come after it
+                emit.ended = True
         queue.put_nowait(outcome)
 
     tasks = [asyncio.create_task(one(call)) for call in calls]
