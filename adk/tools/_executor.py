@@ -314,12 +314,13 @@ def lone_call(calls: Sequence[ToolCall], tools: Mapping[str, Tool]) -> ToolCall 
     """The call of a round of one call whose tool forwards no events (the common case), which
     ``execute_tool_calls`` runs inline, without a task; None for any other round. A caller may
     then await ``run_tool_call`` itself: that is all ``execute_tool_calls`` would do."""
+    # The framework's tools answer in one lookup, in one expression (it is per round); a
+    # hand-written tool, which has no ``_emits_events``, by its ``reports_progress``.
+    if len(calls) == 1 and getattr(tools.get(calls[0].name), "_emits_events", None) is False:
+        return calls[0]
     if len(calls) == 1:
-        # The framework's tools answer in one lookup (``_shows_events`` reads the public
-        # ``reports_progress`` of a hand-written tool, which has no ``_emits_events``).
         tool = tools.get(calls[0].name)
-        emits = getattr(tool, "_emits_events", None)
-        if emits is False or (emits is None and not _shows_events(tool)):
+        if getattr(tool, "_emits_events", None) is None and not _shows_events(tool):
             return calls[0]
     return None
 
