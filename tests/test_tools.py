@@ -5,14 +5,17 @@ functions, result serialisation, Tool and Toolset protocols, and every failure t
 from __future__ import annotations
 
 import asyncio
+import enum
 import functools
 import gc
 import math
 import sqlite3
+import sys
 import threading
 import weakref
 from typing import Annotated, Any, Literal
 
+import pydantic_core
 import pytest
 from conftest import ScriptAgent, run_events
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -571,6 +574,56 @@ async def test_sync_and_async_tools_and_result_serialisation() -> None:
     assert Point.model_validate_json(results["c3"]) == Point(x=5)
     assert results["c4"] == ""
     assert results["c5"] == "POINT 1,2"
+
+
+class _Level(enum.IntEnum):
+    HIGH = 2
+
+
+class _Text(str):
+    pass
+
+
+_RETURNED: list[Any] = [
+    3,
+    -7,
+    0,
+    10**700,  # past the int_max_str_digits the test sets: str() refuses it, to_json does not
+    True,
+    2.5,
+    [1, "a", None],
+    {"k": [1, 2.5], "n": None},
+    _Level.HIGH,  # an int subclass: its value, as to_json writes it (str() says _Level.HIGH)
+    _Text("as is"),
+    "text",
+]
+
+
+async def test_each_kind_of_return_value_reads_as_its_json() -> None:
+    """A tool's value reaches the model as ``to_json`` writes it, whichever path ``_serialise``
+    takes for its type (an exact int is written by ``str``, the plain JSON types skip the model
+    tests): an int the interpreter will not turn into text, a bool, an int subclass and a str
+    subclass included; None reads as nothing and a ToolResult as its content."""
+
+    @tool
+    def give(i: int) -> Any:
+        """The i-th value."""
+        return [*_RETURNED, None, ToolResult(content="told")][i]
+
+    count = len(_RETURNED) + 2
+    agent = _agent([give], *(tool_call("give", {"i": i}, id=f"c{i}") for i in range(count)))
+    limit = sys.get_int_max_str_digits()
+    sys.set_int_max_str_digits(640)
+    try:
+        await run_events(agent)
+    finally:
+        sys.set_int_max_str_digits(limit)
+    results = _results(agent)
+    for i, value in enumerate(_RETURNED):
+        expected = value if isinstance(value, str) else pydantic_core.to_json(value).decode()
+        assert results[f"c{i}"] == expected, value
+    assert results["c4"] == "true" and results["c8"] == "2"
+    assert results[f"c{count - 2}"] == "" and results[f"c{count - 1}"] == "told"
 
 
 class Stats(BaseModel):
