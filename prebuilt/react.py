@@ -280,14 +280,15 @@ class _ReActCore:
         the first model call."""
         owner = self.owner
         instruction = owner.instruction
+        # Without an instruction or output schema there is no system prompt (the rendering would
+        # be ""). Tested before the type, which a function is never equal to: an agent without
+        # an instruction skips the isinstance that b29fd72 put on every run.
+        if instruction == "" and owner.output_schema is None:
+            return []
         if not isinstance(instruction, str):
             turn.rendered = _PROVIDED
             text = provided
         else:
-            # Without an instruction or output schema there is no system prompt (the rendering
-            # would be "").
-            if instruction == "" and owner.output_schema is None:
-                return []
             values = turn.ctx.session.values
             text = render_instruction(instruction, values, self.name)
             keyed = owner._keyed
