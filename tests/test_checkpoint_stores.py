@@ -130,6 +130,17 @@ async def sqlite_threads() -> int:
     return sum(thread.name == "pyadk-sqlite" for thread in threading.enumerate())
 
 
+def _sqlite_workers() -> list[threading.Thread]:
+    return [thread for thread in threading.enumerate() if thread.name == "pyadk-sqlite"]
+
+
+def _stopped(thread: threading.Thread) -> Callable[[], Awaitable[bool]]:
+    async def check() -> bool:
+        return not thread.is_alive()
+
+    return check
+
+
 async def redis_clients(url: str) -> int:
     raw = aioredis.Redis.from_url(url)
     try:
@@ -603,11 +614,14 @@ async def test_sqlite_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 async def test_sqlite_in_memory_keeps_its_checkpoints_across_aclose() -> None:
     """The database lasts as long as the store: ``aclose`` stops the thread, not the data."""
-    baseline = await sqlite_threads()
+    before = set(_sqlite_workers())
     store = SQLiteCheckpointStore(":memory:")
     await store.put("paused", b"checkpoint")
+    # The store's own worker, found by name among those started since: counting every worker
+    # against a count taken before failed when an earlier test's worker ended meanwhile.
+    (worker,) = set(_sqlite_workers()) - before
     await store.aclose()
-    await eventually(lambda: _equals(sqlite_threads(), baseline), "the worker thread stopped")
+    await eventually(_stopped(worker), "the worker thread stopped")
     assert await store.get("paused") == b"checkpoint"
     await store.put("second", b"two")
     await store.aclose()
