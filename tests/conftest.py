@@ -24,6 +24,7 @@ from adk import (
     Role,
     RunContext,
     Runner,
+    ToolContext,
     tool,
 )
 from adk.actions import (
@@ -146,6 +147,14 @@ def other_tasks() -> set[asyncio.Task[Any]]:
 
 def contents(messages: list[Message]) -> list[str]:
     return [m.content for m in messages]
+
+
+@tool(progress=True)
+async def crunch(steps: int, ctx: ToolContext) -> str:
+    """Crunch numbers."""
+    for step in range(1, steps + 1):
+        ctx.report_progress(step, steps, f"step {step} of {steps}")
+    return f"crunched {steps}"
 
 
 @tool

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ChatActor
+from conftest import ChatActor, crunch
 from pydantic import BaseModel
 
 from adk import (
@@ -19,7 +19,6 @@ from adk import (
     Resources,
     Runner,
     SequentialAgent,
-    ToolContext,
     ToolProgress,
     tool,
 )
@@ -36,14 +35,6 @@ from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import LocalExecutionEnvironment
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
-
-
-@tool(progress=True)
-async def crunch(steps: int, ctx: ToolContext) -> str:
-    """Crunch numbers."""
-    for step in range(1, steps + 1):
-        ctx.report_progress(step, steps, f"step {step} of {steps}")
-    return f"crunched {steps}"
 
 
 @tool

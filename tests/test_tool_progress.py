@@ -12,7 +12,7 @@ import sys
 import threading
 
 import pytest
-from conftest import ChatActor
+from conftest import ChatActor, crunch
 from mcp_servers.process import STDIO_SCRIPT
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -35,14 +35,6 @@ from adk.mcp import MCPProgress, MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent, Supervisor
-
-
-@tool(progress=True)
-async def crunch(steps: int, ctx: ToolContext) -> str:
-    """Crunch numbers."""
-    for step in range(1, steps + 1):
-        ctx.report_progress(step, steps, f"step {step} of {steps}")
-    return f"crunched {steps}"
 
 
 @tool(progress=True)
