@@ -116,6 +116,36 @@ async def test_a_tool_not_declared_to_report_progress_is_told_how_alone_or_besid
         )
 
 
+@tool(progress=True)
+async def wordy(ctx: ToolContext) -> str:
+    """Reports its progress in words, where the number goes."""
+    ctx.report_progress("half")
+    return "never"
+
+
+@tool(progress=True)
+async def misordered(ctx: ToolContext) -> str:
+    """Reports the text first and the numbers after it."""
+    ctx.report_progress("step 1", 1, 2)  # type: ignore[arg-type]
+    return "never"
+
+
+async def test_a_report_with_text_where_a_number_goes_names_the_parameters() -> None:
+    """Was pydantic's "1 validation error for ToolProgress", naming neither the call nor which of
+    its parameters takes the text."""
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("wordy", {}), tool_call("misordered", {})]), "Done."]
+    )
+    result = await Runner(ReActAgent("worker", model, tools=[wordy, misordered])).invoke("Go.")
+    answers = {m.name: m.content for m in model.requests[-1].messages if m.role == "tool"}
+    assert "ValidationError" not in answers["wordy"]
+    assert "ctx.report_progress(progress=None, total=None, message=None" in answers["wordy"]
+    assert "progress must be a number or None, got str 'half'" in answers["wordy"]
+    assert "progress must be a number or None, got str 'step 1'" in answers["misordered"]
+    assert "message must be a str or None, got int 2" in answers["misordered"]
+    assert reports(result.events) == []  # nothing half-made was reported
+
+
 async def test_a_tool_that_awaits_its_report_as_an_mcp_server_tool_does_runs_to_its_result() -> (
     None
 ):

@@ -13,7 +13,7 @@ annotation string when the models are created at ``import adk``. Forward referen
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._ported_names import install as _install_ported_names
 from ..checkpoint.codec import register_type
@@ -224,13 +224,16 @@ class ToolContext:
                 "any, so no one receives it: make it with FunctionTool(..., progress=True) or "
                 "@tool(progress=True) (a Tool class of your own: reports_progress = True)"
             )
-        report = ToolProgress(
-            tool_call_id=self.tool_call_id,
-            progress=progress,
-            total=total,
-            message=message,
-            data=data,
-        )
+        try:
+            report = ToolProgress(
+                tool_call_id=self.tool_call_id,
+                progress=progress,
+                total=total,
+                message=message,
+                data=data,
+            )
+        except ValidationError as exc:
+            raise _bad_report(exc) from None  # the tool's failure names the tool
         # Flagged as no output of the agent that yields it (``_FORWARDED``): a PlanExecute step,
         # an AgentTool's result or a run's answer never take a report for the agent's words.
         event = AgentEvent(
@@ -241,6 +244,21 @@ class ToolContext:
         )
         emit(event)
         return _REPORTED
+
+
+def _bad_report(exc: ValidationError) -> TypeError:
+    """The error for a report whose arguments ``ToolProgress`` refused: pydantic's own says
+    "1 validation error for ToolProgress", which names neither the call nor its parameters, and
+    ``ctx.report_progress("half")`` (the text where the number goes) is the likely slip."""
+    wrong = "; ".join(
+        f"{error['loc'][0]} must be {'a str' if error['loc'][0] == 'message' else 'a number'} "
+        f"or None, got {type(error['input']).__name__} {error['input']!r:.60}"
+        for error in exc.errors()
+    )
+    return TypeError(
+        "ctx.report_progress(progress=None, total=None, message=None, *, data=None) takes the "
+        f"numbers first and the text as message=: {wrong}"
+    )
 
 
 class _Reported:
