@@ -7,7 +7,9 @@ sequential and loop workflows, through ``_AgentRun`` directly, which saves a gen
 - stamps ``agent_name`` and ``run_path`` on events the agent left blank,
 - records the agent's own messages in the history lane (streams once they are complete),
 - stops pulling and closes the agent's generator after exit, unhandled transfer, interrupt or error,
-- turns an exception into exactly one error event and an ``Interrupt`` into an interrupt event.
+- turns an exception into exactly one error event and an ``Interrupt`` into an interrupt event,
+- fails an agent whose events end after it made a pause's event (``ctx.interrupt``) it never
+  yielded (``unyielded_pause``).
 """
 
 from __future__ import annotations
@@ -213,6 +215,8 @@ class _AgentRun:
         if isinstance(exc, Interrupt):
             event = _interrupt_event(signal_of(exc, self.ctx.address))
         else:
+            if type(exc) is TypeError and self.ctx._run.unyielded is not None:
+                exc = _awaited_pause(self, exc)
             self.error = ErrorInfo.of(exc)
             event = AgentEvent(error=self.error, exception=exc)
         _stamped(event, self.name, self.path)
@@ -320,6 +324,44 @@ async def close_events(events: AsyncIterator[AgentEvent]) -> None:
             )
 
 
+def unyielded_pause(run: _AgentRun) -> None:
+    """At the end of an agent's events (the agent ran to its end, nothing stopped it), when its
+    run has made a pause's event (``ctx.interrupt``): fail the agent if it made one itself, as it
+    did not yield it (a yielded pause stops the agent, which then never ends here). Called
+    without ``yield``, ``ctx.interrupt(...)`` only makes the event, and the agent would go on and
+    end as if it had never asked: the run would carry on past a pause meant to wait for a person
+    (an approval), with no error and no word of why. Only a run that made a pause gets here."""
+    unyielded = run.ctx._run.unyielded
+    if unyielded is not None and run.ctx.address in unyielded:
+        raise RuntimeError(
+            f"agent {run.name!r} called ctx.interrupt(...) but did not yield the event it "
+            "returns, so nothing paused: write yield ctx.interrupt(...) (the call only makes "
+            "the pause's event; the run pauses when the agent yields it)"
+        )
+
+
+def _awaited_pause(run: _AgentRun, exc: TypeError) -> TypeError:
+    """``exc`` out of an agent, or the error it stands for: ``await ctx.interrupt(...)`` fails
+    with Python's "object AgentEvent can't be used in 'await' expression", which names neither
+    the call nor the fix. Told here, from the agent's failure, rather than by an ``__await__`` on
+    ``AgentEvent``, which would make every event pass ``inspect.isawaitable``: callers that await
+    whatever is awaitable (an ``on_event`` callback's result, a callback's answer) would then
+    await an event. Only an agent that made a pause's event gets here."""
+    unyielded = run.ctx._run.unyielded
+    text = str(exc)
+    if unyielded is None or run.ctx.address not in unyielded:
+        return exc
+    if "AgentEvent" not in text or "await" not in text:
+        return exc
+    error = TypeError(
+        f"agent {run.name!r} awaited ctx.interrupt(...), which returns the pause's event to "
+        "yield, not to await: write yield ctx.interrupt(...)"
+    )
+    error.__cause__ = exc
+    error.__traceback__ = exc.__traceback__
+    return error
+
+
 def _bad_event(agent: str, event: object) -> TypeError:
     """The error for an agent that yielded what is not an ``AgentEvent``."""
     return TypeError(
@@ -375,6 +417,9 @@ async def _drive(
                 if stop:
                     await settle(event)
                     break
+            else:
+                if ctx._run.unyielded is not None:  # a pause was made in this run: its own?
+                    unyielded_pause(run)
         except GeneratorExit:
             closed = True
             raise

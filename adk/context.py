@@ -223,6 +223,7 @@ class _RunState(_Lane):
         "seq",
         "totals",
         "turns",
+        "unyielded",
         "usage",
     )
 
@@ -268,6 +269,11 @@ class _RunState(_Lane):
     # Whose recorded messages ``RunResult.messages`` gives as they are (the runner's root agent's,
     # when it is a single agent); "" (none: every one as ``For context:``) by default.
     reader: str
+    # The addresses of the agents that made a pause's event with ``ctx.interrupt`` in this run:
+    # one of them whose events end without that pause (the agent did not yield it) is failed by
+    # its driver (``_driver.unyielded_pause``). ``None`` until one is made, so an agent's end
+    # tests one attribute; kept after the pause is yielded, as a yielded pause ends the agent.
+    unyielded: set[str] | None
 
     def options_for(self, agent_name: str) -> Mapping[str, Any]:
         """The options that apply to the agent named ``agent_name`` in this run."""
@@ -339,6 +345,7 @@ def new_run(
     run.counted = None
     run.turns = None
     run.reader = ""
+    run.unyielded = None
     return run
 
 
@@ -601,8 +608,16 @@ class RunContext:
         return plan.resume_for(self.address) if plan is not None else None
 
     def interrupt(self, info: Any = None, state: Any = None) -> AgentEvent:
-        """An event that pauses the run at this agent; yield it. ``state`` returns on resume."""
+        """An event that pauses the run at this agent; yield it. ``state`` returns on resume.
+
+        Only yielding it pauses: the agent's address is noted so that its driver fails an agent
+        whose events end without it (called without ``yield``, or awaited), which would
+        otherwise end as if it had never asked (``_driver.unyielded_pause``)."""
         signal = _InterruptSignal.single(self.address, info, state)
+        run = self._run
+        if run.unyielded is None:
+            run.unyielded = set()
+        run.unyielded.add(self.address)
         return _interrupt_event(signal)
 
     @property

@@ -40,6 +40,7 @@ from ._driver import (
     close_events,
     is_cancellation,
     settle,
+    unyielded_pause,
 )
 from ._hooks import Hooks, _record_memory, global_tracer_set, may_hook
 from ._parts import attributes, members
@@ -566,6 +567,9 @@ class Runner(AsyncCloseable):
                             await own.record_stream()
                         if stop:
                             break
+                    else:
+                        if ctx._run.unyielded is not None:  # a pause made: its own? (``_drive``)
+                            unyielded_pause(own)
                 finally:
                     event = NO_EVENT  # see _driver.NO_EVENT
                     if getattr(events, "ag_frame", True) is not None:
@@ -802,6 +806,9 @@ class Runner(AsyncCloseable):
                         if stop:
                             await settle(event)
                             break
+                    else:
+                        if ctx._run.unyielded is not None:  # a pause made: its own? (``_drive``)
+                            unyielded_pause(own)
                 except GeneratorExit:
                     closed = True
                     if not ended:  # the reader left mid-run: the agents closed now were cut off

@@ -28,6 +28,7 @@ from ._driver import (
     is_cancellation,
     settle,
     take_break,
+    unyielded_pause,
 )
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
@@ -190,6 +191,8 @@ async def _run_steps(
                             # Known without ``close_events``'s ``getattr(events, "ag_frame")``,
                             # ~0.2k instructions a step; another iterator's ``aclose`` still runs.
                             finished = type(events) is AsyncGeneratorType
+                            if child_ctx._run.unyielded is not None:  # a pause made: its own?
+                                unyielded_pause(run)
                     except GeneratorExit:
                         closed = True
                         raise
