@@ -30,7 +30,7 @@ import asyncio
 import contextlib
 import json
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +56,7 @@ EXAMPLE_EXPECT = (
     "[client] session s1: You first asked: 2+3?",
     "[client] busy: 409 session 's1' is answering another message",
     "[client] timed out: {'error': 'the run took longer than 2 s'}",
+    "[client] after a client gone at the start: 200",
     "[client] paused at agent:clerk/tool:send_payment#",
     "[client] doubled: 409 checkpoint",
     "[client] approved: Paid: sent 4200 cents to ACME.",
@@ -126,6 +127,32 @@ class Sessions:
         return self.locks.setdefault(session_id, asyncio.Lock())
 
 
+class SessionStream(StreamingResponse):
+    """A run's events as Server-Sent Events, holding its session's lock (and ending the request's
+    span) until the response ends, however it ends. Not in the body's ``finally``: a generator's
+    ``finally`` runs only once it has started, and a server whose ``send`` raises once its client
+    is gone (as ASGI 2.4 asks) fails the response at its start, before the body's first step: the
+    session would answer 409 for good. (uvicorn's does not raise: there the body always starts.)"""
+
+    def __init__(
+        self, body: AsyncGenerator[str, None], lock: asyncio.Lock, span: trace.Span
+    ) -> None:
+        super().__init__(body, media_type="text/event-stream")
+        self.body = body
+        self.lock = lock
+        self.span = span
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            try:
+                await self.body.aclose()  # a body cut off at a yield: its run is closed now
+            finally:
+                self.lock.release()
+                self.span.end()
+
+
 def build_app(checkpoints: Path, tracer_provider: TracerProvider) -> Starlette:
     sessions = Sessions()
     tracer = tracer_provider.get_tracer("agent-service")
@@ -169,7 +196,7 @@ def build_app(checkpoints: Path, tracer_provider: TracerProvider) -> Starlette:
         events = runner.run([*earlier, adk.Message.user(text)], run_id=session_id)
         span = _request_span(tracer, request, "POST /sessions/{session_id}/messages")
 
-        async def body() -> AsyncIterator[str]:
+        async def body() -> AsyncGenerator[str, None]:
             # The request's span is current where the events are read: the run starts at the
             # first read, and its spans nest under the span current there.
             token = otel_context.attach(trace.set_span_in_context(span))
@@ -183,11 +210,9 @@ def build_app(checkpoints: Path, tracer_provider: TracerProvider) -> Starlette:
                 message = f"the run took longer than {REQUEST_TIMEOUT:g} s"
                 yield _event("error", {"error": message})
             finally:
-                lock.release()
-                span.end()
                 otel_context.detach(token)
 
-        return StreamingResponse(body(), media_type="text/event-stream")
+        return SessionStream(body(), lock, span)
 
     async def resume(request: Request) -> Response:
         assert runner is not None
@@ -316,6 +341,22 @@ async def main() -> None:
         status, events = await post(port, "/sessions/s1/messages", {"message": "What first?"})
         remembered = [data for name, data in events if name == "event"][-1]
         print("[client] session s1:", remembered["output"]["message"]["content"])
+
+        # A server whose send raises once its client is gone (as ASGI 2.4 asks) fails the
+        # response at its start, before its body's first step: the session is free all the same.
+        async def gone(message: Any) -> None:
+            raise OSError("the client is gone")
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": json.dumps({"message": "Hi"}).encode()}
+
+        path = "/sessions/s3/messages"
+        scope = {"type": "http", "asgi": {"spec_version": "2.4"}, "method": "POST"}
+        scope |= {"path": path, "headers": [], "query_string": b"", "root_path": ""}
+        with contextlib.suppress(Exception):
+            await app(scope, receive, gone)
+        status, events = await post(port, path, {"message": "What first?"})
+        print(f"[client] after a client gone at the start: {status}")
 
         status, events = await post(port, "/sessions/s1/messages", {"message": "pay ACME"})
 
