@@ -242,14 +242,8 @@ async def test_delegates_streams_pauses_for_a_refund_and_resumes_in_a_new_runner
     )
     shown: list[str] = []
 
-    def app_runner(store: SQLiteCheckpointStore) -> Runner:
-        """One process's runner over the shared file: the same app in the paused run's process
-        and in the one that resumes it."""
-        app = build_app(llm.base_url, mcp_process.url, api=api)
-        return Runner(app, checkpoint_store=store, enable_streaming=True, tracer_provider=provider)
-
     async with SQLiteCheckpointStore(db) as store:
-        runner = app_runner(store)
+        runner = app_runner(llm, mcp_process, store, provider=provider, api=api)
         async with runner:
             run = runner.run("Forecast for Oslo, a brief, refund A-1.", run_id="conv-1")
             events = await read(run, shown)
@@ -269,7 +263,7 @@ async def test_delegates_streams_pauses_for_a_refund_and_resumes_in_a_new_runner
     )
     edit = {"approved": True, "arguments": {"order_id": "A-1", "amount_cents": 2500}}
     async with SQLiteCheckpointStore(db) as store:
-        runner = app_runner(store)
+        runner = app_runner(llm, mcp_process, store, provider=provider, api=api)
         async with runner:
             resume = runner.resume(pause.checkpoint_id, edit)
             await read(resume, shown)
@@ -400,9 +394,11 @@ def app_runner(
     provider: TracerProvider | None = None,
     retry: RetryPolicy | None = None,
     streaming: bool = True,
+    api: str = "chat",
 ) -> Runner:
+    """A process's runner: the same app in every process (a paused run's and the one resuming)."""
     return Runner(
-        build_app(llm.base_url, mcp.url, retry=retry),
+        build_app(llm.base_url, mcp.url, retry=retry, api=api),
         checkpoint_store=store,
         enable_streaming=streaming,
         tracer_provider=provider,
