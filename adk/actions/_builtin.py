@@ -49,7 +49,14 @@ if TYPE_CHECKING:
     from ._run import _ActionRun
     from .context import ActionContext
 
-__all__ = ["ActionError", "chat_action", "chat_streamed", "preflight_tool_action", "tool_action"]
+__all__ = [
+    "ActionError",
+    "chat_action",
+    "chat_streamed",
+    "check_turns_left",
+    "preflight_tool_action",
+    "tool_action",
+]
 
 
 class ActionError(Exception):
@@ -322,6 +329,59 @@ def preflight_tool_action(
             walk.call(tool, call, ctx, address)
         elif walk.edits(call, address):
             walk.defer(functools.partial(_check_later, run, walk, call, ctx, address))
+
+
+def check_turns_left(
+    run: _ActionRun, saved: SavedState, current: Event, listener: int, queue: Sequence[Event]
+) -> None:
+    """Refuse a resume whose run has no model call left (its ``max_turns`` spent before the
+    pause, or a resume's lower one) when the built-in chat is certain to call the model after
+    the paused action: the chat waiting for the paused tool round's results, or one the
+    remaining listeners of the paused event or the saved queue start or carry on. Run, the
+    paused action would make its calls (an approved refund), the chat then fail on the limit
+    with the checkpoint kept, and a retry with a higher limit make them again: refused before
+    anything runs, as ``ReActAgent`` refuses such a round (its ``_check_round_fits``). What an
+    action of one's own sends when it runs again cannot be known here; it fails as it asks."""
+    turns = run.ctx._run.turns
+    if turns is None or turns.used < turns.limit:
+        return
+    listeners = run.plan.listeners(type(current))
+    paused = listeners[listener]
+    later = [found.call for found in listeners[listener + 1 :]]
+    asks = (paused.call is tool_action and _chat_takes_response(run, current)) or (
+        chat_action in later and _chat_asks(run, current)
+    )
+    if not asks:
+        asks = any(_chat_asks(run, event) for event in queue)
+    if asks:
+        where = "beyond" if turns.used > turns.limit else "at"
+        raise saved.error(
+            f"the run paused after {turns.used} model calls, {where} the run's max_turns of "
+            f"{turns.limit}: its chat asks the model after the paused action, a model call the "
+            "limit does not allow; resume with a higher max_turns (it counts the calls before "
+            "the pause)"
+        )
+
+
+def _chat_asks(run: _ActionRun, event: Event) -> bool:
+    """Whether the built-in chat, if the agent has it, asks its model on ``event`` (a request,
+    or the tool results of a chat it started), or on the response of a chat's tool round."""
+    if isinstance(event, ChatRequestEvent | ToolResponseEvent):
+        return any(found.call is chat_action for found in run.plan.listeners(type(event))) and (
+            isinstance(event, ChatRequestEvent) or event.request_id in run.chats
+        )
+    return _chat_takes_response(run, event) and any(
+        found.call is tool_action for found in run.plan.listeners(type(event))
+    )
+
+
+def _chat_takes_response(run: _ActionRun, event: Event) -> bool:
+    """Whether ``event`` is a chat's tool round whose response the built-in chat takes."""
+    return (
+        isinstance(event, ToolRequestEvent)
+        and event.id in run.chats
+        and any(found.call is chat_action for found in run.plan.listeners(ToolResponseEvent))
+    )
 
 
 def _check_tools_kept(

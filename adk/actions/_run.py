@@ -44,7 +44,14 @@ from ..models.base import RetryPolicy
 from ..resources import Resources, _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ..tools.base import Tool
-from ._builtin import ActionError, _Chat, chat_action, chat_streamed, tool_action
+from ._builtin import (
+    ActionError,
+    _Chat,
+    chat_action,
+    chat_streamed,
+    check_turns_left,
+    tool_action,
+)
 from ._fanin import _FanIn
 from ._memory import _copied
 from .context import ActionContext, ShortTermMemory, _memory_key
@@ -471,6 +478,7 @@ class _ActionRun:
                     if events
                 }
             )
+        check_turns_left(self, saved, current, listener, self.queue)
         return current, listener
 
     def _paused_listener(self, saved: SavedState, event_type: type[Event]) -> int:

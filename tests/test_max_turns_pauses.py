@@ -1,0 +1,181 @@
+"""A pause for a person's approval taken when the run's ``max_turns`` had no model call left, in
+the event-driven layer and inside workflows: a resume that would make the approved call (a
+refund) and then fail on the limit, keeping its checkpoint for a retry to make it again, is
+refused before anything runs (as ``ReActAgent``'s own round is, ``test_max_turns``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from conftest import Bank, ChatActor
+
+import adk
+from adk import Interrupt, Message, RunError, Runner
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    action,
+)
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.resources import Resources
+from adk.testing import Reply, ScriptedModel, tool_call
+
+
+def _pay(cents: int, id: str = "p1") -> Reply:
+    return Reply(tool_calls=[tool_call("pay", {"payee": "ann", "cents": cents}, id=id)])
+
+
+def _actor_runner(bank: Bank, script: list[Any], store: Any) -> Runner:
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(script))
+    resources.add_tool(bank.pay)
+    return Runner(ChatActor("payments", ["pay"], resources=resources), store)
+
+
+async def test_an_action_chats_paused_round_with_no_call_left_is_refused_on_resume() -> None:
+    """The chat waiting for the paused round's results asks its model next: run, the approved
+    refund would be paid, the chat fail on the limit, the checkpoint kept and a retry with a
+    higher limit pay it again."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    paused = await _actor_runner(bank, [_pay(5)], store).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    for lower in (None, 1):  # the saved limit, spent; then a resume's own, as low
+        with pytest.raises(RunError) as refused:
+            await _actor_runner(bank, ["done"], store).invoke_resume(
+                paused.checkpoint_id, True, max_turns=lower
+            )
+        assert isinstance(refused.value.__cause__, adk.CheckpointError)
+        assert "the run paused after 1 model calls, at the run's max_turns of 1" in str(
+            refused.value
+        )
+        assert "resume with a higher max_turns" in str(refused.value)
+        assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+
+    done = await _actor_runner(bank, ["done"], store).invoke_resume(
+        paused.checkpoint_id, True, max_turns=2
+    )
+    assert done.text == "done" and bank.paid == [("ann", 5)]
+
+
+class Refund(Event):
+    cents: int
+
+
+class Refunder(ActionAgent):
+    """Asks its model what to refund, has a person approve the refund in an action of its own
+    (``refunds`` notes each one made), and asks the model for a summary queued behind it."""
+
+    def __init__(self, refunds: list[int], **options: Any) -> None:
+        self.refunds = refunds
+        super().__init__("refunder", **options)
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(str(event.input))]))
+
+    @action(ChatResponseEvent)
+    def decide(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        if event.response.content == "refund 5":
+            ctx.send_event(Refund(cents=5))
+            ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user("summarize")]))
+        else:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    @action(Refund)
+    def refund(self, event: Refund, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise Interrupt(f"refund {event.cents}?")
+        self.refunds.append(event.cents)
+
+
+async def test_a_queued_chat_request_with_no_call_left_is_refused_on_resume() -> None:
+    """An action of one's own paused for approval with a chat request queued behind it: the
+    resume would make the refund, then fail on the queued chat's model call."""
+    refunds: list[int] = []
+    store = InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        resources = Resources()
+        resources.add_model("m", ScriptedModel(script))
+        return Runner(Refunder(refunds, resources=resources), store)
+
+    paused = await runner(["refund 5"]).invoke("go", max_turns=1)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError, match="after 1 model calls, at the run's max_turns of 1"):
+        await runner(["summary"]).invoke_resume(paused.checkpoint_id, True)
+    assert refunds == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner(["summary"]).invoke_resume(paused.checkpoint_id, True, max_turns=2)
+    assert done.text == "summary" and refunds == [5]
+
+
+class OwnTools(ActionAgent):
+    """Asks its model, then sends a tool request of its own (no chat waits for it) and outputs
+    its answer: no model call after the tool round."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(ChatRequestEvent(model="m", messages=[Message.user(str(event.input))]))
+
+    @action(ChatResponseEvent)
+    def pay(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        calls = [tool_call("pay", {"payee": "ann", "cents": 5}, id="p1")]
+        ctx.send_event(ToolRequestEvent(tool_calls=calls, tools=["pay"]))
+
+    @action(ToolResponseEvent)
+    def answer(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.responses[0].content))
+
+
+async def test_a_paused_tool_request_no_chat_waits_for_resumes_with_no_call_left() -> None:
+    """A tool round no chat waits for needs no model call: its resume goes on at the limit."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        resources = Resources()
+        resources.add_model("m", ScriptedModel(script))
+        resources.add_tool(bank.pay)
+        return Runner(OwnTools("own", resources=resources), store)
+
+    paused = await runner(["pay ann"]).invoke("go", max_turns=1)
+    assert paused.checkpoint_id is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "paid 5 to ann" and bank.paid == [("ann", 5)]
+
+
+# -- an action retried after failure ---------------------------------------------------------------
+
+
+class Summarizer(ActionAgent):
+    """Asks the model twice from an action that retries on failure, noting each attempt."""
+
+    def __init__(self, attempts: list[int], **options: Any) -> None:
+        self.attempts = attempts
+        super().__init__("summarizer", **options)
+
+    @action(InputEvent, retry=adk.RetryPolicy(max_attempts=3, initial_delay=0, jitter=False))
+    async def summarize(self, event: InputEvent, ctx: ActionContext) -> None:
+        self.attempts.append(len(self.attempts) + 1)
+        first = await ctx.run_context.generate("m", "draft")
+        second = await ctx.run_context.generate("m", f"shorten {first.content}")
+        ctx.send_event(OutputEvent(output=second.content))
+
+
+async def test_an_action_that_retries_is_not_retried_past_the_limit() -> None:
+    """The run's max_turns is the run's failure, not the action's: another attempt would make
+    again what the first made before its refused call, and fail on the same limit."""
+    attempts: list[int] = []
+    resources = Resources()
+    resources.add_model("m", ScriptedModel(["draft", "draft", "short"]))
+    runner = Runner(Summarizer(attempts), resources=resources)
+    with pytest.raises(adk.MaxTurnsExceeded, match="limit of 1 model call"):
+        await runner.invoke("go", max_turns=1)
+    assert attempts == [1]
+    assert (await runner.invoke("go", max_turns=2)).text == "short"
