@@ -136,6 +136,11 @@ class Hooks:
     The runner, not the driver, calls it: it alone sees a run's events as they go out — a pause
     with its checkpoint id, and the errors it adds itself."""
 
+    answers_agents: bool = False
+    """Whether a ``before_agent`` callback of the run may answer for an agent (skipping it): a
+    resume's check (``adk.workflows._check_turns_left``) cannot then tell that a step will ask
+    its model."""
+
     async def agent_start(self, agent: Agent, ctx: RunContext, resumed: bool = False) -> Any:
         """Called before an agent runs (``resumed``: it continues after a pause); the return
         value comes back to ``agent_end``. Raises ``_Answered`` when the agent is skipped."""

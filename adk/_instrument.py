@@ -176,6 +176,7 @@ class _Instrumented(Hooks):
             chain if chain is not None and (chain.before_agent or chain.after_agent) else None
         )
         self._frames = tracing is not None or self._agents is not None
+        self.answers_agents = chain is not None and bool(chain.before_agent)
         # An agent with callbacks of its own has started under these hooks: from then on a model
         # or tool call looks for them on its agent's frame. Until then (most runners, always) the
         # calls test this flag and nothing more.

@@ -280,13 +280,55 @@ class _Workflow:
         state = _saved_state(ctx)
         path = tuple(state.names("run_path"))
         start = _resumed_step(state, path, ctx.run_path, self.sub_agents)
+        later = self.sub_agents[start + 1 :]
         if isinstance(self, LoopAgent):
-            _resumed_iteration(state, self.max_iterations)
+            iteration = _resumed_iteration(state, self.max_iterations)
+            if self.max_iterations is None or iteration + 1 < self.max_iterations:
+                later = [*later, *self.sub_agents]  # the next iteration's steps too
         child = self.sub_agents[start]
         child_ctx = ctx._child(child.name, path)
         why = f"workflow {self.name!r} resumes its step {child.name!r}"
         walk.only_under(ctx.address, [child_ctx.address], why)
         walk.agent(child, child_ctx)
+        _check_turns_left(state, ctx, child, later)
+
+
+def _check_turns_left(
+    state: SavedState, ctx: RunContext, child: Agent, later: Iterable[Agent]
+) -> None:
+    """Refuse the resume of a run with no model call left (its ``max_turns`` spent before the
+    pause, or a resume's lower one) when a step after the paused one is certain to ask a model
+    as it starts (``_asks_model_first``): run, the paused step would make its calls (an
+    approved refund, in a round that ends its ``ReActAgent``), the next step then fail on the
+    limit with the checkpoint kept, and a retry with a higher limit make them again. A step
+    that may end the workflow first (an exit, an escalation) cannot be told here: refused too,
+    as a higher ``max_turns`` resumes it. Checked after the paused step's own check, whose
+    refusal (its own round needing a model call) names the step."""
+    turns = ctx._run.turns
+    if turns is None or turns.used < turns.limit:
+        return
+    asking = next((agent for agent in later if _asks_model_first(agent, ctx)), None)
+    if asking is None:
+        return
+    where = "beyond" if turns.used > turns.limit else "at"
+    raise state.error(
+        f"the run paused after {turns.used} model calls, {where} the run's max_turns of "
+        f"{turns.limit}: its step {asking.name!r}, after the paused step {child.name!r}, asks a "
+        "model call the limit does not allow; resume with a higher max_turns (it counts the "
+        "calls before the pause)"
+    )
+
+
+def _asks_model_first(agent: Agent, ctx: RunContext) -> bool:
+    """Whether ``agent`` is certain to make a model call as it starts: an agent whose class says
+    so (``_adk_asks_model_first``: ``ReActAgent``), when no ``before_agent`` callback can answer
+    for it instead (none of its own, none of the run's)."""
+    if not getattr(agent, "_adk_asks_model_first", False):
+        return False
+    hooks = ctx._run.hooks
+    return getattr(agent, "_adk_callbacks", None) is None and (
+        hooks is None or not hooks.answers_agents
+    )
 
 
 class SequentialAgent(_Workflow):

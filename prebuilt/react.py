@@ -982,6 +982,10 @@ class ReActAgent:
     DESIGN.md). Other parameters as in DESIGN.md.
     """
 
+    _adk_asks_model_first = True
+    """It starts with a model call: a workflow's resume with no model call left is refused when
+    this agent is a step after the paused one (``adk.workflows._check_turns_left``)."""
+
     def __init__(
         self,
         name: str,

@@ -11,7 +11,7 @@ import pytest
 from conftest import Bank, ChatActor
 
 import adk
-from adk import Interrupt, Message, RunError, Runner
+from adk import Interrupt, LoopAgent, Message, ParallelAgent, RunError, Runner, SequentialAgent
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -27,6 +27,7 @@ from adk.actions import (
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
 
 
 def _pay(cents: int, id: str = "p1") -> Reply:
@@ -148,6 +149,141 @@ async def test_a_paused_tool_request_no_chat_waits_for_resumes_with_no_call_left
     assert paused.checkpoint_id is not None
     done = await runner([]).invoke_resume(paused.checkpoint_id, True)
     assert done.text == "paid 5 to ann" and bank.paid == [("ann", 5)]
+
+
+# -- inside workflows ------------------------------------------------------------------------------
+
+
+def _payer(bank: Bank, script: list[Any], **options: Any) -> ReActAgent:
+    return ReActAgent("payer", ScriptedModel(script), tools=[bank.pay], **options)
+
+
+@pytest.mark.parametrize("workflow", ["sequential", "loop"])
+async def test_a_react_round_paused_at_the_limit_in_a_workflow_is_refused_on_resume(
+    workflow: str,
+) -> None:
+    """The ReActAgent's refusal holds inside a workflow: before a step before it ran again or
+    the refund was paid."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        payer = _payer(bank, script)
+        if workflow == "sequential":
+            return Runner(SequentialAgent("flow", [payer]), store)
+        return Runner(LoopAgent("flow", [payer], max_iterations=2), store)
+
+    paused = await runner([_pay(5)]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError, match="after 1 model calls, at the run's max_turns of 1"):
+        await runner(["done", "done"]).invoke_resume(paused.checkpoint_id, True)
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner(["done", "done"]).invoke_resume(paused.checkpoint_id, True, max_turns=3)
+    assert done.text == "done" and bank.paid == [("ann", 5)]
+
+
+async def test_a_react_round_paused_at_max_iterations_lowered_in_a_workflow_is_refused() -> None:
+    """A payer redeployed with a lower max_iterations inside a parallel workflow: refused before
+    the branch beside it makes its own approved call."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    move = Reply(tool_calls=[tool_call("transfer", {"account": "a", "cents": 1}, id="t1")])
+
+    def runner(pays: list[Any], moves: list[Any], **options: Any) -> Runner:
+        other = ReActAgent("other", ScriptedModel(moves), tools=[bank.transfer])
+        return Runner(ParallelAgent("flow", [_payer(bank, pays, **options), other]), store)
+
+    paused = await runner([_pay(5)], [move]).invoke("go")
+    assert paused.checkpoint_id is not None and paused.interrupt is not None
+    approvals = {point.id: True for point in paused.interrupt.points}
+    assert len(approvals) == 2
+    with pytest.raises(RunError, match="at its max_iterations of 1"):
+        resumed = runner(["paid"], ["moved"], max_iterations=1)
+        await resumed.invoke_resume(paused.checkpoint_id, approvals)
+    assert bank.paid == [] and bank.sent == []
+    done = await runner(["paid"], ["moved"]).invoke_resume(paused.checkpoint_id, approvals)
+    assert done.interrupt is None and bank.paid == [("ann", 5)] and bank.sent == [("a", 1)]
+
+
+def _ending_payer(bank: Bank, script: list[Any]) -> ReActAgent:
+    """A payer whose approved payment is its answer (``return_directly``): no model call after."""
+    return ReActAgent("payer", ScriptedModel(script), tools=[bank.pay], return_directly=["pay"])
+
+
+@pytest.mark.parametrize("workflow", ["sequential", "loop", "nested"])
+async def test_a_round_ending_its_agent_at_the_limit_before_a_step_asking_a_model_is_refused(
+    workflow: str,
+) -> None:
+    """The paused round ends its ReActAgent without the model, so the agent's own check lets it
+    resume; but the workflow's next step asks its model: run, the refund would be paid, that
+    step fail on the limit, the checkpoint kept and a retry with a higher limit pay again."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        steps = [_ending_payer(bank, script), ReActAgent("summary", ScriptedModel(["sum"]))]
+        if workflow == "sequential":
+            return Runner(SequentialAgent("flow", steps), store)
+        if workflow == "nested":
+            inner = SequentialAgent("inner", steps[:1])
+            return Runner(SequentialAgent("flow", [inner, steps[1]]), store)
+        return Runner(LoopAgent("flow", steps, max_iterations=1), store)
+
+    paused = await runner([_pay(5)]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert (
+        "the run paused after 1 model calls, at the run's max_turns of 1: its step 'summary', "
+        "after the paused step" in str(refused.value)
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True, max_turns=2)
+    assert done.text == "sum" and bank.paid == [("ann", 5)]
+
+
+@pytest.mark.parametrize("workflow", ["sequential", "loop", "looping"])
+async def test_a_round_ending_its_agent_at_the_limit_as_the_last_step(workflow: str) -> None:
+    """The payer is the last step: in a sequence, or a loop's last iteration, no step asks a
+    model after it and the resume goes on at the limit; a loop with an iteration left runs its
+    first step again, which asks: refused."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        steps = [ReActAgent("first", ScriptedModel(["first"])), _ending_payer(bank, script)]
+        if workflow == "sequential":
+            return Runner(SequentialAgent("flow", steps), store)
+        return Runner(LoopAgent("flow", steps, 1 if workflow == "loop" else 2), store)
+
+    paused = await runner([_pay(5)]).invoke("go", max_turns=2)
+    assert paused.checkpoint_id is not None
+    if workflow == "looping":
+        with pytest.raises(RunError, match="its step 'first', after the paused step 'payer'"):
+            await runner([]).invoke_resume(paused.checkpoint_id, True)
+        assert bank.paid == []
+        return
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "paid 5 to ann" and bank.paid == [("ann", 5)]
+
+
+@pytest.mark.parametrize("own", [False, True])
+async def test_a_step_a_before_agent_callback_may_answer_for_is_not_taken_to_ask(own: bool) -> None:
+    """A ``before_agent`` callback (the run's, or the step's own) may answer for the next step
+    without its model: the resume is not refused, and here the callback skips the summary."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def skip(agent: Any, ctx: Any) -> str | None:
+        return "skipped" if agent.name == "summary" else None
+
+    callbacks = [adk.Callbacks(before_agent=skip)]
+
+    def runner(script: list[Any]) -> Runner:
+        summary = ReActAgent("summary", ScriptedModel([]), callbacks=callbacks if own else ())
+        flow = SequentialAgent("flow", [_ending_payer(bank, script), summary])
+        return Runner(flow, store, callbacks=() if own else callbacks)
+
+    paused = await runner([_pay(5)]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "skipped" and bank.paid == [("ann", 5)]
 
 
 # -- an action retried after failure ---------------------------------------------------------------
