@@ -18,8 +18,10 @@ from ._aio import closing
 from ._authors import Author, authors, check_authors
 from ._checks import check_agent, check_agents, check_count
 from ._driver import NO_EVENT, drive
+from ._turns_left import asks_model_first, spent_text, spent_turns
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
+from .checkpoint.codec import CheckpointError
 from .context import RunContext
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
 from .history import HistoryRewriter, _check_rewriter, _is_history_view, build_input
@@ -113,6 +115,11 @@ class FlowAgent:
         """Its agent's own callbacks (``callbacks=``): the flow and its agent are one agent."""
         return getattr(self.agent, "_adk_callbacks", None)
 
+    @property
+    def _adk_asks_model_first(self) -> bool:
+        """Whether it starts with a model call (``adk._turns_left``): its agent starts first."""
+        return bool(getattr(self.agent, "_adk_asks_model_first", False))
+
     def find(self, name: str) -> FlowAgent | None:
         """The transfer target ``name`` as seen from this agent: a sub-agent, then the parent."""
         for sub in self.sub_agents:
@@ -179,6 +186,27 @@ class FlowAgent:
             why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
+        self._check_report_back(ctx, node)
+
+    def _check_report_back(self, ctx: RunContext, node: FlowAgent) -> None:
+        """Refuse the resume of a Supervisor's worker paused with no model call left
+        (``adk._turns_left``): its report back hands the turn to the supervisor, which asks its
+        model. Run, the paused calls (in a round that ends the worker, ``return_directly``)
+        would be made, the supervisor fail on the limit, and the kept checkpoint's retry make
+        them again. After the worker's own check, whose refusal (its round needing a model
+        call) names the worker."""
+        turns = spent_turns(ctx)
+        boss = getattr(node.agent, "_adk_reports_back", None)
+        if turns is None or boss is None:
+            return
+        found = self._graph_node(boss)
+        if found is not None and asks_model_first(found.agent, ctx):
+            raise CheckpointError(
+                f"the checkpoint does not fit agent '{self.name}' (its transfers): "
+                f"{spent_text(turns)}: its worker {node.name!r} reports back to {boss!r}, which "
+                "asks a model call the limit does not allow; resume with a higher max_turns (it "
+                "counts the calls before the pause)"
+            )
 
     def _paused_node(self, ctx: RunContext) -> tuple[FlowAgent, tuple[str, ...], int]:
         """The agent of the chain that paused, its run path and the transfers the chain had

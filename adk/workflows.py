@@ -30,6 +30,7 @@ from ._driver import (
     take_break,
     unyielded_pause,
 )
+from ._turns_left import asks_model_first, spent_text, spent_turns
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext, _Entry, _interrupt_event, _Lane, new_lane
@@ -296,39 +297,23 @@ class _Workflow:
 def _check_turns_left(
     state: SavedState, ctx: RunContext, child: Agent, later: Iterable[Agent]
 ) -> None:
-    """Refuse the resume of a run with no model call left (its ``max_turns`` spent before the
-    pause, or a resume's lower one) when a step after the paused one is certain to ask a model
-    as it starts (``_asks_model_first``): run, the paused step would make its calls (an
-    approved refund, in a round that ends its ``ReActAgent``), the next step then fail on the
-    limit with the checkpoint kept, and a retry with a higher limit make them again. A step
-    that may end the workflow first (an exit, an escalation) cannot be told here: refused too,
-    as a higher ``max_turns`` resumes it. Checked after the paused step's own check, whose
-    refusal (its own round needing a model call) names the step."""
-    turns = ctx._run.turns
-    if turns is None or turns.used < turns.limit:
+    """Refuse the resume of a run with no model call left (``adk._turns_left``) when a step
+    after the paused one is certain to ask a model as it starts: run, the paused step would
+    make its calls (an approved refund, in a round that ends its ``ReActAgent``), the next step
+    then fail on the limit with the checkpoint kept, and a retry with a higher limit make them
+    again. A step that may end the workflow first (an exit, an escalation) cannot be told here:
+    refused too, as a higher ``max_turns`` resumes it. Checked after the paused step's own
+    check, whose refusal (its own round needing a model call) names the step."""
+    turns = spent_turns(ctx)
+    if turns is None:
         return
-    asking = next((agent for agent in later if _asks_model_first(agent, ctx)), None)
-    if asking is None:
-        return
-    where = "beyond" if turns.used > turns.limit else "at"
-    raise state.error(
-        f"the run paused after {turns.used} model calls, {where} the run's max_turns of "
-        f"{turns.limit}: its step {asking.name!r}, after the paused step {child.name!r}, asks a "
-        "model call the limit does not allow; resume with a higher max_turns (it counts the "
-        "calls before the pause)"
-    )
-
-
-def _asks_model_first(agent: Agent, ctx: RunContext) -> bool:
-    """Whether ``agent`` is certain to make a model call as it starts: an agent whose class says
-    so (``_adk_asks_model_first``: ``ReActAgent``), when no ``before_agent`` callback can answer
-    for it instead (none of its own, none of the run's)."""
-    if not getattr(agent, "_adk_asks_model_first", False):
-        return False
-    hooks = ctx._run.hooks
-    return getattr(agent, "_adk_callbacks", None) is None and (
-        hooks is None or not hooks.answers_agents
-    )
+    asking = next((agent for agent in later if asks_model_first(agent, ctx)), None)
+    if asking is not None:
+        raise state.error(
+            f"{spent_text(turns)}: its step {asking.name!r}, after the paused step "
+            f"{child.name!r}, asks a model call the limit does not allow; resume with a higher "
+            "max_turns (it counts the calls before the pause)"
+        )
 
 
 class SequentialAgent(_Workflow):

@@ -200,6 +200,8 @@ class _Turn:
 class _ReActCore:
     """The agent loop itself; ``ReActAgent`` puts it in a flow when it has agents to transfer to."""
 
+    _adk_asks_model_first = True  # as its ``ReActAgent`` (``adk._turns_left``)
+
     def __init__(self, owner: ReActAgent) -> None:
         self.owner = owner
         self.name = owner.name
@@ -983,8 +985,8 @@ class ReActAgent:
     """
 
     _adk_asks_model_first = True
-    """It starts with a model call: a workflow's resume with no model call left is refused when
-    this agent is a step after the paused one (``adk.workflows._check_turns_left``)."""
+    """It starts with a model call: a resume with no model call left is refused when this agent
+    would run after the paused step (``adk._turns_left``)."""
 
     def __init__(
         self,

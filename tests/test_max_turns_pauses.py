@@ -27,7 +27,7 @@ from adk.actions import (
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
-from prebuilt import ReActAgent
+from prebuilt import ReActAgent, Supervisor
 
 
 def _pay(cents: int, id: str = "p1") -> Reply:
@@ -315,3 +315,33 @@ async def test_an_action_that_retries_is_not_retried_past_the_limit() -> None:
         await runner.invoke("go", max_turns=1)
     assert attempts == [1]
     assert (await runner.invoke("go", max_turns=2)).text == "short"
+
+
+# -- a supervisor's worker -------------------------------------------------------------------------
+
+
+async def test_a_workers_round_ending_it_at_the_limit_is_refused_before_its_report_back() -> None:
+    """The worker's round ends it (``return_directly``), so its own check lets it resume; but it
+    reports back to the supervisor, which asks its model: run, the refund would be paid, the
+    supervisor fail on the limit, the checkpoint kept and a retry pay again."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    delegate = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "payer"}, id="d1")])
+
+    def runner(boss: list[Any], worker: list[Any]) -> Runner:
+        payer = ReActAgent(
+            "payer", ScriptedModel(worker), "pays", tools=[bank.pay], return_directly=["pay"]
+        )
+        return Runner(Supervisor(ReActAgent("boss", ScriptedModel(boss)), [payer]), store)
+
+    paused = await runner([delegate], [_pay(5)]).invoke("refund ann", max_turns=2)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner(["done"], []).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert (
+        "the run paused after 2 model calls, at the run's max_turns of 2: its worker 'payer' "
+        "reports back to 'boss', which asks a model call" in str(refused.value)
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner(["done"], []).invoke_resume(paused.checkpoint_id, True, max_turns=3)
+    assert done.text == "done" and bank.paid == [("ann", 5)]

@@ -17,6 +17,7 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._turns_left import spent_text, spent_turns
 from ..checkpoint._state import SavedState
 from ..context import generate_counted, run_model_options, stream_counted
 from ..events import AgentEvent, AgentOutput
@@ -342,8 +343,8 @@ def check_turns_left(
     with the checkpoint kept, and a retry with a higher limit make them again: refused before
     anything runs, as ``ReActAgent`` refuses such a round (its ``_check_round_fits``). What an
     action of one's own sends when it runs again cannot be known here; it fails as it asks."""
-    turns = run.ctx._run.turns
-    if turns is None or turns.used < turns.limit:
+    turns = spent_turns(run.ctx)
+    if turns is None:
         return
     listeners = run.plan.listeners(type(current))
     paused = listeners[listener]
@@ -354,12 +355,10 @@ def check_turns_left(
     if not asks:
         asks = any(_chat_asks(run, event) for event in queue)
     if asks:
-        where = "beyond" if turns.used > turns.limit else "at"
         raise saved.error(
-            f"the run paused after {turns.used} model calls, {where} the run's max_turns of "
-            f"{turns.limit}: its chat asks the model after the paused action, a model call the "
-            "limit does not allow; resume with a higher max_turns (it counts the calls before "
-            "the pause)"
+            f"{spent_text(turns)}: its chat asks the model after the paused action, a model "
+            "call the limit does not allow; resume with a higher max_turns (it counts the calls "
+            "before the pause)"
         )
 
 
