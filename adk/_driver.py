@@ -110,8 +110,8 @@ class _AgentRun:
     handle: Any
     error: ErrorInfo | None
     resumed: bool
-    stream: MessageStream | None  # a stream to record once the consumer took it
-    stream_author: str
+    stream: MessageStream | None  # a stream to record (or only shown) until the consumer took it
+    stream_author: str | None  # None: ``stream`` is only shown (``AgentOutput.shown_only``)
 
     def skipped(self) -> AgentEvent | None:
         """On resume: the event re-raising this agent's saved points when the resume does not
@@ -193,20 +193,25 @@ class _AgentRun:
                     usage = message.usage
                     if usage is not None:  # a model's reply: its usage counts in the run's
                         count_recorded(run, message, usage)
-                elif output.stream is not None and not output.shown_only:
-                    # (A stream only shown is no answer: not recorded, nor read for the agent.)
+                elif output.stream is not None:
+                    # Held until the reader took the event, so a run closed at it closes the
+                    # stream (``finish``). A stream only shown is no answer: held as ``None``'s,
+                    # not recorded nor read for the agent, which reads it itself.
                     self.stream = output.stream
-                    self.stream_author = event.agent_name
+                    self.stream_author = None if output.shown_only else event.agent_name
         if event.error is not None:
             self.error = event.error
             return True
         return event.action is not None and event.ends_agent  # most events carry no action
 
     async def record_stream(self) -> None:
-        """Record the streamed message the last event carried, once it is complete."""
+        """Record the streamed message the last event carried, once it is complete; a stream
+        only shown is let go (the agent reads it, if anyone does: not waited for here)."""
         stream = self.stream
         assert stream is not None
-        self.ctx._record(self.stream_author, await stream.collect())
+        author = self.stream_author
+        if author is not None:
+            self.ctx._record(author, await stream.collect())
         self.stream = None
 
     def failed(self, exc: BaseException) -> AgentEvent:
@@ -244,13 +249,17 @@ class _AgentRun:
         try:
             if stream is not None:
                 self.stream = None
+                author = self.stream_author
                 if not stream.done:
-                    await stream.aclose()  # the run ended before the stream: stop its source
-                elif stream._error is None and not stream._cut:
+                    # The run ended before the stream (closed or cancelled at its event): stop
+                    # its source, a model's connection. A stream only shown too: the agent that
+                    # yielded it is closed at that event, before it could read or close it.
+                    await stream.aclose()
+                elif author is not None and stream._error is None and not stream._cut:
                     # Read to its end before the run ended (a reader that stopped at the answer
                     # and closed the run): recorded as a whole reply is when its event passes, so
                     # its usage counts and ``run_messages`` has it; it waited for the next event.
-                    self.ctx._record(self.stream_author, stream._final_message())
+                    self.ctx._record(author, stream._final_message())
         finally:
             if self.resumed:
                 plan = self.ctx._run.plan

@@ -104,9 +104,10 @@ async def chat_streamed(event: Event, ctx: ActionContext) -> AsyncGenerator[Agen
         yield shown
         reply = await stream.collect()
     finally:
-        # A run closed at this event (the caller walked away mid-reply) or cancelled: stop the
-        # model's stream, as a driver stops a recorded one (``_driver.finish``), which this one
-        # is not (``shown_only``): its connection would stay open until collected.
+        # A run closed or cancelled while this action reads the reply itself, once the caller
+        # has taken the event (the driver lets a shown stream go then, ``record_stream``, and a
+        # cancelled reader does not stop a stream's source): stop the model's stream, or its
+        # connection stays open until collected. (At the event the driver closes it too.)
         if not stream.done:
             await stream.aclose()
     _answer(ctx, request, messages, rounds, reply)

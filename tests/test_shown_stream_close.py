@@ -1,0 +1,171 @@
+"""A stream only shown (``AgentOutput.shown_only``) that an agent of one's own yields over a live
+source (``ctx.stream``) is closed by the framework when the run is closed at its event, as a
+recorded stream is: the caller breaks out of the run mid-stream and closes it, or its task is
+cancelled. The driver held only the streams it records, so the model's stream (an HTTP response
+on a real model) stayed open until the garbage collector found it, and agents.md told agent
+authors to close it themselves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import aclosing
+from typing import Any
+
+import pytest
+from conftest import wire_model
+from openai_server import OpenAIServer
+from openai_server import Reply as WireReply
+
+from adk import (
+    Agent,
+    AgentEvent,
+    AgentInput,
+    AgentOutput,
+    BaseAgent,
+    ChatModel,
+    LoopAgent,
+    MessageChunk,
+    ModelOptions,
+    ParallelAgent,
+    RunContext,
+    Runner,
+    SequentialAgent,
+    ToolSpec,
+    run_messages,
+)
+from adk.messages import Message
+from adk.testing import ScriptedModel
+
+
+class Endless(ScriptedModel):
+    """A model whose stream sends its reply's chunks and then never ends (still sending, as a
+    slow model's connection is), noting when its stream is closed."""
+
+    def __init__(self) -> None:
+        super().__init__(["a reply nobody reads to the end"], cycle=True, chunk_size=4)
+        self.closed = 0
+
+    async def stream(  # type: ignore[override]
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        try:
+            async for chunk in super().stream(messages, tools=tools, options=options):
+                yield chunk
+            await asyncio.Event().wait()
+        finally:
+            self.closed += 1
+
+
+class Narrator(BaseAgent):
+    """Shows its model's reply as it arrives (only shown: not its answer), then reads it; it
+    does not close the stream itself."""
+
+    def __init__(self, name: str, model: ChatModel) -> None:
+        super().__init__(name, "Shows a reply.")
+        self.model = model
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        stream = ctx.stream(self.model, "tell me")
+        yield AgentEvent(output=AgentOutput(stream=stream, shown_only=True))
+        reply = await stream.collect()
+        yield AgentEvent.custom(len(reply.content))
+
+
+def _tree(shape: str, model: ChatModel) -> Agent:
+    narrator = Narrator("narrator", model)
+    if shape == "sequence":  # the workflows' step runner
+        return SequentialAgent("seq", [narrator])
+    if shape == "loop":
+        return LoopAgent("loop", [narrator], max_iterations=1)
+    if shape == "parallel":  # ``drive`` in a branch task
+        return ParallelAgent("par", [narrator])
+    return narrator  # the runner's inline driver
+
+
+SHAPES = ["root", "sequence", "loop", "parallel"]
+
+
+async def _leave_mid_stream(runner: Runner) -> AgentEvent:
+    """Read the first shown stream's first chunk, then leave the stream and close the run;
+    the event is returned (kept, so no collector closes its stream instead)."""
+    events = runner.run("go")
+    async with aclosing(events):
+        async for event in events:
+            if event.output is not None and event.output.stream is not None:
+                assert event.output.shown_only
+                async for _chunk in event.output.stream:
+                    break
+                return event
+    raise AssertionError("no stream shown")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_a_run_closed_at_a_shown_stream_closes_the_models_stream(shape: str) -> None:
+    model = Endless()
+    event = await _leave_mid_stream(Runner(_tree(shape, model), enable_streaming=True))
+    assert model.closed == 1
+    assert event.output is not None and event.output.stream is not None
+    assert event.output.stream.done
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+async def test_a_run_cancelled_mid_shown_stream_closes_the_models_stream(shape: str) -> None:
+    model = Endless()
+    reading = asyncio.Event()
+    kept: list[AgentEvent] = []
+
+    async def read() -> None:
+        events = Runner(_tree(shape, model), enable_streaming=True).run("go")
+        async with aclosing(events):
+            async for event in events:
+                if event.output is not None and event.output.stream is not None:
+                    kept.append(event)
+                    async for _chunk in event.output.stream:
+                        reading.set()  # then waits for a chunk that never comes
+
+    task = asyncio.create_task(read())
+    await reading.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert model.closed == 1
+
+
+async def test_a_run_closed_at_a_fully_read_shown_stream_records_nothing() -> None:
+    """A shown stream read to its end before the run was closed is no answer: not recorded as
+    a recorded stream would be when its run is closed at its event."""
+    model = ScriptedModel(["shown, not said"])
+    runner = Runner(Narrator("narrator", model), enable_streaming=True)
+    events = runner.run("go")
+    async with aclosing(events):
+        async for event in events:
+            if event.output is not None and event.output.stream is not None:
+                assert (await event.output.stream.collect()).content == "shown, not said"
+                break
+    assert [m.content for m in run_messages(events)] == ["go"]
+
+
+async def wait_for(condition: Callable[[], bool], within: float) -> None:
+    deadline = time.monotonic() + within
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+@pytest.mark.parametrize("shape", ["root", "sequence"])
+async def test_a_run_closed_at_a_shown_stream_releases_the_models_connection(shape: str) -> None:
+    async with OpenAIServer(
+        [WireReply(text="a long answer nobody reads to the end", delay=5.0, stall_after=4)]
+    ) as server:
+        model = wire_model(server)
+        kept: Any = await _leave_mid_stream(Runner(_tree(shape, model), enable_streaming=True))
+        await wait_for(lambda: server.hangups == 1, within=2.0)  # well before the 5 s stall ends
+        assert kept.output.stream.done
+        await model.aclose()
