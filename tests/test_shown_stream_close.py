@@ -28,14 +28,17 @@ from adk import (
     ChatModel,
     LoopAgent,
     MessageChunk,
+    MessageStream,
     ModelOptions,
     ParallelAgent,
     RunContext,
+    RunError,
     Runner,
     SequentialAgent,
     ToolSpec,
     run_messages,
 )
+from adk.callbacks import Callbacks
 from adk.messages import Message
 from adk.testing import ScriptedModel
 
@@ -150,6 +153,33 @@ async def test_a_run_closed_at_a_fully_read_shown_stream_records_nothing() -> No
                 assert (await event.output.stream.collect()).content == "shown, not said"
                 break
     assert [m.content for m in run_messages(events)] == ["go"]
+
+
+@pytest.mark.parametrize("how", ["invoke", "run"])
+async def test_a_run_failing_at_a_shown_streams_event_closes_the_stream(how: str) -> None:
+    """An ``on_event`` callback that fails on the event ends the run there (``invoke``'s and
+    ``run``'s inline drivers): the stream nobody will read is closed, not left to the GC."""
+    kept: list[MessageStream] = []
+
+    def on_event(event: AgentEvent) -> None:
+        if event.output is not None and event.output.stream is not None:
+            kept.append(event.output.stream)
+            raise RuntimeError("the event log is down")
+
+    runner = Runner(
+        Narrator("narrator", Endless()),
+        callbacks=[Callbacks(on_event=on_event)],
+        enable_streaming=True,
+    )
+    with pytest.raises(RunError, match="the event log is down"):
+        if how == "invoke":
+            await runner.invoke("go")
+        else:
+            async with aclosing(runner.run("go")) as events:
+                async for event in events:
+                    if event.error is not None:
+                        raise RunError(event, [])
+    assert len(kept) == 1 and kept[0].done
 
 
 async def wait_for(condition: Callable[[], bool], within: float) -> None:
