@@ -157,6 +157,12 @@ async def crunch(steps: int, ctx: ToolContext) -> str:
     return f"crunched {steps}"
 
 
+@tool(require_approval=True)
+async def pay(amount: int) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
 @tool
 def add(a: int, b: int) -> int:
     """Add two integers.

@@ -16,7 +16,7 @@ from contextlib import aclosing
 from typing import Any
 
 import pytest
-from conftest import Quiet, wire_model
+from conftest import Quiet, pay, wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 from opentelemetry.sdk.trace import TracerProvider
@@ -59,12 +59,6 @@ from prebuilt import PlanExecute, ReActAgent, new_planner, new_replanner
 async def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
-
-
-@tool(require_approval=True)
-async def pay(amount: int) -> str:
-    """Pay an amount."""
-    return f"paid {amount}"
 
 
 class Calculator(ActionAgent):

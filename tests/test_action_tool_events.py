@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import ChatActor, crunch
+from conftest import ChatActor, crunch, pay
 from pydantic import BaseModel
 
 from adk import (
@@ -41,12 +41,6 @@ from prebuilt import ReActAgent
 async def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
-
-
-@tool(require_approval=True)
-async def pay(amount: int) -> str:
-    """Pay an amount."""
-    return f"paid {amount}"
 
 
 def reports(events: list[AgentEvent]) -> list[tuple[tuple[str, ...], str | None, float | None]]:
