@@ -684,6 +684,12 @@ class RunContext:
         return stream_counted(self, chat, listed, specs, run_model_options(self, options))
 
     # -- framework internals -------------------------------------------------------------------
+    def _model_named(self, name: str) -> ChatModel:
+        """The model resource ``name`` that ``generate``/``stream`` call by name: the run's
+        (``Runner(resources=)``). An ``ActionAgent`` given resources of its own runs its actions
+        under a context that looks in the agent's first (``adk.actions._run``), as its chat does."""
+        return _call.resource_model(self, name, self.agent_name)
+
     def _child(self, name: str, run_path: tuple[str, ...] | None = None) -> RunContext:
         """Context for a child agent: its address nests under ours; its run path is given or ours
         plus its name."""

@@ -40,7 +40,7 @@ from ..context import RunContext
 from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
-from ..models.base import RetryPolicy
+from ..models.base import ChatModel, RetryPolicy
 from ..resources import Resources, _RenamedTool, _TemplatePrompt
 from ..tools._origin import tool_origin
 from ..tools.base import Tool
@@ -99,7 +99,9 @@ class _ActionRun:
 
     def __init__(self, agent: ActionAgent, ctx: RunContext) -> None:
         self.agent = agent
-        self.ctx = ctx
+        # An agent with resources of its own runs under a context that finds its models there
+        # (``_ActionRunContext``); one without runs under its own, as any agent does.
+        self.ctx = ctx if agent.resources is None else _ActionRunContext._of(ctx, agent)
         self.plan: AgentPlan = agent.plan
         self._memory: ShortTermMemory | None = None
         self._sensory: ShortTermMemory | None = None  # this input's own, made on first use
@@ -179,14 +181,13 @@ class _ActionRun:
         seen without a request."""
         if kind not in ("model", "tool", "prompt"):
             raise ValueError(f"resource kind must be 'model', 'tool' or 'prompt', not {kind!r}")
+        if kind == "model":  # no MCP server supplies models: found without a request
+            return _model_of(self.agent, self.ctx._run.resources, name)
         own, shared = self.agent.resources, self.ctx._run.resources
         if own is None or shared is None or own is shared:
             source = own if own is not None else shared
             if source is None:
-                raise KeyError(
-                    f"agent {self.agent.name!r} needs {kind} {name!r} but has no resources: pass "
-                    "resources= to the agent, the Runner or the execution environment"
-                )
+                raise _no_resources(self.agent.name, kind, name)
             return await _get(source, name, kind)
         try:
             found = await _get(own, name, kind)
@@ -195,11 +196,7 @@ class _ActionRun:
                 other = await _get(shared, name, kind)
             except KeyError as missing:
                 # Both: the runner's may say a server that may offer the name could not be asked.
-                raise KeyError(
-                    f"agent {self.agent.name!r} needs {kind} {name!r}, which neither its own "
-                    f"resources nor the runner's offer; its own: {exc.args[0]}; the runner's: "
-                    f"{missing.args[0]}"
-                ) from None
+                raise _in_neither(self.agent.name, kind, name, exc, missing) from None
             unasked = getattr(exc, "unasked", ())
             if unasked:  # the agent's own may be the one: not the runner's in its place
                 raise ActionError(
@@ -223,12 +220,7 @@ class _ActionRun:
                     f"{kind} another name"
                 )
         if other is not None and not _same(found, other):
-            raise ActionError(
-                f"{kind} name {name!r} is defined both by agent {self.agent.name!r}'s own "
-                f"resources ({_shown(found)}) and by the runner's ({_shown(other)}), as different "
-                "objects: the agent's resources are its own and the runner's add names it does "
-                "not define; remove one, or give one another name"
-            )
+            raise _defined_twice(self.agent.name, kind, name, found, other)
         return found
 
     def registered_tool(self, name: str) -> Tool | None:
@@ -695,6 +687,100 @@ def _returned(action: str, agent: str, value: object) -> str:
     if isinstance(value, Event):
         return f"{where}: send it with ctx.send_event(...) instead of returning it"
     return f"{where}: an action returns nothing; it sends events with ctx.send_event(...)"
+
+
+class _ActionRunContext(RunContext):
+    """The context an ``ActionAgent`` given resources of its own runs its actions under (what
+    ``ActionContext.run_context`` gives, and what the tool calls of its actions are placed at):
+    a model named in ``generate``/``stream`` is found as the agent's chat finds its model, in the
+    agent's own resources first (``_model_of``). ``RunContext`` looks in the runner's alone, so
+    an action calling its agent's model by name failed ("the runner has no resources"), or ran
+    on the runner's model of that name. Made once per input's run of such an agent; a child
+    agent's context (``_child``) is a plain one again: the resources are this agent's own."""
+
+    __slots__ = ("_agent",)
+
+    _agent: ActionAgent
+
+    @classmethod
+    def _of(cls, ctx: RunContext, agent: ActionAgent) -> _ActionRunContext:
+        made = ctx._copy(ctx.run_path, ctx.address, ctx._lane, ctx._loop_depth)
+        return cls._placed(made, agent)
+
+    @classmethod
+    def _placed(cls, ctx: RunContext, agent: ActionAgent) -> _ActionRunContext:
+        made = _new(cls)
+        made._run, made.run_path, made.address, made._lane = (
+            ctx._run,
+            ctx.run_path,
+            ctx.address,
+            ctx._lane,
+        )
+        made.enable_streaming, made.options = ctx.enable_streaming, ctx.options
+        made._loop_depth, made._trace, made._agent = ctx._loop_depth, ctx._trace, agent
+        return made
+
+    def _copy(
+        self, run_path: tuple[str, ...], address: str, lane: Any, loop_depth: int
+    ) -> RunContext:
+        # An action's placed context and a traced tool call's (``_fork``) stay this agent's.
+        return _ActionRunContext._placed(
+            RunContext._copy(self, run_path, address, lane, loop_depth), self._agent
+        )
+
+    def _model_named(self, name: str) -> ChatModel:
+        found: ChatModel = _model_of(self._agent, self._run.resources, name)
+        return found
+
+
+_new = object.__new__
+
+
+def _model_of(agent: ActionAgent, shared: Any, name: str) -> Any:
+    """The model ``name`` of ``agent``, as ``_ActionRun._look_up`` finds a resource: the agent's
+    own, else the runner's (``shared``); one both define as different objects is refused.
+    Synchronous (no MCP server supplies models), so ``RunContext.stream`` can use it too."""
+    own = agent.resources
+    if own is None or shared is None or own is shared:
+        source = own if own is not None else shared
+        if source is None:
+            raise _no_resources(agent.name, "model", name)
+        return source.get_model(name)
+    try:
+        found = own.get_model(name)
+    except KeyError as exc:
+        try:
+            return shared.get_model(name)
+        except KeyError as missing:
+            raise _in_neither(agent.name, "model", name, exc, missing) from None
+    registered = getattr(shared, "_registered", None)
+    other = registered(name, "model") if registered is not None else None
+    if other is not None and not _same(found, other):
+        raise _defined_twice(agent.name, "model", name, found, other)
+    return found
+
+
+def _no_resources(agent_name: str, kind: str, name: str) -> KeyError:
+    return KeyError(
+        f"agent {agent_name!r} needs {kind} {name!r} but has no resources: pass "
+        "resources= to the agent, the Runner or the execution environment"
+    )
+
+
+def _in_neither(agent_name: str, kind: str, name: str, own: KeyError, shared: KeyError) -> KeyError:
+    return KeyError(
+        f"agent {agent_name!r} needs {kind} {name!r}, which neither its own resources nor the "
+        f"runner's offer; its own: {own.args[0]}; the runner's: {shared.args[0]}"
+    )
+
+
+def _defined_twice(agent_name: str, kind: str, name: str, found: Any, other: Any) -> ActionError:
+    return ActionError(
+        f"{kind} name {name!r} is defined both by agent {agent_name!r}'s own resources "
+        f"({_shown(found)}) and by the runner's ({_shown(other)}), as different objects: the "
+        "agent's resources are its own and the runner's add names it does not define; remove "
+        "one, or give one another name"
+    )
 
 
 async def _get(source: Any, name: str, kind: str) -> Any:

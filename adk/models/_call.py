@@ -157,7 +157,7 @@ def request_of(
     where = f"agent '{ctx.agent_name}': ctx.generate/ctx.stream"
     chat: ChatModel
     if isinstance(model, str) and model:
-        chat = resource_model(ctx, model, ctx.agent_name)
+        chat = ctx._model_named(model)  # an ActionAgent's own resources first
     elif callable(getattr(model, "generate", None)) and not isinstance(model, type):
         chat = cast("ChatModel", model)
     else:
