@@ -170,7 +170,8 @@ class AgentTool:
                         raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
                     self._forward(ctx, event)  # before collecting, so a stream reads live outside
                     output = event.output
-                    if output is not None:
+                    # A further-nested AgentTool's shown event is no message of this agent's.
+                    if output is not None and not event._flags & _FORWARDED:
                         if output.stream is not None:
                             if output.shown_only:  # shown, no answer
                                 continue
@@ -277,4 +278,10 @@ class AgentTool:
         outer_path = (*ctx.run_path, *event.run_path)
         # The copy shares the output: a stream only shown (``shown_only``) stays so outside.
         shown = dataclasses.replace(event, run_path=outer_path, action=None, _flags=_FORWARDED)
+        # The run it is shown in finds its output without it (``runner._own_output``).
+        run = ctx.run_context._run
+        if run.forwarded is None:
+            run.forwarded = [shown]
+        else:
+            run.forwarded.append(shown)
         ctx._emit(shown)

@@ -212,6 +212,7 @@ class _RunState(_Lane):
         "abandoned",
         "counted",
         "designated",
+        "forwarded",
         "hooks",
         "nested",
         "options",
@@ -242,6 +243,14 @@ class _RunState(_Lane):
     # Its run ended with a pause whose checkpoint was saved: the calls left without results
     # wait for the resume, which answers them (``runner._conversation``).
     paused: bool
+    # The events an ``AgentTool`` showed from its nested run in this run (``_FORWARDED``
+    # copies), None until one is: a collected run's output is then found without them
+    # (``runner._own_output``), so a run that shows none pays no test per event for them. The
+    # copies themselves, not their flags, which the drivers clear as the next event comes (a
+    # resumed run's collector reads them after), and not their ids, which a copy dropped by
+    # some layer could pass on to a later event. Held until the run ends, as a collected run's
+    # events are anyway.
+    forwarded: list[AgentEvent] | None
     hooks: Any
     resources: Any
     _run_id: str | None
@@ -334,6 +343,7 @@ def new_run(
     run.outer_path = ()
     run.abandoned = False
     run.paused = False
+    run.forwarded = None
     run.hooks = hooks
     run.resources = resources
     run._run_id = run_id

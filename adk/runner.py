@@ -1542,6 +1542,8 @@ class _Collecting:
         cycle, left to the cyclic GC (``tests/test_run_cycles.py``)."""
         error, events = self.failure, self.gathered or []
         self.failure = self.gathered = None
+        if run is not None and run.forwarded is not None:
+            self.output, self.last_message = _own_output(events, run.forwarded)
         for event in events:  # the run is over: no layer reads them any more (see adk.events)
             event._flags = 0
         if error is not None:
@@ -1560,6 +1562,32 @@ class _Collecting:
         result._last_message = self.last_message
         result._run = run
         return result
+
+
+def _own_output(events: list[AgentEvent], shown: list[AgentEvent]) -> tuple[Any, Message | None]:
+    """The output and the last message of a run's ``events``, as ``_Collecting.add`` keeps them,
+    without the ``shown`` ones an ``AgentTool`` showed from its nested run (``_FORWARDED``):
+    those are the inner agent's, not outputs of the agent that yields them, and a run paused
+    inside the tool (or whose agent says nothing after it) had the inner agent's shown message
+    as its output, where the same run not showing them had its own. Read again only for a run
+    one was shown in (``_RunState.forwarded``), so ``add`` tests nothing more per event."""
+    skipped = {id(event) for event in shown}  # alive in ``shown``: no id is another's
+    output: Any = None
+    last: Message | None = None
+    for event in events:
+        out = event.output
+        if out is None or id(event) in skipped:
+            continue
+        message = out.message
+        if message is not None:
+            output = last = message
+        elif out.stream is not None:
+            joined = out.stream._joined  # as ``add_stream`` read it (None: it failed)
+            if not out.shown_only and joined is not None:
+                output = last = joined
+        elif type(out.custom) is not ToolProgress:
+            output = out.custom
+    return output, last
 
 
 # The slots of a collector (``_Collecting``'s fields), in ``_Collected`` and in ``_RootRun``.
