@@ -1,8 +1,8 @@
 """An ``ActionAgent``'s action calling a model by name through ``ctx.run_context.generate``/
 ``stream`` (agents.md: a model may be named by resource name) finds it where the agent's built-in
 chat action finds its model: the agent's own ``resources=`` first, the runner's for the names the
-agent does not define, and a name both define as different objects refused (architecture.md,
-"An ``ActionAgent``'s resources are its own"). It looked in the runner's alone: an agent given its
+agent does not define, and a name both define as different objects refused (the decision
+architecture.md states for an ``ActionAgent``'s resources). It looked in the runner's alone: an agent given its
 model by its own resources failed with "the runner has no resources", or was silently run on the
 runner's model of that name. A tool the agent's chat calls reaches the same through its
 ``tool_ctx.run_context``.
