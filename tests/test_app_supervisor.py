@@ -161,6 +161,15 @@ def mcp_process() -> Iterator[HTTPServerProcess]:
     process.stop()
 
 
+@pytest.fixture
+def own_mcp() -> Iterator[HTTPServerProcess]:
+    """A server of the test's own, which it kills or crashes and starts again."""
+    process = HTTPServerProcess()
+    process.start()
+    yield process
+    process.stop()
+
+
 @pytest_asyncio.fixture(loop_scope="module")
 async def llm() -> AsyncIterator[OpenAIServer]:
     async with OpenAIServer() as server:
@@ -509,80 +518,68 @@ async def test_malformed_refund_arguments_are_the_models_to_correct_and_ask_nobo
 
 
 async def test_the_mcp_server_dying_mid_call_is_an_error_the_worker_reads_then_it_reconnects(
-    llm: OpenAIServer, tmp_path: Path
+    llm: OpenAIServer, own_mcp: HTTPServerProcess, tmp_path: Path
 ) -> None:
-    mcp = HTTPServerProcess()
-    await asyncio.to_thread(mcp.start)
-    try:
-        llm.script(
-            to("research"),
-            calls("die", {}, "d1"),
-            calls("forecast", {"city": "Oslo"}, "f1"),
-            Wire(text="Sunny, 21.5."),
-            Wire(text="Sunny in Oslo."),
-        )
-        shown: list[str] = []
-        async with (
-            SQLiteCheckpointStore(tmp_path / "cp.db") as store,
-            app_runner(llm, mcp, store) as runner,
-        ):
-            results: list[str] = []
-            async for event in runner.run("Weather in Oslo?"):
-                message = event.output.message if event.output is not None else None
-                if (
-                    message is not None
-                    and message.role == "tool"
-                    and message.name != "transfer_to_agent"
-                ):
-                    results.append(f"{message.name}: {message.content}")
-                    if message.name == "die":  # the operator restarts the crashed server
-                        await asyncio.to_thread(mcp.wait)
-                        await asyncio.to_thread(mcp.start)
-                elif event.error is not None:
-                    shown.append(event.error.message)
-        assert shown == []
-        assert (
-            results[0].startswith("die: Error:")
-            and "lost while tool 'die' was running" in results[0]
-        )
-        assert len(results) == 2 and results[1].startswith("forecast: ")
-        assert json.loads(results[1].removeprefix("forecast: "))["temperature"] == 21.5
-        assert (
-            llm.bodies[-1]["messages"][-1]["content"]
-            == "For context: [research] said: Sunny, 21.5.."
-        )
-    finally:
-        mcp.stop()
+    llm.script(
+        to("research"),
+        calls("die", {}, "d1"),
+        calls("forecast", {"city": "Oslo"}, "f1"),
+        Wire(text="Sunny, 21.5."),
+        Wire(text="Sunny in Oslo."),
+    )
+    shown: list[str] = []
+    async with (
+        SQLiteCheckpointStore(tmp_path / "cp.db") as store,
+        app_runner(llm, own_mcp, store) as runner,
+    ):
+        results: list[str] = []
+        async for event in runner.run("Weather in Oslo?"):
+            message = event.output.message if event.output is not None else None
+            if (
+                message is not None
+                and message.role == "tool"
+                and message.name != "transfer_to_agent"
+            ):
+                results.append(f"{message.name}: {message.content}")
+                if message.name == "die":  # the operator restarts the crashed server
+                    await asyncio.to_thread(own_mcp.wait)
+                    await asyncio.to_thread(own_mcp.start)
+            elif event.error is not None:
+                shown.append(event.error.message)
+    assert shown == []
+    assert (
+        results[0].startswith("die: Error:") and "lost while tool 'die' was running" in results[0]
+    )
+    assert len(results) == 2 and results[1].startswith("forecast: ")
+    assert json.loads(results[1].removeprefix("forecast: "))["temperature"] == 21.5
+    assert (
+        llm.bodies[-1]["messages"][-1]["content"] == "For context: [research] said: Sunny, 21.5.."
+    )
 
 
 async def test_the_mcp_server_restarted_between_calls_is_reconnected_to(
-    llm: OpenAIServer, tmp_path: Path
+    llm: OpenAIServer, own_mcp: HTTPServerProcess, tmp_path: Path
 ) -> None:
-    mcp = HTTPServerProcess()
-    await asyncio.to_thread(mcp.start)
-    try:
-        llm.script(
-            to("research"),
-            calls("add", {"a": 1, "b": 2}, "a1"),
-            calls("add", {"a": 3, "b": 4}, "a2"),
-            Wire(text="3 and 7."),
-            Wire(text="3, then 7."),
-        )
-        async with (
-            SQLiteCheckpointStore(tmp_path / "cp.db") as store,
-            app_runner(llm, mcp, store) as runner,
-        ):
-            results: list[str] = []
-            async for event in runner.run("Add things"):
-                message = event.output.message if event.output is not None else None
-                if message is not None and message.role == "tool" and message.name == "add":
-                    results.append(message.content)
-                    if len(results) == 1:  # the server crashes and comes back
-                        await asyncio.to_thread(mcp.kill)
-                        await asyncio.to_thread(mcp.start)
-        assert results == ["3", "7"]
-    finally:
-        mcp.stop()
+    llm.script(
+        to("research"),
+        calls("add", {"a": 1, "b": 2}, "a1"),
+        calls("add", {"a": 3, "b": 4}, "a2"),
+        Wire(text="3 and 7."),
+        Wire(text="3, then 7."),
+    )
+    async with (
+        SQLiteCheckpointStore(tmp_path / "cp.db") as store,
+        app_runner(llm, own_mcp, store) as runner,
+    ):
+        results: list[str] = []
+        async for event in runner.run("Add things"):
+            message = event.output.message if event.output is not None else None
+            if message is not None and message.role == "tool" and message.name == "add":
+                results.append(message.content)
+                if len(results) == 1:  # the server crashes and comes back
+                    await asyncio.to_thread(own_mcp.kill)
+                    await asyncio.to_thread(own_mcp.start)
+    assert results == ["3", "7"]
 
 
 # -- the model API failing ---------------------------------------------------------------------------
