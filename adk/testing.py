@@ -169,8 +169,14 @@ class ScriptedModel:
         else:
             if self._position >= len(self._script):
                 if not (self._cycle and self._script):
+                    # Said with the ways out: the usual cause is one model serving several runs
+                    # (a runner invoked per request, an execution environment's records), each
+                    # going on where the last left off.
                     raise RuntimeError(
-                        f"ScriptedModel script exhausted after {len(self._script)} replies"
+                        f"ScriptedModel script exhausted after {len(self._script)} replies: "
+                        "give it a reply for every call of every run it serves (runs sharing "
+                        "the model go on where the last left off), cycle=True to start the "
+                        "script over, or one callable that answers from the messages"
                     )
                 self._position = 0
             item = self._script[self._position]

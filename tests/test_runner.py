@@ -569,6 +569,20 @@ async def test_a_scripted_model_given_one_reply_bare_is_refused_when_made(
     assert (await Runner(ReActAgent("a", one)).invoke("hi")).text in ("hello", "hi")
 
 
+async def test_a_scripted_model_run_past_its_end_says_how_to_serve_more_calls() -> None:
+    """One scripted model shared by several runs (a runner invoked per request, the records of an
+    execution environment) runs out after the first: the error only said "script exhausted after
+    1 replies", leaving a newcomer to find ``cycle=True`` or a callable script in the docs."""
+    runner = Runner(ReActAgent("bot", ScriptedModel(["Hi!"])))
+    assert (await runner.invoke("hello")).text == "Hi!"
+    with pytest.raises(RunError) as failed:
+        await runner.invoke("hello again")
+    message = str(failed.value)
+    assert "ScriptedModel script exhausted after 1 replies: " in message
+    assert "give it a reply for every call of every run" in message
+    assert "cycle=True" in message and "one callable" in message
+
+
 async def test_a_scripted_model_item_no_reply_is_made_of_is_refused_when_made() -> None:
     """An item that is not a reply (a chat dict, say) failed only at its turn, mid-run."""
     with pytest.raises(TypeError) as refused:
