@@ -506,8 +506,20 @@ class _ReActCore:
         below = walk.below(ctx.address)
         if not below:
             return
-        saved, iterations = self._saved_round(ctx)
         owner = self.owner
+        if not owner._uses_flow():
+            # Without sub-agents the agent pauses only at its own tool calls (``tool:`` next), so
+            # a point in an agent below it was reached by a transfer: it was a flow at the pause.
+            # Said so, rather than as its own saved state missing (the flow's is in its slot).
+            prefix = f"{ctx.address}/agent:"
+            transferred = [point for point in below if point.startswith(prefix)]
+            if transferred:
+                raise walk.unreachable(
+                    transferred,
+                    f"they lie in agents {self.name!r} transferred to, and agent {self.name!r} "
+                    "has no sub-agents now: build it with the sub_agents= it had at the pause",
+                )
+        saved, iterations = self._saved_round(ctx)
         # Rendered at resume (``_restore``), before the paused calls run. An instruction
         # function is asked only before the next model call: it may await, and the walk cannot.
         if isinstance(owner.instruction, str) and owner.instruction:

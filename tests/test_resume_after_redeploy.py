@@ -639,6 +639,29 @@ async def test_a_workflow_replaced_by_a_plain_agent_of_its_name_keeps_the_checkp
     assert LOG == [("answered", "b", "yes"), ("ran", "c")]
 
 
+def _front(*sub_agents: ReActAgent) -> ReActAgent:
+    transfer = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "payer"})])
+    return ReActAgent("front", ScriptedModel([transfer], cycle=True), sub_agents=sub_agents)
+
+
+async def test_a_react_agent_built_without_the_sub_agent_that_paused_says_so(
+    deploy: Redeploy,
+) -> None:
+    # A second script that rebuilt the front desk without its sub_agents= was refused with "the
+    # checkpoint does not fit agent 'front': the checkpoint holds no saved state for it", which
+    # named neither the paused point nor the sub-agents it lacked.
+    [point] = await deploy.pause(_front(_payer(pay)))
+    assert point == "agent:front/agent:payer/tool:pay#call_1"
+
+    error = await deploy.refused(_front(), True)
+
+    assert f"cannot reach the paused point(s) ['{point}']" in error
+    assert "agent 'front' has no sub-agents now" in error
+    assert "build it with the sub_agents= it had at the pause" in error
+    result = await deploy.resume(_front(_payer(pay)), True)
+    assert LOG == [("paid", "ACME", 120)] and result.text == "model saw: sent 120 to ACME"
+
+
 async def test_a_resume_that_pauses_elsewhere_does_not_overwrite_the_undelivered_answer(
     deploy: Redeploy,
 ) -> None:
