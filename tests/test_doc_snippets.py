@@ -25,7 +25,7 @@ DOCS = {
     "models.md": 3,
     "mcp.md": 3,
     "interrupts.md": 11,
-    "event_driven.md": 14,
+    "event_driven.md": 15,
     "service.md": 3,
     "eino.md": 3,
     "openai_agents.md": 6,
