@@ -376,6 +376,39 @@ def test_plan_mistakes_are_reported_when_the_agent_is_made() -> None:
             ActionAgent("x", actions=[start], max_events=bad)  # type: ignore[arg-type]
 
 
+def test_a_method_action_without_self_is_told_to_take_self() -> None:
+    """A method written ``def start(event, ctx)`` in an ``ActionAgent`` subclass (self left out,
+    as in a plain function action) was refused with "must take (event, ctx); its signature is
+    (ctx)": the signature of the bound method, which hid the parameter the agent took as self and
+    read as though ``event`` were missing."""
+
+    class NoSelf(ActionAgent):
+        @action(InputEvent)
+        def start(event: InputEvent, ctx: ActionContext) -> None:  # type: ignore[misc]
+            ...
+
+    with pytest.raises(TypeError) as refused:
+        NoSelf("x")
+    message = str(refused.value)
+    assert message.startswith(
+        "action 'start' must take (event, ctx) after self; its signature is (event: 'InputEvent', "
+        "ctx: 'ActionContext')"
+    )
+    assert message.endswith("which takes no self: add self first, or mark it @staticmethod")
+
+    class MissingCtx(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent) -> None: ...
+
+    with pytest.raises(TypeError) as refused:
+        MissingCtx("x")
+    message = str(refused.value)
+    assert message.startswith(
+        "action 'start' must take (event, ctx) after self; its signature is (self, event:"
+    )
+    assert "takes no self" not in message
+
+
 def test_a_bare_action_decorator_says_to_name_the_event_types() -> None:
     """``@action`` without parentheses was handed the function it marks and said ``@action takes
     Event subclasses, got <function ...>``, which reads as the function's parameters being wrong."""

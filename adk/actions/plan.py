@@ -117,6 +117,27 @@ def _origin(call: Callable[..., Any]) -> Any:
     return raw if hasattr(raw, "__qualname__") else type(raw)
 
 
+def _signature_error(name: str, call: Callable[..., Any]) -> str:
+    """Why ``call`` cannot be an action. A method's own signature is shown, self included: the
+    bound method's hid the parameter taken as self, so ``def start(event, ctx)`` in an agent class
+    (self left out, as in a function action) read "its signature is (ctx)", as if ``event`` were
+    the one missing."""
+    function = getattr(call, "__func__", None) if inspect.ismethod(call) else None
+    if function is None:
+        return f"action {name!r} must take (event, ctx); its signature is {inspect.signature(call)}"
+    own = inspect.signature(function)
+    message = f"action {name!r} must take (event, ctx) after self; its signature is {own}"
+    first = next(iter(own.parameters), None)
+    if first in ("self", None):
+        return message
+    # Two parameters, neither of them self: written as a function action is.
+    try:
+        own.bind(None, None)
+    except TypeError:
+        return message
+    return f"{message}, which takes no self: add self first, or mark it @staticmethod"
+
+
 def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event], ...]) -> _Action:
     raw = _origin(call)
     if inspect.isasyncgenfunction(raw) or inspect.isgeneratorfunction(raw):
@@ -128,9 +149,7 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
     try:
         inspect.signature(call).bind(None, None)
     except TypeError:
-        raise TypeError(
-            f"action {name!r} must take (event, ctx); its signature is {inspect.signature(call)}"
-        ) from None
+        raise TypeError(_signature_error(name, call)) from None
     except ValueError:  # no signature to inspect (a builtin): trust it
         pass
     typed = _event_annotation(call, raw)
