@@ -19,8 +19,10 @@ What docs/service.md describes, in one program:
 - **Tracing.** A ``traceparent`` header is honoured by hand (opentelemetry-sdk's propagator): the
   request's span is made current where the run's events are read, so the run's spans nest under it.
 
-It runs offline (a scripted model stands in for the LLM) and plays the client itself::
+It runs offline (a scripted model stands in for the LLM) and plays the client itself, once
+Starlette and uvicorn, which pyadk does not depend on, are installed::
 
+    pip install starlette uvicorn
     python examples/agent_service.py
 """
 

@@ -12,7 +12,8 @@ backend. Swap ``ConsoleSpanExporter`` for ``OTLPSpanExporter`` to send the same 
     curl -s 127.0.0.1:8000/chat -d '{"message": "what is 2+3?", "conversation": "c-1"}'
 
 Set ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` to see prompts, replies, tool
-arguments and results on the spans too.
+arguments and results on the spans too. Starlette and uvicorn are not dependencies of pyadk:
+``pip install starlette uvicorn`` first.
 """
 
 from __future__ import annotations

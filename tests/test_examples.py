@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,44 @@ def test_example_runs(path: Path, expect: tuple[str, ...]) -> None:
     assert done.stdout.strip(), f"{path.name} printed nothing\n{report}"
     for text in expect:
         assert text in done.stdout, f"{path.name} should print {text!r}\n{report}"
+
+
+_IMPORT_NAMES = {"opentelemetry-sdk": "opentelemetry"}
+"""Distributions whose import name is not their own."""
+
+
+def _provided() -> set[str]:
+    """What ``pip install pyadk`` makes importable: the project's packages, its dependencies (by
+    import name) and the standard library."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    names = {re.split(r"[\[<>=!~; ]", dep, maxsplit=1)[0] for dep in project["dependencies"]}
+    return {_IMPORT_NAMES.get(name, name) for name in names} | {"adk", "prebuilt"}
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.split(".")[0])
+    return found - set(sys.stdlib_module_names)
+
+
+def test_an_example_needing_more_than_pyadk_says_what_in_the_readme() -> None:
+    """The README says to ``pip install -e .`` and run ``python examples/<name>.py``: an example
+    that imports a package pyadk does not depend on (Starlette, uvicorn: dev extras) failed with a
+    ModuleNotFoundError for a newcomer who followed it; its row in the README's table names what
+    to install."""
+    readme = (ROOT / "README.md").read_text()
+    provided = _provided() | {path.stem for path in EXAMPLES.glob("*.py")}
+    missing = {}
+    for path in sorted(EXAMPLES.glob("*.py")):
+        extra = _imported(ast.parse(path.read_text(encoding="utf-8"))) - provided
+        if not extra:
+            continue
+        [row] = [line for line in readme.splitlines() if f"(examples/{path.name})" in line]
+        unnamed = sorted(name for name in extra if f"`{name}`" not in row)
+        if unnamed or "pip install" not in row:
+            missing[path.name] = unnamed
+    assert not missing, missing
