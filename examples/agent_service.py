@@ -15,7 +15,8 @@ What docs/service.md describes, in one program:
 - **Approvals.** A payment waits for a person: the run ends with a ``paused`` event carrying the
   checkpoint id; ``POST /resume/{checkpoint_id}`` carries the decision. Its refusals are told apart
   by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
-  ``409`` for one being resumed now, ``400`` for a decision that does not fit.
+  ``409`` for one being resumed now, ``400`` for a decision that does not fit, ``503`` while the
+  checkpoint store is down (nothing ran: the decision can be sent again).
 - **Tracing.** A ``traceparent`` header is honoured by hand (opentelemetry-sdk's propagator): the
   request's span is made current where the run's events are read, so the run's spans nest under it.
 
@@ -49,7 +50,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import adk
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import CheckpointStoreError, SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -155,7 +156,11 @@ class SessionStream(StreamingResponse):
                 self.span.end()
 
 
-def build_app(checkpoints: Path, tracer_provider: TracerProvider) -> Starlette:
+def build_app(
+    checkpoints: Path, tracer_provider: TracerProvider, store: adk.CheckpointStore | None = None
+) -> Starlette:
+    """The service, its checkpoints in a SQLite file at ``checkpoints``, or in ``store`` when one
+    is given (a Redis or PostgreSQL store every worker shares; its maker closes it)."""
     sessions = Sessions()
     tracer = tracer_provider.get_tracer("agent-service")
     runner: adk.Runner | None = None
@@ -167,11 +172,12 @@ def build_app(checkpoints: Path, tracer_provider: TracerProvider) -> Starlette:
         # its MCPToolsets), which ``async with`` closes at shutdown, after the runs in flight.
         model = ScriptedModel(scripted, record=False)
         agent = ReActAgent("clerk", model, tools=[add, lookup, send_payment])
+        given = contextlib.nullcontext(store) if store is not None else None
         async with (
-            SQLiteCheckpointStore(checkpoints) as store,  # shared by every worker
+            given or SQLiteCheckpointStore(checkpoints) as shared_store,  # shared by every worker
             adk.Runner(
                 agent,
-                checkpoint_store=store,
+                checkpoint_store=shared_store,
                 enable_streaming=True,
                 tracer_provider=tracer_provider,
             ) as shared,
@@ -229,6 +235,8 @@ def build_app(checkpoints: Path, tracer_provider: TracerProvider) -> Starlette:
             await events.aclose()
             status = 404 if isinstance(exc, adk.CheckpointNotFoundError) else 409
             return JSONResponse({"error": str(exc)}, 400 if isinstance(exc, ValueError) else status)
+        except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
+            return JSONResponse({"error": str(exc)}, 503)
 
         async def body() -> AsyncIterator[str]:
             async with contextlib.aclosing(events):

@@ -18,7 +18,8 @@ could take it. Three things a service has to get right, shown here:
   is called, ``runner.resume`` its request (the checkpoint exists, is not being resumed, the
   decision has the right shape) when its first event is taken; the handler takes that event
   *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
-  a stream that breaks off.
+  a stream that breaks off, and a checkpoint store that is down (``CheckpointStoreError``, no
+  ``CheckpointError``: nothing was wrong with the request) a ``503``.
 - **A failing model fails its stream.** Reading a reply's stream raises whatever the model raised
   (``adk.ModelError`` from ``OpenAIChatModel``, anything from a model of your own); the handler
   catches what *reading the stream* raises, reports it and goes on reading events, so the client
@@ -211,6 +212,9 @@ class Service:
             return
         except adk.CheckpointError as exc:  # no such checkpoint, or it is being resumed
             await _send_json(writer, 409, {"error": str(exc)})
+            return
+        except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
+            await _send_json(writer, 503, {"error": str(exc)})
             return
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"

@@ -1,0 +1,287 @@
+"""Chaos trials of a service in production, as the engineer on call would run them: replicas
+resuming one checkpoint, clients that leave at the worst moment, stores and processes that go away.
+
+The service is ``examples/agent_service.py`` under a real uvicorn (what docs/service.md tells
+users to write), the stores are real servers (``tests/services.py``), the client a plain socket.
+Waits are for what happened (a tool started, a connection seen closed, a request ended), never
+for a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import importlib.util
+import json
+import re
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+import uvicorn
+from opentelemetry.sdk.trace import TracerProvider
+from services import closed_port, find_redis_server
+
+import adk
+from adk import Runner
+from adk.checkpoint import RedisCheckpointStore
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _example(name: str) -> ModuleType:
+    """An example program as a module (its ``main()`` is not run)."""
+    spec = importlib.util.spec_from_file_location(
+        f"_chaos_{name}", ROOT / "examples" / f"{name}.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Served:
+    """An ASGI app under a real uvicorn, counting the requests it has ended."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.ended = 0
+        self.changed = asyncio.Condition()
+        config = uvicorn.Config(self, host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            if scope["type"] == "http":
+                async with self.changed:
+                    self.ended += 1
+                    self.changed.notify_all()
+
+    async def requests_ended(self, count: int) -> None:
+        async with self.changed:
+            await asyncio.wait_for(self.changed.wait_for(lambda: self.ended >= count), 60)
+
+    async def connections_closed(self) -> None:
+        """Until uvicorn has seen every client connection close (its protocol dropped them)."""
+        for _ in range(6000):  # 60 s: a guard, not a timing
+            if not self.server.server_state.connections:
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError("uvicorn never saw the client leave")
+
+    @property
+    def port(self) -> int:
+        port: int = self.server.servers[0].sockets[0].getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: Any) -> AsyncIterator[_Served]:
+    served = _Served(app)
+    task = asyncio.create_task(served.server.serve())
+    try:
+        while not served.server.started:
+            if task.done():
+                await task
+            await asyncio.sleep(0.01)
+        yield served
+    finally:
+        served.server.should_exit = True
+        await task
+
+
+@contextlib.contextmanager
+def _no_collector() -> Iterator[None]:
+    """The cyclic garbage collector off: what is released must be released by the code, not by
+    a collection that happens to come."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+async def _open(port: int, path: str, body: Any) -> tuple[asyncio.StreamReader, Any]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(body).encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: {len(data)}\r\n\r\n"
+    writer.write(head.encode() + data)
+    await writer.drain()
+    return reader, writer
+
+
+async def _answer(port: int, path: str, body: Any) -> tuple[int, str]:
+    reader, writer = await _open(port, path, body)
+    try:
+        text = (await reader.read()).decode()
+    finally:
+        writer.close()
+    return int(text.split()[1]), text
+
+
+# --------------------------------------------------------------------------------------------------
+# Clients that leave
+
+
+async def test_a_resume_whose_client_left_before_its_answer_started_lets_the_checkpoint_go(
+    tmp_path: Path,
+) -> None:
+    """The approval's client leaves while the approved call runs; the handler takes the resume's
+    first event after that, and Starlette, seeing the client gone, cancels the response before
+    its body starts. The body's ``aclosing`` never ran: the resume, suspended at its first event,
+    kept the checkpoint (the in-process guard, and the store's claim renewed for as long as the
+    garbage collector had not found it), so the approval sent again was refused as "already
+    being resumed" (409). The response itself must close the run, as it gives back the session's
+    lock."""
+    service = _example("agent_service")
+    app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    with _no_collector():
+        async with _serving(app) as served:
+            status, text = await _answer(served.port, "/sessions/s1/messages", {"message": "pay"})
+            checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
+            assert status == 200 and checkpoint_id is not None
+            path = f"/resume/{checkpoint_id[1]}"
+
+            _, writer = await _open(served.port, path, {"decision": True})
+            await service.paying.wait()  # the approved call runs: the client leaves now
+            writer.close()
+            await served.connections_closed()
+            service.payment_done.set()  # the handler gets its first event, the client is gone
+            await served.requests_ended(2)
+
+            # The cut resume kept its checkpoint as it was (docs/service.md): sent again, it runs.
+            status, text = await _answer(served.port, path, {"decision": True})
+            assert status == 200, text
+            assert "Paid: sent 4200 cents to ACME." in text
+
+
+# --------------------------------------------------------------------------------------------------
+# The store going away, and coming back
+
+
+@contextlib.contextmanager
+def _own_redis(directory: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    """A redis-server of the test's own on ``port``, keeping its data in ``directory`` with every
+    write on disk before it is answered (``appendfsync always``), as a production Redis holding
+    checkpoints must: killed and started again, it has them all."""
+    binary = find_redis_server()
+    if binary is None:
+        pytest.skip("redis-server is not installed")
+    command = [
+        binary,
+        "--port", str(port),
+        "--bind", "127.0.0.1",
+        "--dir", str(directory),
+        "--save", "",
+        "--appendonly", "yes",
+        "--appendfsync", "always",
+    ]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    try:
+        while True:
+            assert process.poll() is None, "redis-server did not start"
+            with (
+                contextlib.suppress(OSError),
+                socket.create_connection(("127.0.0.1", port), 1) as s,
+            ):
+                s.sendall(b"PING\r\n")
+                if s.recv(64).startswith(b"+PONG"):
+                    break
+            time.sleep(0.02)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+async def test_a_service_whose_store_is_down_says_so_and_serves_on_then_resumes(
+    tmp_path: Path,
+) -> None:
+    """The checkpoints' Redis is killed while a run waits for approval. The approval's request
+    was answered with nothing (streaming_service: the connection dropped, the handler's
+    ``CheckpointStoreError`` unhandled, since it is no ``CheckpointError``): it must be a 503
+    saying the store failed, runs that need no store are served meanwhile, and once the server
+    is back (its data on disk) the approval resumes the run."""
+    service = _example("streaming_service")
+    port = closed_port()
+    store = RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5)
+    agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
+    async with store, Runner(agent, checkpoint_store=store, enable_streaming=True) as runner:
+        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+        http = server.sockets[0].getsockname()[1]
+        try:
+            with _own_redis(tmp_path, port) as redis:
+                lines = await service.post(http, "/chat", {"message": "Pay the ACME invoice."})
+                paused = lines[-1]["event"]["action"]["interrupted"]
+                redis.kill()  # SIGKILL: no goodbye to its clients
+                redis.wait()
+
+            resume = {"checkpoint_id": paused["checkpoint_id"], "decision": {"approved": True}}
+            status, error = await service.post(http, "/resume", resume)
+            assert status == 503
+            assert error.startswith("redis checkpoint store at redis://127.0.0.1:")
+            assert "claim of checkpoint" in error and "failed: ConnectionError" in error
+            lines = await service.post(http, "/chat", {"message": "Just break, please."})
+            assert lines[-1]["event"]["error"]["type"] == "ModelError"  # served all the same
+            status, error = await service.post(http, "/pending", {}, method="GET")
+            assert status == 503
+
+            with _own_redis(tmp_path, port):  # back, with what it had
+                lines = await service.post(http, "/resume", resume)
+                answer = adk.AgentEvent.from_dict(lines[-1]["event"])
+                assert answer.output is not None and answer.output.stream is not None
+                assert (await answer.output.stream.collect()).content == (
+                    "paid: sent 4200 cents to ACME"
+                )
+        finally:
+            server.close()
+            await server.wait_closed()
+
+
+async def test_a_starlette_service_whose_store_is_down_answers_503_then_resumes(
+    tmp_path: Path,
+) -> None:
+    """As above, for ``examples/agent_service.py`` (docs/service.md's table): the approval sent
+    while the checkpoints' Redis is down was a bare ``500 Internal Server Error``, the handler's
+    ``CheckpointStoreError`` unhandled, which tells the client neither that nothing ran nor that
+    the same decision can be sent again."""
+    service = _example("agent_service")
+    service.payment_done.set()  # the payment answers at once
+    port = closed_port()
+    async with RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5) as store:
+        app = service.build_app(tmp_path / "unused.db", TracerProvider(), store=store)
+        async with _serving(app) as served:
+            with _own_redis(tmp_path, port) as redis:
+                status, text = await _answer(
+                    served.port, "/sessions/s1/messages", {"message": "pay"}
+                )
+                checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
+                assert status == 200 and checkpoint_id is not None
+                redis.kill()
+                redis.wait()
+
+            path = f"/resume/{checkpoint_id[1]}"
+            status, text = await _answer(served.port, path, {"decision": True})
+            assert status == 503, text
+            assert "claim of checkpoint" in text and "failed: ConnectionError" in text
+            status, text = await _answer(served.port, "/sessions/s2/messages", {"message": "2+3?"})
+            assert status == 200 and "The total is 5." in text  # served all the same
+            status, text = await _answer(served.port, "/sessions/s3/messages", {"message": "pay"})
+            assert status == 200 and "could not save checkpoint" in text  # said, not a pause
+            assert '"event: paused' not in text and "failed: ConnectionError" in text
+
+            with _own_redis(tmp_path, port):
+                status, text = await _answer(served.port, path, {"decision": True})
+                assert status == 200 and "Paid: sent 4200 cents to ACME." in text
