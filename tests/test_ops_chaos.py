@@ -14,6 +14,7 @@ import contextlib
 import gc
 import importlib.util
 import json
+import logging
 import re
 import socket
 import subprocess
@@ -30,7 +31,7 @@ from services import closed_port, find_redis_server
 
 import adk
 from adk import Runner
-from adk.checkpoint import RedisCheckpointStore
+from adk.checkpoint import CheckpointStoreError, RedisCheckpointStore
 from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
 
@@ -171,10 +172,12 @@ async def test_a_resume_whose_client_left_before_its_answer_started_lets_the_che
 
 
 @contextlib.contextmanager
-def _own_redis(directory: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
-    """A redis-server of the test's own on ``port``, keeping its data in ``directory`` with every
-    write on disk before it is answered (``appendfsync always``), as a production Redis holding
-    checkpoints must: killed and started again, it has them all."""
+def _own_redis(
+    directory: Path, port: int, *, durable: bool = True, options: tuple[str, ...] = ()
+) -> Iterator[subprocess.Popen[bytes]]:
+    """A redis-server of the test's own on ``port``; ``durable``: keeping its data in
+    ``directory`` with every write on disk before it is answered (``appendfsync always``), as a
+    production Redis holding checkpoints must: killed and started again, it has them all."""
     binary = find_redis_server()
     if binary is None:
         pytest.skip("redis-server is not installed")
@@ -184,8 +187,9 @@ def _own_redis(directory: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
         "--bind", "127.0.0.1",
         "--dir", str(directory),
         "--save", "",
-        "--appendonly", "yes",
+        "--appendonly", "yes" if durable else "no",
         "--appendfsync", "always",
+        *options,
     ]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     try:
@@ -285,3 +289,56 @@ async def test_a_starlette_service_whose_store_is_down_answers_503_then_resumes(
             with _own_redis(tmp_path, port):
                 status, text = await _answer(served.port, path, {"decision": True})
                 assert status == 200 and "Paid: sent 4200 cents to ACME." in text
+
+
+async def test_a_redis_that_evicts_keys_when_full_is_named_before_a_claim_relies_on_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Redis with a memory limit and an eviction policy (managed Redis often comes with
+    ``maxmemory-policy volatile-lru``) drops keys with an expiry first when it is full: a claim
+    is one, so a second replica took the checkpoint a first one was resuming, and both ran the
+    approved call; under an ``allkeys-*`` policy paused runs are dropped too. Nothing said so.
+    The store asks the server once, at its first claim, and warns."""
+    port = closed_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    with _own_redis(tmp_path, port, durable=False):
+        async with RedisCheckpointStore(url) as admin:
+            redis = admin._clients.get() or await admin._clients.bind()  # the store's own client
+            await redis.redis.config_set("maxmemory", "4mb")
+            await redis.redis.config_set("maxmemory-policy", "volatile-lru")
+        first, second = RedisCheckpointStore(url, ttl=3600), RedisCheckpointStore(url)
+        async with first, second:
+            with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+                assert await first.claim("pay-7", "replica-a")
+            warned = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+            assert len(warned) == 1
+            assert "maxmemory-policy volatile-lru" in warned[0]
+            assert "resumed twice at once" in warned[0] and "noeviction" in warned[0]
+
+            # Why: paused runs that expire (ttl=) fill the server, and the claim goes first.
+            for n in range(100):
+                await first.put(f"run-{n}", b"x" * 65536)
+            assert await second.claim("pay-7", "replica-b")  # taken while replica-a holds it
+
+            caplog.clear()
+            assert await first.claim("pay-8", "replica-a")  # asked once per store
+            assert not [r for r in caplog.records if r.name == "adk.checkpoint"]
+
+        async with RedisCheckpointStore(url) as admin:
+            redis = admin._clients.get() or await admin._clients.bind()
+            await redis.redis.config_set("maxmemory-policy", "noeviction")
+            caplog.clear()
+            assert await admin.claim("pay-9", "replica-a")
+            assert not [r for r in caplog.records if r.name == "adk.checkpoint"]
+            # Full: a write is refused (the pause says so), nothing is evicted.
+            with pytest.raises(CheckpointStoreError, match="OutOfMemoryError"):
+                for n in range(100):
+                    await admin.put(f"more-{n}", b"x" * 65536)
+
+    # A managed Redis that refuses CONFIG cannot be asked: its claims work, nothing is said.
+    with _own_redis(tmp_path, port, durable=False, options=("--rename-command", "CONFIG", "")):
+        async with RedisCheckpointStore(url) as store:
+            caplog.clear()
+            assert await store.claim("pay-10", "replica-a")
+            assert store._eviction_checked
+            assert not [r for r in caplog.records if r.name == "adk.checkpoint"]

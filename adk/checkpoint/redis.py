@@ -12,6 +12,9 @@ A claim (one resume of a checkpoint at a time, across processes) is a key beside
 ``prefix + id + "\\x00claim"`` (ids never contain NUL, so it cannot collide with a checkpoint key),
 holding the owner and expiring with Redis's own ``PX``; taking and releasing it are Lua scripts,
 atomic on the server.
+A claim is a key with an expiry, the first a Redis full under a ``volatile-*`` policy evicts, and
+then two resumes may run at once: the store asks the server's ``maxmemory*`` settings at its first
+claim and warns when it evicts (docs/interrupts.md, checkpoints and stores).
 
 ``ids`` walks the keyspace with ``SCAN`` (never ``KEYS``, which blocks the server for as long as
 it takes to list every key), matching the store's key prefix and the ids' prefix, string keys
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -35,11 +39,12 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._loop_clients import LoopClients
 from .store import (
+    CheckpointStoreError,
     _check_data,
     _check_heads,
     _check_id,
@@ -56,6 +61,8 @@ from .store import (
 __all__ = ["RedisCheckpointStore"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("adk.checkpoint")
 
 # KEYS[1]: the claim key; ARGV: owner, milliseconds. 1 when taken (free, lapsed or renewed).
 _CLAIM = """
@@ -112,6 +119,7 @@ class RedisCheckpointStore(_ClosableStore):
         self._where = _redact(url)
         self._prefix = prefix
         self._ttl_ms = None if ttl is None else max(1, round(ttl * 1000))
+        self._eviction_checked = False  # see ``_check_eviction``
         # Parses the URL now: bad URLs fail here; that client serves the first loop. Nothing is
         # connected until an operation runs.
         self._clients = LoopClients(self._new_client(), self._new_client, _close_client)
@@ -179,6 +187,8 @@ class RedisCheckpointStore(_ClosableStore):
         key, which Redis expires itself (``PX``)."""
         key = _check_id(id)
         holder = _check_owner(owner)
+        if not self._eviction_checked:
+            await self._check_eviction()
         ttl_ms = str(max(1, round(self.claim_ttl * 1000)))
         taken = await self._run(
             "claim", key, lambda redis: _eval(redis, _CLAIM, self._claim_key(key), holder, ttl_ms)
@@ -233,6 +243,40 @@ class RedisCheckpointStore(_ClosableStore):
     def __repr__(self) -> str:
         return f"RedisCheckpointStore({self._where!r}, prefix={self._prefix!r})"
 
+    async def _check_eviction(self) -> None:
+        """Warn, once per store, when the server evicts keys when it is full: a claim is a key
+        with an expiry, the first a ``volatile-*`` policy drops (managed Redis often has one), so
+        another replica could take a checkpoint being resumed and both run its approved call; an
+        ``allkeys-*`` policy drops paused runs too. Asked at the first claim rather than per
+        operation; a server that does not answer is asked again at the next claim, one that
+        refuses ``CONFIG`` (renamed or forbidden, as some managed Redis do) is not."""
+
+        async def ask(redis: Redis) -> dict[Any, Any]:
+            try:
+                found: dict[Any, Any] = await redis.config_get("maxmemory*")
+            except ResponseError:
+                return {}
+            return found
+
+        try:
+            found = await self._run("claim", None, ask)
+        except CheckpointStoreError:
+            return  # the claim that follows reports the store's failure
+        self._eviction_checked = True
+        settings = {_text(name): _text(value) for name, value in found.items()}
+        policy = settings.get("maxmemory-policy", "noeviction")
+        if settings.get("maxmemory", "0") != "0" and policy != "noeviction":
+            logger.warning(
+                "the Redis of %r evicts keys when it is full (maxmemory %s, maxmemory-policy "
+                "%s): a resume's claim, a key with an expiry, may be evicted, and a checkpoint "
+                "then resumed twice at once (an approved call made twice)%s; give the "
+                "checkpoints a Redis with maxmemory-policy noeviction",
+                self,
+                settings["maxmemory"],
+                policy,
+                ", and paused runs lost" if policy.startswith("allkeys") else "",
+            )
+
     def _claim_key(self, key: str) -> str:
         return self._prefix + key + _CLAIM_SUFFIX
 
@@ -279,6 +323,10 @@ async def _close_client(client: _Client) -> None:
     finally:
         with contextlib.suppress(RedisError, OSError):  # the connections are gone either way
             await client.redis.aclose()
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _eval(redis: Redis, script: str, key: str, *args: str) -> Awaitable[Any]:
