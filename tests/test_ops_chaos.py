@@ -15,10 +15,14 @@ import gc
 import importlib.util
 import json
 import logging
+import os
 import re
+import signal
 import socket
 import subprocess
+import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -27,13 +31,20 @@ from typing import Any
 import pytest
 import uvicorn
 from opentelemetry.sdk.trace import TracerProvider
-from services import closed_port, find_redis_server
+from services import PostgresServer, RedisServer, closed_port, find_redis_server
 
 import adk
-from adk import Runner
-from adk.checkpoint import CheckpointStoreError, RedisCheckpointStore
-from adk.testing import ScriptedModel
+from adk import CheckpointBusyError, Runner
+from adk.checkpoint import (
+    CheckpointStoreError,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SQLiteCheckpointStore,
+)
+from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
+
+pytest_plugins = ["services"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -342,3 +353,223 @@ async def test_a_redis_that_evicts_keys_when_full_is_named_before_a_claim_relies
             assert await store.claim("pay-10", "replica-a")
             assert store._eviction_checked
             assert not [r for r in caplog.records if r.name == "adk.checkpoint"]
+
+
+# --------------------------------------------------------------------------------------------------
+# Replicas in real processes over one store, and processes killed (SIGKILL) at the worst moment
+
+REPLICA = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from adk import CheckpointError, Message, Role, Runner, tool
+from adk.checkpoint import PostgresCheckpointStore, RedisCheckpointStore, SQLiteCheckpointStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+kind, where, name, mode, ledger, go = sys.argv[1:7]
+
+@tool(require_approval=True)
+async def pay(amount: int) -> str:
+    '''Pay an amount once a person approves it.'''
+    print("paying", flush=True)
+    await asyncio.sleep(0.2)  # long enough for the other replicas to come
+    with open(ledger, "a") as f:
+        f.write(f"{amount}\\n")
+    if mode == "die-after-paying":
+        os.kill(os.getpid(), signal.SIGKILL)  # paid, and gone before the run could say so
+    return f"paid {amount}"
+
+def reply(messages):
+    if messages[-1].role == Role.TOOL:
+        return Reply(text=f"done: {messages[-1].content}")
+    return Reply(tool_calls=[tool_call("pay", {"amount": int(messages[-1].content)})])
+
+def store():
+    if kind == "sqlite":
+        return SQLiteCheckpointStore(where, claim_ttl=1.0)
+    if kind == "redis":
+        return RedisCheckpointStore(where, prefix=name, claim_ttl=1.0)
+    return PostgresCheckpointStore(where, table=name, claim_ttl=1.0)
+
+async def main():
+    async with store() as checkpoints:
+        runner = Runner(ReActAgent("payer", ScriptedModel(reply), tools=[pay]), checkpoint_store=checkpoints)
+        if mode == "pause-forever":  # pauses, again and again, under one id, with a big session
+            big = {"notes": "x" * (1 << 20)}
+            n = 0
+            while True:
+                await runner.invoke(str(n), checkpoint_id="big", session=big)
+                n += 1
+                if n == 3:
+                    print("ready", flush=True)
+        print("ready", flush=True)
+        while not Path(go).exists():
+            await asyncio.sleep(0.005)
+        try:
+            result = await runner.invoke_resume(sys.argv[7], {"approved": True})
+            print("result", result.text, flush=True)
+        except CheckpointError as exc:
+            print("refused", type(exc).__name__, exc, flush=True)
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture(params=["sqlite", "redis", "postgres"])
+def shared_store(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str, str]:
+    """(kind, where, name): one backend's real server, as every replica reaches it."""
+    name = f"chaos_{uuid.uuid4().hex[:12]}"
+    if request.param == "sqlite":
+        return "sqlite", str(tmp_path / "checkpoints.db"), name
+    if request.param == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        return "redis", redis_server.url, f"{name}:"
+    pg: PostgresServer = request.getfixturevalue("postgres_server")
+    return "postgres", pg.dsn, name
+
+
+def _store_of(shared: tuple[str, str, str], **options: Any) -> Any:
+    kind, where, name = shared
+    if kind == "sqlite":
+        return SQLiteCheckpointStore(where, **options)
+    if kind == "redis":
+        return RedisCheckpointStore(where, prefix=name, **options)
+    return PostgresCheckpointStore(where, table=name, **options)
+
+
+@contextlib.asynccontextmanager
+async def _replicas(
+    shared: tuple[str, str, str], mode: str, tmp_path: Path, count: int, *extra: str
+) -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    """``count`` replica processes, each told ready; killed if still running at the end."""
+    args = (*shared, mode, str(tmp_path / "ledger"), str(tmp_path / "go"), *extra)
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            REPLICA,
+            *args,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(count)
+    ]
+    try:
+        for process in processes:
+            assert await _line(process) == "ready"
+        yield processes
+    finally:
+        for process in processes:
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+            await process.wait()
+
+
+async def _line(process: asyncio.subprocess.Process) -> str:
+    assert process.stdout is not None
+    line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode().strip()
+    if not line and process.stderr is not None:
+        line = "(exited) " + (await process.stderr.read()).decode()[-2000:]
+    return line
+
+
+def _payer(ledger: Path) -> ReActAgent:
+    """The replicas' agent, in this process: pays (a line in ``ledger``) once approved."""
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount once a person approves it."""
+        with ledger.open("a") as f:
+            f.write(f"{amount}\n")
+        return f"paid {amount}"
+
+    def reply(messages: list[adk.Message]) -> Any:
+        if messages[-1].role == adk.Role.TOOL:
+            return Reply(text=f"done: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay", {"amount": int(messages[-1].content)})])
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=[pay])
+
+
+async def _lapses(store: Any, checkpoint_id: str) -> None:
+    """Until a dead replica's claim has lapsed (polled: a loaded machine delays the store)."""
+    for _ in range(1000):
+        if await store.claim(checkpoint_id, "probe"):
+            await store.release(checkpoint_id, "probe")
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the claim on {checkpoint_id!r} never lapsed")
+
+
+async def test_replicas_resuming_one_checkpoint_at_once_pay_once(
+    shared_store: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """Three service replicas (processes, each with its own store object) get the same approval
+    at once: one pays; the others are refused while it runs (busy) or after it ended (gone)."""
+    async with _store_of(shared_store) as store:
+        paused = await Runner(_payer(tmp_path / "ledger"), checkpoint_store=store).invoke("7")
+    assert paused.checkpoint_id is not None
+    async with _replicas(shared_store, "resume", tmp_path, 3, paused.checkpoint_id) as replicas:
+        (tmp_path / "go").touch()  # all three resume at once
+        outputs = [(await r.communicate())[0].decode().splitlines() for r in replicas]
+    endings = sorted(lines[-1].split(" ", 2)[:2] for lines in outputs)
+    assert endings[-1] == ["result", "done:"], outputs
+    assert all(
+        ending == ["refused", "CheckpointBusyError"]
+        or ending == ["refused", "CheckpointNotFoundError"]
+        for ending in endings[:-1]
+    ), outputs
+    assert (tmp_path / "ledger").read_text() == "7\n"
+
+
+async def test_a_replica_killed_right_after_the_approved_call_leaves_the_checkpoint_resumable(
+    shared_store: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """A replica dies (SIGKILL) the moment the approved call has run. Left in the store: the
+    checkpoint as it was before the resume, whole, and the dead replica's claim, which refuses
+    a resume with a clear error until it lapses (claim_ttl); then the checkpoint resumes, and
+    the call runs again, as interrupts.md warns (calls behind approvals must be idempotent)."""
+    ledger = tmp_path / "ledger"
+    async with _store_of(shared_store, claim_ttl=1.0) as store:
+        paused = await Runner(_payer(tmp_path / "ledger"), checkpoint_store=store).invoke("4")
+        checkpoint_id = paused.checkpoint_id
+        assert checkpoint_id is not None
+        before = await store.get(checkpoint_id)
+        async with _replicas(shared_store, "die-after-paying", tmp_path, 1, checkpoint_id) as (
+            replica,
+        ):
+            (tmp_path / "go").touch()
+            assert await _line(replica) == "paying"
+            assert await replica.wait() == -signal.SIGKILL
+        assert ledger.read_text() == "4\n"
+        assert await store.get(checkpoint_id) == before  # nothing half-written, nothing lost
+
+        runner = Runner(_payer(tmp_path / "ledger"), checkpoint_store=store)
+        with pytest.raises(CheckpointBusyError, match=r"process died, its claim lapses within 1 s"):
+            await runner.invoke_resume(checkpoint_id, {"approved": True})
+        await _lapses(store, checkpoint_id)
+        result = await runner.invoke_resume(checkpoint_id, {"approved": True})
+        assert result.text == "done: paid 4"
+        assert ledger.read_text() == "4\n4\n"  # paid twice: the documented hazard
+        assert await store.get(checkpoint_id) is None
+
+
+async def test_a_process_killed_while_it_saves_pauses_leaves_a_whole_checkpoint(
+    shared_store: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """A process pausing runs under one id in a loop, each saving a 1 MiB session, is killed
+    (SIGKILL) in the middle of a save: the checkpoint left is a whole one, which resumes."""
+    ledger = tmp_path / "ledger"
+    async with _replicas(shared_store, "pause-forever", tmp_path, 1) as (writer,):
+        writer.kill()  # saving its next pause now, or about to
+        await writer.wait()
+    async with _store_of(shared_store) as store:
+        result = await Runner(_payer(tmp_path / "ledger"), checkpoint_store=store).invoke_resume(
+            "big", {"approved": True}
+        )
+    assert result.session is not None and result.session["notes"] == "x" * (1 << 20)
+    amount = int(ledger.read_text())
+    assert amount >= 2 and result.text == f"done: paid {amount}"
