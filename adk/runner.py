@@ -54,7 +54,7 @@ from .checkpoint.codec import (
     to_json_value,
 )
 from .checkpoint.memory import InMemoryCheckpointStore
-from .checkpoint.store import CheckpointStore, _check_id, _from_store
+from .checkpoint.store import CheckpointStore, CheckpointStoreError, _check_id, _from_store
 from .context import (
     RunContext,
     Session,
@@ -1071,7 +1071,23 @@ class Runner(AsyncCloseable):
                 missed = _unreached(self.agent.name, checkpoint_id, unreached)
                 yield _final(self._on_event, _made(ctx, missed))
                 return
-            await self._finish(checkpoint_id, body, data)
+            try:
+                await self._finish(checkpoint_id, body, data)
+            except CheckpointStoreError as exc:
+                # Bare, the store's words read like a store down at the start, when nothing ran
+                # and the request can simply be sent again: sent again now, an approved call runs
+                # twice. Same class (a service's handling of store failures still applies).
+                kept = "marked finished" if self.keep_checkpoints else "deleted"
+                raise CheckpointStoreError(
+                    f"the resumed run of checkpoint {checkpoint_id!r} finished, but the "
+                    f"checkpoint could not be {kept}: it is still stored as it was before this "
+                    "resume, so resuming it again runs again what this resume ran (an approved "
+                    "call); delete it once the store is back. "
+                    f"{exc}",
+                    backend=exc.backend,
+                    operation=exc.operation,
+                    checkpoint_id=exc.checkpoint_id,
+                ) from exc
 
     async def _finish(self, checkpoint_id: str, body: dict[str, Any], loaded: bytes) -> None:
         """A resumed run finished: delete its checkpoint, or mark a kept one as finished so it is

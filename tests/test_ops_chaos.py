@@ -573,3 +573,88 @@ async def test_a_process_killed_while_it_saves_pauses_leaves_a_whole_checkpoint(
     assert result.session is not None and result.session["notes"] == "x" * (1 << 20)
     amount = int(ledger.read_text())
     assert amount >= 2 and result.text == f"done: paid {amount}"
+
+
+async def test_a_resume_whose_store_died_after_the_approved_call_says_the_run_finished(
+    tmp_path: Path,
+) -> None:
+    """The checkpoints' Redis dies while the approved call runs; the run finishes, and deleting
+    its checkpoint fails. The error was the store's bare ``delete of checkpoint ... failed``,
+    which reads like the "nothing ran, send it again" of a store down at the start (a 503 in
+    docs/service.md): the approval was sent again, and the payment made twice. It must say the
+    run finished and that resuming the checkpoint again runs it again."""
+    port = closed_port()
+    ledger = tmp_path / "ledger"
+    holder: list[subprocess.Popen[bytes]] = []
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount once a person approves it."""
+        with ledger.open("a") as f:
+            f.write(f"{amount}\n")
+        holder[0].kill()  # the store dies while the payment is made
+        holder[0].wait()
+        return f"paid {amount}"
+
+    def reply(messages: list[adk.Message]) -> Any:
+        if messages[-1].role == adk.Role.TOOL:
+            return Reply(text=f"done: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay", {"amount": 3})])
+
+    agent = ReActAgent("payer", ScriptedModel(reply), tools=[pay])
+    async with RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5) as store:
+        runner = Runner(agent, checkpoint_store=store)
+        with _own_redis(tmp_path, port) as redis:
+            paused = await runner.invoke("pay 3")
+            checkpoint_id = paused.checkpoint_id
+            assert checkpoint_id is not None
+            before = await store.get(checkpoint_id)
+            holder.append(redis)
+            with pytest.raises(CheckpointStoreError) as caught:
+                await runner.invoke_resume(checkpoint_id, {"approved": True})
+        message = str(caught.value)
+        assert message.startswith(f"the resumed run of checkpoint {checkpoint_id!r} finished")
+        assert "resuming it again runs again what this resume ran" in message
+        assert "failed: ConnectionError" in message  # the store's own words follow
+        assert caught.value.operation in ("get", "delete")
+        assert ledger.read_text() == "3\n"
+
+        with _own_redis(tmp_path, port):  # back: the checkpoint is there, as the error said
+            assert await store.get(checkpoint_id) == before
+
+
+async def test_clients_leaving_mid_stream_under_load_leave_nothing_behind(tmp_path: Path) -> None:
+    """Rounds of concurrent sessions whose clients hang up mid-stream (a tool is running): every
+    session's lock is given back, no task is left, and the objects alive stay flat from round to
+    round (counted after a collection: what grows per run would show as thousands)."""
+    service = _example("agent_service")
+    app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    sessions, rounds = 40, 6
+
+    async def leave_mid_stream(port: int, session: str) -> None:
+        reader, writer = await _open(port, f"/sessions/{session}/messages", {"message": "invoice?"})
+        try:
+            assert b" 200 " in await reader.readline()
+            await reader.readuntil(b"event: event")  # the model's call of the slow tool came
+        finally:
+            writer.close()
+
+    async with _serving(app) as served:
+        counts, tasks = [], []
+        for n in range(rounds):
+            names = [f"r{n}-{i}" for i in range(sessions)]
+            await asyncio.gather(*(leave_mid_stream(served.port, name) for name in names))
+            await served.connections_closed()
+            await served.requests_ended((n + 1) * sessions)
+            gc.collect()
+            counts.append(len(gc.get_objects()))
+            tasks.append(len(asyncio.all_tasks()))
+        # Every lock was given back: each session takes its next message.
+        status, text = await _answer(
+            served.port, f"/sessions/r{rounds - 1}-0/messages", {"message": "2+3?"}
+        )
+        assert status == 200 and "The total is 5." in text
+    assert len(set(tasks)) == 1, tasks
+    # The example keeps a lock per session it has seen (one object each); a run that left
+    # anything behind would add tens per session.
+    assert counts[-1] - counts[2] <= 2 * sessions * (rounds - 3), counts
