@@ -16,7 +16,9 @@ What docs/service.md describes, in one program:
   checkpoint id; ``POST /resume/{checkpoint_id}`` carries the decision. Its refusals are told apart
   by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
   ``409`` for one being resumed now, ``400`` for a decision that does not fit, ``503`` while the
-  checkpoint store is down (nothing ran: the decision can be sent again).
+  checkpoint store is down (nothing ran: the decision can be sent again). A store failing as the
+  resumed run ends (it ran: the checkpoint is left behind) ends the stream with an ``error``
+  event saying so, not a stream broken off.
 - **Tracing.** A ``traceparent`` header is honoured by hand (opentelemetry-sdk's propagator): the
   request's span is made current where the run's events are read, so the run's spans nest under it.
 
@@ -240,8 +242,11 @@ def build_app(
 
         async def body() -> AsyncIterator[str]:
             async with contextlib.aclosing(events):
-                async for chunk in _sse(_chain(first, events)):
-                    yield chunk
+                try:
+                    async for chunk in _sse(_chain(first, events)):
+                        yield chunk
+                except CheckpointStoreError as exc:  # the run ended, its checkpoint was left
+                    yield _event("error", {"error": str(exc)})  # the decision must not be resent
 
         return StreamingResponse(body(), media_type="text/event-stream")
 

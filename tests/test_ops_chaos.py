@@ -658,3 +658,36 @@ async def test_clients_leaving_mid_stream_under_load_leave_nothing_behind(tmp_pa
     # The example keeps a lock per session it has seen (one object each); a run that left
     # anything behind would add tens per session.
     assert counts[-1] - counts[2] <= 2 * sessions * (rounds - 3), counts
+
+
+async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """The store dies while the approved payment is made: the client got the answer, then a
+    stream that broke off (the resume's ``CheckpointStoreError`` raised in the response's body),
+    and no word that the approval must not be sent again. It must end with an ``error`` event
+    saying so."""
+    service = _example("agent_service")
+    service.payment_done.clear()
+    port = closed_port()
+    async with RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5) as store:
+        app = service.build_app(tmp_path / "unused.db", TracerProvider(), store=store)
+        async with _serving(app) as served:
+            with _own_redis(tmp_path, port) as redis:
+                status, text = await _answer(
+                    served.port, "/sessions/s1/messages", {"message": "pay"}
+                )
+                checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
+                assert status == 200 and checkpoint_id is not None
+                path = f"/resume/{checkpoint_id[1]}"
+                approving = asyncio.create_task(_answer(served.port, path, {"decision": True}))
+                await service.paying.wait()
+                redis.kill()  # the store dies while the payment is made
+                redis.wait()
+                service.payment_done.set()
+                status, text = await approving
+    assert status == 200 and "Paid: sent 4200 cents to ACME." in text
+    error = text[text.index("event: error") :]
+    assert f"the resumed run of checkpoint {checkpoint_id[1]!r} finished" in error
+    assert "resuming it again runs again what this resume ran" in error
+    assert text.endswith("0\r\n\r\n")  # the stream ended, not broken off
