@@ -691,3 +691,45 @@ async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoi
     assert f"the resumed run of checkpoint {checkpoint_id[1]!r} finished" in error
     assert "resuming it again runs again what this resume ran" in error
     assert text.endswith("0\r\n\r\n")  # the stream ended, not broken off
+
+
+# --------------------------------------------------------------------------------------------------
+# Shutting down with runs in flight
+
+
+async def test_a_graceful_shutdown_cancels_the_runs_in_flight_and_leaves_their_checkpoints(
+    tmp_path: Path,
+) -> None:
+    """uvicorn stops with a run streaming (its tool running) and a resume paying: past
+    ``timeout_graceful_shutdown`` it cancels both and ends the lifespan (``async with runner``,
+    the store) without waiting for them to unwind. Each is cancelled as when its client hangs
+    up: the tool is cancelled, the resume's claim is given back, and its checkpoint stays as it
+    was, so the approval resumes on the next start."""
+    service = _example("agent_service")
+    service.payment_done.clear()
+    database = tmp_path / "checkpoints.db"
+    served = _Served(service.build_app(database, TracerProvider()))
+    served.server.config.timeout_graceful_shutdown = 0.5  # production: seconds, not half of one
+    serving = asyncio.create_task(served.server.serve())
+    while not served.server.started:
+        assert not serving.done()
+        await asyncio.sleep(0.01)
+    status, text = await _answer(served.port, "/sessions/s1/messages", {"message": "pay"})
+    checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
+    assert status == 200 and checkpoint_id is not None
+    async with SQLiteCheckpointStore(database) as store:
+        before = await store.get(checkpoint_id[1])
+
+    _, streaming = await _open(served.port, "/sessions/s2/messages", {"message": "invoice?"})
+    _, resuming = await _open(served.port, f"/resume/{checkpoint_id[1]}", {"decision": True})
+    await asyncio.gather(service.looking.wait(), service.paying.wait())
+    served.server.should_exit = True
+    await serving
+    await served.requests_ended(3)  # the two cut off have unwound too
+    streaming.close()
+    resuming.close()
+
+    async with SQLiteCheckpointStore(database) as store:
+        assert await store.get(checkpoint_id[1]) == before  # kept as it was
+        assert await store.claim(checkpoint_id[1], "next-start")  # given back, not left to lapse
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
