@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 from opentelemetry.sdk.trace import TracerProvider
 from services import PostgresServer, RedisServer, closed_port, find_redis_server
 
@@ -41,6 +42,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
+from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -733,3 +735,47 @@ async def test_a_graceful_shutdown_cancels_the_runs_in_flight_and_leaves_their_c
         assert await store.get(checkpoint_id[1]) == before  # kept as it was
         assert await store.claim(checkpoint_id[1], "next-start")  # given back, not left to lapse
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+# --------------------------------------------------------------------------------------------------
+# MCP servers killed mid-call
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_mcp_server_killed_mid_call_fails_the_call_not_the_run_and_comes_back(
+    transport: str,
+) -> None:
+    """The MCP server dies while a run's tool call runs on it (the demo server's ``die`` tool
+    ends its process). The run goes on: the model reads that the connection was lost and the
+    call was not repeated (it may have run); the next run reconnects, to a new stdio process,
+    or to the HTTP server started again on its port."""
+
+    def reply(messages: list[adk.Message]) -> Any:
+        last = messages[-1]
+        if last.role == adk.Role.TOOL:
+            return f"{last.name}: {last.content}"
+        return Reply(tool_calls=[tool_call(last.content, {})])
+
+    process = HTTPServerProcess()
+    if transport == "http":
+        await asyncio.to_thread(process.start)
+        server: Any = HTTPServer(process.url)
+    else:
+        server = StdioServer(sys.executable, [str(STDIO_SCRIPT)])
+    try:
+        toolset = MCPToolset(server)
+        agent = ReActAgent("ops", ScriptedModel(reply), tools=[toolset])
+        async with Runner(agent) as runner:
+            first = int((await runner.invoke("pid")).text.split("pid: ")[1])
+            died = await runner.invoke("die")
+            assert died.text.startswith("die: Error: the connection to MCP server")
+            assert "was lost while tool 'die' was running" in died.text
+            assert "it will reconnect on the next call" in died.text
+            if transport == "http":
+                await asyncio.to_thread(process.wait)
+                await asyncio.to_thread(process.start)  # same port
+            second = int((await runner.invoke("pid")).text.split("pid: ")[1])
+            assert second != first
+    finally:
+        if transport == "http":
+            process.stop()
