@@ -32,7 +32,17 @@ import pytest
 import uvicorn
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 from opentelemetry.sdk.trace import TracerProvider
-from services import PostgresServer, RedisServer, closed_port, find_redis_server
+from services import (
+    PostgresServer,
+    RedisServer,
+    _postgres_account,
+    _RunAs,
+    _wait_postgres,
+    closed_port,
+    find_postgres_bindir,
+    find_redis_server,
+    run_postgres,
+)
 
 import adk
 from adk import CheckpointBusyError, Runner
@@ -779,3 +789,78 @@ async def test_an_mcp_server_killed_mid_call_fails_the_call_not_the_run_and_come
     finally:
         if transport == "http":
             process.stop()
+
+
+# --------------------------------------------------------------------------------------------------
+# PostgreSQL stopped and started again
+
+
+@contextlib.contextmanager
+def _postgres_stopped(server: PostgresServer) -> Iterator[None]:
+    """Stop ``server`` (a fast shutdown, as an operator's ``pg_ctl stop``), then start it again
+    on its port, its data as it was, when the block ends."""
+    data = server.directory / "data"
+    os.kill(int((data / "postmaster.pid").read_text().split()[0]), signal.SIGINT)
+    for _ in range(3000):  # it removes its pid file once stopped (60 s guard)
+        if not (data / "postmaster.pid").exists():
+            break
+        time.sleep(0.02)
+    else:
+        raise AssertionError("postgres did not stop")
+    try:
+        yield
+    finally:
+        bindir = find_postgres_bindir()
+        assert bindir is not None
+        user = _RunAs.of(_postgres_account())
+        command = [str(bindir / "postgres"), "-D", str(data), "-p", str(server.port)]
+        for setting in ("listen_addresses=127.0.0.1", "unix_socket_directories=", "fsync=off"):
+            command += ["-c", setting]
+        process = subprocess.Popen(
+            command,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            user=user.uid,
+            group=user.gid,
+            extra_groups=user.extra_groups,
+            env=user.env,
+        )
+        _restarted.append(process)
+        assert _wait_postgres(process, bindir, server.port), "postgres did not start again"
+
+
+_restarted: list[subprocess.Popen[bytes]] = []
+
+
+async def test_a_postgres_stopped_while_a_run_waits_fails_clearly_then_resumes(
+    tmp_path: Path,
+) -> None:
+    """PostgreSQL is stopped while a run waits for approval: the approval's resume is refused
+    with the store's error (nothing ran), a run pausing meanwhile says it could not save, and once
+    the server is back the pool's dead connections are replaced and the approval resumes."""
+    ledger = tmp_path / "ledger"
+    try:
+        with run_postgres() as server:
+            store = PostgresCheckpointStore(server.dsn, table="chaos", timeout=5)
+            async with store, Runner(_payer(ledger), checkpoint_store=store) as runner:
+                paused = await runner.invoke("5")
+                assert paused.checkpoint_id is not None
+                with _postgres_stopped(server):
+                    with pytest.raises(CheckpointStoreError, match="claim of checkpoint"):
+                        await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+                    with pytest.raises(adk.RunError, match="could not save checkpoint 'other'"):
+                        await runner.invoke("6", checkpoint_id="other")
+                assert not ledger.exists()
+                result = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+                assert result.text == "done: paid 5"
+                assert ledger.read_text() == "5\n"
+                assert await store.get(paused.checkpoint_id) is None
+            while _restarted:
+                process = _restarted.pop()
+                process.send_signal(signal.SIGINT)
+                process.wait(30)
+    finally:
+        for process in _restarted:
+            process.kill()
+            process.wait()
+        _restarted.clear()
