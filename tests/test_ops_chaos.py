@@ -163,11 +163,11 @@ async def test_a_resume_whose_client_left_before_its_answer_started_lets_the_che
 ) -> None:
     """The approval's client leaves while the approved call runs; the handler takes the resume's
     first event after that, and Starlette, seeing the client gone, cancels the response before
-    its body starts. The body's ``aclosing`` never ran: the resume, suspended at its first event,
-    kept the checkpoint (the in-process guard, and the store's claim renewed for as long as the
-    garbage collector had not found it), so the approval sent again was refused as "already
-    being resumed" (409). The response itself must close the run, as it gives back the session's
-    lock."""
+    its body starts, so the body's ``aclosing`` never runs. The resume, suspended at its first
+    event, must let the checkpoint go all the same (the in-process guard, and the store's claim,
+    which it renews while it is open): with the cyclic collector off, nothing but dropping the
+    response closes it, and the approval sent again must run (the cut resume kept the
+    checkpoint as it was), not be refused as "already being resumed" (409)."""
     service = _example("agent_service")
     app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
     with _no_collector():
