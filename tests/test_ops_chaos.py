@@ -337,6 +337,7 @@ async def test_a_redis_that_evicts_keys_when_full_is_named_before_a_claim_relies
             assert len(warned) == 1
             assert "maxmemory-policy volatile-lru" in warned[0]
             assert "resumed twice at once" in warned[0] and "noeviction" in warned[0]
+            assert "paused runs lost" in warned[0]  # they expire (ttl=), so they are evictable
 
             # Why: paused runs that expire (ttl=) fill the server, and the claim goes first.
             for n in range(100):

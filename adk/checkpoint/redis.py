@@ -274,7 +274,10 @@ class RedisCheckpointStore(_ClosableStore):
                 self,
                 settings["maxmemory"],
                 policy,
-                ", and paused runs lost" if policy.startswith("allkeys") else "",
+                # Checkpoints are keys with an expiry too when the store sets one (ttl=).
+                ", and paused runs lost"
+                if policy.startswith("allkeys") or self._ttl_ms is not None
+                else "",
             )
 
     def _claim_key(self, key: str) -> str:
