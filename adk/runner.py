@@ -1080,9 +1080,9 @@ class Runner(AsyncCloseable):
                 kept = "marked finished" if self.keep_checkpoints else "deleted"
                 raise CheckpointStoreError(
                     f"the resumed run of checkpoint {checkpoint_id!r} finished, but the "
-                    f"checkpoint could not be {kept}: it is still stored as it was before this "
-                    "resume, so resuming it again runs again what this resume ran (an approved "
-                    "call); delete it once the store is back. "
+                    f"checkpoint could not be {kept}: it may still be stored as it was before "
+                    "this resume, and resuming it again would run again what this resume ran (an "
+                    "approved call); delete it once the store is back. "
                     f"{exc}",
                     backend=exc.backend,
                     operation=exc.operation,

@@ -627,7 +627,7 @@ async def test_a_resume_whose_store_died_after_the_approved_call_says_the_run_fi
                 await runner.invoke_resume(checkpoint_id, {"approved": True})
         message = str(caught.value)
         assert message.startswith(f"the resumed run of checkpoint {checkpoint_id!r} finished")
-        assert "resuming it again runs again what this resume ran" in message
+        assert "resuming it again would run again what this resume ran" in message
         assert "failed: ConnectionError" in message  # the store's own words follow
         assert caught.value.operation in ("get", "delete")
         assert ledger.read_text() == "3\n"
@@ -702,7 +702,7 @@ async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoi
     assert status == 200 and "Paid: sent 4200 cents to ACME." in text
     error = text[text.index("event: error") :]
     assert f"the resumed run of checkpoint {checkpoint_id[1]!r} finished" in error
-    assert "resuming it again runs again what this resume ran" in error
+    assert "resuming it again would run again what this resume ran" in error
     assert text.endswith("0\r\n\r\n")  # the stream ended, not broken off
 
 
