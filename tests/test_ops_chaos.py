@@ -339,9 +339,16 @@ async def test_a_redis_that_evicts_keys_when_full_is_named_before_a_claim_relies
             assert "resumed twice at once" in warned[0] and "noeviction" in warned[0]
             assert "paused runs lost" in warned[0]  # they expire (ttl=), so they are evictable
 
-            # Why: paused runs that expire (ttl=) fill the server, and the claim goes first.
-            for n in range(100):
+            # Why: paused runs that expire (ttl=) fill the server, and the claim is evicted. Redis's
+            # LRU is sampled, not exact: which write evicts the claim varies, so the runs are
+            # written until it has gone (a few hundred at most; 4 MiB holds about sixty).
+            claim_key = first._claim_key("pay-7")
+            probe = (first._clients.get() or await first._clients.bind()).redis
+            for n in range(2000):
                 await first.put(f"run-{n}", b"x" * 65536)
+                if not await probe.exists(claim_key):
+                    break
+            assert not await probe.exists(claim_key)
             assert await second.claim("pay-7", "replica-b")  # taken while replica-a holds it
 
             caplog.clear()
