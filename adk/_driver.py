@@ -8,8 +8,8 @@ sequential and loop workflows, through ``_AgentRun`` directly, which saves a gen
 - records the agent's own messages in the history lane (streams once they are complete),
 - stops pulling and closes the agent's generator after exit, unhandled transfer, interrupt or error,
 - turns an exception into exactly one error event and an ``Interrupt`` into an interrupt event,
-- fails an agent whose events end after it made a pause's event (``ctx.interrupt``) it never
-  yielded (``unyielded_pause``).
+- fails an agent whose events end, or end with an exit or transfer, after it made a pause's event
+  (``ctx.interrupt``) it never yielded (``unyielded_pause``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from . import _hooks
 from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
 from .context import RunContext, _Entry, _interrupt_event, count_recorded, note_restored
-from .events import _BREAK_HANDLED, AgentEvent, ErrorInfo
+from .events import _BREAK_HANDLED, AgentAction, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
 from .streams import MessageStream, _being_cancelled
 
@@ -202,7 +202,19 @@ class _AgentRun:
         if event.error is not None:
             self.error = event.error
             return True
-        return event.action is not None and event.ends_agent  # most events carry no action
+        # Most events carry no action: the same test as ever for them.
+        return event.action is not None and event.ends_agent and self._ends(event)
+
+    def _ends(self, event: AgentEvent) -> bool:
+        """True, for an event that ends the agent, once it is not an exit or transfer in place
+        of a pause the agent made (``unyielded_pause``): such an event ends the agent as the
+        pause would have, so the agent never reaches its end, where the check is made otherwise.
+        Raised before the event is passed on, so the exit or transfer never acts."""
+        action = event.action
+        assert action is not None
+        if action.interrupted is None and self.ctx._run.unyielded is not None:
+            unyielded_pause(self, action)
+        return True
 
     async def record_stream(self) -> None:
         """Record the streamed message the last event carried, once it is complete; a stream
@@ -333,19 +345,25 @@ async def close_events(events: AsyncIterator[AgentEvent]) -> None:
             )
 
 
-def unyielded_pause(run: _AgentRun) -> None:
-    """At the end of an agent's events (the agent ran to its end, nothing stopped it), when its
-    run has made a pause's event (``ctx.interrupt``): fail the agent if it made one itself, as it
-    did not yield it (a yielded pause stops the agent, which then never ends here). Called
-    without ``yield``, ``ctx.interrupt(...)`` only makes the event, and the agent would go on and
-    end as if it had never asked: the run would carry on past a pause meant to wait for a person
-    (an approval), with no error and no word of why. Only a run that made a pause gets here."""
+def unyielded_pause(run: _AgentRun, ending: AgentAction | None = None) -> None:
+    """At the end of an agent's events (the agent ran to its end, nothing stopped it), or at the
+    exit or transfer (``ending``) that ends it, when its run has made a pause's event
+    (``ctx.interrupt``): fail the agent if it made one itself, as it did not yield it (a yielded
+    pause stops the agent, which then never gets here). Called without ``yield``,
+    ``ctx.interrupt(...)`` only makes the event, and the agent would go on and end as if it had
+    never asked: the run would carry on past a pause meant to wait for a person (an approval),
+    with no error and no word of why. An exit or transfer after it is the same slip (or a pause
+    made and then dropped on purpose, which is the same loss to whoever reads the run): a pause
+    made is to be yielded. Only a run that made a pause gets here."""
     unyielded = run.ctx._run.unyielded
     if unyielded is not None and run.ctx.address in unyielded:
+        instead = ""
+        if ending is not None:
+            instead = " and ended with an exit" if ending.exit else " and ended with a transfer"
         raise RuntimeError(
             f"agent {run.name!r} called ctx.interrupt(...) but did not yield the event it "
-            "returns, so nothing paused: write yield ctx.interrupt(...) (the call only makes "
-            "the pause's event; the run pauses when the agent yields it)"
+            f"returns{instead}, so nothing paused: write yield ctx.interrupt(...) (the call only "
+            "makes the pause's event; the run pauses when the agent yields it)"
         )
 
 

@@ -157,3 +157,58 @@ async def test_the_check_holds_with_agent_callbacks_and_leaves_other_type_errors
     with pytest.raises(RunError, match="can only concatenate str") as raised:
         await Runner(Fails("approver")).invoke("Pay ACME.")
     assert "ctx.interrupt" not in str(raised.value)
+
+
+class ForgotThenEnds(BaseAgent):
+    """Makes the pause, then ends with an exit or a transfer in its place: an event that stops
+    the agent as the pause would have, so the agent never reaches its end (where the check for
+    an unyielded pause was made) and the run went on, or ended, as if it had never asked."""
+
+    def __init__(self, name: str, ending: str) -> None:
+        super().__init__(name)
+        self.ending = ending
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        ctx.interrupt({"ask": "approve the payment?"})
+        if self.ending == "exit":
+            yield AgentEvent.exit()
+        else:
+            yield AgentEvent.transfer("helper")
+
+
+@pytest.mark.parametrize("ending", ["exit", "transfer"])
+@pytest.mark.parametrize("place", PLACES)
+async def test_a_pause_made_and_replaced_by_an_exit_or_transfer_fails_the_agent(
+    place: str, ending: str
+) -> None:
+    agent, after = trees(ForgotThenEnds("approver", ending))[place]()
+    with pytest.raises(RunError, match=FORGOT) as raised:
+        await Runner(agent).invoke("Pay ACME.")
+    assert isinstance(raised.value.__cause__, RuntimeError)
+    assert f"ended with {'an exit' if ending == 'exit' else 'a transfer'}" in str(raised.value)
+    if after is not None:
+        assert after.runs == 0
+    agent, _ = trees(ForgotThenEnds("approver", ending))[place]()
+    events = [event async for event in Runner(agent).run("Pay ACME.")]
+    errors = [event for event in events if event.error is not None]
+    assert len(errors) == 1 and errors[0].agent_name == "approver"
+    # The failure replaces the event that ended the agent: no exit or transfer reached anyone.
+    assert all(event.action is None for event in events)
+
+
+async def test_a_yielded_pause_then_on_resume_an_exit_is_no_unyielded_pause() -> None:
+    """A resumed agent that ends with an exit made no pause in the resumed run: it exits."""
+
+    class AsksThenExits(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            if ctx.resume is None:
+                yield ctx.interrupt({"ask": "approve the payment?"})
+            yield AgentEvent.exit()
+
+    pay = Records("pay")
+    runner = Runner(SequentialAgent("steps", [AsksThenExits("approver"), pay]))
+    paused = await runner.invoke("Pay ACME.")
+    assert paused.interrupt is not None
+    resumed = await runner.invoke_resume(paused.interrupt.checkpoint_id, True)
+    assert resumed.interrupt is None and pay.runs == 0
+    assert resumed.events[-1].action is not None and resumed.events[-1].action.exit
