@@ -563,7 +563,10 @@ class Runner(AsyncCloseable):
                             on_event(event)  # the others once checked (``_check``)
                         if not collected.add(event) and await collected.take(event):
                             break
-                        if own.stream is not None:
+                        if own.stream is not None and (not stop or own.stream_author is not None):
+                            # A stream only shown on the event that ends the agent is kept for
+                            # ``finish`` to close: the agent that would read it is closed now,
+                            # and ``invoke`` never reads one (``run``'s reader may: ``settle``).
                             await own.record_stream()
                         if stop:
                             break

@@ -21,6 +21,7 @@ from openai_server import Reply as WireReply
 
 from adk import (
     Agent,
+    AgentAction,
     AgentEvent,
     AgentInput,
     AgentOutput,
@@ -199,3 +200,34 @@ async def test_a_run_closed_at_a_shown_stream_releases_the_models_connection(sha
         await wait_for(lambda: server.hangups == 1, within=2.0)  # well before the 5 s stall ends
         assert kept.output.stream.done
         await model.aclose()
+
+
+class ShowsAndEnds(BaseAgent):
+    """Shows its model's reply on the event that also ends it: the framework closes the agent
+    there, so the agent never reads the stream."""
+
+    def __init__(self, name: str, model: ChatModel, ending: AgentAction) -> None:
+        super().__init__(name, "Shows a reply and ends.")
+        self.model = model
+        self.ending = ending
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        stream = ctx.stream(self.model, "tell me")
+        async for _chunk in stream:  # shown once the model has begun to answer: the call is
+            break  # made (a stream is called when first read), its connection open
+        yield AgentEvent(output=AgentOutput(stream=stream, shown_only=True), action=self.ending)
+
+
+async def test_invoke_closes_a_shown_stream_on_the_event_that_ends_the_agent() -> None:
+    """``invoke`` never reads a shown stream (it is no output) and the agent that would have read
+    it is closed at its event (an exit): its inline driver let the stream go as for any shown
+    stream, and the model's stream stayed open until the garbage collector found it. (A transfer
+    at the root fails the run, which closed the stream already; below the root, the drivers read
+    the stream to its end before closing the agent, for the reader who has its event.)"""
+    model = Endless()
+    agent = ShowsAndEnds("narrator", model, AgentAction(exit=True))
+    result = await Runner(agent, enable_streaming=True).invoke("go")
+    assert model.closed == 1
+    shown = [event for event in result.events if event.output is not None]
+    assert len(shown) == 1 and shown[0].output is not None and shown[0].output.stream is not None
+    assert shown[0].output.stream.done
