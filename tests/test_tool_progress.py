@@ -146,6 +146,50 @@ async def test_a_report_with_text_where_a_number_goes_names_the_parameters() -> 
     assert reports(result.events) == []  # nothing half-made was reported
 
 
+@tool(progress=True)
+async def ratio(ctx: ToolContext, done: int, total: int) -> str:
+    """Reports done/total as a fraction of one, as a tool whose total is 0 divides into NaN."""
+    ctx.report_progress(done / total if total else float("nan"))
+    return "ratio"
+
+
+@tool(progress=True)
+async def unbounded(ctx: ToolContext) -> str:
+    """Reports an infinite total for a call with no known end."""
+    ctx.report_progress(1, float("inf"))
+    return "unbounded"
+
+
+async def test_a_report_with_a_nan_or_infinite_number_is_refused_where_it_is_made() -> None:
+    """Was accepted and shown, to fail only later, where a service wrote the event out
+    (``AgentEvent.to_dict``: standard JSON has no number for it), far from the tool that made it;
+    the report's numbers are a count or a fraction, never NaN or infinite."""
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("ratio", {"done": 0, "total": 0}),
+                    tool_call("unbounded", {}),
+                    tool_call("ratio", {"done": 1, "total": 2}),
+                ]
+            ),
+            "Done.",
+        ]
+    )
+    agent = ReActAgent("worker", model, tools=[ratio, unbounded])
+    result = await Runner(agent).invoke("Go.")
+    answers = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+    assert "progress must be a finite number or None, got float nan" in answers[0]
+    assert "ctx.report_progress(progress=None" in answers[0]
+    assert "total must be a finite number or None, got float inf" in answers[1]
+    assert answers[2] == "ratio"
+    shown = reports(result.events)  # only the finite report was made, and it writes out
+    assert [report.progress for _, report in shown] == [0.5]
+    assert all(json.dumps(event.to_dict()) for event in result.events)
+    with pytest.raises(ValueError, match="finite number"):
+        ToolProgress(tool_call_id="call_1", progress=float("-inf"))
+
+
 async def test_a_tool_that_awaits_its_report_as_an_mcp_server_tool_does_runs_to_its_result() -> (
     None
 ):

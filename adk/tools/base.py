@@ -79,8 +79,11 @@ class ToolProgress(BaseModel):
     model_config = ConfigDict(defer_build=True)
 
     tool_call_id: str
-    progress: float | None = None
-    total: float | None = None
+    # Finite: a count or a fraction. NaN (a 0/0 ratio) or an infinity was taken and shown, and
+    # failed only where a service wrote the event out (``to_dict``: JSON has no number for it),
+    # far from the tool that made it; refused here, the tool's call fails naming it.
+    progress: float | None = Field(default=None, allow_inf_nan=False)
+    total: float | None = Field(default=None, allow_inf_nan=False)
     message: str | None = None
     data: Any = None
 
@@ -246,19 +249,28 @@ class ToolContext:
         return _REPORTED
 
 
-def _bad_report(exc: ValidationError) -> TypeError:
+def _bad_report(exc: ValidationError) -> TypeError | ValueError:
     """The error for a report whose arguments ``ToolProgress`` refused: pydantic's own says
     "1 validation error for ToolProgress", which names neither the call nor its parameters, and
-    ``ctx.report_progress("half")`` (the text where the number goes) is the likely slip."""
+    ``ctx.report_progress("half")`` (the text where the number goes) is the likely slip; a
+    ``ValueError`` for a NaN or infinite number alone."""
     wrong = "; ".join(
-        f"{error['loc'][0]} must be {'a str' if error['loc'][0] == 'message' else 'a number'} "
+        f"{error['loc'][0]} must be {_wanted(error['loc'][0], error['type'])} "
         f"or None, got {type(error['input']).__name__} {error['input']!r:.60}"
         for error in exc.errors()
     )
-    return TypeError(
-        "ctx.report_progress(progress=None, total=None, message=None, *, data=None) takes the "
-        f"numbers first and the text as message=: {wrong}"
-    )
+    call = "ctx.report_progress(progress=None, total=None, message=None, *, data=None)"
+    if all(error["type"] == "finite_number" for error in exc.errors()):
+        # The right type, a wrong value: NaN (a 0/0 ratio) or an infinity.
+        return ValueError(f"{call} takes finite numbers: {wrong}")
+    return TypeError(f"{call} takes the numbers first and the text as message=: {wrong}")
+
+
+def _wanted(field: object, error: str) -> str:
+    """What a report's ``field`` takes, as ``_bad_report`` says it for pydantic's ``error``."""
+    if field == "message":
+        return "a str"
+    return "a finite number" if error == "finite_number" else "a number"
 
 
 class _Reported:
