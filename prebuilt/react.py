@@ -521,12 +521,18 @@ class _ReActCore:
                 )
         saved, iterations = self._saved_round(ctx)
         # Rendered at resume (``_restore``), before the paused calls run. An instruction
-        # function is asked only before the next model call: it may await, and the walk cannot.
-        if isinstance(owner.instruction, str) and owner.instruction:
-            try:
-                render_instruction(owner.instruction, ctx.session.values, self.name)
-            except InstructionError as exc:
-                raise _MissingAtResume(exc) from exc
+        # function is asked before the model call after them: asked here too (after the walk,
+        # as it may await), so one that fails refuses the resume before anything runs.
+        instruction = owner.instruction
+        if isinstance(instruction, str):
+            if instruction:
+                try:
+                    render_instruction(instruction, ctx.session.values, self.name)
+                except InstructionError as exc:
+                    raise _MissingAtResume(exc) from exc
+            function = None
+        else:
+            function = instruction
         tools: dict[str, Any] = dict(owner._static_tools)
         resources = ctx._run.resources
         complete = True  # every tool the run would have is in ``tools``
@@ -544,6 +550,10 @@ class _ReActCore:
         restored = restore(ctx, self.name, saved.values, [])
         calls = open_calls(saved, restored.messages, tools if complete else None)
         self._check_round_fits(ctx, saved, iterations, calls, restored.held)
+        if function is not None and not self._round_may_end(
+            calls, restored.held, saved_exits(saved), saved_action(saved)
+        ):
+            walk.defer(functools.partial(self._check_instruction, ctx, function))
         addresses = [join_address(ctx.address, tool_segment(c.name, c.id)) for c in calls]
         why = f"agent {self.name!r} resumes only its open tool calls"
         walk.only_under(ctx.address, addresses, why)
@@ -555,6 +565,22 @@ class _ReActCore:
                 # A toolset's tool whose approval edits the call: found by asking its server,
                 # after the walk (``Preflight.defer``), so a bad edit runs nothing either.
                 walk.defer(functools.partial(self._check_later, ctx, walk, call, address))
+
+    async def _check_instruction(self, ctx: RunContext, function: InstructionProvider) -> None:
+        """Ask the instruction function as the model call after the resumed round will (a
+        deferred part of the walk, ``_adk_preflight``), its text unused: one that fails now
+        (its database down, a value it reads gone) would fail the agent after the round's
+        approved calls ran, the checkpoint kept for a retry that makes them again. Refused
+        instead, before anything runs. Only for a round that needs that model call."""
+        try:
+            await provide_instruction(function, ctx, self.name)
+        except Exception as exc:
+            raise CheckpointError(
+                f"agent {self.name!r}: its instruction function failed at resume, before the "
+                f"paused calls' results could reach the model ({type(exc).__name__}: {exc}); "
+                "the resume is refused before anything ran and the checkpoint is kept (resume "
+                "it again once the function answers)"
+            ) from exc
 
     async def _check_later(
         self, ctx: RunContext, walk: Preflight, call: ToolCall, address: str

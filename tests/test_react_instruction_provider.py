@@ -241,3 +241,71 @@ async def test_an_interrupt_from_the_function_fails_the_run_rather_than_pausing_
         await Runner(ReActAgent("a", model, instruction=ask)).invoke("hi")
     assert failed.value.events[-1].action is None  # no pause, no checkpoint
     assert model.requests == []
+
+
+async def test_a_function_failing_at_resume_refuses_it_before_the_approved_call_runs(
+    tmp_path: Path,
+) -> None:
+    """The function fails when the resumed agent asks it (its database down, a value it reads
+    gone): it was asked only before the model call after the paused round, so the approved
+    refund was made first, the run then failed with its checkpoint kept, and the retry once the
+    function answered refunded again. Asked before anything runs, it refuses the resume."""
+    refunds: list[int] = []
+    crm = {"up": True}
+
+    @adk.tool(require_approval=True)
+    def refund_once(amount_cents: int) -> str:
+        """Refund the customer."""
+        refunds.append(amount_cents)
+        return f"refunded {amount_cents}"
+
+    async def instruction(ctx: RunContext) -> str:
+        if not crm["up"]:
+            raise ConnectionError("the CRM is down")
+        return support(ctx)
+
+    def agent(model: ScriptedModel) -> ReActAgent:
+        return ReActAgent("helpdesk", model, instruction=instruction, tools=[refund_once])
+
+    async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
+        first = ScriptedModel([Reply(tool_calls=[tool_call("refund_once", {"amount_cents": 5})])])
+        paused = await Runner(agent(first), checkpoint_store=store).invoke(
+            "refund me", checkpoint_id="c"
+        )
+        assert paused.interrupt is not None
+        crm["up"] = False
+        refused = ScriptedModel(["never"])
+        with pytest.raises(RunError, match="the CRM is down") as raised:
+            await Runner(agent(refused), checkpoint_store=store).invoke_resume("c", True)
+        assert isinstance(raised.value.__cause__, adk.CheckpointError)
+        assert "instruction function" in str(raised.value)
+        assert "checkpoint is kept" in str(raised.value)
+        assert refunds == [] and refused.requests == []
+        assert await store.get("c") is not None
+        crm["up"] = True
+        second = ScriptedModel(["refunded"])
+        result = await Runner(agent(second), checkpoint_store=store).invoke_resume("c", True)
+    assert result.text == "refunded" and refunds == [5]
+
+
+async def test_a_function_failing_at_resume_is_not_asked_when_the_round_ends_the_agent() -> None:
+    """A paused round that ends the agent (a result returned directly) asks the model nothing
+    after it, so the function is not asked either, and its failure refuses nothing."""
+    asked: list[str] = []
+
+    def instruction(ctx: RunContext) -> str:
+        asked.append(ctx.agent_name)
+        if len(asked) > 1:
+            raise ConnectionError("the CRM is down")
+        return support(ctx)
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("refund", {"amount_cents": 5})])])
+    runner = Runner(
+        ReActAgent(
+            "helpdesk", model, instruction=instruction, tools=[refund], return_directly=["refund"]
+        )
+    )
+    paused = await runner.invoke("refund me")
+    assert paused.interrupt is not None
+    result = await runner.invoke_resume(paused.interrupt.checkpoint_id, True)
+    assert result.text == "refunded 5" and asked == ["helpdesk"]
