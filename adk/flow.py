@@ -180,13 +180,51 @@ class FlowAgent:
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): the chain resumes the
         agent it paused in, found as ``resume`` finds it."""
-        node, path, _ = self._paused_node(ctx)
+        node, path, transfers = self._paused_node(ctx)
         node_ctx = self._node_context(ctx, node, path)
         if node is not self:  # else the agent at the flow's own address leads below it
             why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
         self._check_report_back(ctx, node)
+        self._check_paused_transfer(ctx, node, node_ctx, transfers)
+
+    def _check_paused_transfer(
+        self, ctx: RunContext, node: FlowAgent, node_ctx: RunContext, transfers: int
+    ) -> None:
+        """Refuse the resume of an agent whose paused round holds a transfer (a finished
+        ``transfer_to_agent`` call beside a call awaiting approval) that the chain cannot take:
+        one past ``max_transfers``, or to an agent that asks its model first when the run has
+        no model call left (``adk._turns_left``). The round may end its agent, so the agent's
+        own check lets it resume; run, the approved calls (a payment) would be made, the
+        transfer or its target then fail the run, and the kept checkpoint's retry make them
+        again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
+        ``ReActAgent``); a transfer a resumed call asks for is not known before it runs."""
+        paused = getattr(node.agent, "_adk_paused_transfer", None)
+        name = paused(node_ctx) if paused is not None else None
+        if name is None:
+            return
+        target = node.find(name)
+        if target is None:  # fails as it would have (no such agent), naming the valid ones
+            return
+        after = transfers + 1
+        reports = after == self.max_transfers and getattr(target.agent, "_adk_reports_back", None)
+        if after > self.max_transfers or reports:
+            raise CheckpointError(
+                f"the checkpoint does not fit agent '{self.name}' (its transfers): its agent "
+                f"{node.name!r} paused after {transfers} transfers, with max_transfers of "
+                f"{self.max_transfers}: the transfer to {name!r} its paused round holds"
+                f"{' and the report back' if reports else ''} would pass the limit; raise "
+                "max_transfers and resume again"
+            )
+        turns = spent_turns(ctx)
+        if turns is not None and asks_model_first(target.agent, ctx):
+            raise CheckpointError(
+                f"the checkpoint does not fit agent '{self.name}' (its transfers): "
+                f"{spent_text(turns)}: its agent {node.name!r} transfers to {name!r}, which "
+                "asks a model call the limit does not allow; resume with a higher max_turns (it "
+                "counts the calls before the pause)"
+            )
 
     def _check_report_back(self, ctx: RunContext, node: FlowAgent) -> None:
         """Refuse the resume of a Supervisor's worker paused with no model call left

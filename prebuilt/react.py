@@ -566,6 +566,19 @@ class _ReActCore:
                 # after the walk (``Preflight.defer``), so a bad edit runs nothing either.
                 walk.defer(functools.partial(self._check_later, ctx, walk, call, address))
 
+    def _adk_paused_transfer(self, ctx: RunContext) -> str | None:
+        """The agent the paused round at ``ctx`` transfers to once resumed, as its saved state
+        tells (a finished call's transfer, saved with the round), for the enclosing flow's check
+        before anything runs (``FlowAgent._check_paused_transfer``); None when it holds none,
+        or an exit too (which ends the run rather than handing it on)."""
+        resume = ctx.resume
+        if resume is None or resume.state is None:
+            return None
+        action = saved_action(SavedState(f"agent '{self.name}'", resume.state))
+        if action is None or action.exit:
+            return None
+        return action.transfer_to
+
     async def _check_instruction(self, ctx: RunContext, function: InstructionProvider) -> None:
         """Ask the instruction function as the model call after the resumed round will (a
         deferred part of the walk, ``_adk_preflight``), its text unused: one that fails now

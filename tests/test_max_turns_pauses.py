@@ -345,3 +345,73 @@ async def test_a_workers_round_ending_it_at_the_limit_is_refused_before_its_repo
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
     done = await runner(["done"], []).invoke_resume(paused.checkpoint_id, True, max_turns=3)
     assert done.text == "done" and bank.paid == [("ann", 5)]
+
+
+def _pay_and_hand_over(target: str) -> Reply:
+    """One round: a payment a person approves, and a transfer (which needs no approval, so it
+    is done before the pause and its transfer saved with the paused round)."""
+    return Reply(
+        tool_calls=[
+            tool_call("pay", {"payee": "ann", "cents": 5}, id="p1"),
+            tool_call("transfer_to_agent", {"agent_name": target}, id="t1"),
+        ]
+    )
+
+
+def _flow_runner(
+    bank: Bank, clerk: list[Any], auditor: list[Any], store: Any, **flow: Any
+) -> Runner:
+    desk = ReActAgent("clerk", ScriptedModel(clerk), "pays", tools=[bank.pay])
+    audit = ReActAgent("auditor", ScriptedModel(auditor), "checks payments")
+    return Runner(adk.with_sub_agents(desk, [audit], **flow), store)
+
+
+async def test_a_flows_round_paying_and_transferring_with_no_call_left_is_refused() -> None:
+    """The paused round may end its agent (its transfer), so the agent's own check lets it
+    resume; but the flow then runs the target, which asks its model: run, the payment was made,
+    the target failed on the limit, the checkpoint was kept and a retry paid again."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    paused = await _flow_runner(bank, [_pay_and_hand_over("auditor")], [], store).invoke(
+        "pay ann", max_turns=1
+    )
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await _flow_runner(bank, [], ["checked"], store).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert (
+        "the run paused after 1 model calls, at the run's max_turns of 1: its agent 'clerk' "
+        "transfers to 'auditor', which asks a model call" in str(refused.value)
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await _flow_runner(bank, [], ["checked"], store).invoke_resume(
+        paused.checkpoint_id, True, max_turns=2
+    )
+    assert done.text == "checked" and bank.paid == [("ann", 5)]
+
+
+async def test_a_flows_round_paying_and_transferring_past_max_transfers_is_refused() -> None:
+    """The chain had made its last transfer allowed (to the clerk) when the clerk's round paused,
+    and the round's own transfer is one more: run, the payment was made, and the transfer then
+    failed the run past max_transfers, keeping the checkpoint for a retry to pay again."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(clerk: list[Any], limit: int) -> Runner:
+        route = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "clerk"})])
+        router = ReActAgent("router", ScriptedModel([route]), "routes")
+        desk = ReActAgent("clerk", ScriptedModel(clerk), "pays", tools=[bank.pay])
+        audit = ReActAgent("auditor", ScriptedModel(["checked"]), "checks payments")
+        clerk_flow = adk.with_sub_agents(desk, [audit])
+        return Runner(adk.with_sub_agents(router, [clerk_flow], max_transfers=limit), store)
+
+    paused = await runner([_pay_and_hand_over("auditor")], 1).invoke("pay ann")
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([], 1).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert (
+        "its agent 'clerk' paused after 1 transfers, with max_transfers of 1: the transfer to "
+        "'auditor' its paused round holds would pass the limit" in str(refused.value)
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner([], 2).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "checked" and bank.paid == [("ann", 5)]
