@@ -48,13 +48,48 @@ if TYPE_CHECKING:
 class Preflight:
     """One resume's walk of the agent tree (see the module docstring)."""
 
-    __slots__ = ("checkpoint_id", "deferred", "plan")
+    __slots__ = ("checkpoint_id", "deferred", "endings", "plan")
 
     def __init__(self, plan: _ResumePlan, checkpoint_id: str | None) -> None:
         self.plan = plan
         self.checkpoint_id = checkpoint_id
         # Checks that must await (``defer``), run by ``finish``; a list only once one is made.
         self.deferred: list[Callable[[], Awaitable[None]]] | None = None
+        # Paused rounds that end their workflows once resumed (``note_ending``), by address.
+        self.endings: list[tuple[str, str]] | None = None
+
+    def note_ending(self, address: str, exits: bool) -> None:
+        """Note that the paused round at ``address`` asks for an exit (``exits``), which ends
+        every enclosing workflow, or a break, which ends those up to the innermost loop, once
+        it is resumed (a call that finished before the pause asked for it: ``ctx.exit()``, the
+        exit tool, ``ctx.break_loop()``). The workflows' check of the steps after a paused one
+        (``workflows._check_turns_left``) asks ``stops``."""
+        if self.endings is None:
+            self.endings = []
+        self.endings.append((address, "exit" if exits else "break"))
+
+    def stops(self, address: str, loop: bool) -> bool:
+        """Whether a round noted below ``address`` (``note_ending``) ends the workflow there, its
+        later steps never run: an exit, or a break when the workflow is a ``loop`` no loop below
+        it took first (the walk checks the inner workflows first, so the innermost takes it). A
+        break below a sequence is not taken: whether a loop encloses it is not known here (outside
+        any loop, a break is ignored and the sequence goes on). Neither crosses an ``AgentTool``
+        (a ``tool:`` segment), where an exit ends only the nested run."""
+        endings = self.endings
+        if not endings:
+            return False
+        found = [
+            index
+            for index, (where, _) in enumerate(endings)
+            if is_within(where, address) and "/tool:" not in where[len(address) :]
+        ]
+        if any(endings[index][1] == "exit" for index in found):
+            return True
+        for index in found:
+            if loop and endings[index][1] == "break":
+                endings[index] = (endings[index][0], "taken")
+                return True
+        return False
 
     def run(self, root: Any, ctx: RunContext) -> None:
         """Walk from the root agent; raise the ``CheckpointError`` of the first point the resume

@@ -291,6 +291,10 @@ class _Workflow:
         why = f"workflow {self.name!r} resumes its step {child.name!r}"
         walk.only_under(ctx.address, [child_ctx.address], why)
         walk.agent(child, child_ctx)
+        if state.values.get("broke") is True:  # the step broke the loop: the steps end with it
+            return
+        if walk.stops(child_ctx.address, isinstance(self, LoopAgent)):  # an exit or break
+            return
         _check_turns_left(state, ctx, child, later)
 
 
@@ -301,9 +305,12 @@ def _check_turns_left(
     after the paused one is certain to ask a model as it starts: run, the paused step would
     make its calls (an approved refund, in a round that ends its ``ReActAgent``), the next step
     then fail on the limit with the checkpoint kept, and a retry with a higher limit make them
-    again. A step that may end the workflow first (an exit, an escalation) cannot be told here:
-    refused too, as a higher ``max_turns`` resumes it. Checked after the paused step's own
-    check, whose refusal (its own round needing a model call) names the step."""
+    again. Not asked when the paused step ends the workflow first: it broke the loop before it
+    paused (saved as ``broke``), or its paused round asks for an exit or a break this workflow
+    takes (``Preflight.stops``); an ending it cannot tell (an agent of one's own, a call that
+    asks for one once resumed) is refused too, as a higher ``max_turns`` resumes it. Checked
+    after the paused step's own check, whose refusal (its own round needing a model call) names
+    the step."""
     turns = spent_turns(ctx)
     if turns is None:
         return

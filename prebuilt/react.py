@@ -550,6 +550,9 @@ class _ReActCore:
         restored = restore(ctx, self.name, saved.values, [])
         calls = open_calls(saved, restored.messages, tools if complete else None)
         self._check_round_fits(ctx, saved, iterations, calls, restored.held)
+        action = saved_action(saved)
+        if action is not None and (action.exit or action.break_loop):
+            walk.note_ending(ctx.address, action.exit)  # ends its workflows: their later steps
         if function is not None and not self._round_may_end(
             calls, restored.held, saved_exits(saved), saved_action(saved)
         ):

@@ -415,3 +415,74 @@ async def test_a_flows_round_paying_and_transferring_past_max_transfers_is_refus
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
     done = await runner([], 2).invoke_resume(paused.checkpoint_id, True)
     assert done.text == "checked" and bank.paid == [("ann", 5)]
+
+
+@adk.tool
+def escalate(ctx: adk.ToolContext) -> str:
+    """Stop the loop (Google ADK's escalate)."""
+    ctx.break_loop()
+    return "escalated"
+
+
+def _pay_and(other: str, **arguments: Any) -> Reply:
+    """One round: a payment a person approves, beside a call that needs none (done before the
+    pause, its action saved with the paused round)."""
+    return Reply(
+        tool_calls=[
+            tool_call(other, arguments, id="o1"),
+            tool_call("pay", {"payee": "ann", "cents": 5}, id="p1"),
+        ]
+    )
+
+
+@pytest.mark.parametrize("workflow", ["sequential", "nested", "loop"])
+async def test_a_round_that_exits_at_the_limit_resumes_though_a_later_step_asks_a_model(
+    workflow: str,
+) -> None:
+    """The paused round holds an exit (the exit tool called beside the payment): the run ends
+    with it, so no later step runs; the workflow refused the resume all the same, as it could
+    not tell, and a person's approval could only be resumed with a higher max_turns."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        payer = ReActAgent("payer", ScriptedModel(script), tools=[bank.pay], exit_tool=True)
+        steps = [payer, ReActAgent("summary", ScriptedModel(["sum"]))]
+        if workflow == "sequential":
+            return Runner(SequentialAgent("flow", steps), store)
+        if workflow == "nested":
+            inner = SequentialAgent("inner", [payer])
+            return Runner(SequentialAgent("flow", [inner, steps[1]]), store)
+        return Runner(LoopAgent("flow", steps, max_iterations=3), store)
+
+    paused = await runner([_pay_and("exit", final_result="paid")]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert done.interrupt is None and bank.paid == [("ann", 5)]
+    assert [e.agent_name for e in done.events if e.message is not None] == ["payer", "payer"]
+
+
+async def test_a_round_that_escalates_at_the_limit_resumes_though_the_loop_would_go_on() -> None:
+    """The paused round ends its agent (the payment returned directly) and breaks the loop
+    (``ctx.break_loop``, Google ADK's escalate): the loop stops after it, so its later step and
+    next iteration never run; the loop refused the resume all the same."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any], loop: bool = True) -> Runner:
+        payer = ReActAgent(
+            "payer", ScriptedModel(script), tools=[bank.pay, escalate], return_directly=["pay"]
+        )
+        steps = [payer, ReActAgent("summary", ScriptedModel(["sum"]))]
+        if loop:
+            return Runner(LoopAgent("flow", steps, max_iterations=3), store)
+        return Runner(SequentialAgent("flow", steps), store)
+
+    paused = await runner([_pay_and("escalate")]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert done.interrupt is None and bank.paid == [("ann", 5)] and done.text == "paid 5 to ann"
+    # Outside any loop a break is ignored: the sequence goes on to its summary, still refused.
+    paused = await runner([_pay_and("escalate")], loop=False).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError, match="its step 'summary', after the paused step 'payer'"):
+        await runner([], loop=False).invoke_resume(paused.checkpoint_id, True)
+    assert bank.paid == [("ann", 5)]
