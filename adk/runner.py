@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import adk
 
 from . import _hooks, _record_keys, checkpoint
+from ._agent_names import unknown_designated
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent, check_callbacks, check_resources, shown
 from ._driver import (
@@ -440,6 +441,8 @@ class Runner(AsyncCloseable):
         run = self._new_run(messages, values, run_id)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
+            if agent_options is not None:
+                self._check_designated(agent_options)
         if max_turns is not None:
             run.turns = _Turns(_max_turns(max_turns))
         ctx = _root_context(self, run)
@@ -472,6 +475,8 @@ class Runner(AsyncCloseable):
         ``max_turns``: the run's limit of model calls from here on, counting those made before
         the pause; without it, the limit the paused run was started with (if any) holds."""
         given, options_given = _resume_options(session, options, agent_options)
+        if agent_options is not None:
+            self._check_designated(agent_options)
         limit = None if max_turns is None else _max_turns(max_turns)
         box: list[RunContext] = []  # the run's root context, once the checkpoint is read
         events = self._resume(checkpoint_id, resume, box, given, options_given, max_turns=limit)
@@ -503,6 +508,8 @@ class Runner(AsyncCloseable):
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
+            if agent_options is not None:
+                self._check_designated(agent_options)
         if max_turns is not None:
             run.turns = _Turns(_max_turns(max_turns))
         agent, ctx = self.agent, _root_context(self, run)
@@ -612,6 +619,8 @@ class Runner(AsyncCloseable):
         ``options``/``agent_options`` as for ``resume``: not the paused run's; ``max_turns`` as
         for ``resume``."""
         given, options_given = _resume_options(session, options, agent_options)
+        if agent_options is not None:
+            self._check_designated(agent_options)
         limit = None if max_turns is None else _max_turns(max_turns)
         box: list[RunContext] = []
         resumed = self._resume(checkpoint_id, resume, box, given, options_given, max_turns=limit)
@@ -631,6 +640,13 @@ class Runner(AsyncCloseable):
         return await _collect(resumed, box)
 
     # -- internals ---------------------------------------------------------------------------
+    def _check_designated(self, agent_options: Mapping[str, Any]) -> None:
+        """Refuse ``agent_options`` naming no agent of the tree (``adk._agent_names``), once
+        ``run_options`` has checked its shape: a typo left the options unread, with no word."""
+        refused = unknown_designated(agent_options, (self.agent, self.resources), _is_part)
+        if refused is not None:
+            raise refused
+
     def _new_run(
         self,
         messages: list[Message],

@@ -26,6 +26,7 @@ from adk import (
     tool,
 )
 from adk.checkpoint.sqlite import SQLiteCheckpointStore
+from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -77,8 +78,11 @@ async def test_a_run_without_options_reads_an_empty_read_only_mapping() -> None:
     assert dict(agent.options[0]) == {}
     with pytest.raises(TypeError):
         agent.options[0]["k"] = 1  # type: ignore[index]
-    await Runner(agent).invoke("hi", agent_options={"other": {"k": 1}})  # designated elsewhere
-    assert dict(agent.options[1]) == {}
+    other = _Seen("other")
+    await Runner(SequentialAgent("both", [agent, other])).invoke(
+        "hi", agent_options={"other": {"k": 1}}
+    )  # designated elsewhere
+    assert dict(agent.options[1]) == {} and dict(other.options[0]) == {"k": 1}
 
 
 async def test_run_streams_with_options_and_the_root_can_be_designated() -> None:
@@ -226,3 +230,34 @@ async def test_bad_react_model_options_fail_the_run_with_a_clear_error() -> None
         await runner.invoke("hi", options={"model_options": 0.5})
     with pytest.raises(RunError, match=r"(?s)model_options is invalid.*temprature"):
         await runner.invoke("hi", options={"model_options": {"temprature": 0.5}})
+
+
+async def test_options_designated_to_no_agent_of_the_tree_are_refused_naming_the_agents(
+    tmp_path: Any,
+) -> None:
+    """A typo in a designated agent's name (``"biling"``) left the options unread and the agent
+    running without them, with no word: refused at the call, before anything runs, naming the
+    agents that can be designated (an AgentTool's agent and a tool resource's included)."""
+    ran = _Seen("billing")
+    nested = _Seen("helper")
+    model = ScriptedModel(["done"], cycle=True)
+    agent = ReActAgent("desk", model, tools=[AgentTool(nested), "lookup"])
+    resources = Resources()
+    resources.add_tool(AgentTool(_Seen("lookup")))
+    runner = Runner(SequentialAgent("steps", [ran, agent]), resources=resources)
+    known = "['billing', 'desk', 'helper', 'lookup', 'steps']"
+    with pytest.raises(
+        ValueError, match=r"agent_options names no agent of this runner: \['biling'\]"
+    ) as raised:
+        await runner.invoke("hi", agent_options={"biling": {"tier": "gold"}})
+    assert f"its agents are {known}" in str(raised.value)
+    assert ran.options == [] and model.requests == []
+    with pytest.raises(ValueError, match="biling"):
+        runner.run("hi", agent_options={"biling": {}})
+    with pytest.raises(ValueError, match="biling"):
+        runner.resume("cp", agent_options={"biling": {}})
+    with pytest.raises(ValueError, match="biling"):
+        await runner.invoke_resume("cp", agent_options={"biling": {}})
+    for name in ("billing", "desk", "helper", "lookup", "steps"):  # each can be designated
+        await runner.invoke("hi", agent_options={name: {"tier": "gold"}})
+    assert dict(ran.options[0]) == {"tier": "gold"}
