@@ -913,6 +913,10 @@ class Runner(AsyncCloseable):
                 key = _record_keys.saved(keyed[0])
                 if key is not None:
                     body["record_key"] = key
+            if not generated and run.plan is None:
+                waiting = await self._waiting(checkpoint_id)
+                if waiting is not None:
+                    return AgentEvent(event.agent_name, event.run_path, error=waiting)
             await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
@@ -932,6 +936,32 @@ class Runner(AsyncCloseable):
         if run.hooks is not None:
             run.hooks.paused(ctx, checkpoint_id)  # the root span names it (tracing)
         return event
+
+    async def _waiting(self, checkpoint_id: str) -> ErrorInfo | None:
+        """The refusal of a new run's pause under the id of a checkpoint that still waits (not
+        finished; one this runner cannot read counts as waiting), else None. Saved, the pause
+        would replace it, and its pending decision with it, with no word: the person's yes to
+        the first question ("pay bob?") would then resume the second ("pay eve?"), plain data
+        going to the one point pending. Read once per such pause (a resumed run rewrites its
+        own checkpoint; a generated id is new). Not atomic: the store protocol has no write
+        that fails if the id is taken, so two new runs pausing at once under one id may still
+        replace each other (docs/interrupts.md)."""
+        data = await self.checkpoint_store.get(checkpoint_id)
+        if data is None:
+            return None
+        try:
+            finished = bool(decode_checkpoint(data, checkpoint_id).get("finished"))
+        except CheckpointError:
+            finished = False
+        if finished:  # kept for audit (``keep_checkpoints``): never resumed again
+            return None
+        return ErrorInfo(
+            "CheckpointError",
+            f"could not save checkpoint {checkpoint_id!r}: a paused run waits there, and this "
+            "run's pause would replace it and its pending decision; pause a new run under another "
+            "id (one per pause, e.g. f'{conversation}.{turn}'), or resume that run (or delete its "
+            "checkpoint) first",
+        )
 
     async def _forget(self, checkpoint_id: str | None) -> None:
         """Delete the checkpoint of a pause saved under a generated id that its run, cancelled,

@@ -356,3 +356,49 @@ async def test_an_invoke_cancelled_after_saving_its_pause_leaves_no_checkpoint_n
         with pytest.raises(asyncio.CancelledError):
             await task
         assert list(store._data) == ([] if given is None else ["mine"])
+
+
+class _Pay(BaseAgent):
+    """Asks a person to approve paying ``payee``; pays on a yes."""
+
+    def __init__(self, paid: list[str]) -> None:
+        super().__init__("pay")
+        self.paid = paid
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        payee = input.messages[-1].content if input.messages else "?"
+        if ctx.resume is None:
+            yield ctx.interrupt(f"pay {payee}?", state=payee)
+            return
+        if ctx.resume.data is True:
+            self.paid.append(str(ctx.resume.state))
+        yield AgentEvent.of("done")
+
+
+@pytest.mark.parametrize("kept", [False, True])
+async def test_a_new_run_cannot_pause_over_a_waiting_checkpoint_of_the_same_id(
+    tmp_path: Path, kept: bool
+) -> None:
+    """A conversation's id reused for its next turn while the first turn waits for a person: the
+    second turn's pause replaced the first's silently, and the person's yes to "pay bob?" then
+    resumed "pay eve?" (plain data goes to the one pending point): eve was paid. Refused at the
+    second pause, the waiting one kept as it was; a finished one (kept for audit) is replaced."""
+    paid: list[str] = []
+    async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
+        runner = Runner(_Pay(paid), checkpoint_store=store, keep_checkpoints=kept)
+        first = await runner.invoke("bob", checkpoint_id="conv-1")
+        assert first.interrupt is not None
+        waiting = await store.get("conv-1")
+        with pytest.raises(RunError, match="'conv-1': a paused run waits there") as refused:
+            await runner.invoke("eve", checkpoint_id="conv-1")
+        assert refused.value.event.error is not None
+        assert refused.value.event.error.type == "CheckpointError"
+        assert "pause a new run under another id" in str(refused.value)
+        assert await store.get("conv-1") == waiting
+        await runner.invoke_resume("conv-1", True)
+        assert paid == ["bob"]
+        # Once finished (deleted, or kept marked finished for audit), the id is free again.
+        second = await runner.invoke("eve", checkpoint_id="conv-1")
+        assert second.interrupt is not None
+        await runner.invoke_resume("conv-1", False)
+        assert paid == ["bob"]
