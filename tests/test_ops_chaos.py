@@ -414,11 +414,19 @@ def store():
 async def main():
     async with store() as checkpoints:
         runner = Runner(ReActAgent("payer", ScriptedModel(reply), tools=[pay]), checkpoint_store=checkpoints)
-        if mode == "pause-forever":  # pauses, again and again, under one id, with a big session
-            big = {"notes": "x" * (1 << 20)}
-            n = 0
+        if mode == "pause-forever":
+            # Pauses again and again under one id, with a big session: a resumed run rewrites its
+            # own checkpoint (a new run may not replace one still waiting), and this model asks
+            # for another payment after each refusal, so every resume pauses anew.
+            def ask_again(messages):
+                rounds = sum(1 for m in messages if m.role == Role.TOOL)
+                return Reply(tool_calls=[tool_call("pay", {"amount": rounds + 1})])
+
+            runner = Runner(ReActAgent("payer", ScriptedModel(ask_again), tools=[pay]), checkpoint_store=checkpoints)
+            await runner.invoke("1", checkpoint_id="big", session={"notes": "x" * (1 << 20)})
+            n = 1
             while True:
-                await runner.invoke(str(n), checkpoint_id="big", session=big)
+                await runner.invoke_resume("big", {"approved": False})
                 n += 1
                 if n == 3:
                     print("ready", flush=True)
@@ -580,13 +588,15 @@ async def test_a_replica_killed_right_after_the_approved_call_leaves_the_checkpo
 async def test_a_process_killed_while_it_saves_pauses_leaves_a_whole_checkpoint(
     shared_store: tuple[str, str, str], tmp_path: Path
 ) -> None:
-    """A process pausing runs under one id in a loop, each saving a 1 MiB session, is killed
-    (SIGKILL) in the middle of a save: the checkpoint left is a whole one, which resumes."""
+    """A process pausing a run under one id again and again (each resume refused, the model
+    asks anew), each save 1 MiB of session, is killed (SIGKILL) in the middle of a save: the
+    checkpoint left is a whole one, which resumes."""
     ledger = tmp_path / "ledger"
     async with _replicas(shared_store, "pause-forever", tmp_path, 1) as (writer,):
         writer.kill()  # saving its next pause now, or about to
         await writer.wait()
     async with _store_of(shared_store) as store:
+        await _lapses(store, "big")  # the killed writer was resuming it: its claim lapses (1 s)
         result = await Runner(_payer(tmp_path / "ledger"), checkpoint_store=store).invoke_resume(
             "big", {"approved": True}
         )
