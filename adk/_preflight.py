@@ -48,13 +48,16 @@ if TYPE_CHECKING:
 class Preflight:
     """One resume's walk of the agent tree (see the module docstring)."""
 
-    __slots__ = ("checkpoint_id", "deferred", "endings", "plan")
+    __slots__ = ("checkpoint_id", "deferred", "endings", "plan", "turns_ahead")
 
     def __init__(self, plan: _ResumePlan, checkpoint_id: str | None) -> None:
         self.plan = plan
         self.checkpoint_id = checkpoint_id
         # Checks that must await (``defer``), run by ``finish``; a list only once one is made.
         self.deferred: list[Callable[[], Awaitable[None]]] | None = None
+        # The model calls the resume is certain to make after the paused calls, counted by the
+        # components as the walk passes them (``adk._turns_left.count_ahead``), each named.
+        self.turns_ahead: list[str] = []
         # Paused rounds that end their workflows once resumed (``note_ending``), by address.
         self.endings: list[tuple[str, str]] | None = None
 

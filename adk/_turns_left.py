@@ -1,11 +1,14 @@
-"""What a resume with no model call left may still run (the run's ``max_turns`` spent before
-the pause, or a resume's lower one).
+"""What a resume may still run within the run's ``max_turns`` (the model calls made before the
+pause count, under the saved limit or a resume's own).
 
-A paused step whose resume makes its approved calls (a refund) and then reaches an agent that
-must ask its model fails on the limit after those calls, with the checkpoint kept: a retry
-with a higher limit makes them again. The components that know what comes after a pause
-(a workflow's later steps, a supervisor's report back) refuse such a resume before anything
-runs, when they can tell the next agent asks its model first (``asks_model_first``).
+A paused step whose resume makes its approved calls (a refund) and then reaches a model call
+past the limit fails after those calls, with the checkpoint kept: a retry with a higher limit
+makes them again. So the resume's check before anything runs (``adk._preflight``) counts the
+model calls the resume is certain to make after the paused calls (``count_ahead``): a paused
+round's results a ``ReActAgent`` or an action's chat needs its model for, a workflow's later
+step that asks its model as it starts (``asks_model_first``), a supervisor's turn after a
+worker's report back. Each component counts its own into the walk, so their sum is held
+against the calls left, not each alone: one call left and two certain is refused too.
 """
 
 from __future__ import annotations
@@ -13,10 +16,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._preflight import Preflight
     from .agent import Agent
     from .context import RunContext, _Turns
 
-__all__ = ["asks_model_first", "spent_text", "spent_turns"]
+__all__ = ["asks_model_first", "count_ahead", "spent_text", "spent_turns", "starts_with_model"]
 
 
 def spent_turns(ctx: RunContext) -> _Turns | None:
@@ -25,19 +29,48 @@ def spent_turns(ctx: RunContext) -> _Turns | None:
     return turns if turns is not None and turns.used >= turns.limit else None
 
 
-def spent_text(turns: _Turns) -> str:
-    """The start of a refusal: how many calls the run made before the pause, against what."""
-    where = "beyond" if turns.used > turns.limit else "at"
-    return f"the run paused after {turns.used} model calls, {where} the run's max_turns of {turns.limit}"
+def spent_text(turns: _Turns, ahead: list[str] | None = None) -> str:
+    """The start of a refusal: how many calls the run made before the pause, against what, and
+    which calls the resume is certain to make first with those left (``ahead``)."""
+    if not ahead:
+        where = "beyond" if turns.used > turns.limit else "at"
+        return (
+            f"the run paused after {turns.used} model calls, {where} the run's max_turns of "
+            f"{turns.limit}"
+        )
+    left = "the one call left goes" if len(ahead) == 1 else f"the {len(ahead)} calls left go"
+    return (
+        f"the run paused after {turns.used} model calls of the run's max_turns of "
+        f"{turns.limit}, and {left} to {', then '.join(ahead)}"
+    )
+
+
+def count_ahead(walk: Preflight, ctx: RunContext, what: str) -> str | None:
+    """Count one model call the resume is certain to make after the paused calls run (``what``
+    names it, for a later refusal). None when the run has a call left for it (or no limit), else
+    the start of the refusal (``spent_text``), for the caller to finish with what asks."""
+    turns = ctx._run.turns
+    if turns is None:
+        return None
+    ahead = walk.turns_ahead
+    if turns.used + len(ahead) >= turns.limit:
+        return spent_text(turns, ahead)
+    ahead.append(what)
+    return None
 
 
 def asks_model_first(agent: Agent, ctx: RunContext) -> bool:
-    """Whether ``agent`` is certain to make a model call as it starts: an agent whose class says
-    so (``_adk_asks_model_first``: ``ReActAgent``), when no ``before_agent`` callback can answer
-    for it instead (none of its own, none of the run's)."""
-    if not getattr(agent, "_adk_asks_model_first", False):
-        return False
+    """Whether ``agent`` is certain to make a model call as it starts (``starts_with_model``),
+    when no ``before_agent`` callback of the run can answer for it instead."""
     hooks = ctx._run.hooks
-    return getattr(agent, "_adk_callbacks", None) is None and (
-        hooks is None or not hooks.answers_agents
+    return (hooks is None or not hooks.answers_agents) and starts_with_model(agent)
+
+
+def starts_with_model(agent: object) -> bool:
+    """Whether ``agent`` starts with a model call, as its class says (``_adk_asks_model_first``:
+    a ``ReActAgent``; a workflow, a transfer flow, a supervisor's worker or a plan-execute role
+    by the agents it starts with), when it has no ``before_agent`` callback of its own that
+    could answer for it."""
+    return getattr(agent, "_adk_callbacks", None) is None and bool(
+        getattr(agent, "_adk_asks_model_first", False)
     )

@@ -18,7 +18,7 @@ from ._aio import closing
 from ._authors import Author, authors, check_authors
 from ._checks import check_agent, check_agents, check_count
 from ._driver import NO_EVENT, drive
-from ._turns_left import asks_model_first, spent_text, spent_turns
+from ._turns_left import asks_model_first, count_ahead, starts_with_model
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
@@ -118,7 +118,7 @@ class FlowAgent:
     @property
     def _adk_asks_model_first(self) -> bool:
         """Whether it starts with a model call (``adk._turns_left``): its agent starts first."""
-        return bool(getattr(self.agent, "_adk_asks_model_first", False))
+        return starts_with_model(self.agent)
 
     def find(self, name: str) -> FlowAgent | None:
         """The transfer target ``name`` as seen from this agent: a sub-agent, then the parent."""
@@ -186,19 +186,24 @@ class FlowAgent:
             why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
-        self._check_report_back(ctx, node)
-        self._check_paused_transfer(ctx, node, node_ctx, transfers)
+        self._check_report_back(ctx, walk, node)
+        self._check_paused_transfer(ctx, walk, node, node_ctx, transfers)
 
     def _check_paused_transfer(
-        self, ctx: RunContext, node: FlowAgent, node_ctx: RunContext, transfers: int
+        self,
+        ctx: RunContext,
+        walk: Preflight,
+        node: FlowAgent,
+        node_ctx: RunContext,
+        transfers: int,
     ) -> None:
         """Refuse the resume of an agent whose paused round holds a transfer (a finished
         ``transfer_to_agent`` call beside a call awaiting approval) that the chain cannot take:
         one past ``max_transfers``, or to an agent that asks its model first when the run has
-        no model call left (``adk._turns_left``). The round may end its agent, so the agent's
-        own check lets it resume; run, the approved calls (a payment) would be made, the
-        transfer or its target then fail the run, and the kept checkpoint's retry make them
-        again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
+        no model call left for it (counted with the others, ``adk._turns_left.count_ahead``).
+        The round may end its agent, so the agent's own check lets it resume; run, the approved
+        calls (a payment) would be made, the transfer or its target then fail the run, and the
+        kept checkpoint's retry make them again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
         ``ReActAgent``); a transfer a resumed call asks for is not known before it runs."""
         paused = getattr(node.agent, "_adk_paused_transfer", None)
         name = paused(node_ctx) if paused is not None else None
@@ -217,33 +222,37 @@ class FlowAgent:
                 f"{' and the report back' if reports else ''} would pass the limit; raise "
                 "max_transfers and resume again"
             )
-        turns = spent_turns(ctx)
-        if turns is not None and asks_model_first(target.agent, ctx):
+        if ctx._run.turns is None or not asks_model_first(target.agent, ctx):
+            return
+        refused = count_ahead(walk, ctx, f"agent {name!r}")
+        if refused is not None:
             raise CheckpointError(
                 f"the checkpoint does not fit agent '{self.name}' (its transfers): "
-                f"{spent_text(turns)}: its agent {node.name!r} transfers to {name!r}, which "
+                f"{refused}: its agent {node.name!r} transfers to {name!r}, which "
                 "asks a model call the limit does not allow; resume with a higher max_turns (it "
                 "counts the calls before the pause)"
             )
 
-    def _check_report_back(self, ctx: RunContext, node: FlowAgent) -> None:
-        """Refuse the resume of a Supervisor's worker paused with no model call left
-        (``adk._turns_left``): its report back hands the turn to the supervisor, which asks its
-        model. Run, the paused calls (in a round that ends the worker, ``return_directly``)
-        would be made, the supervisor fail on the limit, and the kept checkpoint's retry make
-        them again. After the worker's own check, whose refusal (its round needing a model
-        call) names the worker."""
-        turns = spent_turns(ctx)
+    def _check_report_back(self, ctx: RunContext, walk: Preflight, node: FlowAgent) -> None:
+        """Count, for the resume's check (``adk._turns_left``), the model call a Supervisor's
+        worker's report back is certain to bring (it hands the turn to the supervisor, which
+        asks its model), and refuse the resume when the run has no call left for it. Run, the
+        paused calls (an approved refund) would be made, the supervisor fail on the limit, and
+        the kept checkpoint's retry make them again. After the worker's own count, whose
+        refusal (its round needing a model call) names the worker."""
         boss = getattr(node.agent, "_adk_reports_back", None)
-        if turns is None or boss is None:
+        if boss is None or ctx._run.turns is None:
             return
         found = self._graph_node(boss)
-        if found is not None and asks_model_first(found.agent, ctx):
+        if found is None or not asks_model_first(found.agent, ctx):
+            return
+        refused = count_ahead(walk, ctx, f"supervisor {boss!r}")
+        if refused is not None:
             raise CheckpointError(
                 f"the checkpoint does not fit agent '{self.name}' (its transfers): "
-                f"{spent_text(turns)}: its worker {node.name!r} reports back to {boss!r}, which "
-                "asks a model call the limit does not allow; resume with a higher max_turns (it "
-                "counts the calls before the pause)"
+                f"{refused}: its worker {node.name!r} reports back to {boss!r}, which asks a "
+                "model call the limit does not allow; resume with a higher max_turns (it counts "
+                "the calls before the pause)"
             )
 
     def _paused_node(self, ctx: RunContext) -> tuple[FlowAgent, tuple[str, ...], int]:

@@ -30,7 +30,7 @@ from ._driver import (
     take_break,
     unyielded_pause,
 )
-from ._turns_left import asks_model_first, spent_text, spent_turns
+from ._turns_left import asks_model_first, count_ahead, starts_with_model
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext, _Entry, _interrupt_event, _Lane, new_lane
@@ -275,6 +275,16 @@ class _Workflow:
         subs = ", ".join(s.name for s in self.sub_agents)
         return f"{type(self).__name__}({self.name!r}, [{subs}])"
 
+    @property
+    def _adk_asks_model_first(self) -> bool:
+        """Whether it starts with a model call (``adk._turns_left``): a sequence or a loop when
+        its first step does (a loop runs at least one iteration), a parallel workflow when a
+        branch does (one that may end the run first cannot be told: counted, as a step that
+        may end its workflow is)."""
+        if isinstance(self, ParallelAgent):
+            return any(starts_with_model(branch) for branch in self.sub_agents)
+        return bool(self.sub_agents) and starts_with_model(self.sub_agents[0])
+
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): a sequence or loop
         resumes the step that paused, found by name, with the checks ``_run_steps`` makes."""
@@ -295,32 +305,33 @@ class _Workflow:
             return
         if walk.stops(child_ctx.address, isinstance(self, LoopAgent)):  # an exit or break
             return
-        _check_turns_left(state, ctx, child, later)
+        if ctx._run.turns is not None:
+            _check_turns_left(state, ctx, walk, child, later)
 
 
 def _check_turns_left(
-    state: SavedState, ctx: RunContext, child: Agent, later: Iterable[Agent]
+    state: SavedState, ctx: RunContext, walk: Preflight, child: Agent, later: Iterable[Agent]
 ) -> None:
-    """Refuse the resume of a run with no model call left (``adk._turns_left``) when a step
-    after the paused one is certain to ask a model as it starts: run, the paused step would
-    make its calls (an approved refund, in a round that ends its ``ReActAgent``), the next step
-    then fail on the limit with the checkpoint kept, and a retry with a higher limit make them
-    again. Not asked when the paused step ends the workflow first: it broke the loop before it
-    paused (saved as ``broke``), or its paused round asks for an exit or a break this workflow
-    takes (``Preflight.stops``); an ending it cannot tell (an agent of one's own, a call that
-    asks for one once resumed) is refused too, as a higher ``max_turns`` resumes it. Checked
-    after the paused step's own check, whose refusal (its own round needing a model call) names
+    """Count, for the resume's check (``adk._turns_left``), a model call for each step after the
+    paused one that is certain to ask its model as it starts, and refuse the resume when the run
+    has no call left for one: run, the paused step would make its calls (an approved refund),
+    the step then fail on the limit with the checkpoint kept, and a retry with a higher limit
+    make them again. Not asked when the paused step ends the workflow first: it broke the loop
+    before it paused (saved as ``broke``), or its paused round asks for an exit or a break this
+    workflow takes (``Preflight.stops``); an ending it cannot tell (an agent of one's own, a call
+    that asks for one once resumed) is refused too, as a higher ``max_turns`` resumes it. Counted after the paused
+    step's own (the calls it needs for its round's results come first), whose refusal names
     the step."""
-    turns = spent_turns(ctx)
-    if turns is None:
-        return
-    asking = next((agent for agent in later if asks_model_first(agent, ctx)), None)
-    if asking is not None:
-        raise state.error(
-            f"{spent_text(turns)}: its step {asking.name!r}, after the paused step "
-            f"{child.name!r}, asks a model call the limit does not allow; resume with a higher "
-            "max_turns (it counts the calls before the pause)"
-        )
+    for step in later:
+        if not asks_model_first(step, ctx):
+            continue
+        refused = count_ahead(walk, ctx, f"step {step.name!r}")
+        if refused is not None:
+            raise state.error(
+                f"{refused}: its step {step.name!r}, after the paused step {child.name!r}, asks "
+                "a model call the limit does not allow; resume with a higher max_turns (it "
+                "counts the calls before the pause)"
+            )
 
 
 class SequentialAgent(_Workflow):

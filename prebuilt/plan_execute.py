@@ -64,6 +64,7 @@ from adk._aio import closing
 from adk._authors import Author, authors
 from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
+from adk._turns_left import starts_with_model
 from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED, _FORWARDED
 from adk.history import _input_without_tool, _is_history_view
@@ -379,6 +380,12 @@ class _Role:
         """The role's agent, which callbacks are given for the role (``adk._instrument._made``)."""
         return self.agent
 
+    @property
+    def _adk_asks_model_first(self) -> bool:
+        """Whether it starts with a model call (``adk._turns_left``): the planner and the
+        replanner run their agent whenever their step runs."""
+        return starts_with_model(self.agent)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.agent!r})"
 
@@ -603,6 +610,9 @@ class _LoopStep(_Role):
 
 
 class _ExecuteStep(_LoopStep):
+    # A step with no plan step left to do does not run its agent (``run``): not certain.
+    _adk_asks_model_first = False
+
     def _prompt(self, state: _StepState) -> str:
         return _executor_prompt(state.objective, state.plan, state.done)
 

@@ -52,6 +52,7 @@ from adk import (
 from adk._aio import closing
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import NO_EVENT
+from adk._turns_left import count_ahead, spent_text
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
@@ -436,11 +437,9 @@ class _ReActCore:
         if iterations == self.owner.max_iterations:
             raise self._past_limit(saved, iterations)
         assert turns is not None
-        where = "beyond" if turns.used > turns.limit else "at"
         raise saved.error(
-            f"the run paused after {turns.used} model calls, {where} the run's max_turns of "
-            f"{turns.limit}: the paused calls' results would need a model call the limit does "
-            "not allow; resume with a higher max_turns (it counts the calls before the pause)"
+            f"{spent_text(turns)}: the paused calls' results would need a model call the limit "
+            "does not allow; resume with a higher max_turns (it counts the calls before the pause)"
         )
 
     def _past_limit(self, saved: SavedState, iterations: int) -> CheckpointError:
@@ -568,6 +567,31 @@ class _ReActCore:
                 # A toolset's tool whose approval edits the call: found by asking its server,
                 # after the walk (``Preflight.defer``), so a bad edit runs nothing either.
                 walk.defer(functools.partial(self._check_later, ctx, walk, call, address))
+        if ctx._run.turns is not None:
+            self._count_round(ctx, walk, saved, calls, restored.held)
+
+    def _count_round(
+        self,
+        ctx: RunContext,
+        walk: Preflight,
+        saved: SavedState,
+        calls: list[ToolCall],
+        held: list[Message],
+    ) -> None:
+        """Count, for the resume's check (``adk._turns_left``), the model call the paused
+        round's results need when the round cannot end the agent, after what its calls' nested
+        runs (an ``AgentTool``'s) counted, as they run first; refuse the resume when the run has
+        no call left for it. ``_check_round_fits`` refused already a round with none left at
+        all; this one refuses a round whose call left goes to a nested run's or a parallel
+        branch's results."""
+        if self._round_may_end(calls, held, saved_exits(saved), saved_action(saved)):
+            return
+        refused = count_ahead(walk, ctx, f"agent {self.name!r} (its paused calls' results)")
+        if refused is not None:
+            raise saved.error(
+                f"{refused}: the paused calls' results would need a model call the limit does "
+                "not allow; resume with a higher max_turns (it counts the calls before the pause)"
+            )
 
     def _adk_paused_transfer(self, ctx: RunContext) -> str | None:
         """The agent the paused round at ``ctx`` transfers to once resumed, as its saved state

@@ -632,16 +632,28 @@ async def test_a_model_api_down_for_good_fails_the_worker_and_the_run(
 async def test_max_turns_counts_every_agents_calls_across_a_pause_and_a_new_runner(
     llm: OpenAIServer, mcp_process: HTTPServerProcess, tmp_path: Path
 ) -> None:
+    """Four calls before the pause (the boss twice, research, payments) leave one of five: the
+    refund's result takes it, and the boss's turn after the report back would be a sixth. The
+    new runner's resume is refused before the refund, as run it refunded, failed on the boss's
+    call and kept the checkpoint for a retry to refund again; given six it goes on."""
     llm.script(to("research"), Wire(text="Sunny."), *to_payments_and_refund())
     async with SQLiteCheckpointStore(tmp_path / "cp.db") as store:
         paused = await app_runner(llm, mcp_process, store).invoke("go", max_turns=5)
         assert paused.interrupt is not None
-        llm.script(Wire(text="Refunded."), Wire(text="never sent"))
-        with pytest.raises(adk.MaxTurnsExceeded) as exceeded:
+        with pytest.raises(adk.RunError) as refused:
             await app_runner(llm, mcp_process, store).invoke_resume(paused.checkpoint_id, True)
-    assert (exceeded.value.max_turns, exceeded.value.agent_name) == (5, "boss")
-    assert REFUNDS == [("A-1", 5000)]
-    assert len(llm.requests) == 5
+        assert isinstance(refused.value.__cause__, adk.CheckpointError)
+        assert (
+            "the run paused after 4 model calls of the run's max_turns of 5, and the one call "
+            "left goes to agent 'payments' (its paused calls' results): its worker 'payments' "
+            "reports back to 'boss'" in str(refused.value)
+        )
+        assert REFUNDS == [] and len(llm.requests) == 4
+        llm.script(Wire(text="Refunded."), Wire(text="Done."))
+        runner = app_runner(llm, mcp_process, store)
+        done = await runner.invoke_resume(paused.checkpoint_id, True, max_turns=6)
+    assert done.text == "Done." and REFUNDS == [("A-1", 5000)]
+    assert len(llm.requests) == 6
 
 
 async def test_a_pause_that_spent_the_runs_max_turns_is_refused_on_resume_before_the_refund(

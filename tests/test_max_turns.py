@@ -245,8 +245,11 @@ async def test_a_nested_runs_calls_before_the_pause_count_after_it() -> None:
     assert data is not None
     assert decode_checkpoint(data, "x")["turns"] == {"max_turns": 5, "used": 4}
 
-    with pytest.raises(MaxTurnsExceeded):  # helper's answer is the 5th, the desk's the 6th
+    # The helper's answer would be the 5th call, the desk's the 6th: the four before the pause
+    # count, so the resume is refused before the approved call runs again (test_max_turns_pauses)
+    with pytest.raises(RunError, match="after 4 model calls of the run's max_turns of 5"):
         await runner.invoke_resume(paused.checkpoint_id, "yes")
+    assert (await runner.invoke_resume(paused.checkpoint_id, "yes", max_turns=6)).text == "answer"
 
 
 async def test_a_run_paused_without_a_limit_counts_from_its_resume() -> None:

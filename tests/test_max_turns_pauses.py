@@ -27,7 +27,7 @@ from adk.actions import (
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
-from prebuilt import ReActAgent, Supervisor
+from prebuilt import PlanExecute, ReActAgent, Supervisor
 
 
 def _pay(cents: int, id: str = "p1") -> Reply:
@@ -486,3 +486,106 @@ async def test_a_round_that_escalates_at_the_limit_resumes_though_the_loop_would
     with pytest.raises(RunError, match="its step 'summary', after the paused step 'payer'"):
         await runner([], loop=False).invoke_resume(paused.checkpoint_id, True)
     assert bank.paid == [("ann", 5)]
+
+
+# -- calls certain after the pause, more than are left ----------------------------------------------
+
+
+def _short_runner(bank: Bank, shape: str, store: Any, paying: list[Any]) -> Runner:
+    """A payer whose paused round needs its model for the payment's result, in ``shape``, with
+    one more model call certain after it: a workflow's next step, a loop's next iteration, a
+    supervisor's turn after the report back, or the ReActAgent that called it as a tool. The
+    supervisor or caller delegates in the run that pauses (``paying`` pays), then answers."""
+    resumed = not isinstance(paying[0], Reply)
+    payer = ReActAgent("payer", ScriptedModel(paying), description="pays", tools=[bank.pay])
+    summary = ReActAgent("summary", ScriptedModel(["summed"]))
+    if shape == "sequential":
+        return Runner(SequentialAgent("flow", [payer, summary]), store)
+    if shape == "loop":
+        return Runner(LoopAgent("flow", [payer], max_iterations=2), store)
+    if shape == "action":
+        resources = Resources()
+        resources.add_model("m", ScriptedModel(paying))
+        resources.add_tool(bank.pay)
+        actor = ChatActor("payments", ["pay"], resources=resources)
+        return Runner(SequentialAgent("flow", [actor, summary]), store)
+    if shape == "supervisor":
+        delegate = Reply(
+            tool_calls=[tool_call("transfer_to_agent", {"agent_name": "payer"}, id="d1")]
+        )
+        boss = ReActAgent("boss", ScriptedModel(["summed"] if resumed else [delegate]))
+        return Runner(Supervisor(boss, [payer]), store)
+    ask = Reply(tool_calls=[tool_call("payer", {"request": "refund ann"}, id="h1")])
+    desk = ReActAgent(
+        "desk", ScriptedModel(["summed"] if resumed else [ask]), tools=[adk.AgentTool(payer)]
+    )
+    return Runner(desk, store)
+
+
+@pytest.mark.parametrize("shape", ["sequential", "loop", "action", "supervisor", "agent_tool"])
+async def test_a_resume_certain_to_need_more_calls_than_are_left_is_refused(shape: str) -> None:
+    """One model call left at the pause, two certain after it: the payer's for the payment's
+    result, then the next agent's. Run, the refund would be paid, the payer take the last call,
+    the next agent fail on the limit, the checkpoint be kept and a retry with a higher limit pay
+    again. Refused before anything runs, naming both; with two calls left it goes on."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    first = 1 if shape in ("sequential", "loop", "action") else 2  # a boss's or desk's call first
+    paused = await _short_runner(bank, shape, store, [_pay(5)]).invoke(
+        "refund ann", max_turns=first + 1
+    )
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await _short_runner(bank, shape, store, ["paid"]).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    text = str(refused.value)
+    assert (
+        f"the run paused after {first} model calls of the run's max_turns of {first + 1}, and "
+        "the one call left goes to " in text
+    )
+    assert "resume with a higher max_turns" in text
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+
+    done = await _short_runner(bank, shape, store, ["paid", "paid"]).invoke_resume(
+        paused.checkpoint_id, True, max_turns=first + 2 + (shape == "loop")
+    )
+    assert done.interrupt is None and bank.paid == [("ann", 5)]
+
+
+@pytest.mark.parametrize(
+    "shape", ["plan_execute", "nested_sequence", "parallel", "supervisor_step"]
+)
+async def test_an_agent_certain_to_ask_its_model_first_is_seen_through_what_wraps_it(
+    shape: str,
+) -> None:
+    """The step after the paused one asks its model first from inside what wraps it: a
+    PlanExecute's replanner after its executor, a sequence whose first step is a ReActAgent, a
+    parallel workflow with one as a branch, a Supervisor whose supervisor is one. The paused round ends its agent (``return_directly``),
+    no call is left: run, the refund would be paid and that agent fail on the limit."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        payer = _ending_payer(bank, script)
+        summary = ReActAgent("summary", ScriptedModel(["summed"]))
+        if shape == "plan_execute":
+            planner = ReActAgent("planner", ScriptedModel(['{"steps": ["refund ann"]}']))
+            agent: Any = PlanExecute(planner, payer, ReActAgent("replanner", ScriptedModel([])))
+        elif shape == "nested_sequence":
+            agent = SequentialAgent("flow", [payer, SequentialAgent("after", [summary])])
+        elif shape == "parallel":
+            agent = SequentialAgent("flow", [payer, ParallelAgent("after", [summary])])
+        else:
+            helper = ReActAgent("helper", ScriptedModel([]), "helps")
+            after = Supervisor(ReActAgent("boss", ScriptedModel([])), [helper])
+            agent = SequentialAgent("flow", [payer, after])
+        return Runner(agent, store)
+
+    used = 2 if shape == "plan_execute" else 1  # the planner's call first
+    paused = await runner([_pay(5)]).invoke("refund ann", max_turns=used)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert f"the run paused after {used} model calls, at the run's max_turns of {used}" in str(
+        refused.value
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None

@@ -17,7 +17,7 @@ from contextlib import aclosing, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .._turns_left import spent_text, spent_turns
+from .._turns_left import count_ahead, spent_text, spent_turns
 from ..checkpoint._state import SavedState
 from ..context import generate_counted, run_model_options, stream_counted
 from ..events import AgentEvent, AgentOutput
@@ -338,29 +338,53 @@ def check_turns_left(
 ) -> None:
     """Refuse a resume whose run has no model call left (its ``max_turns`` spent before the
     pause, or a resume's lower one) when the built-in chat is certain to call the model after
-    the paused action: the chat waiting for the paused tool round's results, or one the
-    remaining listeners of the paused event or the saved queue start or carry on. Run, the
-    paused action would make its calls (an approved refund), the chat then fail on the limit
-    with the checkpoint kept, and a retry with a higher limit make them again: refused before
-    anything runs, as ``ReActAgent`` refuses such a round (its ``_check_round_fits``). What an
-    action of one's own sends when it runs again cannot be known here; it fails as it asks."""
+    the paused action (``chat_asks_after``). Run, the paused action would make its calls (an
+    approved refund), the chat then fail on the limit with the checkpoint kept, and a retry
+    with a higher limit make them again: refused before anything runs, as ``ReActAgent``
+    refuses such a round (its ``_check_round_fits``). What an action of one's own sends when it
+    runs again cannot be known here; it fails as it asks."""
     turns = spent_turns(run.ctx)
-    if turns is None:
+    if turns is not None and chat_asks_after(run, current, listener, queue):
+        raise saved.error(f"{spent_text(turns)}: {_CHAT_ASKS}")
+
+
+_CHAT_ASKS = (
+    "its chat asks the model after the paused action, a model call the limit does not allow; "
+    "resume with a higher max_turns (it counts the calls before the pause)"
+)
+
+
+def count_chat_after(
+    run: _ActionRun,
+    saved: SavedState,
+    current: Event,
+    listener: int,
+    queue: Sequence[Event],
+    walk: Preflight,
+) -> None:
+    """Count, for the resume's check (``adk._turns_left``), the model call the built-in chat is
+    certain to make after the paused action (``chat_asks_after``), and refuse the resume when
+    the run has no call left for it (the one left going to a nested run's or a parallel
+    branch's results): the case ``check_turns_left`` cannot see, which counts nothing."""
+    if not chat_asks_after(run, current, listener, queue):
         return
+    refused = count_ahead(walk, run.ctx, f"agent {run.agent.name!r} (its chat)")
+    if refused is not None:
+        raise saved.error(f"{refused}: {_CHAT_ASKS}")
+
+
+def chat_asks_after(run: _ActionRun, current: Event, listener: int, queue: Sequence[Event]) -> bool:
+    """Whether the built-in chat is certain to call the model after the paused action: the
+    chat waiting for the paused tool round's results, or one the remaining listeners of the
+    paused event or the saved queue start or carry on."""
     listeners = run.plan.listeners(type(current))
     paused = listeners[listener]
     later = [found.call for found in listeners[listener + 1 :]]
-    asks = (paused.call is tool_action and _chat_takes_response(run, current)) or (
+    if (paused.call is tool_action and _chat_takes_response(run, current)) or (
         chat_action in later and _chat_asks(run, current)
-    )
-    if not asks:
-        asks = any(_chat_asks(run, event) for event in queue)
-    if asks:
-        raise saved.error(
-            f"{spent_text(turns)}: its chat asks the model after the paused action, a model "
-            "call the limit does not allow; resume with a higher max_turns (it counts the calls "
-            "before the pause)"
-        )
+    ):
+        return True
+    return any(_chat_asks(run, event) for event in queue)
 
 
 def _chat_asks(run: _ActionRun, event: Event) -> bool:

@@ -16,10 +16,11 @@ import adk
 from .._checks import check_count, check_resources
 from .._driver import NO_EVENT
 from ..agent import AgentInput, BaseAgent
+from ..checkpoint._state import SavedState
 from ..context import RunContext, note_restored
 from ..events import AgentEvent
 from ..messages import Message
-from ._builtin import preflight_tool_action, tool_action
+from ._builtin import count_chat_after, preflight_tool_action, tool_action
 from ._run import _ActionRun
 from .context import _memory_key
 from .events import ToolRequestEvent, _input_event
@@ -125,6 +126,9 @@ class ActionAgent(BaseAgent):
         walk.only_under(ctx.address, [run.address_of(paused.name)], why)
         if paused.call is tool_action and isinstance(current, ToolRequestEvent):
             preflight_tool_action(run, current, paused.name, walk)
+        if ctx._run.turns is not None:  # after the calls' nested runs, which run first
+            saved = SavedState(f"agent {self.name!r}", resume.state if resume is not None else None)
+            count_chat_after(run, saved, current, listener, run.queue, walk)
 
 
 def _input_of(messages: list[Message]) -> Any:
