@@ -292,10 +292,11 @@ class _Workflow:
         path = tuple(state.names("run_path"))
         start = _resumed_step(state, path, ctx.run_path, self.sub_agents)
         later = self.sub_agents[start + 1 :]
+        following: list[Agent] = []  # a loop's next iteration's steps
         if isinstance(self, LoopAgent):
             iteration = _resumed_iteration(state, self.max_iterations)
             if self.max_iterations is None or iteration + 1 < self.max_iterations:
-                later = [*later, *self.sub_agents]  # the next iteration's steps too
+                following = self.sub_agents
         child = self.sub_agents[start]
         child_ctx = ctx._child(child.name, path)
         why = f"workflow {self.name!r} resumes its step {child.name!r}"
@@ -306,11 +307,16 @@ class _Workflow:
         if walk.stops(child_ctx.address, isinstance(self, LoopAgent)):  # an exit or break
             return
         if ctx._run.turns is not None:
-            _check_turns_left(state, ctx, walk, child, later)
+            _check_turns_left(state, ctx, walk, child, later, following)
 
 
 def _check_turns_left(
-    state: SavedState, ctx: RunContext, walk: Preflight, child: Agent, later: Iterable[Agent]
+    state: SavedState,
+    ctx: RunContext,
+    walk: Preflight,
+    child: Agent,
+    later: Iterable[Agent],
+    following: Iterable[Agent],
 ) -> None:
     """Count, for the resume's check (``adk._turns_left``), a model call for each step after the
     paused one that is certain to ask its model as it starts, and refuse the resume when the run
@@ -319,12 +325,18 @@ def _check_turns_left(
     make them again. Not asked when the paused step ends the workflow first: it broke the loop
     before it paused (saved as ``broke``), or its paused round asks for an exit or a break this
     workflow takes (``Preflight.stops``); an ending it cannot tell (an agent of one's own, a call
-    that asks for one once resumed) is refused too, as a higher ``max_turns`` resumes it. Counted after the paused
-    step's own (the calls it needs for its round's results come first), whose refusal names
-    the step."""
-    for step in later:
-        if not asks_model_first(step, ctx):
-            continue
+    that asks for one once resumed) is refused too, as a higher ``max_turns`` resumes it.
+    Counted after the paused step's own (the calls it needs for its round's results come
+    first), whose refusal names the step.
+
+    A loop's next iteration (``following``) is counted only when no later step of this one asks
+    its model: such a step is what usually decides to go on (a ``PlanExecute``'s replanner
+    answering ends its loop), while a loop whose iteration asks nothing after the paused step
+    runs its next one unless the paused step breaks it."""
+    asking = [step for step in later if asks_model_first(step, ctx)]
+    if not asking:
+        asking = [step for step in following if asks_model_first(step, ctx)]
+    for step in asking:
         refused = count_ahead(walk, ctx, f"step {step.name!r}")
         if refused is not None:
             raise state.error(

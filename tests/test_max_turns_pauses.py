@@ -589,3 +589,24 @@ async def test_an_agent_certain_to_ask_its_model_first_is_seen_through_what_wrap
         refused.value
     )
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+
+
+async def test_a_plan_executes_paused_step_resumes_with_the_calls_it_needs_left() -> None:
+    """Two calls left: the executor's for the payment's result, then the replanner's, whose
+    answer ends the loop. The loop's next iteration is not counted as certain (the replanner
+    decides it), so the resume goes on; with one left it is refused before the refund."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(paying: list[Any], replanning: list[Any]) -> Runner:
+        planner = ReActAgent("planner", ScriptedModel(['{"steps": ["refund ann"]}']))
+        payer = ReActAgent("payer", ScriptedModel(paying), tools=[bank.pay])
+        replanner = ReActAgent("replanner", ScriptedModel(replanning))
+        return Runner(PlanExecute(planner, payer, replanner), store)
+
+    paused = await runner([_pay(5)], []).invoke("refund ann", max_turns=4)  # 2 made
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError, match="the one call left goes to agent 'payer'"):
+        await runner(["paid"], ["done"]).invoke_resume(paused.checkpoint_id, True, max_turns=3)
+    assert bank.paid == []
+    done = await runner(["paid"], ["done"]).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "done" and bank.paid == [("ann", 5)]
