@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -20,6 +21,8 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import pytest
 import uvicorn
 from conftest import wire_model
 from mcp_servers.process import HTTPServerProcess
@@ -309,3 +312,63 @@ def test_an_mcp_session_opened_during_a_request_leaves_nothing_open_in_its_trace
         server.stop()
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def _documented_session_stream() -> type[StreamingResponse]:
+    """The ``SessionStream`` docs/service.md shows, as written there."""
+    page = (Path(__file__).resolve().parent.parent / "docs" / "service.md").read_text()
+    found = re.search(r"^class SessionStream\(StreamingResponse\):\n(?:(?: {4}.*)?\n)+", page, re.M)
+    assert found is not None, "docs/service.md no longer shows class SessionStream"
+    namespace: dict[str, Any] = {"asyncio": asyncio, "StreamingResponse": StreamingResponse}
+    exec(found.group(0), namespace)
+    made: type[StreamingResponse] = namespace["SessionStream"]
+    return made
+
+
+class _Hanging(adk.BaseAgent):
+    """Says one part after another; closing it awaits, as closing a model's connection does."""
+
+    async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> AsyncIterator[AgentEvent]:
+        try:
+            for part in range(100):
+                yield AgentEvent.of(adk.Message.assistant(f"part {part}"))
+        finally:
+            await asyncio.sleep(0)
+
+
+@pytest.mark.parametrize("spec", ["2.3", "2.4"])
+async def test_the_documented_session_stream_gives_its_lock_back_when_its_close_is_cancelled(
+    spec: str,
+) -> None:
+    """The response is cancelled in an anyio cancel scope (a middleware's task group runs the
+    app, as Starlette's BaseHTTPMiddleware does) while the client reads nothing more: the scope
+    cancels again at every await, the run's close (which awaits) included. The session's lock
+    must be given back all the same, or the session answers 409 for good."""
+    stream_class = _documented_session_stream()
+    lock = asyncio.Lock()
+    await lock.acquire()
+    events = Runner(_Hanging("talker")).run("hi")
+
+    async def body() -> AsyncIterator[str]:
+        async with contextlib.aclosing(events):
+            async for event in events:
+                yield f"data: {json.dumps(AgentEvent.to_dict(event))}\n\n"
+
+    response = stream_class(body(), lock)  # type: ignore[call-arg]
+    stalled = asyncio.Event()
+
+    async def send(message: Any) -> None:
+        if message["type"] == "http.response.body":
+            stalled.set()  # the client reads no more: its first piece is never taken
+            await asyncio.Event().wait()
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.Event().wait()  # no disconnect comes: the middleware cancels
+        return {}
+
+    scope = {"type": "http", "asgi": {"spec_version": spec}, "method": "POST", "headers": []}
+    async with anyio.create_task_group() as group:
+        group.start_soon(response, scope, receive, send)
+        await stalled.wait()
+        group.cancel_scope.cancel()
+    assert not lock.locked()
