@@ -250,6 +250,10 @@ class _Workflow:
         own = cls.__dict__
         if ("run" in own or "resume" in own) and "_adk_drive" not in own:
             cls._adk_drive = None  # a subclass that runs differently is driven the general way
+            if cls.__module__ != __name__ and "_adk_asks_model_first" not in own:
+                # A subclass of one's own: nor can it be told to start with its first step
+                # (``adk._turns_left``) unless it says so, as ``PlanExecute`` does.
+                cls._adk_asks_model_first = False  # type: ignore[assignment]
 
     _adk_callbacks: Any = None  # its own callbacks (``callbacks=``), if any
 

@@ -845,6 +845,11 @@ class PlanExecute(SequentialAgent):
                 if author[1] is not agent:
                     yield author
 
+    @property
+    def _adk_asks_model_first(self) -> bool:
+        """Whether it starts with a model call (``adk._turns_left``): its planner starts it."""
+        return starts_with_model(self.sub_agents[0])
+
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         # An input a parent agent made (a custom agent's ``run(AgentInput([...]), ctx)``), not
         # the history's view: its user messages are the objective. The planner read it from the

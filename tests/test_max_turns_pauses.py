@@ -552,14 +552,16 @@ async def test_a_resume_certain_to_need_more_calls_than_are_left_is_refused(shap
 
 
 @pytest.mark.parametrize(
-    "shape", ["plan_execute", "nested_sequence", "parallel", "supervisor_step"]
+    "shape",
+    ["plan_execute", "nested_sequence", "parallel", "supervisor_step", "plan_execute_step"],
 )
 async def test_an_agent_certain_to_ask_its_model_first_is_seen_through_what_wraps_it(
     shape: str,
 ) -> None:
     """The step after the paused one asks its model first from inside what wraps it: a
     PlanExecute's replanner after its executor, a sequence whose first step is a ReActAgent, a
-    parallel workflow with one as a branch, a Supervisor whose supervisor is one. The paused round ends its agent (``return_directly``),
+    parallel workflow with one as a branch, a Supervisor whose supervisor is one, a PlanExecute
+    (its planner). The paused round ends its agent (``return_directly``),
     no call is left: run, the refund would be paid and that agent fail on the limit."""
     bank, store = Bank(), InMemoryCheckpointStore()
 
@@ -573,6 +575,10 @@ async def test_an_agent_certain_to_ask_its_model_first_is_seen_through_what_wrap
             agent = SequentialAgent("flow", [payer, SequentialAgent("after", [summary])])
         elif shape == "parallel":
             agent = SequentialAgent("flow", [payer, ParallelAgent("after", [summary])])
+        elif shape == "plan_execute_step":
+            planner = ReActAgent("planner", ScriptedModel([]))
+            after = PlanExecute(planner, summary, ReActAgent("replanner", ScriptedModel([])))
+            agent = SequentialAgent("flow", [payer, after])
         else:
             helper = ReActAgent("helper", ScriptedModel([]), "helps")
             after = Supervisor(ReActAgent("boss", ScriptedModel([])), [helper])
@@ -610,3 +616,23 @@ async def test_a_plan_executes_paused_step_resumes_with_the_calls_it_needs_left(
     assert bank.paid == []
     done = await runner(["paid"], ["done"]).invoke_resume(paused.checkpoint_id, True)
     assert done.text == "done" and bank.paid == [("ann", 5)]
+
+
+async def test_a_workflow_subclass_running_otherwise_is_not_taken_to_ask_first() -> None:
+    """A SequentialAgent subclass with a run of its own may not start with its first step (here
+    it answers from the session): the step before it resumes at the limit, as a step that is no
+    ReActAgent does."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    class Cached(SequentialAgent):
+        async def run(self, input: adk.AgentInput, ctx: adk.RunContext) -> Any:
+            yield adk.AgentEvent.of(Message.assistant("from the cache"))
+
+    def runner(script: list[Any]) -> Runner:
+        cached = Cached("cached", [ReActAgent("summary", ScriptedModel([]))])
+        return Runner(SequentialAgent("flow", [_ending_payer(bank, script), cached]), store)
+
+    paused = await runner([_pay(5)]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "from the cache" and bank.paid == [("ann", 5)]
