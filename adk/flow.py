@@ -187,23 +187,16 @@ class FlowAgent:
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
         self._check_report_back(ctx, walk, node)
-        self._check_paused_transfer(ctx, walk, node, node_ctx, transfers)
+        self._check_paused_transfer(node, node_ctx, transfers)
 
-    def _check_paused_transfer(
-        self,
-        ctx: RunContext,
-        walk: Preflight,
-        node: FlowAgent,
-        node_ctx: RunContext,
-        transfers: int,
-    ) -> None:
+    def _check_paused_transfer(self, node: FlowAgent, node_ctx: RunContext, transfers: int) -> None:
         """Refuse the resume of an agent whose paused round holds a transfer (a finished
         ``transfer_to_agent`` call beside a call awaiting approval) that the chain cannot take:
-        one past ``max_transfers``, or to an agent that asks its model first when the run has
-        no model call left for it (counted with the others, ``adk._turns_left.count_ahead``).
-        The round may end its agent, so the agent's own check lets it resume; run, the approved
-        calls (a payment) would be made, the transfer or its target then fail the run, and the
-        kept checkpoint's retry make them again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
+        one past ``max_transfers`` (the model calls the transfer brings, its target's and its
+        report back's, the agent counts itself: ``_ReActCore._after_transfer``). The round may
+        end its agent, so the agent's own check lets it resume; run, the approved calls (a
+        payment) would be made, the transfer then fail the run, and the kept checkpoint's retry
+        make them again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
         ``ReActAgent``); a transfer a resumed call asks for is not known before it runs."""
         paused = getattr(node.agent, "_adk_paused_transfer", None)
         name = paused(node_ctx) if paused is not None else None
@@ -221,16 +214,6 @@ class FlowAgent:
                 f"{self.max_transfers}: the transfer to {name!r} its paused round holds"
                 f"{' and the report back' if reports else ''} would pass the limit; raise "
                 "max_transfers and resume again"
-            )
-        if ctx._run.turns is None or not asks_model_first(target.agent, ctx):
-            return
-        refused = count_ahead(walk, ctx, f"agent {name!r}")
-        if refused is not None:
-            raise CheckpointError(
-                f"the checkpoint does not fit agent '{self.name}' (its transfers): "
-                f"{refused}: its agent {node.name!r} transfers to {name!r}, which "
-                "asks a model call the limit does not allow; resume with a higher max_turns (it "
-                "counts the calls before the pause)"
             )
 
     def _check_report_back(self, ctx: RunContext, walk: Preflight, node: FlowAgent) -> None:

@@ -17,6 +17,7 @@ the checkpoint's history already holds (see ``prebuilt._react_state``).
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
@@ -52,7 +53,7 @@ from adk import (
 from adk._aio import closing
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import NO_EVENT
-from adk._turns_left import count_ahead, spent_text
+from adk._turns_left import asks_model_first, count_ahead, spent_text
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
@@ -196,6 +197,19 @@ class _Turn:
     schema_retried: bool  # the one retry for an answer off the output schema is used
     tools_pending: bool  # ``tools`` are still to resolve (see ``_ReActCore._turn``)
     done: bool  # the last tool round ended the agent (set by ``_round``)
+
+
+_RESULTS_NEED = "the paused calls' results would need"
+
+
+def _transfer_target(call: ToolCall) -> str | None:
+    """The agent a ``transfer_to_agent`` call names, or None when its arguments do not."""
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return None
+    name = arguments.get("agent_name") if isinstance(arguments, dict) else None
+    return name if isinstance(name, str) else None
 
 
 class _ReActCore:
@@ -578,20 +592,64 @@ class _ReActCore:
         calls: list[ToolCall],
         held: list[Message],
     ) -> None:
-        """Count, for the resume's check (``adk._turns_left``), the model call the paused
-        round's results need when the round cannot end the agent, after what its calls' nested
-        runs (an ``AgentTool``'s) counted, as they run first; refuse the resume when the run has
-        no call left for it. ``_check_round_fits`` refused already a round with none left at
-        all; this one refuses a round whose call left goes to a nested run's or a parallel
-        branch's results."""
-        if self._round_may_end(calls, held, saved_exits(saved), saved_action(saved)):
-            return
-        refused = count_ahead(walk, ctx, f"agent {self.name!r} (its paused calls' results)")
-        if refused is not None:
-            raise saved.error(
-                f"{refused}: the paused calls' results would need a model call the limit does "
-                "not allow; resume with a higher max_turns (it counts the calls before the pause)"
-            )
+        """Count, for the resume's check (``adk._turns_left``), the model calls the paused round
+        is certain to bring, after what its calls' nested runs (an ``AgentTool``'s) counted, as
+        they run first, and refuse the resume when the run has no call left for one: the
+        round's results, when it cannot end the agent; when it ends it by a transfer alone, the
+        call of the agent it transfers to (and of the supervisor a worker reports back to).
+        ``_check_round_fits`` refused already a round needing its own call with none left at
+        all; this one refuses one whose call left goes to a nested run, a parallel branch, or
+        the agent transferred to."""
+        exits, action = saved_exits(saved), saved_action(saved)
+        if not self._round_may_end(calls, held, exits, action):
+            asking = [(f"agent {self.name!r} (its paused calls' results)", _RESULTS_NEED)]
+        else:
+            asking = self._after_transfer(ctx, calls, held, exits, action)
+        for what, needs in asking:
+            refused = count_ahead(walk, ctx, what)
+            if refused is not None:
+                raise saved.error(
+                    f"{refused}: {needs} a model call the limit does not allow; resume with a "
+                    "higher max_turns (it counts the calls before the pause)"
+                )
+
+    def _after_transfer(
+        self,
+        ctx: RunContext,
+        calls: list[ToolCall],
+        held: list[Message],
+        exits: list[str],
+        action: AgentAction | None,
+    ) -> list[tuple[str, str]]:
+        """The model calls certain after a round that ends the agent by a transfer alone (a
+        supervisor paying and delegating in one round): the target's first, if it asks its model
+        first, then its report back's, if it is a supervisor's worker. Each as (what counts it,
+        what needs it, for the refusal). None for a round that may end the agent otherwise."""
+        owner = self.owner
+        ending = set(owner.return_directly)
+        if owner._exit_tool is not None:
+            ending.add(owner._exit_tool.spec.name)
+        if held or exits or (action is not None and action.exit):
+            return []
+        if any(call.name in ending for call in calls):
+            return []
+        target = action.transfer_to if action is not None else None
+        if target is None:
+            target = next((_transfer_target(c) for c in calls if c.name == TRANSFER_TOOL), None)
+        flow = owner._adk_flow
+        node = flow.find(target) if target else None
+        if node is None:  # an unknown target: the tool's error goes to the model
+            return [(f"agent {self.name!r} (its paused calls' results)", _RESULTS_NEED)]
+        found: list[tuple[str, str]] = []
+        if asks_model_first(node.agent, ctx):
+            to = f"the paused round transfers to {node.name!r}"
+            found.append((f"agent {node.name!r} (transferred to)", f"{to}, which asks"))
+            boss = getattr(node.agent, "_adk_reports_back", None)
+            back = flow._graph_node(boss) if isinstance(boss, str) else None
+            if back is not None and asks_model_first(back.agent, ctx):
+                needs = f"{to}, which reports back to {boss!r}, which asks"
+                found.append((f"supervisor {boss!r} (the report back)", needs))
+        return found
 
     def _adk_paused_transfer(self, ctx: RunContext) -> str | None:
         """The agent the paused round at ``ctx`` transfers to once resumed, as its saved state

@@ -379,8 +379,9 @@ async def test_a_flows_round_paying_and_transferring_with_no_call_left_is_refuse
         await _flow_runner(bank, [], ["checked"], store).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
     assert (
-        "the run paused after 1 model calls, at the run's max_turns of 1: its agent 'clerk' "
-        "transfers to 'auditor', which asks a model call" in str(refused.value)
+        "the checkpoint does not fit agent 'clerk': the run paused after 1 model calls, at the "
+        "run's max_turns of 1: the paused round transfers to 'auditor', which asks a model call"
+        in str(refused.value)
     )
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
     done = await _flow_runner(bank, [], ["checked"], store).invoke_resume(
@@ -636,3 +637,37 @@ async def test_a_workflow_subclass_running_otherwise_is_not_taken_to_ask_first()
     assert paused.checkpoint_id is not None
     done = await runner([]).invoke_resume(paused.checkpoint_id, True)
     assert done.text == "from the cache" and bank.paid == [("ann", 5)]
+
+
+async def test_a_supervisors_round_that_pays_and_delegates_counts_the_worker_and_its_report() -> (
+    None
+):
+    """The supervisor's paused round pays (approved) and hands over to a worker: it ends the
+    supervisor without its model, but the worker asks its model, then reports back and the
+    supervisor asks again. Two calls certain after the refund: with one left the resume is
+    refused before the refund is paid; with two it goes on."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    both = Reply(
+        tool_calls=[
+            tool_call("pay", {"payee": "ann", "cents": 5}, id="p1"),
+            tool_call("transfer_to_agent", {"agent_name": "helper"}, id="d1"),
+        ]
+    )
+
+    def runner(boss: list[Any]) -> Runner:
+        helper = ReActAgent("helper", ScriptedModel(["helped"]), description="helps")
+        supervisor = ReActAgent("boss", ScriptedModel(boss), tools=[bank.pay])
+        return Runner(Supervisor(supervisor, [helper]), store)
+
+    paused = await runner([both]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    for limit in (None, 2):
+        with pytest.raises(RunError) as refused:
+            await runner(["done"]).invoke_resume(paused.checkpoint_id, True, max_turns=limit)
+        assert isinstance(refused.value.__cause__, adk.CheckpointError)
+        assert "the paused round transfers to 'helper'" in str(refused.value)
+        if limit == 2:  # the helper takes the one left: the report back has none
+            assert "which reports back to 'boss', which asks" in str(refused.value)
+        assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner(["done"]).invoke_resume(paused.checkpoint_id, True, max_turns=3)
+    assert done.text == "done" and bank.paid == [("ann", 5)]
