@@ -107,9 +107,10 @@ def _read(decision: object) -> tuple[bool | None, object]:
 
 
 def check_decision(point_id: str, decision: object) -> None:
-    """Refuse (``ValueError``) a decision that neither approves nor denies clearly, or that
-    approves with edited arguments that are not an object of JSON values. Whether the edit fits
-    the tool is checked where the tool is known (``edited_call``)."""
+    """Refuse (``ValueError``) a decision that neither approves nor denies clearly, that
+    approves with edited arguments that are not an object of JSON values, or that approves
+    beside an edit under another key than ``"arguments"`` (``_misplaced_edit``). Whether the
+    edit fits the tool is checked where the tool is known (``edited_call``)."""
     verdict = _read(decision)[0]
     if verdict is None:
         shown = reprlib.repr(decision)
@@ -117,8 +118,52 @@ def check_decision(point_id: str, decision: object) -> None:
             f"resume data for approval point {point_id!r} is not a decision: {shown}; "
             f"expected {_SHAPES}. Nothing ran and the checkpoint is kept"
         )
-    if verdict and isinstance(decision, Mapping) and "arguments" in decision:
-        _edit_text(point_id, decision["arguments"])
+    if verdict and isinstance(decision, Mapping):
+        if "arguments" in decision:
+            _edit_text(point_id, decision["arguments"])
+        elif (key := _misplaced_edit(decision)) is not None:
+            raise ValueError(
+                f"resume data for approval point {point_id!r} approves beside an object under "
+                f"{key!r}, which is not where an edit goes: {reprlib.repr(decision)}; to run the "
+                'call with edited arguments, send {"approved": True, "arguments": {...}} with '
+                'every argument of the call (LangChain\'s edited_action "args"), or approve '
+                "without it. Nothing ran and the checkpoint is kept"
+            )
+
+
+# Keys under which another framework's edit, or "arguments" misspelled, carries edited arguments:
+# LangChain's edit decision ("edited_action" with its "args"), Google ADK's confirmation
+# "payload". A yes beside one of them, holding an object, ran the call with the model's
+# arguments: the person's change dropped without a word, since the other keys of a decision are
+# the caller's own (who approved, when) and left alone.
+_EDIT_KEYS = frozenset(
+    {"args", "edited_action", "edited_args", "edited_arguments", "edit", "payload", "params"}
+)
+
+
+def _misplaced_edit(decision: Mapping[Any, Any]) -> str | None:
+    """The key of ``decision`` (a yes without ``"arguments"``) that holds an object and names an
+    edit (``_EDIT_KEYS``, or "arguments" in another case or misspelled), or None."""
+    for key, value in decision.items():
+        if not isinstance(key, str) or not isinstance(value, Mapping):
+            continue
+        folded = key.strip().lower()
+        if folded in _EDIT_KEYS or _distance(folded, "arguments") <= 2:
+            return key
+    return None
+
+
+def _distance(a: str, b: str) -> int:
+    """The edit distance of two short strings (letters inserted, deleted or replaced): a key two
+    typing slips from "arguments" ("arguements", "arugments") is taken for it."""
+    if abs(len(a) - len(b)) > 2:
+        return 3  # further than any slip counted (the keys are short; nothing to compute)
+    row = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        before, row[0] = row[0], i
+        for j, y in enumerate(b, 1):
+            before, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, before + (x != y))
+    return row[-1]
 
 
 def _edit_text(point_id: str, arguments: object) -> str:

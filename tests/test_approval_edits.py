@@ -123,6 +123,42 @@ async def test_an_edit_that_does_not_fit_is_refused_and_the_checkpoint_kept(
     assert events[-1].error is None and sorted(bank.paid) == [("ACME", 1), ("Bob", 20)]
 
 
+@pytest.mark.parametrize(
+    "key",
+    # LangChain's edit ({"type": "edit", "edited_action": {"name": ..., "args": {...}}}) ported
+    # half-way, Google ADK's confirmation payload, "arguments" misspelled or in another case
+    ["edited_action", "args", "payload", "arguements", "argument", "Arguments", "edited_arguments"],
+)
+async def test_a_yes_whose_edit_is_under_another_key_is_refused_not_run_unedited(
+    tmp_path: Path, key: str
+) -> None:
+    """A yes beside an object under a key that means an edit but is not "arguments" ran the call
+    with the model's arguments: the person's change (a lower amount) was dropped without a word,
+    since other keys beside "approved" are the caller's. Refused as an unclear decision is,
+    before anything runs; other keys holding objects (who approved) still go through."""
+    bank = Bank()
+    call = tool_call("pay", {"payee": "ACME", "cents": 500}, id="call_1")
+    model = ScriptedModel([Reply(tool_calls=[call]), "done"])
+    paused = pause_of(await collect(Runner(_agent(bank, model), sqlite_store(tmp_path)).run("pay")))
+    edit = {"payee": "ACME", "cents": 50}
+    decision = {
+        "approved": True,
+        key: {"name": "pay", "args": edit} if key == "edited_action" else edit,
+    }
+
+    model = ScriptedModel(["done"])
+    runner = Runner(_agent(bank, model), sqlite_store(tmp_path))
+    with pytest.raises(ValueError, match="Nothing ran and the checkpoint is kept") as caught:
+        await collect(runner.resume(paused.checkpoint_id, decision))
+    assert f"{key!r}" in str(caught.value) and '"arguments"' in str(caught.value)
+    assert bank.paid == [] and model.calls == 0
+    assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
+
+    who = {"approved": True, "approver": {"name": "ann", "id": 7}, "arguments": edit}
+    events = await collect(runner.resume(paused.checkpoint_id, {**who, key: edit}))
+    assert events[-1].error is None and bank.paid == [("ACME", 50)]
+
+
 async def test_parallel_calls_edit_one_approve_another_deny_a_third(tmp_path: Path) -> None:
     bank = Bank()
     calls = [
