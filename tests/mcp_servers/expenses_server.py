@@ -1,0 +1,53 @@
+"""An expenses MCP server over stdio, for the expense-report app's tests: ``python
+expenses_server.py``. ``receipt`` reads a receipt of the demo ledger (a structured result),
+``employee`` who filed it, and ``calls`` how many tool calls this process answered, so a test can
+tell a resume that asked the server again from one that did not."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+
+class Receipt(BaseModel):
+    id: str
+    merchant: str
+    category: str
+    amount_cents: int
+
+
+RECEIPTS = {
+    "R-1": Receipt(id="R-1", merchant="Hotel Lux", category="lodging", amount_cents=48000),
+    "R-2": Receipt(id="R-2", merchant="Taxi Co", category="travel", amount_cents=3500),
+}
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("expenses", log_level="WARNING")
+    answered = [0]
+
+    @server.tool()
+    def receipt(receipt_id: str) -> Receipt:
+        """A receipt of the ledger: merchant, category and amount."""
+        answered[0] += 1
+        if receipt_id not in RECEIPTS:
+            raise ToolError(f"no receipt {receipt_id}")
+        return RECEIPTS[receipt_id]
+
+    @server.tool()
+    def employee(employee_id: str) -> str:
+        """The employee's name and cost centre."""
+        answered[0] += 1
+        return f"{employee_id}: Ann Lee, cost centre CC-7"
+
+    @server.tool()
+    def calls() -> int:
+        """How many receipt and employee calls this process answered."""
+        return answered[0]
+
+    return server
+
+
+if __name__ == "__main__":
+    build_server().run("stdio")
