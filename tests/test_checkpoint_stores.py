@@ -537,7 +537,7 @@ async def test_postgres_down() -> None:
         await store.aclose()
 
 
-@pytest.mark.parametrize("dsn", ["postgresql://127.0.0.1:notaport/db", "mysql://127.0.0.1/db"])
+@pytest.mark.parametrize("dsn", ["postgresql://127.0.0.1:notaport/db"])
 async def test_postgres_malformed_dsn(dsn: str) -> None:
     store = PostgresCheckpointStore(dsn)
     with pytest.raises(CheckpointStoreError) as caught:
@@ -566,6 +566,29 @@ async def test_sqlite_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> N
     assert_names(caught.value, "sqlite", "put", "id")
     await store.aclose()
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("dsn", "hint"),
+    [
+        # SQLAlchemy's URLs, which LangChain and LangGraph setups share as DATABASE_URL
+        ("postgresql+psycopg://u:s3cret-pw@db/x", "'+psycopg'"),
+        ("postgresql+asyncpg://u:s3cret-pw@db/x", "'+asyncpg'"),
+        # libpq's key=value form, which psycopg (LangGraph's PostgresSaver) takes
+        ("host=db user=u password=s3cret-pw dbname=x", "key=value"),
+        ("mysql://u:s3cret-pw@127.0.0.1/db", "got 'mysql'"),
+    ],
+)
+def test_postgres_refuses_a_dsn_of_another_form_when_made(dsn: str, hint: str) -> None:
+    """asyncpg takes only a postgresql:// URL, and reads it only as it connects: such a DSN
+    failed at the store's first operation, the first run's pause, after its work (the run lost,
+    with 'could not save checkpoint'). Refused when the store is made, as a Redis URL that is not
+    one is, saying what to write instead, the password hidden."""
+    with pytest.raises(ValueError) as caught:
+        PostgresCheckpointStore(dsn)
+    message = str(caught.value)
+    assert 'scheme is expected to be either "postgresql" or "postgres"' in message
+    assert hint in message and "postgresql://" in message and "s3cret-pw" not in message
 
 
 def test_redis_rejects_a_bad_url() -> None:

@@ -39,6 +39,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import asyncpg  # type: ignore[import-untyped]
 from asyncpg.exceptions import (  # type: ignore[import-untyped]
@@ -172,6 +173,7 @@ class PostgresCheckpointStore(_ClosableStore):
             raise ValueError("max_size must be at least 1")
         self._dsn = dsn
         self._where = _redact(dsn)
+        _check_scheme(dsn, self._where)
         self.claim_ttl = _positive_seconds(claim_ttl, "claim_ttl")
         self._timeout = _positive_seconds(timeout, "timeout")
         self._table = table
@@ -516,6 +518,31 @@ async def _close_pool(pool: _Pool) -> None:
 
 def _failed(task: asyncio.Task[Any]) -> bool:
     return task.cancelled() or task.exception() is not None
+
+
+def _check_scheme(dsn: str, where: str) -> None:
+    """Refuse (``ValueError``) a DSN that is no ``postgresql://`` URL when the store is made:
+    asyncpg reads the DSN only as it connects, so a SQLAlchemy URL (``postgresql+psycopg://``,
+    the ``DATABASE_URL`` a LangChain app shares) or libpq's ``key=value`` form failed at the
+    first operation, a run's first pause, after its work. The rest of the DSN (a port, the
+    query's options) is asyncpg's to read, at the first connection. An empty DSN leaves
+    everything to the ``PG*`` environment variables, as in asyncpg."""
+    if not dsn:
+        return
+    scheme = urlsplit(dsn).scheme  # as asyncpg reads it
+    if scheme in ("postgresql", "postgres"):
+        return
+    if "+" in scheme:
+        hint = f"; a SQLAlchemy URL's driver ('+{scheme.partition('+')[2]}') is no part of it"
+    elif not scheme and "=" in dsn:
+        hint = "; libpq's key=value form (host=... dbname=...) is not taken"
+    else:
+        hint = ""
+    raise ValueError(
+        f'PostgreSQL DSN {where!r}: scheme is expected to be either "postgresql" or '
+        f'"postgres", got {scheme!r}{hint}: write postgresql://user:password@host:port/database '
+        "(asyncpg's DSN)"
+    )
 
 
 class _ReadOnlyPostgresStore(PostgresCheckpointStore):
