@@ -288,6 +288,8 @@ async def test_two_reviewers_pause_and_are_answered_one_at_a_time_from_other_pro
     sent = json.dumps(llm.bodies[-1]["messages"])
     assert "charge 43500 to CC-7" in sent and "no exceptions for lodging" in sent
     assert "fraud_score: 0.02" in sent and "Hotel Lux 480.00" in sent
+    # The whole turn's usage, across both resumes: the intake's two calls and the summariser's.
+    assert adk.run_usage(run) == adk.Usage(input_tokens=33, output_tokens=21, total_tokens=54)
     # The whole turn's conversation, for the thread's row: from Ann's request on.
     messages = adk.run_messages(run)
     assert messages[0].content == "Please file my report E-17 (receipts R-1, R-2)."
