@@ -308,6 +308,7 @@ async def test_answers_for_calls_not_pending_or_in_langchains_shapes_are_refused
         {wrong: True},  # Command(resume={stale_id: ...})
         {BUDGET: True, "note": "ok"},  # a stray key beside a right one
         True,  # plain data, with two points waiting: which one?
+        {"b1": True},  # keyed by the tool call's id, not the point's: plain data too
         {BUDGET: {"type": "approve"}},  # LangChain's decision shapes
         {POLICY: {"type": "reject", "message": "no"}},
         # half-ported: pyadk's yes with LangChain's edit beside it (ran unedited before)
@@ -324,12 +325,12 @@ async def test_answers_for_calls_not_pending_or_in_langchains_shapes_are_refused
         (entry,) = [entry async for entry in runner.pending(prefix="ann/")]
     assert sorted(entry.point_ids) == [BUDGET, POLICY]
     assert LEDGER == {}
-    for refusal in refusals[:3]:
+    for refusal in refusals[:4]:
         assert BUDGET in refusal and POLICY in refusal  # it names what waits
     assert wrong in refusals[0] and "'note'" in refusals[1]
-    assert "'type'" in refusals[3] and "'type'" in refusals[4]
-    assert "'edited_action'" in refusals[5] and '"arguments"' in refusals[5]
-    assert "amount_cents" in refusals[6]
+    assert "'type'" in refusals[4] and "'type'" in refusals[5]
+    assert "'edited_action'" in refusals[6] and '"arguments"' in refusals[6]
+    assert "amount_cents" in refusals[7]
 
     # A missing answer is no error: the point left out waits on, under the same id.
     async with process(llm, postgres_server, table) as (runner, _):
