@@ -244,12 +244,9 @@ async def test_two_reviewers_pause_and_are_answered_one_at_a_time_from_other_pro
     shown: list[str] = []
     pause = await file_report(llm, postgres_server, table, "ann/E-17.1", shown)
     assert sorted(pause.point_ids) == [BUDGET, POLICY]
-    assert shown[:4] == [
-        "intake [receipt]",
-        "intake [receipt]",
-        "intake [employee]",
-        "intake> Report E-17 by Ann Lee (CC-7): Hotel Lux 480.00, Taxi Co 35.00.",
-    ]
+    # The intake's calls ran concurrently: their results come in the order they finished.
+    assert sorted(shown[:3]) == ["intake [employee]", "intake [receipt]", "intake [receipt]"]
+    assert shown[3] == "intake> Report E-17 by Ann Lee (CC-7): Hotel Lux 480.00, Taxi Co 35.00."
     assert "fraud> fraud_score: 0.02" in shown  # the branch that needs nobody finished
     assert LEDGER == {}
 

@@ -1,7 +1,6 @@
 """An expenses MCP server over stdio, for the expense-report app's tests: ``python
-expenses_server.py``. ``receipt`` reads a receipt of the demo ledger (a structured result),
-``employee`` who filed it, and ``calls`` how many tool calls this process answered, so a test can
-tell a resume that asked the server again from one that did not."""
+expenses_server.py``. ``receipt`` reads a receipt of the demo ledger (a structured result, an
+error for an unknown one), ``employee`` who filed it."""
 
 from __future__ import annotations
 
@@ -25,12 +24,10 @@ RECEIPTS = {
 
 def build_server() -> MCPServer:
     server = MCPServer("expenses", log_level="WARNING")
-    answered = [0]
 
     @server.tool()
     def receipt(receipt_id: str) -> Receipt:
         """A receipt of the ledger: merchant, category and amount."""
-        answered[0] += 1
         if receipt_id not in RECEIPTS:
             raise ToolError(f"no receipt {receipt_id}")
         return RECEIPTS[receipt_id]
@@ -38,13 +35,7 @@ def build_server() -> MCPServer:
     @server.tool()
     def employee(employee_id: str) -> str:
         """The employee's name and cost centre."""
-        answered[0] += 1
         return f"{employee_id}: Ann Lee, cost centre CC-7"
-
-    @server.tool()
-    def calls() -> int:
-        """How many receipt and employee calls this process answered."""
-        return answered[0]
 
     return server
 
