@@ -175,8 +175,9 @@ def _to_json(value: Any, indent: int | None) -> str:
 def _malformed_dsn(args: argparse.Namespace, exc: Exception) -> bool:
     """Whether ``exc`` is asyncpg's refusal of ``--postgres``'s DSN (a ``ValueError``: its
     ``ClientConfigurationError``, or urllib's and ``int``'s as it parses): a malformed command
-    line, as a Redis URL that is not one. asyncpg reads a DSN only as it connects, so the store
-    reports it from its first operation, as a failure of the store, not when it is made."""
+    line, as a Redis URL that is not one. The store refuses a DSN that is no postgresql:// URL
+    when it is made (a ``ValueError`` from ``_store``); the rest asyncpg reads only as it
+    connects, so the store reports it from its first operation, as a failure of the store."""
     return args.postgres is not None and isinstance(exc.__cause__, ValueError)
 
 
