@@ -154,6 +154,14 @@ async def _answer(port: int, path: str, body: Any) -> tuple[int, str]:
     return int(text.split()[1]), text
 
 
+async def _paused(port: int) -> str:
+    """Ask the example service for a payment (session s1): the id of the pause it answers."""
+    status, text = await _answer(port, "/sessions/s1/messages", {"message": "pay"})
+    found = re.search(r'"checkpoint_id": "(\w+)"', text)
+    assert status == 200 and found is not None, text
+    return found[1]
+
+
 # --------------------------------------------------------------------------------------------------
 # Clients that leave
 
@@ -172,10 +180,8 @@ async def test_a_resume_whose_client_left_before_its_answer_started_lets_the_che
     app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
     with _no_collector():
         async with _serving(app) as served:
-            status, text = await _answer(served.port, "/sessions/s1/messages", {"message": "pay"})
-            checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
-            assert status == 200 and checkpoint_id is not None
-            path = f"/resume/{checkpoint_id[1]}"
+            checkpoint_id = await _paused(served.port)
+            path = f"/resume/{checkpoint_id}"
 
             _, writer = await _open(served.port, path, {"decision": True})
             await service.paying.wait()  # the approved call runs: the client leaves now
@@ -291,15 +297,11 @@ async def test_a_starlette_service_whose_store_is_down_answers_503_then_resumes(
         app = service.build_app(tmp_path / "unused.db", TracerProvider(), store=store)
         async with _serving(app) as served:
             with _own_redis(tmp_path, port) as redis:
-                status, text = await _answer(
-                    served.port, "/sessions/s1/messages", {"message": "pay"}
-                )
-                checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
-                assert status == 200 and checkpoint_id is not None
+                checkpoint_id = await _paused(served.port)
                 redis.kill()
                 redis.wait()
 
-            path = f"/resume/{checkpoint_id[1]}"
+            path = f"/resume/{checkpoint_id}"
             status, text = await _answer(served.port, path, {"decision": True})
             assert status == 503, text
             assert "claim of checkpoint" in text and "failed: ConnectionError" in text
@@ -704,12 +706,8 @@ async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoi
         app = service.build_app(tmp_path / "unused.db", TracerProvider(), store=store)
         async with _serving(app) as served:
             with _own_redis(tmp_path, port) as redis:
-                status, text = await _answer(
-                    served.port, "/sessions/s1/messages", {"message": "pay"}
-                )
-                checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
-                assert status == 200 and checkpoint_id is not None
-                path = f"/resume/{checkpoint_id[1]}"
+                checkpoint_id = await _paused(served.port)
+                path = f"/resume/{checkpoint_id}"
                 approving = asyncio.create_task(_answer(served.port, path, {"decision": True}))
                 await service.paying.wait()
                 redis.kill()  # the store dies while the payment is made
@@ -718,7 +716,7 @@ async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoi
                 status, text = await approving
     assert status == 200 and "Paid: sent 4200 cents to ACME." in text
     error = text[text.index("event: error") :]
-    assert f"the resumed run of checkpoint {checkpoint_id[1]!r} finished" in error
+    assert f"the resumed run of checkpoint {checkpoint_id!r} finished" in error
     assert "resuming it again would run again what this resume ran" in error
     assert text.endswith("0\r\n\r\n")  # the stream ended, not broken off
 
@@ -744,14 +742,12 @@ async def test_a_graceful_shutdown_cancels_the_runs_in_flight_and_leaves_their_c
     while not served.server.started:
         assert not serving.done()
         await asyncio.sleep(0.01)
-    status, text = await _answer(served.port, "/sessions/s1/messages", {"message": "pay"})
-    checkpoint_id = re.search(r'"checkpoint_id": "(\w+)"', text)
-    assert status == 200 and checkpoint_id is not None
+    checkpoint_id = await _paused(served.port)
     async with SQLiteCheckpointStore(database) as store:
-        before = await store.get(checkpoint_id[1])
+        before = await store.get(checkpoint_id)
 
     _, streaming = await _open(served.port, "/sessions/s2/messages", {"message": "invoice?"})
-    _, resuming = await _open(served.port, f"/resume/{checkpoint_id[1]}", {"decision": True})
+    _, resuming = await _open(served.port, f"/resume/{checkpoint_id}", {"decision": True})
     await asyncio.gather(service.looking.wait(), service.paying.wait())
     served.server.should_exit = True
     await serving
@@ -760,8 +756,8 @@ async def test_a_graceful_shutdown_cancels_the_runs_in_flight_and_leaves_their_c
     resuming.close()
 
     async with SQLiteCheckpointStore(database) as store:
-        assert await store.get(checkpoint_id[1]) == before  # kept as it was
-        assert await store.claim(checkpoint_id[1], "next-start")  # given back, not left to lapse
+        assert await store.get(checkpoint_id) == before  # kept as it was
+        assert await store.claim(checkpoint_id, "next-start")  # given back, not left to lapse
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
 
 
