@@ -119,6 +119,26 @@ def _ours(obj: object) -> bool:
     return module.split(".")[0] in ("adk", "prebuilt")
 
 
+@pytest.fixture(autouse=True)
+def _rest_of_the_heap_frozen() -> Iterator[None]:
+    """Keep what existed before the test out of the collections ``_cycles`` makes.
+
+    A full collection walks every tracked object: late in the suite that is the whole session's
+    heap (every module, every earlier test's leftovers), and this file's 100-odd collections took
+    most of its time there. ``gc.freeze()`` moves those objects to the permanent generation, which
+    no collection walks, so each collection walks what this test built: its agents, runners and
+    runs. A cycle among those is found as before, whatever older object refers to it; what goes
+    unseen is an older object the test's runs drop into a cycle, and they reach none but modules'
+    own (tools, classes), which stay alive.
+    """
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
 @contextmanager
 def _cycles() -> Iterator[list[object]]:
     """Collect what the block leaves in reference cycles (pyadk's objects and frames only)."""
