@@ -1,5 +1,7 @@
 """``FlinkExecutionEnvironment`` on a real (local MiniCluster) Flink: tests/flink_job.py runs as a
-job script in its own process, as a user's would, and prints its outputs.
+job script in its own process, as a user's would, and prints its outputs. Its two runs start in the
+background as soon as the session has collected these tests (tests/flink_runs.py), so that they
+use the CPU core pytest leaves idle; each test reads its run's outputs when its turn comes.
 
 Needs the ``flink`` extra and Java; ``.ci/test`` installs both. Elsewhere the test is skipped when
 either is missing, except in CI, where a missing one is a failure.
@@ -11,16 +13,11 @@ import importlib.util
 import json
 import os
 import shutil
-import subprocess
-import sys
 from collections import defaultdict
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-JOB = ROOT / "tests" / "flink_job.py"
+from flink_runs import finished
 
 _missing = [
     what
@@ -33,24 +30,23 @@ _missing = [
 if _missing and not os.environ.get("CI"):
     pytest.skip(f"needs {' and '.join(_missing)}", allow_module_level=True)
 
+pytest_plugins = ["flink_runs"]
 
-def _run_job(*args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(JOB), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+
+def _outputs(request: pytest.FixtureRequest) -> dict[str, Any]:
+    """The outputs of the run the test's ``flink_run`` marker names (started in the background)."""
+    done = finished(request)
     assert done.returncode == 0, done.stderr[-3000:]
     outputs: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return outputs
 
 
 @pytest.mark.timeout(360)
-def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_record() -> None:
-    jobs = _run_job()
+@pytest.mark.flink_run()
+def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_record(
+    request: pytest.FixtureRequest,
+) -> None:
+    jobs = _outputs(request)
     _check_per_key(jobs["async"])
     # Records of different keys overlapped inside the async operator.
     assert max(o["output"]["most"] for o in jobs["async"] if o["output"]) >= 2
@@ -80,8 +76,11 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
 
 
 @pytest.mark.timeout(360)
-def test_a_failing_key_function_and_the_ticket_pipeline_run_on_flink() -> None:
-    jobs = _run_job("pipelines")
+@pytest.mark.flink_run("pipelines")
+def test_a_failing_key_function_and_the_ticket_pipeline_run_on_flink(
+    request: pytest.FixtureRequest,
+) -> None:
+    jobs = _outputs(request)
     for durable in ("bad_keys", "bad_keys_durable"):
         _check_bad_keys(jobs[durable])
     _check_tickets(jobs["tickets"])

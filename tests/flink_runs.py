@@ -1,0 +1,151 @@
+"""tests/flink_job.py's runs for tests/test_flink.py, started as soon as pytest has collected the
+tests that read them, and run one after the other in the background while the rest of the suite runs.
+
+Why: each run is a process of its own that starts a JVM, a local Flink MiniCluster and PyFlink's
+Python workers for job after job, a minute or more of a machine's time; run where its test stands,
+the suite waited for it while pytest, which runs one test at a time, left a CPU core idle. Started
+at once, it uses that core. The tests read the same outputs and assert the same things; only the
+moment the job scripts run changes (and with it the tests' reported durations, which now show the
+wait for what is left of a run).
+
+A test names the arguments of the run it reads with ``@pytest.mark.flink_run(*args)`` (declared
+in pyproject.toml: it is applied before this plugin loads) and takes its outputs with
+``finished(request)``. Only runs whose tests are selected start (none under
+``--collect-only``); a run its test asks for before it was started (e.g. the hook did not run)
+starts then; what is still running when the session ends is killed.
+
+Used as a plugin: ``pytest_plugins = ["flink_runs"]`` in tests/test_flink.py.
+
+PYTEST_DONT_REWRITE (a plugin module: no asserts here)
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+__all__ = ["Finished", "finished"]
+
+ROOT = Path(__file__).resolve().parent.parent
+JOB = ROOT / "tests" / "flink_job.py"
+# Per run, from its own start: a guard against a hung job, not a time the run must keep. It is
+# longer than the 300 s a run had when nothing else ran beside it, as it now shares the machine
+# with the rest of the suite; the reading test's own timeout bounds how long the suite waits.
+_TIMEOUT = 600.0
+_MARKER = "flink_run"
+
+
+@dataclass(frozen=True)
+class Finished:
+    """How one run of the job script ended: its exit status and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class _Runs:
+    """The runs asked for, in order, on one background thread; each result is kept for its test."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: list[tuple[str, ...]] = []
+        self._done: dict[tuple[str, ...], Finished] = {}
+        self._ended: dict[tuple[str, ...], threading.Event] = {}
+        self._process: subprocess.Popen[bytes] | None = None
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def start(self, runs: list[tuple[str, ...]]) -> None:
+        with self._lock:
+            for args in runs:
+                if args not in self._ended:
+                    self._ended[args] = threading.Event()
+                    self._queue.append(args)
+            if self._queue and (self._thread is None or not self._thread.is_alive()):
+                self._thread = threading.Thread(target=self._work, name="flink runs", daemon=True)
+                self._thread.start()
+
+    def result(self, args: tuple[str, ...]) -> Finished:
+        self.start([args])
+        self._ended[args].wait()  # the test's own timeout bounds this wait; the run has its own
+        return self._done[args]
+
+    def stop(self) -> None:
+        """Kill the run in progress and start no other (the session is over)."""
+        with self._lock:
+            self._stopped = True
+            self._queue.clear()
+            process = self._process
+        if process is not None and process.poll() is None:
+            process.kill()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _work(self) -> None:
+        while True:
+            with self._lock:
+                if self._stopped or not self._queue:
+                    return
+                args = self._queue.pop(0)
+            try:
+                done = self._run(args)
+            except BaseException as exc:  # reported by the test that reads it, never lost here
+                done = Finished(-1, "", f"the run could not be made: {exc!r}")
+            self._done[args] = done
+            self._ended[args].set()
+
+    def _run(self, args: tuple[str, ...]) -> Finished:
+        # Files, not pipes: Flink logs far more than a pipe holds, and nobody reads until the end.
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            with self._lock:
+                if self._stopped:
+                    return Finished(-1, "", "the session ended before the run started")
+                process = subprocess.Popen(
+                    [sys.executable, str(JOB), *args], cwd=ROOT, stdout=out, stderr=err
+                )
+                self._process = process
+            try:
+                returncode = process.wait(_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+                returncode = process.returncode
+                err.write(f"\n(killed: still running after {_TIMEOUT:.0f} s)".encode())
+            out.seek(0)
+            err.seek(0)
+            return Finished(
+                returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace")
+            )
+
+
+_RUNS = _Runs()
+
+
+def finished(request: pytest.FixtureRequest) -> Finished:
+    """The run the requesting test's ``flink_run`` marker names, once it has ended."""
+    marker = request.node.get_closest_marker(_MARKER)
+    if marker is None:
+        raise TypeError(f"{request.node.nodeid} has no @pytest.mark.{_MARKER}(...)")
+    return _RUNS.result(tuple(marker.args))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
+    runs: list[tuple[str, ...]] = []
+    for item in session.items:
+        marker = item.get_closest_marker(_MARKER)
+        if marker is not None and tuple(marker.args) not in runs:
+            runs.append(tuple(marker.args))
+    _RUNS.start(runs)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _RUNS.stop()
