@@ -21,6 +21,9 @@ PYTEST_DONT_REWRITE (a plugin module: no asserts here)
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -83,8 +86,8 @@ class _Runs:
             self._stopped = True
             self._queue.clear()
             process = self._process
-        if process is not None and process.poll() is None:
-            process.kill()
+        if process is not None:
+            _kill(process)
         if self._thread is not None:
             self._thread.join()
 
@@ -107,14 +110,19 @@ class _Runs:
             with self._lock:
                 if self._stopped:
                     return Finished(-1, "", "the session ended before the run started")
+                # A session of its own, so that a kill reaches the JVM and workers it starts too.
                 process = subprocess.Popen(
-                    [sys.executable, str(JOB), *args], cwd=ROOT, stdout=out, stderr=err
+                    [sys.executable, str(JOB), *args],
+                    cwd=ROOT,
+                    stdout=out,
+                    stderr=err,
+                    start_new_session=True,
                 )
                 self._process = process
             try:
                 returncode = process.wait(_TIMEOUT)
             except subprocess.TimeoutExpired:
-                process.kill()
+                _kill(process)
                 process.wait()
                 returncode = process.returncode
                 err.write(f"\n(killed: still running after {_TIMEOUT:.0f} s)".encode())
@@ -123,6 +131,12 @@ class _Runs:
             return Finished(
                 returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace")
             )
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    """Kill the run's process group: the script, its JVM and its Python workers."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
 
 
 _RUNS = _Runs()
