@@ -208,6 +208,26 @@ def _add_instructions(row: dict[str, Any], result: WorkerResult, quick: bool) ->
             row["bare_instructions_per_run"] = bare["instructions_per_run"]
 
 
+def _count_extra(name: str, rows: list[dict[str, Any]], quick: bool) -> None:
+    """Instructions of another module's rows that say how to count them (``"count"``:
+    ``[scenario, variant]`` of the module as a harness workload, and ``"us"``, its native time)."""
+    for row in rows:
+        scenario, variant = row.get("count") or (None, None)
+        if scenario is None:
+            continue
+        runs = runs_for(float(row.get("us", 1000.0)), quick)
+        print(f"[{name}] {scenario}/{variant}: instructions, {runs[0]} vs {runs[1]} runs ...")
+        try:
+            count = count_instructions(
+                f"benchmarks.{name}", scenario, variant, python=sys.executable, runs=runs
+            )
+        except (BenchmarkError, ValueError) as exc:
+            print(exc, file=sys.stderr)
+            row["instructions_error"] = str(exc).splitlines()[0]
+            continue
+        row.update(count.as_dict())
+
+
 def _import_rows(quick: bool) -> list[dict[str, Any]]:
     repeat = 3 if quick else 11
     rows = []
@@ -499,6 +519,9 @@ def _suite(args: argparse.Namespace, argv: Sequence[str] | None) -> int:
             result = results.get(row["scenario"])
             if note is None and result is not None and _countable(row["scenario"]):
                 _add_instructions(row, result, args.quick)
+        for name, extra in extra_results.items():
+            if note is None and "rows" in extra:
+                _count_extra(name, extra["rows"], args.quick)
 
     print()
     print(

@@ -14,6 +14,15 @@ messages, like a ``ReActAgent``'s. Stores: in memory (the codec alone) and a SQL
 Cost must grow linearly with the history: the per-event figures should stay flat, and the marginal
 cost (extra time per extra event between two sizes) should match between 10→100 and 100→1,000.
 
+The ``nested`` rows are real pauses: a ``Supervisor`` hands over to a ``SequentialAgent`` whose
+``ParallelAgent`` runs two ``ReActAgent``s, one of which pauses on an approval-gated tool after
+``rounds`` lookups (both branches make as many): 1 round (a small run, 14 recorded messages) and 50
+(204 messages). The checkpoint the runner wrote is loaded once to get the paused run's state back,
+then saved and loaded as the runner does, by the codec alone (``codec``: build the body and encode
+it; decode it, parse it and rebuild the history) and through a store (``memory``, ``sqlite``: the
+same plus ``put`` / ``get``). The module is also a workload for the harness (``build``), so
+``python -m benchmarks --only checkpoints --instructions`` counts each of these rows with callgrind.
+
 Run from the repository root: ``python -m benchmarks.checkpoints [--repeat N]`` (the table below), or
 as part of the suite: ``python -m benchmarks --only checkpoints``.
 """
@@ -22,7 +31,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import itertools
+import shutil
 import statistics
 import tempfile
 import time
@@ -31,6 +42,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import adk
+from adk import Agent, ParallelAgent, Role, Runner, SequentialAgent
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint._snapshot import load_history, parse_body, snapshot_body
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
@@ -38,6 +51,8 @@ from adk.checkpoint.store import CheckpointStore
 from adk.context import Session, _Entry, _RunState, new_entry, new_run
 from adk.interrupts import _InterruptSignal
 from adk.messages import Message, ToolCall
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent, Supervisor
 
 SIZES = (10, 100, 1_000)
 TEXT = (
@@ -95,6 +110,136 @@ async def _load(store: CheckpointStore) -> None:
     load_history(run, snapshot.history)
 
 
+# -- nested: a real pause of Supervisor > SequentialAgent > ParallelAgent > ReActAgent -------------
+NESTED = {"small": 1, "long": 50}  # lookup rounds each branch makes before the pause
+NESTED_VARIANTS = ("codec", "memory", "sqlite")
+
+
+def lookup(topic: str) -> str:
+    """Look a topic up.
+
+    Args:
+        topic: What to look up.
+    """
+    return f"{topic}: {TEXT}"
+
+
+@adk.tool(require_approval=True)
+def publish(title: str) -> str:
+    """Publish the summary (needs a person's approval).
+
+    Args:
+        title: The summary's title.
+    """
+    return f"published {title}"
+
+
+def _researcher(rounds: int, publishes: bool) -> Callable[[list[Message]], Reply]:
+    """A branch's model: ``rounds`` lookups, then (``publishes``) the gated publish, or an answer."""
+
+    def respond(messages: list[Message]) -> Reply:
+        done = sum(1 for m in messages if m.role == Role.TOOL)
+        if done < rounds:
+            call = tool_call("lookup", {"topic": f"part {done}"}, id=f"call_{done}")
+            return Reply(text=f"Looking up part {done}.", tool_calls=[call])
+        if publishes and done == rounds:
+            return Reply(text="Publishing.", tool_calls=[tool_call("publish", {"title": "Q3"})])
+        return Reply(text=TEXT)
+
+    return respond
+
+
+def _boss(messages: list[Message]) -> Reply:
+    transfer = tool_call("transfer_to_agent", {"agent_name": "team"}, id="call_t")
+    return Reply(text="Handing over to the team.", tool_calls=[transfer])
+
+
+def nested_agent(rounds: int) -> Agent:
+    """The supervisor tree whose run pauses in its first branch after ``rounds`` lookups."""
+
+    def react(name: str, publishes: bool) -> ReActAgent:
+        model = ScriptedModel(_researcher(rounds, publishes), record=False)
+        tools = [lookup, publish] if publishes else [lookup]
+        return ReActAgent(name, model, tools=tools, max_iterations=rounds + 2)
+
+    branches = ParallelAgent("branches", [react("analyst", True), react("checker", False)])
+    team = SequentialAgent("team", [branches], description="Researches the figures.")
+    return Supervisor(ReActAgent("boss", ScriptedModel(_boss, record=False)), [team])
+
+
+async def nested_checkpoint(rounds: int) -> bytes:
+    """The checkpoint the runner writes when the nested tree pauses after ``rounds`` lookups."""
+    store = InMemoryCheckpointStore()
+    result = await Runner(nested_agent(rounds), checkpoint_store=store).invoke("Sum up Q3.")
+    assert result.checkpoint_id is not None, "the nested run did not pause"
+    data = await store.get(result.checkpoint_id)
+    assert data is not None
+    return data
+
+
+def _paused_again(data: bytes) -> tuple[_RunState, _InterruptSignal]:
+    """The paused run's state (history, session, saved states) as the runner held it at the
+    pause, read back from its checkpoint."""
+    snapshot = parse_body(decode_checkpoint(data, "bench"), "bench")
+    run = new_run(snapshot.root_input, Session(snapshot.session), snapshot.run_id)
+    load_history(run, snapshot.history)
+    return run, snapshot.signal
+
+
+async def _nested_variants(rounds: int, how: str) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """``save`` and ``load`` of the nested run's checkpoint, by the codec alone or through a store."""
+    data = await nested_checkpoint(rounds)
+    run, signal = _paused_again(data)
+    if how == "codec":
+
+        async def save() -> int:
+            return len(encode_checkpoint(snapshot_body(run, signal, "boss", False)))
+
+        async def load() -> None:
+            snapshot = parse_body(decode_checkpoint(data, "bench"), "bench")
+            load_history(new_run(snapshot.root_input, Session(snapshot.session)), snapshot.history)
+
+        return {"save": save, "load": load}
+    store: CheckpointStore
+    if how == "memory":
+        store = InMemoryCheckpointStore()
+    else:
+        folder = tempfile.mkdtemp(prefix="pyadk-bench-")
+        atexit.register(shutil.rmtree, folder, True)
+        store = SQLiteCheckpointStore(Path(folder) / "bench.db")
+    await _save(store, run, signal)
+    return {"save": partial(_save, store, run, signal), "load": partial(_load, store)}
+
+
+async def build(scenario: str) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """The harness's workload protocol (``benchmarks._harness``): ``nested.<size>.<how>``, with
+    variants ``save`` and ``load``, for the instruction counts of the nested rows."""
+    _, size, how = scenario.split(".")
+    return await _nested_variants(NESTED[size], how)
+
+
+async def _measure_nested(repeat: int) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for size, rounds in NESTED.items():
+        data = await nested_checkpoint(rounds)
+        history = len(parse_body(decode_checkpoint(data, "bench"), "bench").history)
+        for how in NESTED_VARIANTS:
+            variants = await _nested_variants(rounds, how)
+            for action, fn in variants.items():
+                ms = await _median_ms(fn, repeat)
+                rows.append(
+                    {
+                        "benchmark": f"checkpoints.nested.{size}.{how}.{action}",
+                        "messages": history,
+                        "bytes": len(data),
+                        "us": ms * 1000,
+                        # What ``python -m benchmarks --instructions`` counts this row by.
+                        "count": [f"nested.{size}.{how}", action],
+                    }
+                )
+    return rows
+
+
 async def _median_ms(action: Callable[[], Awaitable[Any]], repeat: int) -> float:
     await action()  # warm up (and open the SQLite file)
     times = []
@@ -138,7 +283,7 @@ async def _run_all(repeat: int) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         async with SQLiteCheckpointStore(Path(tmp) / "bench.db") as store:
             rows += await _measure("sqlite", store, repeat)
-    return rows
+    return rows + await _measure_nested(repeat)
 
 
 def run(repeat: int = 20, quick: bool = False) -> list[dict[str, Any]]:
@@ -159,6 +304,8 @@ def _table(rows: list[dict[str, Any]]) -> str:
     )
     lines = [head, "-" * len(head)]
     for r in rows:
+        if "count" in r:
+            continue
         marginal_save = f"{r['marginal_save_us']:9.1f}" if "marginal_save_us" in r else f"{'':9}"
         marginal_load = f"{r['marginal_load_us']:9.1f}" if "marginal_load_us" in r else f"{'':9}"
         lines.append(
@@ -176,4 +323,10 @@ def _table(rows: list[dict[str, Any]]) -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=20, help="timed repetitions per figure")
-    print(_table(run(parser.parse_args().repeat)))
+    rows = run(parser.parse_args().repeat)
+    print(_table(rows))
+    for r in rows:
+        if "count" in r:
+            print(
+                f"{r['benchmark']:<40} {r['messages']:>4} messages {r['bytes']:>7} B {r['us']:>9.1f} µs"
+            )

@@ -6,6 +6,7 @@ its load); the benchmark itself, with its targets, is ``python -m benchmarks``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -14,6 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+import benchmarks.__main__ as suite
+from benchmarks import checkpoints
+from benchmarks._callgrind import InstructionCount
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -77,7 +82,51 @@ def test_other_modules_benchmarks_run_and_a_broken_one_fails_the_suite(tmp_path:
         "checkpoints.memory.10ev",
         "checkpoints.sqlite.1000ev",
     }
-    assert all(row["bytes"] > 0 and row["save_ms"] > 0 for row in rows)
+    sized = [row for row in rows if "count" not in row]
+    assert all(row["bytes"] > 0 and row["save_ms"] > 0 for row in sized)
+    # The nested run's rows: one per action, each saying how --instructions counts it.
+    nested = {row["benchmark"]: row for row in rows if "count" in row}
+    assert set(nested) == {
+        f"checkpoints.nested.{size}.{how}.{action}"
+        for size in ("small", "long")
+        for how in ("codec", "memory", "sqlite")
+        for action in ("save", "load")
+    }
+    assert nested["checkpoints.nested.long.sqlite.save"]["messages"] > 100
+    assert all(row["bytes"] > 0 and row["us"] > 0 for row in nested.values())
+
+
+def test_instructions_count_the_rows_of_other_modules_that_say_how(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``--instructions`` counts an extra module's rows that carry ``count`` (its scenario and
+    variant as a harness workload), with the module as the workload, and leaves the others."""
+    counted: list[tuple[str, str, str]] = []
+
+    def count(module: str, scenario: str, variant: str, **options: Any) -> InstructionCount:
+        counted.append((module, scenario, variant))
+        return InstructionCount(1234.0, options["runs"], (1, 2))
+
+    monkeypatch.setattr(suite, "count_instructions", count)
+    rows: list[dict[str, Any]] = [
+        {"benchmark": "checkpoints.memory.10ev", "save_ms": 1.0},
+        {"benchmark": "n", "us": 500.0, "count": ["nested.long.codec", "save"]},
+    ]
+    suite._count_extra("checkpoints", rows, quick=True)
+    assert counted == [("benchmarks.checkpoints", "nested.long.codec", "save")]
+    assert "instructions_per_run" not in rows[0]
+    assert rows[1]["instructions_per_run"] == 1234
+
+
+def test_the_nested_checkpoint_workload_saves_and_loads() -> None:
+    """What the count worker runs for a nested row: the harness's workload protocol."""
+
+    async def both() -> None:
+        variants = await checkpoints.build("nested.small.memory")
+        assert await variants["save"]() > 0
+        await variants["load"]()
+
+    asyncio.run(both())
 
 
 def test_a_crashing_extra_benchmark_is_a_failure() -> None:
