@@ -1071,7 +1071,7 @@ class Runner(AsyncCloseable):
         limit = max_turns if max_turns is not None else saved[0] if saved is not None else None
         if limit is not None:  # the calls before the pause count (none saved: none counted)
             run.turns = _Turns(limit, saved[1] if saved is not None else 0)
-        checkpoint._snapshot.load_history(run, snapshot.history)
+        checkpoint._snapshot.load_history(run, snapshot.history, checked=True)
         ctx = _root_context(self, run)
         if run_box is not None:
             run_box.append(ctx)

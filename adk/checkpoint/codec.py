@@ -465,6 +465,8 @@ def _plain(value: Any, depth: int) -> Any:
         return _plain_dict(value, depth + 1)
     if cls is list or cls is tuple:
         return [_plain(v, depth + 1) for v in value]
+    if cls in _OWN:  # a history's messages: before the isinstance tests, which a model pays most
+        return _own_json(value, cls, depth)
     if isinstance(value, (bool, str)):
         return value
     if isinstance(value, float):
@@ -482,23 +484,6 @@ def _plain(value: Any, depth: int) -> Any:
                 f"{cls.__qualname__} is not registered for checkpoints; "
                 "call adk.register_type(" + cls.__qualname__ + ")"
             )
-        # NaN and infinities in the dump stay floats (``_json_dump``): ``encode_checkpoint`` tags
-        # them when ``json.dumps`` meets one, so the common save does not walk every dump.
-        if cls in _OWN:
-            data = _json_dump(value, exclude_defaults=True)
-            # Only its places typed ``Any`` are looked into (a ``Message``'s ``metadata``): a
-            # history holds one per message, most with nothing there but text.
-            places = _any_fields(cls)
-            if places and _holds_registered([getattr(value, name) for name in places], None):
-                # Those places dumped whole: ``exclude_defaults`` reaches into the models they
-                # hold, whose dumps the walk compares with their own.
-                whole = _json_dump(value, include=set(places), round_trip=True)
-                data.update((name, whole[name]) for name in places if name in data)
-                found: list[bool] = []
-                tagged = _models_tagged(value, data, depth, found, None)
-                if found:
-                    return {_TAG: tag, "data": tagged, _TAGGED: True}
-            return {_TAG: tag, "data": data}
         # By field name, every field (a changed default must not change a loaded value), read back
         # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
         # validation never reads. round_trip: Json[...] fields stay text.
@@ -506,7 +491,7 @@ def _plain(value: Any, depth: int) -> Any:
         if _has_any_place(cls):
             expected = _schema_classes(cls)
             if _holds_registered(value.__dict__.values(), expected):
-                found = []
+                found: list[bool] = []
                 tagged = _models_tagged(value, data, depth, found, expected)
                 if found:  # rebuilt before validation, as a dump holding tagged floats is
                     return {_TAG: tag, "data": tagged, _TAGGED: True}
@@ -515,6 +500,39 @@ def _plain(value: Any, depth: int) -> Any:
         f"{cls.__qualname__} cannot be stored in a checkpoint; "
         "use JSON values or pydantic models registered with adk.register_type"
     )
+
+
+_OWN_WAYS: dict[type[BaseModel], tuple[SchemaSerializer, tuple[str, ...]]] = {}
+"""Per model of ``_OWN``, its serializer (``_nan_serializer``) and its fields with a place typed
+``Any`` (``_any_fields``), found once: a save writes one ``Message`` per recorded event, and
+reading the two off the class (a mapping proxy made per read of ``cls.__dict__``) per message
+cost a sixth of writing it. A module-level dict, unlike ``_SERIALIZER``'s class attribute, as
+these are adk's own few classes, alive as long as the module anyway."""
+
+
+def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
+    """``_plain`` of a model of ``_OWN``: stored without the fields that equal their defaults,
+    tagged with its registered name."""
+    way = _OWN_WAYS.get(cls)
+    if way is None:
+        way = _OWN_WAYS[cls] = (_nan_serializer(cls), _any_fields(cls))
+    serializer, places = way
+    # NaN and infinities in the dump stay floats (``_json_dump``): ``encode_checkpoint`` tags
+    # them when ``json.dumps`` meets one, so the common save does not walk every dump.
+    data = serializer.to_python(value, mode="json", exclude_defaults=True)
+    tag = _NAMES[cls]
+    # Only its places typed ``Any`` are looked into (a ``Message``'s ``metadata``): a history
+    # holds one per message, most with nothing there but text.
+    if places and _holds_registered([getattr(value, name) for name in places], None):
+        # Those places dumped whole: ``exclude_defaults`` reaches into the models they hold,
+        # whose dumps the walk compares with their own.
+        whole = _json_dump(value, include=set(places), round_trip=True)
+        data.update((name, whole[name]) for name in places if name in data)
+        found: list[bool] = []
+        tagged = _models_tagged(value, data, depth, found, None)
+        if found:
+            return {_TAG: tag, "data": tagged, _TAGGED: True}
+    return {_TAG: tag, "data": data}
 
 
 _ANY_PLACE = "_adk_any_place"

@@ -1,0 +1,245 @@
+"""A checkpoint's history, most of what a pause saves and a resume loads, is written and read entry
+by entry (``_history_json``, ``_read_history`` in ``adk.checkpoint._snapshot``) rather than by the
+generic walk over every entry's dict and run path (docs/performance.md, round 12). The stored
+format is the generic walk's, so checkpoints written before still load: the fixture was written by
+pyadk at 0b17a72 (before the change) with the tree below, paused on the analyst's approval, and it
+resumes, and saves again, exactly as then. Every other shape of entry (names that are no plain
+``str``, a registered model or a NaN in a message's metadata, a value that cannot be stored, an
+older checkpoint's entries without ``seq``, a malformed one) goes to the generic walk and comes out
+as it did, errors included.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+import adk
+from adk import Agent, CheckpointError, Message, ParallelAgent, Role, Runner, SequentialAgent
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint._snapshot import (
+    _history_json,
+    _is_history,
+    _read_history,
+    dump_history,
+    load_history,
+    parse_body,
+    snapshot_body,
+)
+from adk.checkpoint.codec import decode_checkpoint, from_json_value, to_json_value
+from adk.context import Session, new_entry, new_run
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent, Supervisor
+
+FIXTURE = Path(__file__).parent / "fixtures" / "main_0b17a72_nested_pause.ckpt"
+ROUNDS = 2  # lookups each branch makes before the analyst asks to publish
+
+
+def lookup(topic: str) -> str:
+    """Look a topic up.
+
+    Args:
+        topic: What to look up.
+    """
+    return f"facts about {topic} ✓"
+
+
+@adk.tool(require_approval=True)
+def publish(title: str) -> str:
+    """Publish the summary (needs a person's approval).
+
+    Args:
+        title: The summary's title.
+    """
+    return f"published {title}"
+
+
+def _researcher(publishes: bool) -> Any:
+    def respond(messages: list[Message]) -> Reply:
+        done = sum(1 for m in messages if m.role == Role.TOOL)
+        if done < ROUNDS:
+            call = tool_call("lookup", {"topic": f"part {done}"}, id=f"call_{done}")
+            return Reply(text=f"Looking up part {done}.", tool_calls=[call])
+        if publishes and done == ROUNDS:
+            return Reply(text="Publishing.", tool_calls=[tool_call("publish", {"title": "Q3"})])
+        return Reply(text="Q3 summed up: revenue up 4 %.")
+
+    return respond
+
+
+def _boss(messages: list[Message]) -> Reply:
+    if any(m.role == Role.TOOL and m.name == "transfer_to_agent" for m in messages):
+        return Reply(text="The team has summed Q3 up.")
+    transfer = tool_call("transfer_to_agent", {"agent_name": "team"}, id="call_t")
+    return Reply(text="Handing over to the team.", tool_calls=[transfer])
+
+
+def tree() -> Agent:
+    """Supervisor > SequentialAgent > ParallelAgent > ReActAgent, as the benchmark's nested run."""
+
+    def react(name: str, publishes: bool) -> ReActAgent:
+        tools = [lookup, publish] if publishes else [lookup]
+        return ReActAgent(name, ScriptedModel(_researcher(publishes)), tools=tools)
+
+    branches = ParallelAgent("branches", [react("analyst", True), react("checker", False)])
+    team = SequentialAgent("team", [branches], description="Researches the figures.")
+    return Supervisor(ReActAgent("boss", ScriptedModel(_boss)), [team])
+
+
+def _body(data: bytes) -> dict[str, Any]:
+    return decode_checkpoint(data, "q3")
+
+
+async def test_a_checkpoint_written_before_resumes() -> None:
+    store = InMemoryCheckpointStore()
+    await store.put("q3", FIXTURE.read_bytes())
+    result = await Runner(tree(), store).invoke_resume("q3", True)
+    assert result.text == "The team has summed Q3 up."
+    tools = [e.message.content for e in result.events if e.message and e.message.role == Role.TOOL]
+    assert "published Q3" in tools
+    assert await store.get("q3") is None  # finished: deleted
+
+
+async def test_a_pause_writes_what_was_written_before() -> None:
+    """The same run paused now saves the history, byte for byte, that the fixture holds."""
+    store = InMemoryCheckpointStore()
+    paused = await Runner(tree(), store).invoke("Sum up Q3.")
+    assert paused.checkpoint_id is not None
+    data = await store.get(paused.checkpoint_id)
+    assert data is not None
+    now, before = _body(data), _body(FIXTURE.read_bytes())
+    assert len(now["history"]) == len(before["history"]) > 10
+    assert json.dumps(now["history"]) == json.dumps(before["history"])
+    assert now["states"] == before["states"] and now["root_input"] == before["root_input"]
+
+
+def test_a_loaded_checkpoint_saves_again_unchanged() -> None:
+    body = _body(FIXTURE.read_bytes())
+    snapshot = parse_body(body, "q3")
+    run = new_run(snapshot.root_input, Session(snapshot.session), snapshot.run_id)
+    load_history(run, snapshot.history, checked=True)
+    again = snapshot_body(run, snapshot.signal, "boss", False)
+    assert json.dumps(again["history"]) == json.dumps(body["history"])
+    assert again["states"] == body["states"]
+    assert snapshot.history == from_json_value(body["history"])
+
+
+# -- other shapes: the generic walk's output and errors ---------------------------------------------
+@adk.register_type
+class Source(BaseModel):
+    url: str
+
+
+class Unregistered(BaseModel):
+    url: str
+
+
+class Name(str):
+    pass
+
+
+def _run_with(*entries: tuple[Any, Any, Message]) -> Any:
+    run = new_run([Message.user("hi")], Session())
+    for agent, path, message in entries:
+        run.history.entries.append(new_entry(agent, path, message, run.next_seq()))
+    return run
+
+
+def _written_both_ways(run: Any) -> tuple[Any, Any]:
+    return _history_json(run.history), to_json_value(dump_history(run.history), "history")
+
+
+def _with_metadata(**metadata: Any) -> Message:
+    message = Message.assistant("text")
+    message.metadata.update(metadata)
+    return message
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        ("a", ("root", "a"), Message.assistant("plain")),
+        (Name("a"), ("root", "a"), Message.assistant("a str subclass's name")),
+        ("a", (Name("root"), "a"), Message.assistant("a str subclass in the path")),
+        ("a", ("root", "a"), _with_metadata(source=Source(url="https://x"))),
+        ("a", ("root", "a"), _with_metadata(score=math.nan, big=10**30)),
+        ("a", ("root", "a"), Message.tool("result", tool_call_id="c1", name="t")),
+        ("a", ("root", "a"), _with_metadata(source=Unregistered(url="https://x"))),
+        ("a", ("root", 3), Message.assistant("a path that is not all names")),
+        (7, ("root", "a"), Message.assistant("a name that is not a str")),
+    ],
+)
+def test_an_entry_is_written_as_the_generic_walk_writes_it(entry: Any) -> None:
+    now, generic = _written_both_ways(_run_with(("b", ("root", "b"), Message.user("x")), entry))
+    assert repr(now) == repr(generic)  # NaN != NaN: compared by what would be written
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        ("a", ("root", "a"), _with_metadata(when=object())),
+        ("a", ("root", "a"), _with_metadata(source=Source.model_construct(url=object()))),
+    ],
+)
+def test_an_entry_refused_is_refused_as_before(entry: Any) -> None:
+    run = _run_with(("b", ("root", "b"), Message.user("x")), entry)
+    with pytest.raises(Exception) as generic:
+        to_json_value(dump_history(run.history), "history")
+    with pytest.raises(type(generic.value)) as now:
+        _history_json(run.history)
+    assert str(now.value) == str(generic.value)
+
+
+def _stored() -> list[Any]:
+    return json.loads(json.dumps(_body(FIXTURE.read_bytes())["history"]))
+
+
+def _generic_read(stored: Any) -> Any:
+    history = from_json_value(stored)
+    if not _is_history(history):
+        raise CheckpointError("is malformed: history is not a list of recorded messages")
+    return history
+
+
+def _edited(edit: Any) -> list[Any]:
+    stored = _stored()
+    edit(stored)
+    return stored
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        _stored(),
+        _edited(lambda h: [e.pop("seq") for e in h]),  # an older pyadk's: renumbered on load
+        _edited(lambda h: h[3].update(extra={"__adk_type__": "dict", "data": {"k": 1}})),
+        _edited(lambda h: h[2].update(seq=None)),
+    ],
+)
+def test_a_stored_history_is_read_as_the_generic_walk_reads_it(stored: Any) -> None:
+    assert _read_history(stored) == _generic_read(stored)
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        {"not": "a list"},
+        _edited(lambda h: h[4].update(run_path=["root", 3])),
+        _edited(lambda h: h[4].update(agent=None)),
+        _edited(lambda h: h[5]["message"].update(data={"role": "nobody"})),
+        _edited(lambda h: h[5]["message"].update({"__adk_type__": "app.Gone"})),
+        _edited(lambda h: h[1].update(message={"role": "user", "content": "untagged"})),
+        _edited(lambda h: h[6].update(extra={"__adk_type__": "app.Gone", "data": {}})),
+    ],
+)
+def test_a_malformed_history_is_refused_as_before(stored: Any) -> None:
+    with pytest.raises(CheckpointError) as generic:
+        _generic_read(stored)
+    with pytest.raises(CheckpointError) as now:
+        _read_history(stored)
+    assert str(now.value) == str(generic.value)
