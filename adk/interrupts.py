@@ -79,6 +79,20 @@ def _escaped(text: str) -> str:
     return text.replace("%", "%25").replace("/", "%2F").replace("#", "%23")
 
 
+def _call_id_of(point_id: str) -> str | None:
+    """The tool call id of a point at a tool call (``tool_segment``'s id, unescaped), else None:
+    a resume that keys its answers by call id, as LangGraph's does, is told which point is that
+    call's."""
+    segment = point_id.rpartition("/")[2]  # "/" inside a name or call id is escaped
+    if not segment.startswith("tool:"):
+        return None
+    # The first "#" ends the tool's name, which has its own escaped.
+    call_id = segment.partition("#")[2]
+    # Every "%" of an escaped id starts "%25", "%2F" or "%23", so replacing "%25" last cannot
+    # read an escaped "%" and the text after it as another escape.
+    return call_id.replace("%2F", "/").replace("%23", "#").replace("%25", "%")
+
+
 def join_address(parent: Address, segment: str) -> Address:
     return f"{parent}/{segment}" if parent else segment
 

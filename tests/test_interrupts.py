@@ -336,8 +336,75 @@ async def test_resume_data_for_an_unknown_point_id_is_a_clear_error(resume: Any)
     assert "unknown interrupt point" in message
     assert all(k in message for k in unknown)
     assert "agent:root/agent:ask" in message  # says what is pending
+    assert "Nothing ran and the checkpoint is kept" in message
     assert asker.runs == 1
     assert await runner.checkpoint_store.get(info.checkpoint_id) == saved
+
+
+def _two_transfers() -> tuple[Runner, list[int]]:
+    """A runner whose agent ``pay`` asks, in one round, for two transfers a person approves
+    (tool calls ``call_1`` and ``call_2``), and the amounts sent."""
+    sent: list[int] = []
+
+    @adk.tool(require_approval=True)
+    def transfer(amount: int) -> str:
+        """Send money."""
+        sent.append(amount)
+        return f"sent {amount}"
+
+    calls = [
+        tool_call("transfer", {"amount": 5}, "call_1"),
+        tool_call("transfer", {"amount": 7}, "call_2"),
+    ]
+    pay = ReActAgent("pay", ScriptedModel([Reply(tool_calls=calls), "done"]), tools=[transfer])
+    return Runner(SequentialAgent("root", [pay])), sent
+
+
+POINT_1 = "agent:root/agent:pay/tool:transfer#call_1"
+POINT_2 = "agent:root/agent:pay/tool:transfer#call_2"
+
+
+@pytest.mark.parametrize(
+    "resume",
+    [
+        {POINT_1: True, "call_2": False},  # one point id beside a tool call id
+        {"call_1": True, "call_2": False},  # LangGraph's way: answers keyed by tool call id
+    ],
+)
+async def test_resume_data_keyed_by_tool_call_ids_names_the_points_of_those_calls(
+    resume: dict[str, Any],
+) -> None:
+    runner, sent = _two_transfers()
+    info = pause_of(await collect(runner.run("pay both")))
+    assert info.point_ids == [POINT_1, POINT_2]
+    saved = await runner.checkpoint_store.get(info.checkpoint_id)
+
+    with pytest.raises(ValueError) as caught:
+        await collect(runner.resume(info.checkpoint_id, resume))
+
+    message = str(caught.value)
+    # Says that a key is a call's id, not a point's, and which point is that call's.
+    assert "'call_2' is the tool call id of pending point" in message
+    assert f"'call_2' is the tool call id of pending point {POINT_2!r}" in message
+    assert "keyed by point id" in message
+    if "call_1" in resume:
+        assert f"'call_1' is the tool call id of pending point {POINT_1!r}" in message
+    assert "Nothing ran and the checkpoint is kept" in message
+    assert sent == []
+    assert await runner.checkpoint_store.get(info.checkpoint_id) == saved
+    # Keyed by the points' ids, the same answers resume it.
+    events = await collect(runner.resume(info.checkpoint_id, {POINT_1: True, POINT_2: False}))
+    assert sent == [5]
+    assert simplify_events(events)[-1] == "pay: done"
+
+
+@pytest.mark.parametrize("call_id", ["call_1", "a#b", "x/y", "%2F#%23/", "%25"])
+def test_a_points_tool_call_id_is_read_back_from_its_escaped_address(call_id: str) -> None:
+    # The refusal above names a key's point by comparing the key with this: an id holding the
+    # characters the address escapes must still be recognised.
+    point_id = f"agent:root/agent:p%2Fq/{adk.interrupts.tool_segment('pay#x', call_id)}"
+    assert adk.interrupts._call_id_of(point_id) == call_id
+    assert adk.interrupts._call_id_of(f"{point_id}/agent:inner") is None  # not a call's point
 
 
 async def test_unknown_checkpoint_id_is_a_clear_error() -> None:
