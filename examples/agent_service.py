@@ -207,20 +207,19 @@ def build_app(
         span = _request_span(tracer, request, "POST /sessions/{session_id}/messages")
 
         async def body() -> AsyncGenerator[str, None]:
-            # The request's span is current where the events are read: the run starts at the
-            # first read, and its spans nest under the span current there.
-            token = otel_context.attach(trace.set_span_in_context(span))
             try:
-                async with contextlib.aclosing(events), asyncio.timeout(REQUEST_TIMEOUT):
-                    async for chunk in _sse(events):
+                async with (
+                    contextlib.aclosing(events),
+                    contextlib.aclosing(_in_span(span, _sse(events))) as chunks,
+                    asyncio.timeout(REQUEST_TIMEOUT),
+                ):
+                    async for chunk in chunks:
                         yield chunk
                 # Ended: its conversation is the session's now. A run cut off leaves it as it was.
                 sessions.messages[session_id] = adk.run_messages(events)
             except TimeoutError:
                 message = f"the run took longer than {REQUEST_TIMEOUT:g} s"
                 yield _event("error", {"error": message})
-            finally:
-                otel_context.detach(token)
 
         return SessionStream(body(), lock, span)
 
@@ -263,6 +262,28 @@ def _request_span(tracer: trace.Tracer, request: Request, name: str) -> trace.Sp
     return tracer.start_span(name, context=parent, kind=trace.SpanKind.SERVER)
 
 
+async def _in_span(
+    span: trace.Span, chunks: AsyncGenerator[str, None]
+) -> AsyncGenerator[str, None]:
+    """``chunks`` read with the request's span current, so the run, which starts at the first
+    read, nests its spans under it. Current for each read alone, never across a ``yield``: the
+    body is closed where the response ends, which may be another task (another contextvars
+    Context) than the one it ran in (a client that stopped reading, its send cancelled by the
+    timeout, then gone), and a context attached there cannot be detached: OpenTelemetry logs
+    "Failed to detach context"."""
+    current = trace.set_span_in_context(span)
+    async with contextlib.aclosing(chunks):
+        while True:
+            token = otel_context.attach(current)
+            try:
+                chunk = await anext(chunks)
+            except StopAsyncIteration:
+                return
+            finally:
+                otel_context.detach(token)
+            yield chunk
+
+
 async def _chain(
     first: adk.AgentEvent, rest: AsyncIterator[adk.AgentEvent]
 ) -> AsyncIterator[adk.AgentEvent]:
@@ -271,7 +292,7 @@ async def _chain(
         yield event
 
 
-async def _sse(events: AsyncIterator[adk.AgentEvent]) -> AsyncIterator[str]:
+async def _sse(events: AsyncIterator[adk.AgentEvent]) -> AsyncGenerator[str, None]:
     """The run as Server-Sent Events: pieces of each answer as they come, then each event."""
     async for event in events:
         stream = event.output.stream if event.output is not None else None

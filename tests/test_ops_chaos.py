@@ -32,6 +32,8 @@ import pytest
 import uvicorn
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from services import (
     PostgresServer,
     RedisServer,
@@ -194,6 +196,70 @@ async def test_a_resume_whose_client_left_before_its_answer_started_lets_the_che
             status, text = await _answer(served.port, path, {"decision": True})
             assert status == 200, text
             assert "Paid: sent 4200 cents to ACME." in text
+
+
+async def test_a_stalled_client_whose_run_timed_out_then_leaves_logs_no_context_error(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The client stops reading mid-stream: a send of the body waits (as uvicorn's does while its
+    write buffer is full), and the run's ``REQUEST_TIMEOUT`` cancels the response's task there,
+    outside the body, which stays suspended at a ``yield``. When the response ends (the client
+    hangs up), ``SessionStream`` closes the body from the request's task: another contextvars
+    Context than the response's task the body ran in. A context attached in the body and detached in its
+    ``finally`` then fails (``ContextVar.reset``), which OpenTelemetry logs as "Failed to detach
+    context". Nothing may be logged, and the trace keeps its shape: the request's span ended, the
+    run's spans under it."""
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    service = _example("agent_service")
+    app = service.build_app(tmp_path / "checkpoints.db", provider)
+    stalled: list[bool] = []
+    cut = asyncio.Event()
+
+    async def stalling(scope: Any, receive: Any, send: Any) -> None:
+        """The app, the first request's client no longer reading after the body's first piece:
+        its next send waits until cancelled."""
+        pieces = 0
+
+        async def waiting(message: Any) -> None:
+            nonlocal pieces
+            if message["type"] == "http.response.body" and not stalled:
+                pieces += 1
+                if pieces > 1:
+                    stalled.append(True)
+                    try:
+                        await asyncio.Event().wait()
+                    finally:
+                        cut.set()
+            await send(message)
+
+        await app(scope, receive, waiting)
+
+    with caplog.at_level(logging.DEBUG, logger="opentelemetry.context"):
+        async with _serving(stalling) as served:
+            reader, writer = await _open(served.port, "/sessions/s1/messages", {"message": "2+3?"})
+            await reader.readuntil(b"event: ")  # the body's first piece came: now it stalls
+            await cut.wait()  # the run's timeout cancelled the stalled send
+            writer.close()
+            await served.connections_closed()
+            await served.requests_ended(1)
+            # The session's lock was given back: it takes its next message.
+            status, text = await _answer(served.port, "/sessions/s1/messages", {"message": "2+3?"})
+            assert status == 200 and "The total is 5." in text
+
+    logged = [r.getMessage() for r in caplog.records if r.name.startswith("opentelemetry")]
+    assert logged == []
+    finished = spans.get_finished_spans()
+    requests = [s for s in finished if s.name == "POST /sessions/{session_id}/messages"]
+    runs = [s for s in finished if s.name == "invoke_agent clerk"]
+    assert len(requests) == len(runs) == 2
+    by_start = sorted(runs, key=lambda s: s.start_time or 0)
+    for request, run in zip(
+        sorted(requests, key=lambda s: s.start_time or 0), by_start, strict=True
+    ):
+        assert run.parent is not None and run.parent.span_id == request.context.span_id
+        assert run.context.trace_id == request.context.trace_id
 
 
 # --------------------------------------------------------------------------------------------------
