@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._checks import shown
-from .interrupts import Interrupt, ResumeContext
+from .interrupts import Interrupt, ResumeContext, _call_ids_named
 from .messages import Message, ToolCall
 from .tools.base import ToolContext, ToolError, ToolResult
 
@@ -114,9 +114,12 @@ def check_decision(point_id: str, decision: object) -> None:
     verdict = _read(decision)[0]
     if verdict is None:
         shown = reprlib.repr(decision)
+        # One point pending, a mapping of no point id is its data: {"call_1": True} is the
+        # answer keyed by the call's id (LangGraph's way), said so.
+        keyed = _call_ids_named(list(decision), [point_id]) if isinstance(decision, Mapping) else ""
         raise ValueError(
             f"resume data for approval point {point_id!r} is not a decision: {shown}; "
-            f"expected {_SHAPES}. Nothing ran and the checkpoint is kept"
+            f"expected {_SHAPES}{keyed}. Nothing ran and the checkpoint is kept"
         )
     if verdict and isinstance(decision, Mapping):
         if "arguments" in decision:

@@ -93,6 +93,27 @@ def _call_id_of(point_id: str) -> str | None:
     return call_id.replace("%2F", "/").replace("%23", "#").replace("%25", "%")
 
 
+def _call_ids_named(keys: list[Any], pending: list[str]) -> str:
+    """For the keys of a refused resume that are the tool call ids of pending points (the id the
+    model gave the call, ``call_1``, which LangGraph keys its answers by), a clause naming the
+    point each is the call of, as the point ids alone leave the user to find the key's point in a
+    list of long addresses; "" when there is none."""
+    calls: dict[str, list[str]] = {}
+    for point_id in pending:
+        call_id = _call_id_of(point_id)
+        if call_id is not None:
+            calls.setdefault(call_id, []).append(point_id)
+    named = []
+    for key in keys:
+        points = calls.get(key) if isinstance(key, str) else None
+        if points:
+            which = f"point {points[0]!r}" if len(points) == 1 else f"points {points}"
+            named.append(f"{key!r} is the tool call id of pending {which}")
+    if not named:
+        return ""
+    return f"; answers are keyed by point id, not by tool call id: {', '.join(named)}"
+
+
 def join_address(parent: Address, segment: str) -> Address:
     return f"{parent}/{segment}" if parent else segment
 

@@ -71,7 +71,7 @@ from .history import _messages_for
 from .interrupts import (
     _CALLBACK_SLOT,
     InterruptInfo,
-    _call_id_of,
+    _call_ids_named,
     _InterruptSignal,
     _ResumePlan,
     agent_segment,
@@ -1315,27 +1315,6 @@ def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
 
 
 _NOTHING_RAN = "Nothing ran and the checkpoint is kept"
-
-
-def _call_ids_named(keys: list[Any], pending: list[str]) -> str:
-    """For the keys of a refused resume that are the tool call ids of pending points (the id the
-    model gave the call, ``call_1``, which LangGraph keys its answers by), a clause naming the
-    point each is the call of, as the point ids alone leave the user to find the key's point in a
-    list of long addresses; "" when there is none."""
-    calls: dict[str, list[str]] = {}
-    for point_id in pending:
-        call_id = _call_id_of(point_id)
-        if call_id is not None:
-            calls.setdefault(call_id, []).append(point_id)
-    named = []
-    for key in keys:
-        points = calls.get(key) if isinstance(key, str) else None
-        if points:
-            which = f"point {points[0]!r}" if len(points) == 1 else f"points {points}"
-            named.append(f"{key!r} is the tool call id of pending {which}")
-    if not named:
-        return ""
-    return f"; answers are keyed by point id, not by tool call id: {', '.join(named)}"
 
 
 def _untraced_warning(agent: Agent) -> None:

@@ -398,6 +398,37 @@ async def test_resume_data_keyed_by_tool_call_ids_names_the_points_of_those_call
     assert simplify_events(events)[-1] == "pay: done"
 
 
+async def test_a_decision_keyed_by_the_single_pending_calls_id_names_its_point() -> None:
+    # One point pending: a mapping of no point id is plain data, so {"call_1": True} is the
+    # approval's decision, which is none; the refusal says that the key is the call's id.
+    sent: list[int] = []
+
+    @adk.tool(require_approval=True)
+    def transfer(amount: int) -> str:
+        """Send money."""
+        sent.append(amount)
+        return f"sent {amount}"
+
+    call = tool_call("transfer", {"amount": 5}, "call_1")
+    pay = ReActAgent("pay", ScriptedModel([Reply(tool_calls=[call]), "done"]), tools=[transfer])
+    runner = Runner(SequentialAgent("root", [pay]))
+    info = pause_of(await collect(runner.run("pay")))
+    saved = await runner.checkpoint_store.get(info.checkpoint_id)
+
+    with pytest.raises(ValueError) as caught:
+        await collect(runner.resume(info.checkpoint_id, {"call_1": True}))
+
+    message = str(caught.value)
+    assert "is not a decision" in message
+    assert f"'call_1' is the tool call id of pending point {POINT_1!r}" in message
+    assert "keyed by point id" in message
+    assert "Nothing ran and the checkpoint is kept" in message
+    assert sent == []
+    assert await runner.checkpoint_store.get(info.checkpoint_id) == saved
+    await collect(runner.resume(info.checkpoint_id, {POINT_1: True}))
+    assert sent == [5]
+
+
 @pytest.mark.parametrize("call_id", ["call_1", "a#b", "x/y", "%2F#%23/", "%25"])
 def test_a_points_tool_call_id_is_read_back_from_its_escaped_address(call_id: str) -> None:
     # The refusal above names a key's point by comparing the key with this: an id holding the
