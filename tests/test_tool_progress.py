@@ -484,3 +484,44 @@ async def test_a_report_after_its_call_ended_is_dropped_with_one_warning(
     if traced:
         (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool detach"]
         assert [e.name for e in span.events] == ["adk.tool.progress"]
+
+
+async def test_a_report_a_thread_hands_over_as_its_call_ends_is_dropped_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A thread's report is handed to the loop, which puts it in later: one handed over while
+    the call ran but reaching the loop after the call ended (the tool returned meanwhile, as a
+    timeout or the run's cancellation may end it) would come after the call's result. Dropped as
+    a report made after the end is, and with its warning, where it was lost without a word.
+    The tool blocks the loop until its thread has reported, so the report is handed over before
+    the call ends and reaches the loop after: no timing decides it."""
+    first_made = threading.Event()
+    go_on = threading.Event()
+    last_made = threading.Event()
+
+    def watch(ctx: ToolContext) -> None:
+        ctx.report_progress(message="first")
+        first_made.set()
+        go_on.wait()
+        ctx.report_progress(message="last")  # the call has not ended: handed to the loop
+        last_made.set()
+
+    @tool(progress=True)
+    async def index(ctx: ToolContext) -> str:
+        """Index, with a thread of its own reporting."""
+        threading.Thread(target=watch, args=(ctx,), daemon=True).start()
+        # Handed over before this thread's wake-up: "first" reaches the loop while the call runs.
+        await asyncio.to_thread(first_made.wait)
+        go_on.set()
+        last_made.wait()  # holds the loop: "last" reaches it only once the call has ended
+        return "indexed"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("index", {})]), "Done."])
+    with caplog.at_level(logging.WARNING):
+        result = await Runner(ReActAgent("w", model, tools=[index])).invoke("Go.")
+
+    assert [r.message for _, r in reports(result.events)] == ["first"]
+    assert result.text == "Done."
+    (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warning.name == "adk.tools"
+    assert "tool 'index' reported progress after its call 'call_1' had ended" in warning.message

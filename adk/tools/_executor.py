@@ -235,7 +235,10 @@ class _Emitter:
     reads any more once its round is over; shown, it would mislead whoever shows it. It is dropped, with a warning on the
     ``adk.tools`` logger the first time for the call, rather than raised: the code reporting is
     no longer the call's, and an error in a task or thread no one awaits would reach no one. A
-    report the thread handed over before the call ended reaches the loop first and still passes."""
+    report a thread handed over before the call ended passes when it reaches the loop first (as
+    before a sync function's return, handed over after it); one that reaches the loop after the
+    call ended (a timeout or the run's cancellation ended it meanwhile, a tool's own thread
+    racing its return) is a late report all the same: dropped, with the same warning."""
 
     __slots__ = ("_loop", "_put", "call_id", "ended", "tool_name", "warned")
 
@@ -263,7 +266,9 @@ class _Emitter:
                 self._loop.call_soon_threadsafe(self._handed, event)
 
     def _handed(self, event: AgentEvent) -> None:
-        if not self.ended:
+        if self.ended:
+            self.late(event)
+        else:
             self._put(event)
 
     def late(self, event: AgentEvent) -> None:
