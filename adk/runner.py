@@ -571,10 +571,8 @@ class Runner(AsyncCloseable):
                             on_event(event)  # the others once checked (``_check``)
                         if not collected.add(event) and await collected.take(event):
                             break
-                        if own.stream is not None and (not stop or own.stream_author is not None):
-                            # A stream only shown on the event that ends the agent is kept for
-                            # ``finish`` to close: the agent that would read it is closed now,
-                            # and ``invoke`` never reads one (``run``'s reader may: ``settle``).
+                        if own.stream is not None:
+                            # A stream only shown is let go: ``take`` closed one on an exit.
                             await own.record_stream()
                         if stop:
                             break
@@ -1579,8 +1577,8 @@ class _Collecting:
         """Collect an event under the runner's rules (``_check``: a pause saves its checkpoint);
         True when the run ends with it."""
         output = event.output
-        if output is not None and output.stream is not None and not output.shown_only:
-            await self.add_stream(output.stream)  # a stream only shown is no output
+        if output is not None and output.stream is not None:
+            await self.take_stream(event, output.stream, output.shown_only)
         if event._signal is None and event.action is None and event.error is None:
             self.add(event, checked=True)
             return False
@@ -1595,6 +1593,18 @@ class _Collecting:
     def ended(self) -> bool:
         """Whether the run's last event is in: an error, or a pause."""
         return self.failure is not None or self.interrupt is not None
+
+    async def take_stream(self, event: AgentEvent, stream: MessageStream, shown: bool) -> None:
+        """The stream an event carries: read to its end as the run's output, or, only shown (no
+        output), closed when the event is an exit. An exit ends the run, so the agent that would
+        read a shown stream is closed, and ``invoke`` never reads one; left open, the driver of a
+        step or sub-agent (a workflow's step runner at the root, ``invoke_resume``'s) would read
+        it to its end first (``settle``, for ``run``'s reader, who has the event), the model's
+        whole reply that no one is shown, or for good from a model still sending."""
+        if not shown:
+            await self.add_stream(stream)
+        elif event.action is not None and event.action.exit:
+            await stream.aclose()
 
     async def add_stream(self, stream: MessageStream) -> None:
         """Read a streamed message to its end (before its event is collected). A stream that
@@ -1696,8 +1706,8 @@ async def _collect(events: AsyncIterator[AgentEvent], box: list[RunContext]) -> 
     try:
         async for event in events:
             output = event.output
-            if output is not None and output.stream is not None and not output.shown_only:
-                await collected.add_stream(output.stream)
+            if output is not None and output.stream is not None:
+                await collected.take_stream(event, output.stream, output.shown_only)
             collected.add(event, checked=True)  # the root's rules were applied by _drive_root
     finally:
         event = NO_EVENT  # see _driver.NO_EVENT

@@ -38,10 +38,12 @@ from adk import (
     SequentialAgent,
     ToolSpec,
     run_messages,
+    tool,
 )
 from adk.callbacks import Callbacks
 from adk.messages import Message
-from adk.testing import ScriptedModel
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
 
 
 class Endless(ScriptedModel):
@@ -83,7 +85,10 @@ class Narrator(BaseAgent):
 
 
 def _tree(shape: str, model: ChatModel) -> Agent:
-    narrator = Narrator("narrator", model)
+    return _tree_of(shape, Narrator("narrator", model))
+
+
+def _tree_of(shape: str, narrator: Agent) -> Agent:
     if shape == "sequence":  # the workflows' step runner
         return SequentialAgent("seq", [narrator])
     if shape == "loop":
@@ -231,3 +236,78 @@ async def test_invoke_closes_a_shown_stream_on_the_event_that_ends_the_agent() -
     shown = [event for event in result.events if event.output is not None]
     assert len(shown) == 1 and shown[0].output is not None and shown[0].output.stream is not None
     assert shown[0].output.stream.done
+
+
+class Counting(ScriptedModel):
+    """A model whose stream has a hundred chunks, noting how many were read and whether it was
+    closed: an end reached is every chunk read."""
+
+    def __init__(self) -> None:
+        super().__init__(["x" * 400], chunk_size=4)
+        self.read = 0
+        self.closed = 0
+
+    async def stream(  # type: ignore[override]
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        options: ModelOptions | None = None,
+    ) -> AsyncIterator[MessageChunk]:
+        try:
+            async for chunk in super().stream(messages, tools=tools, options=options):
+                self.read += 1
+                yield chunk
+        finally:
+            self.closed += 1
+
+
+def _ending_tree(shape: str, model: ChatModel) -> Agent:
+    narrator = ShowsAndEnds("narrator", model, AgentAction(exit=True))
+    if shape == "flow":  # the root's model transfers to the narrator
+        transfer = tool_call("transfer_to_agent", {"agent_name": "narrator"})
+        return ReActAgent(
+            "desk", ScriptedModel([Reply(tool_calls=[transfer])]), sub_agents=[narrator]
+        )
+    return _tree_of(shape, narrator)
+
+
+@pytest.mark.parametrize("shape", ["sequence", "loop", "parallel", "flow"])
+async def test_invoke_closes_a_shown_stream_on_an_exit_below_a_workflow_or_flow(shape: str) -> None:
+    """A workflow at the root drives itself (its step runner), which reads a stream carried on
+    the event that ends a step to its end (``settle``) for ``run``'s reader, who has the event:
+    under ``invoke``, which never reads a shown stream, an exit read the model's whole reply
+    nobody would see (an endless one, for good) rather than closing it."""
+    model = Counting()
+    result = await Runner(_ending_tree(shape, model), enable_streaming=True).invoke("go")
+    assert (model.read, model.closed) == (1, 1)  # the one chunk the narrator read
+    (shown,) = [e for e in result.events if e.agent_name == "narrator" and e.output is not None]
+    assert shown.output is not None and shown.output.stream is not None
+    assert shown.output.stream.done
+
+
+async def test_invoke_resume_closes_a_shown_stream_on_an_exit() -> None:
+    """``invoke_resume`` collects the events of ``run``'s drivers, which read a stream on the
+    event that ends an agent to its end for ``run``'s reader (``settle``): it never reads a
+    shown one, and the exit ends the run, so the stream is closed there too."""
+
+    @tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay."""
+        return "paid"
+
+    model = Counting()
+    asker = ReActAgent(
+        "asker",
+        ScriptedModel([Reply(tool_calls=[tool_call("pay", {"amount": 1})]), "Paid."]),
+        tools=[pay],
+    )
+    narrator = ShowsAndEnds("narrator", model, AgentAction(exit=True))
+    runner = Runner(SequentialAgent("seq", [asker, narrator]), enable_streaming=True)
+    paused = await runner.invoke("go")
+    assert paused.checkpoint_id is not None
+    result = await runner.invoke_resume(paused.checkpoint_id, True)
+    assert (model.read, model.closed) == (1, 1)
+    (shown,) = [e for e in result.events if e.agent_name == "narrator" and e.output is not None]
+    assert shown.output is not None and shown.output.stream is not None
+    assert shown.output.stream.done
