@@ -1596,15 +1596,18 @@ class _Collecting:
 
     async def take_stream(self, event: AgentEvent, stream: MessageStream, shown: bool) -> None:
         """The stream an event carries: read to its end as the run's output, or, only shown (no
-        output), closed when the event is an exit. An exit ends the run, so the agent that would
-        read a shown stream is closed, and ``invoke`` never reads one; left open, the driver of a
-        step or sub-agent (a workflow's step runner at the root, ``invoke_resume``'s) would read
-        it to its end first (``settle``, for ``run``'s reader, who has the event), the model's
-        whole reply that no one is shown, or for good from a model still sending."""
+        output), closed when the event is an exit or a transfer. Either ends the agent that
+        yielded it, which alone would read a shown stream (an exit ends the run; a transfer, one
+        a flow handles, hands the run on), and ``invoke`` never reads one; left open, the
+        agent's driver (a workflow's step runner at the root, a flow's, ``invoke_resume``'s)
+        would read it to its end first (``settle``, for ``run``'s reader, who has the event),
+        the model's whole reply that no one is shown, or for good from a model still sending."""
         if not shown:
             await self.add_stream(stream)
-        elif event.action is not None and event.action.exit:
-            await stream.aclose()
+        else:
+            action = event.action
+            if action is not None and (action.exit or action.transfer_to is not None):
+                await stream.aclose()
 
     async def add_stream(self, stream: MessageStream) -> None:
         """Read a streamed message to its end (before its event is collected). A stream that

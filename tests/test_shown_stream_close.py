@@ -311,3 +311,20 @@ async def test_invoke_resume_closes_a_shown_stream_on_an_exit() -> None:
     (shown,) = [e for e in result.events if e.agent_name == "narrator" and e.output is not None]
     assert shown.output is not None and shown.output.stream is not None
     assert shown.output.stream.done
+
+
+async def test_invoke_closes_a_shown_stream_on_a_transfer_a_flow_handles() -> None:
+    """A transfer ends the agent that shows the stream as an exit does, and the flow's driver
+    read the stream to its end (``settle``) before the agent transferred to ran: under
+    ``invoke`` no one reads it, so it is closed."""
+    model = Counting()
+    narrator = ShowsAndEnds("narrator", model, AgentAction(transfer_to="desk"))
+    transfer = tool_call("transfer_to_agent", {"agent_name": "narrator"})
+    desk_model = ScriptedModel([Reply(tool_calls=[transfer]), "Back at the desk."])
+    desk = ReActAgent("desk", desk_model, sub_agents=[narrator])
+    result = await Runner(desk, enable_streaming=True).invoke("go")
+    assert result.text == "Back at the desk."
+    assert (model.read, model.closed) == (1, 1)
+    (shown,) = [e for e in result.events if e.agent_name == "narrator" and e.output is not None]
+    assert shown.output is not None and shown.output.stream is not None
+    assert shown.output.stream.done
