@@ -46,12 +46,15 @@ from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 
-class Endless(ScriptedModel):
-    """A model whose stream sends its reply's chunks and then never ends (still sending, as a
-    slow model's connection is), noting when its stream is closed."""
+class Watched(ScriptedModel):
+    """A model whose stream sends ``reply`` in 4-character chunks, noting how many chunks were
+    read and whether the stream was closed. ``endless``: the stream then never ends (still
+    sending, as a slow model's connection is)."""
 
-    def __init__(self) -> None:
-        super().__init__(["a reply nobody reads to the end"], cycle=True, chunk_size=4)
+    def __init__(self, reply: str, *, endless: bool) -> None:
+        super().__init__([reply], cycle=endless, chunk_size=4)
+        self.endless = endless
+        self.read = 0
         self.closed = 0
 
     async def stream(  # type: ignore[override]
@@ -63,10 +66,22 @@ class Endless(ScriptedModel):
     ) -> AsyncIterator[MessageChunk]:
         try:
             async for chunk in super().stream(messages, tools=tools, options=options):
+                self.read += 1
                 yield chunk
-            await asyncio.Event().wait()
+            if self.endless:
+                await asyncio.Event().wait()
         finally:
             self.closed += 1
+
+
+def endless_model() -> Watched:
+    """A stream that never ends, for tests that it is closed rather than read to an end."""
+    return Watched("a reply nobody reads to the end", endless=True)
+
+
+def counting_model() -> Watched:
+    """A stream of a hundred chunks: an end reached is every chunk read."""
+    return Watched("x" * 400, endless=False)
 
 
 class Narrator(BaseAgent):
@@ -117,7 +132,7 @@ async def _leave_mid_stream(runner: Runner) -> AgentEvent:
 
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_a_run_closed_at_a_shown_stream_closes_the_models_stream(shape: str) -> None:
-    model = Endless()
+    model = endless_model()
     event = await _leave_mid_stream(Runner(_tree(shape, model), enable_streaming=True))
     assert model.closed == 1
     assert event.output is not None and event.output.stream is not None
@@ -126,7 +141,7 @@ async def test_a_run_closed_at_a_shown_stream_closes_the_models_stream(shape: st
 
 @pytest.mark.parametrize("shape", SHAPES)
 async def test_a_run_cancelled_mid_shown_stream_closes_the_models_stream(shape: str) -> None:
-    model = Endless()
+    model = endless_model()
     reading = asyncio.Event()
     kept: list[AgentEvent] = []
 
@@ -173,7 +188,7 @@ async def test_a_run_failing_at_a_shown_streams_event_closes_the_stream(how: str
             raise RuntimeError("the event log is down")
 
     runner = Runner(
-        Narrator("narrator", Endless()),
+        Narrator("narrator", endless_model()),
         callbacks=[Callbacks(on_event=on_event)],
         enable_streaming=True,
     )
@@ -229,37 +244,13 @@ async def test_invoke_closes_a_shown_stream_on_the_event_that_ends_the_agent() -
     stream, and the model's stream stayed open until the garbage collector found it. (A transfer
     at the root fails the run, which closed the stream already; below the root, the drivers read
     the stream to its end before closing the agent, for the reader who has its event.)"""
-    model = Endless()
+    model = endless_model()
     agent = ShowsAndEnds("narrator", model, AgentAction(exit=True))
     result = await Runner(agent, enable_streaming=True).invoke("go")
     assert model.closed == 1
     shown = [event for event in result.events if event.output is not None]
     assert len(shown) == 1 and shown[0].output is not None and shown[0].output.stream is not None
     assert shown[0].output.stream.done
-
-
-class Counting(ScriptedModel):
-    """A model whose stream has a hundred chunks, noting how many were read and whether it was
-    closed: an end reached is every chunk read."""
-
-    def __init__(self) -> None:
-        super().__init__(["x" * 400], chunk_size=4)
-        self.read = 0
-        self.closed = 0
-
-    async def stream(  # type: ignore[override]
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        options: ModelOptions | None = None,
-    ) -> AsyncIterator[MessageChunk]:
-        try:
-            async for chunk in super().stream(messages, tools=tools, options=options):
-                self.read += 1
-                yield chunk
-        finally:
-            self.closed += 1
 
 
 def _ending_tree(shape: str, model: ChatModel) -> Agent:
@@ -278,7 +269,7 @@ async def test_invoke_closes_a_shown_stream_on_an_exit_below_a_workflow_or_flow(
     the event that ends a step to its end (``settle``) for ``run``'s reader, who has the event:
     under ``invoke``, which never reads a shown stream, an exit read the model's whole reply
     nobody would see (an endless one, for good) rather than closing it."""
-    model = Counting()
+    model = counting_model()
     result = await Runner(_ending_tree(shape, model), enable_streaming=True).invoke("go")
     assert (model.read, model.closed) == (1, 1)  # the one chunk the narrator read
     (shown,) = [e for e in result.events if e.agent_name == "narrator" and e.output is not None]
@@ -296,7 +287,7 @@ async def test_invoke_resume_closes_a_shown_stream_on_an_exit() -> None:
         """Pay."""
         return "paid"
 
-    model = Counting()
+    model = counting_model()
     asker = ReActAgent(
         "asker",
         ScriptedModel([Reply(tool_calls=[tool_call("pay", {"amount": 1})]), "Paid."]),
@@ -317,7 +308,7 @@ async def test_invoke_closes_a_shown_stream_on_a_transfer_a_flow_handles() -> No
     """A transfer ends the agent that shows the stream as an exit does, and the flow's driver
     read the stream to its end (``settle``) before the agent transferred to ran: under
     ``invoke`` no one reads it, so it is closed."""
-    model = Counting()
+    model = counting_model()
     narrator = ShowsAndEnds("narrator", model, AgentAction(transfer_to="desk"))
     transfer = tool_call("transfer_to_agent", {"agent_name": "narrator"})
     desk_model = ScriptedModel([Reply(tool_calls=[transfer]), "Back at the desk."])
