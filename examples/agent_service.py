@@ -7,8 +7,10 @@ What docs/service.md describes, in one program:
 - ``POST /sessions/{id}/messages`` **streams the run as Server-Sent Events**: ``delta`` events
   with the pieces of each answer as the model writes them, then each run event as
   ``event.to_dict()``. A session is the conversation so far (``adk.run_messages``), kept only
-  when a run ended: a run cut off (client gone, timeout) leaves the session as it was, since its
-  messages may end with tool calls that have no results, which a model API refuses. A second
+  when a run ended: a run cut off (client gone, timeout) leaves the session as it was, and the
+  client sends its message again (keeping it works too: ``adk.run_messages`` answers each call
+  the run cut off as not completed, but a tool that ran before the cut may then be asked for
+  again; docs/service.md says so). A second
   message to a session whose run is still going is refused with ``409``.
 - **A per-request timeout** (``asyncio.timeout``) ends a run that takes too long with an
   ``error`` event; **a client that hangs up** cancels its run (Starlette cancels the response).
