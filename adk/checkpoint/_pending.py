@@ -69,8 +69,9 @@ class PendingCheckpoint:
     (``agent``, ``run_id`` and ``saved_at`` ``None``, ``points`` ``[]``). Resuming it fails the
     same way.
 
-    A plain slotted class rather than a dataclass: this module loads with ``import adk``, and a
-    dataclass costs its creation at import for a record only a listing builds.
+    A plain slotted class rather than a dataclass, whose creation would cost more when this
+    module loads (at a process's first listing, not with ``import adk``: see the package's
+    docstring) for a record only a listing builds.
     """
 
     __slots__ = ("agent", "checkpoint_id", "error", "points", "resuming", "run_id", "saved_at")
