@@ -6,7 +6,7 @@ past the limit fails after those calls, with the checkpoint kept: a retry with a
 makes them again. So the resume's check before anything runs (``adk._preflight``) counts the
 model calls the resume is certain to make after the paused calls (``count_ahead``): a paused
 round's results a ``ReActAgent`` or an action's chat needs its model for, a workflow's later
-step that asks its model as it starts (``asks_model_first``), a supervisor's turn after a
+step that asks its model as it starts (``first_calls``), a supervisor's turn after a
 worker's report back. Each component counts its own into the walk, so their sum is held
 against the calls left, not each alone: one call left and two certain is refused too.
 """
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext, _Turns
 
-__all__ = ["asks_model_first", "count_ahead", "spent_text", "spent_turns", "starts_with_model"]
+__all__ = ["count_ahead", "first_askers", "first_calls", "spent_text", "spent_turns"]
 
 
 def spent_turns(ctx: RunContext) -> _Turns | None:
@@ -59,18 +59,25 @@ def count_ahead(walk: Preflight, ctx: RunContext, what: str) -> str | None:
     return None
 
 
-def asks_model_first(agent: Agent, ctx: RunContext) -> bool:
-    """Whether ``agent`` is certain to make a model call as it starts (``starts_with_model``),
-    when no ``before_agent`` callback of the run can answer for it instead."""
+def first_calls(agent: Agent, ctx: RunContext) -> list[str]:
+    """The agents certain to make a model call as ``agent`` starts (``first_askers``), by name,
+    one per call: none when a ``before_agent`` callback of the run can answer for it."""
     hooks = ctx._run.hooks
-    return (hooks is None or not hooks.answers_agents) and starts_with_model(agent)
+    return first_askers(agent) if hooks is None or not hooks.answers_agents else []
 
 
-def starts_with_model(agent: object) -> bool:
-    """Whether ``agent`` starts with a model call, as its class says (``_adk_asks_model_first``:
-    a ``ReActAgent``; a workflow, a transfer flow, a supervisor's worker or a plan-execute role
-    by the agents it starts with), when it has no ``before_agent`` callback of its own that
-    could answer for it."""
-    return getattr(agent, "_adk_callbacks", None) is None and bool(
-        getattr(agent, "_adk_asks_model_first", False)
-    )
+def first_askers(agent: object) -> list[str]:
+    """The agents certain to make a model call as ``agent`` starts, by name, one per call: as
+    its class says (``_adk_first_askers``). A ``ReActAgent`` is one (``True``: itself); what
+    starts other agents names theirs: a sequence or a loop every step of its (first)
+    iteration's, a parallel workflow every branch's (each is certain once the one before it, or
+    beside it, does not end the workflow first, as a workflow's later steps are after a paused
+    one: counted), a transfer flow its agent's, a supervisor's worker or a plan-execute role its
+    agent's, a ``PlanExecute`` its planner's. None when it has a ``before_agent`` callback of its
+    own that could answer for it."""
+    if getattr(agent, "_adk_callbacks", None) is not None:
+        return []
+    askers = getattr(agent, "_adk_first_askers", False)
+    if askers is True:
+        return [getattr(agent, "name", "?")]
+    return list(askers) if askers else []

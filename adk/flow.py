@@ -18,7 +18,7 @@ from ._aio import closing
 from ._authors import Author, authors, check_authors
 from ._checks import check_agent, check_agents, check_count
 from ._driver import NO_EVENT, drive
-from ._turns_left import asks_model_first, count_ahead, starts_with_model
+from ._turns_left import count_ahead, first_askers, first_calls
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .checkpoint.codec import CheckpointError
@@ -116,9 +116,10 @@ class FlowAgent:
         return getattr(self.agent, "_adk_callbacks", None)
 
     @property
-    def _adk_asks_model_first(self) -> bool:
-        """Whether it starts with a model call (``adk._turns_left``): its agent starts first."""
-        return starts_with_model(self.agent)
+    def _adk_first_askers(self) -> list[str]:
+        """The agents certain to ask their model as it starts (``adk._turns_left``): its
+        agent's, which starts first."""
+        return first_askers(self.agent)
 
     def find(self, name: str) -> FlowAgent | None:
         """The transfer target ``name`` as seen from this agent: a sub-agent, then the parent."""
@@ -227,15 +228,16 @@ class FlowAgent:
         if boss is None or ctx._run.turns is None:
             return
         found = self._graph_node(boss)
-        if found is None or not asks_model_first(found.agent, ctx):
-            return
-        refused = count_ahead(walk, ctx, f"supervisor {boss!r}")
-        if refused is not None:
+        for name in first_calls(found.agent, ctx) if found is not None else ():
+            inside = "" if name == boss else f" (agent {name!r})"
+            refused = count_ahead(walk, ctx, f"supervisor {boss!r}{inside}")
+            if refused is None:
+                continue
             raise CheckpointError(
                 f"the checkpoint does not fit agent '{self.name}' (its transfers): "
                 f"{refused}: its worker {node.name!r} reports back to {boss!r}, which asks a "
-                "model call the limit does not allow; resume with a higher max_turns (it counts "
-                "the calls before the pause)"
+                f"model call{inside} the limit does not allow; resume with a higher max_turns (it "
+                "counts the calls before the pause)"
             )
 
     def _paused_node(self, ctx: RunContext) -> tuple[FlowAgent, tuple[str, ...], int]:

@@ -30,7 +30,7 @@ from ._driver import (
     take_break,
     unyielded_pause,
 )
-from ._turns_left import asks_model_first, count_ahead, starts_with_model
+from ._turns_left import count_ahead, first_askers, first_calls
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext, _Entry, _interrupt_event, _Lane, new_lane
@@ -250,10 +250,10 @@ class _Workflow:
         own = cls.__dict__
         if ("run" in own or "resume" in own) and "_adk_drive" not in own:
             cls._adk_drive = None  # a subclass that runs differently is driven the general way
-            if cls.__module__ != __name__ and "_adk_asks_model_first" not in own:
-                # A subclass of one's own: nor can it be told to start with its first step
+            if cls.__module__ != __name__ and "_adk_first_askers" not in own:
+                # A subclass of one's own: nor can it be told to start with its steps
                 # (``adk._turns_left``) unless it says so, as ``PlanExecute`` does.
-                cls._adk_asks_model_first = False  # type: ignore[assignment]
+                cls._adk_first_askers = False  # type: ignore[assignment]
 
     _adk_callbacks: Any = None  # its own callbacks (``callbacks=``), if any
 
@@ -280,14 +280,12 @@ class _Workflow:
         return f"{type(self).__name__}({self.name!r}, [{subs}])"
 
     @property
-    def _adk_asks_model_first(self) -> bool:
-        """Whether it starts with a model call (``adk._turns_left``): a sequence or a loop when
-        its first step does (a loop runs at least one iteration), a parallel workflow when a
-        branch does (one that may end the run first cannot be told: counted, as a step that
-        may end its workflow is)."""
-        if isinstance(self, ParallelAgent):
-            return any(starts_with_model(branch) for branch in self.sub_agents)
-        return bool(self.sub_agents) and starts_with_model(self.sub_agents[0])
+    def _adk_first_askers(self) -> list[str]:
+        """The agents certain to ask their model as it starts (``adk._turns_left``): a sequence's
+        steps' or a loop's (it runs at least one iteration), a parallel workflow's branches'.
+        A step or branch that may end the workflow first cannot be told: the ones after or
+        beside it are counted, as the steps after a paused one are (``_check_turns_left``)."""
+        return [name for child in self.sub_agents for name in first_askers(child)]
 
     def _adk_preflight(self, ctx: RunContext, walk: Preflight) -> None:
         """The resume's check before anything runs (``adk._preflight``): a sequence or loop
@@ -337,16 +335,17 @@ def _check_turns_left(
     its model: such a step is what usually decides to go on (a ``PlanExecute``'s replanner
     answering ends its loop), while a loop whose iteration asks nothing after the paused step
     runs its next one unless the paused step breaks it."""
-    asking = [step for step in later if asks_model_first(step, ctx)]
+    asking = [(step, name) for step in later for name in first_calls(step, ctx)]
     if not asking:
-        asking = [step for step in following if asks_model_first(step, ctx)]
-    for step in asking:
-        refused = count_ahead(walk, ctx, f"step {step.name!r}")
+        asking = [(step, name) for step in following for name in first_calls(step, ctx)]
+    for step, name in asking:
+        inside = "" if name == step.name else f" (agent {name!r})"
+        refused = count_ahead(walk, ctx, f"step {step.name!r}{inside}")
         if refused is not None:
             raise state.error(
                 f"{refused}: its step {step.name!r}, after the paused step {child.name!r}, asks "
-                "a model call the limit does not allow; resume with a higher max_turns (it "
-                "counts the calls before the pause)"
+                f"a model call{inside} the limit does not allow; resume with a higher max_turns "
+                "(it counts the calls before the pause)"
             )
 
 

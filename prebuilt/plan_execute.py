@@ -64,7 +64,7 @@ from adk._aio import closing
 from adk._authors import Author, authors
 from adk._checks import check_count
 from adk._driver import NO_EVENT, drive
-from adk._turns_left import starts_with_model
+from adk._turns_left import first_askers
 from adk.checkpoint._state import SavedState
 from adk.events import _BREAK_HANDLED, _FORWARDED
 from adk.history import _input_without_tool, _is_history_view
@@ -381,10 +381,10 @@ class _Role:
         return self.agent
 
     @property
-    def _adk_asks_model_first(self) -> bool:
-        """Whether it starts with a model call (``adk._turns_left``): the planner and the
-        replanner run their agent whenever their step runs."""
-        return starts_with_model(self.agent)
+    def _adk_first_askers(self) -> list[str]:
+        """The agents certain to ask their model as it starts (``adk._turns_left``): its
+        agent's, as the planner and the replanner run their agent whenever their step runs."""
+        return first_askers(self.agent)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.agent!r})"
@@ -610,8 +610,11 @@ class _LoopStep(_Role):
 
 
 class _ExecuteStep(_LoopStep):
-    # A step with no plan step left to do does not run its agent (``run``): not certain.
-    _adk_asks_model_first = False
+    @property
+    def _adk_first_askers(self) -> list[str]:
+        """None certain (``adk._turns_left``): a step with no plan step left to do does not run
+        its agent (``run``)."""
+        return []
 
     def _prompt(self, state: _StepState) -> str:
         return _executor_prompt(state.objective, state.plan, state.done)
@@ -846,9 +849,10 @@ class PlanExecute(SequentialAgent):
                     yield author
 
     @property
-    def _adk_asks_model_first(self) -> bool:
-        """Whether it starts with a model call (``adk._turns_left``): its planner starts it."""
-        return starts_with_model(self.sub_agents[0])
+    def _adk_first_askers(self) -> list[str]:
+        """The agents certain to ask their model as it starts (``adk._turns_left``): its
+        planner's, which starts it (what the plan then asks, the model decides)."""
+        return first_askers(self.sub_agents[0])
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         # An input a parent agent made (a custom agent's ``run(AgentInput([...]), ctx)``), not

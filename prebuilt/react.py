@@ -53,7 +53,7 @@ from adk import (
 from adk._aio import closing
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import NO_EVENT
-from adk._turns_left import asks_model_first, count_ahead, spent_text
+from adk._turns_left import count_ahead, first_calls, spent_text
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
@@ -215,7 +215,7 @@ def _transfer_target(call: ToolCall) -> str | None:
 class _ReActCore:
     """The agent loop itself; ``ReActAgent`` puts it in a flow when it has agents to transfer to."""
 
-    _adk_asks_model_first = True  # as its ``ReActAgent`` (``adk._turns_left``)
+    _adk_first_askers = True  # as its ``ReActAgent`` (``adk._turns_left``)
 
     def __init__(self, owner: ReActAgent) -> None:
         self.owner = owner
@@ -641,14 +641,17 @@ class _ReActCore:
         if node is None:  # an unknown target: the tool's error goes to the model
             return [(f"agent {self.name!r} (its paused calls' results)", _RESULTS_NEED)]
         found: list[tuple[str, str]] = []
-        if asks_model_first(node.agent, ctx):
-            to = f"the paused round transfers to {node.name!r}"
-            found.append((f"agent {node.name!r} (transferred to)", f"{to}, which asks"))
+        to = f"the paused round transfers to {node.name!r}"
+        for name in first_calls(node.agent, ctx):
+            inside = "" if name == node.name else f", agent {name!r}"
+            found.append((f"agent {node.name!r} (transferred to{inside})", f"{to}, which asks"))
+        if found:
             boss = getattr(node.agent, "_adk_reports_back", None)
             back = flow._graph_node(boss) if isinstance(boss, str) else None
-            if back is not None and asks_model_first(back.agent, ctx):
+            for name in first_calls(back.agent, ctx) if back is not None else ():
                 needs = f"{to}, which reports back to {boss!r}, which asks"
-                found.append((f"supervisor {boss!r} (the report back)", needs))
+                inside = "" if name == boss else f", agent {name!r}"
+                found.append((f"supervisor {boss!r} (the report back{inside})", needs))
         return found
 
     def _adk_paused_transfer(self, ctx: RunContext) -> str | None:
@@ -1120,7 +1123,7 @@ class ReActAgent:
     DESIGN.md). Other parameters as in DESIGN.md.
     """
 
-    _adk_asks_model_first = True
+    _adk_first_askers = True
     """It starts with a model call: a resume with no model call left is refused when this agent
     would run after the paused step (``adk._turns_left``)."""
 

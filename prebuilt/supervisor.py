@@ -16,7 +16,7 @@ from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_a
 from adk._aio import closing
 from adk._authors import Author, authors
 from adk._driver import NO_EVENT, drive
-from adk._turns_left import starts_with_model
+from adk._turns_left import first_askers
 
 from .plan_execute import PlanExecute
 
@@ -58,9 +58,10 @@ class _ReportsBack:
         return self.worker
 
     @property
-    def _adk_asks_model_first(self) -> bool:
-        """Whether it starts with a model call (``adk._turns_left``): its worker starts first."""
-        return starts_with_model(self.worker)
+    def _adk_first_askers(self) -> list[str]:
+        """The agents certain to ask their model as it starts (``adk._turns_left``): its
+        worker's, which starts first."""
+        return first_askers(self.worker)
 
     def _adk_authors(self, seen: set[int]) -> Iterator[Author]:
         """The worker's agents (``adk._authors``): it runs in the supervisor's history, so a

@@ -671,3 +671,38 @@ async def test_a_supervisors_round_that_pays_and_delegates_counts_the_worker_and
         assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
     done = await runner(["done"]).invoke_resume(paused.checkpoint_id, True, max_turns=3)
     assert done.text == "done" and bank.paid == [("ann", 5)]
+
+
+@pytest.mark.parametrize("kind", ["sequential", "parallel", "loop"])
+async def test_a_later_workflow_step_counts_every_agent_certain_to_ask_in_it(kind: str) -> None:
+    """The step after the paused one is a workflow of two ReActAgents: a sequence's or a loop's
+    iteration's steps, or a parallel workflow's branches, each ask their model as they start.
+    Counted as the one call its first agent asks, the resume with one call left went on: the
+    refund was paid, the second agent failed on the limit, the checkpoint was kept and a retry
+    with a higher limit paid again. Refused before anything runs; with two left it goes on."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        steps = [ReActAgent("s1", ScriptedModel(["one"])), ReActAgent("s2", ScriptedModel(["two"]))]
+        later: Any
+        if kind == "sequential":
+            later = SequentialAgent("later", steps)
+        elif kind == "parallel":
+            later = ParallelAgent("later", steps)
+        else:
+            later = LoopAgent("later", steps, max_iterations=1)
+        return Runner(SequentialAgent("flow", [_ending_payer(bank, script), later]), store)
+
+    paused = await runner([_pay(5)]).invoke("refund ann", max_turns=2)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert (
+        "the run paused after 1 model calls of the run's max_turns of 2, and the one call left "
+        "goes to step 'later' (agent 's1'): its step 'later', after the paused step 'payer', "
+        "asks a model call (agent 's2') the limit does not allow" in str(refused.value)
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True, max_turns=3)
+    assert done.interrupt is None and bank.paid == [("ann", 5)]
