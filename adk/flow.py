@@ -193,8 +193,9 @@ class FlowAgent:
     def _check_paused_transfer(self, node: FlowAgent, node_ctx: RunContext, transfers: int) -> None:
         """Refuse the resume of an agent whose paused round holds a transfer (a finished
         ``transfer_to_agent`` call beside a call awaiting approval) that the chain cannot take:
-        one past ``max_transfers`` (the model calls the transfer brings, its target's and its
-        report back's, the agent counts itself: ``_ReActCore._after_transfer``). The round may
+        to an agent it no longer has (changed since the pause), or one past ``max_transfers``
+        (the model calls the transfer brings, its target's and its report back's, the agent
+        counts itself: ``_ReActCore._after_transfer``). The round may
         end its agent, so the agent's own check lets it resume; run, the approved calls (a
         payment) would be made, the transfer then fail the run, and the kept checkpoint's retry
         make them again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
@@ -204,8 +205,15 @@ class FlowAgent:
         if name is None:
             return
         target = node.find(name)
-        if target is None:  # fails as it would have (no such agent), naming the valid ones
-            return
+        if target is None:  # gone since the pause: the transfer would fail the run after them
+            listed = ", ".join(repr(n) for n in node._target_names()) or "none"
+            raise CheckpointError(
+                f"the checkpoint does not fit agent '{self.name}' (its transfers): the transfer "
+                f"to {name!r} its paused round holds goes to no agent it can transfer to now "
+                f"({listed}): resumed, its approved calls would be made and the transfer then "
+                f"fail the run; give agent {node.name!r} an agent {name!r} to transfer to again "
+                "and resume"
+            )
         after = transfers + 1
         reports = after == self.max_transfers and getattr(target.agent, "_adk_reports_back", None)
         if after > self.max_transfers or reports:

@@ -706,3 +706,30 @@ async def test_a_later_workflow_step_counts_every_agent_certain_to_ask_in_it(kin
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
     done = await runner([]).invoke_resume(paused.checkpoint_id, True, max_turns=3)
     assert done.interrupt is None and bank.paid == [("ann", 5)]
+
+
+async def test_a_flows_round_transferring_to_an_agent_gone_since_the_pause_is_refused() -> None:
+    """The paused round holds a transfer to 'auditor', which the redeployed flow no longer has:
+    run, the payment was made, the transfer then failed the run (TransferError) and the
+    checkpoint was kept for a retry to pay again. Refused before anything runs, naming the
+    agents it can transfer to; the flow given its auditor back resumes it."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(clerk: list[Any], auditor: bool) -> Runner:
+        desk = ReActAgent("clerk", ScriptedModel(clerk), "pays", tools=[bank.pay])
+        name = "auditor" if auditor else "archivist"
+        other = ReActAgent(name, ScriptedModel(["checked"]), "checks payments")
+        return Runner(adk.with_sub_agents(desk, [other]), store)
+
+    paused = await runner([_pay_and_hand_over("auditor")], True).invoke("pay ann")
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([], False).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert (
+        "the transfer to 'auditor' its paused round holds goes to no agent it can transfer to "
+        "now ('archivist')" in str(refused.value)
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner([], True).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "checked" and bank.paid == [("ann", 5)]
