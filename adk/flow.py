@@ -187,7 +187,8 @@ class FlowAgent:
             why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
-        self._check_report_back(ctx, walk, node)
+        if not walk.plan.leaves_waiting(node_ctx.address):  # else it pauses again, no report
+            self._check_report_back(ctx, walk, node)
         self._check_paused_transfer(node, node_ctx, transfers)
 
     def _check_paused_transfer(self, node: FlowAgent, node_ctx: RunContext, transfers: int) -> None:

@@ -254,6 +254,16 @@ class _ResumePlan:
             data=self.targets.get(address),
         )
 
+    def leaves_waiting(self, address: Address) -> bool:
+        """Whether a pending point at or below ``address`` is one this resume does not answer
+        (it answers some points only): what holds it pauses there again, the point re-raised
+        unchanged (an agent not addressed does not run, ``_AgentRun.skipped``; a call not
+        addressed does not run, its round pausing once the others ran), so nothing after it
+        runs in this resume. The resume's check counts no model call after it
+        (``adk._turns_left``)."""
+        targets = self.targets
+        return any(is_within(p.id, address) and p.id not in targets for p in self.points)
+
     def unreached(self) -> list[Address]:
         """The points the resume addressed that no component at their address was asked about:
         the agents resuming the checkpoint no longer lead there, and the data was not delivered.

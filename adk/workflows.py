@@ -306,6 +306,8 @@ class _Workflow:
         walk.agent(child, child_ctx)
         if state.values.get("broke") is True:  # the step broke the loop: the steps end with it
             return
+        if walk.plan.leaves_waiting(child_ctx.address):  # it pauses again: no step after it
+            return
         if walk.stops(child_ctx.address, isinstance(self, LoopAgent)):  # an exit or break
             return
         if ctx._run.turns is not None:

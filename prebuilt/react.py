@@ -441,9 +441,14 @@ class _ReActCore:
         more. Run, the paused calls (an approved refund) would be made, the run
         then fail on the limit with its checkpoint kept, and a retry with a higher limit make them
         again. Shared as ``_saved_round`` is; the saved exits and action are read only at a
-        limit."""
-        turns = ctx._run.turns
+        limit. A resume that leaves one of the round's points waiting (it answers some only) is
+        not refused for ``max_turns``: the round pauses again once the answered calls ran,
+        asking no model, and the resume of the rest is refused unless it raises the limit. It
+        is for ``max_iterations``, which no resume raises: the round could never finish."""
+        turns, plan = ctx._run.turns, ctx._run.plan
         spent = turns is not None and turns.used >= turns.limit
+        if spent and plan is not None and plan.leaves_waiting(ctx.address):
+            spent = False  # the round pauses again: no model call in this resume
         if iterations != self.owner.max_iterations and not spent:
             return
         if self._round_may_end(calls, held, saved_exits(saved), saved_action(saved)):
@@ -566,8 +571,12 @@ class _ReActCore:
         action = saved_action(saved)
         if action is not None and (action.exit or action.break_loop):
             walk.note_ending(ctx.address, action.exit)  # ends its workflows: their later steps
-        if function is not None and not self._round_may_end(
-            calls, restored.held, saved_exits(saved), saved_action(saved)
+        if (
+            function is not None
+            and not walk.plan.leaves_waiting(ctx.address)
+            and not self._round_may_end(
+                calls, restored.held, saved_exits(saved), saved_action(saved)
+            )
         ):
             walk.defer(functools.partial(self._check_instruction, ctx, function))
         addresses = [join_address(ctx.address, tool_segment(c.name, c.id)) for c in calls]
@@ -600,6 +609,8 @@ class _ReActCore:
         ``_check_round_fits`` refused already a round needing its own call with none left at
         all; this one refuses one whose call left goes to a nested run, a parallel branch, or
         the agent transferred to."""
+        if walk.plan.leaves_waiting(ctx.address):  # the round pauses again: nothing after it
+            return
         exits, action = saved_exits(saved), saved_action(saved)
         if not self._round_may_end(calls, held, exits, action):
             asking = [(f"agent {self.name!r} (its paused calls' results)", _RESULTS_NEED)]

@@ -733,3 +733,71 @@ async def test_a_flows_round_transferring_to_an_agent_gone_since_the_pause_is_re
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
     done = await runner([], True).invoke_resume(paused.checkpoint_id, True)
     assert done.text == "checked" and bank.paid == [("ann", 5)]
+
+
+# -- a resume answering some points only ------------------------------------------------------------
+
+
+def _two_desks(bank: Bank, shape: str, store: Any, paying: list[Any], moving: list[Any]) -> Runner:
+    """A payer and a mover that each pause for approval, as parallel branches, the branches
+    before a summary, or one agent whose round holds both calls (``paying`` scripts it), alone
+    or as a supervisor's worker."""
+    if shape == "worker":
+        first = isinstance(paying[0], Reply) if paying else False
+        delegate = tool_call("transfer_to_agent", {"agent_name": "payer"}, id="d1")
+        boss = ReActAgent(
+            "boss", ScriptedModel([Reply(tool_calls=[delegate])] if first else ["ok"])
+        )
+        payer = ReActAgent("payer", ScriptedModel(paying), "pays", tools=[bank.pay, bank.transfer])
+        return Runner(Supervisor(boss, [payer]), store)
+    if shape == "round":
+        return Runner(
+            ReActAgent("payer", ScriptedModel(paying), tools=[bank.pay, bank.transfer]), store
+        )
+    payer = ReActAgent("payer", ScriptedModel(paying), tools=[bank.pay])
+    mover = ReActAgent("mover", ScriptedModel(moving), tools=[bank.transfer])
+    both = ParallelAgent("desks", [payer, mover])
+    if shape == "parallel":
+        return Runner(both, store)
+    return Runner(
+        SequentialAgent("flow", [both, ReActAgent("summary", ScriptedModel(["sum"]))]), store
+    )
+
+
+@pytest.mark.parametrize("shape", ["parallel", "then_summary", "round", "worker"])
+async def test_a_resume_answering_some_points_counts_no_call_after_those_left_waiting(
+    shape: str,
+) -> None:
+    """The person approves the payment only: the transfer's point is left waiting, so what
+    holds it pauses again there (its branch does not run, its round re-raises it) and no model
+    call after it comes in this resume: not the mover's results, not the summary, not the round's
+    results, not the supervisor's after a report back. They were counted: with the one call left the payer's results need, the person's
+    yes was refused, naming calls this resume would not make. Answered last, the transfer is
+    refused at the limit, before it runs, and goes on with a higher max_turns."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    move = Reply(tool_calls=[tool_call("transfer", {"account": "a", "cents": 1}, id="t1")])
+    both = Reply(tool_calls=[*_pay(5).tool_calls, *move.tool_calls])
+    one = shape in ("round", "worker")  # one agent's round holds both calls
+    first = _two_desks(bank, shape, store, [both if one else _pay(5)], [move])
+    made = 1 if shape == "round" else 2  # the boss delegated first
+    paused = await first.invoke("go", max_turns=made + (not one))
+    assert paused.checkpoint_id is not None and paused.interrupt is not None
+    ids = [point.id for point in paused.interrupt.points]
+    pay_point = next(point for point in ids if "tool:pay#" in point)
+    move_point = next(point for point in ids if "tool:transfer#" in point)
+
+    resumed = _two_desks(bank, shape, store, ["paid"], ["moved"])
+    again = await resumed.invoke_resume(paused.checkpoint_id, {pay_point: True})
+    assert bank.paid == [("ann", 5)] and bank.sent == []
+    assert again.interrupt is not None and [p.id for p in again.interrupt.points] == [move_point]
+
+    with pytest.raises(RunError) as refused:
+        await _two_desks(bank, shape, store, [], ["moved"]).invoke_resume(
+            paused.checkpoint_id, {move_point: True}
+        )
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert "resume with a higher max_turns" in str(refused.value) and bank.sent == []
+    done = await _two_desks(bank, shape, store, ["all done"], ["moved"]).invoke_resume(
+        paused.checkpoint_id, {move_point: True}, max_turns=made + 3
+    )
+    assert done.interrupt is None and bank.sent == [("a", 1)] and bank.paid == [("ann", 5)]
