@@ -71,13 +71,14 @@ class Preflight:
             self.endings = []
         self.endings.append((address, "exit" if exits else "break"))
 
-    def stops(self, address: str, loop: bool) -> bool:
+    def stops(self, address: str, loop: bool, in_loop: bool) -> bool:
         """Whether a round noted below ``address`` (``note_ending``) ends the workflow there, its
-        later steps never run: an exit, or a break when the workflow is a ``loop`` no loop below
-        it took first (the walk checks the inner workflows first, so the innermost takes it). A
-        break below a sequence is not taken: whether a loop encloses it is not known here (outside
-        any loop, a break is ignored and the sequence goes on). Neither crosses an ``AgentTool``
-        (a ``tool:`` segment), where an exit ends only the nested run."""
+        later steps never run: an exit, or a break no loop below it took first (the walk checks
+        the inner workflows first, so the innermost takes it), when the workflow is a ``loop``
+        (which takes it) or a sequence ``in_loop`` (inside one, which it stops on its way to
+        that loop, as ``_run_steps`` does: ``take_break``); outside any loop a break is ignored
+        and the sequence goes on. Neither crosses an ``AgentTool`` (a ``tool:`` segment), where
+        an exit ends only the nested run."""
         endings = self.endings
         if not endings:
             return False
@@ -89,8 +90,12 @@ class Preflight:
         if any(endings[index][1] == "exit" for index in found):
             return True
         for index in found:
-            if loop and endings[index][1] == "break":
+            if endings[index][1] != "break":
+                continue
+            if loop:
                 endings[index] = (endings[index][0], "taken")
+                return True
+            if in_loop:
                 return True
         return False
 

@@ -295,12 +295,15 @@ class _Workflow:
         start = _resumed_step(state, path, ctx.run_path, self.sub_agents)
         later = self.sub_agents[start + 1 :]
         following: list[Agent] = []  # a loop's next iteration's steps
+        loop = isinstance(self, LoopAgent)
         if isinstance(self, LoopAgent):
             iteration = _resumed_iteration(state, self.max_iterations)
             if self.max_iterations is None or iteration + 1 < self.max_iterations:
                 following = self.sub_agents
         child = self.sub_agents[start]
-        child_ctx = ctx._child(child.name, path)
+        # As ``_Steps.steps_ctx``: a loop's steps see one more loop (``Preflight.stops``).
+        steps_ctx = ctx._fork(loop_depth=ctx._loop_depth + 1) if loop else ctx
+        child_ctx = steps_ctx._child(child.name, path)
         why = f"workflow {self.name!r} resumes its step {child.name!r}"
         walk.only_under(ctx.address, [child_ctx.address], why)
         walk.agent(child, child_ctx)
@@ -308,7 +311,7 @@ class _Workflow:
             return
         if walk.plan.leaves_waiting(child_ctx.address):  # it pauses again: no step after it
             return
-        if walk.stops(child_ctx.address, isinstance(self, LoopAgent)):  # an exit or break
+        if walk.stops(child_ctx.address, loop, ctx._loop_depth > 0):  # an exit or break
             return
         if ctx._run.turns is not None:
             _check_turns_left(state, ctx, walk, child, later, following)

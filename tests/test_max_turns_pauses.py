@@ -801,3 +801,52 @@ async def test_a_resume_answering_some_points_counts_no_call_after_those_left_wa
         paused.checkpoint_id, {move_point: True}, max_turns=made + 3
     )
     assert done.interrupt is None and bank.sent == [("a", 1)] and bank.paid == [("ann", 5)]
+
+
+async def test_a_break_below_a_sequence_inside_a_loop_ends_the_sequence_too() -> None:
+    """The paused round breaks (Google ADK's escalate) inside a sequence that is a loop's step:
+    the sequence stops with the break as the loop does, so its summary never runs. The check
+    took a break below a sequence as one a sequence outside any loop ignores and refused the
+    resume at the limit. Outside a loop it still does (the sequence goes on to its summary)."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any], loop: bool) -> Runner:
+        payer = ReActAgent(
+            "payer", ScriptedModel(script), tools=[bank.pay, escalate], return_directly=["pay"]
+        )
+        steps = SequentialAgent("steps", [payer, ReActAgent("summary", ScriptedModel(["sum"]))])
+        after = ReActAgent("after", ScriptedModel(["after"]))
+        if loop:  # the loop's own later step never runs either: the break ends the loop
+            return Runner(LoopAgent("flow", [steps, after], max_iterations=3), store)
+        return Runner(SequentialAgent("flow", [steps]), store)
+
+    paused = await runner([_pay_and("escalate")], True).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    done = await runner([], True).invoke_resume(paused.checkpoint_id, True)
+    assert done.interrupt is None and bank.paid == [("ann", 5)] and done.text == "paid 5 to ann"
+
+    paused = await runner([_pay_and("escalate")], False).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError, match="its step 'summary', after the paused step 'payer'"):
+        await runner([], False).invoke_resume(paused.checkpoint_id, True)
+    assert bank.paid == [("ann", 5)]
+
+
+async def test_a_break_an_inner_loop_takes_does_not_end_the_sequence_around_it() -> None:
+    """The inner loop takes the break: the sequence around it goes on to its summary, which
+    asks its model, so the resume at the limit is refused (inside an outer loop too)."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(script: list[Any]) -> Runner:
+        payer = ReActAgent(
+            "payer", ScriptedModel(script), tools=[bank.pay, escalate], return_directly=["pay"]
+        )
+        inner = LoopAgent("inner", [payer], max_iterations=2)
+        steps = SequentialAgent("steps", [inner, ReActAgent("summary", ScriptedModel(["sum"]))])
+        return Runner(LoopAgent("outer", [steps], max_iterations=1), store)
+
+    paused = await runner([_pay_and("escalate")]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError, match="its step 'summary', after the paused step 'inner'"):
+        await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert bank.paid == []
