@@ -66,7 +66,8 @@ class Preflight:
         every enclosing workflow, or a break, which ends those up to the innermost loop, once
         it is resumed (a call that finished before the pause asked for it: ``ctx.exit()``, the
         exit tool, ``ctx.break_loop()``). The workflows' check of the steps after a paused one
-        (``workflows._check_turns_left``) asks ``stops``."""
+        (``workflows._check_turns_left``) asks ``stops``, as does a flow's check of a worker's
+        report back (``FlowAgent._check_report_back``)."""
         if self.endings is None:
             self.endings = []
         self.endings.append((address, "exit" if exits else "break"))

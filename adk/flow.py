@@ -187,7 +187,9 @@ class FlowAgent:
             why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
-        if not walk.plan.leaves_waiting(node_ctx.address):  # else it pauses again, no report
+        # No report back when the agent pauses again or its paused round exits (the run ends).
+        address = node_ctx.address
+        if not walk.plan.leaves_waiting(address) and not walk.stops(address, False, False):
             self._check_report_back(ctx, walk, node)
         self._check_paused_transfer(node, node_ctx, transfers)
 
@@ -232,7 +234,9 @@ class FlowAgent:
         asks its model), and refuse the resume when the run has no call left for it. Run, the
         paused calls (an approved refund) would be made, the supervisor fail on the limit, and
         the kept checkpoint's retry make them again. After the worker's own count, whose
-        refusal (its round needing a model call) names the worker."""
+        refusal (its round needing a model call) names the worker. Not asked when the worker's
+        paused round holds an exit (``Preflight.stops``): the run ends with it, and the worker
+        reports nothing back."""
         boss = getattr(node.agent, "_adk_reports_back", None)
         if boss is None or ctx._run.turns is None:
             return

@@ -850,3 +850,23 @@ async def test_a_break_an_inner_loop_takes_does_not_end_the_sequence_around_it()
     with pytest.raises(RunError, match="its step 'summary', after the paused step 'inner'"):
         await runner([]).invoke_resume(paused.checkpoint_id, True)
     assert bank.paid == []
+
+
+async def test_a_workers_round_that_exits_at_the_limit_resumes_without_a_report_back() -> None:
+    """The worker's paused round holds an exit (the exit tool called beside the payment): the
+    run ends with it and the worker reports nothing back, so the supervisor asks no model. The
+    check counted its turn after the report back all the same and refused the resume, which
+    only a higher max_turns could then resume."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    delegate = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "payer"}, id="d1")])
+
+    def runner(boss: list[Any], worker: list[Any]) -> Runner:
+        payer = ReActAgent("payer", ScriptedModel(worker), "pays", tools=[bank.pay], exit_tool=True)
+        return Runner(Supervisor(ReActAgent("boss", ScriptedModel(boss)), [payer]), store)
+
+    exiting = _pay_and("exit", final_result="paid ann")
+    paused = await runner([delegate], [exiting]).invoke("refund ann", max_turns=2)
+    assert paused.checkpoint_id is not None
+    done = await runner([], []).invoke_resume(paused.checkpoint_id, True)
+    assert done.interrupt is None and bank.paid == [("ann", 5)]
+    assert [e.agent_name for e in done.events if e.message is not None] == ["payer", "payer"]
