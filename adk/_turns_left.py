@@ -74,8 +74,10 @@ def first_askers(agent: object) -> list[str]:
     beside it, does not end the workflow first, as a workflow's later steps are after a paused
     one: counted), a transfer flow its agent's, a supervisor's worker or a plan-execute role its
     agent's, a ``PlanExecute`` its planner's. None when it has a ``before_agent`` callback of its
-    own that could answer for it."""
-    if getattr(agent, "_adk_callbacks", None) is not None:
+    own that could answer for it; its other callbacks cannot spare its model call (counted
+    before a ``before_model`` callback runs: ``adk.models._call``)."""
+    callbacks = getattr(agent, "_adk_callbacks", None)
+    if callbacks is not None and getattr(getattr(callbacks, "chain", None), "before_agent", True):
         return []
     askers = getattr(agent, "_adk_first_askers", False)
     if askers is True:

@@ -870,3 +870,34 @@ async def test_a_workers_round_that_exits_at_the_limit_resumes_without_a_report_
     done = await runner([], []).invoke_resume(paused.checkpoint_id, True)
     assert done.interrupt is None and bank.paid == [("ann", 5)]
     assert [e.agent_name for e in done.events if e.message is not None] == ["payer", "payer"]
+
+
+async def test_a_step_with_callbacks_that_cannot_answer_for_it_is_still_taken_to_ask() -> None:
+    """The summary has callbacks of its own, but no before_agent one (an after_model check):
+    nothing can answer for it, and its model call, counted before any model callback runs, is
+    certain. It was taken as a step a callback may answer for: at the limit the refund was paid,
+    the summary failed with MaxTurnsExceeded and the checkpoint was kept for a retry to pay
+    again. Refused before anything runs."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    checked: list[str] = []
+
+    def note(agent: Any, ctx: Any, reply: Message) -> None:
+        checked.append(reply.content)
+
+    def runner(script: list[Any]) -> Runner:
+        summary = ReActAgent(
+            "summary", ScriptedModel(["sum"]), callbacks=[adk.Callbacks(after_model=note)]
+        )
+        return Runner(SequentialAgent("flow", [_ending_payer(bank, script), summary]), store)
+
+    paused = await runner([_pay(5)]).invoke("refund ann", max_turns=1)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert "its step 'summary', after the paused step 'payer', asks a model call" in str(
+        refused.value
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True, max_turns=2)
+    assert done.text == "sum" and bank.paid == [("ann", 5)] and checked == ["sum"]
