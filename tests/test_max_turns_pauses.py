@@ -901,3 +901,40 @@ async def test_a_step_with_callbacks_that_cannot_answer_for_it_is_still_taken_to
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
     done = await runner([]).invoke_resume(paused.checkpoint_id, True, max_turns=2)
     assert done.text == "sum" and bank.paid == [("ann", 5)] and checked == ["sum"]
+
+
+async def test_an_action_chats_round_answered_in_part_at_the_limit_pauses_again() -> None:
+    """An action's chat paused on two approvals with no model call left: the person approves
+    the payment only, so the tool action runs it and pauses again on the transfer, and the chat
+    waiting for the round asks no model in this resume. Refused as if it would; answered last,
+    the transfer is refused at the limit, before it runs, and goes on with a higher one."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    both = Reply(
+        tool_calls=[
+            *_pay(5).tool_calls,
+            tool_call("transfer", {"account": "a", "cents": 1}, id="t1"),
+        ]
+    )
+
+    def runner(script: list[Any]) -> Runner:
+        resources = Resources()
+        resources.add_model("m", ScriptedModel(script))
+        resources.add_tool(bank.pay)
+        resources.add_tool(bank.transfer)
+        return Runner(ChatActor("payments", ["pay", "transfer"], resources=resources), store)
+
+    paused = await runner([both]).invoke("go", max_turns=1)
+    assert paused.checkpoint_id is not None and paused.interrupt is not None
+    ids = [point.id for point in paused.interrupt.points]
+    pay_point = next(point for point in ids if "tool:pay#" in point)
+    move_point = next(point for point in ids if "tool:transfer#" in point)
+    again = await runner([]).invoke_resume(paused.checkpoint_id, {pay_point: True})
+    assert again.interrupt is not None and [p.id for p in again.interrupt.points] == [move_point]
+    assert bank.paid == [("ann", 5)] and bank.sent == []
+    with pytest.raises(RunError, match="at the run's max_turns of 1"):
+        await runner(["done"]).invoke_resume(paused.checkpoint_id, {move_point: True})
+    assert bank.sent == []
+    done = await runner(["done"]).invoke_resume(
+        paused.checkpoint_id, {move_point: True}, max_turns=2
+    )
+    assert done.text == "done" and bank.sent == [("a", 1)] and bank.paid == [("ann", 5)]

@@ -341,11 +341,24 @@ def check_turns_left(
     the paused action (``chat_asks_after``). Run, the paused action would make its calls (an
     approved refund), the chat then fail on the limit with the checkpoint kept, and a retry
     with a higher limit make them again: refused before anything runs, as ``ReActAgent``
-    refuses such a round (its ``_check_round_fits``). What an action of one's own sends when it
-    runs again cannot be known here; it fails as it asks."""
+    refuses such a round (its ``_check_round_fits``). Not when the resume leaves one of its
+    points waiting: the action pauses again. What an action of one's own sends when it runs
+    again cannot be known here; it fails as it asks."""
     turns = spent_turns(run.ctx)
-    if turns is not None and chat_asks_after(run, current, listener, queue):
+    if (
+        turns is not None
+        and not _pauses_again(run)
+        and chat_asks_after(run, current, listener, queue)
+    ):
         raise saved.error(f"{spent_text(turns)}: {_CHAT_ASKS}")
+
+
+def _pauses_again(run: _ActionRun) -> bool:
+    """Whether the resume leaves one of the agent's points waiting (it answers some only): the
+    paused action pauses again there once the answered calls ran, and the chat asks no model
+    in this resume (``_ResumePlan.leaves_waiting``)."""
+    plan = run.ctx._run.plan
+    return plan is not None and plan.leaves_waiting(run.ctx.address)
 
 
 _CHAT_ASKS = (
@@ -366,7 +379,7 @@ def count_chat_after(
     certain to make after the paused action (``chat_asks_after``), and refuse the resume when
     the run has no call left for it (the one left going to a nested run's or a parallel
     branch's results): the case ``check_turns_left`` cannot see, which counts nothing."""
-    if not chat_asks_after(run, current, listener, queue):
+    if _pauses_again(run) or not chat_asks_after(run, current, listener, queue):
         return
     refused = count_ahead(walk, run.ctx, f"agent {run.agent.name!r} (its chat)")
     if refused is not None:
