@@ -27,6 +27,7 @@ from adk import (
     Callbacks,
     CheckpointError,
     Message,
+    ParallelAgent,
     Role,
     RunContext,
     RunError,
@@ -402,3 +403,29 @@ async def test_a_new_run_cannot_pause_over_a_waiting_checkpoint_of_the_same_id(
         assert second.interrupt is not None
         await runner.invoke_resume("conv-1", False)
         assert paid == ["bob"]
+
+
+async def test_a_resume_answering_some_points_pauses_again_under_its_own_id(tmp_path: Path) -> None:
+    """The refusal above is a new run's: a resume that answers one of two waiting points pauses
+    again under the id it resumed, replacing its own checkpoint, and a new run under the id is
+    still refused until the last point is answered."""
+    paid: list[str] = []
+
+    class _Named(_Pay):
+        def __init__(self, name: str) -> None:
+            super().__init__(paid)
+            self.name = name
+
+    async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
+        runner = Runner(ParallelAgent("both", [_Named("bob"), _Named("eve")]), store)
+        first = await runner.invoke("x", checkpoint_id="conv-1")
+        assert first.interrupt is not None
+        bob, eve = (point.id for point in first.interrupt.points)
+        again = await runner.invoke_resume("conv-1", {bob: True})
+        assert again.checkpoint_id == "conv-1" and again.interrupt is not None
+        assert [point.id for point in again.interrupt.points] == [eve]
+        with pytest.raises(RunError, match="'conv-1': a paused run waits there"):
+            await runner.invoke("y", checkpoint_id="conv-1")
+        done = await runner.invoke_resume("conv-1", {eve: True})
+        assert done.interrupt is None and paid == ["x", "x"]
+        assert await store.get("conv-1") is None
