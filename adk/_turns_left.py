@@ -4,11 +4,28 @@ pause count, under the saved limit or a resume's own).
 A paused step whose resume makes its approved calls (a refund) and then reaches a model call
 past the limit fails after those calls, with the checkpoint kept: a retry with a higher limit
 makes them again. So the resume's check before anything runs (``adk._preflight``) counts the
-model calls the resume is certain to make after the paused calls (``count_ahead``): a paused
-round's results a ``ReActAgent`` or an action's chat needs its model for, a workflow's later
-step that asks its model as it starts (``first_calls``), a supervisor's turn after a
-worker's report back. Each component counts its own into the walk, so their sum is held
-against the calls left, not each alone: one call left and two certain is refused too.
+model calls the resume is certain to make after the paused calls (``count_ahead``, into
+``Preflight.turns_ahead``), each component its own as the walk passes it, after what lies below
+it (which runs first), and their sum is held against the calls left, not each alone: one call
+left and two certain is refused too. Who counts what:
+
+- a ``ReActAgent``'s paused round its results' call, when the round cannot end the agent
+  without its model; when it ends it by a transfer alone, the agent transferred to and, for a
+  supervisor's worker, the supervisor's turn after the report back (``_ReActCore._count_round``;
+  a round at the limit that needs its own call is refused first, ``_check_round_fits``);
+- an ``ActionAgent`` its built-in chat's call after the paused action (``adk.actions._builtin``);
+- a ``SequentialAgent``/``LoopAgent`` each later step's calls as it starts (``first_calls``: a
+  workflow as every agent in it that asks first), a loop's next iteration only when no later
+  step asks (``adk.workflows._check_turns_left``);
+- a transfer flow the supervisor's turn after a worker's report back
+  (``FlowAgent._check_report_back``).
+
+Nothing is counted after what does not go on in this resume: a paused round that exits, or
+breaks the loop a workflow is in (``Preflight.note_ending``, ``Preflight.stops``), and a point
+the resume leaves waiting, where what holds it pauses again (``_ResumePlan.leaves_waiting``).
+What the walk cannot see is left as it stands: an ending that an agent of one's own or a
+resumed call asks for is taken as none (a higher ``max_turns`` resumes it), and the model calls
+of an agent of one's own are not counted (it fails on the limit as it asks).
 """
 
 from __future__ import annotations
