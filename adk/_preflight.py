@@ -58,8 +58,10 @@ class Preflight:
         # The model calls the resume is certain to make after the paused calls, counted by the
         # components as the walk passes them (``adk._turns_left.count_ahead``), each named.
         self.turns_ahead: list[str] = []
-        # Paused rounds that end their workflows once resumed (``note_ending``), by address.
-        self.endings: list[tuple[str, str]] | None = None
+        # Paused rounds that end their workflows once resumed (``note_ending``,
+        # ``note_transfer``): (address, kind, transfer target), kind "exit", "break",
+        # "transfer" or "taken" (a loop took the break, a flow the transfer).
+        self.endings: list[tuple[str, str, str]] | None = None
 
     def note_ending(self, address: str, exits: bool) -> None:
         """Note that the paused round at ``address`` asks for an exit (``exits``), which ends
@@ -70,7 +72,38 @@ class Preflight:
         report back (``FlowAgent._check_report_back``)."""
         if self.endings is None:
             self.endings = []
-        self.endings.append((address, "exit" if exits else "break"))
+        self.endings.append((address, "exit" if exits else "break", ""))
+
+    def note_transfer(self, address: str, target: str) -> None:
+        """Note that the paused round at ``address`` ends its agent by a transfer to ``target``
+        once resumed (a call that finished before the pause asked for it, ``ctx.transfer``)
+        that no flow of the agent's own takes: it passes up, ending the workflows on its way
+        (``stops``), to the first transfer flow above, which takes it (``take_transfer``). One
+        that none takes fails the run (``run``), as does one leaving a parallel branch
+        (``ParallelAgent._adk_preflight``)."""
+        if self.endings is None:
+            self.endings = []
+        self.endings.append((address, "transfer", target))
+
+    def take_transfer(self, address: str) -> str | None:
+        """The target of a transfer noted below ``address`` (``note_transfer``) that no flow
+        took yet, now taken by the flow at ``address``; None if there is none. Not across an
+        ``AgentTool`` (a ``tool:`` segment): the nested run's own."""
+        for index in self._below(address):
+            where, kind, target = self.endings[index]  # type: ignore[index]
+            if kind == "transfer":
+                self.endings[index] = (where, "taken", target)  # type: ignore[index]
+                return target
+        return None
+
+    def _below(self, address: str) -> list[int]:
+        """The indices of the endings noted at or below ``address``, not across an
+        ``AgentTool`` (a ``tool:`` segment)."""
+        return [
+            index
+            for index, (where, _, _) in enumerate(self.endings or ())
+            if is_within(where, address) and "/tool:" not in where[len(address) :]
+        ]
 
     def stops(self, address: str, loop: bool, in_loop: bool) -> bool:
         """Whether a round noted below ``address`` (``note_ending``) ends the workflow there, its
@@ -78,23 +111,21 @@ class Preflight:
         the inner workflows first, so the innermost takes it), when the workflow is a ``loop``
         (which takes it) or a sequence ``in_loop`` (inside one, which it stops on its way to
         that loop, as ``_run_steps`` does: ``take_break``); outside any loop a break is ignored
-        and the sequence goes on. Neither crosses an ``AgentTool`` (a ``tool:`` segment), where
-        an exit ends only the nested run."""
+        and the sequence goes on; or a transfer no flow below it took (``note_transfer``).
+        None crosses an ``AgentTool`` (a ``tool:`` segment), where an exit ends only the
+        nested run."""
         endings = self.endings
         if not endings:
             return False
-        found = [
-            index
-            for index, (where, _) in enumerate(endings)
-            if is_within(where, address) and "/tool:" not in where[len(address) :]
-        ]
-        if any(endings[index][1] == "exit" for index in found):
+        found = self._below(address)
+        if any(endings[index][1] in ("exit", "transfer") for index in found):
             return True
         for index in found:
-            if endings[index][1] != "break":
+            where, kind, _ = endings[index]
+            if kind != "break":
                 continue
             if loop:
-                endings[index] = (endings[index][0], "taken")
+                endings[index] = (where, "taken", "")
                 return True
             if in_loop:
                 return True
@@ -102,8 +133,28 @@ class Preflight:
 
     def run(self, root: Any, ctx: RunContext) -> None:
         """Walk from the root agent; raise the ``CheckpointError`` of the first point the resume
-        cannot reach (or the first saved state that does not fit)."""
+        cannot reach (or the first saved state that does not fit), or of a paused round's
+        transfer that no flow takes (``note_transfer``): it would fail the run once the round's
+        approved calls were made."""
         self.within(lambda: self.agent(root, ctx))
+        target = self.take_transfer(ctx.address)
+        if target is not None:
+            why = (
+                "no transfer flow above the round takes it (give the agents one with an agent "
+                f"{target!r}: with_sub_agents)"
+            )
+            raise self.failing_transfer(target, why)
+
+    def failing_transfer(self, target: str, why: str) -> CheckpointError:
+        """The refusal of a paused round's transfer to ``target`` that the run would fail
+        (``why``): resumed, the round's approved calls would be made, the transfer then fail the
+        run and the kept checkpoint's retry make them again."""
+        of = f" of checkpoint {self.checkpoint_id!r}" if self.checkpoint_id is not None else ""
+        return CheckpointError(
+            f"the transfer to {target!r} that a paused round{of} holds would fail: {why}; "
+            "resumed, its approved calls would be made and the transfer then fail the run; the "
+            "checkpoint is kept as it was"
+        )
 
     def defer(self, check: Callable[[], Awaitable[None]]) -> None:
         """Have ``finish`` run ``check``, a part of the walk that must await (finding a

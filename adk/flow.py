@@ -187,11 +187,57 @@ class FlowAgent:
             why = f"agent {self.name!r} resumes the agent its transfers paused in, {node.name!r}"
             walk.only_under(ctx.address, [node_ctx.address], why)
         walk.agent(node.agent, node_ctx)
-        # No report back when the agent pauses again or its paused round exits (the run ends).
         address = node_ctx.address
-        if not walk.plan.leaves_waiting(address) and not walk.stops(address, False, False):
+        passed = walk.take_transfer(address)
+        if passed is not None:  # a paused round's transfer reaches this chain: it goes on there
+            self._check_passed_transfer(ctx, walk, node, passed, transfers)
+        # No report back when the agent pauses again or its paused round exits (the run ends).
+        elif not walk.plan.leaves_waiting(address) and not walk.stops(address, False, False):
             self._check_report_back(ctx, walk, node)
         self._check_paused_transfer(node, node_ctx, transfers)
+
+    def _check_passed_transfer(
+        self, ctx: RunContext, walk: Preflight, node: FlowAgent, name: str, transfers: int
+    ) -> None:
+        """Check, for the resume's check, the transfer to ``name`` that a paused round below
+        ``node`` holds and passes up to this chain (``Preflight.note_transfer``: its agent has no
+        flow of its own, as a ``ReActAgent`` step of a workflow that is ``node``'s agent): the
+        chain must take it (``_transfer_refusal``), and the model calls it brings count
+        (``calls_after_transfer``), as a flow's own agent's round's do
+        (``_check_paused_transfer``, ``_ReActCore._after_transfer``). Its agent ends with the
+        transfer: no report back."""
+        refusal = self._transfer_refusal(node, name, transfers)
+        if refusal is not None:
+            raise refusal
+        target = node.find(name)
+        assert target is not None  # (``_transfer_refusal``)
+        for what, needs in self.calls_after_transfer(ctx, target):
+            refused = count_ahead(walk, ctx, what)
+            if refused is not None:
+                raise CheckpointError(
+                    f"the checkpoint does not fit agent '{self.name}' (its transfers): "
+                    f"{refused}: {needs} a model call the limit does not allow; resume with a "
+                    "higher max_turns (it counts the calls before the pause)"
+                )
+
+    def calls_after_transfer(self, ctx: RunContext, target: FlowAgent) -> list[tuple[str, str]]:
+        """The model calls certain once a paused round's transfer reached ``target``: its agents
+        that ask first (``first_calls``), then, when it is a supervisor's worker, the
+        supervisor's after its report back. Each as (what counts it, what needs it), for
+        ``count_ahead`` and the refusal."""
+        found: list[tuple[str, str]] = []
+        to = f"the paused round transfers to {target.name!r}"
+        for name in first_calls(target.agent, ctx):
+            inside = "" if name == target.name else f", agent {name!r}"
+            found.append((f"agent {target.name!r} (transferred to{inside})", f"{to}, which asks"))
+        if found:
+            boss = getattr(target.agent, "_adk_reports_back", None)
+            back = self._graph_node(boss) if isinstance(boss, str) else None
+            for name in first_calls(back.agent, ctx) if back is not None else ():
+                needs = f"{to}, which reports back to {boss!r}, which asks"
+                inside = "" if name == boss else f", agent {name!r}"
+                found.append((f"supervisor {boss!r} (the report back{inside})", needs))
+        return found
 
     def _check_paused_transfer(self, node: FlowAgent, node_ctx: RunContext, transfers: int) -> None:
         """Refuse the resume of an agent whose paused round holds a transfer (a finished
@@ -205,12 +251,21 @@ class FlowAgent:
         ``ReActAgent``); a transfer a resumed call asks for is not known before it runs."""
         paused = getattr(node.agent, "_adk_paused_transfer", None)
         name = paused(node_ctx) if paused is not None else None
-        if name is None:
-            return
+        if name is not None:
+            refusal = self._transfer_refusal(node, name, transfers)
+            if refusal is not None:
+                raise refusal
+
+    def _transfer_refusal(
+        self, node: FlowAgent, name: str, transfers: int
+    ) -> CheckpointError | None:
+        """The refusal of a paused round's transfer to ``name`` from ``node``, after the
+        chain's ``transfers``, that the chain cannot take: to an agent it no longer has, or one
+        past ``max_transfers`` (with the report back of a supervisor's worker); else None."""
         target = node.find(name)
         if target is None:  # gone since the pause: the transfer would fail the run after them
             listed = ", ".join(repr(n) for n in node._target_names()) or "none"
-            raise CheckpointError(
+            return CheckpointError(
                 f"the checkpoint does not fit agent '{self.name}' (its transfers): the transfer "
                 f"to {name!r} its paused round holds goes to no agent it can transfer to now "
                 f"({listed}): resumed, its approved calls would be made and the transfer then "
@@ -220,13 +275,14 @@ class FlowAgent:
         after = transfers + 1
         reports = after == self.max_transfers and getattr(target.agent, "_adk_reports_back", None)
         if after > self.max_transfers or reports:
-            raise CheckpointError(
+            return CheckpointError(
                 f"the checkpoint does not fit agent '{self.name}' (its transfers): its agent "
                 f"{node.name!r} paused after {transfers} transfers, with max_transfers of "
                 f"{self.max_transfers}: the transfer to {name!r} its paused round holds"
                 f"{' and the report back' if reports else ''} would pass the limit; raise "
                 "max_transfers and resume again"
             )
+        return None
 
     def _check_report_back(self, ctx: RunContext, walk: Preflight, node: FlowAgent) -> None:
         """Count, for the resume's check (``adk._turns_left``), the model call a Supervisor's

@@ -523,6 +523,13 @@ class ParallelAgent(_Workflow):
         walk.only_under(ctx.address, [c.address for _, c in entered], why)
         for child, child_ctx in entered:
             walk.agent(child, child_ctx)
+            target = walk.take_transfer(child_ctx.address)  # one no flow in the branch took
+            if target is not None:  # fails the run once the round's approved calls ran
+                raise walk.failing_transfer(
+                    target,
+                    f"it leaves the parallel branch {child.name!r}, which fails it (wrap the "
+                    "branch with with_sub_agents to handle transfers inside it)",
+                )
 
     def _finished_branches(self, state: SavedState) -> list[int]:
         """The indices of the branches that finished before the pause, found by name.

@@ -53,7 +53,7 @@ from adk import (
 from adk._aio import closing
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import NO_EVENT
-from adk._turns_left import count_ahead, first_calls, spent_text
+from adk._turns_left import count_ahead, spent_text
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
@@ -572,6 +572,14 @@ class _ReActCore:
         if action is not None and (action.exit or action.break_loop):
             walk.note_ending(ctx.address, action.exit)  # ends its workflows: their later steps
         if (
+            action is not None
+            and action.transfer_to is not None
+            and not owner._uses_flow()  # else its own flow takes it (``_after_transfer``)
+            and not walk.plan.leaves_waiting(ctx.address)
+            and self._transfer_alone(calls, restored.held, saved_exits(saved), action)
+        ):
+            walk.note_transfer(ctx.address, action.transfer_to)  # for the flow above to take
+        if (
             function is not None
             and not walk.plan.leaves_waiting(ctx.address)
             and not self._round_may_end(
@@ -634,36 +642,42 @@ class _ReActCore:
     ) -> list[tuple[str, str]]:
         """The model calls certain after a round that ends the agent by a transfer alone (a
         supervisor paying and delegating in one round): the target's first, if it asks its model
-        first, then its report back's, if it is a supervisor's worker. Each as (what counts it,
-        what needs it, for the refusal). None for a round that may end the agent otherwise."""
+        first, then its report back's, if it is a supervisor's worker
+        (``FlowAgent.calls_after_transfer``). Each as (what counts it, what needs it, for the
+        refusal). None for a round that may end the agent otherwise, or whose transfer passes
+        up to a flow above (the agent has no flow of its own: ``Preflight.note_transfer``)."""
         owner = self.owner
-        ending = set(owner.return_directly)
-        if owner._exit_tool is not None:
-            ending.add(owner._exit_tool.spec.name)
-        if held or exits or (action is not None and action.exit):
+        target = self._transfer_alone(calls, held, exits, action)
+        if target is None or not owner._uses_flow():
             return []
-        if any(call.name in ending for call in calls):
-            return []
-        target = action.transfer_to if action is not None else None
-        if target is None:
-            target = next((_transfer_target(c) for c in calls if c.name == TRANSFER_TOOL), None)
         flow = owner._adk_flow
         node = flow.find(target) if target else None
         if node is None:  # an unknown target: the tool's error goes to the model
             return [(f"agent {self.name!r} (its paused calls' results)", _RESULTS_NEED)]
-        found: list[tuple[str, str]] = []
-        to = f"the paused round transfers to {node.name!r}"
-        for name in first_calls(node.agent, ctx):
-            inside = "" if name == node.name else f", agent {name!r}"
-            found.append((f"agent {node.name!r} (transferred to{inside})", f"{to}, which asks"))
-        if found:
-            boss = getattr(node.agent, "_adk_reports_back", None)
-            back = flow._graph_node(boss) if isinstance(boss, str) else None
-            for name in first_calls(back.agent, ctx) if back is not None else ():
-                needs = f"{to}, which reports back to {boss!r}, which asks"
-                inside = "" if name == boss else f", agent {name!r}"
-                found.append((f"supervisor {boss!r} (the report back{inside})", needs))
-        return found
+        return flow.calls_after_transfer(ctx, node)
+
+    def _transfer_alone(
+        self,
+        calls: list[ToolCall],
+        held: list[Message],
+        exits: list[str],
+        action: AgentAction | None,
+    ) -> str | None:
+        """The agent a resumed round that may end its agent (``_round_may_end``) transfers to
+        when nothing else may end it (a result held or returned directly, an exit): a finished
+        call's transfer saved with the round, else an open ``transfer_to_agent`` call's target
+        ("" when its arguments name none); else None."""
+        if held or exits or (action is not None and action.exit):
+            return None
+        owner = self.owner
+        ending = set(owner.return_directly)
+        if owner._exit_tool is not None:
+            ending.add(owner._exit_tool.spec.name)
+        if any(call.name in ending for call in calls):
+            return None
+        if action is not None and action.transfer_to is not None:
+            return action.transfer_to
+        return next((_transfer_target(c) or "" for c in calls if c.name == TRANSFER_TOOL), None)
 
     def _adk_paused_transfer(self, ctx: RunContext) -> str | None:
         """The agent the paused round at ``ctx`` transfers to once resumed, as its saved state

@@ -938,3 +938,98 @@ async def test_an_action_chats_round_answered_in_part_at_the_limit_pauses_again(
         paused.checkpoint_id, {move_point: True}, max_turns=2
     )
     assert done.text == "done" and bank.sent == [("a", 1)] and bank.paid == [("ann", 5)]
+
+
+@adk.tool
+def hand_over(ctx: adk.ToolContext) -> str:
+    """Hand the case over to the auditor (a transfer a tool of one's own asks for)."""
+    ctx.transfer("auditor")
+    return "handed over"
+
+
+def _front_runner(bank: Bank, clerk: list[Any], store: Any, auditor: str = "auditor") -> Runner:
+    """A clerk with no sub-agents of its own, first step of a sequence that is a flow's agent:
+    its tool's transfer passes up, ending the sequence, to the flow, which runs ``auditor``."""
+    desk = ReActAgent("clerk", ScriptedModel(clerk), tools=[bank.pay, hand_over])
+    front = SequentialAgent("front", [desk, ReActAgent("summary", ScriptedModel(["sum"]))])
+    audit = ReActAgent(auditor, ScriptedModel(["checked"]), description="checks payments")
+    return Runner(adk.with_sub_agents(front, [audit]), store)
+
+
+async def test_a_round_whose_transfer_passes_up_to_a_flow_counts_its_target_alone() -> None:
+    """The clerk's paused round holds a transfer (its tool's ``ctx.transfer``) beside the
+    payment. The clerk has no flow of its own: the transfer ends it without its model, ends the
+    sequence (no summary) and goes to the flow above, which runs the auditor, one call. The
+    check counted the clerk's own results' call, as for an unknown transfer_to_agent target
+    whose error goes to the model, and the summary: with the one call left it refused the
+    person's yes. With none left it is refused naming the auditor."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    paused = await _front_runner(bank, [_pay_and("hand_over")], store).invoke("go", max_turns=2)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await _front_runner(bank, [], store).invoke_resume(paused.checkpoint_id, True, max_turns=1)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert "transfers to 'auditor', which asks a model call the limit does not allow" in str(
+        refused.value
+    )
+    assert bank.paid == []
+    done = await _front_runner(bank, [], store).invoke_resume(paused.checkpoint_id, True)
+    assert done.text == "checked" and bank.paid == [("ann", 5)]
+    assert [e.agent_name for e in done.events if e.message is not None][-1] == "auditor"
+
+
+async def test_a_round_whose_transfer_passes_up_to_no_agent_is_refused() -> None:
+    """The flow above no longer has the auditor (renamed since the pause): the transfer that
+    passes up from the clerk's round would fail the run once the payment was made, keeping the
+    checkpoint for a retry to pay again. Refused before anything runs."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+    paused = await _front_runner(bank, [_pay_and("hand_over")], store).invoke("go")
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await _front_runner(bank, [], store, "archivist").invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert "the transfer to 'auditor' its paused round holds goes to no agent" in str(refused.value)
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+
+
+async def test_a_round_whose_transfer_leaves_a_parallel_branch_is_refused() -> None:
+    """The clerk is a parallel branch: its round's transfer cannot leave the branch (the
+    ParallelAgent fails it, saying to wrap the branch with with_sub_agents), though a flow
+    above has the auditor. Resumed, the payment was made and the branch's transfer then failed
+    the run, the checkpoint kept for a retry to pay again. Refused before anything runs."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(clerk: list[Any]) -> Runner:
+        desk = ReActAgent("clerk", ScriptedModel(clerk), tools=[bank.pay, hand_over])
+        desks = ParallelAgent("desks", [desk, ReActAgent("other", ScriptedModel(["other"]))])
+        audit = ReActAgent("auditor", ScriptedModel(["checked"]), description="checks payments")
+        return Runner(adk.with_sub_agents(desks, [audit]), store)
+
+    paused = await runner([_pay_and("hand_over")]).invoke("go")
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert (
+        "the transfer to 'auditor' that a paused round of checkpoint "
+        f"'{paused.checkpoint_id}' holds would fail: it leaves the parallel branch 'clerk'"
+        in str(refused.value)
+    )
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+
+
+async def test_a_round_whose_transfer_no_flow_takes_is_refused() -> None:
+    """No flow above the clerk takes its round's transfer (it runs alone): resumed, the payment
+    was made and the run then failed on the transfer nobody handled. Refused before."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(clerk: list[Any]) -> Runner:
+        return Runner(ReActAgent("clerk", ScriptedModel(clerk), tools=[bank.pay, hand_over]), store)
+
+    paused = await runner([_pay_and("hand_over")]).invoke("go")
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError) as refused:
+        await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert "holds would fail: no transfer flow above the round takes it" in str(refused.value)
+    assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
