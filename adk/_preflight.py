@@ -89,10 +89,13 @@ class Preflight:
         """The target of a transfer noted below ``address`` (``note_transfer``) that no flow
         took yet, now taken by the flow at ``address``; None if there is none. Not across an
         ``AgentTool`` (a ``tool:`` segment): the nested run's own."""
+        endings = self.endings
+        if not endings:
+            return None
         for index in self._below(address):
-            where, kind, target = self.endings[index]  # type: ignore[index]
+            where, kind, target = endings[index]
             if kind == "transfer":
-                self.endings[index] = (where, "taken", target)  # type: ignore[index]
+                endings[index] = (where, "taken", target)
                 return target
         return None
 

@@ -243,11 +243,11 @@ class FlowAgent:
         """Refuse the resume of an agent whose paused round holds a transfer (a finished
         ``transfer_to_agent`` call beside a call awaiting approval) that the chain cannot take:
         to an agent it no longer has (changed since the pause), or one past ``max_transfers``
-        (the model calls the transfer brings, its target's and its report back's, the agent
-        counts itself: ``_ReActCore._after_transfer``). The round may
-        end its agent, so the agent's own check lets it resume; run, the approved calls (a
-        payment) would be made, the transfer then fail the run, and the kept checkpoint's retry
-        make them again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
+        (``_transfer_refusal``; the model calls the transfer brings, its target's and its report
+        back's, the agent counts itself: ``_ReActCore._after_transfer``). The round may end its
+        agent, so the agent's own check lets it resume; run, the approved calls (a payment)
+        would be made, the transfer then fail the run, and the kept checkpoint's retry make them
+        again. The agent says what its saved round transfers to (``_adk_paused_transfer``:
         ``ReActAgent``); a transfer a resumed call asks for is not known before it runs."""
         paused = getattr(node.agent, "_adk_paused_transfer", None)
         name = paused(node_ctx) if paused is not None else None
