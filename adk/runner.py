@@ -55,7 +55,13 @@ from .checkpoint.codec import (
     to_json_value,
 )
 from .checkpoint.memory import InMemoryCheckpointStore
-from .checkpoint.store import CheckpointStore, CheckpointStoreError, _check_id, _from_store
+from .checkpoint.store import (
+    CheckpointStore,
+    CheckpointStoreError,
+    _check_id,
+    _from_store,
+    _PutNewStore,
+)
 from .context import (
     RunContext,
     Session,
@@ -912,11 +918,11 @@ class Runner(AsyncCloseable):
                 key = _record_keys.saved(keyed[0])
                 if key is not None:
                     body["record_key"] = key
-            if not generated and run.plan is None:
-                waiting = await self._waiting(checkpoint_id)
-                if waiting is not None:
-                    return AgentEvent(event.agent_name, event.run_path, error=waiting)
-            await self.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
+            data = encode_checkpoint(body)
+            if generated or run.plan is not None:
+                await self.checkpoint_store.put(checkpoint_id, data)
+            elif await self._put_new(checkpoint_id, data):
+                return AgentEvent(event.agent_name, event.run_path, error=_waits(checkpoint_id))
         except (Exception, asyncio.CancelledError) as exc:
             if isinstance(exc, asyncio.CancelledError):
                 if generated:  # the write may have landed under an id nobody will ever learn
@@ -936,31 +942,24 @@ class Runner(AsyncCloseable):
             run.hooks.paused(ctx, checkpoint_id)  # the root span names it (tracing)
         return event
 
-    async def _waiting(self, checkpoint_id: str) -> ErrorInfo | None:
-        """The refusal of a new run's pause under the id of a checkpoint that still waits (not
-        finished; one this runner cannot read counts as waiting), else None. Saved, the pause
-        would replace it, and its pending decision with it, with no word: the person's yes to
-        the first question ("pay bob?") would then resume the second ("pay eve?"), plain data
-        going to the one point pending. Read once per such pause (a resumed run rewrites its
-        own checkpoint; a generated id is new). Not atomic: the store protocol has no write
-        that fails if the id is taken, so two new runs pausing at once under one id may still
-        replace each other (docs/interrupts.md)."""
-        data = await self.checkpoint_store.get(checkpoint_id)
-        if data is None:
-            return None
-        try:
-            finished = bool(decode_checkpoint(data, checkpoint_id).get("finished"))
-        except CheckpointError:
-            finished = False
-        if finished:  # kept for audit (``keep_checkpoints``): never resumed again
-            return None
-        return ErrorInfo(
-            "CheckpointError",
-            f"could not save checkpoint {checkpoint_id!r}: a paused run waits there, and this "
-            "run's pause would replace it and its pending decision; pause a new run under another "
-            "id (one per pause, e.g. f'{conversation}.{turn}'), or resume that run (or delete its "
-            "checkpoint) first",
-        )
+    async def _put_new(self, checkpoint_id: str, data: bytes) -> bool:
+        """Save a new run's pause under the id it was given, unless a checkpoint that still
+        waits is there (not finished; one this runner cannot read counts as waiting): True when
+        refused, nothing written. Saved, the pause would replace it, and its pending decision
+        with it, with no word: the person's yes to the first question ("pay bob?") would then
+        resume the second ("pay eve?"), plain data going to the one point pending. A resumed run
+        rewrites its own checkpoint and a generated id is new, so neither comes here. The stores
+        pyadk ships look and write in one atomic step (``_PutNewStore``), so two new runs pausing
+        at once under one id cannot both save; a store of only the public protocol is read, then
+        written, and those two may still replace each other (docs/interrupts.md)."""
+        store = self.checkpoint_store
+        if isinstance(store, _PutNewStore):
+            return await store._put_new(checkpoint_id, data, _waiting) is not None
+        old = await store.get(checkpoint_id)
+        if old is not None and _waiting(old):
+            return True
+        await store.put(checkpoint_id, data)
+        return False
 
     async def _forget(self, checkpoint_id: str | None) -> None:
         """Delete the checkpoint of a pause saved under a generated id that its run, cancelled,
@@ -1719,3 +1718,24 @@ async def _collect(events: AsyncIterator[AgentEvent], box: list[RunContext]) -> 
         return collected.result(Session())
     root = box[0]
     return collected.result(root.session, root._run)
+
+
+def _waiting(data: bytes) -> bool:
+    """Whether the checkpoint ``data`` is one a run still waits on: not finished (a finished one
+    is kept for audit, ``keep_checkpoints``, and never resumed again); one this runner cannot
+    read counts as waiting. Pure: a store may call it in its own thread (``_PutNewStore``)."""
+    try:
+        return not decode_checkpoint(data).get("finished")
+    except CheckpointError:
+        return True
+
+
+def _waits(checkpoint_id: str) -> ErrorInfo:
+    """The refusal of a new run's pause under the id of a checkpoint that still waits."""
+    return ErrorInfo(
+        "CheckpointError",
+        f"could not save checkpoint {checkpoint_id!r}: a paused run waits there, and this "
+        "run's pause would replace it and its pending decision; pause a new run under another "
+        "id (one per pause, e.g. f'{conversation}.{turn}'), or resume that run (or delete its "
+        "checkpoint) first",
+    )

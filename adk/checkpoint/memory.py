@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Callable
 
-from .store import _check_data, _check_id, _check_prefix
+from .store import _check_data, _check_id, _check_prefix, _kept
 
 __all__ = ["InMemoryCheckpointStore"]
 
@@ -20,6 +21,8 @@ class InMemoryCheckpointStore:
 
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
+        # Makes ``_put_new``'s look and write one step for event loops in several threads.
+        self._new = threading.Lock()
 
     async def get(self, id: str) -> bytes | None:
         return self._data.get(_check_id(id))
@@ -27,6 +30,18 @@ class InMemoryCheckpointStore:
     async def put(self, id: str, data: bytes) -> None:
         key = _check_id(id)
         self._data[key] = _check_data(data)
+
+    async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
+        """As ``store._PutNewStore._put_new``: one step under a lock, so new runs pausing at once
+        under one id in loops of several threads cannot both pass the look."""
+        key = _check_id(id)
+        value = _check_data(data)
+        with self._new:
+            old = self._data.get(key)
+            if _kept(old, value, keep):
+                return old
+            self._data[key] = value
+        return None
 
     async def delete(self, id: str) -> None:
         self._data.pop(_check_id(id), None)

@@ -61,6 +61,7 @@ from .store import (
     _ClosableStore,
     _ForeignTable,
     _InUse,
+    _kept,
     _listable,
     _positive_seconds,
     _redact,
@@ -190,6 +191,14 @@ class PostgresCheckpointStore(_ClosableStore):
             "ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at"
         )
         self._delete_sql = f"DELETE FROM {qualified} WHERE id = $1"
+        # ``_put_new``: a row back when inserted; none when the id has a row (then locked and
+        # read, and updated only if it may be replaced).
+        self._insert_new_sql = (
+            f"INSERT INTO {qualified} (id, data, updated_at) VALUES ($1, $2, now()) "
+            "ON CONFLICT (id) DO NOTHING RETURNING true"
+        )
+        self._lock_sql = f"SELECT data FROM {qualified} WHERE id = $1 FOR UPDATE"
+        self._update_sql = f"UPDATE {qualified} SET data = $2, updated_at = now() WHERE id = $1"
         # Two statements rather than one with "$1 IS NULL OR id > $1": a generic plan for that
         # (asyncpg prepares statements, and PostgreSQL switches to a generic plan after five
         # runs) cannot start its index scan at $1: it reads and sorts the whole table per page.
@@ -261,6 +270,31 @@ class PostgresCheckpointStore(_ClosableStore):
             await conn.execute(self._put_sql, key, value)
 
         await self._call("put", key, run)
+
+    async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
+        """As ``store._PutNewStore._put_new``: in one transaction, an insert that does nothing
+        when the id has a row (waiting for another writer's insert of it to commit or roll
+        back), then that row read ``FOR UPDATE`` (locked until the commit) and updated only if
+        ``keep`` does not keep it. Retried once on a fresh connection as ``put`` is: a first
+        attempt that committed before the connection was lost left ``data`` itself, which the
+        retry takes as written."""
+        key = _check_id(id)
+        value = _check_data(data)
+
+        async def run(conn: Any) -> bytes | None:
+            async with conn.transaction():
+                while not await conn.fetchval(self._insert_new_sql, key, value):
+                    found = await conn.fetchval(self._lock_sql, key)
+                    if found is None:
+                        continue  # deleted since the insert looked: insert again
+                    old = bytes(found)
+                    if _kept(old, value, keep):
+                        return old
+                    await conn.execute(self._update_sql, key, value)
+                    break
+            return None
+
+        return await self._call("put", key, run)
 
     async def delete(self, id: str) -> None:
         key = _check_id(id)

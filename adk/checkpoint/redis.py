@@ -39,7 +39,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import RedisError, ResponseError, WatchError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._loop_clients import LoopClients
@@ -52,6 +52,7 @@ from .store import (
     _check_prefix,
     _ClosableStore,
     _InUse,
+    _kept,
     _listable,
     _positive_seconds,
     _redact,
@@ -148,6 +149,39 @@ class RedisCheckpointStore(_ClosableStore):
         await self._run(
             "put", key, lambda redis: redis.set(self._prefix + key, value, px=self._ttl_ms)
         )
+
+    async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
+        """As ``store._PutNewStore._put_new``: ``WATCH`` the key, ``GET`` it, and ``SET`` it in a
+        ``MULTI`` that the server refuses if anyone wrote the key since the ``WATCH``; then it
+        looks again (within ``timeout``), so no other writer comes between the look and the
+        write."""
+        key = _check_id(id)
+        value = _check_data(data)
+        name = self._prefix + key
+
+        async def run(redis: Redis) -> bytes | None:
+            pipe: Any = redis.pipeline(transaction=True)  # untyped in part in redis-py
+            async with pipe:
+                while True:
+                    try:
+                        await pipe.watch(name)
+                        old = await pipe.get(name)
+                        if old is not None and not isinstance(old, bytes):
+                            raise _store_error(
+                                "redis", "put", key, self._where, "got text instead of bytes"
+                            )
+                        if old is not None and _kept(old, value, keep):
+                            await pipe.reset()
+                            kept: bytes = old
+                            return kept
+                        pipe.multi()
+                        pipe.set(name, value, px=self._ttl_ms)
+                        await pipe.execute()
+                        return None
+                    except WatchError:
+                        continue  # written meanwhile: look again
+
+        return await self._run("put", key, run)
 
     async def delete(self, id: str) -> None:
         key = _check_id(id)

@@ -75,6 +75,7 @@ from .store import (
     _check_table,
     _ClosableStore,
     _ForeignTable,
+    _kept,
     _listable,
     _positive_seconds,
     _store_error,
@@ -234,6 +235,33 @@ def _put(
     finally:
         # Here, not (only) where the put is awaited: the put of a cancelled caller goes on, and
         # a delete after the cancellation must still find it.
+        writes.discard(key, superseded)
+
+
+def _put_new(
+    conn: sqlite3.Connection,
+    *,
+    key: str,
+    data: bytes,
+    keep: Callable[[bytes], bool],
+    busy_timeout: float,
+    superseded: threading.Event,
+    writes: _Writes,
+) -> bytes | None:
+    """``_put`` unless the row there is one ``keep`` keeps (returned, nothing written): read and
+    written under one ``BEGIN IMMEDIATE``, whose write lock every connection to the file waits
+    for, so no other writer (another store, another process) comes between."""
+    try:
+        if not _begin_write(conn, busy_timeout, superseded):
+            return None  # a delete of the id came after it: as a put, undone anyway
+        old = _get(conn, key=key)
+        if _kept(old, data, keep):
+            conn.execute("ROLLBACK")
+            return old
+        conn.execute(_UPSERT, (key, data, time.time()))
+        conn.execute("COMMIT")
+        return None
+    finally:
         writes.discard(key, superseded)
 
 
@@ -431,6 +459,30 @@ class SQLiteCheckpointStore(_ClosableStore):
             raise  # the job goes on, and forgets the put when it ends
         except BaseException:
             writes.discard(key, superseded)  # it ended, or never ran (the store was closed)
+            raise
+
+    async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
+        """As ``store._PutNewStore._put_new``: the row read and written in one write transaction
+        (``keep`` runs in the store's thread meanwhile); as ``put`` otherwise."""
+        key = _check_id(id)
+        superseded = threading.Event()
+        writes = self._writes
+        job = partial(
+            _put_new,
+            key=key,
+            data=_check_data(data),
+            keep=keep,
+            busy_timeout=self._busy_timeout,
+            superseded=superseded,
+            writes=writes,
+        )
+        writes.add(key, superseded)
+        try:
+            return await self._run("put", key, job)
+        except asyncio.CancelledError:
+            raise  # the job goes on, and forgets the put when it ends
+        except BaseException:
+            writes.discard(key, superseded)
             raise
 
     async def delete(self, id: str) -> None:

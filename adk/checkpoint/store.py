@@ -32,6 +32,10 @@ The SQLite, Redis and PostgreSQL stores also implement :class:`HeadReadingCheckp
 ``heads(ids, limit)`` sends each checkpoint's first bytes and its length, so ``list_pending``
 reads the summary in each header without the histories being sent. Optional too: without it, a
 listing gets each checkpoint whole (and still parses only its header).
+
+Every built-in store also has the private ``_put_new`` (:class:`_PutNewStore`): a new run's pause
+saved only if no checkpoint that still waits is under its id, looked at and written in one atomic
+step. Without it the runner reads, then writes (docs/interrupts.md).
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
-from collections.abc import AsyncIterator, Awaitable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
@@ -149,6 +153,31 @@ class HeadReadingCheckpointStore(CheckpointStore, Protocol):
     async def heads(self, ids: list[str], limit: int) -> list[tuple[bytes, int] | None]:
         """Each of ``ids``' first ``limit`` bytes and length, or None, in the ids' order."""
         ...
+
+
+@runtime_checkable
+class _PutNewStore(CheckpointStore, Protocol):
+    """Private: a store that can save a new run's checkpoint only if the one already under its
+    id may be replaced, deciding and writing in one atomic step (every store pyadk ships).
+
+    The runner refuses a new run's pause under the id of a checkpoint that still waits; with a
+    store of only the public three methods it reads, then writes, so two new runs pausing at the
+    same moment under one id could both pass the read and replace each other. Each built-in
+    store makes the check and the write one step across every writer sharing it: a lock (memory),
+    the write lock of ``BEGIN IMMEDIATE`` (SQLite), ``WATCH``/``MULTI`` (Redis), a row lock in a
+    transaction (PostgreSQL).
+    """
+
+    async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
+        """Store ``data`` under ``id`` unless bytes there that are not ``data`` itself (a retried
+        write that landed) are ones ``keep`` says must stay; None when written, else the bytes
+        kept (nothing written). ``keep`` is pure and quick; it may run in the store's thread."""
+        ...
+
+
+def _kept(old: bytes | None, data: bytes, keep: Callable[[bytes], bool]) -> bool:
+    """Whether ``_put_new`` must leave ``old`` (the bytes under the id, None: none) in place."""
+    return old is not None and old != data and keep(old)
 
 
 class CheckpointStoreError(Exception):

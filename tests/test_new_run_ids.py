@@ -1,0 +1,244 @@
+"""A new run pausing under the id of a checkpoint that still waits is refused, atomically.
+
+The runner read the id, then wrote it: two new runs pausing at the same moment under one id (two
+requests of one conversation, a retried webhook) could both read nothing and both write, the
+second replacing the first's pending decision. Every store pyadk ships now looks and writes in
+one step (``_PutNewStore._put_new``); a store of only the public protocol keeps the read, then
+the write. Each backend runs against its real server (``services.py``); writers are separate
+store objects (a SQLite connection, a Redis client, a PostgreSQL pool each), in threads of their
+own for the store-level race.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+import uuid
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from services import PostgresServer, RedisServer
+
+from adk import AgentEvent, AgentInput, BaseAgent, RunContext, RunError, Runner
+from adk.checkpoint import (
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SQLiteCheckpointStore,
+)
+from adk.checkpoint.store import _PutNewStore
+
+pytest_plugins = ["services"]
+
+StoreFactory = Callable[[], CheckpointStore]
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
+async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[StoreFactory]:
+    """New store objects over one backend's data, as separate processes would have (for memory,
+    the one store, which only threads of one process can share)."""
+    unique = uuid.uuid4().hex[:12]
+    factory: StoreFactory
+    if request.param == "memory":
+        shared = InMemoryCheckpointStore()
+        factory = lambda: shared  # noqa: E731
+    elif request.param == "sqlite":
+        factory = functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
+    elif request.param == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        factory = functools.partial(RedisCheckpointStore, redis_server.url, prefix=f"n{unique}:")
+    else:
+        pg: PostgresServer = request.getfixturevalue("postgres_server")
+        factory = functools.partial(PostgresCheckpointStore, pg.dsn, table=f"nr_{unique}")
+    made: list[CheckpointStore] = []
+
+    def make() -> CheckpointStore:
+        store = factory()
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+class _Pay(BaseAgent):
+    """Asks a person to approve paying the payee the input names; pays on a yes."""
+
+    def __init__(self, paid: list[str]) -> None:
+        super().__init__("pay")
+        self.paid = paid
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        payee = input.messages[-1].content if input.messages else "?"
+        if ctx.resume is None:
+            yield ctx.interrupt(f"pay {payee}?", state=payee)
+            return
+        if ctx.resume.data is True:
+            self.paid.append(str(ctx.resume.state))
+        yield AgentEvent.of("done")
+
+
+def _reads_in_step(stores: list[CheckpointStore]) -> None:
+    """Make the stores' ``get`` wait until each of ``stores`` (one per run; the same object
+    may come more than once) has begun one: the reads of a read-then-write check all come
+    before any write, the race's worst order, every time."""
+    together = asyncio.Barrier(len(stores))
+    for store in {id(store): store for store in stores}.values():
+        read = store.get
+
+        async def get(id: str, read: Any = read) -> bytes | None:
+            found: bytes | None = await read(id)
+            # A guard against a hang, not a timing: the reads meet at once or never.
+            await asyncio.wait_for(together.wait(), 30)
+            return found
+
+        store.get = get  # type: ignore[method-assign]
+
+
+async def test_new_runs_pausing_at_once_under_one_id_save_one_pause(
+    make_store: StoreFactory,
+) -> None:
+    """Two new runs under one id pause together, each through its own store object. With the
+    read then the write, both read nothing and both saved: the last write won, and the person's
+    yes to the first pause paid the second's payee (or the first's was lost without a word).
+    Now one saves and the other is refused; the checkpoint is the one whose run was told it
+    paused."""
+    paid: list[str] = []
+    stores = [make_store(), make_store()]
+    _reads_in_step(stores)
+    runners = [Runner(_Pay(paid), checkpoint_store=store) for store in stores]
+    outcomes = await asyncio.gather(
+        runners[0].invoke("bob", checkpoint_id="conv-1"),
+        runners[1].invoke("eve", checkpoint_id="conv-1"),
+        return_exceptions=True,
+    )
+    refused = [o for o in outcomes if isinstance(o, RunError)]
+    paused = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert len(paused) == 1 and len(refused) == 1, outcomes
+    assert "'conv-1': a paused run waits there" in str(refused[0])
+    winner = "bob" if outcomes[0] is paused[0] else "eve"
+    for store in stores:
+        vars(store).pop("get", None)  # the resume reads alone
+    await runners[0].invoke_resume("conv-1", True)
+    assert paid == [winner]
+
+
+def test_writers_in_threads_of_their_own_save_one_new_checkpoint(make_store: StoreFactory) -> None:
+    """Six writers, each in a thread with its own event loop and store object (for memory, the
+    one store), start ``_put_new`` of their own bytes under one id together, every old value
+    to be kept: one writes, and each of the others is told what is there, that one's bytes."""
+    writers = 6
+    stores = [make_store() for _ in range(writers)]
+    start = threading.Barrier(writers)
+    outcomes: list[Any] = [None] * writers
+
+    async def write(n: int) -> None:
+        store = stores[n]
+        assert isinstance(store, _PutNewStore)
+        try:
+            await store.get("warm-up")  # connected first, so the writes start close together
+            await asyncio.to_thread(start.wait, 30)
+            outcomes[n] = ("kept", await store._put_new("one", b"writer %d" % n, _always))
+        finally:
+            aclose = getattr(store, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    def run(n: int) -> None:
+        try:
+            asyncio.run(write(n))
+        except BaseException as exc:
+            outcomes[n] = ("error", exc)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(kind == "kept" for kind, _ in outcomes), outcomes
+    written = [n for n, (_, kept) in enumerate(outcomes) if kept is None]
+    assert len(written) == 1, outcomes
+    winner = b"writer %d" % written[0]
+    assert [kept for _, kept in outcomes if kept is not None] == [winner] * (writers - 1)
+    assert asyncio.run(_read(make_store(), "one")) == winner
+
+
+def _always(old: bytes) -> bool:
+    return True
+
+
+async def _read(store: CheckpointStore, id: str) -> bytes | None:
+    return await store.get(id)
+
+
+async def test_what_keep_lets_go_is_replaced_and_a_writers_own_bytes_count_as_written(
+    make_store: StoreFactory,
+) -> None:
+    """``keep`` sees the bytes there and decides; bytes equal to the new ones are taken as a
+    retried write that landed (PostgreSQL retries on a fresh connection), not as another run's."""
+    store = make_store()
+    assert isinstance(store, _PutNewStore)
+    seen: list[bytes] = []
+
+    def finished(old: bytes) -> bool:
+        seen.append(old)
+        return old != b"finished"
+
+    assert await store._put_new("id", b"first", finished) is None  # nothing there: written
+    assert seen == []
+    assert await store._put_new("id", b"second", finished) == b"first"  # kept
+    assert await store.get("id") == b"first"
+    assert await store._put_new("id", b"first", finished) is None  # its own: written
+    await store.put("id", b"finished")
+    assert await store._put_new("id", b"third", finished) is None  # let go: replaced
+    assert await store.get("id") == b"third"
+    assert seen == [b"first", b"finished"]
+    with pytest.raises(TypeError, match="must be bytes"):
+        await store._put_new("id", "text", finished)  # type: ignore[arg-type]
+    assert await store.get("id") == b"third"
+
+
+class _Plain:
+    """A store of the public protocol alone, as a user might write one."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+        self.reads = 0
+
+    async def get(self, id: str) -> bytes | None:
+        self.reads += 1
+        return self.data.get(id)
+
+    async def put(self, id: str, data: bytes) -> None:
+        self.data[id] = data
+
+    async def delete(self, id: str) -> None:
+        self.data.pop(id, None)
+
+
+@pytest.mark.parametrize("kept", [False, True])
+async def test_a_store_of_the_public_protocol_is_read_then_written(kept: bool) -> None:
+    """Without ``_put_new`` the runner reads the id before it writes: a waiting checkpoint is
+    refused as before, and one finished and kept for audit is replaced."""
+    paid: list[str] = []
+    store = _Plain()
+    assert not isinstance(store, _PutNewStore)
+    runner = Runner(_Pay(paid), checkpoint_store=store, keep_checkpoints=kept)
+    await runner.invoke("bob", checkpoint_id="conv-1")
+    assert store.reads == 1
+    waiting = store.data["conv-1"]
+    with pytest.raises(RunError, match="'conv-1': a paused run waits there"):
+        await runner.invoke("eve", checkpoint_id="conv-1")
+    assert store.data["conv-1"] == waiting
+    await runner.invoke_resume("conv-1", True)
+    second = await runner.invoke("eve", checkpoint_id="conv-1")
+    assert second.interrupt is not None
+    await runner.invoke_resume("conv-1", True)
+    assert paid == ["bob", "eve"]
