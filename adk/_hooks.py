@@ -68,6 +68,17 @@ def global_tracer_set() -> bool:
     return not isinstance(provider, trace.NoOpTracerProvider | trace.ProxyTracerProvider)
 
 
+def tracer_set_since() -> bool:
+    """Whether OpenTelemetry's API holds a global tracer provider, recording or not: the cheap
+    look a runner built without one makes per run (``Runner._traced_since``). Reads the API's
+    own ``_TRACER_PROVIDER``, which ``set_tracer_provider`` sets, once for good (as loading one
+    named by ``OTEL_PYTHON_TRACER_PROVIDER`` does), because ``get_tracer_provider()`` reads the
+    environment each time it finds none, several µs where a whole run of a one-turn agent takes
+    about seven. Never imports OpenTelemetry."""
+    trace: Any = sys.modules.get("opentelemetry.trace")
+    return trace is not None and getattr(trace, "_TRACER_PROVIDER", None) is not None
+
+
 def may_hook(callbacks: tuple[Any, ...], tracer_provider: object, meter_provider: object) -> bool:
     """Whether a runner built with these may have hooks (``adk._instrument.build_hooks`` decides).
     False in the common case, no callbacks and no OpenTelemetry, where the runner then loads

@@ -43,7 +43,7 @@ from ._driver import (
     settle,
     unyielded_pause,
 )
-from ._hooks import Hooks, _record_memory, global_tracer_set, may_hook
+from ._hooks import Hooks, _record_memory, global_tracer_set, may_hook, tracer_set_since
 from ._parts import attributes, members
 from ._run_error import MaxTurnsExceeded, RunError
 from .agent import Agent, AgentInput
@@ -388,8 +388,8 @@ class Runner(AsyncCloseable):
         """``callbacks``: ``adk.callbacks.Callbacks`` objects, run in the order given, for every
         agent of the run, before an agent's own (``ReActAgent(callbacks=...)``).
         ``tracer_provider``/``meter_provider``: where spans and metrics go (default: the global
-        OpenTelemetry providers, as configured when the runner is built; none configured costs
-        nothing)."""
+        OpenTelemetry providers, as configured when the runner is built, or, for a global tracer
+        provider set later, from the first run after it is; none configured costs nothing)."""
         check_agent(agent, "Runner(agent)")
         if checkpoint_store is not None:
             _check_store(checkpoint_store)
@@ -408,9 +408,11 @@ class Runner(AsyncCloseable):
                 self.callbacks, tracer_provider, meter_provider
             )
         self._on_event = self._hooks.on_event if self._hooks is not None else None
-        # Built to use the global tracer provider while none was set: its first run says so if
-        # one has been set since (``_root_context``), as the runner stays untraced.
+        # Built to use the global tracer provider while none was set (a runner made at import
+        # time, telemetry set up later in ``main()``): each run looks whether one has been set
+        # since (``_traced_since``) and, once one has, the runner's hooks are built anew for it.
         self._untraced_global = tracer_provider is None and not global_tracer_set()
+        self._meter_provider = meter_provider
         # (agent, run path, address, reader of its messages) of the root, made on the first run
         # (see ``_root_context``).
         self._root_names: tuple[Agent, tuple[str, ...], str, str] | None = None
@@ -512,6 +514,8 @@ class Runner(AsyncCloseable):
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
         # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
         messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
+        if self._untraced_global and tracer_set_since():
+            self._traced_since()
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
@@ -659,7 +663,22 @@ class Runner(AsyncCloseable):
         run_id: str | None,
         plan: _ResumePlan | None = None,
     ) -> _RunState:
+        if self._untraced_global and tracer_set_since():
+            self._traced_since()
         return new_run(messages, session, run_id or None, plan, self._hooks, self.resources)
+
+    def _traced_since(self) -> None:
+        """For a runner built to use the global tracer provider while none was set, once one has
+        been set since (``tracer_set_since``, each run's cheap look): if it records, build the
+        runner's hooks anew for it (callbacks and an explicit ``meter_provider`` kept), for this
+        run and every later one. Either way the runner stops looking: OpenTelemetry sets its
+        global provider once. A run already going keeps the hooks it began with. Runners in
+        several threads may build them at once: each builds the same."""
+        if global_tracer_set():
+            hooks = adk._instrument.build_hooks(self.callbacks, None, self._meter_provider)
+            self._hooks = hooks
+            self._on_event = hooks.on_event if hooks is not None else None
+        self._untraced_global = False
 
     def _drive_root(
         self,
@@ -1314,26 +1333,11 @@ def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
 _NOTHING_RAN = "Nothing ran and the checkpoint is kept"
 
 
-def _untraced_warning(agent: Agent) -> None:
-    """A runner built before the global tracer provider was set stays untraced (the choice is
-    made when it is built, so a run pays nothing to check it): said on its first run, as a
-    module-level runner and telemetry set up later in ``main()`` otherwise left the trace empty
-    without a word."""
-    logging.getLogger("adk.tracing").warning(
-        "the Runner of agent %r was built before a global tracer provider was set, so its runs "
-        "are not traced: build it after trace.set_tracer_provider(...), or pass it "
-        "tracer_provider=",
-        agent.name,
-    )
-
-
 def _root_context(runner: Runner, run: _RunState) -> RunContext:
     """The root agent's context: its run path and address are made once per agent, not per run."""
     agent = runner.agent
     cached = runner._root_names
     if cached is None or cached[0] is not agent:
-        if cached is None and runner._untraced_global and global_tracer_set():
-            _untraced_warning(agent)
         # Who reads ``RunResult.messages`` as their own: a single root agent; none for one with
         # sub-agents, whose next run gives its input to every one of them (``_conversation``).
         reader = "" if getattr(agent, "sub_agents", None) else agent.name

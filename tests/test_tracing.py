@@ -2292,12 +2292,31 @@ import adk
 from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
 
-early = adk.Runner(ReActAgent("early", ScriptedModel(["x"], cycle=True)))  # at import time
+seen = []
+
+class Seen(adk.Callbacks):
+    def on_event(self, event):
+        seen.append(event.agent_name)
+
+# At import time, before any provider: one plain, one with callbacks, one given its own.
+early = adk.Runner(ReActAgent("early", ScriptedModel(["x"], cycle=True)))
+watched = adk.Runner(ReActAgent("watched", ScriptedModel(["x"], cycle=True)), callbacks=[Seen()])
+from adk.execution import LocalExecutionEnvironment
+records = LocalExecutionEnvironment().from_list(["hi"], key=lambda r: "k1")
+pipeline = records.apply(ReActAgent("keyed", ScriptedModel(["x"])))
 
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+own_exporter = InMemorySpanExporter()
+own_provider = TracerProvider()
+own_provider.add_span_processor(SimpleSpanProcessor(own_exporter))
+own = adk.Runner(ReActAgent("own", ScriptedModel(["x"], cycle=True)), tracer_provider=own_provider)
+
+asyncio.run(early.invoke("before"))  # no provider yet: untraced
+asyncio.run(watched.invoke("before"))
 
 exporter = InMemorySpanExporter()
 provider = TracerProvider()
@@ -2305,25 +2324,60 @@ provider.add_span_processor(SimpleSpanProcessor(exporter))
 trace.set_tracer_provider(provider)  # later, in main()
 asyncio.run(early.invoke("hi"))
 asyncio.run(early.invoke("again"))
+asyncio.run(watched.invoke("hi"))
+asyncio.run(own.invoke("hi"))
 late = adk.Runner(ReActAgent("late", ScriptedModel(["x"])))
 asyncio.run(late.invoke("hi"))
 print(sorted(s.name for s in exporter.get_finished_spans()))
+exporter.clear()
+asyncio.run(pipeline.to_list())
+print([dict(s.attributes)["adk.record.key"] for s in exporter.get_finished_spans() if s.name == "invoke_agent keyed"])
+print(sorted(s.name for s in own_exporter.get_finished_spans()))
+print(seen)
 """
 
 
-def test_a_runner_built_before_the_global_provider_says_on_its_first_run_it_is_untraced() -> None:
-    """The choice of tracing is made when the runner is built, so a module-level runner and
-    telemetry set up later in ``main()`` left the trace empty without a word. Its first run says
-    so (once: later runs pay nothing to check), and it stays untraced, as documented."""
+def test_a_runner_built_before_the_global_provider_is_traced_once_one_is_set() -> None:
+    """A runner made at import time, telemetry set up later in ``main()``: the choice of tracing
+    was made when the runner was built, so it stayed untraced (its first run only said so).
+    Each run now looks whether a global provider has been set since, and traces once one has;
+    its callbacks go on, a pipeline's records are traced with their keys, and a runner given
+    ``tracer_provider=`` keeps its own."""
     proc = _run_python(["-c", textwrap.dedent(_LATE_PROVIDER_SCRIPT)])
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "['chat scripted', 'invoke_agent late']"
-    warned = [line for line in proc.stderr.splitlines() if "not traced" in line]
-    assert warned == [
-        "the Runner of agent 'early' was built before a global tracer provider was set, so its "
-        "runs are not traced: build it after trace.set_tracer_provider(...), or pass it "
-        "tracer_provider="
-    ]
+    traced, keyed, own, seen = proc.stdout.strip().splitlines()
+    runs = ["early", "early", "watched", "late"]  # none from before the provider was set
+    assert traced == str(
+        sorted(name for run in runs for name in ("chat scripted", f"invoke_agent {run}"))
+    )
+    assert keyed == "['k1']"  # a record's root span names it (set before the run begins)
+    assert own == "['chat scripted', 'invoke_agent own']"
+    assert seen == "['watched', 'watched']"
+    assert "not traced" not in proc.stderr
+
+
+_LATE_NOOP_SCRIPT = """
+import asyncio
+import adk
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
+
+early = adk.Runner(ReActAgent("early", ScriptedModel(["x"], cycle=True)))
+from opentelemetry import trace
+asyncio.run(early.invoke("hi"))
+print(early._untraced_global)  # OpenTelemetry imported, nothing set: it goes on looking
+trace.set_tracer_provider(trace.NoOpTracerProvider())
+asyncio.run(early.invoke("hi"))
+print(early._untraced_global, early._hooks)
+"""
+
+
+def test_a_runner_built_before_a_no_op_global_provider_stops_looking_and_stays_untraced() -> None:
+    """A global provider that records nothing, set after the runner was built: the runner stays
+    without hooks and stops its per-run look, as OpenTelemetry sets its global provider once."""
+    proc = _run_python(["-c", textwrap.dedent(_LATE_NOOP_SCRIPT)])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "False", "None"]
 
 
 # -- the example and the docs ---------------------------------------------------------------------
