@@ -6,6 +6,7 @@ notifications without a handler."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import sys
@@ -525,3 +526,40 @@ async def test_a_report_a_thread_hands_over_as_its_call_ends_is_dropped_with_one
     (warning,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
     assert warning.name == "adk.tools"
     assert "tool 'index' reported progress after its call 'call_1' had ended" in warning.message
+
+
+async def test_late_reports_from_two_threads_at_once_warn_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The tool's thread reporting late and the loop dropping a handed-over report may reach the
+    warning at the same instant; the warn-once flag was looked at, then set, so both could see
+    it unset and warn twice. Here two threads report after the end, and each look at the flag
+    waits (up to half a second, a bound, not a timing) for the other's: without one step for
+    the look and the mark both look before either marks, every time."""
+    from adk.tools._executor import _Emitter
+
+    lined = threading.Barrier(2)
+
+    class Lined(_Emitter):
+        @property  # type: ignore[override]
+        def warned(self) -> bool:
+            seen = bool(self.__dict__.get("flag"))
+            with contextlib.suppress(threading.BrokenBarrierError):
+                lined.wait(timeout=0.5)
+            return seen
+
+        @warned.setter
+        def warned(self, value: bool) -> None:
+            self.__dict__["flag"] = value
+
+    emitter = Lined(asyncio.Queue(), "index", "call_1")
+    emitter.ended = True
+    late = AgentEvent.of("late")
+    with caplog.at_level(logging.WARNING, logger="adk.tools"):
+        await asyncio.gather(asyncio.to_thread(emitter, late), asyncio.to_thread(emitter, late))
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        "tool 'index' reported progress after its call 'call_1' had ended: the report is "
+        "dropped (a report must come before the tool returns; a task the tool starts to "
+        "report must be awaited by it)"
+    ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -272,16 +273,25 @@ class _Emitter:
             self._put(event)
 
     def late(self, event: AgentEvent) -> None:
-        """A report after the call ended: dropped, said once per call."""
-        if not self.warned:
+        """A report after the call ended: dropped, said once per call. The tool's thread (a
+        report it makes late) and the loop (one it handed over, dropped) may both come here at
+        once: the look and the mark are one step under ``_LATE``, or both could warn."""
+        with _LATE:
+            if self.warned:
+                return
             self.warned = True
-            logger.warning(
-                "tool %r reported progress after its call %r had ended: the report is "
-                "dropped (a report must come before the tool returns; a task the tool "
-                "starts to report must be awaited by it)",
-                self.tool_name,
-                self.call_id,
-            )
+        logger.warning(
+            "tool %r reported progress after its call %r had ended: the report is "
+            "dropped (a report must come before the tool returns; a task the tool "
+            "starts to report must be awaited by it)",
+            self.tool_name,
+            self.call_id,
+        )
+
+
+_LATE = threading.Lock()
+"""Makes ``_Emitter.late``'s look and mark one step. One for every call: taken only by a late
+report, rare, so no call pays for a lock of its own."""
 
 
 class _Invoke:
