@@ -11,6 +11,7 @@ import contextlib
 import inspect
 import logging
 import os
+import sys
 import weakref
 from collections.abc import (
     AsyncGenerator,
@@ -514,7 +515,7 @@ class Runner(AsyncCloseable):
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
         # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
         messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
-        if self._untraced_global and tracer_set_since():
+        if self._untraced_global and _OTEL_TRACE in _MODULES:
             self._traced_since()
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         if options is not None or agent_options is not None:  # checked here, before any work
@@ -663,7 +664,7 @@ class Runner(AsyncCloseable):
         run_id: str | None,
         plan: _ResumePlan | None = None,
     ) -> _RunState:
-        if self._untraced_global and tracer_set_since():
+        if self._untraced_global and _OTEL_TRACE in _MODULES:
             self._traced_since()
         return new_run(messages, session, run_id or None, plan, self._hooks, self.resources)
 
@@ -673,7 +674,11 @@ class Runner(AsyncCloseable):
         runner's hooks anew for it (callbacks and an explicit ``meter_provider`` kept), for this
         run and every later one. Either way the runner stops looking: OpenTelemetry sets its
         global provider once. A run already going keeps the hooks it began with. Runners in
-        several threads may build them at once: each builds the same."""
+        several threads may build them at once: each builds the same. Called by each run while
+        OpenTelemetry's API is imported (``_OTEL_TRACE in _MODULES``, which costs a run less
+        than a call would) until a provider is set."""
+        if not tracer_set_since():
+            return
         if global_tracer_set():
             hooks = adk._instrument.build_hooks(self.callbacks, None, self._meter_provider)
             self._hooks = hooks
@@ -1331,6 +1336,12 @@ def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
 
 
 _NOTHING_RAN = "Nothing ran and the checkpoint is kept"
+
+
+_MODULES = sys.modules
+_OTEL_TRACE = "opentelemetry.trace"
+"""Imported by whoever sets a global tracer provider: until it is, a runner built without one
+has nothing to look at (``Runner._traced_since``)."""
 
 
 def _root_context(runner: Runner, run: _RunState) -> RunContext:

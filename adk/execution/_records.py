@@ -25,7 +25,7 @@ from pydantic_core import to_json
 
 from .._checks import check_count
 from .._error_pickle import reduce_error
-from .._hooks import _root_span_attributes, _run_timeout, tracer_set_since
+from .._hooks import _root_span_attributes, _run_timeout
 from .._record_keys import record_key
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
@@ -385,7 +385,7 @@ async def _run_record(
     session = Session(_copied(values) if values else None)
     # A traced run's root span names the record (a runner without hooks has no spans: nothing set).
     token = None
-    if runner._untraced_global and tracer_set_since():  # a global provider set since it was built
+    if runner._untraced_global:  # a global provider set since it was built: its hooks
         runner._traced_since()
     if runner._hooks is not None and run_id is not None:
         token = _root_span_attributes.set((runner._hooks, _record_attributes(key, index)))
