@@ -130,12 +130,19 @@ async def test_new_runs_pausing_at_once_under_one_id_save_one_pause(
     assert paid == [winner]
 
 
-def test_writers_in_threads_of_their_own_save_one_new_checkpoint(make_store: StoreFactory) -> None:
+@pytest.mark.parametrize("before", [None, b"finished"], ids=["new id", "finished there"])
+def test_writers_in_threads_of_their_own_save_one_new_checkpoint(
+    make_store: StoreFactory, before: bytes | None
+) -> None:
     """Six writers, each in a thread with its own event loop and store object (for memory, the
-    one store), start ``_put_new`` of their own bytes under one id together, every old value
-    to be kept: one writes, and each of the others is told what is there, that one's bytes."""
+    one store), start ``_put_new`` of their own bytes under one id together, any old value but a
+    finished one to be kept: one writes, and each of the others is told what is there, that
+    one's bytes. With nothing there the insert's key decides; over a finished checkpoint (kept
+    for audit) only the lock held from the look to the write does."""
     writers = 6
     stores = [make_store() for _ in range(writers)]
+    if before is not None:
+        asyncio.run(_write(stores[0], "one", before))
     start = threading.Barrier(writers)
     outcomes: list[Any] = [None] * writers
 
@@ -145,7 +152,7 @@ def test_writers_in_threads_of_their_own_save_one_new_checkpoint(make_store: Sto
         try:
             await store.get("warm-up")  # connected first, so the writes start close together
             await asyncio.to_thread(start.wait, 30)
-            outcomes[n] = ("kept", await store._put_new("one", b"writer %d" % n, _always))
+            outcomes[n] = ("kept", await store._put_new("one", b"writer %d" % n, _unfinished))
         finally:
             aclose = getattr(store, "aclose", None)
             if aclose is not None:
@@ -170,12 +177,26 @@ def test_writers_in_threads_of_their_own_save_one_new_checkpoint(make_store: Sto
     assert asyncio.run(_read(make_store(), "one")) == winner
 
 
-def _always(old: bytes) -> bool:
-    return True
+def _unfinished(old: bytes) -> bool:
+    return old != b"finished"
+
+
+async def _write(store: CheckpointStore, id: str, data: bytes) -> None:
+    try:
+        await store.put(id, data)
+    finally:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def _read(store: CheckpointStore, id: str) -> bytes | None:
-    return await store.get(id)
+    try:
+        return await store.get(id)
+    finally:
+        aclose = getattr(store, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def test_what_keep_lets_go_is_replaced_and_a_writers_own_bytes_count_as_written(
