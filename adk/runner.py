@@ -62,6 +62,7 @@ from .checkpoint.store import (
     _check_id,
     _from_store,
     _PutNewStore,
+    _puts_new,
 )
 from .context import (
     RunContext,
@@ -974,10 +975,12 @@ class Runner(AsyncCloseable):
         resume the second ("pay eve?"), plain data going to the one point pending. A resumed run
         rewrites its own checkpoint and a generated id is new, so neither comes here. The stores
         pyadk ships look and write in one atomic step (``_PutNewStore``), so two new runs pausing
-        at once under one id cannot both save; a store of only the public protocol is read, then
-        written, and those two may still replace each other (docs/interrupts.md)."""
+        at once under one id cannot both save; a store of only the public protocol (or a
+        subclass of a built-in one with a ``get`` or ``put`` of its own) is read, then written,
+        and those two may still replace each other (docs/interrupts.md)."""
         store = self.checkpoint_store
-        if isinstance(store, _PutNewStore):
+        if _puts_new(store):  # not a subclass that reads or writes its own way (_puts_new)
+            assert isinstance(store, _PutNewStore)
             return await store._put_new(checkpoint_id, data, _waiting) is not None
         old = await store.get(checkpoint_id)
         if old is not None and _waiting(old):

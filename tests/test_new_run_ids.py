@@ -15,6 +15,7 @@ import asyncio
 import functools
 import threading
 import uuid
+import zlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -263,3 +264,28 @@ async def test_a_store_of_the_public_protocol_is_read_then_written(kept: bool) -
     assert second.interrupt is not None
     await runner.invoke_resume("conv-1", True)
     assert paid == ["bob", "eve"]
+
+
+class _Zipped(SQLiteCheckpointStore):
+    """A user's subclass of a built-in store that keeps its bytes compressed."""
+
+    async def get(self, id: str) -> bytes | None:
+        found = await super().get(id)
+        return None if found is None else zlib.decompress(found)
+
+    async def put(self, id: str, data: bytes) -> None:
+        await super().put(id, zlib.compress(data))
+
+
+async def test_a_subclass_with_its_own_get_and_put_is_read_then_written(tmp_path: Path) -> None:
+    """``_put_new`` writes and judges the bytes as the built-in store keeps them: a subclass that
+    compresses them in ``put`` had a new run's pause saved uncompressed, and its ``get`` then
+    failed to read it. Such a store is read, then written, through its own methods."""
+    paid: list[str] = []
+    async with _Zipped(tmp_path / "zipped.db") as store:
+        runner = Runner(_Pay(paid), checkpoint_store=store)
+        await runner.invoke("bob", checkpoint_id="conv-1")
+        with pytest.raises(RunError, match="'conv-1': a paused run waits there"):
+            await runner.invoke("eve", checkpoint_id="conv-1")
+        await runner.invoke_resume("conv-1", True)
+    assert paid == ["bob"]

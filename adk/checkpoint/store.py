@@ -175,6 +175,28 @@ class _PutNewStore(CheckpointStore, Protocol):
         ...
 
 
+def _puts_new(store: object) -> bool:
+    """Whether ``store``'s ``_put_new`` may stand for its ``get`` and ``put``: it has one, and
+    its class reads and writes with the ``get`` and ``put`` of the class that gave it. A
+    subclass of a built-in store that changes either (to compress or encrypt the bytes, to count
+    or fail writes) has its look and write go through them, read then written: ``_put_new`` would
+    write and judge the bytes as the built-in store keeps them. Decided once per class."""
+    kind = type(store)
+    found = _PUTS_NEW.get(kind)
+    if found is None:
+        owner = next((c for c in kind.__mro__ if "_put_new" in vars(c)), None)
+        found = _PUTS_NEW[kind] = (
+            owner is not None
+            and getattr(kind, "get", None) is getattr(owner, "get", None)
+            and getattr(kind, "put", None) is getattr(owner, "put", None)
+        )
+    return found
+
+
+_PUTS_NEW: dict[type, bool] = {}
+"""``_puts_new``'s verdicts by class (a class is not changed after it is made, as pyadk takes it)."""
+
+
 def _kept(old: bytes | None, data: bytes, keep: Callable[[bytes], bool]) -> bool:
     """Whether ``_put_new`` must leave ``old`` (the bytes under the id, None: none) in place."""
     return old is not None and old != data and keep(old)
