@@ -1,0 +1,111 @@
+"""A typed user's event-driven agent run over keyed records (checked by mypy --strict, not run)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Any, assert_type
+
+from pydantic import BaseModel
+
+from adk import Message, Resources, RetryPolicy, Runner, tool
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    AgentPlan,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    Event,
+    InputEvent,
+    OutputEvent,
+    ShortTermMemory,
+)
+from adk.actions import action as on
+from adk.execution import KeyedOutput, KeyedOutputs, LocalExecutionEnvironment
+from adk.testing import ScriptedModel
+
+
+class Review(BaseModel):
+    product: str
+    text: str
+
+
+class LowScore(Event):
+    product: str
+    score: int
+
+
+@tool
+async def lookup_product(product_id: str) -> str:
+    return product_id
+
+
+class Analyst(ActionAgent):
+    @on(InputEvent)
+    async def start(self, event: InputEvent, ctx: ActionContext) -> None:
+        review = event.input
+        ctx.sensory_memory.set("review", review)
+        ctx.send_event(
+            ChatRequestEvent(
+                model="analyst", messages=[Message.user(str(review))], tools=["lookup_product"]
+            )
+        )
+
+    @on(ChatResponseEvent, retry=RetryPolicy(max_attempts=2))
+    def score(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        assert_type(event.response, Message)
+        memory = ctx.short_term_memory
+        assert_type(memory, ShortTermMemory)
+        scores: list[int] = [*memory.get("scores", []), len(event.response.content)]
+        memory.set("scores", scores)
+        ctx.send_event(OutputEvent(output=scores[-1]))
+        if scores[-1] < 2:
+            ctx.send_event(LowScore(product="x", score=scores[-1]))
+
+    @on(LowScore)
+    @staticmethod
+    def alert(event: LowScore, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=f"ALERT {event.product}"))
+
+    @on(LowScore)
+    async def collect(self, event: LowScore, ctx: ActionContext) -> None:
+        got = ctx.collect_events(event, [LowScore, LowScore])
+        if got is not None:
+            model = await ctx.get_resource("analyst")
+            print(model)
+
+
+# @action keeps the decorated function's signature: a wrong call is an error.
+Analyst.alert(InputEvent(input="x"), None)  # type: ignore[arg-type]
+
+
+def _by_product(review: Review) -> Hashable:
+    return review.product
+
+
+async def main() -> None:
+    resources = Resources()
+    resources.add_model("analyst", ScriptedModel(["score: 5"]))
+    resources.add_tool(lookup_product)
+    agent = Analyst("reviews")
+    plan = AgentPlan.compile(agent)
+    print(plan.to_json(), [a.name for a in plan.actions])
+
+    reviews = [Review(product="lamp", text="fine"), Review(product="kettle", text="broke")]
+    env = LocalExecutionEnvironment(resources=resources, max_concurrency=8, on_error="emit")
+    applied = env.from_list(reviews, key="product").apply(agent)
+    assert_type(applied, KeyedOutputs)
+    async with applied:
+        async for output in applied:
+            assert_type(output, KeyedOutput)
+            if output.checkpoint_id is not None:
+                more = await applied.resume(output, True)
+                assert_type(more, list[KeyedOutput])
+    sessions: dict[Hashable, dict[str, Any]] = {}
+    by_function = env.from_list(reviews, key=_by_product).apply(
+        lambda: Analyst("x"), sessions=sessions
+    )
+    for output in await by_function.to_list():
+        print(output.key, output.output)
+
+    result = await Runner(agent, resources=resources).invoke("a review")
+    print(result.output)

@@ -1,0 +1,98 @@
+"""A typed user's own implementations of adk's protocols: a tool class, a toolset, a checkpoint
+store, a session store, a history rewriter, an instruction provider (checked by mypy --strict,
+not run)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+from adk import (
+    FunctionTool,
+    HistoryEntry,
+    Message,
+    RunContext,
+    Tool,
+    ToolContext,
+    ToolResult,
+    ToolSpec,
+    tool,
+)
+from adk.checkpoint import CheckpointStore
+from adk.execution import LocalExecutionEnvironment, SessionStore
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
+
+
+class Shout:
+    """A tool written as a class."""
+
+    spec = ToolSpec(
+        name="shout",
+        description="Upper-cases text.",
+        parameters={"type": "object", "properties": {"text": {"type": "string"}}},
+    )
+
+    async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
+        return arguments.upper()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    return a + b
+
+
+class Calculator:
+    """A toolset that hands out function tools."""
+
+    async def tools(self, ctx: RunContext) -> list[FunctionTool]:
+        return [add]
+
+
+class DictStore:
+    def __init__(self) -> None:
+        self.data: dict[str, bytes] = {}
+
+    async def get(self, id: str) -> bytes | None:
+        return self.data.get(id)
+
+    async def put(self, id: str, data: bytes) -> None:
+        self.data[id] = data
+
+    async def delete(self, id: str) -> None:
+        self.data.pop(id, None)
+
+
+class KeyValueSessions:
+    def __init__(self) -> None:
+        self.kept: dict[Hashable, dict[str, Any]] = {}
+
+    async def get(self, key: Hashable) -> dict[str, Any] | None:
+        return self.kept.get(key)
+
+    async def put(self, key: Hashable, values: dict[str, Any]) -> None:
+        self.kept[key] = values
+
+
+def last_three(entries: Sequence[HistoryEntry], agent_name: str) -> list[Message]:
+    return [entry.message for entry in entries[-3:]]
+
+
+async def instruction(ctx: RunContext) -> str:
+    return f"You help {ctx.session.get('user', 'someone')}."
+
+
+def fits() -> None:
+    shout: Tool = Shout()
+    store: CheckpointStore = DictStore()
+    sessions: SessionStore = KeyValueSessions()
+    agent = ReActAgent(
+        "helper",
+        ScriptedModel(["hi"]),
+        instruction=instruction,
+        tools=[shout, Calculator(), add, "search"],
+        history_rewriter=last_three,
+    )
+    env = LocalExecutionEnvironment(checkpoint_store=store)
+    applied = env.from_list(["a", "b"], key=len).apply(agent, sessions=sessions)
+    assert applied.sessions is sessions
