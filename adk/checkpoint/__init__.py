@@ -75,7 +75,7 @@ _LAZY = {
 _LAZY_MODULES = frozenset({"_claim", "_pending", "_points", "_snapshot"})
 
 
-def __getattr__(name: str) -> Any:
+def _lazy_attribute(name: str) -> Any:
     if name in _LAZY_MODULES:
         # Importing binds the submodule on this package, so later lookups skip this hook.
         return importlib.import_module(f".{name}", __name__)
@@ -95,6 +95,13 @@ def __getattr__(name: str) -> Any:
     value = getattr(module, name)
     globals()[name] = value  # later lookups skip this hook
     return value
+
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the lazy names' imports above instead: a module
+    # ``__getattr__`` makes every other name they look up its return type, without an error,
+    # so a misspelt import (``from adk.checkpoint import SQLiteStore``) type-checked as ``Any``.
+    __getattr__ = _lazy_attribute
 
 
 def __dir__() -> list[str]:

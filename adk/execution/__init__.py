@@ -31,7 +31,7 @@ __all__ = [
 _FLINK = {"FlinkExecutionEnvironment", "FlinkKeyedInput", "FlinkKeyedOutputs"}
 
 
-def __getattr__(name: str) -> Any:
+def _lazy_attribute(name: str) -> Any:
     # PyFlink is an optional extra and heavy to import: load it when a Flink name is asked for.
     if name in _FLINK:
         try:
@@ -44,3 +44,10 @@ def __getattr__(name: str) -> Any:
             ) from exc
         return getattr(_flink, name)
     raise AttributeError(f"module 'adk.execution' has no attribute {name!r}")
+
+
+if not TYPE_CHECKING:
+    # Hidden from type checkers, which see the lazy names' imports above instead: a module
+    # ``__getattr__`` makes every other name they look up its return type, without an error,
+    # so a misspelt import (``from adk.execution import FlinkEnvironment``) type-checked as ``Any``.
+    __getattr__ = _lazy_attribute
