@@ -48,6 +48,7 @@ from adk import (
     RunContext,
     Tool,
     ToolCall,
+    Toolset,
     ToolSpec,
 )
 from adk._aio import closing
@@ -106,7 +107,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MaxIterationsError", "OutputSchemaError", "ReActAgent"]
 
-ToolSource = Tool | Callable[..., Any] | str | Any
+ToolSource = Tool | Toolset | Callable[..., Any] | str
 """A ``Tool``, a plain function, a ``Toolset`` (``async tools(ctx)``) or a tool resource name."""
 
 
@@ -1163,7 +1164,7 @@ class ReActAgent:
         return_directly: Iterable[str] = (),
         output_key: str | None = None,
         output_schema: type[BaseModel] | None = None,
-        sub_agents: Iterable[Any] = (),
+        sub_agents: Iterable[Agent] = (),
         exit_tool: bool = False,
         model_options: ModelOptions | None = None,
         history_rewriter: HistoryRewriter | None = None,
@@ -1367,12 +1368,12 @@ class ReActAgent:
         return targets
 
     @property
-    def tools(self) -> list[Any]:
+    def tools(self) -> list[Tool | Toolset | str]:
         """The tools and tool sources given (plus ``exit`` when ``exit_tool``)."""
         return [*self._static_tools.values(), *self._dynamic_tools]
 
     @property
-    def sub_agents(self) -> list[Any]:
+    def sub_agents(self) -> list[Agent]:
         """The agents it can transfer to, given here or by ``with_sub_agents`` (not its parent)."""
         agents = [node.agent for node in self._adk_flow.sub_agents]
         return [a.owner if isinstance(a, _ReActCore) else a for a in agents]

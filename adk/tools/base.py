@@ -10,7 +10,7 @@ No ``from __future__ import annotations`` here: with it pydantic would compile e
 annotation string when the models are created at ``import adk``. Forward references are quoted.
 """
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -115,9 +115,10 @@ class Tool(Protocol):
 class Toolset(Protocol):
     """A source of tools resolved at run time (an MCP server is one)."""
 
-    async def tools(self, ctx: "RunContext") -> list[Tool]:
+    async def tools(self, ctx: "RunContext") -> Sequence[Tool]:
         """The tools to offer, asked when an agent run starts (and on resume), so they may change
-        from one run to the next."""
+        from one run to the next. A sequence, so a ``list[FunctionTool]`` is one (a ``list[Tool]``
+        alone would be, as lists are invariant)."""
         ...
 
 

@@ -15,6 +15,7 @@ from adk import (
     Tool,
     ToolContext,
     ToolResult,
+    Toolset,
     ToolSpec,
     tool,
 )
@@ -84,15 +85,21 @@ async def instruction(ctx: RunContext) -> str:
 
 def fits() -> None:
     shout: Tool = Shout()
+    calculator: Toolset = Calculator()
     store: CheckpointStore = DictStore()
     sessions: SessionStore = KeyValueSessions()
     agent = ReActAgent(
         "helper",
         ScriptedModel(["hi"]),
         instruction=instruction,
-        tools=[shout, Calculator(), add, "search"],
+        tools=[shout, calculator, add, "search"],
         history_rewriter=last_three,
     )
     env = LocalExecutionEnvironment(checkpoint_store=store)
     applied = env.from_list(["a", "b"], key=len).apply(agent, sessions=sessions)
     assert applied.sessions is sessions
+
+
+def refused() -> None:
+    # What is not a tool source is an error, not Any.
+    ReActAgent("helper", ScriptedModel(["hi"]), tools=[42])  # type: ignore[list-item]
