@@ -34,6 +34,7 @@ from .tools.function import _is_tool_name
 
 if TYPE_CHECKING:
     from .mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
+    from .models.base import ChatModel
 
 __all__ = ["Prompt", "Resources"]
 
@@ -175,7 +176,7 @@ class Resources(AsyncCloseable):
     """
 
     def __init__(self) -> None:
-        self._models: dict[str, Any] = {}
+        self._models: dict[str, ChatModel] = {}
         self._tools: dict[str, Tool] = {}
         self._prompts: dict[str, Prompt] = {}
         self._mcp: dict[str, MCPToolset] = {}
@@ -192,7 +193,7 @@ class Resources(AsyncCloseable):
         ] = {}
 
     # -- registration --------------------------------------------------------------------------
-    def add_model(self, name: str, model: Any) -> None:
+    def add_model(self, name: str, model: ChatModel) -> None:
         """Register a chat model under ``name``."""
         _check_name(name, "model")
         if name in self._models:
@@ -293,7 +294,7 @@ class Resources(AsyncCloseable):
                     raise _offered_twice(kind, name, server_name, item, own)
 
     # -- lookup --------------------------------------------------------------------------------
-    def get_model(self, name: str) -> Any:
+    def get_model(self, name: str) -> ChatModel:
         """The model registered as ``name`` (``KeyError`` listing the known names otherwise).
         Synchronous, unlike the tool and prompt lookups: no MCP server supplies models."""
         try:
@@ -560,9 +561,9 @@ class Resources(AsyncCloseable):
         self._asking.clear()
         closers: list[Any] = [toolset.aclose for toolset in self._mcp.values()]
         closers += [
-            model.aclose
+            close
             for model in self._models.values()
-            if callable(getattr(model, "aclose", None))
+            if callable(close := getattr(model, "aclose", None))
         ]
         if not closers:
             return

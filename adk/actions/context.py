@@ -13,7 +13,7 @@ Both are a ``ShortTermMemory`` (``_memory``: names, dotted paths and nested obje
 from __future__ import annotations
 
 from collections.abc import Awaitable, Coroutine, Generator, Sequence
-from typing import TYPE_CHECKING, Any, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, cast, overload
 
 from ..context import RunContext, Session
 from ..interrupts import ResumeContext
@@ -22,11 +22,16 @@ from ._memory import ShortTermMemory
 from .events import Event
 
 if TYPE_CHECKING:
+    from ..models.base import ChatModel
+    from ..resources import Prompt
+    from ..tools.base import Tool
     from ._run import _ActionRun
 
 __all__ = ["ActionContext", "ResourceKind", "ShortTermMemory"]
 
 ResourceKind = Literal["model", "tool", "prompt"]
+
+_E = TypeVar("_E", bound=Event)
 
 
 def _memory_key(agent_name: str) -> str:
@@ -62,10 +67,10 @@ class ActionContext:
     def collect_events(
         self,
         event: Event,
-        expected: Sequence[type[Event]],
+        expected: Sequence[type[_E]],
         *,
         buffer_id: str | None = None,
-    ) -> list[Event] | None:
+    ) -> list[_E] | None:
         """Fan-in, as LlamaIndex's ``ctx.collect_events``: keep ``event`` and give ``None``
         until an event of each class in ``expected`` has come, then those events, in the order
         of ``expected`` (``[Answer] * 3``: three answers, in the order they came; a subclass
@@ -87,9 +92,12 @@ class ActionContext:
         if fanin is None:
             fanin = run._fanin = _FanIn()
         # The action's own buffer by default, named so that no buffer_id of the user's meets it.
-        return fanin.collect(
+        found = fanin.collect(
             buffer_id if buffer_id is not None else f"action:{self.action_name}", event, kinds
         )
+        # Instances of ``expected``'s classes, in its order (``check_expected`` took them as they
+        # are, ``_FanIn`` gives one of each): of their common class, to a type checker.
+        return cast("list[_E] | None", found)
 
     @property
     def agent_name(self) -> str:
@@ -122,6 +130,18 @@ class ActionContext:
         """The agent's ``RunContext`` (run path, address, history), for what actions rarely need."""
         return self._run.ctx
 
+    # What each kind of resource is, for type checkers (a registry of one's own may give other
+    # objects, as it is duck-typed: see ``adk._checks.check_resources``).
+    @overload
+    def get_resource(self, name: str, kind: Literal["model"] = "model") -> Awaitable[ChatModel]: ...
+    @overload
+    def get_resource(self, name: str, kind: Literal["tool"]) -> Awaitable[Tool]: ...
+    @overload
+    def get_resource(self, name: str, kind: Literal["prompt"]) -> Awaitable[Prompt]: ...
+    @overload
+    def get_resource(
+        self, name: str, kind: ResourceKind
+    ) -> Awaitable[ChatModel | Tool | Prompt]: ...
     def get_resource(self, name: str, kind: ResourceKind = "model") -> Awaitable[Any]:
         """The resource ``name`` of ``kind``, awaited (``await ctx.get_resource(name)``, in an
         ``async def`` action): the agent's own ``resources``, else the runner's; ``ActionError``

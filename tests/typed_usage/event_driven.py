@@ -5,9 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, assert_type
 
-from pydantic import BaseModel
-
-from adk import Message, Resources, RetryPolicy, Runner, tool
+from adk import ChatModel, Message, Prompt, Resources, RetryPolicy, Runner, Tool, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -24,7 +22,7 @@ from adk.execution import KeyedOutput, KeyedOutputs, LocalExecutionEnvironment
 from adk.testing import ScriptedModel
 
 
-class Review(BaseModel):
+class Review(Event):
     product: str
     text: str
 
@@ -66,12 +64,23 @@ class Analyst(ActionAgent):
     def alert(event: LowScore, ctx: ActionContext) -> None:
         ctx.send_event(OutputEvent(output=f"ALERT {event.product}"))
 
-    @on(LowScore)
-    async def collect(self, event: LowScore, ctx: ActionContext) -> None:
-        got = ctx.collect_events(event, [LowScore, LowScore])
-        if got is not None:
-            model = await ctx.get_resource("analyst")
-            print(model)
+    @on(LowScore, Review)
+    async def collect(self, event: LowScore | Review, ctx: ActionContext) -> None:
+        scores = ctx.collect_events(event, [LowScore] * 2, buffer_id="scores")
+        if scores is not None:
+            assert_type(scores, list[LowScore])
+            print(scores[0].product)
+        both = ctx.collect_events(event, [LowScore, Review])
+        if both is not None:
+            assert_type(both, list[Event])  # classes of two kinds: their common one
+        model = await ctx.get_resource("analyst")
+        assert_type(model, ChatModel)
+        reply = await model.generate([Message.user("hi")])
+        lookup = await ctx.get_resource("lookup_product", "tool")
+        assert_type(lookup, Tool)
+        prompt = await ctx.get_resource("greet", kind="prompt")
+        assert_type(prompt, Prompt)
+        print(reply.content, lookup.spec.name, await prompt.render(name="ann"))
 
 
 # @action keeps the decorated function's signature: a wrong call is an error.

@@ -72,6 +72,9 @@ async def mcp_and_resources() -> None:
     resources.add_mcp("web", http)
     resources.add_mcp("feed", sse, prefix="feed")
     resources.add_prompt("greet", "Hello {name}")
+    resources.add_model("not a model", "gpt-4o")  # type: ignore[arg-type]
+    model = resources.get_model("echo")
+    assert_type(model, ChatModel)
     prompt = await resources.get_prompt("greet")
     assert_type(prompt, Prompt)
     assert_type(await prompt.render(name="ann"), list[Message])
