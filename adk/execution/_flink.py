@@ -40,7 +40,7 @@ import sys
 import threading
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
 from contextlib import suppress
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
 from pydantic.errors import PydanticUndefinedAnnotation
@@ -371,12 +371,15 @@ class FlinkKeyedOutputs:
         self.stream = stream
         self._memory_in_operator = False
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        # Python's own "not iterable" said nothing of how a job's outputs are taken.
-        raise TypeError(
-            "FlinkKeyedOutputs are a job's outputs: run the job and take them with "
-            "'outputs.to_list()', or add a sink to 'outputs.to_datastream()', not 'for' or list()"
-        )
+    if not TYPE_CHECKING:  # to a type checker they are not iterable ('for', list()): they are not
+
+        def __iter__(self) -> Iterator[dict[str, Any]]:
+            # Python's own "not iterable" said nothing of how a job's outputs are taken.
+            raise TypeError(
+                "FlinkKeyedOutputs are a job's outputs: run the job and take them with "
+                "'outputs.to_list()', or add a sink to 'outputs.to_datastream()', not 'for' or "
+                "list()"
+            )
 
     def to_datastream(self) -> DataStream:
         """The outputs as a ``DataStream`` of JSON texts, to add operators or a sink to; nothing

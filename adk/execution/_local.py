@@ -29,7 +29,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._aio import cancel_and_wait
 from .._checks import check_callbacks, check_resources
@@ -241,14 +241,17 @@ class KeyedOutputs:
         self._resumes: Iterable[Any] | AsyncIterable[Any] | None = None  # ``apply``'s
         self._max_turns: int | None = None  # ``apply``'s, for every record's run and resume
 
-    def __iter__(self) -> Iterator[KeyedOutput]:
-        # Python's own "'KeyedOutputs' object is not iterable" said nothing of how to take them;
-        # a sync iteration cannot run the records (they run on the event loop it would block).
-        raise TypeError(
-            "KeyedOutputs are produced on the event loop: take them with 'async for output in "
-            "outputs' (inside 'async with outputs:' to stop early) or 'await outputs.to_list()', "
-            "not 'for' or list()"
-        )
+    if not TYPE_CHECKING:  # to a type checker they are not iterable ('for', list()): they are not
+
+        def __iter__(self) -> Iterator[KeyedOutput]:
+            # Python's own "'KeyedOutputs' object is not iterable" said nothing of how to take
+            # them; a sync iteration cannot run the records (they run on the event loop it would
+            # block).
+            raise TypeError(
+                "KeyedOutputs are produced on the event loop: take them with 'async for output "
+                "in outputs' (inside 'async with outputs:' to stop early) or 'await "
+                "outputs.to_list()', not 'for' or list()"
+            )
 
     def __aiter__(self) -> AsyncIterator[KeyedOutput]:
         if self._iterator is not None:

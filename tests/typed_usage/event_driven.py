@@ -115,6 +115,9 @@ async def main() -> None:
     )
     for output in await by_function.to_list():
         print(output.key, output.output)
+    # They are produced on the event loop: a plain 'for' or list() is refused, as it fails.
+    for output in env.from_list(reviews).apply(agent):  # type: ignore[attr-defined]
+        print(output)
 
     result = await Runner(agent, resources=resources).invoke("a review")
     print(result.output)
