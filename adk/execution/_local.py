@@ -29,7 +29,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, overload
 
 from .._aio import cancel_and_wait
 from .._checks import check_callbacks, check_resources
@@ -58,6 +58,20 @@ from ._resumes import NEEDS_A_KEY, Resume, parsed
 from ._session_store import SessionNotSaved
 
 __all__ = ["KeyedInput", "KeyedOutputs", "LocalExecutionEnvironment"]
+
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    # The ``sessions`` an application holds: the one given, or the dict it made for none. The
+    # default (PEP 696) keeps a bare ``KeyedOutputs`` annotation valid under ``mypy --strict``,
+    # and covariance keeps any application's outputs one (``sessions`` is read, not replaced).
+    _S = TypeVar("_S", bound=Sessions, covariant=True, default=Sessions)
+else:
+    from typing import TypeVar
+
+    # Python 3.11's TypeVar takes no default: type checkers read the one above.
+    _S = TypeVar("_S", covariant=True)
+_Given = TypeVar("_Given", bound=Sessions)  # what ``apply`` is given
 
 BUFFER_PER_KEY = 4
 """Records read ahead per running key, at most (see ``_Scheduler``)."""
@@ -133,6 +147,24 @@ class KeyedInput:
         self._read_once = isinstance(records, Iterator | AsyncIterator)
         self._applied = False
 
+    @overload
+    def apply(
+        self,
+        agent: Agent | Callable[[], Agent],
+        *,
+        sessions: None = None,
+        resumes: Iterable[Any] | AsyncIterable[Any] | None = None,
+        max_turns: int | None = None,
+    ) -> KeyedOutputs[dict[Any, dict[str, Any]]]: ...
+    @overload
+    def apply(
+        self,
+        agent: Agent | Callable[[], Agent],
+        *,
+        sessions: _Given,
+        resumes: Iterable[Any] | AsyncIterable[Any] | None = None,
+        max_turns: int | None = None,
+    ) -> KeyedOutputs[_Given]: ...
     def apply(
         self,
         agent: Agent | Callable[[], Agent],
@@ -140,7 +172,7 @@ class KeyedInput:
         sessions: Sessions | None = None,
         resumes: Iterable[Any] | AsyncIterable[Any] | None = None,
         max_turns: int | None = None,
-    ) -> KeyedOutputs:
+    ) -> KeyedOutputs[Any]:
         """Run ``agent`` over the records; iterate the result (or ``await .to_list()``).
 
         ``agent`` may also be a function that builds it, as ``FlinkKeyedInput.apply`` takes (an
@@ -188,7 +220,8 @@ class KeyedInput:
             tracer_provider=env.tracer_provider,
             meter_provider=env.meter_provider,
         )
-        outputs = KeyedOutputs(env, runner, self._records, self._key, sessions)
+        given = sessions if sessions is not None else {}
+        outputs = KeyedOutputs(env, runner, self._records, self._key, given)
         outputs._resumes = resumes
         outputs._max_turns = limit
         return outputs
@@ -209,7 +242,7 @@ def _check_resumes(resumes: Any, key: KeySelector) -> None:
         )
 
 
-class KeyedOutputs:
+class KeyedOutputs(Generic[_S]):
     """The outputs of an agent over keyed records, as they are produced (one pass).
 
     ``sessions`` holds each key's session values after its records; ``resume`` resumes a record
@@ -224,7 +257,7 @@ class KeyedOutputs:
         runner: Runner,
         records: Iterable[Any] | AsyncIterable[Any],
         key: KeySelector,
-        sessions: Sessions | None = None,
+        sessions: _S,
     ) -> None:
         self._env = env
         self.runner = runner
@@ -237,7 +270,7 @@ class KeyedOutputs:
         self._scheduler: _Scheduler | None = None  # while the records are being processed
         # The keys with a resume running or waiting outside the stream's turns (``_in_order``).
         self._resuming: dict[Hashable, _KeyLock] = {}
-        self.sessions: Sessions = sessions if sessions is not None else {}
+        self.sessions = sessions
         self._resumes: Iterable[Any] | AsyncIterable[Any] | None = None  # ``apply``'s
         self._max_turns: int | None = None  # ``apply``'s, for every record's run and resume
 
@@ -279,7 +312,7 @@ class KeyedOutputs:
             return
         await iterator.aclose()
 
-    async def __aenter__(self) -> KeyedOutputs:
+    async def __aenter__(self) -> KeyedOutputs[_S]:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -408,7 +441,7 @@ class _Scheduler:
     outputs of the records read so far, however long the resume waits.
     """
 
-    def __init__(self, outputs: KeyedOutputs) -> None:
+    def __init__(self, outputs: KeyedOutputs[Any]) -> None:
         self.outputs = outputs
         self.limit = outputs._env.max_concurrency
         self.most_buffered = self.limit * BUFFER_PER_KEY

@@ -49,7 +49,10 @@ class SessionStore(Protocol):
         ...
 
 
-Sessions = MutableMapping[Hashable, dict[str, Any]] | SessionStore
+# Keys are Any, not Hashable: a mapping's key type is invariant, so a user's
+# ``dict[str, dict[str, Any]]`` (keys from ``key="product"``) was not a
+# ``MutableMapping[Hashable, ...]`` to a type checker.
+Sessions = MutableMapping[Any, dict[str, Any]] | SessionStore
 """Each key's session values: a mutable mapping, or a ``SessionStore``."""
 
 

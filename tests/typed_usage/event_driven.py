@@ -91,6 +91,16 @@ def _by_product(review: Review) -> Hashable:
     return review.product
 
 
+class KeyValueSessions:
+    """A user's own session store (``adk.execution.SessionStore``)."""
+
+    async def get(self, key: Hashable) -> dict[str, Any] | None:
+        return None
+
+    async def put(self, key: Hashable, values: dict[str, Any]) -> None:
+        pass
+
+
 async def main() -> None:
     resources = Resources()
     resources.add_model("analyst", ScriptedModel(["score: 5"]))
@@ -102,17 +112,25 @@ async def main() -> None:
     reviews = [Review(product="lamp", text="fine"), Review(product="kettle", text="broke")]
     env = LocalExecutionEnvironment(resources=resources, max_concurrency=8, on_error="emit")
     applied = env.from_list(reviews, key="product").apply(agent)
-    assert_type(applied, KeyedOutputs)
+    assert_type(applied, KeyedOutputs[dict[Any, dict[str, Any]]])
     async with applied:
         async for output in applied:
             assert_type(output, KeyedOutput)
             if output.checkpoint_id is not None:
                 more = await applied.resume(output, True)
                 assert_type(more, list[KeyedOutput])
-    sessions: dict[Hashable, dict[str, Any]] = {}
+    # The sessions each key's records left, read as the mapping given (or the dict made).
+    for product, values in applied.sessions.items():
+        print(product, values["memory:reviews"])
+    sessions: dict[str, dict[str, Any]] = {}
     by_function = env.from_list(reviews, key=_by_product).apply(
         lambda: Analyst("x"), sessions=sessions
     )
+    assert_type(by_function.sessions, dict[str, dict[str, Any]])
+    in_store = env.from_list(reviews, key="product").apply(agent, sessions=KeyValueSessions())
+    assert_type(in_store.sessions, KeyValueSessions)
+    kept: KeyedOutputs = in_store  # a bare annotation stays valid
+    print(kept)
     for output in await by_function.to_list():
         print(output.key, output.output)
     # They are produced on the event loop: a plain 'for' or list() is refused, as it fails.
