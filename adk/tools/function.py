@@ -32,7 +32,17 @@ import re
 import threading
 from collections.abc import Awaitable, Callable
 from types import SimpleNamespace, UnionType
-from typing import Annotated, Any, Union, get_args, get_origin, get_type_hints, overload
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Generic,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
@@ -51,6 +61,23 @@ from .base import ToolContext, ToolError, ToolResult, ToolSpec
 __all__ = ["FunctionTool", "format_validation_error", "tool"]
 
 _ApprovalCheck = Callable[[ToolContext, dict[str, Any]], bool | Awaitable[bool]]
+
+if TYPE_CHECKING:
+    from typing_extensions import ParamSpec, TypeVar
+
+    # The function a ``FunctionTool`` wraps, so that ``tool.fn`` keeps its signature for a type
+    # checker. The defaults (PEP 696) keep a bare ``FunctionTool`` annotation valid under
+    # ``mypy --strict``; covariance makes any tool one.
+    _P = ParamSpec("_P", default=...)
+    _R = TypeVar("_R", covariant=True, default=Any)
+else:
+    from typing import ParamSpec, TypeVar
+
+    # Python 3.11's ParamSpec and TypeVar take no default: type checkers read the above.
+    _P = ParamSpec("_P")
+    _R = TypeVar("_R", covariant=True)
+_Params = ParamSpec("_Params")  # a decorated function's, for ``tool``
+_Result = TypeVar("_Result")
 """A ``require_approval`` that decides per call: ``(ctx, arguments) -> bool`` (or an awaitable of
 one), given the call's validated arguments by name; True pauses the call for a person's decision.
 The OpenAI Agents SDK's ``needs_approval`` and Google ADK's ``require_confirmation`` functions."""
@@ -397,12 +424,12 @@ def _target(fn: Callable[..., Any]) -> Callable[..., Any]:
     return fn
 
 
-class FunctionTool:
+class FunctionTool(Generic[_P, _R]):
     """A tool made from a sync or async function (see the module docstring)."""
 
     def __init__(
         self,
-        fn: Callable[..., Any],
+        fn: Callable[_P, _R],
         *,
         name: str | None = None,
         description: str | None = None,
@@ -794,7 +821,7 @@ def _approval_rule(value: object, where: str) -> _ApprovalCheck | None:
 
 
 @overload
-def tool(fn: Callable[..., Any], /) -> FunctionTool: ...
+def tool(fn: Callable[_Params, _Result], /) -> FunctionTool[_Params, _Result]: ...
 
 
 @overload
@@ -806,7 +833,7 @@ def tool(
     thread: bool = True,
     timeout: float | None = None,
     progress: bool = False,
-) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+) -> Callable[[Callable[_Params, _Result]], FunctionTool[_Params, _Result]]: ...
 
 
 def tool(
@@ -819,10 +846,10 @@ def tool(
     thread: bool = True,
     timeout: float | None = None,
     progress: bool = False,
-) -> FunctionTool | Callable[[Callable[..., Any]], FunctionTool]:
+) -> FunctionTool[..., Any] | Callable[[Callable[..., Any]], FunctionTool[..., Any]]:
     """Decorator: ``@tool`` or ``@tool(name=..., require_approval=True, timeout=5)``."""
 
-    def wrap(f: Callable[..., Any]) -> FunctionTool:
+    def wrap(f: Callable[..., Any]) -> FunctionTool[..., Any]:
         return FunctionTool(
             f,
             name=name,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
 from typing import Any, assert_type
 
 from pydantic import BaseModel
@@ -71,14 +71,30 @@ def pay(amount_cents: int) -> str:
     return str(amount_cents)
 
 
-assert_type(place_order, FunctionTool)
-assert_type(lookup, FunctionTool)
-assert_type(refund, FunctionTool)
+# A decorated function is a FunctionTool that keeps the function's signature: the function itself
+# is ``.fn``, callable (and refused) as the function is; a wrong call of it is an error (the
+# ignores below are needed, which strict mode checks).
+_order: FunctionTool[[Order], str] = place_order
+_lookup: FunctionTool[[str, ToolContext], Coroutine[Any, Any, dict[str, Any]]] = lookup
+_refund: FunctionTool[[int], Coroutine[Any, Any, ToolResult]] = refund
+_pay: FunctionTool[[int], str] = pay
 
 
-async def use_tools() -> None:
+async def use_tools(ctx: ToolContext) -> None:
+    assert_type(place_order.fn(Order(item="pen")), str)
+    assert_type(await lookup.fn("a1", ctx), dict[str, Any])
+    assert_type(await refund.fn(250), ToolResult)
+    assert_type(pay.fn(100), str)
+    place_order.fn("pen")  # type: ignore[arg-type]
+    await lookup.fn("a1")  # type: ignore[call-arg]
+    await refund.fn("250")  # type: ignore[arg-type]
+    pay.fn(amount=100)  # type: ignore[call-arg]
     made = FunctionTool(place_order.fn, name="order")
+    assert_type(made.fn(Order(item="pen")), str)
     print(made.spec.name, made.spec.parameters)
+    # Any tool is a FunctionTool to an annotation without parameters, as before.
+    tools: list[FunctionTool] = [place_order, lookup, refund, made]
+    print(tools)
 
 
 class Audit(Callbacks):
