@@ -157,12 +157,23 @@ class Callbacks:
     def __init__(
         self,
         *,
-        before_agent: Callable[..., Any] | None = None,
-        after_agent: Callable[..., Any] | None = None,
-        before_model: Callable[..., Any] | None = None,
-        after_model: Callable[..., Any] | None = None,
-        before_tool: Callable[..., Any] | None = None,
-        after_tool: Callable[..., Any] | None = None,
+        # The methods' own signatures below, which the given functions are called with (and
+        # checked against where they are given, ``_check_signature``): a type checker refuses a
+        # function of another shape, or one returning what the hook does not take.
+        before_agent: Callable[[Agent, RunContext], _MaybeAwaitable[_AgentAnswer | None]]
+        | None = None,
+        after_agent: Callable[[Agent, RunContext, ErrorInfo | None], _MaybeAwaitable[None]]
+        | None = None,
+        before_model: Callable[[RunContext, ModelRequest], _MaybeAwaitable[Message | None]]
+        | None = None,
+        after_model: Callable[[RunContext, ModelRequest, Message], _MaybeAwaitable[Message | None]]
+        | None = None,
+        before_tool: Callable[[ToolContext, ToolCall], _MaybeAwaitable[_ToolAnswer | None]]
+        | None = None,
+        after_tool: Callable[
+            [ToolContext, ToolCall, _ToolOutput], _MaybeAwaitable[_ToolAnswer | None]
+        ]
+        | None = None,
         on_event: Callable[[AgentEvent], None] | None = None,
     ) -> None:
         given = {

@@ -110,6 +110,36 @@ def log_reply(ctx: RunContext, request: ModelRequest, reply: Message) -> Message
     return None
 
 
+async def cached(agent: adk.Agent, ctx: RunContext) -> str | None:
+    # Session values are Any (a session holds any JSON value): a strict user names what they expect.
+    answer: str | None = ctx.session.get(f"cache:{agent.name}")
+    return answer
+
+
+def timed(agent: adk.Agent, ctx: RunContext, error: adk.ErrorInfo | None) -> None:
+    print(agent.name, error)
+
+
+async def redact(ctx: ToolContext, call: adk.ToolCall, result: str | ToolResult) -> str | None:
+    return "***" if "secret" in str(result) else None
+
+
+def guard(ctx: ToolContext, call: adk.ToolCall) -> dict[str, Any] | None:
+    return {"refused": call.name} if call.name == "refund" else None
+
+
+def callbacks() -> list[Callbacks]:
+    made = [
+        Callbacks(before_agent=cached, after_agent=timed),
+        Callbacks(after_model=log_reply, before_tool=guard, after_tool=redact),
+        Callbacks(on_event=print),
+    ]
+    # A function of another shape than its hook's is refused, as it is when the runner is built.
+    Callbacks(before_model=log_reply)  # type: ignore[arg-type]
+    Callbacks(after_agent=cached)  # type: ignore[arg-type]
+    return made
+
+
 async def run_it() -> None:
     model = ScriptedModel(
         [Reply(tool_calls=[tool_call("lookup", {"sku": "a1"})]), Reply(text="done")]
