@@ -60,6 +60,8 @@ from ._session_store import SessionNotSaved
 __all__ = ["KeyedInput", "KeyedOutputs", "LocalExecutionEnvironment"]
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import MeterProvider
+    from opentelemetry.trace import TracerProvider
     from typing_extensions import TypeVar
 
     # The ``sessions`` an application holds: the one given, or the dict it made for none. The
@@ -100,8 +102,8 @@ class LocalExecutionEnvironment:
         resources: Any = None,
         callbacks: Iterable[Any] = (),
         checkpoint_store: CheckpointStore | None = None,
-        tracer_provider: Any = None,
-        meter_provider: Any = None,
+        tracer_provider: TracerProvider | None = None,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         check_options(max_concurrency, on_error, timeout, optional_timeout=True)
         self.max_concurrency = max_concurrency

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, assert_type
 
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.trace import TracerProvider
+
 from adk import ChatModel, Message, Prompt, Resources, RetryPolicy, Runner, Tool, tool
 from adk.actions import (
     ActionAgent,
@@ -110,7 +113,15 @@ async def main() -> None:
     print(plan.to_json(), [a.name for a in plan.actions])
 
     reviews = [Review(product="lamp", text="fine"), Review(product="kettle", text="broke")]
-    env = LocalExecutionEnvironment(resources=resources, max_concurrency=8, on_error="emit")
+    env = LocalExecutionEnvironment(
+        resources=resources,
+        max_concurrency=8,
+        on_error="emit",
+        tracer_provider=TracerProvider(),
+        meter_provider=MeterProvider(),
+    )
+    # OpenTelemetry providers, as Runner takes them: a tracer where the meter goes is refused.
+    LocalExecutionEnvironment(meter_provider=TracerProvider())  # type: ignore[arg-type]
     applied = env.from_list(reviews, key="product").apply(agent)
     assert_type(applied, KeyedOutputs[dict[Any, dict[str, Any]]])
     async with applied:
