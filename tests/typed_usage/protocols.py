@@ -4,14 +4,21 @@ not run)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import AsyncIterator, Hashable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from adk import (
+    Agent,
+    AgentEvent,
+    AgentInput,
+    BaseAgent,
     FunctionTool,
     HistoryEntry,
     Message,
     RunContext,
+    Runner,
+    SequentialAgent,
     Tool,
     ToolContext,
     ToolResult,
@@ -23,6 +30,32 @@ from adk.checkpoint import CheckpointStore
 from adk.execution import LocalExecutionEnvironment, SessionStore
 from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
+
+
+@dataclass(frozen=True)
+class Echo:
+    """An agent of one's own that is a frozen dataclass: its name is read-only."""
+
+    name: str
+    description: str = "repeats the request"
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.of(input.messages[-1].content)
+
+
+class Named:
+    """An agent whose name and description are properties."""
+
+    @property
+    def name(self) -> str:
+        return "named"
+
+    @property
+    def description(self) -> str:
+        return "has a name of its own"
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.exit()
 
 
 class Shout:
@@ -48,6 +81,12 @@ class Calculator:
 
     async def tools(self, ctx: RunContext) -> list[FunctionTool]:
         return [add]
+
+
+class BaseAgentChild(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        self.description = "may change its own"
+        yield AgentEvent.of("done")
 
 
 class DictStore:
@@ -84,6 +123,9 @@ async def instruction(ctx: RunContext) -> str:
 
 
 def fits() -> None:
+    agents: list[Agent] = [Echo("echo"), Named(), BaseAgentChild("child")]
+    Runner(SequentialAgent("steps", agents))
+    Runner(Echo("echo"))
     shout: Tool = Shout()
     calculator: Toolset = Calculator()
     store: CheckpointStore = DictStore()
