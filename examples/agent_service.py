@@ -54,7 +54,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 import adk
-from adk.checkpoint import CheckpointStoreError, SQLiteCheckpointStore
+from adk.checkpoint import CheckpointStore, CheckpointStoreError, SQLiteCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -161,7 +161,7 @@ class SessionStream(StreamingResponse):
 
 
 def build_app(
-    checkpoints: Path, tracer_provider: TracerProvider, store: adk.CheckpointStore | None = None
+    checkpoints: Path, tracer_provider: TracerProvider, store: CheckpointStore | None = None
 ) -> Starlette:
     """The service, its checkpoints in a SQLite file at ``checkpoints``, or in ``store`` when one
     is given (a Redis or PostgreSQL store every worker shares; its maker closes it)."""
