@@ -7,10 +7,14 @@ tests pin what is imported, which is what keeps the time down and can be checked
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import adk
 
@@ -124,6 +128,40 @@ def test_every_public_name_imports_from_adk() -> None:
     exec("from adk import *", namespace)  # the lazily loaded names too (OpenAIChatModel)
     assert [name for name in adk.__all__ if name not in namespace] == []
     assert len(adk.__all__) >= 50
+
+
+def _bound_for_type_checkers(path: Path) -> set[str]:
+    """The names a module binds where a type checker sees them: at its top level, and under
+    ``if TYPE_CHECKING:`` (never in an ``else`` of it, nor in functions)."""
+    names: set[str] = set()
+
+    def bind(statements: list[ast.stmt]) -> None:
+        for node in statements:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            elif isinstance(node, ast.Assign | ast.AnnAssign):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(t.id for t in targets if isinstance(t, ast.Name))
+            elif isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+                bind(node.body)
+
+    bind(ast.parse(path.read_text()).body)
+    return names
+
+
+@pytest.mark.parametrize("module", ["adk", "adk.models", "adk.checkpoint", "adk.execution"])
+def test_every_lazy_public_name_is_seen_by_type_checkers(module: str) -> None:
+    # These packages load some names on first use through a module __getattr__, which type
+    # checkers are not shown (it would make any name they look up Any): each public name must be
+    # bound where they look, an import under TYPE_CHECKING for a lazy one
+    # (tests/typed_usage/imports.py checks the types mypy then gives).
+    package = importlib.import_module(module)
+    assert package.__file__ is not None
+    bound = _bound_for_type_checkers(Path(package.__file__))
+    assert "__getattr__" not in bound
+    assert [name for name in package.__all__ if name not in bound] == []
 
 
 def test_the_event_driven_layer_loads_no_flink_until_asked() -> None:
