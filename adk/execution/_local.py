@@ -163,7 +163,10 @@ class KeyedInput:
         self,
         agent: Agent | Callable[[], Agent],
         *,
-        sessions: _Given,
+        # ``| None``: a caller's own optional parameter passed on (typed as what it may be; when
+        # it is None, the dict made is there). Not a third overload: an argument holding Any
+        # (``dict[str, Any]`` values) that matched two would make the result Any.
+        sessions: _Given | None,
         resumes: Iterable[Any] | AsyncIterable[Any] | None = None,
         max_turns: int | None = None,
     ) -> KeyedOutputs[_Given]: ...

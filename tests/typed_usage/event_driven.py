@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, MutableMapping
 from typing import Any, assert_type
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -141,7 +141,8 @@ async def main() -> None:
     in_store = env.from_list(reviews, key="product").apply(agent, sessions=KeyValueSessions())
     assert_type(in_store.sessions, KeyValueSessions)
     kept: KeyedOutputs = in_store  # a bare annotation stays valid
-    print(kept)
+    print(kept, await batch(env, None), await batch(env, sessions))
+
     for output in await by_function.to_list():
         print(output.key, output.output)
     # They are produced on the event loop: a plain 'for' or list() is refused, as it fails.
@@ -150,3 +151,12 @@ async def main() -> None:
 
     result = await Runner(agent, resources=resources).invoke("a review")
     print(result.output)
+
+
+async def batch(
+    env: LocalExecutionEnvironment, sessions: MutableMapping[Any, dict[str, Any]] | None
+) -> list[KeyedOutput]:
+    """A helper of one's own passing on optional sessions."""
+    outputs = env.from_list(["a"], key=str).apply(Analyst("x"), sessions=sessions)
+    assert_type(outputs, KeyedOutputs[MutableMapping[Any, dict[str, Any]]])
+    return await outputs.to_list()
