@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ._checks import agent_description, check_name
 from .context import RunContext
@@ -55,17 +55,8 @@ class AgentInput:
 class Agent(Protocol):
     """Anything with a name, a description and ``run(input, ctx)`` returning events."""
 
-    if TYPE_CHECKING:
-        # Read-only to a type checker: the framework only reads them, so an agent whose name is
-        # a property or a frozen dataclass's field is an agent too (a plain attribute, as
-        # ``BaseAgent`` has, still fits). At run time the protocol is as it was.
-        @property
-        def name(self) -> str: ...
-        @property
-        def description(self) -> str: ...
-    else:
-        name: str
-        description: str
+    name: str
+    description: str
 
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Start the agent on ``input``; returns its events (an ``async def`` that yields fits).
