@@ -70,7 +70,11 @@ class _Runs:
             for args in runs:
                 if args not in self._ended:
                     self._ended[args] = threading.Event()
-                    self._queue.append(args)
+                    if self._stopped:  # no thread would take it: the reader must not wait for ever
+                        self._done[args] = Finished(-1, "", "the session ended before it started")
+                        self._ended[args].set()
+                    else:
+                        self._queue.append(args)
             if self._queue and (self._thread is None or not self._thread.is_alive()):
                 self._thread = threading.Thread(target=self._work, name="flink runs", daemon=True)
                 self._thread.start()
@@ -85,9 +89,8 @@ class _Runs:
         with self._lock:
             self._stopped = True
             self._queue.clear()
-            process = self._process
-        if process is not None:
-            _kill(process)
+            if self._process is not None:  # not reaped yet (see _run): its pid names its group
+                _kill(self._process)
         if self._thread is not None:
             self._thread.join()
 
@@ -119,12 +122,21 @@ class _Runs:
                     start_new_session=True,
                 )
                 self._process = process
+            hung: list[bool] = []
+            guard = threading.Timer(_TIMEOUT, self._hung, (process, hung))
+            guard.start()
             try:
-                returncode = process.wait(_TIMEOUT)
-            except subprocess.TimeoutExpired:
+                _exited(process)
+            finally:
+                guard.cancel()
+            with self._lock:
+                # The script has exited but is not reaped, so its pid still names its group:
+                # what it left running there (its JVM, its workers) is killed with it. Reaped,
+                # the pid may become another's, so the group is never signalled after that.
                 _kill(process)
-                process.wait()
-                returncode = process.returncode
+                returncode = process.wait()
+                self._process = None
+            if hung:
                 err.write(f"\n(killed: still running after {_TIMEOUT:.0f} s)".encode())
             out.seek(0)
             err.seek(0)
@@ -132,9 +144,28 @@ class _Runs:
                 returncode, out.read().decode(errors="replace"), err.read().decode(errors="replace")
             )
 
+    def _hung(self, process: subprocess.Popen[bytes], hung: list[bool]) -> None:
+        """The hang guard: kill the run's group if its script has not been reaped yet."""
+        with self._lock:
+            if self._process is process:
+                hung.append(True)
+                _kill(process)
+
+
+def _exited(process: subprocess.Popen[bytes]) -> None:
+    """Wait until ``process`` has exited, leaving it unreaped where the system allows."""
+    if hasattr(os, "waitid"):
+        with contextlib.suppress(ChildProcessError):  # reaped by another: wait() says how
+            os.waitid(os.P_PID, process.pid, os.WEXITED | os.WNOWAIT)
+    else:  # macOS before Python 3.13: reaped here, so what it left running is left running
+        process.wait()
+
 
 def _kill(process: subprocess.Popen[bytes]) -> None:
-    """Kill the run's process group: the script, its JVM and its Python workers."""
+    """Kill the run's process group: the script, its JVM and its Python workers. Never once the
+    script is reaped (``returncode`` set): its pid may be another process's by then."""
+    if process.returncode is not None:
+        return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
 
