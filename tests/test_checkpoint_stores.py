@@ -577,6 +577,9 @@ async def test_sqlite_refuses_a_file_that_is_not_a_database(tmp_path: Path) -> N
         # libpq's key=value form, which psycopg (LangGraph's PostgresSaver) takes
         ("host=db user=u password=s3cret-pw dbname=x", "key=value"),
         ("mysql://u:s3cret-pw@127.0.0.1/db", "got 'mysql'"),
+        # a URL whose scheme was left off (the password was shown whole)
+        ("u:s3cret-pw@db:5432/x", "no scheme:// before"),
+        ("//u:s3cret-pw@db:5432/x", "no scheme:// before"),
     ],
 )
 def test_postgres_refuses_a_dsn_of_another_form_when_made(dsn: str, hint: str) -> None:
@@ -1091,6 +1094,9 @@ def test_network_stores_reject_a_bad_timeout(timeout: Any) -> None:
         ("postgresql://u:pass@db/x?sslmode=require", "postgresql://u:***@db/x?sslmode=require"),
         ("redis://db:6379/0", "redis://db:6379/0"),
         ("host=db password=pass user=u", "host=db password=*** user=u"),
+        ("u:pass@db:5432/x", "***@db:5432/x"),  # no scheme
+        ("//u:pass@db:5432/x", "//u:***@db:5432/x"),
+        ("postgresql:/u:pa/ss@db/x", "***@db/x"),
     ],
 )
 def test_passwords_never_show_in_messages(url: str, shown: str) -> None:

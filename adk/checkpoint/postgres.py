@@ -570,6 +570,8 @@ def _check_scheme(dsn: str, where: str) -> None:
         hint = f"; a SQLAlchemy URL's driver ('+{scheme.partition('+')[2]}') is no part of it"
     elif not scheme and "=" in dsn:
         hint = "; libpq's key=value form (host=... dbname=...) is not taken"
+    elif "@" in dsn and "://" not in dsn:
+        hint = "; it has no scheme:// before its user and host"
     else:
         hint = ""
     raise ValueError(

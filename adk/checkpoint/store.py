@@ -395,13 +395,17 @@ _SECRET_KV = r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
 def _redact(url: str) -> str:
     """``url`` with any password replaced by ``***``, for error messages and logs.
 
-    Handles URLs (``redis://user:pw@host``, ``postgresql://...?password=pw``) and libpq
-    key/value DSNs (``host=db password=pw``). A password with an unencoded ``/``, ``?`` or ``#``
+    Handles URLs (``redis://user:pw@host``, ``postgresql://...?password=pw``, one whose
+    ``scheme://`` or ``scheme:`` was left off) and libpq key/value DSNs (``host=db password=pw``). A password with an unencoded ``/``, ``?`` or ``#``
     ends the URL's host part early, leaving an ``@`` after it: then everything up to the last
     ``@`` is hidden (an ``@`` in the query hides the host too — better than showing a password).
     """
-    if "://" not in url:
-        return re.sub(_SECRET_KV, r"\1***", url)
+    if "://" not in url and not url.startswith("//"):  # ``//host``: a URL without its scheme
+        text = re.sub(_SECRET_KV, r"\1***", url)
+        head, at, tail = text.rpartition("@")
+        if at and "=" not in head:  # ``user:pw@host``, a URL whose ``scheme://`` was left off
+            return f"***@{tail}"
+        return text
     try:
         parts = urlsplit(url)
         netloc = parts.netloc
