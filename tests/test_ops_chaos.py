@@ -443,6 +443,25 @@ async def test_a_redis_that_evicts_keys_when_full_is_named_before_a_claim_relies
             assert not [r for r in caplog.records if r.name == "adk.checkpoint"]
 
 
+async def test_a_store_whose_first_claims_come_at_once_warns_of_eviction_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The eviction check is made once per store even when its first claims come together (a
+    replica starting under a burst of resumes): each one asked the server and warned."""
+    port = closed_port()
+    url = f"redis://127.0.0.1:{port}/0"
+    with _own_redis(tmp_path, port, durable=False):
+        async with RedisCheckpointStore(url) as store:
+            redis = store._clients.get() or await store._clients.bind()
+            await redis.redis.config_set("maxmemory", "64mb")
+            await redis.redis.config_set("maxmemory-policy", "allkeys-lru")
+            with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+                taken = await asyncio.gather(*(store.claim(f"run-{n}", "a") for n in range(4)))
+            assert taken == [True] * 4
+            warned = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+            assert len(warned) == 1 and "maxmemory-policy allkeys-lru" in warned[0]
+
+
 # --------------------------------------------------------------------------------------------------
 # Replicas in real processes over one store, and processes killed (SIGKILL) at the worst moment
 

@@ -292,11 +292,16 @@ class RedisCheckpointStore(_ClosableStore):
                 return {}
             return found
 
+        # Taken before asking, so that claims made while it is asked do not ask (and warn) too.
+        self._eviction_checked = True
         try:
             found = await self._run("claim", None, ask)
         except CheckpointStoreError:
+            self._eviction_checked = False  # asked again at the next claim
             return  # the claim that follows reports the store's failure
-        self._eviction_checked = True
+        except BaseException:  # cancelled while asking: asked again at the next claim
+            self._eviction_checked = False
+            raise
         settings = {_text(name): _text(value) for name, value in found.items()}
         policy = settings.get("maxmemory-policy", "noeviction")
         if settings.get("maxmemory", "0") != "0" and policy != "noeviction":
