@@ -12,7 +12,8 @@ A test names the arguments of the run it reads with ``@pytest.mark.flink_run(*ar
 in pyproject.toml: it is applied before this plugin loads) and takes its outputs with
 ``finished(request)``. Only runs whose tests are selected start (none under
 ``--collect-only``); a run its test asks for before it was started (e.g. the hook did not run)
-starts then; what is still running when the session ends is killed.
+starts then; what is still running when the session ends is killed, and so is a run whose
+pytest was killed (``_LEADER``).
 
 Used as a plugin: ``pytest_plugins = ["flink_runs"]`` in tests/test_flink.py.
 
@@ -42,6 +43,27 @@ JOB = ROOT / "tests" / "flink_job.py"
 # with the rest of the suite; the reading test's own timeout bounds how long the suite waits.
 _TIMEOUT = 600.0
 _MARKER = "flink_run"
+
+# The leader of a run's process group: it starts the job script and, when pytest is gone however
+# it went (SIGKILL, or SIGTERM, which ``timeout`` sends and pytest does not catch: no
+# ``pytest_sessionfinish``), kills the group. pytest holds the other end of its stdin, a pipe no
+# other process inherits, so its end of file says so. The group is a session of its own, which
+# no signal for pytest's group reaches: without this, the job ran on, for good if it hung.
+_LEADER = """
+import os, signal, subprocess, sys, threading
+
+def watch():
+    while os.read(0, 512):
+        pass
+    os.killpg(0, signal.SIGKILL)
+
+threading.Thread(target=watch, daemon=True).start()
+code = subprocess.Popen(sys.argv[1:], stdin=subprocess.DEVNULL).wait()
+if code < 0:  # the script's signal, as its exit status
+    signal.signal(-code, signal.SIG_DFL)
+    os.kill(os.getpid(), -code)
+os._exit(code)  # no interpreter shutdown beside the watching thread
+"""
 
 
 @dataclass(frozen=True)
@@ -115,8 +137,9 @@ class _Runs:
                     return Finished(-1, "", "the session ended before the run started")
                 # A session of its own, so that a kill reaches the JVM and workers it starts too.
                 process = subprocess.Popen(
-                    [sys.executable, str(JOB), *args],
+                    [sys.executable, "-c", _LEADER, sys.executable, str(JOB), *args],
                     cwd=ROOT,
+                    stdin=subprocess.PIPE,
                     stdout=out,
                     stderr=err,
                     start_new_session=True,
@@ -136,6 +159,8 @@ class _Runs:
                 _kill(process)
                 returncode = process.wait()
                 self._process = None
+            if process.stdin is not None:
+                process.stdin.close()
             if hung:
                 err.write(f"\n(killed: still running after {_TIMEOUT:.0f} s)".encode())
             out.seek(0)

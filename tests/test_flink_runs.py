@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -18,10 +19,10 @@ import pytest
 from flink_runs import Finished, _Runs
 
 JOB = """
-import pathlib, subprocess, sys, time
+import os, pathlib, subprocess, sys, time
 left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
 print(left.pid, flush=True)
-pathlib.Path(__file__).with_name("left").write_text(str(left.pid))
+pathlib.Path(__file__).with_name("left").write_text(f"{left.pid} {os.getpid()}")
 if sys.argv[1:] == ["hang"]:
     time.sleep(120)
 """
@@ -104,3 +105,34 @@ def test_a_run_that_cannot_start_is_reported_to_its_reader(
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
     done = runs.result(())
     assert done.returncode == -1 and "could not be made" in done.stderr
+
+
+SESSION = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+import flink_runs
+from pathlib import Path
+flink_runs.JOB = Path(sys.argv[2])
+flink_runs._Runs().start([("hang",)])
+time.sleep(120)
+"""
+
+
+def test_a_session_killed_outright_takes_its_run_with_it(tmp_path: Path) -> None:
+    """pytest killed by a signal it cannot catch (SIGKILL; SIGTERM, which ``timeout`` sends, ends
+    it as abruptly) never reaches ``stop``: the run, in a session of its own so that no signal
+    for pytest's group reaches it, ran on (a Flink job: minutes of a JVM and its workers)."""
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    tests = Path(__file__).parent
+    session = subprocess.Popen([sys.executable, "-c", SESSION, str(tests), str(job)])
+    try:
+        left = tmp_path / "left"
+        while not left.exists() or not left.read_text():  # the run is going
+            assert session.poll() is None
+            time.sleep(0.01)
+    finally:
+        session.kill()
+        session.wait()
+    grandchild, script = map(int, left.read_text().split())
+    assert _gone(script) and _gone(grandchild)
