@@ -147,6 +147,7 @@ class _Runs:
                 self._process = process
             hung: list[bool] = []
             guard = threading.Timer(_TIMEOUT, self._hung, (process, hung))
+            guard.daemon = True  # a session ending without stop() must not wait for it at exit
             guard.start()
             try:
                 _exited(process)
