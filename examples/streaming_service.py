@@ -19,7 +19,9 @@ could take it. Three things a service has to get right, shown here:
   decision has the right shape) when its first event is taken; the handler takes that event
   *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
   a stream that breaks off, and a checkpoint store that is down (``CheckpointStoreError``, no
-  ``CheckpointError``: nothing was wrong with the request) a ``503``.
+  ``CheckpointError``: nothing was wrong with the request) a ``503``. A store failing as a
+  resumed run ends (it ran: its checkpoint is left behind) ends the stream with an
+  ``{"error": ...}`` line saying so, not a stream broken off.
 - **A failing model fails its stream.** Reading a reply's stream raises whatever the model raised
   (``adk.ModelError`` from ``OpenAIChatModel``, anything from a model of your own); the handler
   catches what *reading the stream* raises, reports it and goes on reading events, so the client
@@ -243,7 +245,11 @@ class Service:
                 await _send_line(writer, {"stream_failed": str(failed)})
             else:  # read to its end, a streamed reply encodes as its joined message
                 await _send_line(writer, {"event": event.to_dict()})
-            event = await anext(events, None)
+            try:
+                event = await anext(events, None)
+            except CheckpointStoreError as exc:  # it ran, and its checkpoint was left behind:
+                await _send_line(writer, {"error": str(exc)})  # the decision must not be resent
+                break
         writer.write(b"0\r\n\r\n")
         await writer.drain()
 

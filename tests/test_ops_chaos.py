@@ -810,6 +810,52 @@ async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoi
 # Shutting down with runs in flight
 
 
+async def test_a_streaming_service_says_when_a_finished_resume_left_its_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """streaming_service, as bca7efb made agent_service: the store dies while the approved call
+    runs, the run finishes and its checkpoint cannot be deleted. The ``CheckpointStoreError``
+    raised after the answer went out of the handler: the stream broke off (the client read no
+    end), with no word that the approval must not be sent again. It must end with an error line
+    saying the run finished, and the stream's end."""
+    service = _example("streaming_service")
+    port = closed_port()
+    holder: list[subprocess.Popen[bytes]] = []
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount once a person approves it."""
+        holder[0].kill()  # the store dies while the payment is made
+        holder[0].wait()
+        return f"paid {amount}"
+
+    def reply(messages: list[adk.Message]) -> Any:
+        if messages[-1].role == adk.Role.TOOL:
+            return Reply(text=f"done: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay", {"amount": 3})])
+
+    agent = ReActAgent("payer", ScriptedModel(reply), tools=[pay])
+    store = RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5)
+    async with store, Runner(agent, checkpoint_store=store, enable_streaming=True) as runner:
+        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+        http = server.sockets[0].getsockname()[1]
+        try:
+            with _own_redis(tmp_path, port) as redis:
+                lines = await service.post(http, "/chat", {"message": "pay 3"})
+                paused = lines[-1]["event"]["action"]["interrupted"]
+                holder.append(redis)
+                resume = {"checkpoint_id": paused["checkpoint_id"], "decision": True}
+                lines = await service.post(http, "/resume", resume)
+        finally:
+            server.close()
+            await server.wait_closed()
+    said = [line["event"]["output"]["message"]["content"] for line in lines if "event" in line]
+    assert said == ["paid 3", "done: paid 3"]  # the payment's result, then the answer
+    error = lines[-1]["error"]
+    assert f"the resumed run of checkpoint {paused['checkpoint_id']!r} finished" in error
+    assert "resuming it again would run again what this resume ran" in error
+
+
 async def test_a_graceful_shutdown_cancels_the_runs_in_flight_and_leaves_their_checkpoints(
     tmp_path: Path,
 ) -> None:
