@@ -1097,6 +1097,8 @@ def test_network_stores_reject_a_bad_timeout(timeout: Any) -> None:
         ("u:pass@db:5432/x", "***@db:5432/x"),  # no scheme
         ("//u:pass@db:5432/x", "//u:***@db:5432/x"),
         ("postgresql:/u:pa/ss@db/x", "***@db/x"),
+        ("u:p@ss=w=rd@db/x", "***@db/x"),
+        ("host=db user=me@corp password=pass", "host=db user=me@corp password=***"),
     ],
 )
 def test_passwords_never_show_in_messages(url: str, shown: str) -> None:

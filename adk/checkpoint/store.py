@@ -390,20 +390,22 @@ def _check_data(data: object) -> bytes:
 # ``import adk`` and only a store's errors and repr need them.
 _SECRET_QUERY = r"(?i)((?:^|&)(?:password|passwd|pass|secret)=)[^&]*"
 _SECRET_KV = r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
+_KV_START = r"\s*[A-Za-z_]\w*\s*="  # libpq's key=value form: ``host=db ...``
 
 
 def _redact(url: str) -> str:
     """``url`` with any password replaced by ``***``, for error messages and logs.
 
     Handles URLs (``redis://user:pw@host``, ``postgresql://...?password=pw``, one whose
-    ``scheme://`` or ``scheme:`` was left off) and libpq key/value DSNs (``host=db password=pw``). A password with an unencoded ``/``, ``?`` or ``#``
-    ends the URL's host part early, leaving an ``@`` after it: then everything up to the last
-    ``@`` is hidden (an ``@`` in the query hides the host too — better than showing a password).
+    ``scheme://`` or ``scheme:`` was left off) and libpq key/value DSNs (``host=db password=pw``).
+    A password with an unencoded ``/``, ``?`` or ``#`` ends the URL's host part early, leaving an
+    ``@`` after it: then everything up to the last ``@`` is hidden (an ``@`` in the query hides
+    the host too — better than showing a password).
     """
     if "://" not in url and not url.startswith("//"):  # ``//host``: a URL without its scheme
         text = re.sub(_SECRET_KV, r"\1***", url)
-        head, at, tail = text.rpartition("@")
-        if at and "=" not in head:  # ``user:pw@host``, a URL whose ``scheme://`` was left off
+        tail = text.rpartition("@")[2]
+        if tail != text and not re.match(_KV_START, text):  # ``user:pw@host``, no ``scheme://``
             return f"***@{tail}"
         return text
     try:
