@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import importlib.util
 import json
@@ -72,6 +73,13 @@ def _example(name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@functools.cache
+def _streaming_service() -> ModuleType:
+    """examples/streaming_service.py, loaded once: it registers a checkpoint type by name, which a
+    second load would register again (refused) under a class of its own."""
+    return _example("streaming_service")
 
 
 class _Served:
@@ -313,7 +321,7 @@ async def test_a_service_whose_store_is_down_says_so_and_serves_on_then_resumes(
     ``CheckpointStoreError`` unhandled, since it is no ``CheckpointError``): it must be a 503
     saying the store failed, runs that need no store are served meanwhile, and once the server
     is back (its data on disk) the approval resumes the run."""
-    service = _example("streaming_service")
+    service = _streaming_service()
     port = closed_port()
     store = RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5)
     agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
@@ -818,7 +826,7 @@ async def test_a_streaming_service_says_when_a_finished_resume_left_its_checkpoi
     raised after the answer went out of the handler: the stream broke off (the client read no
     end), with no word that the approval must not be sent again. It must end with an error line
     saying the run finished, and the stream's end."""
-    service = _example("streaming_service")
+    service = _streaming_service()
     port = closed_port()
     holder: list[subprocess.Popen[bytes]] = []
 
