@@ -22,7 +22,7 @@ import re
 import sys
 import time
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -183,6 +183,10 @@ class OpenAIServer:
 
     ``hold`` keeps the first that many requests waiting until all have arrived, then answers
     them: concurrent calls (a service's first requests) all meet the server's first answer.
+
+    ``respond`` answers a request the script has no reply left for, from the request's JSON body,
+    before ``default``: a model whose answer depends on what it was asked, for callers whose
+    requests arrive in no fixed order (records of many keys classified concurrently).
     """
 
     def __init__(
@@ -197,7 +201,9 @@ class OpenAIServer:
         reasoning_back: str | None = None,
         structured: str | None = None,
         hold: int = 0,
+        respond: Callable[[Any], Reply] | None = None,
     ) -> None:
+        self.respond = respond
         self.structured = structured
         self.hold = hold
         self._held = asyncio.Event()
@@ -338,7 +344,7 @@ class OpenAIServer:
         if invalid is not None:
             await self._send_json(writer, 400, {"error": invalid})
             return True
-        reply = self._next_reply()
+        reply = self._next_reply(body)
         if reply.delay and reply.stall_after is None and await self._hung_up(reader, reply.delay):
             return False
         if reply.raw is not None:
@@ -380,9 +386,11 @@ class OpenAIServer:
         await self._send_json(writer, 200, document)
         return True
 
-    def _next_reply(self) -> Reply:
+    def _next_reply(self, body: Any) -> Reply:
         if self._script:
             return self._script.popleft()
+        if self.respond is not None:
+            return self.respond(body)
         if self.default is not None:
             return self.default
         return Reply(status=500, error="the test server has no scripted reply left")
