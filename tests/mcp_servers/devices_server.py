@@ -1,0 +1,46 @@
+"""A device registry MCP server over stdio, for the sensor-alert pipeline's tests: ``python
+devices_server.py``. ``device_info`` gives a device's site, model and alert limit (a structured
+result); an unknown device is a tool error."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel
+
+
+class Device(BaseModel):
+    device: str
+    site: str
+    model: str
+    limit: float
+
+
+def _registry() -> dict[str, Device]:
+    sites = ["north", "south", "east"]
+    return {
+        f"d{n:02d}": Device(
+            device=f"d{n:02d}", site=sites[n % 3], model=f"TX-{n % 4}", limit=70.0 + n % 5
+        )
+        for n in range(12)
+    }
+
+
+REGISTRY = _registry()
+
+
+def build_server() -> MCPServer:
+    server = MCPServer("devices", log_level="WARNING")
+
+    @server.tool()
+    def device_info(device: str) -> Device:
+        """A registered device: its site, model and the reading above which it alerts."""
+        if device not in REGISTRY:
+            raise ToolError(f"no device {device} in the registry")
+        return REGISTRY[device]
+
+    return server
+
+
+if __name__ == "__main__":
+    build_server().run("stdio")
