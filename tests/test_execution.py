@@ -572,6 +572,34 @@ async def test_a_key_field_that_is_a_method_of_the_record_fails_saying_to_call_i
         await LocalExecutionEnvironment().from_list(["text"], key="upper").apply(agent).to_list()
 
 
+async def test_a_key_field_on_text_records_says_to_parse_the_lines_first() -> None:
+    """A JSONL file read as it is (``from_list(open(path), key="device")``) gives text records:
+    each failed with "the record has no field 'device'", true of a str but no help to the data
+    engineer whose file has that field on every line. The error says the record is text and
+    how to read its key from it."""
+
+    @action(InputEvent)
+    def echo(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.input))
+
+    agent = ActionAgent("echo", actions=[echo])
+    lines = ['{"device": "d1", "value": 3}\n', b'{"device": "d2", "value": 4}\n']
+    env = LocalExecutionEnvironment(on_error="emit")
+    outputs = await env.from_list(lines, key="device").apply(agent).to_list()
+    assert [(o.key, o.error.type if o.error else None) for o in outputs] == [
+        (None, "TypeError"),
+        (None, "TypeError"),
+    ]
+    assert outputs[0].error is not None and outputs[1].error is not None
+    assert outputs[0].error.message.startswith(
+        "key='device' reads a field of each record, and this record is text (str), which has "
+        "none: parse it for its key, key=lambda line: json.loads(line)['device']"
+    )
+    assert "this record is text (bytes)" in outputs[1].error.message
+    parsed = env.from_list(lines, key=lambda line: json.loads(line)["device"]).apply(agent)
+    assert [o.key for o in await parsed.to_list()] == ["d1", "d2"]
+
+
 async def test_a_paused_record_is_reported_and_resumes_with_the_outputs_runner() -> None:
     @tool(require_approval=True)
     async def refund(amount: int) -> str:

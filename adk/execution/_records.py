@@ -165,6 +165,15 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
         if isinstance(record, Mapping):
             value = record[selector]
         else:
+            if isinstance(record, _TEXT) and not hasattr(record, selector):
+                # A JSONL file read as it is (``from_list(open(path), key="device")``): each
+                # line is text, and "the record has no field 'device'" did not say why.
+                raise TypeError(
+                    f"key={selector!r} reads a field of each record, and this record is text "
+                    f"({type(record).__name__}), which has none: parse it for its key, "
+                    f"key=lambda line: json.loads(line)[{selector!r}] (the agent gets the "
+                    "line), or give parsed records"
+                )
             value = getattr(record, selector)
             if isinstance(value, _METHODS):
                 # A broker's message whose key is a method (confluent_kafka's ``Message.key()``):
@@ -181,6 +190,7 @@ def key_of(selector: KeySelector, record: Any, index: int) -> Hashable:
 
 
 _METHODS = (types.MethodType, types.BuiltinMethodType)
+_TEXT = (str, bytes, bytearray)
 
 
 def key_failure(selector: KeySelector, exc: Exception) -> ErrorInfo:
