@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Hashable, Iterator
 from pathlib import Path
@@ -709,6 +711,38 @@ async def test_timeout_cuts_off_a_record_whose_model_hangs_and_drops_its_writes(
     for bad in (0, -1.0, float("nan"), "5", True):
         with pytest.raises(ValueError, match="timeout must be a positive number of seconds"):
             LocalExecutionEnvironment(timeout=bad)  # type: ignore[arg-type]
+
+
+async def test_a_record_that_blocks_the_loop_past_its_timeout_is_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A sync action that blocks (a ``requests`` call, ``time.sleep``) holds the event loop, so
+    the timeout's timer cannot fire: the record ran past ``timeout`` and ended as if within it,
+    without a word, while every other record waited. It cannot be cut off, and its outputs
+    stand, but a warning on ``adk.execution`` says it overran and why."""
+
+    @action(InputEvent)
+    def lookup(event: InputEvent, ctx: ActionContext) -> None:
+        if event.input["c"] == "slow":
+            time.sleep(0.3)  # a blocking client call
+        ctx.send_event(OutputEvent(output=event.input["c"]))
+
+    env = LocalExecutionEnvironment(on_error="emit", timeout=0.1)
+    records = [{"c": "slow"}, {"c": "fast"}]
+    with caplog.at_level(logging.WARNING, logger="adk.execution"):
+        outputs = (
+            await env.from_list(records, key="c")
+            .apply(ActionAgent("crm", actions=[lookup]))
+            .to_list()
+        )
+    assert [(o.key, o.output, o.error) for o in outputs] == [
+        ("slow", "slow", None),
+        ("fast", "fast", None),
+    ]
+    [warning] = [r for r in caplog.records if r.name == "adk.execution"]
+    message = warning.getMessage()
+    assert message.startswith("record 0 (key 'slow') ran past its timeout=0.1s")
+    assert "the event loop was blocked" in message and "asyncio.to_thread" in message
 
 
 async def test_records_that_can_be_read_once_take_one_agent() -> None:

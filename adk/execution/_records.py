@@ -6,6 +6,7 @@ it ends or pauses and drops when it fails.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import types
 from collections.abc import (
@@ -60,6 +61,8 @@ __all__ = [
     "run_record",
     "timed_out",
 ]
+
+logger = logging.getLogger("adk.execution")
 
 KeySelector = Callable[[Any], Hashable] | str | None
 OnError = Literal["raise", "emit"]
@@ -363,7 +366,11 @@ async def _within(
             if run_id is not None:  # the root span of a run cut off fails with what its output says
                 said = f"record {index} (key {key!r}) {reason}"
                 token = _run_timeout.set((run_id, lambda: said if scope.expired() else None))
-            return await run
+            found = await run
+        deadline = scope.when()
+        if deadline is not None and asyncio.get_running_loop().time() > deadline:
+            _overran(index, key, seconds)
+        return found
     except TimeoutError:
         if not scope.expired():  # a TimeoutError of the run's own, raised through
             raise
@@ -371,6 +378,21 @@ async def _within(
     finally:
         if token is not None:
             _run_timeout.reset(token)
+
+
+def _overran(index: int, key: Hashable, seconds: float) -> None:
+    """A record that ended past its deadline without the timeout firing: its code held the event
+    loop (a sync action's blocking call), so the timer could not run. It cannot be cut off then,
+    and what it did stands, but it is not silent: it held every other record too."""
+    logger.warning(
+        "record %d (key %r) ran past its timeout=%ss and was not cut off: the event loop was "
+        "blocked (a sync action's blocking call, or code that does not await), which held every "
+        "other record too; its outputs stand. Make a blocking call async, e.g. `await "
+        "asyncio.to_thread(call, ...)` in an `async def` action",
+        index,
+        key,
+        seconds,
+    )
 
 
 def timed_out(
