@@ -736,6 +736,42 @@ async def test_a_tool_neither_has_names_the_runners_server_that_could_not_be_ask
     assert model.calls == 0
 
 
+class Lookup(ActionAgent):
+    """Calls ``device_info`` with a request of its own (no model), outputs the response."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        call = tool_call("device_info", {"device": "d1"}, "c1")
+        ctx.send_event(ToolRequestEvent(tool_calls=[call], tools=["device_info"]))
+
+    @action(ToolResponseEvent)
+    def answer(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+        [response] = event.responses
+        ctx.send_event(OutputEvent(output=[response.content, response.metadata.get("is_error")]))
+
+
+@pytest.mark.parametrize("own", ["runners", "agents_own", "neither"])
+async def test_a_tool_request_to_a_server_that_could_not_start_answers_why(own: str) -> None:
+    """An action's own ``ToolRequestEvent`` for a tool of an MCP server that could not be
+    started was answered "unknown tool 'device_info'; available tools: none", as if the server
+    did not offer it: the lookup's words (the server, why it failed) were dropped, where a chat
+    or ``ctx.get_resource`` said them. The error result says them now."""
+    server = Resources()
+    missing = Path(__file__).parent / "mcp_servers" / "no_such_server.py"
+    server.add_mcp("devices", StdioServer(sys.executable, [str(missing)]))
+    other = Resources()  # "neither": the runner's, which has no such tool either
+    other.add_tool(add)
+    agent = Lookup("lookup", resources=None if own == "runners" else server)
+    shared = {"runners": server, "agents_own": None, "neither": other}[own]
+    async with server:
+        result = await Runner(agent, resources=shared).invoke("go")
+    text, is_error = result.output
+    assert is_error is True
+    assert text.startswith("Error: tool 'device_info' could not be found: ")
+    assert "MCP servers that could not be asked: devices: could not connect" in text
+    assert "available tools" not in text
+
+
 async def test_a_name_the_agent_defines_and_the_runners_listed_server_offers_is_refused() -> None:
     """A tool the agent's own resources define and the runner's MCP server offers under the same
     name was the agent's, silently: the check looked at the runner's names registered in code

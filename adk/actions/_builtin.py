@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import AsyncGenerator, Callable, Sequence
-from contextlib import aclosing, suppress
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from ..tools._executor import (
     run_tool_call,
     unique_call_ids,
 )
-from ..tools.base import Tool
+from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from .events import (
     ChatRequestEvent,
     Event,
@@ -46,7 +46,6 @@ from .events import (
 if TYPE_CHECKING:
     from .._preflight import Preflight
     from ..context import RunContext
-    from ..tools.base import ToolSpec
     from ._run import _ActionRun
     from .context import ActionContext
 
@@ -214,13 +213,20 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
         done = _saved_answers(saved, calls)
     allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}
+    unfound: dict[str, Tool] | None = None
     for call in calls:
         if call.name in tools or (allowed is not None and call.name not in allowed):
             continue
-        with suppress(KeyError):  # not found: answered as an unknown tool, naming the known ones
+        try:
             tools[call.name] = await ctx._run.get_resource(call.name, "tool")
+        except KeyError as exc:  # not found: answered as an unknown tool, naming the known ones
+            if getattr(exc, "unasked", ()):  # ... unless a server that may offer it failed
+                unfound = unfound or {}
+                unfound[call.name] = _Unfound(call.name, str(exc.args[0]))
     if saved is not None:
         _check_tools_kept(saved, calls, done, allowed, tools.__contains__)
+    if unfound:
+        tools.update(unfound)
     tally = _Round(event, ctx, done)
     open_calls = tally.open_calls()
     calls_ctx = ctx._run.action_context(ctx.action_name)
@@ -230,6 +236,25 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
         tally.answer()
         return None
     return tally.run(open_calls, tools, calls_ctx)
+
+
+class _Unfound:
+    """Answers a call to a tool that an MCP server which could not be asked (it did not start,
+    or is down) may offer, in the lookup's words: the server and why it failed, which "unknown
+    tool" would leave out, as if the server did not offer it. A result like any failed call's
+    (``is_error``), so the record or the model reads it; a paused call's tool is not answered so
+    (``_check_tools_kept`` refuses the resume: the approval is kept for when it is back)."""
+
+    def __init__(self, name: str, reason: str) -> None:
+        self._name = name
+        self._reason = reason
+
+    @property
+    def spec(self) -> ToolSpec:
+        return ToolSpec(name=self._name)
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        return ToolResult.error(f"tool '{self._name}' could not be found: {self._reason}")
 
 
 class _Round:

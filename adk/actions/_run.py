@@ -41,7 +41,7 @@ from ..events import AgentAction, AgentEvent
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
 from ..models.base import ChatModel, RetryPolicy
-from ..resources import Resources, _RenamedTool, _TemplatePrompt
+from ..resources import Resources, _RenamedTool, _TemplatePrompt, _Unknown
 from ..tools._origin import tool_origin
 from ..tools.base import Tool
 from ._builtin import (
@@ -768,9 +768,13 @@ def _no_resources(agent_name: str, kind: str, name: str) -> KeyError:
 
 
 def _in_neither(agent_name: str, kind: str, name: str, own: KeyError, shared: KeyError) -> KeyError:
-    return KeyError(
+    """Keeps the servers that could not be asked (``unasked``), of either: the tool action
+    answers a call to such a name with these words, not as an unknown tool."""
+    unasked = (*getattr(own, "unasked", ()), *getattr(shared, "unasked", ()))
+    return _Unknown(
         f"agent {agent_name!r} needs {kind} {name!r}, which neither its own resources nor the "
-        f"runner's offer; its own: {own.args[0]}; the runner's: {shared.args[0]}"
+        f"runner's offer; its own: {own.args[0]}; the runner's: {shared.args[0]}",
+        unasked,
     )
 
 
