@@ -35,7 +35,7 @@ from adk import (
     Runner,
     SequentialAgent,
 )
-from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -432,6 +432,54 @@ async def test_an_action_checkpoint_without_action_names_resumes_by_position(
     await deploy.edit(lambda body: body["states"]["agent:p"][""].pop("actions"))
 
     assert (await deploy.resume(Publisher("p"))).text == "go: yes"
+
+
+def _spend_agent(module: str, also: str | None = None) -> ActionAgent:
+    """An agent whose paused action runs on a ``Spend`` event of its own, the class defined in
+    ``module`` (a job run as a script defines it in ``__main__``; the service that resumes it
+    imports the script as a module). ``also``: a second ``Spend`` class, of that module, which
+    the agent takes too."""
+
+    class Spend(Event):
+        amount: int
+
+    Spend.__module__, Spend.__qualname__ = module, "Spend"
+    taken: list[type[Event]] = [Spend]
+    if also is not None:
+
+        class Other(Event):
+            amount: int
+
+        Other.__module__, Other.__qualname__ = also, "Spend"
+        taken.append(Other)
+
+    @action(InputEvent)
+    def ask(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(Spend(amount=120))
+
+    @action(*taken)
+    def approve(event: Any, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise adk.Interrupt({"approve": event.amount})
+        ctx.send_event(OutputEvent(output=f"{event.amount}: {ctx.resume.data}"))
+
+    return ActionAgent("spender", actions=[ask, approve])
+
+
+async def test_an_event_class_under_another_module_resumes_by_its_name(deploy: Redeploy) -> None:
+    """A pause saves its events by module and class name: one paused by a job run as a script
+    (``__main__.Spend``) was refused by the service that imports the script (``jobs.Spend``),
+    "an event of type '__main__.Spend', which none of its actions takes", though it takes
+    ``Spend``; so was a module moved in a redeploy. The one class of that name the agent takes
+    is found; two are refused, naming both."""
+    await deploy.pause(_spend_agent("__main__"))
+
+    error = await deploy.refused(_spend_agent("jobs", also="ledger"))
+    assert "'__main__.Spend'" in error
+    assert "its classes of that name, jobs.Spend and ledger.Spend, are more than one" in error
+
+    result = await deploy.resume(_spend_agent("jobs"))
+    assert result.text == "120: yes"
 
 
 # -- tools awaiting approval -------------------------------------------------------------------

@@ -541,6 +541,13 @@ class _ActionRun:
             raise saved.error(f"an event must be {{'type': ..., 'fields': ...}}, not {data!r}")
         event_type = self.plan.event_type(data["type"])
         if event_type is None:
+            alike = self.plan.named_alike(data["type"])
+            if alike:
+                names = ", ".join(map(_type_key, alike[:-1])) + f" and {_type_key(alike[-1])}"
+                raise saved.error(
+                    f"it holds an event of type {data['type']!r}, and its classes of that name, "
+                    f"{names}, are more than one: the saved module names neither"
+                )
             raise saved.error(
                 f"it holds an event of type {data['type']!r}, which none of its actions takes"
             )

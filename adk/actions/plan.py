@@ -301,18 +301,33 @@ class AgentPlan:
 
     def event_type(self, key: str) -> type[Event] | None:
         """The event class a checkpoint names by ``key``: one the plan listens for, or a subclass
-        of one. Only classes already imported are found; nothing is imported by name."""
+        of one. Only classes already imported are found; nothing is imported by name.
+
+        ``key`` is ``module.QualName``. Where no class has it, the one class of that name under
+        another module is taken: a job run as a script pauses with ``__main__.Spend``, and the
+        service that resumes it imports the script (``jobs.Spend``), or a redeploy moved the
+        module. Several of that name are none (``named_alike`` lists them for the error)."""
+        alike = self.named_alike(key)
+        exact = [candidate for candidate in alike if _type_key(candidate) == key]
+        if exact:
+            return exact[0]
+        return alike[0] if len(alike) == 1 else None
+
+    def named_alike(self, key: str) -> list[type[Event]]:
+        """The event classes the plan takes (and their subclasses) whose name ``key`` ends with,
+        whatever their module, by module and name."""
         stack: list[type[Event]] = [t for a in self.actions for t in a.events]
         seen: set[type] = set()
+        found: list[type[Event]] = []
         while stack:
             candidate = stack.pop()
             if candidate in seen:
                 continue
             seen.add(candidate)
-            if _type_key(candidate) == key:
-                return candidate
+            if key.endswith(f".{candidate.__qualname__}"):
+                found.append(candidate)
             stack.extend(candidate.__subclasses__())
-        return None
+        return sorted(found, key=_type_key)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON data: each action (function, event types, async, built-in), the action
