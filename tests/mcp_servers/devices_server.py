@@ -1,6 +1,7 @@
 """A device registry MCP server over stdio, for the sensor-alert pipeline's tests: ``python
 devices_server.py``. ``device_info`` gives a device's site, model and alert limit (a structured
-result); an unknown device is a tool error."""
+result); an unknown device is a tool error, and so is the first question about d07 (a registry
+busy for a moment, which the caller asks again)."""
 
 from __future__ import annotations
 
@@ -31,10 +32,14 @@ REGISTRY = _registry()
 
 def build_server() -> MCPServer:
     server = MCPServer("devices", log_level="WARNING")
+    busy_once = {"d07"}  # the registry is busy the first time d07 is asked about
 
     @server.tool()
     def device_info(device: str) -> Device:
         """A registered device: its site, model and the reading above which it alerts."""
+        if device in busy_once:
+            busy_once.discard(device)
+            raise ToolError("registry busy, try again")
         if device not in REGISTRY:
             raise ToolError(f"no device {device} in the registry")
         return REGISTRY[device]
