@@ -387,8 +387,8 @@ def _overran(index: int, key: Hashable, seconds: float) -> None:
     logger.warning(
         "record %d (key %r) ran past its timeout=%ss and was not cut off: the event loop was "
         "blocked (a sync action's blocking call, or code that does not await), which held every "
-        "other record too; its outputs stand. Make a blocking call async, e.g. `await "
-        "asyncio.to_thread(call, ...)` in an `async def` action",
+        "other record too, or too busy to run the timer in time; its outputs stand. Make a "
+        "blocking call async, e.g. `await asyncio.to_thread(call, ...)` in an `async def` action",
         index,
         key,
         seconds,
