@@ -37,7 +37,7 @@ import sqlite3
 import sys
 import time
 from collections import Counter, defaultdict
-from collections.abc import AsyncIterator, Hashable
+from collections.abc import AsyncIterator, Collection, Hashable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -175,7 +175,7 @@ class Monitor(ActionAgent):
     def enriched(event: ToolResponseEvent, ctx: ActionContext) -> None:
         [response] = event.responses
         alert = ctx.sensory_memory.get("alert")
-        if response.tool_call_id.startswith("inv-"):  # the investigator's answer
+        if (response.tool_call_id or "").startswith("inv-"):  # the investigator's answer
             ctx.short_term_memory.set("dispatched", ctx.short_term_memory.get("dispatched", 0) + 1)
             ctx.send_event(OutputEvent(output={**alert, "dispatch": response.content}))
             return
@@ -298,10 +298,10 @@ class Classifier:
     """What the wire server answers: a severity for a classification, tool calls then an answer
     for the investigator. The first request about an alert whose seq is 5 mod 40 is a 503."""
 
-    def __init__(self, stall: set[tuple[str, int]] = frozenset()) -> None:  # type: ignore[assignment]
+    def __init__(self, stall: Collection[tuple[str, int]] = ()) -> None:
         self.asked: Counter[tuple[str, int]] = Counter()
         self.unavailable = 0
-        self.stall = stall
+        self.stall = set(stall)
 
     def __call__(self, body: Any) -> Wire:
         messages = body["messages"]
