@@ -280,6 +280,9 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
     the shape is checked here before anything acts on it.
     """
     try:
+        # Compared with the root agent's name: another value (a list, a number) was read as its
+        # text, and the refusal named an agent "['x']" as if the checkpoint were another's.
+        _expect(isinstance(body.get("agent"), str), "agent is not a str")
         points = _read_points(body)
         states = from_json_value(body.get("states", {}))
         _expect(
@@ -298,7 +301,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
         usage = body.get("usage")
         _expect(usage is None or _is_usage(usage), "usage is not a map of token counts")
         return Snapshot(
-            agent=str(body["agent"]),
+            agent=body["agent"],
             run_id=str(body.get("run_id", "")),
             enable_streaming=bool(body.get("enable_streaming", False)),
             root_input=root_input,

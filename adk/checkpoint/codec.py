@@ -834,7 +834,7 @@ def _read_summary(head: bytes, size: int) -> dict[str, Any] | None:
         return None
     try:
         header = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # a line nested past the parser's reach: not pyadk's
         return None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         return None
@@ -950,7 +950,7 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     head, newline, payload = bytes(data).partition(b"\n")
     try:
         header = json.loads(head) if newline else None
-    except ValueError:
+    except (ValueError, RecursionError):  # nested past the parser's reach: no header of pyadk's
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise fail("is not a pyadk checkpoint or is corrupt (unreadable header)")
