@@ -85,6 +85,11 @@ class Reply:
     "value_error", "loc": ["body"], "msg": "Value error, <error>", "input": <the whole request>,
     "ctx": ...}]}``, or ``"message"``, that list's text as an OpenAI error's message, as servers
     with their own handler for validation errors do.
+    ``events`` replaces a stream's events with these, sent as they are (text or bytes: an event
+    cut mid-way, invalid UTF-8, a chunk of another shape), whichever protocol was asked for;
+    ``break_after`` and the other cuts apply to them. ``endless`` is an event sent again and
+    again after the stream's events, until the client hangs up (a server stuck sending empty
+    chunks).
     """
 
     text: str = ""
@@ -124,6 +129,8 @@ class Reply:
     error_code: str | None = None
     error_param: str | None = None
     echo_request: str = ""
+    events: Sequence[str | bytes] | None = None
+    endless: str | bytes | None = None
 
     @property
     def finish(self) -> str:
@@ -366,6 +373,8 @@ class OpenAIServer:
         self._counter += 1
         responses = target == "/v1/responses"
         if isinstance(body, dict) and body.get("stream") is True:
+            if reply.events is not None:
+                return await self._send_stream(reader, writer, reply, list(reply.events))
             if responses:
                 events = _responses_events(reply, self.model, self._counter)
             else:
@@ -443,7 +452,7 @@ class OpenAIServer:
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         reply: Reply,
-        events: list[str],
+        events: Sequence[str | bytes],
     ) -> bool:
         head = (
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -458,8 +467,18 @@ class OpenAIServer:
                 parts.clear()
                 if await self._hung_up(reader, reply.delay):
                     return False
-            data = event.encode()
+            data = event.encode() if isinstance(event, str) else event
             parts.append(b"%x\r\n%s\r\n" % (len(data), data))
+        if reply.endless is not None:
+            writer.write(b"".join(parts))
+            parts.clear()
+            data = reply.endless.encode() if isinstance(reply.endless, str) else reply.endless
+            chunk = b"%x\r\n%s\r\n" % (len(data), data)
+            while not writer.is_closing():  # until the client hangs up (drain raises then)
+                writer.write(chunk * 64)
+                await writer.drain()
+                await asyncio.sleep(0)
+            return False
         if reply.break_after is not None:
             writer.write(b"".join(parts))
             await writer.drain()

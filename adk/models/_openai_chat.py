@@ -161,8 +161,19 @@ def chat_message(completion: Any) -> Message:
     choices = getattr(completion, "choices", None)
     if not choices:
         raise unusable_reply(completion, "a chat completion without choices")
+    if not isinstance(choices, list):  # the SDK keeps what its types do not fit as it came
+        raise unusable_reply(
+            completion, f"a chat completion whose choices is not a list: {_shown(choices)}"
+        )
     choice = choices[0]
-    raw = choice.message
+    if getattr(choice, "finish_reason", None) == "error":
+        raise _failed_answer(choice)
+    raw = getattr(choice, "message", None)
+    if raw is None or isinstance(raw, (str, int, float, list)):
+        raise unusable_reply(
+            completion,
+            f"a chat completion whose first choice has no message object: {_shown(choice)}",
+        )
     content = getattr(raw, "content", None)
     reasoning = reasoning_of(raw)
     if isinstance(content, list):
@@ -175,8 +186,6 @@ def chat_message(completion: Any) -> Message:
         reasoning=reasoning or None,
     )
     finish = getattr(choice, "finish_reason", None)
-    if finish == "error":
-        raise _failed_answer(choice)
     if isinstance(finish, str):
         message.metadata["finish_reason"] = finish
     refusal = getattr(raw, "refusal", None)
@@ -184,6 +193,12 @@ def chat_message(completion: Any) -> Message:
         message.metadata["refusal"] = refusal
     response_identity(message, completion)
     return message
+
+
+def _shown(value: object) -> str:
+    """``value``'s repr for an error, cut at 200 characters."""
+    shown = repr(value)
+    return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
 def _failed_answer(choice: Any) -> ModelError:
@@ -245,7 +260,10 @@ class ChatStreamDecoder:
         content = reasoning = ""
         fragments: list[ToolCallChunk] = []
         finish: str | None = None
-        for choice in getattr(chunk, "choices", None) or ():
+        choices = getattr(chunk, "choices", None)
+        if choices is not None and type(choices) is not list:  # the SDK keeps it as it came
+            raise ModelError(f"a stream event's choices is not a list: {_shown(choices)}")
+        for choice in choices or ():
             if getattr(choice, "index", 0) not in (0, None):
                 continue
             delta = getattr(choice, "delta", None)

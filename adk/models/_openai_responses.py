@@ -165,10 +165,16 @@ def _failed(response: Any) -> ModelError:
     return ModelError(f"the response failed: {text}", status=in_band_status(error))
 
 
+def _listed(value: object) -> list[Any]:
+    """``value`` if it is a list, else empty: the SDK keeps a field its types do not fit (an
+    ``output`` of ``true``, a ``content`` of ``5``) as it came, and iterating it failed."""
+    return value if type(value) is list else []
+
+
 def _reasoning_text(item: Any) -> str:
-    parts = [text_of(getattr(p, "text", None)) for p in getattr(item, "content", None) or ()]
+    parts = [text_of(getattr(p, "text", None)) for p in _listed(getattr(item, "content", None))]
     if not any(parts):
-        parts = [text_of(getattr(p, "text", None)) for p in getattr(item, "summary", None) or ()]
+        parts = [text_of(getattr(p, "text", None)) for p in _listed(getattr(item, "summary", None))]
     return "".join(parts)
 
 
@@ -176,9 +182,9 @@ def _output_text(response: Any) -> str:
     """The text parts of a ``Response``'s output messages, joined ("" when it has none)."""
     return "".join(
         text_of(getattr(part, "text", None))
-        for item in getattr(response, "output", None) or ()
+        for item in _listed(getattr(response, "output", None))
         if getattr(item, "type", None) == "message"
-        for part in getattr(item, "content", None) or ()
+        for part in _listed(getattr(item, "content", None))
         if getattr(part, "type", None) != "refusal"
     )
 
@@ -186,7 +192,7 @@ def _output_text(response: Any) -> str:
 def _output_reasoning(response: Any) -> str:
     return "".join(
         _reasoning_text(item)
-        for item in getattr(response, "output", None) or ()
+        for item in _listed(getattr(response, "output", None))
         if getattr(item, "type", None) == "reasoning"
     )
 
@@ -195,9 +201,9 @@ def _output_refusal(response: Any) -> str:
     """The refusal parts of a ``Response``'s output messages, joined ("" when it has none)."""
     return "".join(
         text_of(getattr(part, "refusal", None))
-        for item in getattr(response, "output", None) or ()
+        for item in _listed(getattr(response, "output", None))
         if getattr(item, "type", None) == "message"
-        for part in getattr(item, "content", None) or ()
+        for part in _listed(getattr(item, "content", None))
         if getattr(part, "type", None) == "refusal"
     )
 
@@ -406,7 +412,15 @@ class ResponsesStreamDecoder:
 
     def _refuse(self, event: Any, done: bool) -> None:
         """Add a refusal delta to its content part's text, or set the part's finished text."""
-        part = (getattr(event, "output_index", None), getattr(event, "content_index", None))
+        # Indexes as keys: another value (a list, an object) could not be one, and is none.
+        output, content = (
+            getattr(event, "output_index", None),
+            getattr(event, "content_index", None),
+        )
+        part = (
+            output if isinstance(output, int) else None,
+            content if isinstance(content, int) else None,
+        )
         if done:
             self._refusals[part] = [text_of(getattr(event, "refusal", None))]
         else:

@@ -332,7 +332,14 @@ class OpenAIChatModel(AsyncCloseable):
                         sent += 1
                 if not decoder.finished:
                     raise _StreamTruncated()
-            except (openai.APIError, _StreamTruncated, ModelError, json.JSONDecodeError) as exc:
+            except (
+                openai.APIError,
+                _StreamTruncated,
+                ModelError,
+                json.JSONDecodeError,
+                UnicodeDecodeError,
+                RecursionError,
+            ) as exc:
                 if decoder.finished and isinstance(exc, openai.APIConnectionError):
                     # The model had finished (a finish reason, response.completed): the answer is
                     # whole, and only the stream's end was lost with the connection (Chat's usage
@@ -570,6 +577,15 @@ class OpenAIChatModel(AsyncCloseable):
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
             return ModelError(
                 f"{where} the server's answer is not valid JSON ({exc.msg}): {exc.doc[:200]!r}"
+            )
+        if isinstance(exc, UnicodeDecodeError):  # the SDK decoding a body or a stream's line
+            return ModelError(
+                f"{where} the server's answer is not valid UTF-8 ({exc.reason} at byte "
+                f"{exc.start}): {exc.object[max(0, exc.start - 100) : exc.start + 100]!r}"
+            )
+        if isinstance(exc, RecursionError):  # the SDK parsing JSON nested past Python's reach
+            return ModelError(
+                f"{where} the server's answer is JSON nested too deeply to read ({exc})"
             )
         return exc
 

@@ -1,0 +1,495 @@
+"""A server speaking the OpenAI wire protocol badly, to ``OpenAIChatModel`` over real HTTP.
+
+``tests/openai_server.py`` sends what a broken server, proxy or gateway sends with a 200: stream
+events that are not JSON, not UTF-8, nested past what a parser reads, chunks whose ``choices``
+is not a list, tool-call fragments with holes in their index or arguments split inside a UTF-8
+character, an unknown finish reason, a body cut mid-event, an HTML page; bodies of the same
+kinds when the answer is not streamed. Whatever comes, the model raises ``ModelError`` naming
+the call and what was wrong (or reads what it sensibly can: the unknown finish reason, the
+character split over two events), never an error of the SDK's parsing or of the adapter's own
+reading (``TypeError``, ``AttributeError``, ``UnicodeDecodeError``, ``RecursionError``); an agent
+whose model fails so ends its run with an error event; nothing hangs.
+
+Found so far: ``UnicodeDecodeError`` and ``RecursionError`` from the SDK's parsing came out of
+``generate`` and ``stream`` as they were; a completion whose ``choices`` is not a list (``5``,
+``"x"``, ``[5]``) raised ``TypeError`` / ``AttributeError`` from ``generate``, and a stream
+chunk's ``choices`` of ``5`` raised ``TypeError`` from the stream decoder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import hypothesis.strategies as st
+import pytest
+from conftest import wire_model
+from hypothesis import HealthCheck, given, settings
+from openai_server import OpenAIServer, Reply
+
+from adk import Runner, tool
+from adk.messages import Message, join_chunks
+from adk.models import ModelError, RetryPolicy
+from prebuilt import ReActAgent
+
+ONCE = RetryPolicy(max_attempts=1)
+GUARD = 30.0  # seconds: a hang fails the test instead of the suite's timeout
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[OpenAIServer]:
+    async with OpenAIServer() as srv:
+        yield srv
+
+
+def chunk(delta: dict[str, Any], finish: Any = None, **extra: Any) -> str:
+    body = {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+
+DONE = "data: [DONE]\n\n"
+NESTED = "[" * 100_000 + "]" * 100_000
+
+
+def call_fragment(index: Any, **fields: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, **fields}]}
+
+
+async def stream_of(server: OpenAIServer, events: list[str | bytes], api: str = "chat") -> Message:
+    server.script(Reply(events=events))
+    async with wire_model(server, api, retry=ONCE, timeout=GUARD) as model:
+        chunks = [c async for c in model.stream([Message.user("hi")])]
+    return join_chunks(chunks)
+
+
+# -- streams --------------------------------------------------------------------------------------
+
+FAILING_STREAMS: dict[str, tuple[list[str | bytes], str]] = {
+    "not JSON": (["data: {not json\n\n", DONE], "not valid JSON"),
+    "invalid UTF-8": (
+        [b'data: {"choices":[{"index":0,"delta":{"content":"\xff\xfe"}}]}\n\n', DONE],
+        r"not valid UTF-8",
+    ),
+    "nested past the parser": ([f"data: {NESTED}\n\n", DONE], "nested too deeply"),
+    "choices a number": (['data: {"choices":5}\n\n', DONE], "choices is not a list: 5"),
+    "choices an object": (
+        ['data: {"choices":{"index":0}}\n\n', DONE],
+        r"choices is not a list: \{'index': 0\}",
+    ),
+    "no choices at all": (['data: {"id":"c"}\n\n', DONE], "ended before the model finished"),
+    "only [DONE]": ([DONE], "ended before the model finished"),
+    "nothing": ([], "ended before the model finished"),
+    "an HTML page": (["<html><body>log in</body></html>"], "ended before the model finished"),
+    "cut mid-event": (
+        [chunk({"content": "hi"}), chunk({}, "stop")[:25]],
+        "mid-stream after 1 chunk.*ended before the model finished",
+    ),
+    "no finish reason": ([chunk({"content": "hi"}), DONE], "ended before the model finished"),
+    "an error event": (['data: {"error": {"message": "overloaded"}}\n\n'], "overloaded"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILING_STREAMS))
+async def test_a_broken_stream_is_a_model_error_naming_the_call(
+    server: OpenAIServer, case: str
+) -> None:
+    events, says = FAILING_STREAMS[case]
+    with pytest.raises(ModelError, match=rf"chat.completions call to .*'test-model'.*{says}"):
+        await asyncio.wait_for(stream_of(server, events), GUARD)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("event", ["invalid UTF-8", "nested past the parser"])
+async def test_an_unreadable_stream_event_is_a_model_error_in_either_api(
+    server: OpenAIServer, api: str, event: str
+) -> None:
+    """Read by the SDK before either protocol's decoder sees it; mid-way too."""
+    bad, says = {
+        "invalid UTF-8": (b'data: {"type": "\xff"}\n\n', "not valid UTF-8"),
+        "nested past the parser": (f"data: {NESTED}\n\n", "nested too deeply"),
+    }[event]
+    endpoint = "chat.completions" if api == "chat" else "responses"
+    async with wire_model(server, api, retry=ONCE, timeout=GUARD) as model:
+        for at in (0, 3):  # before the first chunk (retried if transient: it is not), mid-way
+            server.script(Reply(events=[*_answer_events(api)[:at], bad]))
+            with pytest.raises(ModelError, match=rf"{endpoint} call to .*{says}"):
+                await asyncio.wait_for(
+                    join_chunks([c async for c in model.stream([Message.user("hi")])]), GUARD
+                )
+
+
+def _answer_events(api: str) -> list[str]:
+    if api == "chat":
+        return [chunk({"role": "assistant", "content": ""})] + [
+            chunk({"content": piece}) for piece in ("a ", "long ", "answer")
+        ]
+    return [
+        f"data: {json.dumps({'type': 'response.output_text.delta', 'delta': piece})}\n\n"
+        for piece in ("a ", "long ", "answer", "!")
+    ]
+
+
+async def test_a_tool_call_whose_arguments_split_inside_a_character_is_joined(
+    server: OpenAIServer,
+) -> None:
+    """A multi-byte character split over two events (each event whole JSON) and over two
+    chunks of one event's bytes: the arguments come out whole."""
+    text = json.dumps({"city": "Zürich", "note": "日本"}, ensure_ascii=False)
+    cut = text.index("ü") + 1  # between the two fragments: each is valid text on its own
+    event = chunk({"content": "é"}).encode()
+    split = event.index("é".encode()) + 1  # inside the character's two bytes
+    message = await stream_of(
+        server,
+        [
+            event[:split],
+            event[split:],
+            chunk(call_fragment(0, id="c1", type="function", function={"name": "f"})),
+            chunk(call_fragment(0, function={"arguments": text[:cut]})),
+            chunk(call_fragment(0, function={"arguments": text[cut:]})),
+            chunk({}, "tool_calls"),
+            DONE,
+        ],
+    )
+    assert message.content == "é"
+    assert [(c.id, c.name, json.loads(c.arguments)) for c in message.tool_calls] == [
+        ("c1", "f", {"city": "Zürich", "note": "日本"})
+    ]
+
+
+async def test_tool_call_fragments_with_a_hole_in_their_index_stay_apart(
+    server: OpenAIServer,
+) -> None:
+    """Indexes 0 and 5 (1 to 4 never sent): two calls, in arrival order, neither lost."""
+    message = await stream_of(
+        server,
+        [
+            chunk(call_fragment(0, id="a", type="function", function={"name": "f"})),
+            chunk(call_fragment(5, id="b", type="function", function={"name": "g"})),
+            chunk(call_fragment(0, function={"arguments": '{"x": 1}'})),
+            chunk(call_fragment(5, function={"arguments": '{"y": 2}'})),
+            chunk({}, "tool_calls"),
+            DONE,
+        ],
+    )
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        ("a", "f", '{"x": 1}'),
+        ("b", "g", '{"y": 2}'),
+    ]
+
+
+async def test_an_unknown_finish_reason_is_kept_as_it_came(server: OpenAIServer) -> None:
+    message = await stream_of(server, [chunk({"content": "hi"}), chunk({}, "banana"), DONE])
+    assert message.content == "hi"
+    assert message.metadata["finish_reason"] == "banana"
+
+
+async def test_an_endless_stream_of_empty_chunks_ends_with_its_reader(
+    server: OpenAIServer,
+) -> None:
+    """A server stuck sending chunks that carry nothing: ``timeout`` bounds each wait for the
+    server, not the call (docs/models.md), so the run waits as long as its reader does. Cancelled
+    (here after a while), it ends at once and lets the connection go."""
+    empty = 'data: {"id":"c","object":"chat.completion.chunk","choices":[]}\n\n'
+    server.script(Reply(events=[], endless=empty))
+    async with wire_model(server, retry=ONCE, timeout=GUARD) as model:
+        runner = Runner(ReActAgent("r", model=model), enable_streaming=True)
+        invoked = asyncio.ensure_future(runner.invoke("hi"))
+        for _ in range(1000):
+            if server.requests:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)  # the server is sending
+        invoked.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(invoked, GUARD)
+    for _ in range(500):
+        if not server.open_connections:
+            break
+        await asyncio.sleep(0.01)
+    assert server.open_connections == 0, "the connection was kept"
+
+
+# -- whole answers ------------------------------------------------------------------------------
+
+COMPLETION = {
+    "id": "x",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "m",
+    "choices": [
+        {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
+    ],
+}
+
+FAILING_BODIES: dict[str, tuple[bytes, str]] = {
+    "choices a number": (json.dumps({**COMPLETION, "choices": 5}).encode(), "choices"),
+    "choices a string": (json.dumps({**COMPLETION, "choices": "x"}).encode(), "choices"),
+    "a choice a number": (json.dumps({**COMPLETION, "choices": [5]}).encode(), "choice"),
+    "a choice's message a string": (
+        json.dumps({**COMPLETION, "choices": [{"index": 0, "message": "hi"}]}).encode(),
+        "message",
+    ),
+    "invalid UTF-8": (
+        json.dumps(COMPLETION).encode().replace(b'"hi"', b'"\xff"'),
+        "not valid UTF-8",
+    ),
+    "nested past the parser": (NESTED.encode(), "nested too deeply"),
+    "empty": (b"", "not valid JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAILING_BODIES))
+async def test_a_broken_answer_is_a_model_error_naming_the_call(
+    server: OpenAIServer, case: str
+) -> None:
+    body, says = FAILING_BODIES[case]
+    server.script(Reply(raw=body))
+    async with wire_model(server, retry=ONCE, timeout=GUARD) as model:
+        with pytest.raises(ModelError, match=rf"chat.completions call to .*'test-model'.*{says}"):
+            await asyncio.wait_for(model.generate([Message.user("hi")]), GUARD)
+
+
+@pytest.mark.parametrize("case", ["invalid UTF-8", "nested past the parser"])
+async def test_an_unreadable_responses_answer_is_a_model_error(
+    server: OpenAIServer, case: str
+) -> None:
+    body, says = FAILING_BODIES[case]
+    server.script(Reply(raw=body))
+    async with wire_model(server, "responses", retry=ONCE, timeout=GUARD) as model:
+        with pytest.raises(ModelError, match=rf"responses call to .*{says}"):
+            await asyncio.wait_for(model.generate([Message.user("hi")]), GUARD)
+
+
+# -- random streams through a run ---------------------------------------------------------------
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=8,
+)
+_deltas = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(["assistant", None, 5]),
+        "content": st.text(max_size=6) | _json,
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "index": st.integers(-1, 6) | _json,
+                    "id": st.sampled_from(["a", "b", None]) | _json,
+                    "function": st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "name": st.sampled_from(["work", "nope", ""]) | _json,
+                            "arguments": st.sampled_from(['{"', 'tag": "x"}', "{}", "é"]) | _json,
+                        },
+                    )
+                    | _json,
+                },
+            )
+            | _json,
+            max_size=2,
+        )
+        | _json,
+        "refusal": _json,
+    },
+)
+_events = st.one_of(
+    st.builds(chunk, _deltas, st.sampled_from([None, "stop", "tool_calls", "length", "x", 7])),
+    st.builds(
+        lambda choices: f"data: {json.dumps({'choices': choices})}\n\n",
+        _json,
+    ),
+    st.sampled_from([DONE, "data: {oops\n\n", ": keep-alive\n\n", "event: error\ndata: {}\n\n"]),
+    st.binary(max_size=12).map(lambda raw: b"data: " + raw + b"\n\n"),
+)
+
+
+@settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(events=st.lists(_events, max_size=8), cut=st.booleans())
+def test_any_stream_ends_the_run_with_an_answer_or_one_model_error(
+    events: list[str | bytes], cut: bool
+) -> None:
+    """Random chunks (wrong types anywhere, holes in indexes, junk events), the body ended
+    cleanly or dropped after them: a ``ReActAgent`` run over it ends, with its answer or one error
+    event that is a ``ModelError`` (a tool the model named wrong is the model's error to read, not
+    the run's)."""
+    asyncio.run(_random_stream(events, cut))
+
+
+async def _random_stream(events: list[str | bytes], cut: bool) -> None:
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(events=events, break_after=len(events) if cut else None),
+            Reply(text="done"),  # the turn after a tool call, if the stream made one
+            Reply(text="done"),
+        )
+        ran: list[str] = []
+
+        async def work(tag: str = "") -> str:
+            """Work."""
+            ran.append(tag)
+            return "ok"
+
+        async with wire_model(server, retry=ONCE, timeout=GUARD) as model:
+            runner = Runner(
+                ReActAgent("r", model=model, tools=[tool(work)], max_iterations=3),
+                enable_streaming=True,
+            )
+            seen = await asyncio.wait_for(_events_of(runner), GUARD)
+    errors = [e.error for e in seen if e.error is not None]
+    assert len(errors) <= 1 and (not errors or seen[-1].error is errors[0]), errors
+    if errors:
+        assert errors[0].type == "ModelError", errors[0]
+        assert "chat.completions call to" in errors[0].message, errors[0]
+
+
+async def _events_of(runner: Runner) -> list[Any]:
+    seen = []
+    async for event in runner.run("hi"):
+        stream = event.output.stream if event.output is not None else None
+        if stream is not None:
+            with contextlib.suppress(ModelError):  # the run's error event says it
+                await stream.collect()
+        seen.append(event)
+    return seen
+
+
+# -- Responses streams --------------------------------------------------------------------------
+
+
+def event(kind: str, **fields: Any) -> str:
+    return f"data: {json.dumps({'type': kind, **fields})}\n\n"
+
+
+async def test_responses_events_of_the_wrong_shape_are_read_as_far_as_they_go(
+    server: OpenAIServer,
+) -> None:
+    """A refusal's indexes that are not numbers, a final response whose ``output`` and a
+    message's ``content`` are not lists: the answer is what the well-formed events said."""
+    message = await stream_of(
+        server,
+        [
+            event("response.output_text.delta", delta="hi", output_index=0, content_index=0),
+            event("response.refusal.delta", delta="no", output_index=[1], content_index={"a": 1}),
+            event("response.refusal.done", refusal="no!", output_index=[1], content_index=[0]),
+            event(
+                "response.completed",
+                response={"id": "r", "status": "completed", "output": True, "model": "m"},
+            ),
+        ],
+        api="responses",
+    )
+    assert message.content == "hi"
+    assert message.metadata["refusal"] == "no!"
+    server.script(
+        Reply(
+            events=[
+                event(
+                    "response.completed",
+                    response={
+                        "status": "completed",
+                        "output": [{"type": "message", "content": 5}, {"type": "reasoning"}],
+                    },
+                )
+            ]
+        )
+    )
+    async with wire_model(server, "responses", retry=ONCE, timeout=GUARD) as model:
+        chunks = [c async for c in model.stream([Message.user("hi")])]
+    assert join_chunks(chunks).content == ""
+
+
+_kinds = st.sampled_from(
+    [
+        "response.created",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.function_call_arguments.delta",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.reasoning_text.delta",
+        "response.refusal.delta",
+        "response.refusal.done",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+        "error",
+    ]
+)
+_items = st.fixed_dictionaries(
+    {},
+    optional={
+        "type": st.sampled_from(["function_call", "message", "reasoning"]) | _json,
+        "id": st.sampled_from(["i1", "i2"]) | _json,
+        "call_id": _json,
+        "name": _json,
+        "arguments": st.just('{"a": 1}') | _json,
+        "content": _json,
+    },
+)
+_responses_events = st.builds(
+    lambda kind, fields: event(kind, **fields),
+    _kinds,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "item": _items | _json,
+            "response": st.fixed_dictionaries(
+                {},
+                optional={
+                    "status": st.sampled_from(["completed", "failed", "incomplete"]) | _json,
+                    "output": st.lists(_items | _json, max_size=2) | _json,
+                    "usage": _json,
+                    "error": _json,
+                },
+            )
+            | _json,
+            "output_index": _json,
+            "content_index": _json,
+            "item_id": _json,
+            "delta": _json,
+            "text": _json,
+            "refusal": _json,
+            "code": _json,
+            "message": _json,
+        },
+    ),
+)
+
+
+@settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(events=st.lists(_responses_events, min_size=1, max_size=6))
+def test_any_responses_stream_is_an_answer_or_a_model_error(events: list[str]) -> None:
+    asyncio.run(_responses_stream(events))
+
+
+async def _responses_stream(events: list[str]) -> None:
+    async with OpenAIServer() as server:
+        try:
+            await asyncio.wait_for(stream_of(server, list(events), api="responses"), GUARD)
+        except ModelError as exc:
+            assert "responses call to" in str(exc), exc
