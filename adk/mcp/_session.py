@@ -74,6 +74,53 @@ def describe_error(exc: BaseException, server: ServerConfig | None = None) -> st
     return server._redact(text) if server is not None else text
 
 
+def _unreadable_answer(exc: Exception) -> Any:
+    """An error answer to the request whose answer the transport could not read (``exc``, its
+    failure to parse a message: a result that is not an object, JSON nested deeper than the
+    client's parser reads), when the message says which request it answers; else None.
+
+    The client drops a message it cannot read and reports it on the side, so the request it
+    answered waited out its whole timeout and failed as the server not answering ("did not answer
+    within 60s", "timed out"), when the server had answered, wrongly. With this answer the request
+    fails at once, saying the answer could not be read and why."""
+    from pydantic import ValidationError  # loaded by the mcp package already
+
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    message: object = None
+    for error in errors:
+        given = error.get("input")
+        if isinstance(given, dict) and "jsonrpc" in given:
+            message = given
+            break
+        if isinstance(given, str | bytes):  # not JSON the client's parser reads: read it here
+            import json
+
+            try:
+                message = json.loads(given)
+            except (ValueError, RecursionError):
+                return None
+            break
+    if not isinstance(message, dict) or "method" in message:  # a request or notification
+        return None
+    request_id = message.get("id")
+    if type(request_id) not in (int, str):
+        return None
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
+
+    # Why, as the error about the answer says it (a response's result), else the first.
+    about = [e for e in errors if e.get("loc", ())[:1] == ("JSONRPCResponse",)] or errors
+    where = ".".join(str(part) for part in about[0].get("loc", ())[1:])
+    why = f"{where}: {about[0].get('msg')}" if where else str(about[0].get("msg"))
+    answer = ErrorData(
+        code=INTERNAL_ERROR,
+        message=f"the server's answer could not be read by the MCP client ({why[:300]})",
+    )
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=answer))
+
+
 class _WatchedReadStream(AsyncCloseable):
     """Passes the transport's incoming messages through and reports when they end.
 
@@ -92,10 +139,13 @@ class _WatchedReadStream(AsyncCloseable):
 
     async def receive(self) -> Any:
         try:
-            return await self._inner.receive()
+            message = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
+        if isinstance(message, Exception):
+            return _unreadable_answer(message) or message
+        return message
 
     def __aiter__(self) -> _WatchedReadStream:
         return self

@@ -1,0 +1,105 @@
+"""An MCP server that breaks the protocol's shapes: ``python hostile_server.py results|schemas|deep``.
+
+JSON-RPC over stdio written by hand, not with the ``mcp`` package, whose server validates what
+its handlers return and so cannot send what this one does (the client is the package's own). It
+answers ``initialize`` in the protocol version asked for and lists tools whose
+input schemas are not usable JSON Schemas (properties that are not an object, a schema of a
+string, a reference to nothing, a ``required`` that is not a list, nested 300 levels deep), a
+name listed twice, and tools whose results break ``CallToolResult``: content blocks of an unknown
+type, text that is not a string, content that is not a list, no content at all, a result that is a list, ``isError`` that
+is not a bool, structured content that is not an object, an image whose data is not base64, a
+result of 2 MB.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+OBJECT: dict[str, Any] = {"type": "object"}
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string"}
+    for _ in range(levels):
+        schema = {"type": "object", "properties": {"a": schema}}
+    return schema
+
+
+SCHEMAS: dict[str, Any] = {
+    "properties_a_number": {"type": "object", "properties": 5},
+    "a_string_schema": {"type": "string"},
+    "a_list_schema": [1, 2],
+    "a_dangling_ref": {"type": "object", "properties": {"a": {"$ref": "#/$defs/Nope"}}},
+    "required_a_string": {"type": "object", "required": "a"},
+    "an_invalid_keyword": {
+        "type": "object",
+        "properties": {"n": {"type": "integer", "minimum": "x"}},
+    },
+}
+
+RESULTS: dict[str, Any] = {
+    "unknown_block": {"content": [{"type": "hologram", "data": 1}]},
+    "text_a_number": {"content": [{"type": "text", "text": 5}]},
+    "content_a_string": {"content": "hello"},
+    "no_content": {},
+    "a_list": [1, 2],
+    "is_error_a_string": {"content": [{"type": "text", "text": "hi"}], "isError": "yes"},
+    "structured_a_list": {
+        "content": [{"type": "text", "text": "hi"}],
+        "structuredContent": [1, 2],
+    },
+    "image_not_base64": {"content": [{"type": "image", "data": "!!not base64!!", "mimeType": 5}]},
+    "two_megabytes": {"content": [{"type": "text", "text": "x" * 2_000_000}]},
+}
+
+
+def _tools(kind: str) -> list[Any]:
+    """What ``tools/list`` lists: the tools with broken results (``results``), those with an
+    input schema a client cannot read (``schemas``), or a tool with a schema nested deeper than
+    the client's JSON parser reads (``deep``)."""
+    if kind == "deep":
+        return [{"name": "deep_schema", "inputSchema": _deep(300)}]
+    tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in ("ok", *RESULTS)]
+    if kind == "schemas":
+        tools += [
+            {"name": name, "description": f"{name}.", "inputSchema": schema}
+            for name, schema in SCHEMAS.items()
+        ]
+        tools.append({"name": "ok", "description": "listed twice", "inputSchema": OBJECT})
+        tools.append({"description": "no name", "inputSchema": OBJECT})
+        tools.append("not a tool")
+    return tools
+
+
+def _answer(request: dict[str, Any], kind: str) -> Any:
+    method, params = request.get("method"), request.get("params") or {}
+    if method == "initialize":
+        return {
+            "protocolVersion": params.get("protocolVersion"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "hostile", "version": "0"},
+        }
+    if method == "tools/list":
+        return {"tools": _tools(kind)}
+    if method == "tools/call":
+        name = params.get("name")
+        if name in RESULTS:
+            return RESULTS[name]
+        return {"content": [{"type": "text", "text": f"{name} ran"}]}
+    return {}
+
+
+def main(kind: str) -> None:
+    for line in sys.stdin:
+        request = json.loads(line)
+        if "id" not in request:  # a notification
+            continue
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": _answer(request, kind)}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

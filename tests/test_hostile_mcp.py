@@ -1,0 +1,104 @@
+"""An MCP server that breaks MCP's shapes (``tests/mcp_servers/hostile_server.py``), over stdio.
+
+Results that are not ``CallToolResult``s (content blocks of an unknown type, text that is a
+number, content that is a string or missing, structured content that is a list, an image that is
+not base64), a result that is not an object at all, a result of 2 MB; listings with input schemas
+a client cannot read, a name listed twice, a tool without a name; a listing nested deeper than
+the client's JSON parser reads. What must hold: a broken result is an error result the model
+reads (``Error: tool '<name>' failed: ...``) and the session goes on serving calls; a broken
+listing fails with a ``RuntimeError`` naming the server and why; nothing waits out a timeout for
+an answer that came (the server answered; the client could not read it).
+
+Found so far: an answer the ``mcp`` client cannot parse as JSON-RPC (a result that is a list,
+JSON nested past its parser's limit) was dropped by the client, so its request waited out the
+whole ``call_timeout`` (60 s by default) and failed as ``timed out after 60s`` / ``did not answer
+within 60s``, when the server had answered.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from adk import Runner
+from adk.mcp import MCPToolset, StdioServer
+from adk.messages import Role
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+SERVER = Path(__file__).parent / "mcp_servers" / "hostile_server.py"
+TIMEOUT = 30.0  # longer than any of these calls takes, far shorter than the suite's timeout
+
+
+def hostile(kind: str) -> MCPToolset:
+    return MCPToolset(StdioServer(sys.executable, [str(SERVER), kind]), call_timeout=TIMEOUT)
+
+
+BROKEN = {
+    "unknown_block": "ValidationError",
+    "text_a_number": "ValidationError",
+    "content_a_string": "ValidationError",
+    "no_content": "ValidationError",
+    "structured_a_list": "ValidationError",
+    "image_not_base64": "ValidationError",
+    "a_list": r"the server's answer could not be read by the MCP client \(result: ",
+}
+
+
+async def test_broken_results_are_error_results_and_the_session_goes_on() -> None:
+    async with hostile("results") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        for name, says in BROKEN.items():
+            result = await tools[name].run("{}", None)  # type: ignore[arg-type]
+            assert result.is_error, name
+            assert result.content.startswith(f"Error: tool '{name}' failed: "), result.content
+            assert "timed out" not in result.content
+            assert re.search(says, result.content), (name, result.content[:300])
+            ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+            assert not ok.is_error and ok.content == "ok ran", (name, ok)
+        flagged = await tools["is_error_a_string"].run("{}", None)  # type: ignore[arg-type]
+        assert flagged.is_error and flagged.content == "Error: hi"  # "yes" read as true
+        big = await tools["two_megabytes"].run("{}", None)  # type: ignore[arg-type]
+        assert not big.is_error and big.content == "x" * 2_000_000
+
+
+async def test_a_model_reads_a_broken_result_and_the_run_goes_on() -> None:
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("a_list", {}, id="c1"), tool_call("ok", {}, id="c2")]),
+            Reply(text="done"),
+        ]
+    )
+    async with hostile("results") as toolset:
+        result = await Runner(ReActAgent("r", model=model, tools=[toolset])).invoke("go")
+    assert [e.error for e in result.events if e.error is not None] == []
+    assert result.text == "done"
+    answers = {m.tool_call_id: m.content for m in model.requests[1].messages if m.role == Role.TOOL}
+    assert answers["c2"] == "ok ran"
+    assert answers["c1"].startswith("Error: tool 'a_list' failed: the server's answer could not")
+
+
+@pytest.mark.parametrize(
+    ("kind", "says"),
+    [
+        ("schemas", r"failed while listing its tools: ValidationError: .* for ListToolsResult"),
+        ("deep", r"failed while listing its tools: the server's answer could not be read .*JSON"),
+    ],
+)
+async def test_a_listing_the_client_cannot_read_fails_naming_the_server(
+    kind: str, says: str
+) -> None:
+    """A listing of input schemas that are not schemas, a name twice, a tool without a name; or
+    one nested deeper than the client's parser reads: a ``RuntimeError`` at once, not a timeout,
+    and an agent given the toolset ends with that error."""
+    async with hostile(kind) as toolset:
+        with pytest.raises(RuntimeError, match=rf"(?s)MCP server '.*hostile_server.py' {says}"):
+            await toolset.tools()
+        model = ScriptedModel([Reply(text="never asked")])
+        events = [e async for e in Runner(ReActAgent("r", model=model, tools=[toolset])).run("go")]
+    assert events and events[-1].error is not None, events
+    assert events[-1].error.type == "RuntimeError", events[-1].error
+    assert model.requests == [], "the model was asked without the server's tools"
