@@ -493,3 +493,34 @@ async def _responses_stream(events: list[str]) -> None:
             await asyncio.wait_for(stream_of(server, list(events), api="responses"), GUARD)
         except ModelError as exc:
             assert "responses call to" in str(exc), exc
+
+
+@pytest.mark.parametrize(
+    "tool_calls",
+    [{"index": 0, "id": "a"}, "abc", [5, "x", None, [1]]],
+    ids=["an object", "a string", "items that are no calls"],
+)
+async def test_tool_calls_that_are_no_calls_make_none(
+    server: OpenAIServer, tool_calls: Any
+) -> None:
+    """As a whole answer's are read: an object's keys or a string's characters are no calls
+    (each became a call of no name and no id the model never made)."""
+    message = await stream_of(
+        server, [chunk({"content": "hi", "tool_calls": tool_calls}), chunk({}, "stop"), DONE]
+    )
+    assert message.content == "hi"
+    assert message.tool_calls == []
+    completion = {
+        **COMPLETION,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "hi", "tool_calls": tool_calls},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    server.script(Reply(raw=json.dumps(completion).encode()))
+    async with wire_model(server, retry=ONCE, timeout=GUARD) as model:
+        whole = await model.generate([Message.user("hi")])
+    assert (whole.content, whole.tool_calls) == ("hi", [])

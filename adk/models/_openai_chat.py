@@ -278,7 +278,12 @@ class ChatStreamDecoder:
                 refusal = text_of(getattr(delta, "refusal", None))
                 if refusal:
                     self._refusal.append(refusal)
-                for position, raw in enumerate(getattr(delta, "tool_calls", None) or ()):
+                raw_calls = getattr(delta, "tool_calls", None)
+                # What is no list of calls, or no call (a string, a number), holds none: iterated,
+                # an object's keys and a string's characters each became a call of no name.
+                for position, raw in enumerate(raw_calls if type(raw_calls) is list else ()):
+                    if raw is None or isinstance(raw, str | int | float | list):
+                        continue
                     function = getattr(raw, "function", None)
                     wire = getattr(raw, "index", None)
                     call_id = text_of(getattr(raw, "id", None))
