@@ -29,6 +29,7 @@ import copy
 import hashlib
 import json
 import re
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -319,12 +320,13 @@ async def test_resuming_each_damaged_checkpoint_is_refused_from_every_store(
     elif store_kind == "redis":
         from adk.checkpoint import RedisCheckpointStore
 
-        store = RedisCheckpointStore(request.getfixturevalue("redis_server").url, prefix="fz:")
+        url = request.getfixturevalue("redis_server").url
+        store = RedisCheckpointStore(url, prefix=f"fz{uuid.uuid4().hex[:12]}:")
     else:
         from adk.checkpoint import PostgresCheckpointStore
 
         dsn = request.getfixturevalue("postgres_server").dsn
-        store = PostgresCheckpointStore(dsn, table=f"fz_{tmp_path.name[-8:].replace('-', '_')}")
+        store = PostgresCheckpointStore(dsn, table=f"fz_{uuid.uuid4().hex[:12]}")
     try:
         for name in sorted(HOSTILE):
             data = hostile(name)
