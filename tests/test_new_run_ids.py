@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import sqlite3
 import threading
 import uuid
 import zlib
@@ -289,3 +290,33 @@ async def test_a_subclass_with_its_own_get_and_put_is_read_then_written(tmp_path
             await runner.invoke("eve", checkpoint_id="conv-1")
         await runner.invoke_resume("conv-1", True)
     assert paid == ["bob"]
+
+
+async def test_a_sqlite_pause_waiting_for_the_write_lock_is_not_dropped_by_a_delete(
+    tmp_path: Path,
+) -> None:
+    """A delete drops a ``put`` of its id that has not begun writing (the delete would undo it),
+    but ``_put_new`` is a look, then a write: dropped, it reported the new run's pause saved
+    without looking, over a checkpoint that waited, and nothing was there. Here another process
+    holds the write lock while a new run's pause under ``conv-1`` waits for it and a resume of
+    the paused run there deletes ``conv-1``: in whichever order the two then run, the pause is
+    either refused (the waiting checkpoint was there) or saved and there."""
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as store:
+        await store.put("conv-1", b"waiting")
+        other = sqlite3.connect(path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # another process's write, in progress
+            try:
+                saving = asyncio.create_task(store._put_new("conv-1", b"new", _unfinished))
+                await asyncio.sleep(0)  # queued behind the other process's write lock
+                deleting = asyncio.create_task(store.delete("conv-1"))
+                await asyncio.sleep(0)  # the delete asked for (it marks the puts it undoes)
+            finally:
+                other.execute("ROLLBACK")
+        finally:
+            other.close()
+        kept = await saving
+        await deleting
+        there = await store.get("conv-1")
+    assert (kept, there) in [(b"waiting", None), (None, b"new")], (kept, there)

@@ -35,7 +35,8 @@ or not at all, like a network store that already sent the request. A ``delete`` 
 its id that have not begun writing (it would undo them), within a twentieth of a second
 (``_SLICE``) for one waiting for another process's lock: a run cancelled while saving under an id
 it made up deletes that save, and waited out ``busy_timeout`` twice for it (the save's wait, then
-the delete's behind it).
+the delete's behind it). Not a ``_put_new`` (a new run's pause under a given id): its answer is
+what it found there, so a delete asked for meanwhile waits and comes after it.
 
 ``ids`` reads the ids a page (``_PAGE``) at a time, each page one job in the id order of the
 primary key after the last id of the page before (keyset pagination: no transaction stays open
@@ -245,24 +246,24 @@ def _put_new(
     data: bytes,
     keep: Callable[[bytes], bool],
     busy_timeout: float,
-    superseded: threading.Event,
-    writes: _Writes,
 ) -> bytes | None:
     """``_put`` unless the row there is one ``keep`` keeps (returned, nothing written): read and
     written under one ``BEGIN IMMEDIATE``, whose write lock every connection to the file waits
-    for, so no other writer (another store, another process) comes between."""
-    try:
-        if not _begin_write(conn, busy_timeout, superseded):
-            return None  # a delete of the id came after it: as a put, undone anyway
-        old = _get(conn, key=key)
-        if _kept(old, data, keep):
-            conn.execute("ROLLBACK")
-            return old
-        conn.execute(_UPSERT, (key, data, time.time()))
-        conn.execute("COMMIT")
-        return None
-    finally:
-        writes.discard(key, superseded)
+    for, so no other writer (another store, another process) comes between. Never dropped by a
+    delete of its id as a ``put`` is (``_Writes``): its answer is what it found, and one dropped
+    would report written, without looking, a pause refused over a checkpoint that waits."""
+    _begin_write(conn, busy_timeout, _NEVER)  # True: nothing sets _NEVER
+    old = _get(conn, key=key)
+    if _kept(old, data, keep):
+        conn.execute("ROLLBACK")
+        return old
+    conn.execute(_UPSERT, (key, data, time.time()))
+    conn.execute("COMMIT")
+    return None
+
+
+_NEVER = threading.Event()
+"""What ``_put_new`` waits for the write lock with: no delete supersedes it (never set)."""
 
 
 def _begin_write(
@@ -463,27 +464,17 @@ class SQLiteCheckpointStore(_ClosableStore):
 
     async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
         """As ``store._PutNewStore._put_new``: the row read and written in one write transaction
-        (``keep`` runs in the store's thread meanwhile); as ``put`` otherwise."""
+        (``keep`` runs in the store's thread meanwhile); as ``put`` otherwise, except that a
+        delete of the id asked for meanwhile comes after it rather than dropping it."""
         key = _check_id(id)
-        superseded = threading.Event()
-        writes = self._writes
         job = partial(
             _put_new,
             key=key,
             data=_check_data(data),
             keep=keep,
             busy_timeout=self._busy_timeout,
-            superseded=superseded,
-            writes=writes,
         )
-        writes.add(key, superseded)
-        try:
-            return await self._run("put", key, job)
-        except asyncio.CancelledError:
-            raise  # the job goes on, and forgets the put when it ends
-        except BaseException:
-            writes.discard(key, superseded)
-            raise
+        return await self._run("put", key, job)
 
     async def delete(self, id: str) -> None:
         """Delete ``id``'s checkpoint. A ``put`` of the same id that has not begun writing (queued,
