@@ -37,7 +37,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
-from adk.checkpoint.store import _redact
+from adk.checkpoint.store import _PutNewStore, _redact
 
 pytest_plugins = ["services"]
 
@@ -1242,3 +1242,32 @@ def test_error_survives_pickling() -> None:
 async def test_an_empty_store_is_truthy(store: CheckpointStore) -> None:
     """``checkpoint_store or InMemoryCheckpointStore()`` must keep the caller's empty store."""
     assert store
+
+
+@pytest.mark.parametrize("network_store", ["redis", "postgres"], indirect=True)
+async def test_a_new_runs_save_whose_server_stops_answering_between_look_and_write_times_out(
+    network_store: Callable[..., tuple[CheckpointStore, int]],
+) -> None:
+    """``_put_new`` (a new run's pause under an id it was given: a look, then a write, in one
+    step) fails within ``timeout``, in the store's words, when the server stops answering
+    between the look and the write. Redis's ``WATCH`` made redis-py's pipeline send ``UNWATCH``
+    after the timeout, on a fresh connection to the silent server, and fail only on that read,
+    5 s later and in redis-py's words ('Timeout reading from ...')."""
+    _, server_port = network_store(None)
+    async with Proxy(server_port) as proxy:
+        store, _ = network_store(proxy.port, timeout=0.5)
+        backend = "redis" if isinstance(store, RedisCheckpointStore) else "postgres"
+        assert isinstance(store, _PutNewStore)
+        await store.put("run", b"finished")
+
+        def keep(old: bytes) -> bool:
+            proxy.freeze()  # the look has its answer; the write gets none
+            return False
+
+        with pytest.raises(CheckpointStoreError, match=r"no answer within 0\.5 s") as caught:
+            await store._put_new("run", b"new", keep)
+        assert_names(caught.value, backend, "put", "run")
+        await close(store)
+        proxy.thaw()
+        assert await store.get("run") in {b"finished", b"new"}  # reopened: answers again
+        await close(store)

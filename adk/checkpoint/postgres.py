@@ -282,19 +282,38 @@ class PostgresCheckpointStore(_ClosableStore):
         value = _check_data(data)
 
         async def run(conn: Any) -> bytes | None:
-            async with conn.transaction():
-                while not await conn.fetchval(self._insert_new_sql, key, value):
-                    found = await conn.fetchval(self._lock_sql, key)
-                    if found is None:
-                        continue  # deleted since the insert looked: insert again
-                    old = bytes(found)
-                    if _kept(old, value, keep):
-                        return old
-                    await conn.execute(self._update_sql, key, value)
-                    break
-            return None
+            # Not ``async with conn.transaction()``: cancelled (the timeout), it sends ROLLBACK
+            # to a server that may have stopped answering, and fails only when that times out
+            # too. Left so, the connection is terminated (``_once``) and the server rolls back.
+            transaction = conn.transaction()
+            await transaction.start()
+            try:
+                kept = await self._look_and_write(conn, key, value, keep)
+            except (asyncio.CancelledError, TimeoutError):
+                raise
+            except BaseException:
+                if not conn.is_closed():  # else the server rolled back, and the error stands
+                    await transaction.rollback()
+                raise
+            await transaction.commit()
+            return kept
 
         return await self._call("put", key, run)
+
+    async def _look_and_write(
+        self, conn: Any, key: str, value: bytes, keep: Callable[[bytes], bool]
+    ) -> bytes | None:
+        """``_put_new``'s statements, in its transaction: the bytes kept, or None (written)."""
+        while not await conn.fetchval(self._insert_new_sql, key, value):
+            found = await conn.fetchval(self._lock_sql, key)
+            if found is None:
+                continue  # deleted since the insert looked: insert again
+            old = bytes(found)
+            if _kept(old, value, keep):
+                return old
+            await conn.execute(self._update_sql, key, value)
+            break
+        return None
 
     async def delete(self, id: str) -> None:
         key = _check_id(id)

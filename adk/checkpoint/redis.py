@@ -39,7 +39,7 @@ from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError, WatchError
+from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from .._loop_clients import LoopClients
@@ -75,6 +75,22 @@ return 1
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
+"""
+# KEYS[1]: the checkpoint key; ARGV: "1" and the bytes looked at, or "0" and "" for none; the
+# new bytes; milliseconds to expiry ("" for none). 1 when written (``_put_new``).
+_PUT_NEW = """
+local now = redis.call('GET', KEYS[1])
+if ARGV[1] == '1' then
+  if now ~= ARGV[2] then return 0 end
+elseif now then
+  return 0
+end
+if ARGV[4] == '' then
+  redis.call('SET', KEYS[1], ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[3], 'PX', ARGV[4])
+end
+return 1
 """
 _CLAIM_SUFFIX = "\x00claim"
 _SCAN_COUNT = 1000
@@ -151,35 +167,32 @@ class RedisCheckpointStore(_ClosableStore):
         )
 
     async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
-        """As ``store._PutNewStore._put_new``: ``WATCH`` the key, ``GET`` it, and ``SET`` it in a
-        ``MULTI`` that the server refuses if anyone wrote the key since the ``WATCH``; then it
-        looks again (within ``timeout``), so no other writer comes between the look and the
-        write."""
+        """As ``store._PutNewStore._put_new``: ``GET`` the key, then, unless ``keep`` keeps what
+        is there, a Lua script that ``SET``s it only if it still holds what was looked at (the
+        whole bytes compared on the server, so no other writer comes between); if not, it looks
+        again (within ``timeout``). Not ``WATCH``/``MULTI``: redis-py's pipeline sends
+        ``UNWATCH`` as it is left, cancelled too, so a server that stopped answering mid-way
+        held it past ``timeout`` (and failed it in redis-py's words). Each command here is one
+        the client retries as ``put``: a script that ran before its connection was lost finds
+        the new bytes there, not the old, and the look again takes them as written."""
         key = _check_id(id)
         value = _check_data(data)
         name = self._prefix + key
+        ttl = b"" if self._ttl_ms is None else str(self._ttl_ms).encode()
 
         async def run(redis: Redis) -> bytes | None:
-            pipe: Any = redis.pipeline(transaction=True)  # untyped in part in redis-py
-            async with pipe:
-                while True:
-                    try:
-                        await pipe.watch(name)
-                        old = await pipe.get(name)
-                        if old is not None and not isinstance(old, bytes):
-                            raise _store_error(
-                                "redis", "put", key, self._where, "got text instead of bytes"
-                            )
-                        if old is not None and _kept(old, value, keep):
-                            await pipe.reset()
-                            kept: bytes = old
-                            return kept
-                        pipe.multi()
-                        pipe.set(name, value, px=self._ttl_ms)
-                        await pipe.execute()
-                        return None
-                    except WatchError:
-                        continue  # written meanwhile: look again
+            while True:
+                old = await redis.get(name)
+                if old is not None and not isinstance(old, bytes):
+                    raise _store_error(
+                        "redis", "put", key, self._where, "got text instead of bytes"
+                    )
+                if _kept(old, value, keep):
+                    assert old is not None  # (``_kept``)
+                    return old
+                looked = (b"0", b"") if old is None else (b"1", old)
+                if await _eval(redis, _PUT_NEW, name, *looked, value, ttl):
+                    return None  # else written meanwhile: look again
 
         return await self._run("put", key, run)
 
@@ -371,7 +384,7 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _eval(redis: Redis, script: str, key: str, *args: str) -> Awaitable[Any]:
+def _eval(redis: Redis, script: str, key: str, *args: str | bytes) -> Awaitable[Any]:
     """Run a Lua script on one key."""
     # Typed as maybe-synchronous by redis-py (one signature for both clients): it awaits.
     pending: Any = redis.eval(script, 1, key, *args)

@@ -164,8 +164,8 @@ class _PutNewStore(CheckpointStore, Protocol):
     store of only the public three methods it reads, then writes, so two new runs pausing at the
     same moment under one id could both pass the read and replace each other. Each built-in
     store makes the check and the write one step across every writer sharing it: a lock (memory),
-    the write lock of ``BEGIN IMMEDIATE`` (SQLite), ``WATCH``/``MULTI`` (Redis), a row lock in a
-    transaction (PostgreSQL).
+    the write lock of ``BEGIN IMMEDIATE`` (SQLite), a compare-and-set Lua script (Redis), a row
+    lock in a transaction (PostgreSQL).
     """
 
     async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
