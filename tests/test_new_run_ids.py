@@ -320,3 +320,27 @@ async def test_a_sqlite_pause_waiting_for_the_write_lock_is_not_dropped_by_a_del
         await deleting
         there = await store.get("conv-1")
     assert (kept, there) in [(b"waiting", None), (None, b"new")], (kept, there)
+
+
+async def test_a_redis_store_with_a_ttl_gives_a_new_runs_pause_its_expiry(
+    redis_server: RedisServer,
+) -> None:
+    """``_put_new`` writes as ``put`` does, the store's ``ttl`` included (its Lua script sets the
+    expiry that ``put``'s ``SET ... PX`` does); kept bytes keep theirs."""
+    from redis.asyncio import Redis
+
+    prefix = f"ttl{uuid.uuid4().hex[:12]}:"
+    client = Redis.from_url(redis_server.url)
+    async with RedisCheckpointStore(redis_server.url, prefix=prefix, ttl=60) as store:
+        assert await store._put_new("id", b"first", _unfinished) is None
+        assert 0 < await client.pttl(prefix + "id") <= 60_000
+        await client.persist(prefix + "id")
+        assert await store._put_new("id", b"second", _unfinished) == b"first"
+        assert await client.pttl(prefix + "id") == -1  # kept: untouched
+    async with RedisCheckpointStore(redis_server.url, prefix=prefix) as store:
+        await store.put("id", b"finished")
+        assert await store._put_new("id", b"third", _unfinished) is None
+        assert await client.get(prefix + "id") == b"third"
+        assert await client.pttl(prefix + "id") == -1  # no ttl: none set
+    await client.delete(prefix + "id")
+    await client.aclose()
