@@ -1033,3 +1033,88 @@ async def test_a_round_whose_transfer_no_flow_takes_is_refused() -> None:
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
     assert "holds would fail: no transfer flow above the round takes it" in str(refused.value)
     assert bank.paid == [] and await store.get(paused.checkpoint_id) is not None
+
+
+# -- the fixes combined (reviewed: no change needed) --------------------------------------------
+
+
+async def test_a_break_in_a_parallel_branch_of_a_sequence_in_a_loop_resumes_at_the_limit() -> None:
+    """LoopAgent [SequentialAgent [ParallelAgent [payer paying and escalating, other], summary],
+    after]: the break passes up from the branch, the sequence stops on its way to the loop and the
+    loop takes it, so neither the summary nor 'after' asks. At the limit the resume goes on."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(paying: list[Any]) -> Runner:
+        payer = ReActAgent(
+            "payer", ScriptedModel(paying), tools=[bank.pay, escalate], return_directly=["pay"]
+        )
+        desks = ParallelAgent("desks", [payer, ReActAgent("other", ScriptedModel(["other"]))])
+        steps = SequentialAgent("steps", [desks, ReActAgent("summary", ScriptedModel(["sum"]))])
+        after = ReActAgent("after", ScriptedModel(["after"]))
+        return Runner(LoopAgent("flow", [steps, after], max_iterations=3), store)
+
+    paused = await runner([_pay_and("escalate")]).invoke("refund ann", max_turns=2)
+    assert paused.checkpoint_id is not None
+    done = await runner([]).invoke_resume(paused.checkpoint_id, True)
+    assert done.interrupt is None and bank.paid == [("ann", 5)] and done.text == "paid 5 to ann"
+
+
+@pytest.mark.parametrize("shape", ["alone", "sequence"])
+async def test_a_transfer_inside_an_agent_tool_stays_there_and_ends_its_sequence(
+    shape: str,
+) -> None:
+    """The clerk's round (its tool's ctx.transfer beside the payment) runs in an AgentTool's nested
+    run: the transfer is the nested run's and is ignored outside (no flow must take it, nothing
+    refused), though it ends the nested sequence (its summary never asks). The one call the
+    resume needs is the caller's, for the tool's result: with it left the resume goes on."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(clerk: list[Any], front: list[Any]) -> Runner:
+        desk = ReActAgent(
+            "clerk", ScriptedModel(clerk), description="pays", tools=[bank.pay, hand_over]
+        )
+        inner: Any = desk
+        if shape == "sequence":
+            summary = ReActAgent("summary", ScriptedModel(["sum"]))
+            inner = SequentialAgent("inner", [desk, summary], description="pays")
+        return Runner(
+            ReActAgent("front", ScriptedModel(front), tools=[adk.AgentTool(inner)]), store
+        )
+
+    ask = Reply(tool_calls=[tool_call("clerk" if shape == "alone" else "inner", {"request": "go"})])
+    paused = await runner([_pay_and("hand_over")], [ask]).invoke("go", max_turns=2)
+    assert paused.checkpoint_id is not None
+    with pytest.raises(RunError, match="resume with a higher max_turns"):
+        await runner([], ["final"]).invoke_resume(paused.checkpoint_id, True)
+    assert bank.paid == []
+    done = await runner([], ["final"]).invoke_resume(paused.checkpoint_id, True, max_turns=3)
+    assert done.text == "final" and bank.paid == [("ann", 5)]
+
+
+async def test_a_passed_up_transfer_answered_in_two_resumes_is_counted_in_the_last() -> None:
+    """The clerk's round holds its tool's transfer beside two approvals. Answering the payment
+    alone, the round pauses again (no transfer yet): resumed at the limit. Answering the other,
+    the transfer passes up to the flow's auditor, which asks: refused at the limit, then resumed
+    with a higher max_turns."""
+    bank, store = Bank(), InMemoryCheckpointStore()
+
+    def runner(clerk: list[Any]) -> Runner:
+        desk = ReActAgent("clerk", ScriptedModel(clerk), tools=[bank.pay, bank.transfer, hand_over])
+        front = SequentialAgent("front", [desk, ReActAgent("summary", ScriptedModel(["sum"]))])
+        audit = ReActAgent("auditor", ScriptedModel(["checked"]), description="checks payments")
+        return Runner(adk.with_sub_agents(front, [audit]), store)
+
+    move = tool_call("transfer", {"account": "a", "cents": 1}, id="t1")
+    round_ = _pay_and("hand_over")
+    paused = await runner([Reply(tool_calls=[*round_.tool_calls, move])]).invoke("go", max_turns=1)
+    assert paused.checkpoint_id is not None and paused.interrupt is not None
+    ids = [point.id for point in paused.interrupt.points]
+    pay_point = next(point for point in ids if "tool:pay#" in point)
+    move_point = next(point for point in ids if "tool:transfer#" in point)
+    again = await runner([]).invoke_resume(paused.checkpoint_id, {pay_point: True})
+    assert again.interrupt is not None and bank.paid == [("ann", 5)] and bank.sent == []
+    with pytest.raises(RunError, match="transfers to 'auditor', which asks a model call"):
+        await runner([]).invoke_resume(paused.checkpoint_id, {move_point: True})
+    assert bank.sent == []
+    done = await runner([]).invoke_resume(paused.checkpoint_id, {move_point: True}, max_turns=2)
+    assert done.text == "checked" and bank.sent == [("a", 1)] and bank.paid == [("ann", 5)]
