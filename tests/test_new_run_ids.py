@@ -344,3 +344,19 @@ async def test_a_redis_store_with_a_ttl_gives_a_new_runs_pause_its_expiry(
         assert await client.pttl(prefix + "id") == -1  # no ttl: none set
     await client.delete(prefix + "id")
     await client.aclose()
+
+
+def test_the_verdict_on_a_store_class_does_not_keep_the_class_alive() -> None:
+    """``_puts_new`` decides once per class; the classes it decided on are still freed: a
+    subclass made per tenant or per test (here, one made and dropped) was held for good."""
+    import gc
+    import weakref
+
+    from adk.checkpoint.store import _puts_new
+
+    made = type("PerTenant", (InMemoryCheckpointStore,), {})
+    assert _puts_new(made())
+    gone = weakref.ref(made)
+    del made
+    gc.collect()
+    assert gone() is None

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
@@ -193,8 +194,9 @@ def _puts_new(store: object) -> bool:
     return found
 
 
-_PUTS_NEW: dict[type, bool] = {}
-"""``_puts_new``'s verdicts by class (a class is not changed after it is made, as pyadk takes it)."""
+_PUTS_NEW: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+"""``_puts_new``'s verdicts by class (a class is not changed after it is made, as pyadk takes it),
+not keeping a class alive (one made per tenant, say)."""
 
 
 def _kept(old: bytes | None, data: bytes, keep: Callable[[bytes], bool]) -> bool:
