@@ -360,3 +360,64 @@ def test_the_verdict_on_a_store_class_does_not_keep_the_class_alive() -> None:
     del made
     gc.collect()
     assert gone() is None
+
+
+def test_a_postgres_database_serializable_by_default_still_refuses_rather_than_fails(
+    postgres_server: PostgresServer,
+) -> None:
+    """``_put_new``'s statements are read as READ COMMITTED has them (the row locked by another
+    writer is read once that one commits). A database whose sessions default to SERIALIZABLE
+    failed the second of two new runs pausing under one id with a serialization error (a
+    ``CheckpointStoreError``, which reads as the store being down, to be tried again) instead of
+    refusing it: the writer holding the row here waits in its ``keep`` until the other waits
+    for the row's lock."""
+    import asyncpg
+
+    table = f"nr_{uuid.uuid4().hex[:12]}"
+    dsn = postgres_server.dsn + "?default_transaction_isolation=serializable"
+    holding, release = threading.Event(), threading.Event()
+    outcomes: dict[str, Any] = {}
+
+    def hold(old: bytes) -> bool:  # the first writer, the row locked
+        holding.set()
+        assert release.wait(30)  # a guard against a hang, not a timing
+        return _unfinished(old)
+
+    async def write(name: str, keep: Callable[[bytes], bool]) -> None:
+        async with PostgresCheckpointStore(dsn, table=table) as store:
+            try:
+                outcomes[name] = ("kept", await store._put_new("one", name.encode(), keep))
+            except Exception as exc:
+                outcomes[name] = ("error", exc)
+
+    async def waiting_for_lock() -> None:
+        conn = await asyncpg.connect(postgres_server.dsn)
+        try:
+            query = (
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND query LIKE $1"
+            )
+            for _ in range(3000):  # until the second writer waits for the row (a guard: 30 s)
+                if await conn.fetchval(query, f"%{table}%"):
+                    return
+                await asyncio.sleep(0.01)
+            raise AssertionError("the second writer never waited for the row's lock")
+        finally:
+            await conn.close()
+
+    asyncio.run(_write(PostgresCheckpointStore(dsn, table=table), "one", b"finished"))
+    first = threading.Thread(target=lambda: asyncio.run(write("first", hold)))
+    first.start()
+    try:
+        assert holding.wait(30)
+        second = threading.Thread(target=lambda: asyncio.run(write("second", _unfinished)))
+        second.start()
+        try:
+            asyncio.run(waiting_for_lock())
+        finally:
+            release.set()
+            second.join()
+    finally:
+        release.set()
+        first.join()
+    assert outcomes == {"first": ("kept", None), "second": ("kept", b"first")}, outcomes

@@ -285,7 +285,10 @@ class PostgresCheckpointStore(_ClosableStore):
             # Not ``async with conn.transaction()``: cancelled (the timeout), it sends ROLLBACK
             # to a server that may have stopped answering, and fails only when that times out
             # too. Left so, the connection is terminated (``_once``) and the server rolls back.
-            transaction = conn.transaction()
+            # READ COMMITTED whatever the database's default: a row another writer locked is
+            # read once that one commits, where SERIALIZABLE failed the second of two new runs
+            # with a serialization error instead of refusing it.
+            transaction = conn.transaction(isolation="read_committed")
             await transaction.start()
             try:
                 kept = await self._look_and_write(conn, key, value, keep)
