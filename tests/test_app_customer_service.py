@@ -394,3 +394,40 @@ async def test_max_turns_counts_every_agents_model_calls(
         await runner(llm, mcp_process, tmp_path).invoke("Invoice of A-1?", max_turns=3)
     assert failed.value.max_turns == 3 and failed.value.agent_name == "billing"
     assert len(llm.requests) == 3  # the fourth call was not made
+
+
+async def test_a_refused_refund_and_a_failing_mcp_tool_reach_the_model(
+    llm: OpenAIServer, mcp_process: HTTPServerProcess, tmp_path: Path
+) -> None:
+    refund = {"refund": {"order_id": "A-1", "amount_cents": 99000, "reason": "angry"}}
+    llm.script(to("billing", "h1"), calls(("issue_refund", refund, "r1")))
+    paused = await runner(llm, mcp_process, tmp_path).invoke("Refund me everything for A-1.")
+    assert paused.interrupt is not None
+    (point,) = paused.interrupt.points
+    assert point.info["arguments"] == refund  # result.interruptions[0]: the call as JSON
+
+    # state.reject(item), in another process: the model reads why, and the run goes on: billing
+    # hands back to triage (a sub-agent transfers to its parent, not to a peer: the SDK's
+    # handoffs=[faq] on billing has no equivalent), which hands to faq, whose MCP tool fails on
+    # the server; the model reads that too.
+    llm.script(
+        to("triage", "h2"),
+        to("faq", "h3"),
+        calls(("fail", {"message": "ticket system is down"}, "m1")),
+        Wire(text="I could not refund that or open a ticket; a person will call you."),
+    )
+    decision = {"approved": False, "reason": "above the refund limit"}
+    done = await runner(llm, mcp_process, tmp_path).invoke_resume(paused.checkpoint_id, decision)
+    assert done.text == "I could not refund that or open a ticket; a person will call you."
+    assert REFUNDS == []
+    read = [
+        (m["tool_call_id"], m["content"]) for m in llm.bodies[-1]["messages"] if m["role"] == "tool"
+    ]
+    # The server's own words for a failed tool ("Error executing tool ..."), marked as an error.
+    assert read == [("m1", "Error: Error executing tool fail: ticket system is down")]
+    billing_read = [m for m in llm.bodies[-4]["messages"] if m["role"] == "tool"]
+    assert billing_read[-1] == {
+        "role": "tool",
+        "tool_call_id": "r1",
+        "content": "Error: the call to 'issue_refund' was not approved: above the refund limit",
+    }
