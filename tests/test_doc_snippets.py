@@ -43,6 +43,10 @@ SNIPPET = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 
 _RUN_ALL = """
 import json, os, sys, tempfile, traceback
+# "-c" puts "" first on sys.path, which means whatever directory is current at each import: once
+# a snippet has changed into its own, adk and prebuilt came from the editable install instead of
+# the checkout under test (another worktree's code, tested in this one's name).
+sys.path[0] = os.getcwd()
 snippets = json.loads(sys.stdin.read())
 failures = {}
 for index, code in enumerate(snippets):
