@@ -72,8 +72,12 @@ class TransferTool:
                 f'{{"agent_name": "<name>"}}; valid agent names: {valid}'
             )
         if name not in self._targets:
+            # Not "no such agent": the name may be a peer's or another branch's, an agent that
+            # exists but is not this one's to transfer to (the targets are its sub-agents and its
+            # parent), and the model told it did not exist said so to the user.
             return ToolResult.error(
-                f"cannot transfer to {name!r}: no such agent; valid agent names: {valid}"
+                f"cannot transfer to {name!r}: not an agent {ctx.agent_name!r} can transfer "
+                f"to; valid agent names: {valid}"
             )
         ctx.transfer(name)
         return f"Transferred to agent '{name}'"

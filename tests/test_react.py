@@ -649,14 +649,29 @@ async def test_transfer_to_a_wrong_name_is_an_error_the_model_corrects() -> None
     events = await run_events(root)
     assert simplify_events(events) == [
         'root: [call transfer_to_agent {"agent_name": "biling"}]',
-        "root: [tool transfer_to_agent] Error: cannot transfer to 'biling': no such agent; "
-        "valid agent names: billing",
+        "root: [tool transfer_to_agent] Error: cannot transfer to 'biling': not an agent 'root' "
+        "can transfer to; valid agent names: billing",
         'root: [call transfer_to_agent {"agent_name": "billing"}]',
         "root: [tool transfer_to_agent] Transferred to agent 'billing'",
         "root: [transfer -> billing]",
         "billing: invoice sent",
     ]
     assert events[-1].run_path == ("root", "billing")
+
+
+async def test_transfer_to_a_peer_is_an_error_that_does_not_say_it_has_no_such_agent() -> None:
+    # The OpenAI Agents SDK's billing.handoffs=[faq]: here billing transfers to its parent only.
+    # "no such agent" told the model faq did not exist, when it is one transfer away.
+    faq = ReActAgent("faq", ScriptedModel(["see the FAQ"]), description="FAQ.")
+    billing_model = ScriptedModel([transfer("faq"), transfer("root")])
+    billing = ReActAgent("billing", billing_model, description="Invoices.")
+    root_model = ScriptedModel([transfer("billing"), "handled"])
+    events = await run_events(ReActAgent("root", root_model, sub_agents=[billing, faq]))
+    assert simplify_events(events)[4] == (
+        "billing: [tool transfer_to_agent] Error: cannot transfer to 'faq': not an agent "
+        "'billing' can transfer to; valid agent names: root"
+    )
+    assert events[-1].agent_name == "root"
 
 
 @pytest.mark.parametrize("arguments", ["{bad json", "[1, 2]", '{"agent_name": 3}', ""])
