@@ -78,7 +78,15 @@ def card_on_file(query: InvoiceQuery) -> str:
     raise ConnectionError("payment provider unreachable")
 
 
-@adk.tool(require_approval=True)  # @function_tool(needs_approval=True)
+def refund_needs_approval(ctx: adk.ToolContext, arguments: dict[str, Any]) -> bool:
+    """needs_approval=fn: every refund, unless a person said "always" for this conversation
+    (state.approve(item, always_approve=True)); the arguments are validated values, the
+    refund a RefundRequest, not the SDK's parsed JSON."""
+    assert isinstance(arguments["refund"], RefundRequest)
+    return "issue_refund" not in ctx.session.get("always_approved", [])
+
+
+@adk.tool(require_approval=refund_needs_approval)
 def issue_refund(refund: RefundRequest) -> str:
     """Refund an order. A person approves every refund.
 
@@ -431,3 +439,25 @@ async def test_a_refused_refund_and_a_failing_mcp_tool_reach_the_model(
         "tool_call_id": "r1",
         "content": "Error: the call to 'issue_refund' was not approved: above the refund limit",
     }
+
+
+async def test_always_approve_lets_the_runs_later_refunds_through(
+    llm: OpenAIServer, mcp_process: HTTPServerProcess, tmp_path: Path
+) -> None:
+    def refund(order_id: str, call_id: str) -> Wire:
+        arguments = {"refund": {"order_id": order_id, "amount_cents": 500, "reason": "late"}}
+        return calls(("issue_refund", arguments, call_id))
+
+    llm.script(to("billing", "h1"), refund("A-1", "r1"))
+    paused = await runner(llm, mcp_process, tmp_path).invoke("Refund A-1 and A-2, both late.")
+    assert paused.interrupt is not None
+
+    # state.approve(item, always_approve=True): the runner keeps no sticky decision; the resume
+    # gives the session a key the approval function reads, and the second refund runs unasked.
+    llm.script(refund("A-2", "r2"), Wire(text="Both refunded."))
+    always = {"always_approved": ["issue_refund"]}
+    done = await runner(llm, mcp_process, tmp_path).invoke_resume(
+        paused.checkpoint_id, True, session=always
+    )
+    assert done.interrupt is None and done.text == "Both refunded."
+    assert [r.order_id for r in REFUNDS] == ["A-1", "A-2"]
