@@ -458,15 +458,25 @@ class _CallbackChain:
     async def run_after_model(
         self, ctx: RunContext, request: ModelRequest, reply: Message
     ) -> Message:
-        for fn in self.after_model:
-            try:
-                replaced = fn(ctx, request, reply)
-                if _isawaitable(replaced):
-                    replaced = await replaced
-            except Interrupt as exc:
-                raise _model_pause(fn, "after_model") from exc
-            if replaced is not None:
-                reply = _check_message(fn, "after_model", replaced)
+        given = reply
+        try:
+            for fn in self.after_model:
+                try:
+                    replaced = fn(ctx, request, reply)
+                    if _isawaitable(replaced):
+                        replaced = await replaced
+                except Interrupt as exc:
+                    raise _model_pause(fn, "after_model") from exc
+                if replaced is not None:
+                    reply = _check_message(fn, "after_model", replaced)
+        except BaseException:
+            # A callback refused the reply (an output guardrail), so no agent receives it and
+            # nothing records it; the model was called and the reply paid for all the same, and
+            # the run's total counts every call (inside an AgentTool, of a run that goes on).
+            from .context import count_usage
+
+            count_usage(ctx, given)
+            raise
         return reply
 
     async def call_model(

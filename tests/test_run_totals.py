@@ -222,6 +222,42 @@ async def test_usage_includes_an_agent_tools_nested_model_calls(streaming: bool)
     assert adk.run_usage(events) == expected
 
 
+class _Refuse(adk.Callbacks):
+    """An output guardrail: an ``after_model`` that raises on a reply it will not let through."""
+
+    def after_model(self, ctx: adk.RunContext, request: object, reply: Message) -> None:
+        if "secret" in reply.content:
+            raise ValueError("refused")
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_reply_an_after_model_callback_refuses_still_counts(streaming: bool) -> None:
+    """The model was called and its reply paid for, though no agent receives it: the refused
+    call dropped out of the total, and inside an AgentTool, whose failure is the outer model's
+    to read, out of a run that goes on and succeeds."""
+    refused = Reply(text="the secret is 42", usage=used(50, 5))
+    agent = ReActAgent("guarded", ScriptedModel([refused]), callbacks=[_Refuse()])
+    events = Runner(agent, enable_streaming=streaming).run("tell me")
+    async for event in events:
+        if event.output is not None and event.output.stream is not None:
+            with contextlib.suppress(ValueError):
+                await event.output.stream.collect()
+    assert adk.run_usage(events) == used(50, 5)
+
+    inner = ReActAgent(
+        "vault", ScriptedModel([refused]), description="Knows secrets.", callbacks=[_Refuse()]
+    )
+    calls = Reply(tool_calls=[tool_call("vault", {"request": "the secret"})], usage=used(1, 2))
+    lead = ReActAgent(
+        "lead",
+        ScriptedModel([calls, Reply(text="I cannot say.", usage=used(3, 4))]),
+        tools=[AgentTool(inner)],
+    )
+    result = await Runner(lead, enable_streaming=streaming).invoke("what is the secret?")
+    assert result.messages[2].content.startswith("Error:")  # the nested run failed
+    assert result.usage == used(1, 2) + used(50, 5) + used(3, 4)
+
+
 def approval_agent(store: InMemoryCheckpointStore) -> Runner:
     @adk.tool(require_approval=True)
     def pay(amount: int) -> str:
