@@ -384,6 +384,8 @@ async def test_the_output_guardrail_holds_a_card_number_back(
         "error: Tripwire: output: billing gave a card number",
     ]
     assert not any("4111" in line for line in shown)
+    # The refused reply was made, and paid for: the run's usage counts it.
+    assert adk.run_usage(events) == Usage(input_tokens=22, output_tokens=14, total_tokens=36)
 
     # Runner.run (not streamed): invoke raises, the check's exception the cause.
     llm.script(to("billing", "h1"), Wire(text="Card 4111-1111-1111-1111, charged twice."))
