@@ -15,12 +15,20 @@ from .events import AgentEvent, ErrorInfo
 
 if TYPE_CHECKING:
     from .context import RunContext
+    from .messages import Usage
 
 __all__ = ["MaxTurnsExceeded", "RunError"]
 
 
 class RunError(Exception):
-    """A run ended with an error event (``event.error``; the live exception is the cause)."""
+    """A run ended with an error event (``event.error``; the live exception is the cause).
+
+    ``usage`` (an extension to DESIGN.md) is what the failed run's model calls reported, summed
+    as ``RunResult.usage`` is (a resumed run's including the calls before its pause), set by
+    ``Runner.invoke``/``invoke_resume``: a failed run was paid for too. None when no call
+    reported any, and on an error raised elsewhere (an agent's own ``MaxTurnsExceeded``)."""
+
+    usage: Usage | None = None
 
     def __init__(self, event: AgentEvent, events: list[AgentEvent]) -> None:
         assert event.error is not None

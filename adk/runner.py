@@ -1651,9 +1651,17 @@ class _Collecting:
         for event in events:  # the run is over: no layer reads them any more (see adk.events)
             event._flags = 0
         if error is not None:
-            if isinstance(error.exception, MaxTurnsExceeded):
-                raise MaxTurnsExceeded.of_run(error.exception, error, events) from error.exception
-            raise RunError(error, events) from error.exception
+            failed = (
+                MaxTurnsExceeded.of_run(error.exception, error, events)
+                if isinstance(error.exception, MaxTurnsExceeded)
+                else RunError(error, events)
+            )
+            if run is not None and run.usage is not None:
+                failed.usage = run.usage  # what the failed run cost
+            try:
+                raise failed from error.exception
+            finally:  # the error's traceback holds this frame: no cycle through its local
+                del failed
         interrupt = self.interrupt
         checkpoint_id = interrupt.checkpoint_id if interrupt is not None else None
         # ``RunResult(events, self.output, ...)`` with its fields set directly: one per run.

@@ -393,6 +393,8 @@ async def test_the_output_guardrail_holds_a_card_number_back(
         await runner(llm, mcp_process, tmp_path).invoke("Which card did I pay A-1 with?")
     assert isinstance(failed.value.__cause__, Tripwire)
     assert str(failed.value.__cause__) == "output: billing gave a card number"
+    # The SDK's exception's run_data.context_wrapper.usage: what the failed run cost.
+    assert failed.value.usage == Usage(input_tokens=22, output_tokens=14, total_tokens=36)
 
 
 async def test_max_turns_counts_every_agents_model_calls(

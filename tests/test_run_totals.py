@@ -258,6 +258,40 @@ async def test_a_reply_an_after_model_callback_refuses_still_counts(streaming: b
     assert result.usage == used(1, 2) + used(50, 5) + used(3, 4)
 
 
+async def test_a_failed_runs_error_carries_its_usage() -> None:
+    """invoke raised RunError with the run's events and no usage, so a failed run's cost was
+    lost to its caller (the OpenAI Agents SDK's exceptions carry it, run_data's usage)."""
+    refused = Reply(text="the secret is 42", usage=used(50, 5))
+    calls = Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})], usage=used(7, 1))
+    agent = ReActAgent(
+        "guarded", ScriptedModel([calls, refused]), tools=[add], callbacks=[_Refuse()]
+    )
+    with pytest.raises(adk.RunError) as failed:
+        await Runner(agent).invoke("tell me")
+    assert failed.value.usage == used(7, 1) + used(50, 5)
+
+    again = ReActAgent("again", ScriptedModel([calls] * 3), tools=[add])
+    with pytest.raises(adk.MaxTurnsExceeded) as limited:
+        await Runner(again).invoke("add forever", max_turns=2)
+    assert limited.value.usage == used(7, 1) + used(7, 1)
+
+    @adk.tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount once approved."""
+        return f"paid {amount}"
+
+    asks = Reply(tool_calls=[tool_call("pay", {"amount": 5}, id="call_p")], usage=used(10, 1))
+    store = InMemoryCheckpointStore()
+    payer = ReActAgent("payer", ScriptedModel([asks, ValueError("down")]), tools=[pay])
+    runner = Runner(payer, checkpoint_store=store)
+    paused = await runner.invoke("pay 5")
+    assert paused.checkpoint_id is not None
+    with pytest.raises(adk.RunError) as resumed:  # the resume's total holds the calls before
+        await runner.invoke_resume(paused.checkpoint_id, True)
+    assert resumed.value.usage == used(10, 1)
+    assert adk.RunError.usage is None  # what a RunError raised elsewhere, or unpickled, reads
+
+
 def approval_agent(store: InMemoryCheckpointStore) -> Runner:
     @adk.tool(require_approval=True)
     def pay(amount: int) -> str:
