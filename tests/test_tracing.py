@@ -1353,6 +1353,53 @@ async def test_a_model_calls_http_failure_is_typed_by_its_status(
     meters.shutdown()
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_model_calls_retries_are_events_of_its_chat_span(
+    streaming: bool, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # A call that succeeded on its third attempt was one slow chat span with nothing saying why,
+    # and one that failed for good showed only its last error: the retries were invisible to
+    # whoever read the trace. Each retried attempt is now an event of the call's span, saying
+    # which attempt failed, with what, and how long the call waited before the next.
+    served = [
+        ServedReply(status=503, error="busy"),
+        ServedReply(status=429, error="slow down", retry_after="0"),
+        ServedReply(text="ok"),
+        ServedReply(status=503, error="busy"),
+        ServedReply(status=502, error="gateway"),
+    ]
+    async with OpenAIServer(served) as server:
+        for attempts in (3, 2):
+            retry = RetryPolicy(max_attempts=attempts, initial_delay=0.001, max_delay=0.002)
+            model = wire_model(server, name="m", api_key="k", retry=retry)
+            agent = ReActAgent("a", model)
+            runner = Runner(agent, tracer_provider=provider, enable_streaming=streaming)
+            if attempts == 3:
+                assert (await runner.invoke("hi")).text == "ok"
+            else:
+                with pytest.raises(RunError, match="gave up after 2 attempts"):
+                    await runner.invoke("hi")
+            await model.aclose()
+    succeeded, failed = named(exporter.get_finished_spans(), "chat m")
+
+    def retries(span: ReadableSpan) -> list[tuple[str, Any, Any]]:
+        return [
+            (
+                e.name,
+                dict(e.attributes or {}).get("adk.retry.attempt"),
+                dict(e.attributes or {}).get("error.type"),
+            )
+            for e in span.events
+        ]
+
+    assert retries(succeeded) == [("adk.model.retry", 1, "503"), ("adk.model.retry", 2, "429")]
+    assert succeeded.status.status_code == StatusCode.UNSET
+    delays = [dict(e.attributes or {})["adk.retry.delay"] for e in succeeded.events]
+    assert 0.0 <= delays[0] <= 0.002 and delays[1] == 0.0  # the backoff; Retry-After: 0
+    assert retries(failed) == [("adk.model.retry", 1, "503"), ("exception", None, None)]
+    assert attrs(failed)["error.type"] == "502"
+
+
 # -- message content ------------------------------------------------------------------------------
 CONTENT_KEYS = {
     "gen_ai.input.messages",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from email.utils import parsedate_to_datetime
@@ -166,11 +167,61 @@ class RetryRunner:
             retry=retry_if_exception(self._is_transient),
             reraise=True,
             sleep=self._sleep,
+            before_sleep=_record_retry,
         )
         try:
             return await retrying(again)
         except Exception as exc:
             _raise_final(on_failure, exc, made)
+
+
+RETRY_EVENT = "adk.model.retry"
+"""The span event of an attempt that failed and is retried (see ``_record_retry``)."""
+
+
+def _record_retry(retry_state: RetryCallState) -> None:
+    """Put an attempt that failed and is about to be retried on the current span, as an
+    ``adk.model.retry`` event: which attempt failed (``adk.retry.attempt``, from 1), with what
+    (``error.type``: the HTTP status as text when there is one, as the ``chat`` span's own
+    ``error.type`` has it, else the exception's class) and how long the call waits before the next
+    (``adk.retry.delay``, seconds). Under a traced run the current span is the call's ``chat``
+    span (``adk.tracing`` makes it current around the call). Without these events a call that
+    succeeded on its third attempt was one slow ``chat`` span with nothing saying why, and one
+    that failed for good said only its last error.
+
+    Only a failure that is retried gets here (tenacity calls it before the backoff), so a call
+    that succeeds first time pays nothing; OpenTelemetry is looked up, never imported: a process
+    that never loaded it has no span to record on. Telemetry never changes what a call does, so
+    a failure to record is ignored."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return
+    try:
+        span = trace.get_current_span()
+        if not span.is_recording():
+            return
+        outcome = retry_state.outcome
+        error = outcome.exception() if outcome is not None and outcome.failed else None
+        attributes: dict[str, str | int | float] = {
+            "adk.retry.attempt": retry_state.attempt_number,
+            "error.type": _attempt_error_type(error),
+        }
+        action = retry_state.next_action
+        if action is not None:
+            attributes["adk.retry.delay"] = float(action.sleep)
+        span.add_event(RETRY_EVENT, attributes)
+    except Exception:
+        return
+
+
+def _attempt_error_type(error: BaseException | None) -> str:
+    """A failed attempt's ``error.type``: its HTTP status (an SDK's ``status_code``, a
+    ``ModelError``'s ``status``) as text, else its class name."""
+    for attribute in ("status_code", "status"):
+        status = getattr(error, attribute, None)
+        if type(status) is int:
+            return str(status)
+    return type(error).__name__ if error is not None else "_OTHER"
 
 
 def _set_done(waiter: asyncio.Future[None]) -> None:
