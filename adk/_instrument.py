@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from .events import AgentEvent, AgentOutput
     from .messages import Message, MessageChunk, ToolCall, Usage
     from .tools.base import Tool, ToolContext, ToolResult
-    from .tracing import _GenAITracing
+    from .tracing import _GenAITracing, _Measure
 
 __all__ = ["agent_hooks", "build_hooks"]
 
@@ -90,6 +90,7 @@ class _Frame:
         "ctx",
         "exception",
         "failure",
+        "measure",
         "models",
         "otel",
         "output",
@@ -119,6 +120,7 @@ class _Frame:
         self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
         self.usage: list[int] | None = None  # [input, output] tokens of the agent's model calls
         self.output: AgentOutput | None = None  # its last answer (content capture only)
+        self.measure: _Measure | None = None  # its duration metric's start and attributes
         self.asked = False  # its first model call's input is on its span (content capture only)
         self.own: _AgentCallbacks | None = None
         self.agents: _CallbackChain | None = None
@@ -213,7 +215,7 @@ class _Instrumented(Hooks):
         frame.agents = agents
         tracing = self._tracing
         if tracing is not None:
-            frame.span, frame.otel = tracing.start_agent(
+            frame.span, frame.otel, frame.measure = tracing.start_agent(
                 agent, ctx, parent.otel if parent is not None else None
             )
         ctx._trace = frame
@@ -226,12 +228,15 @@ class _Instrumented(Hooks):
                 # that is not an Exception is the run's cancellation, not the agent's failure.
                 # A root agent's may be a record's timeout (``_timed_out``), as in ``agent_end``.
                 if tracing is not None and frame.span is not None:
+                    measure = frame.measure
                     if isinstance(exc, Exception):
-                        tracing.end_agent(frame.span, ErrorInfo.of(exc), exc)
+                        tracing.end_agent(frame.span, ErrorInfo.of(exc), exc, measure=measure)
                     else:
                         timed_out = _timed_out(frame)
                         cancelled = timed_out is None
-                        tracing.end_agent(frame.span, timed_out, None, cancelled=cancelled)
+                        tracing.end_agent(
+                            frame.span, timed_out, None, cancelled=cancelled, measure=measure
+                        )
                 raise
             if answer is not None:
                 if resumed:
@@ -337,6 +342,7 @@ class _Instrumented(Hooks):
                     cancelled and error is None,
                     by,
                     handle.output,
+                    handle.measure,
                 )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:

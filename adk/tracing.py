@@ -2,7 +2,9 @@
 
 A run produces ``invoke_agent {agent}`` spans nested along its run path, ``chat {model}`` per model
 call and ``execute_tool {tool}`` per tool call, plus the ``gen_ai.client.token.usage``,
-``gen_ai.client.operation.duration`` and (streamed calls) ``...time_to_first_chunk`` histograms. Users do not touch this module: ``Runner`` loads it
+``gen_ai.client.operation.duration`` and (streamed calls) ``...time_to_first_chunk`` histograms,
+and the ``gen_ai.invoke_agent.duration`` and ``gen_ai.execute_tool.duration`` ones per agent run and
+tool call. Users do not touch this module: ``Runner`` loads it
 when OpenTelemetry could be configured (see ``adk._instrument``) and uses the global providers
 unless ``Runner(tracer_provider=..., meter_provider=...)`` names others. It imports only the
 OpenTelemetry API, never the SDK.
@@ -137,7 +139,8 @@ _OPENAI_API_TYPES = {"chat": "chat_completions", "responses": "responses"}
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 _MAX_SERVERS = 64  # distinct base URLs remembered; a process talks to a handful
 
-_TOOL_ERROR = "the tool returned an error"  # a failed tool's span status without captured content
+_TOOL_ERROR = "the tool returned an error"
+_OTHER_TOOL = "_OTHER"  # the tool duration metric's name for a tool the agent does not have  # a failed tool's span status without captured content
 
 # Bucket boundaries the conventions advise for the two histograms.
 _TOKEN_BUCKETS = [4.0**i for i in range(14)]  # 1, 4, 16, ... 67108864
@@ -297,12 +300,14 @@ class _GenAITracing:
     """Creates the spans and records the metrics; ``adk._instrument`` decides when."""
 
     __slots__ = (
+        "_agent_duration",
         "_capture",
         "_duration",
         "_failed",
         "_first_chunk",
         "_servers",
         "_tokens",
+        "_tool_duration",
         "_traced",
         "_tracer",
     )
@@ -317,7 +322,26 @@ class _GenAITracing:
         self._tokens: metrics.Histogram | None = None
         self._duration: metrics.Histogram | None = None
         self._first_chunk: metrics.Histogram | None = None
+        self._agent_duration: metrics.Histogram | None = None
+        self._tool_duration: metrics.Histogram | None = None
         if meter is not None:
+            # The conventions' agent and tool metrics (``gen_ai.invoke_agent.duration``, for
+            # frameworks that can bound one agent invocation, and ``gen_ai.execute_tool.duration``,
+            # which an instrumentation that bounds a tool call SHOULD record for every one): without
+            # them a service's dashboards had model calls' latency and errors but no agent's or
+            # tool's, which only spans (sampled, if at all) held.
+            self._agent_duration = meter.create_histogram(
+                "gen_ai.invoke_agent.duration",
+                unit="s",
+                description="The end-to-end duration of a single agent invocation.",
+                explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+            )
+            self._tool_duration = meter.create_histogram(
+                "gen_ai.execute_tool.duration",
+                unit="s",
+                description="The duration of a single tool execution.",
+                explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+            )
             self._tokens = meter.create_histogram(
                 "gen_ai.client.token.usage",
                 unit="{token}",
@@ -409,9 +433,10 @@ class _GenAITracing:
     # -- agents ---------------------------------------------------------------------------------
     def start_agent(
         self, agent: Agent, ctx: RunContext, parent: Context | None
-    ) -> tuple[Span, Context]:
+    ) -> tuple[Span, Context, _Measure | None]:
         """Start ``invoke_agent {agent}`` under ``parent`` (None: the caller's current context);
-        return it with the context its children start in."""
+        return it with the context its children start in, and, when metrics are recorded, what
+        ``end_agent`` records its duration with."""
         name = agent.name
         run_path = ctx.run_path
         outer_path = ctx._run.outer_path
@@ -451,7 +476,17 @@ class _GenAITracing:
         span = self._start_span(
             f"invoke_agent {name}", parent, SpanKind.INTERNAL, attributes, links
         )
-        return span, trace.set_span_in_context(span, parent)
+        measure = None
+        if self._agent_duration is not None:
+            measured = {
+                _OPERATION: "invoke_agent",
+                _AGENT_NAME: name,
+                _PROVIDER: attributes[_PROVIDER],
+            }
+            if _REQUEST_MODEL in attributes:
+                measured[_REQUEST_MODEL] = attributes[_REQUEST_MODEL]
+            measure = (time.perf_counter(), measured)
+        return span, trace.set_span_in_context(span, parent), measure
 
     def running_in(
         self, otel: Context, events: AsyncIterator[AgentEvent]
@@ -515,6 +550,7 @@ class _GenAITracing:
         cancelled: bool = False,
         cancelled_by: str = "CancelledError",
         output: AgentOutput | None = None,
+        measure: _Measure | None = None,
     ) -> None:
         """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
         that reported usage (None: none did). A ``cancelled`` agent's span gets the event a
@@ -522,7 +558,14 @@ class _GenAITracing:
         a run cut off by a timeout looked like that of a run that finished. ``cancelled_by`` says
         what cut it off, as ``_fail`` does: its task's cancellation, or ``GeneratorExit`` when the
         run's reader stopped reading. ``output`` is the agent's last answer, kept only when
-        content is captured: its ``gen_ai.output.messages``."""
+        content is captured: its ``gen_ai.output.messages``. ``measure`` (from ``start_agent``)
+        records the run's ``gen_ai.invoke_agent.duration``, with the ``error.type`` of a failed
+        one; not for a run cut off, which neither finished nor failed (as a model call's)."""
+        if measure is not None and not cancelled and self._agent_duration is not None:
+            started, measured = measure
+            if error is not None:
+                measured = {**measured, _ERROR_TYPE: error.type}
+            self._agent_duration.record(time.perf_counter() - started, measured)
         if usage is not None and span.is_recording():
             span.set_attribute(_INPUT_TOKENS, usage[0])
             span.set_attribute(_OUTPUT_TOKENS, usage[1])
@@ -735,6 +778,7 @@ class _GenAITracing:
         if ctx._emit is not None:  # a tool that may report progress: on its span too
             ctx._emit = _ProgressOnSpan(ctx, span, self._capture)
         token = otel_context.attach(inner)
+        start = time.perf_counter()
         try:
             result = await invoke()
         except Interrupt as exc:
@@ -743,17 +787,22 @@ class _GenAITracing:
             self._end(span)
             raise
         except BaseException as exc:
-            _fail(span, exc)
+            error_type = _fail(span, exc)
             self._end(span)
+            if error_type is not None:  # not a cancellation: the call neither ran nor failed
+                self._tool_measured(call.name, tool, start, error_type)
             raise
         finally:
             otel_context.detach(token)
+        ran = True
         if isinstance(result, ToolResult):
             content = result.content
             if isinstance(result, _Denial):
                 # A person said no: the call was answered as asked, nothing failed (an error
-                # status would count every refusal in a tool's error rate and alert on it).
+                # status would count every refusal in a tool's error rate and alert on it). The
+                # tool did not run, so its duration is not recorded either.
                 span.add_event(_DENIED)
+                ran = False
             elif result.is_error:
                 # The error text is the tool's result, content like any other (it may quote the
                 # arguments): on the span only when content is captured, and as the status
@@ -762,13 +811,31 @@ class _GenAITracing:
                 span.set_status(Status(StatusCode.ERROR, content if self._capture else _TOOL_ERROR))
                 span.set_attribute(_ERROR_TYPE, "tool_error")
                 self._end(span)
+                self._tool_measured(call.name, tool, start, "tool_error")
                 return result
         else:
             content = result
         if self._capture and span.is_recording():
             span.set_attribute(_TOOL_RESULT, content)
         self._end(span)
+        if ran:
+            self._tool_measured(call.name, tool, start, None)
         return result
+
+    def _tool_measured(self, name: str, tool: Tool, start: float, error_type: str | None) -> None:
+        """``gen_ai.execute_tool.duration`` of a call that ran: by tool and, for a failed call,
+        its ``error.type``. A call to a tool the agent does not have is recorded under ``_OTHER``:
+        its name is whatever the model asked for, and each one a model made up would otherwise
+        be a series of its own (its span keeps the name)."""
+        histogram = self._tool_duration
+        if histogram is None:
+            return
+        if getattr(tool, "_adk_unknown", False):
+            name = _OTHER_TOOL
+        measured = {_OPERATION: "execute_tool", _TOOL_NAME: name, _TOOL_TYPE: "function"}
+        if error_type is not None:
+            measured[_ERROR_TYPE] = error_type
+        histogram.record(time.perf_counter() - start, measured)
 
 
 class _ProgressOnSpan:
@@ -1020,6 +1087,10 @@ def _openai_response(span: Span, metadata: dict[str, Any]) -> None:
     fingerprint = metadata.get("system_fingerprint")
     if isinstance(fingerprint, str) and fingerprint:
         span.set_attribute(_OPENAI_FINGERPRINT, fingerprint)
+
+
+_Measure = tuple[float, dict[str, Any]]
+"""An agent run's start (``time.perf_counter``) and the attributes of its duration metric."""
 
 
 def _is_hex(value: object, length: int) -> TypeGuard[str]:

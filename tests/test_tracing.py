@@ -1296,6 +1296,77 @@ async def test_token_usage_and_duration_histograms(provider: TracerProvider) -> 
     meters.shutdown()
 
 
+async def test_agent_runs_and_tool_calls_have_duration_metrics() -> None:
+    # Only model calls were measured, so a service's dashboards had no agent's or tool's latency
+    # or error rate, which only (sampled) spans held. The conventions define
+    # gen_ai.invoke_agent.duration and gen_ai.execute_tool.duration for frameworks that bound an
+    # agent run or a tool call: one point per agent run and per tool call that ran, by agent or
+    # tool, with error.type when it failed. A call to a tool the agent lacks is recorded under
+    # _OTHER (its name is the model's invention); a call a person refused, which did not run, and
+    # the call that paused for the approval are not recorded.
+    @tool
+    def boom() -> str:
+        """Fail."""
+        raise ValueError("no")
+
+    @tool
+    def bad() -> ToolResult:
+        """Return an error result."""
+        return ToolResult.error("bad input")
+
+    @tool(require_approval=True)
+    def pay(amount: int) -> str:
+        """Pay.
+
+        Args:
+            amount: How much.
+        """
+        return f"paid {amount}"
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    calls = [tool_call(name, {}) for name in ("boom", "bad", "made_up")]
+    calls.append(tool_call("add", {"a": 1, "b": 2}))
+    worker = ReActAgent(
+        "worker", ScriptedModel([Reply(tool_calls=calls), "done"]), tools=[add, boom, bad]
+    )
+    failing = ReActAgent("failing", ScriptedModel([ConnectionError("gone")]))
+    runner = Runner(SequentialAgent("steps", [worker, failing]), meter_provider=meters)
+    with pytest.raises(RunError):
+        await runner.invoke("go")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("pay", {"amount": 5})]), "ok"])
+    payer = Runner(ReActAgent("payer", model, tools=[pay]), meter_provider=meters)
+    paused = await payer.invoke("pay")
+    assert paused.checkpoint_id is not None
+    await payer.invoke_resume(paused.checkpoint_id, {"approved": False})
+
+    def series(name: str, *keys: str) -> list[tuple[Any, ...]]:
+        points = _points(reader, name)
+        for point in points:
+            assert point.explicit_bounds[:2] == (0.01, 0.02)
+        return sorted(
+            (*(dict(p.attributes or {}).get(key, "-") for key in keys), p.count) for p in points
+        )
+
+    tool_keys = ("gen_ai.tool.name", "error.type", "gen_ai.operation.name", "gen_ai.tool.type")
+    assert series("gen_ai.execute_tool.duration", *tool_keys) == [
+        ("_OTHER", "tool_error", "execute_tool", "function", 1),
+        ("add", "-", "execute_tool", "function", 1),
+        ("bad", "tool_error", "execute_tool", "function", 1),
+        ("boom", "ValueError", "execute_tool", "function", 1),  # as its span says
+    ]
+    agent_keys = ("gen_ai.agent.name", "error.type", "gen_ai.request.model", "gen_ai.provider.name")
+    assert series("gen_ai.invoke_agent.duration", *agent_keys) == [
+        ("failing", "ConnectionError", "scripted", "_OTHER", 1),
+        ("payer", "-", "scripted", "_OTHER", 2),  # the run that paused, and its resume
+        ("steps", "ConnectionError", "-", "_OTHER", 1),
+        ("worker", "-", "scripted", "_OTHER", 1),
+    ]
+    for point in _points(reader, "gen_ai.invoke_agent.duration"):
+        assert "gen_ai.conversation.id" not in dict(point.attributes or {})
+    meters.shutdown()
+
+
 async def test_metrics_work_without_a_tracer_and_failures_carry_error_type() -> None:
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])

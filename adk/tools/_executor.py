@@ -75,6 +75,10 @@ class _UnknownTool:
     """Answers a call to a tool the agent does not have, so the model can correct itself. It goes
     through the hooks like any tool: the call is traced and callbacks see it."""
 
+    # Its name is whatever the model asked for: a metric must not take it as a tool's name
+    # (``adk.tracing``), or each name a model made up would be a series of its own.
+    _adk_unknown = True
+
     def __init__(self, name: str, tools: Mapping[str, Tool]) -> None:
         self._name = name
         self._known = ", ".join(sorted(tools)) or "none"
