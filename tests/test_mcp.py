@@ -584,6 +584,42 @@ async def test_an_mcp_tool_calls_span_carries_the_mcp_attributes(
     provider.shutdown()
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_mcp_servers_tool_call_carries_the_trace_context_of_its_span(
+    transport: str, http_process: HTTPServerProcess
+) -> None:
+    # MCP's SEP-414 and the MCP conventions carry the caller's trace context in a request's
+    # params._meta, so an instrumented server's spans join the run's trace under the call. The
+    # mcp package injects the current context; the execute_tool span is current while the tool
+    # runs, so what the server receives names that span, under a runner's own tracer provider
+    # (the mcp package's span then records nothing and passes its parent's context on).
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    seen: list[str] = []
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            seen.append(messages[-1].content)
+            return Reply(text="ok")
+        return Reply(tool_calls=[tool_call("trace_parent", {})])
+
+    server = server_for(transport, http_process)
+    async with MCPToolset(server, tool_filter=["trace_parent"]) as toolset:
+        agent = ReActAgent("ops", ScriptedModel(reply), tools=[toolset])
+        assert (await Runner(agent, tracer_provider=provider).invoke("go")).text == "ok"
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool trace_parent"]
+    context = span.get_span_context()
+    (traceparent,) = seen
+    version, trace_id, span_id, _flags = traceparent.split("-")
+    assert (version, trace_id, span_id) == (
+        "00",
+        format(context.trace_id, "032x"),
+        format(context.span_id, "016x"),
+    )
+    provider.shutdown()
+
+
 async def test_an_mcp_tool_registered_under_another_name_keeps_its_spans_mcp_attributes(
     http_process: HTTPServerProcess,
 ) -> None:

@@ -210,6 +210,13 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         return os.getpid()
 
     @server.tool()
+    def trace_parent(ctx: Context) -> str:
+        """The W3C ``traceparent`` the request carried in its ``_meta`` (SEP-414), or ""."""
+        meta = ctx.request_context.meta
+        value = meta.get("traceparent") if meta else None
+        return value if isinstance(value, str) else ""
+
+    @server.tool()
     def die() -> str:
         """Ends the server process in the middle of the call."""
         os._exit(3)
