@@ -1138,9 +1138,18 @@ def _error_type(exc: Exception) -> str:
     adapters raise one ``ModelError`` for every failure, so its name alone put a rate limit
     (429), a refused request (400) and an overloaded server (503) under one value on the span
     and in the duration metric, where a service's error dashboards and alerts group by it; the
-    span's ``exception`` event still names the class."""
-    if isinstance(exc, ModelError) and type(exc.status) is int:
-        return str(exc.status)
+    span's ``exception`` event still names the class. A ``ModelError`` without a status is
+    typed by the exception it was raised from, the client's (``APITimeoutError``,
+    ``APIConnectionError``): by its own name a provider that timed out and one that could not be
+    reached were one value. One raised from nothing (a malformed answer, a closed model; an error
+    whose cause held a secret is raised ``from None``) or from a private class of the adapter's
+    (a name no documentation gives) stays ``ModelError``."""
+    if isinstance(exc, ModelError):
+        if type(exc.status) is int:
+            return str(exc.status)
+        cause = exc.__cause__
+        if cause is not None and not type(cause).__name__.startswith("_"):
+            return type(cause).__name__
     return type(exc).__name__
 
 

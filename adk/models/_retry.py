@@ -216,12 +216,14 @@ def _record_retry(retry_state: RetryCallState) -> None:
 
 def _attempt_error_type(error: BaseException | None) -> str:
     """A failed attempt's ``error.type``: its HTTP status (an SDK's ``status_code``, a
-    ``ModelError``'s ``status``) as text, else its class name."""
+    ``ModelError``'s ``status``) as text, else its class name; ``_OTHER`` for a private class of
+    the adapter's (a stream the server ended early), a name no documentation gives."""
     for attribute in ("status_code", "status"):
         status = getattr(error, attribute, None)
         if type(status) is int:
             return str(status)
-    return type(error).__name__ if error is not None else "_OTHER"
+    name = type(error).__name__
+    return name if error is not None and not name.startswith("_") else "_OTHER"
 
 
 def _set_done(waiter: asyncio.Future[None]) -> None:
