@@ -11,7 +11,8 @@ Workloads are the ReActAgent ones (``benchmarks/pyadk_workloads.py``): ``a``, th
 - ``noop_api``: the tracing hooks forced on over the no-op providers (detection bypassed): what
   every span would cost if pyadk did not detect that nothing records.
 - ``sdk``: the OpenTelemetry SDK, ``SimpleSpanProcessor`` + ``InMemorySpanExporter`` (cleared each
-  run) and a ``MeterProvider`` with an ``InMemoryMetricReader``: spans and both histograms.
+  run) and a ``MeterProvider`` with an ``InMemoryMetricReader``: spans and the histograms (model
+  calls' token usage and duration, the agent run's and the tool call's duration).
 - ``callbacks``: no tracing, one ``Callbacks`` object with a no-op ``before_model`` and
   ``before_tool``: the cost of the callback layer.
 
