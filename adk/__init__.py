@@ -21,7 +21,18 @@ from .context import RunContext, Session
 from .events import AgentAction, AgentEvent, AgentOutput, ErrorInfo
 from .history import HistoryEntry, HistoryRewriter
 from .interrupts import Interrupt, InterruptInfo, InterruptPoint, ResumeContext
-from .messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, Usage
+from .messages import (
+    AudioPart,
+    FilePart,
+    ImagePart,
+    Message,
+    MessageChunk,
+    Part,
+    Role,
+    ToolCall,
+    ToolCallChunk,
+    Usage,
+)
 from .models.base import ChatModel, ModelError, ModelOptions, RetryPolicy
 from .runner import MaxTurnsExceeded, RunError, Runner, RunResult, run_messages, run_usage
 from .streams import MessageStream
@@ -58,6 +69,7 @@ __all__ = [
     "AgentInput",
     "AgentOutput",
     "AgentTool",
+    "AudioPart",
     "BaseAgent",
     "Callbacks",
     "ChatModel",
@@ -65,10 +77,12 @@ __all__ = [
     "CheckpointError",
     "CheckpointNotFoundError",
     "ErrorInfo",
+    "FilePart",
     "FlowAgent",
     "FunctionTool",
     "HistoryEntry",
     "HistoryRewriter",
+    "ImagePart",
     "Interrupt",
     "InterruptInfo",
     "InterruptPoint",
@@ -81,6 +95,7 @@ __all__ = [
     "ModelOptions",
     "OpenAIChatModel",
     "ParallelAgent",
+    "Part",
     "Prompt",
     "Resources",
     "ResumableAgent",

@@ -11,17 +11,31 @@ annotation string when these models are created at ``import adk`` (~40 µs a fie
 module). Forward references in method signatures are quoted instead.
 """
 
+import base64
+import binascii
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
 
 from ._fastmodel import fast_builder
 
 __all__ = [
+    "AudioPart",
+    "FilePart",
+    "ImagePart",
     "Message",
     "MessageChunk",
+    "Part",
     "Role",
     "ToolCall",
     "ToolCallChunk",
@@ -80,8 +94,120 @@ class ToolCall(BaseModel):
     arguments: str = "{}"
 
 
+def _bytes_in(value: Any) -> Any:
+    """A part's ``data`` given as text is base64 (as MCP and JSON carry it), decoded here; bytes
+    pass as they are."""
+    if isinstance(value, str):
+        try:
+            return base64.b64decode(value, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("data given as text must be base64") from None
+    return value
+
+
+def _bytes_out(value: bytes) -> str:
+    return base64.b64encode(value).decode("ascii")
+
+
+_Data = Annotated[
+    bytes,
+    BeforeValidator(_bytes_in),
+    PlainSerializer(_bytes_out, return_type=str, when_used="json"),
+]
+"""A part's bytes: raw in Python, base64 text in JSON (a checkpoint, an event's ``to_dict``)."""
+
+
+class _BinaryPart(BaseModel):
+    """What the three parts share: immutable, and a repr that gives the size of the data rather
+    than the bytes (a screenshot's repr was megabytes in a log line)."""
+
+    model_config = ConfigDict(frozen=True, defer_build=True)
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        for name, value in super().__repr_args__():
+            if name == "data" and isinstance(value, bytes):
+                yield name, _Size(len(value))
+            else:
+                yield name, value
+
+
+class _Size(int):
+    def __repr__(self) -> str:
+        return f"<{int(self)} bytes>"
+
+
+class ImagePart(_BinaryPart):
+    """An image a message carries: ``data`` is its bytes (base64 text is decoded), ``mime_type``
+    an ``image/...`` type (``image/png``, ``image/jpeg``...)."""
+
+    type: Literal["image"] = "image"
+    mime_type: str
+    data: _Data
+
+    @field_validator("mime_type")
+    @classmethod
+    def _image_type(cls, value: str) -> str:
+        if not value.startswith("image/"):
+            raise ValueError(f"an ImagePart's mime_type is an image/... type, not {value!r}")
+        return value
+
+
+class AudioPart(_BinaryPart):
+    """A sound a message carries: ``data`` is its bytes, ``mime_type`` an ``audio/...`` type."""
+
+    type: Literal["audio"] = "audio"
+    mime_type: str
+    data: _Data
+
+    @field_validator("mime_type")
+    @classmethod
+    def _audio_type(cls, value: str) -> str:
+        if not value.startswith("audio/"):
+            raise ValueError(f"an AudioPart's mime_type is an audio/... type, not {value!r}")
+        return value
+
+
+class FilePart(_BinaryPart):
+    """A file a message carries (a PDF, a CSV, an MCP server's binary resource): its ``data``, or
+    a ``uri`` where it is, or both; ``name`` is its file name when known."""
+
+    type: Literal["file"] = "file"
+    mime_type: str = "application/octet-stream"
+    data: _Data | None = None
+    uri: str | None = None
+    name: str | None = None
+
+    @model_validator(mode="after")
+    def _somewhere(self) -> "FilePart":
+        if self.data is None and self.uri is None:
+            raise ValueError("a FilePart needs its data or a uri")
+        return self
+
+
+Part = Annotated[ImagePart | AudioPart | FilePart, Field(discriminator="type")]
+"""What ``Message.parts`` and ``ToolResult.parts`` hold: an image, a sound or a file."""
+
+
+def _no_parts(parts: tuple[Any, ...]) -> bool:
+    return not parts
+
+
+def part_placeholder(part: "ImagePart | AudioPart | FilePart") -> str:
+    """The text standing for ``part`` where only text goes (``content``, a model that takes no
+    parts): the placeholders MCP results always had."""
+    if isinstance(part, ImagePart):
+        return f"[image: {part.mime_type}]"
+    if isinstance(part, AudioPart):
+        return f"[audio: {part.mime_type}]"
+    if part.uri is not None:
+        return f"[resource: {part.uri} ({part.mime_type})]"
+    return f"[file: {part.name or 'unnamed'} ({part.mime_type})]"
+
+
 class Message(BaseModel):
-    """One chat message. ``name`` carries the tool name on tool messages."""
+    """One chat message. ``name`` carries the tool name on tool messages. ``parts`` holds the
+    images, sounds and files it carries beside its text (``content`` keeps a placeholder for each
+    where a model takes text only); empty for most messages, and then left out of its dumps."""
 
     model_config = ConfigDict(defer_build=True)
 
@@ -93,6 +219,13 @@ class Message(BaseModel):
     reasoning: str | None = None
     usage: Usage | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
+    parts: tuple[Part, ...] = Field(default=(), exclude_if=_no_parts)
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        # No ``parts=()`` in every message's repr (logs, doctests): shown when it holds some.
+        for name, value in super().__repr_args__():
+            if name != "parts" or value:
+                yield name, value
 
     @classmethod
     def system(cls, text: str) -> "Message":
@@ -103,10 +236,15 @@ class Message(BaseModel):
         return cls(role=_SYSTEM, content=text)
 
     @classmethod
-    def user(cls, text: str) -> "Message":
-        """A user message with ``text`` (built like ``system``)."""
-        if cls is Message and type(text) is str:
+    def user(
+        cls, text: str, *, parts: Iterable["ImagePart | AudioPart | FilePart"] = ()
+    ) -> "Message":
+        """A user message with ``text`` (built like ``system``), and the ``parts`` (images,
+        sounds, files) it carries."""
+        if not parts and cls is Message and type(text) is str:
             return _built(_USER, text)
+        if parts:
+            return cls(role=_USER, content=text, parts=tuple(parts))
         return cls(role=_USER, content=text)
 
     @classmethod
@@ -133,9 +271,25 @@ class Message(BaseModel):
         )
 
     @classmethod
-    def tool(cls, content: str, *, tool_call_id: str, name: str | None = None) -> "Message":
+    def tool(
+        cls,
+        content: str,
+        *,
+        tool_call_id: str,
+        name: str | None = None,
+        parts: Iterable["ImagePart | AudioPart | FilePart"] = (),
+    ) -> "Message":
         """A tool result: ``tool_call_id`` is the id of the assistant's ``ToolCall`` it answers;
-        ``name`` is the tool's name (events expose it as ``tool_name``)."""
+        ``name`` is the tool's name (events expose it as ``tool_name``); ``parts`` the images,
+        sounds and files it returned."""
+        if parts:
+            return cls(
+                role=_TOOL,
+                content=content,
+                tool_call_id=tool_call_id,
+                name=name,
+                parts=tuple(parts),
+            )
         if cls is Message:
             return tool_message(content, tool_call_id, name)
         return cls(role=_TOOL, content=content, tool_call_id=tool_call_id, name=name)
@@ -160,6 +314,7 @@ def _built(role: Role, text: str) -> Message:
             "reasoning": None,
             "usage": None,
             "metadata": {},
+            "parts": (),
         },
         {"role", "content"},
     )
@@ -176,6 +331,7 @@ def _built_tool(content: str, tool_call_id: str, name: str | None) -> Message:
             "reasoning": None,
             "usage": None,
             "metadata": {},
+            "parts": (),
         },
         {"role", "content", "tool_call_id", "name"},
     )

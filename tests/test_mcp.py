@@ -38,7 +38,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from adk import AgentTool, Interrupt, RunError, Runner, ToolCall, ToolContext
+from adk import (
+    AgentTool,
+    AudioPart,
+    FilePart,
+    ImagePart,
+    Interrupt,
+    RunError,
+    Runner,
+    ToolCall,
+    ToolContext,
+)
 from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
@@ -205,9 +215,11 @@ async def test_tool_errors_become_error_results(shared: MCPToolset) -> None:
     assert (await call(shared, "add", {"a": 1, "b": 1})).content == "2"
 
 
-async def test_non_text_content_reaches_the_model_as_placeholders(shared: MCPToolset) -> None:
-    # A chat model reads text: text passes through, binary blocks become placeholders naming
-    # their kind, so the model knows they were there without receiving bytes.
+async def test_non_text_content_arrives_as_parts_with_placeholders_in_the_text(
+    shared: MCPToolset,
+) -> None:
+    # Binary blocks become parts carrying their bytes (a model that takes images sees the
+    # chart), and placeholders naming their kind in the text, for a model that reads text only.
     result = await call(shared, "media")
 
     assert not result.is_error
@@ -219,6 +231,59 @@ async def test_non_text_content_reaches_the_model_as_placeholders(shared: MCPToo
         "notes: up 4%",
         "[resource: file:///raw.bin (application/octet-stream)]",
     ]
+    assert result.parts == (
+        ImagePart(mime_type="image/png", data=b"\x89PNG\r\n\x1a\n"),
+        AudioPart(mime_type="audio/wav", data=b"RIFF"),
+        FilePart(mime_type="application/octet-stream", data=b"\x00\x01\x02", uri="file:///raw.bin"),
+    )
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_mcp_tools_image_reaches_the_model_as_an_image(
+    api: str, shared: MCPToolset
+) -> None:
+    """The chart an MCP tool returns is sent to the model as an image, not only as the text
+    ``[image: image/png]``: Chat Completions' tool messages take text, so the round's images
+    follow them in a user message naming the call; a Responses function output holds them."""
+    toolset = MCPToolset(shared.server, tool_filter=["media"], call_timeout=15)
+    script = [OpenAIReply(tool_calls=[OpenAICall("media", "{}", "c1")]), OpenAIReply(text="up")]
+    async with OpenAIServer(script) as server:
+        agent = ReActAgent("analyst", wire_model(server, api), tools=[toolset])
+        async with Runner(agent) as runner:
+            result = await runner.invoke("how were sales?")
+        second = server.bodies[1]
+    assert result.output is not None and result.output.content == "up"
+    png = "data:image/png;base64,iVBORw0KGgo="
+    if api == "chat":
+        messages = second["messages"]
+        assert [m["role"] for m in messages] == ["user", "assistant", "tool", "user"]
+        assert messages[2]["content"].splitlines()[1] == "[image: image/png]"
+        assert messages[3]["content"] == [
+            {"type": "text", "text": "Attached by tool call c1 (media):"},
+            {"type": "image_url", "image_url": {"url": png}},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+            {
+                "type": "file",
+                "file": {
+                    "file_data": "data:application/octet-stream;base64,AAEC",
+                    "filename": "file",
+                },
+            },
+        ]
+    else:
+        (output,) = [i for i in second["input"] if i.get("type") == "function_call_output"]
+        assert output["call_id"] == "c1"
+        items = output["output"]
+        assert items[0]["type"] == "input_text" and "[image: image/png]" in items[0]["text"]
+        assert items[1:] == [
+            {"type": "input_image", "image_url": png},
+            {"type": "input_text", "text": "[audio: audio/wav]"},  # a function output takes none
+            {
+                "type": "input_file",
+                "file_data": "data:application/octet-stream;base64,AAEC",
+                "filename": "file",
+            },
+        ]
 
 
 @pytest.mark.parametrize("legacy", [False, True])

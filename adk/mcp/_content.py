@@ -1,8 +1,9 @@
-"""Turning MCP content blocks into the text a chat model reads.
+"""Turning MCP content blocks into the text and parts a chat model reads.
 
-pyadk messages carry text. Text blocks and embedded text resources pass through; binary blocks
-(images, audio, blobs) and resource links become short bracketed placeholders, so the model knows
-something was there without receiving bytes it cannot use.
+Text blocks and embedded text resources pass through as text; binary blocks (images, audio, blobs)
+become parts (``ImagePart``, ``AudioPart``, ``FilePart``), and short bracketed placeholders in the
+text, so a model that takes text only still knows something was there. Resource links stay
+placeholders: the bytes are the server's to give.
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from mcp.types import (
     TextResourceContents,
 )
 
-__all__ = ["block_text", "blocks_text"]
+from ..messages import AudioPart, FilePart, ImagePart
+
+__all__ = ["block_part", "block_text", "blocks_parts", "blocks_text"]
 
 
 def block_text(block: object) -> str:
@@ -43,3 +46,40 @@ def block_text(block: object) -> str:
 
 def blocks_text(blocks: Iterable[object]) -> str:
     return "\n".join(block_text(block) for block in blocks)
+
+
+def block_part(block: object) -> ImagePart | AudioPart | FilePart | None:
+    """The part a binary block carries, or None: a text block, a link, or data that is not the
+    base64 MCP says it is (its placeholder stays in the text, so nothing is hidden)."""
+    try:
+        # A block whose type says otherwise (an image sent as application/octet-stream) is
+        # still its bytes: a file part, which a model takes by its type or not at all.
+        if isinstance(block, ImageContent):
+            if block.mime_type.startswith("image/"):
+                return ImagePart(mime_type=block.mime_type, data=block.data)
+            return FilePart(mime_type=block.mime_type, data=block.data)
+        if isinstance(block, AudioContent):
+            if block.mime_type.startswith("audio/"):
+                return AudioPart(mime_type=block.mime_type, data=block.data)
+            return FilePart(mime_type=block.mime_type, data=block.data)
+        if isinstance(block, EmbeddedResource) and isinstance(block.resource, BlobResourceContents):
+            resource = block.resource
+            return FilePart(
+                mime_type=resource.mime_type or "application/octet-stream",
+                data=resource.blob,
+                uri=str(resource.uri),
+            )
+    except ValueError:  # pydantic's ValidationError: bad base64, an image typed text/plain
+        return None
+    return None
+
+
+def blocks_parts(blocks: Iterable[object]) -> tuple[ImagePart | AudioPart | FilePart, ...]:
+    """The parts of ``blocks``, in order (text blocks have none)."""
+    return tuple(
+        part
+        for block in blocks
+        if not isinstance(block, TextContent)
+        for part in (block_part(block),)
+        if part is not None
+    )

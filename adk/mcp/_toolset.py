@@ -41,7 +41,7 @@ from ..messages import Message
 from ..models.base import ChatModel
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ..tools.function import _approval_rule, _ApprovalCheck
-from ._content import block_text, blocks_text
+from ._content import block_text, blocks_parts, blocks_text
 from ._hooks import (
     ElicitationHandler,
     ProgressHandler,
@@ -177,12 +177,13 @@ def _to_result(result: CallToolResult) -> ToolResult:
     structured = result.structured_content
     if not text and structured is not None:
         text = json.dumps(structured, ensure_ascii=False)
+    parts = blocks_parts(result.content)
     if result.is_error:
         text = text or "the tool reported an error without a message"
         if not text.startswith("Error:"):
             text = f"Error: {text}"
-        return ToolResult(content=text, is_error=True, structured=structured)
-    return ToolResult(content=text, structured=structured)
+        return ToolResult(content=text, is_error=True, structured=structured, parts=parts)
+    return ToolResult(content=text, structured=structured, parts=parts)
 
 
 class _MCPTool:

@@ -10,6 +10,7 @@ from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
 from ..tools.base import ToolSpec
 from ._openai_common import (
     arguments_text,
+    chat_part,
     content_parts,
     error_detail,
     function_choice_name,
@@ -30,7 +31,7 @@ from .base import ModelError, ModelOptions
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 # Enum members read once: ``Role.ASSISTANT`` is a metaclass lookup (~900 instructions in CPython
 # 3.11) and the conversion compares every message of every request.
-_ASSISTANT, _TOOL = Role.ASSISTANT, Role.TOOL
+_ASSISTANT, _TOOL, _USER = Role.ASSISTANT, Role.TOOL, Role.USER
 
 
 def chat_messages(
@@ -43,8 +44,12 @@ def chat_messages(
     ``send_reasoning`` (a server in a thinking mode that requires it: DeepSeek, Kimi) assistant
     messages with tool calls carry it as ``reasoning_content``, ``""`` when they have none."""
     out: list[dict[str, Any]] = []
+    attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     for position, message in enumerate(messages):
         role = message.role
+        if attached is not None and role != _TOOL:
+            out.append({"role": "user", "content": attached})
+            attached = None
         if role == _ASSISTANT:
             entry: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
@@ -60,17 +65,26 @@ def chat_messages(
                     entry["reasoning_content"] = message.reasoning or ""
             out.append(entry)
         elif role == _TOOL:
-            out.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": require_tool_call_id(message, position),
-                    "content": message.content,
-                }
-            )
+            call_id = require_tool_call_id(message, position)
+            out.append({"role": "tool", "tool_call_id": call_id, "content": message.content})
+            if message.parts:
+                # A tool message takes text only: its images and files follow the round, in
+                # one user message, each tool's under a line naming its call.
+                attached = attached or []
+                label = f"Attached by tool call {call_id} ({message.name or 'tool'}):"
+                attached.append({"type": "text", "text": label})
+                attached.extend(chat_part(part) for part in message.parts)
         elif role in _PLAIN_ROLES:
-            out.append({"role": _PLAIN_ROLES[role], "content": message.content})
+            if message.parts and role == _USER:
+                content = [{"type": "text", "text": message.content}] if message.content else []
+                content.extend(chat_part(part) for part in message.parts)
+                out.append({"role": "user", "content": content})
+            else:
+                out.append({"role": _PLAIN_ROLES[role], "content": message.content})
         else:
             raise unknown_role(message, position)
+    if attached is not None:
+        out.append({"role": "user", "content": attached})
     return out
 
 

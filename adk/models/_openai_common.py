@@ -8,11 +8,12 @@ OpenAI-compatible return shapes the SDK's types do not promise (``reasoning_cont
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 from .._fastmodel import fast_builder
-from ..messages import Message, Role, Usage
+from ..messages import AudioPart, FilePart, ImagePart, Message, Role, Usage, part_placeholder
 from .base import ModelError
 
 _STANDARD_CHOICES = frozenset({"auto", "none", "required"})
@@ -332,3 +333,60 @@ def identity_of(response: Any) -> dict[str, str]:
 def response_identity(message: Message, response: Any) -> None:
     """Record :func:`identity_of` ``response`` in ``message.metadata``."""
     message.metadata.update(identity_of(response))
+
+
+# -- parts (images, sounds, files) on the wire ---------------------------------------------------
+def data_url(mime_type: str, data: bytes) -> str:
+    """``data`` as the ``data:`` URL both APIs take for an image or a file's bytes."""
+    return f"data:{mime_type};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _web_uri(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+_CHAT_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
+"""The audio Chat Completions takes (``input_audio``'s formats), by MIME type."""
+
+
+def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
+    """``part`` as a Chat Completions content part: an image as ``image_url``, a sound as
+    ``input_audio`` (wav and mp3 only), a file's bytes as ``file``; what the API cannot take
+    (other audio, a file known only by a URI that is not an image on the web) as its
+    placeholder text, so the request is never refused for it."""
+    mime, data = part.mime_type, part.data
+    if data is None:  # a FilePart with a uri only
+        uri = part.uri if isinstance(part, FilePart) else None
+        if uri is not None and mime.startswith("image/") and _web_uri(uri):
+            return {"type": "image_url", "image_url": {"url": uri}}
+        return {"type": "text", "text": part_placeholder(part)}
+    if mime.startswith("image/"):
+        return {"type": "image_url", "image_url": {"url": data_url(mime, data)}}
+    if mime.startswith("audio/"):
+        fmt = _CHAT_AUDIO.get(mime)
+        if fmt is None:
+            return {"type": "text", "text": part_placeholder(part)}
+        encoded = base64.b64encode(data).decode("ascii")
+        return {"type": "input_audio", "input_audio": {"data": encoded, "format": fmt}}
+    name = part.name if isinstance(part, FilePart) and part.name else "file"
+    return {"type": "file", "file": {"file_data": data_url(mime, data), "filename": name}}
+
+
+def responses_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
+    """``part`` as a Responses input content item (in a message's content or a
+    ``function_call_output``'s output): ``input_image``, ``input_file``; audio, which a
+    function's output cannot hold, as its placeholder text."""
+    mime, data = part.mime_type, part.data
+    if data is None:  # a FilePart with a uri only
+        uri = part.uri if isinstance(part, FilePart) else None
+        if uri is not None and _web_uri(uri):
+            if mime.startswith("image/"):
+                return {"type": "input_image", "image_url": uri}
+            return {"type": "input_file", "file_url": uri}
+        return {"type": "input_text", "text": part_placeholder(part)}
+    if mime.startswith("image/"):
+        return {"type": "input_image", "image_url": data_url(mime, data)}
+    if mime.startswith("audio/"):
+        return {"type": "input_text", "text": part_placeholder(part)}
+    name = part.name if isinstance(part, FilePart) and part.name else "file"
+    return {"type": "input_file", "file_data": data_url(mime, data), "filename": name}

@@ -22,6 +22,7 @@ from ._openai_common import (
     json_schema_of,
     require_tool_call_id,
     response_identity,
+    responses_part,
     text_of,
     unknown_role,
     unusable_reply,
@@ -33,7 +34,7 @@ from .base import ModelError, ModelOptions
 _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 # Enum members read once: ``Role.ASSISTANT`` is a metaclass lookup (~900 instructions in CPython
 # 3.11) and the conversion compares every message of every request.
-_ASSISTANT, _TOOL = Role.ASSISTANT, Role.TOOL
+_ASSISTANT, _TOOL, _USER = Role.ASSISTANT, Role.TOOL, Role.USER
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
 _DONE_TEXT = frozenset(
     {
@@ -63,15 +64,28 @@ def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 for call in message.tool_calls
             )
         elif role == _TOOL:
+            output: str | list[dict[str, Any]] = message.content
+            if message.parts:  # a function's output takes images and files beside its text
+                output = (
+                    [{"type": "input_text", "text": message.content}] if message.content else []
+                )
+                output.extend(responses_part(part) for part in message.parts)
             out.append(
                 {
                     "type": "function_call_output",
                     "call_id": require_tool_call_id(message, position),
-                    "output": message.content,
+                    "output": output,
                 }
             )
         elif role in _PLAIN_ROLES:
-            out.append({"role": _PLAIN_ROLES[role], "content": message.content})
+            if message.parts and role == _USER:
+                content = (
+                    [{"type": "input_text", "text": message.content}] if message.content else []
+                )
+                content.extend(responses_part(part) for part in message.parts)
+                out.append({"role": "user", "content": content})
+            else:
+                out.append({"role": _PLAIN_ROLES[role], "content": message.content})
         else:
             raise unknown_role(message, position)
     return out

@@ -221,8 +221,11 @@ async def run_tool_call(
         content = f"{adk._approval.edit_note(ran.arguments)}{content}"
     name = call.name  # again: a callback may have renamed the call while it ran
     message = tool_message(content, call.id, name)
-    if result is not None and result.is_error:
-        message.metadata["is_error"] = True
+    if result is not None:
+        if result.is_error:
+            message.metadata["is_error"] = True
+        if result.parts:  # images, sounds, files the tool returned: the model sees them too
+            message.parts = result.parts
     if edited:
         message.metadata["edited_arguments"] = edit
     return ToolOutcome(call, message, result, tool_ctx.action, None, name)  # positional: cheaper

@@ -19,6 +19,7 @@ from .._ported_names import install as _install_ported_names
 from ..checkpoint.codec import register_type
 from ..events import _FORWARDED, AgentAction, AgentEvent, AgentOutput
 from ..interrupts import ResumeContext
+from ..messages import Part, _no_parts
 
 if TYPE_CHECKING:
     from ..context import RunContext, Session
@@ -52,13 +53,16 @@ class ToolSpec(BaseModel):
 
 class ToolResult(BaseModel):
     """A tool's answer. ``content`` is what the model reads; ``structured`` keeps machine-readable
-    output (MCP structured content, a pydantic model's data) for code that wants it."""
+    output (MCP structured content, a pydantic model's data) for code that wants it; ``parts``
+    holds the images, sounds and files it returns (an MCP tool's screenshot), which reach a model
+    that takes them, ``content`` keeping a placeholder for each."""
 
     model_config = ConfigDict(defer_build=True)
 
     content: str
     is_error: bool = False
     structured: Any = None
+    parts: tuple[Part, ...] = Field(default=(), exclude_if=_no_parts)
 
     @classmethod
     def error(cls, message: str) -> "ToolResult":
