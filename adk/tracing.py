@@ -1193,7 +1193,8 @@ def _not_json(name: str) -> Any:
 def _parts(message: Message) -> list[dict[str, Any]]:
     if message.role == Role.TOOL:
         return [
-            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content}
+            {"type": "tool_call_response", "id": message.tool_call_id, "response": message.content},
+            *_media(message),
         ]
     parts: list[dict[str, Any]] = []
     if message.reasoning:
@@ -1209,7 +1210,23 @@ def _parts(message: Message) -> list[dict[str, Any]]:
                 "arguments": _arguments(call.arguments),
             }
         )
+    if message.parts:
+        parts.extend(_media(message))
     return parts
+
+
+def _media(message: Message) -> list[dict[str, Any]]:
+    """A message's images, sounds and files as the conventions' ``blob`` (``uri`` for one known
+    by its address) parts, without their bytes: a span is no place for megabytes of a
+    screenshot, even with content captured. Their modality and MIME type say what was sent."""
+    return [
+        {
+            "type": "uri" if part.data is None else "blob",
+            "modality": part.type,
+            "mime_type": part.mime_type,
+        }
+        for part in message.parts
+    ]
 
 
 def _input_messages(messages: Sequence[Message]) -> tuple[str | None, str]:

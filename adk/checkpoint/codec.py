@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from math import isfinite
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, Secret, SecretBytes, SecretStr, ValidationError
 from pydantic_core import SchemaSerializer, from_json, to_json
@@ -28,9 +28,13 @@ from pydantic_core.core_schema import CoreConfig
 
 from ..interrupts import AGENT_STATE
 
+if TYPE_CHECKING:
+    from ..messages import AudioPart, FilePart, ImagePart
+
 __all__ = [
     "FORMAT",
     "MAX_DEPTH",
+    "MAX_PART_BYTES",
     "VERSION",
     "CheckpointError",
     "decode_checkpoint",
@@ -76,6 +80,12 @@ which kept alive every class a tool result, a Flink output or an event was ever 
 class made per call with ``create_model`` piled up for the process's life), nor in a
 ``WeakKeyDictionary``, whose serializer refers to its class (the model schema's ``cls``) and so
 keeps its key alive all the same. On the class, the two form a cycle the collector frees."""
+
+MAX_PART_BYTES = 20 * 1024 * 1024
+"""Largest image, sound or file (``Message.parts``) a checkpoint holds, in bytes before base64:
+a pause with a bigger one in its history is refused, naming it, rather than written as a row
+of tens of megabytes every store must hold and every resume read. OpenAI takes images up to
+20 MB; a bigger file belongs in storage of its own, the message holding its ``uri``."""
 
 _SUMMARY = ("agent", "run_id", "saved_at", "points", "finished")
 """The body's keys a checkpoint's header repeats, as its summary (what a listing shows)."""
@@ -521,6 +531,8 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
     # them when ``json.dumps`` meets one, so the common save does not walk every dump.
     data = serializer.to_python(value, mode="json", exclude_defaults=True)
     tag = _NAMES[cls]
+    if "parts" in data:  # a message's images and files (most have none, and no key)
+        data["parts"] = _stored_parts(value.parts)
     # Only its places typed ``Any`` are looked into (a ``Message``'s ``metadata``): a history
     # holds one per message, most with nothing there but text.
     if places and _holds_registered([getattr(value, name) for name in places], None):
@@ -533,6 +545,25 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
         if found:
             return {_TAG: tag, "data": tagged, _TAGGED: True}
     return {_TAG: tag, "data": data}
+
+
+def _stored_parts(parts: Iterable[ImagePart | AudioPart | FilePart]) -> list[dict[str, Any]]:
+    """A message's parts as a checkpoint holds them: whole (``exclude_defaults`` dropped their
+    ``type``, which tells them apart when read back), their bytes base64, none over
+    ``MAX_PART_BYTES``."""
+    stored = []
+    for index, part in enumerate(parts):
+        size = len(part.data or b"")
+        if size > MAX_PART_BYTES:
+            error = _Unstorable(
+                f"{part.type} of {size} bytes ({part.mime_type}) is over MAX_PART_BYTES "
+                f"({MAX_PART_BYTES}) a checkpoint holds; keep it elsewhere and give its uri "
+                "(FilePart(uri=...))"
+            )
+            error.keys += [str(index), "parts"]
+            raise error
+        stored.append(part.model_dump(mode="json", exclude_none=True))
+    return stored
 
 
 _ANY_PLACE = "_adk_any_place"

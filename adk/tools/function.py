@@ -55,6 +55,7 @@ import adk
 from .._checks import check_description, check_flag, shown
 from ..checkpoint.codec import CheckpointError, _nan_json
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
+from ..messages import AudioPart, FilePart, ImagePart, part_placeholder
 from ._origin import function_origin
 from .base import ToolContext, ToolError, ToolResult, ToolSpec
 
@@ -347,9 +348,16 @@ def _serialise(value: Any) -> str | ToolResult:
             return str(value)
         except ValueError:
             pass
+    elif kind is list:
+        if not _PART_CLASSES.isdisjoint(map(type, value)):  # a C loop: a list of rows pays little
+            return _with_parts(value)
     elif kind not in _PLAIN_JSON:
         if isinstance(value, (str, ToolResult)):  # a tuple: `str | ToolResult` is built per call
             return value
+        if kind in _PART_CLASSES:
+            return ToolResult(content=part_placeholder(value), parts=(value,))
+        if kind is tuple and not _PART_CLASSES.isdisjoint(map(type, value)):
+            return _with_parts(value)
         if isinstance(value, BaseModel):
             # NaN as ``NaN``, as in a dict or a dataclass: the model's own JSON writes ``null``
             # (its ``ser_json_inf_nan`` default), and the model would read a value the tool
@@ -361,6 +369,24 @@ def _serialise(value: Any) -> str | ToolResult:
         return pydantic_core.to_json(value, fallback=str).decode()
     except (pydantic_core.PydanticSerializationError, ValueError):
         return str(value)
+
+
+_PART_CLASSES = frozenset({ImagePart, AudioPart, FilePart})
+
+
+def _with_parts(items: list[Any] | tuple[Any, ...]) -> ToolResult:
+    """A tool's list of text and parts (``["the chart:", ImagePart(...)]``) as its result: the
+    parts as they are, the text of each item in order (a part's placeholder for it) as content."""
+    texts: list[str] = []
+    parts: list[ImagePart | AudioPart | FilePart] = []
+    for item in items:
+        if type(item) in _PART_CLASSES:
+            parts.append(item)
+            texts.append(part_placeholder(item))
+        else:
+            text = _serialise(item)
+            texts.append(text if isinstance(text, str) else text.content)
+    return ToolResult(content="\n".join(texts), parts=tuple(parts))
 
 
 _APPROVED_SLOT = "approved"

@@ -1,0 +1,235 @@
+"""Images, sounds and files in messages (``Message.parts``, ``ToolResult.parts``): what a function
+tool returns, what a pause saves and a resume sends on, what an event's JSON, another agent's view
+of the history and a span make of them.
+
+The model is the wire server (``tests/openai_server.py``) where what reaches it matters; the
+checkpoints are real SQLite files.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import wire_model
+from openai_server import Call as WireCall
+from openai_server import OpenAIServer
+from openai_server import Reply as WireReply
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import ValidationError
+
+import adk.checkpoint.codec as codec
+from adk import (
+    AgentEvent,
+    AudioPart,
+    CheckpointError,
+    FilePart,
+    ImagePart,
+    Message,
+    RunError,
+    Runner,
+    ToolResult,
+    tool,
+)
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.events import AgentOutput
+from adk.history import rewrite_message
+from adk.testing import Reply, ScriptedModel, tool_call
+from adk.tracing import CAPTURE_CONTENT_ENV
+from prebuilt import ReActAgent
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+PNG_URL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="
+
+
+@tool
+def screenshot() -> ImagePart:
+    """Takes a screenshot of the dashboard."""
+    return ImagePart(mime_type="image/png", data=PNG)
+
+
+@tool
+def chart(metric: str) -> list[Any]:
+    """Draws a chart of ``metric``."""
+    return [f"the {metric} chart:", ImagePart(mime_type="image/png", data=PNG), {"points": 3}]
+
+
+@tool(require_approval=True)
+def deploy(version: str) -> str:
+    """Deploys ``version``."""
+    return f"deployed {version}"
+
+
+# -- the types ----------------------------------------------------------------------------------
+def test_parts_take_bytes_or_base64_and_refuse_what_they_cannot_be() -> None:
+    assert ImagePart(mime_type="image/png", data="iVBORw0KGgo=").data == PNG[:8]
+    with pytest.raises(ValidationError, match="must be base64"):
+        ImagePart(mime_type="image/png", data="not base64!")
+    with pytest.raises(ValidationError, match=r"image/\.\.\. type"):
+        ImagePart(mime_type="text/plain", data=b"x")
+    with pytest.raises(ValidationError, match=r"audio/\.\.\. type"):
+        AudioPart(mime_type="image/png", data=b"x")
+    with pytest.raises(ValidationError, match="needs its data or a uri"):
+        FilePart(mime_type="application/pdf")
+    # the repr gives the size, not megabytes of bytes in a log line
+    assert "data=<12 bytes>" in repr(ImagePart(mime_type="image/png", data=b"x" * 12))
+
+
+def test_a_message_without_parts_dumps_and_prints_as_before() -> None:
+    message = Message.user("hi")
+    assert "parts" not in message.model_dump()
+    assert "parts" not in repr(message)
+    with_parts = Message.user("look", parts=[ImagePart(mime_type="image/png", data=PNG)])
+    dumped = with_parts.model_dump(mode="json")
+    assert dumped["parts"] == [
+        {"type": "image", "mime_type": "image/png", "data": "iVBORw0KGgoAAAANSUhEUg=="}
+    ]
+    assert Message.model_validate(dumped) == with_parts
+
+
+# -- function tools -----------------------------------------------------------------------------
+async def test_a_function_tool_returns_an_image_alone_or_in_a_list() -> None:
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[tool_call("screenshot", {}), tool_call("chart", {"metric": "sales"})]
+            ),
+            Reply(text="looked"),
+        ]
+    )
+    async with Runner(ReActAgent("ops", model, tools=[screenshot, chart])) as runner:
+        result = await runner.invoke("look")
+    seen = model.requests[1].messages
+    shot, drawn = (m for m in seen if m.role == "tool")
+    assert shot.content == "[image: image/png]"
+    assert shot.parts == (ImagePart(mime_type="image/png", data=PNG),)
+    assert drawn.content == 'the sales chart:\n[image: image/png]\n{"points":3}'
+    assert drawn.parts == (ImagePart(mime_type="image/png", data=PNG),)
+    assert result.text == "looked"
+
+
+# -- pause and resume ---------------------------------------------------------------------------
+def _service(store: SQLiteCheckpointStore, base_url: str) -> Runner:
+    agent = ReActAgent("ops", wire_model(base_url), tools=[screenshot, deploy])
+    return Runner(agent, checkpoint_store=store)
+
+
+async def test_an_image_in_the_history_survives_a_pause_and_reaches_the_model_on_resume(
+    tmp_path: Path,
+) -> None:
+    calls = [WireCall("screenshot", "{}", "c1"), WireCall("deploy", '{"version": "2"}', "c2")]
+    script = [WireReply(tool_calls=calls), WireReply(text="deployed, dashboard fine")]
+    db = tmp_path / "c.db"
+    async with OpenAIServer(script) as server:
+        async with SQLiteCheckpointStore(db) as store, _service(store, server.base_url) as runner:
+            paused = await runner.invoke("deploy 2 and check the dashboard")
+        assert paused.checkpoint_id is not None
+        async with SQLiteCheckpointStore(db) as store, _service(store, server.base_url) as runner:
+            done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+        sent = server.requests[1].body["messages"]
+    assert done.text == "deployed, dashboard fine"
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert sent[-1]["content"] == [
+        {"type": "text", "text": "Attached by tool call c1 (screenshot):"},
+        {"type": "image_url", "image_url": {"url": PNG_URL}},
+    ]
+
+
+async def test_a_part_over_the_checkpoint_limit_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(codec, "MAX_PART_BYTES", len(PNG) - 1)
+    calls = [WireCall("screenshot", "{}", "c1"), WireCall("deploy", '{"version": "2"}', "c2")]
+    async with (
+        OpenAIServer([WireReply(tool_calls=calls)]) as server,
+        SQLiteCheckpointStore(tmp_path / "c.db") as store,
+        _service(store, server.base_url) as runner,
+    ):
+        # The run fails naming the part and the limit (its events kept on the error), and
+        # no row of tens of megabytes is written.
+        with pytest.raises(RunError, match=r"image of 16 bytes .* MAX_PART_BYTES") as failed:
+            await runner.invoke("deploy 2 and check the dashboard")
+        assert isinstance(failed.value.__cause__, CheckpointError)
+        assert [c async for c in store.ids()] == []
+
+
+def test_a_checkpoint_holds_parts_whole_and_reads_them_back() -> None:
+    message = Message.tool(
+        "[image: image/png]\n[resource: s3://b/r.pdf (application/pdf)]",
+        tool_call_id="c1",
+        name="report",
+        parts=[
+            ImagePart(mime_type="image/png", data=PNG),
+            FilePart(mime_type="application/pdf", uri="s3://b/r.pdf", name="r.pdf"),
+        ],
+    )
+    body = {"history": codec.to_json_value([message, Message.user("plain")])}
+    read = codec.decode_checkpoint(codec.encode_checkpoint(body))
+    stored = read["history"][0]["data"]["parts"]
+    assert stored[0] == {"type": "image", "mime_type": "image/png", "data": PNG_URL[22:]}
+    assert "parts" not in read["history"][1]["data"]  # a message without parts: as before
+    assert codec.from_json_value(read["history"]) == [message, Message.user("plain")]
+
+
+# -- events, other agents, spans ----------------------------------------------------------------
+def test_an_events_json_carries_its_messages_parts() -> None:
+    message = Message.tool(
+        "[audio: audio/wav]",
+        tool_call_id="c1",
+        name="listen",
+        parts=[AudioPart(mime_type="audio/wav", data=b"RIFF")],
+    )
+    event = AgentEvent(agent_name="ops", output=AgentOutput(message=message))
+    data = json.loads(json.dumps(event.to_dict()))
+    assert data["output"]["message"]["parts"] == [
+        {"type": "audio", "mime_type": "audio/wav", "data": "UklGRg=="}
+    ]
+    assert AgentEvent.from_dict(data).output.message == message  # type: ignore[union-attr]
+    plain = AgentEvent(agent_name="ops", output=AgentOutput(message=Message.assistant("hi")))
+    assert "parts" not in plain.to_dict()["output"]["message"]
+
+
+def test_another_agents_tool_result_is_shown_with_its_placeholders_only() -> None:
+    message = Message.tool(
+        "[image: image/png]",
+        tool_call_id="c1",
+        name="screenshot",
+        parts=[ImagePart(mime_type="image/png", data=PNG)],
+    )
+    rewritten = rewrite_message("ops", message)
+    assert rewritten.parts == ()
+    assert "[image: image/png]" in rewritten.content
+
+
+async def test_a_span_records_a_parts_kind_and_type_never_its_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    model = ScriptedModel([Reply(tool_calls=[tool_call("screenshot", {})]), Reply(text="ok")])
+    agent = ReActAgent("ops", model, tools=[screenshot])
+    async with Runner(agent, tracer_provider=provider) as runner:
+        await runner.invoke("look")
+    inputs = [
+        json.loads(str(span.attributes["gen_ai.input.messages"]))
+        for span in exporter.get_finished_spans()
+        if span.attributes and "gen_ai.input.messages" in span.attributes
+    ]
+    (result,) = [m for messages in inputs for m in messages if m["role"] == "tool"]
+    assert result["parts"][1:] == [{"type": "blob", "modality": "image", "mime_type": "image/png"}]
+    everything = json.dumps([dict(s.attributes or {}) for s in exporter.get_finished_spans()])
+    assert "iVBORw0KGgo" not in everything and "data:image" not in everything
+
+
+def test_a_tool_result_without_parts_dumps_as_before() -> None:
+    assert ToolResult(content="x").model_dump() == {
+        "content": "x",
+        "is_error": False,
+        "structured": None,
+    }
