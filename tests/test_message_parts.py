@@ -233,3 +233,42 @@ def test_a_tool_result_without_parts_dumps_as_before() -> None:
         "is_error": False,
         "structured": None,
     }
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_text(
+    api: str,
+) -> None:
+    question = Message.user(
+        "what is wrong here?",
+        parts=[
+            ImagePart(mime_type="image/png", data=PNG),
+            AudioPart(mime_type="audio/ogg", data=b"OggS"),  # neither API takes ogg
+            FilePart(mime_type="application/pdf", uri="s3://bucket/report.pdf"),  # not on the web
+            FilePart(mime_type="text/csv", data=b"a,b\n", name="rows.csv"),
+        ],
+    )
+    async with OpenAIServer([WireReply(text="a gap")]) as server:
+        async with Runner(ReActAgent("ops", wire_model(server, api))) as runner:
+            result = await runner.invoke(question)
+        body = server.requests[0].body
+    assert result.text == "a gap"
+    csv = "data:text/csv;base64,YSxiCg=="
+    if api == "chat":
+        (sent,) = body["messages"]
+        assert sent["content"] == [
+            {"type": "text", "text": "what is wrong here?"},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+            {"type": "text", "text": "[audio: audio/ogg]"},
+            {"type": "text", "text": "[resource: s3://bucket/report.pdf (application/pdf)]"},
+            {"type": "file", "file": {"file_data": csv, "filename": "rows.csv"}},
+        ]
+    else:
+        (sent,) = body["input"]
+        assert sent["content"] == [
+            {"type": "input_text", "text": "what is wrong here?"},
+            {"type": "input_image", "image_url": PNG_URL},
+            {"type": "input_text", "text": "[audio: audio/ogg]"},
+            {"type": "input_text", "text": "[resource: s3://bucket/report.pdf (application/pdf)]"},
+            {"type": "input_file", "file_data": csv, "filename": "rows.csv"},
+        ]
