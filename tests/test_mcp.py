@@ -953,6 +953,16 @@ async def test_prompts_are_listed_and_rendered_through_resources(shared: MCPTool
     with pytest.raises(ValueError, match="prompt 'greet' needs argument"):
         await greet.render(mood="grumpy")
 
+    # A prompt's image is a part of its message, as a tool's is, with its placeholder as text.
+    chart = await (await resources.get_prompt("explain_chart")).render()
+    assert chart == [
+        Message.user("What does this chart show?"),
+        Message.user(
+            "[image: image/png]",
+            parts=[ImagePart(mime_type="image/png", data=b"\x89PNG\r\n\x1a\n")],
+        ),
+    ]
+
     review = await (await resources.get_prompt("review")).render(code="x = 1")
     assert [(m.role, m.content) for m in review] == [
         (Role.USER, "Review this code:\nx = 1"),

@@ -816,7 +816,7 @@ class MCPToolset(AsyncCloseable):
         async def fetch(client: Client) -> list[Message]:
             result = await client.get_prompt(mcp_name, values)
             return [
-                Message.user(block_text(m.content))
+                Message.user(block_text(m.content), parts=blocks_parts([m.content]))
                 if m.role == "user"
                 else Message.assistant(block_text(m.content))
                 for m in result.messages

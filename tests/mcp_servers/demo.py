@@ -285,6 +285,14 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         return f"Write a {mood} greeting for {name}."
 
     @server.prompt()
+    def explain_chart() -> list[Message]:
+        """A question about a chart, which the prompt holds as an image."""
+        return [
+            UserMessage("What does this chart show?"),
+            UserMessage(ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")),
+        ]
+
+    @server.prompt()
     def review(code: str) -> list[Message]:
         """A short code-review conversation."""
         return [
