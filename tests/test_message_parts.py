@@ -272,3 +272,11 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
             {"type": "input_text", "text": "[resource: s3://bucket/report.pdf (application/pdf)]"},
             {"type": "input_file", "file_data": csv, "filename": "rows.csv"},
         ]
+
+
+def test_a_tool_result_without_parts_prints_as_before() -> None:
+    assert (
+        repr(ToolResult(content="x")) == "ToolResult(content='x', is_error=False, structured=None)"
+    )
+    shown = repr(ToolResult(content="x", parts=[ImagePart(mime_type="image/png", data=PNG)]))
+    assert "parts=(ImagePart(type='image', mime_type='image/png', data=<16 bytes>),)" in shown

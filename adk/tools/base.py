@@ -10,7 +10,7 @@ No ``from __future__ import annotations`` here: with it pydantic would compile e
 annotation string when the models are created at ``import adk``. Forward references are quoted.
 """
 
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -63,6 +63,13 @@ class ToolResult(BaseModel):
     is_error: bool = False
     structured: Any = None
     parts: tuple[Part, ...] = Field(default=(), exclude_if=_no_parts)
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        # No ``parts=()`` in every result's repr (logs, a callback printing it): shown when it
+        # holds some, as a message's.
+        for name, value in super().__repr_args__():
+            if name != "parts" or value:
+                yield name, value
 
     @classmethod
     def error(cls, message: str) -> "ToolResult":
