@@ -485,6 +485,39 @@ def test_encoded_checkpoint_is_a_header_line_and_a_json_body() -> None:
     assert decode_checkpoint(data) == body
 
 
+def test_lone_surrogates_are_written_escaped_and_load_back_the_same() -> None:
+    """A lone surrogate (a model's JSON escape ``"\\ud800"`` makes one) has no UTF-8 form: the
+    save failed with 'surrogates not allowed' and the paused run was lost. The document is written
+    ASCII-escaped instead: valid UTF-8, its checksum over those bytes, the same text on load, and
+    the listing's summary readable."""
+    odd = "x\ud800y\udfff \u0000 é 🙂"
+    body = {
+        "agent": "root",
+        "points": [{"id": "agent:root", "address": ["agent:root"], "info": {"q": odd}}],
+        "values": to_json_value({odd: [odd, Point(x=1, label=odd)]}),
+    }
+
+    data = encode_checkpoint(body)
+
+    data.decode("utf-8")  # a store of text (or a reader of UTF-8) takes it
+    head, _, payload = data.partition(b"\n")
+    header = json.loads(head)
+    assert header["sha256"] == hashlib.sha256(payload).hexdigest()
+    assert payload.isascii()
+    assert decode_checkpoint(data) == body
+    values = from_json_value(decode_checkpoint(data)["values"])
+    assert values == {odd: [odd, Point(x=1, label=odd)]}
+    summary = codec._read_summary(data, len(data))
+    assert summary is not None and summary["points"][0]["info"] == {"q": odd}
+
+
+def test_ordinary_text_is_still_written_as_utf8_not_escaped() -> None:
+    body = {"agent": "root", "points": [], "text": "é 🙂"}
+    data = encode_checkpoint(body)
+    assert "é 🙂".encode() in data
+    assert decode_checkpoint(data) == body
+
+
 @pytest.mark.parametrize(
     ("damage", "message"),
     [

@@ -28,6 +28,8 @@ import pytest
 import redis.asyncio as aioredis
 from services import PostgresServer, RedisServer, closed_port
 
+import adk
+from adk import Runner
 from adk.checkpoint import (
     CheckpointStore,
     CheckpointStoreError,
@@ -38,6 +40,9 @@ from adk.checkpoint import (
     SQLiteCheckpointStore,
 )
 from adk.checkpoint.store import _PutNewStore, _redact
+from adk.checkpoint.store import _redact
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
 
 pytest_plugins = ["services"]
 
@@ -1271,3 +1276,46 @@ async def test_a_new_runs_save_whose_server_stops_answering_between_look_and_wri
         proxy.thaw()
         assert await store.get("run") in {b"finished", b"new"}  # reopened: answers again
         await close(store)
+async def test_a_run_whose_text_holds_lone_surrogates_pauses_and_resumes(
+    backend: Backend,
+) -> None:
+    """A model's reply with a lone surrogate (its JSON escape ``"\\ud800"``), and a tool's result
+    with one, before a call needing approval: the pause failed ('surrogates not allowed') and the
+    run was lost. Now each store keeps it, it is listed, and the resumed model sees the history
+    as it was."""
+    odd = "x\ud800y\udfff"
+
+    @adk.tool
+    def look() -> str:
+        """Look."""
+        return f"seen {odd}"
+
+    @adk.tool(require_approval=True)
+    def note(text: str) -> str:
+        """Write a note."""
+        return f"noted {text}"
+
+    model = ScriptedModel(
+        [
+            Reply(text=f"say {odd}", tool_calls=[tool_call("look", {}, id="l")]),
+            Reply(tool_calls=[tool_call("note", {"text": "plain"}, id="n")]),
+            Reply(text="done"),
+        ]
+    )
+    store = backend.make()
+    runner = Runner(ReActAgent("scribe", model, tools=[look, note]), checkpoint_store=store)
+    events = [e async for e in runner.run(f"hi {odd}")]
+    info = events[-1].interrupted
+    assert info is not None, [e.error for e in events]
+    [listed] = [p async for p in runner.pending()]
+    assert listed.checkpoint_id == info.checkpoint_id
+    assert [p.id for p in listed.points] == [p.id for p in info.points]
+    resumed = [e async for e in runner.resume(info.checkpoint_id, True)]
+    assert [e.error for e in resumed if e.error is not None] == []
+    assert [m.content for m in model.requests[-1].messages] == [
+        f"hi {odd}",
+        f"say {odd}",
+        f"seen {odd}",
+        "",
+        "noted plain",
+    ]

@@ -838,12 +838,21 @@ def encode_checkpoint(body: dict[str, Any]) -> bytes:
             text = json.dumps(body, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
         except ValueError as exc:
             raise CheckpointError(_body_unjson(body) or f"cannot be stored: {exc}") from None
-    payload = text.encode()
+    try:
+        payload = text.encode()
+        escape = False
+    except UnicodeEncodeError:
+        # A lone surrogate ("\ud800", which a model's JSON escape can produce) has no UTF-8 form:
+        # this document is written ASCII-escaped instead (``\ud800``), which loads back the same
+        # text and keeps the checkpoint valid UTF-8. Rare, so the common save pays nothing.
+        text = json.dumps(body, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+        payload = text.encode()
+        escape = True
     header = {"format": FORMAT, "version": VERSION, "sha256": hashlib.sha256(payload).hexdigest()}
     if "points" in body:  # a paused run's: its summary for listings (see the module docstring)
         summary = {key: body[key] for key in _SUMMARY if key in body}
-        # Cannot fail: these values are the body's, which was just written.
-        brief = json.dumps(summary, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        # Cannot fail: these values are the body's, which was just written (escaped as it was).
+        brief = json.dumps(summary, separators=(",", ":"), ensure_ascii=escape, allow_nan=False)
         header["size"] = len(payload)
         header["summary"] = brief
         header["summary_sha256"] = hashlib.sha256(brief.encode()).hexdigest()
