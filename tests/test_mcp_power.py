@@ -12,6 +12,7 @@ import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -39,6 +40,8 @@ from adk.tools.base import ToolContext, ToolResult
 from prebuilt import ReActAgent
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+RAW_PROGRESS_SCRIPT = Path(__file__).resolve().parent / "mcp_servers" / "raw_progress_server.py"
 
 TRANSPORTS = ["stdio", "stdio-legacy", "http", "http-legacy"]
 
@@ -543,6 +546,45 @@ async def test_a_failing_progress_handler_is_logged_and_the_call_goes_on(
         result = await call(toolset, "work", {"steps": 1})
     assert result.content == "did 1 steps (progress asked)"
     assert "the on_progress handler failed for tool 'work'" in caplog.text
+
+
+async def test_progress_holding_nan_or_an_infinity_is_reported_without_them(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server that does not follow MCP sends ``NaN`` and ``1e999`` in its progress
+    (tests/mcp_servers/raw_progress_server.py): ``report_progress`` raised inside the ``mcp``
+    client's callback, which logged an ERROR traceback and dropped the report, on_progress's
+    too. Now the caller gets the report without the non-finite number, with one warning for
+    the call, and on_progress gets it as the server sent it."""
+    handed: list[MCPProgress] = []
+
+    def on_progress(ctx: ToolContext | None, progress: MCPProgress) -> None:
+        handed.append(progress)
+
+    server = StdioServer(sys.executable, [str(RAW_PROGRESS_SCRIPT)])
+    toolset = MCPToolset(server, call_timeout=15, on_progress=on_progress)
+    model = ScriptedModel([Reply(tool_calls=[tool_call("count", {})]), "Done."])
+    with caplog.at_level(logging.WARNING):
+        async with Runner(ReActAgent("counter", model, tools=[toolset])) as runner:
+            result = await runner.invoke("Count.")
+
+    shown = [e.output.custom for e in result.events if e.output is not None and e.output.custom]
+    assert [(p.progress, p.total, p.message) for p in shown] == [
+        (None, 2.0, "counting"),
+        (1.0, None, "halfway"),
+        (2.0, 2.0, "done"),
+    ]
+    assert [(p.progress != p.progress, p.total, p.message) for p in handed[:1]] == [
+        (True, 2.0, "counting")
+    ]
+    assert handed[1:] == [
+        MCPProgress("count", 1.0, float("inf"), "halfway"),
+        MCPProgress("count", 2.0, 2.0, "done"),
+    ]
+    assert result.output is not None and result.output.content == "Done."
+    warnings = [r for r in caplog.records if r.name == "adk.mcp" and "not finite" in r.message]
+    assert len(warnings) == 1 and "tool 'count'" in warnings[0].message
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -30,6 +30,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
+from math import isfinite
 from typing import TYPE_CHECKING, Any, get_args
 
 from mcp.client.session import ClientRequestContext, ElicitationFnT, LoggingFnT, SamplingFnT
@@ -295,13 +296,37 @@ def progress_callback(
 ) -> ProgressFnT:
     """The ``mcp`` client's progress callback of one call, showing each report to the caller of
     the run (``ctx.report_progress``, when the call runs in one) and handing it to ``handler``,
-    if given. A failing handler is logged; the call goes on."""
+    if given. A failing handler is logged; the call goes on.
+
+    A server that does not follow MCP may send ``NaN`` or an infinity (``1e999``), which a
+    ``ToolProgress`` cannot hold (``report_progress`` refused it, inside the ``mcp`` client's
+    callback, which logged the traceback and dropped the report, the handler's too): such a
+    number is left out of the caller's report (``None``), with one warning per call, and the
+    handler is given the report as the server sent it."""
     shown = ctx is not None and ctx._emit is not None
+    warned = False
 
     async def report(progress: float, total: float | None, message: str | None) -> None:
+        nonlocal warned
         if shown:
             assert ctx is not None
-            ctx.report_progress(progress, total, message)
+            if isfinite(progress) and (total is None or isfinite(total)):
+                ctx.report_progress(progress, total, message)
+            else:
+                if not warned:
+                    warned = True
+                    logger.warning(
+                        "the MCP server of tool '%s' sent progress with a number that is not "
+                        "finite (progress=%r, total=%r); it is left out of the report",
+                        tool,
+                        progress,
+                        total,
+                    )
+                ctx.report_progress(
+                    progress if isfinite(progress) else None,
+                    total if total is not None and isfinite(total) else None,
+                    message,
+                )
         if handler is None:
             return
         try:
