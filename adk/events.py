@@ -25,6 +25,20 @@ _new = object.__new__
 _TOOL = Role.TOOL  # an enum member looked up once: `Role.TOOL` costs a metaclass lookup each time
 
 
+def _type_name(exc: BaseException) -> str:
+    """The name of ``exc``'s class, or of its nearest public base when the class is private (a
+    ``_Name`` of pyadk's, as ``KeyError`` for a lookup's ``_Unknown``): what a user reads in an
+    error can be caught and looked up, where a private name is neither."""
+    cls = type(exc)
+    name = cls.__name__
+    if not name.startswith("_"):
+        return name
+    for base in cls.__mro__[1:]:
+        if not base.__name__.startswith("_"):
+            return base.__name__
+    return name  # pragma: no cover  (BaseException is public)
+
+
 @dataclass(slots=True)
 class ErrorInfo:
     """A serialisable description of an error: the exception type name and its message."""
@@ -36,7 +50,8 @@ class ErrorInfo:
     def of(cls, exc: BaseException) -> ErrorInfo:
         """The type name and message of ``exc``; an empty message becomes the type name, so
         ``message`` is never empty."""
-        return cls(type=type(exc).__name__, message=str(exc) or type(exc).__name__)
+        name = _type_name(exc)
+        return cls(type=name, message=str(exc) or name)
 
     def __str__(self) -> str:
         return f"{self.type}: {self.message}"

@@ -20,6 +20,7 @@ from adk import (
     BaseAgent,
     Callbacks,
     CheckpointError,
+    ErrorInfo,
     Interrupt,
     Message,
     Resources,
@@ -734,6 +735,33 @@ async def test_a_tool_neither_has_names_the_runners_server_that_could_not_be_ask
     assert "the runner's: no tool named 'add'" in message
     assert "MCP servers that could not be asked: calculator: could not connect" in message
     assert model.calls == 0
+
+
+async def test_a_lookup_error_names_a_public_type_and_its_words_unquoted() -> None:
+    """An MCP server that could not be reached, and a tool no registry has: the run's error read
+    ``_Unknown: "agent 'a' needs tool 'add', ..."``, a private class no user can catch or look
+    up, with the words in a ``KeyError``'s quotes. It says ``KeyError: agent 'a' needs ...``."""
+    shared = Resources()
+    shared.add_mcp("calculator", HTTPServer(f"http://127.0.0.1:{closed_port()}/mcp"))
+    async with shared:
+        with pytest.raises(RunError) as raised:
+            await Runner(
+                Asker("a", resources=_resources(ScriptedModel([]))), resources=shared
+            ).invoke("go")
+    message = str(raised.value)
+    assert "_Unknown" not in message
+    assert "failed on ChatRequestEvent: KeyError: agent 'a' needs tool 'add', which" in message
+    cause = next(e for e in _causes(raised.value) if isinstance(e, KeyError))
+    assert ErrorInfo.of(cause) == ErrorInfo("KeyError", str(cause))
+    assert str(cause).startswith("agent 'a' needs tool 'add'")
+
+
+def _causes(exc: BaseException | None) -> list[BaseException]:
+    out: list[BaseException] = []
+    while exc is not None:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
 
 
 class Lookup(ActionAgent):

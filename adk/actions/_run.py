@@ -37,7 +37,7 @@ from ..checkpoint.codec import (
     to_json_value,
 )
 from ..context import RunContext
-from ..events import AgentAction, AgentEvent
+from ..events import AgentAction, AgentEvent, _type_name
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
 from ..models.base import ChatModel, RetryPolicy
@@ -345,7 +345,7 @@ class _ActionRun:
                         tries = f" after {attempt} attempts" if attempt > 1 else ""
                         raise ActionError(
                             f"action {found.name!r} of agent {self.agent.name!r} failed on "
-                            f"{type(current).__name__}{tries}: {type(exc).__name__}: {exc}"
+                            f"{type(current).__name__}{tries}: {_type_name(exc)}: {exc}"
                         ) from exc
                     finally:
                         if resume is not None:

@@ -70,7 +70,7 @@ from ..checkpoint.codec import (
 )
 from ..checkpoint.store import CheckpointStore
 from ..context import _new_run_id
-from ..events import ErrorInfo
+from ..events import ErrorInfo, _type_name
 from ..runner import Runner
 from ._flink_resumes import RESUME_MARK, keyed_row
 from ._records import (
@@ -598,7 +598,7 @@ class _WorkerAgent:
                 # pause can still be resumed rather than lost with the request.
                 paused, saved = _paused_in(outputs)
                 reason += saved
-                error = ErrorInfo(type(exc).__name__, reason)
+                error = ErrorInfo(_type_name(exc), reason)
                 outputs = [
                     KeyedOutput(
                         key,

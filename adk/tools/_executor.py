@@ -25,7 +25,7 @@ from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
-from ..events import AgentAction, AgentEvent
+from ..events import AgentAction, AgentEvent, _type_name
 from ..interrupts import Interrupt, _InterruptSignal, _ResumePlan, join_address, tool_segment
 from ..messages import Message, ToolCall, tool_message
 from .base import (
@@ -92,7 +92,8 @@ class _UnknownTool:
 
 
 def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    name = _type_name(exc)
+    return f"{name}: {exc}" if str(exc) else name
 
 
 def _not_async(exc: BaseException) -> str | None:
