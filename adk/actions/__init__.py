@@ -21,7 +21,7 @@ from .events import (
     ToolRequestEvent,
     ToolResponseEvent,
 )
-from .plan import AgentPlan, action
+from .plan import AgentPlan, CompiledAction, action
 
 __all__ = [
     "RECORD_KEY",
@@ -31,6 +31,7 @@ __all__ = [
     "AgentPlan",
     "ChatRequestEvent",
     "ChatResponseEvent",
+    "CompiledAction",
     "Event",
     "InputEvent",
     "OutputEvent",

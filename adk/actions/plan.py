@@ -17,7 +17,16 @@ import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace, UnionType
-from typing import TYPE_CHECKING, Any, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Protocol,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from ..models.base import RetryPolicy
 from . import _builtin
@@ -26,7 +35,7 @@ from .events import ChatRequestEvent, Event, InputEvent, ToolRequestEvent, ToolR
 if TYPE_CHECKING:
     from .agent import ActionAgent
 
-__all__ = ["AgentPlan", "action"]
+__all__ = ["AgentPlan", "CompiledAction", "action"]
 
 _MARK = "_adk_action_events"
 _RETRY = "_adk_action_retry"
@@ -81,6 +90,34 @@ def action(*events: type[Event], retry: RetryPolicy | None = None) -> Callable[[
 
 def _type_key(event_type: type) -> str:
     return f"{event_type.__module__}.{event_type.__qualname__}"
+
+
+class CompiledAction(Protocol):
+    """One action of a compiled plan (``AgentPlan.actions``), read-only: its ``name``, the event
+    classes it listens for (``events``), the function it calls (``function``, its
+    ``module.QualName``), whether that is a coroutine function (``is_async``), whether it is one
+    of the built-in chat and tool actions (``builtin``), its ``retry`` policy, and ``describe()``,
+    its entry in ``AgentPlan.to_dict()``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def events(self) -> tuple[type[Event], ...]: ...
+
+    @property
+    def function(self) -> str: ...
+
+    @property
+    def is_async(self) -> bool: ...
+
+    @property
+    def builtin(self) -> bool: ...
+
+    @property
+    def retry(self) -> RetryPolicy | None: ...
+
+    def describe(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,11 +285,13 @@ class AgentPlan:
         self, agent_name: str, actions: Sequence[_Action], resources: dict[str, Any]
     ) -> None:
         self.agent_name = agent_name
-        self.actions: tuple[_Action, ...] = tuple(actions)
+        self._actions: tuple[_Action, ...] = tuple(actions)
+        # The same tuple, typed as the public protocol a user can name (a tuple is covariant).
+        self.actions: tuple[CompiledAction, ...] = self._actions
         self.resources = resources
         self._listeners: dict[type, tuple[_Action, ...]] = {}
         self._user_listens_tool_responses = any(
-            issubclass(ToolResponseEvent, a.events) for a in self.actions if not a.builtin
+            issubclass(ToolResponseEvent, a.events) for a in self._actions if not a.builtin
         )
 
     @classmethod
@@ -295,7 +334,7 @@ class AgentPlan:
         found = self._listeners.get(event_type)
         if found is None:
             found = self._listeners[event_type] = tuple(
-                a for a in self.actions if issubclass(event_type, a.events)
+                a for a in self._actions if issubclass(event_type, a.events)
             )
         return found
 
@@ -316,7 +355,7 @@ class AgentPlan:
     def named_alike(self, key: str) -> list[type[Event]]:
         """The event classes the plan takes (and their subclasses) whose name ``key`` ends with,
         whatever their module, by module and name."""
-        stack: list[type[Event]] = [t for a in self.actions for t in a.events]
+        stack: list[type[Event]] = [t for a in self._actions for t in a.events]
         seen: set[type] = set()
         found: list[type[Event]] = []
         while stack:

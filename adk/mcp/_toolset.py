@@ -67,6 +67,7 @@ from ._session import Connection, Session, describe_error
 
 if TYPE_CHECKING:
     from ..context import RunContext
+    from ..resources import Prompt
 
 __all__ = ["MCPToolset"]
 
@@ -461,8 +462,9 @@ class MCPToolset(AsyncCloseable):
         cannot be reached."""
         return list(await self._listing("tools"))
 
-    async def prompts(self) -> list[_MCPPrompt]:
-        """The server's prompts (prefixed like tools), each renderable by name."""
+    async def prompts(self) -> list[Prompt]:
+        """The server's prompts (prefixed like tools), each renderable by name: ``Prompt``s
+        (``adk.Prompt``), as a ``Resources`` registry gives them."""
         return list(await self._listing("prompts"))
 
     # -- MCP resources (an extension to DESIGN.md) ------------------------------------------------

@@ -15,6 +15,7 @@ from adk.actions import (
     AgentPlan,
     ChatRequestEvent,
     ChatResponseEvent,
+    CompiledAction,
     Event,
     InputEvent,
     OutputEvent,
@@ -111,6 +112,10 @@ async def main() -> None:
     agent = Analyst("reviews")
     plan = AgentPlan.compile(agent)
     print(plan.to_json(), [a.name for a in plan.actions])
+    assert_type(plan.actions, tuple[CompiledAction, ...])  # a public protocol, no private class
+    first: CompiledAction = plan.actions[0]
+    assert_type(first.events, tuple[type[Event], ...])
+    assert_type(first.describe(), dict[str, Any])
 
     reviews = [Review(product="lamp", text="fine"), Review(product="kettle", text="broke")]
     env = LocalExecutionEnvironment(

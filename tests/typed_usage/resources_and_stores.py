@@ -80,6 +80,7 @@ async def mcp_and_resources() -> None:
     assert_type(await prompt.render(name="ann"), list[Message])
     # The server's prompts, usable where adk's Prompt protocol is expected.
     prompts: Sequence[Prompt] = await toolset.prompts()
+    assert_type(await toolset.prompts(), list[Prompt])  # adk's protocol, no private class
     print([p.name for p in prompts])
     agent = ReActAgent("helper", "echo", tools=[toolset, "docs_search"])
     async with Runner(agent, resources=resources) as runner:
