@@ -191,6 +191,40 @@ async def test_a_report_with_a_nan_or_infinite_number_is_refused_where_it_is_mad
         ToolProgress(tool_call_id="call_1", progress=float("-inf"))
 
 
+@tool(progress=True)
+def flagged(ctx: ToolContext) -> str:
+    """Reports a bool where the number goes."""
+    ctx.report_progress(True, 2)
+    return "flagged"
+
+
+@tool(progress=True)
+def huge(ctx: ToolContext) -> str:
+    """Reports an int too large for a float."""
+    ctx.report_progress(10**400)
+    return "huge"
+
+
+async def test_a_bool_is_refused_and_an_int_too_large_for_a_float_is_named_not_finite() -> None:
+    """``report_progress(True, 2)`` was shown as progress 1.0 of 2 (a flag taken for a count),
+    and ``10**400`` was refused as "must be a number", though it is one: too large for a float,
+    it is an infinity a report cannot hold."""
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("flagged", {}), tool_call("huge", {})]), "Done."]
+    )
+    result = await Runner(ReActAgent("worker", model, tools=[flagged, huge])).invoke("Go.")
+    answers = [m.content for m in model.requests[-1].messages if m.role == "tool"]
+    assert "progress must be a number, not a bool, or None, got bool True" in answers[0]
+    assert "takes the numbers first" in answers[0]
+    assert "progress must be a finite number or None, got int 1000000000" in answers[1]
+    assert "too large for a float" in answers[1]
+    assert "takes finite numbers" in answers[1]
+    assert reports(result.events) == []
+    with pytest.raises(ValueError, match="bool"):
+        ToolProgress(tool_call_id="call_1", total=False)
+    assert ToolProgress(tool_call_id="call_1", progress=1, total=2.0).progress == 1.0
+
+
 async def test_a_tool_that_awaits_its_report_as_an_mcp_server_tool_does_runs_to_its_result() -> (
     None
 ):

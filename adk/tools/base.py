@@ -11,9 +11,9 @@ annotation string when the models are created at ``import adk``. Forward referen
 """
 
 from collections.abc import Callable, Generator, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from .._ported_names import install as _install_ported_names
 from ..checkpoint.codec import register_type
@@ -79,6 +79,12 @@ class ToolResult(BaseModel):
         return cls(content=text, is_error=True)
 
 
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise ValueError("a bool is not a number")
+    return value
+
+
 class ToolProgress(BaseModel):
     """What a running tool reports to the caller of the run (``ToolContext.report_progress``, and
     an MCP server's progress notifications): the call it comes from, ``progress`` so far out of
@@ -93,8 +99,13 @@ class ToolProgress(BaseModel):
     # Finite: a count or a fraction. NaN (a 0/0 ratio) or an infinity was taken and shown, and
     # failed only where a service wrote the event out (``to_dict``: JSON has no number for it),
     # far from the tool that made it; refused here, the tool's call fails naming it.
-    progress: float | None = Field(default=None, allow_inf_nan=False)
-    total: float | None = Field(default=None, allow_inf_nan=False)
+    # Not a bool: ``report_progress(True, 2)`` was shown as 1.0 of 2, a flag taken for a count.
+    progress: Annotated[float | None, BeforeValidator(_not_bool)] = Field(
+        default=None, allow_inf_nan=False
+    )
+    total: Annotated[float | None, BeforeValidator(_not_bool)] = Field(
+        default=None, allow_inf_nan=False
+    )
     message: str | None = None
     data: Any = None
 
@@ -266,23 +277,36 @@ def _bad_report(exc: ValidationError) -> TypeError | ValueError:
     "1 validation error for ToolProgress", which names neither the call nor its parameters, and
     ``ctx.report_progress("half")`` (the text where the number goes) is the likely slip; a
     ``ValueError`` for a NaN or infinite number alone."""
+    errors = exc.errors()
     wrong = "; ".join(
-        f"{error['loc'][0]} must be {_wanted(error['loc'][0], error['type'])} "
+        f"{error['loc'][0]} must be {_wanted(error['loc'][0], error['type'], error['input'])} "
         f"or None, got {type(error['input']).__name__} {error['input']!r:.60}"
-        for error in exc.errors()
+        + ("; it is too large for a float" if _overflows(error["type"], error["input"]) else "")
+        for error in errors
     )
     call = "ctx.report_progress(progress=None, total=None, message=None, *, data=None)"
-    if all(error["type"] == "finite_number" for error in exc.errors()):
-        # The right type, a wrong value: NaN (a 0/0 ratio) or an infinity.
+    if all(
+        error["type"] == "finite_number" or _overflows(error["type"], error["input"])
+        for error in errors
+    ):
+        # The right type, a wrong value: NaN (a 0/0 ratio), an infinity, or an int too large to
+        # be a float (which would be one).
         return ValueError(f"{call} takes finite numbers: {wrong}")
     return TypeError(f"{call} takes the numbers first and the text as message=: {wrong}")
 
 
-def _wanted(field: object, error: str) -> str:
+def _overflows(error: str, value: object) -> bool:
+    """Whether pydantic refused ``value`` as no float because it is an int too large for one."""
+    return error == "float_type" and type(value) is int
+
+
+def _wanted(field: object, error: str, value: object) -> str:
     """What a report's ``field`` takes, as ``_bad_report`` says it for pydantic's ``error``."""
     if field == "message":
         return "a str"
-    return "a finite number" if error == "finite_number" else "a number"
+    if isinstance(value, bool):
+        return "a number, not a bool,"
+    return "a finite number" if error == "finite_number" or _overflows(error, value) else "a number"
 
 
 class _Reported:
