@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
 from pydantic.errors import PydanticUndefinedAnnotation
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import to_jsonable_python
 from pyflink.common import Row, Time, Types
 from pyflink.common.typeinfo import PickledBytesTypeInfo
 from pyflink.datastream import (
@@ -60,10 +60,7 @@ from .._record_keys import tupled
 from ..actions.events import Event, _unbuilt
 from ..agent import Agent
 from ..checkpoint.codec import (
-    _MAX_INT_DIGITS,
     CheckpointError,
-    _joined,
-    _json_dump,
     _models_nan_kept,
     from_json_value,
     to_json_value,
@@ -78,6 +75,8 @@ from ._records import (
     KeySelector,
     OnError,
     RecordError,
+    _as_json,
+    _json_text,
     check_options,
     check_records,
     checked_key,
@@ -966,83 +965,3 @@ def _decoded_key(text: str) -> Hashable:
     key = json.loads(text)
     found: Hashable = tupled(key) if type(key) is list else key
     return found
-
-
-def _as_json(output: KeyedOutput, failed: bool = False) -> str:
-    """An output as JSON text, what travels to the next operator. A ``failed`` record's key is
-    given as its ``repr`` if JSON cannot hold it (a NaN key), so that its error can leave."""
-    if failed:
-        try:
-            return _as_json(output)
-        except ValueError:
-            output = dataclasses.replace(output, key=repr(output.key))
-    data = {
-        "key": output.key,
-        "output": _models_nan_kept(output.output),
-        "error": {"type": output.error.type, "message": output.error.message}
-        if output.error is not None
-        else None,
-        # NaN kept (pydantic's JSON mode made one in an info ``null``), for _json_text to refuse
-        "interrupt": _json_dump(output.interrupt) if output.interrupt is not None else None,
-        "checkpoint_id": output.checkpoint_id,
-        "run_id": output.run_id,
-        "resumed": output.resumed,
-    }
-    return _json_text(data, "the output", to_json(data, fallback=str))
-
-
-class _Unreadable:
-    """What stands for a value JSON cannot hold (NaN, infinity, an over-long int) while a text is
-    read back to find where that value is."""
-
-    def __init__(self, what: str) -> None:
-        self.what = what
-
-
-def _json_text(value: Any, what: str, text: bytes | None = None) -> str:
-    """``value`` (``what``, for the error) as JSON text: ``text``, its encoding by pydantic, or
-    made here (without a fallback: a value pydantic cannot encode is its ``ValueError``).
-
-    pydantic writes NaN and infinity as ``NaN`` and ``Infinity``, which are not JSON: other
-    operators' readers refuse them, and ``to_list`` would read them back as floats no checkpoint
-    takes. They are a ``ValueError`` saying where they are, as in checkpoints, and so is an int
-    too long for Python to read back. Looked for only when the text could hold one (a scan of its
-    bytes), so an ordinary output costs no second pass."""
-    if text is None:
-        text = to_json(value)
-    if b"NaN" in text or b"Infinity" in text or len(text) > _MAX_INT_DIGITS:
-        problem = _unreadable_in(text)
-        if problem is not None:
-            raise ValueError(f"{what} holds {problem}")
-    return text.decode()
-
-
-def _unreadable_in(text: bytes) -> str | None:
-    """Where in ``text`` the first value JSON cannot hold is, and what it is; ``None`` if the
-    bytes that looked like one were inside strings."""
-
-    def integer(digits: str) -> Any:
-        size = len(digits.lstrip("-"))
-        if size > _MAX_INT_DIGITS:
-            return _Unreadable(f"an int of {size} digits (longer than {_MAX_INT_DIGITS})")
-        return int(digits)
-
-    return _where(json.loads(text, parse_constant=_Unreadable, parse_int=integer), "")
-
-
-def _where(value: Any, path: str) -> str | None:
-    if isinstance(value, _Unreadable):
-        return (
-            f"{value.what} at {path or 'its top'}, which is not a JSON number "
-            "(make it None or a string)"
-        )
-    items: Iterable[tuple[str, Any]] = ()
-    if isinstance(value, dict):
-        items = ((_joined(path, key), item) for key, item in value.items())
-    elif isinstance(value, list):
-        items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
-    for inner, item in items:
-        found = _where(item, inner)
-        if found is not None:
-            return found
-    return None

@@ -6,6 +6,8 @@ it ends or pauses and drops when it fails.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 import logging
 import math
 import types
@@ -22,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from .._checks import check_count
 from .._error_pickle import reduce_error
@@ -30,7 +32,7 @@ from .._hooks import _root_span_attributes, _run_timeout
 from .._record_keys import record_key
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
-from ..checkpoint.codec import _models_nan_kept
+from ..checkpoint.codec import _MAX_INT_DIGITS, _joined, _json_dump, _models_nan_kept
 from ..context import Session, _new_run_id
 from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
@@ -91,6 +93,18 @@ class KeyedOutput:
     resumed: bool = field(default=False, repr=False)
     _seq: int = field(default=0, repr=False, compare=False)
     _exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        """This output as the JSON data a Flink job emits for it (``FlinkExecutionEnvironment``'s
+        outputs are this dict's JSON text): ``key``, ``output`` (custom data as JSON, a model by
+        alias, a message's text), ``error`` (``{"type", "message"}`` or None), ``interrupt`` (the
+        ``InterruptInfo``'s JSON or None), ``checkpoint_id``, ``run_id``, ``resumed``; so a
+        consumer reads a local run's outputs and a Flink job's alike (and a paused one, with
+        ``"resume"`` added, is a resume either takes). ``index``, ``record`` and ``message`` are
+        local only. A value JSON cannot hold (NaN, an infinity) is a ``ValueError`` saying where,
+        as on Flink."""
+        found: dict[str, Any] = json.loads(_as_json(self))
+        return found
 
 
 class RecordError(Exception):
@@ -561,3 +575,97 @@ def _output(
     if message is not None:
         return KeyedOutput(key, index, record, output=message.content, message=message)
     return KeyedOutput(key, index, record, output=custom)
+
+
+def _as_json(output: KeyedOutput, failed: bool = False) -> str:
+    """An output as JSON text, what travels to the next operator. A ``failed`` record's key is
+    given as its ``repr`` if JSON cannot hold it (a NaN key), so that its error can leave."""
+    if failed:
+        try:
+            return _as_json(output)
+        except ValueError:
+            output = dataclasses.replace(output, key=repr(output.key))
+    data = {
+        "key": output.key,
+        "output": _models_nan_kept(output.output),
+        "error": {"type": output.error.type, "message": output.error.message}
+        if output.error is not None
+        else None,
+        # NaN kept (pydantic's JSON mode made one in an info ``null``), for _json_text to refuse
+        "interrupt": _json_dump(output.interrupt) if output.interrupt is not None else None,
+        "checkpoint_id": output.checkpoint_id,
+        "run_id": output.run_id,
+        "resumed": output.resumed,
+    }
+    return _json_text(data, "the output", _encoded(data, str))
+
+
+class _Unreadable:
+    """What stands for a value JSON cannot hold (NaN, infinity, an over-long int) while a text is
+    read back to find where that value is."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+
+def _encoded(value: Any, fallback: Callable[[Any], Any] | None = None) -> bytes:
+    """``to_json(value, fallback=fallback)``, or, when ``value`` holds a lone surrogate (a model's
+    ``"\\ud800"`` escape), which has no UTF-8 form (pydantic refused it, 'surrogates not
+    allowed', and the record failed), the same JSON written ASCII-escaped: it reads back as the
+    same text. Rare, so the common output pays nothing."""
+    try:
+        return to_json(value, fallback=fallback)
+    except PydanticSerializationError as exc:
+        if "surrogates not allowed" not in str(exc):
+            raise
+    data = to_jsonable_python(value, fallback=fallback)
+    return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def _json_text(value: Any, what: str, text: bytes | None = None) -> str:
+    """``value`` (``what``, for the error) as JSON text: ``text``, its encoding by pydantic, or
+    made here (without a fallback: a value pydantic cannot encode is its ``ValueError``).
+
+    pydantic writes NaN and infinity as ``NaN`` and ``Infinity``, which are not JSON: other
+    operators' readers refuse them, and ``to_list`` would read them back as floats no checkpoint
+    takes. They are a ``ValueError`` saying where they are, as in checkpoints, and so is an int
+    too long for Python to read back. Looked for only when the text could hold one (a scan of its
+    bytes), so an ordinary output costs no second pass."""
+    if text is None:
+        text = _encoded(value)
+    if b"NaN" in text or b"Infinity" in text or len(text) > _MAX_INT_DIGITS:
+        problem = _unreadable_in(text)
+        if problem is not None:
+            raise ValueError(f"{what} holds {problem}")
+    return text.decode()
+
+
+def _unreadable_in(text: bytes) -> str | None:
+    """Where in ``text`` the first value JSON cannot hold is, and what it is; ``None`` if the
+    bytes that looked like one were inside strings."""
+
+    def integer(digits: str) -> Any:
+        size = len(digits.lstrip("-"))
+        if size > _MAX_INT_DIGITS:
+            return _Unreadable(f"an int of {size} digits (longer than {_MAX_INT_DIGITS})")
+        return int(digits)
+
+    return _where(json.loads(text, parse_constant=_Unreadable, parse_int=integer), "")
+
+
+def _where(value: Any, path: str) -> str | None:
+    if isinstance(value, _Unreadable):
+        return (
+            f"{value.what} at {path or 'its top'}, which is not a JSON number "
+            "(make it None or a string)"
+        )
+    items: Iterable[tuple[str, Any]] = ()
+    if isinstance(value, dict):
+        items = ((_joined(path, key), item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
+    for inner, item in items:
+        found = _where(item, inner)
+        if found is not None:
+            return found
+    return None

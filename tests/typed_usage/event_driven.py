@@ -132,6 +132,7 @@ async def main() -> None:
     async with applied:
         async for output in applied:
             assert_type(output, KeyedOutput)
+            assert_type(output.to_dict(), dict[str, Any])  # what a Flink job emits for it
             if output.checkpoint_id is not None:
                 more = await applied.resume(output, True)
                 assert_type(more, list[KeyedOutput])

@@ -1,0 +1,95 @@
+"""``KeyedOutput.to_dict()``: a local run's outputs as the JSON data a Flink job emits for them,
+built by the function the Flink operators use (``_records._as_json``, which ``_flink`` imports),
+so a consumer reads both alike; and such JSON for text holding a lone surrogate."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from adk import Interrupt
+from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.execution import KeyedOutput, LocalExecutionEnvironment, _records
+
+KEYS = {"key", "output", "error", "interrupt", "checkpoint_id", "run_id", "resumed"}
+
+
+class Score(BaseModel):
+    value: float
+    label: str = Field(alias="Label")
+
+
+@action(InputEvent)
+def judge(event: InputEvent, ctx: ActionContext) -> None:
+    record: dict[str, Any] = event.input
+    if record["kind"] == "fail":
+        raise ValueError("no score for this one")
+    if record["kind"] == "ask" and ctx.resume is None:
+        raise Interrupt({"approve": record["n"]})
+    ctx.send_event(OutputEvent(output=Score(value=record["n"] / 2, Label=f"n{record['n']}")))
+
+
+def agent() -> ActionAgent:
+    return ActionAgent("judge", actions=[judge])
+
+
+async def test_a_local_outputs_dict_is_the_dict_a_flink_job_emits_for_it() -> None:
+    env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore(), on_error="emit")
+    records = [
+        {"user": ["ann", 1], "kind": "ok", "n": 3},
+        {"user": ["bob", 2], "kind": "fail", "n": 0},
+        {"user": ["eve", 3], "kind": "ask", "n": 9},
+    ]
+    outputs = await env.from_list(records, key=lambda r: tuple(r["user"])).apply(agent()).to_list()
+    done, failed, paused = outputs
+
+    for output in outputs:
+        data = output.to_dict()
+        assert data == json.loads(_records._as_json(output))  # the Flink operators' own text
+        assert set(data) == KEYS
+        assert data["key"] == list(output.key)  # JSON's array, as Flink's text gives it
+        assert data["run_id"] == output.run_id and data["resumed"] is False
+    assert done.to_dict()["output"] == {"value": 1.5, "Label": "n3"}
+    assert done.to_dict()["error"] is None and done.to_dict()["interrupt"] is None
+    assert failed.to_dict()["error"] == {
+        "type": failed.error.type if failed.error else None,
+        "message": failed.error.message if failed.error else None,
+    }
+    assert "no score for this one" in failed.to_dict()["error"]["message"]
+    asked = paused.to_dict()
+    assert asked["checkpoint_id"] == paused.checkpoint_id is not None
+    assert asked["interrupt"]["checkpoint_id"] == paused.checkpoint_id
+    assert asked["interrupt"]["points"][0]["info"] == {"approve": 9}
+
+    # The dict, with the person's answer added, is a resume, as a Flink job's JSON text is.
+    resume = {**asked, "resume": "yes"}
+    later = await env.from_list([], key="user").apply(agent(), resumes=[resume]).to_list()
+    assert [(o.key, o.to_dict()["output"], o.resumed) for o in later] == [
+        (("eve", 3), {"value": 4.5, "Label": "n9"}, True)
+    ]
+
+
+def test_an_output_json_cannot_hold_is_refused_as_on_flink() -> None:
+    with pytest.raises(ValueError, match=r"the output holds NaN at output\.x"):
+        KeyedOutput("k", 0, None, output={"x": float("nan")}).to_dict()
+
+
+def test_text_holding_a_lone_surrogate_is_written_escaped_and_reads_back_the_same() -> None:
+    """A model's ``"\\ud800"`` escape in an output or a key: pydantic refused to write it
+    ('surrogates not allowed') and the record failed on Flink. It is written ASCII-escaped."""
+    odd = "x\ud800y"
+    output = KeyedOutput(odd, 0, None, output={"text": odd, "n": [1, 2.5]})
+    text = _records._as_json(output)
+    text.encode("utf-8")  # valid UTF-8 for the next operator and any sink
+    assert json.loads(text) == output.to_dict()
+    assert output.to_dict()["key"] == odd and output.to_dict()["output"] == {
+        "text": odd,
+        "n": [1, 2.5],
+    }
+    assert _records._json_text(odd, "record 0") == json.dumps(odd)
+    plain = KeyedOutput("k", 0, None, output="é")  # the common case stays UTF-8, unescaped
+    assert '"é"' in _records._as_json(plain)
