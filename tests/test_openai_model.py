@@ -1900,3 +1900,31 @@ def test_a_model_serves_one_asyncio_run_after_another() -> None:
     finally:
         held["loop"].call_soon_threadsafe(held["stop"].set)
         thread.join(10)
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_text_holding_lone_surrogates_is_sent_with_each_as_a_replacement_character(
+    server: OpenAIServer, api: str, streaming: bool
+) -> None:
+    """A model's ``"\\ud800"`` escape gives a lone surrogate, which has no UTF-8 form: sent back
+    in the history (or given in the input, or in a tool's result), the SDK could not write the
+    request, and the run failed with a bare ``UnicodeEncodeError`` before reaching the server.
+    It is sent with each lone one as U+FFFD; a pair escaped as two code units is its character."""
+
+    @tool
+    def look() -> str:
+        """Look."""
+        return "seen \udc00"
+
+    server.script(Reply(text="hm \ud800", tool_calls=[Call("look")]), Reply(text="done"))
+    model = wire_model(server, api)
+    runner = Runner(ReActAgent("a", model, tools=[look]), enable_streaming=streaming)
+    events = await run_events(runner, "hi \ud801 \ud83d\ude00")
+    await model.aclose()
+    assert [e.error for e in events if e.error is not None] == []
+    assert len(server.bodies) == 2  # the second turn, carrying the history, reached the server
+    sent = json.dumps(server.bodies[-1], ensure_ascii=False)
+    assert "hi \ufffd \U0001f600" in sent
+    assert "hm \ufffd" in sent
+    assert "seen \ufffd" in sent

@@ -238,9 +238,15 @@ class OpenAIChatModel(AsyncCloseable):
             raise RuntimeError(f"{self!r} is closed")
         clients = self._clients
         client = self._client if clients is None else (clients.get() or await clients.bind())
-        if self.api == "chat":
-            return await client.chat.completions.create(**request)
-        return await client.responses.create(**request)
+        create = client.chat.completions.create if self.api == "chat" else client.responses.create
+        try:
+            return await create(**request)
+        except UnicodeEncodeError:
+            # A lone surrogate (a model's "\ud800" escape, in a message sent back to it) has no
+            # UTF-8 form, so the SDK could not write the request and the call failed without
+            # reaching the server. Sent with each one as U+FFFD, what a UTF-8 decoder makes of
+            # a broken sequence; only when it happens, so the common request is not walked.
+            return await create(**_without_surrogates(request))
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel({self.model_name!r}, base_url={self.base_url!r}, api={self.api!r})"
@@ -621,6 +627,19 @@ def _note_refusal(error: ModelError, refusal: ModelError | None) -> None:
             f"(the call was sent again with less of its schema response_format after the "
             f"server's first answer, read as refusing it: {refusal})"
         )
+
+
+def _without_surrogates(value: Any) -> Any:
+    """``value`` (a request's keyword arguments) with each lone surrogate in its text replaced by
+    U+FFFD, and a surrogate pair that JSON escapes left as two code units joined into its
+    character; the dicts, lists and tuples it holds are copied, anything else kept as it is."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_without_surrogates(item) for item in value)
+    return value
 
 
 def _check_timeout(timeout: float | None) -> float | None:
