@@ -168,8 +168,15 @@ def _parser() -> argparse.ArgumentParser:
 
 def _to_json(value: Any, indent: int | None) -> str:
     """``value`` as standard JSON: checkpoints written before the codec refused NaN and
-    infinities may hold them, and each is printed as its ``str`` (``"nan"``, ``"inf"``)."""
-    return dumps_finite(value, str, indent=indent, ensure_ascii=False)
+    infinities may hold them, and each is printed as its ``str`` (``"nan"``, ``"inf"``). Text
+    holding a lone surrogate (a model's ``"\\ud800"`` escape), which has no UTF-8 form to
+    print, is written ASCII-escaped, as the checkpoint holds it."""
+    text = dumps_finite(value, str, indent=indent, ensure_ascii=False)
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return dumps_finite(value, str, indent=indent, ensure_ascii=True)
+    return text
 
 
 def _malformed_dsn(args: argparse.Namespace, exc: Exception) -> bool:

@@ -231,6 +231,29 @@ async def test_list_prints_each_paused_run_as_a_json_line(tmp_path: Path) -> Non
     assert sorted(listed) == ["shop-1/b", "shop-1/c"]  # and the unreadable one: whose is unknown
 
 
+class _AsksOddly(BaseAgent):
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield ctx.interrupt({"question": "approve x\ud800y?"})
+
+
+async def test_a_pause_whose_text_holds_a_lone_surrogate_is_listed_and_shown(
+    tmp_path: Path,
+) -> None:
+    """Its info (a model's ``"\\ud800"`` escape) was printed as UTF-8, which it has no form in:
+    the command failed with a UnicodeEncodeError traceback. It prints that text escaped."""
+    path = tmp_path / "checkpoints.db"
+    store = SQLiteCheckpointStore(path)
+    await Runner(_AsksOddly("asker"), checkpoint_store=store).invoke("pay", checkpoint_id="odd")
+    await store.aclose()
+
+    for command in ("list", "show"):
+        args = ("checkpoint", command, *(("odd",) if command == "show" else ()))
+        done = _pyadk(*args, "--sqlite", str(path))
+        assert done.returncode == 0, done.stderr
+        shown = json.loads(done.stdout)
+        assert shown["points"][0]["info"] == {"question": "approve x\ud800y?"}
+
+
 def test_list_failures(tmp_path: Path) -> None:
     done = _pyadk("checkpoint", "list", "--sqlite", str(tmp_path / "typo.db"))
     assert done.returncode == 1 and "no SQLite checkpoint file" in done.stderr
