@@ -645,11 +645,6 @@ class _Unknown(KeyError):
         super().__init__(text)
         self.unasked = unasked
 
-    def __str__(self) -> str:
-        # The text as it is: ``KeyError`` shows its key's repr, which wrapped the sentence in
-        # quotes (``KeyError: "no tool named 'x'; ..."``) in a RunError or an error result.
-        return str(self.args[0]) if self.args else ""
-
     def __reduce__(self) -> tuple[Any, ...]:
         # Raised to callers (a ``KeyError``): unpickled with ``unasked`` (``cls(*args)`` would
         # lack it), see ``adk._error_pickle``.
