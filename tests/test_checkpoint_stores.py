@@ -40,7 +40,6 @@ from adk.checkpoint import (
     SQLiteCheckpointStore,
 )
 from adk.checkpoint.store import _PutNewStore, _redact
-from adk.checkpoint.store import _redact
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -1276,6 +1275,8 @@ async def test_a_new_runs_save_whose_server_stops_answering_between_look_and_wri
         proxy.thaw()
         assert await store.get("run") in {b"finished", b"new"}  # reopened: answers again
         await close(store)
+
+
 async def test_a_run_whose_text_holds_lone_surrogates_pauses_and_resumes(
     backend: Backend,
 ) -> None:
