@@ -23,8 +23,9 @@ from typing import Any
 
 import pytest
 from services import PostgresServer, RedisServer
+from test_resume_once import PayOnYes
 
-from adk import AgentEvent, AgentInput, BaseAgent, RunContext, RunError, Runner
+from adk import RunError, Runner
 from adk.checkpoint import (
     CheckpointStore,
     InMemoryCheckpointStore,
@@ -70,23 +71,6 @@ async def make_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
             await aclose()
 
 
-class _Pay(BaseAgent):
-    """Asks a person to approve paying the payee the input names; pays on a yes."""
-
-    def __init__(self, paid: list[str]) -> None:
-        super().__init__("pay")
-        self.paid = paid
-
-    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
-        payee = input.messages[-1].content if input.messages else "?"
-        if ctx.resume is None:
-            yield ctx.interrupt(f"pay {payee}?", state=payee)
-            return
-        if ctx.resume.data is True:
-            self.paid.append(str(ctx.resume.state))
-        yield AgentEvent.of("done")
-
-
 def _reads_in_step(stores: list[CheckpointStore]) -> None:
     """Make the stores' ``get`` wait until each of ``stores`` (one per run; the same object
     may come more than once) has begun one: the reads of a read-then-write check all come
@@ -115,7 +99,7 @@ async def test_new_runs_pausing_at_once_under_one_id_save_one_pause(
     paid: list[str] = []
     stores = [make_store(), make_store()]
     _reads_in_step(stores)
-    runners = [Runner(_Pay(paid), checkpoint_store=store) for store in stores]
+    runners = [Runner(PayOnYes(paid), checkpoint_store=store) for store in stores]
     outcomes = await asyncio.gather(
         runners[0].invoke("bob", checkpoint_id="conv-1"),
         runners[1].invoke("eve", checkpoint_id="conv-1"),
@@ -253,7 +237,7 @@ async def test_a_store_of_the_public_protocol_is_read_then_written(kept: bool) -
     paid: list[str] = []
     store = _Plain()
     assert not isinstance(store, _PutNewStore)
-    runner = Runner(_Pay(paid), checkpoint_store=store, keep_checkpoints=kept)
+    runner = Runner(PayOnYes(paid), checkpoint_store=store, keep_checkpoints=kept)
     await runner.invoke("bob", checkpoint_id="conv-1")
     assert store.reads == 1
     waiting = store.data["conv-1"]
@@ -284,7 +268,7 @@ async def test_a_subclass_with_its_own_get_and_put_is_read_then_written(tmp_path
     failed to read it. Such a store is read, then written, through its own methods."""
     paid: list[str] = []
     async with _Zipped(tmp_path / "zipped.db") as store:
-        runner = Runner(_Pay(paid), checkpoint_store=store)
+        runner = Runner(PayOnYes(paid), checkpoint_store=store)
         await runner.invoke("bob", checkpoint_id="conv-1")
         with pytest.raises(RunError, match="'conv-1': a paused run waits there"):
             await runner.invoke("eve", checkpoint_id="conv-1")

@@ -359,8 +359,9 @@ async def test_an_invoke_cancelled_after_saving_its_pause_leaves_no_checkpoint_n
         assert list(store._data) == ([] if given is None else ["mine"])
 
 
-class _Pay(BaseAgent):
-    """Asks a person to approve paying ``payee``; pays on a yes."""
+class PayOnYes(BaseAgent):
+    """Asks a person to approve paying the payee its input names; pays on a yes (the new-run id
+    tests use it too)."""
 
     def __init__(self, paid: list[str]) -> None:
         super().__init__("pay")
@@ -386,7 +387,7 @@ async def test_a_new_run_cannot_pause_over_a_waiting_checkpoint_of_the_same_id(
     second pause, the waiting one kept as it was; a finished one (kept for audit) is replaced."""
     paid: list[str] = []
     async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
-        runner = Runner(_Pay(paid), checkpoint_store=store, keep_checkpoints=kept)
+        runner = Runner(PayOnYes(paid), checkpoint_store=store, keep_checkpoints=kept)
         first = await runner.invoke("bob", checkpoint_id="conv-1")
         assert first.interrupt is not None
         waiting = await store.get("conv-1")
@@ -411,7 +412,7 @@ async def test_a_resume_answering_some_points_pauses_again_under_its_own_id(tmp_
     still refused until the last point is answered."""
     paid: list[str] = []
 
-    class _Named(_Pay):
+    class _Named(PayOnYes):
         def __init__(self, name: str) -> None:
             super().__init__(paid)
             self.name = name
