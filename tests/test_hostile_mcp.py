@@ -17,6 +17,7 @@ within 60s``, when the server had answered.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sys
 from pathlib import Path
@@ -102,3 +103,22 @@ async def test_a_listing_the_client_cannot_read_fails_naming_the_server(
     assert events and events[-1].error is not None, events
     assert events[-1].error.type == "RuntimeError", events[-1].error
     assert model.requests == [], "the model was asked without the server's tools"
+
+
+async def test_a_message_naming_a_waiting_call_inside_it_does_not_answer_that_call() -> None:
+    """Two calls on one session: ``wait`` is answered only once ``misaddressed`` came too, and
+    before either answer the server sends messages the client cannot parse that hold ``wait``'s
+    id inside another field (an object in place of the id, of the method, of the version; a request's
+    params given as the JSON text of an answer to it). None
+    answers ``wait``: each call gets its own answer. The unreadable-answer error went to the
+    first JSON-RPC-looking object among the parser's complaints, here the inner one, so the
+    waiting call failed with 'could not be read' and its real answer was then dropped."""
+    async with hostile("results") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        waiting = asyncio.ensure_future(tools["wait"].run("{}", None))  # type: ignore[arg-type]
+        other = await tools["misaddressed"].run("{}", None)  # type: ignore[arg-type]
+        answer = await waiting
+        assert (answer.is_error, answer.content) == (False, "wait answered")
+        assert (other.is_error, other.content) == (False, "misaddressed answered")
+        ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+        assert (ok.is_error, ok.content) == (False, "ok ran")

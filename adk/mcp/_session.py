@@ -91,10 +91,16 @@ def _unreadable_answer(exc: Exception) -> Any:
     message: object = None
     for error in errors:
         given = error.get("input")
-        if isinstance(given, dict) and "jsonrpc" in given:
+        # The message itself is the input of a field it lacks (an answer lacks a request's
+        # "method"); any other dict is a field's value, whose "id" names some other request (a
+        # message with an object as its id, method or version holding a waiting call's id).
+        loc = error.get("loc", ())
+        if error.get("type") == "missing" and len(loc) == 2 and isinstance(given, dict):
             message = given
             break
-        if isinstance(given, str | bytes):  # not JSON the client's parser reads: read it here
+        if not loc and isinstance(given, str | bytes):
+            # The whole message, not JSON the client's parser reads: read it here (a field's
+            # text, a request's params as a string, is no message).
             import json
 
             try:

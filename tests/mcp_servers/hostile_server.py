@@ -8,7 +8,11 @@ string, a reference to nothing, a ``required`` that is not a list, nested 300 le
 name listed twice, and tools whose results break ``CallToolResult``: content blocks of an unknown
 type, text that is not a string, content that is not a list, no content at all, a result that is a list, ``isError`` that
 is not a bool, structured content that is not an object, an image whose data is not base64, a
-result of 2 MB.
+result of 2 MB. Two calls made together show that a message which is no answer is not taken for
+the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` came too, and
+before both are answered the server sends messages that name the waiting call's id inside
+another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
+``params``), none of them an answer to it.
 """
 
 from __future__ import annotations
@@ -55,13 +59,31 @@ RESULTS: dict[str, Any] = {
 }
 
 
+TOGETHER = ("wait", "misaddressed")
+"""Tools whose calls are answered once both came (see ``_misaddressed``)."""
+
+
+def _misaddressed(waiting: Any, own: Any) -> list[dict[str, Any]]:
+    """Messages that are no answer to the call ``waiting`` though its id is in them: as an object
+    in the place of an id, a method or the protocol version (``own`` is the id of the call that
+    asked for them)."""
+    inner = {"jsonrpc": "2.0", "id": waiting, "result": {}}
+    return [
+        {"jsonrpc": "2.0", "id": inner, "result": {}},
+        {"jsonrpc": "2.0", "id": own, "method": inner},
+        {"jsonrpc": inner, "id": "not-a-request-of-the-client", "result": {}},
+        {"jsonrpc": "2.0", "id": own, "method": "ping", "params": json.dumps(inner)},
+    ]
+
+
 def _tools(kind: str) -> list[Any]:
     """What ``tools/list`` lists: the tools with broken results (``results``), those with an
     input schema a client cannot read (``schemas``), or a tool with a schema nested deeper than
     the client's JSON parser reads (``deep``)."""
     if kind == "deep":
         return [{"name": "deep_schema", "inputSchema": _deep(300)}]
-    tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in ("ok", *RESULTS)]
+    named = ("ok", *RESULTS, *TOGETHER)
+    tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
             {"name": name, "description": f"{name}.", "inputSchema": schema}
@@ -91,14 +113,33 @@ def _answer(request: dict[str, Any], kind: str) -> Any:
     return {}
 
 
+def _send(message: Any) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
 def main(kind: str) -> None:
+    held: dict[str, Any] = {}  # a TOGETHER tool's name: its call's id, until both came
     for line in sys.stdin:
         request = json.loads(line)
         if "id" not in request:  # a notification
             continue
-        reply = {"jsonrpc": "2.0", "id": request["id"], "result": _answer(request, kind)}
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
+        name = (request.get("params") or {}).get("name")
+        if request.get("method") == "tools/call" and name in TOGETHER:
+            held[name] = request["id"]
+            if len(held) == len(TOGETHER):
+                for message in _misaddressed(held["wait"], held["misaddressed"]):
+                    _send(message)
+                for tool, call_id in held.items():
+                    text = f"{tool} answered"
+                    _send({"jsonrpc": "2.0", "id": call_id, "result": _text(text)})
+                held.clear()
+            continue
+        _send({"jsonrpc": "2.0", "id": request["id"], "result": _answer(request, kind)})
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": text}]}
 
 
 if __name__ == "__main__":
