@@ -139,8 +139,8 @@ _OPENAI_API_TYPES = {"chat": "chat_completions", "responses": "responses"}
 _DEFAULT_PORTS = {"https": 443, "http": 80}
 _MAX_SERVERS = 64  # distinct base URLs remembered; a process talks to a handful
 
-_TOOL_ERROR = "the tool returned an error"
-_OTHER_TOOL = "_OTHER"  # the tool duration metric's name for a tool the agent does not have  # a failed tool's span status without captured content
+_TOOL_ERROR = "the tool returned an error"  # a failed tool's span status without captured content
+_OTHER_TOOL = "_OTHER"  # the tool duration metric's name for a tool the agent does not have
 
 # Bucket boundaries the conventions advise for the two histograms.
 _TOKEN_BUCKETS = [4.0**i for i in range(14)]  # 1, 4, 16, ... 67108864

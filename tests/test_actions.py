@@ -799,6 +799,53 @@ async def test_a_tool_request_to_a_server_that_could_not_start_answers_why(own: 
     assert "available tools" not in text
 
 
+class Guesses(ActionAgent):
+    """Calls tools of names a model might make up (a request of its own, any tool allowed)."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        calls = [tool_call(name, {}, f"c{i}") for i, name in enumerate(("guess_1", "guess_2"))]
+        ctx.send_event(ToolRequestEvent(tool_calls=calls))
+
+    @action(ToolResponseEvent)
+    def answer(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=[r.content for r in event.responses]))
+
+
+async def test_a_call_answered_for_a_server_that_could_not_start_is_measured_as_other() -> None:
+    """A call to a name no tool has, while an MCP server that might offer it could not be asked,
+    is answered with why (above); its gen_ai.execute_tool.duration point took the name the call
+    gave, whatever was asked, so each name a model made up while a server was down was a series
+    of its own, where a call to a tool the agent lacks is measured under _OTHER."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+
+    server = Resources()
+    missing = Path(__file__).parent / "mcp_servers" / "no_such_server.py"
+    server.add_mcp("devices", StdioServer(sys.executable, [str(missing)]))
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    async with server:
+        result = await Runner(Guesses("guesses", resources=server), meter_provider=meters).invoke(
+            "go"
+        )
+    for name, text in zip(("guess_1", "guess_2"), result.output, strict=True):
+        assert text.startswith(f"Error: tool '{name}' could not be found: "), text
+    data = reader.get_metrics_data()
+    assert data is not None
+    names = [
+        (dict(point.attributes or {}).get("gen_ai.tool.name"), point.count)
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        for metric in scope.metrics
+        if metric.name == "gen_ai.execute_tool.duration"
+        for point in metric.data.data_points
+        if isinstance(point, HistogramDataPoint)
+    ]
+    assert names == [("_OTHER", 2)]
+    meters.shutdown()
+
+
 async def test_a_name_the_agent_defines_and_the_runners_listed_server_offers_is_refused() -> None:
     """A tool the agent's own resources define and the runner's MCP server offers under the same
     name was the agent's, silently: the check looked at the runner's names registered in code

@@ -245,6 +245,10 @@ class _Unfound:
     (``is_error``), so the record or the model reads it; a paused call's tool is not answered so
     (``_check_tools_kept`` refuses the resume: the approval is kept for when it is back)."""
 
+    # Its name is whatever the call asked for, as ``_UnknownTool``'s: the tool duration metric
+    # takes it as no tool's (``adk.tracing``), or each name made up would be a series of its own.
+    _adk_unknown = True
+
     def __init__(self, name: str, reason: str) -> None:
         self._name = name
         self._reason = reason
