@@ -1141,14 +1141,20 @@ def _error_type(exc: Exception) -> str:
     span's ``exception`` event still names the class. A ``ModelError`` without a status is
     typed by the exception it was raised from, the client's (``APITimeoutError``,
     ``APIConnectionError``): by its own name a provider that timed out and one that could not be
-    reached were one value. One raised from nothing (a malformed answer, a closed model; an error
-    whose cause held a secret is raised ``from None``) or from a private class of the adapter's
-    (a name no documentation gives) stays ``ModelError``."""
+    reached were one value. One raised from nothing (an error whose cause held a secret is raised
+    ``from None``), from a private class of the adapter's (a name no documentation gives), or
+    that the adapter marks (``_adk_untyped``: a malformed answer, whose cause is the parser that
+    failed, and a closed model, whose connection error is not the provider's) stays
+    ``ModelError``."""
     if isinstance(exc, ModelError):
         if type(exc.status) is int:
             return str(exc.status)
         cause = exc.__cause__
-        if cause is not None and not type(cause).__name__.startswith("_"):
+        if (
+            cause is not None
+            and not type(cause).__name__.startswith("_")
+            and not getattr(exc, "_adk_untyped", False)  # a malformed answer, a closed model
+        ):
             return type(cause).__name__
     return type(exc).__name__
 

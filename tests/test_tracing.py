@@ -1457,6 +1457,49 @@ async def test_a_model_call_that_failed_without_a_status_is_typed_by_what_failed
     meters.shutdown()
 
 
+async def test_a_malformed_answer_or_a_closed_model_stays_model_error(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # A ModelError without a status is typed by the client's exception it came from (above); but
+    # one for a 200 answer the adapter could not read was typed by the parser's exception
+    # (UnicodeDecodeError, RecursionError, JSONDecodeError: which Python parser failed), and a
+    # model closed under its call by the connection error the close caused (APIConnectionError,
+    # as an unreachable provider), where tracing.md says both stay ModelError.
+    completion = {
+        "id": "c",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}}],
+    }
+    bodies = [
+        json.dumps(completion).encode().replace(b'"hi"', b'"\xff"'),  # not UTF-8
+        ("[" * 100_000 + "]" * 100_000).encode(),  # nested past the parser's reach
+        b"{not json",
+    ]
+    once = RetryPolicy(max_attempts=1)
+    arrived = asyncio.Event()
+
+    def late(body: Any) -> ServedReply:  # the last call, at the server: the model is closed
+        arrived.set()
+        return ServedReply(text="late", delay=30.0)
+
+    served = [ServedReply(raw=body) for body in bodies]
+    async with OpenAIServer(served, respond=late) as server:
+        model = wire_model(server, name="m", api_key="k", retry=once)
+        runner = Runner(ReActAgent("a", model), tracer_provider=provider)
+        for _ in bodies:
+            with pytest.raises(RunError, match="ModelError"):
+                await runner.invoke("hi")
+        running = asyncio.ensure_future(runner.invoke("hi"))
+        await arrived.wait()
+        await model.aclose()
+        with pytest.raises(RunError, match=r"closed \(aclose\(\)\) while the call was running"):
+            await running
+    chats = named(exporter.get_finished_spans(), "chat m")
+    assert [attrs(span)["error.type"] for span in chats] == ["ModelError"] * 4
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_a_model_calls_retries_are_events_of_its_chat_span(
     streaming: bool, provider: TracerProvider, exporter: InMemorySpanExporter

@@ -543,7 +543,9 @@ class OpenAIChatModel(AsyncCloseable):
         ):
             # aclose() closed the connections under the call (or, during a retry's backoff, the
             # client the next attempt needed)
-            return ModelError(f"{where} the model was closed (aclose()) while the call was running")
+            return _untyped(
+                ModelError(f"{where} the model was closed (aclose()) while the call was running")
+            )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             hinted = _retry_after(exc) if _is_transient(exc) else None
@@ -581,17 +583,21 @@ class OpenAIChatModel(AsyncCloseable):
         if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
             return ModelError(f"{where} {exc}{tries}", status=exc.status)
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
-            return ModelError(
-                f"{where} the server's answer is not valid JSON ({exc.msg}): {exc.doc[:200]!r}"
+            return _untyped(
+                ModelError(
+                    f"{where} the server's answer is not valid JSON ({exc.msg}): {exc.doc[:200]!r}"
+                )
             )
         if isinstance(exc, UnicodeDecodeError):  # the SDK decoding a body or a stream's line
-            return ModelError(
-                f"{where} the server's answer is not valid UTF-8 ({exc.reason} at byte "
-                f"{exc.start}): {exc.object[max(0, exc.start - 100) : exc.start + 100]!r}"
+            return _untyped(
+                ModelError(
+                    f"{where} the server's answer is not valid UTF-8 ({exc.reason} at byte "
+                    f"{exc.start}): {exc.object[max(0, exc.start - 100) : exc.start + 100]!r}"
+                )
             )
         if isinstance(exc, RecursionError):  # the SDK parsing JSON nested past Python's reach
-            return ModelError(
-                f"{where} the server's answer is JSON nested too deeply to read ({exc})"
+            return _untyped(
+                ModelError(f"{where} the server's answer is JSON nested too deeply to read ({exc})")
             )
         return exc
 
@@ -697,6 +703,16 @@ def _ended_early(sdk_stream: Any, events: int) -> Exception:
     if events or not kind or kind.startswith("text/event-stream"):
         return _StreamTruncated()
     return ModelError(f"the server answered a stream request with {kind!r}, not an event stream")
+
+
+def _untyped(error: ModelError) -> ModelError:
+    """``error``, marked for ``adk.tracing`` to type as ``ModelError``, not by the exception it is
+    raised from: that of a 200 answer the adapter could not read is which Python parser failed
+    (``UnicodeDecodeError``, ``RecursionError``, ``JSONDecodeError``), and that of a model closed
+    under its call the connection error the close caused, which would read as an unreachable
+    provider (``APIConnectionError``)."""
+    error._adk_untyped = True  # type: ignore[attr-defined]
+    return error
 
 
 def _illegal_header(cause: BaseException | None) -> bool:
