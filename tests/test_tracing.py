@@ -1457,6 +1457,38 @@ async def test_a_model_call_that_failed_without_a_status_is_typed_by_what_failed
     meters.shutdown()
 
 
+async def test_a_retry_event_is_on_its_own_calls_span_among_concurrent_calls(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    # Reviewed (rv3): the retry event is put on the current span from tenacity's before_sleep,
+    # which runs in the retrying call's own task, so concurrent calls of one model (a
+    # ParallelAgent's branches, both in flight when the first fails) each keep their own: the
+    # flaky branch's chat span has its retry and the steady one's none. No change needed.
+    failed: set[str] = set()
+
+    def answer(body: Any) -> ServedReply:
+        agent = body["messages"][0]["content"]
+        if agent == "flaky" and agent not in failed:
+            failed.add(agent)
+            return ServedReply(status=503, error="busy")
+        return ServedReply(text=f"{agent} done")
+
+    retry = RetryPolicy(max_attempts=2, initial_delay=0.001, max_delay=0.002)
+    async with OpenAIServer(respond=answer, hold=2) as server:
+        model = wire_model(server, name="m", api_key="k", retry=retry)
+        branches = [ReActAgent(name, model, instruction=name) for name in ("flaky", "steady")]
+        await Runner(ParallelAgent("both", branches), tracer_provider=provider).invoke("go")
+        await model.aclose()
+    spans = exporter.get_finished_spans()
+    by_id = {span.context.span_id: span for span in spans if span.context is not None}
+    retried = {}
+    for chat in named(spans, "chat m"):
+        assert chat.parent is not None
+        agent = by_id[chat.parent.span_id].name
+        retried[agent] = [dict(e.attributes or {}).get("error.type") for e in chat.events]
+    assert retried == {"invoke_agent flaky": ["503"], "invoke_agent steady": []}
+
+
 async def test_a_malformed_answer_or_a_closed_model_stays_model_error(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
