@@ -482,6 +482,32 @@ async def test_an_event_class_under_another_module_resumes_by_its_name(deploy: R
     assert result.text == "120: yes"
 
 
+async def test_another_class_of_that_name_with_other_fields_is_refused(deploy: Redeploy) -> None:
+    """Reviewed (rv3): the one class of the saved name, under another module, is taken whatever
+    it is; a different class that happens to share the name (its fields another's) is not read
+    as it: the event's fields fail its validation (events forbid unknown fields), so the resume
+    is refused naming the event, nothing runs and the checkpoint is kept. No change needed."""
+    await deploy.pause(_spend_agent("__main__"))
+
+    class Spend(Event):
+        total: str
+
+    Spend.__module__, Spend.__qualname__ = "travel", "Spend"
+
+    @action(InputEvent)
+    def ask(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(Spend(total="x"))
+
+    @action(Spend)
+    def approve(event: Any, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.total))
+
+    error = await deploy.refused(ActionAgent("spender", actions=[ask, approve]))
+    assert "the '__main__.Spend' event is invalid" in error, error
+    result = await deploy.resume(_spend_agent("jobs"))
+    assert result.text == "120: yes"
+
+
 # -- tools awaiting approval -------------------------------------------------------------------
 
 
