@@ -846,6 +846,33 @@ async def test_a_call_answered_for_a_server_that_could_not_start_is_measured_as_
     meters.shutdown()
 
 
+class GuessesAllowing(ActionAgent):
+    """Calls a tool of the server that could not start and one its request does not allow."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        calls = [tool_call("device_info", {}, "c1"), tool_call("other", {}, "c2")]
+        ctx.send_event(ToolRequestEvent(tool_calls=calls, tools=["device_info"]))
+
+    @action(ToolResponseEvent)
+    def answer(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=[r.content for r in event.responses]))
+
+
+async def test_a_tool_that_could_not_be_found_is_not_listed_as_available() -> None:
+    """The answer to a call the request does not allow lists the tools it may call instead;
+    a name answered for an MCP server that could not be asked (no tool has it) was listed as
+    available: 'unknown tool 'other'; available tools: device_info', a tool that is not there."""
+    server = Resources()
+    missing = Path(__file__).parent / "mcp_servers" / "no_such_server.py"
+    server.add_mcp("devices", StdioServer(sys.executable, [str(missing)]))
+    async with server:
+        result = await Runner(GuessesAllowing("guesses", resources=server)).invoke("go")
+    found, other = result.output
+    assert found.startswith("Error: tool 'device_info' could not be found: "), found
+    assert other == "Error: unknown tool 'other'; available tools: none"
+
+
 async def test_a_name_the_agent_defines_and_the_runners_listed_server_offers_is_refused() -> None:
     """A tool the agent's own resources define and the runner's MCP server offers under the same
     name was the agent's, silently: the check looked at the runner's names registered in code

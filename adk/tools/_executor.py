@@ -81,7 +81,10 @@ class _UnknownTool:
 
     def __init__(self, name: str, tools: Mapping[str, Tool]) -> None:
         self._name = name
-        self._known = ", ".join(sorted(tools)) or "none"
+        # Not a stand-in of the same kind (``_adk_unknown``: a tool action's answer for a name an
+        # MCP server that could not be asked may offer), which no tool has.
+        known = [key for key, tool in tools.items() if not getattr(tool, "_adk_unknown", False)]
+        self._known = ", ".join(sorted(known)) or "none"
 
     @property
     def spec(self) -> ToolSpec:
