@@ -76,9 +76,16 @@ class Finished:
 
 
 class _Runs:
-    """The runs asked for, in order, on one background thread; each result is kept for its test."""
+    """The runs asked for, in order, on one background thread; each result is kept for its test.
 
-    def __init__(self) -> None:
+    ``job`` is the script each run starts, fixed when the runs are made: tests/test_flink_runs.py
+    makes its own runs of a stand-in script, and the session's runs, started in the background at
+    collection, must not start that stand-in when those tests run first (``pytest
+    tests/test_flink_runs.py tests/test_flink.py``), as they could while it was the module's
+    ``JOB``, read as each run started, that those tests replaced."""
+
+    def __init__(self, job: Path = JOB) -> None:
+        self._job = job
         self._lock = threading.Lock()
         self._queue: list[tuple[str, ...]] = []
         self._done: dict[tuple[str, ...], Finished] = {}
@@ -137,7 +144,7 @@ class _Runs:
                     return Finished(-1, "", "the session ended before the run started")
                 # A session of its own, so that a kill reaches the JVM and workers it starts too.
                 process = subprocess.Popen(
-                    [sys.executable, "-c", _LEADER, sys.executable, str(JOB), *args],
+                    [sys.executable, "-c", _LEADER, sys.executable, str(self._job), *args],
                     cwd=ROOT,
                     stdin=subprocess.PIPE,
                     stdout=out,

@@ -29,11 +29,10 @@ if sys.argv[1:] == ["hang"]:
 
 
 @pytest.fixture
-def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+def runs(tmp_path: Path) -> Any:
     job = tmp_path / "job.py"
     job.write_text(JOB)
-    monkeypatch.setattr(flink_runs, "JOB", job)
-    made = _Runs()
+    made = _Runs(job)
     yield made
     made.stop()
 
@@ -75,11 +74,13 @@ def test_the_session_ending_after_a_run_signals_no_process_group(
     assert signalled == []  # the script was reaped: its pid may name another's group now
 
 
-def test_the_session_ending_kills_a_run_in_progress_and_wakes_its_reader(runs: _Runs) -> None:
+def test_the_session_ending_kills_a_run_in_progress_and_wakes_its_reader(
+    runs: _Runs, tmp_path: Path
+) -> None:
     read: list[Finished] = []
     reader = threading.Thread(target=lambda: read.append(runs.result(("hang",))))
     reader.start()
-    left = Path(str(flink_runs.JOB)).with_name("left")
+    left = tmp_path / "left"
     while not left.exists() or not left.read_text():  # the script is running and has its child
         time.sleep(0.01)
     runs.stop()
@@ -107,13 +108,30 @@ def test_a_run_that_cannot_start_is_reported_to_its_reader(
     assert done.returncode == -1 and "could not be made" in done.stderr
 
 
+def test_runs_start_the_job_they_were_made_for_whatever_the_module_names_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session's runs start in the background at collection; this file's tests name a
+    stand-in script of their own, which the session's runs must not start when these tests run
+    first (their arguments given first), as they could when each run read the module's JOB."""
+    job = tmp_path / "job.py"
+    job.write_text(JOB)
+    made = _Runs(job)
+    monkeypatch.setattr(flink_runs, "JOB", tmp_path / "another.py")  # what it used to patch
+    try:
+        done = made.result(())
+    finally:
+        made.stop()
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "left").exists()
+
+
 SESSION = """
 import sys, time
 sys.path.insert(0, sys.argv[1])
 import flink_runs
 from pathlib import Path
-flink_runs.JOB = Path(sys.argv[2])
-flink_runs._Runs().start([("hang",)])
+flink_runs._Runs(Path(sys.argv[2])).start([("hang",)])
 time.sleep(120)
 """
 
