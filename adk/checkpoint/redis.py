@@ -386,8 +386,11 @@ def _text(value: Any) -> str:
 
 def _eval(redis: Redis, script: str, key: str, *args: str | bytes) -> Awaitable[Any]:
     """Run a Lua script on one key."""
-    # Typed as maybe-synchronous by redis-py (one signature for both clients): it awaits.
-    pending: Any = redis.eval(script, 1, key, *args)
+    # Typed as maybe-synchronous by redis-py (one signature for both clients): it awaits. Called
+    # untyped because redis-py 5 (which PyFlink's Beam pins: the flink extra installs it) types
+    # the keys and arguments as str only, where 6 on take bytes too; both send bytes as given.
+    call: Callable[..., Any] = redis.eval
+    pending: Any = call(script, 1, key, *args)
     awaitable: Awaitable[Any] = pending
     return awaitable
 
