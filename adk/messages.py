@@ -19,10 +19,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
-    PlainSerializer,
     field_validator,
     model_validator,
 )
@@ -109,11 +107,27 @@ def _bytes_out(value: bytes) -> str:
     return base64.b64encode(value).decode("ascii")
 
 
-_Data = Annotated[
-    bytes,
-    BeforeValidator(_bytes_in),
-    PlainSerializer(_bytes_out, return_type=str, when_used="json"),
-]
+class _Base64:
+    """The schema of a part's ``data``: ``_bytes_in`` before pydantic's ``bytes``, ``_bytes_out``
+    to JSON. What ``BeforeValidator(_bytes_in)`` with ``PlainSerializer(_bytes_out,
+    return_type=str, when_used="json")`` make, written as the core schema itself because
+    importing ``PlainSerializer`` (``pydantic.functional_serializers``) cost ``import adk`` 8.9M
+    instructions, more than all of adk's models (docs/performance.md, round 13)."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema  # loaded already (pydantic's own)
+
+        return core_schema.no_info_before_validator_function(
+            _bytes_in,
+            handler(source),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                _bytes_out, return_schema=core_schema.str_schema(), when_used="json"
+            ),
+        )
+
+
+_Data = Annotated[bytes, _Base64]
 """A part's bytes: raw in Python, base64 text in JSON (a checkpoint, an event's ``to_dict``)."""
 
 
