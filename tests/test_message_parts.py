@@ -9,6 +9,7 @@ checkpoints are real SQLite files.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,28 @@ async def test_a_part_over_the_checkpoint_limit_is_refused_by_name(
             await runner.invoke("deploy 2 and check the dashboard")
         assert isinstance(failed.value.__cause__, CheckpointError)
         assert [c async for c in store.ids()] == []
+
+
+async def test_a_checkpoint_holding_a_part_over_the_limit_is_refused_on_load_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkpoint no pyadk of this limit writes (a hostile one: a huge base64 string under a
+    # matching checksum, or one saved under a bigger limit) is refused before its part is
+    # decoded: nothing runs, nothing reaches the model, and the checkpoint stays.
+    calls = [WireCall("screenshot", "{}", "c1"), WireCall("deploy", '{"version": "2"}', "c2")]
+    db = tmp_path / "c.db"
+    async with OpenAIServer([WireReply(tool_calls=calls)]) as server:
+        async with SQLiteCheckpointStore(db) as store, _service(store, server.base_url) as runner:
+            paused = await runner.invoke("deploy 2 and check the dashboard")
+            assert paused.checkpoint_id is not None
+            kept = await store.get(paused.checkpoint_id)
+        monkeypatch.setattr(codec, "MAX_PART_BYTES", len(PNG) - 1)
+        async with SQLiteCheckpointStore(db) as store, _service(store, server.base_url) as runner:
+            with pytest.raises(CheckpointError) as refused:
+                await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+            assert await store.get(paused.checkpoint_id) == kept
+        assert len(server.requests) == 1
+    assert re.search(r"\(image\) holds 16 bytes, over MAX_PART_BYTES \(15\)", str(refused.value))
 
 
 def test_a_checkpoint_holds_parts_whole_and_reads_them_back() -> None:

@@ -816,6 +816,8 @@ def _rebuild(value: Any, depth: int) -> Any:
             )
         if value.get(_TAGGED) is True:  # its data holds tagged floats (``_tag_floats``)
             data = _rebuild(data, depth + 1)
+        if model in _OWN and isinstance(data, dict) and "parts" in data:
+            _check_parts(data["parts"])
         try:
             # Names and aliases both: values are saved by field name, and checkpoints written by
             # alias (earlier versions, briefly) must still load.
@@ -823,6 +825,26 @@ def _rebuild(value: Any, depth: int) -> Any:
         except ValidationError as exc:
             raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
     return value
+
+
+def _check_parts(parts: Any) -> None:
+    """Refuse a stored message's part whose base64 text holds more than ``MAX_PART_BYTES``, as a
+    save refuses it, before it is decoded: a checkpoint no pyadk of this limit writes (a hostile
+    one, its checksum matching, or one saved under a bigger limit) would otherwise make a part of
+    any size in memory and send it to the model."""
+    if not isinstance(parts, list):
+        return  # not a message's parts: its validation says so
+    limit = 4 * -(-MAX_PART_BYTES // 3)  # the base64 length of MAX_PART_BYTES bytes
+    for index, part in enumerate(parts):
+        data = part.get("data") if isinstance(part, dict) else None
+        if isinstance(data, str) and len(data) > limit:
+            kind = part.get("type")
+            size = len(data) // 4 * 3 - data[-2:].count("=")  # what it decodes to, if base64
+            raise CheckpointError(
+                f"is malformed: part {index} of a message "
+                f"({kind if isinstance(kind, str) else 'part'}) holds {size} bytes, over "
+                f"MAX_PART_BYTES ({MAX_PART_BYTES}) a checkpoint holds"
+            )
 
 
 def encode_checkpoint(body: dict[str, Any]) -> bytes:
