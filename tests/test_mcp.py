@@ -262,13 +262,8 @@ async def test_an_mcp_tools_image_reaches_the_model_as_an_image(
             {"type": "text", "text": "Attached by tool call c1 (media):"},
             {"type": "image_url", "image_url": {"url": png}},
             {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
-            {
-                "type": "file",
-                "file": {
-                    "file_data": "data:application/octet-stream;base64,AAEC",
-                    "filename": "file",
-                },
-            },
+            # Chat's file part takes PDFs only: the blob goes as its placeholder
+            {"type": "text", "text": "[resource: file:///raw.bin (application/octet-stream)]"},
         ]
     else:
         (output,) = [i for i in second["input"] if i.get("type") == "function_call_output"]

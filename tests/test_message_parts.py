@@ -268,7 +268,8 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
             ImagePart(mime_type="image/png", data=PNG),
             AudioPart(mime_type="audio/ogg", data=b"OggS"),  # neither API takes ogg
             FilePart(mime_type="application/pdf", uri="s3://bucket/report.pdf"),  # not on the web
-            FilePart(mime_type="text/csv", data=b"a,b\n", name="rows.csv"),
+            FilePart(mime_type="text/csv", data=b"a,b\n", name="rows.csv"),  # Chat: PDF only
+            FilePart(mime_type="application/pdf", data=b"%PDF", name="r.pdf"),
         ],
     )
     async with OpenAIServer([WireReply(text="a gap")]) as server:
@@ -277,6 +278,7 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
         body = server.requests[0].body
     assert result.text == "a gap"
     csv = "data:text/csv;base64,YSxiCg=="
+    pdf = "data:application/pdf;base64,JVBERg=="
     if api == "chat":
         (sent,) = body["messages"]
         assert sent["content"] == [
@@ -284,7 +286,8 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
             {"type": "image_url", "image_url": {"url": PNG_URL}},
             {"type": "text", "text": "[audio: audio/ogg]"},
             {"type": "text", "text": "[resource: s3://bucket/report.pdf (application/pdf)]"},
-            {"type": "file", "file": {"file_data": csv, "filename": "rows.csv"}},
+            {"type": "text", "text": "[file: rows.csv (text/csv)]"},
+            {"type": "file", "file": {"file_data": pdf, "filename": "r.pdf"}},
         ]
     else:
         (sent,) = body["input"]
@@ -294,6 +297,7 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
             {"type": "input_text", "text": "[audio: audio/ogg]"},
             {"type": "input_text", "text": "[resource: s3://bucket/report.pdf (application/pdf)]"},
             {"type": "input_file", "file_data": csv, "filename": "rows.csv"},
+            {"type": "input_file", "file_data": pdf, "filename": "r.pdf"},
         ]
 
 

@@ -351,9 +351,9 @@ _CHAT_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "a
 
 def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
     """``part`` as a Chat Completions content part: an image as ``image_url``, a sound as
-    ``input_audio`` (wav and mp3 only), a file's bytes as ``file``; what the API cannot take
-    (other audio, a file known only by a URI that is not an image on the web) as its
-    placeholder text, so the request is never refused for it."""
+    ``input_audio`` (wav and mp3 only), a PDF's bytes as ``file``; what the API cannot take
+    (other audio, other files, which its ``file`` refuses, a file known only by a URI that is
+    not an image on the web) as its placeholder text, so the request is never refused for it."""
     mime, data = part.mime_type, part.data
     if data is None:  # a FilePart with a uri only
         uri = part.uri if isinstance(part, FilePart) else None
@@ -368,6 +368,8 @@ def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
             return {"type": "text", "text": part_placeholder(part)}
         encoded = base64.b64encode(data).decode("ascii")
         return {"type": "input_audio", "input_audio": {"data": encoded, "format": fmt}}
+    if mime != "application/pdf":  # Chat's ``file`` takes PDFs only and refuses the request
+        return {"type": "text", "text": part_placeholder(part)}
     name = part.name if isinstance(part, FilePart) and part.name else "file"
     return {"type": "file", "file": {"file_data": data_url(mime, data), "filename": name}}
 
