@@ -25,14 +25,19 @@ _new = object.__new__
 _TOOL = Role.TOOL  # an enum member looked up once: `Role.TOOL` costs a metaclass lookup each time
 
 
+_OURS = ("adk", "prebuilt")
+"""The packages whose private classes are named by their nearest public base (``_type_name``)."""
+
+
 def _type_name(exc: BaseException) -> str:
-    """The name of ``exc``'s class, or of its nearest public base when the class is private (a
-    ``_Name`` of pyadk's, as ``KeyError`` for a lookup's ``_Unknown``): what a user reads in an
-    error can be caught and looked up, where a private name is neither."""
+    """The name of ``exc``'s class, or of its nearest public base when the class is one of
+    pyadk's private ones (``KeyError`` for a lookup's ``_Unknown``): what a user reads in an
+    error can be caught and looked up, where such a name is neither. A user's own private class
+    keeps its name, which the user can catch."""
     cls = type(exc)
     name = cls.__name__
-    if not name.startswith("_"):
-        return name
+    if not name.startswith("_") or cls.__module__.partition(".")[0] not in _OURS:
+        return name  # a user's own private class is theirs to read and catch: kept
     for base in cls.__mro__[1:]:
         if not base.__name__.startswith("_"):
             return base.__name__

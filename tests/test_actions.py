@@ -755,6 +755,29 @@ async def test_a_lookup_error_names_a_public_type() -> None:
     assert ErrorInfo.of(cause) == ErrorInfo("KeyError", str(cause))
 
 
+class _Throttled(RuntimeError):
+    """A user's own private error class: its name is the user's to read and catch."""
+
+
+async def test_a_users_private_error_keeps_its_name() -> None:
+    """The nearest-public-base naming is for pyadk's private classes (a lookup's ``_Unknown``),
+    which no user can catch: a user's own ``_Throttled`` was reported as ``RuntimeError`` to the
+    model reading the tool's error, in the event and in ``ErrorInfo``, its name lost."""
+    from prebuilt import ReActAgent
+
+    @tool
+    def fetch() -> str:
+        """Fetches."""
+        raise _Throttled("slow down")
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("fetch", {})]), Reply(text="ok")])
+    async with Runner(ReActAgent("a", model, tools=[fetch])) as runner:
+        await runner.invoke("go")
+    (result,) = [m for m in model.requests[1].messages if m.role == Role.TOOL]
+    assert "_Throttled: slow down" in result.content, result.content
+    assert ErrorInfo.of(_Throttled("slow down")) == ErrorInfo("_Throttled", "slow down")
+
+
 def _causes(exc: BaseException | None) -> list[BaseException]:
     out: list[BaseException] = []
     while exc is not None:
