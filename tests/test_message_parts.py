@@ -270,6 +270,7 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
             FilePart(mime_type="application/pdf", uri="s3://bucket/report.pdf"),  # not on the web
             FilePart(mime_type="text/csv", data=b"a,b\n", name="rows.csv"),  # Chat: PDF only
             FilePart(mime_type="application/pdf", data=b"%PDF", name="r.pdf"),
+            ImagePart(mime_type="image/svg+xml", data=b"<svg/>"),  # PNG, JPEG, WebP, GIF only
         ],
     )
     async with OpenAIServer([WireReply(text="a gap")]) as server:
@@ -288,6 +289,7 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
             {"type": "text", "text": "[resource: s3://bucket/report.pdf (application/pdf)]"},
             {"type": "text", "text": "[file: rows.csv (text/csv)]"},
             {"type": "file", "file": {"file_data": pdf, "filename": "r.pdf"}},
+            {"type": "text", "text": "[image: image/svg+xml]"},
         ]
     else:
         (sent,) = body["input"]
@@ -298,6 +300,7 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
             {"type": "input_text", "text": "[resource: s3://bucket/report.pdf (application/pdf)]"},
             {"type": "input_file", "file_data": csv, "filename": "rows.csv"},
             {"type": "input_file", "file_data": pdf, "filename": "r.pdf"},
+            {"type": "input_text", "text": "[image: image/svg+xml]"},
         ]
 
 

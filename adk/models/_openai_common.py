@@ -345,22 +345,34 @@ def _web_uri(uri: str) -> bool:
     return uri.startswith(("http://", "https://"))
 
 
+_IMAGES = frozenset({"image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif"})
+"""The images both APIs take (``image_url``, ``input_image``); another (an SVG chart, a TIFF) is
+refused with the whole request, so it is sent as its placeholder text."""
+
+
+def _taken_image(mime: str) -> bool:
+    return mime.partition(";")[0].strip().lower() in _IMAGES
+
+
 _CHAT_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 """The audio Chat Completions takes (``input_audio``'s formats), by MIME type."""
 
 
 def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
-    """``part`` as a Chat Completions content part: an image as ``image_url``, a sound as
+    """``part`` as a Chat Completions content part: an image (PNG, JPEG, WebP, GIF) as
+    ``image_url``, a sound as
     ``input_audio`` (wav and mp3 only), a PDF's bytes as ``file``; what the API cannot take
     (other audio, other files, which its ``file`` refuses, a file known only by a URI that is
     not an image on the web) as its placeholder text, so the request is never refused for it."""
     mime, data = part.mime_type, part.data
     if data is None:  # a FilePart with a uri only
         uri = part.uri if isinstance(part, FilePart) else None
-        if uri is not None and mime.startswith("image/") and _web_uri(uri):
+        if uri is not None and _taken_image(mime) and _web_uri(uri):
             return {"type": "image_url", "image_url": {"url": uri}}
         return {"type": "text", "text": part_placeholder(part)}
     if mime.startswith("image/"):
+        if not _taken_image(mime):
+            return {"type": "text", "text": part_placeholder(part)}
         return {"type": "image_url", "image_url": {"url": data_url(mime, data)}}
     if mime.startswith("audio/"):
         fmt = _CHAT_AUDIO.get(mime)
@@ -376,17 +388,21 @@ def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
 
 def responses_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
     """``part`` as a Responses input content item (in a message's content or a
-    ``function_call_output``'s output): ``input_image``, ``input_file``; audio, which a
-    function's output cannot hold, as its placeholder text."""
+    ``function_call_output``'s output): ``input_image`` (PNG, JPEG, WebP, GIF), ``input_file``;
+    audio, which a function's output cannot hold, and another image type, as its placeholder
+    text."""
     mime, data = part.mime_type, part.data
     if data is None:  # a FilePart with a uri only
         uri = part.uri if isinstance(part, FilePart) else None
         if uri is not None and _web_uri(uri):
-            if mime.startswith("image/"):
+            if not mime.startswith("image/"):
+                return {"type": "input_file", "file_url": uri}
+            if _taken_image(mime):
                 return {"type": "input_image", "image_url": uri}
-            return {"type": "input_file", "file_url": uri}
         return {"type": "input_text", "text": part_placeholder(part)}
     if mime.startswith("image/"):
+        if not _taken_image(mime):
+            return {"type": "input_text", "text": part_placeholder(part)}
         return {"type": "input_image", "image_url": data_url(mime, data)}
     if mime.startswith("audio/"):
         return {"type": "input_text", "text": part_placeholder(part)}
