@@ -248,7 +248,8 @@ async def test_an_mcp_tools_image_reaches_the_model_as_an_image(
     toolset = MCPToolset(shared.server, tool_filter=["media"], call_timeout=15)
     script = [OpenAIReply(tool_calls=[OpenAICall("media", "{}", "c1")]), OpenAIReply(text="up")]
     async with OpenAIServer(script) as server:
-        agent = ReActAgent("analyst", wire_model(server, api), tools=[toolset])
+        model = wire_model(server, api, parts="send")
+        agent = ReActAgent("analyst", model, tools=[toolset])
         async with Runner(agent) as runner:
             result = await runner.invoke("how were sales?")
         second = server.bodies[1]
@@ -279,6 +280,41 @@ async def test_an_mcp_tools_image_reaches_the_model_as_an_image(
                 "filename": "file",
             },
         ]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_an_mcp_tools_image_reaches_a_text_only_server_as_its_placeholder(
+    api: str, shared: MCPToolset
+) -> None:
+    """A model server other than OpenAI's is sent no content part by default (``parts="text"``):
+    a model without vision (vLLM, llama.cpp, Ollama) refused the request holding the MCP tool's
+    image, and each later one of the run. The tool's result goes as its text, placeholders and
+    all, as before parts were sent."""
+    toolset = MCPToolset(shared.server, tool_filter=["media"], call_timeout=15)
+    script = [OpenAIReply(tool_calls=[OpenAICall("media", "{}", "c1")]), OpenAIReply(text="up")]
+    async with OpenAIServer(script) as server:
+        agent = ReActAgent("analyst", wire_model(server, api), tools=[toolset])
+        async with Runner(agent) as runner:
+            result = await runner.invoke("how were sales?")
+        second = server.bodies[1]
+    assert result.output is not None and result.output.content == "up"
+    text = "\n".join(
+        [
+            "a chart of sales",
+            "[image: image/png]",
+            "[audio: audio/wav]",
+            "[resource link: report <file:///reports/q3.pdf>]",
+            "notes: up 4%",
+            "[resource: file:///raw.bin (application/octet-stream)]",
+        ]
+    )
+    if api == "chat":
+        assert [m["role"] for m in second["messages"]] == ["user", "assistant", "tool"]
+        assert second["messages"][2] == {"role": "tool", "tool_call_id": "c1", "content": text}
+    else:
+        (output,) = [i for i in second["input"] if i.get("type") == "function_call_output"]
+        assert output == {"type": "function_call_output", "call_id": "c1", "output": text}
+    assert ";base64," not in json.dumps(second)
 
 
 @pytest.mark.parametrize("legacy", [False, True])

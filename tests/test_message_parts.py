@@ -31,6 +31,7 @@ from adk import (
     FilePart,
     ImagePart,
     Message,
+    OpenAIChatModel,
     RunError,
     Runner,
     ToolResult,
@@ -115,7 +116,7 @@ async def test_a_function_tool_returns_an_image_alone_or_in_a_list() -> None:
 
 # -- pause and resume ---------------------------------------------------------------------------
 def _service(store: SQLiteCheckpointStore, base_url: str) -> Runner:
-    agent = ReActAgent("ops", wire_model(base_url), tools=[screenshot, deploy])
+    agent = ReActAgent("ops", wire_model(base_url, parts="send"), tools=[screenshot, deploy])
     return Runner(agent, checkpoint_store=store)
 
 
@@ -274,7 +275,8 @@ async def test_a_users_parts_go_in_its_content_and_what_the_api_cannot_take_as_t
         ],
     )
     async with OpenAIServer([WireReply(text="a gap")]) as server:
-        async with Runner(ReActAgent("ops", wire_model(server, api))) as runner:
+        model = wire_model(server, api, parts="send")
+        async with Runner(ReActAgent("ops", model)) as runner:
             result = await runner.invoke(question)
         body = server.requests[0].body
     assert result.text == "a gap"
@@ -310,3 +312,116 @@ def test_a_tool_result_without_parts_prints_as_before() -> None:
     )
     shown = repr(ToolResult(content="x", parts=[ImagePart(mime_type="image/png", data=PNG)]))
     assert "parts=(ImagePart(type='image', mime_type='image/png', data=<16 bytes>),)" in shown
+
+
+# -- a text-only server: parts="text" -----------------------------------------------------------
+_MEDIA_TYPES = {"image_url", "input_audio", "file", "input_image", "input_file"}
+
+
+def _types(value: Any) -> set[str]:
+    """Every ``type`` a request body's objects name, however deep."""
+    if isinstance(value, dict):
+        found = {value["type"]} if isinstance(value.get("type"), str) else set()
+        for item in value.values():
+            found |= _types(item)
+        return found
+    if isinstance(value, list):
+        return set().union(*(_types(item) for item in value))
+    return set()
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+@pytest.mark.parametrize("parts", [None, "text"])
+async def test_a_text_only_server_is_sent_each_part_as_its_placeholder_in_every_call(
+    api: str, parts: str | None
+) -> None:
+    """A server serving a model without vision (vLLM, llama.cpp, Ollama) refuses a request holding
+    an image content part, and each later call of the run too, the part staying in the history.
+    With ``parts="text"``, and by default on a server other than OpenAI's, no content part of a
+    medium is sent on either API: a user's parts become placeholders in its text, and a tool's
+    result is its text, which holds its placeholders, as before parts were sent at all."""
+    question = Message.user(
+        "what is wrong here?",
+        parts=[
+            ImagePart(mime_type="image/png", data=PNG),
+            AudioPart(mime_type="audio/wav", data=b"RIFF"),
+            FilePart(mime_type="application/pdf", data=b"%PDF", name="r.pdf"),
+        ],
+    )
+    script = [
+        WireReply(tool_calls=[WireCall("chart", '{"metric": "sales"}', "c1")]),
+        WireReply(text="a gap"),
+    ]
+    options = {} if parts is None else {"parts": parts}
+    async with OpenAIServer(script) as server:
+        model = wire_model(server, api, **options)
+        assert model.parts == "text"
+        async with Runner(ReActAgent("ops", model, tools=[chart])) as runner:
+            result = await runner.invoke(question)
+        first, second = server.bodies
+    assert result.text == "a gap"
+    for body in (first, second):
+        assert not _types(body) & _MEDIA_TYPES
+        assert ";base64," not in json.dumps(body)  # no part's bytes, in any form
+    asked = "what is wrong here?\n[image: image/png]\n[audio: audio/wav]\n[file: r.pdf (application/pdf)]"
+    drawn = 'the sales chart:\n[image: image/png]\n{"points":3}'
+    if api == "chat":
+        assert first["messages"] == [{"role": "user", "content": asked}]
+        sent = second["messages"]
+        assert [m["role"] for m in sent] == [
+            "user",
+            "assistant",
+            "tool",
+        ]  # no user message of parts
+        assert sent[0] == {"role": "user", "content": asked}
+        assert sent[2] == {"role": "tool", "tool_call_id": "c1", "content": drawn}
+    else:
+        assert first["input"] == [{"role": "user", "content": asked}]
+        sent = second["input"]
+        assert sent[0] == {"role": "user", "content": asked}
+        (output,) = [item for item in sent if item.get("type") == "function_call_output"]
+        assert output == {"type": "function_call_output", "call_id": "c1", "output": drawn}
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_parts_as_text_add_the_placeholders_a_text_lacks_and_only_those(api: str) -> None:
+    """A tool's own ``ToolResult(content, parts=...)`` need not name its parts in its text: the
+    placeholders it lacks are added, one per part (two images, two placeholders), and one it holds
+    is not sent twice."""
+    image = ImagePart(mime_type="image/png", data=PNG)
+    history = [
+        Message.user(""),
+        Message.assistant("", [tool_call("snap", {}, id="c1"), tool_call("snap", {}, id="c2")]),
+        Message.tool("two shots", tool_call_id="c1", name="snap", parts=[image, image]),
+        Message.tool(
+            "[image: image/png] and", tool_call_id="c2", name="snap", parts=[image, image]
+        ),
+    ]
+    async with OpenAIServer([WireReply(text="ok")]) as server:
+        async with wire_model(server, api, parts="text") as model:
+            assert (await model.generate(history)).content == "ok"
+        (body,) = server.bodies
+    twice = "two shots\n[image: image/png]\n[image: image/png]"
+    once_more = "[image: image/png] and\n[image: image/png]"
+    if api == "chat":
+        sent = body["messages"]
+        assert sent[0] == {"role": "user", "content": ""}
+        assert [m["content"] for m in sent[2:]] == [twice, once_more]
+    else:
+        sent = body["input"]
+        outputs = [i["output"] for i in sent if i.get("type") == "function_call_output"]
+        assert outputs == [twice, once_more]
+    assert not _types(body) & _MEDIA_TYPES
+
+
+def test_parts_are_sent_by_default_to_openai_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    assert OpenAIChatModel("gpt-4o", api_key="sk-test").parts == "send"
+    official = OpenAIChatModel("gpt-4o", base_url="https://api.openai.com/v1", api_key="sk-t")
+    assert official.parts == "send"
+    assert OpenAIChatModel("qwen", base_url="http://localhost:8000").parts == "text"
+    vision = OpenAIChatModel("qwen-vl", base_url="http://localhost:8000", parts="send")
+    assert vision.parts == "send"
+    assert OpenAIChatModel("o3-mini", api_key="sk-test", parts="text").parts == "text"
+    with pytest.raises(ValueError, match=r"parts must be 'send'.*not 'image'"):
+        OpenAIChatModel("qwen", base_url="http://localhost:8000", parts="image")  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from ._openai_common import (
     identity_of,
     in_band_status,
     json_schema_of,
+    parts_as_text,
     reasoning_of,
     require_tool_call_id,
     response_identity,
@@ -35,14 +36,17 @@ _ASSISTANT, _TOOL, _USER = Role.ASSISTANT, Role.TOOL, Role.USER
 
 
 def chat_messages(
-    messages: Sequence[Message], *, send_reasoning: bool = False
+    messages: Sequence[Message], *, send_reasoning: bool = False, send_parts: bool = True
 ) -> list[dict[str, Any]]:
     """Wire messages. Assistant messages always carry ``content`` (``""`` beside tool calls: some
     servers reject its absence) and carry ``tool_calls`` only when there are some (OpenAI rejects an
     empty list). Reasoning is not sent back by default: OpenAI refuses fields it does not know in
     a message, and DeepSeek's older reasoner refused ``reasoning_content``. With
     ``send_reasoning`` (a server in a thinking mode that requires it: DeepSeek, Kimi) assistant
-    messages with tool calls carry it as ``reasoning_content``, ``""`` when they have none."""
+    messages with tool calls carry it as ``reasoning_content``, ``""`` when they have none. Without
+    ``send_parts`` (``parts="text"``: a text-only server) no content part but text is sent: a
+    message's parts are the placeholders in its text (:func:`parts_as_text`), and a tool round
+    is followed by no user message of parts."""
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     for position, message in enumerate(messages):
@@ -66,6 +70,10 @@ def chat_messages(
             out.append(entry)
         elif role == _TOOL:
             call_id = require_tool_call_id(message, position)
+            if message.parts and not send_parts:
+                text = parts_as_text(message.content, message.parts)
+                out.append({"role": "tool", "tool_call_id": call_id, "content": text})
+                continue
             out.append({"role": "tool", "tool_call_id": call_id, "content": message.content})
             if message.parts:
                 # A tool message takes text only: its images and files follow the round, in
@@ -76,6 +84,10 @@ def chat_messages(
                 attached.extend(chat_part(part) for part in message.parts)
         elif role in _PLAIN_ROLES:
             if message.parts and role == _USER:
+                if not send_parts:
+                    text = parts_as_text(message.content, message.parts)
+                    out.append({"role": "user", "content": text})
+                    continue
                 content = [{"type": "text", "text": message.content}] if message.content else []
                 content.extend(chat_part(part) for part in message.parts)
                 out.append({"role": "user", "content": content})
@@ -108,18 +120,19 @@ def chat_request(
     max_tokens_field: str,
     stream_usage: bool = True,
     send_reasoning: bool = False,
+    send_parts: bool = True,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``.
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
-    refused it) so the final chunk carries token counts. ``send_reasoning``: see
-    :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides anything
-    set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
+    refused it) so the final chunk carries token counts. ``send_reasoning`` and ``send_parts``:
+    see :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides
+    anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
     (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
     request: dict[str, Any] = {
         "model": model,
-        "messages": chat_messages(messages, send_reasoning=send_reasoning),
+        "messages": chat_messages(messages, send_reasoning=send_reasoning, send_parts=send_parts),
     }
     if tools:
         request["tools"] = chat_tools(tools)

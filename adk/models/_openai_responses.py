@@ -20,6 +20,7 @@ from ._openai_common import (
     identity_of,
     in_band_status,
     json_schema_of,
+    parts_as_text,
     require_tool_call_id,
     response_identity,
     responses_part,
@@ -45,9 +46,13 @@ _DONE_TEXT = frozenset(
 )
 
 
-def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
+def responses_input(
+    messages: Sequence[Message], *, send_parts: bool = True
+) -> list[dict[str, Any]]:
     """Input items. System messages stay in place as ``system`` items (rather than ``instructions``)
-    so their order relative to the conversation is kept."""
+    so their order relative to the conversation is kept. Without ``send_parts`` (``parts="text"``)
+    a message's parts are the placeholders in its text (:func:`parts_as_text`), no content item
+    but text is sent."""
     out: list[dict[str, Any]] = []
     for position, message in enumerate(messages):
         role = message.role
@@ -65,7 +70,9 @@ def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
             )
         elif role == _TOOL:
             output: str | list[dict[str, Any]] = message.content
-            if message.parts:  # a function's output takes images and files beside its text
+            if message.parts and not send_parts:
+                output = parts_as_text(message.content, message.parts)
+            elif message.parts:  # a function's output takes images and files beside its text
                 output = (
                     [{"type": "input_text", "text": message.content}] if message.content else []
                 )
@@ -78,7 +85,10 @@ def responses_input(messages: Sequence[Message]) -> list[dict[str, Any]]:
                 }
             )
         elif role in _PLAIN_ROLES:
-            if message.parts and role == _USER:
+            if message.parts and role == _USER and not send_parts:
+                text = parts_as_text(message.content, message.parts)
+                out.append({"role": "user", "content": text})
+            elif message.parts and role == _USER:
                 content = (
                     [{"type": "input_text", "text": message.content}] if message.content else []
                 )
@@ -119,14 +129,19 @@ def responses_request(
     max_tokens_field: str,
     stream_usage: bool = True,
     send_reasoning: bool = False,
+    send_parts: bool = True,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.responses.create``. ``max_tokens`` becomes
     ``max_output_tokens`` (``max_tokens_field``, ``stream_usage`` and ``send_reasoning`` are Chat
-    concerns) and ``response_format`` becomes ``text.format``. ``stop`` is rejected: the Responses
+    concerns; ``send_parts``: see :func:`responses_input`) and ``response_format`` becomes
+    ``text.format``. ``stop`` is rejected: the Responses
     API has no stop sequences. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left
     out (:data:`~adk.models._openai_common.TOOL_FIELDS`), as from a Chat request."""
     del max_tokens_field, stream_usage, send_reasoning
-    request: dict[str, Any] = {"model": model, "input": responses_input(messages)}
+    request: dict[str, Any] = {
+        "model": model,
+        "input": responses_input(messages, send_parts=send_parts),
+    }
     if tools:
         request["tools"] = responses_tools(tools)
     if stream:

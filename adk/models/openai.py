@@ -121,6 +121,15 @@ class OpenAIChatModel(AsyncCloseable):
     modes). A schema ``response_format`` the server refuses is asked for again with less: without
     ``strict``, then JSON mode, then none, the schema then in the system message (``_structured``),
     remembered per model. ``metadata["finish_reason"]`` uses Chat vocabulary for both APIs.
+
+    ``parts``: how a message's images, sounds and files (``Message.parts``) are sent. ``"send"``:
+    as content parts (``image_url``, ``input_audio``, ``file``; ``input_image``, ``input_file``).
+    ``"text"``: as their placeholders in the message's text (``[image: image/png]``), no content
+    part but text, for a server that takes text only (vLLM, llama.cpp or Ollama serving a model
+    without vision refuses the request, and every later one of the run, the part staying in its
+    history). ``None`` (the default): ``"send"`` to OpenAI itself (api.openai.com), whose chat
+    models take images, ``"text"`` to any other server, which is asked for parts only when you
+    say it takes them, so an agent that worked before parts were sent keeps working.
     """
 
     supports_response_format = True
@@ -138,6 +147,7 @@ class OpenAIChatModel(AsyncCloseable):
         api: Literal["chat", "responses"] = "chat",
         retry: RetryPolicy | None = None,
         timeout: float | None = None,
+        parts: Literal["send", "text"] | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(
@@ -145,6 +155,12 @@ class OpenAIChatModel(AsyncCloseable):
             )
         if api not in ("chat", "responses"):
             raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
+        if parts not in ("send", "text", None):
+            raise ValueError(
+                f"parts must be 'send' (images, sounds and files as content parts), 'text' (as "
+                f"their placeholder text, for a text-only server) or None (the default: 'send' "
+                f"to api.openai.com, 'text' elsewhere), not {parts!r}"
+            )
         self.model_name = model
         self.api: Literal["chat", "responses"] = api
         if retry is not None and not isinstance(retry, RetryPolicy):
@@ -206,6 +222,10 @@ class OpenAIChatModel(AsyncCloseable):
         # What the adapter adds to a request on its own: the field max_tokens travels in, and
         # whether streams ask for usage. A server that refuses either changes them (_adapt).
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
+        self.parts: Literal["send", "text"] = (
+            parts if parts is not None else "send" if official else "text"
+        )
+        self._send_parts = self.parts == "send"
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
         self._formats = FormatFallback()  # how much of a schema response_format the server takes
@@ -391,6 +411,7 @@ class OpenAIChatModel(AsyncCloseable):
             max_tokens_field=self._max_tokens_field,
             stream_usage=self._stream_usage,
             send_reasoning=self._send_reasoning,
+            send_parts=self._send_parts,
         )
         return request, wrapped
 
