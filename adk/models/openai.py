@@ -157,8 +157,8 @@ class OpenAIChatModel(AsyncCloseable):
             raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
         if parts not in ("send", "text", None):
             raise ValueError(
-                f"parts must be 'send' (images, sounds and files as content parts), 'text' (as "
-                f"their placeholder text, for a text-only server) or None (the default: 'send' "
+                "parts must be 'send' (images, sounds and files as content parts), 'text' (as "
+                "their placeholder text, for a text-only server) or None (the default: 'send' "
                 f"to api.openai.com, 'text' elsewhere), not {parts!r}"
             )
         self.model_name = model
