@@ -145,6 +145,14 @@ class _BinaryPart(BaseModel):
                 yield name, value
 
 
+def _of_kind(mime_type: str, kind: str, part: type) -> str:
+    """``mime_type`` if it is a ``kind/...`` type, else the error naming the part: an image sent
+    as ``application/pdf`` would reach the model as an image it cannot read."""
+    if not mime_type.startswith(kind + "/"):
+        raise ValueError(f"an {part.__name__}'s mime_type is an {kind}/... type, not {mime_type!r}")
+    return mime_type
+
+
 class _Size(int):
     def __repr__(self) -> str:
         return f"<{int(self)} bytes>"
@@ -161,9 +169,7 @@ class ImagePart(_BinaryPart):
     @field_validator("mime_type")
     @classmethod
     def _image_type(cls, value: str) -> str:
-        if not value.startswith("image/"):
-            raise ValueError(f"an ImagePart's mime_type is an image/... type, not {value!r}")
-        return value
+        return _of_kind(value, "image", cls)
 
 
 class AudioPart(_BinaryPart):
@@ -176,9 +182,7 @@ class AudioPart(_BinaryPart):
     @field_validator("mime_type")
     @classmethod
     def _audio_type(cls, value: str) -> str:
-        if not value.startswith("audio/"):
-            raise ValueError(f"an AudioPart's mime_type is an audio/... type, not {value!r}")
-        return value
+        return _of_kind(value, "audio", cls)
 
 
 class FilePart(_BinaryPart):
