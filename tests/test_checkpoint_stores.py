@@ -39,6 +39,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
+from adk.checkpoint.sqlite import _open_connection
 from adk.checkpoint.store import _PutNewStore, _redact
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -631,6 +632,31 @@ async def test_sqlite_creates_parent_directories_and_uses_wal(tmp_path: Path) ->
             b"data",
         )
     await store.aclose()
+
+
+def test_sqlite_stores_opening_a_new_file_together_all_open_it(tmp_path: Path) -> None:
+    """Connections opening a new file at once (stores of several processes, or the two of
+    test_new_run_ids' race) all open it. The switch to WAL that meets another connection's gets
+    SQLITE_BUSY at once, without waiting the busy timeout: about one opening in sixty failed,
+    and with it the store's first call ('put of checkpoint ... failed: database is locked')."""
+    failures: list[BaseException] = []
+    for round_ in range(150):
+        path = str(tmp_path / f"new{round_}.db")
+        together = threading.Barrier(4)
+
+        def open_it(path: str = path, together: threading.Barrier = together) -> None:
+            together.wait()
+            try:
+                _open_connection(path, 30.0).close()
+            except BaseException as exc:
+                failures.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []
 
 
 async def test_sqlite_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

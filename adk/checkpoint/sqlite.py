@@ -132,17 +132,42 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
         path, timeout=busy_timeout, isolation_level=None, check_same_thread=path != _MEMORY
     )
     try:
-        # Switching to WAL takes a lock; skip it when another process already did.
-        (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
-        if path != _MEMORY and str(mode).lower() != "wal":
-            conn.execute("PRAGMA journal_mode=WAL")
+        if path != _MEMORY:
+            _use_wal(conn, busy_timeout)
         conn.execute("PRAGMA synchronous=FULL")
+        # The table made under the write lock, taken first: a plain CREATE reads the schema,
+        # then upgrades to write, and in WAL a connection whose read another's commit overtook
+        # gets SQLITE_BUSY_SNAPSHOT at once, its busy timeout never waited.
+        conn.execute("BEGIN IMMEDIATE")
         conn.execute(_SCHEMA)
+        conn.execute("COMMIT")
         _check_own_table(conn, path)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+    """Switch the file to WAL unless another connection already has (the switch takes a lock).
+    A switch that meets another connection's gets SQLITE_BUSY at once, SQLite's busy timeout
+    never waited, so it is tried again, the mode read anew, for up to ``busy_timeout``: two
+    processes (or stores) opening a new file together failed one's first call otherwise."""
+    deadline = time.monotonic() + busy_timeout
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
+            if str(mode).lower() != "wal":
+                conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(_WAL_RETRY)
+
+
+_WAL_RETRY = 0.01
+"""Seconds between tries of the switch to WAL: it lasts a few ms in the connection holding it."""
 
 
 def _check_own_table(conn: sqlite3.Connection, path: str) -> None:
