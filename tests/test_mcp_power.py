@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import wire_model
 from mcp.types import (
     BlobResourceContents,
     CreateMessageRequestParams,
@@ -26,11 +27,14 @@ from mcp.types import (
     TextResourceContents,
 )
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
+from openai_server import OpenAIServer
+from openai_server import Reply as WireReply
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from adk import MaxTurnsExceeded, RunContext, Runner
+import adk.checkpoint.codec as codec
+from adk import MaxTurnsExceeded, RunContext, Runner, tool
 from adk.callbacks import Callbacks, ModelRequest
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
 from adk.messages import Message, Usage
@@ -157,6 +161,123 @@ async def test_a_pyadk_model_answers_a_servers_sampling_request(
         ("user", "Summarize: a long text"),
     ]
     assert request.options is not None and request.options.max_tokens == 50
+
+
+SCREENSHOT_URL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUg=="  # the demo's SCREENSHOT
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_servers_sampling_request_with_an_image_reaches_a_vision_model_as_an_image(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """A server asking the client's model about a screenshot: the model is sent the image (an
+    ``image_url`` content part), beside the text with its placeholder, as an MCP tool's image
+    is, because it was sent the placeholder alone, so a vision model could only answer that it
+    saw no image."""
+    async with OpenAIServer([WireReply(text="A login form.")]) as wire:
+        model = wire_model(wire, parts="send")
+        toolset = MCPToolset(server_for(transport, http_servers), call_timeout=15, sampling=model)
+        async with model, toolset:
+            described = await call(toolset, "describe", {})
+        (request,) = wire.requests
+    assert (described.is_error, described.content) == (
+        False,
+        "description (test-model): A login form.",
+    )
+    assert request.body["messages"] == [
+        {"role": "system", "content": "You see images."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Describe this screenshot.\n[image: image/png]"},
+                {"type": "image_url", "image_url": {"url": SCREENSHOT_URL}},
+            ],
+        },
+    ]
+
+
+@pytest.mark.parametrize("parts", ["send", "text"])
+async def test_a_sampled_assistant_image_stays_its_placeholder_and_a_text_model_gets_the_text(
+    parts: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """A conversation holding an image the assistant made and a sound the user sent: the sound
+    goes as ``input_audio``, as a user's does; the assistant's image is its placeholder in the
+    message's text, since neither OpenAI API takes parts on an assistant message (the message
+    keeps the part, for a model that does). A model told ``parts="text"`` is sent each message's
+    text with its placeholders and no content part, the request it was sent before sampled
+    images were given as parts."""
+    sampler = ScriptedModel(["Seen."])
+    async with OpenAIServer([WireReply(text="A logo and a form.")]) as wire:
+        model = wire_model(wire, parts=parts)
+        toolset = MCPToolset(server_for("http", http_servers), call_timeout=15, sampling=model)
+        async with model, toolset:
+            described = await call(toolset, "describe", {"conversation": True})
+        (request,) = wire.requests
+        async with MCPToolset(server_for("http", http_servers), sampling=sampler) as toolset:
+            await call(toolset, "describe", {"conversation": True})
+    assert described.content == "description (test-model): A logo and a form."
+    sent = request.body["messages"]
+    assert sent[:3] == [
+        {"role": "system", "content": "You see images."},
+        {"role": "user", "content": "Draw a logo."},
+        {"role": "assistant", "content": "Here it is:\n[image: image/gif]"},
+    ]
+    if parts == "text":
+        assert sent[3:] == [
+            {"role": "user", "content": "[audio: audio/wav]"},
+            {"role": "user", "content": "Describe this screenshot.\n[image: image/png]"},
+        ]
+    else:
+        assert sent[3:] == [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "[audio: audio/wav]"},
+                    {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "Describe this screenshot.\n[image: image/png]"},
+                    {"type": "image_url", "image_url": {"url": SCREENSHOT_URL}},
+                ],
+            },
+        ]
+    # What the model was given, whatever it sends of it: each image and sound as a part.
+    (given,) = sampler.requests
+    assert [(m.role.value, [p.mime_type for p in m.parts]) for m in given.messages] == [
+        ("system", []),
+        ("user", []),
+        ("assistant", ["image/gif"]),
+        ("user", ["audio/wav"]),
+        ("user", ["image/png"]),
+    ]
+
+
+async def test_a_sampled_image_is_not_held_to_the_checkpoint_limit(
+    http_servers: dict[bool, HTTPServerProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``MAX_PART_BYTES`` is what a checkpoint holds of a part; a server's sampling message is
+    in no history, so the model is given an image over it, and a run whose call sampled one
+    pauses (its checkpoint saved) as any other."""
+    monkeypatch.setattr(codec, "MAX_PART_BYTES", 4)  # the screenshot holds 16 bytes
+
+    @tool(require_approval=True)
+    def deploy(version: str) -> str:
+        """Deploys ``version``."""
+        return f"deployed {version}"
+
+    sampler = ScriptedModel(["A form."])
+    toolset = MCPToolset(server_for("stdio", http_servers), call_timeout=15, sampling=sampler)
+    calls = [tool_call("describe", {}), tool_call("deploy", {"version": "2"})]
+    model = ScriptedModel([Reply(tool_calls=calls), "Done."])
+    async with Runner(ReActAgent("agent", model, tools=[toolset, deploy])) as runner:
+        paused = await runner.invoke("Look, then deploy 2.")
+    assert paused.checkpoint_id is not None
+    (given,) = sampler.requests
+    (image,) = given.messages[-1].parts
+    assert (image.mime_type, len(image.data or b"")) == ("image/png", 16)
 
 
 @pytest.mark.parametrize("transport", ["stdio", "http-legacy"])

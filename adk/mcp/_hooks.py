@@ -44,13 +44,14 @@ from mcp.types import (
     ErrorData,
     LoggingLevel,
     LoggingMessageNotificationParams,
+    SamplingMessage,
     TextContent,
 )
 
 from ..context import generate_counted
-from ..messages import Message
+from ..messages import Message, Role
 from ..models.base import ChatModel, ModelOptions, model_name_of
-from ._content import block_text
+from ._content import blocks_parts, blocks_text
 
 if TYPE_CHECKING:
     from ..tools.base import ToolContext
@@ -190,7 +191,8 @@ def sampling_callback(sampling: object) -> SamplingFnT | None:
 
 class _ModelSampling:
     """Answers a server's ``sampling/createMessage`` with a pyadk chat model. The server's
-    messages are text for the model (images and audio as placeholders, as in tool results); a
+    messages are given to the model as an MCP tool's result is (``_sampled_message``): their
+    text, with a placeholder for each image and sound, and those as the message's ``parts``; a
     model that fails is an error answer the server can handle.
 
     Asked for a call of a run (the call's context known, see the module docstring), the model is
@@ -209,12 +211,7 @@ class _ModelSampling:
         messages: list[Message] = []
         if params.system_prompt:
             messages.append(Message.system(params.system_prompt))
-        for sampled in params.messages:
-            blocks = sampled.content if isinstance(sampled.content, list) else [sampled.content]
-            text = "\n".join(block_text(block) for block in blocks)
-            messages.append(
-                Message.user(text) if sampled.role == "user" else Message.assistant(text)
-            )
+        messages.extend(_sampled_message(sampled) for sampled in params.messages)
         try:
             # Inside: options a model cannot take (a negative temperature) are the server's
             # error to handle too, not an exception in the client's request handling.
@@ -239,6 +236,28 @@ class _ModelSampling:
             model=model_name_of(self._model),
             stop_reason=_stop_reason(reply.metadata.get("finish_reason")),
         )
+
+
+def _sampled_message(sampled: SamplingMessage) -> Message:
+    """A server's sampling message as the model is given it: its blocks' text joined, a
+    placeholder standing for each image and sound (``[image: image/png]``, where it sat among the
+    text), and the images and sounds as its ``parts``, as an MCP tool's result holds them. So a
+    vision model reads the screenshot a server asks about, and a model told ``parts="text"`` is
+    sent the text it was before parts existed (the placeholders are there already). An assistant
+    message keeps its parts too, for a model that takes them there; ``OpenAIChatModel`` sends
+    neither API parts on an assistant message, only its text with the placeholders. No part is
+    held to ``MAX_PART_BYTES``: the message is in no history, so no checkpoint holds it (a call
+    in flight cannot pause), and one too big for the model's API is the model's error, which the
+    server gets as an error answer. A message of text alone is built as before."""
+    content = sampled.content
+    blocks = content if isinstance(content, list) else [content]
+    text = blocks_text(blocks)
+    parts = () if type(content) is TextContent else blocks_parts(blocks)
+    if sampled.role == "user":
+        return Message.user(text, parts=parts)
+    if parts:
+        return Message(role=Role.ASSISTANT, content=text, parts=parts)
+    return Message.assistant(text)
 
 
 def _stop_reason(finish_reason: object) -> str:

@@ -19,6 +19,8 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - ``work``: a long tool that reports progress and sends log messages at each step;
 - ``book``: asks the user for a date (elicitation) and ``summarize``: asks the client's model for a
   completion (sampling), both through ``Resolve`` so each protocol era asks its own way;
+  ``describe`` asks it about a screenshot (sampling with an image; with ``conversation``, after an
+  assistant message holding an image and a user's sound);
 - ``ticket``: an ``outputSchema`` and ``structuredContent`` beside its text;
 - resources (``notes://today``, ``notes://{day}``, a binary ``logo://png``).
 
@@ -86,6 +88,31 @@ def _sample_summary(text: str, temperature: float | None = None) -> Sample:
         system_prompt="Be brief.",
         temperature=temperature,
     )
+
+
+SCREENSHOT = "iVBORw0KGgoAAAANSUhEUg=="  # a PNG's first bytes, base64
+"""The image ``describe`` asks the client's model about."""
+
+
+def _sample_description(conversation: bool = False) -> Sample:
+    """A screenshot for the client's model to describe; with ``conversation``, after an exchange
+    in which the assistant drew an image itself (MCP allows images in its messages too) and the
+    user sent a sound."""
+    screenshot = ImageContent(type="image", data=SCREENSHOT, mime_type="image/png")
+    ask = [TextContent(type="text", text="Describe this screenshot."), screenshot]
+    messages = [SamplingMessage(role="user", content=ask)]
+    if conversation:
+        drawn = ImageContent(type="image", data="R0lGODlh", mime_type="image/gif")
+        sound = AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav")
+        messages = [
+            SamplingMessage(role="user", content=TextContent(type="text", text="Draw a logo.")),
+            SamplingMessage(
+                role="assistant", content=[TextContent(type="text", text="Here it is:"), drawn]
+            ),
+            SamplingMessage(role="user", content=sound),
+            *messages,
+        ]
+    return Sample(messages, max_tokens=100, system_prompt="You see images.")
 
 
 class _State:
@@ -252,6 +279,13 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         summary = f"summary ({sampled.model}): {getattr(content, 'text', content)}"
         stopped = sampled.stop_reason
         return summary if stopped in ("endTurn", None) else f"{summary} (stopped: {stopped})"
+
+    @server.tool()
+    async def describe(
+        sampled: Annotated[Any, Resolve(_sample_description)], conversation: bool = False
+    ) -> str:
+        """Describes a screenshot with the client's model (sampling with an image)."""
+        return f"description ({sampled.model}): {getattr(sampled.content, 'text', '')}"
 
     @server.tool()
     def ticket(title: str) -> Ticket:
