@@ -1,7 +1,8 @@
 """``AgentTool``: an agent called as a tool, in a nested run.
 
 The nested run shares the caller's session values but keeps its own history. Its result is the text
-of the inner agent's last message, or the JSON of the pydantic model it gave as its output after
+of the inner agent's last message, with the images, sounds and files that message carries (its
+``parts``, as a ``ToolResult``'s), or the JSON of the pydantic model it gave as its output after
 that message (a ReActAgent's ``output_schema`` answer); an inner error becomes a tool error (not
 the run's ``max_turns`` reached inside, which fails the run: the calling model would carry on); inner
 ``exit`` ends only the inner agent and inner transfers are ignored outside. The nested run's
@@ -36,7 +37,7 @@ from .events import _FORWARDED, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message
-from .tools.base import ToolContext, ToolError, ToolProgress, ToolSpec
+from .tools.base import ToolContext, ToolError, ToolProgress, ToolResult, ToolSpec
 from .tools.function import _TOOL_NAME, _is_tool_name, format_validation_error
 
 if TYPE_CHECKING:
@@ -124,10 +125,11 @@ class AgentTool:
             raise ToolError(f"tool '{self.agent.name}' needs a string argument 'request'")
         return request
 
-    async def run(self, arguments: str, ctx: ToolContext) -> str:
+    async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         """Run the agent in a nested run (the caller's session, its own history) and return the
-        text of its last message, or the JSON of a pydantic model it output after it (its
-        structured answer); an inner error fails the call, an inner interrupt pauses it."""
+        text of its last message (with that message's ``parts``, when it carries some, as a
+        ``ToolResult``), or the JSON of a pydantic model it output after it (its structured
+        answer); an inner error fails the call, an inner interrupt pauses it."""
         outer = ctx.run_context
         resume = ctx.resume
         state = None
@@ -202,7 +204,14 @@ class AgentTool:
             # RunResult.output is the instance): not the model's text, which may wrap the JSON
             # in code fences and words. Google ADK's AgentTool returns the validated object too.
             return _nan_json(answer)
-        return last.content if last is not None else ""
+        if last is None:
+            return ""
+        if last.parts:
+            # The images, sounds and files its answer carries (a chart its own tool made and
+            # returned directly, a message built with them) reach the calling model as a
+            # tool's do; those of its other messages stay in its own history.
+            return ToolResult(content=last.content, parts=last.parts)
+        return last.content
 
     def _nested(
         self, ctx: ToolContext, root_input: list[Message], state: SavedState | None

@@ -423,3 +423,77 @@ async def test_inner_events_are_forwarded_from_a_tool_registered_under_another_n
         "outer: final",
     ]
     assert model.requests[1].messages[-1].content == "inner said this"
+
+
+# -- images, sounds and files in the inner agent's answer ------------------------------------------
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+
+
+def _image(data: bytes = PNG) -> adk.ImagePart:
+    return adk.ImagePart(mime_type="image/png", data=data)
+
+
+@adk.tool
+def _chart(metric: str) -> list[Any]:
+    """Draws a chart of ``metric``."""
+    return [f"the {metric} chart:", _image()]
+
+
+async def test_the_parts_of_the_inner_agents_last_message_reach_the_calling_model() -> None:
+    """A custom agent answering with a message that carries an image: the calling model gets
+    the image in the tool's result (its text as it was), because the result was the text alone.
+    The parts of an earlier message of the inner agent are not its answer's."""
+    drawn = Message(role="assistant", content="the sales chart", parts=[_image()])
+    sketch = Message(role="assistant", content="a sketch", parts=[_image(b"GIF89a")])
+    outer = _caller(AgentTool(_helper(sketch, drawn)))
+    await Runner(outer).invoke("go")
+    reply = _tool_reply(outer)
+    assert (reply.content, reply.parts) == ("the sales chart", (_image(),))
+
+
+async def test_the_parts_of_the_inner_agents_tool_results_stay_in_its_own_history() -> None:
+    """An inner agent that drew a chart with its tool and then answered in words: its answer is
+    the words; the chart was its model's to read, not passed on with every result (Google ADK's
+    and the OpenAI Agents SDK's agent tools answer with the final message's content too)."""
+    inner_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("_chart", {"metric": "sales"})]), "Sales grew 4%."]
+    )
+    inner = ReActAgent("analyst", inner_model, tools=[_chart], description="Analyses figures")
+    outer = _caller(AgentTool(inner))
+    await Runner(outer).invoke("go")
+    reply = _tool_reply(outer)
+    assert (reply.content, reply.parts) == ("Sales grew 4%.", ())
+    # The inner model read the chart itself.
+    assert inner_model.requests[1].messages[-1].parts == (_image(),)
+
+
+async def test_a_chart_the_inner_agents_tool_returns_directly_is_its_answer_with_the_image() -> (
+    None
+):
+    """A tool the inner agent returns directly ends it with that tool's result, which is then
+    its last message: the chart reaches the calling model as the image it is."""
+    inner = ReActAgent(
+        "charts",
+        ScriptedModel([Reply(tool_calls=[tool_call("_chart", {"metric": "sales"})])]),
+        tools=[_chart],
+        return_directly=["_chart"],
+        description="Draws charts",
+    )
+    outer = _caller(AgentTool(inner))
+    await Runner(outer).invoke("go")
+    reply = _tool_reply(outer)
+    assert (reply.content, reply.parts) == ("the sales chart:\n[image: image/png]", (_image(),))
+
+
+async def test_a_structured_answer_after_a_message_with_parts_is_the_json_alone() -> None:
+    def report(ctx: RunContext) -> AgentEvent:
+        return AgentEvent(output=adk.AgentOutput(custom=_Verdict(approved=True, reason="r")))
+
+    drawn = Message(role="assistant", content="the chart", parts=[_image()])
+    outer = _caller(AgentTool(_helper(drawn, report)))
+    await Runner(outer).invoke("go")
+    reply = _tool_reply(outer)
+    assert (_Verdict.model_validate_json(reply.content), reply.parts) == (
+        _Verdict(approved=True, reason="r"),
+        (),
+    )

@@ -26,6 +26,7 @@ from pydantic import ValidationError
 import adk.checkpoint.codec as codec
 from adk import (
     AgentEvent,
+    AgentTool,
     AudioPart,
     CheckpointError,
     FilePart,
@@ -425,3 +426,119 @@ def test_parts_are_sent_by_default_to_openai_only(monkeypatch: pytest.MonkeyPatc
     assert OpenAIChatModel("o3-mini", api_key="sk-test", parts="text").parts == "text"
     with pytest.raises(ValueError, match=r"parts must be 'send'.*not 'image'"):
         OpenAIChatModel("qwen", base_url="http://localhost:8000", parts="image")  # type: ignore[arg-type]
+
+
+# -- AgentTool ----------------------------------------------------------------------------------
+def _charts(model: Any) -> ReActAgent:
+    """An agent that draws charts: ``chart``'s result, returned directly, is its answer."""
+    return ReActAgent(
+        "charts",
+        model,
+        tools=[screenshot, chart, deploy],
+        return_directly=["chart"],
+        description="Draws charts of the figures.",
+    )
+
+
+def _charts_caller(
+    store: SQLiteCheckpointStore, inner_script: list[Any], outer_script: list[Any]
+) -> tuple[Runner, ScriptedModel, ScriptedModel]:
+    """A runner of an agent that calls the charts agent (``AgentTool``), and the two models."""
+    inner_model, outer_model = ScriptedModel(inner_script), ScriptedModel(outer_script)
+    outer = ReActAgent("ops", outer_model, tools=[AgentTool(_charts(inner_model))])
+    return Runner(outer, checkpoint_store=store), inner_model, outer_model
+
+
+async def test_an_agent_tool_paused_inside_keeps_its_parts_and_answers_with_its_charts(
+    tmp_path: Path,
+) -> None:
+    """The inner agent took a screenshot and asked to deploy (a pause inside the tool); resumed
+    from the SQLite checkpoint in another runner, its model reads the screenshot its saved
+    history kept, and the chart it returns directly reaches the calling model as an image,
+    because the result was the chart's text alone."""
+    ask = tool_call("charts", {"request": "deploy 2, then chart sales"}, id="o1")
+    inner_calls = [tool_call("screenshot", {}, id="i1"), tool_call("deploy", {"version": "2"})]
+    db = tmp_path / "c.db"
+    async with SQLiteCheckpointStore(db) as store:
+        runner, _, _ = _charts_caller(
+            store, [Reply(tool_calls=inner_calls)], [Reply(tool_calls=[ask])]
+        )
+        async with runner:
+            paused = await runner.invoke("deploy 2 and show me sales")
+    assert paused.checkpoint_id is not None
+
+    drawn = Reply(tool_calls=[tool_call("chart", {"metric": "sales"}, id="i3")])
+    async with SQLiteCheckpointStore(db) as store:
+        runner, inner_model, outer_model = _charts_caller(
+            store, [drawn], ["Deployed; here is the chart."]
+        )
+        async with runner:
+            done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert done.text == "Deployed; here is the chart."
+    shot = next(m for m in inner_model.requests[0].messages if m.tool_call_id == "i1")
+    assert shot.parts == (ImagePart(mime_type="image/png", data=PNG),)
+    (request,) = outer_model.requests
+    answer = request.messages[-1]
+    assert (answer.tool_call_id, answer.content) == (
+        "o1",
+        'the sales chart:\n[image: image/png]\n{"points":3}',
+    )
+    assert answer.parts == (ImagePart(mime_type="image/png", data=PNG),)
+
+
+async def test_an_agent_tool_paused_with_a_part_over_the_limit_fails_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The nested run's history is saved with the call's pause, held to ``MAX_PART_BYTES`` as
+    the run's own: the run fails naming the part, and nothing is saved."""
+    monkeypatch.setattr(codec, "MAX_PART_BYTES", len(PNG) - 1)
+    ask = tool_call("charts", {"request": "deploy 2"}, id="o1")
+    inner_calls = [tool_call("screenshot", {}, id="i1"), tool_call("deploy", {"version": "2"})]
+    async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
+        runner, _, _ = _charts_caller(
+            store, [Reply(tool_calls=inner_calls)], [Reply(tool_calls=[ask])]
+        )
+        async with runner:
+            with pytest.raises(RunError, match=r"image of 16 bytes .* MAX_PART_BYTES"):
+                await runner.invoke("deploy 2")
+        assert [c async for c in store.ids()] == []
+
+
+async def test_an_agent_tools_chart_reaches_the_wire_and_survives_the_callers_pause(
+    tmp_path: Path,
+) -> None:
+    """End to end: the calling model (the wire server, parts sent) called the charts agent and
+    asked to deploy in one round; the deploy paused the run. Resumed from SQLite in another
+    runner, the chart the agent answered with is in the request, attached under its call."""
+    inner = ScriptedModel([Reply(tool_calls=[tool_call("chart", {"metric": "sales"})])])
+    calls = [
+        WireCall("charts", '{"request": "chart sales"}', "c1"),
+        WireCall("deploy", '{"version": "2"}', "c2"),
+    ]
+    script = [WireReply(tool_calls=calls), WireReply(text="deployed; sales are up")]
+    db = tmp_path / "c.db"
+
+    def service(store: SQLiteCheckpointStore, base_url: str) -> Runner:
+        model = wire_model(base_url, parts="send")
+        agent = ReActAgent("ops", model, tools=[AgentTool(_charts(inner)), deploy])
+        return Runner(agent, checkpoint_store=store)
+
+    async with OpenAIServer(script) as server:
+        async with SQLiteCheckpointStore(db) as store, service(store, server.base_url) as runner:
+            paused = await runner.invoke("chart sales and deploy 2")
+        assert paused.checkpoint_id is not None
+        async with SQLiteCheckpointStore(db) as store, service(store, server.base_url) as runner:
+            done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+        sent = server.requests[1].body["messages"]
+    assert done.text == "deployed; sales are up"
+    assert len(inner.requests) == 1  # the charts call was not made again on resume
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
+    assert sent[2] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": 'the sales chart:\n[image: image/png]\n{"points":3}',
+    }
+    assert sent[-1]["content"] == [
+        {"type": "text", "text": "Attached by tool call c1 (charts):"},
+        {"type": "image_url", "image_url": {"url": PNG_URL}},
+    ]
