@@ -36,7 +36,7 @@ from .context import RunContext, _RunState, new_run
 from .events import _FORWARDED, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
-from .messages import Message
+from .messages import Message, parts_as_text
 from .tools.base import ToolContext, ToolError, ToolProgress, ToolResult, ToolSpec
 from .tools.function import _TOOL_NAME, _is_tool_name, format_validation_error
 
@@ -128,8 +128,9 @@ class AgentTool:
     async def run(self, arguments: str, ctx: ToolContext) -> str | ToolResult:
         """Run the agent in a nested run (the caller's session, its own history) and return the
         text of its last message (with that message's ``parts``, when it carries some, as a
-        ``ToolResult``), or the JSON of a pydantic model it output after it (its structured
-        answer); an inner error fails the call, an inner interrupt pauses it."""
+        ``ToolResult`` whose text holds a placeholder for each), or the JSON of a pydantic model
+        it output after it (its structured answer); an inner error fails the call, an inner
+        interrupt pauses it."""
         outer = ctx.run_context
         resume = ctx.resume
         state = None
@@ -209,8 +210,10 @@ class AgentTool:
         if last.parts:
             # The images, sounds and files its answer carries (a chart its own tool made and
             # returned directly, a message built with them) reach the calling model as a
-            # tool's do; those of its other messages stay in its own history.
-            return ToolResult(content=last.content, parts=last.parts)
+            # tool's do; those of its other messages stay in its own history. The text keeps a
+            # placeholder for each, as a tool's result does, for the agents reading the history
+            # as text: one the text names already is not added again.
+            return ToolResult(content=parts_as_text(last.content, last.parts), parts=last.parts)
         return last.content
 
     def _nested(

@@ -222,6 +222,22 @@ def part_placeholder(part: "ImagePart | AudioPart | FilePart") -> str:
     return f"[file: {part.name or 'unnamed'} ({part.mime_type})]"
 
 
+def parts_as_text(content: str, parts: "tuple[ImagePart | AudioPart | FilePart, ...]") -> str:
+    """``content`` with the placeholder of each of ``parts`` it does not already hold appended, a
+    line each: the text a reader of text alone is given (a model told ``parts="text"``; an
+    ``AgentTool``'s result, for the agents reading the history). A tool's result keeps one for
+    each of its parts (``[image: image/png]``), so it is as it is; a user's message does not, and
+    gets them."""
+    wanted = [part_placeholder(part) for part in parts]
+    extra: list[str] = []
+    for placeholder in dict.fromkeys(wanted):
+        missing = wanted.count(placeholder) - content.count(placeholder)
+        extra.extend([placeholder] * missing)
+    if not extra:
+        return content
+    return "\n".join([content, *extra] if content else extra)
+
+
 class Message(BaseModel):
     """One chat message. ``name`` carries the tool name on tool messages. ``parts`` holds the
     images, sounds and files it carries beside its text (``content`` keeps a placeholder for each

@@ -27,6 +27,7 @@ from adk import (
     ToolContext,
     with_sub_agents,
 )
+from adk.history import rewrite_message
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent
 
@@ -441,14 +442,25 @@ def _chart(metric: str) -> list[Any]:
 
 async def test_the_parts_of_the_inner_agents_last_message_reach_the_calling_model() -> None:
     """A custom agent answering with a message that carries an image: the calling model gets
-    the image in the tool's result (its text as it was), because the result was the text alone.
-    The parts of an earlier message of the inner agent are not its answer's."""
+    the image in the tool's result, because the result was the text alone. The text is the
+    message's, with the image's placeholder a tool's result keeps for each part (for the agents
+    reading the history as text), once. The parts of an earlier message are not its answer's."""
     drawn = Message(role="assistant", content="the sales chart", parts=[_image()])
     sketch = Message(role="assistant", content="a sketch", parts=[_image(b"GIF89a")])
     outer = _caller(AgentTool(_helper(sketch, drawn)))
-    await Runner(outer).invoke("go")
+    result = await Runner(outer).invoke("go")
     reply = _tool_reply(outer)
-    assert (reply.content, reply.parts) == ("the sales chart", (_image(),))
+    assert (reply.content, reply.parts) == ("the sales chart\n[image: image/png]", (_image(),))
+    shown = rewrite_message("outer", reply)  # what an agent after this one reads of it
+    assert shown.content == (
+        "For context: [outer] `inner` tool returned result: the sales chart\n[image: image/png]."
+    )
+    assert result.text == "final"
+
+    named = Message(role="assistant", content="[image: image/png] of sales", parts=[_image()])
+    outer = _caller(AgentTool(_helper(named)))
+    await Runner(outer).invoke("go")
+    assert _tool_reply(outer).content == "[image: image/png] of sales"
 
 
 async def test_the_parts_of_the_inner_agents_tool_results_stay_in_its_own_history() -> None:

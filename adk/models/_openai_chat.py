@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
+from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, parts_as_text
 from ..tools.base import ToolSpec
 from ._openai_common import (
     arguments_text,
@@ -17,7 +17,6 @@ from ._openai_common import (
     identity_of,
     in_band_status,
     json_schema_of,
-    parts_as_text,
     reasoning_of,
     require_tool_call_id,
     response_identity,

@@ -358,21 +358,6 @@ _CHAT_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "a
 """The audio Chat Completions takes (``input_audio``'s formats), by MIME type."""
 
 
-def parts_as_text(content: str, parts: tuple[ImagePart | AudioPart | FilePart, ...]) -> str:
-    """``content`` as a message's text for a server that takes no parts (``parts="text"``): with
-    the placeholder of each part it does not already hold appended, a line each. A tool's result
-    keeps one for each of its parts (``[image: image/png]``), so it is sent as it is, as before
-    parts were sent at all; a user's message does not, and gets them."""
-    wanted = [part_placeholder(part) for part in parts]
-    extra: list[str] = []
-    for placeholder in dict.fromkeys(wanted):
-        missing = wanted.count(placeholder) - content.count(placeholder)
-        extra.extend([placeholder] * missing)
-    if not extra:
-        return content
-    return "\n".join([content, *extra] if content else extra)
-
-
 def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
     """``part`` as a Chat Completions content part: an image (PNG, JPEG, WebP, GIF) as
     ``image_url``, a sound as

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk
+from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, parts_as_text
 from ..tools.base import ToolSpec
 from ._openai_common import (
     arguments_text,
@@ -20,7 +20,6 @@ from ._openai_common import (
     identity_of,
     in_band_status,
     json_schema_of,
-    parts_as_text,
     require_tool_call_id,
     response_identity,
     responses_part,
