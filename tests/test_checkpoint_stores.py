@@ -659,6 +659,30 @@ def test_sqlite_stores_opening_a_new_file_together_all_open_it(tmp_path: Path) -
     assert failures == []
 
 
+async def test_sqlite_store_opened_while_another_holds_the_write_lock_reads(
+    tmp_path: Path,
+) -> None:
+    """A store (another process's, or one reopened after ``aclose``) opening a file whose table
+    is there reads it while another connection holds a write transaction, as WAL lets readers.
+    Its table was made under ``BEGIN IMMEDIATE`` on every opening, taking the write lock even
+    when the table was there: the get waited out ``busy_timeout`` and failed ('database is
+    locked')."""
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as store:
+        await store.put("paused", b"checkpoint")
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # another process's long write, in progress
+        try:
+            async with SQLiteCheckpointStore(path, busy_timeout=0.5) as reader:
+                assert await reader.get("paused") == b"checkpoint"
+                assert [key async for key in reader.ids()] == ["paused"]
+        finally:
+            other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
 async def test_sqlite_in_memory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     store = SQLiteCheckpointStore(":memory:")

@@ -120,6 +120,7 @@ _CLAIM = (
 )
 _RELEASE = f"DELETE FROM {_CLAIMS} WHERE id = ? AND owner = ?"
 _HAS_CLAIMS = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_CLAIMS}'"
+_HAS_TABLE = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_TABLE}'"
 _MEMORY = ":memory:"
 
 
@@ -135,12 +136,15 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
         if path != _MEMORY:
             _use_wal(conn, busy_timeout)
         conn.execute("PRAGMA synchronous=FULL")
-        # The table made under the write lock, taken first: a plain CREATE reads the schema,
-        # then upgrades to write, and in WAL a connection whose read another's commit overtook
-        # gets SQLITE_BUSY_SNAPSHOT at once, its busy timeout never waited.
-        conn.execute("BEGIN IMMEDIATE")
-        conn.execute(_SCHEMA)
-        conn.execute("COMMIT")
+        if conn.execute(_HAS_TABLE).fetchone() is None:
+            # Made under the write lock, taken first: a plain CREATE reads the schema, then
+            # upgrades to write, and in WAL a connection whose read another's commit overtook
+            # gets SQLITE_BUSY_SNAPSHOT at once, its busy timeout never waited. Only when the
+            # table is missing: a store opening a file that has it only reads, as WAL lets it
+            # while another connection writes (a long write held every opening's first get).
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(_SCHEMA)
+            conn.execute("COMMIT")
         _check_own_table(conn, path)
     except BaseException:
         conn.close()
