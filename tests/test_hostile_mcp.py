@@ -122,3 +122,21 @@ async def test_a_message_naming_a_waiting_call_inside_it_does_not_answer_that_ca
         assert (other.is_error, other.content) == (False, "misaddressed answered")
         ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
         assert (ok.is_error, ok.content) == (False, "ok ran")
+
+
+async def test_an_answer_in_a_json_rpc_batch_answers_its_call() -> None:
+    """A server of protocol 2025-03-26 or older may send JSON-RPC batches (a list of messages;
+    2025-03-26 says a client MUST accept them). The ``mcp`` client reads one message per line,
+    so a batch was a message it could not parse, dropped: a call answered in one waited out
+    its whole ``call_timeout`` and failed as 'timed out'. Each message of a batch is now read as
+    if it came alone: the answer answers, an unreadable one fails its call at once."""
+    server = StdioServer(sys.executable, [str(SERVER), "results"])
+    async with MCPToolset(server, call_timeout=TIMEOUT, log_level="info") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        answer = await tools["batched"].run("{}", None)  # type: ignore[arg-type]
+        assert (answer.is_error, answer.content) == (False, "batched answered")
+        broken = await tools["batched_unreadable"].run("{}", None)  # type: ignore[arg-type]
+        assert broken.is_error, broken
+        assert "the server's answer could not be read by the MCP client" in broken.content
+        ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+        assert (ok.is_error, ok.content) == (False, "ok ran")

@@ -127,16 +127,48 @@ def _unreadable_answer(exc: Exception) -> Any:
     return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=answer))
 
 
+def _batch(exc: Exception) -> list[Any] | None:
+    """The messages of a JSON-RPC batch (a list of messages) that the transport could not parse
+    as one message (``exc``), each as if it came alone (an unreadable one as
+    ``_unreadable_answer`` has it); None when ``exc`` is about no batch.
+
+    MCP up to 2025-03-26 lets a server send batches (2025-03-26: a client MUST accept them) and
+    the client negotiates those versions, but reads one message at a time: a batch was dropped
+    as unreadable, and a call answered in one waited out its whole timeout."""
+    from pydantic import ValidationError  # loaded by the mcp package already
+
+    if not isinstance(exc, ValidationError):
+        return None
+    errors = exc.errors(include_url=False)
+    given = errors[0].get("input") if errors else None
+    if not isinstance(given, list) or not given or any(len(e.get("loc", ())) != 1 for e in errors):
+        return None
+    from mcp.shared.message import SessionMessage
+    from mcp.types import jsonrpc_message_adapter
+
+    messages: list[Any] = []
+    for item in given:
+        try:
+            message = jsonrpc_message_adapter.validate_python(item, by_name=False)
+        except ValidationError as error:
+            messages.append(_unreadable_answer(error) or error)
+        else:
+            messages.append(SessionMessage(message))
+    return messages
+
+
 class _WatchedReadStream(AsyncCloseable):
     """Passes the transport's incoming messages through and reports when they end.
 
     The end of this stream is the earliest sign that a stdio server has exited; noticing it lets
-    the next call reconnect *before* sending, instead of losing a request to a dead pipe.
+    the next call reconnect *before* sending, instead of losing a request to a dead pipe. A
+    JSON-RPC batch is passed on one message at a time (``_batch``).
     """
 
     def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._batched: list[Any] = []  # the rest of a batch, in reverse order
 
     @property
     def last_context(self) -> Any:
@@ -144,12 +176,20 @@ class _WatchedReadStream(AsyncCloseable):
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
+        if self._batched:
+            return self._batched.pop()
         try:
             message = await self._inner.receive()
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._on_end()
             raise
         if isinstance(message, Exception):
+            batch = _batch(message)
+            if batch is not None:
+                batch.reverse()
+                first = batch.pop()
+                self._batched = batch
+                return first
             return _unreadable_answer(message) or message
         return message
 

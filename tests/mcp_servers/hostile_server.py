@@ -12,7 +12,8 @@ result of 2 MB. Two calls made together show that a message which is no answer i
 the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` came too, and
 before both are answered the server sends messages that name the waiting call's id inside
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
-``params``), none of them an answer to it.
+``params``), none of them an answer to it. ``batched`` and ``batched_unreadable`` are answered in
+a JSON-RPC batch.
 """
 
 from __future__ import annotations
@@ -59,6 +60,11 @@ RESULTS: dict[str, Any] = {
 }
 
 
+BATCHED = ("batched", "batched_unreadable")
+"""Tools answered in a JSON-RPC batch (a list of messages on one line), as a server of protocol
+2025-03-26 or older may send: a log notification and the answer (``batched``), or an answer
+whose result is not an object (``batched_unreadable``)."""
+
 TOGETHER = ("wait", "misaddressed")
 """Tools whose calls are answered once both came (see ``_misaddressed``)."""
 
@@ -82,7 +88,7 @@ def _tools(kind: str) -> list[Any]:
     the client's JSON parser reads (``deep``)."""
     if kind == "deep":
         return [{"name": "deep_schema", "inputSchema": _deep(300)}]
-    named = ("ok", *RESULTS, *TOGETHER)
+    named = ("ok", *RESULTS, *TOGETHER, *BATCHED)
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -135,7 +141,21 @@ def main(kind: str) -> None:
                     _send({"jsonrpc": "2.0", "id": call_id, "result": _text(text)})
                 held.clear()
             continue
+        if request.get("method") == "tools/call" and name in BATCHED:
+            _send(_batch(name, request["id"]))
+            continue
         _send({"jsonrpc": "2.0", "id": request["id"], "result": _answer(request, kind)})
+
+
+def _batch(name: str, call_id: Any) -> list[dict[str, Any]]:
+    """A ``BATCHED`` tool's answer as a JSON-RPC batch."""
+    if name == "batched_unreadable":
+        return [{"jsonrpc": "2.0", "id": call_id, "result": [1, 2]}]
+    log = {"level": "info", "logger": "hostile", "data": "answering in a batch"}
+    return [
+        {"jsonrpc": "2.0", "method": "notifications/message", "params": log},
+        {"jsonrpc": "2.0", "id": call_id, "result": _text(f"{name} answered")},
+    ]
 
 
 def _text(text: str) -> dict[str, Any]:
