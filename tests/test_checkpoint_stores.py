@@ -1370,3 +1370,60 @@ async def test_a_run_whose_text_holds_lone_surrogates_pauses_and_resumes(
         "",
         "noted plain",
     ]
+
+
+@pytest.mark.parametrize("network_store", ["redis", "postgres"], indirect=True)
+async def test_a_new_runs_save_whose_connection_dies_between_look_and_write_is_retried(
+    network_store: Callable[[int | None], tuple[CheckpointStore, int]],
+) -> None:
+    """``_put_new``'s connection dies between the look and the write (a server restart, a NAT
+    timeout): nothing was written (PostgreSQL rolls the transaction back), and the save is
+    retried on a fresh connection, as ``put`` is, looking again. PostgreSQL's asked the lost
+    connection whether it was closed, which asyncpg refuses once the pool has taken it back
+    ('cannot call Connection.is_closed(): connection has been released back to the pool'): the
+    save failed in asyncpg's words, not retried."""
+    direct, server_port = network_store(None)
+    async with Proxy(server_port) as proxy:
+        proxied, _ = network_store(proxy.port)
+        assert isinstance(proxied, _PutNewStore)
+        await proxied.put("run", b"finished")
+        looks: list[bytes] = []
+
+        def keep(old: bytes) -> bool:
+            if not looks:
+                proxy.drop_idle()  # the look has its answer; the write dies with its connection
+            looks.append(old)
+            return old != b"finished"
+
+        assert await proxied._put_new("run", b"after", keep) is None
+        assert await proxied.get("run") == b"after"
+        await close(proxied)
+    assert await direct.get("run") == b"after"
+    await close(direct)
+
+
+async def test_postgres_new_runs_save_on_a_session_the_server_ended_is_retried(
+    postgres_server: PostgresServer, pg_admin: Any
+) -> None:
+    """The server ended the pooled connection's session and its notice came before the close
+    (``test_postgres_session_ended_while_pooled_is_retried_on_a_fresh_connection``): the
+    transaction ``_put_new`` begins by hand fails on it, is not rolled back on a closed
+    connection (the server did), and the save is retried on a fresh connection."""
+    table = f"ended_{uuid.uuid4().hex[:12]}"
+    async with Proxy(postgres_server.port) as proxy:
+        dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres"
+        store = PostgresCheckpointStore(dsn, table=table, max_size=1)
+        await store.put("run", b"finished")
+        proxy.hold_closes()
+        ended = await pg_admin.fetchval(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE client_port = ANY($1::int[])",
+            proxy.upstream_ports(),
+        )
+        assert ended == 1
+        await proxy.server_closed.wait()
+        await asyncio.sleep(0.1)  # the notice is read (no assertion on time: a wait)
+        assert await store._put_new("run", b"after", lambda old: old != b"finished") is None
+        assert await store.get("run") == b"after"
+        proxy.pass_closes()
+        await store.aclose()

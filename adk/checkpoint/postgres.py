@@ -295,7 +295,7 @@ class PostgresCheckpointStore(_ClosableStore):
             except (asyncio.CancelledError, TimeoutError):
                 raise
             except BaseException:
-                if not conn.is_closed():  # else the server rolled back, and the error stands
+                if not _lost(conn):  # else the server rolled back, and the error stands
                     await transaction.rollback()
                 raise
             await transaction.commit()
@@ -570,6 +570,16 @@ async def _close_pool(pool: _Pool) -> None:
     except asyncio.CancelledError:
         connections.terminate()
         raise
+
+
+def _lost(conn: Any) -> bool:
+    """Whether the pooled connection ``conn`` is closed: its connection lost, the pool took it
+    back, and asyncpg refuses every call on it, ``is_closed()`` too ("connection has been
+    released back to the pool"), which asked so failed a save in asyncpg's words, not retried."""
+    try:
+        return bool(conn.is_closed())
+    except asyncpg.InterfaceError:
+        return True
 
 
 def _failed(task: asyncio.Task[Any]) -> bool:
