@@ -1272,6 +1272,52 @@ async def test_postgres_many_stores_create_one_table_at_once(
     await asyncio.gather(*(s.aclose() for s in stores))
 
 
+@pytest.mark.parametrize("operation", ["claim", "put"])
+async def test_postgres_database_serializable_by_default_decides_a_statement_meeting_anothers(
+    postgres_server: PostgresServer, pg_admin: Any, operation: str
+) -> None:
+    """In a database whose sessions default to SERIALIZABLE (``ALTER DATABASE ... SET
+    default_transaction_isolation``, here the DSN's), a claim or a put whose row another's
+    statement holds until it commits failed with a serialization error, a
+    ``CheckpointStoreError`` that reads as the store being down: a second worker's claim of a
+    checkpoint being resumed was not refused (False) but an error. Each is one statement, its own
+    transaction, so it is run again, on a snapshot that sees the other's commit."""
+    table = f"ser_{uuid.uuid4().hex[:12]}"
+    dsn = postgres_server.dsn + "?default_transaction_isolation=serializable"
+    async with PostgresCheckpointStore(dsn, table=table) as store:
+        await store.put("run", b"before")
+        other = pg_admin.transaction()
+        await other.start()  # another worker's statement, not yet committed
+        try:
+            if operation == "claim":
+                await pg_admin.execute(store._claim_sql, "run", "other", 30.0)
+                pending = asyncio.ensure_future(store.claim("run", "me"))
+            else:
+                await pg_admin.execute(store._put_sql, "run", b"other's")
+                pending = asyncio.ensure_future(store.put("run", b"mine"))
+            waiting = (
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                "AND pid <> pg_backend_pid()"
+            )
+            watch = await asyncpg.connect(postgres_server.dsn)  # the fixture's is in the other
+            try:
+                for _ in range(3000):  # until the store's statement waits for the row (guard)
+                    if await watch.fetchval(waiting):
+                        break
+                    await asyncio.sleep(0.01)
+                else:
+                    raise AssertionError("the store's statement never waited for the row")
+            finally:
+                await watch.close()
+        finally:
+            await other.commit()
+        if operation == "claim":
+            assert await pending is False  # the other worker holds it
+        else:
+            await pending
+            assert await store.get("run") == b"mine"  # the later write wins, as put does
+
+
 def test_optional_backends_load_lazily() -> None:
     child = run_python(
         "import sys, adk, adk.checkpoint\n"

@@ -47,6 +47,7 @@ from asyncpg.exceptions import (  # type: ignore[import-untyped]
     CannotConnectNowError,
     InternalClientError,
     PostgresConnectionError,
+    SerializationError,
     UndefinedTableError,
 )
 
@@ -437,7 +438,17 @@ class PostgresCheckpointStore(_ClosableStore):
         connections = await pool.ready()
         async with connections.acquire() as conn:
             try:
-                return await run(conn)
+                while True:
+                    try:
+                        return await run(conn)
+                    except SerializationError:
+                        # A database whose sessions default to REPEATABLE READ or SERIALIZABLE
+                        # refuses a statement whose row another's changed since its snapshot
+                        # (a claim or put meeting another's): each operation is one statement,
+                        # its own transaction (``_put_new``'s is READ COMMITTED, rolled back),
+                        # so it runs again on a snapshot that sees the other's commit, within
+                        # ``timeout``, and decides as READ COMMITTED would.
+                        continue
             except (asyncio.CancelledError, TimeoutError):
                 # asyncpg would cancel the query gracefully, waiting for a server that may not
                 # answer; closing the socket ends it at once (the server rolls the work back).
