@@ -896,6 +896,32 @@ async def test_a_tool_that_could_not_be_found_is_not_listed_as_available() -> No
     assert other == "Error: unknown tool 'other'; available tools: none"
 
 
+async def test_an_unknown_tools_answer_lists_the_tools_its_request_offers() -> None:
+    """A model calling a tool its request does not offer is told which it may call: the tool
+    action listed only the tools this round's calls had found, so a request offering ``add`` and
+    ``mul`` whose model called ``nope`` alone was answered 'available tools: none', as if it had
+    no tool left to call."""
+
+    @tool
+    def mul(a: int, b: int) -> int:
+        """Multiply two numbers.
+
+        Args:
+            a: The first.
+            b: The second.
+        """
+        return a * b
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=" | ".join(m.content for m in messages if m.role == Role.TOOL))
+        return Reply(tool_calls=[tool_call("nope", {})])
+
+    resources = _resources(ScriptedModel(reply), add, mul)
+    result = await Runner(Asker("asker", ("add", "mul"), resources=resources)).invoke("go")
+    assert result.text == "Error: unknown tool 'nope'; available tools: add, mul"
+
+
 async def test_a_name_the_agent_defines_and_the_runners_listed_server_offers_is_refused() -> None:
     """A tool the agent's own resources define and the runner's MCP server offers under the same
     name was the agent's, silently: the check looked at the runner's names registered in code

@@ -11,6 +11,7 @@ Model and tool calls go through the run's hooks: they are traced and callbacks s
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
@@ -227,6 +228,8 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
         _check_tools_kept(saved, calls, done, allowed, tools.__contains__)
     if unfound:
         tools.update(unfound)
+    if event.tools is not None and any(call.name not in tools for call in calls):
+        await _offered(ctx, event.tools, tools)
     tally = _Round(event, ctx, done)
     open_calls = tally.open_calls()
     calls_ctx = ctx._run.action_context(ctx.action_name)
@@ -236,6 +239,18 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
         tally.answer()
         return None
     return tally.run(open_calls, tools, calls_ctx)
+
+
+async def _offered(ctx: ActionContext, names: Sequence[str], tools: dict[str, Tool]) -> None:
+    """Add to ``tools`` the other tools a request offers (``names``) that a lookup finds, for the
+    answer to a call of a tool it does not offer to list them: it listed only those this round's
+    calls had found ('available tools: none' to a model whose request offered two). Only when a
+    call names no tool; lookups are kept for the run, as a chat's of the same tools are."""
+    for name in names:
+        if name not in tools:
+            # KeyError: none has it, or a server that may could not be asked
+            with contextlib.suppress(KeyError):
+                tools[name] = await ctx._run.get_resource(name, "tool")
 
 
 class _Unfound:
