@@ -140,3 +140,22 @@ async def test_an_answer_in_a_json_rpc_batch_answers_its_call() -> None:
         assert "the server's answer could not be read by the MCP client" in broken.content
         ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
         assert (ok.is_error, ok.content) == (False, "ok ran")
+
+
+async def test_an_error_whose_id_is_null_is_logged_naming_the_server(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An error answer whose id is null (JSON-RPC's answer to a message the server could not
+    read) names no request, and the client drops it, rightly: no call can be failed with it. It
+    was dropped without a word, so the call it was meant for failed at its ``call_timeout`` as
+    'timed out' and the server's words were nowhere. Now it is a warning naming the server;
+    here the server answers the call too, which is answered."""
+    with caplog.at_level("WARNING", logger="adk.mcp"):
+        async with hostile("results") as toolset:
+            tools = {tool.spec.name: tool for tool in await toolset.tools()}
+            answer = await tools["null_id"].run("{}", None)  # type: ignore[arg-type]
+    assert (answer.is_error, answer.content) == (False, "null_id ran")
+    (record,) = [r for r in caplog.records if r.name == "adk.mcp" and "no request" in r.message]
+    assert record.levelname == "WARNING"
+    assert "hostile_server.py" in record.message
+    assert "Parse error: unexpected end of input (code -32700)" in record.message

@@ -37,6 +37,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import (
     METHOD_NOT_FOUND,
     Implementation,
+    JSONRPCError,
     PromptListChangedNotification,
     ToolListChangedNotification,
 )
@@ -157,6 +158,22 @@ def _batch(exc: Exception) -> list[Any] | None:
     return messages
 
 
+def _answers_nothing(message: JSONRPCError, server: ServerConfig) -> None:
+    """Log a server's error whose id is null: JSON-RPC's answer to a message the server could
+    not read (a parse error, an invalid request), naming no request. The client drops it,
+    rightly (a call cannot be told from another, nor from a notification), but without a word:
+    the call it was meant for failed only at its ``call_timeout``, as 'timed out', and the
+    server's words were nowhere."""
+    error = message.error
+    logger.warning(
+        "MCP server '%s' sent an error answering no request (its id is null: the server could "
+        "not read the message it answers), which no call can be failed with: %s (code %s)",
+        server,
+        server._redact(str(error.message))[:500],
+        error.code,
+    )
+
+
 class _WatchedReadStream(AsyncCloseable):
     """Passes the transport's incoming messages through and reports when they end.
 
@@ -165,9 +182,10 @@ class _WatchedReadStream(AsyncCloseable):
     JSON-RPC batch is passed on one message at a time (``_batch``).
     """
 
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+    def __init__(self, inner: Any, on_end: Callable[[], None], server: ServerConfig) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._server = server
         self._batched: list[Any] = []  # the rest of a batch, in reverse order
 
     @property
@@ -177,20 +195,23 @@ class _WatchedReadStream(AsyncCloseable):
 
     async def receive(self) -> Any:
         if self._batched:
-            return self._batched.pop()
-        try:
-            message = await self._inner.receive()
-        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._on_end()
-            raise
-        if isinstance(message, Exception):
-            batch = _batch(message)
-            if batch is not None:
+            message = self._batched.pop()
+        else:
+            try:
+                message = await self._inner.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                self._on_end()
+                raise
+            if isinstance(message, Exception):
+                batch = _batch(message)
+                if batch is None:
+                    return _unreadable_answer(message) or message
                 batch.reverse()
-                first = batch.pop()
+                message = batch.pop()
                 self._batched = batch
-                return first
-            return _unreadable_answer(message) or message
+        inner = getattr(message, "message", None)
+        if type(inner) is JSONRPCError and inner.id is None:
+            _answers_nothing(inner, self._server)
         return message
 
     def __aiter__(self) -> _WatchedReadStream:
@@ -210,14 +231,18 @@ class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
     """A server's transport with its read side watched (see ``_WatchedReadStream``)."""
 
     def __init__(
-        self, inner: AbstractAsyncContextManager[TransportStreams], on_end: Callable[[], None]
+        self,
+        inner: AbstractAsyncContextManager[TransportStreams],
+        on_end: Callable[[], None],
+        server: ServerConfig,
     ) -> None:
         self._inner = inner
         self._on_end = on_end
+        self._server = server
 
     async def __aenter__(self) -> TransportStreams:
         read, write = await self._inner.__aenter__()
-        return _WatchedReadStream(read, self._on_end), write
+        return _WatchedReadStream(read, self._on_end, self._server), write
 
     async def __aexit__(
         self,
@@ -336,7 +361,7 @@ class Connection:
         """The owner task: every async context of the session is entered and exited here."""
         _current_delivery.set(self._handshake)  # this task's context only
         try:
-            transport = _WatchedTransport(self._server._transport(), self.mark_lost)
+            transport = _WatchedTransport(self._server._transport(), self.mark_lost, self._server)
             hooks = self._hooks
             level = hooks.log_level
             client = Client(

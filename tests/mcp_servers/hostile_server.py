@@ -13,7 +13,7 @@ the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` ca
 before both are answered the server sends messages that name the waiting call's id inside
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
 ``params``), none of them an answer to it. ``batched`` and ``batched_unreadable`` are answered in
-a JSON-RPC batch.
+a JSON-RPC batch, ``null_id`` after an error whose id is null.
 """
 
 from __future__ import annotations
@@ -60,6 +60,10 @@ RESULTS: dict[str, Any] = {
 }
 
 
+NULL_ID = "null_id"
+"""A tool whose call is answered after an error whose id is null, JSON-RPC's answer to a message
+a server could not read, naming no request."""
+
 BATCHED = ("batched", "batched_unreadable")
 """Tools answered in a JSON-RPC batch (a list of messages on one line), as a server of protocol
 2025-03-26 or older may send: a log notification and the answer (``batched``), or an answer
@@ -88,7 +92,7 @@ def _tools(kind: str) -> list[Any]:
     the client's JSON parser reads (``deep``)."""
     if kind == "deep":
         return [{"name": "deep_schema", "inputSchema": _deep(300)}]
-    named = ("ok", *RESULTS, *TOGETHER, *BATCHED)
+    named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID)
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -141,6 +145,9 @@ def main(kind: str) -> None:
                     _send({"jsonrpc": "2.0", "id": call_id, "result": _text(text)})
                 held.clear()
             continue
+        if request.get("method") == "tools/call" and name == NULL_ID:
+            error = {"code": -32700, "message": "Parse error: unexpected end of input"}
+            _send({"jsonrpc": "2.0", "id": None, "error": error})
         if request.get("method") == "tools/call" and name in BATCHED:
             _send(_batch(name, request["id"]))
             continue
