@@ -330,6 +330,58 @@ async def test_a_redis_store_with_a_ttl_gives_a_new_runs_pause_its_expiry(
     await client.aclose()
 
 
+async def test_a_redis_checkpoint_expiring_between_the_look_and_the_write_is_looked_at_again(
+    redis_server: RedisServer,
+) -> None:
+    """A store with a ``ttl``: the checkpoint looked at (finished, to be replaced) expires
+    before the Lua script runs, which then finds nothing where it looked for those bytes and
+    writes nothing; the look again finds nothing there and the pause is saved, with its
+    expiry. And another run's pause written between the look and the script is looked at
+    again and kept, not replaced. Reviewed (1899c51, f083a76), no change needed."""
+    import time
+
+    import redis
+
+    prefix = f"exp{uuid.uuid4().hex[:12]}:"
+    sync = redis.Redis.from_url(redis_server.url)
+    looks: list[bytes] = []
+
+    def expire_first(old: bytes) -> bool:
+        if not looks:
+            sync.pexpire(prefix + "id", 1)
+            for _ in range(10_000):  # until it has expired (a guard: 10 s)
+                if not sync.exists(prefix + "id"):
+                    break
+                time.sleep(0.001)
+        looks.append(old)
+        return _unfinished(old)
+
+    try:
+        async with RedisCheckpointStore(redis_server.url, prefix=prefix, ttl=60) as store:
+            await store.put("id", b"finished")
+            assert await store._put_new("id", b"new", expire_first) is None
+            assert looks == [b"finished"]  # looked at once; then nothing was there
+            assert sync.get(prefix + "id") == b"new"
+            assert 0 < sync.pttl(prefix + "id") <= 60_000
+
+            # Another run's pause written there meanwhile is not replaced: it is looked at.
+            await store.put("id", b"finished")
+            seen: list[bytes] = []
+
+            def another_pauses(old: bytes) -> bool:
+                if not seen:
+                    sync.set(prefix + "id", b"waiting")
+                seen.append(old)
+                return _unfinished(old)
+
+            assert await store._put_new("id", b"mine", another_pauses) == b"waiting"
+            assert seen == [b"finished", b"waiting"]
+            assert sync.get(prefix + "id") == b"waiting"
+    finally:
+        sync.delete(prefix + "id")
+        sync.close()
+
+
 def test_the_verdict_on_a_store_class_does_not_keep_the_class_alive() -> None:
     """``_puts_new`` decides once per class; the classes it decided on are still freed: a
     subclass made per tenant or per test (here, one made and dropped) was held for good."""
