@@ -4,6 +4,7 @@ short-circuits and replacements, streams, every event, and clear errors for misu
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -276,6 +277,38 @@ async def test_a_before_tool_result_skips_the_tool() -> None:
     tool_message = model.requests[1].messages[-1]
     assert tool_message.content == "Error: add is not allowed here"
     assert tool_message.metadata.get("is_error") is True
+
+
+async def test_a_before_tool_edits_the_arguments_the_tool_runs_with_not_the_models_call() -> None:
+    # Google ADK's before_tool_callback edits ``args`` in place and returns None (its docs'
+    # example): the tool runs with the edit, while the function call the model made stays as it
+    # was in the events and the history (Google ADK hands the callback a deep copy). Here the
+    # callback assigns ``call.arguments``; the edit reached the tool but also rewrote the call
+    # recorded in the reply's event, the history the model read next and the checkpoint.
+    seen: list[str] = []
+
+    def double_b(ctx: ToolContext, call: ToolCall) -> None:
+        args = json.loads(call.arguments)
+        args["b"] *= 2
+        call.arguments = json.dumps(args)
+
+    def after(ctx: ToolContext, call: ToolCall, result: str | ToolResult) -> None:
+        seen.append(call.arguments)  # the call as it ran, as Google ADK's after_tool args
+
+    for callbacks in ([Callbacks(before_tool=double_b, after_tool=after)], []):
+        own = [] if callbacks else [Callbacks(before_tool=double_b, after_tool=after)]
+        ADDED.clear()
+        seen.clear()
+        model = add_model()
+        runner = Runner(ReActAgent("a", model, tools=[add], callbacks=own), callbacks=callbacks)
+        result = await runner.invoke("x")
+        assert ADDED == [(1, 4)]  # the tool ran with the edit
+        assert seen == ['{"a": 1, "b": 4}']
+        (reply,) = [e.message for e in result.events if e.message and e.message.tool_calls]
+        assert reply.tool_calls[0].arguments == '{"a": 1, "b": 2}'  # the model's call, kept
+        called = model.requests[1].messages[-2].tool_calls[0]
+        assert (called.name, called.arguments) == ("add", '{"a": 1, "b": 2}')
+        assert model.requests[1].messages[-1].content == "5"
 
 
 async def test_after_tool_replaces_the_result() -> None:
