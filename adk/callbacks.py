@@ -19,7 +19,8 @@ runs inline for every event and must be plain.
 ``before_tool(ctx, call)``                a tool call is about to run (``call.arguments`` is
                                           the model's raw JSON text); return a ``str``,
                                           ``ToolResult``, dict or pydantic model to answer
-                                          instead of the tool
+                                          instead of the tool, or assign ``call.arguments`` (a
+                                          copy of the model's call) to run it with others
 ``after_tool(ctx, call, result)``         the tool answered; return a ``str``/``ToolResult``
                                           (or a dict, a model) to replace its result
 ``on_event(event)``                       every event the run yields, just before the consumer
