@@ -144,6 +144,24 @@ def test_an_option_model_options_lack_says_where_a_providers_option_goes() -> No
     assert "has no field 'seed'" in str(caught.value)
 
 
+def test_another_providers_name_for_an_option_model_options_has_names_the_field() -> None:
+    """A Google ADK port's ``GenerateContentConfig(max_output_tokens=, stop_sequences=)`` (also
+    Anthropic's and OpenAI's own names) were told to go in ``extra``, sent to the server as they
+    are: Chat Completions refuses ``max_output_tokens``, and the limit the adapter sends under the
+    server's own name (``max_tokens``) was never set."""
+    for name, field in (
+        ("max_output_tokens", "max_tokens"),
+        ("max_completion_tokens", "max_tokens"),
+        ("stop_sequences", "stop"),
+    ):
+        with pytest.raises(pydantic.ValidationError) as caught:
+            adk.ModelOptions(**{name: 1})
+        text = str(caught.value)
+        assert f"ModelOptions has no field {name!r}" in text
+        assert f"it is {field!r} here: ModelOptions({field}=...)" in text
+        assert "goes in extra" not in text
+
+
 async def test_a_runs_model_options_mapping_with_a_providers_option_says_where_it_goes() -> None:
     runner = Runner(ReActAgent("r", ScriptedModel(["never"])))
     with pytest.raises(

@@ -62,6 +62,17 @@ def _named_fields(cls: type[_NamedOptions], exc: ValidationError) -> ValidationE
     return ValidationError.from_exception_data(cls.__name__, details)
 
 
+_OTHER_NAMES = {
+    "max_output_tokens": "max_tokens",  # Gemini's (GenerateContentConfig), OpenAI Responses'
+    "max_completion_tokens": "max_tokens",  # OpenAI Chat's (the adapter sends max_tokens so)
+    "max_new_tokens": "max_tokens",  # Hugging Face's
+    "stop_sequences": "stop",  # Gemini's, Anthropic's
+}
+"""Other providers' names of ``ModelOptions`` fields: an unknown field of one of these names is
+told the field, not sent to ``extra``, where it would reach the server as it is (Chat Completions
+refuses ``max_output_tokens``) while the adapter's own mapping of the field went unused."""
+
+
 class ModelOptions(_NamedOptions):
     """Per-call generation options. ``response_format`` is a JSON schema for structured output
     (``{"name": ..., "schema": {...}, "strict": bool}``); ``extra`` is passed through to the request
@@ -81,6 +92,9 @@ class ModelOptions(_NamedOptions):
 
     @classmethod
     def _unknown_hint(cls, name: str) -> str:
+        field = _OTHER_NAMES.get(name)
+        if field is not None:  # a field of ours under a provider's name: extra would send it as is
+            return f"; it is {field!r} here: ModelOptions({field}=...)"
         return f"; a provider's own option goes in extra: extra={{{name!r}: ...}}"
 
     def merged(self, other: "ModelOptions | None") -> "ModelOptions":
