@@ -121,6 +121,7 @@ from .interrupts import (
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, join_chunks
 from .models.base import ModelOptions
 from .streams import _being_cancelled
+from .tools._executor import tool_failure
 from .tools.base import _LIVE, ToolContext, ToolResult
 from .tools.function import _serialise
 
@@ -549,14 +550,20 @@ class _CallbackChain:
                 result = _check_tool_output(fn, "before_tool", result)
                 break
         if result is None:
-            if views:
-                try:
-                    result = await invoke()
-                except Interrupt as exc:
-                    _paused_by(exc, ctx.address, None, views)
-                    raise
-            else:
+            try:
                 result = await invoke()
+            except Interrupt as exc:
+                if views:
+                    _paused_by(exc, ctx.address, None, views)
+                raise
+            except (Exception, asyncio.CancelledError) as exc:
+                # The tool raised: its error result is what after_tool reviews (Google ADK's
+                # on_tool_error_callback), as the model would read it. Without after_tool the
+                # exception goes on to the executor, which makes the same result.
+                failed = tool_failure(exc, call.name, ctx) if self.after_tool else None
+                if failed is None:
+                    raise
+                result = failed
         elif plan is not None and self.after_tool:
             # A before_tool answered: the tool did not run, so no resume answered it. The call's
             # pending resume is another party's (the answering callback's own, an approval the

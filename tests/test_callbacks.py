@@ -25,6 +25,7 @@ from adk import (
     SequentialAgent,
     ToolCall,
     ToolContext,
+    ToolError,
     ToolResult,
     tool,
 )
@@ -309,6 +310,52 @@ async def test_a_before_tool_edits_the_arguments_the_tool_runs_with_not_the_mode
         called = model.requests[1].messages[-2].tool_calls[0]
         assert (called.name, called.arguments) == ("add", '{"a": 1, "b": 2}')
         assert model.requests[1].messages[-1].content == "5"
+
+
+async def test_after_tool_sees_a_raising_tools_error_result_and_may_replace_it() -> None:
+    # Google ADK's on_tool_error_callback(tool, args, tool_context, error) returns a dict the
+    # model reads instead of the error; here an after_tool gets the error result (is_error) and
+    # may replace it, as tracing.md ("after each tool call") and openai_agents.md ("an after_tool
+    # callback can rewrite it") say. A tool that raised skipped every after_tool: the error went
+    # to the model as the executor wrote it, and the callback never knew.
+    seen: list[tuple[str, str | ToolResult]] = []
+
+    @tool
+    def lookup(city: str) -> str:
+        """Look a city up."""
+        if city == "Atlantis":
+            raise ToolError("no such city")
+        if city == "Mars":
+            raise ConnectionError("provider down")
+        return "found"
+
+    def recover(ctx: ToolContext, call: ToolCall, result: str | ToolResult) -> Any:
+        seen.append((call.id, result))
+        if isinstance(result, ToolResult) and result.is_error and "provider down" in result.content:
+            return {"status": "unavailable", "retry": "later"}
+        return None
+
+    calls = [
+        tool_call("lookup", {"city": "Atlantis"}, id="c1"),
+        tool_call("lookup", {"city": "Mars"}, id="c2"),
+        tool_call("lookup", {"city": "Oslo"}, id="c3"),
+    ]
+    for own in (True, False):  # the agent's own after_tool, and a runner's
+        seen.clear()
+        model = ScriptedModel([Reply(tool_calls=calls), "done"])
+        callbacks = [Callbacks(after_tool=recover)]
+        agent = ReActAgent("a", model, tools=[lookup], callbacks=callbacks if own else [])
+        await Runner(agent, callbacks=[] if own else callbacks).invoke("x")
+        assert sorted(seen, key=lambda item: item[0]) == [
+            ("c1", ToolResult.error("no such city")),
+            ("c2", ToolResult.error("tool 'lookup' failed: ConnectionError: provider down")),
+            ("c3", "found"),
+        ]
+        read = {m.tool_call_id: m for m in model.requests[1].messages if m.role == "tool"}
+        assert read["c1"].content == "Error: no such city"
+        assert read["c1"].metadata.get("is_error") is True
+        assert read["c2"].content == '{"status":"unavailable","retry":"later"}'
+        assert read["c3"].content == "found"
 
 
 async def test_after_tool_replaces_the_result() -> None:

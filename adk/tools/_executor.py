@@ -120,6 +120,26 @@ def _not_async(exc: BaseException) -> str | None:
     )
 
 
+def failed_call(exc: BaseException, name: str, tool_ctx: ToolContext) -> ToolResult:
+    """The error result of a call to ``name`` that raised ``exc`` (one the caller found to be the
+    call's failure, not the run's), its actions dropped: a failed call's exit or transfer would
+    hide the error from the model. ``ToolError`` is the tool's own words."""
+    tool_ctx.action = None
+    if isinstance(exc, ToolError):
+        return ToolResult.error(str(exc) or "tool failed")
+    return ToolResult.error(f"tool '{name}' failed: {_not_async(exc) or _describe(exc)}")
+
+
+def tool_failure(exc: BaseException, name: str, tool_ctx: ToolContext) -> ToolResult | None:
+    """For the ``after_tool`` callbacks (``adk.callbacks``), which review every call's result: the
+    error result of the tool's raising ``exc``, or None when ``exc`` is not the call's to answer
+    (the run's cancellation, its turn limit, a checkpoint that cannot be read), which goes on up
+    to ``run_tool_call`` as before."""
+    if is_cancellation(exc) or isinstance(exc, (MaxTurnsExceeded, CheckpointError)):
+        return None
+    return failed_call(exc, name, tool_ctx)
+
+
 def unique_call_ids(calls: Sequence[ToolCall]) -> None:
     """Give calls of one reply that share an id (servers that number every call "call_0", or
     send none) ids of their own, ``<id>~<place>``: results are matched to calls, and pauses
@@ -192,9 +212,6 @@ async def run_tool_call(
         if edit is not None:  # paused again on its own: its next resume runs the edited call
             signal.save(address, edit, adk._approval.EDITED_SLOT)
         return ToolOutcome(call, signal=signal, action=tool_ctx.action)
-    except ToolError as exc:
-        output = ToolResult.error(str(exc) or "tool failed")
-        tool_ctx.action = None  # a failed call's exit/transfer would hide the error from the model
     except (Exception, asyncio.CancelledError) as exc:
         if is_cancellation(exc):
             raise
@@ -204,8 +221,7 @@ async def run_tool_call(
             raise
         if isinstance(exc, MaxTurnsExceeded):  # the run's limit, reached in an AgentTool's run
             raise
-        output = ToolResult.error(f"tool '{call.name}' failed: {_not_async(exc) or _describe(exc)}")
-        tool_ctx.action = None
+        output = failed_call(exc, call.name, tool_ctx)
     finally:
         if resumed and plan is not None:
             plan.consume(address)
