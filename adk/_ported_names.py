@@ -22,7 +22,18 @@ _HINTS = {
     "invocation_id": "Google ADK's invocation_id is ctx.run_id here",
     "actions": (
         "Google ADK's actions are methods here: ctx.exit(), ctx.transfer(name), "
-        "ctx.break_loop() for escalate"
+        "ctx.break_loop() for escalate; skip_summarization is the agent's "
+        "return_directly=[tool name]"
+    ),
+    "tool_confirmation": (
+        "Google ADK's tool_confirmation is ctx.resume here (None on a first call; the answer "
+        "is ctx.resume.data): ask with raise adk.Interrupt(info) or give the tool "
+        "require_approval=True"
+    ),
+    "request_confirmation": (
+        "Google ADK's request_confirmation(hint=, payload=) is raise "
+        "adk.Interrupt({'hint': ..., 'payload': ...}) here; the answer comes back as "
+        "ctx.resume.data when the call runs again"
     ),
     "function_call_id": "Google ADK's function_call_id is ctx.tool_call_id here",
     "save_artifact": "there are no artifacts here: keep files in your own storage",

@@ -45,6 +45,61 @@ async def test_a_callback_reading_invocation_id_fails_naming_run_id() -> None:
         await runner.invoke("hi")
 
 
+def ask_for_days(days: int, tool_context: ToolContext) -> str:
+    """Ask for days off: Google ADK's advanced confirmation, ported as it was written."""
+    if not tool_context.tool_confirmation:  # type: ignore[attr-defined]
+        tool_context.request_confirmation(hint="approve?", payload={"days": 0})  # type: ignore[attr-defined]
+        return "pending"
+    return "done"
+
+
+def ask_again(tool_context: ToolContext) -> str:
+    """Ask for a confirmation."""
+    tool_context.request_confirmation(hint="approve?")  # type: ignore[attr-defined]
+    return "pending"
+
+
+def end_loop(tool_context: ToolContext) -> str:
+    """Google ADK's exit_loop, ported as it was written."""
+    tool_context.actions.escalate = True  # type: ignore[attr-defined]
+    tool_context.actions.skip_summarization = True  # type: ignore[attr-defined]
+    return "ok"
+
+
+async def test_a_ported_confirmation_and_skip_summarization_name_what_they_are_here() -> None:
+    # Google ADK's tool_context.tool_confirmation / request_confirmation(hint=, payload=) (a
+    # tool asking its own confirmation) and actions.skip_summarization (its exit_loop's) read
+    # as a bare AttributeError, which the model got as the tool's error result: nobody was
+    # told that a pause is raise adk.Interrupt, its answer ctx.resume, and skip_summarization
+    # the agent's return_directly.
+    calls = [
+        tool_call("ask_for_days", {"days": 3}, id="c1"),
+        tool_call("end_loop", {}, id="c2"),
+        tool_call("ask_again", {}, id="c3"),
+    ]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    agent = ReActAgent("a", model, tools=[ask_for_days, end_loop, ask_again])
+    result = await Runner(agent).invoke("hi")
+    read = {m.tool_call_id: m.content for m in result.messages if m.role == "tool"}
+    assert read["c1"] == (
+        "Error: tool 'ask_for_days' failed: AttributeError: 'ToolContext' object has no "
+        "attribute 'tool_confirmation': Google ADK's tool_confirmation is ctx.resume here "
+        "(None on a first call; the answer is ctx.resume.data): ask with raise "
+        "adk.Interrupt(info) or give the tool require_approval=True"
+    )
+    assert read["c2"].endswith(
+        "'actions': Google ADK's actions are methods here: ctx.exit(), ctx.transfer(name), "
+        "ctx.break_loop() for escalate; skip_summarization is the agent's "
+        "return_directly=[tool name]"
+    )
+
+    assert read["c3"].endswith(
+        "'request_confirmation': Google ADK's request_confirmation(hint=, payload=) is raise "
+        "adk.Interrupt({'hint': ..., 'payload': ...}) here; the answer comes back as "
+        "ctx.resume.data when the call runs again"
+    )
+
+
 async def test_other_missing_attributes_read_as_before() -> None:
     seen: list[Any] = []
 
