@@ -13,17 +13,19 @@ The Google ADK app, shaped like its travel-concierge sample:
   checker's ``{feedback?}``) and ``checker`` sends it back or calls ``exit_loop``
   (``escalate`` and ``skip_summarization``), then ``booker``, whose ``before_tool_callback``
   edits ``hold_flight``'s args (the company's cabin class, the traveller's name) and blocks a
-  hotel above the budget; its ``ask_travel_manager`` is a ``LongRunningFunctionTool`` and its
+  hotel above the budget, and whose ``on_tool_error_callback`` turns a failed hold into a status
+  the model can act on; its ``ask_travel_manager`` is a ``LongRunningFunctionTool`` and its
   ``book_hotel`` needs the traveller's confirmation (``require_confirmation=True``), both
   answered later, each from another process.
 
 Here, following docs/google_adk.md: ``ReActAgent(sub_agents=)``, ``adk.AgentTool``,
 ``MCPToolset(StdioServer(...))``, ``adk.SequentialAgent``/``adk.LoopAgent``, ``ctx.break_loop()``
 with ``return_directly=["exit_loop"]``, ``Callbacks(before_model=..., before_tool=...)`` on the
-agents (the args edited by assigning ``call.arguments``), ``raise adk.Interrupt`` for the
-long-running tool, ``@adk.tool(require_approval=True)``, every model an ``OpenAIChatModel``
-talking to ``tests/openai_server.py`` (one scripted reply per request, in the order the run makes
-them), the pause kept in SQLite and resumed by this file run as a script.
+agents (the args edited by assigning ``call.arguments``; ``after_tool`` for the error callback),
+``raise adk.Interrupt`` for the long-running tool, ``@adk.tool(require_approval=True)``, every
+model an ``OpenAIChatModel`` talking to ``tests/openai_server.py`` (one scripted reply per
+request, in the order the run makes them), the pause kept in SQLite and resumed by this file run
+as a script.
 """
 
 from __future__ import annotations
@@ -135,6 +137,8 @@ def build_app(model_url: str, ledger: Path, held: list[dict[str, Any]]) -> ReAct
             cabin: economy, premium or business.
             passenger: The traveller's full name.
         """
+        if not flight.startswith(("TP", "LH")):
+            raise LookupError(f"the airline has no flight {flight}")
         held.append(
             {
                 "origin": origin,
@@ -189,6 +193,13 @@ def build_app(model_url: str, ledger: Path, held: list[dict[str, Any]]) -> ReAct
             return {"status": "blocked", "reason": "above the traveller's budget"}
         return None
 
+    def airline_down(ctx: adk.ToolContext, call: adk.ToolCall, result: Any) -> Any:
+        """Google ADK's ``on_tool_error_callback``: a hold that failed is told to the model as
+        a status it can act on, not the exception's text."""
+        if call.name == "hold_flight" and isinstance(result, adk.ToolResult) and result.is_error:
+            return {"status": "not held", "retry": "pick another flight"}
+        return None
+
     weather = ReActAgent(
         "weather",
         model(),
@@ -231,7 +242,7 @@ def build_app(model_url: str, ledger: Path, held: list[dict[str, Any]]) -> ReAct
         model(),
         instruction="You hold the flight and book the hotel for {destination}.",
         tools=[hold_flight, ask_travel_manager, book_hotel],
-        callbacks=[Callbacks(before_tool=booking_policy)],
+        callbacks=[Callbacks(before_tool=booking_policy, after_tool=airline_down)],
     )
     planner = adk.SequentialAgent(
         "planner",
@@ -482,25 +493,34 @@ async def test_the_root_guard_answers_without_the_model(llm: OpenAIServer, tmp_p
     assert llm.requests == []  # the model never saw the passport number
 
 
-async def test_a_hotel_above_the_budget_is_blocked_by_the_callback_and_asks_nobody(
+async def test_a_hotel_above_the_budget_is_blocked_and_a_failed_hold_is_recovered_by_callbacks(
     llm: OpenAIServer, tmp_path: Path
 ) -> None:
     ledger = tmp_path / "payments.jsonl"
+    held: list[dict[str, Any]] = []
     llm.script(
         *plan_and_refine(),
-        calls(("book_hotel", {"city": "Lisbon", "nights": 3, "total_cents": 120000}, "b1")),
-        says("That hotel is above your budget."),
+        calls(
+            ("hold_flight", {**HOLD, "flight": "ZZ999"}, "b1"),
+            ("book_hotel", {"city": "Lisbon", "nights": 3, "total_cents": 120000}, "b2"),
+        ),
+        says("That hotel is above your budget, and ZZ999 could not be held."),
     )
-    runner = Runner(build_app(llm.base_url, ledger, []), checkpoint_store=sqlite_store(tmp_path))
+    runner = Runner(build_app(llm.base_url, ledger, held), checkpoint_store=sqlite_store(tmp_path))
     result = await runner.invoke(
         "Plan 3 nights in Lisbon from BER on 2027-05-01.", session=dict(SESSION)
     )
     await runner.aclose()
-    assert result.interrupt is None and result.text == "That hotel is above your budget."
-    assert simplify_events(result.events)[-2] == (
-        'booker: [tool book_hotel] {"status":"blocked","reason":"above the traveller\'s budget"}'
-    )
-    assert not ledger.exists()
+    # The before_tool blocked the hotel: no confirmation asked, nothing paid. The hold's tool
+    # raised, and the after_tool (on_tool_error_callback) gave the model a status instead.
+    assert result.interrupt is None
+    assert result.text == "That hotel is above your budget, and ZZ999 could not be held."
+    read = [(m["tool_call_id"], m["content"]) for m in llm.bodies[-1]["messages"][-2:]]
+    assert sorted(read) == [
+        ("b1", '{"status":"not held","retry":"pick another flight"}'),
+        ("b2", '{"status":"blocked","reason":"above the traveller\'s budget"}'),
+    ]
+    assert held == [] and not ledger.exists()
 
 
 # -- the process that resumes ----------------------------------------------------------------------
