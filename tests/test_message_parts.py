@@ -542,3 +542,34 @@ async def test_an_agent_tools_chart_reaches_the_wire_and_survives_the_callers_pa
         {"type": "text", "text": "Attached by tool call c1 (charts):"},
         {"type": "image_url", "image_url": {"url": PNG_URL}},
     ]
+
+
+# -- the adapter: which servers are sent parts, and how a part's type is read ------------------
+@pytest.mark.parametrize("region", ["eu", "us", "jp"])
+async def test_parts_are_sent_by_default_to_openais_regional_endpoints(
+    region: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenAI's data-residency endpoints (``https://eu.api.openai.com/v1``, which the openai
+    client's own ``data_residency="eu"`` selects) are OpenAI itself, whose models read images:
+    they were taken for another server, and an image reached a vision model as its placeholder
+    only (and max_tokens went as the field OpenAI's reasoning models refuse)."""
+    import openai
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    url = f"https://{region}.api.openai.com/v1"
+    by_url = OpenAIChatModel("gpt-4o", base_url=url, api_key="sk-test")
+    # a client made ready (the openai client's data_residency= makes this URL; openai>=2 need
+    # not have it)
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=url)
+    by_client = OpenAIChatModel("gpt-4o", client=client)
+    for model in (by_url, by_client):
+        assert model.base_url == url
+        assert model.parts == "send"
+        assert model._max_tokens_field == "max_completion_tokens"
+        await model.aclose()
+    await client.close()
+    # a host that only ends like OpenAI's is another server
+    other = OpenAIChatModel("m", base_url="https://notapi.openai.com.example/v1", api_key="sk")
+    assert other.parts == "text"
+    lookalike = OpenAIChatModel("m", base_url="https://evilapi.openai.com/v1", api_key="sk")
+    assert lookalike.parts == "text"

@@ -34,6 +34,7 @@ from .base import ModelError, ModelOptions, RetryPolicy
 __all__ = ["OpenAIChatModel"]
 
 _OPENAI_HOST = "api.openai.com"
+_OPENAI_SUBDOMAIN = "." + _OPENAI_HOST
 _KEYLESS = "not-needed"  # servers without auth still get a syntactically valid bearer token
 _T = TypeVar("_T")
 
@@ -127,9 +128,10 @@ class OpenAIChatModel(AsyncCloseable):
     ``"text"``: as their placeholders in the message's text (``[image: image/png]``), no content
     part but text, for a server that takes text only (vLLM, llama.cpp or Ollama serving a model
     without vision refuses the request, and every later one of the run, the part staying in its
-    history). ``None`` (the default): ``"send"`` to OpenAI itself (api.openai.com), whose chat
-    models take images, ``"text"`` to any other server, which is asked for parts only when you
-    say it takes them, so an agent that worked before parts were sent keeps working.
+    history). ``None`` (the default): ``"send"`` to OpenAI itself (api.openai.com and its regional
+    endpoints, eu.api.openai.com...), whose chat models take images, ``"text"`` to any other
+    server, which is asked for parts only when you say it takes them, so an agent that worked
+    before parts were sent keeps working.
     """
 
     supports_response_format = True
@@ -218,7 +220,10 @@ class OpenAIChatModel(AsyncCloseable):
             # closed as its loop ends (``asyncio.run`` per request, from several threads too).
             self._clients = LoopClients(self._client, self._new_client, _close_client)
         self.base_url = str(self._client.base_url).rstrip("/")
-        official = urlsplit(self.base_url).hostname == _OPENAI_HOST
+        host = urlsplit(self.base_url).hostname or ""
+        # OpenAI itself: api.openai.com and its regional endpoints (eu.api.openai.com, which the
+        # openai client's data_residency= selects; mtls.api.openai.com).
+        official = host == _OPENAI_HOST or host.endswith(_OPENAI_SUBDOMAIN)
         # What the adapter adds to a request on its own: the field max_tokens travels in, and
         # whether streams ask for usage. A server that refuses either changes them (_adapt).
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
