@@ -1698,6 +1698,22 @@ async def test_configuration_from_environment(
     assert server.requests[0].headers["authorization"] == "Bearer sk-from-env"
 
 
+def test_an_empty_openai_base_url_is_openai_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``OPENAI_BASE_URL=`` (set empty, as a shell's ``export OPENAI_BASE_URL=`` leaves it) is
+    read as unset, as the adapter meant: the client it made read the empty value itself, so the
+    model's base_url was '' and every call failed as a connection error ('Request URL is missing
+    an http:// or https:// protocol'), and parts went as text to OpenAI."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "")
+    model = OpenAIChatModel("gpt-4o", api_key="sk-test")
+    assert model.base_url == "https://api.openai.com/v1"
+    assert str(model._client.base_url) == "https://api.openai.com/v1/"
+    assert str(model._new_client().base_url) == "https://api.openai.com/v1/"
+    assert model.parts == "send"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ValueError, match="no API key for OpenAI"):
+        OpenAIChatModel("gpt-4o")
+
+
 def test_openai_itself_needs_a_key_and_gets_max_completion_tokens(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

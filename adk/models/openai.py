@@ -35,6 +35,7 @@ __all__ = ["OpenAIChatModel"]
 
 _OPENAI_HOST = "api.openai.com"
 _OPENAI_SUBDOMAIN = "." + _OPENAI_HOST
+_OPENAI_URL = f"https://{_OPENAI_HOST}/v1"  # the openai client's default base_url
 _KEYLESS = "not-needed"  # servers without auth still get a syntactically valid bearer token
 _T = TypeVar("_T")
 
@@ -211,7 +212,9 @@ class OpenAIChatModel(AsyncCloseable):
                 key = _KEYLESS
             self._client_options: dict[str, Any] = {
                 "api_key": key,
-                "base_url": url,
+                # OpenAI's URL given when none is: the client would read OPENAI_BASE_URL itself,
+                # and take one set empty as its URL where _resolve_base_url reads it as unset.
+                "base_url": _OPENAI_URL if url is None else url,
                 "max_retries": 0,
                 "timeout": sdk_timeout,
             }
