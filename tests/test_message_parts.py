@@ -573,3 +573,56 @@ async def test_parts_are_sent_by_default_to_openais_regional_endpoints(
     assert other.parts == "text"
     lookalike = OpenAIChatModel("m", base_url="https://evilapi.openai.com/v1", api_key="sk")
     assert lookalike.parts == "text"
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_parts_mime_type_is_read_as_a_type_and_sent_in_its_plain_form(api: str) -> None:
+    """A MIME type is case-insensitive and may carry parameters (RFC 2045), and ``image/jpg`` is
+    a common misspelling of ``image/jpeg``: each reaches the API as the type it names, in the
+    plain form servers check a ``data:`` URL against (OpenAI answers 'unsupported MIME type', and
+    servers behind OpenAI-compatible endpoints refuse ``image/jpg``). The URL carried the type
+    as given (``data:image/png; charset=binary;base64,...``), an image typed ``IMAGE/PNG``
+    (which an MCP server's image block becomes a ``FilePart`` of) went to Responses as a file
+    and to Chat as its placeholder, a PDF typed ``Application/PDF`` or a wav with a ``rate``
+    parameter as text on Chat."""
+    jpeg = b"\xff\xd8\xff\xe0"
+    question = Message.user(
+        "look",
+        parts=[
+            ImagePart(mime_type="image/png; charset=binary", data=PNG),
+            ImagePart(mime_type="image/jpg", data=jpeg),
+            ImagePart(mime_type="image/PNG", data=PNG),
+            FilePart(mime_type="IMAGE/PNG", data=PNG),
+            FilePart(mime_type="IMAGE/PNG", uri="https://example.com/c.png"),
+            FilePart(mime_type="Application/PDF", data=b"%PDF", name="r.pdf"),
+            AudioPart(mime_type="audio/wav; rate=16000", data=b"RIFF"),
+        ],
+    )
+    async with OpenAIServer([WireReply(text="seen")]) as server:
+        async with wire_model(server, api, parts="send") as model:
+            assert (await model.generate([question])).content == "seen"
+        (body,) = server.bodies
+    jpeg_url = "data:image/jpeg;base64,/9j/4A=="
+    pdf = "data:application/pdf;base64,JVBERg=="
+    if api == "chat":
+        assert body["messages"][0]["content"] == [
+            {"type": "text", "text": "look"},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+            {"type": "image_url", "image_url": {"url": jpeg_url}},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+            {"type": "image_url", "image_url": {"url": PNG_URL}},
+            {"type": "image_url", "image_url": {"url": "https://example.com/c.png"}},
+            {"type": "file", "file": {"file_data": pdf, "filename": "r.pdf"}},
+            {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}},
+        ]
+    else:
+        assert body["input"][0]["content"] == [
+            {"type": "input_text", "text": "look"},
+            {"type": "input_image", "image_url": PNG_URL},
+            {"type": "input_image", "image_url": jpeg_url},
+            {"type": "input_image", "image_url": PNG_URL},
+            {"type": "input_image", "image_url": PNG_URL},
+            {"type": "input_image", "image_url": "https://example.com/c.png"},
+            {"type": "input_file", "file_data": pdf, "filename": "r.pdf"},
+            {"type": "input_text", "text": "[audio: audio/wav; rate=16000]"},
+        ]

@@ -345,17 +345,25 @@ def _web_uri(uri: str) -> bool:
     return uri.startswith(("http://", "https://"))
 
 
-_IMAGES = frozenset({"image/png", "image/jpeg", "image/jpg", "image/webp", "image/gif"})
-"""The images both APIs take (``image_url``, ``input_image``); another (an SVG chart, a TIFF) is
-refused with the whole request, so it is sent as its placeholder text."""
+_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""The images both APIs take (``image_url``, ``input_image``), by :func:`_essence`; another (an
+SVG chart, a TIFF) is refused with the whole request, so it is sent as its placeholder text."""
+
+_MISSPELT = {"image/jpg": "image/jpeg"}
+"""Types by a name the registry lacks, which a server checking a ``data:`` URL's type refuses."""
 
 
-def _taken_image(mime: str) -> bool:
-    return mime.partition(";")[0].strip().lower() in _IMAGES
+def _essence(mime: str) -> str:
+    """``mime`` as the type it names, in the form sent: its ``type/subtype`` in lower case without
+    parameters (a MIME type is case-insensitive and may carry them: ``image/png; charset=binary``,
+    ``IMAGE/PNG``), ``image/jpg`` as ``image/jpeg``. Read per part, as is a ``data:`` URL's type:
+    OpenAI checks that type against the ones it takes, and others refuse ``image/jpg``."""
+    essence = mime.partition(";")[0].strip().lower()
+    return _MISSPELT.get(essence, essence)
 
 
 _CHAT_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
-"""The audio Chat Completions takes (``input_audio``'s formats), by MIME type."""
+"""The audio Chat Completions takes (``input_audio``'s formats), by :func:`_essence`."""
 
 
 def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
@@ -363,15 +371,16 @@ def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
     ``image_url``, a sound as
     ``input_audio`` (wav and mp3 only), a PDF's bytes as ``file``; what the API cannot take
     (other audio, other files, which its ``file`` refuses, a file known only by a URI that is
-    not an image on the web) as its placeholder text, so the request is never refused for it."""
-    mime, data = part.mime_type, part.data
+    not an image on the web) as its placeholder text, so the request is never refused for it.
+    A type is read, and a ``data:`` URL's written, as :func:`_essence`."""
+    mime, data = _essence(part.mime_type), part.data
     if data is None:  # a FilePart with a uri only
         uri = part.uri if isinstance(part, FilePart) else None
-        if uri is not None and _taken_image(mime) and _web_uri(uri):
+        if uri is not None and mime in _IMAGES and _web_uri(uri):
             return {"type": "image_url", "image_url": {"url": uri}}
         return {"type": "text", "text": part_placeholder(part)}
     if mime.startswith("image/"):
-        if not _taken_image(mime):
+        if mime not in _IMAGES:
             return {"type": "text", "text": part_placeholder(part)}
         return {"type": "image_url", "image_url": {"url": data_url(mime, data)}}
     if mime.startswith("audio/"):
@@ -390,18 +399,18 @@ def responses_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
     """``part`` as a Responses input content item (in a message's content or a
     ``function_call_output``'s output): ``input_image`` (PNG, JPEG, WebP, GIF), ``input_file``;
     audio, which a function's output cannot hold, and another image type, as its placeholder
-    text."""
-    mime, data = part.mime_type, part.data
+    text. A type is read, and a ``data:`` URL's written, as :func:`_essence`."""
+    mime, data = _essence(part.mime_type), part.data
     if data is None:  # a FilePart with a uri only
         uri = part.uri if isinstance(part, FilePart) else None
         if uri is not None and _web_uri(uri):
             if not mime.startswith("image/"):
                 return {"type": "input_file", "file_url": uri}
-            if _taken_image(mime):
+            if mime in _IMAGES:
                 return {"type": "input_image", "image_url": uri}
         return {"type": "input_text", "text": part_placeholder(part)}
     if mime.startswith("image/"):
-        if not _taken_image(mime):
+        if mime not in _IMAGES:
             return {"type": "input_text", "text": part_placeholder(part)}
         return {"type": "input_image", "image_url": data_url(mime, data)}
     if mime.startswith("audio/"):
