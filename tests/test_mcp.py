@@ -317,6 +317,46 @@ async def test_an_mcp_tools_image_reaches_a_text_only_server_as_its_placeholder(
     assert ";base64," not in json.dumps(second)
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_binary_blocks_of_no_or_another_type_reach_a_text_only_server_as_their_text(
+    api: str,
+) -> None:
+    """The text of a tool's result names each binary block as the part it becomes, so a text-only
+    server (``parts="text"``, the default off OpenAI) is sent that text alone, as before parts
+    were sent. A blob without a MIME type was named ``(binary data)`` and its part
+    ``(application/octet-stream)``, an image typed ``application/octet-stream`` ``[image: ...]``
+    and its file part ``[file: unnamed (...)]``: each was sent twice over, the second time as a
+    line added after the result, naming a block the server never sent."""
+    toolset = MCPToolset(narrow("untyped"), call_timeout=15)
+    script = [OpenAIReply(tool_calls=[OpenAICall("blocks", "{}", "c1")]), OpenAIReply(text="ok")]
+    async with toolset, OpenAIServer(script) as server:
+        result = await call(toolset, "blocks")
+        agent = ReActAgent("analyst", wire_model(server, api), tools=[toolset])
+        async with Runner(agent) as runner:
+            assert (await runner.invoke("what came?")).text == "ok"
+        second = server.bodies[1]
+    if api == "chat":
+        assert second["messages"][2] == {
+            "role": "tool",
+            "tool_call_id": "c1",
+            "content": result.content,
+        }
+    else:
+        (output,) = [i for i in second["input"] if i.get("type") == "function_call_output"]
+        assert output["output"] == result.content
+    assert result.content.splitlines() == [
+        "three blocks",
+        "[resource: file:///raw.bin (application/octet-stream)]",
+        "[file: unnamed (application/octet-stream)]",
+        "[file: unnamed (video/mp4)]",
+    ]
+    assert result.parts == (
+        FilePart(mime_type="application/octet-stream", data=b"\x00\x01\x02", uri="file:///raw.bin"),
+        FilePart(mime_type="application/octet-stream", data=b"\x00\x01\x02"),
+        FilePart(mime_type="video/mp4", data=b"\x00\x01\x02"),
+    )
+
+
 @pytest.mark.parametrize("legacy", [False, True])
 async def test_large_results_arrive_over_streamable_http(
     legacy: bool, http_process: HTTPServerProcess

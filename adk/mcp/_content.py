@@ -25,13 +25,20 @@ from ..messages import AudioPart, FilePart, ImagePart
 __all__ = ["block_part", "block_text", "blocks_parts", "blocks_text"]
 
 
+_UNTYPED = "application/octet-stream"
+"""The type of a blob whose resource gives none: what its ``FilePart`` and its text say."""
+
+
 def block_text(block: object) -> str:
+    """``block`` as text; a binary block as the placeholder of the part it becomes
+    (:func:`block_part`, ``part_placeholder``), so a model given the text alone
+    (``parts="text"``) is sent it as it is, the parts adding no line of their own."""
     if isinstance(block, TextContent):
         return block.text
     if isinstance(block, ImageContent):
-        return f"[image: {block.mime_type}]"
+        return _binary_text("image", block.mime_type)
     if isinstance(block, AudioContent):
-        return f"[audio: {block.mime_type}]"
+        return _binary_text("audio", block.mime_type)
     if isinstance(block, ResourceLink):
         return f"[resource link: {block.name} <{block.uri}>]"
     if isinstance(block, EmbeddedResource):
@@ -39,9 +46,16 @@ def block_text(block: object) -> str:
         if isinstance(resource, TextResourceContents):
             return resource.text
         if isinstance(resource, BlobResourceContents):
-            kind = resource.mime_type or "binary data"
-            return f"[resource: {resource.uri} ({kind})]"
+            return f"[resource: {resource.uri} ({resource.mime_type or _UNTYPED})]"
     return f"[{getattr(block, 'type', type(block).__name__)} content]"
+
+
+def _binary_text(kind: str, mime_type: str) -> str:
+    """An image or audio block's placeholder: ``[image: image/png]``, or a file part's for one
+    whose type is not its kind's (it becomes a ``FilePart``, :func:`block_part`)."""
+    if mime_type.startswith(kind + "/"):
+        return f"[{kind}: {mime_type}]"
+    return f"[file: unnamed ({mime_type})]"
 
 
 def blocks_text(blocks: Iterable[object]) -> str:
@@ -65,7 +79,7 @@ def block_part(block: object) -> ImagePart | AudioPart | FilePart | None:
         if isinstance(block, EmbeddedResource) and isinstance(block.resource, BlobResourceContents):
             resource = block.resource
             return FilePart(
-                mime_type=resource.mime_type or "application/octet-stream",
+                mime_type=resource.mime_type or _UNTYPED,
                 data=resource.blob,
                 uri=str(resource.uri),
             )

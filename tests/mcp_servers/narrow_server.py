@@ -3,8 +3,11 @@ one tool and no prompts capability (like most real servers), ``... prompts`` one
 tools capability; ``... duplicates`` lists two tools of one name (a server breaking MCP's rule
 that a server's tool names are unique); ``... schema`` has tools whose results break their own
 output schema (``count``: structured content of the wrong type, ``bare``: none at all) or whose
-output schema is broken (``dangling``: a reference to nothing, ``broken``: an invalid keyword). Built on the ``mcp`` package's low-level ``Server``,
-which declares only the capabilities it has handlers for."""
+output schema is broken (``dangling``: a reference to nothing, ``broken``: an invalid keyword);
+``... untyped`` has a tool ``blocks`` returning binary blocks whose type is missing or not their
+kind's (a blob without a MIME type, an image sent as ``application/octet-stream``, a sound as
+``video/mp4``). Built on the ``mcp`` package's low-level ``Server``, which declares only the
+capabilities it has handlers for."""
 
 from __future__ import annotations
 
@@ -68,6 +71,23 @@ async def _call_tool(ctx: Any, params: Any) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text="pong")])
 
 
+async def _list_untyped(ctx: Any, params: Any) -> types.ListToolsResult:
+    tool = types.Tool(name="blocks", description="Odd blocks.", input_schema={"type": "object"})
+    return types.ListToolsResult(tools=[tool])
+
+
+async def _call_untyped(ctx: Any, params: Any) -> types.CallToolResult:
+    blob = types.BlobResourceContents(uri="file:///raw.bin", blob="AAEC")  # no mime type
+    return types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="three blocks"),
+            types.EmbeddedResource(type="resource", resource=blob),
+            types.ImageContent(type="image", data="AAEC", mime_type="application/octet-stream"),
+            types.AudioContent(type="audio", data="AAEC", mime_type="video/mp4"),
+        ]
+    )
+
+
 async def _list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
     return types.ListPromptsResult(prompts=[types.Prompt(name="hello", description="Says hi.")])
 
@@ -82,6 +102,8 @@ def build(kind: str) -> Server[Any]:
         return Server("tools-only", on_list_tools=_list_tools, on_call_tool=_call_tool)
     if kind == "schema":
         return Server("schema", on_list_tools=_list_schema_tools, on_call_tool=_call_schema_tool)
+    if kind == "untyped":
+        return Server("untyped", on_list_tools=_list_untyped, on_call_tool=_call_untyped)
     if kind == "duplicates":
         return Server("duplicates", on_list_tools=_list_duplicates, on_call_tool=_call_tool)
     assert kind == "prompts", kind
