@@ -274,10 +274,10 @@ async def test_an_mcp_tools_image_reaches_the_model_as_an_image(
         assert items[1:] == [
             {"type": "input_image", "image_url": png},
             {"type": "input_text", "text": "[audio: audio/wav]"},  # a function output takes none
+            # input_file takes the file types OpenAI's guide lists, not a blob of no stated type
             {
-                "type": "input_file",
-                "file_data": "data:application/octet-stream;base64,AAEC",
-                "filename": "file",
+                "type": "input_text",
+                "text": "[resource: file:///raw.bin (application/octet-stream)]",
             },
         ]
 

@@ -626,3 +626,37 @@ async def test_a_parts_mime_type_is_read_as_a_type_and_sent_in_its_plain_form(ap
             {"type": "input_file", "file_data": pdf, "filename": "r.pdf"},
             {"type": "input_text", "text": "[audio: audio/wav; rate=16000]"},
         ]
+
+
+async def test_responses_is_sent_as_files_only_the_types_its_input_file_takes() -> None:
+    """Responses' ``input_file`` takes the types OpenAI's file-inputs guide lists (PDFs, text and
+    code, rich documents, presentations, spreadsheets); another, such as the
+    ``application/octet-stream`` an MCP server's blob of no stated type is, an archive or a video,
+    is refused with the whole request, and with every later call of the run, the part staying in
+    its history. Those go as their placeholder text, as on Chat Completions, which takes PDFs
+    only; the types the guide lists still go as files, by bytes or by URL."""
+    docx = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+    question = Message.user(
+        "read these",
+        parts=[
+            FilePart(mime_type="application/octet-stream", data=b"\x00\x01", uri="file:///x.bin"),
+            FilePart(mime_type="application/zip", data=b"PK", name="a.zip"),
+            FilePart(mime_type="video/mp4", uri="https://example.com/v.mp4"),
+            FilePart(mime_type="text/markdown", data=b"# a", name="a.md"),
+            FilePart(mime_type=docx, data=b"PK", name="a.docx"),
+            FilePart(mime_type="application/json", uri="https://example.com/a.json"),
+        ],
+    )
+    async with OpenAIServer([WireReply(text="read")]) as server:
+        async with wire_model(server, "responses", parts="send") as model:
+            assert (await model.generate([question])).content == "read"
+        (body,) = server.bodies
+    assert body["input"][0]["content"] == [
+        {"type": "input_text", "text": "read these"},
+        {"type": "input_text", "text": "[resource: file:///x.bin (application/octet-stream)]"},
+        {"type": "input_text", "text": "[file: a.zip (application/zip)]"},
+        {"type": "input_text", "text": "[resource: https://example.com/v.mp4 (video/mp4)]"},
+        {"type": "input_file", "file_data": "data:text/markdown;base64,IyBh", "filename": "a.md"},
+        {"type": "input_file", "file_data": f"data:{docx};base64,UEs=", "filename": "a.docx"},
+        {"type": "input_file", "file_url": "https://example.com/a.json"},
+    ]

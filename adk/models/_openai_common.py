@@ -362,6 +362,29 @@ def _essence(mime: str) -> str:
     return _MISSPELT.get(essence, essence)
 
 
+_RESPONSES_FILES = frozenset(
+    {
+        "application/pdf",
+        "application/json",
+        "application/xml",
+        "application/rtf",
+        "application/msword",
+        "application/vnd.ms-excel",
+        "application/vnd.ms-powerpoint",
+        "application/vnd.oasis.opendocument.text",
+    }
+)
+_OFFICE = "application/vnd.openxmlformats-officedocument."  # .docx, .xlsx, .pptx
+
+
+def _responses_file(mime: str) -> bool:
+    """Whether Responses' ``input_file`` takes a file of type ``mime`` (an :func:`_essence`):
+    the kinds OpenAI's file-inputs guide lists, PDFs, text and code (``text/...``, JSON, XML),
+    rich documents, presentations and spreadsheets. Another (an MCP server's blob of no stated
+    type, ``application/octet-stream``; an archive; a video) is refused with the whole request."""
+    return mime in _RESPONSES_FILES or mime.startswith(("text/", _OFFICE))
+
+
 _CHAT_AUDIO = {"audio/wav": "wav", "audio/x-wav": "wav", "audio/mpeg": "mp3", "audio/mp3": "mp3"}
 """The audio Chat Completions takes (``input_audio``'s formats), by :func:`_essence`."""
 
@@ -397,14 +420,15 @@ def chat_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
 
 def responses_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
     """``part`` as a Responses input content item (in a message's content or a
-    ``function_call_output``'s output): ``input_image`` (PNG, JPEG, WebP, GIF), ``input_file``;
-    audio, which a function's output cannot hold, and another image type, as its placeholder
-    text. A type is read, and a ``data:`` URL's written, as :func:`_essence`."""
+    ``function_call_output``'s output): ``input_image`` (PNG, JPEG, WebP, GIF), ``input_file``
+    (the types :func:`_responses_file` says it takes); audio, which a function's output cannot
+    hold, another image type and another file, as its placeholder text. A type is read, and a
+    ``data:`` URL's written, as :func:`_essence`."""
     mime, data = _essence(part.mime_type), part.data
     if data is None:  # a FilePart with a uri only
         uri = part.uri if isinstance(part, FilePart) else None
         if uri is not None and _web_uri(uri):
-            if not mime.startswith("image/"):
+            if _responses_file(mime):
                 return {"type": "input_file", "file_url": uri}
             if mime in _IMAGES:
                 return {"type": "input_image", "image_url": uri}
@@ -413,7 +437,7 @@ def responses_part(part: ImagePart | AudioPart | FilePart) -> dict[str, Any]:
         if mime not in _IMAGES:
             return {"type": "input_text", "text": part_placeholder(part)}
         return {"type": "input_image", "image_url": data_url(mime, data)}
-    if mime.startswith("audio/"):
+    if not _responses_file(mime):  # audio, which a function's output cannot hold, too
         return {"type": "input_text", "text": part_placeholder(part)}
     name = part.name if isinstance(part, FilePart) and part.name else "file"
     return {"type": "input_file", "file_data": data_url(mime, data), "filename": name}
