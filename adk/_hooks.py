@@ -68,15 +68,36 @@ def global_tracer_set() -> bool:
     return not isinstance(provider, trace.NoOpTracerProvider | trace.ProxyTracerProvider)
 
 
-def tracer_set_since() -> bool:
-    """Whether OpenTelemetry's API holds a global tracer provider, recording or not: the cheap
-    look a runner built without one makes per run (``Runner._traced_since``). Reads the API's
-    own ``_TRACER_PROVIDER``, which ``set_tracer_provider`` sets, once for good (as loading one
-    named by ``OTEL_PYTHON_TRACER_PROVIDER`` does), because ``get_tracer_provider()`` reads the
-    environment each time it finds none, several µs where a whole run of a one-turn agent takes
-    about seven. Never imports OpenTelemetry."""
-    trace: Any = sys.modules.get("opentelemetry.trace")
-    return trace is not None and getattr(trace, "_TRACER_PROVIDER", None) is not None
+def global_meter_set() -> bool:
+    """Whether a global meter provider that records is set: OpenTelemetry's metrics API is
+    imported and its provider is neither the default proxy nor a no-op. Never imports
+    OpenTelemetry."""
+    metrics: Any = sys.modules.get("opentelemetry.metrics")
+    if metrics is None:
+        return False
+    provider = metrics.get_meter_provider()
+    # The API's proxy meter provider is private; its class name is the stable way to spot it.
+    return not (
+        isinstance(provider, metrics.NoOpMeterProvider)
+        or type(provider).__name__ == "_ProxyMeterProvider"
+    )
+
+
+# What a runner built to use a global provider that was not set yet waits for (a bit each), and
+# looks for once per run until it is set (``Runner._set_since``).
+LATE_TRACER = 1
+LATE_METER = 2
+
+
+def late_providers(tracer_provider: object, meter_provider: object) -> int:
+    """The global providers a runner built with these will look for per run: each it was not
+    given and that was not set (recording) when it was built."""
+    late = 0
+    if tracer_provider is None and not global_tracer_set():
+        late |= LATE_TRACER
+    if meter_provider is None and not global_meter_set():
+        late |= LATE_METER
+    return late
 
 
 def may_hook(callbacks: tuple[Any, ...], tracer_provider: object, meter_provider: object) -> bool:

@@ -44,7 +44,16 @@ from ._driver import (
     settle,
     unyielded_pause,
 )
-from ._hooks import Hooks, _record_memory, global_tracer_set, may_hook, tracer_set_since
+from ._hooks import (
+    LATE_METER,
+    LATE_TRACER,
+    Hooks,
+    _record_memory,
+    global_meter_set,
+    global_tracer_set,
+    late_providers,
+    may_hook,
+)
 from ._parts import attributes, members
 from ._run_error import MaxTurnsExceeded, RunError
 from .agent import Agent, AgentInput
@@ -390,7 +399,7 @@ class Runner(AsyncCloseable):
         """``callbacks``: ``adk.callbacks.Callbacks`` objects, run in the order given, for every
         agent of the run, before an agent's own (``ReActAgent(callbacks=...)``).
         ``tracer_provider``/``meter_provider``: where spans and metrics go (default: the global
-        OpenTelemetry providers, as configured when the runner is built, or, for a global tracer
+        OpenTelemetry providers, as configured when the runner is built, or, for a global
         provider set later, from the first run after it is; none configured costs nothing)."""
         check_agent(agent, "Runner(agent)")
         if checkpoint_store is not None:
@@ -410,10 +419,12 @@ class Runner(AsyncCloseable):
                 self.callbacks, tracer_provider, meter_provider
             )
         self._on_event = self._hooks.on_event if self._hooks is not None else None
-        # Built to use the global tracer provider while none was set (a runner made at import
-        # time, telemetry set up later in ``main()``): each run looks whether one has been set
-        # since (``_traced_since``) and, once one has, the runner's hooks are built anew for it.
-        self._untraced_global = tracer_provider is None and not global_tracer_set()
+        # Built to use a global tracer or meter provider while none was set (a runner made at
+        # import time, telemetry set up later in ``main()``): each run looks whether one has
+        # been set since (``_set_since``) and, once one has, the runner's hooks are built anew
+        # for it. A bit per provider still awaited (``adk._hooks.LATE_*``); 0: not looking.
+        self._late_global = late_providers(tracer_provider, meter_provider)
+        self._tracer_provider = tracer_provider
         self._meter_provider = meter_provider
         # (agent, run path, address, reader of its messages) of the root, made on the first run
         # (see ``_root_context``).
@@ -516,8 +527,8 @@ class Runner(AsyncCloseable):
         # A fresh run: ``_new_run`` inlined, and a plain text input made straight into its message
         # (what ``_to_messages`` does with an exact ``str``: ``Message.user``'s own fast path).
         messages = [_built(_USER, input)] if type(input) is str else _to_messages(input)
-        if self._untraced_global and _OTEL_TRACE in _MODULES:
-            self._traced_since()
+        if self._late_global and _OTEL in _MODULES:
+            self._set_since()
         run = new_run(messages, values, run_id or None, None, self._hooks, self.resources)
         if options is not None or agent_options is not None:  # checked here, before any work
             run.options, run.designated = run_options(options, agent_options)
@@ -665,26 +676,45 @@ class Runner(AsyncCloseable):
         run_id: str | None,
         plan: _ResumePlan | None = None,
     ) -> _RunState:
-        if self._untraced_global and _OTEL_TRACE in _MODULES:
-            self._traced_since()
+        if self._late_global and _OTEL in _MODULES:
+            self._set_since()
         return new_run(messages, session, run_id or None, plan, self._hooks, self.resources)
 
-    def _traced_since(self) -> None:
-        """For a runner built to use the global tracer provider while none was set, once one has
-        been set since (``tracer_set_since``, each run's cheap look): if it records, build the
-        runner's hooks anew for it (callbacks and an explicit ``meter_provider`` kept), for this
-        run and every later one. Either way the runner stops looking: OpenTelemetry sets its
-        global provider once. A run already going keeps the hooks it began with. Runners in
-        several threads may build them at once: each builds the same. Called by each run while
-        OpenTelemetry's API is imported (``_OTEL_TRACE in _MODULES``, which costs a run less
-        than a call would) until a provider is set."""
-        if not tracer_set_since():
+    def _set_since(self) -> None:
+        """For a runner built to use a global tracer or meter provider while none was set, once
+        one has been set since (each run's cheap look): if it records,
+        build the runner's hooks anew for it (callbacks and the providers it was given kept), for
+        this run and every later one. Either way the runner stops looking for that provider:
+        OpenTelemetry sets each global provider once. A run already going keeps the hooks it
+        began with. Runners in several threads may build them at once: each builds the same.
+        Called by each run while OpenTelemetry is imported (``_OTEL in _MODULES``, which costs a
+        run less than a call would) until both are set."""
+        late = self._late_global
+        # Reads the API's own ``_TRACER_PROVIDER`` and ``_METER_PROVIDER``, which
+        # ``set_tracer_provider`` and ``set_meter_provider`` set, once for good (as loading one
+        # named by ``OTEL_PYTHON_TRACER_PROVIDER`` does), because ``get_tracer_provider()`` reads
+        # the environment each time it finds none, several µs where a whole run of a one-turn
+        # agent takes about seven. Inline, not a call: this runs every run until both are set.
+        found = 0
+        if late & LATE_TRACER:
+            module = _MODULES.get(_OTEL_TRACE)
+            if module is not None and getattr(module, "_TRACER_PROVIDER", None) is not None:
+                found = LATE_TRACER
+        if late & LATE_METER:
+            module = _MODULES.get(_OTEL_METRICS)
+            if module is not None and getattr(module, "_METER_PROVIDER", None) is not None:
+                found |= LATE_METER
+        if not found:
             return
-        if global_tracer_set():
-            hooks = adk._instrument.build_hooks(self.callbacks, None, self._meter_provider)
+        self._late_global = late & ~found
+        if (found & LATE_TRACER and global_tracer_set()) or (
+            found & LATE_METER and global_meter_set()
+        ):
+            hooks = adk._instrument.build_hooks(
+                self.callbacks, self._tracer_provider, self._meter_provider
+            )
             self._hooks = hooks
             self._on_event = hooks.on_event if hooks is not None else None
-        self._untraced_global = False
 
     def _drive_root(
         self,
@@ -1342,9 +1372,11 @@ _NOTHING_RAN = "Nothing ran and the checkpoint is kept"
 
 
 _MODULES = sys.modules
+_OTEL = "opentelemetry"
+"""Imported by whoever sets a global tracer or meter provider: until it is, a runner built
+without one has nothing to look at (``Runner._set_since``)."""
 _OTEL_TRACE = "opentelemetry.trace"
-"""Imported by whoever sets a global tracer provider: until it is, a runner built without one
-has nothing to look at (``Runner._traced_since``)."""
+_OTEL_METRICS = "opentelemetry.metrics._internal"  # where the API keeps ``_METER_PROVIDER``
 
 
 def _root_context(runner: Runner, run: _RunState) -> RunContext:

@@ -2592,21 +2592,103 @@ from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
 
 early = adk.Runner(ReActAgent("early", ScriptedModel(["x"], cycle=True)))
-from opentelemetry import trace
+from opentelemetry import metrics, trace
 asyncio.run(early.invoke("hi"))
-print(early._untraced_global)  # OpenTelemetry imported, nothing set: it goes on looking
+print(early._late_global)  # OpenTelemetry imported, nothing set: it goes on looking for both
 trace.set_tracer_provider(trace.NoOpTracerProvider())
 asyncio.run(early.invoke("hi"))
-print(early._untraced_global, early._hooks)
+print(early._late_global, early._hooks)  # still looking for a meter provider
+metrics.set_meter_provider(metrics.NoOpMeterProvider())
+asyncio.run(early.invoke("hi"))
+print(early._late_global, early._hooks)
 """
 
 
 def test_a_runner_built_before_a_no_op_global_provider_stops_looking_and_stays_untraced() -> None:
     """A global provider that records nothing, set after the runner was built: the runner stays
-    without hooks and stops its per-run look, as OpenTelemetry sets its global provider once."""
+    without hooks and stops its per-run look for it, as OpenTelemetry sets its global provider
+    once; it stops looking altogether once both the tracer and the meter provider are set."""
     proc = _run_python(["-c", textwrap.dedent(_LATE_NOOP_SCRIPT)])
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["True", "False", "None"]
+    assert proc.stdout.split() == ["3", "2", "None", "0", "None"]
+
+
+_LATE_METER_SCRIPT = """
+import asyncio
+import adk
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
+
+# At import time, before any provider: a plain runner, a pipeline, a runner with its own tracer.
+early = adk.Runner(ReActAgent("early", ScriptedModel(["x"], cycle=True)))
+from adk.execution import LocalExecutionEnvironment
+records = LocalExecutionEnvironment().from_list(["hi"], key=lambda r: "k1")
+pipeline = records.apply(ReActAgent("keyed", ScriptedModel(["x"])))
+
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+own_spans = InMemorySpanExporter()
+own_provider = TracerProvider()
+own_provider.add_span_processor(SimpleSpanProcessor(own_spans))
+own = adk.Runner(ReActAgent("own", ScriptedModel(["x"], cycle=True)), tracer_provider=own_provider)
+asyncio.run(early.invoke("before"))  # no provider yet: unmeasured
+asyncio.run(own.invoke("before"))  # traced by its own, no meter yet
+
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))  # later, in main()
+asyncio.run(early.invoke("hi"))
+asyncio.run(own.invoke("hi"))
+asyncio.run(pipeline.to_list())
+
+def agents(name):
+    found = []
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == name:
+                    for point in metric.data.data_points:
+                        found.append((point.attributes.get("gen_ai.agent.name")
+                                      or point.attributes.get("gen_ai.token.type"), point.count))
+    return sorted(found)
+
+print(agents("gen_ai.invoke_agent.duration"))
+print(agents("gen_ai.client.operation.duration"))
+print(len(own_spans.get_finished_spans()))  # its own tracer kept, before and after
+print(early._late_global, own._late_global)  # the tracer still awaited by early, none by own
+
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)  # the tracer after the meter: both kept
+asyncio.run(early.invoke("again"))
+print(sorted(s.name for s in exporter.get_finished_spans()))
+print(agents("gen_ai.invoke_agent.duration"))
+print(early._late_global)
+"""
+
+
+def test_a_runner_built_before_the_global_meter_provider_is_measured_once_one_is_set() -> None:
+    """As for a late tracer provider: a runner (or an execution environment's pipeline) built
+    before ``set_meter_provider`` recorded no metrics ever after, since the choice was made when
+    it was built. Each run now looks for the meter provider as for the tracer provider; a runner
+    given its own tracer provider keeps it and picks up the global meter provider, and a tracer
+    provider set after the meter provider is picked up with the metrics kept."""
+    proc = _run_python(["-c", textwrap.dedent(_LATE_METER_SCRIPT)])
+    assert proc.returncode == 0, proc.stderr
+    agents, chats, own, late, traced, agents_after, late_after = proc.stdout.strip().splitlines()
+    assert agents == "[('early', 1), ('keyed', 1), ('own', 1)]"  # none from before the provider
+    assert chats == "[(None, 3)]"  # one series: the three runs' model calls, all 'scripted'
+    assert own == "4"
+    assert late == "1 0"
+    assert traced == "['chat scripted', 'invoke_agent early']"
+    assert agents_after == "[('early', 2), ('keyed', 1), ('own', 1)]"
+    assert late_after == "0"
 
 
 # -- the example and the docs ---------------------------------------------------------------------

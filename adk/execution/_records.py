@@ -431,8 +431,8 @@ async def _run_record(
     session = Session(_copied(values) if values else None)
     # A traced run's root span names the record (a runner without hooks has no spans: nothing set).
     token = None
-    if runner._untraced_global:  # a global provider set since it was built: its hooks
-        runner._traced_since()
+    if runner._late_global:  # a global provider set since it was built: its hooks
+        runner._set_since()
     if runner._hooks is not None and run_id is not None:
         token = _root_span_attributes.set((runner._hooks, _record_attributes(key, index)))
     # A keyed record's pause saves its key, and its resume is refused for another (_record_keys):
