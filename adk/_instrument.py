@@ -90,6 +90,7 @@ class _Frame:
         "ctx",
         "exception",
         "failure",
+        "interrupted",
         "measure",
         "models",
         "otel",
@@ -118,6 +119,7 @@ class _Frame:
         self.otel = otel
         self.exception: BaseException | None = None
         self.failure: AgentEvent | None = None  # the runner's error that failed the run (root)
+        self.interrupted = False  # a pause passed through it: its own, a sub-agent's, a call's
         self.usage: list[int] | None = None  # [input, output] tokens of the agent's model calls
         self.output: AgentOutput | None = None  # its last answer (content capture only)
         self.measure: _Measure | None = None  # its duration metric's start and attributes
@@ -266,11 +268,16 @@ class _Instrumented(Hooks):
     def agent_event(self, handle: _Frame | None, event: AgentEvent) -> None:
         if handle is None:
             return
+        action = event.action
+        if action is not None and action.interrupted is not None:
+            # A pause ends the agent that yields it and each one it passes through on its way
+            # to the runner: their spans' outcome (``adk.agent.outcome=interrupted``).
+            handle.interrupted = True
         if event.run_path is handle.run_path or event.run_path == handle.run_path:  # its own
             if event.error is not None and handle.exception is None:
                 handle.exception = event.exception
             tracing = self._tracing
-            if tracing is not None and event.action is not None and handle.span is not None:
+            if tracing is not None and action is not None and handle.span is not None:
                 tracing.agent_event(handle.span, event)
 
     async def agent_end(
@@ -343,6 +350,7 @@ class _Instrumented(Hooks):
                     by,
                     handle.output,
                     handle.measure,
+                    handle.interrupted,
                 )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:

@@ -116,6 +116,10 @@ _RUN_PATH = "adk.run_path"
 _CANCELLED = "adk.cancelled"  # a span event: the work was stopped, nothing went wrong
 _CANCELLED_BY = "adk.cancelled.by"
 _CHECKPOINT_ID = "adk.checkpoint.id"
+# How an agent invocation ended, on its span and in ``gen_ai.invoke_agent.duration``: four values,
+# so a paused run (an approval waiting, minutes or days) is told from one that finished without
+# counting as an error, which the conventions keep ``error.type`` and the ERROR status for.
+_OUTCOME = "adk.agent.outcome"
 _DENIED = "adk.approval.denied"  # a span event: a person refused the call, the tool did not fail
 _PROGRESS_EVENT = "adk.tool.progress"  # a span event: a tool call's progress report
 _PROGRESS = "adk.tool.progress.progress"
@@ -551,6 +555,7 @@ class _GenAITracing:
         cancelled_by: str = "CancelledError",
         output: AgentOutput | None = None,
         measure: _Measure | None = None,
+        interrupted: bool = False,
     ) -> None:
         """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
         that reported usage (None: none did). A ``cancelled`` agent's span gets the event a
@@ -560,12 +565,25 @@ class _GenAITracing:
         run's reader stopped reading. ``output`` is the agent's last answer, kept only when
         content is captured: its ``gen_ai.output.messages``. ``measure`` (from ``start_agent``)
         records the run's ``gen_ai.invoke_agent.duration``, with the ``error.type`` of a failed
-        one; not for a run cut off, which neither finished nor failed (as a model call's)."""
+        one; not for a run cut off, which neither finished nor failed (as a model call's).
+        ``interrupted``: the agent ended with a pause (its own or a sub-agent's, a tool call's):
+        not an error, but ``adk.agent.outcome`` says so, on the span and in the metric, so a
+        paused run's duration (up to the pause) is not taken for a finished one's."""
+        if error is not None:
+            outcome = "failed"
+        elif cancelled:
+            outcome = "cancelled"
+        elif interrupted:
+            outcome = "interrupted"
+        else:
+            outcome = "completed"
         if measure is not None and not cancelled and self._agent_duration is not None:
-            started, measured = measure
+            started, measured = measure  # the agent's own dict, made by ``start_agent``
+            measured[_OUTCOME] = outcome
             if error is not None:
-                measured = {**measured, _ERROR_TYPE: error.type}
+                measured[_ERROR_TYPE] = error.type
             self._agent_duration.record(time.perf_counter() - started, measured)
+        span.set_attribute(_OUTCOME, outcome)
         if usage is not None and span.is_recording():
             span.set_attribute(_INPUT_TOKENS, usage[0])
             span.set_attribute(_OUTPUT_TOKENS, usage[1])

@@ -186,6 +186,7 @@ async def test_react_run_with_one_tool_call_gives_the_exact_span_tree(
         # the sum of its two model calls' usage
         "gen_ai.usage.input_tokens": 30,
         "gen_ai.usage.output_tokens": 10,
+        "adk.agent.outcome": "completed",
     }
     first_chat, second_chat = named(spans, "chat scripted")
     assert first_chat.kind == SpanKind.CLIENT
@@ -341,6 +342,7 @@ async def test_workflow_agents_are_invoke_agent_spans_not_invoke_workflow(
         "gen_ai.conversation.id": "conv-wf",
         "gen_ai.provider.name": "_OTHER",  # required; a workflow has no model of its own
         "adk.run_path": ("flow",),
+        "adk.agent.outcome": "completed",
     }
     assert {attrs(s)["gen_ai.operation.name"] for s in spans} == {"invoke_agent"}
 
@@ -1085,6 +1087,113 @@ async def test_a_cancelled_branch_ends_its_spans_without_an_error(
     assert par.status.status_code == StatusCode.ERROR and events_of(par) == []
 
 
+def _outcomes(spans: Sequence[ReadableSpan]) -> list[tuple[str, str]]:
+    return sorted((s.name, attrs(s).get("adk.agent.outcome", "-")) for s in spans)
+
+
+async def test_a_paused_agent_says_interrupted_without_failing(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A paused run's agents ended like finished ones: an unset status, no error.type (right: a
+    pause is no error) and nothing else, so an SRE could not tell the run that stopped at an
+    approval's question from one that answered, in spans or in gen_ai.invoke_agent.duration.
+    adk.agent.outcome says it, on every agent span a pause passes through (the agent that paused,
+    its supervisor's flow, a parallel branch's parent), and a sibling branch that finished says
+    completed; the resume's spans say completed."""
+
+    @tool(require_approval=True)
+    def refund(amount: int) -> str:
+        """Refund.
+
+        Args:
+            amount: How much.
+        """
+        return f"refunded {amount}"
+
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    payments = ReActAgent(
+        "payments",
+        ScriptedModel([Reply(tool_calls=[tool_call("refund", {"amount": 5})]), "refunded"]),
+        tools=[refund],
+        description="Refunds.",
+    )
+    boss_model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "payments"})]), "done"]
+    )
+    boss = ReActAgent("boss", boss_model, description="Delegates.")
+    runner = Runner(Supervisor(boss, [payments]), tracer_provider=provider, meter_provider=meters)
+    paused = await runner.invoke("refund 5")
+    assert paused.checkpoint_id is not None
+    spans = exporter.get_finished_spans()
+    assert _outcomes(named(spans, "invoke_agent boss") + named(spans, "invoke_agent payments")) == [
+        ("invoke_agent boss", "interrupted"),
+        ("invoke_agent payments", "interrupted"),
+    ]
+    for span in spans:
+        assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
+    exporter.clear()
+    assert (await runner.invoke_resume(paused.checkpoint_id, {"approved": True})).text == "done"
+    assert _outcomes(named(exporter.get_finished_spans(), "invoke_agent boss")) == [
+        ("invoke_agent boss", "completed"),  # the flow
+        ("invoke_agent boss", "completed"),  # the report back: the supervisor's next turn
+    ]
+    agent_series = sorted(
+        (
+            dict(p.attributes or {})["gen_ai.agent.name"],
+            dict(p.attributes or {})["adk.agent.outcome"],
+            p.count,
+        )
+        for p in _points(reader, "gen_ai.invoke_agent.duration")
+    )
+    assert agent_series == [
+        ("boss", "completed", 2),
+        ("boss", "interrupted", 1),
+        ("payments", "completed", 1),
+        ("payments", "interrupted", 1),
+    ]
+    meters.shutdown()
+
+    # A parallel branch that paused: it and its parent are interrupted, its sibling completed.
+    exporter.clear()
+    asking = ReActAgent(
+        "asking",
+        ScriptedModel([Reply(tool_calls=[tool_call("refund", {"amount": 1})]), "ok"]),
+        tools=[refund],
+    )
+    answering = ReActAgent("answering", ScriptedModel(["answered"]))
+    parallel = ParallelAgent("both", [asking, answering])
+    assert (await Runner(parallel, tracer_provider=provider).invoke("go")).interrupt is not None
+    assert _outcomes(
+        [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    ) == [
+        ("invoke_agent answering", "completed"),
+        ("invoke_agent asking", "interrupted"),
+        ("invoke_agent both", "interrupted"),
+    ]
+
+
+async def test_a_failed_and_a_cancelled_agent_say_so_in_their_outcome(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """The two other outcomes: failed (with error.type, as before) and cancelled (with its
+    adk.cancelled event), so one attribute answers how each agent invocation ended."""
+    started = asyncio.Event()
+    slow = ReActAgent("slow", HangingModel(started))
+    failing = ScriptAgent("failing", started, RuntimeError("boom"))
+    with pytest.raises(RunError):
+        await Runner(ParallelAgent("par", [slow, failing]), tracer_provider=provider).invoke("x")
+    assert _outcomes(named(exporter.get_finished_spans(), "invoke_agent par")) == [
+        ("invoke_agent par", "failed")
+    ]
+    assert _outcomes(named(exporter.get_finished_spans(), "invoke_agent slow")) == [
+        ("invoke_agent slow", "cancelled")
+    ]
+    assert _outcomes(named(exporter.get_finished_spans(), "invoke_agent failing")) == [
+        ("invoke_agent failing", "failed")
+    ]
+
+
 @pytest.mark.parametrize("hook", ["before_agent", "after_agent"])
 async def test_a_run_cancelled_in_an_agent_callback_says_cancelled(
     provider: TracerProvider, exporter: InMemorySpanExporter, hook: str
@@ -1356,12 +1465,21 @@ async def test_agent_runs_and_tool_calls_have_duration_metrics() -> None:
         ("bad", "tool_error", "execute_tool", "function", 1),
         ("boom", "ValueError", "execute_tool", "function", 1),  # as its span says
     ]
-    agent_keys = ("gen_ai.agent.name", "error.type", "gen_ai.request.model", "gen_ai.provider.name")
+    agent_keys = (
+        "gen_ai.agent.name",
+        "error.type",
+        "gen_ai.request.model",
+        "gen_ai.provider.name",
+        "adk.agent.outcome",
+    )
+    # The run that paused and its resume were one series (a pause is no error), so a p95 mixed
+    # the time to an approval's question with whole runs: adk.agent.outcome tells them apart.
     assert series("gen_ai.invoke_agent.duration", *agent_keys) == [
-        ("failing", "ConnectionError", "scripted", "_OTHER", 1),
-        ("payer", "-", "scripted", "_OTHER", 2),  # the run that paused, and its resume
-        ("steps", "ConnectionError", "-", "_OTHER", 1),
-        ("worker", "-", "scripted", "_OTHER", 1),
+        ("failing", "ConnectionError", "scripted", "_OTHER", "failed", 1),
+        ("payer", "-", "scripted", "_OTHER", "completed", 1),  # its resume
+        ("payer", "-", "scripted", "_OTHER", "interrupted", 1),  # the run that paused
+        ("steps", "ConnectionError", "-", "_OTHER", "failed", 1),
+        ("worker", "-", "scripted", "_OTHER", "completed", 1),
     ]
     for point in _points(reader, "gen_ai.invoke_agent.duration"):
         assert "gen_ai.conversation.id" not in dict(point.attributes or {})
