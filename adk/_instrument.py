@@ -220,6 +220,8 @@ class _Instrumented(Hooks):
             frame.span, frame.otel, frame.measure = tracing.start_agent(
                 agent, ctx, parent.otel if parent is not None else None
             )
+            if getattr(agent, "_adk_flow_span", False):
+                tracing.flow(frame.span, frame.measure)
         ctx._trace = frame
         if agents is not None:
             try:
@@ -454,6 +456,8 @@ def _in_place(frame: _Frame, agent: Agent, tracing: _GenAITracing | None) -> Non
             "so they would never run: give them to the agent that runs it, or run it as an "
             "agent of its own (a sub-agent, a workflow step)"
         )
+    if tracing is not None and frame.span is not None and getattr(agent, "_adk_flow_span", False):
+        tracing.flow(frame.span, frame.measure)  # a ReActAgent's sub-agents: its flow in place
     answer = frame.answer
     if answer is not None and not getattr(agent, "_adk_in_place", False):
         frame.answer = None

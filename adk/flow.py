@@ -46,6 +46,9 @@ class FlowAgent:
     # It runs its agent in place, at its own address (``adk._instrument``): a ``before_agent``
     # answer given for the flow is that agent's answer, and the flow goes on around it.
     _adk_in_place = True
+    # Its span is a flow's, whose duration holds every agent its transfers lead to, not one turn
+    # of its root agent: tracing says so (``adk.agent.flow``) on the span and in the metric.
+    _adk_flow_span = True
 
     def __init__(
         self,

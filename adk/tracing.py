@@ -120,6 +120,10 @@ _CHECKPOINT_ID = "adk.checkpoint.id"
 # so a paused run (an approval waiting, minutes or days) is told from one that finished without
 # counting as an error, which the conventions keep ``error.type`` and the ERROR status for.
 _OUTCOME = "adk.agent.outcome"
+# On the span of a flow (``with_sub_agents``, a ``Supervisor``, a ``ReActAgent`` with sub-agents):
+# its duration holds the whole transfer chain, where a later turn of the same agent (control back
+# after a transfer) is one turn; both are ``gen_ai.agent.name`` of the root agent.
+_FLOW = "adk.agent.flow"
 _DENIED = "adk.approval.denied"  # a span event: a person refused the call, the tool did not fail
 _PROGRESS_EVENT = "adk.tool.progress"  # a span event: a tool call's progress report
 _PROGRESS = "adk.tool.progress.progress"
@@ -538,6 +542,15 @@ class _GenAITracing:
             span.add_event("adk.exit")
         if action.break_loop:
             span.add_event("adk.break_loop")
+
+    def flow(self, span: Span, measure: _Measure | None) -> None:
+        """The agent span ``span`` is a flow's (a ``FlowAgent`` started there or runs in its
+        place): ``adk.agent.flow=true`` on it and its duration metric, which otherwise mixed whole
+        flows with the root agent's later turns under one agent name."""
+        if span.is_recording():
+            span.set_attribute(_FLOW, True)
+        if measure is not None:
+            measure[1][_FLOW] = True
 
     def agent_skipped(self, span: Span) -> None:
         """A ``before_agent`` callback answered for the agent, which did not run: the span's

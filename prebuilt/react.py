@@ -1382,6 +1382,13 @@ class ReActAgent:
         flow = self._adk_flow
         return bool(flow.sub_agents) or flow.parent is not None
 
+    @property
+    def _adk_flow_span(self) -> bool:
+        """Whether its span is a flow's (``FlowAgent._adk_flow_span``): it runs its flow, whose
+        transfers run under it, in place (``run``), rather than only its loop. Read by tracing
+        once per traced start."""
+        return self._uses_flow()
+
     def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
         """Run the model-and-tools loop; through the agent's own flow (which acts on transfers)
         only when it has sub-agents or a parent."""

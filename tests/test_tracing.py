@@ -56,6 +56,7 @@ from adk import (
     ToolSpec,
     Usage,
     tool,
+    with_sub_agents,
 )
 from adk.actions import (
     ActionAgent,
@@ -588,6 +589,52 @@ async def test_supervisor_workers_are_one_span_each_turn(
     # Each span is started for a wrapper (the flow's node, the report-back wrapper) that has no
     # model of its own; the attributes name the model of the agent it runs.
     assert _agent_models(spans) == [("boss", "m-boss"), ("worker", "m-worker"), ("boss", "m-boss")]
+
+
+@pytest.mark.parametrize("kind", ["supervisor", "with_sub_agents", "react_sub_agents"])
+async def test_a_flow_is_told_from_its_root_agents_later_turns(
+    provider: TracerProvider, exporter: InMemorySpanExporter, kind: str
+) -> None:
+    """A flow's span (its root agent's first turn, and every agent its transfers led to) and a
+    later turn of that agent (control back after a transfer, a Supervisor's report back) are
+    both invoke_agent spans of the root agent's name: one series in gen_ai.invoke_agent.duration
+    mixed whole flows with single turns, and nothing told them apart. adk.agent.flow=true marks
+    the flow's, on the span and the metric."""
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    back = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "boss"})])
+    to_worker = Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "worker"})])
+    boss_model = ScriptedModel([to_worker, "all done"])
+    agent: Agent
+    if kind == "supervisor":
+        worker = ReActAgent("worker", ScriptedModel(["worked"]), description="Works.")
+        agent = Supervisor(ReActAgent("boss", boss_model, description="Boss."), [worker])
+    elif kind == "with_sub_agents":
+        worker = ReActAgent("worker", ScriptedModel([back]), description="Works.")
+        agent = with_sub_agents(ReActAgent("boss", boss_model), [worker])
+    else:
+        worker = ReActAgent("worker", ScriptedModel([back]), description="Works.")
+        agent = ReActAgent("boss", boss_model, sub_agents=[worker])
+    runner = Runner(agent, tracer_provider=provider, meter_provider=meters)
+    assert (await runner.invoke("go")).text == "all done"
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    assert sorted(
+        (s.name, len(attrs(s)["adk.run_path"]), attrs(s).get("adk.agent.flow")) for s in spans
+    ) == [
+        ("invoke_agent boss", 1, True),  # the flow: its duration holds the whole chain
+        ("invoke_agent boss", 3, None),  # the turn after the worker handed back
+        ("invoke_agent worker", 2, None),
+    ]
+    series = sorted(
+        (
+            dict(p.attributes or {})["gen_ai.agent.name"],
+            str(dict(p.attributes or {}).get("adk.agent.flow", "-")),
+            p.count,
+        )
+        for p in _points(reader, "gen_ai.invoke_agent.duration")
+    )
+    assert series == [("boss", "-", 1), ("boss", "True", 1), ("worker", "-", 1)]
+    meters.shutdown()
 
 
 async def test_plan_execute_roles_report_their_models(
@@ -1142,15 +1189,17 @@ async def test_a_paused_agent_says_interrupted_without_failing(
         (
             dict(p.attributes or {})["gen_ai.agent.name"],
             dict(p.attributes or {})["adk.agent.outcome"],
+            str(dict(p.attributes or {}).get("adk.agent.flow", "-")),
             p.count,
         )
         for p in _points(reader, "gen_ai.invoke_agent.duration")
     )
     assert agent_series == [
-        ("boss", "completed", 2),
-        ("boss", "interrupted", 1),
-        ("payments", "completed", 1),
-        ("payments", "interrupted", 1),
+        ("boss", "completed", "-", 1),  # the report back
+        ("boss", "completed", "True", 1),  # the resumed flow
+        ("boss", "interrupted", "True", 1),  # the flow that paused
+        ("payments", "completed", "-", 1),
+        ("payments", "interrupted", "-", 1),
     ]
     meters.shutdown()
 
