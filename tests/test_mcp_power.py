@@ -29,6 +29,7 @@ from mcp.types import (
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -529,6 +530,40 @@ async def test_the_handlers_are_told_which_call_asks_where_the_transport_says(
         assert asked == {"elicitation": None, "sampling": None}
     else:
         assert asked == {"elicitation": "run-7 call_1", "sampling": "run-7 call_2"}
+
+
+async def test_a_question_that_names_no_call_is_answered_outside_any_trace() -> None:
+    """The session's handshake is made in the trace context of whoever opened it (here the
+    agent listing its tools, under a traced run), so the tasks the mcp client starts as it
+    connects, among them the reader that hands a server's requests to the handlers, keep that
+    context: a handshake-era stdio server's question names no call and belongs to no run, so
+    its handler (and the spans it starts, a model SDK's, the user's own) must not find that run's
+    span current."""
+    provider = TracerProvider()
+    current: dict[str, bool] = {}
+
+    def ask_user(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        assert ctx is None  # the pipe is shared: no call
+        current["elicitation"] = otel_trace.get_current_span().get_span_context().is_valid
+        return ElicitResult(action="accept", content={"date": "2027-01-02"})
+
+    def sample(ctx: ToolContext | None, params: CreateMessageRequestParams) -> CreateMessageResult:
+        current["sampling"] = otel_trace.get_current_span().get_span_context().is_valid
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="ok"), model="m"
+        )
+
+    toolset = MCPToolset(
+        server_for("stdio-legacy", {}), call_timeout=15, elicitation=ask_user, sampling=sample
+    )
+    calls = [tool_call("book", {"destination": "Oslo"}), tool_call("summarize", {"text": "t"})]
+    model = ScriptedModel([Reply(tool_calls=calls), "Done."])
+    agent = ReActAgent("agent", model, tools=[toolset])
+    async with Runner(agent, tracer_provider=provider) as runner:  # opened by the run
+        result = await runner.invoke("Go.")
+    assert "agent: [tool book] booked Oslo on 2027-01-02" in simplify_events(result.events)
+    assert current == {"elicitation": False, "sampling": False}
+    provider.shutdown()
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

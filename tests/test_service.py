@@ -25,7 +25,7 @@ import anyio
 import pytest
 import uvicorn
 from conftest import wire_model
-from mcp_servers.process import HTTPServerProcess
+from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 from openai_server import OpenAIServer, Reply
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -312,6 +312,97 @@ def test_an_mcp_session_opened_during_a_request_leaves_nothing_open_in_its_trace
         server.stop()
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+_MCP_HANDSHAKE_SCRIPT = """
+import asyncio, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+class Open(SpanProcessor):
+    def __init__(self):
+        self.open = {}
+    def on_start(self, span, parent_context=None):
+        self.open[span.context.span_id] = span
+    def on_end(self, span):
+        self.open.pop(span.context.span_id, None)
+
+spans, opened = InMemorySpanExporter(), Open()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+provider.add_span_processor(opened)
+trace.set_tracer_provider(provider)  # the mcp package traces with the global provider
+
+import adk
+from adk.mcp import HTTPServer, MCPToolset, StdioServer
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+async def main(where):
+    server = HTTPServer(where) if where.startswith("http") else StdioServer(sys.executable, [where])
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 1, "b": 2})]), "3"])
+    async with adk.Runner(ReActAgent("calc", model, tools=[MCPToolset(server)])) as runner:
+        with trace.get_tracer("service").start_as_current_span("POST /chat") as request:
+            assert (await runner.invoke("1+2?")).text == "3"
+        ours = request.get_span_context().trace_id
+        finished = spans.get_finished_spans()
+        by_id = {s.context.span_id: s.name for s in finished}
+        for span in finished:
+            if span.name.startswith("MCP send"):
+                parent = by_id.get(span.parent.span_id) if span.parent else None
+                print(span.name, "|", parent, "|", span.context.trace_id == ours)
+        print(sorted(s.name for s in opened.open.values() if s.context.trace_id == ours))
+
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http", "http-legacy"])
+def test_an_mcp_sessions_handshake_is_in_the_trace_of_the_run_that_waited_for_it(
+    transport: str,
+) -> None:
+    """The mcp package traces its requests with the current context, and the session's own task
+    runs outside any trace (48570e2, so its change stream is in no request's trace): its
+    handshake, server/discover (and a legacy server's initialize), made in that task, was a trace
+    of its own per connect, a root span no request led to, while the run that opened the
+    session waited for it. It is now under the span that opened the session (the agent listing
+    its tools), and nothing of the session stays open in the run's trace."""
+    server: HTTPServerProcess | None = None
+    if transport == "stdio":
+        where = str(STDIO_SCRIPT)
+    else:
+        server = HTTPServerProcess(legacy=transport == "http-legacy")
+        server.start()
+        where = server.url
+    try:
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        script = textwrap.dedent(_MCP_HANDSHAKE_SCRIPT)
+        done = subprocess.run(
+            [sys.executable, "-c", script, where],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        if server is not None:
+            server.stop()
+    assert done.returncode == 0, done.stderr
+    *sent, still_open = done.stdout.strip().splitlines()
+    handshake = ["MCP send server/discover | invoke_agent calc | True"]
+    if transport == "http-legacy":  # probed, then the initialize handshake
+        handshake.append("MCP send initialize | invoke_agent calc | True")
+    assert sorted(sent) == sorted(
+        [
+            *handshake,
+            "MCP send tools/list | invoke_agent calc | True",
+            "MCP send tools/call add | execute_tool add | True",
+        ]
+    )
+    assert still_open == "[]"  # the change stream (a modern server's) is in no run's trace
 
 
 def _documented_session_stream() -> type[StreamingResponse]:

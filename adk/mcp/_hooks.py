@@ -47,6 +47,7 @@ from mcp.types import (
     SamplingMessage,
     TextContent,
 )
+from opentelemetry import context as otel_context  # loaded by the mcp package already
 
 from ..context import generate_counted
 from ..messages import Message, Role
@@ -146,15 +147,28 @@ def check_handler(handler: object, what: str, kinds: str = "a function") -> None
         raise TypeError(f"{what} must be {kinds} or None, got {type(handler).__name__}")
 
 
+_NO_TRACE = otel_context.Context()
+"""The trace context of a server's request that names no call (a handshake-era stdio server's):
+none. The connection's reader, which hands it over, was started during the session's handshake,
+in the trace context of whoever opened the session (``_session._Handshake``), a run this request
+is no part of: spans the handler starts (a model SDK's, the user's own) would be put in that
+run's trace, long ended."""
+
+
 async def _answer(kind: str, handler: Callable[[Any, Any], Any], params: Any) -> Any:
     """What the user's ``kind`` handler answers a server's question with (awaited when it is a
     coroutine), for the asking call's context; one that raises is an error answer the server can
     handle, logged (``_handler_failed``)."""
+    call = _current_call.get()
+    token = otel_context.attach(_NO_TRACE) if call is None else None
     try:
-        outcome = handler(_current_call.get(), params)
+        outcome = handler(call, params)
         return await outcome if inspect.isawaitable(outcome) else outcome
     except Exception as exc:
         return _handler_failed(kind, exc)
+    finally:
+        if token is not None:
+            otel_context.detach(token)
 
 
 def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT | None:
@@ -222,7 +236,11 @@ class _ModelSampling:
             )
             call = _current_call.get()
             if call is None:  # no run to count in (a handshake-era stdio server's request)
-                reply = await self._model.generate(messages, options=options)
+                token = otel_context.attach(_NO_TRACE)  # nor any run's trace (``_NO_TRACE``)
+                try:
+                    reply = await self._model.generate(messages, options=options)
+                finally:
+                    otel_context.detach(token)
             else:  # the run's path (generate_counted), with the server's options as asked: the
                 # run's "model_options" are its agents' settings, not the server's request's
                 reply = await generate_counted(call.run_context, self._model, messages, (), options)

@@ -302,12 +302,14 @@ class Connection:
         context = contextvars.copy_context()
         context.run(_current_call.set, None)
         # Nor inside any trace: the session outlives the run that opened it and serves every run
-        # after it, so the spans of its own work (the connect, the mcp package's stream of server
+        # after it, so the spans of its own work (the mcp package's stream of server
         # notifications, open until the session closes) would sit in that one run's trace, a
-        # request's in a service, keeping it open for the life of the process.
+        # request's in a service, keeping it open for the life of the process. Its handshake
+        # alone is made in the opener's trace (``_Handshake``): bounded, and the opener's wait.
+        opener = otel_context.get_current()
         context.run(otel_context.attach, otel_context.Context())
         self._task = asyncio.create_task(
-            self._own(ready), name=f"mcp session {self._server}", context=context
+            self._own(ready, opener), name=f"mcp session {self._server}", context=context
         )
         try:
             async with asyncio.timeout(wait_limit):
@@ -357,8 +359,9 @@ class Connection:
             reason = describe_error(exc, self._server)
             logger.debug("MCP session with '%s' closed with: %s", self._server, reason)
 
-    async def _own(self, ready: asyncio.Future[Client]) -> None:
-        """The owner task: every async context of the session is entered and exited here."""
+    async def _own(self, ready: asyncio.Future[Client], opener: otel_context.Context) -> None:
+        """The owner task: every async context of the session is entered and exited here;
+        ``opener``, the trace context of whoever opened it, only for the handshake."""
         _current_delivery.set(self._handshake)  # this task's context only
         try:
             transport = _WatchedTransport(self._server._transport(), self.mark_lost, self._server)
@@ -377,7 +380,7 @@ class Connection:
                 logging_callback=None if level is None else log_forwarder(self._server, level),
                 log_level=level,
             )
-            async with client, anyio.create_task_group() as group:
+            async with _Handshake(client, opener), anyio.create_task_group() as group:
                 caps = client.server_capabilities
                 tools = bool(caps.tools and caps.tools.list_changed)
                 prompts = bool(caps.prompts and caps.prompts.list_changed)
@@ -457,6 +460,41 @@ class Connection:
 
     async def _handle(self, message: IncomingMessage) -> None:
         self._on_message(message)
+
+
+class _Handshake:
+    """``client`` entered (connected, its handshake made) with ``opener`` the current trace
+    context, exited as it is. The ``mcp`` package traces its requests with the current context:
+    made in the session's own context (outside any trace, see ``Connection.open``), the handshake's
+    ``MCP send server/discover`` (and a legacy server's ``initialize``) spans were traces of their
+    own, where the connect a run waited for (a cold start, a reconnect) belongs in the run's trace,
+    under the span that asked (the agent listing its tools, the tool call that found the session
+    gone). Bounded: the handshake ends before the session is published. What the session does
+    afterwards (its change stream, ``_watch_changes``, started after this) stays outside it; the
+    tasks the ``mcp`` client starts as it connects (its transport's, its reader's) keep the opener's
+    context, where the ``mcp`` package starts no spans (a server's request it hands to
+    ``MCPToolset``'s handlers outside any call is made untraced there, ``adk.mcp._hooks``)."""
+
+    __slots__ = ("_client", "_opener")
+
+    def __init__(self, client: Client, opener: otel_context.Context) -> None:
+        self._client = client
+        self._opener = opener
+
+    async def __aenter__(self) -> Client:
+        token = otel_context.attach(self._opener)
+        try:
+            return await self._client.__aenter__()
+        finally:
+            otel_context.detach(token)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self._client.__aexit__(exc_type, exc, tb)
 
 
 class _Attempt:
