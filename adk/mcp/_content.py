@@ -8,7 +8,9 @@ placeholders: the bytes are the server's to give.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from mcp.types import (
     AudioContent,
@@ -20,9 +22,10 @@ from mcp.types import (
     TextResourceContents,
 )
 
-from ..messages import AudioPart, FilePart, ImagePart
+from ..messages import AudioPart, FilePart, ImagePart, Message, Role
+from ..tools.base import ToolResult
 
-__all__ = ["block_part", "block_text", "blocks_parts", "blocks_text"]
+__all__ = ["block_part", "block_text", "blocks_message", "blocks_parts", "blocks_text", "result_of"]
 
 
 _UNTYPED = "application/octet-stream"
@@ -97,3 +100,36 @@ def blocks_parts(blocks: Iterable[object]) -> tuple[ImagePart | AudioPart | File
         for part in (block_part(block),)
         if part is not None
     )
+
+
+def blocks_message(role: str, blocks: list[object]) -> Message:
+    """A message of MCP's ``role`` ("user" or "assistant") holding ``blocks``, as a server's prompt
+    or sampling message is given to a model: the blocks' text, with a placeholder standing for
+    each image and sound where it sat (``[image: image/png]``), and those as its ``parts``, as an
+    MCP tool's result holds them. An assistant's message keeps its parts too, for a model that
+    takes them there (``OpenAIChatModel`` sends neither API parts on an assistant message, only
+    its text with the placeholders). A message of text alone is built as it always was."""
+    text = blocks_text(blocks)
+    parts = () if all(type(block) is TextContent for block in blocks) else blocks_parts(blocks)
+    if role == "user":
+        return Message.user(text, parts=parts)
+    if parts:
+        return Message(role=Role.ASSISTANT, content=text, parts=parts)
+    return Message.assistant(text)
+
+
+def result_of(content: Sequence[object], structured: Any, is_error: bool | None) -> ToolResult:
+    """A tool's result as the model reads it, from MCP's result fields (a ``CallToolResult``'s,
+    or a ``tool_result`` block's in a sampling request): the blocks' text, or the structured
+    content as JSON when there is no text, its parts, and an error's text ``Error: ``
+    prefixed."""
+    text = blocks_text(content)
+    if not text and structured is not None:
+        text = json.dumps(structured, ensure_ascii=False)
+    parts = blocks_parts(content)
+    if is_error:
+        text = text or "the tool reported an error without a message"
+        if not text.startswith("Error:"):
+            text = f"Error: {text}"
+        return ToolResult(content=text, is_error=True, structured=structured, parts=parts)
+    return ToolResult(content=text, structured=structured, parts=parts)

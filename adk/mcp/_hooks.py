@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from math import isfinite
@@ -37,22 +37,31 @@ from mcp.client.session import ClientRequestContext, ElicitationFnT, LoggingFnT,
 from mcp.shared.dispatcher import ProgressFnT
 from mcp.types import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     CreateMessageRequestParams,
     CreateMessageResult,
+    CreateMessageResultWithTools,
     ElicitRequestParams,
     ElicitResult,
     ErrorData,
     LoggingLevel,
     LoggingMessageNotificationParams,
-    SamplingMessage,
+    SamplingCapability,
+    SamplingMessageContentBlock,
+    SamplingToolsCapability,
     TextContent,
+    Tool,
+    ToolResultContent,
+    ToolUseContent,
 )
 from opentelemetry import context as otel_context  # loaded by the mcp package already
 
 from ..context import generate_counted
-from ..messages import Message, Role
+from ..messages import Message, Role, ToolCall
 from ..models.base import ChatModel, ModelOptions, model_name_of
-from ._content import blocks_parts, blocks_text
+from ..tools.base import ToolSpec
+from ._content import blocks_message, result_of
+from ._names import _model_names
 
 if TYPE_CHECKING:
     from ..tools.base import ToolContext
@@ -102,12 +111,17 @@ ElicitationHandler = Callable[
 call's ``ToolContext`` (None when the transport does not say, see above) and the server's
 request (the ``mcp`` package's params: ``message``, and ``requested_schema`` or ``url``)."""
 
+_SamplingAnswer = CreateMessageResult | CreateMessageResultWithTools | ErrorData
+
 SamplingHandler = Callable[
     ["ToolContext | None", CreateMessageRequestParams],
-    Awaitable[CreateMessageResult | ErrorData] | CreateMessageResult | ErrorData,
+    Awaitable[_SamplingAnswer] | _SamplingAnswer,
 ]
 """``MCPToolset(sampling=)`` as a function: answers a server asking for a completion, given the
-asking call's ``ToolContext`` (or None) and the server's request."""
+asking call's ``ToolContext`` (or None) and the server's request as the ``mcp`` client parsed it
+(its ``tools``, ``tool_choice`` and ``tool_use``/``tool_result`` blocks included, which it is
+sent only when the toolset is told ``sampling_tools=True``: it answers them with a
+``CreateMessageResultWithTools``)."""
 
 _current_call: ContextVar[ToolContext | None] = ContextVar("adk_mcp_call", default=None)
 """The ``ToolContext`` of the MCP call whose request is being made (see the module docstring)."""
@@ -121,6 +135,14 @@ class _ClientHooks:
     elicitation: ElicitationFnT | None = None
     sampling: SamplingFnT | None = None
     log_level: LoggingLevel | None = None
+    sampling_tools: bool = False
+    """Whether the client declares ``sampling.tools``: it answers sampling requests giving
+    tools (``sampling_tools``)."""
+
+    def sampling_capability(self) -> SamplingCapability | None:
+        """What the client declares of sampling beyond answering it (the ``mcp`` client declares
+        plain sampling when given a callback): ``tools`` when it takes them."""
+        return SamplingCapability(tools=SamplingToolsCapability()) if self.sampling_tools else None
 
 
 NO_HOOKS = _ClientHooks()
@@ -185,6 +207,22 @@ def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT |
     return elicit
 
 
+def declares_sampling_tools(sampling: object, setting: object) -> bool:
+    """Whether ``MCPToolset(sampling=sampling, sampling_tools=setting)`` declares that it answers
+    sampling requests giving tools. A server checks the declaration before giving any (the
+    ``mcp`` server refuses to send them otherwise), so it is made only where they are answered:
+    by default for a ``ChatModel``, which pyadk offers them; a function may answer with
+    ``tool_use`` blocks or not, so it says so (``True``); ``False`` keeps a model that cannot
+    call tools from being given them."""
+    if setting is None:
+        return isinstance(sampling, ChatModel)
+    if not isinstance(setting, bool):
+        raise TypeError(f"sampling_tools must be a bool or None, got {type(setting).__name__}")
+    if setting and sampling is None:
+        raise ValueError("sampling_tools=True needs sampling= (a ChatModel or a function)")
+    return setting
+
+
 def sampling_callback(sampling: object) -> SamplingFnT | None:
     """``MCPToolset(sampling=)`` as the ``mcp`` client's callback: a pyadk ``ChatModel``
     answers with its reply; a function is a ``SamplingHandler``."""
@@ -197,7 +235,7 @@ def sampling_callback(sampling: object) -> SamplingFnT | None:
 
     async def sample(
         context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> CreateMessageResult | ErrorData:
+    ) -> _SamplingAnswer:
         return await _answer("sampling", handler, params)  # type: ignore[no-any-return]
 
     return sample
@@ -205,9 +243,19 @@ def sampling_callback(sampling: object) -> SamplingFnT | None:
 
 class _ModelSampling:
     """Answers a server's ``sampling/createMessage`` with a pyadk chat model. The server's
-    messages are given to the model as an MCP tool's result is (``_sampled_message``): their
+    messages are given to the model as an MCP tool's result is (``_sampled_messages``): their
     text, with a placeholder for each image and sound, and those as the message's ``parts``; a
     model that fails is an error answer the server can handle.
+
+    A server may give tools with its request (MCP 2025-11-25, SEP-1577; the client declares
+    ``sampling.tools`` for it, see ``sampling_capability``): the model is offered them as
+    ``ToolSpec``s, named as model APIs take them (``_model_names``), with the server's
+    ``tool_choice``, and a reply proposing calls is answered as ``tool_use`` blocks by the
+    server's names (``stopReason`` ``toolUse``). pyadk runs none of them: the server does, and
+    sends its next request with ``tool_result`` blocks, which the model is given as the tool
+    messages answering its calls. A request whose tool blocks do not pair up is refused with an
+    error answer saying what is wrong, before the model is called (a model API would refuse it,
+    in words about a request the server never saw).
 
     Asked for a call of a run (the call's context known, see the module docstring), the model is
     called as the run's agents call theirs (``RunContext.generate``): counted against ``max_turns``,
@@ -221,11 +269,16 @@ class _ModelSampling:
 
     async def __call__(
         self, context: ClientRequestContext, params: CreateMessageRequestParams
-    ) -> CreateMessageResult | ErrorData:
-        messages: list[Message] = []
-        if params.system_prompt:
-            messages.append(Message.system(params.system_prompt))
-        messages.extend(_sampled_message(sampled) for sampled in params.messages)
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
+        tools = _SampledTools(params.tools or ())
+        try:
+            messages = _sampled_messages(params, tools)
+        except _Malformed as exc:
+            logger.warning("MCP sampling request refused: %s", exc)
+            return ErrorData(
+                code=INVALID_PARAMS,
+                message=f"the client cannot send this sampling request to its model: {exc}",
+            )
         try:
             # Inside: options a model cannot take (a negative temperature) are the server's
             # error to handle too, not an exception in the client's request handling.
@@ -233,49 +286,172 @@ class _ModelSampling:
                 max_tokens=params.max_tokens,
                 temperature=params.temperature,
                 stop=list(params.stop_sequences) if params.stop_sequences else None,
+                tool_choice=_tool_choice(params) if tools.specs else None,
             )
             call = _current_call.get()
             if call is None:  # no run to count in (a handshake-era stdio server's request)
                 token = otel_context.attach(_NO_TRACE)  # nor any run's trace (``_NO_TRACE``)
                 try:
-                    reply = await self._model.generate(messages, options=options)
+                    reply = await self._model.generate(messages, tools=tools.specs, options=options)
                 finally:
                     otel_context.detach(token)
             else:  # the run's path (generate_counted), with the server's options as asked: the
                 # run's "model_options" are its agents' settings, not the server's request's
-                reply = await generate_counted(call.run_context, self._model, messages, (), options)
+                reply = await generate_counted(
+                    call.run_context, self._model, messages, tools.specs, options
+                )
+            uses = [tools.use_of(proposed) for proposed in reply.tool_calls]
         except Exception as exc:
-            reason = _reason(exc)
+            reason = str(exc) if isinstance(exc, _Malformed) else _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)
             return ErrorData(code=INTERNAL_ERROR, message=f"the client's model failed: {reason}")
-        return CreateMessageResult(
-            role="assistant",
-            content=TextContent(type="text", text=reply.content),
-            model=model_name_of(self._model),
-            stop_reason=_stop_reason(reply.metadata.get("finish_reason")),
+        model = model_name_of(self._model)
+        text = TextContent(type="text", text=reply.content)
+        stop_reason = _stop_reason(reply.metadata.get("finish_reason"))
+        if params.tools is None and params.tool_choice is None:  # a server taking no tool_use
+            return CreateMessageResult(
+                role="assistant", content=text, model=model, stop_reason=stop_reason
+            )
+        if not uses:
+            return CreateMessageResultWithTools(
+                role="assistant", content=text, model=model, stop_reason=stop_reason
+            )
+        blocks: list[SamplingMessageContentBlock] = [text] if reply.content else []
+        blocks.extend(uses)
+        return CreateMessageResultWithTools(
+            role="assistant", content=blocks, model=model, stop_reason="toolUse"
         )
 
 
-def _sampled_message(sampled: SamplingMessage) -> Message:
-    """A server's sampling message as the model is given it: its blocks' text joined, a
-    placeholder standing for each image and sound (``[image: image/png]``, where it sat among the
-    text), and the images and sounds as its ``parts``, as an MCP tool's result holds them. So a
-    vision model reads the screenshot a server asks about, and a model told ``parts="text"`` is
-    sent the text it was before parts existed (the placeholders are there already). An assistant
-    message keeps its parts too, for a model that takes them there; ``OpenAIChatModel`` sends
-    neither API parts on an assistant message, only its text with the placeholders. No part is
+class _Malformed(ValueError):
+    """A sampling request that cannot be sent to the model as the server gave it, or a reply
+    that cannot be sent to the server."""
+
+
+class _SampledTools:
+    """The tools of a server's sampling request: as the model is offered them (``specs``, named
+    as model APIs take them, ``_model_names``) and the way back to the server's names."""
+
+    __slots__ = ("_by_model_name", "_model_name", "specs")
+
+    def __init__(self, tools: Sequence[Tool]) -> None:
+        names = [tool.name for tool in tools]
+        offered = _model_names(names)
+        self._model_name = dict(zip(names, offered, strict=True))
+        self._by_model_name = dict(zip(offered, names, strict=True))
+        self.specs = tuple(
+            ToolSpec(name=name, description=tool.description or "", parameters=tool.input_schema)
+            for name, tool in zip(offered, tools, strict=True)
+        )
+
+    def model_name(self, name: str) -> str:
+        """The name the model knows the server's tool ``name`` by; one the request does not
+        offer (named in an earlier ``tool_use``) is made fit as a listing makes it."""
+        offered = self._model_name.get(name)
+        return offered if offered is not None else _model_names([name])[0]
+
+    def use_of(self, call: ToolCall) -> ToolUseContent:
+        """The model's proposed ``call`` as the ``tool_use`` block the server runs."""
+        try:
+            arguments = json.loads(call.arguments) if call.arguments.strip() else {}
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise _Malformed(
+                f"it proposed a call of '{call.name}' whose arguments are not a JSON object: "
+                f"{call.arguments[:200]!r}"
+            )
+        name = self._by_model_name.get(call.name, call.name)
+        return ToolUseContent(type="tool_use", id=call.id, name=name, input=arguments)
+
+
+def _tool_choice(params: CreateMessageRequestParams) -> str | None:
+    """MCP's ``toolChoice`` as ``ModelOptions.tool_choice``: its modes are OpenAI's words."""
+    return None if params.tool_choice is None else params.tool_choice.mode
+
+
+def _sampled_messages(params: CreateMessageRequestParams, tools: _SampledTools) -> list[Message]:
+    """A server's sampling request's system prompt and messages as the model is given them.
+
+    Each message is its blocks' text, a placeholder standing for each image and sound, and those
+    as its ``parts`` (``blocks_message``): so a vision model reads the screenshot a server asks
+    about, and a model told ``parts="text"`` is sent the text with the placeholders. No part is
     held to ``MAX_PART_BYTES``: the message is in no history, so no checkpoint holds it (a call
     in flight cannot pause), and one too big for the model's API is the model's error, which the
-    server gets as an error answer. A message of text alone is built as before."""
-    content = sampled.content
-    blocks = content if isinstance(content, list) else [content]
-    text = blocks_text(blocks)
-    parts = () if type(content) is TextContent else blocks_parts(blocks)
-    if sampled.role == "user":
-        return Message.user(text, parts=parts)
-    if parts:
-        return Message(role=Role.ASSISTANT, content=text, parts=parts)
-    return Message.assistant(text)
+    server gets as an error answer.
+
+    An assistant's ``tool_use`` blocks are its ``tool_calls`` (named as the model is offered the
+    tools), and a user's ``tool_result`` blocks the tool messages answering them (by id, named by
+    the call's tool, with the result's text and parts), before any other block of that message.
+    Each ``tool_use`` must be answered in the next message and each ``tool_result`` answer one of
+    the message before (SEP-1577), and ids must be given and distinct, else ``_Malformed``: a
+    model API refuses such a conversation."""
+    messages: list[Message] = []
+    if params.system_prompt:
+        messages.append(Message.system(params.system_prompt))
+    asked: dict[str, str] = {}  # the previous message's tool_use ids not answered yet: names
+    for position, sampled in enumerate(params.messages, start=1):
+        content = sampled.content
+        if type(content) is TextContent and not asked:  # the common case, as it always was
+            messages.append(blocks_message(sampled.role, [content]))
+            continue
+        blocks: list[object] = list(content) if isinstance(content, list) else [content]
+        uses = [block for block in blocks if isinstance(block, ToolUseContent)]
+        results = [block for block in blocks if isinstance(block, ToolResultContent)]
+        rest = [b for b in blocks if not isinstance(b, ToolUseContent | ToolResultContent)]
+        if results and sampled.role != "user":
+            raise _Malformed(f"message {position} is the assistant's and holds tool_result blocks")
+        if uses and sampled.role != "assistant":
+            raise _Malformed(f"message {position} is the user's and holds tool_use blocks")
+        for result in results:
+            name = asked.pop(result.tool_use_id, None)
+            if name is None:
+                raise _Malformed(
+                    f"message {position}: a tool_result for '{result.tool_use_id}' answers no "
+                    "tool_use of the message before it, or answers one a second time"
+                )
+            answer = result_of(result.content, result.structured_content, result.is_error)
+            messages.append(
+                Message.tool(
+                    answer.content,
+                    tool_call_id=result.tool_use_id,
+                    name=tools.model_name(name),
+                    parts=answer.parts,
+                )
+            )
+        if asked:
+            raise _Malformed(_unanswered(position - 1, asked))
+        if uses:
+            for use in uses:
+                if not use.id:
+                    raise _Malformed(f"message {position}: a tool_use of '{use.name}' has no id")
+                if use.id in asked:
+                    raise _Malformed(f"message {position}: two tool_use blocks have id '{use.id}'")
+                asked[use.id] = use.name
+            said = blocks_message("assistant", rest)
+            calls = [
+                ToolCall(
+                    id=use.id,
+                    name=tools.model_name(use.name),
+                    arguments=json.dumps(use.input, ensure_ascii=False),
+                )
+                for use in uses
+            ]
+            messages.append(
+                Message(
+                    role=Role.ASSISTANT, content=said.content, tool_calls=calls, parts=said.parts
+                )
+            )
+        elif rest or not results:
+            messages.append(blocks_message(sampled.role, rest))
+    if asked:
+        raise _Malformed(_unanswered(len(params.messages), asked))
+    return messages
+
+
+def _unanswered(position: int, asked: dict[str, str]) -> str:
+    calls = ", ".join(f"'{id_}' ({name})" for id_, name in asked.items())
+    return f"message {position}: tool_use {calls} not answered by a tool_result in the next message"
 
 
 def _stop_reason(finish_reason: object) -> str:

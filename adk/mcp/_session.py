@@ -377,6 +377,7 @@ class Connection:
                 # (logs); given, the client declares the capability to the server.
                 elicitation_callback=hooks.elicitation,
                 sampling_callback=hooks.sampling,
+                sampling_capabilities=hooks.sampling_capability(),
                 logging_callback=None if level is None else log_forwarder(self._server, level),
                 log_level=level,
             )

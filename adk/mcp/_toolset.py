@@ -10,10 +10,8 @@ developer controls, so there failures raise (``ConnectionError``, ``TimeoutError
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import logging
-import re
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -41,7 +39,7 @@ from ..messages import Message
 from ..models.base import ChatModel
 from ..tools.base import Tool, ToolContext, ToolResult, ToolSpec
 from ..tools.function import _approval_rule, _ApprovalCheck
-from ._content import block_text, blocks_parts, blocks_text
+from ._content import blocks_message, result_of
 from ._hooks import (
     ElicitationHandler,
     ProgressHandler,
@@ -50,10 +48,12 @@ from ._hooks import (
     _current_call,
     check_handler,
     check_log_level,
+    declares_sampling_tools,
     elicitation_callback,
     progress_callback,
     sampling_callback,
 )
+from ._names import _KEPT, _NOT_IN_NAMES, _model_names, _offered_as
 from ._servers import (
     HTTPServer,
     ServerConfig,
@@ -89,10 +89,6 @@ their specs, as ``tool_filter``), or a map of tool names (the server's) to each 
 logger = logging.getLogger("adk.mcp")
 
 _PAGE_LIMIT = 100  # a server whose cursors never end cannot hang listing
-_NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
-_NAME_LIMIT = 64
-_DIGEST = 8  # hex digits of the hash a name cut to fit is given (``_model_names``)
-_KEPT = _NAME_LIMIT - _DIGEST - 1  # what a name cut to fit keeps of its start
 _PROTOCOL_VERSION = "mcp.protocol.version"  # the MCP conventions' attribute (tracing)
 # Failures that mean the connection itself is gone, not that the request was refused.
 _TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.TransportError)
@@ -174,17 +170,7 @@ def _parameters(schema: Any) -> dict[str, Any]:
 
 
 def _to_result(result: CallToolResult) -> ToolResult:
-    text = blocks_text(result.content)
-    structured = result.structured_content
-    if not text and structured is not None:
-        text = json.dumps(structured, ensure_ascii=False)
-    parts = blocks_parts(result.content)
-    if result.is_error:
-        text = text or "the tool reported an error without a message"
-        if not text.startswith("Error:"):
-            text = f"Error: {text}"
-        return ToolResult(content=text, is_error=True, structured=structured, parts=parts)
-    return ToolResult(content=text, structured=structured, parts=parts)
+    return result_of(result.content, result.structured_content, result.is_error)
 
 
 class _MCPTool:
@@ -381,6 +367,7 @@ class MCPToolset(AsyncCloseable):
         log_level: LoggingLevel | None = None,
         elicitation: ElicitationHandler | None = None,
         sampling: ChatModel | SamplingHandler | None = None,
+        sampling_tools: bool | None = None,
     ) -> None:
         if not isinstance(server, StdioServer | HTTPServer | SSEServer):
             raise TypeError(
@@ -398,6 +385,7 @@ class MCPToolset(AsyncCloseable):
             elicitation_callback(elicitation),
             sampling_callback(sampling),
             check_log_level(log_level),
+            declares_sampling_tools(sampling, sampling_tools),
         )
         self._server = server
         self._on_progress = on_progress
@@ -817,12 +805,8 @@ class MCPToolset(AsyncCloseable):
 
         async def fetch(client: Client) -> list[Message]:
             result = await client.get_prompt(mcp_name, values)
-            return [
-                Message.user(block_text(m.content), parts=blocks_parts([m.content]))
-                if m.role == "user"
-                else Message.assistant(block_text(m.content))
-                for m in result.messages
-            ]
+            # An assistant's image keeps its part, as in a sampling request (``blocks_message``).
+            return [blocks_message(m.role, [m.content]) for m in result.messages]
 
         _, messages, _ = await self._request(fetch, f"rendering prompt '{name}'", kind="prompts")
         return messages
@@ -841,46 +825,6 @@ def _refuse_shown_names(
             f"MCP server '{server}': {option} names tool(s) {which} as the model sees them; it "
             f"takes the server's own tool names, {outcome}"
         )
-
-
-def _model_names(names: list[str]) -> list[str]:
-    """``names`` (a server's tool names, prefixed) as names model APIs take for a tool.
-
-    MCP allows dots and up to 128 characters; OpenAI and Anthropic take ``[a-zA-Z0-9_-]{1,64}``
-    and refuse the whole request otherwise (HTTP 400), so one such tool would fail every model
-    call of an agent offered the server's tools. A name that fits is kept. Another has each
-    character outside that set made ``_``; if that is too long, or taken by a name of the
-    server's, it is cut and given a hash of the original name (``..._1a2b3c4d``), so the same
-    server names map to the same names on every listing. Calls go by the server's name.
-    """
-    out = list(names)
-    taken = {name for name in names if _is_model_name(name)}
-    for position, name in enumerate(names):
-        if name in taken:
-            continue
-        safe = _NOT_IN_NAMES.sub("_", name) or "_"
-        if len(safe) > _NAME_LIMIT or safe in taken:
-            digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
-            safe = f"{safe[:_KEPT]}_{digest}"
-        taken.add(safe)
-        out[position] = safe
-    return out
-
-
-def _offered_as(name: str) -> tuple[str, ...]:
-    """The names ``_model_names`` may give a tool named ``name`` (prefixed): the name itself when
-    it fits model APIs, else the name made fit, or that cut and given a hash (which one depends on
-    the server's other names)."""
-    if _is_model_name(name):
-        return (name,)
-    safe = _NOT_IN_NAMES.sub("_", name) or "_"
-    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
-    hashed = f"{safe[:_KEPT]}_{digest}"
-    return (hashed,) if len(safe) > _NAME_LIMIT else (safe, hashed)
-
-
-def _is_model_name(name: str) -> bool:
-    return len(name) <= _NAME_LIMIT and _NOT_IN_NAMES.search(name) is None and bool(name)
 
 
 def _approval_of(setting: _ApprovalSetting) -> Callable[[ToolSpec], _Approval]:

@@ -1,0 +1,52 @@
+"""Tool names as model APIs take them: a server's tool names, in a toolset's listing and in a
+server's sampling request, are made fit the same way (``_model_names``)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+_NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
+_NAME_LIMIT = 64
+_DIGEST = 8  # hex digits of the hash a name cut to fit is given (``_model_names``)
+_KEPT = _NAME_LIMIT - _DIGEST - 1  # what a name cut to fit keeps of its start
+
+
+def _model_names(names: list[str]) -> list[str]:
+    """``names`` (a server's tool names, prefixed) as names model APIs take for a tool.
+
+    MCP allows dots and up to 128 characters; OpenAI and Anthropic take ``[a-zA-Z0-9_-]{1,64}``
+    and refuse the whole request otherwise (HTTP 400), so one such tool would fail every model
+    call of an agent offered the server's tools. A name that fits is kept. Another has each
+    character outside that set made ``_``; if that is too long, or taken by a name of the
+    server's, it is cut and given a hash of the original name (``..._1a2b3c4d``), so the same
+    server names map to the same names on every listing. Calls go by the server's name.
+    """
+    out = list(names)
+    taken = {name for name in names if _is_model_name(name)}
+    for position, name in enumerate(names):
+        if name in taken:
+            continue
+        safe = _NOT_IN_NAMES.sub("_", name) or "_"
+        if len(safe) > _NAME_LIMIT or safe in taken:
+            digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+            safe = f"{safe[:_KEPT]}_{digest}"
+        taken.add(safe)
+        out[position] = safe
+    return out
+
+
+def _offered_as(name: str) -> tuple[str, ...]:
+    """The names ``_model_names`` may give a tool named ``name`` (prefixed): the name itself when
+    it fits model APIs, else the name made fit, or that cut and given a hash (which one depends on
+    the server's other names)."""
+    if _is_model_name(name):
+        return (name,)
+    safe = _NOT_IN_NAMES.sub("_", name) or "_"
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+    hashed = f"{safe[:_KEPT]}_{digest}"
+    return (hashed,) if len(safe) > _NAME_LIMIT else (safe, hashed)
+
+
+def _is_model_name(name: str) -> bool:
+    return len(name) <= _NAME_LIMIT and _NOT_IN_NAMES.search(name) is None and bool(name)
