@@ -1048,6 +1048,35 @@ async def test_prompts_are_listed_and_rendered_through_resources(shared: MCPTool
         await resources.get_prompt("nope")
 
 
+async def test_a_prompts_assistant_image_is_kept_as_a_part_and_sent_as_its_placeholder(
+    shared: MCPToolset,
+) -> None:
+    """A rendered prompt's assistant message keeps its image as a part, as a sampling request's
+    does (it was dropped: the message had the placeholder text alone), and ``OpenAIChatModel``
+    sends that message its text with the placeholder, as neither API takes parts there."""
+    resources = Resources()
+    resources.add_mcp("demo", shared)
+    rendered = await (await resources.get_prompt("redraw")).render()
+    assert rendered == [
+        Message.user("Draw a chart."),
+        Message(
+            role=Role.ASSISTANT,
+            content="[image: image/gif]",
+            parts=(ImagePart(mime_type="image/gif", data=b"GIF89a"),),
+        ),
+        Message.user("Make it blue."),
+    ]
+    async with OpenAIServer([OpenAIReply(text="Blue now.")]) as wire:
+        async with wire_model(wire, parts="send") as model:
+            await model.generate(rendered)
+        (request,) = wire.requests
+    assert request.body["messages"] == [
+        {"role": "user", "content": "Draw a chart."},
+        {"role": "assistant", "content": "[image: image/gif]"},
+        {"role": "user", "content": "Make it blue."},
+    ]
+
+
 async def test_resources_name_tools_and_prompts_with_prefixes(
     http_process: HTTPServerProcess,
 ) -> None:

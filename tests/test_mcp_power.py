@@ -21,12 +21,16 @@ from mcp.types import (
     BlobResourceContents,
     CreateMessageRequestParams,
     CreateMessageResult,
+    CreateMessageResultWithTools,
     ElicitRequestParams,
     ElicitResult,
     TextContent,
     TextResourceContents,
+    ToolResultContent,
+    ToolUseContent,
 )
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
+from openai_server import Call as WireCall
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
 from opentelemetry import trace as otel_trace
@@ -41,7 +45,7 @@ from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
 from adk.messages import Message, Usage
 from adk.models.base import ModelError, ModelOptions
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
-from adk.tools.base import ToolContext, ToolResult
+from adk.tools.base import ToolContext, ToolResult, ToolSpec
 from prebuilt import ReActAgent
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -455,6 +459,193 @@ async def test_a_sampling_function_answers_the_server_too(
     async with MCPToolset(server_for("http", http_servers), sampling=sample) as toolset:
         summary = await call(toolset, "summarize", {"text": "abc"})
     assert summary.content == "summary (upper): SUMMARIZE: ABC"
+
+
+# -- sampling with tools (SEP-1577) ---------------------------------------------------------------
+FORECAST_PARAMETERS = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+
+
+@pytest.mark.parametrize("transport", ["stdio-legacy", "http-legacy"])
+async def test_a_server_runs_an_agent_loop_with_the_clients_model_proposing_its_tools_calls(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """A server offering its tool with its sampling request: the client's model (on the OpenAI
+    wire) is offered it under a name the API takes (``forecast.today`` -> ``forecast_today``),
+    proposes a call, which the server gets as a ``tool_use`` block by its own name and runs (pyadk
+    runs nothing), and the server's next request, holding its ``tool_result``, reaches the model
+    as the assistant's ``tool_calls`` and the tool message answering them, by id. The client had
+    not declared ``sampling.tools``, so the server refused to send tools at all."""
+    script = [
+        WireReply(tool_calls=[WireCall("forecast_today", '{"city": "Oslo"}', id="call_a")]),
+        WireReply(text="Sunny in Oslo."),
+    ]
+    async with OpenAIServer(script) as wire:
+        model = wire_model(wire)
+        toolset = MCPToolset(server_for(transport, http_servers), call_timeout=15, sampling=model)
+        async with model, toolset:
+            answer = await call(toolset, "weather_agent", {"question": "Weather in Oslo?"})
+        first, second = wire.requests
+    assert (answer.is_error, answer.content) == (False, "Sunny in Oslo. (endTurn, 3 messages)")
+    offered = [
+        {
+            "type": "function",
+            "function": {
+                "name": "forecast_today",
+                "description": "Today's forecast for a city.",
+                "parameters": FORECAST_PARAMETERS,
+            },
+        }
+    ]
+    assert first.body["tools"] == offered and first.body["tool_choice"] == "auto"
+    assert first.body["messages"] == [
+        {"role": "system", "content": "Use the tools."},
+        {"role": "user", "content": "Weather in Oslo?"},
+    ]
+    assert second.body["tools"] == offered
+    proposed = second.body["messages"][2]
+    assert proposed["role"] == "assistant" and not proposed.get("content")
+    assert proposed["tool_calls"] == [
+        {
+            "id": "call_a",
+            "type": "function",
+            "function": {"name": "forecast_today", "arguments": '{"city": "Oslo"}'},
+        }
+    ]
+    assert second.body["messages"][3] == {
+        "role": "tool",
+        "tool_call_id": "call_a",
+        "content": "forecast.today: sunny in Oslo",
+    }
+    assert len(second.body["messages"]) == 4
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_a_sampled_tool_call_reaches_the_server_as_tool_use_in_both_eras(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """One sampling request with a tool the model must call (``tool_choice`` ``required``): the
+    model is offered the tool with that choice, and its text and call are answered as a text
+    block and a ``tool_use`` block with ``stopReason`` ``toolUse``, through a 2026-07-28 input
+    round as through a handshake-era request."""
+    model = ScriptedModel(
+        [Reply("Checking.", tool_calls=[tool_call("forecast_today", {"city": "Rome"}, id="c1")])]
+    )
+    async with MCPToolset(server_for(transport, http_servers), sampling=model) as toolset:
+        picked = await call(toolset, "pick_city", {"question": "Where is it sunny?"})
+    assert picked.content == "toolUse: forecast.today({'city': 'Rome'}) id=c1"
+    (request,) = model.requests
+    assert list(request.tools) == [
+        ToolSpec(
+            name="forecast_today",
+            description="Today's forecast for a city.",
+            parameters=FORECAST_PARAMETERS,
+        )
+    ]
+    assert request.options is not None and request.options.tool_choice == "required"
+
+
+async def test_a_sampled_call_with_arguments_that_are_no_object_is_an_error_answer(
+    http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``tool_use`` block's input is an object; a model proposing a call with other arguments
+    (text that is not JSON) is an error answer naming them, which the server handles."""
+    model = ScriptedModel([Reply(tool_calls=[tool_call("forecast_today", "{Rome", id="c1")])])
+    async with MCPToolset(server_for("stdio-legacy", http_servers), sampling=model) as toolset:
+        picked = await call(toolset, "pick_city", {"question": "Where?"})
+    assert picked.is_error
+    assert (
+        "the client's model failed: it proposed a call of 'forecast_today' whose arguments are "
+        "not a JSON object: '{Rome'" in picked.content
+    )
+
+
+@pytest.mark.parametrize(
+    ("case", "reason"),
+    [
+        (
+            "orphan_result",
+            "message 2: a tool_result for 'call_9' answers no tool_use of the message before it",
+        ),
+        (
+            "wrong_id",
+            "message 3: a tool_result for 'call_9' answers no tool_use of the message before it",
+        ),
+        (
+            "twice",
+            "message 3: two tool_result blocks answer the tool_use 'call_1'",
+        ),
+        ("empty_id", "message 2: a tool_use of 'forecast.today' has no id"),
+        (
+            "unanswered",
+            "message 2: tool_use 'call_1' (forecast.today) not answered by a tool_result in the "
+            "next message",
+        ),
+    ],
+)
+async def test_a_sampling_request_whose_tool_blocks_do_not_pair_up_is_refused_with_the_reason(
+    case: str, reason: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    """A server (not one the ``mcp`` package checks) sending a ``tool_result`` that answers no
+    call, or a call with no id, or one left unanswered: the server gets an error answer (invalid
+    params) saying which message is wrong, and the model is not called, since its API would
+    refuse the conversation in words about a request the server never saw."""
+    model = ScriptedModel(["never asked"])
+    async with MCPToolset(server_for("stdio-legacy", http_servers), sampling=model) as toolset:
+        answer = await call(toolset, "sample_raw", {"case": case})
+        # The connection serves on: the same server's well-formed request is answered.
+        summary = await call(toolset, "summarize", {"text": "abc"})
+    assert answer.content == (
+        f"refused (-32602): the client cannot send this sampling request to its model: {reason}"
+    )
+    assert summary.content == "summary (scripted): never asked"
+    assert len(model.requests) == 1
+
+
+async def test_sampling_tools_are_declared_for_a_model_and_for_a_function_that_says_so(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """A server sends tools only to a client declaring ``sampling.tools``: a ``ChatModel`` is
+    declared by default (``sampling_tools=False`` keeps a model without tool calling from being
+    given them), a function only when told ``sampling_tools=True``, and then it gets the
+    request as it is (``tools``, ``tool_choice``, the ``tool_result`` blocks) and may answer
+    with ``tool_use`` blocks."""
+    seen: list[CreateMessageRequestParams] = []
+
+    def sample(ctx: ToolContext | None, params: CreateMessageRequestParams) -> Any:
+        seen.append(params)
+        if len(seen) == 1:
+            use = ToolUseContent(
+                type="tool_use", id="f1", name="forecast.today", input={"city": "Lima"}
+            )
+            return CreateMessageResultWithTools(
+                role="assistant", content=[use], model="fn", stop_reason="toolUse"
+            )
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="Sunny."), model="fn"
+        )
+
+    server = server_for("stdio-legacy", http_servers)
+    async with MCPToolset(server, sampling=sample) as toolset:
+        plain = await call(toolset, "weather_agent", {"question": "Lima?"})
+    async with MCPToolset(server, sampling=ScriptedModel(["x"]), sampling_tools=False) as toolset:
+        refused = await call(toolset, "weather_agent", {"question": "Lima?"})
+    for undeclared in (plain, refused):
+        assert undeclared.is_error
+        assert "Client does not support sampling tools capability" in undeclared.content
+    assert seen == []
+
+    async with MCPToolset(server, sampling=sample, sampling_tools=True) as toolset:
+        answer = await call(toolset, "weather_agent", {"question": "Lima?"})
+    assert answer.content == "Sunny. (None, 3 messages)"
+    first, second = seen
+    assert [tool.name for tool in first.tools or ()] == ["forecast.today"]
+    assert first.tool_choice is not None and first.tool_choice.mode == "auto"
+    (result,) = second.messages[2].content_as_list
+    assert isinstance(result, ToolResultContent) and result.tool_use_id == "f1"
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

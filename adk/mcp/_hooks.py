@@ -403,13 +403,18 @@ def _sampled_messages(params: CreateMessageRequestParams, tools: _SampledTools) 
             raise _Malformed(f"message {position} is the assistant's and holds tool_result blocks")
         if uses and sampled.role != "assistant":
             raise _Malformed(f"message {position} is the user's and holds tool_use blocks")
+        answered: set[str] = set()
         for result in results:
             name = asked.pop(result.tool_use_id, None)
             if name is None:
+                id_ = result.tool_use_id
                 raise _Malformed(
-                    f"message {position}: a tool_result for '{result.tool_use_id}' answers no "
-                    "tool_use of the message before it, or answers one a second time"
+                    f"message {position}: two tool_result blocks answer the tool_use '{id_}'"
+                    if id_ in answered
+                    else f"message {position}: a tool_result for '{id_}' answers no tool_use of "
+                    "the message before it"
                 )
+            answered.add(result.tool_use_id)
             answer = result_of(result.content, result.structured_content, result.is_error)
             messages.append(
                 Message.tool(

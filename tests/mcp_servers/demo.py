@@ -21,6 +21,12 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
   completion (sampling), both through ``Resolve`` so each protocol era asks its own way;
   ``describe`` asks it about a screenshot (sampling with an image; with ``conversation``, after an
   assistant message holding an image and a user's sound);
+- ``weather_agent``: an agent loop run by the server with the client's model (sampling with
+  tools, SEP-1577): it offers ``forecast.today``, runs each call the model proposes and asks again
+  with the results, handshake era only (a 2026-07-28 server samples once per input round);
+  ``pick_city`` samples once with a tool and says what the model proposed (both eras);
+  ``sample_raw`` sends a sampling request the ``mcp`` server's own checks would refuse (its tool
+  blocks do not pair up) and returns the client's answer;
 - ``ticket``: an ``outputSchema`` and ``structuredContent`` beside its text;
 - resources (``notes://today``, ``notes://{day}``, a binary ``logo://png``).
 
@@ -46,12 +52,19 @@ from mcp.types import (
     AudioContent,
     BlobResourceContents,
     ContentBlock,
+    CreateMessageRequest,
+    CreateMessageRequestParams,
+    CreateMessageResultWithTools,
     EmbeddedResource,
     ImageContent,
     ResourceLink,
     SamplingMessage,
     TextContent,
     TextResourceContents,
+    Tool,
+    ToolChoice,
+    ToolResultContent,
+    ToolUseContent,
 )
 from pydantic import BaseModel
 
@@ -113,6 +126,84 @@ def _sample_description(conversation: bool = False) -> Sample:
             *messages,
         ]
     return Sample(messages, max_tokens=100, system_prompt="You see images.")
+
+
+FORECAST_TOOL = Tool(
+    name="forecast.today",  # a dot: not a name model APIs take
+    description="Today's forecast for a city.",
+    input_schema={
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
+)
+
+
+def _forecast(use: ToolUseContent) -> ToolResultContent:
+    """The server running a call its client's model proposed."""
+    city = use.input.get("city")
+    if not isinstance(city, str):
+        text, error = f"{use.name}: no city in {use.input}", True
+    else:
+        text, error = f"{use.name}: sunny in {city}", False
+    return ToolResultContent(
+        type="tool_result",
+        tool_use_id=use.id,
+        content=[TextContent(type="text", text=text)],
+        is_error=error,
+    )
+
+
+def _sample_pick(question: str) -> Sample:
+    return Sample(
+        [SamplingMessage(role="user", content=TextContent(type="text", text=question))],
+        max_tokens=100,
+        tools=[FORECAST_TOOL],
+        tool_choice=ToolChoice(mode="required"),
+    )
+
+
+def _raw_messages(case: str) -> list[SamplingMessage]:
+    """Sampling conversations whose tool blocks break SEP-1577's pairing."""
+    ask = SamplingMessage(role="user", content=TextContent(type="text", text="Weather in Oslo?"))
+    result = ToolResultContent(
+        type="tool_result", tool_use_id="call_9", content=[TextContent(type="text", text="sunny")]
+    )
+
+    def use(id_: str) -> ToolUseContent:
+        return ToolUseContent(
+            type="tool_use", id=id_, name="forecast.today", input={"city": "Oslo"}
+        )
+
+    if case == "orphan_result":  # a result answering no call
+        return [ask, SamplingMessage(role="user", content=[result])]
+    if case == "wrong_id":  # a result answering a call the model did not make
+        return [
+            ask,
+            SamplingMessage(role="assistant", content=[use("call_1")]),
+            SamplingMessage(role="user", content=[result]),
+        ]
+    if case == "twice":  # the model's call answered twice
+        answer = result.model_copy(update={"tool_use_id": "call_1"})
+        return [
+            ask,
+            SamplingMessage(role="assistant", content=[use("call_1")]),
+            SamplingMessage(role="user", content=[answer, answer]),
+        ]
+    if case == "empty_id":
+        empty = result.model_copy(update={"tool_use_id": ""})
+        return [
+            ask,
+            SamplingMessage(role="assistant", content=[use("")]),
+            SamplingMessage(role="user", content=[empty]),
+        ]
+    if case == "unanswered":  # the model's call, then the user goes on as if it were not made
+        return [
+            ask,
+            SamplingMessage(role="assistant", content=[use("call_1")]),
+            SamplingMessage(role="user", content=TextContent(type="text", text="Well?")),
+        ]
+    raise ValueError(case)
 
 
 class _State:
@@ -288,6 +379,53 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         return f"description ({sampled.model}): {getattr(sampled.content, 'text', '')}"
 
     @server.tool()
+    async def weather_agent(question: str, ctx: Context) -> str:
+        """Answers a question with the client's model, running the tools it calls (sampling with
+        tools, handshake era)."""
+        messages = [SamplingMessage(role="user", content=TextContent(type="text", text=question))]
+        for _ in range(4):
+            result = await ctx.session.create_message(
+                messages,
+                max_tokens=100,
+                system_prompt="Use the tools.",
+                tools=[FORECAST_TOOL],
+                tool_choice=ToolChoice(mode="auto"),
+            )
+            uses = [block for block in result.content_as_list if isinstance(block, ToolUseContent)]
+            if not uses:
+                text = " ".join(
+                    b.text for b in result.content_as_list if isinstance(b, TextContent)
+                )
+                return f"{text} ({result.stop_reason}, {len(messages)} messages)"
+            messages.append(SamplingMessage(role="assistant", content=result.content_as_list))
+            messages.append(SamplingMessage(role="user", content=[_forecast(u) for u in uses]))
+        return "the model kept calling tools"
+
+    @server.tool()
+    async def pick_city(question: str, sampled: Annotated[Any, Resolve(_sample_pick)]) -> str:
+        """Asks the client's model once, with a tool it must call, and says what it proposed."""
+        proposed = [
+            f"{block.name}({block.input}) id={block.id}"
+            for block in sampled.content_as_list
+            if isinstance(block, ToolUseContent)
+        ]
+        return f"{sampled.stop_reason}: {'; '.join(proposed)}"
+
+    @server.tool()
+    async def sample_raw(case: str, ctx: Context) -> str:
+        """Sends a sampling request whose tool blocks do not pair up (handshake era)."""
+        request = CreateMessageRequest(
+            params=CreateMessageRequestParams(
+                messages=_raw_messages(case), max_tokens=10, tools=[FORECAST_TOOL]
+            )
+        )
+        try:
+            result = await ctx.session.send_request(request, CreateMessageResultWithTools)
+        except MCPError as exc:
+            return f"refused ({exc.error.code}): {exc.error.message}"
+        return f"answered: {result.content}"
+
+    @server.tool()
     def ticket(title: str) -> Ticket:
         """Opens a ticket."""
         return Ticket(id=7, title=title)
@@ -324,6 +462,15 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         return [
             UserMessage("What does this chart show?"),
             UserMessage(ImageContent(type="image", data="iVBORw0KGgo=", mime_type="image/png")),
+        ]
+
+    @server.prompt()
+    def redraw() -> list[Message]:
+        """A conversation in which the assistant drew a chart (an image in its message)."""
+        return [
+            UserMessage("Draw a chart."),
+            AssistantMessage(ImageContent(type="image", data="R0lGODlh", mime_type="image/gif")),
+            UserMessage("Make it blue."),
         ]
 
     @server.prompt()
