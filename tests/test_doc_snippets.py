@@ -23,7 +23,7 @@ DOCS = {
     "composing.md": 4,
     "tools.md": 4,
     "models.md": 3,
-    "mcp.md": 3,
+    "mcp.md": 4,
     "interrupts.md": 11,
     "event_driven.md": 15,
     "service.md": 3,
