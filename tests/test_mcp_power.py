@@ -42,7 +42,7 @@ import adk.checkpoint.codec as codec
 from adk import MaxTurnsExceeded, RunContext, Runner, tool
 from adk.callbacks import Callbacks, ModelRequest
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
-from adk.messages import Message, Usage
+from adk.messages import Message, ToolCall, Usage
 from adk.models.base import ModelError, ModelOptions
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from adk.tools.base import ToolContext, ToolResult, ToolSpec
@@ -546,6 +546,32 @@ async def test_a_sampled_tool_call_reaches_the_server_as_tool_use_in_both_eras(
         )
     ]
     assert request.options is not None and request.options.tool_choice == "required"
+
+
+class _NoIdsModel:
+    """A model of one's own proposing calls without ids."""
+
+    model_name = "no-ids"
+
+    async def generate(self, messages: Any, *, tools: Any = (), options: Any = None) -> Any:
+        calls = [ToolCall(id="", name="forecast_today", arguments='{"city": "Rome"}')]
+        return Message.assistant(tool_calls=calls)
+
+    def stream(self, messages: Any, *, tools: Any = (), options: Any = None) -> Any:
+        raise NotImplementedError
+
+
+async def test_a_sampled_call_without_an_id_is_given_one_the_server_can_answer_by(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """A ``tool_use`` block's id is how the server's ``tool_result`` answers it; a model leaving
+    its call's out is given one (as the OpenAI adapters give theirs), since a call with an empty
+    id came back in a ``tool_result`` that could be matched to nothing."""
+    async with MCPToolset(
+        server_for("stdio-legacy", http_servers), sampling=_NoIdsModel()
+    ) as toolset:
+        picked = await call(toolset, "pick_city", {"question": "Where?"})
+    assert picked.content == "toolUse: forecast.today({'city': 'Rome'}) id=call_0"
 
 
 async def test_a_sampled_call_with_arguments_that_are_no_object_is_an_error_answer(

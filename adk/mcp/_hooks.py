@@ -300,7 +300,7 @@ class _ModelSampling:
                 reply = await generate_counted(
                     call.run_context, self._model, messages, tools.specs, options
                 )
-            uses = [tools.use_of(proposed) for proposed in reply.tool_calls]
+            uses = [tools.use_of(proposed, n) for n, proposed in enumerate(reply.tool_calls)]
         except Exception as exc:
             reason = str(exc) if isinstance(exc, _Malformed) else _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)
@@ -350,8 +350,11 @@ class _SampledTools:
         offered = self._model_name.get(name)
         return offered if offered is not None else _model_names([name])[0]
 
-    def use_of(self, call: ToolCall) -> ToolUseContent:
-        """The model's proposed ``call`` as the ``tool_use`` block the server runs."""
+    def use_of(self, call: ToolCall, position: int) -> ToolUseContent:
+        """The model's proposed ``call`` (its ``position``-th) as the ``tool_use`` block the
+        server runs; one without an id (a ``ChatModel`` of one's own may leave it out) is given
+        one, as the OpenAI adapters give theirs, since the server's ``tool_result`` answers by
+        it."""
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
@@ -362,7 +365,8 @@ class _SampledTools:
                 f"{call.arguments[:200]!r}"
             )
         name = self._by_model_name.get(call.name, call.name)
-        return ToolUseContent(type="tool_use", id=call.id, name=name, input=arguments)
+        id_ = call.id or f"call_{position}"
+        return ToolUseContent(type="tool_use", id=id_, name=name, input=arguments)
 
 
 def _tool_choice(params: CreateMessageRequestParams) -> str | None:
