@@ -1006,6 +1006,10 @@ async def test_handlers_and_log_levels_that_cannot_work_are_refused() -> None:
         MCPToolset(server, elicitation=object())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="sampling must be a ChatModel, a function or None"):
         MCPToolset(server, sampling=42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"sampling_tools=True needs sampling= \(a ChatModel"):
+        MCPToolset(server, sampling_tools=True)
+    with pytest.raises(TypeError, match="sampling_tools must be a bool or None, got str"):
+        MCPToolset(server, sampling=ScriptedModel(["x"]), sampling_tools="yes")  # type: ignore[arg-type]
 
 
 # -- resources -----------------------------------------------------------------------------------
