@@ -30,9 +30,9 @@ How a figure is made
   concurrent runs pays every few batches, and the concurrent figure would leave them out (for
   pyadk's (a) with a model that awaits once, about 6 µs per run). So those run without it, after
   a warm-up that lasts until the collector has made a full cycle (eleven middle-generation
-  collections, or a full one) or three seconds have passed; what one arm leaves to collect can land
-  in the next one, at most about one collection per generation at each switch, which the blocks of
-  G gathers dilute. (A run that leaves no garbage, like pyadk's sequential arm, triggers none.)
+  collections, or a full one) or thirty rounds' length has passed (3 s; no wait with the collector
+  off); what one arm leaves to collect can land in the next one, at most about one collection per
+  generation at each switch, which the blocks of G gathers dilute. (A run that leaves no garbage, like pyadk's sequential arm, triggers none.)
 - Figures are the median of the rounds, with min–max beside them so noise is visible.
 - ``python -m benchmarks._harness count MODULE SCENARIO VARIANT --runs N`` is the worker that
   ``benchmarks._callgrind`` runs under valgrind: no clock at all, a fixed warm-up and exactly N runs,
@@ -160,7 +160,10 @@ async def _gather_share(floor: Variant, runs: int, gathers: int) -> tuple[float,
 async def _gc_steady_state(fn: Variant, floor: Variant, runs: int, limit_s: float = 3.0) -> None:
     """Gather until the collector has gone through a full cycle under this load: eleven
     middle-generation collections (the point where CPython considers a full one) or a full one,
-    or ``limit_s`` seconds (a slow peer)."""
+    or ``limit_s`` seconds (a slow peer, or a raised threshold). With the collector off there is
+    no cycle to wait for: it returns at once (it waited out the whole limit)."""
+    if not gc.isenabled():
+        return
     start = time.perf_counter()
     first = _gc_collections()
     while True:
@@ -269,7 +272,9 @@ async def _prepare(module: Any, scenario: str, round_s: float, concurrency: int)
     start = time.perf_counter()
     await _timed_gather(fn, runs)  # warm the concurrent path (task and frame free lists)
     gathers = max(1, min(10, math.ceil(3 * round_s / (time.perf_counter() - start))))
-    await _gc_steady_state(fn, floor, runs)
+    # The limit is thirty rounds' length: 3 s at the default 0.1 s, 0.6 s for a quick run's 0.02 s
+    # (two rounds whose figures nothing compares need no more; a raised threshold waited 3 s).
+    await _gc_steady_state(fn, floor, runs, limit_s=30 * round_s)
     # "asyncio" is asyncio's own share, paid by every SDK alike (see the module docstring).
     arms: dict[str, Arm] = {
         "sequential": _sequential_arm(fn, runs * gathers),

@@ -7,6 +7,7 @@ its load); the benchmark itself, with its targets, is ``python -m benchmarks``.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import shutil
 import subprocess
@@ -214,3 +215,26 @@ def test_the_soak_reports_growth_per_store_and_tracing_setting(tmp_path: Path) -
     for row in rows:
         assert row["runs"] == 50 and row["fd_growth"] == 0 and row["tasks_left"] == 0
         assert isinstance(row["tracemalloc_growth_kib"], float)
+
+
+def test_the_gc_warm_up_of_a_gather_waits_for_no_cycle_with_the_collector_off() -> None:
+    """With the collector off there is no cycle to reach: the warm-up returns at once, where it
+    waited out its whole limit (3 s per ``nogc`` worker); with it on, it gathers."""
+    from benchmarks._harness import _gc_steady_state
+
+    gathered = 0
+
+    async def run() -> None:
+        nonlocal gathered
+        gathered += 1
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        asyncio.run(_gc_steady_state(run, run, 10, limit_s=3600.0))
+    finally:
+        if enabled:
+            gc.enable()
+    assert gathered == 0
+    asyncio.run(_gc_steady_state(run, run, 10, limit_s=0.0))
+    assert gathered == 20  # one gather of each, then the (zero) limit is past
