@@ -11,6 +11,7 @@ Options (``--help`` lists them all):
                     repeat (default 5), alternated with pyadk's rounds in live workers
   --repeat N        run every scenario in N fresh processes and pool their rounds (peers: N fresh
                     sets of workers per scenario, default 2)
+  --import-samples N  fresh interpreters timed per import row of pyadk (default 11, quick 3)
   --peers           the side-by-side peers mode (downloads pinned SDKs into venvs; not CI)
   --instructions    also count instructions per run with valgrind's callgrind (deterministic,
                     unlike this machine's timings); skipped, with a note, if valgrind is missing
@@ -228,8 +229,8 @@ def _count_extra(name: str, rows: list[dict[str, Any]], quick: bool) -> None:
         row.update(count.as_dict())
 
 
-def _import_rows(quick: bool) -> list[dict[str, Any]]:
-    repeat = 3 if quick else 11
+def _import_rows(quick: bool, samples: int | None = None) -> list[dict[str, Any]]:
+    repeat = samples or (3 if quick else 11)
     rows = []
     for statement, name, target, cached in (
         ("import adk", "import", TARGETS["import"], True),
@@ -428,6 +429,14 @@ def _profile(name: str, args: argparse.Namespace) -> None:
     subprocess.run(cmd, cwd=REPO, check=True)
 
 
+def _at_least_one(text: str) -> int:
+    """An argparse type: an integer of at least 1 (no sample is no figure)."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks", description=__doc__.split("\n")[0]
@@ -439,6 +448,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--repeat", type=int, help="fresh processes per scenario (default 1; peers 2, quick 1)"
+    )
+    parser.add_argument(
+        "--import-samples",
+        type=_at_least_one,
+        help="fresh interpreters timed per pyadk import row (default 11, quick 3)",
     )
     parser.add_argument("--peers", action="store_true", help="side by side with peer SDKs")
     parser.add_argument("--peer", action="append", help="with --peers: only this peer (repeatable)")
@@ -483,7 +497,7 @@ def _measure_scenarios(
     results: dict[str, WorkerResult] = {}
     if "import" in scenarios:
         print("[pyadk] import ...", flush=True)
-        rows.extend(_import_rows(args.quick))
+        rows.extend(_import_rows(args.quick, args.import_samples))
     for scenario in (s for s in scenarios if s != "import"):
         print(f"[pyadk] {scenario} ...", flush=True)
         try:

@@ -146,17 +146,42 @@ def test_a_crashing_extra_benchmark_is_a_failure() -> None:
 @pytest.mark.timeout(900)
 def test_instruction_counts_skip_the_import_rows(tmp_path: Path) -> None:
     """``--instructions`` with the import rows selected: those rows have no worker to count (this
-    crashed with a KeyError once); a timed row gets its count, or a note where valgrind is missing."""
+    crashed with a KeyError once); a timed row gets its count, or a note where valgrind is missing.
+    One import sample per row (``--import-samples 1``): their number is not what this pins."""
     output = tmp_path / "results.json"
-    proc = _bench("--quick", "--only", "import,d", "--instructions", "--output", str(output))
+    proc = _bench(
+        "--quick",
+        "--only",
+        "import,d",
+        "--instructions",
+        "--import-samples",
+        "1",
+        "--output",
+        str(output),
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {row["scenario"]: row for row in json.loads(output.read_text())["rows"]}
     assert {"import", "import_rss", "d"} <= set(rows)
+    assert rows["import"]["samples"] == 1
     assert "instructions_per_run" not in rows["import"]
     if shutil.which("valgrind"):
         assert rows["d"]["instructions_per_run"] > 0
     else:
         assert "k instr/run" in proc.stdout and "valgrind not installed" in proc.stdout
+
+
+@pytest.mark.parametrize("samples", ["0", "-2", "x"])
+def test_an_import_sample_count_below_one_is_refused(
+    samples: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    output = tmp_path / "r.json"
+    with pytest.raises(SystemExit) as exited:
+        suite.main(
+            ["--quick", "--only", "import", "--import-samples", samples, "--output", str(output)]
+        )
+    assert exited.value.code == 2
+    assert "--import-samples" in capsys.readouterr().err
+    assert not output.exists()
 
 
 def test_the_frozen_in_flight_scenario_runs_in_its_own_process(tmp_path: Path) -> None:
