@@ -34,7 +34,8 @@ def closed_port() -> int:
 class HTTPServerProcess:
     """The demo server over streamable HTTP (``/mcp``) or, with ``sse=True``, SSE (``/sse``);
     ``sessions`` names how it refuses sessions it does not know, ``token`` the bearer token it
-    wants (``sessions.py``)."""
+    wants (``sessions.py``); ``script`` serves another server of this folder the same way (a
+    ``--port`` option, ``PORT <n>`` on its first line, streamable HTTP at ``/mcp``)."""
 
     def __init__(
         self,
@@ -43,7 +44,9 @@ class HTTPServerProcess:
         legacy: bool = False,
         sessions: str | None = None,
         token: str | None = None,
+        script: Path | None = None,
     ) -> None:
+        self._script = _HTTP_SCRIPT if script is None else script
         self._flags = [*(["--sse"] if sse else []), *(["--legacy"] if legacy else [])]
         if sessions is not None:
             self._flags += ["--sessions", sessions]
@@ -66,7 +69,7 @@ class HTTPServerProcess:
         """Start the server (on the port it had before, if it ran already); return its URL."""
         assert self._process is None or self._process.poll() is not None, "already running"
         process = subprocess.Popen(
-            [sys.executable, str(_HTTP_SCRIPT), "--port", str(self.port), *self._flags],
+            [sys.executable, str(self._script), "--port", str(self.port), *self._flags],
             stdout=subprocess.PIPE,
             text=True,
         )
