@@ -13,8 +13,9 @@ state lives in session values (all checkpointable):
 
 Roles, any agent each (``new_planner``/``new_executor``/``new_replanner`` build model-backed ones):
 
-- the planner reads the conversation and produces a ``Plan``: as its ``custom`` output (what
-  ``ReActAgent(output_schema=Plan)`` emits), as JSON text, or by storing it in ``session["plan"]``;
+- the planner reads the conversation and produces a ``Plan`` of at least one step: as its
+  ``custom`` output (what ``ReActAgent(output_schema=Plan)`` emits), as JSON text, or by storing
+  it in ``session["plan"]``;
 - the executor gets one user message with the objective, the plan, the finished steps and the step
   to do; its last output is the step's result. The step then leaves the plan. The message is also
   the start of the history the executor runs on (``_StepView``), so a workflow in the role reads
@@ -491,6 +492,13 @@ class _PlanStep(_Role):
             plan = _as_plan(value)
         if plan is None:
             raise ValueError(f"planner '{self.name}' produced no plan: {problem}")
+        if not plan.steps:
+            # Not taken for "nothing to do": the replanner would be asked for the final answer
+            # with no step done, and answer from nothing.
+            raise ValueError(
+                f"planner '{self.name}' produced no plan: its plan has no steps (blank ones are "
+                "dropped); a plan needs at least one, even if only to answer the objective"
+            )
         # Written again: a PlanExecute the planner ran in this session has left its own there.
         session[OBJECTIVE_KEY] = objective
         session[EXECUTED_STEPS_KEY] = []

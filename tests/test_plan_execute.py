@@ -259,6 +259,25 @@ async def test_a_planner_whose_custom_output_is_not_a_plan_says_so() -> None:
         await Runner(agent).invoke("chores")
 
 
+@pytest.mark.parametrize("steps", [[], ["  ", ""]])
+async def test_a_plan_without_steps_fails_the_run_instead_of_asking_for_an_answer(
+    steps: list[str],
+) -> None:
+    # A model's empty plan (or one of blank steps, which Plan drops) went straight to the
+    # replanner, asked for the final answer with nothing done: it answered from nothing.
+    executor = new_executor(ScriptedModel([]))
+    replanner = new_replanner(ScriptedModel(["An answer made up from nothing."]))
+    agent = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": steps})])), executor, replanner
+    )
+
+    with pytest.raises(
+        adk.RunError, match="planner 'planner' produced no plan: its plan has no steps"
+    ):
+        await Runner(agent).invoke("Research tea.")
+    assert executor.model.requests == [] and replanner.model.requests == []
+
+
 @pytest.mark.parametrize(
     ("limit", "error"), [(0, ValueError), (None, TypeError), (True, TypeError), (2.5, TypeError)]
 )
