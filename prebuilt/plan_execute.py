@@ -800,7 +800,14 @@ class PlanExecute(SequentialAgent):
         name: str = _DEFAULT_NAME,
         description: str = "",
         callbacks: Iterable[Any] = (),
+        output_key: str | None = None,
     ) -> None:
+        if output_key is not None and not (isinstance(output_key, str) and output_key):
+            raise TypeError(
+                f"PlanExecute {name!r}: output_key must be a non-empty str (the session key the "
+                f"answer is stored under), got {output_key!r}"
+            )
+        self.output_key = output_key
         # Checked here, not by the inner loop: its error would name a loop the caller never made,
         # and it would take None for no limit, which this one does not have.
         check_count(max_iterations, f"PlanExecute {name!r}: max_iterations")
@@ -833,6 +840,7 @@ class PlanExecute(SequentialAgent):
         *,
         name: str = _DEFAULT_NAME,
         description: str = "",
+        output_key: str | None = None,
     ) -> PlanExecute:
         """All three roles from one model: the common case in one line. The roles are named after
         the PlanExecute (``research_planner``, ...; under the default name just ``planner``,
@@ -844,6 +852,7 @@ class PlanExecute(SequentialAgent):
             max_iterations,
             name=name,
             description=description,
+            output_key=output_key,
         )
 
     def _adk_authors(self, seen: set[int]) -> Iterator[Author]:
@@ -885,6 +894,8 @@ class PlanExecute(SequentialAgent):
         role's step puts back on resume anyway, while this one's steps saved their own."""
         around = _around(ctx)
         responded = False
+        key = self.output_key
+        answer: str | None = None  # the last text of its roles' outputs, for ``output_key``
         if given is not None:  # for the planner's step (``_PlanStep._objective``), by address
             self._given[_given_key(ctx, ctx.address)] = given
         try:
@@ -894,7 +905,17 @@ class PlanExecute(SequentialAgent):
                         responded = True
                         # Counted here: a PlanExecute around this one must not count it too.
                         event._flags &= ~_ENDS_LOOP
+                        if key is not None and answer is not None:
+                            ctx.session[key] = answer  # the response is the last text before
                     yield event
+                    if (
+                        key is not None
+                        and event.output is not None
+                        and not event._flags & _NOT_THE_ROLES
+                    ):
+                        text = await _text_of(event)
+                        if text is not None:
+                            answer = text
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
             if given is not None:

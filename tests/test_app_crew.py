@@ -115,13 +115,14 @@ def build_crew(model_url: str, mcp_url: str, *, review: bool = True) -> adk.Agen
         new_replanner(llm(), name="research_replanner"),
         name="research",
         description="Senior market researcher: finds market size and competitors.",
+        output_key="research",  # Task(context=[research_task]) for the analyst
     )
     analyst = ReActAgent(
         "analyst",
         llm(),
         description="Market analyst: turns research into findings.",
-        instruction="You are a market analyst. Task: analyse the research on {topic}. "
-        "Expected output: three findings.",
+        instruction="You are a market analyst. Task: analyse this research on {topic}: "
+        "{research} Expected output: three findings.",
         output_key="analysis",  # Task(context=[analysis_task]) for the report
     )
     manager = ReActAgent(
@@ -308,7 +309,15 @@ async def test_the_crew_plans_delegates_retries_and_is_reviewed_from_another_pro
         "content": "USD 19.7 billion in 2024, growing 10.2% a year",
     }
 
-    # The analyst (a Supervisor worker) was shown the research answer as context.
+    # The analyst (a Supervisor worker) read the planning researcher's answer in its instruction
+    # (the PlanExecute's output_key), and in the conversation.
+    assert paused.session["research"] == (
+        "USD 19.7 billion market growing 10.2%; Oatly, Alpro and Silk lead."
+    )
+    assert system_of(bodies[9]).startswith(
+        "You are a market analyst. Task: analyse this research on plant-based milk: USD 19.7 "
+        "billion market growing 10.2%; Oatly, Alpro and Silk lead. Expected output"
+    )
     analyst_sees = texts_of(bodies[9])
     assert (
         "user",

@@ -259,6 +259,45 @@ async def test_a_planner_whose_custom_output_is_not_a_plan_says_so() -> None:
         await Runner(agent).invoke("chores")
 
 
+async def test_output_key_stores_the_answer_for_a_later_agents_instruction() -> None:
+    # CrewAI's Task(context=[research_task]) with a planning researcher: the next agent's
+    # instruction names the PlanExecute's answer, as it would a ReActAgent's output_key.
+    research = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["look up", "compare"]})])),
+        new_executor(ScriptedModel(["found", "compared"])),
+        new_replanner(
+            ScriptedModel(
+                [
+                    Reply(tool_calls=[tool_call("update_plan", {"steps": ["compare prices"]})]),
+                    "Oatly is dearest.",
+                ]
+            )
+        ),
+        name="research",
+        output_key="research",
+    )
+    writer = ReActAgent(
+        "writer", ScriptedModel(["A report."]), instruction="Write from: {research}"
+    )
+
+    result = await Runner(SequentialAgent("crew", [research, writer])).invoke("Milk market.")
+
+    assert result.session["research"] == "Oatly is dearest."
+    assert writer.model.requests[0].messages[0].content == "Write from: Oatly is dearest."
+    # A replanner's blank reply after the last step: the step's result is the answer stored.
+    blank = PlanExecute(
+        new_planner(ScriptedModel([json.dumps({"steps": ["look up"]})])),
+        new_executor(ScriptedModel(["found it"])),
+        new_replanner(ScriptedModel([""])),
+        output_key="research",
+    )
+    assert (await Runner(blank).invoke("Milk.")).session["research"] == "found it"
+    with pytest.raises(
+        TypeError, match="PlanExecute 'plan_execute': output_key must be a non-empty"
+    ):
+        PlanExecute(Worker("p"), Worker("e"), Reviewer("r"), output_key="")
+
+
 @pytest.mark.parametrize("steps", [[], ["  ", ""]])
 async def test_a_plan_without_steps_fails_the_run_instead_of_asking_for_an_answer(
     steps: list[str],
