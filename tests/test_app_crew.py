@@ -345,6 +345,7 @@ async def test_the_crew_plans_delegates_retries_and_is_reviewed_from_another_pro
         "For context: [editor] said: Reviewer feedback: Say who leads..",
     )
     assert ("assistant", json.dumps(REPORT)) in writer_again  # its accepted draft, as its own
+    assert json.dumps(REPORT_THIN) not in json.dumps(writer_again)  # the rejected one is gone
 
     done = await resume_in_a_process(llm, mcp_process, tmp_path, "r-1", "ok")
     assert done["points"] is None
