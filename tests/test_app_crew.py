@@ -361,6 +361,25 @@ async def test_the_crew_plans_delegates_retries_and_is_reviewed_from_another_pro
     assert done["usage"] == Usage(input_tokens=170, output_tokens=17, total_tokens=187).model_dump()
 
 
+async def test_a_bad_plan_from_the_model_is_retried_once_then_fails_the_crew_naming_the_planner(
+    llm: OpenAIServer, mcp_process: HTTPServerProcess
+) -> None:
+    llm.script(
+        delegate("Research the plant-based milk market.", "research", "t1"),
+        says("First I will look up the size, then the competitors."),  # prose, not a plan
+        says(json.dumps({"steps": [" "]})),  # a plan of nothing
+    )
+    async with Runner(build_crew(llm.base_url, mcp_process.url)) as runner:
+        with pytest.raises(adk.RunError) as failed:
+            await runner.invoke(
+                "Write a market research report.", session={"topic": "plant-based milk"}
+            )
+    assert "planner 'research_planner' produced no plan: its plan has no steps" in str(failed.value)
+    # The prose got the output_schema retry, told why; nothing was executed or answered after.
+    assert "the answer is not valid JSON" in llm.bodies[2]["messages"][-1]["content"]
+    assert len(llm.bodies) == 3
+
+
 async def test_kickoff_for_each_runs_the_crew_per_topic_concurrently(
     mcp_process: HTTPServerProcess, tmp_path: Path
 ) -> None:
