@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import tempfile
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -124,14 +125,26 @@ def scripted(messages: list[adk.Message]) -> Any:
 class Sessions:
     """The conversations, in memory: a real service keeps them in its database, by session id.
 
-    One run per session at a time: its lock is held from the request to the run's end."""
+    One run per session at a time: its lock is held from the request to the run's end, and kept
+    only meanwhile: a service sees a new session id for each conversation, and one lock kept per
+    session it ever saw would grow for as long as it runs."""
 
     def __init__(self) -> None:
         self.messages: dict[str, list[adk.Message]] = {}
         self.locks: dict[str, asyncio.Lock] = {}
 
-    def lock(self, session_id: str) -> asyncio.Lock:
-        return self.locks.setdefault(session_id, asyncio.Lock())
+    async def take(self, session_id: str) -> bool:
+        """Take the session for a run: False while a run of it goes on."""
+        lock = self.locks.setdefault(session_id, asyncio.Lock())
+        if lock.locked():
+            return False
+        await lock.acquire()  # free, so it takes it at once: nothing comes between, no one waits
+        return True
+
+    def give_back(self, session_id: str) -> None:
+        """The session's run ended: its lock goes (no one waits on it: a second message is
+        answered 409, not queued)."""
+        self.locks.pop(session_id).release()
 
 
 class SessionStream(StreamingResponse):
@@ -142,11 +155,11 @@ class SessionStream(StreamingResponse):
     session would answer 409 for good. (uvicorn's does not raise: there the body always starts.)"""
 
     def __init__(
-        self, body: AsyncGenerator[str, None], lock: asyncio.Lock, span: trace.Span
+        self, body: AsyncGenerator[str, None], give_back: Callable[[], None], span: trace.Span
     ) -> None:
         super().__init__(body, media_type="text/event-stream")
         self.body = body
-        self.lock = lock
+        self.give_back = give_back
         self.span = span
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
@@ -156,7 +169,7 @@ class SessionStream(StreamingResponse):
             try:
                 await self.body.aclose()  # a body cut off at a yield: its run is closed now
             finally:
-                self.lock.release()
+                self.give_back()
                 self.span.end()
 
 
@@ -198,12 +211,10 @@ def build_app(
                 raise TypeError("message must be a string")
         except (ValueError, KeyError, TypeError) as exc:
             return JSONResponse({"error": f"expected {{'message': str}}: {exc}"}, 400)
-        lock = sessions.lock(session_id)
-        if lock.locked():
+        if not await sessions.take(session_id):
             return JSONResponse(
                 {"error": f"session {session_id!r} is answering another message"}, 409
             )
-        await lock.acquire()
         earlier = sessions.messages.get(session_id, [])
         events = runner.run([*earlier, adk.Message.user(text)], run_id=session_id)
         span = _request_span(tracer, request, "POST /sessions/{session_id}/messages")
@@ -223,7 +234,7 @@ def build_app(
                 message = f"the run took longer than {REQUEST_TIMEOUT:g} s"
                 yield _event("error", {"error": message})
 
-        return SessionStream(body(), lock, span)
+        return SessionStream(body(), functools.partial(sessions.give_back, session_id), span)
 
     async def resume(request: Request) -> Response:
         assert runner is not None

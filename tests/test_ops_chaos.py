@@ -780,9 +780,53 @@ async def test_clients_leaving_mid_stream_under_load_leave_nothing_behind(tmp_pa
         )
         assert status == 200 and "The total is 5." in text
     assert len(set(tasks)) == 1, tasks
-    # The example keeps a lock per session it has seen (one object each); a run that left
-    # anything behind would add tens per session.
+    # Two objects per session of slack (the example kept a lock per session it had seen until
+    # test_a_service_keeps_no_lock_for_a_session_with_no_run_going_on); a run that left anything
+    # behind would add tens per session.
     assert counts[-1] - counts[2] <= 2 * sessions * (rounds - 3), counts
+
+
+async def test_a_service_keeps_no_lock_for_a_session_with_no_run_going_on(tmp_path: Path) -> None:
+    """A service that runs for weeks sees a new session id for each conversation: the lock that
+    keeps a session to one run at a time must go when the run ends (answered, timed out, its
+    client gone), or the service holds one per session it ever saw. Counted as the asyncio
+    locks alive after a collection, before and after many sessions' runs."""
+    service = _example("agent_service")
+    service.looking.clear()
+    app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    sessions = 40
+
+    def locks() -> int:
+        gc.collect()
+        return sum(type(o) is asyncio.Lock for o in gc.get_objects())
+
+    async def leave_mid_stream(port: int, session: str) -> None:
+        reader, writer = await _open(port, f"/sessions/{session}/messages", {"message": "invoice?"})
+        try:
+            assert b" 200 " in await reader.readline()
+            await reader.readuntil(b"event: event")  # the model's call of the slow tool came
+        finally:
+            writer.close()
+
+    async with _serving(app) as served:
+        status, _ = await _answer(served.port, "/sessions/warm/messages", {"message": "2+3?"})
+        assert status == 200
+        before = locks()
+        answered = await asyncio.gather(
+            *(
+                _answer(served.port, f"/sessions/a{i}/messages", {"message": "2+3?"})
+                for i in range(sessions)
+            )
+        )
+        assert all(status == 200 and "The total is 5." in text for status, text in answered)
+        await asyncio.gather(*(leave_mid_stream(served.port, f"b{i}") for i in range(sessions)))
+        await served.connections_closed()
+        await served.requests_ended(1 + 2 * sessions)
+        after = locks()
+        # A session that ran before takes its next message (its lock was given back, then made again).
+        status, text = await _answer(served.port, "/sessions/b0/messages", {"message": "2+3?"})
+        assert status == 200 and "The total is 5." in text
+    assert after - before <= 2, (before, after)  # was one per session: 80
 
 
 async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoint(
