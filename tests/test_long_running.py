@@ -168,8 +168,9 @@ def _counts() -> tuple[collections.Counter[str], int, int, int]:
     objects: collections.Counter[str] = collections.Counter()
     for item in gc.get_objects():
         kind = type(item)
-        if (kind.__module__ or "").partition(".")[0] in _OWN:
-            objects[f"{kind.__module__}.{kind.__qualname__}"] += 1
+        module = getattr(kind, "__module__", None)  # not a str for every type (a descriptor)
+        if isinstance(module, str) and module.partition(".")[0] in _OWN:
+            objects[f"{module}.{kind.__qualname__}"] += 1
     tasks = [
         t
         for t in asyncio.all_tasks()

@@ -445,7 +445,8 @@ async def test_the_documented_session_stream_gives_its_lock_back_when_its_close_
             async for event in events:
                 yield f"data: {json.dumps(AgentEvent.to_dict(event))}\n\n"
 
-    response = stream_class(body(), lock)  # type: ignore[call-arg]
+    locks = {"s1": lock}  # the sessions with a run going on
+    response = stream_class(body(), "s1", locks)  # type: ignore[call-arg]
     stalled = asyncio.Event()
 
     async def send(message: Any) -> None:
@@ -462,4 +463,4 @@ async def test_the_documented_session_stream_gives_its_lock_back_when_its_close_
         group.start_soon(response, scope, receive, send)
         await stalled.wait()
         group.cancel_scope.cancel()
-    assert not lock.locked()
+    assert not lock.locked() and "s1" not in locks  # given back, and not kept
