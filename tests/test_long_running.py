@@ -196,7 +196,7 @@ async def test_a_shared_runner_keeps_nothing_per_run_of_a_services_mix(tmp_path:
                 base_url=wire.base_url,
                 api_key="sk-test",
                 retry=adk.RetryPolicy(max_attempts=1),
-                timeout=0.3,
+                timeout=0.5,  # "late" waits it out; every other answer comes in ms
             )
             agent = ReActAgent(
                 "clerk",
