@@ -597,3 +597,39 @@ async def test_late_reports_from_two_threads_at_once_warn_once(
         "dropped (a report must come before the tool returns; a task the tool starts to "
         "report must be awaited by it)"
     ]
+
+
+async def test_an_mcp_report_coming_after_its_cancelled_call_is_dropped_without_blaming_the_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``mcp`` 2.x runs each progress callback in a task of its own, so a report the server sent
+    just before a call was cancelled (its client left) or timed out can reach pyadk after the
+    call ended: about one cancelled call in four did under concurrent load. The tool left no
+    task unawaited, so the warning telling its author to await one was wrong, and a service
+    whose clients often leave logged it again and again. Dropped, at debug level; the
+    ``on_progress`` handler still gets it, as the server sent it."""
+    from adk.mcp._hooks import progress_callback
+    from adk.tools._executor import _Emitter
+
+    queue: asyncio.Queue[object] = asyncio.Queue()
+    emitter = _Emitter(queue, "work", "call_1")  # type: ignore[arg-type]
+    from adk import Session
+    from adk.context import RunContext, new_run
+
+    run = new_run([Message.user("hi")], Session())
+    ctx = ToolContext(
+        RunContext(run, ("a",), "agent:a", run.history),
+        tool_name="work",
+        tool_call_id="call_1",
+        address="agent:a/tool:work#call_1",
+        emit=emitter,
+    )
+    handled: list[MCPProgress] = []
+    report = progress_callback(lambda _ctx, seen: handled.append(seen), ctx, "work")
+    await report(1, 3, "before")
+    emitter.ended = True  # the call's task ended (cancelled) before the next report came
+    with caplog.at_level(logging.DEBUG, logger="adk"):
+        await report(2, 3, "after")
+    assert [event.output.custom.message for event in queue._queue] == ["before"]  # type: ignore[attr-defined]
+    assert [seen.message for seen in handled] == ["before", "after"]
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

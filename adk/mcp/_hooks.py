@@ -532,7 +532,13 @@ def progress_callback(
         nonlocal warned
         if shown:
             assert ctx is not None
-            if isfinite(progress) and (total is None or isfinite(total)):
+            if getattr(ctx._emit, "ended", False):
+                # The call was cancelled or timed out after the server sent this: ``mcp`` runs
+                # each progress callback in a task of its own, so one can come after the call
+                # ended. Not the tool's doing (``_Emitter.late`` would tell its author to await
+                # a task), and a service whose clients leave would log it often: dropped.
+                logger.debug("a progress report of tool '%s' came after its call ended", tool)
+            elif isfinite(progress) and (total is None or isfinite(total)):
                 ctx.report_progress(progress, total, message)
             else:
                 if not warned:
