@@ -48,6 +48,7 @@ __all__ = [
     "approves",
     "asks",
     "check_decision",
+    "checked_arguments",
     "decision_of",
     "edit_at",
     "edit_note",
@@ -68,6 +69,14 @@ _SHAPES = (
 EDITED_SLOT = "edited"
 """Where a call that ran with edited arguments and then paused on its own keeps them: its next
 resume runs it again, and the model's arguments in the conversation are not the ones approved."""
+
+RAN_SLOT = "ran_arguments"
+"""Where a call that paused keeps the arguments it ran with when a ``before_tool`` callback had
+edited them (filled in a parameter the model does not give, say): the call the conversation and
+the checkpoint keep is the model's (``tools._executor``), so the resume's checks before anything
+runs (``checked_arguments``) would otherwise find the model's arguments unfit for the tool, and
+refuse the resume as if the tool had changed since the pause. The resumed call's callbacks edit
+the model's call again; the tool checks what it is then given."""
 
 
 def is_approval_request(info: object) -> bool:
@@ -230,6 +239,21 @@ def edit_at(plan: _ResumePlan, address: str, call: ToolCall, data: object) -> ob
                     return edit
                 return None if _unchanged(call, given) else given
     return edit
+
+
+def checked_arguments(plan: _ResumePlan, address: str, call: ToolCall, tool: object) -> str:
+    """The arguments the resume's checks before anything runs (``_preflight``,
+    ``tools._executor.check_resumed_calls``) give a paused ``call``'s tool: a person's edit
+    (``ValueError`` if it does not fit), else those it ran with when it paused, if a callback had
+    edited them (``RAN_SLOT``), else the model's."""
+    resume = plan.resume_for(address)
+    if resume is not None and resume.is_target:
+        edit = edit_at(plan, address, call, resume.data)
+        if edit is not None:
+            return edited_call(tool, call, address, edit).arguments
+    saved = plan.resume_for(address, RAN_SLOT)
+    ran = saved.state if saved is not None else None
+    return ran if isinstance(ran, str) else call.arguments
 
 
 class _EditedCall(ToolCall):

@@ -238,11 +238,7 @@ class Preflight:
         that runs agents (``AgentTool``), the nested tree below it."""
         if not self.holds(address):
             return
-        resume = self.plan.resume_for(address)
-        if resume is not None and resume.is_target:
-            edit = _approval.edit_at(self.plan, address, call, resume.data)
-            if edit is not None:
-                call = _approval.edited_call(tool, call, address, edit)
+        arguments = _approval.checked_arguments(self.plan, address, call, tool)
         tool_ctx = new_tool_context(ctx, call.name, call.id, address, None)
         nested = getattr(tool, "_adk_preflight_call", None)
         if nested is not None:
@@ -250,7 +246,7 @@ class Preflight:
             return
         check = getattr(tool, "_adk_check_resume", None)
         if check is not None:
-            check(call.arguments, tool_ctx)
+            check(arguments, tool_ctx)
 
     def only_under(self, address: str, entered: list[str], why: str) -> None:
         """Refuse the points below ``address`` that lie under none of the ``entered`` addresses:

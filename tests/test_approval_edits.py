@@ -562,3 +562,62 @@ async def test_a_tool_registered_under_another_name_takes_an_edit(tmp_path: Path
         "[A person edited this call's arguments before it ran; it ran with "
         '{"payee": "ACME", "cents": 5}]\npaid 5 to ACME'
     )
+
+
+async def test_a_call_a_before_tool_filled_in_resumes_after_its_approval(tmp_path: Path) -> None:
+    """A ``before_tool`` callback fills in a parameter the model does not give (the user, from
+    the session: Google ADK's ports do this); the tool pauses for approval. The checkpoint keeps
+    the model's call, which lacks the parameter, so the resume's checks before anything runs
+    found its arguments unfit and refused the resume as if the tool had changed since the pause
+    ("user: Field required"), alone and in a round of two calls alike. The checks now give the
+    tool the arguments it ran with; a tool that did change since is still refused."""
+    paid: list[tuple[str, int]] = []
+
+    def pay_tool(changed: bool = False) -> adk.FunctionTool:
+        if changed:
+
+            @adk.tool(require_approval=True, name="pay")
+            def pay_v2(user: str, cents: int, currency: str) -> str:
+                """Pay."""
+                raise AssertionError("a call whose tool changed since the pause does not run")
+
+            return pay_v2
+
+        @adk.tool(require_approval=True)
+        def pay(user: str, cents: int) -> str:
+            """Pay."""
+            paid.append((user, cents))
+            return f"{user} paid {cents}"
+
+        return pay
+
+    def fill_user(ctx: adk.ToolContext, call: adk.ToolCall) -> None:
+        call.arguments = json.dumps({**json.loads(call.arguments), "user": "ann"})
+
+    def runner(db: Path, model: ScriptedModel, changed: bool = False) -> Runner:
+        agent = ReActAgent("a", model, tools=[pay_tool(changed)])
+        return Runner(agent, sqlite_store(db), callbacks=[Callbacks(before_tool=fill_user)])
+
+    for count in (1, 2):
+        paid.clear()
+        db = tmp_path / str(count)
+        db.mkdir()
+        calls = [tool_call("pay", {"cents": 5}, id=f"c{i}") for i in range(count)]
+        model = ScriptedModel([Reply(tool_calls=calls), "done"])
+        paused = pause_of(await collect(runner(db, model).run("go")))
+        assert [p.info["arguments"] for p in paused.points] == [{"cents": 5, "user": "ann"}] * count
+        answers = {point.id: True for point in paused.points}
+
+        changed = runner(db, ScriptedModel(["done"]), changed=True)
+        refused = await collect(changed.resume(paused.checkpoint_id, answers))
+        error = refused[-1].error
+        assert error is not None and error.type == "CheckpointError", error
+        assert "no longer fit tool 'pay'" in error.message and "currency" in error.message
+        assert paid == [] and await checkpoint_ids(changed.checkpoint_store) != []  # kept
+
+        model = ScriptedModel(["done"])
+        events = await collect(runner(db, model).resume(paused.checkpoint_id, answers))
+        assert events[-1].error is None, events[-1].error
+        assert paid == [("ann", 5)] * count
+        called = next(m for m in model.requests[0].messages if m.tool_calls).tool_calls
+        assert [json.loads(c.arguments) for c in called] == [{"cents": 5}] * count  # the model's

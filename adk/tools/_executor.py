@@ -211,6 +211,10 @@ async def run_tool_call(
         signal = signal_of(exc, address)
         if edit is not None:  # paused again on its own: its next resume runs the edited call
             signal.save(address, edit, adk._approval.EDITED_SLOT)
+        elif ran is not call and ran.arguments != call.arguments:
+            # A callback edited the arguments it ran with: what the resume's checks give the
+            # tool (``adk._approval.checked_arguments``), the model's call kept as it was.
+            signal.save(address, ran.arguments, adk._approval.RAN_SLOT)
         return ToolOutcome(call, signal=signal, action=tool_ctx.action)
     except (Exception, asyncio.CancelledError) as exc:
         if is_cancellation(exc):
@@ -389,12 +393,13 @@ def check_resumed_calls(
     for call in calls:
         tool = (instead.get(call.id) if instead else None) or tools.get(call.name)
         address = join_address(ctx.address, tool_segment(call.name, call.id))
-        arguments = call.arguments
-        resume = plan.resume_for(address) if plan is not None else None
-        if plan is not None and resume is not None and resume.is_target:
-            edit = adk._approval.edit_at(plan, address, call, resume.data)
-            if edit is not None:  # a person's edit that does not fit refuses the resume
-                arguments = adk._approval.edited_call(tool, call, address, edit).arguments
+        # A person's edit (refusing the resume if it does not fit), or those the call ran with
+        # when a callback had edited them, else the model's.
+        arguments = (
+            adk._approval.checked_arguments(plan, address, call, tool)
+            if plan is not None
+            else call.arguments
+        )
         check = getattr(tool, "_adk_check_resume", None)
         if check is not None:
             check(arguments, new_tool_context(ctx, call.name, call.id, address, None))
