@@ -56,6 +56,7 @@ __all__ = [
     "gate",
     "is_approval_request",
     "resumed_decision",
+    "with_note",
     "without_note",
 ]
 
@@ -290,6 +291,16 @@ def edit_note(arguments: str) -> str:
     """What the tool result starts with for the model about a call a person edited (the line
     before the result's content)."""
     return f"[A person edited this call's arguments before it ran; it ran with {arguments}]\n"
+
+
+def with_note(edit: object, content: str) -> str:
+    """A resumed call's result ``content`` for the model, after the note of the person's ``edit``
+    (``edit_note``): the edit the person made, not the arguments a ``before_tool`` callback then
+    left (the model is shown no callback's edit of any call), and the note ``without_note`` takes
+    off. ``edit`` is one ``edited_call`` took (an object of arguments by name)."""
+    if not isinstance(edit, Mapping):  # edited_call refuses any other before the call runs
+        raise TypeError(f"an edit is an object of arguments by name, not {type(edit).__name__}")
+    return f"{edit_note(_json(edit))}{content}"
 
 
 def without_note(message: Message) -> None:

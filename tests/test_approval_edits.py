@@ -621,3 +621,47 @@ async def test_a_call_a_before_tool_filled_in_resumes_after_its_approval(tmp_pat
         assert paid == [("ann", 5)] * count
         called = next(m for m in model.requests[0].messages if m.tool_calls).tool_calls
         assert [json.loads(c.arguments) for c in called] == [{"cents": 5}] * count  # the model's
+
+
+async def test_an_edited_call_a_before_tool_edits_too_is_returned_directly_without_the_note(
+    tmp_path: Path,
+) -> None:
+    """A person edits a call that a ``before_tool`` callback edits as well (it fills in the user):
+    the note was made of the arguments the callback left, but taken off a result returned
+    directly as the note of the person's edit, so the agent's output kept it ('[A person edited
+    this call's arguments ...]' before the tool's text). The note says the person's edit, as the
+    model, which never sees a callback's edits, is told of it."""
+    ran: list[tuple[str, int]] = []
+
+    @adk.tool(require_approval=True)
+    def pay(user: str, cents: int) -> str:
+        """Pay."""
+        ran.append((user, cents))
+        return f"{user} paid {cents}"
+
+    def fill_user(ctx: adk.ToolContext, call: adk.ToolCall) -> None:
+        call.arguments = json.dumps({**json.loads(call.arguments), "user": "ann"})
+
+    def runner(model: ScriptedModel, directly: bool) -> Runner:
+        agent = ReActAgent("a", model, tools=[pay], return_directly=["pay"] if directly else [])
+        return Runner(agent, sqlite_store(tmp_path), callbacks=[Callbacks(before_tool=fill_user)])
+
+    edit = {"approved": True, "arguments": {"user": "bob", "cents": 7}}
+    for directly in (True, False):
+        ran.clear()
+        call = tool_call("pay", {"user": "x", "cents": 5}, id="c1")
+        paused = pause_of(
+            await collect(runner(ScriptedModel([Reply(tool_calls=[call])]), directly).run("go"))
+        )
+        model = ScriptedModel(["done"])
+        events = await collect(runner(model, directly).resume(paused.checkpoint_id, edit))
+        assert events[-1].error is None and ran == [("ann", 7)]
+        result = next(e.message for e in events if e.message and e.message.role == "tool")
+        assert result.metadata["edited_arguments"] == {"user": "bob", "cents": 7}
+        if directly:
+            assert result.content == "ann paid 7"
+        else:
+            assert model.requests[0].messages[-1].content == (
+                "[A person edited this call's arguments before it ran; it ran with "
+                '{"user": "bob", "cents": 7}]\nann paid 7'
+            )

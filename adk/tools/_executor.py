@@ -246,9 +246,10 @@ async def run_tool_call(
         tool_ctx.action = None
     edited = edit is not None and invoke is not None and invoke.reached
     if edited:
-        # The conversation keeps the call as the model made it: the result says what ran. Not
-        # when a callback answered instead (a limit refusing the edited amount): nothing ran.
-        content = f"{adk._approval.edit_note(ran.arguments)}{content}"
+        # The conversation keeps the call as the model made it: the result says what ran, as
+        # the person edited it. Not when a callback answered instead (a limit refusing the
+        # edited amount): nothing ran.
+        content = adk._approval.with_note(edit, content)
     name = call.name  # the name the model gave: callbacks edit a copy of the call (above)
     message = tool_message(content, call.id, name)
     if result is not None:
