@@ -9,6 +9,7 @@ process; the payer beside the agent is a ``ReActAgent`` that counts its payments
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from collections.abc import AsyncIterator
@@ -273,3 +274,34 @@ async def test_a_paused_call_whose_servers_tool_is_gone_fails_the_resume_and_kee
     assert "the paused calls need tools it no longer has: add" in str(error)
     assert model.calls == 0
     assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
+
+
+async def test_a_call_a_before_tool_filled_in_resumes_in_a_tool_action(tmp_path: Path) -> None:
+    """A ``before_tool`` callback fills in the account the model does not give, and the tool
+    action's calls pause for approval, one alone or two in a round. The checkpoint keeps the
+    model's calls: the check before the resume gave the tool those, found them unfit ("account:
+    Field required") and refused the resume as if the tool had changed since the pause."""
+
+    def fill_account(ctx: adk.ToolContext, call: adk.ToolCall) -> None:
+        call.arguments = json.dumps({**json.loads(call.arguments), "account": "X"})
+
+    for count in (1, 2):
+        bank = Bank()
+        db = tmp_path / str(count)
+        db.mkdir()
+        calls = [tool_call("transfer", {"cents": 5}, id=f"t{i}") for i in range(count)]
+        model = ScriptedModel([Reply(tool_calls=calls), "ok"])
+        callbacks = [adk.Callbacks(before_tool=fill_account)]
+        teller = _teller(model, bank.transfer)
+        paused = pause_of(
+            await collect(Runner(teller, sqlite_store(db), callbacks=callbacks).run("go"))
+        )
+        approvals = {point.id: True for point in paused.points}
+        assert len(approvals) == count
+
+        teller = _teller(ScriptedModel(["ok"]), bank.transfer)
+        runner = Runner(teller, sqlite_store(db), callbacks=callbacks)
+        events = await collect(runner.resume(paused.checkpoint_id, approvals))
+        assert events[-1].error is None, events[-1].error
+        assert bank.sent == [("X", 5)] * count
+        assert await checkpoint_ids(sqlite_store(db)) == []
