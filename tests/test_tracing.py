@@ -51,6 +51,7 @@ from adk import (
     RunError,
     Runner,
     SequentialAgent,
+    ToolCall,
     ToolContext,
     ToolResult,
     ToolSpec,
@@ -1026,6 +1027,40 @@ async def test_an_error_result_marks_the_tool_span(
     (tool_span,) = named(exporter.get_finished_spans(), "execute_tool add")
     assert tool_span.status.status_code == StatusCode.ERROR
     assert attrs(tool_span)["error.type"] == "tool_error"
+
+
+async def test_a_before_tool_edit_is_the_arguments_its_span_records(
+    provider: TracerProvider, exporter: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """tracing.md: a ``before_tool`` callback edits a copy of the call; the tool, ``after_tool``
+    and the tool's span (``gen_ai.tool.call.arguments``, captured) see what ran, the reply's
+    event and history the model's call."""
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge an amount.
+
+        Args:
+            amount: The amount.
+        """
+        return f"charged {amount}"
+
+    def cap(ctx: ToolContext, call: ToolCall) -> None:
+        call.arguments = json.dumps({"amount": min(json.loads(call.arguments)["amount"], 5)})
+
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("charge", {"amount": 90})]), "ok"])
+    runner = Runner(
+        ReActAgent("a", model, tools=[charge]),
+        callbacks=[Callbacks(before_tool=cap)],
+        tracer_provider=provider,
+    )
+    await runner.invoke("x")
+    (tool_span,) = named(exporter.get_finished_spans(), "execute_tool charge")
+    assert json.loads(attrs(tool_span)["gen_ai.tool.call.arguments"]) == {"amount": 5}
+    assert attrs(tool_span)["gen_ai.tool.call.result"] == "charged 5"
+    (call,) = model.requests[1].messages[-2].tool_calls
+    assert json.loads(call.arguments) == {"amount": 90}
 
 
 @pytest.mark.parametrize("capture", [False, True])
