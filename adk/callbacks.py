@@ -21,8 +21,10 @@ runs inline for every event and must be plain.
                                           ``ToolResult``, dict or pydantic model to answer
                                           instead of the tool, or assign ``call.arguments`` (a
                                           copy of the model's call) to run it with others
-``after_tool(ctx, call, result)``         the tool answered; return a ``str``/``ToolResult``
-                                          (or a dict, a model) to replace its result
+``after_tool(ctx, call, result)``         the tool answered, or raised (``result`` is then the
+                                          error result the model would read); return a
+                                          ``str``/``ToolResult`` (or a dict, a model) to
+                                          replace it
 ``on_event(event)``                       every event the run yields, just before the consumer
                                           sees it
 ========================================  =======================================================
