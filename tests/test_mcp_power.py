@@ -8,6 +8,7 @@ the ``initialize`` handshake era with ``--legacy``).
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import sys
@@ -546,6 +547,51 @@ async def test_a_sampled_tool_call_reaches_the_server_as_tool_use_in_both_eras(
         )
     ]
     assert request.options is not None and request.options.tool_choice == "required"
+
+
+async def test_a_sampled_tool_without_arguments_is_offered_with_properties(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """A server's tool taking no arguments, its schema ``{"type": "object"}`` (MCP needs no
+    ``properties``): OpenAI refuses an object schema without ``properties`` ('object schema
+    missing properties', HTTP 400), so the request failed where the toolset's own listing of such
+    a tool adds them. A sampling request's tools are offered as the toolset offers its own."""
+    model = ScriptedModel([Reply(tool_calls=[tool_call("clock_now", {}, id="c1")])])
+    server = server_for("stdio-legacy", http_servers)
+    async with MCPToolset(server, sampling=model) as toolset:
+        picked = await call(toolset, "pick_city", {"question": "Time?", "offer": "clock"})
+    assert picked.content == "toolUse: clock.now({}) id=c1"
+    (request,) = model.requests
+    assert [(spec.name, spec.parameters) for spec in request.tools] == [
+        ("clock_now", {"type": "object", "properties": {}})
+    ]
+
+
+async def test_two_sampled_tools_whose_names_are_made_fit_alike_keep_their_own_calls(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """``forecast.today`` and ``forecast_today`` offered together: the second keeps its name, the
+    first is given a hashed one, and the model's call of each reaches the server by its own
+    name (parallel calls, in the model's order)."""
+    hashed = "forecast_today_" + hashlib.sha256(b"forecast.today").hexdigest()[:8]
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call(hashed, {"city": "Oslo"}, id="c1"),
+                    tool_call("forecast_today", {"city": "Rome"}, id="c2"),
+                ]
+            )
+        ]
+    )
+    server = server_for("stdio-legacy", http_servers)
+    async with MCPToolset(server, sampling=model) as toolset:
+        picked = await call(toolset, "pick_city", {"question": "?", "offer": "both_forecasts"})
+    assert picked.content == (
+        "toolUse: forecast.today({'city': 'Oslo'}) id=c1; forecast_today({'city': 'Rome'}) id=c2"
+    )
+    (request,) = model.requests
+    assert [spec.name for spec in request.tools] == [hashed, "forecast_today"]
 
 
 class _NoIdsModel:

@@ -61,7 +61,7 @@ from ..messages import Message, Role, ToolCall
 from ..models.base import ChatModel, ModelOptions, model_name_of
 from ..tools.base import ToolSpec
 from ._content import blocks_message, result_of
-from ._names import _model_names
+from ._names import _model_names, _model_parameters
 
 if TYPE_CHECKING:
     from ..tools.base import ToolContext
@@ -340,7 +340,11 @@ class _SampledTools:
         self._model_name = dict(zip(names, offered, strict=True))
         self._by_model_name = dict(zip(offered, names, strict=True))
         self.specs = tuple(
-            ToolSpec(name=name, description=tool.description or "", parameters=tool.input_schema)
+            ToolSpec(
+                name=name,
+                description=tool.description or "",
+                parameters=_model_parameters(tool.input_schema),  # as the toolset offers its own
+            )
             for name, tool in zip(offered, tools, strict=True)
         )
 

@@ -1,10 +1,12 @@
-"""Tool names as model APIs take them: a server's tool names, in a toolset's listing and in a
-server's sampling request, are made fit the same way (``_model_names``)."""
+"""Tools as model APIs take them: a server's tool names and input schemas, in a toolset's listing
+and in a server's sampling request, are made fit the same way (``_model_names``,
+``_model_parameters``)."""
 
 from __future__ import annotations
 
 import hashlib
 import re
+from typing import Any
 
 _NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
 _NAME_LIMIT = 64
@@ -50,3 +52,15 @@ def _offered_as(name: str) -> tuple[str, ...]:
 
 def _is_model_name(name: str) -> bool:
     return len(name) <= _NAME_LIMIT and _NOT_IN_NAMES.search(name) is None and bool(name)
+
+
+def _model_parameters(schema: Any) -> dict[str, Any]:
+    """A server's tool's ``inputSchema`` as model APIs take a tool's parameters: an object schema
+    given ``properties`` when it has none (MCP's schema of a tool without arguments may be
+    ``{"type": "object"}``, which OpenAI refuses, 'object schema missing properties', HTTP 400,
+    failing the whole request)."""
+    parameters = dict(schema) if isinstance(schema, dict) else {}
+    parameters.setdefault("type", "object")
+    if parameters["type"] == "object":
+        parameters.setdefault("properties", {})
+    return parameters

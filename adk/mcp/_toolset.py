@@ -53,7 +53,7 @@ from ._hooks import (
     progress_callback,
     sampling_callback,
 )
-from ._names import _KEPT, _NOT_IN_NAMES, _model_names, _offered_as
+from ._names import _KEPT, _NOT_IN_NAMES, _model_names, _model_parameters, _offered_as
 from ._servers import (
     HTTPServer,
     ServerConfig,
@@ -159,14 +159,6 @@ def _parse_arguments(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
     return value
-
-
-def _parameters(schema: Any) -> dict[str, Any]:
-    parameters = dict(schema) if isinstance(schema, dict) else {}
-    parameters.setdefault("type", "object")
-    if parameters["type"] == "object":
-        parameters.setdefault("properties", {})  # OpenAI rejects object schemas without it
-    return parameters
 
 
 def _to_result(result: CallToolResult) -> ToolResult:
@@ -593,7 +585,7 @@ class MCPToolset(AsyncCloseable):
             spec = ToolSpec(
                 name=tool.name,
                 description=tool.description or tool.title or "",
-                parameters=_parameters(tool.input_schema),
+                parameters=_model_parameters(tool.input_schema),
             )
             if self._accepts(spec):
                 accepted.append((tool.name, spec))

@@ -24,7 +24,8 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - ``weather_agent``: an agent loop run by the server with the client's model (sampling with
   tools, SEP-1577): it offers ``forecast.today``, runs each call the model proposes and asks again
   with the results, handshake era only (a 2026-07-28 server samples once per input round);
-  ``pick_city`` samples once with a tool and says what the model proposed (both eras);
+  ``pick_city`` samples once with a tool and says what the model proposed (both eras; with
+  ``offer``, a tool without arguments or two whose names model APIs would make one);
   ``sample_raw`` sends a sampling request the ``mcp`` server's own checks would refuse (its tool
   blocks do not pair up) and returns the client's answer;
 - ``ticket``: an ``outputSchema`` and ``structuredContent`` beside its text;
@@ -154,11 +155,30 @@ def _forecast(use: ToolUseContent) -> ToolResultContent:
     )
 
 
-def _sample_pick(question: str) -> Sample:
+CLOCK_TOOL = Tool(
+    name="clock.now",
+    description="The time now.",
+    input_schema={"type": "object"},  # no arguments: MCP's schema need not list properties
+)
+FORECAST_FIT_TOOL = Tool(
+    name="forecast_today",  # a name model APIs take: the one forecast.today is made fit as
+    description="Today's forecast, another way.",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+)
+
+
+def _sample_pick(question: str, offer: str = "forecast") -> Sample:
+    """``offer``: the tools given, ``forecast`` (forecast.today), ``clock`` (a tool without
+    arguments) or ``both_forecasts`` (forecast.today and forecast_today)."""
+    tools = {
+        "forecast": [FORECAST_TOOL],
+        "clock": [CLOCK_TOOL],
+        "both_forecasts": [FORECAST_TOOL, FORECAST_FIT_TOOL],
+    }[offer]
     return Sample(
         [SamplingMessage(role="user", content=TextContent(type="text", text=question))],
         max_tokens=100,
-        tools=[FORECAST_TOOL],
+        tools=tools,
         tool_choice=ToolChoice(mode="required"),
     )
 
@@ -402,7 +422,9 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
         return "the model kept calling tools"
 
     @server.tool()
-    async def pick_city(question: str, sampled: Annotated[Any, Resolve(_sample_pick)]) -> str:
+    async def pick_city(
+        question: str, sampled: Annotated[Any, Resolve(_sample_pick)], offer: str = "forecast"
+    ) -> str:
         """Asks the client's model once, with a tool it must call, and says what it proposed."""
         proposed = [
             f"{block.name}({block.input}) id={block.id}"
