@@ -620,6 +620,38 @@ async def test_a_sampled_call_without_an_id_is_given_one_the_server_can_answer_b
     assert picked.content == "toolUse: forecast.today({'city': 'Rome'}) id=call_0"
 
 
+async def test_parallel_sampled_calls_sharing_an_id_are_told_apart_for_the_servers_next_request(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """A model server numbering every call of a reply ``call_0`` (the tool executor's
+    ``unique_call_ids`` is there for them): its two parallel calls went to the server as two
+    ``tool_use`` blocks of one id, which the server answered and sent back, and the client refused
+    its own reply in the next request ('two tool_use blocks have id'), ending the server's loop. A
+    repeated id is made the call's own, ``<id>~<place>``, as a ``ReActAgent``'s is."""
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("forecast_today", {"city": "Oslo"}, id="call_0"),
+                    tool_call("forecast_today", {"city": "Rome"}, id="call_0"),
+                ]
+            ),
+            "Sunny in both.",
+        ]
+    )
+    server = server_for("stdio-legacy", http_servers)
+    async with MCPToolset(server, call_timeout=15, sampling=model) as toolset:
+        answer = await call(toolset, "weather_agent", {"question": "Oslo and Rome?"})
+    assert (answer.is_error, answer.content) == (False, "Sunny in both. (endTurn, 3 messages)")
+    _, second = model.requests
+    (proposed,) = [m for m in second.messages if m.tool_calls]
+    assert [c.id for c in proposed.tool_calls] == ["call_0", "call_0~1"]
+    assert [(m.tool_call_id, m.content) for m in second.messages if m.role == "tool"] == [
+        ("call_0", "forecast.today: sunny in Oslo"),
+        ("call_0~1", "forecast.today: sunny in Rome"),
+    ]
+
+
 async def test_a_sampled_call_with_arguments_that_are_no_object_is_an_error_answer(
     http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
 ) -> None:

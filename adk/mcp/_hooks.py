@@ -300,7 +300,7 @@ class _ModelSampling:
                 reply = await generate_counted(
                     call.run_context, self._model, messages, tools.specs, options
                 )
-            uses = [tools.use_of(proposed, n) for n, proposed in enumerate(reply.tool_calls)]
+            uses = tools.uses_of(reply.tool_calls)
         except Exception as exc:
             reason = str(exc) if isinstance(exc, _Malformed) else _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)
@@ -354,11 +354,26 @@ class _SampledTools:
         offered = self._model_name.get(name)
         return offered if offered is not None else _model_names([name])[0]
 
-    def use_of(self, call: ToolCall, position: int) -> ToolUseContent:
-        """The model's proposed ``call`` (its ``position``-th) as the ``tool_use`` block the
-        server runs; one without an id (a ``ChatModel`` of one's own may leave it out) is given
-        one, as the OpenAI adapters give theirs, since the server's ``tool_result`` answers by
-        it."""
+    def uses_of(self, calls: Sequence[ToolCall]) -> list[ToolUseContent]:
+        """The model's proposed ``calls`` as the ``tool_use`` blocks the server runs, each with an
+        id of its own: the server's ``tool_result`` answers by it, and its next request holding
+        two blocks of one id is refused (``_sampled_messages``). One without an id (a
+        ``ChatModel`` of one's own may leave it out) is given ``call_<place>``, as the OpenAI
+        adapters give theirs; one repeating an earlier call's (a model server numbering every
+        call ``call_0``) is made ``<id>~<place>``, as ``unique_call_ids`` makes a
+        ``ReActAgent``'s."""
+        uses: list[ToolUseContent] = []
+        seen: set[str] = set()
+        for position, call in enumerate(calls):
+            use = self._use_of(call, position)
+            if use.id in seen:
+                use.id = f"{use.id}~{position}"
+            seen.add(use.id)
+            uses.append(use)
+        return uses
+
+    def _use_of(self, call: ToolCall, position: int) -> ToolUseContent:
+        """The model's proposed ``call`` (its ``position``-th) as a ``tool_use`` block."""
         try:
             arguments = json.loads(call.arguments) if call.arguments.strip() else {}
         except ValueError:
