@@ -45,6 +45,7 @@ from adk.checkpoint.store import _ForeignTable
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.execution._session_store import SessionNotSaved
 from adk.interrupts import Interrupt
+from adk.mcp._hooks import _Malformed
 from adk.models.base import ModelError
 from adk.models.openai import _StreamTruncated
 from adk.resources import _Unknown
@@ -141,6 +142,9 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     _Unusable: [_made(_Unusable("connection dropped"))],
     _StreamTruncated: [_made(_StreamTruncated("ended early"))],
     _BadState: [_made(_BadState("does not fit"))],
+    # A server's sampling request the client's model cannot be given: caught where it is raised
+    # and sent to the server as its error answer, but a plain ValueError all the same.
+    _Malformed: [_made(_Malformed("message 2: a tool_result for 'c1' answers no tool_use"))],
 }
 
 # Raised and caught inside the SDK, never seen by its callers, and holding live objects (an agent,
