@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 import sys
 import time
 from collections import deque
@@ -194,6 +195,12 @@ class OpenAIServer:
     ``respond`` answers a request the script has no reply left for, from the request's JSON body,
     before ``default``: a model whose answer depends on what it was asked, for callers whose
     requests arrive in no fixed order (records of many keys classified concurrently).
+
+    ``tls`` (a server-side ``ssl.SSLContext``) serves HTTPS (``root_url`` is ``https://``); the
+    ALPN protocol each connection agreed on is kept in ``alpn``. A request in absolute form
+    (``POST http://host/v1/chat/completions``, what a client sends an HTTP proxy) is answered as
+    its path, and recorded with the target as sent: a server standing in for a proxy shows the
+    requests that went through it.
     """
 
     def __init__(
@@ -209,8 +216,11 @@ class OpenAIServer:
         structured: str | None = None,
         hold: int = 0,
         respond: Callable[[Any], Reply] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.respond = respond
+        self.tls = tls
+        self.alpn: list[str | None] = []
         self.structured = structured
         self.hold = hold
         self._held = asyncio.Event()
@@ -232,7 +242,7 @@ class OpenAIServer:
     # -- lifecycle -------------------------------------------------------------------------------
 
     async def start(self) -> OpenAIServer:
-        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0, ssl=self.tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -253,7 +263,8 @@ class OpenAIServer:
 
     @property
     def root_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "http" if self.tls is None else "https"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     @property
     def base_url(self) -> str:
@@ -279,6 +290,8 @@ class OpenAIServer:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
+        if self.tls is not None:
+            self.alpn.append(writer.get_extra_info("ssl_object").selected_alpn_protocol())
         try:
             while await self._serve_one(reader, writer):
                 pass
@@ -307,6 +320,8 @@ class OpenAIServer:
         body = json.loads(payload) if payload else None
         if self.record:
             self.requests.append(RecordedRequest(method, target, headers, body))
+        if "://" in target:  # absolute form, as sent to a proxy
+            target = "/" + target.split("://", 1)[1].partition("/")[2]
         if self.hold:
             self.hold -= 1
             if not self.hold:
