@@ -1,7 +1,8 @@
 """``OpenAIChatModel``: any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp) as a ChatModel.
 
-This is the only module that imports the ``openai`` SDK (about a second to import), so ``import adk``
-stays light; ``adk.models`` loads it on first use of ``OpenAIChatModel``. The wire mapping lives in
+This is the only module that imports the ``openai`` SDK (about a second to import), with
+``_openai_tls`` that only it imports, so ``import adk`` stays light; ``adk.models`` loads it on first
+use of ``OpenAIChatModel``. The wire mapping lives in
 ``_openai_chat`` / ``_openai_responses`` and the retry policy in ``_retry``; this module owns the
 client, error classification and the streaming contract.
 """
@@ -26,6 +27,7 @@ from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
 from ._openai_common import error_detail, in_band_status, json_schema_of
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
+from ._openai_tls import http_client
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
 from ._structured import FormatFallback
 from ._wrapped import UnwrappingDecoder, WrappedSchemas, unwrap_text, wraps
@@ -218,7 +220,7 @@ class OpenAIChatModel(AsyncCloseable):
                 "max_retries": 0,
                 "timeout": sdk_timeout,
             }
-            self._client = openai.AsyncOpenAI(**self._client_options)
+            self._client = self._new_client()
             # The SDK's connection pool belongs to the loop it is used on: a client per loop, each
             # closed as its loop ends (``asyncio.run`` per request, from several threads too).
             self._clients = LoopClients(self._client, self._new_client, _close_client)
@@ -256,7 +258,13 @@ class OpenAIChatModel(AsyncCloseable):
             self._endpoint = "responses"
 
     def _new_client(self) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(**self._client_options)
+        """A client of this model's own (where it is made, then one per event loop), its HTTP
+        client given the process's TLS context: loading the CA store per client cost ~18 ms of
+        CPU each (``_openai_tls``)."""
+        options = self._client_options
+        return openai.AsyncOpenAI(
+            **options, http_client=http_client(options["base_url"], options["timeout"])
+        )
 
     async def _create(self, request: dict[str, Any]) -> Any:
         """``create`` of the Chat or Responses API, through the running loop's client: one this

@@ -1,0 +1,143 @@
+"""The HTTP client of each ``AsyncOpenAI`` that ``OpenAIChatModel`` makes, given a TLS context built
+once per process (per CA source) instead of once per client.
+
+Why: an ``AsyncOpenAI`` made without ``http_client=`` builds an ``httpx2`` client whose transport
+builds an ``SSLContext`` and loads the CA store into it, ~18 ms of CPU per client (57 ms on a loaded
+machine). A model makes a client where it is made and one per event loop it is used on
+(``LoopClients``): a service doing ``asyncio.run`` per request, or threads each with a loop, paid
+it per loop, and one building a model per request paid it per request (~8% of the test suite's
+CPU).
+
+What stays as it was:
+
+- The context is the one the SDK's client builds, by the same call (``httpx2.create_ssl_context``
+  with its defaults, ``verify=True`` and ``trust_env=True``): ``SSL_CERT_FILE``, else
+  ``SSL_CERT_DIR``, else OpenSSL's compiled-in CA file and directory (truststore's system store on
+  macOS and Windows). A bad ``SSL_CERT_FILE`` raises where the model is made, the same error.
+- It is kept for as long as what it was built from is unchanged: those two variables,
+  ``SSLKEYLOGFILE`` (``ssl.create_default_context`` reads it) and the file or directory the CAs
+  are read from (its device, inode, size and modification time). A variable set differently, or a
+  bundle replaced (a rotated ``SSL_CERT_FILE``, an updated system store), gives the next client a
+  new context, as every client read them anew before. A few ``stat`` calls per client made.
+- The client is the SDK's own kind (``openai.DefaultAsyncHttpxClient``: its connection limits,
+  timeout and ``follow_redirects``) given the URL and timeout the SDK would give it, and built per
+  ``AsyncOpenAI`` as before: its connection pool, its proxies (read from ``HTTP(S)_PROXY``,
+  ``ALL_PROXY``, ``NO_PROXY`` when it is built, ``trust_env`` on) are its own. Only the context is
+  shared. What the SDK's default client adds beyond that is a finalizer that schedules ``aclose``
+  on whatever loop is running when it is collected; the model's clients are closed as their loop
+  ends (``LoopClients``), so there is nothing left for it to do.
+
+Sharing: Python's ``ssl`` documentation says an ``SSLContext`` "is designed to be shared and used
+by multiple connections ... thread-safe as long as it is not reconfigured after being used by a
+connection". ``httpcore2`` reconfigures it before every TLS handshake: ``set_alpn_protocols
+(["http/1.1"])`` (for an HTTP/1.1 client, which the SDK's is), which OpenSSL carries out by freeing
+the context's protocol list and allocating a new one, while another thread's ``SSL_new`` (which
+CPython runs without the GIL) may be copying it. The shared context is given its ALPN list once,
+before any client has it, and that per-handshake call, asking for the same list, leaves it alone
+(the instance's ``set_alpn_protocols``; the context stays a plain ``ssl.SSLContext``, which anyio
+wraps on the loop's thread where it would hand any other type to a worker thread). Only a plain
+``ssl.SSLContext`` is shared: truststore's (macOS, Windows) verifies through the system per
+handshake, costs little to build and reconfigures an inner context itself, so there the SDK
+builds its client as before.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import httpx2
+import openai
+
+__all__ = ["http_client", "shared_tls_context"]
+
+_ALPN = ("http/1.1",)  # what httpcore2 asks for before each handshake of an HTTP/1.1 client
+_Key = tuple[object, ...]
+
+_lock = threading.Lock()
+# The last context built and what it was built from. One entry: a process whose CA source changes
+# keeps no context of a source it no longer has.
+_cached: tuple[_Key, ssl.SSLContext | None] | None = None
+_default_paths: tuple[str, str] | None = None
+
+
+def http_client(base_url: str, timeout: Any) -> httpx2.AsyncClient | None:
+    """The ``http_client=`` for an ``AsyncOpenAI`` given ``base_url`` and ``timeout`` (``NotGiven``
+    for the SDK's default), or None to let the SDK build its own (where no context is shared)."""
+    context = shared_tls_context()
+    if context is None:
+        return None
+    if isinstance(timeout, openai.NotGiven):
+        timeout = openai.DEFAULT_TIMEOUT
+    return openai.DefaultAsyncHttpxClient(base_url=base_url, timeout=timeout, verify=context)
+
+
+def shared_tls_context() -> ssl.SSLContext | None:
+    """The process's context for what the CA source is now (see the module docstring), built on
+    first use; None where the SDK's context is not a plain ``ssl.SSLContext``. Raises what building
+    the SDK's client raises (a missing or unreadable ``SSL_CERT_FILE``), caching nothing."""
+    global _cached
+    key = _source_key()
+    cached = _cached
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    with _lock:  # one build when several threads make their first client at once
+        cached = _cached
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        built = httpx2.create_ssl_context()
+        context: ssl.SSLContext | None = None
+        if type(built) is ssl.SSLContext:
+            built.set_alpn_protocols(list(_ALPN))
+            # Shadows the method for this instance only: see the module docstring.
+            built.set_alpn_protocols = _keep_alpn  # type: ignore[method-assign]
+            context = built
+        _cached = (key, context)
+        return context
+
+
+def _keep_alpn(alpn_protocols: Iterable[str]) -> None:
+    """``set_alpn_protocols`` of the shared context: the list it was given stays."""
+    protocols = tuple(alpn_protocols)
+    if protocols != _ALPN:
+        # Every client given the context is an HTTP/1.1 one; another would need a context of its
+        # own, not a change to one other threads' handshakes are reading.
+        raise RuntimeError(
+            f"the TLS context pyadk shares between its OpenAI clients offers ALPN {list(_ALPN)}; "
+            f"a client asked it for {list(protocols)}"
+        )
+
+
+def _source_key() -> _Key:
+    """What the SDK's context would be built from now: the variables it reads and the identity
+    and modification time of the file or directory it would read the CAs from."""
+    environ = os.environ
+    cafile = environ.get("SSL_CERT_FILE") or None
+    capath = environ.get("SSL_CERT_DIR") or None
+    if cafile is not None:
+        sources: tuple[str, ...] = (cafile,)
+    elif capath is not None:
+        sources = (capath,)
+    else:
+        sources = _compiled_in_paths()
+    return (cafile, capath, environ.get("SSLKEYLOGFILE"), *map(_stamp, sources))
+
+
+def _compiled_in_paths() -> tuple[str, str]:
+    """OpenSSL's compiled-in CA file and directory (fixed for the process)."""
+    global _default_paths
+    if _default_paths is None:
+        paths = ssl.get_default_verify_paths()
+        _default_paths = (paths.openssl_cafile, paths.openssl_capath)
+    return _default_paths
+
+
+def _stamp(path: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):  # missing, unreadable, or a NUL in the variable
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)

@@ -1,0 +1,329 @@
+"""The TLS context of the clients ``OpenAIChatModel`` makes: built once per CA source, shared by
+every model and every event loop's client, and otherwise what the ``openai`` SDK's own client does.
+
+Against the wire server over HTTPS (``tests/openai_server.py`` with a certificate authority made
+at test time, ``tests/tls_helpers.py``), trusted through ``SSL_CERT_FILE`` as a user trusts a
+private CA. Each test points ``SSL_CERT_FILE`` at a CA of its own, so the context is built in the
+test (the cache is keyed by the CA source) whatever ran before it in the process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import ssl
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+from openai_server import OpenAIServer, Reply
+from tls_helpers import CertificateAuthority, ConnectProxy, make_ca
+
+from adk.messages import Message
+from adk.models import ModelError, RetryPolicy, _openai_tls
+from adk.models.openai import OpenAIChatModel
+
+ONCE = RetryPolicy(max_attempts=1)
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests set the proxy variables they mean; none comes from the machine."""
+    for name in _PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    monkeypatch.delenv("SSLKEYLOGFILE", raising=False)
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory: pytest.TempPathFactory) -> CertificateAuthority:
+    return make_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="module")
+def other_ca(tmp_path_factory: pytest.TempPathFactory) -> CertificateAuthority:
+    return make_ca(tmp_path_factory.mktemp("other-ca"), "another pyadk test CA")
+
+
+@pytest.fixture
+def trusted(tmp_path: Path, ca: CertificateAuthority, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``SSL_CERT_FILE`` naming a copy of ``ca``'s certificate made for this test."""
+    path = tmp_path / "trusted.pem"
+    path.write_bytes(ca.path.read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(path))
+    return path
+
+
+@pytest.fixture
+async def https_server(ca: CertificateAuthority) -> Any:
+    async with OpenAIServer(default=Reply(text="ok"), tls=ca.server_context()) as server:
+        yield server
+
+
+def model(url: str, **options: Any) -> OpenAIChatModel:
+    return OpenAIChatModel("test-model", base_url=url, api_key="sk-test", retry=ONCE, **options)
+
+
+async def ask(chat: OpenAIChatModel) -> str:
+    return (await chat.generate([Message.user("hi")])).content
+
+
+async def ask_on_a_new_loop(chat: OpenAIChatModel) -> str:
+    """A call on a loop of its own (``asyncio.run`` in another thread): the model makes that loop
+    a client, closed as the loop ends."""
+    return await asyncio.to_thread(asyncio.run, ask(chat))
+
+
+def counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[ssl.SSLContext]:
+    """The contexts ``ssl.SSLContext.<name>`` is called on from now on, one entry per call."""
+    calls: list[ssl.SSLContext] = []
+    original: Callable[..., Any] = getattr(ssl.SSLContext, name)
+
+    def spy(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> Any:
+        calls.append(self)
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, name, spy)
+    return calls
+
+
+def transport_context(chat: OpenAIChatModel) -> ssl.SSLContext:
+    """The context the connection pool of the model's first client opens connections with."""
+    pool = chat._client._client._transport._pool  # type: ignore[attr-defined]
+    context = pool._ssl_context
+    assert isinstance(context, ssl.SSLContext)
+    return context
+
+
+async def test_models_and_their_loops_load_the_ca_store_once(
+    trusted: Path, https_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each client the model made loaded the CA store anew (~18 ms of CPU): one where a model was
+    made and one per event loop it was used on. Three models, each called on this loop and on one
+    of its own, load it once, and every connection verified the server with it."""
+    loads = counting(monkeypatch, "load_verify_locations")
+    models = [model(https_server.base_url) for _ in range(3)]
+    try:
+        answers = [await ask(chat) for chat in models]
+        answers += [await ask_on_a_new_loop(chat) for chat in models]
+    finally:
+        for chat in models:
+            await chat.aclose()
+    assert answers == ["ok"] * 6
+    assert len(loads) == 1
+    shared = loads[0]
+    assert all(transport_context(chat) is shared for chat in models)
+    # Six clients, each with a connection of its own, all speaking HTTP/1.1 as before.
+    assert https_server.alpn == ["http/1.1"] * 6
+
+
+async def test_a_connection_does_not_reconfigure_the_shared_context(
+    trusted: Path, https_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """httpcore2 sets the context's ALPN protocols before every handshake, which OpenSSL does by
+    freeing and reallocating them while another thread's handshake may be copying them (Python's
+    ssl docs: a context is thread-safe as long as it is not reconfigured after use). The shared
+    context is given them once; connections from several threads at once leave it alone."""
+    alpn_sets = counting(monkeypatch, "_set_alpn_protocols")
+    chat = model(https_server.base_url)
+    shared = transport_context(chat)
+    assert alpn_sets.count(shared) == 1  # when it was built, before any client had it
+    try:
+        answers = [await ask(chat)]
+        # Three threads, each with a loop of its own, connecting at once.
+        answers += await asyncio.gather(*(ask_on_a_new_loop(chat) for _ in range(3)))
+    finally:
+        await chat.aclose()
+    assert answers == ["ok"] * 4
+    assert alpn_sets.count(shared) == 1
+    assert https_server.alpn == ["http/1.1"] * 4
+    # A client asking it for other protocols (none pyadk makes) is refused, not served by a change.
+    with pytest.raises(RuntimeError, match="h2"):
+        shared.set_alpn_protocols(["h2", "http/1.1"])
+
+
+async def test_ssl_cert_file_is_read_for_each_model_made(
+    tmp_path: Path,
+    ca: CertificateAuthority,
+    other_ca: CertificateAuthority,
+    https_server: OpenAIServer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The context is kept while what it was built from stays: a model made after
+    ``SSL_CERT_FILE`` names another CA, or after the file it names was replaced (a rotated
+    bundle), trusts what the variable says then, as the SDK's client does; the clients made
+    before keep theirs."""
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_bytes(ca.path.read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    trusting = model(https_server.base_url)
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(other_ca.path))
+    distrusting = model(https_server.base_url)
+    plain = openai.AsyncOpenAI(api_key="sk-test", base_url=https_server.base_url, max_retries=0)
+
+    replacement = tmp_path / "replacement.pem"
+    replacement.write_bytes(other_ca.path.read_bytes())
+    os.replace(replacement, bundle)  # what a rotation does: the name now holds another file
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    rotated = model(https_server.base_url)
+    try:
+        assert await ask(trusting) == "ok"
+        with pytest.raises(ModelError, match="CERTIFICATE_VERIFY_FAILED") as refused:
+            await ask(distrusting)
+        with pytest.raises(openai.APIConnectionError) as plain_refused:
+            await plain.chat.completions.create(
+                model="test-model", messages=[{"role": "user", "content": "hi"}]
+            )
+        assert str(refused.value.__cause__.__cause__) == str(plain_refused.value.__cause__)  # type: ignore[union-attr]
+        with pytest.raises(ModelError, match="CERTIFICATE_VERIFY_FAILED"):
+            await ask(rotated)
+        # A loop's client is made when the loop first calls, and trusts what the bundle holds
+        # then, as every client the SDK builds does.
+        with pytest.raises(ModelError, match="CERTIFICATE_VERIFY_FAILED"):
+            await ask_on_a_new_loop(trusting)
+    finally:
+        for chat in (trusting, distrusting, rotated):
+            await chat.aclose()
+        await plain.close()
+
+
+@pytest.mark.parametrize("content", [None, b"not a certificate\n"], ids=["missing", "not PEM"])
+def test_a_bad_ssl_cert_file_fails_as_the_openai_client_does(
+    tmp_path: Path, content: bytes | None, monkeypatch: pytest.MonkeyPatch, ca: CertificateAuthority
+) -> None:
+    """Where the model is made, the error the SDK's client raises for the same file; nothing of
+    the failure is kept: the model is made once the variable names a good file."""
+    path = tmp_path / "bundle.pem"
+    if content is not None:
+        path.write_bytes(content)
+    monkeypatch.setenv("SSL_CERT_FILE", str(path))
+    with pytest.raises(Exception) as sdk:
+        openai.AsyncOpenAI(api_key="sk-test", base_url="https://127.0.0.1:9/v1")
+    with pytest.raises(Exception) as ours:
+        model("https://127.0.0.1:9/v1")
+    assert isinstance(sdk.value, (OSError, ssl.SSLError))
+    assert type(ours.value) is type(sdk.value)
+    assert str(ours.value) == str(sdk.value)
+
+    path.write_bytes(ca.path.read_bytes())
+    chat = model("https://127.0.0.1:9/v1")
+    assert transport_context(chat).get_ca_certs()[0]["subject"] == (
+        (("commonName", "pyadk test CA"),),
+    )
+
+
+async def test_proxies_from_the_environment_still_apply(
+    trusted: Path, https_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTPS_PROXY`` tunnels an https URL through the proxy, TLS inside the tunnel checked
+    with the shared context; ``NO_PROXY`` exempts a host; ``HTTP_PROXY`` takes an http URL's
+    requests (here a wire server stands in for the proxy, answering them itself)."""
+    async with ConnectProxy() as proxy, OpenAIServer(default=Reply(text="via proxy")) as forward:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        monkeypatch.setenv("HTTP_PROXY", forward.root_url)
+        tunnelled = model(https_server.base_url)
+        unreachable = model("http://api.example.invalid/v1")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        exempt = model(https_server.base_url)
+        try:
+            assert await ask(tunnelled) == "ok"
+            assert proxy.targets == [f"127.0.0.1:{https_server.port}"]
+            assert await ask(exempt) == "ok"
+            assert proxy.targets == [f"127.0.0.1:{https_server.port}"]  # went straight there
+            assert await ask(unreachable) == "via proxy"
+            assert [r.path for r in forward.requests] == [
+                "http://api.example.invalid/v1/chat/completions"
+            ]
+        finally:
+            for chat in (tunnelled, unreachable, exempt):
+                await chat.aclose()
+    assert transport_context(tunnelled) is transport_context(exempt)
+
+
+@pytest.mark.parametrize("timeout", [None, 7.5])
+def test_the_client_is_the_sdks_own_kind(
+    trusted: Path, timeout: float | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Given an HTTP client, the SDK leaves it as it is: the model's has what the SDK's own would
+    (its connection limits, timeout, redirects, proxies read from the environment), built per
+    client, and nothing but the context shared."""
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")  # read by each client when made
+    url = "https://127.0.0.1:9/v1"
+    chat = model(url, timeout=timeout)
+    sdk = openai.AsyncOpenAI(
+        api_key="sk-test", base_url=url, timeout=openai.not_given if timeout is None else timeout
+    )
+    ours, theirs = chat._client._client, sdk._client
+    assert isinstance(ours, openai.DefaultAsyncHttpxClient)
+    assert chat._client.timeout == sdk.timeout
+    for name in ("timeout", "follow_redirects", "max_redirects", "trust_env", "base_url"):
+        assert getattr(ours, name) == getattr(theirs, name), name
+    assert dict(ours.headers) == dict(theirs.headers)
+
+    def pools(client: Any) -> list[dict[str, Any]]:
+        transports = [client._transport, *client._mounts.values()]
+        return [
+            {
+                name: getattr(t._pool, name)
+                for name in ("_max_connections", "_max_keepalive_connections", "_keepalive_expiry")
+            }
+            | {"kind": type(t._pool).__name__, "http2": t._pool._http2}
+            for t in transports
+        ]
+
+    assert pools(ours) == pools(theirs)
+    assert [str(pattern.pattern) for pattern in ours._mounts] == ["https://"]
+    other = chat._new_client()._client
+    assert other is not ours and other._transport._pool is not ours._transport._pool
+    assert other._mounts is not ours._mounts
+    assert transport_context(chat) is other._transport._pool._ssl_context
+
+
+async def test_a_client_of_ones_own_is_used_as_it_is(
+    trusted: Path,
+    https_server: OpenAIServer,
+    ca: CertificateAuthority,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``client=`` keeps its HTTP client and its context; the model builds none."""
+    own_context = ssl.create_default_context(cafile=str(ca.path))
+    http = openai.DefaultAsyncHttpxClient(verify=own_context)
+    loads = counting(monkeypatch, "load_verify_locations")
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url=https_server.base_url, http_client=http)
+    chat = OpenAIChatModel("test-model", client=client, retry=ONCE)
+    assert await ask(chat) == "ok"
+    assert chat._client._client is http
+    assert http._transport._pool._ssl_context is own_context  # type: ignore[attr-defined]
+    assert loads == []
+    await chat.aclose()
+    await client.close()
+
+
+def test_the_cache_keeps_one_context_per_source(
+    tmp_path: Path, ca: CertificateAuthority, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same source gives the same context; a variable changing gives a new one, and the
+    variables naming a source read before give that source's context again only if nothing of
+    it changed."""
+    first, second = tmp_path / "first.pem", tmp_path / "second.pem"
+    first.write_bytes(ca.path.read_bytes())
+    second.write_bytes(ca.path.read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(first))
+    a = _openai_tls.shared_tls_context()
+    assert a is not None and _openai_tls.shared_tls_context() is a
+    monkeypatch.setenv("SSL_CERT_FILE", str(second))
+    b = _openai_tls.shared_tls_context()
+    assert b is not None and b is not a
+    monkeypatch.setenv("SSLKEYLOGFILE", str(tmp_path / "keys.log"))
+    c = _openai_tls.shared_tls_context()
+    assert c is not None and c is not b
+    assert c.keylog_filename == str(tmp_path / "keys.log")  # as ssl.create_default_context does
+    monkeypatch.delenv("SSL_CERT_FILE")
+    monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
+    d = _openai_tls.shared_tls_context()
+    assert d is not None and d is not c
