@@ -26,6 +26,7 @@ _NOT_AT_IMPORT = (
     "openai",
     "mcp",
     "httpx",
+    "httpx2",  # the openai SDK's HTTP library
     "redis",
     "asyncpg",
     "opentelemetry",
@@ -37,6 +38,7 @@ _NOT_AT_IMPORT = (
     "adk.actions",
     "adk.execution",
     "adk.models.openai",
+    "adk.models._openai_tls",
     "adk.mcp",
     "adk.tracing",
     "adk.testing",
