@@ -327,3 +327,27 @@ def test_the_cache_keeps_one_context_per_source(
     monkeypatch.setenv("SSL_CERT_DIR", str(tmp_path))
     d = _openai_tls.shared_tls_context()
     assert d is not None and d is not c
+
+
+def test_a_context_not_plain_ssl_is_left_to_the_sdk(
+    tmp_path: Path, ca: CertificateAuthority, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the SDK's context is truststore's (macOS, Windows), which reconfigures an inner
+    context per handshake, nothing is shared: the SDK builds each client as it did."""
+    import truststore
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca.path))
+    monkeypatch.setenv("SSLKEYLOGFILE", str(tmp_path / "a key for this test alone"))
+    built: list[ssl.SSLContext] = []
+
+    def system_store(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        built.append(truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT))
+        return built[-1]
+
+    monkeypatch.setattr(_openai_tls.httpx2, "create_ssl_context", system_store)
+    assert _openai_tls.shared_tls_context() is None
+    assert _openai_tls.http_client("https://127.0.0.1:9/v1", openai.not_given) is None
+    # (the SDK's transport builds its own context through httpx2._config, not the name replaced)
+    chat = model("https://127.0.0.1:9/v1")
+    assert len(built) == 1  # the answer was kept for this source: not built again
+    assert type(chat._client._client).__name__ == "AsyncHttpxClientWrapper"  # the SDK's own
