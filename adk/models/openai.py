@@ -1,8 +1,8 @@
 """``OpenAIChatModel``: any OpenAI-compatible server (OpenAI, vLLM, Ollama, llama.cpp) as a ChatModel.
 
 This is the only module that imports the ``openai`` SDK (about a second to import), with
-``_openai_tls`` that only it imports, so ``import adk`` stays light; ``adk.models`` loads it on first
-use of ``OpenAIChatModel``. The wire mapping lives in
+``_openai_tls`` (the clients' TLS context), which only it imports, so ``import adk`` stays light;
+``adk.models`` loads it on first use of ``OpenAIChatModel``. The wire mapping lives in
 ``_openai_chat`` / ``_openai_responses`` and the retry policy in ``_retry``; this module owns the
 client, error classification and the streaming contract.
 """
