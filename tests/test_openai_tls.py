@@ -351,3 +351,15 @@ def test_a_context_not_plain_ssl_is_left_to_the_sdk(
     chat = model("https://127.0.0.1:9/v1")
     assert len(built) == 1  # the answer was kept for this source: not built again
     assert type(chat._client._client).__name__ == "AsyncHttpxClientWrapper"  # the SDK's own
+
+
+def test_an_sdk_on_another_http_library_builds_its_own_clients(
+    trusted: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``openai>=2`` includes SDKs on httpx rather than httpx2: there nothing is shared and the
+    SDK builds each client as it did (the module's flag, set at import from the SDK's client)."""
+    assert _openai_tls._SHARED  # the SDK installed here is on httpx2
+    monkeypatch.setattr(_openai_tls, "_SHARED", False)
+    assert _openai_tls.shared_tls_context() is None
+    chat = model("https://127.0.0.1:9/v1")
+    assert type(chat._client._client).__name__ == "AsyncHttpxClientWrapper"  # the SDK's own

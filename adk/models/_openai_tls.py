@@ -38,7 +38,7 @@ before any client has it, and that per-handshake call, asking for the same list,
 wraps on the loop's thread where it would hand any other type to a worker thread). Only a plain
 ``ssl.SSLContext`` is shared: truststore's (macOS, Windows) verifies through the system per
 handshake, costs little to build and reconfigures an inner context itself, so there the SDK
-builds its client as before.
+builds its client as before; so does an ``openai`` SDK whose HTTP library is not ``httpx2``.
 """
 
 from __future__ import annotations
@@ -49,8 +49,15 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
-import httpx2
 import openai
+
+try:
+    import httpx2
+except ImportError:  # an openai SDK on httpx (pyproject allows openai>=2): clients as before
+    _SHARED = False
+else:
+    # The SDK's HTTP client is httpx2's, whose transport builds its context as this module does.
+    _SHARED = issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient)
 
 __all__ = ["http_client", "shared_tls_context"]
 
@@ -80,6 +87,8 @@ def shared_tls_context() -> ssl.SSLContext | None:
     first use; None where the SDK's context is not a plain ``ssl.SSLContext``. Raises what building
     the SDK's client raises (a missing or unreadable ``SSL_CERT_FILE``), caching nothing."""
     global _cached
+    if not _SHARED:
+        return None
     key = _source_key()
     cached = _cached
     if cached is not None and cached[0] == key:
