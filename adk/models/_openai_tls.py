@@ -101,9 +101,13 @@ def shared_tls_context() -> ssl.SSLContext | None:
         context: ssl.SSLContext | None = None
         if type(built) is ssl.SSLContext:
             built.set_alpn_protocols(list(_ALPN))
-            # Shadows the method for this instance only: see the module docstring.
-            built.set_alpn_protocols = _keep_alpn  # type: ignore[method-assign]
-            context = built
+            try:
+                # Shadows the method for this instance only: see the module docstring.
+                built.set_alpn_protocols = _keep_alpn  # type: ignore[method-assign]
+            except AttributeError:  # an SSLContext without an instance __dict__ (a later
+                pass  # Python's): not shared, each client builds its own as before
+            else:
+                context = built
         _cached = (key, context)
         return context
 
