@@ -277,6 +277,41 @@ def test_an_action_whose_event_annotation_disagrees_with_its_events_is_refused()
     ]
 
 
+def test_an_action_written_with_llamaindexs_ctx_first_is_refused_when_the_agent_is_made() -> None:
+    """A LlamaIndex step is ``(self, ctx, ev)``; a pyadk action is ``(self, event, ctx)``. A port
+    that kept LlamaIndex's order was taken, and failed only when it ran, on the event:
+    "'InputEvent' object has no attribute 'send_event'"."""
+
+    class Typed(ActionAgent):
+        @action(InputEvent)
+        async def start(self, ctx: ActionContext, ev: InputEvent) -> None: ...
+
+    class Named(ActionAgent):
+        @action(InputEvent)
+        def start(self, ctx, ev) -> None:  # type: ignore[no-untyped-def]
+            ...
+
+    @action(Verdict)
+    def hidden(ctx: OnlyForTypeCheckers, event: Verdict) -> None: ...  # type: ignore[name-defined]  # noqa: F821
+
+    @action(Verdict)
+    def context_first(context, event) -> None:  # type: ignore[no-untyped-def]
+        ...
+
+    @action(InputEvent)
+    def start(event: InputEvent, ctx: ActionContext) -> None: ...
+
+    order = r"takes \(ctx, event\): an action takes the event first, then ctx \(event, ctx\)"
+    for made in (lambda: Typed("t"), lambda: Named("n")):
+        with pytest.raises(TypeError, match=rf"action 'start' {order}"):
+            made()
+    for swapped in (hidden, context_first):
+        with pytest.raises(TypeError, match=order):
+            ActionAgent("f", actions=[start, swapped])
+    with pytest.raises(TypeError, match="the reverse of a LlamaIndex step's"):
+        Typed("t")
+
+
 def test_a_callable_objects_event_annotation_is_checked_as_a_functions() -> None:
     """A callable object's annotations are text here (``from __future__ import annotations``),
     resolved in its action's module: its class has no ``__globals__``, so the name never

@@ -30,6 +30,7 @@ from typing import (
 
 from ..models.base import RetryPolicy
 from . import _builtin
+from .context import ActionContext
 from .events import ChatRequestEvent, Event, InputEvent, ToolRequestEvent, ToolResponseEvent
 
 if TYPE_CHECKING:
@@ -183,12 +184,19 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
             f"action {name!r} is a generator function; an action returns nothing and sends "
             "events with ctx.send_event(...) instead of yielding them"
         )
+    signature: inspect.Signature | None = None
     try:
-        inspect.signature(call).bind(None, None)
+        signature = inspect.signature(call)
+        signature.bind(None, None)
     except TypeError:
         raise TypeError(_signature_error(name, call)) from None
     except ValueError:  # no signature to inspect (a builtin): trust it
         pass
+    if signature is not None and _ctx_first(signature):
+        raise TypeError(
+            f"action {name!r} takes (ctx, event): an action takes the event first, then ctx "
+            "(event, ctx), the reverse of a LlamaIndex step's (self, ctx, ev); swap its parameters"
+        )
     typed = _event_annotation(call, raw)
     if typed is not None:
         wrong = [t.__name__ for t in events if not issubclass(t, typed)]
@@ -208,6 +216,27 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
         is_async=inspect.iscoroutinefunction(call) or inspect.iscoroutinefunction(raw),
         retry=getattr(marked, _RETRY, None),
     )
+
+
+def _ctx_first(signature: inspect.Signature) -> bool:
+    """Whether an action's first parameter is the context, as in a LlamaIndex step ``(self, ctx,
+    ev)``: typed ``ActionContext`` (the class, or its name as text), or named ``ctx`` or
+    ``context`` and not typed as an event. Such an action was taken and failed only when it ran,
+    handed the event as ``ctx`` ("'InputEvent' object has no attribute 'send_event'")."""
+    first = next(iter(signature.parameters.values()), None)
+    if first is None:
+        return False
+    annotation = first.annotation
+    if isinstance(annotation, str):
+        named = annotation.strip("'\" ").rsplit(".", 1)[-1]
+        if named == "ActionContext":
+            return True
+        typed_event = named.endswith("Event")
+    else:
+        if annotation is ActionContext:
+            return True
+        typed_event = isinstance(annotation, type) and issubclass(annotation, Event)
+    return first.name in ("ctx", "context") and not typed_event
 
 
 _TYPED: weakref.WeakKeyDictionary[Any, tuple[type[Event], ...] | None] = weakref.WeakKeyDictionary()
