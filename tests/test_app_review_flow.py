@@ -111,6 +111,7 @@ class Grader:
 
 
 GRADER = Grader()
+SKIPPED_ROUNDS: list[str] = []
 
 
 class ReviewFlow(ActionAgent):
@@ -130,7 +131,10 @@ class ReviewFlow(ActionAgent):
     @action(ToolResponseEvent)
     def fan_out(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
         if event.request_id != ctx.sensory_memory.get("retrieval"):
-            return  # a round of the drafting chat's tool calls: not ours
+            # A round of the drafting chat's tool calls: every action listening for
+            # ToolResponseEvent gets those too, where a LlamaIndex FunctionAgent's stay inside.
+            SKIPPED_ROUNDS.extend(m.name or "" for m in event.responses)
+            return
         [response] = event.responses
         if response.metadata.get("is_error"):
             raise LookupError(response.content)
@@ -199,17 +203,28 @@ def start_event(**fields: object) -> Message:
     return Message(role=Role.USER, content=json.dumps(fields), metadata={RECORD_KEY: fields})
 
 
-def llm(body: Any) -> Wire:
-    """The drafting model on the wire: asks the glossary once, then answers from the passages."""
-    messages = body["messages"]
-    assert [tool["function"]["name"] for tool in body["tools"]] == ["define"]
-    if messages[-1]["role"] == "tool":
+class Drafter:
+    """The drafting model on the wire: asks the glossary once, then answers from the passages.
+    ``overloaded``: questions whose first request is a 503 (the model's retry policy takes it;
+    a ``retry=`` on the action that sends the chat would not, see docs/llamaindex.md)."""
+
+    def __init__(self, overloaded: frozenset[str] = frozenset()) -> None:
+        self.overloaded = set(overloaded)
+        self.unavailable = 0
+
+    def __call__(self, body: Any) -> Wire:
+        messages = body["messages"]
+        assert [tool["function"]["name"] for tool in body["tools"]] == ["define"]
         asked = json.loads(messages[1]["content"])
-        return Wire(
-            text=f"{asked['question']} -> {', '.join(asked['passages'])} ({messages[-1]['content']})"
-        )
-    term = "notice" if "end" in messages[1]["content"] else "rent"
-    return Wire(tool_calls=[Call("define", json.dumps({"term": term}))], usage=(20, 5))
+        if asked["question"] in self.overloaded:
+            self.overloaded.discard(asked["question"])
+            self.unavailable += 1
+            return Wire(status=503, error="overloaded, try again")
+        if messages[-1]["role"] == "tool":
+            cited = ", ".join(asked["passages"])
+            return Wire(text=f"{asked['question']} -> {cited} ({messages[-1]['content']})")
+        term = "notice" if "end" in asked["question"] else "rent"
+        return Wire(tool_calls=[Call("define", json.dumps({"term": term}))], usage=(20, 5))
 
 
 def build_resources(model_url: str) -> Resources:
@@ -227,10 +242,12 @@ async def test_a_review_workflow_streams_pauses_and_is_answered_in_another_proce
     tmp_path: Path,
 ) -> None:
     GRADER.__init__()  # type: ignore[misc]
+    SKIPPED_ROUNDS.clear()
     plan = AgentPlan.compile(ReviewFlow("review_flow")).to_dict()
     assert plan["actions"]["grade"]["retry"]["max_attempts"] == 3
     question = "Are pets allowed in the flat?"
-    async with OpenAIServer(respond=llm) as server:
+    drafter = Drafter(overloaded=frozenset({question}))
+    async with OpenAIServer(respond=drafter) as server:
         resources = build_resources(server.base_url)
         session = Session()
         async with SQLiteCheckpointStore(tmp_path / "runs.db") as store:
@@ -266,8 +283,12 @@ async def test_a_review_workflow_streams_pauses_and_is_answered_in_another_proce
             "draft": f"{question} -> lease-7#3 (the monthly payment for the use of the property)",
         }
         assert "answered" not in session.get("memory:review_flow", {})
-        # The chat asked the model twice: the glossary call, then the answer.
-        assert len(server.requests) == 2
+        # The chat asked the model twice, the glossary call, then the answer; the first request
+        # met a 503, which the model's retry took (the chat runs after the action that sent it).
+        assert drafter.unavailable == 1 and len(server.requests) == 3
+        # The fan-out action, listening for ToolResponseEvent, was handed the chat's tool round
+        # too, and passed it by its request id.
+        assert SKIPPED_ROUNDS == ["define"]
 
         # Later, the reviewer's process answers from the same SQLite file.
         child = await asyncio.create_subprocess_exec(
@@ -284,7 +305,7 @@ async def test_a_review_workflow_streams_pauses_and_is_answered_in_another_proce
         out, err = await child.communicate()
         assert child.returncode == 0, err.decode()
         # Nothing before the pause ran again: no model call, no grading, no retrieval.
-        assert len(server.requests) == 2
+        assert len(server.requests) == 3
     resumed = json.loads(out)
     assert resumed["streamed"] == [
         {
@@ -310,7 +331,7 @@ async def test_the_workflow_over_a_batch_keyed_by_document_runs_each_key_in_orde
         {"doc_id": "ghost-1", "question": "Anything at all?"},
         {"doc_id": "lease-7", "question": "How often does rent rise?"},
     ]
-    async with OpenAIServer(respond=llm) as server:
+    async with OpenAIServer(respond=Drafter()) as server:
         env = LocalExecutionEnvironment(
             max_concurrency=4,
             on_error="emit",
