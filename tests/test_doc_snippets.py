@@ -32,7 +32,7 @@ DOCS = {
     "langgraph.md": 4,
     "pydantic_ai.md": 8,
     "crewai.md": 7,
-    "llamaindex.md": 6,
+    "llamaindex.md": 7,
     "autogen.md": 7,
     "prebuilt.md": 8,
     "google_adk.md": 3,
