@@ -51,7 +51,17 @@ from typing import Any
 
 import pytest
 
-from adk import Interrupt, Message, Resources, RetryPolicy, Role, Runner, Session, ToolCall
+from adk import (
+    Interrupt,
+    Message,
+    Resources,
+    RetryPolicy,
+    Role,
+    Runner,
+    Session,
+    ToolCall,
+    run_usage,
+)
 from adk.actions import (
     RECORD_KEY,
     ActionAgent,
@@ -406,8 +416,6 @@ async def review_elsewhere(model_url: str, path: Path, checkpoint_id: str, answe
         session = Session()
         events = runner.resume(checkpoint_id, answer, session=session)
         streamed = [event.output.custom async for event in events if event.output is not None]
-        from adk.runner import run_usage
-
         usage = run_usage(events)
         left = await store.get(checkpoint_id) is not None
     await resources.aclose()
