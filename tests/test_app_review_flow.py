@@ -262,7 +262,7 @@ async def test_a_review_workflow_streams_pauses_and_is_answered_in_another_proce
         session = Session()
         async with SQLiteCheckpointStore(tmp_path / "runs.db") as store:
             runner = Runner(ReviewFlow("review_flow"), resources=resources, checkpoint_store=store)
-            streamed, asked = [], None
+            streamed, asked, model_calls_by_then = [], None, []
             async with asyncio.timeout(60):  # Workflow(timeout=60)
                 async for event in runner.run(
                     start_event(doc_id="lease-7", question=question),
@@ -271,6 +271,7 @@ async def test_a_review_workflow_streams_pauses_and_is_answered_in_another_proce
                 ):
                     if event.output is not None:
                         streamed.append(event.output.custom)
+                        model_calls_by_then.append(len(server.requests))
                     if event.action is not None and event.action.interrupted is not None:
                         asked = event.action.interrupted.points[0]
             await resources.aclose()
@@ -283,6 +284,9 @@ async def test_a_review_workflow_streams_pauses_and_is_answered_in_another_proce
             {"step": "grade", "passages": 4},
             {"step": "graded", "collected": nodes, "relevant": ["lease-7#3"]},
         ]
+        # Streamed as they came, not at the end: the graded step's output reached the caller
+        # before the chat it sends asked the model anything.
+        assert model_calls_by_then == [0, 0, 0]
         assert GRADER.attempts == {
             (question, node): 2 if node.endswith("#1") else 1 for node in nodes
         }
@@ -326,7 +330,7 @@ async def test_a_review_workflow_streams_pauses_and_is_answered_in_another_proce
         }
     ]
     assert resumed["memory"] == {"answered": [question]}
-    # The resumed run's usage counts the calls made before its pause (two of 20+5 and 11+7).
+    # The resumed run's usage counts the calls made before its pause (20+5 and 11+7).
     assert resumed["usage"] == {"input_tokens": 31, "output_tokens": 12, "total_tokens": 43}
     assert resumed["checkpoint_left"] is False
 
