@@ -1218,6 +1218,20 @@ async def test_postgres_failure_inside_the_transaction_keeps_the_previous_value(
     await store.aclose()
 
 
+async def _end_the_pooled_session(proxy: Proxy, pg_admin: Any) -> None:
+    """The server ends the store's one pooled session through ``proxy``, which holds the close
+    back so that the server's notice reaches the client first, and waits until it has."""
+    proxy.hold_closes()
+    ended = await pg_admin.fetchval(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+        "WHERE client_port = ANY($1::int[])",
+        proxy.upstream_ports(),
+    )
+    assert ended == 1
+    await proxy.server_closed.wait()
+    await asyncio.sleep(0.1)  # the notice is read (no assertion on time: a wait)
+
+
 async def test_postgres_session_ended_while_pooled_is_retried_on_a_fresh_connection(
     postgres_server: PostgresServer, pg_admin: Any
 ) -> None:
@@ -1232,15 +1246,7 @@ async def test_postgres_session_ended_while_pooled_is_retried_on_a_fresh_connect
         dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres"
         store = PostgresCheckpointStore(dsn, table=table, max_size=1)
         await store.put("run", b"before")
-        proxy.hold_closes()
-        ended = await pg_admin.fetchval(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE client_port = ANY($1::int[])",
-            proxy.upstream_ports(),
-        )
-        assert ended == 1
-        await proxy.server_closed.wait()
-        await asyncio.sleep(0.1)  # the notice is read (no assertion on time: a wait)
+        await _end_the_pooled_session(proxy, pg_admin)
         assert await store.get("run") == b"before"  # on a fresh connection
         await store.put("run", b"after")
         assert await store.get("run") == b"after"
@@ -1460,15 +1466,7 @@ async def test_postgres_new_runs_save_on_a_session_the_server_ended_is_retried(
         dsn = f"postgresql://postgres@127.0.0.1:{proxy.port}/postgres"
         store = PostgresCheckpointStore(dsn, table=table, max_size=1)
         await store.put("run", b"finished")
-        proxy.hold_closes()
-        ended = await pg_admin.fetchval(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE client_port = ANY($1::int[])",
-            proxy.upstream_ports(),
-        )
-        assert ended == 1
-        await proxy.server_closed.wait()
-        await asyncio.sleep(0.1)  # the notice is read (no assertion on time: a wait)
+        await _end_the_pooled_session(proxy, pg_admin)
         assert await store._put_new("run", b"after", lambda old: old != b"finished") is None
         assert await store.get("run") == b"after"
         proxy.pass_closes()
