@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adk import MessageChunk, register_type
 from adk.models._structured import json_kind
+from adk.tools.base import ToolError
 
 from ._partial_json import PartialJSON
 from ._strict import strict_schema
@@ -119,15 +120,17 @@ def parse_output_json(
     try:
         return schema.model_validate_json(text.strip(), context=context), text, None
     except ValidationError as exc:
+        first: ValidationError | ToolError = exc
+    except ToolError as exc:  # a validator's ModelRetry: its words are the problem
         first = exc
     fenced = _FENCED.search(text)
     if fenced is not None:
         block = fenced.group(1).strip()
         try:
             return schema.model_validate_json(block, context=context), block, None
-        except ValidationError as exc:
+        except (ValidationError, ToolError) as exc:
             first = exc
-    return None, text, _explain(first)
+    return None, text, str(first) if isinstance(first, ToolError) else _explain(first)
 
 
 def retry_prompt(schema: type[BaseModel], problem: str, *, with_schema: bool = False) -> str:
@@ -213,7 +216,7 @@ async def _partials(
             # Validated as JSON, as the agent validates the whole answer: in Python mode a strict
             # schema takes no "red" for an Enum nor "2024-01-02" for a date, and yielded nothing.
             value = schema.model_validate_json(now, context=context)
-        except ValueError:  # not yet valid: ValidationError is a ValueError
+        except (ValueError, ToolError):  # not yet valid: ValidationError is a ValueError
             continue
         if value != last:
             last = value

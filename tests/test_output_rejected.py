@@ -20,7 +20,7 @@ from adk import AgentEvent, Message, RunError, Runner, SequentialAgent
 from adk.models import RetryPolicy
 from adk.testing import Reply as Scripted
 from adk.testing import ScriptedModel
-from prebuilt import OutputRejected, OutputSchemaError, ReActAgent
+from prebuilt import OutputRejected, OutputSchemaError, ReActAgent, stream_output
 
 
 class Weather(BaseModel):
@@ -251,3 +251,47 @@ async def test_a_later_agent_of_the_run_reads_only_the_corrected_answer() -> Non
     assert result.text == "noted"
     seen = [m.content for m in reader.requests[0].messages]
     assert seen == ["Weather in Oslo?", f"For context: [w] said: {GOOD}."]
+
+
+class Addressed(BaseModel):
+    advice: str
+
+    @field_validator("advice")
+    @classmethod
+    def names_the_customer(cls, advice: str, info: ValidationInfo) -> str:
+        name = info.context["customer"] if info.context else None
+        if name is not None and name not in advice:
+            # pydantic-ai's output validator raises ModelRetry; docs/pydantic_ai.md maps it to
+            # adk.ToolError, which pydantic does not turn into a ValidationError.
+            raise adk.ToolError(f"address the customer by name ({name})")
+        return advice
+
+
+@pytest.mark.asyncio
+async def test_a_tool_error_raised_by_the_schemas_validator_is_a_retry_the_model_reads() -> None:
+    model = ScriptedModel(['{"advice": "Keep it safe."}', '{"advice": "John, keep it safe."}'])
+    agent = ReActAgent("support", model, output_schema=Addressed)
+    seen = [e async for e in Runner(agent).run("Card?", options={"customer": "John"})]
+    rejected = [
+        e.output.custom for e in seen if e.output and isinstance(e.output.custom, OutputRejected)
+    ]
+    assert [r.problem for r in rejected] == ["address the customer by name (John)"]
+    assert seen[-1].output is not None and seen[-1].output.custom == Addressed(
+        advice="John, keep it safe."
+    )
+    retry = model.requests[1].messages[-1].content
+    assert retry.startswith(
+        "Your answer does not match the required Addressed JSON schema: "
+        "address the customer by name (John)."
+    )
+
+    # Streamed partials raising it are not valid yet: skipped, as a ValueError's are.
+    streamed = ScriptedModel(['{"advice": "John, keep it safe."}'], chunk_size=3)
+    runner = Runner(ReActAgent("support", streamed, output_schema=Addressed), enable_streaming=True)
+    shown: list[str] = []
+    async for event in runner.run("Card?", options={"customer": "John"}):
+        if event.output is not None and event.output.stream is not None:
+            parts = stream_output(event.output.stream, Addressed, context={"customer": "John"})
+            shown += [p.advice async for p in parts]
+    assert shown[-1] == "John, keep it safe." and len(shown) > 2
+    assert all(a.startswith("John") for a in shown)  # "Joh" raised it, and was skipped
