@@ -30,7 +30,7 @@ DOCS = {
     "eino.md": 3,
     "openai_agents.md": 6,
     "langgraph.md": 4,
-    "pydantic_ai.md": 8,
+    "pydantic_ai.md": 9,
     "crewai.md": 7,
     "llamaindex.md": 7,
     "autogen.md": 7,
