@@ -166,7 +166,10 @@ def build_app(model_url: str, callbacks: list[Callbacks] | None = None) -> ReAct
     flights = ReActAgent(
         "flight_booking",
         wire_model(model_url, name="flight-model"),
-        instruction="Find the cheapest flight on the route the customer asks for.",
+        instruction=lambda ctx: (
+            "Find the cheapest flight on the route asked for, for "
+            f"{ctx.options['deps'].db.customer_name(ctx.options['deps'].customer_id)}."
+        ),
         description="Finds the cheapest flight on a route.",
         output_schema=FlightDetails,
     )
@@ -326,7 +329,12 @@ async def test_delegation_to_the_flight_agent_sums_usage(
         result = await runner.invoke("Book me SFO to ANC.", options={"deps": support})
     assert isinstance(result.output, SupportOutput)
     assert "AK 456" in result.output.support_advice
-    # The delegate's model got the request; its validated answer reached the support model.
+    # The delegate's model got the request, and its instruction read the caller's deps
+    # (deps=ctx.deps); its validated answer reached the support model.
+    assert llm.bodies[1]["messages"][0] == {
+        "role": "system",
+        "content": "Find the cheapest flight on the route asked for, for John.",
+    }
     assert [m["content"] for m in llm.bodies[1]["messages"] if m["role"] == "user"] == [
         "SFO to ANC on 2027-01-05"
     ]
