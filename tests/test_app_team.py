@@ -29,7 +29,7 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -137,10 +137,18 @@ class Termination(adk.BaseAgent):
     ) -> AsyncIterator[adk.AgentEvent]:
         entries = ctx.history_entries
         last = entries[-1]
+        # MaxMessageTermination counts this run's chat messages: its task, then each agent's
+        # reply (include_agent_event=False: tool calls and results are events, not counted), and
+        # not the thread an earlier run left (load_state): the input is counted as one message.
+        said = [
+            e
+            for e in entries
+            if not e.is_user_input and e.message.role != adk.Role.TOOL and not e.message.tool_calls
+        ]
         if last.agent_name == self.source and self.text in last.message.content:
             ctx.session["stop_reason"] = f"Text '{self.text}' mentioned"
             yield adk.AgentEvent.break_loop()
-        elif len(entries) >= self.max_messages:
+        elif 1 + len(said) >= self.max_messages:
             ctx.session["stop_reason"] = f"Maximum number of messages {self.max_messages} reached"
             yield adk.AgentEvent.break_loop()
 
@@ -260,7 +268,7 @@ async def test_the_round_robin_team_streams_until_the_critic_approves(
 async def test_a_message_limit_ends_the_chat_after_the_writers_turn(
     llm: OpenAIServer, tmp_path: Path
 ) -> None:
-    team = poets(llm.base_url, tmp_path / "calls.txt", max_messages=8)
+    team = poets(llm.base_url, tmp_path / "calls.txt", max_messages=4)
     async with Runner(team) as runner:
         result = await runner.invoke("A haiku about tea; never approve.")
 
@@ -270,9 +278,9 @@ async def test_a_message_limit_ends_the_chat_after_the_writers_turn(
         "critic: Again.",
         "writer: [tool rhymes] sea\nfree\nkey",
         "writer: Draft 2: steam rises, sea\nfree\nkey",
-        "stop_after_writer: [break_loop]",  # the 8th message: the task, 3 + 1 + 3 replies
+        "stop_after_writer: [break_loop]",  # the 4th message: the task and 3 replies
     ]
-    assert result.session["stop_reason"] == "Maximum number of messages 8 reached"
+    assert result.session["stop_reason"] == "Maximum number of messages 4 reached"
     assert result.text == "Draft 2: steam rises, sea\nfree\nkey"
     assert len(sent(llm, "critic")) == 1  # the critic did not speak again
 
@@ -289,8 +297,16 @@ async def test_the_teams_state_is_saved_as_json_and_loaded_by_the_next_run(
     # Another run (another process): a new team, team.load_state(state), team.run(task=...)
     state = json.loads(saved)
     thread = [Message.model_validate(m) for m in state["messages"]]
-    async with Runner(poets(llm.base_url, tmp_path / "calls.txt")) as runner:
+    # MaxMessageTermination(3) counts this run's messages: the loaded thread is not among them.
+    async with Runner(poets(llm.base_url, tmp_path / "calls.txt", max_messages=3)) as runner:
         second = await runner.invoke([*thread, Message.user("Now one about a cup.")])
+    assert [e.agent_name for e in second.events if e.output and e.output.message] == [
+        "writer",
+        "writer",
+        "writer",
+        "critic",
+    ]
+    assert second.session["stop_reason"] == "Text 'APPROVE' mentioned"
 
     writer_saw = sent(llm, "writer")[0]
     assert writer_saw[0] == "A haiku about tea."
@@ -370,13 +386,19 @@ def planner_after_others(ctx: adk.RunContext, request: ModelRequest) -> Message 
 async def test_the_selector_function_picks_the_planner_after_the_searcher(
     llm: OpenAIServer,
 ) -> None:
-    def participant(name: str, description: str) -> ReActAgent:
+    def participant(name: str, description: str, **options: Any) -> ReActAgent:
         return ReActAgent(
             name,
             wire_model(llm.base_url, name="gpt-4o"),
             instruction=f"You are the {name}.",
             description=description,
+            **options,
         )
+
+    def without_picks(entries: Sequence[adk.HistoryEntry], reader: str) -> list[Message]:
+        """The thread as AutoGen's participants hold it: the selector's picks left out."""
+        kept = [e for e in entries if e.agent_name != "selector"]
+        return adk.history.default_rewriter(kept, reader)
 
     selector = ReActAgent(
         "selector",
@@ -386,7 +408,10 @@ async def test_the_selector_function_picks_the_planner_after_the_searcher(
     )
     team = Supervisor(
         selector,
-        [participant("planner", "Plans the work."), participant("searcher", "Searches the web.")],
+        [
+            participant("planner", "Plans the work.", history_rewriter=without_picks),
+            participant("searcher", "Searches the web."),
+        ],
     )
     async with Runner(team) as runner:
         result = await runner.invoke("Where is tea from?")
@@ -406,18 +431,18 @@ async def test_the_selector_function_picks_the_planner_after_the_searcher(
         "searcher",
     ]
     # the planner read the searcher's turn
-    # the planner read the searcher's turn, and the selector's picks as the selector's tool calls
-    assert sent(llm, "planner")[0] == [
+    # The searcher read the selector's pick as the selector's tool call and result (pyadk's
+    # thread holds them); the planner, reading without them, the task and the searcher's turn.
+    assert sent(llm, "searcher")[0] == [
         "Where is tea from?",
         'For context: [selector] called tool: `transfer_to_agent` with arguments: {"agent_name": '
         '"searcher"}.',
         "For context: [selector] `transfer_to_agent` tool returned result: Transferred to agent "
         "'searcher'.",
+    ]
+    assert sent(llm, "planner")[0] == [
+        "Where is tea from?",
         "For context: [searcher] said: Found: tea is from China..",  # DESIGN.md's rewrite adds "."
-        'For context: [selector] called tool: `transfer_to_agent` with arguments: {"agent_name": '
-        '"planner"}.',
-        "For context: [selector] `transfer_to_agent` tool returned result: Transferred to agent "
-        "'planner'.",
     ]
 
 
