@@ -33,7 +33,7 @@ DOCS = {
     "pydantic_ai.md": 9,
     "crewai.md": 7,
     "llamaindex.md": 7,
-    "autogen.md": 7,
+    "autogen.md": 9,
     "prebuilt.md": 8,
     "google_adk.md": 3,
 }
