@@ -40,7 +40,7 @@ import adk
 from adk import Message, Runner, Usage
 from adk.callbacks import Callbacks, ModelRequest
 from adk.mcp import MCPToolset, StdioServer
-from adk.testing import simplify_events
+from adk.testing import ScriptedModel, simplify_events
 from prebuilt import ReActAgent, Supervisor
 
 HERE = Path(__file__).resolve().parent
@@ -444,6 +444,29 @@ async def test_the_selector_function_picks_the_planner_after_the_searcher(
         "Where is tea from?",
         "For context: [searcher] said: Found: tea is from China..",  # DESIGN.md's rewrite adds "."
     ]
+
+
+async def test_a_selector_function_naming_no_participant_is_told_so_until_its_iterations_end() -> (
+    None
+):
+    """AutoGen's selector_func raises on a name not in the team; here the pick is the transfer
+    tool's error result, and a function that keeps naming it spends the selector's iterations."""
+    model = ScriptedModel(["never asked"])
+    selector = ReActAgent(
+        "selector",
+        model,
+        callbacks=[Callbacks(before_model=lambda ctx, request: transfer("nobody"))],
+        max_iterations=2,
+    )
+    team = Supervisor(selector, [ReActAgent("a", ScriptedModel(["a"]), description="A.")])
+    with pytest.raises(adk.RunError, match="exceeds max iterations"):
+        await Runner(team).invoke("hi")
+    events = [e async for e in Runner(team).run("hi")]
+    assert simplify_events(events)[1] == (
+        "selector: [tool transfer_to_agent] Error: cannot transfer to 'nobody': not an agent "
+        "'selector' can transfer to; valid agent names: a"
+    )
+    assert model.requests == []  # the function answered every time
 
 
 # -- the swarm with a handoff to the user ----------------------------------------------------------
