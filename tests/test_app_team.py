@@ -365,6 +365,19 @@ async def test_the_team_is_a_tool_of_the_editor(llm: OpenAIServer, tmp_path: Pat
     )
 
 
+async def test_a_team_run_again_after_its_runner_closed_is_told_why_its_model_is_closed(
+    llm: OpenAIServer, tmp_path: Path
+) -> None:
+    """AutoGen's team runs again and again until ``model_client.close()``; here closing a Runner
+    closes its agents' models, and a later Runner over the same agents says so."""
+    team = poets(llm.base_url, tmp_path / "calls.txt")
+    async with Runner(team) as runner:
+        assert (await runner.invoke("A haiku about tea.")).text == "APPROVE"
+    with pytest.raises(adk.RunError, match=r"is closed: .*a Runner whose agents use it"):
+        async with Runner(team) as runner:
+            await runner.invoke("Another haiku about tea.")
+
+
 # -- the selector team ----------------------------------------------------------------------------
 
 

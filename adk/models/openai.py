@@ -271,7 +271,7 @@ class OpenAIChatModel(AsyncCloseable):
         model made for the loop (see ``LoopClients``), or the client passed in, the caller's to
         manage."""
         if self._closed:  # aclose() ended a retry's backoff: no client is made for the attempt
-            raise RuntimeError(f"{self!r} is closed")
+            raise RuntimeError(_closed_message(self))
         clients = self._clients
         client = self._client if clients is None else (clients.get() or await clients.bind())
         create = client.chat.completions.create if self.api == "chat" else client.responses.create
@@ -642,7 +642,7 @@ class OpenAIChatModel(AsyncCloseable):
 
     def _check_open(self) -> None:
         if self._closed:
-            raise RuntimeError(f"{self!r} is closed")
+            raise RuntimeError(_closed_message(self))
 
     async def aclose(self) -> None:
         """Close the HTTP connections (only of a client this model created, whose calls still
@@ -894,3 +894,13 @@ def _server_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, str) and body:
         return body[:500]
     return exc.message
+
+
+def _closed_message(model: OpenAIChatModel) -> str:
+    """Why a closed model refuses a call: most often a Runner was closed (``async with runner:``)
+    and its agents, the model with them, were then run by another runner."""
+    return (
+        f"{model!r} is closed: its aclose() ran, or that of a Runner whose agents use it "
+        "(async with runner: closes every model of its agents); keep one runner open for as "
+        "long as the agents run, or make a new model"
+    )
