@@ -351,6 +351,31 @@ async def test_the_team_is_a_tool_of_the_editor(llm: OpenAIServer, tmp_path: Pat
     assert sent(llm, "writer")[0] == ["A haiku about tea."]
     assert result.usage == Usage(input_tokens=80, output_tokens=40, total_tokens=120)
 
+    # The team's messages in the editor's stream (what AutoGen's run_stream shows of a TeamTool)
+    llm.requests.clear()
+    forwarded = ReActAgent(
+        "editor",
+        wire_model(llm.base_url, name="gpt-4o"),
+        instruction="You are the editor. Ask the poets for poems.",
+        tools=[adk.AgentTool(poets(llm.base_url, tmp_path / "calls.txt"), emit_inner_events=True)],
+    )
+    async with Runner(forwarded) as runner:
+        shown = [
+            (e.agent_name, e.output.message.content)
+            async for e in runner.run("I need a haiku about tea.")
+            if e.output is not None and e.output.message is not None and e.output.message.content
+        ]
+    assert shown == [
+        ("writer", "sea\nfree\nkey"),
+        ("writer", "Draft 1: steam rises, sea\nfree\nkey"),
+        ("critic", "Shorter."),
+        ("writer", "sea\nfree\nkey"),
+        ("writer", "Draft 2: steam rises, sea\nfree\nkey"),
+        ("critic", "APPROVE"),
+        ("editor", "APPROVE"),  # the tool's result
+        ("editor", "The team wrote: APPROVE"),
+    ]
+
     # AutoGen's default answer (every message as `source: text`) is an agent after the team.
     llm.requests.clear()
     team = poets(llm.base_url, tmp_path / "calls.txt")
