@@ -63,6 +63,16 @@ class LoudVerdict(Verdict):
     """A subclass: actions listening for ``Verdict`` take it too."""
 
 
+class Context(Event):
+    """A user's event of this name: ``context: Context`` is an event parameter, not the context."""
+
+    topic: str
+
+
+class StepContext:
+    """Stands in for LlamaIndex's ``Context`` (no event), as a port keeping its import types it."""
+
+
 @tool
 async def add(a: int, b: int) -> int:
     """Add two numbers."""
@@ -310,6 +320,49 @@ def test_an_action_written_with_llamaindexs_ctx_first_is_refused_when_the_agent_
             ActionAgent("f", actions=[start, swapped])
     with pytest.raises(TypeError, match="the reverse of a LlamaIndex step's"):
         Typed("t")
+
+
+async def test_an_event_parameter_named_ctx_or_context_is_not_taken_for_the_context() -> None:
+    """What says an action is written ``(ctx, event)`` is the first parameter's type: one typed
+    as events (a class named ``Context``, a union, annotations as text as here, under ``from
+    __future__ import annotations``) is the event whatever its name, and these run. A first
+    parameter typed as something else (LlamaIndex's ``Context``) is still refused."""
+
+    @action(Context)
+    async def on_context(context: Context, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=f"topic {context.topic}"))
+
+    @action(InputEvent, Verdict)
+    def either(ctx: InputEvent | Verdict, context: ActionContext) -> None:
+        if isinstance(ctx, InputEvent):
+            context.send_event(Verdict(text=ctx.input, score=1))
+            context.send_event(Context(topic=ctx.input))
+        else:
+            context.send_event(OutputEvent(output=f"verdict {ctx.text}"))
+
+    @action(Verdict)
+    def named_apart(ctx_event: Verdict, ctx: ActionContext) -> None: ...
+
+    agent = ActionAgent("named", actions=[either, on_context, named_apart])
+    result = await Runner(agent).invoke("q")
+    assert sorted(e.message.content for e in result.events if e.message) == [
+        "topic q",
+        "verdict q",
+    ]
+
+    class Local(Event):  # a name the action's module does not hold: its text cannot be resolved
+        pass
+
+    @action(Local)
+    def local(context: Local, ctx: ActionContext) -> None: ...
+
+    ActionAgent("local", actions=[either, local])
+
+    @action(Verdict)
+    def llama(ctx: StepContext, ev: Verdict) -> None: ...
+
+    with pytest.raises(TypeError, match=r"action 'llama' takes \(ctx, event\)"):
+        ActionAgent("llama", actions=[either, llama])
 
 
 def test_a_callable_objects_event_annotation_is_checked_as_a_functions() -> None:

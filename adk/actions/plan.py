@@ -192,12 +192,14 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
         raise TypeError(_signature_error(name, call)) from None
     except ValueError:  # no signature to inspect (a builtin): trust it
         pass
-    if signature is not None and _ctx_first(signature):
+    typed = _event_annotation(call, raw)
+    if signature is not None and typed is None and _ctx_first(signature, raw):
         raise TypeError(
             f"action {name!r} takes (ctx, event): an action takes the event first, then ctx "
-            "(event, ctx), the reverse of a LlamaIndex step's (self, ctx, ev); swap its parameters"
+            "(event, ctx), the reverse of a LlamaIndex step's (self, ctx, ev); swap its parameters "
+            "(an event parameter named ctx or context: type it as its events, or the one after "
+            "it as ActionContext)"
         )
-    typed = _event_annotation(call, raw)
     if typed is not None:
         wrong = [t.__name__ for t in events if not issubclass(t, typed)]
         if wrong:
@@ -218,25 +220,47 @@ def _compile_one(name: str, call: Callable[..., Any], events: tuple[type[Event],
     )
 
 
-def _ctx_first(signature: inspect.Signature) -> bool:
+def _ctx_first(signature: inspect.Signature, raw: Any) -> bool:
     """Whether an action's first parameter is the context, as in a LlamaIndex step ``(self, ctx,
-    ev)``: typed ``ActionContext`` (the class, or its name as text), or named ``ctx`` or
-    ``context`` and not typed as an event. Such an action was taken and failed only when it ran,
-    handed the event as ``ctx`` ("'InputEvent' object has no attribute 'send_event'")."""
-    first = next(iter(signature.parameters.values()), None)
-    if first is None:
+    ev)``; asked only when it is not typed as events (``_event_annotation``: a class, a union,
+    text resolved in the action's module), which makes it the event whatever its name. It is the
+    context when typed ``ActionContext`` (the class, or its name as text), or named ``ctx`` or
+    ``context`` unless the parameter after it is the context (typed ``ActionContext`` or named
+    so) or its annotation is text that cannot be resolved (a class local to a function) naming
+    an ``...Event``. Such an action was taken and failed only when it ran, handed the event as
+    ``ctx`` ("'InputEvent' object has no attribute 'send_event'")."""
+    parameters = list(signature.parameters.values())
+    if not parameters:
         return False
+    first = parameters[0]
     annotation = first.annotation
     if isinstance(annotation, str):
-        named = annotation.strip("'\" ").rsplit(".", 1)[-1]
-        if named == "ActionContext":
-            return True
-        typed_event = named.endswith("Event")
-    else:
-        if annotation is ActionContext:
-            return True
-        typed_event = isinstance(annotation, type) and issubclass(annotation, Event)
-    return first.name in ("ctx", "context") and not typed_event
+        # Resolved as the event's is: an event class's name (a user's ``Context``) says nothing.
+        with contextlib.suppress(Exception):  # unresolvable: the text is all there is
+            annotation = _resolved(annotation, raw)
+    if _is_context_type(annotation):
+        return True
+    if first.name not in ("ctx", "context"):
+        return False
+    second = parameters[1] if len(parameters) > 1 else None
+    if second is not None and (
+        second.name in ("ctx", "context") or _is_context_type(second.annotation)
+    ):
+        return False  # (event, ctx) with the event named ctx or context
+    return not (isinstance(annotation, str) and _text_name(annotation).endswith("Event"))
+
+
+def _is_context_type(annotation: Any) -> bool:
+    """``ActionContext`` (or a subclass), or text naming it."""
+    if isinstance(annotation, str):
+        return _text_name(annotation) == "ActionContext"
+    return isinstance(annotation, type) and issubclass(annotation, ActionContext)
+
+
+def _text_name(annotation: str) -> str:
+    """The class an annotation written as text names: ``'adk.actions.ActionContext'`` is
+    ``ActionContext``."""
+    return annotation.strip("'\" ").rsplit(".", 1)[-1]
 
 
 _TYPED: weakref.WeakKeyDictionary[Any, tuple[type[Event], ...] | None] = weakref.WeakKeyDictionary()
