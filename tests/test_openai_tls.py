@@ -363,3 +363,41 @@ def test_an_sdk_on_another_http_library_builds_its_own_clients(
     assert _openai_tls.shared_tls_context() is None
     chat = model("https://127.0.0.1:9/v1")
     assert type(chat._client._client).__name__ == "AsyncHttpxClientWrapper"  # the SDK's own
+
+
+def test_a_replaced_fallback_ca_file_gives_a_new_context(
+    tmp_path: Path,
+    ca: CertificateAuthority,
+    other_ca: CertificateAuthority,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where OpenSSL's compiled-in CA file and directory do not exist (a Python built against
+    an OpenSSL of its own prefix), the SDK's context loads the first of httpcore2's candidate
+    files (``/etc/ssl/certs/ca-certificates.crt``...). That file replaced (an updated system
+    store) gives the next client a new context, as it does where the compiled-in file is read."""
+    import httpcore2._ssl
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    missing = str(tmp_path / "no-such-openssl-dir")
+    paths = ssl.get_default_verify_paths()._replace(  # type: ignore[attr-defined]
+        openssl_cafile=f"{missing}/cert.pem", openssl_capath=f"{missing}/certs"
+    )
+    monkeypatch.setattr(ssl, "get_default_verify_paths", lambda: paths)
+    monkeypatch.setattr(_openai_tls, "_default_paths", None)
+    bundle = tmp_path / "ca-certificates.crt"
+    bundle.write_bytes(ca.path.read_bytes())
+    monkeypatch.setattr(httpcore2._ssl, "CA_FILE_CANDIDATES", [str(bundle)])
+
+    def trusted_names(context: ssl.SSLContext | None) -> list[Any]:
+        assert context is not None
+        return [cert["subject"] for cert in context.get_ca_certs()]
+
+    first = _openai_tls.shared_tls_context()
+    assert trusted_names(first) == [((("commonName", "pyadk test CA"),),)]
+    assert _openai_tls.shared_tls_context() is first
+    replacement = tmp_path / "replacement.crt"
+    replacement.write_bytes(other_ca.path.read_bytes())
+    os.replace(replacement, bundle)
+    second = _openai_tls.shared_tls_context()
+    assert second is not first
+    assert trusted_names(second) == [((("commonName", "another pyadk test CA"),),)]

@@ -16,9 +16,11 @@ What stays as it was:
   macOS and Windows). A bad ``SSL_CERT_FILE`` raises where the model is made, the same error.
 - It is kept for as long as what it was built from is unchanged: those two variables,
   ``SSLKEYLOGFILE`` (``ssl.create_default_context`` reads it) and the file or directory the CAs
-  are read from (its device, inode, size and modification time). A variable set differently, or a
-  bundle replaced (a rotated ``SSL_CERT_FILE``, an updated system store), gives the next client a
-  new context, as every client read them anew before. A few ``stat`` calls per client made.
+  are read from (its device, inode, size and modification time; where OpenSSL's compiled-in file
+  does not exist, those of the candidate files httpcore2 falls back to). A variable set
+  differently, or a bundle replaced (a rotated ``SSL_CERT_FILE``, an updated system store), gives
+  the next client a new context, as every client read them anew before. A few ``stat`` calls per
+  client made.
 - The client is the SDK's own kind (``openai.DefaultAsyncHttpxClient``: its connection limits,
   timeout and ``follow_redirects``) given the URL and timeout the SDK would give it, and built per
   ``AsyncOpenAI`` as before: its connection pool, its proxies (read from ``HTTP(S)_PROXY``,
@@ -45,6 +47,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import stat
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -59,10 +62,16 @@ else:
     # The SDK's HTTP client is httpx2's, whose transport builds its context as this module does.
     _SHARED = issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient)
 
+try:  # the files httpcore2 falls back to where OpenSSL's compiled-in ones do not exist
+    from httpcore2 import _ssl as _httpcore_ssl
+except ImportError:  # (not on httpx2: nothing is shared)
+    _httpcore_ssl = None  # type: ignore[assignment]
+
 __all__ = ["http_client", "shared_tls_context"]
 
 _ALPN = ("http/1.1",)  # what httpcore2 asks for before each handshake of an HTTP/1.1 client
 _Key = tuple[object, ...]
+_Stamp = tuple[int, int, int, int, int]
 
 _lock = threading.Lock()
 # The last context built and what it was built from. One entry: a process whose CA source changes
@@ -130,13 +139,21 @@ def _source_key() -> _Key:
     environ = os.environ
     cafile = environ.get("SSL_CERT_FILE") or None
     capath = environ.get("SSL_CERT_DIR") or None
+    stamps: tuple[_Stamp | None, ...]
     if cafile is not None:
-        sources: tuple[str, ...] = (cafile,)
+        stamps = (_stamp(cafile),)
     elif capath is not None:
-        sources = (capath,)
+        stamps = (_stamp(capath),)
     else:
-        sources = _compiled_in_paths()
-    return (cafile, capath, environ.get("SSLKEYLOGFILE"), *map(_stamp, sources))
+        compiled_file, compiled_dir = _compiled_in_paths()
+        stamps = (_stamp(compiled_file), _stamp(compiled_dir))
+        if stamps[0] is None or not stat.S_ISREG(stamps[0][4]):
+            # No compiled-in file: httpcore2 reads the first of its candidates that exists
+            # (``/etc/ssl/certs/ca-certificates.crt``...), which an update replaces as it would
+            # the compiled-in one.
+            candidates = getattr(_httpcore_ssl, "CA_FILE_CANDIDATES", ())
+            stamps += tuple(map(_stamp, candidates))
+    return (cafile, capath, environ.get("SSLKEYLOGFILE"), *stamps)
 
 
 def _compiled_in_paths() -> tuple[str, str]:
@@ -148,9 +165,9 @@ def _compiled_in_paths() -> tuple[str, str]:
     return _default_paths
 
 
-def _stamp(path: str) -> tuple[int, int, int, int] | None:
+def _stamp(path: str) -> _Stamp | None:
     try:
         st = os.stat(path)
     except (OSError, ValueError):  # missing, unreadable, or a NUL in the variable
         return None
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_mode)
