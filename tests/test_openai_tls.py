@@ -401,3 +401,30 @@ def test_a_replaced_fallback_ca_file_gives_a_new_context(
     second = _openai_tls.shared_tls_context()
     assert second is not first
     assert trusted_names(second) == [((("commonName", "another pyadk test CA"),),)]
+
+
+def test_truststore_injected_after_the_context_was_built_is_used_as_the_sdk_uses_it(
+    trusted: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``truststore.inject_into_ssl()`` (the system's trust store for every ``ssl`` context, as
+    pip does) replaces ``ssl.SSLContext``: the SDK's clients made after it build truststore's
+    context. A model made after it gets that kind too, not the plain context built before, and
+    one made after ``extract_from_ssl()`` a plain one again."""
+    import truststore
+
+    before = _openai_tls.shared_tls_context()
+    assert type(before) is ssl.SSLContext
+    truststore.inject_into_ssl()
+    try:
+        sdk = openai.AsyncOpenAI(api_key="sk-test", base_url="https://127.0.0.1:9/v1")
+        chat = model("https://127.0.0.1:9/v1")
+        theirs = sdk._client._transport._pool._ssl_context  # type: ignore[attr-defined]
+        ours = chat._client._client._transport._pool._ssl_context  # type: ignore[attr-defined]
+        assert isinstance(theirs, truststore.SSLContext)
+        assert type(ours) is type(theirs)
+        # truststore's is not shared (see test_a_context_not_plain_ssl_is_left_to_the_sdk)
+        assert _openai_tls.shared_tls_context() is None
+    finally:
+        truststore.extract_from_ssl()
+    after = _openai_tls.shared_tls_context()
+    assert type(after) is ssl.SSLContext

@@ -38,7 +38,8 @@ CPython runs without the GIL) may be copying it. The shared context is given its
 before any client has it, and that per-handshake call, asking for the same list, leaves it alone
 (the instance's ``set_alpn_protocols``; the context stays a plain ``ssl.SSLContext``, which anyio
 wraps on the loop's thread where it would hand any other type to a worker thread). Only a plain
-``ssl.SSLContext`` is shared: truststore's (macOS, Windows) verifies through the system per
+``ssl.SSLContext`` is shared: truststore's (macOS, Windows, or anywhere after
+``truststore.inject_into_ssl()``, which the key notices) verifies through the system per
 handshake, costs little to build and reconfigures an inner context itself, so there the SDK
 builds its client as before; so does an ``openai`` SDK whose HTTP library is not ``httpx2``.
 """
@@ -66,6 +67,12 @@ try:  # the files httpcore2 falls back to where OpenSSL's compiled-in ones do no
     from httpcore2 import _ssl as _httpcore_ssl
 except ImportError:  # (not on httpx2: nothing is shared)
     _httpcore_ssl = None  # type: ignore[assignment]
+
+# The standard library's class, even where truststore.inject_into_ssl() replaced ssl.SSLContext
+# (with a subclass of it) before this module was imported.
+_PLAIN_CONTEXT: type[ssl.SSLContext] = next(
+    c for c in ssl.SSLContext.__mro__ if c.__module__ == "ssl" and c.__name__ == "SSLContext"
+)
 
 __all__ = ["http_client", "shared_tls_context"]
 
@@ -108,7 +115,7 @@ def shared_tls_context() -> ssl.SSLContext | None:
             return cached[1]
         built = httpx2.create_ssl_context()
         context: ssl.SSLContext | None = None
-        if type(built) is ssl.SSLContext:
+        if type(built) is _PLAIN_CONTEXT:
             built.set_alpn_protocols(list(_ALPN))
             try:
                 # Shadows the method for this instance only: see the module docstring.
@@ -134,8 +141,9 @@ def _keep_alpn(alpn_protocols: Iterable[str]) -> None:
 
 
 def _source_key() -> _Key:
-    """What the SDK's context would be built from now: the variables it reads and the identity
-    and modification time of the file or directory it would read the CAs from."""
+    """What the SDK's context would be built from now: the variables it reads, the class
+    ``ssl.SSLContext`` is (``truststore.inject_into_ssl()`` replaces it), and the identity and
+    modification time of the file or directory it would read the CAs from."""
     environ = os.environ
     cafile = environ.get("SSL_CERT_FILE") or None
     capath = environ.get("SSL_CERT_DIR") or None
@@ -153,7 +161,7 @@ def _source_key() -> _Key:
             # the compiled-in one.
             candidates = getattr(_httpcore_ssl, "CA_FILE_CANDIDATES", ())
             stamps += tuple(map(_stamp, candidates))
-    return (cafile, capath, environ.get("SSLKEYLOGFILE"), *stamps)
+    return (cafile, capath, environ.get("SSLKEYLOGFILE"), ssl.SSLContext, *stamps)
 
 
 def _compiled_in_paths() -> tuple[str, str]:
