@@ -192,14 +192,24 @@ async def test_ssl_cert_file_is_read_for_each_model_made(
         await plain.close()
 
 
-@pytest.mark.parametrize("content", [None, b"not a certificate\n"], ids=["missing", "not PEM"])
+@pytest.mark.parametrize(
+    "content",
+    [None, b"not a certificate\n", "directory"],
+    ids=["missing", "not PEM", "a directory"],
+)
 def test_a_bad_ssl_cert_file_fails_as_the_openai_client_does(
-    tmp_path: Path, content: bytes | None, monkeypatch: pytest.MonkeyPatch, ca: CertificateAuthority
+    tmp_path: Path,
+    content: bytes | str | None,
+    monkeypatch: pytest.MonkeyPatch,
+    ca: CertificateAuthority,
 ) -> None:
-    """Where the model is made, the error the SDK's client raises for the same file; nothing of
-    the failure is kept: the model is made once the variable names a good file."""
+    """Where the model is made, the error the SDK's client raises for the same file (a
+    directory named where a file belongs too: ``IsADirectoryError``); nothing of the failure is
+    kept: the model is made once the variable names a good file."""
     path = tmp_path / "bundle.pem"
-    if content is not None:
+    if content == "directory":
+        path.mkdir()
+    elif isinstance(content, bytes):
         path.write_bytes(content)
     monkeypatch.setenv("SSL_CERT_FILE", str(path))
     with pytest.raises(Exception) as sdk:
@@ -210,6 +220,8 @@ def test_a_bad_ssl_cert_file_fails_as_the_openai_client_does(
     assert type(ours.value) is type(sdk.value)
     assert str(ours.value) == str(sdk.value)
 
+    if path.is_dir():
+        path.rmdir()
     path.write_bytes(ca.path.read_bytes())
     chat = model("https://127.0.0.1:9/v1")
     assert transport_context(chat).get_ca_certs()[0]["subject"] == (
