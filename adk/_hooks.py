@@ -235,3 +235,9 @@ class Hooks:
         """Wraps one tool call to ``tool`` (the one that answers it: tracing reads its spec); may
         short-circuit or replace the result."""
         return await invoke()
+
+    def edits_calls(self, ctx: RunContext) -> bool:
+        """Whether tool callbacks run for a tool call made at ``ctx`` (the runner's, or the
+        calling agent's own): they may edit the call they are given, so ``run_tool_call`` gives
+        them a copy. Tracing only reads the call."""
+        return False

@@ -413,6 +413,19 @@ class _Instrumented(Hooks):
         return models.stream_model(ctx, request, open_stream)
 
     # -- tools ----------------------------------------------------------------------------------
+    def _tool_chain(self, ctx: RunContext) -> _CallbackChain | None:
+        """The tool callbacks that run for a call made at ``ctx``: the runner's, or, once an
+        agent with callbacks of its own has started, those its frame holds for its calls."""
+        tools = self._tools
+        if self._own:
+            frame: _Frame | None = ctx._trace
+            if frame is not None and frame.own is not None:
+                tools = frame.tools
+        return tools
+
+    def edits_calls(self, ctx: RunContext) -> bool:
+        return self._tool_chain(ctx) is not None
+
     async def call_tool(
         self,
         ctx: ToolContext,
@@ -420,11 +433,7 @@ class _Instrumented(Hooks):
         invoke: Callable[[], Awaitable[str | ToolResult]],
         tool: Tool,
     ) -> str | ToolResult:
-        tracing, tools = self._tracing, self._tools
-        if self._own:
-            frame: _Frame | None = ctx.run_context._trace
-            if frame is not None and frame.own is not None:
-                tools = frame.tools
+        tracing, tools = self._tracing, self._tool_chain(ctx.run_context)
         if tools is None:
             if tracing is None:
                 return await invoke()

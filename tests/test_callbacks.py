@@ -358,6 +358,34 @@ async def test_after_tool_sees_a_raising_tools_error_result_and_may_replace_it()
         assert read["c3"].content == "found"
 
 
+async def test_an_after_tool_assigning_the_arguments_leaves_the_models_call() -> None:
+    # after_tool is given the call too: one that assigns ``call.arguments`` (after the tool ran)
+    # edits its copy, as a before_tool does, whether it is the runner's or the agent's own and
+    # whatever other callbacks the runner has; the reply's event and the history the model reads
+    # next keep the call it made.
+    def scrub(ctx: ToolContext, call: ToolCall, result: str | ToolResult) -> None:
+        call.arguments = "{}"
+
+    def no_model(ctx: RunContext, request: ModelRequest) -> None:
+        return None
+
+    for callbacks, own in (
+        ([Callbacks(after_tool=scrub)], []),
+        ([], [Callbacks(after_tool=scrub)]),
+        ([Callbacks(before_model=no_model)], [Callbacks(after_tool=scrub)]),
+    ):
+        ADDED.clear()
+        model = add_model()
+        runner = Runner(ReActAgent("a", model, tools=[add], callbacks=own), callbacks=callbacks)
+        result = await runner.invoke("x")
+        assert ADDED == [(1, 2)]
+        (reply,) = [e.message for e in result.events if e.message and e.message.tool_calls]
+        assert reply.tool_calls[0].arguments == '{"a": 1, "b": 2}'
+        called = model.requests[1].messages[-2].tool_calls[0]
+        assert (called.name, called.arguments) == ("add", '{"a": 1, "b": 2}')
+        assert model.requests[1].messages[-1].content == "3"
+
+
 async def test_after_tool_replaces_the_result() -> None:
     model = add_model()
 

@@ -1063,6 +1063,70 @@ async def test_a_before_tool_edit_is_the_arguments_its_span_records(
     assert json.loads(call.arguments) == {"amount": 90}
 
 
+def _capped(ctx: ToolContext, call: ToolCall) -> None:
+    call.arguments = json.dumps({"amount": min(json.loads(call.arguments)["amount"], 5)})
+
+
+def _noop_model(ctx: RunContext, request: Any) -> None:
+    return None
+
+
+@pytest.mark.parametrize(
+    ("runner_callbacks", "own_callbacks", "copies"),
+    [
+        ([], [], 0),  # tracing alone never edits the call
+        ([Callbacks(before_model=_noop_model)], [], 0),  # callbacks, none of them a tool's
+        ([Callbacks(before_tool=_capped)], [], 1),
+        ([], [Callbacks(before_tool=_capped)], 1),  # the agent's own, found on its span's frame
+        ([Callbacks(before_model=_noop_model)], [Callbacks(before_tool=_capped)], 1),
+    ],
+)
+async def test_a_traced_call_is_copied_only_for_tool_callbacks(
+    runner_callbacks: list[Callbacks],
+    own_callbacks: list[Callbacks],
+    copies: int,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The call a ``before_tool`` callback may edit is a copy (~2 us a call); tracing, which only
+    reads it, is given the model's own call when no tool callback runs for it, the runner's or
+    the agent's. Wherever one does, its edit is what ran and what the span records, and the
+    model's call is kept."""
+    import adk.tools._executor as executor
+
+    made: list[str] = []
+    real = executor.ToolCall
+
+    def counted(**fields: Any) -> ToolCall:
+        made.append(fields["id"])
+        return real(**fields)
+
+    monkeypatch.setattr(executor, "ToolCall", counted)
+    monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+
+    @tool
+    def charge(amount: int) -> str:
+        """Charge an amount.
+
+        Args:
+            amount: The amount.
+        """
+        return f"charged {amount}"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("charge", {"amount": 90})]), "ok"])
+    agent = ReActAgent("a", model, tools=[charge], callbacks=own_callbacks)
+    runner = Runner(agent, callbacks=runner_callbacks, tracer_provider=provider)
+    await runner.invoke("x")
+    assert len(made) == copies
+    amount = 5 if copies else 90
+    (tool_span,) = named(exporter.get_finished_spans(), "execute_tool charge")
+    assert json.loads(attrs(tool_span)["gen_ai.tool.call.arguments"]) == {"amount": amount}
+    assert attrs(tool_span)["gen_ai.tool.call.result"] == f"charged {amount}"
+    (call,) = model.requests[1].messages[-2].tool_calls
+    assert json.loads(call.arguments) == {"amount": 90}
+
+
 @pytest.mark.parametrize("capture", [False, True])
 async def test_an_error_results_text_is_content_kept_off_the_span_unless_captured(
     capture: bool,

@@ -187,11 +187,12 @@ async def run_tool_call(
     # of several calls checked them all before any ran, ``check_resumed_calls``).
     ran = call if edit is None else adk._approval.edited_call(tool, call, address, edit)
     hooks = ctx._run.hooks
-    if hooks is not None and ran is call:
+    if hooks is not None and ran is call and hooks.edits_calls(ctx):
         # The callbacks get a copy, as Google ADK's get a deep copy of the args: a before_tool
         # that edits ``call.arguments`` changes what the tool runs with (and what after_tool and
         # the span see), not the call the model made, which its reply's event, the history and
-        # a checkpoint keep. ~2 us per call, with hooks only (callbacks or tracing).
+        # a checkpoint keep. ~2 us per call, only where tool callbacks run for it: tracing
+        # alone, which only reads the call, is given the model's.
         ran = ToolCall(id=call_id, name=name, arguments=call.arguments)
     tool_ctx = new_tool_context(ctx, name, call_id, address, emit)
     invoke: _Invoke | None = None
