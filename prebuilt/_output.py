@@ -27,6 +27,7 @@ __all__ = [
     "OutputSchemaError",
     "parse_output",
     "parse_output_json",
+    "rejection",
     "response_format",
     "retry_prompt",
     "schema_instruction",
@@ -130,7 +131,14 @@ def parse_output_json(
             return schema.model_validate_json(block, context=context), block, None
         except (ValidationError, ToolError) as exc:
             first = exc
-    return None, text, str(first) if isinstance(first, ToolError) else _explain(first)
+    return None, text, rejection(first) if isinstance(first, ToolError) else _explain(first)
+
+
+def rejection(error: ToolError) -> str:
+    """The problem a schema's validator raising ``adk.ToolError`` (a Pydantic AI port's
+    ``ModelRetry``) gives: its words, or, raised without any, that it rejected the answer: the
+    model reads it in the retry prompt, which otherwise said "the required X JSON schema: ."."""
+    return str(error) or "the schema's validator rejected it (adk.ToolError without a message)"
 
 
 def retry_prompt(schema: type[BaseModel], problem: str, *, with_schema: bool = False) -> str:

@@ -69,7 +69,7 @@ from adk.tools._executor import (
     unique_call_ids,
 )
 from adk.tools._origin import tool_origin
-from adk.tools.base import _shows_events
+from adk.tools.base import ToolError, _shows_events
 from adk.tools.function import _is_tool_name
 
 from ._instruction import (
@@ -87,6 +87,7 @@ from ._output import (
     OutputRejected,
     OutputSchemaError,
     parse_output_json,
+    rejection,
     response_format,
     retry_prompt,
     schema_instruction,
@@ -1344,6 +1345,11 @@ class ReActAgent:
                 raise OutputSchemaError(
                     f"agent '{self.name}': the answer a before_agent callback gave does not "
                     f"match {schema.__name__}: {exc}"
+                ) from exc
+            except ToolError as exc:  # a validator's rejection, as parse_output_json reads it
+                raise OutputSchemaError(
+                    f"agent '{self.name}': the answer a before_agent callback gave does not "
+                    f"match {schema.__name__}: {rejection(exc)}"
                 ) from exc
             message = Message.assistant(parsed.model_dump_json())
             text = message.content

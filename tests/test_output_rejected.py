@@ -295,3 +295,52 @@ async def test_a_tool_error_raised_by_the_schemas_validator_is_a_retry_the_model
             shown += [p.advice async for p in parts]
     assert shown[-1] == "John, keep it safe." and len(shown) > 2
     assert all(a.startswith("John") for a in shown)  # "Joh" raised it, and was skipped
+
+
+@pytest.mark.asyncio
+async def test_a_before_agent_dict_its_validator_rejects_is_an_output_schema_error() -> None:
+    # A before_agent answer stands for the model's and is not retried: one its validator rejects
+    # with adk.ToolError fails as one off the schema does, an OutputSchemaError with the
+    # validator's words, whether it is given as a dict or as text.
+    def as_dict(agent: Any, ctx: Any) -> dict[str, str]:
+        return {"advice": "Keep it safe."}
+
+    def as_text(agent: Any, ctx: Any) -> str:
+        return '{"advice": "Keep it safe."}'
+
+    for answer in (as_dict, as_text):
+        model = ScriptedModel([])
+        callbacks = [adk.Callbacks(before_agent=answer)]
+        agent = ReActAgent("support", model, output_schema=Addressed, callbacks=callbacks)
+        with pytest.raises(RunError) as failed:
+            await Runner(agent).invoke("Card?", options={"customer": "John"})
+        cause = failed.value.__cause__
+        assert isinstance(cause, OutputSchemaError), answer.__name__
+        assert str(cause) == (
+            "agent 'support': the answer a before_agent callback gave does not match "
+            "Addressed: address the customer by name (John)"
+        )
+        assert model.calls == 0
+
+
+class Approved(BaseModel):
+    verdict: str
+
+    @field_validator("verdict")
+    @classmethod
+    def approved(cls, verdict: str) -> str:
+        if verdict != "approved":
+            raise adk.ToolError()  # no words: the retry must still say what happened
+        return verdict
+
+
+@pytest.mark.asyncio
+async def test_a_validators_tool_error_without_a_message_still_tells_the_model_why() -> None:
+    model = ScriptedModel(['{"verdict": "maybe"}', '{"verdict": "approved"}'])
+    result = await Runner(ReActAgent("judge", model, output_schema=Approved)).invoke("Ok?")
+    assert result.output == Approved(verdict="approved")
+    retry = model.requests[1].messages[-1].content
+    assert retry.startswith(
+        "Your answer does not match the required Approved JSON schema: "
+        "the schema's validator rejected it (adk.ToolError without a message). Reply again"
+    )
