@@ -26,6 +26,7 @@ from .checkpoint.codec import (
     _number,
     _type_name,
     _Unstorable,
+    _validator_rejected,
 )
 from .interrupts import InterruptInfo, InterruptPoint
 from .messages import Message
@@ -105,6 +106,10 @@ def load_value(data: Any, type_name: Any, where: str) -> Any:
     try:
         return model.model_validate(data, by_alias=True, by_name=True)
     except ValidationError as exc:
+        raise ValueError(f"event {where}: not a valid {type_name!r}: {exc}") from exc
+    except Exception as exc:
+        if not _validator_rejected(exc):
+            raise
         raise ValueError(f"event {where}: not a valid {type_name!r}: {exc}") from exc
 
 

@@ -19,7 +19,15 @@ from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import VERSION as PYDANTIC_VERSION
-from pydantic import BaseModel, Field, Json, SecretStr, field_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    Json,
+    SecretStr,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 from test_interrupts import Asker, DictStore, collect, pause_of
 
 import adk
@@ -194,6 +202,27 @@ def test_subclasses_of_json_types_are_stored_as_their_base() -> None:
 def test_unregistered_model_error_names_the_fix() -> None:
     with pytest.raises(CheckpointError, match=r"call adk\.register_type\(Touch\)"):
         to_json_value(Touch.model_construct(path="x"))
+
+
+@register_type
+class Reviewed(BaseModel):
+    verdict: str
+
+    @field_validator("verdict")
+    @classmethod
+    def approved(cls, verdict: str) -> str:
+        if verdict != "approved":  # a validator made stricter since the save, say
+            raise adk.ToolError("the verdict must be approved")
+        return verdict
+
+
+def test_a_saved_model_its_validator_rejects_with_a_tool_error_is_a_checkpoint_error() -> None:
+    # pydantic passes an adk.ToolError (the ModelRetry of a Pydantic AI port's validators) through
+    # unwrapped: loading the value must still fail as any value that does not validate does.
+    saved = to_json_value({"v": Reviewed(verdict="approved")})
+    saved["v"]["data"]["verdict"] = "no"
+    with pytest.raises(CheckpointError, match=r"invalid value of type .*the verdict must be"):
+        from_json_value(json.loads(json.dumps(saved)))
 
 
 def test_register_type_rules() -> None:

@@ -12,7 +12,7 @@ import pytest
 from conftest import wire_model
 from openai_server import OpenAIServer
 from openai_server import Reply as WireReply
-from pydantic import BaseModel
+from pydantic import BaseModel, field_validator
 
 import adk
 from adk import (
@@ -44,6 +44,23 @@ class Invoice(BaseModel):
 
 
 adk.register_type(Invoice, name="tests.event_json.Invoice")
+
+
+class Approved(BaseModel):
+    """An output schema whose validator raises ``adk.ToolError`` (a Pydantic AI port's
+    ``ModelRetry``, as docs/pydantic_ai.md has it), which pydantic lets through unwrapped."""
+
+    verdict: str
+
+    @field_validator("verdict")
+    @classmethod
+    def approved(cls, verdict: str) -> str:
+        if verdict != "approved":
+            raise adk.ToolError("the verdict must be approved")
+        return verdict
+
+
+adk.register_type(Approved, name="tests.event_json.Approved")
 
 
 class Reading(BaseModel):
@@ -466,6 +483,10 @@ def test_data_that_is_not_json_is_a_clear_error_naming_the_field(
         (
             {"output": {"custom": {"number": 1}, "custom_type": "tests.event_json.Invoice"}},
             "event output.custom: not a valid 'tests.event_json.Invoice'",
+        ),
+        (
+            {"output": {"custom": {"verdict": "no"}, "custom_type": "tests.event_json.Approved"}},
+            "event output.custom: not a valid 'tests.event_json.Approved': the verdict must be",
         ),
         ({"action": {"exit": "yes"}}, "event action: exit and break_loop must be true or false"),
         ({"action": {"transfer_to": 5}}, "event action.transfer_to: expected a str"),

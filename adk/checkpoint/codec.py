@@ -824,7 +824,22 @@ def _rebuild(value: Any, depth: int) -> Any:
             return model.model_validate(data, by_alias=True, by_name=True)
         except ValidationError as exc:
             raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
+        except Exception as exc:
+            if not _validator_rejected(exc):
+                raise
+            raise CheckpointError(f"holds an invalid value of type {tag!r}: {exc}") from exc
     return value
+
+
+def _validator_rejected(exc: Exception) -> bool:
+    """Whether ``exc``, out of a model's validation, is a validator's ``adk.ToolError``: the
+    rejection a Pydantic AI port's validators raise as ``ModelRetry`` (docs/pydantic_ai.md),
+    which pydantic passes through unwrapped where it wraps a ``ValueError``. A value it rejects
+    is as invalid as one failing validation: read back, it fails as that does, not as a bare
+    ``ToolError`` (``adk._event_json`` too)."""
+    from ..tools.base import ToolError  # here: adk.tools.base imports this module
+
+    return isinstance(exc, ToolError)
 
 
 def _check_parts(parts: Any) -> None:
