@@ -221,6 +221,28 @@ async def test_partials_and_callable_objects_are_actions_too() -> None:
     assert [e.message.content for e in result.events if e.message] == ["t:hi", "HI"]
 
 
+async def test_a_bound_method_marked_in_place_is_refused_with_the_ways_that_work() -> None:
+    """``action(E)(service.handle)`` cannot mark a bound method (it takes no attributes): it
+    failed with "'method' object has no attribute '_adk_action_events'". The refusal names what
+    works, and the partial it names runs."""
+
+    class Service:
+        def __init__(self) -> None:
+            self.prefix = "got"
+
+        def handle(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=f"{self.prefix} {event.input}"))
+
+    service = Service()
+    with pytest.raises(TypeError, match=r"@action cannot mark .*handle.*functools\.partial"):
+        action(InputEvent)(service.handle)
+    with pytest.raises(TypeError, match=r"@action cannot mark .*len"):
+        action(InputEvent)(len)
+    wrapped = action(InputEvent)(functools.partial(service.handle))
+    result = await Runner(ActionAgent("svc", actions=[wrapped])).invoke("hi")
+    assert [e.message.content for e in result.events if e.message] == ["got hi"]
+
+
 def test_a_generator_function_is_refused_as_an_action() -> None:
     """Its call only makes a generator, which nothing iterates: it would never run."""
 

@@ -82,7 +82,14 @@ def action(*events: type[Event], retry: RetryPolicy | None = None) -> Callable[[
         target = function.__func__ if isinstance(function, staticmethod) else function
         if not callable(target):
             raise TypeError(f"@action decorates functions, not {type(function).__name__}")
-        setattr(target, _MARK, tuple(events))
+        try:
+            setattr(target, _MARK, tuple(events))
+        except AttributeError:  # a bound method, a builtin: nowhere to keep the mark
+            raise TypeError(
+                f"@action cannot mark {target!r}, which takes no attributes: put @action above "
+                "the method's def in its class, or mark a wrapper of it, "
+                "action(...)(functools.partial(obj.method))"
+            ) from None
         setattr(target, _RETRY, retry)
         return function
 
