@@ -386,6 +386,48 @@ async def test_an_after_tool_assigning_the_arguments_leaves_the_models_call() ->
         assert model.requests[1].messages[-1].content == "3"
 
 
+class _Doubler:
+    """Callbacks as an object with a method of the hook's name (not a ``Callbacks``)."""
+
+    def before_tool(self, ctx: ToolContext, call: ToolCall) -> None:
+        call.arguments = json.dumps({"a": 10, "b": 2})
+
+
+def _worker_runs(own: list[Any], model: ScriptedModel) -> list[Agent]:
+    """The agent ``own`` belongs to, reached each way an agent's tool calls can run: a workflow's
+    step, inside an AgentTool, a Supervisor's worker."""
+    from prebuilt import Supervisor
+
+    def worker() -> ReActAgent:
+        return ReActAgent("w", model, tools=[add], callbacks=own, description="adds")
+
+    outer = ScriptedModel([Reply(tool_calls=[tool_call("w", {"request": "go"})]), "ok"])
+    boss = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "w"})]), "fin"]
+    )
+    return [
+        SequentialAgent("s", [worker()]),
+        ReActAgent("outer", outer, tools=[AgentTool(worker())]),
+        Supervisor(ReActAgent("boss", boss), [worker()]),
+    ]
+
+
+@pytest.mark.parametrize("where", ["workflow step", "agent tool", "supervisor worker"])
+@pytest.mark.parametrize("given", [Callbacks(before_tool=_Doubler().before_tool), _Doubler()])
+async def test_an_agents_own_before_tool_edit_runs_and_leaves_the_models_call_wherever_it_runs(
+    where: str, given: Any
+) -> None:
+    # The call is copied for the callbacks only where tool callbacks run for it (a9031cd): an
+    # agent's own, given as Callbacks or as an object with methods, however the agent is reached.
+    model = add_model()
+    index = ["workflow step", "agent tool", "supervisor worker"].index(where)
+    await Runner(_worker_runs([given], model)[index]).invoke("x")
+    assert ADDED == [(10, 2)]
+    (called,) = model.requests[1].messages[-2].tool_calls
+    assert json.loads(called.arguments) == {"a": 1, "b": 2}
+    assert model.requests[1].messages[-1].content == "12"
+
+
 async def test_after_tool_replaces_the_result() -> None:
     model = add_model()
 
