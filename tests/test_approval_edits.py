@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pydantic
 import pytest
 from conftest import Bank, checkpoint_ids, sqlite_store
 from mcp_servers.process import STDIO_SCRIPT
@@ -665,3 +666,136 @@ async def test_an_edited_call_a_before_tool_edits_too_is_returned_directly_witho
                 "[A person edited this call's arguments before it ran; it ran with "
                 '{"user": "bob", "cents": 7}]\nann paid 7'
             )
+
+
+class _Payment(pydantic.BaseModel):
+    payee: str
+    cents: int
+
+    @pydantic.field_validator("cents")
+    @classmethod
+    def _within_limit(cls, cents: int) -> int:
+        # A Pydantic AI port's ModelRetry: the words are for whoever wrote the arguments.
+        limit = _LIMIT[0]
+        if cents > limit:
+            raise adk.ToolError(f"{cents} cents is over the limit of {limit}; ask for less")
+        return cents
+
+
+_LIMIT = [1000]
+
+
+def _limited_pay(paid: list[tuple[str, int]], approval: bool = True) -> adk.FunctionTool:
+    @adk.tool(require_approval=approval, name="pay")
+    def pay(payment: _Payment) -> str:
+        """Pay someone."""
+        paid.append((payment.payee, payment.cents))
+        return f"paid {payment.cents} to {payment.payee}"
+
+    return pay
+
+
+async def test_an_argument_models_tool_error_is_the_error_result_the_model_reads() -> None:
+    """A validator of a tool's argument model raising ``adk.ToolError`` (``ModelRetry``): the
+    model reads the validator's words as the call's error result and can ask again."""
+    paid: list[tuple[str, int]] = []
+    over = tool_call("pay", {"payment": {"payee": "ACME", "cents": 5000}}, id="c1")
+    under = tool_call("pay", {"payment": {"payee": "ACME", "cents": 50}}, id="c2")
+    model = ScriptedModel([Reply(tool_calls=[over]), Reply(tool_calls=[under]), "done"])
+    agent = ReActAgent("payer", model, tools=[_limited_pay(paid, approval=False)])
+
+    events = await collect(Runner(agent).run("pay"))
+
+    assert events[-1].error is None and paid == [("ACME", 50)]
+    result = model.requests[1].messages[-1]
+    assert result.role == "tool" and result.tool_call_id == "c1"
+    assert result.content == "Error: 5000 cents is over the limit of 1000; ask for less"
+    assert result.metadata["is_error"] is True
+
+
+async def test_an_edit_an_argument_models_validator_rejects_with_a_tool_error_is_refused(
+    tmp_path: Path,
+) -> None:
+    """A person's edit that the argument model's validator rejects with ``adk.ToolError`` is
+    refused as an edit that does not fit (the validator's words, the checkpoint kept), alone and
+    in a round of two calls: it escaped ``run_tool_call`` as a bare ``ToolError``, the check
+    catching ``ValidationError`` alone."""
+    for count in (1, 2):
+        paid: list[tuple[str, int]] = []
+        db = tmp_path / str(count)
+        db.mkdir()
+        calls = [
+            tool_call("pay", {"payment": {"payee": "ACME", "cents": 5}}, id=f"c{i}")
+            for i in range(count)
+        ]
+        model = ScriptedModel([Reply(tool_calls=calls), "done"])
+        paused = pause_of(
+            await collect(
+                Runner(ReActAgent("a", model, tools=[_limited_pay(paid)]), sqlite_store(db)).run(
+                    "go"
+                )
+            )
+        )
+        first, *others = sorted(point.id for point in paused.points)
+        over = {"approved": True, "arguments": {"payment": {"payee": "ACME", "cents": 5000}}}
+        bad: dict[str, Any] = {first: over, **dict.fromkeys(others, True)}
+
+        runner = Runner(
+            ReActAgent("a", ScriptedModel(["never"]), tools=[_limited_pay(paid)]), sqlite_store(db)
+        )
+        with pytest.raises(
+            ValueError,
+            match="do not fit tool 'pay': 5000 cents is over the limit of 1000; ask for less",
+        ):
+            await collect(runner.resume(paused.checkpoint_id, bad))
+        assert paid == [] and await checkpoint_ids(runner.checkpoint_store) == [
+            paused.checkpoint_id
+        ]
+
+        good = {
+            **bad,
+            first: {"approved": True, "arguments": {"payment": {"payee": "B", "cents": 9}}},
+        }
+        runner = Runner(
+            ReActAgent("a", ScriptedModel(["done"]), tools=[_limited_pay(paid)]), sqlite_store(db)
+        )
+        events = await collect(runner.resume(paused.checkpoint_id, good))
+        assert events[-1].error is None and sorted(paid) == sorted(
+            [("B", 9)] + [("ACME", 5)] * len(others)
+        )
+
+
+async def test_saved_arguments_a_stricter_validator_rejects_with_a_tool_error_refuse_the_resume(
+    tmp_path: Path,
+) -> None:
+    """Arguments valid at the pause that the argument model's validator, stricter since (a
+    redeploy), rejects with ``adk.ToolError``: the resume is refused as for arguments that no
+    longer fit (a ``CheckpointError`` with the validator's words, the checkpoint kept), alone
+    and in a round of two calls, as a ``ValidationError`` is; the model is not left to work
+    around a call a person answered."""
+    for count in (1, 2):
+        paid: list[tuple[str, int]] = []
+        db = tmp_path / str(count)
+        db.mkdir()
+        calls = [
+            tool_call("pay", {"payment": {"payee": "ACME", "cents": 500}}, id=f"c{i}")
+            for i in range(count)
+        ]
+        model = ScriptedModel([Reply(tool_calls=calls), "done"])
+        agent = ReActAgent("a", model, tools=[_limited_pay(paid)])
+        paused = pause_of(await collect(Runner(agent, sqlite_store(db)).run("go")))
+        answers = {point.id: True for point in paused.points}
+
+        _LIMIT[0] = 100
+        try:
+            model = ScriptedModel(["done"])
+            runner = Runner(ReActAgent("a", model, tools=[_limited_pay(paid)]), sqlite_store(db))
+            refused = await collect(runner.resume(paused.checkpoint_id, answers))
+        finally:
+            _LIMIT[0] = 1000
+        error = refused[-1].error
+        assert error is not None and error.type == "CheckpointError", error
+        assert "no longer fit tool 'pay'" in error.message
+        assert "500 cents is over the limit of 100; ask for less" in error.message
+        assert paid == [] and model.requests == []
+        assert await checkpoint_ids(runner.checkpoint_store) == [paused.checkpoint_id]

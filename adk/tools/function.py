@@ -609,8 +609,10 @@ class FunctionTool(Generic[_P, _R]):
         )
         try:
             parsed = self._args_model.model_validate_json(arguments or "{}")
-        except ValidationError as exc:
+        except (ValidationError, ToolError) as exc:
             if resume is None:
+                if isinstance(exc, ToolError):  # a validator's ModelRetry: its words
+                    raise
                 return ToolResult.error(format_validation_error(self.name, exc))
             if isinstance(decision, ToolResult):  # denied: nothing to run, nothing lost
                 return decision
@@ -722,15 +724,22 @@ class FunctionTool(Generic[_P, _R]):
         (``adk._approval.edited_call``), as the call would check them on running."""
         try:
             self._args_model.model_validate_json(arguments)
-        except ValidationError as exc:
-            problems = format_validation_error(self.name, exc)
-            return problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
+        except (ValidationError, ToolError) as exc:
+            return self._problems(exc)
         return None
 
-    def _unfit(self, ctx: ToolContext, exc: ValidationError) -> CheckpointError:
-        """The refusal of a resumed call whose saved arguments no longer fit the tool."""
+    def _problems(self, exc: ValidationError | ToolError) -> str:
+        """What is wrong with arguments the argument model refused: pydantic's account, or the
+        words of a validator raising ``ToolError`` (a Pydantic AI port's ``ModelRetry``), which
+        pydantic passes through unwrapped."""
+        if isinstance(exc, ToolError):
+            return str(exc) or "the argument model's validator rejected them (adk.ToolError)"
         problems = format_validation_error(self.name, exc)
-        problems = problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
+        return problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
+
+    def _unfit(self, ctx: ToolContext, exc: ValidationError | ToolError) -> CheckpointError:
+        """The refusal of a resumed call whose saved arguments no longer fit the tool."""
+        problems = self._problems(exc)
         return CheckpointError(
             f"the paused call {ctx.address!r} cannot resume: its arguments no longer fit "
             f"tool '{self.name}', whose parameters changed since the pause ({problems})"
@@ -752,7 +761,7 @@ class FunctionTool(Generic[_P, _R]):
             return
         try:
             self._args_model.model_validate_json(arguments or "{}")
-        except ValidationError as exc:
+        except (ValidationError, ToolError) as exc:
             raise self._unfit(ctx, exc) from None
         if decision is None and self.require_approval:
             self._check_approved(ctx)
