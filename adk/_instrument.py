@@ -299,6 +299,7 @@ class _Instrumented(Hooks):
                 handle.agent.name if handle.agent is not None else handle.address,
             )
         exception = handle.exception
+        late: Exception | None = None  # a paused agent's failing after_agent (see below)
         failure = handle.failure
         if error is None and failure is not None:
             error, exception = failure.error, failure.exception
@@ -314,15 +315,23 @@ class _Instrumented(Hooks):
                     # in flight, so a cancelled task ended with it and ``asyncio.timeout`` raised
                     # it rather than TimeoutError.
                     cut = cancelled or _being_cancelled()
-                    if error is None and not cut:
+                    if error is None and not cut and not handle.interrupted:
                         error, exception = ErrorInfo.of(exc), exc
                         raise
+                    if error is None and not cut:
+                        # Paused: its pause went up to the runner, which saves the checkpoint;
+                        # the run waits for a person and did not fail. The span keeps
+                        # ``interrupted`` and records the callback's exception as an event.
+                        late = exc
+                        settled = "paused (the pause stands)"
+                    elif error is None:
+                        settled = "was cancelled"
+                    else:
+                        settled = f"had failed already ({error})"
                     logger.warning(
                         "after_agent callback failed for agent %r, which %s",
                         handle.agent.name,
-                        "was cancelled"
-                        if cut and error is None
-                        else f"had failed already ({error})",
+                        settled,
                         exc_info=exc,
                     )
         except BaseException as exc:
@@ -353,6 +362,7 @@ class _Instrumented(Hooks):
                     handle.output,
                     handle.measure,
                     handle.interrupted,
+                    late,
                 )
 
     def trace_of(self, ctx: RunContext) -> dict[str, Any] | None:

@@ -569,6 +569,7 @@ class _GenAITracing:
         output: AgentOutput | None = None,
         measure: _Measure | None = None,
         interrupted: bool = False,
+        late: BaseException | None = None,
     ) -> None:
         """End an agent's span; ``usage`` is ``[input, output]`` tokens of its own model calls
         that reported usage (None: none did). A ``cancelled`` agent's span gets the event a
@@ -581,7 +582,10 @@ class _GenAITracing:
         one; not for a run cut off, which neither finished nor failed (as a model call's).
         ``interrupted``: the agent ended with a pause (its own or a sub-agent's, a tool call's):
         not an error, but ``adk.agent.outcome`` says so, on the span and in the metric, so a
-        paused run's duration (up to the pause) is not taken for a finished one's."""
+        paused run's duration (up to the pause) is not taken for a finished one's. ``late``: an
+        ``after_agent`` callback's exception after the agent paused, which cannot change how it
+        ended (the run waits for a person): its ``exception`` event, with no error status or
+        ``error.type``, which would count a waiting run among the failed ones."""
         if error is not None:
             outcome = "failed"
         elif cancelled:
@@ -612,6 +616,8 @@ class _GenAITracing:
             span.set_attribute(_ERROR_TYPE, error.type)
             if exception is not None:
                 span.record_exception(exception)
+        elif late is not None:
+            span.record_exception(late)
         self._end(span)
 
     # -- models ---------------------------------------------------------------------------------

@@ -785,6 +785,49 @@ async def test_a_failing_after_agent_fails_the_agent_span(
     assert events_of(span) == ["exception"]
 
 
+@pytest.mark.parametrize("nested", [False, True])
+async def test_a_failing_after_agent_of_a_paused_agent_leaves_its_span_interrupted(
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    caplog: pytest.LogCaptureFixture,
+    nested: bool,
+) -> None:
+    """The run paused and its checkpoint was saved: the run is waiting for a person, not
+    failed, so the span of the agent whose ``after_agent`` then failed says
+    ``adk.agent.outcome=interrupted`` with an unset status and no ``error.type`` (an error-rate
+    alert would fire for a run that is waiting), and carries the callback's exception as its
+    ``exception`` event; it said ``failed`` with an ERROR status while the caller got the
+    pause. The failure is logged; the pause stands and resumes."""
+
+    failures = [ConnectionError("metrics backend down")]  # the paused run's only
+
+    def flaky(agent: Any, ctx: Any, error: Any) -> None:
+        if agent.name == "payer" and failures:
+            raise failures.pop()
+
+    store = InMemoryCheckpointStore()
+    model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {"amount": 5})]), "paid"])
+    payer = ReActAgent("payer", model, tools=[approve])
+    root: Agent = SequentialAgent("flow", [payer]) if nested else payer
+    runner = Runner(root, store, callbacks=[Callbacks(after_agent=flaky)], tracer_provider=provider)
+    with caplog.at_level("WARNING"):
+        paused = await runner.invoke("pay 5")
+
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent payer")
+    assert attrs(span)["adk.agent.outcome"] == "interrupted"
+    assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
+    assert events_of(span) == ["adk.interrupt", "exception"]
+    (recorded,) = [e for e in span.events if e.name == "exception"]
+    assert dict(recorded.attributes or {})["exception.type"] == "ConnectionError"
+    if nested:
+        (flow,) = named(exporter.get_finished_spans(), "invoke_agent flow")
+        assert attrs(flow)["adk.agent.outcome"] == "interrupted"
+        assert flow.status.status_code == StatusCode.UNSET
+    assert "metrics backend down" in caplog.text
+    assert (await runner.invoke_resume(paused.checkpoint_id, "yes")).text == "paid"
+
+
 @tool
 def approve(amount: int, ctx: ToolContext) -> str:
     """Ask a person to approve a payment.
