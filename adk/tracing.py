@@ -600,10 +600,12 @@ class _GenAITracing:
             if error is not None:
                 measured[_ERROR_TYPE] = error.type
             self._agent_duration.record(time.perf_counter() - started, measured)
-        span.set_attribute(_OUTCOME, outcome)
-        if usage is not None and span.is_recording():
-            span.set_attribute(_INPUT_TOKENS, usage[0])
-            span.set_attribute(_OUTPUT_TOKENS, usage[1])
+        if usage is not None:  # one call: the SDK's set_attribute is a set_attributes of one
+            span.set_attributes(
+                {_OUTCOME: outcome, _INPUT_TOKENS: usage[0], _OUTPUT_TOKENS: usage[1]}
+            )
+        else:
+            span.set_attribute(_OUTCOME, outcome)
         if output is not None and span.is_recording():
             answer = _answer_of(output)
             if answer is not None:
