@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from mcp_servers.process import STDIO_SCRIPT, closed_port
-from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
 
 from adk import (
@@ -30,6 +30,7 @@ from adk import (
     SequentialAgent,
     Session,
     ToolContext,
+    ToolError,
     register_type,
     tool,
 )
@@ -1622,6 +1623,60 @@ async def test_a_paused_state_that_does_not_fit_fails_the_resume_and_keeps_the_c
     assert "agent 'payer'" in str(cause) and complaint in str(cause)
     assert await store.get("edited") is not None
     assert PAID == []
+
+
+_STRICT_ABOUT: list[str] = []  # what _Claim's validator refuses from now on (a later deploy's)
+
+
+class _Claim(Event):
+    about: str
+
+    @field_validator("about")
+    @classmethod
+    def _known(cls, value: str) -> str:
+        if value in _STRICT_ABOUT:  # a Pydantic AI port's ModelRetry (docs/pydantic_ai.md)
+            raise ToolError(f"{value!r} is no longer a claim we pay")
+        return value
+
+
+async def test_a_saved_event_its_validator_rejects_with_a_tool_error_refuses_the_resume() -> None:
+    """Review rv11: the paused event of a class whose validator (stricter since the pause)
+    raises adk.ToolError refuses the resume as an event that no longer fits (CheckpointError,
+    the checkpoint kept), as one failing validation does; pydantic passes a ToolError through
+    unwrapped and the restore caught ValueError only, so the resume failed with a bare
+    ToolError (the codec's own registered models were fixed so in ea6dc17)."""
+    paid: list[str] = []
+
+    class Claims(ActionAgent):
+        @action(InputEvent)
+        def start(self, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(_Claim(about=event.input))
+
+        @action(_Claim)
+        def pay(self, event: _Claim, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                raise Interrupt(f"pay for {event.about}?")
+            paid.append(event.about)
+            ctx.send_event(OutputEvent(output=f"paid {event.about}"))
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(Claims("claims"), checkpoint_store=store).invoke(
+        "hail", checkpoint_id="c"
+    )
+    assert paused.interrupt is not None
+    _STRICT_ABOUT.append("hail")
+    try:
+        with pytest.raises(RunError) as raised:
+            await Runner(Claims("claims"), checkpoint_store=store).invoke_resume("c", "yes")
+    finally:
+        _STRICT_ABOUT.clear()
+    cause = raised.value.__cause__
+    assert isinstance(cause, CheckpointError), cause
+    assert "agent 'claims'" in str(cause) and "event is invalid" in str(cause)
+    assert "'hail' is no longer a claim we pay" in str(cause)
+    assert paid == [] and await store.get("c") is not None
+    resumed = await Runner(Claims("claims"), checkpoint_store=store).invoke_resume("c", "yes")
+    assert resumed.text == "paid hail" and paid == ["hail"]
 
 
 class Stats(Event):

@@ -43,7 +43,7 @@ from ..messages import Message
 from ..models.base import ChatModel, RetryPolicy
 from ..resources import Resources, _RenamedTool, _TemplatePrompt, _Unknown
 from ..tools._origin import tool_origin
-from ..tools.base import Tool
+from ..tools.base import Tool, ToolError
 from ._builtin import (
     ActionError,
     _Chat,
@@ -567,7 +567,10 @@ class _ActionRun:
             return event_type.model_validate(values, by_alias=True, by_name=True)
         except CheckpointError as exc:
             raise saved.error(f"the {data['type']!r} event {exc}") from None
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+        except (ValueError, ToolError) as exc:  # pydantic's ValidationError is a ValueError
+            # A validator's ``adk.ToolError`` (a Pydantic AI port's ``ModelRetry``), which
+            # pydantic passes through unwrapped, is as much a no: the same refusal, not a bare
+            # ToolError out of the resume (the codec's ``_validator_rejected`` for its models).
             raise saved.error(f"the {data['type']!r} event is invalid: {exc}") from None
 
 
