@@ -17,8 +17,10 @@ from adk import (
     AgentTool,
     ErrorInfo,
     Interrupt,
+    LoopAgent,
     Message,
     ModelOptions,
+    ParallelAgent,
     RunContext,
     RunError,
     Runner,
@@ -699,6 +701,77 @@ async def test_a_failing_after_agent_cannot_undo_how_the_run_ended(
             assert events[-1].interrupted is not None and events[-1].interrupted.checkpoint_id
     logged = [record.exc_info[1] for record in caplog.records if record.exc_info]
     assert [str(exc) for exc in logged] == ["metrics backend down"] * 4
+
+
+@tool
+def _approve(amount: int, ctx: ToolContext) -> str:
+    """Ask a person to approve a payment.
+
+    Args:
+        amount: How much.
+    """
+    if ctx.resume is None:
+        raise Interrupt({"approve": amount})
+    return f"approved: {ctx.resume.data}"
+
+
+def _paying_somewhere(where: str) -> Agent:
+    """A ReActAgent 'payer' whose tool call pauses, reached as ``where`` says."""
+    from prebuilt import Supervisor
+
+    def payer() -> ReActAgent:
+        model = ScriptedModel([Reply(tool_calls=[tool_call("_approve", {"amount": 5})]), "paid"])
+        return ReActAgent("payer", model, tools=[_approve], description="pays")
+
+    if where == "parallel branch":
+        return ParallelAgent("flow", [payer(), ReActAgent("other", ScriptedModel(["other"]))])
+    if where == "loop step":
+        return LoopAgent("flow", [payer()], max_iterations=1)
+    if where == "agent tool":
+        outer = ScriptedModel([Reply(tool_calls=[tool_call("payer", {"request": "go"})]), "ok"])
+        return ReActAgent("outer", outer, tools=[AgentTool(payer())])
+    boss = ScriptedModel(
+        [Reply(tool_calls=[tool_call("transfer_to_agent", {"agent_name": "payer"})]), "fin"]
+    )
+    return Supervisor(ReActAgent("boss", boss), [payer()])
+
+
+@pytest.mark.parametrize(
+    ("where", "answer"),
+    [
+        ("parallel branch", "paid"),
+        ("loop step", "paid"),
+        ("agent tool", "ok"),
+        ("supervisor worker", "fin"),
+    ],
+)
+async def test_a_failing_after_agent_of_a_paused_agent_leaves_the_pause_wherever_it_runs(
+    where: str, answer: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Review rv11 (of 20b4247, which tested the root and a SequentialAgent step): the agent
+    paused, so its failing ``after_agent`` is logged and the pause reaches the caller with its
+    checkpoint, however the agent is reached. Before 20b4247 a parallel branch's failed the
+    whole run (RunError), and inside an AgentTool the pause was lost: the callback's exception
+    replaced the Interrupt, the call became an error result and the run ended without asking."""
+    failures = [ConnectionError("metrics backend down")]  # the paused run's only
+
+    def flaky(agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
+        if agent.name == "payer" and failures:
+            raise failures.pop()
+
+    runner = Runner(
+        _paying_somewhere(where),
+        InMemoryCheckpointStore(),
+        callbacks=[Callbacks(after_agent=flaky)],
+    )
+    with caplog.at_level(logging.WARNING, logger="adk.callbacks"):
+        paused = await runner.invoke("pay 5")
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    assert failures == []
+    (logged,) = [r for r in caplog.records if r.exc_info]
+    assert "'payer', which paused" in logged.getMessage()
+    assert str(logged.exc_info[1]) == "metrics backend down"  # type: ignore[index]
+    assert (await runner.invoke_resume(paused.checkpoint_id, "yes")).text == answer
 
 
 @pytest.mark.parametrize("how", ["cancel", "timeout"])
