@@ -229,6 +229,45 @@ def test_a_bad_ssl_cert_file_fails_as_the_openai_client_does(
     )
 
 
+def test_an_ssl_cert_file_naming_a_fifo_is_refused_without_reading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ca: CertificateAuthority
+) -> None:
+    """A FIFO (a named pipe, ``SSL_CERT_FILE=<(cat bundle.pem)``) is no file of CAs: OpenSSL's
+    read of it waits for a writer, for ever where none comes (making the model hung, holding
+    the lock every other model made waits on), and a second context built from it would read
+    nothing. It is refused where the model is made, naming the variable, and nothing is read:
+    here a writer waits with a good CA, so a read would have made the model."""
+    import threading
+
+    fifo = tmp_path / "bundle.pem"
+    os.mkfifo(fifo)
+    monkeypatch.setenv("SSL_CERT_FILE", str(fifo))
+
+    def write() -> None:
+        try:
+            with open(fifo, "wb") as pipe:  # waits for a reader
+                pipe.write(ca.path.read_bytes())
+        except BrokenPipeError:  # the reader the test's end opens reads nothing
+            pass
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        with pytest.raises(
+            OSError, match=r"SSL_CERT_FILE names '.*bundle\.pem', a FIFO, not a file of CA"
+        ):
+            model("https://127.0.0.1:9/v1")
+    finally:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets a waiting writer go
+        writer.join()
+    fifo.unlink()
+    fifo.write_bytes(ca.path.read_bytes())
+    chat = model("https://127.0.0.1:9/v1")  # nothing of the refusal was kept
+    assert transport_context(chat).get_ca_certs()[0]["subject"] == (
+        (("commonName", "pyadk test CA"),),
+    )
+
+
 async def test_proxies_from_the_environment_still_apply(
     trusted: Path, https_server: OpenAIServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:

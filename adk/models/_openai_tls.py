@@ -13,7 +13,9 @@ What stays as it was:
 - The context is the one the SDK's client builds, by the same call (``httpx2.create_ssl_context``
   with its defaults, ``verify=True`` and ``trust_env=True``): ``SSL_CERT_FILE``, else
   ``SSL_CERT_DIR``, else OpenSSL's compiled-in CA file and directory (truststore's system store on
-  macOS and Windows). A bad ``SSL_CERT_FILE`` raises where the model is made, the same error.
+  macOS and Windows). A bad ``SSL_CERT_FILE`` raises where the model is made, the same error;
+  but one naming a FIFO, a device or a socket is refused unread (``_refuse_a_stream``), where the
+  SDK's client waits for ever for a writer.
 - It is kept for as long as what it was built from is unchanged: those two variables,
   ``SSLKEYLOGFILE`` (``ssl.create_default_context`` reads it) and the file or directory the CAs
   are read from (its device, inode, size and modification time; where OpenSSL's compiled-in file
@@ -113,6 +115,7 @@ def shared_tls_context() -> ssl.SSLContext | None:
         cached = _cached
         if cached is not None and cached[0] == key:
             return cached[1]
+        _refuse_a_stream(key[0])
         built = httpx2.create_ssl_context()
         context: ssl.SSLContext | None = None
         if type(built) is _PLAIN_CONTEXT:
@@ -126,6 +129,34 @@ def shared_tls_context() -> ssl.SSLContext | None:
                 context = built
         _cached = (key, context)
         return context
+
+
+_STREAMS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _refuse_a_stream(cafile: object) -> None:
+    """Refuses an ``SSL_CERT_FILE`` that names no file but a stream (a FIFO, such as
+    ``<(cat bundle.pem)`` makes, a device, a socket): OpenSSL's read of it waits for a writer, for
+    ever where none comes, with ``_lock`` held (every model made after it waiting too), and a
+    context built from it again would read nothing. A directory is left to the SDK's call, whose
+    error (``IsADirectoryError``) is the one its own client raises."""
+    if not isinstance(cafile, str):
+        return
+    try:
+        mode = os.stat(cafile).st_mode
+    except (OSError, ValueError):  # the SDK's call raises its own error for it
+        return
+    for is_kind, kind in _STREAMS:
+        if is_kind(mode):
+            raise OSError(
+                f"SSL_CERT_FILE names {cafile!r}, {kind}, not a file of CA certificates: reading "
+                "it could wait for ever; name a PEM file"
+            )
 
 
 def _keep_alpn(alpn_protocols: Iterable[str]) -> None:
