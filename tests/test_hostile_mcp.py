@@ -18,6 +18,7 @@ within 60s``, when the server had answered.
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import sys
 from pathlib import Path
@@ -159,3 +160,42 @@ async def test_an_error_whose_id_is_null_is_logged_naming_the_server(
     assert record.levelname == "WARNING"
     assert "hostile_server.py" in record.message
     assert "Parse error: unexpected end of input (code -32700)" in record.message
+
+
+def _sampling(**params: object) -> dict[str, object]:
+    return {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], **params}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "says"),
+    [
+        ({"deep": 150, "params": _sampling(maxTokens=5)}, "JSON"),
+        ({"params": [1]}, r"params: Input should be an object"),
+        ({"params": [1], "batch": True}, r"params: Input should be a valid dictionary"),
+    ],
+    ids=["a tool schema nested past the parser", "params a list", "in a batch"],
+)
+async def test_a_server_request_the_client_cannot_read_is_answered_with_an_error(
+    arguments: dict[str, object], says: str
+) -> None:
+    """A server's request the ``mcp`` client cannot parse (a sampling request giving a tool
+    whose input schema is nested deeper than its JSON parser reads; params that are a list) was
+    dropped, unanswered: the server waited for the answer while the call that made it ask
+    waited on the server, until the call's ``call_timeout`` ('timed out after 60s'). JSON-RPC
+    answers a request it cannot read with an Invalid Request error when its id is readable: the
+    server gets that at once, saying why, and the session goes on."""
+    model = ScriptedModel([Reply(text="never asked")])
+    server = StdioServer(sys.executable, [str(SERVER), "results"])
+    async with MCPToolset(server, call_timeout=TIMEOUT, sampling=model) as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        result = await tools["sample"].run(json.dumps(arguments), None)  # type: ignore[arg-type]
+        assert not result.is_error, result.content
+        answer = json.loads(result.content)
+        assert answer["id"] == "sampling" and "result" not in answer, answer
+        assert answer["error"]["code"] == -32600, answer
+        message = answer["error"]["message"]
+        assert message.startswith("the client could not read this request ("), message
+        assert re.search(says, message), message
+        ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
+        assert (ok.is_error, ok.content) == (False, "ok ran")
+    assert model.requests == []

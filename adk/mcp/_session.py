@@ -25,7 +25,7 @@ import contextvars
 import functools
 import logging
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,64 @@ def _unreadable_answer(exc: Exception) -> Any:
     answered waited out its whole timeout and failed as the server not answering ("did not answer
     within 60s", "timed out"), when the server had answered, wrongly. With this answer the request
     fails at once, saying the answer could not be read and why."""
+    read = _read_unreadable(exc)
+    if read is None:
+        return None
+    message, errors = read
+    if "method" in message:  # a request or notification
+        return None
+    request_id = message.get("id")
+    if type(request_id) not in (int, str):
+        return None
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
+
+    # Why, as the error about the answer says it (a response's result), else the first.
+    about = [e for e in errors if e.get("loc", ())[:1] == ("JSONRPCResponse",)] or errors
+    answer = ErrorData(
+        code=INTERNAL_ERROR,
+        message=f"the server's answer could not be read by the MCP client ({_why(about)})",
+    )
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=answer))
+
+
+def _unreadable_request(exc: Exception) -> Any:
+    """The Invalid Request error answering a server's request that the transport could not read
+    (``exc``: params that are not an object, a sampling request whose tool schema is nested
+    deeper than the client's parser reads), when its id is readable; else None.
+
+    The client drops a message it cannot read, so the request went unanswered: the server
+    waited for the answer while the call that made it ask waited on the server, until the call's
+    ``call_timeout``. JSON-RPC answers a request it cannot read with this error, saying why."""
+    read = _read_unreadable(exc)
+    if read is None:
+        return None
+    message, errors = read
+    request_id = message.get("id")
+    if "method" not in message or type(request_id) not in (int, str):
+        return None
+    from mcp.shared.message import SessionMessage
+    from mcp.types import INVALID_REQUEST, ErrorData, JSONRPCError
+
+    # Why, as the error about the request says it (its params), else the first.
+    about = [e for e in errors if e.get("loc", ())[:1] == ("JSONRPCRequest",)] or errors
+    answer = ErrorData(
+        code=INVALID_REQUEST,
+        message=f"the client could not read this request ({_why(about)})",
+    )
+    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=answer))
+
+
+def _why(errors: list[Any]) -> str:
+    """The first of a parser's ``errors`` on one line: where, and what is wrong, cut short."""
+    where = ".".join(str(part) for part in errors[0].get("loc", ())[1:])
+    why = f"{where}: {errors[0].get('msg')}" if where else str(errors[0].get("msg"))
+    return why[:300]
+
+
+def _read_unreadable(exc: Exception) -> tuple[dict[str, Any], list[Any]] | None:
+    """The JSON-RPC-looking object the transport could not parse as a message (``exc``, its
+    failure to parse it), and the parser's errors; None when it is not to be found."""
     from pydantic import ValidationError  # loaded by the mcp package already
 
     if not isinstance(exc, ValidationError):
@@ -109,23 +167,9 @@ def _unreadable_answer(exc: Exception) -> Any:
             except (ValueError, RecursionError):
                 return None
             break
-    if not isinstance(message, dict) or "method" in message:  # a request or notification
+    if not isinstance(message, dict) or not errors:
         return None
-    request_id = message.get("id")
-    if type(request_id) not in (int, str):
-        return None
-    from mcp.shared.message import SessionMessage
-    from mcp.types import INTERNAL_ERROR, ErrorData, JSONRPCError
-
-    # Why, as the error about the answer says it (a response's result), else the first.
-    about = [e for e in errors if e.get("loc", ())[:1] == ("JSONRPCResponse",)] or errors
-    where = ".".join(str(part) for part in about[0].get("loc", ())[1:])
-    why = f"{where}: {about[0].get('msg')}" if where else str(about[0].get("msg"))
-    answer = ErrorData(
-        code=INTERNAL_ERROR,
-        message=f"the server's answer could not be read by the MCP client ({why[:300]})",
-    )
-    return SessionMessage(JSONRPCError(jsonrpc="2.0", id=request_id, error=answer))
+    return message, errors
 
 
 def _batch(exc: Exception) -> list[Any] | None:
@@ -182,8 +226,11 @@ class _WatchedReadStream(AsyncCloseable):
     JSON-RPC batch is passed on one message at a time (``_batch``).
     """
 
-    def __init__(self, inner: Any, on_end: Callable[[], None], server: ServerConfig) -> None:
+    def __init__(
+        self, inner: Any, on_end: Callable[[], None], server: ServerConfig, write: Any = None
+    ) -> None:
         self._inner = inner
+        self._write = write  # where a request the client cannot read is refused
         self._on_end = on_end
         self._server = server
         self._batched: list[Any] = []  # the rest of a batch, in reverse order
@@ -205,14 +252,28 @@ class _WatchedReadStream(AsyncCloseable):
             if isinstance(message, Exception):
                 batch = _batch(message)
                 if batch is None:
-                    return _unreadable_answer(message) or message
-                batch.reverse()
-                message = batch.pop()
-                self._batched = batch
+                    message = _unreadable_answer(message) or message
+                else:
+                    batch.reverse()
+                    message = batch.pop()
+                    self._batched = batch
+        if isinstance(message, Exception):  # alone or in a batch
+            refusal = _unreadable_request(message)
+            if refusal is not None:
+                await self._refuse(refusal)
+            return message
         inner = getattr(message, "message", None)
         if type(inner) is JSONRPCError and inner.id is None:
             _answers_nothing(inner, self._server)
         return message
+
+    async def _refuse(self, refusal: Any) -> None:
+        """Sends the server ``refusal``, the error answering a request of its the client could
+        not read (``_unreadable_request``); a transport already closed takes nothing."""
+        if self._write is None:
+            return
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await self._write.send(refusal)
 
     def __aiter__(self) -> _WatchedReadStream:
         return self
@@ -242,7 +303,7 @@ class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
 
     async def __aenter__(self) -> TransportStreams:
         read, write = await self._inner.__aenter__()
-        return _WatchedReadStream(read, self._on_end, self._server), write
+        return _WatchedReadStream(read, self._on_end, self._server, write), write
 
     async def __aexit__(
         self,

@@ -69,6 +69,10 @@ BATCHED = ("batched", "batched_unreadable")
 2025-03-26 or older may send: a log notification and the answer (``batched``), or an answer
 whose result is not an object (``batched_unreadable``)."""
 
+SAMPLE = "sample"
+"""A tool whose call sends the client the sampling request given as its ``params`` argument
+(as it is, however broken) and answers with the client's answer, as JSON text."""
+
 TOGETHER = ("wait", "misaddressed")
 """Tools whose calls are answered once both came (see ``_misaddressed``)."""
 
@@ -92,7 +96,7 @@ def _tools(kind: str) -> list[Any]:
     the client's JSON parser reads (``deep``)."""
     if kind == "deep":
         return [{"name": "deep_schema", "inputSchema": _deep(300)}]
-    named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID)
+    named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE)
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
         tools += [
@@ -132,7 +136,7 @@ def main(kind: str) -> None:
     held: dict[str, Any] = {}  # a TOGETHER tool's name: its call's id, until both came
     for line in sys.stdin:
         request = json.loads(line)
-        if "id" not in request:  # a notification
+        if "id" not in request or "method" not in request:  # a notification, an answer
             continue
         name = (request.get("params") or {}).get("name")
         if request.get("method") == "tools/call" and name in TOGETHER:
@@ -148,6 +152,26 @@ def main(kind: str) -> None:
         if request.get("method") == "tools/call" and name == NULL_ID:
             error = {"code": -32700, "message": "Parse error: unexpected end of input"}
             _send({"jsonrpc": "2.0", "id": None, "error": error})
+        if request.get("method") == "tools/call" and name == SAMPLE:
+            asked = (request.get("params") or {}).get("arguments") or {}
+            if asked.get("deep"):  # a tool whose input schema is nested that deep
+                tool = {"name": "deep", "inputSchema": _deep(asked["deep"])}
+                asked["params"]["tools"] = [tool]
+            sampling = {
+                "jsonrpc": "2.0",
+                "id": "sampling",
+                "method": "sampling/createMessage",
+                "params": asked.get("params"),
+            }
+            _send([sampling] if asked.get("batch") else sampling)  # alone or in a batch
+            for reply in sys.stdin:  # the client's answer (no other call is made meanwhile)
+                answer = json.loads(reply)
+                if answer.get("id") == "sampling":
+                    break
+            else:
+                return
+            _send({"jsonrpc": "2.0", "id": request["id"], "result": _text(json.dumps(answer))})
+            continue
         if request.get("method") == "tools/call" and name in BATCHED:
             _send(_batch(name, request["id"]))
             continue
