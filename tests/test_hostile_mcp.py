@@ -199,3 +199,27 @@ async def test_a_server_request_the_client_cannot_read_is_answered_with_an_error
         ok = await tools["ok"].run("{}", None)  # type: ignore[arg-type]
         assert (ok.is_error, ok.content) == (False, "ok ran")
     assert model.requests == []
+
+
+async def test_sampled_tool_names_made_fit_stay_distinct_and_calls_go_to_their_own_tool() -> None:
+    """A sampling request's tools named so that one made fit for model APIs is cut and hashed
+    into the name of another (``a.b`` takes ``a_b``, so ``a b`` is hashed, into the name the
+    server gave its third tool): the model was offered two tools of one name, and its call of
+    the third went back to the server as ``a b``'s. Each is offered under a name of its own,
+    and a call goes to the tool the model named."""
+    import hashlib
+
+    taken = "a_b_" + hashlib.sha256(b"a b").hexdigest()[:8]
+    tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("a.b", "a b", taken)]
+    model = ScriptedModel([Reply(tool_calls=[tool_call(taken, {"n": 1}, id="u1")])])
+    params = _sampling(maxTokens=5, tools=tools)
+    server = StdioServer(sys.executable, [str(SERVER), "results"])
+    async with MCPToolset(server, call_timeout=TIMEOUT, sampling=model) as toolset:
+        listed = {tool.spec.name: tool for tool in await toolset.tools()}
+        result = await listed["sample"].run(json.dumps({"params": params}), None)  # type: ignore[arg-type]
+    offered = [spec.name for spec in model.requests[0].tools]
+    assert len(set(offered)) == 3 and offered[0] == "a_b" and offered[2] == taken, offered
+    answer = json.loads(result.content)["result"]
+    assert answer["stopReason"] == "toolUse", answer
+    uses = [block for block in answer["content"] if block["type"] == "tool_use"]
+    assert [(use["name"], use["input"]) for use in uses] == [(taken, {"n": 1})], answer

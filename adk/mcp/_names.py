@@ -21,8 +21,9 @@ def _model_names(names: list[str]) -> list[str]:
     and refuse the whole request otherwise (HTTP 400), so one such tool would fail every model
     call of an agent offered the server's tools. A name that fits is kept. Another has each
     character outside that set made ``_``; if that is too long, or taken by a name of the
-    server's, it is cut and given a hash of the original name (``..._1a2b3c4d``), so the same
-    server names map to the same names on every listing. Calls go by the server's name.
+    server's, it is cut and given a hash of the original name (``..._1a2b3c4d``; of the name and
+    a count where that is taken too, ``_hashed``), so the same server names map to the same names
+    on every listing. Calls go by the server's name.
     """
     out = list(names)
     taken = {name for name in names if _is_model_name(name)}
@@ -31,11 +32,25 @@ def _model_names(names: list[str]) -> list[str]:
             continue
         safe = _NOT_IN_NAMES.sub("_", name) or "_"
         if len(safe) > _NAME_LIMIT or safe in taken:
-            digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
-            safe = f"{safe[:_KEPT]}_{digest}"
+            safe = _hashed(name, safe, taken)
         taken.add(safe)
         out[position] = safe
     return out
+
+
+def _hashed(name: str, safe: str, taken: set[str]) -> str:
+    """``safe`` (``name`` made fit) cut and given a hash of ``name``; where that is taken too (a
+    server naming a tool what another's name hashes to), a hash of ``name`` and a count, so no
+    two tools are offered under one name (a model API refuses the request, or the model's call
+    of one goes to the other)."""
+    salt = b""
+    for count in range(1, len(taken) + 2):  # at most len(taken) of them are taken
+        digest = hashlib.sha256(name.encode() + salt).hexdigest()[:_DIGEST]
+        hashed = f"{safe[:_KEPT]}_{digest}"
+        if hashed not in taken:
+            return hashed
+        salt = b"\0%d" % count
+    raise AssertionError("unreachable: more hashes tried than names taken")
 
 
 def _offered_as(name: str) -> tuple[str, ...]:
