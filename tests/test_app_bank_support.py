@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ from prebuilt import OutputRejected, ReActAgent, stream_output
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that resumes)
 
+from app_processes import run_as_process  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
 from openai_server import Call, OpenAIServer  # noqa: E402
 from openai_server import Reply as Wire  # noqa: E402
@@ -471,19 +471,12 @@ async def resume_in_a_process(
     llm: OpenAIServer, files: Path, checkpoint_id: str, resume: Any
 ) -> dict[str, Any]:
     """Resume the pause in another process (this file run as a script); what it saw."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
+    seen: dict[str, Any] = await run_as_process(
         __file__,
         llm.base_url,
         str(files),
         json.dumps({"checkpoint_id": checkpoint_id, "resume": resume}),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent)},  # this checkout's adk
     )
-    out, err = await child.communicate()
-    assert child.returncode == 0, err.decode()
-    seen: dict[str, Any] = json.loads(out)
     return seen
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -51,6 +50,7 @@ from prebuilt import (
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that answers the review)
 
+from app_processes import run_as_process  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
 from mcp_servers.process import HTTPServerProcess  # noqa: E402
 from openai_server import Call, OpenAIServer  # noqa: E402
@@ -450,8 +450,7 @@ async def resume_in_a_process(
     llm: OpenAIServer, mcp: HTTPServerProcess, files: Path, checkpoint_id: str, answer: str
 ) -> dict[str, Any]:
     """Answer the review in another process (this file run as a script); what it saw."""
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
+    seen: dict[str, Any] = await run_as_process(
         __file__,
         json.dumps(
             {
@@ -462,13 +461,7 @@ async def resume_in_a_process(
                 "answer": answer,
             }
         ),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent)},  # this checkout's adk
     )
-    out, err = await child.communicate()
-    assert child.returncode == 0, err.decode()
-    seen: dict[str, Any] = json.loads(out)
     return seen
 
 

@@ -46,6 +46,7 @@ from prebuilt import ReActAgent, Supervisor
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that resumes)
 
+from app_processes import run_as_process  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
 from openai_server import Call, OpenAIServer  # noqa: E402
 from openai_server import Reply as Wire  # noqa: E402
@@ -621,20 +622,13 @@ async def test_the_swarm_hands_off_to_the_user_and_another_process_resumes(
 async def resume_in_a_process(
     llm: OpenAIServer, files: Path, checkpoint_id: str, answer: str
 ) -> dict[str, Any]:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
+    seen: dict[str, Any] = await run_as_process(
         __file__,
         llm.base_url,
         str(files),
         checkpoint_id,
         answer,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(HERE.parent)},  # this checkout's adk
     )
-    out, err = await child.communicate()
-    assert child.returncode == 0, err.decode()
-    seen: dict[str, Any] = json.loads(out)
     return seen
 
 
