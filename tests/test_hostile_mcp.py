@@ -203,13 +203,13 @@ async def test_a_server_request_the_client_cannot_read_is_answered_with_an_error
 
 async def test_sampled_tool_names_made_fit_stay_distinct_and_calls_go_to_their_own_tool() -> None:
     """A sampling request's tools named so that one made fit for model APIs is cut and hashed
-    into the name of another (``a.b`` takes ``a_b``, so ``a b`` is hashed, into the name the
+    into the name of another (``a b`` takes ``a_b``, so ``a.b`` is hashed, into the name the
     server gave its third tool): the model was offered two tools of one name, and its call of
     the third went back to the server as ``a b``'s. Each is offered under a name of its own,
     and a call goes to the tool the model named."""
     import hashlib
 
-    taken = "a_b_" + hashlib.sha256(b"a b").hexdigest()[:8]
+    taken = "a_b_" + hashlib.sha256(b"a.b").hexdigest()[:8]  # 'a b' sorts first: 'a.b' is hashed
     tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("a.b", "a b", taken)]
     model = ScriptedModel([Reply(tool_calls=[tool_call(taken, {"n": 1}, id="u1")])])
     params = _sampling(maxTokens=5, tools=tools)
@@ -218,8 +218,26 @@ async def test_sampled_tool_names_made_fit_stay_distinct_and_calls_go_to_their_o
         listed = {tool.spec.name: tool for tool in await toolset.tools()}
         result = await listed["sample"].run(json.dumps({"params": params}), None)  # type: ignore[arg-type]
     offered = [spec.name for spec in model.requests[0].tools]
-    assert len(set(offered)) == 3 and offered[0] == "a_b" and offered[2] == taken, offered
+    assert len(set(offered)) == 3 and offered[1] == "a_b" and offered[2] == taken, offered
     answer = json.loads(result.content)["result"]
     assert answer["stopReason"] == "toolUse", answer
     uses = [block for block in answer["content"] if block["type"] == "tool_use"]
     assert [(use["name"], use["input"]) for use in uses] == [(taken, {"n": 1})], answer
+
+
+async def test_names_made_fit_are_the_same_whatever_order_the_server_lists_its_tools_in() -> None:
+    """``a.b`` and ``a b`` are both ``a_b`` made fit for model APIs: the first listed got
+    ``a_b`` and the other a hashed name, so a server listing them in another order (another
+    process, a set's order under another ``PYTHONHASHSEED``) swapped the names, and a call saved
+    in a checkpoint as ``a_b`` ran the other tool on its resume in another process. Each server
+    name gets one model name whatever the order, and a call goes to the tool it named."""
+    offered: list[dict[str, str]] = []
+    for kind in ("clashing", "clashing_reversed"):
+        async with hostile(kind) as toolset:
+            tools = await toolset.tools()
+            offered.append({tool._mcp_name: tool.spec.name for tool in tools})  # type: ignore[attr-defined]
+            by_model_name = {tool.spec.name: tool for tool in tools}
+            for own, shown in offered[-1].items():
+                result = await by_model_name[shown].run("{}", None)  # type: ignore[arg-type]
+                assert result.content == f"{own} ran", (kind, shown, result.content)
+    assert offered[0] == offered[1] and len(set(offered[0].values())) == 3, offered

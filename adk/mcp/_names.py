@@ -24,10 +24,16 @@ def _model_names(names: list[str]) -> list[str]:
     server's, it is cut and given a hash of the original name (``..._1a2b3c4d``; of the name and
     a count where that is taken too, ``_hashed``), so the same server names map to the same names
     on every listing. Calls go by the server's name.
+
+    Names that clash are settled in the order of the server's names, not of the listing: a
+    server listing ``a.b`` and ``a b`` in another order (another process, a set's order under
+    another ``PYTHONHASHSEED``) gives each the name it had, so a call saved in a checkpoint goes
+    to the tool it named.
     """
     out = list(names)
     taken = {name for name in names if _is_model_name(name)}
-    for position, name in enumerate(names):
+    for position in sorted(range(len(names)), key=names.__getitem__):
+        name = names[position]
         if name in taken:
             continue
         safe = _NOT_IN_NAMES.sub("_", name) or "_"

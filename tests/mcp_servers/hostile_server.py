@@ -13,7 +13,8 @@ the answer of a call waiting: ``wait`` is answered only once ``misaddressed`` ca
 before both are answered the server sends messages that name the waiting call's id inside
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
 ``params``), none of them an answer to it. ``batched`` and ``batched_unreadable`` are answered in
-a JSON-RPC batch, ``null_id`` after an error whose id is null.
+a JSON-RPC batch, ``null_id`` after an error whose id is null. ``clashing`` and
+``clashing_reversed`` list tools whose names are one name made fit for model APIs.
 """
 
 from __future__ import annotations
@@ -73,6 +74,10 @@ SAMPLE = "sample"
 """A tool whose call sends the client the sampling request given as its ``params`` argument
 (as it is, however broken) and answers with the client's answer, as JSON text."""
 
+CLASHING = ("a.b", "a b", "a-b")
+"""Tools listed by ``clashing`` (in this order) and ``clashing_reversed``: ``a.b`` and ``a b``
+are both ``a_b`` made fit for model APIs."""
+
 TOGETHER = ("wait", "misaddressed")
 """Tools whose calls are answered once both came (see ``_misaddressed``)."""
 
@@ -96,6 +101,9 @@ def _tools(kind: str) -> list[Any]:
     the client's JSON parser reads (``deep``)."""
     if kind == "deep":
         return [{"name": "deep_schema", "inputSchema": _deep(300)}]
+    if kind.startswith("clashing"):  # names made fit into one, listed in either order
+        clashing = [{"name": name, "inputSchema": OBJECT} for name in CLASHING]
+        return clashing[::-1] if kind == "clashing_reversed" else clashing
     named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE)
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
     if kind == "schemas":
