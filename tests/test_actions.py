@@ -244,6 +244,31 @@ async def test_a_bound_method_marked_in_place_is_refused_with_the_ways_that_work
     assert [e.message.content for e in result.events if e.message] == ["got hi"]
 
 
+async def test_action_above_or_below_classmethod_marks_it() -> None:
+    """``@action`` works above or below ``@staticmethod``, and a class action below
+    ``@classmethod`` ran; above it, it was refused as "@action decorates functions, not
+    classmethod", though the method was one the agent runs. Both orders run, handed the class."""
+
+    class Counter(ActionAgent):
+        greeting = "counted"
+
+        @action(InputEvent)
+        @classmethod
+        def above(cls, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=f"{cls.greeting} above {event.input}"))
+
+        @classmethod
+        @action(InputEvent)
+        async def below(cls, event: InputEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=f"{cls.greeting} below {event.input}"))
+
+    result = await Runner(Counter("c")).invoke("hi")
+    assert [e.message.content for e in result.events if e.message] == [
+        "counted above hi",
+        "counted below hi",
+    ]
+
+
 def test_a_generator_function_is_refused_as_an_action() -> None:
     """Its call only makes a generator, which nothing iterates: it would never run."""
 

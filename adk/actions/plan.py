@@ -47,7 +47,7 @@ def action(*events: type[Event], retry: RetryPolicy | None = None) -> Callable[[
     """Mark a function or method ``(event, ctx)`` (sync or async) as reacting to ``events``.
 
     An action listens for the event types named and their subclasses. Works above or below
-    ``@staticmethod``.
+    ``@staticmethod`` and ``@classmethod``.
 
     ``retry`` (an extension, as LlamaIndex's ``@step(retry_policy=...)``): an action that raises
     runs again on the same event, up to ``retry.max_attempts`` times in all, after the policy's
@@ -79,7 +79,7 @@ def action(*events: type[Event], retry: RetryPolicy | None = None) -> Callable[[
             )
 
     def mark(function: _F) -> _F:
-        target = function.__func__ if isinstance(function, staticmethod) else function
+        target = function.__func__ if isinstance(function, staticmethod | classmethod) else function
         if not callable(target):
             raise TypeError(f"@action decorates functions, not {type(function).__name__}")
         try:
