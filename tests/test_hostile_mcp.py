@@ -203,13 +203,13 @@ async def test_a_server_request_the_client_cannot_read_is_answered_with_an_error
 
 async def test_sampled_tool_names_made_fit_stay_distinct_and_calls_go_to_their_own_tool() -> None:
     """A sampling request's tools named so that one made fit for model APIs is cut and hashed
-    into the name of another (``a b`` takes ``a_b``, so ``a.b`` is hashed, into the name the
+    into the name of another (``a.b`` took ``a_b``, so ``a b`` was hashed, into the name the
     server gave its third tool): the model was offered two tools of one name, and its call of
     the third went back to the server as ``a b``'s. Each is offered under a name of its own,
     and a call goes to the tool the model named."""
     import hashlib
 
-    taken = "a_b_" + hashlib.sha256(b"a.b").hexdigest()[:8]  # 'a b' sorts first: 'a.b' is hashed
+    taken = "a_b_" + hashlib.sha256(b"a b").hexdigest()[:8]
     tools = [{"name": name, "inputSchema": {"type": "object"}} for name in ("a.b", "a b", taken)]
     model = ScriptedModel([Reply(tool_calls=[tool_call(taken, {"n": 1}, id="u1")])])
     params = _sampling(maxTokens=5, tools=tools)
@@ -218,7 +218,8 @@ async def test_sampled_tool_names_made_fit_stay_distinct_and_calls_go_to_their_o
         listed = {tool.spec.name: tool for tool in await toolset.tools()}
         result = await listed["sample"].run(json.dumps({"params": params}), None)  # type: ignore[arg-type]
     offered = [spec.name for spec in model.requests[0].tools]
-    assert len(set(offered)) == 3 and offered[1] == "a_b" and offered[2] == taken, offered
+    dotted = "a_b_" + hashlib.sha256(b"a.b").hexdigest()[:8]  # two made a_b: both hashed
+    assert len(set(offered)) == 3 and offered[0] == dotted and offered[2] == taken, offered
     answer = json.loads(result.content)["result"]
     assert answer["stopReason"] == "toolUse", answer
     uses = [block for block in answer["content"] if block["type"] == "tool_use"]
@@ -230,7 +231,8 @@ async def test_names_made_fit_are_the_same_whatever_order_the_server_lists_its_t
     ``a_b`` and the other a hashed name, so a server listing them in another order (another
     process, a set's order under another ``PYTHONHASHSEED``) swapped the names, and a call saved
     in a checkpoint as ``a_b`` ran the other tool on its resume in another process. Each server
-    name gets one model name whatever the order, and a call goes to the tool it named."""
+    name gets one model name whatever the order (both hashed: neither is ``a_b``, which a
+    listing of ``a.b`` alone gives it), and a call goes to the tool it named."""
     offered: list[dict[str, str]] = []
     for kind in ("clashing", "clashing_reversed"):
         async with hostile(kind) as toolset:
@@ -241,3 +243,4 @@ async def test_names_made_fit_are_the_same_whatever_order_the_server_lists_its_t
                 result = await by_model_name[shown].run("{}", None)  # type: ignore[arg-type]
                 assert result.content == f"{own} ran", (kind, shown, result.content)
     assert offered[0] == offered[1] and len(set(offered[0].values())) == 3, offered
+    assert "a_b" not in offered[0].values() and offered[0]["a-b"] == "a-b", offered

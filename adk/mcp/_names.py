@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections import Counter
 from typing import Any
 
 _NOT_IN_NAMES = re.compile(r"[^a-zA-Z0-9_-]")  # what a tool name may not hold for model APIs
@@ -25,19 +26,23 @@ def _model_names(names: list[str]) -> list[str]:
     a count where that is taken too, ``_hashed``), so the same server names map to the same names
     on every listing. Calls go by the server's name.
 
-    Names that clash are settled in the order of the server's names, not of the listing: a
-    server listing ``a.b`` and ``a b`` in another order (another process, a set's order under
-    another ``PYTHONHASHSEED``) gives each the name it had, so a call saved in a checkpoint goes
-    to the tool it named.
+    Two names made fit alike (``a.b`` and ``a b``) are both hashed, and clashes are settled in
+    the order of the server's names, not of its listing, so a name means one tool of the server
+    whatever the listing's order or its other tools: the first listed kept ``a_b`` before, and a
+    server listing the two in another order (another process, a set's order under another
+    ``PYTHONHASHSEED``) or adding ``a b`` swapped the names, so a call saved in a checkpoint as
+    ``a_b`` ran the other tool on its resume.
     """
     out = list(names)
     taken = {name for name in names if _is_model_name(name)}
+    made = {position: _NOT_IN_NAMES.sub("_", name) or "_" for position, name in enumerate(names)}
+    alike = Counter(safe for position, safe in made.items() if names[position] not in taken)
     for position in sorted(range(len(names)), key=names.__getitem__):
         name = names[position]
         if name in taken:
             continue
-        safe = _NOT_IN_NAMES.sub("_", name) or "_"
-        if len(safe) > _NAME_LIMIT or safe in taken:
+        safe = made[position]
+        if len(safe) > _NAME_LIMIT or safe in taken or alike[safe] > 1:
             safe = _hashed(name, safe, taken)
         taken.add(safe)
         out[position] = safe
