@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from adk import Runner
+from adk import RunError, Runner
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.mcp import MCPToolset, StdioServer
 from adk.messages import Role
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -244,3 +245,30 @@ async def test_names_made_fit_are_the_same_whatever_order_the_server_lists_its_t
                 assert result.content == f"{own} ran", (kind, shown, result.content)
     assert offered[0] == offered[1] and len(set(offered[0].values())) == 3, offered
     assert "a_b" not in offered[0].values() and offered[0]["a-b"] == "a-b", offered
+
+
+async def test_a_call_saved_under_a_name_made_fit_does_not_resume_as_a_tool_added_since() -> None:
+    """A call of ``a.b`` (offered as ``a_b``, the server listing it alone) paused for approval;
+    the server then added ``a b``, listed before it: ``a b`` was given ``a_b`` and the approved
+    call ran it. ``a_b`` is no longer offered at all, so the resume is refused as needing a tool
+    the agent no longer has, nothing runs, and the checkpoint is kept."""
+    store = InMemoryCheckpointStore()
+
+    def agent(kind: str, model: ScriptedModel) -> ReActAgent:
+        server = StdioServer(sys.executable, [str(SERVER), kind])
+        toolset = MCPToolset(server, call_timeout=TIMEOUT, require_approval=True)
+        return ReActAgent("a", model, tools=[toolset])
+
+    asked = ScriptedModel([Reply(tool_calls=[tool_call("a_b", {}, id="c1")]), "never"])
+    async with Runner(agent("clashing_one", asked), store) as runner:
+        paused = await runner.invoke("go")
+    assert paused.interrupt is not None and paused.checkpoint_id is not None
+    (point,) = paused.interrupt.points
+    assert point.info["tool"] == "a_b", point.info  # type: ignore[index]
+
+    after = ScriptedModel(["never"])
+    async with Runner(agent("clashing_reversed", after), store) as runner:
+        with pytest.raises(RunError, match="need tools it no longer has: a_b"):
+            await runner.invoke_resume(paused.checkpoint_id, True)
+    assert after.requests == []  # no tool result to read: nothing ran
+    assert [key async for key in store.ids()] == [paused.checkpoint_id]

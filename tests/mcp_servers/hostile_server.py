@@ -14,7 +14,8 @@ before both are answered the server sends messages that name the waiting call's 
 another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text of a request's
 ``params``), none of them an answer to it. ``batched`` and ``batched_unreadable`` are answered in
 a JSON-RPC batch, ``null_id`` after an error whose id is null. ``clashing`` and
-``clashing_reversed`` list tools whose names are one name made fit for model APIs.
+``clashing_reversed`` list tools whose names are one name made fit for model APIs
+(``clashing_one`` the first of them alone).
 """
 
 from __future__ import annotations
@@ -103,6 +104,8 @@ def _tools(kind: str) -> list[Any]:
         return [{"name": "deep_schema", "inputSchema": _deep(300)}]
     if kind.startswith("clashing"):  # names made fit into one, listed in either order
         clashing = [{"name": name, "inputSchema": OBJECT} for name in CLASHING]
+        if kind == "clashing_one":
+            return clashing[:1]
         return clashing[::-1] if kind == "clashing_reversed" else clashing
     named = ("ok", *RESULTS, *TOGETHER, *BATCHED, NULL_ID, SAMPLE)
     tools: list[Any] = [{"name": name, "inputSchema": OBJECT} for name in named]
