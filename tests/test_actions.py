@@ -1650,7 +1650,8 @@ async def test_a_paused_state_that_does_not_fit_fails_the_resume_and_keeps_the_c
     assert PAID == []
 
 
-_STRICT_ABOUT: list[str] = []  # what _Claim's validator refuses from now on (a later deploy's)
+# What _Claim's validator refuses from now on (a later deploy's), and with what.
+_STRICT_ABOUT: dict[str, type[Exception]] = {}
 
 
 class _Claim(Event):
@@ -1659,17 +1660,22 @@ class _Claim(Event):
     @field_validator("about")
     @classmethod
     def _known(cls, value: str) -> str:
-        if value in _STRICT_ABOUT:  # a Pydantic AI port's ModelRetry (docs/pydantic_ai.md)
-            raise ToolError(f"{value!r} is no longer a claim we pay")
+        if value in _STRICT_ABOUT:  # ToolError: a Pydantic AI port's ModelRetry (pydantic_ai.md)
+            raise _STRICT_ABOUT[value](f"{value!r} is no longer a claim we pay")
         return value
 
 
-async def test_a_saved_event_its_validator_rejects_with_a_tool_error_refuses_the_resume() -> None:
+@pytest.mark.parametrize("refusal", [ToolError, TypeError, KeyError])
+async def test_a_saved_event_its_validator_rejects_with_a_tool_error_refuses_the_resume(
+    refusal: type[Exception],
+) -> None:
     """Review rv11: the paused event of a class whose validator (stricter since the pause)
     raises adk.ToolError refuses the resume as an event that no longer fits (CheckpointError,
     the checkpoint kept), as one failing validation does; pydantic passes a ToolError through
     unwrapped and the restore caught ValueError only, so the resume failed with a bare
-    ToolError (the codec's own registered models were fixed so in ea6dc17)."""
+    ToolError (the codec's own registered models were fixed so in ea6dc17). Review rv12: so
+    does pydantic a TypeError or a KeyError, which escaped ``invoke_resume`` bare where the
+    checkpoint's own values failing so are a malformed checkpoint (``CheckpointError``)."""
     paid: list[str] = []
 
     class Claims(ActionAgent):
@@ -1689,7 +1695,7 @@ async def test_a_saved_event_its_validator_rejects_with_a_tool_error_refuses_the
         "hail", checkpoint_id="c"
     )
     assert paused.interrupt is not None
-    _STRICT_ABOUT.append("hail")
+    _STRICT_ABOUT["hail"] = refusal
     try:
         with pytest.raises(RunError) as raised:
             await Runner(Claims("claims"), checkpoint_store=store).invoke_resume("c", "yes")

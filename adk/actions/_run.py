@@ -567,10 +567,12 @@ class _ActionRun:
             return event_type.model_validate(values, by_alias=True, by_name=True)
         except CheckpointError as exc:
             raise saved.error(f"the {data['type']!r} event {exc}") from None
-        except (ValueError, ToolError) as exc:  # pydantic's ValidationError is a ValueError
+        except (ValueError, ToolError, TypeError, KeyError) as exc:  # ValidationError: a ValueError
             # A validator's ``adk.ToolError`` (a Pydantic AI port's ``ModelRetry``), which
             # pydantic passes through unwrapped, is as much a no: the same refusal, not a bare
-            # ToolError out of the resume (the codec's ``_validator_rejected`` for its models).
+            # ToolError out of the resume (the codec's ``_validator_rejected`` for its models);
+            # so is its TypeError or KeyError (unwrapped too), which a checkpoint's own values
+            # make a malformed checkpoint (``checkpoint._points._MALFORMED``).
             raise saved.error(f"the {data['type']!r} event is invalid: {exc}") from None
 
 
