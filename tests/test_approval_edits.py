@@ -713,6 +713,44 @@ async def test_an_argument_models_tool_error_is_the_error_result_the_model_reads
     assert result.metadata["is_error"] is True
 
 
+class _Payee(pydantic.BaseModel):
+    name: str
+
+    @pydantic.field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name != "ACME":
+            raise adk.ToolError()  # a ModelRetry raised without words
+        return name
+
+
+async def test_an_argument_models_tool_error_without_words_still_tells_the_model_why() -> None:
+    """A validator of a tool's argument model raising ``adk.ToolError()`` without a message: the
+    model read only "Error: tool failed", as if the tool had run and failed, where an edit the
+    same validator rejects says the argument model rejected it (``_problems``), and an output
+    schema's validator says so too (a4acc83). The error result says the arguments were
+    rejected, so the model asks again with others."""
+
+    @adk.tool
+    def pay_to(payee: _Payee) -> str:
+        """Pay someone."""
+        return f"paid {payee.name}"
+
+    bad = tool_call("pay_to", {"payee": {"name": "Bob"}}, id="c1")
+    good = tool_call("pay_to", {"payee": {"name": "ACME"}}, id="c2")
+    model = ScriptedModel([Reply(tool_calls=[bad]), Reply(tool_calls=[good]), "done"])
+
+    await collect(Runner(ReActAgent("payer", model, tools=[pay_to])).run("pay"))
+
+    result = model.requests[1].messages[-1]
+    assert result.role == "tool" and result.tool_call_id == "c1"
+    assert result.content == (
+        "Error: invalid arguments for tool 'pay_to': the argument model's validator rejected "
+        "them (adk.ToolError)"
+    )
+    assert model.requests[2].messages[-1].content == "paid ACME"
+
+
 async def test_an_edit_an_argument_models_validator_rejects_with_a_tool_error_is_refused(
     tmp_path: Path,
 ) -> None:

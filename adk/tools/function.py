@@ -611,8 +611,11 @@ class FunctionTool(Generic[_P, _R]):
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except (ValidationError, ToolError) as exc:
             if resume is None:
-                if isinstance(exc, ToolError):  # a validator's ModelRetry: its words
+                if isinstance(exc, ToolError) and str(exc):  # a validator's ModelRetry: its words
                     raise
+                if isinstance(exc, ToolError):  # without words: "tool failed" would say it ran
+                    problems = f"invalid arguments for tool '{self.name}': {self._problems(exc)}"
+                    return ToolResult.error(f"Error: {problems}")
                 return ToolResult.error(format_validation_error(self.name, exc))
             if isinstance(decision, ToolResult):  # denied: nothing to run, nothing lost
                 return decision
