@@ -678,11 +678,12 @@ class _Payment(pydantic.BaseModel):
         # A Pydantic AI port's ModelRetry: the words are for whoever wrote the arguments.
         limit = _LIMIT[0]
         if cents > limit:
-            raise adk.ToolError(f"{cents} cents is over the limit of {limit}; ask for less")
+            raise _RAISES[0](f"{cents} cents is over the limit of {limit}; ask for less")
         return cents
 
 
 _LIMIT = [1000]
+_RAISES: list[type[Exception]] = [adk.ToolError]  # what _Payment's validator refuses with
 
 
 def _limited_pay(paid: list[tuple[str, int]], approval: bool = True) -> adk.FunctionTool:
@@ -837,3 +838,42 @@ async def test_saved_arguments_a_stricter_validator_rejects_with_a_tool_error_re
         assert "500 cents is over the limit of 100; ask for less" in error.message
         assert paid == [] and model.requests == []
         assert await checkpoint_ids(runner.checkpoint_store) == [paused.checkpoint_id]
+
+
+@pytest.mark.parametrize("refusal", [TypeError, KeyError])
+async def test_a_validator_raising_what_pydantic_does_not_wrap_refuses_an_edit_and_a_resume(
+    tmp_path: Path, refusal: type[Exception]
+) -> None:
+    """Review rv12 (of 7c0649d, which read a validator's ``adk.ToolError``): pydantic passes a
+    validator's ``TypeError`` or ``KeyError`` through unwrapped too, so a person's edit it
+    rejected escaped the resume as that bare exception, not the ``ValueError`` naming the tool,
+    and saved arguments a stricter validator rejected so escaped it bare, not as the
+    ``CheckpointError`` of arguments that no longer fit (as a saved event's validator raising
+    them refuses an ActionAgent's resume, and a checkpoint's values make it malformed). Both
+    refuse now, naming the exception, nothing paid and the checkpoint kept."""
+    paid: list[tuple[str, int]] = []
+    call = tool_call("pay", {"payment": {"payee": "ACME", "cents": 500}}, id="c1")
+    model = ScriptedModel([Reply(tool_calls=[call]), "done"])
+    agent = ReActAgent("a", model, tools=[_limited_pay(paid)])
+    paused = pause_of(await collect(Runner(agent, sqlite_store(tmp_path)).run("go")))
+    (point,) = paused.points
+    over = {"approved": True, "arguments": {"payment": {"payee": "ACME", "cents": 5000}}}
+    _RAISES[0] = refusal
+    try:
+        model = ScriptedModel(["never"])
+        runner = Runner(ReActAgent("a", model, tools=[_limited_pay(paid)]), sqlite_store(tmp_path))
+        with pytest.raises(ValueError, match="do not fit tool 'pay'") as raised:
+            await collect(runner.resume(paused.checkpoint_id, {point.id: over}))
+        assert f"validator raised {refusal.__name__}: " in str(raised.value)
+        assert "5000 cents is over the limit of 1000" in str(raised.value)
+
+        _LIMIT[0] = 100  # stricter since the pause: the saved 500 cents no longer fit
+        refused = await collect(runner.resume(paused.checkpoint_id, {point.id: True}))
+    finally:
+        _RAISES[0], _LIMIT[0] = adk.ToolError, 1000
+    error = refused[-1].error
+    assert error is not None and error.type == "CheckpointError", error
+    assert "no longer fit tool 'pay'" in error.message
+    assert f"validator raised {refusal.__name__}: " in error.message
+    assert paid == [] and model.requests == []
+    assert await checkpoint_ids(runner.checkpoint_store) == [paused.checkpoint_id]

@@ -308,6 +308,12 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
+_REFUSALS = (ValidationError, ToolError, TypeError, KeyError)
+"""What an argument model's validation raises for arguments it refuses: pydantic's error, and a
+validator's ``ToolError``, ``TypeError`` or ``KeyError``, which pydantic passes through
+unwrapped (a saved event's validator raising them refuses a resume alike, ``actions._run``)."""
+
+
 def format_validation_error(tool_name: str, error: ValidationError) -> str:
     """A short, model-readable account of what was wrong with the arguments."""
     problems = error.errors(include_url=False)
@@ -609,8 +615,10 @@ class FunctionTool(Generic[_P, _R]):
         )
         try:
             parsed = self._args_model.model_validate_json(arguments or "{}")
-        except (ValidationError, ToolError) as exc:
+        except _REFUSALS as exc:
             if resume is None:
+                if isinstance(exc, TypeError | KeyError):  # a first call: the tool failed, so
+                    raise  # the model reads it, as for an exception the function raises
                 if isinstance(exc, ToolError) and str(exc):  # a validator's ModelRetry: its words
                     raise
                 if isinstance(exc, ToolError):  # without words: "tool failed" would say it ran
@@ -727,20 +735,23 @@ class FunctionTool(Generic[_P, _R]):
         (``adk._approval.edited_call``), as the call would check them on running."""
         try:
             self._args_model.model_validate_json(arguments)
-        except (ValidationError, ToolError) as exc:
+        except _REFUSALS as exc:
             return self._problems(exc)
         return None
 
-    def _problems(self, exc: ValidationError | ToolError) -> str:
-        """What is wrong with arguments the argument model refused: pydantic's account, or the
-        words of a validator raising ``ToolError`` (a Pydantic AI port's ``ModelRetry``), which
-        pydantic passes through unwrapped."""
+    def _problems(self, exc: Exception) -> str:
+        """What is wrong with arguments the argument model refused (``exc``, one of
+        ``_REFUSALS``): pydantic's account, or the words of a validator raising ``ToolError`` (a
+        Pydantic AI port's ``ModelRetry``), a ``TypeError`` or a ``KeyError``, which pydantic
+        passes through unwrapped (those two named, a bug in the validator as likely as a no)."""
         if isinstance(exc, ToolError):
             return str(exc) or "the argument model's validator rejected them (adk.ToolError)"
+        if not isinstance(exc, ValidationError):
+            return f"the argument model's validator raised {type(exc).__name__}: {exc}"
         problems = format_validation_error(self.name, exc)
         return problems.removeprefix(f"Error: invalid arguments for tool '{self.name}': ")
 
-    def _unfit(self, ctx: ToolContext, exc: ValidationError | ToolError) -> CheckpointError:
+    def _unfit(self, ctx: ToolContext, exc: Exception) -> CheckpointError:
         """The refusal of a resumed call whose saved arguments no longer fit the tool."""
         problems = self._problems(exc)
         return CheckpointError(
@@ -764,7 +775,7 @@ class FunctionTool(Generic[_P, _R]):
             return
         try:
             self._args_model.model_validate_json(arguments or "{}")
-        except (ValidationError, ToolError) as exc:
+        except _REFUSALS as exc:
             raise self._unfit(ctx, exc) from None
         if decision is None and self.require_approval:
             self._check_approved(ctx)
