@@ -55,6 +55,10 @@ class Approved(BaseModel):
     @field_validator("verdict")
     @classmethod
     def approved(cls, verdict: str) -> str:
+        if verdict == "unheard of":  # what pydantic lets through unwrapped too
+            raise TypeError("the verdict must be approved, not a TypeError's")
+        if verdict == "unknown":
+            raise KeyError("the verdict must be approved, not a KeyError's")
         if verdict != "approved":
             raise adk.ToolError("the verdict must be approved")
         return verdict
@@ -487,6 +491,13 @@ def test_data_that_is_not_json_is_a_clear_error_naming_the_field(
         (
             {"output": {"custom": {"verdict": "no"}, "custom_type": "tests.event_json.Approved"}},
             "event output.custom: not a valid 'tests.event_json.Approved': the verdict must be",
+        ),
+        *(
+            (
+                {"output": {"custom": {"verdict": v}, "custom_type": "tests.event_json.Approved"}},
+                "event output.custom: not a valid 'tests.event_json.Approved': .?the verdict must",
+            )
+            for v in ("unheard of", "unknown")  # a TypeError, a KeyError (review rv12)
         ),
         ({"action": {"exit": "yes"}}, "event action: exit and break_loop must be true or false"),
         ({"action": {"transfer_to": 5}}, "event action.transfer_to: expected a str"),

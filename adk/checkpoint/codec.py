@@ -836,10 +836,12 @@ def _validator_rejected(exc: Exception) -> bool:
     rejection a Pydantic AI port's validators raise as ``ModelRetry`` (docs/pydantic_ai.md),
     which pydantic passes through unwrapped where it wraps a ``ValueError``. A value it rejects
     is as invalid as one failing validation: read back, it fails as that does, not as a bare
-    ``ToolError`` (``adk._event_json`` too)."""
+    ``ToolError`` (``adk._event_json`` too). So is a validator's ``TypeError`` or ``KeyError``,
+    which pydantic does not wrap either (a checkpoint's own values raising them are malformed,
+    ``_points._MALFORMED``; a tool's argument model and a saved action event refuse them so)."""
     from ..tools.base import ToolError  # here: adk.tools.base imports this module
 
-    return isinstance(exc, ToolError)
+    return isinstance(exc, ToolError | TypeError | KeyError)
 
 
 def _check_parts(parts: Any) -> None:
