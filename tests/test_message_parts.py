@@ -660,3 +660,23 @@ async def test_responses_is_sent_as_files_only_the_types_its_input_file_takes() 
         {"type": "input_file", "file_data": f"data:{docx};base64,UEs=", "filename": "a.docx"},
         {"type": "input_file", "file_url": "https://example.com/a.json"},
     ]
+
+
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_parts_set_after_the_model_is_made_is_what_its_next_call_sends(api: str) -> None:
+    """``model.parts = "text"`` (a server found to take text only, after the model was made)
+    changes what the next call sends, and a value that is not one is refused as the constructor
+    refuses it: ``parts`` was read once, into a private flag, and the assignment changed the
+    attribute alone (the next call still sent the image)."""
+    question = Message.user("What is this?", parts=[ImagePart(mime_type="image/png", data=PNG)])
+    async with OpenAIServer([WireReply(text="ok"), WireReply(text="ok")]) as server:
+        async with wire_model(server, api, parts="send") as model:
+            await model.generate([question])
+            model.parts = "text"
+            await model.generate([question])
+            with pytest.raises(ValueError, match=r"parts must be 'send'.*not 'image'"):
+                model.parts = "image"  # type: ignore[assignment]
+            assert model.parts == "text"
+        sent, as_text = server.bodies
+    assert _types(sent) & _MEDIA_TYPES
+    assert not _types(as_text) & _MEDIA_TYPES

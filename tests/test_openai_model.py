@@ -768,6 +768,29 @@ def test_a_retry_that_is_not_a_policy_is_refused_where_the_model_is_made(retry: 
         OpenAIChatModel("m", base_url="http://127.0.0.1:9", retry=retry)
 
 
+async def test_options_set_after_the_model_is_made_work_or_are_refused(
+    server: OpenAIServer,
+) -> None:
+    """``retry`` set after the model is made is what its next call retries by (the retry runner
+    was built from the first policy, so the assignment changed the attribute alone); ``api`` and
+    ``timeout``, which the model's requests and client are built for, are refused naming the
+    way that works: ``model.api = "responses"`` sent a Chat request to the Responses endpoint."""
+    server.script(Reply(status=500, error="hiccup"), Reply(text="not reached"))
+    async with make_model(server) as model:
+        model.retry = RetryPolicy(max_attempts=1, initial_delay=0, max_delay=0)
+        with pytest.raises(ModelError, match="hiccup"):
+            await model.generate([Message.user("hi")])
+        assert len(server.requests) == 1
+        with pytest.raises(TypeError, match=r"retry must be an adk.RetryPolicy, got int"):
+            model.retry = 3  # type: ignore[assignment]
+        for name, value in (("api", "responses"), ("timeout", 5.0)):
+            with pytest.raises(AttributeError, match=rf"OpenAIChatModel.{name} is fixed when "):
+                setattr(model, name, value)
+        assert (model.api, model.timeout) == ("chat", None)
+        assert (await model.generate([Message.user("hi")])).content == "not reached"
+        assert server.requests[-1].path.endswith("/chat/completions")
+
+
 @pytest.mark.parametrize("given", ["argument", "environment"])
 async def test_a_key_http_cannot_send_is_refused_where_the_model_is_made_never_shown(
     given: str, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch

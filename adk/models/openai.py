@@ -160,14 +160,10 @@ class OpenAIChatModel(AsyncCloseable):
             )
         if api not in ("chat", "responses"):
             raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
-        if parts not in ("send", "text", None):
-            raise ValueError(
-                "parts must be 'send' (images, sounds and files as content parts), 'text' (as "
-                "their placeholder text, for a text-only server) or None (the default: 'send' "
-                f"to api.openai.com, 'text' elsewhere), not {parts!r}"
-            )
+        if parts is not None:
+            _check_parts(parts)
         self.model_name = model
-        self.api: Literal["chat", "responses"] = api
+        self._api: Literal["chat", "responses"] = api
         if retry is not None and not isinstance(retry, RetryPolicy):
             # Read only when a call fails: an int (retry=3) was an AttributeError about
             # 'max_attempts' here, a dict one at the first failed call.
@@ -175,9 +171,9 @@ class OpenAIChatModel(AsyncCloseable):
                 f"retry must be an adk.RetryPolicy, got {type(retry).__name__}; e.g. "
                 "retry=RetryPolicy(max_attempts=3, initial_delay=0.5)"
             )
-        self.retry = retry if retry is not None else RetryPolicy()
-        self.timeout = _check_timeout(timeout)
-        sdk_timeout = openai.not_given if self.timeout is None else self.timeout
+        self._retry = retry if retry is not None else RetryPolicy()
+        self._timeout = _check_timeout(timeout)
+        sdk_timeout = openai.not_given if self._timeout is None else self._timeout
         if client is not None:
             if isinstance(client, openai.OpenAI):
                 # The synchronous client's calls block the event loop (every other run waits),
@@ -232,17 +228,17 @@ class OpenAIChatModel(AsyncCloseable):
         # What the adapter adds to a request on its own: the field max_tokens travels in, and
         # whether streams ask for usage. A server that refuses either changes them (_adapt).
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
-        self.parts: Literal["send", "text"] = (
+        self._parts: Literal["send", "text"] = (
             parts if parts is not None else "send" if official else "text"
         )
-        self._send_parts = self.parts == "send"
+        self._send_parts = self._parts == "send"
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
         self._formats = FormatFallback()  # how much of a schema response_format the server takes
         self._wrapped = WrappedSchemas()  # strict schemas sent wrapped, not walked per call
         self._closed = False
         self._runner = RetryRunner(
-            self.retry, is_transient=self._is_transient, retry_after=_retry_after
+            self._retry, is_transient=self._is_transient, retry_after=_retry_after
         )
         if api == "chat":
             self._build = chat_request
@@ -274,7 +270,7 @@ class OpenAIChatModel(AsyncCloseable):
             raise RuntimeError(_closed_message(self))
         clients = self._clients
         client = self._client if clients is None else (clients.get() or await clients.bind())
-        create = client.chat.completions.create if self.api == "chat" else client.responses.create
+        create = client.chat.completions.create if self._api == "chat" else client.responses.create
         try:
             return await create(**request)
         except UnicodeEncodeError:
@@ -285,7 +281,63 @@ class OpenAIChatModel(AsyncCloseable):
             return await create(**_without_surrogates(request))
 
     def __repr__(self) -> str:
-        return f"OpenAIChatModel({self.model_name!r}, base_url={self.base_url!r}, api={self.api!r})"
+        return (
+            f"OpenAIChatModel({self.model_name!r}, base_url={self.base_url!r}, api={self._api!r})"
+        )
+
+    # -- options ---------------------------------------------------------------------------------
+    # Options set after the model is made: ``parts`` and ``retry`` were read once, into what
+    # the calls use (a flag, the retry runner), so assigning them changed the attribute alone;
+    # they now take effect at the next call. ``api`` and ``timeout`` went into what the model
+    # built (the request builder and decoder, the client), and an assignment sent a Chat
+    # request to the Responses endpoint: refused, naming the way that works. ``model_name`` is
+    # read per call, a plain attribute.
+
+    @property
+    def parts(self) -> Literal["send", "text"]:
+        """How a message's parts are sent (see the class docstring); settable, checked."""
+        return self._parts
+
+    @parts.setter
+    def parts(self, value: Literal["send", "text"]) -> None:
+        _check_parts(value)
+        self._parts = value
+        self._send_parts = value == "send"
+
+    @property
+    def api(self) -> Literal["chat", "responses"]:
+        """The API the model calls, ``"chat"`` or ``"responses"``: fixed when the model is made."""
+        return self._api
+
+    @api.setter
+    def api(self, value: object) -> None:
+        raise _fixed("api", value)
+
+    @property
+    def timeout(self) -> float | None:
+        """Each attempt's timeout, in seconds (None: the client's): fixed when the model is
+        made, as its client is built with it."""
+        return self._timeout
+
+    @timeout.setter
+    def timeout(self, value: object) -> None:
+        raise _fixed("timeout", value)
+
+    @property
+    def retry(self) -> RetryPolicy:
+        """How transient failures are retried; settable (the next call retries by the new
+        policy). A policy is read when it is set: change it by setting another one."""
+        return self._retry
+
+    @retry.setter
+    def retry(self, value: RetryPolicy) -> None:
+        if not isinstance(value, RetryPolicy):
+            raise TypeError(
+                f"retry must be an adk.RetryPolicy, got {type(value).__name__}; e.g. "
+                "retry=RetryPolicy(max_attempts=3, initial_delay=0.5)"
+            )
+        self._retry = value
+        self._runner = RetryRunner(value, is_transient=self._is_transient, retry_after=_retry_after)
 
     # -- calls -----------------------------------------------------------------------------------
 
@@ -471,7 +523,7 @@ class OpenAIChatModel(AsyncCloseable):
         # refused together (a service's first requests) each change the model the same way, and
         # the model the first one changed does not say what a later one was sent with.
         if (
-            self.api == "chat"
+            self._api == "chat"
             and "reasoning_content" not in adapted
             and _wants_reasoning_back(error.__cause__)
             and not _sent_reasoning(request)
@@ -683,6 +735,24 @@ def _without_surrogates(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return type(value)(_without_surrogates(item) for item in value)
     return value
+
+
+def _check_parts(parts: object) -> None:
+    """Refuse a ``parts`` that is not one (the constructor's and the setter's check)."""
+    if parts not in ("send", "text"):
+        raise ValueError(
+            "parts must be 'send' (images, sounds and files as content parts), 'text' (as "
+            "their placeholder text, for a text-only server) or None (the default: 'send' "
+            f"to api.openai.com, 'text' elsewhere), not {parts!r}"
+        )
+
+
+def _fixed(name: str, value: object) -> AttributeError:
+    """The refusal of setting ``name``, fixed when an ``OpenAIChatModel`` is made."""
+    return AttributeError(
+        f"OpenAIChatModel.{name} is fixed when the model is made (its client and requests are "
+        f"built for it): make a new OpenAIChatModel(..., {name}={value!r}) instead of setting it"
+    )
 
 
 def _check_timeout(timeout: float | None) -> float | None:
