@@ -579,7 +579,10 @@ class _GenAITracing:
         run's reader stopped reading. ``output`` is the agent's last answer, kept only when
         content is captured: its ``gen_ai.output.messages``. ``measure`` (from ``start_agent``)
         records the run's ``gen_ai.invoke_agent.duration``, with the ``error.type`` of a failed
-        one; not for a run cut off, which neither finished nor failed (as a model call's).
+        one, and for a run cut off too, outcome ``cancelled`` (as its span says): a count of runs
+        by outcome from the metric missed every cancelled one. (A model or tool call cut off
+        still records none: those metrics have no outcome, and an ``error.type`` would count the
+        cut among the failures.)
         ``interrupted``: the agent ended with a pause (its own or a sub-agent's, a tool call's):
         not an error, but ``adk.agent.outcome`` says so, on the span and in the metric, so a
         paused run's duration (up to the pause) is not taken for a finished one's. ``late``: an
@@ -594,7 +597,7 @@ class _GenAITracing:
             outcome = "interrupted"
         else:
             outcome = "completed"
-        if measure is not None and not cancelled and self._agent_duration is not None:
+        if measure is not None and self._agent_duration is not None:
             started, measured = measure  # the agent's own dict, made by ``start_agent``
             measured[_OUTCOME] = outcome
             if error is not None:

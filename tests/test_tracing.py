@@ -1677,6 +1677,55 @@ async def test_agent_runs_and_tool_calls_have_duration_metrics() -> None:
     meters.shutdown()
 
 
+@pytest.mark.parametrize("how", ["cancel", "aclose"])
+async def test_a_cut_off_run_records_its_agents_durations_as_cancelled(
+    provider: TracerProvider, exporter: InMemorySpanExporter, how: str
+) -> None:
+    """A run cut off (its task cancelled by a timeout, its reader gone) recorded no
+    gen_ai.invoke_agent.duration, while its agent spans said adk.agent.outcome=cancelled: an SRE
+    counting runs by outcome from the metric missed every cancelled one. Each agent span cut off
+    now has its point, outcome cancelled, no error.type; the agent that finished before the cut
+    keeps its completed one."""
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    started = asyncio.Event()
+    first = ReActAgent("first", ScriptedModel(["done"]))
+    agent = SequentialAgent("steps", [first, ReActAgent("slow", HangingModel(started))])
+    runner = Runner(agent, tracer_provider=provider, meter_provider=meters)
+    events = runner.run("x")
+    if how == "cancel":
+
+        async def read() -> None:
+            async for _ in events:
+                pass
+
+        task = asyncio.create_task(read())
+        await started.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        expected = [("first", "completed"), ("slow", "cancelled"), ("steps", "cancelled")]
+    else:  # the reader takes the first agent's answer and leaves, cutting the rest off
+        await anext(events)
+        await events.aclose()
+        expected = [("first", "cancelled"), ("steps", "cancelled")]
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    outcomes = sorted((attrs(s)["gen_ai.agent.name"], attrs(s)["adk.agent.outcome"]) for s in spans)
+    assert outcomes == expected
+    points = _points(reader, "gen_ai.invoke_agent.duration")
+    measured = sorted(
+        (
+            dict(p.attributes or {})["gen_ai.agent.name"],
+            dict(p.attributes or {})["adk.agent.outcome"],
+            dict(p.attributes or {}).get("error.type", "-"),
+            p.count,
+        )
+        for p in points
+    )
+    assert measured == [(name, outcome, "-", 1) for name, outcome in expected]
+    meters.shutdown()
+
+
 async def test_metrics_work_without_a_tracer_and_failures_carry_error_type() -> None:
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])
