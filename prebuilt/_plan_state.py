@@ -38,6 +38,23 @@ class Plan(BaseModel):
     def __str__(self) -> str:
         return "\n".join(f"{i}. {step}" for i, step in enumerate(self.steps, 1)) or "(no steps)"
 
+    @classmethod
+    def _adk_answer_problem(cls, answer: BaseModel, ctx: RunContext) -> str | None:
+        """What is wrong with ``answer``, a ``ReActAgent``'s ``output_schema`` answer that
+        validated, as the agent's retry tells its model (``ReActAgent`` asks its schema): a plan
+        with no steps, from the agent of a ``PlanExecute``'s planner step (``planning``). Valid
+        elsewhere (a replanner's plan with nothing left, a checkpoint's), so not a validator;
+        refused by the step after the agent, it failed the run where any other answer that is no
+        plan gets the output retry."""
+        if not isinstance(answer, Plan) or answer.steps:
+            return None
+        if (id(ctx.session), ctx.address) not in planning:
+            return None
+        return (
+            "the plan has no steps (blank ones are dropped); a plan needs at least one, even if "
+            "only to answer the objective"
+        )
+
 
 class ExecutedStep(BaseModel):
     """A finished step and what its execution returned."""
@@ -49,6 +66,10 @@ class ExecutedStep(BaseModel):
 
 
 _EXECUTED_STEPS = TypeAdapter(list[ExecutedStep], config=ConfigDict(defer_build=True))
+
+planning: set[tuple[int, str]] = set()
+"""The planner steps running now, by session and address (their agent's, as the step runs it in
+place): where ``Plan._adk_answer_problem`` refuses an empty plan."""
 
 register_type(Plan, "prebuilt.Plan")
 register_type(ExecutedStep, "prebuilt.ExecutedStep")

@@ -89,6 +89,7 @@ from ._plan_state import (
     _tag,
     _takers,
     _within,
+    planning,
 )
 from ._react_tools import TRANSFER_TOOL
 from .react import MaxIterationsError, ReActAgent, ToolSource
@@ -461,6 +462,8 @@ class _PlanStep(_Role):
         seen = _Seen(ctx, self.name)
         seen.listen(ctx)
         problem = "it gave no output"
+        key = (id(session), ctx.address)
+        planning.add(key)  # its agent's empty plan is an answer to retry (``Plan``)
         try:
             async with closing(drive(self.agent, input, ctx)) as events:
                 async for event in events:
@@ -486,6 +489,7 @@ class _PlanStep(_Role):
         finally:
             event = NO_EVENT  # see adk._driver.NO_EVENT
             seen.done()
+            planning.discard(key)
         plan = seen.plan
         stored, value = seen.handed_over(ctx)
         if plan is None and stored:

@@ -772,6 +772,14 @@ class _ReActCore:
                 # The run options are the validation context: a validator that checks the answer
                 # against the run's dependencies reads them (``ValidationInfo.context``).
                 parsed, answer, problem = parse_output_json(schema, reply.content, ctx.options)
+                if parsed is not None:
+                    # A schema's own say on an answer that validated, where it is (prebuilt's
+                    # Plan: no steps, from a PlanExecute's planner): retried as one that did not.
+                    judge = getattr(schema, "_adk_answer_problem", None)
+                    if judge is not None:
+                        problem = judge(parsed, ctx)
+                        if problem is not None:
+                            parsed = None
                 if parsed is None:
                     assert problem is not None
                     refusal = reply.metadata.get("refusal")

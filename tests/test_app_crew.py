@@ -374,7 +374,12 @@ async def test_a_bad_plan_from_the_model_is_retried_once_then_fails_the_crew_nam
             await runner.invoke(
                 "Write a market research report.", session={"topic": "plant-based milk"}
             )
-    assert "planner 'research_planner' produced no plan: its plan has no steps" in str(failed.value)
+    # The plan of nothing came as the retry's answer: it fails that retry, as the
+    # planner's own OutputSchemaError (an empty plan is an answer off the schema to retry).
+    assert (
+        "agent 'research_planner': the answer does not match Plan after a retry: the plan has "
+        "no steps"
+    ) in str(failed.value)
     # The prose got the output_schema retry, told why; nothing was executed or answered after.
     assert "the answer is not valid JSON" in llm.bodies[2]["messages"][-1]["content"]
     assert len(llm.bodies) == 3

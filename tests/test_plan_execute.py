@@ -19,6 +19,7 @@ from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import (
     ExecutedStep,
     MaxIterationsError,
+    OutputRejected,
     Plan,
     PlanExecute,
     ReActAgent,
@@ -299,22 +300,62 @@ async def test_output_key_stores_the_answer_for_a_later_agents_instruction() -> 
 
 
 @pytest.mark.parametrize("steps", [[], ["  ", ""]])
-async def test_a_plan_without_steps_fails_the_run_instead_of_asking_for_an_answer(
+async def test_a_planners_plan_without_steps_is_retried_as_an_answer_off_the_schema(
     steps: list[str],
 ) -> None:
-    # A model's empty plan (or one of blank steps, which Plan drops) went straight to the
-    # replanner, asked for the final answer with nothing done: it answered from nothing.
+    """A model's empty plan (or one of blank steps, which Plan drops) is the planner's output
+    retry, told why, as an answer that is no plan at all is: it failed the run at once (the
+    step's "produced no plan"), where prose got the retry. Once corrected the run goes on; an
+    empty plan again ends the planner with OutputSchemaError, as any answer that fails its retry
+    does. Never the replanner asked for an answer with nothing done."""
+    empty = json.dumps({"steps": steps})
+    planner = new_planner(ScriptedModel([empty, json.dumps({"steps": ["look it up"]})]))
+    executor = new_executor(ScriptedModel(["Tea is a drink."]))
+    agent = PlanExecute(planner, executor, new_replanner(ScriptedModel(["Tea: a drink."])))
+    result = await Runner(agent).invoke("Research tea.")
+    assert result.text == "Tea: a drink."
+    retry = planner.model.requests[1].messages[-1].content
+    assert retry.startswith(
+        "Your answer does not match the required Plan JSON schema: the plan has no steps (blank "
+        "ones are dropped); a plan needs at least one"
+    )
+    rejected = [e.output.custom for e in result.events if e.output and e.output.custom]
+    assert isinstance(rejected[0], OutputRejected) and rejected[0].schema_name == "Plan"
+    assert rejected[0].problem.startswith("the plan has no steps")
+
     executor = new_executor(ScriptedModel([]))
     replanner = new_replanner(ScriptedModel(["An answer made up from nothing."]))
-    agent = PlanExecute(
-        new_planner(ScriptedModel([json.dumps({"steps": steps})])), executor, replanner
-    )
+    agent = PlanExecute(new_planner(ScriptedModel([empty, empty])), executor, replanner)
+    with pytest.raises(adk.RunError, match="does not match Plan after a retry: the plan has no"):
+        await Runner(agent).invoke("Research tea.")
+    assert executor.model.requests == [] and replanner.model.requests == []
 
+
+class EmptyPlanner(BaseAgent):
+    """Answers a Plan of no steps, as its custom output: no model to retry."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.custom(Plan(steps=[]))
+
+
+async def test_a_plan_without_steps_from_a_planner_with_no_retry_fails_the_run() -> None:
+    # Any other planner (an agent of your own, a plan stored in the session) has no output retry:
+    # its empty plan fails the run, rather than asking the replanner for an answer from nothing.
+    replanner = new_replanner(ScriptedModel(["An answer made up from nothing."]))
+    agent = PlanExecute(EmptyPlanner("planner"), Worker("w"), replanner)
     with pytest.raises(
         adk.RunError, match="planner 'planner' produced no plan: its plan has no steps"
     ):
         await Runner(agent).invoke("Research tea.")
-    assert executor.model.requests == [] and replanner.model.requests == []
+    assert replanner.model.requests == []
+
+
+async def test_an_empty_plan_is_an_answer_outside_a_planners_step() -> None:
+    # Only a planner's is retried: the same schema's empty plan from an agent that is no
+    # planner (a replanner's "nothing left", an agent of its own) is a valid answer.
+    agent = ReActAgent("lister", ScriptedModel([json.dumps({"steps": []})]), output_schema=Plan)
+    result = await Runner(agent).invoke("Anything left?")
+    assert result.output == Plan(steps=[])
 
 
 @pytest.mark.parametrize(
