@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import adk
 
 from . import _hooks, _record_keys, checkpoint
-from ._agent_names import unknown_designated
+from ._agent_names import _agent_names, unknown_designated
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent, check_callbacks, check_resources, shown
 from ._driver import (
@@ -74,6 +74,7 @@ from .checkpoint.store import (
     _puts_new,
 )
 from .context import (
+    _NO_OPTIONS,
     RunContext,
     Session,
     _root,
@@ -450,7 +451,7 @@ class Runner(AsyncCloseable):
         ``options``: run options every agent of the run reads as ``ctx.options`` (``AgentTool``
         nested runs included); ``agent_options``: ``{agent name: options}``, merged over
         ``options`` for the agent of that name only (Eino's ``DesignateAgent``). Neither is saved
-        in a checkpoint: a resume is given its own.
+        in a checkpoint, only their names: a resume is given its own, those names at least.
 
         ``max_turns``: the most model calls the whole run may make, every agent's (``AgentTool``
         nested runs' too); the call past it fails the run with ``MaxTurnsExceeded``. Saved in a
@@ -492,7 +493,8 @@ class Runner(AsyncCloseable):
 
         ``options``/``agent_options``: as for ``run``. The paused run's options were not saved
         (they belong to the call, and may hold what cannot be saved, a client say): the resumed
-        run has these, or none.
+        run has these. Their names were: a resume lacking one is refused (``ValueError``, by
+        the first ``__anext__``, nothing run and the checkpoint kept).
 
         ``max_turns``: the run's limit of model calls from here on, counting those made before
         the pause; without it, the limit the paused run was started with (if any) holds."""
@@ -1109,6 +1111,8 @@ class Runner(AsyncCloseable):
                 body["memory"],
             )
         targets = _targets(snapshot.signal, resume)
+        if snapshot.option_names is not None:
+            self._check_options_given(checkpoint_id, snapshot.option_names, options)
         if given is None:
             session = Session(snapshot.session)
         else:
@@ -1192,6 +1196,37 @@ class Runner(AsyncCloseable):
                     operation=exc.operation,
                     checkpoint_id=exc.checkpoint_id,
                 ) from exc
+
+    def _check_options_given(
+        self,
+        checkpoint_id: str,
+        saved: tuple[list[str], dict[str, list[str]]],
+        options: tuple[Mapping[str, Any], Any] | None,
+    ) -> None:
+        """Refuse (``ValueError``, before anything runs, the checkpoint kept) a resume that lacks
+        run options the paused run was given: they are not saved (values may be clients), so
+        the resumed tools read none, and a tool reading its ``deps`` failed only once the
+        resume reached it, its approved call not made, or an agent went on without them.
+        Compared by name: run-wide, and for each agent options were designated to (that the
+        tree still has), the names that apply to it."""
+        base, designated = options if options is not None else (_NO_OPTIONS, None)
+        run_names, by_agent = saved
+        missing = [name for name in run_names if name not in base]
+        lines = [f"options {', '.join(map(repr, missing))}"] if missing else []
+        if by_agent:
+            known = _agent_names((self.agent, self.resources), _is_part)
+            for agent, names in by_agent.items():
+                applies = designated.get(agent, base) if designated else base
+                lost = [n for n in names if n not in applies and n not in missing]
+                if lost and agent in known:
+                    lines.append(f"agent_options[{agent!r}] {', '.join(map(repr, lost))}")
+        if lines:
+            raise ValueError(
+                f"checkpoint {checkpoint_id!r} paused a run given run options this resume lacks: "
+                f"{'; '.join(lines)}. Run options are not saved (a client, a connection): give "
+                "them to the resume again (resume(..., options=..., agent_options=...)), any "
+                f"value (None) for one no agent reads now. {_NOTHING_RAN}"
+            )
 
     async def _finish(self, checkpoint_id: str, body: dict[str, Any], loaded: bytes) -> None:
         """A resumed run finished: delete its checkpoint, or mark a kept one as finished so it is

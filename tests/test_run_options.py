@@ -25,6 +25,8 @@ from adk import (
     SequentialAgent,
     tool,
 )
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint
 from adk.checkpoint.sqlite import SQLiteCheckpointStore
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -132,19 +134,76 @@ async def test_a_resume_takes_its_own_options_since_none_are_saved(tmp_path: Any
     assert paused.interrupt is not None and paused.checkpoint_id is not None
     assert agent.options[0]["client"] is client
     data = await store.get(paused.checkpoint_id)
-    assert data is not None and b'"client"' not in data
+    assert data is not None
+    # The names are saved, for the resume's check (below), never the values.
+    assert decode_checkpoint(data, paused.checkpoint_id)["options"] == {"run": ["client", "v"]}
+    assert b"object at" not in data and b'"v": 1' not in data
     resumed = await runner.invoke_resume(
-        paused.checkpoint_id, options={"v": 2}, agent_options={"gate": {"w": 3}}
+        paused.checkpoint_id, options={"client": client, "v": 2}, agent_options={"gate": {"w": 3}}
     )
     assert resumed.text == "gate done"
-    assert dict(agent.options[1]) == {"v": 2, "w": 3}
-
-    again = await runner.invoke("hi", options={"v": 1})
-    assert again.checkpoint_id is not None
-    events = [e async for e in runner.resume(again.checkpoint_id)]
-    assert events[-1].message is not None and events[-1].message.content == "gate done"
-    assert dict(agent.options[-1]) == {}  # a resume without options has none
+    assert dict(agent.options[1]) == {"client": client, "v": 2, "w": 3}
     await store.aclose()
+
+
+async def test_a_resume_without_the_paused_runs_options_is_refused_naming_them(
+    tmp_path: Any,
+) -> None:
+    """A run given ``options={"deps": ...}`` paused; its resume without them ran, and the
+    resumed tool read no deps (a KeyError its model read, the approved call not made) or an
+    agent went on without them: found late, if at all. The resume is refused now, before
+    anything runs, naming what it lacks (the names are saved, never the values), and the
+    checkpoint is kept for the resume that gives them."""
+    store = SQLiteCheckpointStore(str(tmp_path / "cp.db"))
+    gate, other = _Seen("gate", pause=True), _Seen("other")
+    runner = Runner(SequentialAgent("steps", [gate, other]), checkpoint_store=store)
+    paused = await runner.invoke(
+        "hi", options={"deps": object(), "tenant": "t1"}, agent_options={"gate": {"limit": 5}}
+    )
+    assert paused.checkpoint_id is not None
+    cases: list[tuple[dict[str, Any], str]] = [
+        ({}, "options 'deps', 'tenant'; agent_options['gate'] 'limit'"),
+        ({"options": {"deps": 1}}, "options 'tenant'; agent_options['gate'] 'limit'"),
+        (
+            {"options": {"deps": 1, "tenant": "t1"}, "agent_options": {"other": {"limit": 5}}},
+            "agent_options['gate'] 'limit'",
+        ),
+    ]
+    for given, lacking in cases:
+        with pytest.raises(ValueError) as refused:
+            await runner.invoke_resume(paused.checkpoint_id, **given)
+        assert str(refused.value) == (
+            f"checkpoint {paused.checkpoint_id!r} paused a run given run options this resume "
+            f"lacks: {lacking}. Run options are not saved (a client, a connection): give them to "
+            "the resume again (resume(..., options=..., agent_options=...)), any value (None) "
+            "for one no agent reads now. Nothing ran and the checkpoint is kept"
+        )
+        events = runner.resume(paused.checkpoint_id, **given)  # the same from its first event
+        with pytest.raises(ValueError, match="this resume lacks: "):
+            await anext(events)
+    assert len(gate.options) == 1 and other.options == []  # nothing ran
+    assert await store.get(paused.checkpoint_id) is not None
+    # A designated option given run-wide applies to the agent too; None for one no agent reads.
+    done = await runner.invoke_resume(
+        paused.checkpoint_id, options={"deps": None, "tenant": "t2", "limit": 6}
+    )
+    assert done.text == "other done" and dict(gate.options[1])["limit"] == 6
+    await store.aclose()
+
+
+async def test_options_designated_to_an_agent_gone_since_the_pause_are_not_asked_for() -> None:
+    # A redeploy that removed the agent: its agent_options would be refused as naming no agent
+    # of the runner, so its names are not asked for (the run-wide ones still are).
+    store = InMemoryCheckpointStore()
+    gate = _Seen("gate", pause=True)
+    before = Runner(SequentialAgent("steps", [gate, _Seen("gone")]), checkpoint_store=store)
+    paused = await before.invoke("hi", options={"v": 1}, agent_options={"gone": {"x": 1}})
+    assert paused.checkpoint_id is not None
+    after = Runner(SequentialAgent("steps", [gate]), checkpoint_store=store)
+    with pytest.raises(ValueError, match=r"this resume lacks: options 'v'\. "):
+        await after.invoke_resume(paused.checkpoint_id)
+    done = await after.invoke_resume(paused.checkpoint_id, options={"v": 1})
+    assert done.text == "gate done"
 
 
 async def test_bad_options_fail_at_the_call_with_a_type_error() -> None:

@@ -203,7 +203,38 @@ def snapshot_body(
         # resumed run goes on counting. Absent for a run without a limit, and in the checkpoints
         # of an older pyadk.
         body["turns"] = {"max_turns": turns.limit, "used": turns.used}
+    if run.options or run.designated:
+        # The names of the run options it was given, never their values (a client, a
+        # connection: ``Runner.run``): a resume must give them again, and one that does not is
+        # refused before anything runs (``Runner._resume_claimed``). ``agents``: the names that
+        # applied to each agent options were designated to (the run-wide ones included).
+        names: dict[str, Any] = {"run": sorted(run.options)}
+        if run.designated:
+            names["agents"] = {name: sorted(own) for name, own in run.designated.items()}
+        body["options"] = names
     return body
+
+
+def _read_option_names(names: Any) -> tuple[list[str], dict[str, list[str]]] | None:
+    """A saved ``options`` as (run-wide names, names by designated agent); ``CheckpointError``
+    if it is not one."""
+    if names is None:
+        return None
+
+    def is_names(value: Any) -> bool:
+        return isinstance(value, list) and all(isinstance(name, str) for name in value)
+
+    agents = names.get("agents", {}) if isinstance(names, dict) else None
+    _expect(
+        isinstance(names, dict)
+        and names.keys() <= {"run", "agents"}
+        and is_names(names.get("run"))
+        and isinstance(agents, dict)
+        and all(isinstance(a, str) and is_names(v) for a, v in agents.items()),
+        "options is not the names of the run options by where they applied",
+    )
+    assert isinstance(agents, dict)
+    return names["run"], agents
 
 
 def _read_turns(turns: Any) -> tuple[int, int] | None:
@@ -234,6 +265,7 @@ class Snapshot:
         "agent",
         "enable_streaming",
         "history",
+        "option_names",
         "root_input",
         "run_id",
         "session",
@@ -256,6 +288,7 @@ class Snapshot:
         trace: Any = None,
         usage: Usage | None = None,
         turns: tuple[int, int] | None = None,
+        option_names: tuple[list[str], dict[str, list[str]]] | None = None,
     ) -> None:
         self.agent = agent
         self.run_id = run_id
@@ -271,6 +304,9 @@ class Snapshot:
         self.usage = usage
         # The paused run's max_turns and the model calls it had made (None: it had no limit).
         self.turns = turns
+        # The names of the run options the paused run was given, run-wide and by designated
+        # agent (None: it was given none, or an older pyadk saved it).
+        self.option_names = option_names
 
 
 def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
@@ -311,6 +347,7 @@ def parse_body(body: dict[str, Any], checkpoint_id: str) -> Snapshot:
             trace=body.get("trace"),
             usage=None if usage is None else Usage(**usage),
             turns=_read_turns(body.get("turns")),
+            option_names=_read_option_names(body.get("options")),
         )
     except _MALFORMED as exc:
         raise _malformed(exc, checkpoint_id) from exc
