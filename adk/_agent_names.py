@@ -38,14 +38,8 @@ def unknown_designated(
 
 
 def _agent_names(roots: Iterable[object], is_part: Callable[[object], bool]) -> set[str]:
-    seen: set[int] = set()
     names: set[str] = set()
-    pending: list[Any] = [root for root in roots if root is not None]
-    while pending:
-        part = pending.pop()
-        if id(part) in seen:
-            continue
-        seen.add(id(part))
+    for part in tree_parts(roots, is_part):
         name = getattr(part, "name", None)
         # An agent: a name and a run, and no spec (a tool has a name and a run too).
         if (
@@ -54,7 +48,21 @@ def _agent_names(roots: Iterable[object], is_part: Callable[[object], bool]) -> 
             and not hasattr(part, "spec")
         ):
             names.add(name)
+    return names
+
+
+def tree_parts(roots: Iterable[object], is_part: Callable[[object], bool]) -> list[Any]:
+    """Every part of the tree under ``roots`` (see the module docstring), each once."""
+    seen: set[int] = set()
+    found: list[Any] = []
+    pending: list[Any] = [root for root in roots if root is not None]
+    while pending:
+        part = pending.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        found.append(part)
         for attribute, value in attributes(part):
             if attribute not in _UPWARD:
                 pending.extend(item for item in members(value) if is_part(item))
-    return names
+    return found

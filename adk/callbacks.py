@@ -749,6 +749,21 @@ def _keys(fns: Sequence[Callable[..., Any]]) -> list[str]:
     return keys
 
 
+def before_tool_names(runner_callbacks: Iterable[Any], parts: Iterable[object]) -> set[str]:
+    """The names (``_keys`` without their count) of the ``before_tool`` callbacks a runner's
+    runs may call: the runner's own and those of every agent of its tree (``parts``). A resume
+    refuses a call paused by a callback none of them is (``Runner._check_gates``)."""
+    fns: list[Callable[..., Any]] = []
+    chain = _CallbackChain.of(runner_callbacks)
+    if chain is not None:
+        fns.extend(chain.before_tool)
+    for part in parts:
+        own = getattr(part, "_adk_callbacks", None)
+        if isinstance(own, _AgentCallbacks):
+            fns.extend(own.chain.before_tool)
+    return {key.split("#", 1)[0] for key in _keys(fns)}
+
+
 def _views(plan: _ResumePlan, address: str, keys: list[str]) -> dict[str, ResumeContext]:
     """What each ``before_tool`` callback at the call at ``address`` of a resumed run sees as
     ``ctx.resume``, by key: its own pause's resume when the call paused in it, the answer it was

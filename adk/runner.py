@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import adk
 
 from . import _hooks, _record_keys, checkpoint
-from ._agent_names import _agent_names, unknown_designated
+from ._agent_names import _agent_names, tree_parts, unknown_designated
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent, check_callbacks, check_resources, shown
 from ._driver import (
@@ -1148,6 +1148,7 @@ class Runner(AsyncCloseable):
                 problem = _record_keys.refused(body["record_key"], keyed[0])
                 if problem is not None:
                     raise CheckpointError(f"checkpoint {checkpoint_id!r} {problem}")
+            self._check_gates(snapshot.signal, checkpoint_id)
             preflight = adk._preflight.Preflight(plan, checkpoint_id)
             preflight.run(self.agent, ctx)
             if preflight.deferred is not None:  # a toolset's tools to find (an edited call's)
@@ -1196,6 +1197,35 @@ class Runner(AsyncCloseable):
                     operation=exc.operation,
                     checkpoint_id=exc.checkpoint_id,
                 ) from exc
+
+    def _check_gates(self, signal: _InterruptSignal, checkpoint_id: str) -> None:
+        """Refuse (``CheckpointError``, before anything runs, the checkpoint kept) a resume of a
+        tool call paused by a ``before_tool`` callback that no callback of this runner or of an
+        agent of its tree is now (by its function's module and qualified name, as the checkpoint
+        records it): with nobody to read the answer, the call went on as on a first call, and a
+        tool without an approval or a question of its own ran, a person's "stop" dropped."""
+        paused: dict[str, str] = {}
+        for point in signal.points:
+            slots = signal.states.get(point.id)
+            key = slots.get(_CALLBACK_SLOT) if slots else None
+            if isinstance(key, str):
+                paused[point.id] = key
+        if not paused:
+            return
+        have = adk.callbacks.before_tool_names(
+            self.callbacks, tree_parts((self.agent, self.resources), _is_part)
+        )
+        gone = {p: key for p, key in paused.items() if key.split("#", 1)[0] not in have}
+        if gone:
+            named = "; ".join(f"{p!r} by {key.split('#', 1)[0]!r}" for p, key in gone.items())
+            raise CheckpointError(
+                f"the resume of checkpoint {checkpoint_id!r} cannot give the answer to the "
+                f"call(s) a before_tool callback paused, which this runner no longer has (removed "
+                f"since the pause?): {named}. Without it the call would go on as on a first "
+                "call, its tool run unasked by it; give the runner (or the agent) that callback "
+                "again, one of that module and name that lets the call through if it should no "
+                "longer ask; the checkpoint is kept as it was"
+            )
 
     def _check_options_given(
         self,

@@ -497,25 +497,43 @@ async def test_an_after_tool_pause_is_refused_rather_than_running_the_call_again
     ]
 
 
-async def test_a_gate_removed_since_its_pause_lets_the_call_start_over(tmp_path: Path) -> None:
-    # A redeploy dropped the gate: nobody takes its answer; the call runs as on a first call, so
-    # the approval it requires is still asked for (nothing runs unasked).
-    desk = Desk()
+async def test_a_gate_removed_since_its_pause_refuses_the_resume_before_anything_runs(
+    tmp_path: Path,
+) -> None:
+    # A redeploy dropped the gate: nobody would read its answer, and the call went on as on a
+    # first call: a tool with no approval or question of its own ran, the person's "stop"
+    # dropped (here: paid). The resume is refused now, before anything runs, the checkpoint
+    # kept; with the gate back (here the agent's own: it is found by its name) it resumes.
+    desk = Desk(gated=frozenset({"pay"}))
+
+    def make(gate: str) -> Callable[[SQLiteCheckpointStore], Runner]:
+        def made(store: SQLiteCheckpointStore) -> Runner:
+            model = model_calling(tool_call("pay", {"cents": 500}, id="c1"))
+            own = [Callbacks(before_tool=desk.gate)] if gate == "agent" else []
+            agent = ReActAgent("shop", model, tools=desk.tools, callbacks=own)
+            runner_callbacks = [Callbacks(before_tool=desk.gate)] if gate == "runner" else []
+            return Runner(agent, store, callbacks=runner_callbacks)
+
+        return made
+
     db = tmp_path / "cp.db"
-    paused = await step(db, one_booking(desk), None, None)
-    assert infos(paused) == [{"confirm": "book"}]
-
-    def without_gate(store: SQLiteCheckpointStore) -> Runner:
-        model = model_calling(tool_call("book", {"destination": "Lisbon"}, id="c1"))
-        return Runner(ReActAgent("travel", model, tools=desk.tools), store)
-
-    paused = await step(db, without_gate, "trip", "go")
-    assert [info["type"] for info in infos(paused)] == ["approval"]
-    paused = await step(db, without_gate, "trip", True)
-    assert infos(paused) == ["window or aisle?"]
-    assert desk.seen[-1] == ("book", "c1", None)
-    done = await step(db, without_gate, "trip", "aisle")
-    assert done.text == "booked Lisbon, aisle seat"
+    paused = await step(db, make("runner"), None, None)
+    assert infos(paused) == [{"confirm": "pay"}]
+    seen = list(desk.seen)
+    with pytest.raises(RunError) as refused:
+        await step(db, make("none"), "trip", "stop")
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert str(refused.value.__cause__) == (
+        "the resume of checkpoint 'trip' cannot give the answer to the call(s) a before_tool "
+        "callback paused, which this runner no longer has (removed since the pause?): "
+        "'agent:shop/tool:pay#c1' by 'test_callback_pauses.Desk.gate'. Without it the call "
+        "would go on as on a first call, its tool run unasked by it; give the runner (or the "
+        "agent) that callback again, one of that module and name that lets the call through if "
+        "it should no longer ask; the checkpoint is kept as it was"
+    )
+    assert desk.seen == seen and desk.ran == []  # nothing ran
+    done = await step(db, make("agent"), "trip", "stop")
+    assert done.text == "Error: stopped by a person: stop" and desk.ran == []
 
 
 async def test_the_gate_and_the_approval_hold_through_the_functions_questions(
