@@ -1212,9 +1212,10 @@ class Runner(AsyncCloseable):
                 paused[point.id] = key
         if not paused:
             return
-        have = adk.callbacks.before_tool_names(
-            self.callbacks, tree_parts((self.agent, self.resources), _is_part)
-        )
+        # Loaded here: a runner without callbacks (the gate removed) may not have loaded it.
+        from .callbacks import before_tool_names
+
+        have = before_tool_names(self.callbacks, tree_parts((self.agent, self.resources), _is_part))
         gone = {p: key for p, key in paused.items() if key.split("#", 1)[0] not in have}
         if gone:
             named = "; ".join(f"{p!r} by {key.split('#', 1)[0]!r}" for p, key in gone.items())

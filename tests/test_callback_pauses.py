@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from app_processes import run_as_process
 
 import adk
 from adk import AgentTool, Interrupt, Message, RunError, Runner, ToolCall, ToolContext, ToolResult
@@ -534,6 +535,50 @@ async def test_a_gate_removed_since_its_pause_refuses_the_resume_before_anything
     assert desk.seen == seen and desk.ran == []  # nothing ran
     done = await step(db, make("agent"), "trip", "stop")
     assert done.text == "Error: stopped by a person: stop" and desk.ran == []
+
+
+RESUME_ELSEWHERE = """
+import asyncio, json, sys
+import adk
+from adk.checkpoint import SQLiteCheckpointStore
+from adk.testing import ScriptedModel
+from prebuilt import ReActAgent
+
+@adk.tool
+def pay(cents: int) -> str:
+    \"\"\"Pay.\"\"\"
+    return "paid"
+
+async def main() -> None:
+    async with SQLiteCheckpointStore(sys.argv[1]) as store:
+        runner = adk.Runner(ReActAgent("shop", ScriptedModel([]), tools=[pay]), store)
+        try:
+            await runner.invoke_resume("trip", "stop")
+        except adk.RunError as failed:
+            print(json.dumps({"refused": type(failed.__cause__).__name__}))
+
+asyncio.run(main())
+"""
+
+
+async def test_a_gate_removed_is_refused_in_another_process_with_no_callbacks(
+    tmp_path: Path,
+) -> None:
+    # As after a redeploy: a new interpreter whose runner has no callbacks at all (so imports
+    # none of its own) reads the checkpoint and refuses it.
+    desk = Desk(gated=frozenset({"pay"}))
+
+    def make(store: SQLiteCheckpointStore) -> Runner:
+        model = model_calling(tool_call("pay", {"cents": 500}, id="c1"))
+        agent = ReActAgent("shop", model, tools=desk.tools)
+        return Runner(agent, store, callbacks=[Callbacks(before_tool=desk.gate)])
+
+    db = tmp_path / "cp.db"
+    assert infos(await step(db, make, None, None)) == [{"confirm": "pay"}]
+    script = tmp_path / "resume_elsewhere.py"
+    script.write_text(RESUME_ELSEWHERE)
+    refused = await run_as_process(str(script), str(db))
+    assert refused == {"refused": "CheckpointError"}
 
 
 async def test_the_gate_and_the_approval_hold_through_the_functions_questions(
