@@ -537,6 +537,43 @@ async def test_a_gate_removed_since_its_pause_refuses_the_resume_before_anything
     assert done.text == "Error: stopped by a person: stop" and desk.ran == []
 
 
+async def test_a_gate_of_an_agent_tools_agent_removed_since_its_pause_refuses_the_resume(
+    tmp_path: Path,
+) -> None:
+    # The gate is the inner agent's own, pausing a call in the AgentTool's nested run: found
+    # there too (its agent is in the runner's tree), and refused before anything runs.
+    desk = Desk(gated=frozenset({"pay"}))
+
+    def make(gated: bool) -> Callable[[SQLiteCheckpointStore], Runner]:
+        def made(store: SQLiteCheckpointStore) -> Runner:
+            own = [Callbacks(before_tool=desk.gate)] if gated else []
+            inner = ReActAgent(
+                "till",
+                model_calling(tool_call("pay", {"cents": 500}, id="c1")),
+                tools=desk.tools,
+                callbacks=own,
+                description="Takes payments.",
+            )
+            model = model_calling(tool_call("till", {"request": "pay 500"}, id="o1"))
+            return Runner(ReActAgent("shop", model, tools=[AgentTool(inner)]), store)
+
+        return made
+
+    db = tmp_path / "cp.db"
+    paused = await step(db, make(True), None, None)
+    assert paused.interrupt is not None
+    assert paused.interrupt.point_ids == ["agent:shop/tool:till#o1/agent:till/tool:pay#c1"]
+    with pytest.raises(RunError) as refused:
+        await step(db, make(False), "trip", "stop")
+    assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert "'agent:shop/tool:till#o1/agent:till/tool:pay#c1' by 'test_callback_pauses." in str(
+        refused.value.__cause__
+    )
+    assert desk.ran == []
+    done = await step(db, make(True), "trip", "stop")
+    assert done.text == "Error: stopped by a person: stop" and desk.ran == []
+
+
 RESUME_ELSEWHERE = """
 import asyncio, json, sys
 import adk
