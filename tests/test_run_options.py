@@ -26,7 +26,7 @@ from adk import (
     tool,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint
+from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
 from adk.checkpoint.sqlite import SQLiteCheckpointStore
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -204,6 +204,26 @@ async def test_options_designated_to_an_agent_gone_since_the_pause_are_not_asked
         await after.invoke_resume(paused.checkpoint_id)
     done = await after.invoke_resume(paused.checkpoint_id, options={"v": 1})
     assert done.text == "gate done"
+
+
+@pytest.mark.parametrize(
+    "names",
+    [["deps"], {"run": "deps"}, {"run": [1]}, {"run": [], "agents": {"gate": "x"}}, {"x": []}],
+)
+async def test_a_checkpoint_whose_option_names_are_malformed_is_refused(names: Any) -> None:
+    # Read before they are compared: a checkpoint a writer broke is refused as malformed, not
+    # taken for names the resume lacks (or for none).
+    store = InMemoryCheckpointStore()
+    runner = Runner(_Seen("gate", pause=True), checkpoint_store=store)
+    paused = await runner.invoke("hi", options={"deps": 1})
+    assert paused.checkpoint_id is not None
+    data = await store.get(paused.checkpoint_id)
+    assert data is not None
+    body = decode_checkpoint(data, paused.checkpoint_id)
+    body["options"] = names
+    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    with pytest.raises(CheckpointError, match="options is not the names of the run options"):
+        await runner.invoke_resume(paused.checkpoint_id, options={"deps": 1})
 
 
 async def test_bad_options_fail_at_the_call_with_a_type_error() -> None:
