@@ -267,10 +267,12 @@ BOOK_POINT = (
 
 async def consume(events: AsyncIterator[AgentEvent]) -> dict[str, Any]:
     """The caller's loop, as an Eino caller's ``for { event, ok := iter.Next(); ... }``: every
-    event shown, a pause's points read off its action, and the first ``event.Err`` the end."""
+    event shown (a streamed one read chunk by chunk), a pause's points read off its action, and an
+    ``event.Err`` noted; the loop reads on to the end, so a second error event would show."""
     seen: dict[str, Any] = {
         "events": [],
         "chunks": 0,
+        "stream_failed": None,
         "error": None,
         "points": None,
         "checkpoint_id": None,
@@ -278,16 +280,16 @@ async def consume(events: AsyncIterator[AgentEvent]) -> dict[str, Any]:
     async for event in events:
         output = event.output
         if output is not None and output.stream is not None:  # Eino: MessageOutput.IsStreaming
-            async for _chunk in output.stream:  # Eino: for { chunk, err := stream.Recv() ... }
-                seen["chunks"] += 1
+            try:
+                async for _chunk in output.stream:  # Eino: for { chunk, err := stream.Recv() }
+                    seen["chunks"] += 1
+            except Exception as exc:  # Eino: Recv's err; the agent's error event follows
+                seen["stream_failed"] = type(exc).__name__
         seen["events"].extend(simplify_events([event]))
         if event.error is not None:  # Eino: if event.Err != nil
-            seen["error"] = {
-                "agent": event.agent_name,
-                "type": event.error.type,
-                "message": event.error.message,
-            }
-            break
+            assert seen["error"] is None, "a second error event"
+            seen["error"] = {"agent": event.agent_name, "type": event.error.type}
+            seen["error_message"] = event.error.message
         if event.action is not None and event.action.interrupted is not None:
             pause = event.action.interrupted  # Eino: event.Action.Interrupted
             seen["points"] = {p.id: p.info for p in pause.points}
@@ -327,6 +329,15 @@ async def test_a_trip_is_researched_booked_once_approved_in_another_process_and_
         "You carry out one step of Ana's trip to Lisbon",
     ]
     assert not ledger.exists()
+
+    # A resume naming a point that does not wait is refused before anything runs, and keeps the
+    # checkpoint (Eino's ResumeWithParams fails on an unknown target too).
+    wrong = BOOK_POINT.replace("#e2", "#e9")
+    with pytest.raises(ValueError, match="#e9"):
+        await Runner(
+            build_app(llm.base_url, ledger), checkpoint_store=sqlite_store(tmp_path)
+        ).invoke_resume("trip-1", {wrong: {"approved": True}})
+    assert len(llm.requests) == 7 and not ledger.exists()
 
     # The person approves; another replica resumes (Eino: runner.ResumeWithParams(ctx,
     # "trip-1", &adk.ResumeParams{Targets: map[string]any{id: answer}})).
@@ -373,6 +384,37 @@ async def test_a_trip_is_researched_booked_once_approved_in_another_process_and_
         {"flight": "TP541", "hold": "H-e2"}
     ]  # booked once, by the replica that resumed
     assert done["checkpoints"] == []  # the resumed run finished: its checkpoint is gone
+
+
+async def test_a_model_call_that_fails_reaches_the_caller_as_the_last_event(
+    llm: OpenAIServer, tmp_path: Path
+) -> None:
+    llm.script(
+        *until_booking()[:2],  # the concierge notes the trip and hands it to trip
+        Wire(status=400, error="maximum context length is 8192 tokens"),  # the planner's call
+    )
+    store = sqlite_store(tmp_path)
+    app = build_app(llm.base_url, tmp_path / "ledger.jsonl")
+    runner = Runner(app, checkpoint_store=store, enable_streaming=True)
+    seen = await consume(
+        runner.run("Plan my Lisbon trip.", session={"traveller": "Ana"}, checkpoint_id="trip-2")
+    )
+    # The planner's stream failed as it was read (Eino: Recv's err), then its error event came,
+    # the last of the run: the sequence and the transfer flow around it stopped there.
+    assert seen["stream_failed"] == "ModelError"
+    assert seen["error"] == {"agent": "planner", "type": "ModelError"}
+    assert "HTTP 400: maximum context length is 8192 tokens" in seen["error_message"]
+    assert seen["events"][-1].startswith("planner: [error ")
+    assert seen["points"] is None
+    assert [cp async for cp in store.ids()] == []  # an error is no pause: nothing to resume
+
+    # The same failure through invoke, which collects the events: a RunError carrying them.
+    llm.script(*until_booking()[:2], Wire(status=400, error="maximum context length"))
+    with pytest.raises(adk.RunError, match="agent 'planner' failed") as failed:
+        await runner.invoke("Plan my Lisbon trip.", session={"traveller": "Ana"})
+    await runner.aclose()
+    assert failed.value.event.agent_name == "planner"
+    assert failed.value.events[-1] is failed.value.event
 
 
 # -- the process that resumes ----------------------------------------------------------------------
