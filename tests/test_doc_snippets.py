@@ -27,7 +27,7 @@ DOCS = {
     "interrupts.md": 11,
     "event_driven.md": 15,
     "service.md": 3,
-    "eino.md": 3,
+    "eino.md": 4,
     "openai_agents.md": 6,
     "langgraph.md": 4,
     "pydantic_ai.md": 9,
