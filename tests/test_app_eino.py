@@ -39,7 +39,7 @@ import pytest_asyncio
 from pydantic import BaseModel
 
 import adk
-from adk import AgentAction, AgentEvent, AgentInput, AgentOutput, Message, Runner
+from adk import AgentAction, AgentEvent, AgentInput, AgentOutput, Message, Runner, Usage
 from adk.mcp import MCPToolset, StdioServer
 from adk.testing import simplify_events
 from prebuilt import PlanExecute, ReActAgent, new_executor, new_planner, new_replanner
@@ -361,6 +361,10 @@ async def test_a_trip_is_researched_booked_once_approved_in_another_process_and_
         "critic: [break_loop]",
     ]
     assert done["chunks"] > 0  # the resumed run streamed too
+    # Every model call of the turn, 7 before the pause and 9 after (the critic's two included),
+    # each 10 + 5 tokens.
+    assert len(llm.requests) == 16
+    assert Usage(**done["usage"]) == Usage(input_tokens=160, output_tokens=80, total_tokens=240)
     # Session values: given by the caller, added by a tool, stored by the PlanExecute's and the
     # writer's output keys and by the critic, read back by the instructions and the critic.
     assert done["session"] == {
@@ -439,9 +443,10 @@ async def resume_elsewhere(model_url: str, files: Path, order: dict[str, Any]) -
     session = adk.Session()
     app = build_app(model_url, files / "ledger.jsonl")
     async with Runner(app, checkpoint_store=store, enable_streaming=True) as runner:
-        seen = await consume(
-            runner.resume(order["checkpoint_id"], order["resume"], session=session)
-        )
+        events = runner.resume(order["checkpoint_id"], order["resume"], session=session)
+        seen = await consume(events)
+        usage = adk.run_usage(events)  # the whole turn's, the calls before the pause included
+    seen["usage"] = None if usage is None else usage.model_dump()
     keys = ("traveller", "destination", "booked", "research", "itinerary", "feedback")
     seen["session"] = {key: session.get(key) for key in keys}
     seen["checkpoints"] = [cp async for cp in store.ids()]
