@@ -8,7 +8,7 @@ The Go service, as a user of Eino's ADK built it:
 - ``trip``, a ``SequentialAgent``: ``research``, a ``planexecute.New`` (planner, executor,
   replanner) whose executor's tools come from an MCP server over stdio (``mcp_servers/
   travel_server.py``, a real process) plus ``book_flight``, which asks a person first with
-  ``compose.StatefulInterrupt`` (the hold as its state); then ``polish``, a ``LoopAgent`` in which
+  ``tool.StatefulInterrupt`` (the hold as its state); then ``polish``, a ``LoopAgent`` in which
   ``writer`` drafts the itinerary (``OutputKey``) and ``critic``, a hand-written ``adk.Agent``
   reading the draft with ``adk.GetSessionValue``, sends it back or ends the loop with
   ``adk.NewBreakLoopAction``;
@@ -62,7 +62,7 @@ TRAVEL_SERVER = HERE / "mcp_servers" / "travel_server.py"
 
 class Hold(BaseModel):
     """What ``book_flight`` keeps while it waits for the person (Eino: the state given to
-    ``compose.StatefulInterrupt``, a type registered with ``schema.RegisterName``)."""
+    ``tool.StatefulInterrupt``, a type registered with ``schema.RegisterName``)."""
 
     flight: str
     price_cents: int
@@ -72,7 +72,7 @@ class Hold(BaseModel):
 # Eino: schema.RegisterName[*Hold]("travel_hold"). The name is what the checkpoint stores; without
 # it the tag is module.QualName, which differs between this file imported by pytest
 # (test_app_eino.Hold) and run as the resuming script (__main__.Hold).
-adk.register_type(Hold, name="travel.Hold")
+adk.register_type(Hold, name="travel_hold")
 
 
 def remember_trip(destination: str, date: str, ctx: adk.ToolContext) -> str:
@@ -98,8 +98,6 @@ class Critic(adk.BaseAgent):
 
     async def run(self, input: AgentInput, ctx: adk.RunContext) -> AsyncIterator[AgentEvent]:
         draft = ctx.session.get("itinerary")  # Eino: adk.GetSessionValue(ctx, "itinerary")
-        if draft is None:
-            raise LookupError("no itinerary to review")  # an error event, as Eino's event.Err
         verdict = await self.model.generate(
             [
                 Message.system("You review itineraries. Say APPROVED or what to change."),
@@ -130,14 +128,14 @@ def build_app(model_url: str, ledger: Path) -> ReActAgent:
             flight: The flight number.
             price_cents: Its price, in cents.
         """
-        if ctx.resume is None:  # Eino: compose.GetInterruptState reports wasInterrupted false
+        if ctx.resume is None:  # Eino: tool.GetInterruptState reports wasInterrupted false
             hold = Hold(flight=flight, price_cents=price_cents, hold_id=f"H-{ctx.tool_call_id}")
-            # Eino: compose.StatefulInterrupt(ctx, info, hold)
+            # Eino: return "", tool.StatefulInterrupt(ctx, info, hold)
             raise adk.Interrupt(
                 {"question": f"Book {flight} for {price_cents / 100:.2f} EUR?"}, state=hold
             )
         hold = ctx.resume.state  # Eino: the state GetInterruptState gives back
-        answer = ctx.resume.data  # Eino: compose.GetResumeContext's data
+        answer = ctx.resume.data  # Eino: tool.GetResumeContext's data
         if not answer.get("approved"):
             return f"not booked: {answer.get('reason', 'declined')}"
         with ledger.open("a", encoding="utf-8") as file:
@@ -330,13 +328,21 @@ async def test_a_trip_is_researched_booked_once_approved_in_another_process_and_
     ]
     assert not ledger.exists()
 
-    # A resume naming a point that does not wait is refused before anything runs, and keeps the
-    # checkpoint (Eino's ResumeWithParams fails on an unknown target too).
-    wrong = BOOK_POINT.replace("#e2", "#e9")
-    with pytest.raises(ValueError, match="#e9"):
-        await Runner(
-            build_app(llm.base_url, ledger), checkpoint_store=sqlite_store(tmp_path)
-        ).invoke_resume("trip-1", {wrong: {"approved": True}})
+    # The service lists what waits in the store (Eino has no listing: its callers keep the ids)
+    # and a resume naming a point that does not wait is refused before anything runs, keeping
+    # the checkpoint (Eino's ResumeWithParams fails on an unknown target too).
+    async with Runner(
+        build_app(llm.base_url, ledger), checkpoint_store=sqlite_store(tmp_path)
+    ) as desk:
+        (waiting,) = [pending async for pending in desk.pending()]
+        assert (waiting.checkpoint_id, waiting.agent) == ("trip-1", "concierge")
+        assert [(point.id, point.info) for point in waiting.points] == list(
+            paused["points"].items()
+        )
+        wrong = BOOK_POINT.replace("#e2", "#e9")
+        with pytest.raises(ValueError, match="#e9"):
+            await desk.invoke_resume("trip-1", {wrong: {"approved": True}})
+        assert [pending.checkpoint_id async for pending in desk.pending()] == ["trip-1"]
     assert len(llm.requests) == 7 and not ledger.exists()
 
     # The person approves; another replica resumes (Eino: runner.ResumeWithParams(ctx,
