@@ -725,6 +725,34 @@ def test_the_unregistered_model_payload_is_live(tmp_path: Path) -> None:
     assert sentinel.exists()
 
 
+def test_an_unregistered_tag_whose_class_is_registered_under_another_module_says_so() -> None:
+    # A file that pauses a run when imported (``travel_app.Hold``, the default name is
+    # module.QualName) and resumes it when run as a script registers its class as
+    # ``__main__.Hold``: the same class, which the checkpoint cannot find by its saved name. The
+    # error said to register a type the resuming process had registered.
+    class Hold(BaseModel):
+        flight: str
+
+    Hold.__module__ = "__main__"
+    Hold.__qualname__ = "EinoPortHold"
+    register_type(Hold)  # as the script registers it
+    saved = {"__adk_type__": "travel_app.EinoPortHold", "data": {"flight": "TP541"}}
+
+    with pytest.raises(CheckpointError) as refused:
+        from_json_value(saved)
+    assert "refers to unregistered type 'travel_app.EinoPortHold'" in str(refused.value)
+    assert "'__main__.EinoPortHold' is registered" in str(refused.value)
+    assert "name=" in str(refused.value)
+
+    # A class of another name registered under that module is no namesake: the hint names none.
+    with pytest.raises(CheckpointError) as other:
+        from_json_value({"__adk_type__": "travel_app.EinoPortGone", "data": {}})
+    assert str(other.value) == (
+        "refers to unregistered type 'travel_app.EinoPortGone'; register it with adk.register_type "
+        "before resuming"
+    )
+
+
 @pytest.fixture
 def no_unpickling(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Fails the test if anything unpickles while it runs; returns the attempts for asserting."""

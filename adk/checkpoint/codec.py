@@ -785,6 +785,30 @@ def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
     return out
 
 
+def _namesake_hint(tag: object) -> str:
+    """For an unregistered ``tag``: the types registered under their default name
+    (module.QualName) whose class name is the tag's but whose module is not. The same class
+    imported under another module name (a file run as a script is ``__main__``, imported it is
+    its module's name) saves one tag and looks for another."""
+    if not isinstance(tag, str):
+        return ""
+    namesakes = sorted(
+        known
+        for known, model in _TYPES.items()
+        if known == f"{model.__module__}.{model.__qualname__}"
+        and tag.endswith(f".{model.__qualname__}")
+    )
+    if not namesakes:
+        return ""
+    shown = ", ".join(repr(known) for known in namesakes)
+    return (
+        f"; {shown} is registered in this process under the name its module gives it: a class "
+        "whose module is named otherwise here (a file run as a script is __main__) saves "
+        "another name, so register it with adk.register_type(Model, name=...) wherever it "
+        "is saved and read"
+    )
+
+
 def from_json_value(value: Any) -> Any:
     """Inverse of ``to_json_value``; only registered types are rebuilt, by validation."""
     return _rebuild(value, 0)
@@ -812,7 +836,7 @@ def _rebuild(value: Any, depth: int) -> Any:
         if model is None:
             raise CheckpointError(
                 f"refers to unregistered type {tag!r}; register it with "
-                "adk.register_type before resuming"
+                f"adk.register_type before resuming{_namesake_hint(tag)}"
             )
         if value.get(_TAGGED) is True:  # its data holds tagged floats (``_tag_floats``)
             data = _rebuild(data, depth + 1)
