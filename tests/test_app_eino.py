@@ -271,6 +271,7 @@ async def consume(events: AsyncIterator[AgentEvent]) -> dict[str, Any]:
         "events": [],
         "chunks": 0,
         "stream_failed": None,
+        "paths": {},
         "error": None,
         "points": None,
         "checkpoint_id": None,
@@ -284,6 +285,7 @@ async def consume(events: AsyncIterator[AgentEvent]) -> dict[str, Any]:
             except Exception as exc:  # Eino: Recv's err; the agent's error event follows
                 seen["stream_failed"] = type(exc).__name__
         seen["events"].extend(simplify_events([event]))
+        seen["paths"][event.agent_name] = list(event.run_path)  # Eino: event.RunPath
         if event.error is not None:  # Eino: if event.Err != nil
             assert seen["error"] is None, "a second error event"
             seen["error"] = {"agent": event.agent_name, "type": event.error.type}
@@ -327,6 +329,12 @@ async def test_a_trip_is_researched_booked_once_approved_in_another_process_and_
         "You carry out one step of Ana's trip to Lisbon",
     ]
     assert not ledger.exists()
+    # Run paths grow as Eino's do: the transfer nests trip under the concierge, each workflow
+    # step under the one before (the planner, then each executor and replanner in turn).
+    assert paused["paths"]["executor"] == [
+        "concierge", "trip", "research", "planner", "execute_replan",
+        "executor", "replanner", "executor",
+    ]  # fmt: skip
 
     # The service lists what waits in the store (Eino has no listing: its callers keep the ids)
     # and a resume naming a point that does not wait is refused before anything runs, keeping
@@ -367,6 +375,12 @@ async def test_a_trip_is_researched_booked_once_approved_in_another_process_and_
         "critic: [break_loop]",
     ]
     assert done["chunks"] > 0  # the resumed run streamed too
+    # The resumed run goes on along the same run paths; as in Eino, the step after the
+    # PlanExecute extends the sequence's path by the PlanExecute's name, not by its inner steps.
+    assert done["paths"]["replanner"][-2:] == ["executor", "replanner"]
+    assert done["paths"]["critic"] == [
+        "concierge", "trip", "research", "polish", "writer", "critic", "writer", "critic",
+    ]  # fmt: skip
     # Every model call of the turn, 7 before the pause and 9 after (the critic's two included),
     # each 10 + 5 tokens.
     assert len(llm.requests) == 16
