@@ -741,8 +741,8 @@ def test_an_unregistered_tag_whose_class_is_registered_under_another_module_says
     with pytest.raises(CheckpointError) as refused:
         from_json_value(saved)
     assert "refers to unregistered type 'travel_app.EinoPortHold'" in str(refused.value)
-    assert "'__main__.EinoPortHold' is registered" in str(refused.value)
-    assert "name=" in str(refused.value)
+    assert "registered here as '__main__.EinoPortHold'" in str(refused.value)
+    assert "(name='travel_app.EinoPortHold' reads this checkpoint)" in str(refused.value)
 
     # A class of another name registered under that module is no namesake: the hint names none.
     with pytest.raises(CheckpointError) as other:

@@ -802,10 +802,10 @@ def _namesake_hint(tag: object) -> str:
         return ""
     shown = ", ".join(repr(known) for known in namesakes)
     return (
-        f"; {shown} is registered in this process under the name its module gives it: a class "
-        "whose module is named otherwise here (a file run as a script is __main__) saves "
-        "another name, so register it with adk.register_type(Model, name=...) wherever it "
-        "is saved and read"
+        f"; a class of that name is registered here as {shown}, the name its module gives it "
+        "(a file run as a script is __main__): if it is the same class, register it with "
+        "adk.register_type(Model, name=...) in every process that saves or reads it "
+        f"(name={tag!r} reads this checkpoint)"
     )
 
 
