@@ -23,6 +23,7 @@ from .checkpoint.codec import (
     MAX_DEPTH,
     _json_dump,
     _named_type,
+    _namesake_hint,
     _number,
     _type_name,
     _Unstorable,
@@ -101,7 +102,7 @@ def load_value(data: Any, type_name: Any, where: str) -> Any:
     if model is None:
         raise ValueError(
             f"event {where}: type {type_name!r} is not registered; register it with "
-            "adk.register_type before from_dict"
+            f"adk.register_type before from_dict{_namesake_hint(type_name, 'this event')}"
         )
     try:
         return model.model_validate(data, by_alias=True, by_name=True)

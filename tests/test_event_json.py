@@ -514,6 +514,27 @@ def test_from_dict_refuses_what_to_dict_does_not_make(data: Any, error: str) -> 
         AgentEvent.from_dict(data)
 
 
+def test_from_dict_names_a_class_registered_here_under_another_modules_name() -> None:
+    # A service that sends events of its own model class (registered under the default name,
+    # ``billing.EinoPortInvoice``) to a client that runs its copy of the module as a script
+    # (``__main__.EinoPortInvoice``): as a checkpoint does, the refusal names the namesake.
+    class Invoice(BaseModel):
+        number: int
+
+    Invoice.__module__ = "__main__"
+    Invoice.__qualname__ = "EinoPortInvoice"
+    adk.register_type(Invoice)
+    sent = {"output": {"custom": {"number": 1}, "custom_type": "billing.EinoPortInvoice"}}
+    with pytest.raises(ValueError) as refused:
+        AgentEvent.from_dict(sent)
+    assert str(refused.value).startswith(
+        "event output.custom: type 'billing.EinoPortInvoice' is not registered; register it "
+        "with adk.register_type before from_dict; a class of that name is registered here as "
+        "'__main__.EinoPortInvoice'"
+    )
+    assert "(name='billing.EinoPortInvoice' reads" in str(refused.value)
+
+
 @pytest.mark.parametrize(
     ("text", "error"),
     [

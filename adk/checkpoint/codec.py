@@ -785,8 +785,8 @@ def _plain_dict(value: dict[Any, Any], depth: int) -> dict[str, Any]:
     return out
 
 
-def _namesake_hint(tag: object) -> str:
-    """For an unregistered ``tag``: the types registered under their default name
+def _namesake_hint(tag: object, reader: str = "this checkpoint") -> str:
+    """For an unregistered ``tag`` (of ``reader``): the types registered under their default name
     (module.QualName) whose class name is the tag's but whose module is not. The same class
     imported under another module name (a file run as a script is ``__main__``, imported it is
     its module's name) saves one tag and looks for another."""
@@ -805,7 +805,7 @@ def _namesake_hint(tag: object) -> str:
         f"; a class of that name is registered here as {shown}, the name its module gives it "
         "(a file run as a script is __main__): if it is the same class, register it with "
         "adk.register_type(Model, name=...) in every process that saves or reads it "
-        f"(name={tag!r} reads this checkpoint)"
+        f"(name={tag!r} reads {reader})"
     )
 
 
