@@ -3,7 +3,7 @@
 The Go service, as a user of Eino's ADK built it:
 
 - ``concierge``, a ``ChatModelAgent`` whose ``remember_trip`` tool stores the trip with
-  ``adk.AddSessionValue`` and which hands the request over with ``NewTransferToAgentAction`` to its
+  ``adk.AddSessionValues`` and which hands the request over with ``NewTransferToAgentAction`` to its
   sub-agent (``adk.SetSubAgents``) ``trip``;
 - ``trip``, a ``SequentialAgent``: ``research``, a ``planexecute.New`` (planner, executor,
   replanner) whose executor's tools come from an MCP server over stdio (``mcp_servers/
@@ -14,12 +14,13 @@ The Go service, as a user of Eino's ADK built it:
   ``adk.NewBreakLoopAction``;
 - the caller starts it with ``runner.Query(ctx, q, adk.WithSessionValues(...),
   adk.WithCheckPointID(id))`` and reads the ``AsyncIterator[*AgentEvent]`` with ``iter.Next()``,
-  stopping at ``event.Err``; a paused run's checkpoint is in a ``CheckPointStore`` and another
-  replica resumes it with ``runner.ResumeWithParams`` and the person's answer.
+  checking ``event.Err``; a paused run's checkpoint is in a ``CheckPointStore`` (the hold's type
+  given to ``schema.RegisterName``) and another replica resumes it with
+  ``runner.ResumeWithParams`` and the person's answer.
 
 Here, following docs/eino.md: ``ReActAgent(sub_agents=)``, ``ctx.session``, ``PlanExecute`` with
 ``new_planner``/``new_executor``/``new_replanner``, ``MCPToolset(StdioServer(...))``,
-``raise adk.Interrupt(info, state=...)``, a ``BaseAgent`` yielding an event with a message and a
+``raise adk.Interrupt(info, state=...)`` with ``adk.register_type(Hold, name=...)``, a ``BaseAgent`` yielding an event with a message and a
 ``break_loop`` action, ``SQLiteCheckpointStore``, ``async for event in runner.run(...)``; every
 model an ``OpenAIChatModel`` talking to ``tests/openai_server.py`` (one scripted reply per request,
 in the order the run makes them); the pause resumed by this file run as a script.
