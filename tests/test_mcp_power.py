@@ -652,6 +652,36 @@ async def test_parallel_sampled_calls_sharing_an_id_are_told_apart_for_the_serve
     ]
 
 
+async def test_sampled_call_ids_stay_unique_across_the_rounds_of_one_conversation(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """A server running its agent loop keeps the whole conversation and sends it back each
+    round: a model server numbering each reply's calls from ``call_0`` (or a model giving no id,
+    made ``call_<place>``) gave the second round's call the first's id, so the third request held
+    two ``tool_use`` blocks and two ``tool_result`` blocks of one id (a model API such as
+    Anthropic's refuses a conversation repeating a tool_use id, and a server keying results by id
+    mixes them up). An id taken earlier in the request is made the call's own, as within a
+    reply."""
+    model = ScriptedModel(
+        [
+            Reply(tool_calls=[tool_call("forecast_today", {"city": "Oslo"}, id="call_0")]),
+            Reply(tool_calls=[tool_call("forecast_today", {"city": "Rome"}, id="call_0")]),
+            "Sunny in both.",
+        ]
+    )
+    server = server_for("stdio-legacy", http_servers)
+    async with MCPToolset(server, call_timeout=15, sampling=model) as toolset:
+        answer = await call(toolset, "weather_agent", {"question": "Oslo, then Rome?"})
+    assert (answer.is_error, answer.content) == (False, "Sunny in both. (endTurn, 5 messages)")
+    third = model.requests[2]
+    ids = [c.id for m in third.messages for c in m.tool_calls]
+    assert ids == ["call_0", "call_0~0"]
+    assert [(m.tool_call_id, m.content) for m in third.messages if m.role == "tool"] == [
+        ("call_0", "forecast.today: sunny in Oslo"),
+        ("call_0~0", "forecast.today: sunny in Rome"),
+    ]
+
+
 async def test_a_sampled_call_with_arguments_that_are_no_object_is_an_error_answer(
     http_servers: dict[bool, HTTPServerProcess], caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from math import isfinite
@@ -300,7 +300,7 @@ class _ModelSampling:
                 reply = await generate_counted(
                     call.run_context, self._model, messages, tools.specs, options
                 )
-            uses = tools.uses_of(reply.tool_calls)
+            uses = tools.uses_of(reply.tool_calls, _used_ids(params))
         except Exception as exc:
             reason = str(exc) if isinstance(exc, _Malformed) else _reason(exc)
             logger.warning("MCP sampling request failed: %s", reason)
@@ -354,20 +354,26 @@ class _SampledTools:
         offered = self._model_name.get(name)
         return offered if offered is not None else _model_names([name])[0]
 
-    def uses_of(self, calls: Sequence[ToolCall]) -> list[ToolUseContent]:
+    def uses_of(
+        self, calls: Sequence[ToolCall], used: Collection[str] = ()
+    ) -> list[ToolUseContent]:
         """The model's proposed ``calls`` as the ``tool_use`` blocks the server runs, each with an
         id of its own: the server's ``tool_result`` answers by it, and its next request holding
         two blocks of one id is refused (``_sampled_messages``). One without an id (a
         ``ChatModel`` of one's own may leave it out) is given ``call_<place>``, as the OpenAI
-        adapters give theirs; one repeating an earlier call's (a model server numbering every
-        call ``call_0``) is made ``<id>~<place>``, as ``unique_call_ids`` makes a
-        ``ReActAgent``'s."""
+        adapters give theirs; one repeating an earlier call's, of this reply or of the
+        conversation's earlier rounds (``used``, the request's ``tool_use`` ids: a model server
+        numbering every reply's calls from ``call_0``), is made ``<id>~<place>`` (a higher
+        number where that is taken too), as ``unique_call_ids`` makes a ``ReActAgent``'s."""
         uses: list[ToolUseContent] = []
-        seen: set[str] = set()
+        seen: set[str] = set(used)
         for position, call in enumerate(calls):
             use = self._use_of(call, position)
             if use.id in seen:
-                use.id = f"{use.id}~{position}"
+                base, number = use.id, position
+                while f"{base}~{number}" in seen:
+                    number += 1
+                use.id = f"{base}~{number}"
             seen.add(use.id)
             uses.append(use)
         return uses
@@ -386,6 +392,18 @@ class _SampledTools:
         name = self._by_model_name.get(call.name, call.name)
         id_ = call.id or f"call_{position}"
         return ToolUseContent(type="tool_use", id=id_, name=name, input=arguments)
+
+
+def _used_ids(params: CreateMessageRequestParams) -> set[str]:
+    """The ids of the ``tool_use`` blocks a sampling request's conversation holds: a server
+    running its agent loop sends back every round's, and a new call must not repeat one."""
+    used: set[str] = set()
+    for sampled in params.messages:
+        content = sampled.content
+        for block in content if isinstance(content, list) else (content,):
+            if isinstance(block, ToolUseContent):
+                used.add(block.id)
+    return used
 
 
 def _tool_choice(params: CreateMessageRequestParams) -> str | None:
