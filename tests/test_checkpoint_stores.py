@@ -39,7 +39,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
-from adk.checkpoint.sqlite import _open_connection
+from adk.checkpoint.sqlite import _open_connection, _use_wal
 from adk.checkpoint.store import _PutNewStore, _redact
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -632,6 +632,34 @@ async def test_sqlite_creates_parent_directories_and_uses_wal(tmp_path: Path) ->
             b"data",
         )
     await store.aclose()
+
+
+def test_sqlite_kept_out_of_wal_says_so_and_the_file_still_works(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SQLite keeps the rollback journal, without an error, where WAL cannot work: a VFS
+    without shared memory (here SQLite's own ``unix-none``, which ``nolock=1`` selects; a
+    filesystem whose locks it cannot use is run so). The store said nothing, while readers then
+    wait for writers (``busy_timeout``) where the docs promise they do not: it is logged once,
+    naming the file and the mode SQLite kept. Durability is unchanged (``synchronous=FULL``)."""
+    path = tmp_path / "cp.db"
+    conn = sqlite3.connect(f"{path.as_uri()}?nolock=1", uri=True, isolation_level=None)
+    try:
+        with caplog.at_level("WARNING", logger="adk.checkpoint"):
+            _use_wal(conn, 1.0, str(path))
+        (record,) = [r for r in caplog.records if r.name == "adk.checkpoint"]
+        message = record.getMessage()
+        assert f"SQLite kept {path} in journal_mode=delete" in message, message
+        assert "readers wait for writers" in message
+        conn.execute("CREATE TABLE t (x)")
+        conn.execute("INSERT INTO t VALUES (1)")
+        assert conn.execute("SELECT x FROM t").fetchall() == [(1,)]
+    finally:
+        conn.close()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="adk.checkpoint"):
+        _open_connection(str(tmp_path / "wal.db"), 1.0).close()  # WAL taken: nothing said
+    assert [r for r in caplog.records if r.name == "adk.checkpoint"] == []
 
 
 def test_sqlite_stores_opening_a_new_file_together_all_open_it(tmp_path: Path) -> None:

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import queue
 import sqlite3
@@ -83,6 +84,8 @@ from .store import (
 )
 
 __all__ = ["SQLiteCheckpointStore"]
+
+logger = logging.getLogger("adk.checkpoint")
 
 T = TypeVar("T")
 
@@ -134,7 +137,7 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
     )
     try:
         if path != _MEMORY:
-            _use_wal(conn, busy_timeout)
+            _use_wal(conn, busy_timeout, path)
         conn.execute("PRAGMA synchronous=FULL")
         if conn.execute(_HAS_TABLE).fetchone() is None:
             # Made under the write lock, taken first: a plain CREATE reads the schema, then
@@ -152,17 +155,31 @@ def _open_connection(path: str, busy_timeout: float) -> sqlite3.Connection:
     return conn
 
 
-def _use_wal(conn: sqlite3.Connection, busy_timeout: float) -> None:
+def _use_wal(conn: sqlite3.Connection, busy_timeout: float, path: str) -> None:
     """Switch the file to WAL unless another connection already has (the switch takes a lock).
     A switch that meets another connection's gets SQLITE_BUSY at once, SQLite's busy timeout
     never waited, so it is tried again, the mode read anew, for up to ``busy_timeout``: two
-    processes (or stores) opening a new file together failed one's first call otherwise."""
+    processes (or stores) opening a new file together failed one's first call otherwise.
+
+    Where WAL cannot work (a VFS or filesystem without the shared memory it needs), SQLite keeps
+    the mode it had and says so only in the answer: that is logged, once per opening, and the
+    store goes on in that mode, as durable and atomic (``synchronous=FULL``, every write one
+    transaction), its readers waiting for a writer within ``busy_timeout``."""
     deadline = time.monotonic() + busy_timeout
     while True:
         try:
             (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
             if str(mode).lower() != "wal":
-                conn.execute("PRAGMA journal_mode=WAL")
+                (mode,) = conn.execute("PRAGMA journal_mode=WAL").fetchone()
+                if str(mode).lower() != "wal":
+                    logger.warning(
+                        "SQLite kept %s in journal_mode=%s, not WAL (its filesystem or VFS "
+                        "cannot give WAL the shared memory it needs): checkpoints stay durable "
+                        "and atomic, but readers wait for writers (busy_timeout) and a write "
+                        "waits for the reads in progress",
+                        path,
+                        mode,
+                    )
             return
         except sqlite3.OperationalError as exc:
             if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
