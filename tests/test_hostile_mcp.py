@@ -5,8 +5,10 @@ number, content that is a string or missing, structured content that is a list, 
 not base64), a result that is not an object at all, a result of 2 MB; listings with input schemas
 a client cannot read, a name listed twice, a tool without a name; a listing nested deeper than
 the client's JSON parser reads. What must hold: a broken result is an error result the model
-reads (``Error: tool '<name>' failed: ...``) and the session goes on serving calls; a broken
-listing fails with a ``RuntimeError`` naming the server and why; nothing waits out a timeout for
+reads (``Error: tool '<name>' failed: ...``) and the session goes on serving calls; a tool
+listed with a bad definition is left out with a warning naming it and why, the others offered; a
+listing the client cannot read at all fails with a ``RuntimeError`` naming the server and why;
+nothing waits out a timeout for
 an answer that came (the server answered; the client could not read it).
 
 Found so far: an answer the ``mcp`` client cannot parse as JSON-RPC (a result that is a list,
@@ -84,19 +86,71 @@ async def test_a_model_reads_a_broken_result_and_the_run_goes_on() -> None:
     assert answers["c1"].startswith("Error: tool 'a_list' failed: the server's answer could not")
 
 
+LEFT_OUT = {
+    "'properties_a_number': its input schema's properties are not an object",
+    "'a_string_schema': its input schema is of type 'string', not an object schema",
+    "'a_list_schema': inputSchema: Input should be a valid dictionary",
+    "'required_a_string': its input schema's required is not a list of names",
+    "at position 24: name: Field required",
+    "at position 25: it is not an object but a str",
+}
+
+
+async def test_tools_listed_with_bad_definitions_are_left_out_and_the_others_work(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A listing holding input schemas that are no object schemas, a tool without a name, an
+    entry that is no tool and a name twice (``ok``, differing): each of those is left out with
+    an ``adk.mcp`` warning naming it and why, and the server's other tools are offered and work;
+    the model calling a left-out tool reads the unknown-tool error. The client parsed the whole
+    answer at once, so the listing failed (a ``RuntimeError``, which this test's predecessor
+    asserted) and no tool of the server could be used; and a schema of type ``string`` was
+    offered, which a model API refuses with every request. A schema the client does not check
+    (a reference to nothing, a keyword of the wrong type) is the server's: kept."""
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[
+                    tool_call("a_string_schema", {}, id="c1"),
+                    tool_call("a_dangling_ref", {}, id="c2"),
+                ]
+            ),
+            Reply(text="done"),
+        ]
+    )
+    with caplog.at_level("WARNING", logger="adk.mcp"):
+        async with hostile("schemas") as toolset:
+            names = {tool.spec.name for tool in await toolset.tools()}
+            result = await Runner(ReActAgent("r", model=model, tools=[toolset])).invoke("go")
+    assert {"a_dangling_ref", "an_invalid_keyword", "wait", "a_list"} <= names
+    assert names.isdisjoint({"ok", "a_string_schema", "a_list_schema", "properties_a_number"})
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+    left_out = {
+        w.split("leaves out, its tool ", 1)[1].rsplit("; its other tools", 1)[0]
+        for w in warnings
+        if "leaves out" in w
+    }
+    assert left_out == LEFT_OUT
+    assert any("lists 2 tools named 'ok', which differ: none is offered" in w for w in warnings)
+    assert all("hostile_server.py" in w for w in warnings)
+    assert result.text == "done"
+    answers = {m.tool_call_id: m.content for m in model.requests[1].messages if m.role == Role.TOOL}
+    assert answers["c1"].startswith("Error: unknown tool 'a_string_schema'; available tools:")
+    assert answers["c2"] == "a_dangling_ref ran"
+
+
 @pytest.mark.parametrize(
     ("kind", "says"),
     [
-        ("schemas", r"failed while listing its tools: ValidationError: .* for ListToolsResult"),
         ("deep", r"failed while listing its tools: the server's answer could not be read .*JSON"),
     ],
 )
 async def test_a_listing_the_client_cannot_read_fails_naming_the_server(
     kind: str, says: str
 ) -> None:
-    """A listing of input schemas that are not schemas, a name twice, a tool without a name; or
-    one nested deeper than the client's parser reads: a ``RuntimeError`` at once, not a timeout,
-    and an agent given the toolset ends with that error."""
+    """A listing nested deeper than the client's parser reads, whose tools cannot be told apart:
+    a ``RuntimeError`` at once, not a timeout, and an agent given the toolset ends with that
+    error."""
     async with hostile(kind) as toolset:
         with pytest.raises(RuntimeError, match=rf"(?s)MCP server '.*hostile_server.py' {says}"):
             await toolset.tools()

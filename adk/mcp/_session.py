@@ -38,7 +38,10 @@ from mcp.types import (
     METHOD_NOT_FOUND,
     Implementation,
     JSONRPCError,
+    JSONRPCRequest,
+    JSONRPCResponse,
     PromptListChangedNotification,
+    Tool,
     ToolListChangedNotification,
 )
 from opentelemetry import context as otel_context  # loaded by the mcp package already
@@ -227,13 +230,20 @@ class _WatchedReadStream(AsyncCloseable):
     """
 
     def __init__(
-        self, inner: Any, on_end: Callable[[], None], server: ServerConfig, write: Any = None
+        self,
+        inner: Any,
+        on_end: Callable[[], None],
+        server: ServerConfig,
+        write: Any = None,
+        listings: set[Any] | None = None,
     ) -> None:
         self._inner = inner
         self._write = write  # where a request the client cannot read is refused
         self._on_end = on_end
         self._server = server
         self._batched: list[Any] = []  # the rest of a batch, in reverse order
+        # The ids of the client's tools/list requests not answered yet (``_WatchedWriteStream``).
+        self._listings: set[Any] = set() if listings is None else listings
 
     @property
     def last_context(self) -> Any:
@@ -265,6 +275,13 @@ class _WatchedReadStream(AsyncCloseable):
         inner = getattr(message, "message", None)
         if type(inner) is JSONRPCError and inner.id is None:
             _answers_nothing(inner, self._server)
+        elif self._listings and type(inner) is JSONRPCResponse and inner.id in self._listings:
+            self._listings.discard(inner.id)
+            result = inner.result
+            if isinstance(result, dict) and isinstance(result.get("tools"), list):
+                inner.result = {**result, "tools": _kept_tools(result["tools"], self._server)}
+        elif type(inner) is JSONRPCError and self._listings:
+            self._listings.discard(inner.id)
         return message
 
     async def _refuse(self, refusal: Any) -> None:
@@ -288,6 +305,90 @@ class _WatchedReadStream(AsyncCloseable):
         await self._inner.aclose()
 
 
+class _WatchedWriteStream:
+    """Passes the client's messages to the transport, noting the ids of its ``tools/list``
+    requests, whose answers ``_WatchedReadStream`` reads before the client does
+    (``_kept_tools``). Anything else is the transport's stream's own."""
+
+    def __init__(self, inner: Any, listings: set[Any]) -> None:
+        self._inner = inner
+        self._listings = listings
+
+    async def send(self, item: Any) -> None:
+        message = getattr(item, "message", None)
+        if type(message) is JSONRPCRequest and message.method == "tools/list":
+            self._listings.add(message.id)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedWriteStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        result: bool | None = await self._inner.__aexit__(*exc_info)
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _kept_tools(tools: list[Any], server: ServerConfig) -> list[Any]:
+    """The entries of a ``tools/list`` answer that are tools a model can be offered; each other
+    is left out with an ``adk.mcp`` warning naming it and why. The client parses the whole answer
+    at once, so one entry it cannot read (an input schema that is not an object, a tool without
+    a name) failed the listing, and no tool of the server could be used; an input schema that
+    parses but is no object schema (``{"type": "string"}``, ``properties`` that are not an
+    object) was offered, and a model API refuses every request offering it (HTTP 400)."""
+    from pydantic import ValidationError  # loaded by the mcp package already
+
+    kept: list[Any] = []
+    for position, entry in enumerate(tools):
+        named = entry.get("name") if isinstance(entry, dict) else None
+        shown = repr(named) if isinstance(named, str) else f"at position {position + 1}"
+        if not isinstance(entry, dict):
+            why = f"it is not an object but a {type(entry).__name__}"
+        else:
+            try:
+                tool = Tool.model_validate(entry, by_name=False)
+            except ValidationError as exc:
+                error = exc.errors(include_url=False)[0]
+                where = ".".join(str(part) for part in error.get("loc", ()))
+                why = f"{where}: {error.get('msg')}" if where else str(error.get("msg"))
+            else:
+                why = _schema_fault(tool.input_schema) or ""
+        if not why:
+            kept.append(entry)
+            continue
+        logger.warning(
+            "MCP server '%s' lists a tool the client leaves out, its tool %s: %s; its other "
+            "tools are offered",
+            server,
+            server._redact(shown)[:200],
+            server._redact(why)[:300],
+        )
+    return kept
+
+
+def _schema_fault(schema: dict[str, Any]) -> str | None:
+    """Why a tool's input schema is no object schema a model API takes, or None: its ``type``
+    is another (``string``), its ``properties`` are not an object, or its ``required`` is not
+    a list of names. Not a full JSON Schema check (a reference leading nowhere, a keyword of the
+    wrong type deeper in are the server's to fix, and a model API may take them)."""
+    kind = schema.get("type", "object")
+    if kind != "object":
+        return f"its input schema is of type {kind!r}, not an object schema"
+    properties = schema.get("properties", {})
+    if not isinstance(properties, dict):
+        return "its input schema's properties are not an object"
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
+        return "its input schema's required is not a list of names"
+    return None
+
+
 class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
     """A server's transport with its read side watched (see ``_WatchedReadStream``)."""
 
@@ -303,7 +404,9 @@ class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
 
     async def __aenter__(self) -> TransportStreams:
         read, write = await self._inner.__aenter__()
-        return _WatchedReadStream(read, self._on_end, self._server, write), write
+        listings: set[Any] = set()
+        watched = _WatchedReadStream(read, self._on_end, self._server, write, listings)
+        return watched, _WatchedWriteStream(write, listings)
 
     async def __aexit__(
         self,

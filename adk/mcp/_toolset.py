@@ -561,9 +561,9 @@ class MCPToolset(AsyncCloseable):
 
     def _check_unique(self, kind: str, items: list[Any]) -> None:
         """Refuse a listing that offers two items under one name (a server breaking MCP's rule
-        that its names are unique, or pages that repeat): an agent would be given two tools the
-        model cannot tell apart, and a call by that name would reach only one. Not cached, so
-        each use asks again and sees a fixed server."""
+        that its names are unique, or pages that repeat): prompts, since a request by that name
+        would reach only one; a tool listed twice is left out before (``_once_each``), so for
+        tools this only guards. Not cached, so each use asks again and sees a fixed server."""
         seen: dict[str, Any] = {}
         for item in items:
             name = item.spec.name if kind == "tools" else item.name
@@ -579,7 +579,7 @@ class MCPToolset(AsyncCloseable):
                 )
 
     async def _fetch_tools(self, client: Client) -> list[Any]:
-        wire: list[_WireTool] = await _all_pages(client.list_tools, "tools")
+        wire: list[_WireTool] = self._once_each(await _all_pages(client.list_tools, "tools"))
         accepted: list[tuple[str, ToolSpec]] = []
         for tool in wire:
             spec = ToolSpec(
@@ -603,6 +603,34 @@ class MCPToolset(AsyncCloseable):
             )
             for (name, spec), exposed in zip(accepted, names, strict=True)
         ]
+
+    def _once_each(self, wire: list[_WireTool]) -> list[_WireTool]:
+        """The server's tools, each name once: a name listed twice (a server breaking MCP's rule
+        that its tool names are unique, or pages that repeat) is left out with an ``adk.mcp``
+        warning, every copy of it, as a call by that name could reach either, unless the copies
+        are alike (one is kept). It failed the whole listing, so no tool of the server worked."""
+        copies: dict[str, list[_WireTool]] = {}
+        for tool in wire:
+            copies.setdefault(tool.name, []).append(tool)
+        if len(copies) == len(wire):
+            return wire
+        kept: list[_WireTool] = []
+        for name, same in copies.items():
+            alike = all(tool == same[0] for tool in same)
+            if alike:
+                kept.append(same[0])
+            if len(same) > 1:
+                logger.warning(
+                    "MCP server '%s' lists %d tools named %r, %s; a server's tools must have "
+                    "names of their own",
+                    self.server,
+                    len(same),
+                    name,
+                    "alike: one is offered"
+                    if alike
+                    else "which differ: none is offered, as a call by that name could reach either",
+                )
+        return kept
 
     def _check_filter_names(self, wire: list[_WireTool]) -> None:
         """Refuse a ``tool_filter`` naming a tool by the name the model sees (``prefix``
