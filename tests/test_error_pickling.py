@@ -45,6 +45,7 @@ from adk.checkpoint.store import _ForeignTable
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.execution._session_store import SessionNotSaved
 from adk.interrupts import Interrupt
+from adk.mcp import HTTPServer, MCPConnectionError
 from adk.mcp._hooks import _Malformed
 from adk.models.base import ModelError
 from adk.models.openai import _StreamTruncated
@@ -145,6 +146,16 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     # A server's sampling request the client's model cannot be given: caught where it is raised
     # and sent to the server as its error answer, but a plain ValueError all the same.
     _Malformed: [_made(_Malformed("message 2: a tool_result for 'c1' answers no tool_use"))],
+    MCPConnectionError: [
+        _made(
+            MCPConnectionError(
+                "could not connect to MCP server 'http://h/mcp' (it could not be started or "
+                "reached): ConnectError: All connection attempts failed",
+                server=HTTPServer("http://h/mcp", headers={"Authorization": "Bearer t"}),
+                stage="connect",
+            )
+        )
+    ],
 }
 
 # Raised and caught inside the SDK, never seen by its callers, and holding live objects (an agent,

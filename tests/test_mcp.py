@@ -51,7 +51,7 @@ from adk import (
 )
 from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
-from adk.mcp import HTTPServer, MCPToolset, SSEServer, StdioServer
+from adk.mcp import HTTPServer, MCPConnectionError, MCPToolset, SSEServer, StdioServer
 from adk.messages import Message, Role
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
@@ -1527,6 +1527,51 @@ async def test_nothing_starts_before_first_use_and_failures_name_the_server(
     with pytest.raises(ConnectionError, match=f"could not connect to MCP server '{url}'"):
         await toolset.prompts()
     assert session_tasks(url) == []  # a failed connect leaves nothing running
+
+
+async def test_a_server_that_cannot_be_used_is_one_error_naming_it_and_what_failed(
+    tmp_path: Path,
+) -> None:
+    """A server down when a run starts: the service catches one type, ``MCPConnectionError`` (a
+    ``ConnectionError``, as before), whose ``server`` is the description given and ``stage``
+    says what failed: a program not found or a port nothing listens on (``connect``), a
+    process that ended before answering (``handshake``); in a run, the ``RunError``'s cause and
+    its ``error.type``. Nothing is left running. Before, each was a bare ``ConnectionError``
+    whose text alone told them apart."""
+    missing_program = StdioServer(str(tmp_path / "no-such-server"))
+    missing_script = StdioServer(sys.executable, [str(tmp_path / "gone.py")])
+    url = f"http://127.0.0.1:{closed_port()}/mcp"
+    closed = HTTPServer(url)
+    for server, stage, says in [
+        (missing_program, "connect", "it could not be started or reached"),
+        (missing_script, "handshake", "the MCP handshake failed"),
+        (closed, "connect", "it could not be started or reached"),
+    ]:
+        toolset = MCPToolset(server, connect_timeout=10)
+        with pytest.raises(MCPConnectionError) as raised:
+            await toolset.tools()
+        error = raised.value
+        assert isinstance(error, ConnectionError)
+        assert (error.server, error.stage) == (server, stage)
+        assert str(error).startswith(f"could not connect to MCP server '{server}' ({says}): ")
+        model = ScriptedModel(["never asked"])
+        with pytest.raises(RunError) as failed:
+            await Runner(ReActAgent("a", model, tools=[toolset])).invoke("go")
+        assert isinstance(failed.value.__cause__, MCPConnectionError), failed.value.__cause__
+        assert failed.value.error.type == "MCPConnectionError"
+        assert model.requests == []
+        await toolset.aclose()
+    assert session_tasks(url) == []  # a failed connect leaves nothing running
+
+
+async def test_a_server_that_never_answers_its_handshake_is_a_handshake_failure(
+    tmp_path: Path,
+) -> None:
+    server, pid_file = stalled(tmp_path)
+    with pytest.raises(MCPConnectionError, match=r"\(the MCP handshake failed\): no answer") as e:
+        await MCPToolset(server, connect_timeout=0.5).tools()
+    assert e.value.stage == "handshake" and e.value.server == server
+    assert not pid_exists(int(pid_file.read_text()))
 
 
 def stalled(tmp_path: Path) -> tuple[StdioServer, Path]:

@@ -54,14 +54,56 @@ if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
     from mcp.client.session import IncomingMessage
 
-__all__ = ["Connection", "Session", "describe_error"]
+__all__ = ["Connection", "MCPConnectionError", "Session", "describe_error"]
 
 logger = logging.getLogger("adk.mcp")
 
 _CLIENT_INFO = Implementation(name="pyadk", version="0.1.0")
+# What each ``MCPConnectionError.stage`` of a connect says in its message.
+_STAGES = {
+    "connect": "it could not be started or reached",
+    "handshake": "the MCP handshake failed",
+}
 # Backoff for re-opening a dropped change stream on a connection that is otherwise alive.
 _RELISTEN_DELAY = 0.5
 _RELISTEN_MAX_DELAY = 30.0
+
+
+class MCPConnectionError(ConnectionError):
+    """An MCP server could not be used: it could not be started or reached (``stage``
+    ``"connect"``), it was reached but its MCP handshake failed or did not answer within
+    ``connect_timeout`` (``"handshake"``), or the connection was lost twice while its tools or
+    prompts were listed (``"list"``) or another request of the toolset's own was made
+    (``"request"``: a prompt rendered, a resource read). ``server`` is the server's description
+    as given (``StdioServer``, ``HTTPServer``, ``SSEServer``: its ``repr`` shows a stdio
+    server's arguments, never headers), the message names it as error texts do (credentials
+    masked) and says why. A ``ConnectionError``, as before it had a class of its own (an
+    extension to DESIGN.md); in a run it fails the agent that asked for the tools, and
+    ``RunError``'s ``__cause__`` is this error (``error.type`` ``"MCPConnectionError"``). Nothing
+    of the attempt is left running: a stdio server started is stopped."""
+
+    def __init__(self, message: str, *, server: ServerConfig, stage: str) -> None:
+        super().__init__(message)
+        self.server = server
+        self.stage = stage
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled with its fields (``cls(*args)`` would lack them): see ``adk._error_pickle``.
+        from .._error_pickle import reduce_error
+
+        return reduce_error(self)
+
+
+def _unreached(exc: BaseException) -> bool:
+    """Whether ``exc``, a failed connect, says the server could not be started or reached at
+    all (a command not found, a port nothing listens on), not that it answered badly."""
+    import httpx2
+
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, httpx2.ConnectError | httpx2.ConnectTimeout):
+        return True
+    return isinstance(exc, OSError) and not isinstance(exc, MCPConnectionError | TimeoutError)
 
 
 def describe_error(exc: BaseException, server: ServerConfig | None = None) -> str:
@@ -397,13 +439,17 @@ class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
         inner: AbstractAsyncContextManager[TransportStreams],
         on_end: Callable[[], None],
         server: ServerConfig,
+        on_open: Callable[[], None] | None = None,
     ) -> None:
         self._inner = inner
         self._on_end = on_end
         self._server = server
+        self._on_open = on_open
 
     async def __aenter__(self) -> TransportStreams:
         read, write = await self._inner.__aenter__()
+        if self._on_open is not None:
+            self._on_open()
         listings: set[Any] = set()
         watched = _WatchedReadStream(read, self._on_end, self._server, write, listings)
         return watched, _WatchedWriteStream(write, listings)
@@ -440,6 +486,10 @@ class Connection:
         # tool call's span (``mcp.protocol.version``) without touching the client.
         self.protocol_version: str | None = None
         self.lost = False
+        # Whether the transport was opened (a stdio server's process started, an HTTP client
+        # made): a connect failing after that failed in the handshake, unless the server could
+        # not be reached at all (``_unreached``).
+        self._transport_opened = False
         # True while the cached tool/prompt lists can be trusted to be announced when they change:
         # always on handshake-era connections (changes arrive as plain notifications), and on
         # 2026-07-28 connections while the subscriptions/listen stream is open.
@@ -451,6 +501,9 @@ class Connection:
 
     def mark_lost(self) -> None:
         self.lost = True
+
+    def _opened(self) -> None:
+        self._transport_opened = True
 
     async def open(self, wait_limit: float) -> Client:
         """Start the owner task and wait until the session is connected (or failed)."""
@@ -475,22 +528,29 @@ class Connection:
         self._task = asyncio.create_task(
             self._own(ready, opener), name=f"mcp session {self._server}", context=context
         )
+        server = self._server
         try:
             async with asyncio.timeout(wait_limit):
                 client = await asyncio.shield(ready)
         except TimeoutError:
             await self.close()
-            raise ConnectionError(
-                f"could not connect to MCP server '{self._server}': "
-                f"no answer within {wait_limit:g}s (connect_timeout)"
+            stage = "handshake" if self._transport_opened else "connect"
+            raise MCPConnectionError(
+                f"could not connect to MCP server '{server}' ({_STAGES[stage]}): "
+                f"no answer within {wait_limit:g}s (connect_timeout)",
+                server=server,
+                stage=stage,
             ) from None
         except Exception as exc:
             await self.close()
-            reason = describe_error(exc, self._server)
-            reason += self._server._redact(self._handshake.detail(reason))
-            reason += self._server._connect_hint(reason)
-            raise ConnectionError(
-                f"could not connect to MCP server '{self._server}': {reason}"
+            stage = "handshake" if self._transport_opened and not _unreached(exc) else "connect"
+            reason = describe_error(exc, server)
+            reason += server._redact(self._handshake.detail(reason))
+            reason += server._connect_hint(reason)
+            raise MCPConnectionError(
+                f"could not connect to MCP server '{server}' ({_STAGES[stage]}): {reason}",
+                server=server,
+                stage=stage,
             ) from exc
         except BaseException:
             await self.close()  # cancelled while connecting: leave nothing running behind
@@ -528,7 +588,9 @@ class Connection:
         ``opener``, the trace context of whoever opened it, only for the handshake."""
         _current_delivery.set(self._handshake)  # this task's context only
         try:
-            transport = _WatchedTransport(self._server._transport(), self.mark_lost, self._server)
+            transport = _WatchedTransport(
+                self._server._transport(), self.mark_lost, self._server, self._opened
+            )
             hooks = self._hooks
             level = hooks.log_level
             client = Client(

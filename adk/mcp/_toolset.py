@@ -63,7 +63,7 @@ from ._servers import (
     _Delivery,
     _span_attributes,
 )
-from ._session import Connection, Session, describe_error
+from ._session import Connection, MCPConnectionError, Session, describe_error
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -731,8 +731,10 @@ class MCPToolset(AsyncCloseable):
                     live.mark_lost()
                     if attempt == 1:
                         continue
-                    raise ConnectionError(
-                        f"lost the connection to MCP server '{server}' while {what}"
+                    raise MCPConnectionError(
+                        f"lost the connection to MCP server '{server}' while {what}",
+                        server=server,
+                        stage="list" if what.startswith("listing") else "request",
                     ) from exc
                 reason = describe_error(exc, server)
                 reason += server._redact(delivery.detail(reason))
