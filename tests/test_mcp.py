@@ -1564,6 +1564,39 @@ async def test_a_server_that_cannot_be_used_is_one_error_naming_it_and_what_fail
     assert session_tasks(url) == []  # a failed connect leaves nothing running
 
 
+async def test_an_optional_toolset_whose_server_is_down_leaves_the_agent_its_other_tools(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``optional=True``: a server that cannot be used is logged (an ``adk.mcp`` warning naming
+    it and why) and its tools are not offered, so the agent runs with its other tools, where the
+    run failed; a server that comes back is used again (the next run tries again); a toolset not
+    marked optional still fails the run."""
+    process = HTTPServerProcess()
+    process.port = closed_port()
+    toolset = MCPToolset(HTTPServer(process.url), optional=True)
+
+    def note(text: str) -> str:
+        """Keep a note."""
+        return f"noted {text}"
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("note", {"text": "hi"})]), "done"])
+    with caplog.at_level("WARNING", logger="adk.mcp"):
+        result = await Runner(ReActAgent("a", model, tools=[toolset, note])).invoke("go")
+    assert result.text == "done"
+    assert [spec.name for spec in model.requests[0].tools] == ["note"]
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+    assert warning.startswith(f"could not connect to MCP server '{process.url}' (it could not")
+    assert warning.endswith("; its tools are not offered (optional=True)")
+    await asyncio.to_thread(process.start)
+    try:
+        assert "add" in await names(toolset)  # back: offered again
+        await toolset.aclose()
+    finally:
+        await asyncio.to_thread(process.stop)
+    with pytest.raises(TypeError, match="optional must be True or False"):
+        MCPToolset(HTTPServer(process.url), optional="yes")  # type: ignore[arg-type]
+
+
 async def test_a_server_that_never_answers_its_handshake_is_a_handshake_failure(
     tmp_path: Path,
 ) -> None:

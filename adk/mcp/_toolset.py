@@ -343,7 +343,9 @@ class MCPToolset(AsyncCloseable):
     request) answers a server asking the user for input mid-call, ``sampling`` (a pyadk
     ``ChatModel``, or such a function) a server asking for a completion. Without them the server
     is told the client cannot (and handles that), and is asked for no progress and no logs.
-    ``list_resources`` and ``read_resource`` reach the server's resources.
+    ``list_resources`` and ``read_resource`` reach the server's resources. ``optional=True``
+    (an extension to DESIGN.md, as the OpenAI Agents SDK's ``MCPServerManager(strict=False)``)
+    lets an agent run without the server's tools while it cannot be used, with a warning.
     """
 
     def __init__(
@@ -360,7 +362,10 @@ class MCPToolset(AsyncCloseable):
         elicitation: ElicitationHandler | None = None,
         sampling: ChatModel | SamplingHandler | None = None,
         sampling_tools: bool | None = None,
+        optional: bool = False,
     ) -> None:
+        if not isinstance(optional, bool):
+            raise TypeError(f"optional must be True or False, got {optional!r}")
         if not isinstance(server, StdioServer | HTTPServer | SSEServer):
             raise TypeError(
                 "MCPToolset needs a StdioServer, HTTPServer or SSEServer, "
@@ -420,6 +425,7 @@ class MCPToolset(AsyncCloseable):
                 offered for name in tool_filter for offered in _offered_as(self._exposed(name))
             )
         self._call_timeout = call_timeout
+        self._optional = optional
         self._tools: _Listing | None = None
         self._prompts: _Listing | None = None
 
@@ -438,9 +444,16 @@ class MCPToolset(AsyncCloseable):
 
     # -- Toolset -------------------------------------------------------------------------------
     async def tools(self, ctx: RunContext | None = None) -> list[Tool]:
-        """The server's tools (filtered and prefixed). Raises ``ConnectionError`` if the server
-        cannot be reached."""
-        return list(await self._listing("tools"))
+        """The server's tools (filtered and prefixed). Raises ``MCPConnectionError`` if the
+        server cannot be used; an ``optional`` toolset logs it (an ``adk.mcp`` warning) and
+        offers no tools, so the agent runs without them, and the next use tries again."""
+        try:
+            return list(await self._listing("tools"))
+        except MCPConnectionError as exc:
+            if not self._optional:
+                raise
+            logger.warning("%s; its tools are not offered (optional=True)", exc)
+            return []
 
     async def prompts(self) -> list[Prompt]:
         """The server's prompts (prefixed like tools), each renderable by name: ``Prompt``s
