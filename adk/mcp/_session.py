@@ -27,7 +27,7 @@ import logging
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -69,6 +69,10 @@ _RELISTEN_DELAY = 0.5
 _RELISTEN_MAX_DELAY = 30.0
 
 
+_Stage = Literal["connect", "handshake", "list", "request"]
+"""What failed, for ``MCPConnectionError.stage``."""
+
+
 class MCPConnectionError(ConnectionError):
     """An MCP server could not be used: it could not be started or reached (``stage``
     ``"connect"``), it was reached but its MCP handshake failed or did not answer within
@@ -82,7 +86,7 @@ class MCPConnectionError(ConnectionError):
     ``RunError``'s ``__cause__`` is this error (``error.type`` ``"MCPConnectionError"``). Nothing
     of the attempt is left running: a stdio server started is stopped."""
 
-    def __init__(self, message: str, *, server: ServerConfig, stage: str) -> None:
+    def __init__(self, message: str, *, server: ServerConfig, stage: _Stage) -> None:
         super().__init__(message)
         self.server = server
         self.stage = stage
@@ -534,7 +538,7 @@ class Connection:
                 client = await asyncio.shield(ready)
         except TimeoutError:
             await self.close()
-            stage = "handshake" if self._transport_opened else "connect"
+            stage: _Stage = "handshake" if self._transport_opened else "connect"
             raise MCPConnectionError(
                 f"could not connect to MCP server '{server}' ({_STAGES[stage]}): "
                 f"no answer within {wait_limit:g}s (connect_timeout)",

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import assert_type
+from typing import Literal, assert_type
 
 import adk
 from adk import (
@@ -27,7 +27,14 @@ from adk.checkpoint import (
     SQLiteCheckpointStore,
     list_pending,
 )
-from adk.mcp import HTTPServer, MCPProgress, MCPToolset, SSEServer, StdioServer
+from adk.mcp import (
+    HTTPServer,
+    MCPConnectionError,
+    MCPProgress,
+    MCPToolset,
+    SSEServer,
+    StdioServer,
+)
 from adk.models.openai import OpenAIChatModel
 from prebuilt import ReActAgent
 
@@ -89,6 +96,12 @@ async def mcp_and_resources() -> None:
     async with toolset:
         tools = await toolset.tools()
         print([t.spec.name for t in tools])
+    try:
+        print(await MCPToolset(http, optional=False).tools())
+    except MCPConnectionError as failed:  # a ConnectionError naming the server and the stage
+        assert_type(failed.server, StdioServer | HTTPServer | SSEServer)
+        assert_type(failed.stage, Literal["connect", "handshake", "list", "request"])
+    MCPToolset(http, optional="yes")  # type: ignore[arg-type]
 
 
 async def stores(redis_url: str, dsn: str) -> None:
