@@ -865,7 +865,7 @@ def _validator_rejected(exc: Exception) -> bool:
     ``_points._MALFORMED``; a tool's argument model and a saved action event refuse them so)."""
     from ..tools.base import ToolError  # here: adk.tools.base imports this module
 
-    return isinstance(exc, ToolError | TypeError | KeyError)
+    return isinstance(exc, (ToolError, TypeError, KeyError))
 
 
 def _check_parts(parts: Any) -> None:

@@ -617,7 +617,7 @@ class FunctionTool(Generic[_P, _R]):
             parsed = self._args_model.model_validate_json(arguments or "{}")
         except _REFUSALS as exc:
             if resume is None:
-                if isinstance(exc, TypeError | KeyError):  # a first call: the tool failed, so
+                if isinstance(exc, (TypeError, KeyError)):  # a first call: the tool failed, so
                     raise  # the model reads it, as for an exception the function raises
                 if isinstance(exc, ToolError) and str(exc):  # a validator's ModelRetry: its words
                     raise
