@@ -1,0 +1,361 @@
+"""Paused runs whose checkpoints an older pyadk wrote and this one resumes
+(``tests/test_checkpoint_upgrade.py``).
+
+``tests/data/checkpoints/make_checkpoints.py`` runs these scenarios under an older commit of pyadk
+(``PYTHONPATH=<a worktree of it>``) and writes each paused run's checkpoint bytes to
+``tests/data/checkpoints/<commit>/<scenario>.ckpt``; the test resumes those bytes with this pyadk
+and compares the result with the same scenario paused and resumed here. So this module uses only
+the API every such commit has (``adk``, ``adk.testing``, ``prebuilt``, ``adk.actions``,
+``adk.mcp``): a scenario changed here no longer matches the bytes already written, so add new
+scenarios rather than edit old ones.
+
+Each scenario's agents are deterministic: scripted models whose answers depend only on the
+messages they are sent, tools and agents that note what they did in ``LOG`` (and models what they
+were sent), so two runs that resumed alike leave the same ``LOG``.
+
+PYTEST_DONT_REWRITE (run by the generator under another pyadk, outside pytest)
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import adk
+from adk import (
+    AgentEvent,
+    AgentInput,
+    AgentTool,
+    BaseAgent,
+    LoopAgent,
+    Message,
+    ParallelAgent,
+    Role,
+    RunContext,
+    SequentialAgent,
+)
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+from adk.mcp import MCPToolset, StdioServer
+from adk.resources import Resources
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import PlanExecute, ReActAgent, Supervisor, new_executor, new_planner, new_replanner
+
+LOG: list[Any] = []
+"""What the scenarios' agents, tools and models did, in order (cleared by the caller)."""
+
+
+def in_call_order(messages: list[Message]) -> list[Message]:
+    """``messages`` with each run of tool results sorted by call id: a round's results come in
+    the order its calls finished (a denied call at once, an approved one from its thread)."""
+    out: list[Message] = []
+    for m in messages:
+        if m.role == Role.TOOL:
+            run = 0
+            while run < len(out) and out[-1 - run].role == Role.TOOL:
+                run += 1
+            at = len(out) - run
+            while at < len(out) and (out[at].tool_call_id or "") <= (m.tool_call_id or ""):
+                at += 1
+            out.insert(at, m)
+        else:
+            out.append(m)
+    return out
+
+
+def _said(messages: list[Message]) -> list[Any]:
+    """What a model was sent, as plain data: role, text, tool calls and the call a result
+    answers (a round's results in call order)."""
+    return [
+        [
+            str(m.role),
+            m.content,
+            [[c.name, json.loads(c.arguments or "{}")] for c in m.tool_calls],
+            m.tool_call_id,
+        ]
+        for m in in_call_order(messages)
+    ]
+
+
+def logged(name: str, answer: Callable[[list[Message]], Reply | str]) -> ScriptedModel:
+    """A scripted model answering with ``answer`` that notes what it was sent."""
+
+    def respond(messages: list[Message]) -> Reply | str:
+        LOG.append(("model", name, _said(messages)))
+        return answer(messages)
+
+    return ScriptedModel(respond)
+
+
+def _last_tool(messages: list[Message]) -> Message | None:
+    return messages[-1] if messages and messages[-1].role == Role.TOOL else None
+
+
+@adk.tool(require_approval=True)
+def pay(payee: str, cents: int) -> str:
+    """Pay someone (a person approves first).
+
+    Args:
+        payee: Who is paid.
+        cents: How much.
+    """
+    LOG.append(("pay", payee, cents))
+    return f"paid {cents} to {payee}"
+
+
+class Step(BaseAgent):
+    """Notes that it ran and says so."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        LOG.append(("ran", self.name))
+        yield AgentEvent.of(f"{self.name} done")
+
+
+class Ask(BaseAgent):
+    """Pauses with a question (keeping a state); on resume notes the answer and its state."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        if ctx.resume is None:
+            LOG.append(("asked", self.name))
+            yield ctx.interrupt(f"{self.name}?", state={"asked": self.name, "n": [1, 2.5]})
+            return
+        LOG.append(("answered", self.name, ctx.resume.data, ctx.resume.state))
+        yield AgentEvent.of(f"{self.name}: {ctx.resume.data}")
+
+
+@dataclass
+class Scenario:
+    """A run that pauses, and the answers its resumes give, one per pause (the last ends it)."""
+
+    name: str
+    input: str
+    answers: list[Any]
+    build: Callable[[AsyncExitStack], Any]  # async: the root agent, resources entered on the stack
+    expected_text: str
+    notes: list[str] = field(default_factory=list)
+
+
+# -- a ReActAgent: two calls awaiting approval, one approved with edited arguments ---------------
+def _payments_model(messages: list[Message]) -> Reply | str:
+    results = [m for m in messages if m.role == Role.TOOL]
+    if results:
+        return "Done: " + "; ".join(m.content for m in in_call_order(results))
+    calls = [
+        tool_call("pay", {"payee": "ann", "cents": 500}, id="c1"),
+        tool_call("pay", {"payee": "bob", "cents": 900}, id="c2"),
+    ]
+    return Reply(text="Paying both.", tool_calls=calls)
+
+
+async def _react(stack: AsyncExitStack) -> Any:
+    return ReActAgent(
+        "payments",
+        logged("payments", _payments_model),
+        instruction="You pay the bills of {user}.",
+        tools=[pay],
+    )
+
+
+_C1 = "agent:payments/tool:pay#c1"
+_C2 = "agent:payments/tool:pay#c2"
+
+
+# -- workflows: a parallel branch and a sequence in a branch paused, then a loop's step ----------
+async def _workflows(stack: AsyncExitStack) -> Any:
+    branches = ParallelAgent(
+        "branches",
+        [Ask("left"), SequentialAgent("right", [Step("r1"), Ask("r2")]), Step("third")],
+    )
+    loop = LoopAgent("loop", [Step("tick"), Ask("check")], max_iterations=2)
+    return SequentialAgent("flow", [Step("intro"), branches, loop, Step("outro")])
+
+
+# -- an AgentTool whose inner ReActAgent waits for approval -------------------------------------
+def _desk_model(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None:
+        return f"desk: {result.content}"
+    call = tool_call("treasurer", {"request": "pay carl 300"}, id="t1")
+    return Reply(text="Asking the treasurer.", tool_calls=[call])
+
+
+def _treasurer_model(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None:
+        return f"treasurer: {result.content}"
+    return Reply(tool_calls=[tool_call("pay", {"payee": "carl", "cents": 300}, id="p1")])
+
+
+async def _agent_tool(stack: AsyncExitStack) -> Any:
+    treasurer = ReActAgent(
+        "treasurer",
+        logged("treasurer", _treasurer_model),
+        description="Pays people.",
+        tools=[pay],
+    )
+    return ReActAgent("desk", logged("desk", _desk_model), tools=[AgentTool(treasurer)])
+
+
+# -- a Supervisor whose worker waits for approval ------------------------------------------------
+def _boss_model(messages: list[Message]) -> Reply | str:
+    if any(m.role == Role.TOOL and m.name == "transfer_to_agent" for m in messages):
+        return "boss: the payer has paid."
+    transfer = tool_call("transfer_to_agent", {"agent_name": "payer"}, id="x1")
+    return Reply(text="Over to the payer.", tool_calls=[transfer])
+
+
+def _payer_model(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None and result.name == "pay":
+        return f"payer: {result.content}"
+    return Reply(tool_calls=[tool_call("pay", {"payee": "dora", "cents": 70}, id="w1")])
+
+
+async def _supervisor(stack: AsyncExitStack) -> Any:
+    payer = ReActAgent(
+        "payer", logged("payer", _payer_model), description="Pays people.", tools=[pay]
+    )
+    return Supervisor(ReActAgent("boss", logged("boss", _boss_model)), [payer])
+
+
+# -- a PlanExecute paused in the first of two steps ----------------------------------------------
+def _planner_model(messages: list[Message]) -> Reply | str:
+    return json.dumps({"steps": ["pay erin 40", "tell the user"]})
+
+
+def _executor_model(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None:
+        return f"executed: {result.content}"
+    if messages[-1].content.endswith("pay erin 40"):  # the step it is given comes last
+        return Reply(tool_calls=[tool_call("pay", {"payee": "erin", "cents": 40}, id="e1")])
+    return "told the user"
+
+
+def _replanner_model(messages: list[Message]) -> Reply | str:
+    if "told the user" in messages[-1].content:  # among the completed steps' results
+        return "Erin is paid and the user told."
+    return Reply(tool_calls=[tool_call("update_plan", {"steps": ["tell the user"]})])
+
+
+async def _plan_execute(stack: AsyncExitStack) -> Any:
+    return PlanExecute(
+        new_planner(logged("planner", _planner_model)),
+        new_executor(logged("executor", _executor_model), [pay]),
+        new_replanner(logged("replanner", _replanner_model)),
+    )
+
+
+# -- an ActionAgent whose chat's tool call waits for approval ------------------------------------
+class Clerk(ActionAgent):
+    """Asks its model through the built-in chat, offering ``pay``, and outputs the answer."""
+
+    @action(InputEvent)
+    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        LOG.append(("action", "ask", str(event.input)))
+        messages = [Message.user(str(event.input))]
+        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["pay"]))
+
+    @action(ChatResponseEvent)
+    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+        LOG.append(("action", "answer", event.response.content))
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+def _clerk_model(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None:
+        return f"clerk: {result.content}"
+    return Reply(tool_calls=[tool_call("pay", {"payee": "fay", "cents": 12}, id="a1")])
+
+
+async def _action_agent(stack: AsyncExitStack) -> Any:
+    resources = Resources()
+    resources.add_model("m", logged("clerk", _clerk_model))
+    resources.add_tool(pay)
+    return Clerk("clerk", resources=resources)
+
+
+# -- an MCP server's tool awaiting approval, approved with edited arguments ----------------------
+def _ops_model(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None:
+        return f"sum is {result.content}"
+    return Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="m1")])
+
+
+def mcp_script() -> Path:
+    """The demo MCP server over stdio of the pyadk being run (tests/mcp_servers)."""
+    return Path(adk.__file__).resolve().parents[1] / "tests" / "mcp_servers" / "stdio_server.py"
+
+
+async def _mcp(stack: AsyncExitStack) -> Any:
+    server = StdioServer(sys.executable, [str(mcp_script())])
+    toolset = MCPToolset(server, tool_filter=["add"], require_approval=["add"])
+    await stack.enter_async_context(toolset)
+    return ReActAgent("ops", logged("ops", _ops_model), tools=[toolset])
+
+
+SCENARIOS = [
+    Scenario(
+        "react_edit",
+        "pay the bills",
+        [
+            {
+                _C1: {"approved": True, "arguments": {"payee": "ann", "cents": 450}},
+                _C2: {"approved": False, "reason": "too much"},
+            }
+        ],
+        _react,
+        "Done: [A person edited this call's arguments before it ran; it ran with "
+        '{"payee": "ann", "cents": 450}]\npaid 450 to ann; '
+        "Error: the call to 'pay' was not approved: too much",
+    ),
+    Scenario(
+        "workflows",
+        "go",
+        [
+            {
+                "agent:flow/agent:branches/agent:left": "L",
+                "agent:flow/agent:branches/agent:right/agent:r2": "R",
+            },
+            "first check",
+            "second check",
+        ],
+        _workflows,
+        "outro done",
+    ),
+    Scenario("agent_tool", "pay carl", [True], _agent_tool, "desk: treasurer: paid 300 to carl"),
+    Scenario("supervisor", "pay dora", [True], _supervisor, "boss: the payer has paid."),
+    Scenario(
+        "plan_execute",
+        "pay erin",
+        [{"approved": True}],
+        _plan_execute,
+        "Erin is paid and the user told.",
+    ),
+    Scenario("action_agent", "pay fay", [True], _action_agent, "clerk: paid 12 to fay"),
+    Scenario(
+        "mcp_approval",
+        "add",
+        [{"approved": True, "arguments": {"a": 20, "b": 22}}],
+        _mcp,
+        "sum is [A person edited this call's arguments before it ran; it ran with "
+        '{"a": 20, "b": 22}]\n42',
+    ),
+]
+
+SESSION = {"user": "Ann"}
+"""The session every scenario's run starts with (the ReAct scenario's instruction reads it)."""

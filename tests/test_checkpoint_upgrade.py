@@ -1,0 +1,138 @@
+"""Checkpoints an older pyadk wrote resume on this one as if this one had paused them.
+
+An operator upgrades pyadk while paused runs wait in the store for a person's answer. The bytes
+under ``tests/data/checkpoints/<commit>/`` were written by pyadk at that commit
+(``tests/data/checkpoints/make_checkpoints.py``) for each scenario of
+``tests/checkpoint_scenarios.py``: a ReActAgent's two calls awaiting approval (one approved with
+edited arguments, one denied), nested workflow pauses (parallel branches, a sequence in a branch,
+then a loop's step, twice), an ``AgentTool``'s inner pause, a ``Supervisor`` worker's, a
+``PlanExecute`` paused mid-plan, an ``ActionAgent`` chat's tool approval and an MCP tool's
+approval. Each is put in a real store and resumed here with the same answers as the same
+scenario paused here: the resumed runs must agree on everything they do and give (what each
+model is sent, which tools run with which arguments, what the agents are told, the results,
+later pauses), and the checkpoint is gone once the run finished.
+
+The format's versioning policy (docs/interrupts.md, "Checkpoints of an older pyadk"): checkpoints
+of format version 1 written by any earlier pyadk resume; a change that an older checkpoint cannot
+be read under bumps the version, and this pyadk then refuses such a checkpoint with a
+``CheckpointError`` saying which version wrote it and what to do, keeping it stored.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checkpoint_scenarios import LOG, SCENARIOS, SESSION, Scenario, in_call_order
+from services import PostgresServer, RedisServer
+
+import adk
+from adk import Runner
+from adk.checkpoint import (
+    CheckpointStore,
+    InMemoryCheckpointStore,
+    PostgresCheckpointStore,
+    RedisCheckpointStore,
+    SQLiteCheckpointStore,
+)
+
+pytest_plugins = ["services"]
+
+DATA = Path(__file__).parent / "data" / "checkpoints"
+COMMITS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
+"""The commits whose checkpoints are kept: ``dc2bdf2`` (27 Nov, the day's start) and ``26179dc``
+(26 Nov, before a ReActAgent stopped saving its rendered prompt, a transfer chain saved its count
+and a checkpoint carried usage and turns)."""
+BY_NAME = {s.name: s for s in SCENARIOS}
+
+
+def _said(result: adk.RunResult) -> dict[str, Any]:
+    """What a run gave back, as plain data to compare."""
+    messages = [
+        [str(m.role), m.content, [[c.name, c.arguments] for c in m.tool_calls], m.tool_call_id]
+        for m in in_call_order(result.messages)
+    ]
+    interrupt = None
+    if result.interrupt is not None:
+        interrupt = [[p.id, p.info] for p in result.interrupt.points]
+    return {
+        "text": result.text,
+        "interrupt": interrupt,
+        "messages": messages,
+        "session": json.loads(json.dumps(result.session, default=repr)),
+    }
+
+
+async def _resumes(agent: Any, scenario: Scenario, store: CheckpointStore) -> list[dict[str, Any]]:
+    """Each resume of the scenario's answers in turn, with what the agents did meanwhile."""
+    outcomes = []
+    for answer in scenario.answers:
+        LOG.clear()
+        result = await Runner(agent, checkpoint_store=store).invoke_resume(scenario.name, answer)
+        outcomes.append({**_said(result), "did": list(LOG)})
+    return outcomes
+
+
+async def _here(agent: Any, scenario: Scenario) -> list[dict[str, Any]]:
+    """The scenario paused and resumed by this pyadk."""
+    store = InMemoryCheckpointStore()
+    paused = await Runner(agent, checkpoint_store=store).invoke(
+        scenario.input, checkpoint_id=scenario.name, session=dict(SESSION)
+    )
+    assert paused.interrupt is not None
+    return await _resumes(agent, scenario, store)
+
+
+async def _upgraded(
+    agent: Any, scenario: Scenario, commit: str, store: CheckpointStore
+) -> list[dict[str, Any]]:
+    """The scenario's checkpoint written at ``commit`` resumed by this pyadk from ``store``."""
+    data = (DATA / commit / f"{scenario.name}.ckpt").read_bytes()
+    await store.put(scenario.name, data)
+    outcomes = await _resumes(agent, scenario, store)
+    assert await store.get(scenario.name) is None  # finished: deleted
+    return outcomes
+
+
+def test_every_commit_has_every_scenario() -> None:
+    assert COMMITS, "no checkpoints of an older pyadk are kept"
+    for commit in COMMITS:
+        assert sorted(p.stem for p in (DATA / commit).glob("*.ckpt")) == sorted(BY_NAME), commit
+
+
+@pytest.mark.parametrize("name", sorted(BY_NAME))
+async def test_older_checkpoints_resume_as_this_pyadks_own(name: str, tmp_path: Path) -> None:
+    # One agent tree for every run, so the MCP scenario starts its server once.
+    scenario = BY_NAME[name]
+    async with AsyncExitStack() as stack:
+        agent = await scenario.build(stack)
+        expected = await _here(agent, scenario)
+        assert expected[-1]["text"] == scenario.expected_text  # the scenario does what it says
+        assert all(o["interrupt"] is not None for o in expected[:-1])
+        assert expected[-1]["interrupt"] is None
+        async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+            for commit in COMMITS:
+                assert await _upgraded(agent, scenario, commit, store) == expected, commit
+
+
+async def test_older_checkpoints_resume_from_redis(redis_server: RedisServer) -> None:
+    scenario = BY_NAME["react_edit"]
+    async with AsyncExitStack() as stack:
+        agent = await scenario.build(stack)
+        expected = await _here(agent, scenario)
+        async with RedisCheckpointStore(redis_server.url, prefix="upgrade:") as store:
+            for commit in COMMITS:
+                assert await _upgraded(agent, scenario, commit, store) == expected, commit
+
+
+async def test_older_checkpoints_resume_from_postgres(postgres_server: PostgresServer) -> None:
+    scenario = BY_NAME["supervisor"]
+    async with AsyncExitStack() as stack:
+        agent = await scenario.build(stack)
+        expected = await _here(agent, scenario)
+        async with PostgresCheckpointStore(postgres_server.dsn, table="upgrade") as store:
+            for commit in COMMITS:
+                assert await _upgraded(agent, scenario, commit, store) == expected, commit
