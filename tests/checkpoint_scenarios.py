@@ -39,17 +39,6 @@ from adk import (
     RunContext,
     SequentialAgent,
 )
-from adk.actions import (
-    ActionAgent,
-    ActionContext,
-    ChatRequestEvent,
-    ChatResponseEvent,
-    InputEvent,
-    OutputEvent,
-    action,
-)
-from adk.mcp import MCPToolset, StdioServer
-from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import PlanExecute, ReActAgent, Supervisor, new_executor, new_planner, new_replanner
 
@@ -259,19 +248,34 @@ async def _plan_execute(stack: AsyncExitStack) -> Any:
 
 
 # -- an ActionAgent whose chat's tool call waits for approval ------------------------------------
-class Clerk(ActionAgent):
-    """Asks its model through the built-in chat, offering ``pay``, and outputs the answer."""
+# (adk.actions, adk.mcp and adk.resources are imported where used, so that the other scenarios run
+# under a pyadk from before them.)
+def _clerk_class() -> type[Any]:
+    from adk.actions import (
+        ActionAgent,
+        ActionContext,
+        ChatRequestEvent,
+        ChatResponseEvent,
+        InputEvent,
+        OutputEvent,
+        action,
+    )
 
-    @action(InputEvent)
-    def ask(self, event: InputEvent, ctx: ActionContext) -> None:
-        LOG.append(("action", "ask", str(event.input)))
-        messages = [Message.user(str(event.input))]
-        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["pay"]))
+    class Clerk(ActionAgent):
+        """Asks its model through the built-in chat, offering ``pay``, and outputs the answer."""
 
-    @action(ChatResponseEvent)
-    def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
-        LOG.append(("action", "answer", event.response.content))
-        ctx.send_event(OutputEvent(output=event.response.content))
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            LOG.append(("action", "ask", str(event.input)))
+            messages = [Message.user(str(event.input))]
+            ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["pay"]))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            LOG.append(("action", "answer", event.response.content))
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    return Clerk
 
 
 def _clerk_model(messages: list[Message]) -> Reply | str:
@@ -282,10 +286,12 @@ def _clerk_model(messages: list[Message]) -> Reply | str:
 
 
 async def _action_agent(stack: AsyncExitStack) -> Any:
+    from adk.resources import Resources
+
     resources = Resources()
     resources.add_model("m", logged("clerk", _clerk_model))
     resources.add_tool(pay)
-    return Clerk("clerk", resources=resources)
+    return _clerk_class()("clerk", resources=resources)
 
 
 # -- an MCP server's tool awaiting approval, approved with edited arguments ----------------------
@@ -302,6 +308,8 @@ def mcp_script() -> Path:
 
 
 async def _mcp(stack: AsyncExitStack) -> Any:
+    from adk.mcp import MCPToolset, StdioServer
+
     server = StdioServer(sys.executable, [str(mcp_script())])
     toolset = MCPToolset(server, tool_filter=["add"], require_approval=["add"])
     await stack.enter_async_context(toolset)

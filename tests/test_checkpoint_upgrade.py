@@ -43,9 +43,11 @@ pytest_plugins = ["services"]
 
 DATA = Path(__file__).parent / "data" / "checkpoints"
 COMMITS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
-"""The commits whose checkpoints are kept: ``dc2bdf2`` (27 Nov, the day's start) and ``26179dc``
+"""The commits whose checkpoints are kept: ``dc2bdf2`` (27 Nov, the day's start), ``26179dc``
 (26 Nov, before a ReActAgent stopped saving its rendered prompt, a transfer chain saved its count
-and a checkpoint carried usage and turns)."""
+and a checkpoint carried usage and turns) and ``3136bf9`` (25 Nov, soon after the event-driven
+layer came: before history entries had order numbers, registered models were saved by field name
+and a ReActAgent kept exit results)."""
 BY_NAME = {s.name: s for s in SCENARIOS}
 
 
@@ -97,10 +99,17 @@ async def _upgraded(
     return outcomes
 
 
-def test_every_commit_has_every_scenario() -> None:
+_NO_ACTIONS = {"action_agent", "mcp_approval"}
+MISSING = {"097b005": _NO_ACTIONS, "5c1ae8c": _NO_ACTIONS, "3136bf9": {"mcp_approval"}}
+"""Scenarios a commit could not run: adk.actions came on 25 Nov, MCPToolset's require_approval
+on 26 Nov."""
+
+
+def test_every_commit_has_its_scenarios() -> None:
     assert COMMITS, "no checkpoints of an older pyadk are kept"
     for commit in COMMITS:
-        assert sorted(p.stem for p in (DATA / commit).glob("*.ckpt")) == sorted(BY_NAME), commit
+        kept = {p.stem for p in (DATA / commit).glob("*.ckpt")}
+        assert kept == set(BY_NAME) - MISSING.get(commit, set()), commit
 
 
 @pytest.mark.parametrize("name", sorted(BY_NAME))
@@ -115,7 +124,8 @@ async def test_older_checkpoints_resume_as_this_pyadks_own(name: str, tmp_path: 
         assert expected[-1]["interrupt"] is None
         async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
             for commit in COMMITS:
-                assert await _upgraded(agent, scenario, commit, store) == expected, commit
+                if name not in MISSING.get(commit, ()):
+                    assert await _upgraded(agent, scenario, commit, store) == expected, commit
 
 
 async def test_older_checkpoints_resume_from_redis(redis_server: RedisServer) -> None:
