@@ -12,10 +12,11 @@ scenario paused here: the resumed runs must agree on everything they do and give
 model is sent, which tools run with which arguments, what the agents are told, the results,
 later pauses), and the checkpoint is gone once the run finished.
 
-The format's versioning policy (docs/interrupts.md, "Checkpoints of an older pyadk"): checkpoints
-of format version 1 written by any earlier pyadk resume; a change that an older checkpoint cannot
-be read under bumps the version, and this pyadk then refuses such a checkpoint with a
-``CheckpointError`` saying which version wrote it and what to do, keeping it stored.
+The format's versioning policy (docs/interrupts.md, "Upgrading pyadk while runs are paused: the
+format's versioning policy"): checkpoints of format version 1 written by any earlier pyadk
+resume; a change that an older checkpoint cannot be read under bumps the version, and this pyadk
+then refuses such a checkpoint with a ``CheckpointError`` saying which version wrote it and what
+to do, keeping it stored.
 """
 
 from __future__ import annotations
@@ -30,14 +31,16 @@ from checkpoint_scenarios import LOG, SCENARIOS, SESSION, Scenario, in_call_orde
 from services import PostgresServer, RedisServer
 
 import adk
-from adk import Runner
+from adk import CheckpointError, Runner
 from adk.checkpoint import (
     CheckpointStore,
     InMemoryCheckpointStore,
     PostgresCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
+    list_pending,
 )
+from adk.checkpoint.codec import VERSION
 
 pytest_plugins = ["services"]
 
@@ -146,3 +149,63 @@ async def test_older_checkpoints_resume_from_postgres(postgres_server: PostgresS
         async with PostgresCheckpointStore(postgres_server.dsn, table="upgrade") as store:
             for commit in COMMITS:
                 assert await _upgraded(agent, scenario, commit, store) == expected, commit
+
+
+async def test_older_checkpoints_are_listed_as_this_pyadks_own(tmp_path: Path) -> None:
+    # An operator looks at what waits before and after the upgrade: each older checkpoint is
+    # listed with its agent and the points it waits on as this pyadk's own pause reports them.
+    async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+        expected = {}
+        for scenario in SCENARIOS:
+            if scenario.name == "mcp_approval":
+                continue  # its pause here would start the server; its point is react_edit's kind
+            async with AsyncExitStack() as stack:
+                runner = Runner(
+                    await scenario.build(stack), checkpoint_store=InMemoryCheckpointStore()
+                )
+                paused = await runner.invoke(scenario.input, session=dict(SESSION))
+            assert paused.interrupt is not None
+            points = [(p.id, p.address, p.info) for p in paused.interrupt.points]
+            expected[scenario.name] = (runner.agent.name, points)
+            for commit in COMMITS:
+                path = DATA / commit / f"{scenario.name}.ckpt"
+                if path.exists():
+                    await store.put(f"{commit}/{scenario.name}", path.read_bytes())
+        listed = [entry async for entry in list_pending(store)]
+    assert len(listed) == sum(len(set(expected) - MISSING.get(commit, set())) for commit in COMMITS)
+    for entry in listed:
+        assert entry.error is None, entry.checkpoint_id
+        name = entry.checkpoint_id.partition("/")[2]
+        points = [(p.id, p.address, p.info) for p in entry.points]
+        assert (entry.agent, points) == expected[name], entry.checkpoint_id
+
+
+def _with_version(data: bytes, version: int) -> bytes:
+    """``data`` with its header's format version replaced (the checksum covers the body only)."""
+    head, _, body = data.partition(b"\n")
+    header = json.loads(head)
+    header["version"] = version
+    return json.dumps(header).encode() + b"\n" + body
+
+
+@pytest.mark.parametrize("version", [0, VERSION + 1])
+async def test_a_checkpoint_of_another_format_version_is_refused_and_kept(
+    version: int, tmp_path: Path
+) -> None:
+    scenario = BY_NAME["react_edit"]
+    data = _with_version((DATA / COMMITS[0] / "react_edit.ckpt").read_bytes(), version)
+    LOG.clear()
+    async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+        await store.put("old", data)
+        async with AsyncExitStack() as stack:
+            runner = Runner(await scenario.build(stack), checkpoint_store=store)
+            with pytest.raises(CheckpointError) as caught:
+                await runner.invoke_resume("old", scenario.answers[0])
+        assert await store.get("old") == data  # kept as it was
+    message = str(caught.value)
+    assert f"format version {version}; this pyadk reads version {VERSION}" in message
+    if version > VERSION:
+        assert "a newer pyadk wrote it" in message
+    else:
+        assert "an older pyadk wrote it" in message
+    assert LOG == []  # nothing ran

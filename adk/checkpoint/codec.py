@@ -1043,6 +1043,26 @@ def _unjson(value: Any, path: str) -> str | None:
     return None
 
 
+def _other_version(version: object) -> str:
+    """What to do with a checkpoint of another format ``version`` (the refusal's ending): a newer
+    pyadk's waits for that pyadk; an older one's, of a format this pyadk no longer reads, is
+    resumed by a release that reads it, such as the one that wrote it (docs/interrupts.md,
+    "Upgrading pyadk while runs are paused: the format's versioning policy")."""
+    if type(version) is not int:
+        return ""
+    if version > VERSION:
+        return (
+            " (a newer pyadk wrote it: resume it with that version or a later one; it is "
+            "kept as it was)"
+        )
+    return (
+        f" (an older pyadk wrote it, in a format this one no longer reads: resume it with a "
+        f"pyadk that reads version {version}, such as the one that paused it, for instance by "
+        "keeping a worker of that release for the runs paused before the upgrade; it is kept "
+        "as it was)"
+    )
+
+
 def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
     """Parse and verify checkpoint bytes; every failure is a ``CheckpointError`` saying which."""
     import hashlib  # deferred to the first resume: see the module docstring
@@ -1059,16 +1079,9 @@ def decode_checkpoint(data: bytes, checkpoint_id: str = "") -> dict[str, Any]:
         raise fail("is not a pyadk checkpoint or is corrupt (unreadable header)")
     version = header.get("version")
     if type(version) is not int or version != VERSION:  # not True or 1.0: a writer's mistake
-        newer = type(version) is int and version > VERSION
         raise fail(
             f"was written in checkpoint format version {version!r}; "
-            f"this pyadk reads version {VERSION}"
-            + (
-                " (a newer pyadk wrote it: resume it with that version or a later one; it is "
-                "kept as it was)"
-                if newer
-                else ""
-            )
+            f"this pyadk reads version {VERSION}{_other_version(version)}"
         )
     if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
         raise fail("is corrupt or was modified: its checksum does not match (truncated or edited)")
