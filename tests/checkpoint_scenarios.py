@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 import adk
 from adk import (
     AgentEvent,
@@ -253,7 +255,6 @@ async def _plan_execute(stack: AsyncExitStack) -> Any:
 def _clerk_class() -> type[Any]:
     from adk.actions import (
         ActionAgent,
-        ActionContext,
         ChatRequestEvent,
         ChatResponseEvent,
         InputEvent,
@@ -292,6 +293,59 @@ async def _action_agent(stack: AsyncExitStack) -> Any:
     resources.add_model("m", logged("clerk", _clerk_model))
     resources.add_tool(pay)
     return _clerk_class()("clerk", resources=resources)
+
+
+# -- an ActionAgent's own action raising Interrupt, with a custom event queued behind it ---------
+try:
+    from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
+except ImportError:  # a pyadk from before the event-driven layer (25 Nov)
+    Auditor: Any = None
+else:
+
+    class Expense(Event):
+        """A custom event the auditor queues for itself (saved by module and name)."""
+
+        item: str
+        cents: int
+        tags: list[str] = Field(default_factory=list)
+
+    class Auditor(ActionAgent):  # type: ignore[no-redef]
+        """Queues two expenses; asks a person about the one over 10.00, the other passes."""
+
+        @action(InputEvent)
+        def receive(self, event: InputEvent, ctx: ActionContext) -> None:
+            LOG.append(("action", "receive", str(event.input)))
+            ctx.short_term_memory.set("received", str(event.input))
+            ctx.send_event(Expense(item=str(event.input), cents=1250, tags=["travel"]))
+            ctx.send_event(Expense(item="taxi", cents=900))
+
+        @action(Expense)
+        def review(self, event: Expense, ctx: ActionContext) -> None:
+            resume = ctx.resume
+            if resume is None and event.cents > 1000:
+                LOG.append(("action", "ask", event.item))
+                ctx.short_term_memory.set("asking", event.item)  # undone by the pause
+                state = {"item": event.item, "tags": event.tags}
+                raise adk.Interrupt({"approve": event.item, "cents": event.cents}, state=state)
+            verdict = "auto" if resume is None else resume.data
+            memory = ctx.short_term_memory
+            LOG.append(
+                (
+                    "action",
+                    "review",
+                    [event.item, event.cents, event.tags],
+                    verdict,
+                    None if resume is None else resume.state,
+                    [memory.get("received"), memory.get("asking")],
+                )
+            )
+            ctx.send_event(OutputEvent(output=f"{event.item}: {verdict}"))
+
+
+async def _action_interrupt(stack: AsyncExitStack) -> Any:
+    if Auditor is None:
+        raise ImportError("adk.actions")
+    return Auditor("auditor")
 
 
 # -- an MCP server's tool awaiting approval, approved with edited arguments ----------------------
@@ -355,6 +409,7 @@ SCENARIOS = [
         "Erin is paid and the user told.",
     ),
     Scenario("action_agent", "pay fay", [True], _action_agent, "clerk: paid 12 to fay"),
+    Scenario("action_interrupt", "hotel", ["approved"], _action_interrupt, "taxi: auto"),
     Scenario(
         "mcp_approval",
         "add",

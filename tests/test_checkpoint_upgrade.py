@@ -6,8 +6,8 @@ under ``tests/data/checkpoints/<commit>/`` were written by pyadk at that commit
 ``tests/checkpoint_scenarios.py``: a ReActAgent's two calls awaiting approval (one approved with
 edited arguments, one denied), nested workflow pauses (parallel branches, a sequence in a branch,
 then a loop's step, twice), an ``AgentTool``'s inner pause, a ``Supervisor`` worker's, a
-``PlanExecute`` paused mid-plan, an ``ActionAgent`` chat's tool approval and an MCP tool's
-approval. Each is put in a real store and resumed here with the same answers as the same
+``PlanExecute`` paused mid-plan, an ``ActionAgent`` chat's tool approval, an action's own
+``Interrupt`` with a custom event queued behind it, and an MCP tool's approval. Each is put in a real store and resumed here with the same answers as the same
 scenario paused here: the resumed runs must agree on everything they do and give (what each
 model is sent, which tools run with which arguments, what the agents are told, the results,
 later pauses), and the checkpoint is gone once the run finished.
@@ -21,6 +21,7 @@ to do, keeping it stored.
 
 from __future__ import annotations
 
+import copy
 import json
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -67,7 +68,7 @@ def _said(result: adk.RunResult) -> dict[str, Any]:
         "text": result.text,
         "interrupt": interrupt,
         "messages": messages,
-        "session": json.loads(json.dumps(result.session, default=repr)),
+        "session": json.loads(json.dumps(result.session.values, default=repr)),
     }
 
 
@@ -102,10 +103,30 @@ async def _upgraded(
     return outcomes
 
 
-_NO_ACTIONS = {"action_agent", "mcp_approval"}
+_NO_ACTIONS = {"action_agent", "action_interrupt", "mcp_approval"}
 MISSING = {"097b005": _NO_ACTIONS, "5c1ae8c": _NO_ACTIONS, "3136bf9": {"mcp_approval"}}
 """Scenarios a commit could not run: adk.actions came on 25 Nov, MCPToolset's require_approval
 on 26 Nov."""
+
+
+def _memory_write_kept(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``outcomes`` as a checkpoint of a pyadk before 7b956b2 (25 Nov 20:05) resumes: the paused
+    action's memory write ('asking', which the pause undoes since) was saved with the pause, so
+    the resumed run finds it; nothing else differs."""
+    changed = copy.deepcopy(outcomes)
+    for outcome in changed:
+        outcome["session"]["memory:auditor"]["asking"] = "hotel"
+        outcome["did"] = [
+            (*did[:-1], [did[-1][0], "hotel"]) if did[:2] == ("action", "review") else did
+            for did in outcome["did"]
+        ]
+    return changed
+
+
+KNOWN = {("3136bf9", "action_interrupt"): _memory_write_kept}
+"""Where a checkpoint holds what its pyadk saved wrongly then: resumed as written, the difference
+known (docs/interrupts.md, "Upgrading pyadk while runs are paused: the format's versioning
+policy")."""
 
 
 def test_every_commit_has_its_scenarios() -> None:
@@ -128,7 +149,8 @@ async def test_older_checkpoints_resume_as_this_pyadks_own(name: str, tmp_path: 
         async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
             for commit in COMMITS:
                 if name not in MISSING.get(commit, ()):
-                    assert await _upgraded(agent, scenario, commit, store) == expected, commit
+                    as_written = KNOWN.get((commit, name), lambda outcomes: outcomes)(expected)
+                    assert await _upgraded(agent, scenario, commit, store) == as_written, commit
 
 
 async def test_older_checkpoints_resume_from_redis(redis_server: RedisServer) -> None:

@@ -4,7 +4,9 @@
 Run from the root of this repository against a worktree of an older commit::
 
     git worktree add --detach /tmp/pyadk-old <commit>
-    PYTHONPATH=/tmp/pyadk-old python tests/data/checkpoints/make_checkpoints.py <commit>
+    PYTHONPATH=/tmp/pyadk-old python tests/data/checkpoints/make_checkpoints.py <commit> [scenario...]
+
+With scenario names, only those are written (the others' bytes are kept as they are).
 
 A scenario the commit cannot run (an
 MCP tool's approval before MCPToolset took require_approval) is skipped, saying why. Each
@@ -29,11 +31,13 @@ import adk  # noqa: E402
 from adk.checkpoint import InMemoryCheckpointStore  # noqa: E402
 
 
-async def main(commit: str) -> None:
+async def main(commit: str, names: list[str]) -> None:
     out = HERE / commit
     out.mkdir(exist_ok=True)
     print(f"pyadk from {Path(adk.__file__).parent}")
     for scenario in SCENARIOS:
+        if names and scenario.name not in names:
+            continue
         LOG.clear()
         store = InMemoryCheckpointStore()
         try:
@@ -55,4 +59,4 @@ async def main(commit: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], sys.argv[2:]))
