@@ -386,6 +386,17 @@ SCENARIOS = [
         "Error: the call to 'pay' was not approved: too much",
     ),
     Scenario(
+        "react_partial",  # the edited call answered first, the other by a second resume
+        "pay the bills",
+        [
+            {_C1: {"approved": True, "arguments": {"payee": "ann", "cents": 450}}},
+            {_C2: True},
+        ],
+        _react,
+        "Done: [A person edited this call's arguments before it ran; it ran with "
+        '{"payee": "ann", "cents": 450}]\npaid 450 to ann; paid 900 to bob',
+    ),
+    Scenario(
         "workflows",
         "go",
         [
