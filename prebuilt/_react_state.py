@@ -32,7 +32,8 @@ history cannot give back:
   for an answer off the output schema;
 - ``exits`` (only when some): the call ids of held results whose tools asked to exit; they are
   emitted after the other held results, the last of them the agent's final output. (Older
-  checkpoints lack it: their exit results were emitted before the pause.)
+  checkpoints lack it: their exit results were emitted before the pause, and the resume holds
+  the exit tool's to come last again, ``exits_shown``.)
 
 Entries are named by recorder ``(agent, run_path)`` and index among that recorder's entries, not by
 position: a position in a parallel branch's view shifts once the branches' lanes merge, while one
@@ -228,6 +229,33 @@ def open_calls(
 def saved_exits(saved: SavedState) -> list[str]:
     """The call ids of the held results whose tools asked to exit (none in older checkpoints)."""
     return saved.names("exits", default=[])
+
+
+def exits_shown(
+    saved: SavedState, action: AgentAction | None, messages: list[Message], exit_tool: str | None
+) -> list[Message] | None:
+    """The results of the exit tool (named ``exit_tool``) that the paused round of a state from
+    before ``exits`` was saved (pyadk before 25 Nov, c109aff) emitted before its pause, objects
+    of ``messages``; None when there are none, as for every state saved since.
+
+    Such a round's exit result was emitted as it came, so the resumed calls' results came after
+    it and the last of them was taken for the agent's final output (and its ``output_key``), not
+    the exit's ``final_result``. The resume holds these results to come last, as it holds an exit
+    result saved now; they are in the history already and are not recorded again. Only the exit
+    tool's are known: a tool of the user's calling ``ctx.exit()`` is not told apart by such a
+    state, so its result stays where it was emitted."""
+    if exit_tool is None or action is None or not action.exit or "exits" in saved.values:
+        return None
+    at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].tool_calls), None)
+    if at is None:
+        return None
+    ids = {call.id for call in messages[at].tool_calls if call.name == exit_tool}
+    shown = [
+        m
+        for m in messages[at + 1 :]
+        if m.role == Role.TOOL and m.tool_call_id in ids and not m.metadata.get("is_error")
+    ]
+    return shown or None
 
 
 _Recorder = tuple[str, tuple[str, ...]]

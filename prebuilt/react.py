@@ -53,7 +53,7 @@ from adk import (
 )
 from adk._aio import closing
 from adk._checks import agent_description, check_count, check_name, shown
-from adk._driver import NO_EVENT
+from adk._driver import _RECORDED, NO_EVENT
 from adk._turns_left import count_ahead, spent_text
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
@@ -94,6 +94,7 @@ from ._output import (
 )
 from ._react_state import (
     SavedHead,
+    exits_shown,
     open_calls,
     pause_state,
     restore,
@@ -178,6 +179,7 @@ class _Turn:
         "rendered",
         "saved_head",
         "schema_retried",
+        "shown",
         "specs",
         "system_size",
         "tools",
@@ -197,6 +199,9 @@ class _Turn:
     saved_head: SavedHead | None
     rendered: tuple[str, tuple[str, ...], _Read] | None
     schema_retried: bool  # the one retry for an answer off the output schema is used
+    # An older checkpoint's exit results, emitted before its pause, held to come last on resume
+    # (``exits_shown``): not recorded again, nor saved as held by a pause of the round.
+    shown: list[Message] | None
     tools_pending: bool  # ``tools`` are still to resolve (see ``_ReActCore._turn``)
     done: bool  # the last tool round ended the agent (set by ``_round``)
 
@@ -357,7 +362,7 @@ class _ReActCore:
         turn.messages = []
         turn.iterations = iterations
         turn.head_size = turn.system_size = 0
-        turn.saved_head = turn.rendered = None
+        turn.saved_head = turn.rendered = turn.shown = None
         turn.schema_retried = turn.done = False
         flow = owner._adk_flow
         turn.tools_pending = bool(
@@ -398,6 +403,14 @@ class _ReActCore:
         action = saved_action(saved)
         exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
+        exiting = self.owner._exit_tool
+        shown = exits_shown(
+            saved, action, turn.messages, None if exiting is None else exiting.spec.name
+        )
+        if shown is not None:
+            turn.shown = shown
+            held = [*held, *shown]
+            exits = [*exits, *(m.tool_call_id or "" for m in shown)]
         calls = open_calls(saved, turn.messages, turn.tools)
         self._check_round_fits(ctx, saved, iterations, calls, held)
         rounds = self._round(turn, _new_round(calls, held, action, exits))
@@ -960,17 +973,25 @@ class _ReActCore:
         ``turn.done``. A plain generator: the round's are all made here, nothing is awaited."""
         ctx, held, action = turn.ctx, tally.held, tally.action
         signal = tally.signal
+        shown = turn.shown
         if signal is not None:
             if turn.iterations >= self.owner.max_iterations:
                 self._check_pause_at_limit(tally)
-            state = self._pause_state(turn, tally.open_ids or [], held, tally.exits, action)
+            exits = tally.exits
+            if shown is not None:  # saved as the older pyadk saved them: in the history only
+                held = [m for m in held if all(m is not s for s in shown)]
+                exits = [i for i in exits or () if all(i != s.tool_call_id for s in shown)]
+            state = self._pause_state(turn, tally.open_ids or [], held, exits or None, action)
             signal.save(ctx.address, state)
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
             return
         if held:
             _emission_order(turn.messages, held, tally.exits)
             for message in held:
-                yield message_event(message)
+                event = message_event(message)
+                if shown is not None and any(message is s for s in shown):
+                    event._flags = _RECORDED  # in the history since before the pause
+                yield event
             final = held[-1]
             schema = self.owner.output_schema
             if schema is None:

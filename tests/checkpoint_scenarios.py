@@ -163,6 +163,40 @@ _C1 = "agent:payments/tool:pay#c1"
 _C2 = "agent:payments/tool:pay#c2"
 
 
+# -- a ReActAgent's round holding the exit tool's call beside a call awaiting approval ----------
+def _closer_model(messages: list[Message]) -> Reply | str:
+    if any(m.role == Role.TOOL for m in messages):
+        return "closer: unexpected model call after exit"
+    calls = [
+        tool_call("pay", {"payee": "gus", "cents": 5}, id="c1"),
+        tool_call("exit", {"final_result": "case closed"}, id="x1"),
+    ]
+    return Reply(text="Paying and closing.", tool_calls=calls)
+
+
+async def _react_exit(stack: AsyncExitStack) -> Any:
+    model = logged("closer", _closer_model)
+    closer = ReActAgent("closer", model, tools=[pay], exit_tool=True, output_key="closing")
+    return SequentialAgent("desk", [closer, Step("after")])
+
+
+def _closer2_model(messages: list[Message]) -> Reply | str:
+    if any(m.role == Role.TOOL for m in messages):
+        return "closer: unexpected model call after exit"
+    calls = [
+        tool_call("pay", {"payee": "gus", "cents": 5}, id="c1"),
+        tool_call("exit", {"final_result": "both closed"}, id="x1"),
+        tool_call("pay", {"payee": "hal", "cents": 6}, id="c2"),
+    ]
+    return Reply(text="Paying twice and closing.", tool_calls=calls)
+
+
+async def _react_exit_partial(stack: AsyncExitStack) -> Any:
+    model = logged("closer", _closer2_model)
+    closer = ReActAgent("closer", model, tools=[pay], exit_tool=True, output_key="closing")
+    return SequentialAgent("desk", [closer, Step("after")])
+
+
 # -- workflows: a parallel branch and a sequence in a branch paused, then a loop's step ----------
 async def _workflows(stack: AsyncExitStack) -> Any:
     branches = ParallelAgent(
@@ -395,6 +429,14 @@ SCENARIOS = [
         _react,
         "Done: [A person edited this call's arguments before it ran; it ran with "
         '{"payee": "ann", "cents": 450}]\npaid 450 to ann; paid 900 to bob',
+    ),
+    Scenario("react_exit", "close", [True], _react_exit, "case closed"),
+    Scenario(
+        "react_exit_partial",  # paused again between the two answers
+        "close",
+        [{"agent:desk/agent:closer/tool:pay#c2": True}, True],
+        _react_exit_partial,
+        "both closed",
     ),
     Scenario(
         "workflows",

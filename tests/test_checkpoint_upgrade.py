@@ -123,7 +123,29 @@ def _memory_write_kept(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return changed
 
 
-KNOWN = {("3136bf9", "action_interrupt"): _memory_write_kept}
+def _exit_result_recorded_first(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``outcomes`` as a checkpoint of a pyadk before c109aff (25 Nov 21:38) resumes: its paused
+    round's exit result was recorded in the history before the pause, so the conversation has it
+    right after the round's calls, before the resumed calls' results (and at a later pause of the
+    round too); the run's output, its ``output_key`` included, is the exit's all the same."""
+    changed = copy.deepcopy(outcomes)
+    exit_result = next(m for m in changed[-1]["messages"] if "`exit` tool returned" in m[1])
+    for outcome in changed:
+        messages = [m for m in outcome["messages"] if m != exit_result]
+        at = next(i for i, m in enumerate(messages) if "called tool: `exit`" in m[1])
+        messages.insert(at + 1, exit_result)
+        outcome["messages"] = messages
+    return changed
+
+
+KNOWN = {
+    ("3136bf9", "action_interrupt"): _memory_write_kept,
+    **{
+        (commit, name): _exit_result_recorded_first
+        for commit in ("5c1ae8c", "097b005", "3136bf9")
+        for name in ("react_exit", "react_exit_partial")
+    },
+}
 """Where a checkpoint holds what its pyadk saved wrongly then: resumed as written, the difference
 known (docs/interrupts.md, "Upgrading pyadk while runs are paused: the format's versioning
 policy")."""
