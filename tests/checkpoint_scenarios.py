@@ -197,6 +197,47 @@ async def _react_exit_partial(stack: AsyncExitStack) -> Any:
     return SequentialAgent("desk", [closer, Step("after")])
 
 
+# -- parallel ReActAgents: one waits for approval, its sibling finished beside it ---------------
+@adk.tool
+async def lookup(topic: str) -> str:
+    """Look a topic up (a coroutine: no worker thread, so the branches interleave alike in
+    every run).
+
+    Args:
+        topic: What to look up.
+    """
+    LOG.append(("lookup", topic))
+    return f"facts about {topic}"
+
+
+def _analyst_model(messages: list[Message]) -> Reply | str:
+    done = [m for m in messages if m.role == Role.TOOL]
+    if not done:
+        return Reply(text="Looking up.", tool_calls=[tool_call("lookup", {"topic": "q3"}, id="l1")])
+    if len(done) == 1:
+        return Reply(
+            text="Paying.", tool_calls=[tool_call("pay", {"payee": "ivy", "cents": 8}, id="p1")]
+        )
+    return f"analyst saw {len(messages)} messages: {done[-1].content}"
+
+
+def _checker_model(messages: list[Message]) -> Reply | str:
+    if not any(m.role == Role.TOOL for m in messages):
+        return Reply(text="Checking.", tool_calls=[tool_call("lookup", {"topic": "q4"}, id="k1")])
+    return f"checker saw {len(messages)} messages"
+
+
+def _after_model(messages: list[Message]) -> Reply | str:
+    return f"summary of {len(messages)} messages"
+
+
+async def _parallel_react(stack: AsyncExitStack) -> Any:
+    analyst = ReActAgent("analyst", logged("analyst", _analyst_model), tools=[lookup, pay])
+    checker = ReActAgent("checker", logged("checker", _checker_model), tools=[lookup])
+    summary = ReActAgent("summary", logged("summary", _after_model))
+    return SequentialAgent("team", [ParallelAgent("both", [analyst, checker]), summary])
+
+
 # -- workflows: a parallel branch and a sequence in a branch paused, then a loop's step ----------
 async def _workflows(stack: AsyncExitStack) -> Any:
     branches = ParallelAgent(
@@ -438,6 +479,7 @@ SCENARIOS = [
         _react_exit_partial,
         "both closed",
     ),
+    Scenario("parallel_react", "q3 and q4", [True], _parallel_react, "summary of 9 messages"),
     Scenario(
         "workflows",
         "go",
