@@ -324,6 +324,53 @@ async def _plan_execute(stack: AsyncExitStack) -> Any:
     )
 
 
+# -- a PlanExecute whose executor delegates to another PlanExecute (an AgentTool) that pauses ----
+def _plan(*steps: str) -> Callable[[list[Message]], Reply | str]:
+    return lambda messages: json.dumps({"steps": list(steps)})
+
+
+def _outer_executor(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None:
+        return f"delegated: {result.content}"
+    if messages[-1].content.endswith("delegate the payment"):
+        return Reply(tool_calls=[tool_call("payer_plan", {"request": "pay jay 9"}, id="d1")])
+    return "reported: " + messages[-1].content.split("Objective:\n")[-1].split("\n")[0]
+
+
+def _outer_replanner(messages: list[Message]) -> Reply | str:
+    if "reported:" in messages[-1].content:
+        return "outer done: " + messages[-1].content.split("Objective:\n")[-1].split("\n")[0]
+    return Reply(tool_calls=[tool_call("update_plan", {"steps": ["report"]})])
+
+
+def _inner_executor(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    if result is not None:
+        return f"inner executed: {result.content}"
+    return Reply(tool_calls=[tool_call("pay", {"payee": "jay", "cents": 9}, id="j1")])
+
+
+def _inner_replanner(messages: list[Message]) -> Reply | str:
+    return "inner done: " + messages[-1].content.split("Objective:\n")[-1].split("\n")[0]
+
+
+async def _nested_plans(stack: AsyncExitStack) -> Any:
+    inner = PlanExecute(
+        new_planner(logged("iplanner", _plan("pay jay 9")), name="iplanner"),
+        new_executor(logged("iexecutor", _inner_executor), [pay], name="iexecutor"),
+        new_replanner(logged("ireplanner", _inner_replanner), name="ireplanner"),
+        name="payer_plan",
+        description="Pays people by a plan of its own.",
+    )
+    return PlanExecute(
+        new_planner(logged("planner", _plan("delegate the payment", "report"))),
+        new_executor(logged("executor", _outer_executor), [AgentTool(inner)]),
+        new_replanner(logged("replanner", _outer_replanner)),
+        name="outer_plan",
+    )
+
+
 # -- an ActionAgent whose chat's tool call waits for approval ------------------------------------
 # (adk.actions, adk.mcp and adk.resources are imported where used, so that the other scenarios run
 # under a pyadk from before them.)
@@ -503,6 +550,7 @@ SCENARIOS = [
         _plan_execute,
         "Erin is paid and the user told.",
     ),
+    Scenario("nested_plans", "pay jay", [True], _nested_plans, "outer done: pay jay"),
     Scenario("action_agent", "pay fay", [True], _action_agent, "clerk: paid 12 to fay"),
     Scenario("action_interrupt", "hotel", ["approved"], _action_interrupt, "taxi: auto"),
     Scenario(

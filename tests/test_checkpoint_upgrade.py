@@ -151,6 +151,27 @@ known (docs/interrupts.md, "Upgrading pyadk while runs are paused: the format's 
 policy")."""
 
 
+UNFIXED = {(commit, "nested_plans") for commit in ("5c1ae8c", "097b005", "3136bf9", "26179dc")}
+"""Known to resume wrongly, and not fixed: a pyadk before 8b4f462 (27 Nov 01:27) saved no state
+for a PlanExecute's executor step, and the session it saved held what a PlanExecute run inside
+that step's role (an AgentTool, which shares the session) wrote there: the outer replanner and the
+later executor steps are told the inner objective, plan and finished steps, as that pyadk told
+them. The outer values are in no field of such a checkpoint (only in the executor's rendered
+prompt), so this pyadk cannot put them back (docs/interrupts.md, "Upgrading pyadk while runs are
+paused: the format's versioning policy")."""
+
+
+@pytest.mark.xfail(strict=True, reason="known: see UNFIXED")
+@pytest.mark.parametrize(("commit", "name"), sorted(UNFIXED))
+async def test_known_unfixed_resumes(commit: str, name: str, tmp_path: Path) -> None:
+    scenario = BY_NAME[name]
+    async with AsyncExitStack() as stack:
+        agent = await scenario.build(stack)
+        expected = await _here(agent, scenario)
+        async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+            assert await _upgraded(agent, scenario, commit, store) == expected
+
+
 def test_every_commit_has_its_scenarios() -> None:
     assert COMMITS, "no checkpoints of an older pyadk are kept"
     for commit in COMMITS:
@@ -170,7 +191,7 @@ async def test_older_checkpoints_resume_as_this_pyadks_own(name: str, tmp_path: 
         assert expected[-1]["interrupt"] is None
         async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
             for commit in COMMITS:
-                if name not in MISSING.get(commit, ()):
+                if name not in MISSING.get(commit, ()) and (commit, name) not in UNFIXED:
                     as_written = KNOWN.get((commit, name), lambda outcomes: outcomes)(expected)
                     assert await _upgraded(agent, scenario, commit, store) == as_written, commit
 
