@@ -1656,6 +1656,29 @@ async def test_aclose_during_a_retrys_backoff_fails_the_call_at_once(
     assert len(server.requests) == 1
 
 
+async def test_aclose_wakes_a_backoff_begun_under_the_retry_policy_set_before(
+    server: OpenAIServer,
+) -> None:
+    """A call waiting out a backoff, then ``model.retry`` set (the next call's policy), then
+    ``aclose``: the call fails at once, as without the new policy. The setter built a new retry
+    runner and ``aclose`` woke that one only, so the call slept its backoff out (an hour here)."""
+    server.script(Reply(status=503, error="busy"), Reply(text="never asked for"))
+    hour = RetryPolicy(max_attempts=3, initial_delay=3600.0, max_delay=3600.0, jitter=False)
+    model = make_model(server, retry=hour)
+    task = asyncio.create_task(model.generate([Message.user("hi")]))
+    await wait_for(lambda: len(server.requests) == 1)
+    await asyncio.sleep(0.1)  # into the backoff
+    model.retry = RetryPolicy(max_attempts=1)
+    await model.aclose()
+    try:
+        await wait_for(task.done)
+    finally:
+        task.cancel()
+    with pytest.raises(ModelError, match=r"closed \(aclose\(\)\) while the call was running"):
+        await task
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("api", APIS)
 @pytest.mark.parametrize("how", ["cancel", "aclose"])
 async def test_a_stream_left_mid_way_releases_its_connection(

@@ -115,6 +115,14 @@ class RetryRunner:
         self._retry_after = retry_after
         self._waiters: set[asyncio.Future[None]] = set()
 
+    def with_policy(self, policy: RetryPolicy) -> RetryRunner:
+        """A runner retrying by ``policy`` whose backoffs ``wake`` ends with this one's: a model
+        given another policy (``OpenAIChatModel.retry``) while a call waits out a backoff under
+        the first still ends that backoff when it is closed (woken through the new runner)."""
+        runner = RetryRunner(policy, is_transient=self._is_transient, retry_after=self._retry_after)
+        runner._waiters = self._waiters
+        return runner
+
     def wake(self) -> None:
         """End every backoff now (the adapter was closed): the next attempt then fails at once
         instead of after a delay of up to ``max_delay``, and is not retried."""

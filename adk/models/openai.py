@@ -337,7 +337,8 @@ class OpenAIChatModel(AsyncCloseable):
                 "retry=RetryPolicy(max_attempts=3, initial_delay=0.5)"
             )
         self._retry = value
-        self._runner = RetryRunner(value, is_transient=self._is_transient, retry_after=_retry_after)
+        # Sharing the backoffs of the calls running under the old one, which ``aclose`` wakes.
+        self._runner = self._runner.with_policy(value)
 
     # -- calls -----------------------------------------------------------------------------------
 
