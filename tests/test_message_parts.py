@@ -680,3 +680,21 @@ async def test_parts_set_after_the_model_is_made_is_what_its_next_call_sends(api
         sent, as_text = server.bodies
     assert _types(sent) & _MEDIA_TYPES
     assert not _types(as_text) & _MEDIA_TYPES
+
+
+async def test_parts_set_to_none_after_the_model_is_made_is_the_default_as_at_its_making() -> None:
+    """``parts=None`` is the constructor's default ('send' to api.openai.com, 'text' elsewhere);
+    set later, it was refused by a message that named None among the values it takes ("... or
+    None (the default ...), not None"). It restores the default the model was made with."""
+    question = Message.user("What is this?", parts=[ImagePart(mime_type="image/png", data=PNG)])
+    async with OpenAIServer([WireReply(text="ok")]) as server:
+        async with wire_model(server, "chat", parts="send") as model:
+            model.parts = None
+            assert model.parts == "text"  # a server not OpenAI's: its default
+            await model.generate([question])
+        [as_text] = server.bodies
+    assert not _types(as_text) & _MEDIA_TYPES
+    official = OpenAIChatModel("m", api_key="k", parts="text")
+    official.parts = None
+    assert official.parts == "send"
+    await official.aclose()

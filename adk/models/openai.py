@@ -228,9 +228,9 @@ class OpenAIChatModel(AsyncCloseable):
         # What the adapter adds to a request on its own: the field max_tokens travels in, and
         # whether streams ask for usage. A server that refuses either changes them (_adapt).
         self._max_tokens_field = "max_completion_tokens" if official else "max_tokens"
-        self._parts: Literal["send", "text"] = (
-            parts if parts is not None else "send" if official else "text"
-        )
+        # ``parts=None``'s value, which setting None restores (``parts``'s setter).
+        self._default_parts: Literal["send", "text"] = "send" if official else "text"
+        self._parts: Literal["send", "text"] = parts if parts is not None else self._default_parts
         self._send_parts = self._parts == "send"
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
@@ -295,11 +295,14 @@ class OpenAIChatModel(AsyncCloseable):
 
     @property
     def parts(self) -> Literal["send", "text"]:
-        """How a message's parts are sent (see the class docstring); settable, checked."""
+        """How a message's parts are sent (see the class docstring); settable, checked, None
+        restoring the default (as ``parts=None`` chooses it)."""
         return self._parts
 
     @parts.setter
-    def parts(self, value: Literal["send", "text"]) -> None:
+    def parts(self, value: Literal["send", "text"] | None) -> None:
+        if value is None:
+            value = self._default_parts
         _check_parts(value)
         self._parts = value
         self._send_parts = value == "send"
