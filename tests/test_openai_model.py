@@ -791,6 +791,28 @@ async def test_options_set_after_the_model_is_made_work_or_are_refused(
         assert server.requests[-1].path.endswith("/chat/completions")
 
 
+async def test_a_field_of_the_models_retry_policy_changed_is_what_its_next_call_retries_by(
+    server: OpenAIServer,
+) -> None:
+    """``model.retry.max_attempts = 1`` (the policy the model was made with, changed in place):
+    its next failing call is not retried. The runner read ``max_attempts`` once, when the policy
+    was given, and its backoff's delays per call, so a change of the delays took effect and one
+    of the attempts was ignored without a word (the call was made three times)."""
+    server.script(Reply(status=500, error="hiccup"), Reply(status=500, error="again"))
+    server.script(Reply(text="second time"))
+    async with make_model(server, retry=FAST.model_copy()) as model:
+        model.retry.max_attempts = 1
+        with pytest.raises(ModelError, match="hiccup"):
+            await model.generate([Message.user("hi")])
+        assert len(server.requests) == 1
+        model.retry.max_attempts = 2  # and up again: retried once
+        assert (await model.generate([Message.user("hi")])).content == "second time"
+        assert len(server.requests) == 3
+        with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1"):
+            model.retry.max_attempts = 0  # checked as the argument is
+        assert model.retry.max_attempts == 2
+
+
 @pytest.mark.parametrize("given", ["argument", "environment"])
 async def test_a_key_http_cannot_send_is_refused_where_the_model_is_made_never_shown(
     given: str, server: OpenAIServer, monkeypatch: pytest.MonkeyPatch

@@ -100,7 +100,7 @@ class RetryRunner:
     the exception to raise (so adapters can name the status and the attempt count in one message).
     """
 
-    __slots__ = ("_attempts", "_is_transient", "_policy", "_retry_after", "_waiters")
+    __slots__ = ("_is_transient", "_policy", "_retry_after", "_waiters")
 
     def __init__(
         self,
@@ -110,7 +110,6 @@ class RetryRunner:
         retry_after: Callable[[BaseException], float | None],
     ) -> None:
         self._policy = policy
-        self._attempts = max(policy.max_attempts, 1)
         self._is_transient = is_transient
         self._retry_after = retry_after
         self._waiters: set[asyncio.Future[None]] = set()
@@ -152,7 +151,12 @@ class RetryRunner:
         try:
             return await attempt()
         except Exception as exc:
-            if self._attempts == 1 or not self._is_transient(exc):
+            # Read from the policy when a call fails, as its delays are (``_Backoff``): a field
+            # changed in place (``model.retry.max_attempts = 1``) counts from the next call on.
+            # Read once, a change of the delays took effect and one of the attempts did not.
+            policy = self._policy
+            attempts = max(policy.max_attempts, 1)
+            if attempts == 1 or not self._is_transient(exc):
                 _raise_final(on_failure, exc, 1)
             first: Exception | None = exc
 
@@ -170,8 +174,8 @@ class RetryRunner:
             return await attempt()
 
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self._attempts),
-            wait=_Backoff(self._policy, self._retry_after),
+            stop=stop_after_attempt(attempts),
+            wait=_Backoff(policy, self._retry_after),
             retry=retry_if_exception(self._is_transient),
             reraise=True,
             sleep=self._sleep,

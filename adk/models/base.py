@@ -113,9 +113,12 @@ class ModelOptions(_NamedOptions):
 class RetryPolicy(_NamedOptions):
     """How an adapter retries transient failures: exponential backoff with optional jitter, capped
     at ``max_delay``; ``max_attempts`` counts the first try. Unknown fields are an error (a
-    misspelt ``max_atempts=`` would leave the default in force)."""
+    misspelt ``max_atempts=`` would leave the default in force). A field set on a policy is
+    checked as the argument is, and counts from an adapter's next call."""
 
-    model_config = ConfigDict(defer_build=True, extra="forbid")
+    # Assignments checked: an adapter reads its policy's fields when a call fails, so
+    # ``model.retry.max_attempts = 0`` would otherwise reach it unchecked.
+    model_config = ConfigDict(defer_build=True, extra="forbid", validate_assignment=True)
 
     max_attempts: int = Field(default=3, ge=1)
     initial_delay: float = Field(default=0.5, ge=0, allow_inf_nan=False)

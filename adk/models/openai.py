@@ -329,7 +329,7 @@ class OpenAIChatModel(AsyncCloseable):
     @property
     def retry(self) -> RetryPolicy:
         """How transient failures are retried; settable (the next call retries by the new
-        policy). A policy is read when it is set: change it by setting another one."""
+        policy), as its fields are (``model.retry.max_attempts = 1``: read when a call fails)."""
         return self._retry
 
     @retry.setter
