@@ -45,6 +45,8 @@ def _store(args: argparse.Namespace) -> CheckpointStore:
         if args.key_prefix is None:
             return checkpoint.RedisCheckpointStore(args.redis)
         return checkpoint.RedisCheckpointStore(args.redis, prefix=args.key_prefix)
+    # The public name first: without asyncpg it says which extra to install, as Redis's does.
+    checkpoint.PostgresCheckpointStore  # noqa: B018
     from .checkpoint.postgres import _ReadOnlyPostgresStore
 
     return _ReadOnlyPostgresStore(args.postgres, args.table or "pyadk_checkpoints")

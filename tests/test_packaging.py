@@ -169,3 +169,57 @@ def test_the_console_script_is_the_cli(built: _Built, capsys: pytest.CaptureFixt
         main(["--version"])
     assert exit.value.code == 0
     assert capsys.readouterr().out == f"pyadk {adk.__version__}\n"
+
+
+# A user who installed pyadk without an extra and names what needs it: each name says which extra
+# to install. Run in a subprocess where the extra's packages cannot be imported (a None in
+# sys.modules makes their import a ModuleNotFoundError), as in an environment without them.
+_WITHOUT = """
+import sys
+for name in sys.argv[1].split(","):
+    sys.modules[name] = None
+exec(sys.argv[2])
+"""
+
+
+def _run_without(modules: str, code: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", _WITHOUT, modules, code, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("modules", "name", "extra"),
+    [
+        ("redis", "adk.checkpoint.RedisCheckpointStore", "redis"),
+        ("asyncpg", "adk.checkpoint.PostgresCheckpointStore", "postgres"),
+        # PyFlink brings cloudpickle: without the extra neither is there, and _flink imports
+        # cloudpickle first (a bare "No module named 'cloudpickle'" before).
+        ("pyflink,cloudpickle", "adk.execution.FlinkExecutionEnvironment", "flink"),
+    ],
+)
+def test_a_name_needing_a_missing_extra_says_which(modules: str, name: str, extra: str) -> None:
+    module, _, attribute = name.rpartition(".")
+    done = _run_without(modules, f"from {module} import {attribute}")
+    assert done.returncode == 1
+    assert f"pip install 'pyadk[{extra}]'" in done.stderr.splitlines()[-1], done.stderr
+
+
+@pytest.mark.parametrize(
+    ("modules", "where", "extra"),
+    [
+        ("redis", ["--redis", "redis://127.0.0.1:1/0"], "redis"),
+        # a bare "pyadk: No module named 'asyncpg'" before
+        ("asyncpg", ["--postgres", "postgresql://u@127.0.0.1:1/db"], "postgres"),
+    ],
+)
+def test_the_cli_says_which_extra_a_store_needs(modules: str, where: list[str], extra: str) -> None:
+    code = "from adk.cli import main; raise SystemExit(main(sys.argv[3:]))"
+    done = _run_without(modules, code, "checkpoint", "list", *where)
+    assert done.returncode == 1
+    assert f"pip install 'pyadk[{extra}]'" in done.stderr, done.stderr
+    assert done.stdout == ""

@@ -37,7 +37,8 @@ def _lazy_attribute(name: str) -> Any:
         try:
             from . import _flink
         except ModuleNotFoundError as exc:
-            if (exc.name or "").split(".")[0] != "pyflink":
+            # cloudpickle comes with PyFlink (and _flink imports it first): missing, the extra is
+            if (exc.name or "").split(".")[0] not in ("pyflink", "cloudpickle"):
                 raise
             raise ImportError(
                 f"{name} needs PyFlink: pip install 'pyadk[flink]' (and Java 11 or newer)"
