@@ -258,8 +258,13 @@ def test_an_ssl_cert_file_naming_a_fifo_is_refused_without_reading_it(
         ):
             model("https://127.0.0.1:9/v1")
     finally:
-        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))  # lets a waiting writer go
-        writer.join()
+        # A reader lets the waiting writer go; held open until the writer is done, as a writer
+        # woken after the reader closed again goes back to waiting for one (for ever).
+        reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            writer.join()
+        finally:
+            os.close(reader)
     fifo.unlink()
     fifo.write_bytes(ca.path.read_bytes())
     chat = model("https://127.0.0.1:9/v1")  # nothing of the refusal was kept
