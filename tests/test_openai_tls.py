@@ -412,8 +412,9 @@ def test_a_context_not_plain_ssl_is_left_to_the_sdk(
 def test_an_sdk_on_another_http_library_builds_its_own_clients(
     trusted: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``openai>=2`` includes SDKs on httpx rather than httpx2: there nothing is shared and the
-    SDK builds each client as it did (the module's flag, set at import from the SDK's client)."""
+    """An SDK on httpx rather than httpx2 (openai 2.x, below what pyproject allows, or one whose
+    default client changes again): there nothing is shared and the SDK builds each client as it
+    did (the module's flag, set at import from the SDK's client)."""
     assert _openai_tls._SHARED  # the SDK installed here is on httpx2
     monkeypatch.setattr(_openai_tls, "_SHARED", False)
     assert _openai_tls.shared_tls_context() is None

@@ -223,3 +223,15 @@ def test_the_cli_says_which_extra_a_store_needs(modules: str, where: list[str], 
     assert done.returncode == 1
     assert f"pip install 'pyadk[{extra}]'" in done.stderr, done.stderr
     assert done.stdout == ""
+
+
+def test_the_lowest_versions_allowed_are_the_ones_the_docs_say_were_tested() -> None:
+    """architecture.md's "Dependency versions" names the versions the tests were run on: a bound
+    raised or lowered in pyproject.toml without running them there is caught here."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("\n## Dependency versions\n", 1)[1].split("\n## ", 1)[0]
+    tested = section.split("\n\n", 1)[0].replace("\n", " ")
+    for dependency in PYPROJECT["project"]["dependencies"]:
+        requirement = Requirement(dependency)
+        [lowest] = [s.version for s in requirement.specifier if s.operator == ">="]
+        assert f"{requirement.name} {lowest}" in tested, (requirement.name, lowest)

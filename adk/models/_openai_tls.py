@@ -59,7 +59,7 @@ import openai
 
 try:
     import httpx2
-except ImportError:  # an openai SDK on httpx (pyproject allows openai>=2): clients as before
+except ImportError:  # an openai SDK on httpx (2.x; pyproject asks for 3.14+): clients as before
     _SHARED = False
 else:
     # The SDK's HTTP client is httpx2's, whose transport builds its context as this module does.
