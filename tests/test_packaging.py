@@ -45,8 +45,9 @@ from setuptools.warnings import SetuptoolsDeprecationWarning
 warnings.simplefilter("error", SetuptoolsDeprecationWarning)
 out = sys.argv[1]
 sdist = build_meta.build_sdist(out)
-with tarfile.open(os.path.join(out, sdist)) as archive:
-    archive.extractall(os.path.join(out, "unpacked"), filter="data")
+with tarfile.open(os.path.join(out, sdist)) as archive:  # our own archive; filter= from 3.11.4
+    safe = {"filter": "data"} if hasattr(tarfile, "data_filter") else {}
+    archive.extractall(os.path.join(out, "unpacked"), **safe)
 os.chdir(os.path.join(out, "unpacked", sdist.removesuffix(".tar.gz")))
 wheel = build_meta.build_wheel(out)
 print(json.dumps({"sdist": sdist, "wheel": wheel}))
