@@ -129,6 +129,8 @@ def test_the_wheel_holds_every_module_of_both_packages_and_nothing_else(built: _
     assert names - dist_info == _package_files(built.source)
     # PEP 561: without the marker a user's type checker reads neither package's annotations.
     assert {"adk/py.typed", "prebuilt/py.typed"} <= names
+    # Apache-2.0 asks that a copy of the license go with every copy of the work.
+    assert f"pyadk-{adk.__version__}.dist-info/licenses/LICENSE" in dist_info
 
 
 def test_the_sdist_holds_the_source_tree(built: _Built) -> None:
