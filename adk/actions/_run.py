@@ -36,7 +36,7 @@ from ..checkpoint.codec import (
     from_json_value,
     to_json_value,
 )
-from ..context import RunContext
+from ..context import RunContext, generate_counted
 from ..events import AgentAction, AgentEvent, _type_name
 from ..interrupts import Interrupt, ResumeContext, join_address
 from ..messages import Message
@@ -46,7 +46,10 @@ from ..tools._origin import tool_origin
 from ..tools.base import Tool, ToolError
 from ._builtin import (
     ActionError,
+    _answer,
+    _call_parts,
     _Chat,
+    _chat_of,
     chat_action,
     chat_streamed,
     check_turns_left,
@@ -55,7 +58,7 @@ from ._builtin import (
 from ._fanin import _FanIn
 from ._memory import _copied
 from .context import ActionContext, ShortTermMemory, _memory_key
-from .events import ChatRequestEvent, Event, OutputEvent
+from .events import ChatRequestEvent, Event, OutputEvent, ToolResponseEvent
 from .plan import AgentPlan, _Action, _type_key
 
 if TYPE_CHECKING:
@@ -288,6 +291,16 @@ class _ActionRun:
                         f"agent {self.agent.name!r} processed more than {limit} events for one "
                         "input (max_events); do its actions send events in a cycle?"
                     )
+            if (
+                queue
+                and not resumed
+                and not streaming
+                and self._overlaps(current)
+                and self._overlaps(queue[0])
+            ):
+                await self._chats_together(current)  # and those queued right behind it
+                current = None
+                continue
             listeners = cached.get(type(current)) or plan.listeners(type(current))
             for index in range(start, len(listeners)):
                 found = listeners[index]
@@ -367,6 +380,91 @@ class _ActionRun:
                             continue
                     queue.append(event)
             current = None
+
+    def _overlaps(self, event: Event) -> bool:
+        """Whether ``event``'s one action is the built-in chat asking its model: a
+        ``ChatRequestEvent``, or the tool results of a chat it started (no retry policy: the
+        built-ins have none). Such events queued together have their model calls made at once
+        (``_chats_together``)."""
+        if not isinstance(event, ChatRequestEvent | ToolResponseEvent):
+            return False
+        listeners = self.plan._listeners.get(type(event)) or self.plan.listeners(type(event))
+        if (
+            len(listeners) != 1
+            or listeners[0].call is not chat_action
+            or listeners[0].retry is not None
+        ):
+            return False
+        return isinstance(event, ChatRequestEvent) or event.request_id in self.chats
+
+    async def _chats_together(self, first: Event) -> None:
+        """Process ``first`` and the events queued right behind it that ``_overlaps`` takes, as
+        one after the other would, but with their model calls in flight at once: an LLM grader
+        per passage waits for one model round trip, not one per passage.
+
+        What stays as in series: the events are counted against ``max_events`` in order; each
+        chat's request, conversation and tool lookups are read in order, and the calls started
+        in order, so each takes its turn of ``max_turns`` in request order (a call past the
+        limit fails before it is sent, the ones before it made); each reply is then answered
+        (its ``ToolRequestEvent`` or ``ChatResponseEvent`` queued) in request order, whatever
+        order they arrive in, so what the other actions see, and in what order, is the same.
+        The first chat to fail, in request order, fails the run as in series: those before it
+        are answered, those after it cancelled. No pause can come of it: a model call does not
+        pause (a model callback's ``Interrupt`` is refused), and the tool rounds the chats send
+        run one after the other as before. Not in a streaming run, which shows each reply as
+        it comes (``chat_streamed``): those stay one after the other."""
+        queue, limit, listeners = self.queue, self.agent.max_events, self.plan.listeners
+        batch = [first]
+        while queue and self.count < limit and self._overlaps(queue[0]):
+            batch.append(queue.popleft())
+            self.count += 1
+        started: list[tuple[_Action, Event, ActionContext, Any, asyncio.Task[Message]]] = []
+        failed: tuple[_Action, Event, BaseException] | None = None
+        try:
+            for event in batch:
+                found = listeners(type(event))[0]
+                actx = _new(ActionContext)
+                actx._run, actx._sent, actx.action_name, actx.resume = self, [], found.name, None
+                try:
+                    chat = _chat_of(actx, event)
+                    assert chat is not None  # ``_overlaps``: a chat's own tool results
+                    request, messages, rounds = chat
+                    run_ctx, model, specs, options = await _call_parts(actx, request, rounds)
+                except Exception as exc:  # a cancellation goes on at once (``finally``)
+                    failed = (found, event, exc)  # after those before it are answered
+                    break
+                call = asyncio.create_task(
+                    generate_counted(run_ctx, model, messages, specs, options)
+                )
+                started.append((found, event, actx, chat, call))
+            for found, event, actx, (request, messages, rounds), call in started:
+                try:
+                    reply = await call
+                except (Exception, asyncio.CancelledError) as exc:
+                    raise self._chat_failed(found, event, exc)  # noqa: B904 (its cause set)
+                _answer(actx, request, messages, rounds, reply)
+                queue.extend(actx._sent)
+            if failed is not None:
+                raise self._chat_failed(*failed)
+        finally:
+            calls = [call for *_, call in started]
+            for call in calls:
+                call.cancel()  # those after a failure (a done one ignores it)
+            if calls:  # their outcomes read: no "exception was never retrieved"
+                await asyncio.gather(*calls, return_exceptions=True)
+
+    def _chat_failed(self, found: _Action, event: Event, exc: BaseException) -> BaseException:
+        """What a chat's failure in ``_chats_together`` raises: as ``process`` has it."""
+        if is_cancellation(exc) or isinstance(
+            exc, ActionError | CheckpointError | MaxTurnsExceeded
+        ):
+            return exc
+        wrapped = ActionError(
+            f"action {found.name!r} of agent {self.agent.name!r} failed on "
+            f"{type(event).__name__}: {_type_name(exc)}: {exc}"
+        )
+        wrapped.__cause__ = exc
+        return wrapped
 
     def _undo_writes(self) -> None:
         """Undo the memory writes of the action that raised: it runs again (on resume, or as

@@ -1,0 +1,140 @@
+"""The built-in chat's model calls for events queued together overlap (an LLM grader per passage),
+while the responses are processed in the order the requests were sent.
+
+The wire server's ``hold`` keeps the first N requests waiting until all N have arrived: chats
+made one after the other never get there (the first waits for the others), so a run that does
+not overlap them fails on the guard's timeout, which only detects the hang."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from conftest import wire_model
+from openai_server import Call, OpenAIServer
+from openai_server import Reply as WireReply
+
+from adk import MaxTurnsExceeded, Message, Resources, Role, Runner, tool
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    ChatRequestEvent,
+    ChatResponseEvent,
+    InputEvent,
+    OutputEvent,
+    action,
+)
+
+HANG = 10.0  # seconds: a guard against the hang of chats that do not overlap, not a timing
+
+
+@tool
+def score(passage: str) -> int:
+    """Score a passage."""
+    return len(passage)
+
+
+class Grader(ActionAgent):
+    """Sends one chat per passage; outputs each grade as its response is processed."""
+
+    @action(InputEvent)
+    @staticmethod
+    def grade_all(event: InputEvent, ctx: ActionContext) -> None:
+        tools = ["score"] if ctx.run_context.options.get("with_tool") else []
+        for passage in str(event.input).split():
+            ctx.send_event(
+                ChatRequestEvent(model="m", messages=[Message.user(passage)], tools=tools)
+            )
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def grade(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+def _answer(body: Any) -> WireReply:
+    """A grade for the passage asked about; with a tool offered, a call of it first."""
+    messages = body["messages"]
+    passage = messages[0]["content"]
+    if body.get("tools") and messages[-1]["role"] != "tool":
+        return WireReply(tool_calls=[Call("score", f'{{"passage": "{passage}"}}')])
+    return WireReply(text=f"{passage}: good")
+
+
+def _grader(server: OpenAIServer) -> tuple[Grader, Any]:
+    model = wire_model(server, name="m")
+    resources = Resources()
+    resources.add_model("m", model)
+    resources.add_tool(score)
+    return Grader("grader", resources=resources), model
+
+
+@pytest.mark.parametrize("with_tool", [False, True])
+async def test_chats_queued_together_are_in_flight_at_once_and_answered_in_request_order(
+    with_tool: bool,
+) -> None:
+    async with OpenAIServer(respond=_answer, hold=3) as server:
+        agent, model = _grader(server)
+        try:
+            result = await asyncio.wait_for(
+                Runner(agent).invoke("alpha beta gamma", options={"with_tool": with_tool}), HANG
+            )
+        finally:
+            await model.aclose()
+    # The outputs are in the order the requests were sent, whatever order they were answered in.
+    assert [e.message.content for e in result.events if e.message] == [
+        "alpha: good",
+        "beta: good",
+        "gamma: good",
+    ]
+    calls = 6 if with_tool else 3
+    assert len(server.requests) == calls  # each chat asked its model once per round, no more
+    assert result.usage is not None and result.usage.input_tokens == 11 * calls
+    if with_tool:  # each chat's second round read its own tool's result
+        tool_results = [
+            [m for m in request.body["messages"] if m["role"] == Role.TOOL.value]
+            for request in server.requests[3:]
+        ]
+        assert sorted(r[0]["content"] for r in tool_results) == ["4", "5", "5"]
+
+
+async def test_max_turns_stops_overlapping_chats_at_the_same_call_as_one_after_the_other() -> None:
+    # Two turns left for three chats: the first two are made (together), the third is refused
+    # before it reaches the server, as when they ran one after the other.
+    async with OpenAIServer(respond=_answer, hold=2) as server:
+        agent, model = _grader(server)
+        try:
+            with pytest.raises(MaxTurnsExceeded):
+                await asyncio.wait_for(Runner(agent).invoke("alpha beta gamma", max_turns=2), HANG)
+        finally:
+            await model.aclose()
+    assert [request.body["messages"][0]["content"] for request in server.requests] in (
+        ["alpha", "beta"],
+        ["beta", "alpha"],
+    )
+
+
+async def test_a_failing_chat_among_overlapping_ones_fails_the_run_naming_it() -> None:
+    def answer(body: Any) -> WireReply:
+        passage = body["messages"][0]["content"]
+        if passage == "beta":
+            return WireReply(status=400, error="bad passage")
+        return WireReply(text=f"{passage}: good")
+
+    async with OpenAIServer(respond=answer, hold=3) as server:
+        agent, model = _grader(server)
+        try:
+            result = await asyncio.wait_for(_events(Runner(agent), "alpha beta gamma"), HANG)
+        finally:
+            await model.aclose()
+    errors = [e.error for e in result if e.error is not None]
+    assert len(errors) == 1 and "bad passage" in str(errors[0])
+    assert "builtin.chat" in str(errors[0])
+    # The chat before the failing one was answered but its response not yet processed, as when
+    # the chats ran one after the other: no output.
+    assert not [e for e in result if e.message is not None and e.message.content]
+
+
+async def _events(runner: Runner, text: str) -> list[Any]:
+    return [event async for event in runner.run(text)]
