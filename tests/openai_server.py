@@ -191,6 +191,8 @@ class OpenAIServer:
 
     ``hold`` keeps the first that many requests waiting until all have arrived, then answers
     them: concurrent calls (a service's first requests) all meet the server's first answer.
+    A sequence holds group after group: ``hold=(3, 3)`` the first three requests until all
+    three have arrived, then the next three alike (calls in flight at once, round after round).
 
     ``respond`` answers a request the script has no reply left for, from the request's JSON body,
     before ``default``: a model whose answer depends on what it was asked, for callers whose
@@ -214,7 +216,7 @@ class OpenAIServer:
         refusal: str = "openai",
         reasoning_back: str | None = None,
         structured: str | None = None,
-        hold: int = 0,
+        hold: int | Sequence[int] = 0,
         respond: Callable[[Any], Reply] | None = None,
         tls: ssl.SSLContext | None = None,
     ) -> None:
@@ -222,7 +224,9 @@ class OpenAIServer:
         self.tls = tls
         self.alpn: list[str | None] = []
         self.structured = structured
-        self.hold = hold
+        holds = deque([hold] if isinstance(hold, int) else hold)
+        self.hold = holds.popleft() if holds else 0
+        self._holds = holds  # the groups held after this one
         self._held = asyncio.Event()
         self.reasoning_back = reasoning_back
         self._script: deque[Reply] = deque(replies)
@@ -324,9 +328,12 @@ class OpenAIServer:
             target = "/" + target.split("://", 1)[1].partition("/")[2]
         if self.hold:
             self.hold -= 1
+            held = self._held
             if not self.hold:
-                self._held.set()
-            await self._held.wait()
+                held.set()
+                if self._holds:  # the next group waits on an event of its own
+                    self.hold, self._held = self._holds.popleft(), asyncio.Event()
+            await held.wait()
 
         if method != "POST" or target not in ("/v1/chat/completions", "/v1/responses"):
             await self._send_json(writer, 404, {"error": {"message": f"Unknown path {target}"}})

@@ -74,7 +74,8 @@ def _grader(server: OpenAIServer) -> tuple[Grader, Any]:
 async def test_chats_queued_together_are_in_flight_at_once_and_answered_in_request_order(
     with_tool: bool,
 ) -> None:
-    async with OpenAIServer(respond=_answer, hold=3) as server:
+    # With a tool, each chat's second round (its tool's result read) overlaps too.
+    async with OpenAIServer(respond=_answer, hold=(3, 3) if with_tool else 3) as server:
         agent, model = _grader(server)
         try:
             result = await asyncio.wait_for(
