@@ -15,7 +15,7 @@ from conftest import wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 
-from adk import MaxTurnsExceeded, Message, Resources, Role, Runner, tool
+from adk import Interrupt, MaxTurnsExceeded, Message, Resources, Role, Runner, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -25,6 +25,7 @@ from adk.actions import (
     OutputEvent,
     action,
 )
+from adk.testing import ScriptedModel
 
 HANG = 10.0  # seconds: a guard against the hang of chats that do not overlap, not a timing
 
@@ -139,3 +140,48 @@ async def test_a_failing_chat_among_overlapping_ones_fails_the_run_naming_it() -
 
 async def _events(runner: Runner, text: str) -> list[Any]:
     return [event async for event in runner.run(text)]
+
+
+async def test_a_run_cancelled_while_chats_overlap_cancels_every_call_in_flight() -> None:
+    async with OpenAIServer(default=WireReply(text="late", delay=30.0)) as server:
+        agent, model = _grader(server)
+        run = asyncio.ensure_future(Runner(agent).invoke("alpha beta gamma"))
+        try:
+            await asyncio.wait_for(_until(lambda: server.stalls == 3), HANG)  # all three sent
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await run
+            # Each call's connection was let go, none left waiting for its reply.
+            await asyncio.wait_for(_until(lambda: server.hangups == 3), HANG)
+        finally:
+            run.cancel()
+            await model.aclose()
+
+
+async def test_a_models_own_interrupt_pauses_a_lone_chat_and_fails_overlapping_ones() -> None:
+    # A model call cannot pause through a callback (refused); a model raising Interrupt itself
+    # pauses a chat that runs alone, as before, but fails among overlapping chats: the others'
+    # replies would have nowhere to be saved with the pause.
+    def resources(script: list[Any]) -> Resources:
+        found = Resources()
+        found.add_model("m", ScriptedModel(script))
+        return found
+
+    alone = await Runner(Grader("grader", resources=resources([Interrupt("ask?")]))).invoke("a")
+    assert alone.interrupt is not None
+    events = [
+        event
+        async for event in Runner(
+            Grader("grader", resources=resources(["a: good", Interrupt("ask?")]))
+        ).run("a b")
+    ]
+    errors = [str(e.error) for e in events if e.error is not None]
+    assert len(errors) == 1 and "failed on ChatRequestEvent: Interrupt" in errors[0]
+    assert not any(e.action is not None and e.action.interrupted for e in events)
+
+
+async def _until(condition: Any) -> None:
+    while True:
+        if condition():
+            return
+        await asyncio.sleep(0.005)

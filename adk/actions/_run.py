@@ -5,7 +5,9 @@ run one after the other in plan order, and the events an action sends join the q
 returns. So one input's processing is deterministic, and a pause is always at one action on one
 event: the saved state is that event, the action's place among its listeners, the queue behind it
 and the chats waiting for tool results. Concurrency comes from the execution environment (inputs of
-different keys) and from tool rounds (calls of one request run concurrently).
+different keys), from tool rounds (calls of one request run concurrently), and from the built-in
+chat's model calls for events queued together (``_chats_together``: answered in queue order, and a
+model call cannot pause).
 """
 
 from __future__ import annotations
