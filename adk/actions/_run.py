@@ -73,6 +73,12 @@ logger = logging.getLogger("adk.actions")
 _new = object.__new__
 
 
+_CHAT_EVENTS = frozenset((ChatRequestEvent, ToolResponseEvent))
+"""The events the built-in chat asks its model on (``_ActionRun._overlaps``): by exact type, a
+set lookup being what every other event pays (a subclass of ``ChatRequestEvent`` does not
+overlap: it is one an action of its own may take)."""
+
+
 def _sensory_memory(values: dict[str, Any]) -> ShortTermMemory:
     """One input's own memory: a ``ShortTermMemory`` that its errors call sensory memory."""
     memory = ShortTermMemory(values)
@@ -293,10 +299,11 @@ class _ActionRun:
                         f"agent {self.agent.name!r} processed more than {limit} events for one "
                         "input (max_events); do its actions send events in a cycle?"
                     )
-            if (
+            if (  # inline tests first: any other event pays no call
                 queue
-                and not resumed
+                and type(current) in _CHAT_EVENTS
                 and not streaming
+                and not resumed
                 and self._overlaps(current)
                 and self._overlaps(queue[0])
             ):
@@ -388,7 +395,7 @@ class _ActionRun:
         ``ChatRequestEvent``, or the tool results of a chat it started (no retry policy: the
         built-ins have none). Such events queued together have their model calls made at once
         (``_chats_together``)."""
-        if not isinstance(event, ChatRequestEvent | ToolResponseEvent):
+        if type(event) not in _CHAT_EVENTS:
             return False
         listeners = self.plan._listeners.get(type(event)) or self.plan.listeners(type(event))
         if (
@@ -397,7 +404,7 @@ class _ActionRun:
             or listeners[0].retry is not None
         ):
             return False
-        return isinstance(event, ChatRequestEvent) or event.request_id in self.chats
+        return not isinstance(event, ToolResponseEvent) or event.request_id in self.chats
 
     async def _chats_together(self, first: Event) -> None:
         """Process ``first`` and the events queued right behind it that ``_overlaps`` takes, as
