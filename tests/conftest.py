@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from adk import (
     AgentEvent,
@@ -41,6 +44,40 @@ from adk.callbacks import Callbacks
 from adk.checkpoint import CheckpointStore, SQLiteCheckpointStore
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply, ScriptedModel, tool_call
+
+# -- the bytecode of the processes tests start ---------------------------------------------------
+CHILD_PYCACHE = Path.home() / ".cache" / "pyadk-tests" / "pycache"
+"""Where the Python processes tests start keep their bytecode when the environment writes none in
+place (``pytest_configure``); outside every checkout, like the benchmarks' ``~/.cache/pyadk-bench``."""
+_SAVED_ENVIRONMENT: list[str] = []  # the PYTHONDONTWRITEBYTECODE this session set aside
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Where the environment says not to write bytecode (``PYTHONDONTWRITEBYTECODE``, set on this
+    machine and in many CI images), the Python processes the tests start (service replicas, app
+    and example runs, job scripts; not MCP stdio servers, which get a minimal environment) keep
+    theirs in ``CHILD_PYCACHE`` (``PYTHONPYCACHEPREFIX``), never in the checkout: pyadk, prebuilt
+    and the test helpers are compiled once, not in every process (~0.2 s of CPU a process that
+    imports them). The folder is kept between sessions, since a prefix also makes a process
+    compile the installed packages it imports (~2 s for pyadk's) instead of reading the bytecode
+    pip wrote beside them; bytecode is checked against its source's time and size, as in
+    ``__pycache__``. This process is left as it is: it compiled its own modules before this hook.
+    An environment that writes bytecode, or names its own prefix, is left alone."""
+    dont_write = os.environ.get("PYTHONDONTWRITEBYTECODE")
+    if not dont_write or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    CHILD_PYCACHE.mkdir(parents=True, exist_ok=True)
+    _SAVED_ENVIRONMENT.append(dont_write)
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(CHILD_PYCACHE)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Puts the environment back as it was."""
+    while _SAVED_ENVIRONMENT:
+        os.environ.pop("PYTHONPYCACHEPREFIX", None)
+        os.environ["PYTHONDONTWRITEBYTECODE"] = _SAVED_ENVIRONMENT.pop()
+
 
 Step = str | Message | BaseException | asyncio.Event | Callable[[RunContext], Any]
 """One step of a ``ScriptAgent``:
