@@ -232,11 +232,17 @@ def saved_exits(saved: SavedState) -> list[str]:
 
 
 def exits_shown(
-    saved: SavedState, action: AgentAction | None, messages: list[Message], exit_tool: str | None
+    exits: list[str], action: AgentAction | None, messages: list[Message], exit_tool: str | None
 ) -> list[Message] | None:
-    """The results of the exit tool (named ``exit_tool``) that the paused round of a state from
-    before ``exits`` was saved (pyadk before 25 Nov, c109aff) emitted before its pause, objects
-    of ``messages``; None when there are none, as for every state saved since.
+    """The results of the exit tool (named ``exit_tool``) that the paused round emitted before its
+    pause, objects of ``messages``: those the saved ``exits`` do not name. None when there are
+    none, as for every state saved by pyadk since 25 Nov (c109aff), which holds an exit result
+    back and names it in ``exits``.
+
+    A compatibility path for the states of an older pyadk, and for a later pause of such a round
+    (saved as that pyadk saved it, the results of tools that asked to exit since in ``exits``):
+    kept while checkpoint format version 1 is read (docs/interrupts.md, "Upgrading pyadk while
+    runs are paused"), removable only with a bump of the version.
 
     Such a round's exit result was emitted as it came, so the resumed calls' results came after
     it and the last of them was taken for the agent's final output (and its ``output_key``), not
@@ -244,12 +250,15 @@ def exits_shown(
     result saved now; they are in the history already and are not recorded again. Only the exit
     tool's are known: a tool of the user's calling ``ctx.exit()`` is not told apart by such a
     state, so its result stays where it was emitted."""
-    if exit_tool is None or action is None or not action.exit or "exits" in saved.values:
+    if exit_tool is None or action is None or not action.exit:
         return None
     at = next((i for i in range(len(messages) - 1, -1, -1) if messages[i].tool_calls), None)
     if at is None:
         return None
     ids = {call.id for call in messages[at].tool_calls if call.name == exit_tool}
+    ids.difference_update(exits)  # held back at the pause, restored as held results
+    if not ids:
+        return None
     shown = [
         m
         for m in messages[at + 1 :]

@@ -404,8 +404,8 @@ class _ReActCore:
         exits = saved_exits(saved)
         held = self._restore(turn, saved.values)
         exiting = self.owner._exit_tool
-        shown = exits_shown(
-            saved, action, turn.messages, None if exiting is None else exiting.spec.name
+        shown = exits_shown(  # compatibility: checkpoints of pyadk before c109aff (25 Nov)
+            exits, action, turn.messages, None if exiting is None else exiting.spec.name
         )
         if shown is not None:
             turn.shown = shown

@@ -197,6 +197,36 @@ async def _react_exit_partial(stack: AsyncExitStack) -> Any:
     return SequentialAgent("desk", [closer, Step("after")])
 
 
+# -- a ReActAgent's round: a tool of the user's that exits (answered first), the exit tool, a pay --
+@adk.tool(require_approval=True)
+def seal(case: str, ctx: adk.ToolContext) -> str:
+    """Seal a case and end the conversation (a person approves first).
+
+    Args:
+        case: Which case.
+    """
+    LOG.append(("seal", case))
+    ctx.exit()
+    return f"sealed {case}"
+
+
+def _sealer_model(messages: list[Message]) -> Reply | str:
+    if any(m.role == Role.TOOL for m in messages):
+        return "sealer: unexpected model call after exit"
+    calls = [
+        tool_call("seal", {"case": "c9"}, id="s1"),
+        tool_call("exit", {"final_result": "case closed"}, id="x1"),
+        tool_call("pay", {"payee": "gus", "cents": 5}, id="c2"),
+    ]
+    return Reply(text="Sealing, closing, paying.", tool_calls=calls)
+
+
+async def _react_exit_sealed(stack: AsyncExitStack) -> Any:
+    model = logged("sealer", _sealer_model)
+    sealer = ReActAgent("sealer", model, tools=[pay, seal], exit_tool=True, output_key="closing")
+    return SequentialAgent("desk", [sealer, Step("after")])
+
+
 # -- parallel ReActAgents: one waits for approval, its sibling finished beside it ---------------
 @adk.tool
 async def lookup(topic: str) -> str:
@@ -525,6 +555,13 @@ SCENARIOS = [
         [{"agent:desk/agent:closer/tool:pay#c2": True}, True],
         _react_exit_partial,
         "both closed",
+    ),
+    Scenario(
+        "react_exit_sealed",  # paused again once the tool that exits ran, before the pay
+        "seal",
+        [{"agent:desk/agent:sealer/tool:seal#s1": True}, True],
+        _react_exit_sealed,
+        "case closed",
     ),
     Scenario("parallel_react", "q3 and q4", [True], _parallel_react, "summary of 9 messages"),
     Scenario(

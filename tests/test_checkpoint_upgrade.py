@@ -3,10 +3,10 @@
 An operator upgrades pyadk while paused runs wait in the store for a person's answer. The bytes
 under ``tests/data/checkpoints/<commit>/`` were written by pyadk at that commit
 (``tests/data/checkpoints/make_checkpoints.py``) for each scenario of
-``tests/checkpoint_scenarios.py`` (ReActAgent approvals, edited, denied, partial, beside an exit;
-parallel ReActAgents; workflow pauses; an AgentTool's; a Supervisor worker's; PlanExecute, alone
-and inside another's executor; an ActionAgent chat's approval and an action's own Interrupt; an
-MCP tool's approval). Each is put in a real store and resumed here with the same answers as the
+``tests/checkpoint_scenarios.py`` (ReActAgent approvals, edited, denied, partial, beside an exit
+and with a tool of the user's that exits; parallel ReActAgents; workflow pauses; an AgentTool's; a
+Supervisor worker's; PlanExecute, alone and inside another's executor; an ActionAgent chat's
+approval and an action's own Interrupt; an MCP tool's approval). Each is put in a real store and resumed here with the same answers as the
 same scenario paused here: the resumed runs must agree on everything they do and give (what each
 model is sent, which tools run with which arguments, what the agents are told, the results, later
 pauses), and the checkpoint is gone once the run finished. Where an older pyadk saved something
@@ -50,9 +50,10 @@ DATA = Path(__file__).parent / "data" / "checkpoints"
 COMMITS = sorted(p.name for p in DATA.iterdir() if p.is_dir())
 """The commits whose checkpoints are kept: ``dc2bdf2`` (27 Nov, the day's start), ``26179dc``
 (26 Nov, before a ReActAgent stopped saving its rendered prompt, a transfer chain saved its count
-and a checkpoint carried usage and turns) and ``3136bf9`` (25 Nov, soon after the event-driven
+and a checkpoint carried usage and turns), ``3136bf9`` (25 Nov, soon after the event-driven
 layer came: before history entries had order numbers, registered models were saved by field name
-and a ReActAgent kept exit results)."""
+and a ReActAgent kept exit results), ``097b005`` and ``5c1ae8c`` (22 Nov: a ReActAgent's state
+held the rendered prompt, and at ``5c1ae8c`` the whole conversation)."""
 BY_NAME = {s.name: s for s in SCENARIOS}
 
 
@@ -144,7 +145,7 @@ KNOWN = {
     **{
         (commit, name): _exit_result_recorded_first
         for commit in ("5c1ae8c", "097b005", "3136bf9")
-        for name in ("react_exit", "react_exit_partial")
+        for name in ("react_exit", "react_exit_partial", "react_exit_sealed")
     },
 }
 """Where a checkpoint holds what its pyadk saved wrongly then: resumed as written, the difference
