@@ -66,15 +66,23 @@ def in_call_order(messages: list[Message]) -> list[Message]:
     return out
 
 
+def call_refs() -> Callable[[str | None], int | None]:
+    """Numbers for tool call ids in order of first use, so that two conversations compare by which
+    call each result answers whatever ids the calls were given."""
+    refs: dict[str, int] = {}
+    return lambda id: None if id is None else refs.setdefault(id, len(refs))
+
+
 def _said(messages: list[Message]) -> list[Any]:
     """What a model was sent, as plain data: role, text, tool calls and the call a result
-    answers (a round's results in call order)."""
+    answers (a round's results in call order; call ids as ``call_refs`` numbers them)."""
+    ref = call_refs()
     return [
         [
             str(m.role),
             m.content,
-            [[c.name, json.loads(c.arguments or "{}")] for c in m.tool_calls],
-            m.tool_call_id,
+            [[ref(c.id), c.name, json.loads(c.arguments or "{}")] for c in m.tool_calls],
+            ref(m.tool_call_id),
         ]
         for m in in_call_order(messages)
     ]

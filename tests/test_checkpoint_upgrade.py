@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checkpoint_scenarios import LOG, SCENARIOS, SESSION, Scenario, in_call_order
+from checkpoint_scenarios import LOG, SCENARIOS, SESSION, Scenario, call_refs, in_call_order
 from services import PostgresServer, RedisServer
 
 import adk
@@ -59,8 +59,14 @@ BY_NAME = {s.name: s for s in SCENARIOS}
 
 def _said(result: adk.RunResult) -> dict[str, Any]:
     """What a run gave back, as plain data to compare."""
+    ref = call_refs()
     messages = [
-        [str(m.role), m.content, [[c.name, c.arguments] for c in m.tool_calls], m.tool_call_id]
+        [
+            str(m.role),
+            m.content,
+            [[ref(c.id), c.name, c.arguments] for c in m.tool_calls],
+            ref(m.tool_call_id),
+        ]
         for m in in_call_order(result.messages)
     ]
     interrupt = None
@@ -276,3 +282,37 @@ async def test_a_checkpoint_of_another_format_version_is_refused_and_kept(
     else:
         assert "an older pyadk wrote it" in message
     assert LOG == []  # nothing ran
+
+
+def _edited(data: bytes, edit: Any) -> bytes:
+    """``data`` with its body changed by ``edit`` (given the parsed body) under a matching
+    checksum, as an older pyadk that saved it so would have written it."""
+    import hashlib
+
+    head, _, payload = data.partition(b"\n")
+    header, body = json.loads(head), json.loads(payload)
+    edit(body)
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    header.update(sha256=hashlib.sha256(payload).hexdigest(), size=len(payload))
+    return json.dumps(header).encode() + b"\n" + payload
+
+
+async def test_a_resume_pairing_a_result_with_another_call_fails_the_comparison() -> None:
+    # The comparison must see which call each result answers: a resume that paired them wrongly
+    # sends a conversation a model API refuses. The analyst's lookup call renamed in the history
+    # (its result still answers 'l1') resumes here without a word; the comparison must not pass.
+    scenario, commit = BY_NAME["parallel_react"], COMMITS[0]
+
+    def rename_call(body: dict[str, Any]) -> None:
+        for entry in body["history"]:
+            for call in entry["message"]["data"].get("tool_calls", ()):
+                if call["id"] == "l1":
+                    call["id"] = "l2"
+
+    data = _edited((DATA / commit / f"{scenario.name}.ckpt").read_bytes(), rename_call)
+    async with AsyncExitStack() as stack:
+        agent = await scenario.build(stack)
+        expected = await _here(agent, scenario)
+        store = InMemoryCheckpointStore()
+        await store.put(scenario.name, data)
+        assert await _resumes(agent, scenario, store) != expected
