@@ -144,6 +144,19 @@ def test_an_option_model_options_lack_says_where_a_providers_option_goes() -> No
     assert "has no field 'seed'" in str(caught.value)
 
 
+def test_a_misspelt_field_set_on_a_retry_policy_names_its_fields() -> None:
+    """``model.retry.max_atempts = 1`` (a field set in place, which counts since b6ba07d) said
+    "Object has no attribute 'max_atempts'", where the same typo as an argument names the fields;
+    a value out of range keeps pydantic's wording, and nothing is changed either way."""
+    policy = adk.RetryPolicy()
+    pattern = r"RetryPolicy has no field 'max_atempts' \(its fields: max_attempts, initial_delay,"
+    with pytest.raises(pydantic.ValidationError, match=pattern):
+        policy.max_atempts = 1  # type: ignore[attr-defined]
+    with pytest.raises(pydantic.ValidationError, match="greater than or equal to 1"):
+        policy.max_attempts = 0
+    assert policy == adk.RetryPolicy()
+
+
 def test_another_providers_name_for_an_option_model_options_has_names_the_field() -> None:
     """A Google ADK port's ``GenerateContentConfig(max_output_tokens=, stop_sequences=)`` (also
     Anthropic's and OpenAI's own names) were told to go in ``extra``, sent to the server as they

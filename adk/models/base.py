@@ -44,18 +44,21 @@ def _named_fields(cls: type[_NamedOptions], exc: ValidationError) -> ValidationE
     """``exc`` with each unknown field's error saying which fields ``cls`` has. Still a
     ``ValidationError`` (and "Extra inputs are not permitted"), so code catching it is unchanged."""
     problems = exc.errors(include_url=False)
-    if not any(problem["type"] == "extra_forbidden" for problem in problems):
+    unknown = ("extra_forbidden", "no_such_attribute")  # given to the constructor, or set
+    if not any(problem["type"] in unknown for problem in problems):
         return exc
     fields = ", ".join(cls.model_fields)
     details: list[InitErrorDetails] = []
     for problem in problems:
         message = problem["msg"]
-        if problem["type"] == "extra_forbidden":
+        if problem["type"] in unknown:
             name = str(problem["loc"][-1])
             message = (
-                f"Extra inputs are not permitted: {cls.__name__} has no field {name!r} (its "
-                f"fields: {fields}){cls._unknown_hint(name)}"
+                f"{cls.__name__} has no field {name!r} (its fields: {fields})"
+                f"{cls._unknown_hint(name)}"
             )
+            if problem["type"] == "extra_forbidden":
+                message = f"Extra inputs are not permitted: {message}"
         # Without a context, the template is the message as written (braces included).
         kind = PydanticCustomError(problem["type"], message)
         details.append({"type": kind, "loc": problem["loc"], "input": problem["input"]})
@@ -124,6 +127,14 @@ class RetryPolicy(_NamedOptions):
     initial_delay: float = Field(default=0.5, ge=0, allow_inf_nan=False)
     max_delay: float = Field(default=8.0, ge=0, allow_inf_nan=False)
     jitter: bool = True
+
+    if not TYPE_CHECKING:  # type checkers keep pydantic's own
+
+        def __setattr__(self, name: str, value: Any) -> None:
+            try:  # an unknown field is told the fields, as the constructor tells it
+                super().__setattr__(name, value)
+            except ValidationError as exc:
+                raise _named_fields(type(self), exc) from None
 
 
 class ModelError(Exception):
