@@ -139,6 +139,23 @@ async def test_tools_listed_with_bad_definitions_are_left_out_and_the_others_wor
     assert answers["c2"] == "a_dangling_ref ran"
 
 
+async def test_a_listing_answered_under_its_id_as_a_string_leaves_out_the_bad_tools_too(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A server answering each request with its id as a JSON string (``"2"`` for ``2``): the
+    ``mcp`` client takes that as the request's answer (as the TypeScript SDK does), so the
+    tools are listed, and the tools with bad definitions are left out as when the id comes back
+    as sent. The listing's id was looked for as sent only, so the answer passed unread and one
+    bad tool failed the whole listing again (a ``RuntimeError``, no tool of the server usable)."""
+    with caplog.at_level("WARNING", logger="adk.mcp"):
+        async with hostile("schemas_str_ids") as toolset:
+            names = {tool.spec.name for tool in await toolset.tools()}
+    assert {"a_dangling_ref", "an_invalid_keyword", "wait", "a_list"} <= names
+    assert names.isdisjoint({"ok", "a_string_schema", "a_list_schema", "properties_a_number"})
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+    assert sum("leaves out, its tool " in w for w in warnings) == len(LEFT_OUT)
+
+
 @pytest.mark.parametrize(
     ("kind", "says"),
     [

@@ -33,6 +33,7 @@ import anyio
 import anyio.abc
 from mcp.client import Client
 from mcp.client.subscriptions import ListenNotSupportedError, SubscriptionLost
+from mcp.shared.dispatcher import coerce_request_id
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     METHOD_NOT_FOUND,
@@ -321,13 +322,14 @@ class _WatchedReadStream(AsyncCloseable):
         inner = getattr(message, "message", None)
         if type(inner) is JSONRPCError and inner.id is None:
             _answers_nothing(inner, self._server)
-        elif self._listings and type(inner) is JSONRPCResponse and inner.id in self._listings:
-            self._listings.discard(inner.id)
-            result = inner.result
-            if isinstance(result, dict) and isinstance(result.get("tools"), list):
-                inner.result = {**result, "tools": _kept_tools(result["tools"], self._server)}
-        elif type(inner) is JSONRPCError and self._listings:
-            self._listings.discard(inner.id)
+        elif self._listings and type(inner) in (JSONRPCResponse, JSONRPCError):
+            # An id echoed as a string ("3" for 3) is the request's, as the client reads it.
+            listing = coerce_request_id(inner.id) if inner.id is not None else None
+            if listing in self._listings:
+                self._listings.discard(listing)
+                result = inner.result if type(inner) is JSONRPCResponse else None
+                if isinstance(result, dict) and isinstance(result.get("tools"), list):
+                    inner.result = {**result, "tools": _kept_tools(result["tools"], self._server)}
         return message
 
     async def _refuse(self, refusal: Any) -> None:
@@ -363,7 +365,7 @@ class _WatchedWriteStream:
     async def send(self, item: Any) -> None:
         message = getattr(item, "message", None)
         if type(message) is JSONRPCRequest and message.method == "tools/list":
-            self._listings.add(message.id)
+            self._listings.add(coerce_request_id(message.id))
         await self._inner.send(item)
 
     async def aclose(self) -> None:

@@ -15,7 +15,9 @@ another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text
 ``params``), none of them an answer to it. ``batched`` and ``batched_unreadable`` are answered in
 a JSON-RPC batch, ``null_id`` after an error whose id is null. ``clashing`` and
 ``clashing_reversed`` list tools whose names are one name made fit for model APIs
-(``clashing_one`` the first of them alone).
+(``clashing_one`` the first of them alone). A kind ending ``_str_ids`` answers each request with
+its id as a JSON string (``"3"`` for ``3``), which the ``mcp`` client takes as the request's, as
+the TypeScript SDK does.
 """
 
 from __future__ import annotations
@@ -144,6 +146,8 @@ def _send(message: Any) -> None:
 
 
 def main(kind: str) -> None:
+    str_ids = kind.endswith("_str_ids")
+    kind = kind.removesuffix("_str_ids")
     held: dict[str, Any] = {}  # a TOGETHER tool's name: its call's id, until both came
     for line in sys.stdin:
         request = json.loads(line)
@@ -186,7 +190,8 @@ def main(kind: str) -> None:
         if request.get("method") == "tools/call" and name in BATCHED:
             _send(_batch(name, request["id"]))
             continue
-        _send({"jsonrpc": "2.0", "id": request["id"], "result": _answer(request, kind)})
+        answer_id = str(request["id"]) if str_ids else request["id"]
+        _send({"jsonrpc": "2.0", "id": answer_id, "result": _answer(request, kind)})
 
 
 def _batch(name: str, call_id: Any) -> list[dict[str, Any]]:
