@@ -406,7 +406,10 @@ def _kept_tools(tools: list[Any], server: ServerConfig) -> list[Any]:
                 where = ".".join(str(part) for part in error.get("loc", ()))
                 why = f"{where}: {error.get('msg')}" if where else str(error.get("msg"))
             else:
-                why = _schema_fault(tool.input_schema) or ""
+                why = _schema_fault(tool.input_schema, "input") or ""
+                output = entry.get("outputSchema")
+                if not why and output is not None:
+                    why = _schema_fault(output, "output") or ""
         if not why:
             kept.append(entry)
             continue
@@ -420,20 +423,35 @@ def _kept_tools(tools: list[Any], server: ServerConfig) -> list[Any]:
     return kept
 
 
-def _schema_fault(schema: dict[str, Any]) -> str | None:
-    """Why a tool's input schema is no object schema a model API takes, or None: its ``type``
-    is another (``string``), its ``properties`` are not an object, or its ``required`` is not
-    a list of names. Not a full JSON Schema check (a reference leading nowhere, a keyword of the
-    wrong type deeper in are the server's to fix, and a model API may take them)."""
-    kind = schema.get("type", "object")
+def _schema_fault(schema: Any, which: str) -> str | None:
+    """Why a tool's ``which`` (input or output) schema is no object schema a model API takes and
+    the negotiated protocol version's model reads (the client checks a listing against it before
+    parsing it, so one such schema failed the whole listing), or None: it is no object, its
+    ``type`` is missing or another (``string``), a property is no schema, its ``properties`` are
+    not an object, its ``required`` not a list of names or its ``$schema`` not a string. Not a
+    full JSON Schema check (a reference leading nowhere, a keyword of the wrong type deeper in
+    are the server's to fix, and a model API may take them)."""
+    if not isinstance(schema, dict):
+        return f"its {which} schema is not an object but a {type(schema).__name__}"
+    if "type" not in schema:
+        return f"its {which} schema has no type (an object schema's is 'object')"
+    kind = schema["type"]
     if kind != "object":
-        return f"its input schema is of type {kind!r}, not an object schema"
-    properties = schema.get("properties", {})
-    if not isinstance(properties, dict):
-        return "its input schema's properties are not an object"
-    required = schema.get("required", [])
-    if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
-        return "its input schema's required is not a list of names"
+        return f"its {which} schema is of type {kind!r}, not an object schema"
+    properties = schema.get("properties")
+    if properties is not None:
+        if not isinstance(properties, dict):
+            return f"its {which} schema's properties are not an object"
+        for name, value in properties.items():
+            if not isinstance(value, dict | bool):
+                return f"its {which} schema's property {str(name)[:80]!r} is no schema"
+    required = schema.get("required")
+    if required is not None and (
+        not isinstance(required, list) or not all(isinstance(name, str) for name in required)
+    ):
+        return f"its {which} schema's required is not a list of names"
+    if not isinstance(schema.get("$schema", ""), str):
+        return f"its {which} schema's $schema is not a string"
     return None
 
 

@@ -15,7 +15,8 @@ another field (an object as the ``id``, ``method`` or ``jsonrpc``, the JSON text
 ``params``), none of them an answer to it. ``batched`` and ``batched_unreadable`` are answered in
 a JSON-RPC batch, ``null_id`` after an error whose id is null. ``clashing`` and
 ``clashing_reversed`` list tools whose names are one name made fit for model APIs
-(``clashing_one`` the first of them alone). A kind ending ``_str_ids`` answers each request with
+(``clashing_one`` the first of them alone). ``surface`` lists tools whose schemas only the
+protocol version's model refuses (``UNTYPED``). A kind ending ``_str_ids`` answers each request with
 its id as a JSON string (``"3"`` for ``3``), which the ``mcp`` client takes as the request's, as
 the TypeScript SDK does.
 """
@@ -47,6 +48,15 @@ SCHEMAS: dict[str, Any] = {
         "properties": {"n": {"type": "integer", "minimum": "x"}},
     },
 }
+
+UNTYPED: dict[str, Any] = {
+    "no_type": {"properties": {"a": {"type": "string"}}},
+    "a_property_a_string": {"type": "object", "properties": {"a": "string"}},
+    "schema_uri_a_number": {"type": "object", "$schema": 7},
+}
+"""Input schemas the client's model parses but the negotiated protocol version's refuses
+(``type`` is required and ``object``, each property a schema, ``$schema`` a string), listed by
+``surface`` with ``output_a_string`` (an output schema of type string) and ``output_a_list``."""
 
 RESULTS: dict[str, Any] = {
     "unknown_block": {"content": [{"type": "hologram", "data": 1}]},
@@ -119,6 +129,11 @@ def _tools(kind: str) -> list[Any]:
         tools.append({"name": "ok", "description": "listed twice", "inputSchema": OBJECT})
         tools.append({"description": "no name", "inputSchema": OBJECT})
         tools.append("not a tool")
+    if kind == "surface":
+        tools += [{"name": name, "inputSchema": schema} for name, schema in UNTYPED.items()]
+        string = {"type": "string"}
+        tools.append({"name": "output_a_string", "inputSchema": OBJECT, "outputSchema": string})
+        tools.append({"name": "output_a_list", "inputSchema": OBJECT, "outputSchema": [1]})
     return tools
 
 
