@@ -1597,6 +1597,45 @@ async def test_an_optional_toolset_whose_server_is_down_leaves_the_agent_its_oth
         MCPToolset(HTTPServer(process.url), optional="yes")  # type: ignore[arg-type]
 
 
+async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_for_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A call of an ``optional=True`` server's tool paused for approval while the server was up,
+    resumed approved while it cannot be started: its tools are not offered then, and the resume
+    is refused before anything runs (the checkpoint kept), not answered as an unknown tool, which
+    would spend the person's approval on nothing; resumed once the server is back, the call runs
+    and the model reads its result. (Reviewed for rv14: this held; nothing covered it.)"""
+    refuse = tmp_path / "refuse"
+    store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+    model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="c1")]), "ok"])
+
+    def service() -> Runner:
+        server = stdio(env={"DEMO_REFUSE_START_FILE": str(refuse)})
+        toolset = MCPToolset(server, tool_filter=["add"], require_approval=["add"], optional=True)
+        return Runner(ReActAgent("ops", model, tools=[toolset]), checkpoint_store=store)
+
+    async with store:
+        async with service() as runner:
+            paused = await runner.invoke("add 2 and 3")
+        assert paused.checkpoint_id is not None
+        refuse.touch()  # the server cannot be started now
+        with caplog.at_level("WARNING", logger="adk.mcp"):
+            async with service() as runner:
+                with pytest.raises(RunError) as refused:
+                    await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+                assert [p.checkpoint_id async for p in runner.pending()] == [paused.checkpoint_id]
+        assert "the paused calls need tools it no longer has: add" in str(refused.value)
+        warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+        assert any(w.endswith("its tools are not offered (optional=True)") for w in warnings)
+        assert len(model.requests) == 1  # nothing ran
+        refuse.unlink()
+        async with service() as runner:
+            done = await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
+    assert done.text == "ok"
+    (result,) = [m for m in model.requests[-1].messages if m.role == Role.TOOL]
+    assert (result.tool_call_id, result.content) == ("c1", "5")
+
+
 async def test_a_server_that_never_answers_its_handshake_is_a_handshake_failure(
     tmp_path: Path,
 ) -> None:
