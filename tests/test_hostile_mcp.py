@@ -23,13 +23,18 @@ import asyncio
 import json
 import re
 import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
+from mcp_servers.hostile_server import _tools as hostile_tools
 
 from adk import RunError, Runner
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.mcp import MCPToolset, StdioServer
+from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.messages import Role
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
@@ -152,6 +157,93 @@ async def test_a_listing_answered_under_its_id_as_a_string_leaves_out_the_bad_to
             names = {tool.spec.name for tool in await toolset.tools()}
     assert {"a_dangling_ref", "an_invalid_keyword", "wait", "a_list"} <= names
     assert names.isdisjoint({"ok", "a_string_schema", "a_list_schema", "properties_a_number"})
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+    assert sum("leaves out, its tool " in w for w in warnings) == len(LEFT_OUT)
+
+
+class _RawHTTP(BaseHTTPRequestHandler):
+    """Streamable HTTP written by hand (the ``mcp`` package's server checks what it lists): the
+    ``schemas`` tools in two pages, each answer as JSON or as an SSE event (``server.sse``), under
+    the request's id or that id as a string (``server.str_ids``)."""
+
+    server: Any
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:  # no stream of the server's own
+        self.send_response(405)
+        self.end_headers()
+
+    def do_DELETE(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "id" not in body:  # a notification
+            self.send_response(202)
+            self.end_headers()
+            return
+        method, params = body["method"], body.get("params") or {}
+        result: dict[str, Any] = {}
+        if method == "initialize":
+            result = {
+                "protocolVersion": params["protocolVersion"],
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "raw", "version": "0"},
+            }
+        elif method == "tools/list":
+            tools = hostile_tools("schemas")
+            half = len(tools) // 2
+            paged = {"tools": tools[:half], "nextCursor": "2"}
+            result = {"tools": tools[half:]} if params.get("cursor") else paged
+        elif method == "tools/call":
+            result = {"content": [{"type": "text", "text": f"{params['name']} ran"}]}
+        answer_id = str(body["id"]) if self.server.str_ids else body["id"]
+        data = json.dumps({"jsonrpc": "2.0", "id": answer_id, "result": result}).encode()
+        self.send_response(200)
+        self.send_header("Mcp-Session-Id", "raw-session")
+        if self.server.sse:
+            data = b"event: message\ndata: " + data + b"\n\n"
+            self.send_header("Content-Type", "text/event-stream")
+        else:
+            self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture(scope="module")
+def raw_http() -> Iterator[Any]:
+    server: Any = ThreadingHTTPServer(("127.0.0.1", 0), _RawHTTP)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.mark.parametrize("sse", [False, True], ids=["json", "sse"])
+@pytest.mark.parametrize("str_ids", [False, True], ids=["ids", "str_ids"])
+async def test_a_listing_over_streamable_http_in_pages_leaves_out_the_bad_tools(
+    raw_http: Any, sse: bool, str_ids: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The tools with bad definitions, listed over streamable HTTP in two pages (bad tools on
+    each), answered as JSON or as SSE, under the request's id or that id as a string: each is
+    left out and the others are offered and work, as over stdio. The transport gives a JSON
+    answer's id as the server wrote it (an SSE answer's as the request's), so a JSON answer
+    under a string id passed the filter unread and one bad tool failed the whole listing."""
+    raw_http.sse, raw_http.str_ids = sse, str_ids
+    url = f"http://127.0.0.1:{raw_http.server_port}/mcp"
+    with caplog.at_level("WARNING", logger="adk.mcp"):
+        async with MCPToolset(HTTPServer(url), call_timeout=TIMEOUT) as toolset:
+            tools = {tool.spec.name: tool for tool in await toolset.tools()}
+            ran = await tools["a_dangling_ref"].run("{}", None)  # type: ignore[arg-type]
+    assert ran.content == "a_dangling_ref ran"
+    assert {"a_dangling_ref", "an_invalid_keyword", "wait", "a_list"} <= tools.keys()
+    assert tools.keys().isdisjoint({"ok", "a_string_schema", "a_list_schema"})
     warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
     assert sum("leaves out, its tool " in w for w in warnings) == len(LEFT_OUT)
 
