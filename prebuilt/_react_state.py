@@ -222,7 +222,12 @@ def open_calls(
         return calls
     missing = sorted({c.name for c in calls if c.name not in tools})
     if missing:
-        raise saved.error(f"the paused calls need tools it no longer has: {', '.join(missing)}")
+        raise saved.error(
+            f"the paused calls need tools it no longer has: {', '.join(missing)} (removed or "
+            "renamed since the pause, or a toolset's not offered now, as an optional MCP "
+            "server's while it cannot be used: the checkpoint is kept, to resume once they "
+            "are back)"
+        )
     return calls
 
 

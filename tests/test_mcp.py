@@ -1604,7 +1604,9 @@ async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_f
     resumed approved while it cannot be started: its tools are not offered then, and the resume
     is refused before anything runs (the checkpoint kept), not answered as an unknown tool, which
     would spend the person's approval on nothing; resumed once the server is back, the call runs
-    and the model reads its result. (Reviewed for rv14: this held; nothing covered it.)"""
+    and the model reads its result. The refusal said only that the agent 'no longer has' the
+    tool, as if a deploy had removed it, so an operator might drop a checkpoint that resumes once
+    the server is back: it names that case too."""
     refuse = tmp_path / "refuse"
     store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
     model = ScriptedModel([Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="c1")]), "ok"])
@@ -1624,7 +1626,11 @@ async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_f
                 with pytest.raises(RunError) as refused:
                     await runner.invoke_resume(paused.checkpoint_id, {"approved": True})
                 assert [p.checkpoint_id async for p in runner.pending()] == [paused.checkpoint_id]
-        assert "the paused calls need tools it no longer has: add" in str(refused.value)
+        # The refusal says what the operator can do: not only that a deploy removed the tool.
+        assert "the paused calls need tools it no longer has: add (removed or renamed " in str(
+            refused.value
+        )
+        assert "an optional MCP server's while it cannot be used" in str(refused.value)
         warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
         assert any(w.endswith("its tools are not offered (optional=True)") for w in warnings)
         assert len(model.requests) == 1  # nothing ran

@@ -487,7 +487,12 @@ def _check_tools_kept(
         }
     )
     if missing:
-        raise saved.error(f"the paused calls need tools it no longer has: {', '.join(missing)}")
+        raise saved.error(
+            f"the paused calls need tools it no longer has: {', '.join(missing)} (removed or "
+            "renamed since the pause, or a toolset's not offered now, as an optional MCP "
+            "server's while it cannot be used: the checkpoint is kept, to resume once they "
+            "are back)"
+        )
 
 
 async def _check_later(
