@@ -322,14 +322,16 @@ class _WatchedReadStream(AsyncCloseable):
         inner = getattr(message, "message", None)
         if type(inner) is JSONRPCError and inner.id is None:
             _answers_nothing(inner, self._server)
-        elif self._listings and type(inner) in (JSONRPCResponse, JSONRPCError):
+        elif self._listings and type(inner) is JSONRPCResponse:
             # An id echoed as a string ("3" for 3) is the request's, as the client reads it.
-            listing = coerce_request_id(inner.id) if inner.id is not None else None
+            listing = coerce_request_id(inner.id)
             if listing in self._listings:
                 self._listings.discard(listing)
-                result = inner.result if type(inner) is JSONRPCResponse else None
+                result = inner.result
                 if isinstance(result, dict) and isinstance(result.get("tools"), list):
                     inner.result = {**result, "tools": _kept_tools(result["tools"], self._server)}
+        elif self._listings and type(inner) is JSONRPCError and inner.id is not None:
+            self._listings.discard(coerce_request_id(inner.id))
         return message
 
     async def _refuse(self, refusal: Any) -> None:
