@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import re
+import socket
 import subprocess
 import sys
 import threading
@@ -1650,6 +1651,45 @@ async def test_a_server_that_never_answers_its_handshake_is_a_handshake_failure(
         await MCPToolset(server, connect_timeout=0.5).tools()
     assert e.value.stage == "handshake" and e.value.server == server
     assert not pid_exists(int(pid_file.read_text()))
+
+
+async def test_an_http_server_whose_connection_never_opens_is_a_connect_failure() -> None:
+    """An HTTP server whose TCP connection never opens (a host dropping the connection attempt,
+    as a firewall or a wrong address does; here a port whose accept queue is full, so the kernel
+    drops it) is stage ``"connect"``: the server was not reached. It was ``"handshake"``, 'the MCP
+    handshake failed', as for a server that answered wrongly, because an HTTP transport counted
+    as opened before any connection was made, so a service telling a network fault from a broken
+    server by the stage looked at the server."""
+    listener = socket.socket()
+    fillers: list[socket.socket] = []
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        for _ in range(3):  # the queue takes one; the other attempts are dropped, as ours is
+            filler = socket.socket()
+            filler.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                filler.connect(("127.0.0.1", port))
+            fillers.append(filler)
+        server = HTTPServer(f"http://127.0.0.1:{port}/mcp")
+        with pytest.raises(MCPConnectionError) as raised:
+            await MCPToolset(server, connect_timeout=1).tools()
+    finally:
+        for opened in (*fillers, listener):
+            opened.close()
+    assert (raised.value.stage, raised.value.server) == ("connect", server)
+    assert str(raised.value) == (
+        f"could not connect to MCP server '{server}' (it could not be started or reached): "
+        "no answer within 1s (connect_timeout)"
+    )
+    # One that takes the connection and never answers was reached: its handshake failed.
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        server = HTTPServer(f"http://127.0.0.1:{silent.getsockname()[1]}/mcp")
+        with pytest.raises(MCPConnectionError, match=r"\(the MCP handshake failed\): no answer"):
+            await MCPToolset(server, connect_timeout=1).tools()
 
 
 def stalled(tmp_path: Path) -> tuple[StdioServer, Path]:

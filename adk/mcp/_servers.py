@@ -142,13 +142,21 @@ class _Delivery:
     is a JSON-RPC error, as "Server returned an error response", without status or words.
     """
 
-    __slots__ = ("every_request", "failure", "refused", "requests")
+    __slots__ = ("every_request", "failure", "reached", "refused", "requests")
 
-    def __init__(self, *, every_request: bool = False) -> None:
+    def __init__(self, *, every_request: bool = False, watch_reach: bool = False) -> None:
         self.requests = 0
         self.refused = False
         self.every_request = every_request
         self.failure: str | None = None
+        # With ``watch_reach`` (a handshake's): whether a connection to the server was opened,
+        # which tells a server never reached from one that did not answer. None: not watched.
+        self.reached: bool | None = False if watch_reach else None
+
+    async def _note_reach(self, event: str, info: object) -> None:
+        """The HTTP connection's ``trace`` callback while ``reached`` is watched."""
+        if event == "connection.connect_tcp.complete":
+            self.reached = True
 
     def detail(self, described: str) -> str:
         """`` (HTTP ...)`` to add to ``described`` (an error's text), or "" when there is nothing
@@ -258,6 +266,8 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         delivery = _current_delivery.get()
         if delivery is None:
             return await self._inner.handle_async_request(request)
+        if delivery.reached is False:  # a handshake's request: note the connection opening
+            request.extensions["trace"] = delivery._note_reach
         delivery.requests += 1
         first = delivery.requests == 1 or delivery.every_request
         try:
@@ -265,6 +275,8 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         except (httpx2.ConnectError, httpx2.ConnectTimeout):
             delivery.refused = first
             raise
+        if delivery.reached is False:  # answered over a connection opened before
+            delivery.reached = True
         if first and response.status_code in (400, 404):
             delivery.refused = await _refuses_session(request, response)
         if response.status_code >= 400 and request.method == "POST" and delivery.failure is None:

@@ -49,7 +49,7 @@ from opentelemetry import context as otel_context  # loaded by the mcp package a
 
 from .._aio import AsyncCloseable, finish
 from ._hooks import NO_HOOKS, _ClientHooks, _current_call, log_forwarder
-from ._servers import ServerConfig, _current_delivery, _Delivery
+from ._servers import HTTPServer, ServerConfig, _current_delivery, _Delivery
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -76,7 +76,8 @@ _Stage = Literal["connect", "handshake", "list", "request"]
 
 class MCPConnectionError(ConnectionError):
     """An MCP server could not be used: it could not be started or reached (``stage``
-    ``"connect"``), it was reached but its MCP handshake failed or did not answer within
+    ``"connect"``; an ``HTTPServer`` whose connection did not open within ``connect_timeout``
+    too, an ``SSEServer``'s is not told apart), it was reached but its MCP handshake failed or did not answer within
     ``connect_timeout`` (``"handshake"``), or the connection was lost twice while its tools or
     prompts were listed (``"list"``) or another request of the toolset's own was made
     (``"request"``: a prompt rendered, a resource read). ``server`` is the server's description
@@ -506,7 +507,8 @@ class Connection:
         self._ready: asyncio.Future[Client] | None = None
         # What the HTTP transport notes about the handshake's requests (made in the owner task):
         # an HTTP error answer's status and words, for the error a failed connect raises.
-        self._handshake = _Delivery()
+        # Over HTTP also whether a connection to the server opened (``_Delivery.reached``).
+        self._handshake = _Delivery(watch_reach=isinstance(server, HTTPServer))
         self.client: Client | None = None
         # The MCP version the handshake settled on, read once there: tracing reports it on each
         # tool call's span (``mcp.protocol.version``) without touching the client.
@@ -560,7 +562,9 @@ class Connection:
                 client = await asyncio.shield(ready)
         except TimeoutError:
             await self.close()
-            stage: _Stage = "handshake" if self._transport_opened else "connect"
+            # An HTTP transport opens without connecting: reached once a connection opened.
+            reached = self._transport_opened and self._handshake.reached is not False
+            stage: _Stage = "handshake" if reached else "connect"
             raise MCPConnectionError(
                 f"could not connect to MCP server '{server}' ({_STAGES[stage]}): "
                 f"no answer within {wait_limit:g}s (connect_timeout)",
