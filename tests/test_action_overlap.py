@@ -8,6 +8,7 @@ not overlap them fails on the guard's timeout, which only detects the hang."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -25,6 +26,8 @@ from adk.actions import (
     OutputEvent,
     action,
 )
+from adk.actions._run import _ActionRun
+from adk.checkpoint import InMemoryCheckpointStore
 from adk.testing import ScriptedModel
 
 HANG = 10.0  # seconds: a guard against the hang of chats that do not overlap, not a timing
@@ -185,3 +188,111 @@ async def _until(condition: Any) -> None:
         if condition():
             return
         await asyncio.sleep(0.005)
+
+
+# -- the same record overlapped and one after the other -------------------------------------------
+@tool(require_approval=True)
+def audit(passage: str) -> int:
+    """Score a passage a person approves first."""
+    return 10 * len(passage)
+
+
+class Keeper(ActionAgent):
+    """One chat per passage, offering ``score`` and ``audit``; each grade is noted in short-term
+    memory and the notes so far are the output, so that the order responses are processed in
+    shows in both."""
+
+    @action(InputEvent)
+    @staticmethod
+    def grade_all(event: InputEvent, ctx: ActionContext) -> None:
+        for passage in str(event.input).split():
+            ctx.send_event(
+                ChatRequestEvent(
+                    model="m", messages=[Message.user(passage)], tools=["score", "audit"]
+                )
+            )
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def grade(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        notes = [*ctx.short_term_memory.get("notes", []), event.response.content]
+        ctx.short_term_memory.set("notes", notes)
+        ctx.send_event(OutputEvent(output=" | ".join(notes)))
+
+
+# The first passage's answers come last: overlapping replies arrive in reverse request order.
+_LATE = {"alpha": 0.2, "beta": 0.1, "gamma": 0.0}
+
+
+def _reverse_answer(body: Any) -> WireReply:
+    """``alpha`` asks for ``audit`` (approval), the others for ``score``; then a grade."""
+    messages = body["messages"]
+    passage = messages[0]["content"]
+    delay = _LATE[passage]
+    if messages[-1]["role"] != "tool":
+        name = "audit" if passage == "alpha" else "score"
+        call = Call(name, f'{{"passage": "{passage}"}}', id=f"c-{passage}")
+        return WireReply(tool_calls=[call], delay=delay, response_id=f"r-{passage}-1")
+    return WireReply(
+        text=f"{passage}: {messages[-1]['content']}", delay=delay, response_id=f"r-{passage}-2"
+    )
+
+
+async def _paused_and_resumed(server: OpenAIServer) -> tuple[Any, Any]:
+    store = InMemoryCheckpointStore()
+    model = wire_model(server, name="m")
+    resources = Resources()
+    resources.add_model("m", model)
+    resources.add_tool(score)
+    resources.add_tool(audit)
+    runner = Runner(Keeper("keeper", resources=resources), checkpoint_store=store)
+    try:
+        paused = await asyncio.wait_for(runner.invoke("alpha beta gamma", checkpoint_id="cp"), HANG)
+        assert paused.interrupt is not None
+        [point] = paused.interrupt.points
+        resumed = await asyncio.wait_for(
+            runner.invoke_resume("cp", {point.id: {"approved": True}}), HANG
+        )
+    finally:
+        await model.aclose()
+    return paused, resumed
+
+
+async def test_overlapping_chats_give_what_one_after_the_other_gives_across_a_pause(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The replies arrive in reverse order; the first chat's tool round then waits for approval
+    while the others' tool rounds are queued behind it: nothing of the others is asked again on
+    resume, and outputs, memory, usage and what the model was sent are those of a run that
+    made its chats one after the other (the overlap turned off)."""
+    runs = []
+    for overlap in (True, False):
+        if not overlap:
+            monkeypatch.setattr(_ActionRun, "_overlaps", lambda self, event: False)
+        # Overlapped, the server holds each round's three requests until all have arrived.
+        hold = (3, 3) if overlap else 0
+        async with OpenAIServer(respond=_reverse_answer, hold=hold) as server:
+            paused, resumed = await _paused_and_resumed(server)
+        runs.append((paused, resumed, server.requests))
+    (paused, resumed, requests), (paused_1, resumed_1, requests_1) = runs
+    assert [e.message.content for e in resumed.events if e.message] == [
+        "alpha: 50",
+        "alpha: 50 | beta: 4",
+        "alpha: 50 | beta: 4 | gamma: 5",
+    ]
+    assert resumed.session["memory:keeper"] == {"notes": ["alpha: 50", "beta: 4", "gamma: 5"]}
+    # Each chat's model was asked once per round over pause and resume: three before the pause,
+    # three after it (its tool results), none paid twice.
+    assert len(requests) == 6
+    asked = [(r.body["messages"][0]["content"], len(r.body["messages"])) for r in requests]
+    assert sorted(asked) == sorted({(p, n) for p in _LATE for n in (1, 3)})
+    assert [p.id for p in paused.interrupt.points] == [p.id for p in paused_1.interrupt.points]
+    for one, other in ((paused, paused_1), (resumed, resumed_1)):
+        assert [e.message.content for e in one.events if e.message] == [
+            e.message.content for e in other.events if e.message
+        ]
+        assert one.usage is not None and one.usage == other.usage
+        assert dict(one.session) == dict(other.session)
+    assert sorted(json.dumps(r.body, sort_keys=True) for r in requests) == sorted(
+        json.dumps(r.body, sort_keys=True) for r in requests_1
+    )
