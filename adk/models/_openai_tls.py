@@ -55,19 +55,16 @@ import threading
 from collections.abc import Iterable
 from typing import Any
 
+import httpx2  # openai>=3.14 (pyproject's bound) requires it
 import openai
 
-try:
-    import httpx2
-except ImportError:  # an openai SDK on httpx (2.x; pyproject asks for 3.14+): clients as before
-    _SHARED = False
-else:
-    # The SDK's HTTP client is httpx2's, whose transport builds its context as this module does.
-    _SHARED = issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient)
+# The SDK's HTTP client is httpx2's, whose transport builds its context as this module does; an
+# SDK whose default client is another library's builds its clients as before.
+_SHARED = issubclass(openai.DefaultAsyncHttpxClient, httpx2.AsyncClient)
 
 try:  # the files httpcore2 falls back to where OpenSSL's compiled-in ones do not exist
     from httpcore2 import _ssl as _httpcore_ssl
-except ImportError:  # (not on httpx2: nothing is shared)
+except ImportError:  # (a private module of httpx2's transport: gone, no fallback files)
     _httpcore_ssl = None  # type: ignore[assignment]
 
 # The standard library's class, even where truststore.inject_into_ssl() replaced ssl.SSLContext
