@@ -61,20 +61,20 @@ class _Built:
     source: set[str]  # the source tree's files (relative, '/'-separated)
 
 
-def _source_files() -> set[str]:
+def _source_files(root: Path = ROOT) -> set[str]:
     """The files of the source tree: git's tracked and untracked files it does not ignore, that
     exist (a file deleted but not yet committed is gone)."""
-    if not (ROOT / ".git").exists():
+    if not (root / ".git").exists():
         if os.environ.get("CI"):
             pytest.fail("CI runs in a git checkout: the source tree's files come from git")
         pytest.skip("not a git checkout (an unpacked sdist): no list of the source's files")
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT,
+        cwd=root,
         capture_output=True,
         check=True,
     ).stdout.decode()
-    return {name for name in listed.split("\0") if name and (ROOT / name).is_file()}
+    return {name for name in listed.split("\0") if name and (root / name).is_file()}
 
 
 def _check_backend() -> None:
@@ -84,6 +84,25 @@ def _check_backend() -> None:
     assert wanted.specifier.contains(installed, prereleases=True), (
         f"[build-system] requires {wanted}, {installed} is installed: pip install -e '.[dev]'"
     )
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or os.geteuid() != 0, reason="only root can give a file away"
+)
+def test_the_source_tree_is_listed_from_a_checkout_another_user_owns(tmp_path: Path) -> None:
+    """CI runs as root, on a checkout that may be another user's (a container given the runner's
+    checkout): git refuses to read a repository of another owner ('detected dubious
+    ownership') unless told it is safe, and the build fixture failed on that, not on the sdist."""
+    checkout = tmp_path / "checkout"
+    (checkout / "adk").mkdir(parents=True)
+    (checkout / "adk" / "__init__.py").write_text("", encoding="utf-8")
+    (checkout / "notes.txt").write_text("untracked, not ignored\n", encoding="utf-8")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for args in (["init", "-q"], ["add", "adk"], ["commit", "-q", "-m", "one"]):
+        subprocess.run([*git, *args], cwd=checkout, check=True, capture_output=True)
+    for path in [checkout, *checkout.rglob("*")]:
+        os.lchown(path, 65534, 65534)  # nobody's
+    assert _source_files(checkout) == {"adk/__init__.py", "notes.txt"}
 
 
 @pytest.fixture(scope="module")
