@@ -68,8 +68,10 @@ def _source_files(root: Path = ROOT) -> set[str]:
         if os.environ.get("CI"):
             pytest.fail("CI runs in a git checkout: the source tree's files come from git")
         pytest.skip("not a git checkout (an unpacked sdist): no list of the source's files")
+    # Told the checkout is safe: as root, git reads none of another user's ('dubious ownership').
+    git = ["git", "-c", f"safe.directory={root}"]
     listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        [*git, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=root,
         capture_output=True,
         check=True,
