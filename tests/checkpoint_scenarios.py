@@ -457,7 +457,16 @@ async def _action_agent(stack: AsyncExitStack) -> Any:
 
 # -- an ActionAgent's own action raising Interrupt, with a custom event queued behind it ---------
 try:
-    from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
+    from adk.actions import (
+        ActionAgent,
+        ActionContext,
+        ChatRequestEvent,
+        ChatResponseEvent,
+        Event,
+        InputEvent,
+        OutputEvent,
+        action,
+    )
 except ImportError:  # a pyadk from before the event-driven layer (25 Nov)
     Auditor: Any = None
 else:
@@ -506,6 +515,73 @@ async def _action_interrupt(stack: AsyncExitStack) -> Any:
     if Auditor is None:
         raise ImportError("adk.actions")
     return Auditor("auditor")
+
+
+# -- an ActionAgent's own Interrupt with three chats (a tool each) queued behind it --------------
+# Saved by a pyadk that made queued chats' model calls one after the other; this one makes them
+# at once (5f9bf37), as it does the tool results' calls after them.
+@adk.tool
+def score(passage: str) -> int:
+    """Score a passage.
+
+    Args:
+        passage: The passage scored.
+    """
+    LOG.append(("score", passage))
+    return len(passage)
+
+
+def _grader_model(messages: list[Message]) -> Reply | str:
+    result = _last_tool(messages)
+    passage = messages[0].content
+    if result is not None:
+        return f"{passage}: {result.content}"
+    return Reply(tool_calls=[tool_call("score", {"passage": passage}, id=f"s-{passage}")])
+
+
+if Auditor is not None:
+
+    class Batch(Event):
+        """The passages a person releases before they are graded."""
+
+        passages: list[str]
+
+    class Grader(ActionAgent):
+        """Holds a batch for a person's word, then grades each passage in a chat of its own."""
+
+        @action(InputEvent)
+        def receive(self, event: InputEvent, ctx: ActionContext) -> None:
+            passages = str(event.input).split()
+            ctx.send_event(Batch(passages=passages))
+            for passage in passages:
+                messages = [Message.user(passage)]
+                ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["score"]))
+
+        @action(Batch)
+        def hold(self, event: Batch, ctx: ActionContext) -> None:
+            if ctx.resume is None:
+                LOG.append(("action", "hold", event.passages))
+                raise adk.Interrupt({"release": event.passages})
+            LOG.append(("action", "released", ctx.resume.data))
+            ctx.short_term_memory.set("released", ctx.resume.data)
+
+        @action(ChatResponseEvent)
+        def grade(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            grades = [*ctx.short_term_memory.get("grades", []), event.response.content]
+            LOG.append(("action", "grade", grades))
+            ctx.short_term_memory.set("grades", grades)
+            ctx.send_event(OutputEvent(output="; ".join(grades)))
+
+
+async def _action_chats(stack: AsyncExitStack) -> Any:
+    if Auditor is None:
+        raise ImportError("adk.actions")
+    from adk.resources import Resources
+
+    resources = Resources()
+    resources.add_model("m", logged("grader", _grader_model))
+    resources.add_tool(score)
+    return Grader("grader", resources=resources)
 
 
 # -- an MCP server's tool awaiting approval, approved with edited arguments ----------------------
@@ -598,6 +674,9 @@ SCENARIOS = [
     Scenario("nested_plans", "pay jay", [True], _nested_plans, "outer done: pay jay"),
     Scenario("action_agent", "pay fay", [True], _action_agent, "clerk: paid 12 to fay"),
     Scenario("action_interrupt", "hotel", ["approved"], _action_interrupt, "taxi: auto"),
+    Scenario(
+        "action_chats", "alpha beta gamma", ["go"], _action_chats, "alpha: 5; beta: 4; gamma: 5"
+    ),
     Scenario(
         "mcp_approval",
         "add",

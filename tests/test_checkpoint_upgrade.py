@@ -6,7 +6,9 @@ under ``tests/data/checkpoints/<commit>/`` were written by pyadk at that commit
 ``tests/checkpoint_scenarios.py`` (ReActAgent approvals, edited, denied, partial, beside an exit
 and with a tool of the user's that exits; parallel ReActAgents; workflow pauses; an AgentTool's; a
 Supervisor worker's; PlanExecute, alone and inside another's executor; an ActionAgent chat's
-approval and an action's own Interrupt; an MCP tool's approval). Each is put in a real store and resumed here with the same answers as the
+approval, an action's own Interrupt, and one with three chats queued behind it, saved before their
+model calls overlapped; an MCP tool's approval). Each is put in a real store and resumed here with
+the same answers as the
 same scenario paused here: the resumed runs must agree on everything they do and give (what each
 model is sent, which tools run with which arguments, what the agents are told, the results, later
 pauses), and the checkpoint is gone once the run finished. Where an older pyadk saved something
@@ -111,7 +113,7 @@ async def _upgraded(
     return outcomes
 
 
-_NO_ACTIONS = {"action_agent", "action_interrupt", "mcp_approval"}
+_NO_ACTIONS = {"action_agent", "action_interrupt", "action_chats", "mcp_approval"}
 MISSING = {"097b005": _NO_ACTIONS, "5c1ae8c": _NO_ACTIONS, "3136bf9": {"mcp_approval"}}
 """Scenarios a commit could not run: adk.actions came on 25 Nov, MCPToolset's require_approval
 on 26 Nov."""
