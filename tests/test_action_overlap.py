@@ -28,6 +28,7 @@ from adk.actions import (
 )
 from adk.actions._run import _ActionRun
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.models import RetryPolicy
 from adk.testing import ScriptedModel
 
 HANG = 10.0  # seconds: a guard against the hang of chats that do not overlap, not a timing
@@ -296,3 +297,77 @@ async def test_overlapping_chats_give_what_one_after_the_other_gives_across_a_pa
     assert sorted(json.dumps(r.body, sort_keys=True) for r in requests) == sorted(
         json.dumps(r.body, sort_keys=True) for r in requests_1
     )
+
+
+async def test_a_chat_failing_first_lets_the_calls_still_in_flight_go_and_leaves_no_task() -> None:
+    def answer(body: Any) -> WireReply:
+        if body["messages"][0]["content"] == "alpha":
+            return WireReply(status=400, error="bad passage")
+        return WireReply(text="late", delay=30.0)
+
+    # Held until all three have arrived: the two after it are on the wire when it fails.
+    async with OpenAIServer(respond=answer, hold=3) as server:
+        agent, model = _grader(server)
+        try:
+            events = await asyncio.wait_for(_events(Runner(agent), "alpha beta gamma"), HANG)
+            [error] = [e.error for e in events if e.error is not None]
+            assert "bad passage" in str(error)
+            # The two calls after it were cancelled: their connections closed, no task left.
+            await asyncio.wait_for(_until(lambda: server.hangups == 2), HANG)
+            left = [t for t in asyncio.all_tasks() if "generate" in repr(t.get_coro())]
+            assert left == []
+        finally:
+            await model.aclose()
+
+
+async def test_a_503_on_one_overlapping_call_is_retried_by_its_model_alone() -> None:
+    asked: dict[str, int] = {}
+
+    def answer(body: Any) -> WireReply:
+        passage = body["messages"][0]["content"]
+        asked[passage] = asked.get(passage, 0) + 1
+        if passage == "beta" and asked[passage] == 1:
+            return WireReply(status=503, error="busy")
+        return WireReply(text=f"{passage}: good")
+
+    async with OpenAIServer(respond=answer, hold=3) as server:
+        agent, model = _grader(server)
+        model.retry = RetryPolicy(max_attempts=2, initial_delay=0.001, jitter=False)
+        try:
+            result = await asyncio.wait_for(Runner(agent).invoke("alpha beta gamma"), HANG)
+        finally:
+            await model.aclose()
+    assert [e.message.content for e in result.events if e.message] == [
+        "alpha: good",
+        "beta: good",
+        "gamma: good",
+    ]
+    assert asked == {"alpha": 1, "beta": 2, "gamma": 1}
+
+
+@pytest.mark.parametrize("limit", [3, 5, 7])
+async def test_max_events_stops_overlapping_chats_where_one_after_the_other_stops(
+    limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Input, three requests, three responses: 7 events; at 3 the third request is not taken in,
+    # at 5 the second response is not.
+    seen = []
+    for overlap in (True, False):
+        if not overlap:
+            monkeypatch.setattr(_ActionRun, "_overlaps", lambda self, event: False)
+        async with OpenAIServer(respond=_answer) as server:
+            model = wire_model(server, name="m")
+            resources = Resources()
+            resources.add_model("m", model)
+            agent = Grader("grader", resources=resources, max_events=limit)
+            try:
+                events = await asyncio.wait_for(_events(Runner(agent), "alpha beta gamma"), HANG)
+            finally:
+                await model.aclose()
+        outputs = [e.message.content for e in events if e.message]
+        errors = [str(e.error) for e in events if e.error is not None]
+        seen.append(
+            (outputs, errors, sorted(r.body["messages"][0]["content"] for r in server.requests))
+        )
+    assert seen[0] == seen[1]
+    assert bool(seen[0][1]) == (limit < 7)
