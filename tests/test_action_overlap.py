@@ -15,6 +15,9 @@ import pytest
 from conftest import wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
 from adk import Interrupt, MaxTurnsExceeded, Message, Resources, Role, Runner, tool
 from adk.actions import (
@@ -371,3 +374,23 @@ async def test_max_events_stops_overlapping_chats_where_one_after_the_other_stop
         )
     assert seen[0] == seen[1]
     assert bool(seen[0][1]) == (limit < 7)
+
+
+async def test_each_overlapping_chat_has_its_span_under_the_agents(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    async with OpenAIServer(respond=_answer, hold=3) as server:
+        agent, model = _grader(server)
+        try:
+            await asyncio.wait_for(
+                Runner(agent, tracer_provider=provider).invoke("alpha beta gamma"), HANG
+            )
+        finally:
+            await model.aclose()
+    spans = exporter.get_finished_spans()
+    [root] = [s for s in spans if s.name == "invoke_agent grader"]
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    assert len(chats) == 3
+    for chat in chats:  # each its own span, a child of the agent's (none of another chat's)
+        assert chat.parent is not None and chat.parent.span_id == root.context.span_id
+    assert len({chat.context.span_id for chat in chats}) == 3
