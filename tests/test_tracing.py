@@ -25,8 +25,9 @@ from openai_server import Reply as ServedReply
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import NoOpMeterProvider
-from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics import Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -1594,6 +1595,26 @@ async def test_token_usage_and_duration_histograms(provider: TracerProvider) -> 
     (duration,) = _points(reader, "gen_ai.client.operation.duration")
     assert duration.count == 2
     assert duration.explicit_bounds[:2] == (0.01, 0.02)
+    meters.shutdown()
+
+
+async def test_the_histograms_keep_their_buckets_under_the_otlp_exporters_aggregation() -> None:
+    """The OTLP metric exporters ask for ``ExplicitBucketHistogramAggregation`` (their default
+    histogram aggregation), not the SDK's default: opentelemetry-sdk 1.30 gave such a reader its
+    default buckets (0, 5, 10, ... 10000: every duration of seconds in the first two), and 1.31
+    every histogram the first one's (token counts in buckets of seconds); from 1.32 each keeps its
+    advice (pyproject's bound)."""
+    reader = InMemoryMetricReader(
+        preferred_aggregation={Histogram: ExplicitBucketHistogramAggregation()}
+    )
+    meters = MeterProvider(metric_readers=[reader])
+    runner = Runner(ReActAgent("calc", add_model(), tools=[add]), meter_provider=meters)
+    await runner.invoke("1+2?")
+    tokens = _points(reader, "gen_ai.client.token.usage")
+    assert tokens and all(p.explicit_bounds[:3] == (1.0, 4.0, 16.0) for p in tokens)
+    for name in ("gen_ai.client.operation.duration", "gen_ai.invoke_agent.duration"):
+        durations = _points(reader, name)
+        assert durations and all(p.explicit_bounds[:2] == (0.01, 0.02) for p in durations), name
     meters.shutdown()
 
 
