@@ -385,6 +385,11 @@ class OpenAIChatModel(AsyncCloseable):
                     trial = FormatFallback()
                 if not self._adapt(exc, request, options, adapted, trial):
                     _note_refusal(exc, refusal)
+                    if getattr(exc, "_adk_quoted_cause", False):
+                        # The server's answer, which the chain holds whole, quoted this model's
+                        # key or echoed the request (``_failure``): read by ``_adapt`` above,
+                        # and left out of the traceback that logs and spans print.
+                        raise exc from None
                     raise
                 if refusal is None and trial is not None and trial.active:
                     refusal = exc
@@ -444,7 +449,10 @@ class OpenAIChatModel(AsyncCloseable):
                     # chunk and [DONE], a body's last bytes), as servers and proxies that close
                     # before ending the body do. Failing would throw a whole answer away.
                     return
-                raise self._failure(exc, 1, after_chunks=sent) from exc
+                error = self._failure(exc, 1, after_chunks=sent)
+                if getattr(error, "_adk_quoted_cause", False):
+                    raise error from None  # the server's answer quoted a secret (``_failure``)
+                raise error from exc
         finally:
             await sdk_stream.close()
 
@@ -648,8 +656,11 @@ class OpenAIChatModel(AsyncCloseable):
                 if hinted is not None and hinted > RETRY_AFTER_LIMIT
                 else ""
             )
-            return ModelError(
-                f"{where} HTTP {status}: {_server_message(exc)}{tries}{wait}", status=status
+            said = _server_message(exc)
+            return self._quoting(
+                ModelError(f"{where} HTTP {status}: {said}{tries}{wait}", status=status),
+                said,
+                exc,
             )
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where} the request timed out{tries}")
@@ -667,9 +678,9 @@ class OpenAIChatModel(AsyncCloseable):
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
         if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
-            return ModelError(
-                f"{where} {exc.message}{error_detail(exc.body)}{tries}",
-                status=in_band_status(exc.body),
+            said = f"{_without_echo(exc.message)}{error_detail(exc.body)}"
+            return self._quoting(
+                ModelError(f"{where} {said}{tries}", status=in_band_status(exc.body)), said, exc
             )
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
@@ -693,6 +704,22 @@ class OpenAIChatModel(AsyncCloseable):
                 ModelError(f"{where} the server's answer is JSON nested too deeply to read ({exc})")
             )
         return exc
+
+    def _quoting(self, error: ModelError, said: str, exc: openai.APIError) -> ModelError:
+        """``error``, which quotes what the server said (``said``), with this model's API key
+        masked: a server refusing a key may quote it whole ("Incorrect API key provided: sk-...";
+        OpenAI masks all but its ends, gateways and self-hosted servers do not), and the text
+        reaches RunErrors, logs and span status. Marked so that the chain, whose SDK error holds
+        the server's whole answer, is not printed with it when the key was quoted, or when the
+        answer held more than was shown (``_without_echo``: a request echoed back)."""
+        key = getattr(self._client, "api_key", None)
+        quoted = isinstance(key, str) and len(key) >= 8 and key != _KEYLESS
+        if quoted and key in said:  # (the rest of the text is ours: the URL, the model's name)
+            error = ModelError(str(error).replace(key, "***"), status=error.status)
+        elif not (quoted and key in str(exc)) and _ECHOED_INPUT.search(str(exc)) is None:
+            return error
+        error._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
+        return error
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -956,18 +983,42 @@ def _error_text(body: dict[str, Any] | list[Any]) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
+# Where a pydantic validation error, as text, begins to quote the value it validated: FastAPI-based
+# servers (vLLM, LiteLLM) answer a model-level validator's failure with the whole request as its
+# ``input`` (``[{'type': ..., 'loc': ..., 'msg': ..., 'input': {... 'messages': ...}}]``), in
+# ``detail`` or as an OpenAI error's ``message``.
+_ECHOED_INPUT = re.compile(r"""[{,]\s*['"]input['"]\s*:""")
+
+
+def _without_echo(text: str) -> str:
+    """``text`` up to where it quotes the request a server echoed back (``_ECHOED_INPUT``): the
+    conversation, which errors, logs and spans must not carry (content is recorded only when
+    captured), and which never says why the request failed (``loc`` and ``msg``, before it, do)."""
+    found = _ECHOED_INPUT.search(text)
+    if found is None:
+        return text
+    return f"{text[: found.start()]}, ... (the request the server echoed is not shown)"
+
+
 def _server_message(exc: openai.APIStatusError) -> str:
     body = exc.body
     if isinstance(body, dict):
         message = body.get("message")
         if isinstance(message, str) and message:
-            return message + error_detail(body)
+            return _without_echo(message) + error_detail(body)
         detail = body.get("detail")  # FastAPI-style servers (vLLM validation errors)
+        if isinstance(detail, list):
+            detail = [
+                {key: value for key, value in item.items() if key != "input"}
+                if isinstance(item, dict)
+                else item
+                for item in detail
+            ]
         if detail:
-            return str(detail)[:500]
+            return _without_echo(str(detail)[:500])
     if isinstance(body, str) and body:
-        return body[:500]
-    return exc.message
+        return _without_echo(body[:500])
+    return _without_echo(exc.message)
 
 
 def _closed_message(model: OpenAIChatModel) -> str:
