@@ -82,3 +82,17 @@ async def test_an_api_key_the_server_quotes_back_is_masked_in_the_error(given: s
                 await model.generate([Message.user("hi")])
     assert KEY not in everything(caught.value)
     assert KEY[3:] not in everything(caught.value)
+
+
+async def test_a_password_in_the_models_base_url_is_masked_in_its_repr_and_errors() -> None:
+    """A gateway reached with its credentials in the URL (``https://user:pw@gateway/v1``) showed
+    them whole in ``repr(model)`` and in every ModelError ("chat.completions
+    call to <base_url> failed"), as MCP servers' URLs and stores' DSNs are not."""
+    password = "pw-Tz81xQ"
+    async with OpenAIServer([Reply(status=500)], default=Reply(status=500)) as server:
+        url = server.base_url.replace("http://", f"http://gw:{password}@")
+        async with OpenAIChatModel("test-model", base_url=url, api_key="x", retry=ONCE) as model:
+            with pytest.raises(ModelError, match=r"call to http://\*\*\*@127\.0\.0\.1") as caught:
+                await model.generate([Message.user("hi")])
+            shown = f"{everything(caught.value)}\n{model!r}"
+    assert password not in shown

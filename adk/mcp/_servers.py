@@ -20,12 +20,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO, cast
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx2
 from mcp.client.sse import sse_client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
+
+from .._urls import redacted_url as _redacted
 
 if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
@@ -87,24 +89,6 @@ def _check_headers(headers: Mapping[str, str] | None, kind: str) -> dict[str, st
             )
         checked[name] = value
     return checked
-
-
-def _redacted(url: str) -> str:
-    """``url`` with its credentials masked: user info, query values and fragment become ``***``.
-
-    A server's URL is shown in error results the model reads (and that runs keep in history and
-    checkpoints), and URLs often carry a password or an API key (``https://user:pw@host/mcp``,
-    ``...?api_key=...``), so it is never shown whole. Query keys stay, to tell URLs apart.
-    """
-    parts = urlsplit(url)
-    _, at, host = parts.netloc.rpartition("@")
-    query = "&".join(
-        f"{item.partition('=')[0]}=***" if "=" in item else "***"
-        for item in parts.query.split("&")
-        if parts.query
-    )
-    fragment = "***" if parts.fragment else ""
-    return urlunsplit((parts.scheme, f"***@{host}" if at else host, parts.path, query, fragment))
 
 
 def _child_stderr() -> TextIO:

@@ -22,6 +22,7 @@ import openai
 
 from .._aio import AsyncCloseable
 from .._loop_clients import LoopClients
+from .._urls import redacted_url
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
@@ -221,6 +222,8 @@ class OpenAIChatModel(AsyncCloseable):
             # closed as its loop ends (``asyncio.run`` per request, from several threads too).
             self._clients = LoopClients(self._client, self._new_client, _close_client)
         self.base_url = str(self._client.base_url).rstrip("/")
+        # How errors and repr show it: a gateway's credentials may be in the URL (user:pw@).
+        self._shown_url = redacted_url(self.base_url)
         host = urlsplit(self.base_url).hostname or ""
         # OpenAI itself: api.openai.com and its regional endpoints (eu.api.openai.com, which the
         # openai client's data_residency= selects; mtls.api.openai.com).
@@ -282,7 +285,7 @@ class OpenAIChatModel(AsyncCloseable):
 
     def __repr__(self) -> str:
         return (
-            f"OpenAIChatModel({self.model_name!r}, base_url={self.base_url!r}, api={self._api!r})"
+            f"OpenAIChatModel({self.model_name!r}, base_url={self._shown_url!r}, api={self._api!r})"
         )
 
     # -- options ---------------------------------------------------------------------------------
@@ -633,7 +636,7 @@ class OpenAIChatModel(AsyncCloseable):
         without choices) is not retried: it is a server or proxy answering the wrong thing, which
         asking again rarely changes, and the message quotes what came instead. One holding an
         error whose code is a transient status is retried as that status is (``_is_transient``)."""
-        where = f"{self._endpoint} call to {self.base_url} (model {self.model_name!r})"
+        where = f"{self._endpoint} call to {self._shown_url} (model {self.model_name!r})"
         if after_chunks:
             where += f" failed mid-stream after {after_chunks} chunk(s):"
         else:
