@@ -168,17 +168,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Characters JSON leaves raw (it escapes only C0 controls) that a terminal acts on or that change
+# how text reads: DEL and the C1 controls (U+009B is CSI, U+009D OSC: colours, a window title, a
+# hyperlink, in terminals that take 8-bit controls), and the bidirectional overrides, isolates
+# and marks (a right-to-left override shows the text after it reversed). A checkpoint holds what
+# models wrote, and the command prints it to an operator's terminal: each is written as its
+# \u escape, which reads back as the same JSON. Only inside strings: JSON's own syntax is ASCII.
+_TERMINAL_UNSAFE = {
+    code: f"\\u{code:04x}"
+    for code in (
+        *range(0x7F, 0xA0),
+        0x061C,
+        0x200E,
+        0x200F,
+        *range(0x202A, 0x202F),
+        *range(0x2066, 0x206A),
+    )
+}
+
+
 def _to_json(value: Any, indent: int | None) -> str:
     """``value`` as standard JSON: checkpoints written before the codec refused NaN and
     infinities may hold them, and each is printed as its ``str`` (``"nan"``, ``"inf"``). Text
     holding a lone surrogate (a model's ``"\\ud800"`` escape), which has no UTF-8 form to
-    print, is written ASCII-escaped, as the checkpoint holds it."""
+    print, is written ASCII-escaped, as the checkpoint holds it. Terminal controls are escaped
+    (``_TERMINAL_UNSAFE``)."""
     text = dumps_finite(value, str, indent=indent, ensure_ascii=False)
     try:
         text.encode()
     except UnicodeEncodeError:
         return dumps_finite(value, str, indent=indent, ensure_ascii=True)
-    return text
+    return text.translate(_TERMINAL_UNSAFE)
 
 
 def _malformed_dsn(args: argparse.Namespace, exc: Exception) -> bool:

@@ -5,7 +5,12 @@ server, the CLI's own ``main``) and searches everything it produced for the secr
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import traceback
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import openai
 import pytest
@@ -15,7 +20,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
-from adk import Message, RunError, Runner
+from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, RunError, Runner
+from adk.checkpoint import SQLiteCheckpointStore
 from adk.models import ModelError, RetryPolicy
 from adk.models.openai import OpenAIChatModel
 from adk.tracing import CAPTURE_CONTENT_ENV
@@ -96,3 +102,52 @@ async def test_a_password_in_the_models_base_url_is_masked_in_its_repr_and_error
                 await model.generate([Message.user("hi")])
             shown = f"{everything(caught.value)}\n{model!r}"
     assert password not in shown
+
+
+# -- pyadk checkpoint ---------------------------------------------------------------------------
+
+
+class _AsksAbout(BaseAgent):
+    """Pauses with a question quoting what a model wrote (as a tool call's arguments are)."""
+
+    def __init__(self, name: str, quoted: str) -> None:
+        super().__init__(name)
+        self.quoted = quoted
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        yield AgentEvent.of(self.quoted)
+        yield ctx.interrupt({"question": f"approve {self.quoted}?"})
+
+
+def _pyadk(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "adk.cli", "checkpoint", *args], capture_output=True, timeout=60
+    )
+
+
+# ESC, and the 8-bit CSI (U+009B) and OSC (U+009D) that terminals taking C1 controls act on: a
+# colour, a title set, a hyperlink; a right-to-left override that shows text reversed.
+HOSTILE = "pay \x1b[8m10\x1b[0m \x9b2J\x9d0;owned\x07 to \u202eEVE\u202c"
+
+
+@pytest.mark.parametrize("command", ["show", "show --full", "list"])
+async def test_checkpoint_commands_print_no_terminal_control_from_a_checkpoint(
+    tmp_path: Path, command: str
+) -> None:
+    """``pyadk checkpoint`` prints JSON an operator reads in a terminal, and a checkpoint holds
+    what models wrote. JSON escapes C0 controls (ESC) but not C1 ones, printed raw with
+    ensure_ascii off: a model's U+009B (CSI) or U+009D (OSC) reached the terminal, which may act
+    on it, and a bidi override showed 'EVE' reversed. Escaped, the JSON reads back the same."""
+    path = tmp_path / "checkpoints.db"
+    async with SQLiteCheckpointStore(path) as store:
+        runner = Runner(_AsksAbout("asker", HOSTILE), checkpoint_store=store)
+        await runner.invoke("pay", checkpoint_id="c-1")
+    action, *more = command.split()
+    args = [action, *(["c-1"] if action == "show" else []), "--sqlite", str(path), *more]
+    done = _pyadk(*args)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.decode()
+    for control in ("\x1b", "\x9b", "\x9d", "\x07", "\u202e", "\u202c"):
+        assert control not in out, repr(control)
+    shown = json.loads(out)
+    assert shown["points"][0]["info"] == {"question": f"approve {HOSTILE}?"}
