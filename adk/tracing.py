@@ -28,6 +28,7 @@ import json
 import logging
 import os
 import time
+import traceback
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeGuard
 from urllib.parse import urlsplit
@@ -46,6 +47,7 @@ from opentelemetry.trace import (
     TraceFlags,
     Tracer,
 )
+from pydantic import ValidationError
 
 from ._approval import _Denial, _EditedCall
 from ._hooks import ModelRequest, _root_span_attributes
@@ -53,7 +55,7 @@ from ._nonfinite import dumps_finite
 from .interrupts import Interrupt
 from .messages import Message, MessageChunk, Role, Usage, join_chunks
 from .models.base import ModelError, model_name_of
-from .tools.base import Tool, ToolContext, ToolProgress, ToolResult
+from .tools.base import Tool, ToolContext, ToolError, ToolProgress, ToolResult
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -829,7 +831,7 @@ class _GenAITracing:
             self._end(span)
             raise
         except BaseException as exc:
-            error_type = _fail(span, exc)
+            error_type = _fail(span, exc, self._capture)
             self._end(span)
             if error_type is not None:  # not a cancellation: the call neither ran nor failed
                 self._tool_measured(call.name, tool, start, error_type)
@@ -1161,17 +1163,58 @@ def _resume_link(saved: Any, checkpoint_id: str) -> list[Link] | None:
     return [Link(context, {_CHECKPOINT_ID: checkpoint_id})]
 
 
-def _fail(span: Span, exc: BaseException) -> str | None:
+def _fail(span: Span, exc: BaseException, capture: bool = True) -> str | None:
     """Mark ``span`` failed by ``exc``; return its ``error.type`` (None for a cancellation, which
-    is recorded as an event, not an error: the caller stopped the work, nothing went wrong)."""
+    is recorded as an event, not an error: the caller stopped the work, nothing went wrong).
+    Without ``capture``, an error whose text is content (``_content_free``) is recorded without
+    it."""
     if not isinstance(exc, Exception):
         span.add_event(_CANCELLED, {_CANCELLED_BY: type(exc).__name__})
         return None
     error_type = _error_type(exc)
-    span.set_status(Status(StatusCode.ERROR, str(exc) or error_type))
+    shown = None if capture else _content_free(exc)
+    if shown is None:
+        span.set_status(Status(StatusCode.ERROR, str(exc) or error_type))
+        span.set_attribute(_ERROR_TYPE, error_type)
+        span.record_exception(exc)
+        return error_type
+    span.set_status(Status(StatusCode.ERROR, shown))
     span.set_attribute(_ERROR_TYPE, error_type)
-    span.record_exception(exc)
+    # The SDK's attributes with the message replaced, in the stack trace too (its last line), and
+    # the exceptions chained to it left out (one handled while raising it may quote the same).
+    where = "".join(traceback.format_tb(exc.__traceback__))
+    kind = type(exc)
+    module = kind.__module__
+    named = (
+        f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
+    )
+    span.record_exception(
+        exc,
+        {
+            "exception.message": shown,
+            "exception.stacktrace": f"Traceback (most recent call last):\n{where}{named}: {shown}\n",
+        },
+    )
     return error_type
+
+
+def _content_free(exc: Exception) -> str | None:
+    """What to record of ``exc``, when content is not captured, in place of a text that is content
+    (None when its text is not): a ``ToolError``'s is the tool's answer to the model, as
+    ``ToolResult.error``'s is (recorded as ``_TOOL_ERROR``); a pydantic ``ValidationError``'s
+    quotes each value it refused (``input_value=...``), a model's argument as often as not, so it
+    is recorded by where and why it failed, without the values."""
+    if isinstance(exc, ToolError):
+        return _TOOL_ERROR
+    if isinstance(exc, ValidationError):
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc']) or '(value)'}: {error['msg']} "
+            f"[type={error['type']}]"
+            for error in exc.errors(include_url=False, include_input=False, include_context=False)
+        )
+        count = exc.error_count()
+        return f"{count} validation error{'s' if count != 1 else ''} for {exc.title}: {problems}"
+    return None
 
 
 def _error_type(exc: Exception) -> str:

@@ -18,12 +18,17 @@ from conftest import wire_model
 from openai_server import OpenAIServer, Reply
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+from pydantic import BaseModel
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
 from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, RunError, Runner
 from adk.checkpoint import SQLiteCheckpointStore
 from adk.models import ModelError, RetryPolicy
 from adk.models.openai import OpenAIChatModel
+from adk.testing import Reply as Scripted
+from adk.testing import ScriptedModel, tool_call
+from adk.tools import ToolError, tool
 from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent
 
@@ -151,3 +156,63 @@ async def test_checkpoint_commands_print_no_terminal_control_from_a_checkpoint(
         assert control not in out, repr(control)
     shown = json.loads(out)
     assert shown["points"][0]["info"] == {"question": f"approve {HOSTILE}?"}
+
+
+# -- a tool's failure on its span -----------------------------------------------------------------
+
+
+class _Card(BaseModel):
+    number: int
+
+
+@tool
+def decline(card: str) -> str:
+    """Charge a card, declining it in the tool's own words.
+
+    Args:
+        card: The card number.
+    """
+    raise ToolError(f"card {card} was declined")
+
+
+@tool
+def charge(card: str) -> str:
+    """Charge a card, validating its number itself.
+
+    Args:
+        card: The card number.
+    """
+    return str(_Card.model_validate({"number": card}).number)
+
+
+@pytest.mark.parametrize("name", ["decline", "charge"])
+@pytest.mark.parametrize("capture", [False, True])
+async def test_a_tools_raised_error_keeps_the_arguments_it_quotes_off_its_span_unless_captured(
+    name: str,
+    capture: bool,
+    provider: TracerProvider,
+    exporter: InMemorySpanExporter,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A ``ToolError``'s text is the tool's answer to the model, as ``ToolResult.error``'s is,
+    which a span records only with content captured, but a raised one went on the span whole
+    (status and exception event); and a pydantic ``ValidationError`` raised in a tool quotes the
+    value it refused (``input_value='...'``), a model's argument. Without capture the span keeps
+    the error's type and, for a validation error, where and why it failed."""
+    if capture:
+        monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
+    card = "4111-1111-SECRET"
+    model = ScriptedModel([Scripted(tool_calls=[tool_call(name, {"card": card})]), "no"])
+    tools = [decline, charge]
+    await Runner(ReActAgent("a", model, tools=tools), tracer_provider=provider).invoke("x")
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == f"execute_tool {name}"]
+    assert span.status.status_code == StatusCode.ERROR
+    (event,) = [e for e in span.events if e.name == "exception"]
+    recorded = f"{span.status.description}\n{dict(event.attributes or {})}"
+    assert (card in recorded) is capture
+    assert (card in spans_text(exporter)) is capture
+    if name == "charge":
+        assert "number" in recorded and "valid integer" in recorded  # where and why
+        assert dict(event.attributes or {})["exception.type"].endswith("ValidationError")
+    else:
+        assert dict(event.attributes or {})["exception.type"].endswith("ToolError")
