@@ -37,9 +37,8 @@ __all__ = [
 _Schema = TypeVar("_Schema", bound=BaseModel)
 
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]")
-_FENCE_OPENING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n")  # as ``_FENCED`` opens
+_FENCE_OPENING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n")  # as a fenced block opens
 _FENCE_ARRIVING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*")  # its line not ended yet
-_FENCED = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n(.*?)\n?[ \t]*```", re.DOTALL)
 
 
 class OutputSchemaError(ValueError):
@@ -124,14 +123,29 @@ def parse_output_json(
         first: ValidationError | ToolError = exc
     except ToolError as exc:  # a validator's ModelRetry: its words are the problem
         first = exc
-    fenced = _FENCED.search(text)
-    if fenced is not None:
-        block = fenced.group(1).strip()
+    block = _fenced(text)
+    if block is not None:
         try:
             return schema.model_validate_json(block, context=context), block, None
         except (ValidationError, ToolError) as exc:
             first = exc
     return None, text, rejection(first) if isinstance(first, ToolError) else _explain(first)
+
+
+def _fenced(text: str) -> str | None:
+    """The first Markdown-fenced block of ``text`` (between an opening fence's line and the next
+    fence), stripped; None without one. Found by searching for the two fences rather than by
+    one regex with a lazy body and the closing ``\\n?[ \\t]*`````: that scanned the rest of a
+    run of spaces at each character of it, quadratic in the run (300,000 spaces in a model's
+    answer held the event loop for minutes). The same block: what precedes the closing fence on
+    its line is whitespace the strip drops."""
+    opening = _FENCE_OPENING.search(text)
+    if opening is None:
+        return None
+    closing = text.find("```", opening.end())
+    if closing < 0:
+        return None
+    return text[opening.end() : closing].strip()
 
 
 def rejection(error: ToolError) -> str:

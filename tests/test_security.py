@@ -216,3 +216,23 @@ async def test_a_tools_raised_error_keeps_the_arguments_it_quotes_off_its_span_u
         assert dict(event.attributes or {})["exception.type"].endswith("ValidationError")
     else:
         assert dict(event.attributes or {})["exception.type"].endswith("ToolError")
+
+
+# -- untrusted text --------------------------------------------------------------------------------
+
+
+class _Answer(BaseModel):
+    n: int
+
+
+@pytest.mark.timeout(30)  # the quadratic search took minutes (no timing is asserted otherwise)
+async def test_a_fenced_answer_with_a_long_run_of_spaces_is_read_in_linear_time() -> None:
+    """A ReActAgent with an ``output_schema`` reads a JSON answer out of a Markdown fence. The
+    fence's regex (lazy body, then ``\\n?[ \\t]*`````) scanned the rest of a run of spaces at each
+    character of it: quadratic in the run, and a model looping on whitespace (a known failure of
+    JSON modes) or a prompt-injected answer held the event loop, every run it served, for
+    minutes (300,000 spaces: about four)."""
+    answer = "```json\n" + " " * 300_000 + '{"n": 7}\n```'
+    agent = ReActAgent("a", ScriptedModel([answer]), output_schema=_Answer)
+    result = await Runner(agent).invoke("x")
+    assert result.output == _Answer(n=7)
