@@ -39,6 +39,8 @@ _Schema = TypeVar("_Schema", bound=BaseModel)
 _NOT_IN_NAME = re.compile(r"[^a-zA-Z0-9_-]")
 _FENCE_OPENING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n")  # as a fenced block opens
 _FENCE_ARRIVING = re.compile(r"```[A-Za-z0-9_-]*[ \t]*")  # its line not ended yet
+_OPENING_TAIL = re.compile(r"[A-Za-z0-9_-]*[ \t]*")  # what continues an arriving opening
+_SPACES = re.compile(r"[ \t]*")  # ... once it reached its spaces
 
 
 class OutputSchemaError(ValueError):
@@ -210,6 +212,10 @@ async def _partials(
     fenced = False  # the parser reads the block of a fence, not the answer from its start
     prose = ""  # the answer, once it is not JSON and while no fence opened in it
     searched = 0  # where in ``prose`` the search for a fence goes on
+    # Whether a fence's opening line is arriving at ``searched`` (None: not one), True once it
+    # reached the spaces after its language: a chunk that only continues that line is checked
+    # alone, not by searching the line again from its backticks (quadratic in a run of spaces).
+    arriving: bool | None = None
     completed: str | None = None
     last: _Schema | None = None
     async for chunk in stream:
@@ -224,9 +230,12 @@ async def _partials(
         else:
             prose += piece
         if parser is None:
+            if arriving is not None and (_SPACES if arriving else _OPENING_TAIL).fullmatch(piece):
+                arriving = arriving or piece[-1] in " \t"
+                continue
             fence = _FENCE_OPENING.search(prose, searched)
             if fence is None:
-                searched = _fence_search_from(prose, searched)
+                searched, arriving = _fence_search_from(prose, searched)
                 continue
             parser, fenced = PartialJSON(), True
             now = parser.feed(prose[fence.end() :])
@@ -245,12 +254,13 @@ async def _partials(
             yield value
 
 
-def _fence_search_from(prose: str, searched: int) -> int:
+def _fence_search_from(prose: str, searched: int) -> tuple[int, bool | None]:
     """Where the search for a fence's opening line in ``prose`` goes on, after one from
     ``searched`` found none: at an opening still arriving at its end (backticks, a language,
     no line end yet), else before its last two characters (backticks a chunk cut), so each
-    character is searched about once however long the words before the fence."""
+    character is searched about once however long the words before the fence. With it, whether
+    an opening is arriving there: None if not, else whether its line reached its spaces."""
     at = prose.rfind("```", searched)
     if at >= 0 and _FENCE_ARRIVING.fullmatch(prose, at) is not None:
-        return at
-    return max(searched, len(prose) - 2)
+        return at, prose[-1] in " \t"
+    return max(searched, len(prose) - 2), None

@@ -24,13 +24,14 @@ from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixt
 
 from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, RunError, Runner
 from adk.checkpoint import SQLiteCheckpointStore
+from adk.messages import MessageChunk
 from adk.models import ModelError, RetryPolicy
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply as Scripted
 from adk.testing import ScriptedModel, tool_call
 from adk.tools import ToolError, tool
 from adk.tracing import CAPTURE_CONTENT_ENV
-from prebuilt import ReActAgent
+from prebuilt import ReActAgent, stream_output
 
 ONCE = RetryPolicy(max_attempts=1)
 SECRET = "the-customers-account-4111-1111"
@@ -236,3 +237,18 @@ async def test_a_fenced_answer_with_a_long_run_of_spaces_is_read_in_linear_time(
     agent = ReActAgent("a", ScriptedModel([answer]), output_schema=_Answer)
     result = await Runner(agent).invoke("x")
     assert result.output == _Answer(n=7)
+
+
+@pytest.mark.timeout(30)  # the quadratic search took minutes (no timing is asserted otherwise)
+async def test_a_streamed_fence_opening_with_a_long_run_of_spaces_is_read_in_linear_time() -> None:
+    """``stream_output`` looks for a fence's opening line as the answer streams; while one was
+    arriving (backticks, a language, spaces, no line end yet) each chunk searched it again from
+    its backticks: quadratic in the chunks of a run of spaces on that line."""
+
+    async def chunks() -> AsyncIterator[MessageChunk]:
+        yield MessageChunk(content="Here: ```json")
+        for _ in range(100_000):
+            yield MessageChunk(content="    ")
+        yield MessageChunk(content='\n{"n": 7}\n```')
+
+    assert [value async for value in stream_output(chunks(), _Answer)] == [_Answer(n=7)]
