@@ -24,6 +24,7 @@ from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixt
 
 from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, RunError, Runner
 from adk.checkpoint import SQLiteCheckpointStore
+from adk.mcp import MCPToolset, StdioServer
 from adk.messages import MessageChunk
 from adk.models import ModelError, RetryPolicy
 from adk.models.openai import OpenAIChatModel
@@ -34,6 +35,7 @@ from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent, stream_output
 
 ONCE = RetryPolicy(max_attempts=1)
+STDIO_SCRIPT = Path(__file__).parent / "mcp_servers" / "stdio_server.py"
 SECRET = "the-customers-account-4111-1111"
 KEY = "sk-proj-Zq8v3kT1cN0pLmR5sX7w"
 
@@ -252,3 +254,23 @@ async def test_a_streamed_fence_opening_with_a_long_run_of_spaces_is_read_in_lin
         yield MessageChunk(content='\n{"n": 7}\n```')
 
     assert [value async for value in stream_output(chunks(), _Answer)] == [_Answer(n=7)]
+
+
+# -- subprocesses -----------------------------------------------------------------------------------
+
+
+async def test_a_stdio_server_gets_none_of_the_parents_secrets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What holds: a ``StdioServer`` (a third party's program, as often as not) starts with the
+    ``mcp`` package's minimal environment (PATH, HOME, USER, ...) and its own ``env``, not the
+    parent's: the service's OPENAI_API_KEY and database URL do not reach it."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-parent-secret")
+    monkeypatch.setenv("PYADK_DATABASE_URL", "postgresql://svc:pw@db/app")
+    names = tmp_path / "env"
+    server = StdioServer(sys.executable, [str(STDIO_SCRIPT)], env={"DEMO_ENV_FILE": str(names)})
+    async with MCPToolset(server) as toolset:
+        assert await toolset.tools()
+    given = names.read_text().split()
+    assert "PATH" in given and "DEMO_ENV_FILE" in given
+    assert "OPENAI_API_KEY" not in given and "PYADK_DATABASE_URL" not in given

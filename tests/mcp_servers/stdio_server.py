@@ -7,7 +7,9 @@ older SDKs do. Environment switches for the lifecycle tests, handled before the 
 - ``DEMO_STALL_UNTIL_FILE``: answer nothing until that file exists (a server stuck while starting),
   then serve, answering what was sent meanwhile; exit when the client closes stdin;
 - ``DEMO_REFUSE_START_FILE``: if that file exists, exit at once, before speaking MCP (a server that
-  cannot be restarted).
+  cannot be restarted);
+- ``DEMO_ENV_FILE``: write the names of the variables in its environment there, one a line, first
+  thing (what a server is given of its parent's environment).
 """
 
 from __future__ import annotations
@@ -49,6 +51,10 @@ def _replay(held: bytes) -> None:
 
 
 def main() -> None:
+    env_file = os.environ.get("DEMO_ENV_FILE")
+    if env_file:
+        with open(env_file, "w") as out:
+            out.write("".join(f"{name}\n" for name in sorted(os.environ)))
     pid_file = os.environ.get("DEMO_PID_FILE")
     if pid_file:
         with open(pid_file, "a") as out:
