@@ -715,11 +715,11 @@ class OpenAIChatModel(AsyncCloseable):
         reaches RunErrors, logs and span status. Marked so that the chain, whose SDK error holds
         the server's whole answer, is not printed with it when the key was quoted, or when the
         answer held more than was shown (``_without_echo``: a request echoed back)."""
-        key = getattr(self._client, "api_key", None)
-        quoted = isinstance(key, str) and len(key) >= 8 and key != _KEYLESS
-        if quoted and key in said:  # (the rest of the text is ours: the URL, the model's name)
+        given = getattr(self._client, "api_key", None)
+        key = given if isinstance(given, str) and len(given) >= 8 and given != _KEYLESS else None
+        if key is not None and key in said:  # (the rest of the text is ours: URL, model name)
             error = ModelError(str(error).replace(key, "***"), status=error.status)
-        elif not (quoted and key in str(exc)) and _ECHOED_INPUT.search(str(exc)) is None:
+        elif not (key is not None and key in str(exc)) and _ECHOED_INPUT.search(str(exc)) is None:
             return error
         error._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
         return error
