@@ -5,6 +5,7 @@ server, the CLI's own ``main``) and searches everything it produced for the secr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 import openai
 import pytest
 from conftest import wire_model
+from mcp_servers.process import HTTPServerProcess
 from openai_server import OpenAIServer, Reply
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -24,7 +26,7 @@ from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixt
 
 from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, RunError, Runner
 from adk.checkpoint import SQLiteCheckpointStore
-from adk.mcp import MCPToolset, StdioServer
+from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.messages import MessageChunk
 from adk.models import ModelError, RetryPolicy
 from adk.models.openai import OpenAIChatModel
@@ -274,3 +276,25 @@ async def test_a_stdio_server_gets_none_of_the_parents_secrets(
     given = names.read_text().split()
     assert "PATH" in given and "DEMO_ENV_FILE" in given
     assert "OPENAI_API_KEY" not in given and "PYADK_DATABASE_URL" not in given
+
+
+# -- MCP servers ------------------------------------------------------------------------------------
+
+
+async def test_a_header_value_an_mcp_server_quotes_back_is_masked() -> None:
+    """An HTTP MCP server refusing a token may quote it ("invalid token 'sk-...'"): its answer,
+    up to 300 characters, is in the error (a ConnectionError for a listing, the error result the
+    model reads for a call, logs and spans), where the URL's credentials were masked but the
+    headers given to the server were not."""
+    process = HTTPServerProcess(token="the-servers-token")
+    await asyncio.to_thread(process.start)
+    try:
+        headers = {"Authorization": "Bearer sk-mine-Qw3rty7", "X-Api-Key": "k-Zx81-Lm02"}
+        toolset = MCPToolset(HTTPServer(process.url, headers=headers))
+        with pytest.raises(ConnectionError, match="HTTP 401 Unauthorized") as caught:
+            await toolset.tools()
+        assert "The access token is missing or expired" in str(caught.value)
+        assert "got '***'" in str(caught.value)
+        assert "sk-mine-Qw3rty7" not in everything(caught.value)
+    finally:
+        process.stop()

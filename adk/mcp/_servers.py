@@ -275,11 +275,14 @@ class _URLServer:
     """Showing a server reached by URL without the credentials the URL may carry."""
 
     url: str
+    headers: Mapping[str, str] | None
     timeout: float
 
     def _redact(self, text: str) -> str:
         """``text`` (an error message, say) with this server's URL and its secrets masked: the
-        whole URL, or its user info or query string quoted on their own."""
+        whole URL, or its user info or query string quoted on their own; and the values of the
+        headers it is sent with (a token), whole or word by word (a server refusing ``Bearer
+        <token>`` may quote the token alone), where a word is long enough to be a secret."""
         parts = urlsplit(self.url)
         userinfo = parts.netloc.rpartition("@")[0]
         text = text.replace(self.url, str(self))
@@ -287,7 +290,19 @@ class _URLServer:
             text = text.replace(f"{userinfo}@", "***@")
         if parts.query:
             text = text.replace(parts.query, "***")
+        for secret in self._header_secrets:
+            text = text.replace(secret, "***")
         return text
+
+    @functools.cached_property
+    def _header_secrets(self) -> tuple[str, ...]:
+        """The header values, and their words, to mask in texts: those of 8 characters or more
+        (shorter ones, ``json`` or ``1``, would mask words of the text that are no secret), the
+        longest first, so a value is masked whole before its words."""
+        found: set[str] = set()
+        for value in (self.headers or {}).values():
+            found.update(word for word in (value, *value.split()) if len(word) >= 8)
+        return tuple(sorted(found, key=len, reverse=True))
 
     def __str__(self) -> str:
         return _redacted(self.url)

@@ -83,16 +83,17 @@ def refusing_unknown_sessions(app: Any, style: str) -> Any:
 
 def requiring_token(app: Any, token: str) -> Any:
     """``app`` answering any request without ``Authorization: Bearer <token>`` with HTTP 401, as an
-    OAuth resource server does (RFC 6750: ``WWW-Authenticate`` and a JSON body saying why)."""
+    OAuth resource server does (RFC 6750: ``WWW-Authenticate`` and a JSON body saying why), quoting
+    the token it was given, as some servers do."""
     expected = f"Bearer {token}".encode()
-    body = json.dumps(
-        {"error": "invalid_token", "error_description": "The access token is missing or expired"}
-    ).encode()
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and dict(scope.get("headers") or ()).get(b"authorization") != (
-            expected
-        ):
+        got = dict(scope.get("headers") or ()).get(b"authorization")
+        if scope["type"] == "http" and got != expected:
+            said = "The access token is missing or expired"
+            if got is not None:
+                said += f" (got {got.split()[-1].decode()!r})"
+            body = json.dumps({"error": "invalid_token", "error_description": said}).encode()
             await send(
                 {
                     "type": "http.response.start",
