@@ -36,6 +36,7 @@ DOCS = {
     "autogen.md": 9,
     "prebuilt.md": 8,
     "google_adk.md": 3,
+    "security.md": 1,
 }
 """The pages whose snippets are programs, with how many each has at least (so a page whose code
 blocks stop matching the pattern fails instead of passing with nothing run)."""
