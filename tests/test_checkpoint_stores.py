@@ -1181,6 +1181,13 @@ def test_network_stores_reject_a_bad_timeout(timeout: Any) -> None:
         ("postgresql:/u:pa/ss@db/x", "***@db/x"),
         ("u:p@ss=w=rd@db/x", "***@db/x"),
         ("host=db user=me@corp password=pass", "host=db user=me@corp password=***"),
+        # The SSL key's passphrase (libpq's and asyncpg's sslpassword), in either form.
+        (
+            "postgresql://u@db/x?sslkey=/k.pem&sslpassword=kp&sslmode=verify-full",
+            "postgresql://u@db/x?sslkey=/k.pem&sslpassword=***&sslmode=verify-full",
+        ),
+        ("host=db sslpassword=kp user=u", "host=db sslpassword=*** user=u"),
+        ("host=db sslpassword = 'k p' user=u", "host=db sslpassword = *** user=u"),
     ],
 )
 def test_passwords_never_show_in_messages(url: str, shown: str) -> None:

@@ -390,8 +390,9 @@ def _check_data(data: object) -> bytes:
 
 # Compiled by ``re`` on first use (and cached there), not at import: this module loads with
 # ``import adk`` and only a store's errors and repr need them.
-_SECRET_QUERY = r"(?i)((?:^|&)(?:password|passwd|pass|secret)=)[^&]*"
-_SECRET_KV = r"(?i)(\bpassword\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
+# A password's key, the SSL key's passphrase (libpq's and asyncpg's ``sslpassword``) included.
+_SECRET_QUERY = r"(?i)((?:^|&)(?:\w*password|\w*passwd|pass|secret)=)[^&]*"
+_SECRET_KV = r"(?i)(\b(?:ssl)?password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)"
 _KV_START = r"\s*[A-Za-z_]\w*\s*="  # libpq's key=value form: ``host=db ...``
 
 
