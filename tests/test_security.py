@@ -81,6 +81,26 @@ async def test_a_validation_error_echoing_the_request_keeps_the_conversation_out
     assert SECRET not in spans_text(exporter)
 
 
+@pytest.mark.parametrize("api", ["chat", "responses"])
+async def test_a_routers_account_of_an_upstream_echoing_the_request_keeps_it_out_too(
+    api: str,
+) -> None:
+    """A router (OpenRouter) forwards what the provider behind it answered as ``metadata.raw``,
+    which the ModelError adds to the message: a vLLM provider's answer echoes the request."""
+    upstream = {"detail": [{"msg": "Value error, bad", "input": {"messages": [SECRET]}}]}
+    routed = Reply(
+        status=400,
+        error="Provider returned error",
+        error_metadata={"provider_name": "vllm-host", "raw": json.dumps(upstream)},
+    )
+    async with OpenAIServer([routed]) as server, wire_model(server, api, retry=ONCE) as model:
+        with pytest.raises(
+            ModelError, match=r"Provider returned error.*Value error, bad"
+        ) as caught:
+            await model.generate([Message.user("hi")])
+    assert SECRET not in everything(caught.value)
+
+
 @pytest.mark.parametrize("given", ["api_key", "client"])
 async def test_an_api_key_the_server_quotes_back_is_masked_in_the_error(given: str) -> None:
     """A server refusing a key may quote it whole ("Incorrect API key provided: sk-..."): OpenAI

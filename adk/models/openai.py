@@ -681,7 +681,7 @@ class OpenAIChatModel(AsyncCloseable):
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
         if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
-            said = f"{_without_echo(exc.message)}{error_detail(exc.body)}"
+            said = _without_echo(f"{exc.message}{error_detail(exc.body)}")
             return self._quoting(
                 ModelError(f"{where} {said}{tries}", status=in_band_status(exc.body)), said, exc
             )
@@ -1008,7 +1008,7 @@ def _server_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         message = body.get("message")
         if isinstance(message, str) and message:
-            return _without_echo(message) + error_detail(body)
+            return _without_echo(message + error_detail(body))
         detail = body.get("detail")  # FastAPI-style servers (vLLM validation errors)
         if isinstance(detail, list):
             detail = [
