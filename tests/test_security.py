@@ -318,3 +318,53 @@ async def test_a_header_value_an_mcp_server_quotes_back_is_masked() -> None:
         assert "sk-mine-Qw3rty7" not in everything(caught.value)
     finally:
         process.stop()
+
+
+class _EndlessErrorServer:
+    """An HTTP server answering every request with HTTP 500 and a chunked body that never ends,
+    counting the bytes it managed to send: a client that stops reading stops it."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.hung_up = asyncio.Event()
+        self._server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/mcp"
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")  # the request's head; its body is not read
+        writer.write(
+            b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\n"
+            b"transfer-encoding: chunked\r\n\r\n"
+        )
+        chunk = b"x" * 65536
+        try:
+            while True:
+                writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                await writer.drain()
+                self.sent += len(chunk)
+        except (ConnectionError, OSError):
+            self.hung_up.set()
+        finally:
+            writer.close()
+
+
+@pytest.mark.timeout(30)  # the endless body was read until connect_timeout (none is asserted)
+async def test_an_mcp_servers_endless_error_body_is_read_only_as_far_as_its_start() -> None:
+    """An HTTP MCP server's error answer is read for what it says (its first 300 characters
+    shown), but it was read whole first, with no read timeout: one answering with a body that
+    never ends was read until the connection's deadline, the client's memory growing with it."""
+    endless = _EndlessErrorServer()
+    async with endless as url:
+        toolset = MCPToolset(HTTPServer(url), connect_timeout=600)
+        with pytest.raises(ConnectionError, match=r"HTTP 500 Internal Server Error: x+\.\.\."):
+            await toolset.tools()
+        await endless.hung_up.wait()  # the client let the answer go
+    assert endless.sent < 16 * 1024 * 1024

@@ -170,8 +170,39 @@ async def _body_text(response: httpx2.Response) -> str:
     size = response.headers.get("content-length", "")
     if size.isdigit() and int(size) > _REFUSAL_BODY_LIMIT:
         return ""
-    body = await response.aread()
+    try:
+        body = await response.aread()
+    except httpx2.DecodingError:  # compressed, and cut by ``_bounded``
+        return ""
     return " ".join(body[:_REFUSAL_BODY_LIMIT].decode("utf-8", "replace").split())
+
+
+async def _bounded(response: httpx2.Response) -> httpx2.Response:
+    """``response``, or, when its length is not given (a chunked body), one with at most
+    ``_REFUSAL_BODY_LIMIT`` bytes of its body, read here, the rest let go with its connection: an
+    error answer is read for what it says, and one whose body never ends (a hostile or broken
+    server) was read whole, without a read timeout (``_RefusalWatch``), until the call's
+    deadline, the client's memory growing with it. What the ``mcp`` client reads after is this
+    start of it."""
+    if response.headers.get("content-length", "").isdigit():
+        return response  # read by ``_body_text`` if short, else not at all
+    kept = bytearray()
+    async for part in response.aiter_raw():
+        kept += part
+        if len(kept) > _REFUSAL_BODY_LIMIT:
+            break
+    await response.aclose()
+    headers = [
+        (name, value)
+        for name, value in response.headers.raw
+        if name.lower() not in (b"content-length", b"transfer-encoding")
+    ]
+    return httpx2.Response(
+        response.status_code,
+        headers=headers,
+        content=bytes(kept[:_REFUSAL_BODY_LIMIT]),
+        extensions=response.extensions,
+    )
 
 
 async def _failure_text(response: httpx2.Response) -> str:
@@ -261,9 +292,14 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
             raise
         if delivery.reached is False:  # answered over a connection opened before
             delivery.reached = True
-        if first and response.status_code in (400, 404):
+        status = response.status_code
+        read_refusal = first and status in (400, 404) and _SESSION_HEADER in request.headers
+        read_failure = status >= 400 and request.method == "POST" and delivery.failure is None
+        if read_refusal or read_failure:
+            response = await _bounded(response)
+        if first and status in (400, 404):
             delivery.refused = await _refuses_session(request, response)
-        if response.status_code >= 400 and request.method == "POST" and delivery.failure is None:
+        if read_failure:
             delivery.failure = await _failure_text(response)
         return response
 
