@@ -368,3 +368,25 @@ async def test_an_mcp_servers_endless_error_body_is_read_only_as_far_as_its_star
             await toolset.tools()
         await endless.hung_up.wait()  # the client let the answer go
     assert endless.sent < 16 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "gw:pw-XY9@gateway/v1",  # the scheme left out: read as scheme "gw"
+        "ftp://u:pw-XY9@gateway/v1",
+        "https://u:pw-XY9@gateway/v1/chat/completions",  # the endpoint, not the API root
+    ],
+)
+def test_a_base_url_refused_where_the_model_is_made_is_shown_without_its_password(
+    url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ValueError refusing a ``base_url`` (or ``OPENAI_BASE_URL``) quoted it whole, and the
+    hint of the one to write too: a service's startup log showed the gateway's password."""
+    with pytest.raises(ValueError, match="base_url") as refused:
+        OpenAIChatModel("m", base_url=url, api_key="x")
+    assert "pw-XY9" not in str(refused.value)
+    monkeypatch.setenv("OPENAI_BASE_URL", url)
+    with pytest.raises(ValueError, match="OPENAI_BASE_URL") as refused:
+        OpenAIChatModel("m", api_key="x")
+    assert "pw-XY9" not in str(refused.value)

@@ -819,12 +819,13 @@ def _resolve_base_url(base_url: str | None) -> str | None:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(
-            f"{source} must be an http(s) URL such as 'http://localhost:8000/v1'; got {base_url!r}"
+            f"{source} must be an http(s) URL such as 'http://localhost:8000/v1'; got "
+            f"{_masked(base_url)!r}"
         )
     path = parts.path
     for suffix in _ENDPOINT_SUFFIXES:
         if path.endswith(suffix):
-            root = url[: len(url) - len(suffix)] if not parts.query else None
+            root = _masked(url[: len(url) - len(suffix)]) if not parts.query else None
             hint = f"write {root!r}" if root else "remove the endpoint path"
             raise ValueError(
                 f"{source} should be the API root, not the {suffix} endpoint: {hint} "
@@ -833,6 +834,16 @@ def _resolve_base_url(base_url: str | None) -> str | None:
     if not path:
         url += "/v1"
     return url
+
+
+def _masked(url: str) -> str:
+    """A ``base_url`` to quote in an error: with its credentials masked (``redacted_url``), and,
+    for one that is no URL (a scheme left out: ``user:pw@host/v1``), everything up to its last
+    ``@``."""
+    head, at, tail = url.rpartition("@")
+    if at and "://" not in head:
+        return f"***@{tail}"
+    return redacted_url(url)
 
 
 def _ended_early(sdk_stream: Any, events: int) -> Exception:
