@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import sys
 import threading
@@ -280,6 +281,86 @@ async def test_tools_the_protocol_versions_model_refuses_are_left_out_and_the_ot
         if "leaves out" in w
     }
     assert left_out == SURFACE
+
+
+# What the filter keeps must pass what the client checks a listing with: a valid tool's many
+# shapes, and every bad one the hostile server lists. A listing each protocol version would send.
+_WELL_FORMED: list[Any] = [
+    {"name": "bare", "inputSchema": {"type": "object"}},
+    {
+        "name": "full",
+        "title": "Full",
+        "description": "every optional field",
+        "inputSchema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "properties": {"a": {"type": "string"}, "b": True, "c": {}},
+            "required": ["a"],
+            "additionalProperties": False,
+            "$defs": {"x": {"type": "integer"}},
+        },
+        "outputSchema": {"type": "object", "properties": {"r": {"type": "number"}}},
+        "annotations": {"title": "Full", "readOnlyHint": True, "openWorldHint": False},
+        "icons": [{"src": "https://example.com/i.png", "mimeType": "image/png"}],
+        "_meta": {"k": "v"},
+    },
+    {"name": "nulls", "inputSchema": {"type": "object", "properties": None, "required": None}},
+]
+
+
+def _client_refusal(entry: Any, version: str) -> str | None:
+    """What the ``mcp`` client says of a ``tools/list`` answer holding ``entry`` alone under
+    ``version`` (its checks: the version's model, then the client's ``ListToolsResult``), or None
+    when it takes it."""
+    from mcp.types import ListToolsResult, methods
+    from pydantic import ValidationError
+
+    raw: dict[str, Any] = {"tools": [entry]}
+    if version >= "2026":  # the stateless versions' cache hints, which a listing must carry
+        raw |= {"cacheScope": "private", "resultType": "complete", "ttlMs": 0}
+    try:
+        methods.validate_server_result("tools/list", version, raw)
+        ListToolsResult.model_validate(raw, by_name=False)
+    except ValidationError as exc:
+        return str(exc).splitlines()[0]
+    return None
+
+
+def test_every_tool_the_filter_keeps_passes_each_protocol_versions_check() -> None:
+    """``_kept_tools`` mirrors what the ``mcp`` client checks a listing with, each protocol
+    version's model (``InputSchema``/``OutputSchema`` of ``mcp_types``' per-version modules, not
+    the client's ``Tool``) and then the client's own, by plain dict checks; a tool it keeps that
+    either refuses fails the whole listing, no tool of the server usable. A ``mcp`` release that
+    makes a version's model stricter (or adds a version) fails here, offline, for every version
+    the installed package knows, and not only for the one a test server negotiates."""
+    from mcp.types import methods
+
+    from adk.mcp._session import _kept_tools
+
+    versions = sorted({v for (method, v) in methods.SERVER_RESULTS if method == "tools/list"})
+    assert "2025-11-25" in versions  # the key's shape: (method, version)
+    server = StdioServer(sys.executable, ["-c", "pass"])
+    corpus = [
+        *_WELL_FORMED,
+        *(tool for kind in ("schemas", "surface") for tool in hostile_tools(kind)),
+    ]
+    logging.disable(logging.WARNING)  # the filter's warnings, one per tool left out
+    try:
+        kept = [entry for entry in corpus if _kept_tools([entry], server)]
+    finally:
+        logging.disable(logging.NOTSET)
+    assert all(entry in kept for entry in _WELL_FORMED)
+    refused = {
+        (version, entry["name"]): why
+        for version in versions
+        for entry in kept
+        if (why := _client_refusal(entry, version)) is not None
+    }
+    assert refused == {}
+    # The check can tell: each bad tool of the corpus the filter leaves out, some version refuses.
+    left_out = [entry for entry in corpus if entry not in kept and isinstance(entry, dict)]
+    assert len(left_out) >= 8
+    assert all(any(_client_refusal(entry, v) for v in versions) for entry in left_out)
 
 
 @pytest.mark.parametrize(
