@@ -283,6 +283,21 @@ async def test_tools_the_protocol_versions_model_refuses_are_left_out_and_the_ot
     assert left_out == SURFACE
 
 
+async def test_a_schema_whose_properties_and_required_are_null_is_offered_as_an_object_schema() -> (
+    None
+):
+    """``properties`` and ``required`` given as null, which every protocol version takes, so the
+    tool is kept (d22fbc9), are offered to the model as no properties and nothing required: they
+    were passed on as null, ``{"type": "object", "properties": null, "required": null}``, a
+    schema model APIs refuse (OpenAI: 'None is not of type object', HTTP 400, for every request
+    offering the tool), where the filter had left the tool out for that before d22fbc9."""
+    async with hostile("surface") as toolset:
+        tools = {tool.spec.name: tool for tool in await toolset.tools()}
+        ran = await tools["nulls"].run("{}", None)  # type: ignore[arg-type]
+    assert tools["nulls"].spec.parameters == {"type": "object", "properties": {}}
+    assert ran.content == "nulls ran"
+
+
 # What the filter keeps must pass what the client checks a listing with: a valid tool's many
 # shapes, and every bad one the hostile server lists. A listing each protocol version would send.
 _WELL_FORMED: list[Any] = [
