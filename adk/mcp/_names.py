@@ -80,12 +80,21 @@ def _is_model_name(name: str) -> bool:
     return len(name) <= _NAME_LIMIT and _NOT_IN_NAMES.search(name) is None and bool(name)
 
 
+# The keywords of a tool's schema that MCP's models take as null (null: not given).
+_NULLABLE = ("properties", "required", "$schema")
+
+
 def _model_parameters(schema: Any) -> dict[str, Any]:
     """A server's tool's ``inputSchema`` as model APIs take a tool's parameters: an object schema
     given ``properties`` when it has none (MCP's schema of a tool without arguments may be
     ``{"type": "object"}``, which OpenAI refuses, 'object schema missing properties', HTTP 400,
-    failing the whole request)."""
+    failing the whole request), and without the keywords MCP's schemas may give as null
+    (``properties``, ``required``, ``$schema``: every protocol version takes that, a model API
+    refuses it likewise)."""
     parameters = dict(schema) if isinstance(schema, dict) else {}
+    for keyword in _NULLABLE:
+        if keyword in parameters and parameters[keyword] is None:
+            del parameters[keyword]
     parameters.setdefault("type", "object")
     if parameters["type"] == "object":
         parameters.setdefault("properties", {})
