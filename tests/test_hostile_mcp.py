@@ -290,7 +290,8 @@ async def test_a_schema_whose_properties_and_required_are_null_is_offered_as_an_
     tool is kept (d22fbc9), are offered to the model as no properties and nothing required: they
     were passed on as null, ``{"type": "object", "properties": null, "required": null}``, a
     schema model APIs refuse (OpenAI: 'None is not of type object', HTTP 400, for every request
-    offering the tool), where the filter had left the tool out for that before d22fbc9."""
+    offering the tool), where the filter had left the tool out for that before d22fbc9. A
+    ``$schema`` given as null, which every version takes too, no longer leaves it out."""
     async with hostile("surface") as toolset:
         tools = {tool.spec.name: tool for tool in await toolset.tools()}
         ran = await tools["nulls"].run("{}", None)  # type: ignore[arg-type]

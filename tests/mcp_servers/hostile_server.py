@@ -134,7 +134,8 @@ def _tools(kind: str) -> list[Any]:
         string = {"type": "string"}
         tools.append({"name": "output_a_string", "inputSchema": OBJECT, "outputSchema": string})
         tools.append({"name": "output_a_list", "inputSchema": OBJECT, "outputSchema": [1]})
-        nulls = {"type": "object", "properties": None, "required": None}  # each version takes it
+        # Each protocol version takes these nulls.
+        nulls = {"type": "object", "properties": None, "required": None, "$schema": None}
         tools.append({"name": "nulls", "inputSchema": nulls})
     return tools
 
