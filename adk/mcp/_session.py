@@ -453,7 +453,8 @@ def _schema_fault(schema: Any, which: str) -> str | None:
         not isinstance(required, list) or not all(isinstance(name, str) for name in required)
     ):
         return f"its {which} schema's required is not a list of names"
-    if not isinstance(schema.get("$schema", ""), str):
+    uri = schema.get("$schema")
+    if uri is not None and not isinstance(uri, str):  # null: not given, as every version reads it
         return f"its {which} schema's $schema is not a string"
     return None
 
