@@ -1041,8 +1041,7 @@ class _ReActCore:
                 self._check_pause_at_limit(tally)
             exits = tally.exits
             if shown is not None:  # saved as the older pyadk saved them: in the history only
-                held = [m for m in held if all(m is not s for s in shown)]
-                exits = [i for i in exits or () if all(i != s.tool_call_id for s in shown)]
+                held, exits = _without_shown(held, exits, shown)
             state = self._pause_state(turn, tally.open_ids or [], held, exits or None, action)
             signal.save(ctx.address, state)
             yield AgentEvent(action=AgentAction(interrupted=signal.info()), _signal=signal)
@@ -1051,7 +1050,7 @@ class _ReActCore:
             _emission_order(turn.messages, held, tally.exits)
             for message in held:
                 event = message_event(message)
-                if shown is not None and any(message is s for s in shown):
+                if shown is not None and _is_shown(message, shown):
                     event._flags = _RECORDED  # in the history since before the pause
                 yield event
             final = held[-1]
@@ -1168,6 +1167,22 @@ def _emission_order(messages: list[Message], held: list[Message], exits: list[st
     late, exiting = len(calls), frozenset(exits or ())
     order = {c.id: i + late if c.id in exiting else i for i, c in enumerate(calls)}
     held.sort(key=lambda m: order.get(m.tool_call_id or "", -1))
+
+
+def _without_shown(
+    held: list[Message], exits: list[str] | None, shown: list[Message]
+) -> tuple[list[Message], list[str]]:
+    """``held`` and ``exits`` without an older checkpoint's exit results shown before its pause
+    (``_Turn.shown``), as that pyadk saved a pause of the round. Its own function, as is
+    ``_is_shown``: the comprehensions' closures would make ``_ReActCore._round_end``'s locals
+    cells, made and read through on every tool round of every run."""
+    kept = [m for m in held if all(m is not s for s in shown)]
+    return kept, [i for i in exits or () if all(i != s.tool_call_id for s in shown)]
+
+
+def _is_shown(message: Message, shown: list[Message]) -> bool:
+    """Whether ``message`` is one of an older checkpoint's exit results shown before its pause."""
+    return any(message is s for s in shown)
 
 
 def _earlier(calls: Sequence[ToolCall], first: ToolCall, second: ToolCall) -> bool:
