@@ -299,9 +299,10 @@ class _ActionRun:
                         f"agent {self.agent.name!r} processed more than {limit} events for one "
                         "input (max_events); do its actions send events in a cycle?"
                     )
+            kind = type(current)  # for the overlap test and the listener lookup
             if (  # inline tests first: any other event pays no call
                 queue
-                and type(current) in _CHAT_EVENTS
+                and kind in _CHAT_EVENTS
                 and not streaming
                 and not resumed
                 and self._overlaps(current)
@@ -310,7 +311,7 @@ class _ActionRun:
                 await self._chats_together(current)  # and those queued right behind it
                 current = None
                 continue
-            listeners = cached.get(type(current)) or plan.listeners(type(current))
+            listeners = cached.get(kind) or plan.listeners(kind)
             for index in range(start, len(listeners)):
                 found = listeners[index]
                 resume = self._resume_of(found) if resumed and index == start else None
