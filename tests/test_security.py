@@ -243,6 +243,37 @@ async def test_a_tools_raised_error_keeps_the_arguments_it_quotes_off_its_span_u
         assert dict(event.attributes or {})["exception.type"].endswith("ToolError")
 
 
+@tool(timeout=0.01)
+async def stuck(card: str) -> str:
+    """Charge a card, through a service that never answers.
+
+    Args:
+        card: The card number.
+    """
+    await asyncio.Event().wait()  # the timeout cancels it
+    return card
+
+
+async def test_a_tools_timeout_keeps_its_reason_on_the_span_without_capture(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """pyadk's own ToolError for a call past its ``timeout=`` names the tool and the limit, no
+    content: an SRE reading the execute_tool span must still tell a timeout from the tool's own
+    failure, as the span's status did before raised ToolErrors were kept off it (e33afd0)."""
+    card = "4111-1111-SECRET"
+    model = ScriptedModel([Scripted(tool_calls=[tool_call("stuck", {"card": card})]), "no"])
+    runner = Runner(ReActAgent("a", model, tools=[stuck]), tracer_provider=provider)
+    await runner.invoke("x")
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool stuck"]
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description is not None
+    assert "timed out" in span.status.description
+    (event,) = [e for e in span.events if e.name == "exception"]
+    assert "timed out" in str(dict(event.attributes or {})["exception.message"])
+    assert dict(span.attributes or {})["error.type"] == "ToolError"
+    assert card not in spans_text(exporter)
+
+
 # -- untrusted text --------------------------------------------------------------------------------
 
 
