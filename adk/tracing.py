@@ -1205,7 +1205,8 @@ def _content_free(exc: Exception) -> str | None:
     quotes each value it refused (``input_value=...``), a model's argument as often as not, so it
     is recorded by where and why it failed, without the values."""
     if isinstance(exc, ToolError):
-        return _TOOL_ERROR
+        # pyadk's own words (a call past its ``timeout=``) are no content, and tell an SRE why
+        return None if getattr(exc, "_adk_content_free", False) else _TOOL_ERROR
     if isinstance(exc, ValidationError):
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc']) or '(value)'}: {error['msg']} "

@@ -691,9 +691,13 @@ class FunctionTool(Generic[_P, _R]):
         except TimeoutError:
             if not scope.expired():
                 raise
-            raise ToolError(
+            error = ToolError(
                 f"tool {self.name!r} timed out: no result within its limit of {limit:g} s"
-            ) from None
+            )
+            # pyadk's words, no content: an execute_tool span keeps them without content capture
+            # (``adk.tracing._content_free``), so a timeout is told from the tool's own failure.
+            error._adk_content_free = True  # type: ignore[attr-defined]
+            raise error from None
 
     async def _check_approval(
         self, kwargs: dict[str, Any], ctx: ToolContext, resume: ResumeContext | None
