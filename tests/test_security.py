@@ -101,6 +101,44 @@ async def test_a_routers_account_of_an_upstream_echoing_the_request_keeps_it_out
     assert SECRET not in everything(caught.value)
 
 
+@pytest.mark.parametrize("shape", ["list", "lines"])
+async def test_each_validation_error_a_server_lists_is_kept_and_its_echo_left_out(
+    shape: str,
+) -> None:
+    """A server with its own handler for validation errors (vLLM) sends their text as the error's
+    message: a list of pydantic errors, one per field (or union branch) refused, each quoting its
+    ``input``. Cut where the first ``input`` began, the error said why the first failed and not
+    the others (a message's union: the first branch is seldom the one that explains). Each is
+    kept, by where and why, its ``input`` left out. ``lines`` is FastAPI's newer text of the same
+    errors ('2 validation errors:' then one per line)."""
+    errors = [
+        {
+            "type": "literal_error",
+            "loc": ("body", "messages", 0, "role"),
+            "msg": "Input should be 'developer'",
+            "input": "user",
+            "ctx": {"expected": "'developer'"},
+        },
+        {
+            "type": "string_type",
+            "loc": ("body", "messages", 0, "content"),
+            "msg": "Input should be a valid string",
+            "input": [{"type": "text", "text": f"my account is {SECRET}"}],
+        },
+    ]
+    if shape == "list":
+        said = repr(errors)
+    else:
+        said = "2 validation errors:\n" + "".join(f"  {error!r}\n" for error in errors)
+    refused = Reply(status=400, error=said)
+    async with OpenAIServer([refused]) as server, wire_model(server, retry=ONCE) as model:
+        with pytest.raises(ModelError, match="developer") as caught:
+            await model.generate([Message.user(f"my account is {SECRET}")])
+    assert "Input should be a valid string" in str(caught.value)
+    assert "'content'" in str(caught.value)
+    assert SECRET not in everything(caught.value)
+
+
 @pytest.mark.parametrize("given", ["api_key", "client"])
 async def test_an_api_key_the_server_quotes_back_is_masked_in_the_error(given: str) -> None:
     """A server refusing a key may quote it whole ("Incorrect API key provided: sk-..."): OpenAI
