@@ -9,6 +9,7 @@ client, error classification and the streaming contract.
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import math
@@ -1011,7 +1012,53 @@ def _without_echo(text: str) -> str:
     found = _ECHOED_INPUT.search(text)
     if found is None:
         return text
+    listed = _listed_errors(text)
+    if listed is not None:
+        return listed
     return f"{text[: found.start()]}, ... (the request the server echoed is not shown)"
+
+
+# The longest text read as a list of validation errors (``_listed_errors``); a longer one is cut.
+_ERRORS_READ = 256 * 1024
+_ERRORS_SHOWN = 1000  # of the errors' text, without their inputs (a union's can be long)
+# FastAPI's newer text of a RequestValidationError: this line, then one error's repr a line.
+_ERRORS_HEAD = re.compile(r"\d+ validation errors?:")
+
+
+def _listed_errors(text: str) -> str | None:
+    """``text``, a server's message that is wholly a list of pydantic validation errors (vLLM sends
+    ``str()`` of FastAPI's: the list's repr, or a count's line and then one error's repr a line),
+    as each error's type, location and reason, without the ``input`` each quotes; None if it is
+    not that. Cut where the first ``input`` begins (``_without_echo``), the text would say why
+    the first error failed and not the others: a message's union refused lists every branch, the
+    first seldom the one that explains. Read as Python literals (``ast.literal_eval``: no code
+    runs); an error that is not one (a ``ctx`` holding a ``ValueError``) leaves it to the cut."""
+    if len(text) > _ERRORS_READ:
+        return None
+    head, _, rest = text.strip().partition("\n")
+    if head.startswith("["):
+        items, shown = [text.strip()], ""
+    elif _ERRORS_HEAD.fullmatch(head.strip()):
+        items = [line.strip() for line in rest.splitlines() if line.strip().startswith("{")]
+        shown = f"{head.strip()} "
+    else:
+        return None
+    errors: list[dict[str, Any]] = []
+    for item in items:
+        try:
+            value = ast.literal_eval(item)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            return None
+        for error in value if isinstance(value, list) else [value]:
+            if not isinstance(error, dict) or not isinstance(error.get("msg"), str):
+                return None
+            errors.append({key: error[key] for key in ("type", "loc", "msg") if key in error})
+    if not errors:
+        return None
+    said = str(errors)
+    if len(said) > _ERRORS_SHOWN:
+        said = f"{said[:_ERRORS_SHOWN]}..."
+    return f"{shown}{said} (the request the server echoed is not shown)"
 
 
 def _server_message(exc: openai.APIStatusError) -> str:
