@@ -27,3 +27,18 @@ async def run_as_process(script: str, *args: str) -> Any:
     out, err = await child.communicate()
     assert child.returncode == 0, err.decode()
     return json.loads(out)
+
+
+async def resume_as_process(
+    script: str, model_url: str, files: Path, checkpoint_id: str, resume: Any
+) -> dict[str, Any]:
+    """Resume the pause ``checkpoint_id`` with ``resume`` in another process (``script``, an app
+    test's own file, run with the model's URL, the files folder and the order as JSON); what it
+    saw, as it printed it."""
+    seen: dict[str, Any] = await run_as_process(
+        script,
+        model_url,
+        str(files),
+        json.dumps({"checkpoint_id": checkpoint_id, "resume": resume}),
+    )
+    return seen

@@ -31,12 +31,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic import BaseModel
 
 import adk
@@ -48,9 +47,10 @@ from prebuilt import PlanExecute, ReActAgent, new_executor, new_planner, new_rep
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that resumes)
 
-from app_processes import run_as_process  # noqa: E402
+from app_processes import resume_as_process  # noqa: E402
+from app_wire import asker, calls, says, wire_server  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
-from openai_server import Call, OpenAIServer  # noqa: E402
+from openai_server import OpenAIServer  # noqa: E402
 from openai_server import Reply as Wire  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -180,37 +180,10 @@ def build_app(model_url: str, ledger: Path) -> ReActAgent:
     )
 
 
-def calls(*made: tuple[str, dict[str, Any], str], text: str = "") -> Wire:
-    """A reply making these calls (name, arguments, id); every reply costs 10 + 5 tokens."""
-    return Wire(
-        text=text, tool_calls=[Call(n, json.dumps(a), id=i) for n, a, i in made], usage=(10, 5)
-    )
-
-
-def says(text: str) -> Wire:
-    return Wire(text=text, usage=(10, 5))
-
-
-def asker(body: dict[str, Any]) -> str:
-    """Which agent made a request: its system message's first words."""
-    system = body["messages"][0]
-    assert system["role"] == "system", body["messages"]
-    return str(system["content"]).split(".")[0]
-
-
 # -- fixtures --------------------------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(llm: OpenAIServer) -> Iterator[None]:
-    llm.requests.clear()
-    yield
+llm = wire_server()
 
 
 SIGHTS = {
@@ -357,7 +330,9 @@ async def test_a_trip_is_researched_booked_once_approved_in_another_process_and_
     # The person approves; another replica resumes (Eino: runner.ResumeWithParams(ctx,
     # "trip-1", &adk.ResumeParams{Targets: map[string]any{id: answer}})).
     llm.script(*after_booking())
-    done = await resume_in_a_process(llm, tmp_path, "trip-1", {BOOK_POINT: {"approved": True}})
+    done = await resume_as_process(
+        __file__, llm.base_url, tmp_path, "trip-1", {BOOK_POINT: {"approved": True}}
+    )
     assert done["error"] is None and done["points"] is None
     assert done["events"] == [
         "executor: [tool book_flight] booked TP541 (H-e2) for Ana",
@@ -443,19 +418,6 @@ async def test_a_model_call_that_fails_reaches_the_caller_as_the_last_event(
 
 
 # -- the process that resumes ----------------------------------------------------------------------
-
-
-async def resume_in_a_process(
-    llm: OpenAIServer, files: Path, checkpoint_id: str, resume: dict[str, Any]
-) -> dict[str, Any]:
-    """Resume the pause in another process (this file run as a script); what it saw."""
-    seen: dict[str, Any] = await run_as_process(
-        __file__,
-        llm.base_url,
-        str(files),
-        json.dumps({"checkpoint_id": checkpoint_id, "resume": resume}),
-    )
-    return seen
 
 
 async def resume_elsewhere(model_url: str, files: Path, order: dict[str, Any]) -> None:

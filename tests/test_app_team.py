@@ -29,12 +29,11 @@ import asyncio
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 import adk
 from adk import Message, Runner, Usage
@@ -47,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that resumes)
 
 from app_processes import run_as_process  # noqa: E402
+from app_wire import asker, says, wire_server  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
 from openai_server import Call, OpenAIServer  # noqa: E402
 from openai_server import Reply as Wire  # noqa: E402
@@ -59,19 +59,13 @@ WRITING_SERVER = HERE / "mcp_servers" / "writing_server.py"
 # -- the models: each answers from the conversation it is sent ------------------------------------
 
 
-def says(text: str) -> Wire:
-    return Wire(text=text, usage=(10, 5))
-
-
 def calls(name: str, arguments: dict[str, Any], call_id: str) -> Wire:
     return Wire(tool_calls=[Call(name, json.dumps(arguments), id=call_id)], usage=(10, 5))
 
 
-def asker(body: dict[str, Any]) -> str:
+def role(body: dict[str, Any]) -> str:
     """Which agent made a request: its system message's first sentence names it."""
-    system = body["messages"][0]
-    assert system["role"] == "system", body["messages"]
-    return str(system["content"]).split(".")[0].removeprefix("You are the ")
+    return asker(body).removeprefix("You are the ")
 
 
 def called(body: dict[str, Any], message: dict[str, Any]) -> str:
@@ -87,7 +81,7 @@ def respond(body: dict[str, Any]) -> Wire:
     messages = body["messages"]
     last = messages[-1]
     text = "\n".join(str(m.get("content") or "") for m in messages)
-    who = asker(body)
+    who = role(body)
     if who == "writer":
         if last["role"] == "tool":
             return says(f"Draft {text.count('[critic] said') + 1}: steam rises, {last['content']}")
@@ -191,21 +185,12 @@ def poets(model_url: str, calls_file: Path, max_messages: int = 20) -> adk.LoopA
 # -- fixtures --------------------------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer(respond=respond) as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(llm: OpenAIServer) -> Iterator[None]:
-    llm.requests.clear()
-    yield
+llm = wire_server(respond)
 
 
 def sent(llm: OpenAIServer, who: str) -> list[list[str]]:
     """The contents of the messages each of ``who``'s requests held, system message left out."""
-    bodies = [r.body for r in llm.requests if asker(r.body) == who]
+    bodies = [r.body for r in llm.requests if role(r.body) == who]
     return [[str(m.get("content") or "") for m in body["messages"][1:]] for body in bodies]
 
 
@@ -464,7 +449,7 @@ async def test_the_selector_function_picks_the_planner_after_the_searcher(
     ]
     assert result.text == "TERMINATE"
     assert len(sent(llm, "selector")) == 2  # the function's pick made no model call
-    tools = next(r.body["tools"] for r in llm.requests if asker(r.body) == "selector")
+    tools = next(r.body["tools"] for r in llm.requests if role(r.body) == "selector")
     assert tools[0]["function"]["parameters"]["properties"]["agent_name"]["enum"] == [
         "planner",
         "searcher",
@@ -606,7 +591,7 @@ async def test_the_swarm_hands_off_to_the_user_and_another_process_resumes(
     assert done["checkpoints"] == []  # the finished resume took its checkpoint away
     assert refunds.read_text() == "XYZ123\n"
     # the user's answer was the ask_user call's result, in the refunder's next request
-    refunder = [r.body for r in llm.requests if asker(r.body) == "flights refunder"]
+    refunder = [r.body for r in llm.requests if role(r.body) == "flights refunder"]
     assert refunder[1]["messages"][-1] == {
         "role": "tool",
         "tool_call_id": "ask_1",

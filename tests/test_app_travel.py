@@ -34,12 +34,10 @@ import asyncio
 import json
 import re
 import sys
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic import BaseModel
 
 import adk
@@ -52,9 +50,10 @@ from prebuilt import ReActAgent
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that resumes)
 
-from app_processes import run_as_process  # noqa: E402
+from app_processes import resume_as_process  # noqa: E402
+from app_wire import asker, calls, says, wire_server  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
-from openai_server import Call, OpenAIServer  # noqa: E402
+from openai_server import OpenAIServer  # noqa: E402
 from openai_server import Reply as Wire  # noqa: E402
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -259,41 +258,14 @@ def build_app(model_url: str, ledger: Path, held: list[dict[str, Any]]) -> ReAct
     )
 
 
-def calls(*made: tuple[str, dict[str, Any], str], text: str = "") -> Wire:
-    """A reply making these calls (name, arguments, id); every reply costs 10 + 5 tokens."""
-    return Wire(
-        text=text, tool_calls=[Call(n, json.dumps(a), id=i) for n, a, i in made], usage=(10, 5)
-    )
-
-
-def says(text: str) -> Wire:
-    return Wire(text=text, usage=(10, 5))
-
-
 def to(agent: str, call_id: str) -> Wire:
     return calls(("transfer_to_agent", {"agent_name": agent}, call_id))
-
-
-def asker(body: dict[str, Any]) -> str:
-    """Which agent made a request: its system message's first words."""
-    system = body["messages"][0]
-    assert system["role"] == "system", body["messages"]
-    return str(system["content"]).split(".")[0]
 
 
 # -- fixtures --------------------------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(llm: OpenAIServer) -> Iterator[None]:
-    llm.requests.clear()
-    yield
+llm = wire_server()
 
 
 SESSION = {"user:name": "Ana Silva", "user:cabin": "economy", "user:budget_cents": 90000}
@@ -444,8 +416,8 @@ async def test_a_trip_is_planned_refined_held_and_booked_once_answered_from_othe
     # running call's FunctionResponse): the hotel still waits, under the same checkpoint, and
     # no model is asked.
     decision = {"status": "approved", "approver": "Sean"}
-    manager = await resume_in_a_process(
-        llm, tmp_path, paused.checkpoint_id, {MANAGER_POINT: decision}
+    manager = await resume_as_process(
+        __file__, llm.base_url, tmp_path, paused.checkpoint_id, {MANAGER_POINT: decision}
     )
     assert manager["points"] == [HOTEL_POINT] and manager["checkpoint_id"] == paused.checkpoint_id
     assert manager["events"] == [
@@ -457,8 +429,8 @@ async def test_a_trip_is_planned_refined_held_and_booked_once_answered_from_othe
     # The traveller confirms the hotel later, from a third process (Google ADK: a
     # ToolConfirmation sent as the response of adk_request_confirmation).
     llm.script(says("Booked: TP541 in economy and 3 nights in Lisbon."))
-    done = await resume_in_a_process(
-        llm, tmp_path, paused.checkpoint_id, {HOTEL_POINT: {"approved": True}}
+    done = await resume_as_process(
+        __file__, llm.base_url, tmp_path, paused.checkpoint_id, {HOTEL_POINT: {"approved": True}}
     )
     assert done["points"] is None
     assert done["text"] == "Booked: TP541 in economy and 3 nights in Lisbon."
@@ -524,19 +496,6 @@ async def test_a_hotel_above_the_budget_is_blocked_and_a_failed_hold_is_recovere
 
 
 # -- the process that resumes ----------------------------------------------------------------------
-
-
-async def resume_in_a_process(
-    llm: OpenAIServer, files: Path, checkpoint_id: str, resume: dict[str, Any]
-) -> dict[str, Any]:
-    """Resume the pause in another process (this file run as a script); what it saw."""
-    seen: dict[str, Any] = await run_as_process(
-        __file__,
-        llm.base_url,
-        str(files),
-        json.dumps({"checkpoint_id": checkpoint_id, "resume": resume}),
-    )
-    return seen
 
 
 async def resume_elsewhere(model_url: str, files: Path, order: dict[str, Any]) -> None:
