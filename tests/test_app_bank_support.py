@@ -45,7 +45,7 @@ from prebuilt import OutputRejected, ReActAgent, stream_output
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that resumes)
 
-from app_processes import run_as_process  # noqa: E402
+from app_processes import resume_as_process  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
 from openai_server import Call, OpenAIServer  # noqa: E402
 from openai_server import Reply as Wire  # noqa: E402
@@ -449,7 +449,7 @@ async def test_a_card_block_approved_later_in_another_process(
     # DeferredToolResults(approvals={...: True}), in another process over the same SQLite file,
     # with the deps given again (they are not saved at the pause).
     llm.script(answer("John, your card 4321 is blocked.", True, 8, usage=(400, 40)))
-    seen = await resume_in_a_process(llm, tmp_path, paused.checkpoint_id, True)
+    seen = await resume_as_process(__file__, llm.base_url, tmp_path, paused.checkpoint_id, True)
     assert support.db.blocked() == ["4321"]
     assert seen["output"] == {
         "support_advice": "John, your card 4321 is blocked.",
@@ -465,19 +465,6 @@ async def test_a_card_block_approved_later_in_another_process(
 
 
 # -- the process that resumes ----------------------------------------------------------------------
-
-
-async def resume_in_a_process(
-    llm: OpenAIServer, files: Path, checkpoint_id: str, resume: Any
-) -> dict[str, Any]:
-    """Resume the pause in another process (this file run as a script); what it saw."""
-    seen: dict[str, Any] = await run_as_process(
-        __file__,
-        llm.base_url,
-        str(files),
-        json.dumps({"checkpoint_id": checkpoint_id, "resume": resume}),
-    )
-    return seen
 
 
 async def resume_elsewhere(model_url: str, files: Path, order: dict[str, Any]) -> None:
