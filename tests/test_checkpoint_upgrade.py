@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -207,21 +208,27 @@ async def test_older_checkpoints_resume_as_this_pyadks_own(name: str, tmp_path: 
 
 
 async def test_older_checkpoints_resume_from_redis(redis_server: RedisServer) -> None:
-    scenario = BY_NAME["react_edit"]
-    async with AsyncExitStack() as stack:
-        agent = await scenario.build(stack)
-        expected = await _here(agent, scenario)
-        async with RedisCheckpointStore(redis_server.url, prefix="upgrade:") as store:
-            for commit in COMMITS:
-                assert await _upgraded(agent, scenario, commit, store) == expected, commit
+    await _every_commit_resumes(
+        "react_edit", lambda: RedisCheckpointStore(redis_server.url, prefix="upgrade:")
+    )
 
 
 async def test_older_checkpoints_resume_from_postgres(postgres_server: PostgresServer) -> None:
-    scenario = BY_NAME["supervisor"]
+    await _every_commit_resumes(
+        "supervisor", lambda: PostgresCheckpointStore(postgres_server.dsn, table="upgrade")
+    )
+
+
+async def _every_commit_resumes(
+    name: str, open_store: Callable[[], RedisCheckpointStore | PostgresCheckpointStore]
+) -> None:
+    """Every kept commit's checkpoint of scenario ``name``, put in a server's store (opened by
+    ``open_store`` after this pyadk ran the scenario itself), resumes as this pyadk's own."""
+    scenario = BY_NAME[name]
     async with AsyncExitStack() as stack:
         agent = await scenario.build(stack)
         expected = await _here(agent, scenario)
-        async with PostgresCheckpointStore(postgres_server.dsn, table="upgrade") as store:
+        async with open_store() as store:
             for commit in COMMITS:
                 assert await _upgraded(agent, scenario, commit, store) == expected, commit
 
