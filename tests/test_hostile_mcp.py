@@ -102,6 +102,16 @@ LEFT_OUT = {
 }
 
 
+def _left_out(warnings: list[str]) -> set[str]:
+    """What the listing's warnings say it left out: each tool (by name, or by its place in the
+    listing) and why."""
+    return {
+        w.split("leaves out, its tool ", 1)[1].rsplit("; its other tools", 1)[0]
+        for w in warnings
+        if "leaves out" in w
+    }
+
+
 async def test_tools_listed_with_bad_definitions_are_left_out_and_the_others_work(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -131,12 +141,7 @@ async def test_tools_listed_with_bad_definitions_are_left_out_and_the_others_wor
     assert {"a_dangling_ref", "an_invalid_keyword", "wait", "a_list"} <= names
     assert names.isdisjoint({"ok", "a_string_schema", "a_list_schema", "properties_a_number"})
     warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
-    left_out = {
-        w.split("leaves out, its tool ", 1)[1].rsplit("; its other tools", 1)[0]
-        for w in warnings
-        if "leaves out" in w
-    }
-    assert left_out == LEFT_OUT
+    assert _left_out(warnings) == LEFT_OUT
     assert any("lists 2 tools named 'ok', which differ: none is offered" in w for w in warnings)
     assert all("hostile_server.py" in w for w in warnings)
     assert result.text == "done"
@@ -275,12 +280,7 @@ async def test_tools_the_protocol_versions_model_refuses_are_left_out_and_the_ot
     assert {"ok", "wait", "a_list"} <= tools.keys()
     assert tools.keys().isdisjoint({"no_type", "a_property_a_string", "output_a_string"})
     warnings = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
-    left_out = {
-        w.split("leaves out, its tool ", 1)[1].rsplit("; its other tools", 1)[0]
-        for w in warnings
-        if "leaves out" in w
-    }
-    assert left_out == SURFACE
+    assert _left_out(warnings) == SURFACE
 
 
 async def test_a_schema_whose_properties_and_required_are_null_is_offered_as_an_object_schema() -> (
