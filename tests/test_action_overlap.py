@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -70,12 +72,17 @@ def _answer(body: Any) -> WireReply:
     return WireReply(text=f"{passage}: good")
 
 
-def _grader(server: OpenAIServer) -> tuple[Grader, Any]:
+@asynccontextmanager
+async def _grader(server: OpenAIServer) -> AsyncIterator[tuple[Grader, Any]]:
+    """The grader over ``server``'s model, and the model, closed at the end of the block."""
     model = wire_model(server, name="m")
     resources = Resources()
     resources.add_model("m", model)
     resources.add_tool(score)
-    return Grader("grader", resources=resources), model
+    try:
+        yield Grader("grader", resources=resources), model
+    finally:
+        await model.aclose()
 
 
 @pytest.mark.parametrize("with_tool", [False, True])
@@ -83,14 +90,13 @@ async def test_chats_queued_together_are_in_flight_at_once_and_answered_in_reque
     with_tool: bool,
 ) -> None:
     # With a tool, each chat's second round (its tool's result read) overlaps too.
-    async with OpenAIServer(respond=_answer, hold=(3, 3) if with_tool else 3) as server:
-        agent, model = _grader(server)
-        try:
-            result = await asyncio.wait_for(
-                Runner(agent).invoke("alpha beta gamma", options={"with_tool": with_tool}), HANG
-            )
-        finally:
-            await model.aclose()
+    async with (
+        OpenAIServer(respond=_answer, hold=(3, 3) if with_tool else 3) as server,
+        _grader(server) as (agent, _),
+    ):
+        result = await asyncio.wait_for(
+            Runner(agent).invoke("alpha beta gamma", options={"with_tool": with_tool}), HANG
+        )
     # The outputs are in the order the requests were sent, whatever order they were answered in.
     assert [e.message.content for e in result.events if e.message] == [
         "alpha: good",
@@ -111,13 +117,9 @@ async def test_chats_queued_together_are_in_flight_at_once_and_answered_in_reque
 async def test_max_turns_stops_overlapping_chats_at_the_same_call_as_one_after_the_other() -> None:
     # Two turns left for three chats: the first two are made (together), the third is refused
     # before it reaches the server, as when they ran one after the other.
-    async with OpenAIServer(respond=_answer, hold=2) as server:
-        agent, model = _grader(server)
-        try:
-            with pytest.raises(MaxTurnsExceeded):
-                await asyncio.wait_for(Runner(agent).invoke("alpha beta gamma", max_turns=2), HANG)
-        finally:
-            await model.aclose()
+    async with OpenAIServer(respond=_answer, hold=2) as server, _grader(server) as (agent, _):
+        with pytest.raises(MaxTurnsExceeded):
+            await asyncio.wait_for(Runner(agent).invoke("alpha beta gamma", max_turns=2), HANG)
     assert [request.body["messages"][0]["content"] for request in server.requests] in (
         ["alpha", "beta"],
         ["beta", "alpha"],
@@ -131,12 +133,8 @@ async def test_a_failing_chat_among_overlapping_ones_fails_the_run_naming_it() -
             return WireReply(status=400, error="bad passage")
         return WireReply(text=f"{passage}: good")
 
-    async with OpenAIServer(respond=answer, hold=3) as server:
-        agent, model = _grader(server)
-        try:
-            result = await asyncio.wait_for(_events(Runner(agent), "alpha beta gamma"), HANG)
-        finally:
-            await model.aclose()
+    async with OpenAIServer(respond=answer, hold=3) as server, _grader(server) as (agent, _):
+        result = await asyncio.wait_for(_events(Runner(agent), "alpha beta gamma"), HANG)
     errors = [e.error for e in result if e.error is not None]
     assert len(errors) == 1 and "bad passage" in str(errors[0])
     assert "builtin.chat" in str(errors[0])
@@ -150,8 +148,10 @@ async def _events(runner: Runner, text: str) -> list[Any]:
 
 
 async def test_a_run_cancelled_while_chats_overlap_cancels_every_call_in_flight() -> None:
-    async with OpenAIServer(default=WireReply(text="late", delay=30.0)) as server:
-        agent, model = _grader(server)
+    async with (
+        OpenAIServer(default=WireReply(text="late", delay=30.0)) as server,
+        _grader(server) as (agent, _),
+    ):
         run = asyncio.ensure_future(Runner(agent).invoke("alpha beta gamma"))
         try:
             await asyncio.wait_for(_until(lambda: server.stalls == 3), HANG)  # all three sent
@@ -162,7 +162,6 @@ async def test_a_run_cancelled_while_chats_overlap_cancels_every_call_in_flight(
             await asyncio.wait_for(_until(lambda: server.hangups == 3), HANG)
         finally:
             run.cancel()
-            await model.aclose()
 
 
 async def test_a_models_own_interrupt_pauses_a_lone_chat_and_fails_overlapping_ones() -> None:
@@ -309,18 +308,14 @@ async def test_a_chat_failing_first_lets_the_calls_still_in_flight_go_and_leaves
         return WireReply(text="late", delay=30.0)
 
     # Held until all three have arrived: the two after it are on the wire when it fails.
-    async with OpenAIServer(respond=answer, hold=3) as server:
-        agent, model = _grader(server)
-        try:
-            events = await asyncio.wait_for(_events(Runner(agent), "alpha beta gamma"), HANG)
-            [error] = [e.error for e in events if e.error is not None]
-            assert "bad passage" in str(error)
-            # The two calls after it were cancelled: their connections closed, no task left.
-            await asyncio.wait_for(_until(lambda: server.hangups == 2), HANG)
-            left = [t for t in asyncio.all_tasks() if "generate" in repr(t.get_coro())]
-            assert left == []
-        finally:
-            await model.aclose()
+    async with OpenAIServer(respond=answer, hold=3) as server, _grader(server) as (agent, _):
+        events = await asyncio.wait_for(_events(Runner(agent), "alpha beta gamma"), HANG)
+        [error] = [e.error for e in events if e.error is not None]
+        assert "bad passage" in str(error)
+        # The two calls after it were cancelled: their connections closed, no task left.
+        await asyncio.wait_for(_until(lambda: server.hangups == 2), HANG)
+        left = [t for t in asyncio.all_tasks() if "generate" in repr(t.get_coro())]
+        assert left == []
 
 
 async def test_a_503_on_one_overlapping_call_is_retried_by_its_model_alone() -> None:
@@ -333,13 +328,12 @@ async def test_a_503_on_one_overlapping_call_is_retried_by_its_model_alone() -> 
             return WireReply(status=503, error="busy")
         return WireReply(text=f"{passage}: good")
 
-    async with OpenAIServer(respond=answer, hold=3) as server:
-        agent, model = _grader(server)
+    async with (
+        OpenAIServer(respond=answer, hold=3) as server,
+        _grader(server) as (agent, model),
+    ):
         model.retry = RetryPolicy(max_attempts=2, initial_delay=0.001, jitter=False)
-        try:
-            result = await asyncio.wait_for(Runner(agent).invoke("alpha beta gamma"), HANG)
-        finally:
-            await model.aclose()
+        result = await asyncio.wait_for(Runner(agent).invoke("alpha beta gamma"), HANG)
     assert [e.message.content for e in result.events if e.message] == [
         "alpha: good",
         "beta: good",
@@ -379,14 +373,10 @@ async def test_max_events_stops_overlapping_chats_where_one_after_the_other_stop
 async def test_each_overlapping_chat_has_its_span_under_the_agents(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
-    async with OpenAIServer(respond=_answer, hold=3) as server:
-        agent, model = _grader(server)
-        try:
-            await asyncio.wait_for(
-                Runner(agent, tracer_provider=provider).invoke("alpha beta gamma"), HANG
-            )
-        finally:
-            await model.aclose()
+    async with OpenAIServer(respond=_answer, hold=3) as server, _grader(server) as (agent, _):
+        await asyncio.wait_for(
+            Runner(agent, tracer_provider=provider).invoke("alpha beta gamma"), HANG
+        )
     spans = exporter.get_finished_spans()
     [root] = [s for s in spans if s.name == "invoke_agent grader"]
     chats = [s for s in spans if s.name.startswith("chat ")]
