@@ -13,7 +13,7 @@ import subprocess
 import sys
 import textwrap
 from collections import defaultdict
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -1258,6 +1258,16 @@ class HangingModel(_GenerateOnly):
         raise AssertionError("unreachable")
 
 
+async def _cut_off(work: Coroutine[Any, Any, Any], started: asyncio.Event) -> None:
+    """Run ``work`` as a task, cancel it once ``started`` is set (as a timeout around a run, or a
+    client gone, would) and see it end cancelled."""
+    task = asyncio.create_task(work)
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
 async def test_a_cancelled_branch_ends_its_spans_without_an_error(
     provider: TracerProvider, exporter: InMemorySpanExporter
 ) -> None:
@@ -1404,11 +1414,7 @@ async def test_a_run_cancelled_in_an_agent_callback_says_cancelled(
         callbacks=[Callbacks(**{hook: wait})],
         tracer_provider=provider,
     )
-    task = asyncio.create_task(runner.invoke("x"))
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await _cut_off(runner.invoke("x"), started)
     (span,) = named(exporter.get_finished_spans(), "invoke_agent a")
     assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
     assert events_of(span) == ["adk.cancelled"]
@@ -1435,11 +1441,7 @@ async def test_a_cancelled_run_says_so_on_every_agent_span(
             async for _ in runner.run("x"):
                 pass
 
-    task = asyncio.create_task(read())
-    await started.wait()
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await _cut_off(read(), started)
     spans = exporter.get_finished_spans()
     agent_spans = [s for s in spans if s.name.startswith("invoke_agent")]
     assert len(agent_spans) == (2 if root == "sequential" else 1)
@@ -1720,11 +1722,7 @@ async def test_a_cut_off_run_records_its_agents_durations_as_cancelled(
             async for _ in events:
                 pass
 
-        task = asyncio.create_task(read())
-        await started.wait()
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+        await _cut_off(read(), started)
         expected = [("first", "completed"), ("slow", "cancelled"), ("steps", "cancelled")]
     else:  # the reader takes the first agent's answer and leaves, cutting the rest off
         await anext(events)
