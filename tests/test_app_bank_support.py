@@ -27,13 +27,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic import BaseModel, Field, TypeAdapter, ValidationInfo, model_validator
 
 import adk
@@ -46,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that resumes)
 
 from app_processes import resume_as_process  # noqa: E402
+from app_wire import wire_server  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
 from openai_server import Call, OpenAIServer  # noqa: E402
 from openai_server import Reply as Wire  # noqa: E402
@@ -206,15 +205,7 @@ def tool_results(body: dict[str, Any]) -> dict[str, str]:
 # -- fixtures --------------------------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(autouse=True)
-def _fresh(llm: OpenAIServer) -> None:
-    llm.requests.clear()
+llm = wire_server()
 
 
 @pytest.fixture

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from pydantic import BaseModel, field_validator
 
 import adk
@@ -51,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # run as a script too (the process that answers the review)
 
 from app_processes import run_as_process  # noqa: E402
+from app_wire import wire_server  # noqa: E402
 from conftest import sqlite_store, wire_model  # noqa: E402
 from mcp_servers.process import HTTPServerProcess  # noqa: E402
 from openai_server import Call, OpenAIServer  # noqa: E402
@@ -208,10 +208,7 @@ def mcp_process() -> Iterator[HTTPServerProcess]:
     process.stop()
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
+llm = wire_server()
 
 
 def system_of(body: dict[str, Any]) -> str:

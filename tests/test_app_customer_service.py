@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
+from app_wire import wire_server
 from conftest import sqlite_store, wire_model
 from mcp_servers.process import HTTPServerProcess
 from openai_server import Call, OpenAIServer
@@ -218,16 +218,12 @@ def mcp_process() -> Iterator[HTTPServerProcess]:
     process.stop()
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
+llm = wire_server()
 
 
 @pytest.fixture(autouse=True)
-def _no_refunds_yet(llm: OpenAIServer) -> None:
+def _no_refunds_yet() -> None:
     REFUNDS.clear()
-    llm.requests.clear()
 
 
 def runner(llm: OpenAIServer, mcp: HTTPServerProcess, tmp_path: Path, api: str = "chat") -> Runner:

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import pytest
-import pytest_asyncio
+from app_wire import wire_server
 from conftest import wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as Wire
@@ -190,10 +190,7 @@ async def read(events: AsyncIterator[AgentEvent], shown: list[str]) -> list[Agen
 # -- fixtures --------------------------------------------------------------------------------------
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer(structured="openai") as server:  # refuses what OpenAI refuses
-        yield server
+llm = wire_server(structured="openai")  # refuses what OpenAI refuses
 
 
 @pytest.fixture

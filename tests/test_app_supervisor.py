@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
+from app_wire import wire_server
 from conftest import wire_model
 from mcp_servers.process import HTTPServerProcess
 from openai_server import Call, OpenAIServer
@@ -170,10 +170,7 @@ def own_mcp() -> Iterator[HTTPServerProcess]:
     process.stop()
 
 
-@pytest_asyncio.fixture(loop_scope="module")
-async def llm() -> AsyncIterator[OpenAIServer]:
-    async with OpenAIServer() as server:
-        yield server
+llm = wire_server()
 
 
 @pytest.fixture(autouse=True)
