@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from pydantic import BaseModel
 
 from adk import Interrupt, Message, Resources, RetryPolicy, RunError, Runner, Session, Usage
@@ -27,7 +28,7 @@ from adk.actions import (
     action,
 )
 from adk.checkpoint import InMemoryCheckpointStore, register_type
-from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import CheckpointError, decode_checkpoint
 from adk.execution import LocalExecutionEnvironment
 from adk.testing import Reply, ScriptedModel
 
@@ -396,9 +397,8 @@ async def test_a_saved_fan_in_that_does_not_fit_fails_the_resume_and_keeps_the_c
 ) -> None:
     store = InMemoryCheckpointStore()
     await Runner(Approving("approving"), checkpoint_store=store).invoke("go", checkpoint_id="c1")
-    body = decode_checkpoint((await store.get("c1")) or b"", "c1")
-    body["states"]["agent:approving"][""]["collected"] = collected
-    await store.put("c1", encode_checkpoint(body))
+    async with rewrite_checkpoint(store, "c1") as body:
+        body["states"]["agent:approving"][""]["collected"] = collected
     with pytest.raises(RunError) as raised:
         await Runner(Approving("approving"), checkpoint_store=store).invoke_resume("c1", "yes")
     cause = raised.value.__cause__

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from conftest import ScriptAgent, wire_model
 from openai_server import Call as WireCall
 from openai_server import OpenAIServer
@@ -29,7 +30,6 @@ from adk import (
     ToolContext,
 )
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent, Supervisor
 
@@ -241,13 +241,10 @@ async def test_react_exit_result_held_across_the_pause_without_exits_in_an_older
     store = InMemoryCheckpointStore()
     runner = Runner(ReActAgent("a", model, tools=[tools.finish, tools.approve]), store)
     paused = await runner.invoke("go", checkpoint_id="cp")
-    data = await store.get("cp")
-    assert data is not None
-    body = decode_checkpoint(data, "cp")
-    [state] = [s for a, s in body["states"].items() if a.endswith("agent:a")]
-    assert state[""]["exits"] == ["c1"]
-    del state[""]["exits"]
-    await store.put("cp", encode_checkpoint(body))
+    async with rewrite_checkpoint(store, "cp") as body:
+        [state] = [s for a, s in body["states"].items() if a.endswith("agent:a")]
+        assert state[""]["exits"] == ["c1"]
+        del state[""]["exits"]
 
     resumed = await runner.invoke_resume("cp", "yes")
 

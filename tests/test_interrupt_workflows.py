@@ -4,10 +4,11 @@ the resume does not address pause again under the same id."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from conftest import ScriptAgent, act_break, act_transfer
 from test_interrupts import Asker, collect, pause_of, texts
 
@@ -26,7 +27,6 @@ from adk import (
     with_sub_agents,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.history import HistoryEntry
 from adk.testing import ScriptedModel, simplify_events
 from prebuilt import ReActAgent
@@ -310,30 +310,18 @@ async def test_a_resumed_branch_sees_what_it_saw_before_the_pause_not_its_siblin
     ]
 
 
-async def _rewrite_checkpoint(
-    runner: Runner, checkpoint_id: str, change: Callable[[dict[str, Any]], None]
-) -> None:
-    data = await runner.checkpoint_store.get(checkpoint_id)
-    assert data is not None
-    body = decode_checkpoint(data, checkpoint_id)
-    change(body)
-    await runner.checkpoint_store.put(checkpoint_id, encode_checkpoint(body))
-
-
 async def test_a_checkpoint_without_history_order_numbers_still_resumes() -> None:
     # Checkpoints written before the history kept its order numbers (and the parallel agent its
     # fork) resume as they did then: the branch sees everything the history holds.
     runner, reader, _ = _fork_pause()
     info = pause_of(await collect(runner.run("hi")))
 
-    def strip(body: dict[str, Any]) -> None:
+    async with rewrite_checkpoint(runner.checkpoint_store, info.checkpoint_id) as body:
         for entry in body["history"]:
             del entry["seq"]
         for slots in body["states"].values():
             for state in slots.values():
                 state.pop("fork_seq", None)
-
-    await _rewrite_checkpoint(runner, info.checkpoint_id, strip)
     resumed = await collect(runner.resume(info.checkpoint_id, "go"))
 
     assert simplify_events(resumed) == ["ask: ask got 'go'", "reader: read"]
@@ -346,10 +334,8 @@ async def test_a_history_out_of_order_is_a_corrupt_checkpoint() -> None:
     runner, _, _ = _fork_pause()
     info = pause_of(await collect(runner.run("hi")))
 
-    def shuffle(body: dict[str, Any]) -> None:
+    async with rewrite_checkpoint(runner.checkpoint_store, info.checkpoint_id) as body:
         body["history"][0]["seq"], body["history"][1]["seq"] = 1, 0
-
-    await _rewrite_checkpoint(runner, info.checkpoint_id, shuffle)
     try:
         await collect(runner.resume(info.checkpoint_id, "go"))
     except CheckpointError as exc:

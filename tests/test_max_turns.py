@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from conftest import calculator, wire_model
 from openai_server import Call as WireCall
 from openai_server import OpenAIServer
@@ -18,7 +19,7 @@ from openai_server import Reply as WireReply
 import adk
 from adk import AgentTool, Interrupt, MaxTurnsExceeded, RunError, Runner, ToolContext
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import decode_checkpoint
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -280,11 +281,8 @@ async def test_a_checkpoint_whose_turns_are_malformed_is_refused(turns: Any) -> 
     pause = Reply(tool_calls=[tool_call("approve", {"item": "x"}, id="a1")])
     paused = await _pausing_runner(store, [pause]).invoke("go", max_turns=3)
     assert paused.checkpoint_id is not None
-    data = await store.get(paused.checkpoint_id)
-    assert data is not None
-    body = decode_checkpoint(data, paused.checkpoint_id)
-    body["turns"] = turns
-    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
+        body["turns"] = turns
 
     with pytest.raises(adk.CheckpointError, match="turns is not a max_turns"):
         await _pausing_runner(store, ["done"]).invoke_resume(paused.checkpoint_id, "yes")

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from pydantic import BaseModel
 
 import adk
@@ -835,11 +836,10 @@ async def test_a_role_resumed_after_a_pause_inside_a_plan_execute_it_called_read
     # The inner one gave the role's state back as it paused (it saved its own in its steps).
     assert first.session["objective"] == "settle my bill"
     # Earlier versions paused with the inner one's in the session: the step puts its own back.
-    body = decode_checkpoint(await store.get(first.checkpoint_id) or b"", first.checkpoint_id)
-    assert body["session"]["objective"] == "settle my bill"
-    body["session"]["objective"] = "pay 5"
-    body["session"]["plan"] = {"__adk_type__": "prebuilt.Plan", "data": {"steps": ["pay 5"]}}
-    await store.put(first.checkpoint_id, encode_checkpoint(body))
+    async with rewrite_checkpoint(store, first.checkpoint_id) as body:
+        assert body["session"]["objective"] == "settle my bill"
+        body["session"]["objective"] = "pay 5"
+        body["session"]["plan"] = {"__adk_type__": "prebuilt.Plan", "data": {"steps": ["pay 5"]}}
     fresh, model = app(["Paid."], ["Paid the bill."], ["Bill checked and paid."])
     second = await Runner(fresh, checkpoint_store=store).invoke_resume(
         first.checkpoint_id, {"approved": True}

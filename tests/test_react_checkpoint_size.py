@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from pydantic import BaseModel
 
 import adk
@@ -31,7 +32,7 @@ from adk import (
     SequentialAgent,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import decode_checkpoint
 from adk.history import HistoryEntry, default_rewriter
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import PlanExecute, ReActAgent, Supervisor, _react_state, new_planner, new_replanner
@@ -375,9 +376,8 @@ async def test_a_checkpoint_whose_history_lost_the_messages_fails_clearly_and_ke
     assert paused.checkpoint_id is not None
     original = await store.get(paused.checkpoint_id)
     assert original is not None
-    body = decode_checkpoint(original)
-    body["history"] = body["history"][:1]  # the tool result is gone
-    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
+        body["history"] = body["history"][:1]  # the tool result is gone
 
     with pytest.raises(adk.RunError, match="cannot rebuild its conversation") as failed:
         await runner.invoke_resume(paused.checkpoint_id, True)
@@ -396,10 +396,7 @@ async def test_a_malformed_state_is_a_clear_error() -> None:
     runner = Runner(writer("solo", model), checkpoint_store=store)
     paused = await runner.invoke("research tides and publish")
     assert paused.checkpoint_id is not None
-    original = await store.get(paused.checkpoint_id)
-    assert original is not None
-    body = decode_checkpoint(original)
-    body["states"]["agent:solo"][""]["tail"] = ["three"]
-    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
+        body["states"]["agent:solo"][""]["tail"] = ["three"]
     with pytest.raises(adk.RunError, match="'three' is not a valid count or position"):
         await runner.invoke_resume(paused.checkpoint_id, True)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 
 import adk
 from adk import (
@@ -37,7 +38,6 @@ from adk import (
 )
 from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import PlanExecute, ReActAgent, new_executor, new_planner, new_replanner
 
@@ -105,12 +105,11 @@ class Redeploy:
 
     async def edit(self, change: Callable[[dict[str, Any]], None]) -> None:
         """Rewrite the stored checkpoint's body (as an older pyadk would have written it)."""
-        async with SQLiteCheckpointStore(self.path) as store:
-            data = await store.get("c")
-            assert data is not None
-            body = decode_checkpoint(data, "c")
+        async with (
+            SQLiteCheckpointStore(self.path) as store,
+            rewrite_checkpoint(store, "c") as body,
+        ):
             change(body)
-            await store.put("c", encode_checkpoint(body))
 
 
 @pytest.fixture

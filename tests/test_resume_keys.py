@@ -15,12 +15,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from flink_job import book
 
 from adk import AgentEvent, AgentInput, BaseAgent, Interrupt, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import SQLiteCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import KeyedOutput, LocalExecutionEnvironment, RecordError
 
 LEDGER = ActionAgent("ledger", actions=[book])
@@ -133,11 +134,8 @@ async def test_a_checkpoint_saved_without_its_key_resumes_unchecked(tmp_path: Pa
     paused, sessions = await _paused(tmp_path)
     store = SQLiteCheckpointStore(str(tmp_path / "checkpoints.db"))
     assert paused.checkpoint_id is not None
-    data = await store.get(paused.checkpoint_id)
-    assert data is not None
-    body = decode_checkpoint(data, paused.checkpoint_id)
-    assert body.pop("record_key") == {"value": "ann"}
-    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
+        assert body.pop("record_key") == {"value": "ann"}
     await store.aclose()
 
     later = _env(tmp_path).from_list([], key="user")

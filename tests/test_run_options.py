@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from pydantic import BaseModel
 
 from adk import (
@@ -26,7 +27,7 @@ from adk import (
     tool,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import CheckpointError, decode_checkpoint
 from adk.checkpoint.sqlite import SQLiteCheckpointStore
 from adk.resources import Resources
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -217,11 +218,8 @@ async def test_a_checkpoint_whose_option_names_are_malformed_is_refused(names: A
     runner = Runner(_Seen("gate", pause=True), checkpoint_store=store)
     paused = await runner.invoke("hi", options={"deps": 1})
     assert paused.checkpoint_id is not None
-    data = await store.get(paused.checkpoint_id)
-    assert data is not None
-    body = decode_checkpoint(data, paused.checkpoint_id)
-    body["options"] = names
-    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
+        body["options"] = names
     with pytest.raises(CheckpointError, match="options is not the names of the run options"):
         await runner.invoke_resume(paused.checkpoint_id, options={"deps": 1})
 

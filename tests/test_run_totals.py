@@ -10,13 +10,14 @@ import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from conftest import ChatActor, wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
 
 import adk
 from adk import AgentTool, Message, Role, Runner, Usage
-from adk.checkpoint.codec import CheckpointError, decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import CheckpointError
 from adk.checkpoint.memory import InMemoryCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent, Supervisor
@@ -349,15 +350,12 @@ async def paused_with_usage(store: InMemoryCheckpointStore, usage: object) -> tu
     runner = approval_agent(store)
     paused = await runner.invoke("pay 5")
     assert paused.checkpoint_id is not None
-    raw = await store.get(paused.checkpoint_id)
-    assert raw is not None
-    body = decode_checkpoint(raw, paused.checkpoint_id)
-    assert body["usage"] == used(10, 1).model_dump()
-    if usage is None:
-        del body["usage"]
-    else:
-        body["usage"] = usage
-    await store.put(paused.checkpoint_id, encode_checkpoint(body))
+    async with rewrite_checkpoint(store, paused.checkpoint_id) as body:
+        assert body["usage"] == used(10, 1).model_dump()
+        if usage is None:
+            del body["usage"]
+        else:
+            body["usage"] = usage
     return runner, paused.checkpoint_id
 
 

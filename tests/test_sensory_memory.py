@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from conftest import wire_model
 from openai_server import Call as OpenAICall
 from openai_server import OpenAIServer
@@ -31,7 +32,6 @@ from adk.actions import (
     action,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
 from adk.execution import LocalExecutionEnvironment
 
 
@@ -155,13 +155,11 @@ async def test_a_saved_sensory_memory_that_is_not_a_mapping_fails_the_resume_and
     store = InMemoryCheckpointStore()
     runner = Runner(Notes("notes"), checkpoint_store=store)
     await runner.invoke("hello", checkpoint_id="c1")
-    raw = await store.get("c1")
-    assert raw is not None
-    body = decode_checkpoint(raw, "c1")
-    [state] = [slots[""] for address, slots in body["states"].items() if address == "agent:notes"]
-    assert state["sensory"] == {"seen": ["hello"]}  # saved with the pause, without the undone write
-    state["sensory"] = ["hello"]
-    await store.put("c1", encode_checkpoint(body))
+    async with rewrite_checkpoint(store, "c1") as body:
+        [state] = [s[""] for address, s in body["states"].items() if address == "agent:notes"]
+        # saved with the pause, without the undone write
+        assert state["sensory"] == {"seen": ["hello"]}
+        state["sensory"] = ["hello"]
 
     with pytest.raises((RunError, CheckpointError)) as raised:
         await runner.invoke_resume("c1", "yes")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from checkpoint_rewrite import rewrite_checkpoint
 from conftest import ScriptAgent, act_transfer, add, calculator, run_events, wire_model
 from mcp_servers.process import closed_port
 from openai_server import OpenAIServer
@@ -69,7 +70,7 @@ from adk.actions import (
 )
 from adk.callbacks import Callbacks
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import LocalExecutionEnvironment, RecordError
 from adk.messages import MessageChunk
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -946,15 +947,12 @@ async def test_a_checkpoint_without_a_readable_trace_resumes_without_a_link(
     model = ScriptedModel([Reply(tool_calls=[tool_call("approve", {})]), "done"])
     runner = Runner(ReActAgent("a", model, tools=[approve]), store, tracer_provider=provider)
     await runner.invoke("go", checkpoint_id="cp")
-    data = await store.get("cp")
-    assert data is not None
-    body = decode_checkpoint(data, "cp")
-    assert set(body["trace"]) == {"trace_id", "span_id", "sampled"}
-    if saved is None:
-        del body["trace"]
-    else:
-        body["trace"] = saved
-    await store.put("cp", encode_checkpoint(body))
+    async with rewrite_checkpoint(store, "cp") as body:
+        assert set(body["trace"]) == {"trace_id", "span_id", "sampled"}
+        if saved is None:
+            del body["trace"]
+        else:
+            body["trace"] = saved
     exporter.clear()
     assert (await runner.invoke_resume("cp", "yes")).text == "done"
     (root,) = named(exporter.get_finished_spans(), "invoke_agent a")
