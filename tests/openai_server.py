@@ -326,6 +326,7 @@ class OpenAIServer:
             self.requests.append(RecordedRequest(method, target, headers, body))
         if "://" in target:  # absolute form, as sent to a proxy
             target = "/" + target.split("://", 1)[1].partition("/")[2]
+        target = target.partition("?")[0]  # routed by its path; recorded with its query
         if self.hold:
             self.hold -= 1
             held = self._held

@@ -1745,6 +1745,33 @@ async def test_base_url_with_or_without_v1(server: OpenAIServer, suffix: str) ->
     assert server.requests[0].path == "/v1/chat/completions"
 
 
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("root", ["/v1", ""])
+async def test_a_base_url_query_goes_with_every_request(
+    server: OpenAIServer, api: str, root: str
+) -> None:
+    """Azure OpenAI takes its ``api-version`` as a query on every request (the v1 API's preview
+    features, ``.../openai/v1?api-version=preview``; a deployment's URL,
+    ``.../openai/deployments/<name>?api-version=2024-10-21``; Microsoft's "Azure OpenAI v1 API"
+    page), and gateways put keys and routing there. Given in ``base_url``, the SDK joined the
+    endpoint after the query (``/v1/?api-version=2024-10-21chat/completions``): every call went
+    to a path no server has and failed with a 404 about it. The query is kept as the client's
+    default query: sent with every request, a retried one and a stream too, and the ``/v1`` rule
+    reads the path alone."""
+    server.script(Reply(status=503), Reply(text="one"), Reply(text="two"))
+    url = f"{server.root_url}{root}?api-version=2024-10-21&tag=a"
+    async with OpenAIChatModel("m", base_url=url, api=api, retry=FAST) as model:
+        assert (await model.generate([Message.user("hi")])).content == "one"
+        assert join_chunks(await collect(model.stream([Message.user("hi")]))).content == "two"
+        assert "api-version" in repr(model) and "2024-10-21" not in repr(model)  # masked
+    endpoint = "/v1/chat/completions" if api == "chat" else "/v1/responses"
+    query = "?api-version=2024-10-21&tag=a"
+    assert [request.path for request in server.requests] == [endpoint + query] * 3
+    # A key given twice would go as "tag[]" (the SDK's way with a list): refused, not renamed.
+    with pytest.raises(ValueError, match="'tag' more than once"):
+        OpenAIChatModel("m", base_url=f"{server.root_url}/v1?tag=a&tag=b")
+
+
 def test_endpoint_url_is_rejected_with_the_fix() -> None:
     with pytest.raises(ValueError, match="'http://localhost:8000/v1'"):
         OpenAIChatModel("m", base_url="http://localhost:8000/v1/chat/completions")

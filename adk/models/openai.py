@@ -17,7 +17,7 @@ import os
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any, Literal, TypeVar
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import openai
 
@@ -199,7 +199,7 @@ class OpenAIChatModel(AsyncCloseable):
             self._client = client.with_options(max_retries=0, timeout=sdk_timeout)
             self._clients: LoopClients[openai.AsyncOpenAI] | None = None
         else:
-            url = _resolve_base_url(base_url)
+            url, url_query = _resolve_base_url(base_url)
             key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
             if key:
                 _check_api_key(key, "api_key" if api_key is not None else "OPENAI_API_KEY")
@@ -218,13 +218,20 @@ class OpenAIChatModel(AsyncCloseable):
                 "max_retries": 0,
                 "timeout": sdk_timeout,
             }
+            if url_query:
+                # sent with every request (the SDK joins the endpoint after the URL's query)
+                self._client_options["default_query"] = url_query
             self._client = self._new_client()
             # The SDK's connection pool belongs to the loop it is used on: a client per loop, each
             # closed as its loop ends (``asyncio.run`` per request, from several threads too).
             self._clients = LoopClients(self._client, self._new_client, _close_client)
         self.base_url = str(self._client.base_url).rstrip("/")
-        # How errors and repr show it: a gateway's credentials may be in the URL (user:pw@).
-        self._shown_url = redacted_url(self.base_url)
+        # How errors and repr show it: a gateway's credentials may be in the URL (user:pw@), a
+        # key in its query, whose values are masked too.
+        query = self._client_options.get("default_query") if client is None else None
+        self._shown_url = redacted_url(
+            f"{self.base_url}?{urlencode(query)}" if query else self.base_url
+        )
         host = urlsplit(self.base_url).hostname or ""
         # OpenAI itself: api.openai.com and its regional endpoints (eu.api.openai.com, which the
         # openai client's data_residency= selects; mtls.api.openai.com).
@@ -808,15 +815,32 @@ def _check_timeout(timeout: float | None) -> float | None:
     return float(timeout)
 
 
-def _resolve_base_url(base_url: str | None) -> str | None:
-    """The API root to use (see the class docstring for the rule); None means OpenAI's default."""
+def _resolve_base_url(base_url: str | None) -> tuple[str | None, dict[str, str]]:
+    """The API root to use (see the class docstring for the rule), None meaning OpenAI's
+    default, and the query it came with, to send with every request.
+
+    Why the query apart: the SDK joins the endpoint to the URL as text, after its query
+    (``/v1/?api-version=2024-10-21chat/completions``), so a URL with one (Azure's
+    ``api-version``, a gateway's key) sent every call to a path no server has. Kept as the
+    client's ``default_query``, it goes with every request; a key given twice, which the SDK
+    would send under another name (``key[]``), is refused. A fragment, which HTTP never sends,
+    is dropped."""
     source = "base_url"
     if base_url is None:
         base_url = os.environ.get("OPENAI_BASE_URL") or None
         source = "OPENAI_BASE_URL"
         if base_url is None:
-            return None
-    url = base_url.strip().rstrip("/")
+            return None, {}
+    parts = urlsplit(base_url.strip())
+    query: dict[str, str] = {}
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in query:  # the SDK would send it as key[]=...: another name
+            raise ValueError(
+                f"{source} gives the query parameter {key!r} more than once, which the client "
+                f"cannot send as given: give it once; got {_masked(base_url)!r}"
+            )
+        query[key] = value
+    url = urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
         raise ValueError(
@@ -826,15 +850,15 @@ def _resolve_base_url(base_url: str | None) -> str | None:
     path = parts.path
     for suffix in _ENDPOINT_SUFFIXES:
         if path.endswith(suffix):
-            root = _masked(url[: len(url) - len(suffix)]) if not parts.query else None
-            hint = f"write {root!r}" if root else "remove the endpoint path"
+            root = _masked(url[: len(url) - len(suffix)])
+            hint = f"write {root!r}" + (" with its query" if query else "")
             raise ValueError(
                 f"{source} should be the API root, not the {suffix} endpoint: {hint} "
                 "(the client appends the endpoint itself)"
             )
     if not path:
         url += "/v1"
-    return url
+    return url, query
 
 
 def _masked(url: str) -> str:
