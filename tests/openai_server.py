@@ -189,6 +189,12 @@ class OpenAIServer:
     error its first event, as vLLM's V1 engine does); ``"llama_cpp"`` refuses a schema with an
     unanchored ``pattern`` (``"\\S"``) as llama-server's grammar conversion does.
 
+    ``tool_ids`` makes the server refuse a Chat request carrying a tool-call id Mistral's
+    validator (``mistral_common``, behind api.mistral.ai and vLLM's ``--tokenizer-mode mistral``)
+    refuses, any but nine ASCII letters and digits, in an assistant's call or a tool message: with
+    Mistral's own 400 (``"mistral"``, its flat error object) or as OpenRouter passes it on
+    (``"openrouter"``, "Provider returned error" with Mistral's answer in ``metadata.raw``).
+
     ``hold`` keeps the first that many requests waiting until all have arrived, then answers
     them: concurrent calls (a service's first requests) all meet the server's first answer.
     A sequence holds group after group: ``hold=(3, 3)`` the first three requests until all
@@ -215,6 +221,7 @@ class OpenAIServer:
         refuses: Sequence[str] = (),
         refusal: str = "openai",
         reasoning_back: str | None = None,
+        tool_ids: str | None = None,
         structured: str | None = None,
         hold: int | Sequence[int] = 0,
         respond: Callable[[Any], Reply] | None = None,
@@ -229,6 +236,7 @@ class OpenAIServer:
         self._holds = holds  # the groups held after this one
         self._held = asyncio.Event()
         self.reasoning_back = reasoning_back
+        self.tool_ids = tool_ids
         self._script: deque[Reply] = deque(replies)
         self.refuses = tuple(refuses)
         self.refusal = refusal
@@ -362,6 +370,11 @@ class OpenAIServer:
         if missing is not None:
             await self._send_json(writer, 400, {"error": missing})
             return True
+        if self.tool_ids is not None and target == "/v1/chat/completions":
+            refused_id = _bad_mistral_id(body, self.tool_ids)
+            if refused_id is not None:
+                await self._send_json(writer, 400, refused_id)
+                return True
         invalid = _invalid_tool_name(body, responses=target == "/v1/responses")
         if invalid is None and target == "/v1/chat/completions":
             invalid = _unanswered_tool_calls(body)
@@ -530,6 +543,38 @@ def _missing_reasoning(body: Any, style: str | None) -> dict[str, Any] | None:
             return {"message": text, "type": "invalid_request_error"}
         text = "The `reasoning_content` in the thinking mode must be passed back to the API."
         return {"message": text, "type": "invalid_request_error", "param": None, "code": None}
+    return None
+
+
+_MISTRAL_ID = re.compile(r"[a-zA-Z0-9]{9}")
+
+
+def _bad_mistral_id(body: Any, style: str) -> dict[str, Any] | None:
+    """The 400 document of a server checking tool-call ids as Mistral does (see
+    ``OpenAIServer.tool_ids``), or None when every id passes."""
+    ids: list[object] = []
+    for message in body.get("messages") or () if isinstance(body, dict) else ():
+        ids.extend(call.get("id") for call in message.get("tool_calls") or ())
+        if message.get("role") == "tool":
+            ids.append(message.get("tool_call_id"))
+    for call_id in ids:
+        if isinstance(call_id, str) and _MISTRAL_ID.fullmatch(call_id):
+            continue
+        said = f"Tool call id was {call_id} but must be a-z, A-Z, 0-9, with a length of 9."
+        error = {
+            "object": "error",
+            "message": said,
+            "type": "invalid_request_error",
+            "param": None,
+            "code": None,
+        }
+        if style == "openrouter":
+            raw = json.dumps({**error, "type": "invalid_function_call", "code": "3280"})
+            metadata = {"raw": raw, "provider_name": "Mistral"}
+            return {
+                "error": {"message": "Provider returned error", "code": 400, "metadata": metadata}
+            }
+        return error
     return None
 
 

@@ -299,6 +299,68 @@ async def test_reasoning_goes_back_to_servers_that_require_it(style: str, stream
         assert sent[3][3] == {"role": "assistant", "content": "5"}  # only beside tool calls
 
 
+VLLM_ID = "chatcmpl-tool-e5add885dbb342de950be95dd89b71e7"  # vLLM's Mistral parser, before 0.7
+
+
+@pytest.mark.parametrize("style", ["mistral", "openrouter"])
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_tool_call_ids_go_as_mistral_takes_them_once_refused(
+    style: str, streaming: bool
+) -> None:
+    """Mistral (its API, and vLLM serving a Mistral model with ``--tokenizer-mode mistral``: both
+    validate with ``mistral_common``) refuses a conversation holding a tool-call id that is not
+    nine ASCII letters and digits: "Tool call id was abc123 but must be a-z, A-Z, 0-9, with a
+    length of 9." (langchain-ai/langchain#24668; vllm-project/vllm#12332, whose own parser made
+    ``chatcmpl-tool-...`` ids it then refused; through OpenRouter "Provider returned error" with
+    Mistral's answer in ``metadata.raw``, openclaw/openclaw#57672). Ids another server made, or
+    pyadk's own (``call_0`` for a call that came without one, ``call~1`` for a repeated one),
+    failed the second turn of every tool loop with HTTP 400. Once refused, each id is sent as
+    nine letters and digits made from it, the same on the call and on its result, for this and
+    every later call; an id that already is one goes as it is, and the run keeps the ids."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    calls = [
+        Call("add", '{"a": 1, "b": 2}', id=VLLM_ID),
+        Call("add", '{"a": 3, "b": 4}', id="aB3xK9mP2"),  # one of Mistral's own: kept
+        Call("add", '{"a": 5, "b": 6}', id="call_0"),
+    ]
+    async with OpenAIServer(tool_ids=style) as server:
+        server.script(
+            Reply(tool_calls=calls), Reply(text="3, 7, 11"), Reply(text="5"), Reply(text="9")
+        )
+        async with make_model(server) as model:
+            agent = ReActAgent("calc", model, tools=[add])
+            runner = Runner(agent, enable_streaming=streaming)
+            result = await runner.invoke("1+2, 3+4, 5+6?")
+            assert result.text == "3, 7, 11"
+            # the run's history keeps the ids as they came
+            kept = [
+                e.output.message.tool_call_id
+                for e in result.events
+                if e.output is not None
+                and e.output.message is not None
+                and e.output.role == Role.TOOL
+            ]
+            assert sorted(kept) == sorted([VLLM_ID, "aB3xK9mP2", "call_0"])
+            # a later conversation holding those calls goes in the form taken at once
+            later = await runner.invoke([*result.messages, Message.user("and 2+3?")])
+            assert later.text == "5"
+    refused, sent, again = server.bodies[1], server.bodies[2], server.bodies[3]
+    assert len(server.requests) == 4  # the one refusal, none after it
+    assert [c["id"] for c in refused["messages"][1]["tool_calls"]] == [c.id for c in calls]
+    for body in (sent, again):
+        assistant, *results = body["messages"][1:5]
+        ids = [c["id"] for c in assistant["tool_calls"]]
+        assert all(len(i) == 9 and i.isascii() and i.isalnum() for i in ids)
+        assert len(set(ids)) == 3 and ids[1] == "aB3xK9mP2"
+        assert [m["tool_call_id"] for m in results] == ids  # each result answers its call
+        assert ids == [c["id"] for c in sent["messages"][2]["tool_calls"]]  # the same each time
+
+
 @pytest.mark.parametrize("repeat_name", [False, True])
 async def test_streamed_fragments_joined_by_index(server: OpenAIServer, repeat_name: bool) -> None:
     """llama.cpp repeats id and name in every fragment; the joined call must name the tool once."""
