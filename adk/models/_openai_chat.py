@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -34,8 +35,32 @@ _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 _ASSISTANT, _TOOL, _USER = Role.ASSISTANT, Role.TOOL, Role.USER
 
 
+_ID_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+
+
+def short_call_id(call_id: str) -> str:
+    """``call_id`` in the form Mistral's validator (``mistral_common``: its API, vLLM's
+    ``--tokenizer-mode mistral``) takes, nine ASCII letters and digits: as it is if it is one,
+    else nine made from its SHA-256, so the call and its result, sent apart, and every later
+    request carry the same one (62**9 of them: two ids of one conversation meeting in one is
+    not a worry)."""
+    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
+        return call_id
+    digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).digest()
+    number = int.from_bytes(digest[:8], "big")
+    out = []
+    for _ in range(9):
+        number, digit = divmod(number, 62)
+        out.append(_ID_CHARACTERS[digit])
+    return "".join(out)
+
+
 def chat_messages(
-    messages: Sequence[Message], *, send_reasoning: bool = False, send_parts: bool = True
+    messages: Sequence[Message],
+    *,
+    send_reasoning: bool = False,
+    send_parts: bool = True,
+    short_ids: bool = False,
 ) -> list[dict[str, Any]]:
     """Wire messages. Assistant messages always carry ``content`` (``""`` beside tool calls: some
     servers reject its absence) and carry ``tool_calls`` only when there are some (OpenAI rejects an
@@ -45,7 +70,8 @@ def chat_messages(
     messages with tool calls carry it as ``reasoning_content``, ``""`` when they have none. Without
     ``send_parts`` (``parts="text"``: a text-only server) no content part but text is sent: a
     message's parts are the placeholders in its text (:func:`parts_as_text`), and a tool round
-    is followed by no user message of parts."""
+    is followed by no user message of parts. With ``short_ids`` (a server that refused an id,
+    as Mistral does) each tool-call id goes as :func:`short_call_id` makes it."""
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     for position, message in enumerate(messages):
@@ -58,7 +84,7 @@ def chat_messages(
             if message.tool_calls:
                 entry["tool_calls"] = [
                     {
-                        "id": call.id,
+                        "id": short_call_id(call.id) if short_ids else call.id,
                         "type": "function",
                         "function": {"name": call.name, "arguments": call.arguments or "{}"},
                     }
@@ -69,6 +95,8 @@ def chat_messages(
             out.append(entry)
         elif role == _TOOL:
             call_id = require_tool_call_id(message, position)
+            if short_ids:
+                call_id = short_call_id(call_id)
             if message.parts and not send_parts:
                 text = parts_as_text(message.content, message.parts)
                 out.append({"role": "tool", "tool_call_id": call_id, "content": text})
@@ -120,18 +148,21 @@ def chat_request(
     stream_usage: bool = True,
     send_reasoning: bool = False,
     send_parts: bool = True,
+    short_ids: bool = False,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``.
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
-    refused it) so the final chunk carries token counts. ``send_reasoning`` and ``send_parts``:
-    see :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides
+    refused it) so the final chunk carries token counts. ``send_reasoning``, ``send_parts`` and
+    ``short_ids``: see :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides
     anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
     (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
     request: dict[str, Any] = {
         "model": model,
-        "messages": chat_messages(messages, send_reasoning=send_reasoning, send_parts=send_parts),
+        "messages": chat_messages(
+            messages, send_reasoning=send_reasoning, send_parts=send_parts, short_ids=short_ids
+        ),
     }
     if tools:
         request["tools"] = chat_tools(tools)

@@ -27,6 +27,7 @@ from .._urls import redacted_url
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
+from ._openai_chat import short_call_id as _short_call_id
 from ._openai_common import error_detail, in_band_status, json_schema_of
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._openai_tls import http_client
@@ -245,6 +246,7 @@ class OpenAIChatModel(AsyncCloseable):
         self._send_parts = self._parts == "send"
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
+        self._short_ids = False  # tool-call ids as nine letters and digits (Mistral)
         self._formats = FormatFallback()  # how much of a schema response_format the server takes
         self._wrapped = WrappedSchemas()  # strict schemas sent wrapped, not walked per call
         self._closed = False
@@ -503,6 +505,7 @@ class OpenAIChatModel(AsyncCloseable):
             stream_usage=self._stream_usage,
             send_reasoning=self._send_reasoning,
             send_parts=self._send_parts,
+            short_ids=self._short_ids,
         )
         return request, wrapped
 
@@ -526,6 +529,8 @@ class OpenAIChatModel(AsyncCloseable):
 
         The reverse too: DeepSeek's and Kimi's thinking modes refuse assistant tool-call messages
         sent without their ``reasoning_content``, which is then sent back (``chat_messages``).
+        And Mistral refuses a tool-call id that is not nine letters and digits (another server's,
+        pyadk's own ``call_0``), which then go as ``short_call_id`` makes them.
 
         A schema ``response_format`` the server refuses goes one step down ``_structured``'s
         ladder (``strict`` left out, JSON mode, instructions only), for this call only: the step
@@ -553,6 +558,15 @@ class OpenAIChatModel(AsyncCloseable):
         ):
             self._send_reasoning = True
             adapted.add("reasoning_content")
+            return True
+        if (
+            self._api == "chat"
+            and "tool_call_ids" not in adapted
+            and _wants_short_ids(error.__cause__)
+            and not _sent_short_ids(request)
+        ):
+            self._short_ids = True
+            adapted.add("tool_call_ids")
             return True
         own = [field for field in _MAX_TOKENS_FIELDS if field in request]
         if "stream_options" in request:
@@ -963,6 +977,36 @@ _REASONING_WANTED = re.compile(
 
 
 _MAX_TOKENS_FIELDS = ("max_tokens", "max_completion_tokens")
+
+
+# Mistral's validator (mistral_common), behind its API and vLLM's ``--tokenizer-mode mistral``:
+# "Tool call id was call_0 but must be a-z, A-Z, 0-9, with a length of 9."
+_SHORT_IDS_WANTED = re.compile(
+    r"tool call id was .{0,300}?must be a-z, a-z, 0-9, with a length of 9", re.IGNORECASE
+)
+
+
+def _wants_short_ids(exc: BaseException | None) -> bool:
+    """Whether a server's answer refuses a tool-call id for not being nine letters and digits
+    (Mistral's 400; OpenRouter's, with Mistral's answer in ``metadata.raw``; a local server's
+    500, once its retries ran out)."""
+    if not isinstance(exc, openai.APIStatusError):
+        return False
+    body = exc.body
+    text = json.dumps(body, ensure_ascii=False) if isinstance(body, (dict, list)) else str(body)
+    return _SHORT_IDS_WANTED.search(text) is not None
+
+
+def _sent_short_ids(request: dict[str, Any]) -> bool:
+    """Whether every tool-call id a Chat request carried already was nine letters and digits:
+    then making them so cannot mend what the server refused."""
+    for message in request.get("messages", ()):
+        ids = [call["id"] for call in message.get("tool_calls", ())]
+        if message.get("role") == "tool":
+            ids.append(message.get("tool_call_id", ""))
+        if any(_short_call_id(i) != i for i in ids):
+            return False
+    return True
 
 
 def _sent_reasoning(request: dict[str, Any]) -> bool:
