@@ -17,6 +17,7 @@ Run as a script (``python tests/openai_server.py``) it serves a default text rep
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import ssl
@@ -86,6 +87,9 @@ class Reply:
     "value_error", "loc": ["body"], "msg": "Value error, <error>", "input": <the whole request>,
     "ctx": ...}]}``, or ``"message"``, that list's text as an OpenAI error's message, as servers
     with their own handler for validation errors do.
+    ``signature`` goes on the first tool call of a Chat answer as Gemini's OpenAI endpoint puts
+    its thought signature there (``extra_content.google.thought_signature``; the first of
+    parallel calls alone carries one); ``OpenAIServer(thought_signatures=True)`` sets it.
     ``events`` replaces a stream's events with these, sent as they are (text or bytes: an event
     cut mid-way, invalid UTF-8, a chunk of another shape), whichever protocol was asked for;
     ``break_after`` and the other cuts apply to them. ``endless`` is an event sent again and
@@ -132,6 +136,7 @@ class Reply:
     echo_request: str = ""
     events: Sequence[str | bytes] | None = None
     endless: str | bytes | None = None
+    signature: str | None = None
 
     @property
     def finish(self) -> str:
@@ -195,6 +200,12 @@ class OpenAIServer:
     Mistral's own 400 (``"mistral"``, its flat error object) or as OpenRouter passes it on
     (``"openrouter"``, "Provider returned error" with Mistral's answer in ``metadata.raw``).
 
+    ``thought_signatures`` answers as Gemini 3 does through its OpenAI endpoint: the first tool
+    call of each answer carries a thought signature (``Reply.signature``), and a Chat request
+    whose current turn (after its last user message) holds an assistant's tool calls without the
+    signature given with them is refused with Gemini's 400, "Function call is missing a
+    thought_signature in functionCall parts", its body a list as Gemini's is.
+
     ``hold`` keeps the first that many requests waiting until all have arrived, then answers
     them: concurrent calls (a service's first requests) all meet the server's first answer.
     A sequence holds group after group: ``hold=(3, 3)`` the first three requests until all
@@ -222,6 +233,7 @@ class OpenAIServer:
         refusal: str = "openai",
         reasoning_back: str | None = None,
         tool_ids: str | None = None,
+        thought_signatures: bool = False,
         structured: str | None = None,
         hold: int | Sequence[int] = 0,
         respond: Callable[[Any], Reply] | None = None,
@@ -237,6 +249,8 @@ class OpenAIServer:
         self._held = asyncio.Event()
         self.reasoning_back = reasoning_back
         self.tool_ids = tool_ids
+        self.thought_signatures = thought_signatures
+        self.signatures_given: set[str] = set()
         self._script: deque[Reply] = deque(replies)
         self.refuses = tuple(refuses)
         self.refusal = refusal
@@ -370,6 +384,11 @@ class OpenAIServer:
         if missing is not None:
             await self._send_json(writer, 400, {"error": missing})
             return True
+        if self.thought_signatures and target == "/v1/chat/completions":
+            unsigned = _unsigned_call(body, self.signatures_given)
+            if unsigned is not None:
+                await self._send_json(writer, 400, unsigned)
+                return True
         if self.tool_ids is not None and target == "/v1/chat/completions":
             refused_id = _bad_mistral_id(body, self.tool_ids)
             if refused_id is not None:
@@ -388,6 +407,10 @@ class OpenAIServer:
             await self._send_json(writer, 400, {"error": invalid})
             return True
         reply = self._next_reply(body)
+        if self.thought_signatures and reply.tool_calls:
+            signature = f"c2lnbmF0dXJl-{self._counter + 1}"  # opaque to the client
+            self.signatures_given.add(signature)
+            reply = dataclasses.replace(reply, signature=signature)
         if reply.delay and reply.stall_after is None and await self._hung_up(reader, reply.delay):
             return False
         if reply.raw is not None:
@@ -543,6 +566,31 @@ def _missing_reasoning(body: Any, style: str | None) -> dict[str, Any] | None:
             return {"message": text, "type": "invalid_request_error"}
         text = "The `reasoning_content` in the thinking mode must be passed back to the API."
         return {"message": text, "type": "invalid_request_error", "param": None, "code": None}
+    return None
+
+
+def _unsigned_call(body: Any, given: set[str]) -> list[dict[str, Any]] | None:
+    """Gemini's 400 for a request whose current turn holds tool calls without the thought
+    signature given with them (see ``OpenAIServer.thought_signatures``), or None."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return None
+    users = [i for i, message in enumerate(messages) if message.get("role") == "user"]
+    for position, message in enumerate(messages[users[-1] if users else 0 :]):
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not calls:
+            continue
+        google = (calls[0].get("extra_content") or {}).get("google") or {}
+        if google.get("thought_signature") in given:
+            continue
+        said = (
+            "Function call is missing a thought_signature in functionCall parts. This is "
+            "required for tools to work correctly, and missing thought_signature may lead to "
+            "degraded model performance. Additional data, function call "
+            f"`default_api:{calls[0]['function']['name']}` , position {position + 1}. Please "
+            "refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
+        )
+        return [{"error": {"code": 400, "message": said, "status": "INVALID_ARGUMENT"}}]
     return None
 
 
@@ -974,6 +1022,7 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
                 **({"id": _call_id(call, i)} if reply.call_ids else {}),
                 "type": "function",
                 "function": {"name": call.name, "arguments": _wire_arguments(reply, call)},
+                **_signed(reply, i),
             }
             for i, call in enumerate(reply.tool_calls)
         ]
@@ -993,6 +1042,13 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
         "usage": _chat_usage(reply),
         **_served_by(reply),
     }
+
+
+def _signed(reply: Reply, position: int) -> dict[str, Any]:
+    """Gemini's thought signature on a reply's first tool call (``Reply.signature``), or {}."""
+    if reply.signature is None or position:
+        return {}
+    return {"extra_content": {"google": {"thought_signature": reply.signature}}}
 
 
 def _served_by(reply: Reply, fingerprint: bool = True) -> dict[str, str]:
@@ -1041,12 +1097,13 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
         head = {**index, "type": "function"}
         if reply.call_ids:
             head["id"] = _call_id(call, i)
+        first = {**head, **_signed(reply, i)}  # the call's first fragment
         if reply.arguments_as_object:
             function = {"name": call.name, "arguments": _wire_arguments(reply, call)}
-            chunks.append(chunk({"tool_calls": [{**head, "function": function}]}))
+            chunks.append(chunk({"tool_calls": [{**first, "function": function}]}))
             continue
         chunks.append(
-            chunk({"tool_calls": [{**head, "function": {"name": call.name, "arguments": ""}}]})
+            chunk({"tool_calls": [{**first, "function": {"name": call.name, "arguments": ""}}]})
         )
         for part in _pieces(call.arguments, reply.fragment):
             if reply.repeat_name:

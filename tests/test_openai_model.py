@@ -28,6 +28,7 @@ from openai_server import Call, OpenAIServer, Reply
 
 from adk import RunContext, Runner, SequentialAgent, tool
 from adk.callbacks import Callbacks, ModelRequest
+from adk.checkpoint.codec import from_json_value, to_json_value
 from adk.messages import Message, MessageChunk, Role, ToolCall, Usage, join_chunks
 from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
 from adk.models._openai_chat import ChatStreamDecoder
@@ -297,6 +298,51 @@ async def test_reasoning_goes_back_to_servers_that_require_it(style: str, stream
         for messages in sent[2:]:
             assert messages[1]["reasoning_content"] == "Add them."
         assert sent[3][3] == {"role": "assistant", "content": "5"}  # only beside tool calls
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_geminis_thought_signatures_go_back_with_their_calls(streaming: bool) -> None:
+    """Gemini 3 through its OpenAI endpoint puts a thought signature on a reply's (first) tool
+    call, ``extra_content.google.thought_signature``, and refuses a request whose current turn
+    holds the call without it: "Function call is missing a thought_signature in functionCall
+    parts" (HTTP 400; ai.google.dev/gemini-api/docs/thought-signatures, "you must pass back
+    thought signatures during function calling"; openai/codex#7586, crmne/ruby_llm#588). The
+    adapter dropped it, so the second call of every tool loop failed. It is kept in the reply's
+    ``metadata["tool_call_extra_content"]`` (by call id), which the history and checkpoints
+    keep, and sent back on its call."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    async with OpenAIServer(thought_signatures=True) as server:
+        server.script(
+            Reply(tool_calls=[Call("add", '{"a": 1, "b": 2}'), Call("add", '{"a": 3, "b": 4}')]),
+            Reply(tool_calls=[Call("add", '{"a": 3, "b": 7}', id="second")]),
+            Reply(text="10"),
+            Reply(text="ok"),
+        )
+        async with make_model(server) as model:
+            runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
+            result = await runner.invoke("1+2, 3+4, then add them")
+            assert result.text == "10"
+            replies = [m for m in result.messages if m.tool_calls]
+            extras = [m.metadata["tool_call_extra_content"] for m in replies]
+            assert extras == [
+                {"call_0": {"google": {"thought_signature": "c2lnbmF0dXJl-1"}}},
+                {"second": {"google": {"thought_signature": "c2lnbmF0dXJl-2"}}},
+            ]
+            # a checkpoint keeps it
+            assert from_json_value(to_json_value(result.messages)) == result.messages
+            later = await runner.invoke([*result.messages, Message.user("thanks")])
+            assert later.text == "ok"
+    assert len(server.requests) == 4  # none refused
+    last = server.bodies[2]["messages"]
+    sent = [m["tool_calls"] for m in last if m.get("tool_calls")]
+    assert sent[0][0]["extra_content"] == {"google": {"thought_signature": "c2lnbmF0dXJl-1"}}
+    assert "extra_content" not in sent[0][1]  # the second of parallel calls had none
+    assert sent[1][0]["extra_content"] == {"google": {"thought_signature": "c2lnbmF0dXJl-2"}}
 
 
 VLLM_ID = "chatcmpl-tool-e5add885dbb342de950be95dd89b71e7"  # vLLM's Mistral parser, before 0.7
