@@ -14,6 +14,7 @@ from ._openai_common import (
     chat_part,
     content_parts,
     error_detail,
+    field_of,
     function_choice_name,
     identity_of,
     in_band_status,
@@ -34,6 +35,12 @@ _PLAIN_ROLES = {Role.SYSTEM: "system", Role.USER: "user"}
 # 3.11) and the conversion compares every message of every request.
 _ASSISTANT, _TOOL, _USER = Role.ASSISTANT, Role.TOOL, Role.USER
 
+
+EXTRA_CONTENT = "tool_call_extra_content"
+"""The ``Message.metadata`` key of what a server put on its tool calls beside the standard
+fields for the client to send back with them, by call id: Gemini's ``extra_content`` (its
+thought signature, ``{"google": {"thought_signature": ...}}``), which Gemini 3 requires back
+with each call of the current turn and refuses the request without (HTTP 400)."""
 
 _ID_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -82,7 +89,7 @@ def chat_messages(
         if role == _ASSISTANT:
             entry: dict[str, Any] = {"role": "assistant", "content": message.content}
             if message.tool_calls:
-                entry["tool_calls"] = [
+                entry["tool_calls"] = calls = [
                     {
                         "id": short_call_id(call.id) if short_ids else call.id,
                         "type": "function",
@@ -90,6 +97,12 @@ def chat_messages(
                     }
                     for call in message.tool_calls
                 ]
+                extras = message.metadata.get(EXTRA_CONTENT) if message.metadata else None
+                if type(extras) is dict:
+                    for call, wire in zip(message.tool_calls, calls, strict=True):
+                        extra = extras.get(call.id)
+                        if extra is not None:
+                            wire["extra_content"] = extra
                 if send_reasoning:
                     entry["reasoning_content"] = message.reasoning or ""
             out.append(entry)
@@ -196,20 +209,28 @@ def chat_request(
     return request
 
 
-def _tool_calls(raw: object) -> list[ToolCall]:
+def _tool_calls(raw: object) -> tuple[list[ToolCall], dict[str, Any] | None]:
+    """The calls of a message's ``tool_calls``, and what the server put on them to be sent back
+    (:data:`EXTRA_CONTENT`), by id, or None."""
     calls: list[ToolCall] = []
+    extras: dict[str, Any] | None = None
     for position, call in enumerate(raw if isinstance(raw, list) else ()):
         function = getattr(call, "function", None)
         if function is None:  # a non-function ("custom") tool call: not ours to run
             continue
+        call_id = text_of(getattr(call, "id", None)) or f"call_{position}"
         calls.append(
             ToolCall(
-                id=text_of(getattr(call, "id", None)) or f"call_{position}",
+                id=call_id,
                 name=text_of(getattr(function, "name", None)),
                 arguments=arguments_text(getattr(function, "arguments", None)) or "{}",
             )
         )
-    return calls
+        extra = field_of(call, "extra_content")
+        if extra is not None:
+            extras = extras or {}
+            extras[call_id] = extra
+    return calls, extras
 
 
 def chat_message(completion: Any) -> Message:
@@ -236,12 +257,15 @@ def chat_message(completion: Any) -> Message:
     if isinstance(content, list):
         content, thinking = content_parts(content)
         reasoning += thinking
+    calls, extras = _tool_calls(getattr(raw, "tool_calls", None))
     message = Message.assistant(
         text_of(content),
-        _tool_calls(getattr(raw, "tool_calls", None)),
+        calls,
         usage=usage_of(getattr(completion, "usage", None), "prompt_tokens", "completion_tokens"),
         reasoning=reasoning or None,
     )
+    if extras is not None:
+        message.metadata[EXTRA_CONTENT] = extras
     finish = getattr(choice, "finish_reason", None)
     if isinstance(finish, str):
         message.metadata["finish_reason"] = finish
@@ -299,12 +323,13 @@ class ChatStreamDecoder:
     breaks before then is retried with a fresh decoder, so no fragment is counted twice.
     """
 
-    __slots__ = ("_at", "_calls", "_identity", "_ids", "_refusal", "finished")
+    __slots__ = ("_at", "_calls", "_extras", "_identity", "_ids", "_refusal", "finished")
 
     def __init__(self) -> None:
         self.finished = False
         self._identity: dict[str, str] = {}
         self._refusal: list[str] = []
+        self._extras: dict[int, Any] | None = None  # call index -> its extra_content
         # wire key (see _place) -> the call that key last named
         self._at: dict[int, _WireCall] = {}
         self._ids: dict[str, int] = {}  # call id -> index
@@ -349,6 +374,12 @@ class ChatStreamDecoder:
                     index, name = self._place(
                         wire if isinstance(wire, int) else -1 - position, call_id, name, arguments
                     )
+                    if call_id or name:  # a call's head (Gemini sends each call whole)
+                        extra = field_of(raw, "extra_content")
+                        if extra is not None:
+                            if self._extras is None:
+                                self._extras = {}
+                            self._extras[index] = extra
                     fragments.append(
                         ToolCallChunk(
                             index=index,
@@ -412,11 +443,18 @@ class ChatStreamDecoder:
         self._calls += 1
         return index
 
-    def _final_metadata(self) -> dict[str, str]:
-        """What the finishing chunk records: the stream's identity, and its refusal if it had one."""
-        metadata = dict(self._identity)
+    def _final_metadata(self) -> dict[str, Any]:
+        """What the finishing chunk records: the stream's identity, its refusal if it had one,
+        and what the server put on its calls to be sent back (:data:`EXTRA_CONTENT`), by the id
+        ``join_chunks`` gives each call (its own, else ``call_<index>``)."""
+        metadata: dict[str, Any] = dict(self._identity)
         if self._refusal:
             metadata["refusal"] = "".join(self._refusal)
+        if self._extras:
+            ids = {index: call_id for call_id, index in self._ids.items()}
+            metadata[EXTRA_CONTENT] = {
+                ids.get(index) or f"call_{index}": extra for index, extra in self._extras.items()
+            }
         return metadata
 
 
