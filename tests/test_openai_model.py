@@ -345,6 +345,23 @@ async def test_geminis_thought_signatures_go_back_with_their_calls(streaming: bo
     assert sent[1][0]["extra_content"] == {"google": {"thought_signature": "c2lnbmF0dXJl-2"}}
 
 
+async def test_geminis_error_sent_as_a_list_is_quoted() -> None:
+    """Gemini's OpenAI endpoint answers an error with a list holding the error object,
+    ``[{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"}}]`` (as quoted in
+    discuss.ai.google.dev/t/109823 for a missing thought signature): the ModelError said only
+    "HTTP 400: Error code: 400", the server's reason lost. Here a history whose tool call came
+    from another model, which Gemini 3 refuses for its missing thought signature."""
+    history = [
+        Message.user("2 + 3?"),
+        Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')]),
+        Message.tool("5", tool_call_id="c1", name="add"),
+    ]
+    async with OpenAIServer(thought_signatures=True) as server, make_model(server) as model:
+        with pytest.raises(ModelError, match="HTTP 400: Function call is missing a thought_sig"):
+            await model.generate(history, tools=[ADD])
+        assert len(server.requests) == 1  # a 400: not retried
+
+
 VLLM_ID = "chatcmpl-tool-e5add885dbb342de950be95dd89b71e7"  # vLLM's Mistral parser, before 0.7
 
 

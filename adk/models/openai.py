@@ -1131,6 +1131,12 @@ def _listed_errors(text: str) -> str | None:
 
 def _server_message(exc: openai.APIStatusError) -> str:
     body = exc.body
+    if isinstance(body, list) and body and isinstance(body[0], dict):
+        # Gemini's OpenAI endpoint: [{"error": {"code": 400, "message": ..., "status": ...}}],
+        # which the SDK keeps whole and names only "Error code: 400"
+        error = body[0].get("error")
+        if isinstance(error, dict):
+            body = error
     if isinstance(body, dict):
         message = body.get("message")
         if isinstance(message, str) and message:
