@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Call", "OpenAIServer", "RecordedRequest", "Reply"]
+__all__ = ["Call", "OpenAIServer", "RecordedRequest", "Reply", "reasoning_details_of"]
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,12 @@ class Reply:
     ``signature`` goes on the first tool call of a Chat answer as Gemini's OpenAI endpoint puts
     its thought signature there (``extra_content.google.thought_signature``; the first of
     parallel calls alone carries one); ``OpenAIServer(thought_signatures=True)`` sets it.
+    ``reasoning_details`` sends the reasoning as OpenRouter does for a model whose reasoning
+    must come back (Gemini 3, Claude's thinking): ``reasoning`` and ``reasoning_details``, a
+    ``reasoning.text`` entry (the text, signed) and a ``reasoning.encrypted`` one; streamed, the
+    text in pieces each its own entry (every one at ``index`` 0, as OpenRouter streams them),
+    then its signature in a text-less entry, then the encrypted one
+    (:func:`reasoning_details_of` gives what a client must send back).
     ``events`` replaces a stream's events with these, sent as they are (text or bytes: an event
     cut mid-way, invalid UTF-8, a chunk of another shape), whichever protocol was asked for;
     ``break_after`` and the other cuts apply to them. ``endless`` is an event sent again and
@@ -137,6 +143,7 @@ class Reply:
     events: Sequence[str | bytes] | None = None
     endless: str | bytes | None = None
     signature: str | None = None
+    reasoning_details: bool = False
 
     @property
     def finish(self) -> str:
@@ -206,6 +213,11 @@ class OpenAIServer:
     signature given with them is refused with Gemini's 400, "Function call is missing a
     thought_signature in functionCall parts", its body a list as Gemini's is.
 
+    ``keep_reasoning_details`` refuses, as OpenRouter does for Gemini 3 (HTTP 400 "Provider
+    returned error", its reason in ``metadata.raw``), a Chat request whose current turn holds an
+    assistant's tool calls without the ``reasoning_details`` its reply came with (a reply with
+    ``Reply.reasoning_details``), compared without their ``index``.
+
     ``hold`` keeps the first that many requests waiting until all have arrived, then answers
     them: concurrent calls (a service's first requests) all meet the server's first answer.
     A sequence holds group after group: ``hold=(3, 3)`` the first three requests until all
@@ -234,6 +246,7 @@ class OpenAIServer:
         reasoning_back: str | None = None,
         tool_ids: str | None = None,
         thought_signatures: bool = False,
+        keep_reasoning_details: bool = False,
         structured: str | None = None,
         hold: int | Sequence[int] = 0,
         respond: Callable[[Any], Reply] | None = None,
@@ -250,6 +263,8 @@ class OpenAIServer:
         self.reasoning_back = reasoning_back
         self.tool_ids = tool_ids
         self.thought_signatures = thought_signatures
+        self.keep_reasoning_details = keep_reasoning_details
+        self._details_given: dict[str, list[dict[str, Any]]] = {}  # call id -> its reply's
         self.signatures_given: set[str] = set()
         self._script: deque[Reply] = deque(replies)
         self.refuses = tuple(refuses)
@@ -389,6 +404,11 @@ class OpenAIServer:
             if unsigned is not None:
                 await self._send_json(writer, 400, unsigned)
                 return True
+        if self.keep_reasoning_details and target == "/v1/chat/completions":
+            lost = _lost_reasoning_details(body, self._details_given)
+            if lost is not None:
+                await self._send_json(writer, 400, lost)
+                return True
         if self.tool_ids is not None and target == "/v1/chat/completions":
             refused_id = _bad_mistral_id(body, self.tool_ids)
             if refused_id is not None:
@@ -407,6 +427,9 @@ class OpenAIServer:
             await self._send_json(writer, 400, {"error": invalid})
             return True
         reply = self._next_reply(body)
+        if reply.reasoning_details:
+            for i, call in enumerate(reply.tool_calls):
+                self._details_given[_call_id(call, i)] = reasoning_details_of(reply)
         if self.thought_signatures and reply.tool_calls:
             signature = f"c2lnbmF0dXJl-{self._counter + 1}"  # opaque to the client
             self.signatures_given.add(signature)
@@ -591,6 +614,67 @@ def _unsigned_call(body: Any, given: set[str]) -> list[dict[str, Any]] | None:
             "refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details."
         )
         return [{"error": {"code": 400, "message": said, "status": "INVALID_ARGUMENT"}}]
+    return None
+
+
+def reasoning_details_of(reply: Reply) -> list[dict[str, Any]]:
+    """The ``reasoning_details`` of a reply (``Reply.reasoning_details``), as a non-streamed
+    answer carries them: a signed ``reasoning.text`` entry and a ``reasoning.encrypted`` one."""
+    text = {
+        "type": "reasoning.text",
+        "text": reply.reasoning,
+        "signature": "c2lnbmVk",
+        "format": "anthropic-claude-v1",
+        "index": 0,
+    }
+    hidden = {
+        "type": "reasoning.encrypted",
+        "data": "ZW5jcnlwdGVk",
+        "format": "unknown",
+        "index": 1,
+    }
+    return [text, hidden]
+
+
+def _streamed_reasoning_details(reply: Reply) -> list[list[dict[str, Any]]]:
+    """Each streamed delta's ``reasoning_details``, as OpenRouter streams them: the text in
+    pieces, then its signature alone, then the encrypted entry, every one at ``index`` 0."""
+    text, hidden = reasoning_details_of(reply)
+    common = {"type": "reasoning.text", "format": text["format"], "index": 0}
+    deltas = [[{**common, "text": piece}] for piece in _pieces(reply.reasoning, 8)]
+    deltas.append([{**common, "text": "", "signature": text["signature"]}])
+    deltas.append([{**hidden, "index": 0}])
+    return deltas
+
+
+def _lost_reasoning_details(
+    body: Any, given: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any] | None:
+    """OpenRouter's 400 for a request whose current turn holds a tool call without the
+    ``reasoning_details`` given with it (see ``OpenAIServer.keep_reasoning_details``), or None."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    if not isinstance(messages, list):
+        return None
+    users = [i for i, message in enumerate(messages) if message.get("role") == "user"]
+    for message in messages[users[-1] if users else 0 :]:
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        expected = given.get(calls[0].get("id")) if calls else None
+        if expected is None:
+            continue
+        sent = message.get("reasoning_details")
+        unindexed = [
+            [{k: v for k, v in entry.items() if k != "index"} for entry in details]
+            for details in (expected, sent if isinstance(sent, list) else [])
+        ]
+        if unindexed[0] == unindexed[1]:
+            continue
+        raw = (
+            "Gemini models require OpenRouter reasoning details to be preserved in each request. "
+            "Please refer to our docs: https://openrouter.ai/docs/guides/best-practices/"
+            "reasoning-tokens#preserving-reasoning-blocks."
+        )
+        metadata = {"raw": raw, "provider_name": "Google AI Studio"}
+        return {"error": {"message": "Provider returned error", "code": 400, "metadata": metadata}}
     return None
 
 
@@ -1028,6 +1112,9 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
         ]
     if reply.content_parts:
         message["content"] = [*_thinking_parts(reply.reasoning), *_text_parts(reply.text)]
+    elif reply.reasoning_details:
+        message["reasoning"] = reply.reasoning
+        message["reasoning_details"] = reasoning_details_of(reply)
     elif reply.reasoning:
         message["reasoning_content"] = reply.reasoning
     choice = {"index": 0, "message": message, "finish_reason": reply.finish, "logprobs": None}
@@ -1088,6 +1175,14 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
     if reply.content_parts:
         chunks += [chunk({"content": _thinking_parts(p)}) for p in _pieces(reply.reasoning, 8)]
         chunks += [chunk({"content": _text_parts(p)}) for p in _pieces(reply.text, 8)]
+    elif reply.reasoning_details:
+        details = _streamed_reasoning_details(reply)
+        pieces = [*_pieces(reply.reasoning, 8), "", ""]
+        chunks += [
+            chunk({"reasoning": p, "reasoning_details": d})
+            for p, d in zip(pieces, details, strict=True)
+        ]
+        chunks += [chunk({"content": p}) for p in _pieces(reply.text, 8)]
     else:
         chunks += [chunk({"reasoning_content": p}) for p in _pieces(reply.reasoning, 8)]
         chunks += [chunk({"content": p}) for p in _pieces(reply.text, 8)]

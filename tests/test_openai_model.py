@@ -24,7 +24,7 @@ import pydantic
 import pytest
 from conftest import run_events, wire_model
 from openai.types.chat import ChatCompletionChunk
-from openai_server import Call, OpenAIServer, Reply
+from openai_server import Call, OpenAIServer, Reply, reasoning_details_of
 
 from adk import RunContext, Runner, SequentialAgent, tool
 from adk.callbacks import Callbacks, ModelRequest
@@ -343,6 +343,47 @@ async def test_geminis_thought_signatures_go_back_with_their_calls(streaming: bo
     assert sent[0][0]["extra_content"] == {"google": {"thought_signature": "c2lnbmF0dXJl-1"}}
     assert "extra_content" not in sent[0][1]  # the second of parallel calls had none
     assert sent[1][0]["extra_content"] == {"google": {"thought_signature": "c2lnbmF0dXJl-2"}}
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_openrouters_reasoning_details_go_back_with_their_message(streaming: bool) -> None:
+    """OpenRouter gives a reasoning model's reasoning as ``reasoning_details`` (a signed
+    ``reasoning.text``, a ``reasoning.encrypted``) and, for Gemini 3 (and Claude's thinking),
+    refuses a tool loop's next request without them on the assistant message: "Gemini models
+    require OpenRouter reasoning details to be preserved in each request" (HTTP 400; openrouter.ai
+    reasoning-tokens#preserving-reasoning-blocks; microsoft/agent-framework#2947). The adapter
+    read the text alone, so the second call of every tool loop failed. They are kept in the
+    reply's ``metadata["reasoning_details"]`` and sent back on it; streamed, the pieces of one
+    entry are joined into it (OpenRouter streams every entry at ``index`` 0, the signature in a
+    text-less piece after the text: OpenRouterTeam/ai-sdk-provider#520, agno-agi/agno#8861), so
+    what goes back is what a plain answer would have carried."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    first = Reply(
+        tool_calls=[Call("add", '{"a": 1, "b": 2}', id="c1")],
+        reasoning="I should add these numbers with the tool.",
+        reasoning_details=True,
+    )
+    async with OpenAIServer(keep_reasoning_details=True) as server:
+        server.script(first, Reply(text="3"))
+        async with make_model(server) as model:
+            runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
+            result = await runner.invoke("1+2?")
+    assert result.text == "3"
+    assert len(server.requests) == 2  # none refused
+    reply = next(m for m in result.messages if m.tool_calls)
+    assert reply.reasoning == "I should add these numbers with the tool."
+    expected = reasoning_details_of(first)
+    if streaming:  # as streamed: each at index 0
+        expected = [{**entry, "index": 0} for entry in expected]
+    assert reply.metadata["reasoning_details"] == expected
+    user, sent, _ = server.bodies[1]["messages"]
+    assert sent["tool_calls"][0]["id"] == "c1" and sent["reasoning_details"] == expected
+    assert "reasoning_details" not in user
 
 
 async def test_geminis_error_sent_as_a_list_is_quoted() -> None:
