@@ -42,6 +42,42 @@ fields for the client to send back with them, by call id: Gemini's ``extra_conte
 thought signature, ``{"google": {"thought_signature": ...}}``), which Gemini 3 requires back
 with each call of the current turn and refuses the request without (HTTP 400)."""
 
+REASONING_DETAILS = "reasoning_details"
+"""The ``Message.metadata`` key of OpenRouter's ``reasoning_details`` of a reply (its reasoning
+as entries: ``reasoning.text`` signed, ``reasoning.summary``, ``reasoning.encrypted``), sent
+back on the message: OpenRouter requires them back for Gemini 3 and Claude's thinking in a tool
+loop and refuses the request without them (HTTP 400)."""
+
+_JOINED = frozenset({"reasoning.text", "reasoning.summary"})  # entries streamed in pieces
+
+
+def _add_details(into: list[dict[str, Any]], pieces: list[Any]) -> None:
+    """``pieces``, one streamed delta's ``reasoning_details``, joined into ``into``: a piece of
+    the type and ``index`` of the entry before it, a text or a summary, continues that entry (its
+    ``text`` / ``summary`` appended, a field it lacks taken: the signature, streamed after the
+    text); any other piece is an entry of its own. OpenRouter streams an entry's text a piece
+    at a time, every piece at ``index`` 0, and a client sending the pieces back as entries
+    breaks the signature (what a plain answer carries is one entry)."""
+    for piece in pieces:
+        if not isinstance(piece, dict):
+            continue
+        last = into[-1] if into else None
+        kind = piece.get("type")
+        if (
+            last is not None
+            and kind in _JOINED
+            and last.get("type") == kind
+            and last.get("index") == piece.get("index")
+        ):
+            for key, value in piece.items():
+                if key in ("text", "summary") and isinstance(value, str):
+                    last[key] = (last.get(key) or "") + value
+                elif last.get(key) is None:
+                    last[key] = value
+        else:
+            into.append(dict(piece))
+
+
 _ID_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 
@@ -103,6 +139,10 @@ def chat_messages(
                         extra = extras.get(call.id)
                         if extra is not None:
                             wire["extra_content"] = extra
+            if message.metadata:
+                details = message.metadata.get(REASONING_DETAILS)
+                if details:
+                    entry[REASONING_DETAILS] = details
                 if send_reasoning:
                     entry["reasoning_content"] = message.reasoning or ""
             out.append(entry)
@@ -266,6 +306,9 @@ def chat_message(completion: Any) -> Message:
     )
     if extras is not None:
         message.metadata[EXTRA_CONTENT] = extras
+    details = field_of(raw, REASONING_DETAILS)
+    if isinstance(details, list) and details:
+        message.metadata[REASONING_DETAILS] = details
     finish = getattr(choice, "finish_reason", None)
     if isinstance(finish, str):
         message.metadata["finish_reason"] = finish
@@ -323,13 +366,23 @@ class ChatStreamDecoder:
     breaks before then is retried with a fresh decoder, so no fragment is counted twice.
     """
 
-    __slots__ = ("_at", "_calls", "_extras", "_identity", "_ids", "_refusal", "finished")
+    __slots__ = (
+        "_at",
+        "_calls",
+        "_details",
+        "_extras",
+        "_identity",
+        "_ids",
+        "_refusal",
+        "finished",
+    )
 
     def __init__(self) -> None:
         self.finished = False
         self._identity: dict[str, str] = {}
         self._refusal: list[str] = []
         self._extras: dict[int, Any] | None = None  # call index -> its extra_content
+        self._details: list[dict[str, Any]] = []  # OpenRouter's reasoning_details, joined
         # wire key (see _place) -> the call that key last named
         self._at: dict[int, _WireCall] = {}
         self._ids: dict[str, int] = {}  # call id -> index
@@ -351,6 +404,10 @@ class ChatStreamDecoder:
             delta = getattr(choice, "delta", None)
             if delta is not None:
                 reasoning = reasoning_of(delta)
+                extra = getattr(delta, "__pydantic_extra__", None)  # not an SDK field
+                details = extra.get(REASONING_DETAILS) if extra else None
+                if details and type(details) is list:
+                    _add_details(self._details, details)
                 raw_content = getattr(delta, "content", None)
                 if isinstance(raw_content, str):
                     content = raw_content
@@ -450,6 +507,8 @@ class ChatStreamDecoder:
         metadata: dict[str, Any] = dict(self._identity)
         if self._refusal:
             metadata["refusal"] = "".join(self._refusal)
+        if self._details:
+            metadata[REASONING_DETAILS] = self._details
         if self._extras:
             ids = {index: call_id for call_id, index in self._ids.items()}
             metadata[EXTRA_CONTENT] = {
