@@ -218,6 +218,10 @@ class OpenAIServer:
     assistant's tool calls without the ``reasoning_details`` its reply came with (a reply with
     ``Reply.reasoning_details``), compared without their ``index``.
 
+    ``forbids`` names fields a Chat request's messages (and their tool calls) may not carry: a
+    request whose messages carry one is answered as Mistral's API answers a field it does not
+    know in a message, 422 with pydantic's ``extra_forbidden`` under ``message.detail``.
+
     ``hold`` keeps the first that many requests waiting until all have arrived, then answers
     them: concurrent calls (a service's first requests) all meet the server's first answer.
     A sequence holds group after group: ``hold=(3, 3)`` the first three requests until all
@@ -247,6 +251,7 @@ class OpenAIServer:
         tool_ids: str | None = None,
         thought_signatures: bool = False,
         keep_reasoning_details: bool = False,
+        forbids: Sequence[str] = (),
         structured: str | None = None,
         hold: int | Sequence[int] = 0,
         respond: Callable[[Any], Reply] | None = None,
@@ -264,6 +269,7 @@ class OpenAIServer:
         self.tool_ids = tool_ids
         self.thought_signatures = thought_signatures
         self.keep_reasoning_details = keep_reasoning_details
+        self.forbids = tuple(forbids)
         self._details_given: dict[str, list[dict[str, Any]]] = {}  # call id -> its reply's
         self.signatures_given: set[str] = set()
         self._script: deque[Reply] = deque(replies)
@@ -403,6 +409,11 @@ class OpenAIServer:
             unsigned = _unsigned_call(body, self.signatures_given)
             if unsigned is not None:
                 await self._send_json(writer, 400, unsigned)
+                return True
+        if self.forbids and target == "/v1/chat/completions":
+            forbidden = _forbidden_fields(body, self.forbids)
+            if forbidden is not None:
+                await self._send_json(writer, 422, forbidden)
                 return True
         if self.keep_reasoning_details and target == "/v1/chat/completions":
             lost = _lost_reasoning_details(body, self._details_given)
@@ -615,6 +626,39 @@ def _unsigned_call(body: Any, given: set[str]) -> list[dict[str, Any]] | None:
         )
         return [{"error": {"code": 400, "message": said, "status": "INVALID_ARGUMENT"}}]
     return None
+
+
+def _forbidden_fields(body: Any, forbids: Sequence[str]) -> dict[str, Any] | None:
+    """Mistral's 422 for message fields it does not take (``OpenAIServer.forbids``), or None."""
+    errors: list[dict[str, Any]] = []
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for position, message in enumerate(messages if isinstance(messages, list) else ()):
+        role = message.get("role")
+        where: list[tuple[list[Any], dict[str, Any]]] = [
+            (["body", "messages", position, role], message)
+        ]
+        for n, call in enumerate(message.get("tool_calls") or ()):
+            where.append((["body", "messages", position, role, "tool_calls", n], call))
+        for loc, item in where:
+            errors.extend(
+                {
+                    "type": "extra_forbidden",
+                    "loc": [*loc, key],
+                    "msg": "Extra inputs are not permitted",
+                    "input": item[key],
+                }
+                for key in forbids
+                if key in item
+            )
+    if not errors:
+        return None
+    return {
+        "object": "error",
+        "message": {"detail": errors},
+        "type": "invalid_request_error",
+        "param": None,
+        "code": None,
+    }
 
 
 def reasoning_details_of(reply: Reply) -> list[dict[str, Any]]:

@@ -386,6 +386,38 @@ async def test_openrouters_reasoning_details_go_back_with_their_message(streamin
     assert "reasoning_details" not in user
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_what_a_server_refuses_to_be_sent_back_is_left_out_once_refused(
+    streaming: bool,
+) -> None:
+    """What the adapter keeps to send back (Gemini's ``extra_content`` on a call, OpenRouter's
+    ``reasoning_details``) goes to whichever server the conversation is sent to. One that
+    validates messages strictly refuses the request: Mistral answers a field it does not know in
+    a message with 422 ``extra_forbidden``, "Extra inputs are not permitted" (loc ``["body",
+    "messages", 1, "assistant", "reasoning_content"]`` in charmbracelet/crush#1590 and
+    BerriAI/litellm#30835). Once refused so, they are left out, for that call and from then on;
+    the history keeps them."""
+    history = [
+        Message.user("2 + 3?"),
+        Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')]),
+        Message.tool("5", tool_call_id="c1", name="add"),
+    ]
+    history[1].metadata["tool_call_extra_content"] = {"c1": {"google": {"thought_signature": "s"}}}
+    history[1].metadata["reasoning_details"] = [{"type": "reasoning.encrypted", "data": "e"}]
+    kept = dict(history[1].metadata)
+    server = OpenAIServer(forbids=["extra_content", "reasoning_details"])
+    async with server, make_model(server) as model:
+        server.script(Reply(text="5"), Reply(text="again"))
+        assert (await call(model, streaming, history, tools=[ADD])).content == "5"
+        assert (await call(model, streaming, history, tools=[ADD])).content == "again"
+    assert len(server.requests) == 3  # the one refusal, then left out from then on
+    assert "reasoning_details" in server.bodies[0]["messages"][1]
+    for body in server.bodies[1:]:
+        assert "reasoning_details" not in body["messages"][1]
+        assert "extra_content" not in body["messages"][1]["tool_calls"][0]
+    assert history[1].metadata == kept
+
+
 async def test_geminis_error_sent_as_a_list_is_quoted() -> None:
     """Gemini's OpenAI endpoint answers an error with a list holding the error object,
     ``[{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"}}]`` (as quoted in
