@@ -98,12 +98,18 @@ def short_call_id(call_id: str) -> str:
     return "".join(out)
 
 
+KEPT_FIELDS = ("extra_content", "reasoning_details")
+"""The wire fields of what a reply's metadata keeps to be sent back (:data:`EXTRA_CONTENT`,
+:data:`REASONING_DETAILS`), left out (``send_kept=False``) for a server that refused them."""
+
+
 def chat_messages(
     messages: Sequence[Message],
     *,
     send_reasoning: bool = False,
     send_parts: bool = True,
     short_ids: bool = False,
+    send_kept: bool = True,
 ) -> list[dict[str, Any]]:
     """Wire messages. Assistant messages always carry ``content`` (``""`` beside tool calls: some
     servers reject its absence) and carry ``tool_calls`` only when there are some (OpenAI rejects an
@@ -114,7 +120,10 @@ def chat_messages(
     ``send_parts`` (``parts="text"``: a text-only server) no content part but text is sent: a
     message's parts are the placeholders in its text (:func:`parts_as_text`), and a tool round
     is followed by no user message of parts. With ``short_ids`` (a server that refused an id,
-    as Mistral does) each tool-call id goes as :func:`short_call_id` makes it."""
+    as Mistral does) each tool-call id goes as :func:`short_call_id` makes it. What a reply's
+    metadata keeps to be sent back (Gemini's ``extra_content`` on its calls, OpenRouter's
+    ``reasoning_details``) goes back on it, unless ``send_kept`` is off (a server that refused
+    them: :data:`KEPT_FIELDS`)."""
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     for position, message in enumerate(messages):
@@ -133,13 +142,15 @@ def chat_messages(
                     }
                     for call in message.tool_calls
                 ]
-                extras = message.metadata.get(EXTRA_CONTENT) if message.metadata else None
+                extras = (
+                    message.metadata.get(EXTRA_CONTENT) if message.metadata and send_kept else None
+                )
                 if type(extras) is dict:
                     for call, wire in zip(message.tool_calls, calls, strict=True):
                         extra = extras.get(call.id)
                         if extra is not None:
                             wire["extra_content"] = extra
-            if message.metadata:
+            if message.metadata and send_kept:
                 details = message.metadata.get(REASONING_DETAILS)
                 if details:
                     entry[REASONING_DETAILS] = details
@@ -202,19 +213,24 @@ def chat_request(
     send_reasoning: bool = False,
     send_parts: bool = True,
     short_ids: bool = False,
+    send_kept: bool = True,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``.
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
-    refused it) so the final chunk carries token counts. ``send_reasoning``, ``send_parts`` and
-    ``short_ids``: see :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides
+    refused it) so the final chunk carries token counts. ``send_reasoning``, ``send_parts``,
+    ``short_ids`` and ``send_kept``: see :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides
     anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
     (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
     request: dict[str, Any] = {
         "model": model,
         "messages": chat_messages(
-            messages, send_reasoning=send_reasoning, send_parts=send_parts, short_ids=short_ids
+            messages,
+            send_reasoning=send_reasoning,
+            send_parts=send_parts,
+            short_ids=short_ids,
+            send_kept=send_kept,
         ),
     }
     if tools:

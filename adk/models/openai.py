@@ -26,7 +26,7 @@ from .._loop_clients import LoopClients
 from .._urls import redacted_url
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
-from ._openai_chat import ChatStreamDecoder, chat_message, chat_request
+from ._openai_chat import KEPT_FIELDS, ChatStreamDecoder, chat_message, chat_request
 from ._openai_chat import short_call_id as _short_call_id
 from ._openai_common import error_detail, in_band_status, json_schema_of
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
@@ -247,6 +247,7 @@ class OpenAIChatModel(AsyncCloseable):
         self._stream_usage = True
         self._send_reasoning = False  # reasoning_content beside tool calls (thinking modes)
         self._short_ids = False  # tool-call ids as nine letters and digits (Mistral)
+        self._send_kept = True  # what replies' metadata keeps to be sent back (KEPT_FIELDS)
         self._formats = FormatFallback()  # how much of a schema response_format the server takes
         self._wrapped = WrappedSchemas()  # strict schemas sent wrapped, not walked per call
         self._closed = False
@@ -506,6 +507,7 @@ class OpenAIChatModel(AsyncCloseable):
             send_reasoning=self._send_reasoning,
             send_parts=self._send_parts,
             short_ids=self._short_ids,
+            send_kept=self._send_kept,
         )
         return request, wrapped
 
@@ -530,7 +532,9 @@ class OpenAIChatModel(AsyncCloseable):
         The reverse too: DeepSeek's and Kimi's thinking modes refuse assistant tool-call messages
         sent without their ``reasoning_content``, which is then sent back (``chat_messages``).
         And Mistral refuses a tool-call id that is not nine letters and digits (another server's,
-        pyadk's own ``call_0``), which then go as ``short_call_id`` makes them.
+        pyadk's own ``call_0``), which then go as ``short_call_id`` makes them; and a message
+        field it does not know (422 ``extra_forbidden``), such as what replies of Gemini or
+        OpenRouter keep to be sent back (``KEPT_FIELDS``), which is then left out.
 
         A schema ``response_format`` the server refuses goes one step down ``_structured``'s
         ladder (``strict`` left out, JSON mode, instructions only), for this call only: the step
@@ -567,6 +571,15 @@ class OpenAIChatModel(AsyncCloseable):
         ):
             self._short_ids = True
             adapted.add("tool_call_ids")
+            return True
+        if (
+            self._api == "chat"
+            and "kept fields" not in adapted
+            and _sent_kept(request)
+            and _refuses_kept(error.__cause__)
+        ):
+            self._send_kept = False
+            adapted.add("kept fields")
             return True
         own = [field for field in _MAX_TOKENS_FIELDS if field in request]
         if "stream_options" in request:
@@ -1007,6 +1020,33 @@ def _sent_short_ids(request: dict[str, Any]) -> bool:
         if any(_short_call_id(i) != i for i in ids):
             return False
     return True
+
+
+_KEPT_NAMED = re.compile(rf"\b(?:{'|'.join(KEPT_FIELDS)})\b")
+
+
+def _sent_kept(request: dict[str, Any]) -> bool:
+    """Whether a Chat request carried any of ``KEPT_FIELDS`` (on a message or a tool call)."""
+    for message in request.get("messages", ()):
+        if "reasoning_details" in message:
+            return True
+        if any("extra_content" in call for call in message.get("tool_calls", ())):
+            return True
+    return False
+
+
+def _refuses_kept(exc: BaseException | None) -> bool:
+    """Whether a 400/422 answer refuses one of ``KEPT_FIELDS`` as a field the server does not
+    take in a message (Mistral: ``extra_forbidden``, "Extra inputs are not permitted", its loc
+    naming the field; others: "unknown/unrecognized ... field" or "additional properties are not
+    allowed" naming it)."""
+    if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
+        return False
+    body = exc.body
+    text = _error_text(body) if isinstance(body, (dict, list)) else str(body)
+    if _KEPT_NAMED.search(text) is None:
+        return False
+    return _REFUSAL.search(text) is not None or "additional properties" in text.lower()
 
 
 def _sent_reasoning(request: dict[str, Any]) -> bool:
