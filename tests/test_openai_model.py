@@ -418,6 +418,23 @@ async def test_what_a_server_refuses_to_be_sent_back_is_left_out_once_refused(
     assert history[1].metadata == kept
 
 
+async def test_mistrals_validation_error_is_quoted() -> None:
+    """Mistral answers a request its schema refuses with 422 and the validation errors under
+    ``message.detail`` (``{"object": "error", "message": {"detail": [{"type": "extra_forbidden",
+    "loc": [...], "msg": "Extra inputs are not permitted", "input": ...}]}}``, as in
+    Gage-Technologies/mistral-go#3): the ModelError said only "HTTP 422: Error code: 422". It
+    says each error's type, location and reason, the input each quotes left out."""
+    history = [Message.user("hi there, private words")]
+    async with OpenAIServer(forbids=["content"]) as server, make_model(server) as model:
+        with pytest.raises(ModelError) as caught:
+            await model.generate(history)
+    said = str(caught.value)
+    assert "HTTP 422:" in said and "extra_forbidden" in said
+    assert "Extra inputs are not permitted" in said and "'messages', 0, 'user', 'content'" in said
+    assert "private words" not in said
+    assert len(server.requests) == 1
+
+
 async def test_geminis_error_sent_as_a_list_is_quoted() -> None:
     """Gemini's OpenAI endpoint answers an error with a list holding the error object,
     ``[{"error": {"code": 400, "message": ..., "status": "INVALID_ARGUMENT"}}]`` (as quoted in

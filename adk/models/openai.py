@@ -1182,6 +1182,9 @@ def _server_message(exc: openai.APIStatusError) -> str:
         if isinstance(message, str) and message:
             return _without_echo(message + error_detail(body))
         detail = body.get("detail")  # FastAPI-style servers (vLLM validation errors)
+        if detail is None and isinstance(message, dict):
+            # Mistral: {"object": "error", "message": {"detail": [...]}, "type": ...}
+            detail = message.get("detail")
         if isinstance(detail, list):
             detail = [
                 {key: value for key, value in item.items() if key != "input"}
