@@ -150,12 +150,12 @@ def chat_messages(
                         extra = extras.get(call.id)
                         if extra is not None:
                             wire["extra_content"] = extra
+                if send_reasoning:
+                    entry["reasoning_content"] = message.reasoning or ""
             if message.metadata and send_kept:
                 details = message.metadata.get(REASONING_DETAILS)
                 if details:
                     entry[REASONING_DETAILS] = details
-                if send_reasoning:
-                    entry["reasoning_content"] = message.reasoning or ""
             out.append(entry)
         elif role == _TOOL:
             call_id = require_tool_call_id(message, position)
