@@ -219,8 +219,8 @@ def chat_request(
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
     refused it) so the final chunk carries token counts. ``send_reasoning``, ``send_parts``,
-    ``short_ids`` and ``send_kept``: see :func:`chat_messages`. ``options.extra`` travels as ``extra_body`` and so overrides
-    anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
+    ``short_ids`` and ``send_kept``: see :func:`chat_messages`. ``options.extra`` travels as
+    ``extra_body`` and so overrides anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
     (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
     request: dict[str, Any] = {
