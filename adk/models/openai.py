@@ -1043,8 +1043,10 @@ def _refuses_kept(exc: BaseException | None) -> bool:
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
         return False
     body = exc.body
+    if isinstance(body, dict) and isinstance(body.get("message"), dict):
+        body = body["message"]  # Mistral's validation errors: {"message": {"detail": [...]}}
     text = _error_text(body) if isinstance(body, (dict, list)) else str(body)
-    if _KEPT_NAMED.search(text) is None:
+    if _KEPT_NAMED.search(text) is None:  # (each error's echoed input left out of the text)
         return False
     return _REFUSAL.search(text) is not None or "additional properties" in text.lower()
 
