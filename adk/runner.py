@@ -1234,8 +1234,8 @@ class Runner(AsyncCloseable):
         saved: tuple[list[str], dict[str, list[str]]],
         options: tuple[Mapping[str, Any], Any] | None,
     ) -> None:
-        """Refuse (``ValueError``, before anything runs, the checkpoint kept) a resume that lacks
-        run options the paused run was given: they are not saved (values may be clients), so
+        """Refuse (``_OptionsNotGiven``, before anything runs, the checkpoint kept) a resume that
+        lacks run options the paused run was given: they are not saved (values may be clients), so
         the resumed tools read none, and a tool reading its ``deps`` failed only once the
         resume reached it, its approved call not made, or an agent went on without them.
         Compared by name: run-wide, and for each agent options were designated to (that the
@@ -1252,7 +1252,7 @@ class Runner(AsyncCloseable):
                 if lost and agent in known:
                     lines.append(f"agent_options[{agent!r}] {', '.join(map(repr, lost))}")
         if lines:
-            raise ValueError(
+            raise _OptionsNotGiven(
                 f"checkpoint {checkpoint_id!r} paused a run given run options this resume lacks: "
                 f"{'; '.join(lines)}. Run options are not saved (a client, a connection): give "
                 "them to the resume again (resume(..., options=..., agent_options=...)), any "
@@ -1435,6 +1435,17 @@ def _addressed(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
 
 
 _NOTHING_RAN = "Nothing ran and the checkpoint is kept"
+
+
+class _OptionsNotGiven(CheckpointError, ValueError):
+    """A resume refused, before anything ran, for lacking run options the paused run was given.
+
+    A ``CheckpointError`` as the other refusals of a resume the serving code must fix (a
+    ``before_tool`` gate removed since the pause, an agent tree that no longer fits): a service
+    that deployed a version forgetting its ``deps`` must not answer its client's resume as a bad
+    request (400); the caller's data was fine, and sending it again after the fix resumes. Also a
+    ``ValueError``, which it was before, so an ``except ValueError`` written then still catches it.
+    """
 
 
 _MODULES = sys.modules

@@ -245,10 +245,16 @@ def build_app(
         events = runner.resume(request.path_params["checkpoint_id"], decision)
         try:  # the request's refusals come with the first event: answer them before the 200
             first = await anext(events)
-        except (adk.CheckpointNotFoundError, adk.CheckpointBusyError, ValueError) as exc:
+        except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
             await events.aclose()
-            status = 404 if isinstance(exc, adk.CheckpointNotFoundError) else 409
-            return JSONResponse({"error": str(exc)}, 400 if isinstance(exc, ValueError) else status)
+            # Gone (a stale link, sent twice), being resumed (a double click), or the service's
+            # own fault: a checkpoint it cannot read, run options this version does not pass.
+            status = 404 if isinstance(exc, adk.CheckpointNotFoundError) else 500
+            status = 409 if isinstance(exc, adk.CheckpointBusyError) else status
+            return JSONResponse({"error": str(exc)}, status)
+        except ValueError as exc:  # the decision does not fit the pause: the client's to fix
+            await events.aclose()
+            return JSONResponse({"error": str(exc)}, 400)
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
             return JSONResponse({"error": str(exc)}, 503)
 

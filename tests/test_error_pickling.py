@@ -50,6 +50,7 @@ from adk.mcp._hooks import _Malformed
 from adk.models.base import ModelError
 from adk.models.openai import _StreamTruncated
 from adk.resources import _Unknown
+from adk.runner import _OptionsNotGiven
 from adk.testing import Reply, ScriptedModel, tool_call
 from adk.tools.base import ToolError
 from prebuilt import MaxIterationsError, OutputSchemaError, ReActAgent
@@ -130,6 +131,7 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     CheckpointError: [_made(CheckpointError("unreadable"))],
     adk.CheckpointNotFoundError: [_made(adk.CheckpointNotFoundError("no checkpoint 'c1'"))],
     adk.CheckpointBusyError: [_made(adk.CheckpointBusyError("already being resumed"))],
+    _OptionsNotGiven: [_made(_OptionsNotGiven("paused a run given run options this resume lacks"))],
     ToolError: [_made(ToolError("no such city"))],
     ActionError: [_made(ActionError("cannot process"))],
     Interrupt: [_made(Interrupt({"question": "ok?"}, state={"step": 2}))],

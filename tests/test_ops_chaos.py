@@ -206,6 +206,33 @@ async def test_a_resume_whose_client_left_before_its_answer_started_lets_the_che
             assert "Paid: sent 4200 cents to ACME." in text
 
 
+async def test_a_resume_lacking_the_paused_runs_options_is_the_services_fault_not_a_400(
+    tmp_path: Path,
+) -> None:
+    """A version of the service that passed ``options={"deps": ...}`` paused a payment; the next
+    version forgot them, and the example answered the approval ``400`` (its ``ValueError``
+    mapping): the client was told its decision was wrong, though sending it again once the
+    service is fixed resumes. A server-side refusal now (500), nothing ran, the checkpoint kept."""
+    service = _example("agent_service")
+    service.payment_done.set()
+    async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+        tools = [service.add, service.lookup, service.send_payment]
+        agent = ReActAgent("clerk", ScriptedModel(service.scripted, record=False), tools=tools)
+        async with Runner(agent, checkpoint_store=store) as before:  # the version with deps
+            paused = await before.invoke("pay ACME", options={"deps": "a client"})
+        assert paused.checkpoint_id is not None
+        app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
+        async with _serving(app) as served:
+            path = f"/resume/{paused.checkpoint_id}"
+            status, text = await _answer(served.port, path, {"decision": True})
+            assert status == 500, text
+            assert "this resume lacks: options 'deps'" in text
+            assert not service.paying.is_set()  # the payment was not made
+            status, text = await _answer(served.port, path, {"decision": "maybe"})
+            assert status == 400 and "is not a decision" in text  # the client's mistake still
+        assert await store.get(paused.checkpoint_id) is not None
+
+
 async def test_a_stalled_client_whose_run_timed_out_then_leaves_logs_no_context_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -12,6 +12,7 @@ import pytest
 from checkpoint_rewrite import rewrite_checkpoint
 from pydantic import BaseModel
 
+import adk
 from adk import (
     AgentEvent,
     AgentInput,
@@ -190,6 +191,26 @@ async def test_a_resume_without_the_paused_runs_options_is_refused_naming_them(
     )
     assert done.text == "other done" and dict(gate.options[1])["limit"] == 6
     await store.aclose()
+
+
+async def test_a_resume_lacking_run_options_is_a_checkpoint_error_a_service_tells_apart() -> None:
+    """The refusal is the serving code's mistake (a new version forgot to pass ``deps``), not the
+    client's: a plain ``ValueError`` was what a bad decision raises, and a service mapping those
+    to 400 told the client its request was wrong. A ``CheckpointError`` as the other refusals of
+    a resume the service must fix, and still a ``ValueError`` for code written before."""
+    store = InMemoryCheckpointStore()
+    runner = Runner(_Seen("gate", pause=True), checkpoint_store=store)
+    paused = await runner.invoke("hi", options={"deps": 1})
+    assert paused.checkpoint_id is not None
+    with pytest.raises(CheckpointError, match="this resume lacks: options 'deps'") as refused:
+        await runner.invoke_resume(paused.checkpoint_id)
+    assert isinstance(refused.value, ValueError)
+    assert not isinstance(refused.value, (adk.CheckpointNotFoundError, adk.CheckpointBusyError))
+    with pytest.raises(ValueError, match=r"^unknown interrupt point id") as bad:  # the client's
+        await runner.invoke_resume(paused.checkpoint_id, {"agent:nope": 1}, options={"deps": 1})
+    assert not isinstance(bad.value, CheckpointError)
+    done = await runner.invoke_resume(paused.checkpoint_id, options={"deps": 1})
+    assert done.text == "gate done"
 
 
 async def test_options_designated_to_an_agent_gone_since_the_pause_are_not_asked_for() -> None:
