@@ -582,9 +582,8 @@ class _GenAITracing:
         content is captured: its ``gen_ai.output.messages``. ``measure`` (from ``start_agent``)
         records the run's ``gen_ai.invoke_agent.duration``, with the ``error.type`` of a failed
         one, and for a run cut off too, outcome ``cancelled`` (as its span says): a count of runs
-        by outcome from the metric missed every cancelled one. (A model or tool call cut off
-        still records none: those metrics have no outcome, and an ``error.type`` would count the
-        cut among the failures.)
+        by outcome from the metric missed every cancelled one. (A model or tool call cut off has
+        no outcome attribute: its duration's ``error.type`` names the cancellation instead.)
         ``interrupted``: the agent ended with a pause (its own or a sub-agent's, a tool call's):
         not an error, but ``adk.agent.outcome`` says so, on the span and in the metric, so a
         paused run's duration (up to the pause) is not taken for a finished one's. ``late``: an
@@ -782,9 +781,22 @@ class _GenAITracing:
     ) -> None:
         error_type = _fail(span, exc)
         self._end(span)
-        if self._duration is not None and error_type is not None:
+        if self._duration is not None:
+            # A call cut off (cancelled) is recorded too, up to the cut, its error.type the
+            # cancellation's class as its span's adk.cancelled.by names it: left out, a timeout
+            # that cut a slow provider's calls hid the slowest calls from the latency metric.
             measured = _metric_attributes(attributes, None)
-            measured[_ERROR_TYPE] = error_type
+            measured[_ERROR_TYPE] = error_type if error_type is not None else type(exc).__name__
+            self._duration.record(time.perf_counter() - start, measured)
+
+    def _chat_cut(self, span: Span, attributes: dict[str, Any], start: float) -> None:
+        """End the span of a streamed call whose reader stopped before its end, and record its
+        duration, up to the cut, as a reader gone (``GeneratorExit``, as an agent's span says)."""
+        span.add_event("adk.stream.closed_early")
+        self._end(span)
+        if self._duration is not None:
+            measured = _metric_attributes(attributes, None)
+            measured[_ERROR_TYPE] = "GeneratorExit"
             self._duration.record(time.perf_counter() - start, measured)
 
     # -- tools ----------------------------------------------------------------------------------
@@ -833,8 +845,8 @@ class _GenAITracing:
         except BaseException as exc:
             error_type = _fail(span, exc, self._capture)
             self._end(span)
-            if error_type is not None:  # not a cancellation: the call neither ran nor failed
-                self._tool_measured(call.name, tool, start, error_type)
+            # A call cut off is measured up to the cut, by the cancellation's class.
+            self._tool_measured(call.name, tool, start, error_type or type(exc).__name__)
             raise
         finally:
             otel_context.detach(token)
@@ -867,8 +879,8 @@ class _GenAITracing:
         return result
 
     def _tool_measured(self, name: str, tool: Tool, start: float, error_type: str | None) -> None:
-        """``gen_ai.execute_tool.duration`` of a call that ran: by tool and, for a failed call,
-        its ``error.type``. A call to a tool the agent does not have is recorded under ``_OTHER``:
+        """``gen_ai.execute_tool.duration`` of a call that ran: by tool and, for a failed or cut
+        off call, its ``error.type``. A call to a tool the agent does not have is recorded under ``_OTHER``:
         its name is whatever the model asked for, and each one a model made up would otherwise
         be a series of its own (its span keeps the name)."""
         histogram = self._tool_duration
@@ -1054,7 +1066,8 @@ class _TracedStream:
         owner._chat_done(span, self._attributes, reply, self._usage, self._start, self._ctx)
 
     def _abandon(self) -> None:
-        """End the span of a stream nobody will finish reading."""
+        """End the span of a stream nobody will finish reading (garbage-collected: no metric,
+        whose record takes a lock the collector may have interrupted the holder of)."""
         self._state = self._DONE
         span = self._span
         if span is not None:
@@ -1064,7 +1077,9 @@ class _TracedStream:
     async def aclose(self) -> None:
         if self._state == self._OPEN:
             source = self._source
-            self._abandon()
+            self._state = self._DONE
+            if self._span is not None:
+                self._owner._chat_cut(self._span, self._attributes, self._start)
             self._source = None
             aclose = getattr(source, "aclose", None)
             if aclose is not None:

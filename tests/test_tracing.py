@@ -21,7 +21,7 @@ import pytest
 from checkpoint_rewrite import rewrite_checkpoint
 from conftest import ScriptAgent, act_transfer, add, calculator, run_events, wire_model
 from mcp_servers.process import closed_port
-from openai_server import OpenAIServer
+from openai_server import Call, OpenAIServer
 from openai_server import Reply as ServedReply
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -1740,6 +1740,83 @@ async def test_a_cut_off_run_records_its_agents_durations_as_cancelled(
         for p in points
     )
     assert measured == [(name, outcome, "-", 1) for name, outcome in expected]
+    meters.shutdown()
+
+
+@pytest.mark.parametrize("cut", ["model", "stream", "tool"])
+async def test_a_cut_off_model_or_tool_call_records_its_duration_with_the_cut_as_error_type(
+    provider: TracerProvider, exporter: InMemorySpanExporter, cut: str
+) -> None:
+    """A model call or tool call cut off (the run cancelled, its reader gone) recorded no
+    gen_ai.client.operation.duration or gen_ai.execute_tool.duration: the calls a timeout cut,
+    the slowest, were missing from the latency histograms, and a count of calls from them missed
+    every cut one. Each records its duration up to the cut now, error.type the cancellation's
+    class (CancelledError; GeneratorExit for a reader that stopped reading a streamed answer),
+    as the span's adk.cancelled.by says; the span stays as it was (no error status)."""
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    started = asyncio.Event()
+
+    @tool
+    async def wait_for_ever() -> str:
+        """Never answers."""
+        started.set()
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    served = {
+        "model": ServedReply(text="late", delay=60),
+        "stream": ServedReply(text="a long answer", stall_after=2, delay=60),
+        "tool": ServedReply(tool_calls=[Call("wait_for_ever")]),
+    }[cut]
+    async with OpenAIServer([served]) as server:
+        model = wire_model(server, name="m", retry=RetryPolicy(max_attempts=1))
+        agent = ReActAgent("a", model, tools=[wait_for_ever])
+        runner = Runner(
+            agent, enable_streaming=cut == "stream", tracer_provider=provider, meter_provider=meters
+        )
+        events = runner.run("go")
+        if cut == "stream":  # the reader takes a piece of the answer and leaves
+            event = await anext(events)
+            assert event.output is not None and event.output.stream is not None
+            assert (await anext(aiter(event.output.stream))).content
+            await events.aclose()
+        else:  # the run's task is cancelled (a timeout around it) while the call works
+
+            async def read() -> None:
+                async for _ in events:
+                    pass
+
+            task = asyncio.create_task(read())
+            if cut == "tool":
+                await started.wait()
+            for _ in range(6000):  # until the server holds the call: a guard, not a timing
+                if server.stalls or cut == "tool":
+                    break
+                await asyncio.sleep(0.01)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+        await model.aclose()
+    name = "execute_tool wait_for_ever" if cut == "tool" else "chat m"
+    (span,) = named(exporter.get_finished_spans(), name)
+    assert span.status.status_code == StatusCode.UNSET and "error.type" not in attrs(span)
+    by = "GeneratorExit" if cut == "stream" else "CancelledError"
+    if cut == "stream":
+        assert events_of(span) == ["adk.stream.closed_early"]
+    else:
+        (event,) = span.events
+        assert (event.name, dict(event.attributes or {})) == (
+            "adk.cancelled",
+            {"adk.cancelled.by": by},
+        )
+    metric = "gen_ai.execute_tool.duration" if cut == "tool" else "gen_ai.client.operation.duration"
+    points = _points(reader, metric)
+    if cut == "tool":  # the model call before it answered
+        chats = _points(reader, "gen_ai.client.operation.duration")
+        assert [dict(p.attributes or {}).get("error.type") for p in chats] == [None]
+    assert [(dict(p.attributes or {})["error.type"], p.count) for p in points] == [(by, 1)]
+    assert points[0].sum > 0
     meters.shutdown()
 
 
