@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from ._checks import shown
 from .interrupts import Interrupt, ResumeContext, _call_ids_named
 from .messages import Message, ToolCall
-from .tools.base import ToolContext, ToolError, ToolResult
+from .tools.base import ToolContext, ToolError, ToolResult, _own_words
 
 if TYPE_CHECKING:
     from .interrupts import _ResumePlan
@@ -327,25 +327,35 @@ async def asks(
     payment through a broken check nor a run crashed by one. Strict on the answer for the reason
     ``check_decision`` is: a ``"no"`` or a ``0`` taken for its truth would approve or ask by
     accident."""
+    # pyadk's words, kept on the call's execute_tool span without content capture (what they
+    # quote of the function's, its exception's text or its answer, left out there): a broken
+    # check is told from the tool's own failure in a trace.
+    function = f"the require_approval function of tool '{ctx.tool_name}'"
     try:
         answer = check(ctx, arguments)
         if inspect.isawaitable(answer):
             answer = await answer
     except Interrupt:
-        raise ToolError(
-            f"the require_approval function of tool '{ctx.tool_name}' raised Interrupt, so the "
-            "call did not run; it answers True (pause the call for approval) or False"
+        raise _own_words(
+            ToolError(
+                f"{function} raised Interrupt, so the call did not run; it answers True (pause "
+                "the call for approval) or False"
+            )
         ) from None
     except Exception as exc:
-        problem = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-        raise ToolError(
-            f"the require_approval function of tool '{ctx.tool_name}' failed ({problem}), so "
-            "the call did not run"
+        kind = type(exc).__name__
+        problem = f"{kind}: {exc}" if str(exc) else kind
+        raise _own_words(
+            ToolError(f"{function} failed ({problem}), so the call did not run"),
+            f"{function} failed ({kind}), so the call did not run",
         ) from exc
     if type(answer) is not bool:
-        raise ToolError(
-            f"the require_approval function of tool '{ctx.tool_name}' answered "
-            f"{shown(answer)}, not True or False, so the call did not run"
+        raise _own_words(
+            ToolError(
+                f"{function} answered {shown(answer)}, not True or False, so the call did not run"
+            ),
+            f"{function} answered a {type(answer).__name__}, not True or False, so the call did "
+            "not run",
         )
     return answer
 

@@ -37,7 +37,14 @@ from .events import _FORWARDED, AgentEvent
 from .history import build_messages
 from .interrupts import Interrupt, agent_segment, join_address
 from .messages import Message, parts_as_text
-from .tools.base import ToolContext, ToolError, ToolProgress, ToolResult, ToolSpec
+from .tools.base import (
+    ToolContext,
+    ToolError,
+    ToolProgress,
+    ToolResult,
+    ToolSpec,
+    _own_words,
+)
 from .tools.function import _TOOL_NAME, _is_tool_name, format_validation_error
 
 if TYPE_CHECKING:
@@ -170,7 +177,12 @@ class AgentTool:
                             # (the tool executor lets it through), rather than the model being
                             # told the tool failed and a return-directly result ending the run.
                             raise event.exception
-                        raise ToolError(f"agent '{self.agent.name}' failed: {event.error}")
+                        # pyadk's words and the inner error's type stay on the call's span
+                        # without content capture; the inner error's text is the agent's content.
+                        failed = f"agent '{self.agent.name}' failed"
+                        raise _own_words(
+                            ToolError(f"{failed}: {event.error}"), f"{failed}: {event.error.type}"
+                        )
                     self._forward(ctx, event)  # before collecting, so a stream reads live outside
                     output = event.output
                     # A further-nested AgentTool's shown event is no message of this agent's.

@@ -1220,8 +1220,13 @@ def _content_free(exc: Exception) -> str | None:
     quotes each value it refused (``input_value=...``), a model's argument as often as not, so it
     is recorded by where and why it failed, without the values."""
     if isinstance(exc, ToolError):
-        # pyadk's own words (a call past its ``timeout=``) are no content, and tell an SRE why
-        return None if getattr(exc, "_adk_content_free", False) else _TOOL_ERROR
+        # pyadk's own words (a call past its ``timeout=``) are no content, and tell an SRE why;
+        # a text marked (``tools.base._own_words``) is those words without what they quote (an
+        # AgentTool's inner error, a require_approval function's exception).
+        own = getattr(exc, "_adk_content_free", None)
+        if own is True:
+            return None
+        return own if type(own) is str else _TOOL_ERROR
     if isinstance(exc, ValidationError):
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc']) or '(value)'}: {error['msg']} "

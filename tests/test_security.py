@@ -12,6 +12,7 @@ import sys
 import traceback
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
@@ -24,15 +25,25 @@ from opentelemetry.trace import StatusCode
 from pydantic import BaseModel
 from span_capture import exporter_fixture, provider_fixture  # noqa: F401  (fixtures)
 
-from adk import AgentEvent, AgentInput, BaseAgent, Message, RunContext, RunError, Runner
+from adk import (
+    AgentEvent,
+    AgentInput,
+    AgentTool,
+    BaseAgent,
+    Message,
+    RunContext,
+    RunError,
+    Runner,
+)
 from adk.checkpoint import SQLiteCheckpointStore
+from adk.interrupts import Interrupt
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.messages import MessageChunk
 from adk.models import ModelError, RetryPolicy
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply as Scripted
 from adk.testing import ScriptedModel, tool_call
-from adk.tools import ToolError, tool
+from adk.tools import ToolContext, ToolError, tool
 from adk.tracing import CAPTURE_CONTENT_ENV
 from prebuilt import ReActAgent, stream_output
 
@@ -310,6 +321,96 @@ async def test_a_tools_timeout_keeps_its_reason_on_the_span_without_capture(
     assert "timed out" in str(dict(event.attributes or {})["exception.message"])
     assert dict(span.attributes or {})["error.type"] == "ToolError"
     assert card not in spans_text(exporter)
+
+
+def _checked_by(how: str) -> Any:
+    """A require_approval function broken in the way ``how`` says, its words quoting the card."""
+
+    def check(ctx: ToolContext, arguments: dict[str, Any]) -> Any:
+        if how == "raises":
+            raise KeyError(f"no limit for {arguments['card']}")
+        if how == "pauses":
+            raise Interrupt({"question": f"charge {arguments['card']}?"})
+        return f"yes, {arguments['card']}"
+
+    return check
+
+
+@pytest.mark.parametrize(
+    ("how", "reason"),
+    [
+        (
+            "raises",
+            "the require_approval function of tool 'pay' failed (KeyError), so the call did not run",
+        ),
+        (
+            "pauses",
+            "the require_approval function of tool 'pay' raised Interrupt, so the call did not "
+            "run; it answers True (pause the call for approval) or False",
+        ),
+        (
+            "answers",
+            "the require_approval function of tool 'pay' answered a str, not True or False, so "
+            "the call did not run",
+        ),
+    ],
+)
+async def test_a_broken_require_approval_keeps_its_reason_on_the_span_without_capture(
+    how: str, reason: str, provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """pyadk's ToolError for a require_approval function that failed, paused or answered
+    neither True nor False was recorded as 'the tool returned an error', as a tool's own: an SRE
+    could not tell a broken approval check (no call made, every time) from the tool failing. Its
+    words stay on the span; what they quote (the function's exception text, its answer) does
+    not, without content capture."""
+    card = "4111-1111-SECRET"
+
+    @tool(require_approval=_checked_by(how))
+    def pay(card: str) -> str:
+        """Charge a card.
+
+        Args:
+            card: The card number.
+        """
+        raise AssertionError("the call must not run")
+
+    model = ScriptedModel([Scripted(tool_calls=[tool_call("pay", {"card": card})]), "no"])
+    await Runner(ReActAgent("a", model, tools=[pay]), tracer_provider=provider).invoke("x")
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool pay"]
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == reason
+    (event,) = [e for e in span.events if e.name == "exception"]
+    assert dict(event.attributes or {})["exception.message"] == reason
+    assert card not in spans_text(exporter)
+    read = str(model.requests[1].messages[-1].content)  # the model reads the whole error
+    assert read == f"Error: {reason}" if how == "pauses" else card in read
+
+
+async def test_an_agent_tools_failure_keeps_its_reason_not_the_inner_error_on_the_span(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """An AgentTool whose agent failed raises pyadk's "agent 'x' failed: <the inner error>",
+    recorded without content capture as 'the tool returned an error': a trace no longer said
+    that the nested agent failed, nor how. Its words and the inner error's type stay on the
+    execute_tool span; the inner error's text (its agent's, here a ToolError quoting a card: a
+    tool's answer, content) does not."""
+    card = "4111-1111-SECRET"
+
+    class _Failing(BaseAgent):
+        async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+            raise ToolError(f"card {card} was declined")
+            yield  # pragma: no cover
+
+    inner = AgentTool(_Failing("checker", "Checks a card."))
+    model = ScriptedModel([Scripted(tool_calls=[tool_call("checker", {"request": "go"})]), "no"])
+    await Runner(ReActAgent("a", model, tools=[inner]), tracer_provider=provider).invoke("x")
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool checker"]
+    assert span.status.status_code == StatusCode.ERROR
+    assert span.status.description == "agent 'checker' failed: ToolError"
+    (event,) = [e for e in span.events if e.name == "exception"]
+    assert dict(event.attributes or {})["exception.message"] == "agent 'checker' failed: ToolError"
+    assert card not in f"{span.status.description}\n{dict(event.attributes or {})}"
+    assert f"card {card} was declined" in str(model.requests[1].messages[-1].content)
 
 
 # -- untrusted text --------------------------------------------------------------------------------

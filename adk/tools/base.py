@@ -117,6 +117,17 @@ class ToolError(Exception):
     """Raise from a tool to return a clean error result (no traceback type name in the text)."""
 
 
+def _own_words(error: ToolError, without_content: str | None = None) -> ToolError:
+    """``error``, a ``ToolError`` pyadk raises in its own words, marked so that its
+    ``execute_tool`` span keeps them without content capture (``adk.tracing._content_free``):
+    the whole message, or ``without_content``, the message without what it quotes (an inner
+    agent's error, a user function's exception). A tool's own ``ToolError`` is its answer to
+    the model, content, and kept off the span; pyadk's say why the call failed, which an SRE
+    must tell apart from a tool's failure. An attribute, so it pickles with the error."""
+    error._adk_content_free = True if without_content is None else without_content  # type: ignore[attr-defined]
+    return error
+
+
 @runtime_checkable
 class Tool(Protocol):
     """Anything with a ``spec`` and an async ``run(arguments, ctx)``."""

@@ -57,7 +57,7 @@ from ..checkpoint.codec import CheckpointError, _nan_json
 from ..interrupts import Interrupt, ResumeContext, _InterruptSignal
 from ..messages import AudioPart, FilePart, ImagePart, part_placeholder
 from ._origin import function_origin
-from .base import ToolContext, ToolError, ToolResult, ToolSpec
+from .base import ToolContext, ToolError, ToolResult, ToolSpec, _own_words
 
 __all__ = ["FunctionTool", "format_validation_error", "tool"]
 
@@ -691,13 +691,13 @@ class FunctionTool(Generic[_P, _R]):
         except TimeoutError:
             if not scope.expired():
                 raise
-            error = ToolError(
-                f"tool {self.name!r} timed out: no result within its limit of {limit:g} s"
-            )
             # pyadk's words, no content: an execute_tool span keeps them without content capture
             # (``adk.tracing._content_free``), so a timeout is told from the tool's own failure.
-            error._adk_content_free = True  # type: ignore[attr-defined]
-            raise error from None
+            raise _own_words(
+                ToolError(
+                    f"tool {self.name!r} timed out: no result within its limit of {limit:g} s"
+                )
+            ) from None
 
     async def _check_approval(
         self, kwargs: dict[str, Any], ctx: ToolContext, resume: ResumeContext | None
