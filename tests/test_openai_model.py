@@ -975,6 +975,54 @@ def test_options_and_retry_policies_refuse_unknown_fields_and_out_of_range_value
         make()
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_retry_on_status_chooses_which_statuses_are_retried(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """The statuses retried were fixed (408, 409, 429, 5xx): a gateway answering 400 when it is
+    overloaded failed the call at once, and a service whose own queue paces rate limits could
+    not keep a 429 from being retried behind its back (tenacity's ``retry_if_exception`` and
+    openai's own retries let users choose). ``retry_on_status`` replaces the set."""
+    fast = FAST.model_copy(update={"retry_on_status": RetryPolicy.TRANSIENT_STATUS | {400}})
+    server.script(Reply(status=400, error="overloaded, try again"), Reply(text="second time"))
+    async with make_model(server, retry=fast) as model:
+        answer = await call(model, streaming, [Message.user("hi")])
+        assert answer.content == "second time" and len(server.requests) == 2
+        # Changed in place, counted from the next call: a 429 left to the caller's own queue.
+        model.retry.retry_on_status = RetryPolicy.TRANSIENT_STATUS - {429}
+        server.script(Reply(status=429, error="slow down"))
+        with pytest.raises(ModelError, match="HTTP 429: slow down") as raised:
+            await call(model, streaming, [Message.user("hi")])
+        assert raised.value.status == 429 and len(server.requests) == 3
+        assert "gave up" not in str(raised.value)  # one attempt
+        server.script(Reply(status=503, error="busy"), Reply(text="after the 503"))
+        answer = await call(model, streaming, [Message.user("hi")])  # the rest still retried
+        assert answer.content == "after the 503"
+        assert len(server.requests) == 5
+        model.retry.retry_on_status = None  # the default again: a 400 is not retried
+        server.script(Reply(status=400, error="bad request"), Reply(text="left"))
+        with pytest.raises(ModelError, match="HTTP 400: bad request"):
+            await call(model, streaming, [Message.user("hi")])
+        assert len(server.requests) == 6
+
+
+@pytest.mark.parametrize("statuses", [{200}, {600}, {True}, {"429"}, 429, {429.0}], ids=repr)
+def test_retry_on_status_takes_only_error_statuses(statuses: Any) -> None:
+    """Checked when given and when set, as the other fields are: a status the adapter never
+    fails with (a 200), a bool or a string ("429" from a config file read as text) would be a
+    set that never matches, the retries chosen silently gone."""
+    with pytest.raises(pydantic.ValidationError, match="retry_on_status"):
+        RetryPolicy(retry_on_status=statuses)
+    policy = RetryPolicy(retry_on_status=[429, 503])  # any iterable of ints, kept as a frozenset
+    assert policy.retry_on_status == frozenset({429, 503})
+    with pytest.raises(pydantic.ValidationError, match="retry_on_status"):
+        policy.retry_on_status = statuses
+    assert policy.retry_on_status == frozenset({429, 503})
+    # Serialisable: JSON and back (a config file, a worker's settings).
+    again = RetryPolicy.model_validate_json(policy.model_dump_json())
+    assert again == policy and RetryPolicy.model_validate_json("{}").retry_on_status is None
+
+
 @pytest.mark.parametrize("retry", [3, {"max_attempts": 3}])
 def test_a_retry_that_is_not_a_policy_is_refused_where_the_model_is_made(retry: Any) -> None:
     """``retry=3`` was an ``AttributeError`` about ``'int' object has no attribute

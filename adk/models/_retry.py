@@ -95,7 +95,8 @@ class _Backoff(wait_base):
 class RetryRunner:
     """Runs one model call under a :class:`RetryPolicy`.
 
-    ``is_transient`` decides what is retried; ``retry_after`` extracts a server-requested delay.
+    ``is_transient`` decides what is retried (a failure, by the policy of the call: its
+    ``retry_on_status``); ``retry_after`` extracts a server-requested delay.
     ``run`` hands the final failure and the number of attempts made to ``on_failure``, which returns
     the exception to raise (so adapters can name the status and the attempt count in one message).
     """
@@ -106,7 +107,7 @@ class RetryRunner:
         self,
         policy: RetryPolicy,
         *,
-        is_transient: Callable[[BaseException], bool],
+        is_transient: Callable[[BaseException, RetryPolicy], bool],
         retry_after: Callable[[BaseException], float | None],
     ) -> None:
         self._policy = policy
@@ -156,7 +157,7 @@ class RetryRunner:
             # Read once, a change of the delays took effect and one of the attempts did not.
             policy = self._policy
             attempts = max(policy.max_attempts, 1)
-            if attempts == 1 or not self._is_transient(exc):
+            if attempts == 1 or not self._is_transient(exc, policy):
                 _raise_final(on_failure, exc, 1)
             first: Exception | None = exc
 
@@ -176,7 +177,7 @@ class RetryRunner:
         retrying = AsyncRetrying(
             stop=stop_after_attempt(attempts),
             wait=_Backoff(policy, self._retry_after),
-            retry=retry_if_exception(self._is_transient),
+            retry=retry_if_exception(lambda error: self._is_transient(error, policy)),
             reraise=True,
             sleep=self._sleep,
             before_sleep=_record_retry,

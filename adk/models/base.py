@@ -5,9 +5,9 @@ annotation string when the models are created at ``import adk``. Forward referen
 """
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from ..messages import Message, MessageChunk
@@ -113,20 +113,41 @@ class ModelOptions(_NamedOptions):
         return ModelOptions(**data)
 
 
+# An HTTP error status a policy may retry: an int (not a bool, not "429"), 400 to 599.
+_ErrorStatus = Annotated[StrictInt, Field(ge=400, le=599)]
+
+
 class RetryPolicy(_NamedOptions):
     """How an adapter retries transient failures: exponential backoff with optional jitter, capped
     at ``max_delay``; ``max_attempts`` counts the first try. Unknown fields are an error (a
     misspelt ``max_atempts=`` would leave the default in force). A field set on a policy is
-    checked as the argument is, and counts from an adapter's next call."""
+    checked as the argument is, and counts from an adapter's next call.
+
+    ``retry_on_status``: the HTTP statuses retried, in place of ``TRANSIENT_STATUS`` (408, 409,
+    429 and 5xx), the default (``None``). ``RetryPolicy.TRANSIENT_STATUS | {400}`` also retries a
+    400 a gateway sends when overloaded; ``RetryPolicy.TRANSIENT_STATUS - {429}`` never retries
+    a rate limit (a queue of your own does). Failures without a status (a connection lost, a
+    timeout) are retried whatever it says; a 429 saying the quota is exhausted never is."""
 
     # Assignments checked: an adapter reads its policy's fields when a call fails, so
     # ``model.retry.max_attempts = 0`` would otherwise reach it unchecked.
     model_config = ConfigDict(defer_build=True, extra="forbid", validate_assignment=True)
 
+    TRANSIENT_STATUS: ClassVar[frozenset[int]] = frozenset({408, 409, 429, *range(500, 600)})
+
     max_attempts: int = Field(default=3, ge=1)
     initial_delay: float = Field(default=0.5, ge=0, allow_inf_nan=False)
     max_delay: float = Field(default=8.0, ge=0, allow_inf_nan=False)
     jitter: bool = True
+    retry_on_status: "frozenset[_ErrorStatus] | None" = None
+
+    def _retries_status(self, status: int) -> bool:
+        """Whether this policy retries a failure with HTTP ``status`` (the quota's 429 aside,
+        which an adapter never retries)."""
+        chosen = self.retry_on_status
+        return (
+            status in self.TRANSIENT_STATUS or status > 599 if chosen is None else status in chosen
+        )
 
     if not TYPE_CHECKING:  # type checkers keep pydantic's own
 

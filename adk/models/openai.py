@@ -44,7 +44,6 @@ _OPENAI_URL = f"https://{_OPENAI_HOST}/v1"  # the openai client's default base_u
 _KEYLESS = "not-needed"  # servers without auth still get a syntactically valid bearer token
 _T = TypeVar("_T")
 
-_TRANSIENT_STATUS = frozenset({408, 409, 429})
 _ENDPOINT_SUFFIXES = ("/chat/completions", "/completions", "/responses")
 
 
@@ -655,10 +654,11 @@ class OpenAIChatModel(AsyncCloseable):
 
     # -- errors ----------------------------------------------------------------------------------
 
-    def _is_transient(self, exc: BaseException) -> bool:
-        """Whether to retry: a transient failure, unless the model was closed meanwhile (the failure
-        is then the close cutting the call off, and a retry would meet a closed client)."""
-        if self._closed or not _is_transient(exc):
+    def _is_transient(self, exc: BaseException, policy: RetryPolicy) -> bool:
+        """Whether to retry: a transient failure (a status ``policy`` retries), unless the model
+        was closed meanwhile (the failure is then the close cutting the call off, and a retry
+        would meet a closed client)."""
+        if self._closed or not _is_transient(exc, policy):
             return False
         hinted = _retry_after(exc)
         return hinted is None or hinted <= RETRY_AFTER_LIMIT
@@ -687,7 +687,7 @@ class OpenAIChatModel(AsyncCloseable):
             )
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            hinted = _retry_after(exc) if _is_transient(exc) else None
+            hinted = _retry_after(exc) if _is_transient(exc, self._retry) else None
             wait = (
                 f" (the server asked to wait {hinted:g} s, longer than the "
                 f"{RETRY_AFTER_LIMIT:g} s a call waits: not retried)"
@@ -930,9 +930,9 @@ def _illegal_header(cause: BaseException | None) -> bool:
     return False
 
 
-def _is_transient(exc: BaseException) -> bool:
+def _is_transient(exc: BaseException, policy: RetryPolicy) -> bool:
     if isinstance(exc, openai.APIStatusError):
-        return _is_transient_status(exc.status_code, exc.body)
+        return _is_transient_status(exc.status_code, exc.body, policy)
     # APITimeoutError is an APIConnectionError: a timed-out attempt is retried like a dropped one.
     if isinstance(exc, openai.APIConnectionError):
         return not _illegal_header(exc.__cause__)  # the same header would be refused again
@@ -944,18 +944,18 @@ def _is_transient(exc: BaseException) -> bool:
     # an HTTP 503 or 429 would, and nothing has reached the caller yet.
     if isinstance(exc, openai.APIError):  # (not a status error: those were read above)
         status = in_band_status(exc.body)
-        return status is not None and _is_transient_status(status, exc.body)
+        return status is not None and _is_transient_status(status, exc.body, policy)
     # A 200 body holding an error (OpenRouter), or a Responses stream's failure event: the code it
     # came with, read as a status by the wire format's reader.
     if isinstance(exc, ModelError) and exc.status is not None:
-        return _is_transient_status(exc.status, None)
+        return _is_transient_status(exc.status, None, policy)
     return False
 
 
-def _is_transient_status(status: int, body: object) -> bool:
+def _is_transient_status(status: int, body: object, policy: RetryPolicy) -> bool:
     if status == 429 and _is_quota(body):
         return False  # a billing limit: asking again in seconds does not mend it
-    return status in _TRANSIENT_STATUS or status >= 500
+    return policy._retries_status(status)
 
 
 def _is_quota(body: object) -> bool:
