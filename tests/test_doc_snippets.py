@@ -22,7 +22,7 @@ DOCS = {
     "agents.md": 8,
     "composing.md": 4,
     "tools.md": 4,
-    "models.md": 3,
+    "models.md": 4,
     "mcp.md": 4,
     "interrupts.md": 11,
     "event_driven.md": 15,
