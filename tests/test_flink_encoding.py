@@ -273,6 +273,7 @@ def test_operators_still_emit_ordinary_outputs_as_before() -> None:
         "checkpoint_id": None,
         "run_id": None,
         "resumed": False,
+        "usage": None,
     }
 
 

@@ -15,7 +15,7 @@ from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, act
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import KeyedOutput, LocalExecutionEnvironment, _records
 
-KEYS = {"key", "output", "error", "interrupt", "checkpoint_id", "run_id", "resumed"}
+KEYS = {"key", "output", "error", "interrupt", "checkpoint_id", "run_id", "resumed", "usage"}
 
 
 class Score(BaseModel):

@@ -718,6 +718,7 @@ class _AgentFunction(_WorkerAgent, AsyncFunction):  # type: ignore[misc]  # pyfl
             error=ErrorInfo.of(exc),
             checkpoint_id=paused,
             run_id=run_id,
+            usage=outputs[-1].usage if outputs else None,  # its run's calls were made
             _exception=exc,
         )
 

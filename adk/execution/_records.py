@@ -36,7 +36,7 @@ from ..checkpoint.codec import _MAX_INT_DIGITS, _joined, _json_dump, _models_nan
 from ..context import Session, _new_run_id
 from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
-from ..messages import Message, Role
+from ..messages import Message, Role, Usage
 from ..runner import RunError, Runner, RunResult, _max_turns
 from ..tools.base import ToolProgress
 from ._session_store import (
@@ -79,7 +79,12 @@ class KeyedOutput:
     above all (``None`` for a record that never ran, as when its key could not be computed).
     ``resumed``: an output of a paused record's resume, not of a record's first run; for one of
     ``apply``'s ``resumes``, ``index`` is the resume's position among them and ``record`` the
-    resume as given, so a consumer tells it from the output of the record at that position."""
+    resume as given, so a consumer tells it from the output of the record at that position.
+    ``usage``: what the model calls of the record's run reported, summed as ``RunResult.usage``
+    is (a resume's including the calls before its pause), on the run's last output only (an
+    ``ActionAgent``'s earlier outputs have ``None``, so a sum over a run's outputs counts it once);
+    a failed record's as ``RunError.usage``; ``None`` when no call reported any, or the record
+    was cut off by its timeout or never ran."""
 
     key: Hashable
     index: int
@@ -91,6 +96,7 @@ class KeyedOutput:
     checkpoint_id: str | None = None
     run_id: str | None = field(default=None, repr=False)
     resumed: bool = field(default=False, repr=False)
+    usage: Usage | None = field(default=None, repr=False)
     _seq: int = field(default=0, repr=False, compare=False)
     _exception: BaseException | None = field(default=None, repr=False, compare=False)
 
@@ -98,7 +104,9 @@ class KeyedOutput:
         """This output as the JSON data a Flink job emits for it (``FlinkExecutionEnvironment``'s
         outputs are this dict's JSON text): ``key``, ``output`` (custom data as JSON, a model by
         alias, a message's text), ``error`` (``{"type", "message"}`` or None), ``interrupt`` (the
-        ``InterruptInfo``'s JSON or None), ``checkpoint_id``, ``run_id``, ``resumed``; so a
+        ``InterruptInfo``'s JSON or None), ``checkpoint_id``, ``run_id``, ``resumed``, ``usage``
+        (``Usage``'s fields, or None; a consumer reading a dict of an older pyadk without it
+        reads it as None); so a
         consumer reads a local run's outputs and a Flink job's alike (and a paused one, with
         ``"resume"`` added, is a resume either takes). ``index``, ``record`` and ``message`` are
         local only. A value JSON cannot hold (NaN, an infinity) is a ``ValueError`` saying where,
@@ -340,7 +348,14 @@ async def _stored(
             error = ErrorInfo.of(exc)
             paused = next((out.checkpoint_id for out in found if out.checkpoint_id), None)
             failed = KeyedOutput(
-                key, index, record, error=error, checkpoint_id=paused, run_id=run_id, _exception=exc
+                key,
+                index,
+                record,
+                error=error,
+                checkpoint_id=paused,
+                run_id=run_id,
+                usage=found[-1].usage if found else None,  # what it cost ran all the same
+                _exception=exc,
             )
             return [failed]
     return found
@@ -451,7 +466,10 @@ async def _run_record(
         else:
             result = await runner._invoke_resume_on(*resuming, session, max_turns)
     except RunError as exc:
-        return [KeyedOutput(key, index, record, error=exc.error, run_id=run_id, _exception=exc)]
+        failed = KeyedOutput(
+            key, index, record, error=exc.error, run_id=run_id, usage=exc.usage, _exception=exc
+        )
+        return [failed]
     finally:
         if token is not None:
             _root_span_attributes.reset(token)
@@ -464,6 +482,8 @@ async def _run_record(
     found = _outputs_of(runner.agent, result, key, index, record)
     for output in found:
         output.run_id = run_id
+    if found:  # on the last output alone: a sum over the run's outputs counts it once
+        found[-1].usage = result.usage
     return found
 
 
@@ -596,6 +616,7 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         "checkpoint_id": output.checkpoint_id,
         "run_id": output.run_id,
         "resumed": output.resumed,
+        "usage": output.usage.model_dump() if output.usage is not None else None,
     }
     return _json_text(data, "the output", _encoded(data, str))
 
