@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
 
-from adk import Interrupt, Message, Resources, Role, tool
+from adk import Interrupt, Message, Resources, Role, Usage, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -50,6 +50,9 @@ RECORDS = [
 ]
 
 
+CALL_USAGE = Usage(input_tokens=5, output_tokens=2, total_tokens=7)
+
+
 @tool
 async def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -58,10 +61,11 @@ async def add(a: int, b: int) -> int:
 
 def adding(messages: list[Message]) -> Reply:
     """Calls add(total, amount) for the numbers in the question, then answers with the sum."""
+    # Each call reports usage, which the record's output carries (KeyedOutput.usage).
     if messages[-1].role == Role.TOOL:
-        return Reply(text=messages[-1].content)
+        return Reply(text=messages[-1].content, usage=CALL_USAGE)
     total, amount = (int(word) for word in messages[0].content.split())
-    return Reply(tool_calls=[tool_call("add", {"a": total, "b": amount})])
+    return Reply(tool_calls=[tool_call("add", {"a": total, "b": amount})], usage=CALL_USAGE)
 
 
 def build_resources() -> Resources:

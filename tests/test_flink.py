@@ -164,7 +164,7 @@ def _check_scores(outputs: list[dict[str, Any]], durable: bool) -> None:
 
 
 def _check_per_key(outputs: list[dict[str, Any]]) -> None:
-    from flink_job import CUSTOMERS, RECORDS
+    from flink_job import CALL_USAGE, CUSTOMERS, RECORDS
 
     by_key: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for output in outputs:
@@ -186,7 +186,10 @@ def _check_per_key(outputs: list[dict[str, Any]]) -> None:
                 assert output["output"] is None
                 assert output["error"]["type"] == "ActionError"
                 assert "record 5 has a negative amount" in output["error"]["message"]
+                assert output["usage"] is None  # it failed before its model call
                 continue
+            # Its run's two model calls (the tool call, the answer), as a local run's output says.
+            assert output["usage"] == (CALL_USAGE + CALL_USAGE).model_dump()
             # In arrival order per key, each record seeing the memory the previous one left; the
             # sum came back through the model's tool call.
             total += record["amount"]
