@@ -1,10 +1,12 @@
-"""TLS for the tests' wire servers: a certificate authority made at test time, and a CONNECT proxy.
+"""TLS for the tests' wire servers: a certificate authority made at test time, and HTTP proxies.
 
 ``make_ca`` makes a CA and a certificate it signs for 127.0.0.1 (and localhost), with the
 ``cryptography`` package when it is installed, else with the ``openssl`` command; ``ca.path`` is
 the PEM file a client trusts (``SSL_CERT_FILE``), ``ca.server_context()`` the context an HTTPS
 ``OpenAIServer`` serves with. ``ConnectProxy`` is an HTTP proxy that serves ``CONNECT`` only (what
-a client sends for an ``https://`` URL) by piping bytes to the target, recording each target.
+a client sends for an ``https://`` URL) by piping bytes to the target, recording each target;
+``ForwardProxy`` one that forwards plain-HTTP requests (what a client sends for an ``http://`` URL
+through a proxy), recording each request.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import ssl
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
-__all__ = ["CertificateAuthority", "ConnectProxy", "make_ca"]
+__all__ = ["CertificateAuthority", "ConnectProxy", "ForwardProxy", "make_ca"]
 
 
 @dataclass(frozen=True)
@@ -195,6 +198,82 @@ class ConnectProxy:
             try:
                 await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
             finally:
+                up_writer.close()
+        except (ConnectionError, ValueError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+
+class ForwardProxy:
+    """An HTTP proxy on 127.0.0.1 (ephemeral port) forwarding plain-HTTP requests, as a
+    corporate proxy does for ``http://`` URLs: each request (its target an absolute URL) is sent
+    to its origin in origin form on a connection of its own (``Connection: close`` both ways, so
+    every request comes to the proxy, none on a connection kept open to the origin), and the
+    answer piped back as it comes (an event stream too). ``requests`` lists each forwarded
+    ``(method, URL)``. ``url`` is what ``HTTP_PROXY`` takes."""
+
+    _HOP = (b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization")
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str]] = []
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.port = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def __aenter__(self) -> ForwardProxy:
+        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            method, target, _ = (await reader.readline()).decode("latin-1").split(" ", 2)
+            headers: list[bytes] = []
+            while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
+                if line.split(b":", 1)[0].strip().lower() not in self._HOP:
+                    headers.append(line)
+            parts = urlsplit(target)
+            if parts.scheme != "http" or not parts.hostname:
+                writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                return
+            self.requests.append((method, target))
+            try:
+                up_reader, up_writer = await asyncio.open_connection(
+                    parts.hostname, parts.port or 80
+                )
+            except OSError:
+                writer.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+                return
+            path = parts.path or "/"
+            if parts.query:
+                path += f"?{parts.query}"
+            head = f"{method} {path} HTTP/1.1\r\n".encode("latin-1")
+            up_writer.write(head + b"".join(headers) + b"Connection: close\r\n\r\n")
+            body = asyncio.ensure_future(_pipe(reader, up_writer))  # the request's body, if any
+            try:
+                await _pipe(up_reader, writer)  # the answer, until the origin closes
+            finally:
+                body.cancel()
+                await asyncio.gather(body, return_exceptions=True)
                 up_writer.close()
         except (ConnectionError, ValueError, asyncio.CancelledError):
             pass

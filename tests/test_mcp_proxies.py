@@ -1,0 +1,169 @@
+"""MCP servers reached over HTTP through the proxy the environment names, as any HTTP client does.
+
+A service behind a corporate proxy reaches the outside through ``HTTP_PROXY``/``HTTPS_PROXY``/
+``ALL_PROXY`` (or their lowercase forms), with ``NO_PROXY`` naming the hosts reached directly.
+``HTTPServer`` gives its HTTP client a transport of its own (``adk.mcp._servers._RefusalWatch``),
+and an ``httpx2`` client given one reads no proxy from the environment: every request went
+straight to the server. Here a real forward proxy (``tests/tls_helpers.ForwardProxy``) stands
+between the client and the demo server (``tests/mcp_servers``), which is plain ``http://`` on
+127.0.0.1, and counts what it forwards. The variables are set with ``monkeypatch`` only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import pytest
+import pytest_asyncio
+from mcp_servers.process import HTTPServerProcess, closed_port
+from tls_helpers import ForwardProxy
+
+from adk.mcp import HTTPServer, MCPConnectionError, MCPToolset, SSEServer
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+
+
+@pytest.fixture(autouse=True)
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests set the proxy variables they mean; none comes from the machine."""
+    for name in _VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+
+
+@pytest.fixture(scope="module")
+def http_process() -> Iterator[HTTPServerProcess]:
+    process = HTTPServerProcess()
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def sse_process() -> Iterator[HTTPServerProcess]:
+    process = HTTPServerProcess(sse=True)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def proxy() -> AsyncIterator[ForwardProxy]:
+    async with ForwardProxy() as running:
+        yield running
+
+
+async def add(toolset: MCPToolset) -> str:
+    (tool,) = [tool for tool in await toolset.tools() if tool.spec.name == "add"]
+    result = await tool.run(json.dumps({"a": 2, "b": 3}), None)  # type: ignore[arg-type]
+    assert not result.is_error, result.content
+    return result.content
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"])
+async def test_an_http_server_is_reached_through_the_proxy_the_environment_names(
+    variable: str,
+    http_process: HTTPServerProcess,
+    proxy: ForwardProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every request of the session (its handshake, the listing, the call, its close) goes
+    through the proxy: none went there, as the client was given a transport of its own."""
+    monkeypatch.setenv(variable, proxy.url)
+    async with MCPToolset(HTTPServer(http_process.url)) as toolset:
+        assert await add(toolset) == "5"
+    assert proxy.requests, "no request went through the proxy"
+    assert {url for _, url in proxy.requests} == {http_process.url}
+    assert "POST" in {method for method, _ in proxy.requests}
+
+
+@pytest.mark.parametrize("variable", ["NO_PROXY", "no_proxy"])
+async def test_no_proxy_sends_an_http_servers_requests_straight_to_it(
+    variable: str,
+    http_process: HTTPServerProcess,
+    proxy: ForwardProxy,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv(variable, "localhost,127.0.0.1")
+    async with MCPToolset(HTTPServer(http_process.url)) as toolset:
+        assert await add(toolset) == "5"
+    assert proxy.requests == []
+
+
+async def test_through_a_proxy_an_http_error_is_still_named_with_its_status_and_words(
+    proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the server's own transport adds (``_RefusalWatch``: an HTTP error answer's status and
+    words, a session the server refused sent again, calls waiting for their answer without a read
+    timeout) holds for requests that go through a proxy too: without it the mcp client says only
+    'Server returned an error response'."""
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    process = HTTPServerProcess(token="s3cret-token")
+    await asyncio.to_thread(process.start)
+    try:
+        toolset = MCPToolset(HTTPServer(process.url, headers={"Authorization": "Bearer expired"}))
+        with pytest.raises(ConnectionError) as caught:
+            await toolset.tools()
+        assert "HTTP 401 Unauthorized" in str(caught.value)
+        assert "The access token is missing or expired" in str(caught.value)
+        assert proxy.requests and {url for _, url in proxy.requests} == {process.url}
+    finally:
+        await asyncio.to_thread(process.stop)
+
+
+async def test_a_stateful_session_lost_to_a_restart_behind_a_proxy_is_renewed(
+    proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server restarted while the session was idle refuses the session (404): the call never
+    reached a tool, so it is sent again on a new session, through the proxy as before."""
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    process = HTTPServerProcess(legacy=True)
+    await asyncio.to_thread(process.start)
+    try:
+        async with MCPToolset(HTTPServer(process.url)) as toolset:
+            (pid,) = [tool for tool in await toolset.tools() if tool.spec.name == "pid"]
+            first = await pid.run("{}", None)  # type: ignore[arg-type]
+            opened = toolset._session.connections_opened
+            await asyncio.to_thread(process.kill)
+            await asyncio.to_thread(process.start)  # same port
+            second = await pid.run("{}", None)  # type: ignore[arg-type]
+            assert not second.is_error, second.content
+            assert second.content != first.content
+            assert toolset._session.connections_opened == opened + 1
+        assert {url for _, url in proxy.requests} == {process.url}
+    finally:
+        await asyncio.to_thread(process.stop)
+
+
+async def test_a_proxy_that_cannot_be_reached_is_a_connect_failure(
+    http_process: HTTPServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The proxy is where the client connects: one that is down fails the connect (stage
+    ``"connect"``), as the server itself being down does, rather than the client going around it."""
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port()}")
+    with pytest.raises(MCPConnectionError) as caught:
+        await MCPToolset(HTTPServer(http_process.url)).tools()
+    assert caught.value.stage == "connect"
+
+
+async def test_an_sse_server_is_reached_through_the_proxy_and_no_proxy_applies(
+    sse_process: HTTPServerProcess, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SSE transport's client is the mcp package's default one, which reads the environment:
+    its event stream and its messages go through the proxy, and ``NO_PROXY`` exempts a host."""
+    monkeypatch.setenv("http_proxy", proxy.url)
+    async with MCPToolset(SSEServer(sse_process.url)) as toolset:
+        assert await add(toolset) == "5"
+    methods = {method for method, _ in proxy.requests}
+    assert {"GET", "POST"} <= methods
+    assert all(url.startswith(f"http://127.0.0.1:{sse_process.port}/") for _, url in proxy.requests)
+    proxy.requests.clear()
+    monkeypatch.setenv("no_proxy", "127.0.0.1")
+    async with MCPToolset(SSEServer(sse_process.url)) as toolset:
+        assert await add(toolset) == "5"
+    assert proxy.requests == []
