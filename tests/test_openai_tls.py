@@ -19,7 +19,7 @@ from typing import Any
 import openai
 import pytest
 from openai_server import OpenAIServer, Reply
-from tls_helpers import CertificateAuthority, ConnectProxy, make_ca
+from tls_helpers import CertificateAuthority, ConnectProxy, ForwardProxy, make_ca
 
 from adk.messages import Message
 from adk.models import ModelError, RetryPolicy, _openai_tls
@@ -299,6 +299,32 @@ async def test_proxies_from_the_environment_still_apply(
             for chat in (tunnelled, unreachable, exempt):
                 await chat.aclose()
     assert transport_context(tunnelled) is transport_context(exempt)
+
+
+@pytest.mark.parametrize(
+    ("proxy_variable", "exempt_variable"), [("http_proxy", "no_proxy"), ("ALL_PROXY", "NO_PROXY")]
+)
+async def test_a_forward_proxy_named_in_lowercase_or_for_all_urls_applies_too(
+    proxy_variable: str, exempt_variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The client the model makes with the shared context reads the proxy variables as the SDK's
+    own client does: lowercase ones and ``ALL_PROXY`` too, a plain-HTTP URL's requests forwarded
+    by the proxy, and a host ``NO_PROXY`` names reached straight (a real forward proxy, which
+    counts what it forwards)."""
+    async with ForwardProxy() as proxy, OpenAIServer(default=Reply(text="ok")) as server:
+        monkeypatch.setenv(proxy_variable, proxy.url)
+        proxied = model(server.base_url)
+        monkeypatch.setenv(exempt_variable, "127.0.0.1")
+        exempt = model(server.base_url)
+        try:
+            assert await ask(proxied) == "ok"
+            assert proxy.requests == [("POST", f"{server.base_url}/chat/completions")]
+            assert await ask(exempt) == "ok"
+            assert len(proxy.requests) == 1  # went straight there
+            assert len(server.requests) == 2
+        finally:
+            for chat in (proxied, exempt):
+                await chat.aclose()
 
 
 @pytest.mark.parametrize("timeout", [None, 7.5])

@@ -307,6 +307,30 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
+def _http_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
+    """An ``HTTPServer``'s HTTP client: each of its transports watched (``_RefusalWatch``), and
+    the proxies the environment names used as ``httpx2``'s own client uses them.
+
+    A client given a ``transport=`` reads no proxy from the environment (``httpx2`` takes the
+    transport as the whole say), so with the watch alone a service behind a corporate proxy sent
+    every request straight to the server, which it could not reach. So the proxies are read here,
+    by ``httpx2``'s own reading of ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``
+    (lowercase first, as ``urllib`` reads them), each mounted for its URLs with a watched
+    transport to it, and a host ``NO_PROXY`` names mounted to the direct one, as the default
+    client mounts them. The transports read ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` themselves
+    (``trust_env``). Read when a connection is opened, as a default client reads them when made."""
+    # httpx2's own function (private to it): the client made without a transport calls it.
+    # Imported here, so a httpx2 without it fails the connect saying so, not ``import adk.mcp``.
+    from httpx2._utils import get_environment_proxies
+
+    mounts: dict[str, httpx2.AsyncBaseTransport | None] = {
+        pattern: None if proxy is None else _RefusalWatch(httpx2.AsyncHTTPTransport(proxy=proxy))
+        for pattern, proxy in get_environment_proxies().items()
+    }
+    direct = _RefusalWatch(httpx2.AsyncHTTPTransport())
+    return httpx2.AsyncClient(headers=headers, timeout=timeout, transport=direct, mounts=mounts)
+
+
 class _URLServer:
     """Showing a server reached by URL without the credentials the URL may carry."""
 
@@ -499,9 +523,8 @@ class HTTPServer(_URLServer):
     async def _open(self) -> AsyncIterator[TransportStreams]:
         timeout = httpx2.Timeout(self.timeout, read=max(self.timeout, _SSE_READ_TIMEOUT))
         headers: dict[str, str] = dict(self.headers) if self.headers else {}
-        refusals = _RefusalWatch(httpx2.AsyncHTTPTransport())
         async with (
-            httpx2.AsyncClient(headers=headers, timeout=timeout, transport=refusals) as http,
+            _http_client(headers, timeout) as http,
             streamable_http_client(
                 self.url, http_client=http, max_sse_event_size=_MAX_EVENT_SIZE
             ) as streams,
