@@ -14,22 +14,23 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 import pytest_asyncio
 from mcp_servers.process import HTTPServerProcess, closed_port
-from tls_helpers import ForwardProxy
+from tls_helpers import CertificateAuthority, ConnectProxy, ForwardProxy, make_ca
 
 from adk.mcp import HTTPServer, MCPConnectionError, MCPToolset, SSEServer
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
+_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
 @pytest.fixture(autouse=True)
 def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests set the proxy variables they mean; none comes from the machine."""
+    """Tests set the proxy (and CA) variables they mean; none comes from the machine."""
     for name in _VARIABLES:
         monkeypatch.delenv(name, raising=False)
         monkeypatch.delenv(name.lower(), raising=False)
@@ -46,6 +47,19 @@ def http_process() -> Iterator[HTTPServerProcess]:
 @pytest.fixture(scope="module")
 def sse_process() -> Iterator[HTTPServerProcess]:
     process = HTTPServerProcess(sse=True)
+    process.start()
+    yield process
+    process.stop()
+
+
+@pytest.fixture(scope="module")
+def ca(tmp_path_factory: pytest.TempPathFactory) -> CertificateAuthority:
+    return make_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="module")
+def https_process(ca: CertificateAuthority) -> Iterator[HTTPServerProcess]:
+    process = HTTPServerProcess(tls=(ca.cert_chain, ca.key))
     process.start()
     yield process
     process.stop()
@@ -167,3 +181,30 @@ async def test_an_sse_server_is_reached_through_the_proxy_and_no_proxy_applies(
     async with MCPToolset(SSEServer(sse_process.url)) as toolset:
         assert await add(toolset) == "5"
     assert proxy.requests == []
+
+
+async def test_an_https_server_is_reached_through_a_tunnel_trusting_the_environments_cas(
+    https_process: HTTPServerProcess,
+    ca: CertificateAuthority,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``HTTPS_PROXY`` tunnels an ``https://`` server's requests (``CONNECT``), its certificate
+    checked inside the tunnel against the CAs ``SSL_CERT_FILE`` names (a private CA, as a
+    company's internal servers have): the transport reads the variable itself. Without it the
+    private CA is not trusted and the connect fails saying why; ``NO_PROXY`` goes straight."""
+    trusted = tmp_path / "trusted.pem"
+    trusted.write_bytes(ca.path.read_bytes())
+    async with ConnectProxy() as tunnel:
+        monkeypatch.setenv("HTTPS_PROXY", tunnel.url)
+        with pytest.raises(MCPConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+            await MCPToolset(HTTPServer(https_process.url)).tools()
+        monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+        async with MCPToolset(HTTPServer(https_process.url)) as toolset:
+            assert await add(toolset) == "5"
+        assert tunnel.targets and set(tunnel.targets) == {f"127.0.0.1:{https_process.port}"}
+        count = len(tunnel.targets)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        async with MCPToolset(HTTPServer(https_process.url)) as toolset:
+            assert await add(toolset) == "5"
+        assert len(tunnel.targets) == count

@@ -1,11 +1,13 @@
 """The demo MCP server over HTTP:
-``python http_server.py [--sse] [--legacy] [--sessions STYLE] [--token T] [--port N]``.
+``python http_server.py [--sse] [--legacy] [--sessions STYLE] [--token T] [--port N]
+[--certfile PEM --keyfile PEM]``.
 
 Serves streamable HTTP at ``/mcp`` (or the legacy SSE transport at ``/sse`` with ``--sse``) on
 127.0.0.1. With ``--port 0`` the OS picks a free port; the first line on stdout is
 ``PORT <number>`` once the server accepts connections, so a test can start it and wait for it.
 ``--sessions`` makes it refuse sessions it does not know the way other servers do, ``--token``
-answer 401 to requests without that bearer token (``sessions.py``).
+answer 401 to requests without that bearer token (``sessions.py``), ``--certfile`` and
+``--keyfile`` serve HTTPS with that certificate.
 """
 
 from __future__ import annotations
@@ -19,7 +21,13 @@ from sessions import STYLES, refusing_unknown_sessions, requiring_token
 
 
 async def _serve(
-    port: int, sse: bool, legacy: bool, sessions: str | None, token: str | None
+    port: int,
+    sse: bool,
+    legacy: bool,
+    sessions: str | None,
+    token: str | None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
 ) -> None:
     server = build_server(legacy=legacy)
     app = server.sse_app() if sse else server.streamable_http_app()
@@ -27,7 +35,15 @@ async def _serve(
         app = refusing_unknown_sessions(app, sessions)
     if token is not None:
         app = requiring_token(app, token)
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        ssl_certfile=certfile,
+        ssl_keyfile=keyfile,
+    )
     web = uvicorn.Server(config)
     serving = asyncio.create_task(web.serve())
     while not web.started:
@@ -47,5 +63,17 @@ if __name__ == "__main__":
     parser.add_argument("--legacy", action="store_true")
     parser.add_argument("--sessions", choices=sorted(STYLES))
     parser.add_argument("--token")
+    parser.add_argument("--certfile")
+    parser.add_argument("--keyfile")
     options = parser.parse_args()
-    asyncio.run(_serve(options.port, options.sse, options.legacy, options.sessions, options.token))
+    asyncio.run(
+        _serve(
+            options.port,
+            options.sse,
+            options.legacy,
+            options.sessions,
+            options.token,
+            options.certfile,
+            options.keyfile,
+        )
+    )

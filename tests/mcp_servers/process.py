@@ -34,7 +34,7 @@ def closed_port() -> int:
 class HTTPServerProcess:
     """The demo server over streamable HTTP (``/mcp``) or, with ``sse=True``, SSE (``/sse``);
     ``sessions`` names how it refuses sessions it does not know, ``token`` the bearer token it
-    wants (``sessions.py``); ``script`` serves another server of this folder the same way (a
+    wants (``sessions.py``), ``tls`` a certificate chain and key to serve HTTPS with; ``script`` serves another server of this folder the same way (a
     ``--port`` option, ``PORT <n>`` on its first line, streamable HTTP at ``/mcp``)."""
 
     def __init__(
@@ -45,9 +45,14 @@ class HTTPServerProcess:
         sessions: str | None = None,
         token: str | None = None,
         script: Path | None = None,
+        tls: tuple[Path, Path] | None = None,
     ) -> None:
         self._script = _HTTP_SCRIPT if script is None else script
         self._flags = [*(["--sse"] if sse else []), *(["--legacy"] if legacy else [])]
+        self._scheme = "http"
+        if tls is not None:  # (certificate chain, key): served over HTTPS
+            self._flags += ["--certfile", str(tls[0]), "--keyfile", str(tls[1])]
+            self._scheme = "https"
         if sessions is not None:
             self._flags += ["--sessions", sessions]
         if token is not None:
@@ -58,7 +63,7 @@ class HTTPServerProcess:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}{self._path}"
+        return f"{self._scheme}://127.0.0.1:{self.port}{self._path}"
 
     @property
     def pid(self) -> int:
