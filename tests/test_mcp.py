@@ -1598,6 +1598,101 @@ async def test_an_optional_toolset_whose_server_is_down_leaves_the_agent_its_oth
         MCPToolset(HTTPServer(process.url), optional="yes")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_an_optional_servers_listing_that_times_out_leaves_its_tools_out(
+    transport: str,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server whose handshake answers but whose listing does not (a backend it asks is down)
+    cannot be used, as one whose handshake is not answered: ``MCPConnectionError`` stage
+    ``"list"``, its ``TimeoutError`` the cause. So an ``optional=True`` toolset leaves its tools
+    out with the warning and the agent runs with its others, where the listing's bare
+    ``TimeoutError`` failed the run; the server answering again is used again; a toolset not
+    optional still fails."""
+    answer = tmp_path / "answer"  # the listing is answered once this file exists
+    process: HTTPServerProcess | None = None
+    if transport == "stdio":
+        server: StdioServer | HTTPServer = stdio(env={"DEMO_STALL_LIST_FILE": str(answer)})
+    else:
+        monkeypatch.setenv("DEMO_STALL_LIST_FILE", str(answer))  # the server process's
+        process = HTTPServerProcess()
+        await asyncio.to_thread(process.start)
+        server = HTTPServer(process.url)
+    try:
+        toolset = MCPToolset(server, call_timeout=1, optional=True)
+
+        def note(text: str) -> str:
+            """Keep a note."""
+            return f"noted {text}"
+
+        model = ScriptedModel([Reply(tool_calls=[tool_call("note", {"text": "hi"})]), "done"])
+        with caplog.at_level("WARNING", logger="adk.mcp"):
+            result = await Runner(ReActAgent("a", model, tools=[toolset, note])).invoke("go")
+        assert result.text == "done"
+        assert [spec.name for spec in model.requests[0].tools] == ["note"]
+        (warning,) = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+        assert warning == (
+            f"MCP server '{server}' did not answer within 1s while listing its tools; its tools "
+            "are not offered (optional=True)"
+        )
+        strict = MCPToolset(server, call_timeout=1)
+        with pytest.raises(MCPConnectionError) as caught:
+            await strict.tools()
+        assert caught.value.stage == "list" and caught.value.server == server
+        assert isinstance(caught.value.__cause__, TimeoutError)
+        await strict.aclose()
+        answer.touch()
+        assert "add" in await names(toolset)  # answering again: offered again
+        await toolset.aclose()
+    finally:
+        if process is not None:
+            await asyncio.to_thread(process.stop)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_lookup_of_an_optional_servers_tool_while_it_is_down_says_the_server_is_down(
+    transport: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``Resources.get_tool`` of a tool of an ``optional=True`` server that cannot be used said
+    only "no tool named 'add' (known: none)", as if the server did not offer it: it names the
+    server, as error texts show it (credentials masked), and why it could not be asked, as for a
+    server not optional. The server back, the tool is found."""
+    refuse = tmp_path / "refuse"
+    process = HTTPServerProcess()
+    if transport == "stdio":
+        refuse.touch()  # the server exits at once
+        server: StdioServer | HTTPServer = stdio(env={"DEMO_REFUSE_START_FILE": str(refuse)})
+        shown = str(server)
+    else:
+        process.port = closed_port()
+        server = HTTPServer(
+            f"http://alice:s3cret-pw@127.0.0.1:{process.port}/mcp?api_key=sk-live-123"
+        )
+        shown = f"http://***@127.0.0.1:{process.port}/mcp?api_key=***"
+    resources = Resources()
+    resources.add_mcp("notes", MCPToolset(server, optional=True))
+    try:
+        for _ in range(2):  # the failing server retried, or not waited for: the same words
+            with pytest.raises(KeyError) as caught:
+                await resources.get_tool("add")
+            text = caught.value.args[0]
+            assert text.startswith(
+                "no tool named 'add'; MCP servers that could not be asked: notes: could not "
+                f"connect to MCP server '{shown}' ("
+            ), text
+            assert "s3cret" not in text and "sk-live" not in text
+        if transport == "stdio":
+            refuse.unlink()
+        else:
+            await asyncio.to_thread(process.start)  # the same port
+        assert (await resources.get_tool("add")).spec.name == "add"
+    finally:
+        await resources.aclose()
+        await asyncio.to_thread(process.stop)
+
+
 async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_for_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

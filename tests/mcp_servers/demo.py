@@ -31,6 +31,9 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - ``ticket``: an ``outputSchema`` and ``structuredContent`` beside its text;
 - resources (``notes://today``, ``notes://{day}``, a binary ``logo://png``).
 
+With ``DEMO_STALL_LIST_FILE`` set in its environment, the server leaves its ``tools/list`` unanswered
+while that file does not exist (``_stall_listing``).
+
 With ``legacy=True`` the server refuses ``server/discover``, so clients fall back to the
 ``initialize`` handshake (protocol 2025-11-25): list changes then travel as plain notifications and
 HTTP sessions are stateful, as with servers built on older SDKs.
@@ -241,8 +244,22 @@ async def _refuse_discover(ctx: Any, call_next: Any) -> Any:
     return await call_next(ctx)
 
 
+async def _stall_listing(ctx: Any, call_next: Any) -> Any:
+    """Leave a ``tools/list`` unanswered while the file ``DEMO_STALL_LIST_FILE`` names does not
+    exist (a server whose handshake answers but whose listing hangs: a backend it asks is down),
+    answering it once the file is there; nothing else waits."""
+    if ctx.method == "tools/list":
+        path = os.environ["DEMO_STALL_LIST_FILE"]
+        while not os.path.exists(path):
+            await anyio.sleep(0.02)
+    return await call_next(ctx)
+
+
 def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
-    server = MCPServer(name, log_level="WARNING", middleware=[_refuse_discover] if legacy else None)
+    middleware = [_refuse_discover] if legacy else []
+    if os.environ.get("DEMO_STALL_LIST_FILE"):
+        middleware.append(_stall_listing)
+    server = MCPServer(name, log_level="WARNING", middleware=middleware or None)
     state = _State()
 
     @server.tool()
