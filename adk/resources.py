@@ -593,9 +593,12 @@ class Resources(AsyncCloseable):
 
 
 async def _list(kind: str, toolset: MCPToolset) -> list[Any] | Exception:
-    """A server's tools or prompts, or why it could not be asked."""
+    """A server's tools or prompts, or why it could not be asked. Not ``toolset.tools()``: an
+    ``optional=True`` server that cannot be used offers none there, so a lookup of its tool said
+    only "no tool named ..."; a lookup says why a server could not be asked, optional or not
+    (``_unknown``)."""
     try:
-        return await (toolset.tools() if kind == "tools" else toolset.prompts())
+        return await toolset._listing(kind)
     except (ConnectionError, TimeoutError, RuntimeError) as exc:
         return exc
 

@@ -78,8 +78,10 @@ class MCPConnectionError(ConnectionError):
     """An MCP server could not be used: it could not be started or reached (``stage``
     ``"connect"``; an ``HTTPServer`` whose connection did not open within ``connect_timeout``
     too, an ``SSEServer``'s is not told apart), it was reached but its MCP handshake failed or did not answer within
-    ``connect_timeout`` (``"handshake"``), or the connection was lost twice while its tools or
-    prompts were listed (``"list"``) or another request of the toolset's own was made
+    ``connect_timeout`` (``"handshake"``), the connection was lost twice while its tools or
+    prompts were listed or the listing got no answer within ``call_timeout`` (``"list"``, the
+    ``TimeoutError`` its ``__cause__``), or it was lost twice while another request of the
+    toolset's own was made
     (``"request"``: a prompt rendered, a resource read). ``server`` is the server's description
     as given (``StdioServer``, ``HTTPServer``, ``SSEServer``: its ``repr`` shows a stdio
     server's arguments, never headers), the message names it as error texts do (credentials

@@ -4,7 +4,8 @@ Everything a model can trigger through a tool call ends as a ``ToolResult`` — 
 error, a timeout, a dropped connection — because the model can read an error and try something
 else, while an exception would end the run. Listing tools and rendering prompts happen in code the
 developer controls, so there failures raise (``ConnectionError``, ``TimeoutError``,
-``RuntimeError``) with the server and the reason in the message.
+``RuntimeError``) with the server and the reason in the message; a server that cannot be used
+(not reached, its handshake or its listing not answered) raises ``MCPConnectionError``.
 """
 
 from __future__ import annotations
@@ -445,8 +446,9 @@ class MCPToolset(AsyncCloseable):
     # -- Toolset -------------------------------------------------------------------------------
     async def tools(self, ctx: RunContext | None = None) -> list[Tool]:
         """The server's tools (filtered and prefixed). Raises ``MCPConnectionError`` if the
-        server cannot be used; an ``optional`` toolset logs it (an ``adk.mcp`` warning) and
-        offers no tools, so the agent runs without them, and the next use tries again."""
+        server cannot be used (its listing not answered within ``call_timeout`` too); an
+        ``optional`` toolset logs it (an ``adk.mcp`` warning) and offers no tools, so the agent
+        runs without them, and the next use tries again."""
         try:
             return list(await self._listing("tools"))
         except MCPConnectionError as exc:
@@ -563,7 +565,14 @@ class MCPToolset(AsyncCloseable):
             return await self._fetch_prompts(client) if caps.prompts is not None else []
 
         # The epoch is read before fetching: a change announced meanwhile makes this listing stale.
-        live, items, epoch = await self._request(fetch, f"listing its {kind}", kind=kind)
+        try:
+            live, items, epoch = await self._request(fetch, f"listing its {kind}", kind=kind)
+        except TimeoutError as exc:
+            # A server that does not answer its listing cannot be used, as one whose handshake
+            # got no answer cannot: an MCPConnectionError (stage "list"), which an optional
+            # toolset passes over. It was a TimeoutError, which failed every run of an optional
+            # toolset's agent while the server hung (a backend of its down).
+            raise MCPConnectionError(str(exc), server=self.server, stage="list") from exc
         self._check_unique(kind, items)
         listing = _Listing(live, epoch, items)
         if kind == "tools":
