@@ -1693,6 +1693,62 @@ async def test_a_lookup_of_an_optional_servers_tool_while_it_is_down_says_the_se
         await asyncio.to_thread(process.stop)
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_servers_bad_tools_are_warned_about_once_for_each_listing(
+    transport: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tool left out (a schema that is no object schema) and a name listed twice are warned
+    about once for each distinct listing of the server, not on every reading of it: a runner
+    made and closed per request reads the listing anew on each connection, and the same lines
+    were logged on every run. A listing that changed (a tool added) warns again, once; the first
+    listing, read again, does not."""
+    process: HTTPServerProcess | None = None
+    if transport == "stdio":
+        server: StdioServer | HTTPServer = stdio(env={"DEMO_BAD_TOOLS": "1"})
+    else:
+        monkeypatch.setenv("DEMO_BAD_TOOLS", "1")  # the server process's
+        process = HTTPServerProcess()
+        await asyncio.to_thread(process.start)
+        server = HTTPServer(process.url)
+    toolset = MCPToolset(server, call_timeout=15)
+
+    def warned() -> list[str]:
+        said = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+        return [
+            "left out" if "leaves out, its tool 'string_schema'" in text else "twice"
+            for text in said
+            if "leaves out" in text or "lists 2 tools named 'add', which differ" in text
+        ]
+
+    async def request(*replies: str | Reply) -> None:
+        """A run of a runner made for it and closed after it, as a service may do."""
+        model = ScriptedModel([*replies, "done"])
+        async with Runner(ReActAgent("a", model, tools=[toolset])) as runner:
+            assert (await runner.invoke("go")).text == "done"
+
+    try:
+        with caplog.at_level("WARNING", logger="adk.mcp"):
+            await request()
+            assert sorted(warned()) == ["left out", "twice"]
+            await request()
+            await request()
+            assert sorted(warned()) == ["left out", "twice"]  # the same listing: no more
+            # The server's listing changes (a tool added), announced: read again in the run.
+            added = Reply(tool_calls=[tool_call("add_tool", {"name": "extra"})])
+            model = ScriptedModel([added, "done", "done"])
+            async with Runner(ReActAgent("a", model, tools=[toolset])) as runner:
+                assert (await runner.invoke("go")).text == "done"
+                await eventually(lambda: names(toolset), lambda listed: "extra" in listed)
+                assert (await runner.invoke("go")).text == "done"
+            assert sorted(warned()) == ["left out", "left out", "twice", "twice"]
+            await request()  # stdio: a new process, its first listing; HTTP: the changed one
+            assert sorted(warned()) == ["left out", "left out", "twice", "twice"]
+    finally:
+        await toolset.aclose()
+        if process is not None:
+            await asyncio.to_thread(process.stop)
+
+
 async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_for_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -32,7 +32,8 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - resources (``notes://today``, ``notes://{day}``, a binary ``logo://png``).
 
 With ``DEMO_STALL_LIST_FILE`` set in its environment, the server leaves its ``tools/list`` unanswered
-while that file does not exist (``_stall_listing``).
+while that file does not exist (``_stall_listing``); with ``DEMO_BAD_TOOLS`` it lists tools a
+client leaves out as well (``_list_bad_tools``).
 
 With ``legacy=True`` the server refuses ``server/discover``, so clients fall back to the
 ``initialize`` handshake (protocol 2025-11-25): list changes then travel as plain notifications and
@@ -255,10 +256,25 @@ async def _stall_listing(ctx: Any, call_next: Any) -> Any:
     return await call_next(ctx)
 
 
+async def _list_bad_tools(ctx: Any, call_next: Any) -> Any:
+    """Add to a ``tools/list`` answer a tool whose input schema is no object schema and a second
+    ``add`` unlike the first: tools a client leaves out (``DEMO_BAD_TOOLS`` set)."""
+    result = await call_next(ctx)
+    if ctx.method != "tools/list":
+        return result
+    bad = [
+        {"name": "string_schema", "inputSchema": {"type": "string"}},
+        {"name": "add", "description": "Another add.", "inputSchema": {"type": "object"}},
+    ]
+    return {**result, "tools": [*result["tools"], *bad]}  # the answer as it is sent
+
+
 def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
     middleware = [_refuse_discover] if legacy else []
     if os.environ.get("DEMO_STALL_LIST_FILE"):
         middleware.append(_stall_listing)
+    if os.environ.get("DEMO_BAD_TOOLS"):
+        middleware.append(_list_bad_tools)
     server = MCPServer(name, log_level="WARNING", middleware=middleware or None)
     state = _State()
 
