@@ -23,7 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
+import hashlib
+import json
 import logging
+import threading
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, suppress
 from types import TracebackType
@@ -55,7 +58,7 @@ if TYPE_CHECKING:
     from mcp.client._transport import TransportStreams
     from mcp.client.session import IncomingMessage
 
-__all__ = ["Connection", "MCPConnectionError", "Session", "describe_error"]
+__all__ = ["Connection", "ListingWarnings", "MCPConnectionError", "Session", "describe_error"]
 
 logger = logging.getLogger("adk.mcp")
 
@@ -271,6 +274,43 @@ def _answers_nothing(message: JSONRPCError, server: ServerConfig) -> None:
     )
 
 
+class ListingWarnings:
+    """The listings of one server that a warning was logged for (a tool left out, a name listed
+    twice), so that each distinct listing warns once, and a listing that changed warns again.
+
+    A listing is read again on every connection (a runner closed and made again per request, an
+    event loop per request, a reconnect), and for a server that does not announce changes on
+    every use of a connection it cannot watch; the same bad tool was warned about each time,
+    the same lines filling a service's log with nothing new. Shared by a toolset's sessions (one
+    per event loop, in several threads too); the last ``_KEPT`` listings are remembered. A
+    listing is told by a digest of it (its JSON, keys sorted), made only when it has something
+    to warn about."""
+
+    _KEPT = 64
+    __slots__ = ("_lock", "_seen")
+
+    def __init__(self) -> None:
+        self._seen: dict[str, None] = {}
+        self._lock = threading.Lock()
+
+    def first(self, what: str, listing: Any) -> bool:
+        """Whether ``listing`` (JSON data) is warned about for ``what`` the first time; it is
+        remembered from now on. One that cannot be told (not JSON) is always the first."""
+        try:
+            text = json.dumps(listing, sort_keys=True, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            return True
+        key = f"{what}:{hashlib.sha256(text.encode()).hexdigest()}"
+        with self._lock:
+            seen = self._seen
+            if key in seen:
+                return False
+            seen[key] = None
+            if len(seen) > self._KEPT:
+                del seen[next(iter(seen))]
+            return True
+
+
 class _WatchedReadStream(AsyncCloseable):
     """Passes the transport's incoming messages through and reports when they end.
 
@@ -286,8 +326,10 @@ class _WatchedReadStream(AsyncCloseable):
         server: ServerConfig,
         write: Any = None,
         listings: set[Any] | None = None,
+        warned: ListingWarnings | None = None,
     ) -> None:
         self._inner = inner
+        self._warned = warned
         self._write = write  # where a request the client cannot read is refused
         self._on_end = on_end
         self._server = server
@@ -332,7 +374,8 @@ class _WatchedReadStream(AsyncCloseable):
                 self._listings.discard(listing)
                 result = inner.result
                 if isinstance(result, dict) and isinstance(result.get("tools"), list):
-                    inner.result = {**result, "tools": _kept_tools(result["tools"], self._server)}
+                    kept = _kept_tools(result["tools"], self._server, self._warned)
+                    inner.result = {**result, "tools": kept}
         elif self._listings and type(inner) is JSONRPCError and inner.id is not None:
             self._listings.discard(coerce_request_id(inner.id))
         return message
@@ -388,16 +431,20 @@ class _WatchedWriteStream:
         return getattr(self._inner, name)
 
 
-def _kept_tools(tools: list[Any], server: ServerConfig) -> list[Any]:
+def _kept_tools(
+    tools: list[Any], server: ServerConfig, warned: ListingWarnings | None = None
+) -> list[Any]:
     """The entries of a ``tools/list`` answer that are tools a model can be offered; each other
     is left out with an ``adk.mcp`` warning naming it and why. The client parses the whole answer
     at once, so one entry it cannot read (an input schema that is not an object, a tool without
     a name) failed the listing, and no tool of the server could be used; an input schema that
     parses but is no object schema (``{"type": "string"}``, ``properties`` that are not an
-    object) was offered, and a model API refuses every request offering it (HTTP 400)."""
+    object) was offered, and a model API refuses every request offering it (HTTP 400). With
+    ``warned``, the warnings are logged once for each distinct answer (``ListingWarnings``)."""
     from pydantic import ValidationError  # loaded by the mcp package already
 
     kept: list[Any] = []
+    left_out: list[tuple[str, str]] = []  # each tool left out, as shown, and why
     for position, entry in enumerate(tools):
         named = entry.get("name") if isinstance(entry, dict) else None
         shown = repr(named) if isinstance(named, str) else f"at position {position + 1}"
@@ -417,14 +464,17 @@ def _kept_tools(tools: list[Any], server: ServerConfig) -> list[Any]:
                     why = _schema_fault(output, "output") or ""
         if not why:
             kept.append(entry)
-            continue
-        logger.warning(
-            "MCP server '%s' lists a tool the client leaves out, its tool %s: %s; its other "
-            "tools are offered",
-            server,
-            server._redact(shown)[:200],
-            server._redact(why)[:300],
-        )
+        else:
+            left_out.append((shown, why))
+    if left_out and (warned is None or warned.first("left out", tools)):
+        for shown, why in left_out:
+            logger.warning(
+                "MCP server '%s' lists a tool the client leaves out, its tool %s: %s; its other "
+                "tools are offered",
+                server,
+                server._redact(shown)[:200],
+                server._redact(why)[:300],
+            )
     return kept
 
 
@@ -470,18 +520,22 @@ class _WatchedTransport(AbstractAsyncContextManager["TransportStreams"]):
         on_end: Callable[[], None],
         server: ServerConfig,
         on_open: Callable[[], None] | None = None,
+        warned: ListingWarnings | None = None,
     ) -> None:
         self._inner = inner
         self._on_end = on_end
         self._server = server
         self._on_open = on_open
+        self._warned = warned
 
     async def __aenter__(self) -> TransportStreams:
         read, write = await self._inner.__aenter__()
         if self._on_open is not None:
             self._on_open()
         listings: set[Any] = set()
-        watched = _WatchedReadStream(read, self._on_end, self._server, write, listings)
+        watched = _WatchedReadStream(
+            read, self._on_end, self._server, write, listings, self._warned
+        )
         return watched, _WatchedWriteStream(write, listings)
 
     async def __aexit__(
@@ -501,10 +555,12 @@ class Connection:
         server: ServerConfig,
         on_message: Callable[[Any], None],
         hooks: _ClientHooks = NO_HOOKS,
+        warned: ListingWarnings | None = None,
     ) -> None:
         self._server = server
         self._on_message = on_message
         self._hooks = hooks
+        self._warned = warned
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Future[Client] | None = None
@@ -622,7 +678,7 @@ class Connection:
         _current_delivery.set(self._handshake)  # this task's context only
         try:
             transport = _WatchedTransport(
-                self._server._transport(), self.mark_lost, self._server, self._opened
+                self._server._transport(), self.mark_lost, self._server, self._opened, self._warned
             )
             hooks = self._hooks
             level = hooks.log_level
@@ -775,11 +831,18 @@ class Session:
     """
 
     def __init__(
-        self, server: ServerConfig, *, connect_timeout: float, hooks: _ClientHooks = NO_HOOKS
+        self,
+        server: ServerConfig,
+        *,
+        connect_timeout: float,
+        hooks: _ClientHooks = NO_HOOKS,
+        warned: ListingWarnings | None = None,
     ) -> None:
         self.server = server
         self._connect_timeout = connect_timeout
         self._hooks = hooks
+        # The listings warned about, shared by the toolset's sessions (``ListingWarnings``).
+        self.warned = ListingWarnings() if warned is None else warned
         self._live: Connection | None = None
         self._attempt: _Attempt | None = None
         self._lock = asyncio.Lock()
@@ -832,7 +895,7 @@ class Session:
             if live is not None:
                 self._live = None
                 await live.close()
-            fresh = Connection(self.server, self._on_message, self._hooks)
+            fresh = Connection(self.server, self._on_message, self._hooks, self.warned)
             await fresh.open(self._connect_timeout)
             self._live = fresh
             self.connections_opened += 1

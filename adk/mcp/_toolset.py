@@ -64,7 +64,7 @@ from ._servers import (
     _Delivery,
     _span_attributes,
 )
-from ._session import Connection, MCPConnectionError, Session, describe_error
+from ._session import Connection, ListingWarnings, MCPConnectionError, Session, describe_error
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -395,11 +395,17 @@ class MCPToolset(AsyncCloseable):
         # running one toolset (one Runner) from several threads' loops at once (asyncio.run per
         # request) sent one loop's requests through another loop's connection ("attached to a
         # different loop"). Each loop's session is closed as that loop ends (see LoopClients).
+        # The listings already warned about (a tool left out): each distinct one warns once,
+        # whichever loop's session, or which connection of it, read it (``ListingWarnings``).
+        warned = ListingWarnings()
         self._sessions = LoopClients(
-            Session(server, connect_timeout=connect_timeout, hooks=hooks),
-            functools.partial(Session, server, connect_timeout=connect_timeout, hooks=hooks),
+            Session(server, connect_timeout=connect_timeout, hooks=hooks, warned=warned),
+            functools.partial(
+                Session, server, connect_timeout=connect_timeout, hooks=hooks, warned=warned
+            ),
             Session.aclose,
         )
+        self._warned = warned
         self._span_attributes = _span_attributes(server)  # for tracing, made once
         self._accepts = _compile_filter(tool_filter)
         # A tool_filter of names, checked against the server's as its tools are listed
@@ -629,24 +635,31 @@ class MCPToolset(AsyncCloseable):
     def _once_each(self, wire: list[_WireTool]) -> list[_WireTool]:
         """The server's tools, each name once: a name listed twice (a server breaking MCP's rule
         that its tool names are unique, or pages that repeat) is left out with an ``adk.mcp``
-        warning, every copy of it, as a call by that name could reach either, unless the copies
-        are alike (one is kept). It failed the whole listing, so no tool of the server worked."""
+        warning (once for each distinct listing, ``ListingWarnings``), every copy of it, as a
+        call by that name could reach either, unless the copies are alike (one is kept). It
+        failed the whole listing, so no tool of the server worked."""
         copies: dict[str, list[_WireTool]] = {}
         for tool in wire:
             copies.setdefault(tool.name, []).append(tool)
         if len(copies) == len(wire):
             return wire
         kept: list[_WireTool] = []
+        twice: list[tuple[str, int, bool]] = []  # each name listed more than once
         for name, same in copies.items():
             alike = all(tool == same[0] for tool in same)
             if alike:
                 kept.append(same[0])
             if len(same) > 1:
+                twice.append((name, len(same), alike))
+        # Once for each distinct listing (``ListingWarnings``), not on each reading of it.
+        listing = [tool.model_dump(mode="json", by_alias=True) for tool in wire]
+        if self._warned.first("twice", listing):
+            for name, count, alike in twice:
                 logger.warning(
                     "MCP server '%s' lists %d tools named %r, %s; a server's tools must have "
                     "names of their own",
                     self.server,
-                    len(same),
+                    count,
                     name,
                     "alike: one is offered"
                     if alike
