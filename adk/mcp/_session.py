@@ -279,12 +279,12 @@ class ListingWarnings:
     twice), so that each distinct listing warns once, and a listing that changed warns again.
 
     A listing is read again on every connection (a runner closed and made again per request, an
-    event loop per request, a reconnect), and for a server that does not announce changes on
-    every use of a connection it cannot watch; the same bad tool was warned about each time,
-    the same lines filling a service's log with nothing new. Shared by a toolset's sessions (one
-    per event loop, in several threads too); the last ``_KEPT`` listings are remembered. A
-    listing is told by a digest of it (its JSON, keys sorted), made only when it has something
-    to warn about."""
+    event loop per request, a reconnect), and on every use of a connection whose changes cannot
+    be watched (a 2026-07-28 server without the change stream); the same bad tool was warned
+    about each time, the same lines filling a service's log with nothing new. Shared by a
+    toolset's sessions (one per event loop, in several threads too); the last ``_KEPT``
+    listings are remembered. A listing is told by a digest of it (its JSON, keys sorted), made
+    only when it has something to warn about."""
 
     _KEPT = 64
     __slots__ = ("_lock", "_seen")
