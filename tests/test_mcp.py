@@ -1611,12 +1611,13 @@ async def test_an_optional_servers_listing_that_times_out_leaves_its_tools_out(
     out with the warning and the agent runs with its others, where the listing's bare
     ``TimeoutError`` failed the run; the server answering again is used again; a toolset not
     optional still fails."""
-    answer = tmp_path / "answer"  # the listing is answered once this file exists
+    # The server leaves its first listings unanswered: the optional toolset's, then the strict
+    # one's (over stdio each has a process of its own; over HTTP they share one).
     process: HTTPServerProcess | None = None
     if transport == "stdio":
-        server: StdioServer | HTTPServer = stdio(env={"DEMO_STALL_LIST_FILE": str(answer)})
+        server: StdioServer | HTTPServer = stdio(env={"DEMO_STALL_LISTINGS": "1"})
     else:
-        monkeypatch.setenv("DEMO_STALL_LIST_FILE", str(answer))  # the server process's
+        monkeypatch.setenv("DEMO_STALL_LISTINGS", "2")  # the server process's
         process = HTTPServerProcess()
         await asyncio.to_thread(process.start)
         server = HTTPServer(process.url)
@@ -1643,7 +1644,6 @@ async def test_an_optional_servers_listing_that_times_out_leaves_its_tools_out(
         assert caught.value.stage == "list" and caught.value.server == server
         assert isinstance(caught.value.__cause__, TimeoutError)
         await strict.aclose()
-        answer.touch()
         assert "add" in await names(toolset)  # answering again: offered again
         await toolset.aclose()
     finally:

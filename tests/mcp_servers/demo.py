@@ -31,9 +31,9 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 - ``ticket``: an ``outputSchema`` and ``structuredContent`` beside its text;
 - resources (``notes://today``, ``notes://{day}``, a binary ``logo://png``).
 
-With ``DEMO_STALL_LIST_FILE`` set in its environment, the server leaves its ``tools/list`` unanswered
-while that file does not exist (``_stall_listing``); with ``DEMO_BAD_TOOLS`` it lists tools a
-client leaves out as well (``_list_bad_tools``).
+With ``DEMO_STALL_LISTINGS=<n>`` in its environment, the server leaves its first ``n``
+``tools/list`` requests unanswered (``_stalling_listings``); with ``DEMO_BAD_TOOLS`` it lists
+tools a client leaves out as well (``_list_bad_tools``).
 
 With ``legacy=True`` the server refuses ``server/discover``, so clients fall back to the
 ``initialize`` handshake (protocol 2025-11-25): list changes then travel as plain notifications and
@@ -245,15 +245,20 @@ async def _refuse_discover(ctx: Any, call_next: Any) -> Any:
     return await call_next(ctx)
 
 
-async def _stall_listing(ctx: Any, call_next: Any) -> Any:
-    """Leave a ``tools/list`` unanswered while the file ``DEMO_STALL_LIST_FILE`` names does not
-    exist (a server whose handshake answers but whose listing hangs: a backend it asks is down),
-    answering it once the file is there; nothing else waits."""
-    if ctx.method == "tools/list":
-        path = os.environ["DEMO_STALL_LIST_FILE"]
-        while not os.path.exists(path):
-            await anyio.sleep(0.02)
-    return await call_next(ctx)
+def _stalling_listings(count: int) -> Any:
+    """Middleware leaving the first ``count`` ``tools/list`` requests the process gets unanswered
+    (until the client cancels them), as a server whose handshake answers but whose listing hangs
+    (a backend it asks is down); later ones are answered."""
+    left = count
+
+    async def stall(ctx: Any, call_next: Any) -> Any:
+        nonlocal left
+        if ctx.method == "tools/list" and left > 0:
+            left -= 1
+            await anyio.sleep_forever()
+        return await call_next(ctx)
+
+    return stall
 
 
 async def _list_bad_tools(ctx: Any, call_next: Any) -> Any:
@@ -271,8 +276,8 @@ async def _list_bad_tools(ctx: Any, call_next: Any) -> Any:
 
 def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
     middleware = [_refuse_discover] if legacy else []
-    if os.environ.get("DEMO_STALL_LIST_FILE"):
-        middleware.append(_stall_listing)
+    if os.environ.get("DEMO_STALL_LISTINGS"):
+        middleware.append(_stalling_listings(int(os.environ["DEMO_STALL_LISTINGS"])))
     if os.environ.get("DEMO_BAD_TOOLS"):
         middleware.append(_list_bad_tools)
     server = MCPServer(name, log_level="WARNING", middleware=middleware or None)
