@@ -208,3 +208,19 @@ async def test_an_https_server_is_reached_through_a_tunnel_trusting_the_environm
         async with MCPToolset(HTTPServer(https_process.url)) as toolset:
             assert await add(toolset) == "5"
         assert len(tunnel.targets) == count
+
+
+async def test_a_proxy_variable_naming_no_http_proxy_fails_the_connect_saying_so(
+    http_process: HTTPServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy of a scheme the client cannot use (``ftp://``) fails the connect with an error
+    naming it, its password masked, as the default client's construction does, rather than the
+    requests going around it."""
+    monkeypatch.setenv("HTTP_PROXY", "ftp://alice:s3cret-pw@proxy.internal:2121")
+    with pytest.raises(MCPConnectionError) as caught:
+        await MCPToolset(HTTPServer(http_process.url)).tools()
+    assert caught.value.stage == "connect"
+    assert "Unknown scheme for proxy URL URL('ftp://alice:[secure]@proxy.internal:2121')" in str(
+        caught.value
+    )
+    assert "s3cret" not in str(caught.value)
