@@ -504,7 +504,9 @@ class HTTPServer(_URLServer):
 
     ``timeout`` bounds connecting and each HTTP exchange; ``headers`` are sent with every request
     (authentication, for instance) and must be valid HTTP (checked here, the value never shown).
-    The URL is shown with its user info and query values masked.
+    The URL is shown with its user info and query values masked. Requests go through the proxy
+    the environment names (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), read as
+    each connection opens (``_http_client``).
     """
 
     url: str
@@ -536,7 +538,8 @@ class HTTPServer(_URLServer):
 class SSEServer(_URLServer):
     """An MCP server reached over the older HTTP+SSE transport at ``url`` (e.g. ``.../sse``).
 
-    Kept for servers that have not moved to streamable HTTP; prefer ``HTTPServer`` otherwise.
+    Kept for servers that have not moved to streamable HTTP; prefer ``HTTPServer`` otherwise. Its
+    client (the ``mcp`` package's) reads the proxy variables itself, as ``HTTPServer``'s does.
     """
 
     url: str
