@@ -206,7 +206,6 @@ def test_what_needs_no_refusal_is_taken() -> None:
 # -- defects found: refusals that did not name the mistake --------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # XFAIL-lambda
 @pytest.mark.parametrize(
     "make",
     [lambda: FunctionTool(lambda city: city), lambda: tool(lambda city: city)],

@@ -498,6 +498,12 @@ class FunctionTool(Generic[_P, _R]):
         self.timeout = timeout
         tool_name = name or getattr(fn, "__name__", "") or getattr(target, "__name__", "")
         if not tool_name or tool_name in ("<lambda>", "__call__"):
+            if tool_name == "<lambda>":
+                # The model calls a tool by name, and a lambda's is "<lambda>" for every one.
+                raise ValueError(
+                    "a function tool needs a name, and a lambda has no name of its own: pass "
+                    "name= (FunctionTool(lambda ..., name='lookup')), or write a def"
+                )
             raise ValueError(
                 f"a function tool needs a name: pass name= for {fn!r}"
                 if tool_name == "__call__" or isinstance(fn, functools.partial)
