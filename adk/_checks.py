@@ -96,7 +96,14 @@ def check_agents(values: object, owner: str) -> list[Any]:
     """The sub-agents in ``values`` as a list, each checked; ``owner`` names the agent they are
     given to (``"SequentialAgent 'seq'"``), and an error names the position too."""
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
-        raise TypeError(f"{owner}: sub_agents must be a list of agents, got {shown(values)}")
+        hint = ""
+        if isinstance(getattr(values, "name", None), str) and callable(
+            getattr(values, "run", None)
+        ):
+            # SequentialAgent("s", a, b): the agents one by one, as a list is not where the
+            # newcomer looked (the second landed in ``description``; see ``_Workflow``).
+            hint = " (a single agent: put the sub-agents in one list, [a, b])"
+        raise TypeError(f"{owner}: sub_agents must be a list of agents, got {shown(values)}{hint}")
     agents = list(values)
     for index, agent in enumerate(agents):
         check_agent(agent, f"{owner}: sub_agents[{index}]")

@@ -267,8 +267,10 @@ class _Workflow:
     ) -> None:
         kind = type(self).__name__
         self.name = check_name(name, f"a {kind}")
-        self.description = agent_description(description, f"{kind} {name!r}")
+        # The sub-agents before the description: SequentialAgent("s", a, b) is agents given one
+        # by one, and told so, not "description must be a str, got ReActAgent".
         self.sub_agents = _unique_children(name, kind, sub_agents)
+        self.description = agent_description(description, f"{kind} {name!r}")
         check_authors(f"{kind} {name!r}", self.sub_agents)
         if callbacks != ():  # ``adk.callbacks`` loads only for a workflow given some
             self._adk_callbacks = adk.callbacks._agent_callbacks(

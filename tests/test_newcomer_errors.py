@@ -219,7 +219,6 @@ def test_a_lambda_tool_is_told_to_take_a_name(make: Callable[[], object]) -> Non
     assert FunctionTool(lambda city: city, name="echo").spec.name == "echo"
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # XFAIL-list
 @pytest.mark.parametrize("kind", [SequentialAgent, ParallelAgent, adk.LoopAgent])
 def test_sub_agents_given_one_by_one_are_told_to_go_in_a_list(kind: type[Any]) -> None:
     # SequentialAgent("s", a, b), as a newcomer writes it from Google ADK's keyword
