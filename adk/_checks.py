@@ -92,9 +92,10 @@ def check_agent(value: object, what: str) -> None:
     )
 
 
-def check_agents(values: object, owner: str) -> list[Any]:
+def check_agents(values: object, owner: str, what: str = "sub_agents") -> list[Any]:
     """The sub-agents in ``values`` as a list, each checked; ``owner`` names the agent they are
-    given to (``"SequentialAgent 'seq'"``), and an error names the position too."""
+    given to (``"SequentialAgent 'seq'"``), ``what`` the parameter (a ``Supervisor``'s
+    ``"workers"``), and an error names the position too."""
     if isinstance(values, str | bytes) or not isinstance(values, Iterable):
         hint = ""
         if isinstance(getattr(values, "name", None), str) and callable(
@@ -102,11 +103,12 @@ def check_agents(values: object, owner: str) -> list[Any]:
         ):
             # SequentialAgent("s", a, b): the agents one by one, as a list is not where the
             # newcomer looked (the second landed in ``description``; see ``_Workflow``).
-            hint = " (a single agent: put the sub-agents in one list, [a, b])"
-        raise TypeError(f"{owner}: sub_agents must be a list of agents, got {shown(values)}{hint}")
+            plural = "sub-agents" if what == "sub_agents" else what
+            hint = f" (a single agent: put the {plural} in one list, [a, b])"
+        raise TypeError(f"{owner}: {what} must be a list of agents, got {shown(values)}{hint}")
     agents = list(values)
     for index, agent in enumerate(agents):
-        check_agent(agent, f"{owner}: sub_agents[{index}]")
+        check_agent(agent, f"{owner}: {what}[{index}]")
     return agents
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from adk import Agent, AgentEvent, AgentInput, FlowAgent, RunContext, with_sub_agents
 from adk._aio import closing
 from adk._authors import Author, authors
+from adk._checks import check_agent, check_agents
 from adk._driver import NO_EVENT, drive
 from adk._turns_left import first_askers
 
@@ -95,7 +96,10 @@ def Supervisor(
     Each delegation is two transfers (there and back): ``max_transfers`` (default 100, see
     ``with_sub_agents``) bounds a run's delegations to half of it.
     """
-    workers = list(workers)
+    # Supervisor("boss", [...]), the supervisor named as Eino's or CrewAI's manager is: refused
+    # here, naming it, before its name is read (an AttributeError on a str).
+    check_agent(supervisor, "Supervisor(supervisor)")
+    workers = check_agents(workers, f"Supervisor {supervisor.name!r}", "workers")
     if not workers:
         # Without one, every delegation the supervisor's model attempts fails (there is nobody
         # to transfer to) and the flow is only the supervisor under another name.

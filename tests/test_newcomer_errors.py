@@ -232,7 +232,6 @@ def test_sub_agents_given_one_by_one_are_told_to_go_in_a_list(kind: type[Any]) -
         kind("s", worker("a"), worker("b"))
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # XFAIL-sup
 def test_a_supervisor_named_by_a_str_is_told_to_take_an_agent() -> None:
     # Supervisor("boss", [workers]), as Eino's or CrewAI's would take a name: it failed with
     # "AttributeError: 'str' object has no attribute 'name'".
@@ -243,12 +242,12 @@ def test_a_supervisor_named_by_a_str_is_told_to_take_an_agent() -> None:
         Supervisor("boss", [worker("w")])  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # XFAIL-sup
 def test_a_supervisor_given_one_worker_not_in_a_list_is_told_so() -> None:
     # It failed with "TypeError: 'ReActAgent' object is not iterable".
     with pytest.raises(
         TypeError,
-        match=r"Supervisor 'boss': sub_agents must be a list of agents, got ReActAgent",
+        match=r"Supervisor 'boss': workers must be a list of agents, got ReActAgent .*"
+        r"\(a single agent: put the workers in one list, \[a, b\]\)",
     ):
         Supervisor(worker("boss"), worker("w"))  # type: ignore[arg-type]
 
