@@ -1265,7 +1265,16 @@ class ReActAgent:
         self._static_tools: dict[str, Any] = {}
         self._dynamic_tools: list[Any] = []
         self._exit_tool: Tool | None = None
-        for source in tools:
+        for index, source in enumerate(tools):
+            if isinstance(source, type) and (
+                callable(getattr(source, "tools", None)) or hasattr(source, "spec")
+            ):
+                # tools=[MyToolset]: taken for a toolset (its ``tools`` is callable) and failing
+                # the run at its start, or for a tool whose ``spec`` is a property object.
+                raise TypeError(
+                    f"agent '{self.name}': tools[{index}] is the class {source.__name__} (pass "
+                    f"an instance: {source.__name__}(...))"
+                )
             self._add_tool(source)
         if exit_tool:
             self._exit_tool = _make_exit_tool()

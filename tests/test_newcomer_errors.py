@@ -252,7 +252,6 @@ def test_a_supervisor_given_one_worker_not_in_a_list_is_told_so() -> None:
         Supervisor(worker("boss"), worker("w"))  # type: ignore[arg-type]
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # XFAIL-class
 @pytest.mark.parametrize("given", [Notes, FunctionTool], ids=["Toolset", "FunctionTool"])
 def test_a_tool_class_where_an_instance_goes_is_refused_when_made(given: type[Any]) -> None:
     # tools=[Notes] (a Toolset class) was taken and failed the run at its start with "TypeError:
