@@ -314,7 +314,6 @@ def test_no_api_key_for_openai_is_refused_when_the_model_is_made(
         adk.OpenAIChatModel("gpt-4o")
 
 
-@pytest.mark.xfail(strict=True, reason="fixed in a later commit")  # XFAIL-404
 async def test_a_404_says_to_check_the_base_url_and_the_model_name() -> None:
     # A model name with a typo (OpenAI's own 404) and a base_url whose path is not where the
     # server's API starts (a gateway's "Unknown path", Ollama's "404 page not found"): the

@@ -695,8 +695,18 @@ class OpenAIChatModel(AsyncCloseable):
                 else ""
             )
             said = _server_message(exc)
+            # A 404 is a model name the server does not have (OpenAI's "The model ... does not
+            # exist") or a base_url off the server's API ("404 page not found", a gateway's
+            # "Unknown path"): the server's words alone do not say which to check.
+            check = (
+                f" (check the model name, {self.model_name!r}, and that base_url, "
+                f"{self._shown_url}, is where the server's OpenAI API starts: most serve it "
+                "under /v1)"
+                if status == 404
+                else ""
+            )
             return self._quoting(
-                ModelError(f"{where} HTTP {status}: {said}{tries}{wait}", status=status),
+                ModelError(f"{where} HTTP {status}: {said}{tries}{wait}{check}", status=status),
                 said,
                 exc,
             )
