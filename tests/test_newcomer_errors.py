@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import functools
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pydantic
 import pytest
 from openai_server import OpenAIServer, Reply
 
@@ -156,12 +157,50 @@ _REFUSED: list[tuple[str, Callable[[], object], type[Exception], str]] = [
         r"Runner\(agent\): expected an agent .*got the class ReActAgent \(pass an instance\)",
     ),
     (
+        "one scripted reply not in a list",
+        lambda: ScriptedModel("hi"),  # type: ignore[arg-type]
+        TypeError,
+        r"ScriptedModel takes a list of replies .*for one reply, write ScriptedModel\(\[\.\.\.\]\)",
+    ),
+    (
+        "an output_schema instance for its class",
+        lambda: ReActAgent("a", model(), output_schema=_Answer(x=1)),  # type: ignore[arg-type]
+        TypeError,
+        r"ReActAgent 'a': output_schema must be a pydantic model class .*pass the class, _Answer",
+    ),
+    (
+        "an instruction function that takes no context",
+        lambda: ReActAgent("a", model(), instruction=lambda: "Be brief."),  # type: ignore[arg-type]
+        TypeError,
+        r"ReActAgent 'a': instruction function .* cannot be called as fn\(ctx\)",
+    ),
+    (
+        "an agent whose __init__ skips BaseAgent's",
+        lambda: Runner(_NoSuper()),
+        TypeError,
+        r"got _NoSuper with name None \(it needs a non-empty str name\)",
+    ),
+    (
         "a supervisor without workers",
         lambda: Supervisor(worker("boss"), []),
         ValueError,
         r"a supervisor needs at least one worker",
     ),
 ]
+
+
+class _Answer(pydantic.BaseModel):
+    x: int
+
+
+class _NoSuper(adk.BaseAgent):
+    def __init__(self) -> None:  # BaseAgent.__init__ not called: no name
+        pass
+
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
+        yield adk.AgentEvent.of("hi")
 
 
 def _takes_a_lock(lock: threading.Lock) -> str:  # type: ignore[valid-type]
