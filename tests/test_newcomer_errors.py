@@ -242,6 +242,41 @@ def test_what_needs_no_refusal_is_taken() -> None:
     assert FunctionTool(bare).spec.parameters["required"] == ["a", "b"]
 
 
+def test_a_method_decorated_in_its_class_is_told_to_use_the_bound_method() -> None:
+    with pytest.raises(TypeError, match=r"tool 'find'.*make the tool of the bound method instead"):
+
+        class Store:
+            @tool
+            def find(self, key: str) -> str:
+                """Find a key."""
+                return key
+
+
+async def test_a_mutable_default_is_not_shared_between_calls() -> None:
+    # ``into: list = []``, Python's shared-default trap: each call gets its own list, as the
+    # arguments are validated (and defaults filled in, copied) per call.
+    def collect(item: str, into: list[str] = []) -> int:  # noqa: B006
+        """Collect an item."""
+        into.append(item)
+        return len(into)
+
+    calls = [ScriptedReply(tool_calls=[tool_call("collect", {"item": i})]) for i in "ab"]
+    result = await Runner(ReActAgent("a", model(*calls, "done"), tools=[collect])).invoke("go")
+    assert [e.message.content for e in result.events if e.output.tool_name] == ["1", "1"]
+
+
+async def test_one_agent_in_two_workflows_runs_in_each() -> None:
+    # A flow gives an agent one parent (with_sub_agents refuses a second); a workflow does not,
+    # and each run places the agent under the workflow that ran it.
+    shared = ReActAgent("shared", model("s1", "s2"))
+    first = await Runner(SequentialAgent("one", [shared])).invoke("x")
+    second = await Runner(SequentialAgent("two", [shared])).invoke("x")
+    assert [(e.run_path, e.message.content) for e in first.events + second.events] == [
+        (("one", "shared"), "s1"),
+        (("two", "shared"), "s2"),
+    ]
+
+
 # -- defects found: refusals that did not name the mistake --------------------------------------
 
 
