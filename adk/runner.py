@@ -11,6 +11,7 @@ import contextlib
 import inspect
 import logging
 import os
+import reprlib
 import sys
 import weakref
 from collections.abc import (
@@ -1385,10 +1386,26 @@ def _targets(signal: _InterruptSignal, resume: Any) -> dict[str, Any]:
             continue
         if adk._approval.is_approval_request(point.info):
             adk._approval.check_decision(point.id, targets[point.id])
+        elif targets[point.id] is resume and isinstance(resume, Mapping):
+            _check_not_keyed_by_call(point.id, resume)
         slots = signal.states.get(point.id)
         if slots and slots.get(_CALLBACK_SLOT) is not None:
             _check_kept(point.id, slots[_CALLBACK_SLOT], targets[point.id])
     return targets
+
+
+def _check_not_keyed_by_call(point_id: str, data: Mapping[Any, Any]) -> None:
+    """Refuse (``ValueError``) the data of the one pending point when it is a mapping keyed by
+    that point's tool call id, ``{"call_1": "window"}``, as LangGraph keys its answers: a mapping
+    naming no point id is plain data, and the tool was resumed with the whole mapping for its
+    answer. (An approval's decision is refused as none by ``check_decision``.)"""
+    keyed = _call_ids_named(list(data), [point_id])
+    if keyed:
+        raise ValueError(
+            f"resume data {reprlib.repr(data)} for point {point_id!r} is keyed by tool call id"
+            f"{keyed}; with one point pending, pass its data alone, or key it by point id, "
+            f"{{{point_id!r}: data}}. {_NOTHING_RAN}"
+        )
 
 
 def _check_kept(point_id: str, callback: object, data: object) -> None:

@@ -12,6 +12,7 @@ itself is the point (the wire server of tests/openai_server.py).
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -408,3 +409,37 @@ async def test_a_404_says_to_check_the_base_url_and_the_model_name() -> None:
                 "the server's OpenAI API starts: most serve it under /v1)"
             )
         assert len(server.requests) == 2  # a 404 is not retried
+
+
+async def test_data_keyed_by_the_single_pending_calls_id_is_refused_naming_its_point() -> None:
+    # {"call_1": "window"}, the answer keyed by the call's id as LangGraph keys it: with one
+    # point pending, a mapping naming no point id is plain data, so the tool was resumed with
+    # the whole mapping for its answer. An approval refused it already (not a decision); a
+    # tool's own question took it.
+    asked: list[object] = []
+
+    @tool
+    def book(seat: str, ctx: adk.ToolContext) -> str:
+        """Book a seat."""
+        if ctx.resume is None:
+            raise adk.Interrupt("window or aisle?")
+        asked.append(ctx.resume.data)
+        return f"booked {ctx.resume.data}"
+
+    call = tool_call("book", {"seat": "?"}, "call_1")
+    runner = Runner(ReActAgent("a", model(ScriptedReply(tool_calls=[call]), "done"), tools=[book]))
+    paused = await runner.invoke("book")
+    assert paused.interrupt is not None
+    point = paused.interrupt.points[0].id
+    saved = await runner.checkpoint_store.get(paused.interrupt.checkpoint_id)
+    with pytest.raises(
+        ValueError,
+        match=rf"resume data .* for point {re.escape(repr(point))} is keyed by tool call id; "
+        r"answers are keyed by point id, not by tool call id: 'call_1' is the tool call id of "
+        rf"pending point {re.escape(repr(point))}.*Nothing ran and the checkpoint is kept",
+    ):
+        await runner.invoke_resume(paused.interrupt.checkpoint_id, {"call_1": "window"})
+    assert asked == []
+    assert await runner.checkpoint_store.get(paused.interrupt.checkpoint_id) == saved
+    assert (await runner.invoke_resume(paused.interrupt.checkpoint_id, "window")).text == "done"
+    assert asked == ["window"]
