@@ -443,3 +443,14 @@ async def test_data_keyed_by_the_single_pending_calls_id_is_refused_naming_its_p
     assert await runner.checkpoint_store.get(paused.interrupt.checkpoint_id) == saved
     assert (await runner.invoke_resume(paused.interrupt.checkpoint_id, "window")).text == "done"
     assert asked == ["window"]
+
+
+def test_a_url_given_first_is_told_the_model_name_comes_first() -> None:
+    # OpenAIChatModel(url, name), as clients that take the server first are called: it was
+    # refused as "base_url must be an http(s) URL ...; got 'llama3'", the name taken for the URL.
+    with pytest.raises(
+        ValueError,
+        match=r"OpenAIChatModel's first argument is the model name, got a URL, "
+        r"'http://localhost:11434/v1': pass the URL as base_url=",
+    ):
+        adk.OpenAIChatModel("http://localhost:11434/v1", "llama3")

@@ -160,6 +160,14 @@ class OpenAIChatModel(AsyncCloseable):
             raise ValueError(
                 "OpenAIChatModel needs a model name, e.g. OpenAIChatModel('gpt-4o-mini')"
             )
+        if model.startswith(("http://", "https://")):
+            # OpenAIChatModel("http://localhost:11434/v1", "llama3"): the URL first, as some
+            # clients take it, was refused as a base_url of 'llama3'.
+            raise ValueError(
+                f"OpenAIChatModel's first argument is the model name, got a URL, {model!r}: "
+                "pass the URL as base_url=, OpenAIChatModel('llama3', "
+                "base_url='http://localhost:11434/v1')"
+            )
         if api not in ("chat", "responses"):
             raise ValueError(f"api must be 'chat' or 'responses', not {api!r}")
         if parts is not None:
