@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -74,6 +75,26 @@ class ResumableAgent(Agent, Protocol):
         ...
 
 
+def _check_run_signature(cls: str, run: Callable[..., Any], without_self: bool) -> None:
+    """Refuse, where the class ``cls`` is defined, a ``run`` that cannot be called as
+    ``run(input, ctx)``: ``async def run(self, input)`` failed each run with "run() takes 2
+    positional arguments but 3 were given", naming neither what it is given nor why.
+    ``without_self``: a static or class method, called without the instance. A ``run`` whose
+    signature cannot be read (a callable object of one's own) is left to run."""
+    try:
+        signature = inspect.signature(run)
+    except (TypeError, ValueError):
+        return
+    try:
+        signature.bind(*(None,) * (2 if without_self else 3))  # (self,) input, ctx
+    except TypeError:
+        names = ", ".join(signature.parameters)
+        raise TypeError(
+            f"{cls}.run({names}) cannot be called as run(input, ctx): the framework passes "
+            "both; write async def run(self, input: adk.AgentInput, ctx: adk.RunContext)"
+        ) from None
+
+
 class BaseAgent:
     """Convenience base: holds ``name`` and ``description``; override ``async def run``.
 
@@ -84,6 +105,12 @@ class BaseAgent:
     _adk_parent: Any = None  # the flow this agent was made a sub-agent of (one parent only)
     _adk_flow: Any = None  # the flow node that represents this agent in a transfer graph
     _adk_callbacks: Any = None  # its own callbacks (``adk.callbacks._AgentCallbacks``), if any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("run")
+        if own is not None:
+            _check_run_signature(cls.__name__, cls.run, isinstance(own, staticmethod | classmethod))
 
     def __init__(self, name: str, description: str = "") -> None:
         self.name = check_name(name, "an agent")

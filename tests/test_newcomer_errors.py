@@ -454,3 +454,36 @@ def test_a_url_given_first_is_told_the_model_name_comes_first() -> None:
         r"'http://localhost:11434/v1': pass the URL as base_url=",
     ):
         adk.OpenAIChatModel("http://localhost:11434/v1", "llama3")
+
+
+def test_a_run_without_ctx_is_refused_where_the_class_is_defined() -> None:
+    # async def run(self, input): each run failed with "run() takes 2 positional arguments but
+    # 3 were given"; now the class statement itself is refused, saying what run is given.
+    with pytest.raises(
+        TypeError,
+        match=r"Mine.run\(self, input\) cannot be called as run\(input, ctx\): the framework "
+        r"passes both; write async def run\(self, input: adk.AgentInput, ctx: adk.RunContext\)",
+    ):
+
+        class Mine(adk.BaseAgent):
+            async def run(self, input: adk.AgentInput) -> AsyncIterator[adk.AgentEvent]:  # type: ignore[override]
+                yield adk.AgentEvent.of("hi")
+
+
+async def test_runs_the_framework_can_call_are_taken() -> None:
+    # ctx with a default, *args, and a static run are each callable as run(input, ctx).
+    class Defaulted(adk.BaseAgent):
+        async def run(self, input: Any, ctx: Any = None) -> AsyncIterator[adk.AgentEvent]:
+            yield adk.AgentEvent.of("defaulted")
+
+    class Starred(adk.BaseAgent):
+        async def run(self, *args: Any) -> AsyncIterator[adk.AgentEvent]:
+            yield adk.AgentEvent.of("starred")
+
+    class Static(adk.BaseAgent):
+        @staticmethod
+        async def run(input: Any, ctx: Any) -> AsyncIterator[adk.AgentEvent]:  # type: ignore[override]
+            yield adk.AgentEvent.of("static")
+
+    for kind in (Defaulted, Starred, Static):
+        assert (await Runner(kind("a")).invoke("hi")).text == kind.__name__.lower()
