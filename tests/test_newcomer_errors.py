@@ -487,3 +487,17 @@ async def test_runs_the_framework_can_call_are_taken() -> None:
 
     for kind in (Defaulted, Starred, Static):
         assert (await Runner(kind("a")).invoke("hi")).text == kind.__name__.lower()
+
+
+async def test_a_runner_used_after_its_async_with_says_its_model_is_closed() -> None:
+    async with OpenAIServer(default=Reply(text="hi")) as server:
+        runner = Runner(ReActAgent("a", adk.OpenAIChatModel("m", base_url=server.base_url)))
+        async with runner:
+            assert (await runner.invoke("hi")).text == "hi"
+        with pytest.raises(adk.RunError) as failed:
+            await runner.invoke("hi again")
+        assert "is closed: its aclose() ran, or that of a Runner whose agents use it" in str(
+            failed.value
+        )
+        assert "keep one runner open for as long as the agents run" in str(failed.value)
+        assert len(server.requests) == 1  # the closed model sent nothing
