@@ -1,0 +1,378 @@
+"""A web chat product's trial: many conversations, many turns each, one ``runner.run`` a turn,
+streamed to the browser as Server-Sent Events, a tool that waits on the user's approval.
+
+The app follows docs/service.md: Starlette under uvicorn, the conversation kept by the app
+(``adk.run_messages`` of a turn that ended), one turn per conversation at a time (``409`` for a
+second, the double click), the turn's lock given back by the response however it ends. A turn
+that pauses for an approval leaves its conversation *waiting*: the next message is refused with
+the checkpoint to decide on (its messages end with a call no result answers, which a model API
+refuses as input), and the decision, the next request, resumes the run under the same lock and
+keeps the resumed run's messages, the whole turn. The model is ``OpenAIChatModel`` talking to the
+wire server (``tests/openai_server.py``), which refuses tool calls left without results as
+OpenAI does; one server and one app serve the whole module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+import pytest_asyncio
+import uvicorn
+from conftest import wire_model
+from openai_server import Call, OpenAIServer
+from openai_server import Reply as Wire
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+import adk
+from prebuilt import ReActAgent
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+# -- the app ---------------------------------------------------------------------------------------
+
+looking = asyncio.Event()  # set while ``lookup`` runs
+lookups_cancelled: list[str] = []
+payments: list[str] = []
+
+
+@adk.tool
+async def lookup(order: str) -> str:
+    """Look an order up in a slow back office."""
+    looking.set()
+    try:
+        await asyncio.Event().wait()  # the client leaves first
+    except asyncio.CancelledError:
+        lookups_cancelled.append(order)
+        raise
+    return "shipped"
+
+
+@adk.tool(require_approval=True)
+def pay(payee: str, cents: int) -> str:
+    """Send money; the user approves every call."""
+    payments.append(payee)
+    return f"sent {cents} cents to {payee}"
+
+
+def model_reply(body: dict[str, Any]) -> Wire:
+    """The LLM: answers from the last message of the request it was sent."""
+    last = body["messages"][-1]
+    if last["role"] == "tool":
+        return Wire(text=f"Done: {last['content']}.")
+    text = last["content"]
+    if "pay" in text:
+        return Wire(tool_calls=[Call("pay", json.dumps({"payee": "ACME", "cents": 42}))])
+    if "order" in text:
+        return Wire(tool_calls=[Call("lookup", json.dumps({"order": "A-1"}))])
+    if "stall" in text:  # a model that writes two pieces, then stops mid-answer
+        return Wire(text="one two three four five", fragment=4, stall_after=2, delay=3600)
+    return Wire(text=f"You said {text!r}; {len(body['messages'])} messages so far.", fragment=6)
+
+
+@dataclass
+class Conversation:
+    messages: list[adk.Message] = field(default_factory=list)
+    busy: bool = False  # a turn (or a decision's resume) is going on
+    waiting: str | None = None  # the checkpoint of a turn paused on an approval
+
+
+class Turn(StreamingResponse):
+    """A turn's events; frees its conversation when the response ends, however it ends."""
+
+    def __init__(self, body: Any, conversation: Conversation) -> None:
+        super().__init__(body, media_type="text/event-stream")
+        self.conversation = conversation
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            try:
+                await self.body_iterator.aclose()  # type: ignore[attr-defined]
+            finally:
+                self.conversation.busy = False
+
+
+def sse(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+def chat_app(runner: adk.Runner) -> tuple[Starlette, dict[str, Conversation]]:
+    conversations: dict[str, Conversation] = {}
+
+    async def turn(conversation: Conversation, events: AsyncIterator[adk.AgentEvent], first: Any):
+        waiting = None
+        async with contextlib.aclosing(events):
+            event = first if first is not None else await anext(events, None)
+            while event is not None:
+                if event.output is not None and event.output.stream is not None:
+                    with contextlib.suppress(Exception):  # a failed model: its error comes next
+                        async for chunk in event.output.stream:
+                            if chunk.content:
+                                yield sse("delta", chunk.content)
+                if event.interrupted is not None:
+                    waiting = event.interrupted.checkpoint_id
+                yield sse("event", event.to_dict())
+                event = await anext(events, None)
+        # The turn ended (a turn cut off never comes here: its conversation stays as it was).
+        conversation.messages = adk.run_messages(events)
+        conversation.waiting = waiting
+
+    def take(conversation: Conversation) -> Response | None:
+        if conversation.busy:  # no await since the test: nothing comes between
+            return JSONResponse({"error": "a turn of this conversation is going on"}, 409)
+        conversation.busy = True
+        return None
+
+    async def post_message(request: Request) -> Response:
+        text = (await request.json()).get("message")
+        if not isinstance(text, str):
+            return JSONResponse({"error": "expected {'message': str}"}, 400)
+        conversation = conversations.setdefault(request.path_params["cid"], Conversation())
+        if conversation.waiting is not None and not conversation.busy:
+            waiting = {"error": "waiting for a decision", "checkpoint_id": conversation.waiting}
+            return JSONResponse(waiting, 409)
+        if (busy := take(conversation)) is not None:
+            return busy
+        events = runner.run(
+            [*conversation.messages, adk.Message.user(text)], run_id=request.path_params["cid"]
+        )
+        return Turn(turn(conversation, events, None), conversation)
+
+    async def post_decision(request: Request) -> Response:
+        conversation = conversations.get(request.path_params["cid"])
+        if conversation is None or conversation.waiting is None:
+            return JSONResponse({"error": "nothing waits for a decision"}, 404)
+        if (busy := take(conversation)) is not None:
+            return busy
+        events = runner.resume(conversation.waiting, (await request.json()).get("decision"))
+        try:  # the resume's refusals come with its first event: answer them before the 200
+            first = await anext(events)
+        except (ValueError, adk.CheckpointError) as exc:
+            await events.aclose()
+            conversation.busy = False
+            return JSONResponse({"error": str(exc)}, 400 if isinstance(exc, ValueError) else 409)
+        return Turn(turn(conversation, events, first), conversation)
+
+    routes = [
+        Route("/c/{cid}/messages", post_message, methods=["POST"]),
+        Route("/c/{cid}/decision", post_decision, methods=["POST"]),
+    ]
+    return Starlette(routes=routes), conversations
+
+
+# -- a browser -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Answer:
+    status: int
+    events: list[tuple[str, Any]]
+
+    @property
+    def deltas(self) -> list[str]:
+        return [data for name, data in self.events if name == "delta"]
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return dict(self.events[-1][1])
+
+
+async def post(
+    port: int, path: str, body: Any, leave: asyncio.Event | None = None, after: int = 0
+) -> Answer:
+    """POST ``body``; the answer's Server-Sent Events. With ``leave``, hang up once it is set,
+    after reading ``after`` events."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    data = json.dumps(body).encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Length: {len(data)}"
+    writer.write(head.encode() + b"\r\n\r\n" + data)
+    try:
+        status = int((await reader.readline()).split()[1])
+        chunked = False
+        while (line := await reader.readline()) not in (b"\r\n", b""):
+            chunked |= line.lower().startswith(b"transfer-encoding: chunked")
+        if not chunked:
+            return Answer(status, [("json", json.loads(await reader.read()))])
+        events: list[tuple[str, Any]] = []
+        text = b""
+        while leave is None or len(events) < after:
+            size = int(await reader.readline(), 16)
+            if not size:
+                break
+            text += await reader.readexactly(size)
+            await reader.readline()
+            *blocks, rest = text.decode().split("\n\n")
+            text = rest.encode()
+            for block in blocks:
+                fields = dict(line.split(": ", 1) for line in block.splitlines())
+                events.append((fields["event"], json.loads(fields["data"])))
+        if leave is not None:
+            await leave.wait()
+        return Answer(status, events)
+    finally:
+        writer.close()
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+
+class OpenSpans(SpanProcessor):
+    """The spans started and not ended yet."""
+
+    def __init__(self) -> None:
+        self.open: dict[int, str] = {}
+
+    def on_start(self, span: Span, parent_context: Any = None) -> None:
+        self.open[span.context.span_id] = span.name
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.open.pop(span.context.span_id, None)
+
+
+@dataclass
+class Service:
+    port: int
+    llm: OpenAIServer
+    conversations: dict[str, Conversation]
+    spans: OpenSpans
+
+    async def say(self, cid: str, text: str, **leaving: Any) -> Answer:
+        return await post(self.port, f"/c/{cid}/messages", {"message": text}, **leaving)
+
+    def sent(self) -> list[tuple[str, str]]:
+        """The (role, content) of the last request the model was sent."""
+        return [(m["role"], m.get("content") or "") for m in self.llm.bodies[-1]["messages"]]
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def service() -> AsyncIterator[Service]:
+    spans = OpenSpans()
+    provider = TracerProvider()
+    provider.add_span_processor(spans)
+    async with OpenAIServer(respond=model_reply) as llm:
+        agent = ReActAgent("chat", wire_model(llm), instruction="Be brief.", tools=[lookup, pay])
+        async with adk.Runner(agent, enable_streaming=True, tracer_provider=provider) as runner:
+            app, conversations = chat_app(runner)
+            config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+            server = uvicorn.Server(config)
+            serving = asyncio.create_task(server.serve())
+            while not server.started:
+                if serving.done():
+                    await serving  # the start failed: its error
+                await asyncio.sleep(0.01)
+            yield Service(server.servers[0].sockets[0].getsockname()[1], llm, conversations, spans)
+            server.should_exit = True
+            await serving
+
+
+async def until(condition: Any) -> None:
+    """Wait (a bounded number of loop steps) for ``condition()`` to hold."""
+    for _ in range(2000):
+        if condition():
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError("the condition never held")
+
+
+# -- the trial -------------------------------------------------------------------------------------
+
+
+async def test_turns_carry_the_conversation_and_stream_their_answer(service: Service) -> None:
+    first = await service.say("a", "hello")
+    assert first.status == 200
+    assert "".join(first.deltas) == "You said 'hello'; 2 messages so far."
+    assert len(first.deltas) > 1  # pieces, as the model wrote them
+    second = await service.say("a", "again")
+    assert "".join(second.deltas) == "You said 'again'; 4 messages so far."
+    assert service.sent() == [
+        ("system", "Be brief."),
+        ("user", "hello"),
+        ("assistant", "You said 'hello'; 2 messages so far."),
+        ("user", "again"),
+    ]
+    other = await service.say("b", "hi")  # another conversation starts afresh
+    assert "".join(other.deltas) == "You said 'hi'; 2 messages so far."
+
+
+async def test_a_client_leaving_mid_tool_cancels_the_turn_and_leaves_the_conversation(
+    service: Service,
+) -> None:
+    await service.say("c", "hello")
+    kept = list(service.conversations["c"].messages)
+    looking.clear()
+    gone = asyncio.Event()
+    leaving = asyncio.create_task(service.say("c", "where is my order?", leave=gone))
+    await looking.wait()
+    double = await service.say("c", "where is my order?")  # the double click
+    assert (double.status, double.last["error"]) == (409, "a turn of this conversation is going on")
+    gone.set()
+    await leaving  # the browser tab closed
+    await until(lambda: not service.conversations["c"].busy)
+    assert lookups_cancelled == ["A-1"]
+    assert service.conversations["c"].messages == kept  # nothing half-written
+    await until(lambda: not service.spans.open)  # every span of the cut turn ended
+    after = await service.say("c", "still there?")
+    assert "".join(after.deltas) == "You said 'still there?'; 4 messages so far."
+
+
+async def test_a_client_leaving_mid_answer_closes_the_model_call(service: Service) -> None:
+    hangups = service.llm.hangups
+    gone = asyncio.Event()
+    gone.set()
+    cut = await service.say("d", "stall please", leave=gone, after=1)
+    assert cut.deltas and "one two three four five".startswith("".join(cut.deltas))
+    await until(lambda: service.llm.hangups == hangups + 1)  # the model's connection was closed
+    await until(lambda: not service.conversations["d"].busy and not service.spans.open)
+    assert service.conversations["d"].messages == []
+    assert (await service.say("d", "hi")).status == 200
+
+
+async def test_an_approval_waits_for_the_next_request_and_the_conversation_goes_on(
+    service: Service,
+) -> None:
+    await service.say("e", "hello")
+    paused = await service.say("e", "pay ACME")
+    interrupted = paused.last["action"]["interrupted"]
+    checkpoint = interrupted["checkpoint_id"]
+    assert interrupted["points"][0]["info"]["tool"] == "pay" and payments == []
+
+    refused = await service.say("e", "what now?")  # a new message while the approval waits
+    assert (refused.status, refused.last["checkpoint_id"]) == (409, checkpoint)
+    typo = await post(service.port, "/c/e/decision", {"decision": {"approve": True}})
+    assert typo.status == 400 and service.conversations["e"].waiting == checkpoint
+
+    approved = await post(service.port, "/c/e/decision", {"decision": True})
+    assert approved.status == 200 and payments == ["ACME"]
+    assert "".join(approved.deltas) == "Done: sent 42 cents to ACME."  # streamed after resume
+    assert service.conversations["e"].waiting is None
+    stale = await post(service.port, "/c/e/decision", {"decision": True})
+    assert stale.status == 404
+
+    after = await service.say("e", "thanks")  # the model API takes the conversation
+    assert after.status == 200 and "".join(after.deltas).startswith("You said 'thanks'; 8")
+    assert [role for role, _ in service.sent()] == [
+        "system", "user", "assistant", "user", "assistant", "tool", "assistant", "user",
+    ]  # fmt: skip
+
+
+async def test_a_long_conversation_is_sent_once_per_turn_without_duplicates(
+    service: Service,
+) -> None:
+    for turn in range(60):
+        answer = await service.say("f", f"turn {turn}")
+        assert answer.status == 200
+    sent = service.sent()
+    assert len(sent) == 1 + 2 * 60 - 1  # the instruction once, each earlier message once
+    assert [text for role, text in sent if role == "user"] == [f"turn {n}" for n in range(60)]
+    assert len(service.conversations["f"].messages) == 2 * 60
