@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -37,6 +39,8 @@ import adk
 from prebuilt import ReActAgent
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # -- the app ---------------------------------------------------------------------------------------
 
@@ -376,3 +380,50 @@ async def test_a_long_conversation_is_sent_once_per_turn_without_duplicates(
     assert len(sent) == 1 + 2 * 60 - 1  # the instruction once, each earlier message once
     assert [text for role, text in sent if role == "user"] == [f"turn {n}" for n in range(60)]
     assert len(service.conversations["f"].messages) == 2 * 60
+
+
+# -- examples/agent_service.py, the service docs/service.md shows -----------------------------------
+
+
+async def test_the_example_service_keeps_a_conversation_whole_across_its_approval(
+    tmp_path: Path,
+) -> None:
+    """examples/agent_service.py kept a paused turn's messages (ending with the call waiting on
+    the person, no result for it), took the next message meanwhile, and its resume never wrote
+    the conversation back: every later message of the session sent the model the unanswered
+    call, which OpenAI refuses (400), for good. A message while the approval waits is refused
+    with the checkpoint to decide on; the resumed turn is the session's conversation."""
+    spec = importlib.util.spec_from_file_location(
+        "_chat_agent_service", EXAMPLES / "agent_service.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    example.payment_done.set()
+    app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
+        await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
+    finally:
+        server.should_exit = True
+        await serving
+    roles = [(m.role.value, m.name) for m in asked[-1]]
+    assert roles == [
+        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
+    ]  # fmt: skip
