@@ -15,7 +15,11 @@ What docs/service.md describes, in one program:
 - **A per-request timeout** (``asyncio.timeout``) ends a run that takes too long with an
   ``error`` event; **a client that hangs up** cancels its run (Starlette cancels the response).
 - **Approvals.** A payment waits for a person: the run ends with a ``paused`` event carrying the
-  checkpoint id; ``POST /resume/{checkpoint_id}`` carries the decision. Its refusals are told apart
+  checkpoint id, and the session waits for the decision: its next message is refused with ``409``
+  and the checkpoint to decide on (the paused turn's messages end with the call no result answers
+  yet, which a model API refuses as input). ``POST /resume/{checkpoint_id}`` carries the decision,
+  holding the session as a run does, and the resumed turn, whole, becomes the session's
+  conversation. Its refusals are told apart
   by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
   ``409`` for one being resumed now, ``400`` for a decision that does not fit, ``503`` while the
   checkpoint store is down (nothing ran: the decision can be sent again). A store failing as the
@@ -66,8 +70,10 @@ EXAMPLE_EXPECT = (
     "[client] timed out: {'error': 'the run took longer than 2 s'}",
     "[client] after a client gone at the start: 200",
     "[client] paused at agent:clerk/tool:send_payment#",
+    "[client] while it waits: 409 session 's1' waits for a decision",
     "[client] doubled: 409 checkpoint",
     "[client] approved: Paid: sent 4200 cents to ACME.",
+    "[client] after the approval: 200",
     "[client] stale: 404 no checkpoint",
     "[client] bad decision: 400 resume data for approval point",
     "[trace] POST /sessions/{session_id}/messages > invoke_agent clerk > execute_tool add",
@@ -132,6 +138,23 @@ class Sessions:
     def __init__(self) -> None:
         self.messages: dict[str, list[adk.Message]] = {}
         self.locks: dict[str, asyncio.Lock] = {}
+        # A session whose turn paused for an approval waits for the decision: its messages end
+        # with the call no result answers yet, which a model API refuses as input, so its next
+        # message is refused until the resume, which carries the turn on, ends it.
+        self.waiting: dict[str, str] = {}  # session id -> the checkpoint of its paused turn
+        self.paused: dict[str, str] = {}  # checkpoint id -> its session
+
+    def ended(
+        self, session_id: str, events: AsyncIterator[adk.AgentEvent], paused: str | None
+    ) -> None:
+        """A turn of the session ended (a run, or the resume of its pause): its conversation is
+        the session's now, whole (a resumed run's messages start from the paused run's input),
+        and the session waits for a decision if it paused (again)."""
+        self.messages[session_id] = adk.run_messages(events)
+        self.paused.pop(self.waiting.pop(session_id, ""), None)
+        if paused is not None:
+            self.waiting[session_id] = paused
+            self.paused[paused] = session_id
 
     async def take(self, session_id: str) -> bool:
         """Take the session for a run: False while a run of it goes on."""
@@ -211,6 +234,9 @@ def build_app(
                 raise TypeError("message must be a string")
         except (ValueError, KeyError, TypeError) as exc:
             return JSONResponse({"error": f"expected {{'message': str}}: {exc}"}, 400)
+        if (waiting := sessions.waiting.get(session_id)) is not None:
+            error = f"session {session_id!r} waits for a decision on checkpoint {waiting!r}"
+            return JSONResponse({"error": error, "checkpoint_id": waiting}, 409)
         if not await sessions.take(session_id):
             return JSONResponse(
                 {"error": f"session {session_id!r} is answering another message"}, 409
@@ -220,16 +246,17 @@ def build_app(
         span = _request_span(tracer, request, "POST /sessions/{session_id}/messages")
 
         async def body() -> AsyncGenerator[str, None]:
+            paused: list[str] = []
             try:
                 async with (
                     contextlib.aclosing(events),
-                    contextlib.aclosing(_in_span(span, _sse(events))) as chunks,
+                    contextlib.aclosing(_in_span(span, _sse(events, paused))) as chunks,
                     asyncio.timeout(REQUEST_TIMEOUT),
                 ):
                     async for chunk in chunks:
                         yield chunk
                 # Ended: its conversation is the session's now. A run cut off leaves it as it was.
-                sessions.messages[session_id] = adk.run_messages(events)
+                sessions.ended(session_id, events, paused[-1] if paused else None)
             except TimeoutError:
                 message = f"the run took longer than {REQUEST_TIMEOUT:g} s"
                 yield _event("error", {"error": message})
@@ -242,11 +269,21 @@ def build_app(
             decision = (await request.json())["decision"]
         except (ValueError, KeyError) as exc:
             return JSONResponse({"error": f"expected {{'decision': ...}}: {exc}"}, 400)
-        events = runner.resume(request.path_params["checkpoint_id"], decision)
+        checkpoint_id = request.path_params["checkpoint_id"]
+        # The resume carries its session's turn on: it holds the session as a run does. (A
+        # pause of another worker's session is resumed all the same; a real service keeps its
+        # sessions, and which checkpoint each waits on, in its database.)
+        session_id = sessions.paused.get(checkpoint_id)
+        if session_id is not None and not await sessions.take(session_id):
+            error = f"checkpoint {checkpoint_id!r} is being resumed, or its session is busy"
+            return JSONResponse({"error": error}, 409)
+        give_back = functools.partial(sessions.give_back, session_id) if session_id else _nothing
+        events = runner.resume(checkpoint_id, decision)
         try:  # the request's refusals come with the first event: answer them before the 200
             first = await anext(events)
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
             await events.aclose()
+            give_back()
             # Gone (a stale link, sent twice), being resumed (a double click), or the service's
             # own fault: a checkpoint it cannot read, run options this version does not pass.
             status = 404 if isinstance(exc, adk.CheckpointNotFoundError) else 500
@@ -254,19 +291,24 @@ def build_app(
             return JSONResponse({"error": str(exc)}, status)
         except ValueError as exc:  # the decision does not fit the pause: the client's to fix
             await events.aclose()
+            give_back()
             return JSONResponse({"error": str(exc)}, 400)
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
+            give_back()
             return JSONResponse({"error": str(exc)}, 503)
 
-        async def body() -> AsyncIterator[str]:
+        async def body() -> AsyncGenerator[str, None]:
+            paused: list[str] = []
             async with contextlib.aclosing(events):
                 try:
-                    async for chunk in _sse(_chain(first, events)):
+                    async for chunk in _sse(_chain(first, events), paused):
                         yield chunk
                 except CheckpointStoreError as exc:  # the run ended, its checkpoint was left
                     yield _event("error", {"error": str(exc)})  # the decision must not be resent
+            if session_id is not None:  # the turn ended: the session's conversation goes on
+                sessions.ended(session_id, events, paused[-1] if paused else None)
 
-        return StreamingResponse(body(), media_type="text/event-stream")
+        return SessionStream(body(), give_back, trace.INVALID_SPAN)
 
     routes = [
         Route("/sessions/{session_id}/messages", post_message, methods=["POST"]),
@@ -311,8 +353,15 @@ async def _chain(
         yield event
 
 
-async def _sse(events: AsyncIterator[adk.AgentEvent]) -> AsyncGenerator[str, None]:
-    """The run as Server-Sent Events: pieces of each answer as they come, then each event."""
+def _nothing() -> None:
+    pass
+
+
+async def _sse(
+    events: AsyncIterator[adk.AgentEvent], paused: list[str]
+) -> AsyncGenerator[str, None]:
+    """The run as Server-Sent Events: pieces of each answer as they come, then each event; the
+    checkpoint id of a pause goes to ``paused`` too."""
     async for event in events:
         stream = event.output.stream if event.output is not None else None
         if stream is not None:
@@ -323,6 +372,7 @@ async def _sse(events: AsyncIterator[adk.AgentEvent]) -> AsyncGenerator[str, Non
             except Exception:  # the model failed mid-answer: its error event comes next
                 continue
         if event.interrupted is not None:
+            paused.append(event.interrupted.checkpoint_id)
             yield _event("paused", event.to_dict()["action"]["interrupted"])
         else:
             yield _event("event", event.to_dict())
@@ -418,6 +468,8 @@ async def main() -> None:
         paused = events[-1][1]
         point = paused["points"][0]["id"]
         print(f"[client] paused at {point}")
+        status, [(_, waits)] = await post(port, "/sessions/s1/messages", {"message": "hello?"})
+        print(f"[client] while it waits: {status} {waits['error'][:35]}")  # decide first
         resume = f"/resume/{paused['checkpoint_id']}"
         approving = asyncio.create_task(post(port, resume, {"decision": True}))
         await paying.wait()
@@ -427,6 +479,8 @@ async def main() -> None:
         status, events = await approving
         answer = [data for name, data in events if name == "event"][-1]
         print("[client] approved:", answer["output"]["message"]["content"])
+        status, events = await post(port, "/sessions/s1/messages", {"message": "What first?"})
+        print(f"[client] after the approval: {status}")  # the session goes on, the turn whole
         status, [(_, stale)] = await post(port, resume, {"decision": True})
         print(f"[client] stale: {status} {stale['error'][:13]}")
 
