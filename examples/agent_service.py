@@ -296,6 +296,11 @@ def build_app(
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
             give_back()
             return JSONResponse({"error": str(exc)}, 503)
+        if isinstance(first.exception, adk.CheckpointError):
+            # Refused as its first event, not raised (a before_tool gate this version lacks, an
+            # agent tree that no longer fits the pause): the service's fault, not a run's end.
+            await events.aclose()
+            return JSONResponse({"error": str(first.exception)}, 500)
 
         async def body() -> AsyncGenerator[str, None]:
             paused: list[str] = []

@@ -18,7 +18,9 @@ could take it. Three things a service has to get right, shown here:
   is called, ``runner.resume`` its request (the checkpoint exists, is not being resumed, the
   decision has the right shape) when its first event is taken; the handler takes that event
   *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
-  a stream that breaks off, and a checkpoint store that is down (``CheckpointStoreError``, no
+  a stream that breaks off, a checkpoint this version cannot resume (another ``CheckpointError``,
+  raised or as the first event's ``exception``: run options or a ``before_tool`` gate it lacks)
+  a ``500``, and a checkpoint store that is down (``CheckpointStoreError``, no
   ``CheckpointError``: nothing was wrong with the request) a ``503``. A store failing as a
   resumed run ends (it ran: its checkpoint is left behind) ends the stream with an
   ``{"error": ...}`` line saying so, not a stream broken off.
@@ -209,14 +211,22 @@ class Service:
     ) -> None:
         try:  # resume() checks its request when the first event is taken: answer that too
             first = await anext(events, None)
+        except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
+            # No such checkpoint or it is being resumed (the request's), or the service's own
+            # fault: a checkpoint it cannot read, run options this version does not pass.
+            gone = isinstance(exc, (adk.CheckpointNotFoundError, adk.CheckpointBusyError))
+            await _send_json(writer, 409 if gone else 500, {"error": str(exc)})
+            return
         except (ValueError, TypeError) as exc:  # a malformed resume (unknown point, bad decision)
             await _send_json(writer, 400, {"error": str(exc)})
             return
-        except adk.CheckpointError as exc:  # no such checkpoint, or it is being resumed
-            await _send_json(writer, 409, {"error": str(exc)})
-            return
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
             await _send_json(writer, 503, {"error": str(exc)})
+            return
+        if first is not None and isinstance(first.exception, adk.CheckpointError):
+            # Refused as its first event, not raised (a before_tool gate this version lacks, an
+            # agent tree that no longer fits the pause): the service's fault, not a run's end.
+            await _send_json(writer, 500, {"error": str(first.exception)})
             return
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"

@@ -233,6 +233,91 @@ async def test_a_resume_lacking_the_paused_runs_options_is_the_services_fault_no
         assert await store.get(paused.checkpoint_id) is not None
 
 
+async def test_a_streaming_service_answers_a_resume_lacking_run_options_500_not_400(
+    tmp_path: Path,
+) -> None:
+    """As above, for ``examples/streaming_service.py``: its handler caught ``ValueError`` before
+    ``CheckpointError``, so the refusal (both) was still answered ``400``, the client's fault,
+    after 5953a2f made it a ``CheckpointError`` for this very reason."""
+    service = _streaming_service()
+    agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
+    async with (
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+        Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+    ):
+        paused = await runner.invoke("Pay the ACME invoice.", options={"deps": "a client"})
+        assert paused.checkpoint_id is not None
+        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+        http = server.sockets[0].getsockname()[1]
+        try:
+            resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
+            status, error = await service.post(http, "/resume", resume)
+            assert status == 500, error
+            assert "this resume lacks: options 'deps'" in error
+            bad = {"checkpoint_id": paused.checkpoint_id, "decision": "maybe"}
+            status, error = await service.post(http, "/resume", bad)
+            assert status == 400, error  # the client's mistake still
+        finally:
+            server.close()
+            await server.wait_closed()
+        assert await store.get(paused.checkpoint_id) is not None
+
+
+async def test_a_resume_refused_by_its_first_event_is_answered_500_not_a_200_stream(
+    tmp_path: Path,
+) -> None:
+    """A resume the runner refuses before anything runs but as its first event (an error event
+    caused by a ``CheckpointError``, not raised: here a ``before_tool`` gate the paused version
+    had and this one lacks) was answered ``200`` with the error in the stream, where the raised
+    refusals get their status: the client could not tell "nothing ran, the service must be
+    fixed" from a run that failed. Both examples answer it ``500``; nothing ran, the checkpoint
+    is kept."""
+    from adk import Callbacks, Interrupt, ToolCall, ToolContext
+
+    def gate(ctx: ToolContext, call: ToolCall) -> None:
+        if ctx.resume is None:
+            raise Interrupt("ok?")
+
+    service = _example("agent_service")
+    service.payment_done.set()
+    streaming = _streaming_service()
+    async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
+        tools = [service.add, service.lookup, service.send_payment]
+        agent = ReActAgent("clerk", ScriptedModel(service.scripted, record=False), tools=tools)
+        gated = Runner(agent, checkpoint_store=store, callbacks=[Callbacks(before_tool=gate)])
+        async with gated:
+            paused = await gated.invoke("pay ACME")
+        assert paused.checkpoint_id is not None
+        app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
+        async with _serving(app) as served:
+            path = f"/resume/{paused.checkpoint_id}"
+            status, text = await _answer(served.port, path, {"decision": True})
+            assert status == 500, text
+            assert "no longer has (removed since the pause?)" in text
+            assert not service.paying.is_set()  # the payment was not made
+        assert await store.get(paused.checkpoint_id) is not None
+
+        agent = ReActAgent(
+            "clerk", ScriptedModel(streaming.scripted_model), tools=[streaming.send_payment]
+        )
+        gated = Runner(agent, checkpoint_store=store, callbacks=[Callbacks(before_tool=gate)])
+        async with gated:
+            paused = await gated.invoke("Pay the ACME invoice.")
+        assert paused.checkpoint_id is not None
+        async with Runner(agent, checkpoint_store=store, enable_streaming=True) as runner:
+            server = await asyncio.start_server(streaming.Service(runner).handle, "127.0.0.1", 0)
+            http = server.sockets[0].getsockname()[1]
+            try:
+                resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
+                status, error = await streaming.post(http, "/resume", resume)
+                assert status == 500, error
+                assert "no longer has (removed since the pause?)" in error
+            finally:
+                server.close()
+                await server.wait_closed()
+        assert await store.get(paused.checkpoint_id) is not None
+
+
 async def test_a_stalled_client_whose_run_timed_out_then_leaves_logs_no_context_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
