@@ -1046,12 +1046,7 @@ class _TracedStream:
         span = self._span
         assert span is not None
         owner = self._owner
-        if self._first is not None and owner._first_chunk is not None:
-            response_model = None
-            if exc is None and self._metadata is not None:
-                response_model = self._metadata.get("response_model")
-            measured = _metric_attributes(self._attributes, response_model)
-            owner._first_chunk.record(self._first, measured)
+        self._first_measured(exc is None)
         if exc is not None:
             owner._chat_failed(span, self._attributes, exc, self._start)
             return
@@ -1064,6 +1059,16 @@ class _TracedStream:
             if self._finish:
                 reply.metadata["finish_reason"] = self._finish
         owner._chat_done(span, self._attributes, reply, self._usage, self._start, self._ctx)
+
+    def _first_measured(self, ended: bool) -> None:
+        """Record the time to the first chunk, if one came: a stream ended, failed or left by
+        its reader alike (the model it named is read from a stream that ``ended`` only)."""
+        histogram = self._owner._first_chunk
+        if self._first is not None and histogram is not None:
+            response_model = None
+            if ended and self._metadata is not None:
+                response_model = self._metadata.get("response_model")
+            histogram.record(self._first, _metric_attributes(self._attributes, response_model))
 
     def _abandon(self) -> None:
         """End the span of a stream nobody will finish reading (garbage-collected: no metric,
@@ -1079,6 +1084,7 @@ class _TracedStream:
             source = self._source
             self._state = self._DONE
             if self._span is not None:
+                self._first_measured(False)
                 self._owner._chat_cut(self._span, self._attributes, self._start)
             self._source = None
             aclose = getattr(source, "aclose", None)

@@ -1820,6 +1820,37 @@ async def test_a_cut_off_model_or_tool_call_records_its_duration_with_the_cut_as
     meters.shutdown()
 
 
+async def test_a_stream_whose_reader_left_after_a_chunk_records_its_time_to_first_chunk(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """bc138a0 records the duration of a streamed call whose reader left; its time to first
+    chunk, measured as the chunk came, was still dropped there (a stream ended or failed records
+    it): a client that hangs up after the first words, the commonest cut of a chat service, was
+    missing from gen_ai.client.operation.time_to_first_chunk. Recorded once, as the span has it."""
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    served = ServedReply(text="a long answer", stall_after=2, delay=60)
+    async with OpenAIServer([served]) as server:
+        model = wire_model(server, name="m", retry=RetryPolicy(max_attempts=1))
+        runner = Runner(
+            ReActAgent("a", model),
+            enable_streaming=True,
+            tracer_provider=provider,
+            meter_provider=meters,
+        )
+        events = runner.run("go")
+        event = await anext(events)
+        assert event.output is not None and event.output.stream is not None
+        assert (await anext(aiter(event.output.stream))).content
+        await events.aclose()
+        await model.aclose()
+    (span,) = named(exporter.get_finished_spans(), "chat m")
+    waited = attrs(span)["gen_ai.response.time_to_first_chunk"]
+    (point,) = _points(reader, "gen_ai.client.operation.time_to_first_chunk")
+    assert point.count == 1 and point.sum == waited
+    meters.shutdown()
+
+
 async def test_metrics_work_without_a_tracer_and_failures_carry_error_type() -> None:
     reader = InMemoryMetricReader()
     meters = MeterProvider(metric_readers=[reader])
