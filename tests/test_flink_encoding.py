@@ -932,3 +932,30 @@ def build() -> ActionAgent:
         _build_shipped_events(function)
     assert "annotation 'Money' is not defined" in str(caught.value)
     assert "TYPE_CHECKING" in str(caught.value)
+
+
+def test_a_record_that_ran_but_whose_output_cannot_be_sent_keeps_its_usage() -> None:
+    """d139c17 puts a record's usage on its failed output wherever the run ran and its outputs
+    were lost afterwards (its session not kept, its memory refused); a pause whose request JSON
+    cannot hold (a model's NaN) failed here without it, though its model call was made and paid:
+    a pipeline billing per record lost it. Its failed output carries the run's usage now."""
+    from adk import Usage, tool
+    from adk.testing import Reply, ScriptedModel, tool_call
+    from prebuilt import ReActAgent
+
+    @tool(require_approval=True)
+    def set_threshold(threshold: float) -> str:
+        """Set the alert threshold."""
+        return f"set to {threshold}"
+
+    usage = Usage(input_tokens=5, output_tokens=2, total_tokens=7)
+    asks = Reply(tool_calls=[tool_call("set_threshold", {"threshold": math.nan})], usage=usage)
+    agent = ReActAgent("asker", ScriptedModel([asks]), tools=[set_threshold])
+    store = InMemoryCheckpointStore()
+    env = _environment(on_error="emit", checkpoint_store=lambda: store)
+    [outcome] = _invoked(_AgentFunction(agent, env, True, None), Row("a", "set it"))
+    assert isinstance(outcome, list)
+    [failed] = outcome
+    assert "cannot be sent or kept as JSON" in failed["error"]["message"]
+    assert failed["checkpoint_id"]  # the pause was saved all the same
+    assert failed["usage"] == usage.model_dump()

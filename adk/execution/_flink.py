@@ -607,6 +607,7 @@ class _WorkerAgent:
                         checkpoint_id=paused,
                         run_id=run_id,
                         resumed=type(record) is Resume,
+                        usage=outputs[-1].usage if outputs else None,  # its calls were made
                         _exception=exc,
                     )
                 ]
