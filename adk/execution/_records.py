@@ -84,7 +84,7 @@ class KeyedOutput:
     is (a resume's including the calls before its pause), on the run's last output only (an
     ``ActionAgent``'s earlier outputs have ``None``, so a sum over a run's outputs counts it once);
     a failed record's as ``RunError.usage``; ``None`` when no call reported any, or the record
-    was cut off by its timeout or never ran."""
+    was cut off by its timeout or never ran. A run with no output at all reports it nowhere."""
 
     key: Hashable
     index: int
