@@ -124,7 +124,7 @@ class RetryPolicy(_NamedOptions):
     checked as the argument is, and counts from an adapter's next call.
 
     ``retry_on_status``: the HTTP statuses retried, in place of ``TRANSIENT_STATUS`` (408, 409,
-    429 and 5xx), the default (``None``). ``RetryPolicy.TRANSIENT_STATUS | {400}`` also retries a
+    429 and 5xx), the default (``None``, which retries a non-standard status above 599 too). ``RetryPolicy.TRANSIENT_STATUS | {400}`` also retries a
     400 a gateway sends when overloaded; ``RetryPolicy.TRANSIENT_STATUS - {429}`` never retries
     a rate limit (a queue of your own does). Failures without a status (a connection lost, a
     timeout) are retried whatever it says; a 429 saying the quota is exhausted never is."""
