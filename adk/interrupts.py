@@ -229,7 +229,7 @@ class _ResumePlan:
     ``resume_for(address)`` answers a component's ``ctx.resume`` in O(number of points).
     """
 
-    __slots__ = ("points", "reached", "resumed_from", "states", "targets")
+    __slots__ = ("points", "progress", "reached", "resumed_from", "states", "targets")
 
     def __init__(self, signal: _InterruptSignal, targets: dict[Address, Any]) -> None:
         self.points = signal.points
@@ -239,6 +239,11 @@ class _ResumePlan:
         # ``(the trace the checkpoint kept, checkpoint id)`` when the paused run was traced: for
         # tracing to link the resumed run's root span to the paused run's (``adk.tracing``).
         self.resumed_from: tuple[Any, str] | None = None
+        # The runner's ``adk.checkpoint._progress._Progress``: records in the checkpoint being
+        # resumed what a resumed component finished (a ``ReActAgent``'s resumed calls), so that a
+        # later resume of it does not run that again. None when nothing can record (a plan made
+        # elsewhere than by a runner's resume).
+        self.progress: Any = None
 
     def resume_for(self, address: Address, slot: str = AGENT_STATE) -> ResumeContext | None:
         """The resume view of one address, or None if nothing at or below it was interrupted."""
@@ -284,6 +289,15 @@ class _ResumePlan:
             if point.id == address:
                 return point.info
         return None
+
+    def settle(self, address: Address) -> None:
+        """A call at ``address`` that an earlier resume of this checkpoint finished and recorded
+        (``progress``): its points count as answered (the answers go nowhere, the call does not
+        run again) and are forgotten, as ``consume`` forgets a resumed call's."""
+        for target in self.targets:
+            if is_within(target, address):
+                self.reached.add(target)
+        self.consume(address)
 
     def consume(self, address: Address) -> None:
         """Forget the points at or below ``address`` once it has resumed: if the same component

@@ -1124,6 +1124,13 @@ class Runner(AsyncCloseable):
         if snapshot.trace is not None:
             plan.resumed_from = (snapshot.trace, checkpoint_id)
         run = self._new_run(snapshot.root_input, session, snapshot.run_id or None, plan)
+        # What the resumed run finishes before anything else can fail (an approved call's
+        # result) is recorded in the checkpoint through it, so a later resume does not run it
+        # again (``adk.checkpoint._progress``); the checkpoint is finished as it was last written.
+        progress = checkpoint._progress._Progress(
+            self.checkpoint_store, checkpoint_id, body, data, claim, run
+        )
+        plan.progress = progress
         run.usage = snapshot.usage  # the calls before the pause count in the resumed run's total
         if options is not None:  # the call's own: a checkpoint holds none (see ``resume``)
             run.options, run.designated = options
@@ -1182,7 +1189,7 @@ class Runner(AsyncCloseable):
                 yield _final(self._on_event, _made(ctx, missed))
                 return
             try:
-                await self._finish(checkpoint_id, body, data)
+                await self._finish(checkpoint_id, progress.body, progress.loaded)
             except CheckpointStoreError as exc:
                 # Bare, the store's words read like a store down at the start, when nothing ran
                 # and the request can simply be sent again: sent again now, an approved call runs

@@ -35,6 +35,13 @@ history cannot give back:
   checkpoints lack it: their exit results were emitted before the pause, and the resume holds
   the exit tool's to come last again, ``exits_shown``.)
 
+- ``done`` (only in a checkpoint a resume rewrote, ``adk.checkpoint._progress``): the calls of
+  the paused round that a resume finished before it failed or was left, in the order they
+  finished, each ``{"id", "tool", "message", "action"}`` (the call id, the tool's name for its
+  event, its result message, the actions it asked for as ``action`` is saved). A later resume
+  replays them, in that order, instead of running the calls again. The rest of the state is the
+  pause's: the checkpoint's history and points are the pause's too.
+
 Entries are named by recorder ``(agent, run_path)`` and index among that recorder's entries, not by
 position: a position in a parallel branch's view shifts once the branches' lanes merge, while one
 recorder writes to one lane, so its entries keep their order through merges and through the
@@ -188,7 +195,10 @@ def restore(ctx: RunContext, agent: str, state: dict[str, Any], system: list[Mes
 
 def saved_action(saved: SavedState) -> AgentAction | None:
     """The actions the paused round's finished calls had requested (exit, transfer, break)."""
-    value = saved.values.get("action")
+    return _read_action(saved, saved.values.get("action"))
+
+
+def _read_action(saved: SavedState, value: Any) -> AgentAction | None:
     if not value:
         return None
     if not (
@@ -229,6 +239,57 @@ def open_calls(
             "are back)"
         )
     return calls
+
+
+class Recorded(NamedTuple):
+    """A call of the paused round that an earlier resume finished (``done`` of the state)."""
+
+    call: ToolCall
+    message: Message
+    action: AgentAction | None
+    tool_name: str
+
+
+def recorded_calls(saved: SavedState, calls: Sequence[ToolCall]) -> list[Recorded]:
+    """The open ``calls`` an earlier resume of this checkpoint finished, with what they produced,
+    in the order they finished (none unless a resume recorded some). Anything else than entries
+    of open calls, each once, with a tool message answering its call, is a ``CheckpointError``."""
+    entries = saved.values.get("done")
+    if entries is None:
+        return []
+    by_id = {call.id: call for call in calls}
+    if not isinstance(entries, list):
+        raise saved.error(f"'done' is not a list of finished calls: {entries!r}")
+    out: list[Recorded] = []
+    for entry in entries:
+        if not (
+            isinstance(entry, dict)
+            and entry.keys() == {"id", "tool", "message", "action"}
+            and isinstance(entry["id"], str)
+            and isinstance(entry["tool"], str)
+            and isinstance(entry["message"], Message)
+        ):
+            raise saved.error(f"'done' holds no finished call: {entry!r}")
+        call = by_id.pop(entry["id"], None)
+        message = entry["message"]
+        if call is None or message.role != Role.TOOL or message.tool_call_id != call.id:
+            raise saved.error(
+                f"'done' names call {entry['id']!r}, which is not an open call of the round (or "
+                "is named twice), or its result does not answer it"
+            )
+        action = _read_action(saved, entry["action"])
+        out.append(Recorded(call, message, action, entry["tool"]))
+    return out
+
+
+def record_entry(call_id: str, tool_name: str, message: Message, action: AgentAction | None) -> Any:
+    """One entry of ``done``: a copy of the result (a held result's note is taken off later)."""
+    return {
+        "id": call_id,
+        "tool": tool_name,
+        "message": message.model_copy(deep=True),
+        "action": _action_state(action),
+    }
 
 
 def saved_exits(saved: SavedState) -> list[str]:

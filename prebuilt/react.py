@@ -56,6 +56,7 @@ from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import _RECORDED, NO_EVENT
 from adk._turns_left import count_ahead, spent_text
 from adk.checkpoint._state import SavedState
+from adk.checkpoint.store import CheckpointStoreError
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
 from adk.history import _check_rewriter, _is_history_view, build_messages
@@ -93,10 +94,13 @@ from ._output import (
     schema_instruction,
 )
 from ._react_state import (
+    Recorded,
     SavedHead,
     exits_shown,
     open_calls,
     pause_state,
+    record_entry,
+    recorded_calls,
     restore,
     saved_action,
     saved_exits,
@@ -127,10 +131,11 @@ class _Round:
     (return-directly results, and the results of tools that asked to exit, whose call ids
     ``exits`` lists), the calls that paused (``open_ids``, their signals merged in ``signal``),
     the actions the tools asked for, and the call whose transfer stands. A resumed round starts
-    from what was saved at the pause. Made by ``_new_round`` (see ``adk.context._Entry`` for why
-    the class has no ``__init__``)."""
+    from what was saved at the pause; ``record`` (a resumed round's, when the runner can record
+    in its checkpoint) lists its finished calls as the checkpoint records them (``done``). Made
+    by ``_new_round`` (see ``adk.context._Entry`` for why the class has no ``__init__``)."""
 
-    __slots__ = ("action", "calls", "exits", "held", "open_ids", "signal", "transfer_by")
+    __slots__ = ("action", "calls", "exits", "held", "open_ids", "record", "signal", "transfer_by")
 
     calls: Sequence[ToolCall]
     held: list[Message]
@@ -139,6 +144,7 @@ class _Round:
     open_ids: list[str] | None  # made when a call pauses
     signal: _InterruptSignal | None
     transfer_by: ToolCall | None  # the earliest call, in the model's order, that transferred
+    record: list[Any] | None
 
 
 def _new_round(
@@ -152,7 +158,7 @@ def _new_round(
     tally.held = held
     tally.action = action
     tally.exits = exits
-    tally.open_ids = tally.signal = tally.transfer_by = None
+    tally.open_ids = tally.signal = tally.transfer_by = tally.record = None
     return tally
 
 
@@ -413,7 +419,18 @@ class _ReActCore:
             exits = [*exits, *(m.tool_call_id or "" for m in shown)]
         calls = open_calls(saved, turn.messages, turn.tools)
         self._check_round_fits(ctx, saved, iterations, calls, held)
-        rounds = self._round(turn, _new_round(calls, held, action, exits))
+        tally = _new_round(calls, held, action, exits)
+        recorded = recorded_calls(saved, calls)
+        plan = ctx._run.plan
+        if plan is not None:
+            for done in recorded:  # finished by an earlier resume: replayed, not run again
+                plan.settle(join_address(ctx.address, tool_segment(done.call.name, done.call.id)))
+            progress = plan.progress
+            if progress is not None and progress.can_record(ctx):
+                tally.record = [
+                    record_entry(d.call.id, d.tool_name, d.message, d.action) for d in recorded
+                ]
+        rounds = self._round(turn, tally, recorded)
         try:
             async for event in rounds:
                 yield event
@@ -906,10 +923,28 @@ class _ReActCore:
         turn.head_size += len(system) - size
         turn.system_size = len(system)
 
-    async def _round(self, turn: _Turn, tally: _Round) -> AsyncGenerator[AgentEvent, None]:
+    async def _round(
+        self, turn: _Turn, tally: _Round, recorded: Sequence[Recorded] = ()
+    ) -> AsyncGenerator[AgentEvent, None]:
         """Run a round's calls concurrently, then close it (``_round_end``): afterwards
-        ``turn.done`` says whether the agent is done."""
+        ``turn.done`` says whether the agent is done. A resumed round first takes the outcomes
+        an earlier resume ``recorded`` (their calls do not run again), and records each call it
+        finishes (``tally.record``) before its result goes out."""
         calls = tally.calls
+        if recorded:
+            for done in recorded:
+                outcome = ToolOutcome(
+                    done.call, message=done.message, action=done.action, tool_name=done.tool_name
+                )
+                result = self._take(turn, tally, outcome)
+                if result is not None:
+                    yield result
+            finished = {done.call.id for done in recorded}
+            calls = [call for call in calls if call.id not in finished]
+            if not calls:
+                for event in self._round_end(turn, tally):
+                    yield event
+                return
         outcomes = execute_tool_calls(
             calls, turn.tools, turn.ctx, extra_transfers(calls, turn.tools)
         )
@@ -918,6 +953,8 @@ class _ReActCore:
                 if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
                     yield item
                     continue
+                if tally.record is not None and item.signal is None:
+                    await self._record(turn, tally, item)
                 result = self._take(turn, tally, item)
                 if result is not None:
                     yield result
@@ -926,6 +963,28 @@ class _ReActCore:
                 await outcomes.aclose()
         for event in self._round_end(turn, tally):
             yield event
+
+    async def _record(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> None:
+        """Record a resumed call's outcome in the checkpoint being resumed, before its result
+        goes out or anything else runs (the next model call): a later resume of the checkpoint
+        (this one failed, or its reader left) replays it rather than running the call again. A
+        record that cannot be written fails the resume here, saying the call ran."""
+        assert tally.record is not None and outcome.message is not None
+        call = outcome.call
+        tally.record.append(
+            record_entry(call.id, outcome.tool_name, outcome.message, outcome.action)
+        )
+        ctx = turn.ctx
+        plan = ctx._run.plan
+        assert plan is not None and plan.progress is not None
+        try:
+            await plan.progress.record(ctx, "done", tally.record)
+        except (CheckpointError, CheckpointStoreError) as exc:
+            raise CheckpointError(
+                f"agent '{self.name}': the resumed call {call.name!r} ({call.id}) ran, but its "
+                f"result could not be recorded in the checkpoint: {exc}. The resume stops "
+                "before anything else runs; resuming the checkpoint again runs that call again"
+            ) from exc
 
     def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> AgentEvent | None:
         """Note one call's outcome in its round; the result's event to emit now, or None when

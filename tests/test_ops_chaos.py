@@ -608,6 +608,9 @@ async def pay(amount: int) -> str:
 
 def reply(messages):
     if messages[-1].role == Role.TOOL:
+        if mode == "die-before-the-model":
+            print("asking", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)  # paid, the result in, gone as the model is asked
         return Reply(text=f"done: {messages[-1].content}")
     return Reply(tool_calls=[tool_call("pay", {"amount": int(messages[-1].content)})])
 
@@ -763,7 +766,8 @@ async def test_replicas_resuming_one_checkpoint_at_once_pay_once(
 async def test_a_replica_killed_right_after_the_approved_call_leaves_the_checkpoint_resumable(
     shared_store: tuple[str, str, str], tmp_path: Path
 ) -> None:
-    """A replica dies (SIGKILL) the moment the approved call has run. Left in the store: the
+    """A replica dies (SIGKILL) the moment the approved call has run, before it returned (its
+    result is not recorded: nothing is). Left in the store: the
     checkpoint as it was before the resume, whole, and the dead replica's claim, which refuses
     a resume with a clear error until it lapses (claim_ttl); then the checkpoint resumes, and
     the call runs again, as interrupts.md warns (calls behind approvals must be idempotent)."""
@@ -789,6 +793,37 @@ async def test_a_replica_killed_right_after_the_approved_call_leaves_the_checkpo
         result = await runner.invoke_resume(checkpoint_id, {"approved": True})
         assert result.text == "done: paid 4"
         assert ledger.read_text() == "4\n4\n"  # paid twice: the documented hazard
+        assert await store.get(checkpoint_id) is None
+
+
+async def test_a_replica_killed_after_the_approved_call_returned_leaves_it_recorded(
+    shared_store: tuple[str, str, str], tmp_path: Path
+) -> None:
+    """A replica dies (SIGKILL) once the approved call has returned, as it asks the model: the
+    call's result was recorded in the checkpoint before that, so once the dead replica's claim
+    lapses the checkpoint resumes from the result, and the call does not run again."""
+    ledger = tmp_path / "ledger"
+    async with _store_of(shared_store, claim_ttl=1.0) as store:
+        paused = await Runner(_payer(tmp_path / "ledger"), checkpoint_store=store).invoke("4")
+        checkpoint_id = paused.checkpoint_id
+        assert checkpoint_id is not None
+        before = await store.get(checkpoint_id)
+        async with _replicas(shared_store, "die-before-the-model", tmp_path, 1, checkpoint_id) as (
+            replica,
+        ):
+            (tmp_path / "go").touch()
+            assert await _line(replica) == "paying"
+            assert await _line(replica) == "asking"
+            assert await replica.wait() == -signal.SIGKILL
+        assert ledger.read_text() == "4\n"
+        recorded = await store.get(checkpoint_id)
+        assert recorded is not None and recorded != before  # the same id, the result recorded
+
+        await _lapses(store, checkpoint_id)
+        runner = Runner(_payer(tmp_path / "ledger"), checkpoint_store=store)
+        result = await runner.invoke_resume(checkpoint_id, {"approved": True})
+        assert result.text == "done: paid 4"
+        assert ledger.read_text() == "4\n"  # paid once
         assert await store.get(checkpoint_id) is None
 
 

@@ -44,9 +44,6 @@ from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
 pytest_plugins = ["services"]
-pytestmark = pytest.mark.xfail(
-    strict=True, reason="a second resume runs the approved call again (fixed in the next commit)"
-)
 
 paid: list[str] = []
 

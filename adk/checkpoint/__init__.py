@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from . import _claim as _claim
     from . import _pending as _pending
     from . import _points as _points
+    from . import _progress as _progress
     from . import _snapshot as _snapshot
     from ._pending import PendingCheckpoint, list_pending
     from .postgres import PostgresCheckpointStore
@@ -72,7 +73,7 @@ _LAZY = {
 
 
 # Submodules of this package loaded on first access (see the module docstring).
-_LAZY_MODULES = frozenset({"_claim", "_pending", "_points", "_snapshot"})
+_LAZY_MODULES = frozenset({"_claim", "_pending", "_points", "_progress", "_snapshot"})
 
 
 def _lazy_attribute(name: str) -> Any:

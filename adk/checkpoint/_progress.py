@@ -1,0 +1,99 @@
+"""What a resume has done, recorded in the checkpoint it resumes before anything else can fail.
+
+A resume that ran an approved call and then failed (the model down right after a payment, a worker
+dying), or whose reader left, used to leave the checkpoint as it was before the call: resuming it
+again ran the call again. The runner gives a resumed run a ``_Progress`` (``_ResumePlan.progress``)
+through which a component rewrites its own saved state in the checkpoint, under the same id and the
+resume's claim: a ``ReActAgent`` adds the results of its resumed round's finished calls (``done``),
+so that a later resume replays them instead of running the calls again. LangGraph keeps a
+super-step's finished writes for the same reason, and Google ADK appends each function response to
+the session as it comes.
+
+Only the run the runner resumes records (not an ``AgentTool``'s nested run, whose agents' states
+travel inside the call's own state), and only into a state the checkpoint holds at the
+component's address. The body written is the loaded one with that state extended and the session
+as it is now (what the finished calls wrote in it); points, history, usage and the rest stay as
+saved, so the same answers resume it. A compatible addition within format version 1: a pyadk that
+does not know the key resumes the checkpoint as before (running the calls again).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from ..interrupts import AGENT_STATE
+from .codec import CheckpointError, encode_checkpoint, to_json_value
+from .store import CheckpointStore, _from_store
+
+if TYPE_CHECKING:
+    from ..context import RunContext, _RunState
+    from ._claim import _Claim
+
+__all__ = ["_Progress"]
+
+
+class _Progress:
+    """A resume's way to record progress in its checkpoint (see the module's docstring).
+
+    ``body`` and ``loaded`` are the checkpoint as last written (by the pause, then by each record):
+    the runner finishes (deletes) the checkpoint only if the store still holds ``loaded``."""
+
+    __slots__ = ("_lock", "body", "checkpoint_id", "claim", "loaded", "run", "store")
+
+    def __init__(
+        self,
+        store: CheckpointStore,
+        checkpoint_id: str,
+        body: dict[str, Any],
+        loaded: bytes,
+        claim: _Claim | None,
+        run: _RunState,
+    ) -> None:
+        self.store = store
+        self.checkpoint_id = checkpoint_id
+        self.body = body
+        self.loaded = loaded
+        self.claim = claim
+        self.run = run
+        self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
+
+    def can_record(self, ctx: RunContext) -> bool:
+        """Whether ``ctx``'s component has a state of its own in this checkpoint to extend."""
+        if ctx._run is not self.run:  # a nested run (an AgentTool's): its states are the call's
+            return False
+        states = self.body.get("states")
+        slots = states.get(ctx.address) if isinstance(states, dict) else None
+        return isinstance(slots, dict) and isinstance(slots.get(AGENT_STATE), dict)
+
+    async def record(self, ctx: RunContext, key: str, value: Any) -> None:
+        """Write the checkpoint again with ``key`` of ``ctx``'s saved state set to ``value`` and
+        the session as it is now. ``CheckpointError`` if it cannot be written: the claim was
+        lost, the store holds another checkpoint under the id now, the store failed (a
+        ``CheckpointStoreError``), or a value cannot be stored."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:  # parallel branches record one after the other, each on the last
+            checkpoint_id = self.checkpoint_id
+            claim = self.claim
+            if claim is not None and claim.lost:
+                raise CheckpointError(
+                    f"lost the claim on checkpoint {checkpoint_id!r}: another resume may hold it"
+                )
+            address = ctx.address
+            states = self.body["states"]
+            slots = states[address]
+            own = dict(slots[AGENT_STATE])
+            own[key] = to_json_value(value, f"saved state.{address}.{key}")
+            body = dict(self.body)
+            body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
+            body["session"] = to_json_value(self.run.session.values, "session")
+            data = encode_checkpoint(body)
+            store = self.store
+            if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != self.loaded:
+                raise CheckpointError(
+                    f"checkpoint {checkpoint_id!r} is no longer the one this resume loaded "
+                    "(deleted, or replaced by another run's pause): nothing recorded"
+                )
+            await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
+            self.body, self.loaded = body, data
