@@ -51,7 +51,7 @@ from adk import (
     Toolset,
     ToolSpec,
 )
-from adk._aio import closing
+from adk._aio import closing, finish
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import _RECORDED, NO_EVENT
 from adk._turns_left import count_ahead, spent_text
@@ -599,6 +599,8 @@ class _ReActCore:
         # The system prompt plays no part in which calls are open: the check renders none.
         restored = restore(ctx, self.name, saved.values, [])
         calls = open_calls(saved, restored.messages, tools if complete else None)
+        # Finished by an earlier resume of the checkpoint: replayed, not run (nor checked).
+        finished = {done.call.id for done in recorded_calls(saved, calls)}
         self._check_round_fits(ctx, saved, iterations, calls, restored.held)
         action = saved_action(saved)
         if action is not None and (action.exit or action.break_loop):
@@ -623,6 +625,8 @@ class _ReActCore:
         why = f"agent {self.name!r} resumes only its open tool calls"
         walk.only_under(ctx.address, addresses, why)
         for call, address in zip(calls, addresses, strict=True):
+            if call.id in finished:
+                continue
             tool = tools.get(call.name)
             if tool is not None:
                 walk.call(tool, call, ctx, address)
@@ -945,16 +949,15 @@ class _ReActCore:
                 for event in self._round_end(turn, tally):
                     yield event
                 return
+        taken = None if tally.record is None else functools.partial(self._record, turn, tally)
         outcomes = execute_tool_calls(
-            calls, turn.tools, turn.ctx, extra_transfers(calls, turn.tools)
+            calls, turn.tools, turn.ctx, extra_transfers(calls, turn.tools), taken
         )
         try:
             async for item in outcomes:
                 if isinstance(item, AgentEvent):  # forwarded from inside a tool (AgentTool)
                     yield item
                     continue
-                if tally.record is not None and item.signal is None:
-                    await self._record(turn, tally, item)
                 result = self._take(turn, tally, item)
                 if result is not None:
                     yield result
@@ -965,11 +968,16 @@ class _ReActCore:
             yield event
 
     async def _record(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> None:
-        """Record a resumed call's outcome in the checkpoint being resumed, before its result
-        goes out or anything else runs (the next model call): a later resume of the checkpoint
-        (this one failed, or its reader left) replays it rather than running the call again. A
-        record that cannot be written fails the resume here, saying the call ran."""
-        assert tally.record is not None and outcome.message is not None
+        """Record a resumed call's outcome in the checkpoint being resumed, in the call's task as
+        it ends (``execute_tool_calls``), before its result goes out or anything else runs (the
+        next model call): a later resume of the checkpoint (this one failed, or its reader left,
+        or its process died) replays it rather than running the call again. The write goes to
+        its end even if the run is cancelled meanwhile (a sibling branch failing, the reader
+        leaving): the call ran. One that cannot be written fails the resume, saying the call
+        ran. A call that paused again is not recorded."""
+        if outcome.signal is not None or tally.record is None:
+            return
+        assert outcome.message is not None
         call = outcome.call
         tally.record.append(
             record_entry(call.id, outcome.tool_name, outcome.message, outcome.action)
@@ -978,7 +986,7 @@ class _ReActCore:
         plan = ctx._run.plan
         assert plan is not None and plan.progress is not None
         try:
-            await plan.progress.record(ctx, "done", tally.record)
+            await finish(plan.progress.record(ctx, "done", tally.record))
         except (CheckpointError, CheckpointStoreError) as exc:
             raise CheckpointError(
                 f"agent '{self.name}': the resumed call {call.name!r} ({call.id}) ran, but its "

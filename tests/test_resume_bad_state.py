@@ -17,7 +17,7 @@ import copy
 import json
 from collections import Counter
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -35,7 +35,7 @@ from adk import (
     tool,
 )
 from adk.checkpoint import InMemoryCheckpointStore
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint
+from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint, to_json_value
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import PlanExecute, ReActAgent, new_executor, new_planner, new_replanner
 
@@ -116,6 +116,14 @@ async def _resume_with(body: dict[str, Any], runner: Runner) -> CheckpointError:
         assert isinstance(error.__cause__, CheckpointError), error
         return error.__cause__
     return error
+
+
+def _done(call_id: str, answers: str | None = None) -> dict[str, Any]:
+    """An entry of a ReActAgent's ``done`` as a resume records it, for call ``call_id`` (its
+    result answering ``answers``, the same call unless given)."""
+    result = Message(role=Role.TOOL, content="paid 3", tool_call_id=answers or call_id)
+    entry = {"id": call_id, "tool": "pay", "message": result, "action": None}
+    return cast(dict[str, Any], to_json_value(entry, "done"))
 
 
 def _state(body: dict[str, Any], address_end: str, slot: str = "") -> dict[str, Any]:
@@ -205,6 +213,12 @@ async def test_an_agent_tool_nested_run_that_cannot_be_read_fails_the_run_not_th
         ("open", ["call_9"], "open tool calls ['call_9']"),
         ("open", [], "open tool calls []"),
         ("action", {"exit": "yes"}, "'action' is not a saved action"),
+        ("done", "call_1", "'done' is not a list of finished calls"),
+        ("done", [{"id": "call_1"}], "'done' holds no finished call"),
+        ("done", [_done("call_9")], "'done' names call 'call_9', which is not an open call"),
+        ("done", [_done("call_1"), _done("call_1")], "'done' names call 'call_1'"),
+        ("done", [_done("call_1", answers="call_9")], "or its result does not answer it"),
+        ("done", [{**_done("call_1"), "action": {"exit": 1}}], "'action' is not a saved action"),
     ],
 )
 async def test_a_react_state_that_does_not_fit(field: str, value: Any, expected: str) -> None:

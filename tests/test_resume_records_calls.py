@@ -26,7 +26,9 @@ from services import RedisServer
 
 from adk import (
     AgentEvent,
+    CheckpointError,
     Message,
+    ParallelAgent,
     RetryPolicy,
     Role,
     RunError,
@@ -36,6 +38,7 @@ from adk import (
 )
 from adk.checkpoint import (
     CheckpointStore,
+    CheckpointStoreError,
     InMemoryCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
@@ -241,3 +244,91 @@ async def test_a_wire_model_failing_after_the_payment_with_retries_exhausted(
     # The last request carried the one payment's result.
     tool_messages = [m for m in server.bodies[-1]["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in tool_messages] == ["paid 5 to bob"]
+
+
+async def test_parallel_branches_each_record_their_payment(tmp_path: Path) -> None:
+    """Two ReActAgents in a ParallelAgent, each paused at its approval: both record their call
+    in the one checkpoint (one after the other, each on the other's record), and the resume
+    after both models failed pays nobody again."""
+
+    def branch(name: str, to: str, *, fail: bool) -> ReActAgent:
+        def reply(messages: list[Message]) -> Any:
+            if messages[-1].role == Role.TOOL:
+                if fail:
+                    raise RuntimeError("model down")
+                return Reply(text=f"{name}: {messages[-1].content}")
+            return Reply(tool_calls=[tool_call("pay", {"to": to, "amount": 5}, id=f"call_{to}")])
+
+        return ReActAgent(name, ScriptedModel(reply), tools=[pay])
+
+    def both(*, fail: bool = False) -> ParallelAgent:
+        return ParallelAgent(
+            "both", [branch("left", "bob", fail=fail), branch("right", "eve", fail=fail)]
+        )
+
+    async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
+        paused = await Runner(both(), checkpoint_store=store).invoke("pay", checkpoint_id="p")
+        assert paused.interrupt is not None
+        answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+        with pytest.raises(RunError, match="model down"):
+            await Runner(both(fail=True), checkpoint_store=store).invoke_resume("p", answers)
+        assert sorted(paid) == ["bob", "eve"]
+
+        done = await Runner(both(), checkpoint_store=store).invoke_resume("p", answers)
+
+    assert sorted(paid) == ["bob", "eve"]
+    texts = sorted(e.message.content for e in done.events if e.message and not _is_tool_result(e))
+    assert texts == ["left: paid 5 to bob", "right: paid 5 to eve"]
+
+
+async def test_a_kept_checkpoint_is_marked_finished_after_the_replayed_resume() -> None:
+    """With keep_checkpoints the finished resume marks the recorded checkpoint finished, so a
+    third resume is refused and pays nothing."""
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_payer(), checkpoint_store=store).invoke("pay", checkpoint_id="k")
+    assert paused.interrupt is not None
+    with pytest.raises(RunError, match="model down"):
+        await Runner(
+            _payer(fail_after_payment=True), checkpoint_store=store, keep_checkpoints=True
+        ).invoke_resume("k", {"approved": True})
+    kept = Runner(_payer(), checkpoint_store=store, keep_checkpoints=True)
+
+    done = await kept.invoke_resume("k", {"approved": True})
+    with pytest.raises(CheckpointError, match="has finished"):
+        await kept.invoke_resume("k", {"approved": True})
+
+    assert done.text == "done: paid 5 to bob"
+    assert paid == ["bob"]
+
+
+async def test_a_record_the_store_cannot_take_fails_the_resume_saying_the_call_ran() -> None:
+    """The store failing the record: the resume stops before the model is asked, its error
+    says the call ran and that resuming again runs it again; the checkpoint is as it was."""
+
+    class _Refusing(InMemoryCheckpointStore):
+        refuse = False
+
+        async def put(self, id: str, data: bytes) -> None:
+            if self.refuse:
+                raise CheckpointStoreError("disk full", backend="test", operation="put")
+            await super().put(id, data)
+
+    store = _Refusing()
+    paused = await Runner(_payer(), checkpoint_store=store).invoke("pay", checkpoint_id="r")
+    assert paused.interrupt is not None
+    before = await store.get("r")
+    asked: list[int] = []
+
+    def reply(messages: list[Message]) -> Any:
+        asked.append(len(messages))
+        return Reply(text="never")
+
+    store.refuse = True
+    with pytest.raises(RunError, match=r"resumed call 'pay' \(call_bob\) ran, but its result") as e:
+        await Runner(
+            ReActAgent("payer", ScriptedModel(reply), tools=[pay]), checkpoint_store=store
+        ).invoke_resume("r", {"approved": True})
+
+    assert "disk full" in str(e.value) and "runs that call again" in str(e.value)
+    assert asked == [] and paid == ["bob"]
+    assert await store.get("r") == before

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 # ``adk._approval`` loads on first use (the package's ``__getattr__``): only a resumed call reads
@@ -412,14 +412,21 @@ async def execute_tool_calls(
     tools: Mapping[str, Tool],
     ctx: RunContext,
     instead: Mapping[str, Tool] | None = None,
+    taken: Callable[[ToolOutcome], Awaitable[None]] | None = None,
 ) -> AsyncGenerator[ToolOutcome | AgentEvent, None]:
     """Run ``calls`` concurrently; yield forwarded events and outcomes as they happen.
     ``instead`` maps call ids to the tool that answers that call in place of the one it names (it
-    still goes through the hooks, so the call is traced and callbacks see it)."""
+    still goes through the hooks, so the call is traced and callbacks see it). ``taken`` is
+    awaited with each outcome as its call ends, in the call's task, before the outcome is passed
+    on (a resumed round records it there: the round may be closed before it takes it); its
+    ``CheckpointError`` fails the round as a call's does."""
     call = lone_call(calls, tools)
     if call is not None:
         substitute = instead.get(call.id) if instead else None
-        yield await run_tool_call(call, tools, ctx, tool=substitute)
+        outcome = await run_tool_call(call, tools, ctx, tool=substitute)
+        if taken is not None:
+            await taken(outcome)
+        yield outcome
         return
     if ctx._run.plan is not None:
         check_resumed_calls(calls, tools, ctx, instead)
@@ -445,6 +452,12 @@ async def execute_tool_calls(
         finally:
             if emit is not None:  # its result is out: a report now would come after it
                 emit.ended = True
+        if taken is not None:
+            try:
+                await taken(outcome)
+            except _FAILS_RUN as exc:
+                queue.put_nowait(exc)
+                return
         queue.put_nowait(outcome)
 
     tasks = [asyncio.create_task(one(call)) for call in calls]
