@@ -24,7 +24,7 @@ DOCS = {
     "tools.md": 4,
     "models.md": 4,
     "mcp.md": 4,
-    "interrupts.md": 11,
+    "interrupts.md": 12,
     "event_driven.md": 15,
     "service.md": 3,
     "eino.md": 4,

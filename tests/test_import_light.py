@@ -61,6 +61,7 @@ _NOT_AT_IMPORT = (
     "adk.checkpoint._claim",
     "adk.checkpoint._pending",
     "adk.checkpoint._points",
+    "adk.checkpoint._progress",
     "adk.checkpoint._snapshot",
     # standard-library modules only pausing, resuming or a backend needs
     "sqlite3",
