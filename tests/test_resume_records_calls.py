@@ -34,6 +34,7 @@ from adk import (
     RunError,
     Runner,
     SequentialAgent,
+    ToolContext,
     tool,
 )
 from adk.checkpoint import (
@@ -332,3 +333,36 @@ async def test_a_record_the_store_cannot_take_fails_the_resume_saying_the_call_r
     assert "disk full" in str(e.value) and "runs that call again" in str(e.value)
     assert asked == [] and paid == ["bob"]
     assert await store.get("r") == before
+
+
+async def test_a_replayed_call_keeps_its_session_writes_its_edit_and_its_return_directly() -> None:
+    """What the call did besides its result survives the replay: its session writes, the
+    person's edit (the note on its result), and a return_directly result that ends the agent
+    without the model (the model is never asked: the failure here is the reader leaving)."""
+
+    @tool(require_approval=True)
+    async def refund(order: str, cents: int, ctx: ToolContext) -> str:
+        """Refund an order once a person approves it."""
+        paid.append(order)
+        ctx.session["refunded"] = cents
+        return f"refunded {cents} on {order}"
+
+    def agent() -> ReActAgent:
+        script = [Reply(tool_calls=[tool_call("refund", {"order": "A-1", "cents": 900}, id="r")])]
+        return ReActAgent("desk", ScriptedModel(script), tools=[refund], return_directly=["refund"])
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(agent(), checkpoint_store=store).invoke("refund", checkpoint_id="e")
+    assert paused.interrupt is not None
+    edit = {"approved": True, "arguments": {"order": "A-1", "cents": 500}}
+    left = Runner(agent(), checkpoint_store=store).resume("e", edit)
+    async with contextlib.aclosing(left) as events:
+        async for _event in events:
+            break  # held back, the result comes last: gone before it is shown
+
+    done = await Runner(agent(), checkpoint_store=store).invoke_resume("e", edit)
+
+    assert paid == ["A-1"]
+    assert done.text == "refunded 500 on A-1"
+    assert done.session["refunded"] == 500
+    assert await store.get("e") is None
