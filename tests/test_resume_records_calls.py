@@ -366,3 +366,24 @@ async def test_a_replayed_call_keeps_its_session_writes_its_edit_and_its_return_
     assert done.text == "refunded 500 on A-1"
     assert done.session["refunded"] == 500
     assert await store.get("e") is None
+
+
+async def test_the_next_resume_may_answer_only_the_call_still_pending() -> None:
+    """Bob's approval recorded, eve's still waiting: a resume answering eve alone replays bob's
+    payment, pays eve and finishes (bob's answer is not needed again)."""
+    store = InMemoryCheckpointStore()
+    runner = Runner(_payer(payees=("bob", "eve")), checkpoint_store=store)
+    paused = await runner.invoke("pay both", checkpoint_id="conv-4")
+    assert paused.interrupt is not None
+    bob, eve = (p.id for p in paused.interrupt.points)
+    async with contextlib.aclosing(runner.resume("conv-4", {bob: {"approved": True}})) as run:
+        async for event in run:
+            if _is_tool_result(event):
+                break
+
+    done = await runner.invoke_resume("conv-4", {eve: {"approved": True}})
+
+    assert done.interrupt is None
+    assert done.text == "done: paid 5 to bob; paid 5 to eve"
+    assert paid == ["bob", "eve"]
+    assert await store.get("conv-4") is None
