@@ -1189,7 +1189,7 @@ class Runner(AsyncCloseable):
                 yield _final(self._on_event, _made(ctx, missed))
                 return
             try:
-                await self._finish(checkpoint_id, progress.body, progress.loaded)
+                await self._finish(checkpoint_id, progress)
             except CheckpointStoreError as exc:
                 # Bare, the store's words read like a store down at the start, when nothing ran
                 # and the request can simply be sent again: sent again now, an approved call runs
@@ -1267,14 +1267,17 @@ class Runner(AsyncCloseable):
                 f"value (None) for one no agent reads now. {_NOTHING_RAN}"
             )
 
-    async def _finish(self, checkpoint_id: str, body: dict[str, Any], loaded: bytes) -> None:
+    async def _finish(self, checkpoint_id: str, progress: checkpoint._progress._Progress) -> None:
         """A resumed run finished: delete its checkpoint, or mark a kept one as finished so it is
         never resumed twice (an approved payment must not be paid again). Only if it is still the
-        checkpoint this resume loaded: another process may have paused a new run under the same
-        id meanwhile (the claim keeps out other resumes, not new runs), and that must not be lost.
+        checkpoint this resume loaded (or last wrote, recording its progress): another process
+        may have paused a new run under the same id meanwhile (the claim keeps out other resumes,
+        not new runs), and that must not be lost.
         """
         store = self.checkpoint_store
-        if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != loaded:
+        stored = await _from_store(store.get(checkpoint_id), "get", checkpoint_id)
+        body = progress.body_of(stored)
+        if body is None:
             return
         if self.keep_checkpoints:
             body["finished"] = True

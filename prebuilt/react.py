@@ -56,7 +56,6 @@ from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import _RECORDED, NO_EVENT
 from adk._turns_left import count_ahead, spent_text
 from adk.checkpoint._state import SavedState
-from adk.checkpoint.store import CheckpointStoreError
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
 from adk.history import _check_rewriter, _is_history_view, build_messages
@@ -973,8 +972,9 @@ class _ReActCore:
         next model call): a later resume of the checkpoint (this one failed, or its reader left,
         or its process died) replays it rather than running the call again. The write goes to
         its end even if the run is cancelled meanwhile (a sibling branch failing, the reader
-        leaving): the call ran. One that cannot be written fails the resume, saying the call
-        ran. A call that paused again is not recorded."""
+        leaving): the call ran. One that cannot be written is an ``adk.checkpoint`` warning
+        (``_Progress.record``), and the round records nothing more: the run goes on as without
+        records. A call that paused again is not recorded."""
         if outcome.signal is not None or tally.record is None:
             return
         assert outcome.message is not None
@@ -985,14 +985,9 @@ class _ReActCore:
         ctx = turn.ctx
         plan = ctx._run.plan
         assert plan is not None and plan.progress is not None
-        try:
-            await finish(plan.progress.record(ctx, "done", tally.record))
-        except (CheckpointError, CheckpointStoreError) as exc:
-            raise CheckpointError(
-                f"agent '{self.name}': the resumed call {call.name!r} ({call.id}) ran, but its "
-                f"result could not be recorded in the checkpoint: {exc}. The resume stops "
-                "before anything else runs; resuming the checkpoint again runs that call again"
-            ) from exc
+        what = f"the result of agent {self.name!r}'s resumed call {call.name!r} ({call.id})"
+        if not await finish(plan.progress.record(ctx, "done", tally.record, what)):
+            tally.record = None
 
     def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> AgentEvent | None:
         """Note one call's outcome in its round; the result's event to emit now, or None when

@@ -20,11 +20,12 @@ does not know the key resumes the checkpoint as before (running the calls again)
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ..interrupts import AGENT_STATE
 from .codec import CheckpointError, encode_checkpoint, to_json_value
-from .store import CheckpointStore, _from_store
+from .store import CheckpointStore, CheckpointStoreError, _from_store
 
 if TYPE_CHECKING:
     from ..context import RunContext, _RunState
@@ -32,14 +33,17 @@ if TYPE_CHECKING:
 
 __all__ = ["_Progress"]
 
+logger = logging.getLogger("adk.checkpoint")
+
 
 class _Progress:
     """A resume's way to record progress in its checkpoint (see the module's docstring).
 
-    ``body`` and ``loaded`` are the checkpoint as last written (by the pause, then by each record):
-    the runner finishes (deletes) the checkpoint only if the store still holds ``loaded``."""
+    ``body`` and ``loaded`` are the checkpoint as last written (by the pause, then by each record),
+    ``tried`` the last write that failed (it may have landed all the same): the runner finishes
+    (deletes) the checkpoint only if the store holds one of them (``body_of``)."""
 
-    __slots__ = ("_lock", "body", "checkpoint_id", "claim", "loaded", "run", "store")
+    __slots__ = ("_lock", "body", "checkpoint_id", "claim", "loaded", "run", "store", "tried")
 
     def __init__(
         self,
@@ -56,7 +60,18 @@ class _Progress:
         self.loaded = loaded
         self.claim = claim
         self.run = run
+        self.tried: tuple[dict[str, Any], bytes] | None = None
         self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
+
+    def body_of(self, stored: bytes | None) -> dict[str, Any] | None:
+        """The body of ``stored`` if it is this resume's checkpoint: as loaded or last written,
+        or as the last write that failed wrote it; else None (deleted, or another run's)."""
+        if stored is None:
+            return None
+        if stored == self.loaded:
+            return self.body
+        tried = self.tried
+        return tried[0] if tried is not None and stored == tried[1] else None
 
     def can_record(self, ctx: RunContext) -> bool:
         """Whether ``ctx``'s component has a state of its own in this checkpoint to extend."""
@@ -66,34 +81,53 @@ class _Progress:
         slots = states.get(ctx.address) if isinstance(states, dict) else None
         return isinstance(slots, dict) and isinstance(slots.get(AGENT_STATE), dict)
 
-    async def record(self, ctx: RunContext, key: str, value: Any) -> None:
+    async def record(self, ctx: RunContext, key: str, value: Any, what: str) -> bool:
         """Write the checkpoint again with ``key`` of ``ctx``'s saved state set to ``value`` and
-        the session as it is now. ``CheckpointError`` if it cannot be written: the claim was
-        lost, the store holds another checkpoint under the id now, the store failed (a
-        ``CheckpointStoreError``), or a value cannot be stored."""
+        the session as it is now; True once written. Not written (False, with an
+        ``adk.checkpoint`` warning naming ``what`` was to be recorded): the claim was lost (the
+        run stops at its next event, ``Runner._resume_claimed``), the store holds other bytes
+        under the id now, the store failed, or a value cannot be stored. The run goes on as it
+        would have without the record: a failed write must not end a run that may still finish
+        (and delete its checkpoint), nor turn the store's error at its end (``the resumed run of
+        checkpoint ... finished``) into one a service reads as nothing having run."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # parallel branches record one after the other, each on the last
-            checkpoint_id = self.checkpoint_id
-            claim = self.claim
-            if claim is not None and claim.lost:
-                raise CheckpointError(
-                    f"lost the claim on checkpoint {checkpoint_id!r}: another resume may hold it"
+            try:
+                await self._write(ctx, key, value)
+            except (CheckpointError, CheckpointStoreError) as exc:
+                logger.warning(
+                    "could not record %s in checkpoint %r, which this resume goes on without: "
+                    "%s; until the resume finishes (and deletes the checkpoint), resuming the "
+                    "checkpoint again runs that again",
+                    what,
+                    self.checkpoint_id,
+                    exc,
                 )
-            address = ctx.address
-            states = self.body["states"]
-            slots = states[address]
-            own = dict(slots[AGENT_STATE])
-            own[key] = to_json_value(value, f"saved state.{address}.{key}")
-            body = dict(self.body)
-            body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
-            body["session"] = to_json_value(self.run.session.values, "session")
-            data = encode_checkpoint(body)
-            store = self.store
-            if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != self.loaded:
-                raise CheckpointError(
-                    f"checkpoint {checkpoint_id!r} is no longer the one this resume loaded "
-                    "(deleted, or replaced by another run's pause): nothing recorded"
-                )
-            await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
-            self.body, self.loaded = body, data
+                return False
+        return True
+
+    async def _write(self, ctx: RunContext, key: str, value: Any) -> None:
+        """``record``'s write, with its lock held; its failures raise."""
+        checkpoint_id = self.checkpoint_id
+        claim = self.claim
+        if claim is not None and claim.lost:
+            raise CheckpointError("lost the claim on it: another resume may hold it")
+        address = ctx.address
+        states = self.body["states"]
+        slots = states[address]
+        own = dict(slots[AGENT_STATE])
+        own[key] = to_json_value(value, f"saved state.{address}.{key}")
+        body = dict(self.body)
+        body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
+        body["session"] = to_json_value(self.run.session.values, "session")
+        data = encode_checkpoint(body)
+        store = self.store
+        if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != self.loaded:
+            raise CheckpointError(
+                "it is no longer the one this resume loaded (deleted, or replaced by "
+                "another run's pause)"
+            )
+        self.tried = (body, data)  # a put that fails may have landed (a connection lost after)
+        await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
+        self.body, self.loaded, self.tried = body, data, None
