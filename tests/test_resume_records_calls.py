@@ -412,3 +412,42 @@ async def test_a_record_that_landed_though_its_put_failed_is_still_finished() ->
 
     assert done.text == "done: paid 5 to bob" and paid == ["bob"]
     assert before is not None and await store.get("l") is None
+
+
+async def test_a_round_whose_record_failed_records_nothing_more_with_calls_ending_together(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Three approved calls ending together, the first record failing (a session value that
+    cannot be stored): one warning, and the calls waiting for the write do not each try again (a
+    store down would make each wait for its own timeout, one after the other)."""
+
+    @tool(require_approval=True)
+    async def stamp(to: str, ctx: ToolContext) -> str:
+        """Pay someone and note when, once a person approves it."""
+        paid.append(to)
+        ctx.session["paid_at"] = {1, 2}  # not JSON: the record cannot store the session
+        return f"paid {to}"
+
+    def agent() -> ReActAgent:
+        def reply(messages: list[Message]) -> Any:
+            if messages[-1].role == Role.TOOL:
+                return Reply(text="done: " + "; ".join(m.content for m in messages[-3:]))
+            names = ("bob", "eve", "ann")
+            return Reply(tool_calls=[tool_call("stamp", {"to": n}, id=f"c_{n}") for n in names])
+
+        return ReActAgent("payer", ScriptedModel(reply), tools=[stamp])
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(agent(), checkpoint_store=store).invoke("pay", checkpoint_id="m")
+    assert paused.interrupt is not None
+    answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        done = await Runner(agent(), checkpoint_store=store).invoke_resume("m", answers)
+
+    assert done.text == "done: paid bob; paid eve; paid ann"
+    assert sorted(paid) == ["ann", "bob", "eve"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+    assert len(warnings) == 1, warnings
+    assert "session.paid_at" in warnings[0]
+    assert await store.get("m") is None
