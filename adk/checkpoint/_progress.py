@@ -43,7 +43,17 @@ class _Progress:
     ``tried`` the last write that failed (it may have landed all the same): the runner finishes
     (deletes) the checkpoint only if the store holds one of them (``body_of``)."""
 
-    __slots__ = ("_lock", "body", "checkpoint_id", "claim", "loaded", "run", "store", "tried")
+    __slots__ = (
+        "_failed",
+        "_lock",
+        "body",
+        "checkpoint_id",
+        "claim",
+        "loaded",
+        "run",
+        "store",
+        "tried",
+    )
 
     def __init__(
         self,
@@ -62,6 +72,8 @@ class _Progress:
         self.run = run
         self.tried: tuple[dict[str, Any], bytes] | None = None
         self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
+        # The (address, key) pairs whose write failed: not tried again (see ``record``).
+        self._failed: set[tuple[Any, str]] | None = None
 
     def body_of(self, stored: bytes | None) -> dict[str, Any] | None:
         """The body of ``stored`` if it is this resume's checkpoint: as loaded or last written,
@@ -89,13 +101,22 @@ class _Progress:
         under the id now, the store failed, or a value cannot be stored. The run goes on as it
         would have without the record: a failed write must not end a run that may still finish
         (and delete its checkpoint), nor turn the store's error at its end (``the resumed run of
-        checkpoint ... finished``) into one a service reads as nothing having run."""
+        checkpoint ... finished``) into one a service reads as nothing having run. Once a write of
+        ``key`` at ``ctx``'s address failed, later ones are not tried (False, no warning): calls
+        that ended together wait on the lock, and would each try again and warn again (a store
+        down: each waiting for its own timeout in turn)."""
         if self._lock is None:
             self._lock = asyncio.Lock()
+        slot = (ctx.address, key)
         async with self._lock:  # parallel branches record one after the other, each on the last
+            if self._failed is not None and slot in self._failed:
+                return False
             try:
                 await self._write(ctx, key, value)
             except (CheckpointError, CheckpointStoreError) as exc:
+                if self._failed is None:
+                    self._failed = set()
+                self._failed.add(slot)
                 logger.warning(
                     "could not record %s in checkpoint %r, which this resume goes on without: "
                     "%s; until the resume finishes (and deletes the checkpoint), resuming the "
