@@ -942,8 +942,7 @@ class _ReActCore:
                 result = self._take(turn, tally, outcome)
                 if result is not None:
                     yield result
-            finished = {done.call.id for done in recorded}
-            calls = [call for call in calls if call.id not in finished]
+            calls = _not_recorded(calls, recorded)
             if not calls:
                 for event in self._round_end(turn, tally):
                     yield event
@@ -1167,6 +1166,14 @@ def _emission_order(messages: list[Message], held: list[Message], exits: list[st
     late, exiting = len(calls), frozenset(exits or ())
     order = {c.id: i + late if c.id in exiting else i for i, c in enumerate(calls)}
     held.sort(key=lambda m: order.get(m.tool_call_id or "", -1))
+
+
+def _not_recorded(calls: Sequence[ToolCall], recorded: Sequence[Recorded]) -> list[ToolCall]:
+    """The ``calls`` of a resumed round that an earlier resume did not record as finished. Its
+    own function: the comprehension's closure would make a cell of ``_ReActCore._round``'s
+    local, made on every tool round of every run."""
+    finished = {done.call.id for done in recorded}
+    return [call for call in calls if call.id not in finished]
 
 
 def _without_shown(
