@@ -11,6 +11,7 @@ and Google ADK appends each function response to the session as it comes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -451,3 +452,86 @@ async def test_a_round_whose_record_failed_records_nothing_more_with_calls_endin
     assert len(warnings) == 1, warnings
     assert "session.paid_at" in warnings[0]
     assert await store.get("m") is None
+
+
+class _FailsRecords(InMemoryCheckpointStore):
+    """Fails each operation after the pause that ``fail`` names ("get", "put") with ``error``,
+    as a store of the three public methods may (its own exception types, not pyadk's)."""
+
+    fail: str | None = None
+    error: BaseException = OSError("the disk went away")
+
+    async def get(self, id: str) -> bytes | None:
+        if self.fail == "get":
+            self.fail = None
+            raise self.error
+        return await super().get(id)
+
+    async def put(self, id: str, data: bytes) -> None:
+        if self.fail == "put":
+            self.fail = None
+            raise self.error
+        await super().put(id, data)
+
+
+@pytest.mark.parametrize("operation", ["get", "put"])
+@pytest.mark.parametrize("payees", [("bob",), ("bob", "eve")], ids=["one call", "two calls"])
+async def test_a_record_the_store_fails_with_its_own_error_is_a_warning_and_the_run_goes_on(
+    caplog: pytest.LogCaptureFixture, operation: str, payees: tuple[str, ...]
+) -> None:
+    """A store failing the record's read or write with an exception of its own (an OSError, as
+    test_fault_injection's store raises): a warning, as for a CheckpointStoreError, and the run
+    goes on and finishes. It used to escape the record: a round of several calls then waited
+    forever for the call whose task it ended (the run hung, idle, the clean-clone CI's hang in
+    test_fault_injection), a lone call's round failed the run. The guard's 30 s is only there to
+    end the test if it hangs again."""
+    store = _FailsRecords()
+    paused = await Runner(_payer(payees=payees), checkpoint_store=store).invoke(
+        "pay", checkpoint_id="o"
+    )
+    assert paused.interrupt is not None
+    answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+
+    # The resume reads the checkpoint first (its load): the record's own read is the next one.
+    resume = Runner(_payer(payees=payees), checkpoint_store=store)
+    loaded = store.get
+
+    async def then_fail(id: str) -> bytes | None:
+        data = await loaded(id)
+        store.fail = operation
+        store.get = loaded  # type: ignore[method-assign]
+        return data
+
+    store.get = then_fail  # type: ignore[method-assign]
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        done = await asyncio.wait_for(resume.invoke_resume("o", answers), 30)
+
+    assert done.text == "done: " + "; ".join(f"paid 5 to {to}" for to in payees)
+    assert sorted(paid) == sorted(payees)
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+    assert len(warnings) == 1 and "the disk went away" in warnings[0], warnings
+    assert await store.get("o") is None
+
+
+async def test_a_round_whose_record_hook_raises_fails_rather_than_waiting_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The hook that records a call as it ends (``execute_tool_calls``' ``taken``) raising
+    anything at all: the round of several calls fails with it. It used to end the call's task
+    without its outcome, and the round waited for that outcome forever (only a CheckpointError
+    was passed on). The record itself now raises nothing (previous test): this pins the round."""
+    from prebuilt.react import _ReActCore
+
+    async def broken(*_args: Any) -> None:
+        raise LookupError("the record's own bug")
+
+    store = InMemoryCheckpointStore()
+    runner = Runner(_payer(payees=("bob", "eve")), checkpoint_store=store)
+    paused = await runner.invoke("pay", checkpoint_id="h")
+    assert paused.interrupt is not None
+    answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+
+    monkeypatch.setattr(_ReActCore, "_record", broken)
+    with pytest.raises(RunError, match="the record's own bug"):
+        await asyncio.wait_for(runner.invoke_resume("h", answers), 30)
+    assert await store.get("h") is not None  # failed: the checkpoint stays, to resume again

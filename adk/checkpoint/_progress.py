@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..interrupts import AGENT_STATE
 from .codec import CheckpointError, encode_checkpoint, to_json_value
-from .store import CheckpointStore, CheckpointStoreError, _from_store
+from .store import CheckpointStore, _from_store
 
 if TYPE_CHECKING:
     from ..context import RunContext, _RunState
@@ -98,7 +98,10 @@ class _Progress:
         the session as it is now; True once written. Not written (False, with an
         ``adk.checkpoint`` warning naming ``what`` was to be recorded): the claim was lost (the
         run stops at its next event, ``Runner._resume_claimed``), the store holds other bytes
-        under the id now, the store failed, or a value cannot be stored. The run goes on as it
+        under the id now, the store failed (with any exception: a store of the three public
+        methods raises its own, an ``OSError``, not only ``CheckpointStoreError``; one let out
+        here ended the call's task without its outcome, and a round of several calls waited
+        for it forever), or a value cannot be stored. The run goes on as it
         would have without the record: a failed write must not end a run that may still finish
         (and delete its checkpoint), nor turn the store's error at its end (``the resumed run of
         checkpoint ... finished``) into one a service reads as nothing having run. Once a write of
@@ -113,7 +116,7 @@ class _Progress:
                 return False
             try:
                 await self._write(ctx, key, value)
-            except (CheckpointError, CheckpointStoreError) as exc:
+            except Exception as exc:  # a store's own errors too (see the docstring)
                 if self._failed is None:
                     self._failed = set()
                 self._failed.add(slot)

@@ -63,7 +63,7 @@ class ToolOutcome:
     tool_name: str = ""
 
 
-_Item = AgentEvent | ToolOutcome | CheckpointError | MaxTurnsExceeded
+_Item = AgentEvent | ToolOutcome | Exception  # an exception: raised where the calls are awaited
 """What concurrent calls pass to the loop awaiting them: forwarded events, outcomes, or the error
 that fails a resume or the run."""
 
@@ -418,8 +418,8 @@ async def execute_tool_calls(
     ``instead`` maps call ids to the tool that answers that call in place of the one it names (it
     still goes through the hooks, so the call is traced and callbacks see it). ``taken`` is
     awaited with each outcome as its call ends, in the call's task, before the outcome is passed
-    on (a resumed round records it there: the round may be closed before it takes it); its
-    ``CheckpointError`` fails the round as a call's does."""
+    on (a resumed round records it there: the round may be closed before it takes it); what
+    it raises fails the round as a call's ``CheckpointError`` does."""
     call = lone_call(calls, tools)
     if call is not None:
         substitute = instead.get(call.id) if instead else None
@@ -455,7 +455,9 @@ async def execute_tool_calls(
         if taken is not None:
             try:
                 await taken(outcome)
-            except _FAILS_RUN as exc:
+            except Exception as exc:
+                # Whatever it raises goes to the round: a task ended without putting its
+                # outcome would leave the round waiting for it forever, the loop idle.
                 queue.put_nowait(exc)
                 return
         queue.put_nowait(outcome)
@@ -465,7 +467,7 @@ async def execute_tool_calls(
     try:
         while remaining:
             item = await queue.get()
-            if isinstance(item, _FAILS_RUN):
+            if isinstance(item, Exception):  # _FAILS_RUN, or what a ``taken`` hook raised
                 raise item
             if isinstance(item, ToolOutcome):
                 remaining -= 1
