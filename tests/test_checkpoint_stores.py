@@ -40,7 +40,7 @@ from adk.checkpoint import (
     SQLiteCheckpointStore,
 )
 from adk.checkpoint.sqlite import _open_connection, _use_wal
-from adk.checkpoint.store import _PutNewStore, _redact
+from adk.checkpoint.store import _PutNewStore, _redact, _replaces, _ReplacingStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -1506,3 +1506,54 @@ async def test_postgres_new_runs_save_on_a_session_the_server_ended_is_retried(
         assert await store.get("run") == b"after"
         proxy.pass_closes()
         await store.aclose()
+
+
+async def test_a_replace_writes_only_over_the_bytes_it_names(backend: Backend) -> None:
+    """``_replace`` (a resume's record of a finished call, ``adk.checkpoint._progress``) writes
+    only where the store still holds the bytes the writer last knew: not over another run's
+    pause saved meanwhile, and not where the checkpoint was deleted (brought back, its approved
+    calls would run again); the same replace sent again after it landed reports it written."""
+    store = backend.make()
+    assert isinstance(store, _ReplacingStore) and _replaces(store)
+    await store.put("cp", b"paused")
+    assert await store._replace("cp", b"paused", b"recorded") is True
+    assert await store.get("cp") == b"recorded"
+    assert await store._replace("cp", b"paused", b"recorded") is True  # sent again: landed
+    assert await store._replace("cp", b"paused", b"other") is False
+    assert await store.get("cp") == b"recorded"
+    await store.delete("cp")
+    assert await store._replace("cp", b"recorded", b"again") is False
+    assert await store.get("cp") is None
+
+
+async def test_replaces_racing_from_several_stores_let_exactly_one_write(backend: Backend) -> None:
+    """Eight writers (each its own store over the same data: another worker's connection, or
+    SQLite's thread) replace the same bytes at once, each with its own: exactly one is told it
+    wrote, and the store holds that one's bytes. A look and then a put, as the record was made,
+    lets several pass the look and the last put win, each told it wrote."""
+    await backend.make().put("cp", b"paused")
+    stores = [backend.make() for _ in range(8)]
+    won = await asyncio.gather(
+        *(s._replace("cp", b"paused", b"record %d" % i) for i, s in enumerate(stores))  # type: ignore[attr-defined]
+    )
+    assert won.count(True) == 1, won
+    assert await stores[0].get("cp") == b"record %d" % won.index(True)
+
+
+async def test_a_subclass_that_reads_or_writes_its_own_way_is_not_replaced_behind_its_back(
+    tmp_path: Path,
+) -> None:
+    """A subclass changing ``get`` or ``put`` (to compress or encrypt the bytes) has the record
+    go through them, a look then a write, as ``_put_new`` is decided (``_puts_new``)."""
+
+    class Compressing(SQLiteCheckpointStore):
+        async def put(self, id: str, data: bytes) -> None:
+            await super().put(id, data[::-1])
+
+    plain = SQLiteCheckpointStore(tmp_path / "a.db")
+    compressing = Compressing(tmp_path / "b.db")
+    try:
+        assert _replaces(plain) and not _replaces(compressing)
+    finally:
+        await plain.aclose()
+        await compressing.aclose()

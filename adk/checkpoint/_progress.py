@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..interrupts import AGENT_STATE
 from .codec import CheckpointError, encode_checkpoint, to_json_value
-from .store import CheckpointStore, _from_store
+from .store import CheckpointStore, _from_store, _replaces
 
 if TYPE_CHECKING:
     from ..context import RunContext, _RunState
@@ -147,11 +147,19 @@ class _Progress:
         body["session"] = to_json_value(self.run.session.values, "session")
         data = encode_checkpoint(body)
         store = self.store
-        if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != self.loaded:
-            raise CheckpointError(
-                "it is no longer the one this resume loaded (deleted, or replaced by "
-                "another run's pause)"
-            )
-        self.tried = (body, data)  # a put that fails may have landed (a connection lost after)
-        await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
+        gone = CheckpointError(
+            "it is no longer the one this resume loaded (deleted, or replaced by another run's "
+            "pause)"
+        )
+        if _replaces(store):  # compared and written in one step (``store._ReplacingStore``)
+            self.tried = (body, data)  # a write that fails may have landed (a connection lost)
+            replace = store._replace(checkpoint_id, self.loaded, data)  # type: ignore[attr-defined]
+            if not await _from_store(replace, "put", checkpoint_id):
+                self.tried = None
+                raise gone
+        else:  # a store of the three methods: a look, then a write (see interrupts.md)
+            if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != self.loaded:
+                raise gone
+            self.tried = (body, data)
+            await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
         self.body, self.loaded, self.tried = body, data, None

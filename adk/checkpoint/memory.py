@@ -43,6 +43,18 @@ class InMemoryCheckpointStore:
             self._data[key] = value
         return None
 
+    async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+        """As ``store._ReplacingStore._replace``: compared and written under the lock of
+        ``_put_new``, one step for event loops in several threads too."""
+        key = _check_id(id)
+        value = _check_data(data)
+        with self._new:
+            now = self._data.get(key)
+            if now != old and now != value:
+                return False
+            self._data[key] = value
+        return True
+
     async def delete(self, id: str) -> None:
         self._data.pop(_check_id(id), None)
 

@@ -200,6 +200,12 @@ class PostgresCheckpointStore(_ClosableStore):
         )
         self._lock_sql = f"SELECT data FROM {qualified} WHERE id = $1 FOR UPDATE"
         self._update_sql = f"UPDATE {qualified} SET data = $2, updated_at = now() WHERE id = $1"
+        # ``_replace``: a row back when it holds the new bytes, written now (it held the old)
+        # or already (a first attempt that committed before its connection was lost).
+        self._replace_sql = (
+            f"UPDATE {qualified} SET data = $3, updated_at = now() "
+            "WHERE id = $1 AND (data = $2 OR data = $3) RETURNING true"
+        )
         # Two statements rather than one with "$1 IS NULL OR id > $1": a generic plan for that
         # (asyncpg prepares statements, and PostgreSQL switches to a generic plan after five
         # runs) cannot start its index scan at $1: it reads and sorts the whole table per page.
@@ -318,6 +324,19 @@ class PostgresCheckpointStore(_ClosableStore):
             await conn.execute(self._update_sql, key, value)
             break
         return None
+
+    async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+        """As ``store._ReplacingStore._replace``: one ``UPDATE ... WHERE`` statement, atomic on
+        its own (the row locked while it is compared and written); retried once on a fresh
+        connection as ``put`` is."""
+        key = _check_id(id)
+        looked = _check_data(old)
+        value = _check_data(data)
+
+        async def run(conn: Any) -> bool:
+            return bool(await conn.fetchval(self._replace_sql, key, looked, value))
+
+        return await self._call("put", key, run)
 
     async def delete(self, id: str) -> None:
         key = _check_id(id)

@@ -92,6 +92,20 @@ else
 end
 return 1
 """
+# KEYS[1]: the checkpoint key; ARGV: the bytes the writer last knew; the new bytes;
+# milliseconds to expiry ("" for none). 1 when it holds the new bytes (``_replace``): written
+# now, or already (a script the client sent again after its connection was lost had run).
+_REPLACE = """
+local now = redis.call('GET', KEYS[1])
+if now == ARGV[2] then return 1 end
+if now ~= ARGV[1] then return 0 end
+if ARGV[3] == '' then
+  redis.call('SET', KEYS[1], ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+end
+return 1
+"""
 _CLAIM_SUFFIX = "\x00claim"
 _SCAN_COUNT = 1000
 """Keys each ``SCAN`` looks at (Redis's hint): few round trips, no long stall of the server."""
@@ -193,6 +207,20 @@ class RedisCheckpointStore(_ClosableStore):
                 looked = (b"0", b"") if old is None else (b"1", old)
                 if await _eval(redis, _PUT_NEW, name, *looked, value, ttl):
                     return None  # else written meanwhile: look again
+
+        return await self._run("put", key, run)
+
+    async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+        """As ``store._ReplacingStore._replace``: one Lua script comparing the whole bytes on
+        the server and ``SET``ting the key (with ``ttl``, restarting its expiry as ``put``)."""
+        key = _check_id(id)
+        looked = _check_data(old)
+        value = _check_data(data)
+        ttl = b"" if self._ttl_ms is None else str(self._ttl_ms).encode()
+        name = self._prefix + key
+
+        async def run(redis: Redis) -> bool:
+            return bool(await _eval(redis, _REPLACE, name, looked, value, ttl))
 
         return await self._run("put", key, run)
 

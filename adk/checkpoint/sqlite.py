@@ -100,6 +100,11 @@ _UPSERT = (
     "ON CONFLICT (id) DO UPDATE SET data = excluded.data, updated_at = excluded.updated_at"
 )
 _DELETE = f"DELETE FROM {_TABLE} WHERE id = ?"
+# ``_replace``: the row written only if it still holds the bytes the writer last knew (or the
+# new ones already: the answer ``_replace`` gives in every store).
+_REPLACE = (
+    f"UPDATE {_TABLE} SET data = ?1, updated_at = ?2 WHERE id = ?3 AND (data = ?4 OR data = ?1)"
+)
 _EXISTS = f"SELECT 1 FROM {_TABLE} WHERE id = ?"
 _SLICE = 0.05
 """Seconds of each of a put's waits for the write lock (``_begin_write``): how soon a put that a
@@ -306,6 +311,18 @@ def _put_new(
     conn.execute(_UPSERT, (key, data, time.time()))
     conn.execute("COMMIT")
     return None
+
+
+def _replace(
+    conn: sqlite3.Connection, *, key: str, old: bytes, data: bytes, busy_timeout: float
+) -> bool:
+    """``old`` replaced by ``data`` under ``key`` in one ``UPDATE ... WHERE data = ?``, in a
+    ``BEGIN IMMEDIATE`` write transaction as every write (its commit fsynced): True when a row
+    changed. Not dropped by a delete of its id (``_Writes``): its answer is what it found."""
+    _begin_write(conn, busy_timeout, _NEVER)  # True: nothing sets _NEVER
+    changed = conn.execute(_REPLACE, (data, time.time(), key, old)).rowcount
+    conn.execute("COMMIT")
+    return changed == 1
 
 
 _NEVER = threading.Event()
@@ -518,6 +535,19 @@ class SQLiteCheckpointStore(_ClosableStore):
             key=key,
             data=_check_data(data),
             keep=keep,
+            busy_timeout=self._busy_timeout,
+        )
+        return await self._run("put", key, job)
+
+    async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+        """As ``store._ReplacingStore._replace``: one conditional ``UPDATE`` in a write
+        transaction; a delete of the id asked for meanwhile comes after it."""
+        key = _check_id(id)
+        job = partial(
+            _replace,
+            key=key,
+            old=_check_data(old),
+            data=_check_data(data),
             busy_timeout=self._busy_timeout,
         )
         return await self._run("put", key, job)

@@ -176,17 +176,48 @@ class _PutNewStore(CheckpointStore, Protocol):
         ...
 
 
+@runtime_checkable
+class _ReplacingStore(CheckpointStore, Protocol):
+    """Private: a store that replaces a checkpoint only if it still holds the bytes the caller
+    last knew, comparing and writing in one atomic step (every store pyadk ships).
+
+    A resume records what it finished in the checkpoint it resumes (``_progress``); the write
+    must not land over another run's pause saved under the id meanwhile, nor bring back a
+    checkpoint deleted meanwhile (another resume, once this one's claim lapsed, finished it:
+    brought back, it would run its approved calls again). With a store of only the public three
+    methods that is a read, then a write, with a moment between them; each built-in store makes
+    it one step: a lock (memory), one ``UPDATE ... WHERE id = ? AND data = ?`` in a write
+    transaction (SQLite, PostgreSQL), a compare-and-set Lua script (Redis).
+    """
+
+    async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+        """Store ``data`` under ``id`` if it holds ``old``; True when it then holds ``data``
+        (also when it already did: a retried write that had landed), False when it held
+        anything else or nothing (nothing written)."""
+        ...
+
+
 def _puts_new(store: object) -> bool:
     """Whether ``store``'s ``_put_new`` may stand for its ``get`` and ``put``: it has one, and
     its class reads and writes with the ``get`` and ``put`` of the class that gave it. A
     subclass of a built-in store that changes either (to compress or encrypt the bytes, to count
     or fail writes) has its look and write go through them, read then written: ``_put_new`` would
     write and judge the bytes as the built-in store keeps them. Decided once per class."""
+    return _owns(store, "_put_new", _PUTS_NEW)
+
+
+def _replaces(store: object) -> bool:
+    """Whether ``store``'s ``_replace`` may stand for its ``get`` and ``put``, as ``_puts_new``
+    decides for ``_put_new`` (a subclass that reads or writes its own way: read, then written)."""
+    return _owns(store, "_replace", _REPLACES)
+
+
+def _owns(store: object, method: str, verdicts: weakref.WeakKeyDictionary[type, bool]) -> bool:
     kind = type(store)
-    found = _PUTS_NEW.get(kind)
+    found = verdicts.get(kind)
     if found is None:
-        owner = next((c for c in kind.__mro__ if "_put_new" in vars(c)), None)
-        found = _PUTS_NEW[kind] = (
+        owner = next((c for c in kind.__mro__ if method in vars(c)), None)
+        found = verdicts[kind] = (
             owner is not None
             and getattr(kind, "get", None) is getattr(owner, "get", None)
             and getattr(kind, "put", None) is getattr(owner, "put", None)
@@ -197,6 +228,8 @@ def _puts_new(store: object) -> bool:
 _PUTS_NEW: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 """``_puts_new``'s verdicts by class (a class is not changed after it is made, as pyadk takes it),
 not keeping a class alive (one made per tenant, say)."""
+_REPLACES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+"""``_replaces``' verdicts by class, as ``_PUTS_NEW``."""
 
 
 def _kept(old: bytes | None, data: bytes, keep: Callable[[bytes], bool]) -> bool:
