@@ -19,7 +19,13 @@ from typing import Any, cast
 from . import __version__, checkpoint
 from ._nonfinite import dumps_finite
 from .checkpoint._pending import PendingCheckpoint, _gathered, _listing
-from .checkpoint.codec import CheckpointError, CheckpointNotFoundError, decode_checkpoint
+from .checkpoint._points import still_waiting
+from .checkpoint.codec import (
+    _SETTLED,
+    CheckpointError,
+    CheckpointNotFoundError,
+    decode_checkpoint,
+)
 from .checkpoint.sqlite import _ReadOnlySQLiteStore
 from .checkpoint.store import CheckpointStore, _check_id, _check_prefix
 
@@ -82,7 +88,8 @@ async def _show(store: CheckpointStore, args: argparse.Namespace) -> dict[str, A
         # points it paused at; without this an operator reads them as a decision still awaited.
         "finished": bool(body.get("finished")),
         "resuming": args.checkpoint_id in claimed,
-        "points": body.get("points", []),
+        # Not the points of calls a resume ran and recorded (their answers are not needed).
+        "points": still_waiting(body.get("points", []), body.get(_SETTLED)),
         "history_entries": len(body.get("history", [])),
         "session_keys": sorted(body.get("session", {})),
         "bytes": len(data),

@@ -985,7 +985,8 @@ class _ReActCore:
         plan = ctx._run.plan
         assert plan is not None and plan.progress is not None
         what = f"the result of agent {self.name!r}'s resumed call {call.name!r} ({call.id})"
-        if not await finish(plan.progress.record(ctx, "done", tally.record, what)):
+        settles = join_address(ctx.address, tool_segment(call.name, call.id))
+        if not await finish(plan.progress.record(ctx, "done", tally.record, what, settles)):
             tally.record = None
 
     def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> AgentEvent | None:

@@ -14,8 +14,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import logging
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -535,3 +538,42 @@ async def test_a_round_whose_record_hook_raises_fails_rather_than_waiting_foreve
     with pytest.raises(RunError, match="the record's own bug"):
         await asyncio.wait_for(runner.invoke_resume("h", answers), 30)
     assert await store.get("h") is not None  # failed: the checkpoint stays, to resume again
+
+
+def _show(path: Path, checkpoint_id: str) -> subprocess.CompletedProcess[str]:
+    """``pyadk checkpoint show`` of a SQLite file, as an operator runs it."""
+    command = ["checkpoint", "show", checkpoint_id, "--sqlite", str(path)]
+    return subprocess.run(
+        [sys.executable, "-m", "adk.cli", *command], capture_output=True, text=True, timeout=60
+    )
+
+
+async def test_a_recorded_call_is_no_longer_listed_as_waiting(tmp_path: Path) -> None:
+    """Bob's payment ran and was recorded by a resume whose reader left; eve's approval still
+    waits. ``runner.pending()`` and ``pyadk checkpoint show`` list eve's point only (bob's was
+    listed too, asking a person for an answer no resume reads any more), while the checkpoint
+    keeps both points: the same answers, bob's included, still resume it."""
+    path = tmp_path / "checkpoints.db"
+    store = SQLiteCheckpointStore(path)
+    try:
+        runner = Runner(_payer(payees=("bob", "eve")), checkpoint_store=store)
+        paused = await runner.invoke("pay both", checkpoint_id="conv-5")
+        assert paused.interrupt is not None
+        bob, eve = (p.id for p in paused.interrupt.points)
+        async with contextlib.aclosing(runner.resume("conv-5", {bob: {"approved": True}})) as run:
+            async for event in run:
+                if _is_tool_result(event):
+                    break
+
+        [listed] = [entry async for entry in runner.pending()]
+        assert listed.point_ids == [eve]
+        shown = _show(path, "conv-5")
+        assert shown.returncode == 0, shown.stderr
+        assert [p["id"] for p in json.loads(shown.stdout)["points"]] == [eve]
+
+        answers = {bob: {"approved": True}, eve: {"approved": True}}
+        done = await runner.invoke_resume("conv-5", answers)
+    finally:
+        await store.aclose()
+    assert done.text == "done: paid 5 to bob; paid 5 to eve"
+    assert paid == ["bob", "eve"]

@@ -38,8 +38,8 @@ from typing import Any, cast
 
 from ..interrupts import InterruptPoint
 from ._claim import resumed_here
-from ._points import parse_points
-from .codec import CheckpointError, _read_summary, decode_checkpoint
+from ._points import parse_points, still_waiting
+from .codec import _SETTLED, CheckpointError, _read_summary, decode_checkpoint
 from .store import CheckpointStore, _check_prefix, _from_store
 
 __all__ = ["PendingCheckpoint", "list_pending"]
@@ -272,7 +272,11 @@ def _entry(checkpoint_id: str, data: Any, rebuild: bool) -> PendingCheckpoint | 
         agent = body.get("agent")
         if not isinstance(agent, str):
             raise CheckpointError(f"checkpoint {checkpoint_id!r} is malformed: agent is not a str")
-        points = parse_points(body, checkpoint_id, rebuild=rebuild)
+        # Not the points of calls a failed or abandoned resume ran and recorded: their answers
+        # are not needed again (``_progress``).
+        points = still_waiting(
+            parse_points(body, checkpoint_id, rebuild=rebuild), body.get(_SETTLED)
+        )
     except CheckpointError as exc:
         return PendingCheckpoint(checkpoint_id, error=exc)
     run_id = body.get("run_id")

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from ..interrupts import InterruptPoint
 from .codec import CheckpointError, from_json_value
 
-__all__ = ["parse_points"]
+__all__ = ["parse_points", "still_waiting"]
 
 
 def _expect(condition: bool, what: str) -> None:
@@ -42,6 +42,21 @@ def _read_points(body: dict[str, Any], rebuild: bool = True) -> list[InterruptPo
         InterruptPoint(id=p["id"], address=p["address"], info=read(p.get("info")))
         for p in raw_points
     ]
+
+
+def still_waiting(points: list[Any], settled: Any) -> list[Any]:
+    """The ``points`` (``InterruptPoint``s, or their stored dicts) that still wait for an
+    answer: those not ``settled``, the ids of the points of calls that a resume ran and recorded
+    in the checkpoint (``_progress``; a later resume replays them and ignores their answers).
+    All of them when none is left: the checkpoint still waits for a resume, which any answer to
+    those points starts. ``settled`` that is not a list of ids (none recorded) settles nothing."""
+    if not settled or not isinstance(settled, list):
+        return points
+    done = {point_id for point_id in settled if isinstance(point_id, str)}
+    left = [
+        p for p in points if (p.id if isinstance(p, InterruptPoint) else p.get("id")) not in done
+    ]
+    return left or points
 
 
 def _as_stored(value: Any) -> Any:

@@ -23,8 +23,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..interrupts import AGENT_STATE
-from .codec import CheckpointError, encode_checkpoint, to_json_value
+from ..interrupts import AGENT_STATE, is_within
+from .codec import _SETTLED, CheckpointError, encode_checkpoint, to_json_value
 from .store import CheckpointStore, _from_store, _replaces
 
 if TYPE_CHECKING:
@@ -93,7 +93,9 @@ class _Progress:
         slots = states.get(ctx.address) if isinstance(states, dict) else None
         return isinstance(slots, dict) and isinstance(slots.get(AGENT_STATE), dict)
 
-    async def record(self, ctx: RunContext, key: str, value: Any, what: str) -> bool:
+    async def record(
+        self, ctx: RunContext, key: str, value: Any, what: str, settles: str | None = None
+    ) -> bool:
         """Write the checkpoint again with ``key`` of ``ctx``'s saved state set to ``value`` and
         the session as it is now; True once written. Not written (False, with an
         ``adk.checkpoint`` warning naming ``what`` was to be recorded): the claim was lost (the
@@ -107,7 +109,10 @@ class _Progress:
         checkpoint ... finished``) into one a service reads as nothing having run. Once a write of
         ``key`` at ``ctx``'s address failed, later ones are not tried (False, no warning): calls
         that ended together wait on the lock, and would each try again and warn again (a store
-        down: each waiting for its own timeout in turn)."""
+        down: each waiting for its own timeout in turn). ``settles``: the address of what the
+        record finished (a call): the checkpoint's points at or below it are noted as settled
+        (``codec._SETTLED``), which listings no longer show as waiting; the points themselves
+        stay, so the same answers still resume it."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         slot = (ctx.address, key)
@@ -115,7 +120,7 @@ class _Progress:
             if self._failed is not None and slot in self._failed:
                 return False
             try:
-                await self._write(ctx, key, value)
+                await self._write(ctx, key, value, settles)
             except Exception as exc:  # a store's own errors too (see the docstring)
                 if self._failed is None:
                     self._failed = set()
@@ -131,7 +136,7 @@ class _Progress:
                 return False
         return True
 
-    async def _write(self, ctx: RunContext, key: str, value: Any) -> None:
+    async def _write(self, ctx: RunContext, key: str, value: Any, settles: str | None) -> None:
         """``record``'s write, with its lock held; its failures raise."""
         checkpoint_id = self.checkpoint_id
         claim = self.claim
@@ -145,6 +150,12 @@ class _Progress:
         body = dict(self.body)
         body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
         body["session"] = to_json_value(self.run.session.values, "session")
+        if settles is not None:
+            settled = list(body.get(_SETTLED) or ())
+            for point in body["points"]:
+                if is_within(point["id"], settles) and point["id"] not in settled:
+                    settled.append(point["id"])
+            body[_SETTLED] = settled
         data = encode_checkpoint(body)
         store = self.store
         gone = CheckpointError(

@@ -87,7 +87,10 @@ a pause with a bigger one in its history is refused, naming it, rather than writ
 of tens of megabytes every store must hold and every resume read. OpenAI takes images up to
 20 MB; a bigger file belongs in storage of its own, the message holding its ``uri``."""
 
-_SUMMARY = ("agent", "run_id", "saved_at", "points", "finished")
+_SETTLED = "settled"
+"""The body's list of the ids of points whose calls a resume ran and recorded (``_progress``):
+listings show them no more (``_points.still_waiting``)."""
+_SUMMARY = ("agent", "run_id", "saved_at", "points", "finished", _SETTLED)
 """The body's keys a checkpoint's header repeats, as its summary (what a listing shows)."""
 
 _MAX_INT_DIGITS = 4300
