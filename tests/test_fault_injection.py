@@ -81,22 +81,39 @@ def stored_ids(store: InMemoryCheckpointStore) -> set[str]:
 
 def assert_only_records_added(now: bytes | None, before: bytes | None, what: str) -> None:
     """``now`` is ``before`` but for what a resume's records add (``adk.checkpoint._progress``):
-    a ``done`` list in an agent's state, and with it the session as the recorded calls left it.
-    Nothing else may differ (points, history, every other state, the run's ids and usage), and
-    with no record the bytes are the same."""
+    a ``done`` list in a ``ReActAgent``'s state where the pause had none (an ``ActionAgent``
+    keeps a ``done`` of its own: it must stay as it was), the ids of the points those calls
+    settled (``settled``), and the session as the recorded calls left it. Nothing else may
+    differ (points, history, every other state, the run's ids and usage), and with no record the
+    bytes are the same."""
     if now is None or before is None or now == before:
         assert now == before, what
         return
     body = decode_checkpoint(now, "now")
-    recorded = False
-    for slots in body["states"].values():
-        own = slots.get(AGENT_STATE) if isinstance(slots, dict) else None
-        if isinstance(own, dict) and own.pop("done", None) is not None:
-            recorded = True
-    assert recorded, f"{what} (and added no record)"
     was = decode_checkpoint(before, "before")
+    recorded = False
+    for address, slots in body["states"].items():
+        own = slots.get(AGENT_STATE) if isinstance(slots, dict) else None
+        paused = was["states"].get(address, {}).get(AGENT_STATE)
+        if isinstance(own, dict) and "done" in own and "done" not in (paused or {}):
+            del own["done"]
+            recorded = True
+    assert recorded, f"{what} (and added no record): {_differences(body, was)}"
+    body.pop("settled", None)
     body["session"] = was["session"]  # the record saves the session the recorded calls wrote
-    assert body == was, f"{what} beyond adding records"
+    assert body == was, f"{what} beyond adding records: {_differences(body, was)}"
+
+
+def _differences(now: dict[str, Any], was: dict[str, Any]) -> str:
+    """Which parts of two bodies differ (the states by address), for a failure's message."""
+    parts = sorted(k for k in now.keys() | was.keys() if k != "states" and now.get(k) != was.get(k))
+    states, before = now.get("states", {}), was.get("states", {})
+    parts += [
+        f"states[{a!r}]: {states.get(a)!r:.300} was {before.get(a)!r:.300}"
+        for a in sorted(states.keys() | before.keys())
+        if states.get(a) != before.get(a)
+    ]
+    return "; ".join(parts)
 
 
 # -- a run ended anywhere -----------------------------------------------------------------------
