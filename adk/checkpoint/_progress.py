@@ -13,8 +13,11 @@ Only the run the runner resumes records (not an ``AgentTool``'s nested run, whos
 travel inside the call's own state), and only into a state the checkpoint holds at the
 component's address. The body written is the loaded one with that state extended and the session
 as it is now (what the finished calls wrote in it); points, history, usage and the rest stay as
-saved, so the same answers resume it. A compatible addition within format version 1: a pyadk that
-does not know the key resumes the checkpoint as before (running the calls again).
+saved, so the same answers resume it; the ids of the points a record settled are noted
+(``codec._SETTLED``) for listings to leave out. The write compares and replaces in one atomic
+step where the store can (``store._ReplacingStore``: every built-in store), a read then a write
+otherwise. A compatible addition within format version 1: a pyadk that does not know the keys
+resumes the checkpoint as before (running the calls again).
 """
 
 from __future__ import annotations
