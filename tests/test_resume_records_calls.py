@@ -577,3 +577,38 @@ async def test_a_recorded_call_is_no_longer_listed_as_waiting(tmp_path: Path) ->
         await store.aclose()
     assert done.text == "done: paid 5 to bob; paid 5 to eve"
     assert paid == ["bob", "eve"]
+
+
+async def test_a_resume_that_pauses_again_in_the_round_lists_only_what_still_waits(
+    tmp_path: Path,
+) -> None:
+    """Bob's payment recorded by a resume whose reader left; a second resume answering bob
+    again (not eve) replays bob's payment and pauses again in the same round: its interrupt,
+    ``runner.pending()`` and ``pyadk checkpoint show`` name eve's approval only, and a third
+    resume answering eve pays eve alone (bob's is neither pending nor paid again)."""
+    path = tmp_path / "checkpoints.db"
+    store = SQLiteCheckpointStore(path)
+    try:
+        runner = Runner(_payer(payees=("bob", "eve")), checkpoint_store=store)
+        paused = await runner.invoke("pay both", checkpoint_id="conv-6")
+        assert paused.interrupt is not None
+        bob, eve = (p.id for p in paused.interrupt.points)
+        async with contextlib.aclosing(runner.resume("conv-6", {bob: {"approved": True}})) as run:
+            async for event in run:
+                if _is_tool_result(event):
+                    break
+
+        again = await runner.invoke_resume("conv-6", {bob: {"approved": True}})
+        assert again.interrupt is not None
+        assert again.interrupt.point_ids == [eve]
+        [listed] = [entry async for entry in runner.pending()]
+        assert listed.point_ids == [eve]
+        shown = _show(path, "conv-6")
+        assert shown.returncode == 0, shown.stderr
+        assert [p["id"] for p in json.loads(shown.stdout)["points"]] == [eve]
+
+        done = await runner.invoke_resume("conv-6", {eve: {"approved": True}})
+    finally:
+        await store.aclose()
+    assert done.text == "done: paid 5 to bob; paid 5 to eve"
+    assert paid == ["bob", "eve"]
