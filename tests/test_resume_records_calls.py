@@ -612,3 +612,37 @@ async def test_a_resume_that_pauses_again_in_the_round_lists_only_what_still_wai
         await store.aclose()
     assert done.text == "done: paid 5 to bob; paid 5 to eve"
     assert paid == ["bob", "eve"]
+
+
+async def test_a_built_in_stores_record_is_one_conditional_replace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record goes through the store's atomic ``_replace`` (SQLite's conditional UPDATE):
+    one per finished call, with the bytes the resume loaded, and no read of its own between."""
+    replaces: list[tuple[str, bytes]] = []
+    gets: list[str] = []
+    original_replace = SQLiteCheckpointStore._replace
+    original_get = SQLiteCheckpointStore.get
+
+    async def replace(self: SQLiteCheckpointStore, id: str, old: bytes, data: bytes) -> bool:
+        replaces.append((id, old))
+        return await original_replace(self, id, old, data)
+
+    async def get(self: SQLiteCheckpointStore, id: str) -> bytes | None:
+        gets.append(id)
+        return await original_get(self, id)
+
+    store = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+    try:
+        paused = await Runner(_payer(), checkpoint_store=store).invoke("pay", checkpoint_id="a")
+        assert paused.interrupt is not None
+        loaded = await store.get("a")
+        monkeypatch.setattr(SQLiteCheckpointStore, "_replace", replace)
+        monkeypatch.setattr(SQLiteCheckpointStore, "get", get)
+        failing = Runner(_payer(fail_after_payment=True), checkpoint_store=store)
+        with pytest.raises(RunError, match="model down"):
+            await failing.invoke_resume("a", {"approved": True})
+    finally:
+        await store.aclose()
+    assert replaces == [("a", loaded)]
+    assert gets == ["a"]  # the resume's load only
