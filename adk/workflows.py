@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable
 from types import AsyncGeneratorType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self
 
 import adk
 
@@ -242,6 +242,20 @@ async def _run_steps(
             await own.finish()
 
 
+def _check_name_and_agents(kind: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """Refuse a workflow made without its name (``SequentialAgent([a, b])``, or
+    ``sub_agents=`` alone) or without its sub-agents (``SequentialAgent("s")``), saying what
+    to write, before Python's binding of ``__init__``'s arguments refuses them in its words."""
+    named = "name" in kwargs
+    if not named and (not args or isinstance(args[0], list | tuple)):
+        raise TypeError(
+            f"{kind} takes its name first, then its sub-agents in a list: {kind}('name', [a, b])"
+        )
+    if "sub_agents" not in kwargs and len(args) < (1 if named else 2):
+        name = kwargs["name"] if named else args[0]
+        raise TypeError(f"{kind} {name!r} needs its sub-agents in a list: {kind}({name!r}, [a, b])")
+
+
 class _Workflow:
     _adk_drive: Any = None  # set by the workflows whose step runner applies drive's rules
 
@@ -256,6 +270,15 @@ class _Workflow:
                 cls._adk_first_askers = False  # type: ignore[assignment]
 
     _adk_callbacks: Any = None  # its own callbacks (``callbacks=``), if any
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # Typed callers see ``__init__``'s signature (mypy takes it over a ``__new__`` of the same
+        # class), which still refuses ``SequentialAgent([a, b])`` and ``SequentialAgent("s")``;
+        # at run time Python refused them naming ``_Workflow.__init__``, a private class, and
+        # blaming the argument that was given. A copy or an unpickling passes no arguments.
+        if (args or kwargs) and getattr(cls.__init__, "__module__", None) == __name__:
+            _check_name_and_agents(cls.__name__, args, kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,

@@ -307,6 +307,31 @@ def test_sub_agents_given_one_by_one_are_told_to_go_in_a_list(kind: type[Any]) -
         kind("s", worker("a"), worker("b"))
 
 
+@pytest.mark.parametrize("kind", [SequentialAgent, ParallelAgent, adk.LoopAgent])
+def test_a_workflow_without_its_name_is_told_the_name_comes_first(kind: type[Any]) -> None:
+    # SequentialAgent([a, b]), the name forgotten (Eino's NewSequentialAgent takes a config, Google
+    # ADK's its name by keyword): Python's "_Workflow.__init__() missing 1 required positional
+    # argument: 'sub_agents'" named a private class and blamed the argument that was given.
+    name = kind.__name__
+    for make in (lambda: kind([worker("a"), worker("b")]), lambda: kind(sub_agents=[worker("a")])):
+        with pytest.raises(TypeError) as refused:
+            make()
+        said = str(refused.value)
+        assert said.startswith(f"{name} takes its name first, then its sub-agents in a list: "), (
+            said
+        )
+        assert f"{name}('name', [a, b])" in said and "_Workflow" not in said, said
+    with pytest.raises(TypeError) as refused:
+        kind("s")
+    said = str(refused.value)
+    assert (
+        said.startswith(f"{name} 's' needs its sub-agents in a list: ") and "_Workflow" not in said
+    )
+    assert f"{name}('s', [a, b])" in said, said
+    built = kind("s", [worker("a")])  # as it was: by position and by keyword
+    assert built.name == "s" and kind(name="k", sub_agents=[worker("b")]).name == "k"
+
+
 def test_a_supervisor_named_by_a_str_is_told_to_take_an_agent() -> None:
     # Supervisor("boss", [workers]), as Eino's or CrewAI's would take a name: it failed with
     # "AttributeError: 'str' object has no attribute 'name'".

@@ -70,6 +70,11 @@ def tools_lists() -> None:
     SequentialAgent("seq", agents)
     ParallelAgent("par", agents, max_concurrency=2)
     LoopAgent("loop", agents, max_iterations=3)
+    # The name forgotten, or the sub-agents: refused here as at run time (the runtime refusal
+    # of a workflow's __new__ must not make them type-check).
+    SequentialAgent(agents)  # type: ignore[call-arg, arg-type]
+    SequentialAgent("seq")  # type: ignore[call-arg]
+    ParallelAgent("par")  # type: ignore[call-arg]
     Supervisor(ReActAgent("boss", ScriptedModel(["x"])), agents)
     flow = with_sub_agents(ReActAgent("router", ScriptedModel(["x"])), agents)
     assert_type(flow, FlowAgent)
