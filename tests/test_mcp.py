@@ -1749,6 +1749,62 @@ async def test_a_servers_bad_tools_are_warned_about_once_for_each_listing(
             await asyncio.to_thread(process.stop)
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_names_the_server_does_not_list_are_warned_about_once_for_each_listing(
+    transport: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A ``tool_filter`` or ``require_approval`` name the server does not list is warned about
+    once for each distinct listing, as a bad tool is (``ListingWarnings``): the same two lines
+    were logged on every reading of an unchanged listing (each runner made per request, each
+    reconnect). A listing that changed (a tool added) warns again, once."""
+    process: HTTPServerProcess | None = None
+    if transport == "stdio":
+        server: StdioServer | HTTPServer = stdio()
+    else:
+        process = HTTPServerProcess()
+        await asyncio.to_thread(process.start)
+        server = HTTPServer(process.url)
+    toolset = MCPToolset(
+        server, tool_filter=["add", "add_tool", "gone"], require_approval=["absent"]
+    )
+
+    def warned() -> list[str]:
+        said = [r.getMessage() for r in caplog.records if r.name == "adk.mcp"]
+        return sorted(
+            "filter" if "which tool_filter names" in text else "approval"
+            for text in said
+            if "lists no tool named 'gone', which tool_filter names" in text
+            or "lists no tool named 'absent', which require_approval names" in text
+        )
+
+    async def request() -> None:
+        """A run of a runner made for it and closed after it, as a service may do."""
+        async with Runner(ReActAgent("a", ScriptedModel(["done"]), tools=[toolset])) as runner:
+            assert (await runner.invoke("go")).text == "done"
+
+    try:
+        with caplog.at_level("WARNING", logger="adk.mcp"):
+            await request()
+            assert warned() == ["approval", "filter"]
+            await request()
+            await request()
+            assert warned() == ["approval", "filter"]  # the same listing: no more
+            # The server's listing changes (a tool added), announced: read again in the run.
+            added = Reply(tool_calls=[tool_call("add_tool", {"name": "extra"})])
+            model = ScriptedModel([added, "done", "done"])
+            async with Runner(ReActAgent("a", model, tools=[toolset])) as runner:
+                assert (await runner.invoke("go")).text == "done"
+                await eventually(toolset.tools, lambda _: len(warned()) > 2)  # read anew
+                assert (await runner.invoke("go")).text == "done"
+            assert warned() == ["approval", "approval", "filter", "filter"]
+            await request()  # stdio: a new process, its first listing; HTTP: the changed one
+            assert warned() == ["approval", "approval", "filter", "filter"]
+    finally:
+        await toolset.aclose()
+        if process is not None:
+            await asyncio.to_thread(process.stop)
+
+
 async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_for_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -672,8 +672,9 @@ class MCPToolset(AsyncCloseable):
         included, or made fit for model APIs) rather than the server's: it matched no tool, so
         the agent was silently offered none of those, and the model told they do not exist. A
         name the server does not list at all is logged (the server may have dropped the tool, or
-        the name is misspelt). Only when a name is missing: a listing costs nothing more
-        otherwise."""
+        the name is misspelt), once for each distinct set of names the server lists
+        (``ListingWarnings``), not on each reading of an unchanged listing. Only when a name is
+        missing: a listing costs nothing more otherwise."""
         assert self._filter_names is not None
         unknown = self._filter_names - {tool.name for tool in wire}
         if not unknown:
@@ -683,6 +684,8 @@ class MCPToolset(AsyncCloseable):
         _refuse_shown_names(
             self.server, "tool_filter", unknown, seen, "so those tools would not be offered"
         )
+        if not self._warned.first("tool_filter", sorted(own)):  # once for each listing
+            return
         logger.warning(
             "MCP server '%s' lists no tool named %s, which tool_filter names (it lists %s); the "
             "agent is not offered those",
@@ -697,7 +700,8 @@ class MCPToolset(AsyncCloseable):
         """Refuse a ``require_approval`` naming a tool by the name the model sees (``prefix``
         included, as the approval request shows it) rather than the server's: it matched no tool,
         so the tool it meant ran unasked. A name the server does not list at all is logged (the
-        server may have dropped the tool; a typo asks for nothing). Not cached, as
+        server may have dropped the tool; a typo asks for nothing), once for each distinct set of
+        names the server lists (``ListingWarnings``). The refusal is not cached, as
         ``_check_unique``: each use asks again."""
         assert self._approval_names is not None
         listed = {tool.name for tool in wire}
@@ -712,6 +716,8 @@ class MCPToolset(AsyncCloseable):
             seen,
             "as tool_filter does, so those tools would run without asking",
         )
+        if not self._warned.first("require_approval", sorted(listed)):  # once for each listing
+            return
         logger.warning(
             "MCP server '%s' lists no tool named %s, which require_approval names (the server's "
             "own tool names are expected); those names ask for nothing",
