@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
+import httpcore2
 import pytest
 import pytest_asyncio
 from mcp_servers.process import HTTPServerProcess, closed_port
@@ -208,6 +211,44 @@ async def test_an_https_server_is_reached_through_a_tunnel_trusting_the_environm
         async with MCPToolset(HTTPServer(https_process.url)) as toolset:
             assert await add(toolset) == "5"
         assert len(tunnel.targets) == count
+
+
+async def test_an_https_servers_connections_share_one_tls_context_read_from_the_environment(
+    https_process: HTTPServerProcess,
+    ca: CertificateAuthority,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each connection of an ``HTTPServer`` built a TLS context of its own, loading the CA store
+    into it (~18 ms of CPU), and one more for each proxy the environment names: a service opening
+    a connection per request paid it per request. They share the process's context, the one
+    ``OpenAIChatModel``'s clients share, built again only when the CA source changes: the
+    variables are still read as each connection opens (a CA file that does not hold the
+    server's CA fails the next connect, the right one lets the one after it through)."""
+    built: list[object] = []
+    default_ssl_context = httpcore2.default_ssl_context
+
+    def counted(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        built.append(None)
+        return default_ssl_context(*args, **kwargs)
+
+    monkeypatch.setattr(httpcore2, "default_ssl_context", counted)
+    trusted = tmp_path / "trusted.pem"
+    trusted.write_bytes(ca.path.read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # mounted with its own transport,
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # not used for this server
+    for _ in range(3):
+        async with MCPToolset(HTTPServer(https_process.url)) as toolset:
+            assert await add(toolset) == "5"
+    assert len(built) <= 1, built  # was two a connection: 6
+    other = make_ca(tmp_path / "other")  # a CA file that does not hold the server's CA
+    monkeypatch.setenv("SSL_CERT_FILE", str(other.path))
+    with pytest.raises(MCPConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        await MCPToolset(HTTPServer(https_process.url)).tools()
+    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    async with MCPToolset(HTTPServer(https_process.url)) as toolset:
+        assert await add(toolset) == "5"
 
 
 async def test_a_proxy_variable_naming_no_http_proxy_fails_the_connect_saying_so(

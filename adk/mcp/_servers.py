@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -317,17 +318,29 @@ def _http_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.Asy
     by ``httpx2``'s own reading of ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``
     (lowercase first, as ``urllib`` reads them), each mounted for its URLs with a watched
     transport to it, and a host ``NO_PROXY`` names mounted to the direct one, as the default
-    client mounts them. The transports read ``SSL_CERT_FILE`` and ``SSL_CERT_DIR`` themselves
-    (``trust_env``). Read when a connection is opened, as a default client reads them when made."""
+    client mounts them. Read when a connection is opened, as a default client reads them when made.
+
+    The transports share the process's TLS context (``adk.models._openai_tls``, the one
+    ``OpenAIChatModel``'s clients share): each built its own, loading the CA store into it (~18 ms
+    of CPU, one more per proxy), per connection. It is the context each would build, by the same
+    call, rebuilt when ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` or the CA file or directory they name
+    changes, read as the connection opens as before; where none is shared (an SDK on another
+    HTTP library, truststore's context) each transport builds its own as before."""
     # httpx2's own function (private to it): the client made without a transport calls it.
     # Imported here, so a httpx2 without it fails the connect saying so, not ``import adk.mcp``.
     from httpx2._utils import get_environment_proxies
 
+    from ..models._openai_tls import shared_tls_context
+
+    context = shared_tls_context()
+    verify: ssl.SSLContext | bool = True if context is None else context
     mounts: dict[str, httpx2.AsyncBaseTransport | None] = {
-        pattern: None if proxy is None else _RefusalWatch(httpx2.AsyncHTTPTransport(proxy=proxy))
+        pattern: None
+        if proxy is None
+        else _RefusalWatch(httpx2.AsyncHTTPTransport(verify=verify, proxy=proxy))
         for pattern, proxy in get_environment_proxies().items()
     }
-    direct = _RefusalWatch(httpx2.AsyncHTTPTransport())
+    direct = _RefusalWatch(httpx2.AsyncHTTPTransport(verify=verify))
     return httpx2.AsyncClient(headers=headers, timeout=timeout, transport=direct, mounts=mounts)
 
 
