@@ -95,7 +95,7 @@ from .interrupts import (
     _ResumePlan,
     agent_segment,
 )
-from .messages import _TOOL, _USER, Message, Usage, _built
+from .messages import _ASSISTANT, _TOOL, _USER, Message, Usage, _built
 from .streams import MessageStream, _being_cancelled
 from .tools.base import ToolProgress
 
@@ -270,11 +270,43 @@ def _to_messages(value: RunInput) -> list[Message]:
         if stray is None:
             if not messages:  # the agent would call its model with no conversation at all
                 raise ValueError("run input is an empty list: give at least one message")
+            _check_calls_answered(messages)
             return messages
         what = f"{what} whose item {stray[0]} is {_input_item(stray[1])}"
     elif isinstance(value, Mapping):
         what = _input_item(value)
     raise TypeError(f"run input must be a str, a Message or a list of Messages, got {what}")
+
+
+def _check_calls_answered(messages: list[Message]) -> None:
+    """Refuse, at the call, an input whose assistant message has a tool call that no tool message
+    right after it answers: a paused turn's messages kept and sent on (a user message appended,
+    or as they are). Every provider refuses such a conversation (OpenAI: "tool_call_ids did not
+    have response messages", Anthropic: "tool_use ids were found without tool_result blocks"),
+    so the run failed at its first model call, after a service had sent its 200. Refused rather
+    than answered with an error result as a cut-off run's own calls are (``_answer_open_calls``):
+    the call may be waiting on its checkpoint, whose resume answers it, and a made-up result
+    would lose that. One pass at the run's start; none when no message has calls."""
+    if not any(m.tool_calls for m in messages):  # most inputs: nothing to look at
+        return
+    count = len(messages)
+    for index, message in enumerate(messages):
+        if not message.tool_calls or message.role != _ASSISTANT:
+            continue
+        answered: set[str | None] = set()
+        after = index + 1
+        while after < count and messages[after].role == _TOOL:
+            answered.add(messages[after].tool_call_id)
+            after += 1
+        call = next((c for c in message.tool_calls if c.id not in answered), None)
+        if call is not None:
+            raise ValueError(
+                f"run input message {index} (assistant) calls the tool {call.name!r} (call id "
+                f"{call.id!r}) and no tool message right after it answers the call, which model "
+                "APIs refuse: if its run paused there, resume its checkpoint, or answer the call "
+                "(Message.tool(result, tool_call_id=..., name=...) right after that message) "
+                "or drop it from the input"
+            )
 
 
 def _input_item(item: object) -> str:
@@ -445,6 +477,10 @@ class Runner(AsyncCloseable):
         max_turns: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         """Start a run; iterate the returned events. Closing the iterator cancels the run.
+
+        ``input``: a str, a ``Message`` or a list of them; a list whose assistant message has a
+        tool call that no tool message right after it answers (a paused run's messages carried
+        on) is refused here (``ValueError``), as every model API refuses it.
 
         ``session``: a ``Session`` is the run's own, so it holds the run's writes afterwards (pass
         the same one to carry values across runs); a mapping is copied into a new one.

@@ -110,6 +110,70 @@ async def test_an_empty_input_list_is_refused_before_the_agent_runs() -> None:
     assert agent.runs == 0
 
 
+def _paused_turn() -> list[Message]:
+    """A paused turn's messages as a service keeps them: the question, then the reply whose
+    calls wait (``add`` for a person's approval), no result for them."""
+    return [
+        Message.user("1 + 2?"),
+        Message.assistant(
+            "", tool_calls=[ToolCall(id="call_1", name="add", arguments='{"a": 1, "b": 2}')]
+        ),
+    ]
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        pytest.param([*_paused_turn(), Message.user("and 3 + 4?")], id="a message appended"),
+        pytest.param(_paused_turn(), id="the paused turn as it is"),
+        pytest.param(  # the result came in after the user's next message: too late for a provider
+            [
+                *_paused_turn(),
+                Message.user("and?"),
+                Message.tool("3", tool_call_id="call_1", name="add"),
+            ],
+            id="answered after the next message",
+        ),
+    ],
+)
+async def test_an_input_whose_tool_call_no_result_answers_is_refused_at_the_call(
+    given: list[Message],
+) -> None:
+    """A service kept a paused turn's messages and sent them on: every provider refuses an
+    assistant message's call that no tool message right after it answers (OpenAI's 400 'tool_call_ids
+    did not have response messages'), so the run failed at the model, after the service had sent
+    its 200. Refused at the call now, naming the message, the tool and the call id, nothing run."""
+    agent = ScriptAgent("a", "ok")
+    runner = Runner(agent)
+    with pytest.raises(ValueError) as refused_run:
+        runner.run(given)
+    with pytest.raises(ValueError) as refused_invoke:
+        await runner.invoke(given)
+    for refused in (refused_run, refused_invoke):
+        said = str(refused.value)
+        assert "message 1" in said and "'add'" in said and "'call_1'" in said, said
+        assert "resume its checkpoint, or answer the call" in said, said
+    assert agent.runs == 0
+
+
+async def test_an_input_whose_tool_calls_are_each_answered_is_taken() -> None:
+    answered = [
+        *_paused_turn(),
+        Message.assistant(
+            "", tool_calls=[ToolCall(id="call_2", name="add"), ToolCall(id="call_3", name="add")]
+        ),
+    ]
+    answered[2:2] = [Message.tool("3", tool_call_id="call_1", name="add"), Message.assistant("3")]
+    answered += [  # two calls of one reply, answered in another order: providers take it
+        Message.tool("0", tool_call_id="call_3", name="add"),
+        Message.tool("0", tool_call_id="call_2", name="add"),
+        Message.user("thanks"),
+    ]
+    agent = ScriptAgent("a", "ok")
+    result = await Runner(agent).invoke(answered)
+    assert result.text == "ok" and agent.inputs == [answered]
+
+
 @pytest.mark.parametrize(
     ("value", "got"),
     [
