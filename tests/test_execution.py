@@ -34,6 +34,7 @@ from adk import (
     Role,
     Runner,
     SequentialAgent,
+    ToolCall,
     register_type,
     tool,
 )
@@ -434,6 +435,30 @@ async def test_a_key_that_cannot_be_computed_fails_that_record_only() -> None:
     ]
     with pytest.raises(RecordError, match=r"record 1 \(key None\) failed: KeyError"):
         await LocalExecutionEnvironment().from_list(records, key="user").apply(agent).to_list()
+
+
+async def test_a_record_whose_tool_call_no_result_answers_fails_that_record_only() -> None:
+    """A record of messages carrying a paused turn on (an assistant call no tool message answers)
+    is refused by the runner before it runs, as every model API refuses it: that record's
+    failure, naming the call, not the whole job's (a ValueError out of ``to_list``)."""
+    dangling = [
+        Message.user("1 + 2?"),
+        Message.assistant("", tool_calls=[ToolCall(id="call_1", name="add")]),
+        Message.user("and?"),
+    ]
+    records: list[Any] = [[Message.user("hi")], dangling, [Message.user("bye")]]
+    agent = ReActAgent("chat", ScriptedModel(["one", "two"]))
+    env = LocalExecutionEnvironment(on_error="emit")
+    first, failed, last = await env.from_list(records, key=lambda r: "k").apply(agent).to_list()
+    assert (first.output, last.output) == ("one", "two")
+    assert failed.error is not None and failed.error.type == "ValueError", failed
+    assert "run input message 1 (assistant) calls the tool 'add'" in failed.error.message
+    assert failed.index == 1 and failed.record is dangling
+    agent = ReActAgent("chat", ScriptedModel(["one"]))
+    with pytest.raises(RecordError, match=r"record 1 \(key 'k'\) failed: ValueError: run input"):
+        await (
+            LocalExecutionEnvironment().from_list(records, key=lambda r: "k").apply(agent).to_list()
+        )
 
 
 async def test_resources_callbacks_and_stores_that_cannot_work_are_refused_where_given() -> None:
