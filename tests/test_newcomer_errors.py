@@ -11,6 +11,7 @@ itself is the point (the wire server of tests/openai_server.py).
 
 from __future__ import annotations
 
+import copy
 import functools
 import re
 import threading
@@ -330,6 +331,12 @@ def test_a_workflow_without_its_name_is_told_the_name_comes_first(kind: type[Any
     assert f"{name}('s', [a, b])" in said, said
     built = kind("s", [worker("a")])  # as it was: by position and by keyword
     assert built.name == "s" and kind(name="k", sub_agents=[worker("b")]).name == "k"
+
+    class Pipeline(kind):  # an __init__ of its own: its own rules
+        def __init__(self, name: str) -> None:
+            super().__init__(name, [worker("a")])
+
+    assert Pipeline("p").name == "p" and copy.copy(built).name == "s"
 
 
 def test_a_supervisor_named_by_a_str_is_told_to_take_an_agent() -> None:
