@@ -220,7 +220,9 @@ class OpenAIServer:
 
     ``forbids`` names fields a Chat request's messages (and their tool calls) may not carry: a
     request whose messages carry one is answered as Mistral's API answers a field it does not
-    know in a message, 422 with pydantic's ``extra_forbidden`` under ``message.detail``.
+    know in a message, 422 with pydantic's ``extra_forbidden`` under ``message.detail``; with
+    ``forbids_as="gemini"``, as Gemini's OpenAI endpoint answers a field it does not know, 400
+    "Invalid JSON payload received. Unknown name ... Cannot find field.", its body a list.
 
     ``hold`` keeps the first that many requests waiting until all have arrived, then answers
     them: concurrent calls (a service's first requests) all meet the server's first answer.
@@ -252,6 +254,7 @@ class OpenAIServer:
         thought_signatures: bool = False,
         keep_reasoning_details: bool = False,
         forbids: Sequence[str] = (),
+        forbids_as: str = "mistral",
         structured: str | None = None,
         hold: int | Sequence[int] = 0,
         respond: Callable[[Any], Reply] | None = None,
@@ -270,6 +273,7 @@ class OpenAIServer:
         self.thought_signatures = thought_signatures
         self.keep_reasoning_details = keep_reasoning_details
         self.forbids = tuple(forbids)
+        self.forbids_as = forbids_as
         self._details_given: dict[str, list[dict[str, Any]]] = {}  # call id -> its reply's
         self.signatures_given: set[str] = set()
         self._script: deque[Reply] = deque(replies)
@@ -411,8 +415,13 @@ class OpenAIServer:
                 await self._send_json(writer, 400, unsigned)
                 return True
         if self.forbids and target == "/v1/chat/completions":
+            if self.forbids_as == "gemini":
+                unknown = _unknown_fields(body, self.forbids)
+                if unknown is not None:
+                    await self._send_json(writer, 400, unknown)
+                    return True
             forbidden = _forbidden_fields(body, self.forbids)
-            if forbidden is not None:
+            if forbidden is not None and self.forbids_as == "mistral":
                 await self._send_json(writer, 422, forbidden)
                 return True
         if self.keep_reasoning_details and target == "/v1/chat/completions":
@@ -626,6 +635,29 @@ def _unsigned_call(body: Any, given: set[str]) -> list[dict[str, Any]] | None:
         )
         return [{"error": {"code": 400, "message": said, "status": "INVALID_ARGUMENT"}}]
     return None
+
+
+def _unknown_fields(body: Any, forbids: Sequence[str]) -> list[dict[str, Any]] | None:
+    """Gemini's 400 for message fields it does not know (``OpenAIServer.forbids`` with
+    ``forbids_as="gemini"``), or None: its JSON parser's "Unknown name" for each, a list body."""
+    said: list[str] = []
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for position, message in enumerate(messages if isinstance(messages, list) else ()):
+        where = [(f"messages[{position}]", message)]
+        for n, call in enumerate(message.get("tool_calls") or ()):
+            where.append((f"messages[{position}].tool_calls[{n}]", call))
+        said.extend(
+            f'Invalid JSON payload received. Unknown name "{key}" at \'{at}\': Cannot find field.'
+            for at, item in where
+            for key in forbids
+            if key in item
+        )
+    if not said:
+        return None
+    violations = [{"description": text} for text in said]
+    details = [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}]
+    error = {"code": 400, "message": "\n".join(said), "status": "INVALID_ARGUMENT"}
+    return [{"error": {**error, "details": details}}]
 
 
 def _forbidden_fields(body: Any, forbids: Sequence[str]) -> dict[str, Any] | None:

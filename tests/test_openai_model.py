@@ -418,6 +418,33 @@ async def test_what_a_server_refuses_to_be_sent_back_is_left_out_once_refused(
     assert history[1].metadata == kept
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_what_gemini_does_not_know_is_left_out_once_refused(streaming: bool) -> None:
+    """A conversation that went through OpenRouter (its reply's ``reasoning_details`` kept) sent
+    on to Gemini's own OpenAI endpoint (another agent's model, a transfer, a fallback): Gemini
+    answers a field it does not know with 400 "Invalid JSON payload received. Unknown name
+    \"reasoning_details\" at 'messages[1]': Cannot find field." (its body a list: as for
+    "google" in Alishahryar1/free-claude-code#542). Read as no refusal of the kept fields,
+    every call of that conversation failed; they are left out once refused, as for Mistral."""
+    history = [
+        Message.user("2 + 3?"),
+        Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')]),
+        Message.tool("5", tool_call_id="c1", name="add"),
+    ]
+    history[1].metadata["reasoning_details"] = [{"type": "reasoning.encrypted", "data": "e"}]
+    kept = dict(history[1].metadata)
+    server = OpenAIServer(forbids=["reasoning_details"], forbids_as="gemini")
+    async with server, make_model(server) as model:
+        server.script(Reply(text="5"), Reply(text="again"))
+        assert (await call(model, streaming, history, tools=[ADD])).content == "5"
+        assert (await call(model, streaming, history, tools=[ADD])).content == "again"
+    assert len(server.requests) == 3  # the one refusal, then left out from then on
+    assert "reasoning_details" in server.bodies[0]["messages"][1]
+    for body in server.bodies[1:]:
+        assert "reasoning_details" not in body["messages"][1]
+    assert history[1].metadata == kept
+
+
 async def test_mistrals_validation_error_is_quoted() -> None:
     """Mistral answers a request its schema refuses with 422 and the validation errors under
     ``message.detail`` (``{"object": "error", "message": {"detail": [{"type": "extra_forbidden",
