@@ -1056,7 +1056,8 @@ def _sent_kept(request: dict[str, Any]) -> bool:
 def _refuses_kept(exc: BaseException | None) -> bool:
     """Whether a 400/422 answer refuses one of ``KEPT_FIELDS`` as a field the server does not
     take in a message (Mistral: ``extra_forbidden``, "Extra inputs are not permitted", its loc
-    naming the field; others: "unknown/unrecognized ... field" or "additional properties are not
+    naming the field; Gemini: 'Unknown name "reasoning_details" at ...: Cannot find field.', a
+    list body; others: "unknown/unrecognized ... field" or "additional properties are not
     allowed" naming it)."""
     if not isinstance(exc, openai.APIStatusError) or exc.status_code not in (400, 422):
         return False
@@ -1066,7 +1067,12 @@ def _refuses_kept(exc: BaseException | None) -> bool:
     text = _error_text(body) if isinstance(body, (dict, list)) else str(body)
     if _KEPT_NAMED.search(text) is None:  # (each error's echoed input left out of the text)
         return False
-    return _REFUSAL.search(text) is not None or "additional properties" in text.lower()
+    lowered = text.lower()
+    return (
+        _REFUSAL.search(text) is not None
+        or "additional properties" in lowered
+        or "cannot find field" in lowered
+    )
 
 
 def _sent_reasoning(request: dict[str, Any]) -> bool:
