@@ -95,7 +95,9 @@ class Reply:
     ``reasoning.text`` entry (the text, signed) and a ``reasoning.encrypted`` one; streamed, the
     text in pieces each its own entry (every one at ``index`` 0, as OpenRouter streams them),
     then its signature in a text-less entry, then the encrypted one
-    (:func:`reasoning_details_of` gives what a client must send back).
+    (:func:`reasoning_details_of` gives what a client must send back). ``reasoning_blocks``
+    splits the reasoning into that many signed ``reasoning.text`` entries (Claude's thinking in
+    several blocks, each signed), streamed one after the other, every piece at ``index`` 0.
     ``events`` replaces a stream's events with these, sent as they are (text or bytes: an event
     cut mid-way, invalid UTF-8, a chunk of another shape), whichever protocol was asked for;
     ``break_after`` and the other cuts apply to them. ``endless`` is an event sent again and
@@ -144,6 +146,7 @@ class Reply:
     endless: str | bytes | None = None
     signature: str | None = None
     reasoning_details: bool = False
+    reasoning_blocks: int = 1
 
     @property
     def finish(self) -> str:
@@ -696,29 +699,42 @@ def _forbidden_fields(body: Any, forbids: Sequence[str]) -> dict[str, Any] | Non
 def reasoning_details_of(reply: Reply) -> list[dict[str, Any]]:
     """The ``reasoning_details`` of a reply (``Reply.reasoning_details``), as a non-streamed
     answer carries them: a signed ``reasoning.text`` entry and a ``reasoning.encrypted`` one."""
-    text = {
-        "type": "reasoning.text",
-        "text": reply.reasoning,
-        "signature": "c2lnbmVk",
-        "format": "anthropic-claude-v1",
-        "index": 0,
-    }
+    blocks = _reasoning_blocks(reply)
+    texts = [
+        {
+            "type": "reasoning.text",
+            "text": block,
+            "signature": "c2lnbmVk" + (str(n) if n else ""),
+            "format": "anthropic-claude-v1",
+            "index": n,
+        }
+        for n, block in enumerate(blocks)
+    ]
     hidden = {
         "type": "reasoning.encrypted",
         "data": "ZW5jcnlwdGVk",
         "format": "unknown",
-        "index": 1,
+        "index": len(blocks),
     }
-    return [text, hidden]
+    return [*texts, hidden]
+
+
+def _reasoning_blocks(reply: Reply) -> list[str]:
+    """The reasoning split into ``Reply.reasoning_blocks`` texts."""
+    count = max(reply.reasoning_blocks, 1)
+    size = -(-len(reply.reasoning) // count) or 1
+    return _pieces(reply.reasoning, size) or [""]
 
 
 def _streamed_reasoning_details(reply: Reply) -> list[list[dict[str, Any]]]:
     """Each streamed delta's ``reasoning_details``, as OpenRouter streams them: the text in
     pieces, then its signature alone, then the encrypted entry, every one at ``index`` 0."""
-    text, hidden = reasoning_details_of(reply)
-    common = {"type": "reasoning.text", "format": text["format"], "index": 0}
-    deltas = [[{**common, "text": piece}] for piece in _pieces(reply.reasoning, 8)]
-    deltas.append([{**common, "text": "", "signature": text["signature"]}])
+    *texts, hidden = reasoning_details_of(reply)
+    deltas: list[list[dict[str, Any]]] = []
+    for text in texts:
+        common = {"type": "reasoning.text", "format": text["format"], "index": 0}
+        deltas += [[{**common, "text": piece}] for piece in _pieces(text["text"], 8)]
+        deltas.append([{**common, "text": "", "signature": text["signature"]}])
     deltas.append([{**hidden, "index": 0}])
     return deltas
 
@@ -1253,10 +1269,9 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
         chunks += [chunk({"content": _text_parts(p)}) for p in _pieces(reply.text, 8)]
     elif reply.reasoning_details:
         details = _streamed_reasoning_details(reply)
-        pieces = [*_pieces(reply.reasoning, 8), "", ""]
         chunks += [
-            chunk({"reasoning": p, "reasoning_details": d})
-            for p, d in zip(pieces, details, strict=True)
+            chunk({"reasoning": "".join(e.get("text", "") for e in d), "reasoning_details": d})
+            for d in details
         ]
         chunks += [chunk({"content": p}) for p in _pieces(reply.text, 8)]
     else:

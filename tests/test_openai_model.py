@@ -387,6 +387,43 @@ async def test_openrouters_reasoning_details_go_back_with_their_message(streamin
 
 
 @pytest.mark.parametrize("streaming", [False, True])
+async def test_each_signed_reasoning_block_goes_back_whole(streaming: bool) -> None:
+    """Claude's thinking through OpenRouter can come in several blocks, each a ``reasoning.text``
+    entry signed on its own; streamed, OpenRouter sends every piece at ``index`` 0, each block's
+    signature in a text-less piece after its text. The stream's pieces were joined by type and
+    index alone, so the second block's text went on the first's (its signature dropped) and the
+    signed text sent back was neither block: OpenRouter (Anthropic: "Invalid signature in
+    thinking block") refused the tool loop's next call. A block whose signature came is whole: a
+    piece with text (or a signature) after it begins the next one."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    first = Reply(
+        tool_calls=[Call("add", '{"a": 1, "b": 2}', id="c1")],
+        reasoning="First I think about it. Then I add with the tool.",
+        reasoning_details=True,
+        reasoning_blocks=2,
+    )
+    async with OpenAIServer(keep_reasoning_details=True) as server:
+        server.script(first, Reply(text="3"))
+        async with make_model(server) as model:
+            runner = Runner(ReActAgent("calc", model, tools=[add]), enable_streaming=streaming)
+            result = await runner.invoke("1+2?")
+    assert result.text == "3"
+    assert len(server.requests) == 2  # none refused
+    reply = next(m for m in result.messages if m.tool_calls)
+    assert reply.reasoning == first.reasoning
+    expected = reasoning_details_of(first)
+    assert [e["signature"] for e in expected[:2]] == ["c2lnbmVk", "c2lnbmVk1"]
+    if streaming:  # as streamed: each at index 0
+        expected = [{**entry, "index": 0} for entry in expected]
+    assert reply.metadata["reasoning_details"] == expected
+
+
+@pytest.mark.parametrize("streaming", [False, True])
 async def test_what_a_server_refuses_to_be_sent_back_is_left_out_once_refused(
     streaming: bool,
 ) -> None:
