@@ -57,7 +57,9 @@ def _add_details(into: list[dict[str, Any]], pieces: list[Any]) -> None:
     ``text`` / ``summary`` appended, a field it lacks taken: the signature, streamed after the
     text); any other piece is an entry of its own. OpenRouter streams an entry's text a piece
     at a time, every piece at ``index`` 0, and a client sending the pieces back as entries
-    breaks the signature (what a plain answer carries is one entry)."""
+    breaks the signature (what a plain answer carries is one entry). An entry whose signature
+    came is whole: a piece bringing text or a signature after it, or another ``id``, begins the
+    next entry (a reply's reasoning in several signed blocks, all at ``index`` 0)."""
     for piece in pieces:
         if not isinstance(piece, dict):
             continue
@@ -68,6 +70,7 @@ def _add_details(into: list[dict[str, Any]], pieces: list[Any]) -> None:
             and kind in _JOINED
             and last.get("type") == kind
             and last.get("index") == piece.get("index")
+            and not _begins_another(last, piece)
         ):
             for key, value in piece.items():
                 if key in ("text", "summary") and isinstance(value, str):
@@ -76,6 +79,18 @@ def _add_details(into: list[dict[str, Any]], pieces: list[Any]) -> None:
                     last[key] = value
         else:
             into.append(dict(piece))
+
+
+def _begins_another(last: dict[str, Any], piece: dict[str, Any]) -> bool:
+    """Whether ``piece``, of the type and index of the ``last`` entry, begins another entry: it
+    names another ``id``, or ``last`` is signed (whole) and ``piece`` brings text or a
+    signature."""
+    named, last_id = piece.get("id"), last.get("id")
+    if named is not None and last_id is not None and named != last_id:
+        return True
+    if last.get("signature") is None:
+        return False
+    return bool(piece.get("text") or piece.get("summary") or piece.get("signature"))
 
 
 _ID_CHARACTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
