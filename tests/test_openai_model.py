@@ -482,6 +482,28 @@ async def test_what_gemini_does_not_know_is_left_out_once_refused(streaming: boo
     assert history[1].metadata == kept
 
 
+async def test_a_refusal_echoing_the_kept_fields_does_not_turn_them_off() -> None:
+    """A FastAPI-based server (vLLM, LiteLLM) answers a model-level validator's failure with the
+    whole request echoed as the error's ``input``, the list's text as the OpenAI error's message.
+    Refusing some other field so, its text held the conversation's ``reasoning_details`` (in the
+    echo) beside its words of refusal: the kept fields were read as refused and left out for the
+    model from then on, the call sent again without them. The echo is not read (as f27e1c8 made
+    it for Mistral's ``detail``): the refusal is the call's error, and the fields still go."""
+    history = [
+        Message.user("2 + 3?"),
+        Message.assistant("", [ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')]),
+        Message.tool("5", tool_call_id="c1", name="add"),
+    ]
+    history[1].metadata["reasoning_details"] = [{"type": "reasoning.encrypted", "data": "e"}]
+    bad = Reply(status=400, error="unsupported parameter: top_k", echo_request="message")
+    async with OpenAIServer([bad, Reply(text="5")]) as server, make_model(server) as model:
+        with pytest.raises(ModelError, match="unsupported parameter: top_k"):
+            await model.generate(history, tools=[ADD])
+        assert len(server.requests) == 1  # not sent again without the kept fields
+        assert (await model.generate(history, tools=[ADD])).content == "5"
+    assert "reasoning_details" in server.bodies[1]["messages"][1]
+
+
 async def test_mistrals_validation_error_is_quoted() -> None:
     """Mistral answers a request its schema refuses with 422 and the validation errors under
     ``message.detail`` (``{"object": "error", "message": {"detail": [{"type": "extra_forbidden",
