@@ -1065,7 +1065,10 @@ def _refuses_kept(exc: BaseException | None) -> bool:
     if isinstance(body, dict) and isinstance(body.get("message"), dict):
         body = body["message"]  # Mistral's validation errors: {"message": {"detail": [...]}}
     text = _error_text(body) if isinstance(body, (dict, list)) else str(body)
-    if _KEPT_NAMED.search(text) is None:  # (each error's echoed input left out of the text)
+    # each error's echoed input left out of the text: a ``detail``'s by ``_error_text``, one in
+    # a message's text (a FastAPI server's errors listed as an OpenAI error's message) cut here
+    text = _without_echo(text)
+    if _KEPT_NAMED.search(text) is None:
         return False
     lowered = text.lower()
     return (
