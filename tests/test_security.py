@@ -51,6 +51,7 @@ ONCE = RetryPolicy(max_attempts=1)
 STDIO_SCRIPT = Path(__file__).parent / "mcp_servers" / "stdio_server.py"
 SECRET = "the-customers-account-4111-1111"
 KEY = "sk-proj-Zq8v3kT1cN0pLmR5sX7w"
+SAID_SHOWN = 2000  # how much of a server's answer a ModelError quotes (adk.models.openai)
 
 
 @pytest.fixture(autouse=True)
@@ -148,6 +149,33 @@ async def test_each_validation_error_a_server_lists_is_kept_and_its_echo_left_ou
     assert "Input should be a valid string" in str(caught.value)
     assert "'content'" in str(caught.value)
     assert SECRET not in everything(caught.value)
+
+
+@pytest.mark.parametrize("shape", ["openai", "gemini"])
+async def test_a_servers_long_answer_is_cut_in_the_error(shape: str) -> None:
+    """Gemini answers each field it does not know with a line of its own ("Invalid JSON payload
+    received. Unknown name ... Cannot find field."), one per message or tool schema at fault,
+    its body a list that c12ab14 began to quote: thousands of lines went whole into the
+    ModelError's text, and so into RunErrors, logs and span status. An answer's text is cut
+    (to ``SAID_SHOWN`` characters, its reason first), the API key masked before the cut (a key
+    the cut went through left no part of it), and the chain holding the whole answer is not
+    printed with it."""
+    history = [Message.user(f"question {n}") for n in range(1000)]
+    if shape == "gemini":
+        server = OpenAIServer(forbids=["content"], forbids_as="gemini")
+        first = "Unknown name \"content\" at 'messages[0]'"
+    else:
+        said = "x" * (SAID_SHOWN - 10) + f" {KEY} " + "y" * 100_000
+        server = OpenAIServer([Reply(status=400, error=said)])
+        first = "xxxx"
+    async with server, wire_model(server, api_key=KEY, retry=ONCE) as model:
+        with pytest.raises(ModelError, match="HTTP 400") as caught:
+            await model.generate(history)
+    text = str(caught.value)
+    assert first in text
+    assert len(text) < SAID_SHOWN + 500
+    assert len(everything(caught.value)) < 3 * SAID_SHOWN
+    assert KEY[:6] not in everything(caught.value)
 
 
 @pytest.mark.parametrize("given", ["api_key", "client"])
