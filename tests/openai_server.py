@@ -650,7 +650,7 @@ def _unknown_fields(body: Any, forbids: Sequence[str]) -> list[dict[str, Any]] |
         for n, call in enumerate(message.get("tool_calls") or ()):
             where.append((f"messages[{position}].tool_calls[{n}]", call))
         said.extend(
-            f'Invalid JSON payload received. Unknown name "{key}" at \'{at}\': Cannot find field.'
+            f"Invalid JSON payload received. Unknown name \"{key}\" at '{at}': Cannot find field."
             for at, item in where
             for key in forbids
             if key in item
@@ -658,7 +658,9 @@ def _unknown_fields(body: Any, forbids: Sequence[str]) -> list[dict[str, Any]] |
     if not said:
         return None
     violations = [{"description": text} for text in said]
-    details = [{"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}]
+    details = [
+        {"@type": "type.googleapis.com/google.rpc.BadRequest", "fieldViolations": violations}
+    ]
     error = {"code": 400, "message": "\n".join(said), "status": "INVALID_ARGUMENT"}
     return [{"error": {**error, "details": details}}]
 

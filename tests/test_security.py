@@ -40,6 +40,7 @@ from adk.interrupts import Interrupt
 from adk.mcp import HTTPServer, MCPToolset, StdioServer
 from adk.messages import MessageChunk
 from adk.models import ModelError, RetryPolicy
+from adk.models.openai import _SAID_SHOWN as SAID_SHOWN  # how much of an answer is quoted
 from adk.models.openai import OpenAIChatModel
 from adk.testing import Reply as Scripted
 from adk.testing import ScriptedModel, tool_call
@@ -51,7 +52,6 @@ ONCE = RetryPolicy(max_attempts=1)
 STDIO_SCRIPT = Path(__file__).parent / "mcp_servers" / "stdio_server.py"
 SECRET = "the-customers-account-4111-1111"
 KEY = "sk-proj-Zq8v3kT1cN0pLmR5sX7w"
-SAID_SHOWN = 2000  # how much of a server's answer a ModelError quotes (adk.models.openai)
 
 
 @pytest.fixture(autouse=True)

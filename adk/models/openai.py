@@ -702,7 +702,7 @@ class OpenAIChatModel(AsyncCloseable):
                 if hinted is not None and hinted > RETRY_AFTER_LIMIT
                 else ""
             )
-            said = _server_message(exc)
+            said, cut = self._bounded(_server_message(exc))
             # A 404 is a model name the server does not have (OpenAI's "The model ... does not
             # exist") or a base_url off the server's API ("404 page not found", a gateway's
             # "Unknown path"): the server's words alone do not say which to check.
@@ -717,6 +717,7 @@ class OpenAIChatModel(AsyncCloseable):
                 ModelError(f"{where} HTTP {status}: {said}{tries}{wait}{check}", status=status),
                 said,
                 exc,
+                cut,
             )
         if isinstance(exc, openai.APITimeoutError):
             return ModelError(f"{where} the request timed out{tries}")
@@ -734,9 +735,12 @@ class OpenAIChatModel(AsyncCloseable):
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
         if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
-            said = _without_echo(f"{exc.message}{error_detail(exc.body)}")
+            said, cut = self._bounded(_without_echo(f"{exc.message}{error_detail(exc.body)}"))
             return self._quoting(
-                ModelError(f"{where} {said}{tries}", status=in_band_status(exc.body)), said, exc
+                ModelError(f"{where} {said}{tries}", status=in_band_status(exc.body)),
+                said,
+                exc,
+                cut,
             )
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
@@ -761,18 +765,41 @@ class OpenAIChatModel(AsyncCloseable):
             )
         return exc
 
-    def _quoting(self, error: ModelError, said: str, exc: openai.APIError) -> ModelError:
+    def _own_key(self) -> str | None:
+        """This model's API key, to mask where a server quotes it (None: none to mask)."""
+        given = getattr(self._client, "api_key", None)
+        return given if isinstance(given, str) and len(given) >= 8 and given != _KEYLESS else None
+
+    def _bounded(self, said: str) -> tuple[str, bool]:
+        """What a server said, to quote: cut to ``_SAID_SHOWN`` characters (Gemini answers each
+        unknown field with a line of its own, thousands for a long conversation), the API key
+        masked first so that a cut through it leaves none of it; and whether it was cut."""
+        if len(said) <= _SAID_SHOWN:
+            return said, False
+        key = self._own_key()
+        if key is not None:
+            said = said.replace(key, "***")
+        shown = said[:_SAID_SHOWN]
+        return f"{shown}... ({len(said) - len(shown)} more characters not shown)", True
+
+    def _quoting(
+        self, error: ModelError, said: str, exc: openai.APIError, cut: bool = False
+    ) -> ModelError:
         """``error``, which quotes what the server said (``said``), with this model's API key
         masked: a server refusing a key may quote it whole ("Incorrect API key provided: sk-...";
         OpenAI masks all but its ends, gateways and self-hosted servers do not), and the text
         reaches RunErrors, logs and span status. Marked so that the chain, whose SDK error holds
         the server's whole answer, is not printed with it when the key was quoted, or when the
-        answer held more than was shown (``_without_echo``: a request echoed back)."""
-        given = getattr(self._client, "api_key", None)
-        key = given if isinstance(given, str) and len(given) >= 8 and given != _KEYLESS else None
+        answer held more than was shown (``_without_echo``: a request echoed back; ``cut``: a
+        long answer, ``_bounded``)."""
+        key = self._own_key()
         if key is not None and key in said:  # (the rest of the text is ours: URL, model name)
             error = ModelError(str(error).replace(key, "***"), status=error.status)
-        elif not (key is not None and key in str(exc)) and _ECHOED_INPUT.search(str(exc)) is None:
+        elif (
+            not cut
+            and not (key is not None and key in str(exc))
+            and _ECHOED_INPUT.search(str(exc)) is None
+        ):
             return error
         error._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
         return error
@@ -1154,6 +1181,9 @@ def _without_echo(text: str) -> str:
         return listed
     return f"{text[: found.start()]}, ... (the request the server echoed is not shown)"
 
+
+# How much of what a server said a ModelError quotes (``OpenAIChatModel._bounded``).
+_SAID_SHOWN = 2000
 
 # The longest text read as a list of validation errors (``_listed_errors``); a longer one is cut.
 _ERRORS_READ = 256 * 1024
