@@ -533,3 +533,26 @@ async def test_a_runner_used_after_its_async_with_says_its_model_is_closed() -> 
         )
         assert "keep one runner open for as long as the agents run" in str(failed.value)
         assert len(server.requests) == 1  # the closed model sent nothing
+
+
+async def test_a_run_that_is_a_callable_object_is_checked_as_python_calls_it() -> None:
+    # A class attribute that is no descriptor (an object with __call__, functools.partial before
+    # Python 3.14) is called without the instance, as run(input, ctx): it is taken. It was bound
+    # as three arguments, (self, input, ctx), and such a class was refused where it is defined.
+    class Answer:
+        async def __call__(self, input: Any, ctx: Any) -> AsyncIterator[adk.AgentEvent]:
+            yield adk.AgentEvent.of("object")
+
+    class ByObject(adk.BaseAgent):
+        run = Answer()  # type: ignore[assignment]
+
+    assert (await Runner(ByObject("a")).invoke("hi")).text == "object"
+
+    class Wrong:
+        async def __call__(self, input: Any) -> AsyncIterator[adk.AgentEvent]:
+            yield adk.AgentEvent.of("never")
+
+    with pytest.raises(TypeError, match=r"ByWrong.run\(input\) cannot be called as run"):
+
+        class ByWrong(adk.BaseAgent):
+            run = Wrong()  # type: ignore[assignment]
