@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Callable
+from types import FunctionType
 from typing import Any, Protocol, runtime_checkable
 
 from ._checks import agent_description, check_name
@@ -79,8 +80,9 @@ def _check_run_signature(cls: str, run: Callable[..., Any], without_self: bool) 
     """Refuse, where the class ``cls`` is defined, a ``run`` that cannot be called as
     ``run(input, ctx)``: ``async def run(self, input)`` failed each run with "run() takes 2
     positional arguments but 3 were given", naming neither what it is given nor why.
-    ``without_self``: a static or class method, called without the instance. A ``run`` whose
-    signature cannot be read (a callable object of one's own) is left to run."""
+    ``without_self``: called without the instance (a static or class method, or a callable
+    that is no descriptor, ``run = Answer()``, as Python calls it). A ``run`` whose signature
+    cannot be read is left to run."""
     try:
         signature = inspect.signature(run)
     except (TypeError, ValueError):
@@ -109,8 +111,17 @@ class BaseAgent:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("run")
-        if own is not None:
-            _check_run_signature(cls.__name__, cls.run, isinstance(own, staticmethod | classmethod))
+        if own is None:
+            return
+        if isinstance(own, staticmethod | classmethod):
+            _check_run_signature(cls.__name__, cls.run, True)
+        elif isinstance(own, FunctionType):
+            _check_run_signature(cls.__name__, own, False)
+        elif not hasattr(type(own), "__get__"):
+            # No descriptor (an object with ``__call__``, ``functools.partial`` before 3.14):
+            # Python calls it without the instance, as run(input, ctx).
+            _check_run_signature(cls.__name__, own, True)
+        # Another descriptor binds as it likes (``__get__``): left to run.
 
     def __init__(self, name: str, description: str = "") -> None:
         self.name = check_name(name, "an agent")
