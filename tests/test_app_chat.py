@@ -427,3 +427,48 @@ async def test_the_example_service_keeps_a_conversation_whole_across_its_approva
     assert roles == [
         ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
     ]  # fmt: skip
+
+
+async def test_the_example_services_session_stops_waiting_once_its_checkpoint_is_gone(
+    tmp_path: Path,
+) -> None:
+    """A session waiting on a checkpoint that is no more (resumed by another worker sharing the
+    store, lost by a store that restarted) answered every message 409 'waits for a decision'
+    and every resume of it 404 'no checkpoint', for good. The 404 of the checkpoint a session
+    waits on ends the wait; the conversation is as before the paused turn (its call, answered
+    by no result, is not sent to the model)."""
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    spec = importlib.util.spec_from_file_location(
+        "_chat_agent_service_gone", EXAMPLES / "agent_service.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    store = InMemoryCheckpointStore()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        await store.delete(paused)  # resumed elsewhere, or lost with the store
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 404 and "no checkpoint" in events[0][1]["error"]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 200, events
+    finally:
+        server.should_exit = True
+        await serving
+    assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
