@@ -19,7 +19,7 @@ What docs/service.md describes, in one program:
   and the checkpoint to decide on (the paused turn's messages end with the call no result answers
   yet, which a model API refuses as input). ``POST /resume/{checkpoint_id}`` carries the decision,
   holding the session as a run does, and the resumed turn, whole, becomes the session's
-  conversation. Its refusals are told apart
+  conversation (a ``404``, the checkpoint gone, ends the wait). Its refusals are told apart
   by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
   ``409`` for one being resumed now, ``400`` for a decision that does not fit, ``503`` while the
   checkpoint store is down (nothing ran: the decision can be sent again). A store failing as the
@@ -147,14 +147,25 @@ class Sessions:
     def ended(
         self, session_id: str, events: AsyncIterator[adk.AgentEvent], paused: str | None
     ) -> None:
-        """A turn of the session ended (a run, or the resume of its pause): its conversation is
-        the session's now, whole (a resumed run's messages start from the paused run's input),
-        and the session waits for a decision if it paused (again)."""
-        self.messages[session_id] = adk.run_messages(events)
-        self.paused.pop(self.waiting.pop(session_id, ""), None)
+        """A turn of the session ended (a run, or the resume of its pause). Paused (again), the
+        session waits for a decision, its conversation kept as before the turn (the resume
+        starts again from the paused run's input); otherwise the turn's conversation is the
+        session's now, whole."""
         if paused is not None:
+            self.paused.pop(self.waiting.get(session_id, ""), None)
             self.waiting[session_id] = paused
             self.paused[paused] = session_id
+            return
+        self.messages[session_id] = adk.run_messages(events)
+        self.paused.pop(self.waiting.pop(session_id, ""), None)
+
+    def gone(self, checkpoint_id: str) -> None:
+        """The checkpoint is no more (resumed by another worker, lost by its store): a session
+        waiting on it goes on, its conversation as before the paused turn. Without this, every
+        message of it was refused (409) and every resume of it answered 404, for good."""
+        session_id = self.paused.pop(checkpoint_id, None)
+        if session_id is not None:
+            del self.waiting[session_id]
 
     async def take(self, session_id: str) -> bool:
         """Take the session for a run: False while a run of it goes on."""
@@ -284,6 +295,8 @@ def build_app(
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
             await events.aclose()
             give_back()
+            if isinstance(exc, adk.CheckpointNotFoundError):
+                sessions.gone(checkpoint_id)  # its session, if it waits on it, goes on
             # Gone (a stale link, sent twice), being resumed (a double click), or the service's
             # own fault: a checkpoint it cannot read, run options this version does not pass.
             status = 404 if isinstance(exc, adk.CheckpointNotFoundError) else 500
