@@ -472,3 +472,68 @@ async def test_the_example_services_session_stops_waiting_once_its_checkpoint_is
         server.should_exit = True
         await serving
     assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
+
+
+async def test_the_example_services_approval_sent_as_the_pause_arrives_is_the_sessions_turn(
+    tmp_path: Path,
+) -> None:
+    """The session was marked waiting only once its paused run's response had ended, after the
+    paused event was sent: a client approving at once (a program, a fast click) found the
+    checkpoint belonging to no session, and its resume ran outside the session's lock, its
+    turn (the payment) never written to the conversation; the session then waited on the
+    checkpoint that resume had deleted. The pause is the session's as its event is sent: the
+    early resume is refused (409) while the paused run's response ends, then taken."""
+    spec = importlib.util.spec_from_file_location(
+        "_chat_agent_service_early", EXAMPLES / "agent_service.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    example.payment_done.set()
+    sent = asyncio.Event()  # the paused run's events are all sent; its response not ended
+    release = asyncio.Event()
+    sse = example._sse
+    seen: list[str] = []
+
+    async def slow_to_end(events: Any, *args: Any) -> AsyncIterator[str]:
+        async for chunk in sse(events, *args):
+            if chunk.startswith("event: paused"):
+                seen.append(json.loads(chunk.split("data: ", 1)[1])["checkpoint_id"])
+            yield chunk
+        if not sent.is_set():  # the first response only: its end comes late
+            sent.set()
+            await release.wait()
+
+    example._sse = slow_to_end
+    app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        paying = asyncio.create_task(
+            example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        )
+        await sent.wait()
+        [paused] = seen
+        early, _ = await example.post(port, f"/resume/{paused}", {"decision": True})
+        release.set()
+        status, events = await paying
+        assert status == 200 and events[-1][0] == "paused"
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert (early, status) == (409, 200), events
+        await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
+    finally:
+        server.should_exit = True
+        await serving
+    roles = [(m.role.value, m.name) for m in asked[-1]]
+    assert roles == [
+        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
+    ]  # fmt: skip
