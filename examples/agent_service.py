@@ -144,18 +144,18 @@ class Sessions:
         self.waiting: dict[str, str] = {}  # session id -> the checkpoint of its paused turn
         self.paused: dict[str, str] = {}  # checkpoint id -> its session
 
-    def ended(
-        self, session_id: str, events: AsyncIterator[adk.AgentEvent], paused: str | None
-    ) -> None:
-        """A turn of the session ended (a run, or the resume of its pause). Paused (again), the
-        session waits for a decision, its conversation kept as before the turn (the resume
-        starts again from the paused run's input); otherwise the turn's conversation is the
-        session's now, whole."""
-        if paused is not None:
-            self.paused.pop(self.waiting.get(session_id, ""), None)
-            self.waiting[session_id] = paused
-            self.paused[paused] = session_id
-            return
+    def pause(self, session_id: str, checkpoint_id: str) -> None:
+        """The session's turn paused (again): it waits for a decision, its conversation kept as
+        before the turn (the resume starts again from the paused run's input). Marked as the
+        paused event is sent, not once the response ends: a client approving at once found the
+        checkpoint no session's, and its resume ran outside the session's lock."""
+        self.paused.pop(self.waiting.get(session_id, ""), None)
+        self.waiting[session_id] = checkpoint_id
+        self.paused[checkpoint_id] = session_id
+
+    def ended(self, session_id: str, events: AsyncIterator[adk.AgentEvent]) -> None:
+        """A turn of the session ended without pausing (a run, or the resume of its pause): its
+        conversation is the session's now, whole."""
         self.messages[session_id] = adk.run_messages(events)
         self.paused.pop(self.waiting.pop(session_id, ""), None)
 
@@ -258,16 +258,18 @@ def build_app(
 
         async def body() -> AsyncGenerator[str, None]:
             paused: list[str] = []
+            on_pause = _Pauses(paused, functools.partial(sessions.pause, session_id))
             try:
                 async with (
                     contextlib.aclosing(events),
-                    contextlib.aclosing(_in_span(span, _sse(events, paused))) as chunks,
+                    contextlib.aclosing(_in_span(span, _sse(events, on_pause))) as chunks,
                     asyncio.timeout(REQUEST_TIMEOUT),
                 ):
                     async for chunk in chunks:
                         yield chunk
                 # Ended: its conversation is the session's now. A run cut off leaves it as it was.
-                sessions.ended(session_id, events, paused[-1] if paused else None)
+                if not paused:
+                    sessions.ended(session_id, events)
             except TimeoutError:
                 message = f"the run took longer than {REQUEST_TIMEOUT:g} s"
                 yield _event("error", {"error": message})
@@ -317,14 +319,15 @@ def build_app(
 
         async def body() -> AsyncGenerator[str, None]:
             paused: list[str] = []
+            mark = functools.partial(sessions.pause, session_id) if session_id else None
             async with contextlib.aclosing(events):
                 try:
-                    async for chunk in _sse(_chain(first, events), paused):
+                    async for chunk in _sse(_chain(first, events), _Pauses(paused, mark)):
                         yield chunk
                 except CheckpointStoreError as exc:  # the run ended, its checkpoint was left
                     yield _event("error", {"error": str(exc)})  # the decision must not be resent
-            if session_id is not None:  # the turn ended: the session's conversation goes on
-                sessions.ended(session_id, events, paused[-1] if paused else None)
+            if session_id is not None and not paused:  # the turn ended: the conversation goes on
+                sessions.ended(session_id, events)
 
         return SessionStream(body(), give_back, trace.INVALID_SPAN)
 
@@ -375,11 +378,25 @@ def _nothing() -> None:
     pass
 
 
+class _Pauses:
+    """Where a run's pause goes as its event is sent: ``paused`` (the response's), and ``mark``
+    (``Sessions.pause``, for a session's run)."""
+
+    def __init__(self, paused: list[str], mark: Callable[[str], None] | None) -> None:
+        self.paused = paused
+        self.mark = mark
+
+    def __call__(self, checkpoint_id: str) -> None:
+        self.paused.append(checkpoint_id)
+        if self.mark is not None:
+            self.mark(checkpoint_id)
+
+
 async def _sse(
-    events: AsyncIterator[adk.AgentEvent], paused: list[str]
+    events: AsyncIterator[adk.AgentEvent], on_pause: Callable[[str], None]
 ) -> AsyncGenerator[str, None]:
     """The run as Server-Sent Events: pieces of each answer as they come, then each event; the
-    checkpoint id of a pause goes to ``paused`` too."""
+    checkpoint id of a pause goes to ``on_pause`` before its event is sent."""
     async for event in events:
         stream = event.output.stream if event.output is not None else None
         if stream is not None:
@@ -390,7 +407,7 @@ async def _sse(
             except Exception:  # the model failed mid-answer: its error event comes next
                 continue
         if event.interrupted is not None:
-            paused.append(event.interrupted.checkpoint_id)
+            on_pause(event.interrupted.checkpoint_id)
             yield _event("paused", event.to_dict()["action"]["interrupted"])
         else:
             yield _event("event", event.to_dict())
