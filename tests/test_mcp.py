@@ -1805,6 +1805,23 @@ async def test_names_the_server_does_not_list_are_warned_about_once_for_each_lis
             await asyncio.to_thread(process.stop)
 
 
+def test_a_listing_read_in_another_order_is_the_same_listing_for_its_warnings() -> None:
+    """A server whose listing comes in another order on each reading (tools kept in a Go map or
+    a Python set, iterated in no fixed order) logged its warnings again on every reading: the
+    digest was of the list as it came. A listing is its tools, in whatever order; one that
+    changed (a tool's schema) still warns again."""
+    from adk.mcp._session import ListingWarnings
+
+    bad = {"name": "string_schema", "inputSchema": {"type": "string"}}
+    add = {"name": "add", "inputSchema": {"type": "object", "properties": {}}}
+    warned = ListingWarnings()
+    assert warned.first("left out", [add, bad])
+    assert not warned.first("left out", [bad, add])  # the same tools, listed the other way
+    assert not warned.first("left out", [{**add, "inputSchema": add["inputSchema"]}, bad])
+    assert warned.first("left out", [bad, {**add, "description": "Adds."}])  # changed
+    assert warned.first("twice", [add, bad])  # another warning's own
+
+
 async def test_an_approved_call_of_an_optional_server_down_at_the_resume_waits_for_it(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
