@@ -283,8 +283,9 @@ class ListingWarnings:
     be watched (a 2026-07-28 server without the change stream); the same bad tool was warned
     about each time, the same lines filling a service's log with nothing new. Shared by a
     toolset's sessions (one per event loop, in several threads too); the last ``_KEPT``
-    listings are remembered. A listing is told by a digest of it (its JSON, keys sorted), made
-    only when it has something to warn about."""
+    listings are remembered. A listing is told by a digest of it (its entries' JSON, keys
+    sorted, in sorted order, so one read in another order is the same), made only when it has
+    something to warn about."""
 
     _KEPT = 64
     __slots__ = ("_lock", "_seen")
@@ -297,7 +298,13 @@ class ListingWarnings:
         """Whether ``listing`` (JSON data) is warned about for ``what`` the first time; it is
         remembered from now on. One that cannot be told (not JSON) is always the first."""
         try:
-            text = json.dumps(listing, sort_keys=True, default=repr)
+            if isinstance(listing, list):
+                # Its tools in any order: a server may list them in none fixed (a Go map, a
+                # set), and every reading warned again.
+                entries = sorted(json.dumps(item, sort_keys=True, default=repr) for item in listing)
+                text = json.dumps(entries)
+            else:
+                text = json.dumps(listing, sort_keys=True, default=repr)
         except (TypeError, ValueError, RecursionError):
             return True
         key = f"{what}:{hashlib.sha256(text.encode()).hexdigest()}"
