@@ -168,6 +168,28 @@ async def test_a_proxy_that_cannot_be_reached_is_a_connect_failure(
     assert caught.value.stage == "connect"
 
 
+async def test_a_connect_failure_through_a_proxy_names_the_proxy_its_password_masked(
+    http_process: HTTPServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy that is down failed the connect naming the MCP server alone ('could not connect
+    to MCP server 'http://127.0.0.1:.../mcp' ... All connection attempts failed'), a server that
+    is up: the one address the client could not reach was not in the message. It names the
+    proxy the environment gave for the URL, its credentials masked; one NO_PROXY exempts is not
+    named."""
+    port = closed_port()
+    monkeypatch.setenv("HTTP_PROXY", f"http://alice:s3cret-pw@127.0.0.1:{port}")
+    with pytest.raises(MCPConnectionError) as caught:
+        await MCPToolset(HTTPServer(http_process.url)).tools()
+    said = str(caught.value)
+    assert f"through the proxy the environment names, 'http://***@127.0.0.1:{port}'" in said
+    assert "s3cret" not in said and "alice" not in said
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    gone = f"http://127.0.0.1:{closed_port()}/mcp"
+    with pytest.raises(MCPConnectionError) as caught:
+        await MCPToolset(HTTPServer(gone)).tools()
+    assert "proxy" not in str(caught.value)
+
+
 async def test_an_sse_server_is_reached_through_the_proxy_and_no_proxy_applies(
     sse_process: HTTPServerProcess, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
