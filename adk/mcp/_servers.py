@@ -344,6 +344,24 @@ def _http_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.Asy
     return httpx2.AsyncClient(headers=headers, timeout=timeout, transport=direct, mounts=mounts)
 
 
+def _proxy_for(url: str) -> str | None:
+    """The proxy the environment names for ``url``, as ``_http_client`` mounts it (the most
+    specific pattern first, as ``httpx2`` orders them), shown with its credentials masked;
+    None for none (or a host ``NO_PROXY`` names, or a variable that cannot be read)."""
+    from httpx2._utils import URLPattern, get_environment_proxies
+
+    try:
+        target = httpx2.URL(url)
+        mounted = [(URLPattern(key), proxy) for key, proxy in get_environment_proxies().items()]
+        patterns = sorted(mounted, key=lambda item: item[0])
+    except Exception:  # only a hint: never in the way of the error it adds to
+        return None
+    for pattern, proxy in patterns:
+        if pattern.matches(target):
+            return None if proxy is None else _redacted(proxy)
+    return None
+
+
 class _URLServer:
     """Showing a server reached by URL without the credentials the URL may carry."""
 
@@ -383,13 +401,18 @@ class _URLServer:
     def _connect_hint(self, reason: str) -> str:
         """What to add to ``reason``, why a connection failed, to say what to do: a URL with no
         path is refused (404) by servers serving MCP at one, which the bare Not Found left to
-        guess."""
+        guess; and the proxy the environment names for the URL, if any, its credentials masked
+        (a proxy that is down failed naming the server alone)."""
+        hint = ""
         if "404" in reason and urlsplit(self.url).path in ("", "/"):
-            return (
+            hint = (
                 "; the URL has no path, and MCP servers serve at one, as a rule /mcp for "
                 "streamable HTTP (HTTPServer) and /sse for SSE (SSEServer)"
             )
-        return ""
+        proxy = _proxy_for(self.url)
+        if proxy is not None:
+            hint += f"; its requests went through the proxy the environment names, '{proxy}'"
+        return hint
 
     def __repr__(self) -> str:  # headers are left out: they usually hold a token
         return f"{type(self).__name__}(url={str(self)!r}, timeout={self.timeout!r})"
