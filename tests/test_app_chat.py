@@ -537,3 +537,57 @@ async def test_the_example_services_approval_sent_as_the_pause_arrives_is_the_se
     assert roles == [
         ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
     ]  # fmt: skip
+
+
+async def test_the_example_services_resume_that_fails_leaves_its_session_waiting(
+    tmp_path: Path,
+) -> None:
+    """A resumed run that ends in an error keeps its checkpoint (the runner deletes it only for a
+    run that finished), to be resumed again. The session stopped waiting all the same: its next
+    message was taken, and the decision sent again ran as no session's turn, outside its lock,
+    its turn never kept. The session waits on the kept checkpoint until a resume of it ends."""
+    spec = importlib.util.spec_from_file_location(
+        "_chat_agent_service_failed", EXAMPLES / "agent_service.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    down = [True]  # the model fails once the payment's result comes
+
+    def model(messages: list[adk.Message]) -> Any:
+        asked.append(messages)
+        if down[0] and messages[-1].role == "tool":
+            raise ConnectionError("the model API is down")
+        return scripted(messages)
+
+    example.scripted = model
+    example.payment_done.set()
+    app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200 and events[-1][1]["error"] is not None
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused
+        down[0] = False
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
+        await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
+    finally:
+        server.should_exit = True
+        await serving
+    roles = [(m.role.value, m.name) for m in asked[-1]]
+    assert roles == [
+        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
+    ]  # fmt: skip
