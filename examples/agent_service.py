@@ -320,13 +320,17 @@ def build_app(
         async def body() -> AsyncGenerator[str, None]:
             paused: list[str] = []
             mark = functools.partial(sessions.pause, session_id) if session_id else None
+            last: list[adk.AgentEvent] = []
             async with contextlib.aclosing(events):
                 try:
-                    async for chunk in _sse(_chain(first, events), _Pauses(paused, mark)):
+                    async for chunk in _sse(_chain(first, events, last), _Pauses(paused, mark)):
                         yield chunk
                 except CheckpointStoreError as exc:  # the run ended, its checkpoint was left
                     yield _event("error", {"error": str(exc)})  # the decision must not be resent
-            if session_id is not None and not paused:  # the turn ended: the conversation goes on
+            # A resumed run that failed keeps its checkpoint, to be resumed again: the session
+            # waits on. Otherwise the turn ended, and the conversation goes on.
+            failed = bool(last) and last[-1].error is not None
+            if session_id is not None and not paused and not failed:
                 sessions.ended(session_id, events)
 
         return SessionStream(body(), give_back, trace.INVALID_SPAN)
@@ -367,10 +371,13 @@ async def _in_span(
 
 
 async def _chain(
-    first: adk.AgentEvent, rest: AsyncIterator[adk.AgentEvent]
+    first: adk.AgentEvent, rest: AsyncIterator[adk.AgentEvent], last: list[adk.AgentEvent]
 ) -> AsyncIterator[adk.AgentEvent]:
+    """``first``, then ``rest``; ``last`` holds the last event passed on."""
+    last[:] = [first]
     yield first
     async for event in rest:
+        last[:] = [event]
         yield event
 
 
