@@ -1805,7 +1805,7 @@ async def test_names_the_server_does_not_list_are_warned_about_once_for_each_lis
             await asyncio.to_thread(process.stop)
 
 
-def test_a_listing_read_in_another_order_is_the_same_listing_for_its_warnings() -> None:
+async def test_a_listing_read_in_another_order_is_the_same_listing_for_its_warnings() -> None:
     """A server whose listing comes in another order on each reading (tools kept in a Go map or
     a Python set, iterated in no fixed order) logged its warnings again on every reading: the
     digest was of the list as it came. A listing is its tools, in whatever order; one that
