@@ -591,3 +591,52 @@ async def test_the_example_services_resume_that_fails_leaves_its_session_waiting
     assert roles == [
         ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
     ]  # fmt: skip
+
+
+async def test_the_example_services_resume_refused_as_its_first_event_gives_its_session_back(
+    tmp_path: Path,
+) -> None:
+    """A resume refused as its first event (an error event caused by a ``CheckpointError``: a
+    ``before_tool`` gate the paused version had and this one lacks) was answered 500 with the
+    session's lock still held: every later resume of it answered 409 'being resumed', every
+    message 409, for good, even once the service could resume it. The refusal gives the session
+    back, as the raised refusals do; it still waits on the kept checkpoint."""
+    from checkpoint_rewrite import rewrite_checkpoint
+
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    spec = importlib.util.spec_from_file_location(
+        "_chat_agent_service_gate", EXAMPLES / "agent_service.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.payment_done.set()
+    store = InMemoryCheckpointStore()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        point = events[-1][1]["points"][0]["id"]
+        async with rewrite_checkpoint(store, paused) as body:  # paused by a gate since removed
+            body["states"][point] = {"callback": "gone_module.gate#0"}
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 500 and "before_tool" in events[0][1]["error"], events
+        async with rewrite_checkpoint(store, paused) as body:  # the service fixed
+            del body["states"][point]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused, events
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200, events
+        assert events[-1][1]["output"]["message"]["content"].startswith("Paid")
+    finally:
+        server.should_exit = True
+        await serving
