@@ -314,7 +314,9 @@ def build_app(
         if isinstance(first.exception, adk.CheckpointError):
             # Refused as its first event, not raised (a before_tool gate this version lacks, an
             # agent tree that no longer fits the pause): the service's fault, not a run's end.
+            # The session waits on the kept checkpoint, its lock given back.
             await events.aclose()
+            give_back()
             return JSONResponse({"error": str(first.exception)}, 500)
 
         async def body() -> AsyncGenerator[str, None]:
