@@ -540,6 +540,60 @@ async def test_a_round_whose_record_hook_raises_fails_rather_than_waiting_foreve
     assert await store.get("h") is not None  # failed: the checkpoint stays, to resume again
 
 
+class _Abort(BaseException):
+    """An exception that is no ``Exception``, as a test's ``pytest.fail`` (``Failed``), gevent's
+    ``Timeout`` or a program's own abort is: not caught by ``except Exception``."""
+
+
+@pytest.mark.parametrize("source", ["the store's record", "the tool"])
+async def test_a_base_exception_in_a_round_of_several_calls_ends_the_run_rather_than_hanging(
+    source: str,
+) -> None:
+    """A call's task ending with a BaseException that is no Exception (raised by the store's
+    write of the record, or by the tool itself): the round of several calls raises it, as a
+    lone call's round does. The task used to end without putting anything on the round's queue,
+    and the round waited for its outcome forever, the loop idle (a test store calling
+    pytest.fail hung the suite). The guard's 30 s only ends the test if it hangs."""
+
+    @tool(require_approval=True)
+    async def pay(to: str) -> str:
+        """Pay someone once a person approves it."""
+        if source == "the tool" and to == "eve":
+            raise _Abort("abort")
+        paid.append(to)
+        return f"paid {to}"
+
+    def agent() -> ReActAgent:
+        def reply(messages: list[Message]) -> Any:
+            if messages[-1].role == Role.TOOL:
+                return Reply(text="done")
+            return Reply(
+                tool_calls=[tool_call("pay", {"to": n}, id=f"c_{n}") for n in ("bob", "eve")]
+            )
+
+        return ReActAgent("payer", ScriptedModel(reply), tools=[pay])
+
+    store = _FailsRecords()
+    paused = await Runner(agent(), checkpoint_store=store).invoke("pay", checkpoint_id="b")
+    assert paused.interrupt is not None
+    answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+    resume = Runner(agent(), checkpoint_store=store)
+    if source == "the store's record":
+        loaded = store.get
+
+        async def then_fail(id: str) -> bytes | None:
+            data = await loaded(id)
+            store.fail, store.error = "put", _Abort("abort")
+            store.get = loaded  # type: ignore[method-assign]
+            return data
+
+        store.get = then_fail  # type: ignore[method-assign]
+
+    with pytest.raises(_Abort):
+        await asyncio.wait_for(resume.invoke_resume("b", answers), 30)
+    assert await store.get("b") is not None  # not finished: the checkpoint stays
+
+
 def _show(path: Path, checkpoint_id: str) -> subprocess.CompletedProcess[str]:
     """``pyadk checkpoint show`` of a SQLite file, as an operator runs it."""
     command = ["checkpoint", "show", checkpoint_id, "--sqlite", str(path)]
