@@ -63,9 +63,9 @@ class ToolOutcome:
     tool_name: str = ""
 
 
-_Item = AgentEvent | ToolOutcome | Exception  # an exception: raised where the calls are awaited
+_Item = AgentEvent | ToolOutcome | BaseException  # an exception: raised where the calls are awaited
 """What concurrent calls pass to the loop awaiting them: forwarded events, outcomes, or the error
-that fails a resume or the run."""
+that fails a resume or the run (a ``BaseException`` that is no ``Exception`` included)."""
 
 _FAILS_RUN = (CheckpointError, MaxTurnsExceeded)
 """A call's errors that fail the calling agent rather than being an error result for its model."""
@@ -433,33 +433,40 @@ async def execute_tool_calls(
     queue: asyncio.Queue[_Item] = asyncio.Queue()
 
     async def one(call: ToolCall) -> None:
+        # Every way out of this task puts something on the queue: a task ended without putting
+        # its outcome would leave the round waiting for it forever, the loop idle.
         emit = None
         try:
-            substitute = instead.get(call.id) if instead else None
-            # Only a tool that shows events while it runs (an ``AgentTool`` forwarding, a tool
-            # reporting progress) is given a way out (a lone call, none: ``lone_call``).
-            if _shows_events(substitute or tools.get(call.name)):
-                emit = _Emitter(queue, call.name, call.id)
-            outcome = await run_tool_call(call, tools, ctx, emit, substitute)
-        except _FAILS_RUN as exc:  # fails the resume or run: raised where the calls are awaited
-            queue.put_nowait(exc)
-            return
-        except Exception as exc:  # a failing hook; the call still needs an answer
-            name = call.name
-            text = f"Error: tool '{name}' failed: {_describe(exc)}"
-            message = Message.tool(text, tool_call_id=call.id, name=name)
-            outcome = ToolOutcome(call, message, None, None, None, name)
-        finally:
-            if emit is not None:  # its result is out: a report now would come after it
-                emit.ended = True
-        if taken is not None:
             try:
-                await taken(outcome)
-            except Exception as exc:
-                # Whatever it raises goes to the round: a task ended without putting its
-                # outcome would leave the round waiting for it forever, the loop idle.
+                substitute = instead.get(call.id) if instead else None
+                # Only a tool that shows events while it runs (an ``AgentTool`` forwarding, a
+                # tool reporting progress) is given a way out (a lone call, none: ``lone_call``).
+                if _shows_events(substitute or tools.get(call.name)):
+                    emit = _Emitter(queue, call.name, call.id)
+                outcome = await run_tool_call(call, tools, ctx, emit, substitute)
+            except _FAILS_RUN as exc:  # fails the resume or run: raised where calls are awaited
                 queue.put_nowait(exc)
                 return
+            except Exception as exc:  # a failing hook; the call still needs an answer
+                name = call.name
+                text = f"Error: tool '{name}' failed: {_describe(exc)}"
+                message = Message.tool(text, tool_call_id=call.id, name=name)
+                outcome = ToolOutcome(call, message, None, None, None, name)
+            finally:
+                if emit is not None:  # its result is out: a report now would come after it
+                    emit.ended = True
+            if taken is not None:
+                try:
+                    await taken(outcome)
+                except Exception as exc:  # whatever it raises goes to the round, and fails it
+                    queue.put_nowait(exc)
+                    return
+        except BaseException as exc:
+            # No Exception (a program's own abort, pytest.fail's, KeyboardInterrupt), from the
+            # tool or the record: raised where the calls are awaited, as a lone call's would be.
+            # Our own cancellation too, harmless: the round has stopped reading the queue.
+            queue.put_nowait(exc)
+            raise
         queue.put_nowait(outcome)
 
     tasks = [asyncio.create_task(one(call)) for call in calls]
@@ -467,8 +474,8 @@ async def execute_tool_calls(
     try:
         while remaining:
             item = await queue.get()
-            if isinstance(item, Exception):  # _FAILS_RUN, or what a ``taken`` hook raised
-                raise item
+            if isinstance(item, BaseException):  # _FAILS_RUN, what a ``taken`` hook raised,
+                raise item  # or a BaseException that is no Exception
             if isinstance(item, ToolOutcome):
                 remaining -= 1
             yield item
