@@ -594,6 +594,49 @@ async def test_a_base_exception_in_a_round_of_several_calls_ends_the_run_rather_
     assert await store.get("b") is not None  # not finished: the checkpoint stays
 
 
+async def test_a_replayed_call_runs_no_tool_callbacks_and_makes_no_tool_span() -> None:
+    """What interrupts.md says of a replay: the recorded result is the one the callbacks of the
+    resume that ran the call produced (after_tool's replacement included); a replay runs neither
+    before_tool nor after_tool again and makes no execute_tool span (the tool is not called),
+    while the model's call after it is traced as any other."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from adk.callbacks import Callbacks
+
+    seen: list[tuple[str, str]] = []
+
+    def after(_ctx: ToolContext, call: Any, result: Any) -> str:
+        seen.append(("after_tool", call.id))
+        return f"{result} (checked)"
+
+    def before(_ctx: ToolContext, call: Any) -> None:
+        seen.append(("before_tool", call.id))
+
+    callbacks = [Callbacks(before_tool=before, after_tool=after)]
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_payer(), checkpoint_store=store).invoke("pay", checkpoint_id="c")
+    assert paused.interrupt is not None
+    failing = Runner(_payer(fail_after_payment=True), checkpoint_store=store, callbacks=callbacks)
+    with pytest.raises(RunError, match="model down"):
+        await failing.invoke_resume("c", {"approved": True})
+    assert seen == [("before_tool", "call_bob"), ("after_tool", "call_bob")]
+
+    seen.clear()
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    retry = Runner(_payer(), checkpoint_store=store, callbacks=callbacks, tracer_provider=provider)
+    done = await retry.invoke_resume("c", {"approved": True})
+
+    assert done.text == "done: paid 5 to bob (checked)" and paid == ["bob"]
+    assert seen == []
+    names = [span.name for span in exporter.get_finished_spans()]
+    assert not any(name.startswith("execute_tool") for name in names), names
+    assert any(name.startswith("chat") for name in names), names
+
+
 def _show(path: Path, checkpoint_id: str) -> subprocess.CompletedProcess[str]:
     """``pyadk checkpoint show`` of a SQLite file, as an operator runs it."""
     command = ["checkpoint", "show", checkpoint_id, "--sqlite", str(path)]
