@@ -594,6 +594,38 @@ async def test_a_base_exception_in_a_round_of_several_calls_ends_the_run_rather_
     assert await store.get("b") is not None  # not finished: the checkpoint stays
 
 
+async def test_a_store_raising_cancelled_error_of_its_own_in_a_record_is_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A store's write of the record raising CancelledError though nobody cancelled the run (it
+    awaited something another task cancelled): the store's failure, a warning, and the round of
+    two calls goes on and finishes, rather than passing for the run's cancellation or leaving the
+    round waiting. The guard's 30 s only ends the test if it hangs."""
+    store = _FailsRecords()
+    paused = await Runner(_payer(payees=("bob", "eve")), checkpoint_store=store).invoke(
+        "pay", checkpoint_id="x"
+    )
+    assert paused.interrupt is not None
+    answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+    loaded = store.get
+
+    async def then_fail(id: str) -> bytes | None:
+        data = await loaded(id)
+        store.fail, store.error = "put", asyncio.CancelledError()
+        store.get = loaded  # type: ignore[method-assign]
+        return data
+
+    store.get = then_fail  # type: ignore[method-assign]
+    resume = Runner(_payer(payees=("bob", "eve")), checkpoint_store=store)
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        done = await asyncio.wait_for(resume.invoke_resume("x", answers), 30)
+
+    assert done.text == "done: paid 5 to bob; paid 5 to eve" and sorted(paid) == ["bob", "eve"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+    assert len(warnings) == 1 and "CancelledError" in warnings[0], warnings
+    assert await store.get("x") is None
+
+
 async def test_a_replayed_call_runs_no_tool_callbacks_and_makes_no_tool_span() -> None:
     """What interrupts.md says of a replay: the recorded result is the one the callbacks of the
     resume that ran the call produced (after_tool's replacement included); a replay runs neither
