@@ -252,26 +252,30 @@ async def test_a_wire_model_failing_after_the_payment_with_retries_exhausted(
     assert [m["content"] for m in tool_messages] == ["paid 5 to bob"]
 
 
+def _branch(name: str, to: str, *, fail: bool) -> ReActAgent:
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            if fail:
+                raise RuntimeError("model down")
+            return Reply(text=f"{name}: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay", {"to": to, "amount": 5}, id=f"call_{to}")])
+
+    return ReActAgent(name, ScriptedModel(reply), tools=[pay])
+
+
+def _both(*, fail: bool = False) -> ParallelAgent:
+    """Two ReActAgents in a ParallelAgent, paying bob and eve, each asking its approval."""
+    return ParallelAgent(
+        "both", [_branch("left", "bob", fail=fail), _branch("right", "eve", fail=fail)]
+    )
+
+
 async def test_parallel_branches_each_record_their_payment(tmp_path: Path) -> None:
     """Two ReActAgents in a ParallelAgent, each paused at its approval: both record their call
     in the one checkpoint (one after the other, each on the other's record), and the resume
     after both models failed pays nobody again."""
 
-    def branch(name: str, to: str, *, fail: bool) -> ReActAgent:
-        def reply(messages: list[Message]) -> Any:
-            if messages[-1].role == Role.TOOL:
-                if fail:
-                    raise RuntimeError("model down")
-                return Reply(text=f"{name}: {messages[-1].content}")
-            return Reply(tool_calls=[tool_call("pay", {"to": to, "amount": 5}, id=f"call_{to}")])
-
-        return ReActAgent(name, ScriptedModel(reply), tools=[pay])
-
-    def both(*, fail: bool = False) -> ParallelAgent:
-        return ParallelAgent(
-            "both", [branch("left", "bob", fail=fail), branch("right", "eve", fail=fail)]
-        )
-
+    both = _both
     async with SQLiteCheckpointStore(tmp_path / "c.db") as store:
         paused = await Runner(both(), checkpoint_store=store).invoke("pay", checkpoint_id="p")
         assert paused.interrupt is not None
@@ -416,6 +420,42 @@ async def test_a_record_that_landed_though_its_put_failed_is_still_finished() ->
 
     assert done.text == "done: paid 5 to bob" and paid == ["bob"]
     assert before is not None and await store.get("l") is None
+
+
+async def test_a_record_that_landed_though_it_failed_is_finished_after_another_branchs_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Parallel branches: the first record's replace wrote and then failed (a connection lost
+    before the answer: the store holds it), so the other branch's record, compared with the
+    bytes the resume last knew it wrote, is refused. The run finishes and must delete the
+    checkpoint the landed write left, as it does when no other record came after: it kept the
+    landed write's bytes only as the last write tried, which the refused one replaced, and the
+    finished run left its checkpoint waiting, to be resumed again and pay eve again."""
+
+    class _LandsThenFails(InMemoryCheckpointStore):
+        failing = False
+
+        async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+            replaced = await super()._replace(id, old, data)
+            if self.failing:
+                self.failing = False
+                raise CheckpointStoreError("connection lost", backend="test", operation="put")
+            return replaced
+
+    store = _LandsThenFails()
+    paused = await Runner(_both(), checkpoint_store=store).invoke("pay", checkpoint_id="t")
+    assert paused.interrupt is not None
+    answers = {p.id: {"approved": True} for p in paused.interrupt.points}
+
+    store.failing = True
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        done = await Runner(_both(), checkpoint_store=store).invoke_resume("t", answers)
+
+    assert sorted(paid) == ["bob", "eve"]
+    assert done.interrupt is None
+    warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+    assert len(warnings) == 2 and "connection lost" in warnings[0], warnings
+    assert await store.get("t") is None  # finished: deleted, not left to be resumed again
 
 
 async def test_a_round_whose_record_failed_records_nothing_more_with_calls_ending_together(
