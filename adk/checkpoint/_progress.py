@@ -43,8 +43,9 @@ class _Progress:
     """A resume's way to record progress in its checkpoint (see the module's docstring).
 
     ``body`` and ``loaded`` are the checkpoint as last written (by the pause, then by each record),
-    ``tried`` the last write that failed (it may have landed all the same): the runner finishes
-    (deletes) the checkpoint only if the store holds one of them (``body_of``)."""
+    ``tried`` the writes that failed since (each may have landed all the same, a connection lost
+    before the store's answer): the runner finishes (deletes) the checkpoint only if the store
+    holds one of them (``body_of``)."""
 
     __slots__ = (
         "_failed",
@@ -73,20 +74,24 @@ class _Progress:
         self.loaded = loaded
         self.claim = claim
         self.run = run
-        self.tried: tuple[dict[str, Any], bytes] | None = None
+        # Not only the last: a later record refused (the store holds a failed write that
+        # landed, not what it compares with) must not make the finish forget the landed one.
+        self.tried: list[tuple[dict[str, Any], bytes]] | None = None
         self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
         # The (address, key) pairs whose write failed: not tried again (see ``record``).
         self._failed: set[tuple[Any, str]] | None = None
 
     def body_of(self, stored: bytes | None) -> dict[str, Any] | None:
         """The body of ``stored`` if it is this resume's checkpoint: as loaded or last written,
-        or as the last write that failed wrote it; else None (deleted, or another run's)."""
+        or as a write that failed since wrote it; else None (deleted, or another run's)."""
         if stored is None:
             return None
         if stored == self.loaded:
             return self.body
-        tried = self.tried
-        return tried[0] if tried is not None and stored == tried[1] else None
+        for body, data in self.tried or ():
+            if stored == data:
+                return body
+        return None
 
     def can_record(self, ctx: RunContext) -> bool:
         """Whether ``ctx``'s component has a state of its own in this checkpoint to extend."""
@@ -165,15 +170,18 @@ class _Progress:
             "it is no longer the one this resume loaded (deleted, or replaced by another run's "
             "pause)"
         )
+        tried = self.tried
+        if tried is None:
+            tried = self.tried = []
         if _replaces(store):  # compared and written in one step (``store._ReplacingStore``)
-            self.tried = (body, data)  # a write that fails may have landed (a connection lost)
+            tried.append((body, data))  # a write that fails may have landed (a connection lost)
             replace = store._replace(checkpoint_id, self.loaded, data)  # type: ignore[attr-defined]
             if not await _from_store(replace, "put", checkpoint_id):
-                self.tried = None
+                tried.pop()  # refused: not written (the writes that failed before it stay)
                 raise gone
         else:  # a store of the three methods: a look, then a write (see interrupts.md)
             if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != self.loaded:
                 raise gone
-            self.tried = (body, data)
+            tried.append((body, data))
             await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
         self.body, self.loaded, self.tried = body, data, None
