@@ -311,6 +311,40 @@ async def test_a_kept_checkpoint_is_marked_finished_after_the_replayed_resume() 
     assert paid == ["bob"]
 
 
+async def test_a_kept_checkpoints_finish_does_not_overwrite_a_pause_saved_after_its_read() -> None:
+    """keep_checkpoints: the finish reads the checkpoint, then marks it finished. A new run's
+    pause saved under the id between the two (another process; the claim keeps out resumes, not
+    new runs) must stay as it was, as the records' conditional replace keeps it: the marker was a
+    plain put over it, and the new run's pending approval was lost."""
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_payer(), checkpoint_store=store).invoke("pay", checkpoint_id="k2")
+    assert paused.interrupt is not None
+    other = await Runner(_payer(payees=("eve",)), checkpoint_store=store).invoke(
+        "pay eve", checkpoint_id="elsewhere"
+    )
+    assert other.interrupt is not None
+    new_pause = await store.get("elsewhere")
+    assert new_pause is not None
+
+    read = store.get
+    reads = 0
+
+    async def get(id: str) -> bytes | None:
+        nonlocal reads
+        data = await read(id)
+        reads += 1
+        if reads == 2:  # the finish's read: a new run pauses under the id right after it
+            await store.put(id, new_pause)
+        return data
+
+    store.get = get  # type: ignore[method-assign]
+    kept = Runner(_payer(), checkpoint_store=store, keep_checkpoints=True)
+    done = await kept.invoke_resume("k2", {"approved": True})
+
+    assert done.text == "done: paid 5 to bob" and reads == 2
+    assert await read("k2") == new_pause
+
+
 async def test_a_record_the_store_cannot_take_is_a_warning_and_the_run_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
