@@ -73,6 +73,7 @@ from .checkpoint.store import (
     _from_store,
     _PutNewStore,
     _puts_new,
+    _replaces,
 )
 from .context import (
     _NO_OPTIONS,
@@ -1316,10 +1317,12 @@ class Runner(AsyncCloseable):
         if body is None:
             return
         if self.keep_checkpoints:
-            body["finished"] = True
-            await _from_store(
-                store.put(checkpoint_id, encode_checkpoint(body)), "put", checkpoint_id
-            )
+            data = encode_checkpoint({**body, "finished": True})
+            if stored is not None and _replaces(store):  # over those bytes only, in one step
+                replace = store._replace(checkpoint_id, stored, data)  # type: ignore[attr-defined]
+                await _from_store(replace, "put", checkpoint_id)  # refused: another run's now
+            else:  # a store of the three methods: a read, then a write
+                await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
         else:
             await _from_store(store.delete(checkpoint_id), "delete", checkpoint_id)
 
