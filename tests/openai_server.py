@@ -61,7 +61,8 @@ class Reply:
     that leave it out; with ``call_index="shared"``, each whole call streamed at index 0 after the
     one before). ``content_parts`` sends the content as a list of parts, reasoning as a ``thinking`` part
     (Mistral's reasoning models), in both modes. ``raw`` replaces the whole answer with these bytes
-    (status 200, ``content_type``) whatever was asked, and ``malformed_after`` sends an SSE event
+    (``status``, 200 unless given: an error's body as a proxy or a FastAPI server sends it;
+    ``content_type``) whatever was asked, and ``malformed_after`` sends an SSE event
     that is not JSON after that many events of a stream. ``refusal`` is
     the model declining: Chat's ``message.refusal`` (streamed as ``delta.refusal`` fragments), a
     Responses ``refusal`` content part (streamed as ``response.refusal.delta`` events and a
@@ -460,7 +461,7 @@ class OpenAIServer:
         if reply.delay and reply.stall_after is None and await self._hung_up(reader, reply.delay):
             return False
         if reply.raw is not None:
-            await self._send_bytes(writer, 200, reply.raw, reply.content_type)
+            await self._send_bytes(writer, reply.status, reply.raw, reply.content_type)
             return True
         if reply.status >= 400:
             extra = {"Retry-After": reply.retry_after} if reply.retry_after is not None else {}

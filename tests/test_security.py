@@ -178,6 +178,34 @@ async def test_a_servers_long_answer_is_cut_in_the_error(shape: str) -> None:
     assert KEY[:6] not in everything(caught.value)
 
 
+@pytest.mark.parametrize("where", ["provider", "detail", "text"])
+async def test_a_key_the_500_character_cut_goes_through_shows_no_part_of_it(where: str) -> None:
+    """What a router says its provider answered (``metadata.raw``), a FastAPI-style ``detail``
+    and a body that is not JSON are each cut at 500 characters before the ModelError is made,
+    and the key was masked only after: a key the cut went through was no longer found whole, and
+    its first characters showed in the error, its RunErrors, logs and span status. Masked before
+    the cut, no part of it shows."""
+    said = "x" * 490 + KEY + "y" * 20  # the cut at 500 goes through the key
+    if where == "provider":
+        refused = Reply(
+            status=400,
+            error="Provider returned error",
+            error_metadata={"provider_name": "Upstream", "raw": said},
+        )
+    elif where == "detail":
+        refused = Reply(status=400, raw=json.dumps({"detail": said}).encode())
+    else:
+        refused = Reply(status=400, raw=said.encode(), content_type="text/plain")
+    async with (
+        OpenAIServer([refused]) as server,
+        wire_model(server, api_key=KEY, retry=ONCE) as model,
+    ):
+        with pytest.raises(ModelError, match="HTTP 400") as caught:
+            await model.generate([Message.user("hi")])
+    assert "xxxxx" in str(caught.value)
+    assert KEY[:6] not in everything(caught.value), str(caught.value)
+
+
 @pytest.mark.parametrize("given", ["api_key", "client"])
 async def test_an_api_key_the_server_quotes_back_is_masked_in_the_error(given: str) -> None:
     """A server refusing a key may quote it whole ("Incorrect API key provided: sk-..."): OpenAI
