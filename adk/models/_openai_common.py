@@ -67,11 +67,12 @@ def content_parts(parts: list[Any]) -> tuple[str, str]:
     return "".join(text), "".join(thinking)
 
 
-def error_detail(error: object) -> str:
+def error_detail(error: object, key: str | None = None) -> str:
     """What a server's error object adds to its ``message``: a router's account of the provider
     behind it (OpenRouter: ``metadata.provider_name`` and ``metadata.raw``, the provider's own
     answer, when its message is only "Provider returned error"; ``metadata.reasons`` of a
-    moderation refusal), as `` (provider: raw)``, or ""."""
+    moderation refusal), as `` (provider: raw)``, or "". ``key`` (the model's API key) is masked
+    before the cut to 500 characters, which would leave part of a key it went through."""
     metadata = _field(error, "metadata")
     if not isinstance(metadata, dict):
         return ""
@@ -79,6 +80,8 @@ def error_detail(error: object) -> str:
     if not said:
         return ""
     said = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False)
+    if key is not None:
+        said = said.replace(key, "***")
     provider = metadata.get("provider_name")
     who = f"{provider}: " if isinstance(provider, str) and provider else ""
     return f" ({who}{said[:500]})"

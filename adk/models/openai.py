@@ -702,7 +702,7 @@ class OpenAIChatModel(AsyncCloseable):
                 if hinted is not None and hinted > RETRY_AFTER_LIMIT
                 else ""
             )
-            said, cut = self._bounded(_server_message(exc))
+            said, cut = self._bounded(_server_message(exc, self._own_key()))
             # A 404 is a model name the server does not have (OpenAI's "The model ... does not
             # exist") or a base_url off the server's API ("404 page not found", a gateway's
             # "Unknown path"): the server's words alone do not say which to check.
@@ -735,7 +735,8 @@ class OpenAIChatModel(AsyncCloseable):
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
         if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
-            said, cut = self._bounded(_without_echo(f"{exc.message}{error_detail(exc.body)}"))
+            detail = error_detail(exc.body, self._own_key())
+            said, cut = self._bounded(_without_echo(f"{exc.message}{detail}"))
             return self._quoting(
                 ModelError(f"{where} {said}{tries}", status=in_band_status(exc.body)),
                 said,
@@ -1228,7 +1229,10 @@ def _listed_errors(text: str) -> str | None:
     return f"{shown}{said} (the request the server echoed is not shown)"
 
 
-def _server_message(exc: openai.APIStatusError) -> str:
+def _server_message(exc: openai.APIStatusError, key: str | None) -> str:
+    """What the server said in its error answer; ``key`` (the model's API key) masked before
+    the cuts to 500 characters here, which would leave part of a key they went through for
+    ``_bounded`` and ``_quoting`` not to find."""
     body = exc.body
     if isinstance(body, list) and body and isinstance(body[0], dict):
         # Gemini's OpenAI endpoint: [{"error": {"code": 400, "message": ..., "status": ...}}],
@@ -1239,7 +1243,7 @@ def _server_message(exc: openai.APIStatusError) -> str:
     if isinstance(body, dict):
         message = body.get("message")
         if isinstance(message, str) and message:
-            return _without_echo(message + error_detail(body))
+            return _without_echo(message + error_detail(body, key))
         detail = body.get("detail")  # FastAPI-style servers (vLLM validation errors)
         if detail is None and isinstance(message, dict):
             # Mistral: {"object": "error", "message": {"detail": [...]}, "type": ...}
@@ -1252,10 +1256,14 @@ def _server_message(exc: openai.APIStatusError) -> str:
                 for item in detail
             ]
         if detail:
-            return _without_echo(str(detail)[:500])
+            return _without_echo(_unkeyed(str(detail), key)[:500])
     if isinstance(body, str) and body:
-        return _without_echo(body[:500])
+        return _without_echo(_unkeyed(body, key)[:500])
     return _without_echo(exc.message)
+
+
+def _unkeyed(text: str, key: str | None) -> str:
+    return text if key is None else text.replace(key, "***")
 
 
 def _closed_message(model: OpenAIChatModel) -> str:
