@@ -640,3 +640,70 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
     finally:
         server.should_exit = True
         await serving
+
+
+class _Asks(adk.BaseAgent, adk.ResumableAgent):
+    """Pauses each turn for a decision; its resume says nothing (``quiet``: a turn whose decision
+    was all it needed, a ResumableAgent as a service may run) or is refused with the
+    CheckpointError a pause no longer fitting the agent is."""
+
+    def __init__(self, name: str, resumed: str) -> None:
+        super().__init__(name)
+        self.resumed = resumed
+
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
+        yield ctx.interrupt({"question": "go on?"})
+
+    async def resume(self, ctx: adk.RunContext) -> AsyncIterator[adk.AgentEvent]:
+        if self.resumed == "refused":
+            raise adk.CheckpointError("the pause does not fit this agent")
+        return
+        yield  # an async generator that yields nothing
+
+
+@pytest.mark.parametrize("resumed", ["quiet", "refused"])
+async def test_the_example_services_resume_gives_its_session_back_however_it_begins(
+    tmp_path: Path, resumed: str
+) -> None:
+    """A resume's first event is awaited before the 200 (its refusals come with it). A resume that
+    yields no events made ``anext`` raise StopAsyncIteration: the request failed 500 holding the
+    session's lock, every later message of it answered 409 'is answering another message'. One
+    whose first event is a CheckpointError (refused, not raised) was answered 500 without giving
+    the lock back, its next resume 409 'being resumed, or its session is busy' for good. A quiet
+    resume ends the turn (200, no events); a refused one leaves the session waiting, free."""
+    spec = importlib.util.spec_from_file_location(
+        f"_chat_agent_service_resumed_{resumed}", EXAMPLES / "agent_service.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    example.ReActAgent = lambda name, model, tools: _Asks(name, resumed)
+    app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical")
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.01)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "go"})
+        assert status == 200 and events[-1][0] == "paused", events
+        paused = events[-1][1]["checkpoint_id"]
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        if resumed == "quiet":
+            assert (status, events) == (200, [])
+            status, events = await example.post(port, "/sessions/s1/messages", {"message": "next"})
+            assert status == 200 and events[-1][0] == "paused", events  # its next turn, taken
+        else:
+            assert status == 500 and "does not fit" in events[0][1]["error"], events
+            status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+            assert status == 500 and "does not fit" in events[0][1]["error"], events  # not 409
+            status, events = await example.post(port, "/sessions/s1/messages", {"message": "next"})
+            assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits on
+    finally:
+        server.should_exit = True
+        await serving
