@@ -293,7 +293,7 @@ def build_app(
         give_back = functools.partial(sessions.give_back, session_id) if session_id else _nothing
         events = runner.resume(checkpoint_id, decision)
         try:  # the request's refusals come with the first event: answer them before the 200
-            first = await anext(events)
+            first = await anext(events, None)  # None: a resume that said nothing (its turn ended)
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
             await events.aclose()
             give_back()
@@ -311,7 +311,7 @@ def build_app(
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
             give_back()
             return JSONResponse({"error": str(exc)}, 503)
-        if isinstance(first.exception, adk.CheckpointError):
+        if first is not None and isinstance(first.exception, adk.CheckpointError):
             # Refused as its first event, not raised (a before_tool gate this version lacks, an
             # agent tree that no longer fits the pause): the service's fault, not a run's end.
             # The session waits on the kept checkpoint, its lock given back.
@@ -373,9 +373,12 @@ async def _in_span(
 
 
 async def _chain(
-    first: adk.AgentEvent, rest: AsyncIterator[adk.AgentEvent], last: list[adk.AgentEvent]
+    first: adk.AgentEvent | None, rest: AsyncIterator[adk.AgentEvent], last: list[adk.AgentEvent]
 ) -> AsyncIterator[adk.AgentEvent]:
-    """``first``, then ``rest``; ``last`` holds the last event passed on."""
+    """``first`` (None: no event at all), then ``rest``; ``last`` holds the last event passed
+    on."""
+    if first is None:
+        return
     last[:] = [first]
     yield first
     async for event in rest:
