@@ -707,3 +707,45 @@ async def test_the_example_services_resume_gives_its_session_back_however_it_beg
     finally:
         server.should_exit = True
         await serving
+
+
+def _snippet_of(page: str, marker: str) -> str:
+    """The Python block of ``docs/<page>`` holding ``marker``."""
+    text = (EXAMPLES.parent / "docs" / page).read_text()
+    return next(b.split("```")[0] for b in text.split("```python\n")[1:] if marker in b)
+
+
+async def test_the_service_pages_resume_handler_answers_a_resume_that_says_nothing(
+    tmp_path: Path,
+) -> None:
+    """service.md's resume handler (the snippet of two workers sharing checkpoints) takes the
+    first event before its 200: with ``anext(events)``, a resume yielding no events raised
+    StopAsyncIteration out of the handler, a bare 500 for a turn that ended well. The snippet is
+    run as the page has it, its agent a ResumableAgent whose resume says nothing."""
+    code = _snippet_of("service.md", "def worker(store")
+    code = code.replace("asyncio.run(main())", "")  # its worker and client, not its own run
+    namespace: dict[str, Any] = {"__name__": "_service_snippet"}
+    exec(compile(code, "<service.md worker>", "exec"), namespace)
+    namespace["ReActAgent"] = lambda name, model, tools: _Asks(name, "quiet")
+    async with adk.checkpoint.SQLiteCheckpointStore(tmp_path / "cp.db") as store:
+        config = uvicorn.Config(
+            namespace["worker"](store), host="127.0.0.1", port=0, log_level="critical"
+        )
+        server = uvicorn.Server(config)
+        serving = asyncio.create_task(server.serve())
+        try:
+            while not server.started:
+                if serving.done():
+                    await serving
+                await asyncio.sleep(0.01)
+            port = server.servers[0].sockets[0].getsockname()[1]
+            status, answer = await namespace["post"](port, "/chat", {"message": "go"})
+            checkpoint_id = json.loads(answer[answer.index("{") :])["checkpoint_id"]
+            assert status == 200 and checkpoint_id, answer
+            status, answer = await namespace["post"](
+                port, f"/resume/{checkpoint_id}", {"decision": True}
+            )
+            assert status == 200, answer
+        finally:
+            server.should_exit = True
+            await serving
