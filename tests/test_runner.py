@@ -156,6 +156,18 @@ async def test_an_input_whose_tool_call_no_result_answers_is_refused_at_the_call
     assert agent.runs == 0
 
 
+async def test_a_result_right_after_the_call_under_another_id_is_named_in_the_refusal() -> None:
+    """A tool message does follow the call, named for its tool, but under another id (a service
+    that made its own ids, "call-1" for "call_1"): the refusal said no tool message right after it
+    answers the call, sending the reader to look for a missing message rather than at the ids.
+    It names the ids the tool messages there answer."""
+    given = [*_paused_turn(), Message.tool("3", tool_call_id="call-1", name="add")]
+    with pytest.raises(ValueError) as refused:
+        await Runner(ScriptAgent("a", "ok")).invoke(given)
+    said = str(refused.value)
+    assert "'call_1'" in said and "answer the call ids ['call-1']" in said, said
+
+
 async def test_an_input_whose_tool_calls_are_each_answered_is_taken() -> None:
     answered = [
         *_paused_turn(),
