@@ -301,11 +301,17 @@ def _check_calls_answered(messages: list[Message]) -> None:
             after += 1
         call = next((c for c in message.tool_calls if c.id not in answered), None)
         if call is not None:
+            # Tool messages there under other ids: the ids are what to look at, not a message
+            # missing (a service that made its own ids for the results).
+            asked = {c.id for c in message.tool_calls}
+            others = sorted((i for i in answered if i not in asked), key=str)
+            there = f" (the tool messages right after it answer the call ids {others})"
+            there = there if others else ""
             raise ValueError(
                 f"run input message {index} (assistant) calls the tool {call.name!r} (call id "
-                f"{call.id!r}) and no tool message right after it answers the call, which model "
-                "APIs refuse: if its run paused there, resume its checkpoint, or answer the call "
-                "(Message.tool(result, tool_call_id=..., name=...) right after that message) "
+                f"{call.id!r}) and no tool message right after it answers the call{there}, which "
+                "model APIs refuse: if its run paused there, resume its checkpoint, or answer the "
+                "call (Message.tool(result, tool_call_id=..., name=...) right after that message) "
                 "or drop it from the input"
             )
 
