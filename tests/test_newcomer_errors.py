@@ -339,6 +339,21 @@ def test_a_workflow_without_its_name_is_told_the_name_comes_first(kind: type[Any
     assert Pipeline("p").name == "p" and copy.copy(built).name == "s"
 
 
+@pytest.mark.parametrize("kind", [SequentialAgent, ParallelAgent, adk.LoopAgent])
+def test_a_workflow_named_by_keyword_after_its_sub_agents_is_told_the_name_comes_first(
+    kind: type[Any],
+) -> None:
+    # SequentialAgent([a, b], name="s"): the sub-agents first, the name by keyword (as Google ADK
+    # writes name=): Python's "_Workflow.__init__() got multiple values for argument 'name'",
+    # a private class again, as the check for the name forgotten was made to spare.
+    with pytest.raises(TypeError) as refused:
+        kind([worker("a")], name="s")
+    said = str(refused.value)
+    assert said.startswith(f"{kind.__name__} takes its name first") and "_Workflow" not in said, (
+        said
+    )
+
+
 def test_a_supervisor_named_by_a_str_is_told_to_take_an_agent() -> None:
     # Supervisor("boss", [workers]), as Eino's or CrewAI's would take a name: it failed with
     # "AttributeError: 'str' object has no attribute 'name'".
