@@ -247,7 +247,7 @@ def _check_name_and_agents(kind: str, args: tuple[Any, ...], kwargs: dict[str, A
     ``sub_agents=`` alone) or without its sub-agents (``SequentialAgent("s")``), saying what
     to write, before Python's binding of ``__init__``'s arguments refuses them in its words."""
     named = "name" in kwargs
-    if not named and (not args or isinstance(args[0], list | tuple)):
+    if (not named and not args) or (args and isinstance(args[0], list | tuple)):
         raise TypeError(
             f"{kind} takes its name first, then its sub-agents in a list: {kind}('name', [a, b])"
         )
