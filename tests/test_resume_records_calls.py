@@ -849,3 +849,172 @@ async def test_a_built_in_stores_record_is_one_conditional_replace(
         await store.aclose()
     assert replaces == [("a", loaded)]
     assert gets == ["a"]  # the resume's load only
+
+
+# -- a store failing at the finish's delete: what the error says a second resume would do -------
+
+
+async def _store_down(id: str) -> None:
+    raise CheckpointStoreError(
+        f"delete of checkpoint {id!r} failed: the store is down",
+        backend="test",
+        operation="delete",
+        checkpoint_id=id,
+    )
+
+
+async def test_a_finished_resume_whose_delete_fails_says_a_second_resume_replays_its_call(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The approved call ran and was recorded, then the store failed the finish's delete. The
+    error said resuming the checkpoint again "would run again what this resume ran (an approved
+    call)", which the record made untrue: a second resume replays the payment and asks the
+    model again. It must say so (and the second resume does: bob is paid once)."""
+    async with _runner(_payer(), stores) as first:
+        paused = await first.invoke("pay bob", checkpoint_id="conv-7")
+    assert paused.interrupt is not None
+
+    async with _runner(_payer(), stores) as resuming:
+        monkeypatch.setattr(resuming.checkpoint_store, "delete", _store_down)
+        with pytest.raises(CheckpointStoreError) as caught:
+            await resuming.invoke_resume("conv-7", {"approved": True})
+        monkeypatch.undo()
+    message = str(caught.value)
+    assert message.startswith("the resumed run of checkpoint 'conv-7' finished, but the ")
+    assert (
+        "resuming it again would replay the recorded results of the calls this resume ran, not "
+        "run them, and run again what came after them (the model calls)"
+    ) in message
+    assert "would run again what this resume ran" not in message
+    assert message.endswith("delete of checkpoint 'conv-7' failed: the store is down")
+    assert caught.value.operation == "delete" and caught.value.backend == "test"
+    assert paid == ["bob"]
+
+    async with _runner(_payer(), stores) as again:
+        done = await again.invoke_resume("conv-7", {"approved": True})
+    assert done.text == "done: paid 5 to bob"
+    assert paid == ["bob"]  # replayed, as the error said
+
+
+class _DownAtTheEnd(InMemoryCheckpointStore):
+    """Once ``down``: fails every delete, and every put after the first ``takes`` (a record the
+    store takes, then none); a put that raised may have ``landed`` first (its answer lost)."""
+
+    down = False
+    takes = 0
+    landed = False
+    took: asyncio.Event | None = None  # set once it took the puts it takes while down
+
+    async def put(self, id: str, data: bytes) -> None:
+        if self.down and self.takes == 0:
+            if self.landed:
+                await super().put(id, data)
+            raise CheckpointStoreError("put failed: the store is down", operation="put")
+        await super().put(id, data)
+        if self.down:
+            self.takes -= 1
+            if self.takes == 0 and self.took is not None:
+                self.took.set()
+
+    async def delete(self, id: str) -> None:
+        if self.down:
+            await _store_down(id)
+        await super().delete(id)
+
+
+async def test_a_finished_resume_whose_record_and_delete_fail_names_the_call_that_runs_again() -> (
+    None
+):
+    """Of two approved calls, bob's ended and was recorded, then the store went down: eve's
+    record and the finish's delete failed. The error must name eve's call as the one a second
+    resume runs again (bob's is replayed), and the second resume does just that. (Eve's call
+    ends once bob's record is written: calls ending together are written together, below.)"""
+    store = _DownAtTheEnd()
+    store.took = asyncio.Event()
+
+    @tool(require_approval=True)
+    async def transfer(to: str) -> str:
+        """Transfer to someone once a person approves it."""
+        if to == "eve" and store.down:
+            await store.took.wait()  # bob's record is written
+        paid.append(to)
+        return f"sent to {to}"
+
+    def agent() -> ReActAgent:
+        def reply(messages: list[Message]) -> Any:
+            if messages[-1].role == Role.TOOL:
+                return Reply(text="done")
+            calls = [tool_call("transfer", {"to": to}, id=f"call_{to}") for to in ("bob", "eve")]
+            return Reply(tool_calls=calls)
+
+        return ReActAgent("payer", ScriptedModel(reply), tools=[transfer])
+
+    runner = Runner(agent(), checkpoint_store=store)
+    paused = await runner.invoke("pay both", checkpoint_id="conv-8")
+    assert paused.interrupt is not None
+    bob, eve = paused.interrupt.point_ids
+    answers = {bob: {"approved": True}, eve: {"approved": True}}
+
+    store.down, store.takes = True, 1
+    with pytest.raises(CheckpointStoreError) as caught:
+        await runner.invoke_resume("conv-8", answers)
+    message = str(caught.value)
+    assert (
+        "resuming it again would run again what this resume ran with no record of it kept, for "
+        f"{eve!r} (an approved call), and what came after; the calls it recorded are replayed"
+    ) in message
+    assert repr(bob) not in message
+    assert sorted(paid) == ["bob", "eve"]
+
+    store.down = False
+    done = await runner.invoke_resume("conv-8", answers)
+    assert done.text == "done" and await store.get("conv-8") is None
+    assert sorted(paid) == ["bob", "eve", "eve"]  # eve's call ran again, as the error said
+
+
+async def test_a_finished_resume_whose_record_landed_though_its_put_failed_says_it_is_replayed() -> (
+    None
+):
+    """The record's put raised after it wrote (its answer lost), then the finish read the
+    checkpoint back, found the record there, and failed to delete it: a second resume replays
+    the call, and the error must say that rather than that the call runs again."""
+    store = _DownAtTheEnd()
+    runner = Runner(_payer(), checkpoint_store=store)
+    paused = await runner.invoke("pay bob", checkpoint_id="conv-9")
+    assert paused.interrupt is not None
+
+    store.down, store.landed = True, True
+    with pytest.raises(CheckpointStoreError) as caught:
+        await runner.invoke_resume("conv-9", {"approved": True})
+    assert "would replay the recorded results of the calls this resume ran" in str(caught.value)
+
+    store.down = False
+    done = await runner.invoke_resume("conv-9", {"approved": True})
+    assert done.text == "done: paid 5 to bob" and paid == ["bob"]
+
+
+async def test_a_finished_resume_that_only_replayed_says_it_ran_no_paused_call() -> None:
+    """The first resume recorded the payment and failed (the model down); the second replayed
+    it, finished, and its delete failed. It ran no paused call: the error must not say that a
+    third resume would run again what it ran."""
+    store = _DownAtTheEnd()
+    paused = await Runner(_payer(), checkpoint_store=store).invoke("pay", checkpoint_id="conv-10")
+    assert paused.interrupt is not None
+    with pytest.raises(RunError, match="model down"):
+        await Runner(_payer(fail_after_payment=True), checkpoint_store=store).invoke_resume(
+            "conv-10", {"approved": True}
+        )
+
+    store.down = True
+    with pytest.raises(CheckpointStoreError) as caught:
+        await Runner(_payer(), checkpoint_store=store).invoke_resume("conv-10", {"approved": True})
+    assert (
+        "this resume ran no paused call (an earlier resume recorded them): resuming it again "
+        "would replay them too and run again what came after them (the model calls)"
+    ) in str(caught.value)
+
+    store.down = False
+    done = await Runner(_payer(), checkpoint_store=store).invoke_resume(
+        "conv-10", {"approved": True}
+    )
+    assert done.text == "done: paid 5 to bob" and paid == ["bob"]
