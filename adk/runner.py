@@ -18,6 +18,7 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Callable,
+    Collection,
     Iterable,
     Mapping,
     Sequence,
@@ -1235,14 +1236,14 @@ class Runner(AsyncCloseable):
                 await self._finish(checkpoint_id, progress)
             except CheckpointStoreError as exc:
                 # Bare, the store's words read like a store down at the start, when nothing ran
-                # and the request can simply be sent again: sent again now, an approved call runs
-                # twice. Same class (a service's handling of store failures still applies).
+                # and the request can simply be sent again: sent again now, what the resume ran
+                # and did not record (an approved call) runs twice. Same class (a service's
+                # handling of store failures still applies).
                 kept = "marked finished" if self.keep_checkpoints else "deleted"
                 raise CheckpointStoreError(
                     f"the resumed run of checkpoint {checkpoint_id!r} finished, but the "
-                    f"checkpoint could not be {kept}: it may still be stored as it was before "
-                    "this resume, and resuming it again would run again what this resume ran (an "
-                    "approved call); delete it once the store is back. "
+                    f"checkpoint could not be {kept}: it may still be stored, and "
+                    f"{_resumed_again(progress, plan.targets)}; delete it once the store is back. "
                     f"{exc}",
                     backend=exc.backend,
                     operation=exc.operation,
@@ -1420,6 +1421,31 @@ def _claim_lost(agent_name: str, run_path: tuple[str, ...], checkpoint_id: str) 
         "another resume may hold it now; stopped here, leaving the checkpoint as it is"
     )
     return AgentEvent(agent_name, run_path, error=ErrorInfo("CheckpointError", message))
+
+
+def _resumed_again(progress: checkpoint._progress._Progress, targets: Collection[str]) -> str:
+    """What resuming again a checkpoint left behind by a finished resume would do, by what this
+    resume recorded there (``_Progress.accounted``): run again what it ran unrecorded, or only
+    what came after the recorded calls."""
+    recorded, unrecorded = progress.accounted(targets)
+    if unrecorded:
+        named = ", ".join(map(repr, unrecorded[:3]))
+        more = f" and {len(unrecorded) - 3} more" if len(unrecorded) > 3 else ""
+        replayed = "; the calls it recorded are replayed" if recorded else ""
+        return (
+            "resuming it again would run again what this resume ran with no record of it kept, "
+            f"for {named}{more} (an approved call), and what came after{replayed}"
+        )
+    after = "and run again what came after them (the model calls)"
+    if recorded:
+        return (
+            "resuming it again would replay the recorded results of the calls this resume ran, "
+            f"not run them, {after}"
+        )
+    return (
+        "this resume ran no paused call (an earlier resume recorded them): resuming it again "
+        f"would replay them too {after}"
+    )
 
 
 def _unreached(agent_name: str, checkpoint_id: str, points: list[str]) -> AgentEvent:

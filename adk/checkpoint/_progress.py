@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
 from ..interrupts import AGENT_STATE, is_within
@@ -45,7 +46,8 @@ class _Progress:
     ``body`` and ``loaded`` are the checkpoint as last written (by the pause, then by each record),
     ``tried`` the writes that failed since (each may have landed all the same, a connection lost
     before the store's answer): the runner finishes (deletes) the checkpoint only if the store
-    holds one of them (``body_of``)."""
+    holds one of them (``body_of``). ``earlier``: the points an earlier resume's records settled
+    (``accounted``)."""
 
     __slots__ = (
         "_failed",
@@ -53,6 +55,7 @@ class _Progress:
         "body",
         "checkpoint_id",
         "claim",
+        "earlier",
         "loaded",
         "run",
         "store",
@@ -77,21 +80,33 @@ class _Progress:
         # Not only the last: a later record refused (the store holds a failed write that
         # landed, not what it compares with) must not make the finish forget the landed one.
         self.tried: list[tuple[dict[str, Any], bytes]] | None = None
+        self.earlier = frozenset(body.get(_SETTLED) or ())
         self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
         # The (address, key) pairs whose write failed: not tried again (see ``record``).
         self._failed: set[tuple[Any, str]] | None = None
 
     def body_of(self, stored: bytes | None) -> dict[str, Any] | None:
         """The body of ``stored`` if it is this resume's checkpoint: as loaded or last written,
-        or as a write that failed since wrote it; else None (deleted, or another run's)."""
+        or as a write that failed since wrote it (which landed, then: taken as last written);
+        else None (deleted, or another run's)."""
         if stored is None:
             return None
         if stored == self.loaded:
             return self.body
         for body, data in self.tried or ():
             if stored == data:
+                self.body, self.loaded = body, stored
                 return body
         return None
+
+    def accounted(self, targets: Collection[str]) -> tuple[list[str], list[str]]:
+        """Of the points this resume answered (``targets``): those its records settled, and
+        those with no record standing for them in the checkpoint as last written (their
+        component keeps none, or the write failed), which a later resume of it runs again.
+        A point an earlier resume's records settled is in neither: replayed, it did not run."""
+        settled = self.body.get(_SETTLED) or ()
+        recorded = [t for t in targets if t in settled and t not in self.earlier]
+        return recorded, [t for t in targets if t not in settled]
 
     def can_record(self, ctx: RunContext) -> bool:
         """Whether ``ctx``'s component has a state of its own in this checkpoint to extend."""
