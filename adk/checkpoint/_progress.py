@@ -80,7 +80,7 @@ class _Progress:
         # Not only the last: a later record refused (the store holds a failed write that
         # landed, not what it compares with) must not make the finish forget the landed one.
         self.tried: list[tuple[dict[str, Any], bytes]] | None = None
-        self.earlier = frozenset(body.get(_SETTLED) or ())
+        self.earlier = _settled(body)
         self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
         # The (address, key) pairs whose write failed: not tried again (see ``record``).
         self._failed: set[tuple[Any, str]] | None = None
@@ -104,7 +104,7 @@ class _Progress:
         those with no record standing for them in the checkpoint as last written (their
         component keeps none, or the write failed), which a later resume of it runs again.
         A point an earlier resume's records settled is in neither: replayed, it did not run."""
-        settled = self.body.get(_SETTLED) or ()
+        settled = _settled(self.body)
         recorded = [t for t in targets if t in settled and t not in self.earlier]
         return recorded, [t for t in targets if t not in settled]
 
@@ -200,3 +200,10 @@ class _Progress:
             tried.append((body, data))
             await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
         self.body, self.loaded, self.tried = body, data, None
+
+
+def _settled(body: dict[str, Any]) -> list[Any]:
+    """The ids a checkpoint's body notes as settled: none unless a list (compared, never hashed:
+    a checkpoint written elsewhere may hold anything there)."""
+    settled = body.get(_SETTLED)
+    return settled if isinstance(settled, list) else []
