@@ -887,6 +887,7 @@ async def test_a_resume_whose_store_died_after_the_approved_call_says_the_run_fi
         message = str(caught.value)
         assert message.startswith(f"the resumed run of checkpoint {checkpoint_id!r} finished")
         assert "resuming it again would run again what this resume ran" in message
+        assert "with no record of it kept, for 'agent:payer/tool:pay#" in message  # store down
         assert "failed: ConnectionError" in message  # the store's own words follow
         assert caught.value.operation in ("get", "delete")
         assert ledger.read_text() == "3\n"
