@@ -49,6 +49,8 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
+from adk.checkpoint.codec import decode_checkpoint
+from adk.interrupts import AGENT_STATE
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -1018,3 +1020,107 @@ async def test_a_finished_resume_that_only_replayed_says_it_ran_no_paused_call()
         "conv-10", {"approved": True}
     )
     assert done.text == "done: paid 5 to bob" and paid == ["bob"]
+
+
+def _together(gate: asyncio.Event, arrived: list[str], count: int) -> Any:
+    """A ``send`` tool whose first ``count`` calls end in one step of the loop: each waits on
+    ``gate``, set by the last to arrive once it waits too; any later call waits for good."""
+
+    @tool(require_approval=True)
+    async def send(to: str) -> str:
+        """Send to someone once a person approves it."""
+        arrived.append(to)
+        if len(arrived) == count:
+            asyncio.get_running_loop().call_soon(gate.set)  # once this call waits too
+        elif len(arrived) > count:
+            await asyncio.Event().wait()  # still running when the test looks
+        await gate.wait()
+        paid.append(to)
+        return f"sent to {to}"
+
+    return send
+
+
+def _sender(send: Any, payees: tuple[str, ...]) -> ReActAgent:
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text="done")
+        return Reply(tool_calls=[tool_call("send", {"to": to}, id=f"call_{to}") for to in payees])
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=[send])
+
+
+async def test_calls_ending_together_are_settled_by_the_write_that_holds_their_results(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Bob's and eve's calls end in one step; ann's still runs. Bob's record is written after
+    both results are in the round's list, so it holds eve's too, and a resume replays her; it
+    settled bob's point only, and eve's own write then failed: listings showed eve as waiting
+    and the warning said a resume runs her call again. The write that holds a result settles
+    its point, and eve's write has nothing more to write (no warning)."""
+    gate, arrived = asyncio.Event(), []
+    send = _together(gate, arrived, 2)
+    store = _DownAtTheEnd()
+    runner = Runner(_sender(send, ("bob", "eve", "ann")), checkpoint_store=store)
+    paused = await runner.invoke("pay all", checkpoint_id="conv-11")
+    assert paused.interrupt is not None
+    bob, eve, ann = paused.interrupt.point_ids
+    answers = {bob: {"approved": True}, eve: {"approved": True}, ann: {"approved": True}}
+
+    store.down, store.takes = True, 1  # bob's record is written, no later one
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        async with contextlib.aclosing(runner.resume("conv-11", answers)) as run:
+            async for event in run:
+                if _is_tool_result(event):
+                    break
+            stored = await store.get("conv-11")
+            assert stored is not None
+            body = decode_checkpoint(stored, "conv-11")
+            [entry] = [entry async for entry in runner.pending()]
+    assert sorted(paid) == ["bob", "eve"]
+    assert sorted(body["settled"]) == sorted([bob, eve])
+    [done] = [s[AGENT_STATE]["done"] for s in body["states"].values() if AGENT_STATE in s]
+    assert sorted(d["id"] for d in done) == ["call_bob", "call_eve"]
+    assert entry.point_ids == [ann]
+    assert [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"] == []
+
+    store.down = False
+    arrived.clear()
+    gate.clear()
+    finished = await Runner(
+        _sender(_together(gate, arrived, 1), ("bob", "eve", "ann")), checkpoint_store=store
+    ).invoke_resume("conv-11", answers)
+    assert finished.text == "done" and await store.get("conv-11") is None
+    assert sorted(paid) == ["ann", "bob", "eve"]  # bob's and eve's replayed, as listed
+
+
+async def test_a_finished_resume_whose_calls_ended_together_in_one_record_says_both_replay(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Bob's and eve's calls end in one step; bob's record holds both results, then the store
+    fails every write (eve's record, the finish's delete). A second resume replays both: the
+    error must not name eve's call as running again, nor a warning say so."""
+    gate, arrived = asyncio.Event(), []
+    store = _DownAtTheEnd()
+    runner = Runner(_sender(_together(gate, arrived, 2), ("bob", "eve")), checkpoint_store=store)
+    paused = await runner.invoke("pay both", checkpoint_id="conv-12")
+    assert paused.interrupt is not None
+    bob, eve = paused.interrupt.point_ids
+    answers = {bob: {"approved": True}, eve: {"approved": True}}
+
+    store.down, store.takes = True, 1
+    with (
+        caplog.at_level(logging.WARNING, logger="adk.checkpoint"),
+        pytest.raises(CheckpointStoreError) as caught,
+    ):
+        await runner.invoke_resume("conv-12", answers)
+    message = str(caught.value)
+    assert "would replay the recorded results of the calls this resume ran" in message
+    assert repr(eve) not in message and repr(bob) not in message
+    assert [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"] == []
+    assert sorted(paid) == ["bob", "eve"]
+
+    store.down = False
+    done = await runner.invoke_resume("conv-12", answers)
+    assert done.text == "done" and await store.get("conv-12") is None
+    assert sorted(paid) == ["bob", "eve"]  # both replayed, as the error said
