@@ -131,10 +131,22 @@ class _Round:
     ``exits`` lists), the calls that paused (``open_ids``, their signals merged in ``signal``),
     the actions the tools asked for, and the call whose transfer stands. A resumed round starts
     from what was saved at the pause; ``record`` (a resumed round's, when the runner can record
-    in its checkpoint) lists its finished calls as the checkpoint records them (``done``). Made
+    in its checkpoint) lists its finished calls as the checkpoint records them (``done``), and
+    ``settles`` their addresses, appended together: a write settles the points of every result
+    it holds, calls that ended together included (read when it happens, not when asked). Made
     by ``_new_round`` (see ``adk.context._Entry`` for why the class has no ``__init__``)."""
 
-    __slots__ = ("action", "calls", "exits", "held", "open_ids", "record", "signal", "transfer_by")
+    __slots__ = (
+        "action",
+        "calls",
+        "exits",
+        "held",
+        "open_ids",
+        "record",
+        "settles",
+        "signal",
+        "transfer_by",
+    )
 
     calls: Sequence[ToolCall]
     held: list[Message]
@@ -144,6 +156,7 @@ class _Round:
     signal: _InterruptSignal | None
     transfer_by: ToolCall | None  # the earliest call, in the model's order, that transferred
     record: list[Any] | None
+    settles: list[str] | None  # with ``record``: the address of each of its entries' calls
 
 
 def _new_round(
@@ -157,7 +170,7 @@ def _new_round(
     tally.held = held
     tally.action = action
     tally.exits = exits
-    tally.open_ids = tally.signal = tally.transfer_by = tally.record = None
+    tally.open_ids = tally.signal = tally.transfer_by = tally.record = tally.settles = None
     return tally
 
 
@@ -422,13 +435,17 @@ class _ReActCore:
         recorded = recorded_calls(saved, calls)
         plan = ctx._run.plan
         if plan is not None:
-            for done in recorded:  # finished by an earlier resume: replayed, not run again
-                plan.settle(join_address(ctx.address, tool_segment(done.call.name, done.call.id)))
+            settles = [
+                join_address(ctx.address, tool_segment(d.call.name, d.call.id)) for d in recorded
+            ]
+            for address in settles:  # finished by an earlier resume: replayed, not run again
+                plan.settle(address)
             progress = plan.progress
             if progress is not None and progress.can_record(ctx):
                 tally.record = [
                     record_entry(d.call.id, d.tool_name, d.message, d.action) for d in recorded
                 ]
+                tally.settles = settles
         rounds = self._round(turn, tally, recorded)
         try:
             async for event in rounds:
@@ -973,21 +990,24 @@ class _ReActCore:
         its end even if the run is cancelled meanwhile (a sibling branch failing, the reader
         leaving): the call ran. One that cannot be written is an ``adk.checkpoint`` warning
         (``_Progress.record``), and the round records nothing more: the run goes on as without
-        records. A call that paused again is not recorded."""
-        if outcome.signal is not None or tally.record is None:
+        records. A call that paused again is not recorded. The round's ``record`` and
+        ``settles`` are passed whole, read when the write happens: calls that ended together are
+        written and settled by the first write, and the others' records write nothing more."""
+        settles = tally.settles
+        if outcome.signal is not None or tally.record is None or settles is None:
             return
         assert outcome.message is not None
         call = outcome.call
+        ctx = turn.ctx
         tally.record.append(
             record_entry(call.id, outcome.tool_name, outcome.message, outcome.action)
         )
-        ctx = turn.ctx
+        settles.append(join_address(ctx.address, tool_segment(call.name, call.id)))
         plan = ctx._run.plan
         assert plan is not None and plan.progress is not None
         what = f"the result of agent {self.name!r}'s resumed call {call.name!r} ({call.id})"
-        settles = join_address(ctx.address, tool_segment(call.name, call.id))
         if not await finish(plan.progress.record(ctx, "done", tally.record, what, settles)):
-            tally.record = None
+            tally.record = tally.settles = None
 
     def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> AgentEvent | None:
         """Note one call's outcome in its round; the result's event to emit now, or None when

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..interrupts import AGENT_STATE, is_within
@@ -117,7 +117,7 @@ class _Progress:
         return isinstance(slots, dict) and isinstance(slots.get(AGENT_STATE), dict)
 
     async def record(
-        self, ctx: RunContext, key: str, value: Any, what: str, settles: str | None = None
+        self, ctx: RunContext, key: str, value: Any, what: str, settles: Sequence[str] = ()
     ) -> bool:
         """Write the checkpoint again with ``key`` of ``ctx``'s saved state set to ``value`` and
         the session as it is now; True once written. Not written (False, with an
@@ -132,10 +132,13 @@ class _Progress:
         checkpoint ... finished``) into one a service reads as nothing having run. Once a write of
         ``key`` at ``ctx``'s address failed, later ones are not tried (False, no warning): calls
         that ended together wait on the lock, and would each try again and warn again (a store
-        down: each waiting for its own timeout in turn). ``settles``: the address of what the
-        record finished (a call): the checkpoint's points at or below it are noted as settled
-        (``codec._SETTLED``), which listings no longer show as waiting; the points themselves
-        stay, so the same answers still resume it."""
+        down: each waiting for its own timeout in turn). ``settles``: the addresses of what
+        ``value`` finished (its calls): the checkpoint's points at or below them are noted as
+        settled (``codec._SETTLED``), which listings no longer show as waiting; the points
+        themselves stay, so the same answers still resume it. Both are read when the write
+        happens, under the lock: a caller appending to shared lists (calls that ended together)
+        has the first write hold and settle them all, and a later record with nothing new to
+        write (``key`` holds ``value`` and its points are settled) writes nothing (True)."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         slot = (ctx.address, key)
@@ -159,8 +162,9 @@ class _Progress:
                 return False
         return True
 
-    async def _write(self, ctx: RunContext, key: str, value: Any, settles: str | None) -> None:
-        """``record``'s write, with its lock held; its failures raise."""
+    async def _write(self, ctx: RunContext, key: str, value: Any, settles: Sequence[str]) -> None:
+        """``record``'s write, with its lock held; its failures raise. None when an earlier
+        write already holds it all (see ``record``)."""
         checkpoint_id = self.checkpoint_id
         claim = self.claim
         if claim is not None and claim.lost:
@@ -168,16 +172,22 @@ class _Progress:
         address = ctx.address
         states = self.body["states"]
         slots = states[address]
-        own = dict(slots[AGENT_STATE])
-        own[key] = to_json_value(value, f"saved state.{address}.{key}")
+        written = slots[AGENT_STATE]
+        stored = to_json_value(value, f"saved state.{address}.{key}")
+        body_settled = _settled(self.body)
+        settled = list(body_settled)
+        for point in self.body["points"]:
+            point_id = point["id"]
+            if point_id not in settled and any(is_within(point_id, at) for at in settles):
+                settled.append(point_id)
+        if key in written and written[key] == stored and len(settled) == len(body_settled):
+            return  # an earlier write (of calls that ended together) holds it all
+        own = dict(written)
+        own[key] = stored
         body = dict(self.body)
         body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
         body["session"] = to_json_value(self.run.session.values, "session")
-        if settles is not None:
-            settled = list(body.get(_SETTLED) or ())
-            for point in body["points"]:
-                if is_within(point["id"], settles) and point["id"] not in settled:
-                    settled.append(point["id"])
+        if settles:
             body[_SETTLED] = settled
         data = encode_checkpoint(body)
         store = self.store
