@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gc
 import json
 import logging
 import os
@@ -668,6 +669,38 @@ async def test_a_base_exception_in_a_round_of_several_calls_ends_the_run_rather_
     with pytest.raises(_Abort):
         await asyncio.wait_for(resume.invoke_resume("b", answers), 30)
     assert await store.get("b") is not None  # not finished: the checkpoint stays
+
+
+async def test_a_base_exception_in_a_round_leaves_no_task_exception_unretrieved() -> None:
+    """The round raises a call's BaseException that is no Exception, and the call's task, which
+    ended with it, has its outcome retrieved: the round's cleanup read only the tasks still
+    running, so the loop logged "Task exception was never retrieved" for this one when it was
+    collected, a second report of a failure the caller already has."""
+
+    @tool
+    async def work(n: int) -> str:
+        """Work on n."""
+        if n == 2:
+            raise _Abort("abort")
+        return "worked"
+
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text="done")
+        return Reply(tool_calls=[tool_call("work", {"n": n}, id=f"c_{n}") for n in (1, 2)])
+
+    logged: list[str] = []
+    loop = asyncio.get_running_loop()
+    handler = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: logged.append(str(context.get("message"))))
+    try:
+        runner = Runner(ReActAgent("worker", ScriptedModel(reply), tools=[work]))
+        with pytest.raises(_Abort):
+            await asyncio.wait_for(runner.invoke("work"), 30)
+        gc.collect()  # the task, let go, is collected: an unretrieved exception is logged then
+    finally:
+        loop.set_exception_handler(handler)
+    assert logged == []
 
 
 async def test_a_store_raising_cancelled_error_of_its_own_in_a_record_is_a_warning(
