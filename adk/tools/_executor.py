@@ -480,5 +480,10 @@ async def execute_tool_calls(
                 remaining -= 1
             yield item
     finally:
+        for task in tasks:
+            # A task that ended with the BaseException the round raised: its outcome read, or
+            # the loop reports it again ("Task exception was never retrieved") when collected.
+            if task.done() and not task.cancelled():
+                task.exception()
         # Through cancellations of our own (an anyio cancel scope): see ``cancel_and_wait``.
         await cancel_and_wait(tasks)
