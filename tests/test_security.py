@@ -178,17 +178,19 @@ async def test_a_servers_long_answer_is_cut_in_the_error(shape: str) -> None:
     assert KEY[:6] not in everything(caught.value)
 
 
-@pytest.mark.parametrize("where", ["error", "provider", "text"])
+@pytest.mark.parametrize("where", ["error", "provider", "text", "invalid JSON"])
 async def test_a_key_quoted_in_a_200_answer_that_is_no_completion_is_masked(where: str) -> None:
     """A 200 answer holding an ``error`` object instead of a completion (a proxy or a router
     answering in-band: "Incorrect API key provided: sk-..."), or its provider's raw answer, or a
-    200 body that is not JSON, is quoted in the ModelError: the key it quotes was shown whole,
+    200 body that is not JSON (sent as text or as JSON), is quoted in the ModelError: the key it quotes was shown whole,
     where the same words in an error status's answer are masked."""
     error: dict[str, Any] = {"message": f"Incorrect API key provided: {KEY}", "code": 401}
     if where == "provider":
         raw = f"the upstream refused the key {KEY}"
         error = {"message": "Provider returned error", "metadata": {"raw": raw}}
-    body = f"Incorrect API key provided: {KEY}" if where == "text" else json.dumps({"error": error})
+    body = json.dumps({"error": error})
+    if where in ("text", "invalid JSON"):
+        body = f"Incorrect API key provided: {KEY}"
     kind = "text/plain" if where == "text" else "application/json"
     answer = Reply(raw=body.encode(), content_type=kind)
     async with (

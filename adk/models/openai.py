@@ -746,11 +746,14 @@ class OpenAIChatModel(AsyncCloseable):
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
         if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
-            return ModelError(f"{where} {exc}{tries}", status=exc.status)
+            return self._unkeyed(ModelError(f"{where} {exc}{tries}", status=exc.status))
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
-            return _untyped(
-                ModelError(
-                    f"{where} the server's answer is not valid JSON ({exc.msg}): {exc.doc[:200]!r}"
+            return self._unkeyed(
+                _untyped(
+                    ModelError(
+                        f"{where} the server's answer is not valid JSON ({exc.msg}): "
+                        f"{exc.doc[:200]!r}"
+                    )
                 )
             )
         if isinstance(exc, UnicodeDecodeError):  # the SDK decoding a body or a stream's line
@@ -765,6 +768,21 @@ class OpenAIChatModel(AsyncCloseable):
                 ModelError(f"{where} the server's answer is JSON nested too deeply to read ({exc})")
             )
         return exc
+
+    def _unkeyed(self, error: ModelError) -> ModelError:
+        """``error``, which quotes a 200 answer that is no completion (an in-band ``error``
+        object, its provider's raw answer, a body that is not JSON), with this model's API key
+        masked, and marked so that its chain, holding the key too, is not printed with it. The
+        decoders cut what they quote (200 or 500 characters) without the key: a key a cut went
+        through is not found whole here (see security.md)."""
+        key = self._own_key()
+        if key is None or key not in str(error):
+            return error
+        masked = ModelError(str(error).replace(key, "***"), status=error.status)
+        if getattr(error, "_adk_untyped", False):
+            _untyped(masked)
+        masked._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
+        return masked
 
     def _own_key(self) -> str | None:
         """This model's API key, to mask where a server quotes it (None: none to mask)."""
