@@ -289,7 +289,10 @@ def _check_calls_answered(messages: list[Message]) -> None:
     than answered with an error result as a cut-off run's own calls are (``_answer_open_calls``):
     the call may be waiting on its checkpoint, whose resume answers it, and a made-up result
     would lose that. One pass at the run's start; none when no message has calls."""
-    if not any(m.tool_calls for m in messages):  # most inputs: nothing to look at
+    for message in messages:  # most inputs have no calls: nothing to look at
+        if message.tool_calls:
+            break
+    else:  # a loop, not any() over a generator expression: ~4.3k instructions a run, per record
         return
     count = len(messages)
     for index, message in enumerate(messages):
