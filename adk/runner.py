@@ -1175,7 +1175,7 @@ class Runner(AsyncCloseable):
         # result) is recorded in the checkpoint through it, so a later resume does not run it
         # again (``adk.checkpoint._progress``); the checkpoint is finished as it was last written.
         progress = checkpoint._progress._Progress(
-            self.checkpoint_store, checkpoint_id, body, data, claim, run
+            self.checkpoint_store, checkpoint_id, body, data, claim
         )
         plan.progress = progress
         run.usage = snapshot.usage  # the calls before the pause count in the resumed run's total

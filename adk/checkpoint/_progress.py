@@ -32,7 +32,7 @@ from .codec import _SETTLED, CheckpointError, encode_checkpoint, to_json_value
 from .store import CheckpointStore, _from_store, _replaces
 
 if TYPE_CHECKING:
-    from ..context import RunContext, _RunState
+    from ..context import RunContext
     from ._claim import _Claim
 
 __all__ = ["_Progress"]
@@ -57,7 +57,6 @@ class _Progress:
         "claim",
         "earlier",
         "loaded",
-        "run",
         "store",
         "tried",
     )
@@ -69,14 +68,12 @@ class _Progress:
         body: dict[str, Any],
         loaded: bytes,
         claim: _Claim | None,
-        run: _RunState,
     ) -> None:
         self.store = store
         self.checkpoint_id = checkpoint_id
         self.body = body
         self.loaded = loaded
         self.claim = claim
-        self.run = run
         # Not only the last: a later record refused (the store holds a failed write that
         # landed, not what it compares with) must not make the finish forget the landed one.
         self.tried: list[tuple[dict[str, Any], bytes]] | None = None
@@ -110,7 +107,12 @@ class _Progress:
 
     def can_record(self, ctx: RunContext) -> bool:
         """Whether ``ctx``'s component has a state of its own in this checkpoint to extend."""
-        if ctx._run is not self.run:  # a nested run (an AgentTool's): its states are the call's
+        # Told by the run's plan, not by holding the run: the run holds its plan, the plan this
+        # (``plan.progress``), and a reference back would keep each resumed run in a cycle for
+        # the collector (tests/test_run_cycles.py). A nested run (an AgentTool's) shares the plan,
+        # but its states are the call's.
+        run = ctx._run
+        if run.nested or run.plan is None or run.plan.progress is not self:
             return False
         states = self.body.get("states")
         slots = states.get(ctx.address) if isinstance(states, dict) else None
@@ -186,7 +188,7 @@ class _Progress:
         own[key] = stored
         body = dict(self.body)
         body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
-        body["session"] = to_json_value(self.run.session.values, "session")
+        body["session"] = to_json_value(ctx._run.session.values, "session")
         if settles:
             body[_SETTLED] = settled
         data = encode_checkpoint(body)
