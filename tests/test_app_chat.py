@@ -385,6 +385,32 @@ async def test_a_long_conversation_is_sent_once_per_turn_without_duplicates(
 # -- examples/agent_service.py, the service docs/service.md shows -----------------------------------
 
 
+def _example_service(name: str) -> Any:
+    """examples/agent_service.py loaded afresh as module ``name``: each test patches its own copy
+    (its model, its agent, its payment event) without touching another test's."""
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / "agent_service.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example
+
+
+@contextlib.asynccontextmanager
+async def _serving(app: Any, log_level: str = "warning") -> AsyncIterator[int]:
+    """``app`` served by uvicorn on an ephemeral port (given), stopped when the block ends."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level=log_level))
+    serving = asyncio.create_task(server.serve())
+    try:
+        while not server.started:
+            if serving.done():
+                await serving
+            await asyncio.sleep(0.01)
+        yield server.servers[0].sockets[0].getsockname()[1]
+    finally:
+        server.should_exit = True
+        await serving
+
+
 async def test_the_example_service_keeps_a_conversation_whole_across_its_approval(
     tmp_path: Path,
 ) -> None:
@@ -393,26 +419,13 @@ async def test_the_example_service_keeps_a_conversation_whole_across_its_approva
     the conversation back: every later message of the session sent the model the unanswered
     call, which OpenAI refuses (400), for good. A message while the approval waits is refused
     with the checkpoint to decide on; the resumed turn is the session's conversation."""
-    spec = importlib.util.spec_from_file_location(
-        "_chat_agent_service", EXAMPLES / "agent_service.py"
-    )
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _example_service("_chat_agent_service")
     asked: list[list[adk.Message]] = []
     scripted = example.scripted
     example.scripted = lambda messages: asked.append(messages) or scripted(messages)
     example.payment_done.set()
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if serving.done():
-                await serving
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with _serving(app) as port:
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
         paused = events[-1][1]["checkpoint_id"]
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
@@ -420,9 +433,6 @@ async def test_the_example_service_keeps_a_conversation_whole_across_its_approva
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    finally:
-        server.should_exit = True
-        await serving
     roles = [(m.role.value, m.name) for m in asked[-1]]
     assert roles == [
         ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
@@ -439,26 +449,13 @@ async def test_the_example_services_session_stops_waiting_once_its_checkpoint_is
     by no result, is not sent to the model)."""
     from adk.checkpoint import InMemoryCheckpointStore
 
-    spec = importlib.util.spec_from_file_location(
-        "_chat_agent_service_gone", EXAMPLES / "agent_service.py"
-    )
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _example_service("_chat_agent_service_gone")
     asked: list[list[adk.Message]] = []
     scripted = example.scripted
     example.scripted = lambda messages: asked.append(messages) or scripted(messages)
     store = InMemoryCheckpointStore()
     app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if serving.done():
-                await serving
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with _serving(app) as port:
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
         paused = events[-1][1]["checkpoint_id"]
         await store.delete(paused)  # resumed elsewhere, or lost with the store
@@ -468,9 +465,6 @@ async def test_the_example_services_session_stops_waiting_once_its_checkpoint_is
         assert status == 404 and "no checkpoint" in events[0][1]["error"]
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
         assert status == 200, events
-    finally:
-        server.should_exit = True
-        await serving
     assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
 
 
@@ -483,12 +477,7 @@ async def test_the_example_services_approval_sent_as_the_pause_arrives_is_the_se
     turn (the payment) never written to the conversation; the session then waited on the
     checkpoint that resume had deleted. The pause is the session's as its event is sent: the
     early resume is refused (409) while the paused run's response ends, then taken."""
-    spec = importlib.util.spec_from_file_location(
-        "_chat_agent_service_early", EXAMPLES / "agent_service.py"
-    )
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _example_service("_chat_agent_service_early")
     asked: list[list[adk.Message]] = []
     scripted = example.scripted
     example.scripted = lambda messages: asked.append(messages) or scripted(messages)
@@ -509,15 +498,7 @@ async def test_the_example_services_approval_sent_as_the_pause_arrives_is_the_se
 
     example._sse = slow_to_end
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if serving.done():
-                await serving
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with _serving(app) as port:
         paying = asyncio.create_task(
             example.post(port, "/sessions/s1/messages", {"message": "pay"})
         )
@@ -530,9 +511,6 @@ async def test_the_example_services_approval_sent_as_the_pause_arrives_is_the_se
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert (early, status) == (409, 200), events
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    finally:
-        server.should_exit = True
-        await serving
     roles = [(m.role.value, m.name) for m in asked[-1]]
     assert roles == [
         ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
@@ -546,12 +524,7 @@ async def test_the_example_services_resume_that_fails_leaves_its_session_waiting
     run that finished), to be resumed again. The session stopped waiting all the same: its next
     message was taken, and the decision sent again ran as no session's turn, outside its lock,
     its turn never kept. The session waits on the kept checkpoint until a resume of it ends."""
-    spec = importlib.util.spec_from_file_location(
-        "_chat_agent_service_failed", EXAMPLES / "agent_service.py"
-    )
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _example_service("_chat_agent_service_failed")
     asked: list[list[adk.Message]] = []
     scripted = example.scripted
     down = [True]  # the model fails once the payment's result comes
@@ -565,15 +538,7 @@ async def test_the_example_services_resume_that_fails_leaves_its_session_waiting
     example.scripted = model
     example.payment_done.set()
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if serving.done():
-                await serving
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with _serving(app) as port:
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
         paused = events[-1][1]["checkpoint_id"]
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
@@ -584,9 +549,6 @@ async def test_the_example_services_resume_that_fails_leaves_its_session_waiting
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    finally:
-        server.should_exit = True
-        await serving
     roles = [(m.role.value, m.name) for m in asked[-1]]
     assert roles == [
         ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
@@ -605,24 +567,11 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
 
     from adk.checkpoint import InMemoryCheckpointStore
 
-    spec = importlib.util.spec_from_file_location(
-        "_chat_agent_service_gate", EXAMPLES / "agent_service.py"
-    )
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _example_service("_chat_agent_service_gate")
     example.payment_done.set()
     store = InMemoryCheckpointStore()
     app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if serving.done():
-                await serving
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with _serving(app) as port:
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
         paused = events[-1][1]["checkpoint_id"]
         point = events[-1][1]["points"][0]["id"]
@@ -637,9 +586,6 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200, events
         assert events[-1][1]["output"]["message"]["content"].startswith("Paid")
-    finally:
-        server.should_exit = True
-        await serving
 
 
 class _Asks(adk.BaseAgent, adk.ResumableAgent):
@@ -673,23 +619,10 @@ async def test_the_example_services_resume_gives_its_session_back_however_it_beg
     whose first event is a CheckpointError (refused, not raised) was answered 500 without giving
     the lock back, its next resume 409 'being resumed, or its session is busy' for good. A quiet
     resume ends the turn (200, no events); a refused one leaves the session waiting, free."""
-    spec = importlib.util.spec_from_file_location(
-        f"_chat_agent_service_resumed_{resumed}", EXAMPLES / "agent_service.py"
-    )
-    assert spec is not None and spec.loader is not None
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = _example_service(f"_chat_agent_service_resumed_{resumed}")
     example.ReActAgent = lambda name, model, tools: _Asks(name, resumed)
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="critical")
-    server = uvicorn.Server(config)
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:
-            if serving.done():
-                await serving
-            await asyncio.sleep(0.01)
-        port = server.servers[0].sockets[0].getsockname()[1]
+    async with _serving(app, log_level="critical") as port:
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "go"})
         assert status == 200 and events[-1][0] == "paused", events
         paused = events[-1][1]["checkpoint_id"]
@@ -704,9 +637,6 @@ async def test_the_example_services_resume_gives_its_session_back_however_it_beg
             assert status == 500 and "does not fit" in events[0][1]["error"], events  # not 409
             status, events = await example.post(port, "/sessions/s1/messages", {"message": "next"})
             assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits on
-    finally:
-        server.should_exit = True
-        await serving
 
 
 def _snippet_of(page: str, marker: str) -> str:
