@@ -94,6 +94,15 @@ def _is_tool_result(event: AgentEvent) -> bool:
     return output is not None and output.message is not None and output.message.role == Role.TOOL
 
 
+async def _leave_at_first_result(runner: Runner, checkpoint_id: str, answers: Any) -> None:
+    """Resume ``checkpoint_id`` and leave, as a reader that hung up, at the first tool result:
+    what the resume would do after it (the model asked again, a pause saved) never happens."""
+    async with contextlib.aclosing(runner.resume(checkpoint_id, answers)) as run:
+        async for event in run:
+            if _is_tool_result(event):
+                break
+
+
 StoreFactory = Callable[[], CheckpointStore]
 
 
@@ -180,10 +189,7 @@ async def test_a_round_with_one_call_approved_and_one_pending_pays_each_once(
 
         # Bob's approval alone: bob is paid, eve's call still waits; the reader leaves at bob's
         # result, before the round could pause again for eve.
-        async with contextlib.aclosing(runner.resume("conv-3", {bob: {"approved": True}})) as run:
-            async for event in run:
-                if _is_tool_result(event):
-                    break
+        await _leave_at_first_result(runner, "conv-3", {bob: {"approved": True}})
         assert paid == ["bob"]
 
         again = await runner.invoke_resume("conv-3", {bob: {"approved": True}})
@@ -422,10 +428,7 @@ async def test_the_next_resume_may_answer_only_the_call_still_pending() -> None:
     paused = await runner.invoke("pay both", checkpoint_id="conv-4")
     assert paused.interrupt is not None
     bob, eve = (p.id for p in paused.interrupt.points)
-    async with contextlib.aclosing(runner.resume("conv-4", {bob: {"approved": True}})) as run:
-        async for event in run:
-            if _is_tool_result(event):
-                break
+    await _leave_at_first_result(runner, "conv-4", {bob: {"approved": True}})
 
     done = await runner.invoke_resume("conv-4", {eve: {"approved": True}})
 
@@ -798,10 +801,7 @@ async def test_a_recorded_call_is_no_longer_listed_as_waiting(tmp_path: Path) ->
         paused = await runner.invoke("pay both", checkpoint_id="conv-5")
         assert paused.interrupt is not None
         bob, eve = (p.id for p in paused.interrupt.points)
-        async with contextlib.aclosing(runner.resume("conv-5", {bob: {"approved": True}})) as run:
-            async for event in run:
-                if _is_tool_result(event):
-                    break
+        await _leave_at_first_result(runner, "conv-5", {bob: {"approved": True}})
 
         [listed] = [entry async for entry in runner.pending()]
         assert listed.point_ids == [eve]
@@ -831,10 +831,7 @@ async def test_a_resume_that_pauses_again_in_the_round_lists_only_what_still_wai
         paused = await runner.invoke("pay both", checkpoint_id="conv-6")
         assert paused.interrupt is not None
         bob, eve = (p.id for p in paused.interrupt.points)
-        async with contextlib.aclosing(runner.resume("conv-6", {bob: {"approved": True}})) as run:
-            async for event in run:
-                if _is_tool_result(event):
-                    break
+        await _leave_at_first_result(runner, "conv-6", {bob: {"approved": True}})
 
         again = await runner.invoke_resume("conv-6", {bob: {"approved": True}})
         assert again.interrupt is not None
@@ -1102,6 +1099,7 @@ async def test_calls_ending_together_are_settled_by_the_write_that_holds_their_r
 
     store.down, store.takes = True, 1  # bob's record is written, no later one
     with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        # Read while the resume is still held open (ann's call still running), not after.
         async with contextlib.aclosing(runner.resume("conv-11", answers)) as run:
             async for event in run:
                 if _is_tool_result(event):
