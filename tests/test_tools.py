@@ -818,6 +818,84 @@ async def test_a_tool_raising_cancelled_error_on_its_own_becomes_an_error_result
     assert simplify_events(events)[-1] == "agent: final"
 
 
+@tool
+async def quit_early() -> str:
+    """Cancels the task it runs in."""
+    task = asyncio.current_task()
+    assert task is not None
+    task.cancel()
+    await asyncio.sleep(0)
+    return "never"
+
+
+async def test_a_lone_call_cancelling_its_task_cancels_the_run() -> None:
+    # Inline, the current task is the one running the run (here the caller's): its
+    # cancellation cannot be told from the caller's own, which must stop the run.
+    task = asyncio.create_task(run_events(_agent([quit_early], tool_call("quit_early", id="c1"))))
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+
+
+async def test_a_tool_cancelling_its_own_task_in_a_round_becomes_an_error_result() -> None:
+    # In a round of several calls each call runs in a task of its own: a tool cancelling that
+    # task (``asyncio.current_task().cancel()``, or a watchdog it handed the task to) cancels
+    # its call, not the run, which nobody cancelled. Its model reads the same error result as
+    # for a CancelledError the tool let out on its own (above), and the run goes on; it used
+    # to end with an error event ``CancelledError`` naming no tool.
+    @tool
+    async def other() -> str:
+        """Answers after a step of the loop."""
+        await asyncio.sleep(0)
+        return "fine"
+
+    agent = _agent(
+        [quit_early, other], tool_call("quit_early", id="c1"), tool_call("other", id="c2")
+    )
+    async with asyncio.timeout(5):
+        events = await run_events(agent)
+    assert all(e.error is None for e in events), simplify_events(events)
+    assert _results(agent) == {
+        "c1": "Error: tool 'quit_early' failed: CancelledError",
+        "c2": "fine",
+    }
+    assert simplify_events(events)[-1] == "agent: final"
+
+
+class _Abort(BaseException):
+    """A program's own abort: a BaseException that is no Exception."""
+
+
+async def test_a_second_base_exception_of_a_round_is_logged_not_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Two calls of one round each raise a BaseException that is no Exception: the round raises
+    # one (its type kept, as a lone call's would be: an ``except _Abort`` of the caller still
+    # catches it; asyncio.TaskGroup raises the first KeyboardInterrupt/SystemExit alone too),
+    # and the other, which nobody would otherwise see, is logged on ``adk.tools`` naming its
+    # tool. It used to be dropped without a word.
+    @tool
+    async def first() -> str:
+        """Aborts."""
+        raise _Abort("first abort")
+
+    @tool
+    async def second() -> str:
+        """Aborts too."""
+        raise _Abort("second abort")
+
+    agent = _agent([first, second], tool_call("first", id="c1"), tool_call("second", id="c2"))
+    with caplog.at_level("ERROR", logger="adk.tools"), pytest.raises(_Abort) as raised:
+        await run_events(agent)
+    logged = [r for r in caplog.records if r.name == "adk.tools"]
+    assert len(logged) == 1, [r.getMessage() for r in logged]
+    other = logged[0].exc_info[1] if logged[0].exc_info else None
+    assert isinstance(other, _Abort) and other is not raised.value
+    assert {str(raised.value), str(other)} == {"first abort", "second abort"}
+    whose = "second" if str(other) == "second abort" else "first"
+    assert f"tool '{whose}'" in logged[0].getMessage()
+
+
 async def test_cancelling_the_run_during_a_tool_call_still_cancels_it() -> None:
     started = asyncio.Event()
 

@@ -431,6 +431,7 @@ async def execute_tool_calls(
     if ctx._run.plan is not None:
         check_resumed_calls(calls, tools, ctx, instead)
     queue: asyncio.Queue[_Item] = asyncio.Queue()
+    round_ = _Round(asyncio.current_task())
 
     async def one(call: ToolCall) -> None:
         # Every way out of this task puts something on the queue: a task ended without putting
@@ -445,8 +446,17 @@ async def execute_tool_calls(
                     emit = _Emitter(queue, call.name, call.id)
                 outcome = await run_tool_call(call, tools, ctx, emit, substitute)
             except _FAILS_RUN as exc:  # fails the resume or run: raised where calls are awaited
+                round_.whose[id(exc)] = call.name
                 queue.put_nowait(exc)
                 return
+            except asyncio.CancelledError as exc:
+                if not round_.own_cancellation():
+                    raise
+                # The call's task was cancelled by none of the round (the tool cancelled
+                # ``asyncio.current_task()``, or a watchdog it gave the task to): the call's
+                # failure, as a CancelledError the tool let out on its own is (``run_tool_call``),
+                # not the run's, which nobody cancelled.
+                outcome = _cancelled_call(call, exc)
             except Exception as exc:  # a failing hook; the call still needs an answer
                 name = call.name
                 text = f"Error: tool '{name}' failed: {_describe(exc)}"
@@ -465,6 +475,7 @@ async def execute_tool_calls(
             # No Exception (a program's own abort, pytest.fail's, KeyboardInterrupt), from the
             # tool or the record: raised where the calls are awaited, as a lone call's would be.
             # Our own cancellation too, harmless: the round has stopped reading the queue.
+            round_.whose[id(exc)] = call.name
             queue.put_nowait(exc)
             raise
         queue.put_nowait(outcome)
@@ -475,15 +486,82 @@ async def execute_tool_calls(
         while remaining:
             item = await queue.get()
             if isinstance(item, BaseException):  # _FAILS_RUN, what a ``taken`` hook raised,
-                raise item  # or a BaseException that is no Exception
+                round_.raised = id(item)  # or a BaseException that is no Exception
+                raise item
             if isinstance(item, ToolOutcome):
                 remaining -= 1
             yield item
     finally:
+        round_.stopping = True  # a call's cancellation from now on is the round's own
         for task in tasks:
             # A task that ended with the BaseException the round raised: its outcome read, or
             # the loop reports it again ("Task exception was never retrieved") when collected.
             if task.done() and not task.cancelled():
                 task.exception()
-        # Through cancellations of our own (an anyio cancel scope): see ``cancel_and_wait``.
-        await cancel_and_wait(tasks)
+        try:
+            # Through cancellations of our own (an anyio cancel scope): see ``cancel_and_wait``.
+            await cancel_and_wait(tasks)
+        finally:
+            round_.report_unraised(queue)
+            round_.task = None  # an error's traceback holds this frame: no cycle through the task
+
+
+class _Round:
+    """What ``execute_tool_calls``' round of several calls knows of itself, for its call tasks:
+    whether it has stopped (it cancels the calls still running then), the id of the error it
+    raised, and which call's tool each error put on the queue came from. Only failures and the
+    round's end write to it."""
+
+    __slots__ = ("raised", "stopping", "task", "whose")
+
+    def __init__(self, task: asyncio.Task[object] | None) -> None:
+        self.task = task  # the task awaiting the calls: the run's
+        self.stopping = False
+        self.raised = 0
+        self.whose: dict[int, str] = {}
+
+    def own_cancellation(self) -> bool:
+        """Whether the cancellation of the current call's task (out of its call) is the call's
+        own: the round has not stopped, so did not cancel it, and the task awaiting the calls is
+        not being cancelled (the loop shutting down cancels every task at once: that is no call's
+        failure to record). Its cancellation requests are taken back (``uncancel``) when so:
+        the call's task goes on, to pass its outcome and record it (``taken``)."""
+        if self.stopping or (self.task is not None and self.task.cancelling() > 0):
+            return False
+        task = asyncio.current_task()
+        while task is not None and task.cancelling() > 0:
+            task.uncancel()
+        return True
+
+    def report_unraised(self, queue: asyncio.Queue[_Item]) -> None:
+        """Log the errors the round's calls put on the queue that it did not raise: a second
+        BaseException (or run-failing error) of one round, or one of a call that ended after the
+        round stopped. The round raises one error, its type kept (``except`` clauses of the
+        caller still apply; asyncio.TaskGroup raises the first ``KeyboardInterrupt`` or
+        ``SystemExit`` alone too); without this the others were lost without a word. Our own
+        cancellations of the calls are no news."""
+        while not queue.empty():
+            item = queue.get_nowait()
+            if (
+                isinstance(item, BaseException)
+                and not isinstance(item, asyncio.CancelledError)
+                and id(item) != self.raised
+            ):
+                logger.error(
+                    "tool %r of the same round of calls also failed with %s, which is not raised: "
+                    "the round raised the first error its calls ended with",
+                    self.whose.get(id(item), "?"),
+                    _describe(item),
+                    exc_info=item,
+                )
+        self.whose.clear()
+
+
+def _cancelled_call(call: ToolCall, exc: BaseException) -> ToolOutcome:
+    """The error outcome of a call whose task was cancelled by none of its round (see
+    ``_Round.own_cancellation``): the words a CancelledError the tool let out gets."""
+    name = call.name
+    result = ToolResult.error(f"tool '{name}' failed: {_describe(exc)}")
+    message = tool_message(result.content, call.id, name)
+    message.metadata["is_error"] = True
+    return ToolOutcome(call, message, result, None, None, name)
