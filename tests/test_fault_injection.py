@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import hypothesis.strategies as st
+import pytest
 from faults import (
     APPROVE,
     TREES,
@@ -43,11 +44,14 @@ from faults import (
 from hypothesis import HealthCheck, given, settings
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
-from adk import AgentEvent, RunError, Runner
+import adk
+from adk import AgentEvent, Message, RunError, Runner
 from adk.checkpoint import CheckpointStoreError, InMemoryCheckpointStore, SQLiteCheckpointStore
 from adk.checkpoint._snapshot import parse_body
 from adk.checkpoint.codec import decode_checkpoint
 from adk.interrupts import AGENT_STATE
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
 
 EXAMPLES = settings(
     derandomize=True,  # the same examples every run: a failure is reproducible
@@ -412,7 +416,7 @@ async def _store_failing(path: Path | None, tree: str, at: int, failure: str) ->
                         result = await runner.invoke("go", checkpoint_id="cp")
                     else:
                         result = await runner.invoke_resume("cp", approvals)
-                except (RunError, CheckpointStoreError, OSError) as exc:
+                except (RunError, CheckpointStoreError) as exc:  # a store's OSError too
                     assert "injected" in str(exc) or "CancelledError" in str(exc), exc
                     assert_only_records_added(
                         await inner.get("cp"), saved, "a failure lost or changed a checkpoint"
@@ -432,3 +436,103 @@ async def _store_failing(path: Path | None, tree: str, at: int, failure: str) ->
     finally:
         if path is not None:
             await inner.aclose()
+
+
+class _OwnStore:
+    """A store of your own: the protocol's three methods and a claim (a dict's), over the
+    in-memory store, raising an ``OSError`` of its own at the ``nth`` next ``failing`` operation."""
+
+    claim_ttl = 30.0
+
+    def __init__(self) -> None:
+        self.inner = InMemoryCheckpointStore()
+        self.claims: dict[str, str] = {}
+        self.failing = ""
+        self.nth = 0
+
+    def _maybe_fail(self, operation: str) -> None:
+        if operation == self.failing:
+            self.nth -= 1
+            if self.nth == 0:
+                self.failing = ""
+                raise OSError(f"injected {operation} failure")
+
+    async def get(self, id: str) -> bytes | None:
+        self._maybe_fail("get")
+        return await self.inner.get(id)
+
+    async def put(self, id: str, data: bytes) -> None:
+        self._maybe_fail("put")
+        await self.inner.put(id, data)
+
+    async def delete(self, id: str) -> None:
+        self._maybe_fail("delete")
+        await self.inner.delete(id)
+
+    async def claim(self, id: str, owner: str) -> bool:
+        self._maybe_fail("claim")
+        return self.claims.setdefault(id, owner) == owner
+
+    async def release(self, id: str, owner: str) -> None:
+        if self.claims.get(id) == owner:
+            del self.claims[id]
+
+
+@pytest.mark.parametrize(
+    ("failing", "nth", "keep", "ran"),
+    [
+        ("claim", 1, False, False),
+        ("get", 1, False, False),  # loading the checkpoint
+        ("get", 3, False, True),  # the finish's look (the second: the record's)
+        ("delete", 1, False, True),
+        ("put", 2, True, True),  # marking a kept checkpoint finished (the first put: a record)
+    ],
+    ids=["claim", "load", "finish-get", "finish-delete", "finish-mark"],
+)
+async def test_a_store_of_your_own_failing_is_a_checkpoint_store_error_at_every_operation(
+    failing: str, nth: int, keep: bool, ran: bool
+) -> None:
+    """A store of your own raising its own ``OSError`` fails a resume with the
+    ``CheckpointStoreError`` a built-in store's failure is, its ``OSError`` the cause, at the
+    resume's start (nothing ran: send the decision again) and at its end, where it is the
+    ``finished, but the checkpoint could not be ...`` error that says the resume ran: a bare
+    ``OSError`` there read, to a service, like a store down before anything ran, and sending the
+    decision again ran the approved call twice. Saving a pause and recording a call already
+    took any exception (an error event, a warning)."""
+    paid: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def pay(payee: str) -> str:
+        """Pay someone."""
+        paid.append(payee)
+        return f"paid {payee}"
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == "tool":
+            return Reply(text="done")
+        return Reply(tool_calls=[tool_call("pay", {"payee": "bob"}, id="c1")])
+
+    store = _OwnStore()
+    runner = Runner(
+        ReActAgent("payer", ScriptedModel(reply), tools=[pay]),
+        checkpoint_store=store,
+        keep_checkpoints=keep,
+    )
+    paused = await runner.invoke("pay bob", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    store.failing, store.nth = failing, nth
+    with pytest.raises(CheckpointStoreError) as raised:
+        await runner.invoke_resume("cp", True)
+    error = raised.value
+    cause = error.__cause__  # at the end, through the store's error the finish's words wrap
+    while isinstance(cause, CheckpointStoreError):
+        cause = cause.__cause__
+    assert isinstance(cause, OSError)
+    assert error.operation == failing and error.checkpoint_id == "cp"
+    assert f"injected {failing} failure" in str(error)
+    assert paid == (["bob"] if ran else [])
+    finished = "the resumed run of checkpoint 'cp' finished, but the checkpoint could not be"
+    assert (finished in str(error)) is ran, str(error)
+    if not ran:  # nothing ran: the same decision resumes it once the store answers
+        assert (await runner.invoke_resume("cp", True)).text == "done"
+        assert paid == ["bob"]

@@ -33,6 +33,7 @@ from .store import (
     CheckpointStore,
     CheckpointStoreError,
     ClaimingCheckpointStore,
+    _own_failure,
     _stray_cancellation,
 )
 
@@ -80,6 +81,10 @@ class _Claim:
                 raise _stray_cancellation("claim", self.checkpoint_id) from exc
             await self._give_back(attempt)
             raise
+        except CheckpointStoreError:
+            raise
+        except Exception as exc:  # a store of your own's error (an OSError): see _own_failure
+            raise _own_failure("claim", self.checkpoint_id, exc) from exc
         if not taken:
             raise CheckpointBusyError(
                 f"checkpoint {self.checkpoint_id!r} is already being resumed (another run holds "

@@ -8,7 +8,9 @@ safe — and a new backend is three small methods. Every backend gives the same 
   that fails (crash, lost connection, server error) leaves the previous bytes intact.
 * every backend failure surfaces as :class:`CheckpointStoreError` naming the backend, the operation
   and the checkpoint id — never as a silent loss and never as a backend-specific exception type, so
-  the runner can turn any of them into an error event.
+  the runner can turn any of them into an error event. A store of your own may raise what its
+  backend raises: the runner reports any ``Exception`` of a store operation it awaits (claim,
+  load, finish) as a ``CheckpointStoreError`` with that exception as its cause.
 * bad input (an id that is not a non-empty string, data that is not bytes) is a ``TypeError`` or
   ``ValueError`` raised before anything is touched.
 
@@ -294,13 +296,35 @@ async def _from_store(operation: Awaitable[T], name: str, checkpoint_id: str) ->
     """Await a store's ``name`` operation on ``checkpoint_id``. A ``CancelledError`` out of it
     while the caller is not being cancelled is the store's own failure (it awaited something that
     someone else cancelled) and becomes a ``CheckpointStoreError``: raised as it is, it would pass
-    for the cancellation of whoever runs the resume, which nobody cancelled."""
+    for the cancellation of whoever runs the resume, which nobody cancelled. So does any other
+    exception of a store of your own (an ``OSError``, its driver's errors: ``_own_failure``)."""
     try:
         return await operation
     except asyncio.CancelledError as exc:
         if _being_cancelled():
             raise
         raise _stray_cancellation(name, checkpoint_id) from exc
+    except CheckpointStoreError:
+        raise
+    except Exception as exc:
+        raise _own_failure(name, checkpoint_id, exc) from exc
+
+
+def _own_failure(name: str, checkpoint_id: str, exc: Exception) -> CheckpointStoreError:
+    """The ``CheckpointStoreError`` for a store's ``name`` operation that raised ``exc``, an
+    exception of its own (a store of the three public methods raises what its backend raises: an
+    ``OSError``, a driver's error), ``exc`` its cause. Every store operation the runner awaits
+    fails with the one class, whichever the store: a service tells a store that is down (nothing
+    ran, ask again) from a refused request by it, and the error at a resume's end (``finished, but
+    the checkpoint could not be deleted``: it ran, do not send it again) is said for a store of
+    your own too, where its ``OSError`` escaped bare."""
+    return CheckpointStoreError(
+        f"{name} of checkpoint {checkpoint_id!r} failed: {type(exc).__name__}: {exc}"
+        if str(exc)
+        else f"{name} of checkpoint {checkpoint_id!r} failed: {type(exc).__name__}",
+        operation=name,
+        checkpoint_id=checkpoint_id,
+    )
 
 
 class _ForeignTable(Exception):
