@@ -1125,6 +1125,82 @@ async def test_calls_ending_together_are_settled_by_the_write_that_holds_their_r
     assert sorted(paid) == ["ann", "bob", "eve"]  # bob's and eve's replayed, as listed
 
 
+class _LosesClaimAtFirstRecord:
+    """A store of your own that claims: once ``held`` (the resume's claim, handed over by a tool)
+    is set, the first record written to it loses that claim at once (it lapsed as the write
+    ended), as a claim may any time: the race of a lost claim with a record that has nothing
+    new to write, made to happen every time."""
+
+    claim_ttl = 30.0
+
+    def __init__(self) -> None:
+        self.inner = InMemoryCheckpointStore()
+        self.claims: dict[str, str] = {}
+        self.held: Any = None
+        self.records = 0
+
+    async def get(self, id: str) -> bytes | None:
+        return await self.inner.get(id)
+
+    async def put(self, id: str, data: bytes) -> None:
+        await self.inner.put(id, data)
+        if self.held is not None:
+            self.records += 1
+            self.held._lost = True
+
+    async def delete(self, id: str) -> None:
+        await self.inner.delete(id)
+
+    async def claim(self, id: str, owner: str) -> bool:
+        return self.claims.setdefault(id, owner) == owner
+
+    async def release(self, id: str, owner: str) -> None:
+        if self.claims.get(id) == owner:
+            del self.claims[id]
+
+
+async def test_a_claim_lost_after_the_write_that_holds_a_result_does_not_warn_for_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Bob's and eve's calls end in one step: the first record holds both results, and the
+    claim is lost as that write ends. The second record has nothing new to write, which it
+    says without a look at the claim: it looked at the claim first and warned that a resume runs
+    the call again, when the checkpoint holds its result and a resume replays it. The lost
+    claim still stops the resume at its next event, as always."""
+    store = _LosesClaimAtFirstRecord()
+    gate, arrived = asyncio.Event(), []
+
+    @tool(require_approval=True)
+    async def send(ctx: ToolContext, to: str) -> str:
+        """Send to someone once a person approves it."""
+        progress = ctx.run_context._run.plan.progress  # type: ignore[union-attr]
+        store.held = progress.claim
+        arrived.append(to)
+        if len(arrived) == 2:
+            asyncio.get_running_loop().call_soon(gate.set)  # once this call waits too
+        await gate.wait()
+        paid.append(to)
+        return f"sent to {to}"
+
+    runner = Runner(_sender(send, ("bob", "eve")), checkpoint_store=store)  # type: ignore[arg-type]
+    paused = await runner.invoke("pay both", checkpoint_id="conv-13")
+    assert paused.interrupt is not None
+    answers = {p: {"approved": True} for p in paused.interrupt.point_ids}
+    with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+        events = [event async for event in runner.resume("conv-13", answers)]
+    assert store.records == 1 and sorted(paid) == ["bob", "eve"]
+    assert [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"] == []
+    assert events[-1].error is not None and "claim" in events[-1].error.message
+    stored = await store.get("conv-13")
+    assert stored is not None
+    [done] = [
+        s[AGENT_STATE]["done"]
+        for s in decode_checkpoint(stored, "conv-13")["states"].values()
+        if AGENT_STATE in s
+    ]
+    assert sorted(d["id"] for d in done) == ["call_bob", "call_eve"]
+
+
 async def test_a_finished_resume_whose_calls_ended_together_in_one_record_says_both_replay(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -140,7 +140,8 @@ class _Progress:
         themselves stay, so the same answers still resume it. Both are read when the write
         happens, under the lock: a caller appending to shared lists (calls that ended together)
         has the first write hold and settle them all, and a later record with nothing new to
-        write (``key`` holds ``value`` and its points are settled) writes nothing (True)."""
+        write (``key`` holds ``value`` and its points are settled) writes nothing (True), told
+        before the claim is looked at: a claim lost since that write does not make it a warning."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         slot = (ctx.address, key)
@@ -168,9 +169,6 @@ class _Progress:
         """``record``'s write, with its lock held; its failures raise. None when an earlier
         write already holds it all (see ``record``)."""
         checkpoint_id = self.checkpoint_id
-        claim = self.claim
-        if claim is not None and claim.lost:
-            raise CheckpointError("lost the claim on it: another resume may hold it")
         address = ctx.address
         states = self.body["states"]
         slots = states[address]
@@ -184,6 +182,12 @@ class _Progress:
                 settled.append(point_id)
         if key in written and written[key] == stored and len(settled) == len(body_settled):
             return  # an earlier write (of calls that ended together) holds it all
+        # Looked at once there is something to write, not before: a claim lost after the
+        # earlier write that holds it all warned that a resume runs this again, when it replays
+        # it (the run still stops at its next event, ``Runner._resume_claimed``).
+        claim = self.claim
+        if claim is not None and claim.lost:
+            raise CheckpointError("lost the claim on it: another resume may hold it")
         own = dict(written)
         own[key] = stored
         body = dict(self.body)
