@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from adk import Interrupt, RetryPolicy, RunError, Runner, Session
+from adk import Interrupt, ModelError, RetryPolicy, RunError, Runner, Session
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -114,3 +114,65 @@ def test_the_plan_shows_the_policy_and_a_wrong_policy_is_refused_where_it_is_giv
     assert "retry" not in described["start"]
     with pytest.raises(TypeError, match=r"takes an adk.RetryPolicy, got dict"):
         action(Query, retry={"max_attempts": 3})  # type: ignore[arg-type]
+
+
+class _Refused(Exception):
+    """A service's error carrying its HTTP status, as openai's ``APIStatusError`` (``status_code``)
+    and aiohttp's ``ClientResponseError`` (``status``) do."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"answered {status}")
+        self.status_code = status
+
+
+@pytest.mark.parametrize(
+    ("error", "policy", "attempts"),
+    [
+        (ModelError("bad request", status=400), RetryPolicy(max_attempts=3, initial_delay=0), 1),
+        (ModelError("overloaded", status=503), RetryPolicy(max_attempts=3, initial_delay=0), 3),
+        (_Refused(400), RetryPolicy(max_attempts=3, initial_delay=0), 1),
+        (
+            _Refused(400),
+            RetryPolicy(
+                max_attempts=3,
+                initial_delay=0,
+                retry_on_status=RetryPolicy.TRANSIENT_STATUS | {400},
+            ),
+            3,
+        ),
+        (_Refused(503), RetryPolicy(max_attempts=3, initial_delay=0, retry_on_status={502}), 1),
+        (
+            ConnectionError("reset"),
+            RetryPolicy(max_attempts=3, initial_delay=0, retry_on_status={502}),
+            3,
+        ),
+    ],
+    ids=[
+        "400-default",
+        "503-default",
+        "sdk-400-default",
+        "sdk-400-added",
+        "503-not-chosen",
+        "no-status",
+    ],
+)
+async def test_an_action_retry_honours_the_policys_statuses(
+    error: Exception, policy: RetryPolicy, attempts: int
+) -> None:
+    """``retry_on_status`` means for an action what it means for a model: a failure carrying an
+    HTTP status (a ``ModelError``'s ``status``, an SDK's ``status_code``) is retried only if the
+    policy retries that status (by default 408, 409, 429 and 5xx: a 400 fails again, at once);
+    one without a status (a connection reset) is retried whatever it says. It was ignored: a
+    400 ran the action ``max_attempts`` times, and ``retry_on_status={502}`` retried a 503."""
+    tried: list[int] = []
+
+    class Caller(ActionAgent):
+        @action(InputEvent, retry=policy)
+        def call(self, event: InputEvent, ctx: ActionContext) -> None:
+            tried.append(1)
+            raise error
+
+    with pytest.raises(RunError) as raised:
+        await Runner(Caller("caller")).invoke("go")
+    assert len(tried) == attempts
+    assert raised.value.__cause__ is not None and raised.value.__cause__.__cause__ is error

@@ -359,7 +359,11 @@ class _ActionRun:
                         ):
                             raise
                         policy = found.retry
-                        if policy is not None and attempt < policy.max_attempts:
+                        if (
+                            policy is not None
+                            and attempt < policy.max_attempts
+                            and policy._retries_error(exc)  # its status, if it has one
+                        ):
                             self._undo_writes()  # it runs again: its writes and events count once
                             sent.clear()
                             await asyncio.sleep(_backoff(policy, attempt))

@@ -149,6 +149,17 @@ class RetryPolicy(_NamedOptions):
             status in self.TRANSIENT_STATUS or status > 599 if chosen is None else status in chosen
         )
 
+    def _retries_error(self, error: BaseException) -> bool:
+        """Whether this policy retries ``error`` by its HTTP status, for a retry that sees only
+        the exception (an action's, ``@action(retry=...)``): one carrying a status (an int
+        ``status_code``, as the SDKs' errors have, or ``status``, as ``ModelError`` and
+        aiohttp's have) if the policy retries that status; one without, always."""
+        for attribute in ("status_code", "status"):
+            status = getattr(error, attribute, None)
+            if type(status) is int:
+                return self._retries_status(status)
+        return True
+
     if not TYPE_CHECKING:  # type checkers keep pydantic's own
 
         def __setattr__(self, name: str, value: Any) -> None:
