@@ -33,6 +33,7 @@ from adk import (
     MessageStream,
     RunError,
     Runner,
+    Usage,
     tool,
 )
 from adk._driver import _OwnFailure
@@ -122,6 +123,16 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     RecordError: [
         _record_error,
         _made(RecordError(3, ("a", 1), {"x": 1}, ErrorInfo("ValueError", "bad"), "run-1")),
+        _made(
+            RecordError(
+                3,
+                "a",
+                {"x": 1},
+                ErrorInfo("ValueError", "bad"),
+                "run-1",
+                usage=Usage(input_tokens=3, output_tokens=2, total_tokens=5),
+            )
+        ),
     ],
     SessionNotSaved: [_made(SessionNotSaved(2, "a", "the close cut it off"))],
     ModelError: [_made(ModelError("rate limited", status=429)), _made(ModelError("no status"))],

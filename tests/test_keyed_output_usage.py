@@ -127,3 +127,22 @@ async def test_a_runs_usage_is_on_its_last_output_only_and_none_without_calls() 
 def test_an_output_made_without_usage_has_none_in_its_dict() -> None:
     data: dict[str, Any] = KeyedOutput("k", 0, None, output="x").to_dict()
     assert data["usage"] is None
+
+
+async def test_a_record_error_carries_the_failed_runs_usage(server: OpenAIServer) -> None:
+    """Under on_error="raise" a failed record is a RecordError, not an output: it carries the
+    usage its output would have (the calls before the failure were paid, RunError.usage), so a
+    pipeline that stops on the first failure still bills it. None when no call reported any."""
+    server.script(
+        Reply(tool_calls=[Call("look_up", '{"name": "eve"}')]),
+        Reply(status=400, error="refused"),
+    )
+    env = LocalExecutionEnvironment()
+    records = [{"user": "eve", "text": "eve?"}]
+    with pytest.raises(_records.RecordError) as raised:
+        await env.from_list(records, key="user").apply(_agent(server)).to_list()
+    assert raised.value.usage == ONE
+    server.script(Reply(status=400, error="refused"))
+    with pytest.raises(_records.RecordError) as raised:
+        await env.from_list(records, key="user").apply(_agent(server)).to_list()
+    assert raised.value.usage is None

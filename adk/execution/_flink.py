@@ -614,7 +614,9 @@ class _WorkerAgent:
         if self._on_error == "raise":
             for output in outputs:
                 if output.error is not None:
-                    failure = RecordError(index, key, record, output.error, output.run_id)
+                    failure = RecordError(
+                        index, key, record, output.error, output.run_id, usage=output.usage
+                    )
                     raise failure from output._exception
         return [_as_json(output, failed=True) for output in outputs]
 

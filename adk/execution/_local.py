@@ -37,6 +37,7 @@ from .._driver import is_cancellation
 from ..agent import Agent
 from ..checkpoint.store import CheckpointStore
 from ..events import ErrorInfo
+from ..messages import Usage
 from ..runner import Runner, _check_store
 from ._records import (
     KeyedOutput,
@@ -400,7 +401,12 @@ class KeyedOutputs(Generic[_S]):
             for output in found:
                 if output.error is not None:
                     failure = RecordError(
-                        output.index, output.key, output.record, output.error, output.run_id
+                        output.index,
+                        output.key,
+                        output.record,
+                        output.error,
+                        output.run_id,
+                        usage=output.usage,
                     )
                     raise failure from output._exception
         return found
@@ -604,7 +610,9 @@ class _Scheduler:
                 for output in found:
                     if output.error is not None and not self.emit_errors:
                         self.failed = True
-                        failure = _failure(index, key, record, output.error, output.run_id, resumed)
+                        failure = _failure(
+                            index, key, record, output.error, output.run_id, resumed, output.usage
+                        )
                         failure.__cause__ = output._exception
                         await self.put(failure)
                         continue
@@ -724,9 +732,15 @@ class _Scheduler:
 
 
 def _failure(
-    index: int, key: Hashable, record: Any, error: ErrorInfo, run_id: str | None, resumed: bool
+    index: int,
+    key: Hashable,
+    record: Any,
+    error: ErrorInfo,
+    run_id: str | None,
+    resumed: bool,
+    usage: Usage | None = None,
 ) -> RecordError:
-    failure = RecordError(index, key, record, error, run_id)
+    failure = RecordError(index, key, record, error, run_id, usage=usage)
     if resumed:  # ``index`` is the resume's position among ``apply``'s resumes, not a record's
         failure.args = (f"resume {index} (key {key!r}) failed: {error}",)
     return failure

@@ -117,10 +117,20 @@ class KeyedOutput:
 
 class RecordError(Exception):
     """A record failed (with ``on_error="raise"``); the records still running were cancelled.
-    ``run_id`` is its run's, as on ``KeyedOutput``: the failure's trace."""
+    ``run_id`` is its run's, as on ``KeyedOutput``: the failure's trace. ``usage``: what the
+    model calls of its run reported before it failed (``RunError.usage``), as its output would
+    have it under ``on_error="emit"``: those calls were paid; ``None`` when none reported any,
+    or the record never ran or was cut off by its timeout."""
 
     def __init__(
-        self, index: int, key: Hashable, record: Any, error: ErrorInfo, run_id: str | None = None
+        self,
+        index: int,
+        key: Hashable,
+        record: Any,
+        error: ErrorInfo,
+        run_id: str | None = None,
+        *,
+        usage: Usage | None = None,
     ) -> None:
         super().__init__(f"record {index} (key {key!r}) failed: {error}")
         self.index = index
@@ -128,6 +138,7 @@ class RecordError(Exception):
         self.record = record
         self.error = error
         self.run_id = run_id
+        self.usage = usage
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Unpickled with its fields (``cls(*args)`` would lack them): see ``adk._error_pickle``.
