@@ -456,6 +456,8 @@ class Runner(AsyncCloseable):
         self.enable_streaming = enable_streaming
         self.callbacks = check_callbacks(callbacks, "Runner")
         check_resources(resources, "Runner")
+        if resources is None:
+            _named_without_resources(agent)
         self.resources = resources
         self.keep_checkpoints = keep_checkpoints
         self._hooks: Hooks | None = None
@@ -1397,6 +1399,50 @@ def _closable_parts(root: object) -> list[Any]:
             if name not in _UPWARD:
                 pending.extend(item for item in members(value) if _is_part(item))
     return found
+
+
+def _named_without_resources(agent: Agent) -> None:
+    """Refuse (``ValueError``) a tree, given to a ``Runner`` with no resources, that has an agent
+    naming a resource (a ``ReActAgent``'s str model or tool: ``_adk_named_resource``): it could
+    only fail at that agent's first model call, after the steps before it had run. A few
+    attribute reads per agent, through what holds agents (``sub_agents``, ``tools``, ``agent``,
+    ``worker``),
+    not ``tree_parts``' walk of every attribute (~0.7 ms for one ReActAgent), since a service
+    may make a Runner per request. A runner given resources is not looked at: they may be
+    filled after it is made. An agent of your own that calls a model by name
+    (``ctx.generate("fast", ...)``) is not known here, and fails at that call as before."""
+    pending: list[object] = [agent]
+    seen: set[int] = set()
+    while pending:
+        part = pending.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        ask = getattr(part, "_adk_named_resource", None)
+        named = ask() if callable(ask) else None
+        if named is not None:
+            kind, name = named
+            owner = getattr(part, "name", "?")
+            if kind == "model":
+                instead = (
+                    f"resources.add_model({name!r}, model)); to call a provider's model, pass a "
+                    f"ChatModel instead: adk.OpenAIChatModel({name!r}, base_url=...)"
+                )
+            else:
+                instead = f"resources.add_tool(tool, name={name!r})), or give the tool itself"
+            raise ValueError(
+                f"agent {owner!r} names {kind} {name!r}, and the Runner has no resources: a str "
+                f"{kind} is the name of a {kind} resource, which the run looks up in the "
+                f"runner's (Runner(agent, resources=resources), {instead}"
+            )
+        for attribute in ("sub_agents", "tools"):
+            held = getattr(part, attribute, None)
+            if isinstance(held, list | tuple):
+                pending.extend(held)
+        for attribute in ("agent", "worker"):  # a flow's, AgentTool's; a Supervisor worker's
+            inner = getattr(part, attribute, None)
+            if inner is not None and not isinstance(inner, str):
+                pending.append(inner)
 
 
 def _is_part(value: object) -> bool:

@@ -1421,6 +1421,19 @@ class ReActAgent:
             raise _two_tools(self.name, name, self._origin_of(known), self._origin_of(tool))
         self._static_tools[name] = tool
 
+    def _adk_named_resource(self) -> tuple[str, str] | None:
+        """The first resource this agent names, (kind, name): its model given as a str, a tool
+        given as a str; None when it names none. The ``Runner`` asks it when it is given no
+        resources (``adk.runner._named_without_resources``), to refuse where it is made what
+        could only fail at this agent's first model call. Read as the agent is now (its
+        ``model`` may be set after it is made)."""
+        if isinstance(self.model, str):
+            return ("model", self.model)
+        for source in self._dynamic_tools:
+            if isinstance(source, str):
+                return ("tool", source)
+        return None
+
     def _check_resource_names(self) -> None:
         """Refuse a tool resource named twice, or named like a tool given: a resource's tool has
         the name it is registered under, so the model would be offered two tools of one name."""

@@ -26,7 +26,7 @@ import adk
 from adk import FunctionTool, ParallelAgent, Runner, SequentialAgent, tool
 from adk.testing import Reply as ScriptedReply
 from adk.testing import ScriptedModel, tool_call
-from prebuilt import ReActAgent, Supervisor
+from prebuilt import PlanExecute, ReActAgent, Supervisor
 
 
 @tool
@@ -390,10 +390,50 @@ def test_a_tool_class_where_an_instance_goes_is_refused_when_made(given: type[An
 
 
 async def test_a_provider_model_name_where_a_chat_model_goes_says_what_to_pass() -> None:
-    # ReActAgent("a", "gpt-4o"): a str model names a model resource; with none, the first run
-    # says so and how to call the provider's model.
-    with pytest.raises(adk.RunError, match=r"names model 'gpt-4o' but the runner has no resources"):
-        await Runner(ReActAgent("a", "gpt-4o")).invoke("hi")
+    # ReActAgent("a", "gpt-4o"): a str model names a model resource; with none, Runner(...) says
+    # so and how to call the provider's model (it was the first run, once the model was asked).
+    with pytest.raises(ValueError, match=r"names model 'gpt-4o', and the Runner has no resources"):
+        Runner(ReActAgent("a", "gpt-4o"))
+
+
+def test_a_resource_name_without_resources_is_refused_at_runner_anywhere_in_the_tree() -> None:
+    """Refused where the Runner is made, naming the agent, the name and how to give resources:
+    the run reached it only at that agent's first model call, after the steps before it had run
+    (their model calls paid, their tools' effects made). Deep in the tree too: a workflow's
+    step, a transfer target, an AgentTool's agent, a PlanExecute role, a tool named by a str."""
+    ready = ReActAgent("ready", ScriptedModel(["hi"]))
+    trees: list[tuple[Any, str]] = [
+        (
+            SequentialAgent("steps", [ready, ReActAgent("late", "fast")]),
+            "agent 'late' names model 'fast'",
+        ),
+        (ReActAgent("boss", model(), sub_agents=[ReActAgent("worker", "fast")]), "agent 'worker'"),
+        (
+            ReActAgent(
+                "boss",
+                model(),
+                tools=[adk.AgentTool(ReActAgent("helper", "fast", description="Helps."))],
+            ),
+            "agent 'helper'",
+        ),
+        (Supervisor(ReActAgent("lead", model()), [ReActAgent("w", "fast")]), "agent 'w'"),
+        (ReActAgent("a", model(), tools=["search"]), "agent 'a' names tool 'search'"),
+        (PlanExecute.from_model("fast"), "names model 'fast'"),
+    ]
+    for tree, said in trees:
+        with pytest.raises(ValueError) as refused:
+            Runner(tree)
+        message = str(refused.value)
+        assert said in message and "Runner(agent, resources=resources)" in message, message
+
+
+async def test_resources_given_to_the_runner_may_be_filled_after_it_is_made() -> None:
+    """Only a runner with no resources at all is refused: a Resources given, whose models are
+    added after the Runner is made (and after the agents that name them were), runs."""
+    resources = adk.Resources()
+    runner = Runner(ReActAgent("a", "fast"), resources=resources)
+    resources.add_model("fast", ScriptedModel(["from the resource"]))
+    assert (await runner.invoke("hi")).text == "from the resource"
 
 
 async def test_instruction_placeholders_a_missing_value_and_a_json_example() -> None:

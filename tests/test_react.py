@@ -817,19 +817,20 @@ async def test_unknown_tool_resource_is_an_error_event() -> None:
     agent = ReActAgent("a", ScriptedModel(["x"]), tools=["missing"])
     events = await run_events(agent, resources=Resources())
     assert events[-1].error is not None and "missing" in events[-1].error.message
-    events = await run_events(agent)
-    assert events[-1].error is not None
-    assert "names tool 'missing' but the runner has no resources" in events[-1].error.message
+    # Without resources at all, refused where the Runner is made (it was the run's error event).
+    with pytest.raises(ValueError, match="names tool 'missing', and the Runner has no resources"):
+        Runner(agent)
 
 
 async def test_a_model_name_without_resources_says_how_to_call_a_providers_model() -> None:
     # Google ADK takes the provider's model name (model="gemini-2.0-flash"); here a str names a
-    # model resource, and the error must say so and what to pass instead.
+    # model resource, and the error must say so and what to pass instead: where the Runner is
+    # made (it was the first run's RunError).
     agent = ReActAgent("a", "gemini-2.0-flash", instruction="Help.")
-    with pytest.raises(adk.RunError) as failed:
-        await Runner(agent).invoke("hi")
+    with pytest.raises(ValueError) as failed:
+        Runner(agent)
     message = str(failed.value)
-    assert "names model 'gemini-2.0-flash' but the runner has no resources" in message
+    assert "names model 'gemini-2.0-flash', and the Runner has no resources" in message
     assert "resources.add_model('gemini-2.0-flash', model)" in message
     assert "adk.OpenAIChatModel('gemini-2.0-flash', base_url=...)" in message
 
