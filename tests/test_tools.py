@@ -5,6 +5,7 @@ functions, result serialisation, Tool and Toolset protocols, and every failure t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import functools
 import gc
@@ -894,6 +895,35 @@ async def test_a_second_base_exception_of_a_round_is_logged_not_lost(
     assert {str(raised.value), str(other)} == {"first abort", "second abort"}
     whose = "second" if str(other) == "second abort" else "first"
     assert f"tool '{whose}'" in logged[0].getMessage()
+
+
+async def test_a_base_exception_after_its_round_stopped_is_logged_not_lost(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The reader leaves at the first result: the round cancels the call still running, whose
+    # cleanup raises a BaseException nobody awaits any more. Logged, not dropped.
+    @tool
+    async def quick() -> str:
+        """Answers at once."""
+        return "quick"
+
+    @tool
+    async def stuck() -> str:
+        """Waits, and aborts when cancelled."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            raise _Abort("cleanup abort")
+
+    agent = _agent([quick, stuck], tool_call("quick", id="c1"), tool_call("stuck", id="c2"))
+    with caplog.at_level("ERROR", logger="adk.tools"):
+        async with contextlib.aclosing(Runner(agent).run("hi")) as events:
+            async for event in events:
+                if event.message is not None and event.message.role == "tool":
+                    break
+    [logged] = [r for r in caplog.records if r.name == "adk.tools"]
+    assert "tool 'stuck'" in logged.getMessage() and "_Abort: cleanup abort" in logged.getMessage()
+    assert "its round had stopped" in logged.getMessage()
 
 
 async def test_cancelling_the_run_during_a_tool_call_still_cancels_it() -> None:

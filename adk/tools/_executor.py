@@ -548,10 +548,12 @@ class _Round:
                 and id(item) != self.raised
             ):
                 logger.error(
-                    "tool %r of the same round of calls also failed with %s, which is not raised: "
-                    "the round raised the first error its calls ended with",
+                    "tool %r of a round of calls failed with %s, which is not raised: %s",
                     self.whose.get(id(item), "?"),
                     _describe(item),
+                    "the round raised the first error its calls ended with"
+                    if self.raised
+                    else "its round had stopped (its reader left, or it was cancelled)",
                     exc_info=item,
                 )
         self.whose.clear()
