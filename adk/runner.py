@@ -1433,7 +1433,8 @@ def _named_without_resources(agent: Agent) -> None:
             raise ValueError(
                 f"agent {owner!r} names {kind} {name!r}, and the Runner has no resources: a str "
                 f"{kind} is the name of a {kind} resource, which the run looks up in the "
-                f"runner's (Runner(agent, resources=resources), {instead}"
+                f"runner's (Runner(agent, resources=resources), or an execution environment's "
+                f"resources=, {instead}"
             )
         for attribute in ("sub_agents", "tools"):
             held = getattr(part, attribute, None)

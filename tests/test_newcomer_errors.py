@@ -23,6 +23,7 @@ import pytest
 from openai_server import OpenAIServer, Reply
 
 import adk
+import adk.execution
 from adk import FunctionTool, ParallelAgent, Runner, SequentialAgent, tool
 from adk.testing import Reply as ScriptedReply
 from adk.testing import ScriptedModel, tool_call
@@ -425,6 +426,10 @@ def test_a_resource_name_without_resources_is_refused_at_runner_anywhere_in_the_
             Runner(tree)
         message = str(refused.value)
         assert said in message and "Runner(agent, resources=resources)" in message, message
+    # An execution environment makes its Runner at apply: refused there, before any record runs.
+    records = adk.execution.LocalExecutionEnvironment().from_list([{"text": "hi"}])
+    with pytest.raises(ValueError, match="an execution environment's resources="):
+        records.apply(ReActAgent("a", "fast"))
 
 
 async def test_resources_given_to_the_runner_may_be_filled_after_it_is_made() -> None:
