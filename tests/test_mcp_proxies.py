@@ -287,3 +287,139 @@ async def test_a_proxy_variable_naming_no_http_proxy_fails_the_connect_saying_so
         caught.value
     )
     assert "s3cret" not in str(caught.value)
+
+
+def counting_ca_loads(monkeypatch: pytest.MonkeyPatch) -> list[ssl.SSLContext]:
+    """The contexts the CA store is loaded into from now on, one entry per load: every TLS
+    context built, by whichever path (httpcore2 builds a proxy connection's own with a function it
+    imported by name, which patching ``httpcore2.default_ssl_context`` does not reach)."""
+    loads: list[ssl.SSLContext] = []
+    original = ssl.SSLContext.load_verify_locations
+
+    def spy(self: ssl.SSLContext, *args: Any, **kwargs: Any) -> None:
+        loads.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", spy)
+    return loads
+
+
+def trust(ca: CertificateAuthority, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``SSL_CERT_FILE`` naming a copy of ``ca``'s certificate made for this test (a path of its
+    own, so the process's shared context is built in the test whatever ran before)."""
+    trusted = tmp_path / "trusted.pem"
+    trusted.write_bytes(ca.path.read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    return trusted
+
+
+@pytest.fixture(scope="module")
+def https_sse_process(ca: CertificateAuthority) -> Iterator[HTTPServerProcess]:
+    process = HTTPServerProcess(sse=True, tls=(ca.cert_chain, ca.key))
+    process.start()
+    yield process
+    process.stop()
+
+
+async def test_an_sse_servers_connections_share_the_processs_tls_context(
+    https_sse_process: HTTPServerProcess,
+    ca: CertificateAuthority,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An ``SSEServer``'s connection was made by the ``mcp`` package's default client, which
+    built a TLS context of its own, loading the CA store into it (~18 ms of CPU), per
+    connection. Its client is pyadk's now (``httpx_client_factory``), given the process's
+    context, the one ``HTTPServer`` and ``OpenAIChatModel`` share: three sessions load the CA
+    store once, and the variable is still read as each connection opens (a CA file without the
+    server's CA fails the next connect)."""
+    loads = counting_ca_loads(monkeypatch)
+    trusted = trust(ca, tmp_path, monkeypatch)
+    for _ in range(3):
+        async with MCPToolset(SSEServer(https_sse_process.url)) as toolset:
+            assert await add(toolset) == "5"
+    assert len(loads) <= 1, loads  # was one a connection: 3
+    other = make_ca(tmp_path / "other")
+    monkeypatch.setenv("SSL_CERT_FILE", str(other.path))
+    with pytest.raises(MCPConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        await MCPToolset(SSEServer(https_sse_process.url)).tools()
+    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    async with MCPToolset(SSEServer(https_sse_process.url)) as toolset:
+        assert await add(toolset) == "5"
+
+
+@pytest.mark.parametrize("kind", ["http", "sse"])
+async def test_an_https_proxys_certificate_is_checked_with_the_shared_context(
+    kind: str,
+    http_process: HTTPServerProcess,
+    sse_process: HTTPServerProcess,
+    ca: CertificateAuthority,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A proxy named by an ``https://`` URL is spoken to over TLS, its certificate checked.
+    ``httpx2`` checks it with a context given to the proxy (``httpx2.Proxy(ssl_context=)``), and
+    with none built a new one for every connection to the proxy (``default_ssl_context``, the
+    CA store loaded again). It is checked with the process's shared context, the one the
+    servers' certificates are checked with: the trust the environment gives (a private CA in
+    ``SSL_CERT_FILE``, as a company's proxy has) applies to the proxy, built once; a CA file
+    that does not hold the proxy's CA fails the connect saying why."""
+    process = http_process if kind == "http" else sse_process
+    server = HTTPServer(process.url) if kind == "http" else SSEServer(process.url)
+    loads = counting_ca_loads(monkeypatch)
+    trusted = trust(ca, tmp_path, monkeypatch)
+    async with ForwardProxy(tls=ca.server_context()) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        assert proxy.url.startswith("https://")
+        for _ in range(2):
+            async with MCPToolset(server) as toolset:
+                assert await add(toolset) == "5"
+        assert proxy.requests and {url for _, url in proxy.requests} >= {process.url}
+        # one context for every connection, to the proxy and through it (was one a connection:
+        # the forward proxy closes each, so every request opened one)
+        assert len(loads) <= 1, len(loads)
+        count = len(proxy.requests)
+        other = make_ca(tmp_path / "other")
+        monkeypatch.setenv("SSL_CERT_FILE", str(other.path))
+        with pytest.raises(MCPConnectionError, match="CERTIFICATE_VERIFY_FAILED") as caught:
+            await MCPToolset(server).tools()
+        assert caught.value.stage == "connect"
+        assert len(proxy.requests) == count  # refused before anything reached the proxy
+        monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+        async with MCPToolset(server) as toolset:
+            assert await add(toolset) == "5"
+
+
+@pytest.mark.parametrize("variable", ["NO_PROXY", "no_proxy"])
+def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``NO_PROXY=.corp.example`` sends ``corp.example`` and every host under it straight, as
+    curl (``CURLOPT_NOPROXY``: a leading dot is ignored), ``requests`` and ``urllib``
+    (``proxy_bypass_environment``) read it; ``httpx2``'s own reading took it for the hosts under
+    it only, and sent ``corp.example`` itself through the proxy. A name that merely ends the same
+    (``xcorp.example``) still goes through it, as does a host no entry names."""
+    from adk.mcp._servers import _proxy_for
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv(variable, "localhost, .corp.example")
+    for direct in ("corp.example", "CORP.example", "tools.corp.example", "a.b.corp.example"):
+        assert _proxy_for(f"https://{direct}/mcp") is None, direct
+    for proxied in ("xcorp.example", "corp.example.org", "example"):
+        assert _proxy_for(f"https://{proxied}/mcp") == "http://proxy.internal:3128", proxied
+
+
+async def test_no_proxy_with_a_leading_dot_sends_the_domains_own_requests_straight(
+    http_process: HTTPServerProcess, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same rule where the requests go: ``NO_PROXY=.localhost`` keeps a server at
+    ``localhost`` off the proxy (it went through it)."""
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", ".localhost")
+    async with MCPToolset(HTTPServer(f"http://localhost:{http_process.port}/mcp")) as toolset:
+        assert await add(toolset) == "5"
+    assert proxy.requests == []
+    monkeypatch.setenv("NO_PROXY", ".example")  # another domain's: the proxy is used
+    async with MCPToolset(HTTPServer(f"http://localhost:{http_process.port}/mcp")) as toolset:
+        assert await add(toolset) == "5"
+    assert proxy.requests

@@ -6,7 +6,8 @@ the PEM file a client trusts (``SSL_CERT_FILE``), ``ca.server_context()`` the co
 ``OpenAIServer`` serves with. ``ConnectProxy`` is an HTTP proxy that serves ``CONNECT`` only (what
 a client sends for an ``https://`` URL) by piping bytes to the target, recording each target;
 ``ForwardProxy`` one that forwards plain-HTTP requests (what a client sends for an ``http://`` URL
-through a proxy), recording each request.
+through a proxy), recording each request. Either, given ``tls=`` (a server context, such as
+``ca.server_context()``), is an ``https://`` proxy: the client speaks TLS to the proxy itself.
 """
 
 from __future__ import annotations
@@ -153,20 +154,23 @@ def _make_ca_openssl(directory: Path, name: str) -> CertificateAuthority:
 class ConnectProxy:
     """An HTTP proxy on 127.0.0.1 (ephemeral port) serving ``CONNECT host:port`` by piping bytes
     both ways; ``targets`` lists what each tunnel was asked for. ``url`` is what ``HTTPS_PROXY``
-    takes."""
+    takes (``https://`` given ``tls=``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.targets: list[str] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._tls = tls
         self.port = 0
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
 
     async def __aenter__(self) -> ConnectProxy:
-        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(
+            self._on_connection, "127.0.0.1", 0, ssl=self._tls
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -216,18 +220,21 @@ class ForwardProxy:
 
     _HOP = (b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization")
 
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[tuple[str, str]] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._tls = tls
         self.port = 0
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
 
     async def __aenter__(self) -> ForwardProxy:
-        self._server = await asyncio.start_server(self._on_connection, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(
+            self._on_connection, "127.0.0.1", 0, ssl=self._tls
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
