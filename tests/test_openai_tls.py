@@ -511,3 +511,53 @@ def test_truststore_injected_after_the_context_was_built_is_used_as_the_sdk_uses
         truststore.extract_from_ssl()
     after = _openai_tls.shared_tls_context()
     assert type(after) is ssl.SSLContext
+
+
+async def test_an_https_proxys_certificate_is_checked_with_the_shared_context(
+    trusted: Path, ca: CertificateAuthority, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy named by an ``https://`` URL is spoken to over TLS. ``httpx2`` checks its
+    certificate with the context given to the proxy (``httpx2.Proxy(ssl_context=)``) and, given
+    none, built a new one, the CA store loaded again, for each connection to the proxy. The
+    model's clients give it the shared context: the private CA ``SSL_CERT_FILE`` names is what
+    the proxy is checked against, loaded once for two models' connections."""
+    async with (
+        ForwardProxy(tls=ca.server_context()) as proxy,
+        OpenAIServer(default=Reply(text="ok")) as server,
+    ):
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        loads = counting(monkeypatch, "load_verify_locations")
+        models = [model(server.base_url) for _ in range(2)]
+        try:
+            assert [await ask(chat) for chat in models] == ["ok", "ok"]
+            assert [await ask(chat) for chat in models] == ["ok", "ok"]
+        finally:
+            for chat in models:
+                await chat.aclose()
+        # Each model's client opened a connection to the proxy (the wire server keeps the
+        # connection the proxy opened to it, so a second request may pass without a record).
+        assert len(proxy.requests) >= 2
+        assert len(loads) <= 1, len(loads)  # was one a connection to the proxy, and the shared
+
+
+async def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``NO_PROXY=.localhost`` sends a model's requests to ``localhost`` straight, as curl and
+    ``requests`` read a leading dot (the domain and the hosts under it), where ``httpx2``'s own
+    reading sent them to the proxy; another domain's entry leaves them to the proxy."""
+    async with ForwardProxy() as proxy, OpenAIServer(default=Reply(text="ok")) as server:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", ".localhost")
+        url = f"http://localhost:{server.port}/v1"
+        exempt = model(url)
+        monkeypatch.setenv("NO_PROXY", ".example")
+        proxied = model(url)
+        try:
+            assert await ask(exempt) == "ok"
+            assert proxy.requests == []
+            assert await ask(proxied) == "ok"
+            assert proxy.requests == [("POST", f"{url}/chat/completions")]
+        finally:
+            for chat in (exempt, proxied):
+                await chat.aclose()
