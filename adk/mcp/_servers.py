@@ -308,51 +308,81 @@ class _RefusalWatch(httpx2.AsyncBaseTransport):
         await self._inner.aclose()
 
 
-def _http_client(headers: dict[str, str], timeout: httpx2.Timeout) -> httpx2.AsyncClient:
-    """An ``HTTPServer``'s HTTP client: each of its transports watched (``_RefusalWatch``), and
-    the proxies the environment names used as ``httpx2``'s own client uses them.
+def _http_client(
+    headers: dict[str, str] | None,
+    timeout: httpx2.Timeout,
+    *,
+    watched: bool = True,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """A URL server's HTTP client: the proxies the environment names used as ``httpx2``'s own
+    client uses them, every TLS context the process's shared one, and (``watched``, an
+    ``HTTPServer``'s) each transport watched (``_RefusalWatch``).
 
     A client given a ``transport=`` reads no proxy from the environment (``httpx2`` takes the
     transport as the whole say), so with the watch alone a service behind a corporate proxy sent
     every request straight to the server, which it could not reach. So the proxies are read here,
     by ``httpx2``'s own reading of ``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY`` and ``NO_PROXY``
-    (lowercase first, as ``urllib`` reads them), each mounted for its URLs with a watched
-    transport to it, and a host ``NO_PROXY`` names mounted to the direct one, as the default
-    client mounts them. Read when a connection is opened, as a default client reads them when made.
+    (lowercase first, as ``urllib`` reads them; a ``NO_PROXY`` domain with a leading dot covers
+    the domain itself too, as curl and ``requests`` read it: ``environment_proxies``), each
+    mounted for its URLs with a transport to it, and a host ``NO_PROXY`` names mounted to the
+    direct one, as the default client mounts them. Read when a connection is opened, as a
+    default client reads them when made.
 
     The transports share the process's TLS context (``adk.models._openai_tls``, the one
     ``OpenAIChatModel``'s clients share): each built its own, loading the CA store into it (~18 ms
-    of CPU, one more per proxy), per connection. It is the context each would build, by the same
-    call, rebuilt when ``SSL_CERT_FILE``, ``SSL_CERT_DIR`` or the CA file or directory they name
-    changes, read as the connection opens as before; where none is shared (an SDK on another
-    HTTP library, truststore's context) each transport builds its own as before."""
-    # httpx2's own function (private to it): the client made without a transport calls it.
-    # Imported here, so a httpx2 without it fails the connect saying so, not ``import adk.mcp``.
-    from httpx2._utils import get_environment_proxies
+    of CPU, one more per proxy), per connection; so did every connection to an ``https://``
+    proxy, which ``httpx2`` checks with a context of its own (``proxy_transport``). It is the
+    context each would build, by the same call, rebuilt when ``SSL_CERT_FILE``, ``SSL_CERT_DIR``
+    or the CA file or directory they name changes, read as the connection opens as before; where
+    none is shared (an SDK on another HTTP library, truststore's context) each transport builds
+    its own as before.
 
-    from ..models._openai_tls import shared_tls_context
+    An ``SSEServer``'s client is made here too (``_sse_client``, given to the ``mcp`` client as
+    its ``httpx_client_factory``), unwatched: its default one built a context per connection."""
+    from ..models._openai_tls import environment_proxies, proxy_transport, shared_tls_context
 
     context = shared_tls_context()
     verify: ssl.SSLContext | bool = True if context is None else context
-    mounts: dict[str, httpx2.AsyncBaseTransport | None] = {
-        pattern: None
-        if proxy is None
-        else _RefusalWatch(httpx2.AsyncHTTPTransport(verify=verify, proxy=proxy))
-        for pattern, proxy in get_environment_proxies().items()
-    }
-    direct = _RefusalWatch(httpx2.AsyncHTTPTransport(verify=verify))
-    return httpx2.AsyncClient(headers=headers, timeout=timeout, transport=direct, mounts=mounts)
+    mounts: dict[str, httpx2.AsyncBaseTransport | None] = {}
+    for pattern, proxy in environment_proxies().items():
+        if proxy is None:
+            mounts[pattern] = None
+        else:
+            to_proxy = proxy_transport(proxy, context)
+            mounts[pattern] = _RefusalWatch(to_proxy) if watched else to_proxy
+    direct: httpx2.AsyncBaseTransport = httpx2.AsyncHTTPTransport(verify=verify)
+    if watched:
+        direct = _RefusalWatch(direct)
+    return httpx2.AsyncClient(
+        headers=headers, timeout=timeout, auth=auth, transport=direct, mounts=mounts
+    )
+
+
+def _sse_client(
+    headers: dict[str, str] | None = None,
+    timeout: httpx2.Timeout | None = None,
+    auth: httpx2.Auth | None = None,
+) -> httpx2.AsyncClient:
+    """An ``SSEServer``'s HTTP client, the ``mcp`` client's ``httpx_client_factory``: as its
+    default one (``create_mcp_http_client``), but on the process's TLS context and with the
+    environment's proxies read as ``HTTPServer``'s are (``_http_client``)."""
+    if timeout is None:  # the mcp client always gives one; its default's, should it not
+        timeout = httpx2.Timeout(30.0, read=_SSE_READ_TIMEOUT)
+    return _http_client(headers, timeout, watched=False, auth=auth)
 
 
 def _proxy_for(url: str) -> str | None:
     """The proxy the environment names for ``url``, as ``_http_client`` mounts it (the most
     specific pattern first, as ``httpx2`` orders them), shown with its credentials masked;
     None for none (or a host ``NO_PROXY`` names, or a variable that cannot be read)."""
-    from httpx2._utils import URLPattern, get_environment_proxies
+    from httpx2._utils import URLPattern
+
+    from ..models._openai_tls import environment_proxies
 
     try:
         target = httpx2.URL(url)
-        mounted = [(URLPattern(key), proxy) for key, proxy in get_environment_proxies().items()]
+        mounted = [(URLPattern(key), proxy) for key, proxy in environment_proxies().items()]
         patterns = sorted(mounted, key=lambda item: item[0])
     except Exception:  # only a hint: never in the way of the error it adds to
         return None
@@ -575,7 +605,8 @@ class SSEServer(_URLServer):
     """An MCP server reached over the older HTTP+SSE transport at ``url`` (e.g. ``.../sse``).
 
     Kept for servers that have not moved to streamable HTTP; prefer ``HTTPServer`` otherwise. Its
-    client (the ``mcp`` package's) reads the proxy variables itself, as ``HTTPServer``'s does.
+    HTTP client (``_sse_client``) reads the proxy variables and shares the process's TLS context
+    as ``HTTPServer``'s does.
     """
 
     url: str
@@ -594,6 +625,7 @@ class SSEServer(_URLServer):
             headers=headers,
             timeout=self.timeout,
             sse_read_timeout=max(self.timeout, _SSE_READ_TIMEOUT),
+            httpx_client_factory=_sse_client,
         )
 
 

@@ -52,6 +52,7 @@ import os
 import ssl
 import stat
 import threading
+import urllib.request
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,7 +74,7 @@ _PLAIN_CONTEXT: type[ssl.SSLContext] = next(
     c for c in ssl.SSLContext.__mro__ if c.__module__ == "ssl" and c.__name__ == "SSLContext"
 )
 
-__all__ = ["http_client", "shared_tls_context"]
+__all__ = ["environment_proxies", "http_client", "proxy_transport", "shared_tls_context"]
 
 _ALPN = ("http/1.1",)  # what httpcore2 asks for before each handshake of an HTTP/1.1 client
 _Key = tuple[object, ...]
@@ -94,7 +95,66 @@ def http_client(base_url: str, timeout: Any) -> httpx2.AsyncClient | None:
         return None
     if isinstance(timeout, openai.NotGiven):
         timeout = openai.DEFAULT_TIMEOUT
-    return openai.DefaultAsyncHttpxClient(base_url=base_url, timeout=timeout, verify=context)
+    # The client reads the proxy variables itself; its transports to the proxies they name are
+    # replaced by these (same keys), which check an https:// proxy with the shared context, and
+    # the domains ``NO_PROXY`` names with a leading dot are added (``environment_proxies``).
+    limits = openai.DEFAULT_CONNECTION_LIMITS
+    mounts: dict[str, httpx2.AsyncBaseTransport | None] = {
+        pattern: None if proxy is None else proxy_transport(proxy, context, limits=limits)
+        for pattern, proxy in environment_proxies().items()
+    }
+    return openai.DefaultAsyncHttpxClient(
+        base_url=base_url, timeout=timeout, verify=context, mounts=mounts or None
+    )
+
+
+def environment_proxies() -> dict[str, str | None]:
+    """The proxies the environment names, by URL pattern (a pattern mapped to None is reached
+    straight), as ``httpx2`` reads them (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``,
+    ``NO_PROXY``, lowercase first, as ``urllib`` reads them), but for one rule: a ``NO_PROXY``
+    entry with a leading dot (``.corp.example``) covers the domain itself too, as curl
+    (``CURLOPT_NOPROXY``: the dot is ignored), ``requests`` and ``urllib``
+    (``proxy_bypass_environment``) read it, where ``httpx2`` takes it for the hosts under it only
+    and sent ``corp.example`` itself to the proxy. Go's ``httpproxy`` reads it as ``httpx2`` does;
+    the Python tools a service's other clients are likeliest to be agree with curl."""
+    # httpx2's own function (private to it): the client made without a transport calls it.
+    # Imported here, so a httpx2 without it fails where a client is made, saying so, not
+    # ``import adk``.
+    from httpx2._utils import URLPattern, get_environment_proxies
+
+    mounts = get_environment_proxies()
+    if not mounts:  # none named (or ``NO_PROXY=*``): nothing to exempt either
+        return mounts
+    for name in urllib.request.getproxies().get("no", "").split(","):
+        domain = name.strip()
+        if not domain.startswith(".") or "/" in domain:
+            continue
+        key = f"all://{domain.lstrip('.')}"
+        if key in mounts or key == "all://":
+            continue
+        try:
+            URLPattern(key)
+        except Exception:  # an entry that cannot be parsed is ignored, as httpx2 ignores it
+            continue
+        mounts[key] = None
+    return mounts
+
+
+def proxy_transport(
+    proxy: str, context: ssl.SSLContext | None, **options: Any
+) -> httpx2.AsyncHTTPTransport:
+    """A transport to ``proxy`` (a URL the environment gave), connections through it checked
+    with ``context`` (the shared one; None: each builds its own, as ``httpx2``'s do), and so is
+    the proxy's own certificate when it is an ``https://`` proxy: ``httpx2`` checks that with the
+    context given to the proxy (``httpx2.Proxy(ssl_context=)``), and without one built a new
+    context, the CA store loaded again, for every connection to the proxy."""
+    verify: ssl.SSLContext | bool = True if context is None else context
+    secure = context is not None and httpx2.URL(proxy).scheme == "https"
+    return httpx2.AsyncHTTPTransport(
+        verify=verify,
+        proxy=httpx2.Proxy(proxy, ssl_context=context if secure else None),
+        **options,
+    )
 
 
 def shared_tls_context() -> ssl.SSLContext | None:
