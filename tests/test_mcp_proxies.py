@@ -391,7 +391,7 @@ async def test_an_https_proxys_certificate_is_checked_with_the_shared_context(
 
 
 @pytest.mark.parametrize("variable", ["NO_PROXY", "no_proxy"])
-def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
+async def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
     variable: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``NO_PROXY=.corp.example`` sends ``corp.example`` and every host under it straight, as
