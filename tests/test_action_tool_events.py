@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import ChatActor, crunch, pay
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from adk import (
     AgentEvent,
@@ -33,7 +33,9 @@ from adk.actions import (
 )
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.execution import LocalExecutionEnvironment
+from adk.messages import Message, ToolCall
 from adk.testing import Reply, ScriptedModel, tool_call
+from adk.tools.base import ToolContext, ToolResult, ToolSpec
 from prebuilt import ReActAgent
 
 
@@ -206,3 +208,73 @@ async def test_an_answer_is_never_the_progress_report_that_came_after_it() -> No
         await Runner(ReActAgent("boss", model, tools=tools)).invoke("Go.")
         (answer,) = [m.content for m in model.requests[-1].messages if m.role == "tool"]
         assert answer == '{"value":7}'
+
+
+class _Opaque:
+    """Not JSON, and no pydantic model: what no checkpoint can hold."""
+
+
+class _Structured:
+    """A tool of its own whose results carry ``structured`` values: JSON for ``json``, an object
+    no checkpoint holds for ``opaque``, nothing for ``plain``."""
+
+    def __init__(self, name: str) -> None:
+        self.spec = ToolSpec(name=name)
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        name = self.spec.name
+        if name == "json":
+            return ToolResult(content="42", structured={"answer": 42, "ratio": 0.5})
+        if name == "opaque":
+            return ToolResult(content="an object", structured=_Opaque())
+        return ToolResult(content="plain")
+
+
+class _Asker(ActionAgent):
+    @action(InputEvent)
+    @staticmethod
+    def ask(event: InputEvent, ctx: ActionContext) -> None:
+        names = event.input.split()
+        calls = [ToolCall(id=f"c{i}", name=name, arguments="{}") for i, name in enumerate(names)]
+        ctx.send_event(ToolRequestEvent(tool_calls=calls))
+
+    @action(ToolResponseEvent)
+    @staticmethod
+    def answered(event: ToolResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.structured))
+
+
+def _asker() -> _Asker:
+    resources = Resources()
+    for name in ("json", "opaque", "plain"):
+        resources.add_tool(_Structured(name))  # type: ignore[arg-type]
+    return _Asker("asker", resources=resources)
+
+
+async def test_a_responses_structured_values_are_one_per_call_and_none_when_no_call_gave_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Each response's ``ToolResult.structured`` is on the ``ToolResponseEvent``, in the order of
+    the calls, None for a call without one; the field is None when no call gave any. A value no
+    checkpoint could hold (the response is saved at a pause) is carried as None, with a warning
+    naming the tool, once: the pause was not refused for it, and the text is there as before."""
+    result = await Runner(_asker()).invoke("plain json opaque")
+    assert result.output == [None, {"answer": 42, "ratio": 0.5}, None]
+    assert "tool 'opaque' returned a ToolResult.structured that a checkpoint cannot hold" in (
+        caplog.text
+    )
+    caplog.clear()
+    assert (await Runner(_asker()).invoke("opaque plain")).output is None
+    assert "ToolResult.structured" not in caplog.text  # once for the tool
+    assert (await Runner(_asker()).invoke("plain")).output is None
+
+
+def test_a_tool_response_event_made_by_hand_takes_one_structured_value_per_response() -> None:
+    """Made by an action of one's own, the event is as before without ``structured``; with it,
+    one value per response (None for one without), or the event is refused saying so."""
+    responses = [Message.tool("1", tool_call_id="a"), Message.tool("2", tool_call_id="b")]
+    assert ToolResponseEvent(request_id="r", responses=responses).structured is None
+    event = ToolResponseEvent(request_id="r", responses=responses, structured=[None, {"n": 2}])
+    assert event.structured == [None, {"n": 2}]
+    with pytest.raises(ValidationError, match="structured holds 1 values for 2 responses"):
+        ToolResponseEvent(request_id="r", responses=responses, structured=[{"n": 2}])

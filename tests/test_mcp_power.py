@@ -40,7 +40,16 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import adk.checkpoint.codec as codec
-from adk import MaxTurnsExceeded, RunContext, Runner, tool
+from adk import Interrupt, MaxTurnsExceeded, Resources, RunContext, Runner, tool
+from adk.actions import (
+    ActionAgent,
+    ActionContext,
+    InputEvent,
+    OutputEvent,
+    ToolRequestEvent,
+    ToolResponseEvent,
+    action,
+)
 from adk.callbacks import Callbacks, ModelRequest
 from adk.mcp import HTTPServer, MCPProgress, MCPToolset, StdioServer
 from adk.messages import Message, ToolCall, Usage
@@ -1222,3 +1231,90 @@ async def test_a_call_cancelled_over_http_is_cancelled_on_the_server_and_the_ses
         )
         assert (await call(toolset, "add", {"a": 1, "b": 2})).content == "3"
         assert toolset._session.connections_opened == 1
+
+
+# -- structured content on the event-driven layer's ToolResponseEvent -----------------------------
+class _Lookup(ActionAgent):
+    """Sends one ``ToolRequestEvent`` of the calls its input names (JSON: ``[[name, arguments],
+    ...]``) and outputs what the response holds."""
+
+    @action(InputEvent)
+    @staticmethod
+    def ask(event: InputEvent, ctx: ActionContext) -> None:
+        named = json.loads(event.input)
+        calls = [
+            ToolCall(id=f"c{i}", name=name, arguments=args) for i, (name, args) in enumerate(named)
+        ]
+        ctx.send_event(ToolRequestEvent(tool_calls=calls))
+
+    @action(ToolResponseEvent)
+    @staticmethod
+    def answered(event: ToolResponseEvent, ctx: ActionContext) -> None:
+        texts = [response.content for response in event.responses]
+        ctx.send_event(OutputEvent(output={"texts": texts, "structured": event.structured}))
+
+
+_CALLS = json.dumps(
+    [["forecast", '{"city": "Oslo"}'], ["add", '{"a": 1, "b": 2}'], ["ticket", '{"title": "x"}']]
+)
+_FORECAST = {
+    "city": "Oslo",
+    "temperature": 21.5,
+    "units": "celsius",
+    "conditions": ["sunny", "dry"],
+}
+
+
+async def test_an_mcp_tools_structured_content_is_on_the_tool_response_event(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """``ToolResult.structured`` (an MCP tool's ``structuredContent``) reached an action as the
+    response's text only: an action wanting the data parsed the text, which a server may write
+    otherwise than its data. ``ToolResponseEvent.structured`` holds it, one per response (the
+    server wraps ``add``'s int as ``{"result": 3}``, its structured content)."""
+    resources = Resources()
+    resources.add_mcp("demo", HTTPServer(http_servers[False].url))
+    async with resources:
+        result = await Runner(_Lookup("lookup", resources=resources)).invoke(_CALLS)
+    texts, structured = result.output["texts"], result.output["structured"]
+    assert structured is not None and len(structured) == 3
+    assert structured[0] == _FORECAST
+    assert json.loads(texts[0]) == _FORECAST
+    assert structured[1] == {"result": 3}
+    assert structured[2] == {"id": 7, "title": "x"}
+
+
+class _Confirming(_Lookup):
+    """``_Lookup``, and a second action on the response that pauses for a person before it
+    outputs what the response holds: the response is saved in the checkpoint with the pause."""
+
+    @action(ToolResponseEvent)
+    @staticmethod
+    def confirm(event: ToolResponseEvent, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise Interrupt("confirm the lookup?")
+        ctx.send_event(OutputEvent(output={"confirmed": event.structured}))
+
+
+async def test_structured_content_is_kept_across_pauses_of_the_round_and_of_its_response(
+    http_servers: dict[bool, HTTPServerProcess],
+) -> None:
+    """``add`` needs approval: the round pauses with ``forecast`` answered, its structured content
+    saved beside its answer (``_Round.answer``'s state), and the response sent on resume holds it.
+    A second action on that response pauses in turn: the response is saved as the event to go on
+    with (through the checkpoint codec, the field typed ``list[Any]``), and read back whole."""
+    resources = Resources()
+    toolset = MCPToolset(HTTPServer(http_servers[False].url), require_approval=["add"])
+    resources.add_mcp("demo", toolset)
+    calls = json.dumps([["forecast", '{"city": "Oslo"}'], ["add", '{"a": 1, "b": 2}']])
+    async with resources:
+        runner = Runner(_Confirming("lookup", resources=resources))
+        first = await runner.invoke(calls)
+        assert first.interrupt is not None
+        second = await runner.invoke_resume(first.interrupt.checkpoint_id, True)
+        assert second.interrupt is not None
+        assert second.output["structured"] == [_FORECAST, {"result": 3}]
+        assert [json.loads(text) for text in second.output["texts"]] == [_FORECAST, 3]
+        third = await runner.invoke_resume(second.interrupt.checkpoint_id, True)
+    assert third.interrupt is None
+    assert third.output == {"confirmed": [_FORECAST, {"result": 3}]}
