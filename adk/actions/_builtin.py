@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import logging
 from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._turns_left import count_ahead, spent_text, spent_turns
 from ..checkpoint._state import SavedState
+from ..checkpoint.codec import CheckpointError, to_json_value
 from ..context import generate_counted, run_model_options, stream_counted
 from ..events import AgentEvent, AgentOutput
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
@@ -205,6 +207,7 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
     # resume: the saved request already has them, or was saved before ids were made unique and
     # its pauses are addressed by the ids it holds.
     done: dict[int, Message] = {}
+    structured: dict[int, Any] = {}
     saved = None
     if ctx.resume is None:
         if len(calls) > 1:
@@ -212,6 +215,7 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
     else:
         saved = SavedState(f"action '{ctx.action_name}'", ctx.resume.state)
         done = _saved_answers(saved, calls)
+        structured = _saved_structured(saved, done)
     allowed = None if event.tools is None else set(event.tools)
     tools: dict[str, Tool] = {}
     unfound: dict[str, Tool] | None = None
@@ -230,7 +234,7 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
         tools.update(unfound)
     if event.tools is not None and any(call.name not in tools for call in calls):
         await _offered(ctx, event.tools, tools)
-    tally = _Round(event, ctx, done)
+    tally = _Round(event, ctx, done, structured)
     open_calls = tally.open_calls()
     calls_ctx = ctx._run.action_context(ctx.action_name)
     lone = lone_call(open_calls, tools)
@@ -280,12 +284,19 @@ class _Round:
     """One tool round of the tool action: its answers by place as they come, its pause, and
     its end (the response sent, or the pause raised)."""
 
-    __slots__ = ("ctx", "done", "event", "open_places", "signal")
+    __slots__ = ("ctx", "done", "event", "open_places", "signal", "structured")
 
-    def __init__(self, event: ToolRequestEvent, ctx: ActionContext, done: dict[int, Message]):
+    def __init__(
+        self,
+        event: ToolRequestEvent,
+        ctx: ActionContext,
+        done: dict[int, Message],
+        structured: dict[int, Any],
+    ):
         self.event = event
         self.ctx = ctx
         self.done = done
+        self.structured = structured  # by place: what a tool gave beside its text, if anything
         self.open_places: dict[int, list[int]] = {}  # each open call object's places, in order
         self.signal: _InterruptSignal | None = None
 
@@ -306,16 +317,27 @@ class _Round:
             signal.merge(outcome.signal)
         elif outcome.message is not None:
             self.done[place] = outcome.message
+            result = outcome.result
+            if result is not None and result.structured is not None:
+                value = _carried(result.structured, outcome.call.name)
+                if value is not None:
+                    self.structured[place] = value
 
     def answer(self) -> None:
         """Send the round's response, or pause with the answers so far saved."""
-        done = self.done
+        done, structured = self.done, self.structured
         if self.signal is not None:
             places = sorted(done)
             state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
+            if structured:  # only then: a checkpoint without it loads in a pyadk from before it
+                state["structured"] = [structured.get(place) for place in places]
             raise Interrupt._from_signal(self.signal, state)
         count = len(self.event.tool_calls)
-        response = _tool_response_event(self.event.id, [done[place] for place in range(count)])
+        response = _tool_response_event(
+            self.event.id,
+            [done[place] for place in range(count)],
+            [structured.get(place) for place in range(count)] if structured else None,
+        )
         self.ctx.send_event(response)
 
     async def run(
@@ -355,6 +377,7 @@ def preflight_tool_action(
     calls = event.tool_calls
     saved = SavedState(f"action '{action_name}'", resume.state)
     done = _saved_answers(saved, calls)
+    _saved_structured(saved, done)  # refused here, before anything runs, if malformed
     open_calls = [
         (call, join_address(ctx.address, tool_segment(call.name, call.id)))
         for place, call in enumerate(calls)
@@ -522,6 +545,44 @@ def _saved_answers(saved: SavedState, calls: Sequence[ToolCall]) -> dict[int, Me
     if len(places) != len(answers) or len(set(places)) != len(places):
         raise saved.error("'places' must name one distinct call for each answer in 'done'")
     return dict(zip(places, answers, strict=True))
+
+
+def _saved_structured(saved: SavedState, done: dict[int, Message]) -> dict[int, Any]:
+    """The structured outputs saved at a pause beside the answers (``_Round.answer``), by place:
+    a list with one value per saved answer, in the order of ``places``; none in a checkpoint
+    written before they were saved, or where no finished call gave one."""
+    if "structured" not in saved.values:
+        return {}
+    values = saved.values["structured"]
+    if not isinstance(values, list) or len(values) != len(done):
+        raise saved.error("'structured' must hold one value for each answer in 'done'")
+    return {
+        place: value for place, value in zip(sorted(done), values, strict=True) if value is not None
+    }
+
+
+_warned_unsaved: set[str] = set()
+
+
+def _carried(value: Any, tool: str) -> Any:
+    """``value``, a tool's ``ToolResult.structured``, if a checkpoint can hold it (JSON values,
+    registered pydantic models), as it must for the response to be saved at a pause; else None,
+    with a warning the first time for the tool: the model reads the text all the same, and a
+    pause was refused for a value no action asked for (``ToolResult.structured`` is anything)."""
+    try:
+        to_json_value(value, "structured")
+    except CheckpointError as exc:
+        if tool not in _warned_unsaved:
+            _warned_unsaved.add(tool)
+            logging.getLogger("adk.actions").warning(
+                "tool %r returned a ToolResult.structured that a checkpoint cannot hold (%s): "
+                "its ToolResponseEvent carries None for it, and its text alone; return JSON "
+                "values or a model registered with adk.register_type",
+                tool,
+                exc,
+            )
+        return None
+    return value
 
 
 def _placed(calls: Sequence[ToolCall], saved: list[Message]) -> dict[int, Message]:

@@ -14,7 +14,7 @@ import os
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .._fastmodel import fast_builder
 from ..messages import Message, ToolCall
@@ -189,10 +189,27 @@ class ToolRequestEvent(Event):
 
 class ToolResponseEvent(Event):
     """The tool messages answering the ``ToolRequestEvent`` whose id is ``request_id``, one per call
-    in the order of the calls. A failed call is an error message the model can read."""
+    in the order of the calls. A failed call is an error message the model can read.
+
+    ``structured`` holds, one per response, the machine-readable output its tool gave beside the
+    text (``ToolResult.structured``: an MCP tool's structured content), None for a call that gave
+    none; the field is None when no call gave any. The text is what a model reads; this is for an
+    action that wants the data (an extension to DESIGN.md's shape, optional, so an event made or
+    saved without it is as it was)."""
 
     request_id: str
     responses: list[Message]
+    structured: list[Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_structured_per_response(self) -> "ToolResponseEvent":
+        structured = self.structured
+        if structured is not None and len(structured) != len(self.responses):
+            raise ValueError(
+                f"structured holds {len(structured)} values for {len(self.responses)} "
+                "responses: one per response (None for one without), or None for none"
+            )
+        return self
 
 
 # The framework's own events, built from values already valid (messages, tool calls it holds):
@@ -224,6 +241,16 @@ def _tool_request_event(
     return _build_tool_request(values, set(_TOOL_REQUEST_SET))
 
 
-def _tool_response_event(request_id: str, responses: list[Message]) -> ToolResponseEvent:
-    values = {"id": _new_event_id(), "request_id": request_id, "responses": responses}
-    return _build_tool_response(values, set(_TOOL_RESPONSE_SET))
+def _tool_response_event(
+    request_id: str, responses: list[Message], structured: list[Any] | None = None
+) -> ToolResponseEvent:
+    values = {
+        "id": _new_event_id(),
+        "request_id": request_id,
+        "responses": responses,
+        "structured": structured,
+    }
+    fields_set = set(_TOOL_RESPONSE_SET)
+    if structured is not None:
+        fields_set.add("structured")
+    return _build_tool_response(values, fields_set)
