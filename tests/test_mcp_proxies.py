@@ -193,8 +193,9 @@ async def test_a_connect_failure_through_a_proxy_names_the_proxy_its_password_ma
 async def test_an_sse_server_is_reached_through_the_proxy_and_no_proxy_applies(
     sse_process: HTTPServerProcess, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The SSE transport's client is the mcp package's default one, which reads the environment:
-    its event stream and its messages go through the proxy, and ``NO_PROXY`` exempts a host."""
+    """The SSE transport's client (pyadk's, given to the mcp client as its
+    ``httpx_client_factory``) reads the environment as ``HTTPServer``'s does: its event stream
+    and its messages go through the proxy, and ``NO_PROXY`` exempts a host."""
     monkeypatch.setenv("http_proxy", proxy.url)
     async with MCPToolset(SSEServer(sse_process.url)) as toolset:
         assert await add(toolset) == "5"
