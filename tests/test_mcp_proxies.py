@@ -424,3 +424,22 @@ async def test_no_proxy_with_a_leading_dot_sends_the_domains_own_requests_straig
     async with MCPToolset(HTTPServer(f"http://localhost:{http_process.port}/mcp")) as toolset:
         assert await add(toolset) == "5"
     assert proxy.requests
+
+
+async def test_an_https_server_is_reached_through_a_tunnel_of_an_https_proxy(
+    https_process: HTTPServerProcess,
+    ca: CertificateAuthority,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """TLS inside TLS: the client speaks TLS to the proxy, asks it for a tunnel (``CONNECT``), and
+    speaks TLS to the server inside it, both checked with the one shared context (its ALPN list
+    the one both handshakes ask for), loaded once."""
+    loads = counting_ca_loads(monkeypatch)
+    trust(ca, tmp_path, monkeypatch)
+    async with ConnectProxy(tls=ca.server_context()) as tunnel:
+        monkeypatch.setenv("HTTPS_PROXY", tunnel.url)
+        async with MCPToolset(HTTPServer(https_process.url)) as toolset:
+            assert await add(toolset) == "5"
+        assert tunnel.targets and set(tunnel.targets) == {f"127.0.0.1:{https_process.port}"}
+    assert len(loads) <= 1, len(loads)
