@@ -40,7 +40,14 @@ from adk.checkpoint import (
     SQLiteCheckpointStore,
 )
 from adk.checkpoint.sqlite import _open_connection, _use_wal
-from adk.checkpoint.store import _PutNewStore, _redact, _replaces, _ReplacingStore
+from adk.checkpoint.store import (
+    _deletes_if,
+    _DeletingIfStore,
+    _PutNewStore,
+    _redact,
+    _replaces,
+    _ReplacingStore,
+)
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -1540,6 +1547,45 @@ async def test_replaces_racing_from_several_stores_let_exactly_one_write(backend
     assert await stores[0].get("cp") == b"record %d" % won.index(True)
 
 
+async def test_a_conditional_delete_deletes_only_the_bytes_it_names(backend: Backend) -> None:
+    """``_delete_if`` (a finished resume's delete, ``Runner._finish``) deletes only where the
+    store still holds the bytes the resume last knew: not another run's pause saved under the id
+    since, and nothing where nothing is (a delete sent again after it deleted)."""
+    store = backend.make()
+    assert isinstance(store, _DeletingIfStore) and _deletes_if(store)
+    await store.put("cp", b"paused")
+    assert await store._delete_if("cp", b"recorded") is False
+    assert await store._delete_if("cp", b"pause") is False  # a prefix is not the bytes
+    assert await store.get("cp") == b"paused"
+    assert await store._delete_if("cp", b"paused") is True
+    assert await store.get("cp") is None
+    assert await store._delete_if("cp", b"paused") is False  # sent again: nothing there
+    assert await store._delete_if("never", b"") is False
+    await store.put("empty", b"")
+    assert await store._delete_if("empty", b"") is True  # empty bytes are bytes, not nothing
+    assert await store.get("empty") is None
+    with pytest.raises(TypeError, match="checkpoint data must be bytes"):
+        await store._delete_if("cp", "paused")  # type: ignore[arg-type]
+
+
+async def test_conditional_deletes_racing_a_put_from_several_stores_keep_the_new_bytes(
+    backend: Backend,
+) -> None:
+    """A put of new bytes (another resume's new pause) and eight conditional deletes of the old
+    ones (each its own store over the same data) at once: either the put came first and every
+    delete left its bytes, or one delete came first and the put wrote after it; never the new
+    bytes deleted. A read and then a delete, as the finish was, deleted the new pause when the
+    put came between them."""
+    await backend.make().put("cp", b"paused")
+    stores = [backend.make() for _ in range(9)]
+    *deleted, _ = await asyncio.gather(
+        *(s._delete_if("cp", b"paused") for s in stores[1:]),  # type: ignore[attr-defined]
+        stores[0].put("cp", b"paused again"),
+    )
+    assert deleted.count(True) <= 1, deleted
+    assert await stores[0].get("cp") == b"paused again"
+
+
 async def test_a_subclass_that_reads_or_writes_its_own_way_is_not_replaced_behind_its_back(
     tmp_path: Path,
 ) -> None:
@@ -1550,10 +1596,20 @@ async def test_a_subclass_that_reads_or_writes_its_own_way_is_not_replaced_behin
         async def put(self, id: str, data: bytes) -> None:
             await super().put(id, data[::-1])
 
+    class Archiving(SQLiteCheckpointStore):
+        async def delete(self, id: str) -> None:
+            await super().delete(id)
+
     plain = SQLiteCheckpointStore(tmp_path / "a.db")
     compressing = Compressing(tmp_path / "b.db")
+    archiving = Archiving(tmp_path / "c.db")
     try:
         assert _replaces(plain) and not _replaces(compressing)
+        # The finish's conditional delete likewise, and a subclass deleting its own way (to
+        # archive what it deletes) has its delete called.
+        assert _deletes_if(plain) and not _deletes_if(compressing)
+        assert _replaces(archiving) and not _deletes_if(archiving)
     finally:
         await plain.aclose()
         await compressing.aclose()
+        await archiving.aclose()

@@ -21,7 +21,8 @@ class InMemoryCheckpointStore:
 
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
-        # Makes ``_put_new``'s look and write one step for event loops in several threads.
+        # Makes ``_put_new``'s (``_replace``'s, ``_delete_if``'s) look and write one step for
+        # event loops in several threads.
         self._new = threading.Lock()
 
     async def get(self, id: str) -> bytes | None:
@@ -53,6 +54,17 @@ class InMemoryCheckpointStore:
             if now != old and now != value:
                 return False
             self._data[key] = value
+        return True
+
+    async def _delete_if(self, id: str, old: bytes) -> bool:
+        """As ``store._DeletingIfStore._delete_if``: compared and deleted under the lock of
+        ``_put_new``, one step for event loops in several threads too."""
+        key = _check_id(id)
+        looked = _check_data(old)
+        with self._new:
+            if self._data.get(key) != looked:
+                return False
+            del self._data[key]
         return True
 
     async def delete(self, id: str) -> None:

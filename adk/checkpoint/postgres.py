@@ -192,6 +192,8 @@ class PostgresCheckpointStore(_ClosableStore):
             "ON CONFLICT (id) DO UPDATE SET data = EXCLUDED.data, updated_at = EXCLUDED.updated_at"
         )
         self._delete_sql = f"DELETE FROM {qualified} WHERE id = $1"
+        # ``_delete_if``: a row back when it held the bytes and is deleted.
+        self._delete_if_sql = f"DELETE FROM {qualified} WHERE id = $1 AND data = $2 RETURNING true"
         # ``_put_new``: a row back when inserted; none when the id has a row (then locked and
         # read, and updated only if it may be replaced).
         self._insert_new_sql = (
@@ -337,6 +339,17 @@ class PostgresCheckpointStore(_ClosableStore):
             return bool(await conn.fetchval(self._replace_sql, key, looked, value))
 
         return await self._call("put", key, run)
+
+    async def _delete_if(self, id: str, old: bytes) -> bool:
+        """As ``store._DeletingIfStore._delete_if``: one ``DELETE ... WHERE`` statement, atomic
+        on its own; retried once on a fresh connection as ``delete`` is."""
+        key = _check_id(id)
+        looked = _check_data(old)
+
+        async def run(conn: Any) -> bool:
+            return bool(await conn.fetchval(self._delete_if_sql, key, looked))
+
+        return await self._call("delete", key, run)
 
     async def delete(self, id: str) -> None:
         key = _check_id(id)

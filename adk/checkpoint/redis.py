@@ -106,6 +106,13 @@ else
 end
 return 1
 """
+# KEYS[1]: the checkpoint key; ARGV: the bytes the deleter last knew. 1 when deleted
+# (``_delete_if``).
+_DELETE_IF = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+return 1
+"""
 _CLAIM_SUFFIX = "\x00claim"
 _SCAN_COUNT = 1000
 """Keys each ``SCAN`` looks at (Redis's hint): few round trips, no long stall of the server."""
@@ -223,6 +230,18 @@ class RedisCheckpointStore(_ClosableStore):
             return bool(await _eval(redis, _REPLACE, name, looked, value, ttl))
 
         return await self._run("put", key, run)
+
+    async def _delete_if(self, id: str, old: bytes) -> bool:
+        """As ``store._DeletingIfStore._delete_if``: one Lua script comparing the whole bytes on
+        the server and deleting the key."""
+        key = _check_id(id)
+        looked = _check_data(old)
+        name = self._prefix + key
+
+        async def run(redis: Redis) -> bool:
+            return bool(await _eval(redis, _DELETE_IF, name, looked))
+
+        return await self._run("delete", key, run)
 
     async def delete(self, id: str) -> None:
         key = _check_id(id)

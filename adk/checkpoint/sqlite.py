@@ -106,6 +106,9 @@ _REPLACE = (
     f"UPDATE {_TABLE} SET data = ?1, updated_at = ?2 WHERE id = ?3 AND (data = ?4 OR data = ?1)"
 )
 _EXISTS = f"SELECT 1 FROM {_TABLE} WHERE id = ?"
+# ``_delete_if``: the row deleted only if it still holds the bytes the deleter last knew.
+_HOLDS = f"SELECT 1 FROM {_TABLE} WHERE id = ? AND data = ?"
+_DELETE_IF = f"DELETE FROM {_TABLE} WHERE id = ? AND data = ?"
 _SLICE = 0.05
 """Seconds of each of a put's waits for the write lock (``_begin_write``): how soon a put that a
 delete of its id superseded gives up."""
@@ -369,6 +372,15 @@ def _delete(conn: sqlite3.Connection, *, key: str) -> None:
         conn.execute(_DELETE, (key,))
 
 
+def _delete_if(conn: sqlite3.Connection, *, key: str, old: bytes) -> bool:
+    """``key``'s row deleted in one ``DELETE ... WHERE data = ?`` (a statement is atomic on its
+    own, under the write lock): True when a row went. Looked up first, as ``_delete``: a row
+    that does not hold ``old`` takes no lock."""
+    if conn.execute(_HOLDS, (key, old)).fetchone() is None:
+        return False
+    return conn.execute(_DELETE_IF, (key, old)).rowcount == 1
+
+
 def _ids_page(
     conn: sqlite3.Connection, *, prefix: str, after: str | None
 ) -> tuple[list[str], str | None]:
@@ -561,6 +573,14 @@ class SQLiteCheckpointStore(_ClosableStore):
         key = _check_id(id)
         self._writes.supersede(key)
         await self._run("delete", key, partial(_delete, key=key))
+
+    async def _delete_if(self, id: str, old: bytes) -> bool:
+        """As ``store._DeletingIfStore._delete_if``: one conditional ``DELETE``. Unlike
+        ``delete``, it drops no put of the id that has not begun writing: that put comes first
+        (jobs run in order), and the delete, finding its bytes, leaves them."""
+        key = _check_id(id)
+        job = partial(_delete_if, key=key, old=_check_data(old))
+        return await self._run("delete", key, job)
 
     def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
         """As ``ListingCheckpointStore.ids``, in the ids' order (by their UTF-8 bytes), a page of

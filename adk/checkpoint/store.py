@@ -37,7 +37,10 @@ listing gets each checkpoint whole (and still parses only its header).
 
 Every built-in store also has the private ``_put_new`` (:class:`_PutNewStore`): a new run's pause
 saved only if no checkpoint that still waits is under its id, looked at and written in one atomic
-step. Without it the runner reads, then writes (docs/interrupts.md).
+step. Without it the runner reads, then writes (docs/interrupts.md). Likewise ``_replace``
+(:class:`_ReplacingStore`, a resume's record) and ``_delete_if`` (:class:`_DeletingIfStore`, a
+finished resume's delete): compared with the bytes the caller knew and written or deleted in one
+step.
 """
 
 from __future__ import annotations
@@ -199,6 +202,25 @@ class _ReplacingStore(CheckpointStore, Protocol):
         ...
 
 
+@runtime_checkable
+class _DeletingIfStore(CheckpointStore, Protocol):
+    """Private: a store that deletes a checkpoint only if it still holds the bytes the caller
+    last knew, comparing and deleting in one atomic step (every store pyadk ships).
+
+    A finished resume deletes its checkpoint (``Runner._finish``) only if the store still holds
+    what the resume loaded or last wrote: a read, then a delete, let a pause saved under the id
+    in the moment between them (another resume of the id pausing again, a new run's pause) be
+    deleted with it. Each built-in store makes it one step: a lock (memory), one ``DELETE ...
+    WHERE id = ? AND data = ?`` (SQLite, PostgreSQL), a compare-and-delete Lua script (Redis).
+    """
+
+    async def _delete_if(self, id: str, old: bytes) -> bool:
+        """Delete ``id``'s checkpoint if it holds ``old``; True when deleted, False when it held
+        anything else or nothing (nothing deleted; also a delete sent again after its first
+        attempt had deleted, its answer lost: nothing is there then)."""
+        ...
+
+
 def _puts_new(store: object) -> bool:
     """Whether ``store``'s ``_put_new`` may stand for its ``get`` and ``put``: it has one, and
     its class reads and writes with the ``get`` and ``put`` of the class that gave it. A
@@ -214,15 +236,32 @@ def _replaces(store: object) -> bool:
     return _owns(store, "_replace", _REPLACES)
 
 
-def _owns(store: object, method: str, verdicts: weakref.WeakKeyDictionary[type, bool]) -> bool:
+def _deletes_if(store: object) -> bool:
+    """Whether ``store``'s ``_delete_if`` may stand for its ``get`` and ``delete``, as
+    ``_puts_new`` decides for ``_put_new``, its ``delete`` looked at too: a subclass that reads,
+    writes or deletes its own way (to compress the bytes, to archive or count what it deletes)
+    has the finish go through its ``get`` and ``delete``, read then deleted."""
+    return _owns(store, "_delete_if", _DELETES_IF, _READ_WRITE_DELETE)
+
+
+_READ_WRITE = ("get", "put")
+_READ_WRITE_DELETE = ("get", "put", "delete")
+
+
+def _owns(
+    store: object,
+    method: str,
+    verdicts: weakref.WeakKeyDictionary[type, bool],
+    uses: tuple[str, ...] = _READ_WRITE,
+) -> bool:
+    """Whether ``store``'s class has ``method`` from a class whose ``uses`` (its public methods
+    that ``method`` stands for) are the ones ``store``'s class has. Decided once per class."""
     kind = type(store)
     found = verdicts.get(kind)
     if found is None:
         owner = next((c for c in kind.__mro__ if method in vars(c)), None)
-        found = verdicts[kind] = (
-            owner is not None
-            and getattr(kind, "get", None) is getattr(owner, "get", None)
-            and getattr(kind, "put", None) is getattr(owner, "put", None)
+        found = verdicts[kind] = owner is not None and all(
+            getattr(kind, name, None) is getattr(owner, name, None) for name in uses
         )
     return found
 
@@ -232,6 +271,8 @@ _PUTS_NEW: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 not keeping a class alive (one made per tenant, say)."""
 _REPLACES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 """``_replaces``' verdicts by class, as ``_PUTS_NEW``."""
+_DELETES_IF: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+"""``_deletes_if``' verdicts by class, as ``_PUTS_NEW``."""
 
 
 def _kept(old: bytes | None, data: bytes, keep: Callable[[bytes], bool]) -> bool:
