@@ -71,6 +71,7 @@ from .checkpoint.store import (
     CheckpointStore,
     CheckpointStoreError,
     _check_id,
+    _deletes_if,
     _from_store,
     _PutNewStore,
     _puts_new,
@@ -1321,7 +1322,10 @@ class Runner(AsyncCloseable):
         never resumed twice (an approved payment must not be paid again). Only if it is still the
         checkpoint this resume loaded (or last wrote, recording its progress): another process
         may have paused a new run under the same id meanwhile (the claim keeps out other resumes,
-        not new runs), and that must not be lost.
+        not new runs), and that must not be lost. The delete, as the finished marker, is
+        compared with the bytes read and done in one step where the store can
+        (``store._DeletingIfStore``: every built-in store): a pause saved under the id just
+        after the read stays; a store of the three methods gets a read, then a delete.
         """
         store = self.checkpoint_store
         stored = await _from_store(store.get(checkpoint_id), "get", checkpoint_id)
@@ -1335,7 +1339,10 @@ class Runner(AsyncCloseable):
                 await _from_store(replace, "put", checkpoint_id)  # refused: another run's now
             else:  # a store of the three methods: a read, then a write
                 await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
-        else:
+        elif _deletes_if(store):  # over those bytes only, in one step
+            delete = store._delete_if(checkpoint_id, stored)  # type: ignore[attr-defined]
+            await _from_store(delete, "delete", checkpoint_id)  # refused: another run's now
+        else:  # a store of the three methods: a read, then a delete
             await _from_store(store.delete(checkpoint_id), "delete", checkpoint_id)
 
     # -- listing -----------------------------------------------------------------------------

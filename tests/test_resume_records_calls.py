@@ -354,6 +354,41 @@ async def test_a_kept_checkpoints_finish_does_not_overwrite_a_pause_saved_after_
     assert await read("k2") == new_pause
 
 
+async def test_a_finishs_delete_does_not_delete_a_pause_saved_after_its_read(
+    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finish reads the checkpoint, then deletes it. A pause saved under the id between the
+    two (another worker's resume of it pausing again once this one's claim lapsed, a new run's
+    pause) must stay, as with keep_checkpoints: the delete was unconditional and the new pause,
+    its approval still to be given, was lost. Each built-in store deletes only the bytes read."""
+    async with _runner(_payer(), stores) as first:
+        paused = await first.invoke("pay", checkpoint_id="d1")
+        other = await first.invoke("pay eve", checkpoint_id="elsewhere")
+        new_pause = await first.checkpoint_store.get("elsewhere")
+    assert paused.interrupt is not None and other.interrupt is not None
+    assert new_pause is not None
+
+    async with _runner(_payer(), stores) as resuming:
+        store = resuming.checkpoint_store
+        read = store.get
+        reads = 0
+
+        async def get(id: str) -> bytes | None:
+            nonlocal reads
+            data = await read(id)
+            reads += 1
+            if reads == 2:  # the finish's read: a pause is saved under the id right after it
+                await store.put(id, new_pause)
+            return data
+
+        monkeypatch.setattr(store, "get", get)
+        done = await resuming.invoke_resume("d1", {"approved": True})
+        monkeypatch.undo()
+        assert done.text == "done: paid 5 to bob" and reads == 2
+        assert await store.get("d1") == new_pause
+    assert paid == ["bob"]
+
+
 async def test_a_record_the_store_cannot_take_is_a_warning_and_the_run_goes_on(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -895,6 +930,11 @@ async def _store_down(id: str) -> None:
     )
 
 
+async def _store_down_if(id: str, old: bytes) -> bool:
+    await _store_down(id)
+    return False
+
+
 async def test_a_finished_resume_whose_delete_fails_says_a_second_resume_replays_its_call(
     stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -907,7 +947,9 @@ async def test_a_finished_resume_whose_delete_fails_says_a_second_resume_replays
     assert paused.interrupt is not None
 
     async with _runner(_payer(), stores) as resuming:
+        # Down for the finish's delete, which a built-in store makes conditional (_delete_if).
         monkeypatch.setattr(resuming.checkpoint_store, "delete", _store_down)
+        monkeypatch.setattr(resuming.checkpoint_store, "_delete_if", _store_down_if)
         with pytest.raises(CheckpointStoreError) as caught:
             await resuming.invoke_resume("conv-7", {"approved": True})
         monkeypatch.undo()
