@@ -22,6 +22,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -50,6 +51,7 @@ from adk.checkpoint import (
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
+from adk.checkpoint import _claim as _claim_module
 from adk.checkpoint.codec import decode_checkpoint
 from adk.interrupts import AGENT_STATE
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -505,13 +507,21 @@ async def test_a_record_that_landed_though_it_failed_is_finished_after_another_b
     bytes the resume last knew it wrote, is refused. The run finishes and must delete the
     checkpoint the landed write left, as it does when no other record came after: it kept the
     landed write's bytes only as the last write tried, which the refused one replaced, and the
-    finished run left its checkpoint waiting, to be resumed again and pay eve again."""
+    finished run left its checkpoint waiting, to be resumed again and pay eve again. The refused
+    record looks at what the store holds, finds the landed write, and is made on it: one warning
+    (the failed write's), and the last write holds both payments."""
 
     class _LandsThenFails(InMemoryCheckpointStore):
         failing = False
 
+        def __init__(self) -> None:
+            super().__init__()
+            self.written: list[bytes] = []
+
         async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
             replaced = await super()._replace(id, old, data)
+            if replaced:
+                self.written.append(data)
             if self.failing:
                 self.failing = False
                 raise CheckpointStoreError("connection lost", backend="test", operation="put")
@@ -529,8 +539,12 @@ async def test_a_record_that_landed_though_it_failed_is_finished_after_another_b
     assert sorted(paid) == ["bob", "eve"]
     assert done.interrupt is None
     warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
-    assert len(warnings) == 2 and "connection lost" in warnings[0], warnings
+    assert len(warnings) == 1 and "connection lost" in warnings[0], warnings
     assert await store.get("t") is None  # finished: deleted, not left to be resumed again
+    assert len(store.written) == 2
+    states = decode_checkpoint(store.written[-1], "t")["states"].values()
+    done = [s[AGENT_STATE]["done"] for s in states if "done" in s.get(AGENT_STATE, {})]
+    assert sorted(entry["id"] for entries in done for entry in entries) == ["call_bob", "call_eve"]
 
 
 async def test_a_round_whose_record_failed_records_nothing_more_with_calls_ending_together(
@@ -1273,3 +1287,188 @@ async def test_a_finished_resume_whose_calls_ended_together_in_one_record_says_b
     done = await runner.invoke_resume("conv-12", answers)
     assert done.text == "done" and await store.get("conv-12") is None
     assert sorted(paid) == ["bob", "eve"]  # both replayed, as the error said
+
+
+# -- a record landing as its resume's claim lapsed -----------------------------------------------
+
+
+@tool(require_approval=True)
+async def pay_with_receipt(to: str, amount: int) -> str:
+    """Pay an amount to someone once a person approves it; the result names the payment."""
+    paid.append(to)
+    return f"paid {amount} to {to}, receipt {len(paid)}"
+
+
+def _receipts() -> ReActAgent:
+    """Asks to pay bob 5; once the result is in, answers with it (so each payment's record
+    differs from another's of the same call, as a real payment's would)."""
+
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"done: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("pay_with_receipt", {"to": "bob", "amount": 5})])
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=[pay_with_receipt])
+
+
+class _Held(SQLiteCheckpointStore):
+    """Holds each record's replace at ``gate`` once ``hold`` is set (``arrived`` set as it
+    comes), then fails it unwritten if ``fail``; runs ``landed`` once one has written; notes
+    the owner of its last claim."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.owner = ""
+        self.hold = False
+        self.arrived = asyncio.Event()
+        self.gate = asyncio.Event()
+        self.landed: Callable[[], None] | None = None
+        self.fail = False
+
+    async def claim(self, id: str, owner: str) -> bool:
+        self.owner = owner
+        return await super().claim(id, owner)
+
+    async def _replace(self, id: str, old: bytes, data: bytes) -> bool:
+        if self.hold:
+            self.arrived.set()
+            await self.gate.wait()
+        if self.fail:
+            raise CheckpointStoreError("connection lost", backend="test", operation="put")
+        replaced = await super()._replace(id, old, data)
+        if replaced and self.landed is not None:
+            self.landed()
+        return replaced
+
+
+@pytest.mark.parametrize("own_record", ["written", "failed"])
+async def test_a_record_landing_as_its_claim_lapsed_is_finished_by_the_resume_that_took_over(
+    own_record: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Worker A paid bob and sent its record; the store was slower than A's lease, which lapsed
+    meanwhile, and worker B took the checkpoint over and loaded it as paused. A's record then
+    landed (its compare held: the store still held the pause), and B, having paid bob too (the
+    lapse's cost), had its own record refused and its finish leave the checkpoint behind, A's
+    record in it: a third resume would have replayed A's payment and run the rest again, though
+    B had finished the run. The checkpoint under B is the same pause with another resume's
+    record added, consistent: B writes its record over it, and its finish deletes it, also when
+    B's own record failed (the store lost the connection before writing it)."""
+    path = tmp_path / "checkpoints.db"
+    worker_a, worker_b = _Held(path), _Held(path)
+    try:
+        paused = await Runner(_receipts(), checkpoint_store=worker_a).invoke(
+            "pay", checkpoint_id="lapse"
+        )
+        assert paused.interrupt is not None
+        worker_a.hold = worker_b.hold = True
+        worker_b.fail = own_record == "failed"
+        approve = {"approved": True}
+        left = asyncio.create_task(
+            _leave_at_first_result(Runner(_receipts(), checkpoint_store=worker_a), "lapse", approve)
+        )
+        await worker_a.arrived.wait()  # A paid bob and its record is on its way...
+        await worker_a.release("lapse", worker_a.owner)  # ...as its claim lapses in the store
+        with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+            took_over = asyncio.create_task(
+                Runner(_receipts(), checkpoint_store=worker_b).invoke_resume("lapse", approve)
+            )
+            await worker_b.arrived.wait()  # B loaded the pause and paid bob; its record waits
+            worker_a.gate.set()
+            await left  # A's record landed over the pause B loaded
+            worker_b.gate.set()
+            done = await took_over
+        assert done.text == "done: paid 5 to bob, receipt 2"
+        assert paid == ["bob", "bob"]
+        warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+        if own_record == "written":
+            assert warnings == []
+        else:
+            assert len(warnings) == 1 and "connection lost" in warnings[0], warnings
+        assert await worker_b.get("lapse") is None  # finished: nothing left to resume again
+    finally:
+        await worker_a.aclose()
+        await worker_b.aclose()
+
+
+async def test_a_record_that_landed_as_its_claim_lapsed_is_replayed_by_the_next_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A's record landed (its compare held) just as its lease ran out by its own clock: A stops
+    at its next event with the lost claim, writing nothing more, and the checkpoint holds the
+    pause with A's record, consistent. The next resume replays the payment, pays nobody again,
+    and finishes the checkpoint."""
+    now = [1000.0]
+    monkeypatch.setattr(_claim_module, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    store = _Held(tmp_path / "checkpoints.db")
+    try:
+        paused = await Runner(_receipts(), checkpoint_store=store).invoke(
+            "pay", checkpoint_id="lost"
+        )
+        assert paused.interrupt is not None
+
+        def lapse() -> None:
+            now[0] += 2 * store.claim_ttl
+
+        store.landed = lapse
+        with pytest.raises(RunError, match="lost the claim on checkpoint 'lost'"):
+            await Runner(_receipts(), checkpoint_store=store).invoke_resume(
+                "lost", {"approved": True}
+            )
+        store.landed = None
+        assert paid == ["bob"]
+        done = await Runner(_receipts(), checkpoint_store=store).invoke_resume(
+            "lost", {"approved": True}
+        )
+        assert done.text == "done: paid 5 to bob, receipt 1" and paid == ["bob"]  # replayed
+        assert await store.get("lost") is None
+    finally:
+        await store.aclose()
+
+
+async def test_a_lapsed_resumes_record_does_not_write_over_the_one_that_took_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The other way round: B took the checkpoint over and recorded its payment first, and A's
+    record, sent before A's claim lapsed, comes after. A's is refused and, seeing the same
+    pause with B's record in it, A must not write over it: its claim is lost (by its own clock,
+    which ends its lease before the store's). B's record stands, and the next resume replays
+    B's payment."""
+    lapsed: set[str] = set()
+    held = _claim_module._Claim.lost
+    monkeypatch.setattr(
+        _claim_module._Claim,
+        "lost",
+        property(lambda claim: claim.owner in lapsed or held.fget(claim)),  # type: ignore[attr-defined]
+    )
+    path = tmp_path / "checkpoints.db"
+    worker_a, worker_b = _Held(path), _Held(path)
+    try:
+        paused = await Runner(_receipts(), checkpoint_store=worker_a).invoke(
+            "pay", checkpoint_id="late"
+        )
+        assert paused.interrupt is not None
+        worker_a.hold = True
+        approve = {"approved": True}
+        with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
+            left = asyncio.create_task(
+                _leave_at_first_result(
+                    Runner(_receipts(), checkpoint_store=worker_a), "late", approve
+                )
+            )
+            await worker_a.arrived.wait()  # A paid bob and its record is on its way...
+            await worker_a.release("late", worker_a.owner)  # ...as its claim lapses
+            lapsed.add(worker_a.owner)
+            await _leave_at_first_result(
+                Runner(_receipts(), checkpoint_store=worker_b), "late", approve
+            )
+            worker_a.gate.set()
+            await left
+        warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
+        assert len(warnings) == 1 and "no longer the one this resume loaded" in warnings[0]
+        assert paid == ["bob", "bob"]
+        done = await Runner(_receipts(), checkpoint_store=worker_b).invoke_resume("late", approve)
+        assert done.text == "done: paid 5 to bob, receipt 2"  # B's, replayed
+        assert paid == ["bob", "bob"]
+    finally:
+        await worker_a.aclose()
+        await worker_b.aclose()

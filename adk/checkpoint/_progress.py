@@ -16,7 +16,10 @@ as it is now (what the finished calls wrote in it); points, history, usage and t
 saved, so the same answers resume it; the ids of the points a record settled are noted
 (``codec._SETTLED``) for listings to leave out. The write compares and replaces in one atomic
 step where the store can (``store._ReplacingStore``: every built-in store), a read then a write
-otherwise. A compatible addition within format version 1: a pyadk that does not know the keys
+otherwise. Refused, it looks at what the store holds: a write of its own that failed but landed,
+or the same pause with another resume's records in it (one whose claim lapsed as its record was
+on its way), is written over while this resume holds the claim, and the finish deletes the
+latter too; anything else is left alone. A compatible addition within format version 1: a pyadk that does not know the keys
 resumes the checkpoint as before (running the calls again).
 """
 
@@ -28,7 +31,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..interrupts import AGENT_STATE, is_within
-from .codec import _SETTLED, CheckpointError, encode_checkpoint, to_json_value
+from .codec import _SETTLED, CheckpointError, decode_checkpoint, encode_checkpoint, to_json_value
 from .store import CheckpointStore, _from_store, _replaces
 
 if TYPE_CHECKING:
@@ -84,8 +87,9 @@ class _Progress:
 
     def body_of(self, stored: bytes | None) -> dict[str, Any] | None:
         """The body of ``stored`` if it is this resume's checkpoint: as loaded or last written,
-        or as a write that failed since wrote it (which landed, then: taken as last written);
-        else None (deleted, or another run's)."""
+        or as a write that failed since wrote it (which landed, then: taken as last written),
+        or the pause this resume loaded with another resume's records in it (``_same_pause``);
+        else None (deleted, another run's, or a pause saved since)."""
         if stored is None:
             return None
         if stored == self.loaded:
@@ -94,7 +98,29 @@ class _Progress:
             if stored == data:
                 self.body, self.loaded = body, stored
                 return body
-        return None
+        return self._same_pause(stored)
+
+    def _same_pause(self, stored: bytes | None) -> dict[str, Any] | None:
+        """The body of ``stored`` if it is the pause this resume loaded with only other records
+        in it (``_RECORDED``: an earlier resume's, whose claim lapsed as its record was on its
+        way and landed once this one had loaded the checkpoint), else None. Every other part is
+        the pause's own and no other write keeps it whole: a pause saved again (a resume pausing
+        again, a new run) has its own ``saved_at``, history and points, a finished one its
+        marker. Read only when the store holds bytes this resume did not write: a refused record,
+        a finish that found others."""
+        if stored is None:
+            return None
+        try:
+            body = decode_checkpoint(stored, self.checkpoint_id)
+        except CheckpointError:
+            return None
+        mine = self.body
+        if body.keys() - _RECORDED != mine.keys() - _RECORDED:
+            return None
+        for key, value in body.items():
+            if key not in _RECORDED and mine[key] != value:
+                return None
+        return body
 
     def accounted(self, targets: Collection[str]) -> tuple[list[str], list[str]]:
         """Of the points this resume answered (``targets``): those its records settled, and
@@ -167,13 +193,67 @@ class _Progress:
 
     async def _write(self, ctx: RunContext, key: str, value: Any, settles: Sequence[str]) -> None:
         """``record``'s write, with its lock held; its failures raise. None when an earlier
-        write already holds it all (see ``record``)."""
+        write already holds it all (see ``record``).
+
+        Refused because the store holds other bytes, it looks at them (``body_of``): a write of
+        this resume's that failed but landed is taken as last written and the record made on
+        it; the pause this resume loaded with another resume's records in it (``_same_pause``:
+        that resume's claim lapsed as its record was on its way, and it landed once this one
+        had loaded the checkpoint) is consistent, and this resume, which holds the claim now
+        (looked at again), writes over it what it ran, so its own records stand and its finish
+        deletes the checkpoint. Anything else is not its to write."""
         checkpoint_id = self.checkpoint_id
+        claim = self.claim
+        stored = to_json_value(value, f"saved state.{ctx.address}.{key}")
+        store = self.store
+        tried = self.tried
+        if tried is None:
+            tried = self.tried = []
+        replacing = _replaces(store)
+        old = self.loaded
+        rebases = _REBASES
+        while True:
+            built = self._built(ctx, key, stored, settles)
+            if built is None:
+                return  # an earlier write (of calls that ended together) holds it all
+            # Looked at once there is something to write, not before: a claim lost after the
+            # earlier write that holds it all warned that a resume runs this again, when it
+            # replays it (the run still stops at its next event, ``Runner._resume_claimed``).
+            if claim is not None and claim.lost:
+                raise CheckpointError("lost the claim on it: another resume may hold it")
+            body, data = built
+            if replacing:  # compared and written in one step (``store._ReplacingStore``)
+                tried.append(built)  # a write that fails may have landed (a connection lost)
+                replace = store._replace(checkpoint_id, old, data)  # type: ignore[attr-defined]
+                if await _from_store(replace, "put", checkpoint_id):
+                    break
+                tried.pop()  # refused: not written (the writes that failed before it stay)
+                now = await _from_store(store.get(checkpoint_id), "get", checkpoint_id)
+            else:  # a store of the three methods: a look, then a write (see interrupts.md)
+                now = await _from_store(store.get(checkpoint_id), "get", checkpoint_id)
+                if now == old:
+                    tried.append(built)
+                    await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
+                    break
+            if not rebases or (claim is not None and claim.lost) or self.body_of(now) is None:
+                raise CheckpointError(
+                    "it is no longer the one this resume loaded (deleted, or replaced by another "
+                    "run's pause)"
+                )
+            assert now is not None  # (``body_of``)
+            rebases -= 1
+            old = now
+        self.body, self.loaded, self.tried = body, data, None
+
+    def _built(
+        self, ctx: RunContext, key: str, stored: Any, settles: Sequence[str]
+    ) -> tuple[dict[str, Any], bytes] | None:
+        """The body ``_write`` writes, on the checkpoint as last written, and its bytes; None
+        when that holds it all already. ``stored``: the value, as JSON."""
         address = ctx.address
         states = self.body["states"]
         slots = states[address]
         written = slots[AGENT_STATE]
-        stored = to_json_value(value, f"saved state.{address}.{key}")
         body_settled = _settled(self.body)
         settled = list(body_settled)
         for point in self.body["points"]:
@@ -181,13 +261,7 @@ class _Progress:
             if point_id not in settled and any(is_within(point_id, at) for at in settles):
                 settled.append(point_id)
         if key in written and written[key] == stored and len(settled) == len(body_settled):
-            return  # an earlier write (of calls that ended together) holds it all
-        # Looked at once there is something to write, not before: a claim lost after the
-        # earlier write that holds it all warned that a resume runs this again, when it replays
-        # it (the run still stops at its next event, ``Runner._resume_claimed``).
-        claim = self.claim
-        if claim is not None and claim.lost:
-            raise CheckpointError("lost the claim on it: another resume may hold it")
+            return None
         own = dict(written)
         own[key] = stored
         body = dict(self.body)
@@ -195,27 +269,16 @@ class _Progress:
         body["session"] = to_json_value(ctx._run.session.values, "session")
         if settles:
             body[_SETTLED] = settled
-        data = encode_checkpoint(body)
-        store = self.store
-        gone = CheckpointError(
-            "it is no longer the one this resume loaded (deleted, or replaced by another run's "
-            "pause)"
-        )
-        tried = self.tried
-        if tried is None:
-            tried = self.tried = []
-        if _replaces(store):  # compared and written in one step (``store._ReplacingStore``)
-            tried.append((body, data))  # a write that fails may have landed (a connection lost)
-            replace = store._replace(checkpoint_id, self.loaded, data)  # type: ignore[attr-defined]
-            if not await _from_store(replace, "put", checkpoint_id):
-                tried.pop()  # refused: not written (the writes that failed before it stay)
-                raise gone
-        else:  # a store of the three methods: a look, then a write (see interrupts.md)
-            if await _from_store(store.get(checkpoint_id), "get", checkpoint_id) != self.loaded:
-                raise gone
-            tried.append((body, data))
-            await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
-        self.body, self.loaded, self.tried = body, data, None
+        return body, encode_checkpoint(body)
+
+
+_RECORDED = frozenset({"states", "session", _SETTLED})
+"""The parts of a checkpoint's body a record writes (``_Progress._write``): two bodies alike in
+every other part are the same pause (``_Progress._same_pause``)."""
+_REBASES = 3
+"""How often a record refused for another resume's records in the pause (``_same_pause``) is
+written over them again before it gives up: each time, the lapsed resume wrote once more
+meanwhile, which it stops doing at its next look at its claim."""
 
 
 def _settled(body: dict[str, Any]) -> list[Any]:
