@@ -212,15 +212,11 @@ def _read_action(saved: SavedState, value: Any) -> AgentAction | None:
     return AgentAction(**value)
 
 
-def open_calls(
-    saved: SavedState, messages: list[Message], tools: Mapping[str, object] | None
-) -> list[ToolCall]:
+def open_calls(saved: SavedState, messages: list[Message]) -> list[ToolCall]:
     """The tool calls the pause left open, from the rebuilt conversation's last tool-calling
-    message: those the resume runs (again, or with the person's answer).
-
-    Each needs its tool among ``tools``: one gone since the pause (a changed ``Toolset``, code
-    deployed in between) would answer "unknown tool" and drop the person's answer, so that is a
-    ``CheckpointError`` (the checkpoint is kept, to resume once the tool is back)."""
+    message: those the resume runs (again, or with the person's answer), or replays if an
+    earlier resume recorded them (``recorded_calls``); ``check_tools`` checks the others'
+    tools."""
     open_ids = set(saved.names("open"))
     assistant = next((m for m in reversed(messages) if m.tool_calls), None)
     calls = [c for c in assistant.tool_calls if c.id in open_ids] if assistant is not None else []
@@ -228,9 +224,26 @@ def open_calls(
         raise saved.error(
             f"the open tool calls {sorted(open_ids)} are not the calls its conversation ends with"
         )
-    if tools is None:  # not all known (``ReActAgent``'s check before a resume): not checked
-        return calls
-    missing = sorted({c.name for c in calls if c.name not in tools})
+    return calls
+
+
+def check_tools(
+    saved: SavedState,
+    calls: Sequence[ToolCall],
+    recorded: Sequence[Recorded],
+    tools: Mapping[str, object] | None,
+) -> None:
+    """Refuse a resume whose open ``calls`` that must still run need a tool not among
+    ``tools``: one gone since the pause (a changed ``Toolset``, code deployed in between) would
+    answer "unknown tool" and drop the person's answer, so that is a ``CheckpointError`` (the
+    checkpoint is kept, to resume once the tool is back). A call an earlier resume ``recorded``
+    is replayed from its record and needs no tool: a checkpoint whose every call was recorded
+    resumes after its tools were removed. ``tools`` None: not all known (``ReActAgent``'s check
+    before a resume), not checked."""
+    if tools is None:
+        return
+    finished = {done.call.id for done in recorded} if recorded else ()
+    missing = sorted({c.name for c in calls if c.name not in tools and c.id not in finished})
     if missing:
         raise saved.error(
             f"the paused calls need tools it no longer has: {', '.join(missing)} (removed or "
@@ -238,7 +251,6 @@ def open_calls(
             "server's while it cannot be used: the checkpoint is kept, to resume once they "
             "are back)"
         )
-    return calls
 
 
 class Recorded(NamedTuple):

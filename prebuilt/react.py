@@ -95,6 +95,7 @@ from ._output import (
 from ._react_state import (
     Recorded,
     SavedHead,
+    check_tools,
     exits_shown,
     open_calls,
     pause_state,
@@ -429,10 +430,11 @@ class _ReActCore:
             turn.shown = shown
             held = [*held, *shown]
             exits = [*exits, *(m.tool_call_id or "" for m in shown)]
-        calls = open_calls(saved, turn.messages, turn.tools)
+        calls = open_calls(saved, turn.messages)
+        recorded = recorded_calls(saved, calls)
+        check_tools(saved, calls, recorded, turn.tools)
         self._check_round_fits(ctx, saved, iterations, calls, held)
         tally = _new_round(calls, held, action, exits)
-        recorded = recorded_calls(saved, calls)
         plan = ctx._run.plan
         if plan is not None:
             settles = [
@@ -614,9 +616,12 @@ class _ReActCore:
             tools[TRANSFER_TOOL] = TransferTool(owner._transfer_targets())
         # The system prompt plays no part in which calls are open: the check renders none.
         restored = restore(ctx, self.name, saved.values, [])
-        calls = open_calls(saved, restored.messages, tools if complete else None)
-        # Finished by an earlier resume of the checkpoint: replayed, not run (nor checked).
-        finished = {done.call.id for done in recorded_calls(saved, calls)}
+        calls = open_calls(saved, restored.messages)
+        # Finished by an earlier resume of the checkpoint: replayed, not run (nor checked, nor
+        # needing their tools).
+        recorded = recorded_calls(saved, calls)
+        check_tools(saved, calls, recorded, tools if complete else None)
+        finished = {done.call.id for done in recorded}
         self._check_round_fits(ctx, saved, iterations, calls, restored.held)
         action = saved_action(saved)
         if action is not None and (action.exit or action.break_loop):

@@ -1472,3 +1472,95 @@ async def test_a_lapsed_resumes_record_does_not_write_over_the_one_that_took_ove
     finally:
         await worker_a.aclose()
         await worker_b.aclose()
+
+
+# -- a redeploy that removed a recorded call's tool -------------------------------------------
+
+
+@tool(require_approval=True)
+async def ship(item: str) -> str:
+    """Ship an item once a person approves it."""
+    paid.append(f"shipped {item}")
+    return f"shipped {item}"
+
+
+def _pays_and_ships(*tools: Any, model_down: bool = False) -> ReActAgent:
+    """Asks, in one round, to pay bob 5 and to ship the lamp; once both results are in, answers
+    with them (or fails, as a model down)."""
+
+    def reply(messages: list[Message]) -> Any:
+        results = [m.content for m in messages if m.role == Role.TOOL]
+        if len(results) == 2:
+            if model_down:
+                raise RuntimeError("model down")
+            return Reply(text="done: " + "; ".join(results))
+        return Reply(
+            tool_calls=[
+                tool_call("pay", {"to": "bob", "amount": 5}, id="call_pay"),
+                tool_call("ship", {"item": "lamp"}, id="call_ship"),
+            ]
+        )
+
+    return ReActAgent("payer", ScriptedModel(reply), tools=list(tools))
+
+
+async def test_a_checkpoint_whose_every_call_was_recorded_resumes_after_its_tools_were_removed() -> (
+    None
+):
+    """Both approved calls ran and were recorded, then the model failed. A redeploy removed
+    both tools: the resume was refused ('need tools it no longer has'), though it runs neither
+    call, only replays their recorded results. It replays them and finishes."""
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_pays_and_ships(pay, ship), checkpoint_store=store).invoke(
+        "pay and ship", checkpoint_id="gone"
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    with pytest.raises(RunError, match="model down"):
+        await Runner(
+            _pays_and_ships(pay, ship, model_down=True), checkpoint_store=store
+        ).invoke_resume("gone", answers)
+    assert paid == ["bob", "shipped lamp"]
+
+    done = await Runner(_pays_and_ships(), checkpoint_store=store).invoke_resume("gone", answers)
+
+    assert done.text == "done: paid 5 to bob; shipped lamp"
+    assert paid == ["bob", "shipped lamp"]
+    assert await store.get("gone") is None
+
+
+async def test_a_removed_tool_is_refused_only_for_the_calls_that_must_still_run() -> None:
+    """The first resume approved both calls; the payment ended and was recorded, and its reader
+    left at the payment's result while the shipping still ran (cut off: not recorded). A
+    redeploy without the payment tool resumes it (the payment replayed, the shipping run); one
+    without the shipping tool is refused naming that tool alone, before anything runs."""
+    never = asyncio.Event()
+
+    @tool(require_approval=True, name="ship")
+    async def stuck_ship(item: str) -> str:
+        """Ship an item once a person approves it (this one never gets to it)."""
+        await never.wait()
+        return "unreachable"
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_pays_and_ships(pay, ship), checkpoint_store=store).invoke(
+        "pay and ship", checkpoint_id="half"
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    await _leave_at_first_result(
+        Runner(_pays_and_ships(pay, stuck_ship), checkpoint_store=store), "half", answers
+    )
+    assert paid == ["bob"]
+
+    with pytest.raises(RunError, match=r"need tools it no longer has: ship \(") as refused:
+        await Runner(_pays_and_ships(pay), checkpoint_store=store).invoke_resume("half", answers)
+    assert "pay" not in str(refused.value).split("no longer has:")[1].split("(")[0]
+    assert paid == ["bob"]
+
+    done = await Runner(_pays_and_ships(ship), checkpoint_store=store).invoke_resume(
+        "half", answers
+    )
+    assert done.text == "done: paid 5 to bob; shipped lamp"
+    assert paid == ["bob", "shipped lamp"]
+    assert await store.get("half") is None
