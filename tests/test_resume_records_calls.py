@@ -33,6 +33,7 @@ from services import RedisServer
 
 from adk import (
     AgentEvent,
+    AgentTool,
     CheckpointError,
     Message,
     ParallelAgent,
@@ -1484,7 +1485,7 @@ async def ship(item: str) -> str:
     return f"shipped {item}"
 
 
-def _pays_and_ships(*tools: Any, model_down: bool = False) -> ReActAgent:
+def _pay_and_ship_model(*, model_down: bool = False) -> ScriptedModel:
     """Asks, in one round, to pay bob 5 and to ship the lamp; once both results are in, answers
     with them (or fails, as a model down)."""
 
@@ -1501,7 +1502,11 @@ def _pays_and_ships(*tools: Any, model_down: bool = False) -> ReActAgent:
             ]
         )
 
-    return ReActAgent("payer", ScriptedModel(reply), tools=list(tools))
+    return ScriptedModel(reply)
+
+
+def _pays_and_ships(*tools: Any, model_down: bool = False) -> ReActAgent:
+    return ReActAgent("payer", _pay_and_ship_model(model_down=model_down), tools=list(tools))
 
 
 async def test_a_checkpoint_whose_every_call_was_recorded_resumes_after_its_tools_were_removed() -> (
@@ -1564,3 +1569,67 @@ async def test_a_removed_tool_is_refused_only_for_the_calls_that_must_still_run(
     assert done.text == "done: paid 5 to bob; shipped lamp"
     assert paid == ["bob", "shipped lamp"]
     assert await store.get("half") is None
+
+
+# -- calls of a nested run (an AgentTool's) ---------------------------------------------------
+
+
+def _boss(*cashier_tools: Any) -> ReActAgent:
+    """Asks its ``cashier`` (an AgentTool, whose inner events it shows) to pay bob and ship the
+    lamp, and answers with what the cashier said; the cashier makes both calls (approvals) in
+    one round with ``cashier_tools`` and says what they did."""
+    model = _pay_and_ship_model()
+    cashier = ReActAgent("cashier", model, tools=list(cashier_tools), description="pays")
+
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            return Reply(text=f"boss: {messages[-1].content}")
+        return Reply(tool_calls=[tool_call("cashier", {"request": "pay and ship"}, id="ask")])
+
+    tools = [AgentTool(cashier, emit_inner_events=True)]
+    return ReActAgent("boss", ScriptedModel(reply), tools=tools)
+
+
+async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
+    stores: StoreFactory,
+) -> None:
+    """The cashier, a ReActAgent inside an AgentTool, paused for a payment and a shipping. The
+    first resume paid, and its reader left at the payment's result (shown from the nested run)
+    while the shipping still ran, before the AgentTool's call ended: the outer round had nothing
+    to record, and the nested run recorded nothing, so the second resume paid again. The nested
+    round records the payment in its own saved state (the checkpoint holds it under its
+    address), and the second resume replays it and ships."""
+    never = asyncio.Event()
+
+    @tool(require_approval=True, name="ship")
+    async def stuck_ship(item: str) -> str:
+        """Ship an item once a person approves it (this one never gets to it)."""
+        await never.wait()
+        return "unreachable"
+
+    async with _runner(_boss(pay, ship), stores) as first:
+        paused = await first.invoke("pay bob", checkpoint_id="nested")
+    assert paused.interrupt is not None
+    inside = "agent:boss/tool:cashier#ask/agent:cashier"
+    assert paused.interrupt.point_ids == [
+        f"{inside}/tool:pay#call_pay",
+        f"{inside}/tool:ship#call_ship",
+    ]
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+
+    async with _runner(_boss(pay, stuck_ship), stores) as leaving:
+        await _leave_at_first_result(leaving, "nested", answers)
+        stored = await leaving.checkpoint_store.get("nested")
+    assert paid == ["bob"]
+    assert stored is not None
+    body = decode_checkpoint(stored, "nested")
+    assert body["settled"] == [f"{inside}/tool:pay#call_pay"]
+    cashier = body["states"][inside][AGENT_STATE]
+    assert [entry["id"] for entry in cashier["done"]] == ["call_pay"]
+    assert "done" not in body["states"]["agent:boss"][AGENT_STATE]  # the outer call did not end
+
+    async with _runner(_boss(pay, ship), stores) as again:
+        done = await again.invoke_resume("nested", answers)
+        assert await again.checkpoint_store.get("nested") is None
+    assert done.text == "boss: done: paid 5 to bob; shipped lamp"
+    assert paid == ["bob", "shipped lamp"]  # the payment replayed inside the nested run

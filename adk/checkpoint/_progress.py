@@ -9,9 +9,9 @@ so that a later resume replays them instead of running the calls again. LangGrap
 super-step's finished writes for the same reason, and Google ADK appends each function response to
 the session as it comes.
 
-Only the run the runner resumes records (not an ``AgentTool``'s nested run, whose agents' states
-travel inside the call's own state), and only into a state the checkpoint holds at the
-component's address. The body written is the loaded one with that state extended and the session
+The run the runner resumes records, and so does an ``AgentTool``'s nested run in it (which shares
+its plan and session; its agents' states are in the checkpoint under their own addresses, below
+the call's), only into a state the checkpoint holds at the component's address. The body written is the loaded one with that state extended and the session
 as it is now (what the finished calls wrote in it); points, history, usage and the rest stay as
 saved, so the same answers resume it; the ids of the points a record settled are noted
 (``codec._SETTLED``) for listings to leave out. The write compares and replaces in one atomic
@@ -135,10 +135,11 @@ class _Progress:
         """Whether ``ctx``'s component has a state of its own in this checkpoint to extend."""
         # Told by the run's plan, not by holding the run: the run holds its plan, the plan this
         # (``plan.progress``), and a reference back would keep each resumed run in a cycle for
-        # the collector (tests/test_run_cycles.py). A nested run (an AgentTool's) shares the plan,
-        # but its states are the call's.
+        # the collector (tests/test_run_cycles.py). A nested run (an AgentTool's) shares the plan
+        # and the session, and its agents' states are in the checkpoint under their own
+        # addresses (below the call's): it records there as the runner's own run does.
         run = ctx._run
-        if run.nested or run.plan is None or run.plan.progress is not self:
+        if run.plan is None or run.plan.progress is not self:
             return False
         states = self.body.get("states")
         slots = states.get(ctx.address) if isinstance(states, dict) else None
