@@ -1314,7 +1314,7 @@ def _receipts() -> ReActAgent:
 
 class _Held(SQLiteCheckpointStore):
     """Holds each record's replace at ``gate`` once ``hold`` is set (``arrived`` set as it
-    comes), then fails it unwritten if ``fail``; runs ``landed`` once one has written; notes
+    comes), then fails it unwritten once if ``fail``; runs ``landed`` once one has written; notes
     the owner of its last claim."""
 
     def __init__(self, path: Path) -> None:
@@ -1335,6 +1335,7 @@ class _Held(SQLiteCheckpointStore):
             self.arrived.set()
             await self.gate.wait()
         if self.fail:
+            self.fail = False
             raise CheckpointStoreError("connection lost", backend="test", operation="put")
         replaced = await super()._replace(id, old, data)
         if replaced and self.landed is not None:
@@ -1342,9 +1343,11 @@ class _Held(SQLiteCheckpointStore):
         return replaced
 
 
-@pytest.mark.parametrize("own_record", ["written", "failed"])
+@pytest.mark.parametrize(
+    ("own_record", "keep"), [("written", False), ("failed", False), ("failed", True)]
+)
 async def test_a_record_landing_as_its_claim_lapsed_is_finished_by_the_resume_that_took_over(
-    own_record: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    own_record: str, keep: bool, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Worker A paid bob and sent its record; the store was slower than A's lease, which lapsed
     meanwhile, and worker B took the checkpoint over and loaded it as paused. A's record then
@@ -1353,7 +1356,8 @@ async def test_a_record_landing_as_its_claim_lapsed_is_finished_by_the_resume_th
     record in it: a third resume would have replayed A's payment and run the rest again, though
     B had finished the run. The checkpoint under B is the same pause with another resume's
     record added, consistent: B writes its record over it, and its finish deletes it, also when
-    B's own record failed (the store lost the connection before writing it)."""
+    B's own record failed (the store lost the connection before writing it); with
+    keep_checkpoints it is marked finished."""
     path = tmp_path / "checkpoints.db"
     worker_a, worker_b = _Held(path), _Held(path)
     try:
@@ -1370,9 +1374,8 @@ async def test_a_record_landing_as_its_claim_lapsed_is_finished_by_the_resume_th
         await worker_a.arrived.wait()  # A paid bob and its record is on its way...
         await worker_a.release("lapse", worker_a.owner)  # ...as its claim lapses in the store
         with caplog.at_level(logging.WARNING, logger="adk.checkpoint"):
-            took_over = asyncio.create_task(
-                Runner(_receipts(), checkpoint_store=worker_b).invoke_resume("lapse", approve)
-            )
+            taking_over = Runner(_receipts(), checkpoint_store=worker_b, keep_checkpoints=keep)
+            took_over = asyncio.create_task(taking_over.invoke_resume("lapse", approve))
             await worker_b.arrived.wait()  # B loaded the pause and paid bob; its record waits
             worker_a.gate.set()
             await left  # A's record landed over the pause B loaded
@@ -1385,7 +1388,12 @@ async def test_a_record_landing_as_its_claim_lapsed_is_finished_by_the_resume_th
             assert warnings == []
         else:
             assert len(warnings) == 1 and "connection lost" in warnings[0], warnings
-        assert await worker_b.get("lapse") is None  # finished: nothing left to resume again
+        if keep:
+            with pytest.raises(CheckpointError, match="has finished"):
+                await taking_over.invoke_resume("lapse", approve)
+            assert paid == ["bob", "bob"]
+        else:
+            assert await worker_b.get("lapse") is None  # finished: nothing left to resume again
     finally:
         await worker_a.aclose()
         await worker_b.aclose()
