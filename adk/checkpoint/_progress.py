@@ -9,17 +9,18 @@ so that a later resume replays them instead of running the calls again. LangGrap
 super-step's finished writes for the same reason, and Google ADK appends each function response to
 the session as it comes.
 
-The run the runner resumes records, and so does an ``AgentTool``'s nested run in it (which shares
-its plan and session; its agents' states are in the checkpoint under their own addresses, below
-the call's), only into a state the checkpoint holds at the component's address. The body written is the loaded one with that state extended and the session
-as it is now (what the finished calls wrote in it); points, history, usage and the rest stay as
-saved, so the same answers resume it; the ids of the points a record settled are noted
-(``codec._SETTLED``) for listings to leave out. The write compares and replaces in one atomic
-step where the store can (``store._ReplacingStore``: every built-in store), a read then a write
-otherwise. Refused, it looks at what the store holds: a write of its own that failed but landed,
-or the same pause with another resume's records in it (one whose claim lapsed as its record was
-on its way), is written over while this resume holds the claim, and the finish deletes the
-latter too; anything else is left alone. A compatible addition within format version 1: a pyadk that does not know the keys
+The run the runner resumes records, and so does an ``AgentTool``'s nested run in it (which
+shares its plan and session; its agents' states are in the checkpoint under their own addresses,
+below the call's), only into a state the checkpoint holds at the component's address. The body
+written is the loaded one with that state extended and the session as it is now (what the
+finished calls wrote in it); points, history, usage and the rest stay as saved, so the same
+answers resume it; the ids of the points a record settled are noted (``codec._SETTLED``) for
+listings to leave out. The write compares and replaces in one atomic step where the store can
+(``store._ReplacingStore``: every built-in store), a read then a write otherwise. Refused, it
+looks at what the store holds: a write of its own that failed but landed, or the same pause with
+another resume's records in it (one whose claim lapsed as its record was on its way), is written
+over while this resume holds the claim, and the finish deletes the latter too; anything else is
+left alone. A compatible addition within format version 1: a pyadk that does not know the keys
 resumes the checkpoint as before (running the calls again).
 """
 
