@@ -1542,6 +1542,43 @@ async def test_a_checkpoint_whose_every_call_was_recorded_resumes_after_its_tool
     assert await store.get("gone") is None
 
 
+class _Offering:
+    """A ``Toolset`` offering ``tools`` (asked when the agent's run starts, as an MCP server's
+    are: the check before a resume does not see them)."""
+
+    def __init__(self, *tools: Any) -> None:
+        self._tools = list(tools)
+
+    async def tools(self, ctx: Any) -> list[Any]:
+        return self._tools
+
+
+async def test_a_recorded_call_of_a_toolset_that_no_longer_offers_its_tool_is_replayed() -> None:
+    """As above with the tools from a toolset (an MCP server's, one optional and down at the
+    resume offers none): the resume's own check, once the toolset was asked, refused the
+    recorded calls' missing tools; they are replayed."""
+    store = InMemoryCheckpointStore()
+
+    def agent(*offered: Any, model_down: bool = False) -> ReActAgent:
+        model = _pay_and_ship_model(model_down=model_down)
+        return ReActAgent("payer", model, tools=[_Offering(*offered)])
+
+    paused = await Runner(agent(pay, ship), checkpoint_store=store).invoke(
+        "pay and ship", checkpoint_id="offered"
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    with pytest.raises(RunError, match="model down"):
+        await Runner(agent(pay, ship, model_down=True), checkpoint_store=store).invoke_resume(
+            "offered", answers
+        )
+
+    done = await Runner(agent(), checkpoint_store=store).invoke_resume("offered", answers)
+
+    assert done.text == "done: paid 5 to bob; shipped lamp"
+    assert paid == ["bob", "shipped lamp"]
+
+
 async def test_a_removed_tool_is_refused_only_for_the_calls_that_must_still_run() -> None:
     """The first resume approved both calls; the payment ended and was recorded, and its reader
     left at the payment's result while the shipping still ran (cut off: not recorded). A
