@@ -1473,7 +1473,7 @@ async def test_a_lapsed_resumes_record_does_not_write_over_the_one_that_took_ove
             worker_a.gate.set()
             await left
         warnings = [r.getMessage() for r in caplog.records if r.name == "adk.checkpoint"]
-        assert len(warnings) == 1 and "no longer the one this resume loaded" in warnings[0]
+        assert len(warnings) == 1 and "lost the claim on it" in warnings[0], warnings
         assert paid == ["bob", "bob"]
         done = await Runner(_receipts(), checkpoint_store=worker_b).invoke_resume("late", approve)
         assert done.text == "done: paid 5 to bob, receipt 2"  # B's, replayed

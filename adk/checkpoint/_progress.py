@@ -237,7 +237,9 @@ class _Progress:
                     tried.append(built)
                     await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
                     break
-            if not rebases or (claim is not None and claim.lost) or self.body_of(now) is None:
+            if claim is not None and claim.lost:
+                raise CheckpointError("lost the claim on it: another resume may hold it")
+            if not rebases or self.body_of(now) is None:
                 raise CheckpointError(
                     "it is no longer the one this resume loaded (deleted, or replaced by another "
                     "run's pause)"
