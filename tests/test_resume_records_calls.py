@@ -1619,15 +1619,17 @@ async def test_a_removed_tool_is_refused_only_for_the_calls_that_must_still_run(
 # -- calls of a nested run (an AgentTool's) ---------------------------------------------------
 
 
-def _boss(*cashier_tools: Any) -> ReActAgent:
+def _boss(*cashier_tools: Any, model_down: bool = False) -> ReActAgent:
     """Asks its ``cashier`` (an AgentTool, whose inner events it shows) to pay bob and ship the
-    lamp, and answers with what the cashier said; the cashier makes both calls (approvals) in
-    one round with ``cashier_tools`` and says what they did."""
+    lamp, and answers with what the cashier said (or fails, as a model down); the cashier makes
+    both calls (approvals) in one round with ``cashier_tools`` and says what they did."""
     model = _pay_and_ship_model()
     cashier = ReActAgent("cashier", model, tools=list(cashier_tools), description="pays")
 
     def reply(messages: list[Message]) -> Any:
         if messages[-1].role == Role.TOOL:
+            if model_down:
+                raise RuntimeError("model down")
             return Reply(text=f"boss: {messages[-1].content}")
         return Reply(tool_calls=[tool_call("cashier", {"request": "pay and ship"}, id="ask")])
 
@@ -1678,3 +1680,42 @@ async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
         assert await again.checkpoint_store.get("nested") is None
     assert done.text == "boss: done: paid 5 to bob; shipped lamp"
     assert paid == ["bob", "shipped lamp"]  # the payment replayed inside the nested run
+
+
+async def test_a_nested_record_then_the_agent_tools_record_replay_each_call_once() -> None:
+    """The nested run recorded the payment (its reader left while the shipping ran); the second
+    resume replayed it, shipped, and the AgentTool's call ended, which the outer round recorded
+    whole, before the outer model failed. The third resume replays the AgentTool's call without
+    running the cashier: each call was made once."""
+    never = asyncio.Event()
+
+    @tool(require_approval=True, name="ship")
+    async def stuck_ship(item: str) -> str:
+        """Ship an item once a person approves it (this one never gets to it)."""
+        await never.wait()
+        return "unreachable"
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_boss(pay, ship), checkpoint_store=store).invoke(
+        "pay bob", checkpoint_id="twice"
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    await _leave_at_first_result(
+        Runner(_boss(pay, stuck_ship), checkpoint_store=store), "twice", answers
+    )
+    with pytest.raises(RunError, match="model down"):
+        await Runner(_boss(pay, ship, model_down=True), checkpoint_store=store).invoke_resume(
+            "twice", answers
+        )
+    assert paid == ["bob", "shipped lamp"]
+    stored = await store.get("twice")
+    assert stored is not None
+    outer = decode_checkpoint(stored, "twice")["states"]["agent:boss"][AGENT_STATE]
+    assert [entry["id"] for entry in outer["done"]] == ["ask"]
+
+    done = await Runner(_boss(), checkpoint_store=store).invoke_resume("twice", answers)
+
+    assert done.text == "boss: done: paid 5 to bob; shipped lamp"
+    assert paid == ["bob", "shipped lamp"]
+    assert await store.get("twice") is None
