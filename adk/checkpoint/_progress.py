@@ -237,8 +237,8 @@ class _Progress:
                     tried.append(built)
                     await _from_store(store.put(checkpoint_id, data), "put", checkpoint_id)
                     break
-            if claim is not None and claim.lost:
-                raise CheckpointError("lost the claim on it: another resume may hold it")
+            # Written again only as the loop's start allows: something still to write (the
+            # store may hold a landed write of this resume's that has it), the claim held.
             if not rebases or self.body_of(now) is None:
                 raise CheckpointError(
                     "it is no longer the one this resume loaded (deleted, or replaced by another "
