@@ -67,6 +67,12 @@ def content_parts(parts: list[Any]) -> tuple[str, str]:
     return "".join(text), "".join(thinking)
 
 
+def unkeyed(text: str, key: str | None) -> str:
+    """``text`` with ``key`` (the model's API key, None: none to mask) masked as ``***``: done
+    before any cut of what a server said, which would leave part of a key it went through."""
+    return text if key is None else text.replace(key, "***")
+
+
 def error_detail(error: object, key: str | None = None) -> str:
     """What a server's error object adds to its ``message``: a router's account of the provider
     behind it (OpenRouter: ``metadata.provider_name`` and ``metadata.raw``, the provider's own
@@ -79,9 +85,7 @@ def error_detail(error: object, key: str | None = None) -> str:
     said = metadata.get("raw") or metadata.get("reasons")
     if not said:
         return ""
-    said = said if isinstance(said, str) else json.dumps(said, ensure_ascii=False)
-    if key is not None:
-        said = said.replace(key, "***")
+    said = unkeyed(said if isinstance(said, str) else json.dumps(said, ensure_ascii=False), key)
     provider = metadata.get("provider_name")
     who = f"{provider}: " if isinstance(provider, str) and provider else ""
     return f" ({who}{said[:500]})"

@@ -28,7 +28,7 @@ from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import KEPT_FIELDS, ChatStreamDecoder, chat_message, chat_request
 from ._openai_chat import short_call_id as _short_call_id
-from ._openai_common import error_detail, in_band_status, json_schema_of
+from ._openai_common import error_detail, in_band_status, json_schema_of, unkeyed
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._openai_tls import http_client
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
@@ -746,9 +746,9 @@ class OpenAIChatModel(AsyncCloseable):
         if isinstance(exc, _StreamTruncated):
             return ModelError(f"{where} the stream ended before the model finished{tries}")
         if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
-            return self._unkeyed(ModelError(f"{where} {exc}{tries}", status=exc.status))
+            return self._key_masked(ModelError(f"{where} {exc}{tries}", status=exc.status))
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
-            return self._unkeyed(
+            return self._key_masked(
                 _untyped(
                     ModelError(
                         f"{where} the server's answer is not valid JSON ({exc.msg}): "
@@ -769,7 +769,7 @@ class OpenAIChatModel(AsyncCloseable):
             )
         return exc
 
-    def _unkeyed(self, error: ModelError) -> ModelError:
+    def _key_masked(self, error: ModelError) -> ModelError:
         """``error``, which quotes a 200 answer that is no completion (an in-band ``error``
         object, its provider's raw answer, a body that is not JSON), with this model's API key
         masked, and marked so that its chain, holding the key too, is not printed with it. The
@@ -778,7 +778,7 @@ class OpenAIChatModel(AsyncCloseable):
         key = self._own_key()
         if key is None or key not in str(error):
             return error
-        masked = ModelError(str(error).replace(key, "***"), status=error.status)
+        masked = ModelError(unkeyed(str(error), key), status=error.status)
         if getattr(error, "_adk_untyped", False):
             _untyped(masked)
         masked._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
@@ -795,9 +795,7 @@ class OpenAIChatModel(AsyncCloseable):
         masked first so that a cut through it leaves none of it; and whether it was cut."""
         if len(said) <= _SAID_SHOWN:
             return said, False
-        key = self._own_key()
-        if key is not None:
-            said = said.replace(key, "***")
+        said = unkeyed(said, self._own_key())
         shown = said[:_SAID_SHOWN]
         return f"{shown}... ({len(said) - len(shown)} more characters not shown)", True
 
@@ -1274,14 +1272,10 @@ def _server_message(exc: openai.APIStatusError, key: str | None) -> str:
                 for item in detail
             ]
         if detail:
-            return _without_echo(_unkeyed(str(detail), key)[:500])
+            return _without_echo(unkeyed(str(detail), key)[:500])
     if isinstance(body, str) and body:
-        return _without_echo(_unkeyed(body, key)[:500])
+        return _without_echo(unkeyed(body, key)[:500])
     return _without_echo(exc.message)
-
-
-def _unkeyed(text: str, key: str | None) -> str:
-    return text if key is None else text.replace(key, "***")
 
 
 def _closed_message(model: OpenAIChatModel) -> str:
