@@ -482,6 +482,60 @@ async def test_what_gemini_does_not_know_is_left_out_once_refused(streaming: boo
     assert history[1].metadata == kept
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_what_a_reply_keeps_goes_back_only_to_the_server_it_came_from(
+    streaming: bool,
+) -> None:
+    """What a reply keeps to be sent back (Gemini's ``extra_content`` on a call, OpenRouter's
+    ``reasoning_details``) went to every server the conversation was sent to: a history carried
+    from one provider to another (a service switching model, a Supervisor with two providers)
+    sent a field only its maker knows, which a strict server refuses (here Mistral's 422, once,
+    after which the model sent none for any conversation). The reply is tagged with the server
+    it came from (``metadata["kept_from"]``, a digest of its URL), and what it keeps goes back
+    to that server only; a message without the tag (a checkpoint saved before it) goes as it
+    did, to any server."""
+    async with (
+        OpenAIServer(thought_signatures=True) as gemini,
+        OpenAIServer(forbids=["extra_content", "reasoning_details"]) as strict,
+    ):
+        first = Reply(
+            tool_calls=[Call("add", '{"a": 2, "b": 3}', id="c1")],
+            reasoning="Add them.",
+            reasoning_details=True,
+        )
+        gemini.script(first, Reply(text="5 again"))
+        strict.script(Reply(text="5"), Reply(text="5 still"))
+        async with make_model(gemini) as made, make_model(strict) as other:
+            reply = await call(made, streaming, [Message.user("2 + 3?")], tools=[ADD])
+            assert reply.metadata["tool_call_extra_content"] == {
+                "c1": {"google": {"thought_signature": "c2lnbmF0dXJl-1"}}
+            }
+            assert reply.metadata["reasoning_details"]
+            history = [Message.user("2 + 3?"), reply, *run_add(reply)]
+            # a checkpoint keeps the tag
+            history = from_json_value(to_json_value(history))
+            assert (await other.generate(history, tools=[ADD])).content == "5"
+            assert (await made.generate(history, tools=[ADD])).content == "5 again"
+            # a message saved before the tag goes to any server, as it did
+            untagged = history[1].model_copy(deep=True)
+            untagged.metadata.pop("kept_from", None)
+            assert (
+                await other.generate([history[0], untagged, history[2]], tools=[ADD])
+            ).content == "5 still"
+    to_other, untagged_sent = strict.bodies[0]["messages"][1], strict.bodies[1]["messages"][1]
+    assert "reasoning_details" not in to_other
+    assert "extra_content" not in to_other["tool_calls"][0]
+    assert "reasoning_details" in untagged_sent  # then refused once, and left out from then on
+    assert len(strict.requests) == 3
+    back = gemini.bodies[1]["messages"][1]
+    assert back["tool_calls"][0]["extra_content"] == {
+        "google": {"thought_signature": "c2lnbmF0dXJl-1"}
+    }
+    assert back["reasoning_details"] == reply.metadata["reasoning_details"]
+    tag = reply.metadata["kept_from"]  # the server's URL is not in it
+    assert isinstance(tag, str) and "127.0.0.1" not in tag and "http" not in tag
+
+
 async def test_a_refusal_echoing_the_kept_fields_does_not_turn_them_off() -> None:
     """A FastAPI-based server (vLLM, LiteLLM) answers a model-level validator's failure with the
     whole request echoed as the error's ``input``, the list's text as the OpenAI error's message.
