@@ -117,6 +117,18 @@ KEPT_FIELDS = ("extra_content", "reasoning_details")
 """The wire fields of what a reply's metadata keeps to be sent back (:data:`EXTRA_CONTENT`,
 :data:`REASONING_DETAILS`), left out (``send_kept=False``) for a server that refused them."""
 
+KEPT_FROM = "kept_from"
+"""The ``Message.metadata`` key naming the server a reply that keeps :data:`KEPT_FIELDS` came
+from: a digest of its URL (``server_tag``), never the URL, which may name a private host. What
+the reply keeps goes back to that server only; a message without it (saved before it was
+written) goes to any, as it did."""
+
+
+def server_tag(base_url: str) -> str:
+    """The :data:`KEPT_FROM` of a server whose API root is ``base_url`` (its credentials and
+    query left out by the caller): 16 hex digits of its SHA-256, the same in every process."""
+    return hashlib.sha256(base_url.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
 
 def chat_messages(
     messages: Sequence[Message],
@@ -125,6 +137,7 @@ def chat_messages(
     send_parts: bool = True,
     short_ids: bool = False,
     send_kept: bool = True,
+    origin: str | None = None,
 ) -> list[dict[str, Any]]:
     """Wire messages. Assistant messages always carry ``content`` (``""`` beside tool calls: some
     servers reject its absence) and carry ``tool_calls`` only when there are some (OpenAI rejects an
@@ -138,7 +151,8 @@ def chat_messages(
     as Mistral does) each tool-call id goes as :func:`short_call_id` makes it. What a reply's
     metadata keeps to be sent back (Gemini's ``extra_content`` on its calls, OpenRouter's
     ``reasoning_details``) goes back on it, unless ``send_kept`` is off (a server that refused
-    them: :data:`KEPT_FIELDS`)."""
+    them: :data:`KEPT_FIELDS`) or the message came from a server other than ``origin`` (the
+    :data:`KEPT_FROM` of the server the request goes to; None: sent whatever the message's)."""
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     for position, message in enumerate(messages):
@@ -148,6 +162,14 @@ def chat_messages(
             attached = None
         if role == _ASSISTANT:
             entry: dict[str, Any] = {"role": "assistant", "content": message.content}
+            metadata = message.metadata
+            # What the reply kept goes back to the server it came from (an untagged message's
+            # to any): another may refuse a field it does not know (Mistral's 422).
+            kept = (
+                send_kept
+                and bool(metadata)
+                and (origin is None or metadata.get(KEPT_FROM, origin) == origin)
+            )
             if message.tool_calls:
                 entry["tool_calls"] = calls = [
                     {
@@ -157,9 +179,7 @@ def chat_messages(
                     }
                     for call in message.tool_calls
                 ]
-                extras = (
-                    message.metadata.get(EXTRA_CONTENT) if message.metadata and send_kept else None
-                )
+                extras = metadata.get(EXTRA_CONTENT) if kept else None
                 if type(extras) is dict:
                     for call, wire in zip(message.tool_calls, calls, strict=True):
                         extra = extras.get(call.id)
@@ -167,8 +187,8 @@ def chat_messages(
                             wire["extra_content"] = extra
                 if send_reasoning:
                     entry["reasoning_content"] = message.reasoning or ""
-            if message.metadata and send_kept:
-                details = message.metadata.get(REASONING_DETAILS)
+            if kept:
+                details = metadata.get(REASONING_DETAILS)
                 if details:
                     entry[REASONING_DETAILS] = details
             out.append(entry)
@@ -229,12 +249,13 @@ def chat_request(
     send_parts: bool = True,
     short_ids: bool = False,
     send_kept: bool = True,
+    origin: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``.
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
     refused it) so the final chunk carries token counts. ``send_reasoning``, ``send_parts``,
-    ``short_ids`` and ``send_kept``: see :func:`chat_messages`. ``options.extra`` travels as
+    ``short_ids``, ``send_kept`` and ``origin``: see :func:`chat_messages`. ``options.extra`` travels as
     ``extra_body`` and so overrides anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
     (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
@@ -246,6 +267,7 @@ def chat_request(
             send_parts=send_parts,
             short_ids=short_ids,
             send_kept=send_kept,
+            origin=origin,
         ),
     }
     if tools:
@@ -304,9 +326,10 @@ def _tool_calls(raw: object) -> tuple[list[ToolCall], dict[str, Any] | None]:
     return calls, extras
 
 
-def chat_message(completion: Any) -> Message:
+def chat_message(completion: Any, origin: str | None = None) -> Message:
     """The assistant message of a ``ChatCompletion`` (first choice); ``ModelError`` for an answer
-    that is not one (see :func:`unusable_reply`)."""
+    that is not one (see :func:`unusable_reply`). What it keeps to be sent back is tagged with
+    ``origin``, the :data:`KEPT_FROM` of the server that answered."""
     choices = getattr(completion, "choices", None)
     if not choices:
         raise unusable_reply(completion, "a chat completion without choices")
@@ -340,6 +363,8 @@ def chat_message(completion: Any) -> Message:
     details = field_of(raw, REASONING_DETAILS)
     if isinstance(details, list) and details:
         message.metadata[REASONING_DETAILS] = details
+    if origin is not None and (extras is not None or REASONING_DETAILS in message.metadata):
+        message.metadata[KEPT_FROM] = origin
     finish = getattr(choice, "finish_reason", None)
     if isinstance(finish, str):
         message.metadata["finish_reason"] = finish
@@ -404,12 +429,14 @@ class ChatStreamDecoder:
         "_extras",
         "_identity",
         "_ids",
+        "_origin",
         "_refusal",
         "finished",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, origin: str | None = None) -> None:
         self.finished = False
+        self._origin = origin  # KEPT_FROM of what the stream keeps to be sent back
         self._identity: dict[str, str] = {}
         self._refusal: list[str] = []
         self._extras: dict[int, Any] | None = None  # call index -> its extra_content
@@ -534,7 +561,8 @@ class ChatStreamDecoder:
     def _final_metadata(self) -> dict[str, Any]:
         """What the finishing chunk records: the stream's identity, its refusal if it had one,
         and what the server put on its calls to be sent back (:data:`EXTRA_CONTENT`), by the id
-        ``join_chunks`` gives each call (its own, else ``call_<index>``)."""
+        ``join_chunks`` gives each call (its own, else ``call_<index>``), with the server it
+        came from (:data:`KEPT_FROM`)."""
         metadata: dict[str, Any] = dict(self._identity)
         if self._refusal:
             metadata["refusal"] = "".join(self._refusal)
@@ -545,6 +573,8 @@ class ChatStreamDecoder:
             metadata[EXTRA_CONTENT] = {
                 ids.get(index) or f"call_{index}": extra for index, extra in self._extras.items()
             }
+        if self._origin is not None and (self._details or self._extras):
+            metadata[KEPT_FROM] = self._origin
         return metadata
 
 

@@ -131,10 +131,11 @@ def responses_request(
     send_parts: bool = True,
     short_ids: bool = False,
     send_kept: bool = True,
+    origin: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.responses.create``. ``max_tokens`` becomes
     ``max_output_tokens`` (``max_tokens_field``, ``stream_usage``, ``send_reasoning``,
-    ``short_ids`` and ``send_kept`` are Chat concerns; ``send_parts``: see
+    ``short_ids``, ``send_kept`` and ``origin`` are Chat concerns; ``send_parts``: see
     :func:`responses_input`) and ``response_format`` becomes ``text.format``. ``stop`` is
     rejected: the Responses API has no stop sequences. Without tools, ``tool_choice`` and
     ``parallel_tool_calls`` are left out (:data:`~adk.models._openai_common.TOOL_FIELDS`), as

@@ -26,7 +26,7 @@ from .._loop_clients import LoopClients
 from .._urls import redacted_url
 from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
-from ._openai_chat import KEPT_FIELDS, ChatStreamDecoder, chat_message, chat_request
+from ._openai_chat import KEPT_FIELDS, ChatStreamDecoder, chat_message, chat_request, server_tag
 from ._openai_chat import short_call_id as _short_call_id
 from ._openai_common import error_detail, in_band_status, json_schema_of, unkeyed
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
@@ -240,6 +240,9 @@ class OpenAIChatModel(AsyncCloseable):
         self._shown_url = redacted_url(
             f"{self.base_url}?{urlencode(query)}" if query else self.base_url
         )
+        # The server what replies keep to be sent back goes back to (``KEPT_FROM``): its URL
+        # without credentials (a gateway's user:pw@, not the server) and without the query.
+        self._origin = server_tag(redacted_url(self.base_url).partition("?")[0])
         host = urlsplit(self.base_url).hostname or ""
         # OpenAI itself: api.openai.com and its regional endpoints (eu.api.openai.com, which the
         # openai client's data_residency= selects; mtls.api.openai.com).
@@ -263,9 +266,11 @@ class OpenAIChatModel(AsyncCloseable):
         )
         if api == "chat":
             self._build = chat_request
-            self._to_message: Callable[[Any], Message] = chat_message
+            self._to_message: Callable[[Any], Message] = functools.partial(
+                chat_message, origin=self._origin
+            )
             self._decoder: Callable[[], ChatStreamDecoder | ResponsesStreamDecoder] = (
-                ChatStreamDecoder
+                functools.partial(ChatStreamDecoder, self._origin)
             )
             self._endpoint = "chat.completions"
         else:
@@ -515,6 +520,7 @@ class OpenAIChatModel(AsyncCloseable):
             send_parts=self._send_parts,
             short_ids=self._short_ids,
             send_kept=self._send_kept,
+            origin=self._origin,
         )
         return request, wrapped
 
