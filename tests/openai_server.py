@@ -91,6 +91,8 @@ class Reply:
     ``signature`` goes on the first tool call of a Chat answer as Gemini's OpenAI endpoint puts
     its thought signature there (``extra_content.google.thought_signature``; the first of
     parallel calls alone carries one); ``OpenAIServer(thought_signatures=True)`` sets it.
+    ``sign_each`` puts one on every call, ``<signature>-<place>`` after the first (what a server
+    keeping something per call sends).
     ``reasoning_details`` sends the reasoning as OpenRouter does for a model whose reasoning
     must come back (Gemini 3, Claude's thinking): ``reasoning`` and ``reasoning_details``, a
     ``reasoning.text`` entry (the text, signed) and a ``reasoning.encrypted`` one; streamed, the
@@ -146,6 +148,7 @@ class Reply:
     events: Sequence[str | bytes] | None = None
     endless: str | bytes | None = None
     signature: str | None = None
+    sign_each: bool = False
     reasoning_details: bool = False
     reasoning_blocks: int = 1
 
@@ -1227,10 +1230,12 @@ def _chat_completion(reply: Reply, model: str, n: int) -> dict[str, Any]:
 
 
 def _signed(reply: Reply, position: int) -> dict[str, Any]:
-    """Gemini's thought signature on a reply's first tool call (``Reply.signature``), or {}."""
-    if reply.signature is None or position:
+    """Gemini's thought signature on a reply's first tool call (``Reply.signature``; on each
+    with ``Reply.sign_each``), or {}."""
+    if reply.signature is None or (position and not reply.sign_each):
         return {}
-    return {"extra_content": {"google": {"thought_signature": reply.signature}}}
+    signature = f"{reply.signature}-{position}" if position else reply.signature
+    return {"extra_content": {"google": {"thought_signature": signature}}}
 
 
 def _served_by(reply: Reply, fingerprint: bool = True) -> dict[str, str]:

@@ -31,7 +31,7 @@ from adk.callbacks import Callbacks, ModelRequest
 from adk.checkpoint.codec import from_json_value, to_json_value
 from adk.messages import Message, MessageChunk, Role, ToolCall, Usage, join_chunks
 from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
-from adk.models._openai_chat import ChatStreamDecoder
+from adk.models._openai_chat import ChatStreamDecoder, chat_messages
 from adk.models._retry import retry_after_seconds
 from adk.models.openai import OpenAIChatModel
 from adk.tools.base import ToolSpec
@@ -534,6 +534,41 @@ async def test_what_a_reply_keeps_goes_back_only_to_the_server_it_came_from(
     assert back["reasoning_details"] == reply.metadata["reasoning_details"]
     tag = reply.metadata["kept_from"]  # the server's URL is not in it
     assert isinstance(tag, str) and "127.0.0.1" not in tag and "http" not in tag
+
+
+async def test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them() -> None:
+    """A server that gives two calls of one answer the same id, each with what it wants back
+    (``extra_content``): the reply kept them by id, the second over the first, and once the
+    agent gave the second call an id of its own (``unique_call_ids``, ``dup~1``) the first call
+    went back with the second's and the second with none. Each is kept by the id the call has
+    once ids are made unique, and found so whether they were or not."""
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    calls = [Call("add", '{"a": 1, "b": 2}', id="dup"), Call("add", '{"a": 3, "b": 4}', id="dup")]
+    async with OpenAIServer() as server:
+        server.script(
+            Reply(tool_calls=calls, signature="s", sign_each=True),
+            Reply(text="3, 7"),
+            Reply(tool_calls=calls, signature="s", sign_each=True),
+        )
+        async with make_model(server) as model:
+            result = await Runner(ReActAgent("calc", model, tools=[add])).invoke("1+2, 3+4?")
+            assert result.text == "3, 7"
+            reply = next(m for m in result.messages if m.tool_calls)
+            assert [c.id for c in reply.tool_calls] == ["dup", "dup~1"]
+            # a reply whose ids were not made unique (a caller of generate) sends them alike
+            plain = await model.generate([Message.user("1+2, 3+4?")], tools=[ADD])
+    signed = [{"google": {"thought_signature": "s"}}, {"google": {"thought_signature": "s-1"}}]
+    sent = server.bodies[1]["messages"][1]["tool_calls"]
+    assert [c["id"] for c in sent] == ["dup", "dup~1"]
+    assert [c.get("extra_content") for c in sent] == signed
+    assert [c.id for c in plain.tool_calls] == ["dup", "dup"]
+    (wire,) = chat_messages([plain])
+    assert [c.get("extra_content") for c in wire["tool_calls"]] == signed
 
 
 async def test_a_refusal_echoing_the_kept_fields_does_not_turn_them_off() -> None:
