@@ -13,7 +13,7 @@ module). Forward references in method signatures are quoted instead.
 
 import base64
 import binascii
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -378,6 +378,22 @@ def tool_message(content: str, tool_call_id: str, name: str | None) -> Message:
     if type(content) is str and type(tool_call_id) is str and (name is None or type(name) is str):
         return _built_tool(content, tool_call_id, name)
     return Message(role=_TOOL, content=content, tool_call_id=tool_call_id, name=name)
+
+
+def _unique_call_ids(ids: Sequence[str]) -> list[str]:
+    """The ids calls of one reply holding ``ids`` have once each has its own: the first of a
+    repeated id keeps it, a later one (or an empty one) is ``<id>~<place>``
+    (``unique_call_ids`` renames them so). Applied to ids made so, it gives them back unchanged:
+    what a reply keeps by call id (``OpenAIChatModel``'s ``tool_call_extra_content``) is kept
+    and found by these, whether the calls were renamed or not."""
+    seen: set[str] = set()
+    out: list[str] = []
+    for index, call_id in enumerate(ids):
+        if call_id in seen or not call_id:
+            call_id = f"{call_id or 'call'}~{index}"
+        seen.add(call_id)
+        out.append(call_id)
+    return out
 
 
 class ToolCallChunk(BaseModel):

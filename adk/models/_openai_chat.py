@@ -7,7 +7,15 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..messages import Message, MessageChunk, Role, ToolCall, ToolCallChunk, parts_as_text
+from ..messages import (
+    Message,
+    MessageChunk,
+    Role,
+    ToolCall,
+    ToolCallChunk,
+    _unique_call_ids,
+    parts_as_text,
+)
 from ..tools.base import ToolSpec
 from ._openai_common import (
     arguments_text,
@@ -181,8 +189,11 @@ def chat_messages(
                 ]
                 extras = metadata.get(EXTRA_CONTENT) if kept else None
                 if type(extras) is dict:
-                    for call, wire in zip(message.tool_calls, calls, strict=True):
-                        extra = extras.get(call.id)
+                    # kept by the id each call has once ids are made unique (as the agent makes
+                    # them: a reply's calls may share one), found so whether they were or not
+                    ids = _unique_call_ids([call.id for call in message.tool_calls])
+                    for call_id, wire in zip(ids, calls, strict=True):
+                        extra = extras.get(call_id)
                         if extra is not None:
                             wire["extra_content"] = extra
                 if send_reasoning:
@@ -304,9 +315,10 @@ def chat_request(
 
 def _tool_calls(raw: object) -> tuple[list[ToolCall], dict[str, Any] | None]:
     """The calls of a message's ``tool_calls``, and what the server put on them to be sent back
-    (:data:`EXTRA_CONTENT`), by id, or None."""
+    (:data:`EXTRA_CONTENT`), by the id each call has once ids are made unique
+    (``_unique_call_ids``: two calls may share one), or None."""
     calls: list[ToolCall] = []
-    extras: dict[str, Any] | None = None
+    extras: dict[int, Any] | None = None  # by the call's place
     for position, call in enumerate(raw if isinstance(raw, list) else ()):
         function = getattr(call, "function", None)
         if function is None:  # a non-function ("custom") tool call: not ours to run
@@ -322,8 +334,11 @@ def _tool_calls(raw: object) -> tuple[list[ToolCall], dict[str, Any] | None]:
         extra = field_of(call, "extra_content")
         if extra is not None:
             extras = extras or {}
-            extras[call_id] = extra
-    return calls, extras
+            extras[len(calls) - 1] = extra
+    if extras is None:
+        return calls, None
+    ids = _unique_call_ids([call.id for call in calls])
+    return calls, {ids[place]: extra for place, extra in extras.items()}
 
 
 def chat_message(completion: Any, origin: str | None = None) -> Message:
@@ -561,18 +576,19 @@ class ChatStreamDecoder:
     def _final_metadata(self) -> dict[str, Any]:
         """What the finishing chunk records: the stream's identity, its refusal if it had one,
         and what the server put on its calls to be sent back (:data:`EXTRA_CONTENT`), by the id
-        ``join_chunks`` gives each call (its own, else ``call_<index>``), with the server it
-        came from (:data:`KEPT_FROM`)."""
+        ``join_chunks`` gives each call (its own, else ``call_<index>``) made unique as
+        ``_unique_call_ids`` makes it, with the server it came from (:data:`KEPT_FROM`)."""
         metadata: dict[str, Any] = dict(self._identity)
         if self._refusal:
             metadata["refusal"] = "".join(self._refusal)
         if self._details:
             metadata[REASONING_DETAILS] = self._details
         if self._extras:
-            ids = {index: call_id for call_id, index in self._ids.items()}
-            metadata[EXTRA_CONTENT] = {
-                ids.get(index) or f"call_{index}": extra for index, extra in self._extras.items()
-            }
+            given = {index: call_id for call_id, index in self._ids.items()}
+            ids = _unique_call_ids(
+                [given.get(index) or f"call_{index}" for index in range(self._calls)]
+            )
+            metadata[EXTRA_CONTENT] = {ids[index]: extra for index, extra in self._extras.items()}
         if self._origin is not None and (self._details or self._extras):
             metadata[KEPT_FROM] = self._origin
         return metadata

@@ -27,7 +27,7 @@ from ..checkpoint.codec import CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent, _type_name
 from ..interrupts import Interrupt, _InterruptSignal, _ResumePlan, join_address, tool_segment
-from ..messages import Message, ToolCall, tool_message
+from ..messages import Message, ToolCall, _unique_call_ids, tool_message
 from .base import (
     Tool,
     ToolContext,
@@ -144,12 +144,12 @@ def unique_call_ids(calls: Sequence[ToolCall]) -> None:
     """Give calls of one reply that share an id (servers that number every call "call_0", or
     send none) ids of their own, ``<id>~<place>``: results are matched to calls, and pauses
     addressed, by id. In place, so the reply the history recorded, the results and the next request
-    carry the same ids. Used by ``ReActAgent`` and the event-driven tool action alike."""
-    seen: set[str] = set()
-    for index, call in enumerate(calls):
-        if call.id in seen or not call.id:
-            call.id = f"{call.id or 'call'}~{index}"
-        seen.add(call.id)
+    carry the same ids (``_unique_call_ids``, by which the adapter keeps what a server put on a
+    call). Used by ``ReActAgent`` and the event-driven tool action alike."""
+    ids = [call.id for call in calls]
+    for call, call_id, given in zip(calls, _unique_call_ids(ids), ids, strict=True):
+        if call_id != given:
+            call.id = call_id
 
 
 async def run_tool_call(
