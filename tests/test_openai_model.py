@@ -1072,6 +1072,60 @@ async def test_calls_refused_together_are_all_sent_again(refused: str) -> None:
         assert len(server.requests) == 2 * calls  # each refused once, then sent again
 
 
+def _adapted(body: dict[str, Any], kind: str) -> bool:
+    """Whether a Chat request was sent adapted as ``kind`` says (see the test below)."""
+    assistant = body["messages"][1]
+    if kind == "max_tokens":
+        return "max_completion_tokens" in body
+    if kind == "stream_options":
+        return "stream_options" not in body
+    if kind == "reasoning":
+        return "reasoning_content" in assistant
+    if kind == "tool_ids":
+        return assistant["tool_calls"][0]["id"] != "call_0"
+    return "reasoning_details" not in assistant  # kept fields
+
+
+@pytest.mark.parametrize(
+    "kind", ["max_tokens", "stream_options", "reasoning", "tool_ids", "kept fields"]
+)
+async def test_an_adaptation_is_kept_only_once_the_adapted_call_succeeded(kind: str) -> None:
+    """A refusal read as one of a field the adapter sends on its own (a max_tokens spelling,
+    stream_options, reasoning left out, a tool-call id, the kept fields) changed the model at
+    once, before the call sent again adapted had been answered: when that call failed too, for
+    something else, a misread refusal changed the model for its lifetime. The change is kept
+    only once the adapted call succeeded, as a response format's step is
+    (``FormatFallback.learn``)."""
+    server = OpenAIServer(
+        refuses={"max_tokens": ["max_tokens"], "stream_options": ["stream_options"]}.get(kind, ()),
+        reasoning_back="deepseek" if kind == "reasoning" else None,
+        tool_ids="mistral" if kind == "tool_ids" else None,
+        forbids=["reasoning_details"] if kind == "kept fields" else (),
+    )
+    history = [
+        Message.user("2 + 3?"),
+        Message.assistant("", [ToolCall(id="call_0", name="add", arguments="{}")]),
+        Message.tool("5", tool_call_id="call_0", name="add"),
+    ]
+    history[1].metadata["reasoning_details"] = [{"type": "reasoning.encrypted", "data": "e"}]
+    options = ModelOptions(max_tokens=20)
+    streaming = kind == "stream_options"
+    unrelated = Reply(status=400, error="something else entirely")
+    async with server, make_model(server) as model:
+        server.script(unrelated, Reply(text="ok"))
+        with pytest.raises(ModelError, match="something else entirely"):
+            await call(model, streaming, history, tools=[ADD], options=options)
+        # refused again, then sent adapted, which now succeeds: kept from then on
+        assert (await call(model, streaming, history, tools=[ADD], options=options)).content == (
+            "ok"
+        )
+        server.script(Reply(text="again"))
+        assert (await call(model, streaming, history, tools=[ADD], options=options)).content == (
+            "again"
+        )
+    assert [_adapted(body, kind) for body in server.bodies] == [False, True, False, True, True]
+
+
 @pytest.mark.parametrize("refusal", ["openai", "azure"])
 async def test_a_refused_stream_options_is_left_out(refusal: str) -> None:
     """Gateways and older Azure API versions refuse ``stream_options``: every stream failed."""
