@@ -398,6 +398,7 @@ class OpenAIChatModel(AsyncCloseable):
         whether the request asked for the answer wrapped (``_wrapped``): it unwraps it."""
         request, wrapped = self._request(messages, tools, options, stream=stream)
         adapted: set[str] = set()
+        changes: dict[str, Any] = {}  # what this call changed of what the adapter adds (_adapt)
         trial: FormatFallback | None = None  # what this call learns of the response format
         refusal: ModelError | None = None  # the first answer read as refusing it
         while True:
@@ -409,7 +410,7 @@ class OpenAIChatModel(AsyncCloseable):
             except ModelError as exc:
                 if trial is None and options is not None and options.response_format is not None:
                     trial = FormatFallback()
-                if not self._adapt(exc, request, options, adapted, trial):
+                if not self._adapt(exc, request, options, adapted, changes, trial):
                     _note_refusal(exc, refusal)
                     if getattr(exc, "_adk_quoted_cause", False):
                         # The server's answer, which the chain holds whole, quoted this model's
@@ -419,10 +420,24 @@ class OpenAIChatModel(AsyncCloseable):
                     raise
                 if refusal is None and trial is not None and trial.active:
                     refusal = exc
-            request, wrapped = self._request(messages, tools, options, stream=stream, trial=trial)
+            request, wrapped = self._request(
+                messages, tools, options, stream=stream, trial=trial, changes=changes
+            )
+        # The server accepted the call so changed: the model keeps the changes from now on. Not
+        # before: a refusal misread (the adapted call failing for something else) would have
+        # changed the model for its lifetime.
+        if changes:
+            self._learn(changes)
         if trial is not None:
             self._formats.learn(trial)  # the server accepted the call with that much less
         return result
+
+    def _learn(self, changes: dict[str, Any]) -> None:
+        """Keep what a call that succeeded changed of what the adapter adds (``_adapt``)."""
+        for name, value in changes.items():
+            if name not in _ADAPTED:  # pragma: no cover - _adapt writes these names only
+                raise AssertionError(f"not an adaptation: {name!r}")
+            setattr(self, f"_{name}", value)
 
     async def _create_message(self, request: dict[str, Any], wrapped: bool) -> Message:
         """The non-streaming call for ``request`` (``_send``'s ``call``), read as a message within
@@ -490,11 +505,13 @@ class OpenAIChatModel(AsyncCloseable):
         *,
         stream: bool,
         trial: FormatFallback | None = None,
+        changes: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """The request's keyword arguments, and whether it asks for the answer wrapped: a strict
         schema whose root strict mode refuses (a list, a union, a scalar) goes as the one property
         of an object (``_wrapped``), after the fallback's step, so a step without ``strict`` sends
-        the schema as it is."""
+        the schema as it is. ``changes``: what this call changed of what the adapter adds
+        (``_adapt``), over the model's own."""
         wrapped = False
         if options is not None and options.response_format is not None:
             if self._formats.active or trial is not None:
@@ -508,18 +525,19 @@ class OpenAIChatModel(AsyncCloseable):
                 wire = {**spec, "schema": self._wrapped.of(spec["schema"])}
                 options = options.model_copy(update={"response_format": wire})
                 wrapped = True
+        changed = changes or _UNCHANGED
         request = self._build(
             self.model_name,
             messages,
             tools,
             options,
             stream=stream,
-            max_tokens_field=self._max_tokens_field,
-            stream_usage=self._stream_usage,
-            send_reasoning=self._send_reasoning,
+            max_tokens_field=changed.get("max_tokens_field", self._max_tokens_field),
+            stream_usage=changed.get("stream_usage", self._stream_usage),
+            send_reasoning=changed.get("send_reasoning", self._send_reasoning),
             send_parts=self._send_parts,
-            short_ids=self._short_ids,
-            send_kept=self._send_kept,
+            short_ids=changed.get("short_ids", self._short_ids),
+            send_kept=changed.get("send_kept", self._send_kept),
             origin=self._origin,
         )
         return request, wrapped
@@ -530,10 +548,14 @@ class OpenAIChatModel(AsyncCloseable):
         request: dict[str, Any],
         options: ModelOptions | None,
         adapted: set[str],
+        changes: dict[str, Any],
         trial: FormatFallback | None = None,
     ) -> bool:
         """Whether the call failed because the server refused a field the adapter added on its
-        own, which is then changed for this and every later call (True: send the call again).
+        own, which is then changed for this call (True: send the call again), noted in
+        ``changes``, which the model keeps for every later call once this one succeeded
+        (``_send``): a refusal misread, the call sent changed failing for something else, leaves
+        the model as it was.
 
         ``max_tokens`` travels as ``max_tokens`` except to api.openai.com, but OpenAI's reasoning
         models refuse it wherever they are served (Azure, a proxy), and a few servers refuse
@@ -573,7 +595,7 @@ class OpenAIChatModel(AsyncCloseable):
             and _wants_reasoning_back(error.__cause__)
             and not _sent_reasoning(request)
         ):
-            self._send_reasoning = True
+            changes["send_reasoning"] = True
             adapted.add("reasoning_content")
             return True
         if (
@@ -582,7 +604,7 @@ class OpenAIChatModel(AsyncCloseable):
             and _wants_short_ids(error.__cause__)
             and not _sent_short_ids(request)
         ):
-            self._short_ids = True
+            changes["short_ids"] = True
             adapted.add("tool_call_ids")
             return True
         if (
@@ -591,7 +613,7 @@ class OpenAIChatModel(AsyncCloseable):
             and _sent_kept(request)
             and _refuses_kept(error.__cause__)
         ):
-            self._send_kept = False
+            changes["send_kept"] = False
             adapted.add("kept fields")
             return True
         own = [field for field in _MAX_TOKENS_FIELDS if field in request]
@@ -601,13 +623,13 @@ class OpenAIChatModel(AsyncCloseable):
         if refused is None or refused in adapted or self._closed:
             return False
         if refused == "stream_options":
-            self._stream_usage = False
+            changes["stream_usage"] = False
             adapted.add(refused)
         else:
             swapped = (
                 "max_tokens" if refused == "max_completion_tokens" else "max_completion_tokens"
             )
-            self._max_tokens_field = swapped
+            changes["max_tokens_field"] = swapped
             adapted.update(("max_tokens", "max_completion_tokens"))
         return True
 
@@ -847,6 +869,14 @@ class OpenAIChatModel(AsyncCloseable):
 
 async def _close_client(client: openai.AsyncOpenAI) -> None:
     await client.close()
+
+
+# What ``_adapt`` may change for a call, which ``_learn`` keeps: ``OpenAIChatModel``'s attributes
+# of these names, ``_`` before each.
+_ADAPTED = frozenset(
+    {"max_tokens_field", "stream_usage", "send_reasoning", "short_ids", "send_kept"}
+)
+_UNCHANGED: dict[str, Any] = {}  # ``_request``'s changes when there are none (never written)
 
 
 def _note_refusal(error: ModelError, refusal: ModelError | None) -> None:
