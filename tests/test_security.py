@@ -231,6 +231,79 @@ async def test_a_key_the_500_character_cut_goes_through_shows_no_part_of_it(wher
     assert KEY[:6] not in everything(caught.value), str(caught.value)
 
 
+def _chunk_event(choices: object) -> str:
+    """A Chat stream event holding ``choices`` as given."""
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m"}
+    return f"data: {json.dumps({**chunk, 'choices': choices})}\n\n"
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        "text",
+        "invalid JSON",
+        "invalid UTF-8",
+        "provider",
+        "choice error",
+        "choices",
+        "choice",
+        "stream choices",
+        "stream choice error",
+    ],
+)
+async def test_a_key_the_cut_of_a_200_answer_goes_through_shows_no_part_of_it(where: str) -> None:
+    """What the decoders quote of a 200 answer that is no completion is cut where they make the
+    error (a body that is not JSON or not UTF-8 at 200 characters or bytes, a router's account
+    of its provider at 500, an unreadable choice's repr at 200), before the model masked its
+    key: a key the cut went through was no longer found whole, and the part before the cut
+    showed in the error, its RunErrors, logs and span status. Masked before the cut, no part of
+    it shows."""
+    before = "x" * 190  # the 200-character cuts go through the key
+    raw = f"the upstream refused the key {'x' * 460}{KEY}{'y' * 40}"  # the 500 one too
+    error = {"message": "Provider returned error", "metadata": {"raw": raw}, "code": 401}
+    completion = {"id": "c", "object": "chat.completion", "created": 0, "model": "m"}
+    streaming = where.startswith("stream")
+    body: bytes = b""
+    events: list[str] | None = None
+    kind = "application/json"
+    if where == "text":
+        body, kind = f"{before}{KEY}{'y' * 40}".encode(), "text/plain"
+    elif where == "invalid JSON":
+        body = f"{before}{KEY}{'y' * 40}".encode()
+    elif where == "invalid UTF-8":
+        body = b"{" + b"y" * 80 + KEY.encode() + b"x" * 90 + b"\xff" + b"}"
+    elif where == "provider":
+        body = json.dumps({"error": error}).encode()
+    elif where == "choice error":
+        choice = {"index": 0, "message": {"role": "assistant", "content": "a"}}
+        choices = [{**choice, "finish_reason": "error", "error": error}]
+        body = json.dumps({**completion, "choices": choices}).encode()
+    elif where == "choices":  # its repr, "{'note': 'xx...", cut at 200
+        body = json.dumps({**completion, "choices": {"note": before[10:] + KEY}}).encode()
+    elif where == "choice":  # "Choice(finish_reason=None, ..., note='xx...", 71 before the note
+        note = before[71:] + KEY
+        body = json.dumps({**completion, "choices": [{"index": 0, "note": note}]}).encode()
+    elif where == "stream choices":
+        events = [_chunk_event({"note": before[10:] + KEY})]
+    else:
+        choice = {"index": 0, "delta": {"content": "a"}, "finish_reason": "error", "error": error}
+        events = [_chunk_event([choice])]
+    answer = Reply(events=events) if streaming else Reply(raw=body, content_type=kind)
+    async with (
+        OpenAIServer([answer]) as server,
+        wire_model(server, api_key=KEY, retry=ONCE) as model,
+    ):
+        with pytest.raises(ModelError) as caught:
+            if streaming:
+                async for _ in model.stream([Message.user("hi")]):
+                    pass
+            else:
+                await model.generate([Message.user("hi")])
+    shown = everything(caught.value)
+    assert "***" in str(caught.value), str(caught.value)
+    assert KEY[:8] not in shown and KEY[-8:] not in shown, shown
+
+
 @pytest.mark.parametrize("given", ["api_key", "client"])
 async def test_an_api_key_the_server_quotes_back_is_masked_in_the_error(given: str) -> None:
     """A server refusing a key may quote it whole ("Incorrect API key provided: sk-..."): OpenAI
