@@ -31,6 +31,7 @@ from ._openai_common import (
     require_tool_call_id,
     response_identity,
     text_of,
+    unkeyed,
     unknown_role,
     unusable_reply,
     usage_of,
@@ -341,25 +342,29 @@ def _tool_calls(raw: object) -> tuple[list[ToolCall], dict[str, Any] | None]:
     return calls, {ids[place]: extra for place, extra in extras.items()}
 
 
-def chat_message(completion: Any, origin: str | None = None) -> Message:
+def chat_message(completion: Any, key: str | None = None, *, origin: str | None = None) -> Message:
     """The assistant message of a ``ChatCompletion`` (first choice); ``ModelError`` for an answer
-    that is not one (see :func:`unusable_reply`). What it keeps to be sent back is tagged with
-    ``origin``, the :data:`KEPT_FROM` of the server that answered."""
+    that is not one (see :func:`unusable_reply`), ``key`` (the model's API key) masked in what
+    it quotes before the cut. What it keeps to be sent back is tagged with ``origin``, the
+    :data:`KEPT_FROM` of the server that answered."""
     choices = getattr(completion, "choices", None)
     if not choices:
-        raise unusable_reply(completion, "a chat completion without choices")
+        raise unusable_reply(completion, "a chat completion without choices", key)
     if not isinstance(choices, list):  # the SDK keeps what its types do not fit as it came
         raise unusable_reply(
-            completion, f"a chat completion whose choices is not a list: {_shown(choices)}"
+            completion,
+            f"a chat completion whose choices is not a list: {_shown(choices, key)}",
+            key,
         )
     choice = choices[0]
     if getattr(choice, "finish_reason", None) == "error":
-        raise _failed_answer(choice)
+        raise _failed_answer(choice, key)
     raw = getattr(choice, "message", None)
     if raw is None or isinstance(raw, (str, int, float, list)):
         raise unusable_reply(
             completion,
-            f"a chat completion whose first choice has no message object: {_shown(choice)}",
+            f"a chat completion whose first choice has no message object: {_shown(choice, key)}",
+            key,
         )
     content = getattr(raw, "content", None)
     reasoning = reasoning_of(raw)
@@ -390,23 +395,24 @@ def chat_message(completion: Any, origin: str | None = None) -> Message:
     return message
 
 
-def _shown(value: object) -> str:
-    """``value``'s repr for an error, cut at 200 characters."""
-    shown = repr(value)
+def _shown(value: object, key: str | None) -> str:
+    """``value``'s repr for an error, cut at 200 characters, ``key`` masked before the cut."""
+    shown = unkeyed(repr(value), key)
     return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
-def _failed_answer(choice: Any) -> ModelError:
+def _failed_answer(choice: Any, key: str | None) -> ModelError:
     """The error for a choice whose finish reason is ``error``: OpenRouter ends so the answer of
     a provider that failed while the model was answering, with the error on the choice
     (``{"code": 502, "message": ...}``). The answer is cut, not finished: taken as one, it passed
     for whole. Its code is read as the status it stands for (``in_band_status``), so a failure
-    before anything reached the caller is retried as that status is."""
+    before anything reached the caller is retried as that status is. ``key``: masked before
+    what the provider said is cut (``error_detail``)."""
     error = getattr(choice, "error", None)  # not an SDK field: kept as the dict it came as
     message = error.get("message") if isinstance(error, dict) else None
     said = message if isinstance(message, str) and message else "no details given"
     return ModelError(
-        f"the model's answer ended in an error: {said}{error_detail(error)}",
+        f"the model's answer ended in an error: {said}{error_detail(error, key)}",
         status=in_band_status(error),
     )
 
@@ -444,14 +450,16 @@ class ChatStreamDecoder:
         "_extras",
         "_identity",
         "_ids",
+        "_key",
         "_origin",
         "_refusal",
         "finished",
     )
 
-    def __init__(self, origin: str | None = None) -> None:
+    def __init__(self, origin: str | None = None, key: str | None = None) -> None:
         self.finished = False
         self._origin = origin  # KEPT_FROM of what the stream keeps to be sent back
+        self._key = key  # the model's API key, masked in what an error quotes before its cut
         self._identity: dict[str, str] = {}
         self._refusal: list[str] = []
         self._extras: dict[int, Any] | None = None  # call index -> its extra_content
@@ -470,7 +478,9 @@ class ChatStreamDecoder:
         finish: str | None = None
         choices = getattr(chunk, "choices", None)
         if choices is not None and type(choices) is not list:  # the SDK keeps it as it came
-            raise ModelError(f"a stream event's choices is not a list: {_shown(choices)}")
+            raise ModelError(
+                f"a stream event's choices is not a list: {_shown(choices, self._key)}"
+            )
         for choice in choices or ():
             if getattr(choice, "index", 0) not in (0, None):
                 continue
@@ -520,7 +530,7 @@ class ChatStreamDecoder:
                     )
             reason = getattr(choice, "finish_reason", None)
             if reason == "error":
-                raise _failed_answer(choice)
+                raise _failed_answer(choice, self._key)
             if isinstance(reason, str) and reason:
                 finish = reason
                 self.finished = True

@@ -119,7 +119,7 @@ def in_band_status(error: object) -> int | None:
     return code if 400 <= code <= 599 else None
 
 
-def unusable_reply(reply: object, what: str) -> ModelError:
+def unusable_reply(reply: object, what: str, key: str | None = None) -> ModelError:
     """The error for a successful (HTTP 200) answer that is not the object asked for.
 
     A body that is not JSON reaches the adapter as text (the SDK hands it over as it came); a JSON
@@ -127,15 +127,17 @@ def unusable_reply(reply: object, what: str) -> ModelError:
     since the server's own message says more than a missing field does, and its code read as the
     status it stands for (``in_band_status``: OpenRouter's ``"code": 502`` or ``429`` for the
     provider behind it), so that an overload is retried as the same answer with that status is.
-    ``what`` names the missing part, e.g. "a chat completion without choices".
+    ``what`` names the missing part, e.g. "a chat completion without choices". ``key`` (the
+    model's API key) is masked before what is quoted is cut, which would leave part of a key it
+    went through for the model not to find.
     """
     if isinstance(reply, str):
-        return ModelError(f"the server's answer is not JSON: {reply[:200]!r}")
+        return ModelError(f"the server's answer is not JSON: {unkeyed(reply, key)[:200]!r}")
     error = _field(reply, "error")
     message = _field(error, "message") if error is not None else None
     if isinstance(message, str) and message:
         return ModelError(
-            f"the server answered with an error: {message}{error_detail(error)}",
+            f"the server answered with an error: {message}{error_detail(error, key)}",
             status=in_band_status(error),
         )
     return ModelError(f"the server returned {what}")

@@ -240,14 +240,15 @@ def _output_refusal(response: Any) -> str:
     )
 
 
-def responses_message(response: Any) -> Message:
+def responses_message(response: Any, key: str | None = None) -> Message:
     """The assistant message of a ``Response``: text parts joined, function calls as tool calls;
-    ``ModelError`` for a failed response or an answer that is not one (see ``unusable_reply``)."""
+    ``ModelError`` for a failed response or an answer that is not one (see ``unusable_reply``),
+    ``key`` (the model's API key) masked in what it quotes before the cut."""
     if getattr(response, "status", None) == "failed":
         raise _failed(response)
     output = getattr(response, "output", None)
     if not isinstance(output, list):
-        raise unusable_reply(response, "a response without output")
+        raise unusable_reply(response, "a response without output", key)
     calls: list[ToolCall] = []
     for item in output:
         if getattr(item, "type", None) == "function_call":

@@ -266,17 +266,14 @@ class OpenAIChatModel(AsyncCloseable):
         )
         if api == "chat":
             self._build = chat_request
-            self._to_message: Callable[[Any], Message] = functools.partial(
+            # (a reply, the API key to mask in what an error quotes of it)
+            self._to_message: Callable[[Any, str | None], Message] = functools.partial(
                 chat_message, origin=self._origin
-            )
-            self._decoder: Callable[[], ChatStreamDecoder | ResponsesStreamDecoder] = (
-                functools.partial(ChatStreamDecoder, self._origin)
             )
             self._endpoint = "chat.completions"
         else:
             self._build = responses_request
             self._to_message = responses_message
-            self._decoder = ResponsesStreamDecoder
             self._endpoint = "responses"
 
     def _new_client(self) -> openai.AsyncOpenAI:
@@ -444,7 +441,7 @@ class OpenAIChatModel(AsyncCloseable):
         the attempt: a 200 answer that is not a completion fails it (see ``_failure``), and one
         holding an error whose code is a transient status (OpenRouter's overloaded provider) is
         retried like that status. A ``wrapped`` answer's text is the value it wraps."""
-        message = self._to_message(await self._create(request))
+        message = self._to_message(await self._create(request), self._own_key())
         if wrapped:
             cut = message.metadata.get("finish_reason") == "length"
             message.content = unwrap_text(message.content, cut)
@@ -671,7 +668,11 @@ class OpenAIChatModel(AsyncCloseable):
         because nothing has reached the caller yet. A ``wrapped`` answer's chunks carry the value
         it wraps."""
         sdk_stream = await self._create(request)
-        inner = self._decoder()
+        inner: ChatStreamDecoder | ResponsesStreamDecoder = (
+            ChatStreamDecoder(self._origin, self._own_key())
+            if self._api == "chat"
+            else ResponsesStreamDecoder()
+        )
         decoder = UnwrappingDecoder(inner) if wrapped else inner
         events = 0
         try:
@@ -776,11 +777,12 @@ class OpenAIChatModel(AsyncCloseable):
         if isinstance(exc, ModelError):  # reported inside a stream, or an unusable 200 answer
             return self._key_masked(ModelError(f"{where} {exc}{tries}", status=exc.status))
         if isinstance(exc, json.JSONDecodeError):  # the SDK parsing a body or stream event
+            # the key masked before the cut, which would leave part of a key it went through
+            doc = unkeyed(exc.doc, self._own_key())
             return self._key_masked(
                 _untyped(
                     ModelError(
-                        f"{where} the server's answer is not valid JSON ({exc.msg}): "
-                        f"{exc.doc[:200]!r}"
+                        f"{where} the server's answer is not valid JSON ({exc.msg}): {doc[:200]!r}"
                     )
                 )
             )
@@ -788,7 +790,7 @@ class OpenAIChatModel(AsyncCloseable):
             return _untyped(
                 ModelError(
                     f"{where} the server's answer is not valid UTF-8 ({exc.reason} at byte "
-                    f"{exc.start}): {exc.object[max(0, exc.start - 100) : exc.start + 100]!r}"
+                    f"{exc.start}): {_around(exc.object, exc.start, self._own_key())!r}"
                 )
             )
         if isinstance(exc, RecursionError):  # the SDK parsing JSON nested past Python's reach
@@ -801,8 +803,9 @@ class OpenAIChatModel(AsyncCloseable):
         """``error``, which quotes a 200 answer that is no completion (an in-band ``error``
         object, its provider's raw answer, a body that is not JSON), with this model's API key
         masked, and marked so that its chain, holding the key too, is not printed with it. The
-        decoders cut what they quote (200 or 500 characters) without the key: a key a cut went
-        through is not found whole here (see security.md)."""
+        decoders, and ``_failure`` for a body that is not JSON or UTF-8, mask the key before
+        they cut what they quote (200 or 500 characters), given it: a key a cut went through
+        is not found whole here."""
         key = self._own_key()
         if key is None or key not in str(error):
             return error
@@ -994,6 +997,17 @@ def _masked(url: str) -> str:
     if at and "://" not in head:
         return f"***@{tail}"
     return redacted_url(url)
+
+
+def _around(data: bytes, at: int, key: str | None) -> bytes:
+    """Up to 100 bytes of ``data`` either side of ``at`` (where it stopped being UTF-8), ``key``
+    masked before they are cut: the key is ASCII (``_check_api_key``) and the byte at ``at`` is
+    not, so no key goes across ``at``, and each side is masked apart."""
+    before, after = data[:at], data[at:]
+    if key is not None:
+        masked = key.encode("utf-8", "surrogatepass")
+        before, after = before.replace(masked, b"***"), after.replace(masked, b"***")
+    return before[-100:] + after[:100]
 
 
 def _ended_early(sdk_stream: Any, events: int) -> Exception:
