@@ -92,7 +92,8 @@ class Reply:
     its thought signature there (``extra_content.google.thought_signature``; the first of
     parallel calls alone carries one); ``OpenAIServer(thought_signatures=True)`` sets it.
     ``sign_each`` puts one on every call, ``<signature>-<place>`` after the first (what a server
-    keeping something per call sends).
+    keeping something per call sends). ``finish_sent`` False answers with no finish reason
+    (``null``), a stream's last chunk too, as some servers end a stream, with its ``[DONE]``.
     ``reasoning_details`` sends the reasoning as OpenRouter does for a model whose reasoning
     must come back (Gemini 3, Claude's thinking): ``reasoning`` and ``reasoning_details``, a
     ``reasoning.text`` entry (the text, signed) and a ``reasoning.encrypted`` one; streamed, the
@@ -149,11 +150,14 @@ class Reply:
     endless: str | bytes | None = None
     signature: str | None = None
     sign_each: bool = False
+    finish_sent: bool = True
     reasoning_details: bool = False
     reasoning_blocks: int = 1
 
     @property
-    def finish(self) -> str:
+    def finish(self) -> str | None:
+        if not self.finish_sent:
+            return None
         if self.finish_reason is not None:
             return self.finish_reason
         return "tool_calls" if self.tool_calls else "stop"

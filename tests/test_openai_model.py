@@ -1930,6 +1930,57 @@ async def test_stream_ending_early_raises_instead_of_truncating(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("calls", [(), (Call("add", '{"a": 1, "b": 2}', id="c1"),)])
+async def test_a_stream_ended_by_done_without_a_finish_reason_is_finished(
+    server: OpenAIServer, calls: tuple[Call, ...]
+) -> None:
+    """Some servers end a Chat stream with ``[DONE]`` and never send a finish reason: the answer
+    is whole (the server said the stream is over), but it was "ended before the model
+    finished", as a body cut short without ``[DONE]`` is. The SDK hides ``[DONE]``; the adapter
+    watches for it, and a stream it ended is finished: ``stop``, or ``tool_calls`` when it made
+    calls. Without ``[DONE]`` (a body ended early, or a connection cut), it still raises."""
+    server.script(
+        Reply(text="a whole answer", tool_calls=calls, finish_sent=False, signature="s"),
+        Reply(text="a whole answer", finish_sent=False, end_after=-1),  # all but [DONE]
+        Reply(text="a whole answer", finish_sent=False, break_after=-1),  # and the body cut
+    )
+    async with make_model(server) as model:
+        message = join_chunks(await collect(model.stream([Message.user("hi")], tools=[ADD])))
+        with pytest.raises(ModelError, match="ended before the model finished"):
+            await collect(model.stream([Message.user("hi")]))
+        with pytest.raises(ModelError, match="connection error"):
+            await collect(model.stream([Message.user("hi")]))
+    assert message.content == "a whole answer"
+    assert message.metadata["finish_reason"] == ("tool_calls" if calls else "stop")
+    assert message.tool_calls == [
+        ToolCall(id=c.id or "", name=c.name, arguments=c.arguments) for c in calls
+    ]
+    if calls:  # what the stream's finishing chunk records, as for a finish reason
+        assert message.metadata["tool_call_extra_content"] == {
+            "c1": {"google": {"thought_signature": "s"}}
+        }
+    assert message.usage is not None  # the usage chunk came before [DONE]
+    assert message.metadata["response_id"] == "chatcmpl-1"
+    assert len(server.requests) == 3
+
+
+async def test_a_stream_of_done_alone_is_an_empty_finished_answer(server: OpenAIServer) -> None:
+    """A stream that ends with ``[DONE]`` before any chunk carried anything (and no finish
+    reason) is an empty answer, as one with a finish reason is, not a stream cut short to retry."""
+    opener = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "test-model",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
+    }
+    server.script(Reply(events=[f"data: {json.dumps(opener)}\n\n", "data: [DONE]\n\n"]))
+    async with make_model(server) as model:
+        message = join_chunks(await collect(model.stream([Message.user("hi")])))
+    assert (message.content, message.metadata["finish_reason"]) == ("", "stop")
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_stream_error_event_mid_way_raises(server: OpenAIServer, api: str) -> None:
     server.script(
