@@ -1964,23 +1964,6 @@ async def test_a_stream_ended_by_done_without_a_finish_reason_is_finished(
     assert len(server.requests) == 3
 
 
-async def test_a_stream_of_done_alone_is_an_empty_finished_answer(server: OpenAIServer) -> None:
-    """A stream that ends with ``[DONE]`` before any chunk carried anything (and no finish
-    reason) is an empty answer, as one with a finish reason is, not a stream cut short to retry."""
-    opener = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 0,
-        "model": "test-model",
-        "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}],
-    }
-    server.script(Reply(events=[f"data: {json.dumps(opener)}\n\n", "data: [DONE]\n\n"]))
-    async with make_model(server) as model:
-        message = join_chunks(await collect(model.stream([Message.user("hi")])))
-    assert (message.content, message.metadata["finish_reason"]) == ("", "stop")
-    assert len(server.requests) == 1
-
-
 @pytest.mark.parametrize("api", APIS)
 async def test_stream_error_event_mid_way_raises(server: OpenAIServer, api: str) -> None:
     server.script(

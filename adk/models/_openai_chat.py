@@ -547,6 +547,17 @@ class ChatStreamDecoder:
             return None
         return MessageChunk(content=content, reasoning=reasoning, tool_calls=fragments, usage=usage)
 
+    def end(self) -> MessageChunk:
+        """The finishing chunk of a stream the server ended with ``[DONE]`` before any finish
+        reason came (some servers send none): the answer is whole, ``stop``, or ``tool_calls``
+        when it made calls, with what a finishing chunk records (``_final_metadata``). A stream
+        that ended without ``[DONE]`` is cut short, and this is not asked for."""
+        self.finished = True
+        return MessageChunk(
+            finish_reason="tool_calls" if self._calls else "stop",
+            metadata=self._final_metadata(),
+        )
+
     def _place(self, key: int, call_id: str, name: str, arguments: str) -> tuple[int, str]:
         """The index of the call a fragment belongs to, and the name to pass on with it. ``key``
         is its wire index, or for a fragment without one ``-1 - its place in the delta``."""

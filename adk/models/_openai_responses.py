@@ -459,6 +459,11 @@ class ResponsesStreamDecoder:
         else:
             self._refusals.setdefault(part, []).append(text_of(getattr(event, "delta", None)))
 
+    def end(self) -> MessageChunk | None:
+        """None: a Responses stream is finished by its ``response.completed`` alone (Chat's
+        ``[DONE]``, which ``ChatStreamDecoder.end`` reads as an end, is none of its events)."""
+        return None
+
     def _final_metadata(self, response: Any) -> dict[str, str]:
         """What the finishing chunk records: the response's identity, and its refusal if any."""
         metadata = {**self._identity, **identity_of(response)}

@@ -304,6 +304,8 @@ class _Decoder(Protocol):
 
     def feed(self, event: Any) -> MessageChunk | None: ...
 
+    def end(self) -> MessageChunk | None: ...
+
 
 class UnwrappingDecoder:
     """A stream decoder (``ChatStreamDecoder``, ``ResponsesStreamDecoder``) whose chunks carry the
@@ -333,3 +335,11 @@ class UnwrappingDecoder:
         if content or chunk.reasoning or chunk.tool_calls or chunk.usage is not None:
             return chunk
         return chunk if chunk.finish_reason is not None or chunk.metadata else None
+
+    def end(self) -> MessageChunk | None:
+        """The decoder's finishing chunk of a stream the server ended without a finish reason
+        (``ChatStreamDecoder.end``), with the rest of the wrapped value."""
+        chunk = self._decoder.end()
+        if chunk is not None:
+            chunk.content = self._unwrapper.feed(chunk.content) + self._unwrapper.finish(False)
+        return chunk

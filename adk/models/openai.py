@@ -51,6 +51,45 @@ class _StreamTruncated(Exception):
     """The server ended a stream cleanly but before the model finished."""
 
 
+class _DoneWatch:
+    """An SDK stream's SSE decoder, put in its place (``_watch_done``) to tell a Chat stream the
+    server ended with ``[DONE]`` from one whose body ended without it: the SDK stops at
+    ``[DONE]`` and hides it, so both end the same way for its caller. It keeps the last event
+    the SDK read (one attribute set an event): the SDK reads none after ``[DONE]``, so that is
+    the last one only when it came."""
+
+    __slots__ = ("_decoder", "_last")
+
+    def __init__(self, decoder: Any) -> None:
+        self._decoder = decoder
+        self._last: Any = None
+
+    async def aiter_bytes(self, iterator: Any) -> AsyncIterator[Any]:
+        async for sse in self._decoder.aiter_bytes(iterator):
+            self._last = sse
+            yield sse
+
+    def __getattr__(self, name: str) -> Any:  # anything else the SDK asks its decoder
+        return getattr(self._decoder, name)
+
+    def ended(self) -> bool:
+        """Whether the stream's last event was ``[DONE]``."""
+        data = getattr(self._last, "data", None)
+        return isinstance(data, str) and data.startswith("[DONE]")
+
+
+def _watch_done(sdk_stream: Any) -> _DoneWatch | None:
+    """A ``_DoneWatch`` in place of ``sdk_stream``'s SSE decoder (``AsyncStream._decoder``,
+    private, read at its first event), or None when it has none to replace: then a stream
+    without a finish reason is cut short, as before the watch."""
+    decoder = getattr(sdk_stream, "_decoder", None)
+    if decoder is None or not callable(getattr(decoder, "aiter_bytes", None)):
+        return None
+    watch = _DoneWatch(decoder)
+    sdk_stream._decoder = watch
+    return watch
+
+
 # What HTTP forbids in the Authorization header the key is sent in: line breaks and the other
 # control characters (a tab aside), and anything beyond ASCII; a space or tab may not end it.
 _NOT_IN_A_HEADER = re.compile(r"[^\t\x20-\x7e]")
@@ -459,7 +498,7 @@ class OpenAIChatModel(AsyncCloseable):
         The last chunk carries usage (Chat streams ask for ``include_usage``) and the finish reason.
         """
         self._check_open()
-        sdk_stream, decoder, first = await self._send(
+        sdk_stream, decoder, first, watch = await self._send(
             messages, tools, options, True, self._open_stream
         )
         sent = 1
@@ -472,7 +511,11 @@ class OpenAIChatModel(AsyncCloseable):
                         yield chunk
                         sent += 1
                 if not decoder.finished:
-                    raise _StreamTruncated()
+                    # Ended with [DONE] and no finish reason (some servers send none): whole.
+                    end = decoder.end() if watch is not None and watch.ended() else None
+                    if end is None:
+                        raise _StreamTruncated()
+                    yield end
             except (
                 openai.APIError,
                 _StreamTruncated,
@@ -663,11 +706,18 @@ class OpenAIChatModel(AsyncCloseable):
 
     async def _open_stream(
         self, request: dict[str, Any], wrapped: bool
-    ) -> tuple[Any, ChatStreamDecoder | ResponsesStreamDecoder | UnwrappingDecoder, MessageChunk]:
+    ) -> tuple[
+        Any,
+        ChatStreamDecoder | ResponsesStreamDecoder | UnwrappingDecoder,
+        MessageChunk,
+        _DoneWatch | None,
+    ]:
         """Open a stream and read up to its first chunk — the part of a stream that may be retried,
         because nothing has reached the caller yet. A ``wrapped`` answer's chunks carry the value
-        it wraps."""
+        it wraps. A Chat stream's ``[DONE]`` is watched for (``_DoneWatch``): a stream it ended
+        without a finish reason, once a chunk reached the caller, is finished (``stream``)."""
         sdk_stream = await self._create(request)
+        watch = _watch_done(sdk_stream) if self._api == "chat" else None
         inner: ChatStreamDecoder | ResponsesStreamDecoder = (
             ChatStreamDecoder(self._origin, self._own_key())
             if self._api == "chat"
@@ -680,11 +730,13 @@ class OpenAIChatModel(AsyncCloseable):
                 try:
                     event = await sdk_stream.__anext__()
                 except StopAsyncIteration:
+                    # (ended with [DONE] too: before any chunk, nothing says a model answered,
+                    # no text, call or usage, and asking again costs the caller nothing)
                     raise _ended_early(sdk_stream, events) from None
                 events += 1
                 chunk = decoder.feed(event)
                 if chunk is not None:
-                    return sdk_stream, decoder, chunk
+                    return sdk_stream, decoder, chunk, watch
         except BaseException:
             await sdk_stream.close()
             raise
