@@ -121,6 +121,18 @@ async def test_a_strict_list_schema_goes_wrapped_and_its_answer_comes_back_unwra
             assert chunks[0].content.startswith("[")
 
 
+async def test_a_wrapped_stream_ended_by_done_without_a_finish_reason_is_unwrapped() -> None:
+    """A Chat stream ended with ``[DONE]`` and no finish reason is finished (the adapter's
+    reading of ``[DONE]``); a wrapped answer's end then gives the rest of the value, as a finish
+    reason does, not the wrapper's tail."""
+    async with OpenAIServer(structured="openai") as server:
+        server.script(Reply(text='{"response": ["alpha", "beta"]}', finish_sent=False))
+        async with wire_model(server, retry=FAST) as model:
+            reply, _ = await call(model, True, ModelOptions(response_format=LIST_SPEC))
+    assert reply.content == '["alpha", "beta"]'
+    assert reply.metadata["finish_reason"] == "stop"
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_a_stream_cut_while_only_the_wrapper_came_is_retried(api: str) -> None:
     """The wrapper's head is not the answer: a stream that breaks after it (and nothing else)
