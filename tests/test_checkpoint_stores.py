@@ -1613,3 +1613,66 @@ async def test_a_subclass_that_reads_or_writes_its_own_way_is_not_replaced_behin
         await plain.aclose()
         await compressing.aclose()
         await archiving.aclose()
+
+
+@pytest.mark.parametrize(
+    ("step", "other"),
+    [("_delete_if", "put"), ("_delete_if", "delete"), ("_replace", "put"), ("_put_new", "put")],
+)
+async def test_the_in_memory_stores_compare_steps_are_one_step_for_another_threads_put_or_delete(
+    step: str, other: str
+) -> None:
+    """``InMemoryCheckpointStore`` serves event loops in several threads, and its compare steps
+    (``_delete_if``: the finish's delete; ``_replace``: a record; ``_put_new``: a new run's
+    pause) take its lock for that. Its
+    ``put`` and ``delete`` took none, so one from another thread could land between the look
+    and the write: the finish deleted the pause that put saved (another run's, under the id) or
+    failed with a ``KeyError`` on the key that delete had taken, and a record or a new run's
+    pause wrote over the new pause. Here the other thread's call is made at the step's look, and waited for until it is
+    done or waits for the store's lock."""
+    store = InMemoryCheckpointStore()
+    await store.put("cp", b"paused")
+    arrived = threading.Event()  # the other thread's call is done, or waits for the lock
+
+    def call() -> None:
+        if other == "put":
+            asyncio.run(store.put("cp", b"paused again"))
+        else:
+            asyncio.run(store.delete("cp"))
+        arrived.set()
+
+    thread = threading.Thread(target=call)
+    lock = store._new
+
+    class Watched(dict[str, bytes]):
+        def get(self, key: str, default: Any = None) -> Any:
+            found = super().get(key, default)
+            if key == "cp" and not thread.is_alive() and not arrived.is_set():
+                thread.start()  # at the step's look
+                assert arrived.wait(30)
+            return found
+
+    class Signalling:
+        def __enter__(self) -> bool:
+            if threading.current_thread() is thread:
+                arrived.set()  # the other thread's call waits for the lock
+            return lock.__enter__()
+
+        def __exit__(self, *exc: object) -> None:
+            lock.__exit__(*exc)
+
+    store._data = Watched(store._data)
+    store._new = Signalling()  # type: ignore[assignment]
+    try:
+        if step == "_delete_if":
+            assert await store._delete_if("cp", b"paused") is True
+        elif step == "_replace":
+            assert await store._replace("cp", b"paused", b"recorded") is True
+        else:  # the checkpoint there is one a new run may replace (finished, say)
+            assert await store._put_new("cp", b"new run", lambda old: False) is None
+    finally:
+        thread.join(30)
+    if other == "put":  # the step came first, then the other thread's pause: it stays
+        assert await store.get("cp") == b"paused again"
+    else:
+        assert await store.get("cp") is None
