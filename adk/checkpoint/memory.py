@@ -22,7 +22,8 @@ class InMemoryCheckpointStore:
     def __init__(self) -> None:
         self._data: dict[str, bytes] = {}
         # Makes ``_put_new``'s (``_replace``'s, ``_delete_if``'s) look and write one step for
-        # event loops in several threads.
+        # event loops in several threads; ``put`` and ``delete`` take it too, or one from
+        # another thread lands between that look and write (and is written over, or deleted).
         self._new = threading.Lock()
 
     async def get(self, id: str) -> bytes | None:
@@ -30,7 +31,9 @@ class InMemoryCheckpointStore:
 
     async def put(self, id: str, data: bytes) -> None:
         key = _check_id(id)
-        self._data[key] = _check_data(data)
+        value = _check_data(data)
+        with self._new:
+            self._data[key] = value
 
     async def _put_new(self, id: str, data: bytes, keep: Callable[[bytes], bool]) -> bytes | None:
         """As ``store._PutNewStore._put_new``: one step under a lock, so new runs pausing at once
@@ -68,7 +71,9 @@ class InMemoryCheckpointStore:
         return True
 
     async def delete(self, id: str) -> None:
-        self._data.pop(_check_id(id), None)
+        key = _check_id(id)
+        with self._new:
+            self._data.pop(key, None)
 
     def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
         """As ``ListingCheckpointStore.ids``: the ids held when the listing starts. ``list()``
