@@ -1719,3 +1719,83 @@ async def test_a_nested_record_then_the_agent_tools_record_replay_each_call_once
     assert done.text == "boss: done: paid 5 to bob; shipped lamp"
     assert paid == ["bob", "shipped lamp"]
     assert await store.get("twice") is None
+
+
+def _two_cashiers() -> ReActAgent:
+    """Asks its ``cashier`` (an AgentTool) twice in one round, for bob and for eve; each cashier
+    pays its payee (an approval), and bob's then pays bob's landlord (another approval, so its
+    nested run pauses again after its first round) before it answers."""
+
+    def cashier_reply(messages: list[Message]) -> Any:
+        results = [m.content for m in messages if m.role == Role.TOOL]
+        request = next(m.content for m in messages if m.role == Role.USER)
+        who = "bob" if "bob" in request else "eve"
+        if not results:
+            return Reply(tool_calls=[tool_call("pay", {"to": who, "amount": 5}, id=f"p_{who}")])
+        if who == "bob" and len(results) == 1:
+            landlord = tool_call("pay", {"to": "landlord", "amount": 9}, id="p_landlord")
+            return Reply(tool_calls=[landlord])
+        return Reply(text="; ".join(results))
+
+    cashier = ReActAgent("cashier", ScriptedModel(cashier_reply), tools=[pay], description="pays")
+
+    def reply(messages: list[Message]) -> Any:
+        if messages[-1].role == Role.TOOL:
+            return Reply(
+                text=" | ".join(sorted(m.content for m in messages if m.role == Role.TOOL))
+            )
+        return Reply(
+            tool_calls=[
+                tool_call("cashier", {"request": f"pay {who}"}, id=f"ask_{who}")
+                for who in ("bob", "eve")
+            ]
+        )
+
+    return ReActAgent(
+        "boss", ScriptedModel(reply), tools=[AgentTool(cashier, emit_inner_events=True)]
+    )
+
+
+async def test_two_agent_tool_calls_record_apart_and_a_nested_run_pausing_again_keeps_them() -> (
+    None
+):
+    """Two AgentTool calls of one round, each paused in its nested run: the first resume pays
+    bob and eve (each nested round records its payment under its own address), and its reader
+    leaves; the second replays both, eve's call ends (the outer round records it) and bob's
+    nested run pauses again for his landlord, a new pause of the checkpoint; the third pays the
+    landlord alone. Each payment is made once."""
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_two_cashiers(), checkpoint_store=store).invoke(
+        "pay them", checkpoint_id="two"
+    )
+    assert paused.interrupt is not None
+    inside = "agent:boss/tool:cashier#ask_{}/agent:cashier"
+    assert paused.interrupt.point_ids == [
+        f"{inside.format('bob')}/tool:pay#p_bob",
+        f"{inside.format('eve')}/tool:pay#p_eve",
+    ]
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    leaving = Runner(_two_cashiers(), checkpoint_store=store)
+    async with contextlib.aclosing(leaving.resume("two", answers)) as run:
+        async for event in run:  # left at the second payment's result (shown from its run)
+            if _is_tool_result(event) and len(paid) == 2:
+                break
+    assert sorted(paid) == ["bob", "eve"]
+    stored = await store.get("two")
+    assert stored is not None
+    body = decode_checkpoint(stored, "two")
+    for who in ("bob", "eve"):
+        nested = body["states"][inside.format(who)][AGENT_STATE]
+        assert [entry["id"] for entry in nested["done"]] == [f"p_{who}"]
+
+    again = await Runner(_two_cashiers(), checkpoint_store=store).invoke_resume("two", answers)
+    assert again.interrupt is not None
+    assert again.interrupt.point_ids == [f"{inside.format('bob')}/tool:pay#p_landlord"]
+    assert sorted(paid) == ["bob", "eve"]  # both replayed inside their nested runs
+
+    done = await Runner(_two_cashiers(), checkpoint_store=store).invoke_resume(
+        "two", {again.interrupt.point_ids[0]: {"approved": True}}
+    )
+    assert done.text == "paid 5 to bob; paid 9 to landlord | paid 5 to eve"
+    assert sorted(paid) == ["bob", "eve", "landlord"]
+    assert await store.get("two") is None
