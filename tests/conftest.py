@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,7 @@ def pytest_configure(config: pytest.Config) -> None:
     pip wrote beside them; bytecode is checked against its source's time and size, as in
     ``__pycache__``. This process is left as it is: it compiled its own modules before this hook.
     An environment that writes bytecode, or names its own prefix, is left alone."""
+    _start_fork_server()
     dont_write = os.environ.get("PYTHONDONTWRITEBYTECODE")
     if not dont_write or os.environ.get("PYTHONPYCACHEPREFIX"):
         return
@@ -73,10 +76,66 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """Puts the environment back as it was."""
+    """Puts the environment back as it was, and stops the MCP fork server."""
     while _SAVED_ENVIRONMENT:
         os.environ.pop("PYTHONPYCACHEPREFIX", None)
         os.environ["PYTHONDONTWRITEBYTECODE"] = _SAVED_ENVIRONMENT.pop()
+    while _FORK_SERVER:
+        process = _FORK_SERVER.pop()
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+# -- the MCP servers' fork server ----------------------------------------------------------------
+MCP_SERVERS = Path(__file__).resolve().parent / "mcp_servers"
+_FORK_SERVER: list[subprocess.Popen[bytes]] = []
+_FORKED_MODULES = (
+    "stdio_server",
+    "narrow_server",
+    "http_server",
+    "market_server",
+    "bank_server",
+    "devices_server",
+    "expenses_server",
+    "library_server",
+    "travel_server",
+    "writing_server",
+    "mcp.server.stdio",
+    "mcp.server.runner",
+)
+"""What the fork server imports before it forks: the servers' scripts (as modules) and the parts
+of the ``mcp`` package they import when they serve."""
+_MINIMAL_ENVIRONMENT = ("HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER")
+"""What a stdio server is given of its parent's environment (the ``mcp`` client's default)."""
+
+
+def _start_fork_server() -> None:
+    """Starts ``mcp_servers/forkserver.py`` for the stdio MCP servers this process starts: each
+    hands its pipes to a fork of it, which has the ``mcp`` package imported already (about a
+    second of CPU a server otherwise). Not waited for: a server started before it listens
+    serves by itself. It is given what a stdio server is given of the environment, and ends
+    with this process. ``PYADK_TESTS_NO_FORK_SERVER=1`` leaves it out (every server then serves
+    in the process started for it, as before)."""
+    if not sys.platform.startswith("linux") or os.environ.get("PYADK_TESTS_NO_FORK_SERVER"):
+        return
+    environment = {name: os.environ[name] for name in _MINIMAL_ENVIRONMENT if name in os.environ}
+    _FORK_SERVER.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(MCP_SERVERS / "forkserver.py"),
+                str(os.getpid()),
+                *_FORKED_MODULES,
+            ],
+            stdin=subprocess.DEVNULL,
+            env=environment,
+            start_new_session=True,
+        )
+    )
 
 
 Step = str | Message | BaseException | asyncio.Event | Callable[[RunContext], Any]

@@ -5,6 +5,7 @@ the model reads and may correct."""
 
 from __future__ import annotations
 
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 

@@ -5,6 +5,7 @@ busy for a moment, which the caller asks again)."""
 
 from __future__ import annotations
 
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel

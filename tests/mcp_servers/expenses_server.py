@@ -4,6 +4,7 @@ error for an unknown one), ``employee`` who filed it."""
 
 from __future__ import annotations
 
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel

@@ -4,7 +4,9 @@
 
 Serves streamable HTTP at ``/mcp`` (or the legacy SSE transport at ``/sse`` with ``--sse``) on
 127.0.0.1. With ``--port 0`` the OS picks a free port; the first line on stdout is
-``PORT <number>`` once the server accepts connections, so a test can start it and wait for it.
+``PORT <number> PID <pid>`` once the server accepts connections, so a test can start it and wait
+for it (the pid of the process serving: a fork of the tests' fork server, ``forkserver.py``, when
+one serves it, which ``HTTPServerProcess.kill`` kills as a crash would).
 ``--sessions`` makes it refuse sessions it does not know the way other servers do, ``--token``
 answer 401 to requests without that bearer token (``sessions.py``), ``--certfile`` and
 ``--keyfile`` serve HTTPS with that certificate.
@@ -14,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 import uvicorn
 from demo import build_server
 from sessions import STYLES, refusing_unknown_sessions, requiring_token
@@ -52,11 +56,11 @@ async def _serve(
             return
         await asyncio.sleep(0.01)
     bound = web.servers[0].sockets[0].getsockname()[1]
-    print(f"PORT {bound}", flush=True)
+    print(f"PORT {bound} PID {os.getpid()}", flush=True)
     await serving
 
 
-if __name__ == "__main__":
+def serve() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--sse", action="store_true")
@@ -77,3 +81,7 @@ if __name__ == "__main__":
             options.keyfile,
         )
     )
+
+
+if __name__ == "__main__":
+    serve()

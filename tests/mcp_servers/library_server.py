@@ -8,6 +8,7 @@ glossary, the tool the drafting model calls.
 
 from __future__ import annotations
 
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel

@@ -1,6 +1,7 @@
 """A market-data MCP server for the CrewAI port (``tests/test_app_crew.py``), written with the
 ``mcp`` package and served over streamable HTTP at ``/mcp``:
-``python market_server.py [--port N]``; the first line on stdout is ``PORT <number>``.
+``python market_server.py [--port N]``; the first line on stdout is ``PORT <number> PID <pid>``
+(as ``http_server.py``'s).
 
 A crew's research tools, as CrewAI's ``MCPServerAdapter`` would load them: ``market_size`` and
 ``competitors`` answer from a small table, and an unknown market is a tool error.
@@ -10,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 import uvicorn
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -57,11 +60,15 @@ async def _serve(port: int) -> None:
             await serving  # startup failed: raise its error
             return
         await asyncio.sleep(0.01)
-    print(f"PORT {web.servers[0].sockets[0].getsockname()[1]}", flush=True)
+    print(f"PORT {web.servers[0].sockets[0].getsockname()[1]} PID {os.getpid()}", flush=True)
     await serving
 
 
-if __name__ == "__main__":
+def serve() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
     asyncio.run(_serve(parser.parse_args().port))
+
+
+if __name__ == "__main__":
+    serve()

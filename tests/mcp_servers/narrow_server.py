@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 import anyio
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 from mcp import types
 from mcp.server.lowlevel.server import Server
 from mcp.server.stdio import stdio_server
@@ -115,5 +116,9 @@ async def _serve(server: Server[Any]) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
-if __name__ == "__main__":
+def serve() -> None:
     anyio.run(_serve, build(sys.argv[1]))
+
+
+if __name__ == "__main__":
+    serve()

@@ -7,6 +7,8 @@ exercise reconnection. The calls block; from async code run them in a thread
 
 from __future__ import annotations
 
+import contextlib
+import os
 import selectors
 import signal
 import socket
@@ -35,7 +37,8 @@ class HTTPServerProcess:
     """The demo server over streamable HTTP (``/mcp``) or, with ``sse=True``, SSE (``/sse``);
     ``sessions`` names how it refuses sessions it does not know, ``token`` the bearer token it
     wants (``sessions.py``), ``tls`` a certificate chain and key to serve HTTPS with; ``script`` serves another server of this folder the same way (a
-    ``--port`` option, ``PORT <n>`` on its first line, streamable HTTP at ``/mcp``)."""
+    ``--port`` option, ``PORT <n>`` on its first line, then ``PID <pid>`` of the process
+    serving where a fork serves it, streamable HTTP at ``/mcp``)."""
 
     def __init__(
         self,
@@ -59,6 +62,7 @@ class HTTPServerProcess:
             self._flags += ["--token", token]
         self._path = "/sse" if sse else "/mcp"
         self._process: subprocess.Popen[str] | None = None
+        self._serving = 0  # the pid of the process serving (``start``)
         self.port = 0
 
     @property
@@ -91,7 +95,11 @@ class HTTPServerProcess:
         if not line.startswith("PORT "):
             self.stop()
             raise RuntimeError(f"unexpected first line from the demo MCP server: {line!r}")
-        self.port = int(line.split()[1])
+        said = line.split()
+        self.port = int(said[1])
+        # The process serving: this one's fork of the fork server (``forkserver.py``) when one
+        # serves it, which a kill must end itself, as a crash would.
+        self._serving = int(said[3]) if said[2:3] == ["PID"] else process.pid
         return self.url
 
     def wait(self) -> int:
@@ -102,9 +110,15 @@ class HTTPServerProcess:
         return code
 
     def kill(self) -> None:
-        """End the server abruptly, as a crash would."""
+        """End the server abruptly, as a crash would: the process serving is killed. Where a
+        fork of the fork server serves, that fork; the process started for it then ends as the
+        fork did, once the fork is gone (so its port is free when this returns)."""
         if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGKILL)
+            if self._serving != self._process.pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._serving, signal.SIGKILL)
+            else:
+                self._process.send_signal(signal.SIGKILL)
             self._process.wait(timeout=_START_TIMEOUT)
         self._close_pipe()
 

@@ -68,6 +68,14 @@ def main() -> None:
     if refuse and os.path.exists(refuse):
         sys.exit(1)
 
+    from forkserver import hand_off
+
+    if not hand_off("stdio_server"):
+        serve()
+
+
+def serve() -> None:
+    """Serve MCP over this process's stdio (here, or in a fork of the tests' fork server)."""
     # Imported only now: the switches above must act within milliseconds of the process starting,
     # and importing the MCP SDK takes about a second.
     import anyio

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+import handoff  # noqa: F401  (first: a fork of the tests' fork server may serve this process)
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import BaseModel

@@ -1,0 +1,240 @@
+"""A fork server for the MCP stdio servers the tests start: the ``mcp`` package imported once.
+
+Importing the ``mcp`` package costs a stdio server process about a second of CPU (its protocol
+types are pydantic models built at import), and the tests start a few hundred such processes.
+``conftest.py`` starts this one process per pytest session, with the package imported; a server
+script started by that pytest process (``stdio_server.py``, ``narrow_server.py`` and the app
+servers) hands its standard streams, arguments, environment and working directory to it
+(``hand_off``), and a fork of it serves them: the same MCP server over the same pipes, the
+script's own code.
+
+The process the client started stays the server's process as far as the client can tell:
+
+- it lives as long as the fork serving its pipes, and ends as that fork ended (its exit code, or
+  the signal that ended it);
+- a signal the client sends it (``SIGTERM``, ``SIGINT``, ``SIGHUP``; the ``mcp`` client sends
+  ``SIGTERM`` to the process group) is sent on to the fork;
+- if it is killed (``SIGKILL``), the fork is killed too: the fork server sees its connection
+  close.
+
+The fork is the process that serves, so a server's ``pid`` tool answers the fork's process id.
+Tests that look at process ids, or start a server with the lifecycle switches of
+``stdio_server.py``, use a process of its own (``DEMO_OWN_PROCESS``, and the switches imply it).
+
+Standard library only on the launcher's side (``hand_off``): it runs before the script imports
+``mcp``. Linux only (an abstract Unix socket, named by the pytest process's id); elsewhere, or
+without a fork server, ``hand_off`` returns ``False`` and the script serves by itself.
+"""
+
+from __future__ import annotations
+
+import array
+import contextlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+from typing import Any
+
+OWN_PROCESS = "DEMO_OWN_PROCESS"
+"""Set (to anything) in a server's environment: it serves in its own process, as it did before."""
+
+_LIFECYCLE = ("DEMO_PID_FILE", "DEMO_STALL_UNTIL_FILE", "DEMO_REFUSE_START_FILE", "DEMO_ENV_FILE")
+
+
+def address(pytest_pid: int) -> str:
+    """The abstract Unix socket of the fork server of the pytest process ``pytest_pid``."""
+    return f"\0pyadk-tests-mcp-forkserver-{pytest_pid}"
+
+
+# -- the launcher's side: the process the MCP client started ----------------------------------
+def hand_off(module: str) -> bool:
+    """Have the fork server serve this process's stdio with ``module``'s ``serve()``, and wait for
+    that fork to end; exits this process as the fork ended. Returns ``False`` (nothing done)
+    where there is no fork server for this process's parent, or this server wants a process of
+    its own."""
+    if not sys.platform.startswith("linux"):
+        return False
+    if os.environ.get(OWN_PROCESS) or any(os.environ.get(name) for name in _LIFECYCLE):
+        return False
+    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        connection.connect(address(os.getppid()))
+    except OSError:
+        connection.close()
+        return False
+    request = {
+        "module": module,
+        "argv": sys.argv,
+        "env": dict(os.environ),
+        "cwd": os.getcwd(),
+    }
+    fds = array.array("i", [0, 1, 2])
+    connection.sendmsg(
+        [json.dumps(request).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+    )
+    reader = connection.makefile("rb")
+    line = reader.readline()
+    if not line:
+        os._exit(1)  # the fork server went away before forking
+    child = int(line)
+    # The fork holds the pipes now: this process's copies would keep them open after it ends.
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1):
+        os.dup2(devnull, fd)
+
+    def forward(signum: int, frame: Any) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, forward)
+    while True:
+        try:
+            line = reader.readline()
+            break
+        except InterruptedError:  # pragma: no cover (PEP 475 retries)
+            continue
+    if not line:
+        os._exit(1)  # the fork server went away: the fork with it
+    status = json.loads(line)
+    if status.get("signal"):
+        signum = int(status["signal"])
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+    os._exit(int(status.get("code", 1)))
+
+
+# -- the fork server --------------------------------------------------------------------------
+def _serve_child(request: dict[str, Any], fds: list[int]) -> None:
+    """In the fork: take the launcher's streams, arguments, environment and directory, and run
+    its module's ``serve()``; never returns."""
+    code = 1
+    try:
+        for target, fd in zip((0, 1, 2), fds, strict=True):
+            os.dup2(fd, target)
+        for fd in fds:
+            os.close(fd)
+        os.environ.clear()
+        os.environ.update(request["env"])
+        os.chdir(request["cwd"])
+        sys.argv = list(request["argv"])
+        import importlib
+
+        code = 0
+        module = importlib.import_module(request["module"])
+        if hasattr(module, "serve"):
+            module.serve()
+        else:  # an app server: ``build_server().run("stdio")`` under its ``__main__`` guard
+            module.build_server().run("stdio")
+    except SystemExit as exit:
+        code = exit.code if isinstance(exit.code, int) else (0 if exit.code is None else 1)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
+    fds = array.array("i")
+    data, ancillary, _, _ = connection.recvmsg(1 << 20, socket.CMSG_LEN(3 * fds.itemsize))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+    while not data.endswith(b"\n"):
+        more = connection.recv(1 << 20)
+        if not more:
+            raise ConnectionError("the launcher went away")
+        data += more
+    return json.loads(data), list(fds)
+
+
+def main(pytest_pid: int, modules: list[str]) -> None:
+    import importlib
+
+    for module in modules:  # the servers' imports, done once here
+        importlib.import_module(module)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address(pytest_pid))
+    listener.listen(64)
+    wakeup_read, wakeup_write = os.pipe()
+    os.set_blocking(wakeup_write, False)
+    signal.set_wakeup_fd(wakeup_write)
+    signal.signal(signal.SIGCHLD, lambda signum, frame: None)
+    children: dict[int, socket.socket] = {}  # fork's pid: its launcher's connection
+    by_connection: dict[socket.socket, int] = {}
+    while os.getppid() == pytest_pid:
+        readable, _, _ = select.select([listener, wakeup_read, *by_connection], [], [], 1.0)
+        if wakeup_read in readable:
+            os.read(wakeup_read, 4096)
+        while children:  # reap every fork that ended; tell its launcher how
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            connection = children.pop(pid, None)
+            if connection is None:
+                continue
+            by_connection.pop(connection, None)
+            if os.WIFSIGNALED(status):
+                said = {"signal": os.WTERMSIG(status)}
+            else:
+                said = {"code": os.waitstatus_to_exitcode(status)}
+            with contextlib.suppress(OSError):  # a launcher killed: nobody to tell
+                connection.sendall(json.dumps(said).encode() + b"\n")
+            connection.close()
+        for connection in [c for c in readable if c in by_connection]:
+            # A launcher's connection is readable only once it closed: it was killed, and
+            # its fork goes with it, before anything else is done (a server started again
+            # at once finds its port free, as it would had the killed process served itself).
+            pid = by_connection.pop(connection)
+            del children[pid]
+            connection.close()
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        if listener in readable:
+            connection, _ = listener.accept()
+            uid = struct.unpack(
+                "3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
+            )[1]
+            if uid != os.getuid():
+                connection.close()
+                continue
+            try:
+                request, fds = _receive(connection)
+            except (OSError, ValueError):
+                connection.close()
+                continue
+            pid = os.fork()
+            if pid == 0:
+                listener.close()
+                connection.close()
+                for other in by_connection:
+                    other.close()
+                signal.set_wakeup_fd(-1)
+                os.close(wakeup_read)
+                os.close(wakeup_write)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                _serve_child(request, fds)
+            for fd in fds:
+                os.close(fd)
+            children[pid] = connection
+            by_connection[connection] = pid
+            connection.sendall(f"{pid}\n".encode())
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]), sys.argv[2:])

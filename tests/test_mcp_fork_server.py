@@ -1,0 +1,159 @@
+"""The fork server that serves the tests' MCP stdio servers (``mcp_servers/forkserver.py``,
+started by ``conftest.py``): the process the client starts stays the server's process as the
+client sees it. A fork serves its pipes; it ends as that fork ends (exit code, signal), passes
+on the signals the client sends, and takes the fork with it when killed. A server that wants a
+process of its own (``DEMO_OWN_PROCESS``) serves in it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from conftest import _FORK_SERVER
+from mcp_servers.forkserver import OWN_PROCESS, address
+from mcp_servers.process import STDIO_SCRIPT
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or bool(os.environ.get("PYADK_TESTS_NO_FORK_SERVER")),
+    reason="the fork server runs on Linux, unless PYADK_TESTS_NO_FORK_SERVER",
+)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fork_server_listening() -> None:
+    """Waits (bounded) until the session's fork server listens: it is not waited for at start."""
+    for _ in range(1200):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(address(os.getpid()))
+            except OSError:
+                time.sleep(0.05)
+                continue
+            return
+    raise AssertionError("the fork server never listened")
+
+
+def pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def parent_of(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as stat:
+        return int(stat.read().rpartition(")")[2].split()[1])
+
+
+class Server:
+    """``stdio_server.py`` started as the ``mcp`` client starts it (its own session, pipes, a
+    minimal environment), spoken to in JSON-RPC lines."""
+
+    def __init__(self, **env: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(STDIO_SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={"PATH": os.environ.get("PATH", ""), **env},
+            start_new_session=True,
+        )
+        self._id = 0
+        self.request(
+            "initialize",
+            protocolVersion="2025-11-25",
+            capabilities={},
+            clientInfo={"name": "test", "version": "1"},
+        )
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(json.dumps(message).encode() + b"\n")
+        self.process.stdin.flush()
+
+    def request(self, method: str, **params: Any) -> Any:
+        self._id += 1
+        self.send({"jsonrpc": "2.0", "id": self._id, "method": method, "params": params})
+        assert self.process.stdout is not None
+        while line := self.process.stdout.readline():
+            message = json.loads(line)
+            if message.get("id") == self._id:
+                return message["result"]
+        raise AssertionError("the server closed its stdout")
+
+    def serving_pid(self) -> int:
+        result = self.request("tools/call", name="pid", arguments={})
+        pid: int = result["structuredContent"]["result"]
+        return pid
+
+    def close(self) -> None:
+        for pipe in (self.process.stdin, self.process.stdout):
+            if pipe is not None:
+                pipe.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def server() -> Iterator[Server]:
+    started = Server()
+    yield started
+    started.close()
+
+
+def test_a_stdio_server_the_tests_start_is_served_by_a_fork_that_ends_with_its_stdin(
+    server: Server,
+) -> None:
+    fork = server.serving_pid()
+    assert fork != server.process.pid
+    assert parent_of(fork) == _FORK_SERVER[0].pid
+    assert server.process.stdin is not None
+    server.process.stdin.close()  # as the client closes: the fork, then the process, end
+    assert server.process.wait(timeout=30) == 0
+    assert not pid_exists(fork)
+
+
+def test_the_process_ends_with_the_forks_exit_code(server: Server) -> None:
+    fork = server.serving_pid()
+    server.send({"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {"name": "die"}})
+    assert server.process.wait(timeout=30) == 3  # the demo's die tool: os._exit(3)
+    assert not pid_exists(fork)
+
+
+def test_a_sigterm_to_the_process_group_ends_the_fork_and_the_process_by_it(
+    server: Server,
+) -> None:
+    """What the ``mcp`` client sends when a server outlives its closed stdin."""
+    fork = server.serving_pid()
+    os.killpg(server.process.pid, signal.SIGTERM)
+    assert server.process.wait(timeout=30) == -signal.SIGTERM
+    assert not pid_exists(fork)
+
+
+def test_a_killed_process_takes_its_fork_with_it(server: Server) -> None:
+    fork = server.serving_pid()
+    server.process.kill()
+    assert server.process.wait(timeout=30) == -signal.SIGKILL
+    for _ in range(1200):  # the fork server sees the connection close, then kills and reaps
+        if not pid_exists(fork):
+            break
+        time.sleep(0.01)
+    assert not pid_exists(fork)
+
+
+def test_a_server_asking_for_its_own_process_serves_in_it() -> None:
+    own = Server(**{OWN_PROCESS: "1"})
+    try:
+        assert own.serving_pid() == own.process.pid
+    finally:
+        own.close()
