@@ -157,3 +157,41 @@ def test_a_server_asking_for_its_own_process_serves_in_it() -> None:
         assert own.serving_pid() == own.process.pid
     finally:
         own.close()
+
+
+_GRANDCHILD = """
+import json, subprocess, sys
+server = subprocess.Popen(
+    [sys.executable, sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    env={"PATH": ""}, start_new_session=True,
+)
+hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+for message in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "pid", "arguments": {}}},
+):
+    server.stdin.write(json.dumps(message).encode() + b"\\n")
+server.stdin.flush()
+for line in server.stdout:
+    answer = json.loads(line)
+    if answer.get("id") == 2:
+        print(server.pid, answer["result"]["structuredContent"]["result"])
+        break
+server.stdin.close()
+print(server.wait())
+"""
+
+
+def test_a_server_started_by_a_process_the_test_started_is_served_by_a_fork() -> None:
+    """An app's other process, or a script a test runs, starts servers too."""
+    done = subprocess.run(
+        [sys.executable, "-c", _GRANDCHILD, str(STDIO_SCRIPT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    started, serving, code = done.stdout.split()
+    assert serving != started and code == "0"
+    assert not pid_exists(int(serving))

@@ -1,29 +1,35 @@
-"""A fork server for the MCP stdio servers the tests start: the ``mcp`` package imported once.
+"""A fork server for the MCP servers the tests start: the ``mcp`` package imported once.
 
-Importing the ``mcp`` package costs a stdio server process about a second of CPU (its protocol
-types are pydantic models built at import), and the tests start a few hundred such processes.
-``conftest.py`` starts this one process per pytest session, with the package imported; a server
-script started by that pytest process (``stdio_server.py``, ``narrow_server.py`` and the app
-servers) hands its standard streams, arguments, environment and working directory to it
-(``hand_off``), and a fork of it serves them: the same MCP server over the same pipes, the
-script's own code.
+Importing the ``mcp`` package costs a server process about a second of CPU (its protocol types
+are pydantic models built at import), and the tests start a few hundred such processes.
+``conftest.py`` starts this one process per pytest session, with the package and the servers'
+modules imported. A server script of this folder started by that pytest process, or by a process
+it started (an app's other process, a script run by a test; a few generations down), hands its
+standard streams, arguments, environment and working directory to it (``hand_off``): a fork of it
+serves them, the same MCP server over the same pipes (stdio) or port (``http_server.py``,
+``market_server.py``), with the script's own code. The scripts that import ``mcp`` at their top
+import ``handoff`` first; ``stdio_server.py`` hands off after its lifecycle switches.
 
-The process the client started stays the server's process as far as the client can tell:
+The process started for the server stays the server's process as far as its starter can tell:
 
-- it lives as long as the fork serving its pipes, and ends as that fork ended (its exit code, or
-  the signal that ended it);
-- a signal the client sends it (``SIGTERM``, ``SIGINT``, ``SIGHUP``; the ``mcp`` client sends
+- it lives as long as the fork serving, and ends as that fork ended (its exit code, or the
+  signal that ended it), once the fork is gone;
+- a signal sent to it (``SIGTERM``, ``SIGINT``, ``SIGHUP``; the ``mcp`` client sends
   ``SIGTERM`` to the process group) is sent on to the fork;
-- if it is killed (``SIGKILL``), the fork is killed too: the fork server sees its connection
-  close.
+- if it is killed (``SIGKILL``), the fork is killed too (the fork server sees its connection
+  close), and reaped before the fork server does anything else.
 
-The fork is the process that serves, so a server's ``pid`` tool answers the fork's process id.
-Tests that look at process ids, or start a server with the lifecycle switches of
-``stdio_server.py``, use a process of its own (``DEMO_OWN_PROCESS``, and the switches imply it).
+The fork is the process that serves, so a server's ``pid`` tool answers the fork's process id,
+and ``HTTPServerProcess.kill`` kills the fork (the HTTP servers print it after their port). A
+server given ``DEMO_OWN_PROCESS`` in its environment serves in the process started for it, as
+do those given a lifecycle switch of ``stdio_server.py`` (a pid file, a stall, a refusal to start,
+an environment file: they are about that process). ``PYADK_TESTS_NO_FORK_SERVER=1`` in the tests'
+environment starts no fork server (``conftest.py``).
 
 Standard library only on the launcher's side (``hand_off``): it runs before the script imports
 ``mcp``. Linux only (an abstract Unix socket, named by the pytest process's id); elsewhere, or
-without a fork server, ``hand_off`` returns ``False`` and the script serves by itself.
+without a fork server, ``hand_off`` returns ``False`` and the script serves by itself. Forks share
+the fork server's hash seed (``PYTHONHASHSEED``), where processes started apart each had their own.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from typing import Any
 OWN_PROCESS = "DEMO_OWN_PROCESS"
 """Set (to anything) in a server's environment: it serves in its own process, as it did before."""
 
+_GENERATIONS = 4  # a server started by a test's process, by its child, its grandchild...
 _LIFECYCLE = ("DEMO_PID_FILE", "DEMO_STALL_UNTIL_FILE", "DEMO_REFUSE_START_FILE", "DEMO_ENV_FILE")
 
 
@@ -60,11 +67,8 @@ def hand_off(module: str) -> bool:
         return False
     if os.environ.get(OWN_PROCESS) or any(os.environ.get(name) for name in _LIFECYCLE):
         return False
-    connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        connection.connect(address(os.getppid()))
-    except OSError:
-        connection.close()
+    connection = _connect()
+    if connection is None:
         return False
     request = {
         "module": module,
@@ -106,6 +110,29 @@ def hand_off(module: str) -> bool:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     os._exit(int(status.get("code", 1)))
+
+
+def _connect() -> socket.socket | None:
+    """A connection to the fork server of this process's parent, or of the parent's parent (an
+    app's process a test started, whose server this is), and so on for a few generations;
+    ``None`` where none of them has one."""
+    pid = os.getppid()
+    for _ in range(_GENERATIONS):
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            connection.connect(address(pid))
+        except OSError:
+            connection.close()
+        else:
+            return connection
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                pid = int(stat.read().rpartition(")")[2].split()[1])
+        except (OSError, ValueError, IndexError):
+            return None
+        if pid <= 1:
+            return None
+    return None
 
 
 # -- the fork server --------------------------------------------------------------------------
