@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -58,9 +60,9 @@ class Server:
     """``stdio_server.py`` started as the ``mcp`` client starts it (its own session, pipes, a
     minimal environment), spoken to in JSON-RPC lines."""
 
-    def __init__(self, **env: str) -> None:
+    def __init__(self, script: Path = STDIO_SCRIPT, **env: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(STDIO_SCRIPT)],
+            [sys.executable, str(script)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={"PATH": os.environ.get("PATH", ""), **env},
@@ -157,6 +159,18 @@ def test_a_server_asking_for_its_own_process_serves_in_it() -> None:
         assert own.serving_pid() == own.process.pid
     finally:
         own.close()
+
+
+def test_another_checkouts_server_is_not_served_with_this_ones_code(tmp_path: Path) -> None:
+    """The fork server forks with the modules it imported: a copy of the script elsewhere (an
+    older or newer checkout's server) serves in its own process."""
+    copy = tmp_path / "mcp_servers"
+    shutil.copytree(STDIO_SCRIPT.parent, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    elsewhere = Server(script=copy / STDIO_SCRIPT.name)
+    try:
+        assert elsewhere.serving_pid() == elsewhere.process.pid
+    finally:
+        elsewhere.close()
 
 
 _GRANDCHILD = """

@@ -70,20 +70,29 @@ def hand_off(module: str) -> bool:
     connection = _connect()
     if connection is None:
         return False
-    request = {
-        "module": module,
-        "argv": sys.argv,
-        "env": dict(os.environ),
-        "cwd": os.getcwd(),
-    }
-    fds = array.array("i", [0, 1, 2])
-    connection.sendmsg(
-        [json.dumps(request).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
-    )
+    try:
+        request = {
+            "module": module,
+            "script": os.path.realpath(sys.argv[0]),
+            "argv": sys.argv,
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+        }
+        fds = array.array("i", [0, 1, 2])
+        connection.sendmsg(
+            [json.dumps(request).encode() + b"\n"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+        )
+    except OSError:  # no working directory, a standard stream closed: served here, as before
+        connection.close()
+        return False
     reader = connection.makefile("rb")
     line = reader.readline()
     if not line:
-        os._exit(1)  # the fork server went away before forking
+        os._exit(1)  # the fork server went away before it answered
+    if line == b"0\n":  # not its script (another checkout's): served here
+        reader.close()
+        connection.close()
+        return False
     child = int(line)
     # The fork holds the pipes now: this process's copies would keep them open after it ends.
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -96,12 +105,7 @@ def hand_off(module: str) -> bool:
 
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, forward)
-    while True:
-        try:
-            line = reader.readline()
-            break
-        except InterruptedError:  # pragma: no cover (PEP 475 retries)
-            continue
+    line = reader.readline()  # the fork's end (a signal forwarded meanwhile: read on, PEP 475)
     if not line:
         os._exit(1)  # the fork server went away: the fork with it
     status = json.loads(line)
@@ -185,6 +189,14 @@ def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
     return json.loads(data), list(fds)
 
 
+def _ours(request: dict[str, Any]) -> bool:
+    """Whether the script asking is the file of the module this process imported for it (not
+    another checkout's copy, a server of another version)."""
+    module = sys.modules.get(str(request.get("module")))
+    path = getattr(module, "__file__", None)
+    return path is not None and os.path.realpath(path) == request.get("script")
+
+
 def main(pytest_pid: int, modules: list[str]) -> None:
     import importlib
 
@@ -243,6 +255,13 @@ def main(pytest_pid: int, modules: list[str]) -> None:
             try:
                 request, fds = _receive(connection)
             except (OSError, ValueError):
+                connection.close()
+                continue
+            if not _ours(request):
+                for fd in fds:
+                    os.close(fd)
+                with contextlib.suppress(OSError):
+                    connection.sendall(b"0\n")
                 connection.close()
                 continue
             pid = os.fork()
