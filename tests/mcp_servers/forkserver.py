@@ -245,7 +245,10 @@ def main(pytest_pid: int, modules: list[str]) -> None:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
         if listener in readable:
-            connection, _ = listener.accept()
+            try:
+                connection, _ = listener.accept()
+            except OSError:  # out of descriptors, a connection reset: the launcher serves itself
+                continue
             uid = struct.unpack(
                 "3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)
             )[1]
@@ -277,9 +280,17 @@ def main(pytest_pid: int, modules: list[str]) -> None:
                 _serve_child(request, fds)
             for fd in fds:
                 os.close(fd)
+            try:
+                connection.sendall(f"{pid}\n".encode())
+            except OSError:  # the launcher is gone already: so is its fork
+                connection.close()
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+                continue
             children[pid] = connection
             by_connection[connection] = pid
-            connection.sendall(f"{pid}\n".encode())
 
 
 if __name__ == "__main__":
