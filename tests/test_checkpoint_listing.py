@@ -6,17 +6,13 @@ what each paused run waits on without resuming it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import json
-import os
-import shutil
 import sqlite3
-import tempfile
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -61,43 +57,24 @@ ODD_IDS = [
 ]
 
 
-@contextlib.contextmanager
-def _ram_backed(tmp_path: Path) -> Iterator[Path]:
-    """A folder on a RAM-backed file system (``/dev/shm``) where the machine has one, else
-    ``tmp_path``: the SQLite store commits every ``put`` with an fsync (``synchronous=FULL``),
-    which a disk pays in milliseconds and tmpfs does not, and these tests write thousands of
-    ids to list them (about 2 s a thousand on this machine's disk, 0.3 s on tmpfs); the store
-    and its SQL are the same."""
-    shm = Path("/dev/shm")
-    if not (shm.is_dir() and os.access(shm, os.W_OK)):
-        yield tmp_path
-        return
-    folder = Path(tempfile.mkdtemp(dir=shm, prefix="pyadk-listing-"))
-    try:
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 @pytest.fixture(params=["memory", "sqlite", "redis", "postgres"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Any]:
     unique = uuid.uuid4().hex[:12]
     made: Any
-    with _ram_backed(tmp_path) as folder:
-        if request.param == "memory":
-            made = InMemoryCheckpointStore()
-        elif request.param == "sqlite":
-            made = SQLiteCheckpointStore(folder / "checkpoints.db")
-        elif request.param == "redis":
-            redis_server: RedisServer = request.getfixturevalue("redis_server")
-            made = RedisCheckpointStore(redis_server.url, prefix=f"l{unique}:")
-        else:
-            pg: PostgresServer = request.getfixturevalue("postgres_server")
-            made = PostgresCheckpointStore(pg.dsn, table=f"ls_{unique}")
-        yield made
-        aclose = getattr(made, "aclose", None)
-        if aclose is not None:
-            await aclose()
+    if request.param == "memory":
+        made = InMemoryCheckpointStore()
+    elif request.param == "sqlite":
+        made = SQLiteCheckpointStore(tmp_path / "checkpoints.db")
+    elif request.param == "redis":
+        redis_server: RedisServer = request.getfixturevalue("redis_server")
+        made = RedisCheckpointStore(redis_server.url, prefix=f"l{unique}:")
+    else:
+        pg: PostgresServer = request.getfixturevalue("postgres_server")
+        made = PostgresCheckpointStore(pg.dsn, table=f"ls_{unique}")
+    yield made
+    aclose = getattr(made, "aclose", None)
+    if aclose is not None:
+        await aclose()
 
 
 async def listed(store: ListingCheckpointStore, prefix: str | None = None) -> list[str]:
