@@ -33,7 +33,7 @@ from adk import (
     tool,
     with_sub_agents,
 )
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import CheckpointStoreError, SQLiteCheckpointStore
 from adk.messages import Usage, join_chunks
 from adk.testing import Reply, ScriptedModel, simplify_events, tool_call
 from prebuilt import ReActAgent, Supervisor
@@ -272,6 +272,28 @@ async def test_a_bad_checkpoint_id_is_refused_before_the_run_does_any_work(
     assert agent.runs == 0
     paused = await runner.invoke("hi", checkpoint_id="fine")  # a good id still pauses under it
     assert paused.checkpoint_id == "fine"
+
+
+@pytest.mark.parametrize(
+    ("checkpoint_id", "wanted"),
+    [("", "must not be empty"), ("a\x00b", "NUL"), ("x" * 1025, "limit is 1024")],
+)
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+async def test_a_bad_checkpoint_id_to_resume_is_a_value_error_not_a_store_error(
+    checkpoint_id: str, wanted: str, store: str
+) -> None:
+    """A resume's id the stores' rule refuses is the caller's mistake (ValueError), as it was,
+    not a CheckpointStoreError: a service reads that as its store being down and asks again.
+    The store's operations wrap any exception of their own (a store of your own's OSError), so
+    the rule is applied at the call, before the claim or the read touches the store."""
+    agent = ScriptAgent("a", "work", lambda ctx: ctx.interrupt({"q": 1}))
+    runner = Runner(
+        agent, checkpoint_store=SQLiteCheckpointStore(":memory:") if store == "sqlite" else None
+    )
+    with pytest.raises(ValueError, match=wanted) as refused:
+        await runner.invoke_resume(checkpoint_id, "yes")
+    assert not isinstance(refused.value, CheckpointStoreError)
+    assert agent.runs == 0
 
 
 def test_run_and_resume_are_typed_as_the_closable_generators_they_return() -> None:
