@@ -384,8 +384,12 @@ def _check_resume_id(checkpoint_id: object) -> None:
     """Refuse, at the call, a checkpoint id that is not a str, saying what was likely meant: the
     ``RunResult`` itself (its ``checkpoint_id`` is the id; it failed deep in the claim with
     "unhashable type: 'RunResult'"), or ``None``, the ``checkpoint_id`` of a run that did not
-    pause. The stores' other rules on ids are checked where they are read."""
+    pause. The stores' other rules on ids (``_check_id``: empty, a NUL, too long) are checked
+    here too, before the claim or the read: raised by the store's operation, their
+    ``ValueError`` would be wrapped as any store's own failure is (``_from_store``), and read as
+    a store that is down where it is the caller's mistake."""
     if isinstance(checkpoint_id, str):
+        _check_id(checkpoint_id)
         return
     if checkpoint_id is None:
         hint = (
