@@ -7,6 +7,7 @@ cannot be retried (a pause, the run's own failures) is not; the plan says which 
 from __future__ import annotations
 
 import json
+from http import HTTPStatus
 
 import pytest
 
@@ -146,6 +147,7 @@ class _Refused(Exception):
             RetryPolicy(max_attempts=3, initial_delay=0, retry_on_status={502}),
             3,
         ),
+        (_Refused(HTTPStatus.BAD_REQUEST), RetryPolicy(max_attempts=3, initial_delay=0), 1),
     ],
     ids=[
         "400-default",
@@ -154,6 +156,7 @@ class _Refused(Exception):
         "sdk-400-added",
         "503-not-chosen",
         "no-status",
+        "http-status-enum-400",
     ],
 )
 async def test_an_action_retry_honours_the_policys_statuses(
@@ -163,7 +166,9 @@ async def test_an_action_retry_honours_the_policys_statuses(
     HTTP status (a ``ModelError``'s ``status``, an SDK's ``status_code``) is retried only if the
     policy retries that status (by default 408, 409, 429 and 5xx: a 400 fails again, at once);
     one without a status (a connection reset) is retried whatever it says. It was ignored: a
-    400 ran the action ``max_attempts`` times, and ``retry_on_status={502}`` retried a 503."""
+    400 ran the action ``max_attempts`` times, and ``retry_on_status={502}`` retried a 503. A
+    status given as an ``http.HTTPStatus`` (an int, as a web framework's error may hold it) is
+    a status too."""
     tried: list[int] = []
 
     class Caller(ActionAgent):
