@@ -153,11 +153,12 @@ class RetryPolicy(_NamedOptions):
         """Whether this policy retries ``error`` by its HTTP status, for a retry that sees only
         the exception (an action's, ``@action(retry=...)``): one carrying a status (an int
         ``status_code``, as the SDKs' errors have, or ``status``, as ``ModelError`` and
-        aiohttp's have) if the policy retries that status; one without, always."""
+        aiohttp's have, an ``http.HTTPStatus`` too, not a bool) if the policy retries that
+        status; one without, always."""
         for attribute in ("status_code", "status"):
             status = getattr(error, attribute, None)
-            if type(status) is int:
-                return self._retries_status(status)
+            if isinstance(status, int) and not isinstance(status, bool):
+                return self._retries_status(int(status))
         return True
 
     if not TYPE_CHECKING:  # type checkers keep pydantic's own
