@@ -536,3 +536,48 @@ async def test_a_store_of_your_own_failing_is_a_checkpoint_store_error_at_every_
     if not ran:  # nothing ran: the same decision resumes it once the store answers
         assert (await runner.invoke_resume("cp", True)).text == "done"
         assert paid == ["bob"]
+
+
+class _RefusingStore(_OwnStore):
+    """A store of your own that refuses with pyadk's own classes on purpose: a missing
+    checkpoint as ``CheckpointNotFoundError`` (rather than None), a claim held elsewhere as
+    ``CheckpointBusyError`` (rather than False), bytes it cannot decrypt as ``CheckpointError``."""
+
+    refusal: Exception | None = None
+
+    async def get(self, id: str) -> bytes | None:
+        if self.refusal is not None and not isinstance(self.refusal, adk.CheckpointBusyError):
+            raise self.refusal
+        return await super().get(id)
+
+    async def claim(self, id: str, owner: str) -> bool:
+        if isinstance(self.refusal, adk.CheckpointBusyError):
+            raise self.refusal
+        return await super().claim(id, owner)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        adk.CheckpointNotFoundError("no checkpoint 'cp' here"),
+        adk.CheckpointBusyError("checkpoint 'cp' is held by another worker"),
+        adk.CheckpointError("checkpoint 'cp' cannot be decrypted with this key"),
+    ],
+    ids=["not-found", "busy", "unreadable"],
+)
+async def test_a_store_of_your_own_refusing_with_a_checkpoint_error_keeps_its_class(
+    refusal: Exception,
+) -> None:
+    """What a store of your own raises as pyadk's ``CheckpointError`` (a class a service answers
+    404, 409 or 500) is its refusal, said on purpose: it reaches the caller as it is, not as the
+    ``CheckpointStoreError`` (503: the store is down, send it again) its other exceptions
+    become, and the checkpoint is kept for a resume once the store lets it."""
+    store = _RefusingStore()
+    runner = Runner(ReActAgent("a", ScriptedModel(["done"])), checkpoint_store=store)
+    await store.inner.put("cp", b"unused")
+    store.refusal = refusal
+    with pytest.raises(adk.CheckpointError) as raised:
+        await runner.invoke_resume("cp", True)
+    assert raised.value is refusal
+    assert not isinstance(raised.value, CheckpointStoreError)
+    assert await store.inner.get("cp") == b"unused"
