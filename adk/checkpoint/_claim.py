@@ -28,7 +28,7 @@ from contextlib import asynccontextmanager, contextmanager
 
 from .._aio import finish
 from ..streams import _being_cancelled
-from .codec import CheckpointBusyError
+from .codec import CheckpointBusyError, CheckpointError
 from .store import (
     CheckpointStore,
     CheckpointStoreError,
@@ -81,7 +81,7 @@ class _Claim:
                 raise _stray_cancellation("claim", self.checkpoint_id) from exc
             await self._give_back(attempt)
             raise
-        except CheckpointStoreError:
+        except (CheckpointStoreError, CheckpointError):  # a refusal of its own too: _is_refusal
             raise
         except Exception as exc:  # a store of your own's error (an OSError): see _own_failure
             raise _own_failure("claim", self.checkpoint_id, exc) from exc

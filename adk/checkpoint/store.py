@@ -10,7 +10,8 @@ safe — and a new backend is three small methods. Every backend gives the same 
   and the checkpoint id — never as a silent loss and never as a backend-specific exception type, so
   the runner can turn any of them into an error event. A store of your own may raise what its
   backend raises: the runner reports any ``Exception`` of a store operation it awaits (claim,
-  load, finish) as a ``CheckpointStoreError`` with that exception as its cause.
+  load, finish) as a ``CheckpointStoreError`` with that exception as its cause, but for pyadk's
+  own ``CheckpointError`` classes, which a store raises on purpose (``_is_refusal``).
 * bad input (an id that is not a non-empty string, data that is not bytes) is a ``TypeError`` or
   ``ValueError`` raised before anything is touched.
 
@@ -348,7 +349,19 @@ async def _from_store(operation: Awaitable[T], name: str, checkpoint_id: str) ->
     except CheckpointStoreError:
         raise
     except Exception as exc:
+        if _is_refusal(exc):
+            raise
         raise _own_failure(name, checkpoint_id, exc) from exc
+
+
+def _is_refusal(exc: Exception) -> bool:
+    """Whether a store's ``exc`` is pyadk's ``CheckpointError`` (a ``CheckpointNotFoundError``,
+    a ``CheckpointBusyError``, data it cannot read), which a store of your own raises on purpose:
+    a refusal that keeps its class (a service answers it 404, 409 or 500), not a store that is
+    down (``_own_failure``). Imported here: only a failure pays for it."""
+    from .codec import CheckpointError
+
+    return isinstance(exc, CheckpointError)
 
 
 def _own_failure(name: str, checkpoint_id: str, exc: Exception) -> CheckpointStoreError:
