@@ -581,3 +581,41 @@ async def test_a_store_of_your_own_refusing_with_a_checkpoint_error_keeps_its_cl
     assert raised.value is refusal
     assert not isinstance(raised.value, CheckpointStoreError)
     assert await store.inner.get("cp") == b"unused"
+
+
+class _RefusingAtTheEnd(_OwnStore):
+    """A store of your own refusing the finish's delete with pyadk's ``CheckpointError``."""
+
+    async def delete(self, id: str) -> None:
+        raise adk.CheckpointNotFoundError(f"no checkpoint {id!r} to delete here")
+
+
+async def test_a_store_of_your_own_refusing_at_the_finish_says_the_resume_ran() -> None:
+    """At the resume's end, after the approved call ran, a store's refusal keeps no class of its
+    own: a bare ``CheckpointNotFoundError`` there reads, to a service, like a resume that found
+    nothing and ran nothing, and sending the decision again would pay twice. It is the
+    ``finished, but the checkpoint could not be deleted`` error any store failure there is."""
+    paid: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def pay(payee: str) -> str:
+        """Pay someone."""
+        paid.append(payee)
+        return f"paid {payee}"
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == "tool":
+            return Reply(text="done")
+        return Reply(tool_calls=[tool_call("pay", {"payee": "bob"}, id="c1")])
+
+    runner = Runner(
+        ReActAgent("payer", ScriptedModel(reply), tools=[pay]), checkpoint_store=_RefusingAtTheEnd()
+    )
+    assert (await runner.invoke("pay bob", checkpoint_id="cp")).interrupt is not None
+    with pytest.raises(CheckpointStoreError) as raised:
+        await runner.invoke_resume("cp", True)
+    assert paid == ["bob"]
+    assert "the resumed run of checkpoint 'cp' finished, but the checkpoint could not be" in str(
+        raised.value
+    )
+    assert isinstance(raised.value.__cause__, adk.CheckpointNotFoundError)
