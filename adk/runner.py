@@ -380,6 +380,11 @@ def _check_store(store: object, what: str = "Runner") -> None:
         )
 
 
+def _described(exc: BaseException) -> str:
+    """``exc`` as ``Type: message`` (its type alone when it has no message)."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
 def _check_resume_id(checkpoint_id: object) -> None:
     """Refuse, at the call, a checkpoint id that is not a str, saying what was likely meant: the
     ``RunResult`` itself (its ``checkpoint_id`` is the id; it failed deep in the claim with
@@ -1244,20 +1249,22 @@ class Runner(AsyncCloseable):
                 return
             try:
                 await self._finish(checkpoint_id, progress)
-            except CheckpointStoreError as exc:
+            except (CheckpointStoreError, CheckpointError) as exc:
                 # Bare, the store's words read like a store down at the start, when nothing ran
                 # and the request can simply be sent again: sent again now, what the resume ran
                 # and did not record (an approved call) runs twice. Same class (a service's
-                # handling of store failures still applies).
+                # handling of store failures still applies). A store of your own's refusal
+                # (a CheckpointError, ``_is_refusal``) too: bare, a CheckpointNotFoundError here
+                # says the resume found nothing, when it ran.
                 kept = "marked finished" if self.keep_checkpoints else "deleted"
                 raise CheckpointStoreError(
                     f"the resumed run of checkpoint {checkpoint_id!r} finished, but the "
                     f"checkpoint could not be {kept}: it may still be stored, and "
                     f"{_resumed_again(progress, plan.targets)}; delete it once the store is back. "
-                    f"{exc}",
-                    backend=exc.backend,
-                    operation=exc.operation,
-                    checkpoint_id=exc.checkpoint_id,
+                    f"{exc if isinstance(exc, CheckpointStoreError) else _described(exc)}",
+                    backend=getattr(exc, "backend", None),
+                    operation=getattr(exc, "operation", None),
+                    checkpoint_id=getattr(exc, "checkpoint_id", checkpoint_id),
                 ) from exc
 
     def _check_gates(self, signal: _InterruptSignal, checkpoint_id: str) -> None:

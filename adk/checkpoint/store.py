@@ -11,7 +11,8 @@ safe — and a new backend is three small methods. Every backend gives the same 
   the runner can turn any of them into an error event. A store of your own may raise what its
   backend raises: the runner reports any ``Exception`` of a store operation it awaits (claim,
   load, finish) as a ``CheckpointStoreError`` with that exception as its cause, but for pyadk's
-  own ``CheckpointError`` classes, which a store raises on purpose (``_is_refusal``).
+  own ``CheckpointError`` classes, which a store raises on purpose (``_is_refusal``): they
+  keep their class (at a resume's finish the runner says the run ran, as for any failure).
 * bad input (an id that is not a non-empty string, data that is not bytes) is a ``TypeError`` or
   ``ValueError`` raised before anything is touched.
 
