@@ -168,6 +168,95 @@ async def test_a_result_right_after_the_call_under_another_id_is_named_in_the_re
     assert "'call_1'" in said and "answer the call ids ['call-1']" in said, said
 
 
+def _answered_turn() -> list[Message]:
+    """A turn whose call ``call_1`` is answered right after it, then the model's answer."""
+    return [
+        *_paused_turn(),
+        Message.tool("3", tool_call_id="call_1", name="add"),
+        Message.assistant("3"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        pytest.param(  # no assistant message with calls at all: the no-calls path must look too
+            [Message.tool("3", tool_call_id="call_1", name="add"), Message.user("hi")],
+            "run input message 0 (tool) answers the call id 'call_1', which no assistant message "
+            "right before it makes",
+            id="a result opening the input",
+        ),
+        pytest.param(  # event.message collected over a streaming run: the replies are missing
+            [
+                Message.user("1 + 2?"),
+                Message.tool("3", tool_call_id="call_1", name="add"),
+                Message.user("Times two?"),
+            ],
+            "adk.run_messages(events)",
+            id="a streaming run's event.message collected",
+        ),
+        pytest.param(
+            [*_answered_turn()[:3], Message.tool("9", tool_call_id="call_9", name="add")],
+            "message 3 (tool) answers the call id 'call_9', which the assistant message it "
+            "follows (message 1) does not make (its call ids: ['call_1'])",
+            id="an id the call right before it does not make",
+        ),
+        pytest.param(
+            [*_answered_turn()[:3], Message.tool("3", tool_call_id="call_1", name="add")],
+            "message 3 (tool) answers the call id 'call_1' of message 1 (assistant) a second "
+            "time (message 2 answered it)",
+            id="answered twice right after the call",
+        ),
+        pytest.param(
+            [*_answered_turn(), Message.tool("3", tool_call_id="call_1", name="add")],
+            "message 4 (tool) answers the call id 'call_1' of message 1 (assistant) a second "
+            "time (message 2 answered it)",
+            id="answered again after the model's answer",
+        ),
+        pytest.param(
+            [*_answered_turn(), Message(role=Role.TOOL, content="3")],
+            "message 4 (tool) answers the call id None",
+            id="a result with no call id",
+        ),
+    ],
+)
+async def test_a_tool_result_that_answers_no_call_before_it_is_refused_at_the_result(
+    given: list[Message], said: str
+) -> None:
+    """A tool message that answers no call of the assistant message right before it (an id no
+    earlier message made, a call answered already, a streaming reader's collected messages
+    missing the replies) was taken, and the provider refused the run at its first model call
+    (OpenAI: "messages with role 'tool' must be a response to a preceding message with
+    'tool_calls'"), after a service had sent its 200. Refused at the result now, nothing run."""
+    agent = ScriptAgent("a", "ok")
+    runner = Runner(agent)
+    with pytest.raises(ValueError) as refused_run:
+        runner.run(given)
+    with pytest.raises(ValueError) as refused_invoke:
+        await runner.invoke(given)
+    for refused in (refused_run, refused_invoke):
+        message = str(refused.value)
+        assert said in message, message
+        assert "model APIs refuse" in message and "drop " in message, message
+    assert agent.runs == 0
+
+
+async def test_call_ids_a_model_uses_again_in_a_later_reply_are_answered_per_reply() -> None:
+    """Some models number their calls afresh in each reply (``call_0`` every time): each result
+    answers the call of the reply right before it, so a reused id is no second answer."""
+    again = [
+        Message.user("1 + 2 + 3?"),
+        Message.assistant("", tool_calls=[ToolCall(id="call_0", name="add")]),
+        Message.tool("3", tool_call_id="call_0", name="add"),
+        Message.assistant("", tool_calls=[ToolCall(id="call_0", name="add")]),
+        Message.tool("6", tool_call_id="call_0", name="add"),
+        Message.assistant("6"),
+    ]
+    agent = ScriptAgent("a", "ok")
+    assert (await Runner(agent).invoke(again)).text == "ok"
+    assert agent.inputs == [again]
+
+
 async def test_an_input_whose_tool_calls_are_each_answered_is_taken() -> None:
     answered = [
         *_paused_turn(),
