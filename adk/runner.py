@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 # that never pauses skip them.
 import adk
 
-from . import _hooks, _record_keys, checkpoint
+from . import _hooks, _record_keys, _tool_turns, checkpoint
 from ._agent_names import _agent_names, tree_parts, unknown_designated
 from ._aio import AsyncCloseable, closing, finish
 from ._checks import check_agent, check_callbacks, check_resources, shown
@@ -98,7 +98,7 @@ from .interrupts import (
     _ResumePlan,
     agent_segment,
 )
-from .messages import _ASSISTANT, _TOOL, _USER, Message, Usage, _built
+from .messages import _TOOL, _USER, Message, Usage, _built
 from .streams import MessageStream, _being_cancelled
 from .tools.base import ToolProgress
 
@@ -282,43 +282,19 @@ def _to_messages(value: RunInput) -> list[Message]:
 
 
 def _check_calls_answered(messages: list[Message]) -> None:
-    """Refuse, at the call, an input whose assistant message has a tool call that no tool message
-    right after it answers: a paused turn's messages kept and sent on (a user message appended,
-    or as they are). Every provider refuses such a conversation (OpenAI: "tool_call_ids did not
-    have response messages", Anthropic: "tool_use ids were found without tool_result blocks"),
-    so the run failed at its first model call, after a service had sent its 200. Refused rather
-    than answered with an error result as a cut-off run's own calls are (``_answer_open_calls``):
-    the call may be waiting on its checkpoint, whose resume answers it, and a made-up result
-    would lose that. One pass at the run's start; none when no message has calls."""
+    """Refuse, at the message, an input a model API refuses for its tool messages
+    (``_tool_turns.refusal``: a call no tool message right after it answers, a tool message that
+    answers no call of the reply right before it), before anything runs: the run failed at its
+    first model call, after a service had sent its 200. One pass at the run's start; none when
+    no message has calls or is a tool message."""
     for message in messages:  # most inputs have no calls: nothing to look at
-        if message.tool_calls:
+        if message.tool_calls or message.role == _TOOL:
             break
     else:  # a loop, not any() over a generator expression: ~4.3k instructions a run, per record
         return
-    count = len(messages)
-    for index, message in enumerate(messages):
-        if not message.tool_calls or message.role != _ASSISTANT:
-            continue
-        answered: set[str | None] = set()
-        after = index + 1
-        while after < count and messages[after].role == _TOOL:
-            answered.add(messages[after].tool_call_id)
-            after += 1
-        call = next((c for c in message.tool_calls if c.id not in answered), None)
-        if call is not None:
-            # Tool messages there under other ids: the ids are what to look at, not a message
-            # missing (a service that made its own ids for the results).
-            asked = {c.id for c in message.tool_calls}
-            others = sorted((i for i in answered if i not in asked), key=str)
-            there = f" (the tool messages right after it answer the call ids {others})"
-            there = there if others else ""
-            raise ValueError(
-                f"run input message {index} (assistant) calls the tool {call.name!r} (call id "
-                f"{call.id!r}) and no tool message right after it answers the call{there}, which "
-                "model APIs refuse: if its run paused there, resume its checkpoint, or answer the "
-                "call (Message.tool(result, tool_call_id=..., name=...) right after that message) "
-                "or drop it from the input"
-            )
+    refused = _tool_turns.refusal(messages, "run input", _tool_turns.RUN_ADVICE)
+    if refused is not None:
+        raise ValueError(refused)
 
 
 def _input_item(item: object) -> str:
