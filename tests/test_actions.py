@@ -29,6 +29,7 @@ from adk import (
     Runner,
     SequentialAgent,
     Session,
+    ToolCall,
     ToolContext,
     ToolError,
     register_type,
@@ -604,6 +605,57 @@ async def test_sending_an_event_class_instead_of_an_instance_says_to_make_one() 
         RunError, match=r"got the class OutputEvent itself: send an instance, OutputEvent\(\.\.\.\)"
     ):
         await Runner(Sender("sender")).invoke("go")
+
+
+_CALL = ToolCall(id="call_1", name="add", arguments='{"a": 1, "b": 2}')
+
+
+@pytest.mark.parametrize(
+    ("kept", "said"),
+    [
+        pytest.param(  # a turn cut off at its call, kept in the agent's memory
+            [Message.user("1 + 2?"), Message.assistant("", tool_calls=[_CALL])],
+            "whose message 1 (assistant) calls the tool 'add' (call id 'call_1') and no tool "
+            "message right after it answers the call, which model APIs refuse: answer the call",
+            id="a call no result answers",
+        ),
+        pytest.param(  # a tool result kept without the reply that made its call
+            [Message.user("1 + 2?"), Message.tool("3", tool_call_id="call_1", name="add")],
+            "whose message 1 (tool) answers the call id 'call_1', which no assistant message "
+            "right before it makes",
+            id="a result no call asked for",
+        ),
+    ],
+)
+async def test_a_chat_request_whose_messages_a_model_api_refuses_is_refused_where_it_is_sent(
+    kept: list[Message], said: str
+) -> None:
+    """An action's ``ChatRequestEvent`` whose messages hold a call no tool message answers (or a
+    result no call asked for) went to the model, whose API answers 400 (OpenAI: "tool_call_ids
+    did not have response messages"): the record failed late, at the provider, as a model error.
+    Refused at ``send_event`` now, naming the action, its agent and the event, the model never
+    asked."""
+
+    class Keeper(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            messages = [*kept, Message.user(event.input)]
+            ctx.send_event(ChatRequestEvent(id="chat-7", model="m", messages=messages))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    model = ScriptedModel(["never asked"])
+    with pytest.raises(RunError) as failed:
+        await Runner(Keeper("keeper", resources=_resources(model))).invoke("and 3 + 4?")
+    message = str(failed.value)
+    assert (
+        "action 'ask' of agent 'keeper' sends ChatRequestEvent 'chat-7' (model 'm') " in message
+    ), message
+    assert said in message, message
+    assert "drop it from the messages" in message, message
+    assert model.requests == []
 
 
 # -- running ---------------------------------------------------------------------------------------
