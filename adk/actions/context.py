@@ -15,11 +15,13 @@ from __future__ import annotations
 from collections.abc import Awaitable, Coroutine, Generator, Sequence
 from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar, cast, overload
 
+from .. import _tool_turns
 from ..context import RunContext, Session
 from ..interrupts import ResumeContext
+from ._builtin import ActionError
 from ._fanin import _FanIn, check_expected
 from ._memory import ShortTermMemory
-from .events import Event
+from .events import ChatRequestEvent, Event
 
 if TYPE_CHECKING:
     from ..models.base import ChatModel
@@ -37,6 +39,26 @@ _E = TypeVar("_E", bound=Event)
 def _memory_key(agent_name: str) -> str:
     """The session key an agent's short-term memory lives under."""
     return f"memory:{agent_name}"
+
+
+def _check_chat_request(ctx: ActionContext, request: ChatRequestEvent) -> None:
+    """Refuse ``request`` where its action sends it when a model API would refuse its messages
+    for their tool turns (``_tool_turns.refusal``), naming the action, its agent and the event:
+    the model call failed with the provider's 400, late (after its input's other work, as a
+    model error of that record). None to look at in most requests: no call, no tool message."""
+    messages = request.messages
+    for message in messages:
+        if message.tool_calls or message.role == "tool":
+            break
+    else:
+        return
+    where = (
+        f"action {ctx.action_name!r} of agent {ctx._run.agent.name!r} sends ChatRequestEvent "
+        f"{request.id!r} (model {request.model!r}) whose"
+    )
+    refused = _tool_turns.refusal(messages, where, _tool_turns.CHAT_ADVICE)
+    if refused is not None:  # an ActionError, as the other refusals of a send: not retried
+        raise ActionError(refused)
 
 
 class ActionContext:
@@ -58,10 +80,15 @@ class ActionContext:
     def send_event(self, event: Event) -> None:
         """Queue ``event`` for the actions that listen for its type (after this action returns).
 
-        An event nobody listens for is refused here, where the mistake is, instead of vanishing.
+        An event nobody listens for is refused here, where the mistake is, instead of vanishing;
+        so is a ``ChatRequestEvent`` whose messages a model API refuses (a tool call no tool
+        message right after it answers, a tool message that answers no call of the reply right
+        before it), which failed the input only at the provider's 400.
         """
         if not self._run.plan._listeners.get(type(event)):  # a type not sent before, or no taker
             self._run.check_sendable(event)
+        if isinstance(event, ChatRequestEvent):  # a C-level check per event sent (no frame)
+            _check_chat_request(self, event)
         self._sent.append(event)
 
     def collect_events(
