@@ -624,6 +624,47 @@ async def test_a_run_cut_off_mid_round_gives_messages_a_model_api_takes(cut: str
         assert [m["role"] for m in sent] == ["user", "assistant", "tool", "tool", "user"]
 
 
+async def test_a_reader_cancelled_between_events_is_told_to_read_the_messages_once_closed() -> None:
+    """A service's reader cancelled while it was not reading (sending an event to its client, a
+    timeout there), the run's events left unclosed: the run waits at the event it gave, so
+    ``run_messages`` takes it as still going and its model's call has no result yet, and a next
+    run on those messages was refused with the advice to resume its checkpoint, which there is
+    none of. The refusal says both now; once the events are closed the call is answered as not
+    completed, and the conversation goes on."""
+    _started.append(asyncio.Event())  # (lookup never starts: the reader stops at its call)
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("lookup", {"city": "Oslo"}, id="call_o")]), "Sorry."]
+    )
+    runner = Runner(ReActAgent("w", model, tools=[lookup]))
+    events = runner.run("weather?")
+    sending = asyncio.Event()
+
+    async def read() -> None:
+        async for event in events:
+            if event.message is not None and event.message.tool_calls:
+                sending.set()
+                await asyncio.Event().wait()  # sending it to a client that does not read
+
+    reading = asyncio.ensure_future(read())
+    await sending.wait()
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    seen = adk.run_messages(events)  # not closed: a run still going, its call open
+    assert [(m.role, m.tool_call_id) for m in seen] == [(Role.USER, None), (Role.ASSISTANT, None)]
+    with pytest.raises(ValueError) as refused:
+        runner.run([*seen, Message.user("so?")])
+    said = str(refused.value)
+    assert "if its run paused there, resume its checkpoint" in said, said
+    assert "if its run was cut off" in said and "read them once closed" in said, said
+
+    await events.aclose()
+    closed = adk.run_messages(events)
+    assert [(m.role, m.tool_call_id) for m in closed][-1] == (Role.TOOL, "call_o")
+    assert closed[-1].metadata == {"did_not_complete": True}
+    assert (await runner.invoke([*closed, Message.user("so?")])).text == "Sorry."
+
+
 async def test_a_paused_runs_messages_keep_the_call_that_waits_and_a_running_one_is_untouched() -> (
     None
 ):
