@@ -13,13 +13,19 @@ from __future__ import annotations
 from .messages import _ASSISTANT, _TOOL, Message
 
 RUN_ADVICE = (
-    "if its run paused there, resume its checkpoint, or answer the call "
+    "if its run paused there, resume its checkpoint; if its run was cut off (its reader stopped "
+    "or was cancelled) and its messages were read before its events were closed, read them once "
+    "closed (adk.run_messages takes a run whose events are open as still going, and answers the "
+    "calls a cut left open once they are closed); or answer the call "
     "(Message.tool(result, tool_call_id=..., name=...) right after that message) or drop it "
     "from the input"
 )
-"""What to do about a run input's call that no tool message answers: the input may be a paused
-turn's messages (no result yet: its checkpoint's resume gives one), or a history of the caller's
-own."""
+"""What to do about a run input's call that no tool message answers. This check cannot tell
+where the input came from: a paused turn's messages (no result yet: its checkpoint's resume gives
+one), a cut-off run's read while its events were still open (a reader cancelled between events,
+not inside one, leaves the run's generator waiting at its ``yield``, which ``run_messages``
+cannot tell from a run still going), or a history of the caller's own; so it says what to do in
+each case."""
 
 CHAT_ADVICE = (
     "answer the call (Message.tool(result, tool_call_id=..., name=...) right after that message) "

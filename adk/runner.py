@@ -175,7 +175,10 @@ def run_messages(events: AsyncIterator[AgentEvent]) -> list[Message]:
     returned, as recorded so far: after the last event, the conversation a next run carries on
     (a streamed reply is recorded once it is complete). Once the run is over (its events read
     to the end, closed, or failed: a cancellation, a timeout) without pausing, each tool call
-    left without a result gets one saying it did not complete, as ``RunResult.messages``."""
+    left without a result gets one saying it did not complete, as ``RunResult.messages``. A
+    reader cancelled between events (not while it awaits one) leaves the run waiting at the
+    event it gave, still going to this: read the messages once the events are closed
+    (``contextlib.aclosing``, ``await events.aclose()``)."""
     # An async generator whose frame is gone has ended; a reader's own iterator is taken as
     # one still running (its calls may be running).
     ended = getattr(events, "ag_frame", True) is None

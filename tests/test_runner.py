@@ -152,7 +152,9 @@ async def test_an_input_whose_tool_call_no_result_answers_is_refused_at_the_call
     for refused in (refused_run, refused_invoke):
         said = str(refused.value)
         assert "message 1" in said and "'add'" in said and "'call_1'" in said, said
-        assert "resume its checkpoint, or answer the call" in said, said
+        assert "if its run paused there, resume its checkpoint;" in said, said
+        assert "if its run was cut off" in said and "read them once closed" in said, said
+        assert "or answer the call (Message.tool(" in said, said
     assert agent.runs == 0
 
 
