@@ -588,6 +588,102 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
         assert events[-1][1]["output"]["message"]["content"].startswith("Paid")
 
 
+def _renamed(value: Any, old: str, new: str) -> Any:
+    """``value`` (a decoded checkpoint) with ``old`` replaced by ``new`` in every text, keys
+    included: the pause of a tool named ``new``, which the service no longer has."""
+    if isinstance(value, str):
+        return value.replace(old, new)
+    if isinstance(value, list):
+        return [_renamed(item, old, new) for item in value]
+    if isinstance(value, dict):
+        return {_renamed(k, old, new): _renamed(v, old, new) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("broken", ["corrupt bytes", "a removed tool"])
+async def test_the_example_services_session_is_freed_from_a_checkpoint_it_cannot_resume(
+    tmp_path: Path, broken: str
+) -> None:
+    """A checkpoint the service can never resume (its bytes corrupt; the tool it paused at
+    removed since) answered every resume 500, and its session waited on it for good: every
+    message 409 'waits for a decision'. The resume answers 422 saying the checkpoint cannot be
+    resumed and the session goes on; the session's next message is its turn again (its
+    conversation as before the paused turn); the checkpoint is kept in the store, as it was,
+    and a resume of it sent again is refused the same way, not run outside the session."""
+    from checkpoint_rewrite import rewrite_checkpoint
+
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    example = _example_service(f"_chat_agent_service_broken_{broken.split()[-1]}")
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    example.payment_done.set()
+    store = InMemoryCheckpointStore()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    async with _serving(app) as port:
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        if broken == "corrupt bytes":
+            await store.put(paused, b"\x00 not a checkpoint")
+            reason = "is not a pyadk checkpoint or is corrupt"
+        else:
+            async with rewrite_checkpoint(store, paused) as body:
+                renamed = _renamed(body, "send_payment", "send_payment_v1")
+                body.clear()
+                body.update(renamed)
+            reason = "tools it no longer has: send_payment_v1"
+        kept = await store.get(paused)
+        for attempt in range(2):  # sent again: the same refusal, nothing run
+            status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+            error = events[0][1]
+            assert status == 422, (attempt, status, events)
+            assert f"checkpoint {paused!r} cannot be resumed" in error["error"], error
+            assert reason in error["error"] and error["kept"] is True, error
+            assert error["session_id"] == "s1", error
+        assert not example.paying.is_set()  # the payment was not made
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 200, events
+    assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
+    assert await store.get(paused) == kept  # kept as it was: not deleted, not moved
+
+
+async def test_the_example_services_resume_gives_its_session_back_on_an_unexpected_failure(
+    tmp_path: Path,
+) -> None:
+    """An exception the resume handler does not map (here a store whose ``get`` fails with a
+    RuntimeError, no CheckpointStoreError) went out of the handler with the session's lock
+    taken: a bare 500, then every resume of the checkpoint 409 'being resumed', every message of
+    the session 409, for good. The lock is given back; the session still waits on its kept
+    checkpoint, and the decision sent again once the store answers resumes it."""
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    class Failing(InMemoryCheckpointStore):
+        failing = False
+
+        async def get(self, checkpoint_id: str) -> bytes | None:
+            if self.failing:
+                raise RuntimeError("the store's driver broke")
+            return await super().get(checkpoint_id)
+
+    example = _example_service("_chat_agent_service_unexpected")
+    example.payment_done.set()
+    store = Failing()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    async with _serving(app, log_level="critical") as port:
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        store.failing = True
+        status, _ = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 500
+        store.failing = False
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits, free
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200, events
+        assert events[-1][1]["output"]["message"]["content"].startswith("Paid")
+
+
 class _Asks(adk.BaseAgent, adk.ResumableAgent):
     """Pauses each turn for a decision; its resume says nothing (``quiet``: a turn whose decision
     was all it needed, a ResumableAgent as a service may run) or is refused with the
