@@ -22,7 +22,10 @@ What docs/service.md describes, in one program:
   conversation (a ``404``, the checkpoint gone, ends the wait). Its refusals are told apart
   by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
   ``409`` for one being resumed now, ``400`` for a decision that does not fit, ``503`` while the
-  checkpoint store is down (nothing ran: the decision can be sent again). A store failing as the
+  checkpoint store is down (nothing ran: the decision can be sent again), ``422`` for one this
+  service cannot resume (corrupt, paused at a tool it no longer has), which ends the wait too
+  (the checkpoint kept in the store, a resume of it refused from then on), and ``500`` with the
+  session's lock given back for anything unforeseen. A store failing as the
   resumed run ends (it ran: the checkpoint is left behind) ends the stream with an ``error``
   event saying so, not a stream broken off.
 - **Tracing.** A ``traceparent`` header is honoured by hand (opentelemetry-sdk's propagator): the
@@ -41,6 +44,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import tempfile
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
@@ -79,6 +83,7 @@ EXAMPLE_EXPECT = (
     "[trace] POST /sessions/{session_id}/messages > invoke_agent clerk > execute_tool add",
 )
 
+logger = logging.getLogger("agent_service")
 REQUEST_TIMEOUT = 2.0  # seconds a run may take; a real service allows more
 _PROPAGATOR = TraceContextTextMapPropagator()
 looking = asyncio.Event()  # set while lookup runs, for the client's second message
@@ -143,6 +148,10 @@ class Sessions:
         # message is refused until the resume, which carries the turn on, ends it.
         self.waiting: dict[str, str] = {}  # session id -> the checkpoint of its paused turn
         self.paused: dict[str, str] = {}  # checkpoint id -> its session
+        # Checkpoints this service could not resume, with why: their sessions went on without
+        # them, so a resume of one sent again is refused, not run outside its session. (A real
+        # service keeps this with its sessions, in its database; a rare entry each.)
+        self.unresumable: dict[str, tuple[str, str | None]] = {}  # -> (why, its session)
 
     def pause(self, session_id: str, checkpoint_id: str) -> None:
         """The session's turn paused (again): it waits for a decision, its conversation kept as
@@ -276,6 +285,22 @@ def build_app(
 
         return SessionStream(body(), functools.partial(sessions.give_back, session_id), span)
 
+    def unresumable(checkpoint_id: str, error: str, session_id: str | None) -> Response:
+        """Answer a resume of a checkpoint this service cannot resume (corrupt, paused at a tool
+        or a gate it no longer has, run options it does not pass): 422, the request well formed
+        but the checkpoint not one it can process, now or on a retry. Its session goes on, as
+        before the paused turn: waiting on it, every message of the session was refused (409)
+        and every resume answered 500, for good. The checkpoint is kept in the store as it is
+        (the runner leaves it as it was; this neither deletes nor moves it): it holds the paused
+        turn (the call waiting, its arguments), which whoever runs the service may read, or
+        resume by hand once the service can, but a resume sent here again is refused at once,
+        since the session went on without that turn."""
+        sessions.gone(checkpoint_id)
+        sessions.unresumable[checkpoint_id] = (error, session_id)
+        why = f"checkpoint {checkpoint_id!r} cannot be resumed by this service: {error}"
+        body = {"error": why, "checkpoint_id": checkpoint_id, "kept": True}
+        return JSONResponse(body | {"session_id": session_id}, 422)
+
     async def resume(request: Request) -> Response:
         assert runner is not None
         try:
@@ -291,6 +316,9 @@ def build_app(
             error = f"checkpoint {checkpoint_id!r} is being resumed, or its session is busy"
             return JSONResponse({"error": error}, 409)
         give_back = functools.partial(sessions.give_back, session_id) if session_id else _nothing
+        if (refused := sessions.unresumable.get(checkpoint_id)) is not None:
+            give_back()  # refused before: its session went on without it, so it is not run now
+            return unresumable(checkpoint_id, *refused)
         events = runner.resume(checkpoint_id, decision)
         try:  # the request's refusals come with the first event: answer them before the 200
             first = await anext(events, None)  # None: a resume that said nothing (its turn ended)
@@ -299,11 +327,12 @@ def build_app(
             give_back()
             if isinstance(exc, adk.CheckpointNotFoundError):
                 sessions.gone(checkpoint_id)  # its session, if it waits on it, goes on
-            # Gone (a stale link, sent twice), being resumed (a double click), or the service's
-            # own fault: a checkpoint it cannot read, run options this version does not pass.
-            status = 404 if isinstance(exc, adk.CheckpointNotFoundError) else 500
-            status = 409 if isinstance(exc, adk.CheckpointBusyError) else status
-            return JSONResponse({"error": str(exc)}, status)
+                return JSONResponse({"error": str(exc)}, 404)  # a stale link, sent twice
+            if isinstance(exc, adk.CheckpointBusyError):  # a double click
+                return JSONResponse({"error": str(exc)}, 409)
+            # A checkpoint this service cannot resume: unreadable, or run options this version
+            # does not pass. Its session goes on (below).
+            return unresumable(checkpoint_id, str(exc), session_id)
         except ValueError as exc:  # the decision does not fit the pause: the client's to fix
             await events.aclose()
             give_back()
@@ -311,13 +340,24 @@ def build_app(
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
             give_back()
             return JSONResponse({"error": str(exc)}, 503)
+        except BaseException as exc:  # unforeseen: a store's driver failing as no store error
+            # The session waits on, its lock given back, so the decision can be sent again: left
+            # held, every later resume and message of it answered 409, for good.
+            try:
+                await events.aclose()
+            finally:
+                give_back()
+            if not isinstance(exc, Exception):  # a cancellation, an exit: not this request's
+                raise
+            logger.exception("resume of checkpoint %r failed", checkpoint_id)
+            return JSONResponse({"error": f"the resume failed: {type(exc).__name__}"}, 500)
         if first is not None and isinstance(first.exception, adk.CheckpointError):
-            # Refused as its first event, not raised (a before_tool gate this version lacks, an
-            # agent tree that no longer fits the pause): the service's fault, not a run's end.
-            # The session waits on the kept checkpoint, its lock given back.
+            # Refused as its first event, not raised (the tool it paused at removed since, a
+            # before_tool gate this version lacks, an agent tree that no longer reaches the
+            # pause): nothing ran, and this service cannot resume it.
             await events.aclose()
             give_back()
-            return JSONResponse({"error": str(first.exception)}, 500)
+            return unresumable(checkpoint_id, str(first.exception), session_id)
 
         async def body() -> AsyncGenerator[str, None]:
             paused: list[str] = []

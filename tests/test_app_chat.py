@@ -562,7 +562,10 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
     ``before_tool`` gate the paused version had and this one lacks) was answered 500 with the
     session's lock still held: every later resume of it answered 409 'being resumed', every
     message 409, for good, even once the service could resume it. The refusal gives the session
-    back, as the raised refusals do; it still waits on the kept checkpoint."""
+    back, as the raised refusals do. (It waited on the kept checkpoint then, answered 500 until
+    the service was fixed; a checkpoint the service cannot resume now frees its session, 422,
+    the checkpoint kept: test_the_example_services_session_is_freed_from_a_checkpoint_it_cannot_
+    resume.)"""
     from checkpoint_rewrite import rewrite_checkpoint
 
     from adk.checkpoint import InMemoryCheckpointStore
@@ -578,14 +581,13 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
         async with rewrite_checkpoint(store, paused) as body:  # paused by a gate since removed
             body["states"][point] = {"callback": "gone_module.gate#0"}
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
-        assert status == 500 and "before_tool" in events[0][1]["error"], events
-        async with rewrite_checkpoint(store, paused) as body:  # the service fixed
-            del body["states"][point]
-        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
-        assert status == 409 and events[0][1]["checkpoint_id"] == paused, events
+        assert status == 422 and "before_tool" in events[0][1]["error"], events
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
-        assert status == 200, events
-        assert events[-1][1]["output"]["message"]["content"].startswith("Paid")
+        assert status == 422, events  # refused again, not 409 'being resumed'
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 200, events  # not 409 'is answering another message'
+        assert not example.paying.is_set()
+        assert await store.get(paused) is not None  # kept
 
 
 def _renamed(value: Any, old: str, new: str) -> Any:
@@ -714,7 +716,8 @@ async def test_the_example_services_resume_gives_its_session_back_however_it_beg
     session's lock, every later message of it answered 409 'is answering another message'. One
     whose first event is a CheckpointError (refused, not raised) was answered 500 without giving
     the lock back, its next resume 409 'being resumed, or its session is busy' for good. A quiet
-    resume ends the turn (200, no events); a refused one leaves the session waiting, free."""
+    resume ends the turn (200, no events); a refused one (422: the service cannot resume it)
+    frees the session, whose next message is its next turn."""
     example = _example_service(f"_chat_agent_service_resumed_{resumed}")
     example.ReActAgent = lambda name, model, tools: _Asks(name, resumed)
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
@@ -728,11 +731,11 @@ async def test_the_example_services_resume_gives_its_session_back_however_it_beg
             status, events = await example.post(port, "/sessions/s1/messages", {"message": "next"})
             assert status == 200 and events[-1][0] == "paused", events  # its next turn, taken
         else:
-            assert status == 500 and "does not fit" in events[0][1]["error"], events
+            assert status == 422 and "does not fit" in events[0][1]["error"], events
             status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
-            assert status == 500 and "does not fit" in events[0][1]["error"], events  # not 409
+            assert status == 422 and "does not fit" in events[0][1]["error"], events  # not 409
             status, events = await example.post(port, "/sessions/s1/messages", {"message": "next"})
-            assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits on
+            assert status == 200 and events[-1][0] == "paused", events  # its next turn, taken
 
 
 def _snippet_of(page: str, marker: str) -> str:

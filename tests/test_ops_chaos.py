@@ -211,8 +211,9 @@ async def test_a_resume_lacking_the_paused_runs_options_is_the_services_fault_no
 ) -> None:
     """A version of the service that passed ``options={"deps": ...}`` paused a payment; the next
     version forgot them, and the example answered the approval ``400`` (its ``ValueError``
-    mapping): the client was told its decision was wrong, though sending it again once the
-    service is fixed resumes. A server-side refusal now (500), nothing ran, the checkpoint kept."""
+    mapping): the client was told its decision was wrong. The service's refusal now, nothing
+    ran, the checkpoint kept: 422, a checkpoint this service cannot resume, which frees the
+    session waiting on it (it was 500, the session left waiting until a fixed version)."""
     service = _example("agent_service")
     service.payment_done.set()
     async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
@@ -224,12 +225,12 @@ async def test_a_resume_lacking_the_paused_runs_options_is_the_services_fault_no
         app = service.build_app(tmp_path / "checkpoints.db", TracerProvider())
         async with _serving(app) as served:
             path = f"/resume/{paused.checkpoint_id}"
-            status, text = await _answer(served.port, path, {"decision": True})
-            assert status == 500, text
-            assert "this resume lacks: options 'deps'" in text
-            assert not service.paying.is_set()  # the payment was not made
             status, text = await _answer(served.port, path, {"decision": "maybe"})
             assert status == 400 and "is not a decision" in text  # the client's mistake still
+            status, text = await _answer(served.port, path, {"decision": True})
+            assert status == 422, text
+            assert "this resume lacks: options 'deps'" in text
+            assert not service.paying.is_set()  # the payment was not made
         assert await store.get(paused.checkpoint_id) is not None
 
 
@@ -270,8 +271,9 @@ async def test_a_resume_refused_by_its_first_event_is_answered_500_not_a_200_str
     caused by a ``CheckpointError``, not raised: here a ``before_tool`` gate the paused version
     had and this one lacks) was answered ``200`` with the error in the stream, where the raised
     refusals get their status: the client could not tell "nothing ran, the service must be
-    fixed" from a run that failed. Both examples answer it ``500``; nothing ran, the checkpoint
-    is kept."""
+    fixed" from a run that failed. Both examples answer it before the ``200``: agent_service.py
+    ``422``, a checkpoint it cannot resume, freeing the session that waited on it;
+    streaming_service.py ``500``. Nothing ran, the checkpoint is kept."""
     from adk import Callbacks, Interrupt, ToolCall, ToolContext
 
     def gate(ctx: ToolContext, call: ToolCall) -> None:
@@ -292,7 +294,7 @@ async def test_a_resume_refused_by_its_first_event_is_answered_500_not_a_200_str
         async with _serving(app) as served:
             path = f"/resume/{paused.checkpoint_id}"
             status, text = await _answer(served.port, path, {"decision": True})
-            assert status == 500, text
+            assert status == 422, text
             assert "no longer has (removed since the pause?)" in text
             assert not service.paying.is_set()  # the payment was not made
         assert await store.get(paused.checkpoint_id) is not None
