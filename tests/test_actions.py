@@ -658,6 +658,33 @@ async def test_a_chat_request_whose_messages_a_model_api_refuses_is_refused_wher
     assert model.requests == []
 
 
+async def test_a_chat_request_subclass_is_checked_as_the_built_in_chat_takes_it() -> None:
+    """``send_event`` checks a ``ChatRequestEvent`` by its exact class (an ``isinstance`` against
+    a pydantic class costs ~1.1k instructions on every event sent); a subclass of it the built-in
+    chat takes is checked there, before its model is asked."""
+
+    class MyChat(ChatRequestEvent):
+        pass
+
+    class Keeper(ActionAgent):
+        @action(InputEvent)
+        def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+            kept = [Message.user("1 + 2?"), Message.assistant("", tool_calls=[_CALL])]
+            ctx.send_event(MyChat(id="chat-8", model="m", messages=[*kept, Message.user("?")]))
+
+        @action(ChatResponseEvent)
+        def answer(self, event: ChatResponseEvent, ctx: ActionContext) -> None:
+            ctx.send_event(OutputEvent(output=event.response.content))
+
+    model = ScriptedModel(["never asked"])
+    with pytest.raises(RunError) as failed:
+        await Runner(Keeper("keeper", resources=_resources(model))).invoke("go")
+    message = str(failed.value)
+    assert "action 'builtin.chat' of agent 'keeper' takes MyChat 'chat-8' (model 'm') " in message
+    assert "whose message 1 (assistant) calls the tool 'add' (call id 'call_1')" in message
+    assert model.requests == []
+
+
 # -- running ---------------------------------------------------------------------------------------
 
 

@@ -19,13 +19,14 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .. import _tool_turns
 from .._turns_left import count_ahead, spent_text, spent_turns
 from ..checkpoint._state import SavedState
 from ..checkpoint.codec import CheckpointError, to_json_value
 from ..context import generate_counted, run_model_options, stream_counted
 from ..events import AgentEvent, AgentOutput
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
-from ..messages import Message, ToolCall
+from ..messages import _TOOL, Message, ToolCall
 from ..models import _call
 from ..models.base import ModelOptions
 from ..tools._executor import (
@@ -64,6 +65,28 @@ __all__ = [
 
 class ActionError(Exception):
     """An action failed, or the events of an input cannot be processed as sent."""
+
+
+def check_chat_request(action: str, agent: str, verb: str, request: ChatRequestEvent) -> None:
+    """Refuse ``request`` when a model API would refuse its messages for their tool turns
+    (``_tool_turns.refusal``), naming the action that ``verb`` (sends, takes) it, its agent and
+    the event: the model call failed with the provider's 400, late (after its input's other
+    work, as a model error of that record). ``send_event`` checks a ``ChatRequestEvent`` as it
+    is sent, the built-in chat a subclass of it as it takes one. None to look at in most
+    requests: no call, no tool message."""
+    messages = request.messages
+    for message in messages:
+        if message.tool_calls or message.role == _TOOL:
+            break
+    else:
+        return
+    where = (
+        f"action {action!r} of agent {agent!r} {verb} {type(request).__name__} {request.id!r} "
+        f"(model {request.model!r}) whose"
+    )
+    refused = _tool_turns.refusal(messages, where, _tool_turns.CHAT_ADVICE)
+    if refused is not None:  # an ActionError, as the other refusals of a send: not retried
+        raise ActionError(refused)
 
 
 @dataclass(slots=True)
@@ -121,6 +144,8 @@ def _chat_of(
     """The request, conversation and rounds so far of the chat ``event`` asks or carries on;
     None for a tool response to a tool request an action sent itself (that action's to take)."""
     if isinstance(event, ChatRequestEvent):
+        if type(event) is not ChatRequestEvent:  # a subclass: send_event checks the class only
+            check_chat_request(ctx.action_name, ctx._run.agent.name, "takes", event)
         return event, list(event.messages), 0
     if not isinstance(event, ToolResponseEvent):  # pragma: no cover - the plan routes only these
         raise ActionError(f"the chat action does not take {type(event).__name__}")
