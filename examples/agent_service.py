@@ -340,7 +340,7 @@ def build_app(
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
             give_back()
             return JSONResponse({"error": str(exc)}, 503)
-        except BaseException as exc:  # unforeseen: a store's driver failing as no store error
+        except BaseException as exc:  # unforeseen (a bug): none is known today
             # The session waits on, its lock given back, so the decision can be sent again: left
             # held, every later resume and message of it answered 409, for good.
             try:

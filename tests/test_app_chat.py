@@ -651,34 +651,40 @@ async def test_the_example_services_session_is_freed_from_a_checkpoint_it_cannot
 
 
 async def test_the_example_services_resume_gives_its_session_back_on_an_unexpected_failure(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An exception the resume handler does not map (here a store whose ``get`` fails with a
-    RuntimeError, no CheckpointStoreError) went out of the handler with the session's lock
-    taken: a bare 500, then every resume of the checkpoint 409 'being resumed', every message of
-    the session 409, for good. The lock is given back; the session still waits on its kept
-    checkpoint, and the decision sent again once the store answers resumes it."""
+    """An exception the resume handler does not map went out of the handler with the session's
+    lock taken: a bare 500, then every resume of the checkpoint 409 'being resumed', every message
+    of the session 409, for good. The lock is given back; the session still waits on its kept
+    checkpoint, and the decision sent again resumes it. (The failure is injected into the
+    runner's resume: a store's own failures are CheckpointStoreErrors now, answered 503, and
+    no unmapped one is known; this pins the handler's last resort.)"""
     from adk.checkpoint import InMemoryCheckpointStore
 
-    class Failing(InMemoryCheckpointStore):
-        failing = False
+    failing = True
+    resume = adk.Runner.resume
 
-        async def get(self, checkpoint_id: str) -> bytes | None:
-            if self.failing:
-                raise RuntimeError("the store's driver broke")
-            return await super().get(checkpoint_id)
+    def broken_resume(self: adk.Runner, *args: Any, **kwargs: Any) -> Any:
+        if not failing:
+            return resume(self, *args, **kwargs)
 
+        async def fails() -> AsyncIterator[adk.AgentEvent]:
+            raise RuntimeError("a bug nobody foresaw")
+            yield  # an async generator
+
+        return fails()
+
+    monkeypatch.setattr(adk.Runner, "resume", broken_resume)
     example = _example_service("_chat_agent_service_unexpected")
     example.payment_done.set()
-    store = Failing()
+    store = InMemoryCheckpointStore()
     app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
     async with _serving(app, log_level="critical") as port:
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
         paused = events[-1][1]["checkpoint_id"]
-        store.failing = True
         status, _ = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 500
-        store.failing = False
+        failing = False
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
         assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits, free
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
