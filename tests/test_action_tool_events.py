@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from adk import (
     AgentEvent,
     AgentTool,
+    Interrupt,
     Resources,
     Runner,
     SequentialAgent,
@@ -32,6 +33,7 @@ from adk.actions import (
     action,
 )
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint.codec import decode_checkpoint
 from adk.execution import LocalExecutionEnvironment
 from adk.messages import Message, ToolCall
 from adk.testing import Reply, ScriptedModel, tool_call
@@ -278,3 +280,43 @@ def test_a_tool_response_event_made_by_hand_takes_one_structured_value_per_respo
     assert event.structured == [None, {"n": 2}]
     with pytest.raises(ValidationError, match="structured holds 1 values for 2 responses"):
         ToolResponseEvent(request_id="r", responses=responses, structured=[{"n": 2}])
+
+
+class _Confirming(_Asker):
+    """``_Asker``, and a second action on the response that pauses before it outputs the
+    response's structured values: the response is saved as the event to go on with."""
+
+    @action(ToolResponseEvent)
+    @staticmethod
+    def confirm(event: ToolResponseEvent, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise Interrupt("confirm?")
+        ctx.send_event(OutputEvent(output={"confirmed": event.structured}))
+
+
+async def test_a_paused_response_without_structured_values_is_saved_as_an_older_pyadk_reads_it() -> (
+    None
+):
+    """A ``ToolResponseEvent`` saved with a pause wrote ``"structured": null`` among its fields
+    even when no call gave one, and a pyadk from before the field (``extra="forbid"``) refused
+    the whole checkpoint for it ("Extra inputs are not permitted"): a worker not yet upgraded,
+    in a rolling deploy, could resume none of the paused responses the upgraded ones saved. The
+    field is saved only when it holds values, as ``_Round.answer``'s state saves it; with
+    values it is saved and read back."""
+    resources = Resources()
+    for name in ("json", "plain"):
+        resources.add_tool(_Structured(name))  # type: ignore[arg-type]
+    for calls, structured in (
+        ("plain", None),
+        ("plain json", [None, {"answer": 42, "ratio": 0.5}]),
+    ):
+        store = InMemoryCheckpointStore()
+        runner = Runner(_Confirming("asker", resources=resources), checkpoint_store=store)
+        first = await runner.invoke(calls, checkpoint_id="c1")
+        assert first.interrupt is not None
+        body = decode_checkpoint((await store.get("c1")) or b"", "c1")
+        fields = body["states"]["agent:asker"][""]["event"]["fields"]
+        assert ("structured" in fields) is (structured is not None)
+        resumed = await runner.invoke_resume("c1", True)
+        assert resumed.interrupt is None
+        assert resumed.output == {"confirmed": structured}
