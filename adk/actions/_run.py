@@ -630,8 +630,11 @@ class _ActionRun:
         coded: list[str] = []
         dumped: dict[str, Any] | None = None
         loose = _loose_fields(type(event))
+        added = _added_fields(event)
         for name, info in type(event).model_fields.items():
             value = getattr(event, name)
+            if value is None and name in added:
+                continue  # read back as its default, None, here and by a pyadk from before it
             # A ``Json[...]`` field is saved as its text (``_loose_fields``), whatever it holds.
             if name in loose or (_holds_tagged(value) and not _is_json(info.metadata)):
                 fields[name] = to_json_value(
@@ -686,6 +689,23 @@ class _ActionRun:
             # so is its TypeError or KeyError (unwrapped too), which a checkpoint's own values
             # make a malformed checkpoint (``checkpoint._points._MALFORMED``).
             raise saved.error(f"the {data['type']!r} event is invalid: {exc}") from None
+
+
+# Fields a built-in event gained after checkpoints held it, each None by default: saved only
+# when they hold a value, as a pyadk from before the field (``Event``'s ``extra="forbid"``)
+# refuses an event with a field it does not know, even null, and with it the whole checkpoint: a
+# worker not yet upgraded, in a rolling deploy, could resume nothing an upgraded one paused on.
+_ADDED_FIELDS: tuple[tuple[type[Event], frozenset[str]], ...] = (
+    (ToolResponseEvent, frozenset({"structured"})),
+)
+
+
+def _added_fields(event: Event) -> frozenset[str]:
+    """The fields of ``event`` (its class or a subclass of it) in ``_ADDED_FIELDS``."""
+    for event_type, names in _ADDED_FIELDS:
+        if isinstance(event, event_type):
+            return names
+    return frozenset()
 
 
 def _holds_tagged(value: Any) -> bool:
