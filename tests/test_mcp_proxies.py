@@ -410,6 +410,34 @@ async def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
         assert _proxy_for(f"https://{proxied}/mcp") == "http://proxy.internal:3128", proxied
 
 
+@pytest.mark.parametrize("entry", [".:8443", ".*:8443", ".", ".*"])
+async def test_a_leading_dot_entry_naming_no_domain_exempts_no_host(
+    entry: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The leading-dot rule covers a domain's own name; an entry that names none (``.:8443``, a
+    dot before a wildcard) was made the pattern of every host (``all://:8443``, ``all://*``),
+    which ``httpx2`` ranks above the proxies' patterns where it has a port: every host on port
+    8443 went around the proxy. Curl and ``requests`` exempt no host for it, nor does this."""
+    from adk.mcp._servers import _proxy_for
+
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    monkeypatch.setenv("NO_PROXY", f"{entry}, .corp.example")
+    for host in ("tools.example:8443", "tools.example"):
+        assert _proxy_for(f"https://{host}/mcp") == "http://proxy.internal:3128", host
+    assert _proxy_for("https://corp.example:8443/mcp") is None  # the entry beside it still holds
+
+
+async def test_a_leading_dot_before_a_port_alone_sends_no_request_around_the_proxy(
+    http_process: HTTPServerProcess, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the requests go: ``NO_PROXY=.:<port>`` sent the server's requests straight."""
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.setenv("NO_PROXY", f".:{http_process.port}")
+    async with MCPToolset(HTTPServer(f"http://localhost:{http_process.port}/mcp")) as toolset:
+        assert await add(toolset) == "5"
+    assert proxy.requests
+
+
 async def test_no_proxy_with_a_leading_dot_sends_the_domains_own_requests_straight(
     http_process: HTTPServerProcess, proxy: ForwardProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
