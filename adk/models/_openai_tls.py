@@ -130,11 +130,15 @@ def environment_proxies() -> dict[str, str | None]:
         if not domain.startswith(".") or "/" in domain:
             continue
         key = f"all://{domain.lstrip('.')}"
-        if key in mounts or key == "all://":
+        if key in mounts:
             continue
         try:
-            URLPattern(key)
+            pattern = URLPattern(key)
         except Exception:  # an entry that cannot be parsed is ignored, as httpx2 ignores it
+            continue
+        # A domain's own name only: a dot before no name (``.``, ``.:8443``) or a wildcard
+        # (``.*``) made a pattern of every host (``all://:8443``), ranked above the proxies'.
+        if not pattern.host or "*" in pattern.host:
             continue
         mounts[key] = None
     return mounts
