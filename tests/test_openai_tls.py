@@ -561,3 +561,37 @@ async def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
         finally:
             for chat in (exempt, proxied):
                 await chat.aclose()
+
+
+async def test_a_no_proxy_leading_dot_covers_the_domain_where_no_context_is_shared(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where the SDK's context is truststore's (macOS, Windows, ``truststore.inject_into_ssl()``)
+    nothing is shared and the SDK built the client: with httpx2's reading of ``NO_PROXY``, so
+    ``.localhost`` sent a model's requests to ``localhost`` through the proxy there, while an MCP
+    ``HTTPServer`` (and a model on Linux) went straight. The rule holds there too; with no such
+    entry the SDK still builds the client itself."""
+    import truststore
+
+    def system_store(*args: Any, **kwargs: Any) -> ssl.SSLContext:
+        return truststore.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+
+    monkeypatch.setattr(_openai_tls.httpx2, "create_ssl_context", system_store)
+    monkeypatch.setenv("SSLKEYLOGFILE", os.devnull)  # a source of its own: built again here
+    assert _openai_tls.shared_tls_context() is None
+    async with ForwardProxy() as proxy, OpenAIServer(default=Reply(text="ok")) as server:
+        monkeypatch.setenv("HTTP_PROXY", proxy.url)
+        monkeypatch.setenv("NO_PROXY", ".localhost")
+        url = f"http://localhost:{server.port}/v1"
+        exempt = model(url)
+        monkeypatch.setenv("NO_PROXY", "other.example")
+        proxied = model(url)
+        try:
+            assert type(proxied._client._client).__name__ == "AsyncHttpxClientWrapper"
+            assert await ask(exempt) == "ok"
+            assert proxy.requests == []
+            assert await ask(proxied) == "ok"
+            assert proxy.requests == [("POST", f"{url}/chat/completions")]
+        finally:
+            for chat in (exempt, proxied):
+                await chat.aclose()
