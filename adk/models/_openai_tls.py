@@ -43,7 +43,9 @@ wraps on the loop's thread where it would hand any other type to a worker thread
 ``ssl.SSLContext`` is shared: truststore's (macOS, Windows, or anywhere after
 ``truststore.inject_into_ssl()``, which the key notices) verifies through the system per
 handshake, costs little to build and reconfigures an inner context itself, so there the SDK
-builds its client as before; so does an ``openai`` SDK whose HTTP library is not ``httpx2``.
+builds its client as before (unless ``NO_PROXY`` names a domain with a leading dot: then it is the
+SDK's kind of client, each transport building its own context, given that domain's pattern,
+``environment_proxies``); so does an ``openai`` SDK whose HTTP library is not ``httpx2``.
 """
 
 from __future__ import annotations
@@ -89,20 +91,28 @@ _default_paths: tuple[str, str] | None = None
 
 def http_client(base_url: str, timeout: Any) -> httpx2.AsyncClient | None:
     """The ``http_client=`` for an ``AsyncOpenAI`` given ``base_url`` and ``timeout`` (``NotGiven``
-    for the SDK's default), or None to let the SDK build its own (where no context is shared)."""
-    context = shared_tls_context()
-    if context is None:
+    for the SDK's default), or None to let the SDK build its own (where no context is shared and
+    ``NO_PROXY`` names no domain with a leading dot)."""
+    if not _SHARED:
         return None
+    context = shared_tls_context()
     if isinstance(timeout, openai.NotGiven):
         timeout = openai.DEFAULT_TIMEOUT
     # The client reads the proxy variables itself; its transports to the proxies they name are
     # replaced by these (same keys), which check an https:// proxy with the shared context, and
     # the domains ``NO_PROXY`` names with a leading dot are added (``environment_proxies``).
+    named = _named_proxies()
+    exempt = _dot_domains(named)
+    if context is None:  # truststore's: each transport builds its own, as the SDK's client does
+        if not exempt:
+            return None
+        return openai.DefaultAsyncHttpxClient(base_url=base_url, timeout=timeout, mounts=exempt)
     limits = openai.DEFAULT_CONNECTION_LIMITS
     mounts: dict[str, httpx2.AsyncBaseTransport | None] = {
         pattern: None if proxy is None else proxy_transport(proxy, context, limits=limits)
-        for pattern, proxy in environment_proxies().items()
+        for pattern, proxy in named.items()
     }
+    mounts.update(exempt)
     return openai.DefaultAsyncHttpxClient(
         base_url=base_url, timeout=timeout, verify=context, mounts=mounts or None
     )
@@ -117,20 +127,34 @@ def environment_proxies() -> dict[str, str | None]:
     (``proxy_bypass_environment``) read it, where ``httpx2`` takes it for the hosts under it only
     and sent ``corp.example`` itself to the proxy. Go's ``httpproxy`` reads it as ``httpx2`` does;
     the Python tools a service's other clients are likeliest to be agree with curl."""
-    # httpx2's own function (private to it): the client made without a transport calls it.
-    # Imported here, so a httpx2 without it fails where a client is made, saying so, not
-    # ``import adk``.
-    from httpx2._utils import URLPattern, get_environment_proxies
+    mounts = _named_proxies()
+    mounts.update(_dot_domains(mounts))
+    return mounts
 
-    mounts = get_environment_proxies()
-    if not mounts:  # none named (or ``NO_PROXY=*``): nothing to exempt either
-        return mounts
+
+def _named_proxies() -> dict[str, str | None]:
+    """``httpx2``'s own reading of the proxy variables (a function private to it, which its
+    client made without a transport calls). Imported here, so a ``httpx2`` without it fails where
+    a client is made, saying so, not ``import adk``."""
+    from httpx2._utils import get_environment_proxies
+
+    return get_environment_proxies()
+
+
+def _dot_domains(named: dict[str, str | None]) -> dict[str, None]:
+    """The patterns ``environment_proxies`` adds to ``named`` (``httpx2``'s reading): each
+    domain ``NO_PROXY`` names with a leading dot, for the domain itself, reached straight."""
+    from httpx2._utils import URLPattern
+
+    added: dict[str, None] = {}
+    if not named:  # none named (or ``NO_PROXY=*``): nothing to exempt either
+        return added
     for name in urllib.request.getproxies().get("no", "").split(","):
         domain = name.strip()
         if not domain.startswith(".") or "/" in domain:
             continue
         key = f"all://{domain.lstrip('.')}"
-        if key in mounts:
+        if key in named or key in added:
             continue
         try:
             pattern = URLPattern(key)
@@ -140,8 +164,8 @@ def environment_proxies() -> dict[str, str | None]:
         # (``.*``) made a pattern of every host (``all://:8443``), ranked above the proxies'.
         if not pattern.host or "*" in pattern.host:
             continue
-        mounts[key] = None
-    return mounts
+        added[key] = None
+    return added
 
 
 def proxy_transport(
