@@ -595,3 +595,33 @@ async def test_a_no_proxy_leading_dot_covers_the_domain_where_no_context_is_shar
         finally:
             for chat in (exempt, proxied):
                 await chat.aclose()
+
+
+@pytest.mark.parametrize("proxied", [False, True])
+def test_a_models_client_reads_the_proxy_variables_once(
+    proxied: bool, trusted: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each client made reads the environment's proxy variables once, as the SDK's own client
+    does (a scan of ``os.environ``, ~20 us, one per model and per loop it is used on): reading
+    them to mount the proxies' transports, the client then read them again itself (and built
+    transports to the proxies that the mounts replaced)."""
+    import urllib.request
+
+    import httpx2._utils
+
+    if proxied:
+        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+        monkeypatch.setenv("NO_PROXY", "localhost")
+    reads: list[int] = []
+    real = urllib.request.getproxies
+
+    def counted() -> dict[str, str]:
+        reads.append(1)
+        return real()
+
+    monkeypatch.setattr(httpx2._utils, "getproxies", counted)
+    monkeypatch.setattr(urllib.request, "getproxies", counted)
+    chat = model("https://127.0.0.1:9/v1")
+    assert len(reads) == 1 + proxied  # (the NO_PROXY entries are read for the leading-dot rule)
+    patterns = [str(pattern.pattern) for pattern in chat._client._client._mounts]
+    assert patterns == (["all://*localhost", "https://"] if proxied else [])
