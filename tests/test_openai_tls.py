@@ -624,4 +624,4 @@ def test_a_models_client_reads_the_proxy_variables_once(
     chat = model("https://127.0.0.1:9/v1")
     assert len(reads) == 1 + proxied  # (the NO_PROXY entries are read for the leading-dot rule)
     patterns = [str(pattern.pattern) for pattern in chat._client._client._mounts]
-    assert patterns == (["all://*localhost", "https://"] if proxied else [])
+    assert patterns == (["all://localhost", "https://"] if proxied else [])

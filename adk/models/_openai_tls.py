@@ -98,9 +98,9 @@ def http_client(base_url: str, timeout: Any) -> httpx2.AsyncClient | None:
     context = shared_tls_context()
     if isinstance(timeout, openai.NotGiven):
         timeout = openai.DEFAULT_TIMEOUT
-    # The client reads the proxy variables itself; its transports to the proxies they name are
-    # replaced by these (same keys), which check an https:// proxy with the shared context, and
-    # the domains ``NO_PROXY`` names with a leading dot are added (``environment_proxies``).
+    # The proxy variables are read here, once: the transports to the proxies they name check an
+    # https:// proxy with the shared context, and the domains ``NO_PROXY`` names with a leading
+    # dot are added (``environment_proxies``).
     named = _named_proxies()
     exempt = _dot_domains(named)
     if context is None:  # truststore's: each transport builds its own, as the SDK's client does
@@ -113,8 +113,11 @@ def http_client(base_url: str, timeout: Any) -> httpx2.AsyncClient | None:
         for pattern, proxy in named.items()
     }
     mounts.update(exempt)
+    # Given a transport (the one it would build: the context, the SDK's limits), the client reads
+    # no proxy variable itself: it read them again, and built transports the mounts replaced.
+    direct = httpx2.AsyncHTTPTransport(verify=context, limits=limits)
     return openai.DefaultAsyncHttpxClient(
-        base_url=base_url, timeout=timeout, verify=context, mounts=mounts or None
+        base_url=base_url, timeout=timeout, transport=direct, mounts=mounts or None
     )
 
 
