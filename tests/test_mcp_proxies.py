@@ -195,12 +195,14 @@ async def test_an_sse_server_is_reached_through_the_proxy_and_no_proxy_applies(
 ) -> None:
     """The SSE transport's client (pyadk's, given to the mcp client as its
     ``httpx_client_factory``) reads the environment as ``HTTPServer``'s does: its event stream
-    and its messages go through the proxy, and ``NO_PROXY`` exempts a host."""
+    and its messages go through the proxy, and ``NO_PROXY`` exempts a host. The headers the
+    server is given are on the stream's request and on every message's (the client's own)."""
     monkeypatch.setenv("http_proxy", proxy.url)
-    async with MCPToolset(SSEServer(sse_process.url)) as toolset:
+    async with MCPToolset(SSEServer(sse_process.url, headers={"X-Tenant": "acme"})) as toolset:
         assert await add(toolset) == "5"
     methods = {method for method, _ in proxy.requests}
     assert {"GET", "POST"} <= methods
+    assert [sent.get("x-tenant") for sent in proxy.headers] == ["acme"] * len(proxy.requests)
     assert all(url.startswith(f"http://127.0.0.1:{sse_process.port}/") for _, url in proxy.requests)
     proxy.requests.clear()
     monkeypatch.setenv("no_proxy", "127.0.0.1")

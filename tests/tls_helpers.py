@@ -216,12 +216,14 @@ class ForwardProxy:
     to its origin in origin form on a connection of its own (``Connection: close`` both ways, so
     every request comes to the proxy, none on a connection kept open to the origin), and the
     answer piped back as it comes (an event stream too). ``requests`` lists each forwarded
-    ``(method, URL)``. ``url`` is what ``HTTP_PROXY`` takes."""
+    ``(method, URL)``, ``headers`` each one's headers (names lowercased; hop-by-hop ones left
+    out). ``url`` is what ``HTTP_PROXY`` takes."""
 
     _HOP = (b"connection", b"proxy-connection", b"keep-alive", b"proxy-authorization")
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[tuple[str, str]] = []
+        self.headers: list[dict[str, str]] = []
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._tls = tls
@@ -263,6 +265,8 @@ class ForwardProxy:
                 writer.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
                 return
             self.requests.append((method, target))
+            named = (line.decode("latin-1").split(":", 1) for line in headers)
+            self.headers.append({name.strip().lower(): value.strip() for name, value in named})
             try:
                 up_reader, up_writer = await asyncio.open_connection(
                     parts.hostname, parts.port or 80
