@@ -26,8 +26,8 @@ What stays as it was:
 - The client is the SDK's own kind (``openai.DefaultAsyncHttpxClient``: its connection limits,
   timeout and ``follow_redirects``) given the URL and timeout the SDK would give it, and built per
   ``AsyncOpenAI`` as before: its connection pool, its proxies (read from ``HTTP(S)_PROXY``,
-  ``ALL_PROXY``, ``NO_PROXY`` when it is built, ``trust_env`` on) are its own. Only the context is
-  shared. What the SDK's default client adds beyond that is a finalizer that schedules ``aclose``
+  ``ALL_PROXY``, ``NO_PROXY`` when it is built, once, here, and given to it as its transports:
+  ``environment_proxies``) are its own. Only the context is shared. What the SDK's default client adds beyond that is a finalizer that schedules ``aclose``
   on whatever loop is running when it is collected; the model's clients are closed as their loop
   ends (``LoopClients``), so there is nothing left for it to do.
 
