@@ -94,3 +94,90 @@ def test_a_run_input_without_tool_calls_is_checked_without_a_generator() -> None
     finally:
         sys.setprofile(None)
     assert entered == ["_check_calls_answered"], entered
+
+
+def test_a_list_run_input_is_read_without_abc_checks_or_generators() -> None:
+    """Every keyed record of ``adk.execution`` runs with a list input, so reading it runs per
+    record: the ABCs' ``isinstance`` checks (``Iterable``, ``Mapping``: a frame of
+    ``ABCMeta.__instancecheck__`` each) and a generator expression looking for an item that is
+    no message were ~5k and ~4k instructions of it (round 17). A list of messages without calls
+    runs no frame but ``_to_messages``; one with calls is still checked."""
+    import sys
+
+    from adk.messages import Message, ToolCall
+    from adk.runner import _to_messages
+
+    plain = [Message.user("a"), Message.assistant("b"), Message.user("c")]
+    call = ToolCall(id="c1", name="add", arguments="{}")
+    with_calls = [Message.user("a"), Message.assistant("", tool_calls=[call])]
+    entered: list[str] = []
+
+    def profile(frame: object, event: str, arg: object) -> None:
+        if event == "call":
+            entered.append(frame.f_code.co_name)  # type: ignore[attr-defined]
+
+    sys.setprofile(profile)
+    try:
+        assert _to_messages(plain) == plain
+        first = list(entered)
+        with pytest.raises(ValueError, match="no tool message right after it answers"):
+            _to_messages(with_calls)
+    finally:
+        sys.setprofile(None)
+    assert first == ["_to_messages"], first
+    assert "_check_calls_answered" in entered[1:], entered
+
+
+async def test_a_keyed_record_in_memory_runs_no_abc_check_nor_a_late_provider_look(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """What ``LocalExecutionEnvironment`` does per record (a dict record keyed by a field, the
+    keys' sessions in a dict) enters no frame of the ABCs' checks and no look for a global
+    tracer provider while OpenTelemetry is not imported (round 17): ``isinstance(sessions,
+    MutableMapping)`` of a dict misses abc's cache every time (three frames, ~5k instructions),
+    the key's ``isinstance(record, Mapping)`` is a frame (~2.5k), and ``Runner._set_since`` a call
+    the run itself makes only while OpenTelemetry is imported. Counted as the frames of three
+    records less those of one, so what a run of the environment does once cancels out."""
+    import sys
+    from collections import Counter
+
+    import adk.execution._records as records_module
+    import adk.runner
+    from adk._hooks import LATE_METER, LATE_TRACER
+    from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
+    from adk.execution import LocalExecutionEnvironment
+
+    # OpenTelemetry as if not imported (another test may have imported it in this process).
+    monkeypatch.setattr(adk.runner, "_MODULES", {})
+    monkeypatch.setattr(records_module, "_MODULES", {}, raising=False)
+
+    @action(InputEvent)
+    def echo(event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.input))
+
+    watched = {"__instancecheck__", "__subclasscheck__", "__subclasshook__", "_set_since"}
+
+    async def frames(count: int) -> Counter[str]:
+        records = [{"key": f"k{n}", "n": n} for n in range(count)]
+        agent = ActionAgent("echo", actions=[echo])
+        outputs = LocalExecutionEnvironment().from_list(records, key="key").apply(agent)
+        # As a runner built before any global provider was set (another test may have set one).
+        outputs.runner._late_global = LATE_TRACER | LATE_METER
+        seen: Counter[str] = Counter()
+
+        def profile(frame: object, event: str, arg: object) -> None:
+            code = frame.f_code  # type: ignore[attr-defined]
+            if event == "call" and code.co_name in watched:
+                seen[code.co_qualname] += 1
+
+        sys.setprofile(profile)
+        try:
+            found = await outputs.to_list()
+        finally:
+            sys.setprofile(None)
+        assert [o.output for o in found] == records  # each record ran, its own output
+        return seen
+
+    await frames(1)  # abc's caches filled, the first run's imports done
+    once, thrice = await frames(1), await frames(3)
+    assert thrice == once, (once, thrice)
