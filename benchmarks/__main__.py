@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ._callgrind import count_instructions, runs_for, valgrind
+from ._callgrind import count_instructions, over_seeds, runs_for, valgrind
 from ._harness import (
     REPO,
     BenchmarkError,
@@ -211,22 +211,44 @@ def _add_instructions(row: dict[str, Any], result: WorkerResult, quick: bool) ->
 
 def _count_extra(name: str, rows: list[dict[str, Any]], quick: bool) -> None:
     """Instructions of another module's rows that say how to count them (``"count"``:
-    ``[scenario, variant]`` of the module as a harness workload, and ``"us"``, its native time)."""
+    ``[scenario, variant]`` of the module as a harness workload, and ``"us"``, its native time).
+
+    A row may also give ``"count_seeds"``, the hash seeds to count it under (the figure is then
+    the median over them, with its min–max and each seed's count: see ``SeededCount``;
+    ``--quick`` counts under the first alone), and ``"count_per"`` with ``"count_unit"``, the
+    units one run does (100 deltas a run: the figure is ``instructions_per_delta``), and
+    ``"count_runs"``, ``[N1, N2]`` to count with instead of those sized from ``"us"``."""
     for row in rows:
         scenario, variant = row.get("count") or (None, None)
         if scenario is None:
             continue
-        runs = runs_for(float(row.get("us", 1000.0)), quick)
-        print(f"[{name}] {scenario}/{variant}: instructions, {runs[0]} vs {runs[1]} runs ...")
+        given = row.get("count_runs")  # a row's own, to count as earlier rounds did
+        runs = (
+            (int(given[0]), int(given[1]))
+            if given
+            else runs_for(float(row.get("us", 1000.0)), quick)
+        )
+        seeds = [int(s) for s in row.get("count_seeds") or ()][: 1 if quick else None]
+        how = f"{runs[0]} vs {runs[1]} runs"
+        if seeds:
+            how += f", hash seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+        print(f"[{name}] {scenario}/{variant}: instructions, {how} ...", flush=True)
+        module = f"benchmarks.{name}"
         try:
-            count = count_instructions(
-                f"benchmarks.{name}", scenario, variant, python=sys.executable, runs=runs
-            )
+            if seeds:
+                seeded = over_seeds(
+                    module, scenario, variant, python=sys.executable, runs=runs, seeds=seeds
+                )
+                per, unit = int(row.get("count_per", 1)), str(row.get("count_unit", "run"))
+                row.update(seeded.as_dict(per, unit))
+            else:
+                count = count_instructions(
+                    module, scenario, variant, python=sys.executable, runs=runs
+                )
+                row.update(count.as_dict())
         except (BenchmarkError, ValueError) as exc:
             print(exc, file=sys.stderr)
             row["instructions_error"] = str(exc).splitlines()[0]
-            continue
-        row.update(count.as_dict())
 
 
 def _import_rows(quick: bool, samples: int | None = None) -> list[dict[str, Any]]:

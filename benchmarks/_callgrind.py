@@ -11,6 +11,9 @@ the agents and the warm-up cancelled out.
 Reproducible to about a thousand instructions per run: ``PYTHONHASHSEED=0`` fixes string hashes
 (and with them the layout of every dict and set; counts otherwise vary by a few thousand), the
 worker reads no clock, and the bytecode caches are written by a native run before counting.
+That reproduces one tree's count, not a comparison's: a change of code lays dicts and sets out
+anew, which moves a workload of many string-keyed lookups by a few per cent, so such rows are
+counted under several seeds (:func:`over_seeds`) and given as a median with its min–max.
 Callgrind runs a program ~50× slower, so the run counts are sized from the native CPU figure
 (:func:`runs_for`), and the two processes of a count run side by side (counts do not depend on
 what else the machine does).
@@ -23,7 +26,9 @@ from __future__ import annotations
 import functools
 import re
 import shutil
+import statistics
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +36,9 @@ from ._harness import REPO, BenchmarkError, bench_env
 
 __all__ = [
     "InstructionCount",
+    "SeededCount",
     "count_instructions",
+    "over_seeds",
     "parse_collected",
     "per_run",
     "real_interpreter",
@@ -58,6 +65,58 @@ class InstructionCount:
             "instructions_runs": list(self.runs),
             "instructions_collected": list(self.collected),
         }
+
+
+@dataclass(frozen=True)
+class SeededCount:
+    """Instructions per warm run counted once per hash seed: the median and the spread.
+
+    One seed fixes the layout of every dict and set, so a count reproduces; but a change of code
+    moves that layout too, and for a workload of dict lookups by string key (the OpenAI SDK's
+    models, pydantic's) the same code counts up to ~3 % apart under two seeds. A difference
+    between two trees smaller than this spread is not one of their code."""
+
+    by_seed: dict[int, float]
+    runs: tuple[int, int]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.by_seed.values())
+
+    def as_dict(self, per: int = 1, unit: str = "run") -> dict[str, Any]:
+        """``instructions_per_<unit>`` (the median over seeds, a run's count divided by ``per``,
+        the units a run does), its ``_min`` and ``_max``, and every seed's count."""
+        values = [v / per for v in self.by_seed.values()]
+        key = f"instructions_per_{unit}"
+        return {
+            key: round(statistics.median(values)),
+            f"{key}_min": round(min(values)),
+            f"{key}_max": round(max(values)),
+            "instructions_seeds": {str(k): round(v / per) for k, v in self.by_seed.items()},
+            "instructions_runs": list(self.runs),
+        }
+
+
+def over_seeds(
+    module: str,
+    scenario: str,
+    variant: str = "run",
+    *,
+    python: str,
+    runs: tuple[int, int],
+    seeds: Sequence[int],
+    timeout: float = 1800.0,
+) -> SeededCount:
+    """:func:`count_instructions` once per hash seed in ``seeds``."""
+    if not seeds:
+        raise ValueError("no hash seeds to count with")
+    found = {}
+    for seed in seeds:
+        count = count_instructions(
+            module, scenario, variant, python=python, runs=runs, timeout=timeout, seed=seed
+        )
+        found[seed] = count.per_run
+    return SeededCount(found, runs)
 
 
 def valgrind() -> str | None:
@@ -140,14 +199,17 @@ def count_instructions(
     python: str,
     runs: tuple[int, int],
     timeout: float = 1800.0,
+    seed: int = 0,
 ) -> InstructionCount:
-    """Instructions per warm run of ``variant`` of ``scenario`` (see the module docstring)."""
+    """Instructions per warm run of ``variant`` of ``scenario`` (see the module docstring), with
+    ``PYTHONHASHSEED=seed`` (the same in both processes: a difference is only that of one seed's
+    layout; :func:`over_seeds` makes a figure of several)."""
     tool = valgrind()
     if tool is None:
         raise BenchmarkError("valgrind is not installed")
     binary = real_interpreter(python)
     env = bench_env()
-    env["PYTHONHASHSEED"] = "0"
+    env["PYTHONHASHSEED"] = str(seed)
     # A native run first: it writes the bytecode caches (so neither counted process compiles)
     # and fails fast, with a readable error, if the workload does.
     native = subprocess.run(

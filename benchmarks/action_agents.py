@@ -13,6 +13,12 @@
 Figures are CPU µs (``time.process_time``), medians over rounds, with min–max. Run from the
 repository root: ``python -m benchmarks.action_agents`` (the table below), or as part of the suite:
 ``python -m benchmarks --only action_agents``.
+
+``python -m benchmarks --only action_agents --instructions`` also counts each row with callgrind
+(``build``: the workloads rounds 15 and 16 of docs/performance.md counted, smaller than the timed
+ones: 100 ticks of ``_Fanout`` a run, the ``_Adder`` turn, 100 records over 10 keys a run), under
+each of ``COUNT_SEEDS`` (hash seeds), the median with its min–max: the per-record count moved
+~1.5k between seeds of the same code, and ~3k between two checkouts of it in round 16.
 """
 
 from __future__ import annotations
@@ -43,6 +49,11 @@ from .pyadk_workloads import _AddModel, add  # the main suite's (b): the same mo
 EVENTS = 1_000
 RECORDS = 1_000
 KEYS = 100
+# The counted workloads (``build``) and their run counts, as rounds 15 and 16 counted them.
+COUNTED_EVENTS = 100
+COUNTED_RECORDS = 100
+COUNTED_KEYS = 10
+COUNT_SEEDS = (0, 1, 2)
 
 
 class _Tick(Event):
@@ -81,6 +92,55 @@ class _Adder(ActionAgent):
 @action(InputEvent)
 def _echo(event: InputEvent, ctx: ActionContext) -> None:
     ctx.send_event(OutputEvent(output=event.input))
+
+
+async def build(scenario: str) -> dict[str, Callable[[], Awaitable[Any]]]:
+    """The counted workloads as the harness's count worker takes them (variant ``run``):
+    ``per_event``, a ``_Fanout`` run of ``COUNTED_EVENTS`` ticks; ``turn``, the ``_Adder`` turn
+    (asserted ``sum=3``); ``per_record``, ``COUNTED_RECORDS`` records over ``COUNTED_KEYS`` keys
+    through ``LocalExecutionEnvironment``."""
+    if scenario == "per_event":
+        fanout = _Fanout(COUNTED_EVENTS)
+        runner = Runner(fanout)
+
+        async def ticks() -> None:
+            fanout.seen = 0
+            await runner.invoke("go")
+            assert fanout.seen == COUNTED_EVENTS
+
+        return {"run": ticks}
+    if scenario == "turn":
+        resources = Resources()
+        resources.add_model("m", _AddModel())
+        resources.add_tool(add)
+        adder = Runner(_Adder("adder", resources=resources))
+
+        async def turn() -> None:
+            assert (await adder.invoke("1+2?")).text == "sum=3"
+
+        return {"run": turn}
+    if scenario == "per_record":
+        records = [{"key": f"k{n % COUNTED_KEYS}", "n": n} for n in range(COUNTED_RECORDS)]
+        echo = ActionAgent("echo", actions=[_echo])
+        env = LocalExecutionEnvironment(max_concurrency=COUNTED_KEYS)
+
+        async def keyed() -> None:
+            outputs = await env.from_list(records, key="key").apply(echo).to_list()
+            assert len(outputs) == COUNTED_RECORDS
+
+        return {"run": keyed}
+    raise NotImplementedError(f"unknown scenario {scenario!r}")
+
+
+def _counted(scenario: str, per: int, unit: str, runs: tuple[int, int]) -> dict[str, Any]:
+    """How ``python -m benchmarks --instructions`` counts a row (see the module docstring)."""
+    return {
+        "count": [scenario, "run"],
+        "count_runs": list(runs),
+        "count_seeds": list(COUNT_SEEDS),
+        "count_per": per,
+        "count_unit": unit,
+    }
 
 
 def _rounds_us(body: Callable[[], Awaitable[Any]], rounds: int, per: int) -> list[float]:
@@ -132,7 +192,10 @@ def run(rounds: int = 7, quick: bool = False) -> list[dict[str, Any]]:
     many_us = _rounds_us(lambda: many.invoke("go"), rounds, 1)
     rows.append(
         _row(
-            "actions.per_event", "µs/event", _spread([(m - one_us) / (EVENTS - 1) for m in many_us])
+            "actions.per_event",
+            "µs/event",
+            _spread([(m - one_us) / (EVENTS - 1) for m in many_us]),
+            **_counted("per_event", COUNTED_EVENTS, "event", (20, 60)),
         )
     )
 
@@ -150,7 +213,9 @@ def run(rounds: int = 7, quick: bool = False) -> list[dict[str, Any]]:
 
     actions_us = _cpu_us(actions_turn, rounds * 20, 1)
     react_us = _cpu_us(react_turn, rounds * 20, 1)
-    rows.append(_row("actions.turn_b", "µs/run", actions_us))
+    rows.append(
+        _row("actions.turn_b", "µs/run", actions_us, **_counted("turn", 1, "run", (100, 300)))
+    )
     rows.append(_row("react.turn_b", "µs/run", react_us, actions_ratio=actions_us[0] / react_us[0]))
 
     records = [{"key": f"k{n % KEYS}", "n": n} for n in range(RECORDS)]
@@ -175,6 +240,7 @@ def run(rounds: int = 7, quick: bool = False) -> list[dict[str, Any]]:
             keyed_us,
             plain_run_us=round(plain_us[0], 2),
             environment_us=round(keyed_us[0] - plain_us[0], 2),
+            **_counted("per_record", COUNTED_RECORDS, "record", (5, 15)),
         )
     )
     return rows

@@ -10,6 +10,15 @@ between runs while the paired ratio stays within a percent or two. The raw strea
 event, the adapter's chunk by chunk, so the ratio is what the adapter adds: request mapping, the retry
 wrapper, and turning SDK objects into pyadk messages and chunks. Target: ratio <= 1.05.
 
+The adapter's own cost per streamed delta is too small for a ratio over a whole call to show (a
+call is ~1 ms of HTTP and SDK work; a delta ~30k instructions of it), so two more rows count it
+alone: ``delta.text`` (a text delta) and ``delta.args`` (a tool call's argument fragment), each
+``ChatStreamDecoder.feed`` of the same ``ChatCompletionChunk`` built as the SDK's stream builds it
+(``construct_type``), ``FEEDS`` a run to a decoder warmed on the call's head. Their native µs per
+delta are timed here; ``python -m benchmarks --only openai_adapter --instructions`` also counts
+them with callgrind under each of ``DELTA_SEEDS`` (hash seeds), the median with its min–max: the
+same code counts ~3 % apart under two seeds, so a single count cannot tell a change of that size.
+
 Run from the repository root: ``python -m benchmarks.openai_adapter [--rounds N] [--calls N]``.
 """
 
@@ -27,7 +36,8 @@ from typing import Any
 
 import openai
 
-from adk.messages import Message
+from adk.messages import Message, MessageChunk
+from adk.models._openai_chat import ChatStreamDecoder
 from adk.models.openai import OpenAIChatModel
 from adk.tools.base import ToolSpec
 
@@ -66,6 +76,109 @@ RESPONSES_TOOLS: Any = [
 ]
 
 Call = Callable[[], Awaitable[Any]]
+
+# -- per streamed delta ---------------------------------------------------------------------------
+FEEDS = 100  # deltas per counted run: the run's own await is ~1 % of one delta, shared by 100
+DELTA_SEEDS = (0, 1, 2, 3, 4)
+_HEAD = {
+    "role": "assistant",
+    "tool_calls": [
+        {
+            "index": 0,
+            "id": "call_1",
+            "type": "function",
+            "function": {"name": "add", "arguments": ""},
+        }
+    ],
+}
+DELTAS: dict[str, dict[str, Any]] = {
+    "delta.text": {"content": "hello"},
+    "delta.args": {"tool_calls": [{"index": 0, "function": {"arguments": '{"a"'}}]},
+}
+
+
+def _chunk(delta: dict[str, Any]) -> Any:
+    """A ``ChatCompletionChunk`` as the SDK's stream makes one from an event's JSON (its
+    ``construct_type``, which validates nothing), so ``feed`` reads what it reads in a stream."""
+    from openai._models import construct_type
+    from openai.types.chat import ChatCompletionChunk
+
+    value = {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": None}],
+    }
+    return construct_type(type_=ChatCompletionChunk, value=value)
+
+
+def _checked(scenario: str, out: MessageChunk | None) -> None:
+    """The decoder's chunk for the delta is the one it should be (the workload does real work)."""
+    if out is None:
+        raise AssertionError(f"{scenario}: the delta gave no chunk")
+    if scenario == "delta.text" and out.content != "hello":
+        raise AssertionError(f"{scenario}: content {out.content!r}")
+    if scenario == "delta.args" and [(c.index, c.arguments) for c in out.tool_calls] != [
+        (0, '{"a"')
+    ]:
+        raise AssertionError(f"{scenario}: tool calls {out.tool_calls!r}")
+
+
+async def build(scenario: str) -> dict[str, Callable[[], Awaitable[None]]]:
+    """The per-delta workloads as the harness's count worker takes them: ``delta.text`` or
+    ``delta.args``, variant ``run``: ``FEEDS`` deltas fed to one decoder, after the call's head
+    (a delta of arguments continues the call the head began, as in a stream)."""
+    if scenario not in DELTAS:
+        raise NotImplementedError(f"unknown scenario {scenario!r}; choose from {sorted(DELTAS)}")
+    decoder = ChatStreamDecoder()
+    decoder.feed(_chunk(_HEAD))
+    body = _chunk(DELTAS[scenario])
+    feed = decoder.feed
+
+    async def run() -> None:
+        out = None
+        for _ in range(FEEDS):
+            out = feed(body)
+        _checked(scenario, out)
+
+    return {"run": run}
+
+
+def _delta_rows(rounds: int) -> list[dict[str, Any]]:
+    """Native CPU µs per delta (median and min–max over rounds of 20 runs), and how
+    ``--instructions`` counts each row."""
+
+    async def timed(scenario: str) -> list[float]:
+        run = (await build(scenario))["run"]
+        for _ in range(20):  # warm-up
+            await run()
+        found = []
+        for _ in range(rounds):
+            start = time.process_time()
+            for _ in range(20):
+                await run()
+            found.append((time.process_time() - start) * 1e6 / (20 * FEEDS))
+        return found
+
+    rows = []
+    for scenario in DELTAS:
+        us = asyncio.run(timed(scenario))
+        rows.append(
+            {
+                "benchmark": f"openai_adapter.{scenario}",
+                "us_per_delta": round(statistics.median(us), 2),
+                "us_per_delta_min": round(min(us), 2),
+                "us_per_delta_max": round(max(us), 2),
+                # What ``python -m benchmarks --instructions`` counts the row by (a run of FEEDS).
+                "us": round(statistics.median(us) * FEEDS, 1),
+                "count": [scenario, "run"],
+                "count_seeds": list(DELTA_SEEDS),
+                "count_per": FEEDS,
+                "count_unit": "delta",
+            }
+        )
+    return rows
 
 
 def _cases(
@@ -162,7 +275,12 @@ async def _measure(base_url: str, rounds: int, calls: int) -> list[dict[str, Any
 
 
 def run(rounds: int = 30, calls: int = 20) -> list[dict[str, Any]]:
-    """Measure every case; one row each with the adapter's and the raw client's µs per call."""
+    """Measure every case; one row each with the adapter's and the raw client's µs per call, then
+    the per-delta rows (``_delta_rows``)."""
+    return _calls(rounds, calls) + _delta_rows(min(rounds, 15))
+
+
+def _calls(rounds: int, calls: int) -> list[dict[str, Any]]:
     server = subprocess.Popen(
         [sys.executable, str(SERVER)], stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True
     )
@@ -186,6 +304,9 @@ def main() -> None:
     rows = run(args.rounds, args.calls)
     print(f"{'benchmark':<36} {'adapter µs':>11} {'raw µs':>9} {'ratio':>7}  target")
     for row in rows:
+        if "us_per_delta" in row:
+            print(f"{row['benchmark']:<36} {row['us_per_delta']:>11.2f} µs a delta")
+            continue
         verdict = "ok" if row["ratio"] <= TARGET else "OVER"
         print(
             f"{row['benchmark']:<36} {row['us_per_call']:>11.1f} "

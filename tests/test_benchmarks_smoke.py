@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import benchmarks.__main__ as suite
-from benchmarks import checkpoints
+from benchmarks import _callgrind, checkpoints
 from benchmarks._callgrind import InstructionCount
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,6 +117,62 @@ def test_instructions_count_the_rows_of_other_modules_that_say_how(
     assert counted == [("benchmarks.checkpoints", "nested.long.codec", "save")]
     assert "instructions_per_run" not in rows[0]
     assert rows[1]["instructions_per_run"] == 1234
+
+
+def test_a_row_counted_under_several_hash_seeds_gives_their_median_and_spread_per_unit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A row with ``count_seeds`` is counted once per seed (the same code counts a few per cent
+    apart under two seeds): the figure is the median, per ``count_per`` units a run, with the
+    min–max and every seed's count; ``--quick`` counts the first seed alone; ``count_runs`` are
+    the run counts used as given."""
+    counted: list[tuple[str, int, tuple[int, int]]] = []
+    per_seed = {0: 3000.0, 1: 2900.0, 2: 3300.0}
+
+    def count(module: str, scenario: str, variant: str, **options: Any) -> InstructionCount:
+        counted.append((scenario, options["seed"], options["runs"]))
+        return InstructionCount(per_seed[options["seed"]], options["runs"], (1, 2))
+
+    monkeypatch.setattr(_callgrind, "count_instructions", count)
+
+    def row() -> dict[str, Any]:
+        return {
+            "benchmark": "openai_adapter.delta.text",
+            "count": ["delta.text", "run"],
+            "count_runs": [10, 30],
+            "count_seeds": [0, 1, 2],
+            "count_per": 100,
+            "count_unit": "delta",
+        }
+
+    full, quick = row(), row()
+    suite._count_extra("openai_adapter", [full], quick=False)
+    assert counted == [("delta.text", seed, (10, 30)) for seed in (0, 1, 2)]
+    assert full["instructions_per_delta"] == 30  # the median of 29, 30 and 33 a delta
+    assert (full["instructions_per_delta_min"], full["instructions_per_delta_max"]) == (29, 33)
+    assert full["instructions_seeds"] == {"0": 30, "1": 29, "2": 33}
+    counted.clear()
+    suite._count_extra("openai_adapter", [quick], quick=True)
+    assert counted == [("delta.text", 0, (10, 30))]
+    assert quick["instructions_per_delta"] == quick["instructions_per_delta_max"] == 30
+
+
+def test_the_per_delta_and_event_driven_workloads_run_as_the_count_worker_runs_them() -> None:
+    """What the count worker runs for the adapter's per-delta rows (each checks the chunk the
+    decoder made of its delta) and the event-driven rows (each asserts its answer)."""
+    from benchmarks import action_agents, openai_adapter
+
+    async def each() -> None:
+        for scenario in openai_adapter.DELTAS:
+            await (await openai_adapter.build(scenario))["run"]()
+        for scenario in ("per_event", "turn", "per_record"):
+            run = (await action_agents.build(scenario))["run"]
+            await run()
+            await run()  # a second run of the same workload, as the count worker does
+        with pytest.raises(NotImplementedError, match="unknown scenario"):
+            await openai_adapter.build("delta.nope")
+
+    asyncio.run(each())
 
 
 def test_the_nested_checkpoint_workload_saves_and_loads() -> None:
@@ -224,6 +280,13 @@ def test_the_event_driven_benchmark_reports_each_figure(tmp_path: Path) -> None:
         assert row["min"] <= row["median"] <= row["max"]
     assert by_name["actions.turn_b"]["median"] > 0 and by_name["react.turn_b"]["actions_ratio"] > 0
     assert "environment_us" in by_name["execution.per_record"]
+    # How --instructions counts the three rows rounds 15 to 17 counted (react.turn_b: (b)'s).
+    counted = {row["benchmark"]: row["count"] for row in rows if "count" in row}
+    assert counted == {
+        "actions.per_event": ["per_event", "run"],
+        "actions.turn_b": ["turn", "run"],
+        "execution.per_record": ["per_record", "run"],
+    }
 
 
 def test_the_soak_reports_growth_per_store_and_tracing_setting(tmp_path: Path) -> None:
