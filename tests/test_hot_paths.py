@@ -27,6 +27,7 @@ _HOT = (
     "adk/messages.py",
     "adk/streams.py",
     "adk/models/_call.py",  # every model call
+    "adk/models/_openai_chat.py",  # every streamed delta of a Chat Completions call
 )
 
 
