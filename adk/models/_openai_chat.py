@@ -504,7 +504,7 @@ class ChatStreamDecoder:
                 # What is no list of calls, or no call (a string, a number), holds none: iterated,
                 # an object's keys and a string's characters each became a call of no name.
                 for position, raw in enumerate(raw_calls if type(raw_calls) is list else ()):
-                    if raw is None or isinstance(raw, str | int | float | list):
+                    if raw is None or isinstance(raw, (str, int, float, list)):
                         continue
                     function = getattr(raw, "function", None)
                     wire = getattr(raw, "index", None)
