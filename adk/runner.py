@@ -279,14 +279,15 @@ def _to_messages(value: RunInput) -> list[Message]:
     messages = list(value)
     calls = False
     # One plain loop, no generator expression (its function, generator and frames, ~4k
-    # instructions a record): every item a Message, and whether any has tool calls to check.
+    # instructions a record): every item a Message, and whether any has a tool call or is a tool
+    # result (_check_calls_answered refuses either out of its turn).
     for index, message in enumerate(messages):
         if not isinstance(message, Message):
             raise TypeError(
                 "run input must be a str, a Message or a list of Messages, got "
                 f"{type(value).__name__} whose item {index} is {_input_item(message)}"
             )
-        if message.tool_calls:
+        if message.tool_calls or message.role == _TOOL:  # a call, or a result, to check
             calls = True
     if not messages:  # the agent would call its model with no conversation at all
         raise ValueError("run input is an empty list: give at least one message")
