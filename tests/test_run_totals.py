@@ -689,3 +689,102 @@ async def test_a_paused_runs_messages_keep_the_call_that_waits_and_a_running_one
             assert [m.role for m in adk.run_messages(events)] == [Role.USER, Role.ASSISTANT]
             break
     assert [m.role for m in adk.run_messages(events)][-1] == Role.TOOL  # closed: answered
+
+
+def _weather_calls(*cities: str) -> Reply:
+    return Reply(tool_calls=[tool_call("weather", {"city": c}) for c in cities])
+
+
+@adk.tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@adk.tool(require_approval=True)
+def approved_pay(cents: int) -> str:
+    """Pay, once a person approves."""
+    return f"paid {cents}"
+
+
+async def _ended_runs_messages(kind: str) -> list[Message]:
+    """The messages of a run of ``kind``, read as a service keeps them once the run is over."""
+    if kind == "resumed after its pause":
+        model = ScriptedModel(
+            [
+                Reply(
+                    tool_calls=[
+                        tool_call("approved_pay", {"cents": 5}),
+                        *_weather_calls("Oslo").tool_calls,
+                    ]
+                ),
+                "paid",
+            ]
+        )
+        runner = Runner(
+            ReActAgent("payer", model, tools=[approved_pay, weather]),
+            checkpoint_store=InMemoryCheckpointStore(),
+        )
+        paused = await runner.invoke("pay 5 and the weather")
+        assert paused.checkpoint_id is not None
+        return (await runner.invoke_resume(paused.checkpoint_id, True)).messages
+    if kind == "an agent tool's":
+        inner = ReActAgent(
+            "forecaster",
+            ScriptedModel([_weather_calls("Oslo"), "sunny"]),
+            tools=[weather],
+            description="Forecasts.",
+        )
+        outer_model = ScriptedModel(
+            [Reply(tool_calls=[tool_call("forecaster", {"request": "Oslo?"})]), "it is sunny"]
+        )
+        return (
+            await Runner(ReActAgent("outer", outer_model, tools=[AgentTool(inner)])).invoke("go")
+        ).messages
+    if kind == "cut by max_turns":
+        model = ScriptedModel([_weather_calls("Oslo", "Rome")] * 3)
+        events = Runner(ReActAgent("w", model, tools=[weather])).run("go", max_turns=2)
+        async with contextlib.aclosing(events):
+            seen = [event async for event in events]
+        assert seen[-1].error is not None and seen[-1].error.type == "MaxTurnsExceeded"
+        return adk.run_messages(events)
+    if kind == "ended by an exit call beside another":
+        model = ScriptedModel(
+            [
+                Reply(
+                    tool_calls=[
+                        tool_call("exit", {"final_result": "bye"}),
+                        *_weather_calls("Oslo").tool_calls,
+                    ]
+                )
+            ]
+        )
+        agent = ReActAgent("w", model, tools=[weather], exit_tool=True)
+        return (await Runner(agent).invoke("go")).messages
+    assert kind == "ended by a return_directly call beside another"
+    model = ScriptedModel([_weather_calls("Oslo", "Rome")])
+    agent = ReActAgent("w", model, tools=[weather], return_directly=["weather"])
+    return (await Runner(agent).invoke("go")).messages
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "resumed after its pause",
+        "an agent tool's",
+        "cut by max_turns",
+        "ended by an exit call beside another",
+        "ended by a return_directly call beside another",
+    ],
+)
+async def test_an_ended_runs_messages_are_taken_as_the_next_runs_input(kind: str) -> None:
+    """A run's messages once it is over (not paused) are what a service carries on: the run
+    input's check of tool turns (``_tool_turns.refusal``) must take them whatever ended the run,
+    and the next model call gets them as they are. (Reviewed: every kind was taken; this pins it
+    beside the cut-off and supervisor runs' tests above.)"""
+    messages = await _ended_runs_messages(kind)
+    assert any(m.tool_calls for m in messages), messages  # a conversation with tool turns
+    model = ScriptedModel(["next answer"])
+    result = await Runner(ReActAgent("next", model)).invoke([*messages, Message.user("next")])
+    assert result.text == "next answer"
+    assert model.requests[0].messages[-len(messages) - 1 : -1] == messages
