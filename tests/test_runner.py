@@ -243,6 +243,43 @@ async def test_a_tool_result_that_answers_no_call_before_it_is_refused_at_the_re
     assert agent.runs == 0
 
 
+@pytest.mark.parametrize(
+    ("between", "at"),
+    [
+        (Message.user("and in Rome?"), "message 2 (user)"),
+        (Message.system("Be brief."), "message 3 (system)"),
+    ],
+)
+async def test_a_result_a_message_separates_from_its_call_is_refused_saying_where_it_is(
+    between: Message, at: str
+) -> None:
+    """A call whose result is there but after another message (a user message a UI put between
+    a call and its result, a system note between two results) was refused as a call no tool
+    message answers, advising to resume a checkpoint or to answer the call, which it is: the
+    refusal names the result, the message between, and to move the result up."""
+    calls = [ToolCall(id="call_a", name="weather"), ToolCall(id="call_b", name="weather")]
+    results = [
+        Message.tool("sunny", tool_call_id="call_a", name="weather"),
+        Message.tool("rain", tool_call_id="call_b", name="weather"),
+    ]
+    given = [Message.user("Oslo and Bergen?"), Message.assistant("", tool_calls=calls)]
+    if between.role == Role.USER:  # before both results: call_a's is message 3
+        given += [between, *results]
+        late, call = "message 3", "'call_a'"
+    else:  # between them: call_b's is message 4
+        given += [results[0], between, results[1]]
+        late, call = "message 4", "'call_b'"
+    agent = ScriptAgent("a", "ok")
+    with pytest.raises(ValueError) as refused:
+        await Runner(agent).invoke(given)
+    message = str(refused.value)
+    assert f"call id {call}" in message, message
+    assert f"answered by {late} (tool), after {at}" in message, message
+    assert "move the tool messages that answer message 1 right after it" in message, message
+    assert "resume its checkpoint" not in message, message  # no pause left it open
+    assert agent.runs == 0
+
+
 async def test_call_ids_a_model_uses_again_in_a_later_reply_are_answered_per_reply() -> None:
     """Some models number their calls afresh in each reply (``call_0`` every time): each result
     answers the call of the reply right before it, so a reused id is no second answer."""
