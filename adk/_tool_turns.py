@@ -69,6 +69,16 @@ def refusal(messages: list[Message], where: str, advice: str) -> str | None:
         call = next((c for c in calls if c.id not in answered), None)
         ids = {c.id for c in calls}
         if call is not None:
+            late = _late_result(messages, index, call.id)
+            if late is not None:  # answered, but another message comes between
+                between = messages[index].role
+                return (
+                    f"{where} message {asked} (assistant) calls the tool {call.name!r} (call id "
+                    f"{call.id!r}), answered by message {late} (tool), after message {index} "
+                    f"({getattr(between, 'value', between)}), which model APIs refuse: move the "
+                    f"tool messages that answer message {asked} right after it, no other message "
+                    "between them"
+                )
             # Tool messages there under other ids: the ids are what to look at, not a message
             # missing (a service that made its own ids for the results).
             others = sorted((i for i in answered if i not in ids), key=str)
@@ -82,6 +92,20 @@ def refusal(messages: list[Message], where: str, advice: str) -> str | None:
         if len(answered) > len(ids):  # every call answered, and some other id too
             stray = min(at for i, at in answered.items() if i not in ids)
             return _stray_result(messages, stray, asked, where)
+    return None
+
+
+def _late_result(messages: list[Message], start: int, call_id: str) -> int | None:
+    """The index of the tool message at or after ``start`` that answers ``call_id``, a call of
+    the assistant message whose run of tool messages ended before ``start``, or None: none
+    before an assistant message that makes that id again (a model numbering its calls afresh
+    per reply). (Only on a refusal.)"""
+    for at in range(start, len(messages)):
+        message = messages[at]
+        if message.role == _TOOL and message.tool_call_id == call_id:
+            return at
+        if message.role == _ASSISTANT and any(c.id == call_id for c in message.tool_calls):
+            return None
     return None
 
 

@@ -126,14 +126,8 @@ def _paused_turn() -> list[Message]:
     [
         pytest.param([*_paused_turn(), Message.user("and 3 + 4?")], id="a message appended"),
         pytest.param(_paused_turn(), id="the paused turn as it is"),
-        pytest.param(  # the result came in after the user's next message: too late for a provider
-            [
-                *_paused_turn(),
-                Message.user("and?"),
-                Message.tool("3", tool_call_id="call_1", name="add"),
-            ],
-            id="answered after the next message",
-        ),
+        # (A result after the user's next message is refused saying where it is:
+        # test_a_result_a_message_separates_from_its_call_is_refused_saying_where_it_is.)
     ],
 )
 async def test_an_input_whose_tool_call_no_result_answers_is_refused_at_the_call(
