@@ -34,6 +34,7 @@ from adk.models import ChatModel, ModelError, ModelOptions, RetryPolicy
 from adk.models._openai_chat import ChatStreamDecoder, chat_messages
 from adk.models._retry import retry_after_seconds
 from adk.models.openai import OpenAIChatModel
+from adk.tools._executor import unique_call_ids
 from adk.tools.base import ToolSpec
 from prebuilt import ReActAgent
 
@@ -569,6 +570,43 @@ async def test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them() -
     assert [c.id for c in plain.tool_calls] == ["dup", "dup"]
     (wire,) = chat_messages([plain])
     assert [c.get("extra_content") for c in wire["tool_calls"]] == signed
+
+
+@pytest.mark.parametrize("repeat_name", [False, True])
+@pytest.mark.parametrize("call_index", ["each", "shared", "none"])
+async def test_streamed_calls_sharing_an_id_stay_apart(
+    server: OpenAIServer, call_index: str, repeat_name: bool
+) -> None:
+    """Three streamed calls of one answer sharing an id (what a non-streamed reply keeps as three
+    calls, ``test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them``): the decoder
+    took a known id for a fragment of its call (llama.cpp repeats the id in every fragment), so
+    the three became one call, its arguments run together ('{"a": 1}{"a": 3}{"a": 5}'), and it
+    kept the last call's signature alone. A known id whose call is whole begins a new call when
+    the fragment brings more arguments, as a fragment without an id does (``_WireCall``)."""
+    calls = [Call("add", f'{{"a": {n}, "b": 1}}', id="dup") for n in (1, 3, 5)]
+    server.script(
+        Reply(
+            tool_calls=calls,
+            signature="s",
+            sign_each=True,
+            call_index=call_index,
+            repeat_name=repeat_name,
+        )
+    )
+    async with make_model(server) as model:
+        message = join_chunks(await collect(model.stream([Message.user("go")], tools=[ADD])))
+    assert [(c.id, c.arguments) for c in message.tool_calls] == [
+        ("dup", '{"a": 1, "b": 1}'),
+        ("dup", '{"a": 3, "b": 1}'),
+        ("dup", '{"a": 5, "b": 1}'),
+    ]
+    unique_call_ids(message.tool_calls)
+    (wire,) = chat_messages([message])
+    assert [(c["id"], c.get("extra_content")) for c in wire["tool_calls"]] == [
+        ("dup", {"google": {"thought_signature": "s"}}),
+        ("dup~1", {"google": {"thought_signature": "s-1"}}),
+        ("dup~2", {"google": {"thought_signature": "s-2"}}),
+    ]
 
 
 async def test_a_refusal_echoing_the_kept_fields_does_not_turn_them_off() -> None:
