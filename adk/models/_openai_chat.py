@@ -448,6 +448,7 @@ class ChatStreamDecoder:
         "_calls",
         "_details",
         "_extras",
+        "_given",
         "_identity",
         "_ids",
         "_key",
@@ -466,7 +467,8 @@ class ChatStreamDecoder:
         self._details: list[dict[str, Any]] = []  # OpenRouter's reasoning_details, joined
         # wire key (see _place) -> the call that key last named
         self._at: dict[int, _WireCall] = {}
-        self._ids: dict[str, int] = {}  # call id -> index
+        self._ids: dict[str, int] = {}  # call id -> the last call's index that had it
+        self._given: dict[int, str] = {}  # call index -> its id (calls may share one)
         self._calls = 0
 
     def feed(self, chunk: Any) -> MessageChunk | None:
@@ -511,15 +513,18 @@ class ChatStreamDecoder:
                     call_id = text_of(getattr(raw, "id", None))
                     name = text_of(getattr(function, "name", None))
                     arguments = arguments_text(getattr(function, "arguments", None))
+                    extra = field_of(raw, "extra_content") if call_id or name else None
                     index, name = self._place(
-                        wire if isinstance(wire, int) else -1 - position, call_id, name, arguments
+                        wire if isinstance(wire, int) else -1 - position,
+                        call_id,
+                        name,
+                        arguments,
+                        extra is not None,
                     )
-                    if call_id or name:  # a call's head (Gemini sends each call whole)
-                        extra = field_of(raw, "extra_content")
-                        if extra is not None:
-                            if self._extras is None:
-                                self._extras = {}
-                            self._extras[index] = extra
+                    if extra is not None:  # on a call's head (Gemini sends each call whole)
+                        if self._extras is None:
+                            self._extras = {}
+                        self._extras[index] = extra
                     fragments.append(
                         ToolCallChunk(
                             index=index,
@@ -558,9 +563,12 @@ class ChatStreamDecoder:
             metadata=self._final_metadata(),
         )
 
-    def _place(self, key: int, call_id: str, name: str, arguments: str) -> tuple[int, str]:
+    def _place(
+        self, key: int, call_id: str, name: str, arguments: str, signed: bool = False
+    ) -> tuple[int, str]:
         """The index of the call a fragment belongs to, and the name to pass on with it. ``key``
-        is its wire index, or for a fragment without one ``-1 - its place in the delta``."""
+        is its wire index, or for a fragment without one ``-1 - its place in the delta``;
+        ``signed``: it carries what only a call's head does (``extra_content``)."""
         current = self._at.get(key)
         if not call_id:
             if current is None:
@@ -577,11 +585,25 @@ class ChatStreamDecoder:
             return self._calls - 1, named
         known = self._ids.get(call_id)  # llama.cpp repeats the id in every fragment
         if known is not None:
+            # Calls of one answer may share an id (every one "call_0"): once the id's call is
+            # whole, a fragment with it at another wire index, or bringing more arguments or a
+            # head's extra_content, begins the next call, as one without an id does (_WireCall).
+            held = current if current is not None and current.index == known else None
+            if held is None:
+                held = next((c for c in self._at.values() if c.index == known), None)
+            if held is not None and held.closed is not None:
+                if held is not current or signed or arguments.strip():
+                    known = None
+                else:
+                    held.after_whole(name, arguments)  # the call's name again, remembered
+        if known is not None:
             index = known
         elif current is not None and not current.id and current.closed is None:
             index = self._ids[call_id] = current.index  # the id of a call whose first had none
+            self._given[index] = call_id
         else:
             index = self._ids[call_id] = self._new_index()
+            self._given[index] = call_id
         if current is not None and current.index == index:
             current.id = call_id
             current.add(name, arguments)
@@ -605,7 +627,7 @@ class ChatStreamDecoder:
         if self._details:
             metadata[REASONING_DETAILS] = self._details
         if self._extras:
-            given = {index: call_id for call_id, index in self._ids.items()}
+            given = self._given
             ids = _unique_call_ids(
                 [given.get(index) or f"call_{index}" for index in range(self._calls)]
             )
