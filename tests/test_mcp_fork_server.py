@@ -209,3 +209,71 @@ def test_a_server_started_by_a_process_the_test_started_is_served_by_a_fork() ->
     started, serving, code = done.stdout.split()
     assert serving != started and code == "0"
     assert not pid_exists(int(serving))
+
+
+_ITS_OWN_FORK_SERVER = """
+import ctypes, json, os, signal, socket, subprocess, sys
+folder = sys.argv[1]
+sys.path.insert(0, folder)
+from forkserver import address
+
+# Orphans are this process's to reap (as pid 1 may not, in a container): a fork still serving
+# after its fork server is gone shows as one not ended, rather than as a zombie or not at all.
+ctypes.CDLL(None, use_errno=True).prctl(36, 1)  # PR_SET_CHILD_SUBREAPER
+fork_server = subprocess.Popen(
+    [sys.executable, folder + "/forkserver.py", str(os.getpid()), "stdio_server"],
+    stdin=subprocess.DEVNULL,
+)
+for _ in range(6000):
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(address(os.getpid()))
+        except OSError:
+            signal.sigtimedwait([], 0.01)
+            continue
+        break
+server = subprocess.Popen(
+    [sys.executable, folder + "/stdio_server.py"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    env={"PATH": ""}, start_new_session=True,
+)
+hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+for message in (
+    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+    {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "pid", "arguments": {}}},
+):
+    server.stdin.write(json.dumps(message).encode() + b"\\n")
+server.stdin.flush()
+for line in server.stdout:
+    answer = json.loads(line)
+    if answer.get("id") == 2:
+        fork = answer["result"]["structuredContent"]["result"]
+        break
+fork_server.kill()
+fork_server.wait()
+server.wait(timeout=60)  # its stdin still open: the fork has no end of input to end at
+for _ in range(1000):
+    if os.waitpid(fork, os.WNOHANG)[0] == fork:
+        print(server.pid != fork, "ended")
+        break
+    signal.sigtimedwait([], 0.01)
+else:
+    os.kill(fork, signal.SIGKILL)
+    os.waitpid(fork, 0)
+    print(server.pid != fork, "outlived its fork server")
+"""
+
+
+def test_a_fork_ends_with_its_fork_server() -> None:
+    """A fork server gone (killed, or ended as the pytest process did) takes its forks with it:
+    a fork serving on (an HTTP server's port, a stdio server whose client still holds its
+    pipes) outlived the session, while the process started for it had ended as though the
+    server had. Run with a fork server of its own (the session's must live on)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ITS_OWN_FORK_SERVER, str(STDIO_SCRIPT.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert done.stdout.split() == ["True", "ended"], done.stdout + done.stderr
