@@ -17,7 +17,10 @@ The process started for the server stays the server's process as far as its star
 - a signal sent to it (``SIGTERM``, ``SIGINT``, ``SIGHUP``; the ``mcp`` client sends
   ``SIGTERM`` to the process group) is sent on to the fork;
 - if it is killed (``SIGKILL``), the fork is killed too (the fork server sees its connection
-  close), and reaped before the fork server does anything else.
+  close), and reaped before the fork server does anything else;
+- if the fork server ends (killed, or at the end of its pytest process, which it outlives by a
+  second at most), its forks are killed with it (``PR_SET_PDEATHSIG``), and the processes
+  started for them end with 1.
 
 The fork is the process that serves, so a server's ``pid`` tool answers the fork's process id,
 and ``HTTPServerProcess.kill`` kills the fork (the HTTP servers print it after their port). A
@@ -197,11 +200,23 @@ def _ours(request: dict[str, Any]) -> bool:
     return path is not None and os.path.realpath(path) == request.get("script")
 
 
+def _die_with(parent: int, prctl: Any) -> None:
+    """In a fork: be killed when the fork server ends (killed, or ended with its pytest
+    process), as its launcher is told it did; a fork left serving would hold its port, or its
+    client's pipes, past the session."""
+    prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # it ended before the line above
+        os._exit(1)
+
+
 def main(pytest_pid: int, modules: list[str]) -> None:
+    import ctypes
     import importlib
 
     for module in modules:  # the servers' imports, done once here
         importlib.import_module(module)
+    prctl = ctypes.CDLL(None, use_errno=True).prctl
+    server = os.getpid()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(address(pytest_pid))
     listener.listen(64)
@@ -269,6 +284,7 @@ def main(pytest_pid: int, modules: list[str]) -> None:
                 continue
             pid = os.fork()
             if pid == 0:
+                _die_with(server, prctl)
                 listener.close()
                 connection.close()
                 for other in by_connection:
