@@ -60,9 +60,11 @@ class Server:
     """``stdio_server.py`` started as the ``mcp`` client starts it (its own session, pipes, a
     minimal environment), spoken to in JSON-RPC lines."""
 
-    def __init__(self, script: Path = STDIO_SCRIPT, **env: str) -> None:
+    def __init__(
+        self, script: Path = STDIO_SCRIPT, options: tuple[str, ...] = (), **env: str
+    ) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, str(script)],
+            [sys.executable, *options, str(script)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={"PATH": os.environ.get("PATH", ""), **env},
@@ -277,3 +279,14 @@ def test_a_fork_ends_with_its_fork_server() -> None:
         check=True,
     )
     assert done.stdout.split() == ["True", "ended"], done.stdout + done.stderr
+
+
+def test_a_server_started_with_interpreter_options_of_its_own_serves_in_its_process() -> None:
+    """The fork server's interpreter runs what it forks: a server started with options of its
+    own (``-X dev``, ``-W error``, ``-O``; or another Python) would have been served without
+    them, a test of them passing for the wrong reason."""
+    own = Server(options=("-X", "dev", "-W", "error"))
+    try:
+        assert own.serving_pid() == own.process.pid
+    finally:
+        own.close()
