@@ -26,7 +26,8 @@ The fork is the process that serves, so a server's ``pid`` tool answers the fork
 and ``HTTPServerProcess.kill`` kills the fork (the HTTP servers print it after their port). A
 server given ``DEMO_OWN_PROCESS`` in its environment serves in the process started for it, as
 do those given a lifecycle switch of ``stdio_server.py`` (a pid file, a stall, a refusal to start,
-an environment file: they are about that process). ``PYADK_TESTS_NO_FORK_SERVER=1`` in the tests'
+an environment file: they are about that process), and those started with interpreter options
+the fork server was not (``-X dev``, ``-W error``, ``PYTHONWARNINGS``; another Python). ``PYADK_TESTS_NO_FORK_SERVER=1`` in the tests'
 environment starts no fork server (``conftest.py``).
 
 Standard library only on the launcher's side (``hand_off``): it runs before the script imports
@@ -80,6 +81,7 @@ def hand_off(module: str) -> bool:
             "argv": sys.argv,
             "env": dict(os.environ),
             "cwd": os.getcwd(),
+            "interpreter": _interpreter(),
         }
         fds = array.array("i", [0, 1, 2])
         connection.sendmsg(
@@ -117,6 +119,32 @@ def hand_off(module: str) -> bool:
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
     os._exit(int(status.get("code", 1)))
+
+
+_NOT_COMPARED = ("dont_write_bytecode", "hash_randomization", "utf8_mode")
+"""Interpreter flags a fork may differ in from the process started for it: bytecode it writes,
+its hash seed (said above), the UTF-8 mode a C locale turns on (the fork server is given a
+minimal environment; a UTF-8 locale reads and writes as that mode does)."""
+
+
+def _interpreter() -> list[Any]:
+    """What a fork runs with of its interpreter, as this process's: a server started with
+    another (``-X dev``, ``-W error``, ``-O``, ``PYTHONWARNINGS``; another Python) serves in its
+    own process, under those."""
+    flags = {
+        name: getattr(sys.flags, name)
+        for name in dir(sys.flags)
+        if not name.startswith(("_", "n_"))
+        and name not in _NOT_COMPARED
+        and not callable(getattr(sys.flags, name))
+    }
+    return [
+        os.path.realpath(sys.executable),
+        sys.version,
+        sorted(flags.items()),
+        list(sys.warnoptions),
+        sorted((str(name), str(value)) for name, value in sys._xoptions.items()),
+    ]
 
 
 def _connect() -> socket.socket | None:
@@ -194,10 +222,15 @@ def _receive(connection: socket.socket) -> tuple[dict[str, Any], list[int]]:
 
 def _ours(request: dict[str, Any]) -> bool:
     """Whether the script asking is the file of the module this process imported for it (not
-    another checkout's copy, a server of another version)."""
+    another checkout's copy, a server of another version), run by this interpreter with its
+    options (``_interpreter``)."""
     module = sys.modules.get(str(request.get("module")))
     path = getattr(module, "__file__", None)
-    return path is not None and os.path.realpath(path) == request.get("script")
+    return (
+        path is not None
+        and os.path.realpath(path) == request.get("script")
+        and json.loads(json.dumps(_interpreter())) == request.get("interpreter")
+    )
 
 
 def _die_with(parent: int, prctl: Any) -> None:
