@@ -290,3 +290,38 @@ def test_a_server_started_with_interpreter_options_of_its_own_serves_in_its_proc
         assert own.serving_pid() == own.process.pid
     finally:
         own.close()
+
+
+_IN_ANOTHER_PID_NAMESPACE = """
+import json, subprocess, sys
+pytest_pid, script = sys.argv[1], sys.argv[2]
+# This process is the namespace's pid 1: its next child gets the pytest process's number.
+with open("/proc/sys/kernel/ns_last_pid", "w") as last:
+    last.write(str(int(pytest_pid) - 1))
+parent = subprocess.Popen([sys.executable, "-c", sys.argv[3], script], stdout=subprocess.PIPE)
+said = parent.communicate()[0].decode()
+print(pytest_pid, said)
+"""
+
+
+def test_a_server_in_another_pid_namespace_is_not_served_by_this_sessions_fork_server() -> None:
+    """A pytest process of another pid namespace (another container on the same network, as
+    two CI jobs' often are) has this one's number as often as not: its servers' launchers
+    found this session's fork server by that number and were served by it, in this container,
+    with its files; that session's own fork server could not bind the name at all."""
+    if not shutil.which("unshare"):
+        pytest.skip("no unshare(1) here")
+    unshare = ["unshare", "--pid", "--fork", "--mount-proc"]
+    arguments = [str(os.getpid()), str(STDIO_SCRIPT), _GRANDCHILD]
+    done = subprocess.run(
+        [*unshare, sys.executable, "-c", _IN_ANOTHER_PID_NAMESPACE, *arguments],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    if done.returncode != 0 and "unshare" in done.stderr:
+        pytest.skip(f"no pid namespace to be made here: {done.stderr.strip()}")
+    assert done.returncode == 0, done.stderr
+    parent, started, serving, code = done.stdout.split()
+    assert int(started) > int(parent)  # the launcher's parent had the pytest process's number
+    assert serving == started and code == "0"  # so it served itself: no fork server there
