@@ -27,12 +27,14 @@ and ``HTTPServerProcess.kill`` kills the fork (the HTTP servers print it after t
 server given ``DEMO_OWN_PROCESS`` in its environment serves in the process started for it, as
 do those given a lifecycle switch of ``stdio_server.py`` (a pid file, a stall, a refusal to start,
 an environment file: they are about that process), and those started with interpreter options
-the fork server was not (``-X dev``, ``-W error``, ``PYTHONWARNINGS``; another Python). ``PYADK_TESTS_NO_FORK_SERVER=1`` in the tests'
-environment starts no fork server (``conftest.py``).
+the fork server was not (``-X dev``, ``-W error``, ``PYTHONWARNINGS``; another Python).
+``PYADK_TESTS_NO_FORK_SERVER=1`` in the tests' environment starts no fork server
+(``conftest.py``).
 
 Standard library only on the launcher's side (``hand_off``): it runs before the script imports
-``mcp``. Linux only (an abstract Unix socket, named by the pytest process's id); elsewhere, or
-without a fork server, ``hand_off`` returns ``False`` and the script serves by itself. Forks share
+``mcp``. Linux only (an abstract Unix socket, named by the pytest process's id and pid
+namespace); elsewhere, or without a fork server, ``hand_off`` returns ``False`` and the script
+serves by itself. Forks share
 the fork server's hash seed (``PYTHONHASHSEED``), where processes started apart each had their own.
 """
 
@@ -57,8 +59,14 @@ _LIFECYCLE = ("DEMO_PID_FILE", "DEMO_STALL_UNTIL_FILE", "DEMO_REFUSE_START_FILE"
 
 
 def address(pytest_pid: int) -> str:
-    """The abstract Unix socket of the fork server of the pytest process ``pytest_pid``."""
-    return f"\0pyadk-tests-mcp-forkserver-{pytest_pid}"
+    """The abstract Unix socket of the fork server of the pytest process ``pytest_pid`` of this
+    process's pid namespace. Abstract sockets are the network namespace's: another container
+    on the same network (whose pytest process often has this one's number) names its own."""
+    try:
+        namespace = os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        namespace = 0
+    return f"\0pyadk-tests-mcp-forkserver-{namespace}-{pytest_pid}"
 
 
 # -- the launcher's side: the process the MCP client started ----------------------------------
