@@ -90,8 +90,10 @@ def _ram_backed_basetemp(config: pytest.Config) -> None:
     ``tmp_path`` (five of them: 87.7 -> 66.3 s by pytest's clock on a loaded machine). The
     store, its SQL and its locks are the same; what no test can see (an fsync reaching the disk,
     which only a power cut would tell) is all that differs. A ``--basetemp`` given, or
-    ``PYADK_TESTS_DISK_TMP=1``, keeps them on disk. The folder is named by this process's id;
-    the next session removes it, but for the newest left (to look at after a failed run)."""
+    ``PYADK_TESTS_DISK_TMP=1``, keeps them on disk. The folder is named by this process's id and
+    pid namespace; the next session of that namespace removes it, but for the newest left (to
+    look at after a failed run). Another namespace's (a container sharing ``/dev/shm``) are left
+    alone: their processes cannot be seen from here."""
     if config.option.basetemp or os.environ.get("PYADK_TESTS_DISK_TMP"):
         return
     if not sys.platform.startswith("linux") or not _tmpfs_mounted_at(_RAM):
@@ -102,15 +104,19 @@ def _ram_backed_basetemp(config: pytest.Config) -> None:
         return
     if free.f_bavail * free.f_frsize < _RAM_FREE_AT_LEAST or not os.access(_RAM, os.W_OK):
         return
+    try:  # the pids named are this pid namespace's: another's sessions are not seen from here
+        ours = f"pyadk-tests-{os.stat('/proc/self/ns/pid').st_ino}-"
+    except OSError:
+        return
     left = []
-    for folder in _RAM.glob("pyadk-tests-*"):
-        pid = folder.name.rpartition("-")[2]
+    for folder in _RAM.glob(f"{ours}*"):
+        pid = folder.name.removeprefix(ours)
         if pid.isdigit() and not _pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 left.append((folder.stat().st_mtime, folder))
     for _, folder in sorted(left)[:-1]:
         shutil.rmtree(folder, ignore_errors=True)
-    config.option.basetemp = str(_RAM / f"pyadk-tests-{os.getpid()}")
+    config.option.basetemp = str(_RAM / f"{ours}{os.getpid()}")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's tmp_path plugin reads --basetemp

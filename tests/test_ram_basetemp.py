@@ -46,3 +46,14 @@ def test_a_folder_of_a_session_in_another_pid_namespace_is_left_alone(ram: Path)
         (folder / "checkpoints.db").write_bytes(b"in use")
     configured()
     assert all((folder / "checkpoints.db").exists() for folder in theirs)
+
+
+def test_a_session_removes_the_folders_dead_sessions_left_but_the_newest(ram: Path) -> None:
+    namespace = os.stat("/proc/self/ns/pid").st_ino
+    dead = [ram / f"pyadk-tests-{namespace}-{no_such_pid() + n}" for n in range(3)]
+    live = ram / f"pyadk-tests-{namespace}-{os.getppid()}"
+    for at, folder in enumerate([*dead, live]):
+        folder.mkdir()
+        os.utime(folder, (at, at))
+    assert configured() == str(ram / f"pyadk-tests-{namespace}-{os.getpid()}")
+    assert sorted(ram.iterdir()) == sorted([dead[-1], live])
