@@ -34,8 +34,8 @@ the fork server was not (``-X dev``, ``-W error``, ``PYTHONWARNINGS``; another P
 Standard library only on the launcher's side (``hand_off``): it runs before the script imports
 ``mcp``. Linux only (an abstract Unix socket, named by the pytest process's id and pid
 namespace); elsewhere, or without a fork server, ``hand_off`` returns ``False`` and the script
-serves by itself. Forks share
-the fork server's hash seed (``PYTHONHASHSEED``), where processes started apart each had their own.
+serves by itself. Forks share the fork server's hash seed (``PYTHONHASHSEED``), where
+processes started apart each had their own.
 """
 
 from __future__ import annotations
