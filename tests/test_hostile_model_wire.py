@@ -189,6 +189,58 @@ async def test_tool_call_fragments_with_a_hole_in_their_index_stay_apart(
     ]
 
 
+def _head(index: int | None, call_id: str, name: str, arguments: str = "") -> dict[str, Any]:
+    at = {} if index is None else {"index": index}
+    return {
+        **at,
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": arguments},
+    }
+
+
+# Tool-call fragments carrying ids, interleaved: which call each belongs to (by its wire index
+# when it has one of its own, else by its id), as the decoder reads them.
+ID_SHAPES: dict[str, list[list[dict[str, Any]]]] = {
+    # llama.cpp repeating id and name in every fragment, two calls at indices 0 and 1 given one
+    # id: they were merged, both arguments run together
+    "one id at two indices, repeated": [
+        [_head(0, "dup", "f")],
+        [_head(1, "dup", "g")],
+        [_head(0, "dup", "f", '{"x": 1}')],
+        [_head(1, "dup", "g", '{"y": 2}')],
+    ],
+    # Ollama numbering every call 0: an id seen before names its call again
+    "a known id back at a shared index": [
+        [_head(0, "a", "f")],
+        [_head(0, "b", "g")],
+        [_head(0, "a", "f", '{"x": 1}')],
+        [_head(0, "b", "g", '{"y": 2}')],
+    ],
+    # no index: two heads in one delta, then each continued alone (at the first's place) by id
+    "no index, continued by id": [
+        [_head(None, "a", "f"), _head(None, "b", "g")],
+        [_head(None, "b", "g", '{"y": 2}')],
+        [_head(None, "a", "f", '{"x": 1}')],
+    ],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(ID_SHAPES))
+async def test_interleaved_fragments_with_ids_find_their_calls(
+    server: OpenAIServer, shape: str
+) -> None:
+    deltas = ID_SHAPES[shape]
+    events: list[str | bytes] = [chunk({"tool_calls": delta}) for delta in deltas]
+    message = await stream_of(server, [*events, chunk({}, "tool_calls"), DONE])
+    first_id = "dup" if shape.startswith("one id") else "a"
+    second_id = "dup" if shape.startswith("one id") else "b"
+    assert [(c.id, c.name, c.arguments) for c in message.tool_calls] == [
+        (first_id, "f", '{"x": 1}'),
+        (second_id, "g", '{"y": 2}'),
+    ]
+
+
 async def test_an_unknown_finish_reason_is_kept_as_it_came(server: OpenAIServer) -> None:
     message = await stream_of(server, [chunk({"content": "hi"}), chunk({}, "banana"), DONE])
     assert message.content == "hi"
