@@ -583,7 +583,20 @@ class ChatStreamDecoder:
                 return current.index, name
             self._at[key] = _WireCall(self._new_index(), "", named, arguments)
             return self._calls - 1, named
-        known = self._ids.get(call_id)  # llama.cpp repeats the id in every fragment
+        if current is not None and current.id == call_id and current.closed is None:
+            current.add(name, arguments)  # llama.cpp repeats the id in every fragment
+            return current.index, name
+        known = self._ids.get(call_id)
+        # A wire index never seen before is a call of its own, though its id is taken (two calls
+        # at indices 0 and 1 both given "dup", their heads sent before their arguments): the
+        # id's call came at a wire index of its own too.
+        if (
+            known is not None
+            and current is None
+            and key >= 0
+            and any(k >= 0 for k, c in self._at.items() if c.index == known)
+        ):
+            known = None
         if known is not None:
             # Calls of one answer may share an id (every one "call_0"): once the id's call is
             # whole, a fragment with it at another wire index, or bringing more arguments or a
