@@ -551,8 +551,8 @@ async def _responses_stream(events: list[str]) -> None:
 
 @pytest.mark.parametrize(
     "tool_calls",
-    [{"index": 0, "id": "a"}, "abc", [5, "x", None, [1]]],
-    ids=["an object", "a string", "items that are no calls"],
+    [{"index": 0, "id": "a"}, "abc", [5, "x", None, [1]], [True, False, 1.5]],
+    ids=["an object", "a string", "items that are no calls", "booleans and a float"],
 )
 async def test_tool_calls_that_are_no_calls_make_none(
     server: OpenAIServer, tool_calls: Any
