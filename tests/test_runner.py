@@ -4,6 +4,7 @@ a run, ``async with``; plus the test helpers users get (ScriptedModel, simplify_
 from __future__ import annotations
 
 import asyncio
+import collections
 import enum
 import typing
 from collections.abc import AsyncGenerator, AsyncIterator
@@ -271,6 +272,46 @@ async def test_a_result_a_message_separates_from_its_call_is_refused_saying_wher
     assert f"answered by {late} (tool), after {at}" in message, message
     assert "move the tool messages that answer message 1 right after it" in message, message
     assert "resume its checkpoint" not in message, message  # no pause left it open
+    assert agent.runs == 0
+
+
+class _Messages(list[Message]):
+    """A list subclass, as a caller's own message history type may be."""
+
+
+def _tool_turn_refusals() -> list[tuple[list[Message], str]]:
+    """One input of each tool-turn refusal, with what its refusal says."""
+    late = [*_paused_turn(), Message.user("x"), Message.tool("3", tool_call_id="call_1")]
+    return [
+        (_paused_turn(), "no tool message right after it answers the call"),
+        ([Message.tool("3", tool_call_id="call_1"), Message.user("hi")], "message 0 (tool)"),
+        ([Message.user("1"), Message.tool("3", tool_call_id="call_1")], "message 1 (tool)"),
+        ([*_answered_turn(), Message.tool("3", tool_call_id="call_1")], "a second time"),
+        (late, "answered by message 3 (tool), after message 2 (user)"),
+    ]
+
+
+@pytest.mark.parametrize(
+    "made",
+    [tuple, lambda given: (m for m in given), _Messages, collections.deque],
+    ids=["a tuple", "a generator", "a list subclass", "a deque"],
+)
+async def test_a_run_input_other_than_a_list_is_refused_for_its_tool_turns_as_a_list_is(
+    made: Any,
+) -> None:
+    """pf5 read an exact list on a path of its own (``type(value) is list``) and every other
+    iterable through the ABC checks, and the rebase that followed let a tool result through the
+    list's path (542d81b): each tool-turn refusal fires for the other iterables too, saying the
+    same, nothing run."""
+    agent = ScriptAgent("a", "ok")
+    runner = Runner(agent)
+    for given, said in _tool_turn_refusals():
+        with pytest.raises(ValueError) as as_list:
+            await runner.invoke(list(given))
+        with pytest.raises(ValueError) as as_other:
+            await runner.invoke(made(given))
+        assert said in str(as_list.value), as_list.value
+        assert str(as_other.value) == str(as_list.value)
     assert agent.runs == 0
 
 
