@@ -1513,6 +1513,20 @@ def _pay_and_ship_model(*, model_down: bool = False) -> ScriptedModel:
     return ScriptedModel(reply)
 
 
+def _stuck_ship() -> Any:
+    """An approved shipping tool that never ships: the resume's reader leaves at the payment's
+    result while it still runs, so the shipping is cut off and not recorded."""
+    never = asyncio.Event()
+
+    @tool(require_approval=True, name="ship")
+    async def stuck_ship(item: str) -> str:
+        """Ship an item once a person approves it (this one never gets to it)."""
+        await never.wait()
+        return "unreachable"
+
+    return stuck_ship
+
+
 def _pays_and_ships(*tools: Any, model_down: bool = False) -> ReActAgent:
     return ReActAgent("payer", _pay_and_ship_model(model_down=model_down), tools=list(tools))
 
@@ -1584,13 +1598,7 @@ async def test_a_removed_tool_is_refused_only_for_the_calls_that_must_still_run(
     left at the payment's result while the shipping still ran (cut off: not recorded). A
     redeploy without the payment tool resumes it (the payment replayed, the shipping run); one
     without the shipping tool is refused naming that tool alone, before anything runs."""
-    never = asyncio.Event()
-
-    @tool(require_approval=True, name="ship")
-    async def stuck_ship(item: str) -> str:
-        """Ship an item once a person approves it (this one never gets to it)."""
-        await never.wait()
-        return "unreachable"
+    stuck_ship = _stuck_ship()
 
     store = InMemoryCheckpointStore()
     paused = await Runner(_pays_and_ships(pay, ship), checkpoint_store=store).invoke(
@@ -1646,13 +1654,7 @@ async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
     to record, and the nested run recorded nothing, so the second resume paid again. The nested
     round records the payment in its own saved state (the checkpoint holds it under its
     address), and the second resume replays it and ships."""
-    never = asyncio.Event()
-
-    @tool(require_approval=True, name="ship")
-    async def stuck_ship(item: str) -> str:
-        """Ship an item once a person approves it (this one never gets to it)."""
-        await never.wait()
-        return "unreachable"
+    stuck_ship = _stuck_ship()
 
     async with _runner(_boss(pay, ship), stores) as first:
         paused = await first.invoke("pay bob", checkpoint_id="nested")
@@ -1687,13 +1689,7 @@ async def test_a_nested_record_then_the_agent_tools_record_replay_each_call_once
     resume replayed it, shipped, and the AgentTool's call ended, which the outer round recorded
     whole, before the outer model failed. The third resume replays the AgentTool's call without
     running the cashier: each call was made once."""
-    never = asyncio.Event()
-
-    @tool(require_approval=True, name="ship")
-    async def stuck_ship(item: str) -> str:
-        """Ship an item once a person approves it (this one never gets to it)."""
-        await never.wait()
-        return "unreachable"
+    stuck_ship = _stuck_ship()
 
     store = InMemoryCheckpointStore()
     paused = await Runner(_boss(pay, ship), checkpoint_store=store).invoke(
