@@ -56,6 +56,7 @@ from ._hooks import (
     late_providers,
     may_hook,
 )
+from ._naming import naming as _naming
 from ._parts import attributes, members
 from ._run_error import MaxTurnsExceeded, RunError
 from .agent import Agent, AgentInput
@@ -457,7 +458,7 @@ class Runner(AsyncCloseable):
         self.enable_streaming = enable_streaming
         self.callbacks = check_callbacks(callbacks, "Runner")
         check_resources(resources, "Runner")
-        if resources is None:
+        if resources is None and _naming:  # none alive has named a resource: none to find
             _named_without_resources(agent)
         self.resources = resources
         self.keep_checkpoints = keep_checkpoints
@@ -1417,7 +1418,9 @@ def _named_without_resources(agent: Agent) -> None:
     attribute reads per agent, through what holds agents (``sub_agents``, ``tools``, ``agent``,
     ``worker``),
     not ``tree_parts``' walk of every attribute (~0.7 ms for one ReActAgent), since a service
-    may make a Runner per request. A runner given resources is not looked at: they may be
+    may make a Runner per request; and only while an agent that has named one is alive
+    (``adk._naming``), so a process of ``ChatModel``s pays nothing for it. A runner given
+    resources is not looked at: they may be
     filled after it is made. An agent of your own that calls a model by name
     (``ctx.generate("fast", ...)``) is not known here, and fails at that call as before."""
     pending: list[object] = [agent]

@@ -54,6 +54,7 @@ from adk import (
 from adk._aio import closing, finish
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import _RECORDED, NO_EVENT
+from adk._naming import naming as _naming
 from adk._turns_left import count_ahead, spent_text
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
@@ -1398,6 +1399,8 @@ class ReActAgent:
                     f"agent '{self.name}': toolset {type(source).__qualname__} is given twice"
                 )
             self._dynamic_tools.append(source)
+            if isinstance(source, str):
+                _naming.add(self)  # the Runner's check looks for it (adk._naming)
             return
         if isinstance(source, Tool):
             tool: Any = source
@@ -1425,6 +1428,26 @@ class ReActAgent:
         if known is not None:
             raise _two_tools(self.name, name, self._origin_of(known), self._origin_of(tool))
         self._static_tools[name] = tool
+
+    @property
+    def model(self) -> ChatModel | str:
+        """The ``ChatModel``, or the name of a model resource. May be set after the agent is
+        made; a str is recorded (``adk._naming``) so that a ``Runner`` given no resources looks
+        for it."""
+        return self._model
+
+    @model.setter
+    def model(self, model: ChatModel | str) -> None:
+        self._model = model
+        if isinstance(model, str):
+            _naming.add(self)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """A copy (``copy.copy``, ``deepcopy``) or an unpickled agent is made without
+        ``__init__``: recorded too when it names a resource (``adk._naming``)."""
+        self.__dict__.update(state)
+        if self._adk_named_resource() is not None:
+            _naming.add(self)
 
     def _adk_named_resource(self) -> tuple[str, str] | None:
         """The first resource this agent names, (kind, name): its model given as a str, a tool

@@ -15,6 +15,7 @@ import copy
 import functools
 import re
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -430,6 +431,45 @@ def test_a_resource_name_without_resources_is_refused_at_runner_anywhere_in_the_
     records = adk.execution.LocalExecutionEnvironment().from_list([{"text": "hi"}])
     with pytest.raises(ValueError, match="an execution environment's resources="):
         records.apply(ReActAgent("a", "fast"))
+
+
+def test_a_runner_looks_for_a_resource_name_only_while_an_agent_has_named_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk of the tree costs a few microseconds a Runner (~35k instructions for a two-step
+    workflow), paid per request by a service that makes a Runner per request: it is skipped while
+    no agent alive has named a resource, as none can be found then. Still refused: a model set to
+    a str after the agent was made, a str tool, a copy of an agent that names one."""
+    import adk.runner
+    import prebuilt.react
+
+    named: weakref.WeakSet[object] = weakref.WeakSet()  # this process's other tests' agents
+    monkeypatch.setattr(adk.runner, "_naming", named)
+    monkeypatch.setattr(prebuilt.react, "_naming", named)
+    walks: list[object] = []
+    walk = adk.runner._named_without_resources
+
+    def counted(agent: Any) -> None:
+        walks.append(agent)
+        walk(agent)
+
+    monkeypatch.setattr(adk.runner, "_named_without_resources", counted)
+    ready = ReActAgent("ready", ScriptedModel(["hi"]))
+    steps = SequentialAgent("steps", [ready, ReActAgent("next", ScriptedModel(["hi"]))])
+    Runner(steps)
+    assert walks == []  # no agent names a resource: nothing looked at
+    late = ReActAgent("late", ScriptedModel(["hi"]))
+    late.model = "fast"  # set after it was made
+    with pytest.raises(ValueError, match="agent 'late' names model 'fast'"):
+        Runner(SequentialAgent("steps2", [ready, late]))
+    Runner(steps)
+    assert walks[-1] is steps  # one alive names a resource: every tree is looked at
+    original = ReActAgent("twin", ScriptedModel(["hi"]), tools=["search"])
+    named.clear()  # as if the agents recorded so far were gone: only the copy may record itself
+    twin = copy.deepcopy(original)  # made without __init__
+    with pytest.raises(ValueError, match="agent 'twin' names tool 'search'"):
+        Runner(twin)
+    assert set(named) == {twin}
 
 
 async def test_resources_given_to_the_runner_may_be_filled_after_it_is_made() -> None:
