@@ -257,18 +257,75 @@ async def test_a_responses_structured_values_are_one_per_call_and_none_when_no_c
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Each response's ``ToolResult.structured`` is on the ``ToolResponseEvent``, in the order of
-    the calls, None for a call without one; the field is None when no call gave any. A value no
-    checkpoint could hold (the response is saved at a pause) is carried as None, with a warning
-    naming the tool, once: the pause was not refused for it, and the text is there as before."""
+    the calls, None for a call without one; the field is None when no call gave any. With no
+    pause, each is the tool's value as it gave it, a value no checkpoint could hold too (an
+    object of its own): nothing is saved, so nothing is looked at or warned of (a pause saves it
+    as None: the next tests)."""
     result = await Runner(_asker()).invoke("plain json opaque")
-    assert result.output == [None, {"answer": 42, "ratio": 0.5}, None]
+    output = result.output
+    assert output[:2] == [None, {"answer": 42, "ratio": 0.5}]
+    assert type(output[2]) is _Opaque
+    assert "ToolResult.structured" not in caplog.text
+    assert (await Runner(_asker()).invoke("plain")).output is None
+
+
+async def test_a_large_structured_result_is_not_walked_when_nothing_pauses(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The values were put through the checkpoint codec at every call, paused or not (~10 ms for
+    a 1000-row result): now only a pause that saves them looks at them. Counted: the codec's
+    calls from the tool action."""
+    import adk.actions._builtin as builtin
+
+    rows = [{"id": i, "name": f"row {i}", "tags": ["a", "b"]} for i in range(1000)]
+    walked: list[object] = []
+    codec = builtin.to_json_value
+
+    def counted(value: Any, where: str) -> Any:
+        walked.append(value)
+        return codec(value, where)
+
+    monkeypatch.setattr(builtin, "to_json_value", counted)
+
+    class _Rows(_Structured):
+        async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+            return ToolResult(content="1000 rows", structured=rows)
+
+    resources = Resources()
+    resources.add_tool(_Rows("rows"))  # type: ignore[arg-type]
+    result = await Runner(_Asker("asker", resources=resources)).invoke("rows")
+    assert result.output == [rows] and result.output[0] is rows  # the tool's own value
+    assert walked == []
+
+
+async def test_a_value_no_checkpoint_holds_is_saved_as_none_at_a_pause_with_a_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An action paused on the response: the response is saved, and a value a checkpoint cannot
+    hold is saved as None, with a warning naming the tool, once; the pause is not refused for
+    it, and the resumed action reads None there and the other values as they were."""
+    import adk.actions._builtin as builtin
+
+    builtin._warned_unsaved.discard("opaque")  # warned once a process: another test's warning
+    resources = Resources()
+    for name in ("json", "opaque"):
+        resources.add_tool(_Structured(name))  # type: ignore[arg-type]
+    store = InMemoryCheckpointStore()
+    runner = Runner(_Confirming("asker", resources=resources), checkpoint_store=store)
+    first = await runner.invoke("json opaque", checkpoint_id="c1")
+    assert first.interrupt is not None
     assert "tool 'opaque' returned a ToolResult.structured that a checkpoint cannot hold" in (
         caplog.text
     )
+    resumed = await runner.invoke_resume("c1", True)
+    assert resumed.output == {"confirmed": [{"answer": 42, "ratio": 0.5}, None]}
     caplog.clear()
-    assert (await Runner(_asker()).invoke("opaque plain")).output is None
+    store2 = InMemoryCheckpointStore()
+    runner2 = Runner(_Confirming("asker", resources=resources), checkpoint_store=store2)
+    await runner2.invoke("opaque", checkpoint_id="c2")
     assert "ToolResult.structured" not in caplog.text  # once for the tool
-    assert (await Runner(_asker()).invoke("plain")).output is None
+    body = decode_checkpoint((await store2.get("c2")) or b"", "c2")
+    assert "structured" not in body["states"]["agent:asker"][""]["event"]["fields"]
 
 
 def test_a_tool_response_event_made_by_hand_takes_one_structured_value_per_response() -> None:
@@ -320,3 +377,36 @@ async def test_a_paused_response_without_structured_values_is_saved_as_an_older_
         resumed = await runner.invoke_resume("c1", True)
         assert resumed.interrupt is None
         assert resumed.output == {"confirmed": structured}
+
+
+class _Asking(_Structured):
+    """Pauses its call the first time (the round pauses with the other calls' answers saved)."""
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        if ctx.resume is None:
+            raise Interrupt("go on?")
+        return ToolResult(content="asked")
+
+
+async def test_a_round_paused_by_a_call_saves_the_others_values_a_checkpoint_can_hold(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The round's finished answers are saved beside the paused call, their structured values
+    with them: a value no checkpoint holds is saved as None, with its warning, at the pause (it
+    was looked at when the tool answered); the resumed round's response carries the rest."""
+    import adk.actions._builtin as builtin
+
+    builtin._warned_unsaved.discard("opaque")  # warned once a process: another test's warning
+    resources = Resources()
+    for name in ("json", "opaque"):
+        resources.add_tool(_Structured(name))  # type: ignore[arg-type]
+    resources.add_tool(_Asking("ask"))  # type: ignore[arg-type]
+    store = InMemoryCheckpointStore()
+    runner = Runner(_Asker("asker", resources=resources), checkpoint_store=store)
+    first = await runner.invoke("json opaque ask", checkpoint_id="c1")
+    assert first.interrupt is not None
+    assert "tool 'opaque' returned a ToolResult.structured that a checkpoint cannot hold" in (
+        caplog.text
+    )
+    resumed = await runner.invoke_resume("c1", True)
+    assert resumed.output == [{"answer": 42, "ratio": 0.5}, None, None]

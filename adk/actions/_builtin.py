@@ -344,9 +344,8 @@ class _Round:
             self.done[place] = outcome.message
             result = outcome.result
             if result is not None and result.structured is not None:
-                value = _carried(result.structured, outcome.call.name)
-                if value is not None:
-                    self.structured[place] = value
+                # As the tool gave it: looked at only if a pause saves it (``answer``, ``saved_structured``)
+                self.structured[place] = result.structured
 
     def answer(self) -> None:
         """Send the round's response, or pause with the answers so far saved."""
@@ -354,14 +353,20 @@ class _Round:
         if self.signal is not None:
             places = sorted(done)
             state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
-            if structured:  # only then: a checkpoint without it loads in a pyadk from before it
-                state["structured"] = [structured.get(place) for place in places]
+            calls = self.event.tool_calls
+            saved = [
+                _carried(structured[p], calls[p].name) if p in structured else None for p in places
+            ]
+            if any(value is not None for value in saved):
+                # only then: a checkpoint without it loads in a pyadk from before it
+                state["structured"] = saved
             raise Interrupt._from_signal(self.signal, state)
         count = len(self.event.tool_calls)
+        values = None
+        if structured:
+            values = [structured.get(place) for place in range(count)]
         response = _tool_response_event(
-            self.event.id,
-            [done[place] for place in range(count)],
-            [structured.get(place) for place in range(count)] if structured else None,
+            self.event.id, [done[place] for place in range(count)], values
         )
         self.ctx.send_event(response)
 
@@ -593,7 +598,10 @@ def _carried(value: Any, tool: str) -> Any:
     """``value``, a tool's ``ToolResult.structured``, if a checkpoint can hold it (JSON values,
     registered pydantic models), as it must for the response to be saved at a pause; else None,
     with a warning the first time for the tool: the model reads the text all the same, and a
-    pause was refused for a value no action asked for (``ToolResult.structured`` is anything)."""
+    pause was refused for a value no action asked for (``ToolResult.structured`` is anything).
+    Asked only when a pause saves the value (the round's answers so far, ``_Round.answer``, or a
+    response an action paused on, ``saved_structured``): a round that does not pause carries
+    the tool's value as it gave it, never walked (a 1000-row result cost ~10 ms a call)."""
     try:
         to_json_value(value, "structured")
     except CheckpointError as exc:
@@ -608,6 +616,17 @@ def _carried(value: Any, tool: str) -> Any:
             )
         return None
     return value
+
+
+def saved_structured(values: list[Any], responses: list[Message]) -> list[Any] | None:
+    """A ``ToolResponseEvent``'s ``structured`` as a pause saves it: each value a checkpoint
+    cannot hold is None (``_carried``'s warning naming its response's tool); None when then
+    none holds a value (saved without the field, as a pyadk from before it reads it)."""
+    saved = [
+        None if value is None else _carried(value, response.name or "?")
+        for value, response in zip(values, responses, strict=False)
+    ]
+    return saved if any(value is not None for value in saved) else None
 
 
 def _placed(calls: Sequence[ToolCall], saved: list[Message]) -> dict[int, Message]:

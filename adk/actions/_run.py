@@ -55,6 +55,7 @@ from ._builtin import (
     chat_action,
     chat_streamed,
     check_turns_left,
+    saved_structured,
     tool_action,
 )
 from ._fanin import _FanIn
@@ -633,6 +634,8 @@ class _ActionRun:
         added = _added_fields(event)
         for name, info in type(event).model_fields.items():
             value = getattr(event, name)
+            if name == "structured" and value is not None and isinstance(event, ToolResponseEvent):
+                value = saved_structured(value, event.responses)  # carried raw until saved
             if value is None and name in added:
                 continue  # read back as its default, None, here and by a pyadk from before it
             # A ``Json[...]`` field is saved as its text (``_loose_fields``), whatever it holds.
