@@ -26,7 +26,7 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from pydantic import BaseModel, ValidationError
 
@@ -1279,6 +1279,28 @@ def _is_toolset(source: object) -> bool:
     return callable(getattr(source, "tools", None)) and not hasattr(source, "spec")
 
 
+class _Model:
+    """``ReActAgent.model``: kept in the agent's ``__dict__`` under its own name (so
+    ``mock.patch.object(agent, "model", ...)`` puts it back as it found it, and ``vars(agent)``
+    shows it), and a str set there is recorded (``adk._naming``) so that a ``Runner`` given no
+    resources looks for it. A data descriptor: a read is one call more than an attribute's,
+    once per run."""
+
+    @overload
+    def __get__(self, agent: None, owner: type | None = None) -> _Model: ...
+    @overload
+    def __get__(self, agent: object, owner: type | None = None) -> ChatModel | str: ...
+    def __get__(self, agent: object, owner: type | None = None) -> Any:
+        if agent is None:
+            return self
+        return agent.__dict__["model"]
+
+    def __set__(self, agent: object, model: ChatModel | str) -> None:
+        agent.__dict__["model"] = model
+        if isinstance(model, str):
+            _naming.add(agent)
+
+
 class ReActAgent:
     """A model-and-tools agent (see the module docstring).
 
@@ -1289,6 +1311,9 @@ class ReActAgent:
     asked before every model call (Google ADK's ``InstructionProvider``; an extension to
     DESIGN.md). Other parameters as in DESIGN.md.
     """
+
+    model = _Model()
+    """The ``ChatModel``, or the name of a model resource; may be set after the agent is made."""
 
     _adk_first_askers = True
     """It starts with a model call: a resume with no model call left is refused when this agent
@@ -1428,19 +1453,6 @@ class ReActAgent:
         if known is not None:
             raise _two_tools(self.name, name, self._origin_of(known), self._origin_of(tool))
         self._static_tools[name] = tool
-
-    @property
-    def model(self) -> ChatModel | str:
-        """The ``ChatModel``, or the name of a model resource. May be set after the agent is
-        made; a str is recorded (``adk._naming``) so that a ``Runner`` given no resources looks
-        for it."""
-        return self._model
-
-    @model.setter
-    def model(self, model: ChatModel | str) -> None:
-        self._model = model
-        if isinstance(model, str):
-            _naming.add(self)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """A copy (``copy.copy``, ``deepcopy``) or an unpickled agent is made without
