@@ -18,10 +18,12 @@ could take it. Three things a service has to get right, shown here:
   is called, ``runner.resume`` its request (the checkpoint exists, is not being resumed, the
   decision has the right shape) when its first event is taken; the handler takes that event
   *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
-  a stream that breaks off, a checkpoint this version cannot resume (another ``CheckpointError``,
-  raised or as the first event's ``exception``: run options or a ``before_tool`` gate it lacks)
-  a ``500``, and a checkpoint store that is down (``CheckpointStoreError``, no
-  ``CheckpointError``: nothing was wrong with the request) a ``503``. A store failing as a
+  a stream that breaks off (``404`` for a checkpoint gone, ``409`` for one being resumed), a
+  checkpoint this version cannot resume (another ``CheckpointError``, raised or as the first
+  event's ``exception``: run options or a ``before_tool`` gate it lacks) a ``422`` with
+  ``"kept": true`` (a retry cannot help; the checkpoint stays in the store), a checkpoint store
+  that is down (``CheckpointStoreError``, no ``CheckpointError``: nothing was wrong with the
+  request) a ``503``, and anything unforeseen a JSON ``500``. A store failing as a
   resumed run ends (it ran: its checkpoint is left behind) ends the stream with an
   ``{"error": ...}`` line saying so, not a stream broken off.
 - **A failing model fails its stream.** Reading a reply's stream raises whatever the model raised
@@ -168,7 +170,7 @@ class Service:
                 await _send_json(writer, 400, {"error": f"bad request: {exc!r}"})
                 return
             async with contextlib.aclosing(events):
-                await self.stream(events, reader, writer)
+                await self.stream(events, reader, writer, body.get("checkpoint_id"))
         finally:
             writer.close()
 
@@ -208,14 +210,17 @@ class Service:
         events: AsyncIterator[adk.AgentEvent],
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
+        checkpoint_id: str | None = None,
     ) -> None:
         try:  # resume() checks its request when the first event is taken: answer that too
             first = await anext(events, None)
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
-            # No such checkpoint or it is being resumed (the request's), or the service's own
-            # fault: a checkpoint it cannot read, run options this version does not pass.
-            gone = isinstance(exc, (adk.CheckpointNotFoundError, adk.CheckpointBusyError))
-            await _send_json(writer, 409 if gone else 500, {"error": str(exc)})
+            if isinstance(exc, adk.CheckpointNotFoundError):  # a stale link, sent twice
+                await _send_json(writer, 404, {"error": str(exc)})
+            elif isinstance(exc, adk.CheckpointBusyError):  # a double click
+                await _send_json(writer, 409, {"error": str(exc)})
+            else:  # one this service cannot read, run options this version does not pass
+                await _unresumable(writer, checkpoint_id, str(exc))
             return
         except (ValueError, TypeError) as exc:  # a malformed resume (unknown point, bad decision)
             await _send_json(writer, 400, {"error": str(exc)})
@@ -223,10 +228,17 @@ class Service:
         except CheckpointStoreError as exc:  # the store is down: nothing ran, ask again later
             await _send_json(writer, 503, {"error": str(exc)})
             return
+        except Exception as exc:  # unforeseen (a bug): none is known today
+            # Answered, not a connection dropped with nothing said (the handler's exception
+            # went to asyncio's log alone); the checkpoint is kept, the decision may be resent.
+            print(f"[server] the run failed: {exc!r}", flush=True)
+            await _send_json(writer, 500, {"error": f"the run failed: {type(exc).__name__}"})
+            return
         if first is not None and isinstance(first.exception, adk.CheckpointError):
             # Refused as its first event, not raised (a before_tool gate this version lacks, an
-            # agent tree that no longer fits the pause): the service's fault, not a run's end.
-            await _send_json(writer, 500, {"error": str(first.exception)})
+            # agent tree that no longer fits the pause): nothing ran, and this service cannot
+            # resume it, now or on a retry.
+            await _unresumable(writer, checkpoint_id, str(first.exception))
             return
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
@@ -262,6 +274,18 @@ class Service:
                 break
         writer.write(b"0\r\n\r\n")
         await writer.drain()
+
+
+async def _unresumable(writer: asyncio.StreamWriter, checkpoint_id: str | None, error: str) -> None:
+    """Answer a resume of a checkpoint this service cannot resume (unreadable, paused at a tool
+    or a gate it no longer has, run options it does not pass): ``422``, the request well formed
+    but the checkpoint not one it can process, now or on a retry (a ``500`` said "try again
+    later", which never helps), as ``examples/agent_service.py`` answers it. The checkpoint is
+    kept in the store as it is, for whoever runs the service to read, or resume once it can.
+    (This service keeps no sessions, so nothing waits on it here; agent_service.py frees the
+    session that did.)"""
+    why = f"checkpoint {checkpoint_id!r} cannot be resumed by this service: {error}"
+    await _send_json(writer, 422, {"error": why, "checkpoint_id": checkpoint_id, "kept": True})
 
 
 async def _forward(stream: adk.MessageStream, writer: asyncio.StreamWriter) -> Exception | None:

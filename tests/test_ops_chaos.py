@@ -234,12 +234,15 @@ async def test_a_resume_lacking_the_paused_runs_options_is_the_services_fault_no
         assert await store.get(paused.checkpoint_id) is not None
 
 
-async def test_a_streaming_service_answers_a_resume_lacking_run_options_500_not_400(
+async def test_a_streaming_service_answers_a_resume_lacking_run_options_422_not_400(
     tmp_path: Path,
 ) -> None:
     """As above, for ``examples/streaming_service.py``: its handler caught ``ValueError`` before
     ``CheckpointError``, so the refusal (both) was still answered ``400``, the client's fault,
-    after 5953a2f made it a ``CheckpointError`` for this very reason."""
+    after 5953a2f made it a ``CheckpointError`` for this very reason. Then it answered ``500``,
+    which says "try again later" of a checkpoint no retry resumes: ``422``, as agent_service.py
+    answers it, the checkpoint kept. A checkpoint gone is ``404``, as there (it was ``409``,
+    the answer for one being resumed)."""
     service = _streaming_service()
     agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
     async with (
@@ -253,18 +256,22 @@ async def test_a_streaming_service_answers_a_resume_lacking_run_options_500_not_
         try:
             resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
             status, error = await service.post(http, "/resume", resume)
-            assert status == 500, error
+            assert status == 422, error
             assert "this resume lacks: options 'deps'" in error
+            assert f"checkpoint {paused.checkpoint_id!r} cannot be resumed by this service" in error
             bad = {"checkpoint_id": paused.checkpoint_id, "decision": "maybe"}
             status, error = await service.post(http, "/resume", bad)
             assert status == 400, error  # the client's mistake still
+            gone = {"checkpoint_id": "never-saved", "decision": {"approved": True}}
+            status, error = await service.post(http, "/resume", gone)
+            assert status == 404, error
         finally:
             server.close()
             await server.wait_closed()
         assert await store.get(paused.checkpoint_id) is not None
 
 
-async def test_a_resume_refused_by_its_first_event_is_answered_500_not_a_200_stream(
+async def test_a_resume_refused_by_its_first_event_is_answered_422_not_a_200_stream(
     tmp_path: Path,
 ) -> None:
     """A resume the runner refuses before anything runs but as its first event (an error event
@@ -273,7 +280,8 @@ async def test_a_resume_refused_by_its_first_event_is_answered_500_not_a_200_str
     refusals get their status: the client could not tell "nothing ran, the service must be
     fixed" from a run that failed. Both examples answer it before the ``200``: agent_service.py
     ``422``, a checkpoint it cannot resume, freeing the session that waited on it;
-    streaming_service.py ``500``. Nothing ran, the checkpoint is kept."""
+    streaming_service.py ``422`` too (it answered ``500``, "try again later", which no retry
+    helps; it keeps no sessions to free). Nothing ran, the checkpoint is kept."""
     from adk import Callbacks, Interrupt, ToolCall, ToolContext
 
     def gate(ctx: ToolContext, call: ToolCall) -> None:
@@ -312,12 +320,57 @@ async def test_a_resume_refused_by_its_first_event_is_answered_500_not_a_200_str
             try:
                 resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
                 status, error = await streaming.post(http, "/resume", resume)
-                assert status == 500, error
+                assert status == 422, error
                 assert "no longer has (removed since the pause?)" in error
             finally:
                 server.close()
                 await server.wait_closed()
         assert await store.get(paused.checkpoint_id) is not None
+
+
+async def test_a_streaming_services_unforeseen_failure_is_a_json_500_and_the_decision_resent_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An exception the handler does not map, from a resume's first event, left the handler:
+    the connection dropped with nothing said (asyncio's log alone had it). It is a JSON ``500``
+    as agent_service.py answers it; the checkpoint is kept and the decision sent again resumes
+    it. (Injected into the runner's resume: no unmapped failure is known.)"""
+    service = _streaming_service()
+    failing = True
+    resume = Runner.resume
+
+    def broken_resume(self: Runner, *args: Any, **kwargs: Any) -> Any:
+        if not failing:
+            return resume(self, *args, **kwargs)
+
+        async def fails() -> AsyncIterator[adk.AgentEvent]:
+            raise RuntimeError("a bug nobody foresaw")
+            yield  # an async generator
+
+        return fails()
+
+    monkeypatch.setattr(Runner, "resume", broken_resume)
+    agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
+    async with (
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+        Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+    ):
+        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+        http = server.sockets[0].getsockname()[1]
+        try:
+            lines = await service.post(http, "/chat", {"message": "Pay the ACME invoice."})
+            paused = lines[-1]["event"]["action"]["interrupted"]
+            resume_body = {"checkpoint_id": paused["checkpoint_id"], "decision": {"approved": True}}
+            status, error = await service.post(http, "/resume", resume_body)
+            assert (status, error) == (500, "the run failed: RuntimeError")
+            failing = False
+            lines = await service.post(http, "/resume", resume_body)
+            answer = adk.AgentEvent.from_dict(lines[-1]["event"])
+            assert answer.output is not None and answer.output.stream is not None
+            assert (await answer.output.stream.collect()).content == "paid: sent 4200 cents to ACME"
+        finally:
+            server.close()
+            await server.wait_closed()
 
 
 async def test_a_stalled_client_whose_run_timed_out_then_leaves_logs_no_context_error(
