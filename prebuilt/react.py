@@ -26,7 +26,7 @@ from collections.abc import (
     Iterator,
     Sequence,
 )
-from typing import TYPE_CHECKING, Any, overload
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -1279,28 +1279,6 @@ def _is_toolset(source: object) -> bool:
     return callable(getattr(source, "tools", None)) and not hasattr(source, "spec")
 
 
-class _Model:
-    """``ReActAgent.model``: kept in the agent's ``__dict__`` under its own name (so
-    ``mock.patch.object(agent, "model", ...)`` puts it back as it found it, and ``vars(agent)``
-    shows it), and a str set there is recorded (``adk._naming``) so that a ``Runner`` given no
-    resources looks for it. A data descriptor: a read is one call more than an attribute's,
-    once per run."""
-
-    @overload
-    def __get__(self, agent: None, owner: type | None = None) -> _Model: ...
-    @overload
-    def __get__(self, agent: object, owner: type | None = None) -> ChatModel | str: ...
-    def __get__(self, agent: object, owner: type | None = None) -> Any:
-        if agent is None:
-            return self
-        return agent.__dict__["model"]
-
-    def __set__(self, agent: object, model: ChatModel | str) -> None:
-        agent.__dict__["model"] = model
-        if isinstance(model, str):
-            _naming.add(agent)
-
-
 class ReActAgent:
     """A model-and-tools agent (see the module docstring).
 
@@ -1311,9 +1289,6 @@ class ReActAgent:
     asked before every model call (Google ADK's ``InstructionProvider``; an extension to
     DESIGN.md). Other parameters as in DESIGN.md.
     """
-
-    model = _Model()
-    """The ``ChatModel``, or the name of a model resource; may be set after the agent is made."""
 
     _adk_first_askers = True
     """It starts with a model call: a resume with no model call left is refused when this agent
@@ -1453,6 +1428,26 @@ class ReActAgent:
         if known is not None:
             raise _two_tools(self.name, name, self._origin_of(known), self._origin_of(tool))
         self._static_tools[name] = tool
+
+    @property
+    def model(self) -> ChatModel | str:
+        """The ``ChatModel``, or the name of a model resource. May be set after the agent is
+        made; a str is recorded (``adk._naming``) so that a ``Runner`` given no resources looks
+        for it. (Kept as ``_model``, an attribute of the agent's own: not through ``__dict__``,
+        whose read turns its inline attributes into a dict, ~10k instructions an agent made.)"""
+        return self._model
+
+    @model.setter
+    def model(self, model: ChatModel | str) -> None:
+        self._model = model
+        if isinstance(model, str):
+            _naming.add(self)
+
+    @model.deleter
+    def model(self) -> None:
+        # ``mock.patch.object(agent, "model", ...)`` ends by deleting what it set (no "model"
+        # in the agent's ``__dict__``), then sets the original back once it reads as missing.
+        del self._model
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """A copy (``copy.copy``, ``deepcopy``) or an unpickled agent is made without
