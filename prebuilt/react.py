@@ -1449,10 +1449,16 @@ class ReActAgent:
         # in the agent's ``__dict__``), then sets the original back once it reads as missing.
         del self._model
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: Any) -> None:
         """A copy (``copy.copy``, ``deepcopy``) or an unpickled agent is made without
-        ``__init__``: recorded too when it names a resource (``adk._naming``)."""
-        self.__dict__.update(state)
+        ``__init__``: recorded too when it names a resource (``adk._naming``). The state is the
+        agent's ``__dict__``, or (``__dict__``, slots) for a subclass with ``__slots__``."""
+        if isinstance(state, tuple):
+            state, slots = state
+            for name, value in (slots or {}).items():
+                setattr(self, name, value)
+        if state:
+            self.__dict__.update(state)
         if self._adk_named_resource() is not None:
             _naming.add(self)
 

@@ -472,6 +472,35 @@ def test_a_runner_looks_for_a_resource_name_only_while_an_agent_has_named_one(
     assert set(named) == {twin}
 
 
+class _Slotted(ReActAgent):
+    """A subclass adding a slot: its copy's state is (the __dict__, the slots), not a dict."""
+
+    __slots__ = ("extra",)
+
+
+@pytest.mark.parametrize("copied", [copy.copy, copy.deepcopy])
+def test_a_copy_of_a_react_agent_subclass_with_slots_keeps_them_and_its_naming(
+    copied: Callable[[Any], Any],
+) -> None:
+    """``ReActAgent.__setstate__`` (which records a copy that names a resource) read the state as
+    the agent's ``__dict__`` only: a subclass with ``__slots__`` is copied with the pair (dict,
+    slots), and its copy failed with 'dictionary update sequence element #0 has length ...',
+    where it copied before the method was added. Now the slots and the naming are both kept."""
+    plain = _Slotted("plain", ScriptedModel(["hi"]))
+    plain.extra = 1
+    twin = copied(plain)
+    assert (twin.name, twin.extra, type(twin.model)) == ("plain", 1, ScriptedModel)
+    naming = _Slotted("naming", ScriptedModel(["hi"]), tools=["search"])
+    naming.extra = 2
+    other = copied(naming)
+    assert other.extra == 2
+    import adk._naming
+
+    assert other in adk._naming.naming  # recorded: a Runner with no resources looks for it
+    with pytest.raises(ValueError, match="agent 'naming' names tool 'search'"):
+        Runner(other)
+
+
 async def test_resources_given_to_the_runner_may_be_filled_after_it_is_made() -> None:
     """Only a runner with no resources at all is refused: a Resources given, whose models are
     added after the Runner is made (and after the agents that name them were), runs."""
