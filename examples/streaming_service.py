@@ -169,8 +169,9 @@ class Service:
             except (KeyError, TypeError, ValueError) as exc:
                 await _send_json(writer, 400, {"error": f"bad request: {exc!r}"})
                 return
+            resumed = body["checkpoint_id"] if path == "/resume" else None  # not a /chat's
             async with contextlib.aclosing(events):
-                await self.stream(events, reader, writer, body.get("checkpoint_id"))
+                await self.stream(events, reader, writer, resumed)
         finally:
             writer.close()
 
@@ -219,8 +220,10 @@ class Service:
                 await _send_json(writer, 404, {"error": str(exc)})
             elif isinstance(exc, adk.CheckpointBusyError):  # a double click
                 await _send_json(writer, 409, {"error": str(exc)})
-            else:  # one this service cannot read, run options this version does not pass
+            elif checkpoint_id is not None:  # one it cannot read, run options it does not pass
                 await _unresumable(writer, checkpoint_id, str(exc))
+            else:  # a new run's: no checkpoint to keep, the service's fault
+                await _send_json(writer, 500, {"error": str(exc)})
             return
         except (ValueError, TypeError) as exc:  # a malformed resume (unknown point, bad decision)
             await _send_json(writer, 400, {"error": str(exc)})
@@ -234,7 +237,11 @@ class Service:
             print(f"[server] the run failed: {exc!r}", flush=True)
             await _send_json(writer, 500, {"error": f"the run failed: {type(exc).__name__}"})
             return
-        if first is not None and isinstance(first.exception, adk.CheckpointError):
+        if (
+            checkpoint_id is not None
+            and first is not None
+            and isinstance(first.exception, adk.CheckpointError)
+        ):
             # Refused as its first event, not raised (a before_tool gate this version lacks, an
             # agent tree that no longer fits the pause): nothing ran, and this service cannot
             # resume it, now or on a retry.

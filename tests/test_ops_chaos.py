@@ -373,6 +373,40 @@ async def test_a_streaming_services_unforeseen_failure_is_a_json_500_and_the_dec
             await server.wait_closed()
 
 
+@adk.actions.action(adk.actions.InputEvent)
+def _pause_no_checkpoint_holds(
+    event: adk.actions.InputEvent, ctx: adk.actions.ActionContext
+) -> None:
+    raise adk.Interrupt({"what": object()})  # info a checkpoint cannot hold: the save fails
+
+
+async def test_a_streaming_services_new_run_failing_at_its_first_event_is_not_a_kept_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """A ``/chat`` run whose first event is a ``CheckpointError`` (its pause could not be saved)
+    was answered as a resume of a checkpoint the service cannot resume: ``422`` "checkpoint None
+    cannot be resumed", ``"kept": true``, of a checkpoint that never was. It is the run's own
+    end, streamed as any run's is; the body's stray ``checkpoint_id`` does not make it a resume."""
+    service = _streaming_service()
+    agent = adk.actions.ActionAgent("asker", actions=[_pause_no_checkpoint_holds])
+    async with (
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+        Runner(agent, checkpoint_store=store) as runner,
+    ):
+        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+        http = server.sockets[0].getsockname()[1]
+        try:
+            for body in ({"message": "go"}, {"message": "go", "checkpoint_id": "c-1"}):
+                lines = await service.post(http, "/chat", body)
+                assert isinstance(lines, list), lines  # a 200 stream, not (status, error)
+                ended = adk.AgentEvent.from_dict(lines[-1]["event"])
+                assert ended.error is not None and ended.error.type == "CheckpointError"
+                assert "cannot be stored in a checkpoint" in ended.error.message
+        finally:
+            server.close()
+            await server.wait_closed()
+
+
 async def test_a_stalled_client_whose_run_timed_out_then_leaves_logs_no_context_error(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
