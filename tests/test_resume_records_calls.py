@@ -339,26 +339,16 @@ async def test_a_kept_checkpoints_finish_does_not_overwrite_a_pause_saved_after_
     assert new_pause is not None
 
     read = store.get
-    reads = 0
-
-    async def get(id: str) -> bytes | None:
-        nonlocal reads
-        data = await read(id)
-        reads += 1
-        if reads == 2:  # the finish's read: a new run pauses under the id right after it
-            await store.put(id, new_pause)
-        return data
-
-    store.get = get  # type: ignore[method-assign]
+    reads = _pause_saved_after_the_finishs_read(store, new_pause)
     kept = Runner(_payer(), checkpoint_store=store, keep_checkpoints=True)
     done = await kept.invoke_resume("k2", {"approved": True})
 
-    assert done.text == "done: paid 5 to bob" and reads == 2
+    assert done.text == "done: paid 5 to bob" and reads == [2]
     assert await read("k2") == new_pause
 
 
 async def test_a_finishs_delete_does_not_delete_a_pause_saved_after_its_read(
-    stores: StoreFactory, monkeypatch: pytest.MonkeyPatch
+    stores: StoreFactory,
 ) -> None:
     """The finish reads the checkpoint, then deletes it. A pause saved under the id between the
     two (another worker's resume of it pausing again once this one's claim lapsed, a new run's
@@ -373,21 +363,10 @@ async def test_a_finishs_delete_does_not_delete_a_pause_saved_after_its_read(
 
     async with _runner(_payer(), stores) as resuming:
         store = resuming.checkpoint_store
-        read = store.get
-        reads = 0
-
-        async def get(id: str) -> bytes | None:
-            nonlocal reads
-            data = await read(id)
-            reads += 1
-            if reads == 2:  # the finish's read: a pause is saved under the id right after it
-                await store.put(id, new_pause)
-            return data
-
-        monkeypatch.setattr(store, "get", get)
+        reads = _pause_saved_after_the_finishs_read(store, new_pause)
         done = await resuming.invoke_resume("d1", {"approved": True})
-        monkeypatch.undo()
-        assert done.text == "done: paid 5 to bob" and reads == 2
+        del store.get  # the store's own method again
+        assert done.text == "done: paid 5 to bob" and reads == [2]
         assert await store.get("d1") == new_pause
     assert paid == ["bob"]
 
@@ -1511,6 +1490,24 @@ def _pay_and_ship_model(*, model_down: bool = False) -> ScriptedModel:
         )
 
     return ScriptedModel(reply)
+
+
+def _pause_saved_after_the_finishs_read(store: Any, new_pause: bytes) -> list[int]:
+    """Make ``store.get`` save ``new_pause`` under the id it read right after its second read
+    (a resume's first read is its load, the second its finish's): a pause saved between the
+    finish's read and its write or delete. Returns the count of reads, kept up to date."""
+    read = store.get
+    reads = [0]
+
+    async def get(id: str) -> bytes | None:
+        data = await read(id)
+        reads[0] += 1
+        if reads[0] == 2:
+            await store.put(id, new_pause)
+        return data
+
+    store.get = get
+    return reads
 
 
 def _stuck_ship() -> Any:
