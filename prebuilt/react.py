@@ -1012,7 +1012,8 @@ class _ReActCore:
         plan = ctx._run.plan
         assert plan is not None and plan.progress is not None
         what = f"the result of agent {self.name!r}'s resumed call {call.name!r} ({call.id})"
-        if not await finish(plan.progress.record(ctx, "done", tally.record, what, settles)):
+        recorded = {"done": tally.record}  # the list itself: read when the write happens
+        if not await finish(plan.progress.record(ctx, recorded, what, settles)):
             tally.record = tally.settles = None
 
     def _take(self, turn: _Turn, tally: _Round, outcome: ToolOutcome) -> AgentEvent | None:

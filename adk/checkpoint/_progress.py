@@ -5,7 +5,9 @@ dying), or whose reader left, used to leave the checkpoint as it was before the 
 again ran the call again. The runner gives a resumed run a ``_Progress`` (``_ResumePlan.progress``)
 through which a component rewrites its own saved state in the checkpoint, under the same id and the
 resume's claim: a ``ReActAgent`` adds the results of its resumed round's finished calls (``done``),
-so that a later resume replays them instead of running the calls again. LangGraph keeps a
+and an ``ActionAgent``'s built-in tool action adds them to the answers its pause saved (``done``,
+``places``, ``structured``: ``adk.actions._builtin``), so that a later resume replays them
+instead of running the calls again. LangGraph keeps a
 super-step's finished writes for the same reason, and Google ADK appends each function response to
 the session as it comes.
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..interrupts import AGENT_STATE, is_within
@@ -83,8 +85,8 @@ class _Progress:
         self.tried: list[tuple[dict[str, Any], bytes]] | None = None
         self.earlier = _settled(body)
         self._lock: asyncio.Lock | None = None  # made at the first record: most resumes make none
-        # The (address, key) pairs whose write failed: not tried again (see ``record``).
-        self._failed: set[tuple[Any, str]] | None = None
+        # The addresses whose write failed: not tried again (see ``record``).
+        self._failed: set[str] | None = None
 
     def body_of(self, stored: bytes | None) -> dict[str, Any] | None:
         """The body of ``stored`` if it is this resume's checkpoint: as loaded or last written,
@@ -147,10 +149,11 @@ class _Progress:
         return isinstance(slots, dict) and isinstance(slots.get(AGENT_STATE), dict)
 
     async def record(
-        self, ctx: RunContext, key: str, value: Any, what: str, settles: Sequence[str] = ()
+        self, ctx: RunContext, values: Mapping[str, Any], what: str, settles: Sequence[str] = ()
     ) -> bool:
-        """Write the checkpoint again with ``key`` of ``ctx``'s saved state set to ``value`` and
-        the session as it is now; True once written. Not written (False, with an
+        """Write the checkpoint again with each key of ``values`` in ``ctx``'s saved state set to
+        its value (a ``ReActAgent`` sets ``done``, an ``ActionAgent``'s tool action ``done``,
+        ``places`` and ``structured``) and the session as it is now; True once written. Not written (False, with an
         ``adk.checkpoint`` warning naming ``what`` was to be recorded): the claim was lost (the
         run stops at its next event, ``Runner._resume_claimed``), the store holds other bytes
         under the id now, the store failed (with any exception: a store of the three public
@@ -159,25 +162,26 @@ class _Progress:
         for it forever), or a value cannot be stored. The run goes on as it
         would have without the record: a failed write must not end a run that may still finish
         (and delete its checkpoint), nor turn the store's error at its end (``the resumed run of
-        checkpoint ... finished``) into one a service reads as nothing having run. Once a write of
-        ``key`` at ``ctx``'s address failed, later ones are not tried (False, no warning): calls
+        checkpoint ... finished``) into one a service reads as nothing having run. Once a write at
+        ``ctx``'s address failed, later ones are not tried (False, no warning): calls
         that ended together wait on the lock, and would each try again and warn again (a store
         down: each waiting for its own timeout in turn). ``settles``: the addresses of what
         ``value`` finished (its calls): the checkpoint's points at or below them are noted as
         settled (``codec._SETTLED``), which listings no longer show as waiting; the points
-        themselves stay, so the same answers still resume it. Both are read when the write
-        happens, under the lock: a caller appending to shared lists (calls that ended together)
-        has the first write hold and settle them all, and a later record with nothing new to
-        write (``key`` holds ``value`` and its points are settled) writes nothing (True), told
-        before the claim is looked at: a claim lost since that write does not make it a warning."""
+        themselves stay, so the same answers still resume it. Both (``values``' entries too)
+        are read when the write happens, under the lock: a caller appending to shared lists
+        (calls that ended together) has the first write hold and settle them all, and a later
+        record with nothing new to write (each key holds its value and the points are settled)
+        writes nothing (True), told before the claim is looked at: a claim lost since that write
+        does not make it a warning."""
         if self._lock is None:
             self._lock = asyncio.Lock()
-        slot = (ctx.address, key)
+        slot = ctx.address
         async with self._lock:  # parallel branches record one after the other, each on the last
             if self._failed is not None and slot in self._failed:
                 return False
             try:
-                await self._write(ctx, key, value, settles)
+                await self._write(ctx, values, settles)
             except Exception as exc:  # a store's own errors too (see the docstring)
                 if self._failed is None:
                     self._failed = set()
@@ -193,7 +197,9 @@ class _Progress:
                 return False
         return True
 
-    async def _write(self, ctx: RunContext, key: str, value: Any, settles: Sequence[str]) -> None:
+    async def _write(
+        self, ctx: RunContext, values: Mapping[str, Any], settles: Sequence[str]
+    ) -> None:
         """``record``'s write, with its lock held; its failures raise. None when an earlier
         write already holds it all (see ``record``).
 
@@ -206,7 +212,11 @@ class _Progress:
         deletes the checkpoint. Anything else is not its to write."""
         checkpoint_id = self.checkpoint_id
         claim = self.claim
-        stored = to_json_value(value, f"saved state.{ctx.address}.{key}")
+        address = ctx.address
+        stored = {
+            key: to_json_value(value, f"saved state.{address}.{key}")
+            for key, value in values.items()
+        }
         store = self.store
         tried = self.tried
         if tried is None:
@@ -215,7 +225,7 @@ class _Progress:
         old = self.loaded
         rebases = _REBASES
         while True:
-            built = self._built(ctx, key, stored, settles)
+            built = self._built(ctx, stored, settles)
             if built is None:
                 return  # an earlier write (of calls that ended together) holds it all
             # Looked at once there is something to write, not before: a claim lost after the
@@ -250,10 +260,10 @@ class _Progress:
         self.body, self.loaded, self.tried = body, data, None
 
     def _built(
-        self, ctx: RunContext, key: str, stored: Any, settles: Sequence[str]
+        self, ctx: RunContext, stored: dict[str, Any], settles: Sequence[str]
     ) -> tuple[dict[str, Any], bytes] | None:
         """The body ``_write`` writes, on the checkpoint as last written, and its bytes; None
-        when that holds it all already. ``stored``: the value, as JSON."""
+        when that holds it all already. ``stored``: the values, as JSON, by key."""
         address = ctx.address
         states = self.body["states"]
         slots = states[address]
@@ -264,10 +274,12 @@ class _Progress:
             point_id = point["id"]
             if point_id not in settled and any(is_within(point_id, at) for at in settles):
                 settled.append(point_id)
-        if key in written and written[key] == stored and len(settled) == len(body_settled):
+        if len(settled) == len(body_settled) and all(
+            key in written and written[key] == value for key, value in stored.items()
+        ):
             return None
         own = dict(written)
-        own[key] = stored
+        own.update(stored)
         body = dict(self.body)
         body["states"] = {**states, address: {**slots, AGENT_STATE: own}}
         body["session"] = to_json_value(ctx._run.session.values, "session")
