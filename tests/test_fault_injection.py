@@ -85,11 +85,12 @@ def stored_ids(store: InMemoryCheckpointStore) -> set[str]:
 
 def assert_only_records_added(now: bytes | None, before: bytes | None, what: str) -> None:
     """``now`` is ``before`` but for what a resume's records add (``adk.checkpoint._progress``):
-    a ``done`` list in a ``ReActAgent``'s state where the pause had none (an ``ActionAgent``
-    keeps a ``done`` of its own: it must stay as it was), the ids of the points those calls
-    settled (``settled``), and the session as the recorded calls left it. Nothing else may
-    differ (points, history, every other state, the run's ids and usage), and with no record the
-    bytes are the same."""
+    a ``done`` list in a ``ReActAgent``'s state where the pause had none, more answers in an
+    ``ActionAgent`` tool action's ``done`` (by ``places``, with their ``structured`` values: the
+    answers the pause saved kept, each at its place), the ids of the points those calls settled
+    (``settled``), and the session as the recorded calls left it. Nothing else may differ
+    (points, history, every other state, the run's ids and usage), and with no record the bytes
+    are the same."""
     if now is None or before is None or now == before:
         assert now == before, what
         return
@@ -102,10 +103,23 @@ def assert_only_records_added(now: bytes | None, before: bytes | None, what: str
         if isinstance(own, dict) and "done" in own and "done" not in (paused or {}):
             del own["done"]
             recorded = True
+        elif isinstance(own, dict) and isinstance(paused, dict) and "places" in paused:
+            answers = dict(zip(own["places"], own["done"], strict=True))
+            saved = dict(zip(paused["places"], paused["done"], strict=True))
+            if len(answers) > len(saved):  # a tool action's round recorded answers
+                assert all(answers.get(place) == m for place, m in saved.items()), what
+                for key in _ANSWERS:
+                    own.pop(key, None)
+                own.update({key: paused[key] for key in _ANSWERS if key in paused})
+                recorded = True
     assert recorded, f"{what} (and added no record): {_differences(body, was)}"
     body.pop("settled", None)
     body["session"] = was["session"]  # the record saves the session the recorded calls wrote
     assert body == was, f"{what} beyond adding records: {_differences(body, was)}"
+
+
+_ANSWERS = ("done", "places", "structured")
+"""What an ``ActionAgent``'s tool action saves of its answers, which its round's records extend."""
 
 
 def _differences(now: dict[str, Any], was: dict[str, Any]) -> str:

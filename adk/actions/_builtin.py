@@ -11,6 +11,7 @@ Model and tool calls go through the run's hooks: they are traced and callbacks s
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import functools
 import logging
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .. import _tool_turns
+from .._aio import finish
 from .._turns_left import count_ahead, spent_text, spent_turns
 from ..checkpoint._state import SavedState
 from ..checkpoint.codec import CheckpointError, to_json_value
@@ -262,9 +264,14 @@ async def tool_action(event: Event, ctx: ActionContext) -> AsyncGenerator[AgentE
     tally = _Round(event, ctx, done, structured)
     open_calls = tally.open_calls()
     calls_ctx = ctx._run.action_context(ctx.action_name)
+    if saved is not None:
+        tally.resumed(calls_ctx)
     lone = lone_call(open_calls, tools)
     if lone is not None:
-        tally.take(await run_tool_call(lone, tools, calls_ctx))
+        outcome = await run_tool_call(lone, tools, calls_ctx)
+        if tally.recording is not None:
+            await tally.record(outcome)
+        tally.take(outcome)
         tally.answer()
         return None
     return tally.run(open_calls, tools, calls_ctx)
@@ -305,11 +312,36 @@ class _Unfound:
         return ToolResult.error(f"tool '{self._name}' could not be found: {self._reason}")
 
 
+class _Recording:
+    """What a resumed round has recorded in the checkpoint it resumes (``_Round.record``): the
+    answers the pause saved and those of the calls finished since, in the state's own form
+    (``done``, ``places`` and ``structured``, as ``_Round.answer`` saves them, by place), the
+    lists themselves in ``state``, which ``_Progress.record`` reads when its write happens;
+    ``settles`` the addresses of the calls recorded."""
+
+    __slots__ = ("answers", "ctx", "places", "progress", "settles", "state", "values")
+
+    def __init__(
+        self, ctx: RunContext, progress: Any, done: dict[int, Message], structured: dict[int, Any]
+    ) -> None:
+        self.ctx = ctx
+        self.progress = progress
+        self.places = sorted(done)
+        self.answers = [done[place] for place in self.places]
+        self.values = [structured.get(place) for place in self.places]
+        self.state: dict[str, Any] = {"done": self.answers, "places": self.places}
+        if any(value is not None for value in self.values):
+            # only then, as a pause saves it (``_Round.answer``)
+            self.state["structured"] = self.values
+        self.settles: list[str] = []
+
+
 class _Round:
     """One tool round of the tool action: its answers by place as they come, its pause, and
-    its end (the response sent, or the pause raised)."""
+    its end (the response sent, or the pause raised). A resumed round records each call it
+    finishes in the checkpoint it resumes (``recording``, see ``record``)."""
 
-    __slots__ = ("ctx", "done", "event", "open_places", "signal", "structured")
+    __slots__ = ("ctx", "done", "event", "open_places", "recording", "signal", "structured")
 
     def __init__(
         self,
@@ -324,6 +356,62 @@ class _Round:
         self.structured = structured  # by place: what a tool gave beside its text, if anything
         self.open_places: dict[int, list[int]] = {}  # each open call object's places, in order
         self.signal: _InterruptSignal | None = None
+        self.recording: _Recording | None = None
+
+    def resumed(self, ctx: RunContext) -> None:
+        """On resume, once ``open_calls`` are known (``ctx``: where the calls run): the calls an
+        earlier resume of this checkpoint finished and recorded (among ``done``) count as
+        answered (``_ResumePlan.settle``: the answers go nowhere, they do not run again), as a
+        ``ReActAgent``'s recorded calls do; and when the runner can record in the checkpoint
+        (``_Progress.can_record``), each call the round finishes is recorded (``record``)."""
+        plan = ctx._run.plan
+        if plan is None:
+            return
+        for address in _recorded_at(ctx.address, self.event.tool_calls, self.done):
+            plan.settle(address)
+        progress = plan.progress
+        if progress is not None and progress.can_record(ctx):
+            self.recording = _Recording(ctx, progress, self.done, self.structured)
+
+    async def record(self, outcome: ToolOutcome) -> None:
+        """Record a resumed call's answer in the checkpoint being resumed, among the answers
+        its pause saved, in the call's task as it ends (``execute_tool_calls``' ``taken``),
+        before anything else runs (the response, the chat's next model call): a later resume
+        of the checkpoint (this one failed, or its reader left, or its process died) takes it
+        as a saved answer and does not run the call again, as a ``ReActAgent``'s resumed round
+        records its calls (``prebuilt.react``'s ``_record``). The write goes to its end even if
+        the run is cancelled meanwhile: the call ran. One that cannot be written is an
+        ``adk.checkpoint`` warning (``_Progress.record``), and the round records nothing more.
+        A call that paused again is not recorded. The lists are passed whole, read when the
+        write happens: calls that ended together are written by the first write."""
+        recording = self.recording
+        if outcome.signal is not None or recording is None:
+            return
+        message = outcome.message
+        assert message is not None
+        call = outcome.call
+        places = recording.places
+        # ``take`` gives the call object's first place left; the same here, before it
+        place = next(p for p in self.open_places[id(call)] if p not in places)
+        at = bisect.bisect(places, place)
+        places.insert(at, place)
+        recording.answers.insert(at, message)
+        result = outcome.result
+        value = None
+        if result is not None and result.structured is not None:
+            value = _carried(result.structured, call.name)
+        recording.values.insert(at, value)
+        if value is not None:
+            recording.state["structured"] = recording.values
+        ctx = recording.ctx
+        recording.settles.append(join_address(ctx.address, tool_segment(call.name, call.id)))
+        what = (
+            f"the result of agent {self.ctx._run.agent.name!r}'s action "
+            f"{self.ctx.action_name!r}'s resumed call {call.name!r} ({call.id})"
+        )
+        written = recording.progress.record(ctx, recording.state, what, recording.settles)
+        if not await finish(written):
+            self.recording = None
 
     def open_calls(self) -> list[ToolCall]:
         """The calls still to run (all, unless a resume saved some answers), in request order."""
@@ -376,7 +464,8 @@ class _Round:
         """The round's calls, concurrently: what they show as it comes, then the answer. Shown
         once it happens, an event is not taken back: a call that runs again on resume (one
         still open at a pause) shows what it shows again, as in a ``ReActAgent``."""
-        async with aclosing(execute_tool_calls(calls, tools, ctx)) as outcomes:
+        taken = None if self.recording is None else self.record
+        async with aclosing(execute_tool_calls(calls, tools, ctx, None, taken)) as outcomes:
             async for item in outcomes:
                 if isinstance(item, AgentEvent):  # a report, an AgentTool's inner event
                     yield item
@@ -413,8 +502,11 @@ def preflight_tool_action(
         for place, call in enumerate(calls)
         if place not in done
     ]
+    # The calls an earlier resume recorded are answered from the record (``_Round.resumed``).
+    entered = [address for _, address in open_calls]
+    entered += _recorded_at(ctx.address, calls, done)
     why = f"agent {run.agent.name!r}'s action {action_name!r} resumes only its open tool calls"
-    walk.only_under(ctx.address, [address for _, address in open_calls], why)
+    walk.only_under(ctx.address, entered, why)
     allowed = None if event.tools is None else set(event.tools)
     if not run.may_ask_for_tools():  # every tool it can have is registered: none unseen
         _check_tools_kept(
@@ -559,6 +651,28 @@ async def _check_later(
     except Exception:
         return
     walk.call(tool, call, ctx, address)
+
+
+def _recorded_at(address: str, calls: Sequence[ToolCall], done: dict[int, Message]) -> list[str]:
+    """The addresses (below the action's ``address``) of the answered calls (``done``) that an
+    earlier resume may have recorded (``_Round.record``): those of every answered call but one
+    that an open call shares (a checkpoint saved before a request's calls got ids of their own:
+    its point is the open call's). An answer the pause saved has no point at its address, so
+    ``_ResumePlan.settle`` finds nothing there."""
+    if not done:
+        return []
+    open_at = {
+        join_address(address, tool_segment(call.name, call.id))
+        for place, call in enumerate(calls)
+        if place not in done
+    }
+    found: list[str] = []
+    for place in sorted(done):
+        call = calls[place]
+        at = join_address(address, tool_segment(call.name, call.id))
+        if at not in open_at and at not in found:
+            found.append(at)
+    return found
 
 
 def _saved_answers(saved: SavedState, calls: Sequence[ToolCall]) -> dict[int, Message]:
