@@ -12,6 +12,17 @@ renewal, so by its own clock its lease always ends no later than the store's; wh
 or comes too late (the store unreachable, the event loop blocked) the holder treats the claim as
 lost — another process may hold it — and the runner stops the resume at its next event without
 writing the checkpoint.
+
+The store decides a lapse by its own clock: the wall clock of the machine for SQLite, the
+server's for Redis and PostgreSQL. Counted by ``time.monotonic`` alone, a step of that clock
+(NTP stepping it forward, a VM resumed) lapsed the claim for another process while its holder
+still believed it held: two resumes ran. So the holder reads the store's clock too when it can
+(``_lease_clock``: SQLite's, the wall clock every process on the machine shares) and counts its
+lease on both, from when it sent each renewal, taking the earlier end. A server's clock cannot be
+read without a request; there, and everywhere, a renewal holds only while the claim stored is
+still the holder's and has not lapsed (``_renew``: ``claim`` would take a lapsed claim back, one
+another resume may have taken and released meanwhile), so a holder whose claim lapsed by the
+store's clock learns it at its next renewal, ``claim_ttl / 3`` at most after it lapsed.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
 from .._aio import finish
@@ -34,6 +45,7 @@ from .store import (
     CheckpointStoreError,
     ClaimingCheckpointStore,
     _own_failure,
+    _renews,
     _stray_cancellation,
 )
 
@@ -47,7 +59,17 @@ _HOST = socket.gethostname()
 class _Claim:
     """A held claim on ``checkpoint_id`` in ``store`` (see the module docstring)."""
 
-    __slots__ = ("_lost", "_renewer", "_stop", "_valid_until", "checkpoint_id", "owner", "store")
+    __slots__ = (
+        "_clock",
+        "_clock_until",
+        "_lost",
+        "_renewer",
+        "_stop",
+        "_valid_until",
+        "checkpoint_id",
+        "owner",
+        "store",
+    )
 
     def __init__(self, store: ClaimingCheckpointStore, checkpoint_id: str) -> None:
         self.store = store
@@ -56,18 +78,28 @@ class _Claim:
         self.owner = f"{_HOST}:{os.getpid()}:{os.urandom(6).hex()}"
         self._lost = False
         self._valid_until = 0.0
+        # The store's own clock, when it can be read here (``_lease_clock``), and when the claim
+        # ends by it: a step of that clock lapses the claim for a taker, and so for its holder.
+        self._clock: Callable[[], float] | None = getattr(store, "_lease_clock", None)
+        self._clock_until = 0.0
         self._stop = asyncio.Event()
         self._renewer: asyncio.Task[None] | None = None
 
     @property
     def lost(self) -> bool:
-        """Whether the claim may have passed to another owner."""
-        return self._lost or time.monotonic() >= self._valid_until
+        """Whether the claim may have passed to another owner: a renewal said so, or it has
+        lapsed by the holder's count (``time.monotonic``) or by the store's clock."""
+        if self._lost or time.monotonic() >= self._valid_until:
+            return True
+        clock = self._clock
+        return clock is not None and clock() >= self._clock_until
 
     async def acquire(self) -> None:
         """Take the claim, or raise ``CheckpointBusyError`` when another resume holds it."""
         ttl = self.store.claim_ttl
         sent = time.monotonic()
+        clock = self._clock
+        sent_by_clock = clock() if clock is not None else 0.0
         # Run to its end (``finish``): cancelled while the store writes, the claim may still be
         # taken (a SQLite write in its thread, a command already sent) and would then block every
         # resume of the checkpoint until it lapsed. So the attempt ends, however often we are
@@ -93,6 +125,7 @@ class _Claim:
                 f"again; if that run's process died, its claim lapses within {ttl:g} s"
             )
         self._valid_until = sent + ttl
+        self._clock_until = sent_by_clock + ttl
         self._renewer = asyncio.get_running_loop().create_task(self._renew(ttl))
 
     async def _give_back(self, attempt: asyncio.Future[bool]) -> None:
@@ -139,6 +172,11 @@ class _Claim:
             )
 
     async def _renew(self, ttl: float) -> None:
+        store = self.store
+        # Only while the claim stored is still ours, unlapsed, where the store can (see the
+        # module's docstring); a store of your own's ``claim`` (or a subclass's) otherwise.
+        renew = store._renew if _renews(store) else store.claim  # type: ignore[attr-defined]
+        clock = self._clock
         while not self._stop.is_set():
             try:
                 await asyncio.wait_for(self._stop.wait(), ttl / 3)
@@ -146,8 +184,9 @@ class _Claim:
             except TimeoutError:
                 pass
             sent = time.monotonic()
+            sent_by_clock = clock() if clock is not None else 0.0
             try:
-                held = await self.store.claim(self.checkpoint_id, self.owner)
+                held = await renew(self.checkpoint_id, self.owner)
             except (Exception, asyncio.CancelledError) as exc:  # a store's own errors too
                 if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
                     raise  # (nothing cancels the renewals but the loop shutting down)
@@ -158,10 +197,15 @@ class _Claim:
             if not held:
                 self._lost = True
                 return
-            if sent < self._valid_until:
+            if sent < self._valid_until and (clock is None or sent_by_clock < self._clock_until):
                 self._valid_until = sent + ttl
-            # else: the claim had lapsed before this renewal was sent; someone may have taken and
-            # released it meanwhile, so ``lost`` stays true even though the store took it back.
+                self._clock_until = sent_by_clock + ttl
+            else:
+                # The claim had lapsed before this renewal was sent; someone may have taken and
+                # released it meanwhile (a store of your own's ``claim`` takes it back then), so
+                # ``lost`` stays true, also if the store's clock steps back. (Not ``_lost``: the
+                # store holds the claim for us again, which the release ends.)
+                self._valid_until = 0.0
 
 
 @asynccontextmanager

@@ -225,6 +225,11 @@ class PostgresCheckpointStore(_ClosableStore):
             "ON CONFLICT (id) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at "
             "WHERE c.owner = EXCLUDED.owner OR c.expires_at <= clock_timestamp() RETURNING true"
         )
+        # A renewal (``_renew``): a row back only while the claim is the owner's, unlapsed.
+        self._renew_sql = (
+            f"UPDATE {claims} SET expires_at = clock_timestamp() + make_interval(secs => $3) "
+            "WHERE id = $1 AND owner = $2 AND expires_at > clock_timestamp() RETURNING true"
+        )
         self._release_sql = f"DELETE FROM {claims} WHERE id = $1 AND owner = $2"
         self._claimed_sql = (
             f"SELECT id FROM {claims} WHERE id = ANY($1::text[]) AND expires_at > clock_timestamp()"
@@ -391,6 +396,18 @@ class PostgresCheckpointStore(_ClosableStore):
 
         async def run(conn: Any) -> bool:
             return bool(await conn.fetchval(self._claim_sql, key, holder, self.claim_ttl))
+
+        return await self._call("claim", key, run)
+
+    async def _renew(self, id: str, owner: str) -> bool:
+        """Renew ``owner``'s claim on ``id`` only while it holds it, unlapsed (``claim`` takes a
+        lapsed one too): False once another took it over, or it lapsed. The runner's renewals
+        (``adk.checkpoint._claim``)."""
+        key = _check_id(id)
+        holder = _check_owner(owner)
+
+        async def run(conn: Any) -> bool:
+            return bool(await conn.fetchval(self._renew_sql, key, holder, self.claim_ttl))
 
         return await self._call("claim", key, run)
 

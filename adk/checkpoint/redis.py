@@ -72,6 +72,13 @@ if holder and holder ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return 1
 """
+# A renewal (``_renew``): 1 only when the key still holds the owner (not lapsed: Redis drops
+# a lapsed key, so one taken and released meanwhile is not taken again).
+_RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0
@@ -288,6 +295,18 @@ class RedisCheckpointStore(_ClosableStore):
             "claim", key, lambda redis: _eval(redis, _CLAIM, self._claim_key(key), holder, ttl_ms)
         )
         return bool(taken)
+
+    async def _renew(self, id: str, owner: str) -> bool:
+        """Renew ``owner``'s claim on ``id`` only while it holds it (``claim`` takes a lapsed
+        one too): False once another took it over, or it lapsed. The runner's renewals
+        (``adk.checkpoint._claim``)."""
+        key = _check_id(id)
+        holder = _check_owner(owner)
+        ttl_ms = str(max(1, round(self.claim_ttl * 1000)))
+        held = await self._run(
+            "claim", key, lambda redis: _eval(redis, _RENEW, self._claim_key(key), holder, ttl_ms)
+        )
+        return bool(held)
 
     async def release(self, id: str, owner: str) -> None:
         key = _check_id(id)

@@ -45,7 +45,9 @@ between pages, and a put or delete meanwhile cannot make it skip or repeat an id
 Claims (one resume of a checkpoint at a time, across the processes sharing the file) are rows of a
 second table, made on the first claim, taken with one conditional upsert: atomic under SQLite's
 write lock. Expiry uses the
-wall clock, which every process on the machine shares. A claim need not survive a power loss —
+wall clock, which every process on the machine shares; a claim's holder judges its claim by that
+clock too, so a step of it (NTP, a VM resumed) that lapses the claim for another process lapses
+it for its holder at once (``_claim``). A claim need not survive a power loss —
 every process that could hold one dies with the machine — so claim writes commit with
 ``synchronous=NORMAL``, skipping the fsync that a checkpoint write pays.
 """
@@ -129,6 +131,8 @@ _CLAIM = (
     "ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at "
     "WHERE c.owner = excluded.owner OR c.expires_at <= ?"
 )
+# A renewal (``_renew``): only while the claim is still the owner's and has not lapsed.
+_RENEW = f"UPDATE {_CLAIMS} SET expires_at = ? WHERE id = ? AND owner = ? AND expires_at > ?"
 _RELEASE = f"DELETE FROM {_CLAIMS} WHERE id = ? AND owner = ?"
 _HAS_CLAIMS = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_CLAIMS}'"
 _HAS_TABLE = f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_TABLE}'"
@@ -413,9 +417,22 @@ def _without_fsync(conn: sqlite3.Connection, sql: str, parameters: tuple[Any, ..
         conn.execute("PRAGMA synchronous=FULL")
 
 
+def _now() -> float:
+    """The clock claims expire by: the wall clock, which every process on the machine shares
+    (``time.monotonic`` counts from each boot, so an expiry stored before a reboot would be read
+    against another count). A holder reads it too (``SQLiteCheckpointStore._lease_clock``): a
+    step of it (NTP, a VM resumed) lapses a claim for a taker and for its holder alike."""
+    return time.time()
+
+
 def _claim(conn: sqlite3.Connection, *, key: str, owner: str, ttl: float) -> bool:
-    now = time.time()
+    now = _now()
     return _without_fsync(conn, _CLAIM, (key, owner, now + ttl, now)) == 1
+
+
+def _renew(conn: sqlite3.Connection, *, key: str, owner: str, ttl: float) -> bool:
+    now = _now()
+    return _without_fsync(conn, _RENEW, (now + ttl, key, owner, now)) == 1
 
 
 def _release(conn: sqlite3.Connection, *, key: str, owner: str) -> None:
@@ -429,7 +446,7 @@ def _claimed(conn: sqlite3.Connection, *, keys: tuple[str, ...]) -> set[str]:
         return set()
     marks = ", ".join("?" * len(keys))
     sql = f"SELECT id FROM {_CLAIMS} WHERE expires_at > ? AND id IN ({marks})"
-    return {row[0] for row in conn.execute(sql, (time.time(), *keys))}
+    return {row[0] for row in conn.execute(sql, (_now(), *keys))}
 
 
 class _KeptConnection:
@@ -604,6 +621,18 @@ class SQLiteCheckpointStore(_ClosableStore):
         key = _check_id(id)
         job = partial(_claim, key=key, owner=_check_owner(owner), ttl=self.claim_ttl)
         return await self._run("claim", key, job)
+
+    async def _renew(self, id: str, owner: str) -> bool:
+        """Renew ``owner``'s claim on ``id`` only while it holds it, unlapsed (``claim`` takes a
+        lapsed one too): False once another took it over, or it lapsed (taken and released by
+        another meanwhile, perhaps). The runner's renewals (``adk.checkpoint._claim``)."""
+        key = _check_id(id)
+        job = partial(_renew, key=key, owner=_check_owner(owner), ttl=self.claim_ttl)
+        return await self._run("claim", key, job)
+
+    def _lease_clock(self) -> float:
+        """The clock this store's claims expire by (``_now``), for their holders to read."""
+        return _now()
 
     async def release(self, id: str, owner: str) -> None:
         key = _check_id(id)

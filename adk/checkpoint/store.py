@@ -246,7 +246,16 @@ def _deletes_if(store: object) -> bool:
     return _owns(store, "_delete_if", _DELETES_IF, _READ_WRITE_DELETE)
 
 
+def _renews(store: object) -> bool:
+    """Whether ``store``'s ``_renew`` (a renewal that holds only while the claim stored is still
+    the owner's, unlapsed: every built-in store) may stand for its ``claim``, as ``_puts_new``
+    decides for ``_put_new``: a subclass that claims its own way (to count or fail claims) has
+    its renewals go through its ``claim``, as a store of your own does."""
+    return _owns(store, "_renew", _RENEWS, _CLAIMING)
+
+
 _READ_WRITE = ("get", "put")
+_CLAIMING = ("claim",)
 _READ_WRITE_DELETE = ("get", "put", "delete")
 
 
@@ -275,6 +284,8 @@ _REPLACES: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 """``_replaces``' verdicts by class, as ``_PUTS_NEW``."""
 _DELETES_IF: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
 """``_deletes_if``' verdicts by class, as ``_PUTS_NEW``."""
+_RENEWS: weakref.WeakKeyDictionary[type, bool] = weakref.WeakKeyDictionary()
+"""``_renews``' verdicts by class, as ``_PUTS_NEW``."""
 
 
 def _kept(old: bytes | None, data: bytes, keep: Callable[[bytes], bool]) -> bool:
