@@ -7,9 +7,8 @@ through which a component rewrites its own saved state in the checkpoint, under 
 resume's claim: a ``ReActAgent`` adds the results of its resumed round's finished calls (``done``),
 and an ``ActionAgent``'s built-in tool action adds them to the answers its pause saved (``done``,
 ``places``, ``structured``: ``adk.actions._builtin``), so that a later resume replays them
-instead of running the calls again. LangGraph keeps a
-super-step's finished writes for the same reason, and Google ADK appends each function response to
-the session as it comes.
+instead of running the calls again. LangGraph keeps a super-step's finished writes for the same
+reason, and Google ADK appends each function response to the session as it comes.
 
 The run the runner resumes records, and so does an ``AgentTool``'s nested run in it (which
 shares its plan and session; its agents' states are in the checkpoint under their own addresses,
@@ -23,7 +22,9 @@ looks at what the store holds: a write of its own that failed but landed, or the
 another resume's records in it (one whose claim lapsed as its record was on its way), is written
 over while this resume holds the claim, and the finish deletes the latter too; anything else is
 left alone. A compatible addition within format version 1: a pyadk that does not know the keys
-resumes the checkpoint as before (running the calls again).
+resumes the checkpoint as before (running the calls again); one from before an ``ActionAgent``'s
+round recorded refuses such a checkpoint of one (its recorded calls' points lie under no call it
+runs: ``cannot reach the paused point(s)``), keeping it, rather than run them again.
 """
 
 from __future__ import annotations
