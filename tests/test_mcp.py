@@ -1573,7 +1573,7 @@ async def test_an_optional_toolset_whose_server_is_down_leaves_the_agent_its_oth
     run failed; a server that comes back is used again (the next run tries again); a toolset not
     marked optional still fails the run."""
     process = HTTPServerProcess()
-    process.port = closed_port()
+    process.reserve_port()  # down, until started on it
     toolset = MCPToolset(HTTPServer(process.url), optional=True)
 
     def note(text: str) -> str:
@@ -1666,11 +1666,9 @@ async def test_a_lookup_of_an_optional_servers_tool_while_it_is_down_says_the_se
         server: StdioServer | HTTPServer = stdio(env={"DEMO_REFUSE_START_FILE": str(refuse)})
         shown = str(server)
     else:
-        process.port = closed_port()
-        server = HTTPServer(
-            f"http://alice:s3cret-pw@127.0.0.1:{process.port}/mcp?api_key=sk-live-123"
-        )
-        shown = f"http://***@127.0.0.1:{process.port}/mcp?api_key=***"
+        port = process.reserve_port()  # down, until started on it
+        server = HTTPServer(f"http://alice:s3cret-pw@127.0.0.1:{port}/mcp?api_key=sk-live-123")
+        shown = f"http://***@127.0.0.1:{port}/mcp?api_key=***"
     resources = Resources()
     resources.add_mcp("notes", MCPToolset(server, optional=True))
     try:

@@ -14,8 +14,10 @@ import signal
 import socket
 import subprocess
 import sys
-import time
+import tempfile
+import weakref
 from pathlib import Path
+from typing import IO, NoReturn
 
 __all__ = ["STDIO_SCRIPT", "HTTPServerProcess", "closed_port"]
 
@@ -23,6 +25,7 @@ _HERE = Path(__file__).resolve().parent
 STDIO_SCRIPT = _HERE / "stdio_server.py"
 _HTTP_SCRIPT = _HERE / "http_server.py"
 _START_TIMEOUT = 30.0
+_STDERR_SHOWN = 4000  # characters of a server's stderr a failed start shows, its end
 
 
 def closed_port() -> int:
@@ -63,6 +66,9 @@ class HTTPServerProcess:
         self._path = "/sse" if sse else "/mcp"
         self._process: subprocess.Popen[str] | None = None
         self._serving = 0  # the pid of the process serving (``start``)
+        self._stderr: IO[bytes] | None = None  # this run's stderr (a file), until it ended
+        self._reservation: socket.socket | None = None  # holds the port (``reserve_port``)
+        self._release: weakref.finalize[[], None] | None = None
         self.port = 0
 
     @property
@@ -74,36 +80,65 @@ class HTTPServerProcess:
         assert self._process is not None
         return self._process.pid
 
+    def reserve_port(self) -> int:
+        """Hold a port for this server (the one it had, or one the OS picks) and return it;
+        ``start`` serves on it. Until then a connection to it is refused, as to a server that is
+        down, and no other socket takes it (``_reserve``)."""
+        if self._reservation is None:
+            self._reservation = _reserve(self.port)
+            self.port = self._reservation.getsockname()[1]
+            self._release = weakref.finalize(self, self._reservation.close)
+        return self.port
+
     def start(self) -> str:
-        """Start the server (on the port it had before, if it ran already); return its URL."""
+        """Start the server (on the port it had before, if it ran already); return its URL.
+
+        A server that does not start raises ``RuntimeError`` saying why: its exit code, the port
+        and the end of its standard error."""
         assert self._process is None or self._process.poll() is not None, "already running"
+        self._close_pipe()
+        port = self.reserve_port()
+        errors = tempfile.TemporaryFile()  # noqa: SIM115  (its stderr: closed by _close_pipe)
+        self._stderr = errors
         process = subprocess.Popen(
-            [sys.executable, str(self._script), "--port", str(self.port), *self._flags],
+            [sys.executable, str(self._script), "--port", str(port), *self._flags],
             stdout=subprocess.PIPE,
+            stderr=errors,
             text=True,
         )
         self._process = process
         assert process.stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
-            deadline = time.monotonic() + _START_TIMEOUT
-            while not selector.select(timeout=0.1):
-                if process.poll() is not None or time.monotonic() > deadline:
-                    self.stop()
-                    raise RuntimeError(f"the demo MCP server did not start ({self._flags})")
-        line = process.stdout.readline()
-        if not line.startswith("PORT "):
-            self.stop()
-            raise RuntimeError(f"unexpected first line from the demo MCP server: {line!r}")
+            if not selector.select(timeout=_START_TIMEOUT):
+                self._failed(f"no PORT line within {_START_TIMEOUT:g}s")
+        line = process.stdout.readline()  # "" if it ended first
         said = line.split()
-        self.port = int(said[1])
+        if said[:1] != ["PORT"] or said[1:2] != [str(port)]:
+            self._failed(f"its first line on stdout was {line!r}")
         # The process serving: this one's fork of the fork server (``forkserver.py``) when one
         # serves it, which a kill must end itself, as a crash would.
         self._serving = int(said[3]) if said[2:3] == ["PID"] else process.pid
         return self.url
 
+    def _failed(self, what: str) -> NoReturn:
+        """Stop what started and raise why it did not start."""
+        errors, self._stderr = self._stderr, None  # read here, not passed on
+        assert self._process is not None and errors is not None
+        self.stop(release=False)
+        code = self._process.returncode
+        with errors:
+            errors.seek(0)
+            said = errors.read().decode("utf-8", "replace")
+        tail = said[-_STDERR_SHOWN:] if said.strip() else "(nothing)\n"
+        raise RuntimeError(
+            f"the MCP server {' '.join([self._script.name, *self._flags])} did not start on "
+            f"127.0.0.1:{self.port}: {what}; it ended with exit code {code}; its stderr:\n{tail}"
+        )
+
     def wait(self) -> int:
-        """Wait for the process to end by itself (a tool told it to); return its exit code."""
+        """Wait for the process to end by itself (a tool told it to); return its exit code. The
+        port stays this server's, for ``start``."""
         assert self._process is not None
         code = self._process.wait(timeout=_START_TIMEOUT)
         self._close_pipe()
@@ -112,9 +147,10 @@ class HTTPServerProcess:
     def kill(self) -> None:
         """End the server abruptly, as a crash would: the process serving is killed. Where a
         fork of the fork server serves, that fork; the process started for it then ends as the
-        fork did, once the fork is gone (so its port is free when this returns)."""
+        fork did, once the fork is gone (so its port is free when this returns). The port stays
+        this server's, for ``start``."""
         if self._process is not None and self._process.poll() is None:
-            if self._serving != self._process.pid:
+            if self._serving not in (0, self._process.pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self._serving, signal.SIGKILL)
             else:
@@ -122,7 +158,9 @@ class HTTPServerProcess:
             self._process.wait(timeout=_START_TIMEOUT)
         self._close_pipe()
 
-    def stop(self) -> None:
+    def stop(self, *, release: bool = True) -> None:
+        """End the server as a shutdown would (``SIGTERM``), killing it after 10 s; with
+        ``release`` its port is let go too (``start`` takes it again if still free)."""
         if self._process is not None and self._process.poll() is None:
             self._process.terminate()
             try:
@@ -131,7 +169,37 @@ class HTTPServerProcess:
                 self._process.kill()
                 self._process.wait()
         self._close_pipe()
+        if release and self._release is not None:
+            self._release()
+            self._reservation = self._release = None
 
     def _close_pipe(self) -> None:
+        """Close this run's stdout pipe, and pass on what it wrote to stderr (to this process's
+        stderr, where pytest shows it with the test's output)."""
         if self._process is not None and self._process.stdout is not None:
             self._process.stdout.close()
+        errors, self._stderr = self._stderr, None
+        if errors is not None:
+            with errors:
+                errors.seek(0)
+                said = errors.read()
+            if said:
+                sys.stderr.write(said.decode("utf-8", "replace"))
+
+
+def _reserve(port: int) -> socket.socket:
+    """A socket bound to ``127.0.0.1:port`` (0: a port the OS picks) that holds the port while a
+    server is down. It is bound with ``SO_REUSEADDR`` and never listens, so a server binding the
+    port with ``SO_REUSEADDR`` too (asyncio's default, uvicorn's, Redis', PostgreSQL's) can,
+    while nothing else can take it in the meantime: an outgoing connection is never given it as
+    its source port (the kernel skips bound ports), another process binding port 0 is never
+    given it, and a connection to it is refused. Without it, a server killed and started again
+    on its port found it taken, now and then, on a busy machine."""
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise RuntimeError(f"port 127.0.0.1:{port} is taken: {exc}") from exc
+    return sock
