@@ -44,6 +44,7 @@ __all__ = [
     "closed_port",
     "find_postgres_bindir",
     "find_redis_server",
+    "hold_port",
     "postgres_server",
     "redis_server",
     "run_postgres",
@@ -116,6 +117,26 @@ def closed_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def hold_port(port: int = 0) -> socket.socket:
+    """A socket that holds ``127.0.0.1:port`` (0: a port the OS picks) for a server the test
+    starts, kills and starts again on it; closing it lets the port go. It is bound with
+    ``SO_REUSEADDR`` and never listens, so a server binding the port with ``SO_REUSEADDR`` too
+    (asyncio's and uvicorn's default, Redis, PostgreSQL) can, while nothing else takes the port
+    in the meantime: the kernel gives no outgoing connection a bound port as its source port
+    (a client retrying while its server is down could get it, connected to itself), nor
+    one to another process binding port 0, and a connection to it is refused, as to a server
+    that is down. Without it, a server started again on its port found it taken, now and then,
+    on a busy machine. ``RuntimeError`` if the port is taken (a server listens on it)."""
+    sock = socket.socket()
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", port))
+    except OSError as exc:
+        sock.close()
+        raise RuntimeError(f"port 127.0.0.1:{port} is taken: {exc}") from exc
+    return sock
 
 
 @contextlib.contextmanager

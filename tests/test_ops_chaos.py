@@ -41,9 +41,9 @@ from services import (
     _postgres_account,
     _RunAs,
     _wait_postgres,
-    closed_port,
     find_postgres_bindir,
     find_redis_server,
+    hold_port,
     run_postgres,
 )
 
@@ -475,6 +475,16 @@ async def test_a_stalled_client_whose_run_timed_out_then_leaves_logs_no_context_
 # The store going away, and coming back
 
 
+@pytest.fixture
+def redis_port() -> Iterator[int]:
+    """A loopback port held for the test's own Redis (``hold_port``): killed and started again on
+    it (``_own_redis``), the server finds it free, not taken meanwhile by an outgoing connection
+    (its client's own, retrying, among them) or another server binding port 0."""
+    with contextlib.closing(hold_port()) as held:
+        port: int = held.getsockname()[1]
+        yield port
+
+
 @contextlib.contextmanager
 def _own_redis(
     directory: Path, port: int, *, durable: bool = True, options: tuple[str, ...] = ()
@@ -516,6 +526,7 @@ def _own_redis(
 
 async def test_a_service_whose_store_is_down_says_so_and_serves_on_then_resumes(
     tmp_path: Path,
+    redis_port: int,
 ) -> None:
     """The checkpoints' Redis is killed while a run waits for approval. The approval's request
     was answered with nothing (streaming_service: the connection dropped, the handler's
@@ -523,7 +534,7 @@ async def test_a_service_whose_store_is_down_says_so_and_serves_on_then_resumes(
     saying the store failed, runs that need no store are served meanwhile, and once the server
     is back (its data on disk) the approval resumes the run."""
     service = _streaming_service()
-    port = closed_port()
+    port = redis_port
     store = RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5)
     agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
     async with store, Runner(agent, checkpoint_store=store, enable_streaming=True) as runner:
@@ -560,6 +571,7 @@ async def test_a_service_whose_store_is_down_says_so_and_serves_on_then_resumes(
 
 async def test_a_starlette_service_whose_store_is_down_answers_503_then_resumes(
     tmp_path: Path,
+    redis_port: int,
 ) -> None:
     """As above, for ``examples/agent_service.py`` (docs/service.md's table): the approval sent
     while the checkpoints' Redis is down was a bare ``500 Internal Server Error``, the handler's
@@ -567,7 +579,7 @@ async def test_a_starlette_service_whose_store_is_down_answers_503_then_resumes(
     the same decision can be sent again."""
     service = _example("agent_service")
     service.payment_done.set()  # the payment answers at once
-    port = closed_port()
+    port = redis_port
     async with RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5) as store:
         app = service.build_app(tmp_path / "unused.db", TracerProvider(), store=store)
         async with _serving(app) as served:
@@ -592,14 +604,14 @@ async def test_a_starlette_service_whose_store_is_down_answers_503_then_resumes(
 
 
 async def test_a_redis_that_evicts_keys_when_full_is_named_before_a_claim_relies_on_it(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, redis_port: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A Redis with a memory limit and an eviction policy (managed Redis often comes with
     ``maxmemory-policy volatile-lru``) drops keys with an expiry first when it is full: a claim
     is one, so a second replica took the checkpoint a first one was resuming, and both ran the
     approved call; under an ``allkeys-*`` policy paused runs are dropped too. Nothing said so.
     The store asks the server once, at its first claim, and warns."""
-    port = closed_port()
+    port = redis_port
     url = f"redis://127.0.0.1:{port}/0"
     with _own_redis(tmp_path, port, durable=False):
         async with RedisCheckpointStore(url) as admin:
@@ -653,11 +665,11 @@ async def test_a_redis_that_evicts_keys_when_full_is_named_before_a_claim_relies
 
 
 async def test_a_store_whose_first_claims_come_at_once_warns_of_eviction_once(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, redis_port: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The eviction check is made once per store even when its first claims come together (a
     replica starting under a burst of resumes): each one asked the server and warned."""
-    port = closed_port()
+    port = redis_port
     url = f"redis://127.0.0.1:{port}/0"
     with _own_redis(tmp_path, port, durable=False):
         async with RedisCheckpointStore(url) as store:
@@ -938,13 +950,14 @@ async def test_a_process_killed_while_it_saves_pauses_leaves_a_whole_checkpoint(
 
 async def test_a_resume_whose_store_died_after_the_approved_call_says_the_run_finished(
     tmp_path: Path,
+    redis_port: int,
 ) -> None:
     """The checkpoints' Redis dies while the approved call runs; the run finishes, and deleting
     its checkpoint fails. The error was the store's bare ``delete of checkpoint ... failed``,
     which reads like the "nothing ran, send it again" of a store down at the start (a 503 in
     docs/service.md): the approval was sent again, and the payment made twice. It must say the
     run finished and that resuming the checkpoint again runs it again."""
-    port = closed_port()
+    port = redis_port
     ledger = tmp_path / "ledger"
     holder: list[subprocess.Popen[bytes]] = []
 
@@ -1086,6 +1099,7 @@ async def test_a_service_keeps_no_lock_for_a_session_with_no_run_going_on(tmp_pa
 
 async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoint(
     tmp_path: Path,
+    redis_port: int,
 ) -> None:
     """The store dies while the approved payment is made: the client got the answer, then a
     stream that broke off (the resume's ``CheckpointStoreError`` raised in the response's body),
@@ -1093,7 +1107,7 @@ async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoi
     saying so."""
     service = _example("agent_service")
     service.payment_done.clear()
-    port = closed_port()
+    port = redis_port
     async with RedisCheckpointStore(f"redis://127.0.0.1:{port}/0", timeout=5) as store:
         app = service.build_app(tmp_path / "unused.db", TracerProvider(), store=store)
         async with _serving(app) as served:
@@ -1119,6 +1133,7 @@ async def test_a_starlette_service_says_when_a_finished_resume_left_its_checkpoi
 
 async def test_a_streaming_service_says_when_a_finished_resume_left_its_checkpoint(
     tmp_path: Path,
+    redis_port: int,
 ) -> None:
     """streaming_service, as bca7efb made agent_service: the store dies while the approved call
     runs, the run finishes and its checkpoint cannot be deleted. The ``CheckpointStoreError``
@@ -1126,7 +1141,7 @@ async def test_a_streaming_service_says_when_a_finished_resume_left_its_checkpoi
     end), with no word that the approval must not be sent again. It must end with an error line
     saying the run finished, and the stream's end."""
     service = _streaming_service()
-    port = closed_port()
+    port = redis_port
     holder: list[subprocess.Popen[bytes]] = []
 
     @adk.tool(require_approval=True)
@@ -1259,26 +1274,30 @@ def _postgres_stopped(server: PostgresServer) -> Iterator[None]:
         time.sleep(0.02)
     else:
         raise AssertionError("postgres did not stop")
+    # Its port held while it is down (``hold_port``): the pool's reconnects (as their source
+    # port), or another server, could take it, and it would not start again on it.
+    held = hold_port(server.port)
     try:
         yield
     finally:
-        bindir = find_postgres_bindir()
-        assert bindir is not None
-        user = _RunAs.of(_postgres_account())
-        command = [str(bindir / "postgres"), "-D", str(data), "-p", str(server.port)]
-        for setting in ("listen_addresses=127.0.0.1", "unix_socket_directories=", "fsync=off"):
-            command += ["-c", setting]
-        process = subprocess.Popen(
-            command,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.STDOUT,
-            user=user.uid,
-            group=user.gid,
-            extra_groups=user.extra_groups,
-            env=user.env,
-        )
-        _restarted.append(process)
-        assert _wait_postgres(process, bindir, server.port), "postgres did not start again"
+        with held:  # let go once it listens on it again
+            bindir = find_postgres_bindir()
+            assert bindir is not None
+            user = _RunAs.of(_postgres_account())
+            command = [str(bindir / "postgres"), "-D", str(data), "-p", str(server.port)]
+            for setting in ("listen_addresses=127.0.0.1", "unix_socket_directories=", "fsync=off"):
+                command += ["-c", setting]
+            process = subprocess.Popen(
+                command,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.STDOUT,
+                user=user.uid,
+                group=user.gid,
+                extra_groups=user.extra_groups,
+                env=user.env,
+            )
+            _restarted.append(process)
+            assert _wait_postgres(process, bindir, server.port), "postgres did not start again"
 
 
 _restarted: list[subprocess.Popen[bytes]] = []

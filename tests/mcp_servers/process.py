@@ -19,6 +19,8 @@ import weakref
 from pathlib import Path
 from typing import IO, NoReturn
 
+from services import hold_port
+
 __all__ = ["STDIO_SCRIPT", "HTTPServerProcess", "closed_port"]
 
 _HERE = Path(__file__).resolve().parent
@@ -83,9 +85,9 @@ class HTTPServerProcess:
     def reserve_port(self) -> int:
         """Hold a port for this server (the one it had, or one the OS picks) and return it;
         ``start`` serves on it. Until then a connection to it is refused, as to a server that is
-        down, and no other socket takes it (``_reserve``)."""
+        down, and no other socket takes it (``services.hold_port``)."""
         if self._reservation is None:
-            self._reservation = _reserve(self.port)
+            self._reservation = hold_port(self.port)
             self.port = self._reservation.getsockname()[1]
             self._release = weakref.finalize(self, self._reservation.close)
         return self.port
@@ -185,21 +187,3 @@ class HTTPServerProcess:
                 said = errors.read()
             if said:
                 sys.stderr.write(said.decode("utf-8", "replace"))
-
-
-def _reserve(port: int) -> socket.socket:
-    """A socket bound to ``127.0.0.1:port`` (0: a port the OS picks) that holds the port while a
-    server is down. It is bound with ``SO_REUSEADDR`` and never listens, so a server binding the
-    port with ``SO_REUSEADDR`` too (asyncio's default, uvicorn's, Redis', PostgreSQL's) can,
-    while nothing else can take it in the meantime: an outgoing connection is never given it as
-    its source port (the kernel skips bound ports), another process binding port 0 is never
-    given it, and a connection to it is refused. Without it, a server killed and started again
-    on its port found it taken, now and then, on a busy machine."""
-    sock = socket.socket()
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-    except OSError as exc:
-        sock.close()
-        raise RuntimeError(f"port 127.0.0.1:{port} is taken: {exc}") from exc
-    return sock
