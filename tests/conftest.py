@@ -15,9 +15,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import warnings
 from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -142,6 +144,19 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PYTHONPYCACHEPREFIX"] = str(CHILD_PYCACHE)
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Warns (in pytest's warnings summary, failing nothing) when the MCP fork server ended
+    before the session did: it could not start (its imports, its socket's name taken) or died,
+    and every MCP server started after that served in a process of its own, a second of CPU
+    each, which only made the run slower."""
+    said = _fork_server_ended(
+        _FORK_SERVER[0] if _FORK_SERVER else None,
+        _FORK_SERVER_STDERR[0] if _FORK_SERVER_STDERR else None,
+    )
+    if said is not None:
+        warnings.warn(pytest.PytestWarning(said), stacklevel=1)
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     """Puts the environment back as it was, and stops the MCP fork server."""
     while _SAVED_ENVIRONMENT:
@@ -155,11 +170,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+    while _FORK_SERVER_STDERR:
+        _FORK_SERVER_STDERR.pop().close()
 
 
 # -- the MCP servers' fork server ----------------------------------------------------------------
 MCP_SERVERS = Path(__file__).resolve().parent / "mcp_servers"
 _FORK_SERVER: list[subprocess.Popen[bytes]] = []
+_FORK_SERVER_STDERR: list[IO[bytes]] = []  # what it wrote there, for ``_fork_server_ended``
+_FORK_SERVER_SHOWN = 4000  # characters of its stderr the warning shows, its end
 _FORKED_MODULES = (
     "stdio_server",
     "narrow_server",
@@ -186,10 +205,13 @@ def _start_fork_server() -> None:
     second of CPU a server otherwise). Not waited for: a server started before it listens
     serves by itself. It is given what a stdio server is given of the environment, and ends
     with this process. ``PYADK_TESTS_NO_FORK_SERVER=1`` leaves it out (every server then serves
-    in the process started for it, as before)."""
+    in the process started for it, as before). What it writes to stderr is kept in a file, for
+    the warning a fork server gone before the session's end makes (``pytest_sessionfinish``)."""
     if not sys.platform.startswith("linux") or os.environ.get("PYADK_TESTS_NO_FORK_SERVER"):
         return
     environment = {name: os.environ[name] for name in _MINIMAL_ENVIRONMENT if name in os.environ}
+    errors = tempfile.TemporaryFile()  # noqa: SIM115  (closed at pytest_unconfigure)
+    _FORK_SERVER_STDERR.append(errors)
     _FORK_SERVER.append(
         subprocess.Popen(
             [
@@ -199,9 +221,32 @@ def _start_fork_server() -> None:
                 *_FORKED_MODULES,
             ],
             stdin=subprocess.DEVNULL,
+            stderr=errors,
             env=environment,
             start_new_session=True,
         )
+    )
+
+
+def _fork_server_ended(
+    process: subprocess.Popen[bytes] | None, errors: IO[bytes] | None
+) -> str | None:
+    """What to say of a fork server ``process`` that has ended (``None`` while it serves, or
+    where none was started): how it ended and the end of what it wrote to ``errors``, its
+    stderr."""
+    if process is None or process.poll() is None:
+        return None
+    code = process.returncode
+    how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
+    said = ""
+    if errors is not None:
+        errors.seek(0)
+        said = errors.read().decode("utf-8", "replace")[-_FORK_SERVER_SHOWN:]
+    return (
+        f"the MCP servers' fork server (tests/mcp_servers/forkserver.py) ended ({how}) before the "
+        "session did: the MCP servers started after that each served in a process of its own, "
+        "about a second of CPU more each (the tests pass, slower); its stderr:\n"
+        + (said or "(nothing)")
     )
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import _FORK_SERVER
+from conftest import _FORK_SERVER, _fork_server_ended
 from mcp_servers.forkserver import OWN_PROCESS, address
 from mcp_servers.process import STDIO_SCRIPT
 
@@ -325,3 +325,58 @@ def test_a_server_in_another_pid_namespace_is_not_served_by_this_sessions_fork_s
     parent, started, serving, code = done.stdout.split()
     assert int(started) > int(parent)  # the launcher's parent had the pytest process's number
     assert serving == started and code == "0"  # so it served itself: no fork server there
+
+
+def test_a_fork_server_that_could_not_start_is_described_with_its_stderr(tmp_path: Path) -> None:
+    """A second fork server of this session cannot bind its socket's name (the session's
+    holds it): it ends at once, and what the session's end warns of says how, and why."""
+    with (tmp_path / "stderr").open("w+b") as errors:
+        process = subprocess.Popen(
+            [sys.executable, str(STDIO_SCRIPT.parent / "forkserver.py"), str(os.getpid())],
+            stdin=subprocess.DEVNULL,
+            stderr=errors,
+        )
+        assert process.wait(timeout=60) == 1
+        said = _fork_server_ended(process, errors)
+    assert said is not None
+    assert said.startswith(
+        "the MCP servers' fork server (tests/mcp_servers/forkserver.py) ended (exit code 1) "
+        "before the session did: "
+    )
+    assert said.endswith("OSError: [Errno 98] Address already in use\n")  # its stderr
+    assert _fork_server_ended(_FORK_SERVER[0], None) is None  # the session's: serving
+
+
+_KILLS_IT = """
+from conftest import _FORK_SERVER, _fork_server_ended
+
+def test_the_fork_server_is_killed() -> None:
+    _FORK_SERVER[0].kill()
+    _FORK_SERVER[0].wait()
+"""
+
+
+def test_a_fork_server_gone_before_the_session_ended_is_a_warning_in_its_summary(
+    tmp_path: Path,
+) -> None:
+    """A fork server that could not start, or died, was not seen: every MCP server started
+    after that served in a process of its own, and the tests passed, slower. The session ends
+    with a warning in pytest's summary (its tests pass)."""
+    (tmp_path / "test_session.py").write_text(_KILLS_IT)
+    tests = str(Path(__file__).resolve().parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": tests, "PYADK_TESTS_DISK_TMP": "1"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    said = done.stdout
+    assert done.returncode == 0, said + done.stderr
+    assert "1 passed, 1 warning" in said
+    summary = said[said.index("warnings summary") :]
+    assert (
+        "PytestWarning: the MCP servers' fork server (tests/mcp_servers/forkserver.py) ended "
+        f"(killed by signal {signal.SIGKILL.value}) before the session did" in summary
+    )
