@@ -74,7 +74,8 @@ def _tmpfs_mounted_at(path: Path) -> bool:
     )
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_exists(pid: int) -> bool:
+    """Whether a process ``pid`` exists (a zombie not reaped yet too)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -113,7 +114,7 @@ def _ram_backed_basetemp(config: pytest.Config) -> None:
     left = []
     for folder in _RAM.glob(f"{ours}*"):
         pid = folder.name.removeprefix(ours)
-        if pid.isdigit() and not _pid_alive(int(pid)):
+        if pid.isdigit() and not pid_exists(int(pid)):
             with contextlib.suppress(OSError):
                 left.append((folder.stat().st_mtime, folder))
     for _, folder in sorted(left)[:-1]:

@@ -14,7 +14,6 @@ import hashlib
 import io
 import json
 import logging
-import os
 import re
 import socket
 import subprocess
@@ -28,7 +27,7 @@ from typing import Any, TypeVar
 import anyio
 import pytest
 import pytest_asyncio
-from conftest import wire_model
+from conftest import pid_exists, wire_model
 from mcp.types import LATEST_PROTOCOL_VERSION
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess, closed_port
 from openai_server import Call as OpenAICall
@@ -113,14 +112,6 @@ async def eventually(
             return value
         await asyncio.sleep(0.025)
     raise AssertionError(f"condition never held; last value: {value!r}")
-
-
-def pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def owner_task(toolset: MCPToolset) -> asyncio.Task[None]:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import _FORK_SERVER, _fork_server_ended
+from conftest import _FORK_SERVER, _fork_server_ended, pid_exists
 from mcp_servers.forkserver import OWN_PROCESS, address
 from mcp_servers.process import STDIO_SCRIPT
 
@@ -41,14 +41,6 @@ def fork_server_listening() -> None:
                 continue
             return
     raise AssertionError("the fork server never listened")
-
-
-def pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def parent_of(pid: int) -> int:
@@ -348,7 +340,7 @@ def test_a_fork_server_that_could_not_start_is_described_with_its_stderr(tmp_pat
 
 
 _KILLS_IT = """
-from conftest import _FORK_SERVER, _fork_server_ended
+from conftest import _FORK_SERVER, _fork_server_ended, pid_exists
 
 def test_the_fork_server_is_killed() -> None:
     _FORK_SERVER[0].kill()
