@@ -122,6 +122,19 @@ def _paused_turn() -> list[Message]:
     ]
 
 
+async def _refused_by_run_and_invoke(given: list[Message]) -> list[str]:
+    """What ``Runner.run`` and ``Runner.invoke`` each said refusing ``given`` with a
+    ``ValueError``, at the call, before the agent ran."""
+    agent = ScriptAgent("a", "ok")
+    runner = Runner(agent)
+    with pytest.raises(ValueError) as refused_run:
+        runner.run(given)
+    with pytest.raises(ValueError) as refused_invoke:
+        await runner.invoke(given)
+    assert agent.runs == 0
+    return [str(refused_run.value), str(refused_invoke.value)]
+
+
 @pytest.mark.parametrize(
     "given",
     [
@@ -138,19 +151,11 @@ async def test_an_input_whose_tool_call_no_result_answers_is_refused_at_the_call
     assistant message's call that no tool message right after it answers (OpenAI's 400 'tool_call_ids
     did not have response messages'), so the run failed at the model, after the service had sent
     its 200. Refused at the call now, naming the message, the tool and the call id, nothing run."""
-    agent = ScriptAgent("a", "ok")
-    runner = Runner(agent)
-    with pytest.raises(ValueError) as refused_run:
-        runner.run(given)
-    with pytest.raises(ValueError) as refused_invoke:
-        await runner.invoke(given)
-    for refused in (refused_run, refused_invoke):
-        said = str(refused.value)
+    for said in await _refused_by_run_and_invoke(given):
         assert "message 1" in said and "'add'" in said and "'call_1'" in said, said
         assert "if its run paused there, resume its checkpoint;" in said, said
         assert "if its run was cut off" in said and "read them once closed" in said, said
         assert "or answer the call (Message.tool(" in said, said
-    assert agent.runs == 0
 
 
 async def test_a_result_right_after_the_call_under_another_id_is_named_in_the_refusal() -> None:
@@ -225,17 +230,9 @@ async def test_a_tool_result_that_answers_no_call_before_it_is_refused_at_the_re
     missing the replies) was taken, and the provider refused the run at its first model call
     (OpenAI: "messages with role 'tool' must be a response to a preceding message with
     'tool_calls'"), after a service had sent its 200. Refused at the result now, nothing run."""
-    agent = ScriptAgent("a", "ok")
-    runner = Runner(agent)
-    with pytest.raises(ValueError) as refused_run:
-        runner.run(given)
-    with pytest.raises(ValueError) as refused_invoke:
-        await runner.invoke(given)
-    for refused in (refused_run, refused_invoke):
-        message = str(refused.value)
+    for message in await _refused_by_run_and_invoke(given):
         assert said in message, message
         assert "model APIs refuse" in message and "drop " in message, message
-    assert agent.runs == 0
 
 
 @pytest.mark.parametrize(
