@@ -9,7 +9,9 @@ modules below are those hot paths; a union that creeps back in is named here.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,29 +73,37 @@ def test_react_round_code_keeps_its_locals_out_of_closures(name: str) -> None:
     assert code.co_cellvars == (), f"{name} makes cells of {code.co_cellvars}"
 
 
+class _FramesEntered:
+    """The names of the functions whose frames are entered within the block, in order (a
+    profile hook: a generator expression, an ABC's check are frames too), but its own end's."""
+
+    def __init__(self) -> None:
+        self.entered: list[str] = []
+
+    def _profile(self, frame: Any, event: str, arg: object) -> None:
+        if event == "call" and frame.f_code is not _FramesEntered.__exit__.__code__:
+            self.entered.append(frame.f_code.co_name)
+
+    def __enter__(self) -> list[str]:
+        sys.setprofile(self._profile)
+        return self.entered
+
+    def __exit__(self, *exc_info: object) -> None:
+        sys.setprofile(None)
+
+
 def test_a_run_input_without_tool_calls_is_checked_without_a_generator() -> None:
     """Every keyed record runs with a list input (``[Message.user(record)]``), so the check of
     unanswered tool calls runs per record: with ``any()`` over a generator expression it made a
     function, a generator and their frames each time, ~4.3k instructions (round 16: most of the
     execution layer's +6.9k a record). Its common case, no message with calls, runs no frame of
     its own but the check's."""
-    import sys
-
     from adk.messages import Message
     from adk.runner import _check_calls_answered
 
     messages = [Message.user("a"), Message.assistant("b"), Message.user("c")]
-    entered: list[str] = []
-
-    def profile(frame: object, event: str, arg: object) -> None:
-        if event == "call":
-            entered.append(frame.f_code.co_name)  # type: ignore[attr-defined]
-
-    sys.setprofile(profile)
-    try:
+    with _FramesEntered() as entered:
         _check_calls_answered(messages)
-    finally:
-        sys.setprofile(None)
     assert entered == ["_check_calls_answered"], entered
 
 
@@ -103,28 +113,17 @@ def test_a_list_run_input_is_read_without_abc_checks_or_generators() -> None:
     ``ABCMeta.__instancecheck__`` each) and a generator expression looking for an item that is
     no message were ~5k and ~4k instructions of it (round 17). A list of messages without calls
     runs no frame but ``_to_messages``; one with calls is still checked."""
-    import sys
-
     from adk.messages import Message, ToolCall
     from adk.runner import _to_messages
 
     plain = [Message.user("a"), Message.assistant("b"), Message.user("c")]
     call = ToolCall(id="c1", name="add", arguments="{}")
     with_calls = [Message.user("a"), Message.assistant("", tool_calls=[call])]
-    entered: list[str] = []
-
-    def profile(frame: object, event: str, arg: object) -> None:
-        if event == "call":
-            entered.append(frame.f_code.co_name)  # type: ignore[attr-defined]
-
-    sys.setprofile(profile)
-    try:
+    with _FramesEntered() as entered:
         assert _to_messages(plain) == plain
         first = list(entered)
         with pytest.raises(ValueError, match="no tool message right after it answers"):
             _to_messages(with_calls)
-    finally:
-        sys.setprofile(None)
     assert first == ["_to_messages"], first
     assert "_check_calls_answered" in entered[1:], entered
 
