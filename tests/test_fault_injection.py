@@ -46,7 +46,12 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 import adk
 from adk import AgentEvent, Message, RunError, Runner
-from adk.checkpoint import CheckpointStoreError, InMemoryCheckpointStore, SQLiteCheckpointStore
+from adk.checkpoint import (
+    CheckpointStore,
+    CheckpointStoreError,
+    InMemoryCheckpointStore,
+    SQLiteCheckpointStore,
+)
 from adk.checkpoint._snapshot import parse_body
 from adk.checkpoint.codec import decode_checkpoint
 from adk.interrupts import AGENT_STATE
@@ -492,6 +497,30 @@ class _OwnStore:
             del self.claims[id]
 
 
+async def _paused_payment(store: CheckpointStore, **options: Any) -> tuple[Runner, list[str]]:
+    """A runner over ``store`` (``options``: the runner's) whose run paused at checkpoint
+    ``"cp"`` for the approval of a payment to bob (call id ``c1``), and the payees paid, a list
+    the approved call appends to; the resumed run answers "done"."""
+    paid: list[str] = []
+
+    @adk.tool(require_approval=True)
+    def pay(payee: str) -> str:
+        """Pay someone."""
+        paid.append(payee)
+        return f"paid {payee}"
+
+    def reply(messages: list[Message]) -> Reply:
+        if messages[-1].role == "tool":
+            return Reply(text="done")
+        return Reply(tool_calls=[tool_call("pay", {"payee": "bob"}, id="c1")])
+
+    agent = ReActAgent("payer", ScriptedModel(reply), tools=[pay])
+    runner = Runner(agent, checkpoint_store=store, **options)
+    paused = await runner.invoke("pay bob", checkpoint_id="cp")
+    assert paused.interrupt is not None
+    return runner, paid
+
+
 @pytest.mark.parametrize(
     ("failing", "nth", "keep", "ran"),
     [
@@ -513,27 +542,8 @@ async def test_a_store_of_your_own_failing_is_a_checkpoint_store_error_at_every_
     ``OSError`` there read, to a service, like a store down before anything ran, and sending the
     decision again ran the approved call twice. Saving a pause and recording a call already
     took any exception (an error event, a warning)."""
-    paid: list[str] = []
-
-    @adk.tool(require_approval=True)
-    def pay(payee: str) -> str:
-        """Pay someone."""
-        paid.append(payee)
-        return f"paid {payee}"
-
-    def reply(messages: list[Message]) -> Reply:
-        if messages[-1].role == "tool":
-            return Reply(text="done")
-        return Reply(tool_calls=[tool_call("pay", {"payee": "bob"}, id="c1")])
-
     store = _OwnStore()
-    runner = Runner(
-        ReActAgent("payer", ScriptedModel(reply), tools=[pay]),
-        checkpoint_store=store,
-        keep_checkpoints=keep,
-    )
-    paused = await runner.invoke("pay bob", checkpoint_id="cp")
-    assert paused.interrupt is not None
+    runner, paid = await _paused_payment(store, keep_checkpoints=keep)
     store.failing, store.nth = failing, nth
     with pytest.raises(CheckpointStoreError) as raised:
         await runner.invoke_resume("cp", True)
@@ -609,23 +619,7 @@ async def test_a_store_of_your_own_refusing_at_the_finish_says_the_resume_ran() 
     own: a bare ``CheckpointNotFoundError`` there reads, to a service, like a resume that found
     nothing and ran nothing, and sending the decision again would pay twice. It is the
     ``finished, but the checkpoint could not be deleted`` error any store failure there is."""
-    paid: list[str] = []
-
-    @adk.tool(require_approval=True)
-    def pay(payee: str) -> str:
-        """Pay someone."""
-        paid.append(payee)
-        return f"paid {payee}"
-
-    def reply(messages: list[Message]) -> Reply:
-        if messages[-1].role == "tool":
-            return Reply(text="done")
-        return Reply(tool_calls=[tool_call("pay", {"payee": "bob"}, id="c1")])
-
-    runner = Runner(
-        ReActAgent("payer", ScriptedModel(reply), tools=[pay]), checkpoint_store=_RefusingAtTheEnd()
-    )
-    assert (await runner.invoke("pay bob", checkpoint_id="cp")).interrupt is not None
+    runner, paid = await _paused_payment(_RefusingAtTheEnd())
     with pytest.raises(CheckpointStoreError) as raised:
         await runner.invoke_resume("cp", True)
     assert paid == ["bob"]
