@@ -540,18 +540,18 @@ async def test_an_https_proxys_certificate_is_checked_with_the_shared_context(
         assert len(loads) <= 1, len(loads)  # was one a connection to the proxy, and the shared
 
 
-async def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """``NO_PROXY=.localhost`` sends a model's requests to ``localhost`` straight, as curl and
-    ``requests`` read a leading dot (the domain and the hosts under it), where ``httpx2``'s own
-    reading sent them to the proxy; another domain's entry leaves them to the proxy."""
+async def _a_leading_dot_covers_localhost(
+    monkeypatch: pytest.MonkeyPatch, *, other: str
+) -> OpenAIChatModel:
+    """A model made while ``NO_PROXY=.localhost`` asks the wire server at ``localhost``
+    straight; one made while ``NO_PROXY`` is ``other`` (another domain) asks it through the
+    ``HTTP_PROXY``. Returns that second model (closed)."""
     async with ForwardProxy() as proxy, OpenAIServer(default=Reply(text="ok")) as server:
         monkeypatch.setenv("HTTP_PROXY", proxy.url)
         monkeypatch.setenv("NO_PROXY", ".localhost")
         url = f"http://localhost:{server.port}/v1"
         exempt = model(url)
-        monkeypatch.setenv("NO_PROXY", ".example")
+        monkeypatch.setenv("NO_PROXY", other)
         proxied = model(url)
         try:
             assert await ask(exempt) == "ok"
@@ -561,6 +561,16 @@ async def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
         finally:
             for chat in (exempt, proxied):
                 await chat.aclose()
+    return proxied
+
+
+async def test_a_no_proxy_domain_with_a_leading_dot_covers_the_domain_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``NO_PROXY=.localhost`` sends a model's requests to ``localhost`` straight, as curl and
+    ``requests`` read a leading dot (the domain and the hosts under it), where ``httpx2``'s own
+    reading sent them to the proxy; another domain's entry leaves them to the proxy."""
+    await _a_leading_dot_covers_localhost(monkeypatch, other=".example")
 
 
 async def test_a_no_proxy_leading_dot_covers_the_domain_where_no_context_is_shared(
@@ -579,22 +589,8 @@ async def test_a_no_proxy_leading_dot_covers_the_domain_where_no_context_is_shar
     monkeypatch.setattr(_openai_tls.httpx2, "create_ssl_context", system_store)
     monkeypatch.setenv("SSLKEYLOGFILE", os.devnull)  # a source of its own: built again here
     assert _openai_tls.shared_tls_context() is None
-    async with ForwardProxy() as proxy, OpenAIServer(default=Reply(text="ok")) as server:
-        monkeypatch.setenv("HTTP_PROXY", proxy.url)
-        monkeypatch.setenv("NO_PROXY", ".localhost")
-        url = f"http://localhost:{server.port}/v1"
-        exempt = model(url)
-        monkeypatch.setenv("NO_PROXY", "other.example")
-        proxied = model(url)
-        try:
-            assert type(proxied._client._client).__name__ == "AsyncHttpxClientWrapper"
-            assert await ask(exempt) == "ok"
-            assert proxy.requests == []
-            assert await ask(proxied) == "ok"
-            assert proxy.requests == [("POST", f"{url}/chat/completions")]
-        finally:
-            for chat in (exempt, proxied):
-                await chat.aclose()
+    proxied = await _a_leading_dot_covers_localhost(monkeypatch, other="other.example")
+    assert type(proxied._client._client).__name__ == "AsyncHttpxClientWrapper"
 
 
 @pytest.mark.parametrize("proxied", [False, True])
