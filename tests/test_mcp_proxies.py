@@ -258,22 +258,14 @@ async def test_an_https_servers_connections_share_one_tls_context_read_from_the_
         return default_ssl_context(*args, **kwargs)
 
     monkeypatch.setattr(httpcore2, "default_ssl_context", counted)
-    trusted = tmp_path / "trusted.pem"
-    trusted.write_bytes(ca.path.read_bytes())
-    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    trusted = trust(ca, tmp_path, monkeypatch)
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # mounted with its own transport,
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # not used for this server
     for _ in range(3):
         async with MCPToolset(HTTPServer(https_process.url)) as toolset:
             assert await add(toolset) == "5"
     assert len(built) <= 1, built  # was two a connection: 6
-    other = make_ca(tmp_path / "other")  # a CA file that does not hold the server's CA
-    monkeypatch.setenv("SSL_CERT_FILE", str(other.path))
-    with pytest.raises(MCPConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
-        await MCPToolset(HTTPServer(https_process.url)).tools()
-    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
-    async with MCPToolset(HTTPServer(https_process.url)) as toolset:
-        assert await add(toolset) == "5"
+    await _the_ca_file_is_read_at_each_connect(HTTPServer(https_process.url), trusted, monkeypatch)
 
 
 async def test_a_proxy_variable_naming_no_http_proxy_fails_the_connect_saying_so(
@@ -305,6 +297,21 @@ def counting_ca_loads(monkeypatch: pytest.MonkeyPatch) -> list[ssl.SSLContext]:
 
     monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", spy)
     return loads
+
+
+async def _the_ca_file_is_read_at_each_connect(
+    server: HTTPServer | SSEServer, trusted: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a shared TLS context, ``SSL_CERT_FILE`` is still read as each connection to
+    ``server`` opens: a CA file that does not hold the server's CA fails the next connect, the
+    ``trusted`` one lets the one after it through."""
+    other = make_ca(trusted.parent / "other")
+    monkeypatch.setenv("SSL_CERT_FILE", str(other.path))
+    with pytest.raises(MCPConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
+        await MCPToolset(server).tools()
+    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
+    async with MCPToolset(server) as toolset:
+        assert await add(toolset) == "5"
 
 
 def trust(ca: CertificateAuthority, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -342,13 +349,9 @@ async def test_an_sse_servers_connections_share_the_processs_tls_context(
         async with MCPToolset(SSEServer(https_sse_process.url)) as toolset:
             assert await add(toolset) == "5"
     assert len(loads) <= 1, loads  # was one a connection: 3
-    other = make_ca(tmp_path / "other")
-    monkeypatch.setenv("SSL_CERT_FILE", str(other.path))
-    with pytest.raises(MCPConnectionError, match="CERTIFICATE_VERIFY_FAILED"):
-        await MCPToolset(SSEServer(https_sse_process.url)).tools()
-    monkeypatch.setenv("SSL_CERT_FILE", str(trusted))
-    async with MCPToolset(SSEServer(https_sse_process.url)) as toolset:
-        assert await add(toolset) == "5"
+    await _the_ca_file_is_read_at_each_connect(
+        SSEServer(https_sse_process.url), trusted, monkeypatch
+    )
 
 
 @pytest.mark.parametrize("kind", ["http", "sse"])
