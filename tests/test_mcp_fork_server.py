@@ -167,28 +167,39 @@ def test_another_checkouts_server_is_not_served_with_this_ones_code(tmp_path: Pa
         elsewhere.close()
 
 
-_GRANDCHILD = """
+# The start of the scripts below: ``serving_pid(script)``, a server started and asked its pid.
+_SERVING_PID = """
 import json, subprocess, sys
-server = subprocess.Popen(
-    [sys.executable, sys.argv[1]], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-    env={"PATH": ""}, start_new_session=True,
-)
-hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-for message in (
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "pid", "arguments": {}}},
-):
-    server.stdin.write(json.dumps(message).encode() + b"\\n")
-server.stdin.flush()
-for line in server.stdout:
-    answer = json.loads(line)
-    if answer.get("id") == 2:
-        print(server.pid, answer["result"]["structuredContent"]["result"])
-        break
+
+def serving_pid(script):
+    # The stdio server `script` started as the mcp client starts it; it and its pid tool's answer.
+    server = subprocess.Popen(
+        [sys.executable, script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env={"PATH": ""}, start_new_session=True,
+    )
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+    for message in (
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "pid", "arguments": {}}},
+    ):
+        server.stdin.write(json.dumps(message).encode() + b"\\n")
+    server.stdin.flush()
+    for line in server.stdout:
+        answer = json.loads(line)
+        if answer.get("id") == 2:
+            return server, answer["result"]["structuredContent"]["result"]
+    raise AssertionError("the server closed its stdout")
+"""
+_GRANDCHILD = (
+    _SERVING_PID
+    + """
+server, serving = serving_pid(sys.argv[1])
+print(server.pid, serving)
 server.stdin.close()
 print(server.wait())
 """
+)
 
 
 def test_a_server_started_by_a_process_the_test_started_is_served_by_a_fork() -> None:
@@ -205,8 +216,10 @@ def test_a_server_started_by_a_process_the_test_started_is_served_by_a_fork() ->
     assert not pid_exists(int(serving))
 
 
-_ITS_OWN_FORK_SERVER = """
-import ctypes, json, os, signal, socket, subprocess, sys
+_ITS_OWN_FORK_SERVER = (
+    _SERVING_PID
+    + """
+import ctypes, os, signal, socket
 folder = sys.argv[1]
 sys.path.insert(0, folder)
 from forkserver import address
@@ -226,23 +239,7 @@ for _ in range(6000):
             signal.sigtimedwait([], 0.01)
             continue
         break
-server = subprocess.Popen(
-    [sys.executable, folder + "/stdio_server.py"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-    env={"PATH": ""}, start_new_session=True,
-)
-hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-for message in (
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "pid", "arguments": {}}},
-):
-    server.stdin.write(json.dumps(message).encode() + b"\\n")
-server.stdin.flush()
-for line in server.stdout:
-    answer = json.loads(line)
-    if answer.get("id") == 2:
-        fork = answer["result"]["structuredContent"]["result"]
-        break
+server, fork = serving_pid(folder + "/stdio_server.py")
 fork_server.kill()
 fork_server.wait()
 server.wait(timeout=60)  # its stdin still open: the fork has no end of input to end at
@@ -256,6 +253,7 @@ else:
     os.waitpid(fork, 0)
     print(server.pid != fork, "outlived its fork server")
 """
+)
 
 
 def test_a_fork_ends_with_its_fork_server() -> None:
