@@ -246,11 +246,31 @@ class _Asker(ActionAgent):
         ctx.send_event(OutputEvent(output=event.structured))
 
 
-def _asker() -> _Asker:
+def _structured_tools(*names: str) -> Resources:
+    """Resources holding a ``_Structured`` tool of each of ``names``."""
     resources = Resources()
-    for name in ("json", "opaque", "plain"):
+    for name in names:
         resources.add_tool(_Structured(name))  # type: ignore[arg-type]
-    return _Asker("asker", resources=resources)
+    return resources
+
+
+def _asker() -> _Asker:
+    return _Asker("asker", resources=_structured_tools("json", "opaque", "plain"))
+
+
+async def _paused_warning_of_opaque(
+    runner: Runner, text: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Run ``text`` to its pause at checkpoint ``c1``, which saves tool 'opaque''s value as
+    None with a warning saying so (warned once a process: another test's warning let go)."""
+    import adk.actions._builtin as builtin
+
+    builtin._warned_unsaved.discard("opaque")
+    first = await runner.invoke(text, checkpoint_id="c1")
+    assert first.interrupt is not None
+    assert "tool 'opaque' returned a ToolResult.structured that a checkpoint cannot hold" in (
+        caplog.text
+    )
 
 
 async def test_a_responses_structured_values_are_one_per_call_and_none_when_no_call_gave_one(
@@ -304,19 +324,10 @@ async def test_a_value_no_checkpoint_holds_is_saved_as_none_at_a_pause_with_a_wa
     """An action paused on the response: the response is saved, and a value a checkpoint cannot
     hold is saved as None, with a warning naming the tool, once; the pause is not refused for
     it, and the resumed action reads None there and the other values as they were."""
-    import adk.actions._builtin as builtin
-
-    builtin._warned_unsaved.discard("opaque")  # warned once a process: another test's warning
-    resources = Resources()
-    for name in ("json", "opaque"):
-        resources.add_tool(_Structured(name))  # type: ignore[arg-type]
+    resources = _structured_tools("json", "opaque")
     store = InMemoryCheckpointStore()
     runner = Runner(_Confirming("asker", resources=resources), checkpoint_store=store)
-    first = await runner.invoke("json opaque", checkpoint_id="c1")
-    assert first.interrupt is not None
-    assert "tool 'opaque' returned a ToolResult.structured that a checkpoint cannot hold" in (
-        caplog.text
-    )
+    await _paused_warning_of_opaque(runner, "json opaque", caplog)
     resumed = await runner.invoke_resume("c1", True)
     assert resumed.output == {"confirmed": [{"answer": 42, "ratio": 0.5}, None]}
     caplog.clear()
@@ -360,9 +371,7 @@ async def test_a_paused_response_without_structured_values_is_saved_as_an_older_
     in a rolling deploy, could resume none of the paused responses the upgraded ones saved. The
     field is saved only when it holds values, as ``_Round.answer``'s state saves it; with
     values it is saved and read back."""
-    resources = Resources()
-    for name in ("json", "plain"):
-        resources.add_tool(_Structured(name))  # type: ignore[arg-type]
+    resources = _structured_tools("json", "plain")
     for calls, structured in (
         ("plain", None),
         ("plain json", [None, {"answer": 42, "ratio": 0.5}]),
@@ -394,19 +403,10 @@ async def test_a_round_paused_by_a_call_saves_the_others_values_a_checkpoint_can
     """The round's finished answers are saved beside the paused call, their structured values
     with them: a value no checkpoint holds is saved as None, with its warning, at the pause (it
     was looked at when the tool answered); the resumed round's response carries the rest."""
-    import adk.actions._builtin as builtin
-
-    builtin._warned_unsaved.discard("opaque")  # warned once a process: another test's warning
-    resources = Resources()
-    for name in ("json", "opaque"):
-        resources.add_tool(_Structured(name))  # type: ignore[arg-type]
+    resources = _structured_tools("json", "opaque")
     resources.add_tool(_Asking("ask"))  # type: ignore[arg-type]
     store = InMemoryCheckpointStore()
     runner = Runner(_Asker("asker", resources=resources), checkpoint_store=store)
-    first = await runner.invoke("json opaque ask", checkpoint_id="c1")
-    assert first.interrupt is not None
-    assert "tool 'opaque' returned a ToolResult.structured that a checkpoint cannot hold" in (
-        caplog.text
-    )
+    await _paused_warning_of_opaque(runner, "json opaque ask", caplog)
     resumed = await runner.invoke_resume("c1", True)
     assert resumed.output == [{"answer": 42, "ratio": 0.5}, None, None]
