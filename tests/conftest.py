@@ -348,6 +348,31 @@ async def run_events(agent: Agent | Runner, input: Any = "hi", **kwargs: Any) ->
     return events
 
 
+def resumes_failing_unforeseen(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Makes every ``Runner.resume`` fail at its first event with an exception no service maps
+    (``RuntimeError("a bug nobody foresaw")``), until the function returned is called: a
+    service's last resort, since no such failure of a store or a run is known."""
+    failing = True
+    resume = Runner.resume
+
+    def broken_resume(self: Runner, *args: Any, **kwargs: Any) -> Any:
+        if not failing:
+            return resume(self, *args, **kwargs)
+
+        async def fails() -> AsyncIterator[AgentEvent]:
+            raise RuntimeError("a bug nobody foresaw")
+            yield  # an async generator
+
+        return fails()
+
+    def mend() -> None:
+        nonlocal failing
+        failing = False
+
+    monkeypatch.setattr(Runner, "resume", broken_resume)
+    return mend
+
+
 def other_tasks() -> set[asyncio.Task[Any]]:
     """Every task of the running loop except the caller's (for leak checks around a run)."""
     current = asyncio.current_task()

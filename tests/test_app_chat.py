@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 import pytest_asyncio
 import uvicorn
-from conftest import wire_model
+from conftest import resumes_failing_unforeseen, wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as Wire
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
@@ -661,20 +661,7 @@ async def test_the_example_services_resume_gives_its_session_back_on_an_unexpect
     no unmapped one is known; this pins the handler's last resort.)"""
     from adk.checkpoint import InMemoryCheckpointStore
 
-    failing = True
-    resume = adk.Runner.resume
-
-    def broken_resume(self: adk.Runner, *args: Any, **kwargs: Any) -> Any:
-        if not failing:
-            return resume(self, *args, **kwargs)
-
-        async def fails() -> AsyncIterator[adk.AgentEvent]:
-            raise RuntimeError("a bug nobody foresaw")
-            yield  # an async generator
-
-        return fails()
-
-    monkeypatch.setattr(adk.Runner, "resume", broken_resume)
+    mend = resumes_failing_unforeseen(monkeypatch)
     example = _example_service("_chat_agent_service_unexpected")
     example.payment_done.set()
     store = InMemoryCheckpointStore()
@@ -684,7 +671,7 @@ async def test_the_example_services_resume_gives_its_session_back_on_an_unexpect
         paused = events[-1][1]["checkpoint_id"]
         status, _ = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 500
-        failing = False
+        mend()
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
         assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits, free
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from conftest import resumes_failing_unforeseen
 from mcp_servers.process import STDIO_SCRIPT, HTTPServerProcess
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -336,20 +337,7 @@ async def test_a_streaming_services_unforeseen_failure_is_a_json_500_and_the_dec
     as agent_service.py answers it; the checkpoint is kept and the decision sent again resumes
     it. (Injected into the runner's resume: no unmapped failure is known.)"""
     service = _streaming_service()
-    failing = True
-    resume = Runner.resume
-
-    def broken_resume(self: Runner, *args: Any, **kwargs: Any) -> Any:
-        if not failing:
-            return resume(self, *args, **kwargs)
-
-        async def fails() -> AsyncIterator[adk.AgentEvent]:
-            raise RuntimeError("a bug nobody foresaw")
-            yield  # an async generator
-
-        return fails()
-
-    monkeypatch.setattr(Runner, "resume", broken_resume)
+    mend = resumes_failing_unforeseen(monkeypatch)
     agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
     async with (
         SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
@@ -363,7 +351,7 @@ async def test_a_streaming_services_unforeseen_failure_is_a_json_500_and_the_dec
             resume_body = {"checkpoint_id": paused["checkpoint_id"], "decision": {"approved": True}}
             status, error = await service.post(http, "/resume", resume_body)
             assert (status, error) == (500, "the run failed: RuntimeError")
-            failing = False
+            mend()
             lines = await service.post(http, "/resume", resume_body)
             answer = adk.AgentEvent.from_dict(lines[-1]["event"])
             assert answer.output is not None and answer.output.stream is not None
