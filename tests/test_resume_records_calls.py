@@ -1524,6 +1524,24 @@ def _stuck_ship() -> Any:
     return stuck_ship
 
 
+async def _paid_then_left_while_shipping(
+    build: Callable[..., ReActAgent], store: CheckpointStore, text: str, checkpoint_id: str
+) -> dict[str, Any]:
+    """Run ``text`` with ``build(pay, ship)`` to its pause at ``checkpoint_id``, approve every
+    call, and resume it with a shipping that never ships (``_stuck_ship``), its reader leaving
+    at the payment's result: the payment made and recorded, the shipping cut off. Returns the
+    answers, for the resumes after it."""
+    paused = await Runner(build(pay, ship), checkpoint_store=store).invoke(
+        text, checkpoint_id=checkpoint_id
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    await _leave_at_first_result(
+        Runner(build(pay, _stuck_ship()), checkpoint_store=store), checkpoint_id, answers
+    )
+    return answers
+
+
 def _pays_and_ships(*tools: Any, model_down: bool = False) -> ReActAgent:
     return ReActAgent("payer", _pay_and_ship_model(model_down=model_down), tools=list(tools))
 
@@ -1595,17 +1613,8 @@ async def test_a_removed_tool_is_refused_only_for_the_calls_that_must_still_run(
     left at the payment's result while the shipping still ran (cut off: not recorded). A
     redeploy without the payment tool resumes it (the payment replayed, the shipping run); one
     without the shipping tool is refused naming that tool alone, before anything runs."""
-    stuck_ship = _stuck_ship()
-
     store = InMemoryCheckpointStore()
-    paused = await Runner(_pays_and_ships(pay, ship), checkpoint_store=store).invoke(
-        "pay and ship", checkpoint_id="half"
-    )
-    assert paused.interrupt is not None
-    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
-    await _leave_at_first_result(
-        Runner(_pays_and_ships(pay, stuck_ship), checkpoint_store=store), "half", answers
-    )
+    answers = await _paid_then_left_while_shipping(_pays_and_ships, store, "pay and ship", "half")
     assert paid == ["bob"]
 
     with pytest.raises(RunError, match=r"need tools it no longer has: ship \(") as refused:
@@ -1686,17 +1695,8 @@ async def test_a_nested_record_then_the_agent_tools_record_replay_each_call_once
     resume replayed it, shipped, and the AgentTool's call ended, which the outer round recorded
     whole, before the outer model failed. The third resume replays the AgentTool's call without
     running the cashier: each call was made once."""
-    stuck_ship = _stuck_ship()
-
     store = InMemoryCheckpointStore()
-    paused = await Runner(_boss(pay, ship), checkpoint_store=store).invoke(
-        "pay bob", checkpoint_id="twice"
-    )
-    assert paused.interrupt is not None
-    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
-    await _leave_at_first_result(
-        Runner(_boss(pay, stuck_ship), checkpoint_store=store), "twice", answers
-    )
+    answers = await _paid_then_left_while_shipping(_boss, store, "pay bob", "twice")
     with pytest.raises(RunError, match="model down"):
         await Runner(_boss(pay, ship, model_down=True), checkpoint_store=store).invoke_resume(
             "twice", answers
