@@ -326,7 +326,11 @@ def test_a_fork_server_that_could_not_start_is_described_with_its_stderr(tmp_pat
             stdin=subprocess.DEVNULL,
             stderr=errors,
         )
-        assert process.wait(timeout=60) == 1
+        try:
+            assert process.wait(timeout=60) == 1
+        finally:  # it served (the session's had gone): not left behind
+            process.kill()
+            process.wait()
         said = _fork_server_ended(process, errors)
     assert said is not None
     assert said.startswith(
@@ -338,7 +342,7 @@ def test_a_fork_server_that_could_not_start_is_described_with_its_stderr(tmp_pat
 
 
 _KILLS_IT = """
-from conftest import _FORK_SERVER, _fork_server_ended, pid_exists
+from conftest import _FORK_SERVER
 
 def test_the_fork_server_is_killed() -> None:
     _FORK_SERVER[0].kill()
@@ -353,11 +357,12 @@ def test_a_fork_server_gone_before_the_session_ended_is_a_warning_in_its_summary
     after that served in a process of its own, and the tests passed, slower. The session ends
     with a warning in pytest's summary (its tests pass)."""
     (tmp_path / "test_session.py").write_text(_KILLS_IT)
-    tests = str(Path(__file__).resolve().parent)
+    tests = Path(__file__).resolve().parent
+    path = os.pathsep.join([str(tests), str(tests.parent)])  # its conftest, this checkout's adk
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "conftest"],
         cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": tests, "PYADK_TESTS_DISK_TMP": "1"},
+        env={**os.environ, "PYTHONPATH": path, "PYADK_TESTS_DISK_TMP": "1"},
         capture_output=True,
         text=True,
         timeout=120,
