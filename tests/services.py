@@ -127,8 +127,8 @@ def hold_port(port: int = 0) -> socket.socket:
     in the meantime: the kernel gives no outgoing connection a bound port as its source port
     (a client retrying while its server is down could get it, connected to itself), nor
     one to another process binding port 0, and a connection to it is refused, as to a server
-    that is down. Without it, a server started again on its port found it taken, now and then,
-    on a busy machine. ``RuntimeError`` if the port is taken (a server listens on it)."""
+    that is down. Without it, a server started again on its port could find it taken on a busy
+    machine. ``RuntimeError`` if the port is taken (a server listens on it)."""
     sock = socket.socket()
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -13,10 +13,11 @@ from mcp_servers.process import HTTPServerProcess
 
 def test_a_killed_servers_port_stays_its_own_until_it_starts_again_on_it() -> None:
     """Between a server's end and its start on the same port, the port was free for anyone: an
-    outgoing connection given it as its source port, or another test's server binding port 0,
-    took it now and then on a loaded machine, and the restarted server could not bind it
-    (``test_an_mcp_server_killed_mid_call_fails_the_call_not_the_run_and_comes_back[http]``
-    failed once in a full run). Here the port is taken as such a connection takes it."""
+    outgoing connection given it as its source port, or another suite's server binding port 0,
+    could take it on a loaded machine, and the restarted server could not bind it (the likely
+    cause of a failure of
+    ``test_an_mcp_server_killed_mid_call_fails_the_call_not_the_run_and_comes_back[http]`` in a
+    full run). Here the port is taken as such a connection takes it."""
     process = HTTPServerProcess()
     process.start()
     port = process.port
