@@ -44,6 +44,7 @@ from adk import (
     Session,
     ToolContext,
 )
+from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore, SQLiteCheckpointStore, codec
 from adk.checkpoint.codec import (
     FORMAT,
@@ -55,6 +56,7 @@ from adk.checkpoint.codec import (
     register_type,
     to_json_value,
 )
+from adk.execution import LocalExecutionEnvironment
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -1298,6 +1300,53 @@ async def test_a_registered_model_in_a_messages_metadata_comes_back_as_itself(
     assert isinstance(noted.metadata["finding"], Finding)
     plain = to_json_value(Message.user("hi").model_copy(update={"metadata": {"k": "v"}}))
     assert plain["data"] == {"role": "user", "content": "hi", "metadata": {"k": "v"}}  # untagged
+
+
+class _Reading(Event):
+    n: int
+
+
+class _Gated(ActionAgent):
+    """Passes its record on as an event of its own, and pauses on that event: the record, which
+    the paused action no longer holds, is saved only as the run's input message's metadata."""
+
+    @action(InputEvent)
+    def read(self, event: InputEvent, ctx: ActionContext) -> None:
+        ctx.send_event(_Reading(n=event.input["n"]))
+
+    @action(_Reading)
+    def gate(self, event: _Reading, ctx: ActionContext) -> None:
+        if ctx.resume is None:
+            raise adk.Interrupt({"approve": event.n})
+        ctx.send_event(OutputEvent(output=event.n))
+
+
+async def test_a_record_whose_field_no_checkpoint_holds_fails_its_pause_naming_the_field() -> None:
+    """A keyed record's pause saves the record in its input message's metadata. One holding
+    bytes that are not UTF-8 (a binary payload off a broker) or an object of its own failed the
+    pause with pydantic's words alone, ``could not save checkpoint '...': 'utf-8' codec can't
+    decode byte 0x89 in position 0`` or ``Unable to serialize unknown type: <class 'object'>``,
+    naming neither the record nor its field. Now the error names where the value is."""
+    env = LocalExecutionEnvironment(checkpoint_store=InMemoryCheckpointStore(), on_error="emit")
+    records = [
+        {"k": "a", "n": 1, "payload": b"\x89PNG\xff"},
+        {"k": "b", "n": 2, "deep": [{"handle": object()}]},
+        {"k": "c", "n": 3, "payload": b"text"},  # UTF-8: stored as its text, as before
+    ]
+    outputs = env.from_list(records, key="k").apply(_Gated("gated"))
+    binary, unknown, fine = await outputs.to_list()
+    assert binary.error is not None and binary.error.type == "CheckpointError"
+    assert "root input.metadata['adk.record'].payload: bytes that are not UTF-8 text" in (
+        binary.error.message
+    )
+    assert unknown.error is not None
+    assert "root input.metadata['adk.record'].deep.handle: object cannot be stored" in (
+        unknown.error.message
+    )
+    assert binary.checkpoint_id is None and "a" not in outputs.sessions  # nothing kept of it
+    assert fine.error is None and fine.checkpoint_id is not None
+    [done] = await outputs.resume(fine, "yes")
+    assert done.output == 3
 
 
 async def test_an_unregistered_model_in_a_stored_models_any_place_fails_the_pause() -> None:

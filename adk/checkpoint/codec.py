@@ -23,7 +23,13 @@ from math import isfinite
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pydantic import BaseModel, Secret, SecretBytes, SecretStr, ValidationError
-from pydantic_core import SchemaSerializer, from_json, to_json
+from pydantic_core import (
+    PydanticSerializationError,
+    SchemaSerializer,
+    from_json,
+    to_json,
+    to_jsonable_python,
+)
 from pydantic_core.core_schema import CoreConfig
 
 from ..interrupts import AGENT_STATE
@@ -532,7 +538,14 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
     serializer, places = way
     # NaN and infinities in the dump stay floats (``_json_dump``): ``encode_checkpoint`` tags
     # them when ``json.dumps`` meets one, so the common save does not walk every dump.
-    data = serializer.to_python(value, mode="json", exclude_defaults=True)
+    try:
+        data = serializer.to_python(value, mode="json", exclude_defaults=True)
+    except (PydanticSerializationError, UnicodeDecodeError) as exc:  # bytes not UTF-8: the latter
+        # A place typed ``Any`` (a message's ``metadata``: a keyed record's input message
+        # carries the record there) holding what pydantic cannot write: bytes that are not
+        # UTF-8, an object of its own. The pause failed with pydantic's words alone ("'utf-8'
+        # codec can't decode byte 0xff"), naming neither the message nor the value.
+        raise _unwritable(value, places, exc) from None
     tag = _NAMES[cls]
     if "parts" in data:  # a message's images and files (most have none, and no key)
         data["parts"] = _stored_parts(value.parts)
@@ -548,6 +561,50 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
         if found:
             return {_TAG: tag, "data": tagged, _TAGGED: True}
     return {_TAG: tag, "data": data}
+
+
+def _unwritable(value: BaseModel, places: tuple[str, ...], error: ValueError) -> _Unstorable:
+    """The ``_Unstorable`` for a model of ``_OWN`` pydantic could not dump (``error``), its
+    ``keys`` the path to the first value inside ``places`` it cannot write, found by writing
+    them piece by piece (only on this failure: a save pays nothing for it)."""
+    for name in places:
+        found = _unwritable_in(getattr(value, name, None), 0)
+        if found is not None:
+            found.keys.append(name)
+            return found
+    return _Unstorable(f"cannot be stored in a checkpoint: {error}")
+
+
+def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
+    """Where in ``value`` pydantic's JSON dump fails, as an ``_Unstorable`` with its path."""
+    if depth < MAX_DEPTH and isinstance(value, dict):
+        for key, item in value.items():
+            found = _unwritable_in(item, depth + 1)
+            if found is not None:
+                found.keys.append(str(key))
+                return found
+        return None
+    if depth < MAX_DEPTH and isinstance(value, (list, tuple, set, frozenset)):
+        for item in value:
+            found = _unwritable_in(item, depth + 1)
+            if found is not None:
+                return found
+        return None
+    try:
+        to_jsonable_python(value)
+    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+        if isinstance(value, (bytes, bytearray)):
+            reason = (
+                f"{type(value).__name__} that are not UTF-8 text cannot be stored in a "
+                "checkpoint; decode them, or base64-encode them, first"
+            )
+        else:
+            reason = (
+                f"{type(value).__qualname__} cannot be stored in a checkpoint ({exc}); use JSON "
+                "values or pydantic models registered with adk.register_type"
+            )
+        return _Unstorable(reason)
+    return None
 
 
 def _stored_parts(parts: Iterable[ImagePart | AudioPart | FilePart]) -> list[dict[str, Any]]:
