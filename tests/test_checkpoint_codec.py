@@ -1306,6 +1306,10 @@ class _Reading(Event):
     n: int
 
 
+class _Frame(BaseModel):
+    image: bytes
+
+
 class _Gated(ActionAgent):
     """Passes its record on as an event of its own, and pauses on that event: the record, which
     the paused action no longer holds, is saved only as the run's input message's metadata."""
@@ -1332,9 +1336,10 @@ async def test_a_record_whose_field_no_checkpoint_holds_fails_its_pause_naming_t
         {"k": "a", "n": 1, "payload": b"\x89PNG\xff"},
         {"k": "b", "n": 2, "deep": [{"handle": object()}]},
         {"k": "c", "n": 3, "payload": b"text"},  # UTF-8: stored as its text, as before
+        {"k": "d", "n": 4, "frame": _Frame(image=b"\xff\xd8")},  # a model's field named too
     ]
     outputs = env.from_list(records, key="k").apply(_Gated("gated"))
-    binary, unknown, fine = await outputs.to_list()
+    binary, unknown, fine, framed = await outputs.to_list()
     assert binary.error is not None and binary.error.type == "CheckpointError"
     assert "root input.metadata['adk.record'].payload: bytes that are not UTF-8 text" in (
         binary.error.message
@@ -1344,6 +1349,10 @@ async def test_a_record_whose_field_no_checkpoint_holds_fails_its_pause_naming_t
         unknown.error.message
     )
     assert binary.checkpoint_id is None and "a" not in outputs.sessions  # nothing kept of it
+    assert framed.error is not None
+    assert "root input.metadata['adk.record'].frame.image: bytes that are not UTF-8" in (
+        framed.error.message
+    )
     assert fine.error is None and fine.checkpoint_id is not None
     [done] = await outputs.resume(fine, "yes")
     assert done.output == 3

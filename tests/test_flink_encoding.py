@@ -151,6 +151,42 @@ def test_from_list_refuses_a_model_record_holding_nan_instead_of_sending_null(
         env.from_list([_SensorReading(sensor="a", value=2.0), reading], key=key)
 
 
+class _Frame(BaseModel):
+    camera: str
+    image: bytes
+
+
+@pytest.mark.parametrize("key", ["camera", None])
+@pytest.mark.parametrize(
+    ("record", "where"),
+    [
+        ({"camera": "b", "image": b"\x89PNG\xff"}, "bytes that are not UTF-8 text at image"),
+        (_Frame(camera="b", image=b"\x89PNG\xff"), "bytes that are not UTF-8 text at image"),
+        ({"camera": "b", "tags": [1, object()]}, "object at tags[1]"),
+    ],
+    ids=["dict-bytes", "model-bytes", "object"],
+)
+def test_from_list_names_a_record_json_cannot_write_and_where(
+    key: str | None, record: Any, where: str
+) -> None:
+    """A record holding a binary payload (an image off a broker) or an object of its own was
+    refused with pydantic's words alone, ``invalid utf-8 sequence of 1 bytes from index 0`` or
+    ``Unable to serialize unknown type: <class 'object'>``: neither the record among thousands
+    nor its field. Now the error names both, as for a record holding NaN."""
+    first = {"camera": "a", "image": b"fine, UTF-8"}
+    with pytest.raises(ValueError, match=r"^record 1 cannot be written as JSON: ") as refused:
+        _environment().from_list([first, record], key=key)
+    assert where in str(refused.value)
+
+
+def test_an_output_json_cannot_write_fails_its_record_naming_where() -> None:
+    """A worker's output holding bytes that are not UTF-8 failed its record with pydantic's
+    words alone; now it names where in the output they are."""
+    with pytest.raises(ValueError, match=r"the output cannot be written as JSON") as refused:
+        _as_json(KeyedOutput("k", 0, None, output={"frames": [b"ok", b"\xff\xd8"]}))
+    assert "bytes that are not UTF-8 text at output.frames[1]" in str(refused.value)
+
+
 # -- the async operator ----------------------------------------------------------------------------
 def _invoked(function: _AgentFunction, *rows: Row) -> list[list[dict[str, Any]] | BaseException]:
     """Each row's outputs (or failure), the rows handed over one after another on one event loop,

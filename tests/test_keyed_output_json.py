@@ -78,6 +78,16 @@ def test_an_output_json_cannot_hold_is_refused_as_on_flink() -> None:
         KeyedOutput("k", 0, None, output={"x": float("nan")}).to_dict()
 
 
+def test_an_output_json_cannot_write_is_refused_naming_where() -> None:
+    """Bytes that are not UTF-8 (a thumbnail an action output) were refused with pydantic's
+    words alone (``invalid utf-8 sequence of 1 bytes from index 0``), naming no place."""
+    output = KeyedOutput("k", 0, None, output={"thumb": {"png": b"\x89PNG\xff"}})
+    with pytest.raises(ValueError, match=r"the output cannot be written as JSON: bytes that are "):
+        output.to_dict()
+    with pytest.raises(ValueError, match=r"not UTF-8 text at output\.thumb\.png \(decode them"):
+        output.to_dict()
+
+
 def test_text_holding_a_lone_surrogate_is_written_escaped_and_reads_back_the_same() -> None:
     """A model's ``"\\ud800"`` escape in an output or a key: pydantic refused to write it
     ('surrogates not allowed') and the record failed on Flink. It is written ASCII-escaped."""

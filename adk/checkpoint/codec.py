@@ -590,6 +590,12 @@ def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
             if found is not None:
                 return found
         return None
+    if depth < MAX_DEPTH and isinstance(value, BaseModel):  # its fields: pydantic named none
+        for name in type(value).model_fields:
+            found = _unwritable_in(getattr(value, name), depth + 1)
+            if found is not None:
+                found.keys.append(name)
+                return found
     try:
         to_jsonable_python(value)
     except (PydanticSerializationError, UnicodeDecodeError) as exc:

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
 from pydantic.errors import PydanticUndefinedAnnotation
-from pydantic_core import to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 from pyflink.common import Row, Time, Types
 from pyflink.common.typeinfo import PickledBytesTypeInfo
 from pyflink.datastream import (
@@ -77,6 +77,7 @@ from ._records import (
     RecordError,
     _as_json,
     _json_text,
+    _unwritable,
     check_options,
     check_records,
     checked_key,
@@ -205,7 +206,7 @@ class FlinkExecutionEnvironment:
         selector = checked_key(key)
         # A model record's NaN stays NaN, to be refused as a dict's is: written with the model's
         # own setting (``ser_json_inf_nan``), it was ``null``, a value the record never held.
-        kept = [_models_nan_kept(record, fallback=False) for record in records]
+        kept = [_kept_json(record, index) for index, record in enumerate(records)]
         if selector is None:
             texts = [_json_text(record, f"record {index}") for index, record in enumerate(kept)]
             stream = self.env.from_collection(texts, type_info=Types.STRING())
@@ -906,12 +907,29 @@ def _keyed_rows(selector: KeySelector, records: Iterable[Any]) -> list[Row]:
     """``records`` as they travel with a key: each one's key (of its JSON data, as the agent gets
     it) and the record, each as JSON text. Every record is checked before any key is found, so
     a record JSON cannot hold is named as such, wherever the key selector would fail first."""
-    data = [to_jsonable_python(record) for record in records]  # what decoding its text gives
+    data = [_jsonable(record, index) for index, record in enumerate(records)]  # its text, decoded
     texts = [_json_text(value, f"record {index}") for index, value in enumerate(data)]
     return [
         Row(_key_json(selector, value, index), text)
         for index, (value, text) in enumerate(zip(data, texts, strict=True))
     ]
+
+
+def _kept_json(record: Any, index: int) -> Any:
+    """``_models_nan_kept(record, fallback=False)``; what it cannot write is a ``ValueError``
+    naming the record and where in it (``_unwritable``), not pydantic's words alone."""
+    try:
+        return _models_nan_kept(record, fallback=False)
+    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+        raise _unwritable(record, f"record {index}", None, exc) from None
+
+
+def _jsonable(record: Any, index: int) -> Any:
+    """``to_jsonable_python(record)``, failing as ``_kept_json`` does."""
+    try:
+        return to_jsonable_python(record)
+    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+        raise _unwritable(record, f"record {index}", None, exc) from None
 
 
 def _key_json(selector: KeySelector, data: Any, index: int) -> str:

@@ -643,7 +643,7 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         "resumed": output.resumed,
         "usage": output.usage.model_dump() if output.usage is not None else None,
     }
-    return _json_text(data, "the output", _encoded(data, str))
+    return _json_text(data, "the output", _encoded(data, str, "the output"))
 
 
 class _Unreadable:
@@ -654,18 +654,74 @@ class _Unreadable:
         self.what = what
 
 
-def _encoded(value: Any, fallback: Callable[[Any], Any] | None = None) -> bytes:
+def _encoded(
+    value: Any, fallback: Callable[[Any], Any] | None = None, what: str = "the value"
+) -> bytes:
     """``to_json(value, fallback=fallback)``, or, when ``value`` holds a lone surrogate (a model's
     ``"\\ud800"`` escape), which has no UTF-8 form (pydantic refused it, 'surrogates not
     allowed', and the record failed), the same JSON written ASCII-escaped: it reads back as the
-    same text. Rare, so the common output pays nothing."""
+    same text. Rare, so the common output pays nothing. What pydantic cannot write at all
+    (bytes that are not UTF-8; without a ``fallback``, an object of its own) is a ``ValueError``
+    naming ``what`` and where in it the value is (``_unwritable``)."""
     try:
         return to_json(value, fallback=fallback)
     except PydanticSerializationError as exc:
         if "surrogates not allowed" not in str(exc):
-            raise
-    data = to_jsonable_python(value, fallback=fallback)
+            raise _unwritable(value, what, fallback, exc) from None
+    try:
+        data = to_jsonable_python(value, fallback=fallback)
+    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+        raise _unwritable(value, what, fallback, exc) from None
     return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
+
+
+def _unwritable(
+    value: Any, what: str, fallback: Callable[[Any], Any] | None, error: ValueError
+) -> ValueError:
+    """The error for ``value`` (``what``) that pydantic could not write as JSON (``error``): it
+    said only what failed ("invalid utf-8 sequence of 1 bytes from index 0", "Unable to serialize
+    unknown type"), not which record or output, nor where in it (a record among thousands, a
+    binary payload in one field). Looked for only on this failure."""
+    found = _unwritable_at(value, "", fallback)
+    if found is None:
+        return ValueError(f"{what} cannot be written as JSON: {error}")
+    place, bad, reason = found
+    if isinstance(bad, (bytes, bytearray)):
+        problem = f"{type(bad).__name__} that are not UTF-8 text"
+        hint = "decode them, or base64-encode them, first"
+    else:
+        problem = type(bad).__qualname__
+        hint = f"{reason}; make it JSON data or a pydantic model"
+    return ValueError(
+        f"{what} cannot be written as JSON: {problem} at {place or 'its top'} ({hint})"
+    )
+
+
+def _unwritable_at(
+    value: Any, path: str, fallback: Callable[[Any], Any] | None
+) -> tuple[str, Any, str] | None:
+    """The first place in ``value`` (from ``path``) pydantic cannot write: its path, the value
+    and pydantic's words; None if every piece writes alone."""
+    items: Iterable[tuple[str, Any]] | None = None
+    if isinstance(value, dict):
+        items = ((_joined(path, str(key)), item) for key, item in value.items())
+    elif isinstance(value, (list, tuple)):
+        items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
+    elif isinstance(value, (set, frozenset)):
+        items = ((path, item) for item in value)
+    elif isinstance(value, BaseModel):  # its fields by name: pydantic named none of them
+        items = ((_joined(path, name), getattr(value, name)) for name in type(value).model_fields)
+    if items is not None:
+        for inner, item in items:
+            found = _unwritable_at(item, inner, fallback)
+            if found is not None:
+                return found
+        return None
+    try:
+        to_jsonable_python(value, fallback=fallback)
+    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+        return path, value, str(exc)
+    return None
 
 
 def _json_text(value: Any, what: str, text: bytes | None = None) -> str:
@@ -678,7 +734,7 @@ def _json_text(value: Any, what: str, text: bytes | None = None) -> str:
     too long for Python to read back. Looked for only when the text could hold one (a scan of its
     bytes), so an ordinary output costs no second pass."""
     if text is None:
-        text = _encoded(value)
+        text = _encoded(value, what=what)
     if b"NaN" in text or b"Infinity" in text or len(text) > _MAX_INT_DIGITS:
         problem = _unreadable_in(text)
         if problem is not None:
