@@ -28,7 +28,7 @@ from pydantic import BaseModel
 from pyflink.common import Configuration, Types
 from pyflink.datastream import StreamExecutionEnvironment
 
-from adk import Interrupt, Message, Resources, Role, Usage, tool
+from adk import Interrupt, Message, OpenAIChatModel, Resources, Role, Usage, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -217,6 +217,24 @@ def late_checkpointing() -> list[str | None]:
     return found
 
 
+def unshippable() -> list[str | None]:
+    """An agent given its own resources (a model whose HTTP client cannot be pickled), applied as
+    it is rather than built by a function: what apply refused with, for either operator (None:
+    not refused). PyFlink's pickling failed it with cloudpickle's words alone."""
+    found: list[str | None] = []
+    for durable in (False, True):
+        resources = Resources()
+        resources.add_model("adder", OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1"))
+        resources.add_tool(add)
+        env = FlinkExecutionEnvironment(durable_memory=durable)
+        try:
+            env.from_list(RECORDS[:1], key="customer").apply(Ledger("ledger", resources=resources))
+            found.append(None)
+        except TypeError as exc:
+            found.append(str(exc))
+    return found
+
+
 def restore_reasons() -> list[str | None]:
     """Why a job of each environment would restore state, as apply finds it: none, checkpointing,
     a savepoint to start from (set as ``flink run -s`` sets it)."""
@@ -385,6 +403,7 @@ def main() -> None:
         "checkpointed": checkpointed(),
         "restore_reasons": restore_reasons(),
         "late_checkpointing": late_checkpointing(),
+        "unshippable": unshippable(),
         "notes": notes(),
         "resumed": resumed(durable_memory=False),
         "resumed_durable": resumed(durable_memory=True),

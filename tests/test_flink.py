@@ -65,6 +65,15 @@ def test_a_keyed_stream_runs_in_order_per_key_with_memory_tools_and_a_failed_rec
         assert "before apply" in message and "durable_memory=True" in message
     for durable in ("resumed", "resumed_durable"):
         _check_resumed(jobs[durable])
+    # An agent holding its own model, applied as it is: refused naming it and the part, where
+    # PyFlink's pickling said only "cannot pickle '_thread.RLock' object".
+    for message in jobs["unshippable"]:
+        assert message is not None
+        assert message.startswith(
+            "apply cannot ship agent 'ledger' to the Flink workers: its attribute 'resources' "
+            "(adk.resources.Resources) cannot be pickled (TypeError: cannot pickle"
+        )
+        assert "give apply a function that builds the agent in each worker" in message
     # An event class naming a class defined after it in the script reached the workers.
     assert [o["output"] for o in jobs["notes"]] == ["GH"]
     plain, checkpointing, savepoint = jobs["restore_reasons"]

@@ -36,7 +36,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pyflink.common import Row
 
-from adk import AgentEvent, AgentInput, BaseAgent, RunContext, Runner
+from adk import AgentEvent, AgentInput, BaseAgent, OpenAIChatModel, Resources, RunContext, Runner
 from adk.actions import ActionAgent, ActionContext, Event, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
 from adk.checkpoint.codec import from_json_value
@@ -49,6 +49,7 @@ from adk.execution._flink import (
     _keyed_rows,
     _KeyedStateFunction,
     _KeyFinder,
+    _shipping,
 )
 from adk.execution._records import KeyedOutput
 
@@ -968,6 +969,45 @@ def build() -> ActionAgent:
         _build_shipped_events(function)
     assert "annotation 'Money' is not defined" in str(caught.value)
     assert "TYPE_CHECKING" in str(caught.value)
+
+
+def test_an_agent_holding_what_cannot_be_pickled_is_named_as_apply_ships_it(
+    job_script: Callable[[str], types.ModuleType],
+) -> None:
+    """apply(agent) with the agent's own resources (a model's HTTP client), as the local
+    examples give them, failed in PyFlink's pickling with cloudpickle's words alone ("cannot
+    pickle '_thread.RLock' object"). apply's shipping (here its first pickling pass, over a
+    script's deferred event class) names the agent and the part, and says what to do; a
+    function that closes over them is named as such. tests/test_flink.py applies it on Flink."""
+    script = job_script(
+        """
+class Noted(Event):
+    note: "Note"
+
+class Note(BaseModel):
+    text: str
+
+@action(InputEvent)
+def take(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(Noted(note=Note(text=event.input["text"])))
+
+@action(Noted)
+def report(event: Noted, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output=event.note.text))
+"""
+    )
+    resources = Resources()
+    resources.add_model("m", OpenAIChatModel("m", base_url="http://127.0.0.1:9/v1"))
+    agent = ActionAgent("notes", actions=[script.take, script.report], resources=resources)
+    for source, named in (
+        (agent, "apply cannot ship agent 'notes' to the Flink workers: its attribute 'resources'"),
+        (lambda: agent, "apply cannot ship the function test_an_agent_holding_what_cannot_be"),
+    ):
+        function = _AgentFunction(source, _environment(), True, None)
+        with pytest.raises(TypeError, match="cannot pickle") as refused, _shipping(source):
+            _build_shipped_events(function)
+        assert str(refused.value).startswith(named)
+        assert "give apply a function that builds the agent in each worker" in str(refused.value)
 
 
 def test_a_record_that_ran_but_whose_output_cannot_be_sent_keeps_its_usage() -> None:

@@ -39,7 +39,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Coroutine, Hashable, Iterable, Iterator
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
@@ -271,8 +271,9 @@ class FlinkKeyedInput:
             function = _KeyedStateFunction(
                 agent, env, parse, json_keys, resumes is not None, max_turns=limit
             )
-            _build_shipped_events(function)
-            outputs = stream.process(function, output_type=Types.STRING())
+            with _shipping(agent):  # both pickle the function, which holds the agent
+                _build_shipped_events(function)
+                outputs = stream.process(function, output_type=Types.STRING())
         else:
             # A record waits behind at most max_concurrency - 1 records of its key, each cut off
             # at ``timeout``: Flink's timer (from the record's arrival) fires only past all that.
@@ -282,14 +283,15 @@ class FlinkKeyedInput:
             function = _AgentFunction(
                 agent, env, keyed, parse, json_keys, resumes is not None, restores, max_turns=limit
             )
-            _build_shipped_events(function)
-            outputs = AsyncDataStream.ordered_wait(
-                stream,
-                function,
-                Time.milliseconds(int(backstop * 1000)),
-                capacity=env.max_concurrency,
-                output_type=Types.STRING(),
-            )
+            with _shipping(agent):  # both pickle the function, which holds the agent
+                _build_shipped_events(function)
+                outputs = AsyncDataStream.ordered_wait(
+                    stream,
+                    function,
+                    Time.milliseconds(int(backstop * 1000)),
+                    capacity=env.max_concurrency,
+                    output_type=Types.STRING(),
+                )
         applied = FlinkKeyedOutputs(env, outputs)
         # Shipped to keep memory in the operator: see ``FlinkKeyedOutputs._check_restores``.
         applied._memory_in_operator = (
@@ -824,6 +826,59 @@ class _LoopThread:
         self._thread.join(timeout=30)
         if not self._thread.is_alive():
             self._loop.close()
+
+
+@contextmanager
+def _shipping(agent: AgentSource) -> Iterator[None]:
+    """Around PyFlink's pickling of the operator's function, which ships ``agent``: an agent
+    holding what cannot be pickled (its own ``resources=``, with a model's HTTP client or an MCP
+    session, as every local example gives them) failed ``apply`` with cloudpickle's words alone,
+    ``TypeError: cannot pickle '_thread.RLock' object``, naming neither the agent nor the part.
+    Only on a failure is the agent pickled again, to tell whether it is the cause."""
+    try:
+        yield
+    except Exception as exc:
+        if isinstance(exc.__cause__, PydanticUndefinedAnnotation):
+            raise  # an event class that cannot be built: ``_build_shipped_events`` named it
+        problem = _unshippable(agent)
+        if problem is None:
+            raise
+        raise TypeError(f"{problem} ({type(exc).__name__}: {exc}); {_SHIP_HINT}") from exc
+
+
+_SHIP_HINT = (
+    "models, MCP sessions, HTTP clients and stores cannot travel to the Flink workers: give "
+    "apply a function that builds the agent in each worker (apply(lambda: MyAgent('name', "
+    "resources=build_resources()))), or give the environment resources=build_resources, a "
+    "function each worker calls"
+)
+
+
+def _unshippable(agent: AgentSource) -> str | None:
+    """What of ``agent`` cannot be pickled, said for an error; None if it pickles."""
+    try:
+        cloudpickle.dumps(agent)
+    except Exception:
+        pass
+    else:
+        return None
+    if not isinstance(agent, Agent):
+        name = getattr(agent, "__qualname__", None) or repr(agent)
+        return (
+            f"apply cannot ship the function {name} to the Flink workers: what it holds cannot "
+            "be pickled (a model, an MCP session or a client it uses from outside: build them "
+            "inside it)"
+        )
+    held = getattr(agent, "__dict__", {})
+    for name, value in held.items():
+        try:
+            cloudpickle.dumps(value)
+        except Exception:
+            return (
+                f"apply cannot ship agent {agent.name!r} to the Flink workers: its attribute "
+                f"{name!r} ({type(value).__module__}.{type(value).__qualname__}) cannot be pickled"
+            )
+    return f"apply cannot ship agent {agent.name!r} to the Flink workers: it cannot be pickled"
 
 
 def _build_shipped_events(function: _WorkerAgent) -> None:

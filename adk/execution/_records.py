@@ -32,7 +32,13 @@ from .._hooks import _root_span_attributes, _run_timeout
 from .._record_keys import record_key
 from ..actions.agent import RECORD_KEY, ActionAgent
 from ..agent import Agent
-from ..checkpoint.codec import _MAX_INT_DIGITS, _joined, _json_dump, _models_nan_kept
+from ..checkpoint.codec import (
+    _MAX_INT_DIGITS,
+    MAX_DEPTH,
+    _joined,
+    _json_dump,
+    _models_nan_kept,
+)
 from ..context import Session, _new_run_id
 from ..events import ErrorInfo
 from ..interrupts import InterruptInfo
@@ -682,7 +688,7 @@ def _unwritable(
     said only what failed ("invalid utf-8 sequence of 1 bytes from index 0", "Unable to serialize
     unknown type"), not which record or output, nor where in it (a record among thousands, a
     binary payload in one field). Looked for only on this failure."""
-    found = _unwritable_at(value, "", fallback)
+    found = _unwritable_at(value, "", fallback, 0)
     if found is None:
         return ValueError(f"{what} cannot be written as JSON: {error}")
     place, bad, reason = found
@@ -698,12 +704,15 @@ def _unwritable(
 
 
 def _unwritable_at(
-    value: Any, path: str, fallback: Callable[[Any], Any] | None
+    value: Any, path: str, fallback: Callable[[Any], Any] | None, depth: int
 ) -> tuple[str, Any, str] | None:
     """The first place in ``value`` (from ``path``) pydantic cannot write: its path, the value
-    and pydantic's words; None if every piece writes alone."""
+    and pydantic's words; None if every piece writes alone. Below ``MAX_DEPTH`` levels a value
+    is taken whole (a container holding itself is written by none)."""
     items: Iterable[tuple[str, Any]] | None = None
-    if isinstance(value, dict):
+    if depth >= MAX_DEPTH:
+        pass
+    elif isinstance(value, dict):
         items = ((_joined(path, str(key)), item) for key, item in value.items())
     elif isinstance(value, (list, tuple)):
         items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
@@ -713,7 +722,7 @@ def _unwritable_at(
         items = ((_joined(path, name), getattr(value, name)) for name in type(value).model_fields)
     if items is not None:
         for inner, item in items:
-            found = _unwritable_at(item, inner, fallback)
+            found = _unwritable_at(item, inner, fallback, depth + 1)
             if found is not None:
                 return found
         return None
