@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from http import HTTPStatus
+from typing import Any
 
 import pytest
 
@@ -181,3 +182,73 @@ async def test_an_action_retry_honours_the_policys_statuses(
         await Runner(Caller("caller")).invoke("go")
     assert len(tried) == attempts
     assert raised.value.__cause__ is not None and raised.value.__cause__.__cause__ is error
+
+
+def _raised_for_status(status: int) -> Exception:
+    """What ``response.raise_for_status()`` raises for ``status``: httpx's ``HTTPStatusError``
+    (``httpx2``, the openai SDK's HTTP library), whose status is only on its ``response``."""
+    import httpx2
+
+    response = httpx2.Response(status, request=httpx2.Request("GET", "http://api.invalid/items/7"))
+    try:
+        response.raise_for_status()
+    except httpx2.HTTPStatusError as exc:
+        return exc
+    raise AssertionError(f"raise_for_status() passed a {status}")
+
+
+class _UnreadableResponse(Exception):
+    """An error whose ``response`` is a property that fails: no status, not a crashed retry."""
+
+    @property
+    def response(self) -> Any:
+        raise RuntimeError("no response was kept")
+
+
+class _NoResponse(Exception):
+    """requests' ``HTTPError`` raised without a response: ``response`` is None."""
+
+    response = None
+
+
+@pytest.mark.parametrize(
+    ("make", "policy", "attempts"),
+    [
+        (lambda: _raised_for_status(404), RetryPolicy(max_attempts=3, initial_delay=0), 1),
+        (lambda: _raised_for_status(503), RetryPolicy(max_attempts=3, initial_delay=0), 3),
+        (
+            lambda: _raised_for_status(503),
+            RetryPolicy(max_attempts=3, initial_delay=0, retry_on_status={502}),
+            1,
+        ),
+        (
+            lambda: _raised_for_status(404),
+            RetryPolicy(max_attempts=3, initial_delay=0, retry_on_status={404}),
+            3,
+        ),
+        (lambda: _UnreadableResponse("lost"), RetryPolicy(max_attempts=3, initial_delay=0), 3),
+        (lambda: _NoResponse("lost"), RetryPolicy(max_attempts=3, initial_delay=0), 3),
+    ],
+    ids=["404-default", "503-default", "503-not-chosen", "404-chosen", "unreadable", "none"],
+)
+async def test_an_action_retry_reads_the_status_of_an_httpx_raise_for_status(
+    make: Any, policy: RetryPolicy, attempts: int
+) -> None:
+    """An action calling a web API with httpx and ``response.raise_for_status()`` fails with an
+    ``HTTPStatusError`` whose status is on its ``response`` (``.response.status_code``), not on
+    the error: it was taken for a failure without a status and retried whatever it was, a 404
+    ``max_attempts`` times and a 503 under ``retry_on_status={502}`` too. A ``response`` that
+    cannot be read, or None, is no status (retried), not a failure of the retry itself."""
+    tried: list[Exception] = []
+
+    class Fetcher(ActionAgent):
+        @action(InputEvent, retry=policy)
+        def fetch(self, event: InputEvent, ctx: ActionContext) -> None:
+            error = make()
+            tried.append(error)
+            raise error
+
+    with pytest.raises(RunError) as raised:
+        await Runner(Fetcher("fetcher")).invoke("go")
+    assert len(tried) == attempts
+    assert raised.value.__cause__ is not None and raised.value.__cause__.__cause__ is tried[-1]

@@ -55,7 +55,8 @@ def action(*events: type[Event], retry: RetryPolicy | None = None) -> Callable[[
     pause; what it did outside (a call to a service) is not undone, so the action must be safe to
     run again. ``adk.Interrupt``, cancellation and the run's own failures are not retried, nor
     a failure carrying an HTTP status (``status_code``, ``status``: a ``ModelError``, an SDK's
-    error) that the policy does not retry (``retry_on_status``, by default 408, 409, 429, 5xx).
+    error; ``response.status_code``: httpx's ``raise_for_status()``) that the policy does not
+    retry (``retry_on_status``, by default 408, 409, 429, 5xx).
     """
     if not events:
         raise TypeError("@action needs at least one event type, e.g. @action(InputEvent)")

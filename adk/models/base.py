@@ -153,13 +153,12 @@ class RetryPolicy(_NamedOptions):
         """Whether this policy retries ``error`` by its HTTP status, for a retry that sees only
         the exception (an action's, ``@action(retry=...)``): one carrying a status (an int
         ``status_code``, as the SDKs' errors have, or ``status``, as ``ModelError`` and
-        aiohttp's have, an ``http.HTTPStatus`` too, not a bool) if the policy retries that
-        status; one without, always."""
-        for attribute in ("status_code", "status"):
-            status = getattr(error, attribute, None)
-            if isinstance(status, int) and not isinstance(status, bool):
-                return self._retries_status(int(status))
-        return True
+        aiohttp's have, an ``http.HTTPStatus`` too, not a bool; or its ``response``'s
+        ``status_code``, as httpx's ``HTTPStatusError`` from ``raise_for_status()`` and
+        requests' ``HTTPError`` have) if the policy retries that status; one without, always.
+        Read only when an action with a policy fails: no HTTP library is imported for it."""
+        status = _status_of(error)
+        return True if status is None else self._retries_status(status)
 
     if not TYPE_CHECKING:  # type checkers keep pydantic's own
 
@@ -168,6 +167,26 @@ class RetryPolicy(_NamedOptions):
                 super().__setattr__(name, value)
             except ValidationError as exc:
                 raise _named_fields(type(self), exc) from None
+
+
+def _status_of(error: BaseException) -> int | None:
+    """The HTTP status ``error`` carries (see ``RetryPolicy._retries_error``), or None. Its own
+    ``status_code`` or ``status`` first (openai's ``APIStatusError`` has a ``response`` too);
+    then its ``response``'s ``status_code``: httpx's ``HTTPStatusError`` keeps it only there, so
+    a 404 from ``raise_for_status()`` was retried as a failure without a status (a connection
+    lost), and a 503 under ``retry_on_status={502}`` retried too. A ``response`` that cannot be
+    read (a property that raises, requests' ``None``) is no status."""
+    for attribute in ("status_code", "status"):
+        status = getattr(error, attribute, None)
+        if isinstance(status, int) and not isinstance(status, bool):
+            return int(status)
+    try:
+        status = getattr(getattr(error, "response", None), "status_code", None)
+    except Exception:  # the error's own property failed: it says no status
+        return None
+    if isinstance(status, int) and not isinstance(status, bool):
+        return int(status)
+    return None
 
 
 class ModelError(Exception):
