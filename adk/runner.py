@@ -1414,15 +1414,19 @@ def _closable_parts(root: object) -> list[Any]:
 def _named_without_resources(agent: Agent) -> None:
     """Refuse (``ValueError``) a tree, given to a ``Runner`` with no resources, that has an agent
     naming a resource (a ``ReActAgent``'s str model or tool: ``_adk_named_resource``): it could
-    only fail at that agent's first model call, after the steps before it had run. A few
-    attribute reads per agent, through what holds agents (``sub_agents``, ``tools``, ``agent``,
-    ``worker``),
-    not ``tree_parts``' walk of every attribute (~0.7 ms for one ReActAgent), since a service
-    may make a Runner per request; and only while an agent that has named one is alive
-    (``adk._naming``), so a process of ``ChatModel``s pays nothing for it. A runner given
-    resources is not looked at: they may be
-    filled after it is made. An agent of your own that calls a model by name
-    (``ctx.generate("fast", ...)``) is not known here, and fails at that call as before."""
+    only fail at that agent's first model call, after the steps before it had run. The tree is
+    the one ``agent_options`` and ``aclose`` find (``tree_parts``): what its agents and tools
+    hold in their attributes. Through the framework's own classes (``adk``'s and
+    ``prebuilt``'s, which hold agents only in ``sub_agents``, ``tools``, ``agent`` and
+    ``worker``) a few attribute reads per agent, not ``tree_parts``' walk of every attribute
+    (~0.7 ms for one ReActAgent), since a service may make a Runner per request; through a
+    class of the user's own (an agent or tool of their own, a subclass of ours: it may keep
+    agents anywhere, ``self.helpers = {...}``) every attribute too, directly or in a list,
+    tuple, set or dict, as ``tree_parts`` reads it. Only while an agent that has named one is
+    alive (``adk._naming``), so a process of ``ChatModel``s pays nothing for it. A runner given
+    resources is not looked at: they may be filled after it is made. An agent of your own that
+    calls a model by name (``ctx.generate("fast", ...)``) is not known here, and fails at that
+    call as before."""
     pending: list[object] = [agent]
     seen: set[int] = set()
     while pending:
@@ -1456,6 +1460,23 @@ def _named_without_resources(agent: Agent) -> None:
             inner = getattr(part, attribute, None)
             if inner is not None and not isinstance(inner, str):
                 pending.append(inner)
+        if not type(part).__module__.startswith(_FRAMEWORK):  # the user's: held anywhere
+            for name, value in attributes(part):
+                if name not in _UPWARD:
+                    pending.extend(item for item in members(value) if _holds_agents(item))
+
+
+_FRAMEWORK = ("adk.", "prebuilt.")
+"""The modules of the classes whose agents ``_named_without_resources`` finds by name."""
+
+
+def _holds_agents(value: object) -> bool:
+    """An agent (``run``) or a tool (``spec``: an ``AgentTool``, a tool of one's own holding an
+    agent), which ``_named_without_resources`` looks into; not a model nor a toolset, which
+    hold none, nor a ``Runner`` (see ``_is_part``) or a class."""
+    if isinstance(value, type | Runner):
+        return False
+    return hasattr(value, "spec") or callable(getattr(value, "run", None))
 
 
 def _is_part(value: object) -> bool:

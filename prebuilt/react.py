@@ -1295,6 +1295,17 @@ class ReActAgent:
     """It starts with a model call: a resume with no model call left is refused when this agent
     would run after the paused step (``adk._turns_left``)."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A subclass that shadows ``model`` (``model = "fast"``, a property of its own) sets
+        and reads it without this class's setter, which records an agent naming a resource
+        (``adk._naming``): the class itself is recorded instead, for as long as it exists, so
+        a ``Runner`` given no resources looks at every tree then (a walk of a few microseconds;
+        its instances' ``model`` is read as it is). Unrecorded, such an agent's str model
+        escaped the Runner's check and failed at its first model call."""
+        super().__init_subclass__(**kwargs)
+        if "model" in cls.__dict__:
+            _naming.add(cls)
+
     def __init__(
         self,
         name: str,

@@ -472,6 +472,118 @@ def test_a_runner_looks_for_a_resource_name_only_while_an_agent_has_named_one(
     assert set(named) == {twin}
 
 
+def _no_agent_named_yet(monkeypatch: pytest.MonkeyPatch) -> weakref.WeakSet[object]:
+    """An empty ``adk._naming`` set, as in a process where no agent has named a resource yet
+    (this process's other tests' agents may still be alive)."""
+    import adk.runner
+    import prebuilt.react
+
+    named: weakref.WeakSet[object] = weakref.WeakSet()
+    monkeypatch.setattr(adk.runner, "_naming", named)
+    monkeypatch.setattr(prebuilt.react, "_naming", named)
+    return named
+
+
+class _Router(adk.BaseAgent):
+    """An agent of one's own keeping its agents where it likes: by topic in a dict, a fallback
+    in an attribute of its own, one behind a tool of its own."""
+
+    def __init__(self, name: str, by_topic: dict[str, Any], fallback: Any, tools: Any = ()) -> None:
+        super().__init__(name)
+        self.by_topic = by_topic
+        self.fallback = fallback
+        self.helpers = list(tools)
+
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
+        async for event in self.by_topic["billing"].run(input, ctx):
+            yield event
+
+
+class _Asks:
+    """A tool of one's own that asks an agent it holds (not an ``AgentTool``)."""
+
+    def __init__(self, agent: Any) -> None:
+        self.expert = agent
+        self.spec = adk.ToolSpec(
+            name="ask",
+            description="Ask the expert.",
+            parameters={"type": "object", "properties": {}},
+        )
+
+    async def run(self, arguments: str, ctx: adk.ToolContext) -> str:
+        return "asked"
+
+
+def test_a_resource_name_in_an_agent_of_ones_own_attributes_is_refused_at_runner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The walk looked only where the framework's classes keep agents (``sub_agents``,
+    ``tools``, ``agent``, ``worker``): an agent of one's own holding them in a dict, another
+    attribute or a tool of its own was not looked into, and its agent naming a resource failed
+    at its first model call, after the steps before it had run. The tree is now the one
+    ``agent_options`` and ``aclose`` see: what an agent (a tool) of one's own holds in its
+    attributes, directly or in a list, tuple, set or dict."""
+    _no_agent_named_yet(monkeypatch)
+    ready = ReActAgent("ready", model())
+    trees = [
+        (_Router("r", {"billing": ReActAgent("billing", "fast")}, ready), "agent 'billing'"),
+        (_Router("r", {"billing": ready}, ReActAgent("late", "fast")), "agent 'late'"),
+        (
+            _Router("r", {"billing": ready}, None, [_Asks(ReActAgent("expert", "fast"))]),
+            "agent 'expert'",
+        ),
+        (
+            SequentialAgent(
+                "steps",
+                [
+                    ready,
+                    _Router(
+                        "r", {"deep": [{"x": ReActAgent("deep", model(), tools=["search"])}]}, None
+                    ),
+                ],
+            ),
+            "agent 'deep' names tool 'search'",
+        ),
+    ]
+    for tree, said in trees:
+        with pytest.raises(ValueError) as refused:
+            Runner(tree)
+        assert said in str(refused.value), str(refused.value)
+    # Nothing named: the same shapes are taken, and the walk does not climb to a parent.
+    Runner(_Router("r", {"billing": ready}, ReActAgent("other", model()), [_Asks(ready)]))
+    boss = ReActAgent("boss", "fast", sub_agents=[_Router("r", {"billing": ready}, None)])
+    Runner(boss, resources=adk.Resources())  # (boss names one: given resources, taken)
+    with pytest.raises(ValueError, match="agent 'boss'"):
+        Runner(boss)
+    routed = boss.sub_agents[0]
+    Runner(routed)  # its parent names a model: not in this tree
+
+
+def test_a_subclass_shadowing_model_with_a_class_attribute_is_refused_at_runner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``model = "fast"`` in a subclass shadows ``ReActAgent.model``, whose setter records an
+    agent naming a resource (``adk._naming``): with none recorded the Runner skipped its walk,
+    and the agent failed at its first model call. The class records itself instead."""
+    named = _no_agent_named_yet(monkeypatch)
+
+    class Fast(ReActAgent):
+        model = "fast"
+
+        def __init__(self, name: str) -> None:
+            super().__init__(name, model=type(self).model)
+
+    class Plain(ReActAgent):
+        """Shadows nothing: not recorded."""
+
+    with pytest.raises(ValueError, match="agent 'grader' names model 'fast'"):
+        Runner(SequentialAgent("steps", [ReActAgent("ready", model()), Fast("grader")]))
+    assert set(named) == {Fast}  # a subclass shadowing nothing costs no walk
+    Runner(Plain("plain", model()))
+
+
 class _Slotted(ReActAgent):
     """A subclass adding a slot: its copy's state is (the __dict__, the slots), not a dict."""
 
