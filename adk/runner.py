@@ -167,8 +167,10 @@ def run_usage(events: AsyncIterator[AgentEvent]) -> Usage | None:
     the time its event is read (the last event's total is the run's); a streamed reply once its
     stream has ended and the next event is asked for, or the run is closed (the run's once
     the iteration ends, or a reader that stopped at the answer closes the run).
-    ``None`` when no call reported usage yet."""
-    return _run_of(events, "run_usage").usage
+    ``None`` when no call reported usage yet (a resume that has not read its checkpoint yet,
+    or never did: it made no call)."""
+    run = _run_of(events, "run_usage")
+    return None if run is None else run.usage
 
 
 def run_messages(events: AsyncIterator[AgentEvent]) -> list[Message]:
@@ -179,11 +181,50 @@ def run_messages(events: AsyncIterator[AgentEvent]) -> list[Message]:
     left without a result gets one saying it did not complete, as ``RunResult.messages``. A
     reader cancelled between events (not while it awaits one) leaves the run waiting at the
     event it gave, still going to this: read the messages once the events are closed
-    (``contextlib.aclosing``, ``await events.aclose()``)."""
+    (``contextlib.aclosing``, ``await events.aclose()``).
+
+    A resume's messages start from the paused run's input, which it reads from its checkpoint
+    at its first event: before then, or when it never did (it raised there: the checkpoint not
+    found, busy or refused, its store down; it was closed or cancelled first), this is a
+    ``RuntimeError`` saying so. A ``[]`` there, kept as the conversation by a service's
+    ``finally``, emptied it; nothing of such a resume ran, and the conversation is still the
+    one before the paused turn."""
     # An async generator whose frame is gone has ended; a reader's own iterator is taken as
     # one still running (its calls may be running).
     ended = getattr(events, "ag_frame", True) is None
-    return _conversation(_run_of(events, "run_messages"), ended=ended)
+    run = _run_of(events, "run_messages")
+    if run is None:
+        raise RuntimeError(_unread_resume(events, ended))
+    return _conversation(run, ended=ended)
+
+
+def _unread_resume(events: AsyncIterator[AgentEvent], ended: bool) -> str:
+    """``run_messages``' refusal of a resume that has not read its checkpoint (see there)."""
+    box = _RUNS.get(events)
+    named = f" of checkpoint {box.checkpoint_id!r}" if isinstance(box, _ResumeBox) else ""
+    if ended:
+        return (
+            f"run_messages(): the resume{named} ended before it read its checkpoint (it raised "
+            "at its first event: the checkpoint not found, busy or refused, its store down; or "
+            "it was closed or cancelled first), so it has no messages: nothing of it ran, and "
+            "the conversation is still the one before the paused turn"
+        )
+    return (
+        f"run_messages(): the resume{named} has not read its checkpoint yet (its first event "
+        "not asked for, or still coming): its messages start from the paused run's input, "
+        "which it reads there; read them once its events are read or closed"
+    )
+
+
+class _ResumeBox(list[RunContext]):
+    """Where ``Runner.resume``'s run puts its root context once it has read its checkpoint
+    (``_RUNS``' entry for its events), naming the checkpoint for ``run_messages`` before."""
+
+    __slots__ = ("checkpoint_id",)
+
+    def __init__(self, checkpoint_id: str) -> None:
+        super().__init__()
+        self.checkpoint_id = checkpoint_id
 
 
 # The root contexts of the runs behind the event iterators ``run`` and ``resume`` handed out (a
@@ -196,8 +237,8 @@ _RUNS: weakref.WeakKeyDictionary[AsyncIterator[AgentEvent], RunContext | list[Ru
 )
 
 
-def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> _RunState:
-    """The run behind ``events``."""
+def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> _RunState | None:
+    """The run behind ``events``; None for a resume that has not read its checkpoint."""
     try:
         root = _RUNS[events]
     except (KeyError, TypeError):
@@ -205,8 +246,8 @@ def _run_of(events: AsyncIterator[AgentEvent], helper: str) -> _RunState:
             f"{helper}() takes the events Runner.run or Runner.resume returned, got {shown(events)}"
         ) from None
     if isinstance(root, list):
-        if not root:  # a resume that has not read its checkpoint yet: nothing ran
-            return new_run([], None)
+        if not root:  # a resume that has not read its checkpoint (yet): nothing ran
+            return None
         root = root[0]
     return root._run
 
@@ -554,7 +595,7 @@ class Runner(AsyncCloseable):
         if agent_options is not None:
             self._check_designated(agent_options)
         limit = None if max_turns is None else _max_turns(max_turns)
-        box: list[RunContext] = []  # the run's root context, once the checkpoint is read
+        box = _ResumeBox(checkpoint_id)  # the run's root context, once the checkpoint is read
         events = self._resume(checkpoint_id, resume, box, given, options_given, max_turns=limit)
         _RUNS[events] = box
         return events

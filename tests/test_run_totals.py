@@ -344,6 +344,47 @@ async def test_the_streamed_resumes_usage_includes_the_calls_before_its_pause() 
     assert adk.run_messages(events)[-1].content == "done"
 
 
+async def test_a_resumes_messages_before_it_read_its_checkpoint_are_an_error_not_empty() -> None:
+    """``run_messages`` of a resume that had not read its checkpoint was ``[]``: a service that
+    keeps a turn's ``run_messages(events)`` in a ``finally`` (keeping a cut run's conversation
+    "works too") replaced the session's conversation with nothing when the resume was refused
+    at its first event (a checkpoint resumed already, a store down) or cut off before it. Nothing
+    of such a resume ran: it is a ``RuntimeError`` saying so, and the conversation is kept."""
+    store = InMemoryCheckpointStore()
+    runner = approval_agent(store)
+    paused = await runner.invoke("pay 5")
+    assert paused.checkpoint_id is not None
+    conversation = paused.messages[:1]  # the service's, before the paused turn
+
+    events = runner.resume(paused.checkpoint_id, {"approved": True})
+    with pytest.raises(RuntimeError, match="has not read its checkpoint yet") as unread:
+        adk.run_messages(events)
+    assert repr(paused.checkpoint_id) in str(unread.value)
+    assert adk.run_usage(events) is None  # no call made yet: as before
+    async with contextlib.aclosing(events):
+        async for _ in events:
+            pass
+    assert [m.role for m in adk.run_messages(events)][-1] == Role.ASSISTANT  # read: as before
+
+    again = runner.resume(paused.checkpoint_id, {"approved": True})  # resumed already: gone
+    try:
+        async with contextlib.aclosing(again):
+            async for _ in again:
+                pass
+    except adk.CheckpointNotFoundError:
+        pass
+    finally:
+        with pytest.raises(RuntimeError, match="ended before it read its checkpoint"):
+            conversation = adk.run_messages(again)  # was [], the conversation emptied
+    assert [m.content for m in conversation] == ["pay 5"]
+    assert adk.run_usage(again) is None
+
+    closed = runner.resume("never-read", True)  # closed before its first event
+    await closed.aclose()
+    with pytest.raises(RuntimeError, match="'never-read' ended before it read"):
+        adk.run_messages(closed)
+
+
 async def paused_with_usage(store: InMemoryCheckpointStore, usage: object) -> tuple[Runner, str]:
     """A run paused for approval, its checkpoint's saved usage (10 in, 1 out) replaced by
     ``usage`` (``None``: removed, as an older pyadk wrote it)."""
