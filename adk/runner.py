@@ -204,15 +204,15 @@ def _unread_resume(events: AsyncIterator[AgentEvent], ended: bool) -> str:
     named = f" of checkpoint {box.checkpoint_id!r}" if isinstance(box, _ResumeBox) else ""
     if ended:
         return (
-            f"run_messages(): the resume{named} ended before it read its checkpoint (it raised "
-            "at its first event: the checkpoint not found, busy or refused, its store down; or "
-            "it was closed or cancelled first), so it has no messages: nothing of it ran, and "
-            "the conversation is still the one before the paused turn"
+            f"run_messages(): the resume{named} ended before its run began (it raised at its "
+            "first event: the checkpoint not found, busy, unreadable or refused, its store "
+            "down; or it was closed or cancelled first), so it has no messages: nothing of it "
+            "ran, and the conversation is still the one before the paused turn"
         )
     return (
-        f"run_messages(): the resume{named} has not read its checkpoint yet (its first event "
-        "not asked for, or still coming): its messages start from the paused run's input, "
-        "which it reads there; read them once its events are read or closed"
+        f"run_messages(): the resume{named} has not begun its run yet (its first event not "
+        "asked for, or still coming): its messages start from the paused run's input, which "
+        "it reads from its checkpoint there; read them once its events are read or closed"
     )
 
 

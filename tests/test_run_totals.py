@@ -357,7 +357,7 @@ async def test_a_resumes_messages_before_it_read_its_checkpoint_are_an_error_not
     conversation = paused.messages[:1]  # the service's, before the paused turn
 
     events = runner.resume(paused.checkpoint_id, {"approved": True})
-    with pytest.raises(RuntimeError, match="has not read its checkpoint yet") as unread:
+    with pytest.raises(RuntimeError, match="has not begun its run yet") as unread:
         adk.run_messages(events)
     assert repr(paused.checkpoint_id) in str(unread.value)
     assert adk.run_usage(events) is None  # no call made yet: as before
@@ -374,14 +374,14 @@ async def test_a_resumes_messages_before_it_read_its_checkpoint_are_an_error_not
     except adk.CheckpointNotFoundError:
         pass
     finally:
-        with pytest.raises(RuntimeError, match="ended before it read its checkpoint"):
+        with pytest.raises(RuntimeError, match="ended before its run began"):
             conversation = adk.run_messages(again)  # was [], the conversation emptied
     assert [m.content for m in conversation] == ["pay 5"]
     assert adk.run_usage(again) is None
 
     closed = runner.resume("never-read", True)  # closed before its first event
     await closed.aclose()
-    with pytest.raises(RuntimeError, match="'never-read' ended before it read"):
+    with pytest.raises(RuntimeError, match="'never-read' ended before its run began"):
         adk.run_messages(closed)
 
 
