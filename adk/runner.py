@@ -1517,7 +1517,10 @@ def _holds_agents(value: object) -> bool:
     hold none, nor a ``Runner`` (see ``_is_part``) or a class."""
     if isinstance(value, type | Runner):
         return False
-    return hasattr(value, "spec") or callable(getattr(value, "run", None))
+    try:
+        return hasattr(value, "spec") or callable(getattr(value, "run", None))
+    except Exception:  # a property of the user's failing: not something the walk looks into
+        return False
 
 
 def _is_part(value: object) -> bool:

@@ -516,6 +516,14 @@ class _Asks:
         return "asked"
 
 
+class _Touchy:
+    """A value whose ``spec`` property fails when read (a lazy client not configured, say)."""
+
+    @property
+    def spec(self) -> Any:
+        raise RuntimeError("not configured")
+
+
 def test_a_resource_name_in_an_agent_of_ones_own_attributes_is_refused_at_runner(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -551,8 +559,10 @@ def test_a_resource_name_in_an_agent_of_ones_own_attributes_is_refused_at_runner
         with pytest.raises(ValueError) as refused:
             Runner(tree)
         assert said in str(refused.value), str(refused.value)
-    # Nothing named: the same shapes are taken, and the walk does not climb to a parent.
+    # Nothing named: the same shapes are taken, and the walk does not climb to a parent; a
+    # value of one's own whose property fails is not looked into, nor fails the Runner.
     Runner(_Router("r", {"billing": ready}, ReActAgent("other", model()), [_Asks(ready)]))
+    Runner(_Router("r", {"billing": ready}, _Touchy()))
     boss = ReActAgent("boss", "fast", sub_agents=[_Router("r", {"billing": ready}, None)])
     Runner(boss, resources=adk.Resources())  # (boss names one: given resources, taken)
     with pytest.raises(ValueError, match="agent 'boss'"):
