@@ -228,6 +228,42 @@ def test_a_record_whose_output_json_cannot_hold_fails_and_its_session_is_dropped
     assert again[0]["output"] == {"seen": 2, "score": 2.0}
 
 
+class _Opaque:
+    """A value of one's own that pydantic cannot encode (what a tool's ``structured`` may be)."""
+
+    def __repr__(self) -> str:
+        return "<_Opaque>"
+
+
+@action(InputEvent)
+def opaque(event: InputEvent, ctx: ActionContext) -> None:
+    """Counts its key's records in the session; outputs an opaque value when asked to."""
+    values = ctx.session.values
+    values["seen"] = values.get("seen", 0) + 1
+    extra = {"reading": [_Opaque()]} if event.input.get("opaque") else {}
+    ctx.send_event(OutputEvent(output={"seen": values["seen"], **extra}))
+
+
+def test_a_record_whose_output_pydantic_cannot_encode_fails_naming_the_type_and_where() -> None:
+    """Such a value was sent as its ``str()`` (``"<_Opaque>"``): the next operator read text in
+    place of the data, and the record's session was kept as if all were well. The record fails
+    as for a NaN, naming its key, the type and where; its session writes are dropped."""
+    function = _AgentFunction(
+        ActionAgent("o", actions=[opaque]), _environment(on_error="emit"), True, None
+    )
+    rows = (Row("a", {}), Row("a", {"opaque": True}), Row("a", {}))
+    fine, failed, again = _invoked(function, *rows)
+    assert isinstance(fine, list) and isinstance(failed, list) and isinstance(again, list)
+    assert fine[0]["output"] == {"seen": 1}
+    [error] = failed
+    assert error["output"] is None and error["key"] == "a"
+    message = error["error"]["message"]
+    assert message.startswith("record 1 (key 'a') cannot be sent or kept as JSON: "), message
+    assert "_Opaque at output.reading[0] (Unable to serialize unknown type: " in message
+    assert "test_flink_encoding._Opaque" in message
+    assert again[0]["output"] == {"seen": 2}  # the failed record's write was dropped
+
+
 def test_with_on_error_raise_such_a_record_fails_the_job() -> None:
     [failure] = _invoked(_scorer(), Row("a", {"score": "nan"}))
     assert isinstance(failure, RecordError)

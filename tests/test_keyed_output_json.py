@@ -4,7 +4,9 @@ so a consumer reads both alike; and such JSON for text holding a lone surrogate.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -82,7 +84,9 @@ def test_an_output_json_cannot_write_is_refused_naming_where() -> None:
     """Bytes that are not UTF-8 (a thumbnail an action output) were refused with pydantic's
     words alone (``invalid utf-8 sequence of 1 bytes from index 0``), naming no place."""
     output = KeyedOutput("k", 0, None, output={"thumb": {"png": b"\x89PNG\xff"}})
-    with pytest.raises(ValueError, match=r"the output cannot be written as JSON: bytes that are "):
+    with pytest.raises(
+        ValueError, match=r"^record 0 \(key 'k'\) cannot be written as JSON: bytes "
+    ):
         output.to_dict()
     with pytest.raises(ValueError, match=r"not UTF-8 text at output\.thumb\.png \(decode them"):
         output.to_dict()
@@ -103,3 +107,91 @@ def test_text_holding_a_lone_surrogate_is_written_escaped_and_reads_back_the_sam
     assert _records._json_text(odd, "record 0") == json.dumps(odd)
     plain = KeyedOutput("k", 0, None, output="é")  # the common case stays UTF-8, unescaped
     assert '"é"' in _records._as_json(plain)
+
+
+class _Reading:
+    """A value of one's own that pydantic cannot encode (no model, no dataclass)."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+
+class _Report(BaseModel):
+    extra: dict[str, Any]
+
+
+class _Loose(BaseModel, extra="allow"):
+    name: str = ""
+
+
+@dataclasses.dataclass
+class _Row:
+    cells: list[Any]
+
+
+@action(InputEvent)
+def read(event: InputEvent, ctx: ActionContext) -> None:
+    ctx.send_event(OutputEvent(output={"sensor": event.input["id"], "rows": [_Reading(1.5)]}))
+
+
+async def test_an_output_json_cannot_hold_is_an_error_naming_the_record_its_key_and_the_type() -> (
+    None
+):
+    """An output holding a value pydantic cannot encode (an object of one's own, what a tool's
+    ``structured`` result may be) was written as its ``str()``: ``"<...._Reading object at
+    0x...>"`` reached a consumer in place of the data, with no word. It is a ``ValueError``
+    naming the record, its key, the type and where it is; the output itself is kept as it was."""
+    env = LocalExecutionEnvironment()
+    [output] = (
+        await env.from_list([{"id": "s1"}], key="id")
+        .apply(ActionAgent("reader", actions=[read]))
+        .to_list()
+    )
+    assert isinstance(output.output["rows"][0], _Reading)  # locally, the value as it was sent
+    with pytest.raises(ValueError) as refused:
+        output.to_dict()
+    said = str(refused.value)
+    assert said.startswith("record 0 (key 's1') cannot be written as JSON: "), said
+    assert "_Reading at output.rows[0] (Unable to serialize unknown type: " in said, said
+    assert "test_keyed_output_json._Reading" in said, said
+    assert output.output["rows"][0].value == 1.5  # nothing lost
+
+    # A key JSON cannot hold (a local key may be any hashable), and a dict key, the same way.
+    with pytest.raises(ValueError, match=r"JSON: _Reading at key \(Unable to serialize unknown"):
+        KeyedOutput(_Reading(2.0), 0, None, output="fine").to_dict()
+    with pytest.raises(ValueError, match=r"JSON: _Reading as a key at output\.by_reading \("):
+        KeyedOutput("k", 0, None, output={"by_reading": {_Reading(2.0): 1}}).to_dict()
+    # Inside a model's field of type Any (a model's dump met it first: same error, same place).
+    with pytest.raises(ValueError, match=r"JSON: _Reading at output\[0\]\.extra\.raw \("):
+        KeyedOutput("k", 0, None, output=[_Report(extra={"raw": _Reading(3.0)})]).to_dict()
+    # A model's extra and a dataclass's field: named there, not the model or dataclass whole.
+    with pytest.raises(ValueError, match=r"JSON: _Reading at output\.raw \("):
+        KeyedOutput("k", 0, None, output=_Loose(raw=_Reading(3.0))).to_dict()
+    with pytest.raises(ValueError, match=r"JSON: _Reading at output\.cells\[1\] \("):
+        KeyedOutput("k", 0, None, output=_Row(cells=[1, _Reading(3.0)])).to_dict()
+    # A dict key pydantic cannot write (a frozenset), in a model too, where it was a TypeError,
+    # which a Flink operator does not take as a record's failure either.
+    with pytest.raises(ValueError, match=r"JSON: frozenset as a key at output\.raw \(`frozenset` "):
+        KeyedOutput("k", 0, None, output=_Loose(raw={frozenset({1}): 1})).to_dict()
+    # Text holding a lone surrogate beside it is JSON (written escaped): the object is named.
+    with pytest.raises(ValueError, match=r"JSON: _Reading at output\.r \("):
+        KeyedOutput("k", 0, None, output={"t": "x\ud800", "r": _Reading(1.0)}).to_dict()
+    # One that holds itself: Python's RecursionError before (a Flink job failed on it, its
+    # operator taking only a ValueError as the record's failure), in a model's field too.
+    looped: list[Any] = [1]
+    looped.append({"again": looped})
+    with pytest.raises(
+        ValueError, match=r"JSON: list that holds itself at output\.rows\[1\]\.again"
+    ):
+        KeyedOutput("k", 0, None, output={"rows": looped}).to_dict()
+    with pytest.raises(ValueError, match=r"JSON: list that holds itself at output\[0\]\.extra"):
+        KeyedOutput("k", 0, None, output=[_Report(extra={"l": looped})]).to_dict()
+    # Nested deeper than Python recurses: a ValueError too, not a RecursionError.
+    deep: list[Any] = []
+    for _ in range(sys.getrecursionlimit() + 10):
+        deep = [deep]
+    with pytest.raises(ValueError, match=r"JSON: list nested deeper than 200 levels at output\["):
+        KeyedOutput("k", 0, None, output=deep).to_dict()
+    # What pydantic encodes (sets, dataclasses, dates) is written as before.
+    assert KeyedOutput("k", 0, None, output={"tags": {"a"}}).to_dict()["output"] == {"tags": ["a"]}
+    assert KeyedOutput("k", 0, None, output=_Row(cells=[1])).to_dict()["output"] == {"cells": [1]}

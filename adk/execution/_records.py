@@ -115,9 +115,13 @@ class KeyedOutput:
         reads it as None); so a
         consumer reads a local run's outputs and a Flink job's alike (and a paused one, with
         ``"resume"`` added, is a resume either takes). ``index``, ``record`` and ``message`` are
-        local only. A value JSON cannot hold (NaN, an infinity) is a ``ValueError`` saying where,
-        as on Flink."""
-        found: dict[str, Any] = json.loads(_as_json(self))
+        local only. A value JSON cannot hold or pydantic cannot write (NaN, an infinity, bytes
+        that are not UTF-8, an object of one's own, a list that holds itself) is a
+        ``ValueError`` naming the record, its key and where the value is, as on Flink (where it
+        fails the record); the output itself is left as it was."""
+        found: dict[str, Any] = json.loads(
+            _as_json(self, what=f"record {self.index} (key {self.key!r})")
+        )
         return found
 
 
@@ -628,17 +632,30 @@ def _output(
     return KeyedOutput(key, index, record, output=custom)
 
 
-def _as_json(output: KeyedOutput, failed: bool = False) -> str:
+def _as_json(output: KeyedOutput, failed: bool = False, what: str | None = None) -> str:
     """An output as JSON text, what travels to the next operator. A ``failed`` record's key is
-    given as its ``repr`` if JSON cannot hold it (a NaN key), so that its error can leave."""
+    given as its ``repr`` if JSON cannot hold it (a NaN key), so that its error can leave.
+
+    What pydantic cannot write (an object of one's own, bytes that are not UTF-8, a list that
+    holds itself) is a ``ValueError`` naming where it is (``_unwritable``), never its ``str()``
+    (``"<Reading object at 0x...>"``, its data lost without a word) nor a ``RecursionError``
+    (a Flink operator takes only a ``ValueError`` as a record's failure: the job failed).
+    ``what``: who the error names, ``"the output"`` unless given (``to_dict`` names the record
+    and its key)."""
     if failed:
         try:
             return _as_json(output)
         except ValueError:
             output = dataclasses.replace(output, key=repr(output.key))
+    writing = "the output" if what is None else what
+    try:  # a model's dump may meet what it cannot write, or recurse in what holds itself
+        kept = _models_nan_kept(output.output, fallback=False)
+    except (ValueError, TypeError, RecursionError) as exc:
+        whole = {"key": output.key, "output": output.output}
+        raise _unwritable(whole, writing, None, exc) from None
     data = {
         "key": output.key,
-        "output": _models_nan_kept(output.output),
+        "output": kept,
         "error": {"type": output.error.type, "message": output.error.message}
         if output.error is not None
         else None,
@@ -649,7 +666,8 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         "resumed": output.resumed,
         "usage": output.usage.model_dump() if output.usage is not None else None,
     }
-    return _json_text(data, "the output", _encoded(data, str, "the output"))
+    holding = "the output" if what is None else f"{what} cannot be written as JSON: the output"
+    return _json_text(data, holding, _encoded(data, None, writing))
 
 
 class _Unreadable:
@@ -682,54 +700,94 @@ def _encoded(
 
 
 def _unwritable(
-    value: Any, what: str, fallback: Callable[[Any], Any] | None, error: ValueError
+    value: Any, what: str, fallback: Callable[[Any], Any] | None, error: Exception
 ) -> ValueError:
     """The error for ``value`` (``what``) that pydantic could not write as JSON (``error``): it
     said only what failed ("invalid utf-8 sequence of 1 bytes from index 0", "Unable to serialize
     unknown type"), not which record or output, nor where in it (a record among thousands, a
     binary payload in one field). Looked for only on this failure."""
-    found = _unwritable_at(value, "", fallback, 0)
+    found = _unwritable_at(value, "", fallback, 0, set())
     if found is None:
+        if isinstance(error, RecursionError):  # deeper than Python recurses, the walk not
+            error = ValueError(f"it nests deeper than {MAX_DEPTH} levels")
         return ValueError(f"{what} cannot be written as JSON: {error}")
-    place, bad, reason = found
-    if isinstance(bad, (bytes, bytearray)):
+    place, bad, reason, how = found
+    if isinstance(bad, (bytes, bytearray)) and not how:
         problem = f"{type(bad).__name__} that are not UTF-8 text"
         hint = "decode them, or base64-encode them, first"
+    elif how == _ITSELF:
+        problem = f"{type(bad).__qualname__} that holds itself"
+        hint = "JSON holds no references: give a copy, or what it stands for"
+    elif how == _DEEP:
+        problem = f"{type(bad).__qualname__} nested deeper than {MAX_DEPTH} levels"
+        place = f"{place[:60]}..."
+        hint = "flatten it"
     else:
-        problem = type(bad).__qualname__
+        problem = f"{type(bad).__qualname__}{how}"
         hint = f"{reason}; make it JSON data or a pydantic model"
     return ValueError(
         f"{what} cannot be written as JSON: {problem} at {place or 'its top'} ({hint})"
     )
 
 
+_ITSELF = " that holds itself"
+_DEEP = " nested too deeply"
+
+
 def _unwritable_at(
-    value: Any, path: str, fallback: Callable[[Any], Any] | None, depth: int
-) -> tuple[str, Any, str] | None:
-    """The first place in ``value`` (from ``path``) pydantic cannot write: its path, the value
-    and pydantic's words; None if every piece writes alone. Below ``MAX_DEPTH`` levels a value
-    is taken whole (a container holding itself is written by none)."""
+    value: Any, path: str, fallback: Callable[[Any], Any] | None, depth: int, above: set[int]
+) -> tuple[str, Any, str, str] | None:
+    """The first place in ``value`` (from ``path``) pydantic cannot write: its path, the value,
+    pydantic's words and how it is there (``" as a key"`` of a dict, ``_ITSELF`` for a container
+    met again inside itself, ``above`` holding the ids of those on the way, ``_DEEP`` for one
+    pydantic refused below ``MAX_DEPTH`` levels, where a value is taken whole); None if every
+    piece writes alone. Through dicts (their keys too), lists, tuples, sets, models (their
+    extras too) and dataclasses."""
     items: Iterable[tuple[str, Any]] | None = None
     if depth >= MAX_DEPTH:
         pass
+    elif id(value) in above:
+        return path, value, "", _ITSELF
     elif isinstance(value, dict):
+        for key in value:
+            said = None if type(key) is str else _unwriting({key: None}, fallback)
+            if said is not None:
+                return path, key, said, " as a key"
         items = ((_joined(path, str(key)), item) for key, item in value.items())
     elif isinstance(value, (list, tuple)):
         items = ((f"{path}[{n}]", item) for n, item in enumerate(value))
     elif isinstance(value, (set, frozenset)):
         items = ((path, item) for item in value)
     elif isinstance(value, BaseModel):  # its fields by name: pydantic named none of them
-        items = ((_joined(path, name), getattr(value, name)) for name in type(value).model_fields)
+        names = [*type(value).model_fields, *(value.__pydantic_extra__ or ())]
+        items = ((_joined(path, name), getattr(value, name, None)) for name in names)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields = dataclasses.fields(value)
+        items = ((_joined(path, f.name), getattr(value, f.name, None)) for f in fields)
     if items is not None:
-        for inner, item in items:
-            found = _unwritable_at(item, inner, fallback, depth + 1)
-            if found is not None:
-                return found
+        above.add(id(value))
+        try:
+            for inner, item in items:
+                found = _unwritable_at(item, inner, fallback, depth + 1, above)
+                if found is not None:
+                    return found
+        finally:
+            above.discard(id(value))
         return None
+    said = _unwriting(value, fallback)
+    if said is None:
+        return None
+    return path, value, said, _DEEP if depth >= MAX_DEPTH else ""
+
+
+def _unwriting(value: Any, fallback: Callable[[Any], Any] | None) -> str | None:
+    """pydantic's words for why it cannot write ``value`` alone, or None if it can (text holding
+    a lone surrogate can: ``_encoded`` writes it escaped). A plain ``ValueError`` is its words for
+    a value nested too deeply, a ``TypeError`` for a dict key it cannot write (a ``frozenset``)."""
     try:
         to_jsonable_python(value, fallback=fallback)
-    except (PydanticSerializationError, UnicodeDecodeError) as exc:
-        return path, value, str(exc)
+    except (ValueError, TypeError) as exc:  # pydantic's, UnicodeDecodeError, too deep, a key
+        return str(exc)
     return None
 
 
