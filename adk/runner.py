@@ -1475,8 +1475,10 @@ def _named_without_resources(agent: Agent) -> None:
         if id(part) in seen:
             continue
         seen.add(id(part))
-        ask = getattr(part, "_adk_named_resource", None)
-        named = ask() if callable(ask) else None
+        # Read from the class: a value answering every attribute (a ``MagicMock``, an RPC
+        # proxy) would hand back something to call, whose call failed the Runner or went out.
+        ask = getattr(type(part), "_adk_named_resource", None)
+        named = ask(part) if callable(ask) else None
         if named is not None:
             kind, name = named
             owner = getattr(part, "name", "?")
@@ -1493,14 +1495,15 @@ def _named_without_resources(agent: Agent) -> None:
                 f"runner's (Runner(agent, resources=resources), or an execution environment's "
                 f"resources=, {instead}"
             )
-        for attribute in ("sub_agents", "tools"):
-            held = getattr(part, attribute, None)
-            if isinstance(held, list | tuple):
-                pending.extend(held)
-        for attribute in ("agent", "worker"):  # a flow's, AgentTool's; a Supervisor worker's
-            inner = getattr(part, attribute, None)
-            if inner is not None and not isinstance(inner, str):
-                pending.append(inner)
+        if not _answers_any(part):  # a mock's ``agent`` is a new child each level down
+            for attribute in ("sub_agents", "tools"):
+                held = getattr(part, attribute, None)
+                if isinstance(held, list | tuple):
+                    pending.extend(held)
+            for attribute in ("agent", "worker"):  # a flow's, AgentTool's; a Supervisor's
+                inner = getattr(part, attribute, None)
+                if inner is not None and not isinstance(inner, str):
+                    pending.append(inner)
         if not type(part).__module__.startswith(_FRAMEWORK):  # the user's: held anywhere
             for name, value in attributes(part):
                 if name not in _UPWARD:
@@ -1511,11 +1514,19 @@ _FRAMEWORK = ("adk.", "prebuilt.")
 """The modules of the classes whose agents ``_named_without_resources`` finds by name."""
 
 
+def _answers_any(value: object) -> bool:
+    """Whether ``value``'s class answers any attribute name (``__getattr__``: a mock, an RPC
+    proxy, a delegating wrapper), so that what it "has" says nothing of what it holds."""
+    return hasattr(type(value), "__getattr__")
+
+
 def _holds_agents(value: object) -> bool:
     """An agent (``run``) or a tool (``spec``: an ``AgentTool``, a tool of one's own holding an
     agent), which ``_named_without_resources`` looks into; not a model nor a toolset, which
     hold none, nor a ``Runner`` (see ``_is_part``) or a class."""
-    if isinstance(value, type | Runner):
+    if isinstance(value, type | Runner) or _answers_any(value):
+        # One answering any name (a ``MagicMock``, an RPC proxy) is neither: probed, a mock
+        # grew a child per name read, which the walk then probed, for ever.
         return False
     try:
         return hasattr(value, "spec") or callable(getattr(value, "run", None))

@@ -18,6 +18,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
+from unittest import mock
 
 import pydantic
 import pytest
@@ -504,8 +505,9 @@ class _Router(adk.BaseAgent):
 class _Asks:
     """A tool of one's own that asks an agent it holds (not an ``AgentTool``)."""
 
-    def __init__(self, agent: Any) -> None:
-        self.expert = agent
+    def __init__(self, expert: Any, **more: Any) -> None:
+        self.expert = expert
+        vars(self).update(more)
         self.spec = adk.ToolSpec(
             name="ask",
             description="Ask the expert.",
@@ -569,6 +571,47 @@ def test_a_resource_name_in_an_agent_of_ones_own_attributes_is_refused_at_runner
         Runner(boss)
     routed = boss.sub_agents[0]
     Runner(routed)  # its parent names a model: not in this tree
+
+
+class _Remote:
+    """A client answering any attribute with a remote call (xmlrpc's ``ServerProxy``, an RPC
+    stub): every name is a method, and calling one does the call."""
+
+    def __init__(self) -> None:
+        self.called: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+
+        def call(*args: Any, **kwargs: Any) -> None:
+            self.called.append(name)
+
+        return call
+
+
+def test_a_client_answering_any_attribute_in_an_agent_of_ones_own_is_not_called_at_runner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While an agent naming a resource was alive anywhere in the process, ``Runner(agent)``
+    called ``_adk_named_resource`` on whatever an agent of one's own held that answers every
+    attribute: a ``MagicMock`` client (a unit test's) failed the Runner ('not enough values to
+    unpack', 'cannot unpack non-iterable Mock object'), and an RPC proxy was sent a remote call
+    named ``_adk_named_resource`` at each Runner made. Such a value is looked into through
+    what it holds, never called; an agent naming a resource beside it is still refused."""
+    _no_agent_named_yet(monkeypatch)
+    elsewhere = ReActAgent("elsewhere", "fast")  # alive: every Runner without resources looks
+    ready = ReActAgent("ready", model())
+    remote = _Remote()
+    for client in (remote, mock.MagicMock(), mock.Mock()):
+        Runner(_Router("r", {"billing": ready}, client))
+        # where the framework's classes keep an agent (a tool's ``agent``): a mock's child
+        # there was read as the next agent, whose own ``agent`` was a new child, for ever
+        Runner(_Router("r", {"billing": ready}, None, [_Asks(ready, agent=client)]))
+    assert remote.called == []
+    with pytest.raises(ValueError, match="agent 'billing' names model 'fast'"):
+        Runner(_Router("r", {"billing": ReActAgent("billing", "fast")}, mock.MagicMock()))
+    assert elsewhere.model == "fast"
 
 
 def test_a_subclass_shadowing_model_with_a_class_attribute_is_refused_at_runner(
