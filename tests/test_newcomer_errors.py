@@ -614,6 +614,34 @@ def test_a_client_answering_any_attribute_in_an_agent_of_ones_own_is_not_called_
     assert elsewhere.model == "fast"
 
 
+def test_an_agent_of_ones_own_keeping_data_in_memory_costs_runner_no_probe_per_value(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While an agent naming a resource was alive, ``Runner(agent)`` probed each value an agent
+    of one's own held, to the strings of its documents and the floats of its rows (``spec``,
+    ``run``: ~0.2 s a Runner for 100k documents, a Runner made per request). Text, numbers and
+    None are passed over by their type; an agent kept among them is still found."""
+    _no_agent_named_yet(monkeypatch)
+    elsewhere = ReActAgent("elsewhere", "fast")
+    probed: list[object] = []
+    probe = adk.runner._holds_agents
+
+    def counted(value: object) -> bool:
+        probed.append(value)
+        return probe(value)
+
+    monkeypatch.setattr(adk.runner, "_holds_agents", counted)
+    ready = ReActAgent("ready", model())
+    docs = [f"document {n}" for n in range(2000)]
+    rows = {n: {"text": f"row {n}", "vector": [0.5, 1.5], "seen": None} for n in range(500)}
+    Runner(_Router("r", {"billing": ready, "docs": docs, "rows": rows}, 3.5))
+    assert probed == [ready]
+    kept = [*docs, ReActAgent("kept", "fast")]
+    with pytest.raises(ValueError, match="agent 'kept' names model 'fast'"):
+        Runner(_Router("r", {"billing": ready, "docs": kept}, None))
+    assert elsewhere.model == "fast"
+
+
 def test_a_subclass_shadowing_model_with_a_class_attribute_is_refused_at_runner(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
