@@ -26,6 +26,8 @@ from collections.abc import (
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from pydantic import BaseModel
+
 # The package and its checkpoint subpackage, for the modules only pausing, resuming, listing or
 # hooks need: ``adk._preflight``, ``adk._approval``, ``adk._instrument``, ``checkpoint._claim``
 # and the like load on first access (the packages' ``__getattr__``), so ``import adk`` and a run
@@ -1514,6 +1516,7 @@ _FRAMEWORK = ("adk.", "prebuilt.")
 """The modules of the classes whose agents ``_named_without_resources`` finds by name."""
 
 
+_MODELS_GETATTR = getattr(BaseModel, "__getattr__", None)
 _LEAVES = frozenset({str, bytes, bytearray, int, float, complex, bool, type(None)})
 """What holds no agent, told by its type alone."""
 
@@ -1544,8 +1547,11 @@ def _agents_in(value: object, depth: int = 3) -> list[object]:
 
 def _answers_any(value: object) -> bool:
     """Whether ``value``'s class answers any attribute name (``__getattr__``: a mock, an RPC
-    proxy, a delegating wrapper), so that what it "has" says nothing of what it holds."""
-    return hasattr(type(value), "__getattr__")
+    proxy, a delegating wrapper), so that what it "has" says nothing of what it holds. A
+    pydantic model's (its private attributes) answers no other name: an agent or tool of one's
+    own that is a model is looked into."""
+    answer = getattr(type(value), "__getattr__", None)
+    return answer is not None and answer is not _MODELS_GETATTR
 
 
 def _holds_agents(value: object) -> bool:

@@ -573,6 +573,17 @@ def test_a_resource_name_in_an_agent_of_ones_own_attributes_is_refused_at_runner
     Runner(routed)  # its parent names a model: not in this tree
 
 
+class _AsksModel(pydantic.BaseModel):
+    """A tool of one's own that is a pydantic model holding the agent it asks."""
+
+    model_config = pydantic.ConfigDict(arbitrary_types_allowed=True)
+    expert: Any
+    spec: adk.ToolSpec = adk.ToolSpec(name="ask", description="Ask the expert.", parameters={})
+
+    async def run(self, arguments: str, ctx: adk.ToolContext) -> str:
+        return "asked"
+
+
 class _Remote:
     """A client answering any attribute with a remote call (xmlrpc's ``ServerProxy``, an RPC
     stub): every name is a method, and calling one does the call."""
@@ -611,6 +622,14 @@ def test_a_client_answering_any_attribute_in_an_agent_of_ones_own_is_not_called_
     assert remote.called == []
     with pytest.raises(ValueError, match="agent 'billing' names model 'fast'"):
         Runner(_Router("r", {"billing": ReActAgent("billing", "fast")}, mock.MagicMock()))
+    # A pydantic model's __getattr__ (its private attributes) answers no other name: a tool of
+    # one's own that is a model is looked into as before.
+    with pytest.raises(ValueError, match="agent 'expert' names model 'fast'"):
+        Runner(
+            _Router(
+                "r", {"billing": ready}, None, [_AsksModel(expert=ReActAgent("expert", "fast"))]
+            )
+        )
     assert elsewhere.model == "fast"
 
 
