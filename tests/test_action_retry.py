@@ -205,6 +205,18 @@ class _UnreadableResponse(Exception):
         raise RuntimeError("no response was kept")
 
 
+class _ClientError(Exception):
+    """botocore's ``ClientError`` (boto3's, an AWS call's), whose ``response`` is the reply as a
+    dict, its status at ``["ResponseMetadata"]["HTTPStatusCode"]`` (botocore is not a dependency:
+    its shape, as ``ClientError(error_response, operation_name)`` keeps it)."""
+
+    def __init__(self, status: int | None) -> None:
+        super().__init__("An error occurred (ValidationException) when calling InvokeModel")
+        self.response: dict[str, Any] = {"Error": {"Code": "ValidationException"}}
+        if status is not None:
+            self.response["ResponseMetadata"] = {"HTTPStatusCode": status, "RetryAttempts": 0}
+
+
 class _NoResponse(Exception):
     """requests' ``HTTPError`` raised without a response: ``response`` is None."""
 
@@ -228,8 +240,21 @@ class _NoResponse(Exception):
         ),
         (lambda: _UnreadableResponse("lost"), RetryPolicy(max_attempts=3, initial_delay=0), 3),
         (lambda: _NoResponse("lost"), RetryPolicy(max_attempts=3, initial_delay=0), 3),
+        (lambda: _ClientError(400), RetryPolicy(max_attempts=3, initial_delay=0), 1),
+        (lambda: _ClientError(503), RetryPolicy(max_attempts=3, initial_delay=0), 3),
+        (lambda: _ClientError(None), RetryPolicy(max_attempts=3, initial_delay=0), 3),
     ],
-    ids=["404-default", "503-default", "503-not-chosen", "404-chosen", "unreadable", "none"],
+    ids=[
+        "404-default",
+        "503-default",
+        "503-not-chosen",
+        "404-chosen",
+        "unreadable",
+        "none",
+        "boto-400",
+        "boto-503",
+        "boto-no-metadata",
+    ],
 )
 async def test_an_action_retry_reads_the_status_of_an_httpx_raise_for_status(
     make: Any, policy: RetryPolicy, attempts: int

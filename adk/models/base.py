@@ -155,7 +155,8 @@ class RetryPolicy(_NamedOptions):
         ``status_code``, as the SDKs' errors have, or ``status``, as ``ModelError`` and
         aiohttp's have, an ``http.HTTPStatus`` too, not a bool; or its ``response``'s
         ``status_code``, as httpx's ``HTTPStatusError`` from ``raise_for_status()`` and
-        requests' ``HTTPError`` have) if the policy retries that status; one without, always.
+        requests' ``HTTPError`` have; botocore's ``ClientError``'s in its dict) if the policy
+        retries that status; one without, always.
         Read only when an action with a policy fails: no HTTP library is imported for it."""
         status = _status_of(error)
         return True if status is None else self._retries_status(status)
@@ -174,15 +175,21 @@ def _status_of(error: BaseException) -> int | None:
     ``status_code`` or ``status`` first (openai's ``APIStatusError`` has a ``response`` too);
     then its ``response``'s ``status_code``: httpx's ``HTTPStatusError`` keeps it only there, so
     a 404 from ``raise_for_status()`` was retried as a failure without a status (a connection
-    lost), and a 503 under ``retry_on_status={502}`` retried too. A ``response`` that cannot be
-    read (a property that raises, requests' ``None``) is no status."""
+    lost), and a 503 under ``retry_on_status={502}`` retried too; botocore's ``ClientError``
+    keeps it in its dict ``response``, at ``["ResponseMetadata"]["HTTPStatusCode"]`` (an AWS
+    call's 400 was retried alike). A ``response`` that cannot be read (a property that raises,
+    requests' ``None``) is no status."""
     for attribute in ("status_code", "status"):
         status = getattr(error, attribute, None)
         if isinstance(status, int) and not isinstance(status, bool):
             return int(status)
     try:
-        status = getattr(getattr(error, "response", None), "status_code", None)
-    except Exception:  # the error's own property failed: it says no status
+        response = getattr(error, "response", None)
+        if isinstance(response, dict):  # botocore's ClientError: the reply as a dict
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        else:
+            status = getattr(response, "status_code", None)
+    except Exception:  # the error's own property failed, or its dict is not so: no status
         return None
     if isinstance(status, int) and not isinstance(status, bool):
         return int(status)
