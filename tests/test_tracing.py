@@ -1816,6 +1816,48 @@ async def test_a_run_cancelled_while_a_streamed_answer_is_read_for_it_says_its_a
     meters.shutdown()
 
 
+async def test_a_streaming_resume_cancelled_while_invoke_resume_reads_an_answer_says_cancelled(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A timeout around ``invoke_resume`` in a streaming run, cut while it read the resumed
+    agent's streamed answer, said adk.cancelled.by=GeneratorExit on the agent's span, a reader
+    that stopped reading, where the same cut around ``invoke`` (and around a resume that does
+    not stream) says CancelledError: a dashboard telling timeouts from clients gone by it counted
+    every timed-out approval among the clients gone."""
+
+    @tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay."""
+        return "paid"
+
+    stalled = ServedReply(text="a long answer", stall_after=2, delay=60)
+    async with OpenAIServer(
+        [ServedReply(tool_calls=[Call("pay", '{"cents": 5}')]), stalled]
+    ) as server:
+        model = wire_model(server, name="m", retry=RetryPolicy(max_attempts=1))
+        runner = Runner(
+            ReActAgent("payer", model, tools=[pay]), enable_streaming=True, tracer_provider=provider
+        )
+        paused = await runner.invoke("pay")
+        assert paused.checkpoint_id is not None
+        exporter.clear()
+        task = asyncio.create_task(runner.invoke_resume(paused.checkpoint_id, True))
+        for _ in range(6000):  # until the server holds the stream: a guard, not a timing
+            if server.stalls:
+                break
+            await asyncio.sleep(0.01)
+        assert server.stalls == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await model.aclose()
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent payer")
+    assert attrs(span)["adk.agent.outcome"] == "cancelled"
+    assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
+        ("adk.cancelled", {"adk.cancelled.by": "CancelledError"})
+    ]
+
+
 @pytest.mark.parametrize("cut", ["model", "stream", "tool"])
 async def test_a_cut_off_model_or_tool_call_records_its_duration_with_the_cut_as_error_type(
     provider: TracerProvider, exporter: InMemorySpanExporter, cut: str
