@@ -442,6 +442,32 @@ async def test_concurrent_calls_run_over_one_session(shared: MCPToolset) -> None
     assert shared._session.connections_opened == sessions
 
 
+async def test_concurrent_first_uses_of_a_toolset_share_one_listing(
+    http_process: HTTPServerProcess,
+) -> None:
+    """A service's first requests, arriving together on a toolset not yet used (no startup
+    ``tools()``), each sent the server a ``tools/list`` of their own: 100 agents starting at once
+    sent 100 listings, which took seconds on a loaded server, and with a short ``call_timeout``
+    failed runs with "did not answer within ... while listing its tools". mcp.md says a toolset
+    "lists them once". Concurrent first uses now wait for one listing; one that gives up
+    waiting, the one that started it too, does not stop it for the others."""
+    async with MCPToolset(HTTPServer(http_process.url)) as counter:
+        before = (await call(counter, "hang_stats")).structured["listed"]
+    async with MCPToolset(HTTPServer(http_process.url)) as toolset:
+        waiting = [asyncio.create_task(toolset.tools()) for _ in range(20)]
+        await asyncio.sleep(0)  # every use has asked: the listing is under way
+        for leaving in (waiting[0], waiting[7]):
+            leaving.cancel()
+        results = await asyncio.gather(*waiting, return_exceptions=True)
+        assert [type(r).__name__ for r in results] == [
+            "CancelledError" if i in (0, 7) else "list" for i in range(20)
+        ]
+        listed = {tuple(t.spec.name for t in r) for r in results if isinstance(r, list)}
+        assert len(listed) == 1 and "hang_stats" in next(iter(listed))
+        after = (await call(toolset, "hang_stats")).structured["listed"]  # the listing cached
+    assert after == before + 1
+
+
 async def test_event_loops_of_two_threads_each_get_their_own_session() -> None:
     """One toolset (one Runner's) used from two threads' event loops at once, as a service
     running ``asyncio.run`` per request in worker threads does: the second loop found the first
