@@ -221,15 +221,22 @@ class _MCPTool:
         """What is wrong with ``arguments`` (JSON text) for the server's input schema, or None: a
         person's edit of a call's arguments is checked with this before the resume runs anything
         (``adk._approval.edited_call``); the server would otherwise be the first to see them."""
-        # jsonschema (a dependency of the mcp package) loads here, on the first edited call:
+        return self._schema_problem(json.loads(arguments))
+
+    def _schema_problem(self, arguments: Any) -> str | None:
+        """What is wrong with ``arguments`` (parsed) for the server's input schema, or None: an
+        edit's (``_adk_check_arguments``), and a call's before it is put to a person."""
+        # jsonschema (a dependency of the mcp package) loads here, on the first checked call:
         # ``import adk.mcp`` does not otherwise need it and it costs tens of milliseconds.
         import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
         schema = self._spec.parameters
-        validator = jsonschema.validators.validator_for(schema)(schema)
         try:
-            errors = list(validator.iter_errors(json.loads(arguments)))
-        except jsonschema.SchemaError:  # the server's schema is broken: the server decides
+            validator = jsonschema.validators.validator_for(schema)(schema)
+            errors = list(validator.iter_errors(arguments))
+        except Exception:
+            # The server's schema is broken, or one the validator cannot follow (a ``$ref`` it
+            # cannot resolve, nesting past its recursion limit): the server decides.
             return None
         if not errors:
             return None
@@ -250,7 +257,13 @@ class _MCPTool:
                 return ToolResult.error(
                     f"tool '{name}' needs a person's approval, which only a run can ask for"
                 )
-            denial = await gate(name, parsed, ctx, None if approval is True else approval)
+            denial = await gate(
+                name,
+                parsed,
+                ctx,
+                None if approval is True else approval,
+                functools.partial(self._schema_problem, parsed),
+            )
             if denial is not None:
                 return denial
         elif ctx is not None and ctx.run_context._run.plan is not None:
