@@ -372,7 +372,7 @@ def _check_turns_left(
         inside = "" if name == step.name else f" (agent {name!r})"
         refused = count_ahead(walk, ctx, f"step {step.name!r}{inside}")
         if refused is not None:
-            raise state.error(
+            raise state.turns_short(
                 f"{refused}: its step {step.name!r}, after the paused step {child.name!r}, asks "
                 f"a model call{inside} the limit does not allow; resume with a higher max_turns "
                 "(it counts the calls before the pause)"

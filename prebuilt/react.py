@@ -507,7 +507,7 @@ class _ReActCore:
         if iterations == self.owner.max_iterations:
             raise self._past_limit(saved, iterations)
         assert turns is not None
-        raise saved.error(
+        raise saved.turns_short(
             f"{spent_text(turns)}: the paused calls' results would need a model call the limit "
             "does not allow; resume with a higher max_turns (it counts the calls before the pause)"
         )
@@ -685,7 +685,7 @@ class _ReActCore:
         for what, needs in asking:
             refused = count_ahead(walk, ctx, what)
             if refused is not None:
-                raise saved.error(
+                raise saved.turns_short(
                     f"{refused}: {needs} a model call the limit does not allow; resume with a "
                     "higher max_turns (it counts the calls before the pause)"
                 )

@@ -539,7 +539,7 @@ def check_turns_left(
         and not _pauses_again(run)
         and chat_asks_after(run, current, listener, queue)
     ):
-        raise saved.error(f"{spent_text(turns)}: {_CHAT_ASKS}")
+        raise saved.turns_short(f"{spent_text(turns)}: {_CHAT_ASKS}")
 
 
 def _pauses_again(run: _ActionRun) -> bool:
@@ -572,7 +572,7 @@ def count_chat_after(
         return
     refused = count_ahead(walk, run.ctx, f"agent {run.agent.name!r} (its chat)")
     if refused is not None:
-        raise saved.error(f"{refused}: {_CHAT_ASKS}")
+        raise saved.turns_short(f"{refused}: {_CHAT_ASKS}")
 
 
 def chat_asks_after(run: _ActionRun, current: Event, listener: int, queue: Sequence[Event]) -> bool:

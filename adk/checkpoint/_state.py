@@ -18,6 +18,18 @@ from .codec import CheckpointError
 
 __all__ = ["SavedState"]
 
+
+class _TurnsShort(CheckpointError, ValueError):
+    """A resume refused, before anything ran, because the run's ``max_turns`` (saved at the
+    pause, or the resume's own) leaves fewer model calls than the resume is certain to make
+    (``adk._turns_left``): "resume with a higher max_turns". A ``ValueError`` as
+    ``adk.runner._OptionsNotGiven`` is: an argument of the resume call does not fit the
+    checkpoint, and the same checkpoint resumes once it is sent again with another. So a service
+    tells it from a checkpoint that cannot be read or that this version cannot resume (a tool
+    removed since the pause), by class alone: a ``CheckpointError`` that is also a ``ValueError``
+    keeps the session waiting on its checkpoint (docs/service.md). Its name is private, as
+    DESIGN.md names no class of refusal: read as ``CheckpointError`` (``ErrorInfo.type``)."""
+
 _MISSING: Any = object()
 
 
@@ -38,6 +50,11 @@ class SavedState:
 
     def error(self, what: str) -> CheckpointError:
         return CheckpointError(f"the checkpoint does not fit {self._owner}: {what}")
+
+    def turns_short(self, what: str) -> CheckpointError:
+        """The refusal of a resume that ``max_turns`` leaves too few model calls (``what``
+        says which and ends with "resume with a higher max_turns")."""
+        return _TurnsShort(f"the checkpoint does not fit {self._owner}: {what}")
 
     def _field(self, key: str, default: Any) -> Any:
         value = self.values.get(key, default)
