@@ -30,6 +30,7 @@ class _TurnsShort(CheckpointError, ValueError):
     keeps the session waiting on its checkpoint (docs/service.md). Its name is private, as
     DESIGN.md names no class of refusal: read as ``CheckpointError`` (``ErrorInfo.type``)."""
 
+
 _MISSING: Any = object()
 
 
