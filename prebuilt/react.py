@@ -55,7 +55,7 @@ from adk._aio import closing, finish
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import _RECORDED, NO_EVENT
 from adk._naming import naming as _naming
-from adk._turns_left import count_ahead, spent_text
+from adk._turns_left import count_ahead, spent_text, turns_limit
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
@@ -509,7 +509,8 @@ class _ReActCore:
         assert turns is not None
         raise saved.turns_short(
             f"{spent_text(turns)}: the paused calls' results would need a model call the limit "
-            "does not allow; resume with a higher max_turns (it counts the calls before the pause)"
+            "does not allow; resume with a higher max_turns (it counts the calls before the pause)",
+            turns.limit,
         )
 
     def _past_limit(self, saved: SavedState, iterations: int) -> CheckpointError:
@@ -687,7 +688,8 @@ class _ReActCore:
             if refused is not None:
                 raise saved.turns_short(
                     f"{refused}: {needs} a model call the limit does not allow; resume with a "
-                    "higher max_turns (it counts the calls before the pause)"
+                    "higher max_turns (it counts the calls before the pause)",
+                    turns_limit(ctx),
                 )
 
     def _after_transfer(

@@ -144,7 +144,7 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     adk.CheckpointNotFoundError: [_made(adk.CheckpointNotFoundError("no checkpoint 'c1'"))],
     adk.CheckpointBusyError: [_made(adk.CheckpointBusyError("already being resumed"))],
     _OptionsNotGiven: [_made(_OptionsNotGiven("paused a run given run options this resume lacks"))],
-    _TurnsShort: [_made(_TurnsShort("resume with a higher max_turns"))],
+    _TurnsShort: [_made(_TurnsShort("resume with a higher max_turns", 3))],
     ToolError: [_made(ToolError("no such city"))],
     ActionError: [_made(ActionError("cannot process"))],
     Interrupt: [_made(Interrupt({"question": "ok?"}, state={"step": 2}))],

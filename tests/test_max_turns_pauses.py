@@ -55,6 +55,7 @@ async def test_an_action_chats_paused_round_with_no_call_left_is_refused_on_resu
             )
         assert isinstance(refused.value.__cause__, adk.CheckpointError)
         assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
+        assert getattr(refused.value.__cause__, "max_turns", None) == 1
         assert "the run paused after 1 model calls, at the run's max_turns of 1" in str(
             refused.value
         )
@@ -382,6 +383,7 @@ async def test_a_flows_round_paying_and_transferring_with_no_call_left_is_refuse
         await _flow_runner(bank, [], ["checked"], store).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
     assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
+    assert getattr(refused.value.__cause__, "max_turns", None) == 1
     assert (
         "the checkpoint does not fit agent 'clerk': the run paused after 1 model calls, at the "
         "run's max_turns of 1: the paused round transfers to 'auditor', which asks a model call"
@@ -545,6 +547,7 @@ async def test_a_resume_certain_to_need_more_calls_than_are_left_is_refused(shap
         await _short_runner(bank, shape, store, ["paid"]).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
     assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
+    assert getattr(refused.value.__cause__, "max_turns", None) == first + 1  # held against
     text = str(refused.value)
     assert (
         f"the run paused after {first} model calls of the run's max_turns of {first + 1}, and "

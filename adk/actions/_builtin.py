@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _tool_turns
 from .._aio import finish
-from .._turns_left import count_ahead, spent_text, spent_turns
+from .._turns_left import count_ahead, spent_text, spent_turns, turns_limit
 from ..checkpoint._state import SavedState
 from ..checkpoint.codec import CheckpointError, to_json_value
 from ..context import generate_counted, run_model_options, stream_counted
@@ -539,7 +539,7 @@ def check_turns_left(
         and not _pauses_again(run)
         and chat_asks_after(run, current, listener, queue)
     ):
-        raise saved.turns_short(f"{spent_text(turns)}: {_CHAT_ASKS}")
+        raise saved.turns_short(f"{spent_text(turns)}: {_CHAT_ASKS}", turns.limit)
 
 
 def _pauses_again(run: _ActionRun) -> bool:
@@ -572,7 +572,7 @@ def count_chat_after(
         return
     refused = count_ahead(walk, run.ctx, f"agent {run.agent.name!r} (its chat)")
     if refused is not None:
-        raise saved.turns_short(f"{refused}: {_CHAT_ASKS}")
+        raise saved.turns_short(f"{refused}: {_CHAT_ASKS}", turns_limit(run.ctx))
 
 
 def chat_asks_after(run: _ActionRun, current: Event, listener: int, queue: Sequence[Event]) -> bool:
