@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from adk import (
+    AgentEvent,
     AgentTool,
     AudioPart,
     FilePart,
@@ -48,6 +49,8 @@ from adk import (
     Runner,
     ToolCall,
     ToolContext,
+    run_messages,
+    tool,
 )
 from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
@@ -2239,3 +2242,41 @@ async def test_importing_adk_does_not_import_mcp() -> None:
     )
     _, stderr = await process.communicate()
     assert process.returncode == 0, stderr.decode()
+
+
+async def test_a_react_agents_tool_event_carries_an_mcp_tools_structured_content_across_a_pause(
+    shared: MCPToolset,
+) -> None:
+    """A ``ReActAgent``'s tool event for an MCP tool with structured output carried the text
+    alone: code reading the run's events had to parse the text back (which a server may write
+    otherwise), where an event-driven agent reads ``event.structured``. The tool message
+    carries it as ``metadata["structured"]`` (as ``is_error`` rides there: for code, never sent
+    to a model), through ``to_dict``/``from_dict``, and in the checkpoint of a round that
+    paused beside it: the resumed run's messages hold it as the tool gave it."""
+
+    @tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay; a person approves."""
+        return f"paid {cents}"
+
+    both = [tool_call("forecast", {"city": "Oslo"}, id="f"), tool_call("pay", {"cents": 5}, id="p")]
+    model = ScriptedModel([Reply(tool_calls=both), "done"])
+    runner = Runner(ReActAgent("clerk", model, tools=[shared, pay]))  # not closed: shared's
+    events = [e async for e in runner.run("Weather, then pay.")]
+    expected = {
+        "city": "Oslo",
+        "temperature": 21.5,
+        "units": "celsius",
+        "conditions": ["sunny", "dry"],
+    }
+    [shown] = [e for e in events if e.message is not None and e.message.name == "forecast"]
+    assert shown.message is not None and shown.message.metadata["structured"] == expected
+    again = AgentEvent.from_dict(json.loads(json.dumps(shown.to_dict()))).message
+    assert again is not None and again.metadata["structured"] == expected
+    paused = events[-1].interrupted
+    assert paused is not None
+    resuming = runner.resume(paused.checkpoint_id, True)
+    resumed = [e async for e in resuming]
+    assert resumed[-1].message is not None and resumed[-1].message.content == "done"
+    [kept] = [m for m in run_messages(resuming) if m.name == "forecast"]
+    assert kept.metadata["structured"] == expected

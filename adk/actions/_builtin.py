@@ -24,7 +24,7 @@ from .. import _tool_turns
 from .._aio import finish
 from .._turns_left import count_ahead, spent_text, spent_turns, turns_limit
 from ..checkpoint._state import SavedState
-from ..checkpoint.codec import CheckpointError, to_json_value
+from ..checkpoint.codec import STRUCTURED, CheckpointError, to_json_value
 from ..context import generate_counted, run_model_options, stream_counted
 from ..events import AgentEvent, AgentOutput
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
@@ -389,6 +389,7 @@ class _Round:
             return
         message = outcome.message
         assert message is not None
+        message.metadata.pop(STRUCTURED, None)  # recorded once, in "structured" (``take``)
         call = outcome.call
         places = recording.places
         # ``take`` gives the call object's first place left; the same here, before it
@@ -434,6 +435,10 @@ class _Round:
             if result is not None and result.structured is not None:
                 # As the tool gave it: looked at only if a pause saves it (``answer``, ``saved_structured``)
                 self.structured[place] = result.structured
+                # Carried once, on the event (``ToolResponseEvent.structured``), not on its
+                # response too (a ``ReActAgent``'s tool message's place for it): saved with the
+                # event's fields as JSON, a value it cannot hold there refused the pause.
+                outcome.message.metadata.pop(STRUCTURED, None)
 
     def answer(self) -> None:
         """Send the round's response, or pause with the answers so far saved."""

@@ -18,6 +18,7 @@ pauses or resumes, not at module level: this module loads with ``import adk`` (f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from math import isfinite
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -33,6 +34,7 @@ from pydantic_core import (
 from pydantic_core.core_schema import CoreConfig
 
 from ..interrupts import AGENT_STATE
+from ..messages import Message
 
 if TYPE_CHECKING:
     from ..messages import AudioPart, FilePart, ImagePart
@@ -485,6 +487,8 @@ def _plain(value: Any, depth: int) -> Any:
     if cls is list or cls is tuple:
         return [_plain(v, depth + 1) for v in value]
     if cls in _OWN:  # a history's messages: before the isinstance tests, which a model pays most
+        if cls is Message and value.metadata.get(STRUCTURED) is not None:
+            return _tool_message_json(value, depth)
         return _own_json(value, cls, depth)
     if isinstance(value, (bool, str)):
         return value
@@ -527,6 +531,43 @@ _OWN_WAYS: dict[type[BaseModel], tuple[SchemaSerializer, tuple[str, ...]]] = {}
 reading the two off the class (a mapping proxy made per read of ``cls.__dict__``) per message
 cost a sixth of writing it. A module-level dict, unlike ``_SERIALIZER``'s class attribute, as
 these are adk's own few classes, alive as long as the module anyway."""
+
+
+STRUCTURED = "structured"
+"""The ``Message.metadata`` key of a tool message's ``ToolResult.structured``
+(``adk.tools._executor``): machine-readable output beside the text, for code reading the tool's
+event, never sent to a model. Anything a tool gave, so a checkpoint or an event's JSON may not
+hold it."""
+
+_warned_structured: set[tuple[str, str]] = set()
+
+
+def dropped_structured(message: Message, why: object, where: str) -> Message:
+    """``message`` with its ``structured`` value None, where ``where`` (a checkpoint, an event's
+    JSON) cannot hold it (``why``): a warning the first time for its tool there, rather than a
+    pause or an event refused for a value beside the text the model read."""
+    tool = message.name or "?"
+    if (tool, where) not in _warned_structured:
+        _warned_structured.add((tool, where))
+        logging.getLogger("adk.tools").warning(
+            "tool %r returned a ToolResult.structured that %s cannot hold (%s): its tool "
+            "message's metadata['structured'] is None there, its text kept; return JSON values "
+            "or a model registered with adk.register_type",
+            tool,
+            where,
+            why,
+        )
+    return message.model_copy(update={"metadata": {**message.metadata, STRUCTURED: None}})
+
+
+def _tool_message_json(value: Message, depth: int) -> dict[str, Any]:
+    """``_own_json`` of a tool message carrying a tool's structured output (``STRUCTURED``):
+    saved as it is when the checkpoint can hold it, else with None for it
+    (``dropped_structured``). Only such a message pays the attempt: at a save, never per call."""
+    try:
+        return _own_json(value, Message, depth)
+    except (PydanticSerializationError, _Unstorable, ValueError, TypeError) as exc:
+        return _own_json(dropped_structured(value, exc, "a checkpoint"), Message, depth)
 
 
 def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
