@@ -632,25 +632,59 @@ def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
                 return found
         return None
     if depth < MAX_DEPTH and isinstance(value, BaseModel):  # its fields: pydantic named none
-        for name in type(value).model_fields:
-            found = _unwritable_in(getattr(value, name), depth + 1)
-            if found is not None:
-                found.keys.append(name)
-                return found
+        failing = _failing_field(value, None)
+        if failing is not None:
+            name, inner, exc, plain = failing
+            found = _unwritable_in(inner, depth + 1) if plain else None
+            if found is None:  # written by the model's own rules: the field is named whole
+                found = _Unstorable(_unstorable_reason(inner, exc))
+            found.keys.append(name)
+            return found
     try:
         to_jsonable_python(value)
     except (PydanticSerializationError, UnicodeDecodeError) as exc:
-        if isinstance(value, (bytes, bytearray)):
-            reason = (
-                f"{type(value).__name__} that are not UTF-8 text cannot be stored in a "
-                "checkpoint; decode them, or base64-encode them, first"
-            )
-        else:
-            reason = (
-                f"{type(value).__qualname__} cannot be stored in a checkpoint ({exc}); use JSON "
-                "values or pydantic models registered with adk.register_type"
-            )
-        return _Unstorable(reason)
+        return _Unstorable(_unstorable_reason(value, exc))
+    return None
+
+
+def _unstorable_reason(value: Any, exc: ValueError) -> str:
+    """Why ``value``, which pydantic could not write (``exc``), cannot be stored."""
+    if isinstance(value, (bytes, bytearray)):
+        return (
+            f"{type(value).__name__} that are not UTF-8 text cannot be stored in a "
+            "checkpoint; decode them, or base64-encode them, first"
+        )
+    return (
+        f"{type(value).__qualname__} cannot be stored in a checkpoint ({exc}); use JSON "
+        "values or pydantic models registered with adk.register_type"
+    )
+
+
+def _failing_field(
+    value: BaseModel, fallback: Callable[[Any], Any] | None
+) -> tuple[str, Any, ValueError, bool] | None:
+    """The first field of ``value`` that its own serializer cannot write as JSON, each written
+    alone as the dump that failed wrote it (the model's config and serializers, its excluded
+    fields left out): its name, its value, pydantic's error, and whether a walk into the value
+    may judge its pieces by pydantic's plain rules (false when the model's config says how it
+    writes values, ``ser_json_bytes="base64"`` say, or the field has a serializer of its own:
+    a walk would blame bytes the model writes). None when every field writes alone, or the
+    model writes itself (``@model_serializer``): then the model is the place. Only on a failure:
+    the walks for where a value is that pydantic could not write (a save, a Flink output)."""
+    cls = type(value)
+    decorators = cls.__pydantic_decorators__
+    if decorators.model_serializers:
+        return None
+    own: set[str] = set()
+    for decorator in decorators.field_serializers.values():
+        own.update(decorator.info.fields)
+    plain = "*" not in own and not any(key.startswith("ser_json_") for key in cls.model_config)
+    serializer = value.__pydantic_serializer__
+    for name in cls.model_fields:
+        try:
+            serializer.to_python(value, mode="json", include={name}, fallback=fallback)
+        except ValueError as exc:  # pydantic's, and a cycle's (a plain ValueError)
+            return name, getattr(value, name, None), exc, plain and name not in own
     return None
 
 
