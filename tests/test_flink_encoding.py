@@ -1035,3 +1035,24 @@ def test_a_record_that_ran_but_whose_output_cannot_be_sent_keeps_its_usage() -> 
     assert "cannot be sent or kept as JSON" in failed["error"]["message"]
     assert failed["checkpoint_id"]  # the pause was saved all the same
     assert failed["usage"] == usage.model_dump()
+
+
+class _EncodedFrame(BaseModel):
+    """Writes its bytes itself (base64), as its owner asked: JSON takes them."""
+
+    model_config = ConfigDict(ser_json_bytes="base64")
+    camera: str
+    image: bytes
+    extra: Any = None
+
+
+@pytest.mark.parametrize("key", ["camera", None])
+def test_from_list_blames_no_field_a_record_model_writes_itself(key: str | None) -> None:
+    """The walk naming where a record JSON cannot write is wrote each field by pydantic's plain
+    rules: a model's bytes that its config writes as base64 were blamed ("bytes that are not UTF-8
+    text at image (decode them, or base64-encode them, first)") and the object that failed was
+    never named."""
+    record = _EncodedFrame(camera="b", image=b"\x89PNG\xff", extra={"handle": object()})
+    with pytest.raises(ValueError, match=r"^record 0 cannot be written as JSON: ") as refused:
+        _environment().from_list([record], key=key)
+    assert " at extra " in str(refused.value) and "image" not in str(refused.value)

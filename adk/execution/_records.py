@@ -35,6 +35,7 @@ from ..agent import Agent
 from ..checkpoint.codec import (
     _MAX_INT_DIGITS,
     MAX_DEPTH,
+    _failing_field,
     _joined,
     _json_dump,
     _models_nan_kept,
@@ -719,7 +720,14 @@ def _unwritable_at(
     elif isinstance(value, (set, frozenset)):
         items = ((path, item) for item in value)
     elif isinstance(value, BaseModel):  # its fields by name: pydantic named none of them
-        items = ((_joined(path, name), getattr(value, name)) for name in type(value).model_fields)
+        # Each written by the model's own rules (its config, its field serializers): pydantic's
+        # plain ones blamed bytes a model writes as base64, not the value that failed.
+        failing = _failing_field(value, fallback)
+        if failing is not None:
+            name, inner, exc, plain = failing
+            place = _joined(path, name)
+            found = _unwritable_at(inner, place, fallback, depth + 1) if plain else None
+            return found if found is not None else (place, inner, str(exc))
     if items is not None:
         for inner, item in items:
             found = _unwritable_at(item, inner, fallback, depth + 1)
