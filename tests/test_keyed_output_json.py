@@ -103,3 +103,26 @@ def test_text_holding_a_lone_surrogate_is_written_escaped_and_reads_back_the_sam
     assert _records._json_text(odd, "record 0") == json.dumps(odd)
     plain = KeyedOutput("k", 0, None, output="é")  # the common case stays UTF-8, unescaped
     assert '"é"' in _records._as_json(plain)
+
+
+class _Thumbnail(BaseModel):
+    name: str
+    png: bytes
+
+
+@pytest.mark.parametrize(
+    ("output", "where"),
+    [
+        (_Thumbnail(name="t", png=b"\x89PNG\xff"), "at output.png "),
+        ({"thumbs": [_Thumbnail(name="t", png=b"\x89PNG\xff")]}, "at output.thumbs[0].png "),
+    ],
+    ids=["model", "model-in-dict"],
+)
+def test_an_output_model_json_cannot_write_is_refused_naming_where(output: Any, where: str) -> None:
+    """An output that is (or holds) a model with bytes that are not UTF-8 (an action's
+    OutputEvent(output=Thumbnail(...))) was refused with pydantic's words alone, a bare
+    UnicodeDecodeError ("'utf-8' codec can't decode byte 0x89"): the walk naming where was
+    reached only for an output of dicts and lists."""
+    with pytest.raises(ValueError, match=r"^the output cannot be written as JSON: bytes th") as no:
+        KeyedOutput("k", 0, None, output=output).to_dict()
+    assert where in str(no.value)

@@ -637,14 +637,20 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
             return _as_json(output)
         except ValueError:
             output = dataclasses.replace(output, key=repr(output.key))
+    try:
+        written = _models_nan_kept(output.output)
+        # NaN kept (pydantic's JSON mode made one in an info ``null``), for _json_text to refuse
+        interrupt = _json_dump(output.interrupt) if output.interrupt is not None else None
+    except (PydanticSerializationError, UnicodeDecodeError) as exc:  # a model's bytes, say
+        held = {"output": output.output, "interrupt": output.interrupt}
+        raise _unwritable(held, "the output", str, exc) from None
     data = {
         "key": output.key,
-        "output": _models_nan_kept(output.output),
+        "output": written,
         "error": {"type": output.error.type, "message": output.error.message}
         if output.error is not None
         else None,
-        # NaN kept (pydantic's JSON mode made one in an info ``null``), for _json_text to refuse
-        "interrupt": _json_dump(output.interrupt) if output.interrupt is not None else None,
+        "interrupt": interrupt,
         "checkpoint_id": output.checkpoint_id,
         "run_id": output.run_id,
         "resumed": output.resumed,
