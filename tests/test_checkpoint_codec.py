@@ -24,6 +24,7 @@ from pydantic import (
     ConfigDict,
     Field,
     Json,
+    RootModel,
     SecretStr,
     field_serializer,
     field_validator,
@@ -1391,6 +1392,18 @@ def test_the_walk_for_what_a_pause_cannot_write_blames_no_field_the_model_writes
     assert str(refused.value).startswith("m.metadata.frame.extra"), str(refused.value)
     assert "object" in str(refused.value) and "image" not in str(refused.value)
     to_json_value(Message(role="user", content="x", metadata={"frame": frame(image=b"\xff")}))
+
+
+class _Payload(RootModel[Any]):
+    pass
+
+
+def test_the_walk_looks_into_a_root_models_value() -> None:
+    """A RootModel's one field, ``root``, is looked into as a model's fields are: asked alone
+    (``include={"root"}``), pydantic picks from the root's value and writes it."""
+    message = Message(role="user", content="x", metadata={"r": _Payload({"x": b"\xff"})})
+    with pytest.raises(CheckpointError, match=r"^m\.metadata\.r\.root\.x: bytes that are not"):
+        to_json_value(message, "m")
 
 
 async def test_an_unregistered_model_in_a_stored_models_any_place_fails_the_pause() -> None:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from math import isfinite
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pydantic import BaseModel, Secret, SecretBytes, SecretStr, ValidationError
+from pydantic import BaseModel, RootModel, Secret, SecretBytes, SecretStr, ValidationError
 from pydantic_core import (
     PydanticSerializationError,
     SchemaSerializer,
@@ -682,7 +682,9 @@ def _failing_field(
     serializer = value.__pydantic_serializer__
     for name in cls.model_fields:
         try:
-            serializer.to_python(value, mode="json", include={name}, fallback=fallback)
+            # A RootModel's ``include`` picks from its value, not its one field: written whole.
+            chosen = None if isinstance(value, RootModel) else {name}
+            serializer.to_python(value, mode="json", include=chosen, fallback=fallback)
         except ValueError as exc:  # pydantic's, and a cycle's (a plain ValueError)
             return name, getattr(value, name, None), exc, plain and name not in own
     return None
