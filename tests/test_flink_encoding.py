@@ -1056,3 +1056,33 @@ def test_from_list_blames_no_field_a_record_model_writes_itself(key: str | None)
     with pytest.raises(ValueError, match=r"^record 0 cannot be written as JSON: ") as refused:
         _environment().from_list([record], key=key)
     assert " at extra " in str(refused.value) and "image" not in str(refused.value)
+
+
+@action(InputEvent)
+def emit_itself(event: InputEvent, ctx: ActionContext) -> None:
+    """Outputs a dict; one that holds itself when the record says so (a user's bug)."""
+    output: dict[str, Any] = {"n": event.input["n"]}
+    if event.input.get("cycle"):
+        output["self"] = output
+    ctx.send_event(OutputEvent(output=output))
+
+
+def test_an_output_holding_itself_fails_its_record_not_the_job() -> None:
+    """Writing such an output recursed until Python's RecursionError, which no record's error
+    caught: async_invoke raised it and the Flink job failed, every other record's output lost,
+    under on_error="emit" too. It is a ValueError failing its record, as NaN in an output is."""
+    agent = ActionAgent("s", actions=[emit_itself])
+    function = _AgentFunction(agent, _environment(on_error="emit"), True, None)
+    looped, fine = _invoked(function, Row("a", {"n": 1, "cycle": True}), Row("b", {"n": 2}))
+    assert isinstance(looped, list) and isinstance(fine, list)
+    [error] = looped
+    assert error["error"]["type"] == "ValueError" and error["key"] == "a"
+    assert "the output cannot be written as JSON: it holds itself" in error["error"]["message"]
+    assert fine[0]["output"] == {"n": 2} and fine[0]["error"] is None
+
+
+def test_from_list_names_a_record_holding_itself() -> None:
+    record: dict[str, Any] = {"camera": "a"}
+    record["self"] = record
+    with pytest.raises(ValueError, match=r"^record 1 cannot be written as JSON: it holds itself"):
+        _environment().from_list([{"camera": "b"}, record], key="camera")

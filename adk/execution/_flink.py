@@ -71,6 +71,7 @@ from ..events import ErrorInfo, _type_name
 from ..runner import Runner
 from ._flink_resumes import RESUME_MARK, keyed_row
 from ._records import (
+    _HOLDS_ITSELF,
     KeyedOutput,
     KeySelector,
     OnError,
@@ -977,6 +978,8 @@ def _kept_json(record: Any, index: int) -> Any:
         return _models_nan_kept(record, fallback=False)
     except (PydanticSerializationError, UnicodeDecodeError) as exc:
         raise _unwritable(record, f"record {index}", None, exc) from None
+    except RecursionError:
+        raise ValueError(f"record {index} cannot be written as JSON: {_HOLDS_ITSELF}") from None
 
 
 def _jsonable(record: Any, index: int) -> Any:

@@ -644,6 +644,8 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
     except (PydanticSerializationError, UnicodeDecodeError) as exc:  # a model's bytes, say
         held = {"output": output.output, "interrupt": output.interrupt}
         raise _unwritable(held, "the output", str, exc) from None
+    except RecursionError:  # the walk for models: uncaught, it failed the Flink job
+        raise ValueError(f"the output cannot be written as JSON: {_HOLDS_ITSELF}") from None
     data = {
         "key": output.key,
         "output": written,
@@ -657,6 +659,12 @@ def _as_json(output: KeyedOutput, failed: bool = False) -> str:
         "usage": output.usage.model_dump() if output.usage is not None else None,
     }
     return _json_text(data, "the output", _encoded(data, str, "the output"))
+
+
+_HOLDS_ITSELF = (
+    "it holds itself (a dict or list inside itself), or nests deeper than Python can write"
+)
+"""Why a value whose writing recursed until Python's ``RecursionError`` cannot be JSON."""
 
 
 class _Unreadable:
@@ -742,7 +750,7 @@ def _unwritable_at(
         return None
     try:
         to_jsonable_python(value, fallback=fallback)
-    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # pydantic's; a cycle's is a plain ValueError
         return path, value, str(exc)
     return None
 
