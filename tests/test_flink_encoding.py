@@ -18,6 +18,7 @@ import pickle
 import re
 import subprocess
 import sys
+import threading
 import types
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -1086,3 +1087,25 @@ def test_from_list_names_a_record_holding_itself() -> None:
     record["self"] = record
     with pytest.raises(ValueError, match=r"^record 1 cannot be written as JSON: it holds itself"):
         _environment().from_list([{"camera": "b"}, record], key="camera")
+
+
+class _BuildsWithALock:
+    """A callable building the agent, holding what cannot be pickled, whose repr fails."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self) -> ActionAgent:
+        return ActionAgent("s", actions=[score])
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_a_function_apply_cannot_ship_is_named_even_when_its_repr_fails() -> None:
+    """apply named a function it could not ship by its repr when it had no ``__qualname__`` (a
+    callable object): one whose repr raised replaced the shipping error with its own."""
+    source = _BuildsWithALock()
+    with pytest.raises(TypeError, match="cannot ship the function") as refused, _shipping(source):
+        cloudpickle.dumps(source)
+    assert "_BuildsWithALock" in str(refused.value)

@@ -864,7 +864,7 @@ def _unshippable(agent: AgentSource) -> str | None:
     else:
         return None
     if not isinstance(agent, Agent):
-        name = getattr(agent, "__qualname__", None) or repr(agent)
+        name = _source_name(agent)
         return (
             f"apply cannot ship the function {name} to the Flink workers: what it holds cannot "
             "be pickled (a model, an MCP session or a client it uses from outside: build them "
@@ -880,6 +880,17 @@ def _unshippable(agent: AgentSource) -> str | None:
                 f"{name!r} ({type(value).__module__}.{type(value).__qualname__}) cannot be pickled"
             )
     return f"apply cannot ship agent {agent.name!r} to the Flink workers: it cannot be pickled"
+
+
+def _source_name(source: object) -> str:
+    """A function's name for ``_unshippable``'s error: its ``__qualname__``, else (a callable
+    object, a ``functools.partial``) its repr, else its class's name, for one whose repr or
+    attribute look-up fails: that failure would replace the error being raised."""
+    try:
+        name = getattr(source, "__qualname__", None)
+        return name if isinstance(name, str) else repr(source)
+    except Exception:
+        return f"{type(source).__qualname__} object"
 
 
 def _build_shipped_events(function: _WorkerAgent) -> None:
