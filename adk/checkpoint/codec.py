@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from math import isfinite
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pydantic import BaseModel, RootModel, Secret, SecretBytes, SecretStr, ValidationError
+from pydantic import BaseModel, Secret, SecretBytes, SecretStr, ValidationError
 from pydantic_core import (
     PydanticSerializationError,
     SchemaSerializer,
@@ -683,7 +683,8 @@ def _failing_field(
     for name in cls.model_fields:
         try:
             # A RootModel's ``include`` picks from its value, not its one field: written whole.
-            chosen = None if isinstance(value, RootModel) else {name}
+            # (Told by its class flag: importing ``pydantic.RootModel`` is not light.)
+            chosen = None if getattr(cls, "__pydantic_root_model__", False) else {name}
             serializer.to_python(value, mode="json", include=chosen, fallback=fallback)
         except ValueError as exc:  # pydantic's, and a cycle's (a plain ValueError)
             return name, getattr(value, name, None), exc, plain and name not in own
