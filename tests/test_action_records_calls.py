@@ -34,13 +34,15 @@ from adk.actions import (
     ToolResponseEvent,
     action,
 )
+from adk.actions._builtin import _IN_STATE
 from adk.checkpoint import (
     CheckpointStore,
     InMemoryCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint, from_json_value
+from adk.checkpoint._snapshot import _STATE_DEPTH
+from adk.checkpoint.codec import MAX_DEPTH, decode_checkpoint, encode_checkpoint, from_json_value
 from adk.testing import Reply, ScriptedModel, tool_call
 
 pytest_plugins = ["services"]
@@ -372,3 +374,53 @@ async def test_recorded_structured_results_stay_with_their_answers() -> None:
     assert done.text == "done: charged; 5"
     assert RAN == ["quoted lamp", "charged 5"]
     assert seen == [[{"receipt": "r-1"}, {"price": 5}]] * 2
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH - 3, MAX_DEPTH - 1])
+async def test_a_structured_result_too_deep_for_the_saved_state_leaves_the_record_readable(
+    levels: int,
+) -> None:
+    """A resumed call's structured value nested too deep to be read back where the state keeps
+    it (``states`` / address / slot / ``structured`` / its place), though not too deep on its
+    own: recorded as it was, every later resume refused the checkpoint as malformed (the pause
+    lost). It is carried as None (a checkpoint cannot hold it, as for any value it cannot hold),
+    the answer recorded, and the retry pays nobody again."""
+    seen: list[list[Any] | None] = []
+
+    @tool(require_approval=True)
+    async def charge(amount: int) -> ToolResult:
+        """Charge an amount once a person approves it."""
+        RAN.append(f"charged {amount}")
+        return ToolResult(content="charged", structured=_nested(levels))
+
+    class Watching(Desk):
+        @action(ToolResponseEvent)
+        def watch(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+            seen.append(event.structured)
+
+    def desk(model_down: bool = False) -> Desk:
+        resources = Resources()
+        resources.add_model("m", _model(calls, model_down=model_down))
+        resources.add_tool(charge)
+        return Watching(("charge",), resources)
+
+    assert _IN_STATE == _STATE_DEPTH + 2  # where the state's "structured" items are read
+    calls = [tool_call("charge", {"amount": 5}, id="a")]
+    store = InMemoryCheckpointStore()
+    await Runner(desk(), checkpoint_store=store).invoke("buy", checkpoint_id="deep")
+    with pytest.raises(RunError, match="model down"):
+        await Runner(desk(model_down=True), checkpoint_store=store).invoke_resume("deep", "yes")
+    assert RAN == ["charged 5"]
+
+    done = await Runner(desk(), checkpoint_store=store).invoke_resume("deep", "yes")
+    assert done.text == "done: charged"
+    assert RAN == ["charged 5"]  # not charged again
+    assert seen[-1] is None  # the recorded answer carries no value
+    assert await store.get("deep") is None

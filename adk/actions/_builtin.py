@@ -24,7 +24,7 @@ from .. import _tool_turns
 from .._aio import finish
 from .._turns_left import count_ahead, spent_text, spent_turns, turns_limit
 from ..checkpoint._state import SavedState
-from ..checkpoint.codec import STRUCTURED, CheckpointError, to_json_value
+from ..checkpoint.codec import STRUCTURED, CheckpointError, _json_value_at
 from ..context import generate_counted, run_model_options, stream_counted
 from ..events import AgentEvent, AgentOutput
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
@@ -400,7 +400,7 @@ class _Round:
         result = outcome.result
         value = None
         if result is not None and result.structured is not None:
-            value = _carried(result.structured, call.name)
+            value = _carried(result.structured, call.name, _IN_STATE)
         recording.values.insert(at, value)
         if value is not None:
             recording.state["structured"] = recording.values
@@ -448,7 +448,8 @@ class _Round:
             state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
             calls = self.event.tool_calls
             saved = [
-                _carried(structured[p], calls[p].name) if p in structured else None for p in places
+                _carried(structured[p], calls[p].name, _IN_STATE) if p in structured else None
+                for p in places
             ]
             if any(value is not None for value in saved):
                 # only then: a checkpoint without it loads in a pyadk from before it
@@ -713,16 +714,27 @@ def _saved_structured(saved: SavedState, done: dict[int, Message]) -> dict[int, 
 _warned_unsaved: set[str] = set()
 
 
-def _carried(value: Any, tool: str) -> Any:
+_IN_STATE = 4
+"""How deep a saved round's structured value lies in the body's ``states`` (address, slot, the
+state's ``structured`` list, its place), which a resume reads whole: ``_carried`` counts its
+nesting from there, as the pause's save does (``checkpoint._snapshot._STATE_DEPTH`` + 2, not
+imported: ``import adk.actions`` loads no snapshot code; tests/test_action_records_calls.py
+checks the sum). Counted from 0, a value nested nearly ``MAX_DEPTH`` deep passed, and a
+resumed call's record (``_Round.record``) wrote a checkpoint that every later resume refused
+as malformed."""
+
+
+def _carried(value: Any, tool: str, depth: int = 0) -> Any:
     """``value``, a tool's ``ToolResult.structured``, if a checkpoint can hold it (JSON values,
-    registered pydantic models), as it must for the response to be saved at a pause; else None,
+    registered pydantic models) ``depth`` levels inside what a resume reads (``_IN_STATE`` in a
+    round's saved state), as it must for the response to be saved at a pause; else None,
     with a warning the first time for the tool: the model reads the text all the same, and a
     pause was refused for a value no action asked for (``ToolResult.structured`` is anything).
     Asked only when a pause saves the value (the round's answers so far, ``_Round.answer``, or a
     response an action paused on, ``saved_structured``): a round that does not pause carries
     the tool's value as it gave it, never walked (a 1000-row result cost ~10 ms a call)."""
     try:
-        to_json_value(value, "structured")
+        _json_value_at(value, "structured", depth)
     except CheckpointError as exc:
         if tool not in _warned_unsaved:
             _warned_unsaved.add(tool)
