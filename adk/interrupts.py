@@ -265,9 +265,18 @@ class _ResumePlan:
         unchanged (an agent not addressed does not run, ``_AgentRun.skipped``; a call not
         addressed does not run, its round pausing once the others ran), so nothing after it
         runs in this resume. The resume's check counts no model call after it
-        (``adk._turns_left``)."""
+        (``adk._turns_left``). A point an earlier resume's records settled (``progress.earlier``:
+        its call ran and was recorded) is left waiting by none: its call is replayed, not paused
+        again (``settle``), and the listings no longer show it, so a resume of the points still
+        listed answers every point that pauses. Counted as waiting, it skipped the resume's
+        ``max_turns`` checks: the calls ran, then the model call after them failed on the limit."""
         targets = self.targets
-        return any(is_within(p.id, address) and p.id not in targets for p in self.points)
+        progress = self.progress
+        settled = () if progress is None else progress.earlier
+        return any(
+            is_within(p.id, address) and p.id not in targets and p.id not in settled
+            for p in self.points
+        )
 
     def unreached(self) -> list[Address]:
         """The points the resume addressed that no component at their address was asked about:

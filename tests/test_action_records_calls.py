@@ -424,3 +424,48 @@ async def test_a_structured_result_too_deep_for_the_saved_state_leaves_the_recor
     assert RAN == ["charged 5"]  # not charged again
     assert seen[-1] is None  # the recorded answer carries no value
     assert await store.get("deep") is None
+
+
+async def test_a_resume_of_the_calls_still_waiting_is_refused_when_max_turns_leaves_the_chat_none() -> (
+    None
+):
+    """The payment recorded by a resume cut off while the shipping ran; the resume of the point
+    still waiting (the only one listed) with no model call left for the chat after the round is
+    refused before the shipping runs, as a resume of the unrecorded pause is. The payment's
+    settled point counted as one the resume leaves waiting (the round would pause again, asking
+    no model), so the check was skipped: the shipping ran, then the chat failed on the limit."""
+
+    def desk(*tools: Any) -> Desk:
+        resources = Resources()
+        resources.add_model("m", _model(_PAY_AND_SHIP))
+        for found in tools:
+            resources.add_tool(found)
+        return Desk(("pay", "ship"), resources)
+
+    store = _NotingStore()
+    paused = await Runner(desk(pay, ship), checkpoint_store=store).invoke(
+        "pay and ship", checkpoint_id="turns", max_turns=2
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    cut = asyncio.create_task(
+        Runner(desk(pay, _stuck_ship()), checkpoint_store=store).invoke_resume("turns", answers)
+    )
+    await store.replaced.wait()  # the payment's record landed
+    cut.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cut
+    assert RAN == ["paid bob"]
+    [shipping] = [point for point in answers if point.endswith("/tool:ship#call_ship")]
+
+    with pytest.raises(RunError, match="its chat asks the model after the paused action"):
+        await Runner(desk(pay, ship), checkpoint_store=store).invoke_resume(
+            "turns", {shipping: {"approved": True}}, max_turns=1
+        )
+    assert RAN == ["paid bob"]  # refused before the shipping ran
+
+    done = await Runner(desk(pay, ship), checkpoint_store=store).invoke_resume(
+        "turns", {shipping: {"approved": True}}
+    )
+    assert done.text == "done: paid 5 to bob; shipped lamp"
+    assert RAN == ["paid bob", "shipped lamp"]
