@@ -255,9 +255,23 @@ class _ResumePlan:
         return ResumeContext(
             was_interrupted=True,
             state=slots.get(slot) if slots else None,
-            is_target=any(is_within(t, address) for t in self.targets),
+            is_target=any(is_within(t, address) for t in self.targets)
+            or self._settled_within(address),
             data=self.targets.get(address),
         )
+
+    def _settled_within(self, address: Address) -> bool:
+        """Whether a point at or below ``address`` is one an earlier resume's records settled
+        (``progress.earlier``): its call ran and was recorded, and listings no longer show it,
+        so a resume of the points still listed does not answer it. What holds it runs, and
+        replays the call (``settle``), as when the resume answers it: not addressed, an agent
+        holding one re-raised it (``_AgentRun.skipped``), and the run paused again at a point
+        no listing had shown."""
+        progress = self.progress
+        if progress is None or not progress.earlier:
+            return False
+        settled = progress.earlier
+        return any(p.id in settled and is_within(p.id, address) for p in self.points)
 
     def leaves_waiting(self, address: Address) -> bool:
         """Whether a pending point at or below ``address`` is one this resume does not answer

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from services import RedisServer
 
-from adk import Message, Resources, Role, RunError, Runner, ToolResult, tool
+from adk import Message, ParallelAgent, Resources, Role, RunError, Runner, ToolResult, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -469,3 +469,63 @@ async def test_a_resume_of_the_calls_still_waiting_is_refused_when_max_turns_lea
     )
     assert done.text == "done: paid 5 to bob; shipped lamp"
     assert RAN == ["paid bob", "shipped lamp"]
+
+
+class Teller(ActionAgent):
+    """Pays ``to`` through its chat's one tool round, then outputs its answer (or its model is
+    down once the payment's result is in)."""
+
+    def __init__(self, name: str, to: str, *, model_down: bool = False) -> None:
+        resources = Resources()
+        resources.add_model("m", _model(_payments(to), model_down=model_down))
+        resources.add_tool(pay)
+        super().__init__(name, resources=resources)
+
+    @action(InputEvent)
+    async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        messages = [Message.user(event.input)]
+        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["pay"]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+async def test_a_branch_whose_call_was_recorded_resumes_with_the_points_still_listed() -> None:
+    """Two ActionAgents in a ParallelAgent, each paused at its payment. A resume answering the
+    left one paid bob (recorded), and its chat's model then failed; the listing shows eve's
+    point alone, and a resume answering it finishes both: the left branch replays bob's
+    payment. It used to be skipped as not addressed, re-raising its recorded point: the run
+    paused again at a point no listing had shown."""
+
+    def both(*, left_down: bool = False) -> ParallelAgent:
+        return ParallelAgent(
+            "both", [Teller("left", "bob", model_down=left_down), Teller("right", "eve")]
+        )
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(both(), checkpoint_store=store).invoke("pay", checkpoint_id="par")
+    assert paused.interrupt is not None
+    left, right = paused.interrupt.point_ids
+    assert "agent:left/" in left and "agent:right/" in right
+    with pytest.raises(RunError, match="model down"):
+        await Runner(both(left_down=True), checkpoint_store=store).invoke_resume(
+            "par", {left: {"approved": True}}
+        )
+    assert RAN == ["paid bob"]
+    listed = [p async for p in Runner(both(), checkpoint_store=store).pending()]
+    assert [point.id for point in listed[0].points] == [right]
+
+    done = await Runner(both(), checkpoint_store=store).invoke_resume(
+        "par", {right: {"approved": True}}
+    )
+    assert done.interrupt is None
+    outputs = sorted(
+        e.message.content
+        for e in done.events
+        if e.message is not None and e.message.content.startswith("done:")
+    )
+    assert outputs == ["done: paid 5 to bob", "done: paid 5 to eve"]
+    assert RAN == ["paid bob", "paid eve"]
+    assert await store.get("par") is None
