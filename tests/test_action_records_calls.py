@@ -426,6 +426,33 @@ async def test_a_structured_result_too_deep_for_the_saved_state_leaves_the_recor
     assert await store.get("deep") is None
 
 
+async def test_a_structured_result_too_deep_for_the_saved_state_does_not_refuse_the_pause() -> None:
+    """The same value given by a call that answers before its round pauses (no approval): the
+    pause saves it as None, with its text, as any value a checkpoint cannot hold (the pause
+    was refused: ``could not save checkpoint``, nothing to resume)."""
+
+    @tool
+    async def quote(item: str) -> ToolResult:
+        """Quote a price (no approval: it answers before the pause)."""
+        RAN.append(f"quoted {item}")
+        return ToolResult(content="5", structured=_nested(MAX_DEPTH - 3))
+
+    calls = [
+        tool_call("quote", {"item": "lamp"}, id="q"),
+        tool_call("pay", {"to": "bob", "amount": 5}, id="p"),
+    ]
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_desk(calls, quote, pay), checkpoint_store=store).invoke(
+        "buy", checkpoint_id="deep-pause"
+    )
+    assert paused.interrupt is not None
+    done = await Runner(_desk(calls, quote, pay), checkpoint_store=store).invoke_resume(
+        "deep-pause", "yes"
+    )
+    assert done.text == "done: 5; paid 5 to bob"
+    assert RAN == ["quoted lamp", "paid bob"]
+
+
 async def test_a_resume_of_the_calls_still_waiting_is_refused_when_max_turns_leaves_the_chat_none() -> (
     None
 ):
