@@ -266,12 +266,17 @@ class _ResumePlan:
         so a resume of the points still listed does not answer it. What holds it runs, and
         replays the call (``settle``), as when the resume answers it: not addressed, an agent
         holding one re-raised it (``_AgentRun.skipped``), and the run paused again at a point
-        no listing had shown."""
+        no listing had shown. Not the point's own address: a call asked there is one that did
+        not run to its record (a checkpoint from before calls got ids of their own may share
+        one point between two calls, one recorded), and with no answer it would be denied, not
+        asked again."""
         progress = self.progress
         if progress is None or not progress.earlier:
             return False
         settled = progress.earlier
-        return any(p.id in settled and is_within(p.id, address) for p in self.points)
+        return any(
+            p.id != address and p.id in settled and is_within(p.id, address) for p in self.points
+        )
 
     def leaves_waiting(self, address: Address) -> bool:
         """Whether a pending point at or below ``address`` is one this resume does not answer
