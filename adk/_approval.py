@@ -414,18 +414,25 @@ async def gate(
     arguments: dict[str, Any],
     ctx: ToolContext,
     check: Callable[[ToolContext, dict[str, Any]], bool | Awaitable[bool]] | None = None,
+    invalid: Callable[[], str | None] | None = None,
 ) -> ToolResult | None:
     """For a tool that cannot pause on its own (an MCP server's): pause the call for a person's
     decision (``Interrupt`` with the approval request as its info), unless ``check`` (a
     ``require_approval`` function) says it needs none; on resume, ``None`` to go on if approved,
     else the error result the model reads. A resume of any other pause at this call asks again,
     so nothing runs unapproved. A resumed call's decision stands without asking ``check`` again
-    (see ``asks``)."""
+    (see ``asks``). ``invalid`` says what is wrong with the call's arguments (its tool's input
+    schema), or None: a call it refuses is the model's to correct (its error result), before
+    ``check`` or a person is asked, as a function tool's invalid arguments are."""
     decision = resumed_decision(ctx)
     if decision is True:
         return None
     if isinstance(decision, ToolResult):
         return decision
+    if invalid is not None:
+        problem = invalid()
+        if problem is not None:
+            return ToolResult.error(f"invalid arguments for tool '{tool}': {problem}")
     if check is not None and not await asks(check, ctx, dict(arguments)):
         return None
     raise Interrupt(approval_request(tool, arguments, ctx))

@@ -21,6 +21,7 @@ from pydantic_core import PydanticSerializationError
 
 from .checkpoint.codec import (
     MAX_DEPTH,
+    STRUCTURED,
     _json_dump,
     _named_type,
     _namesake_hint,
@@ -28,6 +29,7 @@ from .checkpoint.codec import (
     _type_name,
     _Unstorable,
     _validator_rejected,
+    dropped_structured,
 )
 from .interrupts import InterruptInfo, InterruptPoint
 from .messages import Message
@@ -115,7 +117,19 @@ def load_value(data: Any, type_name: Any, where: str) -> Any:
 
 
 def dump_message(message: Message, where: str) -> dict[str, Any]:
-    """A message's fields (``None`` ones left out; ``metadata`` checked like custom data)."""
+    """A message's fields (``None`` ones left out; ``metadata`` checked like custom data). A tool
+    message's ``structured`` value (a tool's ``ToolResult.structured``) that JSON cannot hold is
+    written as None, with a warning (``dropped_structured``): the event is sent with its text,
+    as the model read it, not refused for a value beside it."""
+    try:
+        return _message_data(message, where)
+    except TypeError as exc:
+        if message.metadata.get(STRUCTURED) is None:
+            raise
+        return _message_data(dropped_structured(message, exc, "an event's JSON"), where)
+
+
+def _message_data(message: Message, where: str) -> dict[str, Any]:
     try:
         dumped = _json_dump(message, exclude_none=True)  # NaN in metadata kept, then refused
     except PydanticSerializationError as exc:  # metadata holding what pydantic cannot dump

@@ -345,11 +345,22 @@ class _Instrumented(Hooks):
             tracing = self._tracing
             if tracing is not None and handle.span is not None:
                 by = "CancelledError"
-                if not cancelled and handle.ctx._run.abandoned:
-                    # Closed because the run's reader stopped reading mid-run (``break``,
-                    # ``aclose``): inside the driver that looks like the close after the run's
-                    # last event, but the agent was cut off, as a cancelled one is.
-                    cancelled, by = True, "GeneratorExit"
+                if not cancelled:
+                    abandoned = handle.ctx._run.abandoned
+                    if (abandoned or (error is None and not handle.interrupted)) and (
+                        _being_cancelled()
+                    ):
+                        # Closed by its task's cancellation that came while someone else awaited
+                        # (``invoke``'s, ``invoke_resume``'s or an ``AgentTool``'s collector
+                        # reading the streamed answer this agent's event carried; a reader
+                        # cancelled as it read one): the close, not the CancelledError, reached
+                        # the agent, which was cut off by the cancellation all the same.
+                        cancelled = True
+                    elif abandoned:
+                        # Closed because the run's reader stopped reading mid-run (``break``,
+                        # ``aclose``): inside the driver that looks like the close after the
+                        # run's last event, but the agent was cut off, as a cancelled one is.
+                        cancelled, by = True, "GeneratorExit"
                 if cancelled and error is None:
                     error = _timed_out(handle)
                 tracing.end_agent(

@@ -37,7 +37,14 @@ if TYPE_CHECKING:
     from .agent import Agent
     from .context import RunContext, _Turns
 
-__all__ = ["count_ahead", "first_askers", "first_calls", "spent_text", "spent_turns"]
+__all__ = ["count_ahead", "first_askers", "first_calls", "spent_text", "spent_turns", "turns_limit"]
+
+
+def turns_limit(ctx: RunContext) -> int:
+    """The run's ``max_turns``, for a refusal: one is set wherever a refusal is made."""
+    turns = ctx._run.turns
+    assert turns is not None
+    return turns.limit
 
 
 def spent_turns(ctx: RunContext) -> _Turns | None:

@@ -18,9 +18,9 @@ from ._aio import closing
 from ._authors import Author, authors, check_authors
 from ._checks import check_agent, check_agents, check_count
 from ._driver import NO_EVENT, drive
-from ._turns_left import count_ahead, first_askers, first_calls
+from ._turns_left import count_ahead, first_askers, first_calls, turns_limit
 from .agent import Agent, AgentInput
-from .checkpoint._state import SavedState
+from .checkpoint._state import SavedState, _TurnsShort
 from .checkpoint.codec import CheckpointError
 from .context import RunContext
 from .events import _TRANSFER_HANDLED, AgentEvent, ErrorInfo
@@ -217,10 +217,11 @@ class FlowAgent:
         for what, needs in self.calls_after_transfer(ctx, target):
             refused = count_ahead(walk, ctx, what)
             if refused is not None:
-                raise CheckpointError(
+                raise _TurnsShort(
                     f"the checkpoint does not fit agent '{self.name}' (its transfers): "
                     f"{refused}: {needs} a model call the limit does not allow; resume with a "
-                    "higher max_turns (it counts the calls before the pause)"
+                    "higher max_turns (it counts the calls before the pause)",
+                    turns_limit(ctx),
                 )
 
     def calls_after_transfer(self, ctx: RunContext, target: FlowAgent) -> list[tuple[str, str]]:
@@ -305,11 +306,12 @@ class FlowAgent:
             refused = count_ahead(walk, ctx, f"supervisor {boss!r}{inside}")
             if refused is None:
                 continue
-            raise CheckpointError(
+            raise _TurnsShort(
                 f"the checkpoint does not fit agent '{self.name}' (its transfers): "
                 f"{refused}: its worker {node.name!r} reports back to {boss!r}, which asks a "
                 f"model call{inside} the limit does not allow; resume with a higher max_turns (it "
-                "counts the calls before the pause)"
+                "counts the calls before the pause)",
+                turns_limit(ctx),
             )
 
     def _paused_node(self, ctx: RunContext) -> tuple[FlowAgent, tuple[str, ...], int]:

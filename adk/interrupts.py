@@ -255,8 +255,27 @@ class _ResumePlan:
         return ResumeContext(
             was_interrupted=True,
             state=slots.get(slot) if slots else None,
-            is_target=any(is_within(t, address) for t in self.targets),
+            is_target=any(is_within(t, address) for t in self.targets)
+            or self._settled_within(address),
             data=self.targets.get(address),
+        )
+
+    def _settled_within(self, address: Address) -> bool:
+        """Whether a point at or below ``address`` is one an earlier resume's records settled
+        (``progress.earlier``): its call ran and was recorded, and listings no longer show it,
+        so a resume of the points still listed does not answer it. What holds it runs, and
+        replays the call (``settle``), as when the resume answers it: not addressed, an agent
+        holding one re-raised it (``_AgentRun.skipped``), and the run paused again at a point
+        no listing had shown. Not the point's own address: a call asked there is one that did
+        not run to its record (a checkpoint from before calls got ids of their own may share
+        one point between two calls, one recorded), and with no answer it would be denied, not
+        asked again."""
+        progress = self.progress
+        if progress is None or not progress.earlier:
+            return False
+        settled = progress.earlier
+        return any(
+            p.id != address and p.id in settled and is_within(p.id, address) for p in self.points
         )
 
     def leaves_waiting(self, address: Address) -> bool:
@@ -265,9 +284,18 @@ class _ResumePlan:
         unchanged (an agent not addressed does not run, ``_AgentRun.skipped``; a call not
         addressed does not run, its round pausing once the others ran), so nothing after it
         runs in this resume. The resume's check counts no model call after it
-        (``adk._turns_left``)."""
+        (``adk._turns_left``). A point an earlier resume's records settled (``progress.earlier``:
+        its call ran and was recorded) is left waiting by none: its call is replayed, not paused
+        again (``settle``), and the listings no longer show it, so a resume of the points still
+        listed answers every point that pauses. Counted as waiting, it skipped the resume's
+        ``max_turns`` checks: the calls ran, then the model call after them failed on the limit."""
         targets = self.targets
-        return any(is_within(p.id, address) and p.id not in targets for p in self.points)
+        progress = self.progress
+        settled = () if progress is None else progress.earlier
+        return any(
+            is_within(p.id, address) and p.id not in targets and p.id not in settled
+            for p in self.points
+        )
 
     def unreached(self) -> list[Address]:
         """The points the resume addressed that no component at their address was asked about:

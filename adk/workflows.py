@@ -30,7 +30,7 @@ from ._driver import (
     take_break,
     unyielded_pause,
 )
-from ._turns_left import count_ahead, first_askers, first_calls
+from ._turns_left import count_ahead, first_askers, first_calls, turns_limit
 from .agent import Agent, AgentInput
 from .checkpoint._state import SavedState
 from .context import RunContext, _Entry, _interrupt_event, _Lane, new_lane
@@ -372,10 +372,11 @@ def _check_turns_left(
         inside = "" if name == step.name else f" (agent {name!r})"
         refused = count_ahead(walk, ctx, f"step {step.name!r}{inside}")
         if refused is not None:
-            raise state.error(
+            raise state.turns_short(
                 f"{refused}: its step {step.name!r}, after the paused step {child.name!r}, asks "
                 f"a model call{inside} the limit does not allow; resume with a higher max_turns "
-                "(it counts the calls before the pause)"
+                "(it counts the calls before the pause)",
+                turns_limit(ctx),
             )
 
 

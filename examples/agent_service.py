@@ -22,9 +22,13 @@ What docs/service.md describes, in one program:
   conversation (a ``404``, the checkpoint gone, ends the wait). Its refusals are told apart
   by class before the ``200``: ``404`` for a checkpoint that is gone (stale, or approved already),
   ``409`` for one being resumed now, ``400`` for a decision that does not fit, ``503`` while the
-  checkpoint store is down (nothing ran: the decision can be sent again), ``422`` for one this
-  service cannot resume (corrupt, paused at a tool it no longer has), which ends the wait too
-  (the checkpoint kept in the store, a resume of it refused from then on), and ``500`` with the
+  checkpoint store is down (nothing ran: the decision can be sent again). A checkpoint it
+  cannot resume as asked is kept in the store and told apart by what lets it through: ``422``
+  for a ``max_turns`` too low for it (a message and a resume may send ``"max_turns"``: sent
+  again with a higher one, it resumes; the session waits on it), ``503`` for one paused at a
+  tool or a gate this version no longer has, or given run options it does not pass (a fixed
+  deployment, a rollback, resumes it; the session waits on it), ``410`` for bytes no resume can
+  read, which ends the wait (a resume of it refused from then on); and ``500`` with the
   session's lock given back for anything unforeseen. A store failing as the
   resumed run ends (it ran: the checkpoint is left behind) ends the stream with an ``error``
   event saying so, not a stream broken off.
@@ -46,6 +50,7 @@ import functools
 import json
 import logging
 import tempfile
+from collections import OrderedDict
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -85,6 +90,7 @@ EXAMPLE_EXPECT = (
 
 logger = logging.getLogger("agent_service")
 REQUEST_TIMEOUT = 2.0  # seconds a run may take; a real service allows more
+UNRESUMABLE_KEPT = 1000  # refusals for good remembered (``Sessions.unresumable``)
 _PROPAGATOR = TraceContextTextMapPropagator()
 looking = asyncio.Event()  # set while lookup runs, for the client's second message
 paying = asyncio.Event()  # set while send_payment runs, for the client's doubled click
@@ -148,10 +154,24 @@ class Sessions:
         # message is refused until the resume, which carries the turn on, ends it.
         self.waiting: dict[str, str] = {}  # session id -> the checkpoint of its paused turn
         self.paused: dict[str, str] = {}  # checkpoint id -> its session
-        # Checkpoints this service could not resume, with why: their sessions went on without
-        # them, so a resume of one sent again is refused, not run outside its session. (A real
-        # service keeps this with its sessions, in its database; a rare entry each.)
-        self.unresumable: dict[str, tuple[str, str | None]] = {}  # -> (why, its session)
+        # Checkpoints no resume can read (corrupt, edited), with why: their sessions went on
+        # without them, so a resume of one sent again is refused, not run outside its session
+        # should someone repair it. The store is the truth: an entry is needed only while the
+        # store still holds its checkpoint (one it no longer holds is a 404 for any resume, and
+        # its entry goes), and only the newest ``UNRESUMABLE_KEPT`` are kept: an older one
+        # forgotten is refused all the same by the runner, which reads the same bytes, only
+        # without its session's id. (Per worker, in memory: a real service keeps this with its
+        # sessions, in its database.)
+        self.unresumable: OrderedDict[str, tuple[str, str | None]] = OrderedDict()
+
+    def refused(self, checkpoint_id: str, why: str, session_id: str | None) -> None:
+        """A resume of the checkpoint was refused for good: its session (waiting on it) goes on,
+        and the refusal is remembered, the oldest forgotten past ``UNRESUMABLE_KEPT``."""
+        self.gone(checkpoint_id)
+        self.unresumable[checkpoint_id] = (why, session_id)
+        self.unresumable.move_to_end(checkpoint_id)
+        while len(self.unresumable) > UNRESUMABLE_KEPT:
+            self.unresumable.popitem(last=False)
 
     def pause(self, session_id: str, checkpoint_id: str) -> None:
         """The session's turn paused (again): it waits for a decision, its conversation kept as
@@ -249,11 +269,13 @@ def build_app(
         assert runner is not None
         session_id = request.path_params["session_id"]
         try:
-            text = (await request.json())["message"]
+            asked = await request.json()
+            text, max_turns = asked["message"], _max_turns(asked)
             if not isinstance(text, str):
                 raise TypeError("message must be a string")
         except (ValueError, KeyError, TypeError) as exc:
-            return JSONResponse({"error": f"expected {{'message': str}}: {exc}"}, 400)
+            expected = "{'message': str, 'max_turns': int (optional)}"
+            return JSONResponse({"error": f"expected {expected}: {exc}"}, 400)
         if (waiting := sessions.waiting.get(session_id)) is not None:
             error = f"session {session_id!r} waits for a decision on checkpoint {waiting!r}"
             return JSONResponse({"error": error, "checkpoint_id": waiting}, 409)
@@ -262,7 +284,9 @@ def build_app(
                 {"error": f"session {session_id!r} is answering another message"}, 409
             )
         earlier = sessions.messages.get(session_id, [])
-        events = runner.run([*earlier, adk.Message.user(text)], run_id=session_id)
+        events = runner.run(
+            [*earlier, adk.Message.user(text)], run_id=session_id, max_turns=max_turns
+        )
         span = _request_span(tracer, request, "POST /sessions/{session_id}/messages")
 
         async def body() -> AsyncGenerator[str, None]:
@@ -285,28 +309,87 @@ def build_app(
 
         return SessionStream(body(), functools.partial(sessions.give_back, session_id), span)
 
-    def unresumable(checkpoint_id: str, error: str, session_id: str | None) -> Response:
-        """Answer a resume of a checkpoint this service cannot resume (corrupt, paused at a tool
-        or a gate it no longer has, run options it does not pass): 422, the request well formed
-        but the checkpoint not one it can process, now or on a retry. Its session goes on, as
-        before the paused turn: waiting on it, every message of the session was refused (409)
-        and every resume answered 500, for good. The checkpoint is kept in the store as it is
-        (the runner leaves it as it was; this neither deletes nor moves it): it holds the paused
-        turn (the call waiting, its arguments), which whoever runs the service may read, or
-        resume by hand once the service can, but a resume sent here again is refused at once,
-        since the session went on without that turn."""
-        sessions.gone(checkpoint_id)
-        sessions.unresumable[checkpoint_id] = (error, session_id)
+    def unreadable(checkpoint_id: str, error: str, session_id: str | None) -> Response:
+        """Answer a resume of a checkpoint no resume can read (its bytes corrupt or edited):
+        410, gone for good for this service, the same on every retry and after any deploy. Its
+        session goes on, as before the paused turn: waiting on it, every message of the session
+        was refused (409), for good. The checkpoint is kept in the store as it is (the runner
+        leaves it as it was; this neither deletes nor moves it): whoever runs the service may
+        read what is left of it, but a resume sent here again is refused at once, since the
+        session went on without that turn (``Sessions.unresumable``)."""
         why = f"checkpoint {checkpoint_id!r} cannot be resumed by this service: {error}"
-        body = {"error": why, "checkpoint_id": checkpoint_id, "kept": True}
-        return JSONResponse(body | {"session_id": session_id}, 422)
+        body = {"error": why, "checkpoint_id": checkpoint_id, "kept": True, "resumable": False}
+        return JSONResponse(body | {"session_id": session_id}, 410)
+
+    async def refusal(
+        checkpoint_id: str, exc: adk.CheckpointError, session_id: str | None
+    ) -> Response:
+        """Answer a resume the runner refused (raised, or as its first event): nothing ran, the
+        checkpoint is kept as it was. Told apart by what would let it through:
+
+        - 404, gone (resumed by another worker, a stale link): its session goes on;
+        - 409, being resumed now (a double click);
+        - 422, the ``max_turns`` it was held against leaves too few model calls for what it must
+          make (a ``ValueError`` too, with that limit as ``max_turns``): the client's to raise,
+          so the same checkpoint resumes once the decision is sent again with a higher
+          ``"max_turns"``, and the session waits on it;
+        - 410, its bytes cannot be read (``_readable``): nothing makes it resumable, so its
+          session goes on (``unreadable``);
+        - 503, the service as now deployed cannot resume it (a tool or a ``before_tool`` gate it
+          paused at removed since, an agent tree that no longer leads there, run options the
+          paused run was given that this version does not pass: a ``ValueError`` with no
+          ``max_turns``): a fixed deployment (a rollback) resumes it, so the session waits on
+          it, and the decision can be sent again then (or the checkpoint deleted, once it is
+          known it never will be: a 404 then ends the wait)."""
+        if isinstance(exc, adk.CheckpointNotFoundError):
+            sessions.gone(checkpoint_id)  # its session, if it waits on it, goes on
+            return JSONResponse({"error": str(exc)}, 404)  # a stale link, sent twice
+        if isinstance(exc, adk.CheckpointBusyError):  # a double click
+            return JSONResponse({"error": str(exc)}, 409)
+        kept = {"checkpoint_id": checkpoint_id, "kept": True, "resumable": True}
+        kept["session_id"] = session_id
+        held_to = getattr(exc, "max_turns", None)  # the limit a resume's max_turns refusal names
+        if isinstance(exc, ValueError) and isinstance(held_to, int):
+            why = f"checkpoint {checkpoint_id!r} cannot be resumed within max_turns: {exc}"
+            return JSONResponse(kept | {"error": why, "max_turns": held_to}, 422)
+        try:
+            readable = await _readable(runner_of(), checkpoint_id)
+        except CheckpointStoreError as down:  # nothing ran: the decision can be sent again
+            return JSONResponse({"error": str(down)}, 503)
+        if not readable:
+            sessions.refused(checkpoint_id, str(exc), session_id)
+            return unreadable(checkpoint_id, str(exc), session_id)
+        why = (
+            f"this service cannot resume checkpoint {checkpoint_id!r} now: {exc}; send the "
+            "decision again once it can"
+        )
+        return JSONResponse(kept | {"error": why}, 503)
+
+    async def refused_before(checkpoint_id: str, why: str, session_id: str | None) -> Response:
+        """A resume of a checkpoint refused for good before, while the store still holds it: its
+        session went on without it, so it is not run now (410 again). The store is the truth:
+        one it no longer holds is forgotten and answered 404, as any checkpoint gone is."""
+        try:
+            held = await runner_of().checkpoint_store.get(checkpoint_id) is not None
+        except CheckpointStoreError as down:
+            return JSONResponse({"error": str(down)}, 503)
+        if held:
+            return unreadable(checkpoint_id, why, session_id)
+        sessions.unresumable.pop(checkpoint_id, None)  # (a resume beside this one may have)
+        return JSONResponse({"error": f"no checkpoint {checkpoint_id!r}"}, 404)
+
+    def runner_of() -> adk.Runner:
+        assert runner is not None
+        return runner
 
     async def resume(request: Request) -> Response:
         assert runner is not None
         try:
-            decision = (await request.json())["decision"]
-        except (ValueError, KeyError) as exc:
-            return JSONResponse({"error": f"expected {{'decision': ...}}: {exc}"}, 400)
+            asked = await request.json()
+            decision, max_turns = asked["decision"], _max_turns(asked)
+        except (ValueError, KeyError, TypeError) as exc:
+            expected = "{'decision': ..., 'max_turns': int (optional)}"
+            return JSONResponse({"error": f"expected {expected}: {exc}"}, 400)
         checkpoint_id = request.path_params["checkpoint_id"]
         # The resume carries its session's turn on: it holds the session as a run does. (A
         # pause of another worker's session is resumed all the same; a real service keeps its
@@ -317,22 +400,19 @@ def build_app(
             return JSONResponse({"error": error}, 409)
         give_back = functools.partial(sessions.give_back, session_id) if session_id else _nothing
         if (refused := sessions.unresumable.get(checkpoint_id)) is not None:
-            give_back()  # refused before: its session went on without it, so it is not run now
-            return unresumable(checkpoint_id, *refused)
-        events = runner.resume(checkpoint_id, decision)
+            try:  # refused before: its session went on without it, so it is not run now
+                return await refused_before(checkpoint_id, *refused)
+            finally:
+                give_back()
+        events = runner.resume(checkpoint_id, decision, max_turns=max_turns)
         try:  # the request's refusals come with the first event: answer them before the 200
             first = await anext(events, None)  # None: a resume that said nothing (its turn ended)
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
-            await events.aclose()
-            give_back()
-            if isinstance(exc, adk.CheckpointNotFoundError):
-                sessions.gone(checkpoint_id)  # its session, if it waits on it, goes on
-                return JSONResponse({"error": str(exc)}, 404)  # a stale link, sent twice
-            if isinstance(exc, adk.CheckpointBusyError):  # a double click
-                return JSONResponse({"error": str(exc)}, 409)
-            # A checkpoint this service cannot resume: unreadable, or run options this version
-            # does not pass. Its session goes on (below).
-            return unresumable(checkpoint_id, str(exc), session_id)
+            try:  # the session held while it is told apart (it may end the session's wait)
+                await events.aclose()
+                return await refusal(checkpoint_id, exc, session_id)
+            finally:
+                give_back()
         except ValueError as exc:  # the decision does not fit the pause: the client's to fix
             await events.aclose()
             give_back()
@@ -353,11 +433,12 @@ def build_app(
             return JSONResponse({"error": f"the resume failed: {type(exc).__name__}"}, 500)
         if first is not None and isinstance(first.exception, adk.CheckpointError):
             # Refused as its first event, not raised (the tool it paused at removed since, a
-            # before_tool gate this version lacks, an agent tree that no longer reaches the
-            # pause): nothing ran, and this service cannot resume it.
-            await events.aclose()
-            give_back()
-            return unresumable(checkpoint_id, str(first.exception), session_id)
+            # before_tool gate this version lacks, a max_turns too low): nothing ran.
+            try:
+                await events.aclose()
+                return await refusal(checkpoint_id, first.exception, session_id)
+            finally:
+                give_back()
 
         async def body() -> AsyncGenerator[str, None]:
             paused: list[str] = []
@@ -382,6 +463,31 @@ def build_app(
         Route("/resume/{checkpoint_id}", resume, methods=["POST"]),
     ]
     return Starlette(routes=routes, lifespan=lifespan)
+
+
+def _max_turns(body: Any) -> int | None:
+    """The request's ``max_turns`` (how many model calls its run may make, those before a pause
+    counted), None when it sends none; a ``ValueError`` for what is not a positive int."""
+    limit = body.get("max_turns") if isinstance(body, dict) else None
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise ValueError(f"max_turns must be a positive int, not {limit!r}")
+    return limit
+
+
+async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
+    """Whether the checkpoint's bytes can be read, asked of the store (the truth), not of the
+    refusal's words: a listing reads each checkpoint as a resume does, without the agents, and
+    lists one it cannot read with its ``error``. Not listed (deleted meanwhile, another
+    agent's): readable, refused by the agents serving it. A checkpoint whose summary header is
+    whole but whose body was cut or edited is listed as readable (the listing does not hash the
+    body): it is answered 503, its session waiting, until it is deleted (then 404)."""
+    try:
+        async for entry in runner.pending(checkpoint_id):
+            if entry.checkpoint_id == checkpoint_id:
+                return entry.error is None
+    except TypeError:  # a store of your own that cannot list its ids: nothing is given up
+        pass
+    return True
 
 
 def _request_span(tracer: trace.Tracer, request: Request, name: str) -> trace.Span:

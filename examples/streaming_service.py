@@ -18,14 +18,18 @@ could take it. Three things a service has to get right, shown here:
   is called, ``runner.resume`` its request (the checkpoint exists, is not being resumed, the
   decision has the right shape) when its first event is taken; the handler takes that event
   *before* sending ``200``, so a bad request gets a ``400`` or ``409`` with the reason instead of
-  a stream that breaks off (``404`` for a checkpoint gone, ``409`` for one being resumed), a
-  checkpoint this version cannot resume (another ``CheckpointError``, raised or as the first
-  event's ``exception``: run options or a ``before_tool`` gate it lacks) a ``422`` with
-  ``"kept": true`` (a retry cannot help; the checkpoint stays in the store), a checkpoint store
-  that is down (``CheckpointStoreError``, no ``CheckpointError``: nothing was wrong with the
-  request) a ``503``, and anything unforeseen a JSON ``500``. A store failing as a
-  resumed run ends (it ran: its checkpoint is left behind) ends the stream with an
-  ``{"error": ...}`` line saying so, not a stream broken off.
+  a stream that breaks off (``404`` for a checkpoint gone, ``409`` for one being resumed). A
+  checkpoint it cannot resume as asked (another ``CheckpointError``, raised or as the first
+  event's ``exception``) is kept in the store (``"kept": true``) and told apart by what lets it
+  through (``"resumable"``): a ``max_turns`` too low for it (also a ``ValueError``, with the
+  limit as ``max_turns``) a ``422``, sent again with a higher one it resumes; bytes no resume
+  reads a ``410``; a tool or a ``before_tool`` gate removed since the pause, or run options
+  this version does not pass, a ``503``, resumed once the service is fixed (a rollback). A
+  checkpoint store that is down (``CheckpointStoreError``, no ``CheckpointError``: nothing was
+  wrong with the request) is a ``503`` too, and anything unforeseen a JSON ``500``. A store
+  failing as a resumed run ends (it ran: its checkpoint is left behind) ends the stream with an
+  ``{"error": ...}`` line saying so, not a stream broken off. ``/chat`` and ``/resume`` take an
+  optional ``"max_turns"``.
 - **A failing model fails its stream.** Reading a reply's stream raises whatever the model raised
   (``adk.ModelError`` from ``OpenAIChatModel``, anything from a model of your own); the handler
   catches what *reading the stream* raises, reports it and goes on reading events, so the client
@@ -160,9 +164,11 @@ class Service:
                     await self.pending(writer)
                     return
                 if path == "/chat":  # run() checks its input at the call
-                    events = self.runner.run(body["message"])
+                    events = self.runner.run(body["message"], max_turns=body.get("max_turns"))
                 elif path == "/resume":
-                    events = self.runner.resume(body["checkpoint_id"], body["decision"])
+                    events = self.runner.resume(
+                        body["checkpoint_id"], body["decision"], max_turns=body.get("max_turns")
+                    )
                 else:
                     await _send_json(writer, 404, {"error": f"no route {path}"})
                     return
@@ -216,12 +222,8 @@ class Service:
         try:  # resume() checks its request when the first event is taken: answer that too
             first = await anext(events, None)
         except adk.CheckpointError as exc:  # before ValueError: a refusal may be both
-            if isinstance(exc, adk.CheckpointNotFoundError):  # a stale link, sent twice
-                await _send_json(writer, 404, {"error": str(exc)})
-            elif isinstance(exc, adk.CheckpointBusyError):  # a double click
-                await _send_json(writer, 409, {"error": str(exc)})
-            elif checkpoint_id is not None:  # one it cannot read, run options it does not pass
-                await _unresumable(writer, checkpoint_id, str(exc))
+            if checkpoint_id is not None:
+                await self.refused(writer, checkpoint_id, exc)
             else:  # a new run's: no checkpoint to keep, the service's fault
                 await _send_json(writer, 500, {"error": str(exc)})
             return
@@ -243,9 +245,8 @@ class Service:
             and isinstance(first.exception, adk.CheckpointError)
         ):
             # Refused as its first event, not raised (a before_tool gate this version lacks, an
-            # agent tree that no longer fits the pause): nothing ran, and this service cannot
-            # resume it, now or on a retry.
-            await _unresumable(writer, checkpoint_id, str(first.exception))
+            # agent tree that no longer fits the pause, a max_turns too low): nothing ran.
+            await self.refused(writer, checkpoint_id, first.exception)
             return
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: application/x-ndjson\r\n"
@@ -260,6 +261,46 @@ class Service:
             print("[server] client left: run cancelled", flush=True)
         with contextlib.suppress(asyncio.CancelledError, ConnectionError):
             await sending
+
+    async def refused(
+        self, writer: asyncio.StreamWriter, checkpoint_id: str, exc: adk.CheckpointError
+    ) -> None:
+        """Answer a resume the runner refused (raised, or as its first event): nothing ran and
+        the checkpoint is kept as it was (``"kept": true``). Told apart by what lets it through
+        (``"resumable"``): ``404`` gone (a stale link), ``409`` being resumed (a double click);
+        ``422`` for a ``max_turns`` too low for what the resume must make (a ``ValueError``
+        too, with the limit as ``max_turns``), which the same checkpoint passes sent again with
+        a higher ``"max_turns"``; ``410`` for bytes no resume can read (``_readable``), which
+        nothing makes resumable; ``503`` for a checkpoint the service as now deployed cannot
+        resume (a tool or a ``before_tool`` gate removed since the pause, run options it does
+        not pass), which a fixed deployment (a rollback) resumes: the decision can be sent
+        again then."""
+        if isinstance(exc, adk.CheckpointNotFoundError):  # a stale link, sent twice
+            await _send_json(writer, 404, {"error": str(exc)})
+            return
+        if isinstance(exc, adk.CheckpointBusyError):  # a double click
+            await _send_json(writer, 409, {"error": str(exc)})
+            return
+        kept = {"checkpoint_id": checkpoint_id, "kept": True, "resumable": True}
+        held_to = getattr(exc, "max_turns", None)  # the limit a resume's max_turns refusal names
+        if isinstance(exc, ValueError) and isinstance(held_to, int):
+            why = f"checkpoint {checkpoint_id!r} cannot be resumed within max_turns: {exc}"
+            await _send_json(writer, 422, kept | {"error": why, "max_turns": held_to})
+            return
+        try:
+            readable = await _readable(self.runner, checkpoint_id)
+        except CheckpointStoreError as down:  # nothing ran: the decision can be sent again
+            await _send_json(writer, 503, {"error": str(down)})
+            return
+        if not readable:
+            why = f"checkpoint {checkpoint_id!r} cannot be resumed by this service: {exc}"
+            await _send_json(writer, 410, kept | {"error": why, "resumable": False})
+            return
+        why = (
+            f"this service cannot resume checkpoint {checkpoint_id!r} now: {exc}; send the "
+            "decision again once it can"
+        )
+        await _send_json(writer, 503, kept | {"error": why})
 
     async def send_all(
         self,
@@ -283,16 +324,19 @@ class Service:
         await writer.drain()
 
 
-async def _unresumable(writer: asyncio.StreamWriter, checkpoint_id: str | None, error: str) -> None:
-    """Answer a resume of a checkpoint this service cannot resume (unreadable, paused at a tool
-    or a gate it no longer has, run options it does not pass): ``422``, the request well formed
-    but the checkpoint not one it can process, now or on a retry (a ``500`` said "try again
-    later", which never helps), as ``examples/agent_service.py`` answers it. The checkpoint is
-    kept in the store as it is, for whoever runs the service to read, or resume once it can.
-    (This service keeps no sessions, so nothing waits on it here; agent_service.py frees the
-    session that did.)"""
-    why = f"checkpoint {checkpoint_id!r} cannot be resumed by this service: {error}"
-    await _send_json(writer, 422, {"error": why, "checkpoint_id": checkpoint_id, "kept": True})
+async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
+    """Whether the checkpoint's bytes can be read, asked of the store (the truth), not of the
+    refusal's words: a listing reads each checkpoint as a resume does, without the agents, and
+    lists one it cannot read with its ``error``. Not listed (deleted meanwhile, another
+    agent's): readable, refused by the agents serving it. (A checkpoint whose summary header is
+    whole but whose body was cut is listed as readable: the listing does not hash the body.)"""
+    try:
+        async for entry in runner.pending(checkpoint_id):
+            if entry.checkpoint_id == checkpoint_id:
+                return entry.error is None
+    except TypeError:  # a store of your own that cannot list its ids: nothing is given up
+        pass
+    return True
 
 
 async def _forward(stream: adk.MessageStream, writer: asyncio.StreamWriter) -> Exception | None:

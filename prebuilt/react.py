@@ -55,7 +55,7 @@ from adk._aio import closing, finish
 from adk._checks import agent_description, check_count, check_name, shown
 from adk._driver import _RECORDED, NO_EVENT
 from adk._naming import naming as _naming
-from adk._turns_left import count_ahead, spent_text
+from adk._turns_left import count_ahead, spent_text, turns_limit
 from adk.checkpoint._state import SavedState
 from adk.context import _NO_OPTIONS
 from adk.events import message_event, tool_result_event
@@ -507,9 +507,10 @@ class _ReActCore:
         if iterations == self.owner.max_iterations:
             raise self._past_limit(saved, iterations)
         assert turns is not None
-        raise saved.error(
+        raise saved.turns_short(
             f"{spent_text(turns)}: the paused calls' results would need a model call the limit "
-            "does not allow; resume with a higher max_turns (it counts the calls before the pause)"
+            "does not allow; resume with a higher max_turns (it counts the calls before the pause)",
+            turns.limit,
         )
 
     def _past_limit(self, saved: SavedState, iterations: int) -> CheckpointError:
@@ -685,9 +686,10 @@ class _ReActCore:
         for what, needs in asking:
             refused = count_ahead(walk, ctx, what)
             if refused is not None:
-                raise saved.error(
+                raise saved.turns_short(
                     f"{refused}: {needs} a model call the limit does not allow; resume with a "
-                    "higher max_turns (it counts the calls before the pause)"
+                    "higher max_turns (it counts the calls before the pause)",
+                    turns_limit(ctx),
                 )
 
     def _after_transfer(

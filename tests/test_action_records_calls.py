@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from services import RedisServer
 
-from adk import Message, Resources, Role, RunError, Runner, ToolResult, tool
+from adk import Message, ParallelAgent, Resources, Role, RunError, Runner, ToolResult, tool
 from adk.actions import (
     ActionAgent,
     ActionContext,
@@ -34,13 +34,15 @@ from adk.actions import (
     ToolResponseEvent,
     action,
 )
+from adk.actions._builtin import _IN_STATE
 from adk.checkpoint import (
     CheckpointStore,
     InMemoryCheckpointStore,
     RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
-from adk.checkpoint.codec import decode_checkpoint, encode_checkpoint, from_json_value
+from adk.checkpoint._snapshot import _STATE_DEPTH
+from adk.checkpoint.codec import MAX_DEPTH, decode_checkpoint, encode_checkpoint, from_json_value
 from adk.testing import Reply, ScriptedModel, tool_call
 
 pytest_plugins = ["services"]
@@ -372,3 +374,185 @@ async def test_recorded_structured_results_stay_with_their_answers() -> None:
     assert done.text == "done: charged; 5"
     assert RAN == ["quoted lamp", "charged 5"]
     assert seen == [[{"receipt": "r-1"}, {"price": 5}]] * 2
+
+
+def _nested(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+@pytest.mark.parametrize("levels", [MAX_DEPTH - 3, MAX_DEPTH - 1])
+async def test_a_structured_result_too_deep_for_the_saved_state_leaves_the_record_readable(
+    levels: int,
+) -> None:
+    """A resumed call's structured value nested too deep to be read back where the state keeps
+    it (``states`` / address / slot / ``structured`` / its place), though not too deep on its
+    own: recorded as it was, every later resume refused the checkpoint as malformed (the pause
+    lost). It is carried as None (a checkpoint cannot hold it, as for any value it cannot hold),
+    the answer recorded, and the retry pays nobody again."""
+    seen: list[list[Any] | None] = []
+
+    @tool(require_approval=True)
+    async def charge(amount: int) -> ToolResult:
+        """Charge an amount once a person approves it."""
+        RAN.append(f"charged {amount}")
+        return ToolResult(content="charged", structured=_nested(levels))
+
+    class Watching(Desk):
+        @action(ToolResponseEvent)
+        def watch(self, event: ToolResponseEvent, ctx: ActionContext) -> None:
+            seen.append(event.structured)
+
+    def desk(model_down: bool = False) -> Desk:
+        resources = Resources()
+        resources.add_model("m", _model(calls, model_down=model_down))
+        resources.add_tool(charge)
+        return Watching(("charge",), resources)
+
+    assert _IN_STATE == _STATE_DEPTH + 2  # where the state's "structured" items are read
+    calls = [tool_call("charge", {"amount": 5}, id="a")]
+    store = InMemoryCheckpointStore()
+    await Runner(desk(), checkpoint_store=store).invoke("buy", checkpoint_id="deep")
+    with pytest.raises(RunError, match="model down"):
+        await Runner(desk(model_down=True), checkpoint_store=store).invoke_resume("deep", "yes")
+    assert RAN == ["charged 5"]
+
+    done = await Runner(desk(), checkpoint_store=store).invoke_resume("deep", "yes")
+    assert done.text == "done: charged"
+    assert RAN == ["charged 5"]  # not charged again
+    assert seen[-1] is None  # the recorded answer carries no value
+    assert await store.get("deep") is None
+
+
+async def test_a_structured_result_too_deep_for_the_saved_state_does_not_refuse_the_pause() -> None:
+    """The same value given by a call that answers before its round pauses (no approval): the
+    pause saves it as None, with its text, as any value a checkpoint cannot hold (the pause
+    was refused: ``could not save checkpoint``, nothing to resume)."""
+
+    @tool
+    async def quote(item: str) -> ToolResult:
+        """Quote a price (no approval: it answers before the pause)."""
+        RAN.append(f"quoted {item}")
+        return ToolResult(content="5", structured=_nested(MAX_DEPTH - 3))
+
+    calls = [
+        tool_call("quote", {"item": "lamp"}, id="q"),
+        tool_call("pay", {"to": "bob", "amount": 5}, id="p"),
+    ]
+    store = InMemoryCheckpointStore()
+    paused = await Runner(_desk(calls, quote, pay), checkpoint_store=store).invoke(
+        "buy", checkpoint_id="deep-pause"
+    )
+    assert paused.interrupt is not None
+    done = await Runner(_desk(calls, quote, pay), checkpoint_store=store).invoke_resume(
+        "deep-pause", "yes"
+    )
+    assert done.text == "done: 5; paid 5 to bob"
+    assert RAN == ["quoted lamp", "paid bob"]
+
+
+async def test_a_resume_of_the_calls_still_waiting_is_refused_when_max_turns_leaves_the_chat_none() -> (
+    None
+):
+    """The payment recorded by a resume cut off while the shipping ran; the resume of the point
+    still waiting (the only one listed) with no model call left for the chat after the round is
+    refused before the shipping runs, as a resume of the unrecorded pause is. The payment's
+    settled point counted as one the resume leaves waiting (the round would pause again, asking
+    no model), so the check was skipped: the shipping ran, then the chat failed on the limit."""
+
+    def desk(*tools: Any) -> Desk:
+        resources = Resources()
+        resources.add_model("m", _model(_PAY_AND_SHIP))
+        for found in tools:
+            resources.add_tool(found)
+        return Desk(("pay", "ship"), resources)
+
+    store = _NotingStore()
+    paused = await Runner(desk(pay, ship), checkpoint_store=store).invoke(
+        "pay and ship", checkpoint_id="turns", max_turns=2
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    cut = asyncio.create_task(
+        Runner(desk(pay, _stuck_ship()), checkpoint_store=store).invoke_resume("turns", answers)
+    )
+    await store.replaced.wait()  # the payment's record landed
+    cut.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cut
+    assert RAN == ["paid bob"]
+    [shipping] = [point for point in answers if point.endswith("/tool:ship#call_ship")]
+
+    with pytest.raises(RunError, match="its chat asks the model after the paused action"):
+        await Runner(desk(pay, ship), checkpoint_store=store).invoke_resume(
+            "turns", {shipping: {"approved": True}}, max_turns=1
+        )
+    assert RAN == ["paid bob"]  # refused before the shipping ran
+
+    done = await Runner(desk(pay, ship), checkpoint_store=store).invoke_resume(
+        "turns", {shipping: {"approved": True}}
+    )
+    assert done.text == "done: paid 5 to bob; shipped lamp"
+    assert RAN == ["paid bob", "shipped lamp"]
+
+
+class Teller(ActionAgent):
+    """Pays ``to`` through its chat's one tool round, then outputs its answer (or its model is
+    down once the payment's result is in)."""
+
+    def __init__(self, name: str, to: str, *, model_down: bool = False) -> None:
+        resources = Resources()
+        resources.add_model("m", _model(_payments(to), model_down=model_down))
+        resources.add_tool(pay)
+        super().__init__(name, resources=resources)
+
+    @action(InputEvent)
+    async def ask(self, event: InputEvent, ctx: ActionContext) -> None:
+        messages = [Message.user(event.input)]
+        ctx.send_event(ChatRequestEvent(model="m", messages=messages, tools=["pay"]))
+
+    @action(ChatResponseEvent)
+    @staticmethod
+    def answer(event: ChatResponseEvent, ctx: ActionContext) -> None:
+        ctx.send_event(OutputEvent(output=event.response.content))
+
+
+async def test_a_branch_whose_call_was_recorded_resumes_with_the_points_still_listed() -> None:
+    """Two ActionAgents in a ParallelAgent, each paused at its payment. A resume answering the
+    left one paid bob (recorded), and its chat's model then failed; the listing shows eve's
+    point alone, and a resume answering it finishes both: the left branch replays bob's
+    payment. It used to be skipped as not addressed, re-raising its recorded point: the run
+    paused again at a point no listing had shown."""
+
+    def both(*, left_down: bool = False) -> ParallelAgent:
+        return ParallelAgent(
+            "both", [Teller("left", "bob", model_down=left_down), Teller("right", "eve")]
+        )
+
+    store = InMemoryCheckpointStore()
+    paused = await Runner(both(), checkpoint_store=store).invoke("pay", checkpoint_id="par")
+    assert paused.interrupt is not None
+    left, right = paused.interrupt.point_ids
+    assert "agent:left/" in left and "agent:right/" in right
+    with pytest.raises(RunError, match="model down"):
+        await Runner(both(left_down=True), checkpoint_store=store).invoke_resume(
+            "par", {left: {"approved": True}}
+        )
+    assert RAN == ["paid bob"]
+    listed = [p async for p in Runner(both(), checkpoint_store=store).pending()]
+    assert [point.id for point in listed[0].points] == [right]
+
+    done = await Runner(both(), checkpoint_store=store).invoke_resume(
+        "par", {right: {"approved": True}}
+    )
+    assert done.interrupt is None
+    outputs = sorted(
+        e.message.content
+        for e in done.events
+        if e.message is not None and e.message.content.startswith("done:")
+    )
+    assert outputs == ["done: paid 5 to bob", "done: paid 5 to eve"]
+    assert RAN == ["paid bob", "paid eve"]
+    assert await store.get("par") is None

@@ -299,13 +299,13 @@ async def test_a_large_structured_result_is_not_walked_when_nothing_pauses(
 
     rows = [{"id": i, "name": f"row {i}", "tags": ["a", "b"]} for i in range(1000)]
     walked: list[object] = []
-    codec = builtin.to_json_value
+    codec = builtin._json_value_at
 
-    def counted(value: Any, where: str) -> Any:
+    def counted(value: Any, where: str, depth: int) -> Any:
         walked.append(value)
-        return codec(value, where)
+        return codec(value, where, depth)
 
-    monkeypatch.setattr(builtin, "to_json_value", counted)
+    monkeypatch.setattr(builtin, "_json_value_at", counted)
 
     class _Rows(_Structured):
         async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:

@@ -561,62 +561,19 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
     """A resume refused as its first event (an error event caused by a ``CheckpointError``: a
     ``before_tool`` gate the paused version had and this one lacks) was answered 500 with the
     session's lock still held: every later resume of it answered 409 'being resumed', every
-    message 409, for good, even once the service could resume it. The refusal gives the session
-    back, as the raised refusals do. (It waited on the kept checkpoint then, answered 500 until
-    the service was fixed; a checkpoint the service cannot resume now frees its session, 422,
-    the checkpoint kept: test_the_example_services_session_is_freed_from_a_checkpoint_it_cannot_
-    resume.)"""
+    message 409, for good, even once the service could resume it. The refusal gives the lock
+    back, as the raised refusals do. Then it was answered 422, the session freed from the
+    checkpoint and every later resume of it refused, for good: a gate removed by a redeploy is
+    this version's to fix, not the checkpoint's, and a rollback resumes it. So it is a 503,
+    the checkpoint kept and resumable, the session waiting on it (its message refused naming
+    the checkpoint, not 'is answering another message'), and the decision sent once the
+    service can resume it (here: the checkpoint as the version that has the gate reads it) is
+    the session's turn."""
     from checkpoint_rewrite import rewrite_checkpoint
 
     from adk.checkpoint import InMemoryCheckpointStore
 
     example = _example_service("_chat_agent_service_gate")
-    example.payment_done.set()
-    store = InMemoryCheckpointStore()
-    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
-    async with _serving(app) as port:
-        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
-        paused = events[-1][1]["checkpoint_id"]
-        point = events[-1][1]["points"][0]["id"]
-        async with rewrite_checkpoint(store, paused) as body:  # paused by a gate since removed
-            body["states"][point] = {"callback": "gone_module.gate#0"}
-        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
-        assert status == 422 and "before_tool" in events[0][1]["error"], events
-        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
-        assert status == 422, events  # refused again, not 409 'being resumed'
-        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
-        assert status == 200, events  # not 409 'is answering another message'
-        assert not example.paying.is_set()
-        assert await store.get(paused) is not None  # kept
-
-
-def _renamed(value: Any, old: str, new: str) -> Any:
-    """``value`` (a decoded checkpoint) with ``old`` replaced by ``new`` in every text, keys
-    included: the pause of a tool named ``new``, which the service no longer has."""
-    if isinstance(value, str):
-        return value.replace(old, new)
-    if isinstance(value, list):
-        return [_renamed(item, old, new) for item in value]
-    if isinstance(value, dict):
-        return {_renamed(k, old, new): _renamed(v, old, new) for k, v in value.items()}
-    return value
-
-
-@pytest.mark.parametrize("broken", ["corrupt bytes", "a removed tool"])
-async def test_the_example_services_session_is_freed_from_a_checkpoint_it_cannot_resume(
-    tmp_path: Path, broken: str
-) -> None:
-    """A checkpoint the service can never resume (its bytes corrupt; the tool it paused at
-    removed since) answered every resume 500, and its session waited on it for good: every
-    message 409 'waits for a decision'. The resume answers 422 saying the checkpoint cannot be
-    resumed and the session goes on; the session's next message is its turn again (its
-    conversation as before the paused turn); the checkpoint is kept in the store, as it was,
-    and a resume of it sent again is refused the same way, not run outside the session."""
-    from checkpoint_rewrite import rewrite_checkpoint
-
-    from adk.checkpoint import InMemoryCheckpointStore
-
-    example = _example_service(f"_chat_agent_service_broken_{broken.split()[-1]}")
     asked: list[list[adk.Message]] = []
     scripted = example.scripted
     example.scripted = lambda messages: asked.append(messages) or scripted(messages)
@@ -626,28 +583,200 @@ async def test_the_example_services_session_is_freed_from_a_checkpoint_it_cannot
     async with _serving(app) as port:
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
         paused = events[-1][1]["checkpoint_id"]
-        if broken == "corrupt bytes":
-            await store.put(paused, b"\x00 not a checkpoint")
-            reason = "is not a pyadk checkpoint or is corrupt"
-        else:
-            async with rewrite_checkpoint(store, paused) as body:
-                renamed = _renamed(body, "send_payment", "send_payment_v1")
-                body.clear()
-                body.update(renamed)
-            reason = "tools it no longer has: send_payment_v1"
+        point = events[-1][1]["points"][0]["id"]
+        before = await store.get(paused)
+        async with rewrite_checkpoint(store, paused) as body:  # paused by a gate since removed
+            body["states"][point] = {"callback": "gone_module.gate#0"}
+        for attempt in range(2):  # refused again, not 409 'being resumed'
+            status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+            error = events[0][1]
+            assert status == 503 and "before_tool" in error["error"], (attempt, events)
+            assert (error["kept"], error["resumable"], error["session_id"]) == (True, True, "s1")
+            status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+            assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits
+        assert not example.paying.is_set()
+        await store.put(paused, before)  # the gate is back (a rollback): its pause resumes
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
+        await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
+    roles = [(m.role.value, m.name) for m in asked[-1]]
+    assert roles == [
+        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
+    ]  # fmt: skip
+
+
+class _Deployed:
+    """A toolset standing for what the deployed version has: ``tool``, or not (removed by a
+    redeploy, back after a rollback)."""
+
+    def __init__(self, tool: adk.Tool) -> None:
+        self.tool = tool
+        self.deployed = True
+
+    async def tools(self, ctx: adk.RunContext) -> list[adk.Tool]:
+        return [self.tool] if self.deployed else []
+
+
+async def test_the_example_services_pause_at_a_tool_removed_then_back_waits_for_the_rollback(
+    tmp_path: Path,
+) -> None:
+    """A redeploy removed the tool a session's turn paused at: the resume was answered 422, the
+    session freed from the checkpoint and every later resume of it refused, so once a rollback
+    brought the tool back the approval could no longer be given, though the checkpoint was
+    whole and the version could resume it. A 503 now, the checkpoint kept and resumable, the
+    session waiting on it; after the rollback the decision sent again is the session's turn."""
+    example = _example_service("_chat_agent_service_rollback")
+    deployed = _Deployed(example.send_payment)
+    example.send_payment = deployed  # the agent's tools come from what is deployed
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    example.payment_done.set()
+    app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    async with _serving(app) as port:
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        deployed.deployed = False  # the redeploy
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        error = events[0][1]
+        assert status == 503 and "send_payment" in error["error"], events
+        assert f"cannot resume checkpoint {paused!r} now" in error["error"], error
+        assert (error["kept"], error["resumable"], error["session_id"]) == (True, True, "s1")
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused, events
+        assert not example.paying.is_set()
+        deployed.deployed = True  # the rollback
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
+        await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
+    roles = [(m.role.value, m.name) for m in asked[-1]]
+    assert roles == [
+        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
+    ]  # fmt: skip
+
+
+async def test_the_example_services_resume_refused_at_max_turns_keeps_its_session_waiting(
+    tmp_path: Path,
+) -> None:
+    """A turn paused with no model call of its ``max_turns`` left: its resume is refused before
+    the payment is made ('resume with a higher max_turns'). Answered 422 as a checkpoint the
+    service cannot resume, the session was freed from it and every later resume refused, so
+    the fix the refusal names could not be sent. A 422 saying it, the checkpoint resumable, the
+    session waiting on it; the decision sent again with a higher ``max_turns`` is its turn."""
+    example = _example_service("_chat_agent_service_turns")
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    example.payment_done.set()
+    app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
+    async with _serving(app) as port:
+        say = {"message": "pay", "max_turns": 1}
+        status, events = await example.post(port, "/sessions/s1/messages", say)
+        assert status == 200 and events[-1][0] == "paused", events
+        paused = events[-1][1]["checkpoint_id"]
+        resume = f"/resume/{paused}"
+        for attempt in range(2):
+            status, events = await example.post(port, resume, {"decision": True})
+            error = events[0][1]
+            assert status == 422 and "resume with a higher max_turns" in error["error"], (
+                attempt,
+                events,
+            )
+            assert error["max_turns"] == 1, error  # the limit it was held against
+            assert (error["kept"], error["resumable"], error["session_id"]) == (True, True, "s1")
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused, events
+        status, events = await example.post(port, resume, {"decision": True, "max_turns": 0})
+        assert status == 400 and "max_turns must be a positive int" in events[0][1]["error"]
+        assert not example.paying.is_set()
+        status, events = await example.post(port, resume, {"decision": True, "max_turns": 2})
+        assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
+        await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
+    roles = [(m.role.value, m.name) for m in asked[-1]]
+    assert roles == [
+        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
+    ]  # fmt: skip
+
+
+async def test_the_example_services_session_is_freed_from_a_checkpoint_no_resume_can_read(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint whose bytes are corrupt answered every resume 500, and its session waited on
+    it for good: every message 409 'waits for a decision'. The resume answers 410 saying the
+    checkpoint cannot be resumed (it was 422, which now says "resend with other options") and
+    the session goes on; the session's next message is its turn again (its conversation as
+    before the paused turn); the checkpoint is kept in the store, as it was, and a resume of it
+    sent again is refused the same way, not run outside the session."""
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    example = _example_service("_chat_agent_service_broken")
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    example.payment_done.set()
+    store = InMemoryCheckpointStore()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    async with _serving(app) as port:
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        await store.put(paused, b"\x00 not a checkpoint")
         kept = await store.get(paused)
         for attempt in range(2):  # sent again: the same refusal, nothing run
             status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
             error = events[0][1]
-            assert status == 422, (attempt, status, events)
+            assert status == 410, (attempt, status, events)
             assert f"checkpoint {paused!r} cannot be resumed" in error["error"], error
-            assert reason in error["error"] and error["kept"] is True, error
-            assert error["session_id"] == "s1", error
+            assert "is not a pyadk checkpoint or is corrupt" in error["error"], error
+            assert (error["kept"], error["resumable"], error["session_id"]) == (True, False, "s1")
         assert not example.paying.is_set()  # the payment was not made
         status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
         assert status == 200, events
     assert [(m.role.value, m.content) for m in asked[-1]] == [("user", "hi")]
     assert await store.get(paused) == kept  # kept as it was: not deleted, not moved
+
+
+async def test_the_example_services_memory_of_unresumable_checkpoints_is_bounded_by_the_store(
+    tmp_path: Path,
+) -> None:
+    """``Sessions.unresumable`` (checkpoints refused for good, whose sessions went on) only
+    grew: one entry per such checkpoint for as long as the worker ran, kept after the store
+    had let the checkpoint go. It keeps the newest ``UNRESUMABLE_KEPT``; one forgotten is
+    refused all the same by the runner, which reads the same bytes (only without its
+    session's id); and one whose checkpoint the store no longer holds goes at its next resume,
+    a 404 as for any checkpoint gone."""
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    example = _example_service("_chat_agent_service_bounded")
+    made: list[Any] = []
+
+    class Seen(example.Sessions):  # type: ignore[name-defined,misc]
+        def __init__(self) -> None:
+            super().__init__()
+            made.append(self)
+
+    example.Sessions = Seen
+    example.UNRESUMABLE_KEPT = 2
+    store = InMemoryCheckpointStore()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    async with _serving(app) as port:
+        ids = []
+        for session in ("s1", "s2", "s3"):
+            path = f"/sessions/{session}/messages"
+            status, events = await example.post(port, path, {"message": "pay"})
+            ids.append(events[-1][1]["checkpoint_id"])
+            await store.put(ids[-1], b"\x00 not a checkpoint")
+            status, events = await example.post(port, f"/resume/{ids[-1]}", {"decision": True})
+            assert status == 410 and events[0][1]["session_id"] == session, events
+        [sessions] = made
+        assert list(sessions.unresumable) == ids[1:]  # the oldest forgotten
+        status, events = await example.post(port, f"/resume/{ids[0]}", {"decision": True})
+        assert status == 410 and events[0][1]["session_id"] is None, events  # refused still
+        assert list(sessions.unresumable) == [ids[2], ids[0]]
+        await store.delete(ids[2])  # let go by the store (an operator, a TTL)
+        status, events = await example.post(port, f"/resume/{ids[2]}", {"decision": True})
+        assert status == 404 and "no checkpoint" in events[0][1]["error"], events
+        assert list(sessions.unresumable) == [ids[0]]
+    assert not example.paying.is_set()
 
 
 async def test_the_example_services_resume_gives_its_session_back_on_an_unexpected_failure(
@@ -709,8 +838,10 @@ async def test_the_example_services_resume_gives_its_session_back_however_it_beg
     session's lock, every later message of it answered 409 'is answering another message'. One
     whose first event is a CheckpointError (refused, not raised) was answered 500 without giving
     the lock back, its next resume 409 'being resumed, or its session is busy' for good. A quiet
-    resume ends the turn (200, no events); a refused one (422: the service cannot resume it)
-    frees the session, whose next message is its next turn."""
+    resume ends the turn (200, no events); a refused one (503: this version cannot resume the
+    readable checkpoint, a fixed one may) leaves the session waiting on it, its lock given
+    back: its next resume is refused the same way, not 409 'being resumed', and its next message
+    is refused as waiting for that decision, not as 'is answering another message'."""
     example = _example_service(f"_chat_agent_service_resumed_{resumed}")
     example.ReActAgent = lambda name, model, tools: _Asks(name, resumed)
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
@@ -724,11 +855,11 @@ async def test_the_example_services_resume_gives_its_session_back_however_it_beg
             status, events = await example.post(port, "/sessions/s1/messages", {"message": "next"})
             assert status == 200 and events[-1][0] == "paused", events  # its next turn, taken
         else:
-            assert status == 422 and "does not fit" in events[0][1]["error"], events
+            assert status == 503 and "does not fit" in events[0][1]["error"], events
             status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
-            assert status == 422 and "does not fit" in events[0][1]["error"], events  # not 409
+            assert status == 503 and "does not fit" in events[0][1]["error"], events  # not 409
             status, events = await example.post(port, "/sessions/s1/messages", {"message": "next"})
-            assert status == 200 and events[-1][0] == "paused", events  # its next turn, taken
+            assert status == 409 and events[0][1]["checkpoint_id"] == paused, events  # waits
 
 
 def _snippet_of(page: str, marker: str) -> str:

@@ -370,6 +370,43 @@ async def test_an_mcp_toolset_takes_a_function_per_tool_name_that_decides_per_ca
     ]
 
 
+@pytest.mark.parametrize("by", ["flag", "function"])
+async def test_an_mcp_call_its_input_schema_refuses_is_the_models_to_correct_before_anyone_is_asked(
+    by: str,
+) -> None:
+    """An MCP tool that needs approval paused a call whose arguments its input schema refuses
+    (a required one missing, one of the wrong type): a person was asked to approve ``add({"a":
+    2})``, and the server refused it once approved, so the decision was for nothing; a
+    ``require_approval`` function was handed the arguments unchecked (a KeyError there failed
+    the call with that error, not with what was wrong). A function tool's invalid arguments are
+    the model's to correct before anyone is asked (interrupts.md); an MCP tool's now too, checked
+    against the schema the edit of an approval is checked against. The model's corrected call
+    then pauses as usual."""
+    asked: list[dict[str, Any]] = []
+
+    def always(ctx: ToolContext, arguments: dict[str, Any]) -> bool:
+        asked.append(arguments)
+        return arguments["b"] > 0
+
+    setting: Any = True if by == "flag" else {"add": always}
+    bad = [
+        tool_call("add", {"a": 2}, id="c1"),
+        tool_call("add", {"a": "two", "b": 3}, id="c2"),
+    ]
+    model = ScriptedModel(
+        [Reply(tool_calls=bad), Reply(tool_calls=[tool_call("add", {"a": 2, "b": 3}, id="c3")])]
+    )
+    async with MCPToolset(_stdio(), tool_filter=["add"], require_approval=setting) as tools:
+        paused = await Runner(ReActAgent("ops", model, tools=[tools])).invoke("add")
+    assert paused.interrupt is not None
+    assert paused.interrupt.point_ids == ["agent:ops/tool:add#c3"]
+    assert _results(model.requests[1].messages) == [
+        "Error: invalid arguments for tool 'add': arguments: 'b' is a required property",
+        "Error: invalid arguments for tool 'add': a: 'two' is not of type 'integer'",
+    ]
+    assert asked == ([] if by == "flag" else [{"a": 2, "b": 3}])
+
+
 @pytest.mark.parametrize(
     ("setting", "problem"),
     [

@@ -21,8 +21,10 @@ import pytest
 from pydantic import VERSION as PYDANTIC_VERSION
 from pydantic import (
     BaseModel,
+    ConfigDict,
     Field,
     Json,
+    RootModel,
     SecretStr,
     field_serializer,
     field_validator,
@@ -1356,6 +1358,52 @@ async def test_a_record_whose_field_no_checkpoint_holds_fails_its_pause_naming_t
     assert fine.error is None and fine.checkpoint_id is not None
     [done] = await outputs.resume(fine, "yes")
     assert done.output == 3
+
+
+class _EncodedFrame(BaseModel):
+    """Writes its bytes itself (base64), as its owner asked: JSON takes them."""
+
+    model_config = ConfigDict(ser_json_bytes="base64")
+    image: bytes
+    extra: Any = None
+
+
+class _HexFrame(BaseModel):
+    image: bytes
+    extra: Any = None
+
+    @field_serializer("image")
+    def _hex(self, image: bytes) -> str:
+        return image.hex()
+
+
+@pytest.mark.parametrize("frame", [_EncodedFrame, _HexFrame])
+def test_the_walk_for_what_a_pause_cannot_write_blames_no_field_the_model_writes(
+    frame: type[_EncodedFrame] | type[_HexFrame],
+) -> None:
+    """The walk that names where in a message's metadata the value pydantic cannot write is
+    wrote each field alone by pydantic's plain rules: a model's bytes that its own config or
+    serializer writes (base64, hex) were blamed ("frame.image: bytes that are not UTF-8 text
+    ...; decode them, or base64-encode them") and the object that failed was never named."""
+    held = frame(image=b"\x89PNG\xff", extra={"handle": object()})
+    message = Message(role="user", content="x", metadata={"frame": held})
+    with pytest.raises(CheckpointError) as refused:
+        to_json_value(message, "m")
+    assert str(refused.value).startswith("m.metadata.frame.extra"), str(refused.value)
+    assert "object" in str(refused.value) and "image" not in str(refused.value)
+    to_json_value(Message(role="user", content="x", metadata={"frame": frame(image=b"\xff")}))
+
+
+class _Payload(RootModel[Any]):
+    pass
+
+
+def test_the_walk_looks_into_a_root_models_value() -> None:
+    """A RootModel's one field, ``root``, is looked into as a model's fields are: asked alone
+    (``include={"root"}``), pydantic picks from the root's value and writes it."""
+    message = Message(role="user", content="x", metadata={"r": _Payload({"x": b"\xff"})})
+    with pytest.raises(CheckpointError, match=r"^m\.metadata\.r\.root\.x: bytes that are not"):
+        to_json_value(message, "m")
 
 
 async def test_an_unregistered_model_in_a_stored_models_any_place_fails_the_pause() -> None:

@@ -40,6 +40,7 @@ from adk._driver import _OwnFailure
 from adk._hooks import _Answered
 from adk.actions import ActionError
 from adk.checkpoint import CheckpointStoreError
+from adk.checkpoint._state import _TurnsShort
 from adk.checkpoint.codec import _Unstorable
 from adk.checkpoint.postgres import _Unusable
 from adk.checkpoint.store import _ForeignTable
@@ -143,6 +144,7 @@ SAMPLES: dict[type[BaseException], list[Callable[[], Awaitable[BaseException]]]]
     adk.CheckpointNotFoundError: [_made(adk.CheckpointNotFoundError("no checkpoint 'c1'"))],
     adk.CheckpointBusyError: [_made(adk.CheckpointBusyError("already being resumed"))],
     _OptionsNotGiven: [_made(_OptionsNotGiven("paused a run given run options this resume lacks"))],
+    _TurnsShort: [_made(_TurnsShort("resume with a higher max_turns", 3))],
     ToolError: [_made(ToolError("no such city"))],
     ActionError: [_made(ActionError("cannot process"))],
     Interrupt: [_made(Interrupt({"question": "ok?"}, state={"step": 2}))],

@@ -18,6 +18,7 @@ import pickle
 import re
 import subprocess
 import sys
+import threading
 import types
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
@@ -1071,3 +1072,76 @@ def test_a_record_that_ran_but_whose_output_cannot_be_sent_keeps_its_usage() -> 
     assert "cannot be sent or kept as JSON" in failed["error"]["message"]
     assert failed["checkpoint_id"]  # the pause was saved all the same
     assert failed["usage"] == usage.model_dump()
+
+
+class _EncodedFrame(BaseModel):
+    """Writes its bytes itself (base64), as its owner asked: JSON takes them."""
+
+    model_config = ConfigDict(ser_json_bytes="base64")
+    camera: str
+    image: bytes
+    extra: Any = None
+
+
+@pytest.mark.parametrize("key", ["camera", None])
+def test_from_list_blames_no_field_a_record_model_writes_itself(key: str | None) -> None:
+    """The walk naming where a record JSON cannot write is wrote each field by pydantic's plain
+    rules: a model's bytes that its config writes as base64 were blamed ("bytes that are not UTF-8
+    text at image (decode them, or base64-encode them, first)") and the object that failed was
+    never named."""
+    record = _EncodedFrame(camera="b", image=b"\x89PNG\xff", extra={"handle": object()})
+    with pytest.raises(ValueError, match=r"^record 0 cannot be written as JSON: ") as refused:
+        _environment().from_list([record], key=key)
+    assert " at extra " in str(refused.value) and "image" not in str(refused.value)
+
+
+@action(InputEvent)
+def emit_itself(event: InputEvent, ctx: ActionContext) -> None:
+    """Outputs a dict; one that holds itself when the record says so (a user's bug)."""
+    output: dict[str, Any] = {"n": event.input["n"]}
+    if event.input.get("cycle"):
+        output["self"] = output
+    ctx.send_event(OutputEvent(output=output))
+
+
+def test_an_output_holding_itself_fails_its_record_not_the_job() -> None:
+    """Writing such an output recursed until Python's RecursionError, which no record's error
+    caught: async_invoke raised it and the Flink job failed, every other record's output lost,
+    under on_error="emit" too. It is a ValueError failing its record, as NaN in an output is."""
+    agent = ActionAgent("s", actions=[emit_itself])
+    function = _AgentFunction(agent, _environment(on_error="emit"), True, None)
+    looped, fine = _invoked(function, Row("a", {"n": 1, "cycle": True}), Row("b", {"n": 2}))
+    assert isinstance(looped, list) and isinstance(fine, list)
+    [error] = looped
+    assert error["error"]["type"] == "ValueError" and error["key"] == "a"
+    assert "the output cannot be written as JSON: it holds itself" in error["error"]["message"]
+    assert fine[0]["output"] == {"n": 2} and fine[0]["error"] is None
+
+
+def test_from_list_names_a_record_holding_itself() -> None:
+    record: dict[str, Any] = {"camera": "a"}
+    record["self"] = record
+    with pytest.raises(ValueError, match=r"^record 1 cannot be written as JSON: it holds itself"):
+        _environment().from_list([{"camera": "b"}, record], key="camera")
+
+
+class _BuildsWithALock:
+    """A callable building the agent, holding what cannot be pickled, whose repr fails."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __call__(self) -> ActionAgent:
+        return ActionAgent("s", actions=[score])
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+def test_a_function_apply_cannot_ship_is_named_even_when_its_repr_fails() -> None:
+    """apply named a function it could not ship by its repr when it had no ``__qualname__`` (a
+    callable object): one whose repr raised replaced the shipping error with its own."""
+    source = _BuildsWithALock()
+    with pytest.raises(TypeError, match="cannot ship the function") as refused, _shipping(source):
+        cloudpickle.dumps(source)
+    assert "_BuildsWithALock" in str(refused.value)

@@ -150,6 +150,37 @@ async def test_tools_listed_with_bad_definitions_are_left_out_and_the_others_wor
     assert answers["c2"] == "a_dangling_ref ran"
 
 
+async def test_a_call_needing_approval_whose_schema_cannot_be_checked_is_the_servers_to_judge() -> (
+    None
+):
+    """A call that needs approval is checked against its tool's input schema before a person is
+    asked (its invalid arguments are the model's to correct); a schema the checker cannot follow
+    (a reference to nothing, a keyword of the wrong type) leaves the call to the server, as it
+    does for a person's edit: the call pauses and, approved, runs. Raised, the checker's error
+    would fail every such call, where without approval the same tools work."""
+    calls = [
+        tool_call("a_dangling_ref", {"a": 1}, id="c1"),
+        tool_call("an_invalid_keyword", {"n": 2}, id="c2"),
+    ]
+    model = ScriptedModel([Reply(tool_calls=calls), lambda m: " ".join(x.content for x in m[-2:])])
+    async with MCPToolset(
+        StdioServer(sys.executable, [str(SERVER), "schemas"]),
+        call_timeout=TIMEOUT,
+        require_approval=True,
+    ) as toolset:
+        runner = Runner(ReActAgent("r", model=model, tools=[toolset]))
+        paused = await runner.invoke("go")
+        assert paused.interrupt is not None and paused.checkpoint_id is not None
+        assert sorted(paused.interrupt.point_ids) == [
+            "agent:r/tool:a_dangling_ref#c1",
+            "agent:r/tool:an_invalid_keyword#c2",
+        ]
+        done = await runner.invoke_resume(
+            paused.checkpoint_id, dict.fromkeys(paused.interrupt.point_ids, True)
+        )
+    assert sorted(done.text.split(" ran")) == ["", " an_invalid_keyword", "a_dangling_ref"]
+
+
 async def test_a_listing_answered_under_its_id_as_a_string_leaves_out_the_bad_tools_too(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -181,10 +181,10 @@ async def test_an_output_json_cannot_hold_is_an_error_naming_the_record_its_key_
     looped: list[Any] = [1]
     looped.append({"again": looped})
     with pytest.raises(
-        ValueError, match=r"JSON: list that holds itself at output\.rows\[1\]\.again"
+        ValueError, match=r"JSON: it holds itself \(the list at output\.rows\[1\]\.again is inside"
     ):
         KeyedOutput("k", 0, None, output={"rows": looped}).to_dict()
-    with pytest.raises(ValueError, match=r"JSON: list that holds itself at output\[0\]\.extra"):
+    with pytest.raises(ValueError, match=r"JSON: it holds itself \(the list at output\[0\]\.extra"):
         KeyedOutput("k", 0, None, output=[_Report(extra={"l": looped})]).to_dict()
     # Nested deeper than Python recurses: a ValueError too, not a RecursionError.
     deep: list[Any] = []
@@ -195,3 +195,28 @@ async def test_an_output_json_cannot_hold_is_an_error_naming_the_record_its_key_
     # What pydantic encodes (sets, dataclasses, dates) is written as before.
     assert KeyedOutput("k", 0, None, output={"tags": {"a"}}).to_dict()["output"] == {"tags": ["a"]}
     assert KeyedOutput("k", 0, None, output=_Row(cells=[1])).to_dict()["output"] == {"cells": [1]}
+
+
+class _Thumbnail(BaseModel):
+    name: str
+    png: bytes
+
+
+@pytest.mark.parametrize(
+    ("output", "where"),
+    [
+        (_Thumbnail(name="t", png=b"\x89PNG\xff"), "at output.png "),
+        ({"thumbs": [_Thumbnail(name="t", png=b"\x89PNG\xff")]}, "at output.thumbs[0].png "),
+    ],
+    ids=["model", "model-in-dict"],
+)
+def test_an_output_model_json_cannot_write_is_refused_naming_where(output: Any, where: str) -> None:
+    """An output that is (or holds) a model with bytes that are not UTF-8 (an action's
+    OutputEvent(output=Thumbnail(...))) was refused with pydantic's words alone, a bare
+    UnicodeDecodeError ("'utf-8' codec can't decode byte 0x89"): the walk naming where was
+    reached only for an output of dicts and lists."""
+    with pytest.raises(
+        ValueError, match=r"^record 0 \(key 'k'\) cannot be written as JSON: bytes th"
+    ) as no:
+        KeyedOutput("k", 0, None, output=output).to_dict()
+    assert where in str(no.value)

@@ -191,6 +191,8 @@ async def test_a_round_paused_with_no_call_left_is_refused_on_resume_before_it_r
         with pytest.raises(RunError) as refused:
             await runner(["done"]).invoke_resume(paused.checkpoint_id, True, max_turns=lower)
         assert isinstance(refused.value.__cause__, adk.CheckpointError)
+        assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
+        assert getattr(refused.value.__cause__, "max_turns", None) == 1
         assert "the run paused after 1 model calls, at the run's max_turns of 1" in str(
             refused.value
         )

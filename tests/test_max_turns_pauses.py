@@ -54,6 +54,8 @@ async def test_an_action_chats_paused_round_with_no_call_left_is_refused_on_resu
                 paused.checkpoint_id, True, max_turns=lower
             )
         assert isinstance(refused.value.__cause__, adk.CheckpointError)
+        assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
+        assert getattr(refused.value.__cause__, "max_turns", None) == 1
         assert "the run paused after 1 model calls, at the run's max_turns of 1" in str(
             refused.value
         )
@@ -231,6 +233,7 @@ async def test_a_round_ending_its_agent_at_the_limit_before_a_step_asking_a_mode
     with pytest.raises(RunError) as refused:
         await runner([]).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
     assert (
         "the run paused after 1 model calls, at the run's max_turns of 1: its step 'summary', "
         "after the paused step" in str(refused.value)
@@ -338,6 +341,7 @@ async def test_a_workers_round_ending_it_at_the_limit_is_refused_before_its_repo
     with pytest.raises(RunError) as refused:
         await runner(["done"], []).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
     assert (
         "the run paused after 2 model calls, at the run's max_turns of 2: its worker 'payer' "
         "reports back to 'boss', which asks a model call" in str(refused.value)
@@ -378,6 +382,8 @@ async def test_a_flows_round_paying_and_transferring_with_no_call_left_is_refuse
     with pytest.raises(RunError) as refused:
         await _flow_runner(bank, [], ["checked"], store).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
+    assert getattr(refused.value.__cause__, "max_turns", None) == 1
     assert (
         "the checkpoint does not fit agent 'clerk': the run paused after 1 model calls, at the "
         "run's max_turns of 1: the paused round transfers to 'auditor', which asks a model call"
@@ -409,6 +415,8 @@ async def test_a_flows_round_paying_and_transferring_past_max_transfers_is_refus
     with pytest.raises(RunError) as refused:
         await runner([], 1).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    # Not the resume's arguments: max_transfers is the agent's, which only a redeploy raises.
+    assert not isinstance(refused.value.__cause__, ValueError)
     assert (
         "its agent 'clerk' paused after 1 transfers, with max_transfers of 1: the transfer to "
         "'auditor' its paused round holds would pass the limit" in str(refused.value)
@@ -538,6 +546,8 @@ async def test_a_resume_certain_to_need_more_calls_than_are_left_is_refused(shap
     with pytest.raises(RunError) as refused:
         await _short_runner(bank, shape, store, ["paid"]).invoke_resume(paused.checkpoint_id, True)
     assert isinstance(refused.value.__cause__, adk.CheckpointError)
+    assert isinstance(refused.value.__cause__, ValueError)  # the resume's max_turns: resend
+    assert getattr(refused.value.__cause__, "max_turns", None) == first + 1  # held against
     text = str(refused.value)
     assert (
         f"the run paused after {first} model calls of the run's max_turns of {first + 1}, and "

@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from adk import (
+    AgentEvent,
     AgentTool,
     AudioPart,
     FilePart,
@@ -48,6 +49,8 @@ from adk import (
     Runner,
     ToolCall,
     ToolContext,
+    run_messages,
+    tool,
 )
 from adk.callbacks import Callbacks
 from adk.checkpoint import SQLiteCheckpointStore
@@ -440,6 +443,32 @@ async def test_concurrent_calls_run_over_one_session(shared: MCPToolset) -> None
     assert not any(r.is_error for r in results)
     assert await server_pid(shared) == pid
     assert shared._session.connections_opened == sessions
+
+
+async def test_concurrent_first_uses_of_a_toolset_share_one_listing(
+    http_process: HTTPServerProcess,
+) -> None:
+    """A service's first requests, arriving together on a toolset not yet used (no startup
+    ``tools()``), each sent the server a ``tools/list`` of their own: 100 agents starting at once
+    sent 100 listings, which took seconds on a loaded server, and with a short ``call_timeout``
+    failed runs with "did not answer within ... while listing its tools". mcp.md says a toolset
+    "lists them once". Concurrent first uses now wait for one listing; one that gives up
+    waiting, the one that started it too, does not stop it for the others."""
+    async with MCPToolset(HTTPServer(http_process.url)) as counter:
+        before = (await call(counter, "hang_stats")).structured["listed"]
+    async with MCPToolset(HTTPServer(http_process.url)) as toolset:
+        waiting = [asyncio.create_task(toolset.tools()) for _ in range(20)]
+        await asyncio.sleep(0)  # every use has asked: the listing is under way
+        for leaving in (waiting[0], waiting[7]):
+            leaving.cancel()
+        results = await asyncio.gather(*waiting, return_exceptions=True)
+        assert [type(r).__name__ for r in results] == [
+            "CancelledError" if i in (0, 7) else "list" for i in range(20)
+        ]
+        listed = {tuple(t.spec.name for t in r) for r in results if isinstance(r, list)}
+        assert len(listed) == 1 and "hang_stats" in next(iter(listed))
+        after = (await call(toolset, "hang_stats")).structured["listed"]  # the listing cached
+    assert after == before + 1
 
 
 async def test_event_loops_of_two_threads_each_get_their_own_session() -> None:
@@ -2213,3 +2242,41 @@ async def test_importing_adk_does_not_import_mcp() -> None:
     )
     _, stderr = await process.communicate()
     assert process.returncode == 0, stderr.decode()
+
+
+async def test_a_react_agents_tool_event_carries_an_mcp_tools_structured_content_across_a_pause(
+    shared: MCPToolset,
+) -> None:
+    """A ``ReActAgent``'s tool event for an MCP tool with structured output carried the text
+    alone: code reading the run's events had to parse the text back (which a server may write
+    otherwise), where an event-driven agent reads ``event.structured``. The tool message
+    carries it as ``metadata["structured"]`` (as ``is_error`` rides there: for code, never sent
+    to a model), through ``to_dict``/``from_dict``, and in the checkpoint of a round that
+    paused beside it: the resumed run's messages hold it as the tool gave it."""
+
+    @tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay; a person approves."""
+        return f"paid {cents}"
+
+    both = [tool_call("forecast", {"city": "Oslo"}, id="f"), tool_call("pay", {"cents": 5}, id="p")]
+    model = ScriptedModel([Reply(tool_calls=both), "done"])
+    runner = Runner(ReActAgent("clerk", model, tools=[shared, pay]))  # not closed: shared's
+    events = [e async for e in runner.run("Weather, then pay.")]
+    expected = {
+        "city": "Oslo",
+        "temperature": 21.5,
+        "units": "celsius",
+        "conditions": ["sunny", "dry"],
+    }
+    [shown] = [e for e in events if e.message is not None and e.message.name == "forecast"]
+    assert shown.message is not None and shown.message.metadata["structured"] == expected
+    again = AgentEvent.from_dict(json.loads(json.dumps(shown.to_dict()))).message
+    assert again is not None and again.metadata["structured"] == expected
+    paused = events[-1].interrupted
+    assert paused is not None
+    resuming = runner.resume(paused.checkpoint_id, True)
+    resumed = [e async for e in resuming]
+    assert resumed[-1].message is not None and resumed[-1].message.content == "done"
+    [kept] = [m for m in run_messages(resuming) if m.name == "forecast"]
+    assert kept.metadata["structured"] == expected

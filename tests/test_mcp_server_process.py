@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import time
 
 import pytest
 from mcp_servers.process import HTTPServerProcess
@@ -35,6 +36,30 @@ def test_a_killed_servers_port_stays_its_own_until_it_starts_again_on_it() -> No
         process.stop()
     with socket.socket() as anyone:  # stopped: the port is let go
         anyone.bind(("127.0.0.1", port))
+
+
+def test_what_a_server_writes_to_stderr_is_shown_while_it_serves(
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A server's stderr reaches this process's stderr as it is written, as an inherited stderr
+    did, where pytest shows it with the test running then. Kept in a file until the server's
+    stop, what a module's server wrote (a warning, a traceback) was shown at the module's end,
+    with no test's failure."""
+    process = HTTPServerProcess()
+    process.start()
+    try:
+        with socket.create_connection(("127.0.0.1", process.port)) as bad:
+            bad.sendall(b"no HTTP\r\n\r\n")
+            assert bad.recv(100).startswith(b"HTTP/1.1 400 ")  # logged before it answered
+        said = ""
+        for _ in range(500):  # the copy of its stderr is a thread's: 10 s at most
+            said += capfd.readouterr().err
+            if "Invalid HTTP request received." in said:
+                break
+            time.sleep(0.02)
+        assert "WARNING:  Invalid HTTP request received.\n" in said, said
+    finally:
+        process.stop()
 
 
 def test_a_server_that_does_not_start_says_why() -> None:

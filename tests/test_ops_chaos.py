@@ -212,9 +212,11 @@ async def test_a_resume_lacking_the_paused_runs_options_is_the_services_fault_no
 ) -> None:
     """A version of the service that passed ``options={"deps": ...}`` paused a payment; the next
     version forgot them, and the example answered the approval ``400`` (its ``ValueError``
-    mapping): the client was told its decision was wrong. The service's refusal now, nothing
-    ran, the checkpoint kept: 422, a checkpoint this service cannot resume, which frees the
-    session waiting on it (it was 500, the session left waiting until a fixed version)."""
+    mapping): the client was told its decision was wrong. Then 422, a checkpoint this service
+    cannot resume, which freed the session waiting on it for good, though the version that
+    passes the options again (a fix, a rollback) resumes it. The service's to fix, nothing ran,
+    the checkpoint kept and resumable: 503 (a ``ValueError`` with no ``max_turns``, which a
+    refusal the client fixes by sending a higher one carries)."""
     service = _example("agent_service")
     service.payment_done.set()
     async with SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store:
@@ -229,21 +231,22 @@ async def test_a_resume_lacking_the_paused_runs_options_is_the_services_fault_no
             status, text = await _answer(served.port, path, {"decision": "maybe"})
             assert status == 400 and "is not a decision" in text  # the client's mistake still
             status, text = await _answer(served.port, path, {"decision": True})
-            assert status == 422, text
+            assert status == 503, text
             assert "this resume lacks: options 'deps'" in text
+            assert '"kept":true,"resumable":true' in text.replace(" ", ""), text
             assert not service.paying.is_set()  # the payment was not made
         assert await store.get(paused.checkpoint_id) is not None
 
 
-async def test_a_streaming_service_answers_a_resume_lacking_run_options_422_not_400(
+async def test_a_streaming_service_answers_a_resume_lacking_run_options_503_not_400(
     tmp_path: Path,
 ) -> None:
     """As above, for ``examples/streaming_service.py``: its handler caught ``ValueError`` before
     ``CheckpointError``, so the refusal (both) was still answered ``400``, the client's fault,
-    after 5953a2f made it a ``CheckpointError`` for this very reason. Then it answered ``500``,
-    which says "try again later" of a checkpoint no retry resumes: ``422``, as agent_service.py
-    answers it, the checkpoint kept. A checkpoint gone is ``404``, as there (it was ``409``,
-    the answer for one being resumed)."""
+    after 5953a2f made it a ``CheckpointError`` for this very reason. Then ``500``, then ``422``
+    ("a retry cannot help"), though the version passing the options again resumes it: ``503``,
+    as agent_service.py answers it, the checkpoint kept. A checkpoint gone is ``404``, as there
+    (it was ``409``, the answer for one being resumed)."""
     service = _streaming_service()
     agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
     async with (
@@ -257,9 +260,9 @@ async def test_a_streaming_service_answers_a_resume_lacking_run_options_422_not_
         try:
             resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
             status, error = await service.post(http, "/resume", resume)
-            assert status == 422, error
+            assert status == 503, error
             assert "this resume lacks: options 'deps'" in error
-            assert f"checkpoint {paused.checkpoint_id!r} cannot be resumed by this service" in error
+            assert f"cannot resume checkpoint {paused.checkpoint_id!r} now" in error
             bad = {"checkpoint_id": paused.checkpoint_id, "decision": "maybe"}
             status, error = await service.post(http, "/resume", bad)
             assert status == 400, error  # the client's mistake still
@@ -272,17 +275,17 @@ async def test_a_streaming_service_answers_a_resume_lacking_run_options_422_not_
         assert await store.get(paused.checkpoint_id) is not None
 
 
-async def test_a_resume_refused_by_its_first_event_is_answered_422_not_a_200_stream(
+async def test_a_resume_refused_by_its_first_event_is_answered_503_not_a_200_stream(
     tmp_path: Path,
 ) -> None:
     """A resume the runner refuses before anything runs but as its first event (an error event
     caused by a ``CheckpointError``, not raised: here a ``before_tool`` gate the paused version
     had and this one lacks) was answered ``200`` with the error in the stream, where the raised
     refusals get their status: the client could not tell "nothing ran, the service must be
-    fixed" from a run that failed. Both examples answer it before the ``200``: agent_service.py
-    ``422``, a checkpoint it cannot resume, freeing the session that waited on it;
-    streaming_service.py ``422`` too (it answered ``500``, "try again later", which no retry
-    helps; it keeps no sessions to free). Nothing ran, the checkpoint is kept."""
+    fixed" from a run that failed. Both examples answer it before the ``200``: ``503``, the
+    service's to fix, the checkpoint kept and resumable once the gate is back (it was ``422``,
+    "no retry helps", and agent_service.py freed the session waiting on it for good). Nothing
+    ran, the checkpoint is kept."""
     from adk import Callbacks, Interrupt, ToolCall, ToolContext
 
     def gate(ctx: ToolContext, call: ToolCall) -> None:
@@ -303,7 +306,7 @@ async def test_a_resume_refused_by_its_first_event_is_answered_422_not_a_200_str
         async with _serving(app) as served:
             path = f"/resume/{paused.checkpoint_id}"
             status, text = await _answer(served.port, path, {"decision": True})
-            assert status == 422, text
+            assert status == 503, text
             assert "no longer has (removed since the pause?)" in text
             assert not service.paying.is_set()  # the payment was not made
         assert await store.get(paused.checkpoint_id) is not None
@@ -321,7 +324,7 @@ async def test_a_resume_refused_by_its_first_event_is_answered_422_not_a_200_str
             try:
                 resume = {"checkpoint_id": paused.checkpoint_id, "decision": {"approved": True}}
                 status, error = await streaming.post(http, "/resume", resume)
-                assert status == 422, error
+                assert status == 503, error
                 assert "no longer has (removed since the pause?)" in error
             finally:
                 server.close()
@@ -356,6 +359,49 @@ async def test_a_streaming_services_unforeseen_failure_is_a_json_500_and_the_dec
             answer = adk.AgentEvent.from_dict(lines[-1]["event"])
             assert answer.output is not None and answer.output.stream is not None
             assert (await answer.output.stream.collect()).content == "paid: sent 4200 cents to ACME"
+        finally:
+            server.close()
+            await server.wait_closed()
+
+
+async def test_a_streaming_service_tells_a_max_turns_refusal_from_an_unreadable_checkpoint(
+    tmp_path: Path,
+) -> None:
+    """``examples/streaming_service.py`` answered every resume refusal that was neither a
+    checkpoint gone nor one being resumed ``422`` "cannot be resumed by this service" (a retry
+    cannot help): a run paused with no model call of its ``max_turns`` left, whose refusal says
+    "resume with a higher max_turns", read as a checkpoint no retry resumes. It is a ``422``
+    naming the limit (``"max_turns"``), and the decision sent again with a higher one resumes
+    it; a checkpoint no resume can read is a ``410``, ``"resumable": false``."""
+    service = _streaming_service()
+    agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
+    async with (
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+        Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+    ):
+        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+        http = server.sockets[0].getsockname()[1]
+        try:
+            lines = await service.post(http, "/chat", {"message": "Pay ACME.", "max_turns": 1})
+            paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
+            resume = {"checkpoint_id": paused, "decision": {"approved": True}}
+            status, text = await _answer(http, "/resume", resume)
+            body = json.loads(text.split("\r\n\r\n", 1)[1])
+            assert status == 422 and "resume with a higher max_turns" in body["error"], text
+            assert (body["max_turns"], body["kept"], body["resumable"]) == (1, True, True), body
+            lines = await service.post(http, "/resume", resume | {"max_turns": 2})
+            answer = adk.AgentEvent.from_dict(lines[-1]["event"])
+            assert answer.output is not None and answer.output.stream is not None
+            assert (await answer.output.stream.collect()).content == "paid: sent 4200 cents to ACME"
+
+            lines = await service.post(http, "/chat", {"message": "Pay ACME."})
+            paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
+            await store.put(paused, b"\x00 not a checkpoint")
+            resume = {"checkpoint_id": paused, "decision": {"approved": True}}
+            status, text = await _answer(http, "/resume", resume)
+            body = json.loads(text.split("\r\n\r\n", 1)[1])
+            assert status == 410 and "is not a pyadk checkpoint" in body["error"], text
+            assert (body["kept"], body["resumable"]) == (True, False), body
         finally:
             server.close()
             await server.wait_closed()

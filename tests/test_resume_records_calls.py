@@ -455,6 +455,29 @@ async def test_the_next_resume_may_answer_only_the_call_still_pending() -> None:
     assert await store.get("conv-4") is None
 
 
+async def test_a_resume_of_the_call_still_pending_is_refused_when_max_turns_leaves_none() -> None:
+    """Bob's approval recorded, eve's still waiting, and the run's max_turns spent before the
+    pause: the resume answering eve alone (the point still listed) is refused before eve is
+    paid, as one answering both of the unrecorded pause is. Bob's settled point counted as one
+    it left waiting (the round pausing again, asking no model): eve was paid, then the model
+    call for the results failed on the limit."""
+    store = InMemoryCheckpointStore()
+    runner = Runner(_payer(payees=("bob", "eve")), checkpoint_store=store)
+    paused = await runner.invoke("pay both", checkpoint_id="conv-t", max_turns=2)
+    assert paused.interrupt is not None
+    bob, eve = (p.id for p in paused.interrupt.points)
+    await _leave_at_first_result(runner, "conv-t", {bob: {"approved": True}})
+    assert paid == ["bob"]
+
+    with pytest.raises(RunError, match="max_turns"):
+        await runner.invoke_resume("conv-t", {eve: {"approved": True}}, max_turns=1)
+    assert paid == ["bob"]  # refused before eve was paid
+
+    done = await runner.invoke_resume("conv-t", {eve: {"approved": True}})
+    assert done.text == "done: paid 5 to bob; paid 5 to eve"
+    assert paid == ["bob", "eve"]
+
+
 async def test_a_record_that_landed_though_its_put_failed_is_still_finished() -> None:
     """A put that raised after it wrote (a connection lost before the answer): the finish still
     knows the checkpoint as this resume's and deletes it, rather than leaving it to be resumed."""

@@ -22,6 +22,7 @@ from conftest import ScriptAgent, run_events
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from adk import (
+    AgentEvent,
     FunctionTool,
     LoopAgent,
     Message,
@@ -34,6 +35,8 @@ from adk import (
     ToolResult,
     Toolset,
     ToolSpec,
+    register_type,
+    run_messages,
     tool,
 )
 from adk.callbacks import Callbacks
@@ -709,6 +712,11 @@ async def test_a_model_result_of_a_class_made_per_call_does_not_keep_the_class_a
     assert [results[f"r{i}"] for i in range(3)] == ['{"mean":NaN}'] * 3
     assert results["p"] == '{"mean":1.0,"extra":{}}'
     assert results["c"] == '{"mean":2.0,"extra":{},"unit":"m"}'
+    # Each result is its tool message's ``structured`` value, held as long as the message is
+    # (here the scripted model's record of its requests): let the run's messages go, so what is
+    # asked is whether writing the results keeps the classes alive.
+    assert isinstance(agent.model, ScriptedModel)
+    agent.model.requests.clear()
     gc.collect()
     assert len(made) == 3
     assert [ref() for ref in made] == [None, None, None]
@@ -1267,3 +1275,84 @@ def test_tool_result_error_prefix() -> None:
     assert ToolResult.error("x") == ToolResult(content="Error: x", is_error=True)
     assert ToolResult.error("Error: y").content == "Error: y"
     assert Message.tool("r", tool_call_id="1").role == "tool"
+
+
+@register_type
+class _Quote(BaseModel):
+    """A supplier's quote, registered: a checkpoint holds it as itself."""
+
+    supplier: str
+    cents: int
+
+
+class _Opaque:
+    """What neither a checkpoint nor JSON can hold."""
+
+
+class _OpaqueTool:
+    """A hand-written tool whose structured output is an object of its own."""
+
+    spec = ToolSpec(name="opaque", description="Gives an object beside its text.")
+
+    async def run(self, arguments: str, ctx: ToolContext) -> ToolResult:
+        return ToolResult(content="an object", structured=_Opaque())
+
+
+async def test_a_tools_structured_output_rides_its_react_tool_event_across_a_pause(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A function tool returning a pydantic model gave its tool event the model's JSON text
+    alone (no ``ToolResult.structured``), and a tool returning ``ToolResult(structured=...)``
+    lost it on the way to the events of a ``ReActAgent`` run. The tool message carries it as
+    ``metadata["structured"]`` (the model as the tool returned it; the text the model reads is
+    as before). A pause of its round keeps it (a registered model comes back as itself); a
+    value neither a checkpoint nor JSON holds is saved and written as None, with a warning,
+    rather than the pause or the event refused."""
+    from adk.checkpoint import codec
+
+    codec._warned_structured.difference_update(
+        {("opaque", w) for w in ("a checkpoint", "an event's JSON")}
+    )
+    returned: list[_Quote] = []
+
+    @tool
+    def quote(supplier: str) -> _Quote:
+        """A quote from a supplier."""
+        returned.append(_Quote(supplier=supplier, cents=1999))
+        return returned[-1]
+
+    @tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay; a person approves."""
+        return f"paid {cents}"
+
+    calls = [
+        tool_call("quote", {"supplier": "Bolt"}, id="q"),
+        tool_call("opaque", {}, id="o"),
+        tool_call("pay", {"cents": 5}, id="p"),
+    ]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    runner = Runner(ReActAgent("clerk", model, tools=[quote, _OpaqueTool(), pay]))
+    events = [e async for e in runner.run("Quote, then pay.")]
+    shown = {e.message.name: e for e in events if e.message is not None and e.message.name}
+    got = shown["quote"].message
+    assert got is not None and got.metadata["structured"] is returned[0]
+    assert got.content == '{"supplier":"Bolt","cents":1999}'  # what the model reads
+    sent = AgentEvent.from_dict(shown["quote"].to_dict()).message
+    assert sent is not None and sent.metadata["structured"] == {"supplier": "Bolt", "cents": 1999}
+    with caplog.at_level("WARNING", logger="adk.tools"):
+        opaque = shown["opaque"].to_dict()["output"]["message"]
+        paused = events[-1].interrupted
+    assert opaque["metadata"] == {"structured": None} and opaque["content"] == "an object"
+    assert paused is not None  # saved: not refused for the object
+    warned = [r.getMessage() for r in caplog.records if r.name == "adk.tools"]
+    assert any("'opaque'" in w and "an event's JSON cannot hold" in w for w in warned), warned
+    assert any("'opaque'" in w and "a checkpoint cannot hold" in w for w in warned), warned
+
+    resuming = runner.resume(paused.checkpoint_id, True)
+    resumed = [e async for e in resuming]
+    assert resumed[-1].message is not None and resumed[-1].message.content == "done"
+    kept = {m.name: m for m in run_messages(resuming) if m.role == "tool"}
+    assert kept["quote"].metadata["structured"] == _Quote(supplier="Bolt", cents=1999)
+    assert kept["opaque"].metadata["structured"] is None
+    assert kept["opaque"].content == "an object"

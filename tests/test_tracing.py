@@ -1743,6 +1743,121 @@ async def test_a_cut_off_run_records_its_agents_durations_as_cancelled(
     meters.shutdown()
 
 
+@pytest.mark.parametrize("shape", ["sequence", "supervisor", "agent tool"])
+async def test_a_run_cancelled_while_a_streamed_answer_is_read_for_it_says_its_agents_were_cut_off(
+    provider: TracerProvider, exporter: InMemorySpanExporter, shape: str
+) -> None:
+    """A streaming run cancelled (a timeout around ``invoke``) while the streamed answer of an
+    agent under a workflow, a ``Supervisor`` or an ``AgentTool`` was being read for it (by
+    ``invoke``'s collector, or the ``AgentTool``'s) said adk.agent.outcome=completed on that
+    agent's span, and under a sequence on the root's too, with no adk.cancelled event: a request
+    cut off by its timeout looked finished in the trace and in gen_ai.invoke_agent.duration. The
+    stream is read outside the agent's own driver there, so the cancellation reached the agent
+    as the close of its generator, which looked like the close after a run's last event."""
+    reader = InMemoryMetricReader()
+    meters = MeterProvider(metric_readers=[reader])
+    stalled = ServedReply(text="a long answer", stall_after=2, delay=60)
+    opening = {
+        "sequence": ServedReply(text="ok"),
+        "supervisor": ServedReply(
+            tool_calls=[Call("transfer_to_agent", '{"agent_name": "worker"}')]
+        ),
+        "agent tool": ServedReply(tool_calls=[Call("worker", '{"request": "go"}')]),
+    }[shape]
+    async with OpenAIServer([opening, stalled]) as server:
+        model = wire_model(server, name="m", retry=RetryPolicy(max_attempts=1))
+        worker = ReActAgent("worker", model, description="Answers slowly.")
+        agent: Agent
+        if shape == "sequence":
+            agent = SequentialAgent("steps", [ReActAgent("first", model), worker])
+        elif shape == "supervisor":
+            agent = Supervisor(ReActAgent("boss", model), [worker])
+        else:
+            agent = ReActAgent("boss", model, tools=[AgentTool(worker)])
+        cut = ["steps" if shape == "sequence" else "boss", "worker"]
+        runner = Runner(
+            agent, enable_streaming=True, tracer_provider=provider, meter_provider=meters
+        )
+        if shape == "agent tool":  # the AgentTool reads the inner stream, whoever reads the run
+
+            async def work() -> None:
+                async for _ in runner.run("go"):
+                    pass
+
+            task = asyncio.create_task(work())
+        else:
+            task = asyncio.create_task(runner.invoke("go"))
+        for _ in range(6000):  # until the server holds the stream: a guard, not a timing
+            if server.stalls:
+                break
+            await asyncio.sleep(0.01)
+        assert server.stalls == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await model.aclose()
+    spans = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")]
+    ended = {
+        attrs(s)["gen_ai.agent.name"]: (
+            attrs(s)["adk.agent.outcome"],
+            [dict(e.attributes or {}) for e in s.events if e.name == "adk.cancelled"],
+        )
+        for s in spans
+    }
+    for name in cut:
+        assert ended[name] == ("cancelled", [{"adk.cancelled.by": "CancelledError"}]), name
+    if shape == "sequence":
+        assert ended["first"] == ("completed", [])
+    measured = {
+        dict(p.attributes or {})["gen_ai.agent.name"]: dict(p.attributes or {})["adk.agent.outcome"]
+        for p in _points(reader, "gen_ai.invoke_agent.duration")
+    }
+    assert {name: measured[name] for name in cut} == dict.fromkeys(cut, "cancelled")
+    meters.shutdown()
+
+
+async def test_a_streaming_resume_cancelled_while_invoke_resume_reads_an_answer_says_cancelled(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A timeout around ``invoke_resume`` in a streaming run, cut while it read the resumed
+    agent's streamed answer, said adk.cancelled.by=GeneratorExit on the agent's span, a reader
+    that stopped reading, where the same cut around ``invoke`` (and around a resume that does
+    not stream) says CancelledError: a dashboard telling timeouts from clients gone by it counted
+    every timed-out approval among the clients gone."""
+
+    @tool(require_approval=True)
+    def pay(cents: int) -> str:
+        """Pay."""
+        return "paid"
+
+    stalled = ServedReply(text="a long answer", stall_after=2, delay=60)
+    async with OpenAIServer(
+        [ServedReply(tool_calls=[Call("pay", '{"cents": 5}')]), stalled]
+    ) as server:
+        model = wire_model(server, name="m", retry=RetryPolicy(max_attempts=1))
+        runner = Runner(
+            ReActAgent("payer", model, tools=[pay]), enable_streaming=True, tracer_provider=provider
+        )
+        paused = await runner.invoke("pay")
+        assert paused.checkpoint_id is not None
+        exporter.clear()
+        task = asyncio.create_task(runner.invoke_resume(paused.checkpoint_id, True))
+        for _ in range(6000):  # until the server holds the stream: a guard, not a timing
+            if server.stalls:
+                break
+            await asyncio.sleep(0.01)
+        assert server.stalls == 1
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await model.aclose()
+    (span,) = named(exporter.get_finished_spans(), "invoke_agent payer")
+    assert attrs(span)["adk.agent.outcome"] == "cancelled"
+    assert [(e.name, dict(e.attributes or {})) for e in span.events] == [
+        ("adk.cancelled", {"adk.cancelled.by": "CancelledError"})
+    ]
+
+
 @pytest.mark.parametrize("cut", ["model", "stream", "tool"])
 async def test_a_cut_off_model_or_tool_call_records_its_duration_with_the_cut_as_error_type(
     provider: TracerProvider, exporter: InMemorySpanExporter, cut: str

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import _tool_turns
 from .._aio import finish
-from .._turns_left import count_ahead, spent_text, spent_turns
+from .._turns_left import count_ahead, spent_text, spent_turns, turns_limit
 from ..checkpoint._state import SavedState
-from ..checkpoint.codec import CheckpointError, to_json_value
+from ..checkpoint.codec import STRUCTURED, CheckpointError, _json_value_at
 from ..context import generate_counted, run_model_options, stream_counted
 from ..events import AgentEvent, AgentOutput
 from ..interrupts import Interrupt, _InterruptSignal, join_address, tool_segment
@@ -389,6 +389,7 @@ class _Round:
             return
         message = outcome.message
         assert message is not None
+        message.metadata.pop(STRUCTURED, None)  # recorded once, in "structured" (``take``)
         call = outcome.call
         places = recording.places
         # ``take`` gives the call object's first place left; the same here, before it
@@ -399,7 +400,7 @@ class _Round:
         result = outcome.result
         value = None
         if result is not None and result.structured is not None:
-            value = _carried(result.structured, call.name)
+            value = _carried(result.structured, call.name, _IN_STATE)
         recording.values.insert(at, value)
         if value is not None:
             recording.state["structured"] = recording.values
@@ -434,6 +435,10 @@ class _Round:
             if result is not None and result.structured is not None:
                 # As the tool gave it: looked at only if a pause saves it (``answer``, ``saved_structured``)
                 self.structured[place] = result.structured
+                # Carried once, on the event (``ToolResponseEvent.structured``), not on its
+                # response too (a ``ReActAgent``'s tool message's place for it): saved with the
+                # event's fields as JSON, a value it cannot hold there refused the pause.
+                outcome.message.metadata.pop(STRUCTURED, None)
 
     def answer(self) -> None:
         """Send the round's response, or pause with the answers so far saved."""
@@ -443,7 +448,8 @@ class _Round:
             state: dict[str, Any] = {"done": [done[place] for place in places], "places": places}
             calls = self.event.tool_calls
             saved = [
-                _carried(structured[p], calls[p].name) if p in structured else None for p in places
+                _carried(structured[p], calls[p].name, _IN_STATE) if p in structured else None
+                for p in places
             ]
             if any(value is not None for value in saved):
                 # only then: a checkpoint without it loads in a pyadk from before it
@@ -539,7 +545,7 @@ def check_turns_left(
         and not _pauses_again(run)
         and chat_asks_after(run, current, listener, queue)
     ):
-        raise saved.error(f"{spent_text(turns)}: {_CHAT_ASKS}")
+        raise saved.turns_short(f"{spent_text(turns)}: {_CHAT_ASKS}", turns.limit)
 
 
 def _pauses_again(run: _ActionRun) -> bool:
@@ -572,7 +578,7 @@ def count_chat_after(
         return
     refused = count_ahead(walk, run.ctx, f"agent {run.agent.name!r} (its chat)")
     if refused is not None:
-        raise saved.error(f"{refused}: {_CHAT_ASKS}")
+        raise saved.turns_short(f"{refused}: {_CHAT_ASKS}", turns_limit(run.ctx))
 
 
 def chat_asks_after(run: _ActionRun, current: Event, listener: int, queue: Sequence[Event]) -> bool:
@@ -708,16 +714,27 @@ def _saved_structured(saved: SavedState, done: dict[int, Message]) -> dict[int, 
 _warned_unsaved: set[str] = set()
 
 
-def _carried(value: Any, tool: str) -> Any:
+_IN_STATE = 4
+"""How deep a saved round's structured value lies in the body's ``states`` (address, slot, the
+state's ``structured`` list, its place), which a resume reads whole: ``_carried`` counts its
+nesting from there, as the pause's save does (``checkpoint._snapshot._STATE_DEPTH`` + 2, not
+imported: ``import adk.actions`` loads no snapshot code; tests/test_action_records_calls.py
+checks the sum). Counted from 0, a value nested nearly ``MAX_DEPTH`` deep passed, and a
+resumed call's record (``_Round.record``) wrote a checkpoint that every later resume refused
+as malformed."""
+
+
+def _carried(value: Any, tool: str, depth: int = 0) -> Any:
     """``value``, a tool's ``ToolResult.structured``, if a checkpoint can hold it (JSON values,
-    registered pydantic models), as it must for the response to be saved at a pause; else None,
+    registered pydantic models) ``depth`` levels inside what a resume reads (``_IN_STATE`` in a
+    round's saved state), as it must for the response to be saved at a pause; else None,
     with a warning the first time for the tool: the model reads the text all the same, and a
     pause was refused for a value no action asked for (``ToolResult.structured`` is anything).
     Asked only when a pause saves the value (the round's answers so far, ``_Round.answer``, or a
     response an action paused on, ``saved_structured``): a round that does not pause carries
     the tool's value as it gave it, never walked (a 1000-row result cost ~10 ms a call)."""
     try:
-        to_json_value(value, "structured")
+        _json_value_at(value, "structured", depth)
     except CheckpointError as exc:
         if tool not in _warned_unsaved:
             _warned_unsaved.add(tool)

@@ -13,10 +13,37 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._error_pickle import reduce_error
 from ..messages import Message
 from .codec import CheckpointError
 
 __all__ = ["SavedState"]
+
+
+class _TurnsShort(CheckpointError, ValueError):
+    """A resume refused, before anything ran, because the run's ``max_turns`` (saved at the
+    pause, or the resume's own) leaves fewer model calls than the resume is certain to make
+    (``adk._turns_left``): "resume with a higher max_turns". A ``ValueError`` as
+    ``adk.runner._OptionsNotGiven`` is: an argument of the resume call does not fit the
+    checkpoint, and the same checkpoint resumes once it is sent again with another. So a service
+    tells it from a checkpoint that cannot be read or that this version cannot resume (a tool
+    removed since the pause), by class alone: a ``CheckpointError`` that is also a ``ValueError``
+    keeps the session waiting on its checkpoint (docs/service.md). Its name is private, as
+    DESIGN.md names no class of refusal: read as ``CheckpointError`` (``ErrorInfo.type``).
+
+    ``max_turns`` is the limit the resume was held against (the saved one, or the resume's own),
+    named as ``MaxTurnsExceeded.max_turns`` is: what tells it from a resume lacking run options
+    (``getattr(exc, "max_turns", None)``), whose fix is the serving code's, where a higher limit
+    may be the caller's to give."""
+
+    def __init__(self, message: str, max_turns: int) -> None:
+        super().__init__(message)
+        self.max_turns = max_turns
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Unpickled with its field (``cls(*args)`` would lack it): see ``adk._error_pickle``.
+        return reduce_error(self)
+
 
 _MISSING: Any = object()
 
@@ -38,6 +65,11 @@ class SavedState:
 
     def error(self, what: str) -> CheckpointError:
         return CheckpointError(f"the checkpoint does not fit {self._owner}: {what}")
+
+    def turns_short(self, what: str, max_turns: int) -> CheckpointError:
+        """The refusal of a resume that ``max_turns`` leaves too few model calls (``what``
+        says which and ends with "resume with a higher max_turns")."""
+        return _TurnsShort(f"the checkpoint does not fit {self._owner}: {what}", max_turns)
 
     def _field(self, key: str, default: Any) -> Any:
         value = self.values.get(key, default)

@@ -18,6 +18,7 @@ pauses or resumes, not at module level: this module loads with ``import adk`` (f
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from math import isfinite
 from typing import TYPE_CHECKING, Any, TypeVar, cast
@@ -33,6 +34,7 @@ from pydantic_core import (
 from pydantic_core.core_schema import CoreConfig
 
 from ..interrupts import AGENT_STATE
+from ..messages import Message
 
 if TYPE_CHECKING:
     from ..messages import AudioPart, FilePart, ImagePart
@@ -485,6 +487,8 @@ def _plain(value: Any, depth: int) -> Any:
     if cls is list or cls is tuple:
         return [_plain(v, depth + 1) for v in value]
     if cls in _OWN:  # a history's messages: before the isinstance tests, which a model pays most
+        if cls is Message and value.metadata.get(STRUCTURED) is not None:
+            return _tool_message_json(value, depth)
         return _own_json(value, cls, depth)
     if isinstance(value, (bool, str)):
         return value
@@ -527,6 +531,43 @@ _OWN_WAYS: dict[type[BaseModel], tuple[SchemaSerializer, tuple[str, ...]]] = {}
 reading the two off the class (a mapping proxy made per read of ``cls.__dict__``) per message
 cost a sixth of writing it. A module-level dict, unlike ``_SERIALIZER``'s class attribute, as
 these are adk's own few classes, alive as long as the module anyway."""
+
+
+STRUCTURED = "structured"
+"""The ``Message.metadata`` key of a tool message's ``ToolResult.structured``
+(``adk.tools._executor``): machine-readable output beside the text, for code reading the tool's
+event, never sent to a model. Anything a tool gave, so a checkpoint or an event's JSON may not
+hold it."""
+
+_warned_structured: set[tuple[str, str]] = set()
+
+
+def dropped_structured(message: Message, why: object, where: str) -> Message:
+    """``message`` with its ``structured`` value None, where ``where`` (a checkpoint, an event's
+    JSON) cannot hold it (``why``): a warning the first time for its tool there, rather than a
+    pause or an event refused for a value beside the text the model read."""
+    tool = message.name or "?"
+    if (tool, where) not in _warned_structured:
+        _warned_structured.add((tool, where))
+        logging.getLogger("adk.tools").warning(
+            "tool %r returned a ToolResult.structured that %s cannot hold (%s): its tool "
+            "message's metadata['structured'] is None there, its text kept; return JSON values "
+            "or a model registered with adk.register_type",
+            tool,
+            where,
+            why,
+        )
+    return message.model_copy(update={"metadata": {**message.metadata, STRUCTURED: None}})
+
+
+def _tool_message_json(value: Message, depth: int) -> dict[str, Any]:
+    """``_own_json`` of a tool message carrying a tool's structured output (``STRUCTURED``):
+    saved as it is when the checkpoint can hold it, else with None for it
+    (``dropped_structured``). Only such a message pays the attempt: at a save, never per call."""
+    try:
+        return _own_json(value, Message, depth)
+    except (PydanticSerializationError, _Unstorable, ValueError, TypeError) as exc:
+        return _own_json(dropped_structured(value, exc, "a checkpoint"), Message, depth)
 
 
 def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
@@ -591,25 +632,62 @@ def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
                 return found
         return None
     if depth < MAX_DEPTH and isinstance(value, BaseModel):  # its fields: pydantic named none
-        for name in type(value).model_fields:
-            found = _unwritable_in(getattr(value, name), depth + 1)
-            if found is not None:
-                found.keys.append(name)
-                return found
+        failing = _failing_field(value, None)
+        if failing is not None:
+            name, inner, exc, plain = failing
+            found = _unwritable_in(inner, depth + 1) if plain else None
+            if found is None:  # written by the model's own rules: the field is named whole
+                found = _Unstorable(_unstorable_reason(inner, exc))
+            found.keys.append(name)
+            return found
     try:
         to_jsonable_python(value)
     except (PydanticSerializationError, UnicodeDecodeError) as exc:
-        if isinstance(value, (bytes, bytearray)):
-            reason = (
-                f"{type(value).__name__} that are not UTF-8 text cannot be stored in a "
-                "checkpoint; decode them, or base64-encode them, first"
-            )
-        else:
-            reason = (
-                f"{type(value).__qualname__} cannot be stored in a checkpoint ({exc}); use JSON "
-                "values or pydantic models registered with adk.register_type"
-            )
-        return _Unstorable(reason)
+        return _Unstorable(_unstorable_reason(value, exc))
+    return None
+
+
+def _unstorable_reason(value: Any, exc: ValueError) -> str:
+    """Why ``value``, which pydantic could not write (``exc``), cannot be stored."""
+    if isinstance(value, (bytes, bytearray)):
+        return (
+            f"{type(value).__name__} that are not UTF-8 text cannot be stored in a "
+            "checkpoint; decode them, or base64-encode them, first"
+        )
+    return (
+        f"{type(value).__qualname__} cannot be stored in a checkpoint ({exc}); use JSON "
+        "values or pydantic models registered with adk.register_type"
+    )
+
+
+def _failing_field(
+    value: BaseModel, fallback: Callable[[Any], Any] | None
+) -> tuple[str, Any, ValueError, bool] | None:
+    """The first field of ``value`` that its own serializer cannot write as JSON, each written
+    alone as the dump that failed wrote it (the model's config and serializers, its excluded
+    fields left out): its name, its value, pydantic's error, and whether a walk into the value
+    may judge its pieces by pydantic's plain rules (false when the model's config says how it
+    writes values, ``ser_json_bytes="base64"`` say, or the field has a serializer of its own:
+    a walk would blame bytes the model writes). None when every field writes alone, or the
+    model writes itself (``@model_serializer``): then the model is the place. Only on a failure:
+    the walks for where a value is that pydantic could not write (a save, a Flink output)."""
+    cls = type(value)
+    decorators = cls.__pydantic_decorators__
+    if decorators.model_serializers:
+        return None
+    own: set[str] = set()
+    for decorator in decorators.field_serializers.values():
+        own.update(decorator.info.fields)
+    plain = "*" not in own and not any(key.startswith("ser_json_") for key in cls.model_config)
+    serializer = value.__pydantic_serializer__
+    for name in cls.model_fields:
+        try:
+            # A RootModel's ``include`` picks from its value, not its one field: written whole.
+            # (Told by its class flag: importing ``pydantic.RootModel`` is not light.)
+            chosen = None if getattr(cls, "__pydantic_root_model__", False) else {name}
+            serializer.to_python(value, mode="json", include=chosen, fallback=fallback)
+        except ValueError as exc:  # pydantic's, and a cycle's (a plain ValueError)
+            return name, getattr(value, name, None), exc, plain and name not in own
     return None
 
 

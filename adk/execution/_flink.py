@@ -71,6 +71,7 @@ from ..events import ErrorInfo, _type_name
 from ..runner import Runner
 from ._flink_resumes import RESUME_MARK, keyed_row
 from ._records import (
+    _HOLDS_ITSELF,
     KeyedOutput,
     KeySelector,
     OnError,
@@ -863,7 +864,7 @@ def _unshippable(agent: AgentSource) -> str | None:
     else:
         return None
     if not isinstance(agent, Agent):
-        name = getattr(agent, "__qualname__", None) or repr(agent)
+        name = _source_name(agent)
         return (
             f"apply cannot ship the function {name} to the Flink workers: what it holds cannot "
             "be pickled (a model, an MCP session or a client it uses from outside: build them "
@@ -879,6 +880,17 @@ def _unshippable(agent: AgentSource) -> str | None:
                 f"{name!r} ({type(value).__module__}.{type(value).__qualname__}) cannot be pickled"
             )
     return f"apply cannot ship agent {agent.name!r} to the Flink workers: it cannot be pickled"
+
+
+def _source_name(source: object) -> str:
+    """A function's name for ``_unshippable``'s error: its ``__qualname__``, else (a callable
+    object, a ``functools.partial``) its repr, else its class's name, for one whose repr or
+    attribute look-up fails: that failure would replace the error being raised."""
+    try:
+        name = getattr(source, "__qualname__", None)
+        return name if isinstance(name, str) else repr(source)
+    except Exception:
+        return f"{type(source).__qualname__} object"
 
 
 def _build_shipped_events(function: _WorkerAgent) -> None:
@@ -977,6 +989,8 @@ def _kept_json(record: Any, index: int) -> Any:
         return _models_nan_kept(record, fallback=False)
     except (PydanticSerializationError, UnicodeDecodeError) as exc:
         raise _unwritable(record, f"record {index}", None, exc) from None
+    except RecursionError:
+        raise ValueError(f"record {index} cannot be written as JSON: {_HOLDS_ITSELF}") from None
 
 
 def _jsonable(record: Any, index: int) -> Any:

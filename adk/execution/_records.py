@@ -35,6 +35,7 @@ from ..agent import Agent
 from ..checkpoint.codec import (
     _MAX_INT_DIGITS,
     MAX_DEPTH,
+    _failing_field,
     _joined,
     _json_dump,
     _models_nan_kept,
@@ -650,17 +651,18 @@ def _as_json(output: KeyedOutput, failed: bool = False, what: str | None = None)
     writing = "the output" if what is None else what
     try:  # a model's dump may meet what it cannot write, or recurse in what holds itself
         kept = _models_nan_kept(output.output, fallback=False)
-    except (ValueError, TypeError, RecursionError) as exc:
-        whole = {"key": output.key, "output": output.output}
-        raise _unwritable(whole, writing, None, exc) from None
+        # NaN kept (pydantic's JSON mode made one in an info ``null``), for _json_text to refuse
+        interrupt = _json_dump(output.interrupt) if output.interrupt is not None else None
+    except (ValueError, TypeError, RecursionError) as exc:  # a model's bytes, a cycle, say
+        held = {"key": output.key, "output": output.output, "interrupt": output.interrupt}
+        raise _unwritable(held, writing, None, exc) from None
     data = {
         "key": output.key,
         "output": kept,
         "error": {"type": output.error.type, "message": output.error.message}
         if output.error is not None
         else None,
-        # NaN kept (pydantic's JSON mode made one in an info ``null``), for _json_text to refuse
-        "interrupt": _json_dump(output.interrupt) if output.interrupt is not None else None,
+        "interrupt": interrupt,
         "checkpoint_id": output.checkpoint_id,
         "run_id": output.run_id,
         "resumed": output.resumed,
@@ -668,6 +670,12 @@ def _as_json(output: KeyedOutput, failed: bool = False, what: str | None = None)
     }
     holding = "the output" if what is None else f"{what} cannot be written as JSON: the output"
     return _json_text(data, holding, _encoded(data, None, writing))
+
+
+_HOLDS_ITSELF = (
+    "it holds itself (a dict or list inside itself), or nests deeper than Python can write"
+)
+"""Why a value whose writing recursed until Python's ``RecursionError`` cannot be JSON."""
 
 
 class _Unreadable:
@@ -709,15 +717,18 @@ def _unwritable(
     found = _unwritable_at(value, "", fallback, 0, set())
     if found is None:
         if isinstance(error, RecursionError):  # deeper than Python recurses, the walk not
-            error = ValueError(f"it nests deeper than {MAX_DEPTH} levels")
+            error = ValueError(_HOLDS_ITSELF)
         return ValueError(f"{what} cannot be written as JSON: {error}")
     place, bad, reason, how = found
     if isinstance(bad, (bytes, bytearray)) and not how:
         problem = f"{type(bad).__name__} that are not UTF-8 text"
         hint = "decode them, or base64-encode them, first"
-    elif how == _ITSELF:
-        problem = f"{type(bad).__qualname__} that holds itself"
-        hint = "JSON holds no references: give a copy, or what it stands for"
+    elif how == _ITSELF:  # as _HOLDS_ITSELF says it, where it is found
+        return ValueError(
+            f"{what} cannot be written as JSON: it holds itself (the {type(bad).__qualname__} "
+            f"at {place or 'its top'} is inside itself; JSON holds no references: give a copy, "
+            "or what it stands for)"
+        )
     elif how == _DEEP:
         problem = f"{type(bad).__qualname__} nested deeper than {MAX_DEPTH} levels"
         place = f"{place[:60]}..."
@@ -759,8 +770,29 @@ def _unwritable_at(
     elif isinstance(value, (set, frozenset)):
         items = ((path, item) for item in value)
     elif isinstance(value, BaseModel):  # its fields by name: pydantic named none of them
-        names = [*type(value).model_fields, *(value.__pydantic_extra__ or ())]
-        items = ((_joined(path, name), getattr(value, name, None)) for name in names)
+        # Each written by the model's own rules (its config, its field serializers): pydantic's
+        # plain ones blamed bytes a model writes as base64, not the value that failed.
+        failing = _failing_field(value, fallback)
+        if failing is not None:
+            name, inner, exc, plain = failing
+            place = _joined(path, name)
+            found = None
+            if plain:
+                above.add(id(value))
+                try:
+                    found = _unwritable_at(inner, place, fallback, depth + 1, above)
+                finally:
+                    above.discard(id(value))
+            return found if found is not None else (place, inner, str(exc), "")
+        above.add(id(value))
+        try:  # its extras, which no field names: looked into alike
+            for name, item in (value.__pydantic_extra__ or {}).items():
+                found = _unwritable_at(item, _joined(path, name), fallback, depth + 1, above)
+                if found is not None:
+                    return found
+        finally:
+            above.discard(id(value))
+        # else the model itself is the place (below): it writes itself, and fails doing so
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         fields = dataclasses.fields(value)
         items = ((_joined(path, f.name), getattr(value, f.name, None)) for f in fields)

@@ -830,6 +830,18 @@ class _Attempt:
         self.waiters = 0
 
 
+class SharedListing:
+    """A toolset's listing (of its tools or prompts) in progress on one session, and how many
+    callers are waiting for it: concurrent first uses share one ``tools/list`` request, as
+    concurrent connects share one attempt (``Session.connection``)."""
+
+    __slots__ = ("task", "waiters")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.waiters = 0
+
+
 class Session:
     """Lazily connected, reconnecting access to one MCP server, shared by a toolset's tools.
 
@@ -856,6 +868,8 @@ class Session:
         self.tools_epoch = 0
         self.prompts_epoch = 0
         self.connections_opened = 0
+        # The toolset's listings under way on this session, by kind ("tools", "prompts").
+        self.listings: dict[str, SharedListing] = {}
 
     @property
     def current(self) -> Connection | None:

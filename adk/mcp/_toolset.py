@@ -10,6 +10,7 @@ developer controls, so there failures raise (``ConnectionError``, ``TimeoutError
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -33,7 +34,7 @@ from mcp.types import (
 from mcp.types import Prompt as _WirePrompt
 from mcp.types import Tool as _WireTool
 
-from .._aio import AsyncCloseable
+from .._aio import AsyncCloseable, finish
 from .._approval import gate, resumed_decision
 from .._loop_clients import LoopClients
 from ..messages import Message
@@ -64,7 +65,14 @@ from ._servers import (
     _Delivery,
     _span_attributes,
 )
-from ._session import Connection, ListingWarnings, MCPConnectionError, Session, describe_error
+from ._session import (
+    Connection,
+    ListingWarnings,
+    MCPConnectionError,
+    Session,
+    SharedListing,
+    describe_error,
+)
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -213,15 +221,22 @@ class _MCPTool:
         """What is wrong with ``arguments`` (JSON text) for the server's input schema, or None: a
         person's edit of a call's arguments is checked with this before the resume runs anything
         (``adk._approval.edited_call``); the server would otherwise be the first to see them."""
-        # jsonschema (a dependency of the mcp package) loads here, on the first edited call:
+        return self._schema_problem(json.loads(arguments))
+
+    def _schema_problem(self, arguments: Any) -> str | None:
+        """What is wrong with ``arguments`` (parsed) for the server's input schema, or None: an
+        edit's (``_adk_check_arguments``), and a call's before it is put to a person."""
+        # jsonschema (a dependency of the mcp package) loads here, on the first checked call:
         # ``import adk.mcp`` does not otherwise need it and it costs tens of milliseconds.
         import jsonschema  # type: ignore[import-untyped]  # no stubs installed
 
         schema = self._spec.parameters
-        validator = jsonschema.validators.validator_for(schema)(schema)
         try:
-            errors = list(validator.iter_errors(json.loads(arguments)))
-        except jsonschema.SchemaError:  # the server's schema is broken: the server decides
+            validator = jsonschema.validators.validator_for(schema)(schema)
+            errors = list(validator.iter_errors(arguments))
+        except Exception:
+            # The server's schema is broken, or one the validator cannot follow (a ``$ref`` it
+            # cannot resolve, nesting past its recursion limit): the server decides.
             return None
         if not errors:
             return None
@@ -242,7 +257,13 @@ class _MCPTool:
                 return ToolResult.error(
                     f"tool '{name}' needs a person's approval, which only a run can ask for"
                 )
-            denial = await gate(name, parsed, ctx, None if approval is True else approval)
+            denial = await gate(
+                name,
+                parsed,
+                ctx,
+                None if approval is True else approval,
+                functools.partial(self._schema_problem, parsed),
+            )
             if denial is not None:
                 return denial
         elif ctx is not None and ctx.run_context._run.plan is not None:
@@ -303,6 +324,15 @@ class _Listing:
     connection: Connection
     epoch: int
     items: list[Any]
+
+
+def _listing_ended(
+    listings: dict[str, SharedListing], kind: str, shared: SharedListing, task: asyncio.Task[Any]
+) -> None:
+    if listings.get(kind) is shared:
+        del listings[kind]
+    if not task.cancelled():
+        task.exception()  # retrieved: a failure no one waited for any more is not "never retrieved"
 
 
 async def _all_pages(list_page: Callable[..., Awaitable[Any]], field: str) -> list[Any]:
@@ -558,9 +588,53 @@ class MCPToolset(AsyncCloseable):
         return listing.items if fresh else None
 
     async def _listing(self, kind: str) -> list[Any]:
+        """The ``tools`` or ``prompts`` listing: the cached one while it is current, else one
+        fetched, shared by the uses that ask while it is under way (a service's first requests
+        arriving together sent a ``tools/list`` each). A use that stops waiting (cancelled) does
+        not stop it for the others; when every one has, it is cancelled."""
         cached = self._cached(kind)
         if cached is not None:
             return cached
+        session = self._sessions.get() or await self._sessions.bind()
+        listings = session.listings
+        shared = listings.get(kind)
+        joined = shared is not None and not shared.task.done()
+        if shared is None or not joined:
+            shared = listings[kind] = SharedListing(
+                asyncio.create_task(
+                    self._fetch_listing(kind), name=f"mcp list {kind} {self.server}"
+                )
+            )
+            shared.task.add_done_callback(functools.partial(_listing_ended, listings, kind, shared))
+        shared.waiters += 1
+        live: Connection
+        items: list[Any]
+        try:
+            live, items, epoch = await asyncio.shield(shared.task)
+        finally:
+            shared.waiters -= 1
+            if shared.waiters == 0 and not shared.task.done():
+                # Every use gave up: stop listing, and wait until it has stopped (through
+                # further cancellations too, an anyio cancel scope's), as ``Session.connection``
+                # does for a connect no one waits for any more.
+                if listings.get(kind) is shared:
+                    del listings[kind]
+                shared.task.cancel()
+                await finish(asyncio.wait([shared.task]))
+            shared = None  # the frame, in a failed listing's traceback, does not hold its task
+        if joined and not (
+            live.usable
+            and live is session.current
+            and epoch == (session.tools_epoch if kind == "tools" else session.prompts_epoch)
+        ):
+            # Joined a listing that started before a change the server announced since (or whose
+            # connection dropped): this use lists again, as it would have alone.
+            items = (await self._fetch_listing(kind))[1]
+        return items
+
+    async def _fetch_listing(self, kind: str) -> tuple[Connection, list[Any], int]:
+        """Ask the server for its ``tools`` or ``prompts`` and cache what it answered: the
+        connection it answered on, the items and the list epoch read before asking."""
 
         async def fetch(client: Client) -> list[Any]:
             # A server without the capability offers none; asking would only get "method not
@@ -585,7 +659,7 @@ class MCPToolset(AsyncCloseable):
             self._tools = listing
         else:
             self._prompts = listing
-        return items
+        return live, items, epoch
 
     def _check_unique(self, kind: str, items: list[Any]) -> None:
         """Refuse a listing that offers two items under one name (a server breaking MCP's rule

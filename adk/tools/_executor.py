@@ -23,7 +23,7 @@ import adk
 from .._aio import cancel_and_wait
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
-from ..checkpoint.codec import CheckpointError
+from ..checkpoint.codec import STRUCTURED, CheckpointError
 from ..context import RunContext
 from ..events import AgentAction, AgentEvent, _type_name
 from ..interrupts import Interrupt, _InterruptSignal, _ResumePlan, join_address, tool_segment
@@ -258,6 +258,8 @@ async def run_tool_call(
             message.metadata["is_error"] = True
         if result.parts:  # images, sounds, files the tool returned: the model sees them too
             message.parts = result.parts
+        if result.structured is not None:  # for code reading the event, not for a model
+            message.metadata[STRUCTURED] = result.structured
     if edited:
         message.metadata["edited_arguments"] = edit
     return ToolOutcome(call, message, result, tool_ctx.action, None, name)  # positional: cheaper

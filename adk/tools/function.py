@@ -367,8 +367,11 @@ def _serialise(value: Any) -> str | ToolResult:
         if isinstance(value, BaseModel):
             # NaN as ``NaN``, as in a dict or a dataclass: the model's own JSON writes ``null``
             # (its ``ser_json_inf_nan`` default), and the model would read a value the tool
-            # never gave.
-            return _nan_json(value)
+            # never gave. The model itself is the result's ``structured`` value, as an MCP
+            # tool's structured content is: code reading the tool's event (a ``ReActAgent``'s
+            # tool message's ``metadata["structured"]``, a ``ToolResponseEvent.structured``)
+            # reads its fields, not the text parsed back.
+            return ToolResult(content=_nan_json(value), structured=value)
         if value is None:
             return ""
     try:

@@ -4,7 +4,8 @@ One definition, served over stdio (``stdio_server.py``) and over streamable HTTP
 (``http_server.py``), so every transport is exercised against the same behaviour:
 
 - typed arguments (``add``), structured output (``forecast``), a tool error (``fail``);
-- a tool that never returns (``hang``) and a counter that shows the client cancelled it;
+- a tool that never returns (``hang``) and a counter that shows the client cancelled it
+  (``hang_stats``, which also counts the ``tools/list`` requests the server got);
 - a rendezvous (``rendezvous``) that only completes when ``n`` calls are inside it at once, which
   proves calls run concurrently over one session without measuring time;
 - tools that change the tool list with and without announcing it (``add_tool``,
@@ -236,6 +237,7 @@ class _State:
     def __init__(self) -> None:
         self.hangs_started = 0
         self.hangs_cancelled = 0
+        self.tools_listed = 0  # ``tools/list`` requests answered or not (``_counting_listings``)
         self.rendezvous: dict[str, tuple[list[int], anyio.Event]] = {}
 
 
@@ -243,6 +245,18 @@ async def _refuse_discover(ctx: Any, call_next: Any) -> Any:
     if ctx.method == "server/discover":
         raise MCPError(METHOD_NOT_FOUND, "Method not found")
     return await call_next(ctx)
+
+
+def _counting_listings(state: _State) -> Any:
+    """Middleware counting the ``tools/list`` requests the process gets (``hang_stats``'s
+    ``listed``): how many listings concurrent first uses of a toolset sent."""
+
+    async def count(ctx: Any, call_next: Any) -> Any:
+        if ctx.method == "tools/list":
+            state.tools_listed += 1
+        return await call_next(ctx)
+
+    return count
 
 
 def _stalling_listings(count: int) -> Any:
@@ -275,13 +289,15 @@ async def _list_bad_tools(ctx: Any, call_next: Any) -> Any:
 
 
 def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
-    middleware = [_refuse_discover] if legacy else []
+    state = _State()
+    middleware = [_counting_listings(state)]
+    if legacy:
+        middleware.append(_refuse_discover)
     if os.environ.get("DEMO_STALL_LISTINGS"):
         middleware.append(_stalling_listings(int(os.environ["DEMO_STALL_LISTINGS"])))
     if os.environ.get("DEMO_BAD_TOOLS"):
         middleware.append(_list_bad_tools)
-    server = MCPServer(name, log_level="WARNING", middleware=middleware or None)
-    state = _State()
+    server = MCPServer(name, log_level="WARNING", middleware=middleware)
 
     @server.tool()
     def add(a: int, b: int) -> int:
@@ -314,8 +330,13 @@ def build_server(name: str = "demo", *, legacy: bool = False) -> MCPServer:
 
     @server.tool()
     def hang_stats() -> dict[str, int]:
-        """How many ``hang`` calls started and how many the client cancelled."""
-        return {"started": state.hangs_started, "cancelled": state.hangs_cancelled}
+        """How many ``hang`` calls started and how many the client cancelled, and how many
+        ``tools/list`` requests the server got (``listed``)."""
+        return {
+            "started": state.hangs_started,
+            "cancelled": state.hangs_cancelled,
+            "listed": state.tools_listed,
+        }
 
     @server.tool()
     async def rendezvous(group: str, n: int, tag: str) -> str:

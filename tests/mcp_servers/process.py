@@ -14,10 +14,11 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
+import threading
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import NoReturn
 
 from services import hold_port
 
@@ -28,6 +29,7 @@ STDIO_SCRIPT = _HERE / "stdio_server.py"
 _HTTP_SCRIPT = _HERE / "http_server.py"
 _START_TIMEOUT = 30.0
 _STDERR_SHOWN = 4000  # characters of a server's stderr a failed start shows, its end
+_STDERR_ENDED = 10.0  # seconds an ended server's stderr is waited for to end too
 
 
 def closed_port() -> int:
@@ -68,7 +70,7 @@ class HTTPServerProcess:
         self._path = "/sse" if sse else "/mcp"
         self._process: subprocess.Popen[str] | None = None
         self._serving = 0  # the pid of the process serving (``start``)
-        self._stderr: IO[bytes] | None = None  # this run's stderr (a file), until it ended
+        self._stderr: _StderrCopy | None = None  # this run's stderr, until it ended
         self._reservation: socket.socket | None = None  # holds the port (``reserve_port``)
         self._release: weakref.finalize[[], None] | None = None
         self.port = 0
@@ -100,15 +102,15 @@ class HTTPServerProcess:
         assert self._process is None or self._process.poll() is not None, "already running"
         self._close_pipe()
         port = self.reserve_port()
-        errors = tempfile.TemporaryFile()  # noqa: SIM115  (its stderr: closed by _close_pipe)
-        self._stderr = errors
         process = subprocess.Popen(
             [sys.executable, str(self._script), "--port", str(port), *self._flags],
             stdout=subprocess.PIPE,
-            stderr=errors,
+            stderr=subprocess.PIPE,
             text=True,
         )
         self._process = process
+        assert process.stderr is not None
+        self._stderr = _StderrCopy(process.stderr.fileno(), process.stderr.close)
         assert process.stdout is not None
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)
@@ -125,13 +127,11 @@ class HTTPServerProcess:
 
     def _failed(self, what: str) -> NoReturn:
         """Stop what started and raise why it did not start."""
-        errors, self._stderr = self._stderr, None  # read here, not passed on
+        errors, self._stderr = self._stderr, None  # its end is in the error too
         assert self._process is not None and errors is not None
         self.stop(release=False)
         code = self._process.returncode
-        with errors:
-            errors.seek(0)
-            said = errors.read().decode("utf-8", "replace")
+        said = errors.end(_STDERR_ENDED).decode("utf-8", "replace")
         tail = said[-_STDERR_SHOWN:] if said.strip() else "(nothing)\n"
         raise RuntimeError(
             f"the MCP server {' '.join([self._script.name, *self._flags])} did not start on "
@@ -176,14 +176,41 @@ class HTTPServerProcess:
             self._reservation = self._release = None
 
     def _close_pipe(self) -> None:
-        """Close this run's stdout pipe, and pass on what it wrote to stderr (to this process's
-        stderr, where pytest shows it with the test's output)."""
+        """Close this run's stdout pipe, and let its stderr's copy end (``_StderrCopy``)."""
         if self._process is not None and self._process.stdout is not None:
             self._process.stdout.close()
         errors, self._stderr = self._stderr, None
         if errors is not None:
-            with errors:
-                errors.seek(0)
-                said = errors.read()
-            if said:
-                sys.stderr.write(said.decode("utf-8", "replace"))
+            errors.end(_STDERR_ENDED)
+
+
+class _StderrCopy:
+    """Copies what a server writes to its stderr (a pipe, ``fd``) to this process's stderr as it
+    comes, as an inherited stderr would: pytest shows it with the test running then (a server of
+    a module's fixture too), and keeps its end, for a failed start's words. A thread reads it
+    until its end of file (the process, and the fork serving it, ended) and then ``close``s it.
+    """
+
+    def __init__(self, fd: int, close: Callable[[], None]) -> None:
+        self._fd, self._close = fd, close
+        self._tail = bytearray()
+        self._copying = threading.Thread(target=self._copy, name=f"stderr of {fd}", daemon=True)
+        self._copying.start()
+
+    def _copy(self) -> None:
+        try:
+            while chunk := os.read(self._fd, 65536):
+                self._tail += chunk
+                del self._tail[: -4 * _STDERR_SHOWN]  # enough for its last characters
+                with contextlib.suppress(OSError):  # a stderr closed: only not shown
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(2, view) :]
+        finally:
+            self._close()
+
+    def end(self, timeout: float) -> bytes:
+        """The end of what it wrote, once its stderr ended (within ``timeout`` seconds: a fork
+        left serving keeps it open, and it is copied on meanwhile)."""
+        self._copying.join(timeout)
+        return bytes(self._tail)
