@@ -242,7 +242,8 @@ class _MCPTool:
             return None
         errors.sort(key=lambda e: [str(part) for part in e.path])
         return "; ".join(
-            f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:5]
+            f"{'/'.join(map(str, e.path)) or 'arguments'}: {_bounded(e.message)}"
+            for e in errors[:5]
         )
 
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
@@ -324,6 +325,16 @@ class _Listing:
     connection: Connection
     epoch: int
     items: list[Any]
+
+
+def _bounded(problem: str, limit: int = 240) -> str:
+    """A schema problem as the model reads it, at most about ``limit`` characters: jsonschema's
+    messages hold the refused value itself (``'...' is not of type 'integer'``), which may be
+    an argument of any size. Its start and end are kept: the end says what is wrong."""
+    if len(problem) <= limit:
+        return problem
+    half = limit // 2
+    return f"{problem[:half]}...{problem[-half:]}"
 
 
 def _listing_ended(
