@@ -139,9 +139,9 @@ class _Frame:
         self.tools: _CallbackChain | None = None
         self.answer: Any = None
         self.caller: _Frame | None = None  # a tool call's: the frame of the agent that made it
-        # Cancellations its task had pending when the agent started (tracing only): a run made
-        # in a cancelled task's cleanup (``except CancelledError``, an anyio shielded scope)
-        # was not cut off by them (``_cancelled_since``).
+        # Cancellations its task had pending when the agent started (set when tracing): a run
+        # made in a cancelled task's cleanup (``except CancelledError``, an anyio shielded
+        # scope) was not cut off by them (``agent_end``).
         self.cancelling = 0
 
     def count_usage(self, usage: Usage) -> None:
