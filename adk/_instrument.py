@@ -16,6 +16,7 @@ gets no second span and no second ``before_agent``.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
@@ -73,6 +74,13 @@ def agent_hooks() -> Hooks:
     return _AGENT_HOOKS
 
 
+def _cancelling() -> int:
+    """How many cancellations the current task has pending (0 off a task). A function, not a
+    local holding the task, for the reason ``streams._being_cancelled`` gives."""
+    task = asyncio.current_task()
+    return task.cancelling() if task is not None else 0
+
+
 class _Frame:
     """One traced agent run (or tool call): where it runs, its span, and its context for
     children. An agent with callbacks of its own (``own``) has the chains that run for it here:
@@ -87,6 +95,7 @@ class _Frame:
         "answer",
         "asked",
         "caller",
+        "cancelling",
         "ctx",
         "exception",
         "failure",
@@ -130,6 +139,10 @@ class _Frame:
         self.tools: _CallbackChain | None = None
         self.answer: Any = None
         self.caller: _Frame | None = None  # a tool call's: the frame of the agent that made it
+        # Cancellations its task had pending when the agent started (set when tracing): a run
+        # made in a cancelled task's cleanup (``except CancelledError``, an anyio shielded
+        # scope) was not cut off by them (``agent_end``).
+        self.cancelling = 0
 
     def count_usage(self, usage: Usage) -> None:
         """Add a model call's usage to the agent's (tracing, for its span's ``gen_ai.usage.*``).
@@ -217,6 +230,7 @@ class _Instrumented(Hooks):
         frame.agents = agents
         tracing = self._tracing
         if tracing is not None:
+            frame.cancelling = _cancelling()
             frame.span, frame.otel, frame.measure = tracing.start_agent(
                 agent, ctx, parent.otel if parent is not None else None
             )
@@ -348,13 +362,15 @@ class _Instrumented(Hooks):
                 if not cancelled:
                     abandoned = handle.ctx._run.abandoned
                     if (abandoned or (error is None and not handle.interrupted)) and (
-                        _being_cancelled()
+                        _cancelling() > handle.cancelling
                     ):
                         # Closed by its task's cancellation that came while someone else awaited
                         # (``invoke``'s, ``invoke_resume``'s or an ``AgentTool``'s collector
                         # reading the streamed answer this agent's event carried; a reader
                         # cancelled as it read one): the close, not the CancelledError, reached
-                        # the agent, which was cut off by the cancellation all the same.
+                        # the agent, which was cut off by the cancellation all the same. Only a
+                        # cancellation that came after it started: one its task had pending
+                        # then (a run in a cancelled task's cleanup) did not cut it off.
                         cancelled = True
                     elif abandoned:
                         # Closed because the run's reader stopped reading mid-run (``break``,

@@ -407,6 +407,23 @@ async def test_an_mcp_call_its_input_schema_refuses_is_the_models_to_correct_bef
     assert asked == ([] if by == "flag" else [{"a": 2, "b": 3}])
 
 
+async def test_what_an_mcp_calls_schema_refuses_is_told_without_echoing_a_huge_argument() -> None:
+    """The schema check of a call needing approval told the model jsonschema's messages, which
+    hold the refused value itself: an argument of 100,000 characters where a number belongs came
+    back whole in the error the model reads (pydantic's, a function tool's, name no value). Each
+    problem is told in a bounded length now, still saying what is wrong."""
+    model = ScriptedModel(
+        [Reply(tool_calls=[tool_call("add", {"a": "x" * 100_000, "b": 3}, id="c1")]), "ok"]
+    )
+    async with MCPToolset(_stdio(), tool_filter=["add"], require_approval=True) as tools:
+        done = await Runner(ReActAgent("ops", model, tools=[tools])).invoke("add")
+    assert done.text == "ok"
+    [told] = _results(model.requests[1].messages)
+    assert told.startswith("Error: invalid arguments for tool 'add': a: 'xxx")
+    assert told.endswith("xxx' is not of type 'integer'")
+    assert len(told) < 400
+
+
 @pytest.mark.parametrize(
     ("setting", "problem"),
     [

@@ -471,6 +471,27 @@ async def test_concurrent_first_uses_of_a_toolset_share_one_listing(
     assert after == before + 1
 
 
+async def test_uses_that_joined_a_listing_a_change_made_stale_share_one_listing_again() -> None:
+    """A change the server announced while concurrent first uses waited for one listing (a tool
+    added as the service started) made every use that had joined it list again on its own: 20
+    uses, 21 ``tools/list`` requests, the very burst sharing the listing was for. They list
+    again together: one more listing for all of them."""
+    async with MCPToolset(stdio()) as toolset:
+        # Connected, no listing of ours yet. The mcp client lists the tools on its first call
+        # to learn their output schemas: counted before the uses start, not among theirs.
+        await toolset._call("hang_stats", "hang_stats", "{}")
+        before = (await toolset._call("hang_stats", "hang_stats", "{}")).structured["listed"]
+        # The change is asked for first, so the server announces it before it answers the
+        # listing asked for next (one ordered stdio stream): the listing the uses share is stale.
+        change = asyncio.create_task(toolset._call("add_tool", "add_tool", '{"name": "fresh"}'))
+        await asyncio.sleep(0)
+        results = await asyncio.gather(*(toolset.tools() for _ in range(20)))
+        assert (await change).content == "added fresh"
+        assert all("fresh" in {t.spec.name for t in tools} for tools in results)
+        after = (await toolset._call("hang_stats", "hang_stats", "{}")).structured["listed"]
+    assert after - before == 2  # the shared listing, and the one listing again after the change
+
+
 async def test_event_loops_of_two_threads_each_get_their_own_session() -> None:
     """One toolset (one Runner's) used from two threads' event loops at once, as a service
     running ``asyncio.run`` per request in worker threads does: the second loop found the first

@@ -3702,3 +3702,59 @@ async def test_an_agent_span_carries_the_token_usage_of_its_own_model_calls(
             "invoke_agent helper": (7, 2),
             "invoke_agent quiet": (None, None),
         }, streaming
+
+
+@pytest.mark.parametrize("cleanup", ["except CancelledError", "anyio shielded scope"])
+async def test_a_run_that_finishes_in_a_cancelled_tasks_cleanup_says_its_agents_completed(
+    provider: TracerProvider, exporter: InMemorySpanExporter, cleanup: str
+) -> None:
+    """A run made and finished in the cleanup of a task being cancelled (``except
+    CancelledError: await runner.invoke(...); raise``, or an anyio shielded scope in a cancelled
+    one: a service's goodbye on shutdown) ran every agent to its end, yet the task's pending
+    cancellation, which came before the run started, made each span say
+    adk.agent.outcome=cancelled. Only a cancellation that came during the agent cuts it off."""
+    import anyio
+
+    runner = Runner(
+        SequentialAgent(
+            "steps",
+            [
+                ReActAgent("first", ScriptedModel(["one"])),
+                ReActAgent("second", ScriptedModel(["two"])),
+            ],
+        ),
+        enable_streaming=True,
+        tracer_provider=provider,
+    )
+    answers: list[str] = []
+    started = asyncio.Event()
+
+    async def service() -> None:
+        if cleanup == "except CancelledError":
+            try:
+                started.set()
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                answers.append((await runner.invoke("bye")).text)
+                raise
+        else:
+            with anyio.CancelScope():
+                try:
+                    started.set()
+                    await asyncio.Event().wait()
+                finally:
+                    with anyio.CancelScope(shield=True):
+                        answers.append((await runner.invoke("bye")).text)
+
+    task = asyncio.create_task(service())
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert answers == ["two"]
+    outcomes = {
+        attrs(s)["gen_ai.agent.name"]: attrs(s)["adk.agent.outcome"]
+        for s in exporter.get_finished_spans()
+        if s.name.startswith("invoke_agent")
+    }
+    assert outcomes == dict.fromkeys(["steps", "first", "second"], "completed")

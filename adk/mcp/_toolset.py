@@ -242,7 +242,8 @@ class _MCPTool:
             return None
         errors.sort(key=lambda e: [str(part) for part in e.path])
         return "; ".join(
-            f"{'/'.join(map(str, e.path)) or 'arguments'}: {e.message}" for e in errors[:5]
+            f"{'/'.join(map(str, e.path)) or 'arguments'}: {_bounded(e.message)}"
+            for e in errors[:5]
         )
 
     async def run(self, arguments: str, ctx: ToolContext | None = None) -> ToolResult:
@@ -324,6 +325,16 @@ class _Listing:
     connection: Connection
     epoch: int
     items: list[Any]
+
+
+def _bounded(problem: str, limit: int = 240) -> str:
+    """A schema problem as the model reads it, at most about ``limit`` characters: jsonschema's
+    messages hold the refused value itself (``'...' is not of type 'integer'``), which may be
+    an argument of any size. Its start and end are kept: the end says what is wrong."""
+    if len(problem) <= limit:
+        return problem
+    half = limit // 2
+    return f"{problem[:half]}...{problem[-half:]}"
 
 
 def _listing_ended(
@@ -587,11 +598,13 @@ class MCPToolset(AsyncCloseable):
         fresh = live is session.current and live.usable and live.watching and listing.epoch == epoch
         return listing.items if fresh else None
 
-    async def _listing(self, kind: str) -> list[Any]:
+    async def _listing(self, kind: str, *, again: bool = False) -> list[Any]:
         """The ``tools`` or ``prompts`` listing: the cached one while it is current, else one
         fetched, shared by the uses that ask while it is under way (a service's first requests
         arriving together sent a ``tools/list`` each). A use that stops waiting (cancelled) does
-        not stop it for the others; when every one has, it is cancelled."""
+        not stop it for the others; when every one has, it is cancelled. Uses that joined a
+        listing a change made stale list again together (``again``: once; after that each
+        alone, so a server announcing changes without end cannot keep them waiting)."""
         cached = self._cached(kind)
         if cached is not None:
             return cached
@@ -628,8 +641,13 @@ class MCPToolset(AsyncCloseable):
             and epoch == (session.tools_epoch if kind == "tools" else session.prompts_epoch)
         ):
             # Joined a listing that started before a change the server announced since (or whose
-            # connection dropped): this use lists again, as it would have alone.
-            items = (await self._fetch_listing(kind))[1]
+            # connection dropped): this use lists again, as it would have alone, shared with the
+            # others that joined it (each listing again on its own was the burst of listings
+            # sharing is for: a tool added as a service starts).
+            if again:
+                items = (await self._fetch_listing(kind))[1]
+            else:
+                items = await self._listing(kind, again=True)
         return items
 
     async def _fetch_listing(self, kind: str) -> tuple[Connection, list[Any], int]:
