@@ -55,7 +55,7 @@ from typing import Any
 from pydantic import BaseModel
 
 import adk
-from adk.checkpoint import CheckpointStoreError, PendingCheckpoint, SQLiteCheckpointStore
+from adk.checkpoint import CheckpointStoreError, PendingCheckpoint, SQLiteCheckpointStore, codec
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -327,16 +327,38 @@ class Service:
 async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
     """Whether the checkpoint's bytes can be read, asked of the store (the truth), not of the
     refusal's words: a listing reads each checkpoint as a resume does, without the agents, and
-    lists one it cannot read with its ``error``. Not listed (deleted meanwhile, another
+    lists one it cannot read with its ``error``, unless a worker of another pyadk release reads it (``_of_another_release``). Not listed (deleted meanwhile, another
     agent's): readable, refused by the agents serving it. (A checkpoint whose summary header is
     whole but whose body was cut is listed as readable: the listing does not hash the body.)"""
     try:
         async for entry in runner.pending(checkpoint_id):
             if entry.checkpoint_id == checkpoint_id:
-                return entry.error is None
+                return entry.error is None or await _of_another_release(runner, checkpoint_id)
     except TypeError:  # a store of your own that cannot list its ids: nothing is given up
         pass
     return True
+
+
+async def _of_another_release(runner: adk.Runner, checkpoint_id: str) -> bool:
+    """Whether the checkpoint is whole but of another pyadk format version (its header line,
+    ``{"format": "pyadk.checkpoint", "version": ...}``, docs/interrupts.md): a newer worker's
+    pause met by an older one in a rolling deploy, or one an upgrade no longer reads. No resume
+    here reads it, but a worker of that release does (its refusal says "it is kept as it was"),
+    so it is not bytes no resume can read: the session waits (503), it is not freed (410)."""
+    data = await runner.checkpoint_store.get(checkpoint_id)
+    if data is None:
+        return False
+    line = bytes(data[:4096]).partition(b"\n")[0]
+    try:
+        header = json.loads(line)
+    except ValueError:
+        return False
+    version = header.get("version") if isinstance(header, dict) else None
+    return (
+        header.get("format") == "pyadk.checkpoint"
+        and type(version) is int
+        and version != codec.VERSION
+    )
 
 
 async def _forward(stream: adk.MessageStream, writer: asyncio.StreamWriter) -> Exception | None:

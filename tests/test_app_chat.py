@@ -735,6 +735,46 @@ async def test_the_example_services_session_is_freed_from_a_checkpoint_no_resume
     assert await store.get(paused) == kept  # kept as it was: not deleted, not moved
 
 
+async def test_the_example_services_checkpoint_of_another_pyadk_release_keeps_its_session_waiting(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint written by another pyadk release (a newer worker's pause, resumed by an old
+    worker during a rolling deploy) is read by no resume of this version, and its listing says
+    so (``error``): answered 410 "resumable": false, its session freed from it and every later
+    resume refused, though the checkpoint is whole and a worker of that release resumes it (its
+    refusal says so: "it is kept as it was"). A 503 now, the session waiting on it; once a
+    worker that reads it serves the resume (here: the bytes as this release writes them), the
+    decision sent again is the session's turn."""
+    import json
+
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    example = _example_service("_chat_agent_service_release")
+    example.payment_done.set()
+    store = InMemoryCheckpointStore()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    async with _serving(app) as port:
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        written = await store.get(paused)
+        assert written is not None
+        line, _, rest = written.partition(b"\n")
+        header = json.loads(line)
+        newer = json.dumps(header | {"version": header["version"] + 1}).encode() + b"\n" + rest
+        await store.put(paused, newer)  # as a newer release's worker wrote it
+        for attempt in range(2):
+            status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+            error = events[0][1]
+            assert status == 503 and "a newer pyadk wrote it" in error["error"], (attempt, events)
+            assert (error["kept"], error["resumable"], error["session_id"]) == (True, True, "s1")
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "hi"})
+        assert status == 409 and events[0][1]["checkpoint_id"] == paused, events
+        assert not example.paying.is_set()
+        await store.put(paused, written)  # a worker of the release that reads it
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
+
+
 async def test_the_example_services_memory_of_unresumable_checkpoints_is_bounded_by_the_store(
     tmp_path: Path,
 ) -> None:
