@@ -55,7 +55,13 @@ from typing import Any
 from pydantic import BaseModel
 
 import adk
-from adk.checkpoint import CheckpointStoreError, PendingCheckpoint, SQLiteCheckpointStore, codec
+from adk.checkpoint import (
+    CheckpointStoreError,
+    PendingCheckpoint,
+    SQLiteCheckpointStore,
+    codec,
+    list_pending,
+)
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -326,39 +332,59 @@ class Service:
 
 async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
     """Whether the checkpoint's bytes can be read, asked of the store (the truth), not of the
-    refusal's words: a listing reads each checkpoint as a resume does, without the agents, and
-    lists one it cannot read with its ``error``, unless a worker of another pyadk release reads it (``_of_another_release``). Not listed (deleted meanwhile, another
-    agent's): readable, refused by the agents serving it. (A checkpoint whose summary header is
-    whole but whose body was cut is listed as readable: the listing does not hash the body.)"""
-    try:
-        async for entry in runner.pending(checkpoint_id):
-            if entry.checkpoint_id == checkpoint_id:
-                return entry.error is None or await _of_another_release(runner, checkpoint_id)
-    except TypeError:  # a store of your own that cannot list its ids: nothing is given up
-        pass
+    refusal's words: the one checkpoint is read (a ``get``; a listing of the store by prefix,
+    ``runner.pending(checkpoint_id)``, would go through every id it holds: a Redis ``SCAN`` of
+    its keyspace) and ``list_pending`` reads those bytes as a resume does, without the agents,
+    giving one it cannot read with its ``error``. Readable: one of another pyadk release, which a
+    worker of that release reads (``_of_another_release``); one gone meanwhile or another
+    agent's, refused by the agents serving it (a resume sent again is then its 404). A
+    checkpoint whose summary header is whole but whose body was cut or edited is read as
+    readable (the body is not hashed then): it is answered 503, its session waiting, until it is
+    deleted (then 404)."""
+    data = await runner.checkpoint_store.get(checkpoint_id)
+    if data is None or _of_another_release(bytes(data)):
+        return True
+    read = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
+    async for entry in read:
+        return entry.error is None
     return True
 
 
-async def _of_another_release(runner: adk.Runner, checkpoint_id: str) -> bool:
-    """Whether the checkpoint is whole but of another pyadk format version (its header line,
+class _Read:
+    """The one checkpoint already read, as a store ``list_pending`` can list (its ``ids`` and its
+    ``get``): read again from the store it would cost a second round trip."""
+
+    def __init__(self, checkpoint_id: str, data: bytes) -> None:
+        self.checkpoint_id, self.data = checkpoint_id, data
+
+    async def get(self, id: str) -> bytes | None:
+        return self.data if id == self.checkpoint_id else None
+
+    async def put(self, id: str, data: bytes) -> None:
+        raise NotImplementedError("only read")
+
+    async def delete(self, id: str) -> None:
+        raise NotImplementedError("only read")
+
+    async def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+        yield self.checkpoint_id
+
+
+def _of_another_release(data: bytes) -> bool:
+    """Whether the checkpoint is a pyadk checkpoint of another format version (its header line,
     ``{"format": "pyadk.checkpoint", "version": ...}``, docs/interrupts.md): a newer worker's
     pause met by an older one in a rolling deploy, or one an upgrade no longer reads. No resume
     here reads it, but a worker of that release does (its refusal says "it is kept as it was"),
     so it is not bytes no resume can read: the session waits (503), it is not freed (410)."""
-    data = await runner.checkpoint_store.get(checkpoint_id)
-    if data is None:
-        return False
-    line = bytes(data[:4096]).partition(b"\n")[0]
+    line, newline, _ = data.partition(b"\n")
     try:
-        header = json.loads(line)
-    except ValueError:
+        header = json.loads(line) if newline else None
+    except (ValueError, RecursionError):  # not JSON, or nested past the parser's reach
+        return False  # not a pyadk checkpoint's header
+    if not isinstance(header, dict) or header.get("format") != "pyadk.checkpoint":
         return False
-    version = header.get("version") if isinstance(header, dict) else None
-    return (
-        header.get("format") == "pyadk.checkpoint"
-        and type(version) is int
-        and version != codec.VERSION
-    )
+    version = header.get("version")
+    return type(version) is int and version != codec.VERSION
 
 
 async def _forward(stream: adk.MessageStream, writer: asyncio.StreamWriter) -> Exception | None:

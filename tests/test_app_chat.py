@@ -745,8 +745,6 @@ async def test_the_example_services_checkpoint_of_another_pyadk_release_keeps_it
     refusal says so: "it is kept as it was"). A 503 now, the session waiting on it; once a
     worker that reads it serves the resume (here: the bytes as this release writes them), the
     decision sent again is the session's turn."""
-    import json
-
     from adk.checkpoint import InMemoryCheckpointStore
 
     example = _example_service("_chat_agent_service_release")
@@ -773,6 +771,36 @@ async def test_the_example_services_checkpoint_of_another_pyadk_release_keeps_it
         await store.put(paused, written)  # a worker of the release that reads it
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
+
+
+async def test_the_example_services_refusal_reads_the_one_checkpoint_not_a_listing_of_the_store(
+    tmp_path: Path,
+) -> None:
+    """Whether a refused resume's checkpoint is readable was asked of
+    ``runner.pending(checkpoint_id)``, a listing by prefix: the in-memory store copies every id
+    it holds to pick those, Redis ``SCAN``s its whole keyspace (a round trip per page of keys),
+    the session held meanwhile, for every refused resume (each resend through a redeploy's
+    503s). The store is asked for that one checkpoint (a ``get``); its answer is the same."""
+    from adk.checkpoint import InMemoryCheckpointStore
+
+    listed: list[str | None] = []
+
+    class Store(InMemoryCheckpointStore):
+        def ids(self, prefix: str | None = None) -> AsyncIterator[str]:
+            listed.append(prefix)
+            return super().ids(prefix)
+
+    example = _example_service("_chat_agent_service_one_read")
+    store = Store()
+    app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
+    async with _serving(app) as port:
+        status, events = await example.post(port, "/sessions/s1/messages", {"message": "pay"})
+        paused = events[-1][1]["checkpoint_id"]
+        await store.put(paused, b"\x00 not a checkpoint")
+        status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
+        assert status == 410 and events[0][1]["resumable"] is False, events
+    assert listed == []  # the store was not listed
+    assert not example.paying.is_set()
 
 
 async def test_the_example_services_memory_of_unresumable_checkpoints_is_bounded_by_the_store(
