@@ -407,6 +407,46 @@ async def test_a_streaming_service_tells_a_max_turns_refusal_from_an_unreadable_
             await server.wait_closed()
 
 
+async def test_a_streaming_service_keeps_a_checkpoint_of_another_pyadk_release_resumable(
+    tmp_path: Path,
+) -> None:
+    """A checkpoint written by another pyadk release (a newer worker's pause, resumed by an
+    older one in a rolling deploy) is listed with an ``error``, and ``examples/
+    streaming_service.py`` answered it ``410`` ``"resumable": false``, though a worker of that
+    release resumes it. A ``503``, ``"resumable": true``; the same decision, once a worker that
+    reads it serves it (here: its bytes as this release wrote them), resumes it."""
+    service = _streaming_service()
+    agent = ReActAgent("clerk", ScriptedModel(service.scripted_model), tools=[service.send_payment])
+    async with (
+        SQLiteCheckpointStore(tmp_path / "checkpoints.db") as store,
+        Runner(agent, checkpoint_store=store, enable_streaming=True) as runner,
+    ):
+        server = await asyncio.start_server(service.Service(runner).handle, "127.0.0.1", 0)
+        http = server.sockets[0].getsockname()[1]
+        try:
+            lines = await service.post(http, "/chat", {"message": "Pay ACME."})
+            paused = lines[-1]["event"]["action"]["interrupted"]["checkpoint_id"]
+            written = await store.get(paused)
+            assert written is not None
+            line, _, rest = written.partition(b"\n")
+            header = json.loads(line)
+            newer = json.dumps(header | {"version": header["version"] + 1}).encode()
+            await store.put(paused, newer + b"\n" + rest)
+            resume = {"checkpoint_id": paused, "decision": {"approved": True}}
+            status, text = await _answer(http, "/resume", resume)
+            body = json.loads(text.split("\r\n\r\n", 1)[1])
+            assert status == 503 and "a newer pyadk wrote it" in body["error"], text
+            assert (body["kept"], body["resumable"]) == (True, True), body
+            await store.put(paused, written)  # a worker of the release that reads it
+            lines = await service.post(http, "/resume", resume)
+            answer = adk.AgentEvent.from_dict(lines[-1]["event"])
+            assert answer.output is not None and answer.output.stream is not None
+            assert (await answer.output.stream.collect()).content == "paid: sent 4200 cents to ACME"
+        finally:
+            server.close()
+            await server.wait_closed()
+
+
 @adk.actions.action(adk.actions.InputEvent)
 def _pause_no_checkpoint_holds(
     event: adk.actions.InputEvent, ctx: adk.actions.ActionContext
