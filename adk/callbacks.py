@@ -125,7 +125,7 @@ from .models.base import ModelOptions
 from .streams import _being_cancelled
 from .tools._executor import tool_failure
 from .tools.base import _LIVE, ToolContext, ToolResult
-from .tools.function import _serialise
+from .tools.function import _ModelResult, _serialise
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -571,16 +571,20 @@ class _CallbackChain:
             # pending resume is another party's (the answering callback's own, an approval the
             # tool never reached), which after_tool would take for the tool's.
             ctx._view = None
+        # A model a function tool returned is shown as its text, as the model reads it
+        # (``_ModelResult``); kept whole, with the model, unless a callback replaces it.
+        shown = result.content if type(result) is _ModelResult else result
         try:
             for fn in self.after_tool:
                 try:
-                    replaced = fn(ctx, call, result)
+                    replaced = fn(ctx, call, shown)
                     if _isawaitable(replaced):
                         replaced = await replaced
                 except Interrupt as exc:
                     raise _after_tool_pause(fn) from exc
                 if replaced is not None:
                     result = _check_tool_output(fn, "after_tool", replaced)
+                    shown = result.content if type(result) is _ModelResult else result
         finally:
             ctx._view = _LIVE
         return result

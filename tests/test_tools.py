@@ -1356,3 +1356,52 @@ async def test_a_tools_structured_output_rides_its_react_tool_event_across_a_pau
     assert kept["quote"].metadata["structured"] == _Quote(supplier="Bolt", cents=1999)
     assert kept["opaque"].metadata["structured"] is None
     assert kept["opaque"].content == "an object"
+
+
+class _Customer(BaseModel):
+    name: str
+    ssn: str
+
+
+async def test_an_after_tool_redacting_text_sees_a_model_result_as_text_and_its_event_no_model() -> (
+    None
+):
+    """An ``after_tool`` callback gets a function tool's result as the model will read it: a
+    pydantic model the tool returned as its JSON text, a ``str`` (google_adk.md, tracing.md).
+    Once the model became the result's ``structured`` value, the callback got a ``ToolResult``:
+    a redaction written to that contract (``isinstance(result, str)``) passed it by, and the
+    model read the number it hid, and the tool's event carried it twice (the text and
+    ``metadata["structured"]``) to whoever reads the run's events. The callback sees the text;
+    its replacement is the result (no ``structured``); one that keeps it keeps the model."""
+
+    @tool
+    def lookup(name: str) -> _Customer:
+        """A customer's record."""
+        return _Customer(name=name, ssn="123-45-6789")
+
+    seen: list[object] = []
+
+    def redact(ctx: RunContext, call: Any, result: Any) -> Any:
+        seen.append(result)
+        if isinstance(result, str) and call.arguments != '{"name": "Bo"}':
+            return result.replace("123-45-6789", "***-**-****")
+        return None
+
+    calls = [
+        tool_call("lookup", {"name": "Ann"}, id="a"),
+        tool_call("lookup", {"name": "Bo"}, id="b"),
+    ]
+    model = ScriptedModel([Reply(tool_calls=calls), "done"])
+    runner = Runner(
+        ReActAgent("clerk", model, tools=[lookup]), callbacks=[Callbacks(after_tool=redact)]
+    )
+    events = [e async for e in runner.run("Look them up.")]
+    assert seen == ['{"name":"Ann","ssn":"123-45-6789"}', '{"name":"Bo","ssn":"123-45-6789"}']
+    shown = {e.message.tool_call_id: e for e in events if e.message and e.message.role == "tool"}
+    tools = {call_id: event.message for call_id, event in shown.items()}
+    assert tools["a"].content == '{"name":"Ann","ssn":"***-**-****"}'
+    assert "structured" not in tools["a"].metadata  # replaced: the hidden number not carried
+    assert "123-45-6789" not in repr(shown["a"].to_dict())
+    assert tools["b"].metadata["structured"] == _Customer(name="Bo", ssn="123-45-6789")  # kept
+    sent = [m for m in model.requests[-1].messages if m.role == "tool"]
+    assert [m.content for m in sent] == [tools["a"].content, tools["b"].content]

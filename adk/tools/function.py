@@ -370,8 +370,9 @@ def _serialise(value: Any) -> str | ToolResult:
             # never gave. The model itself is the result's ``structured`` value, as an MCP
             # tool's structured content is: code reading the tool's event (a ``ReActAgent``'s
             # tool message's ``metadata["structured"]``, a ``ToolResponseEvent.structured``)
-            # reads its fields, not the text parsed back.
-            return ToolResult(content=_nan_json(value), structured=value)
+            # reads its fields, not the text parsed back. ``after_tool`` callbacks see the text,
+            # as before: ``_ModelResult``.
+            return _ModelResult(content=_nan_json(value), structured=value)
         if value is None:
             return ""
     try:
@@ -381,6 +382,27 @@ def _serialise(value: Any) -> str | ToolResult:
 
 
 _PART_CLASSES = frozenset({ImagePart, AudioPart, FilePart})
+
+
+class _ModelResult(ToolResult):
+    """The result of a pydantic model a function tool (or a tool callback) returned: its JSON
+    the ``content``, the model the ``structured`` value. ``after_tool`` callbacks get its
+    ``content``, a ``str``, as they got such a result before it carried the model (tracing.md,
+    google_adk.md): a callback that rewrites text results (a redaction) would otherwise pass it
+    by, and the model read what it hides. Kept whole when no callback replaces it; a
+    replacement is the result, so a redacted text goes without the model beside it
+    (``adk.callbacks``). Shown and compared as the ``ToolResult`` it is to its readers."""
+
+    def __repr_name__(self) -> str:
+        return "ToolResult"
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the ``ToolResult`` it shows as (pydantic's equality wants the same class)."""
+        if type(other) is ToolResult or type(other) is _ModelResult:
+            return self.__dict__ == other.__dict__
+        return NotImplemented
+
+    __hash__ = ToolResult.__hash__  # defining __eq__ would otherwise drop it
 
 
 def _with_parts(items: list[Any] | tuple[Any, ...]) -> ToolResult:
