@@ -494,9 +494,10 @@ async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
     data = await runner.checkpoint_store.get(checkpoint_id)
     if data is None or _of_another_release(bytes(data)):
         return True
-    read = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
-    async for entry in read:
-        return entry.error is None
+    listing = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
+    async with contextlib.aclosing(listing) as read:  # type: ignore[type-var]
+        async for entry in read:
+            return entry.error is None
     return True
 
 

@@ -344,9 +344,10 @@ async def _readable(runner: adk.Runner, checkpoint_id: str) -> bool:
     data = await runner.checkpoint_store.get(checkpoint_id)
     if data is None or _of_another_release(bytes(data)):
         return True
-    read = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
-    async for entry in read:
-        return entry.error is None
+    listing = list_pending(_Read(checkpoint_id, bytes(data)), agent=runner.agent.name)
+    async with contextlib.aclosing(listing) as read:  # type: ignore[type-var]
+        async for entry in read:
+            return entry.error is None
     return True
 
 
@@ -375,7 +376,7 @@ def _of_another_release(data: bytes) -> bool:
     ``{"format": "pyadk.checkpoint", "version": ...}``, docs/interrupts.md): a newer worker's
     pause met by an older one in a rolling deploy, or one an upgrade no longer reads. No resume
     here reads it, but a worker of that release does (its refusal says "it is kept as it was"),
-    so it is not bytes no resume can read: the session waits (503), it is not freed (410)."""
+    so it is not bytes no resume can read: a 503, resumable, not a 410."""
     line, newline, _ = data.partition(b"\n")
     try:
         header = json.loads(line) if newline else None
