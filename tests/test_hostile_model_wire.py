@@ -86,8 +86,9 @@ FAILING_STREAMS: dict[str, tuple[list[str | bytes], str]] = {
         ['data: {"choices":{"index":0}}\n\n', DONE],
         r"choices is not a list: \{'index': 0\}",
     ),
-    "no choices at all": (['data: {"id":"c"}\n\n', DONE], "ended before the model finished"),
-    "only [DONE]": ([DONE], "ended before the model finished"),
+    "no choices at all": (['data: {"id":"c"}\n\n', DONE], r"\[DONE\] without an answer"),
+    "only [DONE]": ([DONE], r"\[DONE\] without an answer"),
+    "no choices nor [DONE]": (['data: {"id":"c"}\n\n'], "ended before the model finished"),
     "nothing": ([], "ended before the model finished"),
     "an HTML page": (["<html><body>log in</body></html>"], "ended before the model finished"),
     "cut mid-event": (
@@ -108,6 +109,42 @@ async def test_a_broken_stream_is_a_model_error_naming_the_call(
     events, says = FAILING_STREAMS[case]
     with pytest.raises(ModelError, match=rf"chat.completions call to .*'test-model'.*{says}"):
         await asyncio.wait_for(stream_of(server, events), GUARD)
+
+
+@pytest.mark.parametrize(
+    ("events", "answer"),
+    [
+        ([chunk({"role": "assistant", "content": ""}), DONE], ""),
+        ([chunk({"role": "assistant", "content": ""}), chunk({}), DONE], ""),
+        ([DONE], None),
+        (['data: {"id":"c","choices":[]}\n\n', DONE], None),
+    ],
+    ids=["opener then [DONE]", "opener, empty delta, [DONE]", "only [DONE]", "no choice"],
+)
+async def test_a_stream_ended_by_done_before_any_chunk_is_not_asked_again(
+    server: OpenAIServer, events: list[str], answer: str | None
+) -> None:
+    """A Chat stream the server ended with ``[DONE]`` before anything reached the caller was
+    retried as one cut short: the prompt sent (and billed) again, for the same empty answer.
+    Begun as an answer (a chunk with a choice: the role opener), it is a whole answer that said
+    nothing, finished ``stop``, as an answer ended by ``[DONE]`` after a chunk is; with no choice
+    at all, it is no answer, a ``ModelError`` as a completion without choices is, not retried."""
+    server.script(*[Reply(events=events)] * 3)
+    retry = RetryPolicy(max_attempts=3, initial_delay=0.001, max_delay=0.01, jitter=False)
+    async with wire_model(server, "chat", retry=retry, timeout=GUARD) as model:
+        if answer is None:
+            with pytest.raises(ModelError, match=r"\[DONE\] without an answer"):
+                await asyncio.wait_for(collect_of(model), GUARD)
+        else:
+            message = join_chunks(await asyncio.wait_for(collect_of(model), GUARD))
+            assert message.content == answer and message.tool_calls == []
+            assert message.metadata["finish_reason"] == "stop"
+            assert message.metadata["response_id"] == "c"
+    assert len(server.requests) == 1
+
+
+async def collect_of(model: Any) -> list[Any]:
+    return [c async for c in model.stream([Message.user("hi")])]
 
 
 @pytest.mark.parametrize("api", ["chat", "responses"])

@@ -725,15 +725,27 @@ class OpenAIChatModel(AsyncCloseable):
         )
         decoder = UnwrappingDecoder(inner) if wrapped else inner
         events = 0
+        answered = False  # an event held a choice: the server began an answer
         try:
             while True:
                 try:
                     event = await sdk_stream.__anext__()
                 except StopAsyncIteration:
-                    # (ended with [DONE] too: before any chunk, nothing says a model answered,
-                    # no text, call or usage, and asking again costs the caller nothing)
-                    raise _ended_early(sdk_stream, events) from None
+                    if watch is None or not watch.ended():
+                        raise _ended_early(sdk_stream, events) from None
+                    # Ended with [DONE] before any chunk: the server said the stream is over.
+                    # Asked again, it would run (and bill) the prompt again for the same answer.
+                    end = decoder.end() if answered else None
+                    if end is None:
+                        raise ModelError(
+                            "the server ended the stream with [DONE] without an answer (no "
+                            "event held a choice)"
+                        ) from None
+                    return sdk_stream, decoder, end, watch
                 events += 1
+                if not answered:
+                    choices = getattr(event, "choices", None)
+                    answered = type(choices) is list and bool(choices)
                 chunk = decoder.feed(event)
                 if chunk is not None:
                     return sdk_stream, decoder, chunk, watch
