@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import json
 import logging
 import subprocess
@@ -535,6 +536,52 @@ async def test_what_a_reply_keeps_goes_back_only_to_the_server_it_came_from(
     assert back["reasoning_details"] == reply.metadata["reasoning_details"]
     tag = reply.metadata["kept_from"]  # the server's URL is not in it
     assert isinstance(tag, str) and "127.0.0.1" not in tag and "http" not in tag
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_what_a_reply_keeps_goes_back_only_to_the_model_that_made_it(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """What a reply keeps to be sent back was tagged with its server alone, so a gateway serving
+    several models (OpenRouter; a service switching model, ``model_name`` set between calls)
+    sent one model's thought signature and signed reasoning to another, which refuses it (a
+    signature is bound to its model: Gemini's 400 "Corrupted thought signature", Anthropic's
+    "Invalid signature in thinking block"). The tag names the model too; a message saved with
+    the server's tag alone (before the model was in it) goes to any model on that server, as it
+    did, and one of another server to none."""
+    server.script(
+        Reply(
+            tool_calls=[Call("add", '{"a": 2, "b": 3}', id="c1")],
+            reasoning="Add them.",
+            reasoning_details=True,
+            signature="sig",
+        ),
+        *[Reply(text="5")] * 4,
+    )
+    async with make_model(server) as model:
+        reply = await call(model, streaming, [Message.user("2 + 3?")], tools=[ADD])
+        history = [Message.user("2 + 3?"), reply, *run_add(reply)]
+        history = from_json_value(to_json_value(history))  # a checkpoint keeps the tag
+        model.model_name = "another-model"  # the same gateway, another model
+        await model.generate(history, tools=[ADD])
+        model.model_name = "test-model"
+        await model.generate(history, tools=[ADD])
+        # the tag of the previous version: a digest of the server's URL alone
+        old = hashlib.sha256(server.base_url.encode()).hexdigest()[:16]
+        saved_before = history[1].model_copy(deep=True)
+        saved_before.metadata["kept_from"] = old
+        model.model_name = "another-model"
+        await model.generate([history[0], saved_before, history[2]], tools=[ADD])
+        saved_before.metadata["kept_from"] = "0123456789abcdef"  # another server's
+        await model.generate([history[0], saved_before, history[2]], tools=[ADD])
+    other, same, old_tag, elsewhere = (body["messages"][1] for body in server.bodies[1:])
+    for withheld in (other, elsewhere):
+        assert "reasoning_details" not in withheld
+        assert "extra_content" not in withheld["tool_calls"][0]
+    for sent in (same, old_tag):
+        assert sent["reasoning_details"] == reply.metadata["reasoning_details"]
+        assert sent["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": "sig"}}
+    assert reply.metadata["kept_from"] not in (old, "")
 
 
 async def test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them() -> None:

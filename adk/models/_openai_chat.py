@@ -127,16 +127,23 @@ KEPT_FIELDS = ("extra_content", "reasoning_details")
 :data:`REASONING_DETAILS`), left out (``send_kept=False``) for a server that refused them."""
 
 KEPT_FROM = "kept_from"
-"""The ``Message.metadata`` key naming the server a reply that keeps :data:`KEPT_FIELDS` came
-from: a digest of its URL (``server_tag``), never the URL, which may name a private host. What
-the reply keeps goes back to that server only; a message without it (saved before it was
-written) goes to any, as it did."""
+"""The ``Message.metadata`` key naming the server and model a reply that keeps
+:data:`KEPT_FIELDS` came from: a digest of the server's URL and the model's name
+(``server_tag``), never the URL, which may name a private host. What the reply keeps goes back
+to that model on that server only: a signature is bound to the model that made it (another
+model refuses it: Gemini's 400 "Corrupted thought signature", Anthropic's "Invalid signature in
+thinking block"), and one gateway serves many. A message tagged with the server alone (saved
+before the model was in the tag) goes to any model on that server, and one without a tag
+(saved before it was written) to any server, as they did."""
 
 
-def server_tag(base_url: str) -> str:
-    """The :data:`KEPT_FROM` of a server whose API root is ``base_url`` (its credentials and
-    query left out by the caller): 16 hex digits of its SHA-256, the same in every process."""
-    return hashlib.sha256(base_url.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+def server_tag(base_url: str, model: str | None = None) -> str:
+    """The :data:`KEPT_FROM` of ``model`` on a server whose API root is ``base_url`` (its
+    credentials and query left out by the caller): 16 hex digits of the SHA-256 of both, the
+    same in every process; without ``model``, of the URL alone (the tag before the model was in
+    it, which messages saved then carry)."""
+    text = base_url if model is None else f"{base_url}\n{model}"
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def chat_messages(
@@ -147,6 +154,7 @@ def chat_messages(
     short_ids: bool = False,
     send_kept: bool = True,
     origin: str | None = None,
+    server: str | None = None,
 ) -> list[dict[str, Any]]:
     """Wire messages. Assistant messages always carry ``content`` (``""`` beside tool calls: some
     servers reject its absence) and carry ``tool_calls`` only when there are some (OpenAI rejects an
@@ -160,8 +168,10 @@ def chat_messages(
     as Mistral does) each tool-call id goes as :func:`short_call_id` makes it. What a reply's
     metadata keeps to be sent back (Gemini's ``extra_content`` on its calls, OpenRouter's
     ``reasoning_details``) goes back on it, unless ``send_kept`` is off (a server that refused
-    them: :data:`KEPT_FIELDS`) or the message came from a server other than ``origin`` (the
-    :data:`KEPT_FROM` of the server the request goes to; None: sent whatever the message's)."""
+    them: :data:`KEPT_FIELDS`) or the message came from a model or server other than ``origin``
+    (the :data:`KEPT_FROM` of the model and server the request goes to; None: sent whatever the
+    message's); ``server``: the tag of that server alone, which a message saved before the model
+    was in the tag carries (sent, as it was then)."""
     out: list[dict[str, Any]] = []
     attached: list[dict[str, Any]] | None = None  # the parts of a round's tool messages
     for position, message in enumerate(messages):
@@ -174,11 +184,10 @@ def chat_messages(
             metadata = message.metadata
             # What the reply kept goes back to the server it came from (an untagged message's
             # to any): another may refuse a field it does not know (Mistral's 422).
-            kept = (
-                send_kept
-                and bool(metadata)
-                and (origin is None or metadata.get(KEPT_FROM, origin) == origin)
-            )
+            kept = send_kept and bool(metadata)
+            if kept and origin is not None:
+                tag = metadata.get(KEPT_FROM, origin)
+                kept = tag == origin or (server is not None and tag == server)
             if message.tool_calls:
                 entry["tool_calls"] = calls = [
                     {
@@ -262,12 +271,13 @@ def chat_request(
     short_ids: bool = False,
     send_kept: bool = True,
     origin: str | None = None,
+    server: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.chat.completions.create``.
 
     Streams ask for ``stream_options.include_usage`` (unless ``stream_usage`` is off: a server that
     refused it) so the final chunk carries token counts. ``send_reasoning``, ``send_parts``,
-    ``short_ids``, ``send_kept`` and ``origin``: see :func:`chat_messages`. ``options.extra`` travels as
+    ``short_ids``, ``send_kept``, ``origin`` and ``server``: see :func:`chat_messages`. ``options.extra`` travels as
     ``extra_body`` and so overrides anything set here. Without tools, ``tool_choice`` and ``parallel_tool_calls`` are left out
     (:data:`~adk.models._openai_common.TOOL_FIELDS`).
     """
@@ -280,6 +290,7 @@ def chat_request(
             short_ids=short_ids,
             send_kept=send_kept,
             origin=origin,
+            server=server,
         ),
     }
     if tools:

@@ -132,15 +132,16 @@ def responses_request(
     short_ids: bool = False,
     send_kept: bool = True,
     origin: str | None = None,
+    server: str | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for ``client.responses.create``. ``max_tokens`` becomes
     ``max_output_tokens`` (``max_tokens_field``, ``stream_usage``, ``send_reasoning``,
-    ``short_ids``, ``send_kept`` and ``origin`` are Chat concerns; ``send_parts``: see
+    ``short_ids``, ``send_kept``, ``origin`` and ``server`` are Chat concerns; ``send_parts``: see
     :func:`responses_input`) and ``response_format`` becomes ``text.format``. ``stop`` is
     rejected: the Responses API has no stop sequences. Without tools, ``tool_choice`` and
     ``parallel_tool_calls`` are left out (:data:`~adk.models._openai_common.TOOL_FIELDS`), as
     from a Chat request."""
-    del max_tokens_field, stream_usage, send_reasoning, short_ids, send_kept
+    del max_tokens_field, stream_usage, send_reasoning, short_ids, send_kept, origin, server
     request: dict[str, Any] = {
         "model": model,
         "input": responses_input(messages, send_parts=send_parts),

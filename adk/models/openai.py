@@ -279,9 +279,13 @@ class OpenAIChatModel(AsyncCloseable):
         self._shown_url = redacted_url(
             f"{self.base_url}?{urlencode(query)}" if query else self.base_url
         )
-        # The server what replies keep to be sent back goes back to (``KEPT_FROM``): its URL
-        # without credentials (a gateway's user:pw@, not the server) and without the query.
-        self._origin = server_tag(redacted_url(self.base_url).partition("?")[0])
+        # The server what replies keep to be sent back goes back to (``KEPT_FROM``, with the
+        # model: ``_origin_for``): its URL without credentials (a gateway's user:pw@, not the
+        # server) and without the query; ``_origin`` is the tag of the server alone, which
+        # messages saved before the model was in the tag carry.
+        self._server_id = redacted_url(self.base_url).partition("?")[0]
+        self._origin = server_tag(self._server_id)
+        self._origins: tuple[str, str] = ("", "")  # (the model name, its KEPT_FROM) last made
         host = urlsplit(self.base_url).hostname or ""
         # OpenAI itself: api.openai.com and its regional endpoints (eu.api.openai.com, which the
         # openai client's data_residency= selects; mtls.api.openai.com).
@@ -305,15 +309,20 @@ class OpenAIChatModel(AsyncCloseable):
         )
         if api == "chat":
             self._build = chat_request
-            # (a reply, the API key to mask in what an error quotes of it)
-            self._to_message: Callable[[Any, str | None], Message] = functools.partial(
-                chat_message, origin=self._origin
-            )
             self._endpoint = "chat.completions"
         else:
             self._build = responses_request
-            self._to_message = responses_message
             self._endpoint = "responses"
+
+    def _origin_for(self, model: str) -> str:
+        """The ``KEPT_FROM`` of ``model`` on this model's server: what a reply of it keeps to
+        be sent back goes back to it alone (``model_name`` may be set between calls, so it is
+        made per name, the last one kept)."""
+        name, tag = self._origins
+        if name != model or not tag:
+            tag = server_tag(self._server_id, model)
+            self._origins = (model, tag)
+        return tag
 
     def _new_client(self) -> openai.AsyncOpenAI:
         """A client of this model's own (where it is made, then one per event loop), its HTTP
@@ -480,7 +489,13 @@ class OpenAIChatModel(AsyncCloseable):
         the attempt: a 200 answer that is not a completion fails it (see ``_failure``), and one
         holding an error whose code is a transient status (OpenRouter's overloaded provider) is
         retried like that status. A ``wrapped`` answer's text is the value it wraps."""
-        message = self._to_message(await self._create(request), self._own_key())
+        response = await self._create(request)
+        if self._api == "chat":  # what it keeps is tagged with the model asked
+            message = chat_message(
+                response, self._own_key(), origin=self._origin_for(request["model"])
+            )
+        else:
+            message = responses_message(response, self._own_key())
         if wrapped:
             cut = message.metadata.get("finish_reason") == "length"
             message.content = unwrap_text(message.content, cut)
@@ -578,7 +593,8 @@ class OpenAIChatModel(AsyncCloseable):
             send_parts=self._send_parts,
             short_ids=changed.get("short_ids", self._short_ids),
             send_kept=changed.get("send_kept", self._send_kept),
-            origin=self._origin,
+            origin=self._origin_for(self.model_name),
+            server=self._origin,
         )
         return request, wrapped
 
@@ -719,7 +735,7 @@ class OpenAIChatModel(AsyncCloseable):
         sdk_stream = await self._create(request)
         watch = _watch_done(sdk_stream) if self._api == "chat" else None
         inner: ChatStreamDecoder | ResponsesStreamDecoder = (
-            ChatStreamDecoder(self._origin, self._own_key())
+            ChatStreamDecoder(self._origin_for(request["model"]), self._own_key())
             if self._api == "chat"
             else ResponsesStreamDecoder()
         )
