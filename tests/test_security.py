@@ -323,6 +323,37 @@ async def test_an_api_key_the_server_quotes_back_is_masked_in_the_error(given: s
     assert KEY[3:] not in everything(caught.value)
 
 
+@pytest.mark.parametrize("where", ["status", "200 error", "200 text"])
+async def test_a_short_api_key_the_server_quotes_back_is_masked_where_it_stands_alone(
+    where: str,
+) -> None:
+    """A key under 8 characters was never masked: LiteLLM's proxy documents ``sk-1234`` as its
+    master key, and local servers take any (``--api-key``), and a server quoting it showed it
+    in the ModelError, its RunErrors, logs and span status. Such a key is masked where it
+    stands as a whole token: not inside a longer word (``sk-1234-model``), which plain replacing
+    would mangle. One under 4 characters is not masked: no secret, it would hide numbers."""
+    key = "sk-1234"
+    said = f"Incorrect API key provided: {key}. Model sk-1234-model unknown."
+    replies = {
+        "status": Reply(status=401, error=said),
+        "200 error": Reply(raw=json.dumps({"error": {"message": said}}).encode()),
+        "200 text": Reply(raw=said.encode(), content_type="text/plain"),
+    }
+    async with (
+        OpenAIServer([replies[where], replies[where]]) as server,
+        wire_model(server, api_key=key, retry=ONCE) as model,
+    ):
+        with pytest.raises(ModelError, match="Incorrect API key provided") as caught:
+            await model.generate([Message.user("hi")])
+        async with wire_model(server, api_key="x", retry=ONCE) as tiny:
+            with pytest.raises(ModelError, match="Incorrect API key provided") as unmasked:
+                await tiny.generate([Message.user("hi")])
+    text = str(caught.value)
+    assert "provided: ***." in text and "sk-1234-model" in text, text
+    assert f"{key}." not in everything(caught.value)
+    assert "sk-1234." in str(unmasked.value)  # ("x" is no key to mask: nothing else changed)
+
+
 async def test_a_password_in_the_models_base_url_is_masked_in_its_repr_and_errors() -> None:
     """A gateway reached with its credentials in the URL (``https://user:pw@gateway/v1``) showed
     them whole in ``repr(model)`` and in every ModelError ("chat.completions

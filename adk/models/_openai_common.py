@@ -9,7 +9,9 @@ OpenAI-compatible return shapes the SDK's types do not promise (``reasoning_cont
 from __future__ import annotations
 
 import base64
+import functools
 import json
+import re
 from typing import Any
 
 from .._fastmodel import fast_builder
@@ -67,10 +69,53 @@ def content_parts(parts: list[Any]) -> tuple[str, str]:
     return "".join(text), "".join(thinking)
 
 
+SHORTEST_KEY = 4
+"""The shortest API key masked where a server quotes it (``unkeyed``): a shorter one is no
+secret, and masked it would hide numbers and words (key ``1``: ``messages[***]``)."""
+_LONG_KEY = 8  # a key this long is masked wherever it is; a shorter one only as a whole token
+_KEY_CHARACTERS = r"A-Za-z0-9_\-"  # what a key's token is made of, which its ends are not next to
+
+
+@functools.lru_cache(maxsize=8)
+def _short_key(key: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![{_KEY_CHARACTERS}]){re.escape(key)}(?![{_KEY_CHARACTERS}])")
+
+
+@functools.lru_cache(maxsize=8)
+def _short_key_bytes(key: str) -> re.Pattern[bytes]:
+    return re.compile(_short_key(key).pattern.encode("utf-8", "surrogatepass"))
+
+
 def unkeyed(text: str, key: str | None) -> str:
     """``text`` with ``key`` (the model's API key, None: none to mask) masked as ``***``: done
-    before any cut of what a server said, which would leave part of a key it went through."""
-    return text if key is None else text.replace(key, "***")
+    before any cut of what a server said, which would leave part of a key it went through. A
+    key under 8 characters (LiteLLM's ``sk-1234``, a local server's) is masked where it stands
+    as a whole token (``key sk-1234.``, not ``sk-1234-model``), as plain replacing would mask
+    words and numbers that merely hold it."""
+    if key is None:
+        return text
+    if len(key) >= _LONG_KEY:
+        return text.replace(key, "***")
+    return _short_key(key).sub("***", text)
+
+
+def unkeyed_bytes(data: bytes, key: str | None) -> bytes:
+    """``unkeyed`` of bytes (a body that is not UTF-8, quoted around where it stopped being
+    so)."""
+    if key is None:
+        return data
+    if len(key) >= _LONG_KEY:
+        return data.replace(key.encode("utf-8", "surrogatepass"), b"***")
+    return _short_key_bytes(key).sub(b"***", data)
+
+
+def quotes_key(text: str, key: str | None) -> bool:
+    """Whether ``text`` holds ``key`` where ``unkeyed`` masks it."""
+    if key is None:
+        return False
+    if len(key) >= _LONG_KEY:
+        return key in text
+    return _short_key(key).search(text) is not None
 
 
 def error_detail(error: object, key: str | None = None) -> str:

@@ -28,7 +28,15 @@ from ..messages import Message, MessageChunk
 from ..tools.base import ToolSpec
 from ._openai_chat import KEPT_FIELDS, ChatStreamDecoder, chat_message, chat_request, server_tag
 from ._openai_chat import short_call_id as _short_call_id
-from ._openai_common import error_detail, in_band_status, json_schema_of, unkeyed
+from ._openai_common import (
+    SHORTEST_KEY,
+    error_detail,
+    in_band_status,
+    json_schema_of,
+    quotes_key,
+    unkeyed,
+    unkeyed_bytes,
+)
 from ._openai_responses import ResponsesStreamDecoder, responses_message, responses_request
 from ._openai_tls import http_client
 from ._retry import RETRY_AFTER_LIMIT, RetryRunner, retry_after_seconds
@@ -887,7 +895,7 @@ class OpenAIChatModel(AsyncCloseable):
         they cut what they quote (200 or 500 characters), given it: a key a cut went through
         is not found whole here."""
         key = self._own_key()
-        if key is None or key not in str(error):
+        if not quotes_key(str(error), key):
             return error
         masked = ModelError(unkeyed(str(error), key), status=error.status)
         if getattr(error, "_adk_untyped", False):
@@ -896,9 +904,13 @@ class OpenAIChatModel(AsyncCloseable):
         return masked
 
     def _own_key(self) -> str | None:
-        """This model's API key, to mask where a server quotes it (None: none to mask)."""
+        """This model's API key, to mask where a server quotes it (None: none to mask: no key,
+        the placeholder sent to a server without auth, or one under ``SHORTEST_KEY`` characters,
+        which is no secret and would mask words and numbers)."""
         given = getattr(self._client, "api_key", None)
-        return given if isinstance(given, str) and len(given) >= 8 and given != _KEYLESS else None
+        if not isinstance(given, str) or len(given) < SHORTEST_KEY or given == _KEYLESS:
+            return None
+        return given
 
     def _bounded(self, said: str) -> tuple[str, bool]:
         """What a server said, to quote: cut to ``_SAID_SHOWN`` characters (Gemini answers each
@@ -921,11 +933,11 @@ class OpenAIChatModel(AsyncCloseable):
         answer held more than was shown (``_without_echo``: a request echoed back; ``cut``: a
         long answer, ``_bounded``)."""
         key = self._own_key()
-        if key is not None and key in said:  # (the rest of the text is ours: URL, model name)
-            error = ModelError(str(error).replace(key, "***"), status=error.status)
+        if quotes_key(said, key):  # (the rest of the text is ours: URL, model name)
+            error = ModelError(unkeyed(str(error), key), status=error.status)
         elif (
             not cut
-            and not (key is not None and key in str(exc))
+            and not quotes_key(str(exc), key)
             and _ECHOED_INPUT.search(str(exc)) is None
         ):
             return error
@@ -1084,10 +1096,7 @@ def _around(data: bytes, at: int, key: str | None) -> bytes:
     masked before they are cut: the key is ASCII (``_check_api_key``) and the byte at ``at`` is
     not, so no key goes across ``at``, and each side is masked apart."""
     before, after = data[:at], data[at:]
-    if key is not None:
-        masked = key.encode("utf-8", "surrogatepass")
-        before, after = before.replace(masked, b"***"), after.replace(masked, b"***")
-    return before[-100:] + after[:100]
+    return unkeyed_bytes(before, key)[-100:] + unkeyed_bytes(after, key)[:100]
 
 
 def _ended_early(sdk_stream: Any, events: int) -> Exception:
