@@ -935,11 +935,7 @@ class OpenAIChatModel(AsyncCloseable):
         key = self._own_key()
         if quotes_key(said, key):  # (the rest of the text is ours: URL, model name)
             error = ModelError(unkeyed(str(error), key), status=error.status)
-        elif (
-            not cut
-            and not quotes_key(str(exc), key)
-            and _ECHOED_INPUT.search(str(exc)) is None
-        ):
+        elif not cut and not quotes_key(str(exc), key) and _ECHOED_INPUT.search(str(exc)) is None:
             return error
         error._adk_quoted_cause = True  # type: ignore[attr-defined]  # see _send
         return error
