@@ -767,7 +767,7 @@ class OpenAIChatModel(AsyncCloseable):
                         ) from None
                     return sdk_stream, decoder, end, watch
                 events += 1
-                if not answered:
+                if not answered and watch is not None:  # (a Chat event: Responses' have none)
                     choices = getattr(event, "choices", None)
                     answered = type(choices) is list and bool(choices)
                 chunk = decoder.feed(event)
