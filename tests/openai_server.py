@@ -104,7 +104,13 @@ class Reply:
     several blocks, each signed), streamed one after the other, every piece at ``index`` 0.
     ``events`` replaces a stream's events with these, sent as they are (text or bytes: an event
     cut mid-way, invalid UTF-8, a chunk of another shape), whichever protocol was asked for;
-    ``break_after`` and the other cuts apply to them. ``endless`` is an event sent again and
+    ``break_after`` and the other cuts apply to them. ``arguments_resent`` streams each tool
+    call's arguments as servers that send them more than once do: ``"after"`` sends the whole
+    arguments again after the fragments that carried them, in a fragment of their own (no id,
+    no name), ``"whole"`` sends the whole call again after them, its id, name and arguments
+    re-serialized (``{"a":1}`` for ``{"a": 1}``), as proxies that end a call with a
+    "consolidated" chunk do, and ``"cumulative"`` makes each fragment carry the arguments so
+    far, as some DeepSeek hosts do. ``endless`` is an event sent again and
     again after the stream's events, until the client hangs up (a server stuck sending empty
     chunks).
     """
@@ -153,6 +159,7 @@ class Reply:
     finish_sent: bool = True
     reasoning_details: bool = False
     reasoning_blocks: int = 1
+    arguments_resent: str | None = None
 
     @property
     def finish(self) -> str | None:
@@ -1303,12 +1310,23 @@ def _chat_events(reply: Reply, model: str, n: int, include_usage: object) -> lis
         chunks.append(
             chunk({"tool_calls": [{**first, "function": {"name": call.name, "arguments": ""}}]})
         )
+        sent = ""
         for part in _pieces(call.arguments, reply.fragment):
+            sent += part
+            if reply.arguments_resent == "cumulative":
+                part = sent
             if reply.repeat_name:
                 fragment = {**head, "function": {"name": call.name, "arguments": part}}
             else:
                 fragment = {**index, "function": {"arguments": part}}
             chunks.append(chunk({"tool_calls": [fragment]}))
+        if reply.arguments_resent == "after":
+            again = {**index, "function": {"arguments": call.arguments}}
+            chunks.append(chunk({"tool_calls": [again]}))
+        elif reply.arguments_resent == "whole":
+            arguments = json.dumps(json.loads(call.arguments), separators=(",", ":"))
+            again = {**head, "function": {"name": call.name, "arguments": arguments}}
+            chunks.append(chunk({"tool_calls": [again]}))
     chunks.append(chunk({}, reply.finish))
     if include_usage:
         final = chunk({})

@@ -584,6 +584,57 @@ async def test_what_a_reply_keeps_goes_back_only_to_the_model_that_made_it(
     assert reply.metadata["kept_from"] not in (old, "")
 
 
+@pytest.mark.parametrize("resent", ["after", "whole", "cumulative"])
+@pytest.mark.parametrize("call_index", ["each", "shared", "none"])
+async def test_tool_call_arguments_a_server_sends_more_than_once_are_taken_once(
+    server: OpenAIServer, resent: str, call_index: str
+) -> None:
+    """Servers that stream a call's arguments more than once: proxies sending the whole
+    arguments again after the fragments (lidge-jun/opencodex#361), or the whole call again, its
+    arguments re-serialized, in a "consolidated" chunk (elizaOS/eliza#16973), and hosts sending
+    the arguments so far in every fragment (DeepSeek's, NousResearch/hermes-agent#35718). Joined
+    as they came, the arguments were ``{...}{...}``, JSON no tool takes (the call failed), and
+    the call sent again under its id was a second call, the tool run twice. Each call is taken
+    once, with its arguments once."""
+    calls = [
+        Call("add", '{"a": 1, "b": 2}', id="call_a"),
+        Call("add", '{"a": 30, "b": 4}', id="call_b"),
+    ]
+    server.script(Reply(tool_calls=calls, arguments_resent=resent, call_index=call_index))
+    async with make_model(server) as model:
+        message = join_chunks(await collect(model.stream([Message.user("1+2, 30+4?")])))
+    assert [json.loads(c.arguments) for c in message.tool_calls] == [
+        {"a": 1, "b": 2},
+        {"a": 30, "b": 4},
+    ]
+    assert [(c.id, c.name) for c in message.tool_calls] == [("call_a", "add"), ("call_b", "add")]
+    assert message.metadata["finish_reason"] == "tool_calls"
+
+
+async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer) -> None:
+    """What ``_WireCall.repeats`` must not take for a repeat: a server without ids numbering
+    every call 0 sends two equal calls (a die rolled twice), each whole with its name; and two
+    calls of ids of their own with equal arguments, at one wire index or two."""
+    same = '{"a": 1, "b": 1}'
+    server.script(
+        Reply(
+            tool_calls=[Call("add", same)] * 2,
+            call_ids=False,
+            call_index="shared",
+            arguments_as_object=True,
+        ),
+        Reply(tool_calls=[Call("add", same, id="x"), Call("add", same, id="y")]),
+        Reply(
+            tool_calls=[Call("add", same, id="x"), Call("add", same, id="y")],
+            call_index="shared",
+        ),
+    )
+    async with make_model(server) as model:
+        for _ in range(3):
+            message = join_chunks(await collect(model.stream([Message.user("roll twice")])))
+            assert [json.loads(c.arguments) for c in message.tool_calls] == [{"a": 1, "b": 1}] * 2
+
+
 async def test_calls_given_ids_of_their_own_keep_what_the_server_put_on_them() -> None:
     """A server that gives two calls of one answer the same id, each with what it wants back
     (``extra_content``): the reply kept them by id, the second over the first, and once the

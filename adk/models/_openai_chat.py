@@ -525,7 +525,7 @@ class ChatStreamDecoder:
                     name = text_of(getattr(function, "name", None))
                     arguments = arguments_text(getattr(function, "arguments", None))
                     extra = field_of(raw, "extra_content") if call_id or name else None
-                    index, name = self._place(
+                    index, name, arguments = self._place(
                         wire if isinstance(wire, int) else -1 - position,
                         call_id,
                         name,
@@ -576,27 +576,30 @@ class ChatStreamDecoder:
 
     def _place(
         self, key: int, call_id: str, name: str, arguments: str, signed: bool = False
-    ) -> tuple[int, str]:
-        """The index of the call a fragment belongs to, and the name to pass on with it. ``key``
-        is its wire index, or for a fragment without one ``-1 - its place in the delta``;
-        ``signed``: it carries what only a call's head does (``extra_content``)."""
+    ) -> tuple[int, str, str]:
+        """The index of the call a fragment belongs to, and the name and arguments to pass on
+        with it (the arguments it adds: see ``_WireCall.add``, and none when it repeats a whole
+        call's, ``_WireCall.repeats``). ``key`` is its wire index, or for a fragment without one
+        ``-1 - its place in the delta``; ``signed``: it carries what only a call's head does
+        (``extra_content``)."""
         current = self._at.get(key)
         if not call_id:
             if current is None:
                 self._at[key] = _WireCall(self._new_index(), "", name, arguments)
-                return self._calls - 1, name
+                return self._calls - 1, name, arguments
             if current.closed is None:  # a continuation: the common case
-                current.add(name, arguments)
-                return current.index, name
+                return current.index, name, current.add(name, arguments)
+            if not name and current.repeats(arguments):
+                return current.index, name, ""  # the whole arguments sent again at the end
             # the call at this key has a whole object as its arguments: see _WireCall.after_whole
             named = current.after_whole(name, arguments)
             if named is None:
-                return current.index, name
+                return current.index, name, arguments
             self._at[key] = _WireCall(self._new_index(), "", named, arguments)
-            return self._calls - 1, named
+            return self._calls - 1, named, arguments
         if current is not None and current.id == call_id and current.closed is None:
-            current.add(name, arguments)  # llama.cpp repeats the id in every fragment
-            return current.index, name
+            # llama.cpp repeats the id in every fragment
+            return current.index, name, current.add(name, arguments)
         known = self._ids.get(call_id)
         # A wire index never seen before is a call of its own, though its id is taken (two calls
         # at indices 0 and 1 both given "dup", their heads sent before their arguments): the
@@ -616,6 +619,15 @@ class ChatStreamDecoder:
             if held is None:
                 held = next((c for c in self._at.values() if c.index == known), None)
             if held is not None and held.closed is not None:
+                if (
+                    held is current
+                    and not signed
+                    and name in ("", held.name)
+                    and held.repeats(arguments)
+                ):
+                    # the whole call sent again under its id (a proxy's "consolidated" chunk
+                    # after the deltas): the same call, which run twice would act twice
+                    return held.index, name, ""
                 if held is not current or signed or arguments.strip():
                     known = None
                 else:
@@ -630,10 +642,10 @@ class ChatStreamDecoder:
             self._given[index] = call_id
         if current is not None and current.index == index:
             current.id = call_id
-            current.add(name, arguments)
+            arguments = current.add(name, arguments)
         else:
             self._at[key] = _WireCall(index, call_id, name, arguments)
-        return index, name
+        return index, name, arguments
 
     def _new_index(self) -> int:
         index = self._calls
@@ -693,13 +705,41 @@ class _WireCall:
         if arguments.rstrip().endswith("}"):
             self._check_whole()
 
-    def add(self, name: str, arguments: str) -> None:
+    def add(self, name: str, arguments: str) -> str:
+        """Take a fragment of this call; the arguments it adds, to pass on: ``arguments``, or,
+        from a server that sends the arguments so far again in every fragment (cumulative, as
+        some DeepSeek hosts do: ``{"a``, ``{"a": 1``, ``{"a": 1}``), what a fragment adds to
+        them. Read so only when the fragment opens an object (``{``), which a fragment continuing
+        an object's text never does validly where the text so far opens one too (``{{``, or the
+        text so far again inside it): so a plain stream's fragments cost one comparison."""
         if name and not self.name:
             self.name = name
         if arguments:
-            self._parts.append(arguments)
+            parts = self._parts
+            if parts and arguments[0] == "{":
+                text = "".join(parts)
+                if len(arguments) > len(text) and text[0] == "{" and arguments.startswith(text):
+                    arguments = arguments[len(text) :]
+                    parts[:] = [text]
+            parts.append(arguments)
             if arguments.rstrip().endswith("}"):
                 self._check_whole()
+        return arguments
+
+    def repeats(self, arguments: str) -> bool:
+        """Whether ``arguments`` are this call's whole arguments again (once they are whole):
+        some proxies send them again at the end, after the fragments that carried them, where
+        appended they made ``{...}{...}``, JSON no tool takes. The same object written
+        otherwise (re-serialized: ``{"a": 1}`` for ``{"a":1}``) is the same arguments."""
+        if self.closed is None or not arguments.strip():
+            return False
+        text = "".join(self._parts)
+        if arguments.strip() == text.strip():
+            return True
+        try:
+            return bool(json.loads(arguments) == json.loads(text))
+        except (ValueError, RecursionError):
+            return False
 
     def _check_whole(self) -> None:
         text = "".join(self._parts)
