@@ -2055,6 +2055,29 @@ async def test_an_answer_ending_in_an_error_before_anything_was_seen_is_retried(
     assert caught.value.status == 400 and len(server.requests) == 3
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+async def test_an_answer_deepseek_cut_for_want_of_resources_is_no_answer(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """DeepSeek ends an answer its inference resources ran short for with the finish reason
+    ``insufficient_system_resource`` (its API reference lists it beside ``stop`` and
+    ``length``): the cut answer passed for a whole one. It is a failure, an overload (503):
+    retried while nothing has reached the caller, and raised mid-stream after that."""
+    server.script(
+        Reply(text="half" if not streaming else "", finish_reason="insufficient_system_resource"),
+        Reply(text="a whole answer"),
+        Reply(text="the first half of an answ", finish_reason="insufficient_system_resource"),
+    )
+    async with make_model(server) as model:
+        message = await call(model, streaming, [Message.user("hi")])
+        assert message.content == "a whole answer" and len(server.requests) == 2
+        if streaming:
+            with pytest.raises(ModelError, match="insufficient_system_resource") as caught:
+                await call(model, streaming, [Message.user("hi")])
+            assert "mid-stream" in str(caught.value) and caught.value.status == 503
+            assert len(server.requests) == 3  # chunks reached the caller: never retried
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_stream_ending_early_raises_instead_of_truncating(
     server: OpenAIServer, api: str

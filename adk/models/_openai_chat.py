@@ -368,7 +368,8 @@ def chat_message(completion: Any, key: str | None = None, *, origin: str | None 
             key,
         )
     choice = choices[0]
-    if getattr(choice, "finish_reason", None) == "error":
+    finish = getattr(choice, "finish_reason", None)
+    if finish == "error" or finish == _NO_RESOURCE:
         raise _failed_answer(choice, key)
     raw = getattr(choice, "message", None)
     if raw is None or isinstance(raw, (str, int, float, list)):
@@ -412,13 +413,26 @@ def _shown(value: object, key: str | None) -> str:
     return shown if len(shown) <= 200 else shown[:200] + "..."
 
 
+_NO_RESOURCE = "insufficient_system_resource"
+"""DeepSeek's finish reason for an answer its inference resources ran short for: cut off, as one
+whose finish reason is ``error`` is (``_failed_answer``)."""
+
+
 def _failed_answer(choice: Any, key: str | None) -> ModelError:
-    """The error for a choice whose finish reason is ``error``: OpenRouter ends so the answer of
-    a provider that failed while the model was answering, with the error on the choice
-    (``{"code": 502, "message": ...}``). The answer is cut, not finished: taken as one, it passed
-    for whole. Its code is read as the status it stands for (``in_band_status``), so a failure
-    before anything reached the caller is retried as that status is. ``key``: masked before
-    what the provider said is cut (``error_detail``)."""
+    """The error for a choice whose finish reason says the answer was cut off by a failure
+    (``error``, :data:`_NO_RESOURCE`). ``error``: OpenRouter ends so the answer of a provider that failed
+    while the model was answering, with the error on the choice (``{"code": 502, "message":
+    ...}``). ``insufficient_system_resource``: DeepSeek's, the generation interrupted for want of
+    inference resources, an overload (503). The answer is cut, not finished: taken as one, it
+    passed for whole. The code is read as the status it stands for (``in_band_status``), so a
+    failure before anything reached the caller is retried as that status is. ``key``: masked
+    before what the provider said is cut (``error_detail``)."""
+    if getattr(choice, "finish_reason", None) == _NO_RESOURCE:
+        return ModelError(
+            "the model's answer was cut off: finish reason insufficient_system_resource (the "
+            "server's inference resources ran short)",
+            status=503,
+        )
     error = getattr(choice, "error", None)  # not an SDK field: kept as the dict it came as
     message = error.get("message") if isinstance(error, dict) else None
     said = message if isinstance(message, str) and message else "no details given"
@@ -545,7 +559,7 @@ class ChatStreamDecoder:
                         )
                     )
             reason = getattr(choice, "finish_reason", None)
-            if reason == "error":
+            if reason == "error" or reason == _NO_RESOURCE:  # (a list would be unhashable)
                 raise _failed_answer(choice, self._key)
             if isinstance(reason, str) and reason:
                 finish = reason
