@@ -99,6 +99,12 @@ FAILING_STREAMS: dict[str, tuple[list[str | bytes], str]] = {
     # test_a_stream_ended_by_done_without_a_finish_reason_is_finished)
     "no finish reason nor [DONE]": ([chunk({"content": "hi"})], "ended before the model finished"),
     "an error event": (['data: {"error": {"message": "overloaded"}}\n\n'], "overloaded"),
+    # Hugging Face's TGI: the error as text (the SDK's own message says only "An error
+    # occurred during streaming"; the text was left out)
+    "an error event as text": (
+        ['data: {"error": "Input validation error: too long", "error_type": "validation"}\n\n'],
+        "occurred during streaming: Input validation error: too long",
+    ),
 }
 
 
@@ -336,6 +342,11 @@ FAILING_BODIES: dict[str, tuple[bytes, str]] = {
     ),
     "nested past the parser": (NESTED.encode(), "nested too deeply"),
     "empty": (b"", "not valid JSON"),
+    # an error as text in a 200 answer (TGI's shape): the text was left out
+    "an error as text": (
+        json.dumps({"error": "Model is overloaded", "error_type": "overloaded"}).encode(),
+        "answered with an error: Model is overloaded",
+    ),
 }
 
 

@@ -179,6 +179,9 @@ def unusable_reply(reply: object, what: str, key: str | None = None) -> ModelErr
     if isinstance(reply, str):
         return ModelError(f"the server's answer is not JSON: {unkeyed(reply, key)[:200]!r}")
     error = _field(reply, "error")
+    if isinstance(error, str) and error.strip():
+        # the error as text, as Hugging Face's TGI sends it ({"error": ..., "error_type": ...})
+        return ModelError(f"the server answered with an error: {unkeyed(error, key)[:500]}")
     message = _field(error, "message") if error is not None else None
     if isinstance(message, str) and message:
         return ModelError(

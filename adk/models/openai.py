@@ -852,7 +852,13 @@ class OpenAIChatModel(AsyncCloseable):
             detail = f"{type(cause).__name__}: {cause}" if cause is not None else exc.message
             return ModelError(f"{where} connection error ({detail}){tries}")
         if isinstance(exc, openai.APIError):  # an error event in a stream: body is its error
-            detail = error_detail(exc.body, self._own_key())
+            body = exc.body
+            if isinstance(body, str) and body.strip():
+                # the error as text (Hugging Face's TGI: {"error": ..., "error_type": ...}),
+                # which the SDK's message, "An error occurred during streaming", leaves out
+                detail = f": {unkeyed(body, self._own_key())[:500]}"
+            else:
+                detail = error_detail(body, self._own_key())
             said, cut = self._bounded(_without_echo(f"{exc.message}{detail}"))
             return self._quoting(
                 ModelError(f"{where} {said}{tries}", status=in_band_status(exc.body)),
