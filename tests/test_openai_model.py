@@ -2078,6 +2078,32 @@ async def test_an_answer_deepseek_cut_for_want_of_resources_is_no_answer(
             assert len(server.requests) == 3  # chunks reached the caller: never retried
 
 
+@pytest.mark.parametrize("streaming", [False, True], ids=["generate", "stream"])
+async def test_a_tool_call_groq_could_not_parse_is_asked_for_again(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """Groq answers a tool call its parser could not read with a 400 (streamed: an error
+    event) coded ``tool_use_failed``, "Failed to call a function. Please adjust your prompt.",
+    intermittently (Llama and Kimi models: pydantic/pydantic-ai#2774). It is about what the
+    model generated, not the request, which samples anew when sent again and often succeeds;
+    as a 400 it failed the run at once. It is retried as a failure without a status is; any
+    other 400 still fails at once."""
+    failed = "Failed to call a function. Please adjust your prompt."
+    server.script(
+        Reply(status=400, error=failed, error_code="tool_use_failed")
+        if not streaming
+        else Reply(error=failed, error_code="tool_use_failed", error_after=1),
+        Reply(tool_calls=[Call("add", '{"a": 1, "b": 2}', id="c1")]),
+        Reply(status=400, error="bad tool schema"),
+    )
+    async with make_model(server) as model:
+        message = await call(model, streaming, [Message.user("1+2?")], tools=[ADD])
+        assert [c.name for c in message.tool_calls] == ["add"] and len(server.requests) == 2
+        with pytest.raises(ModelError, match="bad tool schema"):
+            await call(model, streaming, [Message.user("1+2?")], tools=[ADD])
+    assert len(server.requests) == 3
+
+
 @pytest.mark.parametrize("api", APIS)
 async def test_stream_ending_early_raises_instead_of_truncating(
     server: OpenAIServer, api: str

@@ -1134,6 +1134,8 @@ def _illegal_header(cause: BaseException | None) -> bool:
 
 
 def _is_transient(exc: BaseException, policy: RetryPolicy) -> bool:
+    if isinstance(exc, openai.APIError) and _failed_generation(exc.body):
+        return True
     if isinstance(exc, openai.APIStatusError):
         return _is_transient_status(exc.status_code, exc.body, policy)
     # APITimeoutError is an APIConnectionError: a timed-out attempt is retried like a dropped one.
@@ -1153,6 +1155,17 @@ def _is_transient(exc: BaseException, policy: RetryPolicy) -> bool:
     if isinstance(exc, ModelError) and exc.status is not None:
         return _is_transient_status(exc.status, None, policy)
     return False
+
+
+def _failed_generation(body: object) -> bool:
+    """Whether an error is a server refusing to pass on what the model generated, not the
+    request: Groq's 400 ``tool_use_failed`` ("Failed to call a function. Please adjust your
+    prompt."), a tool call its parser could not read (often with Llama and Kimi models,
+    intermittently: pydantic/pydantic-ai#2774, pipecat-ai/pipecat#1168), sent as the answer's
+    status or, streamed, as an error event. The same request samples anew and often succeeds,
+    so it is retried as a failure without a status is, whatever ``retry_on_status`` says of
+    400 (which the request itself would get again)."""
+    return isinstance(body, dict) and body.get("code") == "tool_use_failed"
 
 
 def _is_transient_status(status: int, body: object, policy: RetryPolicy) -> bool:
