@@ -420,9 +420,9 @@ whose finish reason is ``error`` is (``_failed_answer``)."""
 
 def _failed_answer(choice: Any, key: str | None) -> ModelError:
     """The error for a choice whose finish reason says the answer was cut off by a failure
-    (``error``, :data:`_NO_RESOURCE`). ``error``: OpenRouter ends so the answer of a provider that failed
-    while the model was answering, with the error on the choice (``{"code": 502, "message":
-    ...}``). ``insufficient_system_resource``: DeepSeek's, the generation interrupted for want of
+    (``error``, :data:`_NO_RESOURCE`). ``error``: OpenRouter ends so the answer of a provider
+    that failed while the model was answering, with the error on the choice (``{"code": 502,
+    "message": ...}``). ``insufficient_system_resource``: DeepSeek's, the generation interrupted for want of
     inference resources, an overload (503). The answer is cut, not finished: taken as one, it
     passed for whole. The code is read as the status it stands for (``in_band_status``), so a
     failure before anything reached the caller is retried as that status is. ``key``: masked
@@ -723,9 +723,11 @@ class _WireCall:
         """Take a fragment of this call; the arguments it adds, to pass on: ``arguments``, or,
         from a server that sends the arguments so far again in every fragment (cumulative, as
         some DeepSeek hosts do: ``{"a``, ``{"a": 1``, ``{"a": 1}``), what a fragment adds to
-        them. Read so only when the fragment opens an object (``{``), which a fragment continuing
-        an object's text never does validly where the text so far opens one too (``{{``, or the
-        text so far again inside it): so a plain stream's fragments cost one comparison."""
+        them. Read so only when the fragment opens an object (``{``) and begins with the text so
+        far, itself opening one: a fragment continuing that text does so only where the value
+        after it is an object beginning as the whole does (``{"a": `` then ``{"a": 1}}``, a key
+        nested in itself, cut at that very place), never with ``{{``. A plain stream's
+        fragments cost one comparison each."""
         if name and not self.name:
             self.name = name
         if arguments:
