@@ -110,7 +110,10 @@ class Reply:
     no name), ``"whole"`` sends the whole call again after them, its id, name and arguments
     re-serialized (``{"a":1}`` for ``{"a": 1}``), as proxies that end a call with a
     "consolidated" chunk do, and ``"cumulative"`` makes each fragment carry the arguments so
-    far, as some DeepSeek hosts do. ``endless`` is an event sent again and
+    far, as some DeepSeek hosts do. ``arguments_done_only`` streams a Responses function call's
+    arguments in its ``function_call_arguments.done`` alone, no deltas, and its finished item
+    without them (OpenAI's gpt-5.3-codex-spark sends no deltas; some gateways then an item
+    with empty arguments). ``endless`` is an event sent again and
     again after the stream's events, until the client hangs up (a server stuck sending empty
     chunks).
     """
@@ -160,6 +163,7 @@ class Reply:
     reasoning_details: bool = False
     reasoning_blocks: int = 1
     arguments_resent: str | None = None
+    arguments_done_only: bool = False
 
     @property
     def finish(self) -> str | None:
@@ -1458,6 +1462,7 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
                     "delta": piece,
                 }
                 for piece in _pieces(item["arguments"], reply.fragment)
+                if not reply.arguments_done_only
             ]
             events.append(
                 {
@@ -1467,7 +1472,8 @@ def _responses_events(reply: Reply, model: str, n: int) -> list[str]:
                     "arguments": item["arguments"],
                 }
             )
-            events.append({"type": "response.output_item.done", **at, "item": item})
+            finished = {**item, "arguments": ""} if reply.arguments_done_only else item
+            events.append({"type": "response.output_item.done", **at, "item": finished})
             continue
         events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     final = _response_object(reply, model, n, "completed")

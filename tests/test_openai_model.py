@@ -611,6 +611,28 @@ async def test_tool_call_arguments_a_server_sends_more_than_once_are_taken_once(
     assert message.metadata["finish_reason"] == "tool_calls"
 
 
+@pytest.mark.parametrize("call_index", ["each", "none"])
+async def test_responses_arguments_sent_only_in_their_done_event_are_read(
+    server: OpenAIServer, call_index: str
+) -> None:
+    """OpenAI's gpt-5.3-codex-spark streams a function call's arguments in its
+    ``response.function_call_arguments.done`` alone, without deltas, and gateways then send its
+    finished item with empty arguments (BerriAI/litellm#27144, Wei-Shaw/sub2api#6629): the
+    ``.done`` event was ignored, and the call went to its tool with ``{}``. Read from there when
+    no delta carried them; after deltas it repeats them, and is ignored."""
+    calls = [Call("add", '{"a": 1, "b": 2}', id="c1"), Call("add", '{"a": 3, "b": 4}', id="c2")]
+    server.script(
+        Reply(tool_calls=calls, arguments_done_only=True, call_index=call_index),
+        Reply(tool_calls=calls, call_index=call_index),
+    )
+    async with make_model(server, "responses") as model:
+        for _ in range(2):
+            message = join_chunks(await collect(model.stream([Message.user("1+2, 3+4?")])))
+            assert message.tool_calls == [
+                ToolCall(id=c.id or "", name=c.name, arguments=c.arguments) for c in calls
+            ]
+
+
 async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer) -> None:
     """What ``_WireCall.repeats`` must not take for a repeat: a server without ids numbering
     every call 0 sends two equal calls (a die rolled twice), each whole with its name; and two

@@ -281,7 +281,8 @@ class ResponsesStreamDecoder:
 
     Function calls are numbered 0, 1, ... in the order their items appear (``output_index`` counts
     every item, messages and reasoning too), each told apart by its item id where events carry one
-    (see ``_index``). Arguments come from the delta events; a server that only
+    (see ``_index``). Arguments come from the delta events; a server that sends none has them
+    read from ``function_call_arguments.done`` (OpenAI's gpt-5.3-codex-spark), and one that only
     sends the finished item (no deltas) still gets its arguments through from ``output_item.done``,
     and one whose deltas come before the call's ``output_item.added`` (or without one) its id and
     name, which only the item carries.
@@ -381,6 +382,19 @@ class ResponsesStreamDecoder:
             fragment = ToolCallChunk(
                 index=index, id=None, name=None, arguments=text_of(getattr(event, "delta", None))
             )
+            return _chunk(tool_calls=[fragment])
+        if kind == "response.function_call_arguments.done":
+            # The call's whole arguments: passed on only when no delta carried them (OpenAI's
+            # gpt-5.3-codex-spark sends none, and gateways then a finished item without them:
+            # BerriAI/litellm#27144, Wei-Shaw/sub2api#6629); after deltas, a repeat.
+            index = self._index(
+                getattr(event, "output_index", None), getattr(event, "item_id", None)
+            )
+            arguments = arguments_text(getattr(event, "arguments", None))
+            if index in self._argued or not arguments:
+                return None
+            self._argued.add(index)
+            fragment = ToolCallChunk(index=index, id=None, name=None, arguments=arguments)
             return _chunk(tool_calls=[fragment])
         if kind in ("response.output_item.added", "response.output_item.done"):
             item = getattr(event, "item", None)
