@@ -732,8 +732,15 @@ class _WireCall:
             self.name = name
         if arguments:
             parts = self._parts
-            if parts and arguments[0] == "{":
-                text = "".join(parts)
+            if (
+                parts
+                and arguments[0] == "{"
+                and len(arguments) > len(first := parts[0])
+                and arguments.startswith(first)
+            ):
+                # (the first fragment checked before the text is joined: a fragment opening a
+                # nested object seldom begins so, and the join is paid only then)
+                text = "".join(parts) if len(parts) > 1 else first
                 if len(arguments) > len(text) and text[0] == "{" and arguments.startswith(text):
                     arguments = arguments[len(text) :]
                     parts[:] = [text]
