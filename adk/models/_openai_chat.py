@@ -559,11 +559,12 @@ class ChatStreamDecoder:
                         )
                     )
             reason = getattr(choice, "finish_reason", None)
-            if reason == "error" or reason == _NO_RESOURCE:  # (a list would be unhashable)
-                raise _failed_answer(choice, self._key)
-            if isinstance(reason, str) and reason:
-                finish = reason
-                self.finished = True
+            if reason is not None:  # (most deltas: None, which == compares slowly)
+                if reason == "error" or reason == _NO_RESOURCE:  # (a list: unhashable)
+                    raise _failed_answer(choice, self._key)
+                if isinstance(reason, str) and reason:
+                    finish = reason
+                    self.finished = True
         if finish is not None:
             return MessageChunk(
                 content=content,
