@@ -3,13 +3,114 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Iterable
+from contextvars import ContextVar
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["AsyncCloseable", "cancel_and_wait", "closing", "finish"]
+__all__ = [
+    "AsyncCloseable",
+    "being_cancelled",
+    "cancel_and_wait",
+    "cancelled_beyond",
+    "closing",
+    "finish",
+    "run_ended",
+    "run_started",
+]
+
+
+# -- "is this run being cancelled" ----------------------------------------------------------------
+#
+# A task's ``cancelling()`` counts the cancellations requested of it and not taken back. One that
+# was requested before a run started is not the run's: a run made in a cancelled task's cleanup
+# (``except CancelledError: await runner.invoke(...); raise``, a service's goodbye on shutdown, or
+# an anyio shielded scope inside a cancelled one, as Starlette's code does) runs with the count
+# above 0 from its first step to its last, and nobody cancels it. So every "is this run being
+# cancelled" asks whether the count rose above what it was when the run started in that task (its
+# baseline); a task the run makes (a parallel branch, a tool call) starts at 0, its own baseline.
+#
+# The baseline is kept in a context variable, set by a run's start only when it is not 0 (or one
+# is set already): a run in a task nobody cancelled, nearly every run, sets nothing. It names the
+# task it was taken in (weakly: the task's context holds it), so a task the run makes, whose
+# context is a copy, does not take it for its own.
+
+
+class _Baseline:
+    """A run's baseline: ``task``'s ``cancelling()`` when the run started there. ``live`` until
+    the run ends; ``outer`` is the baseline it hides (an enclosing run's, or None)."""
+
+    __slots__ = ("count", "live", "outer", "task")
+
+    def __init__(
+        self, task: weakref.ref[asyncio.Task[Any]], count: int, outer: _Baseline | None
+    ) -> None:
+        self.task = task
+        self.count = count
+        self.outer = outer
+        self.live = True
+
+
+_baseline: ContextVar[_Baseline | None] = ContextVar("adk_cancel_baseline", default=None)
+
+
+def run_started() -> _Baseline | None:
+    """At a run's start, in the task the run starts in: its baseline when it is one to keep
+    (pass it to ``run_ended`` when the run ends), else None, nothing kept."""
+    task = asyncio.current_task()
+    if task is None:
+        return None
+    count = task.cancelling()
+    outer = _baseline.get()
+    if not count and outer is None:
+        return None
+    baseline = _Baseline(weakref.ref(task), count, outer)
+    _baseline.set(baseline)
+    return baseline
+
+
+def run_ended(baseline: _Baseline | None) -> None:
+    """At the end of the run ``run_started`` gave ``baseline`` to (None: nothing to do). Its
+    enclosing run's baseline holds again. A generator's run may end in another context (closed
+    by the loop's finaliser): the baseline is only marked ended there, and passed over."""
+    if baseline is None:
+        return
+    baseline.live = False
+    current = _baseline.get()
+    if current is not None and not current.live:
+        while current is not None and not current.live:
+            current = current.outer
+        _baseline.set(current)
+
+
+def _count_before(task: asyncio.Task[Any]) -> int:
+    """The baseline of ``task`` in the current context: 0 unless a run started in it with
+    cancellations pending (and has not ended)."""
+    baseline = _baseline.get()
+    while baseline is not None and not baseline.live:
+        baseline = baseline.outer
+    if baseline is None or baseline.task() is not task:
+        return 0
+    return baseline.count
+
+
+def cancelled_beyond(task: asyncio.Task[Any]) -> bool:
+    """Whether the run that ``task`` runs is being cancelled: a cancellation of ``task`` came
+    after the run started there (see above). Asked from a task the run made too (its context,
+    a copy, has the run's baseline)."""
+    count = task.cancelling()
+    return count > 0 and count > _count_before(task)
+
+
+def being_cancelled() -> bool:
+    """Whether the run in the current task is being cancelled (``cancelled_beyond``). A function
+    rather than a local in the caller: a local holding the task, in a frame that the task's
+    CancelledError traceback holds, would make a reference cycle of every cancelled reader."""
+    task = asyncio.current_task()
+    return task is not None and cancelled_beyond(task)
 
 
 class closing(Generic[T]):

@@ -21,12 +21,13 @@ from typing import Any
 import adk
 
 from . import _hooks
+from ._aio import being_cancelled
 from ._hooks import Hooks, _Answered
 from .agent import Agent, AgentInput
 from .context import RunContext, _Entry, _interrupt_event, count_recorded, note_restored
 from .events import _BREAK_HANDLED, AgentAction, AgentEvent, ErrorInfo
 from .interrupts import Interrupt, _InterruptSignal
-from .streams import MessageStream, _being_cancelled
+from .streams import MessageStream
 
 __all__ = ["agent_run", "drive", "signal_of"]
 
@@ -474,7 +475,7 @@ def is_cancellation(exc: BaseException) -> bool:
     someone else cancelled) and is a failure like any exception: let through, it would pass for a
     cancellation of whoever reads the run, and a parallel branch dying of it would count as
     finished, its failure lost."""
-    if not _being_cancelled():
+    if not being_cancelled():
         return False
     cause: BaseException | None = exc
     for _ in range(_CONTEXT_DEPTH):

@@ -16,18 +16,17 @@ gets no second span and no second ``before_agent``.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from . import _hooks
+from ._aio import being_cancelled
 from ._hooks import Hooks, ModelRequest, _Answered, _run_timeout, otel_may_be_configured
 from .callbacks import _AgentCallbacks, _Answer, _CallbackChain
 from .events import _FORWARDED, ErrorInfo
 from .messages import _ASSISTANT
-from .streams import _being_cancelled
 
 if TYPE_CHECKING:
     from opentelemetry.context import Context
@@ -74,13 +73,6 @@ def agent_hooks() -> Hooks:
     return _AGENT_HOOKS
 
 
-def _cancelling() -> int:
-    """How many cancellations the current task has pending (0 off a task). A function, not a
-    local holding the task, for the reason ``streams._being_cancelled`` gives."""
-    task = asyncio.current_task()
-    return task.cancelling() if task is not None else 0
-
-
 class _Frame:
     """One traced agent run (or tool call): where it runs, its span, and its context for
     children. An agent with callbacks of its own (``own``) has the chains that run for it here:
@@ -95,7 +87,6 @@ class _Frame:
         "answer",
         "asked",
         "caller",
-        "cancelling",
         "ctx",
         "exception",
         "failure",
@@ -139,10 +130,6 @@ class _Frame:
         self.tools: _CallbackChain | None = None
         self.answer: Any = None
         self.caller: _Frame | None = None  # a tool call's: the frame of the agent that made it
-        # Cancellations its task had pending when the agent started (set when tracing): a run
-        # made in a cancelled task's cleanup (``except CancelledError``, an anyio shielded
-        # scope) was not cut off by them (``agent_end``).
-        self.cancelling = 0
 
     def count_usage(self, usage: Usage) -> None:
         """Add a model call's usage to the agent's (tracing, for its span's ``gen_ai.usage.*``).
@@ -230,7 +217,6 @@ class _Instrumented(Hooks):
         frame.agents = agents
         tracing = self._tracing
         if tracing is not None:
-            frame.cancelling = _cancelling()
             frame.span, frame.otel, frame.measure = tracing.start_agent(
                 agent, ctx, parent.otel if parent is not None else None
             )
@@ -328,7 +314,7 @@ class _Instrumented(Hooks):
                     # is not told yet): raised, the callback's error replaced the cancellation
                     # in flight, so a cancelled task ended with it and ``asyncio.timeout`` raised
                     # it rather than TimeoutError.
-                    cut = cancelled or _being_cancelled()
+                    cut = cancelled or being_cancelled()
                     if error is None and not cut and not handle.interrupted:
                         error, exception = ErrorInfo.of(exc), exc
                         raise
@@ -362,15 +348,16 @@ class _Instrumented(Hooks):
                 if not cancelled:
                     abandoned = handle.ctx._run.abandoned
                     if (abandoned or (error is None and not handle.interrupted)) and (
-                        _cancelling() > handle.cancelling
+                        being_cancelled()
                     ):
                         # Closed by its task's cancellation that came while someone else awaited
                         # (``invoke``'s, ``invoke_resume``'s or an ``AgentTool``'s collector
                         # reading the streamed answer this agent's event carried; a reader
                         # cancelled as it read one): the close, not the CancelledError, reached
                         # the agent, which was cut off by the cancellation all the same. Only a
-                        # cancellation that came after it started: one its task had pending
-                        # then (a run in a cancelled task's cleanup) did not cut it off.
+                        # cancellation that came after its run started: one its task had
+                        # pending then (a run in a cancelled task's cleanup) did not cut it off
+                        # (``_aio.being_cancelled``).
                         cancelled = True
                     elif abandoned:
                         # Closed because the run's reader stopped reading mid-run (``break``,

@@ -109,7 +109,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 from pydantic import BaseModel
 
 from . import _hooks
-from ._aio import closing
+from ._aio import being_cancelled, closing
 from ._hooks import ModelRequest
 from .events import message_event as _message_event
 from .interrupts import (
@@ -122,7 +122,6 @@ from .interrupts import (
 )
 from .messages import Message, MessageChunk, ToolCall, ToolCallChunk, join_chunks
 from .models.base import ModelOptions
-from .streams import _being_cancelled
 from .tools._executor import tool_failure
 from .tools.base import _LIVE, ToolContext, ToolResult
 from .tools.function import _ModelResult, _serialise
@@ -259,7 +258,7 @@ async def _observe(hook: str, callbacks: Sequence[Callable[..., Any]], *args: An
             if _isawaitable(result):
                 result = await result
         except asyncio.CancelledError as exc:
-            if _being_cancelled():
+            if being_cancelled():
                 raise
             raise _callback_cancelled(hook, fn) from exc
         except Interrupt as exc:
@@ -436,7 +435,7 @@ class _CallbackChain:
             try:
                 result = fn(event)
             except asyncio.CancelledError as exc:
-                if _being_cancelled():
+                if being_cancelled():
                     raise
                 raise _callback_cancelled("on_event", fn) from exc
             except Interrupt as exc:

@@ -36,7 +36,7 @@ import adk
 
 from . import _hooks, _record_keys, _tool_turns, checkpoint
 from ._agent_names import _agent_names, tree_parts, unknown_designated
-from ._aio import AsyncCloseable, closing, finish
+from ._aio import AsyncCloseable, being_cancelled, closing, finish, run_ended, run_started
 from ._checks import check_agent, check_callbacks, check_resources, shown
 from ._driver import (
     NO_EVENT,
@@ -102,7 +102,7 @@ from .interrupts import (
     agent_segment,
 )
 from .messages import _TOOL, _USER, Message, Usage, _built
-from .streams import MessageStream, _being_cancelled
+from .streams import MessageStream
 from .tools.base import ToolProgress
 
 if TYPE_CHECKING:
@@ -649,6 +649,7 @@ class Runner(AsyncCloseable):
         agent_input._build_args = ()
         agent_input.enable_streaming = self.enable_streaming
         on_event = self._on_event
+        baseline = run_started()  # cancellations its task had pending: not the run's
         try:
             if fused is not None:  # drives itself under the rules: what ``drive`` would call
                 driven = fused(agent_input, ctx)
@@ -723,6 +724,8 @@ class Runner(AsyncCloseable):
                 # resume it, and a persistent store would keep it for good.
                 await self._forget(interrupt.checkpoint_id)
             raise
+        finally:
+            run_ended(baseline)
 
     async def invoke_resume(
         self,
@@ -845,6 +848,7 @@ class Runner(AsyncCloseable):
         watched = on_event is not None or claim is not None  # one test per event when neither
         ended = False  # the run's last event is out: what fails from then on can only be logged
         previous: AgentEvent | None = None
+        baseline = run_started()  # cancellations its task had pending: not the run's
         try:
             async for event in events:
                 if watched:
@@ -889,7 +893,10 @@ class Runner(AsyncCloseable):
             if previous is not None:
                 previous._flags = 0
                 previous = None
-            await _close_root(events, ended)
+            try:
+                await _close_root(events, ended)
+            finally:
+                run_ended(baseline)
 
     async def _drive_plain(
         self,
@@ -910,6 +917,7 @@ class Runner(AsyncCloseable):
         ended = False  # the run's last event is out: what fails from then on can only be logged
         closed = False  # the reader closed this generator: what fails from then on is raised
         previous: AgentEvent | None = None
+        baseline = run_started()  # cancellations its task had pending: not the run's
         try:
             early = own.skipped()
             if early is None and own.hooks is not None:
@@ -1025,6 +1033,7 @@ class Runner(AsyncCloseable):
             if previous is not None:
                 previous._flags = 0
                 previous = None
+            run_ended(baseline)
 
     async def _pause(
         self,
@@ -1079,7 +1088,7 @@ class Runner(AsyncCloseable):
             if isinstance(exc, asyncio.CancelledError):
                 if generated:  # the write may have landed under an id nobody will ever learn
                     await self._forget(checkpoint_id)
-                if _being_cancelled():
+                if being_cancelled():
                     raise
                 # The store's own (it awaited something someone else cancelled): a failure
                 # to save, not the cancellation of the run's reader, which nobody cancelled.
@@ -1134,18 +1143,22 @@ class Runner(AsyncCloseable):
         max_turns: int | None = None,
     ) -> AsyncGenerator[AgentEvent, None]:
         _check_resume_id(checkpoint_id)  # by the first __anext__, as a missing checkpoint is
-        async with checkpoint._claim.one_resume(self.checkpoint_store, checkpoint_id) as claim:
-            # Closed before the claim ends: a resume left early finishes its cleanup (cancelling
-            # its tool calls) while it still holds the checkpoint.
-            resumed = self._resume_claimed(
-                checkpoint_id, resume, run_box, session, claim, options, own_session, max_turns
-            )
-            try:
-                async with closing(resumed) as events:
-                    async for event in events:
-                        yield event
-            finally:
-                event = NO_EVENT  # see _driver.NO_EVENT
+        baseline = run_started()  # cancellations its task had pending: not the run's
+        try:
+            async with checkpoint._claim.one_resume(self.checkpoint_store, checkpoint_id) as claim:
+                # Closed before the claim ends: a resume left early finishes its cleanup
+                # (cancelling its tool calls) while it still holds the checkpoint.
+                resumed = self._resume_claimed(
+                    checkpoint_id, resume, run_box, session, claim, options, own_session, max_turns
+                )
+                try:
+                    async with closing(resumed) as events:
+                        async for event in events:
+                            yield event
+                finally:
+                    event = NO_EVENT  # see _driver.NO_EVENT
+        finally:
+            run_ended(baseline)
 
     async def _resume_claimed(
         self,

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from types import TracebackType
 from typing import Any
 
-from ._aio import finish
+from ._aio import being_cancelled, finish
 from .messages import Message, MessageChunk, ToolCallChunk, join_chunks
 
 __all__ = ["MessageStream"]
@@ -103,7 +103,7 @@ class MessageStream:
         try:
             await asyncio.shield(fetch)
         except asyncio.CancelledError:
-            if not fetch.cancelled() or _being_cancelled():
+            if not fetch.cancelled() or being_cancelled():
                 raise  # this reader was cancelled; the fetch goes on for the others
             # The fetch was cancelled, not this reader: by ``aclose()`` (the stream ends where it
             # stopped) or from outside (an error, for every reader). Raising CancelledError in a
@@ -242,14 +242,6 @@ def _ended(
     stream = MessageStream(chunks)
     stream._error, stream._cut, stream._joined = error, cut, joined
     return stream
-
-
-def _being_cancelled() -> bool:
-    """Whether the current task has a cancellation pending. A function rather than a local in
-    the caller: a local holding the task, in a frame that the task's CancelledError traceback
-    holds, would make a reference cycle of every cancelled reader."""
-    task = asyncio.current_task()
-    return task is not None and task.cancelling() > 0
 
 
 def _past_first(tb: TracebackType | None) -> TracebackType | None:

@@ -37,8 +37,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
-from .._aio import finish
-from ..streams import _being_cancelled
+from .._aio import being_cancelled, finish
 from .codec import CheckpointBusyError, CheckpointError
 from .store import (
     CheckpointStore,
@@ -109,7 +108,7 @@ class _Claim:
         try:
             taken = await finish(attempt)
         except asyncio.CancelledError as exc:
-            if not _being_cancelled():  # the store's own: nobody cancelled us
+            if not being_cancelled():  # the store's own: nobody cancelled us
                 raise _stray_cancellation("claim", self.checkpoint_id) from exc
             await self._give_back(attempt)
             raise
@@ -156,7 +155,7 @@ class _Claim:
         try:
             await self.store.release(self.checkpoint_id, self.owner)
         except (Exception, asyncio.CancelledError) as exc:  # a store's own errors too
-            if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
+            if isinstance(exc, asyncio.CancelledError) and being_cancelled():
                 raise  # (nothing cancels this task but the loop shutting down)
             failure = (  # a CancelledError of the store's own: nobody cancelled it
                 _stray_cancellation("release", self.checkpoint_id)
@@ -188,7 +187,7 @@ class _Claim:
             try:
                 held = await renew(self.checkpoint_id, self.owner)
             except (Exception, asyncio.CancelledError) as exc:  # a store's own errors too
-                if isinstance(exc, asyncio.CancelledError) and _being_cancelled():
+                if isinstance(exc, asyncio.CancelledError) and being_cancelled():
                     raise  # (nothing cancels the renewals but the loop shutting down)
                 # Keep trying: the claim holds until ``_valid_until`` without a renewal.
                 reason = str(exc) or type(exc).__name__

@@ -55,9 +55,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-from .._aio import AsyncCloseable
+from .._aio import AsyncCloseable, being_cancelled
 from .._error_pickle import reduce_error
-from ..streams import _being_cancelled
 
 T = TypeVar("T")
 
@@ -355,7 +354,7 @@ async def _from_store(operation: Awaitable[T], name: str, checkpoint_id: str) ->
     try:
         return await operation
     except asyncio.CancelledError as exc:
-        if _being_cancelled():
+        if being_cancelled():
             raise
         raise _stray_cancellation(name, checkpoint_id) from exc
     except CheckpointStoreError:

@@ -50,7 +50,7 @@ from mcp.types import (
 )
 from opentelemetry import context as otel_context  # loaded by the mcp package already
 
-from .._aio import AsyncCloseable, finish
+from .._aio import AsyncCloseable, being_cancelled, finish
 from ._hooks import NO_HOOKS, _ClientHooks, _current_call, log_forwarder
 from ._servers import HTTPServer, ServerConfig, _current_delivery, _Delivery
 
@@ -671,9 +671,8 @@ class Connection:
             # behind when this returns; the cancellation is raised afterwards.
             await finish(task)
         except asyncio.CancelledError:
-            current = asyncio.current_task()
-            if current is not None and current.cancelling():
-                raise  # we are being cancelled ourselves
+            if being_cancelled():
+                raise  # we are being cancelled ourselves (not a cancelled task's cleanup's run)
             # else: the owner ended by the cancellation we sent it; nothing to report
         except (Exception, BaseExceptionGroup) as exc:  # closing never fails the caller
             reason = describe_error(exc, self._server)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 # it, for a person's edit of its arguments.
 import adk
 
-from .._aio import cancel_and_wait
+from .._aio import cancel_and_wait, cancelled_beyond
 from .._driver import is_cancellation, signal_of
 from .._run_error import MaxTurnsExceeded
 from ..checkpoint.codec import STRUCTURED, CheckpointError
@@ -528,7 +528,7 @@ class _Round:
         not being cancelled (the loop shutting down cancels every task at once: that is no call's
         failure to record). Its cancellation requests are taken back (``uncancel``) when so:
         the call's task goes on, to pass its outcome and record it (``taken``)."""
-        if self.stopping or (self.task is not None and self.task.cancelling() > 0):
+        if self.stopping or (self.task is not None and cancelled_beyond(self.task)):
             return False
         task = asyncio.current_task()
         while task is not None and task.cancelling() > 0:

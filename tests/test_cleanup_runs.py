@@ -1,0 +1,217 @@
+"""A run made and finished inside the cleanup of a cancelled task is an ordinary run.
+
+A service saying goodbye on shutdown, or persisting its state when cancelled, runs an agent in
+``except CancelledError: await runner.invoke(...); raise``, or (Starlette, anyio code) in a shielded
+``anyio.CancelScope`` inside a cancelled one. The task has a cancellation pending all along
+(``Task.cancelling()`` > 0), which came before the run started: it is not the run's. Only one that
+comes while the run goes on (the count rising above what it was when the run started) cancels it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+import pytest
+from conftest import ScriptAgent
+from test_interrupts import Asker
+
+from adk import ErrorInfo, Interrupt, RunContext, RunError, Runner, tool
+from adk.agent import Agent
+from adk.callbacks import Callbacks
+from adk.checkpoint import InMemoryCheckpointStore
+from adk.testing import Reply, ScriptedModel, tool_call
+from prebuilt import ReActAgent
+
+FORMS = ["except CancelledError", "anyio shielded scope"]
+
+
+async def _in_cleanup(
+    form: str,
+    work: Callable[[], Awaitable[Any]],
+    again: Callable[[Callable[[], None]], Awaitable[None]] | None = None,
+) -> tuple[str, Any]:
+    """Run ``work`` in the cleanup of a cancelled task, in ``form``; ("value", its result) or
+    ("raised", its exception). ``again``, when given, is started alongside ``work`` with a function
+    that cancels the cleanup itself (a real cancellation of the run made there)."""
+    outcome: list[tuple[str, Any]] = []
+    started = asyncio.Event()
+    scopes: list[anyio.CancelScope] = []
+
+    async def do_work(cancel_again: Callable[[], None]) -> None:
+        watcher = asyncio.ensure_future(again(cancel_again)) if again is not None else None
+        try:
+            outcome.append(("value", await work()))
+        except BaseException as exc:
+            outcome.append(("raised", exc))
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+
+    async def service() -> None:
+        if form == "except CancelledError":
+            try:
+                started.set()
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                await do_work(asyncio.current_task().cancel)  # type: ignore[union-attr]
+                raise
+        else:
+            with anyio.CancelScope() as scope:
+                scopes.append(scope)
+                try:
+                    started.set()
+                    await asyncio.Event().wait()
+                finally:
+                    with anyio.CancelScope(shield=True) as shield:
+                        await do_work(shield.cancel)
+
+    task = asyncio.create_task(service())
+    await started.wait()
+    if form == "except CancelledError":
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    else:
+        scopes[0].cancel()
+        await task  # the scope took its own cancellation
+    assert len(outcome) == 1
+    return outcome[0]
+
+
+async def _fails() -> Any:
+    """Await a future someone else cancelled: a CancelledError of one's own, no one cancelled us."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+    future.cancel()
+    return await future
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_failing_after_agent_fails_a_run_made_in_cleanup(form: str) -> None:
+    """The callback's error fails the run (``RunError``), as anywhere else: it was only logged as
+    the error of an agent "which was cancelled", and the run reported its answer."""
+
+    def flaky(agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
+        raise ConnectionError("metrics backend down")
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["hello"])), callbacks=[Callbacks(after_agent=flaky)]
+    )
+    how, value = await _in_cleanup(form, lambda: runner.invoke("bye"))
+    assert how == "raised" and isinstance(value, RunError), value
+    assert isinstance(value.__cause__, ConnectionError)
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_failing_agent_in_cleanup_is_a_run_error_not_a_bare_exception(form: str) -> None:
+    """An exception raised while the cleanup handles the CancelledError has it as its
+    ``__context__``: taken for the cancellation's own, it escaped the run bare, no error event."""
+    runner = Runner(ReActAgent("a", ScriptedModel([ConnectionError("model down")])))
+    how, value = await _in_cleanup(form, lambda: runner.invoke("bye"))
+    assert how == "raised" and isinstance(value, RunError), value
+    assert value.error == ErrorInfo("ConnectionError", "model down")
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_callbacks_own_cancelled_error_fails_a_run_made_in_cleanup(form: str) -> None:
+    """A callback that awaited something someone else cancelled fails the run, as it does in a
+    task nobody cancelled: its CancelledError passed for the run's cancellation."""
+
+    async def before(agent: Agent, ctx: RunContext) -> None:
+        await _fails()
+
+    runner = Runner(
+        ReActAgent("a", ScriptedModel(["hello"])), callbacks=[Callbacks(before_agent=before)]
+    )
+    how, value = await _in_cleanup(form, lambda: runner.invoke("bye"))
+    assert how == "raised" and isinstance(value, RunError), value
+    assert "before_agent" in str(value)
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_tools_own_cancelled_error_is_its_failure_in_a_run_made_in_cleanup(
+    form: str,
+) -> None:
+    """The model is told the call failed and answers, as in a task nobody cancelled."""
+
+    @tool
+    async def lookup() -> str:
+        """Look it up."""
+        return str(await _fails())
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("lookup")]), "could not look it up"])
+    runner = Runner(ReActAgent("a", model, tools=[lookup]))
+    how, value = await _in_cleanup(form, lambda: runner.invoke("bye"))
+    assert how == "value", value
+    assert value.text == "could not look it up"
+    told = [m for m in model.requests[-1].messages if m.role == "tool"]
+    assert len(told) == 1 and "CancelledError" in str(told[0].content)
+
+
+class _BrokenStore(InMemoryCheckpointStore):
+    """A store whose write awaits something someone else cancelled (its own failure)."""
+
+    async def put(self, id: str, data: bytes) -> None:
+        await _fails()
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_store_failing_at_a_pause_made_in_cleanup_fails_the_run(form: str) -> None:
+    """A pause whose checkpoint could not be saved fails the run with a CheckpointError, as in a
+    task nobody cancelled: the store's CancelledError passed for the run's cancellation."""
+    runner = Runner(ScriptAgent("p", "hello", Interrupt("approve?")), _BrokenStore())
+    how, value = await _in_cleanup(form, lambda: runner.invoke("bye", checkpoint_id="c1"))
+    assert how == "raised" and isinstance(value, RunError), value
+    assert value.error is not None and value.error.type == "CheckpointError"
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_pause_made_in_cleanup_is_saved_and_resumed_in_cleanup(form: str) -> None:
+    """The agent's ``Interrupt``, raised while the cleanup handles the CancelledError, escaped the
+    run bare (taken for part of the cancellation): no checkpoint saved, nothing to resume."""
+    store = InMemoryCheckpointStore()
+    runner = Runner(Asker("ask", how="raise"), store)
+    how, value = await _in_cleanup(form, lambda: runner.invoke("bye", checkpoint_id="c1"))
+    assert how == "value" and value.interrupt is not None, value
+    assert await store.get("c1") is not None
+    how, value = await _in_cleanup(form, lambda: runner.invoke_resume("c1", "yes"))
+    assert how == "value" and value.interrupt is None and value.text == "ask got 'yes'", value
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_run_made_in_cleanup_is_cancelled_by_a_cancellation_that_comes_while_it_runs(
+    form: str,
+) -> None:
+    """The cleanup cancelled again (``Task.cancel()``; anyio: the shielded scope cancelled) while
+    its run waits in a tool: the run is cancelled, its after_agent callback sees it cut off and a
+    failing one does not replace the cancellation."""
+    waiting = asyncio.Event()
+    ended: list[str] = []
+
+    @tool
+    async def wait() -> str:
+        """Wait."""
+        waiting.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    def after(agent: Agent, ctx: RunContext, error: ErrorInfo | None) -> None:
+        ended.append(agent.name)
+        raise ConnectionError("metrics backend down")
+
+    runner = Runner(
+        ReActAgent(
+            "a", ScriptedModel([Reply(tool_calls=[tool_call("wait")]), "never"]), tools=[wait]
+        ),
+        callbacks=[Callbacks(after_agent=after)],
+    )
+
+    async def again(cancel: Callable[[], None]) -> None:
+        await waiting.wait()
+        cancel()
+
+    how, value = await _in_cleanup(form, lambda: runner.invoke("bye"), again)
+    assert how == "raised" and isinstance(value, asyncio.CancelledError), value
+    assert ended == ["a"]
