@@ -725,7 +725,8 @@ class Runner(AsyncCloseable):
                 await self._forget(interrupt.checkpoint_id)
             raise
         finally:
-            run_ended(baseline)
+            if baseline is not None:
+                run_ended(baseline)
 
     async def invoke_resume(
         self,

@@ -10,6 +10,8 @@ comes while the run goes on (the count rising above what it was when the run sta
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -18,10 +20,10 @@ import pytest
 from conftest import ScriptAgent
 from test_interrupts import Asker
 
-from adk import ErrorInfo, Interrupt, RunContext, RunError, Runner, tool
+from adk import AgentEvent, ErrorInfo, Interrupt, RunContext, RunError, Runner, tool
 from adk.agent import Agent
 from adk.callbacks import Callbacks
-from adk.checkpoint import InMemoryCheckpointStore
+from adk.checkpoint import CheckpointStoreError, InMemoryCheckpointStore
 from adk.testing import Reply, ScriptedModel, tool_call
 from prebuilt import ReActAgent
 
@@ -104,14 +106,22 @@ async def test_a_failing_after_agent_fails_a_run_made_in_cleanup(form: str) -> N
     assert isinstance(value.__cause__, ConnectionError)
 
 
+async def _events(runner: Runner) -> list[AgentEvent]:
+    async with contextlib.aclosing(runner.run("bye")) as events:
+        return [event async for event in events]
+
+
 @pytest.mark.parametrize("form", FORMS)
 async def test_a_failing_agent_in_cleanup_is_a_run_error_not_a_bare_exception(form: str) -> None:
     """An exception raised while the cleanup handles the CancelledError has it as its
     ``__context__``: taken for the cancellation's own, it escaped the run bare, no error event."""
-    runner = Runner(ReActAgent("a", ScriptedModel([ConnectionError("model down")])))
+    runner = Runner(ReActAgent("a", ScriptedModel([ConnectionError("model down")], cycle=True)))
     how, value = await _in_cleanup(form, lambda: runner.invoke("bye"))
     assert how == "raised" and isinstance(value, RunError), value
     assert value.error == ErrorInfo("ConnectionError", "model down")
+    how, value = await _in_cleanup(form, lambda: _events(runner))  # ``run``: its error event
+    assert how == "value", value
+    assert value[-1].error == ErrorInfo("ConnectionError", "model down")
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -215,3 +225,101 @@ async def test_a_run_made_in_cleanup_is_cancelled_by_a_cancellation_that_comes_w
     how, value = await _in_cleanup(form, lambda: runner.invoke("bye"), again)
     assert how == "raised" and isinstance(value, asyncio.CancelledError), value
     assert ended == ["a"]
+
+
+class _ClaimingStore(InMemoryCheckpointStore):
+    """A store with claims, whose ``claim`` or ``release`` (``failing``) awaits something someone
+    else cancelled."""
+
+    claim_ttl = 30.0
+
+    def __init__(self, failing: str) -> None:
+        super().__init__()
+        self.failing = failing
+        self.released = 0
+
+    async def claim(self, id: str, owner: str) -> bool:
+        if self.failing == "claim":
+            await _fails()
+        return True
+
+    async def release(self, id: str, owner: str) -> None:
+        self.released += 1
+        if self.failing == "release":
+            await _fails()
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_claim_failing_in_a_resume_made_in_cleanup_is_the_stores_error(form: str) -> None:
+    """A store's own CancelledError as it claims is a ``CheckpointStoreError``, as in a task
+    nobody cancelled; it passed for the resume's cancellation (the claim given back as if)."""
+    store = _ClaimingStore("claim")
+    runner = Runner(Asker("ask", how="raise"), store)
+    assert (await runner.invoke("hi", checkpoint_id="c1")).interrupt is not None
+    how, value = await _in_cleanup(form, lambda: runner.invoke_resume("c1", "yes"))
+    assert how == "raised" and isinstance(value, CheckpointStoreError), value
+    assert value.operation == "claim"
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_release_failing_after_a_resume_made_in_cleanup_is_logged(
+    form: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The resume ran to its end: a store's own CancelledError as it gives back the claim is
+    logged (the claim lapses), as in a task nobody cancelled, not raised as the resume's
+    cancellation, its result lost."""
+    store = _ClaimingStore("release")
+    runner = Runner(Asker("ask", how="raise"), store)
+    assert (await runner.invoke("hi", checkpoint_id="c1")).interrupt is not None
+    with caplog.at_level(logging.WARNING):
+        how, value = await _in_cleanup(form, lambda: runner.invoke_resume("c1", "yes"))
+    assert how == "value" and value.text == "ask got 'yes'", value
+    assert store.released == 1
+    assert "could not release the claim on checkpoint 'c1'" in caplog.text
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_the_spans_of_a_run_made_in_cleanup_say_how_it_ended(form: str) -> None:
+    """Failed: ``failed`` (it was ``cancelled``: the failure passed for the cleanup's
+    cancellation); cancelled again while it waited in a tool: ``cancelled``."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    waiting = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait."""
+        waiting.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    def outcomes() -> list[Any]:
+        found = [
+            (s.attributes or {}).get("adk.agent.outcome")
+            for s in exporter.get_finished_spans()
+            if s.name.startswith("invoke_agent")
+        ]
+        exporter.clear()
+        return found
+
+    failing = Runner(
+        ReActAgent("a", ScriptedModel([ConnectionError("model down")])), tracer_provider=provider
+    )
+    how, value = await _in_cleanup(form, lambda: failing.invoke("bye"))
+    assert how == "raised" and isinstance(value, RunError), value
+    assert outcomes() == ["failed"]
+
+    async def again(cancel: Callable[[], None]) -> None:
+        await waiting.wait()
+        cancel()
+
+    model = ScriptedModel([Reply(tool_calls=[tool_call("wait")]), "never"])
+    waits = Runner(ReActAgent("a", model, tools=[wait]), tracer_provider=provider)
+    how, value = await _in_cleanup(form, lambda: waits.invoke("bye"), again)
+    assert how == "raised" and isinstance(value, asyncio.CancelledError), value
+    assert outcomes() == ["cancelled"]
