@@ -323,3 +323,29 @@ async def test_the_spans_of_a_run_made_in_cleanup_say_how_it_ended(form: str) ->
     how, value = await _in_cleanup(form, lambda: waits.invoke("bye"), again)
     assert how == "raised" and isinstance(value, asyncio.CancelledError), value
     assert outcomes() == ["cancelled"]
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_an_mcp_server_that_never_answers_fails_a_run_made_in_cleanup(form: str) -> None:
+    """Its handshake timed out and the session was torn down: the run fails with a ``RunError``
+    caused by the ``MCPConnectionError``, as in a task nobody cancelled; the error (its
+    ``__context__`` the cleanup's CancelledError) escaped the run bare."""
+    import socket
+
+    from adk.mcp import HTTPServer, MCPConnectionError, MCPToolset
+
+    with socket.socket() as silent:  # takes the connection, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        server = HTTPServer(f"http://127.0.0.1:{silent.getsockname()[1]}/mcp")
+        runner = Runner(
+            ReActAgent(
+                "a", ScriptedModel(["hello"]), tools=[MCPToolset(server, connect_timeout=0.2)]
+            )
+        )
+        try:
+            how, value = await _in_cleanup(form, lambda: runner.invoke("bye"))
+        finally:
+            await runner.aclose()
+    assert how == "raised" and isinstance(value, RunError), value
+    assert isinstance(value.__cause__, MCPConnectionError), value.__cause__
