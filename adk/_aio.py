@@ -65,6 +65,8 @@ def run_started() -> _Baseline | None:
         return None
     count = task.cancelling()
     outer = _baseline.get()
+    while outer is not None and not outer.live:  # one left by a generator closed elsewhere
+        outer = outer.outer
     if not count and outer is None:
         return None
     baseline = _Baseline(weakref.ref(task), count, outer)

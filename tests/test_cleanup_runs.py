@@ -188,6 +188,7 @@ async def test_a_pause_made_in_cleanup_is_saved_and_resumed_in_cleanup(form: str
     assert await store.get("c1") is not None
     how, value = await _in_cleanup(form, lambda: runner.invoke_resume("c1", "yes"))
     assert how == "value" and value.interrupt is None and value.text == "ask got 'yes'", value
+    assert await store.get("c1") is None  # finished: the resume removed it
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -349,3 +350,34 @@ async def test_an_mcp_server_that_never_answers_fails_a_run_made_in_cleanup(form
             await runner.aclose()
     assert how == "raised" and isinstance(value, RunError), value
     assert isinstance(value.__cause__, MCPConnectionError), value.__cause__
+
+
+async def test_a_baseline_left_behind_by_a_run_ended_elsewhere_is_passed_over() -> None:
+    """A ``run()`` generator abandoned in a cleanup is closed by the loop's finaliser in another
+    context: its baseline, still in the reader's context, is only marked ended. There it no longer
+    hides the cleanup's own pending cancellation, nor is it taken for an enclosing run's."""
+    import contextvars
+
+    from adk._aio import being_cancelled, run_ended, run_started
+
+    seen: list[tuple[bool, ...]] = []
+
+    async def cleanup() -> None:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            baseline = run_started()
+            inside = being_cancelled()
+            contextvars.copy_context().run(run_ended, baseline)  # ended elsewhere
+            after = being_cancelled()
+            assert run_started() is not None  # a new run's, the count still 1
+            seen.append((baseline is not None, inside, after))
+            raise
+
+    task = asyncio.create_task(cleanup())
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == [(True, False, True)]
+    assert run_started() is None  # nothing kept by a run in a task nobody cancelled
