@@ -1118,6 +1118,32 @@ def test_an_output_holding_itself_fails_its_record_not_the_job() -> None:
     assert fine[0]["output"] == {"n": 2} and fine[0]["error"] is None
 
 
+class _Tally(BaseModel):
+    counts: dict[Any, int]
+
+
+@action(InputEvent)
+def tally_by_sets(event: InputEvent, ctx: ActionContext) -> None:
+    """Outputs a model whose dict field is keyed by a frozenset when the record says so."""
+    key: Any = frozenset(event.input["tags"]) if event.input.get("sets") else "n"
+    ctx.send_event(OutputEvent(output=_Tally(counts={key: 1})))
+
+
+def test_an_output_model_holding_a_key_json_cannot_write_fails_its_record_not_the_job() -> None:
+    """pydantic refuses such a key with a TypeError, which the walk for where let out: the
+    operator (taking a ValueError as the record's failure) raised it and the job failed, every
+    other record's output lost, under on_error="emit" too."""
+    function = _AgentFunction(
+        ActionAgent("t", actions=[tally_by_sets]), _environment(on_error="emit"), True, None
+    )
+    bad, fine = _invoked(function, Row("a", {"sets": True, "tags": ["x"]}), Row("b", {}))
+    assert isinstance(bad, list) and isinstance(fine, list), bad
+    [error] = bad
+    assert error["error"]["type"] == "ValueError" and error["key"] == "a"
+    assert "frozenset as a key at output.counts" in error["error"]["message"]
+    assert fine[0]["output"] == {"counts": {"n": 1}} and fine[0]["error"] is None
+
+
 def test_from_list_names_a_record_holding_itself() -> None:
     record: dict[str, Any] = {"camera": "a"}
     record["self"] = record

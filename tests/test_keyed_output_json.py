@@ -220,3 +220,20 @@ def test_an_output_model_json_cannot_write_is_refused_naming_where(output: Any, 
     ) as no:
         KeyedOutput("k", 0, None, output=output).to_dict()
     assert where in str(no.value)
+
+
+class _Tally(BaseModel):
+    counts: dict[Any, int]
+
+
+def test_a_model_holding_a_key_json_cannot_write_is_a_value_error_naming_where() -> None:
+    """A model whose dict field has a key JSON cannot write (a ``frozenset``) escaped the walk as
+    pydantic's bare ``TypeError`` (its field serializer raises one, not a ValueError): to_dict
+    raised it unnamed, and a Flink operator, taking only a ValueError as a record's failure,
+    failed the job (test_flink_encoding has the operator's case)."""
+    tally = _Tally(counts={frozenset({"a", "b"}): 2})
+    with pytest.raises(
+        ValueError, match=r"^record 0 \(key 'k'\) cannot be written as JSON: "
+    ) as no:
+        KeyedOutput("k", 0, None, output={"tally": tally}).to_dict()
+    assert "frozenset as a key at output.tally.counts" in str(no.value)

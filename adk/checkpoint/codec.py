@@ -647,7 +647,7 @@ def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
     return None
 
 
-def _unstorable_reason(value: Any, exc: ValueError) -> str:
+def _unstorable_reason(value: Any, exc: Exception) -> str:
     """Why ``value``, which pydantic could not write (``exc``), cannot be stored."""
     if isinstance(value, (bytes, bytearray)):
         return (
@@ -662,7 +662,7 @@ def _unstorable_reason(value: Any, exc: ValueError) -> str:
 
 def _failing_field(
     value: BaseModel, fallback: Callable[[Any], Any] | None
-) -> tuple[str, Any, ValueError, bool] | None:
+) -> tuple[str, Any, Exception, bool] | None:
     """The first field of ``value`` that its own serializer cannot write as JSON, each written
     alone as the dump that failed wrote it (the model's config and serializers, its excluded
     fields left out): its name, its value, pydantic's error, and whether a walk into the value
@@ -686,7 +686,7 @@ def _failing_field(
             # (Told by its class flag: importing ``pydantic.RootModel`` is not light.)
             chosen = None if getattr(cls, "__pydantic_root_model__", False) else {name}
             serializer.to_python(value, mode="json", include=chosen, fallback=fallback)
-        except ValueError as exc:  # pydantic's, and a cycle's (a plain ValueError)
+        except (ValueError, TypeError) as exc:  # pydantic's, a cycle's, a dict key's (frozenset)
             return name, getattr(value, name, None), exc, plain and name not in own
     return None
 
