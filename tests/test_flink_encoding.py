@@ -1151,6 +1151,31 @@ def test_from_list_names_a_record_holding_itself() -> None:
         _environment().from_list([{"camera": "b"}, record], key="camera")
 
 
+class _Frame(BaseModel):
+    camera: str
+    extra: Any = None
+
+
+@pytest.mark.parametrize("key", [None, "camera"])
+def test_from_list_names_a_model_record_holding_itself_or_a_key_json_cannot_write(
+    key: str | None,
+) -> None:
+    """A model record pydantic refused was let out with its words alone: one holding itself as a
+    bare "Circular reference detected (id repeated)", one whose dict has a frozenset key as a
+    bare TypeError (a plain dict's too, where a key is read), neither naming the record."""
+    looped = _Frame(camera="a")
+    looped.extra = [looped]
+    with pytest.raises(ValueError, match=r"^record 1 cannot be written as JSON: it holds itself"):
+        _environment().from_list([{"camera": "b"}, looped], key=key)
+    for record in (
+        _Frame(camera="a", extra={frozenset("x"): 1}),
+        {"camera": "a", "extra": {frozenset("x"): 1}},
+    ):
+        with pytest.raises(ValueError, match=r"^record 1 cannot be written as JSON: ") as no:
+            _environment().from_list([{"camera": "b"}, record], key=key)
+        assert "frozenset as a key at extra" in str(no.value)
+
+
 class _BuildsWithALock:
     """A callable building the agent, holding what cannot be pickled, whose repr fails."""
 

@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import cloudpickle
 from pydantic.errors import PydanticUndefinedAnnotation
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import to_jsonable_python
 from pyflink.common import Row, Time, Types
 from pyflink.common.typeinfo import PickledBytesTypeInfo
 from pyflink.datastream import (
@@ -71,7 +71,6 @@ from ..events import ErrorInfo, _type_name
 from ..runner import Runner
 from ._flink_resumes import RESUME_MARK, keyed_row
 from ._records import (
-    _HOLDS_ITSELF,
     KeyedOutput,
     KeySelector,
     OnError,
@@ -984,20 +983,21 @@ def _keyed_rows(selector: KeySelector, records: Iterable[Any]) -> list[Row]:
 
 def _kept_json(record: Any, index: int) -> Any:
     """``_models_nan_kept(record, fallback=False)``; what it cannot write is a ``ValueError``
-    naming the record and where in it (``_unwritable``), not pydantic's words alone."""
+    naming the record and where in it (``_unwritable``), not pydantic's words alone: its
+    ``PydanticSerializationError``, a model holding itself ("Circular reference detected", a
+    plain ValueError), a dict key it cannot write (a ``frozenset``: a TypeError), or a dict or
+    list holding itself (a ``RecursionError``)."""
     try:
         return _models_nan_kept(record, fallback=False)
-    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         raise _unwritable(record, f"record {index}", None, exc) from None
-    except RecursionError:
-        raise ValueError(f"record {index} cannot be written as JSON: {_HOLDS_ITSELF}") from None
 
 
 def _jsonable(record: Any, index: int) -> Any:
     """``to_jsonable_python(record)``, failing as ``_kept_json`` does."""
     try:
         return to_jsonable_python(record)
-    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, RecursionError) as exc:
         raise _unwritable(record, f"record {index}", None, exc) from None
 
 
