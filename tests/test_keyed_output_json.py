@@ -237,3 +237,15 @@ def test_a_model_holding_a_key_json_cannot_write_is_a_value_error_naming_where()
     ) as no:
         KeyedOutput("k", 0, None, output={"tally": tally}).to_dict()
     assert "frozenset as a key at output.tally.counts" in str(no.value)
+
+
+def test_beside_a_lone_surrogate_a_key_json_cannot_write_is_still_named() -> None:
+    """Text holding a lone surrogate sends the output through the escaped writing, whose own
+    refusal of a frozenset key (a TypeError) went out bare: to_dict raised it unnamed, and a
+    Flink operator, which takes only a ValueError as a record's failure, failed the job."""
+    output = {"text": "\ud800", "counts": {frozenset("ab"): 2}}
+    with pytest.raises(
+        ValueError, match=r"^record 0 \(key 'k'\) cannot be written as JSON: "
+    ) as no:
+        KeyedOutput("k", 0, None, output=output).to_dict()
+    assert "frozenset as a key at output.counts" in str(no.value)

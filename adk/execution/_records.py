@@ -702,7 +702,7 @@ def _encoded(
             raise _unwritable(value, what, fallback, exc) from None
     try:
         data = to_jsonable_python(value, fallback=fallback)
-    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError) as exc:  # pydantic's, a cycle's, a frozenset key's TypeError
         raise _unwritable(value, what, fallback, exc) from None
     return json.dumps(data, ensure_ascii=True, separators=(",", ":")).encode()
 
