@@ -1572,10 +1572,14 @@ def _holds_agents(value: object) -> bool:
     """An agent (``run``) or a tool (``spec``: an ``AgentTool``, a tool of one's own holding an
     agent), which ``_named_without_resources`` looks into; not a model nor a toolset, which
     hold none, nor a ``Runner`` (see ``_is_part``) or a class."""
-    if isinstance(value, type | Runner) or _answers_any(value):
-        # One answering any name (a ``MagicMock``, an RPC proxy) is neither: probed, a mock
-        # grew a child per name read, which the walk then probed, for ever.
+    if isinstance(value, type | Runner):
         return False
+    if _answers_any(value):
+        # One answering any name (a ``MagicMock``, an RPC proxy) is asked through its class:
+        # probed, a mock grew a child per name read, which the walk then probed, for ever. An
+        # agent or tool of one's own that delegates (a wrapper's ``__getattr__``) says so there.
+        kind = type(value)
+        return hasattr(kind, "spec") or callable(getattr(kind, "run", None))
     try:
         return hasattr(value, "spec") or callable(getattr(value, "run", None))
     except Exception:  # a property of the user's failing: not something the walk looks into

@@ -633,6 +633,42 @@ def test_a_client_answering_any_attribute_in_an_agent_of_ones_own_is_not_called_
     assert elsewhere.model == "fast"
 
 
+class _Logged(adk.BaseAgent):
+    """An agent of one's own wrapping another, handing on what it does not have itself
+    (``__getattr__``), as a logging or retrying wrapper does."""
+
+    def __init__(self, inner: adk.Agent) -> None:
+        super().__init__(f"logged-{inner.name}")
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def run(
+        self, input: adk.AgentInput, ctx: adk.RunContext
+    ) -> AsyncIterator[adk.AgentEvent]:
+        async for event in self.inner.run(input, ctx):
+            yield event
+
+
+def test_a_delegating_agent_of_ones_own_held_in_a_dict_is_still_looked_into_at_runner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A class answering any attribute was taken for a mock or a proxy and passed over whole,
+    an agent of one's own that delegates (``__getattr__``) too: kept in another agent's dict,
+    the agent it wraps, naming a resource, was not refused at Runner but failed at its first
+    model call, after the steps before it had run. Whether it is an agent or a tool is read
+    from its class, which a mock's or a proxy's does not say."""
+    _no_agent_named_yet(monkeypatch)
+    ready = ReActAgent("ready", model())
+    wrapped = _Logged(ReActAgent("billing", "fast"))
+    with pytest.raises(ValueError, match="agent 'billing' names model 'fast'"):
+        Runner(_Router("r", {"billing": wrapped}, None))
+    with pytest.raises(ValueError, match="agent 'billing' names model 'fast'"):
+        Runner(_Router("r", {"billing": ready}, None, [_Asks(ready, agent=[wrapped])]))
+    Runner(_Router("r", {"billing": _Logged(ready)}, mock.MagicMock()))  # nothing named
+
+
 def test_an_agent_of_ones_own_keeping_data_in_memory_costs_runner_no_probe_per_value(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
