@@ -217,6 +217,15 @@ class _ClientError(Exception):
             self.response["ResponseMetadata"] = {"HTTPStatusCode": status, "RetryAttempts": 0}
 
 
+class _UnreadableStatus(Exception):
+    """An error whose ``status`` is a property that fails (a reply parsed lazily, say): no
+    status, as an unreadable ``response`` is, not the retry's own failure in its place."""
+
+    @property
+    def status(self) -> int:
+        raise RuntimeError("the reply was not parsed")
+
+
 class _NoResponse(Exception):
     """requests' ``HTTPError`` raised without a response: ``response`` is None."""
 
@@ -240,6 +249,7 @@ class _NoResponse(Exception):
         ),
         (lambda: _UnreadableResponse("lost"), RetryPolicy(max_attempts=3, initial_delay=0), 3),
         (lambda: _NoResponse("lost"), RetryPolicy(max_attempts=3, initial_delay=0), 3),
+        (lambda: _UnreadableStatus("lost"), RetryPolicy(max_attempts=3, initial_delay=0), 3),
         (lambda: _ClientError(400), RetryPolicy(max_attempts=3, initial_delay=0), 1),
         (lambda: _ClientError(503), RetryPolicy(max_attempts=3, initial_delay=0), 3),
         (lambda: _ClientError(None), RetryPolicy(max_attempts=3, initial_delay=0), 3),
@@ -251,6 +261,7 @@ class _NoResponse(Exception):
         "404-chosen",
         "unreadable",
         "none",
+        "unreadable-status",
         "boto-400",
         "boto-503",
         "boto-no-metadata",

@@ -177,10 +177,13 @@ def _status_of(error: BaseException) -> int | None:
     a 404 from ``raise_for_status()`` was retried as a failure without a status (a connection
     lost), and a 503 under ``retry_on_status={502}`` retried too; botocore's ``ClientError``
     keeps it in its dict ``response``, at ``["ResponseMetadata"]["HTTPStatusCode"]`` (an AWS
-    call's 400 was retried alike). A ``response`` that cannot be read (a property that raises,
-    requests' ``None``) is no status."""
+    call's 400 was retried alike). A ``status_code``, ``status`` or ``response`` that cannot be
+    read (a property that raises, requests' ``None``) is no status."""
     for attribute in ("status_code", "status"):
-        status = getattr(error, attribute, None)
+        try:
+            status = getattr(error, attribute, None)
+        except Exception:  # a property of the error's failed (a reply parsed lazily): none here
+            continue
         if isinstance(status, int) and not isinstance(status, bool):
             return int(status)
     try:
