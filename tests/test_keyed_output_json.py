@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from typing import Any
 
@@ -15,6 +16,7 @@ from pydantic import BaseModel, Field
 from adk import Interrupt
 from adk.actions import ActionAgent, ActionContext, InputEvent, OutputEvent, action
 from adk.checkpoint import InMemoryCheckpointStore
+from adk.events import ErrorInfo
 from adk.execution import KeyedOutput, LocalExecutionEnvironment, _records
 
 KEYS = {"key", "output", "error", "interrupt", "checkpoint_id", "run_id", "resumed", "usage"}
@@ -249,3 +251,33 @@ def test_beside_a_lone_surrogate_a_key_json_cannot_write_is_still_named() -> Non
     ) as no:
         KeyedOutput("k", 0, None, output=output).to_dict()
     assert "frozenset as a key at output.counts" in str(no.value)
+
+
+class _Badge:
+    """A key of one's own (hashable, not JSON), as a local run may key its records by."""
+
+    def __init__(self, number: int) -> None:
+        self.number = number
+
+    def __hash__(self) -> int:
+        return self.number
+
+    def __repr__(self) -> str:
+        return f"_Badge({self.number})"
+
+
+def test_a_failed_outputs_dict_gives_its_error_whatever_its_key_as_on_flink() -> None:
+    """A Flink job emits a failed record's error with its key as its ``repr`` when JSON cannot
+    hold the key (a NaN), so that the error leaves; to_dict, "the dict a Flink job emits for
+    it", raised a ValueError about the key instead, and a consumer shipping a local run's
+    errors lost them (a key of one's own, written as its str before, is refused since outputs
+    lost ``fallback=str``). An output that did not fail is still refused for such a key."""
+    failed = ErrorInfo("RuntimeError", "no score for this one")
+    for key, said in ((math.nan, "nan"), (_Badge(7), "_Badge(7)")):
+        data = KeyedOutput(key, 0, None, error=failed).to_dict()
+        assert data["key"] == said and data["error"] == {
+            "type": "RuntimeError",
+            "message": "no score for this one",
+        }
+        with pytest.raises(ValueError, match=r"^record 0 \(key .*\) cannot be written as JSON"):
+            KeyedOutput(key, 0, None, output="fine").to_dict()

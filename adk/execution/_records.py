@@ -119,10 +119,12 @@ class KeyedOutput:
         local only. A value JSON cannot hold or pydantic cannot write (NaN, an infinity, bytes
         that are not UTF-8, an object of one's own, a list that holds itself) is a
         ``ValueError`` naming the record, its key and where the value is, as on Flink (where it
-        fails the record); the output itself is left as it was."""
-        found: dict[str, Any] = json.loads(
-            _as_json(self, what=f"record {self.index} (key {self.key!r})")
-        )
+        fails the record); the output itself is left as it was. A failed output's key JSON
+        cannot hold (NaN, an object of one's own) is given as its ``repr``, as on Flink, so that
+        its error is not lost."""
+        failed = self.error is not None
+        text = _as_json(self, failed, what=f"record {self.index} (key {self.key!r})")
+        found: dict[str, Any] = json.loads(text)
         return found
 
 
