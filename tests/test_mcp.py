@@ -430,6 +430,38 @@ async def test_malformed_arguments_are_error_results(shared: MCPToolset) -> None
     assert not no_arguments.is_error
 
 
+async def test_arguments_no_transport_can_send_are_error_results_and_keep_the_session(
+    shared: MCPToolset,
+) -> None:
+    # JSON the model may write that json.loads takes but MCP cannot carry: a lone surrogate
+    # (escaped, or raw from an adapter) cannot be encoded as UTF-8, and it ended the session (over
+    # stdio and HTTP alike), cutting every other run's call in flight ("connection ... was lost");
+    # NaN and 1e400 were sent as null; nesting past the parser's limit raised RecursionError.
+    pid = await server_pid(shared)
+    sessions = shared._session.connections_opened
+    cases = {
+        '{"a": 1, "b": "\\ud800"}': "lone surrogate",
+        '{"a": 1, "\ud800": 2}': "lone surrogate",
+        '{"a": NaN, "b": 2}': "not a finite number",
+        '{"a": 1e400, "b": 2}': "not a finite number",
+        "[" * 100_000 + "]" * 100_000: "nested too deeply",
+    }
+    for text, why in cases.items():
+        result = await call(shared, "add", text)
+        assert result.is_error, text[:40]
+        assert result.content.startswith("Error: invalid arguments for tool 'add': "), (
+            result.content
+        )
+        assert why in result.content
+    assert await server_pid(shared) == pid
+    assert shared._session.connections_opened == sessions
+    assert (await call(shared, "add", {"a": 1, "b": 2})).content == "3"
+    # A pair of surrogates, escaped, is one character: sent as it is.
+    paired = await call(shared, "forecast", '{"city": "Z\\u00fcrich \\ud83d\\ude00"}')
+    assert not paired.is_error, paired.content
+    assert "Z\u00fcrich \U0001f600" in paired.content
+
+
 async def test_concurrent_calls_run_over_one_session(shared: MCPToolset) -> None:
     pid = await server_pid(shared)
     sessions = shared._session.connections_opened

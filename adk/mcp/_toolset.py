@@ -14,6 +14,7 @@ import asyncio
 import functools
 import json
 import logging
+import math
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -156,17 +157,44 @@ def _schema_breach(exc: BaseException, mcp_name: str) -> str | None:
     return None
 
 
+def _not_finite(word: str) -> float:
+    raise ValueError(f"{word} is not a finite number, which JSON cannot carry")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        _not_finite(text)
+    return number
+
+
 def _parse_arguments(text: str) -> dict[str, Any]:
+    """A call's arguments as the server will be sent them, or ``ValueError`` saying why they
+    cannot be: json.loads takes what no MCP transport carries (NaN and 1e400, sent as null; a
+    lone surrogate, ``"\\ud800"``, which cannot be encoded and, over stdio, ended the session
+    for every call in flight on it)."""
     if not text or not text.strip():
         return {}  # some models send "" for tools without parameters
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=_not_finite, parse_float=_finite)
     except json.JSONDecodeError as exc:
         raise ValueError(
             f"arguments are not valid JSON ({exc.msg} at position {exc.pos})"
         ) from None
+    except RecursionError:
+        raise ValueError("arguments are nested too deeply to be read") from None
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
+    if "\\u" in text or not text.isascii():  # where a surrogate can be: checked only there
+        try:
+            json.dumps(value, ensure_ascii=False).encode()
+        except RecursionError:
+            raise ValueError("arguments are nested too deeply to be read") from None
+        except UnicodeEncodeError as exc:
+            bad = exc.object[exc.start : exc.end]
+            raise ValueError(
+                f"arguments hold {bad!r}, a lone surrogate, which is not Unicode text"
+            ) from None
     return value
 
 
