@@ -1085,6 +1085,26 @@ async def test_tool_list_changes_are_picked_up_when_announced(
 
 
 # -- prompts and resources -----------------------------------------------------------------------
+async def test_a_prompts_argument_or_a_uri_no_transport_can_carry_is_refused_keeping_the_session(
+    shared: MCPToolset,
+) -> None:
+    # A lone surrogate cannot be encoded as UTF-8: sent, it ended the session (a prompt's render
+    # then failed as a lost connection, MCPConnectionError, and the session opened again).
+    pid = await server_pid(shared)
+    sessions = shared._session.connections_opened
+    (greet,) = [p for p in await shared.prompts() if p.name == "greet"]
+    with pytest.raises(
+        ValueError, match=r"prompt 'greet': argument 'name' holds '\\ud800', a lone"
+    ):
+        await greet.render(name="Ada \ud800")
+    with pytest.raises(ValueError, match=r"uri holds '\\udc00', a lone surrogate"):
+        await shared.read_resource("notes://\udc00")
+    assert await server_pid(shared) == pid
+    assert shared._session.connections_opened == sessions
+    (note,) = await shared.read_resource("notes://monday")
+    assert getattr(note, "text", None) == "note of monday"
+
+
 async def test_prompts_are_listed_and_rendered_through_resources(shared: MCPToolset) -> None:
     resources = Resources()
     assert resources.add_mcp("demo", shared) is shared

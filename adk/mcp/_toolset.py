@@ -168,6 +168,18 @@ def _finite(text: str) -> float:
     return number
 
 
+def _check_sendable(text: str, what: str) -> None:
+    """Refuse (``ValueError``) ``text`` holding a lone surrogate, which cannot be encoded as
+    UTF-8: sent, it ended the session (every call in flight on it) rather than failing alone."""
+    try:
+        text.encode()
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start : exc.end]
+        raise ValueError(
+            f"{what} holds {bad!r}, a lone surrogate, which is not Unicode text"
+        ) from None
+
+
 def _parse_arguments(text: str) -> dict[str, Any]:
     """A call's arguments as the server will be sent them, or ``ValueError`` saying why they
     cannot be: json.loads takes what no MCP transport carries (NaN and 1e400, sent as null; a
@@ -558,6 +570,7 @@ class MCPToolset(AsyncCloseable):
         serve, as listing does for other failures."""
         if not isinstance(uri, str) or not uri:
             raise ValueError(f"uri must be a non-empty string, got {uri!r}")
+        _check_sendable(uri, "uri")
 
         async def fetch(client: Client) -> list[TextResourceContents | BlobResourceContents]:
             return list((await client.read_resource(uri)).contents)
@@ -985,6 +998,9 @@ class MCPToolset(AsyncCloseable):
             key: value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
             for key, value in arguments.items()
         }
+        for key, value in values.items():
+            _check_sendable(key, f"prompt {name!r}: an argument's name")
+            _check_sendable(value, f"prompt {name!r}: argument {key!r}")
 
         async def fetch(client: Client) -> list[Message]:
             result = await client.get_prompt(mcp_name, values)
