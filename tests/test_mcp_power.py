@@ -437,6 +437,33 @@ async def test_a_failing_sampling_model_is_an_error_the_server_handles_and_the_m
     assert "MCP sampling request failed: ModelError: rate limited" in caplog.text
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_a_sampling_or_elicitation_answer_no_transport_can_carry_is_an_error_answer(
+    transport: str, http_servers: dict[bool, HTTPServerProcess]
+) -> None:
+    # A lone surrogate ("\\ud800", which a model may write escaped in its JSON) cannot be
+    # encoded as UTF-8: sent, it ended the session, the call reading a lost connection.
+    def elicit(ctx: ToolContext | None, params: ElicitRequestParams) -> ElicitResult:
+        return ElicitResult(action="accept", content={"date": "May \ud800"})
+
+    model = ScriptedModel(["bad \ud800 text", "fine"])
+    server = server_for(transport, http_servers)
+    async with MCPToolset(server, call_timeout=15, sampling=model, elicitation=elicit) as toolset:
+        summary = await call(toolset, "summarize", {"text": "abc"})
+        booked = await call(toolset, "book", {"destination": "Oslo"})
+        again = await call(toolset, "summarize", {"text": "abc"})
+        opened = toolset._session.connections_opened
+
+    assert summary.is_error
+    assert "the client's model's answer cannot be sent: it holds a lone surrogate" in (
+        summary.content
+    )
+    assert booked.is_error
+    assert "the client's elicitation handler's answer cannot be sent" in booked.content
+    assert again.content == "summary (scripted): fine"
+    assert opened == 1
+
+
 @pytest.mark.parametrize("transport", ["stdio", "stdio-legacy"])
 async def test_sampling_options_a_model_cannot_take_are_an_error_the_server_handles(
     transport: str, http_servers: dict[bool, HTTPServerProcess]

@@ -185,12 +185,38 @@ async def _answer(kind: str, handler: Callable[[Any, Any], Any], params: Any) ->
     token = otel_context.attach(_NO_TRACE) if call is None else None
     try:
         outcome = handler(call, params)
-        return await outcome if inspect.isawaitable(outcome) else outcome
+        return _sendable(
+            f"{kind} handler", await outcome if inspect.isawaitable(outcome) else outcome
+        )
     except Exception as exc:
         return _handler_failed(kind, exc)
     finally:
         if token is not None:
             otel_context.detach(token)
+
+
+def _sendable(source: str, answer: Any) -> Any:
+    """``answer`` to a server's request, or an error answer when it cannot be sent: text holding
+    a lone surrogate (``"\\ud800"``, which a model may write, escaped, in its JSON) cannot be
+    encoded as UTF-8, and the transport's writer failing on it ended the session, every call in
+    flight on it cut, the asking one reading a lost connection. Checked by serializing it as the
+    transport will (once more per answer: a model call's cost dwarfs it)."""
+    dump = getattr(answer, "model_dump_json", None)
+    if dump is None:
+        return answer
+    try:
+        dump(by_alias=True, exclude_unset=True)
+    except ValueError:  # PydanticSerializationError: what UTF-8 cannot encode
+        logger.warning(
+            "MCP request answered with an error: the client's %s's answer holds a lone surrogate",
+            source,
+        )
+        return ErrorData(
+            code=INTERNAL_ERROR,
+            message=f"the client's {source}'s answer cannot be sent: it holds a lone surrogate, "
+            "which is not Unicode text",
+        )
+    return answer
 
 
 def elicitation_callback(handler: ElicitationHandler | None) -> ElicitationFnT | None:
@@ -269,6 +295,12 @@ class _ModelSampling:
 
     async def __call__(
         self, context: ClientRequestContext, params: CreateMessageRequestParams
+    ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
+        answer: _SamplingAnswer = _sendable("model", await self._reply_to(params))
+        return answer
+
+    async def _reply_to(
+        self, params: CreateMessageRequestParams
     ) -> CreateMessageResult | CreateMessageResultWithTools | ErrorData:
         tools = _SampledTools(params.tools or ())
         try:
