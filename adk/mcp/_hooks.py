@@ -206,15 +206,17 @@ def _sendable(source: str, answer: Any) -> Any:
         return answer
     try:
         dump(by_alias=True, exclude_unset=True)
-    except ValueError:  # PydanticSerializationError: what UTF-8 cannot encode
+    except ValueError as exc:  # PydanticSerializationError: UTF-8 cannot encode it, or JSON hold it
+        words = str(exc)
+        if "surrogate" in words:
+            why = "it holds a lone surrogate, which is not Unicode text"
+        else:  # an object of the handler's own in the content, say: it failed the writer too
+            why = words[:300].encode("utf-8", "backslashreplace").decode()
         logger.warning(
-            "MCP request answered with an error: the client's %s's answer holds a lone surrogate",
-            source,
+            "MCP request answered with an error: the client's %s's answer: %s", source, why
         )
         return ErrorData(
-            code=INTERNAL_ERROR,
-            message=f"the client's {source}'s answer cannot be sent: it holds a lone surrogate, "
-            "which is not Unicode text",
+            code=INTERNAL_ERROR, message=f"the client's {source}'s answer cannot be sent: {why}"
         )
     return answer
 
