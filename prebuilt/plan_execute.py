@@ -171,7 +171,14 @@ async def _text_of(event: AgentEvent) -> str | None:
     if message is None and output.stream is not None:
         if output.shown_only:  # e.g. an event-driven chat's reply, shown: not the role's answer
             return None
-        message = await output.stream.collect()
+        try:
+            message = await output.stream.collect()
+        except Exception:
+            # Not a result. The agent that streamed it reads the same stream (its driver records
+            # it): its own error event comes next and ends the step, so the run fails as that
+            # agent's (its callbacks and span see the failure), as AgentTool reads it; raised
+            # here, it failed as the role's workflow's, the agent never told.
+            return None
     if message is None or message.tool_calls or message.role == "user":
         return None
     return message.content

@@ -9,6 +9,9 @@ from typing import Any
 
 import pytest
 from checkpoint_rewrite import rewrite_checkpoint
+from conftest import wire_model
+from openai_server import OpenAIServer
+from openai_server import Reply as Wire
 from pydantic import BaseModel
 
 import adk
@@ -1726,3 +1729,38 @@ async def test_plans_an_agent_tool_shows_from_its_nested_run_are_not_the_roles(e
     result = await Runner(outer).invoke("find the answer")
     assert result.text == "42."
     assert executor.calls == 1
+
+
+@pytest.mark.parametrize("role", ["planner", "executor", "replanner"])
+async def test_a_model_stream_failing_inside_a_workflow_role_is_its_agents_error(role: str) -> None:
+    """A role that is a workflow (a ``SequentialAgent`` executor, say) whose agent's streamed reply
+    breaks mid-stream (a real wire server sending an SSE event that is not JSON): the run fails as
+    that agent's error, which its ``after_agent`` sees, as when the agent is the role itself. The
+    step read the stream for the role's text first and raised the model's error itself, so the
+    run failed as the workflow's ("agent 'work' failed: ModelError ..."), the agent that called
+    the model never failed, and its callbacks and span saw it closed instead."""
+    seen: list[tuple[str, str | None]] = []
+
+    def after_agent(agent: Any, ctx: RunContext, error: Any) -> None:
+        seen.append((agent.name, error.type if error is not None else None))
+
+    async with OpenAIServer(
+        respond=lambda body: Wire(text="a partial answer", malformed_after=2)
+    ) as server:
+        failing = ReActAgent("caller", wire_model(server), instruction="Answer.")
+        work = SequentialAgent("work", [failing])
+        roles: dict[str, adk.Agent] = {
+            "planner": new_planner(ScriptedModel([plan_json("one step")])),
+            "executor": new_executor(ScriptedModel(["done"])),
+            "replanner": new_replanner(ScriptedModel(["the answer"])),
+        }
+        roles[role] = work
+        agent = PlanExecute(roles["planner"], roles["executor"], roles["replanner"])
+        runner = Runner(
+            agent, enable_streaming=True, callbacks=[adk.Callbacks(after_agent=after_agent)]
+        )
+        with pytest.raises(adk.RunError) as raised:
+            await runner.invoke("go")
+    assert raised.value.event.agent_name == "caller", raised.value
+    assert raised.value.error.type == "ModelError"
+    assert ("caller", "ModelError") in seen, seen
