@@ -268,7 +268,12 @@ class _AgentRun:
                     # its source, a model's connection. A stream only shown too: the agent that
                     # yielded it is closed at that event, before it could read or close it.
                     await stream.aclose()
-                elif author is not None and stream._error is None and not stream._cut:
+                elif author is not None and stream._error is not None:
+                    # Failed, read by the reader or by a composite's ``settle`` (which passed on
+                    # the error as this agent's) and not by this driver: its hooks see the error.
+                    if self.error is None and not self.cancelled:
+                        self.error = ErrorInfo.of(stream._error)
+                elif author is not None and not stream._cut:
                     # Read to its end before the run ended (a reader that stopped at the answer
                     # and closed the run): recorded as a whole reply is when its event passes, so
                     # its usage counts and ``run_messages`` has it; it waited for the next event.
@@ -398,17 +403,41 @@ def _bad_event(agent: str, event: object) -> TypeError:
     )
 
 
-async def settle(event: AgentEvent) -> None:
+async def settle(event: AgentEvent) -> AgentEvent | None:
     """Before closing an agent after the event that ended it, read a stream the event carries to
     its end: a child's stream that a composite passed on. The child's own driver would have read
     it (``record_stream``), but closing the composite cancels the child, and the child's cleanup
     would cut the stream off before the reader, who has the event, got to it. (A reader who closes
-    the run at the event instead never gets here: the stream is cut, nobody is reading.)"""
+    the run at the event instead never gets here: the stream is cut, nobody is reading.)
+
+    A stream that fails (read here, or already by the reader: a streaming UI, ``invoke``) is the
+    error of the agent that streamed it, which is closed next without reading it again: the
+    returned error event, stamped as that agent's, for the caller to pass on as the child's
+    failure. Raised, it failed the composite's child (a workflow between them) instead; skipped
+    once read, the run ended with the event as if its answer had come. A stream only shown is no
+    answer (``AgentOutput.shown_only``): read as before, its error raised."""
     output = event.output
-    if output is not None:
-        stream = output.stream
-        if stream is not None and not stream.done:
+    if output is None:
+        return None
+    stream = output.stream
+    if stream is None:
+        return None
+    if output.shown_only:
+        if not stream.done:
             await stream.collect()
+        return None
+    try:
+        await stream.collect()  # at once if read to its end: a failure read again, a copy
+    except Exception as exc:
+        if is_cancellation(exc):
+            raise  # the run is being cancelled: not an error to go on with (``is_cancellation``)
+        if exc.__traceback__ is not None:  # this frame, which holds ``event``: no cycle through it
+            exc.__traceback__ = exc.__traceback__.tb_next
+        # No local holds the error event: a frame the traceback keeps would hold it (``NO_EVENT``)
+        return _stamped(
+            AgentEvent(error=ErrorInfo.of(exc), exception=exc), event.agent_name, event.run_path
+        )
+    return None
 
 
 def drive(agent: Agent, input: AgentInput, ctx: RunContext) -> AsyncGenerator[AgentEvent, None]:
@@ -443,7 +472,10 @@ async def _drive(
                 if run.stream is not None:
                     await run.record_stream()
                 if stop:
-                    await settle(event)
+                    failed = await settle(event)
+                    if failed is not None:  # a child's stream: the child failed (``observe``)
+                        run.observe(failed)
+                        yield failed
                     break
             else:
                 if ctx._run.unyielded is not None:  # a pause was made in this run: its own?
@@ -460,6 +492,7 @@ async def _drive(
         yield run.failed(exc)
     finally:
         event = NO_EVENT  # see NO_EVENT
+        failed = None  # an error event holds its exception, which holds this frame
         if run.needs_finish:
             await run.finish()
 

@@ -696,6 +696,17 @@ class Runner(AsyncCloseable):
                             # A stream only shown is let go: ``take`` closed one on an exit.
                             await own.record_stream()
                         if stop:
+                            # ``_drive``'s ``settle`` for a stream that is an answer, which
+                            # ``take`` read (its failure left to the agent: a child's here,
+                            # closed next); one only shown, ``take`` closed or leaves unread.
+                            out = event.output
+                            settled = None
+                            if out is not None and out.stream is not None and not out.shown_only:
+                                settled = await settle(event)
+                            if settled is not None:  # a child's stream failed: its error
+                                own.observe(settled)
+                                await collected.take(settled)
+                                settled = None
                             break
                     else:
                         if ctx._run.unyielded is not None:  # a pause made: its own? (``_drive``)
@@ -989,7 +1000,19 @@ class Runner(AsyncCloseable):
                         if own.stream is not None:
                             await own.record_stream()
                         if stop:
-                            await settle(event)
+                            settled = await settle(event)
+                            if settled is not None:  # a child's stream failed: see ``settle``
+                                own.observe(settled)
+                                previous._flags = 0
+                                previous = settled
+                                settled, after = await _check(
+                                    self, ctx, checkpoint_id, settled, claim
+                                )
+                                ended = True
+                                yield settled
+                                if after is not None:
+                                    yield after
+                                return
                             break
                     else:
                         if ctx._run.unyielded is not None:  # a pause made: its own? (``_drive``)
@@ -1015,7 +1038,7 @@ class Runner(AsyncCloseable):
                 if after is not None:
                     yield after
             finally:
-                event = failed = NO_EVENT  # see _driver.NO_EVENT
+                event = failed = settled = NO_EVENT  # see _driver.NO_EVENT
                 after = None
                 if own.needs_finish:
                     await own.finish()

@@ -186,7 +186,14 @@ async def _run_steps(
                             if run.stream is not None:
                                 await run.record_stream()
                             if stop:
-                                await settle(event)
+                                failed = await settle(event)
+                                if failed is not None:  # a grandchild's stream: see ``settle``
+                                    run.observe(failed)  # the child failed, as it passes on
+                                    steps.pass_up(failed, index, path)
+                                    if own is not None:
+                                        own.observe_passing(failed)
+                                    yield failed
+                                    failed = None
                                 break
                         else:
                             # Known without ``close_events``'s ``getattr(events, "ag_frame")``,
@@ -238,6 +245,7 @@ async def _run_steps(
         yield own.failed(exc)
     finally:
         event = NO_EVENT  # see _driver.NO_EVENT
+        failed = None
         if own is not None and own.needs_finish:
             await own.finish()
 

@@ -21,6 +21,7 @@ from adk import (
     LoopAgent,
     MessageChunk,
     MessageStream,
+    ModelError,
     ParallelAgent,
     RunContext,
     RunError,
@@ -374,6 +375,63 @@ async def test_a_branch_that_exits_with_a_stream_is_read_to_its_end() -> None:
     streams = [e.output.stream for e in events if e.output is not None and e.output.stream]
     assert [(await stream.collect()).content for stream in streams] == ["final answer"]
     assert blocked.cancelled == 1 and not other_tasks()
+
+
+async def _breaking() -> AsyncIterator[MessageChunk]:
+    yield MessageChunk(content="a partial ")
+    raise ModelError("the wire broke")
+
+
+def _exit_breaking(ctx: RunContext) -> AgentEvent:
+    stream = MessageStream(_breaking())
+    return AgentEvent(output=AgentOutput(stream=stream), action=AgentAction(exit=True))
+
+
+@pytest.mark.parametrize("shape", ["sequence in a sequence", "loop", "parallel"])
+@pytest.mark.parametrize("how", ["run", "run reading the stream", "invoke"])
+async def test_an_exit_whose_stream_fails_inside_a_nested_workflow_fails_as_its_agents(
+    how: str, shape: str
+) -> None:
+    """An agent two workflows down exits with a streamed reply that breaks mid-way. The outer
+    workflow read the stream (``settle``) and failed as its child's, the inner workflow, the agent
+    that streamed it never told (its ``after_agent`` saw no error); and when the reader had read
+    the stream first (a streaming UI does; ``invoke`` does), ``settle`` skipped the finished
+    stream: the run ended with the exit as if the answer had come, its error lost (``invoke`` of
+    a ``ParallelAgent``, which the runner drives itself, did not settle at all)."""
+    seen: list[tuple[str, str | None]] = []
+
+    def after_agent(agent: Any, ctx: RunContext, error: Any) -> None:
+        seen.append((agent.name, error.type if error is not None else None))
+
+    streamer = ScriptAgent("streamer", _exit_breaking)
+    root: BaseAgent
+    if shape == "sequence in a sequence":
+        root = SequentialAgent("outer", [SequentialAgent("inner", [streamer])])
+    elif shape == "loop":
+        root = LoopAgent("outer", [SequentialAgent("inner", [streamer])], max_iterations=2)
+    else:  # a parallel agent at the root (driven by the runner, not by a step runner)
+        blocked = ScriptAgent("blocked", asyncio.Event(), "never")
+        root = ParallelAgent("outer", [SequentialAgent("inner", [streamer]), blocked])
+    runner = Runner(root, callbacks=[Callbacks(after_agent=after_agent)])
+    if how == "invoke":
+        with pytest.raises(RunError) as raised:
+            await runner.invoke("hi")
+        failure = raised.value.event
+    else:
+        errors = []
+        async for event in runner.run("hi"):
+            if how == "run reading the stream" and event.output is not None:
+                assert event.output.stream is not None
+                with pytest.raises(ModelError):
+                    await event.output.stream.collect()
+            if event.error is not None:
+                errors.append(event)
+        assert len(errors) == 1, errors
+        failure = errors[0]
+    assert (failure.agent_name, failure.run_path) == ("streamer", ("outer", "inner", "streamer"))
+    assert failure.error is not None and failure.error.type == "ModelError"
+    assert ("streamer", "ModelError") in seen, seen
+    assert not other_tasks()
 
 
 async def test_leaving_at_an_exit_event_with_a_stream_that_stalls_closes_at_once() -> None:
