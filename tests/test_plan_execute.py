@@ -1764,3 +1764,47 @@ async def test_a_model_stream_failing_inside_a_workflow_role_is_its_agents_error
     assert raised.value.event.agent_name == "caller", raised.value
     assert raised.value.error.type == "ModelError"
     assert ("caller", "ModelError") in seen, seen
+
+
+class _ExitsWithABrokenStream(BaseAgent):
+    """Exits with a streamed answer whose source breaks after its first chunk."""
+
+    async def run(self, input: AgentInput, ctx: RunContext) -> AsyncIterator[AgentEvent]:
+        async def chunks() -> AsyncIterator[adk.MessageChunk]:
+            yield adk.MessageChunk(content="a partial ")
+            raise adk.ModelError("the wire broke")
+
+        stream = adk.MessageStream(chunks())
+        yield AgentEvent(output=adk.AgentOutput(stream=stream), action=adk.AgentAction(exit=True))
+
+
+@pytest.mark.parametrize("how", ["invoke", "run reading the stream"])
+async def test_an_executor_workflows_exit_whose_stream_breaks_fails_the_run(how: str) -> None:
+    """An agent inside a workflow executor exits with a streamed answer that breaks. The step's
+    ``_text_of`` leaves the stream's failure to the agent that streamed it, but on an exit that
+    agent is closed at once and the driver above skipped the stream its reader had read: the run
+    ended as if it had answered (``invoke`` gave the planner's plan JSON as the run's text)."""
+    executor = SequentialAgent("work", [_ExitsWithABrokenStream("streamer")])
+    agent = PlanExecute(
+        new_planner(ScriptedModel([plan_json("one", "two")])),
+        executor,
+        new_replanner(ScriptedModel(["the answer"])),
+    )
+    runner = Runner(agent, enable_streaming=True)
+    if how == "invoke":
+        with pytest.raises(adk.RunError) as raised:
+            await runner.invoke("go")
+        failure = raised.value.event
+    else:
+        errors = []
+        async for event in runner.run("go"):
+            output = event.output
+            if output is not None and output.stream is not None and event.agent_name == "streamer":
+                with pytest.raises(adk.ModelError):  # as a streaming UI reads it
+                    await output.stream.collect()
+            if event.error is not None:
+                errors.append(event)
+        assert len(errors) == 1, errors
+        failure = errors[0]
+    assert failure.agent_name == "streamer" and failure.error is not None
+    assert failure.error.type == "ModelError"
