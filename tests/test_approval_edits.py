@@ -287,6 +287,13 @@ async def test_an_mcp_call_runs_with_the_edit_checked_against_the_servers_schema
         resumed = Runner(agent, sqlite_store(tmp_path)).resume(paused.checkpoint_id, bad)
         with pytest.raises(ValueError, match="do not fit tool 'add': a: 'two' is not of type"):
             await collect(resumed)
+        # Text no MCP transport can carry (a lone surrogate, which a form's JSON may hold
+        # escaped) fits the schema but cannot be sent: refused here too, not run as an error
+        # result the model reads under a note saying the call "ran with" the edit.
+        unsendable = {"approved": True, "arguments": {"a": 2, "b": 3, "note": "\ud800"}}
+        resumed = Runner(agent, sqlite_store(tmp_path)).resume(paused.checkpoint_id, unsendable)
+        with pytest.raises(ValueError, match="do not fit tool 'add': arguments hold '\\\\ud800'"):
+            await collect(resumed)
     assert await checkpoint_ids(sqlite_store(tmp_path)) == [paused.checkpoint_id]
 
     model = ScriptedModel(["done"])

@@ -260,8 +260,15 @@ class _MCPTool:
     def _adk_check_arguments(self, arguments: str) -> str | None:
         """What is wrong with ``arguments`` (JSON text) for the server's input schema, or None: a
         person's edit of a call's arguments is checked with this before the resume runs anything
-        (``adk._approval.edited_call``); the server would otherwise be the first to see them."""
-        return self._schema_problem(json.loads(arguments))
+        (``adk._approval.edited_call``); the server would otherwise be the first to see them.
+        What no transport can carry (``_parse_arguments``) is a problem too: it would otherwise
+        pass here and be an error result once resumed, the checkpoint gone, the model told the
+        call "ran with" the edit."""
+        try:
+            parsed = _parse_arguments(arguments)
+        except ValueError as exc:
+            return str(exc)
+        return self._schema_problem(parsed)
 
     def _schema_problem(self, arguments: Any) -> str | None:
         """What is wrong with ``arguments`` (parsed) for the server's input schema, or None: an
