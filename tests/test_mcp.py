@@ -445,6 +445,9 @@ async def test_arguments_no_transport_can_send_are_error_results_and_keep_the_se
         '{"a": NaN, "b": 2}': "not a finite number",
         '{"a": 1e400, "b": 2}': "not a finite number",
         "[" * 100_000 + "]" * 100_000: "nested too deeply",
+        # Within json.loads' limit, past the transport's writer's (pydantic's, 255 levels): it
+        # read 'tool ... failed: ValueError: Circular reference detected (depth exceeded)'.
+        '{"a": 1, "b": 2, "c": ' + "[" * 300 + "]" * 300 + "}": "nested too deeply",
     }
     for text, why in cases.items():
         result = await call(shared, "add", text)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import httpx2
+import pydantic_core
 from mcp.client import Client
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -197,17 +198,33 @@ def _parse_arguments(text: str) -> dict[str, Any]:
         raise ValueError("arguments are nested too deeply to be read") from None
     if not isinstance(value, dict):
         raise ValueError(f"arguments must be a JSON object, got {type(value).__name__}")
-    if "\\u" in text or not text.isascii():  # where a surrogate can be: checked only there
+    # Written as the transport will write them, where that can fail: a surrogate can only be
+    # escaped or not ASCII, and nesting past the writer's limit (pydantic's, 255 levels, within
+    # json.loads' ~1000) needs that many brackets. Failing there, the call read 'failed:
+    # ValueError: Circular reference detected (depth exceeded)'.
+    if "\\u" in text or not text.isascii() or text.count("[") + text.count("{") > _DEEP:
         try:
-            json.dumps(value, ensure_ascii=False).encode()
-        except RecursionError:
-            raise ValueError("arguments are nested too deeply to be read") from None
-        except UnicodeEncodeError as exc:
-            bad = exc.object[exc.start : exc.end]
-            raise ValueError(
-                f"arguments hold {bad!r}, a lone surrogate, which is not Unicode text"
-            ) from None
+            pydantic_core.to_json(value)
+        except ValueError as exc:  # PydanticSerializationError
+            raise ValueError(_unsendable(value, str(exc))) from None
     return value
+
+
+_DEEP = 200  # brackets in a call's arguments past which their nesting is checked (see above)
+
+
+def _unsendable(value: dict[str, Any], words: str) -> str:
+    """Why the transport cannot write ``value`` (pydantic's ``words``), said for the model."""
+    if "depth exceeded" in words:
+        return "arguments are nested too deeply to be sent"
+    try:
+        json.dumps(value, ensure_ascii=False).encode()
+    except UnicodeEncodeError as exc:  # the surrogates, in one piece (pydantic names one)
+        bad = exc.object[exc.start : exc.end]
+        return f"arguments hold {bad!r}, a lone surrogate, which is not Unicode text"
+    except (ValueError, RecursionError):
+        pass
+    return "arguments cannot be sent: " + words[:300].encode("utf-8", "backslashreplace").decode()
 
 
 def _to_result(result: CallToolResult) -> ToolResult:
