@@ -19,6 +19,7 @@ __all__ = [
     "closing",
     "finish",
     "run_ended",
+    "run_resumed",
     "run_started",
 ]
 
@@ -86,6 +87,26 @@ def run_ended(baseline: _Baseline | None) -> None:
         while current is not None and not current.live:
             current = current.outer
         _baseline.set(current)
+
+
+def run_resumed(baseline: _Baseline) -> None:
+    """A generator's run going on after a ``yield``, with a ``baseline``: its reader ran in the
+    meantime, and may have taken back (``uncancel``) cancellations that the task had pending when
+    the run started there: ``asyncio.timeout`` does on leaving, and anyio when a cancelled scope
+    is left, so a run started in a cleanup may go on after it. Those are no longer pending, so a
+    cancellation that comes later is the run's: the baseline, and those of the runs it is inside
+    of in that task, come down to the count now (they never go up)."""
+    task = baseline.task()
+    if task is None or task is not asyncio.current_task():
+        return
+    count = task.cancelling()
+    if count >= baseline.count:
+        return
+    outer: _Baseline | None = baseline
+    while outer is not None:
+        if outer.count > count and outer.task() is task:
+            outer.count = count
+        outer = outer.outer
 
 
 def _count_before(task: asyncio.Task[Any]) -> int:

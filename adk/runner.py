@@ -36,7 +36,15 @@ import adk
 
 from . import _hooks, _record_keys, _tool_turns, checkpoint
 from ._agent_names import _agent_names, tree_parts, unknown_designated
-from ._aio import AsyncCloseable, being_cancelled, closing, finish, run_ended, run_started
+from ._aio import (
+    AsyncCloseable,
+    being_cancelled,
+    closing,
+    finish,
+    run_ended,
+    run_resumed,
+    run_started,
+)
 from ._checks import check_agent, check_callbacks, check_resources, shown
 from ._driver import (
     NO_EVENT,
@@ -881,6 +889,8 @@ class Runner(AsyncCloseable):
                 previous = event
                 if event._signal is None and event.action is None and event.error is None:
                     yield event
+                    if baseline is not None:  # a run started with cancellations pending
+                        run_resumed(baseline)
                     continue
                 event, after = await _check(self, ctx, checkpoint_id, event, claim)
                 ended = (
@@ -891,6 +901,8 @@ class Runner(AsyncCloseable):
                     yield after
                 if ended:
                     return
+                if baseline is not None:
+                    run_resumed(baseline)
         except GeneratorExit:
             if not ended:  # as ``_drive_plain``'s: the reader left mid-run
                 ctx._run.abandoned = True
@@ -996,6 +1008,8 @@ class Runner(AsyncCloseable):
                             yield after
                         if ended:
                             return
+                        if baseline is not None:  # a run started with cancellations pending
+                            run_resumed(baseline)
                         # ``_drive``'s, once the reader took the event.
                         if own.stream is not None:
                             await own.record_stream()

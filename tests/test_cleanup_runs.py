@@ -381,3 +381,64 @@ async def test_a_baseline_left_behind_by_a_run_ended_elsewhere_is_passed_over() 
         await task
     assert seen == [(True, False, True)]
     assert run_started() is None  # nothing kept by a run in a task nobody cancelled
+
+
+@pytest.mark.parametrize("form", FORMS)
+async def test_a_run_read_on_after_its_cleanup_gave_up_the_cancellation_is_still_cancellable(
+    form: str,
+) -> None:
+    """A ``run()`` started in a cleanup and read on once the cleanup has taken its cancellation
+    back (``uncancel()``, as ``asyncio.timeout`` does; anyio: the cancelled scope left): the
+    count it started with is no longer pending, so a cancellation that comes later is the run's
+    and cancels it, rather than being taken for the cleanup's and the waiting tool's failure."""
+    waiting = asyncio.Event()
+
+    @tool
+    async def wait() -> str:
+        """Wait."""
+        waiting.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    runner = Runner(
+        ReActAgent(
+            "a", ScriptedModel([Reply(tool_calls=[tool_call("wait")]), "done"]), tools=[wait]
+        )
+    )
+    started = asyncio.Event()
+    read: list[AgentEvent] = []
+
+    async def service() -> None:
+        events = runner.run("bye")
+        try:
+            if form == "except CancelledError":
+                try:
+                    started.set()
+                    await asyncio.Event().wait()
+                except asyncio.CancelledError:
+                    read.append(await anext(events))  # made in the cleanup
+                    asyncio.current_task().uncancel()  # type: ignore[union-attr]
+            else:
+                with anyio.CancelScope() as scope:
+                    try:
+                        started.set()
+                        scope.cancel()
+                        await asyncio.Event().wait()
+                    finally:
+                        with anyio.CancelScope(shield=True):
+                            read.append(await anext(events))
+            assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+            async for event in events:  # the tool waits: the test cancels this task
+                read.append(event)
+        finally:
+            await events.aclose()
+
+    task = asyncio.create_task(service())
+    await started.wait()
+    if form == "except CancelledError":
+        task.cancel()
+    await waiting.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [event.error for event in read] == [None]
