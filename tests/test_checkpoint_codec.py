@@ -419,6 +419,49 @@ def test_an_int_json_cannot_hold_inside_a_model_is_refused() -> None:
     assert str(caught.value).startswith("session.r.count: int longer than 4300 digits")
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            Reading(value=1.0, extra={"by": {frozenset({"a"}): 1}}),
+            "session.r.extra.by: dict key frozenset({'a'}) cannot be written as JSON",
+        ),
+        (
+            Reading(value=1.0, note=[{"k": {frozenset({1}): 1}}]),
+            "session.r.note.k: dict key frozenset({1}) cannot be written as JSON",
+        ),
+        (Reading(value=1.0, note=object()), "session.r.note: object cannot be stored"),
+        (Reading(value=1.0, note=b"\xff"), "session.r.note: bytes that are not UTF-8 text"),
+        (
+            Message(role="user", content="x", metadata={"m": {frozenset({1}): 1}}),
+            "session.r.metadata.m: dict key frozenset({1}) cannot be written as JSON",
+        ),
+    ],
+)
+def test_what_a_registered_model_holds_that_json_cannot_write_is_named_where(
+    value: BaseModel, message: str
+) -> None:
+    """A plain dict's frozenset key was a ``CheckpointError`` naming where; one inside a
+    registered model (and a message's metadata) let pydantic's bare ``TypeError`` ("`frozenset`
+    not valid as object key") out of the save, and an object of its own or bytes not UTF-8 in
+    a registered model's ``Any`` field pydantic's words naming no place."""
+    with pytest.raises(CheckpointError) as caught:
+        to_json_value({"r": value}, "session")
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+async def test_a_pause_of_a_registered_model_with_a_key_json_cannot_write_fails_clearly() -> None:
+    store = DictStore()
+    state = Reading(value=1.0, extra={"by": {frozenset({"a"}): 1}})
+    events = await collect(Runner(Asker("root", state=state), checkpoint_store=store).run("hi"))
+    last = events[-1]
+    assert last.interrupted is None and last.error is not None
+    assert last.error.type == "CheckpointError"
+    assert last.error.message.startswith("could not save checkpoint"), last.error.message
+    assert "state of agent:root.extra.by: dict key frozenset({'a'})" in last.error.message
+    assert store.data == {}
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equality that takes NaN for NaN (``nan != nan``), through dicts, lists and models."""
     if isinstance(a, BaseModel) and type(a) is type(b):

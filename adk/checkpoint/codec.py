@@ -510,7 +510,13 @@ def _plain(value: Any, depth: int) -> Any:
         # By field name, every field (a changed default must not change a loaded value), read back
         # accepting names and aliases (``_rebuild``): a field may have a serialization alias that
         # validation never reads. round_trip: Json[...] fields stay text.
-        data = _with_excluded(value, _json_dump(value, round_trip=True))
+        try:
+            dump = _json_dump(value, round_trip=True)
+        except (ValueError, TypeError, UnicodeDecodeError) as exc:  # a frozenset key: TypeError
+            # What pydantic cannot write (an object of its own in an ``Any`` field, a dict key
+            # JSON cannot hold, bytes that are not UTF-8) is named where, as in a plain dict.
+            raise _unwritable_model(value, exc) from None
+        data = _with_excluded(value, dump)
         if _has_any_place(cls):
             expected = _schema_classes(cls)
             if _holds_registered(value.__dict__.values(), expected):
@@ -581,8 +587,8 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
     # them when ``json.dumps`` meets one, so the common save does not walk every dump.
     try:
         data = serializer.to_python(value, mode="json", exclude_defaults=True)
-    except (PydanticSerializationError, UnicodeDecodeError) as exc:  # bytes not UTF-8: the latter
-        # A place typed ``Any`` (a message's ``metadata``: a keyed record's input message
+    except (PydanticSerializationError, UnicodeDecodeError, TypeError) as exc:  # TypeError: a
+        # dict key JSON cannot hold (a frozenset); UnicodeDecodeError: bytes not UTF-8. A place typed ``Any`` (a message's ``metadata``: a keyed record's input message
         # carries the record there) holding what pydantic cannot write: bytes that are not
         # UTF-8, an object of its own. The pause failed with pydantic's words alone ("'utf-8'
         # codec can't decode byte 0xff"), naming neither the message nor the value.
@@ -616,10 +622,21 @@ def _unwritable(value: BaseModel, places: tuple[str, ...], error: ValueError) ->
     return _Unstorable(f"cannot be stored in a checkpoint: {error}")
 
 
+def _unwritable_model(value: BaseModel, exc: Exception) -> _Unstorable:
+    """The ``_Unstorable`` for a registered model pydantic could not dump (``exc``), with the
+    path to what it could not write when a walk finds it (only on this failure)."""
+    found = _unwritable_in(value, 0)
+    return found if found is not None else _Unstorable(_unstorable_reason(value, exc))
+
+
 def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
     """Where in ``value`` pydantic's JSON dump fails, as an ``_Unstorable`` with its path."""
     if depth < MAX_DEPTH and isinstance(value, dict):
         for key, item in value.items():
+            try:
+                to_jsonable_python({key: None})
+            except (ValueError, TypeError, UnicodeDecodeError):  # a frozenset: TypeError
+                return _Unstorable(f"dict key {key!r} cannot be written as JSON; use string keys")
             found = _unwritable_in(item, depth + 1)
             if found is not None:
                 found.keys.append(str(key))
@@ -642,7 +659,7 @@ def _unwritable_in(value: Any, depth: int) -> _Unstorable | None:
             return found
     try:
         to_jsonable_python(value)
-    except (PydanticSerializationError, UnicodeDecodeError) as exc:
+    except (ValueError, TypeError, UnicodeDecodeError) as exc:  # pydantic's, a key's, bytes'
         return _Unstorable(_unstorable_reason(value, exc))
     return None
 
