@@ -251,7 +251,7 @@ async def test_deps_retries_mcp_and_a_validated_answer(
     assert tool_results(llm.bodies[1]) == {
         "b1": "$98.45",
         "s1": "Error: no card ending 9999; the customer's cards end 4321, 8765",
-        "x1": "Error: Error executing tool exchange_rate: the bank does not trade CHF; "
+        "x1": "Error: tool 'exchange_rate' failed: the bank does not trade CHF; "
         "it trades EUR, GBP, JPY",
     }
     assert tool_results(llm.bodies[2])["s2"] == "active"

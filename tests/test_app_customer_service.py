@@ -431,8 +431,8 @@ async def test_a_refused_refund_and_a_failing_mcp_tool_reach_the_model(
     read = [
         (m["tool_call_id"], m["content"]) for m in llm.bodies[-1]["messages"] if m["role"] == "tool"
     ]
-    # The server's own words for a failed tool ("Error executing tool ..."), marked as an error.
-    assert read == [("m1", "Error: Error executing tool fail: ticket system is down")]
+    # The server's own words for a failed tool, after adk's "tool 'fail' failed: ", an error.
+    assert read == [("m1", "Error: tool 'fail' failed: ticket system is down")]
     billing_read = [m for m in llm.bodies[-4]["messages"] if m["role"] == "tool"]
     assert billing_read[-1] == {
         "role": "tool",

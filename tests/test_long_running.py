@@ -240,7 +240,7 @@ async def test_a_shared_runner_keeps_nothing_per_run_of_a_services_mix(tmp_path:
                 warm = await round(0, restart=True)
                 # Each path did what it is here for (a failure to test is not a path tested).
                 assert warm["add: done: 5"] == 3 and warm["pay: done: paid 5"] == 3, warm
-                assert warm["fail: done: Error: Error executing tool fail: no"] == 3, warm
+                assert warm["fail: done: Error: tool 'fail' failed: no"] == 3, warm
                 assert (
                     warm["broken: done: Error: tool 'broken' failed: RuntimeError: broken"] == 3
                 ), warm

@@ -653,6 +653,46 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         HTTPServer("127.0.0.1:8000/mcp")
 
 
+async def test_a_tool_error_reads_as_one_sentence_under_the_name_the_model_called(
+    http_process: HTTPServerProcess,
+) -> None:
+    """The ``mcp`` package words a failed tool ``Error executing tool <name>: <why>``, and adk
+    prefixed ``Error: ``: the model read ``Error: Error executing tool fail: ...``, under the
+    server's name where it had called ``demo_fail``. It reads adk's words for a failed call."""
+    async with MCPToolset(HTTPServer(http_process.url), prefix="demo") as toolset:
+        failed = await call(toolset, "demo_fail", {"message": "the disk is full"})
+        invalid = await call(toolset, "demo_add", {"a": "many", "b": 1})
+    assert (failed.is_error, failed.content) == (
+        True,
+        "Error: tool 'demo_fail' failed: the disk is full",
+    )
+    assert invalid.is_error
+    assert invalid.content.startswith("Error: tool 'demo_add' failed: 1 validation error"), (
+        invalid.content
+    )
+
+
+async def test_a_crashed_tools_error_without_a_reason_says_the_server_gave_none() -> None:
+    """A crash is worded ``Error executing tool <name>`` alone (the server keeps its reason);
+    another server's own words are kept as they are."""
+    from mcp.types import CallToolResult, TextContent
+
+    from adk.mcp._toolset import _to_result
+
+    def result(text: str) -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text=text)], is_error=True)
+
+    crashed = _to_result(result("Error executing tool add"), "demo_add", "add")
+    assert (crashed.is_error, crashed.content) == (
+        True,
+        "Error: tool 'demo_add' failed; the server did not say why",
+    )
+    other = _to_result(result("Error executing tool adder: no"), "demo_add", "add")
+    assert other.content == "Error: Error executing tool adder: no"  # not its words for 'add'
+    own = _to_result(result("quota exceeded"), "demo_add", "add")
+    assert own.content == "Error: quota exceeded"
+
+
 async def test_a_command_line_given_as_the_command_is_refused_where_the_server_is_described(
     tmp_path: Path,
 ) -> None:

@@ -227,8 +227,29 @@ def _unsendable(value: dict[str, Any], words: str) -> str:
     return "arguments cannot be sent: " + words[:300].encode("utf-8", "backslashreplace").decode()
 
 
-def _to_result(result: CallToolResult) -> ToolResult:
-    return result_of(result.content, result.structured_content, result.is_error)
+def _to_result(result: CallToolResult, name: str, mcp_name: str) -> ToolResult:
+    answer = result_of(result.content, result.structured_content, result.is_error)
+    if answer.is_error:
+        return _one_error_sentence(answer, name, mcp_name)
+    return answer
+
+
+def _one_error_sentence(answer: ToolResult, name: str, mcp_name: str) -> ToolResult:
+    """An error result whose text is the ``mcp`` package's words for a failed tool, ``Error
+    executing tool <its name>: <why>`` (``<why>`` left out for a crash, whose reason the server
+    keeps), in adk's own words for a failed call, under the name the model called:
+    ``Error: tool '<name>' failed: <why>``. Prefixed as they were, the model read "Error: Error
+    executing tool ..."; another server's words are kept as they are. Only on an error."""
+    said = f"Error: Error executing tool {mcp_name}"
+    text = answer.content
+    if text == said or text.startswith(f"{said}:"):
+        why = text[len(said) + 1 :].strip()
+        if why:
+            text = f"Error: tool '{name}' failed: {why}"
+        else:
+            text = f"Error: tool '{name}' failed; the server did not say why"
+        return answer.model_copy(update={"content": text})
+    return answer
 
 
 class _MCPTool:
@@ -1014,7 +1035,7 @@ class MCPToolset(AsyncCloseable):
                 return ToolResult.error(
                     f"tool '{name}' timed out after {self._call_timeout:g}s and was cancelled"
                 )
-            return _to_result(result)
+            return _to_result(result, name, mcp_name)
         raise AssertionError("unreachable")
 
     async def _render(self, name: str, mcp_name: str, arguments: dict[str, Any]) -> list[Message]:
