@@ -62,7 +62,9 @@ class Usage(BaseModel):
     OpenAI counts them; 0 when none were, or the provider does not say.
     ``reasoning_output_tokens`` are the output tokens a reasoning model spent thinking (billed as
     output, never shown): part of ``output_tokens``; 0 when none were, or the provider does not
-    say."""
+    say. ``total_tokens`` left out (or 0) with input or output tokens given is their sum, as a
+    model reporting only those two (a scripted or custom one) means; one given is kept as it is
+    (a provider may count more, or only a total)."""
 
     model_config = ConfigDict(frozen=True, defer_build=True)
 
@@ -72,14 +74,33 @@ class Usage(BaseModel):
     cached_input_tokens: int = 0
     reasoning_output_tokens: int = 0
 
+    @model_validator(mode="after")
+    def _total_of_its_parts(self) -> "Usage":
+        # Only where a Usage is validated (built by hand, read back): the OpenAI adapters build
+        # theirs without validation (``fast_builder``), their total worked out already.
+        if not self.total_tokens and (self.input_tokens or self.output_tokens):
+            self.__dict__["total_tokens"] = self.input_tokens + self.output_tokens
+            self.__pydantic_fields_set__.add("total_tokens")
+        return self
+
     def __add__(self, other: "Usage") -> "Usage":
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
-            reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
+        # Built without validation: each side's total is already its own (the validator above).
+        return _new_usage(
+            {
+                "input_tokens": self.input_tokens + other.input_tokens,
+                "output_tokens": self.output_tokens + other.output_tokens,
+                "total_tokens": self.total_tokens + other.total_tokens,
+                "cached_input_tokens": self.cached_input_tokens + other.cached_input_tokens,
+                "reasoning_output_tokens": (
+                    self.reasoning_output_tokens + other.reasoning_output_tokens
+                ),
+            },
+            set(_USAGE_FIELDS),
         )
+
+
+_USAGE_FIELDS = frozenset(Usage.model_fields)
+_new_usage = fast_builder(Usage)
 
 
 class ToolCall(BaseModel):

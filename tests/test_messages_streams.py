@@ -51,6 +51,20 @@ def test_usage_defaults_to_zero_and_adds() -> None:
     assert total == Usage(input_tokens=11, output_tokens=22, total_tokens=33)
 
 
+def test_a_usage_given_input_and_output_alone_totals_them() -> None:
+    """A scripted or custom model reporting input and output tokens alone gave a total of 0,
+    which a run's total, a ``total_tokens`` limit and the spans read: the total is their sum.
+    A total given is kept (a provider may count only a total, or more than the two)."""
+    assert Usage(input_tokens=12, output_tokens=3).total_tokens == 15
+    assert Usage(input_tokens=12, output_tokens=3, total_tokens=0).total_tokens == 15
+    assert Usage.model_validate({"input_tokens": 4}).total_tokens == 4  # read back, e.g.
+    assert Usage(total_tokens=12) == Usage(input_tokens=0, output_tokens=0, total_tokens=12)
+    assert Usage(input_tokens=2, output_tokens=3, total_tokens=9).total_tokens == 9
+    summed = Usage(input_tokens=2, output_tokens=3) + Usage(total_tokens=12)
+    assert (summed.input_tokens, summed.output_tokens, summed.total_tokens) == (2, 3, 17)
+    assert Usage().total_tokens == 0
+
+
 def test_tool_call_keeps_raw_argument_text_even_when_malformed() -> None:
     call = ToolCall(id="c", name="f", arguments='{"a": 1,,')
     assert call.arguments == '{"a": 1,,'

@@ -56,6 +56,24 @@ def two_turns() -> ScriptedModel:
     )
 
 
+async def test_a_run_of_a_model_reporting_input_and_output_alone_has_their_total() -> None:
+    """A scripted or custom model's ``Usage(input_tokens=, output_tokens=)``: the run's total
+    was 0, so a ``total_tokens`` limit in a callback never tripped."""
+    model = ScriptedModel(
+        [
+            Reply(
+                tool_calls=[tool_call("add", {"a": 2, "b": 3})],
+                usage=Usage(input_tokens=10, output_tokens=5),
+            ),
+            Reply(text="5", usage=Usage(input_tokens=20, output_tokens=6)),
+        ]
+    )
+    result = await Runner(adder(model)).invoke("2 + 3?")
+    assert result.usage is not None
+    assert (result.usage.input_tokens, result.usage.output_tokens) == (30, 11)
+    assert result.usage.total_tokens == 41
+
+
 @pytest.mark.parametrize("streaming", [False, True])
 async def test_usage_sums_every_model_call_reasoning_and_cached_tokens_included(
     streaming: bool,
