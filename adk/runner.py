@@ -118,7 +118,7 @@ if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
 
     from .checkpoint._claim import _Claim
-    from .checkpoint._pending import PendingCheckpoint
+    from .checkpoint._pending import _Listing
 
 __all__ = ["MaxTurnsExceeded", "RunError", "RunResult", "Runner", "run_messages", "run_usage"]
 
@@ -1443,12 +1443,13 @@ class Runner(AsyncCloseable):
             await _from_store(store.delete(checkpoint_id), "delete", checkpoint_id)
 
     # -- listing -----------------------------------------------------------------------------
-    def pending(self, prefix: str | None = None) -> AsyncIterator[PendingCheckpoint]:
+    def pending(self, prefix: str | None = None) -> _Listing:
         """The checkpoints of paused runs this runner can resume (its agent's, and those that
         cannot be read, with their ``error``), read from its store without resuming them or
         running any code: ``adk.checkpoint.list_pending(self.checkpoint_store, prefix,
-        agent=self.agent.name)``. Its store must list its ids (every built-in one does);
-        another is a ``TypeError`` naming what to add."""
+        agent=self.agent.name)``, read with ``async for``, or awaited for a list. Its store
+        must list its ids (every built-in one does); another is a ``TypeError`` naming what to
+        add."""
         return checkpoint.list_pending(self.checkpoint_store, prefix, agent=self.agent.name)
 
     # -- lifecycle ---------------------------------------------------------------------------

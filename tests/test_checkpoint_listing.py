@@ -703,8 +703,24 @@ async def test_a_users_listing_store_works_and_ids_gone_meanwhile_are_skipped() 
     listing = runner.pending()
     first = await anext(listing)
     assert first.checkpoint_id == "run-00"
-    await listing.aclose()  # type: ignore[attr-defined]
+    await listing.aclose()
     assert store.closed
+
+    # Awaited, it is the list of what an ``async for`` reads (``await runner.pending()`` failed
+    # with Python's "async_generator can't be used in 'await' expression"); after some entries
+    # were read, the rest; the store's listing closed either way.
+    store.closed = False
+    everything = await runner.pending()
+    assert [entry.checkpoint_id for entry in everything] == found
+    assert store.closed
+    store.closed = False
+    listing = runner.pending("run-0")
+    assert (await anext(listing)).checkpoint_id == "run-00"
+    assert [entry.checkpoint_id for entry in await listing] == [f"run-0{n}" for n in range(1, 10)]
+    assert store.closed
+    assert [entry.checkpoint_id for entry in await list_pending(store, "run-3")] == [
+        f"run-3{n}" for n in range(10)
+    ]
 
 
 class UsersRedisStore:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator, Awaitable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Generator, Sequence
 from typing import Any, cast
 
 from ..interrupts import InterruptPoint
@@ -110,11 +110,44 @@ class PendingCheckpoint:
         )
 
 
+class _Listing(AsyncIterator[PendingCheckpoint]):
+    """What ``list_pending`` (and ``Runner.pending``) give: an async iterator of the entries,
+    that may also be awaited for a list of them (``await runner.pending()``), which a new user
+    tries first and which failed with Python's "async_generator can't be used in 'await'
+    expression". Awaited after some entries were read, it gives the rest; either way the
+    store's listing is closed at the end (or at ``aclose``)."""
+
+    __slots__ = ("_entries",)
+
+    def __init__(self, entries: AsyncGenerator[PendingCheckpoint, None]) -> None:
+        self._entries = entries
+
+    def __aiter__(self) -> _Listing:
+        return self
+
+    def __anext__(self) -> Awaitable[PendingCheckpoint]:
+        return self._entries.__anext__()
+
+    def aclose(self) -> Awaitable[None]:
+        """Stop the listing early, closing the store's listing of ids."""
+        return self._entries.aclose()
+
+    def __await__(self) -> Generator[Any, None, list[PendingCheckpoint]]:
+        return self._all().__await__()
+
+    async def _all(self) -> list[PendingCheckpoint]:
+        try:
+            return [entry async for entry in self._entries]
+        finally:
+            await self._entries.aclose()
+
+
 def list_pending(
     store: CheckpointStore, prefix: str | None = None, *, agent: str | None = None
-) -> AsyncIterator[PendingCheckpoint]:
+) -> _Listing:
     """The checkpoints of paused runs in ``store`` whose ids start with ``prefix`` (all for
-    ``None``), as ``PendingCheckpoint``s, streamed in the order the store lists its ids.
+    ``None``), as ``PendingCheckpoint``s, streamed in the order the store lists its ids
+    (``async for``), or all at once as a list (``await list_pending(...)``).
 
     With ``agent``, only the checkpoints of runs whose root agent has that name, and those that
     cannot be read (whose agent is unknown). Left out: checkpoints deleted since their id was
@@ -125,12 +158,12 @@ def list_pending(
     ``store`` must be able to list its ids (``ListingCheckpointStore``: every built-in store is);
     any other is a ``TypeError`` here, as are a prefix or agent that are not strings.
     """
-    return _listing(store, prefix, agent, rebuild=True)
+    return _Listing(_listing(store, prefix, agent, rebuild=True))
 
 
 def _listing(
     store: CheckpointStore, prefix: str | None, agent: str | None, *, rebuild: bool
-) -> AsyncIterator[PendingCheckpoint]:
+) -> AsyncGenerator[PendingCheckpoint, None]:
     """``list_pending``; ``rebuild=False`` keeps each point's info as its stored JSON (registered
     types as their tagged data): for ``pyadk checkpoint list``, whose process has none of the
     application's types registered, and prints JSON anyway."""
@@ -152,7 +185,7 @@ def _listing(
 
 async def _pending(
     store: CheckpointStore, listing: AsyncIterator[str], agent: str | None, rebuild: bool
-) -> AsyncIterator[PendingCheckpoint]:
+) -> AsyncGenerator[PendingCheckpoint, None]:
     try:
         batch: list[str] = []
         async for checkpoint_id in listing:

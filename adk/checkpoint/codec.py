@@ -610,7 +610,7 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
     return {_TAG: tag, "data": data}
 
 
-def _unwritable(value: BaseModel, places: tuple[str, ...], error: ValueError) -> _Unstorable:
+def _unwritable(value: BaseModel, places: tuple[str, ...], error: Exception) -> _Unstorable:
     """The ``_Unstorable`` for a model of ``_OWN`` pydantic could not dump (``error``), its
     ``keys`` the path to the first value inside ``places`` it cannot write, found by writing
     them piece by piece (only on this failure: a save pays nothing for it)."""

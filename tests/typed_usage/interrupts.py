@@ -25,7 +25,7 @@ from adk import (
     run_usage,
     tool,
 )
-from adk.checkpoint import SQLiteCheckpointStore
+from adk.checkpoint import PendingCheckpoint, SQLiteCheckpointStore, list_pending
 from adk.testing import ScriptedModel
 from prebuilt import ReActAgent
 
@@ -96,5 +96,11 @@ async def main() -> None:
             print(event.agent_name, event.run_path)
     async for pending in runner.pending(prefix="pay-"):
         print(pending.checkpoint_id, pending.saved_at, pending.resuming, pending.error)
+    waiting = await runner.pending(prefix="pay-")  # all at once, as a list
+    assert_type(waiting, list[PendingCheckpoint])
+    assert_type(await list_pending(runner.checkpoint_store), list[PendingCheckpoint])
+    listing = runner.pending()
+    assert_type(await anext(listing), PendingCheckpoint)
+    await listing.aclose()
     sent = AgentEvent.from_dict(json.loads("{}"))
     assert_type(sent, AgentEvent)
