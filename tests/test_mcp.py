@@ -653,6 +653,23 @@ async def test_filter_and_prefix(http_process: HTTPServerProcess) -> None:
         HTTPServer("127.0.0.1:8000/mcp")
 
 
+async def test_a_prefix_that_leaves_no_room_for_the_tools_names_is_refused_where_given(
+    http_process: HTTPServerProcess,
+) -> None:
+    """Model APIs take tool names of 64 characters; a longer one is cut to its first 55 and a
+    hash. A prefix of 54 characters or more made every such name ``<prefix>_<hash>`` (every name
+    at all from 63 on), the tools told apart by the hash alone: refused where it is given,
+    naming the limit, and nothing is registered."""
+    server = HTTPServer(http_process.url)  # not connected to: refused before
+    with pytest.raises(ValueError, match=r"prefix must be at most 53 characters, got 54 "):
+        MCPToolset(server, prefix="p" * 54)
+    resources = Resources()
+    with pytest.raises(ValueError, match=r"at most 53 characters, got 70 .*tell apart"):
+        resources.add_mcp("tools", server, prefix="s" * 70)
+    assert MCPToolset(server, prefix="p" * 53).prefix == "p" * 53
+    assert resources.add_mcp("tools", server, prefix="short").prefix == "short"  # name still free
+
+
 async def test_a_tool_error_reads_as_one_sentence_under_the_name_the_model_called(
     http_process: HTTPServerProcess,
 ) -> None:

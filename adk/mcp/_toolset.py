@@ -57,7 +57,14 @@ from ._hooks import (
     progress_callback,
     sampling_callback,
 )
-from ._names import _KEPT, _NOT_IN_NAMES, _model_names, _model_parameters, _offered_as
+from ._names import (
+    _KEPT,
+    _NAME_LIMIT,
+    _NOT_IN_NAMES,
+    _model_names,
+    _model_parameters,
+    _offered_as,
+)
 from ._servers import (
     HTTPServer,
     ServerConfig,
@@ -104,6 +111,12 @@ _PROTOCOL_VERSION = "mcp.protocol.version"  # the MCP conventions' attribute (tr
 # Failures that mean the connection itself is gone, not that the request was refused.
 _TRANSPORT_ERRORS = (anyio.BrokenResourceError, anyio.ClosedResourceError, httpx2.TransportError)
 _PLAIN_LOSS = frozenset({"connection closed", "brokenresourceerror", "closedresourceerror"})
+
+_PREFIX_LIMIT = _KEPT - 2
+"""The longest ``prefix`` a toolset takes: ``{prefix}_`` then leaves at least one character of
+a tool's own name in a name cut to fit model APIs (``_model_names``: its first ``_KEPT``
+characters and a hash); a longer one made every such name the prefix and a hash, the tools told
+apart by the hash alone, and every name of a prefix over 62 characters was such a name."""
 
 
 def _is_connection_lost(exc: BaseException) -> bool:
@@ -500,6 +513,14 @@ class MCPToolset(AsyncCloseable):
             )
         if prefix is not None and (not isinstance(prefix, str) or not prefix):
             raise ValueError(f"prefix must be a non-empty string or None, got {prefix!r}")
+        if prefix is not None and len(prefix) > _PREFIX_LIMIT:
+            raise ValueError(
+                f"prefix must be at most {_PREFIX_LIMIT} characters, got {len(prefix)} "
+                f"({prefix[:20]!r}...): model APIs take tool names of at most {_NAME_LIMIT}, and "
+                f"a longer one is cut to its first {_KEPT} characters and a hash, so with this "
+                "prefix every such tool name would be the prefix and a hash, which the model "
+                "cannot tell apart"
+            )
         if call_timeout is not None and not call_timeout > 0:
             raise ValueError(f"call_timeout must be positive or None, got {call_timeout!r}")
         if not connect_timeout > 0:
