@@ -587,11 +587,12 @@ def _own_json(value: Any, cls: type[BaseModel], depth: int) -> dict[str, Any]:
     # them when ``json.dumps`` meets one, so the common save does not walk every dump.
     try:
         data = serializer.to_python(value, mode="json", exclude_defaults=True)
-    except (PydanticSerializationError, UnicodeDecodeError, TypeError) as exc:  # TypeError: a
-        # dict key JSON cannot hold (a frozenset); UnicodeDecodeError: bytes not UTF-8. A place typed ``Any`` (a message's ``metadata``: a keyed record's input message
+    except (PydanticSerializationError, UnicodeDecodeError, TypeError) as exc:
+        # A place typed ``Any`` (a message's ``metadata``: a keyed record's input message
         # carries the record there) holding what pydantic cannot write: bytes that are not
-        # UTF-8, an object of its own. The pause failed with pydantic's words alone ("'utf-8'
-        # codec can't decode byte 0xff"), naming neither the message nor the value.
+        # UTF-8 (UnicodeDecodeError), an object of its own, a dict key JSON cannot hold (a
+        # frozenset: TypeError). The pause failed with pydantic's words alone ("'utf-8' codec
+        # can't decode byte 0xff"), naming neither the message nor the value.
         raise _unwritable(value, places, exc) from None
     tag = _NAMES[cls]
     if "parts" in data:  # a message's images and files (most have none, and no key)
