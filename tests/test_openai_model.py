@@ -635,8 +635,11 @@ async def test_responses_arguments_sent_only_in_their_done_event_are_read(
 
 async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer) -> None:
     """What ``_WireCall.repeats`` must not take for a repeat: a server without ids numbering
-    every call 0 sends two equal calls (a die rolled twice), each whole with its name; and two
-    calls of ids of their own with equal arguments, at one wire index or two."""
+    every call 0 sends two equal calls (a die rolled twice), each whole with its name; two
+    calls of ids of their own with equal arguments, at one wire index or two; and two equal
+    calls at index 0, each a head with its name then its arguments whole in one fragment, with
+    no id or one id for both: the name again after a whole call says a new call begins, and
+    the arguments after it are that call's, not the first call's again."""
     same = '{"a": 1, "b": 1}'
     server.script(
         Reply(
@@ -650,9 +653,18 @@ async def test_a_second_call_like_the_first_is_still_a_call(server: OpenAIServer
             tool_calls=[Call("add", same, id="x"), Call("add", same, id="y")],
             call_index="shared",
         ),
+        # each call's head (its name) and then its arguments in one fragment, every call at
+        # index 0: without ids, and with one id for all repeated in every fragment (llama.cpp)
+        Reply(tool_calls=[Call("add", same)] * 2, call_ids=False, call_index="shared", fragment=64),
+        Reply(
+            tool_calls=[Call("add", same, id="x")] * 2,
+            call_index="shared",
+            fragment=64,
+            repeat_name=True,
+        ),
     )
     async with make_model(server) as model:
-        for _ in range(3):
+        for _ in range(5):
             message = join_chunks(await collect(model.stream([Message.user("roll twice")])))
             assert [json.loads(c.arguments) for c in message.tool_calls] == [{"a": 1, "b": 1}] * 2
 

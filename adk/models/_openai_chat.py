@@ -604,8 +604,10 @@ class ChatStreamDecoder:
                 return self._calls - 1, name, arguments
             if current.closed is None:  # a continuation: the common case
                 return current.index, name, current.add(name, arguments)
-            if not name and current.repeats(arguments):
-                return current.index, name, ""  # the whole arguments sent again at the end
+            # the whole arguments sent again at the end; not after the call's name came again
+            # (closed is that name), which begins a call of that name (see after_whole)
+            if not name and not current.closed and current.repeats(arguments):
+                return current.index, name, ""
             # the call at this key has a whole object as its arguments: see _WireCall.after_whole
             named = current.after_whole(name, arguments)
             if named is None:
@@ -637,11 +639,14 @@ class ChatStreamDecoder:
                 if (
                     held is current
                     and not signed
+                    and not held.closed
                     and name in ("", held.name)
                     and held.repeats(arguments)
                 ):
                     # the whole call sent again under its id (a proxy's "consolidated" chunk
-                    # after the deltas): the same call, which run twice would act twice
+                    # after the deltas): the same call, which run twice would act twice; not
+                    # after a head of the call's name alone (closed: that name), which began
+                    # the next call sharing the id
                     return held.index, name, ""
                 if held is not current or signed or arguments.strip():
                     known = None
