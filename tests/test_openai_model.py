@@ -584,6 +584,37 @@ async def test_what_a_reply_keeps_goes_back_only_to_the_model_that_made_it(
     assert reply.metadata["kept_from"] not in (old, "")
 
 
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_what_a_reply_keeps_is_tagged_with_the_model_a_call_asked_for(
+    server: OpenAIServer, streaming: bool
+) -> None:
+    """A call's ``options.extra`` travels as ``extra_body`` and so names the model of that call
+    when it holds ``model`` (one call to another model on a gateway): the reply was tagged with
+    the adapter's ``model_name`` all the same, so its signature went back to that model, which
+    refuses it, and was withheld from the model that made it when asked again the same way."""
+    server.script(
+        Reply(
+            tool_calls=[Call("add", '{"a": 2, "b": 3}', id="c1")],
+            reasoning="Add them.",
+            reasoning_details=True,
+            signature="sig",
+        ),
+        *[Reply(text="5")] * 2,
+    )
+    other = ModelOptions(extra={"model": "other-model"})
+    async with make_model(server) as model:
+        reply = await call(model, streaming, [Message.user("2 + 3?")], tools=[ADD], options=other)
+        history = [Message.user("2 + 3?"), reply, *run_add(reply)]
+        await model.generate(history, tools=[ADD])  # to the adapter's own model
+        await model.generate(history, tools=[ADD], options=other)
+    assert [body["model"] for body in server.bodies] == ["other-model", "test-model", "other-model"]
+    own, same = (body["messages"][1] for body in server.bodies[1:])
+    assert "reasoning_details" not in own
+    assert "extra_content" not in own["tool_calls"][0]
+    assert same["reasoning_details"] == reply.metadata["reasoning_details"]
+    assert same["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": "sig"}}
+
+
 @pytest.mark.parametrize("resent", ["after", "whole", "cumulative"])
 @pytest.mark.parametrize("call_index", ["each", "shared", "none"])
 async def test_tool_call_arguments_a_server_sends_more_than_once_are_taken_once(

@@ -500,7 +500,7 @@ class OpenAIChatModel(AsyncCloseable):
         response = await self._create(request)
         if self._api == "chat":  # what it keeps is tagged with the model asked
             message = chat_message(
-                response, self._own_key(), origin=self._origin_for(request["model"])
+                response, self._own_key(), origin=self._origin_for(_model_asked(request))
             )
         else:
             message = responses_message(response, self._own_key())
@@ -589,6 +589,8 @@ class OpenAIChatModel(AsyncCloseable):
                 options = options.model_copy(update={"response_format": wire})
                 wrapped = True
         changed = changes or _UNCHANGED
+        # the model this call asks for: options.extra travels as extra_body, over the request's
+        asked = options.extra.get("model") if options is not None and options.extra else None
         request = self._build(
             self.model_name,
             messages,
@@ -601,7 +603,7 @@ class OpenAIChatModel(AsyncCloseable):
             send_parts=self._send_parts,
             short_ids=changed.get("short_ids", self._short_ids),
             send_kept=changed.get("send_kept", self._send_kept),
-            origin=self._origin_for(self.model_name),
+            origin=self._origin_for(asked if isinstance(asked, str) else self.model_name),
             server=self._origin,
         )
         return request, wrapped
@@ -743,7 +745,7 @@ class OpenAIChatModel(AsyncCloseable):
         sdk_stream = await self._create(request)
         watch = _watch_done(sdk_stream) if self._api == "chat" else None
         inner: ChatStreamDecoder | ResponsesStreamDecoder = (
-            ChatStreamDecoder(self._origin_for(request["model"]), self._own_key())
+            ChatStreamDecoder(self._origin_for(_model_asked(request)), self._own_key())
             if self._api == "chat"
             else ResponsesStreamDecoder()
         )
@@ -1440,3 +1442,11 @@ def _closed_message(model: OpenAIChatModel) -> str:
         "(async with runner: closes every model of its agents); keep one runner open for as "
         "long as the agents run, or make a new model"
     )
+
+
+def _model_asked(request: dict[str, Any]) -> str:
+    """The model ``request`` asks for: its ``extra_body``'s (a call's ``options.extra``, which
+    the SDK sends over the request's own fields) when that names one, else its own."""
+    extra = request.get("extra_body")
+    asked = extra.get("model") if extra else None
+    return asked if isinstance(asked, str) else str(request["model"])
