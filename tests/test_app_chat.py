@@ -395,6 +395,26 @@ def _example_service(name: str) -> Any:
     return example
 
 
+def _asked(example: Any) -> list[list[adk.Message]]:
+    """The messages each call of ``example``'s scripted model is given, in order, as it is
+    called (the model's replies are the example's own)."""
+    asked: list[list[adk.Message]] = []
+    scripted = example.scripted
+    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    return asked
+
+
+def _roles(messages: list[adk.Message]) -> list[tuple[str, str | None]]:
+    return [(m.role.value, m.name) for m in messages]
+
+
+# The conversation the model is sent at the message after a paid turn: the paused turn whole
+# (the call, its result, the answer) and the new message.
+_PAID_THEN_ASKED = [
+    ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
+]  # fmt: skip
+
+
 @contextlib.asynccontextmanager
 async def _serving(app: Any, log_level: str = "warning") -> AsyncIterator[int]:
     """``app`` served by uvicorn on an ephemeral port (given), stopped when the block ends."""
@@ -420,9 +440,7 @@ async def test_the_example_service_keeps_a_conversation_whole_across_its_approva
     call, which OpenAI refuses (400), for good. A message while the approval waits is refused
     with the checkpoint to decide on; the resumed turn is the session's conversation."""
     example = _example_service("_chat_agent_service")
-    asked: list[list[adk.Message]] = []
-    scripted = example.scripted
-    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    asked = _asked(example)
     example.payment_done.set()
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
     async with _serving(app) as port:
@@ -433,10 +451,7 @@ async def test_the_example_service_keeps_a_conversation_whole_across_its_approva
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    roles = [(m.role.value, m.name) for m in asked[-1]]
-    assert roles == [
-        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
-    ]  # fmt: skip
+    assert _roles(asked[-1]) == _PAID_THEN_ASKED
 
 
 async def test_the_example_services_session_stops_waiting_once_its_checkpoint_is_gone(
@@ -450,9 +465,7 @@ async def test_the_example_services_session_stops_waiting_once_its_checkpoint_is
     from adk.checkpoint import InMemoryCheckpointStore
 
     example = _example_service("_chat_agent_service_gone")
-    asked: list[list[adk.Message]] = []
-    scripted = example.scripted
-    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    asked = _asked(example)
     store = InMemoryCheckpointStore()
     app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
     async with _serving(app) as port:
@@ -478,9 +491,7 @@ async def test_the_example_services_approval_sent_as_the_pause_arrives_is_the_se
     checkpoint that resume had deleted. The pause is the session's as its event is sent: the
     early resume is refused (409) while the paused run's response ends, then taken."""
     example = _example_service("_chat_agent_service_early")
-    asked: list[list[adk.Message]] = []
-    scripted = example.scripted
-    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    asked = _asked(example)
     example.payment_done.set()
     sent = asyncio.Event()  # the paused run's events are all sent; its response not ended
     release = asyncio.Event()
@@ -511,10 +522,7 @@ async def test_the_example_services_approval_sent_as_the_pause_arrives_is_the_se
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert (early, status) == (409, 200), events
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    roles = [(m.role.value, m.name) for m in asked[-1]]
-    assert roles == [
-        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
-    ]  # fmt: skip
+    assert _roles(asked[-1]) == _PAID_THEN_ASKED
 
 
 async def test_the_example_services_resume_that_fails_leaves_its_session_waiting(
@@ -549,10 +557,7 @@ async def test_the_example_services_resume_that_fails_leaves_its_session_waiting
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    roles = [(m.role.value, m.name) for m in asked[-1]]
-    assert roles == [
-        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
-    ]  # fmt: skip
+    assert _roles(asked[-1]) == _PAID_THEN_ASKED
 
 
 async def test_the_example_services_resume_refused_as_its_first_event_gives_its_session_back(
@@ -574,9 +579,7 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
     from adk.checkpoint import InMemoryCheckpointStore
 
     example = _example_service("_chat_agent_service_gate")
-    asked: list[list[adk.Message]] = []
-    scripted = example.scripted
-    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    asked = _asked(example)
     example.payment_done.set()
     store = InMemoryCheckpointStore()
     app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
@@ -599,10 +602,7 @@ async def test_the_example_services_resume_refused_as_its_first_event_gives_its_
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    roles = [(m.role.value, m.name) for m in asked[-1]]
-    assert roles == [
-        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
-    ]  # fmt: skip
+    assert _roles(asked[-1]) == _PAID_THEN_ASKED
 
 
 class _Deployed:
@@ -628,9 +628,7 @@ async def test_the_example_services_pause_at_a_tool_removed_then_back_waits_for_
     example = _example_service("_chat_agent_service_rollback")
     deployed = _Deployed(example.send_payment)
     example.send_payment = deployed  # the agent's tools come from what is deployed
-    asked: list[list[adk.Message]] = []
-    scripted = example.scripted
-    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    asked = _asked(example)
     example.payment_done.set()
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
     async with _serving(app) as port:
@@ -649,10 +647,7 @@ async def test_the_example_services_pause_at_a_tool_removed_then_back_waits_for_
         status, events = await example.post(port, f"/resume/{paused}", {"decision": True})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    roles = [(m.role.value, m.name) for m in asked[-1]]
-    assert roles == [
-        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
-    ]  # fmt: skip
+    assert _roles(asked[-1]) == _PAID_THEN_ASKED
 
 
 async def test_the_example_services_resume_refused_at_max_turns_keeps_its_session_waiting(
@@ -664,9 +659,7 @@ async def test_the_example_services_resume_refused_at_max_turns_keeps_its_sessio
     the fix the refusal names could not be sent. A 422 saying it, the checkpoint resumable, the
     session waiting on it; the decision sent again with a higher ``max_turns`` is its turn."""
     example = _example_service("_chat_agent_service_turns")
-    asked: list[list[adk.Message]] = []
-    scripted = example.scripted
-    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    asked = _asked(example)
     example.payment_done.set()
     app = example.build_app(tmp_path / "checkpoints.db", TracerProvider())
     async with _serving(app) as port:
@@ -692,10 +685,7 @@ async def test_the_example_services_resume_refused_at_max_turns_keeps_its_sessio
         status, events = await example.post(port, resume, {"decision": True, "max_turns": 2})
         assert status == 200 and events[-1][1]["output"]["message"]["content"].startswith("Paid")
         await example.post(port, "/sessions/s1/messages", {"message": "What first?"})
-    roles = [(m.role.value, m.name) for m in asked[-1]]
-    assert roles == [
-        ("user", None), ("assistant", None), ("tool", "send_payment"), ("assistant", None), ("user", None),
-    ]  # fmt: skip
+    assert _roles(asked[-1]) == _PAID_THEN_ASKED
 
 
 async def test_the_example_services_session_is_freed_from_a_checkpoint_no_resume_can_read(
@@ -710,9 +700,7 @@ async def test_the_example_services_session_is_freed_from_a_checkpoint_no_resume
     from adk.checkpoint import InMemoryCheckpointStore
 
     example = _example_service("_chat_agent_service_broken")
-    asked: list[list[adk.Message]] = []
-    scripted = example.scripted
-    example.scripted = lambda messages: asked.append(messages) or scripted(messages)
+    asked = _asked(example)
     example.payment_done.set()
     store = InMemoryCheckpointStore()
     app = example.build_app(tmp_path / "unused.db", TracerProvider(), store)
