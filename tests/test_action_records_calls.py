@@ -12,15 +12,10 @@ takes it as a saved answer.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-import os
-from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
-from services import RedisServer
+from store_places import StoreFactory, runner_over, stores_fixture  # noqa: F401  (fixture)
 
 from adk import Message, ParallelAgent, Resources, Role, RunError, Runner, ToolResult, tool
 from adk.actions import (
@@ -36,10 +31,7 @@ from adk.actions import (
 )
 from adk.actions._builtin import _IN_STATE
 from adk.checkpoint import (
-    CheckpointStore,
     InMemoryCheckpointStore,
-    RedisCheckpointStore,
-    SQLiteCheckpointStore,
 )
 from adk.checkpoint._snapshot import _STATE_DEPTH
 from adk.checkpoint.codec import MAX_DEPTH, decode_checkpoint, encode_checkpoint, from_json_value
@@ -124,33 +116,6 @@ def _desk(calls: list[Any], *tools: Any, model_down: bool = False) -> Desk:
     return Desk(tuple(dict.fromkeys(call.name for call in calls)), resources)
 
 
-StoreFactory = Callable[[], CheckpointStore]
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    """A factory of stores over one place: each resume gets its own, as another worker would."""
-    if request.param == "memory":
-        memory = InMemoryCheckpointStore()
-        return lambda: memory
-    if request.param == "sqlite":
-        return functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
-    redis_server: RedisServer = request.getfixturevalue("redis_server")
-    prefix = f"ar{os.urandom(4).hex()}:"
-    return functools.partial(RedisCheckpointStore, redis_server.url, prefix=prefix)
-
-
-@contextlib.asynccontextmanager
-async def _runner(agent: Any, stores: StoreFactory) -> AsyncIterator[Runner]:
-    store = stores()
-    try:
-        yield Runner(agent, checkpoint_store=store)
-    finally:
-        close = getattr(store, "aclose", None)
-        if close is not None and not isinstance(store, InMemoryCheckpointStore):
-            await close()
-
-
 @pytest.mark.parametrize("payees", [("bob",), ("bob", "eve")], ids=["one call", "two calls"])
 async def test_an_action_round_whose_chat_fails_after_the_payment_is_resumed_without_paying_again(
     stores: StoreFactory, payees: tuple[str, ...]
@@ -158,12 +123,12 @@ async def test_an_action_round_whose_chat_fails_after_the_payment_is_resumed_wit
     """A round of one call (run inline) or of two (run concurrently): each approved payment is
     recorded as it ends; the chat's model fails after them; the retry pays nobody again."""
     calls = _payments(*payees)
-    async with _runner(_desk(calls, pay), stores) as first:
+    async with runner_over(_desk(calls, pay), stores) as first:
         paused = await first.invoke("pay", checkpoint_id="order-1")
     assert paused.interrupt is not None
     answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
 
-    async with _runner(_desk(calls, pay, model_down=True), stores) as failing:
+    async with runner_over(_desk(calls, pay, model_down=True), stores) as failing:
         with pytest.raises(RunError, match="model down"):
             await failing.invoke_resume("order-1", answers)
         data = await failing.checkpoint_store.get("order-1")
@@ -175,7 +140,7 @@ async def test_an_action_round_whose_chat_fails_after_the_payment_is_resumed_wit
         f"paid 5 to {to}" for to in payees
     ]
 
-    async with _runner(_desk(calls, pay), stores) as retry:
+    async with runner_over(_desk(calls, pay), stores) as retry:
         done = await retry.invoke_resume("order-1", answers)
         assert await retry.checkpoint_store.get("order-1") is None  # finished: deleted
 
@@ -220,6 +185,27 @@ class _NotingStore(InMemoryCheckpointStore):
         return written
 
 
+async def _approved_then_cut_after_the_payment(
+    store: _NotingStore, agent: Any, stuck: Any, checkpoint_id: str, **options: Any
+) -> dict[str, Any]:
+    """``agent`` asked to pay and ship pauses at ``checkpoint_id``; every call is approved and
+    ``stuck`` (its shipping never ends) resumes it, cut off once the payment's record landed.
+    The answers given, to be sent again."""
+    paused = await Runner(agent, checkpoint_store=store).invoke(
+        "pay and ship", checkpoint_id=checkpoint_id, **options
+    )
+    assert paused.interrupt is not None
+    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
+    cut = asyncio.create_task(
+        Runner(stuck, checkpoint_store=store).invoke_resume(checkpoint_id, answers)
+    )
+    await store.replaced.wait()  # the payment's record landed
+    cut.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await cut
+    return answers
+
+
 def _stuck_ship() -> Any:
     """An approved shipping tool that never ships: the resume is cut off while it runs."""
     never = asyncio.Event()
@@ -240,18 +226,9 @@ async def test_a_removed_tool_is_refused_only_for_the_action_calls_that_must_sti
     payment from its record, the shipping run), here answering only the shipping's point,
     the one still waiting."""
     store = _NotingStore()
-    paused = await Runner(Clerk(pay, ship), checkpoint_store=store).invoke(
-        "pay and ship", checkpoint_id="half"
+    answers = await _approved_then_cut_after_the_payment(
+        store, Clerk(pay, ship), Clerk(pay, _stuck_ship()), "half"
     )
-    assert paused.interrupt is not None
-    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
-    cut = asyncio.create_task(
-        Runner(Clerk(pay, _stuck_ship()), checkpoint_store=store).invoke_resume("half", answers)
-    )
-    await store.replaced.wait()  # the payment's record landed
-    cut.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await cut
     assert RAN == ["paid bob"]
 
     waiting = [p async for p in Runner(Clerk(), checkpoint_store=store).pending()]
@@ -470,18 +447,9 @@ async def test_a_resume_of_the_calls_still_waiting_is_refused_when_max_turns_lea
         return Desk(("pay", "ship"), resources)
 
     store = _NotingStore()
-    paused = await Runner(desk(pay, ship), checkpoint_store=store).invoke(
-        "pay and ship", checkpoint_id="turns", max_turns=2
+    answers = await _approved_then_cut_after_the_payment(
+        store, desk(pay, ship), desk(pay, _stuck_ship()), "turns", max_turns=2
     )
-    assert paused.interrupt is not None
-    answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
-    cut = asyncio.create_task(
-        Runner(desk(pay, _stuck_ship()), checkpoint_store=store).invoke_resume("turns", answers)
-    )
-    await store.replaced.wait()  # the payment's record landed
-    cut.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await cut
     assert RAN == ["paid bob"]
     [shipping] = [point for point in answers if point.endswith("/tool:ship#call_ship")]
 

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import gc
 import json
 import logging
-import os
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,7 +27,7 @@ import pytest
 from conftest import wire_model
 from openai_server import Call, OpenAIServer
 from openai_server import Reply as WireReply
-from services import RedisServer
+from store_places import StoreFactory, runner_over, stores_fixture  # noqa: F401  (fixture)
 
 from adk import (
     AgentEvent,
@@ -49,7 +47,6 @@ from adk.checkpoint import (
     CheckpointStore,
     CheckpointStoreError,
     InMemoryCheckpointStore,
-    RedisCheckpointStore,
     SQLiteCheckpointStore,
 )
 from adk.checkpoint import _claim as _claim_module
@@ -106,46 +103,19 @@ async def _leave_at_first_result(runner: Runner, checkpoint_id: str, answers: An
                 break
 
 
-StoreFactory = Callable[[], CheckpointStore]
-
-
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def stores(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
-    """A factory of stores over one place: each resume gets its own, as another worker would."""
-    if request.param == "memory":
-        memory = InMemoryCheckpointStore()
-        return lambda: memory
-    if request.param == "sqlite":
-        return functools.partial(SQLiteCheckpointStore, tmp_path / "checkpoints.db")
-    redis_server: RedisServer = request.getfixturevalue("redis_server")
-    prefix = f"rc{os.urandom(4).hex()}:"
-    return functools.partial(RedisCheckpointStore, redis_server.url, prefix=prefix)
-
-
-@contextlib.asynccontextmanager
-async def _runner(agent: Any, stores: StoreFactory) -> AsyncIterator[Runner]:
-    store = stores()
-    try:
-        yield Runner(agent, checkpoint_store=store)
-    finally:
-        close = getattr(store, "aclose", None)
-        if close is not None and not isinstance(store, InMemoryCheckpointStore):
-            await close()
-
-
 async def test_a_resume_whose_model_fails_after_the_payment_is_resumed_without_paying_again(
     stores: StoreFactory,
 ) -> None:
-    async with _runner(_payer(), stores) as first:
+    async with runner_over(_payer(), stores) as first:
         paused = await first.invoke("pay bob", checkpoint_id="conv-1")
     assert paused.interrupt is not None
 
-    async with _runner(_payer(fail_after_payment=True), stores) as failing:
+    async with runner_over(_payer(fail_after_payment=True), stores) as failing:
         with pytest.raises(RunError, match="model down"):
             await failing.invoke_resume("conv-1", {"approved": True})
     assert paid == ["bob"]
 
-    async with _runner(_payer(), stores) as retry:
+    async with runner_over(_payer(), stores) as retry:
         done = await retry.invoke_resume("conv-1", {"approved": True})
         assert await retry.checkpoint_store.get("conv-1") is None  # finished: deleted
 
@@ -158,11 +128,11 @@ async def test_a_resume_whose_model_fails_after_the_payment_is_resumed_without_p
 async def test_a_resume_left_right_after_the_payments_result_is_resumed_without_paying_again(
     stores: StoreFactory,
 ) -> None:
-    async with _runner(_payer(), stores) as first:
+    async with runner_over(_payer(), stores) as first:
         paused = await first.invoke("pay bob", checkpoint_id="conv-2")
     assert paused.interrupt is not None
 
-    async with _runner(_payer(), stores) as leaving:
+    async with runner_over(_payer(), stores) as leaving:
         resumed = leaving.resume("conv-2", {"approved": True})
         async with contextlib.aclosing(resumed) as events:
             async for event in events:
@@ -170,7 +140,7 @@ async def test_a_resume_left_right_after_the_payments_result_is_resumed_without_
                     break  # the client went away right after the payment's result
     assert paid == ["bob"]
 
-    async with _runner(_payer(), stores) as retry:
+    async with runner_over(_payer(), stores) as retry:
         done = await retry.invoke_resume("conv-2", {"approved": True})
 
     assert done.text == "done: paid 5 to bob"
@@ -354,14 +324,14 @@ async def test_a_finishs_delete_does_not_delete_a_pause_saved_after_its_read(
     two (another worker's resume of it pausing again once this one's claim lapsed, a new run's
     pause) must stay, as with keep_checkpoints: the delete was unconditional and the new pause,
     its approval still to be given, was lost. Each built-in store deletes only the bytes read."""
-    async with _runner(_payer(), stores) as first:
+    async with runner_over(_payer(), stores) as first:
         paused = await first.invoke("pay", checkpoint_id="d1")
         other = await first.invoke("pay eve", checkpoint_id="elsewhere")
         new_pause = await first.checkpoint_store.get("elsewhere")
     assert paused.interrupt is not None and other.interrupt is not None
     assert new_pause is not None
 
-    async with _runner(_payer(), stores) as resuming:
+    async with runner_over(_payer(), stores) as resuming:
         store = resuming.checkpoint_store
         reads = _pause_saved_after_the_finishs_read(store, new_pause)
         done = await resuming.invoke_resume("d1", {"approved": True})
@@ -959,11 +929,11 @@ async def test_a_finished_resume_whose_delete_fails_says_a_second_resume_replays
     error said resuming the checkpoint again "would run again what this resume ran (an approved
     call)", which the record made untrue: a second resume replays the payment and asks the
     model again. It must say so (and the second resume does: bob is paid once)."""
-    async with _runner(_payer(), stores) as first:
+    async with runner_over(_payer(), stores) as first:
         paused = await first.invoke("pay bob", checkpoint_id="conv-7")
     assert paused.interrupt is not None
 
-    async with _runner(_payer(), stores) as resuming:
+    async with runner_over(_payer(), stores) as resuming:
         # Down for the finish's delete, which a built-in store makes conditional (_delete_if).
         monkeypatch.setattr(resuming.checkpoint_store, "delete", _store_down)
         monkeypatch.setattr(resuming.checkpoint_store, "_delete_if", _store_down_if)
@@ -981,7 +951,7 @@ async def test_a_finished_resume_whose_delete_fails_says_a_second_resume_replays
     assert caught.value.operation == "delete" and caught.value.backend == "test"
     assert paid == ["bob"]
 
-    async with _runner(_payer(), stores) as again:
+    async with runner_over(_payer(), stores) as again:
         done = await again.invoke_resume("conv-7", {"approved": True})
     assert done.text == "done: paid 5 to bob"
     assert paid == ["bob"]  # replayed, as the error said
@@ -1685,7 +1655,7 @@ async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
     address), and the second resume replays it and ships."""
     stuck_ship = _stuck_ship()
 
-    async with _runner(_boss(pay, ship), stores) as first:
+    async with runner_over(_boss(pay, ship), stores) as first:
         paused = await first.invoke("pay bob", checkpoint_id="nested")
     assert paused.interrupt is not None
     inside = "agent:boss/tool:cashier#ask/agent:cashier"
@@ -1695,7 +1665,7 @@ async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
     ]
     answers = {point: {"approved": True} for point in paused.interrupt.point_ids}
 
-    async with _runner(_boss(pay, stuck_ship), stores) as leaving:
+    async with runner_over(_boss(pay, stuck_ship), stores) as leaving:
         await _leave_at_first_result(leaving, "nested", answers)
         stored = await leaving.checkpoint_store.get("nested")
     assert paid == ["bob"]
@@ -1706,7 +1676,7 @@ async def test_a_call_of_an_agent_tools_nested_run_is_recorded_and_replayed(
     assert [entry["id"] for entry in cashier["done"]] == ["call_pay"]
     assert "done" not in body["states"]["agent:boss"][AGENT_STATE]  # the outer call did not end
 
-    async with _runner(_boss(pay, ship), stores) as again:
+    async with runner_over(_boss(pay, ship), stores) as again:
         done = await again.invoke_resume("nested", answers)
         assert await again.checkpoint_store.get("nested") is None
     assert done.text == "boss: done: paid 5 to bob; shipped lamp"
